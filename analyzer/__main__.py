@@ -1,0 +1,5 @@
+"""`python -m analyzer`."""
+
+from analyzer.cli import main
+
+main()

@@ -1,0 +1,102 @@
+"""The click group every command hangs off, config-file loading, and error → exit code mapping.
+
+Command modules (``analyzer/cli/<name>.py``) import ``main`` (or ``report``) from here and add
+their commands; each command parses options, builds settings, calls one library function, and
+prints. Library code raises ``analyzer.errors.AnalyzerError``; it becomes one line on stderr and the
+documented exit code here, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from analyzer import __version__
+from analyzer.config import build_default_map, load_config_file
+from analyzer.errors import AnalyzerError
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"analyzer: error: {message}", err=True)
+    sys.exit(code)
+
+
+class AnalyzerGroup(click.Group):
+    """A group that turns ``AnalyzerError`` into a one-line message and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AnalyzerError as exc:
+            _fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        return None
+
+
+def _option_names(command: click.Command) -> set[str]:
+    return {p.name for p in command.params if isinstance(p, click.Option) and p.name}
+
+
+def command_options(group: click.Group, prefix: str = "") -> dict[str, set[str]]:
+    """Map each command path (``collect``, ``report-nightly``) to its option names."""
+    result: dict[str, set[str]] = {}
+    for name, command in group.commands.items():
+        path = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            result.update(command_options(command, prefix=f"{path}-"))
+        else:
+            result[path] = _option_names(command)
+    return result
+
+
+def _nest(flat: dict[str, dict[str, Any]], group: click.Group) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            sub = {k[len(name) + 1 :]: v for k, v in flat.items() if k.startswith(f"{name}-")}
+            nested[name] = _nest(sub, command)
+        elif flat.get(name):
+            nested[name] = flat[name]
+    return nested
+
+
+@click.group(cls=AnalyzerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="analyzer")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="ANALYZER_CONFIG",
+    help="YAML or TOML file of option defaults (flags win). Env: ANALYZER_CONFIG.",
+)
+@click.pass_context
+def main(ctx: click.Context, config_file: Path | None) -> None:
+    """Metrics-driven batch analyser for Kubernetes clusters.
+
+    Exit codes: 0 ok, 1 error, 2 bad usage/config/input, 3 partial data,
+    4 threshold violations (only with --fail-on-violations).
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["config"] = {}
+    if config_file is not None:
+        data = load_config_file(config_file)
+        assert isinstance(ctx.command, click.Group)
+        flat = build_default_map(data, command_options(ctx.command), source=str(config_file))
+        ctx.default_map = _nest(flat, ctx.command)
+        ctx.obj["config"] = data
+        ctx.obj["config_path"] = config_file
+
+
+@main.group(cls=AnalyzerGroup)
+def report() -> None:
+    """Render HTML reports (with JSON and CSV beside them)."""
+
+
+def is_terminal() -> bool:
+    """True when stderr is an interactive terminal (progress bars only there, not in cron logs)."""
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"

@@ -1,0 +1,47 @@
+"""Errors that end a run, each with its documented exit code.
+
+Exit codes (DESIGN.md, README "Exit codes"):
+
+| code | meaning |
+|---|---|
+| 0 | ok |
+| 1 | error (unexpected failure, unreachable server, server error) |
+| 2 | bad usage, config or input (the message names the field and the fix) |
+| 3 | partial data: some queries failed or data gaps beyond the limit |
+| 4 | threshold violations found (only with ``--fail-on-violations``) |
+
+Library code raises these; only ``analyzer/cli`` turns them into a one-line message and an exit code.
+Messages must never contain credentials.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_BAD_INPUT = 2
+EXIT_PARTIAL = 3
+EXIT_VIOLATIONS = 4
+
+
+class AnalyzerError(Exception):
+    """Base class: a failure with a one-line, user-facing message."""
+
+    exit_code = EXIT_ERROR
+
+
+class InputError(AnalyzerError):
+    """Bad usage, config, scenario, quantity or snapshot: the user must fix an input."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class SourceError(AnalyzerError):
+    """The metrics source failed: unreachable, refused, not Prometheus, rejected a query."""
+
+    exit_code = EXIT_ERROR
+
+
+class PartialDataError(AnalyzerError):
+    """Some data is missing: failed queries or gaps beyond the allowed limit."""
+
+    exit_code = EXIT_PARTIAL

@@ -1,0 +1,288 @@
+"""The snapshot: a directory holding what a cluster did over a time range.
+
+Everything after ``collect`` works on a snapshot (DESIGN.md "Snapshot contract"). This module is
+the one place the schema is defined; ``docs/snapshot.md`` describes it for users.
+
+Layout::
+
+    SNAPSHOT/
+      meta.json         SnapshotMeta (schema_version, source, range, step, warnings, coverage, ...)
+      nodes.parquet     one row per node
+      pods.parquet      one row per pod (key: uid; names are reused)
+      node_usage.parquet  long table: node, timestamp, cpu, memory
+      pod_usage.parquet   long table: uid, timestamp, cpu, memory
+
+Units (DESIGN.md): cpu in millicores, memory and storage in bytes, extended resources in integer
+units. Resource quantities are int64 columns named ``<kind>:<resource name>`` with the Kubernetes
+resource name (``allocatable:cpu``, ``requests:nvidia.com/gpu``); a resource a pod does not set is 0.
+Usage (``cpu``, ``memory``) is float64 (cpu is a rate; memory is exact at sample points).
+Times are timezone-aware UTC (``datetime64[ns, UTC]``); a missing time is NaT.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyzer.atomic import atomic_directory
+from analyzer.errors import InputError
+
+SCHEMA_VERSION = 1
+
+ALLOCATABLE = "allocatable"
+CAPACITY = "capacity"
+REQUESTS = "requests"
+LIMITS = "limits"
+NONZERO_REQUESTS = "nonzero_requests"  # kube-scheduler NonZeroRequested: cpu and memory only
+
+NODE_COLUMNS: dict[str, str] = {
+    "node": "string",
+    "pool": "string",
+    "host_ip": "string",
+    "labels": "string",  # JSON object
+    "annotations": "string",  # JSON object
+    "first_seen": "datetime64[ns, UTC]",
+    "last_seen": "datetime64[ns, UTC]",
+}
+POD_COLUMNS: dict[str, str] = {
+    "uid": "string",
+    "namespace": "string",
+    "name": "string",
+    "node": "string",  # <NA> = never scheduled
+    "owner_kind": "string",  # controller ownerRef kind ("" if none); "Node" = static/mirror pod
+    "owner_name": "string",
+    "workload_kind": "string",  # ReplicaSet resolved to Deployment, Job to CronJob where known
+    "workload_name": "string",
+    "priority_class": "string",
+    "priority": "Int64",
+    "qos_class": "string",  # Guaranteed | Burstable | BestEffort
+    "phase": "string",  # last known phase
+    "labels": "string",  # JSON object
+    "created": "datetime64[ns, UTC]",
+    "scheduled": "datetime64[ns, UTC]",
+    "started": "datetime64[ns, UTC]",
+    "finished": "datetime64[ns, UTC]",  # completion or deletion; NaT = still running at the end
+    "first_seen": "datetime64[ns, UTC]",
+    "last_seen": "datetime64[ns, UTC]",
+}
+USAGE_VALUE_COLUMNS: dict[str, str] = {
+    "timestamp": "datetime64[ns, UTC]",
+    "cpu": "float64",
+    "memory": "float64",
+}
+NODE_USAGE_COLUMNS: dict[str, str] = {"node": "string", **USAGE_VALUE_COLUMNS}
+POD_USAGE_COLUMNS: dict[str, str] = {"uid": "string", **USAGE_VALUE_COLUMNS}
+
+TABLES = ("nodes", "pods", "node_usage", "pod_usage")
+_FIXED_COLUMNS = {
+    "nodes": NODE_COLUMNS,
+    "pods": POD_COLUMNS,
+    "node_usage": NODE_USAGE_COLUMNS,
+    "pod_usage": POD_USAGE_COLUMNS,
+}
+_RESOURCE_KINDS = {
+    "nodes": (ALLOCATABLE, CAPACITY),
+    "pods": (REQUESTS, LIMITS, NONZERO_REQUESTS),
+    "node_usage": (),
+    "pod_usage": (),
+}
+REQUIRED_RESOURCE_COLUMNS = {
+    "nodes": (f"{ALLOCATABLE}:cpu", f"{ALLOCATABLE}:memory"),
+    "pods": (
+        f"{REQUESTS}:cpu",
+        f"{REQUESTS}:memory",
+        f"{NONZERO_REQUESTS}:cpu",
+        f"{NONZERO_REQUESTS}:memory",
+    ),
+    "node_usage": (),
+    "pod_usage": (),
+}
+
+
+def resource_column(kind: str, resource: str) -> str:
+    """Column name for a resource quantity: ``resource_column("requests", "cpu")`` → ``requests:cpu``."""
+    return f"{kind}:{resource}"
+
+
+def resources_in(frame: pd.DataFrame, kind: str) -> list[str]:
+    """Resource names that have a ``<kind>:<resource>`` column in ``frame``, in column order."""
+    prefix = f"{kind}:"
+    return [col[len(prefix) :] for col in frame.columns if col.startswith(prefix)]
+
+
+def resource_map(row: pd.Series, kind: str) -> dict[str, int]:
+    """``{resource: int}`` of one row's ``<kind>:*`` columns (zeros kept)."""
+    prefix = f"{kind}:"
+    return {
+        str(col)[len(prefix) :]: int(value)
+        for col, value in row.items()
+        if str(col).startswith(prefix)
+    }
+
+
+@dataclass
+class SnapshotMeta:
+    """``meta.json``: where the data came from, what it covers, and how complete it is."""
+
+    source: str  # URL without credentials, or "synthetic:<params>", or "trace:<name>"
+    start: str  # RFC 3339 UTC
+    end: str
+    step_seconds: int
+    collected_at: str
+    analyzer_version: str
+    schema_version: int = SCHEMA_VERSION
+    query_profile: str = ""
+    instance_convention: str = ""  # "node-name" | "host-ip" | "" (not applicable)
+    warnings: list[str] = field(default_factory=list)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Snapshot:
+    """A loaded snapshot: meta plus the four tables."""
+
+    meta: SnapshotMeta
+    nodes: pd.DataFrame
+    pods: pd.DataFrame
+    node_usage: pd.DataFrame
+    pod_usage: pd.DataFrame
+
+    @property
+    def start(self) -> pd.Timestamp:
+        return pd.Timestamp(self.meta.start)
+
+    @property
+    def end(self) -> pd.Timestamp:
+        return pd.Timestamp(self.meta.end)
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in TABLES:
+            raise InputError(
+                f"--table: {name!r} is not a snapshot table (one of {', '.join(TABLES)})"
+            )
+        frame: pd.DataFrame = getattr(self, name)
+        return frame
+
+
+def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """Return ``frame`` with the schema's columns in order and dtypes; extra resource columns kept."""
+    fixed = _FIXED_COLUMNS[table]
+    out = pd.DataFrame(index=range(len(frame)))
+    for name, dtype in fixed.items():
+        if name in frame.columns:
+            column = frame[name]
+            if dtype.startswith("datetime64"):
+                out[name] = pd.to_datetime(column, utc=True).astype(dtype).to_numpy()
+            else:
+                out[name] = column.astype(dtype).to_numpy()
+        else:
+            out[name] = pd.Series(
+                pd.NA if dtype != "float64" else float("nan"), index=out.index
+            ).astype(dtype)
+    for kind in _RESOURCE_KINDS[table]:
+        for resource in resources_in(frame, kind):
+            col = resource_column(kind, resource)
+            out[col] = frame[col].fillna(0).astype("int64").to_numpy()
+    return out
+
+
+def empty_table(table: str, resources: Iterable[str] = ("cpu", "memory")) -> pd.DataFrame:
+    """An empty table with the schema's columns (and resource columns for ``resources``)."""
+    frame = pd.DataFrame(
+        {name: pd.Series(dtype=dtype) for name, dtype in _FIXED_COLUMNS[table].items()}
+    )
+    for kind in _RESOURCE_KINDS[table]:
+        names = ("cpu", "memory") if kind == NONZERO_REQUESTS else tuple(resources)
+        for resource in names:
+            frame[resource_column(kind, resource)] = pd.Series(dtype="int64")
+    return frame
+
+
+def validate(snapshot: Snapshot, where: str = "snapshot") -> None:
+    """Raise ``InputError`` naming the table and column if the snapshot breaks the contract."""
+    for table in TABLES:
+        frame = getattr(snapshot, table)
+        missing = [c for c in _FIXED_COLUMNS[table] if c not in frame.columns]
+        missing += [c for c in REQUIRED_RESOURCE_COLUMNS[table] if c not in frame.columns]
+        if missing:
+            raise InputError(f"{where}: table {table} lacks column(s) {', '.join(missing)}")
+    if snapshot.pods["uid"].duplicated().any():
+        dup = snapshot.pods.loc[snapshot.pods["uid"].duplicated(), "uid"].iloc[0]
+        raise InputError(f"{where}: table pods has duplicate uid {dup!r}; uid is the key")
+    if snapshot.nodes["node"].duplicated().any():
+        dup = snapshot.nodes.loc[snapshot.nodes["node"].duplicated(), "node"].iloc[0]
+        raise InputError(f"{where}: table nodes has duplicate node {dup!r}")
+
+
+def make_snapshot(
+    meta: SnapshotMeta,
+    nodes: pd.DataFrame,
+    pods: pd.DataFrame,
+    node_usage: pd.DataFrame,
+    pod_usage: pd.DataFrame,
+) -> Snapshot:
+    """Build a snapshot, coercing every table to the schema, and validate it."""
+    snapshot = Snapshot(
+        meta=meta,
+        nodes=_coerce(nodes, "nodes"),
+        pods=_coerce(pods, "pods"),
+        node_usage=_coerce(node_usage, "node_usage"),
+        pod_usage=_coerce(pod_usage, "pod_usage"),
+    )
+    validate(snapshot)
+    return snapshot
+
+
+def write_snapshot(snapshot: Snapshot, directory: Path) -> Path:
+    """Write ``snapshot`` to ``directory`` atomically (all files appear at once or none)."""
+    directory = Path(directory)
+    with atomic_directory(directory) as tmp:
+        for table in TABLES:
+            getattr(snapshot, table).to_parquet(tmp / f"{table}.parquet", index=False)
+        (tmp / "meta.json").write_text(
+            json.dumps(asdict(snapshot.meta), indent=2, sort_keys=True) + "\n"
+        )
+    return directory
+
+
+def read_snapshot(directory: Path) -> Snapshot:
+    """Load and validate a snapshot directory; a clear ``InputError`` if it is not one."""
+    directory = Path(directory)
+    meta_path = directory / "meta.json"
+    if not meta_path.is_file():
+        raise InputError(
+            f"{directory}: not a snapshot (no meta.json); create one with 'analyzer collect' or 'analyzer demo'"
+        )
+    try:
+        raw = json.loads(meta_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{meta_path}: unreadable ({exc}); re-create the snapshot") from None
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"{directory}: snapshot schema {version} but this analyzer reads schema {SCHEMA_VERSION}; "
+            "re-collect it with this version"
+        )
+    known = set(SnapshotMeta.__dataclass_fields__)
+    meta = SnapshotMeta(**{k: v for k, v in raw.items() if k in known})
+    tables = {}
+    for table in TABLES:
+        path = directory / f"{table}.parquet"
+        if not path.is_file():
+            raise InputError(f"{directory}: snapshot lacks {path.name}; re-create the snapshot")
+        tables[table] = _coerce(pd.read_parquet(path), table)
+    snapshot = Snapshot(meta=meta, **tables)
+    validate(snapshot, where=str(directory))
+    return snapshot
+
+
+def pinned_pods(pods: pd.DataFrame) -> pd.Series:
+    """Pods that stay on their node in every strategy: DaemonSet and static/mirror pods."""
+    kind = pods["owner_kind"].fillna("")
+    return (kind == "DaemonSet") | (kind == "Node")
