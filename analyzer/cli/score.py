@@ -1,0 +1,122 @@
+"""``analyzer score SCENARIO.yaml`` and ``analyzer strategies``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from analyzer.cli.base import main
+from analyzer.scheduling.framework import ExplainRow
+from analyzer.scheduling.scenario import Scenario, load_scenario, result_json
+from analyzer.scheduling.strategies import available_strategies
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}%"
+    return str(value)
+
+
+def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
+    """A readable table: per node and plugin, each resource's inputs and raw score."""
+    lines = [
+        f"profile {scenario.profile.name}  kubernetesVersion {scenario.version}  "
+        f"weights {json.dumps(result['weights'])}"
+    ]
+    header = ("plugin", "resource", "requested", "allocatable", "utilisation", "score", "note")
+    nodes = result["nodes"]
+    assert isinstance(nodes, list)
+    for i, node in enumerate(nodes):
+        status = "feasible" if node["feasible"] else "INFEASIBLE: " + "; ".join(node["reasons"])
+        lines.append("")
+        lines.append(f"node {node['name']}  total {node['total']}  ({status})")
+        rows: list[ExplainRow] = scenario.profile.explain(
+            scenario.state, scenario.pod, i, scenario.now
+        )
+        table = [header] + [
+            (
+                r.plugin,
+                r.resource,
+                _cell(r.requested),
+                _cell(r.allocatable),
+                _cell(r.utilisation),
+                _cell(r.score),
+                r.note,
+            )
+            for r in rows
+        ]
+        table += [
+            (name, "(node score)", "", "", "", str(score), "")
+            for name, score in node["scores"].items()
+        ]
+        widths = [max(len(row[c]) for row in table) for c in range(len(header))]
+        for row in table:
+            lines.append(
+                "  " + "  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)).rstrip()
+            )
+    lines.append("")
+    selected = result["selected"]
+    assert isinstance(selected, list)
+    lines.append(f"selected (tie set): {', '.join(selected) or 'none'}; chosen: {result['chosen']}")
+    for note in scenario.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+@main.command()
+@click.argument("scenario", required=False, type=_FILE)
+@click.option("--explain", is_flag=True, help="Print a per-resource table instead of JSON.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Tie-break seed.")
+@click.option("--nodes", "nodes_file", type=_FILE, help="kubectl List of Nodes.")
+@click.option("--pods", "pods_file", type=_FILE, help="kubectl List of bound Pods.")
+@click.option("--pod", "pod_file", type=_FILE, help="The incoming Pod.")
+@click.option("--node-metrics", "metrics_file", type=_FILE, help="kubectl List of NodeMetrics.")
+@click.option(
+    "--config", "config_file", type=_FILE, help="KubeSchedulerConfiguration or Policy file."
+)
+@click.option("--kubernetes-version", "version", help="Override kubernetesVersion (e.g. 1.16).")
+def score(
+    scenario: Path | None,
+    explain: bool,
+    seed: int,
+    nodes_file: Path | None,
+    pods_file: Path | None,
+    pod_file: Path | None,
+    metrics_file: Path | None,
+    config_file: Path | None,
+    version: str | None,
+) -> None:
+    """Score one pod against every node, exactly as the scheduler would.
+
+    Prints JSON: for every node {name, feasible, reasons, scores, total}, the tie set of best
+    feasible nodes as "selected" and the seeded choice as "chosen".
+    """
+    loaded = load_scenario(
+        scenario,
+        nodes=nodes_file,
+        pods=pods_file,
+        pod=pod_file,
+        config=config_file,
+        node_metrics=metrics_file,
+        version=version,
+    )
+    evaluation = loaded.evaluate()
+    result = result_json(loaded, evaluation, seed)
+    if explain:
+        click.echo(explain_text(loaded, result))
+    else:
+        click.echo(json.dumps(result, indent=1))
+
+
+@main.command()
+def strategies() -> None:
+    """List the named scheduling strategies (any KubeSchedulerConfiguration file works too)."""
+    for strategy in available_strategies():
+        click.echo(f"{strategy.name:16s} {strategy.description}")
+    click.echo(f"{'<file.yaml>':16s} any KubeSchedulerConfiguration v1 or legacy Policy file")

@@ -1,0 +1,166 @@
+"""Profile = filter plugins + weighted score plugins; evaluation for all nodes at once; selection.
+
+kube-scheduler's cycle (research/kube-scoring.md §2): filters remove nodes; every score plugin gives
+each feasible node an int in [0, MaxNodeScore]; total = Σ plugin weight × score; the highest total
+wins and ties are broken uniformly at random. Here every plugin works on whole columns (numpy int64
+over all nodes) and scores are computed for infeasible nodes too, so a user sees how a refused node
+would have scored. ``select`` only ever picks a feasible node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from analyzer.scheduling.arith import BoolArray, Int64Array
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+ReasonFn = Callable[[int], list[str]]
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """Feasibility of every node for one plugin; ``reasons(i)`` explains a refused node."""
+
+    feasible: BoolArray
+    reasons: ReasonFn
+
+
+@dataclass(frozen=True)
+class ExplainRow:
+    """One line of ``--explain``: a resource's inputs and raw score on one node for one plugin."""
+
+    plugin: str
+    resource: str
+    requested: int | None
+    allocatable: int | None
+    utilisation: float | None
+    score: int | float | None
+    note: str = ""
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    """A filter: which nodes can run the pod."""
+
+    name: str
+
+    def filter(self, state: ClusterState, pod: PodDemand, now: float) -> FilterResult:
+        """Feasibility of every node (``now`` in unix seconds)."""
+        ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    """A score plugin: a raw int score per node, or None when the plugin skips this pod."""
+
+    name: str
+
+    def score(self, state: ClusterState, pod: PodDemand, now: float) -> Int64Array | None:
+        """Raw scores of every node on the plugin's scale (0–100; 0–10 for legacy versions)."""
+        ...
+
+    def explain(
+        self, state: ClusterState, pod: PodDemand, node: int, now: float
+    ) -> list[ExplainRow]:
+        """Per-resource detail of node ``node``'s score."""
+        ...
+
+
+@dataclass(frozen=True)
+class WeightedScore:
+    """A score plugin with its profile weight."""
+
+    plugin: ScorePlugin
+    weight: int
+
+
+@dataclass
+class Evaluation:
+    """The result of scoring one pod against every node."""
+
+    node_names: tuple[str, ...]
+    feasible: BoolArray
+    scores: dict[str, Int64Array]  # plugin name -> raw score per node (skipped plugins absent)
+    total: Int64Array  # Σ weight × raw score, per node (also for infeasible nodes)
+    reason_fns: list[tuple[BoolArray, ReasonFn]] = field(default_factory=list)
+
+    def reasons(self, node: int) -> list[str]:
+        """Why node ``node`` was refused (empty when feasible)."""
+        out: list[str] = []
+        for feasible, fn in self.reason_fns:
+            if not feasible[node]:
+                out.extend(fn(node))
+        return out
+
+    def best(self) -> Int64Array:
+        """Indices of the feasible nodes with the highest total (the tie set)."""
+        if not self.feasible.any():
+            return np.zeros(0, dtype=np.int64)
+        masked = np.where(self.feasible, self.total, np.iinfo(np.int64).min)
+        result: Int64Array = np.flatnonzero(masked == masked.max())
+        return result
+
+
+@dataclass
+class Profile:
+    """A scheduler profile: filters, weighted scorers, and the name it is known by."""
+
+    name: str
+    filters: list[FilterPlugin]
+    scorers: list[WeightedScore]
+    description: str = ""
+    notes: list[str] = field(default_factory=list)  # e.g. configured plugins not modelled
+
+    def evaluate(self, state: ClusterState, pod: PodDemand, now: float = 0.0) -> Evaluation:
+        """Run every filter and scorer over all nodes (``now``: unix seconds, for NodeMetric age)."""
+        count = state.node_count
+        feasible = np.ones(count, dtype=bool)
+        reason_fns: list[tuple[BoolArray, ReasonFn]] = []
+        for plugin in self.filters:
+            result = plugin.filter(state, pod, now)
+            feasible &= result.feasible
+            reason_fns.append((result.feasible, result.reasons))
+        scores: dict[str, Int64Array] = {}
+        total = np.zeros(count, dtype=np.int64)
+        for weighted in self.scorers:
+            raw = weighted.plugin.score(state, pod, now)
+            if raw is None:  # PreScore Skip: the plugin contributes nothing for this pod
+                continue
+            scores[weighted.plugin.name] = raw
+            total += raw if weighted.weight == 1 else weighted.weight * raw
+        return Evaluation(state.node_names, feasible, scores, total, reason_fns)
+
+    def select(self, evaluation: Evaluation, rng: np.random.Generator) -> int | None:
+        """The chosen node index: highest total among feasible nodes, ties uniform via ``rng``."""
+        return select(evaluation, rng)
+
+    def explain(
+        self, state: ClusterState, pod: PodDemand, node: int, now: float = 0.0
+    ) -> list[ExplainRow]:
+        """Per-resource explanation of every scorer for node ``node``."""
+        rows: list[ExplainRow] = []
+        for weighted in self.scorers:
+            rows.extend(weighted.plugin.explain(state, pod, node, now))
+        return rows
+
+
+def select(evaluation: Evaluation, rng: np.random.Generator) -> int | None:
+    """Highest-total feasible node; a uniform draw from ``rng`` only when several tie."""
+    candidates = evaluation.best()
+    if len(candidates) == 0:
+        return None
+    if len(candidates) == 1:
+        return int(candidates[0])
+    return int(candidates[int(rng.integers(len(candidates)))])
+
+
+def combine_filters(results: Sequence[FilterResult], count: int) -> BoolArray:
+    """Logical AND of several filter results (all nodes feasible when there are none)."""
+    feasible = np.ones(count, dtype=bool)
+    for result in results:
+        feasible &= result.feasible
+    return feasible

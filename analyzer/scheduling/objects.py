@@ -1,0 +1,200 @@
+"""Kubernetes Node and Pod objects (as ``kubectl get -o yaml`` prints them) → scheduler inputs.
+
+Missing vs explicit-zero requests matter (kube-scheduler's non-zero rule defaults only *missing*
+keys), so container resources are kept as given; ``analyzer.resources`` applies the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzer.durations import parse_time
+from analyzer.errors import InputError
+from analyzer.quantity import resource_value
+from analyzer.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.scheduling.loadaware_args import koord_priority_class
+from analyzer.scheduling.state import PodDemand, make_demand
+
+POD_LEVEL_RESOURCES = ("cpu", "memory")  # IsSupportedPodLevelResource
+
+
+@dataclass(frozen=True)
+class NodeObject:
+    """What the scheduler reads of a Node."""
+
+    name: str
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PodObject:
+    """What the scheduler reads of a Pod."""
+
+    name: str
+    namespace: str
+    spec: PodSpecResources
+    node_name: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    priority: int | None = None
+    owner_kinds: tuple[str, ...] = ()
+    phase: str = ""
+    scheduler_name: str = "default-scheduler"
+    scheduled_time: float | None = None  # PodScheduled=True lastTransitionTime (unix s)
+    initialized_time: float | None = None  # Initialized=True lastTransitionTime
+    pod_requests: Mapping[str, int] = field(default_factory=dict)  # spec.resources (cpu, memory)
+    pod_limits: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def terminated(self) -> bool:
+        """Succeeded or Failed pods hold no resources."""
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def qos(self) -> str:
+        """Kubernetes QoS class (app and init containers)."""
+        return qos_class((*self.spec.containers, *self.spec.init_containers))
+
+    def demand(self, resources: Sequence[str]) -> PodDemand:
+        """The pod's demand over the state's resource order.
+
+        Pod-level ``spec.resources`` (PodLevelResources) replaces the container aggregate for cpu
+        and memory, overhead still added; where it sets a resource, no 100m/200Mi default applies.
+        """
+        requests = pod_requests(self.spec)
+        nonzero = pod_requests(self.spec, non_zero=True)
+        limits = pod_limits(self.spec)
+        overhead = self.spec.overhead
+        for name, value in self.pod_requests.items():
+            requests[name] = value + overhead.get(name, 0)
+            nonzero[name] = value + overhead.get(name, 0)
+        for name, value in self.pod_limits.items():
+            limits[name] = value + overhead.get(name, 0)
+        return make_demand(
+            resources,
+            requests,
+            nonzero,
+            limits,
+            name=self.name,
+            namespace=self.namespace,
+            daemonset="DaemonSet" in self.owner_kinds,
+            priority=self.priority,
+            koord_class=koord_priority_class(self.labels, self.priority, self.qos),
+            qos=self.qos,
+            scheduler_name=self.scheduler_name,
+            annotations=dict(self.annotations),
+        )
+
+
+def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: expected a mapping")
+    return raw
+
+
+def resource_list(raw: Any, where: str) -> dict[str, int]:
+    """A ResourceList (``{cpu: 500m, memory: 1Gi}``) in analyzer units."""
+    return {
+        str(k): resource_value(str(k), v, field=f"{where}.{k}")
+        for k, v in _mapping(raw, where).items()
+    }
+
+
+def _string_map(raw: Any, where: str) -> dict[str, str]:
+    return {str(k): str(v) for k, v in _mapping(raw, where).items()}
+
+
+def parse_node(obj: Any, where: str) -> NodeObject:
+    """Parse a v1 Node (``metadata.name``, ``status.allocatable``)."""
+    obj = _mapping(obj, where)
+    meta = _mapping(obj.get("metadata"), f"{where}.metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}.metadata.name: every node needs a name")
+    status = _mapping(obj.get("status"), f"{where}.status")
+    if "allocatable" not in status:
+        raise InputError(f"{where}.status.allocatable: node {name} has no allocatable resources")
+    return NodeObject(
+        name=name,
+        allocatable=resource_list(status.get("allocatable"), f"{where}.status.allocatable"),
+        labels=_string_map(meta.get("labels"), f"{where}.metadata.labels"),
+        annotations=_string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
+    )
+
+
+def _containers(raw: Any, where: str, init: bool) -> tuple[Container, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: expected a list of containers")
+    out = []
+    for i, item in enumerate(raw):
+        at = f"{where}[{i}]"
+        item = _mapping(item, at)
+        resources = _mapping(item.get("resources"), f"{at}.resources")
+        out.append(
+            Container(
+                name=str(item.get("name", f"c{i}")),
+                requests=resource_list(resources.get("requests"), f"{at}.resources.requests"),
+                limits=resource_list(resources.get("limits"), f"{at}.resources.limits"),
+                sidecar=init and item.get("restartPolicy") == "Always",
+            )
+        )
+    return tuple(out)
+
+
+def _condition_time(conditions: Any, kind: str, where: str) -> float | None:
+    for i, cond in enumerate(conditions or []):
+        cond = _mapping(cond, f"{where}[{i}]")
+        if cond.get("type") == kind and str(cond.get("status")) == "True":
+            stamp = cond.get("lastTransitionTime")
+            if stamp:
+                return parse_time(str(stamp), field=f"{where}[{i}].lastTransitionTime").timestamp()
+    return None
+
+
+def parse_pod(obj: Any, where: str) -> PodObject:
+    """Parse a v1 Pod: containers, init containers (sidecars), overhead, priority, owners, conditions."""
+    obj = _mapping(obj, where)
+    meta = _mapping(obj.get("metadata"), f"{where}.metadata")
+    spec = _mapping(obj.get("spec"), f"{where}.spec")
+    status = _mapping(obj.get("status"), f"{where}.status")
+    priority = spec.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        raise InputError(f"{where}.spec.priority: {priority!r} is not an integer")
+    owners = tuple(
+        str(_mapping(o, f"{where}.metadata.ownerReferences").get("kind", ""))
+        for o in meta.get("ownerReferences") or []
+    )
+    conditions = status.get("conditions")
+    pod_level = _mapping(spec.get("resources"), f"{where}.spec.resources")
+    level_requests = resource_list(pod_level.get("requests"), f"{where}.spec.resources.requests")
+    level_limits = resource_list(pod_level.get("limits"), f"{where}.spec.resources.limits")
+    return PodObject(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "default")),
+        spec=PodSpecResources(
+            containers=_containers(spec.get("containers"), f"{where}.spec.containers", False),
+            init_containers=_containers(
+                spec.get("initContainers"), f"{where}.spec.initContainers", True
+            ),
+            overhead=resource_list(spec.get("overhead"), f"{where}.spec.overhead"),
+        ),
+        node_name=str(spec.get("nodeName") or ""),
+        labels=_string_map(meta.get("labels"), f"{where}.metadata.labels"),
+        annotations=_string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
+        priority=priority,
+        owner_kinds=owners,
+        phase=str(status.get("phase") or ""),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        scheduled_time=_condition_time(conditions, "PodScheduled", f"{where}.status.conditions"),
+        initialized_time=_condition_time(conditions, "Initialized", f"{where}.status.conditions"),
+        pod_requests={k: v for k, v in level_requests.items() if k in POD_LEVEL_RESOURCES},
+        pod_limits={k: v for k, v in level_limits.items() if k in POD_LEVEL_RESOURCES},
+    )

@@ -1,0 +1,142 @@
+"""A straightforward per-node, per-resource Python loop of the kube-default plugins.
+
+Written the way the Go code reads (one node at a time, plain ints and floats), it serves two
+purposes: the benchmark baseline (``bench/score.py``) and an independent cross-check of the
+vectorised plugins in the property tests. Covers NodeResourcesFit (filter; LeastAllocated /
+MostAllocated / RequestedToCapacityRatio scoring, current scale) and BalancedAllocation (1.23+
+std and 1.36+ delta).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from analyzer.scheduling.arith import round_half_away_div
+from analyzer.scheduling.noderesources_fit import broken_linear, scaled_utilization
+from analyzer.scheduling.resource_allocation import ResourceSpec
+from analyzer.scheduling.state import ClusterState, PodDemand, is_scalar_resource
+
+
+def _inputs(
+    state: ClusterState, pod: PodDemand, node: int, name: str, use_requested: bool
+) -> tuple[int, int, int] | None:
+    """(allocatable, used, pod) of one resource on one node; None = skipped resource."""
+    index = state.index_of(name)
+    if name in ("cpu", "memory") and not use_requested:
+        slot = 0 if name == "cpu" else 1
+        used, pod_value = int(state.nonzero_requested[node, slot]), int(pod.nonzero[slot])
+    else:
+        used = int(state.requested[node, index]) if index is not None else 0
+        pod_value = pod.request(name)
+    if is_scalar_resource(name) and pod_value == 0:
+        return None
+    alloc = int(state.allocatable[node, index]) if index is not None else 0
+    if alloc == 0:
+        return None
+    return alloc, used, pod_value
+
+
+def fit_score(
+    state: ClusterState, pod: PodDemand, node: int, specs: Sequence[ResourceSpec], most: bool
+) -> int:
+    """LeastAllocated (or MostAllocated) score of one node."""
+    total = weights = 0
+    for spec in specs:
+        values = _inputs(state, pod, node, spec.name, use_requested=False)
+        if values is None:
+            continue
+        alloc, used, pod_value = values
+        requested = used + pod_value
+        if most:
+            score = min(requested, alloc) * 100 // alloc
+        else:
+            score = 0 if requested > alloc else (alloc - requested) * 100 // alloc
+        total += score * spec.weight
+        weights += spec.weight
+    return total // weights if weights else 0
+
+
+def rtcr_score(
+    state: ClusterState,
+    pod: PodDemand,
+    node: int,
+    specs: Sequence[ResourceSpec],
+    shape: Sequence[tuple[int, int]],
+) -> int:
+    """RequestedToCapacityRatio of one node (1.22+; ``shape`` already on the 0–100 scale)."""
+    total = weights = 0
+    for spec in specs:
+        values = _inputs(state, pod, node, spec.name, use_requested=False)
+        if values is None:
+            continue
+        alloc, used, pod_value = values
+        score = broken_linear(shape, scaled_utilization(used + pod_value, alloc))
+        if score > 0:  # resources scoring 0 leave both sums
+            total += score * spec.weight
+            weights += spec.weight
+    return round_half_away_div(total, weights) if weights else 0
+
+
+def _balance(fractions: list[float]) -> int:
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    return int((1 - std) * 100)
+
+
+def balanced_score(
+    state: ClusterState, pod: PodDemand, node: int, specs: Sequence[ResourceSpec], delta: bool
+) -> int:
+    """BalancedAllocation of one node (std form, or the 1.36+ delta form)."""
+    with_pod: list[float] = []
+    without: list[float] = []
+    for spec in specs:
+        values = _inputs(state, pod, node, spec.name, use_requested=True)
+        if values is None:
+            continue
+        alloc, used, pod_value = values
+        with_pod.append(min((used + pod_value) / alloc, 1.0))
+        without.append(min(used / alloc, 1.0))
+    score = _balance(with_pod)
+    return 50 + (50 + score - _balance(without)) // 2 if delta else score
+
+
+def fits(state: ClusterState, pod: PodDemand, node: int) -> bool:
+    """NodeResourcesFit filter for one node (requests on the state's axis)."""
+    if int(state.pod_count[node]) + 1 > int(state.allowed_pods[node]):
+        return False
+    for j in range(len(state.resources)):
+        request = int(pod.requests[j])
+        free = int(state.allocatable[node, j]) - int(state.requested[node, j])
+        if request > 0 and request > free:
+            return False
+    return True
+
+
+def kube_default_loop(
+    state: ClusterState,
+    pod: PodDemand,
+    most: bool = False,
+    delta: bool = True,
+    shape: Sequence[tuple[int, int]] | None = None,
+) -> tuple[list[bool], list[int]]:
+    """Feasibility and total (Fit + Balanced, weights 1/1, cpu+memory) for every node, one by one.
+
+    ``most`` selects MostAllocated, ``shape`` (0–100 scale) RequestedToCapacityRatio.
+    """
+    specs = (ResourceSpec("cpu"), ResourceSpec("memory"))
+    feasible, totals = [], []
+    for node in range(state.node_count):
+        feasible.append(fits(state, pod, node))
+        skip_balanced = pod.request("cpu") == 0 and pod.request("memory") == 0
+        balanced = 0 if skip_balanced else balanced_score(state, pod, node, specs, delta)
+        if shape is not None:
+            fit = rtcr_score(state, pod, node, specs, shape)
+        else:
+            fit = fit_score(state, pod, node, specs, most)
+        totals.append(fit + balanced)
+    return feasible, totals

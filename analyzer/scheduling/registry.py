@@ -1,0 +1,112 @@
+"""One registry of scheduler plugins (built-in and user), and a small generic ``Registry``.
+
+A plugin type says which extension points it implements, how to parse its ``pluginConfig`` args
+(defaults + validation; errors name the field) and how to build an instance for a Kubernetes version.
+Users add their own with ``register(PluginType(...))`` before building a profile; the built-ins
+register themselves through the same call (datasette's habit: the built-ins exercise the mechanism).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from analyzer.errors import InputError
+from analyzer.scheduling.versions import KubeVersion
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Named items; ``get`` of an unknown name raises ``InputError`` listing the valid names."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str, item: T, *, replace: bool = False) -> None:
+        """Add ``item`` as ``name`` (``replace`` to override an existing one)."""
+        if name in self._items and not replace:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._items[name] = item
+
+    def get(self, name: str, *, field: str = "name") -> T:
+        """The item called ``name``."""
+        try:
+            return self._items[name]
+        except KeyError:
+            valid = ", ".join(self.available())
+            raise InputError(f"{field}: unknown {self.kind} {name!r} (valid: {valid})") from None
+
+    def available(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+
+@dataclass(frozen=True)
+class PluginType:
+    """A scheduler plugin the profile builder can instantiate."""
+
+    name: str
+    description: str
+    points: frozenset[str]  # subset of {"filter", "score"}
+    parse_args: Callable[[Mapping[str, Any] | None, str], Any]
+    build: Callable[[Any, KubeVersion], Any]
+
+
+PLUGINS: Registry[PluginType] = Registry("scheduler plugin")
+
+
+def register(plugin: PluginType, *, replace: bool = False) -> None:
+    """Register a plugin type (also for user plugins)."""
+    PLUGINS.register(plugin.name, plugin, replace=replace)
+
+
+def get(name: str, *, field: str = "name") -> PluginType:
+    """The plugin type called ``name`` (``InputError`` listing valid names otherwise)."""
+    return PLUGINS.get(name, field=field)
+
+
+def available() -> list[str]:
+    """Names of every registered plugin."""
+    return PLUGINS.available()
+
+
+def _register_builtins() -> None:
+    from analyzer.scheduling import balanced_allocation, loadaware, loadaware_args
+    from analyzer.scheduling import noderesources_fit as fit
+
+    register(
+        PluginType(
+            name=fit.NAME,
+            description="resource filter + LeastAllocated/MostAllocated/RequestedToCapacityRatio",
+            points=frozenset({"filter", "score"}),
+            parse_args=fit.parse_fit_args,
+            build=fit.NodeResourcesFit,
+        )
+    )
+    register(
+        PluginType(
+            name=balanced_allocation.NAME,
+            description="balanced cpu/memory (std ≤1.35, delta 1.36+)",
+            points=frozenset({"score"}),
+            parse_args=balanced_allocation.parse_balanced_args,
+            build=balanced_allocation.NodeResourcesBalancedAllocation,
+        )
+    )
+    register(
+        PluginType(
+            name=loadaware_args.NAME,
+            description="Koordinator load-aware thresholds and least-used score on NodeMetric usage",
+            points=frozenset({"filter", "score"}),
+            parse_args=loadaware_args.parse_loadaware_args,
+            build=loadaware.LoadAwareScheduling,
+        )
+    )
+
+
+_register_builtins()

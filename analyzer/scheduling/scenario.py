@@ -1,0 +1,265 @@
+"""``analyzer score`` scenarios: Kubernetes-shaped objects → state, pod, profile → scored nodes.
+
+Scenario (YAML, DESIGN.md "Interfaces")::
+
+    kubernetesVersion: "1.36"     # optional (default 1.36)
+    scheduler: {...} | path        # KubeSchedulerConfiguration v1 / Policy, or a preset name
+    nodes: [Node, ...]             # status.allocatable
+    pods: [Pod, ...]               # bound pods (spec.nodeName); pending/terminated ones are ignored
+    nodeMetrics: [NodeMetric, ...] # slo.koordinator.sh/v1alpha1, for LoadAwareScheduling
+    pod: Pod                       # the incoming pod
+    now: "2026-11-01T12:00:00Z"    # default: the newest NodeMetric updateTime, else the clock
+
+``nodes``/``pods``/``nodeMetrics`` may also be ``kubectl`` List objects (``{kind: List, items}``).
+Everything goes through the same vectorised ``Profile.evaluate`` the replay uses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from analyzer.durations import parse_time
+from analyzer.errors import InputError
+from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
+from analyzer.scheduling.framework import Evaluation, Profile
+from analyzer.scheduling.loadaware import LoadAwareScheduling
+from analyzer.scheduling.loadaware_cache import AssignedPod, build_load_inputs, parse_node_metric
+from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
+from analyzer.scheduling.state import ClusterState, PodDemand
+from analyzer.scheduling.strategies import STRATEGIES, load_config_document, strategy_config
+from analyzer.scheduling.versions import KubeVersion, parse_version
+
+SCENARIO_KEYS = ("kubernetesVersion", "scheduler", "nodes", "pods", "nodeMetrics", "pod", "now")
+
+
+@dataclass
+class Scenario:
+    """A loaded scenario, ready to evaluate."""
+
+    version: KubeVersion
+    profile: Profile
+    state: ClusterState
+    pod: PodDemand
+    now: float
+    notes: list[str] = field(default_factory=list)
+
+    def evaluate(self) -> Evaluation:
+        """Score the incoming pod against every node."""
+        return self.profile.evaluate(self.state, self.pod, now=self.now)
+
+
+def read_yaml(path: Path, field_name: str) -> Any:
+    """Load a YAML/JSON file with an ``InputError`` naming ``field_name`` on failure."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(f"{field_name}: cannot read {path} ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{field_name}: {path} is not valid YAML ({exc})") from None
+
+
+def _items(raw: Any, where: str) -> list[Any]:
+    """A list of objects, or the ``items`` of a ``kind: List`` object."""
+    if raw is None:
+        return []
+    if isinstance(raw, Mapping):
+        if raw.get("kind", "").endswith("List") or "items" in raw:
+            return list(raw.get("items") or [])
+        return [raw]
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: expected a list of objects or a kubectl List")
+    return raw
+
+
+def _scheduler(raw: Any, base: Path, where: str) -> tuple[Any, str]:
+    if raw is None:
+        return strategy_config("kube-default"), "kube-default"
+    if isinstance(raw, str):
+        if raw in STRATEGIES:
+            return strategy_config(raw), raw
+        path = Path(raw) if Path(raw).is_absolute() else base / raw
+        if not path.is_file():
+            raise InputError(f"{where}: {raw!r} is neither a strategy nor a file")
+        return parse_kube_scheduler_configuration(
+            load_config_document(path, field=where), where
+        ), raw
+    return parse_kube_scheduler_configuration(raw, where), "inline"
+
+
+def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Scenario:
+    """Turn a scenario document into state, pod and profile."""
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{where}: expected a mapping with nodes, pods and pod")
+    unknown = sorted(set(doc) - set(SCENARIO_KEYS))
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown key (valid: {', '.join(SCENARIO_KEYS)})")
+    version = parse_version(doc.get("kubernetesVersion"), field=f"{where}.kubernetesVersion")
+    config, _ = _scheduler(doc.get("scheduler"), base, f"{where}.scheduler")
+    nodes = [
+        parse_node(n, f"{where}.nodes[{i}]")
+        for i, n in enumerate(_items(doc.get("nodes"), f"{where}.nodes"))
+    ]
+    if not nodes:
+        raise InputError(f"{where}.nodes: at least one Node is needed")
+    names = [n.name for n in nodes]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise InputError(f"{where}.nodes[{i}].metadata.name: duplicate node {name!r}")
+    if doc.get("pod") is None:
+        raise InputError(f"{where}.pod: the incoming Pod is required")
+    incoming = parse_pod(doc.get("pod"), f"{where}.pod")
+    bound = [
+        parse_pod(p, f"{where}.pods[{i}]")
+        for i, p in enumerate(_items(doc.get("pods"), f"{where}.pods"))
+    ]
+    metrics = {}
+    for i, m in enumerate(_items(doc.get("nodeMetrics"), f"{where}.nodeMetrics")):
+        info = parse_node_metric(m, f"{where}.nodeMetrics[{i}]")
+        metrics[info.name] = info
+    now = _now(doc.get("now"), metrics.values(), f"{where}.now")
+    notes: list[str] = []
+    if config.source == "Policy" and not version.rtcr_ceil_utilisation:
+        notes.append(f"the legacy Policy API ended with 1.22; scored with {version} formulas")
+    spec = config.profiles[0]
+    for candidate in config.profiles:
+        if candidate.name == incoming.scheduler_name:
+            spec = candidate
+            break
+    else:
+        if len(config.profiles) > 1 or spec.name != incoming.scheduler_name:
+            notes.append(
+                f"pod schedulerName {incoming.scheduler_name!r} has no profile; using {spec.name!r}"
+            )
+    profile = build_profile(spec, version)
+    notes.extend(profile.notes)
+    state = _state(nodes, bound, incoming, notes)
+    state.load = _load_inputs(profile, state, metrics, bound, now)
+    return Scenario(version, profile, state, incoming.demand(state.resources), now, notes)
+
+
+def _now(raw: Any, metrics: Any, where: str) -> float:
+    if raw is not None:
+        return parse_time(str(raw), field=where).timestamp()
+    times = [m.update_time for m in metrics if m.update_time is not None]
+    return max(times) if times else time.time()
+
+
+def _state(
+    nodes: list[Any], bound: list[PodObject], incoming: PodObject, notes: list[str]
+) -> ClusterState:
+    extra = {
+        r
+        for pod in (*bound, incoming)
+        for c in (*pod.spec.containers, *pod.spec.init_containers)
+        for r in c.requests
+    }
+    state = ClusterState.from_nodes(
+        [n.name for n in nodes],
+        [n.allocatable for n in nodes],
+        extra_resources=extra,
+        annotations=[dict(n.annotations) for n in nodes],
+        labels=[dict(n.labels) for n in nodes],
+    )
+    position = {name: i for i, name in enumerate(state.node_names)}
+    for pod in bound:
+        if not pod.node_name or pod.terminated:
+            continue
+        if pod.node_name not in position:
+            notes.append(
+                f"pod {pod.namespace}/{pod.name} is bound to unknown node {pod.node_name}; ignored"
+            )
+            continue
+        state.bind(position[pod.node_name], pod.demand(state.resources))
+    return state
+
+
+def _load_inputs(
+    profile: Profile, state: ClusterState, metrics: Any, bound: list[PodObject], now: float
+) -> Any:
+    plugins = [*profile.filters, *(w.plugin for w in profile.scorers)]
+    loadaware = next((p for p in plugins if isinstance(p, LoadAwareScheduling)), None)
+    if loadaware is None:
+        return None
+    assigned = [
+        AssignedPod(p.node_name, p.demand(state.resources), p.scheduled_time, p.initialized_time)
+        for p in bound
+        if p.node_name and not p.terminated
+    ]
+    return build_load_inputs(state.node_names, metrics, assigned, loadaware.args, now)
+
+
+def load_scenario(
+    path: Path | None,
+    *,
+    nodes: Path | None = None,
+    pods: Path | None = None,
+    pod: Path | None = None,
+    config: Path | None = None,
+    node_metrics: Path | None = None,
+    version: str | None = None,
+) -> Scenario:
+    """Load a scenario file and/or separate List files (files given separately win)."""
+    doc: dict[str, Any] = {}
+    base = Path()
+    if path is not None:
+        loaded = read_yaml(path, "SCENARIO")
+        if not isinstance(loaded, Mapping):
+            raise InputError(f"{path}: expected a scenario mapping (nodes, pods, pod, ...)")
+        doc.update(loaded)
+        base = Path(path).parent
+    for key, file in (
+        ("nodes", nodes),
+        ("pods", pods),
+        ("pod", pod),
+        ("nodeMetrics", node_metrics),
+    ):
+        if file is not None:
+            doc[key] = read_yaml(
+                file, f"--{key.lower() if key != 'nodeMetrics' else 'node-metrics'}"
+            )
+    if config is not None:
+        doc["scheduler"] = str(config)
+        base = Path()
+    if version is not None:
+        doc["kubernetesVersion"] = version
+    if path is None and nodes is None:
+        raise InputError("SCENARIO: give a scenario file or --nodes/--pods/--pod files")
+    if isinstance(doc.get("pod"), Mapping) and "items" in doc["pod"]:
+        items = doc["pod"]["items"] or []
+        if len(items) != 1:
+            raise InputError("--pod: expected exactly one Pod")
+        doc["pod"] = items[0]
+    return build_scenario(doc, base, where=str(path) if path else "scenario")
+
+
+def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[str, Any]:
+    """The ``analyzer score`` JSON: every node, the tie set, and the seeded choice."""
+    chosen = scenario.profile.select(evaluation, np.random.default_rng(seed))
+    nodes = []
+    for i, name in enumerate(evaluation.node_names):
+        nodes.append(
+            {
+                "name": name,
+                "feasible": bool(evaluation.feasible[i]),
+                "reasons": evaluation.reasons(i),
+                "scores": {k: int(v[i]) for k, v in evaluation.scores.items()},
+                "total": int(evaluation.total[i]),
+            }
+        )
+    return {
+        "kubernetesVersion": str(scenario.version),
+        "profile": scenario.profile.name,
+        "weights": {w.plugin.name: w.weight for w in scenario.profile.scorers},
+        "nodes": nodes,
+        "selected": [evaluation.node_names[i] for i in evaluation.best()],
+        "chosen": None if chosen is None else evaluation.node_names[chosen],
+        "seed": seed,
+        "notes": scenario.notes,
+    }

@@ -1,0 +1,234 @@
+"""The cluster as the scheduling core sees it: numpy arrays over nodes × resources.
+
+The replay engine keeps one ``ClusterState`` and calls ``bind``/``unbind`` as pods come and go, so
+every array is updated in place (O(resources) per event) and every plugin reads whole columns.
+
+Resource axis: a fixed tuple ``resources`` with ``cpu`` at index 0 and ``memory`` at index 1, then
+every other resource name sorted. ``pods`` is not on the axis: pod counts live in ``pod_count`` and
+``allowed_pods`` because kube-scheduler checks them separately (research/kube-scoring.md §8).
+Units: cpu millicores, everything else base units (bytes, counts) — exact int64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
+
+CPU, MEMORY = 0, 1
+NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
+_NATIVE_PREFIX = "kubernetes.io/"
+
+
+def resource_axis(names: Iterable[str]) -> tuple[str, ...]:
+    """The fixed resource order: cpu, memory, then the other names sorted (``pods`` excluded)."""
+    others = sorted({n for n in names if n not in ("cpu", "memory", "pods")})
+    return ("cpu", "memory", *others)
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes ``IsExtendedResourceName``: a qualified ``vendor/name`` outside ``kubernetes.io/``."""
+    return "/" in name and _NATIVE_PREFIX not in name and not name.startswith("requests.")
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Kubernetes ``IsScalarResourceName``: extended, hugepages-*, kubernetes.io/-prefixed, volumes."""
+    return (
+        is_extended_resource(name)
+        or name.startswith("hugepages-")
+        or name.startswith(_NATIVE_PREFIX)
+        or name.startswith("attachable-volumes-")
+    )
+
+
+def is_tracked_resource(name: str) -> bool:
+    """Whether NodeInfo accounts the resource at all (cpu, memory, ephemeral-storage, scalars)."""
+    return name in NATIVE_SCORED or is_scalar_resource(name)
+
+
+@dataclass(frozen=True)
+class PodDemand:
+    """One pod's resource demand in the state's resource order, plus what plugins need to know.
+
+    ``requests`` are real requests (component-helpers ``PodRequests``, no defaults); ``nonzero`` is
+    ``[cpu, memory]`` with kube-scheduler's 100m/200Mi per container without a key; ``limits`` is
+    ``PodLimits``. ``request_map``/``limit_map`` keep every resource the pod names (also those not on
+    the axis, e.g. ``kubernetes.io/batch-cpu`` for the Koordinator estimator).
+    """
+
+    name: str
+    namespace: str
+    requests: Int64Array
+    nonzero: Int64Array
+    limits: Int64Array
+    request_map: Mapping[str, int] = field(default_factory=dict)
+    limit_map: Mapping[str, int] = field(default_factory=dict)
+    daemonset: bool = False
+    priority: int | None = None
+    koord_class: str = ""  # koord-prod | koord-mid | koord-batch | koord-free | "" (none)
+    qos: str = "BestEffort"  # Kubernetes QoS class
+    scheduler_name: str = "default-scheduler"
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def request(self, name: str) -> int:
+        """The real request of ``name`` (0 when the pod does not set it)."""
+        return int(self.request_map.get(name, 0))
+
+    def off_axis_requests(self, resources: Sequence[str]) -> dict[str, int]:
+        """Positive requests for resources the state does not know (no node offers them)."""
+        known = set(resources)
+        return {
+            k: v
+            for k, v in self.request_map.items()
+            if v > 0 and k not in known and k != "pods" and is_tracked_resource(k)
+        }
+
+
+def make_demand(
+    resources: Sequence[str],
+    requests: Mapping[str, int],
+    nonzero: Mapping[str, int],
+    limits: Mapping[str, int] | None = None,
+    **info: Any,
+) -> PodDemand:
+    """Build a ``PodDemand`` from resource maps (``info`` fills the remaining fields)."""
+    limits = limits or {}
+    return PodDemand(
+        requests=np.array([int(requests.get(r, 0)) for r in resources], dtype=np.int64),
+        nonzero=np.array([int(nonzero.get("cpu", 0)), int(nonzero.get("memory", 0))], np.int64),
+        limits=np.array([int(limits.get(r, 0)) for r in resources], dtype=np.int64),
+        request_map=dict(requests),
+        limit_map=dict(limits),
+        **info,
+    )
+
+
+@dataclass
+class LoadInputs:
+    """Koordinator LoadAwareScheduling inputs per node, over the resource order ``resources``.
+
+    What the plugin's pod-assign cache holds for each node (research/koordinator.md §1.5), as
+    arrays a replay can fill from projected NodeMetrics. Times are unix seconds (float64); a NodeMetric
+    without ``status.updateTime`` has ``update_time`` NaN. ``aggregated`` maps (type, duration
+    seconds) → (present per node, usage); duration 0 holds the longest non-empty duration.
+    """
+
+    resources: tuple[str, ...]
+    has_metric: BoolArray  # a NodeMetric object exists for the node
+    metric_present: BoolArray  # status.nodeMetric is set
+    update_time: FloatArray
+    report_interval: Int64Array  # seconds
+    node_usage: Int64Array  # [N, L]
+    node_delta: Int64Array  # estimated extra of recently assigned pods
+    node_estimated: Int64Array  # full estimates of every assigned pod
+    prod_usage: Int64Array
+    prod_delta: Int64Array
+    aggregated: dict[tuple[str, int], tuple[BoolArray, Int64Array]] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, nodes: int, resources: Sequence[str]) -> LoadInputs:
+        """Inputs for ``nodes`` nodes with no NodeMetric at all."""
+        shape = (nodes, len(resources))
+        return cls(
+            resources=tuple(resources),
+            has_metric=np.zeros(nodes, dtype=bool),
+            metric_present=np.zeros(nodes, dtype=bool),
+            update_time=np.full(nodes, np.nan),
+            report_interval=np.full(nodes, 60, dtype=np.int64),
+            node_usage=np.zeros(shape, dtype=np.int64),
+            node_delta=np.zeros(shape, dtype=np.int64),
+            node_estimated=np.zeros(shape, dtype=np.int64),
+            prod_usage=np.zeros(shape, dtype=np.int64),
+            prod_delta=np.zeros(shape, dtype=np.int64),
+        )
+
+    def column(self, table: Int64Array, name: str) -> Int64Array:
+        """One resource's column of ``table`` (zeros when the resource is not tracked)."""
+        if name in self.resources:
+            column: Int64Array = table[:, self.resources.index(name)]
+            return column
+        return np.zeros(table.shape[0], dtype=np.int64)
+
+
+@dataclass
+class ClusterState:
+    """Nodes × resources arrays, updated in place by ``bind``/``unbind``.
+
+    ``requested`` holds real requests (``NodeInfo.Requested``); ``nonzero_requested`` is
+    ``[N, 2]`` cpu/memory with per-container defaults (``NodeInfo.NonZeroRequested``).
+    """
+
+    resources: tuple[str, ...]
+    node_names: tuple[str, ...]
+    allocatable: Int64Array
+    requested: Int64Array
+    nonzero_requested: Int64Array
+    pod_count: Int64Array
+    allowed_pods: Int64Array
+    node_labels: list[dict[str, str]] = field(default_factory=list)
+    node_annotations: list[dict[str, str]] = field(default_factory=list)
+    load: LoadInputs | None = None
+    # derived per-node data plugins keep between pods (e.g. LoadAware thresholds); call
+    # ``invalidate()`` after changing allocatable, labels or annotations in place
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def invalidate(self) -> None:
+        """Forget plugin caches derived from allocatable/annotations (after editing them)."""
+        self.cache.clear()
+
+    @classmethod
+    def from_nodes(
+        cls,
+        names: Sequence[str],
+        allocatable: Sequence[Mapping[str, int]],
+        extra_resources: Iterable[str] = (),
+        annotations: Sequence[Mapping[str, str]] | None = None,
+        labels: Sequence[Mapping[str, str]] | None = None,
+    ) -> ClusterState:
+        """Empty nodes (nothing bound) with the given allocatable maps (``pods`` = allowed pods)."""
+        names_seen = {r for alloc in allocatable for r in alloc} | set(extra_resources)
+        resources = resource_axis(names_seen)
+        count = len(names)
+        table = np.zeros((count, len(resources)), dtype=np.int64)
+        for i, alloc in enumerate(allocatable):
+            for j, resource in enumerate(resources):
+                table[i, j] = int(alloc.get(resource, 0))
+        return cls(
+            resources=resources,
+            node_names=tuple(names),
+            allocatable=table,
+            requested=np.zeros_like(table),
+            nonzero_requested=np.zeros((count, 2), dtype=np.int64),
+            pod_count=np.zeros(count, dtype=np.int64),
+            allowed_pods=np.array([int(a.get("pods", 0)) for a in allocatable], dtype=np.int64),
+            node_annotations=[dict(a) for a in (annotations or [{} for _ in names])],
+            node_labels=[dict(a) for a in (labels or [{} for _ in names])],
+        )
+
+    @property
+    def node_count(self) -> int:
+        """Number of nodes."""
+        return len(self.node_names)
+
+    def index_of(self, resource: str) -> int | None:
+        """Position of ``resource`` on the axis, or None."""
+        try:
+            return self.resources.index(resource)
+        except ValueError:
+            return None
+
+    def bind(self, node_index: int, pod: PodDemand) -> None:
+        """Account ``pod`` on node ``node_index`` (NodeInfo.AddPod)."""
+        self.requested[node_index] += pod.requests
+        self.nonzero_requested[node_index] += pod.nonzero
+        self.pod_count[node_index] += 1
+
+    def unbind(self, node_index: int, pod: PodDemand) -> None:
+        """Remove ``pod`` from node ``node_index`` (NodeInfo.RemovePod)."""
+        self.requested[node_index] -= pod.requests
+        self.nonzero_requested[node_index] -= pod.nonzero
+        self.pod_count[node_index] -= 1

@@ -1,0 +1,172 @@
+"""Named scheduling strategies (presets) and KubeSchedulerConfiguration files as strategies.
+
+Each preset is a KubeSchedulerConfiguration document, so a preset and a user's file go through the
+same parser and validation. ``load_strategy(name_or_path, version)`` returns a ready ``Profile``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analyzer.errors import InputError
+from analyzer.scheduling.config import (
+    SchedulerConfig,
+    build_profile,
+    parse_kube_scheduler_configuration,
+)
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.registry import Registry
+from analyzer.scheduling.versions import KubeVersion, parse_version
+
+API = "kubescheduler.config.k8s.io/v1"
+_ONLY_RESOURCES = {"disabled": [{"name": "*"}]}
+
+
+def _config(
+    score: list[dict[str, Any]], filters: list[str], plugin_config: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {
+                    "filter": {**_ONLY_RESOURCES, "enabled": [{"name": n} for n in filters]},
+                    "score": {**_ONLY_RESOURCES, "enabled": score},
+                },
+                "pluginConfig": plugin_config,
+            }
+        ],
+    }
+
+
+def _fit(strategy: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A named preset: its configuration document and a one-line description."""
+
+    name: str
+    description: str
+    document: Mapping[str, Any]
+
+
+STRATEGIES: Registry[Strategy] = Registry("strategy")
+_KUBE_SCORES = [
+    {"name": "NodeResourcesFit", "weight": 1},
+    {"name": "NodeResourcesBalancedAllocation", "weight": 1},
+]
+
+
+def register_strategy(strategy: Strategy) -> None:
+    """Add a named preset."""
+    STRATEGIES.register(strategy.name, strategy)
+
+
+register_strategy(
+    Strategy(
+        "kube-default",
+        "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation, weights 1/1",
+        _config(_KUBE_SCORES, ["NodeResourcesFit"], [_fit({"type": "LeastAllocated"})]),
+    )
+)
+register_strategy(
+    Strategy(
+        "most-allocated",
+        "bin packing: NodeResourcesFit MostAllocated (cpu, memory weight 1) + BalancedAllocation",
+        _config(_KUBE_SCORES, ["NodeResourcesFit"], [_fit({"type": "MostAllocated"})]),
+    )
+)
+register_strategy(
+    Strategy(
+        "rtcr-binpack",
+        "bin packing: RequestedToCapacityRatio shape 0→0, 100→10 on cpu, memory + BalancedAllocation",
+        _config(
+            _KUBE_SCORES,
+            ["NodeResourcesFit"],
+            [
+                _fit(
+                    {
+                        "type": "RequestedToCapacityRatio",
+                        "resources": [
+                            {"name": "cpu", "weight": 1},
+                            {"name": "memory", "weight": 1},
+                        ],
+                        "requestedToCapacityRatio": {
+                            "shape": [
+                                {"utilization": 0, "score": 0},
+                                {"utilization": 100, "score": 10},
+                            ]
+                        },
+                    }
+                )
+            ],
+        ),
+    )
+)
+register_strategy(
+    Strategy(
+        "koord-loadaware",
+        "kube-default + Koordinator LoadAwareScheduling (thresholds cpu 65 / memory 95, weight 1)",
+        _config(
+            [*_KUBE_SCORES, {"name": "LoadAwareScheduling", "weight": 1}],
+            ["NodeResourcesFit", "LoadAwareScheduling"],
+            [_fit({"type": "LeastAllocated"}), {"name": "LoadAwareScheduling", "args": {}}],
+        ),
+    )
+)
+
+
+def available_strategies() -> list[Strategy]:
+    """Every preset, sorted by name."""
+    return [STRATEGIES.get(name) for name in STRATEGIES.available()]
+
+
+def load_config_document(path: Path, *, field: str = "scheduler") -> Mapping[str, Any]:
+    """Read a KubeSchedulerConfiguration / Policy file (YAML or JSON)."""
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(f"{field}: cannot read {path} ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{field}: {path} is not valid YAML/JSON ({exc})") from None
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{field}: {path} does not hold a KubeSchedulerConfiguration document")
+    return doc
+
+
+def strategy_config(name_or_path: str, *, field: str = "--strategy") -> SchedulerConfig:
+    """The parsed configuration of a preset name or a configuration file path."""
+    if name_or_path in STRATEGIES:
+        return parse_kube_scheduler_configuration(
+            STRATEGIES.get(name_or_path).document, where=name_or_path
+        )
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        if not path.is_file():
+            raise InputError(f"{field}: no such file {name_or_path!r}")
+        return parse_kube_scheduler_configuration(
+            load_config_document(path, field=field), str(path)
+        )
+    STRATEGIES.get(name_or_path, field=field)  # raises, listing the valid names
+    raise AssertionError("unreachable")
+
+
+def load_strategy(
+    name_or_path: str, version: KubeVersion | str | None = None, scheduler_name: str | None = None
+) -> Profile:
+    """A ready ``Profile`` for a preset or a KubeSchedulerConfiguration file."""
+    kube_version = version if isinstance(version, KubeVersion) else parse_version(version)
+    config = strategy_config(name_or_path)
+    description = STRATEGIES.get(name_or_path).description if name_or_path in STRATEGIES else ""
+    profile = build_profile(config.profile(scheduler_name), kube_version, description)
+    profile.name = name_or_path
+    return profile
