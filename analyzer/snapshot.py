@@ -178,7 +178,9 @@ def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
         if name in frame.columns:
             column = frame[name]
             if dtype.startswith("datetime64"):
-                out[name] = pd.to_datetime(column, utc=True).astype(dtype).to_numpy()
+                # .array, not .to_numpy(): tz-aware to_numpy() builds an object array of
+                # Timestamps, which takes seconds per million rows.
+                out[name] = pd.to_datetime(column, utc=True).astype(dtype).array
             else:
                 out[name] = column.astype(dtype).to_numpy()
         else:
