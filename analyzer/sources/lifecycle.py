@@ -1,0 +1,382 @@
+"""Pod lifecycles of the synthetic cluster: who is created when, where it runs, when it ends.
+
+An event loop in time order (departures before arrivals at the same instant, like the replay
+engine) binds arriving pods with the ``Placer``, keeps pods that fit nowhere in a pending queue
+(highest priority first) and retries them whenever a pod leaves. Workload behaviour:
+
+- DaemonSet pods exist on their nodes from before the range; the rest of the long-running pods
+  were created before the range at random times;
+- Deployments roll (new ReplicaSet hash, one replica every 30 s; the old pod is deleted 10 s
+  after its replacement started); StatefulSets restart pod by pod, reusing names with new uids;
+- a CronJob runs every hour, Jobs arrive at a rate scaled by ``churn``; Job pods end Succeeded
+  (about one in ten Failed, then retried by a new pod) and their objects stay 1 h after finishing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyzer.resources import PodSpecResources, pod_requests
+from analyzer.sources.catalog import (
+    APPS,
+    DAEMONSETS,
+    ETL,
+    KSM_TEMPLATE,
+    PRIORITY_CLASSES,
+    REPORTS,
+    TRAIN,
+    Template,
+)
+from analyzer.sources.placement import ClusterState, PlacementRequest, Placer
+from analyzer.sources.spec import SyntheticSpec
+
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery rand.String alphabet
+JOB_TTL = 3600  # ttlSecondsAfterFinished of Job objects
+
+
+@dataclass
+class Pod:
+    """One pod object through its life (times in unix seconds; ``None`` = not (yet) happened)."""
+
+    uid: str
+    name: str
+    template: Template
+    owner_kind: str
+    owner_name: str
+    workload_kind: str
+    workload_name: str
+    created: int
+    arrive: int  # when it is first offered to the scheduler
+    spec: PodSpecResources
+    node: int = -1
+    scheduled: int | None = None
+    started: int | None = None
+    finished: int | None = None  # containers ended (completion, or deletion of a running pod)
+    deleted: int | None = None  # the object is gone (KSM series end)
+    phase: str = "Pending"  # last phase
+    fails: bool = False
+    replaces: int | None = None  # index of the pod this one replaces (deleted once it started)
+    pin: int = -1  # DaemonSet pods: their node
+    pod_ip: str = ""
+    request: PlacementRequest | None = field(default=None, repr=False)
+
+
+class _Names:
+    """Seeded uids and Kubernetes-style random name suffixes."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def uid(self) -> str:
+        return str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
+
+    def suffix(self, length: int) -> str:
+        idx = self.rng.integers(0, len(_ALPHABET), size=length)
+        return "".join(_ALPHABET[i] for i in idx)
+
+
+@dataclass
+class Lifecycles:
+    """The outcome: every pod, in creation order of the generator."""
+
+    pods: list[Pod]
+
+
+class _Builder:
+    """Creates the pod objects of every workload (before placement)."""
+
+    def __init__(self, spec: SyntheticSpec, pools: tuple[str, ...], rng: np.random.Generator):
+        self.spec = spec
+        self.pools = pools
+        self.rng = rng
+        self.names = _Names(rng)
+        self.pods: list[Pod] = []
+        self.t0 = spec.start_s
+        self.t1 = spec.end_s
+
+    def pod(
+        self, template: Template, name: str, owner: tuple[str, str, str, str], created: int
+    ) -> int:
+        """Append one pod; returns its index."""
+        delay = 0
+        if created >= self.t0 and self.rng.random() < self.spec.pending_fraction:
+            delay = int(self.rng.integers(120, 1200))  # held back: e.g. a volume not yet bound
+        spec = PodSpecResources(
+            containers=template.containers,
+            init_containers=template.init_containers,
+            overhead=dict(template.overhead),
+        )
+        owner_kind, owner_name, workload_kind, workload_name = owner
+        self.pods.append(
+            Pod(
+                uid=self.names.uid(),
+                name=name,
+                template=template,
+                owner_kind=owner_kind,
+                owner_name=owner_name,
+                workload_kind=workload_kind,
+                workload_name=workload_name,
+                created=created,
+                arrive=created + 1 + delay,
+                spec=spec,
+            )
+        )
+        return len(self.pods) - 1
+
+    def past(self) -> int:
+        """A creation time before the range (pods already running when it starts)."""
+        return self.t0 - int(self.rng.integers(3600, 20 * 86400))
+
+    def daemonsets(self) -> None:
+        for template in DAEMONSETS:
+            for node, pool in enumerate(self.pools):
+                if template.pool is not None and template.pool != pool:
+                    continue
+                name = f"{template.name}-{self.names.suffix(5)}"
+                owner = ("DaemonSet", template.name, "DaemonSet", template.name)
+                index = self.pod(template, name, owner, self.t0 - 30 * 86400 + node)
+                self.pods[index].pin = node
+
+    def deployment(self, template: Template, name: str, replicas: int) -> None:
+        """A Deployment (or StatefulSet) with its rollouts over the range."""
+        hash_ = self.names.suffix(10)
+        if template.kind == "StatefulSet":
+            owner = ("StatefulSet", name, "StatefulSet", name)
+            current = [
+                self.pod(template, f"{name}-{i}", owner, self.past()) for i in range(replicas)
+            ]
+        else:
+            owner = ("ReplicaSet", f"{name}-{hash_}", "Deployment", name)
+            current = [
+                self.pod(template, f"{name}-{hash_}-{self.names.suffix(5)}", owner, self.past())
+                for _ in range(replicas)
+            ]
+        if template.name == KSM_TEMPLATE.name or self.spec.churn <= 0:
+            return
+        span = self.t1 - self.t0
+        rollouts = self.rng.poisson(self.spec.churn * span / 86400)
+        for at in np.sort(self.rng.integers(self.t0, self.t1, size=rollouts)):
+            hash_ = self.names.suffix(10)
+            for i in range(len(current)):
+                if template.kind == "StatefulSet":
+                    # delete ordinal i, then the controller recreates the same name (new uid)
+                    gone = int(at) + 60 * i
+                    new = self.pod(template, f"{name}-{i}", owner, gone + 2)
+                    self.pods[current[i]].deleted = gone
+                else:
+                    owner = ("ReplicaSet", f"{name}-{hash_}", "Deployment", name)
+                    pod_name = f"{name}-{hash_}-{self.names.suffix(5)}"
+                    new = self.pod(template, pod_name, owner, int(at) + 30 * i)
+                    self.pods[new].replaces = current[i]
+                current[i] = new
+
+    def apps(self, n_nodes: dict[str, int]) -> None:
+        """Long-running workloads sized to ``pods_per_node``."""
+        self.deployment(KSM_TEMPLATE, KSM_TEMPLATE.name, 1)
+        target = self.spec.pods_per_node * sum(n_nodes.values())
+        usable = [t for t in APPS if t.pool is None or n_nodes.get(t.pool, 0) > 0]
+        weights = np.array([t.weight for t in usable])
+        for template, weight in zip(usable, weights, strict=True):
+            total = max(1, round(target * weight / weights.sum()))
+            if template.pool == "gpu":
+                total = max(1, min(total, n_nodes["gpu"] * 2))
+            if template.pool == "memory":
+                total = max(1, min(total, n_nodes["memory"] * 3))
+            k = 0
+            while total > 0:
+                replicas = min(total, int(self.rng.integers(1, 13)))
+                name = template.name if k == 0 else f"{template.name}-{k + 1}"
+                self.deployment(template, name, replicas)
+                total -= replicas
+                k += 1
+
+    def job(
+        self, template: Template, job_name: str, owner: tuple[str, str, str, str], at: int
+    ) -> None:
+        """One Job pod (and its retry if it fails)."""
+        index = self.pod(template, f"{job_name}-{self.names.suffix(5)}", owner, at)
+        if self.rng.random() < 0.1:
+            self.pods[index].fails = True
+
+    def batch(self, n_nodes: dict[str, int]) -> None:
+        """The hourly CronJob and Jobs arriving over the range."""
+        crons = max(1, sum(n_nodes.values()) // 40)
+        span = self.t1 - self.t0
+        for c in range(crons):
+            cron = REPORTS.name if c == 0 else f"{REPORTS.name}-{c + 1}"
+            minute = int(self.rng.integers(0, 60))
+            first = (self.t0 // 3600) * 3600 + 60 * minute
+            for at in range(first, self.t1, 3600):
+                if at < self.t0:
+                    continue
+                job_name = f"{cron}-{at // 60}"  # CronJob names Jobs by scheduled minute
+                self.job(REPORTS, job_name, ("Job", job_name, "CronJob", cron), at)
+        rates = [(ETL, 0.3 * sum(n_nodes.values())), (TRAIN, 1.0 * n_nodes.get("gpu", 0))]
+        for template, per_day in rates:
+            count = self.rng.poisson(self.spec.churn * per_day * span / 86400)
+            for at in np.sort(self.rng.integers(self.t0 - 3 * 3600, self.t1, size=count)):
+                job_name = f"{template.name}-{self.names.suffix(5)}"
+                owner = ("Job", job_name, "Job", job_name)
+                self.job(template, job_name, owner, int(at))
+
+
+def build_pods(spec: SyntheticSpec, pools: tuple[str, ...], rng: np.random.Generator) -> list[Pod]:
+    """All pod objects of the cluster, not yet placed."""
+    n_nodes = {pool: pools.count(pool) for pool in set(pools)}
+    builder = _Builder(spec, pools, rng)
+    builder.daemonsets()
+    builder.apps(n_nodes)
+    builder.batch(n_nodes)
+    return builder.pods
+
+
+def _request(pod: Pod, pools: tuple[str, ...], pools_arr: np.ndarray) -> PlacementRequest:
+    requests = dict(pod_requests(pod.spec))
+    requests["pods"] = 1
+    if pod.pin >= 0:
+        allowed = np.zeros(len(pools), dtype=bool)
+        allowed[pod.pin] = True
+    elif pod.template.pool is not None:
+        allowed = pools_arr == pod.template.pool
+    else:
+        allowed = pools_arr != "gpu"  # the GPU pool is tainted; only GPU workloads tolerate it
+    return PlacementRequest(
+        uid=pod.uid,
+        requests=requests,
+        non_zero=pod_requests(pod.spec, non_zero=True),
+        allowed=allowed,
+        priority=PRIORITY_CLASSES[pod.template.priority_class],
+        daemonset=pod.pin >= 0,
+        time=pod.arrive,
+    )
+
+
+_DEPART, _ARRIVE = 0, 1
+
+
+def priority(pod: Pod) -> int:
+    """The pod's priority value (from its PriorityClass)."""
+    return PRIORITY_CLASSES[pod.template.priority_class]
+
+
+def run_lifecycles(
+    pods: list[Pod],
+    state: ClusterState,
+    place: Placer,
+    rng: np.random.Generator,
+    window: tuple[int, int],
+) -> None:
+    """Place and run every pod in time order, filling in node, times and phase in place.
+
+    Pods whose object never exists inside ``window`` (unix seconds, inclusive) are dropped.
+    """
+    begin, end = window
+    pools_arr = np.array(state.pools)
+    names = _Names(rng)
+    events: list[tuple[int, int, int]] = []
+    for i, pod in enumerate(pods):
+        events.append((pod.arrive, _ARRIVE, i))
+        if pod.deleted is not None:
+            events.append((pod.deleted, _DEPART, i))
+    heapq.heapify(events)
+    pending: list[int] = []
+
+    def bind(i: int, now: int) -> bool:
+        pod = pods[i]
+        assert pod.request is not None
+        node = place(pod.request, state)
+        if node is None:
+            return False
+        if not 0 <= node < len(state.nodes):  # ``allowed`` is advice: a placer may ignore it
+            raise ValueError(f"placer chose node {node} for pod {pod.uid}: no such node")
+        state.bind(node, pod.request)
+        pod.node = node
+        pod.scheduled = now
+        pod.started = now + int(rng.integers(2, 8)) + (30 if pod.spec.init_containers else 0)
+        pod.phase = "Running"
+        template = pod.template
+        if template.duration > 0:
+            run = int(template.duration * rng.lognormal(0.0, 0.3))
+            if pod.fails:
+                run = max(60, run // 3)
+            heapq.heappush(events, (pod.started + run, _DEPART, i))
+        if pod.replaces is not None:
+            heapq.heappush(events, (pod.started + 10, _DEPART, pod.replaces))
+        return True
+
+    while events:
+        now, kind, i = heapq.heappop(events)
+        if now > end:
+            break
+        pod = pods[i]
+        if kind == _ARRIVE:
+            if pod.phase == "Deleted":  # replaced before it was even offered
+                continue
+            pod.request = _request(pod, state.pools, pools_arr)
+            if not bind(i, now):
+                pending.append(i)
+            continue
+        if pod.finished is not None or pod.phase == "Deleted":
+            continue
+        if pod.node < 0:  # deleted while pending
+            if i in pending:
+                pending.remove(i)
+            pod.deleted = now
+            pod.phase = "Deleted"
+            continue
+        assert pod.request is not None
+        freed = pod.node
+        state.unbind(freed, pod.request)
+        pod.finished = now
+        if pod.template.duration > 0:
+            pod.phase = "Failed" if pod.fails else "Succeeded"
+            pod.deleted = now + JOB_TTL
+            if pod.fails:  # the Job controller creates a replacement pod (new name, new uid)
+                pods.append(_retry(pod, names, now + 10))
+                heapq.heappush(events, (pods[-1].arrive, _ARRIVE, len(pods) - 1))
+        else:
+            pod.deleted = now
+        if pending:
+            # Only the freed node gained room, so only pods that fit there can now be placed.
+            pending.sort(key=lambda j: (-priority(pods[j]), pods[j].arrive))
+            pending = [j for j in pending if not (_fits_on(pods[j], state, freed) and bind(j, now))]
+    for pod in pods:
+        if pod.deleted is not None and pod.deleted > end:
+            pod.deleted = None
+        if pod.finished is not None and pod.finished > end:
+            pod.finished = None
+            pod.phase = "Running"
+        if pod.phase == "Deleted":
+            pod.phase = "Pending"
+    pods[:] = [p for p in pods if p.created <= end and (p.deleted is None or p.deleted >= begin)]
+
+
+def _fits_on(pod: Pod, state: ClusterState, node: int) -> bool:
+    """Whether ``pod``'s requests fit into ``node`` right now (``allowed`` is not consulted:
+    a custom placer may ignore it)."""
+    request = pod.request
+    assert request is not None
+    need = state.vector(request.requests)
+    room = (state.requested[node] + need <= state.allocatable[node]) | (need == 0)
+    return bool(room.all())
+
+
+def _retry(failed: Pod, names: _Names, at: int) -> Pod:
+    """The Job controller's replacement for a failed pod."""
+    job_name = failed.owner_name
+    return Pod(
+        uid=names.uid(),
+        name=f"{job_name}-{names.suffix(5)}",
+        template=failed.template,
+        owner_kind=failed.owner_kind,
+        owner_name=failed.owner_name,
+        workload_kind=failed.workload_kind,
+        workload_name=failed.workload_name,
+        created=at,
+        arrive=at + 1,
+        spec=failed.spec,
+    )

@@ -1,0 +1,99 @@
+"""Where the generator puts pods: the cluster state it tracks and the placement hook.
+
+``generate(spec, place=...)`` accepts any ``Placer``: a function of the incoming pod
+(``PlacementRequest``) and the current ``ClusterState`` returning a node index or ``None`` (the pod
+stays pending and is retried when capacity frees). The default, ``least_allocated_place``, is a
+simple least-allocated choice; an exact kube-scheduler profile can be plugged in instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzer.sources.catalog import RESOURCES
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    """The pod being placed.
+
+    ``requests`` are the effective pod requests (``pod_requests``) plus ``pods: 1``;
+    ``non_zero`` the kube-scheduler non-zero cpu/memory; ``allowed`` is a bool mask over nodes
+    (nodeSelector, taints/tolerations, or the one node of a DaemonSet pod). ``ClusterState.fits``
+    honours it; a placer may ignore it (the snapshot does not record these constraints).
+    """
+
+    uid: str
+    requests: Mapping[str, int]
+    non_zero: Mapping[str, int]
+    allowed: np.ndarray
+    priority: int
+    daemonset: bool
+    time: int  # unix seconds
+
+
+@dataclass
+class ClusterState:
+    """Nodes × resources arrays (resource order ``RESOURCES``), updated as pods bind and leave."""
+
+    nodes: tuple[str, ...]
+    pools: tuple[str, ...]
+    resources: tuple[str, ...]
+    allocatable: np.ndarray  # int64 [nodes, resources]
+    requested: np.ndarray  # int64 [nodes, resources], "pods" counts pods
+    non_zero_requested: np.ndarray  # int64 [nodes, 2]: cpu, memory
+
+    @classmethod
+    def empty(
+        cls, nodes: tuple[str, ...], pools: tuple[str, ...], allocatable: np.ndarray
+    ) -> ClusterState:
+        """A cluster with no pods bound."""
+        return cls(
+            nodes=nodes,
+            pools=pools,
+            resources=RESOURCES,
+            allocatable=allocatable,
+            requested=np.zeros_like(allocatable),
+            non_zero_requested=np.zeros((len(nodes), 2), dtype=np.int64),
+        )
+
+    def vector(self, values: Mapping[str, int]) -> np.ndarray:
+        """A resource map as an int64 vector in ``resources`` order (absent = 0)."""
+        return np.array([values.get(r, 0) for r in self.resources], dtype=np.int64)
+
+    def bind(self, node: int, pod: PlacementRequest) -> None:
+        """Account ``pod`` on ``node``."""
+        self.requested[node] += self.vector(pod.requests)
+        self.non_zero_requested[node] += (pod.non_zero["cpu"], pod.non_zero["memory"])
+
+    def unbind(self, node: int, pod: PlacementRequest) -> None:
+        """Release ``pod`` from ``node``."""
+        self.requested[node] -= self.vector(pod.requests)
+        self.non_zero_requested[node] -= (pod.non_zero["cpu"], pod.non_zero["memory"])
+
+    def fits(self, pod: PlacementRequest) -> np.ndarray:
+        """Bool mask of nodes where ``pod`` fits (NodeResourcesFit filter) and is allowed."""
+        need = self.vector(pod.requests)
+        room = (self.requested + need <= self.allocatable) | (need == 0)
+        result: np.ndarray = room.all(axis=1) & pod.allowed
+        return result
+
+
+Placer = Callable[[PlacementRequest, ClusterState], int | None]
+
+
+def least_allocated_place(pod: PlacementRequest, state: ClusterState) -> int | None:
+    """Pick the feasible node with the most free non-zero cpu+memory share; lowest index on ties."""
+    feasible = state.fits(pod)
+    if not feasible.any():
+        return None
+    alloc = state.allocatable[:, :2].astype(np.float64)
+    used = state.non_zero_requested + np.array([pod.non_zero["cpu"], pod.non_zero["memory"]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        free = np.where(alloc > 0, (alloc - used) / alloc, 0.0)
+    score = free.mean(axis=1)
+    score[~feasible] = -np.inf
+    return int(np.argmax(score))

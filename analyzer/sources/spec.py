@@ -1,0 +1,97 @@
+"""The synthetic cluster's knobs (``SyntheticSpec``) and its time grid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from analyzer.errors import InputError
+
+DEFAULT_START = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """Everything that determines a synthetic cluster; the same spec gives identical output.
+
+    - ``nodes``: node count, split over the pools of ``catalog.POOLS``;
+    - ``days``/``step`` (seconds)/``start`` (UTC): the observed range and sample grid;
+    - ``churn``: Deployment rollouts per Deployment per day, and the scale of Job arrivals;
+    - ``pods_per_node``: mean long-running app pods per node (DaemonSet pods come on top);
+    - ``hot_nodes``: fraction of non-GPU nodes whose CPU runs above 65 % of allocatable for hours
+      every day (at least one when there are 4 or more nodes);
+    - ``gpu_pool``: whether the ``nvidia.com/gpu`` pool exists;
+    - ``pending_fraction``: share of new pods held pending for minutes before they are scheduled.
+    """
+
+    seed: int = 0
+    nodes: int = 200
+    days: float = 7.0
+    step: int = 60
+    start: datetime = DEFAULT_START
+    churn: float = 0.5
+    pods_per_node: float = 8.0
+    hot_nodes: float = 0.05
+    gpu_pool: bool = True
+    pending_fraction: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise InputError(f"--nodes: {self.nodes} must be at least 1")
+        if self.step < 1 or self.step != int(self.step):
+            raise InputError(f"--step: {self.step}s must be a whole number of seconds >= 1s")
+        if self.days <= 0 or self.days * 86400 < 2 * self.step:
+            raise InputError(f"--days: {self.days} must cover at least two steps")
+        if self.churn < 0:
+            raise InputError(f"--churn: {self.churn} must be >= 0")
+        if not 0 <= self.hot_nodes <= 1:
+            raise InputError(f"--hot-nodes: {self.hot_nodes} must be a fraction in [0, 1]")
+        if self.pods_per_node < 0:
+            raise InputError(f"--pods-per-node: {self.pods_per_node} must be >= 0")
+        if self.start.tzinfo is None:
+            raise InputError("--start: the time must carry a timezone (e.g. 2026-11-01T00:00:00Z)")
+
+    @property
+    def start_s(self) -> int:
+        """Range start in unix seconds (a multiple of the step keeps the grid aligned)."""
+        return int(self.start.timestamp())
+
+    @property
+    def points(self) -> int:
+        """Sample points in the observed range ``[start, end]`` (both ends included)."""
+        return int(self.days * 86400) // self.step + 1
+
+    @property
+    def end_s(self) -> int:
+        """Range end in unix seconds (the last grid point)."""
+        return self.start_s + (self.points - 1) * self.step
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The generator's sample grid: one point before ``start`` (so counters have a rate at the
+    first observed point), then every ``step`` up to ``end``. Index 0 is ``start − step``."""
+
+    origin: int  # unix seconds of index 0
+    step: int
+    size: int
+
+    @classmethod
+    def of(cls, spec: SyntheticSpec) -> Grid:
+        """The grid of ``spec``."""
+        return cls(origin=spec.start_s - spec.step, step=spec.step, size=spec.points + 1)
+
+    @property
+    def times(self) -> np.ndarray:
+        """Unix seconds of every grid index (int64)."""
+        return self.origin + self.step * np.arange(self.size, dtype=np.int64)
+
+    def first_at_or_after(self, t: float) -> int:
+        """Smallest index whose time is ≥ ``t`` (may be ``size``: none)."""
+        return max(0, -((self.origin - int(np.ceil(t))) // self.step))
+
+    def last_at_or_before(self, t: float) -> int:
+        """Largest index whose time is ≤ ``t`` (−1: none), clipped to the grid."""
+        return min(self.size - 1, (int(np.floor(t)) - self.origin) // self.step)

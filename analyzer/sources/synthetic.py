@@ -1,0 +1,297 @@
+"""The synthetic cluster generator: a seeded model cluster and its ground-truth snapshot.
+
+``generate(SyntheticSpec(...))`` builds nodes (``catalog.POOLS``), creates every workload's pods
+(``lifecycle``), places and runs them in time order with a pluggable ``Placer``
+(``placement``), generates usage (``usage``) and returns a ``SyntheticCluster`` whose
+``snapshot`` is the ground truth a collector must reproduce from the OpenMetrics the cluster also
+renders (``openmetrics.write_openmetrics``). The same spec gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+
+from analyzer import __version__
+from analyzer.resources import PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.snapshot import (
+    ALLOCATABLE,
+    CAPACITY,
+    LIMITS,
+    NONZERO_REQUESTS,
+    REQUESTS,
+    Snapshot,
+    SnapshotMeta,
+    make_snapshot,
+    resource_column,
+)
+from analyzer.sources.catalog import (
+    GPU,
+    POOLS,
+    PRIORITY_CLASSES,
+    RESOURCES,
+    NodePool,
+    node_allocatable,
+    node_capacity,
+)
+from analyzer.sources.lifecycle import Pod, build_pods, run_lifecycles
+from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
+from analyzer.sources.spec import Grid, SyntheticSpec
+from analyzer.sources.usage import NodeShape, Usage, generate_usage
+
+POD_RESOURCES = ("cpu", "memory", "ephemeral-storage", GPU)
+
+
+@dataclass(frozen=True)
+class SyntheticNode:
+    """One node of the model."""
+
+    name: str
+    pool: NodePool
+    host_ip: str
+    capacity: dict[str, int]
+    allocatable: dict[str, int]
+    hot: bool
+
+
+@dataclass
+class SyntheticCluster:
+    """A generated cluster.
+
+    - ``snapshot``: the ground truth (``analyzer.snapshot.Snapshot``);
+    - ``containers``: pod uid → its containers, init containers and overhead (explicit requests
+      and limits in analyzer units; a key absent = not set), from which the snapshot's requests,
+      limits and non-zero requests were computed with ``analyzer.resources``;
+    - ``pods``/``nodes``/``usage``: the model's detail the OpenMetrics writer renders.
+    """
+
+    spec: SyntheticSpec
+    snapshot: Snapshot
+    containers: dict[str, PodSpecResources]
+    nodes: list[SyntheticNode]
+    pods: list[Pod]
+    usage: Usage
+
+    @property
+    def grid(self) -> Grid:
+        """The sample grid (one point before ``spec.start`` up to ``spec.end``)."""
+        return self.usage.grid
+
+    @property
+    def hot_nodes(self) -> list[str]:
+        """Names of the nodes made to run hot."""
+        return [n.name for n in self.nodes if n.hot]
+
+
+def _pool_counts(spec: SyntheticSpec) -> list[tuple[NodePool, int]]:
+    """Nodes per pool by largest remainder; the GPU pool gets one node from 4 nodes up."""
+    pools = [p for p in POOLS if spec.gpu_pool or not p.gpus]
+    if spec.nodes < 4:
+        pools = [p for p in pools if not p.gpus]
+    shares = np.array([p.share for p in pools]) / sum(p.share for p in pools)
+    raw = shares * spec.nodes
+    counts = np.floor(raw).astype(int)
+    for i in np.argsort(-(raw - counts), kind="stable")[: spec.nodes - counts.sum()]:
+        counts[i] += 1
+    gpu = [i for i, p in enumerate(pools) if p.gpus]
+    if gpu and counts[gpu[0]] == 0:
+        counts[gpu[0]] += 1
+        counts[int(np.argmax(counts))] -= 1
+    return [(p, int(c)) for p, c in zip(pools, counts, strict=True) if c > 0]
+
+
+def build_nodes(spec: SyntheticSpec, rng: np.random.Generator) -> list[SyntheticNode]:
+    """The cluster's nodes, pool by pool; a few non-GPU nodes are marked hot."""
+    plan: list[tuple[str, NodePool]] = []
+    for pool, count in _pool_counts(spec):
+        plan += [(f"{pool.name}-{k:04d}", pool) for k in range(count)]
+    candidates = [i for i, (_, pool) in enumerate(plan) if not pool.gpus]
+    n_hot = round(spec.hot_nodes * len(candidates))
+    if spec.hot_nodes > 0 and spec.nodes >= 4:
+        n_hot = max(1, n_hot)
+    hot = set(rng.choice(candidates, size=min(n_hot, len(candidates)), replace=False).tolist())
+    nodes = []
+    for i, (name, pool) in enumerate(plan):
+        capacity = node_capacity(pool)
+        nodes.append(
+            SyntheticNode(
+                name=name,
+                pool=pool,
+                host_ip=f"10.128.{i // 250}.{i % 250 + 2}",
+                capacity=capacity,
+                allocatable=node_allocatable(capacity),
+                hot=i in hot,
+            )
+        )
+    return nodes
+
+
+def _times(values: Sequence[int | None]) -> pd.Series:
+    return pd.to_datetime(pd.Series(values, dtype="Float64"), unit="s", utc=True)
+
+
+def _node_table(nodes: list[SyntheticNode], spec: SyntheticSpec) -> pd.DataFrame:
+    table: dict[str, object] = {
+        "node": [n.name for n in nodes],
+        "pool": [n.pool.name for n in nodes],
+        "host_ip": [n.host_ip for n in nodes],
+        "labels": [json.dumps(node_labels(n), sort_keys=True) for n in nodes],
+        "annotations": [json.dumps(dict(n.pool.annotations), sort_keys=True) for n in nodes],
+        "first_seen": _times([spec.start_s] * len(nodes)),
+        "last_seen": _times([spec.end_s] * len(nodes)),
+    }
+    for kind, attr in ((ALLOCATABLE, "allocatable"), (CAPACITY, "capacity")):
+        for resource in RESOURCES:
+            table[resource_column(kind, resource)] = [
+                getattr(n, attr).get(resource, 0) for n in nodes
+            ]
+    return pd.DataFrame(table)
+
+
+def node_labels(node: SyntheticNode) -> dict[str, str]:
+    """The Kubernetes labels of a node (pool, instance type, hostname, GPU presence)."""
+    labels = {
+        "cloud.google.com/gke-nodepool": node.pool.name,
+        "kubernetes.io/hostname": node.name,
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": node.pool.instance_type,
+    }
+    if node.pool.gpus:
+        labels["nvidia.com/gpu.present"] = "true"
+    return labels
+
+
+def _seen(pods: list[Pod], grid: Grid, spec: SyntheticSpec) -> tuple[list[int], list[int]]:
+    """First/last observed grid time of each pod object inside the range."""
+    first, last = [], []
+    for pod in pods:
+        lo = max(grid.first_at_or_after(pod.created), 1)
+        hi = grid.last_at_or_before(pod.deleted if pod.deleted is not None else spec.end_s)
+        first.append(grid.origin + grid.step * lo)
+        last.append(grid.origin + grid.step * max(hi, lo))
+    return first, last
+
+
+def _pod_table(
+    pods: list[Pod], nodes: list[SyntheticNode], grid: Grid, spec: SyntheticSpec
+) -> pd.DataFrame:
+    first, last = _seen(pods, grid, spec)
+    table: dict[str, object] = {
+        "uid": [p.uid for p in pods],
+        "namespace": [p.template.namespace for p in pods],
+        "name": [p.name for p in pods],
+        "node": pd.Series(
+            [nodes[p.node].name if p.node >= 0 else None for p in pods], dtype="string"
+        ),
+        "owner_kind": [p.owner_kind for p in pods],
+        "owner_name": [p.owner_name for p in pods],
+        "workload_kind": [p.workload_kind for p in pods],
+        "workload_name": [p.workload_name for p in pods],
+        "priority_class": [p.template.priority_class for p in pods],
+        "priority": [PRIORITY_CLASSES[p.template.priority_class] for p in pods],
+        "qos_class": [qos_class(p.spec.containers + p.spec.init_containers) for p in pods],
+        "phase": [p.phase for p in pods],
+        "labels": [json.dumps({"app": p.workload_name}) for p in pods],
+        "created": _times([p.created for p in pods]),
+        "scheduled": _times([p.scheduled for p in pods]),
+        "started": _times([p.started for p in pods]),
+        "finished": _times([p.finished for p in pods]),
+        "first_seen": _times(first),
+        "last_seen": _times(last),
+    }
+    requests = [pod_requests(p.spec) for p in pods]
+    limits = [pod_limits(p.spec) for p in pods]
+    non_zero = [pod_requests(p.spec, non_zero=True) for p in pods]
+    for resource in POD_RESOURCES:
+        table[resource_column(REQUESTS, resource)] = [r.get(resource, 0) for r in requests]
+        table[resource_column(LIMITS, resource)] = [r.get(resource, 0) for r in limits]
+    for resource in ("cpu", "memory"):
+        table[resource_column(NONZERO_REQUESTS, resource)] = [r[resource] for r in non_zero]
+    return pd.DataFrame(table)
+
+
+def _usage_tables(
+    pods: list[Pod], nodes: list[SyntheticNode], usage: Usage
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    grid = usage.grid
+    stamps = pd.to_datetime(grid.times, unit="s", utc=True)
+    row_pod = np.repeat(np.arange(len(pods), dtype=np.int32), np.diff(usage.offsets))[usage.valid]
+    uids = pd.Categorical.from_codes(row_pod, categories=[p.uid for p in pods])
+    pod_usage = pd.DataFrame(
+        {
+            "uid": uids,
+            "timestamp": stamps[usage.j[usage.valid]],
+            "cpu": usage.cpu[usage.valid].astype(np.float64),
+            "memory": usage.memory[usage.valid].astype(np.float64),
+        }
+    )
+    n, size = usage.node_cpu.shape
+    node_usage = pd.DataFrame(
+        {
+            "node": pd.Categorical.from_codes(
+                np.repeat(np.arange(n), size - 1), categories=[x.name for x in nodes]
+            ),
+            "timestamp": np.tile(stamps[1:], n),
+            "cpu": usage.node_cpu[:, 1:].ravel().astype(np.float64),
+            "memory": usage.node_memory[:, 1:].ravel().astype(np.float64),
+        }
+    )
+    return node_usage, pod_usage
+
+
+def _iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCluster:
+    """Generate the cluster of ``spec``; ``place`` replaces the default least-allocated choice."""
+    rng = np.random.default_rng(spec.seed)
+    grid = Grid.of(spec)
+    nodes = build_nodes(spec, rng)
+    state = ClusterState.empty(
+        tuple(n.name for n in nodes),
+        tuple(n.pool.name for n in nodes),
+        np.array([[n.allocatable.get(r, 0) for r in RESOURCES] for n in nodes], dtype=np.int64),
+    )
+    pods = build_pods(spec, state.pools, rng)
+    run_lifecycles(pods, state, place or least_allocated_place, rng, (spec.start_s, spec.end_s))
+    shape = NodeShape(
+        allocatable_cpu=np.array([n.allocatable["cpu"] for n in nodes], dtype=np.float64),
+        capacity_cpu=np.array([n.capacity["cpu"] for n in nodes], dtype=np.float64),
+        capacity_memory=np.array([n.capacity["memory"] for n in nodes], dtype=np.float64),
+        hot=np.array([n.hot for n in nodes]),
+    )
+    usage = generate_usage(pods, shape, grid, rng)
+    node_usage, pod_usage = _usage_tables(pods, nodes, usage)
+    meta = SnapshotMeta(
+        source=f"synthetic:seed={spec.seed},nodes={spec.nodes},days={spec.days},step={spec.step}s",
+        start=_iso(spec.start_s),
+        end=_iso(spec.end_s),
+        step_seconds=spec.step,
+        collected_at=_iso(spec.end_s),  # fixed, so the same spec writes the same bytes
+        analyzer_version=__version__,
+        extra={
+            "generator": {k: str(v) for k, v in asdict(spec).items()},
+            "hot_nodes": [n.name for n in nodes if n.hot],
+            "priority_classes": dict(PRIORITY_CLASSES),
+        },
+    )
+    snapshot = make_snapshot(
+        meta, _node_table(nodes, spec), _pod_table(pods, nodes, grid, spec), node_usage, pod_usage
+    )
+    return SyntheticCluster(
+        spec=spec,
+        snapshot=snapshot,
+        containers={p.uid: p.spec for p in pods},
+        nodes=nodes,
+        pods=pods,
+        usage=usage,
+    )
+
+
+__all__ = ["SyntheticCluster", "SyntheticNode", "build_nodes", "generate", "node_labels"]
