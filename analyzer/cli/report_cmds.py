@@ -1,0 +1,167 @@
+"""``analyzer report nightly`` and ``analyzer demo``: parse options, call one function, print paths."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from analyzer.cli.base import is_terminal, main, report
+from analyzer.cli.collect import connection_options, settings_from
+from analyzer.durations import parse_duration, parse_time
+from analyzer.errors import InputError
+from analyzer.nightly import NightlySettings, run_nightly
+from analyzer.percentiles import METHODS
+from analyzer.snapshot import Snapshot, read_snapshot, write_snapshot
+from analyzer.thresholds import ThresholdConfig
+
+
+def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= 100:
+        raise click.BadParameter(f"{value} is not a percent 0..100", param=param)
+    return value
+
+
+def _day(text: str | None) -> date | None:
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return parse_time(text, field="--date").date()
+
+
+def _settings(ctx: click.Context, opts: dict[str, Any]) -> NightlySettings:
+    """Thresholds: flags, else the config file's thresholds:/node_thresholds:, else 65/95."""
+    config_data = (ctx.obj or {}).get("config", {})
+    thresholds = ThresholdConfig.from_config(config_data, method=opts["method"])
+    usage = dict(thresholds.usage)
+    usage.update({k: opts[k] for k in ("cpu", "memory") if opts[k] is not None})
+    if not 0 < opts["min_coverage"] <= 1:
+        raise InputError(f"--min-coverage: {opts['min_coverage']} must be in (0, 1]")
+    return NightlySettings(
+        day=_day(opts["day"]),
+        method=opts["method"],
+        thresholds=replace(thresholds, usage=usage),
+        fail_on_violations=opts["fail_on_violations"],
+        min_coverage=opts["min_coverage"],
+    )
+
+
+def _collect_day(
+    opts: dict[str, Any], settings: NightlySettings
+) -> tuple[Snapshot, NightlySettings]:
+    """Collect the report day (plus the look-back) from Prometheus; default day = yesterday UTC."""
+    from analyzer.collect import CollectRequest, collect
+
+    day = settings.day or (datetime.now(UTC) - timedelta(days=1)).date()
+    day_start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    step = parse_duration(opts["step"], field="--step").total_seconds()
+    if step < 1 or step != int(step):
+        raise InputError(f"--step: {opts['step']!r} must be a whole number of seconds >= 1s")
+    request = CollectRequest(
+        settings=settings_from(opts),
+        start=day_start - settings.lookback,
+        end=day_start + timedelta(days=1),
+        step_seconds=int(step),
+        queries_dir=opts["queries_dir"],
+    )
+    result = collect(request)
+    if opts["save_snapshot"] is not None:
+        write_snapshot(result.snapshot, opts["save_snapshot"])
+    settings = replace(
+        settings,
+        day=day,
+        source_partial=result.partial,
+        extra_warnings=tuple(result.problems),
+    )
+    return result.snapshot, settings
+
+
+@report.command("nightly")
+@click.argument("snapshot", type=click.Path(path_type=Path), required=False)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Output folder: writes OUT/<YYYY-MM-DD>/, OUT/index.html, OUT/history/.")  # fmt: skip
+@click.option("--date", "day", help="UTC day to report (YYYY-MM-DD). Default: the last day with "
+              "data (snapshot) or yesterday (--prometheus).")  # fmt: skip
+@click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of templates searched before the built-in ones.")  # fmt: skip
+@click.option("--fail-on-violations", is_flag=True, help="Exit 4 when any threshold was breached.")
+@click.option("--method", type=click.Choice(METHODS), default="nearest-rank", show_default=True,
+              help="Percentile method (nearest-rank = koordlet; linear = Prometheus).")  # fmt: skip
+@click.option("--cpu", type=int, callback=_pct, help="CPU usage threshold % (default 65; 0 = off).")
+@click.option("--memory", type=int, callback=_pct, help="Memory usage threshold % (default 95).")
+@click.option("--min-coverage", type=float, default=0.95, show_default=True,
+              help="Share of expected usage samples below which the data is partial (exit 3).")  # fmt: skip
+@connection_options
+@click.option("--step", default="1m", show_default=True,
+              help="With --prometheus: resolution of the collected usage.")  # fmt: skip
+@click.option("--queries-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="With --prometheus: own query profile folder.")  # fmt: skip
+@click.option("--save-snapshot", type=click.Path(file_okay=False, path_type=Path),
+              help="With --prometheus: also keep the collected snapshot here.")  # fmt: skip
+@click.pass_context
+def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> None:
+    """Write the nightly HTML report (+ JSON, CSV) of one day, from SNAPSHOT or --prometheus.
+
+    Exit 0 ok, 3 partial data, 4 violations (only with --fail-on-violations; wins over 3).
+    """
+    from analyzer.report.nightly_report import write_nightly_report
+
+    settings = _settings(ctx, opts)
+    if snapshot is not None:
+        data = read_snapshot(snapshot)
+    elif opts["prometheus"]:
+        data, settings = _collect_day(opts, settings)
+    else:
+        raise InputError("report nightly: give a SNAPSHOT folder or --prometheus URL")
+    result = run_nightly(data, settings)
+    paths = write_nightly_report(result, opts["out"], templates_dir=opts["templates_dir"])
+    _print_outcome(result.summary.breaches, result.quality.partial, paths.html, paths.index)
+    if result.exit_code:
+        ctx.exit(result.exit_code)
+
+
+def _print_outcome(breaches: int, partial: bool, html: Path, index: Path) -> None:
+    click.echo(f"report: {html}")
+    click.echo(f"index:  {index}")
+    click.echo(f"{breaches} threshold breach(es); data {'PARTIAL' if partial else 'complete'}")
+
+
+@main.command("demo")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("analyzer-demo"),
+              show_default=True, help="Folder for the snapshot, aggregates and reports.")  # fmt: skip
+@click.option("--seed", type=int, default=42, show_default=True, help="Generator seed.")
+@click.option("--nodes", type=int, default=200, show_default=True, help="Synthetic node count.")
+@click.option("--days", type=int, default=7, show_default=True, help="Days of synthetic history.")
+@click.option("--step", "step_seconds", type=int, default=300, show_default=True,
+              help="Usage sample step in seconds.")  # fmt: skip
+def demo_cmd(out: Path, seed: int, nodes: int, days: int, step_seconds: int) -> None:
+    """Run the whole pipeline on a synthetic cluster, no Prometheus needed, and print where it went."""
+    from analyzer.demo import DemoSettings, run_demo
+
+    if days < 1:
+        raise InputError(f"--days: {days} must be at least 1")
+    say = (lambda msg: click.echo(f"  {msg}", err=True)) if is_terminal() else None
+    result = run_demo(
+        DemoSettings(out=out, seed=seed, nodes=nodes, days=days, step_seconds=step_seconds), say
+    )
+    latest = result.latest
+    summary = result.latest_result.summary
+    click.echo(
+        f"analyzer demo: {nodes} nodes × {days} days (seed {seed}) in {result.seconds:.1f} s"
+    )
+    click.echo(f"  snapshot:      {result.snapshot_dir}")
+    click.echo(f"  NodeMetrics:   {result.nodemetrics}")
+    click.echo(f"  violations:    {result.violations}")
+    click.echo(f"  reports:       {result.reports} nightly report(s), index {latest.index}")
+    click.echo(f"  latest report: {latest.html}")
+    click.echo(
+        f"  {result.latest_result.day}: {summary.nodes_with_breaches} node(s) over threshold, "
+        f"{summary.fragmentation_pct:.1f} % of free CPU fragmented, "
+        f"data coverage {summary.coverage_pct:.2f} %"
+    )
+    click.echo(f"Open {latest.html} in a browser (it works offline).")

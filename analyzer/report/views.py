@@ -1,0 +1,147 @@
+"""Typed views shared by every report: table columns and cells, summary cards, JSON values.
+
+A ``TableView`` holds all rows (for CSV and JSON) and renders the first ``limit`` of them in HTML
+(cells pre-formatted here, escaped by the template); numbers carry their raw value in ``data-v``
+so the inline script sorts numerically.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HTML_ROW_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: the frame column, its header, and how to show it."""
+
+    key: str
+    label: str
+    kind: str = "text"  # text | int | num | pct | time | bool
+    digits: int = 1
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    sort: str  # data-v attribute: the raw number, so sorting is numeric
+    numeric: bool
+
+
+@dataclass
+class TableView:
+    """A table: all rows in ``frame`` (CSV, JSON); the first ``limit`` rows in the HTML."""
+
+    name: str
+    title: str
+    columns: list[Column]
+    frame: pd.DataFrame
+    limit: int | None = HTML_ROW_LIMIT
+    note: str = ""
+    hot: str | None = None  # bool column: highlight the row
+    in_json: bool = True  # False: CSV only (e.g. raw hourly series a chart already summarises)
+
+    @property
+    def total_rows(self) -> int:
+        return len(self.frame)
+
+    @property
+    def shown(self) -> int:
+        return len(self.frame) if self.limit is None else min(self.limit, len(self.frame))
+
+    def rows(self) -> list[tuple[bool, list[Cell]]]:
+        """The HTML rows: (highlighted, cells)."""
+        out = []
+        for _, row in self.frame.head(self.shown).iterrows():
+            hot = bool(row[self.hot]) if self.hot else False
+            out.append((hot, [_cell(row[c.key], c) for c in self.columns]))
+        return out
+
+    def csv_frame(self) -> pd.DataFrame:
+        """All rows with the shown columns (CSV headers are the column keys; times RFC 3339)."""
+        frame = self.frame[[c.key for c in self.columns]].copy()
+        for column in self.columns:
+            if column.kind == "time" and len(frame):
+                stamps = pd.to_datetime(frame[column.key], utc=True)
+                # Format each distinct time once (hourly tables repeat 24 values many times).
+                unique = pd.Series(stamps.dropna().unique())
+                text = dict(zip(unique, unique.dt.strftime("%Y-%m-%dT%H:%M:%SZ"), strict=True))
+                frame[column.key] = stamps.map(text).fillna("")
+        return frame
+
+    def records(self) -> list[dict[str, Any]]:
+        """All rows as JSON-ready dicts."""
+        keys = [c.key for c in self.columns]
+        return [
+            {k: json_value(v) for k, v in zip(keys, row, strict=True)}
+            for row in self.frame[keys].itertuples(index=False)
+        ]
+
+
+def json_value(value: Any) -> Any:
+    """A JSON-ready scalar: NaN/NA → None, numpy → Python, times → RFC 3339."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, pd.Timedelta):
+        return value.total_seconds()
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return None if math.isnan(value) else float(value)
+    return value if isinstance(value, int | str) else str(value)
+
+
+def _cell(value: Any, column: Column) -> Cell:
+    raw = json_value(value)
+    if raw is None:
+        return Cell("–", "", column.kind != "text")
+    if column.kind == "time":
+        return Cell(
+            pd.Timestamp(value).strftime("%Y-%m-%d %H:%M"), str(pd.Timestamp(value).value), False
+        )
+    if column.kind == "bool":
+        return Cell("yes" if raw else "no", "1" if raw else "0", False)
+    if column.kind in ("int", "num", "pct"):
+        number = float(raw)
+        digits = 0 if column.kind == "int" else column.digits
+        text = f"{number:,.{digits}f}" + (" %" if column.kind == "pct" else "")
+        return Cell(text, repr(number), True)
+    return Cell(str(raw), "", False)
+
+
+@dataclass(frozen=True)
+class Card:
+    """A summary card: value, previous run's value, and which direction is worse."""
+
+    key: str
+    label: str
+    value: float | None
+    unit: str = ""
+    digits: int = 1
+    previous: float | None = None
+    higher_is_worse: bool = True
+    state: str = ""  # "" | good | warn | bad
+
+    @property
+    def delta(self) -> float | None:
+        if self.value is None or self.previous is None:
+            return None
+        return self.value - self.previous
+
+    @property
+    def trend(self) -> str:
+        """``worse``/``better``/"" for colouring the delta."""
+        delta = self.delta
+        if delta is None or abs(delta) < 10**-self.digits / 2:
+            return ""
+        return "worse" if (delta > 0) == self.higher_is_worse else "better"
