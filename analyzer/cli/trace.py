@@ -1,0 +1,179 @@
+"""``analyzer trace alibaba-gpu`` and ``analyzer trace bytedance-m3``: replays of real traces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from analyzer.cli.base import AnalyzerGroup, main
+from analyzer.errors import InputError
+from analyzer.trace.core_profiles import CORE_PRESETS
+from analyzer.trace.registry import KUBE_POLICIES, PAPER_POLICIES
+from analyzer.trace.runner import TABLE_POINTS, TraceConfig, parse_seeds, run_trace
+
+
+@main.group(cls=AnalyzerGroup)
+def trace() -> None:
+    """Replay real cluster traces (Alibaba GPU openb, ByteDance M3)."""
+
+
+def _table(data: dict[str, Any]) -> str:
+    lines = [
+        f"protocol {data['protocol']}  tune {data['tune']}  trace {data['trace']['pods_file']} on "
+        f"{data['trace']['nodes']} nodes / {data['trace']['gpus']} GPUs",
+        f"target workload: {data['target_workload']['shapes']} of {data['target_workload']['distinct_shapes']} "
+        f"shapes cover {data['target_workload']['coverage_pct']} % of pods; empty-cluster frag ratio "
+        f"{data['empty_cluster']['frag_ratio_pct']:.2f} %",
+        "",
+        f"{'policy':<15}{'seeds':>6}"
+        + "".join(f"{'alloc@' + str(x):>12}" for x in TABLE_POINTS)
+        + f"{'frag@100':>10}{'1st fail':>10}",
+    ]
+    for name, result in data["policies"].items():
+        table = result["table"]
+        cells = "".join(
+            f"{table[str(x)]['alloc_pct_mean']:>8.2f}±{table[str(x)]['alloc_pct_std']:<3.1f}"
+            if str(x) in table
+            else f"{'-':>12}"
+            for x in TABLE_POINTS
+        )
+        frag = f"{table['100']['frag_ratio_mean']:>10.2f}" if "100" in table else f"{'-':>10}"
+        first = result["first_failure_arrived_pct"]
+        lines.append(
+            f"{name:<15}{len(result['seeds']):>6}{cells}{frag}"
+            + (f"{first:>10.1f}" if first is not None else f"{'none':>10}")
+        )
+    return "\n".join(lines)
+
+
+@trace.command("alibaba-gpu")
+@click.option(
+    "--protocol",
+    type=click.Choice(["fgd", "timeline"]),
+    default="fgd",
+    show_default=True,
+    help="fgd: the FGD paper's protocol (GPU nodes, arrivals only, inflated); timeline: trace times.",
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    help=f"Repeatable. Paper: {', '.join(PAPER_POLICIES)}; kube: {', '.join(KUBE_POLICIES)}; "
+    f"scheduling-core presets: {', '.join(CORE_PRESETS)}. Default: the paper's six.",
+)
+@click.option(
+    "--seeds", default="42-51", show_default=True, help="Seeds: a range 42-51 or a list 1,2,3."
+)
+@click.option(
+    "--tune",
+    type=float,
+    default=1.3,
+    show_default=True,
+    help="fgd protocol: inflate arrivals to this multiple of GPU capacity.",
+)
+@click.option(
+    "--pods",
+    "pods_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="openb pod list CSV (default: the bundled openb_pod_list_default.csv). Repeat to compare "
+    'variants: the JSON becomes {"variants": {FILE NAME: <one-trace shape>}}.',
+)
+@click.option(
+    "--nodes",
+    "nodes_path",
+    type=click.Path(path_type=Path),
+    help="openb node list CSV (default: bundled GPU nodes for fgd, all nodes for timeline).",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=min(2, os.cpu_count() or 1),
+    show_default=True,
+    help="Processes for policies × seeds (1 = no pool).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write an HTML report and its JSON to this folder.",
+)
+def alibaba_gpu(
+    protocol: str,
+    policies: tuple[str, ...],
+    seeds: str,
+    tune: float,
+    pods_paths: tuple[Path, ...],
+    nodes_path: Path | None,
+    workers: int,
+    fmt: str,
+    report_dir: Path | None,
+) -> None:
+    """Replay the Alibaba GPU trace v2023 (openb) under placement policies; curves per policy."""
+    results = []
+    for pods_path in pods_paths or (None,):
+        config = TraceConfig(
+            protocol=protocol,
+            policies=policies or PAPER_POLICIES,
+            seeds=parse_seeds(seeds),
+            tune=tune,
+            nodes_path=nodes_path,
+            pods_path=pods_path,
+            workers=workers,
+        )
+        results.append(run_trace(config).to_json())
+    if len(results) == 1:
+        data = results[0]
+        text = _table(data)
+    else:
+        names = [r["trace"]["pods_file"] for r in results]
+        if len(set(names)) != len(names):
+            raise InputError("--pods: the same file name is given twice; pass each pod list once")
+        data = {"variants": dict(zip(names, results, strict=True))}
+        text = "\n\n".join(_table(r) for r in results)
+    if report_dir is not None:
+        from analyzer.report.trace import write_trace_report
+
+        write_trace_report(data, report_dir)
+    click.echo(json.dumps(data, indent=1) if fmt == "json" else text)
+
+
+@trace.command("bytedance-m3")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    help=f"Repeatable; default: {', '.join(KUBE_POLICIES)} and the paper's BestFit, DotProd, Random.",
+)
+@click.option("--seeds", default="42", show_default=True, help="Tie-break seeds (range or list).")
+@click.option(
+    "--m3", "m3_path", type=click.Path(path_type=Path), help="M3.json (default: the bundled copy)."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write an HTML report and its JSON to this folder.",
+)
+def bytedance_m3(
+    policies: tuple[str, ...], seeds: str, m3_path: Path | None, fmt: str, report_dir: Path | None
+) -> None:
+    """Pack ByteDance cluster M3 under each strategy and compare with the production assignment."""
+    from analyzer.trace.m3 import M3_DEFAULT_POLICIES, m3_table, run_m3
+
+    data = run_m3(policies or M3_DEFAULT_POLICIES, parse_seeds(seeds), m3_path)
+    if report_dir is not None:
+        from analyzer.report.trace import write_m3_report
+
+        write_m3_report(data, report_dir)
+    click.echo(json.dumps(data, indent=1) if fmt == "json" else m3_table(data))
