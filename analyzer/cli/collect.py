@@ -1,0 +1,283 @@
+"""``analyzer collect``, ``analyzer check`` and ``analyzer queries``: reading Prometheus.
+
+Exit codes: 0 ok; 1 server unreachable, refused (401/403), not a Prometheus API, wrong path or a
+rejected query; 2 bad options or config; 3 partial data (snapshot written, some optional data
+missing) or no kube-state-metrics data in the range (nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from analyzer.cli.base import is_terminal, main
+from analyzer.collect import CollectRequest, collect
+from analyzer.durations import parse_duration, parse_time
+from analyzer.errors import EXIT_PARTIAL, InputError
+from analyzer.paths import queries_dir as profile_folder
+from analyzer.prom.check import format_table, run_check
+from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
+from analyzer.prom.profile import load_profile
+from analyzer.prom.settings import (
+    DEFAULT_PARALLELISM,
+    DEFAULT_TIMEOUT_SECONDS,
+    PromSettings,
+    parse_headers,
+)
+from analyzer.snapshot import write_snapshot
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def connection_options(func: F) -> F:
+    """The options every Prometheus-reading command shares (secrets only from files or env)."""
+    options = [
+        click.option(
+            "--prometheus",
+            envvar="ANALYZER_PROMETHEUS_URL",
+            help="API root incl. any path prefix (http://host:9090, http://mimir/prometheus). Env: ANALYZER_PROMETHEUS_URL.",
+        ),
+        click.option(
+            "--token-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Bearer token from this file.",
+        ),
+        click.option(
+            "--token-env", metavar="NAME", help="Bearer token from this environment variable."
+        ),
+        click.option(
+            "--basic-auth-user", help="Basic-auth user (password from --basic-auth-password-env)."
+        ),
+        click.option(
+            "--basic-auth-password-env",
+            metavar="NAME",
+            help="Environment variable holding the basic-auth password.",
+        ),
+        click.option(
+            "--ca-bundle",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="CA bundle to verify TLS.",
+        ),
+        click.option(
+            "--insecure-skip-verify", is_flag=True, help="Do not verify TLS certificates."
+        ),
+        click.option(
+            "--header",
+            "headers",
+            multiple=True,
+            metavar="K=V",
+            help="Extra HTTP header, repeatable (X-Scope-OrgID=tenant).",
+        ),
+        click.option(
+            "--timeout",
+            type=float,
+            default=DEFAULT_TIMEOUT_SECONDS,
+            show_default=True,
+            help="Per-request timeout, seconds.",
+        ),
+        click.option(
+            "--parallelism",
+            type=int,
+            default=DEFAULT_PARALLELISM,
+            show_default=True,
+            help="Concurrent requests.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def settings_from(options: dict[str, Any]) -> PromSettings:
+    """Build ``PromSettings`` from the shared options."""
+    return PromSettings(
+        url=options.get("prometheus") or "",
+        token_file=options.get("token_file"),
+        token_env=options.get("token_env"),
+        basic_auth_user=options.get("basic_auth_user"),
+        basic_auth_password_env=options.get("basic_auth_password_env"),
+        ca_bundle=options.get("ca_bundle"),
+        insecure_skip_verify=bool(options.get("insecure_skip_verify")),
+        headers=parse_headers(list(options.get("headers") or ())),
+        timeout=float(options.get("timeout") or DEFAULT_TIMEOUT_SECONDS),
+        parallelism=int(options.get("parallelism") or DEFAULT_PARALLELISM),
+    )
+
+
+def resolve_range(
+    start: str | None, end: str | None, since: str | None
+) -> tuple[datetime, datetime]:
+    """``--start/--end`` or ``--since`` (default 1d back from now) → aware UTC datetimes."""
+    if since and start:
+        raise InputError("--since and --start: give one of them")
+    end_time = parse_time(end, field="--end") if end else datetime.now(UTC)
+    if start:
+        start_time = parse_time(start, field="--start")
+    else:
+        start_time = end_time - parse_duration(since or "1d", field="--since")
+    if end_time <= start_time:
+        raise InputError("--start/--end: the range is empty (end must be after start)")
+    return start_time, end_time
+
+
+def _step_seconds(step: str) -> int:
+    seconds = parse_duration(step, field="--step").total_seconds()
+    if seconds < 1 or seconds != int(seconds):
+        raise InputError(f"--step: {step!r} must be a whole number of seconds >= 1s")
+    return int(seconds)
+
+
+def _priority_classes(items: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    out = []
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            out.append((name.strip(), int(value)))
+        except ValueError:
+            raise InputError(
+                f"--priority-class: {item!r} is not NAME=INTEGER (e.g. high=10000)"
+            ) from None
+    return tuple(out)
+
+
+def _progress_bar(done: int, total: int) -> None:
+    """A one-line bar on stderr (terminals only; cron logs stay clean)."""
+    width = 30
+    filled = width * done // max(total, 1)
+    bar = "#" * filled + "-" * (width - filled)
+    click.echo(f"\rcollect [{bar}] {done}/{total} requests", err=True, nl=False)
+
+
+@main.command("collect")
+@connection_options
+@click.option("--start", help="Range start (RFC 3339 or unix seconds).")
+@click.option("--end", help="Range end (default now).")
+@click.option("--since", help="Range length back from --end, e.g. 7d (default 1d).")
+@click.option("--step", default="1m", show_default=True, help="Resolution of the usage tables.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Snapshot directory to write.",
+)
+@click.option(
+    "--queries-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Own query profile folder.",
+)
+@click.option(
+    "--chunk-points",
+    type=int,
+    default=DEFAULT_CHUNK_POINTS,
+    show_default=True,
+    help="Points per range request.",
+)
+@click.option(
+    "--extended-resource",
+    "extended_resources",
+    multiple=True,
+    metavar="NAME",
+    help="Extended resource name to recognise (e.g. example.com/fpga), repeatable.",
+)
+@click.option(
+    "--priority-class",
+    "priority_classes",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="PriorityClass value (KSM does not export them), repeatable.",
+)
+def collect_cmd(**options: Any) -> None:
+    """Read a time range from Prometheus into a snapshot directory (written atomically)."""
+    start, end = resolve_range(options["start"], options["end"], options["since"])
+    request = CollectRequest(
+        settings=settings_from(options),
+        start=start,
+        end=end,
+        step_seconds=_step_seconds(options["step"]),
+        queries_dir=options["queries_dir"],
+        chunk_points=options["chunk_points"],
+        extra_resources=tuple(options["extended_resources"]),
+        priority_classes=_priority_classes(options["priority_classes"]),
+    )
+    result = collect(request, _progress_bar if is_terminal() else None)
+    if is_terminal():
+        click.echo("", err=True)
+    out = write_snapshot(result.snapshot, options["out"])
+    snapshot = result.snapshot
+    click.echo(
+        f"wrote {out}: {len(snapshot.nodes)} nodes, {len(snapshot.pods)} pods, "
+        f"{len(snapshot.node_usage)} node-usage and {len(snapshot.pod_usage)} pod-usage rows, "
+        f"{snapshot.meta.start} .. {snapshot.meta.end} step {snapshot.meta.step_seconds}s"
+    )
+    for warning in snapshot.meta.warnings:
+        click.echo(f"analyzer: warning: {warning}", err=True)
+    if result.partial:
+        click.echo("analyzer: partial data (exit 3): " + "; ".join(result.problems), err=True)
+        raise SystemExit(EXIT_PARTIAL)
+
+
+@main.command("check")
+@connection_options
+@click.option("--start", help="Range start (RFC 3339 or unix seconds).")
+@click.option("--end", help="Range end (default now).")
+@click.option("--since", help="Range length back from --end (default 1d).")
+@click.option("--step", default="1m", show_default=True, help="Step the range is aligned to.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def check_cmd(**options: Any) -> None:
+    """Pre-flight: reachable? version? which metrics and label conventions? coverage? (exit 0 usable, 3 partially)."""
+    start, end = resolve_range(options["start"], options["end"], options["since"])
+    grid = make_grid(start.timestamp(), end.timestamp(), _step_seconds(options["step"]))
+    report = run_check(settings_from(options), grid)
+    if options["fmt"] == "json":
+        click.echo(json.dumps(report.to_json(), indent=1))
+    else:
+        click.echo(format_table(report))
+    if report.exit_code:
+        raise SystemExit(report.exit_code)
+
+
+@main.group("queries")
+def queries_group() -> None:
+    """The query profile (queries/*.promql) collect runs."""
+
+
+@queries_group.command("list")
+@click.option(
+    "--queries-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Own query profile folder.",
+)
+def queries_list(queries_dir: Path | None) -> None:
+    """List the profile's queries: name, kind, source, required, what it returns."""
+    click.echo(f"# {_folder(queries_dir)}")
+    for spec in load_profile(queries_dir).values():
+        need = "required" if spec.required else "optional"
+        click.echo(
+            f"{spec.name:<28} {spec.kind:<6} {spec.source:<18} {need:<8} {spec.description[:90]}"
+        )
+
+
+@queries_group.command("show")
+@click.argument("name")
+@click.option(
+    "--queries-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Own query profile folder.",
+)
+def queries_show(name: str, queries_dir: Path | None) -> None:
+    """Print one query file."""
+    profile = load_profile(queries_dir)
+    if name not in profile:
+        raise InputError(f"queries show: no query {name!r} (one of {', '.join(sorted(profile))})")
+    click.echo((_folder(queries_dir) / f"{name}.promql").read_text(), nl=False)
+
+
+def _folder(override: Path | None) -> Path:
+    return profile_folder(override)

@@ -1,0 +1,317 @@
+"""Build the ``nodes``, ``node_usage`` and ``pod_usage`` tables from the profile's results.
+
+node-exporter series are mapped to Kubernetes nodes by, in order: a ``node`` label on the series;
+``instance`` equal to a node name (kube-prometheus); the host part of ``instance`` equal to a
+node's ``kube_node_info{internal_ip}`` (kube-prometheus-stack's ``hostIP:9100``); the
+``node_uname_info`` kernel hostname. cAdvisor series carry namespace and pod names only, so each
+sample goes to the pod uid with that name whose lifetime covers it (names are reused, not at once).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
+from analyzer.prom.client import Series
+from analyzer.prom.fetch import QueryResult, TimeGrid
+from analyzer.quantity import sanitize_resource_name
+from analyzer.snapshot import ALLOCATABLE, CAPACITY, resource_column
+
+# Node labels that name a node pool, most specific first (matched after KSM sanitising).
+POOL_LABELS = (
+    "pool",
+    "node-pool",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "kubernetes.azure.com/agentpool",
+    "agentpool",
+)
+KNOWN_ANNOTATIONS = ("scheduling.koordinator.sh/usage-thresholds",)
+KNOWN_LABELS = (
+    *POOL_LABELS,
+    "kubernetes.io/hostname",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+)
+
+
+def _unsanitise(prefix: str, labels: dict[str, str], known: Iterable[str]) -> dict[str, str]:
+    """``label_<x>``/``annotation_<x>`` labels back to their keys where a known key matches."""
+    table = {sanitize_resource_name(k): k for k in known}
+    out = {}
+    for key, value in labels.items():
+        if key.startswith(prefix) and value != "":
+            raw = key[len(prefix) :]
+            out[table.get(raw, raw)] = value
+    return out
+
+
+def build_nodes(
+    results: dict[str, QueryResult], extra_resources: Iterable[str] = ()
+) -> pd.DataFrame:
+    """The ``nodes`` table: one row per node seen in kube_node_info or allocatable."""
+    names = resource_names(extra_resources)
+    rows: dict[str, dict[str, object]] = {}
+
+    def row(node: str) -> dict[str, object]:
+        return rows.setdefault(node, {"node": node, "labels": {}, "annotations": {}})
+
+    infos = window_values(results.get("node_info"))
+    exported = exported_names(infos)
+    for item in infos:
+        node = label(item.labels, "node", exported)
+        if node:
+            row(node)["host_ip"] = item.labels.get("internal_ip") or None
+    for query, kind in (("node_allocatable", ALLOCATABLE), ("node_capacity", CAPACITY)):
+        for item in window_values(results.get(query)):
+            node = label(item.labels, "node", exported)
+            if node and np.isfinite(item.value):
+                sanitised = item.labels.get("resource", "")
+                resource = names.get(sanitised, sanitised)
+                row(node)[resource_column(kind, resource)] = to_units(resource, item.value)
+    for query, column in (("node_first_seen", "first_seen"), ("node_last_seen", "last_seen")):
+        for item in window_values(results.get(query)):
+            node = label(item.labels, "node", exported)
+            if node in rows:
+                rows[node][column] = item.value
+    for query, prefix, known in (
+        ("node_labels", "label_", KNOWN_LABELS),
+        ("node_annotations", "annotation_", KNOWN_ANNOTATIONS),
+    ):
+        for item in window_values(results.get(query)):
+            node = label(item.labels, "node", exported)
+            if node in rows:
+                target = rows[node]["labels" if prefix == "label_" else "annotations"]
+                assert isinstance(target, dict)
+                target.update(_unsanitise(prefix, item.labels, known))
+    for values in rows.values():
+        node_labels = values["labels"]
+        assert isinstance(node_labels, dict)
+        values["pool"] = next((node_labels[k] for k in POOL_LABELS if k in node_labels), None)
+        values["labels"] = json.dumps(node_labels, sort_keys=True)
+        values["annotations"] = json.dumps(values["annotations"], sort_keys=True)
+    frame = pd.DataFrame(list(rows.values()))
+    if frame.empty:
+        return frame
+    for column in ("first_seen", "last_seen"):
+        if column in frame.columns:
+            frame[column] = pd.to_datetime(frame[column].astype("float64"), unit="s", utc=True)
+    for kind in (ALLOCATABLE, CAPACITY):
+        for resource in ("cpu", "memory"):
+            if resource_column(kind, resource) not in frame.columns:
+                frame[resource_column(kind, resource)] = 0
+    return frame.sort_values("node", kind="stable").reset_index(drop=True)
+
+
+@dataclass
+class NodeMapper:
+    """Maps node-exporter series labels to node names and counts which convention matched."""
+
+    nodes: set[str]
+    ip_to_node: dict[str, str]
+    instance_to_hostname: dict[str, str]
+    used: Counter[str] = field(default_factory=Counter)
+    unmapped: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_results(cls, nodes: pd.DataFrame, results: dict[str, QueryResult]) -> NodeMapper:
+        ips = {}
+        if "host_ip" in nodes.columns:
+            ips = {
+                str(ip): str(n)
+                for n, ip in zip(nodes["node"], nodes["host_ip"], strict=True)
+                if isinstance(ip, str) and ip
+            }
+        uname = {
+            item.labels.get("instance", ""): item.labels.get("nodename", "")
+            for item in window_values(results.get("node_uname_info"))
+        }
+        return cls(set(nodes["node"]) if not nodes.empty else set(), ips, uname)
+
+    def node_of(self, labels: dict[str, str]) -> str | None:
+        """The node for one series, or None (recorded in ``unmapped``)."""
+        node = labels.get("node", "")
+        instance = labels.get("instance", "")
+        host = _host(instance)
+        if node in self.nodes:
+            self.used["node-label"] += 1
+            return node
+        if instance in self.nodes or host in self.nodes:
+            self.used["node-name"] += 1
+            return instance if instance in self.nodes else host
+        if host in self.ip_to_node:
+            self.used["host-ip"] += 1
+            return self.ip_to_node[host]
+        hostname = self.instance_to_hostname.get(instance, "")
+        if hostname in self.nodes:
+            self.used["uname"] += 1
+            return hostname
+        self.unmapped.add(instance or str(labels))
+        return None
+
+    @property
+    def convention(self) -> str:
+        """The dominant convention: ``node-name``, ``host-ip``, ``node-label``, ``uname`` or ``""``."""
+        return self.used.most_common(1)[0][0] if self.used else ""
+
+
+def _host(instance: str) -> str:
+    """``10.0.0.1:9100`` → ``10.0.0.1``; ``[::1]:9100`` → ``::1``; a bare name stays."""
+    if instance.startswith("["):
+        return instance[1 : instance.find("]")] if "]" in instance else instance
+    if instance.count(":") == 1:
+        return instance.split(":", 1)[0]
+    return instance
+
+
+@dataclass
+class _Long:
+    """Samples in long form: entity index, step index, value."""
+
+    entity: np.ndarray
+    step: np.ndarray
+    value: np.ndarray
+
+
+def _long(series: list[tuple[int, Series]], grid: TimeGrid, scale: float) -> _Long:
+    if not series:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Long(empty, empty, np.zeros(0))
+    entity = np.concatenate([np.full(len(s.timestamps), e, dtype=np.int64) for e, s in series])
+    ts = np.concatenate([s.timestamps for _, s in series])
+    value = np.concatenate([s.values for _, s in series]) * scale
+    step = np.rint((ts - grid.start) / grid.step).astype(np.int64)
+    keep = np.isfinite(value)
+    return _Long(entity[keep], step[keep], value[keep])
+
+
+def _join(cpu: _Long, memory: _Long, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Outer-join cpu and memory samples on (entity, step); duplicates keep the larger value."""
+    keys = []
+    values = []
+    for part in (cpu, memory):
+        key = part.entity * points + part.step
+        order = np.lexsort((-part.value, key))
+        key, value = key[order], part.value[order]
+        first = np.concatenate(([True], np.diff(key) > 0)) if len(key) else np.zeros(0, bool)
+        keys.append(key[first])
+        values.append(value[first])
+    all_keys = np.union1d(keys[0], keys[1])
+    out = []
+    for key, value in zip(keys, values, strict=True):
+        column = np.full(len(all_keys), np.nan)
+        column[np.searchsorted(all_keys, key)] = value
+        out.append(column)
+    return all_keys, out[0], out[1]
+
+
+def _usage_frame(
+    key_name: str,
+    names: np.ndarray,
+    joined: tuple[np.ndarray, np.ndarray, np.ndarray],
+    grid: TimeGrid,
+) -> pd.DataFrame:
+    keys, cpu, memory = joined
+    points = grid.points
+    entity = keys // points
+    seconds = grid.start + (keys % points) * grid.step
+    return pd.DataFrame(
+        {
+            key_name: pd.array(names[entity], dtype="string"),
+            "timestamp": pd.to_datetime(seconds, unit="s", utc=True),
+            "cpu": cpu,
+            "memory": memory,
+        }
+    )
+
+
+def build_node_usage(
+    results: dict[str, QueryResult], mapper: NodeMapper, grid: TimeGrid
+) -> pd.DataFrame:
+    """``node_usage``: busy millicores and used memory bytes per node on the step grid."""
+    nodes = np.array(sorted(mapper.nodes), dtype=object)
+    index = {n: i for i, n in enumerate(nodes)}
+    parts = []
+    for query in ("node_cpu_busy", "node_memory_used"):
+        result = results.get(query)
+        mapped = []
+        for series in result.series if result is not None else []:
+            node = mapper.node_of(series.labels)
+            if node is not None:
+                mapped.append((index[node], series))
+        parts.append(_long(mapped, grid, 1000.0 if query == "node_cpu_busy" else 1.0))
+    return _usage_frame("node", nodes, _join(parts[0], parts[1], grid.points), grid)
+
+
+def build_pod_usage(
+    results: dict[str, QueryResult], pods: pd.DataFrame, grid: TimeGrid
+) -> tuple[pd.DataFrame, int]:
+    """``pod_usage`` per uid on the step grid, and the number of cAdvisor series with no pod.
+
+    Samples after a pod's last kube_pod_info sample or its finish time are dropped: backfilled or
+    unscraped data has no staleness markers, so a gauge would otherwise linger for the lookback.
+    """
+    uids = pods["uid"].to_numpy(dtype=object) if not pods.empty else np.zeros(0, dtype=object)
+    # A pod exists from its creation; first_seen (5m resolution) is the fallback.
+    first = np.fmin(_seconds(pods, "created"), _seconds(pods, "first_seen"))
+    # fmin ignores NaN: the earlier of last sample and finish time, or +inf when neither is known.
+    last = np.fmin(_seconds(pods, "last_seen"), _seconds(pods, "finished"))
+    last = np.where(np.isnan(last), np.inf, last)
+    by_name: dict[tuple[str, str], list[int]] = {}
+    if not pods.empty:
+        for i, (ns, name) in enumerate(zip(pods["namespace"], pods["name"], strict=True)):
+            by_name.setdefault((str(ns), str(name)), []).append(i)
+    for members in by_name.values():
+        members.sort(key=lambda i: first[i] if np.isfinite(first[i]) else -np.inf)
+    unmatched = 0
+    parts = []
+    for query, scale in (("pod_cpu_usage", 1000.0), ("pod_memory_working_set", 1.0)):
+        result = results.get(query)
+        entity_parts, step_parts, value_parts = [], [], []
+        for series in result.series if result is not None else []:
+            members = by_name.get(
+                (label(series.labels, "namespace"), label(series.labels, "pod")), []
+            )
+            if not members:
+                unmatched += 1
+                continue
+            starts = np.array([first[i] if np.isfinite(first[i]) else -np.inf for i in members])
+            choice = np.clip(np.searchsorted(starts, series.timestamps, side="right") - 1, 0, None)
+            entity = np.array(members, dtype=np.int64)[choice]
+            keep = series.timestamps <= last[entity]
+            entity_parts.append(entity[keep])
+            step_parts.append(
+                np.rint((series.timestamps[keep] - grid.start) / grid.step).astype(np.int64)
+            )
+            value_parts.append(series.values[keep] * scale)
+        if entity_parts:
+            value = np.concatenate(value_parts)
+            finite = np.isfinite(value)
+            parts.append(
+                _Long(
+                    np.concatenate(entity_parts)[finite],
+                    np.concatenate(step_parts)[finite],
+                    value[finite],
+                )
+            )
+        else:
+            empty = np.zeros(0, dtype=np.int64)
+            parts.append(_Long(empty, empty, np.zeros(0)))
+    frame = _usage_frame("uid", uids, _join(parts[0], parts[1], grid.points), grid)
+    return frame, unmatched
+
+
+def _seconds(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if frame.empty or column not in frame.columns:
+        return np.zeros(len(frame))
+    values = frame[column]
+    seconds = (values - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+    result: np.ndarray = seconds.to_numpy(dtype=np.float64, na_value=np.nan)
+    return result

@@ -1,0 +1,231 @@
+"""``analyzer check``: what a user needs to know before the first collect.
+
+Reachability and version (``/api/v1/status/buildinfo``), which metrics each source exports
+(kube-state-metrics, node-exporter, cAdvisor) and how much of the range they cover, and the label
+conventions in use: node-exporter ``instance`` as node name or ``hostIP:port``, a ``node`` label,
+``exported_*`` labels from scraping kube-state-metrics without honor_labels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzer.collect_usage import NodeMapper
+from analyzer.prom.client import PromClient
+from analyzer.prom.fetch import TimeGrid
+from analyzer.prom.settings import PromSettings
+
+# (source, metric, required by the collector)
+METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("kube-state-metrics", "kube_pod_info", True),
+    ("kube-state-metrics", "kube_pod_created", True),
+    ("kube-state-metrics", "kube_pod_container_resource_requests", True),
+    ("kube-state-metrics", "kube_pod_container_resource_limits", True),
+    ("kube-state-metrics", "kube_node_info", True),
+    ("kube-state-metrics", "kube_node_status_allocatable", True),
+    ("kube-state-metrics", "kube_node_status_capacity", False),
+    ("kube-state-metrics", "kube_pod_owner", False),
+    ("kube-state-metrics", "kube_pod_status_phase", False),
+    ("kube-state-metrics", "kube_pod_status_scheduled_time", False),
+    ("kube-state-metrics", "kube_pod_start_time", False),
+    ("kube-state-metrics", "kube_pod_completion_time", False),
+    ("kube-state-metrics", "kube_pod_init_container_resource_requests", False),
+    ("kube-state-metrics", "kube_pod_container_info", False),
+    ("kube-state-metrics", "kube_pod_overhead_cpu_cores", False),
+    ("kube-state-metrics", "kube_replicaset_owner", False),
+    ("kube-state-metrics", "kube_node_labels", False),
+    ("kube-state-metrics", "kube_node_annotations", False),
+    ("node-exporter", "node_cpu_seconds_total", True),
+    ("node-exporter", "node_memory_MemTotal_bytes", True),
+    ("node-exporter", "node_memory_MemAvailable_bytes", True),
+    ("node-exporter", "node_uname_info", False),
+    ("cadvisor", "container_cpu_usage_seconds_total", True),
+    ("cadvisor", "container_memory_working_set_bytes", True),
+)
+COVERAGE_POINTS = 120  # evaluation points over the range for the coverage estimate
+FULL_COVERAGE = 0.99
+
+
+@dataclass
+class MetricStatus:
+    """One metric: whether it exists in the range, its peak series count, coverage 0..1."""
+
+    source: str
+    metric: str
+    required: bool
+    series: int = 0
+    coverage: float = 0.0
+
+    @property
+    def present(self) -> bool:
+        return self.series > 0
+
+
+@dataclass
+class CheckReport:
+    """Everything ``analyzer check`` prints; ``exit_code`` 0 usable, 3 partially usable."""
+
+    url: str
+    start: str
+    end: str
+    version: str = "unknown"
+    metrics: list[MetricStatus] = field(default_factory=list)
+    conventions: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def usable(self) -> bool:
+        return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.usable else 3
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the ``--format json`` output)."""
+        data = asdict(self)
+        data["reachable"] = True
+        data["usable"] = self.usable
+        data["exit_code"] = self.exit_code
+        for item in data["metrics"]:
+            item["present"] = item["series"] > 0
+        return data
+
+
+def _iso(seconds: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def run_check(settings: PromSettings, grid: TimeGrid) -> CheckReport:
+    """Probe the server over ``grid``'s range; raises ``SourceError`` when it is unreachable."""
+    with PromClient(settings) as client:
+        report = CheckReport(url=client.public_url, start=_iso(grid.start), end=_iso(grid.end))
+        info = client.buildinfo()
+        report.version = str(info.get("version", "unknown"))
+        _metrics(client, grid, report)
+        _conventions(client, grid, report)
+        report.warnings = list(client.warnings)
+    return report
+
+
+def _metrics(client: PromClient, grid: TimeGrid, report: CheckReport) -> None:
+    span = grid.end - grid.start
+    step = max(grid.step, math.ceil(span / COVERAGE_POINTS))
+    names = "|".join(m for _, m, _ in METRICS)
+    series = client.query_range(
+        f'count by (__name__) ({{__name__=~"{names}"}})',
+        grid.start,
+        grid.end,
+        step,
+        what="metric coverage",
+    )
+    points = (grid.end - grid.start) // step + 1
+    found = {s.labels.get("__name__", ""): s for s in series}
+    for source, metric, required in METRICS:
+        status = MetricStatus(source, metric, required)
+        hit = found.get(metric)
+        if hit is not None and len(hit.values):
+            status.series = int(np.nanmax(hit.values))
+            status.coverage = round(min(1.0, len(hit.values) / points), 4)
+        report.metrics.append(status)
+        if required and not status.present:
+            report.problems.append(f"{source}: {metric} has no data in the range")
+        elif required and status.coverage < FULL_COVERAGE:
+            report.problems.append(
+                f"{source}: {metric} covers only {status.coverage:.0%} of the range"
+            )
+
+
+def _conventions(client: PromClient, grid: TimeGrid, report: CheckReport) -> None:
+    span = f"{grid.end - grid.start}s"
+    labels = set(client.label_names(["kube_pod_info"], grid.start, grid.end))
+    exported = sorted(name for name in labels if name.startswith("exported_"))
+    report.conventions["kube_state_metrics_labels"] = (
+        "exported_* (scraped without honor_labels)" if exported else "plain (honor_labels)"
+    )
+    report.conventions["exported_labels"] = exported
+    nodes = client.query(
+        f"group by (node, exported_node, internal_ip) (last_over_time(kube_node_info[{span}]))",
+        grid.end,
+        what="node names",
+    )
+    node_key = "exported_node" if any("exported_node" in s.labels for s in nodes) else "node"
+    names = {s.labels.get(node_key, "") for s in nodes} - {""}
+    ips = {
+        s.labels["internal_ip"]: s.labels.get(node_key, "")
+        for s in nodes
+        if s.labels.get("internal_ip")
+    }
+    uname = client.query(
+        f"group by (instance, nodename) (last_over_time(node_uname_info[{span}]))",
+        grid.end,
+        what="node_uname_info",
+    )
+    mapper = NodeMapper(
+        names, ips, {s.labels.get("instance", ""): s.labels.get("nodename", "") for s in uname}
+    )
+    targets = client.query(
+        f"group by (instance, node) (last_over_time(node_memory_MemTotal_bytes[{span}]))",
+        grid.end,
+        what="node-exporter targets",
+    )
+    mapped = {mapper.node_of(s.labels) for s in targets} - {None}
+    report.conventions["node_exporter_instance"] = {
+        "node-name": "instance = node name (kube-prometheus)",
+        "host-ip": "instance = hostIP:port, mapped via kube_node_info internal_ip (kube-prometheus-stack)",
+        "node-label": "node label on node-exporter series",
+        "uname": "instance mapped via node_uname_info nodename",
+        "": "none found",
+    }[mapper.convention]
+    report.conventions["instance_convention"] = mapper.convention
+    report.conventions["nodes"] = len(names)
+    report.conventions["nodes_with_node_exporter"] = len(mapped)
+    if mapper.unmapped:
+        sample = ", ".join(sorted(mapper.unmapped)[:3])
+        report.problems.append(
+            f"node-exporter: {len(mapper.unmapped)} target(s) match no node (e.g. {sample})"
+        )
+    missing = sorted(names - mapped)
+    if names and targets and missing:
+        report.problems.append(
+            f"node-exporter: {len(missing)} node(s) without node-exporter data (e.g. {missing[0]})"
+        )
+
+
+def format_table(report: CheckReport) -> str:
+    """The human-readable report."""
+    lines = [
+        f"Prometheus  {report.url}  version {report.version}",
+        f"Range       {report.start} .. {report.end}",
+        "",
+        f"{'source':<20} {'metric':<44} {'need':<9} {'series':>7} {'coverage':>9}",
+    ]
+    for m in report.metrics:
+        need = "required" if m.required else "optional"
+        cover = f"{m.coverage:.0%}" if m.present else "missing"
+        lines.append(f"{m.source:<20} {m.metric:<44} {need:<9} {m.series:>7} {cover:>9}")
+    lines.append("")
+    lines.append("Label conventions")
+    for key in (
+        "kube_state_metrics_labels",
+        "node_exporter_instance",
+        "nodes",
+        "nodes_with_node_exporter",
+    ):
+        lines.append(f"  {key:<26} {report.conventions.get(key, '')}")
+    for warning in report.warnings:
+        lines.append(f"warning: {warning}")
+    lines.append("")
+    if report.usable:
+        lines.append("Result: usable (exit 0)")
+    else:
+        lines.append("Result: partially usable (exit 3):")
+        lines.extend(f"  - {p}" for p in report.problems)
+    return "\n".join(lines)

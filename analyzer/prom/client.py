@@ -1,0 +1,321 @@
+"""The HTTP client: ``prometheus_api_client.PrometheusConnect`` underneath, raw JSON on top.
+
+``PrometheusConnect`` owns the session (auth, headers, TLS, retry adapter). Its query helpers drop
+the response ``warnings`` (Thanos partial responses) and its DataFrame helpers build one Python dict
+per sample, so we send the requests through its session ourselves and parse the JSON envelope into
+numpy arrays. Every failure becomes one line: ``SourceError`` (exit 1) for the server side,
+``InputError`` (exit 2) for settings the user must fix. Credentials never appear in messages.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import requests
+from prometheus_api_client import PrometheusConnect
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import ReadTimeoutError
+from urllib3.util.retry import Retry
+
+from analyzer.errors import SourceError
+from analyzer.prom.settings import (
+    PromSettings,
+    basic_auth,
+    bearer_token,
+    check_settings,
+    normalise_url,
+    public_url,
+)
+
+# Statuses worth retrying: proxies and overloaded servers recover; 4xx and 422 never do.
+RETRY_STATUSES = (429, 502, 503, 504)
+
+
+@dataclass
+class Series:
+    """One result series: its labels and samples (unix seconds, float values)."""
+
+    labels: dict[str, str]
+    timestamps: np.ndarray
+    values: np.ndarray
+
+
+def _to_floats(strings: list[str]) -> np.ndarray:
+    """Prometheus sends values as strings (``"NaN"``, ``"+Inf"`` included); numpy parses them all."""
+    return np.array(strings, dtype=np.float64)
+
+
+def parse_matrix(result: list[dict[str, Any]]) -> list[Series]:
+    """``data.result`` of a matrix into ``Series`` with numpy arrays."""
+    out: list[Series] = []
+    for item in result:
+        points = item.get("values") or []
+        timestamps = np.fromiter((p[0] for p in points), dtype=np.float64, count=len(points))
+        values = _to_floats([p[1] for p in points])
+        out.append(Series(dict(item.get("metric", {})), timestamps, values))
+    return out
+
+
+_SERIES = b'{"metric":'
+_VALUES = b',"values":['
+_STRIP = b'[]"'
+
+
+def parse_matrix_fast(content: bytes) -> tuple[list[Series], list[str]] | None:
+    """Parse a successful matrix response straight from bytes; None if the shape is unexpected.
+
+    ``json.loads`` builds a Python list and two objects per sample (~150 bytes each); here each
+    series' ``[[t,"v"],...]`` text is stripped of brackets and quotes and parsed by numpy in one C
+    call. Only the labels go through ``json``. JSON cannot hold an unescaped ``"`` inside a
+    string, so the markers searched for cannot occur inside label values.
+    """
+    prefix = b'{"status":"success","data":{"resultType":"matrix","result":['
+    if not content.startswith(prefix):
+        return None
+    out: list[Series] = []
+    decoder = json.JSONDecoder()
+    pos = content.find(_SERIES)
+    end = len(prefix)
+    while pos != -1:
+        labels_end = content.find(_VALUES, pos)
+        if labels_end == -1:
+            return None
+        labels = json.loads(content[pos + len(_SERIES) : labels_end])
+        start = labels_end + len(_VALUES)
+        if content[start : start + 1] == b"]":  # "values":[] (no samples)
+            out.append(Series(labels, np.zeros(0), np.zeros(0)))
+            end = start
+            pos = content.find(_SERIES, start)
+            continue
+        stop = content.find(b"]]", start)
+        if stop == -1:
+            return None
+        text = content[start : stop + 1].translate(None, _STRIP)
+        flat = np.fromstring(text, sep=",")
+        if len(flat) % 2:
+            return None
+        out.append(Series(labels, flat[0::2].copy(), flat[1::2].copy()))
+        end = stop
+        pos = content.find(_SERIES, stop)
+    warnings: list[str] = []
+    marker = content.rfind(b',"warnings":', end)
+    if marker != -1:
+        found, _ = decoder.raw_decode(content[marker + len(b',"warnings":') :].decode())
+        warnings = [str(w) for w in found]
+    return out, warnings
+
+
+def parse_vector(result: list[dict[str, Any]]) -> list[Series]:
+    """``data.result`` of a vector into one-sample ``Series``."""
+    out: list[Series] = []
+    for item in result:
+        ts, value = item["value"]
+        out.append(Series(dict(item.get("metric", {})), np.array([float(ts)]), _to_floats([value])))
+    return out
+
+
+def _timed_out(exc: requests.exceptions.ConnectionError) -> bool:
+    """requests reports read timeouts that exhausted the retries as a ConnectionError."""
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, ReadTimeoutError) or isinstance(exc, requests.exceptions.Timeout)
+
+
+class PromClient:
+    """A thread-safe client for one Prometheus-compatible endpoint."""
+
+    def __init__(self, settings: PromSettings) -> None:
+        check_settings(settings)
+        self.settings = settings
+        self.url = normalise_url(settings.url)
+        self.public_url = public_url(self.url)
+        headers = dict(settings.headers)
+        token = bearer_token(settings)
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        retry = Retry(
+            total=settings.retries,
+            connect=1,  # a refused connection rarely heals within seconds; fail fast
+            read=settings.retries,
+            status=settings.retries,
+            backoff_factor=settings.backoff,
+            status_forcelist=RETRY_STATUSES,
+            allowed_methods=frozenset({"GET", "POST"}),
+            raise_on_status=False,  # keep the last response so its error body is reported
+        )
+        self._connect = PrometheusConnect(
+            url=self.url,
+            headers=headers,
+            disable_ssl=settings.insecure_skip_verify,
+            retry=retry,
+            auth=basic_auth(settings),
+            timeout=int(settings.timeout),
+        )
+        session = self._connect._session
+        if settings.ca_bundle is not None and not settings.insecure_skip_verify:
+            session.verify = str(settings.ca_bundle)
+        # One pooled connection per worker thread.
+        pool = max(10, settings.parallelism)
+        session.mount(self.url, HTTPAdapter(max_retries=retry, pool_maxsize=pool))
+        self._lock = threading.Lock()
+        self.warnings: list[str] = []
+
+    def close(self) -> None:
+        """Close the HTTP session."""
+        self._connect.close()
+
+    def __enter__(self) -> PromClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- low level -------------------------------------------------------------------------------
+
+    def request(
+        self,
+        path: str,
+        params: dict[str, Any],
+        *,
+        what: str,
+        post: bool = True,
+        fast_matrix: bool = False,
+    ) -> Any:
+        """Call ``<url><path>`` and return the envelope's ``data``; raise one-line errors."""
+        connect = self._connect
+        session = connect._session
+        try:
+            response = session.request(
+                method="POST" if post else "GET",
+                url=f"{self.url}{path}",
+                data=params if post else None,
+                params=None if post else params,
+                headers=connect.headers,
+                auth=connect.auth,
+                timeout=self.settings.timeout,
+            )
+        except requests.exceptions.SSLError:
+            raise SourceError(
+                f"TLS verification failed for {self.public_url}; pass --ca-bundle FILE "
+                "(or --insecure-skip-verify)"
+            ) from None
+        except requests.exceptions.ConnectionError as exc:
+            if not _timed_out(exc):
+                raise SourceError(
+                    f"cannot reach {self.public_url} (connection failed); check --prometheus and "
+                    "that the server is up"
+                ) from None
+            raise SourceError(
+                f"{self.public_url} did not answer {what} within {self.settings.timeout:g}s "
+                f"({self.settings.retries} retries); raise --timeout or shorten the range"
+            ) from None
+        except (requests.exceptions.Timeout, requests.exceptions.RetryError) as exc:
+            raise SourceError(
+                f"{self.public_url} did not answer {what} within {self.settings.timeout:g}s "
+                f"({self.settings.retries} retries; {type(exc).__name__}); raise --timeout or "
+                "shorten the range"
+            ) from None
+        except requests.exceptions.RequestException as exc:
+            raise SourceError(
+                f"request to {self.public_url} failed: {type(exc).__name__}"
+            ) from None
+        if fast_matrix and response.status_code == 200:
+            parsed = parse_matrix_fast(response.content)
+            if parsed is not None:
+                for warning in parsed[1]:
+                    self._warn(f"{what}: {warning}")
+                return parsed[0]
+        return self._envelope(response, path, what)
+
+    def _envelope(self, response: requests.Response, path: str, what: str) -> Any:
+        status = response.status_code
+        if status == 401:
+            raise SourceError(
+                f"{self.public_url} answered 401 Unauthorized; check --token-file/--token-env "
+                "or --basic-auth-user/--basic-auth-password-env"
+            )
+        if status == 403:
+            raise SourceError(
+                f"{self.public_url} answered 403 Forbidden; the credentials lack access (Mimir/"
+                "Cortex need --header X-Scope-OrgID=TENANT)"
+            )
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or "status" not in body:
+            if status == 404:
+                raise SourceError(
+                    f"{self.public_url}{path} not found (404); wrong URL path? give the API root, "
+                    "e.g. http://host:9090 or http://mimir/prometheus"
+                )
+            kind = response.headers.get("Content-Type", "unknown content").split(";")[0]
+            raise SourceError(
+                f"{self.public_url} is not a Prometheus API: {path} answered HTTP {status} "
+                f"with {kind}, not a Prometheus JSON response"
+            )
+        for warning in body.get("warnings") or []:
+            self._warn(f"{what}: {warning}")
+        if body.get("status") != "success":
+            error_type = body.get("errorType", "error")
+            error = str(body.get("error", "")).splitlines()[0] if body.get("error") else ""
+            raise SourceError(
+                f"{self.public_url} rejected {what} (HTTP {status}, {error_type}): {error}"
+            )
+        return body.get("data")
+
+    def _warn(self, text: str) -> None:
+        with self._lock:
+            if text not in self.warnings:
+                self.warnings.append(text)
+
+    # -- API -------------------------------------------------------------------------------------
+
+    def query(self, expr: str, at: float, *, what: str = "query") -> list[Series]:
+        """Instant query at unix time ``at``; a scalar becomes one series without labels."""
+        params = {"query": expr, "time": f"{at:.3f}"}
+        data = self.request("/api/v1/query", params, what=what, fast_matrix=True)
+        if isinstance(data, list):  # a range vector, parsed from bytes
+            return data
+        kind = data.get("resultType")
+        if kind == "vector":
+            return parse_vector(data.get("result") or [])
+        if kind == "scalar":
+            ts, value = data["result"]
+            return [Series({}, np.array([float(ts)]), _to_floats([value]))]
+        if kind == "matrix":
+            return parse_matrix(data.get("result") or [])
+        raise SourceError(f"{self.public_url} returned a {kind} for {what}; expected a vector")
+
+    def query_range(
+        self, expr: str, start: float, end: float, step: float, *, what: str = "query"
+    ) -> list[Series]:
+        """Range query ``[start, end]`` (both inclusive) at ``step`` seconds, one request."""
+        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        data = self.request("/api/v1/query_range", params, what=what, fast_matrix=True)
+        if isinstance(data, list):
+            return data
+        if data.get("resultType") != "matrix":
+            raise SourceError(
+                f"{self.public_url} returned a {data.get('resultType')} for {what}; expected a matrix"
+            )
+        return parse_matrix(data.get("result") or [])
+
+    def buildinfo(self) -> dict[str, Any]:
+        """``/api/v1/status/buildinfo`` (version, revision); ``{}`` where a backend lacks it."""
+        try:
+            data = self.request("/api/v1/status/buildinfo", {}, what="buildinfo", post=False)
+        except SourceError as exc:
+            if "404" in str(exc) or "not a Prometheus API" in str(exc):
+                return {}
+            raise
+        return dict(data) if isinstance(data, dict) else {}
+
+    def label_names(self, matchers: list[str], start: float, end: float) -> list[str]:
+        """Label names of the series matching any of ``matchers`` in ``[start, end]``."""
+        params: dict[str, Any] = {"match[]": matchers, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        data = self.request("/api/v1/labels", params, what="label names")
+        return [str(x) for x in data or []]

@@ -1,0 +1,223 @@
+"""Run the query profile: split every query into requests, run them in a bounded thread pool, merge.
+
+Range queries are split in time so no request exceeds Prometheus' 11,000 points per series (and
+so each response stays small enough to parse while the server works on the next). Window queries
+(one summary over the whole range) are evaluated every ``span`` seconds back from the end and the
+points merged by the caller (``last``/``min``/``max``). Chunks of one series are concatenated and
+HA duplicates (equal label sets, e.g. after a replica label is aggregated away) merged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyzer.errors import InputError, SourceError
+from analyzer.prom.client import PromClient, Series
+from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
+from analyzer.prom.samples import SampleRule, evaluate
+
+MAX_POINTS = 11_000  # Prometheus: end-start/step must not exceed this many intervals
+DEFAULT_CHUNK_POINTS = 720  # 12 h at 1 m: small responses, many requests to run in parallel
+DEFAULT_WINDOW_POINTS = 1440  # inner subquery points per window evaluation (bounded server memory)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class TimeGrid:
+    """The collect range: unix seconds, ``start`` and ``end`` multiples of ``step``."""
+
+    start: int
+    end: int
+    step: int
+
+    @property
+    def points(self) -> int:
+        return (self.end - self.start) // self.step + 1
+
+
+def make_grid(start: float, end: float, step: int) -> TimeGrid:
+    """Align ``[start, end]`` to the step grid (start rounded up, end down); reject empty ranges."""
+    if step <= 0:
+        raise InputError(f"--step: {step}s must be positive")
+    first = math.ceil(start / step) * step
+    last = math.floor(end / step) * step
+    if last <= first:
+        raise InputError(
+            "--start/--end: the range is empty (end must be at least one step after start)"
+        )
+    return TimeGrid(int(first), int(last), int(step))
+
+
+def range_chunks(
+    start: int, end: int, step: int, chunk_points: int = DEFAULT_CHUNK_POINTS
+) -> list[tuple[int, int]]:
+    """Non-overlapping ``[s, e]`` chunks covering ``start..end`` on the step grid, each ≤ limit."""
+    points = min(max(1, chunk_points), MAX_POINTS)
+    chunks = []
+    s = start
+    while s <= end:
+        e = min(end, s + (points - 1) * step)
+        chunks.append((s, e))
+        s = e + step
+    return chunks
+
+
+@dataclass
+class QueryResult:
+    """A query's merged series, or the error that stopped it."""
+
+    spec: QuerySpec
+    expr: str
+    series: list[Series] = field(default_factory=list)
+    error: str | None = None
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class FetchPlan:
+    """How to run the profile over a grid."""
+
+    grid: TimeGrid
+    chunk_points: int = DEFAULT_CHUNK_POINTS
+    window_points: int = DEFAULT_WINDOW_POINTS
+    parallelism: int = 4
+
+    @property
+    def span(self) -> int:
+        """Seconds summarised by one window evaluation (never more than the range)."""
+        return min(self.grid.end - self.grid.start, self.window_points * self.grid.step)
+
+    @property
+    def sample_span(self) -> int:
+        """Seconds of raw samples per request of a ``samples`` query."""
+        return self.chunk_points * self.grid.step
+
+    def span_for(self, spec: QuerySpec) -> int:
+        """The ``{{span}}`` a query is rendered with."""
+        return self.sample_span if spec.kind == "samples" else self.span
+
+    def requests_for(self, spec: QuerySpec) -> list[tuple[int, int, int]]:
+        """``(start, end, step)`` of every request ``spec`` needs."""
+        grid = self.grid
+        if spec.kind == "samples":
+            # Raw samples back to one irate window / lookback before the first grid point; an
+            # instant query of selector[span] at t returns the samples in [t - span, t].
+            need = grid.start - max(2 * grid.step, LOOKBACK_SECONDS)
+            times = [grid.end]
+            while times[-1] - self.sample_span > need:
+                times.append(times[-1] - self.sample_span)
+            return [(t, t, 0) for t in reversed(times)]
+        if spec.kind == "range":
+            return [
+                (s, e, grid.step)
+                for s, e in range_chunks(grid.start, grid.end, grid.step, self.chunk_points)
+            ]
+        span = self.span
+        count = math.ceil((grid.end - grid.start) / span)
+        first = grid.end - (count - 1) * span
+        per = max(1, math.ceil(count / self.parallelism))
+        return [(s, e, span) for s, e in range_chunks(first, grid.end, span, per)]
+
+
+def merge_series(parts: list[list[Series]]) -> list[Series]:
+    """Concatenate chunks (given in time order) per label set; equal timestamps keep the max."""
+    groups: dict[tuple[tuple[str, str], ...], list[Series]] = {}
+    for chunk in parts:
+        for series in chunk:
+            groups.setdefault(tuple(sorted(series.labels.items())), []).append(series)
+    merged: list[Series] = []
+    for pieces in groups.values():
+        if len(pieces) == 1:
+            merged.append(pieces[0])
+            continue
+        ts = np.concatenate([p.timestamps for p in pieces])
+        values = np.concatenate([p.values for p in pieces])
+        if np.any(np.diff(ts) <= 0):
+            order = np.lexsort((-values, ts))  # by time, larger value first among duplicates
+            ts, values = ts[order], values[order]
+            keep = np.concatenate(([True], np.diff(ts) > 0))
+            ts, values = ts[keep], values[keep]
+        merged.append(Series(pieces[0].labels, ts, values))
+    return merged
+
+
+def run_profile(
+    client: PromClient,
+    specs: list[QuerySpec],
+    plan: FetchPlan,
+    progress: Progress | None = None,
+) -> dict[str, QueryResult]:
+    """Run every query of ``specs``; a failing required query raises, an optional one is recorded."""
+    results = {
+        spec.name: QueryResult(
+            spec, spec.render(step_seconds=plan.grid.step, span_seconds=plan.span_for(spec))
+        )
+        for spec in specs
+    }
+    tasks: list[tuple[str, int, tuple[int, int, int]]] = []
+    for spec in specs:
+        for index, window in enumerate(plan.requests_for(spec)):
+            tasks.append((spec.name, index, window))
+    chunks: dict[str, dict[int, list[Series]]] = {name: {} for name in results}
+    grid_times = np.arange(plan.grid.start, plan.grid.end + 1, plan.grid.step, dtype=np.float64)
+    done_count = 0
+    if progress:
+        progress(0, len(tasks))
+
+    def run(name: str, window: tuple[int, int, int]) -> list[Series]:
+        start, end, step = window
+        if step == 0:  # samples: an instant query of a range selector
+            return client.query(results[name].expr, end, what=f"query {name}")
+        return client.query_range(results[name].expr, start, end, step, what=f"query {name}")
+
+    with ThreadPoolExecutor(max_workers=max(1, plan.parallelism)) as pool:
+        futures: dict[Future[list[Series]], tuple[str, int]] = {
+            pool.submit(run, name, window): (name, index) for name, index, window in tasks
+        }
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in finished:
+                    name, index = futures[future]
+                    result = results[name]
+                    result.requests += 1
+                    done_count += 1
+                    try:
+                        chunks[name][index] = future.result()
+                    except SourceError as exc:
+                        if result.spec.required:
+                            raise
+                        result.error = str(exc)
+                    if progress:
+                        progress(done_count, len(tasks))
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+    for name, result in results.items():
+        if result.error is None:
+            ordered = [chunks[name][i] for i in sorted(chunks[name])]
+            result.series = merge_series(ordered)
+            if result.spec.kind == "samples":
+                result.series = evaluate(
+                    result.series, grid_times, sample_rule(result.spec, plan.grid)
+                )
+    return results
+
+
+def sample_rule(spec: QuerySpec, grid: TimeGrid) -> SampleRule:
+    """The evaluation rule of a ``samples`` query on ``grid``."""
+    return SampleRule(
+        rate=spec.rate == "irate",
+        window=2 * grid.step,
+        lookback=LOOKBACK_SECONDS,
+        dedupe=spec.dedupe,
+        sum_by=spec.sum_by,
+    )

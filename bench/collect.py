@@ -1,0 +1,192 @@
+"""Benchmark ``analyzer collect`` against a plain sequential ``prometheus_api_client`` loop.
+
+Generates a synthetic cluster (analyzer.sources), writes it as OpenMetrics, backfills it with
+promtool into a real Prometheus on 127.0.0.1, then times, in the same run and on the same server:
+
+- ``analyzer collect`` (a subprocess: wall time and its own peak RSS via ``os.wait4``);
+- the baseline: the same rendered profile queries sent one after another with
+  ``PrometheusConnect.custom_query_range``, one request per query per day, each response turned
+  into a ``MetricRangeDataFrame`` (the library's default conversion), also a subprocess.
+
+Prints a final JSON line with the figures. Usage::
+
+    .venv/bin/python bench/collect.py --nodes 50 --days 1 --step 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _measure(cmd: list[str]) -> tuple[float, float, str]:
+    """Run ``cmd``; return (wall seconds, peak RSS MiB of that process, stdout)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = proc.stdout.read().decode()
+    err = proc.stderr.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 3):
+        raise SystemExit(f"{cmd[:3]} failed ({proc.returncode}): {err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def baseline(url: str, start: int, end: int, step: int) -> None:
+    """The plain loop: every profile query, day by day, sequentially, default DataFrame conversion."""
+    from prometheus_api_client import MetricRangeDataFrame, PrometheusConnect
+
+    from analyzer.prom.fetch import FetchPlan, make_grid, sample_rule
+    from analyzer.prom.profile import load_profile
+    from analyzer.prom.samples import equivalent_promql
+
+    grid = make_grid(start, end, step)
+    plan = FetchPlan(grid)
+    client = PrometheusConnect(url=url)
+    rows = 0
+    requests = 0
+    for spec in load_profile().values():
+        expr = spec.render(step_seconds=step, span_seconds=plan.span)
+        if spec.kind == "samples":  # the same series as the PromQL the collector reproduces
+            expr = equivalent_promql(expr, sample_rule(spec, grid))
+        if spec.kind in ("range", "samples"):
+            windows = [
+                (s, min(s + 86400 - step, grid.end), step)
+                for s in range(grid.start, grid.end + 1, 86400)
+            ]
+        else:
+            windows = plan.requests_for(spec)
+        for s, e, st in windows:
+            result = client.custom_query_range(
+                expr,
+                datetime.fromtimestamp(s, UTC),
+                datetime.fromtimestamp(e, UTC),
+                step=str(st),
+            )
+            requests += 1
+            if result:
+                rows += len(MetricRangeDataFrame(result))
+    print(json.dumps({"rows": rows, "requests": requests}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--days", type=float, default=7)
+    parser.add_argument("--step", type=int, default=60)
+    parser.add_argument("--pods-per-node", type=float, default=8.0)
+    parser.add_argument("--node-exporter-cpus", type=int, default=1)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/analyzer-bench-collect"))
+    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument(
+        "--baseline-run", nargs=4, metavar=("URL", "START", "END", "STEP"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.baseline_run:
+        url, start, end, step = args.baseline_run
+        baseline(url, int(start), int(end), int(step))
+        return
+
+    from conftest import backfill, start_prometheus, stop_prometheus
+
+    from analyzer.sources import SyntheticSpec, generate, write_openmetrics
+
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    args.workdir.mkdir(parents=True)
+    figures: dict[str, Any] = {
+        "nodes": args.nodes,
+        "days": args.days,
+        "step": args.step,
+        "pods_per_node": args.pods_per_node,
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.python_implementation()} {platform.python_version()}",
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+    }
+    t = time.perf_counter()
+    cluster = generate(
+        SyntheticSpec(
+            seed=1,
+            nodes=args.nodes,
+            days=args.days,
+            step=args.step,
+            pods_per_node=args.pods_per_node,
+        )
+    )
+    om = args.workdir / "cluster.om"
+    stats = write_openmetrics(
+        cluster, om, instance_convention="host-ip", node_exporter_cpus=args.node_exporter_cpus
+    )
+    figures["generate_write_seconds"] = round(time.perf_counter() - t, 1)
+    figures["openmetrics"] = {
+        "series": stats.series,
+        "samples": stats.samples,
+        "bytes": stats.bytes,
+    }
+    t = time.perf_counter()
+    backfill(om, args.workdir / "blocks")
+    om.unlink()  # the blocks hold the data now; free the disk
+    figures["backfill_seconds"] = round(time.perf_counter() - t, 1)
+    server = start_prometheus(
+        args.workdir / "blocks", args.workdir / "server", ("--query.max-samples=200000000",)
+    )
+    truth = cluster.snapshot
+    start, end = int(truth.start.timestamp()), int(truth.end.timestamp())
+    try:
+        out = args.workdir / "snapshot"
+        analyzer = str(Path(sys.executable).parent / "analyzer")
+        cmd = [
+            analyzer,
+            "collect",
+            "--prometheus",
+            server.url,
+            "--start",
+            str(start),
+            "--end",
+            str(end),
+        ]
+        wall, rss, _ = _measure([*cmd, "--step", f"{args.step}s", "--out", str(out)])
+        figures["collect_seconds"] = round(wall, 2)
+        figures["collect_peak_rss_mb"] = round(rss)
+        from analyzer.snapshot import read_snapshot
+
+        snapshot = read_snapshot(out)
+        figures["node_usage_rows"] = len(snapshot.node_usage)
+        figures["pod_usage_rows"] = len(snapshot.pod_usage)
+        figures["pods"] = len(snapshot.pods)
+        if not args.skip_baseline:
+            wall, rss, text = _measure(
+                [
+                    sys.executable,
+                    __file__,
+                    "--baseline-run",
+                    server.url,
+                    str(start),
+                    str(end),
+                    str(args.step),
+                ]
+            )
+            figures["baseline_seconds"] = round(wall, 2)
+            figures["baseline_peak_rss_mb"] = round(rss)
+            figures["baseline_dataframe_rows"] = json.loads(text.strip().splitlines()[-1])["rows"]
+            figures["speedup"] = round(figures["baseline_seconds"] / figures["collect_seconds"], 2)
+    finally:
+        stop_prometheus(server)
+        shutil.rmtree(args.workdir, ignore_errors=True)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Shared fixtures: a real Prometheus (v2.42 from Debian) backfilled from OpenMetrics text.
+
+Recipe (research/prometheus.md §3.7): ``promtool tsdb create-blocks-from openmetrics
+--max-block-duration=720h`` (long blocks: one parse instead of one per 2 h), copy the blocks into
+a fresh data dir, start ``prometheus`` on 127.0.0.1 port 0 with an empty scrape config and 100y
+retention (retention counts from the newest block; nothing is scraped, so old fixture blocks
+survive), read the port from the "Listening on" log line, wait for ``/-/ready``.
+
+``prometheus_from_openmetrics(path, *extra_args)`` is a session-scoped factory any test can use;
+servers for the same file and arguments are shared and all are stopped at the end of the session.
+Without the binaries the tests skip, except under CI (``CI=true``), where they fail loudly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+_LISTENING = re.compile(r'msg="Listening on" address=([0-9.]+):(\d+)')
+
+
+@dataclass
+class PrometheusServer:
+    """A running test server."""
+
+    url: str
+    data_dir: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+def _binaries_available() -> bool:
+    return Path(PROMETHEUS).is_file() and Path(PROMTOOL).is_file()
+
+
+def require_prometheus() -> None:
+    """Skip (or fail under CI) when prometheus/promtool are not installed."""
+    if _binaries_available():
+        return
+    message = (
+        f"prometheus/promtool not installed ({PROMETHEUS}, {PROMTOOL}); apt-get install prometheus"
+    )
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def backfill(openmetrics: Path, blocks: Path) -> None:
+    """Turn an OpenMetrics file into TSDB blocks; raise with promtool's output on failure."""
+    proc = subprocess.run(
+        [
+            PROMTOOL,
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            "--max-block-duration=720h",
+            str(openmetrics),
+            str(blocks),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"promtool failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+
+
+def start_prometheus(
+    blocks: Path, workdir: Path, extra_args: tuple[str, ...] = ()
+) -> PrometheusServer:
+    """Start prometheus on a copy of ``blocks`` and wait until it is ready."""
+    data = workdir / "data"
+    shutil.copytree(blocks, data)
+    config = workdir / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 15s\n")  # no scrape_configs
+    log = workdir / "prometheus.log"
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={data}",
+                "--storage.tsdb.retention.time=100y",
+                "--web.listen-address=127.0.0.1:0",
+                *extra_args,
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    url = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"prometheus exited ({process.returncode}): {log.read_text()[-2000:]}"
+            )
+        if url is None:
+            match = _LISTENING.search(log.read_text(errors="replace"))
+            if match:
+                url = f"http://{match.group(1)}:{match.group(2)}"
+        if url is not None:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
+                    if response.status == 200:
+                        return PrometheusServer(url, data, log, process)
+            except OSError:
+                pass
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"prometheus did not become ready in 60 s: {log.read_text()[-2000:]}")
+
+
+def stop_prometheus(server: PrometheusServer) -> None:
+    """Stop the server we started (by its own process handle)."""
+    if server.process.poll() is None:
+        server.process.terminate()
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def prometheus_from_openmetrics(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., PrometheusServer]]:
+    """Factory: ``prometheus_from_openmetrics(path, *extra_args) -> PrometheusServer`` (shared)."""
+    servers: dict[tuple[str, tuple[str, ...]], PrometheusServer] = {}
+    blocks_cache: dict[str, Path] = {}
+
+    def factory(path: Path, *extra_args: str) -> PrometheusServer:
+        require_prometheus()
+        key = (str(Path(path).resolve()), tuple(extra_args))
+        if key not in servers:
+            if key[0] not in blocks_cache:
+                blocks = tmp_path_factory.mktemp("blocks")
+                backfill(Path(path), blocks)
+                blocks_cache[key[0]] = blocks
+            workdir = tmp_path_factory.mktemp("prometheus")
+            servers[key] = start_prometheus(blocks_cache[key[0]], workdir, tuple(extra_args))
+        return servers[key]
+
+    try:
+        yield factory
+    finally:
+        for server in servers.values():
+            stop_prometheus(server)
+
+
+@pytest.fixture(scope="session")
+def small_prometheus(
+    prometheus_from_openmetrics: Callable[..., PrometheusServer],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., PrometheusServer]:
+    """Factory: a server holding tests/small_cluster.py written with ``write_small_cluster(**options)``."""
+    import small_cluster
+
+    def factory(**options: object) -> PrometheusServer:
+        require_prometheus()
+        name = "-".join(f"{k}={v}" for k, v in sorted(options.items())) or "default"
+        path = tmp_path_factory.getbasetemp() / f"small-{name}.om"
+        if not path.exists():
+            small_cluster.write_small_cluster(path, **options)  # type: ignore[arg-type]
+        return prometheus_from_openmetrics(path)
+
+    return factory

@@ -1,0 +1,100 @@
+"""Every query of the bundled profile runs against the real Prometheus and returns what it says."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import small_cluster as sc
+
+from analyzer.prom.client import PromClient
+from analyzer.prom.fetch import FetchPlan, make_grid, run_profile
+from analyzer.prom.profile import QuerySpec, load_profile
+from analyzer.prom.settings import PromSettings
+
+pytestmark = pytest.mark.prometheus
+
+# Metrics the small fixture does not export (all optional, opt-in or absent in KSM defaults).
+EMPTY_IN_FIXTURE = {
+    "node_labels",
+    "node_annotations",
+    "pod_labels",
+    "replicaset_owner",
+    "job_owner",
+    "pod_deletion_time",
+    "pod_init_container_info",
+    "pod_init_container_limits",
+}
+
+
+def test_every_query_runs_and_required_ones_return_data(
+    small_prometheus: Callable[..., object],
+) -> None:
+    server = small_prometheus(convention="node-name")
+    profile = load_profile()
+    grid = make_grid(sc.T0, sc.END, sc.STEP)
+    with PromClient(PromSettings(server.url)) as client:  # type: ignore[attr-defined]
+        results = run_profile(client, list(profile.values()), FetchPlan(grid, chunk_points=30))
+    assert set(results) == set(profile)
+    for name, result in results.items():
+        assert result.error is None, f"{name}: {result.error}"
+        if name in EMPTY_IN_FIXTURE:
+            assert result.series == [], name
+        else:
+            assert result.series, f"{name} returned nothing"
+    # Spot checks of what the headers promise.
+    busy = {s.labels["instance"]: s for s in results["node_cpu_busy"].series}
+    assert set(busy) == {"node-a", "node-b"}
+    assert busy["node-b"].values[-1] == pytest.approx(1.6)  # cores, 2 cpus × 0.8 busy
+    first_seen = {s.labels["uid"]: s.values.min() for s in results["pod_first_seen"].series}
+    last_seen = {s.labels["uid"]: s.values.max() for s in results["pod_last_seen"].series}
+    # Sample times: the last exactly (T0+2940), the first at most one lookback (5m) late.
+    assert last_seen[sc.UID_DB_OLD] == sc.T0 + 49 * sc.STEP
+    assert sc.T0 + 51 * sc.STEP <= first_seen[sc.UID_DB_NEW] <= sc.T0 + 51 * sc.STEP + 300
+    pods = {s.labels["pod"] for s in results["pod_cpu_usage"].series}
+    assert pods == {
+        "web-7d4b9c8f5-x2x9q",
+        "job-x-8kz2p",
+        "db-0",
+    }  # no pod cgroup, no pause, no root
+
+
+SAMPLES = {
+    # The profile's pod-usage range queries, as raw selectors + the rule the collector evaluates.
+    "pod_cpu_usage": ("container_cpu_usage_seconds_total", "irate"),
+    "pod_memory_working_set": ("container_memory_working_set_bytes", "none"),
+}
+
+
+@pytest.mark.parametrize(
+    "options", [{"convention": "node-name", "ha": True}, {"convention": "host-ip"}]
+)
+def test_samples_kind_equals_the_promql_range_query(
+    small_prometheus: Callable[..., object], options: dict[str, object]
+) -> None:
+    """``kind: samples`` (raw samples evaluated in numpy) gives exactly what Prometheus evaluates."""
+    server = small_prometheus(**options)
+    grid = make_grid(sc.T0 - 600, sc.END + 600, sc.STEP)  # beyond the data at both ends
+    profile = load_profile()
+    specs = [
+        QuerySpec(
+            name=f"{name}_samples",
+            expr=f'{metric}{{container!="", container!="POD", image!=""}}[{{{{span}}}}]',
+            kind="samples",
+            rate=rate,
+            dedupe=("namespace", "pod", "container"),
+            sum_by=("namespace", "pod"),
+        )
+        for name, (metric, rate) in SAMPLES.items()
+    ]
+    with PromClient(PromSettings(server.url)) as client:  # type: ignore[attr-defined]
+        plan = FetchPlan(grid, chunk_points=7)
+        results = run_profile(client, [*specs, *(profile[name] for name in SAMPLES)], plan)
+    for name in SAMPLES:
+        reference = {tuple(sorted(s.labels.items())): s for s in results[name].series}
+        got = {tuple(sorted(s.labels.items())): s for s in results[f"{name}_samples"].series}
+        assert set(got) == set(reference) and got, name
+        for key, want in reference.items():
+            np.testing.assert_array_equal(got[key].timestamps, want.timestamps)
+            np.testing.assert_allclose(got[key].values, want.values, rtol=1e-12)
