@@ -12,6 +12,13 @@ from analyzer.cli.base import main, report
 # One module per command family; importing registers the commands.
 COMMAND_MODULES = [
     "analyzer.cli.inspect_cmd",
+    "analyzer.cli.generate",
+    "analyzer.cli.aggregate",
+    "analyzer.cli.report_cmds",
+    "analyzer.cli.score",
+    "analyzer.cli.collect",
+    "analyzer.cli.trace",
+    "analyzer.cli.whatif",
 ]
 
 for _module in COMMAND_MODULES:

@@ -1,0 +1,133 @@
+"""``analyzer whatif`` and ``analyzer report whatif``: replay a snapshot under other strategies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+import pandas as pd
+
+from analyzer.cli.base import main, report
+from analyzer.errors import InputError
+from analyzer.snapshot import read_snapshot
+from analyzer.thresholds import ThresholdConfig
+from analyzer.whatif import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
+
+
+def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= 100:
+        raise click.BadParameter(f"{value} must be a percentage in [0, 100]", param=param)
+    return value
+
+
+def _settings(ctx: click.Context, opts: dict[str, Any]) -> WhatIfSettings:
+    """Strategies (at least one), seeds, workers and thresholds (flags, then config, then 65/95)."""
+    strategies = tuple(opts["strategies"])
+    if not strategies:
+        raise InputError(
+            "--strategy: name at least one strategy or KubeSchedulerConfiguration file "
+            "(see 'analyzer strategies'), e.g. --strategy most-allocated"
+        )
+    if opts["seeds"] < 1:
+        raise InputError(f"--seeds: {opts['seeds']} must be at least 1")
+    if opts["workers"] is not None and opts["workers"] < 1:
+        raise InputError(f"--workers: {opts['workers']} must be at least 1")
+    thresholds = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
+    usage = dict(thresholds.usage)
+    usage.update({k: opts[k] for k in ("cpu", "memory") if opts[k] is not None})
+    return WhatIfSettings(
+        strategies=strategies,
+        seeds=opts["seeds"],
+        kubernetes_version=opts["kubernetes_version"],
+        thresholds=replace(thresholds, usage=usage),
+        workers=opts["workers"],
+    )
+
+
+def _options(func: Any) -> Any:
+    """The options both commands share."""
+    for option in reversed(
+        [
+            click.option(
+                "--strategy",
+                "strategies",
+                multiple=True,
+                help="A preset (kube-default, most-allocated, rtcr-binpack, koord-loadaware) or a "
+                "KubeSchedulerConfiguration file; repeat to compare several. observed is always "
+                "included first.",
+            ),
+            click.option("--seeds", type=int, default=1, show_default=True,
+                          help="Tie-break seeds per strategy (0..N-1); the report shows the spread."),
+            click.option("--workers", type=int, default=None,
+                         help="Parallel processes (default: the machine's cores)."),
+            click.option("--kubernetes-version", default=None,
+                         help="Scheduler arithmetic of this version (default 1.36)."),
+            click.option("--cpu", type=int, callback=_pct,
+                         help="CPU usage threshold % for violations (default 65)."),
+            click.option("--memory", type=int, callback=_pct,
+                         help="Memory usage threshold % for violations (default 95)."),
+        ]
+    ):  # fmt: skip
+        func = option(func)
+    return func
+
+
+def _table(result: WhatIfResult) -> str:
+    rows = []
+    for c in result.strategies:
+        row: dict[str, Any] = {"strategy": c.name, "seeds": len(c.outcomes)}
+        row.update({k: round(c.stat(k)["mean"], 3) for k in COMPARED})
+        rows.append(row)
+    with pd.option_context("display.max_columns", None, "display.width", 250):
+        text: str = pd.DataFrame(rows).to_string(index=False)
+        return text
+
+
+@main.command("whatif")
+@click.argument("snapshot", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_options
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table",
+              show_default=True)  # fmt: skip
+@click.pass_context
+def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
+    """Replay SNAPSHOT's pods under other scheduling strategies and compare the outcomes.
+
+    Per strategy and seed: pods placed / waited / never placed, active nodes (peak, mean,
+    node-hours released vs observed), allocation, projected threshold violations, fragmentation,
+    imbalance and the share of pods moved.
+    """
+    settings = _settings(ctx, opts)
+    result = run_whatif(read_snapshot(snapshot), settings)
+    if opts["fmt"] == "json":
+        from analyzer.report.whatif import _clean  # JSON cleaning shared with the report
+
+        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        return
+    click.echo(_table(result))
+    click.echo("")
+    click.echo(result.recommendation)
+
+
+@report.command("whatif")
+@click.argument("snapshot", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Output folder; the report goes to OUT/whatif/.")  # fmt: skip
+@click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder searched before the bundled templates.")  # fmt: skip
+@_options
+@click.pass_context
+def report_whatif_cmd(
+    ctx: click.Context, /, snapshot: Path, out: Path, templates_dir: Path | None, **opts: Any
+) -> None:
+    """The what-if HTML report (with JSON and CSV beside it) for SNAPSHOT."""
+    from analyzer.report.whatif import write_whatif_report
+
+    settings = _settings(ctx, opts)
+    result = run_whatif(read_snapshot(snapshot), settings)
+    paths = write_whatif_report(result, out, templates_dir=templates_dir)
+    click.echo(result.recommendation)
+    click.echo(f"report: {paths.html}")
+    click.echo(f"json:   {paths.json}")

@@ -1,0 +1,288 @@
+"""What LoadAwareScheduling would have seen during a replay: NodeMetrics from projected usage.
+
+Koordinator's scheduler reads each node's NodeMetric (research/koordinator.md §1.5, §3, §4), so a
+replay of a load-aware profile must feed it NodeMetrics built from the usage the *strategy's*
+placement produces, not from what really happened:
+
+- every node reports every ``reportIntervalSeconds`` (60 s, on the grid ``start + k·60 s``) once it
+  has joined; a report at ``r`` is visible to scheduling decisions after ``r``;
+- ``nodeUsage`` = the average of the projected node usage over ``(r − 300 s, r]`` (koordlet's
+  ``aggregateDurationSeconds``); ``aggregatedNodeUsages`` (only when the profile reads them) = the
+  stat over ``(r − d, r]`` per window ``d`` (5m, 10m, 30m and the configured ones), empty when the
+  samples span less than half the window (koordlet's cold-start rule), nearest-rank percentiles;
+- projected usage at grid time ``t`` = node overhead + usage of the pods bound at ``t``
+  (``analyzer.projection``), computed column by column as the replay clock passes ``t``;
+- the pod-assign cache (``pod_assign_cache.go``): each bound pod adds its full estimate
+  (``estimate_pod``, the core's estimator) to ``node_estimated`` and ``max(0, e − u)`` to
+  ``node_delta`` when it is recent — no usage ``u`` in the report's ``podsMetric`` (the 5-minute
+  average of its own samples while bound), bound after ``updateTime − reportInterval``, or a
+  forced-estimation deadline after ``updateTime`` (``estimatedSecondsAfterPodScheduled``; the
+  Initialized time is taken as the bind time). Prod pods feed ``prod_usage`` / ``prod_delta``.
+
+Pods bound after the last report count at once with their full estimate, as in the scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.percentiles import sorted_quantile
+from analyzer.projection import RESOURCES, UsageMatrices, usage_matrices
+from analyzer.replay import NEVER, ReplayInput
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.loadaware import LoadAwareScheduling
+from analyzer.scheduling.loadaware_args import LoadAwareArgs, estimate_pod, pod_is_prod
+from analyzer.scheduling.state import ClusterState, LoadInputs
+
+REPORT_INTERVAL_S = 60  # DefaultNodeMetricReportInterval
+NODE_USAGE_WINDOW_S = 300  # koordlet aggregateDurationSeconds
+POLICY_DURATIONS_S = (300, 600, 1800)  # NodeMetric nodeAggregatePolicy default
+SECOND = 1_000_000_000
+STAT_QUANTILE = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+
+Int64Array = np.ndarray[Any, np.dtype[np.int64]]
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+
+def _loadaware(profile: Profile) -> LoadAwareScheduling | None:
+    for plugin in [*profile.filters, *(w.plugin for w in profile.scorers)]:
+        if isinstance(plugin, LoadAwareScheduling):
+            return plugin
+    return None
+
+
+class LoadFeed:
+    """Keeps ``state.load`` (``LoadInputs``) as the scheduler would have seen it at each time."""
+
+    def __init__(
+        self, inp: ReplayInput, args: LoadAwareArgs, state: ClusterState, mats: UsageMatrices
+    ) -> None:
+        self.inp, self.args, self.mats = inp, args, mats
+        self.resources = args.resources
+        self.usage_slots = [(j, r) for j, r in enumerate(self.resources) if r in RESOURCES]
+        count, width, pods = len(inp.node_names), len(mats.times), inp.pod_count
+        self.inputs = LoadInputs.empty(count, self.resources)
+        state.load = self.inputs
+        shape = (pods, len(self.resources))
+        self.estimate = np.zeros(shape, dtype=np.int64)
+        self.has_estimate = np.zeros(pods, dtype=bool)
+        self.prod = np.zeros(pods, dtype=bool)
+        self.node_of = np.full(pods, -1, dtype=np.int64)
+        self.bind_time = np.full(pods, NEVER, dtype=np.int64)
+        self.delta = np.zeros(shape, dtype=np.int64)
+        self.prod_delta = np.zeros(shape, dtype=np.int64)
+        self.prod_usage = np.zeros(shape, dtype=np.int64)
+        self.projected = {r: np.full((count, width), np.nan) for r in RESOURCES}
+        self.bounds = mats.column_bounds()
+        self.next_col = 0
+        self.last_report = -1
+        self.interval = REPORT_INTERVAL_S * SECOND
+        self.windows = self._aggregation_keys()
+        self.system = np.zeros((count, len(self.resources)), dtype=np.int64)
+        # prod usage is read only with prod thresholds (arguments or a node's annotation) or
+        # scoreAccordingProdUsage; otherwise skip its bookkeeping
+        annotations = " ".join(str(a) for a in inp.snapshot.nodes["annotations"].fillna(""))
+        self.uses_prod = bool(
+            args.prod_usage_thresholds
+            or args.score_according_prod
+            or "prodUsageThresholds" in annotations
+        )
+
+    @classmethod
+    def for_profile(
+        cls,
+        inp: ReplayInput,
+        profile: Profile,
+        state: ClusterState,
+        mats: UsageMatrices | None = None,
+    ) -> LoadFeed | None:
+        """A feed when ``profile`` has LoadAwareScheduling, else None."""
+        plugin = _loadaware(profile)
+        if plugin is None:
+            return None
+        return cls(inp, plugin.args, state, mats if mats is not None else usage_matrices(inp))
+
+    def _aggregation_keys(self) -> list[tuple[str, int]]:
+        agg = self.args.aggregated
+        if agg is None:
+            return []
+        stats = {s for s in (agg.usage_type, agg.score_type) if s}
+        durations = set(POLICY_DURATIONS_S) | {
+            d for d in (agg.usage_duration, agg.score_duration) if d
+        }
+        return [(s, d) for s in sorted(stats) for d in sorted(durations)]
+
+    # ------------------------------------------------------------------ pods
+    def _estimate(self, pod: int) -> Int64Array:
+        if not self.has_estimate[pod]:
+            demand = self.inp.demands[pod]
+            values = estimate_pod(demand, self.args)
+            self.estimate[pod] = [int(values.get(r, 0)) for r in self.resources]
+            self.prod[pod] = pod_is_prod(demand)
+            self.has_estimate[pod] = True
+        row: Int64Array = self.estimate[pod]
+        return row
+
+    def bound(self, pod: int, node: int, now: int) -> None:
+        """A pod was bound after the last report: no usage yet, its full estimate counts."""
+        e = self._estimate(pod)
+        self.node_of[pod], self.bind_time[pod] = node, now
+        self.delta[pod] = e
+        self.prod_delta[pod] = e if self.prod[pod] else 0
+        self.prod_usage[pod] = 0
+        self._apply(pod, node, 1)
+
+    def unbound(self, pod: int, node: int, now: int) -> None:
+        """The pod left the node: the cache forgets it."""
+        self._apply(pod, node, -1)
+        self.node_of[pod] = -1
+
+    def _apply(self, pod: int, node: int, sign: int) -> None:
+        load = self.inputs
+        load.node_delta[node] += sign * self.delta[pod]
+        load.node_estimated[node] += sign * self.estimate[pod]
+        load.prod_delta[node] += sign * self.prod_delta[pod]
+        load.prod_usage[node] += sign * self.prod_usage[pod]
+
+    # ------------------------------------------------------------------ time
+    def advance(self, now: int) -> bool:
+        """Move the clock to ``now``; True when a new NodeMetric report became visible."""
+        times = self.mats.times
+        stop = int(np.searchsorted(times, now, side="left"))
+        if stop > self.next_col:
+            self._finalise(self.next_col, stop)
+            self.next_col = stop
+        report = (now - self.inp.start - 1) // self.interval
+        if report > self.last_report and report >= 0:
+            self.last_report = report
+            self._refresh(self.inp.start + report * self.interval)
+            return True
+        return False
+
+    def _finalise(self, c0: int, c1: int) -> None:
+        """Projected usage of grid columns ``c0..c1-1`` from the pods bound now."""
+        rows = self.mats.pod_rows
+        a, b = int(self.bounds[c0]), int(self.bounds[c1])
+        nodes = self.node_of[rows["pod"][a:b]]
+        ok = nodes >= 0
+        span = c1 - c0
+        flat = nodes[ok] * span + (rows["col"][a:b][ok] - c0)
+        count = len(self.inp.node_names)
+        for r in RESOURCES:
+            sums = np.bincount(flat, weights=rows[r][a:b][ok], minlength=count * span)
+            value = self.mats.overhead[r][:, c0:c1] + sums.reshape(count, span)
+            self.projected[r][:, c0:c1] = np.where(np.isnan(value), np.nan, np.maximum(value, 0))
+
+    def _window(self, report: int, seconds: int) -> slice:
+        times = self.mats.times
+        lo = int(np.searchsorted(times, report - seconds * SECOND, side="right"))
+        hi = int(np.searchsorted(times, report, side="right"))
+        return slice(lo, min(hi, self.next_col))
+
+    def _refresh(self, report: int) -> None:
+        """Build every node's NodeMetric at ``report`` and rerun the pod-assign cache."""
+        load, inp = self.inputs, self.inp
+        window = self._window(report, NODE_USAGE_WINDOW_S)
+        present = (inp.node_join <= report) & (report < inp.node_leave)
+        usage = np.zeros((len(inp.node_names), len(self.resources)), dtype=np.int64)
+        with np.errstate(invalid="ignore"):
+            for j, r in self.usage_slots:
+                block = self.projected[r][:, window]
+                samples = (~np.isnan(block)).sum(axis=1)
+                present &= samples > 0
+                mean = np.nansum(block, axis=1) / np.maximum(samples, 1)
+                usage[:, j] = np.rint(mean).astype(np.int64)
+        load.has_metric[:] = present
+        load.metric_present[:] = present
+        load.update_time[:] = np.where(present, report / SECOND, np.nan)
+        load.report_interval[:] = REPORT_INTERVAL_S
+        load.node_usage[:] = usage
+        self._aggregated(report, present)
+        self._pod_cache(report, window, usage)
+
+    def _aggregated(self, report: int, present: np.ndarray[Any, Any]) -> None:
+        load = self.inputs
+        longest: dict[str, tuple[np.ndarray[Any, Any], Int64Array]] = {}
+        for stat, seconds in self.windows:
+            window = self._window(report, seconds)
+            table = np.zeros_like(load.node_usage)
+            ok = present.copy()
+            for j, r in self.usage_slots:
+                block = np.sort(self.projected[r][:, window], axis=1)  # NaN sort last
+                counts = (~np.isnan(block)).sum(axis=1)
+                ok &= counts * self.inp.step >= 0.5 * seconds * SECOND  # cold-start filter
+                if stat == "avg":
+                    with np.errstate(invalid="ignore"):
+                        value = np.nansum(block, axis=1) / np.maximum(counts, 1)
+                else:
+                    value = sorted_quantile(block, counts, STAT_QUANTILE[stat], "nearest-rank")
+                table[:, j] = np.rint(np.nan_to_num(value)).astype(np.int64)
+            load.aggregated[(stat, seconds)] = (ok, table)
+            best = longest.get(stat)
+            if best is None:
+                longest[stat] = (ok.copy(), table.copy())
+            else:  # duration 0 = the longest non-empty window: later (longer) ones win
+                best[0][ok] = True
+                best[1][ok] = table[ok]
+        for stat, entry in longest.items():
+            load.aggregated[(stat, 0)] = entry
+
+    @staticmethod
+    def _update(
+        table: Int64Array,
+        per_pod: Int64Array,
+        bound: Int64Array,
+        nodes: Int64Array,
+        new: Int64Array,
+    ) -> None:
+        """Set the bound pods' contributions to ``new``, moving only the differences into the
+        per-node ``table`` (most pods' contributions do not change between two reports)."""
+        diff = new - per_pod[bound]
+        changed = np.flatnonzero(diff.any(axis=1))
+        if len(changed):
+            np.add.at(table, nodes[changed], diff[changed])
+            per_pod[bound[changed]] = new[changed]
+
+    def _pod_cache(self, report: int, window: slice, usage: Int64Array) -> None:
+        """Recompute delta / prod contributions of every bound pod against the new report."""
+        load, rows, mats = self.inputs, self.mats.pod_rows, self.mats
+        pods_total = self.inp.pod_count
+        a, b = int(self.bounds[window.start]), int(self.bounds[window.stop])
+        pods = rows["pod"][a:b]
+        ok = (self.node_of[pods] >= 0) & (self.bind_time[pods] <= mats.times[rows["col"][a:b]])
+        counts = np.bincount(pods[ok], minlength=pods_total)
+        bound = np.flatnonzero(self.node_of >= 0)
+        reported = counts[bound] > 0
+        u = np.zeros((len(bound), len(self.resources)), dtype=np.int64)
+        for j, r in self.usage_slots:
+            sums = np.bincount(pods[ok], weights=rows[r][a:b][ok], minlength=pods_total)
+            u[:, j] = np.rint(sums[bound] / np.maximum(counts[bound], 1)).astype(np.int64)
+        e = self.estimate[bound]
+        bind = self.bind_time[bound]
+        recent = ~reported | (bind > report - self.interval)
+        after = self.args.seconds_after_initialized or self.args.seconds_after_scheduled or 0
+        if after > 0:
+            recent |= bind + after * SECOND > report
+        nodes = self.node_of[bound]
+        delta = np.where(recent[:, None], np.maximum(e - u, 0), 0)
+        self._update(load.node_delta, self.delta, bound, nodes, delta)
+        if self.uses_prod:
+            prod = self.prod[bound]
+            active_prod = prod & reported  # podsMetric priority = the pod's own class here
+            prod_usage = np.where(active_prod[:, None], u, 0)
+            prod_recent = prod & (recent | ~active_prod)
+            prod_delta = np.where(prod_recent[:, None], np.maximum(e - prod_usage, 0), 0)
+            self._update(load.prod_delta, self.prod_delta, bound, nodes, prod_delta)
+            self._update(load.prod_usage, self.prod_usage, bound, nodes, prod_usage)
+        if self.args.prod_include_sys:  # systemUsage = node − Σ pods, the projected overhead
+            system = np.zeros_like(self.system)
+            for j, r in self.usage_slots:
+                overhead = self.mats.overhead[r][:, window]
+                samples = np.maximum((~np.isnan(overhead)).sum(axis=1), 1)
+                mean = np.nansum(overhead, axis=1) / samples
+                system[:, j] = np.rint(np.maximum(mean, 0)).astype(np.int64)
+            load.prod_usage += system - self.system
+            self.system = system
+        del usage

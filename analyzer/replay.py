@@ -1,0 +1,323 @@
+"""Event-driven replay of a snapshot's pod placements under a scheduling strategy.
+
+Semantics (DESIGN.md "Replay", normative):
+
+- events in time order: pod arrivals at the scheduled time (else created, first seen, snapshot
+  start), pod departures at the finished time (else last seen, when that is before the end of the
+  data), nodes joining at ``first_seen`` and leaving at ``last_seen``; at one instant departures
+  come first, then nodes leaving, nodes joining, and arrivals last;
+- DaemonSet and static/mirror pods (``analyzer.snapshot.pinned_pods``) stay on their real node in
+  every strategy;
+- a pod that fits nowhere waits in a pending queue, FIFO by arrival like the scheduling queue, and
+  is retried whenever capacity frees (a departure or a node joining; for load-aware profiles also
+  at every NodeMetric refresh); its wait is recorded, and pods still pending at the end are
+  reported. A pod whose real lifetime ends while it is still pending leaves the queue unplaced;
+- pods on a node that leaves go back to the queue (they keep their place by arrival);
+- ties are broken with a seeded ``numpy`` Generator, so the same seed gives the same result;
+- the strategy ``observed`` keeps every pod where it really ran: the baseline.
+
+Times inside the engine are int64 nanoseconds since the epoch (UTC). The hot path (one scoring per
+placement) goes through ``analyzer.replay_scoring.ScoreCache`` over the scheduling core's
+``ClusterState``, updated in place with ``bind``/``unbind``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzer.replay_input import (
+    ARRIVE,
+    DEPART,
+    NEVER,
+    NODE_LEAVE,
+    BoolArray,
+    Int64Array,
+    ReplayInput,
+    prepare,
+)
+from analyzer.replay_scoring import ScoreCache
+from analyzer.scheduling.framework import Profile
+
+OBSERVED = "observed"
+__all__ = [
+    "NEVER",
+    "OBSERVED",
+    "OBSERVED_STRATEGY",
+    "ReplayInput",
+    "ReplayResult",
+    "Strategy",
+    "prepare",
+    "replay",
+]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A named placement strategy: a scheduler profile, or ``None`` for ``observed``."""
+
+    name: str
+    profile: Profile | None = None
+    source: str = ""  # preset name or the configuration file it came from
+
+    @property
+    def observed(self) -> bool:
+        """True for the baseline that keeps every pod on its real node."""
+        return self.profile is None
+
+
+OBSERVED_STRATEGY = Strategy(OBSERVED, None, "built-in")
+
+
+@dataclass
+class ReplayResult:
+    """Where and when every pod ran under one strategy and seed.
+
+    Per pod (snapshot order): ``node`` (first node it was placed on, -1 never), ``placed_at`` (ns,
+    ``NEVER`` if never), ``wait`` (total ns spent pending), ``waited`` (pending at least once),
+    ``pending_at_end`` and ``abandoned`` (its real lifetime ended while pending). ``segments``:
+    pod, node, start, end (ns; end NEVER = ran to the end), ``first`` (the pod's first run, placed
+    without waiting). ``waits``: pod, start, end of every pending interval (end NEVER = still
+    pending at the end).
+    """
+
+    strategy: str
+    seed: int
+    node: Int64Array
+    placed_at: Int64Array
+    wait: Int64Array
+    waited: BoolArray
+    pending_at_end: BoolArray
+    abandoned: BoolArray
+    segments: dict[str, np.ndarray[Any, Any]]
+    waits: dict[str, Int64Array]
+    evicted: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class _Recorder:
+    """Appends segments and waits during the loop; arrays at the end."""
+
+    def __init__(self, pods: int) -> None:
+        # plain lists in the loop (numpy scalar access is slower); arrays in ``result``
+        self.node = [-1] * pods
+        self.placed_at = [NEVER] * pods
+        self.wait = [0] * pods
+        self.waited = [False] * pods
+        self.abandoned = [False] * pods
+        self.open_segment: dict[int, int] = {}  # pod -> index into seg lists
+        self.wait_since: dict[int, int] = {}  # pod -> start of its current wait
+        self.seg: tuple[list[int], list[int], list[int], list[int], list[bool]] = (
+            [], [], [], [], []
+        )  # fmt: skip
+        self.wait_rows: tuple[list[int], list[int], list[int]] = ([], [], [])
+        self.notes: list[str] = []
+
+    def place(self, pod: int, node: int, now: int) -> None:
+        unplaced = self.node[pod] < 0
+        first = unplaced and not self.waited[pod]
+        if unplaced:
+            self.node[pod] = node
+            self.placed_at[pod] = now
+        if pod in self.wait_since:
+            self.end_wait(pod, now)
+        seg = self.seg
+        self.open_segment[pod] = len(seg[0])
+        seg[0].append(pod)
+        seg[1].append(node)
+        seg[2].append(now)
+        seg[3].append(NEVER)
+        seg[4].append(first)
+
+    def end_segment(self, pod: int, now: int) -> None:
+        index = self.open_segment.pop(pod)
+        self.seg[3][index] = now
+
+    def start_wait(self, pod: int, now: int) -> None:
+        self.waited[pod] = True
+        self.wait_since[pod] = now
+
+    def end_wait(self, pod: int, now: int) -> None:
+        since = self.wait_since.pop(pod)
+        self.wait[pod] += now - since
+        for column, value in zip(self.wait_rows, (pod, since, now), strict=True):
+            column.append(value)
+
+    def result(self, strategy: str, seed: int, pending: list[int]) -> ReplayResult:
+        for pod in list(self.wait_since):  # still pending at the end: waited until the end
+            since = self.wait_since.pop(pod)
+            for column, value in zip(self.wait_rows, (pod, since, NEVER), strict=True):
+                column.append(value)
+        pending_mask = np.zeros(len(self.node), dtype=bool)
+        pending_mask[pending] = True
+        return ReplayResult(
+            strategy=strategy,
+            seed=seed,
+            node=np.array(self.node, dtype=np.int64),
+            placed_at=np.array(self.placed_at, dtype=np.int64),
+            wait=np.array(self.wait, dtype=np.int64),
+            waited=np.array(self.waited, dtype=bool),
+            pending_at_end=pending_mask,
+            abandoned=np.array(self.abandoned, dtype=bool),
+            segments={
+                "pod": np.array(self.seg[0], dtype=np.int64),
+                "node": np.array(self.seg[1], dtype=np.int64),
+                "start": np.array(self.seg[2], dtype=np.int64),
+                "end": np.array(self.seg[3], dtype=np.int64),
+                "first": np.array(self.seg[4], dtype=bool),
+            },
+            waits={
+                "pod": np.array(self.wait_rows[0], dtype=np.int64),
+                "start": np.array(self.wait_rows[1], dtype=np.int64),
+                "end": np.array(self.wait_rows[2], dtype=np.int64),
+            },
+        )
+
+
+def replay(
+    inp: ReplayInput,
+    strategy: Strategy,
+    seed: int = 0,
+    *,
+    stop_after: int | None = None,
+    matrices: Any = None,
+) -> ReplayResult:
+    """Replay every event of ``inp`` under ``strategy``; deterministic for a given ``seed``.
+
+    ``stop_after`` ends the replay at the first instant after that many events were handled (a
+    partial replay for benchmarks; the result says so in ``notes``). ``matrices``: the
+    ``analyzer.projection.UsageMatrices`` of ``inp`` when the caller has them (load-aware feeds).
+    """
+    from analyzer.loadfeed import LoadFeed  # loadfeed imports this module's types
+
+    rng = np.random.default_rng(seed)
+    state = inp.fresh_state()
+    active = inp.node_join <= inp.start
+    feed = None
+    cache = None
+    if strategy.profile is not None:
+        feed = LoadFeed.for_profile(inp, strategy.profile, state, matrices)
+        cache = ScoreCache(strategy.profile, state, active, dynamic=feed is not None)
+    rec = _Recorder(inp.pod_count)
+    on_node: list[set[int]] = [set() for _ in inp.node_names]
+    bound = [-1] * inp.pod_count
+    times, kinds, index = inp.events
+    arrivals = index[kinds == ARRIVE]
+    ranks = np.empty(inp.pod_count, dtype=np.int64)
+    ranks[arrivals] = np.arange(len(arrivals))
+    seq = ranks.tolist()  # FIFO rank = arrival order
+    pinned, real_node = inp.pinned.tolist(), inp.real_node.tolist()
+    departure, demands, keys = inp.departure.tolist(), inp.demands, inp.shape_keys
+    pending: list[int] = []  # pod indices, sorted by seq
+    pending_seq: list[int] = []
+    evicted = 0
+
+    def bind(pod: int, node: int, now: int) -> None:
+        state.bind(node, demands[pod])
+        on_node[node].add(pod)
+        bound[pod] = node
+        rec.place(pod, node, now)
+        if cache is not None:
+            cache.touch(node)
+        if feed is not None:
+            feed.bound(pod, node, now)
+
+    def unbind(pod: int, now: int) -> int:
+        node = bound[pod]
+        state.unbind(node, demands[pod])
+        on_node[node].discard(pod)
+        bound[pod] = -1
+        rec.end_segment(pod, now)
+        if cache is not None:
+            cache.touch(node)
+        if feed is not None:
+            feed.unbound(pod, node, now)
+        return node
+
+    def enqueue(pod: int, now: int) -> None:
+        at = bisect.bisect(pending_seq, seq[pod])
+        pending.insert(at, pod)
+        pending_seq.insert(at, seq[pod])
+        rec.start_wait(pod, now)
+
+    def try_place(pod: int, now: int) -> bool:
+        if pinned[pod] or cache is None:  # pinned pods and `observed`: the real node
+            node = real_node[pod]
+            if node < 0:
+                return False
+        else:
+            choice = cache.choose(keys[pod], demands[pod], now / 1e9, rng)
+            if choice is None:
+                return False
+            node = choice
+        bind(pod, node, now)
+        return True
+
+    def retry(now: int, changed: list[int], everything: bool) -> None:
+        if not pending or cache is None:
+            return
+        candidates = pending if everything else cache.may_fit(pending, inp.demands, changed)
+        placed = [p for p in list(candidates) if try_place(p, now)]
+        for pod in placed:
+            at = pending.index(pod)
+            del pending[at]
+            del pending_seq[at]
+
+    bounds = np.flatnonzero(np.diff(times)) + 1
+    starts = np.concatenate([[0], bounds]).astype(np.int64).tolist() if len(times) else []
+    stops = [*bounds.tolist(), len(times)] if len(times) else []
+    kinds_list, index_list = kinds.tolist(), index.tolist()
+    for lo, hi in zip(starts, stops, strict=True):
+        if stop_after is not None and lo >= stop_after:
+            rec.notes.append(f"stopped after {lo} of {len(times)} events (partial replay)")
+            break
+        now = int(times[lo])
+        refreshed = feed.advance(now) if feed is not None else False
+        changed: list[int] = []
+        k = lo
+        while k < hi and kinds_list[k] != ARRIVE:
+            kind, item = kinds_list[k], index_list[k]
+            if kind == DEPART:
+                if bound[item] >= 0:
+                    changed.append(unbind(item, now))
+                elif item in rec.wait_since:
+                    at = pending.index(item)
+                    del pending[at]
+                    del pending_seq[at]
+                    rec.end_wait(item, now)
+                    rec.abandoned[item] = True
+            elif kind == NODE_LEAVE:
+                active[item] = False
+                if cache is not None:
+                    cache.touch(item)
+                    for pod in sorted(on_node[item], key=lambda p: seq[p]):
+                        unbind(pod, now)
+                        if not pinned[pod]:
+                            evicted += 1
+                            enqueue(pod, now)
+            else:  # NODE_JOIN
+                active[item] = True
+                changed.append(item)
+                if cache is not None:
+                    cache.touch(item)
+            k += 1
+        if changed or refreshed:
+            retry(now, changed, everything=refreshed)
+        for position in range(k, hi):
+            pod = index_list[position]
+            if departure[pod] <= now:  # gone the instant it came
+                if try_place(pod, now):
+                    unbind(pod, now)
+                else:
+                    rec.abandoned[pod] = True
+            elif not try_place(pod, now):
+                enqueue(pod, now)
+    result = rec.result(strategy.name, seed, pending)
+    result.evicted = evicted
+    result.notes.extend(rec.notes)
+    if cache is not None:
+        result.notes.extend(cache.notes)
+    return result

@@ -1,0 +1,244 @@
+"""Replay input: a snapshot as arrays and the time-ordered event list (``analyzer.replay``).
+
+Built once per snapshot and shared by every strategy and seed: nodes with their join/leave times,
+pods with arrival (scheduled, else created, first seen) and departure (finished, else last seen
+when that is before the end of the data), the pod demands on the scheduling core's resource axis,
+and the events sorted by (time, kind: departure < node leaving < node joining < arrival, index).
+Times are int64 nanoseconds since the epoch; ``NEVER`` stands for "not within the data".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.koord import koord_priority_class
+from analyzer.scheduling.state import ClusterState, PodDemand
+from analyzer.snapshot import Snapshot, pinned_pods, resources_in
+
+NEVER = np.iinfo(np.int64).max
+DEPART, NODE_LEAVE, NODE_JOIN, ARRIVE = 0, 1, 2, 3
+
+Int64Array = np.ndarray[Any, np.dtype[np.int64]]
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+def _ns(series: pd.Series) -> Int64Array:
+    """Nanoseconds since the epoch; NaT becomes ``NEVER``."""
+    values = pd.to_datetime(series, utc=True)
+    out = values.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    out[values.isna().to_numpy()] = NEVER
+    result: Int64Array = out.astype(np.int64)
+    return result
+
+
+@dataclass
+class ReplayInput:
+    """Everything a replay needs from a snapshot, as arrays (built once, shared by strategies)."""
+
+    snapshot: Snapshot
+    start: int
+    end: int
+    step: int
+    node_names: tuple[str, ...]
+    node_join: Int64Array  # ns; nodes with join <= start are present from the start
+    node_leave: Int64Array  # ns; NEVER = still there at the end
+    pod_uids: list[str]
+    arrival: Int64Array
+    departure: Int64Array  # NEVER = still running at the end
+    real_node: Int64Array  # -1 = never bound in reality
+    pinned: BoolArray
+    demands: list[PodDemand]
+    shape_keys: list[bytes]
+    template: ClusterState  # empty state (nothing bound): allocatable, resource axis
+    instant: int = 0  # pods that depart when (or before) they arrive: placed and removed at once
+    events: tuple[Int64Array, Int64Array, Int64Array] = field(
+        default_factory=lambda: (np.zeros(0, np.int64),) * 3
+    )
+
+    @property
+    def pod_count(self) -> int:
+        """Number of pods in the snapshot."""
+        return len(self.pod_uids)
+
+    def fresh_state(self) -> ClusterState:
+        """A copy of the empty cluster state to replay into."""
+        t = self.template
+        return ClusterState(
+            resources=t.resources,
+            node_names=t.node_names,
+            allocatable=t.allocatable.copy(),
+            requested=np.zeros_like(t.requested),
+            nonzero_requested=np.zeros_like(t.nonzero_requested),
+            pod_count=np.zeros_like(t.pod_count),
+            allowed_pods=t.allowed_pods.copy(),
+            node_labels=t.node_labels,
+            node_annotations=t.node_annotations,
+        )
+
+
+def _json_map(text: object) -> dict[str, str]:
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _node_state(snapshot: Snapshot, pod_resources: list[str]) -> ClusterState:
+    nodes = snapshot.nodes
+    names = [str(n) for n in nodes["node"]]
+    alloc_res = resources_in(nodes, "allocatable")
+    columns = {r: nodes[f"allocatable:{r}"].to_numpy(dtype=np.int64) for r in alloc_res}
+    allocatable: list[dict[str, int]] = []
+    for i in range(len(names)):
+        entry = {r: int(columns[r][i]) for r in alloc_res}
+        # a snapshot without allocatable:pods has no pod-count limit (kubelet default is 110,
+        # but the data did not say so)
+        entry.setdefault("pods", 1 << 40)
+        allocatable.append(entry)
+    return ClusterState.from_nodes(
+        names,
+        allocatable,
+        extra_resources=pod_resources,
+        annotations=[_json_map(a) for a in nodes["annotations"]],
+        labels=[_json_map(a) for a in nodes["labels"]],
+    )
+
+
+def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], list[bytes]]:
+    """One ``PodDemand`` per pod (requests on the state's axis) and a key per distinct shape."""
+    count = len(pods)
+    axis = state.resources
+
+    def matrix(kind: str) -> Int64Array:
+        out = np.zeros((count, len(axis)), dtype=np.int64)
+        for j, r in enumerate(axis):
+            col = f"{kind}:{r}"
+            if col in pods.columns:
+                out[:, j] = pods[col].to_numpy(dtype=np.int64)
+        return out
+
+    requests, limits = matrix("requests"), matrix("limits")
+    nonzero = np.stack(
+        [pods[f"nonzero_requests:{r}"].to_numpy(dtype=np.int64) for r in ("cpu", "memory")],
+        axis=1,
+    )
+    klass = koord_priority_class(pods).fillna("").astype(str).to_numpy()
+    qos = pods["qos_class"].fillna("").astype(str).to_numpy()
+    names = pods["name"].fillna("").astype(str).to_numpy()
+    namespaces = pods["namespace"].fillna("").astype(str).to_numpy()
+    priority = pods["priority"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    daemonset = (pods["owner_kind"].fillna("") == "DaemonSet").to_numpy()
+    demands: list[PodDemand] = []
+    keys: list[bytes] = []
+    for i in range(count):
+        req_row, lim_row = requests[i], limits[i]
+        demands.append(
+            PodDemand(
+                name=names[i],
+                namespace=namespaces[i],
+                requests=req_row,
+                nonzero=nonzero[i],
+                limits=lim_row,
+                request_map={r: int(v) for r, v in zip(axis, req_row, strict=True) if v},
+                limit_map={r: int(v) for r, v in zip(axis, lim_row, strict=True) if v},
+                daemonset=bool(daemonset[i]),
+                priority=None if np.isnan(priority[i]) else int(priority[i]),
+                koord_class=str(klass[i]),
+                qos=str(qos[i]) or "BestEffort",
+            )
+        )
+        keys.append(
+            req_row.tobytes()
+            + nonzero[i].tobytes()
+            + lim_row.tobytes()
+            + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}".encode()
+        )
+    return demands, keys
+
+
+def prepare(snapshot: Snapshot) -> ReplayInput:
+    """Arrays and the time-ordered event list of ``snapshot`` (shared by every strategy)."""
+    start = int(snapshot.start.value)
+    end = int(snapshot.end.value)
+    step = int(snapshot.meta.step_seconds) * 1_000_000_000
+    nodes, pods = snapshot.nodes, snapshot.pods
+    node_names = tuple(str(n) for n in nodes["node"])
+    join = _ns(nodes["first_seen"])
+    join[join == NEVER] = start
+    leave = _ns(nodes["last_seen"])
+    leave[leave + step >= end] = NEVER  # seen until the end of the data: did not leave
+    position = {name: i for i, name in enumerate(node_names)}
+    real_node = np.array(
+        [-1 if pd.isna(n) else position.get(str(n), -1) for n in pods["node"]], dtype=np.int64
+    )
+    arrival = _ns(pods["scheduled"])
+    for column in ("created", "first_seen"):
+        fallback = _ns(pods[column])
+        arrival = np.where(arrival == NEVER, fallback, arrival)
+    arrival[arrival == NEVER] = start
+    finished = _ns(pods["finished"])
+    last_seen = _ns(pods["last_seen"])
+    last_seen[last_seen + step >= end] = NEVER
+    departure = np.where(finished != NEVER, finished, last_seen)
+    pod_resources = sorted(set(resources_in(pods, "requests")))
+    template = _node_state(snapshot, pod_resources)
+    demands, keys = _demands(pods, template)
+    inp = ReplayInput(
+        snapshot=snapshot,
+        start=start,
+        end=end,
+        step=step,
+        node_names=node_names,
+        node_join=join,
+        node_leave=leave,
+        pod_uids=[str(u) for u in pods["uid"]],
+        arrival=arrival,
+        departure=departure,
+        real_node=real_node,
+        pinned=pinned_pods(pods).to_numpy(dtype=bool),
+        demands=demands,
+        shape_keys=keys,
+        template=template,
+    )
+    inp.events, inp.instant = _events(inp)
+    return inp
+
+
+def _events(inp: ReplayInput) -> tuple[tuple[Int64Array, Int64Array, Int64Array], int]:
+    """Sorted (time, kind, index) arrays, and how many pods depart when or before they arrive.
+
+    Such instant pods get an arrival only: the replay places them and removes them at once, so
+    their usage samples still land on a node (``observed`` stays exact).
+    """
+    pods = np.arange(inp.pod_count)
+    instant = inp.departure <= inp.arrival
+    leaving = np.flatnonzero(inp.node_leave != NEVER)
+    joining = np.flatnonzero(inp.node_join > inp.start)
+    departing = np.flatnonzero((inp.departure != NEVER) & ~instant)
+    times = np.concatenate(
+        [
+            inp.departure[departing],
+            inp.node_leave[leaving],
+            inp.node_join[joining],
+            inp.arrival[pods],
+        ]
+    )
+    kinds = np.concatenate(
+        [
+            np.full(len(departing), DEPART),
+            np.full(len(leaving), NODE_LEAVE),
+            np.full(len(joining), NODE_JOIN),
+            np.full(len(pods), ARRIVE),
+        ]
+    ).astype(np.int64)
+    index = np.concatenate([departing, leaving, joining, pods]).astype(np.int64)
+    order = np.lexsort((index, kinds, times))
+    return (times[order], kinds[order], index[order]), int(instant.sum())

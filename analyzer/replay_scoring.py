@@ -1,0 +1,444 @@
+"""The replay's hot path: per-shape score caches over the scheduling core's ``ClusterState``.
+
+A kube-scheduler resource score of node i for pod shape s depends only on node i's own state
+(allocatable, requested, non-zero requested, pod count) and on s. Between two placements of the
+same shape only the nodes touched in between (binds, unbinds, joins, leaves) can change, so the
+cache keeps, per shape, every node's total score and feasibility and recomputes only the nodes
+whose version moved. Selection is the scheduling core's rule (``framework.select``): the highest
+total among feasible nodes, ties uniform via the seeded generator — same draws, same results.
+
+The recomputation uses a compiled plan of the profile's own plugins (``NodeResourcesFit`` filter
+and scoring strategies, ``NodeResourcesBalancedAllocation``) on the changed rows only; the plan
+calls the core's array helpers and is checked bit-for-bit against ``Profile.evaluate`` in
+``tests/test_replay_scoring.py``. Profiles with any other plugin (LoadAwareScheduling, user
+plugins), and load-aware replays whose inputs change with time, use ``Profile.evaluate`` on all
+nodes for every pod — exact, slower.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyzer.replay_rows import (
+    BalancedRows,
+    Column,
+    FitRows,
+    RowPlan,
+    fit_strategy,
+    pair_form,
+    score_rows,
+    score_rows_pair,
+)
+from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
+from analyzer.scheduling.balanced_allocation import (
+    NodeResourcesBalancedAllocation,
+    balance_scores,
+)
+from analyzer.scheduling.framework import Evaluation, Profile, select
+from analyzer.scheduling.noderesources_fit import NodeResourcesFit, broken_linear_array
+from analyzer.scheduling.resource_allocation import ResourceSpec, weighted_floor_mean
+from analyzer.scheduling.state import CPU, MEMORY, ClusterState, PodDemand, is_scalar_resource
+
+LOWEST = np.iinfo(np.int64).min
+FULL_RECOMPUTE_SHARE = 0.25  # above this share of changed nodes, recompute all rows at once
+SCALAR_ROWS = 64  # up to this many changed nodes, score them in plain Python (no numpy overhead)
+LOG_LIMIT = 1 << 20  # the change log is cut here; entries then recompute everything once
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """Which state columns feed one plugin's per-resource loop for one pod shape."""
+
+    alloc: Int64Array  # axis index per kept resource
+    nonzero_slot: Int64Array  # CPU/MEMORY slot of nonzero_requested, or -1 = use requested
+    requested_index: Int64Array  # axis index into requested (when nonzero_slot is -1)
+    pod: Int64Array  # the pod's value per kept resource
+    weights: Int64Array
+
+    def as_rows(self) -> tuple[Column, ...]:
+        """The columns as plain tuples for ``analyzer.replay_rows``."""
+        return tuple(
+            (int(a), int(s), int(r), int(v), int(w))
+            for a, s, r, v, w in zip(
+                self.alloc,
+                self.nonzero_slot,
+                self.requested_index,
+                self.pod,
+                self.weights,
+                strict=True,
+            )
+        )
+
+    def used(self, state: ClusterState, rows: Int64Array) -> Int64Array:
+        """Node usage without the pod, rows × kept resources."""
+        out = np.empty((len(rows), len(self.pod)), dtype=np.int64)
+        for c in range(len(self.pod)):
+            slot = int(self.nonzero_slot[c])
+            if slot >= 0:
+                out[:, c] = state.nonzero_requested[rows, slot]
+            else:
+                out[:, c] = state.requested[rows, int(self.requested_index[c])]
+        return out
+
+
+def _columns(
+    state: ClusterState, pod: PodDemand, specs: Sequence[ResourceSpec], use_requested: bool
+) -> _Columns:
+    """The core's ``gather`` decisions for one pod, as index arrays (resources no node has dropped:
+    allocatable 0 makes them invalid everywhere, so they add neither score nor weight)."""
+    alloc, slots, req_index, values, weights = [], [], [], [], []
+    for spec in specs:
+        index = state.index_of(spec.name)
+        if spec.name in ("cpu", "memory") and not use_requested:
+            slot = CPU if spec.name == "cpu" else MEMORY
+            value = int(pod.nonzero[slot])
+        else:
+            slot = -1
+            value = int(pod.requests[index]) if index is not None else pod.request(spec.name)
+        if is_scalar_resource(spec.name) and value == 0:
+            continue
+        if index is None:
+            continue
+        alloc.append(index)
+        slots.append(slot)
+        req_index.append(index)
+        values.append(value)
+        weights.append(spec.weight)
+    return _Columns(
+        *(np.array(x, dtype=np.int64) for x in (alloc, slots, req_index, values, weights))
+    )
+
+
+@dataclass
+class _Plan:
+    """A pod shape compiled against the profile: filter columns and score inputs."""
+
+    never: bool  # requests a resource no node offers
+    checked: Int64Array  # axis indices the Fit filter compares
+    fit: list[tuple[NodeResourcesFit, int, _Columns]]
+    balanced: list[tuple[NodeResourcesBalancedAllocation, int, _Columns]]
+    rows: RowPlan  # the same plan for the scalar scorer of a few changed nodes
+
+
+class _Kernel:
+    """Fast evaluation of a profile made only of NodeResourcesFit and BalancedAllocation."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.fit_filters = [f for f in profile.filters if isinstance(f, NodeResourcesFit)]
+        self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
+        self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
+        for weighted in profile.scorers:
+            plugin = weighted.plugin
+            if isinstance(plugin, NodeResourcesFit):
+                self.fit_scores.append((plugin, weighted.weight))
+            elif isinstance(plugin, NodeResourcesBalancedAllocation):
+                self.balanced.append((plugin, weighted.weight))
+
+    @staticmethod
+    def supports(profile: Profile) -> bool:
+        """True when every plugin of ``profile`` has a compiled form here."""
+        for f in profile.filters:
+            if not isinstance(f, NodeResourcesFit):
+                return False
+        for weighted in profile.scorers:
+            plugin = weighted.plugin
+            if isinstance(plugin, NodeResourcesFit):
+                version = plugin.version
+                if version.legacy_scale or version.rtcr_ceil_utilisation:
+                    return False
+            elif isinstance(plugin, NodeResourcesBalancedAllocation):
+                if plugin.version.balanced_two_resource_legacy:
+                    return False
+            else:
+                return False
+        return True
+
+    def plan(self, state: ClusterState, pod: PodDemand) -> _Plan:
+        """Compile one pod shape (the same decisions the core's plugins take per pod)."""
+        checked: list[int] = []
+        never = False
+        for f in self.fit_filters:
+            checked += [
+                j for j, r in enumerate(state.resources) if pod.requests[j] > 0 and f._checked(r)
+            ]
+            never |= any(f._checked(r) for r in pod.off_axis_requests(state.resources))
+        fit = [(p, w, _columns(state, pod, p.args.resources, False)) for p, w in self.fit_scores]
+        balanced = [
+            (p, w, _columns(state, pod, p.args.resources, not p.version.balanced_uses_nonzero))
+            for p, w in self.balanced
+            if not p.skips(pod)
+        ]
+        checked_axis = np.array(sorted(set(checked)), dtype=np.int64)
+        rows = RowPlan(
+            never=never,
+            checked=tuple((int(j), int(pod.requests[j])) for j in checked_axis),
+            fit=tuple(
+                FitRows(
+                    weight=w,
+                    strategy=fit_strategy(p.args.strategy),
+                    top=p.version.max_node_score,
+                    zero_over_capacity=p.version.most_allocated_zero_over_capacity,
+                    shape=tuple(p.scaled_shape),
+                    columns=c.as_rows(),
+                )
+                for p, w, c in fit
+            ),
+            balanced=tuple(
+                BalancedRows(w, p.version.max_node_score, p.version.balanced_delta, c.as_rows())
+                for p, w, c in balanced
+            ),
+        )
+        return _Plan(never, checked_axis, fit, balanced, rows)
+
+
+def _fit_score(
+    plugin: NodeResourcesFit, state: ClusterState, cols: _Columns, rows: Int64Array
+) -> Int64Array:
+    """NodeResourcesFit score on ``rows`` (research/kube-scoring.md §5–6)."""
+    if len(cols.pod) == 0:
+        return np.zeros(len(rows), dtype=np.int64)
+    alloc = state.allocatable[np.ix_(rows, cols.alloc)]
+    requested = cols.used(state, rows) + cols.pod[np.newaxis, :]
+    valid = alloc > 0
+    safe = np.maximum(alloc, 1)
+    top = plugin.version.max_node_score
+    strategy = plugin.args.strategy
+    if strategy == "LeastAllocated":  # (alloc − req) × 100 // alloc, 0 when over
+        raw = np.where(requested > alloc, 0, (alloc - requested) * top // safe)
+    elif strategy == "MostAllocated":  # min(req, alloc) × 100 // alloc
+        if plugin.version.most_allocated_zero_over_capacity:
+            raw = np.where(requested > alloc, 0, requested * top // safe)
+        else:
+            raw = np.minimum(requested, alloc) * top // safe
+    else:  # RTCR: util = req × 100 // alloc (100 at/over capacity), broken-linear shape
+        util = np.where(requested >= alloc, 100, requested * 100 // safe)
+        util = np.where((alloc <= 0) | (requested <= 0), 0, util)
+        raw = broken_linear_array(plugin.scaled_shape, util.astype(np.int64))
+        keep = valid & (raw > 0)  # resources scoring 0 leave both sums; Go math.Round
+        numerator = np.where(keep, raw * cols.weights, 0).sum(axis=1)
+        weight_sum = np.where(keep, cols.weights, 0).sum(axis=1)
+        rounded = (2 * numerator + np.maximum(weight_sum, 1)) // (2 * np.maximum(weight_sum, 1))
+        rtcr: Int64Array = np.where(weight_sum > 0, rounded, 0).astype(np.int64)
+        return rtcr
+    raw = np.where(valid, raw, 0).astype(np.int64)
+    return weighted_floor_mean(raw, valid, cols.weights)
+
+
+def _balanced_score(
+    plugin: NodeResourcesBalancedAllocation, state: ClusterState, cols: _Columns, rows: Int64Array
+) -> Int64Array:
+    """BalancedAllocation on ``rows`` (std with the pod; 1.36+: 50 + (50 + with − without) / 2)."""
+    alloc = state.allocatable[np.ix_(rows, cols.alloc)]
+    used = cols.used(state, rows)
+    valid = alloc > 0
+    safe = np.maximum(alloc, 1).astype(np.float64)
+    top = plugin.version.max_node_score
+    with_pod: FloatArray = np.minimum(
+        (used + cols.pod[np.newaxis, :]).astype(np.float64) / safe, 1.0
+    )
+    score_with = balance_scores(with_pod, valid, top)
+    if not plugin.version.balanced_delta:
+        return score_with
+    without: FloatArray = np.minimum(used.astype(np.float64) / safe, 1.0)
+    score_without = balance_scores(without, valid, top)
+    result: Int64Array = 50 + (50 + score_with - score_without) // 2
+    return result
+
+
+@dataclass
+class _Entry:
+    plan: _Plan
+    demand_checked: Int64Array
+    masked: Int64Array  # total where feasible, LOWEST elsewhere (see ``pending``)
+    position: int  # how far into the change log the rows are up to date (-1: none computed)
+    pair: tuple[int, ...] | None = None  # constants of the inlined cpu/memory form, if it applies
+    best: int | None = None  # highest feasible total, kept up to date by small refreshes
+    ties: list[int] = field(default_factory=list)  # nodes at ``best``, ascending
+    pending: dict[int, int] = field(default_factory=dict)  # row values not yet in ``masked``
+
+    def flush(self) -> None:
+        """Write the small refreshes' values into ``masked`` (before reading it as a whole)."""
+        if self.pending:
+            self.masked[list(self.pending)] = list(self.pending.values())
+            self.pending.clear()
+
+
+class ScoreCache:
+    """Chooses a node for a pod like ``profile.select(profile.evaluate(...))``, incrementally."""
+
+    def __init__(
+        self, profile: Profile, state: ClusterState, active: BoolArray, *, dynamic: bool = False
+    ) -> None:
+        self.profile = profile
+        self.state = state
+        self.active = active
+        self.kernel = _Kernel(profile) if (_Kernel.supports(profile) and not dynamic) else None
+        self.log: list[int] = []  # nodes touched, in order
+        self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
+        self.entries: dict[bytes, _Entry] = {}
+        self.notes: list[str] = []
+        if self.kernel is None:
+            self.notes.append(
+                f"{profile.name}: every pod scored against all nodes (no incremental cache)"
+            )
+
+    def touch(self, node: int) -> None:
+        """Node ``node`` changed (bind, unbind, join, leave): its cached rows are stale."""
+        self.log.append(node)
+        self.before.pop(node, None)
+        if len(self.log) >= LOG_LIMIT:
+            self.log.clear()
+            for entry in self.entries.values():
+                entry.position = -1
+
+    def _entry(self, key: bytes, demand: PodDemand) -> _Entry:
+        entry = self.entries.get(key)
+        if entry is None:
+            assert self.kernel is not None
+            plan = self.kernel.plan(self.state, demand)
+            entry = _Entry(
+                plan=plan,
+                demand_checked=demand.requests[plan.checked],
+                masked=np.full(self.state.node_count, LOWEST, dtype=np.int64),
+                position=-1,
+                pair=pair_form(plan.rows),
+            )
+            self.entries[key] = entry
+        return entry
+
+    def _refresh(self, entry: _Entry) -> None:
+        assert self.kernel is not None
+        count = self.state.node_count
+        changed = len(self.log) - entry.position
+        if entry.position >= 0 and changed <= SCALAR_ROWS:
+            rows = list(dict.fromkeys(self.log[entry.position :]))
+            if rows and entry.pair is not None:
+                totals = score_rows_pair(
+                    self.state, entry.plan.rows, entry.pair, rows, self.active, self.before
+                )
+                values = [LOWEST if t is None else t for t in totals]
+            else:
+                scored = score_rows(self.state, entry.plan.rows, rows, self.active)
+                values = [total if ok else LOWEST for ok, total in scored]
+            if rows:
+                entry.pending.update(zip(rows, values, strict=True))
+                _track_best(entry, rows, values)
+        elif entry.position < 0 or changed > FULL_RECOMPUTE_SHARE * count:
+            every = np.arange(count)
+            feasible, total = _evaluate_rows(self.kernel, self.state, entry, every, self.active)
+            entry.pending.clear()
+            entry.masked[:] = np.where(feasible, total, LOWEST)
+            entry.best = None
+        else:
+            stale = np.array(sorted(set(self.log[entry.position :])), dtype=np.int64)
+            feasible, total = _evaluate_rows(self.kernel, self.state, entry, stale, self.active)
+            entry.flush()
+            entry.masked[stale] = np.where(feasible, total, LOWEST)
+            entry.best = None
+        entry.position = len(self.log)
+
+    def choose(
+        self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
+    ) -> int | None:
+        """The node the profile selects for ``demand`` (None: fits nowhere)."""
+        if self.kernel is None:
+            evaluation: Evaluation = self.profile.evaluate(self.state, demand, now)
+            evaluation.feasible = evaluation.feasible & self.active
+            return select(evaluation, rng)
+        entry = self._entry(key, demand)
+        self._refresh(entry)
+        if entry.best is None:
+            entry.flush()
+            best = int(entry.masked.max())
+            if best == LOWEST:
+                return None
+            entry.best = best
+            entry.ties = np.flatnonzero(entry.masked == best).tolist()
+        ties = entry.ties
+        if len(ties) == 1:
+            return ties[0]
+        return ties[int(rng.integers(len(ties)))]
+
+    def may_fit(
+        self, pending: Sequence[int], demands: Sequence[PodDemand], changed: Sequence[int]
+    ) -> list[int]:
+        """Pending pods that could fit on one of the ``changed`` nodes (cpu, memory, pod count).
+
+        A pending pod fitted nowhere when it last tried; since then only nodes whose capacity
+        grew can take it, so a pod failing this necessary test stays pending without scoring.
+        """
+        if self.kernel is None or not self.kernel.fit_filters:
+            return list(pending)
+        rows = np.array(sorted(set(changed)), dtype=np.int64)
+        rows = rows[self.active[rows]]
+        rows = rows[self.state.pod_count[rows] + 1 <= self.state.allowed_pods[rows]]
+        if len(rows) == 0:
+            return []
+        free = self.state.allocatable[rows, :2] - self.state.requested[rows, :2]
+        need = np.stack([demands[p].requests[:2] for p in pending])
+        ok = (
+            (need[:, np.newaxis, :] <= free[np.newaxis, :, :]) | (need[:, np.newaxis, :] == 0)
+        ).all(axis=2)
+        hits = ok.any(axis=1)
+        return [p for p, hit in zip(pending, hits, strict=True) if hit]
+
+
+def _track_best(entry: _Entry, rows: list[int], values: list[int]) -> None:
+    """Update the best total and its (ascending) tie list after ``rows`` got ``values``.
+
+    Equivalent to recomputing ``flatnonzero(masked == masked.max())``; when the tie list empties
+    the best is unknown again and ``choose`` recomputes it from the whole array.
+    """
+    best = entry.best
+    if best is None:
+        return
+    ties = entry.ties
+    for node, value in zip(rows, values, strict=True):
+        at = bisect.bisect_left(ties, node)
+        present = at < len(ties) and ties[at] == node
+        if value > best:
+            best, ties = value, [node]
+        elif value == best:
+            if not present:
+                ties.insert(at, node)
+        elif present:
+            del ties[at]
+    if not ties or best == LOWEST:
+        entry.best, entry.ties = None, []
+    else:
+        entry.best, entry.ties = best, ties
+
+
+def _evaluate_rows(
+    kernel: _Kernel, state: ClusterState, entry: _Entry, rows: Int64Array, active: BoolArray
+) -> tuple[BoolArray, Int64Array]:
+    plan = entry.plan
+    feasible = active[rows] & (state.pod_count[rows] + 1 <= state.allowed_pods[rows])
+    if plan.never:
+        feasible = np.zeros(len(rows), dtype=bool)
+    if len(plan.checked) and kernel.fit_filters:
+        free = (
+            state.allocatable[np.ix_(rows, plan.checked)]
+            - state.requested[np.ix_(rows, plan.checked)]
+        )
+        feasible &= ~(entry.demand_checked[np.newaxis, :] > free).any(axis=1)
+    total = np.zeros(len(rows), dtype=np.int64)
+    for plugin, weight, cols in plan.fit:
+        total += weight * _fit_score(plugin, state, cols, rows)
+    for bal, weight, cols in plan.balanced:
+        total += weight * _balanced_score(bal, state, cols, rows)
+    return feasible, total
+
+
+def evaluate_all(
+    profile: Profile, state: ClusterState, pod: PodDemand, active: BoolArray
+) -> tuple[BoolArray, Int64Array]:
+    """The compiled plan over every node (for tests comparing with ``Profile.evaluate``)."""
+    kernel = _Kernel(profile)
+    plan = kernel.plan(state, pod)
+    entry = _Entry(plan, pod.requests[plan.checked], np.zeros(0, np.int64), -1)
+    return _evaluate_rows(kernel, state, entry, np.arange(state.node_count), active)

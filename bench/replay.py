@@ -1,0 +1,219 @@
+"""Benchmark: replay a synthetic 5,000-node cluster with churn under each strategy.
+
+The cluster comes from the synthetic generator (``analyzer.sources``: node pools, DaemonSets,
+Deployments with rollouts, Jobs; one day, 5-minute usage so LoadAwareScheduling sees real
+NodeMetrics). For each strategy the whole replay runs (every arrival, departure, retry; the best
+of ``--repeat`` runs counts, since a shared machine only ever slows a run down) and
+*placements/s* = pods placed by the scheduler (DaemonSet pods excluded) / CPU seconds of the
+``replay`` call (CPU time of this process, so other jobs on a shared machine do not count).
+
+The baseline runs the same engine with every pod scored by a straightforward per-node Python loop
+of the same plugins — ``analyzer.scheduling.reference.kube_default_loop`` (the scheduling core's
+own reference, written the way the Go code reads) for kube-default and most-allocated, the
+replay's per-node scorer ``analyzer.replay_rows.score_rows`` over all nodes for rtcr-binpack —
+over the first ``--baseline-pods`` scored pods of the same replay. The loop's choices are checked
+against the fast path's. koord-loadaware has no per-node baseline (null) and, being scored by the
+core over all nodes for every pod, runs on the first ``--loadaware-events`` events only.
+
+    .venv/bin/python bench/replay.py [--nodes 5000] [--churn 1.3] [--snapshot DIR]
+
+Prints a human line per strategy and a final JSON line per strategy::
+
+    {"nodes": N, "pods": P, "strategy": S, "placements_per_s": X,
+     "baseline_placements_per_s": Y, "peak_rss_mb": M}
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import analyzer.replay as replay_module
+from analyzer.replay import ReplayInput, Strategy, prepare, replay
+from analyzer.replay_rows import score_rows
+from analyzer.replay_scoring import ScoreCache, _Kernel
+from analyzer.scheduling import ClusterState, PodDemand, Profile, load_strategy
+from analyzer.scheduling.reference import kube_default_loop
+from analyzer.snapshot import Snapshot, read_snapshot, write_snapshot
+from analyzer.sources import SyntheticSpec, generate
+
+STRATEGIES = ("kube-default", "most-allocated", "rtcr-binpack", "koord-loadaware")
+
+
+class _Enough(Exception):
+    """The baseline has scored enough pods."""
+
+
+def _loop_choice(
+    profile: Profile, state: ClusterState, pod: PodDemand, active: np.ndarray, name: str
+) -> tuple[list[bool], list[int]]:
+    if name in ("kube-default", "most-allocated"):
+        return kube_default_loop(state, pod, most=name == "most-allocated")
+    plan = _Kernel(profile).plan(state, pod)
+    rows = score_rows(state, plan.rows, list(range(state.node_count)), np.ones_like(active))
+    return [ok for ok, _ in rows], [t for _, t in rows]
+
+
+def baseline_cache(name: str, limit: int, fast: dict[int, int | None]) -> type[ScoreCache]:
+    """A ``ScoreCache`` whose every choice is a per-node Python loop over all nodes."""
+
+    class LoopCache(ScoreCache):
+        calls = 0
+        seconds = 0.0
+
+        def choose(
+            self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
+        ) -> int | None:
+            started = time.process_time()
+            feasible, totals = _loop_choice(self.profile, self.state, demand, self.active, name)
+            best, ties = None, []
+            for i, (ok, total) in enumerate(zip(feasible, totals, strict=True)):
+                if not ok or not self.active[i]:
+                    continue
+                if best is None or total > best:
+                    best, ties = total, [i]
+                elif total == best:
+                    ties.append(i)
+            choice = (
+                None
+                if not ties
+                else ties[int(rng.integers(len(ties)))]
+                if len(ties) > 1
+                else ties[0]
+            )
+            LoopCache.seconds += time.process_time() - started
+            if LoopCache.calls in fast and fast[LoopCache.calls] != choice:
+                raise AssertionError(
+                    f"baseline and fast path disagree at scored pod {LoopCache.calls}"
+                )
+            LoopCache.calls += 1
+            if LoopCache.calls >= limit:
+                raise _Enough
+            return choice
+
+    return LoopCache
+
+
+def recording_cache(record: dict[int, int | None], limit: int) -> type[ScoreCache]:
+    """The fast ``ScoreCache``, remembering its first ``limit`` choices."""
+
+    class Recording(ScoreCache):
+        def choose(
+            self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
+        ) -> int | None:
+            choice = super().choose(key, demand, now, rng)
+            if len(record) < limit:
+                record[len(record)] = choice
+            return choice
+
+    return Recording
+
+
+def cluster(args: argparse.Namespace) -> Snapshot:
+    """The benchmark cluster, generated once and kept in ``--snapshot`` when given."""
+    path = Path(args.snapshot) if args.snapshot else None
+    if path is not None and (path / "meta.json").is_file():
+        return read_snapshot(path)
+    spec = SyntheticSpec(seed=args.seed, nodes=args.nodes, days=1, step=300, churn=args.churn)
+    snapshot = generate(spec).snapshot
+    if path is not None:
+        write_snapshot(snapshot, path)
+    return snapshot
+
+
+def run(inp: ReplayInput, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Replay ``name`` fully (or the load-aware prefix) and measure the per-node-loop baseline."""
+    strategy = Strategy(name, load_strategy(name))
+    stop = args.loadaware_events if name == "koord-loadaware" else None
+    fast: dict[int, int | None] = {}
+    replay_module.ScoreCache = recording_cache(fast, args.baseline_pods)  # type: ignore[misc]
+    cpus, walls = [], []
+    for _ in range(1 if stop else args.repeat):  # best of N: a shared machine only slows runs
+        started, wall = time.process_time(), time.perf_counter()
+        result = replay(inp, strategy, seed=0, stop_after=stop)
+        cpus.append(time.process_time() - started)
+        walls.append(time.perf_counter() - wall)
+    cpu, wall = min(cpus), min(walls)
+    scored = int((~inp.pinned[result.segments["pod"]]).sum())
+    baseline = None
+    if name != "koord-loadaware":
+        loop = baseline_cache(name, args.baseline_pods, fast)
+        replay_module.ScoreCache = loop  # type: ignore[misc]
+        with contextlib.suppress(_Enough):  # the loop stops the replay after enough pods
+            replay(inp, strategy, seed=0)
+        baseline = loop.calls / loop.seconds if loop.seconds else None
+    replay_module.ScoreCache = ScoreCache  # type: ignore[misc]
+    return {
+        "strategy": name,
+        "scored": scored,
+        "cpu_s": cpu,
+        "cpu_runs": cpus,
+        "wall_s": wall,
+        "placements_per_s": scored / cpu if cpu else None,
+        "baseline_placements_per_s": baseline,
+        "partial": bool(stop),
+        "waited": int(result.waited.sum()),
+    }
+
+
+def main() -> None:
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--churn", type=float, default=1.3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--snapshot", help="Keep/reuse the generated cluster in this folder.")
+    parser.add_argument("--baseline-pods", type=int, default=60)
+    parser.add_argument("--repeat", type=int, default=3, help="Replays per strategy (best counts).")
+    parser.add_argument("--loadaware-events", type=int, default=60000)
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    args = parser.parse_args()
+    started = time.perf_counter()
+    snapshot = cluster(args)
+    inp = prepare(snapshot)
+    print(
+        f"cluster: {len(inp.node_names)} nodes, {inp.pod_count} pods "
+        f"({int(inp.pinned.sum())} DaemonSet/static), {len(inp.events[0])} events; "
+        f"ready in {time.perf_counter() - started:.1f} s; peak RSS after loading "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; "
+        f"Python {platform.python_version()}",
+        file=sys.stderr,
+    )
+    lines = []
+    for name in args.strategies.split(","):
+        figures = run(inp, name, args)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        base = figures["baseline_placements_per_s"]
+        print(
+            f"{name}: {figures['scored']} placements in {figures['cpu_s']:.2f} CPU s "
+            f"(runs: {', '.join(f'{c:.2f}' for c in figures['cpu_runs'])}) "
+            f"({figures['wall_s']:.2f} s wall){' [partial]' if figures['partial'] else ''}: "
+            f"{figures['placements_per_s']:.0f}/s; per-node loop "
+            f"{'n/a' if base is None else f'{base:.1f}/s'}; waited {figures['waited']}",
+            file=sys.stderr,
+        )
+        lines.append(
+            {
+                "nodes": len(inp.node_names),
+                "pods": inp.pod_count,
+                "strategy": name,
+                "placements_per_s": round(figures["placements_per_s"], 1),
+                "baseline_placements_per_s": None if base is None else round(base, 2),
+                "peak_rss_mb": round(rss, 1),
+            }
+        )
+    for line in lines:
+        print(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()
