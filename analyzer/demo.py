@@ -53,6 +53,8 @@ class DemoResult:
     latest: ReportPaths
     latest_result: NightlyResult
     reports: int
+    whatif_html: Path
+    whatif_recommendation: str
     seconds: float
 
 
@@ -109,13 +111,11 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
 
-    # --- what-if (added by the replay helper, H7): every strategy replayed on the same snapshot,
-    # compared with what really happened; the report goes to OUT/whatif/report.html.
+    # What-if: every strategy replayed on the same snapshot, compared with what really happened.
     from analyzer.report.whatif import demo_whatif
 
     whatif, whatif_paths = demo_whatif(snapshot, out, thresholds=settings.settings.thresholds)
     say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")
-    # --- end of the what-if addition
 
     return DemoResult(
         snapshot_dir=snapshot_dir,
@@ -125,5 +125,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         latest=latest,
         latest_result=result,
         reports=len(days),
+        whatif_html=whatif_paths.html,
+        whatif_recommendation=whatif.recommendation,
         seconds=time.monotonic() - began,
     )

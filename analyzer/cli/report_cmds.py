@@ -164,4 +164,6 @@ def demo_cmd(out: Path, seed: int, nodes: int, days: int, step_seconds: int) -> 
         f"{summary.fragmentation_pct:.1f} % of free CPU fragmented, "
         f"data coverage {summary.coverage_pct:.2f} %"
     )
-    click.echo(f"Open {latest.html} in a browser (it works offline).")
+    click.echo(f"  what-if:       {result.whatif_html}")
+    click.echo(f"  {result.whatif_recommendation}")
+    click.echo(f"Open {latest.html} and {result.whatif_html} in a browser (they work offline).")
