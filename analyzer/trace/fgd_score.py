@@ -87,6 +87,10 @@ def fgd_candidates(
 
 
 def _scores(weighted_delta: NDArray[np.float64] | IntArray, total: int) -> IntArray:
-    """int(100·sigmoid(−Δ/1000)) with Δ = weighted_delta / total in GPU milli."""
+    """int(sigmoid(−Δ/1000)·100) with Δ = weighted_delta / total in GPU milli.
+
+    Same operation order as the artifact (sigmoid, then × MaxNodeScore, then truncation), so a
+    value on an integer boundary truncates the same way; no NormalizeScore follows.
+    """
     delta = weighted_delta / total
-    return (100.0 / (1.0 + np.exp(delta / 1000.0))).astype(np.int64)
+    return (1.0 / (1.0 + np.exp(delta / 1000.0)) * 100.0).astype(np.int64)

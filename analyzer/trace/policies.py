@@ -1,8 +1,14 @@
 """The FGD paper's six placement policies as vectorised score functions over all nodes.
 
 Each policy scores every feasible node for one pod (integer scores, like a kube-scheduler score
-plugin), the highest score wins with a seeded uniform tie-break, and the policy chooses the GPUs
-inside the chosen node. Formulas: ``research/real-data.md`` §3 (our own code; where the table is
+plugin), the highest score wins, and the policy chooses the GPUs inside the chosen node.
+
+Ties between nodes: the artifact runs a fork of kube-scheduler 1.20.5 (``go.mod`` replaces
+``k8s.io/kubernetes`` with ``mental2008/kubernetes v1.20.5-minor``) whose ``selectHost`` keeps the
+node with the lexicographically smallest name among the top scores ("for reproducibility")
+instead of upstream's uniform reservoir sampling, and the simulator prefixes every node name with
+``%04d-`` taken from a seeded permutation. So a run breaks ties by a fixed, seed-random node
+priority: ``ClusterState.node_rank``, lowest wins. Without a rank, ties are uniform (upstream). Formulas: ``research/real-data.md`` §3 (our own code; where the table is
 ambiguous the reading is stated in the docstring). Constants: the largest node spec, 128 cores and
 8 GPUs, normalises CPU and GPU (``MAX_CPU``, ``MAX_GPU_MILLI``).
 """
@@ -36,10 +42,20 @@ class Decision:
 PolicyFn = Callable[[ClusterState, GpuDemand, IntArray, np.random.Generator], Decision]
 
 
-def pick_top(candidates: IntArray, scores: IntArray, rng: np.random.Generator) -> int:
-    """Uniform choice among the candidates with the highest score (kube-scheduler tie-break)."""
+def pick_top(
+    candidates: IntArray,
+    scores: IntArray,
+    rng: np.random.Generator,
+    rank: IntArray | None = None,
+) -> int:
+    """The candidate with the highest score; ties go to the lowest ``rank`` (the artifact's
+    scheduler), or uniformly at random when ``rank`` is None (upstream kube-scheduler)."""
     top = candidates[scores == scores.max()]
-    return int(top[0]) if len(top) == 1 else int(top[rng.integers(len(top))])
+    if len(top) == 1:
+        return int(top[0])
+    if rank is not None:
+        return int(top[np.argmin(rank[top])])
+    return int(top[rng.integers(len(top))])
 
 
 def _decide(
@@ -50,7 +66,7 @@ def _decide(
     rng: np.random.Generator,
     rule: str,
 ) -> Decision:
-    node = pick_top(feasible, scores, rng)
+    node = pick_top(feasible, scores, rng, state.node_rank)
     return Decision(node, state.nodes.pick_gpus(node, demand, rule))
 
 
@@ -95,9 +111,10 @@ def dot_product_policy(
 ) -> Decision:
     """DotProd (Tetris-like): 100·(1 − free·req/2) over (CPU, total GPU) divided by the max spec.
 
-    ``free`` is the node's free vector before the placement. The score does not depend on the GPU
-    chosen, so the artifact's "best" GPU selection keeps the first fitting GPU (first-fit). The
-    artifact's configurable per-GPU "match groups" (dimension extension) are not modelled.
+    ``free`` is the node's free vector before the placement (the artifact's ``merge`` dimension
+    extension with ``max`` normalisation, as its run scripts configure DotProd). With ``merge``
+    the score names no GPU, so Open-Gpu-Share's configured ``gpuSelMethod: best`` picks it:
+    the tightest fitting GPU (best-fit), lowest index on ties.
     """
     nodes = state.nodes
     cpu_term = nodes.cpu_free[feasible] / MAX_CPU * (demand.cpu / MAX_CPU)
@@ -107,7 +124,7 @@ def dot_product_policy(
         * (demand.total_gpu_milli / MAX_GPU_MILLI)
     )
     scores = ((1.0 - (cpu_term + gpu_term) / 2.0) * MAX_SCORE).astype(np.int64)
-    return _decide(state, demand, feasible, scores, rng, "first-fit")
+    return _decide(state, demand, feasible, scores, rng, "best-fit")
 
 
 def gpu_packing_policy(
@@ -150,6 +167,7 @@ def gpu_clustering_policy(
 
     Bands: only this tag (75, 100]; this tag among others (50, 75]; no GPU pod yet (25, 50];
     other tags only (0, 25]; within a band + 25·(8000 − free GPU milli)//8000. CPU-only pods 0.
+    The GPU is Open-Gpu-Share's default ``gpuSelMethod: best`` (best-fit), as for BestFit.
     """
     tag = affinity_tag(demand)
     if tag < 0:
@@ -165,7 +183,7 @@ def gpu_clustering_policy(
     )
     left = state.nodes.gpu_free[feasible].sum(axis=1)
     scores = base + (MAX_SCORE // 4) * (int(MAX_GPU_MILLI) - left) // int(MAX_GPU_MILLI)
-    return _decide(state, demand, feasible, scores, rng, "first-fit")
+    return _decide(state, demand, feasible, scores, rng, "best-fit")
 
 
 def fgd_policy(
@@ -174,8 +192,10 @@ def fgd_policy(
     """FGD: score = int(100·sigmoid(−Δ/1000)), Δ = F_n(M) after − before the placement (milli).
 
     A shared-GPU pod is tried on every fitting GPU of every feasible node (one candidate per
-    distinct free value per node, lowest index first) and each node keeps its best GPU; a
+    distinct free value per node, lowest index first) and each node keeps its best GPU, the
+    lowest index among equal scores (the artifact's strict ``>`` over GPUs in index order); a
     whole-GPU pod takes the lowest-index free GPUs; a CPU-only pod changes only the free CPU.
+    No NormalizeScore step (the artifact's FGD plugin has no score extensions).
     """
     from analyzer.trace.fgd_score import fgd_candidates
 
@@ -186,8 +206,8 @@ def fgd_policy(
     winners = winners[np.lexsort((cand_gpu[winners], cand_node[winners]))]
     _, first = np.unique(cand_node[winners], return_index=True)
     winners = winners[first]
-    pick = int(winners[0]) if len(winners) == 1 else int(winners[rng.integers(len(winners))])
-    node = int(cand_node[pick])
+    node = pick_top(cand_node[winners], scores[winners], rng, state.node_rank)
+    pick = int(winners[np.flatnonzero(cand_node[winners] == node)[0]])
     if demand.shared:
         return Decision(node, (int(cand_gpu[pick]),))
     return Decision(node, state.nodes.pick_gpus(node, demand, "first-fit"))

@@ -10,8 +10,15 @@ policy; a pod that fits nowhere fails and is not retried; metrics after every po
 departures before arrivals at the same instant; a pod that fits nowhere waits in a FIFO pending
 queue and is retried whenever capacity frees; it leaves the queue unplaced at its deletion time.
 
-Our shuffle uses numpy's PCG64 seeded with the run's seed, not Go's math/rand, so the order for
-seed 42 differs from the artifact's order for seed 42 (a stated deviation).
+Ties between equal node scores (``RunSpec.tie_break``): ``artifact`` (default) gives every node a
+fixed rank from a seeded permutation of the name-sorted nodes and the lowest rank wins, as the
+artifact's scheduler fork does (smallest node name among the top scores, names prefixed with
+``%04d-`` from ``rand.Perm``); ``random`` draws uniformly among the tied nodes (upstream
+kube-scheduler). The kube strategies and core presets always draw uniformly.
+
+Our shuffle and node permutation use numpy's PCG64 seeded with the run's seed, not Go's
+math/rand, so the order for seed 42 differs from the artifact's order for seed 42 (a stated
+deviation).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ class RunSpec:
     seed: int
     tune: float = 1.3
     protocol: str = "fgd"
+    tie_break: str = "artifact"  # or "random"
 
 
 @dataclass
@@ -85,6 +93,27 @@ def fgd_order(pods: OpenbPods, seed: int, tune: float, capacity_milli: int) -> I
     return np.concatenate([order, *clones]).astype(np.int64)
 
 
+TIE_BREAKS = ("artifact", "random")
+
+
+def artifact_node_rank(names: list[str], seed: int) -> IntArray:
+    """Per-node tie-break rank: the k-th node in name order gets the k-th value of a seeded
+    permutation of 0..n−1 (the artifact's ``%04d-`` name prefixes); lowest rank wins ties."""
+    rng = np.random.default_rng([seed, 2])
+    by_name = np.argsort(np.array(names, dtype=object), kind="stable")
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[by_name] = rng.permutation(len(names))
+    return rank
+
+
+def _state(nodes: OpenbNodes, workload: TargetWorkload, spec: RunSpec) -> ClusterState:
+    if spec.tie_break not in TIE_BREAKS:
+        raise InputError(f"tie break {spec.tie_break!r}: use one of {', '.join(TIE_BREAKS)}")
+    gpu_nodes = nodes.gpu_nodes()
+    rank = artifact_node_rank(gpu_nodes.names, spec.seed) if spec.tie_break == "artifact" else None
+    return ClusterState(gpu_nodes, workload, node_rank=rank)
+
+
 def _demands(pods: OpenbPods) -> list[GpuDemand]:
     return [pods.demand(i) for i in range(len(pods))]
 
@@ -92,7 +121,7 @@ def _demands(pods: OpenbPods) -> list[GpuDemand]:
 def run_fgd(nodes: OpenbNodes, pods: OpenbPods, workload: TargetWorkload, spec: RunSpec) -> RunRows:
     """The FGD protocol for one policy and seed."""
     policy = get_policy(spec.policy)
-    state = ClusterState(nodes.gpu_nodes(), workload)
+    state = _state(nodes, workload, spec)
     capacity = state.nodes.gpu_capacity_milli()
     if capacity == 0:
         raise InputError(
@@ -146,7 +175,7 @@ def run_timeline(
             "this pod list has no creation/deletion times (multigpu lists); use --protocol fgd"
         )
     policy = get_policy(spec.policy)
-    state = ClusterState(nodes.gpu_nodes(), workload)
+    state = _state(nodes, workload, spec)
     capacity = max(state.nodes.gpu_capacity_milli(), 1)
     rng = np.random.default_rng([spec.seed, 1])
     demands = _demands(pods)

@@ -29,7 +29,7 @@ from analyzer.sources.alibaba import (
     load_pods,
 )
 from analyzer.trace.curve import CurvePoint, RunCurve, average_curves, run_curve
-from analyzer.trace.protocol import RunRows, RunSpec, run_fgd, run_timeline
+from analyzer.trace.protocol import TIE_BREAKS, RunRows, RunSpec, run_fgd, run_timeline
 from analyzer.trace.registry import canonical_name
 
 PROTOCOLS = ("fgd", "timeline")
@@ -44,6 +44,7 @@ class TraceConfig:
     policies: tuple[str, ...] = ("BestFit", "FGD")
     seeds: tuple[int, ...] = (42,)
     tune: float = 1.3
+    tie_break: str = "artifact"  # "artifact" (lowest seeded node rank) or "random"
     nodes_path: Path | None = None  # default: GPU nodes (fgd) or all nodes (timeline)
     pods_path: Path | None = None
     workers: int = 2
@@ -112,6 +113,7 @@ class TraceResult:
         out: dict[str, Any] = {
             "protocol": self.config.protocol,
             "tune": self.config.tune,
+            "tie_break": self.config.tie_break,
             "trace": {
                 "nodes_file": self.inputs.nodes_path.name,
                 "pods_file": self.inputs.pods_path.name,
@@ -250,8 +252,16 @@ def run_trace(config: TraceConfig, inputs: TraceInputs | None = None) -> TraceRe
     names = [canonical_name(p) for p in config.policies]
     if not config.seeds:
         raise InputError("--seeds: give at least one seed, e.g. 42-51")
+    if config.tie_break not in TIE_BREAKS:
+        raise InputError(f"tie break {config.tie_break!r}: use one of {', '.join(TIE_BREAKS)}")
     specs = [
-        RunSpec(policy=name, seed=seed, tune=config.tune, protocol=config.protocol)
+        RunSpec(
+            policy=name,
+            seed=seed,
+            tune=config.tune,
+            protocol=config.protocol,
+            tie_break=config.tie_break,
+        )
         for name in names
         for seed in config.seeds
     ]

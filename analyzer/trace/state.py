@@ -8,6 +8,9 @@ bind/unbind of one node:
   fragment ``W·F_n(M)`` as an exact integer, with their cluster totals;
 - non-zero requested CPU/memory (kube-scheduler scores with 100m / 200 MiB defaults);
 - per-node counts of GPU "affinity" tags (GpuClustering).
+
+``node_rank`` (optional) is the fixed per-run node priority the artifact's scheduler uses to break
+ties between equal scores (``analyzer.trace.policies.pick_top``); None = uniform random ties.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class ClusterState:
 
     nodes: GpuNodes
     workload: TargetWorkload
+    node_rank: IntArray | None = None  # tie-break priority, lowest wins; None = random ties
     access: NDArray[np.bool_] = field(init=False)
     # Caches over the GPU shapes only (r_m > 0): a CPU-only shape always sees the whole idle milli.
     gpu_shapes: IntArray = field(init=False)  # column → shape index
