@@ -111,3 +111,12 @@ def test_several_pod_lists_give_variants(tmp_path) -> None:  # type: ignore[no-u
     assert data["variants"]["openb_pod_list_multigpu20.csv"]["trace"]["pods"] == 8324
     html = (tmp_path / "rep" / "report.html").read_text()
     assert html.count("data-variant=") == 2
+
+
+def test_tie_break_flag_reaches_the_run_and_bad_values_exit_2() -> None:
+    args = ["trace", "alibaba-gpu", "--policy", "Random", "--seeds", "42", "--workers", "1"]
+    result = CliRunner().invoke(main, [*args, "--tie-break", "random", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["tie_break"] == "random"
+    bad = CliRunner().invoke(main, [*args, "--tie-break", "alphabetical"])
+    assert bad.exit_code == 2

@@ -97,6 +97,14 @@ def _table(data: dict[str, Any]) -> str:
     help="Processes for policies × seeds (1 = no pool).",
 )
 @click.option(
+    "--tie-break",
+    type=click.Choice(["artifact", "random"]),
+    default="artifact",
+    show_default=True,
+    help="Paper policies: 'artifact' takes the first top node in a seeded node order, as the "
+    "FGD simulator's scheduler fork does; 'random' is upstream kube-scheduler's uniform choice.",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True
 )
 @click.option(
@@ -113,6 +121,7 @@ def alibaba_gpu(
     pods_paths: tuple[Path, ...],
     nodes_path: Path | None,
     workers: int,
+    tie_break: str,
     fmt: str,
     report_dir: Path | None,
 ) -> None:
@@ -127,6 +136,7 @@ def alibaba_gpu(
             nodes_path=nodes_path,
             pods_path=pods_path,
             workers=workers,
+            tie_break=tie_break,
         )
         results.append(run_trace(config).to_json())
     if len(results) == 1:
