@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
 from analyzer.prom.client import Series
@@ -198,18 +199,33 @@ def _join(cpu: _Long, memory: _Long, points: int) -> tuple[np.ndarray, np.ndarra
     values = []
     for part in (cpu, memory):
         key = part.entity * points + part.step
-        order = np.lexsort((-part.value, key))
+        # Stable argsort on one key (the data is made of sorted runs, which timsort merges) and
+        # a max per run of equal keys: several times faster than lexsort on (key, -value).
+        order = np.argsort(key, kind="stable")
         key, value = key[order], part.value[order]
-        first = np.concatenate(([True], np.diff(key) > 0)) if len(key) else np.zeros(0, bool)
-        keys.append(key[first])
-        values.append(value[first])
-    all_keys = np.union1d(keys[0], keys[1])
+        if len(key) == 0:
+            keys.append(key)
+            values.append(value)
+            continue
+        starts = np.flatnonzero(np.concatenate(([True], np.diff(key) > 0)))
+        keys.append(key[starts])
+        values.append(np.maximum.reduceat(value, starts))  # values are finite (see _long)
+    all_keys = _sorted_union(keys[0], keys[1])
     out = []
     for key, value in zip(keys, values, strict=True):
         column = np.full(len(all_keys), np.nan)
         column[np.searchsorted(all_keys, key)] = value
         out.append(column)
     return all_keys, out[0], out[1]
+
+
+def _sorted_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The union of two sorted unique int arrays (``np.union1d`` hashes first: several × slower)."""
+    merged = np.concatenate([a, b])
+    merged.sort(kind="stable")  # two sorted runs: timsort/radix merges them in linear time
+    if len(merged) == 0:
+        return merged
+    return merged[np.concatenate(([True], np.diff(merged) > 0))]
 
 
 def _usage_frame(
@@ -224,7 +240,9 @@ def _usage_frame(
     seconds = grid.start + (keys % points) * grid.step
     return pd.DataFrame(
         {
-            key_name: pd.array(names[entity], dtype="string"),
+            # Arrow's take builds the string column in C; pd.array over a Python object array
+            # of names takes ~6 × longer.
+            key_name: pd.array(pa.array(list(names), pa.string()).take(entity), dtype="string"),
             "timestamp": pd.to_datetime(seconds, unit="s", utc=True),
             "cpu": cpu,
             "memory": memory,

@@ -6,7 +6,9 @@ promtool into a real Prometheus on 127.0.0.1, then times, in the same run and on
 - ``analyzer collect`` (a subprocess: wall time and its own peak RSS via ``os.wait4``);
 - the baseline: the same rendered profile queries sent one after another with
   ``PrometheusConnect.custom_query_range``, one request per query per day, each response turned
-  into a ``MetricRangeDataFrame`` (the library's default conversion), also a subprocess.
+  into a ``MetricRangeDataFrame`` (the library's default conversion), also a subprocess. Queries
+  the collector evaluates from raw samples go out as the plain PromQL they reproduce:
+  ``samples`` as ``equivalent_promql`` (a range query), ``times`` as the 5 m timestamp subquery.
 
 Prints a final JSON line with the figures. Usage::
 
@@ -23,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,7 +55,7 @@ def baseline(url: str, start: int, end: int, step: int) -> None:
 
     from analyzer.prom.fetch import FetchPlan, make_grid, sample_rule
     from analyzer.prom.profile import load_profile
-    from analyzer.prom.samples import equivalent_promql
+    from analyzer.prom.samples import equivalent_promql, subquery_promql
 
     grid = make_grid(start, end, step)
     plan = FetchPlan(grid)
@@ -63,6 +66,9 @@ def baseline(url: str, start: int, end: int, step: int) -> None:
         expr = spec.render(step_seconds=step, span_seconds=plan.span)
         if spec.kind == "samples":  # the same series as the PromQL the collector reproduces
             expr = equivalent_promql(expr, sample_rule(spec, grid))
+        if spec.kind == "times":  # first/last seen as plain PromQL: the 5 m timestamp subquery
+            expr = subquery_promql(expr, spec.by, spec.combine, "5m")
+            spec = replace(spec, kind="window")
         if spec.kind in ("range", "samples"):
             windows = [
                 (s, min(s + 86400 - step, grid.end), step)
@@ -157,6 +163,7 @@ def main() -> None:
             "--end",
             str(end),
         ]
+        figures["load_avg_before_collect"] = round(os.getloadavg()[0], 2)
         wall, rss, _ = _measure([*cmd, "--step", f"{args.step}s", "--out", str(out)])
         figures["collect_seconds"] = round(wall, 2)
         figures["collect_peak_rss_mb"] = round(rss)
@@ -167,6 +174,7 @@ def main() -> None:
         figures["pod_usage_rows"] = len(snapshot.pod_usage)
         figures["pods"] = len(snapshot.pods)
         if not args.skip_baseline:
+            figures["load_avg_before_baseline"] = round(os.getloadavg()[0], 2)
             wall, rss, text = _measure(
                 [
                     sys.executable,

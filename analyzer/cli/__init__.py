@@ -1,13 +1,13 @@
 """Command-line interface: ``analyzer <command>``. Click lives only in this package.
 
-Each command module adds its commands to ``main`` (or the ``report`` group) on import.
+Each command module adds its commands to ``main`` (or the ``report`` group) on import. Modules are
+imported on first use (``analyzer.cli.base.LazyGroup``): ``analyzer collect`` must not pay for
+importing the report, replay and trace stacks.
 """
 
 from __future__ import annotations
 
-import importlib
-
-from analyzer.cli.base import main, report
+from analyzer.cli.base import LazyGroup, main, report
 
 # One module per command family; importing registers the commands.
 COMMAND_MODULES = [
@@ -21,7 +21,27 @@ COMMAND_MODULES = [
     "analyzer.cli.whatif",
 ]
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module)
+# Where the frequent commands live, so running one imports only its module. A command missing
+# here still works: an unknown name imports every module of COMMAND_MODULES.
+COMMAND_HOMES = {
+    "collect": "analyzer.cli.collect",
+    "check": "analyzer.cli.collect",
+    "queries": "analyzer.cli.collect",
+    "inspect": "analyzer.cli.inspect_cmd",
+    "generate": "analyzer.cli.generate",
+    "aggregate": "analyzer.cli.aggregate",
+    "violations": "analyzer.cli.aggregate",
+    "fragmentation": "analyzer.cli.aggregate",
+    "demo": "analyzer.cli.report_cmds",
+    "score": "analyzer.cli.score",
+    "strategies": "analyzer.cli.score",
+    "trace": "analyzer.cli.trace",
+    "whatif": "analyzer.cli.whatif",
+}
+REPORT_HOMES = {"nightly": "analyzer.cli.report_cmds", "whatif": "analyzer.cli.whatif"}
+
+for _group, _homes in ((main, COMMAND_HOMES), (report, REPORT_HOMES)):
+    assert isinstance(_group, LazyGroup)
+    _group.set_modules(COMMAND_MODULES, _homes)
 
 __all__ = ["main", "report"]

@@ -8,8 +8,10 @@ documented exit code here, never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,50 @@ class AnalyzerGroup(click.Group):
         return None
 
 
+class LazyGroup(AnalyzerGroup):
+    """A group whose commands are defined in modules imported on first use.
+
+    ``analyzer collect`` then imports ``analyzer.cli.collect`` and what it needs, not the report,
+    replay and trace stacks. ``homes`` maps a command name to the module defining it; a name it
+    does not know (or that its module does not define), ``--help`` and config-file validation
+    import every module of ``modules`` (see ``analyzer.cli.COMMAND_MODULES``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules: tuple[str, ...] = ()
+        self.homes: dict[str, str] = {}
+
+    def set_modules(self, modules: Sequence[str], homes: Mapping[str, str]) -> None:
+        """Where this group's commands are defined (the modules add them on import)."""
+        self.modules = tuple(modules)
+        self.homes = dict(homes)
+
+    def load_all(self) -> None:
+        """Import every command module, so ``self.commands`` is complete."""
+        for module in self.modules:
+            importlib.import_module(module)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            home = self.homes.get(cmd_name)
+            if home is not None:
+                importlib.import_module(home)
+            if cmd_name not in self.commands:
+                self.load_all()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load_all()
+        return super().list_commands(ctx)
+
+
+def _all_commands(group: click.Group) -> MutableMapping[str, click.Command]:
+    if isinstance(group, LazyGroup):
+        group.load_all()
+    return group.commands
+
+
 def _option_names(command: click.Command) -> set[str]:
     return {p.name for p in command.params if isinstance(p, click.Option) and p.name}
 
@@ -45,7 +91,7 @@ def _option_names(command: click.Command) -> set[str]:
 def command_options(group: click.Group, prefix: str = "") -> dict[str, set[str]]:
     """Map each command path (``collect``, ``report-nightly``) to its option names."""
     result: dict[str, set[str]] = {}
-    for name, command in group.commands.items():
+    for name, command in _all_commands(group).items():
         path = f"{prefix}{name}"
         if isinstance(command, click.Group):
             result.update(command_options(command, prefix=f"{path}-"))
@@ -56,7 +102,7 @@ def command_options(group: click.Group, prefix: str = "") -> dict[str, set[str]]
 
 def _nest(flat: dict[str, dict[str, Any]], group: click.Group) -> dict[str, Any]:
     nested: dict[str, Any] = {}
-    for name, command in group.commands.items():
+    for name, command in _all_commands(group).items():
         if isinstance(command, click.Group):
             sub = {k[len(name) + 1 :]: v for k, v in flat.items() if k.startswith(f"{name}-")}
             nested[name] = _nest(sub, command)
@@ -65,7 +111,7 @@ def _nest(flat: dict[str, dict[str, Any]], group: click.Group) -> dict[str, Any]
     return nested
 
 
-@click.group(cls=AnalyzerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="analyzer")
 @click.option(
     "--config",
@@ -92,7 +138,7 @@ def main(ctx: click.Context, config_file: Path | None) -> None:
         ctx.obj["config_path"] = config_file
 
 
-@main.group(cls=AnalyzerGroup)
+@main.group(cls=LazyGroup)
 def report() -> None:
     """Render HTML reports (with JSON and CSV beside them)."""
 

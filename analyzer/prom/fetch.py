@@ -4,7 +4,9 @@ Range queries are split in time so no request exceeds Prometheus' 11,000 points 
 so each response stays small enough to parse while the server works on the next). Window queries
 (one summary over the whole range) are evaluated every ``span`` seconds back from the end and the
 points merged by the caller (``last``/``min``/``max``). Chunks of one series are concatenated and
-HA duplicates (equal label sets, e.g. after a replica label is aggregated away) merged.
+HA duplicates (equal label sets, e.g. after a replica label is aggregated away) merged. Raw kinds
+(``samples``, ``times``) are instant queries of ``selector[span]`` in disjoint time chunks,
+evaluated by ``analyzer.prom.samples``; identical requests of different queries are sent once.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ import numpy as np
 from analyzer.errors import InputError, SourceError
 from analyzer.prom.client import PromClient, Series
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
-from analyzer.prom.samples import SampleRule, evaluate
+from analyzer.prom.samples import SampleRule, evaluate, sample_times, time_bounds
 
 MAX_POINTS = 11_000  # Prometheus: end-start/step must not exceed this many intervals
 DEFAULT_CHUNK_POINTS = 720  # 12 h at 1 m: small responses, many requests to run in parallel
 DEFAULT_WINDOW_POINTS = 1440  # inner subquery points per window evaluation (bounded server memory)
+
+# Kinds fetched as raw samples (instant queries of selector[span]) and evaluated here.
+RAW_KINDS = ("samples", "times")
 
 Progress = Callable[[int, int], None]
 
@@ -95,24 +100,30 @@ class FetchPlan:
 
     @property
     def sample_span(self) -> int:
-        """Seconds of raw samples per request of a ``samples`` query."""
+        """Seconds of raw samples per request of a ``samples`` or ``times`` query."""
         return self.chunk_points * self.grid.step
+
+    @property
+    def raw_start(self) -> int:
+        """The earliest raw sample time a grid evaluation can use (irate window or lookback)."""
+        return self.grid.start - max(2 * self.grid.step, LOOKBACK_SECONDS)
 
     def span_for(self, spec: QuerySpec) -> int:
         """The ``{{span}}`` a query is rendered with."""
-        return self.sample_span if spec.kind == "samples" else self.span
+        return self.sample_span if spec.kind in RAW_KINDS else self.span
 
     def requests_for(self, spec: QuerySpec) -> list[tuple[int, int, int]]:
         """``(start, end, step)`` of every request ``spec`` needs."""
         grid = self.grid
-        if spec.kind == "samples":
+        if spec.kind in RAW_KINDS:
             # Raw samples back to one irate window / lookback before the first grid point; an
-            # instant query of selector[span] at t returns the samples in [t - span, t].
-            need = grid.start - max(2 * grid.step, LOOKBACK_SECONDS)
-            times = [grid.end]
-            while times[-1] - self.sample_span > need:
-                times.append(times[-1] - self.sample_span)
-            return [(t, t, 0) for t in reversed(times)]
+            # instant query of selector[e - s] at e returns the samples in [s, e]. The earliest
+            # request reaches back only as far as needed (``run_profile`` renders its span).
+            need = self.raw_start
+            ends = [grid.end]
+            while ends[-1] - self.sample_span > need:
+                ends.append(ends[-1] - self.sample_span)
+            return [(max(need, e - self.sample_span), e, 0) for e in reversed(ends)]
         if spec.kind == "range":
             return [
                 (s, e, grid.step)
@@ -123,6 +134,13 @@ class FetchPlan:
         first = grid.end - (count - 1) * span
         per = max(1, math.ceil(count / self.parallelism))
         return [(s, e, span) for s, e in range_chunks(first, grid.end, span, per)]
+
+
+def _after(series: Series, start: float) -> Series:
+    keep = series.timestamps > start
+    if keep.all():
+        return series
+    return Series(series.labels, series.timestamps[keep], series.values[keep])
 
 
 def merge_series(parts: list[list[Series]]) -> list[Series]:
@@ -160,41 +178,54 @@ def run_profile(
         )
         for spec in specs
     }
-    tasks: list[tuple[str, int, tuple[int, int, int]]] = []
+    # Identical requests (first and last seen read the same raw samples) are sent once.
+    tasks: dict[tuple[str, str, tuple[int, int, int]], list[tuple[str, int]]] = {}
     for spec in specs:
         for index, window in enumerate(plan.requests_for(spec)):
-            tasks.append((spec.name, index, window))
+            key = (spec.kind, spec.expr, window)
+            tasks.setdefault(key, []).append((spec.name, index))
     chunks: dict[str, dict[int, list[Series]]] = {name: {} for name in results}
     grid_times = np.arange(plan.grid.start, plan.grid.end + 1, plan.grid.step, dtype=np.float64)
     done_count = 0
     if progress:
         progress(0, len(tasks))
 
-    def run(name: str, window: tuple[int, int, int]) -> list[Series]:
+    since = plan.grid.start - LOOKBACK_SECONDS  # times: samples the range's first step can see
+
+    def run(kind: str, window: tuple[int, int, int], name: str) -> list[Series]:
         start, end, step = window
-        if step == 0:  # samples: an instant query of a range selector
-            return client.query(results[name].expr, end, what=f"query {name}")
-        return client.query_range(results[name].expr, start, end, step, what=f"query {name}")
+        if step == 0:  # samples, times: an instant query of selector[end - start] at end
+            spec = results[name].spec
+            expr = spec.render(step_seconds=plan.grid.step, span_seconds=end - start)
+            raw = client.query(expr, end, what=f"query {name}")
+            if start > plan.raw_start:
+                # The range [start, end] is closed: a sample at ``start`` is also the previous
+                # request's last one. Dropping it here keeps every series' chunks disjoint.
+                raw = [_after(series, start) for series in raw]
+            return time_bounds(raw, since) if kind == "times" else raw
+        expr = results[name].expr
+        return client.query_range(expr, start, end, step, what=f"query {name}")
 
     with ThreadPoolExecutor(max_workers=max(1, plan.parallelism)) as pool:
-        futures: dict[Future[list[Series]], tuple[str, int]] = {
-            pool.submit(run, name, window): (name, index) for name, index, window in tasks
+        futures: dict[Future[list[Series]], list[tuple[str, int]]] = {
+            pool.submit(run, kind, window, users[0][0]): users
+            for (kind, _, window), users in tasks.items()
         }
         pending = set(futures)
         try:
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for future in finished:
-                    name, index = futures[future]
-                    result = results[name]
-                    result.requests += 1
                     done_count += 1
-                    try:
-                        chunks[name][index] = future.result()
-                    except SourceError as exc:
-                        if result.spec.required:
-                            raise
-                        result.error = str(exc)
+                    for name, index in futures[future]:
+                        result = results[name]
+                        result.requests += 1
+                        try:
+                            chunks[name][index] = future.result()
+                        except SourceError as exc:
+                            if result.spec.required:
+                                raise
+                            result.error = str(exc)
                     if progress:
                         progress(done_count, len(tasks))
         except BaseException:
@@ -209,6 +240,8 @@ def run_profile(
                 result.series = evaluate(
                     result.series, grid_times, sample_rule(result.spec, plan.grid)
                 )
+            elif result.spec.kind == "times":
+                result.series = sample_times(result.series, result.spec.by, result.spec.combine)
     return results
 
 

@@ -4,8 +4,10 @@ Each file starts with a comment header, then the PromQL expression::
 
     # Busy CPU cores per node-exporter target (mode not idle/iowait/steal).
     # kind: range          range = on the step grid; window = one summary over the whole range;
-    #                      samples = raw samples (selector[{{span}}]) evaluated on the grid here
-    # combine: last        window queries: how the per-chunk summaries merge (last | min | max)
+    #                      samples = raw samples (selector[{{span}}]) evaluated on the grid here;
+    #                      times = the first/last raw sample time per group (selector[{{span}}])
+    # combine: last        window queries: how the per-chunk summaries merge (last | min | max);
+    #                      times: min = first sample, max = last sample
     # source: node-exporter   kube-state-metrics | node-exporter | cadvisor
     # required: yes        a missing required query makes the snapshot partial
     # unit: cores
@@ -28,12 +30,14 @@ from analyzer.durations import format_duration
 from analyzer.errors import InputError
 from analyzer.paths import queries_dir
 
-KINDS = ("range", "window", "samples")
+KINDS = ("range", "window", "samples", "times")
 COMBINES = ("last", "min", "max")
 SOURCES = ("kube-state-metrics", "node-exporter", "cadvisor")
 VARIABLES = ("step", "rate_window", "span", "lookback")
 LOOKBACK_SECONDS = 300  # Prometheus --query.lookback-delta default
-_HEADER = re.compile(r"^#\s*(kind|combine|source|required|unit|rate|dedupe|sum)\s*:\s*(\S.*?)\s*$")
+_HEADER = re.compile(
+    r"^#\s*(kind|combine|source|required|unit|rate|dedupe|sum|by)\s*:\s*(\S.*?)\s*$"
+)
 _VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_]+)\s*\}\}")
 
 
@@ -52,6 +56,7 @@ class QuerySpec:
     rate: str = "none"  # samples: "irate" (counter) or "none" (gauge)
     dedupe: tuple[str, ...] = ()  # samples: max by these labels
     sum_by: tuple[str, ...] = ()  # samples: then sum by these labels
+    by: tuple[str, ...] = ()  # times: one first/last sample time per group of these labels
 
     def render(self, *, step_seconds: int, span_seconds: int) -> str:
         """The expression with its template variables filled in."""
@@ -111,7 +116,11 @@ def parse_query_file(path: Path) -> QuerySpec:
     sum_by = tuple(x.strip() for x in fields.get("sum", "").split(",") if x.strip())
     if kind == "samples" and (not dedupe or not set(sum_by) <= set(dedupe)):
         raise InputError(f"{path}: kind samples needs 'dedupe: labels' and 'sum: a subset of them'")
+    by = tuple(x.strip() for x in fields.get("by", "").split(",") if x.strip())
+    if kind == "times" and (not by or combine not in ("min", "max")):
+        raise InputError(f"{path}: kind times needs 'by: labels' and 'combine: min' or 'max'")
     return QuerySpec(
+        by=by,
         rate=fields.get("rate", "none"),
         dedupe=dedupe,
         sum_by=sum_by,

@@ -8,6 +8,10 @@ here with numpy costs the server a fraction of that for the same data. Semantics
 - ``irate`` at ``t`` over ``[t - window, t]`` (closed): the last two samples in the window,
   ``(v2 - v1) / (t2 - t1)``, or ``v2 / (t2 - t1)`` after a counter reset;
 - then ``max by (dedupe labels)`` (HA pairs, restart overlap) and ``sum by (sum labels)``.
+
+``times`` queries (first/last seen) need only each series' first and last raw sample time: the
+subquery ``min_over_time(timestamp(x)[span:5m])`` makes the server evaluate ``x`` at every 5 m step
+(and is 5 m coarse for the first sample), while ``x[span]`` only reads the samples.
 """
 
 from __future__ import annotations
@@ -85,3 +89,53 @@ def evaluate(series: list[Series], grid: np.ndarray, rule: SampleRule) -> list[S
             labels = {name: value for name, value in zip(rule.sum_by, group, strict=True) if value}
             out.append(Series(labels, grid[mask], total[mask]))
     return out
+
+
+def time_bounds(series: list[Series], since: float) -> list[Series]:
+    """Each raw series reduced to its first and last sample time at or after ``since``.
+
+    Applied to every response of a ``times`` query, so raw samples never pile up in memory.
+    """
+    out = []
+    for raw in series:
+        ts = raw.timestamps[raw.timestamps >= since]
+        if len(ts):
+            bounds = np.array([ts.min(), ts.max()])
+            out.append(Series(raw.labels, bounds, bounds.copy()))
+    return out
+
+
+def sample_times(series: list[Series], by: tuple[str, ...], combine: str) -> list[Series]:
+    """Per group of ``by`` labels, the first (``min``) or last (``max``) sample time.
+
+    Each group becomes a one-point series whose timestamp and value are that time (unix seconds),
+    the shape a ``window`` query with ``combine: min|max`` returns.
+    """
+    best: dict[tuple[str, ...], float] = {}
+    for raw in series:
+        if len(raw.timestamps) == 0:
+            continue
+        key = tuple(raw.labels.get(name, "") for name in by)
+        value = float(raw.timestamps.min() if combine == "min" else raw.timestamps.max())
+        if key not in best:
+            best[key] = value
+        else:
+            best[key] = min(best[key], value) if combine == "min" else max(best[key], value)
+    return [
+        Series(
+            {name: v for name, v in zip(by, key, strict=True) if v},
+            np.array([time]),
+            np.array([time]),
+        )
+        for key, time in best.items()
+    ]
+
+
+def subquery_promql(selector_expr: str, by: tuple[str, ...], combine: str, lookback: str) -> str:
+    """The plain-PromQL window query a ``times`` query replaces (5 m coarse for first samples)."""
+    selector = selector_expr.rsplit("[", 1)[0].strip()
+    span = selector_expr.rsplit("[", 1)[1].rstrip("]").strip()
+    return (
+        f"{combine} by ({', '.join(by)}) "
+        f"({combine}_over_time(timestamp({selector})[{span}:{lookback}]))"
+    )

@@ -7,6 +7,7 @@ when the client is built. ``public_url`` is what may be printed or stored (``met
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,17 @@ def normalise_url(url: str) -> str:
             f"--prometheus: {public_url(text)!r} is not an http(s) URL (expected e.g. http://prometheus:9090)"
         )
     return text.rstrip("/")
+
+
+def is_loopback(url: str) -> bool:
+    """True when ``url``'s host is this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def public_url(url: str) -> str:
