@@ -45,31 +45,31 @@ def load_config_file(path: Path) -> dict[str, Any]:
 
 
 def build_default_map(
-    data: Mapping[str, Any], commands: Mapping[str, set[str]], source: str = "config"
+    data: Mapping[str, Any], commands: Mapping[str, Mapping[str, str]], source: str = "config"
 ) -> dict[str, dict[str, Any]]:
     """Turn config data into a click ``default_map``.
 
-    ``commands`` maps each command path (``collect``, ``report-nightly``) to its option names
-    (click parameter names, dashes or underscores both accepted in the file).
+    ``commands`` maps each command path (``collect``, ``report-nightly``) to the keys it accepts
+    (flag or parameter spelling, with underscores) → the click parameter name they set.
     """
-    all_options = set().union(*commands.values()) if commands else set()
+    all_keys = {key for options in commands.values() for key in options}
     result: dict[str, dict[str, Any]] = {name: {} for name in commands}
     for key, value in data.items():
         norm = str(key).replace("-", "_")
         if key in commands and isinstance(value, dict):
             for sub_key, sub_value in value.items():
-                sub_norm = str(sub_key).replace("-", "_")
-                if sub_norm not in commands[key]:
+                param = commands[key].get(str(sub_key).replace("-", "_"))
+                if param is None:
                     raise InputError(
                         f"{source}: unknown option {key}.{sub_key} (the {key} command has no such option)"
                     )
-                result[key][sub_norm] = sub_value
+                result[key][param] = sub_value
         elif key in STRUCTURED_SECTIONS:
             continue
-        elif norm in all_options:
+        elif norm in all_keys:
             for name, options in commands.items():
                 if norm in options:
-                    result[name].setdefault(norm, value)
+                    result[name].setdefault(options[norm], value)
         else:
             raise InputError(
                 f"{source}: unknown option {key!r}; see 'analyzer --help' for option names"

@@ -52,10 +52,13 @@ def test_atomic_write_replaces_whole_file(tmp_path: Path) -> None:
 
 
 def test_config_section_beats_top_level_and_unknown_keys_fail() -> None:
-    commands = {"collect": {"step", "prometheus"}, "report-nightly": {"out"}}
-    data = {"step": "5m", "collect": {"step": "1m"}, "out": "/r"}
+    commands = {
+        "collect": {"step": "step", "prometheus": "prometheus", "header": "headers"},
+        "report-nightly": {"out": "out"},
+    }
+    data = {"step": "5m", "collect": {"step": "1m"}, "out": "/r", "header": ["K=V"]}
     result = build_default_map(data, commands)
-    assert result["collect"] == {"step": "1m"}
+    assert result["collect"] == {"step": "1m", "headers": ["K=V"]}  # flag spelling → parameter
     assert result["report-nightly"] == {"out": "/r"}
     with pytest.raises(InputError, match="unknown option 'stepp'"):
         build_default_map({"stepp": 1}, commands)

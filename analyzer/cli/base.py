@@ -84,13 +84,25 @@ def _all_commands(group: click.Group) -> MutableMapping[str, click.Command]:
     return group.commands
 
 
-def _option_names(command: click.Command) -> set[str]:
-    return {p.name for p in command.params if isinstance(p, click.Option) and p.name}
+def _option_names(command: click.Command) -> dict[str, str]:
+    """Config keys a command accepts → its click parameter names.
+
+    Both spellings work in a config file: the flag (``header`` for ``--header``) and the
+    parameter (``headers``); dashes and underscores are the same.
+    """
+    names: dict[str, str] = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name:
+            names[param.name] = param.name
+            for flag in param.opts:
+                if flag.startswith("--"):
+                    names.setdefault(flag[2:].replace("-", "_"), param.name)
+    return names
 
 
-def command_options(group: click.Group, prefix: str = "") -> dict[str, set[str]]:
-    """Map each command path (``collect``, ``report-nightly``) to its option names."""
-    result: dict[str, set[str]] = {}
+def command_options(group: click.Group, prefix: str = "") -> dict[str, dict[str, str]]:
+    """Map each command path (``collect``, ``report-nightly``) to its config keys → parameters."""
+    result: dict[str, dict[str, str]] = {}
     for name, command in _all_commands(group).items():
         path = f"{prefix}{name}"
         if isinstance(command, click.Group):
