@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.koord import koord_priority_class
+from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.snapshot import Snapshot, pinned_pods, resources_in
 
@@ -78,6 +79,7 @@ class ReplayInput:
             allowed_pods=t.allowed_pods.copy(),
             node_labels=t.node_labels,
             node_annotations=t.node_annotations,
+            node_taints=t.node_taints,
         )
 
 
@@ -109,7 +111,15 @@ def _node_state(snapshot: Snapshot, pod_resources: list[str]) -> ClusterState:
         extra_resources=pod_resources,
         annotations=[_json_map(a) for a in nodes["annotations"]],
         labels=[_json_map(a) for a in nodes["labels"]],
+        taints=[taints_from_json(t) for t in _column(nodes, "taints", "[]")],
     )
+
+
+def _column(frame: pd.DataFrame, name: str, default: str) -> list[str]:
+    """A JSON text column as strings (``default`` where missing or NA: older snapshots)."""
+    if name not in frame.columns:
+        return [default] * len(frame)
+    return [str(v) for v in frame[name].fillna(default)]
 
 
 def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], list[bytes]]:
@@ -136,6 +146,11 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     namespaces = pods["namespace"].fillna("").astype(str).to_numpy()
     priority = pods["priority"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
     daemonset = (pods["owner_kind"].fillna("") == "DaemonSet").to_numpy()
+    # few distinct (tolerations, nodeSelector) texts: parse each once, share the object
+    texts = list(
+        zip(_column(pods, "tolerations", "[]"), _column(pods, "node_selector", "{}"), strict=True)
+    )
+    parsed = {t: constraints_from_json(*t) for t in dict.fromkeys(texts)}
     demands: list[PodDemand] = []
     keys: list[bytes] = []
     for i in range(count):
@@ -153,13 +168,14 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
                 priority=None if np.isnan(priority[i]) else int(priority[i]),
                 koord_class=str(klass[i]),
                 qos=str(qos[i]) or "BestEffort",
+                constraints=parsed[texts[i]],
             )
         )
         keys.append(
             req_row.tobytes()
             + nonzero[i].tobytes()
             + lim_row.tobytes()
-            + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}".encode()
+            + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}|{texts[i][0]}|{texts[i][1]}".encode()
         )
     return demands, keys
 

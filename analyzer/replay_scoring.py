@@ -38,12 +38,14 @@ from analyzer.scheduling.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balance_scores,
 )
+from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import Evaluation, Profile, select
 from analyzer.scheduling.noderesources_fit import NodeResourcesFit, broken_linear_array
 from analyzer.scheduling.resource_allocation import ResourceSpec, weighted_floor_mean
 from analyzer.scheduling.state import CPU, MEMORY, ClusterState, PodDemand, is_scalar_resource
 
 LOWEST = np.iinfo(np.int64).min
+_STATIC_FILTERS = (TaintTolerationFilter, NodeAffinityFilter)
 FULL_RECOMPUTE_SHARE = 0.25  # above this share of changed nodes, recompute all rows at once
 SCALAR_ROWS = 64  # up to this many changed nodes, score them in plain Python (no numpy overhead)
 LOG_LIMIT = 1 << 20  # the change log is cut here; entries then recompute everything once
@@ -122,6 +124,7 @@ class _Plan:
     fit: list[tuple[NodeResourcesFit, int, _Columns]]
     balanced: list[tuple[NodeResourcesBalancedAllocation, int, _Columns]]
     rows: RowPlan  # the same plan for the scalar scorer of a few changed nodes
+    allowed: BoolArray | None = None  # TaintToleration & NodeAffinity per node (None: all pass)
 
 
 class _Kernel:
@@ -129,6 +132,8 @@ class _Kernel:
 
     def __init__(self, profile: Profile) -> None:
         self.fit_filters = [f for f in profile.filters if isinstance(f, NodeResourcesFit)]
+        # the static filters: node taints and labels never change during a replay
+        self.static_filters = [f for f in profile.filters if isinstance(f, _STATIC_FILTERS)]
         self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
         self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
         for weighted in profile.scorers:
@@ -142,7 +147,7 @@ class _Kernel:
     def supports(profile: Profile) -> bool:
         """True when every plugin of ``profile`` has a compiled form here."""
         for f in profile.filters:
-            if not isinstance(f, NodeResourcesFit):
+            if not isinstance(f, (NodeResourcesFit, *_STATIC_FILTERS)):
                 return False
         for weighted in profile.scorers:
             plugin = weighted.plugin
@@ -192,7 +197,12 @@ class _Kernel:
                 for p, w, c in balanced
             ),
         )
-        return _Plan(never, checked_axis, fit, balanced, rows)
+        allowed = None
+        for static in self.static_filters:
+            feasible = static.filter(state, pod, 0.0).feasible
+            if not feasible.all():
+                allowed = feasible if allowed is None else allowed & feasible
+        return _Plan(never, checked_axis, fit, balanced, rows, allowed)
 
 
 def _fit_score(
@@ -324,6 +334,9 @@ class ScoreCache:
             else:
                 scored = score_rows(self.state, entry.plan.rows, rows, self.active)
                 values = [total if ok else LOWEST for ok, total in scored]
+            allowed = entry.plan.allowed
+            if rows and allowed is not None:
+                values = [v if allowed[r] else LOWEST for r, v in zip(rows, values, strict=True)]
             if rows:
                 entry.pending.update(zip(rows, values, strict=True))
                 _track_best(entry, rows, values)
@@ -420,6 +433,8 @@ def _evaluate_rows(
     feasible = active[rows] & (state.pod_count[rows] + 1 <= state.allowed_pods[rows])
     if plan.never:
         feasible = np.zeros(len(rows), dtype=bool)
+    if plan.allowed is not None:
+        feasible &= plan.allowed[rows]
     if len(plan.checked) and kernel.fit_filters:
         free = (
             state.allocatable[np.ix_(rows, plan.checked)]

@@ -48,6 +48,7 @@ NODE_COLUMNS: dict[str, str] = {
     "annotations": "string",  # JSON object
     "first_seen": "datetime64[ns, UTC]",
     "last_seen": "datetime64[ns, UTC]",
+    "taints": "string",  # JSON list of {key, value, effect}; "[]" when absent
 }
 POD_COLUMNS: dict[str, str] = {
     "uid": "string",
@@ -69,7 +70,11 @@ POD_COLUMNS: dict[str, str] = {
     "finished": "datetime64[ns, UTC]",  # completion or deletion; NaT = still running at the end
     "first_seen": "datetime64[ns, UTC]",
     "last_seen": "datetime64[ns, UTC]",
+    "tolerations": "string",  # JSON list of {key, operator, value, effect}; "[]" when absent
+    "node_selector": "string",  # JSON object; "{}" when absent
 }
+# Scheduling-constraint columns added later: old snapshots lack them, so they default (never NA).
+JSON_DEFAULTS: dict[str, str] = {"taints": "[]", "tolerations": "[]", "node_selector": "{}"}
 USAGE_VALUE_COLUMNS: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "cpu": "float64",
@@ -183,6 +188,11 @@ def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
                 out[name] = pd.to_datetime(column, utc=True).astype(dtype).array
             else:
                 out[name] = column.astype(dtype).to_numpy()
+            if name in JSON_DEFAULTS:
+                out[name] = out[name].fillna(JSON_DEFAULTS[name])
+        elif name in JSON_DEFAULTS:
+            # built like a present column (astype + to_numpy) so both paths get the same dtype
+            out[name] = pd.Series(JSON_DEFAULTS[name], index=out.index).astype(dtype).to_numpy()
         else:
             out[name] = pd.Series(
                 pd.NA if dtype != "float64" else float("nan"), index=out.index
@@ -210,7 +220,9 @@ def validate(snapshot: Snapshot, where: str = "snapshot") -> None:
     """Raise ``InputError`` naming the table and column if the snapshot breaks the contract."""
     for table in TABLES:
         frame = getattr(snapshot, table)
-        missing = [c for c in _FIXED_COLUMNS[table] if c not in frame.columns]
+        missing = [
+            c for c in _FIXED_COLUMNS[table] if c not in frame.columns and c not in JSON_DEFAULTS
+        ]
         missing += [c for c in REQUIRED_RESOURCE_COLUMNS[table] if c not in frame.columns]
         if missing:
             raise InputError(f"{where}: table {table} lacks column(s) {', '.join(missing)}")

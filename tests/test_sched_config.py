@@ -181,11 +181,13 @@ def test_balanced_weights_must_be_one() -> None:
 
 
 def test_defaults_and_multipoint_merging() -> None:
-    # no configuration at all = kube-scheduler defaults: Fit filter, Fit + Balanced scores weight 1
+    # no configuration at all = kube-scheduler defaults: the modelled default filters in the v1
+    # default plugin order (TaintToleration, NodeAffinity, NodeResourcesFit), Fit + Balanced
+    # scores weight 1
     spec = parse_kube_scheduler_configuration(
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     ).profiles[0]
-    assert spec.filters == ["NodeResourcesFit"]
+    assert spec.filters == ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
     assert spec.scores == [("NodeResourcesFit", 1), ("NodeResourcesBalancedAllocation", 1)]
     assert spec.args["NodeResourcesFit"].strategy == "LeastAllocated"
     # a point's enabled entry overrides the multiPoint weight; disabling one plugin keeps the other
@@ -204,7 +206,12 @@ def test_defaults_and_multipoint_merging() -> None:
     }
     spec = parse_kube_scheduler_configuration(doc).profiles[0]
     assert dict(spec.scores) == {"NodeResourcesFit": 5, "LoadAwareScheduling": 4}
-    assert spec.filters == ["NodeResourcesFit", "LoadAwareScheduling"]
+    assert spec.filters == [
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "LoadAwareScheduling",
+    ]
 
 
 LEGACY_POLICY: dict[str, Any] = {

@@ -14,6 +14,13 @@ from analyzer.durations import parse_time
 from analyzer.errors import InputError
 from analyzer.quantity import resource_value
 from analyzer.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.scheduling.constraint_types import (
+    NO_CONSTRAINTS,
+    PodConstraints,
+    Taint,
+    parse_pod_constraints,
+    parse_taints,
+)
 from analyzer.scheduling.loadaware_args import koord_priority_class
 from analyzer.scheduling.state import PodDemand, make_demand
 
@@ -28,6 +35,7 @@ class NodeObject:
     allocatable: Mapping[str, int]
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()  # spec.taints
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,7 @@ class PodObject:
     initialized_time: float | None = None  # Initialized=True lastTransitionTime
     pod_requests: Mapping[str, int] = field(default_factory=dict)  # spec.resources (cpu, memory)
     pod_limits: Mapping[str, int] = field(default_factory=dict)
+    constraints: PodConstraints = NO_CONSTRAINTS  # tolerations, nodeSelector, required affinity
 
     @property
     def terminated(self) -> bool:
@@ -87,6 +96,7 @@ class PodObject:
             qos=self.qos,
             scheduler_name=self.scheduler_name,
             annotations=dict(self.annotations),
+            constraints=self.constraints,
         )
 
 
@@ -125,6 +135,9 @@ def parse_node(obj: Any, where: str) -> NodeObject:
         allocatable=resource_list(status.get("allocatable"), f"{where}.status.allocatable"),
         labels=_string_map(meta.get("labels"), f"{where}.metadata.labels"),
         annotations=_string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
+        taints=parse_taints(
+            _mapping(obj.get("spec"), f"{where}.spec").get("taints"), f"{where}.spec.taints"
+        ),
     )
 
 
@@ -197,4 +210,5 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         initialized_time=_condition_time(conditions, "Initialized", f"{where}.status.conditions"),
         pod_requests={k: v for k, v in level_requests.items() if k in POD_LEVEL_RESOURCES},
         pod_limits={k: v for k, v in level_limits.items() if k in POD_LEVEL_RESOURCES},
+        constraints=parse_pod_constraints(spec, f"{where}.spec"),
     )

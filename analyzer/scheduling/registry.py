@@ -77,7 +77,7 @@ def available() -> list[str]:
 
 
 def _register_builtins() -> None:
-    from analyzer.scheduling import balanced_allocation, loadaware, loadaware_args
+    from analyzer.scheduling import balanced_allocation, constraints, loadaware, loadaware_args
     from analyzer.scheduling import noderesources_fit as fit
 
     register(
@@ -105,6 +105,25 @@ def _register_builtins() -> None:
             points=frozenset({"filter", "score"}),
             parse_args=loadaware_args.parse_loadaware_args,
             build=loadaware.LoadAwareScheduling,
+        )
+    )
+
+    register(
+        PluginType(
+            name=constraints.TAINT_NAME,
+            description="filter: NoSchedule/NoExecute taints must be tolerated (score not modelled)",
+            points=frozenset({"filter"}),
+            parse_args=constraints.parse_args,
+            build=constraints.TaintTolerationFilter,
+        )
+    )
+    register(
+        PluginType(
+            name=constraints.AFFINITY_NAME,
+            description="filter: nodeSelector + required node affinity (preferred not scored)",
+            points=frozenset({"filter"}),
+            parse_args=constraints.parse_args,
+            build=constraints.NodeAffinityFilter,
         )
     )
 

@@ -166,6 +166,7 @@ def _state(
         extra_resources=extra,
         annotations=[dict(n.annotations) for n in nodes],
         labels=[dict(n.labels) for n in nodes],
+        taints=[n.taints for n in nodes],
     )
     position = {name: i for i, name in enumerate(state.node_names)}
     for pod in bound:

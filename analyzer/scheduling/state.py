@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
+from analyzer.scheduling.constraint_types import NO_CONSTRAINTS, PodConstraints, Taint
 
 CPU, MEMORY = 0, 1
 NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
@@ -73,6 +74,7 @@ class PodDemand:
     qos: str = "BestEffort"  # Kubernetes QoS class
     scheduler_name: str = "default-scheduler"
     annotations: Mapping[str, str] = field(default_factory=dict)
+    constraints: PodConstraints = NO_CONSTRAINTS  # tolerations, nodeSelector, required affinity
 
     def request(self, name: str) -> int:
         """The real request of ``name`` (0 when the pod does not set it)."""
@@ -171,6 +173,7 @@ class ClusterState:
     allowed_pods: Int64Array
     node_labels: list[dict[str, str]] = field(default_factory=list)
     node_annotations: list[dict[str, str]] = field(default_factory=list)
+    node_taints: list[tuple[Taint, ...]] = field(default_factory=list)  # empty: no node tainted
     load: LoadInputs | None = None
     # derived per-node data plugins keep between pods (e.g. LoadAware thresholds); call
     # ``invalidate()`` after changing allocatable, labels or annotations in place
@@ -188,6 +191,7 @@ class ClusterState:
         extra_resources: Iterable[str] = (),
         annotations: Sequence[Mapping[str, str]] | None = None,
         labels: Sequence[Mapping[str, str]] | None = None,
+        taints: Sequence[Sequence[Taint]] | None = None,
     ) -> ClusterState:
         """Empty nodes (nothing bound) with the given allocatable maps (``pods`` = allowed pods)."""
         names_seen = {r for alloc in allocatable for r in alloc} | set(extra_resources)
@@ -207,6 +211,7 @@ class ClusterState:
             allowed_pods=np.array([int(a.get("pods", 0)) for a in allocatable], dtype=np.int64),
             node_annotations=[dict(a) for a in (annotations or [{} for _ in names])],
             node_labels=[dict(a) for a in (labels or [{} for _ in names])],
+            node_taints=[tuple(t) for t in (taints or [() for _ in names])],
         )
 
     @property

@@ -60,6 +60,8 @@ class Strategy:
 
 
 STRATEGIES: Registry[Strategy] = Registry("strategy")
+# kube-scheduler v1 default filters that the analyzer models (order as in the default profile)
+_KUBE_FILTERS = ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
 _KUBE_SCORES = [
     {"name": "NodeResourcesFit", "weight": 1},
     {"name": "NodeResourcesBalancedAllocation", "weight": 1},
@@ -75,14 +77,14 @@ register_strategy(
     Strategy(
         "kube-default",
         "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation, weights 1/1",
-        _config(_KUBE_SCORES, ["NodeResourcesFit"], [_fit({"type": "LeastAllocated"})]),
+        _config(_KUBE_SCORES, _KUBE_FILTERS, [_fit({"type": "LeastAllocated"})]),
     )
 )
 register_strategy(
     Strategy(
         "most-allocated",
         "bin packing: NodeResourcesFit MostAllocated (cpu, memory weight 1) + BalancedAllocation",
-        _config(_KUBE_SCORES, ["NodeResourcesFit"], [_fit({"type": "MostAllocated"})]),
+        _config(_KUBE_SCORES, _KUBE_FILTERS, [_fit({"type": "MostAllocated"})]),
     )
 )
 register_strategy(
@@ -91,7 +93,7 @@ register_strategy(
         "bin packing: RequestedToCapacityRatio shape 0→0, 100→10 on cpu, memory + BalancedAllocation",
         _config(
             _KUBE_SCORES,
-            ["NodeResourcesFit"],
+            _KUBE_FILTERS,
             [
                 _fit(
                     {
@@ -118,7 +120,7 @@ register_strategy(
         "kube-default + Koordinator LoadAwareScheduling (thresholds cpu 65 / memory 95, weight 1)",
         _config(
             [*_KUBE_SCORES, {"name": "LoadAwareScheduling", "weight": 1}],
-            ["NodeResourcesFit", "LoadAwareScheduling"],
+            [*_KUBE_FILTERS, "LoadAwareScheduling"],
             [_fit({"type": "LeastAllocated"}), {"name": "LoadAwareScheduling", "args": {}}],
         ),
     )

@@ -362,3 +362,29 @@ TRAIN = Template(
     duration=3 * 3600,
     images=("registry.example.com/ml/trainer:0.9",),
 )
+
+
+# ---- scheduling constraints (what the generator's placement masks stand for) ----------------
+POOL_LABEL = "cloud.google.com/gke-nodepool"
+GPU_TAINT: Mapping[str, str] = {"key": GPU, "value": "present", "effect": "NoSchedule"}
+
+
+def pool_taints(pool: NodePool) -> list[dict[str, str]]:
+    """Taints of a node of ``pool``: GPU nodes carry ``nvidia.com/gpu=present:NoSchedule``."""
+    return [dict(GPU_TAINT)] if pool.gpus else []
+
+
+def template_constraints(template: Template) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """A workload's (tolerations, nodeSelector), matching the placement mask the generator uses.
+
+    DaemonSets tolerate every taint (operator Exists, as node agents do) so they run on every
+    node; a ``pool`` restriction is a nodeSelector on the pool label, and the GPU pool's workloads
+    also tolerate the GPU taint.
+    """
+    tolerations: list[dict[str, str]] = []
+    if template.kind == "DaemonSet":
+        tolerations.append({"operator": "Exists"})
+    elif template.pool == "gpu":
+        tolerations.append({"key": GPU, "operator": "Exists", "effect": "NoSchedule"})
+    selector = {POOL_LABEL: template.pool} if template.pool is not None else {}
+    return tolerations, selector

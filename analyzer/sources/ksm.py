@@ -22,6 +22,8 @@ from analyzer.sources.catalog import (
     KERNEL_VERSION,
     KUBELET_VERSION,
     OS_IMAGE,
+    pool_taints,
+    template_constraints,
 )
 from analyzer.sources.lifecycle import Pod
 from analyzer.sources.omtext import SeriesWriter, cores, series_head
@@ -109,6 +111,9 @@ def write_nodes(
                     "unit": unit(resource),
                 }
                 out.const(target.head(metric, own), value_text(resource, amount), 0, last)
+        for taint in pool_taints(node.pool):
+            own = {"node": node.name} | taint  # key, value, effect
+            out.const(target.head("kube_node_spec_taint", own), "1", 0, last)
         if with_labels:
             own = {"node": node.name} | {
                 "label_" + sanitize_resource_name(k): v for k, v in node_labels(node).items()
@@ -184,6 +189,22 @@ def _resource_series(
                     out.const(target.head(prefix + kind, own), value_text(resource, amount), lo, hi)
 
 
+def _constraint_series(
+    out: SeriesWriter, target: KsmTarget, base: Mapping[str, str], pod: Pod, w: _Window
+) -> None:
+    """``kube_pod_tolerations`` (one series per toleration; KSM omits unset fields) and
+    ``kube_pod_nodeselectors`` (one series, ``nodeselector_<sanitised label>``)."""
+    tolerations, selector = template_constraints(pod.template)
+    for toleration in tolerations:
+        own = dict(base) | {k: v for k, v in toleration.items() if v}
+        out.const(target.head("kube_pod_tolerations", own), "1", w.first, w.last)
+    if selector:
+        own = dict(base) | {
+            "nodeselector_" + sanitize_resource_name(k): v for k, v in selector.items()
+        }
+        out.const(target.head("kube_pod_nodeselectors", own), "1", w.first, w.last)
+
+
 def write_pod(out: SeriesWriter, cluster: SyntheticCluster, index: int, target: KsmTarget) -> None:
     """Every KSM series of one pod."""
     pod = cluster.pods[index]
@@ -213,6 +234,7 @@ def write_pod(out: SeriesWriter, cluster: SyntheticCluster, index: int, target: 
         "owner_name": pod.owner_name,
     }
     out.const(target.head("kube_pod_owner", owner), "1", w.first, w.last)
+    _constraint_series(out, target, base, pod, w)
     out.const(target.head("kube_pod_created", base), str(pod.created), w.first, w.last)
     if pod.scheduled is not None:
         head = target.head("kube_pod_status_scheduled_time", base)

@@ -8,9 +8,10 @@ snapshot then has a known answer: the same node for every pod (the replay's own 
 incremental score cache must get there independently). The placer records, per pod uid, the tie
 set it drew from (``placer.ties``), so a test can also check that other seeds only differ there.
 
-The snapshot records no nodeSelectors or taints, so the replay cannot see them; this mode
-therefore drops the generator's pool restrictions (only DaemonSet pods keep their one node) —
-the cluster is what the profile alone would have produced.
+The generator's pool restrictions (``PlacementRequest.allowed``) are exactly what the snapshot
+records as node taints and pod tolerations/nodeSelectors (``catalog.template_constraints``), so
+this mode applies them as the TaintToleration/NodeAffinity filters would, and a replay of the
+snapshot sees the same constraints; DaemonSet pods keep their one node.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class KubePlacer:
         requests = {k: v for k, v in pod.requests.items() if k != "pods"}
         demand = make_demand(core.resources, requests, pod.non_zero, name=pod.uid, namespace="")
         evaluation = self.profile.evaluate(core, demand, float(pod.time))
+        # the pool mask stands for the pod's taint/selector filters (recorded in the snapshot)
+        evaluation.feasible = evaluation.feasible & pod.allowed
         self.ties[pod.uid] = [int(i) for i in evaluation.best()]
         return self.profile.select(evaluation, self.rng)
 

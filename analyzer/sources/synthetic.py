@@ -38,6 +38,8 @@ from analyzer.sources.catalog import (
     NodePool,
     node_allocatable,
     node_capacity,
+    pool_taints,
+    template_constraints,
 )
 from analyzer.sources.lifecycle import Pod, build_pods, run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
@@ -144,6 +146,7 @@ def _node_table(nodes: list[SyntheticNode], spec: SyntheticSpec) -> pd.DataFrame
         "annotations": [json.dumps(dict(n.pool.annotations), sort_keys=True) for n in nodes],
         "first_seen": _times([spec.start_s] * len(nodes)),
         "last_seen": _times([spec.end_s] * len(nodes)),
+        "taints": [json.dumps(pool_taints(n.pool)) for n in nodes],
     }
     for kind, attr in ((ALLOCATABLE, "allocatable"), (CAPACITY, "capacity")):
         for resource in RESOURCES:
@@ -204,6 +207,13 @@ def _pod_table(
         "first_seen": _times(first),
         "last_seen": _times(last),
     }
+    constraints = {
+        id(t): template_constraints(t) for t in {id(p.template): p.template for p in pods}.values()
+    }
+    table["tolerations"] = [json.dumps(constraints[id(p.template)][0]) for p in pods]
+    table["node_selector"] = [
+        json.dumps(constraints[id(p.template)][1], sort_keys=True) for p in pods
+    ]
     requests = [pod_requests(p.spec) for p in pods]
     limits = [pod_limits(p.spec) for p in pods]
     non_zero = [pod_requests(p.spec, non_zero=True) for p in pods]

@@ -1,0 +1,210 @@
+"""Scheduling-constraint objects: taints, tolerations, node-selector requirements; their parsing.
+
+Kept apart from the filters (``analyzer.scheduling.constraints``) so ``PodDemand`` can hold a pod's
+``PodConstraints`` without an import cycle. Matching follows k8s.io/api core/v1 ``ToleratesTaint``
+and the labels.Selector rules for NodeSelectorRequirement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.errors import InputError
+
+FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint."""
+
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A pod toleration (``tolerationSeconds`` does not affect scheduling)."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """core/v1 ``ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return False
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One NodeSelectorRequirement (``matchExpressions`` item)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a node with ``labels`` satisfies the requirement (labels.Selector rules)."""
+        present = self.key in labels
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if not present or len(self.values) != 1:
+            return False
+        try:  # Gt/Lt compare integers; an unparsable label never matches
+            have, want = int(labels[self.key]), int(self.values[0])
+        except ValueError:
+            return False
+        return have > want if self.operator == "Gt" else have < want
+
+
+@dataclass(frozen=True)
+class PodConstraints:
+    """A pod's tolerations, nodeSelector and required node-affinity terms (hashable signature)."""
+
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    required_terms: tuple[tuple[Requirement, ...], ...] | None = None  # None: no required affinity
+
+    def tolerates_all(self, taints: Sequence[Taint]) -> Taint | None:
+        """The first filtering taint no toleration tolerates (None: all tolerated)."""
+        for taint in taints:
+            if taint.effect in FILTERED_EFFECTS and not any(
+                t.tolerates(taint) for t in self.tolerations
+            ):
+                return taint
+        return None
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """NodeAffinity: nodeSelector exact match and, if set, one required term matching."""
+        if any(labels.get(k) != v for k, v in self.node_selector):
+            return False
+        if self.required_terms is None:
+            return True
+        return any(term and all(r.matches(labels) for r in term) for term in self.required_terms)
+
+
+NO_CONSTRAINTS = PodConstraints()
+
+
+def _string(raw: Any) -> str:
+    return "" if raw is None else str(raw)
+
+
+def parse_taints(raw: Any, where: str) -> tuple[Taint, ...]:
+    """``spec.taints`` (list of {key, value, effect})."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: expected a list of taints")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not item.get("key"):
+            raise InputError(f"{where}[{i}].key: every taint needs a key")
+        out.append(Taint(str(item["key"]), _string(item.get("value")), _string(item.get("effect"))))
+    return tuple(out)
+
+
+def parse_tolerations(raw: Any, where: str) -> tuple[Toleration, ...]:
+    """``spec.tolerations`` (list of {key, operator, value, effect})."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: expected a list of tolerations")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise InputError(f"{where}[{i}]: expected a mapping")
+        operator = _string(item.get("operator")) or "Equal"
+        if operator not in ("Equal", "Exists"):
+            raise InputError(f"{where}[{i}].operator: {operator!r} is not Equal or Exists")
+        out.append(
+            Toleration(
+                _string(item.get("key")),
+                operator,
+                _string(item.get("value")),
+                _string(item.get("effect")),
+            )
+        )
+    return tuple(out)
+
+
+def _requirements(raw: Any, where: str) -> tuple[Requirement, ...]:
+    out = []
+    for i, item in enumerate(raw or []):
+        at = f"{where}[{i}]"
+        if not isinstance(item, Mapping) or not item.get("key"):
+            raise InputError(f"{at}.key: every requirement needs a key")
+        operator = _string(item.get("operator"))
+        if operator not in OPERATORS:
+            raise InputError(f"{at}.operator: {operator!r} is not one of {', '.join(OPERATORS)}")
+        values = tuple(str(v) for v in item.get("values") or [])
+        out.append(Requirement(str(item["key"]), operator, values))
+    return tuple(out)
+
+
+def parse_pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints:
+    """Tolerations, nodeSelector and required node affinity of a Pod ``spec``."""
+    selector = spec.get("nodeSelector") or {}
+    if not isinstance(selector, Mapping):
+        raise InputError(f"{where}.nodeSelector: expected a mapping of label → value")
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms: tuple[tuple[Requirement, ...], ...] | None = None
+    if required is not None:
+        at = f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        raw_terms = required.get("nodeSelectorTerms") or []
+        terms = tuple(
+            _requirements(t.get("matchExpressions"), f"{at}.nodeSelectorTerms[{i}]")
+            for i, t in enumerate(raw_terms)
+        )
+    constraints = PodConstraints(
+        parse_tolerations(spec.get("tolerations"), f"{where}.tolerations"),
+        tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+        terms,
+    )
+    return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints
+
+
+def taints_from_json(text: object, where: str = "nodes.taints") -> tuple[Taint, ...]:
+    """A snapshot ``taints`` cell (JSON list; missing/empty = none)."""
+    return parse_taints(_json(text, "[]", where), where)
+
+
+def constraints_from_json(tolerations: object, selector: object) -> PodConstraints:
+    """A pod's constraints from the snapshot ``tolerations`` and ``node_selector`` cells."""
+    spec = {
+        "tolerations": _json(tolerations, "[]", "pods.tolerations"),
+        "nodeSelector": _json(selector, "{}", "pods.node_selector"),
+    }
+    return parse_pod_constraints(spec, "pods")
+
+
+def _json(text: object, default: str, where: str) -> Any:
+    if not isinstance(text, str) or not text:
+        text = default
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise InputError(
+            f"{where}: {text[:40]!r} is not valid JSON; re-create the snapshot"
+        ) from None
