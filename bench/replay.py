@@ -42,7 +42,7 @@ from analyzer.replay import ReplayInput, Strategy, prepare, replay
 from analyzer.replay_rows import score_rows
 from analyzer.replay_scoring import ScoreCache, _Kernel
 from analyzer.scheduling import ClusterState, PodDemand, Profile, load_strategy
-from analyzer.scheduling.reference import kube_default_loop
+from analyzer.scheduling.reference import allowed_by_constraints, kube_default_loop
 from analyzer.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.sources import SyntheticSpec, generate
 
@@ -60,7 +60,9 @@ def _loop_choice(
         return kube_default_loop(state, pod, most=name == "most-allocated")
     plan = _Kernel(profile).plan(state, pod)
     rows = score_rows(state, plan.rows, list(range(state.node_count)), np.ones_like(active))
-    return [ok for ok, _ in rows], [t for _, t in rows]
+    # the constraint filters, node by node as the Go plugins do
+    allowed = [allowed_by_constraints(state, pod, i) for i in range(state.node_count)]
+    return [ok and a for (ok, _), a in zip(rows, allowed, strict=True)], [t for _, t in rows]
 
 
 def baseline_cache(name: str, limit: int, fast: dict[int, int | None]) -> type[ScoreCache]:

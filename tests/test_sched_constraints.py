@@ -250,3 +250,38 @@ def test_replay_keeps_ordinary_pods_off_tainted_nodes(preset: str) -> None:
     old.nodes = old.nodes.drop(columns=["taints"])
     old.pods = old.pods.drop(columns=["tolerations", "node_selector"])
     assert replay(prepare(old), Strategy(preset, load_strategy(preset))).node.tolist() == [0]
+
+
+def test_per_node_reference_loop_filters_like_the_vectorised_core() -> None:
+    """The benchmark baseline checks each node's taints and labels directly (no masks, no cache)."""
+    from analyzer.scheduling.reference import kube_default_loop
+
+    profile = load_strategy("kube-default")
+    gpu_taint = (Taint("nvidia.com/gpu", "present", "NoSchedule"),)
+    state = ClusterState.from_nodes(
+        [f"n{i}" for i in range(6)],
+        [{"cpu": 8000, "memory": 32 << 30, "pods": 20} for _ in range(6)],
+        labels=[{"pool": "gpu" if i < 2 else "mem" if i < 4 else "gen"} for i in range(6)],
+        taints=[gpu_taint if i < 2 else () for i in range(6)],
+    )
+    for constraints, allowed in [
+        (PodConstraints(), [False, False, True, True, True, True]),
+        (PodConstraints(tolerations=(Toleration("nvidia.com/gpu", "Exists"),)), [True] * 6),
+        (
+            PodConstraints(node_selector=(("pool", "mem"),)),
+            [False, False, True, True, False, False],
+        ),
+    ]:
+        pod = make_demand(
+            state.resources,
+            {"cpu": 500, "memory": 1 << 30},
+            {"cpu": 500, "memory": 1 << 30},
+            name="p",
+            namespace="t",
+            constraints=constraints,
+        )
+        feasible, totals = kube_default_loop(state, pod)
+        evaluation = profile.evaluate(state, pod, 0.0)
+        assert feasible == allowed
+        assert feasible == evaluation.feasible.tolist()
+        assert totals == evaluation.total.tolist()

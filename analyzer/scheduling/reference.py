@@ -2,7 +2,8 @@
 
 Written the way the Go code reads (one node at a time, plain ints and floats), it serves two
 purposes: the benchmark baseline (``bench/score.py``) and an independent cross-check of the
-vectorised plugins in the property tests. Covers NodeResourcesFit (filter; LeastAllocated /
+vectorised plugins in the property tests. Covers TaintToleration and NodeAffinity (filters),
+NodeResourcesFit (filter; LeastAllocated /
 MostAllocated / RequestedToCapacityRatio scoring, current scale) and BalancedAllocation (1.23+
 std and 1.36+ delta).
 """
@@ -105,8 +106,19 @@ def balanced_score(
     return 50 + (50 + score - _balance(without)) // 2 if delta else score
 
 
+def allowed_by_constraints(state: ClusterState, pod: PodDemand, node: int) -> bool:
+    """TaintToleration and NodeAffinity filters for one node, checked directly on its taints/labels."""
+    taints = state.node_taints[node] if state.node_taints else ()
+    if pod.constraints.tolerates_all(taints) is not None:
+        return False
+    labels = state.node_labels[node] if state.node_labels else {}
+    return pod.constraints.matches(labels)
+
+
 def fits(state: ClusterState, pod: PodDemand, node: int) -> bool:
-    """NodeResourcesFit filter for one node (requests on the state's axis)."""
+    """TaintToleration, NodeAffinity and NodeResourcesFit filters for one node."""
+    if not allowed_by_constraints(state, pod, node):
+        return False
     if int(state.pod_count[node]) + 1 > int(state.allowed_pods[node]):
         return False
     for j in range(len(state.resources)):
