@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer import __version__
+from analyzer.collect_constraints import add_constraints
 from analyzer.collect_pods import build_pods
 from analyzer.collect_usage import NodeMapper, build_node_usage, build_nodes, build_pod_usage
 from analyzer.errors import PartialDataError
@@ -141,6 +142,7 @@ def build_snapshot(
             "(kube_pod_info and kube_node_info are empty); check the range and that "
             "kube-state-metrics is scraped ('analyzer check')"
         )
+    warnings.extend(add_constraints(results, nodes, pods))
     mapper = NodeMapper.from_results(nodes, results)
     node_usage = build_node_usage(results, mapper, grid)
     pod_usage, unmatched = build_pod_usage(results, pods, grid)

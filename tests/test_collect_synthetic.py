@@ -9,6 +9,7 @@ plus the 5 m lookback; cpu within 1 %; memory exactly at sample points.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import numpy as np
@@ -139,3 +140,61 @@ def test_pod_usage_within_tolerance(pair: tuple[Snapshot, CollectResult, str]) -
     assert extra["cpu"].isna().all()
     first = got.groupby("uid")["timestamp"].min()
     assert np.array_equal(extra["timestamp"].to_numpy(), first.loc[extra["uid"]].to_numpy())
+
+
+def _as_set(text: str) -> set[frozenset[tuple[str, str]]]:
+    """A JSON list of objects as a set (order and duplicates carry no meaning)."""
+    return {frozenset(item.items()) for item in json.loads(text)}
+
+
+def test_same_scheduling_constraints(pair: tuple[Snapshot, CollectResult, str]) -> None:
+    """Taints, tolerations and nodeSelectors survive KSM's label form and come back as generated.
+
+    The generator taints GPU nodes, gives DaemonSets ``operator: Exists`` and GPU workloads a keyed
+    toleration, and pool-restricted workloads a ``cloud.google.com/gke-nodepool`` selector, which
+    KSM exports sanitised; node labels are not exported here, so the key comes back through the
+    well-known keys, with no warning.
+    """
+    truth, result, _ = pair
+    got = result.snapshot
+    t, g = truth.nodes.set_index("node"), got.nodes.set_index("node").loc[truth.nodes["node"]]
+    assert any(json.loads(x) for x in t["taints"]), "the fixture must have tainted nodes"
+    for node in t.index:
+        assert _as_set(t.at[node, "taints"]) == _as_set(g.at[node, "taints"]), node
+    tp, gp = truth.pods.set_index("uid"), got.pods.set_index("uid").loc[truth.pods["uid"]]
+    assert any(json.loads(x) for x in tp["tolerations"])
+    assert any(json.loads(x) for x in tp["node_selector"])
+    for uid in tp.index:
+        assert _as_set(tp.at[uid, "tolerations"]) == _as_set(gp.at[uid, "tolerations"]), uid
+        assert json.loads(tp.at[uid, "node_selector"]) == json.loads(gp.at[uid, "node_selector"])
+    assert not [w for w in got.meta.warnings if "nodeSelector" in w]
+
+
+def test_constraints_with_node_labels_and_without_honor_labels(
+    cluster: object,
+    prometheus_from_openmetrics: Callable[..., object],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """With kube_node_labels exported and KSM scraped without honor_labels (``exported_node``),
+    the node label keys recover the selector key and the constraints still match the truth."""
+    path = tmp_path_factory.mktemp("synthetic") / "labels-no-honor.om"
+    write_openmetrics(cluster, path, node_labels=True, ksm_honor_labels=False)  # type: ignore[arg-type]
+    server = prometheus_from_openmetrics(path)
+    truth: Snapshot = cluster.snapshot  # type: ignore[attr-defined]
+    got = collect(
+        CollectRequest(
+            PromSettings(server.url),  # type: ignore[attr-defined]
+            truth.start.to_pydatetime(),
+            truth.end.to_pydatetime(),
+            step_seconds=truth.meta.step_seconds,
+        )
+    ).snapshot
+    assert any("cloud.google.com/gke-nodepool" in x for x in got.nodes["labels"])
+    t, g = truth.nodes.set_index("node"), got.nodes.set_index("node").loc[truth.nodes["node"]]
+    assert [_as_set(x) for x in t["taints"]] == [_as_set(x) for x in g["taints"]]
+    tp, gp = truth.pods.set_index("uid"), got.pods.set_index("uid").loc[truth.pods["uid"]]
+    assert [_as_set(x) for x in tp["tolerations"]] == [_as_set(x) for x in gp["tolerations"]]
+    assert [json.loads(x) for x in tp["node_selector"]] == [
+        json.loads(x) for x in gp["node_selector"]
+    ]
+    assert not [w for w in got.meta.warnings if "nodeSelector" in w]

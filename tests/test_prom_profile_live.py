@@ -25,6 +25,10 @@ EMPTY_IN_FIXTURE = {
     "pod_deletion_time",
     "pod_init_container_info",
     "pod_init_container_limits",
+    # Scheduling constraints: the small fixture has none; test_collect_synthetic checks their data.
+    "node_taints",
+    "pod_tolerations",
+    "pod_nodeselectors",
 }
 
 
