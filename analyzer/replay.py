@@ -23,7 +23,6 @@ placement) goes through ``analyzer.replay_scoring.ScoreCache`` over the scheduli
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +38,7 @@ from analyzer.replay_input import (
     ReplayInput,
     prepare,
 )
+from analyzer.replay_queue import PendingQueue
 from analyzer.replay_scoring import ScoreCache
 from analyzer.scheduling.framework import Profile
 
@@ -211,8 +211,10 @@ def replay(
     seq = ranks.tolist()  # FIFO rank = arrival order
     pinned, real_node = inp.pinned.tolist(), inp.real_node.tolist()
     departure, demands, keys = inp.departure.tolist(), inp.demands, inp.shape_keys
-    pending: list[int] = []  # pod indices, sorted by seq
-    pending_seq: list[int] = []
+    # pinned pods go back to their own node only, so each is a group of its own
+    queue = PendingQueue(
+        seq, lambda pod: pod.to_bytes(8, "little") + b"pin" if pinned[pod] else keys[pod]
+    )
     evicted = 0
 
     def bind(pod: int, node: int, now: int) -> None:
@@ -238,9 +240,7 @@ def replay(
         return node
 
     def enqueue(pod: int, now: int) -> None:
-        at = bisect.bisect(pending_seq, seq[pod])
-        pending.insert(at, pod)
-        pending_seq.insert(at, seq[pod])
+        queue.add(pod)
         rec.start_wait(pod, now)
 
     def try_place(pod: int, now: int) -> bool:
@@ -257,14 +257,19 @@ def replay(
         return True
 
     def retry(now: int, changed: list[int], everything: bool) -> None:
-        if not pending or cache is None:
+        if not queue or cache is None:
             return
-        candidates = pending if everything else cache.may_fit(pending, inp.demands, changed)
-        placed = [p for p in list(candidates) if try_place(p, now)]
+        heads = queue.representatives()
+        hopeful = heads if everything else cache.may_fit(heads, inp.demands, changed)
+        failed: set[bytes] = set()
+        placed = []
+        for pod in queue.in_order({queue.group_of(p) for p in hopeful}, failed):
+            if try_place(pod, now):
+                placed.append(pod)
+            else:
+                failed.add(queue.group_of(pod))  # capacity only shrank since: the rest fail too
         for pod in placed:
-            at = pending.index(pod)
-            del pending[at]
-            del pending_seq[at]
+            queue.remove(pod)
 
     bounds = np.flatnonzero(np.diff(times)) + 1
     starts = np.concatenate([[0], bounds]).astype(np.int64).tolist() if len(times) else []
@@ -284,9 +289,7 @@ def replay(
                 if bound[item] >= 0:
                     changed.append(unbind(item, now))
                 elif item in rec.wait_since:
-                    at = pending.index(item)
-                    del pending[at]
-                    del pending_seq[at]
+                    queue.remove(item)
                     rec.end_wait(item, now)
                     rec.abandoned[item] = True
             elif kind == NODE_LEAVE:
@@ -315,7 +318,7 @@ def replay(
                     rec.abandoned[pod] = True
             elif not try_place(pod, now):
                 enqueue(pod, now)
-    result = rec.result(strategy.name, seed, pending)
+    result = rec.result(strategy.name, seed, queue.pods())
     result.evicted = evicted
     result.notes.extend(rec.notes)
     if cache is not None:

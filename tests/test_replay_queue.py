@@ -1,0 +1,40 @@
+"""The pending queue merges groups in FIFO order and stops a group at its first failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.replay_queue import PendingQueue
+
+
+def test_groups_merge_by_arrival_rank_and_dropped_groups_stop() -> None:
+    seq = [5, 1, 4, 2, 3, 0]  # pod 5 arrived first, then pod 1, pod 3, pod 4, pod 2, pod 0
+    group = {0: b"a", 1: b"a", 2: b"b", 3: b"b", 4: b"a", 5: b"c"}
+    queue = PendingQueue(seq, group.__getitem__)
+    for pod in range(6):
+        queue.add(pod)
+    assert len(queue) == 6
+    assert queue.pods() == [5, 1, 3, 4, 2, 0]
+    assert sorted(queue.representatives()) == [1, 3, 5]  # the earliest pod of each group
+    assert list(queue.in_order({b"a", b"b"}, set())) == [1, 3, 4, 2, 0]
+    dropped: set[bytes] = set()
+    seen = []
+    for pod in queue.in_order({b"a", b"b"}, dropped):
+        seen.append(pod)
+        if pod == 3:  # group b fails at pod 3: pod 2 (also b) is never tried
+            dropped.add(b"b")
+    assert seen == [1, 3, 4, 0]
+
+
+def test_remove_keeps_order_and_unknown_pods_raise() -> None:
+    seq = [0, 1, 2]
+    queue = PendingQueue(seq, lambda pod: b"g")
+    for pod in (2, 0, 1):
+        queue.add(pod)
+    queue.remove(1)
+    assert queue.pods() == [0, 2]
+    with pytest.raises(KeyError):
+        queue.remove(1)
+    queue.remove(0)
+    queue.remove(2)
+    assert len(queue) == 0 and queue.representatives() == []
