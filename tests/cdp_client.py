@@ -178,6 +178,15 @@ class Chromium:
             if message.get("method") == event:
                 return message
 
+    def console_errors(self) -> list[dict[str, Any]]:
+        """Uncaught exceptions, console.error/assert calls and error log entries seen so far."""
+        return [
+            e for e in self.events
+            if (e.get("method") == "Runtime.exceptionThrown")
+            or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
+            or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
+        ]  # fmt: skip
+
     def evaluate(self, expression: str) -> Any:
         """Evaluate JavaScript in the page and return its JSON value."""
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)

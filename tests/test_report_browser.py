@@ -95,11 +95,25 @@ def test_no_console_errors_and_tables_sort(report: Path, tmp_path: Path) -> None
         browser.call("Runtime.evaluate", expression="0")  # drain events queued so far
     finally:
         browser.close()
-    errors = [
-        e for e in browser.events
-        if (e.get("method") == "Runtime.exceptionThrown")
-        or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
-        or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
-    ]  # fmt: skip
-    assert errors == []
+    assert browser.console_errors() == []
     assert (tmp_path / "report-cdp.png").stat().st_size > 10_000
+
+
+def test_console_error_detection_catches_a_broken_page(tmp_path: Path) -> None:
+    """The no-errors assertions above mean something: a page that throws is caught."""
+    page = tmp_path / "broken.html"
+    page.write_text(
+        "<!doctype html><title>x</title><script>console.error('boom'); undefinedFn();</script>"
+    )
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.call("Runtime.enable")
+        browser.call("Log.enable")
+        browser.call("Page.enable")
+        browser.call("Page.navigate", url=page.as_uri())
+        browser.wait_for("Page.loadEventFired")
+        browser.call("Runtime.evaluate", expression="0")  # drain queued events
+    finally:
+        browser.close()
+    methods = {e["method"] for e in browser.console_errors()}
+    assert {"Runtime.exceptionThrown", "Runtime.consoleAPICalled"} <= methods

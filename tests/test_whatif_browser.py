@@ -54,10 +54,4 @@ def test_whatif_report_in_chromium(report: Path, tmp_path: Path) -> None:
         browser.call("Runtime.evaluate", expression="0")  # drain queued events
     finally:
         browser.close()
-    errors = [
-        e for e in browser.events
-        if (e.get("method") == "Runtime.exceptionThrown")
-        or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
-        or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
-    ]  # fmt: skip
-    assert errors == []
+    assert browser.console_errors() == []
