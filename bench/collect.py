@@ -13,6 +13,12 @@ promtool into a real Prometheus on 127.0.0.1, then times, in the same run and on
 Prints a final JSON line with the figures. Usage::
 
     .venv/bin/python bench/collect.py --nodes 50 --days 1 --step 60
+
+``--stream-days D`` writes and backfills the OpenMetrics D days at a time into one TSDB directory
+(``write_openmetrics(start_s=, end_s=)``), deleting each slice's text after its backfill, so disk
+use stays at one slice of text plus the compressed blocks (the full 500 nodes × 7 days text would
+be hundreds of GB). The server then runs with 2 h min/max block durations so it does not compact
+the backfilled blocks while the benchmark queries it.
 """
 
 from __future__ import annotations
@@ -89,6 +95,41 @@ def baseline(url: str, start: int, end: int, step: int) -> None:
     print(json.dumps({"rows": rows, "requests": requests}))
 
 
+def _stream(
+    cluster: Any, om: Path, blocks: Path, args: argparse.Namespace, write: dict[str, Any]
+) -> dict[str, Any]:
+    """Write and backfill ``cluster`` ``args.stream_days`` at a time; return the totals."""
+    from conftest import backfill
+
+    from analyzer.sources import write_openmetrics
+
+    times = cluster.grid.times
+    chunk = int(args.stream_days * 86400)
+    totals: dict[str, Any] = {"samples": 0, "bytes": 0, "slices": 0}
+    write_s = backfill_s = 0.0
+    for lo in range(int(times[0]), int(times[-1]) + 1, chunk):
+        t = time.perf_counter()
+        stats = write_openmetrics(cluster, om, start_s=lo, end_s=lo + chunk - 1, **write)
+        write_s += time.perf_counter() - t
+        t = time.perf_counter()
+        backfill(om, blocks)  # one more set of blocks in the same directory
+        om.unlink()
+        backfill_s += time.perf_counter() - t
+        totals["samples"] += stats.samples
+        totals["bytes"] += stats.bytes
+        totals["slices"] += 1
+        print(
+            f"slice {totals['slices']}: {stats.samples} samples, {stats.bytes} bytes, "
+            f"write {write_s:.0f} s, backfill {backfill_s:.0f} s so far",
+            file=sys.stderr,
+            flush=True,
+        )
+    totals["write_seconds"] = round(write_s, 1)
+    totals["backfill_seconds"] = round(backfill_s, 1)
+    totals["blocks_bytes"] = sum(f.stat().st_size for f in blocks.rglob("*") if f.is_file())
+    return totals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
@@ -96,6 +137,8 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=60)
     parser.add_argument("--pods-per-node", type=float, default=8.0)
     parser.add_argument("--node-exporter-cpus", type=int, default=1)
+    parser.add_argument("--constant-step", type=int, default=None)
+    parser.add_argument("--stream-days", type=float, default=0.0)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/analyzer-bench-collect"))
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument(
@@ -131,22 +174,39 @@ def main() -> None:
             pods_per_node=args.pods_per_node,
         )
     )
+    figures["generate_seconds_only"] = round(time.perf_counter() - t, 1)
     om = args.workdir / "cluster.om"
-    stats = write_openmetrics(
-        cluster, om, instance_convention="host-ip", node_exporter_cpus=args.node_exporter_cpus
-    )
-    figures["generate_write_seconds"] = round(time.perf_counter() - t, 1)
-    figures["openmetrics"] = {
-        "series": stats.series,
-        "samples": stats.samples,
-        "bytes": stats.bytes,
+    write = {
+        "instance_convention": "host-ip",
+        "node_exporter_cpus": args.node_exporter_cpus,
+        "constant_step": args.constant_step,
     }
-    t = time.perf_counter()
-    backfill(om, args.workdir / "blocks")
-    om.unlink()  # the blocks hold the data now; free the disk
-    figures["backfill_seconds"] = round(time.perf_counter() - t, 1)
+    figures["constant_step"] = args.constant_step
+    if args.stream_days > 0:
+        figures["generate_seconds"] = round(time.perf_counter() - t, 1)
+        figures["stream_days"] = args.stream_days
+        figures["openmetrics"] = _stream(cluster, om, args.workdir / "blocks", args, write)
+        server_args: tuple[str, ...] = (
+            "--storage.tsdb.min-block-duration=2h",
+            "--storage.tsdb.max-block-duration=2h",
+        )
+    else:
+        stats = write_openmetrics(cluster, om, **write)
+        figures["generate_write_seconds"] = round(time.perf_counter() - t, 1)
+        figures["openmetrics"] = {
+            "series": stats.series,
+            "samples": stats.samples,
+            "bytes": stats.bytes,
+        }
+        t = time.perf_counter()
+        backfill(om, args.workdir / "blocks")
+        om.unlink()  # the blocks hold the data now; free the disk
+        figures["backfill_seconds"] = round(time.perf_counter() - t, 1)
+        server_args = ()
     server = start_prometheus(
-        args.workdir / "blocks", args.workdir / "server", ("--query.max-samples=200000000",)
+        args.workdir / "blocks",
+        args.workdir / "server",
+        ("--query.max-samples=200000000", *server_args),
     )
     truth = cluster.snapshot
     start, end = int(truth.start.timestamp()), int(truth.end.timestamp())

@@ -10,6 +10,7 @@ is never held in memory.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import islice
 from typing import TextIO
 
 import numpy as np
@@ -48,6 +49,9 @@ class SeriesWriter:
         self.stride = stride  # constant series: every stride-th grid point, plus both ends
         self.extra_label = ""  # e.g. 'prometheus_replica="a"', added to every series
         self.ts = [str(int(t)) for t in times]
+        # Grid indices written (inclusive): a time slice of every series, so a long range can be
+        # written and backfilled a chunk at a time; the whole grid by default.
+        self.window = (0, len(self.ts) - 1)
         self.buffer: list[str] = []
         self.buffered = 0
         self.series = 0
@@ -69,6 +73,7 @@ class SeriesWriter:
         """Samples of one value at grid indices ``lo..hi`` (inclusive); nothing if empty.
 
         ``new=False`` continues the series of the previous call (a later run of it)."""
+        lo, hi = max(lo, self.window[0]), min(hi, self.window[1])
         if hi < lo or (self.exclude and head.partition("{")[0] in self.exclude):
             return
         prefix = f"{self._with_extra(head)} {value} "
@@ -108,6 +113,12 @@ class SeriesWriter:
 
     def values(self, head: str, values: Iterable[str], lo: int, count: int) -> None:
         """One series with a value per grid index ``lo..lo+count−1``."""
+        first, last = max(lo, self.window[0]), min(lo + count - 1, self.window[1])
+        if last < first:
+            return
+        if first > lo or last < lo + count - 1:
+            values = islice(values, first - lo, last - lo + 1)
+            lo, count = first, last - first + 1
         if count <= 0 or (self.exclude and head.partition("{")[0] in self.exclude):
             return
         head = self._with_extra(head)
@@ -119,13 +130,21 @@ class SeriesWriter:
 
     def counter(self, head: str, millicore_seconds: np.ndarray, lo: int) -> None:
         """A core-seconds counter from cumulative millicore-seconds (exact decimal text)."""
+        millicore_seconds, lo = self._clip(millicore_seconds, lo)
         self.values(
             head, map(repr, (millicore_seconds / 1000).tolist()), lo, len(millicore_seconds)
         )
 
     def gauge(self, head: str, integers: np.ndarray, lo: int) -> None:
         """An integer-valued gauge series."""
+        integers, lo = self._clip(integers, lo)
         self.values(head, map(str, integers.tolist()), lo, len(integers))
+
+    def _clip(self, values: np.ndarray, lo: int) -> tuple[np.ndarray, int]:
+        """``values`` (from grid index ``lo``) cut to the window, before any text is rendered."""
+        first = max(lo, self.window[0])
+        end = max(min(lo + len(values), self.window[1] + 1), first)
+        return values[first - lo : end - lo], first
 
     def close(self) -> None:
         """Terminate the exposition (``# EOF``) and flush."""

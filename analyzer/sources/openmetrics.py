@@ -230,6 +230,10 @@ class OpenMetricsOptions:
       ``namespace``/``pod``/``container``/``node`` become ``exported_*`` where the target has
       them (the target then also carries ``node`` of the KSM pod, as the
       ``kubernetes-service-endpoints`` job adds);
+    - ``start_s``/``end_s`` (unix seconds, inclusive): only samples in this time slice are written
+      (series stay whole and ascending within the slice; counters keep their cumulative values),
+      so a long range can be written and backfilled a slice at a time — ``bench/collect.py
+      --stream-days``; the whole grid by default;
     - ``ha_replicas=n``: every series n times with ``prometheus_replica="prometheus-k8s-<i>"``,
       as an HA pair looks through Thanos/Mimir without deduplication.
     """
@@ -242,6 +246,8 @@ class OpenMetricsOptions:
     constant_step: int | None = None
     ksm_honor_labels: bool = True
     ha_replicas: int = 1
+    start_s: int | None = None
+    end_s: int | None = None
 
     def stride(self, step: int) -> int:
         """Grid points between samples of constant series; ``InputError`` on bad options."""
@@ -300,6 +306,13 @@ def _write_all(out: SeriesWriter, cluster: SyntheticCluster, options: OpenMetric
     _cadvisor_roots(out, cluster)
 
 
+def _window(times: np.ndarray, start_s: int | None, end_s: int | None) -> tuple[int, int]:
+    """Grid indices (inclusive) of the samples within ``start_s..end_s``."""
+    lo = 0 if start_s is None else int(np.searchsorted(times, start_s, side="left"))
+    hi = len(times) - 1 if end_s is None else int(np.searchsorted(times, end_s, side="right")) - 1
+    return lo, hi
+
+
 def write_openmetrics(
     cluster: SyntheticCluster,
     path: Path,
@@ -321,6 +334,7 @@ def write_openmetrics(
     try:
         with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20) as handle:
             out = SeriesWriter(handle, cluster.grid.times, options.exclude_metrics, stride)
+            out.window = _window(cluster.grid.times, options.start_s, options.end_s)
             for replica in range(options.ha_replicas):
                 if options.ha_replicas > 1:
                     out.extra_label = f'prometheus_replica="prometheus-k8s-{replica}"'
