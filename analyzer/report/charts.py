@@ -23,7 +23,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 _DPI = 80
-_RC: Any = {
+# Report chart style; other report modules draw inside ``mpl.rc_context(STYLE)`` too.
+STYLE: Any = {
     "text.parse_math": False,
     "font.size": 9,
     "axes.titlesize": 10,
@@ -43,7 +44,8 @@ class Chart:
     data_uri: str
 
 
-def _encode(fig: Figure) -> str:
+def encode_png(fig: Figure) -> str:
+    """The figure as a PNG data URI (no timestamp metadata, so output is reproducible)."""
     buffer = io.BytesIO()
     FigureCanvasAgg(fig)
     fig.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
@@ -60,7 +62,7 @@ def heatmap(
 ) -> Chart:
     """Rows × columns of percentages (0–100+, NaN = no data) as a colour grid."""
     rows = max(len(row_labels), 1)
-    with mpl.rc_context(_RC):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=(9.5, 1.0 + 0.17 * rows), layout="constrained")
         ax = fig.add_subplot()
         cmap = mpl.colormaps["YlOrRd"].with_extremes(bad="#dddddd")
@@ -78,7 +80,7 @@ def heatmap(
         ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks], fontsize=7)
         ax.set_title(title)
         fig.colorbar(image, ax=ax, label="% of allocatable", shrink=0.8)
-        return Chart(title=title, alt=alt, data_uri=_encode(fig))
+        return Chart(title=title, alt=alt, data_uri=encode_png(fig))
 
 
 def breach_timeline(
@@ -91,7 +93,7 @@ def breach_timeline(
 ) -> Chart:
     """Per-node horizontal bars for each breach interval (``node, resource, start, end``)."""
     rows = max(len(nodes), 1)
-    with mpl.rc_context(_RC):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=(9.5, 1.0 + 0.2 * rows), layout="constrained")
         ax = fig.add_subplot()
         index = {name: i for i, name in enumerate(nodes)}
@@ -119,14 +121,16 @@ def breach_timeline(
         ax.set_title(title)
         if resources:
             ax.legend(loc="upper right", fontsize=7)
-        return Chart(title=title, alt=f"{title}: breach intervals per node", data_uri=_encode(fig))
+        return Chart(
+            title=title, alt=f"{title}: breach intervals per node", data_uri=encode_png(fig)
+        )
 
 
 def scatter(
     frame: pd.DataFrame, *, x: str, y: str, group: str, title: str, xlabel: str, ylabel: str
 ) -> Chart:
     """One dot per row (e.g. per node), coloured by ``group`` (e.g. pool), with a y = x line."""
-    with mpl.rc_context(_RC):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 4.2), layout="constrained")
         ax = fig.add_subplot()
         groups = sorted(frame[group].fillna("").astype(str).unique())
@@ -143,7 +147,9 @@ def scatter(
         ax.set_title(title)
         if groups:
             ax.legend(fontsize=7, markerscale=1.5)
-        return Chart(title=title, alt=f"{title}: {ylabel} against {xlabel}", data_uri=_encode(fig))
+        return Chart(
+            title=title, alt=f"{title}: {ylabel} against {xlabel}", data_uri=encode_png(fig)
+        )
 
 
 def lines(
@@ -155,7 +161,7 @@ def lines(
     xlabel: str = "",
 ) -> Chart:
     """A few named series over a shared x axis (fragmentation over the day, trends over days)."""
-    with mpl.rc_context(_RC):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.2), layout="constrained")
         ax = fig.add_subplot()
         for name, values in series.items():
@@ -167,4 +173,4 @@ def lines(
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
         if series:
             ax.legend(fontsize=7)
-        return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=_encode(fig))
+        return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from analyzer import __version__
 from analyzer.atomic import atomic_directory
 from analyzer.errors import InputError
-from analyzer.report.charts import _RC, Chart, _encode
+from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.render import render
 
 OUTPUT_FILES = ("report.html", "report.json", "curve.csv")
@@ -44,7 +44,7 @@ DEVIATIONS = (
 def _band_chart(
     data: dict[str, Any], metric: str, std: str | None, title: str, ylabel: str
 ) -> Chart:
-    with mpl.rc_context(_RC):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.6), layout="constrained")
         ax = fig.add_subplot()
         for name, result in data["policies"].items():
@@ -60,7 +60,7 @@ def _band_chart(
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.legend(fontsize=7)
-        return Chart(title=title, alt=f"{title}, one line per policy", data_uri=_encode(fig))
+        return Chart(title=title, alt=f"{title}, one line per policy", data_uri=encode_png(fig))
 
 
 def _curve_csv(data: dict[str, Any]) -> str:

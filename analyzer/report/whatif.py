@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from analyzer import __version__
 from analyzer.atomic import atomic_directory
-from analyzer.report.charts import _RC, Chart, _encode
+from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Card, Column, TableView, json_value
@@ -180,7 +180,7 @@ def time_lines(
     series: Mapping[str, tuple[Sequence[Any], Sequence[float]]], *, title: str, ylabel: str
 ) -> Chart:
     """One line per strategy over real time (dates on the x axis)."""
-    with mpl.rc_context(_RC):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.0), layout="constrained")
         ax = fig.add_subplot()
         for name, (x, y) in series.items():
@@ -191,7 +191,7 @@ def time_lines(
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
         if series:
             ax.legend(fontsize=7)
-        return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=_encode(fig))
+        return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))
 
 
 def _frag_series(result: WhatIfResult) -> dict[str, tuple[pd.Series, pd.Series]]:
