@@ -22,8 +22,9 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.collect_constraints import add_constraints
+from analyzer.collect_pod_usage import build_pod_usage
 from analyzer.collect_pods import build_pods
-from analyzer.collect_usage import NodeMapper, build_node_usage, build_nodes, build_pod_usage
+from analyzer.collect_usage import NodeMapper, build_node_usage, build_nodes
 from analyzer.errors import PartialDataError
 from analyzer.paths import queries_dir
 from analyzer.prom.client import PromClient
@@ -185,7 +186,7 @@ def _coverage(
     """Per query: series, requests, error; per node: fraction of grid points with cpu usage."""
     queries = {
         name: {
-            "series": len(r.series),
+            "series": r.series_count,
             "requests": r.requests,
             "error": r.error,
             "required": r.spec.required,

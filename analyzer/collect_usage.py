@@ -3,8 +3,7 @@
 node-exporter series are mapped to Kubernetes nodes by, in order: a ``node`` label on the series;
 ``instance`` equal to a node name (kube-prometheus); the host part of ``instance`` equal to a
 node's ``kube_node_info{internal_ip}`` (kube-prometheus-stack's ``hostIP:9100``); the
-``node_uname_info`` kernel hostname. cAdvisor series carry namespace and pod names only, so each
-sample goes to the pod uid with that name whose lifetime covers it (names are reused, not at once).
+``node_uname_info`` kernel hostname. Pod usage is built in ``analyzer.collect_pod_usage``.
 """
 
 from __future__ import annotations
@@ -266,70 +265,3 @@ def build_node_usage(
                 mapped.append((index[node], series))
         parts.append(_long(mapped, grid, 1000.0 if query == "node_cpu_busy" else 1.0))
     return _usage_frame("node", nodes, _join(parts[0], parts[1], grid.points), grid)
-
-
-def build_pod_usage(
-    results: dict[str, QueryResult], pods: pd.DataFrame, grid: TimeGrid
-) -> tuple[pd.DataFrame, int]:
-    """``pod_usage`` per uid on the step grid, and the number of cAdvisor series with no pod.
-
-    Samples after a pod's last kube_pod_info sample or its finish time are dropped: backfilled or
-    unscraped data has no staleness markers, so a gauge would otherwise linger for the lookback.
-    """
-    uids = pods["uid"].to_numpy(dtype=object) if not pods.empty else np.zeros(0, dtype=object)
-    # A pod exists from its creation; first_seen (5m resolution) is the fallback.
-    first = np.fmin(_seconds(pods, "created"), _seconds(pods, "first_seen"))
-    # fmin ignores NaN: the earlier of last sample and finish time, or +inf when neither is known.
-    last = np.fmin(_seconds(pods, "last_seen"), _seconds(pods, "finished"))
-    last = np.where(np.isnan(last), np.inf, last)
-    by_name: dict[tuple[str, str], list[int]] = {}
-    if not pods.empty:
-        for i, (ns, name) in enumerate(zip(pods["namespace"], pods["name"], strict=True)):
-            by_name.setdefault((str(ns), str(name)), []).append(i)
-    for members in by_name.values():
-        members.sort(key=lambda i: first[i] if np.isfinite(first[i]) else -np.inf)
-    unmatched = 0
-    parts = []
-    for query, scale in (("pod_cpu_usage", 1000.0), ("pod_memory_working_set", 1.0)):
-        result = results.get(query)
-        entity_parts, step_parts, value_parts = [], [], []
-        for series in result.series if result is not None else []:
-            members = by_name.get(
-                (label(series.labels, "namespace"), label(series.labels, "pod")), []
-            )
-            if not members:
-                unmatched += 1
-                continue
-            starts = np.array([first[i] if np.isfinite(first[i]) else -np.inf for i in members])
-            choice = np.clip(np.searchsorted(starts, series.timestamps, side="right") - 1, 0, None)
-            entity = np.array(members, dtype=np.int64)[choice]
-            keep = series.timestamps <= last[entity]
-            entity_parts.append(entity[keep])
-            step_parts.append(
-                np.rint((series.timestamps[keep] - grid.start) / grid.step).astype(np.int64)
-            )
-            value_parts.append(series.values[keep] * scale)
-        if entity_parts:
-            value = np.concatenate(value_parts)
-            finite = np.isfinite(value)
-            parts.append(
-                _Long(
-                    np.concatenate(entity_parts)[finite],
-                    np.concatenate(step_parts)[finite],
-                    value[finite],
-                )
-            )
-        else:
-            empty = np.zeros(0, dtype=np.int64)
-            parts.append(_Long(empty, empty, np.zeros(0)))
-    frame = _usage_frame("uid", uids, _join(parts[0], parts[1], grid.points), grid)
-    return frame, unmatched
-
-
-def _seconds(frame: pd.DataFrame, column: str) -> np.ndarray:
-    if frame.empty or column not in frame.columns:
-        return np.zeros(len(frame))
-    values = frame[column]
-    seconds = (values - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
-    result: np.ndarray = seconds.to_numpy(dtype=np.float64, na_value=np.nan)
-    return result

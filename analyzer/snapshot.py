@@ -81,7 +81,9 @@ USAGE_VALUE_COLUMNS: dict[str, str] = {
     "memory": "float64",
 }
 NODE_USAGE_COLUMNS: dict[str, str] = {"node": "string", **USAGE_VALUE_COLUMNS}
-POD_USAGE_COLUMNS: dict[str, str] = {"uid": "string", **USAGE_VALUE_COLUMNS}
+# uid is categorical: a week of pod usage is tens of millions of rows, and a 36-character uid
+# string per row would be most of the table's memory (codes are 4 bytes).
+POD_USAGE_COLUMNS: dict[str, str] = {"uid": "category", **USAGE_VALUE_COLUMNS}
 
 TABLES = ("nodes", "pods", "node_usage", "pod_usage")
 _FIXED_COLUMNS = {

@@ -130,40 +130,14 @@ def _stream(
     return totals
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--days", type=float, default=7)
-    parser.add_argument("--step", type=int, default=60)
-    parser.add_argument("--pods-per-node", type=float, default=8.0)
-    parser.add_argument("--node-exporter-cpus", type=int, default=1)
-    parser.add_argument("--constant-step", type=int, default=None)
-    parser.add_argument("--stream-days", type=float, default=0.0)
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/analyzer-bench-collect"))
-    parser.add_argument("--skip-baseline", action="store_true")
-    parser.add_argument(
-        "--baseline-run", nargs=4, metavar=("URL", "START", "END", "STEP"), help=argparse.SUPPRESS
-    )
-    args = parser.parse_args()
-    if args.baseline_run:
-        url, start, end, step = args.baseline_run
-        baseline(url, int(start), int(end), int(step))
-        return
-
-    from conftest import backfill, start_prometheus, stop_prometheus
+def _build(
+    args: argparse.Namespace, figures: dict[str, Any], blocks: Path
+) -> tuple[int, int, tuple[str, ...]]:
+    """Generate the cluster and backfill it into ``blocks``; return (start, end, server args)."""
+    from conftest import backfill
 
     from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    args.workdir.mkdir(parents=True)
-    figures: dict[str, Any] = {
-        "nodes": args.nodes,
-        "days": args.days,
-        "step": args.step,
-        "pods_per_node": args.pods_per_node,
-        "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.python_implementation()} {platform.python_version()}",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-    }
     t = time.perf_counter()
     cluster = generate(
         SyntheticSpec(
@@ -185,7 +159,7 @@ def main() -> None:
     if args.stream_days > 0:
         figures["generate_seconds"] = round(time.perf_counter() - t, 1)
         figures["stream_days"] = args.stream_days
-        figures["openmetrics"] = _stream(cluster, om, args.workdir / "blocks", args, write)
+        figures["openmetrics"] = _stream(cluster, om, blocks, args, write)
         server_args: tuple[str, ...] = (
             "--storage.tsdb.min-block-duration=2h",
             "--storage.tsdb.max-block-duration=2h",
@@ -199,17 +173,86 @@ def main() -> None:
             "bytes": stats.bytes,
         }
         t = time.perf_counter()
-        backfill(om, args.workdir / "blocks")
+        backfill(om, blocks)
         om.unlink()  # the blocks hold the data now; free the disk
         figures["backfill_seconds"] = round(time.perf_counter() - t, 1)
         server_args = ()
+    truth = cluster.snapshot
+    return int(truth.start.timestamp()), int(truth.end.timestamp()), server_args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--days", type=float, default=7)
+    parser.add_argument("--step", type=int, default=60)
+    parser.add_argument("--pods-per-node", type=float, default=8.0)
+    parser.add_argument("--node-exporter-cpus", type=int, default=1)
+    parser.add_argument("--constant-step", type=int, default=None)
+    parser.add_argument("--stream-days", type=float, default=0.0)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/analyzer-bench-collect"))
+    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--blocks", type=Path, default=None, help="keep/reuse the TSDB here")
+    parser.add_argument("--repeat", type=int, default=1, help="collect runs (the best is kept)")
+    parser.add_argument(
+        "--baseline-run", nargs=4, metavar=("URL", "START", "END", "STEP"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.baseline_run:
+        url, start, end, step = args.baseline_run
+        baseline(url, int(start), int(end), int(step))
+        return
+
+    from conftest import start_prometheus, stop_prometheus
+
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    args.workdir.mkdir(parents=True)
+    figures: dict[str, Any] = {
+        "nodes": args.nodes,
+        "days": args.days,
+        "step": args.step,
+        "pods_per_node": args.pods_per_node,
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.python_implementation()} {platform.python_version()}",
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+    }
+    blocks = args.blocks or args.workdir / "blocks"
+    params = {k: figures[k] for k in ("nodes", "days", "step", "pods_per_node")} | {
+        "constant_step": args.constant_step,
+        "node_exporter_cpus": args.node_exporter_cpus,
+    }
+    marker = blocks.with_name(blocks.name + ".json")
+    reuse = args.blocks is not None and marker.exists()
+    if reuse:
+        recorded = json.loads(marker.read_text())
+        if recorded["params"] != params:
+            raise SystemExit(f"{blocks} holds another cluster: {recorded['params']}")
+        figures.update(recorded["figures"])
+        figures["reused_blocks"] = str(blocks)
+        start, end = recorded["start"], recorded["end"]
+        server_args: tuple[str, ...] = tuple(recorded["server_args"])
+    else:
+        shutil.rmtree(blocks, ignore_errors=True)
+        start, end, server_args = _build(args, figures, blocks)
+        marker.write_text(
+            json.dumps(
+                {
+                    "params": params,
+                    "start": start,
+                    "end": end,
+                    "server_args": list(server_args),
+                    "figures": {
+                        k: v
+                        for k, v in figures.items()
+                        if k not in params and k not in ("machine", "date")
+                    },
+                }
+            )
+        )
     server = start_prometheus(
-        args.workdir / "blocks",
+        blocks,
         args.workdir / "server",
         ("--query.max-samples=200000000", *server_args),
     )
-    truth = cluster.snapshot
-    start, end = int(truth.start.timestamp()), int(truth.end.timestamp())
     try:
         out = args.workdir / "snapshot"
         analyzer = str(Path(sys.executable).parent / "analyzer")
@@ -224,7 +267,13 @@ def main() -> None:
             str(end),
         ]
         figures["load_avg_before_collect"] = round(os.getloadavg()[0], 2)
-        wall, rss, _ = _measure([*cmd, "--step", f"{args.step}s", "--out", str(out)])
+        runs = []
+        for _ in range(args.repeat):
+            shutil.rmtree(out, ignore_errors=True)
+            runs.append(_measure([*cmd, "--step", f"{args.step}s", "--out", str(out)])[:2])
+            print(f"collect run: {runs[-1][0]:.1f} s, {runs[-1][1]:.0f} MB", file=sys.stderr)
+        wall, rss = min(runs)
+        figures["collect_runs"] = [[round(w, 2), round(r)] for w, r in runs]
         figures["collect_seconds"] = round(wall, 2)
         figures["collect_peak_rss_mb"] = round(rss)
         from analyzer.snapshot import read_snapshot

@@ -200,9 +200,13 @@ def test_bundled_samples_queries_equal_their_promql(
     ]
     with PromClient(PromSettings(server.url)) as client:  # type: ignore[attr-defined]
         results = run_profile(client, [*samples, *references], plan)
+    grid_times = np.arange(grid.start, grid.end + 1, grid.step, dtype=np.float64)
     for spec in samples:
         want = _keyed(results[f"{spec.name}_promql"].series)
-        got = _keyed(results[spec.name].series)
+        table = results[spec.name].table
+        assert table is not None and results[spec.name].series == []
+        got = _keyed(table.series(spec.name, grid_times))
+        assert results[spec.name].series_count == len(got)
         assert set(got) == set(want) and got, spec.name
         for key, series in want.items():
             np.testing.assert_array_equal(got[key].timestamps, series.timestamps)

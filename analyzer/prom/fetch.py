@@ -5,8 +5,11 @@ so each response stays small enough to parse while the server works on the next)
 (one summary over the whole range) are evaluated every ``span`` seconds back from the end and the
 points merged by the caller (``last``/``min``/``max``). Chunks of one series are concatenated and
 HA duplicates (equal label sets, e.g. after a replica label is aggregated away) merged. Raw kinds
-(``samples``, ``times``) are instant queries of ``selector[span]`` in disjoint time chunks,
-evaluated by ``analyzer.prom.samples``; identical requests of different queries are sent once.
+(``samples``, ``times``) are instant queries of ``selector[span]`` in disjoint time chunks;
+``samples`` chunks are evaluated on the grid as they arrive (``analyzer.prom.sample_table``), so
+the raw samples of the whole range are never held at once, and ``times`` chunks are reduced to
+first/last sample times per series (``analyzer.prom.samples``). Identical requests of different
+queries are sent once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import numpy as np
 from analyzer.errors import InputError, SourceError
 from analyzer.prom.client import PromClient, Series
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
-from analyzer.prom.samples import SampleRule, evaluate, sample_times, time_bounds
+from analyzer.prom.sample_table import SampleAccumulator, SampleTable
+from analyzer.prom.samples import SampleRule, sample_times, time_bounds
 
 MAX_POINTS = 11_000  # Prometheus: end-start/step must not exceed this many intervals
 DEFAULT_CHUNK_POINTS = 720  # 12 h at 1 m: small responses, many requests to run in parallel
@@ -82,6 +86,16 @@ class QueryResult:
     series: list[Series] = field(default_factory=list)
     error: str | None = None
     requests: int = 0
+    # ``kind: samples``: the evaluated rows live in one table shared by every samples query
+    # (``series`` stays empty: a week of pod usage as Series would double the memory).
+    table: SampleTable | None = None
+
+    @property
+    def series_count(self) -> int:
+        """Series in the result (label groups with a value, for ``samples`` queries)."""
+        if self.table is not None and self.spec.name in self.table.values:
+            return self.table.series_count(self.spec.name)
+        return len(self.series)
 
 
 @dataclass(frozen=True)
@@ -186,6 +200,11 @@ def run_profile(
             tasks.setdefault(key, []).append((spec.name, index))
     chunks: dict[str, dict[int, list[Series]]] = {name: {} for name in results}
     grid_times = np.arange(plan.grid.start, plan.grid.end + 1, plan.grid.step, dtype=np.float64)
+    sampled = [spec for spec in specs if spec.kind == "samples"]
+    ends = [float(e) for _, e, _ in plan.requests_for(sampled[0])] if sampled else []
+    accumulator = SampleAccumulator(
+        {spec.name: sample_rule(spec, plan.grid) for spec in sampled}, grid_times, ends
+    )
     done_count = 0
     if progress:
         progress(0, len(tasks))
@@ -221,26 +240,31 @@ def run_profile(
                         result = results[name]
                         result.requests += 1
                         try:
-                            chunks[name][index] = future.result()
+                            if result.spec.kind == "samples":
+                                if result.error is None:  # evaluated now, raw samples dropped
+                                    accumulator.add(name, index, future.result())
+                            else:
+                                chunks[name][index] = future.result()
                         except SourceError as exc:
                             if result.spec.required:
                                 raise
                             result.error = str(exc)
+                            if result.spec.kind == "samples":
+                                accumulator.abandon(name)
                     if progress:
                         progress(done_count, len(tasks))
         except BaseException:
             for future in pending:
                 future.cancel()
             raise
+    table = accumulator.finish() if sampled else None
     for name, result in results.items():
-        if result.error is None:
+        if result.spec.kind == "samples":
+            result.table = table if result.error is None else None
+        elif result.error is None:
             ordered = [chunks[name][i] for i in sorted(chunks[name])]
             result.series = merge_series(ordered)
-            if result.spec.kind == "samples":
-                result.series = evaluate(
-                    result.series, grid_times, sample_rule(result.spec, plan.grid)
-                )
-            elif result.spec.kind == "times":
+            if result.spec.kind == "times":
                 result.series = sample_times(result.series, result.spec.by, result.spec.combine)
     return results
 

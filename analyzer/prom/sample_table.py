@@ -1,0 +1,338 @@
+"""Raw-sample queries evaluated chunk by chunk into one joined long table, in bounded memory.
+
+``kind: samples`` queries (pod CPU and memory from cAdvisor) are fetched as raw samples in
+disjoint time chunks. Holding every chunk of a week before evaluating them costs memory in
+proportion to the raw data of the whole range, and evaluating each raw series on the whole grid
+costs series × grid points. Here each chunk is evaluated as soon as it and its predecessors have
+arrived: the grid points up to the chunk's end depend only on samples up to that time, so after a
+chunk only a short tail per raw series is kept (the samples within the irate window or the gauge
+lookback of the chunk's end). Each raw series is evaluated only on the grid points it can reach.
+
+The evaluation is exactly ``analyzer.prom.samples.evaluate`` (``sum by (sum) (max by (dedupe)
+(f(raw)))``): tests compare both with each other and with Prometheus. The result of all
+samples queries of a profile is one :class:`SampleTable`: one row per (label group, grid step)
+with one value column per query (NaN where that query has no value), so the two pod-usage
+queries are joined chunk by chunk instead of in one pass over a week of data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from analyzer.prom.client import Series
+from analyzer.prom.samples import SampleRule
+
+IntArray = NDArray[np.int64]
+Int32Array = NDArray[np.int32]
+FloatArray = NDArray[np.float64]
+GroupKey = tuple[tuple[str, str], ...]
+
+
+@dataclass
+class SampleTable:
+    """Evaluated samples queries: rows of (group, grid step) and one value column per query."""
+
+    names: tuple[str, ...]
+    groups: list[dict[str, str]]  # group id → its labels (the query's ``sum`` labels)
+    group: Int32Array
+    step: Int32Array  # index into the grid
+    values: dict[str, FloatArray]  # per query; NaN where it has no value at that row
+
+    def __len__(self) -> int:
+        return len(self.group)
+
+    def series_count(self, name: str) -> int:
+        """How many label groups ``name`` has a value for (its result's series count)."""
+        have = ~np.isnan(self.values[name])
+        return len(np.unique(self.group[have]))
+
+    def series(self, name: str, grid: FloatArray) -> list[Series]:
+        """``name``'s result in the ``Series`` shape (groups in id order; for checks and tests)."""
+        have = ~np.isnan(self.values[name])
+        group, step, value = self.group[have], self.step[have], self.values[name][have]
+        order = np.lexsort((step, group))
+        group, step, value = group[order], step[order], value[order]
+        bounds = np.flatnonzero(np.diff(group)) + 1
+        out = []
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(group)], strict=True):
+            if hi > lo:
+                out.append(Series(self.groups[int(group[lo])], grid[step[lo:hi]], value[lo:hi]))
+        return out
+
+    @classmethod
+    def from_series(
+        cls, by_name: Mapping[str, Sequence[Series]], start: float, step: float
+    ) -> SampleTable:
+        """A table from evaluated series on the grid ``start + k * step`` (tests, custom sources)."""
+        groups: dict[GroupKey, int] = {}
+        parts: dict[str, tuple[IntArray, IntArray, FloatArray]] = {}
+        for name, series_list in by_name.items():
+            gid, idx, val = [], [], []
+            for series in series_list:
+                key = tuple(sorted(series.labels.items()))
+                g = groups.setdefault(key, len(groups))
+                gid.append(np.full(len(series.timestamps), g, dtype=np.int64))
+                idx.append(np.rint((series.timestamps - start) / step).astype(np.int64))
+                val.append(np.asarray(series.values, dtype=np.float64))
+            parts[name] = (
+                np.concatenate(gid) if gid else np.zeros(0, dtype=np.int64),
+                np.concatenate(idx) if idx else np.zeros(0, dtype=np.int64),
+                np.concatenate(val) if val else np.zeros(0),
+            )
+        width = 1 + max((int(p[1].max()) for p in parts.values() if len(p[1])), default=0)
+        group, index, columns = _join(parts, width)
+        return cls(
+            names=tuple(by_name),
+            groups=[dict(key) for key in groups],
+            group=group.astype(np.int32),
+            step=index.astype(np.int32),
+            values=columns,
+        )
+
+
+def _join(
+    parts: Mapping[str, tuple[IntArray, IntArray, FloatArray]], width: int
+) -> tuple[IntArray, IntArray, dict[str, FloatArray]]:
+    """Outer-join per-query (group, step, value) rows on (group, step); sorted by that key.
+
+    Within one query a (group, step) appears at most once (its values were summed already).
+    """
+    keys = {name: gid * width + idx for name, (gid, idx, _) in parts.items()}
+    orders = {name: np.argsort(key, kind="stable") for name, key in keys.items()}
+    sorted_keys = {name: keys[name][orders[name]] for name in parts}
+    union: IntArray = (
+        np.unique(np.concatenate(list(sorted_keys.values()))).astype(np.int64)
+        if parts
+        else np.zeros(0, dtype=np.int64)
+    )
+    columns: dict[str, FloatArray] = {}
+    for name, (_, _, value) in parts.items():
+        column = np.full(len(union), np.nan)
+        column[np.searchsorted(union, sorted_keys[name])] = value[orders[name]]
+        columns[name] = column
+    return union // width, union % width, columns
+
+
+@dataclass
+class _Query:
+    """Per-query state: the rule, chunks waiting for their predecessors, the raw tails."""
+
+    rule: SampleRule
+    horizon: float  # how far back from a grid time a sample can still matter
+    next_index: int = 0
+    waiting: dict[int, list[Series]] = field(default_factory=dict)
+    # raw series label set → (dedupe id, timestamps, values) still within the horizon
+    tails: dict[GroupKey, tuple[int, FloatArray, FloatArray]] = field(default_factory=dict)
+    dedupe_ids: dict[tuple[str, ...], int] = field(default_factory=dict)
+    group_of: list[int] = field(default_factory=list)  # dedupe id → group id
+    raw_series: int = 0
+    abandoned: bool = False
+
+
+class SampleAccumulator:
+    """Feed raw chunks (any order, by chunk index) of several samples queries; get one table.
+
+    ``ends[i]`` is the time of chunk ``i``'s last possible sample: chunk ``i`` holds samples in
+    ``(ends[i-1], ends[i]]``, and every query is fetched with the same chunks. Chunk ``i`` of a
+    query is evaluated once chunks ``0..i`` of that query have arrived; the grid points of chunk
+    ``i`` are joined across queries once every query has evaluated it, so memory holds the
+    evaluated rows plus about ``parallelism`` raw chunks.
+    """
+
+    def __init__(
+        self, rules: Mapping[str, SampleRule], grid: FloatArray, ends: Sequence[float]
+    ) -> None:
+        self.grid = grid
+        self.names = tuple(rules)
+        self.queries = {
+            name: _Query(rule, float(rule.window if rule.rate else rule.lookback))
+            for name, rule in rules.items()
+        }
+        his = np.searchsorted(grid, np.asarray(ends, dtype=np.float64), side="right")
+        his = np.maximum.accumulate(his) if len(his) else his
+        self.bounds = [
+            (int(his[i - 1]) if i else 0, int(his[i])) for i in range(len(ends))
+        ]  # grid index range [lo, hi) of each chunk
+        self.ends = [float(e) for e in ends]
+        self.groups: dict[GroupKey, int] = {}
+        self._evaluated: dict[int, dict[str, tuple[IntArray, IntArray, FloatArray]]] = {}
+        self._joined: list[tuple[Int32Array, Int32Array, dict[str, FloatArray]]] = []
+
+    def add(self, name: str, index: int, raw: list[Series]) -> None:
+        """Chunk ``index`` of query ``name`` arrived; evaluate whatever is now in order."""
+        query = self.queries[name]
+        if query.abandoned:
+            return
+        query.waiting[index] = raw
+        while query.next_index in query.waiting:
+            i = query.next_index
+            part = self._evaluate(query, i, query.waiting.pop(i))
+            self._evaluated.setdefault(i, {})[name] = part
+            query.next_index += 1
+            if len(self._evaluated[i]) == len(self.queries):
+                self._join_chunk(i)
+
+    def _join_chunk(self, index: int) -> None:
+        lo, hi = self.bounds[index]
+        parts = self._evaluated.pop(index)
+        # group ids and steps within the chunk: a small key space, shifted back afterwards
+        local = {name: (g, s - lo, v) for name, (g, s, v) in parts.items()}
+        group, step, columns = _join(local, max(1, hi - lo))
+        self._joined.append((group.astype(np.int32), (step + lo).astype(np.int32), columns))
+
+    def _evaluate(
+        self, query: _Query, index: int, raw: list[Series]
+    ) -> tuple[IntArray, IntArray, FloatArray]:
+        """Grid points of chunk ``index`` for one query: (group id, grid index, value) rows."""
+        lo, hi = self.bounds[index]
+        end = self.ends[index]
+        rule = query.rule
+        tails = query.tails
+        query.tails = {}
+        entries: list[tuple[GroupKey, int, FloatArray, FloatArray]] = []
+        for series in raw:
+            key = tuple(sorted(series.labels.items()))
+            tail = tails.pop(key, None)
+            if tail is None:
+                did = self._dedupe_id(query, series.labels)
+                ts, vs = series.timestamps, series.values
+                query.raw_series += 1
+            else:
+                did = tail[0]
+                ts = np.concatenate((tail[1], series.timestamps))
+                vs = np.concatenate((tail[2], series.values))
+            entries.append((key, did, ts, vs))
+        entries.extend((key, did, ts, vs) for key, (did, ts, vs) in tails.items())
+        dids, steps, values = [], [], []
+        for key, did, ts, vs in entries:
+            if len(ts) == 0:
+                continue
+            if hi > lo:
+                idx, val = _evaluate_slice(ts, vs, self.grid, lo, hi, rule, query.horizon)
+                if len(idx):
+                    dids.append(np.full(len(idx), did, dtype=np.int64))
+                    steps.append(idx)
+                    values.append(val)
+            cut = int(np.searchsorted(ts, end - query.horizon, side="left"))
+            if cut < len(ts):
+                query.tails[key] = (did, ts[cut:], vs[cut:])
+        if not dids:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0)
+        return _reduce(
+            np.concatenate(dids),
+            np.concatenate(steps),
+            np.concatenate(values),
+            np.asarray(query.group_of, dtype=np.int64),
+            lo,
+            hi,
+        )
+
+    def _dedupe_id(self, query: _Query, labels: Mapping[str, str]) -> int:
+        rule = query.rule
+        key = tuple(labels.get(name, "") for name in rule.dedupe)
+        did = query.dedupe_ids.get(key)
+        if did is None:
+            did = len(query.dedupe_ids)
+            query.dedupe_ids[key] = did
+            group = tuple((n, labels[n]) for n in rule.sum_by if labels.get(n, ""))
+            query.group_of.append(self.groups.setdefault(group, len(self.groups)))
+        return did
+
+    def abandon(self, name: str) -> None:
+        """Query ``name`` failed: its column stays NaN and its later chunks are ignored."""
+        query = self.queries[name]
+        if query.abandoned:
+            return
+        query.abandoned = True
+        query.waiting.clear()
+        query.tails.clear()
+        while query.next_index < len(self.bounds):
+            i = query.next_index
+            empty = np.zeros(0, dtype=np.int64)
+            self._evaluated.setdefault(i, {})[name] = (empty, empty, np.zeros(0))
+            query.next_index += 1
+            if len(self._evaluated[i]) == len(self.queries):
+                self._join_chunk(i)
+
+    def raw_series(self, name: str) -> int:
+        """Distinct raw series (label sets seen anew) of query ``name`` so far."""
+        return self.queries[name].raw_series
+
+    def finish(self) -> SampleTable:
+        """The joined table of every chunk (call after the last chunk of every query)."""
+        missing = [name for name, q in self.queries.items() if q.next_index != len(self.bounds)]
+        if missing:
+            raise RuntimeError(f"samples chunks missing for {', '.join(missing)}")
+        total = sum(len(group) for group, _, _ in self._joined)
+        group = np.empty(total, dtype=np.int32)
+        step = np.empty(total, dtype=np.int32)
+        columns = {name: np.empty(total) for name in self.names}
+        at = 0
+        while self._joined:  # copy part by part, releasing each: peak = table + one part
+            g, s, cols = self._joined.pop(0)
+            n = len(g)
+            group[at : at + n] = g
+            step[at : at + n] = s
+            for name in self.names:
+                columns[name][at : at + n] = cols[name]
+            at += n
+        return SampleTable(
+            names=self.names,
+            groups=[dict(key) for key in self.groups],
+            group=group,
+            step=step,
+            values=columns,
+        )
+
+
+def _evaluate_slice(
+    ts: FloatArray,
+    vs: FloatArray,
+    grid: FloatArray,
+    lo: int,
+    hi: int,
+    rule: SampleRule,
+    horizon: float,
+) -> tuple[IntArray, FloatArray]:
+    """One raw series at grid points ``lo..hi-1`` it can reach: (grid index, value), no NaN."""
+    a = max(lo, int(np.searchsorted(grid, ts[0], side="left")))
+    b = min(hi, int(np.searchsorted(grid, ts[-1] + horizon, side="right")))
+    if a >= b:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    times = grid[a:b]
+    last = np.searchsorted(ts, times, side="right") - 1  # ≥ 0: every time is ≥ ts[0]
+    if rule.rate:
+        prev = last - 1
+        ok = (prev >= 0) & (ts[np.clip(prev, 0, None)] >= times - rule.window)
+        v2, v1 = vs[last[ok]], vs[prev[ok]]
+        dt = ts[last[ok]] - ts[prev[ok]]
+        value = np.where(v2 < v1, v2, v2 - v1) / dt
+    else:
+        ok = ts[last] >= times - rule.lookback
+        value = vs[last[ok]]
+    idx = np.flatnonzero(ok) + a
+    have = ~np.isnan(value)
+    return idx[have].astype(np.int64), value[have]
+
+
+def _reduce(
+    did: IntArray, idx: IntArray, value: FloatArray, group_of: IntArray, lo: int, hi: int
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """``max`` per (dedupe id, step), then ``sum`` per (group, step); rows sorted by both."""
+    width = hi - lo
+    key = did * width + (idx - lo)
+    order = np.argsort(key, kind="stable")
+    key, value = key[order], value[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(key) > 0])
+    key, value = key[starts], np.maximum.reduceat(value, starts)
+    gkey = group_of[key // width] * width + key % width
+    order = np.argsort(gkey, kind="stable")  # keeps dedupe ids in order within a group
+    gkey, value = gkey[order], value[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(gkey) > 0])
+    gkey, value = gkey[starts], np.add.reduceat(value, starts)
+    return gkey // width, gkey % width + lo, value
