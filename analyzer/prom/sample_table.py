@@ -101,18 +101,23 @@ def _join(
 
     Within one query a (group, step) appears at most once (its values were summed already).
     """
-    keys = {name: gid * width + idx for name, (gid, idx, _) in parts.items()}
-    orders = {name: np.argsort(key, kind="stable") for name, key in keys.items()}
-    sorted_keys = {name: keys[name][orders[name]] for name in parts}
-    union: IntArray = (
-        np.unique(np.concatenate(list(sorted_keys.values()))).astype(np.int64)
-        if parts
-        else np.zeros(0, dtype=np.int64)
-    )
+    keys: dict[str, IntArray] = {}
+    values: dict[str, FloatArray] = {}
+    for name, (gid, idx, value) in parts.items():
+        key = gid * width + idx
+        if len(key) > 1 and not bool(np.all(key[1:] > key[:-1])):
+            order = np.argsort(key, kind="stable")
+            key, value = key[order], value[order]
+        keys[name], values[name] = key, value
+    union: IntArray = np.concatenate(list(keys.values())) if keys else np.zeros(0, np.int64)
+    # sorted runs: a stable sort merges them in linear time (np.unique would hash: ~10 x slower)
+    union.sort(kind="stable")
+    if len(union):
+        union = union[np.r_[True, union[1:] > union[:-1]]]
     columns: dict[str, FloatArray] = {}
-    for name, (_, _, value) in parts.items():
+    for name, key in keys.items():
         column = np.full(len(union), np.nan)
-        column[np.searchsorted(union, sorted_keys[name])] = value[orders[name]]
+        column[np.searchsorted(union, key)] = values[name]
         columns[name] = column
     return union // width, union % width, columns
 
@@ -190,47 +195,53 @@ class SampleAccumulator:
         """Grid points of chunk ``index`` for one query: (group id, grid index, value) rows."""
         lo, hi = self.bounds[index]
         end = self.ends[index]
-        rule = query.rule
         tails = query.tails
         query.tails = {}
-        entries: list[tuple[GroupKey, int, FloatArray, FloatArray]] = []
+        keys: list[GroupKey] = []
+        dids: list[int] = []
+        pieces_t: list[FloatArray] = []
+        pieces_v: list[FloatArray] = []
+        lengths: list[int] = []
         for series in raw:
             key = tuple(sorted(series.labels.items()))
             tail = tails.pop(key, None)
             if tail is None:
                 did = self._dedupe_id(query, series.labels)
-                ts, vs = series.timestamps, series.values
                 query.raw_series += 1
+                length = 0
             else:
                 did = tail[0]
-                ts = np.concatenate((tail[1], series.timestamps))
-                vs = np.concatenate((tail[2], series.values))
-            entries.append((key, did, ts, vs))
-        entries.extend((key, did, ts, vs) for key, (did, ts, vs) in tails.items())
-        dids, steps, values = [], [], []
-        for key, did, ts, vs in entries:
-            if len(ts) == 0:
-                continue
-            if hi > lo:
-                idx, val = _evaluate_slice(ts, vs, self.grid, lo, hi, rule, query.horizon)
-                if len(idx):
-                    dids.append(np.full(len(idx), did, dtype=np.int64))
-                    steps.append(idx)
-                    values.append(val)
-            cut = int(np.searchsorted(ts, end - query.horizon, side="left"))
-            if cut < len(ts):
-                query.tails[key] = (did, ts[cut:], vs[cut:])
-        if not dids:
-            empty = np.zeros(0, dtype=np.int64)
+                pieces_t.append(tail[1])
+                pieces_v.append(tail[2])
+                length = len(tail[1])
+            pieces_t.append(series.timestamps)
+            pieces_v.append(series.values)
+            keys.append(key)
+            dids.append(did)
+            lengths.append(length + len(series.timestamps))
+        for key, (did, ts, vs) in tails.items():  # series with no sample in this chunk
+            pieces_t.append(ts)
+            pieces_v.append(vs)
+            keys.append(key)
+            dids.append(did)
+            lengths.append(len(ts))
+        empty = np.zeros(0, dtype=np.int64)
+        if not keys or not sum(lengths):
             return empty, empty, np.zeros(0)
-        return _reduce(
-            np.concatenate(dids),
-            np.concatenate(steps),
-            np.concatenate(values),
-            np.asarray(query.group_of, dtype=np.int64),
-            lo,
-            hi,
-        )
+        flat = _Flat(np.concatenate(pieces_t), np.concatenate(pieces_v), np.asarray(lengths))
+        del pieces_t, pieces_v
+        cut = flat.first_at_or_after(end - query.horizon)
+        for s in np.flatnonzero(cut < flat.stops):  # keep what later grid points can still see
+            start, stop = int(cut[s]), int(flat.stops[s])
+            query.tails[keys[s]] = (dids[s], flat.ts[start:stop].copy(), flat.vs[start:stop].copy())
+        if hi <= lo:
+            return empty, empty, np.zeros(0)
+        seg, idx, val = flat.evaluate(self.grid, lo, hi, query.rule, query.horizon)
+        if not len(seg):
+            return empty, empty, np.zeros(0)
+        did_of = np.asarray(dids, dtype=np.int64)
+        group_of = np.asarray(query.group_of, dtype=np.int64)
+        return _reduce(did_of[seg], idx, val, group_of, lo, hi)
 
     def _dedupe_id(self, query: _Query, labels: Mapping[str, str]) -> int:
         rule = query.rule
@@ -290,34 +301,86 @@ class SampleAccumulator:
         )
 
 
-def _evaluate_slice(
-    ts: FloatArray,
-    vs: FloatArray,
-    grid: FloatArray,
-    lo: int,
-    hi: int,
-    rule: SampleRule,
-    horizon: float,
-) -> tuple[IntArray, FloatArray]:
-    """One raw series at grid points ``lo..hi-1`` it can reach: (grid index, value), no NaN."""
-    a = max(lo, int(np.searchsorted(grid, ts[0], side="left")))
-    b = min(hi, int(np.searchsorted(grid, ts[-1] + horizon, side="right")))
-    if a >= b:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    times = grid[a:b]
-    last = np.searchsorted(ts, times, side="right") - 1  # ≥ 0: every time is ≥ ts[0]
-    if rule.rate:
-        prev = last - 1
-        ok = (prev >= 0) & (ts[np.clip(prev, 0, None)] >= times - rule.window)
-        v2, v1 = vs[last[ok]], vs[prev[ok]]
-        dt = ts[last[ok]] - ts[prev[ok]]
-        value = np.where(v2 < v1, v2, v2 - v1) / dt
-    else:
-        ok = ts[last] >= times - rule.lookback
-        value = vs[last[ok]]
-    idx = np.flatnonzero(ok) + a
-    have = ~np.isnan(value)
-    return idx[have].astype(np.int64), value[have]
+@dataclass
+class _Flat:
+    """Raw series of one chunk laid end to end: segment ``s`` is ``[starts[s], stops[s])``.
+
+    Every lookup ("the last sample at or before t in segment s") is one ``searchsorted`` over all
+    segments at once, on integer keys ``s * span + milliseconds since base``: sorted, because each
+    segment's samples are (Prometheus timestamps are whole milliseconds).
+    """
+
+    ts: FloatArray
+    vs: FloatArray
+    lengths: IntArray
+    starts: IntArray = field(init=False)
+    stops: IntArray = field(init=False)
+    base: float = field(init=False)
+    span: int = field(init=False)
+    keys: IntArray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stops = np.cumsum(self.lengths)
+        self.starts = self.stops - self.lengths
+        self.base = float(np.floor(self.ts.min())) if len(self.ts) else 0.0
+
+    def _ms(self, seconds: FloatArray) -> IntArray:
+        out: IntArray = np.rint((seconds - self.base) * 1000.0).astype(np.int64)
+        return out
+
+    def prepare(self, upto: float) -> None:
+        """Build the keys so lookups up to time ``upto`` stay inside their segment."""
+        top = max(float(self.ts.max()), upto) if len(self.ts) else upto
+        self.span = int(self._ms(np.array([top]))[0]) + 2
+        segment = np.repeat(np.arange(len(self.lengths), dtype=np.int64), self.lengths)
+        self.keys = segment * self.span + self._ms(self.ts)
+
+    def first_at_or_after(self, t: float) -> IntArray:
+        """Per segment, the index of its first sample at or after ``t`` (``stop`` if none)."""
+        self.prepare(t)
+        offset = int(np.clip(self._ms(np.array([t]))[0], 0, self.span - 1))
+        probe = np.arange(len(self.lengths), dtype=np.int64) * self.span + offset
+        found: IntArray = np.searchsorted(self.keys, probe, side="left")
+        return np.minimum(np.maximum(found, self.starts), self.stops)
+
+    def evaluate(
+        self, grid: FloatArray, lo: int, hi: int, rule: SampleRule, horizon: float
+    ) -> tuple[IntArray, IntArray, FloatArray]:
+        """Every segment at the grid points ``lo..hi-1`` it can reach: (segment, index, value).
+
+        Gauge: the newest sample within the lookback; counter: ``irate`` of the last two
+        samples within the window (a drop is a reset). NaN results are left out.
+        """
+        if self.span <= self._ms(np.array([grid[hi - 1]]))[0]:
+            self.prepare(float(grid[hi - 1]))
+        nonempty = self.lengths > 0
+        first = np.where(nonempty, self.ts[np.minimum(self.starts, len(self.ts) - 1)], np.inf)
+        last = np.where(nonempty, self.ts[np.maximum(self.stops - 1, 0)], -np.inf)
+        a = np.maximum(lo, np.searchsorted(grid, first, side="left"))
+        b = np.minimum(hi, np.searchsorted(grid, last + horizon, side="right"))
+        count = np.clip(b - a, 0, None)
+        total = int(count.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+        seg = np.repeat(np.arange(len(count), dtype=np.int64), count)
+        run_start = np.cumsum(count) - count
+        idx = a[seg] + (np.arange(total, dtype=np.int64) - run_start[seg])
+        times = grid[idx]
+        # every grid time is at or after its segment's first sample: the lookup stays inside it
+        last_i = np.searchsorted(self.keys, seg * self.span + self._ms(times), side="right") - 1
+        ts, vs = self.ts, self.vs
+        if rule.rate:
+            prev = last_i - 1
+            ok = (prev >= self.starts[seg]) & (ts[np.maximum(prev, 0)] >= times - rule.window)
+            v2, v1 = vs[last_i[ok]], vs[prev[ok]]
+            dt = ts[last_i[ok]] - ts[prev[ok]]
+            value = np.where(v2 < v1, v2, v2 - v1) / dt
+        else:
+            ok = ts[last_i] >= times - rule.lookback
+            value = vs[last_i[ok]]
+        seg, idx = seg[ok], idx[ok]
+        have = ~np.isnan(value)
+        return seg[have], idx[have], value[have]
 
 
 def _reduce(
