@@ -26,6 +26,7 @@ from analyzer.collect_pod_usage import build_pod_usage
 from analyzer.collect_pods import build_pods
 from analyzer.collect_usage import NodeMapper, build_node_usage, build_nodes
 from analyzer.errors import PartialDataError
+from analyzer.memory import release_free_memory
 from analyzer.paths import queries_dir
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import (
@@ -117,6 +118,7 @@ def collect(
         results = run_profile(client, list(profile.values()), plan, progress)
         warnings = list(client.warnings)
         source = client.public_url
+    release_free_memory()  # the responses are gone; give their pages back before building
     context = BuildContext(
         source=source,
         warnings=tuple(warnings),

@@ -8,8 +8,9 @@ backfilled or unscraped data has no staleness markers, so a gauge would otherwis
 lookback.
 
 A week of pod usage at 500 nodes is tens of millions of rows, so the table is *consumed*: each
-column is released as soon as its part of the result is built, and the uid column is categorical
-(4 bytes per row instead of a 36-character string).
+time-chunk part is released as soon as it is copied into the result, rows stay in that order
+(time chunks; within one, by pod then time), and the uid column is categorical (4 bytes per row
+instead of a 36-character string).
 """
 
 from __future__ import annotations
@@ -88,46 +89,39 @@ def build_pod_usage(
     single = np.array(
         [m[0] if len(m) == 1 else (_NONE if not m else _MANY) for m in members], dtype=np.int32
     )
-    unmatched = 0
-    for name in _SCALE:
-        present = np.unique(table.group[~np.isnan(table.values[name])])
-        unmatched += int(np.count_nonzero(single[present] == _NONE)) if len(single) else 0
-
-    entity = single[table.group] if len(single) else np.zeros(0, dtype=np.int32)
-    _resolve_reused_names(entity, table, members, first, grid)
-    keep = entity >= 0
-    if len(last_step):
-        keep &= table.step <= last_step[np.maximum(entity, 0)]
-    for name in _SCALE:  # non-finite values are no values (as Prometheus' NaN/Inf are dropped)
-        column = table.values[name]
-        column[~np.isfinite(column)] = np.nan
-    has_value = ~np.isnan(table.values[CPU_QUERY]) | ~np.isnan(table.values[MEMORY_QUERY])
-    keep &= has_value
-    del has_value
-    rows = np.flatnonzero(keep)
-    del keep
-    # uid-major, then time: the order the snapshot has always had (and compresses best)
-    order = np.argsort(entity[rows].astype(np.int64) * grid.points + table.step[rows])
-    rows = rows[order]
-    del order
-    codes = entity[rows]
-    del entity
-    steps = table.step[rows].astype(np.int64)
-    table.group = table.step = np.zeros(0, dtype=np.int32)
-    columns = {}
-    for name in _SCALE:
-        column = table.values.pop(name)[rows]
-        column *= _SCALE[name]
-        columns[name] = column
-    del rows
-    seconds = grid.start + steps * grid.step
-    del steps
+    if not len(last_step):  # no pods: every group is unmatched
+        last_step = np.zeros(1, dtype=np.int32)
+    # One pass over the table's parts (time chunks), each released once copied: the peak is
+    # about one table, not the table plus a sorted copy.
+    total = len(table)
+    codes = np.empty(total, dtype=np.int32)
+    stamps = np.empty(total, dtype=np.int64)  # ns since the epoch, the schema's unit
+    ns_start, ns_step = grid.start * 1_000_000_000, grid.step * 1_000_000_000
+    cpu = np.empty(total)
+    memory = np.empty(total)
+    seen = {name: np.zeros(len(table.groups), dtype=bool) for name in _SCALE}
+    at = 0
+    for group, step, values in table.pop_parts():
+        for name in _SCALE:  # non-finite values are no values (Prometheus' NaN/Inf dropped)
+            values[name][~np.isfinite(values[name])] = np.nan
+            seen[name][group[~np.isnan(values[name])]] = True
+        entity = single[group]
+        _resolve_reused_names(entity, group, step, members, first, grid)
+        keep = (entity >= 0) & (step <= last_step[np.maximum(entity, 0)])
+        keep &= ~np.isnan(values[CPU_QUERY]) | ~np.isnan(values[MEMORY_QUERY])
+        n = int(np.count_nonzero(keep))
+        codes[at : at + n] = entity[keep]
+        stamps[at : at + n] = step[keep].astype(np.int64) * ns_step + ns_start
+        cpu[at : at + n] = values[CPU_QUERY][keep] * _SCALE[CPU_QUERY]
+        memory[at : at + n] = values[MEMORY_QUERY][keep] * _SCALE[MEMORY_QUERY]
+        at += n
+    unmatched = sum(int(np.count_nonzero(seen[name] & (single == _NONE))) for name in _SCALE)
     frame = pd.DataFrame(
         {
-            "uid": pd.Categorical.from_codes(codes, categories=pd.Index(uids, dtype="str")),
-            "timestamp": pd.to_datetime(seconds, unit="s", utc=True),
-            "cpu": columns.pop(CPU_QUERY),
-            "memory": columns.pop(MEMORY_QUERY),
+            "uid": pd.Categorical.from_codes(codes[:at], categories=pd.Index(uids, dtype="str")),
+            "timestamp": pd.to_datetime(stamps[:at], unit="ns", utc=True),
+            "cpu": cpu[:at],
+            "memory": memory[:at],
         },
         copy=False,
     )
@@ -136,7 +130,8 @@ def build_pod_usage(
 
 def _resolve_reused_names(
     entity: IntArray,
-    table: SampleTable,
+    group: IntArray,
+    step: IntArray,
     members: list[list[int]],
     first: NDArray[np.float64],
     grid: TimeGrid,
@@ -145,13 +140,13 @@ def _resolve_reused_names(
     rows = np.flatnonzero(entity == _MANY)
     if not len(rows):
         return
-    rows = rows[np.argsort(table.group[rows], kind="stable")]
-    groups = table.group[rows]
+    rows = rows[np.argsort(group[rows], kind="stable")]
+    groups = group[rows]
     bounds = np.flatnonzero(np.diff(groups)) + 1
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(rows)], strict=True):
         part = rows[lo:hi]
         candidates = members[int(groups[lo])]
         starts = first[candidates]
-        times = grid.start + table.step[part].astype(np.float64) * grid.step
+        times = grid.start + step[part].astype(np.float64) * grid.step
         choice = np.clip(np.searchsorted(starts, times, side="right") - 1, 0, None)
         entity[part] = np.asarray(candidates, dtype=np.int32)[choice]

@@ -18,7 +18,6 @@ import pandas as pd
 import pyarrow as pa
 
 from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
-from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
 from analyzer.quantity import sanitize_resource_name
 from analyzer.snapshot import ALLOCATABLE, CAPACITY, resource_column
@@ -171,97 +170,44 @@ def _host(instance: str) -> str:
     return instance
 
 
-@dataclass
-class _Long:
-    """Samples in long form: entity index, step index, value."""
-
-    entity: np.ndarray
-    step: np.ndarray
-    value: np.ndarray
-
-
-def _long(series: list[tuple[int, Series]], grid: TimeGrid, scale: float) -> _Long:
-    if not series:
-        empty = np.zeros(0, dtype=np.int64)
-        return _Long(empty, empty, np.zeros(0))
-    entity = np.concatenate([np.full(len(s.timestamps), e, dtype=np.int64) for e, s in series])
-    ts = np.concatenate([s.timestamps for _, s in series])
-    value = np.concatenate([s.values for _, s in series]) * scale
-    step = np.rint((ts - grid.start) / grid.step).astype(np.int64)
-    keep = np.isfinite(value)
-    return _Long(entity[keep], step[keep], value[keep])
-
-
-def _join(cpu: _Long, memory: _Long, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Outer-join cpu and memory samples on (entity, step); duplicates keep the larger value."""
-    keys = []
-    values = []
-    for part in (cpu, memory):
-        key = part.entity * points + part.step
-        # Stable argsort on one key (the data is made of sorted runs, which timsort merges) and
-        # a max per run of equal keys: several times faster than lexsort on (key, -value).
-        order = np.argsort(key, kind="stable")
-        key, value = key[order], part.value[order]
-        if len(key) == 0:
-            keys.append(key)
-            values.append(value)
-            continue
-        starts = np.flatnonzero(np.concatenate(([True], np.diff(key) > 0)))
-        keys.append(key[starts])
-        values.append(np.maximum.reduceat(value, starts))  # values are finite (see _long)
-    all_keys = _sorted_union(keys[0], keys[1])
-    out = []
-    for key, value in zip(keys, values, strict=True):
-        column = np.full(len(all_keys), np.nan)
-        column[np.searchsorted(all_keys, key)] = value
-        out.append(column)
-    return all_keys, out[0], out[1]
-
-
-def _sorted_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The union of two sorted unique int arrays (``np.union1d`` hashes first: several × slower)."""
-    merged = np.concatenate([a, b])
-    merged.sort(kind="stable")  # two sorted runs: timsort/radix merges them in linear time
-    if len(merged) == 0:
-        return merged
-    return merged[np.concatenate(([True], np.diff(merged) > 0))]
-
-
-def _usage_frame(
-    key_name: str,
-    names: np.ndarray,
-    joined: tuple[np.ndarray, np.ndarray, np.ndarray],
-    grid: TimeGrid,
+def build_node_usage(
+    results: dict[str, QueryResult], mapper: NodeMapper, grid: TimeGrid
 ) -> pd.DataFrame:
-    keys, cpu, memory = joined
+    """``node_usage``: busy millicores and used memory bytes per node on the step grid.
+
+    Node series are dense on the grid, so each query fills a nodes × steps matrix (several series
+    of one node, e.g. HA copies, keep the larger value); rows are the cells where either is set,
+    node by node, then by time.
+    """
+    nodes = sorted(mapper.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
     points = grid.points
-    entity = keys // points
-    seconds = grid.start + (keys % points) * grid.step
+    matrices = []
+    for query, scale in (("node_cpu_busy", 1000.0), ("node_memory_used", 1.0)):
+        matrix = np.full((len(nodes), points), np.nan)
+        result = results.get(query)
+        for series in result.series if result is not None else []:
+            node = mapper.node_of(series.labels)
+            if node is None:
+                continue
+            step = np.rint((series.timestamps - grid.start) / grid.step).astype(np.int64)
+            value = series.values * scale
+            ok = np.isfinite(value) & (step >= 0) & (step < points)
+            row = matrix[index[node]]
+            row[step[ok]] = np.fmax(row[step[ok]], value[ok])
+        matrices.append(matrix.ravel())
+    cells = np.flatnonzero(~np.isnan(matrices[0]) | ~np.isnan(matrices[1]))
+    seconds = grid.start + (cells % points) * grid.step
     return pd.DataFrame(
         {
             # Arrow's take builds the string column in C; pd.array over a Python object array
             # of names takes ~6 × longer.
-            key_name: pd.array(pa.array(list(names), pa.string()).take(entity), dtype="string"),
-            "timestamp": pd.to_datetime(seconds, unit="s", utc=True),
-            "cpu": cpu,
-            "memory": memory,
-        }
+            "node": pd.array(pa.array(nodes, pa.string()).take(cells // points), dtype="string"),
+            "timestamp": pd.to_datetime(
+                seconds * 1_000_000_000, unit="ns", utc=True
+            ),  # ns: the schema unit
+            "cpu": matrices[0][cells],
+            "memory": matrices[1][cells],
+        },
+        copy=False,
     )
-
-
-def build_node_usage(
-    results: dict[str, QueryResult], mapper: NodeMapper, grid: TimeGrid
-) -> pd.DataFrame:
-    """``node_usage``: busy millicores and used memory bytes per node on the step grid."""
-    nodes = np.array(sorted(mapper.nodes), dtype=object)
-    index = {n: i for i, n in enumerate(nodes)}
-    parts = []
-    for query in ("node_cpu_busy", "node_memory_used"):
-        result = results.get(query)
-        mapped = []
-        for series in result.series if result is not None else []:
-            node = mapper.node_of(series.labels)
-            if node is not None:
-                mapped.append((index[node], series))
-        parts.append(_long(mapped, grid, 1000.0 if query == "node_cpu_busy" else 1.0))
-    return _usage_frame("node", nodes, _join(parts[0], parts[1], grid.points), grid)

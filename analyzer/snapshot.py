@@ -180,6 +180,12 @@ class Snapshot:
 def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     """Return ``frame`` with the schema's columns in order and dtypes; extra resource columns kept."""
     fixed = _FIXED_COLUMNS[table]
+    if not _RESOURCE_KINDS[table] and all(
+        name in frame.columns and str(frame[name].dtype) == dtype for name, dtype in fixed.items()
+    ):
+        # Usage tables already in shape (the collector's): select, do not copy tens of
+        # millions of rows column by column.
+        return frame[list(fixed)]
     out = pd.DataFrame(index=range(len(frame)))
     for name, dtype in fixed.items():
         if name in frame.columns:

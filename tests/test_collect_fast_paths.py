@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 import small_cluster as sc
 
-from analyzer.collect_usage import _sorted_union
 from analyzer.errors import InputError
 from analyzer.prom.client import PromClient, Series
 from analyzer.prom.fetch import FetchPlan, make_grid, run_profile, sample_rule
@@ -44,14 +43,6 @@ def test_time_bounds_and_sample_times_by_hand() -> None:
     assert [(s.labels, s.values.tolist()) for s in first] == [({"uid": "u1"}, [100.0])]
     assert [(s.labels, s.values.tolist()) for s in last] == [({"uid": "u1"}, [280.0])]
     assert last[0].timestamps.tolist() == [280.0]  # window-query shape: time of the value
-
-
-def test_sorted_union_equals_numpy_union() -> None:
-    rng = np.random.default_rng(3)
-    for _ in range(20):
-        a = np.unique(rng.integers(0, 500, rng.integers(0, 300)))
-        b = np.unique(rng.integers(0, 500, rng.integers(0, 300)))
-        np.testing.assert_array_equal(_sorted_union(a, b), np.union1d(a, b))
 
 
 def test_raw_requests_cover_exactly_what_the_grid_needs() -> None:

@@ -19,6 +19,7 @@ from analyzer.cli.base import is_terminal, main
 from analyzer.collect import CollectRequest, collect
 from analyzer.durations import parse_duration, parse_time
 from analyzer.errors import EXIT_PARTIAL, InputError
+from analyzer.memory import limit_heap_growth
 from analyzer.paths import queries_dir as profile_folder
 from analyzer.prom.check import format_table, run_check
 from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
@@ -204,6 +205,7 @@ def collect_cmd(**options: Any) -> None:
         extra_resources=tuple(options["extended_resources"]),
         priority_classes=_priority_classes(options["priority_classes"]),
     )
+    limit_heap_growth()  # resident memory close to live data over a long fetch (glibc)
     result = collect(request, _progress_bar if is_terminal() else None)
     if is_terminal():
         click.echo("", err=True)

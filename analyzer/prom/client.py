@@ -9,12 +9,15 @@ numpy arrays. Every failure becomes one line: ``SourceError`` (exit 1) for the s
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 import requests
 from prometheus_api_client import PrometheusConnect
 from requests.adapters import HTTPAdapter
@@ -63,49 +66,78 @@ def parse_matrix(result: list[dict[str, Any]]) -> list[Series]:
 
 _SERIES = b'{"metric":'
 _VALUES = b',"values":['
-_STRIP = b'[]"'
+_ROWS = bytes.maketrans(b"]", b"\n")  # with '[' and '"' deleted: [t,"v"],[t,"v"] → t,v⏎,t,v⏎
+_SENTINEL = b"[nan,0]"  # a row before every series; its NaN timestamp marks where a series starts
+_CSV_READ = pa_csv.ReadOptions(column_names=["_", "t", "v"], block_size=1 << 22)
+_CSV_CONVERT = pa_csv.ConvertOptions(
+    include_columns=["t", "v"],
+    column_types={"t": pa.float64(), "v": pa.float64()},
+    null_values=[],  # "NaN" is a value here, not a missing one
+    strings_can_be_null=False,
+)
 
 
 def parse_matrix_fast(content: bytes) -> tuple[list[Series], list[str]] | None:
     """Parse a successful matrix response straight from bytes; None if the shape is unexpected.
 
-    ``json.loads`` builds a Python list and two objects per sample (~150 bytes each); here each
-    series' ``[[t,"v"],...]`` text is stripped of brackets and quotes and parsed by numpy in one C
-    call. Only the labels go through ``json``. JSON cannot hold an unescaped ``"`` inside a
-    string, so the markers searched for cannot occur inside label values.
+    ``json.loads`` builds a Python list and two objects per sample (~150 bytes each). Here only
+    the labels go through ``json``: every series' ``[[t,"v"],...]`` text is cut out, the pieces
+    are joined behind one ``[nan,0]`` sentinel row each, turned into ``,t,v`` lines by one
+    ``bytes.translate`` and parsed as one CSV by Arrow (in C, on all cores; ≈ 2 × numpy's ``fromstring`` per series).
+    JSON cannot hold an unescaped ``"`` inside a string, so the markers searched for cannot
+    occur inside label values; timestamps are never NaN, so the sentinels are unambiguous.
     """
     prefix = b'{"status":"success","data":{"resultType":"matrix","result":['
     if not content.startswith(prefix):
         return None
-    out: list[Series] = []
-    decoder = json.JSONDecoder()
+    labels_list: list[dict[str, str]] = []
+    parts: list[bytes] = []
     pos = content.find(_SERIES)
     end = len(prefix)
     while pos != -1:
         labels_end = content.find(_VALUES, pos)
         if labels_end == -1:
             return None
-        labels = json.loads(content[pos + len(_SERIES) : labels_end])
+        labels_list.append(json.loads(content[pos + len(_SERIES) : labels_end]))
+        parts.append(_SENTINEL)
         start = labels_end + len(_VALUES)
         if content[start : start + 1] == b"]":  # "values":[] (no samples)
-            out.append(Series(labels, np.zeros(0), np.zeros(0)))
             end = start
-            pos = content.find(_SERIES, start)
-            continue
-        stop = content.find(b"]]", start)
-        if stop == -1:
+        else:
+            stop = content.find(b"]]", start)
+            if stop == -1:
+                return None
+            parts.append(content[start : stop + 1])
+            end = stop
+        pos = content.find(_SERIES, end)
+    out: list[Series] = []
+    if labels_list:
+        # one pass: a leading "," makes every line ",t,v" (three columns, the first empty)
+        text = b",".join([b"", *parts]).translate(_ROWS, b'["')
+        del parts
+        try:
+            table = pa_csv.read_csv(
+                io.BytesIO(text), read_options=_CSV_READ, convert_options=_CSV_CONVERT
+            )
+        except (pa.ArrowInvalid, ValueError):
             return None
-        text = content[start : stop + 1].translate(None, _STRIP)
-        flat = np.fromstring(text, sep=",")
-        if len(flat) % 2:
+        del text
+        ts = table.column("t").to_numpy()
+        values = table.column("v").to_numpy()
+        del table
+        starts = np.flatnonzero(np.isnan(ts))
+        if len(starts) != len(labels_list):
             return None
-        out.append(Series(labels, flat[0::2].copy(), flat[1::2].copy()))
-        end = stop
-        pos = content.find(_SERIES, stop)
+        stops = np.r_[starts[1:], len(ts)]
+        for labels, lo, hi in zip(labels_list, starts + 1, stops, strict=True):
+            # Views of the response's two arrays, not copies: thousands of small arrays per
+            # response fragment the C heap (the collector's RSS grew far past its live data),
+            # while the two large arrays are freed back to the OS at once when the last view goes.
+            out.append(Series(labels, ts[lo:hi], values[lo:hi]))
     warnings: list[str] = []
     marker = content.rfind(b',"warnings":', end)
     if marker != -1:
-        found, _ = decoder.raw_decode(content[marker + len(b',"warnings":') :].decode())
+        found, _ = json.JSONDecoder().raw_decode(content[marker + len(b',"warnings":') :].decode())
         warnings = [str(w) for w in found]
     return out, warnings
 

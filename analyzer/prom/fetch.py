@@ -14,6 +14,7 @@ queries are sent once.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -226,17 +227,29 @@ def run_profile(
         return client.query_range(expr, start, end, step, what=f"query {name}")
 
     with ThreadPoolExecutor(max_workers=max(1, plan.parallelism)) as pool:
-        futures: dict[Future[list[Series]], list[tuple[str, int]]] = {
-            pool.submit(run, kind, window, users[0][0]): users
-            for (kind, _, window), users in tasks.items()
-        }
-        pending = set(futures)
+        # In time order across queries (chunk i of pod CPU and of pod memory finish close
+        # together, so the accumulator joins and releases them early), and a few at a time:
+        # a response waits in its future until this thread takes it, so submitting everything
+        # at once would let fetching run ahead of evaluation and hold a week of raw samples.
+        queue = iter(sorted(tasks.items(), key=lambda item: item[0][2][1]))
+        futures: dict[Future[list[Series]], list[tuple[str, int]]] = {}
+        pending: set[Future[list[Series]]] = set()
+
+        def submit(count: int) -> None:
+            for (kind, _, window), users in itertools.islice(queue, count):
+                future = pool.submit(run, kind, window, users[0][0])
+                futures[future] = users
+                pending.add(future)
+
+        submit(max(1, plan.parallelism) + 2)
         try:
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                submit(len(finished))
                 for future in finished:
                     done_count += 1
-                    for name, index in futures[future]:
+                    # popped: a finished future holds its response, which must not outlive this
+                    for name, index in futures.pop(future):
                         result = results[name]
                         result.requests += 1
                         try:
@@ -253,6 +266,7 @@ def run_profile(
                                 accumulator.abandon(name)
                     if progress:
                         progress(done_count, len(tasks))
+                del finished
         except BaseException:
             for future in pending:
                 future.cancel()

@@ -17,7 +17,7 @@ queries are joined chunk by chunk instead of in one pass over a week of data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,30 +30,62 @@ IntArray = NDArray[np.int64]
 Int32Array = NDArray[np.int32]
 FloatArray = NDArray[np.float64]
 GroupKey = tuple[tuple[str, str], ...]
+_EMPTY32: Int32Array = np.zeros(0, dtype=np.int32)
+
+
+Part = tuple["Int32Array", "Int32Array", dict[str, "FloatArray"]]  # group, step, values
 
 
 @dataclass
 class SampleTable:
-    """Evaluated samples queries: rows of (group, grid step) and one value column per query."""
+    """Evaluated samples queries: rows of (group, grid step) and one value column per query.
+
+    The rows are kept as the parts they were joined in (one per time chunk, each sorted by group
+    then step), so a consumer can turn them into its own table part by part (``pop_parts``)
+    without a second full-size copy; ``group``/``step``/``values`` concatenate on demand.
+    """
 
     names: tuple[str, ...]
     groups: list[dict[str, str]]  # group id → its labels (the query's ``sum`` labels)
-    group: Int32Array
-    step: Int32Array  # index into the grid
-    values: dict[str, FloatArray]  # per query; NaN where it has no value at that row
+    parts: list[Part]
 
     def __len__(self) -> int:
-        return len(self.group)
+        return sum(len(part[0]) for part in self.parts)
+
+    @property
+    def group(self) -> Int32Array:
+        return np.concatenate([p[0] for p in self.parts]) if self.parts else _EMPTY32
+
+    @property
+    def step(self) -> Int32Array:
+        """Index into the grid."""
+        return np.concatenate([p[1] for p in self.parts]) if self.parts else _EMPTY32
+
+    @property
+    def values(self) -> dict[str, FloatArray]:
+        """Per query; NaN where it has no value at that row."""
+        return {
+            name: np.concatenate([p[2][name] for p in self.parts]) if self.parts else np.zeros(0)
+            for name in self.names
+        }
+
+    def pop_parts(self) -> Iterator[Part]:
+        """Yield the parts oldest first, each dropped from the table as it is handed out."""
+        while self.parts:
+            yield self.parts.pop(0)
 
     def series_count(self, name: str) -> int:
         """How many label groups ``name`` has a value for (its result's series count)."""
-        have = ~np.isnan(self.values[name])
-        return len(np.unique(self.group[have]))
+        seen: set[int] = set()
+        for group, _, values in self.parts:
+            seen.update(np.unique(group[~np.isnan(values[name])]).tolist())
+        return len(seen)
 
     def series(self, name: str, grid: FloatArray) -> list[Series]:
         """``name``'s result in the ``Series`` shape (groups in id order; for checks and tests)."""
-        have = ~np.isnan(self.values[name])
-        group, step, value = self.group[have], self.step[have], self.values[name][have]
+        values = self.values[name]
+        have = ~np.isnan(values)
+        group, step, value = self.group[have], self.step[have], values[have]
         order = np.lexsort((step, group))
         group, step, value = group[order], step[order], value[order]
         bounds = np.flatnonzero(np.diff(group)) + 1
@@ -88,9 +120,7 @@ class SampleTable:
         return cls(
             names=tuple(by_name),
             groups=[dict(key) for key in groups],
-            group=group.astype(np.int32),
-            step=index.astype(np.int32),
-            values=columns,
+            parts=[(group.astype(np.int32), index.astype(np.int32), columns)] if len(group) else [],
         )
 
 
@@ -165,7 +195,7 @@ class SampleAccumulator:
         self.ends = [float(e) for e in ends]
         self.groups: dict[GroupKey, int] = {}
         self._evaluated: dict[int, dict[str, tuple[IntArray, IntArray, FloatArray]]] = {}
-        self._joined: list[tuple[Int32Array, Int32Array, dict[str, FloatArray]]] = []
+        self._joined: list[Part] = []
 
     def add(self, name: str, index: int, raw: list[Series]) -> None:
         """Chunk ``index`` of query ``name`` arrived; evaluate whatever is now in order."""
@@ -187,7 +217,8 @@ class SampleAccumulator:
         # group ids and steps within the chunk: a small key space, shifted back afterwards
         local = {name: (g, s - lo, v) for name, (g, s, v) in parts.items()}
         group, step, columns = _join(local, max(1, hi - lo))
-        self._joined.append((group.astype(np.int32), (step + lo).astype(np.int32), columns))
+        if len(group):
+            self._joined.append((group.astype(np.int32), (step + lo).astype(np.int32), columns))
 
     def _evaluate(
         self, query: _Query, index: int, raw: list[Series]
@@ -279,26 +310,8 @@ class SampleAccumulator:
         missing = [name for name, q in self.queries.items() if q.next_index != len(self.bounds)]
         if missing:
             raise RuntimeError(f"samples chunks missing for {', '.join(missing)}")
-        total = sum(len(group) for group, _, _ in self._joined)
-        group = np.empty(total, dtype=np.int32)
-        step = np.empty(total, dtype=np.int32)
-        columns = {name: np.empty(total) for name in self.names}
-        at = 0
-        while self._joined:  # copy part by part, releasing each: peak = table + one part
-            g, s, cols = self._joined.pop(0)
-            n = len(g)
-            group[at : at + n] = g
-            step[at : at + n] = s
-            for name in self.names:
-                columns[name][at : at + n] = cols[name]
-            at += n
-        return SampleTable(
-            names=self.names,
-            groups=[dict(key) for key in self.groups],
-            group=group,
-            step=step,
-            values=columns,
-        )
+        parts, self._joined = self._joined, []
+        return SampleTable(names=self.names, groups=[dict(key) for key in self.groups], parts=parts)
 
 
 @dataclass
