@@ -55,7 +55,8 @@ CORE_QUERIES = (
     "node_first_seen",
     "node_last_seen",
     "node_cpu_busy",
-    "node_memory_used",
+    "node_memory_total",
+    "node_memory_available",
     "pod_cpu_usage",
     "pod_memory_working_set",
 )

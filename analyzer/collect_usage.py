@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
+from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
 from analyzer.quantity import sanitize_resource_name
 from analyzer.snapshot import ALLOCATABLE, CAPACITY, resource_column
@@ -170,12 +171,41 @@ def _host(instance: str) -> str:
     return instance
 
 
+def _series_of(result: QueryResult | None, grid: TimeGrid) -> list[Series]:
+    """A query's series, also for ``samples`` queries (whose rows live in a table)."""
+    if result is None:
+        return []
+    if result.table is not None and result.spec.name in result.table.values:
+        times = np.arange(grid.start, grid.end + 1, grid.step, dtype=np.float64)
+        return result.table.series(result.spec.name, times)
+    return result.series
+
+
+def node_memory_series(results: dict[str, QueryResult], grid: TimeGrid) -> list[Series]:
+    """MemTotal − MemAvailable per label set, at the steps where both have a value (PromQL's
+    ``max by (instance, node) (total) - max by (instance, node) (available)``)."""
+    available = {
+        tuple(sorted(s.labels.items())): s
+        for s in _series_of(results.get("node_memory_available"), grid)
+    }
+    used = []
+    for total in _series_of(results.get("node_memory_total"), grid):
+        other = available.get(tuple(sorted(total.labels.items())))
+        if other is None:
+            continue
+        common, at_total, at_other = np.intersect1d(
+            total.timestamps, other.timestamps, assume_unique=True, return_indices=True
+        )
+        used.append(Series(total.labels, common, total.values[at_total] - other.values[at_other]))
+    return used
+
+
 def build_node_usage(
     results: dict[str, QueryResult], mapper: NodeMapper, grid: TimeGrid
 ) -> pd.DataFrame:
     """``node_usage``: busy millicores and used memory bytes per node on the step grid.
 
-    Node series are dense on the grid, so each query fills a nodes × steps matrix (several series
+    Node series are dense on the grid, so each measure fills a nodes × steps matrix (several series
     of one node, e.g. HA copies, keep the larger value); rows are the cells where either is set,
     node by node, then by time.
     """
@@ -183,10 +213,10 @@ def build_node_usage(
     index = {n: i for i, n in enumerate(nodes)}
     points = grid.points
     matrices = []
-    for query, scale in (("node_cpu_busy", 1000.0), ("node_memory_used", 1.0)):
+    cpu = _series_of(results.get("node_cpu_busy"), grid)
+    for measure, scale in ((cpu, 1000.0), (node_memory_series(results, grid), 1.0)):
         matrix = np.full((len(nodes), points), np.nan)
-        result = results.get(query)
-        for series in result.series if result is not None else []:
+        for series in measure:
             node = mapper.node_of(series.labels)
             if node is None:
                 continue

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import small_cluster as sc
 
+from analyzer.collect_usage import node_memory_series
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import FetchPlan, make_grid, run_profile, sample_rule
 from analyzer.prom.profile import QuerySpec, load_profile
@@ -68,33 +69,20 @@ def test_every_query_runs_and_required_ones_return_data(
     }  # no pod cgroup, no pause, no root
 
 
-SAMPLES = {
-    # The pod-usage selectors and rules; compared with the PromQL range query they reproduce.
-    "pod_cpu_usage": ("container_cpu_usage_seconds_total", "irate"),
-    "pod_memory_working_set": ("container_memory_working_set_bytes", "none"),
-}
-
-
 @pytest.mark.parametrize(
     "options", [{"convention": "node-name", "ha": True}, {"convention": "host-ip"}]
 )
 def test_samples_kind_equals_the_promql_range_query(
     small_prometheus: Callable[..., object], options: dict[str, object]
 ) -> None:
-    """``kind: samples`` (raw samples evaluated in numpy) gives exactly what Prometheus evaluates."""
+    """``kind: samples`` (raw samples evaluated in numpy) gives exactly what Prometheus evaluates:
+    every samples query of the bundled profile, and node memory in use (total − available)."""
     server = small_prometheus(**options)
     grid = make_grid(sc.T0 - 600, sc.END + 600, sc.STEP)  # beyond the data at both ends
-    specs = [
-        QuerySpec(
-            name=f"{name}_samples",
-            expr=f'{metric}{{container!="", container!="POD", image!=""}}[{{{{span}}}}]',
-            kind="samples",
-            rate=rate,
-            dedupe=("namespace", "pod", "container"),
-            sum_by=("namespace", "pod"),
-        )
-        for name, (metric, rate) in SAMPLES.items()
-    ]
+    specs = [spec for spec in load_profile().values() if spec.kind == "samples"]
+    assert {"pod_cpu_usage", "node_memory_total", "node_memory_available"} <= {
+        spec.name for spec in specs
+    }
     references = [
         QuerySpec(
             name=f"{spec.name}_promql",
@@ -103,6 +91,13 @@ def test_samples_kind_equals_the_promql_range_query(
         )
         for spec in specs
     ]
+    memory_used = QuerySpec(  # the single range query node memory used to be
+        name="node_memory_used_promql",
+        expr="max by (instance, node) (node_memory_MemTotal_bytes)"
+        " - max by (instance, node) (node_memory_MemAvailable_bytes)",
+        kind="range",
+    )
+    references.append(memory_used)
     with PromClient(PromSettings(server.url)) as client:  # type: ignore[attr-defined]
         plan = FetchPlan(grid, chunk_points=7)
         results = run_profile(client, [*specs, *references], plan)
@@ -118,3 +113,15 @@ def test_samples_kind_equals_the_promql_range_query(
         for key, want in reference.items():
             np.testing.assert_array_equal(got[key].timestamps, want.timestamps)
             np.testing.assert_allclose(got[key].values, want.values, rtol=1e-12)
+    # Queries grouped by other labels get their own table: pod rows never meet node rows.
+    pod_table, node_table = results["pod_cpu_usage"].table, results["node_memory_total"].table
+    assert pod_table is not None and node_table is not None and pod_table is not node_table
+    assert all(set(g) == {"namespace", "pod"} for g in pod_table.groups)
+    assert all("instance" in g and "pod" not in g for g in node_table.groups)
+    # total − available at the steps where both exist is what the old range query returned.
+    want = {tuple(sorted(s.labels.items())): s for s in results[memory_used.name].series}
+    got = {tuple(sorted(s.labels.items())): s for s in node_memory_series(results, grid)}
+    assert set(got) == set(want) and got
+    for key, series in want.items():
+        np.testing.assert_array_equal(got[key].timestamps, series.timestamps)
+        np.testing.assert_array_equal(got[key].values, series.values)  # bytes: exact

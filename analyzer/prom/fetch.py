@@ -87,8 +87,9 @@ class QueryResult:
     series: list[Series] = field(default_factory=list)
     error: str | None = None
     requests: int = 0
-    # ``kind: samples``: the evaluated rows live in one table shared by every samples query
-    # (``series`` stays empty: a week of pod usage as Series would double the memory).
+    # ``kind: samples``: the evaluated rows live in one table shared by the samples queries with
+    # the same ``sum`` labels (``series`` stays empty: a week of pod usage as Series would double
+    # the memory).
     table: SampleTable | None = None
 
     @property
@@ -203,9 +204,17 @@ def run_profile(
     grid_times = np.arange(plan.grid.start, plan.grid.end + 1, plan.grid.step, dtype=np.float64)
     sampled = [spec for spec in specs if spec.kind == "samples"]
     ends = [float(e) for _, e, _ in plan.requests_for(sampled[0])] if sampled else []
-    accumulator = SampleAccumulator(
-        {spec.name: sample_rule(spec, plan.grid) for spec in sampled}, grid_times, ends
-    )
+    # One joined table per set of ``sum`` labels: queries grouped alike (pod CPU and memory by
+    # namespace, pod) share rows; a query grouped otherwise (node memory by instance, node) gets
+    # its own table, so no consumer meets rows of another grouping.
+    families: dict[tuple[str, ...], list[QuerySpec]] = {}
+    for spec in sampled:
+        families.setdefault(spec.sum_by, []).append(spec)
+    accumulators: dict[str, SampleAccumulator] = {}
+    for family in families.values():
+        rules = {spec.name: sample_rule(spec, plan.grid) for spec in family}
+        accumulator = SampleAccumulator(rules, grid_times, ends)
+        accumulators.update(dict.fromkeys(rules, accumulator))
     done_count = 0
     if progress:
         progress(0, len(tasks))
@@ -255,7 +264,7 @@ def run_profile(
                         try:
                             if result.spec.kind == "samples":
                                 if result.error is None:  # evaluated now, raw samples dropped
-                                    accumulator.add(name, index, future.result())
+                                    accumulators[name].add(name, index, future.result())
                             else:
                                 chunks[name][index] = future.result()
                         except SourceError as exc:
@@ -263,7 +272,7 @@ def run_profile(
                                 raise
                             result.error = str(exc)
                             if result.spec.kind == "samples":
-                                accumulator.abandon(name)
+                                accumulators[name].abandon(name)
                     if progress:
                         progress(done_count, len(tasks))
                 del finished
@@ -271,10 +280,11 @@ def run_profile(
             for future in pending:
                 future.cancel()
             raise
-    table = accumulator.finish() if sampled else None
+    unique = {id(a): a for a in accumulators.values()}  # one per family; finish() hands over
+    tables = {key: accumulator.finish() for key, accumulator in unique.items()}
     for name, result in results.items():
         if result.spec.kind == "samples":
-            result.table = table if result.error is None else None
+            result.table = tables[id(accumulators[name])] if result.error is None else None
         elif result.error is None:
             ordered = [chunks[name][i] for i in sorted(chunks[name])]
             result.series = merge_series(ordered)
