@@ -16,12 +16,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from analyzer.errors import InputError
-from analyzer.scheduling.gpu import GpuNodes
+
+if TYPE_CHECKING:  # no runtime import: the scheduling core's GPU state imports this module
+    from analyzer.scheduling.gpu import GpuNodes
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]

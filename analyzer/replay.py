@@ -195,6 +195,9 @@ def replay(
 
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()
+    profile = strategy.profile
+    if profile is not None and profile.uses_devices:  # GPU policies: track every GPU
+        state.attach_devices(inp.gpu_workload())
     active = inp.node_join <= inp.start
     feed = None
     cache = None
@@ -218,7 +221,10 @@ def replay(
     evicted = 0
 
     def bind(pod: int, node: int, now: int) -> None:
-        state.bind(node, demands[pod])
+        gpus = None
+        if state.devices is not None and profile is not None and not pinned[pod]:
+            gpus = profile.choose_gpus(state, demands[pod], node, rng)
+        state.bind(node, demands[pod], gpus)
         on_node[node].add(pod)
         bound[pod] = node
         rec.place(pod, node, now)
@@ -323,4 +329,9 @@ def replay(
     result.notes.extend(rec.notes)
     if cache is not None:
         result.notes.extend(cache.notes)
+    if state.devices is not None and state.devices.unfitted:
+        result.notes.append(
+            f"{state.devices.unfitted} placement(s) of DaemonSet/static pods did not fit their "
+            "node's free GPUs; they kept their node without taking GPUs"
+        )
     return result

@@ -16,13 +16,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.fgd import TargetWorkload
 from analyzer.koord import koord_priority_class
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
+from analyzer.scheduling.gpu_devices import workload_of
+from analyzer.scheduling.gpu_requests import GPU_SPEC_LABEL, pod_gpu_demand
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.snapshot import Snapshot, pinned_pods, resources_in
 
 NEVER = np.iinfo(np.int64).max
 DEPART, NODE_LEAVE, NODE_JOIN, ARRIVE = 0, 1, 2, 3
+MINUTE = 60 * 1_000_000_000
+FALLBACK_COLUMNS = 1000  # grid points of a snapshot without a step (no usage samples)
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
@@ -60,11 +65,24 @@ class ReplayInput:
     events: tuple[Int64Array, Int64Array, Int64Array] = field(
         default_factory=lambda: (np.zeros(0, np.int64),) * 3
     )
+    _gpu_workload: TargetWorkload | None = field(default=None, repr=False)
 
     @property
     def pod_count(self) -> int:
         """Number of pods in the snapshot."""
         return len(self.pod_uids)
+
+    def gpu_workload(self) -> TargetWorkload:
+        """FGD's target workload: the GPU demand shapes of the pods the strategies place (every
+        pod but DaemonSet/static ones), most common first until >= 95 % of them (built once)."""
+        if self._gpu_workload is None:
+            demands = [
+                pod_gpu_demand(d.request_map, d.labels, f"pod {d.namespace}/{d.name}")
+                for d, pinned in zip(self.demands, self.pinned.tolist(), strict=True)
+                if not pinned
+            ]
+            self._gpu_workload = workload_of(demands)
+        return self._gpu_workload
 
     def fresh_state(self) -> ClusterState:
         """A copy of the empty cluster state to replay into."""
@@ -151,6 +169,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
         zip(_column(pods, "tolerations", "[]"), _column(pods, "node_selector", "{}"), strict=True)
     )
     parsed = {t: constraints_from_json(*t) for t in dict.fromkeys(texts)}
+    label_texts = _column(pods, "labels", "{}")
+    labels = {t: _json_map(t) for t in dict.fromkeys(label_texts)}
     demands: list[PodDemand] = []
     keys: list[bytes] = []
     for i in range(count):
@@ -169,22 +189,32 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
                 koord_class=str(klass[i]),
                 qos=str(qos[i]) or "BestEffort",
                 constraints=parsed[texts[i]],
+                labels=labels[label_texts[i]],
             )
         )
-        keys.append(
+        key = (
             req_row.tobytes()
             + nonzero[i].tobytes()
             + lim_row.tobytes()
             + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}|{texts[i][0]}|{texts[i][1]}".encode()
         )
+        spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
+        keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
     return demands, keys
+
+
+def _fallback_step(start: int, end: int) -> int:
+    """The evaluation grid of a snapshot without usage samples (step 0, e.g. built from a trace):
+    whole minutes, at least one, at most ``FALLBACK_COLUMNS`` grid points over the data."""
+    minutes = -(-max(end - start, 0) // (FALLBACK_COLUMNS * MINUTE))
+    return max(1, minutes) * MINUTE
 
 
 def prepare(snapshot: Snapshot) -> ReplayInput:
     """Arrays and the time-ordered event list of ``snapshot`` (shared by every strategy)."""
     start = int(snapshot.start.value)
     end = int(snapshot.end.value)
-    step = int(snapshot.meta.step_seconds) * 1_000_000_000
+    step = int(snapshot.meta.step_seconds) * 1_000_000_000 or _fallback_step(start, end)
     nodes, pods = snapshot.nodes, snapshot.pods
     node_names = tuple(str(n) for n in nodes["node"])
     join = _ns(nodes["first_seen"])

@@ -359,8 +359,7 @@ class ScoreCache:
     ) -> int | None:
         """The node the profile selects for ``demand`` (None: fits nowhere)."""
         if self.kernel is None:
-            evaluation: Evaluation = self.profile.evaluate(self.state, demand, now)
-            evaluation.feasible = evaluation.feasible & self.active
+            evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
         entry = self._entry(key, demand)
         self._refresh(entry)

@@ -49,10 +49,13 @@ def test_best_fit_picks_the_tightest_node_and_best_fit_gpu() -> None:
 
 
 def test_dot_product_prefers_smaller_alignment() -> None:
-    # pod asks for CPU only; free CPU 64 vs 16 cores -> dot product smaller on n1 -> higher score
-    state = state_of([64000, 16000], [1, 1])
-    node, _ = choose(state, "DotProd", GpuDemand(2000, 0))
-    assert node == 1
+    # CPU-only pod of 32 cores; free CPU 128 vs 64 cores (of the 128-core max spec):
+    # n0: int(100 * (1 - (1.0 * 0.25) / 2)) = 87, n1: int(100 * (1 - (0.5 * 0.25) / 2)) = 93
+    # -> the smaller dot product on n1 wins outright (no tie for the seed to break)
+    state = state_of([128000, 64000], [1, 1])
+    for seed in range(5):
+        node, _ = choose(state, "DotProd", GpuDemand(32000, 0), seed=seed)
+        assert node == 1
 
 
 def test_gpu_packing_prefers_already_shared_gpu_then_used_node_then_idle() -> None:

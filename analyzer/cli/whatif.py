@@ -55,7 +55,8 @@ def _options(func: Any) -> Any:
                 "--strategy",
                 "strategies",
                 multiple=True,
-                help="A preset (kube-default, most-allocated, rtcr-binpack, koord-loadaware) or a "
+                help="A preset (kube-default, most-allocated, rtcr-binpack, koord-loadaware; "
+                "GPU sharing: fgd, bestfit, gpu-packing, gpu-clustering, dotprod, random) or a "
                 "KubeSchedulerConfiguration file; repeat to compare several. observed is always "
                 "included first.",
             ),

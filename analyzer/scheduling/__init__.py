@@ -25,7 +25,11 @@ API for the replay engine (every call works on all nodes at once)::
 - ``Evaluation``: ``feasible`` mask, ``scores`` per plugin (raw 0–100, every node), ``total``
   (Σ weight × score), ``reasons(i)``, ``best()`` (tie set). ``select`` draws uniformly among ties.
 - Plugins live in a registry (``registry.register(PluginType(...))`` for user plugins); presets in
-  ``strategies`` (kube-default, most-allocated, rtcr-binpack, koord-loadaware).
+  ``strategies`` (kube-default, most-allocated, rtcr-binpack, koord-loadaware; GPU sharing: fgd,
+  bestfit, gpu-packing, gpu-clustering, dotprod, random).
+- GPU sharing: ``state.attach_devices(workload)`` tracks every GPU (``gpu_devices``); the GPU
+  plugins (``gpu_plugins``) filter per GPU and score with the FGD paper's policies; ``bind`` takes
+  ``gpus`` (``profile.choose_gpus``) and ``unbind`` frees exactly those.
 """
 
 from __future__ import annotations

@@ -115,10 +115,17 @@ class Profile:
     description: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. configured plugins not modelled
 
-    def evaluate(self, state: ClusterState, pod: PodDemand, now: float = 0.0) -> Evaluation:
-        """Run every filter and scorer over all nodes (``now``: unix seconds, for NodeMetric age)."""
+    def evaluate(
+        self, state: ClusterState, pod: PodDemand, now: float = 0.0, mask: BoolArray | None = None
+    ) -> Evaluation:
+        """Run every filter and scorer over all nodes (``now``: unix seconds, for NodeMetric age).
+
+        ``mask`` (optional) marks the nodes that exist at all (a replay's active nodes): the
+        others are infeasible before any filter runs. A scorer with a ``normalize(raw, feasible)``
+        method (kube's ScoreExtensions.NormalizeScore) gets the feasible nodes to normalise over.
+        """
         count = state.node_count
-        feasible = np.ones(count, dtype=bool)
+        feasible = np.ones(count, dtype=bool) if mask is None else mask.copy()
         reason_fns: list[tuple[BoolArray, ReasonFn]] = []
         for plugin in self.filters:
             result = plugin.filter(state, pod, now)
@@ -130,6 +137,9 @@ class Profile:
             raw = weighted.plugin.score(state, pod, now)
             if raw is None:  # PreScore Skip: the plugin contributes nothing for this pod
                 continue
+            normalize = getattr(weighted.plugin, "normalize", None)
+            if normalize is not None:
+                raw = normalize(raw, feasible)
             scores[weighted.plugin.name] = raw
             total += raw if weighted.weight == 1 else weighted.weight * raw
         return Evaluation(state.node_names, feasible, scores, total, reason_fns)
@@ -137,6 +147,25 @@ class Profile:
     def select(self, evaluation: Evaluation, rng: np.random.Generator) -> int | None:
         """The chosen node index: highest total among feasible nodes, ties uniform via ``rng``."""
         return select(evaluation, rng)
+
+    @property
+    def uses_devices(self) -> bool:
+        """True when a plugin needs the per-GPU device state (``ClusterState.devices``)."""
+        plugins = [*self.filters, *(w.plugin for w in self.scorers)]
+        return any(getattr(p, "needs_devices", False) for p in plugins)
+
+    def choose_gpus(
+        self, state: ClusterState, pod: PodDemand, node: int, rng: np.random.Generator
+    ) -> tuple[int, ...] | None:
+        """The GPUs the profile's GPU policy takes on ``node`` (None: the state's best-fit)."""
+        if state.devices is None:
+            return None
+        for weighted in self.scorers:
+            chooser = getattr(weighted.plugin, "choose_gpus", None)
+            if chooser is not None:
+                gpus: tuple[int, ...] = chooser(state, pod, node, rng)
+                return gpus
+        return None
 
     def explain(
         self, state: ClusterState, pod: PodDemand, node: int, now: float = 0.0

@@ -133,13 +133,20 @@ class GpuNodes:
         counts: IntArray = (self.gpu_free >= gpu_milli).sum(axis=1).astype(np.int64)
         return counts
 
-    def feasible(self, demand: GpuDemand) -> BoolArray:
-        """The filter: CPU, memory, GPU model, and enough GPUs with the per-GPU milli free."""
-        ok = (self.cpu_free >= demand.cpu) & (self.mem_free >= demand.memory)
+    def device_fit(self, demand: GpuDemand) -> BoolArray:
+        """The GPU part of the filter: model, and enough GPUs with the per-GPU milli free."""
+        ok = np.ones(self.size, dtype=bool)
         if demand.num_gpu > 0:
             ok &= self.fitting_gpus(demand.gpu_milli) >= demand.num_gpu
             if demand.models is not None:
                 ok &= self.model_mask(demand.models)
+        return ok
+
+    def feasible(self, demand: GpuDemand) -> BoolArray:
+        """The filter: CPU, memory, GPU model, and enough GPUs with the per-GPU milli free."""
+        ok = (self.cpu_free >= demand.cpu) & (self.mem_free >= demand.memory)
+        if demand.num_gpu > 0:
+            ok &= self.device_fit(demand)
         return ok
 
     def pick_gpus(self, node: int, demand: GpuDemand, rule: str = "first-fit") -> tuple[int, ...]:

@@ -126,6 +126,9 @@ def _register_builtins() -> None:
             build=constraints.NodeAffinityFilter,
         )
     )
+    from analyzer.scheduling.gpu_plugins import register_gpu_plugins
+
+    register_gpu_plugins(register, PluginType)
 
 
 _register_builtins()

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.constraint_types import NO_CONSTRAINTS, PodConstraints, Taint
+
+if TYPE_CHECKING:
+    from analyzer.scheduling.gpu_devices import DeviceState
 
 CPU, MEMORY = 0, 1
 NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
@@ -75,6 +78,7 @@ class PodDemand:
     scheduler_name: str = "default-scheduler"
     annotations: Mapping[str, str] = field(default_factory=dict)
     constraints: PodConstraints = NO_CONSTRAINTS  # tolerations, nodeSelector, required affinity
+    labels: Mapping[str, str] = field(default_factory=dict)  # e.g. alibaba.com/gpu-spec
 
     def request(self, name: str) -> int:
         """The real request of ``name`` (0 when the pod does not set it)."""
@@ -175,6 +179,8 @@ class ClusterState:
     node_annotations: list[dict[str, str]] = field(default_factory=list)
     node_taints: list[tuple[Taint, ...]] = field(default_factory=list)  # empty: no node tainted
     load: LoadInputs | None = None
+    # per-GPU device state (``analyzer.scheduling.gpu_devices``), attached for GPU profiles
+    devices: DeviceState | None = None
     # derived per-node data plugins keep between pods (e.g. LoadAware thresholds); call
     # ``invalidate()`` after changing allocatable, labels or annotations in place
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -226,14 +232,27 @@ class ClusterState:
         except ValueError:
             return None
 
-    def bind(self, node_index: int, pod: PodDemand) -> None:
-        """Account ``pod`` on node ``node_index`` (NodeInfo.AddPod)."""
+    def attach_devices(self, workload: Any = None) -> DeviceState:
+        """Track GPUs one by one from now on (before any bind); ``workload``: FGD's target
+        workload (``analyzer.fgd.TargetWorkload``), None for none."""
+        from analyzer.scheduling.gpu_devices import DeviceState
+
+        self.devices = DeviceState.build(self, workload)
+        return self.devices
+
+    def bind(self, node_index: int, pod: PodDemand, gpus: Sequence[int] | None = None) -> None:
+        """Account ``pod`` on node ``node_index`` (NodeInfo.AddPod); with device state, on the
+        GPU indices ``gpus`` (default: best-fit), remembered for ``unbind``."""
         self.requested[node_index] += pod.requests
         self.nonzero_requested[node_index] += pod.nonzero
         self.pod_count[node_index] += 1
+        if self.devices is not None:
+            self.devices.bind(node_index, pod, gpus)
 
     def unbind(self, node_index: int, pod: PodDemand) -> None:
-        """Remove ``pod`` from node ``node_index`` (NodeInfo.RemovePod)."""
+        """Remove ``pod`` from node ``node_index`` (NodeInfo.RemovePod), freeing its GPUs."""
         self.requested[node_index] -= pod.requests
         self.nonzero_requested[node_index] -= pod.nonzero
         self.pod_count[node_index] -= 1
+        if self.devices is not None:
+            self.devices.unbind(node_index, pod)

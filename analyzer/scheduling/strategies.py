@@ -20,6 +20,8 @@ from analyzer.scheduling.config import (
     parse_kube_scheduler_configuration,
 )
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.gpu_plugins import FILTER_NAME as GPU_FILTER
+from analyzer.scheduling.gpu_requests import GPU_RESOURCES
 from analyzer.scheduling.registry import Registry
 from analyzer.scheduling.versions import KubeVersion, parse_version
 
@@ -125,6 +127,27 @@ register_strategy(
         ),
     )
 )
+
+# The FGD paper's six policies on per-GPU state (``gpu_plugins``): kube's filters with the GPU
+# resource names left to the GpuDevice filter, and the policy as the only score plugin.
+_GPU_FILTERS = [*_KUBE_FILTERS, GPU_FILTER]
+_GPU_FIT = {"name": "NodeResourcesFit", "args": {"ignoredResources": list(GPU_RESOURCES)}}
+_GPU_PRESETS = (
+    ("fgd", "FGDScore", "fragmentation gradient descent: least growth of F_n(M), own GPU choice"),
+    ("bestfit", "BestFitScore", "tightest CPU + GPU fit, min-max normalised, best-fit GPU"),
+    ("gpu-packing", "GpuPackingScore", "shared GPUs first, then used nodes, then idle nodes"),
+    ("gpu-clustering", "GpuClusteringScore", "nodes already running pods of the same GPU shape"),
+    ("dotprod", "DotProductScore", "smallest free·request dot product over (CPU, GPU)"),
+    ("random", "RandomScore", "a uniformly random feasible node, random fitting GPUs"),
+)
+for _name, _plugin, _what in _GPU_PRESETS:
+    register_strategy(
+        Strategy(
+            _name,
+            f"GPU sharing, FGD paper: {_what} ({_plugin} + GpuDevice filter)",
+            _config([{"name": _plugin, "weight": 1}], _GPU_FILTERS, [_GPU_FIT]),
+        )
+    )
 
 
 def available_strategies() -> list[Strategy]:

@@ -1,9 +1,10 @@
 """Name → placement policy for trace replays: the paper's six policies and four kube strategies.
 
-The paper's policies need the per-GPU device state, which the scheduling core's plugin interface
-(``analyzer.scheduling.registry``: plugins over nodes × resources) does not carry, so the trace
-replays keep this small registry (``register`` / ``get_policy`` / ``available``). It also offers the
-core's presets ``kube-default``, ``most-allocated`` and ``rtcr-binpack``, evaluated by the core's
+The paper's policies are also core presets (``fgd``, ``bestfit``, ... in
+``analyzer.scheduling.strategies``, on the core's per-GPU device state, same math in
+``analyzer.scheduling.gpu_scores``); the trace replays keep this small registry (``register``
+/ ``get_policy`` / ``available``) for the artifact's tie rule and the trace protocols. It also
+offers the core's presets ``kube-default``, ``most-allocated`` and ``rtcr-binpack``, evaluated by the core's
 own plugins (``analyzer.trace.core_profiles``). An unknown name raises ``InputError`` listing the
 valid names.
 """
