@@ -10,10 +10,9 @@ from typing import Any
 import click
 
 from analyzer.cli.base import AnalyzerGroup, main
-from analyzer.errors import InputError
 from analyzer.trace.core_profiles import CORE_PRESETS
 from analyzer.trace.registry import KUBE_POLICIES, PAPER_POLICIES
-from analyzer.trace.runner import TABLE_POINTS, TraceConfig, parse_seeds, run_trace
+from analyzer.trace.runner import TABLE_POINTS, TraceConfig, parse_seeds
 
 
 @main.group(cls=AnalyzerGroup)
@@ -84,6 +83,13 @@ def _table(data: dict[str, Any]) -> str:
     'variants: the JSON becomes {"variants": {FILE NAME: <one-trace shape>}}.',
 )
 @click.option(
+    "--pods-dir",
+    "pods_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Every openb_pod_list_*.csv in this folder as a variant (sorted by name, default "
+    "first), as if each were given with --pods (after any --pods).",
+)
+@click.option(
     "--nodes",
     "nodes_path",
     type=click.Path(path_type=Path),
@@ -119,6 +125,7 @@ def alibaba_gpu(
     seeds: str,
     tune: float,
     pods_paths: tuple[Path, ...],
+    pods_dir: Path | None,
     nodes_path: Path | None,
     workers: int,
     tie_break: str,
@@ -126,31 +133,25 @@ def alibaba_gpu(
     report_dir: Path | None,
 ) -> None:
     """Replay the Alibaba GPU trace v2023 (openb) under placement policies; curves per policy."""
-    results = []
-    for pods_path in pods_paths or (None,):
-        config = TraceConfig(
-            protocol=protocol,
-            policies=policies or PAPER_POLICIES,
-            seeds=parse_seeds(seeds),
-            tune=tune,
-            nodes_path=nodes_path,
-            pods_path=pods_path,
-            workers=workers,
-            tie_break=tie_break,
-        )
-        results.append(run_trace(config).to_json())
-    if len(results) == 1:
-        data = results[0]
-        text = _table(data)
-    else:
-        names = [r["trace"]["pods_file"] for r in results]
-        if len(set(names)) != len(names):
-            raise InputError("--pods: the same file name is given twice; pass each pod list once")
-        data = {"variants": dict(zip(names, results, strict=True))}
-        text = "\n\n".join(_table(r) for r in results)
-    if report_dir is not None:
-        from analyzer.report.trace import write_trace_report
+    from analyzer.trace.variants import pod_lists_in, run_variants
 
+    config = TraceConfig(
+        protocol=protocol,
+        policies=policies or PAPER_POLICIES,
+        seeds=parse_seeds(seeds),
+        tune=tune,
+        nodes_path=nodes_path,
+        workers=workers,
+        tie_break=tie_break,
+    )
+    paths = [*pods_paths, *(pod_lists_in(pods_dir) if pods_dir is not None else [])]
+    if report_dir is not None:
+        from analyzer.report.trace import check_report_folder, write_trace_report
+
+        check_report_folder(report_dir)  # before a long run, not after it
+    data = run_variants(config, paths)
+    text = "\n\n".join(_table(single) for single in data.get("variants", {"": data}).values())
+    if report_dir is not None:
         write_trace_report(data, report_dir)
     click.echo(json.dumps(data, indent=1) if fmt == "json" else text)
 

@@ -5,10 +5,15 @@ that fits nowhere fails (no retry). Metrics for a placement: containers placed, 
 mean / max CPU allocation of used machines, and stranded capacity: free CPU on machines whose
 free memory cannot hold a typical container (the median request), and free memory on machines
 whose free CPU cannot, each as % of the cluster; headroom = how many more typical containers fit.
+
+The per-machine allocation distribution (``machine_alloc_pct``): each machine's CPU and memory
+allocation %, sorted from the most to the least allocated machine; for a strategy the k-th value is
+the mean over seeds of each seed's k-th highest (the mean of the sorted curves).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +72,17 @@ def placement_metrics(
     }
 
 
-def production_metrics(cluster: M3Cluster) -> dict[str, Any]:
-    """Metrics of the recorded production assignment."""
+@dataclass(frozen=True)
+class Placement:
+    """Free CPU and memory per machine after placing containers, and how many were placed."""
+
+    cpu_free: NDArray[np.int64]
+    mem_free: NDArray[np.int64]
+    placed: int
+
+
+def production_placement(cluster: M3Cluster) -> Placement:
+    """The recorded production assignment."""
     placed = cluster.production >= 0
     count = len(cluster.machines)
     cpu_used = np.bincount(
@@ -77,15 +91,20 @@ def production_metrics(cluster: M3Cluster) -> dict[str, Any]:
     mem_used = np.bincount(
         cluster.production[placed], weights=cluster.container_memory[placed], minlength=count
     )
-    return placement_metrics(
-        cluster,
+    return Placement(
         cluster.machine_cpu - cpu_used.astype(np.int64),
         cluster.machine_memory - mem_used.astype(np.int64),
         int(placed.sum()),
     )
 
 
-def pack(cluster: M3Cluster, policy_name: str, seed: int) -> dict[str, Any]:
+def production_metrics(cluster: M3Cluster) -> dict[str, Any]:
+    """Metrics of the recorded production assignment."""
+    prod = production_placement(cluster)
+    return placement_metrics(cluster, prod.cpu_free, prod.mem_free, prod.placed)
+
+
+def pack_placement(cluster: M3Cluster, policy_name: str, seed: int) -> Placement:
     """Place every container in a seed-shuffled order under one policy."""
     policy = get_policy(policy_name)
     zeros = np.zeros(len(cluster.containers), dtype=np.int64)
@@ -103,7 +122,24 @@ def pack(cluster: M3Cluster, policy_name: str, seed: int) -> dict[str, Any]:
             decision = policy(state, demand, feasible, tie_rng)
             state.bind(decision.node, demand, decision.gpus)
             placed += 1
-    return placement_metrics(cluster, state.nodes.cpu_free, state.nodes.mem_free, placed)
+    return Placement(state.nodes.cpu_free.copy(), state.nodes.mem_free.copy(), placed)
+
+
+def pack(cluster: M3Cluster, policy_name: str, seed: int) -> dict[str, Any]:
+    """The metrics of ``pack_placement``."""
+    result = pack_placement(cluster, policy_name, seed)
+    return placement_metrics(cluster, result.cpu_free, result.mem_free, result.placed)
+
+
+def machine_alloc_pct(cluster: M3Cluster, placement: Placement) -> dict[str, NDArray[np.float64]]:
+    """Per machine CPU and memory allocation %, each sorted from the highest to the lowest."""
+    cpu = 100 * (cluster.machine_cpu - placement.cpu_free) / cluster.machine_cpu
+    memory = 100 * (cluster.machine_memory - placement.mem_free) / cluster.machine_memory
+    return {"cpu": -np.sort(-cpu), "memory": -np.sort(-memory)}
+
+
+def _rounded(values: NDArray[np.float64]) -> list[float]:
+    return [round(float(v), 2) for v in values]
 
 
 def run_m3(
@@ -124,11 +160,25 @@ def run_m3(
         "production": production_metrics(cluster),
         "policies": {},
     }
+    production = machine_alloc_pct(cluster, production_placement(cluster))
+    distribution: dict[str, Any] = {
+        "sorted": "per placement, machines from the most to the least allocated; strategies: "
+        "the mean over seeds of each seed's k-th highest",
+        "production": {k: _rounded(v) for k, v in production.items()},
+        "policies": {},
+    }
     for name in policies:
-        runs = [pack(cluster, canonical_name(name), seed) for seed in seeds]
-        out["policies"][canonical_name(name)] = {
+        policy = canonical_name(name)
+        placements = [pack_placement(cluster, policy, seed) for seed in seeds]
+        runs = [placement_metrics(cluster, p.cpu_free, p.mem_free, p.placed) for p in placements]
+        out["policies"][policy] = {
             key: round(float(np.mean([r[key] for r in runs])), 3) for key in runs[0]
         }
+        curves = [machine_alloc_pct(cluster, p) for p in placements]
+        distribution["policies"][policy] = {
+            key: _rounded(np.mean([c[key] for c in curves], axis=0)) for key in ("cpu", "memory")
+        }
+    out["machine_alloc_pct"] = distribution
     return out
 
 

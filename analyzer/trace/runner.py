@@ -182,6 +182,10 @@ def load_inputs(config: TraceConfig) -> TraceInputs:
     nodes_path = Path(config.nodes_path or default_nodes)
     pods_path = Path(config.pods_path or DEFAULT_PODS)
     nodes, pods = load_nodes(nodes_path), load_pods(pods_path)
+    if config.protocol == "timeline" and not pods.has_times:  # fail before any replay
+        raise InputError(
+            f"{pods_path.name}: no creation/deletion times (multigpu lists); use --protocol fgd"
+        )
     workload = target_workload(pods.cpu_milli, pods.num_gpu, pods.gpu_milli, pods.specs)
     return TraceInputs(nodes, pods, workload, nodes_path, pods_path)
 
