@@ -36,7 +36,7 @@ def pod_samples(results: dict[str, QueryResult], grid: TimeGrid) -> SampleTable:
     """The joined CPU/memory table: the collector's, or one built from plain series (tests)."""
     tables = {id(r.table): r.table for n in _SCALE if (r := results.get(n)) and r.table}
     for table in tables.values():
-        if all(name in table.values for name in _SCALE):
+        if all(name in table.names for name in _SCALE):
             return table
     grid_times = np.arange(grid.start, grid.end + 1, grid.step, dtype=np.float64)
     by_name: dict[str, list[Series]] = {}
@@ -44,7 +44,7 @@ def pod_samples(results: dict[str, QueryResult], grid: TimeGrid) -> SampleTable:
         result = results.get(name)
         if result is None:
             by_name[name] = []
-        elif result.table is not None and name in result.table.values:
+        elif result.table is not None and name in result.table.names:
             by_name[name] = result.table.series(name, grid_times)
         else:
             by_name[name] = list(result.series)
@@ -95,7 +95,12 @@ def build_pod_usage(
     # about one table, not the table plus a sorted copy.
     total = len(table)
     codes = np.empty(total, dtype=np.int32)
-    stamps = np.empty(total, dtype=np.int64)  # ns since the epoch, the schema's unit
+    # The final tz-aware column, filled in place through its int64 view (ns since the epoch):
+    # converting an int64 array afterwards would copy tens of millions of rows.
+    stamps = pd.array(
+        np.zeros(total, dtype="datetime64[ns]"), dtype=pd.DatetimeTZDtype("ns", "UTC")
+    )
+    stamp_ns = stamps.asi8
     ns_start, ns_step = grid.start * 1_000_000_000, grid.step * 1_000_000_000
     cpu = np.empty(total)
     memory = np.empty(total)
@@ -111,7 +116,7 @@ def build_pod_usage(
         keep &= ~np.isnan(values[CPU_QUERY]) | ~np.isnan(values[MEMORY_QUERY])
         n = int(np.count_nonzero(keep))
         codes[at : at + n] = entity[keep]
-        stamps[at : at + n] = step[keep].astype(np.int64) * ns_step + ns_start
+        stamp_ns[at : at + n] = step[keep].astype(np.int64) * ns_step + ns_start
         cpu[at : at + n] = values[CPU_QUERY][keep] * _SCALE[CPU_QUERY]
         memory[at : at + n] = values[MEMORY_QUERY][keep] * _SCALE[MEMORY_QUERY]
         at += n
@@ -119,7 +124,7 @@ def build_pod_usage(
     frame = pd.DataFrame(
         {
             "uid": pd.Categorical.from_codes(codes[:at], categories=pd.Index(uids, dtype="str")),
-            "timestamp": pd.to_datetime(stamps[:at], unit="ns", utc=True),
+            "timestamp": stamps[:at],
             "cpu": cpu[:at],
             "memory": memory[:at],
         },

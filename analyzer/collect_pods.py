@@ -162,6 +162,23 @@ def _add_details(
                 pod.overhead[resource] = to_units(resource, item.value)
 
 
+def cadvisor_containers(results: dict[str, QueryResult]) -> list[dict[str, str]]:
+    """(namespace, pod, container) label sets of the app containers cAdvisor reports.
+
+    The raw samples of ``pod_memory_working_set`` (``max by (namespace, pod, container)``, app
+    containers only) carry exactly these, so the collector takes them from its table; a profile
+    with a ``pod_cadvisor_containers`` query (the former window query) still works.
+    """
+    if (result := results.get("pod_cadvisor_containers")) is not None:
+        return [item.labels for item in window_values(result)]
+    for name in ("pod_memory_working_set", "pod_cpu_usage"):
+        result = results.get(name)
+        table = result.table if result is not None else None
+        if table is not None and name in table.dedupe_keys:
+            return table.dedupe_keys[name]
+    return []
+
+
 def _cadvisor_containers(pods: dict[str, _Pod], results: dict[str, QueryResult]) -> None:
     """Add app containers seen by cAdvisor (by namespace/pod name) that KSM shows no resources for.
 
@@ -172,9 +189,9 @@ def _cadvisor_containers(pods: dict[str, _Pod], results: dict[str, QueryResult])
     by_name: dict[tuple[str, str], list[_Pod]] = {}
     for pod in pods.values():
         by_name.setdefault((pod.namespace, pod.name), []).append(pod)
-    for item in window_values(results.get("pod_cadvisor_containers")):
-        key = (label(item.labels, "namespace"), label(item.labels, "pod"))
-        name = item.labels.get("container", "")
+    for labels in cadvisor_containers(results):
+        key = (label(labels, "namespace"), label(labels, "pod"))
+        name = labels.get("container", "")
         for pod in by_name.get(key, []):
             if name and name not in pod.init_containers:
                 pod.containers.setdefault(name, {})

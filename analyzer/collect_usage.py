@@ -20,10 +20,12 @@ import pyarrow as pa
 from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
+from analyzer.prom.sample_table import FloatArray, Int32Array, SampleTable
 from analyzer.quantity import sanitize_resource_name
 from analyzer.snapshot import ALLOCATABLE, CAPACITY, resource_column
 
 # Node labels that name a node pool, most specific first (matched after KSM sanitising).
+MEM_TOTAL, MEM_AVAILABLE = "node_memory_total", "node_memory_available"
 POOL_LABELS = (
     "pool",
     "node-pool",
@@ -175,7 +177,7 @@ def _series_of(result: QueryResult | None, grid: TimeGrid) -> list[Series]:
     """A query's series, also for ``samples`` queries (whose rows live in a table)."""
     if result is None:
         return []
-    if result.table is not None and result.spec.name in result.table.values:
+    if result.table is not None and result.spec.name in result.table.names:
         times = np.arange(grid.start, grid.end + 1, grid.step, dtype=np.float64)
         return result.table.series(result.spec.name, times)
     return result.series
@@ -184,20 +186,50 @@ def _series_of(result: QueryResult | None, grid: TimeGrid) -> list[Series]:
 def node_memory_series(results: dict[str, QueryResult], grid: TimeGrid) -> list[Series]:
     """MemTotal − MemAvailable per label set, at the steps where both have a value (PromQL's
     ``max by (instance, node) (total) - max by (instance, node) (available)``)."""
-    available = {
-        tuple(sorted(s.labels.items())): s
-        for s in _series_of(results.get("node_memory_available"), grid)
-    }
+    total, available = results.get(MEM_TOTAL), results.get(MEM_AVAILABLE)
+    table = total.table if total is not None else None
+    if (
+        table is not None
+        and available is not None
+        and available.table is table
+        and {MEM_TOTAL, MEM_AVAILABLE} <= set(table.names)
+    ):
+        return _memory_from_table(table, grid)
+    by_labels = {tuple(sorted(s.labels.items())): s for s in _series_of(available, grid)}
     used = []
-    for total in _series_of(results.get("node_memory_total"), grid):
-        other = available.get(tuple(sorted(total.labels.items())))
+    for series in _series_of(total, grid):
+        other = by_labels.get(tuple(sorted(series.labels.items())))
         if other is None:
             continue
         common, at_total, at_other = np.intersect1d(
-            total.timestamps, other.timestamps, assume_unique=True, return_indices=True
+            series.timestamps, other.timestamps, assume_unique=True, return_indices=True
         )
-        used.append(Series(total.labels, common, total.values[at_total] - other.values[at_other]))
+        used.append(Series(series.labels, common, series.values[at_total] - other.values[at_other]))
     return used
+
+
+def _memory_from_table(table: SampleTable, grid: TimeGrid) -> list[Series]:
+    """The subtraction on the joined table's rows, part by part (a row holds both gauges at one
+    step, NaN where one has no value), without materialising the table's columns."""
+    steps: dict[int, list[Int32Array]] = {}
+    values: dict[int, list[FloatArray]] = {}
+    for group, step, columns in table.parts:
+        used = columns[MEM_TOTAL] - columns[MEM_AVAILABLE]
+        keep = ~np.isnan(used)
+        group, step, used = group[keep], step[keep], used[keep]
+        bounds = np.flatnonzero(np.diff(group)) + 1  # rows are sorted by group, then step
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(group)], strict=True):
+            if hi > lo:
+                steps.setdefault(int(group[lo]), []).append(step[lo:hi])
+                values.setdefault(int(group[lo]), []).append(used[lo:hi])
+    return [
+        Series(
+            table.groups[g],
+            grid.start + np.concatenate(steps[g]).astype(np.float64) * grid.step,
+            np.concatenate(values[g]),
+        )
+        for g in sorted(steps)
+    ]
 
 
 def build_node_usage(

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import small_cluster as sc
 
+from analyzer.collect_pods import cadvisor_containers
 from analyzer.collect_usage import node_memory_series
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import FetchPlan, make_grid, run_profile, sample_rule
@@ -98,9 +99,16 @@ def test_samples_kind_equals_the_promql_range_query(
         kind="range",
     )
     references.append(memory_used)
+    containers = QuerySpec(  # the window query the cAdvisor container list used to be
+        name="pod_cadvisor_containers",
+        expr="max by (namespace, pod, container) (last_over_time(container_memory_working_set_bytes"
+        '{container!="", container!="POD", image!=""}[{{span}}]))',
+        kind="window",
+    )
     with PromClient(PromSettings(server.url)) as client:  # type: ignore[attr-defined]
         plan = FetchPlan(grid, chunk_points=7)
         results = run_profile(client, [*specs, *references], plan)
+        with_window = run_profile(client, [*specs, containers], plan)
     times = np.arange(grid.start, grid.end + 1, grid.step, dtype=np.float64)
     for spec in specs:
         reference = {
@@ -125,3 +133,8 @@ def test_samples_kind_equals_the_promql_range_query(
     for key, series in want.items():
         np.testing.assert_array_equal(got[key].timestamps, series.timestamps)
         np.testing.assert_array_equal(got[key].values, series.values)  # bytes: exact
+    # The app containers of the raw working-set series are the old window query's containers
+    # (over a range wider than the data, both see every series).
+    want_containers = {tuple(sorted(x.items())) for x in cadvisor_containers(with_window)}
+    got_containers = {tuple(sorted(x.items())) for x in cadvisor_containers(results)}
+    assert got_containers == want_containers and len(got_containers) >= 3

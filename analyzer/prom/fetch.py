@@ -95,7 +95,7 @@ class QueryResult:
     @property
     def series_count(self) -> int:
         """Series in the result (label groups with a value, for ``samples`` queries)."""
-        if self.table is not None and self.spec.name in self.table.values:
+        if self.table is not None and self.spec.name in self.table.names:
             return self.table.series_count(self.spec.name)
         return len(self.series)
 

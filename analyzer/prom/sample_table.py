@@ -48,6 +48,9 @@ class SampleTable:
     names: tuple[str, ...]
     groups: list[dict[str, str]]  # group id → its labels (the query's ``sum`` labels)
     parts: list[Part]
+    # per query, every distinct set of its ``dedupe`` labels seen in the raw samples (e.g. the
+    # app containers of each pod, for free: the raw series carry them)
+    dedupe_keys: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return sum(len(part[0]) for part in self.parts)
@@ -69,6 +72,10 @@ class SampleTable:
             for name in self.names
         }
 
+    def column(self, name: str) -> FloatArray:
+        """One query's values over all rows (NaN where it has no value)."""
+        return np.concatenate([p[2][name] for p in self.parts]) if self.parts else np.zeros(0)
+
     def pop_parts(self) -> Iterator[Part]:
         """Yield the parts oldest first, each dropped from the table as it is handed out."""
         while self.parts:
@@ -83,7 +90,7 @@ class SampleTable:
 
     def series(self, name: str, grid: FloatArray) -> list[Series]:
         """``name``'s result in the ``Series`` shape (groups in id order; for checks and tests)."""
-        values = self.values[name]
+        values = self.column(name)
         have = ~np.isnan(values)
         group, step, value = self.group[have], self.step[have], values[have]
         order = np.lexsort((step, group))
@@ -311,7 +318,17 @@ class SampleAccumulator:
         if missing:
             raise RuntimeError(f"samples chunks missing for {', '.join(missing)}")
         parts, self._joined = self._joined, []
-        return SampleTable(names=self.names, groups=[dict(key) for key in self.groups], parts=parts)
+        keys = {
+            name: [dict(zip(q.rule.dedupe, key, strict=True)) for key in q.dedupe_ids]
+            for name, q in self.queries.items()
+            if not q.abandoned
+        }
+        return SampleTable(
+            names=self.names,
+            groups=[dict(key) for key in self.groups],
+            parts=parts,
+            dedupe_keys=keys,
+        )
 
 
 @dataclass
