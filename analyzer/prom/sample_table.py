@@ -279,7 +279,17 @@ class SampleAccumulator:
             return empty, empty, np.zeros(0)
         did_of = np.asarray(dids, dtype=np.int64)
         group_of = np.asarray(query.group_of, dtype=np.int64)
-        return _reduce(did_of[seg], idx, val, group_of, lo, hi)
+        # ``max by (dedupe)`` only matters where raw series share a dedupe id (HA copies,
+        # restart overlap): the other rows are already one value per (dedupe id, step).
+        rows = (np.bincount(did_of)[did_of] > 1)[seg]
+        if rows.any():
+            max_did, max_idx, max_val = _max_by(did_of[seg[rows]], idx[rows], val[rows], lo, hi)
+            row_did = np.concatenate([did_of[seg[~rows]], max_did])
+            idx = np.concatenate([idx[~rows], max_idx])
+            val = np.concatenate([val[~rows], max_val])
+        else:
+            row_did = did_of[seg]
+        return _sum_by(group_of[row_did], idx, val, lo, hi)
 
     def _dedupe_id(self, query: _Query, labels: Mapping[str, str]) -> int:
         rule = query.rule
@@ -413,19 +423,43 @@ class _Flat:
         return seg[have], idx[have], value[have]
 
 
-def _reduce(
-    did: IntArray, idx: IntArray, value: FloatArray, group_of: IntArray, lo: int, hi: int
+def _max_by(
+    did: IntArray, idx: IntArray, value: FloatArray, lo: int, hi: int
 ) -> tuple[IntArray, IntArray, FloatArray]:
-    """``max`` per (dedupe id, step), then ``sum`` per (group, step); rows sorted by both."""
+    """``max`` per (dedupe id, step)."""
     width = hi - lo
     key = did * width + (idx - lo)
     order = np.argsort(key, kind="stable")
     key, value = key[order], value[order]
     starts = np.flatnonzero(np.r_[True, np.diff(key) > 0])
     key, value = key[starts], np.maximum.reduceat(value, starts)
-    gkey = group_of[key // width] * width + key % width
-    order = np.argsort(gkey, kind="stable")  # keeps dedupe ids in order within a group
-    gkey, value = gkey[order], value[order]
-    starts = np.flatnonzero(np.r_[True, np.diff(gkey) > 0])
-    gkey, value = gkey[starts], np.add.reduceat(value, starts)
-    return gkey // width, gkey % width + lo, value
+    return key // width, key % width + lo, value
+
+
+def _sum_by(
+    group: IntArray, idx: IntArray, value: FloatArray, lo: int, hi: int
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """``sum`` per (group, step); rows sorted by both.
+
+    Groups are renumbered within the chunk, so (group, step) cells form a dense space of about the
+    chunk's rows: two ``bincount`` passes sum and mark them in linear time (a sort would be
+    n log n); a sparse chunk takes the sort instead.
+    """
+    width = hi - lo
+    if not len(group):
+        return group, idx, value
+    seen = np.bincount(group) > 0  # the chunk's groups (few: one per pod, not per row)
+    present: IntArray = np.flatnonzero(seen)
+    cells_total = len(present) * width
+    if cells_total > 4 * len(group) + 1024:
+        key = group * width + (idx - lo)
+        order = np.argsort(key, kind="stable")
+        key, value = key[order], value[order]
+        starts = np.flatnonzero(np.r_[True, np.diff(key) > 0])
+        key, value = key[starts], np.add.reduceat(value, starts)
+        return key // width, key % width + lo, value
+    local = (np.cumsum(seen) - 1)[group]
+    cell = local * width + (idx - lo)
+    sums = np.bincount(cell, weights=value, minlength=cells_total).astype(np.float64, copy=False)
+    cells = np.flatnonzero(np.bincount(cell, minlength=cells_total))
+    return present[cells // width], cells % width + lo, sums[cells]
