@@ -11,7 +11,7 @@ import pytest
 from http_stub import Recorded, Reply, matrix, serve
 
 from analyzer.errors import InputError, SourceError
-from analyzer.prom.client import PromClient, parse_matrix, parse_matrix_fast
+from analyzer.prom.client import PromClient, parse_matrix, parse_matrix_fast, series_key
 from analyzer.prom.settings import PromSettings, parse_headers, public_url
 
 SECRET = "s3cr3t-token-value"
@@ -185,7 +185,7 @@ def test_fast_matrix_parser_agrees_with_json() -> None:
     content = json.dumps(body, separators=(",", ":")).encode()
     parsed = parse_matrix_fast(content)
     assert parsed is not None
-    series, warnings = parsed
+    series, warnings, labels_seen = parsed
     reference = parse_matrix(body["data"]["result"])  # type: ignore[index]
     assert warnings == ["partial ]] response"]
     assert len(series) == len(reference) == 3
@@ -193,5 +193,14 @@ def test_fast_matrix_parser_agrees_with_json() -> None:
         assert got.labels == want.labels
         np.testing.assert_array_equal(got.timestamps, want.timestamps)
         np.testing.assert_array_equal(got.values, want.values)  # NaN == NaN here
+        assert series_key(got) == tuple(sorted(want.labels.items())) == series_key(want)
+    # A second response with the same series reuses the first one's parsed labels (and keys);
+    # a label set it has not seen is parsed anew.
+    body["data"]["result"][1]["metric"] = {"new": "series"}  # type: ignore[index]
+    again = parse_matrix_fast(json.dumps(body, separators=(",", ":")).encode(), labels_seen)
+    assert again is not None
+    assert again[0][0].labels is series[0].labels and again[0][2].labels is series[2].labels
+    assert again[0][1].labels == {"new": "series"} and again[0][1].key == (("new", "series"),)
+    assert len(again[2]) == 3  # the map handed on holds this response's label sets only
     # Any other shape (pretty-printed, a vector, an error) is left to json.
     assert parse_matrix_fast(json.dumps(body, indent=1).encode()) is None

@@ -39,13 +39,30 @@ from analyzer.prom.settings import (
 RETRY_STATUSES = (429, 502, 503, 504)
 
 
+LabelKey = tuple[tuple[str, str], ...]
+
+
 @dataclass
 class Series:
-    """One result series: its labels and samples (unix seconds, float values)."""
+    """One result series: its labels and samples (unix seconds, float values).
+
+    ``key`` is the label set as sorted ``(name, value)`` pairs when the parser already has it
+    (``series_key`` computes it otherwise).
+    """
 
     labels: dict[str, str]
     timestamps: np.ndarray
     values: np.ndarray
+    key: LabelKey | None = None
+
+
+def series_key(series: Series) -> LabelKey:
+    """The series' label set as a hashable, order-independent key."""
+    return series.key if series.key is not None else tuple(sorted(series.labels.items()))
+
+
+# label JSON of a series as the server sent it → (labels, key), from one response to the next
+LabelCache = dict[bytes, tuple[dict[str, str], LabelKey]]
 
 
 def _to_floats(strings: list[str]) -> np.ndarray:
@@ -77,7 +94,9 @@ _CSV_CONVERT = pa_csv.ConvertOptions(
 )
 
 
-def parse_matrix_fast(content: bytes) -> tuple[list[Series], list[str]] | None:
+def parse_matrix_fast(
+    content: bytes, cache: LabelCache | None = None
+) -> tuple[list[Series], list[str], LabelCache] | None:
     """Parse a successful matrix response straight from bytes; None if the shape is unexpected.
 
     ``json.loads`` builds a Python list and two objects per sample (~150 bytes each). Here only
@@ -86,11 +105,18 @@ def parse_matrix_fast(content: bytes) -> tuple[list[Series], list[str]] | None:
     ``bytes.translate`` and parsed as one CSV by Arrow (in C, on all cores; ≈ 2 × numpy's ``fromstring`` per series).
     JSON cannot hold an unescaped ``"`` inside a string, so the markers searched for cannot
     occur inside label values; timestamps are never NaN, so the sentinels are unambiguous.
+
+    ``cache`` maps label JSON seen in an earlier response (the previous chunk of the same query:
+    mostly the same series) to its parsed labels and key, so repeated series skip ``json.loads``
+    and the sort of their labels; the third item returned is this response's map, for the next.
     """
     prefix = b'{"status":"success","data":{"resultType":"matrix","result":['
     if not content.startswith(prefix):
         return None
     labels_list: list[dict[str, str]] = []
+    keys: list[LabelKey] = []
+    seen: LabelCache = {}
+    previous: LabelCache = cache if cache is not None else {}
     parts: list[bytes] = []
     pos = content.find(_SERIES)
     end = len(prefix)
@@ -98,7 +124,14 @@ def parse_matrix_fast(content: bytes) -> tuple[list[Series], list[str]] | None:
         labels_end = content.find(_VALUES, pos)
         if labels_end == -1:
             return None
-        labels_list.append(json.loads(content[pos + len(_SERIES) : labels_end]))
+        text = content[pos + len(_SERIES) : labels_end]
+        entry = previous.get(text)
+        if entry is None:
+            labels = json.loads(text)
+            entry = (labels, tuple(sorted(labels.items())))
+        seen[text] = entry
+        labels_list.append(entry[0])
+        keys.append(entry[1])
         parts.append(_SENTINEL)
         start = labels_end + len(_VALUES)
         if content[start : start + 1] == b"]":  # "values":[] (no samples)
@@ -129,17 +162,17 @@ def parse_matrix_fast(content: bytes) -> tuple[list[Series], list[str]] | None:
         if len(starts) != len(labels_list):
             return None
         stops = np.r_[starts[1:], len(ts)]
-        for labels, lo, hi in zip(labels_list, starts + 1, stops, strict=True):
+        for labels, key, lo, hi in zip(labels_list, keys, starts + 1, stops, strict=True):
             # Views of the response's two arrays, not copies: thousands of small arrays per
             # response fragment the C heap (the collector's RSS grew far past its live data),
             # while the two large arrays are freed back to the OS at once when the last view goes.
-            out.append(Series(labels, ts[lo:hi], values[lo:hi]))
+            out.append(Series(labels, ts[lo:hi], values[lo:hi], key))
     warnings: list[str] = []
     marker = content.rfind(b',"warnings":', end)
     if marker != -1:
         found, _ = json.JSONDecoder().raw_decode(content[marker + len(b',"warnings":') :].decode())
         warnings = [str(w) for w in found]
-    return out, warnings
+    return out, warnings, seen
 
 
 def parse_vector(result: list[dict[str, Any]]) -> list[Series]:
@@ -200,9 +233,11 @@ class PromClient:
         session.mount(self.url, HTTPAdapter(max_retries=retry, pool_maxsize=pool))
         self._lock = threading.Lock()
         self.warnings: list[str] = []
+        self._labels: dict[str, LabelCache] = {}  # per query (``what``): its last response's
 
     def close(self) -> None:
         """Close the HTTP session."""
+        self._labels.clear()
         self._connect.close()
 
     def __enter__(self) -> PromClient:
@@ -261,10 +296,11 @@ class PromClient:
                 f"request to {self.public_url} failed: {type(exc).__name__}"
             ) from None
         if fast_matrix and response.status_code == 200:
-            parsed = parse_matrix_fast(response.content)
+            parsed = parse_matrix_fast(response.content, self._labels.get(what))
             if parsed is not None:
                 for warning in parsed[1]:
                     self._warn(f"{what}: {warning}")
+                self._labels[what] = parsed[2]  # a race between two chunks only costs a miss
                 return parsed[0]
         return self._envelope(response, path, what)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analyzer.errors import InputError, SourceError
-from analyzer.prom.client import PromClient, Series
+from analyzer.prom.client import PromClient, Series, series_key
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
 from analyzer.prom.samples import SampleRule, sample_times, time_bounds
@@ -164,7 +164,7 @@ def merge_series(parts: list[list[Series]]) -> list[Series]:
     groups: dict[tuple[tuple[str, str], ...], list[Series]] = {}
     for chunk in parts:
         for series in chunk:
-            groups.setdefault(tuple(sorted(series.labels.items())), []).append(series)
+            groups.setdefault(series_key(series), []).append(series)
     merged: list[Series] = []
     for pieces in groups.values():
         if len(pieces) == 1:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.prom.client import Series
+from analyzer.prom.client import Series, series_key
 from analyzer.prom.samples import SampleRule
 
 IntArray = NDArray[np.int64]
@@ -112,7 +112,7 @@ class SampleTable:
         for name, series_list in by_name.items():
             gid, idx, val = [], [], []
             for series in series_list:
-                key = tuple(sorted(series.labels.items()))
+                key = series_key(series)
                 g = groups.setdefault(key, len(groups))
                 gid.append(np.full(len(series.timestamps), g, dtype=np.int64))
                 idx.append(np.rint((series.timestamps - start) / step).astype(np.int64))
@@ -241,7 +241,7 @@ class SampleAccumulator:
         pieces_v: list[FloatArray] = []
         lengths: list[int] = []
         for series in raw:
-            key = tuple(sorted(series.labels.items()))
+            key = series_key(series)
             tail = tails.pop(key, None)
             if tail is None:
                 did = self._dedupe_id(query, series.labels)
