@@ -24,7 +24,7 @@ from analyzer import __version__
 from analyzer.collect_constraints import add_constraints
 from analyzer.collect_pod_usage import build_pod_usage
 from analyzer.collect_pods import build_pods
-from analyzer.collect_usage import NodeMapper, build_node_usage, build_nodes
+from analyzer.collect_usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
 from analyzer.errors import PartialDataError
 from analyzer.memory import release_free_memory
 from analyzer.paths import queries_dir
@@ -147,8 +147,10 @@ def build_snapshot(
             "kube-state-metrics is scraped ('analyzer check')"
         )
     warnings.extend(add_constraints(results, nodes, pods))
+    queries = _query_coverage(results)  # before the usage builders consume the sample tables
     mapper = NodeMapper.from_results(nodes, results)
     node_usage = build_node_usage(results, mapper, grid)
+    _release_tables(results, NODE_USAGE_QUERIES)  # node rows are in node_usage now
     pod_usage, unmatched = build_pod_usage(results, pods, grid)
     problems: list[str] = []
     for result in results.values():
@@ -159,7 +161,7 @@ def build_snapshot(
         problems.append(
             f"{len(mapper.unmapped)} node-exporter target(s) match no node (e.g. {sample})"
         )
-    coverage = _coverage(results, nodes, node_usage, grid)
+    coverage = _coverage(queries, nodes, node_usage, grid)
     missing_usage = coverage["nodes_without_usage"]
     if missing_usage:
         problems.append(
@@ -183,11 +185,18 @@ def build_snapshot(
     return CollectResult(snapshot, partial=bool(problems), problems=problems)
 
 
-def _coverage(
-    results: dict[str, QueryResult], nodes: pd.DataFrame, node_usage: pd.DataFrame, grid: TimeGrid
-) -> dict[str, Any]:
-    """Per query: series, requests, error; per node: fraction of grid points with cpu usage."""
-    queries = {
+def _release_tables(results: dict[str, QueryResult], names: tuple[str, ...]) -> None:
+    """Drop the sample tables of ``names`` that no other query's result shares."""
+    keep = {id(r.table) for n, r in results.items() if n not in names and r.table is not None}
+    for name in names:
+        result = results.get(name)
+        if result is not None and id(result.table) not in keep:
+            result.table = None
+
+
+def _query_coverage(results: dict[str, QueryResult]) -> dict[str, dict[str, Any]]:
+    """Per query: series, requests, error, required."""
+    return {
         name: {
             "series": r.series_count,
             "requests": r.requests,
@@ -196,6 +205,15 @@ def _coverage(
         }
         for name, r in sorted(results.items())
     }
+
+
+def _coverage(
+    queries: dict[str, dict[str, Any]],
+    nodes: pd.DataFrame,
+    node_usage: pd.DataFrame,
+    grid: TimeGrid,
+) -> dict[str, Any]:
+    """Per query (``_query_coverage``); per node: fraction of grid points with cpu usage."""
     points = grid.points
     per_node: dict[str, float] = {}
     if not node_usage.empty:

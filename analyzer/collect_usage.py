@@ -26,6 +26,7 @@ from analyzer.snapshot import ALLOCATABLE, CAPACITY, resource_column
 
 # Node labels that name a node pool, most specific first (matched after KSM sanitising).
 MEM_TOTAL, MEM_AVAILABLE = "node_memory_total", "node_memory_available"
+NODE_USAGE_QUERIES = ("node_cpu_busy", MEM_TOTAL, MEM_AVAILABLE)  # what build_node_usage reads
 POOL_LABELS = (
     "pool",
     "node-pool",
@@ -245,7 +246,7 @@ def build_node_usage(
     index = {n: i for i, n in enumerate(nodes)}
     points = grid.points
     matrices = []
-    cpu = _series_of(results.get("node_cpu_busy"), grid)
+    cpu = _series_of(results.get(NODE_USAGE_QUERIES[0]), grid)
     for measure, scale in ((cpu, 1000.0), (node_memory_series(results, grid), 1.0)):
         matrix = np.full((len(nodes), points), np.nan)
         for series in measure:

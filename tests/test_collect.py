@@ -136,4 +136,9 @@ def test_snapshot_round_trips_through_disk(collected: tuple[str, object], tmp_pa
     assert loaded.meta.source.startswith("http://127.0.0.1:")
     assert loaded.meta.step_seconds == sc.STEP
     assert set(loaded.meta.coverage["queries"]) >= {"pod_info", "node_cpu_busy"}
+    # series counts are taken before the usage tables are consumed: the three pods with app
+    # containers have CPU and memory series, every node its node-exporter series
+    series = {name: q["series"] for name, q in loaded.meta.coverage["queries"].items()}
+    assert series["pod_cpu_usage"] == series["pod_memory_working_set"] == 3
+    assert series["node_memory_total"] == series["node_memory_available"] == 2
     pd.testing.assert_frame_equal(loaded.pods, result.snapshot.pods)  # type: ignore[attr-defined]
