@@ -83,10 +83,10 @@ class SampleTable:
 
     def series_count(self, name: str) -> int:
         """How many label groups ``name`` has a value for (its result's series count)."""
-        seen: set[int] = set()
+        seen = np.zeros(len(self.groups), dtype=bool)
         for group, _, values in self.parts:
-            seen.update(np.unique(group[~np.isnan(values[name])]).tolist())
-        return len(seen)
+            seen[group[~np.isnan(values[name])]] = True  # linear; np.unique would sort
+        return int(np.count_nonzero(seen))
 
     def series(self, name: str, grid: FloatArray) -> list[Series]:
         """``name``'s result in the ``Series`` shape (groups in id order; for checks and tests)."""
