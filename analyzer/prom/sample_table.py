@@ -427,12 +427,19 @@ def _max_by(
     did: IntArray, idx: IntArray, value: FloatArray, lo: int, hi: int
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """``max`` per (dedupe id, step)."""
+    return _sorted_reduce(np.maximum, did, idx, value, lo, hi)
+
+
+def _sorted_reduce(
+    op: np.ufunc, key_id: IntArray, idx: IntArray, value: FloatArray, lo: int, hi: int
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """``op`` over the rows of each (id, step), by sorting on one integer key; rows sorted."""
     width = hi - lo
-    key = did * width + (idx - lo)
+    key = key_id * width + (idx - lo)
     order = np.argsort(key, kind="stable")
     key, value = key[order], value[order]
     starts = np.flatnonzero(np.r_[True, np.diff(key) > 0])
-    key, value = key[starts], np.maximum.reduceat(value, starts)
+    key, value = key[starts], op.reduceat(value, starts)
     return key // width, key % width + lo, value
 
 
@@ -452,12 +459,7 @@ def _sum_by(
     present: IntArray = np.flatnonzero(seen)
     cells_total = len(present) * width
     if cells_total > 4 * len(group) + 1024:
-        key = group * width + (idx - lo)
-        order = np.argsort(key, kind="stable")
-        key, value = key[order], value[order]
-        starts = np.flatnonzero(np.r_[True, np.diff(key) > 0])
-        key, value = key[starts], np.add.reduceat(value, starts)
-        return key // width, key % width + lo, value
+        return _sorted_reduce(np.add, group, idx, value, lo, hi)
     local = (np.cumsum(seen) - 1)[group]
     cell = local * width + (idx - lo)
     sums = np.bincount(cell, weights=value, minlength=cells_total).astype(np.float64, copy=False)
