@@ -23,6 +23,18 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
+
+
+def require_chromium() -> None:
+    """Skip the calling test without Chromium; in CI (CI=true) fail instead, loudly."""
+    import pytest
+
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing (install the Debian chromium package)")
+        pytest.skip(f"{CHROMIUM} is missing")
+
+
 FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -8,12 +8,11 @@ and exceptions, clicks table headers and reads the row order back, and prints it
 from __future__ import annotations
 
 import base64
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from cdp_client import CHROMIUM, FLAGS, Chromium
+from cdp_client import CHROMIUM, FLAGS, Chromium, require_chromium
 from report_snapshots import tiny_cluster
 
 from analyzer.nightly import NightlySettings, run_nightly
@@ -25,10 +24,7 @@ SECTIONS = ["summary", "violations", "usage", "requests", "fragmentation", "qual
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing (install the Debian chromium package)")
-        pytest.skip(f"{CHROMIUM} is missing")
+    require_chromium()
     out = tmp_path_factory.mktemp("browser")
     result = run_nightly(
         tiny_cluster(n_nodes=6, hot_name="<script>alert(1)</script>"), NightlySettings()

@@ -5,11 +5,10 @@ and following a pod-list link opens that list's collapsed section (the helpers o
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from cdp_client import CHROMIUM, Chromium
+from cdp_client import Chromium, require_chromium
 from trace_fixtures import fake_variants
 
 from analyzer.report.trace import write_trace_report
@@ -19,10 +18,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing (install the Debian chromium package)")
-        pytest.skip(f"{CHROMIUM} is missing")
+    require_chromium()
     return write_trace_report(fake_variants(), tmp_path_factory.mktemp("trace") / "rep")
 
 

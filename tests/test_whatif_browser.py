@@ -3,11 +3,10 @@ decode, the comparison table sorts (with the helpers of ``test_report_browser``)
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from cdp_client import CHROMIUM, Chromium
+from cdp_client import Chromium, require_chromium
 from replay_fixtures import GI, N, P, build
 
 from analyzer.report.whatif import write_whatif_report
@@ -18,10 +17,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing (install the Debian chromium package)")
-        pytest.skip(f"{CHROMIUM} is missing")
+    require_chromium()
     nodes = [N(f"n{i}", cpu=4000, memory=16 * GI) for i in range(4)]
     pods = [P(f"p{i}", f"n{i}", cpu=1000, start=i + 1, cpu_used=300.0) for i in range(4)]
     settings = WhatIfSettings(strategies=("kube-default", "most-allocated"), workers=1)
