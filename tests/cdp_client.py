@@ -178,6 +178,13 @@ class Chromium:
                 return result
             self.events.append(message)
 
+    def open(self, page: Path) -> None:
+        """Enable the Runtime, Log and Page domains, load ``page`` and wait for its load event."""
+        for domain in ("Runtime", "Log", "Page"):
+            self.call(f"{domain}.enable")
+        self.call("Page.navigate", url=page.as_uri())
+        self.wait_for("Page.loadEventFired")
+
     def wait_for(self, event: str, timeout: float = 30.0) -> dict[str, Any]:
         """Read messages until ``event`` arrives."""
         for seen in self.events:

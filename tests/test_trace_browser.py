@@ -25,10 +25,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_variant_report_in_chromium(report: Path, tmp_path: Path) -> None:
     browser = Chromium(tmp_path / "profile")
     try:
-        for domain in ("Runtime", "Log", "Page"):
-            browser.call(f"{domain}.enable")
-        browser.call("Page.navigate", url=report.as_uri())
-        browser.wait_for("Page.loadEventFired")
+        browser.open(report)
         sections = browser.evaluate(
             "[...document.querySelectorAll('main > section')].map(s => s.id)"
         )

@@ -28,10 +28,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_whatif_report_in_chromium(report: Path, tmp_path: Path) -> None:
     browser = Chromium(tmp_path / "profile")
     try:
-        for domain in ("Runtime", "Log", "Page"):
-            browser.call(f"{domain}.enable")
-        browser.call("Page.navigate", url=report.as_uri())
-        browser.wait_for("Page.loadEventFired")
+        browser.open(report)
         sections = browser.evaluate("[...document.querySelectorAll('section[id]')].map(s => s.id)")
         assert sections[:2] == ["summary", "comparison"]
         answer = browser.evaluate("document.querySelector('[data-answer=best]').textContent")
