@@ -66,11 +66,9 @@ class SampleTable:
 
     @property
     def values(self) -> dict[str, FloatArray]:
-        """Per query; NaN where it has no value at that row."""
-        return {
-            name: np.concatenate([p[2][name] for p in self.parts]) if self.parts else np.zeros(0)
-            for name in self.names
-        }
+        """Per query; NaN where it has no value at that row (every column concatenated: for
+        checks; consumers read ``column`` or ``pop_parts``)."""
+        return {name: self.column(name) for name in self.names}
 
     def column(self, name: str) -> FloatArray:
         """One query's values over all rows (NaN where it has no value)."""
