@@ -11,8 +11,10 @@ all is ``PartialDataError`` with nothing written.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from analyzer.prom.fetch import (
     QueryResult,
     TimeGrid,
     make_grid,
+    request_count,
     run_profile,
 )
 from analyzer.prom.profile import load_profile, require
@@ -101,10 +104,34 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
+# Summaries (one value per series over the range) are fetched first and become the pods and
+# nodes tables; the usage time series follow (see ``collect``).
+SUMMARY_KINDS = ("window", "times")
+
+
+@dataclass
+class Inventory:
+    """What the summary queries say: the pods and nodes tables, and how to map node-exporter
+    targets to nodes; built before the usage series so their results can be released first."""
+
+    pods: pd.DataFrame
+    nodes: pd.DataFrame
+    mapper: NodeMapper
+    warnings: list[str]
+    queries: dict[str, dict[str, Any]]  # coverage of the queries it consumed
+    failed: list[str]  # optional queries that failed
+
+
 def collect(
     request: CollectRequest, progress: Callable[[int, int], None] | None = None
 ) -> CollectResult:
-    """Collect ``request`` into a snapshot (not written; see ``write_snapshot``)."""
+    """Collect ``request`` into a snapshot (not written; see ``write_snapshot``).
+
+    Two passes over the profile: the summaries (kube-state-metrics windows, first/last seen),
+    then the usage series. The pods and nodes tables are built from the first while the second
+    is already fetching, and the summaries' ~30 result series per pod are dropped before the
+    usage tables grow: at 500 nodes × 7 days that is ≈ 0.2 GB less at the peak.
+    """
     folder = queries_dir(request.queries_dir)
     profile = load_profile(request.queries_dir)
     require(profile, CORE_QUERIES, str(folder))
@@ -115,45 +142,96 @@ def collect(
         window_points=request.window_points,
         parallelism=request.settings.parallelism,
     )
+    summaries = [spec for spec in profile.values() if spec.kind in SUMMARY_KINDS]
+    series = [spec for spec in profile.values() if spec.kind not in SUMMARY_KINDS]
+    first = request_count(summaries, plan)
+    total = first + request_count(series, plan)
+
+    def shifted(offset: int) -> Callable[[int, int], None] | None:
+        if progress is None:
+            return None
+        return lambda done, _: progress(offset + done, total)
+
     with PromClient(request.settings) as client:
-        results = run_profile(client, list(profile.values()), plan, progress)
+        results = run_profile(client, summaries, plan, shifted(0))
+        context = BuildContext(
+            source=client.public_url,
+            profile=str(folder),
+            extra_resources=request.extra_resources,
+            priorities=request.priority_classes,
+        )
+        cancel = threading.Event()
+        with ThreadPoolExecutor(max_workers=1) as runner:
+            usage = runner.submit(run_profile, client, series, plan, shifted(first), cancel)
+            try:
+                inventory = build_inventory(results, grid, context)
+            except BaseException:
+                cancel.set()
+                raise
+            finally:
+                del results  # the summary series; the inventory holds what they said
+            release_free_memory()
+            usage_results = usage.result()
         warnings = list(client.warnings)
-        source = client.public_url
     release_free_memory()  # the responses are gone; give their pages back before building
-    context = BuildContext(
-        source=source,
-        warnings=tuple(warnings),
-        profile=str(folder),
-        extra_resources=request.extra_resources,
-        priorities=request.priority_classes,
-    )
-    return build_snapshot(results, grid, context)
+    context = replace(context, warnings=tuple(warnings))
+    return finish_snapshot(inventory, usage_results, grid, context)
 
 
 def build_snapshot(
     results: dict[str, QueryResult], grid: TimeGrid, context: BuildContext
 ) -> CollectResult:
     """Turn the profile's results into a snapshot; pure (no network), so tests can feed it."""
+    return finish_snapshot(build_inventory(results, grid, context), results, grid, context)
+
+
+def build_inventory(
+    results: dict[str, QueryResult], grid: TimeGrid, context: BuildContext
+) -> Inventory:
+    """The pods and nodes tables from the summary queries of ``results``, whose series it then
+    releases (``PartialDataError`` when kube-state-metrics has nothing in the range)."""
     pods = build_pods(
         results, grid.end, grid.step, context.extra_resources, dict(context.priorities)
     )
     nodes = build_nodes(results, context.extra_resources)
-    source = context.source
-    warnings = list(context.warnings)
     if pods.empty and nodes.empty:
         raise PartialDataError(
-            f"no kube-state-metrics data between {_iso(grid.start)} and {_iso(grid.end)} at {source} "
-            "(kube_pod_info and kube_node_info are empty); check the range and that "
-            "kube-state-metrics is scraped ('analyzer check')"
+            f"no kube-state-metrics data between {_iso(grid.start)} and {_iso(grid.end)} at "
+            f"{context.source} (kube_pod_info and kube_node_info are empty); check the range and "
+            "that kube-state-metrics is scraped ('analyzer check')"
         )
-    warnings.extend(add_constraints(results, nodes, pods))
-    queries = _query_coverage(results)  # before the usage builders consume the sample tables
+    warnings = add_constraints(results, nodes, pods)
     mapper = NodeMapper.from_results(nodes, results)
-    node_usage = build_node_usage(results, mapper, grid)
-    _release_tables(results, NODE_USAGE_QUERIES)  # node rows are in node_usage now
-    pod_usage, unmatched = build_pod_usage(results, pods, grid)
-    problems: list[str] = []
-    for result in results.values():
+    consumed = {n: r for n, r in results.items() if r.spec.kind in SUMMARY_KINDS}
+    queries = _query_coverage(consumed)
+    failed = [
+        f"optional query {r.spec.name} failed: {r.error}"
+        for r in consumed.values()
+        if r.error is not None
+    ]
+    for result in consumed.values():
+        result.series = []  # counted in ``queries``; the tables hold what they said
+    return Inventory(pods, nodes, mapper, list(warnings), queries, failed)
+
+
+def finish_snapshot(
+    inventory: Inventory,
+    results: dict[str, QueryResult],
+    grid: TimeGrid,
+    context: BuildContext,
+) -> CollectResult:
+    """Add the usage tables (from the range and samples queries of ``results``) and meta."""
+    nodes, pods, mapper = inventory.nodes, inventory.pods, inventory.mapper
+    source = context.source
+    warnings = [*context.warnings, *inventory.warnings]
+    usage = {n: r for n, r in results.items() if r.spec.kind not in SUMMARY_KINDS}
+    # before the usage builders consume the sample tables
+    queries = {**inventory.queries, **_query_coverage(usage)}
+    node_usage = build_node_usage(usage, mapper, grid)
+    _release_tables(usage, NODE_USAGE_QUERIES)  # node rows are in node_usage now
+    pod_usage, unmatched = build_pod_usage(usage, pods, grid)
+    problems = list(inventory.failed)
+    for result in usage.values():
         if result.error is not None:
             problems.append(f"optional query {result.spec.name} failed: {result.error}")
     if mapper.unmapped:
@@ -161,7 +239,7 @@ def build_snapshot(
         problems.append(
             f"{len(mapper.unmapped)} node-exporter target(s) match no node (e.g. {sample})"
         )
-    coverage = _coverage(queries, nodes, node_usage, grid)
+    coverage = _coverage(dict(sorted(queries.items())), nodes, node_usage, grid)
     missing_usage = coverage["nodes_without_usage"]
     if missing_usage:
         problems.append(
@@ -217,7 +295,8 @@ def _coverage(
     points = grid.points
     per_node: dict[str, float] = {}
     if not node_usage.empty:
-        counts = node_usage.dropna(subset=["cpu"]).groupby("node", observed=True).size()
+        # only the node column of the rows with cpu (dropna would copy the whole table)
+        counts = node_usage.loc[node_usage["cpu"].notna(), "node"].value_counts()
         per_node = {str(n): round(float(c) / points, 4) for n, c in counts.items()}
     all_nodes = [str(n) for n in nodes["node"]] if not nodes.empty else []
     without = sorted(n for n in all_nodes if n not in per_node)

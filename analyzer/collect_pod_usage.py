@@ -20,6 +20,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from analyzer.collect_common import label
+from analyzer.columns import category_column, codes_dtype, utc_column
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
 from analyzer.prom.sample_table import SampleTable
@@ -94,13 +95,11 @@ def build_pod_usage(
     # One pass over the table's parts (time chunks), each released once copied: the peak is
     # about one table, not the table plus a sorted copy.
     total = len(table)
-    codes = np.empty(total, dtype=np.int32)
-    # The final tz-aware column, filled in place through its int64 view (ns since the epoch):
-    # converting an int64 array afterwards would copy tens of millions of rows.
-    stamps = pd.array(
-        np.zeros(total, dtype="datetime64[ns]"), dtype=pd.DatetimeTZDtype("ns", "UTC")
-    )
-    stamp_ns = stamps.asi8
+    # The final columns, allocated once (untouched pages cost nothing), filled as the parts are
+    # released and wrapped without a copy (``analyzer.columns``).
+    categories = pd.Index(uids, dtype="str")
+    codes = np.empty(total, dtype=codes_dtype(categories))
+    stamp_ns = np.empty(total, dtype=np.int64)
     ns_start, ns_step = grid.start * 1_000_000_000, grid.step * 1_000_000_000
     cpu = np.empty(total)
     memory = np.empty(total)
@@ -123,8 +122,8 @@ def build_pod_usage(
     unmatched = sum(int(np.count_nonzero(seen[name] & (single == _NONE))) for name in _SCALE)
     frame = pd.DataFrame(
         {
-            "uid": pd.Categorical.from_codes(codes[:at], categories=pd.Index(uids, dtype="str")),
-            "timestamp": stamps[:at],
+            "uid": category_column(codes[:at], categories),
+            "timestamp": utc_column(stamp_ns[:at]),
             "cpu": cpu[:at],
             "memory": memory[:at],
         },

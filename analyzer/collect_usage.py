@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
+from analyzer.columns import utc_column
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
 from analyzer.prom.sample_table import FloatArray, Int32Array, SampleTable
@@ -187,15 +188,10 @@ def _series_of(result: QueryResult | None, grid: TimeGrid) -> list[Series]:
 def node_memory_series(results: dict[str, QueryResult], grid: TimeGrid) -> list[Series]:
     """MemTotal − MemAvailable per label set, at the steps where both have a value (PromQL's
     ``max by (instance, node) (total) - max by (instance, node) (available)``)."""
-    total, available = results.get(MEM_TOTAL), results.get(MEM_AVAILABLE)
-    table = total.table if total is not None else None
-    if (
-        table is not None
-        and available is not None
-        and available.table is table
-        and {MEM_TOTAL, MEM_AVAILABLE} <= set(table.names)
-    ):
+    table = _memory_table(results)
+    if table is not None:
         return _memory_from_table(table, grid)
+    total, available = results.get(MEM_TOTAL), results.get(MEM_AVAILABLE)
     by_labels = {tuple(sorted(s.labels.items())): s for s in _series_of(available, grid)}
     used = []
     for series in _series_of(total, grid):
@@ -245,29 +241,31 @@ def build_node_usage(
     nodes = sorted(mapper.nodes)
     index = {n: i for i, n in enumerate(nodes)}
     points = grid.points
-    matrices = []
-    cpu = _series_of(results.get(NODE_USAGE_QUERIES[0]), grid)
-    for measure, scale in ((cpu, 1000.0), (node_memory_series(results, grid), 1.0)):
-        matrix = np.full((len(nodes), points), np.nan)
-        for series in measure:
+    cpu = np.full((len(nodes), points), np.nan)
+    for series in _series_of(results.get(NODE_USAGE_QUERIES[0]), grid):
+        node = mapper.node_of(series.labels)
+        if node is not None:
+            _put(cpu[index[node]], series, 1000.0, grid)
+    memory = np.full((len(nodes), points), np.nan)
+    table = _memory_table(results)
+    if table is not None:
+        # straight from the joined table's parts: no per-node series in between
+        of_group = [mapper.node_of(labels) for labels in table.groups]
+        rows = np.array([-1 if n is None else index[n] for n in of_group], dtype=np.int64)
+        for group, step, columns in table.parts:
+            used = columns[MEM_TOTAL] - columns[MEM_AVAILABLE]
+            row = rows[group] if len(rows) else np.zeros(0, dtype=np.int64)
+            ok = np.isfinite(used) & (row >= 0)
+            np.fmax.at(memory, (row[ok], step[ok]), used[ok])  # at: repeated cells keep the max
+    else:
+        for series in node_memory_series(results, grid):
             node = mapper.node_of(series.labels)
-            if node is None:
-                continue
-            step = np.rint((series.timestamps - grid.start) / grid.step).astype(np.int64)
-            value = series.values * scale
-            ok = np.isfinite(value) & (step >= 0) & (step < points)
-            row = matrix[index[node]]
-            row[step[ok]] = np.fmax(row[step[ok]], value[ok])
-        matrices.append(matrix.ravel())
-    cells = np.flatnonzero(~np.isnan(matrices[0]) | ~np.isnan(matrices[1]))
-    cpu_values, memory_values = matrices[0][cells], matrices[1][cells]
-    del matrices
-    # the final tz-aware column, filled through its int64 view (ns, the schema unit): no copies
-    stamps = pd.array(
-        np.zeros(len(cells), dtype="datetime64[ns]"), dtype=pd.DatetimeTZDtype("ns", "UTC")
-    )
-    ns = stamps.asi8
-    np.remainder(cells, points, out=ns)
+            if node is not None:
+                _put(memory[index[node]], series, 1.0, grid)
+    cells = np.flatnonzero(~np.isnan(cpu.ravel()) | ~np.isnan(memory.ravel()))
+    cpu_values, memory_values = cpu.ravel()[cells], memory.ravel()[cells]
+    del cpu, memory
+    ns = np.remainder(cells, points)
     ns *= grid.step * 1_000_000_000
     ns += grid.start * 1_000_000_000
     return pd.DataFrame(
@@ -275,9 +273,31 @@ def build_node_usage(
             # Arrow's take builds the string column in C; pd.array over a Python object array
             # of names takes ~6 × longer.
             "node": pd.array(pa.array(nodes, pa.string()).take(cells // points), dtype="string"),
-            "timestamp": stamps,
+            "timestamp": utc_column(ns),
             "cpu": cpu_values,
             "memory": memory_values,
         },
         copy=False,
     )
+
+
+def _put(row: FloatArray, series: Series, scale: float, grid: TimeGrid) -> None:
+    """One series into a node's row of grid steps (the larger value where the row has one)."""
+    step = np.rint((series.timestamps - grid.start) / grid.step).astype(np.int64)
+    value = series.values * scale
+    ok = np.isfinite(value) & (step >= 0) & (step < len(row))
+    row[step[ok]] = np.fmax(row[step[ok]], value[ok])
+
+
+def _memory_table(results: dict[str, QueryResult]) -> SampleTable | None:
+    """The collector's joined MemTotal/MemAvailable table, if both queries live in one."""
+    total, available = results.get(MEM_TOTAL), results.get(MEM_AVAILABLE)
+    table = total.table if total is not None else None
+    if (
+        table is not None
+        and available is not None
+        and available.table is table
+        and {MEM_TOTAL, MEM_AVAILABLE} <= set(table.names)
+    ):
+        return table
+    return None

@@ -15,6 +15,8 @@ import ctypes
 import ctypes.util
 import functools
 
+import pyarrow as pa
+
 _M_MMAP_THRESHOLD = -3  # mallopt parameter numbers from glibc's malloc.h
 _M_ARENA_MAX = -8
 MMAP_THRESHOLD_BYTES = 128 * 1024
@@ -47,7 +49,14 @@ def limit_heap_growth() -> bool:
     if libc is None:
         return False
     libc.mallopt(_M_ARENA_MAX, 1)
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+    if not libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES):
+        return False
+    # Arrow (the response parser's CSV reader, string columns) allocates from its own pool,
+    # mimalloc by default, which keeps freed pages for reuse: ≈ 0.15 GB at 500 nodes × 7 days.
+    # Through malloc its large buffers are mappings that go back to the system when freed; the
+    # parser is as fast either way (measured on a 43 MB response).
+    pa.set_memory_pool(pa.system_memory_pool())
+    return True
 
 
 def release_free_memory() -> None:

@@ -204,3 +204,30 @@ def test_fast_matrix_parser_agrees_with_json() -> None:
     assert len(again[2]) == 3  # the map handed on holds this response's label sets only
     # Any other shape (pretty-printed, a vector, an error) is left to json.
     assert parse_matrix_fast(json.dumps(body, indent=1).encode()) is None
+
+
+def test_fast_matrix_parser_reads_responses_larger_than_one_csv_block() -> None:
+    # Arrow parses the text in 4 MB blocks; series must not be cut or shifted at a block edge.
+    import json
+
+    rng = np.random.default_rng(7)
+    result = [
+        {
+            "metric": {"pod": f"p{i}"},
+            "values": [[1_700_000_000 + 60 * k, repr(float(v))] for k, v in enumerate(row)],
+        }
+        for i, row in enumerate(rng.random((150, 2000)) * 10.0 ** rng.integers(-3, 9, (150, 1)))
+    ]
+    content = json.dumps(
+        {"status": "success", "data": {"resultType": "matrix", "result": result}},
+        separators=(",", ":"),
+    ).encode()
+    assert len(content) > 2 * (1 << 22)  # three blocks at least
+    parsed = parse_matrix_fast(content)
+    assert parsed is not None
+    reference = parse_matrix(result)
+    assert len(parsed[0]) == len(reference) == 150
+    for got, want in zip(parsed[0], reference, strict=True):
+        assert got.labels == want.labels
+        np.testing.assert_array_equal(got.timestamps, want.timestamps)
+        np.testing.assert_array_equal(got.values, want.values)  # repr round-trips exactly

@@ -83,9 +83,11 @@ def parse_matrix(result: list[dict[str, Any]]) -> list[Series]:
 
 _SERIES = b'{"metric":'
 _VALUES = b',"values":['
-_ROWS = bytes.maketrans(b"]", b"\n")  # with '[' and '"' deleted: [t,"v"],[t,"v"] → t,v⏎,t,v⏎
+# A one-to-one byte map (no deletions: the copy it makes is the only one): '[' → ',' and
+# ']' → '⏎' turn [t,"v"],[t,"v"] into t,"v"⏎,,t,"v"⏎ (CSV unquotes "v").
+_ROWS = bytes.maketrans(b"[]", b",\n")
 _SENTINEL = b"[nan,0]"  # a row before every series; its NaN timestamp marks where a series starts
-_CSV_READ = pa_csv.ReadOptions(column_names=["_", "t", "v"], block_size=1 << 22)
+_CSV_READ = pa_csv.ReadOptions(column_names=["_", "__", "t", "v"], block_size=1 << 22)
 _CSV_CONVERT = pa_csv.ConvertOptions(
     include_columns=["t", "v"],
     column_types={"t": pa.float64(), "v": pa.float64()},
@@ -100,9 +102,11 @@ def parse_matrix_fast(
     """Parse a successful matrix response straight from bytes; None if the shape is unexpected.
 
     ``json.loads`` builds a Python list and two objects per sample (~150 bytes each). Here only
-    the labels go through ``json``: every series' ``[[t,"v"],...]`` text is cut out, the pieces
-    are joined behind one ``[nan,0]`` sentinel row each, turned into ``,t,v`` lines by one
-    ``bytes.translate`` and parsed as one CSV by Arrow (in C, on all cores; ≈ 2 × numpy's ``fromstring`` per series).
+    the labels go through ``json``: every series' ``[[t,"v"],...]`` text is viewed (not copied),
+    the views are joined behind one ``[nan,0]`` sentinel row each, turned into ``,,t,"v"`` lines
+    by one byte-for-byte ``bytes.translate`` and parsed as one CSV by Arrow (in C, on all cores;
+    ≈ 2 × numpy's ``fromstring`` per series). Besides the response, the peak is the joined text,
+    its translation (briefly both) and Arrow's columns.
     JSON cannot hold an unescaped ``"`` inside a string, so the markers searched for cannot
     occur inside label values; timestamps are never NaN, so the sentinels are unambiguous.
 
@@ -117,7 +121,8 @@ def parse_matrix_fast(
     keys: list[LabelKey] = []
     seen: LabelCache = {}
     previous: LabelCache = cache if cache is not None else {}
-    parts: list[bytes] = []
+    parts: list[bytes | memoryview] = []
+    view = memoryview(content)  # slices of it are not copies
     pos = content.find(_SERIES)
     end = len(prefix)
     while pos != -1:
@@ -140,14 +145,16 @@ def parse_matrix_fast(
             stop = content.find(b"]]", start)
             if stop == -1:
                 return None
-            parts.append(content[start : stop + 1])
+            parts.append(view[start : stop + 1])
             end = stop
         pos = content.find(_SERIES, end)
     out: list[Series] = []
     if labels_list:
-        # one pass: a leading "," makes every line ",t,v" (three columns, the first empty)
-        text = b",".join([b"", *parts]).translate(_ROWS, b'["')
+        # a leading "," makes every line ",,t,v" (four columns, the first two empty)
+        text = b",".join([b"", *parts])
         del parts
+        view.release()
+        text = text.translate(_ROWS)
         try:
             table = pa_csv.read_csv(
                 io.BytesIO(text), read_options=_CSV_READ, convert_options=_CSV_CONVERT
@@ -155,8 +162,7 @@ def parse_matrix_fast(
         except (pa.ArrowInvalid, ValueError):
             return None
         del text
-        ts = table.column("t").to_numpy()
-        values = table.column("v").to_numpy()
+        ts, values = _column(table, "t"), _column(table, "v")
         del table
         starts = np.flatnonzero(np.isnan(ts))
         if len(starts) != len(labels_list):
@@ -173,6 +179,17 @@ def parse_matrix_fast(
         found, _ = json.JSONDecoder().raw_decode(content[marker + len(b',"warnings":') :].decode())
         warnings = [str(w) for w in found]
     return out, warnings, seen
+
+
+def _column(table: pa.Table, name: str) -> np.ndarray:
+    """A float column of ``table`` as one numpy array.
+
+    Each chunk converts without a copy, so numpy's ``concatenate`` is the only one.
+    ``ChunkedArray.to_numpy()`` would copy through Arrow's C++ default pool (mimalloc), which
+    ``pa.set_memory_pool`` does not reach and which keeps freed pages (``analyzer.memory``).
+    """
+    chunks = [chunk.to_numpy(zero_copy_only=False) for chunk in table.column(name).chunks]
+    return np.concatenate(chunks) if chunks else np.zeros(0)
 
 
 def parse_vector(result: list[dict[str, Any]]) -> list[Series]:

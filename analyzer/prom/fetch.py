@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -181,25 +182,49 @@ def merge_series(parts: list[list[Series]]) -> list[Series]:
     return merged
 
 
+TaskKey = tuple[str, str, tuple[int, int, int]]
+
+
+def _tasks(specs: list[QuerySpec], plan: FetchPlan) -> dict[TaskKey, list[tuple[str, int]]]:
+    """Every request of ``specs`` → the (query, chunk index) pairs it serves.
+
+    Identical requests (first and last seen read the same raw samples) are sent once.
+    """
+    tasks: dict[TaskKey, list[tuple[str, int]]] = {}
+    for spec in specs:
+        for index, window in enumerate(plan.requests_for(spec)):
+            tasks.setdefault((spec.kind, spec.expr, window), []).append((spec.name, index))
+    return tasks
+
+
+def request_count(specs: list[QuerySpec], plan: FetchPlan) -> int:
+    """How many HTTP requests ``run_profile`` sends for ``specs`` (for a progress total)."""
+    return len(_tasks(specs, plan))
+
+
+class Cancelled(Exception):
+    """``run_profile`` stopped because its ``cancel`` event was set."""
+
+
 def run_profile(
     client: PromClient,
     specs: list[QuerySpec],
     plan: FetchPlan,
     progress: Progress | None = None,
+    cancel: threading.Event | None = None,
 ) -> dict[str, QueryResult]:
-    """Run every query of ``specs``; a failing required query raises, an optional one is recorded."""
+    """Run every query of ``specs``; a failing required query raises, an optional one is recorded.
+
+    Setting ``cancel`` (from another thread) stops it: nothing new is sent, and it raises
+    ``Cancelled`` once the requests in flight have returned.
+    """
     results = {
         spec.name: QueryResult(
             spec, spec.render(step_seconds=plan.grid.step, span_seconds=plan.span_for(spec))
         )
         for spec in specs
     }
-    # Identical requests (first and last seen read the same raw samples) are sent once.
-    tasks: dict[tuple[str, str, tuple[int, int, int]], list[tuple[str, int]]] = {}
-    for spec in specs:
-        for index, window in enumerate(plan.requests_for(spec)):
-            key = (spec.kind, spec.expr, window)
-            tasks.setdefault(key, []).append((spec.name, index))
+    tasks = _tasks(specs, plan)
     chunks: dict[str, dict[int, list[Series]]] = {name: {} for name in results}
     grid_times = np.arange(plan.grid.start, plan.grid.end + 1, plan.grid.step, dtype=np.float64)
     sampled = [spec for spec in specs if spec.kind == "samples"]
@@ -253,7 +278,9 @@ def run_profile(
         submit(max(1, plan.parallelism) + 2)
         try:
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled
                 submit(len(finished))
                 for future in finished:
                     done_count += 1
