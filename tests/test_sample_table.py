@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analyzer.prom import sample_table
 from analyzer.prom.client import Series
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
 from analyzer.prom.samples import SampleRule, evaluate
@@ -63,8 +64,15 @@ def _keyed(series: list[Series]) -> dict[tuple[tuple[str, str], ...], Series]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("chunk_minutes", [7, 60, 1000])
-def test_chunked_equals_whole_range(seed: int, chunk_minutes: int) -> None:
+@pytest.mark.parametrize(
+    ("chunk_minutes", "slice_points"), [(7, 120), (60, 120), (1000, 120), (1000, 13), (60, 1)]
+)
+def test_chunked_equals_whole_range(
+    seed: int, chunk_minutes: int, slice_points: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A chunk is evaluated and joined in slices of ``slice_points`` grid points (1000-minute
+    # chunks hold the whole 240-point grid: two slices of 120, or 19 of 13 with a short last one).
+    monkeypatch.setattr(sample_table, "SLICE_POINTS", slice_points)
     rng = np.random.default_rng(seed)
     rules = {
         "cpu": SampleRule(

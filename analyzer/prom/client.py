@@ -249,6 +249,7 @@ class PromClient:
         pool = max(10, settings.parallelism)
         session.mount(self.url, HTTPAdapter(max_retries=retry, pool_maxsize=pool))
         self._lock = threading.Lock()
+        self._parse_lock = threading.Lock()
         self.warnings: list[str] = []
         self._labels: dict[str, LabelCache] = {}  # per query (``what``): its last response's
 
@@ -313,7 +314,11 @@ class PromClient:
                 f"request to {self.public_url} failed: {type(exc).__name__}"
             ) from None
         if fast_matrix and response.status_code == 200:
-            parsed = parse_matrix_fast(response.content, self._labels.get(what))
+            # One response at a time: the parse's Python part holds the GIL anyway and Arrow
+            # uses every core, but two at once would hold two sets of its temporaries (≈ 2 ×
+            # the response each).
+            with self._parse_lock:
+                parsed = parse_matrix_fast(response.content, self._labels.get(what))
             if parsed is not None:
                 for warning in parsed[1]:
                     self._warn(f"{what}: {warning}")

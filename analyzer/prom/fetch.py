@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analyzer.errors import InputError, SourceError
+from analyzer.memory import release_free_memory
 from analyzer.prom.client import PromClient, Series, series_key
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
@@ -303,6 +304,7 @@ def run_profile(
                     if progress:
                         progress(done_count, len(tasks))
                 del finished
+                release_free_memory()
         except BaseException:
             for future in pending:
                 future.cancel()
