@@ -231,3 +231,36 @@ def test_fast_matrix_parser_reads_responses_larger_than_one_csv_block() -> None:
         assert got.labels == want.labels
         np.testing.assert_array_equal(got.timestamps, want.timestamps)
         np.testing.assert_array_equal(got.values, want.values)  # repr round-trips exactly
+
+
+def test_a_response_cut_off_mid_body_is_one_line() -> None:
+    # The server promises 1,000 bytes, sends 12 and hangs up (a proxy or server crash).
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+
+    def serve_cut() -> None:
+        for _ in range(4):  # the client may retry on a fresh connection
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b'Content-Length: 1000\r\n\r\n{"status":"s'
+                )
+
+    thread = threading.Thread(target=serve_cut, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with PromClient(_settings(url, retries=0)) as client, pytest.raises(SourceError) as info:
+            client.query_range("up", 1, 1, 1, what="query q")
+    finally:
+        listener.close()
+    message = str(info.value)
+    assert f"{url} broke off query q mid-response" in message and "\n" not in message

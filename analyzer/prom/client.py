@@ -21,7 +21,7 @@ import pyarrow.csv as pa_csv
 import requests
 from prometheus_api_client import PrometheusConnect
 from requests.adapters import HTTPAdapter
-from urllib3.exceptions import ReadTimeoutError
+from urllib3.exceptions import HTTPError, ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from analyzer.errors import SourceError
@@ -287,6 +287,7 @@ class PromClient:
                 headers=connect.headers,
                 auth=connect.auth,
                 timeout=self.settings.timeout,
+                stream=True,  # the body is read in ``_body``
             )
         except requests.exceptions.SSLError:
             raise SourceError(
@@ -313,20 +314,45 @@ class PromClient:
             raise SourceError(
                 f"request to {self.public_url} failed: {type(exc).__name__}"
             ) from None
+        content = self._body(response, what)
         if fast_matrix and response.status_code == 200:
             # One response at a time: the parse's Python part holds the GIL anyway and Arrow
             # uses every core, but two at once would hold two sets of its temporaries (≈ 2 ×
             # the response each).
             with self._parse_lock:
-                parsed = parse_matrix_fast(response.content, self._labels.get(what))
+                parsed = parse_matrix_fast(content, self._labels.get(what))
             if parsed is not None:
                 for warning in parsed[1]:
                     self._warn(f"{what}: {warning}")
                 self._labels[what] = parsed[2]  # a race between two chunks only costs a miss
                 return parsed[0]
-        return self._envelope(response, path, what)
+        return self._envelope(response, content, path, what)
 
-    def _envelope(self, response: requests.Response, path: str, what: str) -> Any:
+    def _body(self, response: requests.Response, what: str) -> bytes:
+        """The whole response body, read at once.
+
+        ``response.content`` reads 10 kB pieces and joins them: for a 40 MB response that is
+        4,000 small blocks on the heap (left as holes) and a second copy. Prometheus writes its
+        JSON in one HTTP chunk, which one ``read`` returns as one buffer.
+        """
+        try:
+            body: bytes = response.raw.read(decode_content=True) or b""
+        except (ReadTimeoutError, TimeoutError):
+            response.close()
+            raise SourceError(
+                f"{self.public_url} did not finish sending {what} within "
+                f"{self.settings.timeout:g}s; raise --timeout or shorten the range"
+            ) from None
+        except (HTTPError, OSError) as exc:
+            response.close()
+            raise SourceError(
+                f"{self.public_url} broke off {what} mid-response ({type(exc).__name__}); "
+                "retry, or check a proxy between here and the server"
+            ) from None
+        response.raw.release_conn()  # read to the end: the connection goes back to the pool
+        return body
+
+    def _envelope(self, response: requests.Response, content: bytes, path: str, what: str) -> Any:
         status = response.status_code
         if status == 401:
             raise SourceError(
@@ -339,7 +365,7 @@ class PromClient:
                 "Cortex need --header X-Scope-OrgID=TENANT)"
             )
         try:
-            body = json.loads(response.content)
+            body = json.loads(content)
         except ValueError:
             body = None
         if not isinstance(body, dict) or "status" not in body:
