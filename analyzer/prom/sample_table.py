@@ -275,6 +275,8 @@ class SampleAccumulator:
             return [empty] * len(slices)
         flat = _Flat(np.concatenate(pieces_t), np.concatenate(pieces_v), np.asarray(lengths))
         del pieces_t, pieces_v
+        if slices:  # keys wide enough for the chunk's last grid time, built once
+            flat.prepare(float(self.grid[slices[-1][1] - 1]))
         cut = flat.first_at_or_after(end - query.horizon)
         for s in np.flatnonzero(cut < flat.stops):  # keep what later grid points can still see
             start, stop = int(cut[s]), int(flat.stops[s])
@@ -284,8 +286,6 @@ class SampleAccumulator:
         # ``max by (dedupe)`` only matters where raw series share a dedupe id (HA copies,
         # restart overlap): the other rows are already one value per (dedupe id, step).
         shared = np.bincount(did_of)[did_of] > 1
-        if slices:  # keys wide enough for the chunk's last grid time, built once for all slices
-            flat.prepare(float(self.grid[slices[-1][1] - 1]))
         out: list[Rows] = []
         for lo, hi in slices:
             seg, idx, val = flat.evaluate(self.grid, lo, hi, query.rule, query.horizon)
@@ -376,6 +376,7 @@ class _Flat:
         self.stops = np.cumsum(self.lengths)
         self.starts = self.stops - self.lengths
         self.base = float(np.floor(self.ts.min())) if len(self.ts) else 0.0
+        self.span = 0  # until ``prepare``
 
     def _ms(self, seconds: FloatArray) -> IntArray:
         out: IntArray = np.rint((seconds - self.base) * 1000.0).astype(np.int64)
@@ -390,7 +391,8 @@ class _Flat:
 
     def first_at_or_after(self, t: float) -> IntArray:
         """Per segment, the index of its first sample at or after ``t`` (``stop`` if none)."""
-        self.prepare(t)
+        if self.span == 0 or self.span <= self._ms(np.array([t]))[0]:
+            self.prepare(t)  # keys not built yet, or not wide enough for t
         offset = int(np.clip(self._ms(np.array([t]))[0], 0, self.span - 1))
         probe = np.arange(len(self.lengths), dtype=np.int64) * self.span + offset
         found: IntArray = np.searchsorted(self.keys, probe, side="left")
