@@ -129,8 +129,8 @@ def collect(
 
     Two passes over the profile: the summaries (kube-state-metrics windows, first/last seen),
     then the usage series. The pods and nodes tables are built from the first while the second
-    is already fetching, and the summaries' ~30 result series per pod are dropped before the
-    usage tables grow: at 500 nodes × 7 days that is ≈ 0.2 GB less at the peak.
+    is already fetching, and the summaries' ~30 result series per pod (≈ 0.2 GB of Python
+    objects at 500 nodes × 7 days) are dropped before the usage tables grow.
     """
     folder = queries_dir(request.queries_dir)
     profile = load_profile(request.queries_dir)
