@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -210,10 +210,7 @@ def _memory_from_table(table: SampleTable, grid: TimeGrid) -> list[Series]:
     step, NaN where one has no value), without materialising the table's columns."""
     steps: dict[int, list[Int32Array]] = {}
     values: dict[int, list[FloatArray]] = {}
-    for group, step, columns in table.parts:
-        used = columns[MEM_TOTAL] - columns[MEM_AVAILABLE]
-        keep = ~np.isnan(used)
-        group, step, used = group[keep], step[keep], used[keep]
+    for group, step, used in _memory_rows(table):
         bounds = np.flatnonzero(np.diff(group)) + 1  # rows are sorted by group, then step
         for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(group)], strict=True):
             if hi > lo:
@@ -252,10 +249,9 @@ def build_node_usage(
         # straight from the joined table's parts: no per-node series in between
         of_group = [mapper.node_of(labels) for labels in table.groups]
         rows = np.array([-1 if n is None else index[n] for n in of_group], dtype=np.int64)
-        for group, step, columns in table.parts:
-            used = columns[MEM_TOTAL] - columns[MEM_AVAILABLE]
+        for group, step, used in _memory_rows(table):
             row = rows[group] if len(rows) else np.zeros(0, dtype=np.int64)
-            ok = np.isfinite(used) & (row >= 0)
+            ok = (row >= 0) & np.isfinite(used)
             np.fmax.at(memory, (row[ok], step[ok]), used[ok])  # at: repeated cells keep the max
     else:
         for series in node_memory_series(results, grid):
@@ -287,6 +283,15 @@ def _put(row: FloatArray, series: Series, scale: float, grid: TimeGrid) -> None:
     value = series.values * scale
     ok = np.isfinite(value) & (step >= 0) & (step < len(row))
     row[step[ok]] = np.fmax(row[step[ok]], value[ok])
+
+
+def _memory_rows(table: SampleTable) -> Iterator[tuple[Int32Array, Int32Array, FloatArray]]:
+    """Per part of the joined table: (group, step, MemTotal − MemAvailable) where both have a
+    value (a row holds both gauges at one step, NaN where one has none)."""
+    for group, step, columns in table.parts:
+        used = columns[MEM_TOTAL] - columns[MEM_AVAILABLE]
+        keep = ~np.isnan(used)
+        yield group[keep], step[keep], used[keep]
 
 
 def _memory_table(results: dict[str, QueryResult]) -> SampleTable | None:
