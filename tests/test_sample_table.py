@@ -65,14 +65,17 @@ def _keyed(series: list[Series]) -> dict[tuple[tuple[str, str], ...], Series]:
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize(
-    ("chunk_minutes", "slice_points"), [(7, 120), (60, 120), (1000, 120), (1000, 13), (60, 1)]
+    ("chunk_minutes", "block_rows", "part_rows"),
+    [(7, 8192, 1 << 19), (60, 8192, 1 << 19), (1000, 8192, 1 << 19), (1000, 13, 50), (60, 1, 1)],
 )
 def test_chunked_equals_whole_range(
-    seed: int, chunk_minutes: int, slice_points: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, chunk_minutes: int, block_rows: int, part_rows: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A chunk is evaluated and joined in slices of ``slice_points`` grid points (1000-minute
-    # chunks hold the whole 240-point grid: two slices of 120, or 19 of 13 with a short last one).
-    monkeypatch.setattr(sample_table, "SLICE_POINTS", slice_points)
+    # A chunk's raw series are evaluated a block of whole label groups at a time and joined into
+    # parts of about ``part_rows`` rows (13 / 1 rows: blocks of one or two pods, so group sums,
+    # the HA max and the join all meet block and part boundaries).
+    monkeypatch.setattr(sample_table, "BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(sample_table, "PART_ROWS", part_rows)
     rng = np.random.default_rng(seed)
     rules = {
         "cpu": SampleRule(
@@ -103,6 +106,10 @@ def test_chunked_equals_whole_range(
     # every row carries a value of at least one query, and (group, step) is unique
     assert (~np.isnan(table.values["cpu"]) | ~np.isnan(table.values["mem"])).all()
     assert len(set(zip(table.group.tolist(), table.step.tolist(), strict=True))) == len(table)
+    # each part is sorted by group, then step (consumers split parts into groups by that order)
+    for group, step, _ in table.parts:
+        key = group.astype(np.int64) * len(GRID) + step
+        assert (np.diff(key) > 0).all()
 
 
 def test_a_failed_query_leaves_its_column_empty() -> None:
@@ -130,3 +137,24 @@ def test_from_series_joins_on_group_and_step() -> None:
     assert table.step.tolist() == [1, 2, 3]
     np.testing.assert_array_equal(table.values["cpu"], [1.0, 2.0, np.nan])
     np.testing.assert_array_equal(table.values["mem"], [np.nan, 5.0, 6.0])
+
+
+def test_a_series_that_starts_where_another_ends() -> None:
+    # A container restarted in place: the new series' first sample has the old one's last
+    # timestamp (and value), so laid end to end the two meet at dt = 0. That pair must not count
+    # (irate) nor warn; the grid values are the definition's (``max by`` merges the overlap).
+    rule = SampleRule(True, 2 * STEP, 300, ("pod", "container"), ("pod",))
+    old_times = np.arange(-120.0, 301.0, 60.0)
+    new_times = np.arange(300.0, 900.0, 60.0)
+    raw = [
+        Series({"pod": "p", "container": "a", "id": "1"}, old_times, 5.0 * np.arange(8.0)),
+        Series({"pod": "p", "container": "a", "id": "2"}, new_times, 35.0 + np.arange(10.0)),
+    ]
+    grid = GRID[:15]
+    accumulator = SampleAccumulator({"cpu": rule}, grid, [float(grid[-1])])
+    accumulator.add("cpu", 0, raw)
+    got = accumulator.finish().series("cpu", grid)
+    want = evaluate(raw, grid, rule)
+    assert len(got) == len(want) == 1
+    np.testing.assert_array_equal(got[0].timestamps, want[0].timestamps)
+    np.testing.assert_array_equal(got[0].values, want[0].values)

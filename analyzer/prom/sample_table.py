@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from analyzer.prom.client import Series, series_key
+from analyzer.prom.grid_eval import Grid, first_at_or_after, grid_rows
 from analyzer.prom.samples import SampleRule
 
 IntArray = NDArray[np.int64]
@@ -35,10 +36,14 @@ _EMPTY32: Int32Array = np.zeros(0, dtype=np.int32)
 
 Part = tuple["Int32Array", "Int32Array", dict[str, "FloatArray"]]  # group, step, values
 Rows = tuple["IntArray", "IntArray", "FloatArray"]  # one query's (group, step, value) rows
-# Grid points evaluated at once within a chunk: the evaluation's temporaries are about ten
-# arrays of (raw series × points) rows, ≈ 0.2 GB for 4,500 pod series over 12 h at 1 m;
-# slices of 2 h keep them to a sixth at the same speed (measured: the work is per row).
-SLICE_POINTS = 120
+# Raw samples evaluated together (whole label groups, so sums never straddle two blocks): the
+# temporaries of a block, about twenty arrays of this length, stay below the 128 kB at which
+# malloc maps fresh pages (``analyzer.memory``) and in the CPU cache. Evaluating whole 12 h chunks
+# at once faulted in ≈ 25 GB of fresh pages over a week at 500 nodes: a third of the collector's
+# CPU time went to the kernel.
+BLOCK_ROWS = 8192
+# Joined rows per part handed to consumers, who build their own temporaries part by part.
+PART_ROWS = 1 << 19
 _NO_ROWS: Rows = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
 
 
@@ -193,6 +198,7 @@ class SampleAccumulator:
         self, rules: Mapping[str, SampleRule], grid: FloatArray, ends: Sequence[float]
     ) -> None:
         self.grid = grid
+        self.spec = Grid.of(grid)
         self.names = tuple(rules)
         self.queries = {
             name: _Query(rule, float(rule.window if rule.rate else rule.lookback))
@@ -205,7 +211,7 @@ class SampleAccumulator:
         ]  # grid index range [lo, hi) of each chunk
         self.ends = [float(e) for e in ends]
         self.groups: dict[GroupKey, int] = {}
-        self._evaluated: dict[int, dict[str, list[Rows]]] = {}  # chunk → query → per slice
+        self._evaluated: dict[int, dict[str, Rows]] = {}  # chunk → query → its rows
         self._joined: list[Part] = []
 
     def add(self, name: str, index: int, raw: list[Series]) -> None:
@@ -222,87 +228,133 @@ class SampleAccumulator:
             if len(self._evaluated[i]) == len(self.queries):
                 self._join_chunk(i)
 
-    def _slices(self, index: int) -> list[tuple[int, int]]:
-        """The grid index ranges chunk ``index`` is evaluated and joined in (same for every query)."""
-        lo, hi = self.bounds[index]
-        return [(a, min(hi, a + SLICE_POINTS)) for a in range(lo, hi, SLICE_POINTS)]
-
     def _join_chunk(self, index: int) -> None:
-        parts = self._evaluated.pop(index)
-        for j, (lo, hi) in enumerate(self._slices(index)):
-            # group ids and steps within the slice: a small key space, shifted back afterwards
-            local = {name: (g, s - lo, v) for name, rows in parts.items() for g, s, v in [rows[j]]}
-            group, step, columns = _join(local, max(1, hi - lo))
-            if len(group):
-                self._joined.append((group.astype(np.int32), (step + lo).astype(np.int32), columns))
+        """Outer-join the queries' rows of chunk ``index`` on (group, step), a block of groups
+        at a time, into parts of about ``PART_ROWS`` rows."""
+        rows = self._evaluated.pop(index)
+        lo, hi = self.bounds[index]
+        width = max(1, hi - lo)
+        groups = [r[0] for r in rows.values()]
+        longest = max(groups, key=len)
+        cuts = np.unique(longest[BLOCK_ROWS::BLOCK_ROWS])  # group ids where blocks start
+        bounds = {name: np.searchsorted(r[0], cuts) for name, r in rows.items()}
+        pieces: list[tuple[IntArray, IntArray, dict[str, FloatArray]]] = []
+        held = 0
+        for b in range(len(cuts) + 1):
+            local = {}
+            for name, (group, step, value) in rows.items():
+                a = int(bounds[name][b - 1]) if b else 0
+                z = int(bounds[name][b]) if b < len(cuts) else len(group)
+                local[name] = (group[a:z], step[a:z] - lo, value[a:z])
+            piece = _join(local, width)
+            if len(piece[0]):
+                pieces.append(piece)
+                held += len(piece[0])
+            if held >= PART_ROWS or (b == len(cuts) and pieces):
+                self._joined.append(
+                    (
+                        np.concatenate([p[0] for p in pieces]).astype(np.int32),
+                        (np.concatenate([p[1] for p in pieces]) + lo).astype(np.int32),
+                        {n: np.concatenate([p[2][n] for p in pieces]) for n in self.names},
+                    )
+                )
+                pieces, held = [], 0
 
-    def _evaluate(self, query: _Query, index: int, raw: list[Series]) -> list[Rows]:
-        """Grid points of chunk ``index`` for one query: (group id, grid index, value) rows per
-        slice of ``_slices(index)``."""
-        slices = self._slices(index)
+    def _evaluate(self, query: _Query, index: int, raw: list[Series]) -> Rows:
+        """Grid points of chunk ``index`` for one query: (group id, grid index, value) rows,
+        sorted by group, then index. Raw series are taken a block of whole groups at a time."""
+        lo, hi = self.bounds[index]
         end = self.ends[index]
         tails = query.tails
         query.tails = {}
         keys: list[GroupKey] = []
         dids: list[int] = []
-        pieces_t: list[FloatArray] = []
-        pieces_v: list[FloatArray] = []
-        lengths: list[int] = []
+        pieces: list[list[tuple[FloatArray, FloatArray]]] = []
         for series in raw:
             key = series_key(series)
             tail = tails.pop(key, None)
             if tail is None:
                 did = self._dedupe_id(query, series.labels)
                 query.raw_series += 1
-                length = 0
+                pieces.append([(series.timestamps, series.values)])
             else:
                 did = tail[0]
-                pieces_t.append(tail[1])
-                pieces_v.append(tail[2])
-                length = len(tail[1])
-            pieces_t.append(series.timestamps)
-            pieces_v.append(series.values)
+                pieces.append([(tail[1], tail[2]), (series.timestamps, series.values)])
             keys.append(key)
             dids.append(did)
-            lengths.append(length + len(series.timestamps))
         for key, (did, ts, vs) in tails.items():  # series with no sample in this chunk
-            pieces_t.append(ts)
-            pieces_v.append(vs)
             keys.append(key)
             dids.append(did)
-            lengths.append(len(ts))
-        if not keys or not sum(lengths):
-            return [_NO_ROWS] * len(slices)
-        flat = _Flat(np.concatenate(pieces_t), np.concatenate(pieces_v), np.asarray(lengths))
-        del pieces_t, pieces_v
-        if slices:  # keys wide enough for the chunk's last grid time, built once
-            flat.prepare(float(self.grid[slices[-1][1] - 1]))
-        cut = flat.first_at_or_after(end - query.horizon)
-        for s in np.flatnonzero(cut < flat.stops):  # keep what later grid points can still see
-            start, stop = int(cut[s]), int(flat.stops[s])
-            query.tails[keys[s]] = (dids[s], flat.ts[start:stop].copy(), flat.vs[start:stop].copy())
-        did_of = np.asarray(dids, dtype=np.int64)
-        group_of = np.asarray(query.group_of, dtype=np.int64)
-        # ``max by (dedupe)`` only matters where raw series share a dedupe id (HA copies,
-        # restart overlap): the other rows are already one value per (dedupe id, step).
-        shared = np.bincount(did_of)[did_of] > 1
+            pieces.append([(ts, vs)])
+        group_of = query.group_of
+        # by group, then dedupe id: a block holds whole groups, and a dedupe id's series are
+        # neighbours (they share its group)
+        order = sorted(range(len(keys)), key=lambda s: (group_of[dids[s]], dids[s]))
         out: list[Rows] = []
-        for lo, hi in slices:
-            seg, idx, val = flat.evaluate(self.grid, lo, hi, query.rule, query.horizon)
-            if not len(seg):
-                out.append(_NO_ROWS)
-                continue
-            rows = shared[seg]
-            if rows.any():
-                max_did, max_idx, max_val = _max_by(did_of[seg[rows]], idx[rows], val[rows], lo, hi)
-                row_did = np.concatenate([did_of[seg[~rows]], max_did])
-                idx = np.concatenate([idx[~rows], max_idx])
-                val = np.concatenate([val[~rows], max_val])
-            else:
-                row_did = did_of[seg]
-            del seg
-            out.append(_sum_by(group_of[row_did], idx, val, lo, hi))
-        return out
+        block: list[int] = []
+        size = 0
+        for position, s in enumerate(order):
+            block.append(s)
+            size += sum(len(t) for t, _ in pieces[s])
+            following = order[position + 1] if position + 1 < len(order) else None
+            if following is None or (
+                size >= BLOCK_ROWS and group_of[dids[following]] != group_of[dids[s]]
+            ):
+                rows = self._evaluate_block(query, block, keys, dids, pieces, end, lo, hi)
+                if len(rows[0]):
+                    out.append(rows)
+                block, size = [], 0
+        if not out:
+            return _NO_ROWS
+        return (
+            np.concatenate([r[0] for r in out]),
+            np.concatenate([r[1] for r in out]),
+            np.concatenate([r[2] for r in out]),
+        )
+
+    def _evaluate_block(
+        self,
+        query: _Query,
+        block: list[int],
+        keys: list[GroupKey],
+        dids: list[int],
+        pieces: list[list[tuple[FloatArray, FloatArray]]],
+        end: float,
+        lo: int,
+        hi: int,
+    ) -> Rows:
+        """One block of raw series (whole groups, in group order): ``sum by (max by (f(raw)))``
+        rows, and the tails later chunks still need."""
+        parts = [piece for s in block for piece in pieces[s]]
+        ts = np.concatenate([t for t, _ in parts])
+        vs = np.concatenate([v for _, v in parts])
+        lengths = np.array([sum(len(t) for t, _ in pieces[s]) for s in block], dtype=np.int64)
+        stops = np.cumsum(lengths)
+        starts = stops - lengths
+        cut = first_at_or_after(ts, starts, stops, end - query.horizon)
+        for b in np.flatnonzero(cut < stops):  # keep what later grid points can still see
+            a, z = int(cut[b]), int(stops[b])
+            query.tails[keys[block[b]]] = (dids[block[b]], ts[a:z].copy(), vs[a:z].copy())
+        seg, idx, val = grid_rows(ts, vs, lengths, self.spec, query.rule, lo, hi)
+        if not len(seg):
+            return _NO_ROWS
+        did_of = np.array([dids[s] for s in block], dtype=np.int64)
+        group_of = np.array([query.group_of[dids[s]] for s in block], dtype=np.int64)
+        # ``max by (dedupe)`` only matters where series share a dedupe id (HA copies, restart
+        # overlap): the other rows are already one value per (dedupe id, step).
+        shared = np.r_[did_of[1:] == did_of[:-1], False] | np.r_[False, did_of[1:] == did_of[:-1]]
+        rows = shared[seg]
+        if rows.any():
+            max_did, max_idx, max_val = _max_by(did_of[seg[rows]], idx[rows], val[rows], lo, hi)
+            first_of = {int(d): i for i, d in reversed(list(enumerate(did_of)))}
+            max_seg = np.array([first_of[int(d)] for d in max_did], dtype=np.int64)
+            seg = np.concatenate([seg[~rows], max_seg])
+            idx = np.concatenate([idx[~rows], max_idx])
+            val = np.concatenate([val[~rows], max_val])
+        # block-local group numbers (the block's groups ascend): a small dense key space
+        local = np.cumsum(np.r_[True, group_of[1:] != group_of[:-1]]) - 1
+        group, step, value = _sum_by(local[seg], idx, val, lo, hi)
+        return np.unique(group_of)[group], step, value
 
     def _dedupe_id(self, query: _Query, labels: Mapping[str, str]) -> int:
         rule = query.rule
@@ -325,7 +377,7 @@ class SampleAccumulator:
         query.tails.clear()
         while query.next_index < len(self.bounds):
             i = query.next_index
-            self._evaluated.setdefault(i, {})[name] = [_NO_ROWS] * len(self._slices(i))
+            self._evaluated.setdefault(i, {})[name] = _NO_ROWS
             query.next_index += 1
             if len(self._evaluated[i]) == len(self.queries):
                 self._join_chunk(i)
@@ -351,90 +403,6 @@ class SampleAccumulator:
             parts=parts,
             dedupe_keys=keys,
         )
-
-
-@dataclass
-class _Flat:
-    """Raw series of one chunk laid end to end: segment ``s`` is ``[starts[s], stops[s])``.
-
-    Every lookup ("the last sample at or before t in segment s") is one ``searchsorted`` over all
-    segments at once, on integer keys ``s * span + milliseconds since base``: sorted, because each
-    segment's samples are (Prometheus timestamps are whole milliseconds).
-    """
-
-    ts: FloatArray
-    vs: FloatArray
-    lengths: IntArray
-    starts: IntArray = field(init=False)
-    stops: IntArray = field(init=False)
-    base: float = field(init=False)
-    span: int = field(init=False)
-    keys: IntArray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.stops = np.cumsum(self.lengths)
-        self.starts = self.stops - self.lengths
-        self.base = float(np.floor(self.ts.min())) if len(self.ts) else 0.0
-        self.span = 0  # until ``prepare``
-
-    def _ms(self, seconds: FloatArray) -> IntArray:
-        out: IntArray = np.rint((seconds - self.base) * 1000.0).astype(np.int64)
-        return out
-
-    def prepare(self, upto: float) -> None:
-        """Build the keys so lookups up to time ``upto`` stay inside their segment."""
-        top = max(float(self.ts.max()), upto) if len(self.ts) else upto
-        self.span = int(self._ms(np.array([top]))[0]) + 2
-        segment = np.repeat(np.arange(len(self.lengths), dtype=np.int64), self.lengths)
-        self.keys = segment * self.span + self._ms(self.ts)
-
-    def first_at_or_after(self, t: float) -> IntArray:
-        """Per segment, the index of its first sample at or after ``t`` (``stop`` if none)."""
-        if self.span == 0 or self.span <= self._ms(np.array([t]))[0]:
-            self.prepare(t)  # keys not built yet, or not wide enough for t
-        offset = int(np.clip(self._ms(np.array([t]))[0], 0, self.span - 1))
-        probe = np.arange(len(self.lengths), dtype=np.int64) * self.span + offset
-        found: IntArray = np.searchsorted(self.keys, probe, side="left")
-        return np.minimum(np.maximum(found, self.starts), self.stops)
-
-    def evaluate(
-        self, grid: FloatArray, lo: int, hi: int, rule: SampleRule, horizon: float
-    ) -> tuple[IntArray, IntArray, FloatArray]:
-        """Every segment at the grid points ``lo..hi-1`` it can reach: (segment, index, value).
-
-        Gauge: the newest sample within the lookback; counter: ``irate`` of the last two
-        samples within the window (a drop is a reset). NaN results are left out.
-        """
-        if self.span <= self._ms(np.array([grid[hi - 1]]))[0]:
-            self.prepare(float(grid[hi - 1]))
-        nonempty = self.lengths > 0
-        first = np.where(nonempty, self.ts[np.minimum(self.starts, len(self.ts) - 1)], np.inf)
-        last = np.where(nonempty, self.ts[np.maximum(self.stops - 1, 0)], -np.inf)
-        a = np.maximum(lo, np.searchsorted(grid, first, side="left"))
-        b = np.minimum(hi, np.searchsorted(grid, last + horizon, side="right"))
-        count = np.clip(b - a, 0, None)
-        total = int(count.sum())
-        if total == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-        seg = np.repeat(np.arange(len(count), dtype=np.int64), count)
-        run_start = np.cumsum(count) - count
-        idx = a[seg] + (np.arange(total, dtype=np.int64) - run_start[seg])
-        times = grid[idx]
-        # every grid time is at or after its segment's first sample: the lookup stays inside it
-        last_i = np.searchsorted(self.keys, seg * self.span + self._ms(times), side="right") - 1
-        ts, vs = self.ts, self.vs
-        if rule.rate:
-            prev = last_i - 1
-            ok = (prev >= self.starts[seg]) & (ts[np.maximum(prev, 0)] >= times - rule.window)
-            v2, v1 = vs[last_i[ok]], vs[prev[ok]]
-            dt = ts[last_i[ok]] - ts[prev[ok]]
-            value = np.where(v2 < v1, v2, v2 - v1) / dt
-        else:
-            ok = ts[last_i] >= times - rule.lookback
-            value = vs[last_i[ok]]
-        seg, idx = seg[ok], idx[ok]
-        have = ~np.isnan(value)
-        return seg[have], idx[have], value[have]
 
 
 def _max_by(
