@@ -28,7 +28,7 @@ from analyzer.collect_pod_usage import build_pod_usage
 from analyzer.collect_pods import build_pods
 from analyzer.collect_usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
 from analyzer.errors import PartialDataError
-from analyzer.memory import release_free_memory
+from analyzer.memory import gc_paused, release_free_memory
 from analyzer.paths import queries_dir
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import (
@@ -132,6 +132,11 @@ def collect(
     is already fetching, and the summaries' ~30 result series per pod (≈ 0.2 GB of Python
     objects at 500 nodes × 7 days) are dropped before the usage tables grow.
     """
+    with gc_paused():
+        return _collect(request, progress)
+
+
+def _collect(request: CollectRequest, progress: Callable[[int, int], None] | None) -> CollectResult:
     folder = queries_dir(request.queries_dir)
     profile = load_profile(request.queries_dir)
     require(profile, CORE_QUERIES, str(folder))

@@ -14,6 +14,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 
@@ -64,3 +67,21 @@ def release_free_memory() -> None:
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the duration.
+
+    A collect allocates hundreds of thousands of small containers (each response's label
+    dicts, the summaries' series, the pods' rows), and every so often the collector walks all
+    of them looking for reference cycles it never finds: ≈ 3 s of CPU at 500 nodes × 7 days.
+    Reference counting still frees everything as usual; only cycles wait until the end.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

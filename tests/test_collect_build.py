@@ -140,3 +140,24 @@ def test_heap_limits_route_arrow_through_malloc() -> None:
     if not limit_heap_growth():
         pytest.skip("not glibc: the heap limits are skipped")
     assert pa.default_memory_pool().backend_name == "system"
+
+
+def test_gc_paused_restores_the_collector_state() -> None:
+    import gc
+
+    from analyzer.memory import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), gc_paused():
+        raise ValueError("a failed collect")
+    assert gc.isenabled()  # re-enabled on the way out of an error too
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
