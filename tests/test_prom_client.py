@@ -264,3 +264,26 @@ def test_a_response_cut_off_mid_body_is_one_line() -> None:
         listener.close()
     message = str(info.value)
     assert f"{url} broke off query q mid-response" in message and "\n" not in message
+
+
+def test_fast_matrix_parser_keeps_series_without_samples() -> None:
+    # "values":[] first, between two series and last: each still gets its own (empty) series.
+    import json
+
+    result = [
+        {"metric": {"pod": "a"}, "values": []},
+        {"metric": {"pod": "b"}, "values": [[1, "2"], [3, "4"]]},
+        {"metric": {"pod": "c"}, "values": []},
+        {"metric": {"pod": "d"}, "values": [[5, "NaN"]]},
+        {"metric": {"pod": "e"}, "values": []},
+    ]
+    content = json.dumps(
+        {"status": "success", "data": {"resultType": "matrix", "result": result}},
+        separators=(",", ":"),
+    ).encode()
+    parsed = parse_matrix_fast(content)
+    assert parsed is not None
+    assert [s.labels["pod"] for s in parsed[0]] == ["a", "b", "c", "d", "e"]
+    assert [s.timestamps.tolist() for s in parsed[0]] == [[], [1.0, 3.0], [], [5.0], []]
+    assert parsed[0][1].values.tolist() == [2.0, 4.0]
+    assert np.isnan(parsed[0][3].values[0])

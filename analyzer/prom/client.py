@@ -9,15 +9,11 @@ numpy arrays. Every failure becomes one line: ``SourceError`` (exit 1) for the s
 
 from __future__ import annotations
 
-import io
 import json
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pa_csv
 import requests
 from prometheus_api_client import PrometheusConnect
 from requests.adapters import HTTPAdapter
@@ -25,6 +21,11 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from analyzer.errors import SourceError
+from analyzer.prom.matrix_text import scan_matrix
+from analyzer.prom.series import LabelCache as LabelCache
+from analyzer.prom.series import LabelKey as LabelKey
+from analyzer.prom.series import Series as Series
+from analyzer.prom.series import series_key as series_key
 from analyzer.prom.settings import (
     PromSettings,
     basic_auth,
@@ -37,32 +38,6 @@ from analyzer.prom.settings import (
 
 # Statuses worth retrying: proxies and overloaded servers recover; 4xx and 422 never do.
 RETRY_STATUSES = (429, 502, 503, 504)
-
-
-LabelKey = tuple[tuple[str, str], ...]
-
-
-@dataclass
-class Series:
-    """One result series: its labels and samples (unix seconds, float values).
-
-    ``key`` is the label set as sorted ``(name, value)`` pairs when the parser already has it
-    (``series_key`` computes it otherwise).
-    """
-
-    labels: dict[str, str]
-    timestamps: np.ndarray
-    values: np.ndarray
-    key: LabelKey | None = None
-
-
-def series_key(series: Series) -> LabelKey:
-    """The series' label set as a hashable, order-independent key."""
-    return series.key if series.key is not None else tuple(sorted(series.labels.items()))
-
-
-# label JSON of a series as the server sent it → (labels, key), from one response to the next
-LabelCache = dict[bytes, tuple[dict[str, str], LabelKey]]
 
 
 def _to_floats(strings: list[str]) -> np.ndarray:
@@ -81,115 +56,15 @@ def parse_matrix(result: list[dict[str, Any]]) -> list[Series]:
     return out
 
 
-_SERIES = b'{"metric":'
-_VALUES = b',"values":['
-# A one-to-one byte map (no deletions: the copy it makes is the only one): '[' → ',' and
-# ']' → '⏎' turn [t,"v"],[t,"v"] into t,"v"⏎,,t,"v"⏎ (CSV unquotes "v").
-_ROWS = bytes.maketrans(b"[]", b",\n")
-_SENTINEL = b"[nan,0]"  # a row before every series; its NaN timestamp marks where a series starts
-_CSV_READ = pa_csv.ReadOptions(column_names=["_", "__", "t", "v"], block_size=1 << 22)
-_CSV_CONVERT = pa_csv.ConvertOptions(
-    include_columns=["t", "v"],
-    column_types={"t": pa.float64(), "v": pa.float64()},
-    null_values=[],  # "NaN" is a value here, not a missing one
-    strings_can_be_null=False,
-)
-
-
 def parse_matrix_fast(
     content: bytes, cache: LabelCache | None = None
 ) -> tuple[list[Series], list[str], LabelCache] | None:
-    """Parse a successful matrix response straight from bytes; None if the shape is unexpected.
-
-    ``json.loads`` builds a Python list and two objects per sample (~150 bytes each). Here only
-    the labels go through ``json``: every series' ``[[t,"v"],...]`` text is viewed (not copied),
-    the views are joined behind one ``[nan,0]`` sentinel row each, turned into ``,,t,"v"`` lines
-    by one byte-for-byte ``bytes.translate`` and parsed as one CSV by Arrow (in C, on all cores;
-    ≈ 2 × numpy's ``fromstring`` per series). Besides the response, the peak is the joined text,
-    its translation (briefly both) and Arrow's columns.
-    JSON cannot hold an unescaped ``"`` inside a string, so the markers searched for cannot
-    occur inside label values; timestamps are never NaN, so the sentinels are unambiguous.
-
-    ``cache`` maps label JSON seen in an earlier response (the previous chunk of the same query:
-    mostly the same series) to its parsed labels and key, so repeated series skip ``json.loads``
-    and the sort of their labels; the third item returned is this response's map, for the next.
-    """
-    prefix = b'{"status":"success","data":{"resultType":"matrix","result":['
-    if not content.startswith(prefix):
+    """Parse a successful matrix response straight from its bytes (``analyzer.prom.matrix_text``):
+    (series, warnings, this response's label cache); None if the shape is unexpected."""
+    scanned = scan_matrix(content, cache)
+    if scanned is None:
         return None
-    labels_list: list[dict[str, str]] = []
-    keys: list[LabelKey] = []
-    seen: LabelCache = {}
-    previous: LabelCache = cache if cache is not None else {}
-    parts: list[bytes | memoryview] = []
-    view = memoryview(content)  # slices of it are not copies
-    pos = content.find(_SERIES)
-    end = len(prefix)
-    while pos != -1:
-        labels_end = content.find(_VALUES, pos)
-        if labels_end == -1:
-            return None
-        text = content[pos + len(_SERIES) : labels_end]
-        entry = previous.get(text)
-        if entry is None:
-            labels = json.loads(text)
-            entry = (labels, tuple(sorted(labels.items())))
-        seen[text] = entry
-        labels_list.append(entry[0])
-        keys.append(entry[1])
-        parts.append(_SENTINEL)
-        start = labels_end + len(_VALUES)
-        if content[start : start + 1] == b"]":  # "values":[] (no samples)
-            end = start
-        else:
-            stop = content.find(b"]]", start)
-            if stop == -1:
-                return None
-            parts.append(view[start : stop + 1])
-            end = stop
-        pos = content.find(_SERIES, end)
-    out: list[Series] = []
-    if labels_list:
-        # a leading "," makes every line ",,t,v" (four columns, the first two empty)
-        text = b",".join([b"", *parts])
-        del parts
-        view.release()
-        text = text.translate(_ROWS)
-        try:
-            table = pa_csv.read_csv(
-                io.BytesIO(text), read_options=_CSV_READ, convert_options=_CSV_CONVERT
-            )
-        except (pa.ArrowInvalid, ValueError):
-            return None
-        del text
-        ts, values = _column(table, "t"), _column(table, "v")
-        del table
-        starts = np.flatnonzero(np.isnan(ts))
-        if len(starts) != len(labels_list):
-            return None
-        stops = np.r_[starts[1:], len(ts)]
-        for labels, key, lo, hi in zip(labels_list, keys, starts + 1, stops, strict=True):
-            # Views of the response's two arrays, not copies: thousands of small arrays per
-            # response fragment the C heap (the collector's RSS grew far past its live data),
-            # while the two large arrays are freed back to the OS at once when the last view goes.
-            out.append(Series(labels, ts[lo:hi], values[lo:hi], key))
-    warnings: list[str] = []
-    marker = content.rfind(b',"warnings":', end)
-    if marker != -1:
-        found, _ = json.JSONDecoder().raw_decode(content[marker + len(b',"warnings":') :].decode())
-        warnings = [str(w) for w in found]
-    return out, warnings, seen
-
-
-def _column(table: pa.Table, name: str) -> np.ndarray:
-    """A float column of ``table`` as one numpy array.
-
-    Each chunk converts without a copy, so numpy's ``concatenate`` is the only one.
-    ``ChunkedArray.to_numpy()`` would copy through Arrow's C++ default pool (mimalloc), which
-    ``pa.set_memory_pool`` does not reach and which keeps freed pages (``analyzer.memory``).
-    """
-    chunks = [chunk.to_numpy(zero_copy_only=False) for chunk in table.column(name).chunks]
-    return np.concatenate(chunks) if chunks else np.zeros(0)
+    return scanned.series(), scanned.warnings, scanned.seen
 
 
 def parse_vector(result: list[dict[str, Any]]) -> list[Series]:
@@ -320,12 +195,18 @@ class PromClient:
             # uses every core, but two at once would hold two sets of its temporaries (≈ 2 ×
             # the response each).
             with self._parse_lock:
-                parsed = parse_matrix_fast(content, self._labels.get(what))
-            if parsed is not None:
-                for warning in parsed[1]:
-                    self._warn(f"{what}: {warning}")
-                self._labels[what] = parsed[2]  # a race between two chunks only costs a miss
-                return parsed[0]
+                scanned = scan_matrix(content, self._labels.get(what))
+                if scanned is not None:
+                    del content  # the scanned text holds the samples: free the body first
+                    for warning in scanned.warnings:
+                        self._warn(f"{what}: {warning}")
+                    self._labels[what] = scanned.seen  # a race between chunks costs a miss
+                    try:
+                        return scanned.series()
+                    except ValueError as exc:
+                        raise SourceError(
+                            f"{self.public_url} sent {what} in a shape analyzer cannot read ({exc})"
+                        ) from None
         return self._envelope(response, content, path, what)
 
     def _body(self, response: requests.Response, what: str) -> bytes:
