@@ -258,17 +258,30 @@ def build_node_usage(
             node = mapper.node_of(series.labels)
             if node is not None:
                 _put(memory[index[node]], series, 1.0, grid)
-    cells = np.flatnonzero(~np.isnan(cpu.ravel()) | ~np.isnan(memory.ravel()))
-    cpu_values, memory_values = cpu.ravel()[cells], memory.ravel()[cells]
+    have = ~np.isnan(cpu.ravel())
+    have |= ~np.isnan(memory.ravel())
+    if have.all():  # every node at every step (the usual case): the matrices are the columns
+        cpu_values, memory_values = cpu.ravel(), memory.ravel()
+        del have
+        node_of = np.repeat(np.arange(len(nodes), dtype=np.int32), points)
+        ns = np.tile(np.arange(points, dtype=np.int64), len(nodes))
+    else:
+        cells = np.flatnonzero(have)
+        del have
+        cpu_values, memory_values = cpu.ravel()[cells], memory.ravel()[cells]
+        node_of = (cells // points).astype(np.int32)
+        ns = np.remainder(cells, points)
+        del cells
     del cpu, memory
-    ns = np.remainder(cells, points)
     ns *= grid.step * 1_000_000_000
     ns += grid.start * 1_000_000_000
+    # Arrow's take builds the string column in C; pd.array over a Python object array of names
+    # takes ~6 × longer.
+    node_column = pd.array(pa.array(nodes, pa.string()).take(node_of), dtype="string")
+    del node_of
     return pd.DataFrame(
         {
-            # Arrow's take builds the string column in C; pd.array over a Python object array
-            # of names takes ~6 × longer.
-            "node": pd.array(pa.array(nodes, pa.string()).take(cells // points), dtype="string"),
+            "node": node_column,
             "timestamp": utc_column(ns),
             "cpu": cpu_values,
             "memory": memory_values,

@@ -35,7 +35,8 @@ _EMPTY32: Int32Array = np.zeros(0, dtype=np.int32)
 
 
 Part = tuple["Int32Array", "Int32Array", dict[str, "FloatArray"]]  # group, step, values
-Rows = tuple["IntArray", "IntArray", "FloatArray"]  # one query's (group, step, value) rows
+# one query's (group, step, value) rows; int32 while they wait for the join (≈ 50 MB a chunk)
+Rows = tuple["Int32Array", "Int32Array", "FloatArray"]
 # Raw samples evaluated together (whole label groups, so sums never straddle two blocks): the
 # temporaries of a block, about twenty arrays of this length, stay below the 128 kB at which
 # malloc maps fresh pages (``analyzer.memory``) and in the CPU cache. Evaluating whole 12 h chunks
@@ -44,7 +45,7 @@ Rows = tuple["IntArray", "IntArray", "FloatArray"]  # one query's (group, step, 
 BLOCK_ROWS = 8192
 # Joined rows per part handed to consumers, who build their own temporaries part by part.
 PART_ROWS = 1 << 19
-_NO_ROWS: Rows = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+_NO_ROWS: Rows = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
 
 
 @dataclass
@@ -141,7 +142,7 @@ class SampleTable:
 
 
 def _join(
-    parts: Mapping[str, tuple[IntArray, IntArray, FloatArray]], width: int
+    parts: Mapping[str, tuple[NDArray[np.integer], NDArray[np.integer], FloatArray]], width: int
 ) -> tuple[IntArray, IntArray, dict[str, FloatArray]]:
     """Outer-join per-query (group, step, value) rows on (group, step); sorted by that key.
 
@@ -150,7 +151,7 @@ def _join(
     keys: dict[str, IntArray] = {}
     values: dict[str, FloatArray] = {}
     for name, (gid, idx, value) in parts.items():
-        key = gid * width + idx
+        key = gid.astype(np.int64) * width + idx
         if len(key) > 1 and not bool(np.all(key[1:] > key[:-1])):
             order = np.argsort(key, kind="stable")
             key, value = key[order], value[order]
@@ -211,7 +212,7 @@ class SampleAccumulator:
         ]  # grid index range [lo, hi) of each chunk
         self.ends = [float(e) for e in ends]
         self.groups: dict[GroupKey, int] = {}
-        self._evaluated: dict[int, dict[str, Rows]] = {}  # chunk → query → its rows
+        self._evaluated: dict[int, dict[str, list[Rows]]] = {}  # chunk → query → row blocks
         self._joined: list[Part] = []
 
     def add(self, name: str, index: int, raw: list[Series]) -> None:
@@ -229,28 +230,35 @@ class SampleAccumulator:
                 self._join_chunk(i)
 
     def _join_chunk(self, index: int) -> None:
-        """Outer-join the queries' rows of chunk ``index`` on (group, step), a block of groups
-        at a time, into parts of about ``PART_ROWS`` rows."""
-        rows = self._evaluated.pop(index)
+        """Outer-join the queries' rows of chunk ``index`` on (group, step), a few groups at a
+        time (each query's blocks cover ascending, disjoint group ranges), into parts of about
+        ``PART_ROWS`` rows."""
+        blocks = {name: list(rows) for name, rows in self._evaluated.pop(index).items()}
         lo, hi = self.bounds[index]
         width = max(1, hi - lo)
-        groups = [r[0] for r in rows.values()]
-        longest = max(groups, key=len)
-        cuts = np.unique(longest[BLOCK_ROWS::BLOCK_ROWS])  # group ids where blocks start
-        bounds = {name: np.searchsorted(r[0], cuts) for name, r in rows.items()}
         pieces: list[tuple[IntArray, IntArray, dict[str, FloatArray]]] = []
         held = 0
-        for b in range(len(cuts) + 1):
+        while any(blocks.values()):
+            # up to the smallest last group among the queries' current blocks: no query has
+            # rows of those groups in a later block
+            upto = min(int(rows[0][0][-1]) for rows in blocks.values() if rows)
             local = {}
-            for name, (group, step, value) in rows.items():
-                a = int(bounds[name][b - 1]) if b else 0
-                z = int(bounds[name][b]) if b < len(cuts) else len(group)
-                local[name] = (group[a:z], step[a:z] - lo, value[a:z])
+            for name, rows in blocks.items():
+                if not rows:
+                    local[name] = _NO_ROWS
+                    continue
+                group, step, value = rows[0]
+                cut = int(np.searchsorted(group, upto, side="right"))
+                local[name] = (group[:cut], step[:cut] - lo, value[:cut])
+                if cut == len(group):
+                    rows.pop(0)
+                else:
+                    rows[0] = (group[cut:], step[cut:], value[cut:])
             piece = _join(local, width)
             if len(piece[0]):
                 pieces.append(piece)
                 held += len(piece[0])
-            if held >= PART_ROWS or (b == len(cuts) and pieces):
+            if pieces and (held >= PART_ROWS or not any(blocks.values())):
                 self._joined.append(
                     (
                         np.concatenate([p[0] for p in pieces]).astype(np.int32),
@@ -260,9 +268,10 @@ class SampleAccumulator:
                 )
                 pieces, held = [], 0
 
-    def _evaluate(self, query: _Query, index: int, raw: list[Series]) -> Rows:
-        """Grid points of chunk ``index`` for one query: (group id, grid index, value) rows,
-        sorted by group, then index. Raw series are taken a block of whole groups at a time."""
+    def _evaluate(self, query: _Query, index: int, raw: list[Series]) -> list[Rows]:
+        """Grid points of chunk ``index`` for one query: blocks of (group id, grid index, value)
+        rows, each sorted by group, then index, over ascending, disjoint ranges of groups (raw
+        series are taken a block of whole groups at a time)."""
         lo, hi = self.bounds[index]
         end = self.ends[index]
         tails = query.tails
@@ -304,13 +313,7 @@ class SampleAccumulator:
                 if len(rows[0]):
                     out.append(rows)
                 block, size = [], 0
-        if not out:
-            return _NO_ROWS
-        return (
-            np.concatenate([r[0] for r in out]),
-            np.concatenate([r[1] for r in out]),
-            np.concatenate([r[2] for r in out]),
-        )
+        return out
 
     def _evaluate_block(
         self,
@@ -354,7 +357,7 @@ class SampleAccumulator:
         # block-local group numbers (the block's groups ascend): a small dense key space
         local = np.cumsum(np.r_[True, group_of[1:] != group_of[:-1]]) - 1
         group, step, value = _sum_by(local[seg], idx, val, lo, hi)
-        return np.unique(group_of)[group], step, value
+        return np.unique(group_of)[group].astype(np.int32), step.astype(np.int32), value
 
     def _dedupe_id(self, query: _Query, labels: Mapping[str, str]) -> int:
         rule = query.rule
@@ -377,7 +380,7 @@ class SampleAccumulator:
         query.tails.clear()
         while query.next_index < len(self.bounds):
             i = query.next_index
-            self._evaluated.setdefault(i, {})[name] = _NO_ROWS
+            self._evaluated.setdefault(i, {})[name] = []
             query.next_index += 1
             if len(self._evaluated[i]) == len(self.queries):
                 self._join_chunk(i)
