@@ -170,6 +170,22 @@ def _join(
 
 
 @dataclass
+class _RawChunk:
+    """One query's raw series for one chunk (each with the tail kept from the chunk before)."""
+
+    keys: list[GroupKey] = field(default_factory=list)  # label sets
+    dids: list[int] = field(default_factory=list)  # dedupe ids
+    pieces: list[list[tuple[FloatArray, FloatArray]]] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)  # samples per series
+
+    def add(self, key: GroupKey, did: int, pieces: list[tuple[FloatArray, FloatArray]]) -> None:
+        self.keys.append(key)
+        self.dids.append(did)
+        self.pieces.append(pieces)
+        self.lengths.append(sum(len(t) for t, _ in pieces))
+
+
+@dataclass
 class _Query:
     """Per-query state: the rule, chunks waiting for their predecessors, the raw tails."""
 
@@ -276,87 +292,73 @@ class SampleAccumulator:
         end = self.ends[index]
         tails = query.tails
         query.tails = {}
-        keys: list[GroupKey] = []
-        dids: list[int] = []
-        pieces: list[list[tuple[FloatArray, FloatArray]]] = []
+        chunk = _RawChunk()
         for series in raw:
             key = series_key(series)
             tail = tails.pop(key, None)
             if tail is None:
                 did = self._dedupe_id(query, series.labels)
                 query.raw_series += 1
-                pieces.append([(series.timestamps, series.values)])
+                chunk.add(key, did, [(series.timestamps, series.values)])
             else:
-                did = tail[0]
-                pieces.append([(tail[1], tail[2]), (series.timestamps, series.values)])
-            keys.append(key)
-            dids.append(did)
+                chunk.add(key, tail[0], [(tail[1], tail[2]), (series.timestamps, series.values)])
         for key, (did, ts, vs) in tails.items():  # series with no sample in this chunk
-            keys.append(key)
-            dids.append(did)
-            pieces.append([(ts, vs)])
-        group_of = query.group_of
+            chunk.add(key, did, [(ts, vs)])
+        group_of = [query.group_of[did] for did in chunk.dids]
         # by group, then dedupe id: a block holds whole groups, and a dedupe id's series are
         # neighbours (they share its group)
-        order = sorted(range(len(keys)), key=lambda s: (group_of[dids[s]], dids[s]))
+        order = sorted(range(len(chunk.keys)), key=lambda s: (group_of[s], chunk.dids[s]))
         out: list[Rows] = []
         block: list[int] = []
         size = 0
         for position, s in enumerate(order):
             block.append(s)
-            size += sum(len(t) for t, _ in pieces[s])
+            size += chunk.lengths[s]
             following = order[position + 1] if position + 1 < len(order) else None
-            if following is None or (
-                size >= BLOCK_ROWS and group_of[dids[following]] != group_of[dids[s]]
-            ):
-                rows = self._evaluate_block(query, block, keys, dids, pieces, end, lo, hi)
+            if following is None or (size >= BLOCK_ROWS and group_of[following] != group_of[s]):
+                rows = self._evaluate_block(query, chunk, block, end, (lo, hi))
                 if len(rows[0]):
                     out.append(rows)
                 block, size = [], 0
         return out
 
     def _evaluate_block(
-        self,
-        query: _Query,
-        block: list[int],
-        keys: list[GroupKey],
-        dids: list[int],
-        pieces: list[list[tuple[FloatArray, FloatArray]]],
-        end: float,
-        lo: int,
-        hi: int,
+        self, query: _Query, chunk: _RawChunk, block: list[int], end: float, span: tuple[int, int]
     ) -> Rows:
-        """One block of raw series (whole groups, in group order): ``sum by (max by (f(raw)))``
-        rows, and the tails later chunks still need."""
-        parts = [piece for s in block for piece in pieces[s]]
+        """Series ``block`` of ``chunk`` (whole groups, in group order) at grid indices
+        ``span``: ``sum by (max by (f(raw)))`` rows; keeps the tails later chunks still need."""
+        lo, hi = span
+        parts = [piece for s in block for piece in chunk.pieces[s]]
         ts = np.concatenate([t for t, _ in parts])
         vs = np.concatenate([v for _, v in parts])
-        lengths = np.array([sum(len(t) for t, _ in pieces[s]) for s in block], dtype=np.int64)
+        lengths = np.array([chunk.lengths[s] for s in block], dtype=np.int64)
         stops = np.cumsum(lengths)
-        starts = stops - lengths
-        cut = first_at_or_after(ts, starts, stops, end - query.horizon)
+        cut = first_at_or_after(ts, stops - lengths, stops, end - query.horizon)
         for b in np.flatnonzero(cut < stops):  # keep what later grid points can still see
-            a, z = int(cut[b]), int(stops[b])
-            query.tails[keys[block[b]]] = (dids[block[b]], ts[a:z].copy(), vs[a:z].copy())
+            a, z, s = int(cut[b]), int(stops[b]), block[b]
+            query.tails[chunk.keys[s]] = (chunk.dids[s], ts[a:z].copy(), vs[a:z].copy())
         seg, idx, val = grid_rows(ts, vs, lengths, self.spec, query.rule, lo, hi)
         if not len(seg):
             return _NO_ROWS
-        did_of = np.array([dids[s] for s in block], dtype=np.int64)
-        group_of = np.array([query.group_of[dids[s]] for s in block], dtype=np.int64)
-        # ``max by (dedupe)`` only matters where series share a dedupe id (HA copies, restart
-        # overlap): the other rows are already one value per (dedupe id, step).
-        shared = np.r_[did_of[1:] == did_of[:-1], False] | np.r_[False, did_of[1:] == did_of[:-1]]
-        rows = shared[seg]
-        if rows.any():
-            max_did, max_idx, max_val = _max_by(did_of[seg[rows]], idx[rows], val[rows], lo, hi)
-            first_of = {int(d): i for i, d in reversed(list(enumerate(did_of)))}
-            max_seg = np.array([first_of[int(d)] for d in max_did], dtype=np.int64)
-            seg = np.concatenate([seg[~rows], max_seg])
-            idx = np.concatenate([idx[~rows], max_idx])
-            val = np.concatenate([val[~rows], max_val])
+        did_of = np.array([chunk.dids[s] for s in block], dtype=np.int64)
+        group_of = np.array([query.group_of[d] for d in did_of.tolist()], dtype=np.int64)
         # block-local group numbers (the block's groups ascend): a small dense key space
         local = np.cumsum(np.r_[True, group_of[1:] != group_of[:-1]]) - 1
-        group, step, value = _sum_by(local[seg], idx, val, lo, hi)
+        row_group = local[seg]
+        # ``max by (dedupe)`` only matters where series share a dedupe id (HA copies, restart
+        # overlap; such series are neighbours): other rows are one value per (dedupe id, step).
+        same = did_of[1:] == did_of[:-1]
+        shared = (np.r_[same, False] | np.r_[False, same])[seg]
+        if shared.any():
+            max_did, max_idx, max_val = _max_by(
+                did_of[seg[shared]], idx[shared], val[shared], lo, hi
+            )
+            local_of = dict(zip(did_of.tolist(), local.tolist(), strict=True))
+            max_group = np.array([local_of[d] for d in max_did.tolist()], dtype=np.int64)
+            row_group = np.concatenate([row_group[~shared], max_group])
+            idx = np.concatenate([idx[~shared], max_idx])
+            val = np.concatenate([val[~shared], max_val])
+        group, step, value = _sum_by(row_group, idx, val, lo, hi)
         return np.unique(group_of)[group].astype(np.int32), step.astype(np.int32), value
 
     def _dedupe_id(self, query: _Query, labels: Mapping[str, str]) -> int:
