@@ -73,8 +73,7 @@ class MatrixText:
             )
             for b in table.to_batches()
         ]
-        del table
-        del rows
+        del table, rows  # the series view the column blocks
         return _split(blocks, self.labels, self.keys)
 
 
