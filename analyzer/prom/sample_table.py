@@ -214,7 +214,6 @@ class SampleAccumulator:
     def __init__(
         self, rules: Mapping[str, SampleRule], grid: FloatArray, ends: Sequence[float]
     ) -> None:
-        self.grid = grid
         self.spec = Grid.of(grid)
         self.names = tuple(rules)
         self.queries = {
