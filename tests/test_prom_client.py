@@ -11,7 +11,8 @@ import pytest
 from http_stub import Recorded, Reply, matrix, serve
 
 from analyzer.errors import InputError, SourceError
-from analyzer.prom.client import PromClient, parse_matrix, parse_matrix_fast, series_key
+from analyzer.prom.client import PromClient, parse_matrix, series_key
+from analyzer.prom.matrix_text import parse_matrix_text
 from analyzer.prom.settings import PromSettings, parse_headers, public_url
 
 SECRET = "s3cr3t-token-value"
@@ -183,7 +184,7 @@ def test_fast_matrix_parser_agrees_with_json() -> None:
         "warnings": ["partial ]] response"],
     }
     content = json.dumps(body, separators=(",", ":")).encode()
-    parsed = parse_matrix_fast(content)
+    parsed = parse_matrix_text(content)
     assert parsed is not None
     series, warnings, labels_seen = parsed
     reference = parse_matrix(body["data"]["result"])  # type: ignore[index]
@@ -197,13 +198,13 @@ def test_fast_matrix_parser_agrees_with_json() -> None:
     # A second response with the same series reuses the first one's parsed labels (and keys);
     # a label set it has not seen is parsed anew.
     body["data"]["result"][1]["metric"] = {"new": "series"}  # type: ignore[index]
-    again = parse_matrix_fast(json.dumps(body, separators=(",", ":")).encode(), labels_seen)
+    again = parse_matrix_text(json.dumps(body, separators=(",", ":")).encode(), labels_seen)
     assert again is not None
     assert again[0][0].labels is series[0].labels and again[0][2].labels is series[2].labels
     assert again[0][1].labels == {"new": "series"} and again[0][1].key == (("new", "series"),)
     assert len(again[2]) == 3  # the map handed on holds this response's label sets only
     # Any other shape (pretty-printed, a vector, an error) is left to json.
-    assert parse_matrix_fast(json.dumps(body, indent=1).encode()) is None
+    assert parse_matrix_text(json.dumps(body, indent=1).encode()) is None
 
 
 def test_fast_matrix_parser_reads_responses_larger_than_one_csv_block() -> None:
@@ -223,7 +224,7 @@ def test_fast_matrix_parser_reads_responses_larger_than_one_csv_block() -> None:
         separators=(",", ":"),
     ).encode()
     assert len(content) > 2 * (1 << 22)  # three blocks at least
-    parsed = parse_matrix_fast(content)
+    parsed = parse_matrix_text(content)
     assert parsed is not None
     reference = parse_matrix(result)
     assert len(parsed[0]) == len(reference) == 150
@@ -281,7 +282,7 @@ def test_fast_matrix_parser_keeps_series_without_samples() -> None:
         {"status": "success", "data": {"resultType": "matrix", "result": result}},
         separators=(",", ":"),
     ).encode()
-    parsed = parse_matrix_fast(content)
+    parsed = parse_matrix_text(content)
     assert parsed is not None
     assert [s.labels["pod"] for s in parsed[0]] == ["a", "b", "c", "d", "e"]
     assert [s.timestamps.tolist() for s in parsed[0]] == [[], [1.0, 3.0], [], [5.0], []]

@@ -56,17 +56,6 @@ def parse_matrix(result: list[dict[str, Any]]) -> list[Series]:
     return out
 
 
-def parse_matrix_fast(
-    content: bytes, cache: LabelCache | None = None
-) -> tuple[list[Series], list[str], LabelCache] | None:
-    """Parse a successful matrix response straight from its bytes (``analyzer.prom.matrix_text``):
-    (series, warnings, this response's label cache); None if the shape is unexpected."""
-    scanned = scan_matrix(content, cache)
-    if scanned is None:
-        return None
-    return scanned.series(), scanned.warnings, scanned.seen
-
-
 def parse_vector(result: list[dict[str, Any]]) -> list[Series]:
     """``data.result`` of a vector into one-sample ``Series``."""
     out: list[Series] = []

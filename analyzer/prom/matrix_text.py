@@ -129,6 +129,17 @@ def scan_matrix(content: bytes, cache: LabelCache | None = None) -> MatrixText |
     return MatrixText(labels_list, keys, rows, warnings, seen)
 
 
+def parse_matrix_text(
+    content: bytes, cache: LabelCache | None = None
+) -> tuple[list[Series], list[str], LabelCache] | None:
+    """Both steps at once, for a caller that keeps the body anyway: (series, warnings, this
+    response's label cache); None if the shape is unexpected."""
+    scanned = scan_matrix(content, cache)
+    if scanned is None:
+        return None
+    return scanned.series(), scanned.warnings, scanned.seen
+
+
 def _rows_in_place(text: bytearray) -> None:
     """Turn the joined ``[t,"v"]`` pairs into CSV rows in place ('[' → ',', ']' → newline).
 

@@ -342,7 +342,8 @@ class SampleAccumulator:
         did_of = np.array([chunk.dids[s] for s in block], dtype=np.int64)
         group_of = np.array([query.group_of[d] for d in did_of.tolist()], dtype=np.int64)
         # block-local group numbers (the block's groups ascend): a small dense key space
-        local = np.cumsum(np.r_[True, group_of[1:] != group_of[:-1]]) - 1
+        starts_group = np.r_[True, group_of[1:] != group_of[:-1]]
+        local = np.cumsum(starts_group) - 1
         row_group = local[seg]
         # ``max by (dedupe)`` only matters where series share a dedupe id (HA copies, restart
         # overlap; such series are neighbours): other rows are one value per (dedupe id, step).
@@ -358,7 +359,7 @@ class SampleAccumulator:
             idx = np.concatenate([idx[~shared], max_idx])
             val = np.concatenate([val[~shared], max_val])
         group, step, value = _sum_by(row_group, idx, val, lo, hi)
-        return np.unique(group_of)[group].astype(np.int32), step.astype(np.int32), value
+        return group_of[starts_group][group].astype(np.int32), step.astype(np.int32), value
 
     def _dedupe_id(self, query: _Query, labels: Mapping[str, str]) -> int:
         rule = query.rule
@@ -434,14 +435,14 @@ def _sum_by(
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """``sum`` per (group, step); rows sorted by both.
 
-    Groups are renumbered within the chunk, so (group, step) cells form a dense space of about the
-    chunk's rows: two ``bincount`` passes sum and mark them in linear time (a sort would be
-    n log n); a sparse chunk takes the sort instead.
+    Groups are renumbered among those present, so (group, step) cells form a dense space of about
+    the rows' count: two ``bincount`` passes sum and mark them in linear time (a sort would be
+    n log n); sparse rows take the sort instead.
     """
     width = hi - lo
     if not len(group):
         return group, idx, value
-    seen = np.bincount(group) > 0  # the chunk's groups (few: one per pod, not per row)
+    seen = np.bincount(group) > 0  # the groups present (few: one per pod, not per row)
     present: IntArray = np.flatnonzero(seen)
     cells_total = len(present) * width
     if cells_total > 4 * len(group) + 1024:
