@@ -276,7 +276,7 @@ def main() -> None:
         figures["collect_runs"] = [[round(w, 2), round(r)] for w, r in runs]
         figures["collect_seconds"] = round(wall, 2)
         figures["collect_peak_rss_mb"] = round(rss)
-        from analyzer.snapshot import read_snapshot
+        from analyzer.core.snapshot import read_snapshot
 
         snapshot = read_snapshot(out)
         figures["node_usage_rows"] = len(snapshot.node_usage)

@@ -10,7 +10,7 @@ of ``--repeat`` runs counts, since a shared machine only ever slows a run down) 
 The baseline runs the same engine with every pod scored by a straightforward per-node Python loop
 of the same plugins — ``analyzer.scheduling.reference.kube_default_loop`` (the scheduling core's
 own reference, written the way the Go code reads) for kube-default and most-allocated, the
-replay's per-node scorer ``analyzer.replay_rows.score_rows`` over all nodes for rtcr-binpack —
+replay's per-node scorer ``analyzer.replay.rows.score_rows`` over all nodes for rtcr-binpack —
 over the first ``--baseline-pods`` scored pods of the same replay. The loop's choices are checked
 against the fast path's. koord-loadaware has no per-node baseline (null) and, being scored by the
 core over all nodes for every pod, runs on the first ``--loadaware-events`` events only.
@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 
-import analyzer.replay as replay_module
-from analyzer.replay import ReplayInput, Strategy, prepare, replay
-from analyzer.replay_rows import score_rows
-from analyzer.replay_scoring import ScoreCache, _Kernel
+import analyzer.replay.engine as replay_module
+from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
+from analyzer.replay.engine import ReplayInput, Strategy, prepare, replay
+from analyzer.replay.rows import score_rows
+from analyzer.replay.scoring import ScoreCache, _Kernel
 from analyzer.scheduling import ClusterState, PodDemand, Profile, load_strategy
 from analyzer.scheduling.reference import allowed_by_constraints, kube_default_loop
-from analyzer.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.sources import SyntheticSpec, generate
 
 STRATEGIES = ("kube-default", "most-allocated", "rtcr-binpack", "koord-loadaware")

@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from analyzer.nightly import NightlySettings, run_nightly
+from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
+from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.report.nightly_report import write_nightly_report
-from analyzer.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 

@@ -20,13 +20,13 @@ import time
 
 import numpy as np
 
-from analyzer.fgd import TargetWorkload
-from analyzer.scheduling.gpu import GpuDemand
-from analyzer.trace.fgd_score import fgd_candidates
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.fgd_score import fgd_candidates
+from analyzer.scheduling.gpu.fragments import TargetWorkload
+from analyzer.scheduling.gpu.model import GpuDemand
 from analyzer.trace.protocol import RunSpec, fgd_order, run_fgd
 from analyzer.trace.registry import PAPER_POLICIES, get_policy
 from analyzer.trace.runner import TraceConfig, load_inputs, parse_seeds, run_trace
-from analyzer.trace.state import ClusterState
 
 
 def naive_node_fragment(cpu: int, gpus: list[int], wl: TargetWorkload) -> float:
@@ -42,7 +42,7 @@ def naive_node_fragment(cpu: int, gpus: list[int], wl: TargetWorkload) -> float:
     return total
 
 
-def naive_scores(state: ClusterState, demand: GpuDemand, feasible: np.ndarray) -> int:
+def naive_scores(state: GpuState, demand: GpuDemand, feasible: np.ndarray) -> int:
     """Best FGD score over nodes × GPU choices, recomputing every node's F_n(M) from scratch."""
     best = -1
     for n in feasible:
@@ -67,7 +67,7 @@ def naive_scores(state: ClusterState, demand: GpuDemand, feasible: np.ndarray) -
 def baseline(pods_to_score: int) -> dict[str, float]:
     """Per-pod FGD scoring time: naive loops vs incremental vectorised, same states."""
     inputs = load_inputs(TraceConfig())
-    state = ClusterState(inputs.nodes.gpu_nodes(), inputs.workload)
+    state = GpuState(inputs.nodes.gpu_nodes(), inputs.workload)
     order = fgd_order(inputs.pods, 42, 1.3, state.nodes.gpu_capacity_milli())
     policy, rng = get_policy("FGD"), np.random.default_rng([42, 1])
     naive_time = fast_time = 0.0

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.snapshot import Snapshot, SnapshotMeta, make_snapshot
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
 
 T0 = pd.Timestamp("2026-11-01T00:00:00Z")
 GI = 2**30

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analyzer.snapshot import Snapshot, SnapshotMeta, make_snapshot
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
 
 STEP = 300
 GIB = 2**30

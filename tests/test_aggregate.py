@@ -17,7 +17,10 @@ import yaml
 from click.testing import CliRunner
 from h4_snapshots import GI, T0, build
 
-from analyzer.aggregate import (
+from analyzer.cli import main
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import write_snapshot
+from analyzer.usage.aggregate import (
     STAT_QUANTILES,
     STATS,
     daily_rollups,
@@ -26,11 +29,8 @@ from analyzer.aggregate import (
     to_nodemetrics,
     window_aggregates,
 )
-from analyzer.cli import main
-from analyzer.errors import InputError
-from analyzer.koord import koord_priority_class, koord_qos
-from analyzer.percentiles import nearest_rank_index, quantile
-from analyzer.snapshot import write_snapshot
+from analyzer.usage.koord import koord_priority_class, koord_qos
+from analyzer.usage.percentiles import nearest_rank_index, quantile
 
 MIN = timedelta(minutes=1)
 

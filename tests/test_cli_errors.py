@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from http_stub import Reply, serve
 
 from analyzer.cli import main
-from analyzer.paths import queries_dir
+from analyzer.core.paths import queries_dir
 
 
 def _run(*args: str) -> Result:

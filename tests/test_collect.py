@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 import small_cluster as sc
 
-from analyzer.collect import CollectRequest, collect
+from analyzer.collect.run import CollectRequest, collect
+from analyzer.core.snapshot import read_snapshot, resource_map, write_snapshot
 from analyzer.prom.settings import PromSettings
-from analyzer.snapshot import read_snapshot, resource_map, write_snapshot
 
 pytestmark = pytest.mark.prometheus
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import small_cluster as sc
 
-from analyzer.collect_usage import MEM_AVAILABLE, MEM_TOTAL, NodeMapper, build_node_usage
-from analyzer.columns import category_column, codes_dtype, utc_column
+from analyzer.collect.usage import MEM_AVAILABLE, MEM_TOTAL, NodeMapper, build_node_usage
+from analyzer.core.columns import category_column, codes_dtype, utc_column
 from analyzer.prom.client import PromClient, Series
 from analyzer.prom.fetch import Cancelled, FetchPlan, QueryResult, make_grid, run_profile
 from analyzer.prom.profile import QuerySpec, load_profile
@@ -135,7 +135,7 @@ def test_run_profile_stops_when_cancelled(small_prometheus: Callable[..., object
 def test_heap_limits_route_arrow_through_malloc() -> None:
     import pyarrow as pa
 
-    from analyzer.memory import limit_heap_growth
+    from analyzer.core.memory import limit_heap_growth
 
     if not limit_heap_growth():
         pytest.skip("not glibc: the heap limits are skipped")
@@ -145,7 +145,7 @@ def test_heap_limits_route_arrow_through_malloc() -> None:
 def test_gc_paused_restores_the_collector_state() -> None:
     import gc
 
-    from analyzer.memory import gc_paused
+    from analyzer.core.memory import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

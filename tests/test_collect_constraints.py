@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from analyzer.collect_constraints import add_constraints, recover_selector_key, selector_key_table
+from analyzer.collect.constraints import add_constraints, recover_selector_key, selector_key_table
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult
 from analyzer.prom.profile import QuerySpec

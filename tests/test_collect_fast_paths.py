@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import small_cluster as sc
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.prom.client import PromClient, Series
 from analyzer.prom.fetch import FetchPlan, make_grid, run_profile, sample_rule
 from analyzer.prom.profile import QuerySpec, load_profile, parse_query_file

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.collect import CollectRequest, CollectResult, collect
+from analyzer.collect.run import CollectRequest, CollectResult, collect
+from analyzer.core.snapshot import Snapshot, resources_in
 from analyzer.prom.settings import PromSettings
-from analyzer.snapshot import Snapshot, resources_in
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
 pytestmark = pytest.mark.prometheus

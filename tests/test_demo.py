@@ -9,10 +9,10 @@ import yaml
 from click.testing import CliRunner
 
 from analyzer.cli import main
+from analyzer.core.snapshot import read_snapshot
 from analyzer.report.output import list_runs
-from analyzer.snapshot import read_snapshot
-from analyzer.thresholds import ThresholdConfig
-from analyzer.violations import find_violations
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.usage.violations import find_violations
 
 
 def test_demo_writes_snapshot_aggregates_and_reports(tmp_path: Path) -> None:

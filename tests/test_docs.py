@@ -10,8 +10,8 @@ import yaml
 
 from analyzer.cli import main
 from analyzer.cli.base import command_options
-from analyzer.config import build_default_map
-from analyzer.thresholds import ThresholdConfig
+from analyzer.core.config import build_default_map
+from analyzer.usage.thresholds import ThresholdConfig
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer.atomic import atomic_write_text
 from analyzer.cli import main
-from analyzer.config import build_default_map
-from analyzer.durations import format_duration, go_duration, parse_duration, parse_time
-from analyzer.errors import InputError
+from analyzer.core.atomic import atomic_write_text
+from analyzer.core.config import build_default_map
+from analyzer.core.durations import format_duration, go_duration, parse_duration, parse_time
+from analyzer.core.errors import InputError
 
 
 @pytest.mark.parametrize(

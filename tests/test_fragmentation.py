@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from h4_snapshots import GI, T0, build
 
 from analyzer.cli import main
-from analyzer.fragmentation import (
+from analyzer.core.snapshot import write_snapshot
+from analyzer.fragmentation.measure import (
     Shapes,
     TypicalPod,
     fit_counts,
@@ -20,7 +21,6 @@ from analyzer.fragmentation import (
     measure,
     workload_shapes,
 )
-from analyzer.snapshot import write_snapshot
 
 RES = ("cpu", "memory")
 
@@ -130,9 +130,9 @@ def test_cli_fragmentation_json(tmp_path: Path) -> None:
 
 
 def test_gpu_fragmentation_agrees_with_the_fgd_module_on_whole_gpus() -> None:
-    """On whole GPUs with memory not binding, the generalised measure is FGD's (analyzer.fgd)."""
-    from analyzer.fgd import target_workload, weighted_node_fragments
-    from analyzer.scheduling.gpu import GpuNodes
+    """On whole GPUs with memory not binding, the generalised measure is FGD's (analyzer.scheduling.gpu.fragments)."""
+    from analyzer.scheduling.gpu.fragments import target_workload, weighted_node_fragments
+    from analyzer.scheduling.gpu.model import GpuNodes
 
     rng = np.random.default_rng(11)
     n = 40

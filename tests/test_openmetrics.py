@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.sources import SyntheticCluster, SyntheticSpec, generate, write_openmetrics
 from analyzer.sources.usage import SANDBOX_CPU, SANDBOX_MEMORY
 

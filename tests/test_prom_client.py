@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from http_stub import Recorded, Reply, matrix, serve
 
-from analyzer.errors import InputError, SourceError
+from analyzer.core.errors import InputError, SourceError
 from analyzer.prom.client import PromClient, parse_matrix, series_key
 from analyzer.prom.matrix_text import parse_matrix_text
 from analyzer.prom.settings import PromSettings, parse_headers, public_url

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import MAX_POINTS, FetchPlan, make_grid, merge_series, range_chunks
 from analyzer.prom.profile import QuerySpec, load_profile, parse_query_file

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import small_cluster as sc
 
-from analyzer.collect_pods import cadvisor_containers
-from analyzer.collect_usage import node_memory_series
+from analyzer.collect.pods import cadvisor_containers
+from analyzer.collect.usage import node_memory_series
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import FetchPlan, make_grid, run_profile, sample_rule
 from analyzer.prom.profile import QuerySpec, load_profile

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.quantity import (
+from analyzer.core.errors import InputError
+from analyzer.core.quantity import (
     format_quantity,
     resource_value,
     sanitize_resource_name,

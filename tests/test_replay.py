@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from replay_fixtures import GI, N, P, at, build
 
-from analyzer.projection import project, projected_snapshot, usage_matrices
-from analyzer.replay import NEVER, OBSERVED_STRATEGY, ReplayResult, Strategy, prepare, replay
+from analyzer.core.snapshot import Snapshot
+from analyzer.replay.engine import NEVER, OBSERVED_STRATEGY, ReplayResult, Strategy, prepare, replay
+from analyzer.replay.projection import project, projected_snapshot, usage_matrices
 from analyzer.scheduling import load_strategy
-from analyzer.snapshot import Snapshot
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.sources.kube_placement import kube_placer
 
@@ -221,7 +221,7 @@ def test_load_feed_builds_node_metrics_from_projected_usage() -> None:
     # research/koordinator.md §1.5, §2: estimate = round(max(req, lim) × factor / 100), cpu 85 %;
     # nodeUsage = mean of the projected samples in (r − 5m, r]; a pod is delta-estimated while it
     # has no usage in the report or was bound after updateTime − 60 s: max(0, e − u).
-    from analyzer.loadfeed import LoadFeed
+    from analyzer.replay.loadfeed import LoadFeed
 
     nodes = [N("n1", cpu=4000, memory=16 * GI)]
     pods = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.replay_queue import PendingQueue
+from analyzer.replay.queue import PendingQueue
 
 
 def test_groups_merge_by_arrival_rank_and_dropped_groups_stop() -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.replay_rows import pair_form, score_rows, score_rows_pair
-from analyzer.replay_scoring import ScoreCache, _Kernel, evaluate_all
+from analyzer.replay.rows import pair_form, score_rows, score_rows_pair
+from analyzer.replay.scoring import ScoreCache, _Kernel, evaluate_all
 from analyzer.scheduling import ClusterState, PodDemand, load_strategy, make_demand
 
 PRESETS = ("kube-default", "most-allocated", "rtcr-binpack")

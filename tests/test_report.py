@@ -21,14 +21,14 @@ from click.testing import CliRunner
 from report_snapshots import tiny_cluster
 
 from analyzer.cli import main
-from analyzer.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
-from analyzer.nightly import NightlySettings, run_nightly
-from analyzer.report.history import HistoryStore
+from analyzer.core.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
+from analyzer.core.snapshot import write_snapshot
+from analyzer.history.store import HistoryStore
+from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.report.nightly_report import write_nightly_report
 from analyzer.report.output import list_runs
-from analyzer.snapshot import write_snapshot
-from analyzer.thresholds import ThresholdConfig
-from analyzer.violations import find_violations
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.usage.violations import find_violations
 
 EVIL = "<script>alert(1)</script>"
 DAY1 = date(2026, 11, 1)

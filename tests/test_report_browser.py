@@ -15,7 +15,7 @@ import pytest
 from cdp_client import CHROMIUM, FLAGS, Chromium, require_chromium
 from report_snapshots import tiny_cluster
 
-from analyzer.nightly import NightlySettings, run_nightly
+from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.report.nightly_report import write_nightly_report
 
 pytestmark = pytest.mark.browser

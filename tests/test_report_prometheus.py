@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import main
-from analyzer.nightly import NightlySettings, run_nightly
+from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
 pytestmark = pytest.mark.prometheus

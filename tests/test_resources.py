@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyzer.resources import (
+from analyzer.core.resources import (
     DEFAULT_MEMORY_REQUEST,
     Container,
     PodSpecResources,

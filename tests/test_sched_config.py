@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from analyzer.cli import main
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling.config import parse_kube_scheduler_configuration
 from analyzer.scheduling.strategies import load_strategy
 from analyzer.scheduling.versions import parse_version

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.replay_scoring import ScoreCache
+from analyzer.core.errors import InputError
+from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling import ClusterState, load_strategy, make_demand
 from analyzer.scheduling.constraint_types import (
     PodConstraints,
@@ -224,7 +224,7 @@ def test_score_cache_honours_constraints_like_the_core(preset: str) -> None:
 def test_replay_keeps_ordinary_pods_off_tainted_nodes(preset: str) -> None:
     from replay_fixtures import N, P, build
 
-    from analyzer.replay import Strategy, prepare, replay
+    from analyzer.replay.engine import Strategy, prepare, replay
 
     # two nodes; "gpu" is tainted and would win for most-allocated (it already holds a GPU pod)
     snapshot = build(

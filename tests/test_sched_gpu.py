@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.fgd import target_workload
+from analyzer.core.errors import InputError
 from analyzer.scheduling import ClusterState, load_strategy, make_demand, select
-from analyzer.scheduling.gpu_requests import pod_gpu_demand
+from analyzer.scheduling.gpu.fragments import target_workload
+from analyzer.scheduling.gpu.requests import pod_gpu_demand
 from analyzer.scheduling.state import PodDemand
 
 GPU = "nvidia.com/gpu"

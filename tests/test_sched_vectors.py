@@ -29,7 +29,7 @@ from sched_vectors import (
 )
 
 from analyzer.cli import main
-from analyzer.quantity import resource_value
+from analyzer.core.quantity import resource_value
 from analyzer.scheduling.loadaware_args import (
     DEFAULT_SCALING_FACTORS,
     LoadAwareArgs,
@@ -259,7 +259,7 @@ def test_koord_estimation_deadline(case: dict[str, Any]) -> None:
 
 
 def parse_time_s(text: str | None) -> float:
-    from analyzer.durations import parse_time
+    from analyzer.core.durations import parse_time
 
     assert text is not None
     return parse_time(text).timestamp()
@@ -312,9 +312,9 @@ def test_koord_aggregated_usage_selection(case: dict[str, Any], tmp_path: Path) 
     "case", KOORD["koordlet_percentile_cases"], ids=_ids(KOORD["koordlet_percentile_cases"], "id")
 )
 def test_koordlet_nearest_rank_percentile(case: dict[str, Any]) -> None:
-    # koordlet's percentile lives in the aggregation module (analyzer.percentiles); the vector
+    # koordlet's percentile lives in the aggregation module (analyzer.usage.percentiles); the vector
     # file carries it, so it is checked here too
-    from analyzer.percentiles import quantile
+    from analyzer.usage.percentiles import quantile
 
     assert quantile(case["samples"], case["percentile"], "nearest-rank") == case["expected"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.snapshot import (
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import (
     SCHEMA_VERSION,
     SnapshotMeta,
     make_snapshot,

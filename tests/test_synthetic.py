@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import main
-from analyzer.errors import InputError
-from analyzer.resources import pod_limits, pod_requests
-from analyzer.snapshot import read_snapshot, resource_map
+from analyzer.core.errors import InputError
+from analyzer.core.resources import pod_limits, pod_requests
+from analyzer.core.snapshot import read_snapshot, resource_map
 from analyzer.sources import (
     PRIORITY_CLASSES,
     ClusterState,

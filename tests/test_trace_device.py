@@ -1,13 +1,17 @@
-"""GPU device model (analyzer.scheduling.gpu) and FGD measure (analyzer.fgd) on hand-built nodes."""
+"""GPU device model (analyzer.scheduling.gpu.model) and FGD measure (analyzer.scheduling.gpu.fragments) on hand-built nodes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.fgd import cluster_fragmentation, shape_fragments, target_workload
-from analyzer.scheduling.gpu import GpuDemand, GpuNodes, validate_demand
+from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.fragments import (
+    cluster_fragmentation,
+    shape_fragments,
+    target_workload,
+)
+from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes, validate_demand
 
 
 def two_nodes() -> GpuNodes:

@@ -13,18 +13,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analyzer.fgd import target_workload
 from analyzer.scheduling import ClusterState as CoreState
 from analyzer.scheduling import make_demand, parse_version
 from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
-from analyzer.scheduling.gpu import GpuDemand, GpuNodes
+from analyzer.scheduling.gpu.cluster import GpuState, nonzero_cpu, nonzero_memory
+from analyzer.scheduling.gpu.fragments import target_workload
+from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes
 from analyzer.trace.kube import (
     balanced_allocation_scores,
     least_allocated_scores,
     most_allocated_scores,
     rtcr_binpack_scores,
 )
-from analyzer.trace.state import ClusterState, nonzero_cpu, nonzero_memory
 
 GPU = "alibaba.com/gpu-milli"
 RESOURCES = [
@@ -109,7 +109,7 @@ def test_kube_scores_match_scheduling_core(case: str) -> None:
     mem = rng.choice([131072, 262144, 524288], size=n)
     gpus = rng.choice([1, 2, 4, 8], size=n)
     nodes = GpuNodes.create([f"n{i}" for i in range(n)], cpu, mem, gpus, ["G2"] * n)
-    state = ClusterState(nodes, target_workload([1000], [1], [500], [None]))
+    state = GpuState(nodes, target_workload([1000], [1], [500], [None]))
     core = CoreState.from_nodes(
         state.nodes.names,
         [

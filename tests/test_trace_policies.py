@@ -7,26 +7,26 @@ import math
 import numpy as np
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.fgd import target_workload
-from analyzer.scheduling.gpu import GpuDemand, GpuNodes
-from analyzer.trace.fgd_score import fgd_candidates
+from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.fgd_score import fgd_candidates
+from analyzer.scheduling.gpu.fragments import target_workload
+from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes
 from analyzer.trace.kube import balanced_allocation_scores, least_allocated_scores
 from analyzer.trace.registry import available, get_policy
-from analyzer.trace.state import ClusterState
 
 
 def state_of(
     cpu: list[int], gpus: list[int], shapes: tuple[list[int], list[int], list[int]] | None = None
-) -> ClusterState:
+) -> GpuState:
     n = len(cpu)
     nodes = GpuNodes.create([f"n{i}" for i in range(n)], cpu, [100_000] * n, gpus, ["G2"] * n)
     c, k, r = shapes or ([1000], [1], [1000])
-    return ClusterState(nodes, target_workload(c, k, r, [None] * len(c), threshold_pct=100))
+    return GpuState(nodes, target_workload(c, k, r, [None] * len(c), threshold_pct=100))
 
 
 def choose(
-    state: ClusterState, name: str, demand: GpuDemand, seed: int = 0
+    state: GpuState, name: str, demand: GpuDemand, seed: int = 0
 ) -> tuple[int, tuple[int, ...]]:
     feasible = np.flatnonzero(state.nodes.feasible(demand))
     decision = get_policy(name)(state, demand, feasible, np.random.default_rng(seed))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.fgd import target_workload
+from analyzer.scheduling.gpu.fragments import target_workload
 from analyzer.sources.alibaba import OpenbNodes, load_nodes, load_pods
 from analyzer.trace.curve import RunCurve, average_curves, run_curve
 from analyzer.trace.protocol import RunSpec, fgd_order, run_fgd, run_timeline

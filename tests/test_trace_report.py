@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from trace_fixtures import fake_policy, fake_single, fake_variants
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.report.trace import ranking, write_trace_report
 from analyzer.report.trace_variants import best_policies
 from analyzer.trace.runner import TraceConfig, run_trace

@@ -11,22 +11,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.fgd import target_workload
-from analyzer.scheduling.gpu import GpuDemand, GpuNodes
+from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.fragments import target_workload
+from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes
 from analyzer.sources.alibaba import OpenbNodes, load_nodes, load_pods
 from analyzer.trace.policies import pick_top
 from analyzer.trace.protocol import RunSpec, artifact_node_rank, run_fgd
 from analyzer.trace.registry import get_policy
 from analyzer.trace.runner import TraceConfig, run_trace
-from analyzer.trace.state import ClusterState
 
 
 def state_of(
     gpus: list[int],
     rank: list[int] | None,
     shapes: tuple[list[int], list[int], list[int]] = ([1000], [1], [1000]),
-) -> ClusterState:
+) -> GpuState:
     n = len(gpus)
     nodes = GpuNodes.create(
         [f"n{i}" for i in range(n)], [32000] * n, [100_000] * n, gpus, ["G2"] * n
@@ -34,10 +34,10 @@ def state_of(
     c, k, r = shapes
     wl = target_workload(c, k, r, [None] * len(c), threshold_pct=100)
     ranks = None if rank is None else np.array(rank, dtype=np.int64)
-    return ClusterState(nodes, wl, node_rank=ranks)
+    return GpuState(nodes, wl, node_rank=ranks)
 
 
-def place(state: ClusterState, name: str, demand: GpuDemand, seed: int = 0) -> tuple[int, ...]:
+def place(state: GpuState, name: str, demand: GpuDemand, seed: int = 0) -> tuple[int, ...]:
     """Place ``demand`` with policy ``name``; returns (node, *gpus) and binds it."""
     feasible = np.flatnonzero(state.nodes.feasible(demand))
     decision = get_policy(name)(state, demand, feasible, np.random.default_rng(seed))

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from h4_snapshots import T0, build
 
 from analyzer.cli import main
-from analyzer.errors import InputError
-from analyzer.snapshot import write_snapshot
-from analyzer.thresholds import ANNOTATION, AggregatedThreshold, ThresholdConfig
-from analyzer.violations import find_violations, go_round, usage_percent
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import write_snapshot
+from analyzer.usage.thresholds import ANNOTATION, AggregatedThreshold, ThresholdConfig
+from analyzer.usage.violations import find_violations, go_round, usage_percent
 
 MIN = pd.Timedelta("1min")
 
@@ -235,7 +235,7 @@ def test_a_data_gap_splits_a_breach() -> None:
 
 
 def test_long_windows_on_a_stride_still_find_the_breach(monkeypatch: pytest.MonkeyPatch) -> None:
-    import analyzer.violations as violations
+    import analyzer.usage.violations as violations
 
     # Force evaluation every 3rd point (the last point always included): 12 points → 2, 5, 8, 11.
     monkeypatch.setattr(violations, "MAX_WINDOW_ELEMENTS", 12 * 2 // 3 + 1)

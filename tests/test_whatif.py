@@ -10,14 +10,14 @@ from click.testing import CliRunner
 from replay_fixtures import GI, N, P, build
 
 from analyzer.cli import main
-from analyzer.evaluate import evaluate
-from analyzer.projection import usage_matrices
-from analyzer.replay import OBSERVED_STRATEGY, prepare, replay
-from analyzer.snapshot import Snapshot, write_snapshot
+from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.replay.engine import OBSERVED_STRATEGY, prepare, replay
+from analyzer.replay.projection import usage_matrices
 from analyzer.sources import SyntheticSpec, generate
-from analyzer.thresholds import ThresholdConfig
-from analyzer.violations import find_violations
-from analyzer.whatif import WhatIfSettings, resolve_strategy, run_whatif
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.usage.violations import find_violations
+from analyzer.whatif.compare import WhatIfSettings, resolve_strategy, run_whatif
+from analyzer.whatif.evaluate import evaluate
 
 
 def packing() -> Snapshot:
@@ -143,7 +143,7 @@ def test_report_whatif_writes_html_json_csv(tmp_path: Path) -> None:
 
 
 def test_demo_writes_the_whatif_report(tmp_path: Path) -> None:
-    from analyzer.demo import DemoSettings, run_demo
+    from analyzer.cli.demo import DemoSettings, run_demo
 
     run_demo(DemoSettings(out=tmp_path / "demo", nodes=8, days=1, step_seconds=900))
     html = (tmp_path / "demo" / "whatif" / "report.html").read_text()

@@ -10,7 +10,7 @@ from cdp_client import Chromium, require_chromium
 from replay_fixtures import GI, N, P, build
 
 from analyzer.report.whatif import write_whatif_report
-from analyzer.whatif import WhatIfSettings, run_whatif
+from analyzer.whatif.compare import WhatIfSettings, run_whatif
 
 pytestmark = pytest.mark.browser
 

@@ -13,14 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import main
-from analyzer.fgd import target_workload
-from analyzer.replay import Strategy, prepare, replay
+from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.replay.engine import Strategy, prepare, replay
 from analyzer.scheduling import load_strategy, select
-from analyzer.snapshot import Snapshot, write_snapshot
+from analyzer.scheduling.gpu.cluster import GpuState as TraceState
+from analyzer.scheduling.gpu.fragments import target_workload
 from analyzer.sources.alibaba import OpenbNodes, OpenbPods, load_nodes, load_pods, openb_snapshot
 from analyzer.trace.registry import get_policy
-from analyzer.trace.state import ClusterState as TraceState
-from analyzer.whatif import WhatIfSettings, run_whatif
+from analyzer.whatif.compare import WhatIfSettings, run_whatif
 
 PRESETS = {
     "fgd": "FGD",

@@ -66,7 +66,7 @@ def test_installed_wheel_reads_its_bundled_queries(tmp_path: Path) -> None:
     where = _run(
         python,
         "-c",
-        "import analyzer.paths as p; print(p.__file__); print(p.queries_dir())",
+        "import analyzer.core.paths as p; print(p.__file__); print(p.queries_dir())",
         cwd=tmp_path,
     )
     module_file, folder = where.split()

@@ -16,21 +16,21 @@ import click
 import pandas as pd
 import yaml
 
-from analyzer.aggregate import (
+from analyzer.cli.base import main
+from analyzer.cli.collect import connection_options, settings_from
+from analyzer.collect.run import CollectRequest, collect
+from analyzer.core.durations import format_duration, parse_duration, parse_time
+from analyzer.core.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
+from analyzer.core.snapshot import Snapshot, read_snapshot
+from analyzer.fragmentation.measure import default_times, fragmentation
+from analyzer.usage.aggregate import (
     DEFAULT_DURATIONS,
     to_nodemetrics,
     window_aggregates,
 )
-from analyzer.cli.base import main
-from analyzer.cli.collect import connection_options, settings_from
-from analyzer.collect import CollectRequest, collect
-from analyzer.durations import format_duration, parse_duration, parse_time
-from analyzer.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
-from analyzer.fragmentation import default_times, fragmentation
-from analyzer.percentiles import METHODS
-from analyzer.snapshot import Snapshot, read_snapshot
-from analyzer.thresholds import AGG_TYPES, AggregatedThreshold, ThresholdConfig
-from analyzer.violations import find_violations
+from analyzer.usage.percentiles import METHODS
+from analyzer.usage.thresholds import AGG_TYPES, AggregatedThreshold, ThresholdConfig
+from analyzer.usage.violations import find_violations
 
 _DEFAULT_DURATIONS = ",".join(format_duration(d) for d in DEFAULT_DURATIONS)
 

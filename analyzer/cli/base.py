@@ -2,7 +2,7 @@
 
 Command modules (``analyzer/cli/<name>.py``) import ``main`` (or ``report``) from here and add
 their commands; each command parses options, builds settings, calls one library function, and
-prints. Library code raises ``analyzer.errors.AnalyzerError``; it becomes one line on stderr and the
+prints. Library code raises ``analyzer.core.errors.AnalyzerError``; it becomes one line on stderr and the
 documented exit code here, never a traceback.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 import click
 
 from analyzer import __version__
-from analyzer.config import build_default_map, load_config_file
-from analyzer.errors import AnalyzerError
+from analyzer.core.config import build_default_map, load_config_file
+from analyzer.core.errors import AnalyzerError
 
 
 def _fail(message: str, code: int) -> None:

@@ -16,12 +16,13 @@ from typing import Any, TypeVar
 import click
 
 from analyzer.cli.base import is_terminal, main
-from analyzer.collect import CollectRequest, collect
-from analyzer.durations import parse_duration, parse_time
-from analyzer.errors import EXIT_PARTIAL, InputError
-from analyzer.memory import limit_heap_growth
-from analyzer.paths import queries_dir as profile_folder
-from analyzer.prom.check import format_table, run_check
+from analyzer.collect.check import format_table, run_check
+from analyzer.collect.run import CollectRequest, collect
+from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.errors import EXIT_PARTIAL, InputError
+from analyzer.core.memory import limit_heap_growth
+from analyzer.core.paths import queries_dir as profile_folder
+from analyzer.core.snapshot import write_snapshot
 from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
 from analyzer.prom.profile import load_profile
 from analyzer.prom.settings import (
@@ -30,7 +31,6 @@ from analyzer.prom.settings import (
     PromSettings,
     parse_headers,
 )
-from analyzer.snapshot import write_snapshot
 
 F = TypeVar("F", bound=Callable[..., Any])
 

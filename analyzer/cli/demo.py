@@ -19,14 +19,14 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from analyzer.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
-from analyzer.atomic import atomic_write_text
-from analyzer.nightly import NightlyResult, NightlySettings, run_nightly
+from analyzer.core.atomic import atomic_write_text
+from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
-from analyzer.snapshot import Snapshot, write_snapshot
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
-from analyzer.violations import find_violations
+from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
+from analyzer.usage.violations import find_violations
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from analyzer.cli.base import main
-from analyzer.durations import parse_duration, parse_time
-from analyzer.errors import InputError
-from analyzer.snapshot import write_snapshot
+from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import write_snapshot
 from analyzer.sources import (
     DEFAULT_START,
     OpenMetricsOptions,

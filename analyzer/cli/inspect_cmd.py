@@ -10,7 +10,7 @@ import click
 import pandas as pd
 
 from analyzer.cli.base import main
-from analyzer.snapshot import TABLES, read_snapshot
+from analyzer.core.snapshot import TABLES, read_snapshot
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -11,12 +11,12 @@ import click
 
 from analyzer.cli.base import is_terminal, main, report
 from analyzer.cli.collect import connection_options, settings_from
-from analyzer.durations import parse_duration, parse_time
-from analyzer.errors import InputError
-from analyzer.nightly import NightlySettings, run_nightly
-from analyzer.percentiles import METHODS
-from analyzer.snapshot import Snapshot, read_snapshot, write_snapshot
-from analyzer.thresholds import ThresholdConfig
+from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
+from analyzer.nightly.run import NightlySettings, run_nightly
+from analyzer.usage.percentiles import METHODS
+from analyzer.usage.thresholds import ThresholdConfig
 
 
 def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
@@ -55,7 +55,7 @@ def _collect_day(
     opts: dict[str, Any], settings: NightlySettings
 ) -> tuple[Snapshot, NightlySettings]:
     """Collect the report day (plus the look-back) from Prometheus; default day = yesterday UTC."""
-    from analyzer.collect import CollectRequest, collect
+    from analyzer.collect.run import CollectRequest, collect
 
     day = settings.day or (datetime.now(UTC) - timedelta(days=1)).date()
     day_start = datetime(day.year, day.month, day.day, tzinfo=UTC)
@@ -141,7 +141,7 @@ def _print_outcome(breaches: int, partial: bool, html: Path, index: Path) -> Non
               help="Usage sample step in seconds.")  # fmt: skip
 def demo_cmd(out: Path, seed: int, nodes: int, days: int, step_seconds: int) -> None:
     """Run the whole pipeline on a synthetic cluster, no Prometheus needed, and print where it went."""
-    from analyzer.demo import DemoSettings, run_demo
+    from analyzer.cli.demo import DemoSettings, run_demo
 
     if days < 1:
         raise InputError(f"--days: {days} must be at least 1")

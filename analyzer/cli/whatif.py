@@ -11,10 +11,10 @@ import click
 import pandas as pd
 
 from analyzer.cli.base import main, report
-from analyzer.errors import InputError
-from analyzer.snapshot import read_snapshot
-from analyzer.thresholds import ThresholdConfig
-from analyzer.whatif import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import read_snapshot
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
 
 
 def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.collect_usage import NodeMapper
+from analyzer.collect.usage import NodeMapper
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import TimeGrid
 from analyzer.prom.settings import PromSettings

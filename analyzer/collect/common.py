@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analyzer.core.quantity import sanitize_resource_name
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult
-from analyzer.quantity import sanitize_resource_name
 
 # Resource names we can recognise from kube-state-metrics' sanitised ``resource`` label. The
 # sanitising is not invertible, so known names are sanitised and matched (DESIGN.md).

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from analyzer.collect_common import exported_names, label, window_values
-from analyzer.collect_usage import KNOWN_LABELS
+from analyzer.collect.common import exported_names, label, window_values
+from analyzer.collect.usage import KNOWN_LABELS
+from analyzer.core.quantity import sanitize_resource_name
 from analyzer.prom.fetch import QueryResult
-from analyzer.quantity import sanitize_resource_name
 
 _SELECTOR_PREFIX = "nodeselector_"
 # Well-known node label keys pods select on, tried after the snapshot's own node label keys.

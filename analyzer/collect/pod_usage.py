@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from analyzer.collect_common import label
-from analyzer.columns import category_column, codes_dtype, utc_column
+from analyzer.collect.common import label
+from analyzer.core.columns import category_column, codes_dtype, utc_column
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
 from analyzer.prom.sample_table import SampleTable
@@ -96,7 +96,7 @@ def build_pod_usage(
     # about one table, not the table plus a sorted copy.
     total = len(table)
     # The final columns, allocated once (untouched pages cost nothing), filled as the parts are
-    # released and wrapped without a copy (``analyzer.columns``).
+    # released and wrapped without a copy (``analyzer.core.columns``).
     categories = pd.Index(uids, dtype="str")
     codes = np.empty(total, dtype=codes_dtype(categories))
     stamp_ns = np.empty(total, dtype=np.int64)

@@ -1,7 +1,7 @@
 """Build the snapshot's ``pods`` table from the profile's kube-state-metrics window queries.
 
 Pods are keyed by ``uid`` (names are reused by StatefulSets and Job retries). Effective requests
-follow the Kubernetes rule through ``analyzer.resources`` from per-container data: app containers,
+follow the Kubernetes rule through ``analyzer.core.resources`` from per-container data: app containers,
 init containers and overhead. kube-state-metrics cannot tell a sidecar (an init container with
 ``restartPolicy: Always``) from a regular init container unless ``kube_pod_init_container_info``
 carries ``restart_policy``; without it every init container counts as a regular one (a pod with
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
+from analyzer.collect.common import exported_names, label, resource_names, to_units, window_values
+from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.core.snapshot import LIMITS, NONZERO_REQUESTS, REQUESTS, resource_column
 from analyzer.prom.fetch import QueryResult
-from analyzer.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
-from analyzer.snapshot import LIMITS, NONZERO_REQUESTS, REQUESTS, resource_column
 
 # kube-controller-manager names a Deployment's ReplicaSets <deployment>-<pod-template-hash>.
 _RS_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{5,10}$")
@@ -256,7 +256,7 @@ def build_pods(
     extra_resources: Iterable[str] = (),
     priorities: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
-    """The ``pods`` table (schema in ``analyzer.snapshot``) from the profile's results.
+    """The ``pods`` table (schema in ``analyzer.core.snapshot``) from the profile's results.
 
     ``priorities`` maps PriorityClass names to values (KSM does not export them; built-in classes
     and "no class" = 0 are known).

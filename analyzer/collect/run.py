@@ -23,13 +23,14 @@ import numpy as np
 import pandas as pd
 
 from analyzer import __version__
-from analyzer.collect_constraints import add_constraints
-from analyzer.collect_pod_usage import build_pod_usage
-from analyzer.collect_pods import build_pods
-from analyzer.collect_usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
-from analyzer.errors import PartialDataError
-from analyzer.memory import gc_paused, release_free_memory
-from analyzer.paths import queries_dir
+from analyzer.collect.constraints import add_constraints
+from analyzer.collect.pod_usage import build_pod_usage
+from analyzer.collect.pods import build_pods
+from analyzer.collect.usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
+from analyzer.core.errors import PartialDataError
+from analyzer.core.memory import gc_paused, release_free_memory
+from analyzer.core.paths import queries_dir
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import (
     DEFAULT_CHUNK_POINTS,
@@ -43,7 +44,6 @@ from analyzer.prom.fetch import (
 )
 from analyzer.prom.profile import load_profile, require
 from analyzer.prom.settings import PromSettings
-from analyzer.snapshot import Snapshot, SnapshotMeta, make_snapshot
 
 # Queries the collector cannot do without (it looks them up by file name).
 CORE_QUERIES = (

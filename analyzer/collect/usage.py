@@ -3,7 +3,7 @@
 node-exporter series are mapped to Kubernetes nodes by, in order: a ``node`` label on the series;
 ``instance`` equal to a node name (kube-prometheus); the host part of ``instance`` equal to a
 node's ``kube_node_info{internal_ip}`` (kube-prometheus-stack's ``hostIP:9100``); the
-``node_uname_info`` kernel hostname. Pod usage is built in ``analyzer.collect_pod_usage``.
+``node_uname_info`` kernel hostname. Pod usage is built in ``analyzer.collect.pod_usage``.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from analyzer.collect_common import exported_names, label, resource_names, to_units, window_values
-from analyzer.columns import utc_column
+from analyzer.collect.common import exported_names, label, resource_names, to_units, window_values
+from analyzer.core.columns import utc_column
+from analyzer.core.quantity import sanitize_resource_name
+from analyzer.core.snapshot import ALLOCATABLE, CAPACITY, resource_column
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
 from analyzer.prom.sample_table import FloatArray, Int32Array, SampleTable
-from analyzer.quantity import sanitize_resource_name
-from analyzer.snapshot import ALLOCATABLE, CAPACITY, resource_column
 
 # Node labels that name a node pool, most specific first (matched after KSM sanitising).
 MEM_TOTAL, MEM_AVAILABLE = "node_memory_total", "node_memory_available"

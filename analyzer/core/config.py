@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 # Sections that hold structured settings read by one stage (not click options).
 STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds", "pools"})

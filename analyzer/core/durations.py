@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]  # analyzer/, this file being analyzer/core/paths.py
 
 
 def bundled_dir(name: str) -> Path:

@@ -16,7 +16,7 @@ import math
 import re
 from fractions import Fraction
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {

@@ -30,8 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.atomic import atomic_directory
-from analyzer.errors import InputError
+from analyzer.core.atomic import atomic_directory
+from analyzer.core.errors import InputError
 
 SCHEMA_VERSION = 1
 

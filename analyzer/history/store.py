@@ -8,7 +8,7 @@ Layout::
 
 One file per day (not one growing file) so that re-running a day replaces exactly that day, a
 crashed run can never corrupt earlier days, and a month of history is read by listing a folder.
-Every write is atomic (``analyzer.atomic``). Reports read it back for "delta vs the previous run"
+Every write is atomic (``analyzer.core.atomic``). Reports read it back for "delta vs the previous run"
 and for trends over the last days.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.atomic import atomic_write_bytes, atomic_write_text
-from analyzer.errors import InputError
+from analyzer.core.atomic import atomic_write_bytes, atomic_write_text
+from analyzer.core.errors import InputError
 
 _DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(parquet|json)$")
 

@@ -20,20 +20,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.aggregate import daily_rollups, snapshot_step
-from analyzer.errors import EXIT_OK, EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
-from analyzer.fragmentation import FragmentationResult, fragmentation
-from analyzer.percentiles import check_method
-from analyzer.report.tables import (
+from analyzer.core.errors import EXIT_OK, EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
+from analyzer.core.snapshot import Snapshot, SnapshotMeta
+from analyzer.fragmentation.measure import FragmentationResult, fragmentation
+from analyzer.nightly.tables import (
     hourly_points,
     hourly_usage,
     node_table,
     pool_table,
     sample_coverage,
 )
-from analyzer.snapshot import Snapshot, SnapshotMeta
-from analyzer.thresholds import ThresholdConfig
-from analyzer.violations import ViolationResult, find_violations
+from analyzer.usage.aggregate import daily_rollups, snapshot_step
+from analyzer.usage.percentiles import check_method
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.usage.violations import ViolationResult, find_violations
 
 DAY = pd.Timedelta(days=1)
 
@@ -234,7 +234,7 @@ def _quality(day: Snapshot, settings: NightlySettings, start: pd.Timestamp) -> D
     coverage = observed / expected if expected else 0.0
     incomplete = int((per_node["coverage"] < settings.min_coverage).sum())
     warnings = tuple(str(w) for w in day.meta.warnings) + settings.extra_warnings
-    # Collector coverage (``analyzer.collect``): a query that ended in an error is missing data.
+    # Collector coverage (``analyzer.collect.run``): a query that ended in an error is missing data.
     queries = (day.meta.coverage or {}).get("queries") or {}
     failed = [name for name, q in queries.items() if isinstance(q, dict) and q.get("error")]
     warnings += tuple(f"query {name} failed: {queries[name]['error']}" for name in failed)

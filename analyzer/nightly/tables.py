@@ -3,7 +3,7 @@
 Definitions (stated in the report too):
 
 - *requested* on a node = Σ effective pod requests (``requests:<r>``) of the pods bound to it,
-  time-averaged over the day (``analyzer.aggregate.daily_rollups``).
+  time-averaged over the day (``analyzer.usage.aggregate.daily_rollups``).
 - a usage sample at t covers ``(t - step, t]`` (as the aggregates count it), so a day holds the
   samples in ``(midnight, next midnight]``.
 - *used* = node usage from the snapshot (node-exporter busy CPU; MemTotal − MemAvailable).
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analyzer.percentiles import grouped_stats
-from analyzer.snapshot import ALLOCATABLE, resource_column
+from analyzer.core.snapshot import ALLOCATABLE, resource_column
+from analyzer.usage.percentiles import grouped_stats
 
 RESOURCES = ("cpu", "memory")
 STATS = ("avg", "p50", "p90", "p95", "p99")

@@ -20,7 +20,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 from urllib3.util.retry import Retry
 
-from analyzer.errors import SourceError
+from analyzer.core.errors import SourceError
 from analyzer.prom.matrix_text import scan_matrix
 from analyzer.prom.series import LabelCache as LabelCache
 from analyzer.prom.series import LabelKey as LabelKey

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzer.errors import InputError, SourceError
-from analyzer.memory import release_free_memory
+from analyzer.core.errors import InputError, SourceError
+from analyzer.core.memory import release_free_memory
 from analyzer.prom.client import PromClient, Series, series_key
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable

@@ -14,7 +14,7 @@ whole seconds), so every bound is an exact integer comparison.
 
 Callers pass a few thousand samples at a time (``analyzer.prom.sample_table``): the temporaries
 then stay in the CPU cache and come from the malloc heap, where chunk-sized ones would each be a
-fresh mapping to fault in (``analyzer.memory``), which cost more than the arithmetic.
+fresh mapping to fault in (``analyzer.core.memory``), which cost more than the arithmetic.
 """
 
 from __future__ import annotations

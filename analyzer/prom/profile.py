@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzer.durations import format_duration
-from analyzer.errors import InputError
-from analyzer.paths import queries_dir
+from analyzer.core.durations import format_duration
+from analyzer.core.errors import InputError
+from analyzer.core.paths import queries_dir
 
 KINDS = ("range", "window", "samples", "times")
 COMBINES = ("last", "min", "max")

@@ -39,7 +39,7 @@ Part = tuple["Int32Array", "Int32Array", dict[str, "FloatArray"]]  # group, step
 Rows = tuple["Int32Array", "Int32Array", "FloatArray"]
 # Raw samples evaluated together (whole label groups, so sums never straddle two blocks): the
 # temporaries of a block, about twenty arrays of this length, stay below the 128 kB at which
-# malloc maps fresh pages (``analyzer.memory``) and in the CPU cache. Evaluating 2 h of every
+# malloc maps fresh pages (``analyzer.core.memory``) and in the CPU cache. Evaluating 2 h of every
 # series of a chunk at once (the earlier code) faulted in ≈ 36 GB of fresh pages over a week at
 # 500 nodes: ≈ 40 % of the collector's CPU time went to the kernel.
 BLOCK_ROWS = 8192

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_PARALLELISM = 4

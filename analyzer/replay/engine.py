@@ -6,7 +6,7 @@ Semantics (DESIGN.md "Replay", normative):
   start), pod departures at the finished time (else last seen, when that is before the end of the
   data), nodes joining at ``first_seen`` and leaving at ``last_seen``; at one instant departures
   come first, then nodes leaving, nodes joining, and arrivals last;
-- DaemonSet and static/mirror pods (``analyzer.snapshot.pinned_pods``) stay on their real node in
+- DaemonSet and static/mirror pods (``analyzer.core.snapshot.pinned_pods``) stay on their real node in
   every strategy;
 - a pod that fits nowhere waits in a pending queue, FIFO by arrival like the scheduling queue, and
   is retried whenever capacity frees (a departure or a node joining; for load-aware profiles also
@@ -17,7 +17,7 @@ Semantics (DESIGN.md "Replay", normative):
 - the strategy ``observed`` keeps every pod where it really ran: the baseline.
 
 Times inside the engine are int64 nanoseconds since the epoch (UTC). The hot path (one scoring per
-placement) goes through ``analyzer.replay_scoring.ScoreCache`` over the scheduling core's
+placement) goes through ``analyzer.replay.scoring.ScoreCache`` over the scheduling core's
 ``ClusterState``, updated in place with ``bind``/``unbind``.
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay_input import (
+from analyzer.replay.input import (
     ARRIVE,
     DEPART,
     NEVER,
@@ -38,8 +38,8 @@ from analyzer.replay_input import (
     ReplayInput,
     prepare,
 )
-from analyzer.replay_queue import PendingQueue
-from analyzer.replay_scoring import ScoreCache
+from analyzer.replay.queue import PendingQueue
+from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling.framework import Profile
 
 OBSERVED = "observed"
@@ -189,9 +189,9 @@ def replay(
 
     ``stop_after`` ends the replay at the first instant after that many events were handled (a
     partial replay for benchmarks; the result says so in ``notes``). ``matrices``: the
-    ``analyzer.projection.UsageMatrices`` of ``inp`` when the caller has them (load-aware feeds).
+    ``analyzer.replay.projection.UsageMatrices`` of ``inp`` when the caller has them (load-aware feeds).
     """
-    from analyzer.loadfeed import LoadFeed  # loadfeed imports this module's types
+    from analyzer.replay.loadfeed import LoadFeed  # loadfeed imports this module's types
 
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()

@@ -1,4 +1,4 @@
-"""Replay input: a snapshot as arrays and the time-ordered event list (``analyzer.replay``).
+"""Replay input: a snapshot as arrays and the time-ordered event list (``analyzer.replay.engine``).
 
 Built once per snapshot and shared by every strategy and seed: nodes with their join/leave times,
 pods with arrival (scheduled, else created, first seen) and departure (finished, else last seen
@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.fgd import TargetWorkload
-from analyzer.koord import koord_priority_class
+from analyzer.core.snapshot import Snapshot, pinned_pods, resources_in
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
-from analyzer.scheduling.gpu_devices import workload_of
-from analyzer.scheduling.gpu_requests import GPU_SPEC_LABEL, pod_gpu_demand
+from analyzer.scheduling.gpu.devices import workload_of
+from analyzer.scheduling.gpu.fragments import TargetWorkload
+from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
 from analyzer.scheduling.state import ClusterState, PodDemand
-from analyzer.snapshot import Snapshot, pinned_pods, resources_in
+from analyzer.usage.koord import koord_priority_class
 
 NEVER = np.iinfo(np.int64).max
 DEPART, NODE_LEAVE, NODE_JOIN, ARRIVE = 0, 1, 2, 3

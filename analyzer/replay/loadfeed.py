@@ -11,7 +11,7 @@ placement produces, not from what really happened:
   stat over ``(r − d, r]`` per window ``d`` (5m, 10m, 30m and the configured ones), empty when the
   samples span less than half the window (koordlet's cold-start rule), nearest-rank percentiles;
 - projected usage at grid time ``t`` = node overhead + usage of the pods bound at ``t``
-  (``analyzer.projection``), computed column by column as the replay clock passes ``t``;
+  (``analyzer.replay.projection``), computed column by column as the replay clock passes ``t``;
 - the pod-assign cache (``pod_assign_cache.go``): each bound pod adds its full estimate
   (``estimate_pod``, the core's estimator) to ``node_estimated`` and ``max(0, e − u)`` to
   ``node_delta`` when it is recent — no usage ``u`` in the report's ``podsMetric`` (the 5-minute
@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.percentiles import sorted_quantile
-from analyzer.projection import RESOURCES, UsageMatrices, usage_matrices
-from analyzer.replay import NEVER, ReplayInput
+from analyzer.replay.engine import NEVER, ReplayInput
+from analyzer.replay.projection import RESOURCES, UsageMatrices, usage_matrices
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.loadaware import LoadAwareScheduling
 from analyzer.scheduling.loadaware_args import LoadAwareArgs, estimate_pod, pod_is_prod
 from analyzer.scheduling.state import ClusterState, LoadInputs
+from analyzer.usage.percentiles import sorted_quantile
 
 REPORT_INTERVAL_S = 60  # DefaultNodeMetricReportInterval
 NODE_USAGE_WINDOW_S = 300  # koordlet aggregateDurationSeconds

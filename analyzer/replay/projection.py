@@ -10,10 +10,10 @@ while it was pending are lost, like the work it could not do. The projection is 
 
 The projected snapshot has the same nodes, one pod row per run (a pod evicted by a leaving node
 and placed again gets a second row, uid ``<uid>#2``), the pods never placed without a node, and
-the projected ``node_usage``, so ``analyzer.violations`` and ``analyzer.fragmentation`` evaluate
+the projected ``node_usage``, so ``analyzer.usage.violations`` and ``analyzer.fragmentation.measure`` evaluate
 it with exactly the semantics of ``analyzer violations`` / ``analyzer fragmentation``.
 LoadAwareScheduling's view during the replay (the NodeMetric built from projected usage) is in
-``analyzer.loadfeed``.
+``analyzer.replay.loadfeed``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.replay import NEVER, ReplayInput, ReplayResult
-from analyzer.snapshot import Snapshot, make_snapshot
+from analyzer.core.snapshot import Snapshot, make_snapshot
+from analyzer.replay.engine import NEVER, ReplayInput, ReplayResult
 
 RESOURCES = ("cpu", "memory")
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]

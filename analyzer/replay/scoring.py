@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzer.replay_rows import (
+from analyzer.replay.rows import (
     BalancedRows,
     Column,
     FitRows,
@@ -62,7 +62,7 @@ class _Columns:
     weights: Int64Array
 
     def as_rows(self) -> tuple[Column, ...]:
-        """The columns as plain tuples for ``analyzer.replay_rows``."""
+        """The columns as plain tuples for ``analyzer.replay.rows``."""
         return tuple(
             (int(a), int(s), int(r), int(v), int(w))
             for a, s, r, v, w in zip(

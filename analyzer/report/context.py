@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from analyzer import __version__
-from analyzer.nightly import NightlyResult
+from analyzer.nightly.run import NightlyResult
 from analyzer.report.charts import Chart
 from analyzer.report.nightly_charts import build_charts, daily_heatmap, trend_chart
 from analyzer.report.views import HTML_ROW_LIMIT, Card, Column, TableView, json_value

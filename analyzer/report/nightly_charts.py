@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.nightly import NightlyResult
+from analyzer.nightly.run import NightlyResult
 from analyzer.report import charts
 from analyzer.report.charts import Chart
 from analyzer.report.views import json_value

@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from analyzer import __version__
-from analyzer.nightly import NightlyResult
+from analyzer.history.store import HistoryStore
+from analyzer.nightly.run import NightlyResult
 from analyzer.report.context import NightlyContext, build_context
-from analyzer.report.history import HistoryStore
 from analyzer.report.output import refresh_index, write_run
 from analyzer.report.render import render
 

@@ -2,7 +2,7 @@
 
 A run folder holds ``report.html``, ``report.json`` (every number shown), one CSV per table and a
 ``manifest.json`` naming the files this run wrote. It is built in a temporary sibling folder and
-swapped in whole (``analyzer.atomic.atomic_directory``): readers see the old run or the new one,
+swapped in whole (``analyzer.core.atomic.atomic_directory``): readers see the old run or the new one,
 a failure mid-render leaves no (new) folder, and files an earlier render of the same day wrote
 but this one did not are gone with the old folder. Leftover temporary folders of killed runs are
 removed on the next write. The index lists every run folder that has a manifest.
@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from analyzer.atomic import atomic_directory, atomic_write_text
+from analyzer.core.atomic import atomic_directory, atomic_write_text
 from analyzer.report.render import render
 
 MANIFEST = "manifest.json"

@@ -13,8 +13,8 @@ from typing import Any
 
 import jinja2
 
-from analyzer.errors import InputError
-from analyzer.paths import templates_dir
+from analyzer.core.errors import InputError
+from analyzer.core.paths import templates_dir
 
 # Filters templates use to show numbers the same way everywhere.
 

@@ -23,8 +23,8 @@ import matplotlib as mpl
 from matplotlib.figure import Figure
 
 from analyzer import __version__
-from analyzer.atomic import atomic_directory
-from analyzer.errors import InputError
+from analyzer.core.atomic import atomic_directory
+from analyzer.core.errors import InputError
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
 from analyzer.report.render import render

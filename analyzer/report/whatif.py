@@ -22,14 +22,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analyzer import __version__
-from analyzer.atomic import atomic_directory
+from analyzer.core.atomic import atomic_directory
+from analyzer.core.snapshot import Snapshot
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Card, Column, TableView, json_value
-from analyzer.snapshot import Snapshot
-from analyzer.thresholds import ThresholdConfig
-from analyzer.whatif import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
 
 FOLDER = "whatif"
 CHART_POINTS = 300

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling.arith import FloatArray, Int64Array
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import ExplainRow

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling import registry
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.framework import FilterPlugin, Profile, ScorePlugin, WeightedScore

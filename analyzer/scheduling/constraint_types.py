@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraint_types import Taint, Toleration
 from analyzer.scheduling.framework import FilterResult

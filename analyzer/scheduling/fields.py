@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 
 def mapping(raw: Any, where: str) -> Mapping[str, Any]:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.errors import InputError
-from analyzer.quantity import resource_value
+from analyzer.core.errors import InputError
+from analyzer.core.quantity import resource_value
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import ExplainRow, FilterResult
 from analyzer.scheduling.loadaware_args import (

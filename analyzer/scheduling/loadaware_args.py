@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.durations import parse_duration
-from analyzer.errors import InputError
+from analyzer.core.durations import parse_duration
+from analyzer.core.errors import InputError
 from analyzer.scheduling.arith import go_round
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.state import PodDemand

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.durations import parse_duration, parse_time
-from analyzer.errors import InputError
-from analyzer.quantity import resource_value
+from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.errors import InputError
+from analyzer.core.quantity import resource_value
 from analyzer.scheduling.fields import integer, listing, mapping
 from analyzer.scheduling.loadaware_args import (
     AFTER_INITIALIZED_ANNOTATION,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling.arith import Int64Array, go_div, go_div_array
 from analyzer.scheduling.fields import integer, listing, mapping
 from analyzer.scheduling.framework import ExplainRow, FilterResult

@@ -1,7 +1,7 @@
 """Kubernetes Node and Pod objects (as ``kubectl get -o yaml`` prints them) → scheduler inputs.
 
 Missing vs explicit-zero requests matter (kube-scheduler's non-zero rule defaults only *missing*
-keys), so container resources are kept as given; ``analyzer.resources`` applies the rules.
+keys), so container resources are kept as given; ``analyzer.core.resources`` applies the rules.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.durations import parse_time
-from analyzer.errors import InputError
-from analyzer.quantity import resource_value
-from analyzer.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.core.durations import parse_time
+from analyzer.core.errors import InputError
+from analyzer.core.quantity import resource_value
+from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
 from analyzer.scheduling.constraint_types import (
     NO_CONSTRAINTS,
     PodConstraints,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling.versions import KubeVersion
 
 T = TypeVar("T")
@@ -126,7 +126,7 @@ def _register_builtins() -> None:
             build=constraints.NodeAffinityFilter,
         )
     )
-    from analyzer.scheduling.gpu_plugins import register_gpu_plugins
+    from analyzer.scheduling.gpu.plugins import register_gpu_plugins
 
     register_gpu_plugins(register, PluginType)
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from analyzer.durations import parse_time
-from analyzer.errors import InputError
+from analyzer.core.durations import parse_time
+from analyzer.core.errors import InputError
 from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.loadaware import LoadAwareScheduling

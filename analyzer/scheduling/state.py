@@ -21,7 +21,7 @@ from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.constraint_types import NO_CONSTRAINTS, PodConstraints, Taint
 
 if TYPE_CHECKING:
-    from analyzer.scheduling.gpu_devices import DeviceState
+    from analyzer.scheduling.gpu.devices import DeviceState
 
 CPU, MEMORY = 0, 1
 NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
@@ -179,7 +179,7 @@ class ClusterState:
     node_annotations: list[dict[str, str]] = field(default_factory=list)
     node_taints: list[tuple[Taint, ...]] = field(default_factory=list)  # empty: no node tainted
     load: LoadInputs | None = None
-    # per-GPU device state (``analyzer.scheduling.gpu_devices``), attached for GPU profiles
+    # per-GPU device state (``analyzer.scheduling.gpu.devices``), attached for GPU profiles
     devices: DeviceState | None = None
     # derived per-node data plugins keep between pods (e.g. LoadAware thresholds); call
     # ``invalidate()`` after changing allocatable, labels or annotations in place
@@ -234,8 +234,8 @@ class ClusterState:
 
     def attach_devices(self, workload: Any = None) -> DeviceState:
         """Track GPUs one by one from now on (before any bind); ``workload``: FGD's target
-        workload (``analyzer.fgd.TargetWorkload``), None for none."""
-        from analyzer.scheduling.gpu_devices import DeviceState
+        workload (``analyzer.scheduling.gpu.fragments.TargetWorkload``), None for none."""
+        from analyzer.scheduling.gpu.devices import DeviceState
 
         self.devices = DeviceState.build(self, workload)
         return self.devices

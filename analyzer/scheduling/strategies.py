@@ -13,15 +13,15 @@ from typing import Any
 
 import yaml
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling.config import (
     SchedulerConfig,
     build_profile,
     parse_kube_scheduler_configuration,
 )
 from analyzer.scheduling.framework import Profile
-from analyzer.scheduling.gpu_plugins import FILTER_NAME as GPU_FILTER
-from analyzer.scheduling.gpu_requests import GPU_RESOURCES
+from analyzer.scheduling.gpu.plugins import FILTER_NAME as GPU_FILTER
+from analyzer.scheduling.gpu.requests import GPU_RESOURCES
 from analyzer.scheduling.registry import Registry
 from analyzer.scheduling.versions import KubeVersion, parse_version
 

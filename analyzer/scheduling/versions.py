@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 DEFAULT_VERSION = "1.36"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?$")

@@ -24,9 +24,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from analyzer import __version__
-from analyzer.errors import InputError
-from analyzer.scheduling.gpu import MILLI, GpuDemand, GpuNodes
-from analyzer.snapshot import Snapshot, SnapshotMeta, empty_table, make_snapshot
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, empty_table, make_snapshot
+from analyzer.scheduling.gpu.model import MILLI, GpuDemand, GpuNodes
 
 TRACES_DIR = Path(__file__).resolve().parent.parent / "_traces" / "alibaba-gpu-v2023"
 DEFAULT_NODES = TRACES_DIR / "openb_node_list_gpu_node.csv"

@@ -20,8 +20,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from analyzer import __version__
-from analyzer.errors import InputError
-from analyzer.snapshot import Snapshot, SnapshotMeta, empty_table, make_snapshot
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, empty_table, make_snapshot
 
 DEFAULT_M3 = Path(__file__).resolve().parent.parent / "_traces" / "bytedance-m3" / "M3.json"
 REFERENCE_CPU_MILLI = 96_000  # the most common machine shape is scaled to 96 cores ...

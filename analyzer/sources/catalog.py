@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from analyzer.resources import Container
+from analyzer.core.resources import Container
 
 GIB = 2**30
 MIB = 2**20

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzer.quantity import sanitize_resource_name
-from analyzer.resources import Container, qos_class
+from analyzer.core.quantity import sanitize_resource_name
+from analyzer.core.resources import Container, qos_class
 from analyzer.sources.catalog import (
     CONTAINER_RUNTIME,
     KERNEL_VERSION,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzer.resources import PodSpecResources, pod_requests
+from analyzer.core.resources import PodSpecResources, pod_requests
 from analyzer.sources.catalog import (
     APPS,
     DAEMONSETS,

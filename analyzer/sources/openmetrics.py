@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.sources.catalog import KERNEL_VERSION, PAUSE_IMAGE
 from analyzer.sources.ksm import (
     KsmTarget,
@@ -294,7 +294,7 @@ def _ksm_target(cluster: SyntheticCluster, options: OpenMetricsOptions) -> KsmTa
 
 
 def _write_all(out: SeriesWriter, cluster: SyntheticCluster, options: OpenMetricsOptions) -> None:
-    from analyzer.resources import qos_class
+    from analyzer.core.resources import qos_class
 
     target = _ksm_target(cluster, options)
     write_nodes(out, cluster, target, (options.node_labels, options.node_annotations))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 DEFAULT_START = datetime(2026, 11, 1, tzinfo=UTC)
 

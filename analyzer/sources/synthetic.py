@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from analyzer import __version__
-from analyzer.resources import PodSpecResources, pod_limits, pod_requests, qos_class
-from analyzer.snapshot import (
+from analyzer.core.resources import PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.core.snapshot import (
     ALLOCATABLE,
     CAPACITY,
     LIMITS,
@@ -65,10 +65,10 @@ class SyntheticNode:
 class SyntheticCluster:
     """A generated cluster.
 
-    - ``snapshot``: the ground truth (``analyzer.snapshot.Snapshot``);
+    - ``snapshot``: the ground truth (``analyzer.core.snapshot.Snapshot``);
     - ``containers``: pod uid → its containers, init containers and overhead (explicit requests
       and limits in analyzer units; a key absent = not set), from which the snapshot's requests,
-      limits and non-zero requests were computed with ``analyzer.resources``;
+      limits and non-zero requests were computed with ``analyzer.core.resources``;
     - ``pods``/``nodes``/``usage``: the model's detail the OpenMetrics writer renders.
     """
 

@@ -17,16 +17,16 @@ from numpy.typing import NDArray
 
 from analyzer.scheduling import ClusterState as CoreState
 from analyzer.scheduling import load_strategy, make_demand
-from analyzer.scheduling.gpu import MILLI, GpuDemand
+from analyzer.scheduling.gpu.cluster import GpuState, nonzero_cpu, nonzero_memory
+from analyzer.scheduling.gpu.model import MILLI, GpuDemand
 from analyzer.trace.policies import Decision, PolicyFn, pick_top
-from analyzer.trace.state import ClusterState, nonzero_cpu, nonzero_memory
 
 GPU_MILLI = "alibaba.com/gpu-milli"
 CORE_PRESETS = ("kube-default", "most-allocated", "rtcr-binpack")
 IntArray = NDArray[np.int64]
 
 
-def _core_state(state: ClusterState) -> CoreState:
+def _core_state(state: GpuState) -> CoreState:
     """The core state for ``state``'s nodes, cached on the trace state (built once per run)."""
     core = state.extras.get("core")
     if core is None:
@@ -55,7 +55,7 @@ def core_policy(preset: str) -> PolicyFn:
     profile: Any = load_strategy(preset)
 
     def policy(
-        state: ClusterState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
+        state: GpuState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
     ) -> Decision:
         core = _core_state(state)
         pod = make_demand(

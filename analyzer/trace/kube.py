@@ -17,16 +17,16 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.scheduling.gpu import GpuDemand
+from analyzer.scheduling.gpu.cluster import GpuState, nonzero_cpu, nonzero_memory
+from analyzer.scheduling.gpu.model import GpuDemand
 from analyzer.trace.policies import Decision, PolicyFn, pick_top
-from analyzer.trace.state import ClusterState, nonzero_cpu, nonzero_memory
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
 def _resources(
-    state: ClusterState, demand: GpuDemand, feasible: IntArray, nonzero: bool
+    state: GpuState, demand: GpuDemand, feasible: IntArray, nonzero: bool
 ) -> list[tuple[IntArray, IntArray, int]]:
     """Per resource: (allocatable, used before, pod request) over the feasible nodes."""
     nodes = state.nodes
@@ -58,7 +58,7 @@ def _weighted_mean(parts: list[tuple[IntArray, BoolArray]], size: int) -> IntArr
     return np.where(weight > 0, total // np.maximum(weight, 1), 0)
 
 
-def least_allocated_scores(state: ClusterState, demand: GpuDemand, feasible: IntArray) -> IntArray:
+def least_allocated_scores(state: GpuState, demand: GpuDemand, feasible: IntArray) -> IntArray:
     """LeastAllocated: (alloc − requested)·100 // alloc, 0 if over, weighted mean."""
     parts: list[tuple[IntArray, BoolArray]] = []
     for alloc, used, req in _resources(state, demand, feasible, nonzero=True):
@@ -69,7 +69,7 @@ def least_allocated_scores(state: ClusterState, demand: GpuDemand, feasible: Int
     return _weighted_mean(parts, len(feasible))
 
 
-def most_allocated_scores(state: ClusterState, demand: GpuDemand, feasible: IntArray) -> IntArray:
+def most_allocated_scores(state: GpuState, demand: GpuDemand, feasible: IntArray) -> IntArray:
     """MostAllocated: min(requested, alloc)·100 // alloc, weighted mean."""
     parts: list[tuple[IntArray, BoolArray]] = []
     for alloc, used, req in _resources(state, demand, feasible, nonzero=True):
@@ -78,7 +78,7 @@ def most_allocated_scores(state: ClusterState, demand: GpuDemand, feasible: IntA
     return _weighted_mean(parts, len(feasible))
 
 
-def rtcr_binpack_scores(state: ClusterState, demand: GpuDemand, feasible: IntArray) -> IntArray:
+def rtcr_binpack_scores(state: GpuState, demand: GpuDemand, feasible: IntArray) -> IntArray:
     """RequestedToCapacityRatio, shape {0: 0, 100: 10} (×10 → raw = utilisation).
 
     Resources with raw 0 are dropped from numerator and weight; node = Go math.Round of the
@@ -109,9 +109,7 @@ def _balance(fractions: list[NDArray[np.float64]]) -> IntArray:
     return ((1 - std) * 100).astype(np.int64)
 
 
-def balanced_allocation_scores(
-    state: ClusterState, demand: GpuDemand, feasible: IntArray
-) -> IntArray:
+def balanced_allocation_scores(state: GpuState, demand: GpuDemand, feasible: IntArray) -> IntArray:
     """BalancedAllocation (v1.36+ delta form): 50 + (50 + s_with − s_without) // 2, real requests."""
     with_pod, without = [], []
     for alloc, used, req in _resources(state, demand, feasible, nonzero=False):
@@ -122,12 +120,12 @@ def balanced_allocation_scores(
     return 50 + (50 + _balance(with_pod) - _balance(without)) // 2
 
 
-ScoreFn = Callable[[ClusterState, GpuDemand, IntArray], IntArray]
+ScoreFn = Callable[[GpuState, GpuDemand, IntArray], IntArray]
 
 
 def _strategy(score_fn: ScoreFn) -> PolicyFn:
     def policy(
-        state: ClusterState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
+        state: GpuState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
     ) -> Decision:
         scores = score_fn(state, demand, feasible)
         node = pick_top(feasible, scores, rng)

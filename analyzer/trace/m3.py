@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.fgd import target_workload
-from analyzer.scheduling.gpu import GpuDemand, GpuNodes
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.fragments import target_workload
+from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes
 from analyzer.sources.bytedance import M3Cluster, load_m3
 from analyzer.trace.registry import canonical_name, get_policy
-from analyzer.trace.state import ClusterState
 
 M3_DEFAULT_POLICIES = (
     "LeastAllocated",
@@ -109,7 +109,7 @@ def pack_placement(cluster: M3Cluster, policy_name: str, seed: int) -> Placement
     policy = get_policy(policy_name)
     zeros = np.zeros(len(cluster.containers), dtype=np.int64)
     workload = target_workload(cluster.container_cpu, zeros, zeros, [None] * len(zeros))
-    state = ClusterState(_nodes(cluster), workload)
+    state = GpuState(_nodes(cluster), workload)
     rng = np.random.default_rng(seed)
     tie_rng = np.random.default_rng([seed, 1])
     placed = 0

@@ -1,6 +1,6 @@
 """The FGD paper's six placement policies for trace replays: shared math, the artifact's ties.
 
-The scores and GPU choices are the scheduling core's (``analyzer.scheduling.gpu_scores``, also
+The scores and GPU choices are the scheduling core's (``analyzer.scheduling.gpu.scores``, also
 behind the core's GPU presets ``fgd``, ``bestfit``, ...); this module adds the node choice.
 Each policy scores every feasible node for one pod (integer scores, like a kube-scheduler score
 plugin), the highest score wins, and the policy chooses the GPUs inside the chosen node.
@@ -10,7 +10,7 @@ Ties between nodes: the artifact runs a fork of kube-scheduler 1.20.5 (``go.mod`
 node with the lexicographically smallest name among the top scores ("for reproducibility")
 instead of upstream's uniform reservoir sampling, and the simulator prefixes every node name with
 ``%04d-`` taken from a seeded permutation. So a run breaks ties by a fixed, seed-random node
-priority: ``ClusterState.node_rank``, lowest wins. Without a rank, ties are uniform (upstream).
+priority: ``GpuState.node_rank``, lowest wins. Without a rank, ties are uniform (upstream).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.scheduling.gpu import GpuDemand
-from analyzer.scheduling.gpu_scores import (
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.model import GpuDemand
+from analyzer.scheduling.gpu.scores import (
     GPU_RULES,
     MAX_CPU,
     MAX_GPU_MILLI,
@@ -36,7 +37,6 @@ from analyzer.scheduling.gpu_scores import (
     normalize,
     random_gpus,
 )
-from analyzer.trace.state import ClusterState
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
@@ -51,8 +51,8 @@ class Decision:
     gpus: tuple[int, ...]
 
 
-PolicyFn = Callable[[ClusterState, GpuDemand, IntArray, np.random.Generator], Decision]
-ScoreFn = Callable[[ClusterState, GpuDemand, IntArray], IntArray]
+PolicyFn = Callable[[GpuState, GpuDemand, IntArray, np.random.Generator], Decision]
+ScoreFn = Callable[[GpuState, GpuDemand, IntArray], IntArray]
 
 
 def pick_top(
@@ -72,7 +72,7 @@ def pick_top(
 
 
 def random_policy(
-    state: ClusterState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
+    state: GpuState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
 ) -> Decision:
     """Random: a uniformly random feasible node (no tie rule), then random fitting GPUs on it."""
     node = int(feasible[rng.integers(len(feasible))])
@@ -83,7 +83,7 @@ def _scored(name: str, score_fn: ScoreFn) -> PolicyFn:
     """A policy: ``score_fn`` on the feasible nodes, the artifact's ties, the policy's GPUs."""
 
     def policy(
-        state: ClusterState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
+        state: GpuState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
     ) -> Decision:
         node = pick_top(feasible, score_fn(state, demand, feasible), rng, state.node_rank)
         return Decision(node, choose_gpus(GPU_RULES[name], state, demand, node, rng))
@@ -93,18 +93,18 @@ def _scored(name: str, score_fn: ScoreFn) -> PolicyFn:
     return policy
 
 
-def _best_fit_scores(state: ClusterState, demand: GpuDemand, feasible: IntArray) -> IntArray:
+def _best_fit_scores(state: GpuState, demand: GpuDemand, feasible: IntArray) -> IntArray:
     """BestFit: 100·(1 − ½(C_free − c)/128000 − ½(G_free − k·r)/8000), min-max normalised."""
     return normalize(best_fit_raw(state, demand, feasible))
 
 
-def _fgd_scores(state: ClusterState, demand: GpuDemand, feasible: IntArray) -> IntArray:
+def _fgd_scores(state: GpuState, demand: GpuDemand, feasible: IntArray) -> IntArray:
     """FGD: int(100·sigmoid(−Δ/1000)) per node, its best GPU for shared pods."""
     return fgd_node_scores(state, demand, feasible)[0]
 
 
 def fgd_policy(
-    state: ClusterState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
+    state: GpuState, demand: GpuDemand, feasible: IntArray, rng: np.random.Generator
 ) -> Decision:
     """FGD: the best node by ``fgd_node_scores`` (artifact ties); a shared pod takes the node's
     best GPU, a whole-GPU pod the lowest-index free GPUs."""

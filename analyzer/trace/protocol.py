@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.errors import InputError
-from analyzer.fgd import TargetWorkload
-from analyzer.scheduling.gpu import GpuDemand
+from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.fragments import TargetWorkload
+from analyzer.scheduling.gpu.model import GpuDemand
 from analyzer.sources.alibaba import OpenbNodes, OpenbPods
 from analyzer.trace.registry import get_policy
-from analyzer.trace.state import ClusterState
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -106,12 +106,12 @@ def artifact_node_rank(names: list[str], seed: int) -> IntArray:
     return rank
 
 
-def _state(nodes: OpenbNodes, workload: TargetWorkload, spec: RunSpec) -> ClusterState:
+def _state(nodes: OpenbNodes, workload: TargetWorkload, spec: RunSpec) -> GpuState:
     if spec.tie_break not in TIE_BREAKS:
         raise InputError(f"tie break {spec.tie_break!r}: use one of {', '.join(TIE_BREAKS)}")
     gpu_nodes = nodes.gpu_nodes()
     rank = artifact_node_rank(gpu_nodes.names, spec.seed) if spec.tie_break == "artifact" else None
-    return ClusterState(gpu_nodes, workload, node_rank=rank)
+    return GpuState(gpu_nodes, workload, node_rank=rank)
 
 
 def _demands(pods: OpenbPods) -> list[GpuDemand]:

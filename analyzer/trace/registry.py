@@ -2,7 +2,7 @@
 
 The paper's policies are also core presets (``fgd``, ``bestfit``, ... in
 ``analyzer.scheduling.strategies``, on the core's per-GPU device state, same math in
-``analyzer.scheduling.gpu_scores``); the trace replays keep this small registry (``register``
+``analyzer.scheduling.gpu.scores``); the trace replays keep this small registry (``register``
 / ``get_policy`` / ``available``) for the artifact's tie rule and the trace protocols. It also
 offers the core's presets ``kube-default``, ``most-allocated`` and ``rtcr-binpack``, evaluated by the core's
 own plugins (``analyzer.trace.core_profiles``). An unknown name raises ``InputError`` listing the
@@ -11,7 +11,7 @@ valid names.
 
 from __future__ import annotations
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.trace.core_profiles import CORE_PRESETS, core_policy
 from analyzer.trace.kube import KUBE_STRATEGIES
 from analyzer.trace.policies import POLICIES, PolicyFn

@@ -17,8 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.errors import InputError
-from analyzer.fgd import Fragmentation, TargetWorkload, cluster_fragmentation, target_workload
+from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.fragments import (
+    Fragmentation,
+    TargetWorkload,
+    cluster_fragmentation,
+    target_workload,
+)
 from analyzer.sources.alibaba import (
     ALL_NODES,
     DEFAULT_NODES,

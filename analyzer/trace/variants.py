@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.trace.runner import TraceConfig, load_inputs, run_trace
 
 POD_LIST_GLOB = "openb_pod_list_*.csv"

@@ -6,7 +6,7 @@ Semantics (DESIGN.md "Semantics", research/koordinator.md §4):
   grid), so a window of duration ``d`` ending at ``at`` holds the samples with
   ``at - d < t <= at``.
 - Stats: ``avg`` (arithmetic mean) and ``p50/p90/p95/p99`` by ``nearest-rank`` (koordlet, default)
-  or ``linear`` (Prometheus ``quantile_over_time``); see ``analyzer.percentiles``.
+  or ``linear`` (Prometheus ``quantile_over_time``); see ``analyzer.usage.percentiles``.
 - Cold-start / gap rule: the samples of a window cover ``samples × step``; when that is less than
   half the window the window is **missing** (value NaN, ``missing`` True), never guessed —
   koordlet leaves such an aggregate empty and the scheduler skips it.
@@ -26,15 +26,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzer.errors import InputError
-from analyzer.percentiles import (
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import Snapshot
+from analyzer.usage.percentiles import (
     STAT_QUANTILES,
     FloatArray,
     check_method,
     grouped_stats,
     rolling_stat,
 )
-from analyzer.snapshot import Snapshot
 
 STATS = ("avg", "p50", "p90", "p95", "p99")
 RESOURCES = ("cpu", "memory")
@@ -309,7 +309,7 @@ def daily_rollups(snapshot: Snapshot, *, method: str = "nearest-rank") -> pd.Dat
     part of the day the snapshot covers), ``samples`` (int), ``missing`` (bool).
     """
     # Imported here: the rollups build on this module's helpers.
-    from analyzer.rollups import node_day_rollups
+    from analyzer.usage.rollups import node_day_rollups
 
     return node_day_rollups(snapshot, method=method)
 
@@ -338,10 +338,10 @@ def to_nodemetrics(
     """Koordinator ``NodeMetric`` objects (``slo.koordinator.sh/v1alpha1``), one per node.
 
     ``aggregates`` is ``window_aggregates`` output for the same ``at``; see
-    ``analyzer.nodemetric.nodemetric_objects`` for the fields.
+    ``analyzer.usage.nodemetric.nodemetric_objects`` for the fields.
     """
     # Imported here: the NodeMetric builder uses this module's window and pod helpers.
-    from analyzer.nodemetric import nodemetric_objects
+    from analyzer.usage.nodemetric import nodemetric_objects
 
     return nodemetric_objects(snapshot, aggregates, at=at)
 

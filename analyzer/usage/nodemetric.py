@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.aggregate import NODE_USAGE_WINDOW, RESOURCES, STATS, pod_intervals
-from analyzer.durations import go_duration
-from analyzer.koord import koord_priority_class, koord_qos
-from analyzer.snapshot import Snapshot
+from analyzer.core.durations import go_duration
+from analyzer.core.snapshot import Snapshot
+from analyzer.usage.aggregate import NODE_USAGE_WINDOW, RESOURCES, STATS, pod_intervals
+from analyzer.usage.koord import koord_priority_class, koord_qos
 
 
 def _cpu_quantity(millicores: float) -> str:

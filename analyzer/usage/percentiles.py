@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 METHODS = ("nearest-rank", "linear")
 STAT_QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}

@@ -1,6 +1,6 @@
 """Daily rollups: node × UTC day × resource × stat, with allocatable and requested totals.
 
-The reports and the history store keep these (``analyzer.aggregate.daily_rollups`` is the public
+The reports and the history store keep these (``analyzer.usage.aggregate.daily_rollups`` is the public
 entry point). A day holds the samples in ``(day, day + 1d]`` (a sample stands for the step before
 it); a day whose samples cover less than half of it is missing, like any aggregate window.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analyzer.aggregate import (
+from analyzer.core.snapshot import Snapshot
+from analyzer.usage.aggregate import (
     DAY,
     RESOURCES,
     STATS,
@@ -19,8 +20,7 @@ from analyzer.aggregate import (
     pod_intervals,
     snapshot_step,
 )
-from analyzer.percentiles import check_method, grouped_stats
-from analyzer.snapshot import Snapshot
+from analyzer.usage.percentiles import check_method, grouped_stats
 
 
 def _requested_per_day(snapshot: Snapshot, days: pd.DatetimeIndex) -> dict[str, np.ndarray]:

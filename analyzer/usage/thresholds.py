@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from analyzer.durations import format_duration, parse_duration
-from analyzer.errors import InputError
+from analyzer.core.durations import format_duration, parse_duration
+from analyzer.core.errors import InputError
 
 ANNOTATION = "scheduling.koordinator.sh/usage-thresholds"
 DEFAULT_USAGE = {"cpu": 65, "memory": 95}

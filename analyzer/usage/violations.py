@@ -8,7 +8,7 @@ from its NodeMetric at ``t`` (research/koordinator.md §1.3, §4):
   window covering less than half of ``d`` is missing, so no breach can be seen there); with no
   duration, the longest NodeMetric duration (5m/10m/30m) that is not missing at ``t``;
 - ``prod``: the 5-minute average of the summed usage of prod pods (Koordinator priority bands,
-  ``analyzer.koord``) against ``prodUsageThresholds``.
+  ``analyzer.usage.koord``) against ``prodUsageThresholds``.
 
 usage % = Go ``math.Round`` (half away from zero) of ``float64(int64(used)) / allocatable × 100``
 (allocatable as Koordinator estimates it: ``node.koordinator.sh/raw-allocatable`` overrides);
@@ -28,7 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.aggregate import (
+from analyzer.core.durations import format_duration
+from analyzer.core.errors import InputError
+from analyzer.core.quantity import resource_value
+from analyzer.core.snapshot import Snapshot
+from analyzer.usage.aggregate import (
     RESOURCES,
     UsageGrid,
     frame_records,
@@ -38,13 +42,9 @@ from analyzer.aggregate import (
     usage_grid,
     utc,
 )
-from analyzer.durations import format_duration
-from analyzer.errors import InputError
-from analyzer.koord import is_prod
-from analyzer.percentiles import FloatArray
-from analyzer.quantity import resource_value
-from analyzer.snapshot import Snapshot
-from analyzer.thresholds import ThresholdConfig, ThresholdProfile
+from analyzer.usage.koord import is_prod
+from analyzer.usage.percentiles import FloatArray
+from analyzer.usage.thresholds import ThresholdConfig, ThresholdProfile
 
 BREACH_COLUMNS = [
     "node", "pool", "resource", "kind", "stat", "window", "start", "end", "minutes",

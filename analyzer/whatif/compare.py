@@ -18,12 +18,19 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.evaluate import Outcome, evaluate
-from analyzer.projection import UsageMatrices, usage_matrices
-from analyzer.replay import OBSERVED, OBSERVED_STRATEGY, ReplayInput, Strategy, prepare, replay
+from analyzer.core.snapshot import Snapshot
+from analyzer.replay.engine import (
+    OBSERVED,
+    OBSERVED_STRATEGY,
+    ReplayInput,
+    Strategy,
+    prepare,
+    replay,
+)
+from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
-from analyzer.snapshot import Snapshot
-from analyzer.thresholds import ThresholdConfig
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.evaluate import Outcome, evaluate
 
 CAVEATS = (
     "Node affinity, nodeSelectors, taints and tolerations are not in the snapshot, so every "

@@ -10,9 +10,9 @@ Definitions (stated in the what-if report):
   observed** = observed active node-hours − this strategy's (positive = fewer nodes needed).
 - **allocation ratio** per resource: requests of the running non-DaemonSet pods / allocatable of
   the active nodes, averaged over the grid (points with no active node skipped).
-- **violations**: ``analyzer.violations.find_violations`` on the projected snapshot — the same
+- **violations**: ``analyzer.usage.violations.find_violations`` on the projected snapshot — the same
   semantics and outputs as ``analyzer violations``.
-- **fragmentation**: ``analyzer.fragmentation.fragmentation`` on the projected placement (FGD
+- **fragmentation**: ``analyzer.fragmentation.measure.fragmentation`` on the projected placement (FGD
   ratio, stranded capacity, headroom per common shape), hourly.
 - **imbalance**: the standard deviation across active nodes of projected usage % of allocatable,
   averaged over the grid, per resource.
@@ -27,12 +27,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.aggregate import frame_records
-from analyzer.fragmentation import FragmentationResult, fragmentation
-from analyzer.projection import RESOURCES, UsageMatrices, attribute, project, projected_snapshot
-from analyzer.replay import NEVER, ReplayInput, ReplayResult
-from analyzer.thresholds import ThresholdConfig
-from analyzer.violations import ViolationResult, find_violations
+from analyzer.fragmentation.measure import FragmentationResult, fragmentation
+from analyzer.replay.engine import NEVER, ReplayInput, ReplayResult
+from analyzer.replay.projection import (
+    RESOURCES,
+    UsageMatrices,
+    attribute,
+    project,
+    projected_snapshot,
+)
+from analyzer.usage.aggregate import frame_records
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.usage.violations import ViolationResult, find_violations
 
 HOUR_NS = 3600 * 1_000_000_000
 HEADROOM_SHAPES = 3  # headroom is reported for the most common pod shapes

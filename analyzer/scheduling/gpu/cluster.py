@@ -1,7 +1,7 @@
 """Per-GPU cluster state: the GPU device model plus the per-node bookkeeping GPU policies need.
 
 Shared by the trace replays (``analyzer.trace``) and the scheduling core (``ClusterState.devices``,
-``analyzer.scheduling.gpu_devices``), so both run the same policy math on the same state.
+``analyzer.scheduling.gpu.devices``), so both run the same policy math on the same state.
 
 Beyond ``GpuNodes`` (free CPU, memory, milli per GPU) it keeps, updated incrementally on every
 bind/unbind of one node:
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.fgd import TargetWorkload, weighted_node_fragments
-from analyzer.scheduling.gpu import MILLI, GpuDemand, GpuNodes
+from analyzer.scheduling.gpu.fragments import TargetWorkload, weighted_node_fragments
+from analyzer.scheduling.gpu.model import MILLI, GpuDemand, GpuNodes
 
 IntArray = NDArray[np.int64]
 NONZERO_CPU = 100  # kube-scheduler DefaultMilliCPURequest

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzer.fgd import TargetWorkload, target_workload
-from analyzer.scheduling.gpu import GpuDemand, GpuNodes
-from analyzer.scheduling.gpu_requests import node_gpu_count, node_gpu_model, pod_gpu_demand
-from analyzer.scheduling.gpu_state import GpuState
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.fragments import TargetWorkload, target_workload
+from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes
+from analyzer.scheduling.gpu.requests import node_gpu_count, node_gpu_model, pod_gpu_demand
 
 if TYPE_CHECKING:
     from analyzer.scheduling.state import ClusterState, PodDemand
@@ -35,7 +35,7 @@ def empty_workload() -> TargetWorkload:
 
 
 def workload_of(demands: Sequence[GpuDemand], threshold_pct: int = 95) -> TargetWorkload:
-    """FGD's target workload from pod demands (``analyzer.fgd.target_workload``: shapes by CPU,
+    """FGD's target workload from pod demands (``analyzer.scheduling.gpu.fragments.target_workload``: shapes by CPU,
     per-GPU milli, GPU count and models, most common first until ``threshold_pct`` % of pods)."""
     if not demands:
         return empty_workload()

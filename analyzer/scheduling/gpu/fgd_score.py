@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.fgd import weighted_node_fragments
-from analyzer.scheduling.gpu import MILLI, GpuDemand
-from analyzer.scheduling.gpu_state import GpuState
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.fragments import weighted_node_fragments
+from analyzer.scheduling.gpu.model import MILLI, GpuDemand
 
 IntArray = NDArray[np.int64]
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 if TYPE_CHECKING:  # no runtime import: the scheduling core's GPU state imports this module
-    from analyzer.scheduling.gpu import GpuNodes
+    from analyzer.scheduling.gpu.model import GpuNodes
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]

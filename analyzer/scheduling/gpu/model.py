@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 MILLI = 1000  # milli per GPU
 IntArray = NDArray[np.int64]

@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import ExplainRow, FilterResult
-from analyzer.scheduling.gpu import GpuDemand
-from analyzer.scheduling.gpu_devices import DeviceState
-from analyzer.scheduling.gpu_scores import (
+from analyzer.scheduling.gpu.cluster import GpuState
+from analyzer.scheduling.gpu.devices import DeviceState
+from analyzer.scheduling.gpu.model import GpuDemand
+from analyzer.scheduling.gpu.scores import (
     GPU_RULES,
     best_fit_raw,
     choose_gpus,
@@ -37,7 +38,6 @@ from analyzer.scheduling.gpu_scores import (
     gpu_packing_scores,
     normalize,
 )
-from analyzer.scheduling.gpu_state import GpuState
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.versions import KubeVersion
 

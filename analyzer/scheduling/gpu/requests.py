@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from analyzer.errors import InputError
-from analyzer.scheduling.gpu import MILLI, GpuDemand, validate_demand
+from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.model import MILLI, GpuDemand, validate_demand
 
 NVIDIA_GPU = "nvidia.com/gpu"
 GPU_MILLI = "alibaba.com/gpu-milli"

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from analyzer.errors import InputError
-from analyzer.scheduling.fgd_score import fgd_candidates
-from analyzer.scheduling.gpu import MILLI, GpuDemand
-from analyzer.scheduling.gpu_state import GpuState, affinity_tag
+from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.cluster import GpuState, affinity_tag
+from analyzer.scheduling.gpu.fgd_score import fgd_candidates
+from analyzer.scheduling.gpu.model import MILLI, GpuDemand
 
 IntArray = NDArray[np.int64]
 MAX_CPU = 128_000.0
