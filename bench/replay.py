@@ -39,7 +39,8 @@ import numpy as np
 
 import analyzer.replay.engine as replay_module
 from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
-from analyzer.replay.engine import ReplayInput, Strategy, prepare, replay
+from analyzer.replay.engine import Strategy, replay
+from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.rows import score_rows
 from analyzer.replay.scoring import ScoreCache, _Kernel
 from analyzer.scheduling import ClusterState, PodDemand, Profile, load_strategy

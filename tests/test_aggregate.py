@@ -19,18 +19,16 @@ from h4_snapshots import GI, T0, build
 
 from analyzer.cli import main
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import write_snapshot
+from analyzer.core.snapshot import pod_intervals, write_snapshot
 from analyzer.usage.aggregate import (
-    STAT_QUANTILES,
-    STATS,
     daily_rollups,
-    pod_intervals,
     rolling_aggregates,
     to_nodemetrics,
     window_aggregates,
 )
+from analyzer.usage.grid import STATS
 from analyzer.usage.koord import koord_priority_class, koord_qos
-from analyzer.usage.percentiles import nearest_rank_index, quantile
+from analyzer.usage.percentiles import STAT_QUANTILES, nearest_rank_index, quantile
 
 MIN = timedelta(minutes=1)
 

@@ -9,8 +9,10 @@ import pytest
 from replay_fixtures import GI, N, P, at, build
 
 from analyzer.core.snapshot import Snapshot
-from analyzer.replay.engine import NEVER, OBSERVED_STRATEGY, ReplayResult, Strategy, prepare, replay
+from analyzer.replay.engine import OBSERVED_STRATEGY, Strategy, replay
+from analyzer.replay.input import NEVER, prepare
 from analyzer.replay.projection import project, projected_snapshot, usage_matrices
+from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.sources.kube_placement import kube_placer

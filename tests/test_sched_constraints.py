@@ -224,7 +224,8 @@ def test_score_cache_honours_constraints_like_the_core(preset: str) -> None:
 def test_replay_keeps_ordinary_pods_off_tainted_nodes(preset: str) -> None:
     from replay_fixtures import N, P, build
 
-    from analyzer.replay.engine import Strategy, prepare, replay
+    from analyzer.replay.engine import Strategy, replay
+    from analyzer.replay.input import prepare
 
     # two nodes; "gpu" is tainted and would win for most-allocated (it already holds a GPU pod)
     snapshot = build(

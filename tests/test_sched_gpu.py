@@ -10,6 +10,7 @@ import pytest
 
 from analyzer.core.errors import InputError
 from analyzer.scheduling import ClusterState, load_strategy, make_demand, select
+from analyzer.scheduling.gpu.devices import attach_devices
 from analyzer.scheduling.gpu.fragments import target_workload
 from analyzer.scheduling.gpu.requests import pod_gpu_demand
 from analyzer.scheduling.state import PodDemand
@@ -80,7 +81,7 @@ def cluster(
         ],
         labels=[{MODEL: m} for m in models],
     )
-    state.attach_devices(workload)
+    attach_devices(state, workload)
     return state
 
 

@@ -11,7 +11,8 @@ from replay_fixtures import GI, N, P, build
 
 from analyzer.cli import main
 from analyzer.core.snapshot import Snapshot, write_snapshot
-from analyzer.replay.engine import OBSERVED_STRATEGY, prepare, replay
+from analyzer.replay.engine import OBSERVED_STRATEGY, replay
+from analyzer.replay.input import prepare
 from analyzer.replay.projection import usage_matrices
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.usage.thresholds import ThresholdConfig

@@ -14,9 +14,11 @@ from click.testing import CliRunner
 
 from analyzer.cli import main
 from analyzer.core.snapshot import Snapshot, write_snapshot
-from analyzer.replay.engine import Strategy, prepare, replay
+from analyzer.replay.engine import Strategy, replay
+from analyzer.replay.input import prepare
 from analyzer.scheduling import load_strategy, select
 from analyzer.scheduling.gpu.cluster import GpuState as TraceState
+from analyzer.scheduling.gpu.devices import attach_devices
 from analyzer.scheduling.gpu.fragments import target_workload
 from analyzer.sources.alibaba import OpenbNodes, OpenbPods, load_nodes, load_pods, openb_snapshot
 from analyzer.trace.registry import get_policy
@@ -55,7 +57,7 @@ def test_core_presets_decide_like_the_trace_policies() -> None:
     trace = TraceState(nodes.gpu_nodes(), workload)  # node_rank None: uniform ties, like the core
     inp = prepare(openb_snapshot(nodes, pods))
     core = inp.fresh_state()
-    core.attach_devices(workload)
+    attach_devices(core, workload)
     profiles = {preset: load_strategy(preset) for preset in PRESETS}
     names = list(PRESETS)
     for i in range(len(pods)):

@@ -32,6 +32,7 @@ import pandas as pd
 
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.errors import InputError
+from analyzer.core.frames import utc
 
 SCHEMA_VERSION = 1
 
@@ -87,6 +88,7 @@ NODE_USAGE_COLUMNS: dict[str, str] = {"node": "string", **USAGE_VALUE_COLUMNS}
 POD_USAGE_COLUMNS: dict[str, str] = {"uid": "category", **USAGE_VALUE_COLUMNS}
 
 TABLES = ("nodes", "pods", "node_usage", "pod_usage")
+OPEN_END = pd.Timestamp("2200-01-01T00:00:00Z")  # end of a pod still running when the data ends
 _FIXED_COLUMNS = {
     "nodes": NODE_COLUMNS,
     "pods": POD_COLUMNS,
@@ -320,3 +322,29 @@ def pinned_pods(pods: pd.DataFrame) -> pd.Series:
     """Pods that stay on their node in every strategy: DaemonSet and static/mirror pods."""
     kind = pods["owner_kind"].fillna("")
     return (kind == "DaemonSet") | (kind == "Node")
+
+
+def pod_intervals(snapshot: Snapshot) -> pd.DataFrame:
+    """When each pod held its node: columns ``uid``, ``node``, ``start``, ``end`` (UTC, ``[start, end)``).
+
+    start = scheduled, else started, first_seen, created; end = finished, else last_seen when the
+    pod vanished before the snapshot's end; a pod still there at the end runs on (``OPEN_END``).
+    Pods never bound to a node are left out.
+    """
+    pods = snapshot.pods
+    bound = pods["node"].notna().to_numpy()
+    col = {name: utc(pods[name]) for name in ("scheduled", "started", "first_seen", "created")}
+    start = col["scheduled"].fillna(col["started"]).fillna(col["first_seen"])
+    start = start.fillna(col["created"]).fillna(snapshot.start)
+    last_seen = utc(pods["last_seen"])
+    vanished = last_seen.where(last_seen < snapshot.end)
+    end = utc(pods["finished"]).fillna(vanished).fillna(OPEN_END)
+    frame = pd.DataFrame(
+        {
+            "uid": pods["uid"].to_numpy(),
+            "node": pods["node"].to_numpy(),
+            "start": start.to_numpy(),
+            "end": end.to_numpy(),
+        }
+    )
+    return frame.loc[bound].reset_index(drop=True)

@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from analyzer.core.frames import frame_records, utc
 from analyzer.core.quantity import format_quantity
-from analyzer.core.snapshot import Snapshot, pinned_pods, resources_in
-from analyzer.usage.aggregate import frame_records, pod_intervals, utc
+from analyzer.core.snapshot import Snapshot, pinned_pods, pod_intervals, resources_in
 
 IntMatrix = npt.NDArray[np.int64]
 COVERAGE = 0.95

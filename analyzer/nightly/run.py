@@ -30,7 +30,8 @@ from analyzer.nightly.tables import (
     pool_table,
     sample_coverage,
 )
-from analyzer.usage.aggregate import daily_rollups, snapshot_step
+from analyzer.usage.aggregate import daily_rollups
+from analyzer.usage.grid import snapshot_step
 from analyzer.usage.percentiles import check_method
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import ViolationResult, find_violations

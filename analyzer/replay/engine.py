@@ -23,7 +23,7 @@ placement) goes through ``analyzer.replay.scoring.ScoreCache`` over the scheduli
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,26 +33,16 @@ from analyzer.replay.input import (
     DEPART,
     NEVER,
     NODE_LEAVE,
-    BoolArray,
-    Int64Array,
     ReplayInput,
-    prepare,
 )
+from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.queue import PendingQueue
+from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.gpu.devices import attach_devices
 
 OBSERVED = "observed"
-__all__ = [
-    "NEVER",
-    "OBSERVED",
-    "OBSERVED_STRATEGY",
-    "ReplayInput",
-    "ReplayResult",
-    "Strategy",
-    "prepare",
-    "replay",
-]
 
 
 @dataclass(frozen=True)
@@ -70,32 +60,6 @@ class Strategy:
 
 
 OBSERVED_STRATEGY = Strategy(OBSERVED, None, "built-in")
-
-
-@dataclass
-class ReplayResult:
-    """Where and when every pod ran under one strategy and seed.
-
-    Per pod (snapshot order): ``node`` (first node it was placed on, -1 never), ``placed_at`` (ns,
-    ``NEVER`` if never), ``wait`` (total ns spent pending), ``waited`` (pending at least once),
-    ``pending_at_end`` and ``abandoned`` (its real lifetime ended while pending). ``segments``:
-    pod, node, start, end (ns; end NEVER = ran to the end), ``first`` (the pod's first run, placed
-    without waiting). ``waits``: pod, start, end of every pending interval (end NEVER = still
-    pending at the end).
-    """
-
-    strategy: str
-    seed: int
-    node: Int64Array
-    placed_at: Int64Array
-    wait: Int64Array
-    waited: BoolArray
-    pending_at_end: BoolArray
-    abandoned: BoolArray
-    segments: dict[str, np.ndarray[Any, Any]]
-    waits: dict[str, Int64Array]
-    evicted: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 class _Recorder:
@@ -191,13 +155,12 @@ def replay(
     partial replay for benchmarks; the result says so in ``notes``). ``matrices``: the
     ``analyzer.replay.projection.UsageMatrices`` of ``inp`` when the caller has them (load-aware feeds).
     """
-    from analyzer.replay.loadfeed import LoadFeed  # loadfeed imports this module's types
-
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()
     profile = strategy.profile
+    devices = None
     if profile is not None and profile.uses_devices:  # GPU policies: track every GPU
-        state.attach_devices(inp.gpu_workload())
+        devices = attach_devices(state, inp.gpu_workload())
     active = inp.node_join <= inp.start
     feed = None
     cache = None
@@ -329,9 +292,9 @@ def replay(
     result.notes.extend(rec.notes)
     if cache is not None:
         result.notes.extend(cache.notes)
-    if state.devices is not None and state.devices.unfitted:
+    if devices is not None and devices.unfitted:
         result.notes.append(
-            f"{state.devices.unfitted} placement(s) of DaemonSet/static pods did not fit their "
+            f"{devices.unfitted} placement(s) of DaemonSet/static pods did not fit their "
             "node's free GPUs; they kept their node without taking GPUs"
         )
     return result

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.engine import NEVER, ReplayInput
+from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.projection import RESOURCES, UsageMatrices, usage_matrices
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.loadaware import LoadAwareScheduling

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.snapshot import Snapshot, make_snapshot
-from analyzer.replay.engine import NEVER, ReplayInput, ReplayResult
+from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.result import ReplayResult
 
 RESOURCES = ("cpu", "memory")
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]

@@ -27,9 +27,9 @@ API for the replay engine (every call works on all nodes at once)::
 - Plugins live in a registry (``registry.register(PluginType(...))`` for user plugins); presets in
   ``strategies`` (kube-default, most-allocated, rtcr-binpack, koord-loadaware; GPU sharing: fgd,
   bestfit, gpu-packing, gpu-clustering, dotprod, random).
-- GPU sharing: ``state.attach_devices(workload)`` tracks every GPU (``gpu_devices``); the GPU
-  plugins (``gpu_plugins``) filter per GPU and score with the FGD paper's policies; ``bind`` takes
-  ``gpus`` (``profile.choose_gpus``) and ``unbind`` frees exactly those.
+- GPU sharing (``analyzer.scheduling.gpu``): ``gpu.devices.attach_devices(state, workload)`` tracks
+  every GPU; the GPU plugins (``gpu.plugins``) filter per GPU and score with the FGD paper's
+  policies; ``bind`` takes ``gpus`` (``profile.choose_gpus``) and ``unbind`` frees exactly those.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import analyzer.scheduling.registry as registry
 from analyzer.core.errors import InputError
-from analyzer.scheduling import registry
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.framework import FilterPlugin, Profile, ScorePlugin, WeightedScore
 from analyzer.scheduling.noderesources_fit import FitArgs, NodeResourcesFit, parse_shape

@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import analyzer.scheduling.balanced_allocation as balanced_allocation
+import analyzer.scheduling.constraints as constraints
+import analyzer.scheduling.loadaware as loadaware
+import analyzer.scheduling.loadaware_args as loadaware_args
+import analyzer.scheduling.noderesources_fit as fit
 from analyzer.core.errors import InputError
+from analyzer.scheduling.gpu.plugins import register_gpu_plugins
 from analyzer.scheduling.versions import KubeVersion
 
 T = TypeVar("T")
@@ -77,9 +83,6 @@ def available() -> list[str]:
 
 
 def _register_builtins() -> None:
-    from analyzer.scheduling import balanced_allocation, constraints, loadaware, loadaware_args
-    from analyzer.scheduling import noderesources_fit as fit
-
     register(
         PluginType(
             name=fit.NAME,
@@ -126,8 +129,6 @@ def _register_builtins() -> None:
             build=constraints.NodeAffinityFilter,
         )
     )
-    from analyzer.scheduling.gpu.plugins import register_gpu_plugins
-
     register_gpu_plugins(register, PluginType)
 
 

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.constraint_types import NO_CONSTRAINTS, PodConstraints, Taint
-
-if TYPE_CHECKING:
-    from analyzer.scheduling.gpu.devices import DeviceState
 
 CPU, MEMORY = 0, 1
 NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
@@ -160,6 +157,17 @@ class LoadInputs:
         return np.zeros(table.shape[0], dtype=np.int64)
 
 
+class DeviceTracker(Protocol):
+    """Per-device bookkeeping a ``ClusterState`` keeps in step with its pods (the per-GPU state of
+    ``analyzer.scheduling.gpu.devices.attach_devices``): ``bind``/``unbind`` call it for every pod."""
+
+    def bind(self, node: int, pod: PodDemand, gpus: Sequence[int] | None = None) -> None:
+        """Account ``pod`` on ``node``'s devices (``gpus``: the caller's choice, None = its own)."""
+
+    def unbind(self, node: int, pod: PodDemand) -> None:
+        """Free what ``pod`` held on ``node``."""
+
+
 @dataclass
 class ClusterState:
     """Nodes × resources arrays, updated in place by ``bind``/``unbind``.
@@ -179,8 +187,8 @@ class ClusterState:
     node_annotations: list[dict[str, str]] = field(default_factory=list)
     node_taints: list[tuple[Taint, ...]] = field(default_factory=list)  # empty: no node tainted
     load: LoadInputs | None = None
-    # per-GPU device state (``analyzer.scheduling.gpu.devices``), attached for GPU profiles
-    devices: DeviceState | None = None
+    # per-GPU device state, attached for GPU profiles (``analyzer.scheduling.gpu.devices``)
+    devices: DeviceTracker | None = None
     # derived per-node data plugins keep between pods (e.g. LoadAware thresholds); call
     # ``invalidate()`` after changing allocatable, labels or annotations in place
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -231,14 +239,6 @@ class ClusterState:
             return self.resources.index(resource)
         except ValueError:
             return None
-
-    def attach_devices(self, workload: Any = None) -> DeviceState:
-        """Track GPUs one by one from now on (before any bind); ``workload``: FGD's target
-        workload (``analyzer.scheduling.gpu.fragments.TargetWorkload``), None for none."""
-        from analyzer.scheduling.gpu.devices import DeviceState
-
-        self.devices = DeviceState.build(self, workload)
-        return self.devices
 
     def bind(self, node_index: int, pod: PodDemand, gpus: Sequence[int] | None = None) -> None:
         """Account ``pod`` on node ``node_index`` (NodeInfo.AddPod); with device state, on the

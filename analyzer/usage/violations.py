@@ -30,17 +30,16 @@ import pandas as pd
 
 from analyzer.core.durations import format_duration
 from analyzer.core.errors import InputError
+from analyzer.core.frames import frame_records, utc
 from analyzer.core.quantity import resource_value
 from analyzer.core.snapshot import Snapshot
-from analyzer.usage.aggregate import (
+from analyzer.usage.grid import (
     RESOURCES,
     UsageGrid,
-    frame_records,
     index_in,
     rolling_grid,
     snapshot_step,
     usage_grid,
-    utc,
 )
 from analyzer.usage.koord import is_prod
 from analyzer.usage.percentiles import FloatArray

@@ -19,14 +19,8 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.snapshot import Snapshot
-from analyzer.replay.engine import (
-    OBSERVED,
-    OBSERVED_STRATEGY,
-    ReplayInput,
-    Strategy,
-    prepare,
-    replay,
-)
+from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
+from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.core.frames import frame_records
 from analyzer.fragmentation.measure import FragmentationResult, fragmentation
-from analyzer.replay.engine import NEVER, ReplayInput, ReplayResult
+from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.projection import (
     RESOURCES,
     UsageMatrices,
@@ -36,7 +37,7 @@ from analyzer.replay.projection import (
     project,
     projected_snapshot,
 )
-from analyzer.usage.aggregate import frame_records
+from analyzer.replay.result import ReplayResult
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import ViolationResult, find_violations
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,9 +22,7 @@ from analyzer.scheduling.gpu.cluster import GpuState
 from analyzer.scheduling.gpu.fragments import TargetWorkload, target_workload
 from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes
 from analyzer.scheduling.gpu.requests import node_gpu_count, node_gpu_model, pod_gpu_demand
-
-if TYPE_CHECKING:
-    from analyzer.scheduling.state import ClusterState, PodDemand
+from analyzer.scheduling.state import ClusterState, PodDemand
 
 
 def empty_workload() -> TargetWorkload:
@@ -128,3 +125,11 @@ class DeviceState:
     def gpus_of(self, pod: PodDemand) -> list[tuple[int, tuple[int, ...]]]:
         """(node, GPU indices) of every current binding of ``pod``."""
         return [(node, taken) for node, taken, _, _ in self.held.get(id(pod), [])]
+
+
+def attach_devices(state: ClusterState, workload: TargetWorkload | None = None) -> DeviceState:
+    """Track ``state``'s GPUs one by one from now on (before any bind): ``state.bind``/``unbind``
+    then keep them in step. ``workload``: FGD's target workload, None for none."""
+    devices = DeviceState.build(state, workload)
+    state.devices = devices
+    return devices

@@ -53,10 +53,11 @@ def parse_no_args(raw: Mapping[str, Any] | None, field: str) -> None:
 
 def devices_of(state: ClusterState, plugin: str) -> DeviceState:
     """The state's device model, or ``InputError`` naming the fix."""
-    if state.devices is None:
+    if not isinstance(state.devices, DeviceState):
         raise InputError(
             f"{plugin}: needs per-GPU device state; use it in 'analyzer whatif' or call "
-            "ClusterState.attach_devices() before binding pods ('analyzer score' does not yet)"
+            "analyzer.scheduling.gpu.devices.attach_devices(state) before binding pods "
+            "('analyzer score' does not yet)"
         )
     return state.devices
 
