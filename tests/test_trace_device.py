@@ -6,11 +6,8 @@ import numpy as np
 import pytest
 
 from analyzer.core.errors import InputError
-from analyzer.scheduling.gpu.fragments import (
-    cluster_fragmentation,
-    shape_fragments,
-    target_workload,
-)
+from analyzer.fragmentation.gpu import cluster_fragmentation
+from analyzer.scheduling.gpu.fragments import shape_fragments, target_workload
 from analyzer.scheduling.gpu.model import GpuDemand, GpuNodes, validate_demand
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from analyzer.core.errors import InputError
-from analyzer.scheduling.gpu.fragments import cluster_fragmentation, target_workload
+from analyzer.fragmentation.gpu import cluster_fragmentation
+from analyzer.scheduling.gpu.fragments import target_workload
 from analyzer.sources.alibaba import ALL_NODES, load_nodes, load_pods, openb_snapshot
 from analyzer.sources.bytedance import load_m3, m3_snapshot
 

@@ -18,12 +18,8 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
-from analyzer.scheduling.gpu.fragments import (
-    Fragmentation,
-    TargetWorkload,
-    cluster_fragmentation,
-    target_workload,
-)
+from analyzer.fragmentation.gpu import Fragmentation, cluster_fragmentation
+from analyzer.scheduling.gpu.fragments import TargetWorkload, target_workload
 from analyzer.sources.alibaba import (
     ALL_NODES,
     DEFAULT_NODES,

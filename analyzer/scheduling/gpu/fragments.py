@@ -5,7 +5,7 @@ GPU count k_m, allowed models T_m) and a node n with free CPU C_n and free milli
 the fragment F_n(m) is the node's whole idle GPU milli I_n unless the task fits (Q3), in which
 case only the GPUs with less than r_m free count. A CPU-only task (r_m = 0) sees every idle GPU as
 a fragment. With the target workload M (shapes covering 95 % of the original pods, popularity
-p_m) F_n(M) = Σ p_m F_n(m); the cluster amount is Σ_n F_n(M) and the ratio divides it by Σ_n I_n.
+p_m) F_n(M) = Σ p_m F_n(m). The cluster sums are ``analyzer.fragmentation.gpu``'s.
 
 Popularities are kept as integer pod counts w_m (p_m = w_m / W), so node values are exact
 integers ``Σ w_m F_n(m)`` and only the final division is floating point.
@@ -16,15 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from analyzer.core.errors import InputError
-
-if TYPE_CHECKING:  # no runtime import: the scheduling core's GPU state imports this module
-    from analyzer.scheduling.gpu.model import GpuNodes
+from analyzer.scheduling.gpu.model import GpuNodes
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
@@ -129,33 +126,3 @@ def weighted_node_fragments(
 ) -> IntArray:
     """W · F_n(M) per node as exact integers (divide by ``workload.total`` for milli)."""
     return shape_fragments(cpu_free, gpu_free, access, workload) @ workload.weights
-
-
-@dataclass(frozen=True)
-class Fragmentation:
-    """Cluster fragmentation: amount (GPU milli), ratio to idle, amount as % of capacity."""
-
-    amount_milli: float
-    idle_milli: int
-    capacity_milli: int
-
-    @property
-    def ratio_pct(self) -> float:
-        """F(M) / Σ I_n × 100 (``analysis_frag_ratio_discrete``); 0 when nothing is idle."""
-        return 100.0 * self.amount_milli / self.idle_milli if self.idle_milli else 0.0
-
-    @property
-    def amount_pct(self) -> float:
-        """F(M) / GPU capacity × 100 (``analysis_frag_discrete``)."""
-        return 100.0 * self.amount_milli / self.capacity_milli if self.capacity_milli else 0.0
-
-
-def cluster_fragmentation(nodes: GpuNodes, workload: TargetWorkload) -> Fragmentation:
-    """F(M), Σ I_n and the capacity for the nodes' current state."""
-    access = workload.access(nodes)
-    weighted = weighted_node_fragments(nodes.cpu_free, nodes.gpu_free, access, workload)
-    return Fragmentation(
-        amount_milli=float(weighted.sum()) / workload.total,
-        idle_milli=int(nodes.gpu_free.sum()),
-        capacity_milli=nodes.gpu_capacity_milli(),
-    )
