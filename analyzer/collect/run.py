@@ -1,7 +1,7 @@
 """``analyzer collect``: run the query profile over a time range and build a snapshot.
 
 The profile (``queries/*.promql``) runs through ``analyzer.prom`` (chunked, parallel range
-queries); the results become the four snapshot tables (``collect_pods``, ``collect_usage``) and a
+queries); the results become the four snapshot tables (``pods``, ``usage``, ``pod_usage``) and a
 ``meta.json`` with the source URL without credentials, the range, warnings (including Thanos
 partial-response warnings) and coverage per query and per node. A failed required query stops the
 run (exit 1); a failed optional query, unmapped node-exporter targets or nodes without usage make

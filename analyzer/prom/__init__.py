@@ -1,27 +1,11 @@
 """Everything that talks to a Prometheus-compatible HTTP API (the only network code in analyzer).
 
 - ``settings``: ``PromSettings`` (URL, auth from files/env, TLS, headers, timeout, parallelism)
-- ``client``: ``PromClient`` (``prometheus_api_client`` session underneath, raw JSON → numpy)
+- ``client``: ``PromClient`` (``prometheus_api_client`` session underneath, raw JSON → numpy);
+  ``matrix_text`` and ``series`` parse matrix responses and their label sets
 - ``profile``: the query profile (``queries/*.promql``)
-- ``fetch``: chunked, parallel execution of the profile over a time grid
-- ``check``: the pre-flight behind ``analyzer check``
+- ``fetch``: chunked, parallel execution of the profile over a time grid; ``samples``,
+  ``grid_eval`` and ``sample_table`` evaluate raw samples on the grid client-side
+
+The pre-flight behind ``analyzer check`` uses this package from ``analyzer.collect.check``.
 """
-
-from analyzer.prom.client import PromClient, Series
-from analyzer.prom.fetch import FetchPlan, QueryResult, TimeGrid, make_grid, run_profile
-from analyzer.prom.profile import QuerySpec, load_profile
-from analyzer.prom.settings import PromSettings, public_url
-
-__all__ = [
-    "FetchPlan",
-    "PromClient",
-    "PromSettings",
-    "QueryResult",
-    "QuerySpec",
-    "Series",
-    "TimeGrid",
-    "load_profile",
-    "make_grid",
-    "public_url",
-    "run_profile",
-]

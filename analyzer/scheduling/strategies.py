@@ -128,7 +128,7 @@ register_strategy(
     )
 )
 
-# The FGD paper's six policies on per-GPU state (``gpu_plugins``): kube's filters with the GPU
+# The FGD paper's six policies on per-GPU state (``gpu.plugins``): kube's filters with the GPU
 # resource names left to the GpuDevice filter, and the policy as the only score plugin.
 _GPU_FILTERS = [*_KUBE_FILTERS, GPU_FILTER]
 _GPU_FIT = {"name": "NodeResourcesFit", "args": {"ignoredResources": list(GPU_RESOURCES)}}

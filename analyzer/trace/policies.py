@@ -25,9 +25,6 @@ from analyzer.scheduling.gpu.cluster import GpuState
 from analyzer.scheduling.gpu.model import GpuDemand
 from analyzer.scheduling.gpu.scores import (
     GPU_RULES,
-    MAX_CPU,
-    MAX_GPU_MILLI,
-    MAX_SCORE,
     best_fit_raw,
     choose_gpus,
     dot_product_scores,
@@ -40,7 +37,6 @@ from analyzer.scheduling.gpu.scores import (
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
-__all__ = ["MAX_CPU", "MAX_GPU_MILLI", "MAX_SCORE", "POLICIES", "Decision", "PolicyFn", "pick_top"]
 
 
 @dataclass(frozen=True)

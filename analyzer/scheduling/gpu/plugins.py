@@ -1,8 +1,8 @@
 """GPU-sharing plugins of the scheduling core: the device filter and the FGD paper's six policies.
 
-They read the per-GPU device state ``ClusterState.devices`` (``gpu_devices``; a replay attaches
+They read the per-GPU device state ``ClusterState.devices`` (``devices``; a replay attaches
 it for profiles that use these plugins) and call the same policy math as the trace replays
-(``gpu_scores``), so a core preset and the trace policy of the same name score alike.
+(``scores``), so a core preset and the trace policy of the same name score alike.
 
 - ``GpuDevice`` (filter): the pod's GPU count, per-GPU milli and allowed models must fit
   (``GpuNodes.device_fit``); the GPU resource names themselves are left to this filter

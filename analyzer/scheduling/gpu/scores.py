@@ -1,7 +1,7 @@
 """The FGD paper's six placement policies as node scores and GPU choices over a ``GpuState``.
 
 One implementation for both users: the trace replays (``analyzer.trace.policies`` add the
-artifact's tie rule) and the scheduling core's GPU score plugins (``gpu_plugins``) call these
+artifact's tie rule) and the scheduling core's GPU score plugins (``plugins``) call these
 functions. Each ``*_scores`` function scores the nodes ``nodes`` (indices, ascending) for one pod
 with integer scores; the GPU inside the chosen node is the policy's own choice (``choose_gpus``).
 Formulas: ``research/real-data.md`` §3; constants: the largest openb node spec, 128 cores and 8
