@@ -110,9 +110,9 @@ class NightlyResult:
     meta: SnapshotMeta
     settings: NightlySettings
     rollups: pd.DataFrame  # aggregate.daily_rollups rows of this day
-    nodes: pd.DataFrame  # report.tables.node_table + breach_minutes, worst_pct
-    pools: pd.DataFrame  # report.tables.pool_table
-    hourly: pd.DataFrame  # report.tables.hourly_usage (node, pool, hour, cpu, memory in %)
+    nodes: pd.DataFrame  # tables.node_table + breach_minutes, worst_pct
+    pools: pd.DataFrame  # tables.pool_table
+    hourly: pd.DataFrame  # tables.hourly_usage (node, pool, hour, cpu, memory in %)
     violations: ViolationResult  # breaches clipped to the day
     fragmentation: FragmentationResult
     quality: DataQuality
