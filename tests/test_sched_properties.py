@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from analyzer.scheduling import ClusterState, LoadInputs, load_strategy, make_demand
 from analyzer.scheduling.arith import go_round
 from analyzer.scheduling.framework import Evaluation
-from analyzer.scheduling.loadaware import LoadAwareScheduling
-from analyzer.scheduling.loadaware_args import parse_loadaware_args
+from analyzer.scheduling.loadaware.args import parse_loadaware_args
+from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.noderesources_fit import FitArgs, NodeResourcesFit
 from analyzer.scheduling.reference import kube_default_loop
 from analyzer.scheduling.versions import parse_version

@@ -30,13 +30,13 @@ from sched_vectors import (
 
 from analyzer.cli import main
 from analyzer.core.quantity import resource_value
-from analyzer.scheduling.loadaware_args import (
+from analyzer.scheduling.loadaware.args import (
     DEFAULT_SCALING_FACTORS,
     LoadAwareArgs,
     estimate_pod,
     parse_loadaware_args,
 )
-from analyzer.scheduling.loadaware_cache import (
+from analyzer.scheduling.loadaware.cache import (
     AssignedPod,
     build_load_inputs,
     estimation_deadline,
@@ -207,7 +207,7 @@ def test_koord_estimator(case: dict[str, Any]) -> None:
     "case", KOORD["estimator_node_cases"], ids=_ids(KOORD["estimator_node_cases"], "id")
 )
 def test_koord_node_estimate(case: dict[str, Any], tmp_path: Path) -> None:
-    from analyzer.scheduling.loadaware import estimate_node_allocatable
+    from analyzer.scheduling.loadaware.plugin import estimate_node_allocatable
 
     node = case["node"]
     allocatable = {k: resource_value(k, v) for k, v in node["allocatable"].items()}

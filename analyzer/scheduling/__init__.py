@@ -35,7 +35,7 @@ API for the replay engine (every call works on all nodes at once)::
 from __future__ import annotations
 
 from analyzer.scheduling.framework import Evaluation, FilterResult, Profile, WeightedScore, select
-from analyzer.scheduling.loadaware_cache import AssignedPod, NodeMetricInfo, build_load_inputs
+from analyzer.scheduling.loadaware.cache import AssignedPod, NodeMetricInfo, build_load_inputs
 from analyzer.scheduling.state import (
     ClusterState,
     LoadInputs,

@@ -21,7 +21,7 @@ from analyzer.scheduling.constraint_types import (
     parse_pod_constraints,
     parse_taints,
 )
-from analyzer.scheduling.loadaware_args import koord_priority_class
+from analyzer.scheduling.loadaware.args import koord_priority_class
 from analyzer.scheduling.state import PodDemand, make_demand
 
 POD_LEVEL_RESOURCES = ("cpu", "memory")  # IsSupportedPodLevelResource

@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar
 
 import analyzer.scheduling.balanced_allocation as balanced_allocation
 import analyzer.scheduling.constraints as constraints
-import analyzer.scheduling.loadaware as loadaware
-import analyzer.scheduling.loadaware_args as loadaware_args
+import analyzer.scheduling.loadaware.args as loadaware_args
+import analyzer.scheduling.loadaware.plugin as loadaware
 import analyzer.scheduling.noderesources_fit as fit
 from analyzer.core.errors import InputError
 from analyzer.scheduling.gpu.plugins import register_gpu_plugins

@@ -29,8 +29,8 @@ from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
 from analyzer.scheduling.framework import Evaluation, Profile
-from analyzer.scheduling.loadaware import LoadAwareScheduling
-from analyzer.scheduling.loadaware_cache import AssignedPod, build_load_inputs, parse_node_metric
+from analyzer.scheduling.loadaware.cache import AssignedPod, build_load_inputs, parse_node_metric
+from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.strategies import STRATEGIES, load_config_document, strategy_config
