@@ -19,7 +19,13 @@ import yaml
 from analyzer.cli.base import main
 from analyzer.cli.collect import connection_options, settings_from
 from analyzer.collect.run import CollectRequest, collect
-from analyzer.core.durations import format_duration, parse_duration, parse_time
+from analyzer.core.durations import (
+    format_duration,
+    parse_duration,
+    parse_duration_list,
+    parse_positive_duration,
+    parse_time,
+)
 from analyzer.core.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.fragmentation.measure import default_times, fragmentation
@@ -35,11 +41,37 @@ from analyzer.usage.violations import find_violations
 _DEFAULT_DURATIONS = ",".join(format_duration(d) for d in DEFAULT_DURATIONS)
 
 
-def _durations(text: str) -> list[Any]:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts:
-        raise InputError("--durations: give at least one duration, e.g. 5m,1h")
-    return [parse_duration(p, field="--durations") for p in parts]
+def _utc_text(moment: pd.Timestamp) -> str:
+    return str(moment.isoformat()).replace("+00:00", "Z")
+
+
+def longer_than_data(
+    snap: Snapshot, frame: pd.DataFrame, at: pd.Timestamp, windows: list[tuple[str, timedelta]]
+) -> list[str]:
+    """One warning per window that reaches back before the data starts, naming both spans.
+
+    Such a window is still computed (koordlet does the same on a young node): its stats use the
+    samples there are, and where those cover less than half the window it is left empty.
+    """
+    warnings = []
+    span = format_duration(snap.end - snap.start)
+    data = f"{span} from {_utc_text(snap.start)} to {_utc_text(snap.end)}"
+    for typed, delta in windows:
+        if at - delta >= snap.start:
+            continue
+        rows = frame[frame["duration"] == delta]
+        if len(rows) and bool(rows["missing"].all()):
+            outcome = "every node's aggregate for it is left empty (samples cover under half of it)"
+        else:
+            outcome = (
+                "its aggregates use only the data inside it; "
+                "nodes whose samples cover under half of it are left empty"
+            )
+        warnings.append(
+            f"--durations {typed}: the window ending {_utc_text(at)} is longer than the data "
+            f"({data}); {outcome}"
+        )
+    return warnings
 
 
 def _json(data: Any) -> str:
@@ -104,17 +136,20 @@ def aggregate_cmd(
     Reads SNAPSHOT, or collects the needed range from --prometheus. A window whose samples cover
     less than half of it is reported missing (koordlet's cold-start rule), never guessed.
     """
-    windows = _durations(durations)
+    windows = parse_duration_list(durations, field="--durations")
+    lengths = [delta for _typed, delta in windows]
     problems: list[str] = []
     if snapshot is not None:
         snap = read_snapshot(snapshot)
     elif options.get("prometheus"):
-        snap, problems = _collect_for(options, at_text, max(windows))
+        snap, problems = _collect_for(options, at_text, max(lengths))
     else:
         raise InputError("aggregate: give a SNAPSHOT directory or --prometheus URL")
     at = pd.Timestamp(parse_time(at_text, field="--at")) if at_text else snap.end
-    frame = window_aggregates(snap.node_usage, at=at, durations=windows, method=method)
+    frame = window_aggregates(snap.node_usage, at=at, durations=lengths, method=method)
     _print_aggregates(snap, frame, at, method, fmt)
+    for warning in longer_than_data(snap, frame, at, windows):
+        click.echo(f"analyzer: warning: {warning}", err=True)
     if problems:
         click.echo("analyzer: partial data (exit 3): " + "; ".join(problems), err=True)
         raise SystemExit(EXIT_PARTIAL)
@@ -201,9 +236,7 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     memory 95; per-node overrides from the node annotation, else the node_thresholds: section.
     """
     config_data = (ctx.obj or {}).get("config", {})
-    window = parse_duration(opts["usage_window"], field="--usage-window")
-    if window.total_seconds() <= 0:
-        raise InputError("--usage-window: must be a positive duration, e.g. 5m")
+    window = parse_positive_duration(opts["usage_window"], field="--usage-window")
     config = ThresholdConfig.from_config(
         config_data, use_annotations=opts["annotations"], method=opts["method"], usage_window=window
     )
@@ -253,9 +286,7 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
 def fragmentation_cmd(snapshot: Path, step: str, fmt: str) -> None:
     """Free-capacity fragmentation over time: FGD ratio, stranded capacity, headroom per shape."""
     snap = read_snapshot(snapshot)
-    every = parse_duration(step, field="--step")
-    if every.total_seconds() <= 0:
-        raise InputError("--step: must be a positive duration, e.g. 1h")
+    every = parse_positive_duration(step, field="--step")
     result = fragmentation(snap, times=default_times(snap, every=every))
     if fmt == "json":
         click.echo(_json(result.to_dict()))

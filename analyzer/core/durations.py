@@ -26,6 +26,32 @@ def parse_duration(text: str, *, field: str = "duration") -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def parse_positive_duration(text: str, *, field: str = "duration") -> timedelta:
+    """``parse_duration`` that also rejects zero; the message quotes the text as the user typed it."""
+    delta = parse_duration(text, field=field)
+    if delta <= timedelta(0):
+        raise InputError(f"{field}: {str(text).strip()!r} is not a positive duration (e.g. 5m)")
+    return delta
+
+
+def parse_duration_list(text: str, *, field: str = "durations") -> list[tuple[str, timedelta]]:
+    """Comma-separated positive durations (``5m,1h,1d``) → ``[(as typed, timedelta), ...]``.
+
+    The typed text travels with each value so that later messages can name a window the way the
+    user wrote it (``90m``, not ``1h30m`` or ``1:30:00``). An empty item (``5m,,1h``) is an error,
+    not skipped: it is usually a typo that dropped a window.
+    """
+    items = [item.strip() for item in str(text).split(",")]
+    if not any(items):
+        raise InputError(f"{field}: give at least one duration, e.g. 5m,1h")
+    if not all(items):
+        raise InputError(
+            f"{field}: {str(text).strip()!r} has an empty item between commas "
+            "(write e.g. 5m,1h with no empty entries)"
+        )
+    return [(item, parse_positive_duration(item, field=field)) for item in items]
+
+
 def format_duration(delta: timedelta) -> str:
     """Shortest Prometheus-style rendering: ``timedelta(hours=1, minutes=30)`` → ``1h30m``."""
     total = int(delta.total_seconds())

@@ -1,0 +1,92 @@
+"""CLI details a new user trips over (issue 14): messages in the user's syntax, clear warnings.
+
+Every test drives the real CLI through click's CliRunner and asserts the exit code and the
+one line the user reads.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner, Result
+from h4_snapshots import build
+
+from analyzer.cli import main
+from analyzer.core.snapshot import write_snapshot
+
+HOUR_STEPS_IN_7D = 7 * 24
+
+
+def _run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def _error_line(result: Result, code: int) -> str:
+    """The one stderr line of a failed run (no traceback, nothing else)."""
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("analyzer: error: "), lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def week_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One node at a constant 1000 millicores, hourly samples over exactly 7 days."""
+    snap = build(
+        nodes=[{"node": "n1"}],
+        node_usage={"n1": [1000.0] * HOUR_STEPS_IN_7D},
+        step="1h",
+    )
+    path = tmp_path_factory.mktemp("week") / "snap"
+    write_snapshot(snap, path)
+    return path
+
+
+# --- 1. durations are named the way the user typed them ---------------------------------------
+
+
+@pytest.mark.parametrize("typed", ["0m", "0s", "0h0m"])
+def test_zero_duration_is_named_as_typed(week_snapshot: Path, typed: str) -> None:
+    line = _error_line(_run("aggregate", str(week_snapshot), "--durations", typed), 2)
+    assert f"'{typed}'" in line and "positive" in line, line
+    assert "0:00:00" not in line
+
+
+@pytest.mark.parametrize("typed", ["5m,,1h", "5m,", ",5m", "5m, ,1h"])
+def test_empty_duration_item_is_an_error(week_snapshot: Path, typed: str) -> None:
+    line = _error_line(_run("aggregate", str(week_snapshot), "--durations", typed), 2)
+    assert "--durations" in line and "empty item" in line, line
+
+
+def test_zero_usage_window_is_named_as_typed(week_snapshot: Path) -> None:
+    line = _error_line(_run("violations", str(week_snapshot), "--usage-window", "0m"), 2)
+    assert "--usage-window: '0m' is not a positive duration" in line, line
+
+
+# --- 2. a window longer than the data ----------------------------------------------------------
+
+
+def test_window_longer_than_data_warns_and_computes(week_snapshot: Path) -> None:
+    result = _run("aggregate", str(week_snapshot), "--durations", "1h,10d,30d", "--format", "csv")
+    assert result.exit_code == 0, result.stderr
+    warnings = result.stderr.splitlines()
+    # 1h fits inside the data; 10d and 30d reach back before its first sample.
+    assert len(warnings) == 2, warnings
+    long10, long30 = warnings
+    for line, typed in ((long10, "10d"), (long30, "30d")):
+        assert line.startswith(f"analyzer: warning: --durations {typed}: "), line
+        assert "longer than the data (7d from 2026-11-01T00:00:00Z to 2026-11-08T00:00:00Z)" in line
+    # 30d: 168 hourly samples cover 7 of 30 days, under half → left empty (cold-start rule).
+    assert "left empty" in long30
+    frame = pd.read_csv(io.StringIO(result.stdout))
+    by_window = frame[(frame["resource"] == "cpu") & (frame["stat"] == "avg")].set_index("duration")
+    assert bool(by_window.loc["30d", "missing"]) and pd.isna(by_window.loc["30d", "value"])
+    # 10d: 7 of 10 days covered → computed from the 168 samples there are (all 1000 m).
+    assert not bool(by_window.loc["10d", "missing"])
+    assert by_window.loc["10d", "samples"] == HOUR_STEPS_IN_7D
+    assert by_window.loc["10d", "value"] == 1000.0
+    assert by_window.loc["1h", "samples"] == 1
