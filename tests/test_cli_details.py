@@ -90,3 +90,63 @@ def test_window_longer_than_data_warns_and_computes(week_snapshot: Path) -> None
     assert by_window.loc["10d", "samples"] == HOUR_STEPS_IN_7D
     assert by_window.loc["10d", "value"] == 1000.0
     assert by_window.loc["1h", "samples"] == 1
+
+
+# --- 3. --date and other time options name the accepted forms ----------------------------------
+
+
+@pytest.mark.parametrize("typed", ["2026/11/07", "7 Nov 2026", "last-week", "2026-11-7"])
+def test_bad_date_names_accepted_forms(week_snapshot: Path, tmp_path: Path, typed: str) -> None:
+    out = tmp_path / "reports"
+    result = _run("report", "nightly", str(week_snapshot), "--out", str(out), "--date", typed)
+    line = _error_line(result, 2)
+    assert f"--date: '{typed}' is not a day" in line, line
+    assert "YYYY-MM-DD" in line and "'yesterday'" in line, line
+    assert "up to and including 24:00" in line, line  # which part of the day is covered
+    assert not out.exists()
+
+
+def test_date_outside_data_names_the_days_with_data(week_snapshot: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    result = _run(
+        "report", "nightly", str(week_snapshot), "--out", str(out), "--date", "2026-11-08"
+    )
+    line = _error_line(result, 2)
+    # Hourly samples from 01:00 on Nov 1 to 00:00 on Nov 8: the 00:00 sample closes Nov 7.
+    assert "UTC days with data are 2026-11-01 to 2026-11-07, both included" in line, line
+    assert not out.exists()
+
+
+def test_date_yesterday_is_accepted(week_snapshot: Path, tmp_path: Path) -> None:
+    before = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=1)).date()
+    out = tmp_path / "reports"
+    result = _run("report", "nightly", str(week_snapshot), "--out", str(out), "--date", "yesterday")
+    after = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=1)).date()
+    line = _error_line(result, 2)  # the snapshot is of November 2026's first week
+    assert any(f"--date: {day} has no usage data" in line for day in {before, after}), line
+
+
+def test_date_last_day_with_data_is_reported(week_snapshot: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    result = _run(
+        "report", "nightly", str(week_snapshot), "--out", str(out), "--date", "2026-11-07"
+    )
+    assert result.exit_code == 0, result.output
+    assert (out / "2026-11-07" / "report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("aggregate", "{snap}", "--at", "2026-11-07 noon"), "--at"),
+        (("generate", "--out", "{tmp}/g", "--start", "yesterday"), "--start"),
+    ],
+)
+def test_bad_time_names_accepted_forms(
+    week_snapshot: Path, tmp_path: Path, args: tuple[str, ...], option: str
+) -> None:
+    filled = [a.format(snap=week_snapshot, tmp=tmp_path) for a in args]
+    line = _error_line(_run(*filled), 2)
+    assert f"{option}: " in line and "is not a time" in line, line
+    assert "RFC 3339" in line and "YYYY-MM-DD" in line and "unix seconds" in line, line
+    assert not (tmp_path / "g").exists()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from analyzer.core.errors import InputError
 
@@ -86,8 +86,31 @@ def parse_time(text: str, *, field: str = "time") -> datetime:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except (ValueError, OverflowError):
         raise InputError(
-            f"{field}: {text!r} is not a time (expected RFC 3339 like 2026-11-01T00:00:00Z)"
+            f"{field}: {text!r} is not a time (accepted: RFC 3339 like 2026-11-01T12:00:00Z, "
+            "a day YYYY-MM-DD meaning its 00:00 UTC, or unix seconds)"
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+DAY_FORMS = (
+    "YYYY-MM-DD, 'yesterday', or an RFC 3339 time or unix seconds, whose UTC day is taken; "
+    "one whole UTC day is covered, after 00:00 up to and including 24:00"
+)
+
+
+def parse_day(text: str, *, field: str = "--date", today: date | None = None) -> date:
+    """A UTC day: ``2026-11-07``, ``yesterday`` (relative to ``today``, default the UTC date now),
+    or a time ``parse_time`` reads whose UTC day is taken (``2026-11-07T23:00:00-02:00`` →
+    2026-11-08). The error names every accepted form and which part of the day is covered.
+    """
+    value = str(text).strip()
+    if value.lower() == "yesterday":
+        return (today or datetime.now(UTC).date()) - timedelta(days=1)
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            return date.fromisoformat(value)
+        return parse_time(value, field=field).date()
+    except (ValueError, InputError):
+        raise InputError(f"{field}: {text!r} is not a day (accepted: {DAY_FORMS})") from None
