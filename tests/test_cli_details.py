@@ -7,6 +7,8 @@ one line the user reads.
 from __future__ import annotations
 
 import io
+import re
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +20,7 @@ from analyzer.cli import main
 from analyzer.core.snapshot import write_snapshot
 
 HOUR_STEPS_IN_7D = 7 * 24
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(*args: str) -> Result:
@@ -150,3 +153,75 @@ def test_bad_time_names_accepted_forms(
     assert f"{option}: " in line and "is not a time" in line, line
     assert "RFC 3339" in line and "YYYY-MM-DD" in line and "unix seconds" in line, line
     assert not (tmp_path / "g").exists()
+
+
+# --- 8. generate estimates the OpenMetrics size first and refuses above --max-bytes ------------
+
+_ESTIMATE = re.compile(r"^openmetrics .*: estimated .* \((\d+) series, (\d+) samples\)$", re.M)
+_WRITTEN = re.compile(r"^openmetrics .*: (\d+) series, (\d+) samples, (\d+) bytes", re.M)
+_REFUSED = re.compile(r"about \S+ \S+ \((\d+) bytes\), above --max-bytes (\S+) \((\d+) bytes\)")
+SMALL = ("--nodes", "3", "--days", "0.25", "--step", "5m")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        (),
+        ("--constant-step", "5m", "--node-exporter-cpus", "1"),
+        ("--ha-replicas", "2", "--instance-convention", "host-ip", "--node-labels"),
+        ("--exclude-metric", "node_cpu_seconds_total", "--no-ksm-honor-labels"),
+    ],
+)
+def test_generate_estimate_is_close_to_the_written_size(
+    tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    om = tmp_path / "cluster.om"
+    result = _run(
+        "generate", "--out", str(tmp_path / "snap"), "--openmetrics", str(om), *SMALL, *extra
+    )
+    assert result.exit_code == 0, result.output
+    estimated = _ESTIMATE.search(result.stdout)
+    written = _WRITTEN.search(result.stdout)
+    assert estimated and written, result.stdout
+    assert result.stdout.index("estimated") < result.stdout.index("snapshot ")  # printed first
+    # Series and samples are counted exactly; only value text is sampled.
+    assert estimated.groups() == written.groups()[:2]
+    real = om.stat().st_size
+    assert int(written.group(3)) == real
+    refused = _run(
+        "generate", "--out", str(tmp_path / "again"), "--openmetrics", str(tmp_path / "again.om"),
+        *SMALL, *extra, "--max-bytes", "1",
+    )  # fmt: skip
+    match = _REFUSED.search(_error_line(refused, 2))
+    assert match, refused.stderr
+    assert 0.95 < int(match.group(1)) / real < 1.05
+
+
+def test_generate_refuses_above_max_bytes_and_writes_nothing(tmp_path: Path) -> None:
+    out, om = tmp_path / "snap", tmp_path / "cluster.om"
+    result = _run(
+        "generate", "--out", str(out), "--openmetrics", str(om), *SMALL, "--max-bytes", "1M"
+    )
+    line = _error_line(result, 2)
+    match = _REFUSED.search(line)
+    assert match, line
+    assert match.group(2) == "1M" and int(match.group(3)) == 10**6
+    assert int(match.group(1)) > 10**6
+    assert "raise --max-bytes" in line and "nothing was written" in line
+    assert list(tmp_path.iterdir()) == []  # no snapshot, no OpenMetrics, no temp file
+
+
+def test_readme_generate_example_is_modest(tmp_path: Path) -> None:
+    """The README's generate line, pointed at tmp_path, estimates well under 2 GB (the default)."""
+    (line,) = [
+        part.strip()
+        for part in (ROOT / "README.md").read_text().replace("\n", " ").split("`")
+        if part.startswith("analyzer generate ")
+    ]
+    args = shlex.split(line)[1:]
+    args = [str(tmp_path / a) if a in ("snap/", "cluster.om") else a for a in args]
+    result = _run(*args, "--max-bytes", "1")
+    match = _REFUSED.search(_error_line(result, 2))
+    assert match, result.stderr
+    assert int(match.group(1)) < 300 * 10**6
+    assert list(tmp_path.iterdir()) == []

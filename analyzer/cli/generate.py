@@ -9,6 +9,7 @@ import click
 from analyzer.cli.base import main
 from analyzer.core.durations import parse_duration, parse_time
 from analyzer.core.errors import InputError
+from analyzer.core.quantity import base_value
 from analyzer.core.snapshot import write_snapshot
 from analyzer.sources import (
     DEFAULT_START,
@@ -17,7 +18,28 @@ from analyzer.sources import (
     generate,
     write_openmetrics,
 )
-from analyzer.sources.openmetrics import CONVENTIONS
+from analyzer.sources.openmetrics import CONVENTIONS, OpenMetricsStats, estimate_openmetrics
+
+DEFAULT_MAX_BYTES = "2G"
+_SHRINK = "--nodes, --days, a longer --step, --node-exporter-cpus 1 or --constant-step 5m"
+
+
+def human_bytes(count: int) -> str:
+    """``16558268230`` → ``16.6 GB`` (decimal units, as ``--max-bytes 2G`` reads them)."""
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def check_size(estimate: OpenMetricsStats, limit: int, limit_text: str) -> None:
+    """Refuse (exit 2, nothing written) when the estimated OpenMetrics file is above the limit."""
+    if estimate.bytes > limit:
+        raise InputError(
+            f"--openmetrics: the file would be about {human_bytes(estimate.bytes)} "
+            f"({estimate.bytes} bytes), above --max-bytes {limit_text} ({limit} bytes); "
+            f"raise --max-bytes or shrink it with {_SHRINK}; nothing was written"
+        )
 
 
 @main.command(name="generate")
@@ -31,7 +53,15 @@ from analyzer.sources.openmetrics import CONVENTIONS
     "--openmetrics",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write OpenMetrics text for 'promtool tsdb create-blocks-from openmetrics'.",
+    help="Also write OpenMetrics text for 'promtool tsdb create-blocks-from openmetrics'. "
+    "Its estimated size is printed first; see --max-bytes.",
+)
+@click.option(
+    "--max-bytes",
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Refuse to write an OpenMetrics file estimated above this many bytes (a quantity: "
+    "500M, 2G, 1Gi, or plain bytes). Nothing is written when refused.",
 )
 @click.option("--nodes", type=int, default=200, show_default=True, help="Number of nodes.")
 @click.option("--days", type=float, default=7.0, show_default=True, help="Days of history.")
@@ -111,6 +141,7 @@ from analyzer.sources.openmetrics import CONVENTIONS
 def generate_cmd(
     out: Path,
     openmetrics: Path | None,
+    max_bytes: str,
     nodes: int,
     days: float,
     step: str,
@@ -153,7 +184,17 @@ def generate_cmd(
         ha_replicas=ha_replicas,
     )
     options.stride(spec.step)  # bad options fail before anything is written
+    limit = base_value(max_bytes, field="--max-bytes")
+    if limit <= 0:
+        raise InputError(f"--max-bytes: {max_bytes!r} must be a positive size, e.g. 2G")
     cluster = generate(spec)
+    if openmetrics is not None:
+        estimate = estimate_openmetrics(cluster, options)
+        click.echo(
+            f"openmetrics {openmetrics}: estimated {human_bytes(estimate.bytes)} "
+            f"({estimate.series} series, {estimate.samples} samples)"
+        )
+        check_size(estimate, limit, max_bytes)
     write_snapshot(cluster.snapshot, out)
     snap = cluster.snapshot
     click.echo(
@@ -164,5 +205,5 @@ def generate_cmd(
         stats = write_openmetrics(cluster, openmetrics, options)
         click.echo(
             f"openmetrics {openmetrics}: {stats.series} series, {stats.samples} samples, "
-            f"{stats.bytes} bytes"
+            f"{stats.bytes} bytes ({human_bytes(stats.bytes)})"
         )
