@@ -7,6 +7,7 @@ one line the user reads.
 from __future__ import annotations
 
 import io
+import json
 import re
 import shlex
 from pathlib import Path
@@ -225,3 +226,80 @@ def test_readme_generate_example_is_modest(tmp_path: Path) -> None:
     assert match, result.stderr
     assert int(match.group(1)) < 300 * 10**6
     assert list(tmp_path.iterdir()) == []
+
+
+# --- 6. inspect without --table summarises the snapshot ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gappy_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two nodes in two pools over 4 hourly grid points; n2 misses two of them.
+
+    Pods: a DaemonSet pod on n1 still running, a pod on n2 finished at 02:00, one never
+    scheduled. meta.json carries one warning.
+    """
+    start = pd.Timestamp("2026-11-01T00:00:00Z")
+    snap = build(
+        nodes=[{"node": "n1", "pool": "general"}, {"node": "n2", "pool": "gpu"}],
+        node_usage={"n1": [500.0, 600.0, 700.0, 800.0], "n2": [100.0, None, None, 400.0]},
+        pods=[
+            {"node": "n1", "owner_kind": "DaemonSet"},
+            {"node": "n2", "finished": start + pd.Timedelta(hours=2)},
+            {"node": None, "scheduled": None},
+        ],
+        step="1h",
+    )
+    snap.meta.warnings.append("query node_memory_available: 3 series without a node label")
+    path = tmp_path_factory.mktemp("gappy") / "snap"
+    write_snapshot(snap, path)
+    return path
+
+
+def test_inspect_without_table_prints_a_summary(gappy_snapshot: Path) -> None:
+    result = _run("inspect", str(gappy_snapshot))
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert (
+        "range:       2026-11-01T00:00:00+00:00 to 2026-11-01T04:00:00+00:00 (4h), step 1h" in text
+    )
+    assert "nodes:       2 in 2 pool(s): general 1, gpu 1" in text
+    assert "pods:        3 (2 scheduled, 1 running at the end, 1 DaemonSet/static)" in text
+    assert "usage rows:  6 node samples, 0 pod samples" in text
+    # n1 has 4 of 4 grid points, n2 2 of 4: mean 75 %, lowest 50 %.
+    assert "node cpu samples at 75.00 % of the 4 grid points (mean over nodes)" in text
+    assert "lowest node 50.00 %, 0 node(s) without usage" in text
+    assert (
+        "warnings:    1\n    - query node_memory_available: 3 series without a node label" in text
+    )
+    assert "written by:  analyzer test (schema 1)" in text
+    assert "read by:     analyzer " in text
+
+
+def test_inspect_summary_json_holds_possible_values(
+    gappy_snapshot: Path, week_snapshot: Path
+) -> None:
+    for path in (gappy_snapshot, week_snapshot):
+        result = _run("inspect", str(path), "--format", "json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        cover = data["coverage"]
+        assert 0 <= cover["min_pct"] <= cover["mean_pct"] <= 100
+        assert 0 <= cover["nodes_without_usage"] <= data["nodes"]
+        assert sum(data["pools"].values()) == data["nodes"]
+        assert 0 <= data["pods_running_at_end"] <= data["pods_scheduled"] <= data["pods"]
+        assert 0 <= data["pods_pinned"] <= data["pods_scheduled"]
+    # the week snapshot: 168 hourly samples of 168 grid points
+    assert cover == {
+        "grid_points": 168,
+        "mean_pct": 100.0,
+        "min_pct": 100.0,
+        "nodes_without_usage": 0,
+    }
+
+
+def test_inspect_table_still_works_and_csv_needs_a_table(gappy_snapshot: Path) -> None:
+    result = _run("inspect", str(gappy_snapshot), "--table", "nodes", "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert pd.read_csv(io.StringIO(result.stdout))["node"].tolist() == ["n1", "n2"]
+    line = _error_line(_run("inspect", str(gappy_snapshot), "--format", "csv"), 2)
+    assert "--format csv: needs --table" in line, line
