@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -303,3 +306,60 @@ def test_inspect_table_still_works_and_csv_needs_a_table(gappy_snapshot: Path) -
     assert pd.read_csv(io.StringIO(result.stdout))["node"].tolist() == ["n1", "n2"]
     line = _error_line(_run("inspect", str(gappy_snapshot), "--format", "csv"), 2)
     assert "--format csv: needs --table" in line, line
+
+
+# --- 7. the README's score example runs as written ---------------------------------------------
+
+
+def _readme_lines(prefix: str) -> list[str]:
+    """Command lines of README.md's code blocks that start with ``prefix``."""
+    return [
+        line.strip()
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.strip().startswith(prefix)
+    ]
+
+
+def test_readme_score_example_runs_as_written() -> None:
+    (line,) = _readme_lines("analyzer score examples/")
+    argv = shlex.split(line)
+    assert (ROOT / argv[2]).is_file()
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer", *argv[1:]],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    # The numbers worked by hand in the scenario's comments.
+    assert "node node-a  total 125  (feasible)" in text
+    assert "node node-b  total 112  (feasible)" in text
+    assert "node node-c  total 87  (INFEASIBLE: Insufficient memory)" in text
+    assert "selected (tie set): node-a; chosen: node-a" in text
+    fit = re.findall(r"NodeResourcesFit\s+\(node score\)\s+(\d+)", text)
+    balanced = re.findall(r"NodeResourcesBalancedAllocation\s+\(node score\)\s+(\d+)", text)
+    assert fit[:2] == ["50", "37"] and balanced[:2] == ["75", "75"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "extra", "expected"),
+    [
+        # The Kubernetes "Resource Bin Packing" page, on today's 0-100 scale and on the page's own
+        # legacy 0-10 scale.
+        ("score-binpacking-doc.yaml", (), {"node1": 60, "node2": 69}),
+        ("score-binpacking-doc.yaml", ("--kubernetes-version", "1.16"), {"node1": 5, "node2": 7}),
+        # Koordinator's unit test "score load node".
+        ("score-loadaware.yaml", (), {"test-node-1": 72}),
+    ],
+)
+def test_shipped_score_examples_give_their_documented_scores(
+    scenario: str, extra: tuple[str, ...], expected: dict[str, int]
+) -> None:
+    result = _run("score", str(ROOT / "examples" / scenario), *extra)
+    assert result.exit_code == 0, result.output
+    nodes = json.loads(result.stdout)["nodes"]
+    assert {n["name"]: n["total"] for n in nodes} == expected
+    assert all(n["feasible"] for n in nodes)
