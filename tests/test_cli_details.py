@@ -363,3 +363,31 @@ def test_shipped_score_examples_give_their_documented_scores(
     nodes = json.loads(result.stdout)["nodes"]
     assert {n["name"]: n["total"] for n in nodes} == expected
     assert all(n["feasible"] for n in nodes)
+
+
+# --- 5. queries list wraps, never cuts ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_queries_list_wraps_without_cutting_words(columns: int) -> None:
+    from analyzer.prom.profile import load_profile
+
+    result = CliRunner().invoke(main, ["queries", "list"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()[1:]  # after the "# folder" line
+    profile = load_profile(None)
+    # Every description appears whole: the wrapped lines below its query join back to it.
+    blocks: dict[str, list[str]] = {}
+    current = ""
+    for line in lines:
+        if line.startswith("    "):
+            blocks[current].append(line.strip())
+        else:
+            current = line.split()[0]
+            blocks[current] = []
+    assert list(blocks) == list(profile)
+    for name, spec in profile.items():
+        assert " ".join(blocks[name]) == " ".join(spec.description.split()), name
+        for line in blocks[name]:
+            # wrapped to the width, unless one word alone is longer than the line
+            assert len(line) + 4 <= columns or " " not in line, line
