@@ -391,3 +391,54 @@ def test_queries_list_wraps_without_cutting_words(columns: int) -> None:
         for line in blocks[name]:
             # wrapped to the width, unless one word alone is longer than the line
             assert len(line) + 4 <= columns or " " not in line, line
+
+
+# --- 4. trace tables: headers with units, every column explained in --help ---------------------
+
+
+def test_alibaba_table_headers_have_units_and_help_explains_them() -> None:
+    args = ["trace", "alibaba-gpu", "--policy", "BestFit", "--seeds", "1", "--tune", "1.1"]
+    result = _run(*args, "--workers", "1")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("policy"))
+    columns = ["seeds", "alloc% @100", "alloc% @110", "alloc% @130", "frag% @100", "1st fail %"]
+    assert header.split()[0] == "policy"
+    for column in columns:
+        assert column in header, header
+    row = next(line for line in lines if line.startswith("BestFit")).split()
+    assert row[1] == "1"  # one seed
+    # tune 1.1: arrivals reach 110 % of GPU capacity, never 130 %
+    alloc100, alloc110 = (float(cell.split("±")[0]) for cell in row[2:4])
+    assert 0 < alloc100 <= alloc110 <= 100 and row[4] == "-"
+    assert 0 <= float(row[5]) <= 100  # frag ratio, % of idle GPU capacity
+    assert row[6] == "none" or 0 < float(row[6]) <= 110  # arrived % at the first failure
+    # The legend under the table and --help both explain every column.
+    legend = result.stdout[result.stdout.index("Columns:") :]
+    help_text = _run("trace", "alibaba-gpu", "--help").stdout
+    for column in ["seeds", "alloc% @X", "frag% @100", "1st fail %"]:
+        assert f"  {column}  " in legend, column
+        assert f"  {column}  " in help_text, column
+
+
+def test_m3_table_rows_have_units_and_help_explains_them() -> None:
+    result = _run("trace", "bytedance-m3", "--policy", "MostAllocated", "--seeds", "42")
+    assert result.exit_code == 0, result.output
+    help_text = " ".join(_run("trace", "bytedance-m3", "--help").stdout.split())
+    rows = {
+        line[:40].strip(): line[40:].split()
+        for line in result.stdout.splitlines()[1:]
+        if "(" in line[:40] and not line.startswith(("(", " "))
+    }
+    assert len(rows) == 8, rows
+    for label in rows:
+        assert label.endswith(")"), label  # the unit, in parentheses
+    assert rows["containers placed (count)"][0] == "3485"  # production places every container
+    assert rows["machines used (count)"][0] == "96"
+    for label, values in rows.items():
+        if "%" in label:
+            assert all(0 <= float(v) <= 100 for v in values), (label, values)
+    for phrase in ("containers placed / failed (count)", "machines used (count)",
+                   "stranded CPU (% of cluster CPU)", "stranded memory (% of cluster memory)",
+                   "headroom (median containers)", "busiest machine"):  # fmt: skip
+        assert phrase in help_text, phrase

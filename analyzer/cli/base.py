@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from analyzer import __version__
+from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext
 from analyzer.core.config import build_default_map, load_config_file
 from analyzer.core.errors import AnalyzerError
 
@@ -28,7 +29,13 @@ def _fail(message: str, code: int) -> None:
 
 
 class AnalyzerGroup(click.Group):
-    """A group that turns ``AnalyzerError`` into a one-line message and its exit code."""
+    """A group that turns ``AnalyzerError`` into a one-line message and its exit code.
+
+    Its commands and subgroups format their help without cutting words (``cli/helpformat.py``).
+    """
+
+    context_class = AnalyzerContext
+    command_class = AnalyzerCommand
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -38,6 +45,9 @@ class AnalyzerGroup(click.Group):
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         return None
+
+
+AnalyzerGroup.group_class = AnalyzerGroup  # plain subgroups (``queries``) format help the same
 
 
 class LazyGroup(AnalyzerGroup):
