@@ -442,3 +442,65 @@ def test_m3_table_rows_have_units_and_help_explains_them() -> None:
                    "stranded CPU (% of cluster CPU)", "stranded memory (% of cluster memory)",
                    "headroom (median containers)", "busiest machine"):  # fmt: skip
         assert phrase in help_text, phrase
+
+
+# --- help reads well: nothing cut, every option of these commands explained --------------------
+
+MY_COMMANDS = {
+    ("aggregate",), ("violations",), ("fragmentation",), ("generate",), ("inspect",),
+    ("score",), ("strategies",), ("trace", "alibaba-gpu"), ("trace", "bytedance-m3"),
+    ("queries", "list"), ("queries", "show"),
+}  # fmt: skip
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    import click
+
+    from analyzer.cli.base import _all_commands
+
+    def walk(group: click.Group, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        out = []
+        for name, command in sorted(_all_commands(group).items()):
+            out.append((*path, name))
+            if isinstance(command, click.Group):
+                out += walk(command, (*path, name))
+        return out
+
+    return [(), *walk(main, ())]
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "analyzer")
+def test_help_fits_80_columns_without_cutting_words(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(main, [*path, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    for line in result.stdout.splitlines():
+        assert len(line) <= 80 or " " not in line.strip(), line
+        assert not re.search(r"\w-$", line), f"word split at a hyphen: {line!r}"
+        if not line.startswith("Usage:"):  # "[ARGS]..." is click's usage syntax
+            assert not line.endswith("..."), f"cut: {line!r}"  # a truncated command summary
+    if "Commands:" in result.stdout:
+        commands = result.stdout.split("Commands:", 1)[1]
+        assert "..." not in commands
+
+
+@pytest.mark.parametrize("path", sorted(MY_COMMANDS), ids=" ".join)
+def test_every_option_is_explained(path: tuple[str, ...]) -> None:
+    import click
+
+    command: click.Command = main
+    ctx = click.Context(main)
+    for name in path:
+        assert isinstance(command, click.Group)
+        found = command.get_command(ctx, name)
+        assert found is not None
+        command = found
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert param.help, f"{' '.join(path)} {param.opts[0]} has no help"
+
+
+def test_help_keeps_hyphenated_names_whole() -> None:
+    text = CliRunner().invoke(main, ["trace", "alibaba-gpu", "--help"], env={"COLUMNS": "80"})
+    flat = text.stdout
+    for name in ("kube-default", "most-allocated", "rtcr-binpack"):
+        assert name in flat, name

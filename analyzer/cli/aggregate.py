@@ -100,14 +100,22 @@ def _collect_for(
 @click.argument("snapshot", type=click.Path(path_type=Path), required=False)
 @connection_options
 @click.option(
-    "--step", default="1m", show_default=True, help="Sample step when reading --prometheus."
+    "--step",
+    default="1m",
+    show_default=True,
+    help="Sample step when reading --prometheus (a duration: 30s, 1m).",
 )
-@click.option("--at", "at_text", help="Window end (RFC 3339). Default: the end of the data.")
+@click.option(
+    "--at",
+    "at_text",
+    help="Window end: RFC 3339, YYYY-MM-DD (00:00 UTC) or unix seconds. Default: the end of the "
+    "data (with --prometheus: now).",
+)
 @click.option(
     "--durations",
     default=_DEFAULT_DURATIONS,
     show_default=True,
-    help="Comma-separated window lengths (any Prometheus duration).",
+    help="Comma-separated window lengths, each a Prometheus duration (5m, 1h30m, 7d).",
 )
 @click.option(
     "--method",
@@ -122,6 +130,8 @@ def _collect_for(
     type=click.Choice(["nodemetric-yaml", "json", "csv"]),
     default="nodemetric-yaml",
     show_default=True,
+    help="NodeMetric objects as YAML or a JSON List (cpu '<millicores>m', memory bytes), or CSV "
+    "rows (value in millicores or bytes).",
 )
 def aggregate_cmd(
     snapshot: Path | None,
@@ -207,7 +217,12 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
     callback=_pct,
     help="CPU % for --aggregated (default: the usage threshold).",
 )
-@click.option("--aggregated-memory", type=int, callback=_pct, help="Memory % for --aggregated.")
+@click.option(
+    "--aggregated-memory",
+    type=int,
+    callback=_pct,
+    help="Memory % for --aggregated (default: the usage threshold).",
+)
 @click.option("--prod-cpu", type=int, callback=_pct, help="Prod pods' CPU usage threshold %.")
 @click.option("--prod-memory", type=int, callback=_pct, help="Prod pods' memory usage threshold %.")
 @click.option("--annotations/--no-annotations", default=True, show_default=True,
@@ -216,15 +231,23 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
     "--usage-window",
     default="5m",
     show_default=True,
-    help="Average behind instant/prod checks (NodeMetric nodeUsage is a 5-minute mean).",
+    help="Average (a duration) behind instant/prod checks; NodeMetric nodeUsage is a 5-minute "
+    "mean.",
 )
-@click.option("--method", type=click.Choice(METHODS), default="nearest-rank", show_default=True)
+@click.option(
+    "--method",
+    type=click.Choice(METHODS),
+    default="nearest-rank",
+    show_default=True,
+    help="Percentile rule for --aggregated: koordlet's nearest-rank or Prometheus' linear.",
+)
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "json", "csv"]),
     default="table",
     show_default=True,
+    help="table: nodes with breaches, then each breach (minutes, %); json/csv: every breach.",
 )
 @click.option("--fail-on-violations", is_flag=True, help="Exit 4 when any breach is found.")
 @click.pass_context
@@ -279,9 +302,19 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
 
 @main.command("fragmentation")
 @click.argument("snapshot", type=click.Path(path_type=Path))
-@click.option("--step", default="1h", show_default=True, help="Spacing of the time points.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "--step",
+    default="1h",
+    show_default=True,
+    help="Spacing of the time points (a duration, e.g. 1h).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: the last time point and the headroom per shape; json: every time point.",
 )
 def fragmentation_cmd(snapshot: Path, step: str, fmt: str) -> None:
     """Free-capacity fragmentation over time: FGD ratio, stranded capacity, headroom per shape."""

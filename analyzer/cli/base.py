@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from analyzer import __version__
-from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext
+from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext, summary
 from analyzer.core.config import build_default_map, load_config_file
 from analyzer.core.errors import AnalyzerError
 
@@ -36,6 +36,17 @@ class AnalyzerGroup(click.Group):
 
     context_class = AnalyzerContext
     command_class = AnalyzerCommand
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with their first help paragraph, wrapped rather than cut."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, summary(command)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

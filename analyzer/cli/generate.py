@@ -64,8 +64,12 @@ def check_size(estimate: OpenMetricsStats, limit: int, limit_text: str) -> None:
     "500M, 2G, 1Gi, or plain bytes). Nothing is written when refused.",
 )
 @click.option("--nodes", type=int, default=200, show_default=True, help="Number of nodes.")
-@click.option("--days", type=float, default=7.0, show_default=True, help="Days of history.")
-@click.option("--step", default="1m", show_default=True, help="Sample step (e.g. 30s, 1m, 5m).")
+@click.option(
+    "--days", type=float, default=7.0, show_default=True, help="Days of history (e.g. 0.5)."
+)
+@click.option(
+    "--step", default="1m", show_default=True, help="Sample step, a duration (30s, 1m, 5m)."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option(
     "--churn",
@@ -110,8 +114,8 @@ def check_size(estimate: OpenMetricsStats, limit: int, limit_text: str) -> None:
 @click.option(
     "--constant-step",
     default=None,
-    help="Sample constant-valued series (KSM info, requests, ...) only this often, keeping "
-    "each run's first and last sample (multiple of --step, at most 5m; a size knob).",
+    help="Sample constant-valued series (KSM info, requests, ...) only this often, a duration "
+    "(multiple of --step, at most 5m), keeping each run's first and last sample; a size knob.",
 )
 @click.option(
     "--node-labels/--no-node-labels",

@@ -72,3 +72,13 @@ class AnalyzerCommand(click.Command):
     """A command whose help is formatted by ``HelpFormatter``."""
 
     context_class = AnalyzerContext
+
+
+def summary(command: click.Command) -> str:
+    """A command's line in its group's list: ``short_help``, else its help's first paragraph
+    (whole, to be wrapped — click cuts it at the width and adds "...")."""
+    if command.short_help:
+        return command.short_help
+    text = (command.help or "").split("\f", 1)[0]
+    first = textwrap.dedent(text).strip().split("\n\n", 1)[0]
+    return " ".join(first.split())

@@ -91,8 +91,10 @@ def summary_text(path: Path, summary: SnapshotSummary) -> str:
 )
 @click.option("--limit", type=int, default=None, help="With --table: print at most this many rows.")
 def inspect(snapshot: Path, table: str | None, fmt: str, limit: int | None) -> None:
-    """Summarise a snapshot (range, step, nodes, pods, usage rows, pools, coverage, warnings,
-    analyzer version), or print one table with --table (nodes, pods, node_usage, pod_usage).
+    """Summarise a snapshot, or print one of its tables with --table.
+
+    The summary: source, range and step, nodes per pool, pods, usage rows, coverage, failed
+    queries, warnings and the analyzer version that wrote it.
 
     Coverage is the share of the range's step-aligned grid points at which a node has a cpu
     usage sample, in percent: the mean over nodes and the lowest node.

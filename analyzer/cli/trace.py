@@ -168,7 +168,12 @@ def _m3_table(data: dict[str, Any]) -> str:
     "FGD simulator's scheduler fork does; 'random' is upstream kube-scheduler's uniform choice.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "table"]),
+    default="table",
+    show_default=True,
+    help="table: the summary described above; json: every number.",
 )
 @click.option(
     "--report",
@@ -242,7 +247,12 @@ def alibaba_gpu(
     "--m3", "m3_path", type=click.Path(path_type=Path), help="M3.json (default: the bundled copy)."
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "table"]),
+    default="table",
+    show_default=True,
+    help="table: the summary described above; json: every number.",
 )
 @click.option(
     "--report",
@@ -261,7 +271,8 @@ def bytedance_m3(
     \b
     containers placed / failed (count)
     machines used (count)
-    CPU allocated, mean of used machines / busiest machine (% of the machine's CPU)
+    CPU allocated, mean of used machines (%) and busiest machine (%):
+        allocated requests, % of the machine's CPU
     stranded CPU (% of cluster CPU): free CPU on machines whose free memory
         cannot hold the median container's request
     stranded memory (% of cluster memory): the converse
