@@ -504,3 +504,39 @@ def test_help_keeps_hyphenated_names_whole() -> None:
     flat = text.stdout
     for name in ("kube-default", "most-allocated", "rtcr-binpack"):
         assert name in flat, name
+
+
+# --- more messages in the user's syntax ---------------------------------------------------------
+
+
+def test_aggregated_window_longer_than_data_warns(week_snapshot: Path) -> None:
+    data = "longer than the data (7d from 2026-11-01T00:00:00Z to 2026-11-08T00:00:00Z)"
+    never = _run("violations", str(week_snapshot), "--aggregated", "p95:30d")
+    assert never.exit_code == 0, never.output
+    (line,) = never.stderr.splitlines()
+    assert line.startswith("analyzer: warning: --aggregated p95:30d: ") and data in line, line
+    assert "cannot find a breach" in line  # 7 days never cover half of 30
+    late = _run("violations", str(week_snapshot), "--aggregated", "p95:10d")
+    (line,) = late.stderr.splitlines()
+    # half of 10 days is covered from 5 days after the data starts
+    assert data in line and "checked only from 2026-11-06T00:00:00Z on" in line, line
+    inside = _run("violations", str(week_snapshot), "--aggregated", "p95:1d")
+    assert inside.exit_code == 0 and inside.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (("--constant-step", "90s"), "--constant-step: '90s' must be a multiple of --step '1m'"),
+        (("--constant-step", "0m"), "--constant-step: '0m' is not a positive duration"),
+        (("--max-bytes", "500m"), "--max-bytes: '500m' is not a whole positive number of bytes"),
+        (("--max-bytes", "0"), "--max-bytes: '0' is not a whole positive number of bytes"),
+    ],
+)
+def test_generate_option_messages_name_the_value_as_typed(
+    tmp_path: Path, args: tuple[str, ...], text: str
+) -> None:
+    out = tmp_path / "snap"
+    line = _error_line(_run("generate", "--out", str(out), *SMALL[:4], *args), 2)
+    assert text in line, line
+    assert list(tmp_path.iterdir()) == []

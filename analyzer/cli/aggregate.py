@@ -34,6 +34,7 @@ from analyzer.usage.aggregate import (
     to_nodemetrics,
     window_aggregates,
 )
+from analyzer.usage.grid import MIN_COVERAGE
 from analyzer.usage.percentiles import METHODS
 from analyzer.usage.thresholds import AGG_TYPES, AggregatedThreshold, ThresholdConfig
 from analyzer.usage.violations import find_violations
@@ -197,6 +198,32 @@ def _aggregated(
     return AggregatedThreshold(thresholds, stat, duration)
 
 
+def _aggregated_longer_than_data(
+    snap: Snapshot, config: ThresholdConfig, spec: str | None
+) -> list[str]:
+    """A warning when the aggregated threshold's window is longer than the data.
+
+    Its stat exists only where the window's samples cover at least half of it (the cold-start
+    rule), so such a window is checked late in the range or, past twice the data, never.
+    """
+    agg = config.aggregated
+    if agg is None or agg.duration is None or agg.duration <= snap.end - snap.start:
+        return []
+    span = snap.end - snap.start
+    name = (
+        f"--aggregated {spec}"
+        if spec
+        else f"thresholds: aggregated window {format_duration(agg.duration)}"
+    )
+    data = f"{format_duration(span)} from {_utc_text(snap.start)} to {_utc_text(snap.end)}"
+    if agg.duration * MIN_COVERAGE > span:
+        outcome = "no window is ever half covered, so this check cannot find a breach"
+    else:
+        since = _utc_text(snap.start + agg.duration * MIN_COVERAGE)
+        outcome = f"it is checked only from {since} on, once half of a window is covered"
+    return [f"{name}: the window is longer than the data ({data}); {outcome}"]
+
+
 def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
     if value is not None and not 0 <= value <= 100:
         raise click.BadParameter(f"{value} is not a percent 0..100", param=param)
@@ -278,7 +305,9 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
                 thresholds[key] = opts[f"aggregated_{key}"]
         aggregated = replace(config.aggregated, thresholds=thresholds)
     config = replace(config, usage=usage, prod=prod, aggregated=aggregated)
-    result = find_violations(read_snapshot(snapshot), config)
+    snap = read_snapshot(snapshot)
+    result = find_violations(snap, config)
+    long_window = _aggregated_longer_than_data(snap, config, opts["aggregated"])
     fmt = opts["fmt"]
     if fmt == "json":
         click.echo(_json(result.to_dict()))
@@ -294,7 +323,7 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
                 click.echo(hot.to_string(index=False))
                 click.echo("")
                 click.echo(result.breaches.to_string(index=False))
-    for warning in result.warnings:
+    for warning in [*result.warnings, *long_window]:
         click.echo(f"analyzer: warning: {warning}", err=True)
     if opts["fail_on_violations"] and result.count:
         ctx.exit(EXIT_VIOLATIONS)

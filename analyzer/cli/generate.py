@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import click
 
 from analyzer.cli.base import main
-from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.durations import parse_duration, parse_positive_duration, parse_time
 from analyzer.core.errors import InputError
-from analyzer.core.quantity import base_value
+from analyzer.core.quantity import parse_quantity
 from analyzer.core.snapshot import write_snapshot
 from analyzer.sources import (
     DEFAULT_START,
@@ -40,6 +41,31 @@ def check_size(estimate: OpenMetricsStats, limit: int, limit_text: str) -> None:
             f"({estimate.bytes} bytes), above --max-bytes {limit_text} ({limit} bytes); "
             f"raise --max-bytes or shrink it with {_SHRINK}; nothing was written"
         )
+
+
+def _size_limit(text: str) -> int:
+    """``--max-bytes``: a positive byte count written as a Kubernetes quantity (``2G``)."""
+    try:
+        quantity = parse_quantity(text, field="--max-bytes")
+    except InputError:
+        quantity = Fraction(0)
+    if quantity <= 0 or quantity.denominator != 1:  # "500m" would be half a byte
+        raise InputError(
+            f"--max-bytes: {text!r} is not a whole positive number of bytes "
+            "(e.g. 500M, 2G, 1Gi or plain bytes; M is 10^6, Mi 2^20, lower-case m is milli)"
+        )
+    return int(quantity)
+
+
+def _constant_step(text: str, step_text: str, step_seconds: int) -> int:
+    """``--constant-step`` in seconds; the message names both durations as typed."""
+    seconds = int(parse_positive_duration(text, field="--constant-step").total_seconds())
+    if seconds % step_seconds or not step_seconds <= seconds <= 300:
+        raise InputError(
+            f"--constant-step: {text!r} must be a multiple of --step {step_text!r} and at most 5m "
+            "(Prometheus' lookback)"
+        )
+    return seconds
 
 
 @main.command(name="generate")
@@ -183,14 +209,12 @@ def generate_cmd(
         exclude_metrics=frozenset(exclude_metrics),
         constant_step=None
         if constant_step is None
-        else int(parse_duration(constant_step, field="--constant-step").total_seconds()),
+        else _constant_step(constant_step, step, int(step_seconds)),
         ksm_honor_labels=ksm_honor_labels,
         ha_replicas=ha_replicas,
     )
     options.stride(spec.step)  # bad options fail before anything is written
-    limit = base_value(max_bytes, field="--max-bytes")
-    if limit <= 0:
-        raise InputError(f"--max-bytes: {max_bytes!r} must be a positive size, e.g. 2G")
+    limit = _size_limit(max_bytes)
     cluster = generate(spec)
     if openmetrics is not None:
         estimate = estimate_openmetrics(cluster, options)
