@@ -540,3 +540,14 @@ def test_generate_option_messages_name_the_value_as_typed(
     line = _error_line(_run("generate", "--out", str(out), *SMALL[:4], *args), 2)
     assert text in line, line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_at_outside_the_data_warns(week_snapshot: Path) -> None:
+    before = _run("aggregate", str(week_snapshot), "--at", "2026-10-01", "--format", "csv")
+    assert before.exit_code == 0, before.output
+    (line,) = before.stderr.splitlines()  # one line, not one per window
+    assert "--at 2026-10-01T00:00:00Z is not after the data's start" in line, line
+    assert pd.read_csv(io.StringIO(before.stdout))["missing"].all()
+    after = _run("aggregate", str(week_snapshot), "--at", "2026-11-09", "--durations", "1h,2d")
+    lines = after.stderr.splitlines()
+    assert len(lines) == 1 and "--at 2026-11-09T00:00:00Z is after the data's end" in lines[0]

@@ -49,7 +49,8 @@ def _utc_text(moment: pd.Timestamp) -> str:
 def longer_than_data(
     snap: Snapshot, frame: pd.DataFrame, at: pd.Timestamp, windows: list[tuple[str, timedelta]]
 ) -> list[str]:
-    """One warning per window that reaches back before the data starts, naming both spans.
+    """One warning per window that reaches back before the data starts, naming both spans, and
+    one when ``--at`` lies outside the data.
 
     Such a window is still computed (koordlet does the same on a young node): its stats use the
     samples there are, and where those cover less than half the window it is left empty.
@@ -57,6 +58,15 @@ def longer_than_data(
     warnings = []
     span = format_duration(snap.end - snap.start)
     data = f"{span} from {_utc_text(snap.start)} to {_utc_text(snap.end)}"
+    if at <= snap.start:
+        return [
+            f"--at {_utc_text(at)} is not after the data's start ({data}); every window is empty"
+        ]
+    if at > snap.end:
+        warnings.append(
+            f"--at {_utc_text(at)} is after the data's end ({data}); windows hold only the samples "
+            "up to the end and are left empty where those cover under half of them"
+        )
     for typed, delta in windows:
         if at - delta >= snap.start:
             continue
