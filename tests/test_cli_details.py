@@ -147,6 +147,11 @@ def test_date_last_day_with_data_is_reported(week_snapshot: Path, tmp_path: Path
     [
         (("aggregate", "{snap}", "--at", "2026-11-07 noon"), "--at"),
         (("generate", "--out", "{tmp}/g", "--start", "yesterday"), "--start"),
+        # nothing is contacted: the range is checked first (port 9 is the discard port)
+        (
+            ("collect", "--prometheus", "http://127.0.0.1:9", "--out", "{tmp}/g", "--end", "8 Nov"),
+            "--end",
+        ),
     ],
 )
 def test_bad_time_names_accepted_forms(
@@ -156,6 +161,8 @@ def test_bad_time_names_accepted_forms(
     line = _error_line(_run(*filled), 2)
     assert f"{option}: " in line and "is not a time" in line, line
     assert "RFC 3339" in line and "YYYY-MM-DD" in line and "unix seconds" in line, line
+    # whether the end day is included, where it matters
+    assert ("excludes that day" in line) == (option == "--end"), line
     assert not (tmp_path / "g").exists()
 
 

@@ -85,9 +85,13 @@ def parse_time(text: str, *, field: str = "time") -> datetime:
             return datetime.fromtimestamp(float(value), tz=UTC)
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except (ValueError, OverflowError):
+        # A range end given as a day stops at that day's first instant: say so where it matters.
+        end_note = (
+            "; as an end, a day YYYY-MM-DD excludes that day" if field.endswith("end") else ""
+        )
         raise InputError(
             f"{field}: {text!r} is not a time (accepted: RFC 3339 like 2026-11-01T12:00:00Z, "
-            "a day YYYY-MM-DD meaning its 00:00 UTC, or unix seconds)"
+            f"a day YYYY-MM-DD meaning its 00:00 UTC, or unix seconds{end_note})"
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
