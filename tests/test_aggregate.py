@@ -357,18 +357,18 @@ def test_cli_aggregate_formats(tmp_path: Path) -> None:
     runner = CliRunner()
     as_yaml = runner.invoke(main, ["aggregate", str(path), "--durations", "9m,1h"])
     assert as_yaml.exit_code == 0, as_yaml.output
-    (doc,) = yaml.safe_load_all(as_yaml.output)
+    (doc,) = yaml.safe_load_all(as_yaml.stdout)  # stderr: the 1h window's warning
     nine, hour = doc["status"]["nodeMetric"]["aggregatedNodeUsages"]
     assert (nine["duration"], hour["duration"]) == ("9m0s", "1h0m0s")
     assert nine["usage"]["p90"]["resources"]["cpu"] == "700m"
     assert hour["usage"]["p90"]["resources"] == {}  # 9 min of data: under half an hour
-    as_json = json.loads(runner.invoke(main, ["aggregate", str(path), "--format", "json"]).output)
+    as_json = json.loads(runner.invoke(main, ["aggregate", str(path), "--format", "json"]).stdout)
     assert as_json["kind"] == "List"
     assert as_json["items"][0]["kind"] == "NodeMetric"
     csv = runner.invoke(
         main, ["aggregate", str(path), "--durations", "9m", "--format", "csv", "--method", "linear"]
     )
-    rows = pd.read_csv(io.StringIO(csv.output))
+    rows = pd.read_csv(io.StringIO(csv.stdout))
     p90 = rows[(rows["resource"] == "cpu") & (rows["stat"] == "p90")]
     assert p90["value"].tolist() == [pytest.approx(720)]  # linear: 700 + 0.2 × 100
     assert set(rows["method"]) == {"linear"}

@@ -19,7 +19,13 @@ import yaml
 from analyzer.cli.base import main
 from analyzer.cli.collect import connection_options, settings_from
 from analyzer.collect.run import CollectRequest, collect
-from analyzer.core.durations import format_duration, parse_duration, parse_time
+from analyzer.core.durations import (
+    format_duration,
+    parse_duration,
+    parse_duration_list,
+    parse_positive_duration,
+    parse_time,
+)
 from analyzer.core.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.fragmentation.measure import default_times, fragmentation
@@ -28,6 +34,7 @@ from analyzer.usage.aggregate import (
     to_nodemetrics,
     window_aggregates,
 )
+from analyzer.usage.grid import MIN_COVERAGE
 from analyzer.usage.percentiles import METHODS
 from analyzer.usage.thresholds import AGG_TYPES, AggregatedThreshold, ThresholdConfig
 from analyzer.usage.violations import find_violations
@@ -35,11 +42,47 @@ from analyzer.usage.violations import find_violations
 _DEFAULT_DURATIONS = ",".join(format_duration(d) for d in DEFAULT_DURATIONS)
 
 
-def _durations(text: str) -> list[Any]:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts:
-        raise InputError("--durations: give at least one duration, e.g. 5m,1h")
-    return [parse_duration(p, field="--durations") for p in parts]
+def _utc_text(moment: pd.Timestamp) -> str:
+    return str(moment.isoformat()).replace("+00:00", "Z")
+
+
+def longer_than_data(
+    snap: Snapshot, frame: pd.DataFrame, at: pd.Timestamp, windows: list[tuple[str, timedelta]]
+) -> list[str]:
+    """One warning per window that reaches back before the data starts, naming both spans, and
+    one when ``--at`` lies outside the data.
+
+    Such a window is still computed (koordlet does the same on a young node): its stats use the
+    samples there are, and where those cover less than half the window it is left empty.
+    """
+    warnings = []
+    span = format_duration(snap.end - snap.start)
+    data = f"{span} from {_utc_text(snap.start)} to {_utc_text(snap.end)}"
+    if at <= snap.start:
+        return [
+            f"--at {_utc_text(at)} is not after the data's start ({data}); every window is empty"
+        ]
+    if at > snap.end:
+        warnings.append(
+            f"--at {_utc_text(at)} is after the data's end ({data}); windows hold only the samples "
+            "up to the end and are left empty where those cover under half of them"
+        )
+    for typed, delta in windows:
+        if at - delta >= snap.start:
+            continue
+        rows = frame[frame["duration"] == delta]
+        if len(rows) and bool(rows["missing"].all()):
+            outcome = "every node's aggregate for it is left empty (samples cover under half of it)"
+        else:
+            outcome = (
+                "its aggregates use only the data inside it; "
+                "nodes whose samples cover under half of it are left empty"
+            )
+        warnings.append(
+            f"--durations {typed}: the window ending {_utc_text(at)} is longer than the data "
+            f"({data}); {outcome}"
+        )
+    return warnings
 
 
 def _json(data: Any) -> str:
@@ -68,14 +111,22 @@ def _collect_for(
 @click.argument("snapshot", type=click.Path(path_type=Path), required=False)
 @connection_options
 @click.option(
-    "--step", default="1m", show_default=True, help="Sample step when reading --prometheus."
+    "--step",
+    default="1m",
+    show_default=True,
+    help="Sample step when reading --prometheus (a duration: 30s, 1m).",
 )
-@click.option("--at", "at_text", help="Window end (RFC 3339). Default: the end of the data.")
+@click.option(
+    "--at",
+    "at_text",
+    help="Window end: RFC 3339, YYYY-MM-DD (00:00 UTC) or unix seconds. Default: the end of the "
+    "data (with --prometheus: now).",
+)
 @click.option(
     "--durations",
     default=_DEFAULT_DURATIONS,
     show_default=True,
-    help="Comma-separated window lengths (any Prometheus duration).",
+    help="Comma-separated window lengths, each a Prometheus duration (5m, 1h30m, 7d).",
 )
 @click.option(
     "--method",
@@ -90,6 +141,8 @@ def _collect_for(
     type=click.Choice(["nodemetric-yaml", "json", "csv"]),
     default="nodemetric-yaml",
     show_default=True,
+    help="NodeMetric objects as YAML or a JSON List (cpu '<millicores>m', memory bytes), or CSV "
+    "rows (value in millicores or bytes).",
 )
 def aggregate_cmd(
     snapshot: Path | None,
@@ -104,17 +157,20 @@ def aggregate_cmd(
     Reads SNAPSHOT, or collects the needed range from --prometheus. A window whose samples cover
     less than half of it is reported missing (koordlet's cold-start rule), never guessed.
     """
-    windows = _durations(durations)
+    windows = parse_duration_list(durations, field="--durations")
+    lengths = [delta for _typed, delta in windows]
     problems: list[str] = []
     if snapshot is not None:
         snap = read_snapshot(snapshot)
     elif options.get("prometheus"):
-        snap, problems = _collect_for(options, at_text, max(windows))
+        snap, problems = _collect_for(options, at_text, max(lengths))
     else:
         raise InputError("aggregate: give a SNAPSHOT directory or --prometheus URL")
     at = pd.Timestamp(parse_time(at_text, field="--at")) if at_text else snap.end
-    frame = window_aggregates(snap.node_usage, at=at, durations=windows, method=method)
+    frame = window_aggregates(snap.node_usage, at=at, durations=lengths, method=method)
     _print_aggregates(snap, frame, at, method, fmt)
+    for warning in longer_than_data(snap, frame, at, windows):
+        click.echo(f"analyzer: warning: {warning}", err=True)
     if problems:
         click.echo("analyzer: partial data (exit 3): " + "; ".join(problems), err=True)
         raise SystemExit(EXIT_PARTIAL)
@@ -152,6 +208,32 @@ def _aggregated(
     return AggregatedThreshold(thresholds, stat, duration)
 
 
+def _aggregated_longer_than_data(
+    snap: Snapshot, config: ThresholdConfig, spec: str | None
+) -> list[str]:
+    """A warning when the aggregated threshold's window is longer than the data.
+
+    Its stat exists only where the window's samples cover at least half of it (the cold-start
+    rule), so such a window is checked late in the range or, past twice the data, never.
+    """
+    agg = config.aggregated
+    if agg is None or agg.duration is None or agg.duration <= snap.end - snap.start:
+        return []
+    span = snap.end - snap.start
+    name = (
+        f"--aggregated {spec}"
+        if spec
+        else f"thresholds: aggregated window {format_duration(agg.duration)}"
+    )
+    data = f"{format_duration(span)} from {_utc_text(snap.start)} to {_utc_text(snap.end)}"
+    if agg.duration * MIN_COVERAGE > span:
+        outcome = "no window is ever half covered, so this check cannot find a breach"
+    else:
+        since = _utc_text(snap.start + agg.duration * MIN_COVERAGE)
+        outcome = f"it is checked only from {since} on, once half of a window is covered"
+    return [f"{name}: the window is longer than the data ({data}); {outcome}"]
+
+
 def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
     if value is not None and not 0 <= value <= 100:
         raise click.BadParameter(f"{value} is not a percent 0..100", param=param)
@@ -172,7 +254,12 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
     callback=_pct,
     help="CPU % for --aggregated (default: the usage threshold).",
 )
-@click.option("--aggregated-memory", type=int, callback=_pct, help="Memory % for --aggregated.")
+@click.option(
+    "--aggregated-memory",
+    type=int,
+    callback=_pct,
+    help="Memory % for --aggregated (default: the usage threshold).",
+)
 @click.option("--prod-cpu", type=int, callback=_pct, help="Prod pods' CPU usage threshold %.")
 @click.option("--prod-memory", type=int, callback=_pct, help="Prod pods' memory usage threshold %.")
 @click.option("--annotations/--no-annotations", default=True, show_default=True,
@@ -181,15 +268,23 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
     "--usage-window",
     default="5m",
     show_default=True,
-    help="Average behind instant/prod checks (NodeMetric nodeUsage is a 5-minute mean).",
+    help="Average (a duration) behind instant/prod checks; NodeMetric nodeUsage is a 5-minute "
+    "mean.",
 )
-@click.option("--method", type=click.Choice(METHODS), default="nearest-rank", show_default=True)
+@click.option(
+    "--method",
+    type=click.Choice(METHODS),
+    default="nearest-rank",
+    show_default=True,
+    help="Percentile rule for --aggregated: koordlet's nearest-rank or Prometheus' linear.",
+)
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "json", "csv"]),
     default="table",
     show_default=True,
+    help="table: nodes with breaches, then each breach (minutes, %); json/csv: every breach.",
 )
 @click.option("--fail-on-violations", is_flag=True, help="Exit 4 when any breach is found.")
 @click.pass_context
@@ -201,9 +296,7 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     memory 95; per-node overrides from the node annotation, else the node_thresholds: section.
     """
     config_data = (ctx.obj or {}).get("config", {})
-    window = parse_duration(opts["usage_window"], field="--usage-window")
-    if window.total_seconds() <= 0:
-        raise InputError("--usage-window: must be a positive duration, e.g. 5m")
+    window = parse_positive_duration(opts["usage_window"], field="--usage-window")
     config = ThresholdConfig.from_config(
         config_data, use_annotations=opts["annotations"], method=opts["method"], usage_window=window
     )
@@ -222,7 +315,9 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
                 thresholds[key] = opts[f"aggregated_{key}"]
         aggregated = replace(config.aggregated, thresholds=thresholds)
     config = replace(config, usage=usage, prod=prod, aggregated=aggregated)
-    result = find_violations(read_snapshot(snapshot), config)
+    snap = read_snapshot(snapshot)
+    result = find_violations(snap, config)
+    long_window = _aggregated_longer_than_data(snap, config, opts["aggregated"])
     fmt = opts["fmt"]
     if fmt == "json":
         click.echo(_json(result.to_dict()))
@@ -238,7 +333,7 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
                 click.echo(hot.to_string(index=False))
                 click.echo("")
                 click.echo(result.breaches.to_string(index=False))
-    for warning in result.warnings:
+    for warning in [*result.warnings, *long_window]:
         click.echo(f"analyzer: warning: {warning}", err=True)
     if opts["fail_on_violations"] and result.count:
         ctx.exit(EXIT_VIOLATIONS)
@@ -246,16 +341,24 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
 
 @main.command("fragmentation")
 @click.argument("snapshot", type=click.Path(path_type=Path))
-@click.option("--step", default="1h", show_default=True, help="Spacing of the time points.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "--step",
+    default="1h",
+    show_default=True,
+    help="Spacing of the time points (a duration, e.g. 1h).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: the last time point and the headroom per shape; json: every time point.",
 )
 def fragmentation_cmd(snapshot: Path, step: str, fmt: str) -> None:
     """Free-capacity fragmentation over time: FGD ratio, stranded capacity, headroom per shape."""
     snap = read_snapshot(snapshot)
-    every = parse_duration(step, field="--step")
-    if every.total_seconds() <= 0:
-        raise InputError("--step: must be a positive duration, e.g. 1h")
+    every = parse_positive_duration(step, field="--step")
     result = fragmentation(snap, times=default_times(snap, every=every))
     if fmt == "json":
         click.echo(_json(result.to_dict()))

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from analyzer import __version__
+from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext, summary
 from analyzer.core.config import build_default_map, load_config_file
 from analyzer.core.errors import AnalyzerError
 
@@ -28,7 +29,24 @@ def _fail(message: str, code: int) -> None:
 
 
 class AnalyzerGroup(click.Group):
-    """A group that turns ``AnalyzerError`` into a one-line message and its exit code."""
+    """A group that turns ``AnalyzerError`` into a one-line message and its exit code.
+
+    Its commands and subgroups format their help without cutting words (``cli/helpformat.py``).
+    """
+
+    context_class = AnalyzerContext
+    command_class = AnalyzerCommand
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with their first help paragraph, wrapped rather than cut."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, summary(command)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -38,6 +56,9 @@ class AnalyzerGroup(click.Group):
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         return None
+
+
+AnalyzerGroup.group_class = AnalyzerGroup  # plain subgroups (``queries``) format help the same
 
 
 class LazyGroup(AnalyzerGroup):

@@ -257,13 +257,17 @@ def queries_group() -> None:
     help="Own query profile folder.",
 )
 def queries_list(queries_dir: Path | None) -> None:
-    """List the profile's queries: name, kind, source, required, what it returns."""
+    """List the profile's queries: name, kind, source, required or optional, and below each,
+    what it returns (wrapped to the terminal width, $COLUMNS)."""
+    from analyzer.cli.listing import terminal_width, wrapped_listing
+
     click.echo(f"# {_folder(queries_dir)}")
-    for spec in load_profile(queries_dir).values():
-        need = "required" if spec.required else "optional"
-        click.echo(
-            f"{spec.name:<28} {spec.kind:<6} {spec.source:<18} {need:<8} {spec.description[:90]}"
-        )
+    rows = [
+        ([spec.name, spec.kind, spec.source, "required" if spec.required else "optional"],
+         spec.description)
+        for spec in load_profile(queries_dir).values()
+    ]  # fmt: skip
+    click.echo(wrapped_listing(rows, terminal_width()))
 
 
 @queries_group.command("show")

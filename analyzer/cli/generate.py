@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import click
 
 from analyzer.cli.base import main
-from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.durations import parse_duration, parse_positive_duration, parse_time
 from analyzer.core.errors import InputError
+from analyzer.core.quantity import parse_quantity
 from analyzer.core.snapshot import write_snapshot
 from analyzer.sources import (
     DEFAULT_START,
@@ -17,7 +19,53 @@ from analyzer.sources import (
     generate,
     write_openmetrics,
 )
-from analyzer.sources.openmetrics import CONVENTIONS
+from analyzer.sources.openmetrics import CONVENTIONS, OpenMetricsStats, estimate_openmetrics
+
+DEFAULT_MAX_BYTES = "2G"
+_SHRINK = "--nodes, --days, a longer --step, --node-exporter-cpus 1 or --constant-step 5m"
+
+
+def human_bytes(count: int) -> str:
+    """``16558268230`` → ``16.6 GB`` (decimal units, as ``--max-bytes 2G`` reads them)."""
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def check_size(estimate: OpenMetricsStats, limit: int, limit_text: str) -> None:
+    """Refuse (exit 2, nothing written) when the estimated OpenMetrics file is above the limit."""
+    if estimate.bytes > limit:
+        raise InputError(
+            f"--openmetrics: the file would be about {human_bytes(estimate.bytes)} "
+            f"({estimate.bytes} bytes), above --max-bytes {limit_text} ({limit} bytes); "
+            f"raise --max-bytes or shrink it with {_SHRINK}; nothing was written"
+        )
+
+
+def _size_limit(text: str) -> int:
+    """``--max-bytes``: a positive byte count written as a Kubernetes quantity (``2G``)."""
+    try:
+        quantity = parse_quantity(text, field="--max-bytes")
+    except InputError:
+        quantity = Fraction(0)
+    if quantity <= 0 or quantity.denominator != 1:  # "500m" would be half a byte
+        raise InputError(
+            f"--max-bytes: {text!r} is not a whole positive number of bytes "
+            "(e.g. 500M, 2G, 1Gi or plain bytes; M is 10^6, Mi 2^20, lower-case m is milli)"
+        )
+    return int(quantity)
+
+
+def _constant_step(text: str, step_text: str, step_seconds: int) -> int:
+    """``--constant-step`` in seconds; the message names both durations as typed."""
+    seconds = int(parse_positive_duration(text, field="--constant-step").total_seconds())
+    if seconds % step_seconds or not step_seconds <= seconds <= 300:
+        raise InputError(
+            f"--constant-step: {text!r} must be a multiple of --step {step_text!r} and at most 5m "
+            "(Prometheus' lookback)"
+        )
+    return seconds
 
 
 @main.command(name="generate")
@@ -31,11 +79,23 @@ from analyzer.sources.openmetrics import CONVENTIONS
     "--openmetrics",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write OpenMetrics text for 'promtool tsdb create-blocks-from openmetrics'.",
+    help="Also write OpenMetrics text for 'promtool tsdb create-blocks-from openmetrics'. "
+    "Its estimated size is printed first; see --max-bytes.",
+)
+@click.option(
+    "--max-bytes",
+    default=DEFAULT_MAX_BYTES,
+    show_default=True,
+    help="Refuse to write an OpenMetrics file estimated above this many bytes (a quantity: "
+    "500M, 2G, 1Gi, or plain bytes). Nothing is written when refused.",
 )
 @click.option("--nodes", type=int, default=200, show_default=True, help="Number of nodes.")
-@click.option("--days", type=float, default=7.0, show_default=True, help="Days of history.")
-@click.option("--step", default="1m", show_default=True, help="Sample step (e.g. 30s, 1m, 5m).")
+@click.option(
+    "--days", type=float, default=7.0, show_default=True, help="Days of history (e.g. 0.5)."
+)
+@click.option(
+    "--step", default="1m", show_default=True, help="Sample step, a duration (30s, 1m, 5m)."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option(
     "--churn",
@@ -80,8 +140,8 @@ from analyzer.sources.openmetrics import CONVENTIONS
 @click.option(
     "--constant-step",
     default=None,
-    help="Sample constant-valued series (KSM info, requests, ...) only this often, keeping "
-    "each run's first and last sample (multiple of --step, at most 5m; a size knob).",
+    help="Sample constant-valued series (KSM info, requests, ...) only this often, a duration "
+    "(multiple of --step, at most 5m), keeping each run's first and last sample; a size knob.",
 )
 @click.option(
     "--node-labels/--no-node-labels",
@@ -111,6 +171,7 @@ from analyzer.sources.openmetrics import CONVENTIONS
 def generate_cmd(
     out: Path,
     openmetrics: Path | None,
+    max_bytes: str,
     nodes: int,
     days: float,
     step: str,
@@ -148,12 +209,20 @@ def generate_cmd(
         exclude_metrics=frozenset(exclude_metrics),
         constant_step=None
         if constant_step is None
-        else int(parse_duration(constant_step, field="--constant-step").total_seconds()),
+        else _constant_step(constant_step, step, int(step_seconds)),
         ksm_honor_labels=ksm_honor_labels,
         ha_replicas=ha_replicas,
     )
     options.stride(spec.step)  # bad options fail before anything is written
+    limit = _size_limit(max_bytes)
     cluster = generate(spec)
+    if openmetrics is not None:
+        estimate = estimate_openmetrics(cluster, options)
+        click.echo(
+            f"openmetrics {openmetrics}: estimated {human_bytes(estimate.bytes)} "
+            f"({estimate.series} series, {estimate.samples} samples)"
+        )
+        check_size(estimate, limit, max_bytes)
     write_snapshot(cluster.snapshot, out)
     snap = cluster.snapshot
     click.echo(
@@ -164,5 +233,5 @@ def generate_cmd(
         stats = write_openmetrics(cluster, openmetrics, options)
         click.echo(
             f"openmetrics {openmetrics}: {stats.series} series, {stats.samples} samples, "
-            f"{stats.bytes} bytes"
+            f"{stats.bytes} bytes ({human_bytes(stats.bytes)})"
         )

@@ -1,4 +1,4 @@
-"""``analyzer inspect SNAPSHOT --table T``: print one snapshot table."""
+"""``analyzer inspect SNAPSHOT``: a summary of the snapshot, or one table with ``--table T``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import Any
 import click
 import pandas as pd
 
+from analyzer import __version__
 from analyzer.cli.base import main
+from analyzer.core.errors import InputError
 from analyzer.core.snapshot import TABLES, read_snapshot
+from analyzer.core.summary import SnapshotSummary, summarize
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -38,20 +41,76 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def summary_text(path: Path, summary: SnapshotSummary) -> str:
+    """The readable summary: one fact per line, each count with what it counts."""
+    pools = ", ".join(f"{name} {count}" for name, count in summary.pools.items())
+    cover = summary.coverage
+    written = f"analyzer {summary.analyzer_version} (schema {summary.schema_version})"
+    lines = [
+        f"snapshot {path}",
+        f"  source:      {summary.source}",
+        f"  range:       {summary.start} to {summary.end} ({summary.span}), step {summary.step}",
+        f"  nodes:       {summary.nodes} in {len(summary.pools)} pool(s): {pools or '-'}",
+        f"  pods:        {summary.pods} ({summary.pods_scheduled} scheduled, "
+        f"{summary.pods_running_at_end} running at the end, "
+        f"{summary.pods_pinned} DaemonSet/static)",
+        f"  usage rows:  {summary.node_usage_rows} node samples, "
+        f"{summary.pod_usage_rows} pod samples",
+        f"  coverage:    node cpu samples at {cover.mean_pct:.2f} % of the {cover.grid_points} "
+        f"grid points (mean over nodes);",
+        f"               lowest node {cover.min_pct:.2f} %, "
+        f"{cover.nodes_without_usage} node(s) without usage",
+    ]
+    if summary.failed_queries:
+        lines.append(f"  failed:      {', '.join(summary.failed_queries)} (queries)")
+    lines.append(f"  warnings:    {len(summary.warnings) or 'none'}")
+    lines += [f"    - {warning}" for warning in summary.warnings]
+    lines += [
+        f"  written by:  {written}, collected at {summary.collected_at}",
+        f"  read by:     analyzer {__version__}",
+        f"Tables: analyzer inspect {path} --table {'|'.join(TABLES)}",
+    ]
+    return "\n".join(lines)
+
+
 @main.command()
 @click.argument("snapshot", type=click.Path(path_type=Path))
-@click.option("--table", type=click.Choice(TABLES), default="nodes", show_default=True)
+@click.option(
+    "--table",
+    type=click.Choice(TABLES),
+    default=None,
+    help="Print this table instead of the summary.",
+)
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "json", "csv"]),
     default="table",
     show_default=True,
+    help="table: readable text; json: records (the summary as one object); csv: --table only.",
 )
-@click.option("--limit", type=int, default=None, help="Print at most this many rows.")
-def inspect(snapshot: Path, table: str, fmt: str, limit: int | None) -> None:
-    """Print a snapshot table (nodes, pods, node_usage, pod_usage)."""
-    frame = read_snapshot(snapshot).table(table)
+@click.option("--limit", type=int, default=None, help="With --table: print at most this many rows.")
+def inspect(snapshot: Path, table: str | None, fmt: str, limit: int | None) -> None:
+    """Summarise a snapshot, or print one of its tables with --table.
+
+    The summary: source, range and step, nodes per pool, pods, usage rows, coverage, failed
+    queries, warnings and the analyzer version that wrote it.
+
+    Coverage is the share of the range's step-aligned grid points at which a node has a cpu
+    usage sample, in percent: the mean over nodes and the lowest node.
+    """
+    snap = read_snapshot(snapshot)
+    if table is None:
+        if fmt == "csv" or limit is not None:
+            option = "--format csv" if fmt == "csv" else "--limit"
+            raise InputError(f"{option}: needs --table (nodes, pods, node_usage or pod_usage)")
+        summary = summarize(snap)
+        if fmt == "json":
+            click.echo(json.dumps(summary.to_dict(), indent=1))
+        else:
+            click.echo(summary_text(snapshot, summary))
+        return
+    frame = snap.table(table)
     if limit is not None:
         frame = frame.head(limit)
     if fmt == "json":

@@ -11,7 +11,7 @@ import click
 
 from analyzer.cli.base import is_terminal, main, report
 from analyzer.cli.collect import connection_options, settings_from
-from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.nightly.run import NightlySettings, run_nightly
@@ -26,12 +26,7 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
 
 
 def _day(text: str | None) -> date | None:
-    if text is None:
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        return parse_time(text, field="--date").date()
+    return None if text is None else parse_day(text, field="--date")
 
 
 def _settings(ctx: click.Context, opts: dict[str, Any]) -> NightlySettings:

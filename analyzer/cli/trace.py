@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,44 @@ def trace() -> None:
     """Replay real cluster traces (Alibaba GPU openb, ByteDance M3)."""
 
 
+ALIBABA_COLUMNS = (
+    ("seeds", "how many seeds the row averages"),
+    ("alloc% @X", "GPUs allocated, % of the cluster's GPUs, mean ± std over seeds, once the arrived "
+     "GPU demand (failed pods included) is X % of the GPU capacity"),
+    ("frag% @100", "FGD fragmentation ratio: % of the idle GPU capacity the target workload cannot "
+     "use, mean over seeds, at 100 % arrived"),
+    ("1st fail %", "arrived GPU demand, % of capacity, when the first pod fit nowhere (mean over "
+     "the seeds that had a failure; none = no pod failed)"),
+)  # fmt: skip
+M3_ROWS = {
+    "containers_placed": "containers placed (count)",
+    "containers_failed": "containers failed (count)",
+    "nodes_used": "machines used (count)",
+    "cpu_alloc_mean_pct_used_nodes": "CPU allocated, mean of used machines (%)",
+    "cpu_alloc_max_pct": "CPU allocated, busiest machine (%)",
+    "stranded_cpu_pct": "stranded CPU (% of cluster CPU)",
+    "stranded_memory_pct": "stranded memory (% of cluster memory)",
+    "headroom_typical_containers": "headroom (median containers)",
+}
+M3_NOTES = (
+    "stranded CPU: free CPU on machines whose free memory cannot hold the median container's "
+    "request; stranded memory: the converse; headroom: how many more median containers fit",
+    "policies: mean over seeds of containers placed in a seed-shuffled order, no retry; "
+    "production: the trace's own assignment",
+)
+
+
+def _legend(entries: tuple[tuple[str, str], ...]) -> list[str]:
+    width = max(len(name) for name, _ in entries)
+    indent = " " * (width + 4)
+    lines = []
+    for name, text in entries:
+        wrapped = textwrap.wrap(text, 100 - len(indent), break_long_words=False)
+        lines.append(f"  {name:<{width}}  {wrapped[0]}")
+        lines += [indent + more for more in wrapped[1:]]
+    return lines
+
+
 def _table(data: dict[str, Any]) -> str:
     lines = [
         f"protocol {data['protocol']}  tune {data['tune']}  trace {data['trace']['pods_file']} on "
@@ -29,8 +68,8 @@ def _table(data: dict[str, Any]) -> str:
         f"{data['empty_cluster']['frag_ratio_pct']:.2f} %",
         "",
         f"{'policy':<15}{'seeds':>6}"
-        + "".join(f"{'alloc@' + str(x):>12}" for x in TABLE_POINTS)
-        + f"{'frag@100':>10}{'1st fail':>10}",
+        + "".join(f"{f'alloc% @{x}':>12}" for x in TABLE_POINTS)
+        + f"{'frag% @100':>12}{'1st fail %':>12}",
     ]
     for name, result in data["policies"].items():
         table = result["table"]
@@ -40,13 +79,31 @@ def _table(data: dict[str, Any]) -> str:
             else f"{'-':>12}"
             for x in TABLE_POINTS
         )
-        frag = f"{table['100']['frag_ratio_mean']:>10.2f}" if "100" in table else f"{'-':>10}"
+        frag = f"{table['100']['frag_ratio_mean']:>12.2f}" if "100" in table else f"{'-':>12}"
         first = result["first_failure_arrived_pct"]
         lines.append(
             f"{name:<15}{len(result['seeds']):>6}{cells}{frag}"
-            + (f"{first:>10.1f}" if first is not None else f"{'none':>10}")
+            + (f"{first:>12.1f}" if first is not None else f"{'none':>12}")
         )
     return "\n".join(lines)
+
+
+def _m3_table(data: dict[str, Any]) -> str:
+    """One row per metric (its unit in the label), one column per placement."""
+    columns = {"production": data["production"], **data["policies"]}
+    label = max(len(text) for text in M3_ROWS.values()) + 2
+    width = max(12, *(len(name) + 2 for name in columns))
+    rows = [f"{'metric':<{label}}" + "".join(f"{name:>{width}}" for name in columns)]
+    for key in data["production"]:
+        title = M3_ROWS.get(key, key)
+        rows.append(f"{title:<{label}}" + "".join(f"{m[key]:>{width}}" for m in columns.values()))
+    scale = data["trace"]
+    rows.append(
+        f"({scale['machines']} machines, {scale['containers']} containers, "
+        f"{scale['cluster_cpu_cores']} cores; seeds {data['seeds']})"
+    )
+    rows += [f"  {textwrap.fill(note, 98, subsequent_indent='  ')}" for note in M3_NOTES]
+    return "\n".join(rows)
 
 
 @trace.command("alibaba-gpu")
@@ -111,7 +168,12 @@ def _table(data: dict[str, Any]) -> str:
     "FGD simulator's scheduler fork does; 'random' is upstream kube-scheduler's uniform choice.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "table"]),
+    default="table",
+    show_default=True,
+    help="table: the summary described above; json: every number.",
 )
 @click.option(
     "--report",
@@ -132,7 +194,23 @@ def alibaba_gpu(
     fmt: str,
     report_dir: Path | None,
 ) -> None:
-    """Replay the Alibaba GPU trace v2023 (openb) under placement policies; curves per policy."""
+    """Replay the Alibaba GPU trace v2023 (openb) under placement policies; curves per policy.
+
+    The table has one row per policy (and per pod list with several --pods), then a legend:
+
+    \b
+    policy       the placement policy
+    seeds        how many seeds the row averages
+    alloc% @X    GPUs allocated, % of the cluster's GPUs, mean ± std over
+                 seeds, once the arrived GPU demand (failed pods included)
+                 is X % of the GPU capacity (X = 100, 110, 130)
+    frag% @100   FGD fragmentation ratio: % of the idle GPU capacity the
+                 target workload cannot use, mean over seeds, at 100 %
+    1st fail %   arrived GPU demand, % of capacity, when the first pod fit
+                 nowhere (mean over seeds that had one; none = no failure)
+
+    --format json has every number, with the whole curves.
+    """
     from analyzer.trace.variants import pod_lists_in, run_variants
 
     config = TraceConfig(
@@ -151,6 +229,7 @@ def alibaba_gpu(
         check_report_folder(report_dir)  # before a long run, not after it
     data = run_variants(config, paths)
     text = "\n\n".join(_table(single) for single in data.get("variants", {"": data}).values())
+    text += "\n\n" + "\n".join(["Columns:", *_legend(ALIBABA_COLUMNS)])
     if report_dir is not None:
         write_trace_report(data, report_dir)
     click.echo(json.dumps(data, indent=1) if fmt == "json" else text)
@@ -168,7 +247,12 @@ def alibaba_gpu(
     "--m3", "m3_path", type=click.Path(path_type=Path), help="M3.json (default: the bundled copy)."
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["json", "table"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "table"]),
+    default="table",
+    show_default=True,
+    help="table: the summary described above; json: every number.",
 )
 @click.option(
     "--report",
@@ -179,12 +263,26 @@ def alibaba_gpu(
 def bytedance_m3(
     policies: tuple[str, ...], seeds: str, m3_path: Path | None, fmt: str, report_dir: Path | None
 ) -> None:
-    """Pack ByteDance cluster M3 under each strategy and compare with the production assignment."""
-    from analyzer.trace.m3 import M3_DEFAULT_POLICIES, m3_table, run_m3
+    """Pack ByteDance cluster M3 under each strategy and compare with the production assignment.
+
+    The table has one row per metric and one column per placement (production, then each
+    policy as the mean over seeds):
+
+    \b
+    containers placed / failed (count)
+    machines used (count)
+    CPU allocated, mean of used machines (%) and busiest machine (%):
+        allocated requests, % of the machine's CPU
+    stranded CPU (% of cluster CPU): free CPU on machines whose free memory
+        cannot hold the median container's request
+    stranded memory (% of cluster memory): the converse
+    headroom (median containers): how many more median containers fit
+    """
+    from analyzer.trace.m3 import M3_DEFAULT_POLICIES, run_m3
 
     data = run_m3(policies or M3_DEFAULT_POLICIES, parse_seeds(seeds), m3_path)
     if report_dir is not None:
         from analyzer.report.trace import write_m3_report
 
         write_m3_report(data, report_dir)
-    click.echo(json.dumps(data, indent=1) if fmt == "json" else m3_table(data))
+    click.echo(json.dumps(data, indent=1) if fmt == "json" else _m3_table(data))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from analyzer.core.errors import InputError
 
@@ -24,6 +24,32 @@ def parse_duration(text: str, *, field: str = "duration") -> timedelta:
     if not value or pos != len(value):
         raise InputError(f"{field}: {text!r} is not a duration (expected e.g. 30s, 5m, 1h30m, 7d)")
     return timedelta(seconds=seconds)
+
+
+def parse_positive_duration(text: str, *, field: str = "duration") -> timedelta:
+    """``parse_duration`` that also rejects zero; the message quotes the text as the user typed it."""
+    delta = parse_duration(text, field=field)
+    if delta <= timedelta(0):
+        raise InputError(f"{field}: {str(text).strip()!r} is not a positive duration (e.g. 5m)")
+    return delta
+
+
+def parse_duration_list(text: str, *, field: str = "durations") -> list[tuple[str, timedelta]]:
+    """Comma-separated positive durations (``5m,1h,1d``) → ``[(as typed, timedelta), ...]``.
+
+    The typed text travels with each value so that later messages can name a window the way the
+    user wrote it (``90m``, not ``1h30m`` or ``1:30:00``). An empty item (``5m,,1h``) is an error,
+    not skipped: it is usually a typo that dropped a window.
+    """
+    items = [item.strip() for item in str(text).split(",")]
+    if not any(items):
+        raise InputError(f"{field}: give at least one duration, e.g. 5m,1h")
+    if not all(items):
+        raise InputError(
+            f"{field}: {str(text).strip()!r} has an empty item between commas "
+            "(write e.g. 5m,1h with no empty entries)"
+        )
+    return [(item, parse_positive_duration(item, field=field)) for item in items]
 
 
 def format_duration(delta: timedelta) -> str:
@@ -59,9 +85,36 @@ def parse_time(text: str, *, field: str = "time") -> datetime:
             return datetime.fromtimestamp(float(value), tz=UTC)
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except (ValueError, OverflowError):
+        # A range end given as a day stops at that day's first instant: say so where it matters.
+        end_note = (
+            "; as an end, a day YYYY-MM-DD excludes that day" if field.endswith("end") else ""
+        )
         raise InputError(
-            f"{field}: {text!r} is not a time (expected RFC 3339 like 2026-11-01T00:00:00Z)"
+            f"{field}: {text!r} is not a time (accepted: RFC 3339 like 2026-11-01T12:00:00Z, "
+            f"a day YYYY-MM-DD meaning its 00:00 UTC, or unix seconds{end_note})"
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+DAY_FORMS = (
+    "YYYY-MM-DD, 'yesterday', or an RFC 3339 time or unix seconds, whose UTC day is taken; "
+    "one whole UTC day is covered, after 00:00 up to and including 24:00"
+)
+
+
+def parse_day(text: str, *, field: str = "--date", today: date | None = None) -> date:
+    """A UTC day: ``2026-11-07``, ``yesterday`` (relative to ``today``, default the UTC date now),
+    or a time ``parse_time`` reads whose UTC day is taken (``2026-11-07T23:00:00-02:00`` →
+    2026-11-08). The error names every accepted form and which part of the day is covered.
+    """
+    value = str(text).strip()
+    if value.lower() == "yesterday":
+        return (today or datetime.now(UTC).date()) - timedelta(days=1)
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            return date.fromisoformat(value)
+        return parse_time(value, field=field).date()
+    except (ValueError, InputError):
+        raise InputError(f"{field}: {text!r} is not a day (accepted: {DAY_FORMS})") from None

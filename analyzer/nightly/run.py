@@ -321,8 +321,13 @@ def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
     first = snapshot.node_usage["timestamp"].min()
     last = snapshot.node_usage["timestamp"].max()
     if last <= start or first > end:
+        # A sample at t covers the step ending at t, so a sample at 00:00 belongs to the day before.
+        first_day, last_day = ((t - pd.Timedelta(1, "ns")).floor("D") for t in (first, last))
         raise InputError(
-            f"--date: {day} has no usage data; the snapshot covers {first:%Y-%m-%d} to {last:%Y-%m-%d}"
+            f"--date: {day} has no usage data; the snapshot's usage runs from "
+            f"{first:%Y-%m-%dT%H:%M:%SZ} to {last:%Y-%m-%dT%H:%M:%SZ}, so the UTC days with data "
+            f"are {first_day:%Y-%m-%d} to {last_day:%Y-%m-%d}, both included "
+            "(a sample at 00:00 closes the day before)"
         )
     with_lookback = slice_snapshot(snapshot, start - pd.Timedelta(settings.lookback), end)
     # Pod usage serves prod thresholds only, so the day itself need not narrow it again.

@@ -41,7 +41,7 @@ from analyzer.sources.ksm import (
     write_nodes,
     write_pod,
 )
-from analyzer.sources.omtext import SeriesWriter, series_head
+from analyzer.sources.omtext import SeriesWriter, SizeEstimate, series_head
 from analyzer.sources.synthetic import SyntheticCluster
 from analyzer.sources.usage import SANDBOX_CPU, SANDBOX_MEMORY
 
@@ -313,6 +313,30 @@ def _window(times: np.ndarray, start_s: int | None, end_s: int | None) -> tuple[
     return lo, hi
 
 
+def _render(out: SeriesWriter, cluster: SyntheticCluster, options: OpenMetricsOptions) -> None:
+    """Every series of ``cluster`` (once per HA replica) into ``out``, then ``# EOF``."""
+    out.window = _window(cluster.grid.times, options.start_s, options.end_s)
+    for replica in range(options.ha_replicas):
+        if options.ha_replicas > 1:
+            out.extra_label = f'prometheus_replica="prometheus-k8s-{replica}"'
+        _write_all(out, cluster, options)
+    out.close()
+
+
+def estimate_openmetrics(
+    cluster: SyntheticCluster, options: OpenMetricsOptions | None = None
+) -> OpenMetricsStats:
+    """What ``write_openmetrics`` would write, without writing: series and samples exactly,
+    bytes estimated (``omtext.SizeEstimate``; within a few percent in tests/test_cli_details.py).
+    """
+    options = options or OpenMetricsOptions()
+    out = SizeEstimate(
+        cluster.grid.times, options.exclude_metrics, options.stride(cluster.grid.step)
+    )
+    _render(out, cluster, options)
+    return OpenMetricsStats(series=out.series, samples=out.samples, bytes=out.bytes)
+
+
 def write_openmetrics(
     cluster: SyntheticCluster,
     path: Path,
@@ -334,12 +358,7 @@ def write_openmetrics(
     try:
         with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20) as handle:
             out = SeriesWriter(handle, cluster.grid.times, options.exclude_metrics, stride)
-            out.window = _window(cluster.grid.times, options.start_s, options.end_s)
-            for replica in range(options.ha_replicas):
-                if options.ha_replicas > 1:
-                    out.extra_label = f'prometheus_replica="prometheus-k8s-{replica}"'
-                _write_all(out, cluster, options)
-            out.close()
+            _render(out, cluster, options)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

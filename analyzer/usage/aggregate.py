@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.core.durations import format_duration
 from analyzer.core.errors import InputError
 from analyzer.core.frames import utc
 from analyzer.core.snapshot import Snapshot
@@ -69,7 +70,7 @@ def window_aggregates(
     rows: list[pd.DataFrame] = []
     for duration in durations:
         if duration <= timedelta(0):
-            raise InputError(f"--durations: {duration} is not a positive duration")
+            raise InputError(f"--durations: {format_duration(duration)} is not a positive duration")
         inside = times > end_ns - pd.Timedelta(duration).value
         ids = codes[inside]
         for resource in RESOURCES:
