@@ -59,11 +59,13 @@ def heatmap(
     *,
     title: str,
     alt: str,
+    xlabel: str = "",
+    colorbar_label: str = "% of allocatable",
 ) -> Chart:
     """Rows × columns of percentages (0–100+, NaN = no data) as a colour grid."""
     rows = max(len(row_labels), 1)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(9.5, 1.0 + 0.17 * rows), layout="constrained")
+        fig = Figure(figsize=(9.5, 1.2 + 0.19 * rows), layout="constrained")
         ax = fig.add_subplot()
         cmap = mpl.colormaps["YlOrRd"].with_extremes(bad="#dddddd")
         image = ax.imshow(
@@ -74,12 +76,14 @@ def heatmap(
             vmax=100,
             interpolation="nearest",
         )
-        ax.set_yticks(range(len(row_labels)), labels=list(row_labels), fontsize=7)
+        ax.set_yticks(range(len(row_labels)), labels=list(row_labels), fontsize=8)
         step = max(1, len(col_labels) // 12)
         ticks = list(range(0, len(col_labels), step))
-        ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks], fontsize=7)
+        ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks], fontsize=8)
         ax.set_title(title)
-        fig.colorbar(image, ax=ax, label="% of allocatable", shrink=0.8)
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.8)
         return Chart(title=title, alt=alt, data_uri=encode_png(fig))
 
 
@@ -114,13 +118,12 @@ def breach_timeline(
                 color=RESOURCE_COLORS.get(resource, "#6a4c93"),
                 label=resource,
             )
-        ax.set_yticks(range(len(nodes)), labels=list(nodes), fontsize=7)
+        ax.set_yticks(range(len(nodes)), labels=list(nodes), fontsize=8)
         ax.set_ylim(len(nodes) - 0.5, -0.5)
         ax.set_xlim(0, max((end - start).total_seconds() / 3600, 1))
         ax.set_xlabel(f"hours since {start:%Y-%m-%d %H:%M} UTC")
         ax.set_title(title)
-        if resources:
-            ax.legend(loc="upper right", fontsize=7)
+        _legend_outside(ax, len(resources))
         return Chart(
             title=title, alt=f"{title}: breach intervals per node", data_uri=encode_png(fig)
         )
@@ -146,10 +149,17 @@ def scatter(
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         if groups:
-            ax.legend(fontsize=7, markerscale=1.5)
+            ax.legend(fontsize=8, markerscale=1.5, title="pool", loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0), frameon=False)  # fmt: skip
         return Chart(
             title=title, alt=f"{title}: {ylabel} against {xlabel}", data_uri=encode_png(fig)
         )
+
+
+def _legend_outside(ax: Any, count: int) -> None:
+    """The legend to the right of the plot, never over the data."""
+    if count:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
 def lines(
@@ -159,18 +169,70 @@ def lines(
     title: str,
     ylabel: str,
     xlabel: str = "",
+    ylim: tuple[float, float] | None = None,
+    end_labels: int = 0,
 ) -> Chart:
-    """A few named series over a shared x axis (fragmentation over the day, trends over days)."""
+    """A few named series over a shared x axis (fragmentation over the day, trends over days).
+
+    The legend sits outside the plot. ``ylim`` fixes the axis (e.g. 0–100 for shares, so a flat
+    series is not blown up into a band around it). ``end_labels``: with more series than that,
+    each line is also named at its right end, so a reader can tell the lines apart.
+    """
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(6.5, 3.2), layout="constrained")
+        fig = Figure(figsize=(8.0, 3.4), layout="constrained")
         ax = fig.add_subplot()
+        xs = list(x)
         for name, values in series.items():
-            ax.plot(list(x), list(values), marker="o", markersize=3, label=name)
+            (line,) = ax.plot(xs, list(values), marker="o", markersize=3, label=name)
+            if end_labels and len(series) > end_labels:
+                last = _last_finite(values)
+                if last is not None:
+                    ax.annotate(name, (last[0], last[1]), xytext=(4, 0), textcoords="offset points",
+                                fontsize=8, color=line.get_color(), va="center")  # fmt: skip
         ax.set_ylabel(ylabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
         if xlabel:
             ax.set_xlabel(xlabel)
         ax.set_title(title)
-        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
-        if series:
-            ax.legend(fontsize=7)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+        step = max(1, len(xs) // 12)
+        ax.set_xticks(range(0, len(xs), step), labels=[xs[i] for i in range(0, len(xs), step)])
+        _legend_outside(ax, len(series))
+        return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))
+
+
+def _last_finite(values: Sequence[float]) -> tuple[int, float] | None:
+    for i in range(len(values) - 1, -1, -1):
+        v = float(values[i])
+        if v == v:
+            return i, v
+    return None
+
+
+def grouped_bars(
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    ylabel: str,
+    ylim: tuple[float, float] | None = None,
+) -> Chart:
+    """Bars per group (e.g. per pool), one bar per series (e.g. avg, p50 … p99), values printed."""
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(8.0, 3.2), layout="constrained")
+        ax = fig.add_subplot()
+        width = 0.8 / max(len(series), 1)
+        palette = mpl.colormaps["Blues"]
+        for k, (name, values) in enumerate(series.items()):
+            positions = np.arange(len(groups)) - 0.4 + width * (k + 0.5)
+            shade = palette(0.35 + 0.6 * k / max(len(series) - 1, 1))
+            bars = ax.bar(positions, list(values), width=width, label=name, color=shade)
+            ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
+        ax.set_xticks(range(len(groups)), labels=list(groups))
+        ax.set_ylabel(ylabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set_title(title)
+        _legend_outside(ax, len(series))
         return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))
