@@ -70,6 +70,8 @@ def fragmentation_series(
     seen = over[(over["nodes"] > 0) & (over["allocatable"] > 0)]
     times = sorted(seen["time"].unique())
     labels = [pd.Timestamp(t).strftime("%H:%M") for t in times]
+    if len(labels) > 1 and labels[-1] == "00:00":
+        labels[-1] = "24:00"  # the day's end, not its start
     series: dict[str, list[float]] = {}
     flat: list[str] = []
     for resource, group in seen.groupby("resource", sort=False):
@@ -160,7 +162,7 @@ def build_charts(
         if series:
             out["fragmentation"] = charts.lines(
                 times, series, title="Free capacity the common pod shapes cannot use, over the day",
-                ylabel="% of the free amount", xlabel="UTC", ylim=(0, 105), end_labels=3,
+                ylabel="% of the free amount", xlabel="UTC", ylim=(0, 105), end_labels=6,
             )  # fmt: skip
         data["fragmentation"] = {"times": times, **{k: [json_value(x) for x in v] for k, v in series.items()}, "flat": flat}  # fmt: skip
     return out
@@ -178,7 +180,7 @@ def trend_chart(history: pd.DataFrame) -> Chart | None:
     }
     return charts.lines(
         days, series, title="Trend over the stored days", ylabel="%", xlabel="day (UTC)",
-        ylim=(0, 105), end_labels=3,
+        ylim=(0, 105), end_labels=6,
     )  # fmt: skip
 
 
