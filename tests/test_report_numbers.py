@@ -147,3 +147,24 @@ def test_formatting_helpers() -> None:
     assert fmt.amount("ephemeral-storage", 2**31) == "2.0 GiB"
     assert fmt.signed(0.01, 1, "pp") == "±0 pp"
     assert fmt.duration(54 * 3600, days=False) == "54 h"
+
+
+def test_index_shows_node_time_in_words(early: dict[str, Any]) -> None:
+    index = (early["paths"].index).read_text()
+    # node-0 runs hot 06:05-12:00 each day: 6 h of node-time over the 65 % threshold.
+    rows = re.findall(r'<td class="num" data-v="21600.0">([^<]*)</td>', index)
+    assert rows == ["6 h", "6 h"]
+
+
+def test_a_stored_day_with_minutes_is_still_compared(tmp_path: Path) -> None:
+    """Days stored before ``breach_node_seconds`` kept ``breach_minutes``: still a previous run."""
+    snapshot = tiny_cluster(days=2)
+    write_nightly_report(run_nightly(snapshot, NightlySettings(day=DAY1)), tmp_path)
+    stored = tmp_path / "history" / "summary" / f"{DAY1}.json"
+    old = json.loads(stored.read_text())
+    old["breach_minutes"] = old.pop("breach_node_seconds") / 60 - 60  # an hour less that day
+    stored.write_text(json.dumps(old))
+    paths = write_nightly_report(run_nightly(snapshot, NightlySettings(day=DAY2)), tmp_path)
+    card = json.loads(paths.json.read_text())["summary"]["breach_node_seconds"]
+    assert card["value"] == 6 * 3600.0
+    assert card["previous"] == 5 * 3600.0 and card["delta"] == 3600.0
