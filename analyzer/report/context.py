@@ -255,7 +255,8 @@ def build_answers(result: NightlyResult) -> dict[str, str]:
         hot = (
             f"{fmt.count(s.nodes_with_breaches)} of {fmt.count(s.nodes)} nodes went over their "
             f"thresholds (cluster: {limits}) for {fmt.duration(s.breach_node_seconds, days=False)} "
-            f"of node-time in {fmt.count(s.breaches)} breaches. Hottest: {top}."
+            f"of node-time in {fmt.count(s.breaches)} breach{'' if s.breaches == 1 else 'es'}. "
+            f"Hottest: {top}."
         )
     else:
         hot = f"No node went over its thresholds (cluster: {limits})."
