@@ -9,6 +9,8 @@ page's text. ``page_problems`` checks it:
   their allocatable, so a larger share is a bug there too);
 - count cells (int columns) and count cards are whole, non-negative numbers written as integers
   ("2,762", never "2,762.0");
+- a breach lasts between 0 and 24 h (the report covers one day), and the node-time over
+  threshold is at most nodes × 24 h;
 - the headroom sentence names its instant, agrees with the headroom table, and does not read
   "0 more pods" while the fragmentation table shows free CPU the common shapes can use then;
 - each sentence's figures match the table or cards beside it (free capacity per resource, the
@@ -44,6 +46,18 @@ COUNT = re.compile(r"\d{1,3}(,\d{3})*")
 COUNT_CARDS = ("nodes", "pods", "breaches", "nodes_with_breaches")
 
 
+DAY_SECONDS = 86400
+UNIT_SECONDS = {"d": 86400, "h": 3600, "min": 60, "s": 1}
+
+
+def duration_seconds(text: str) -> float:
+    """ "2 h 14 min" → 8040; "−20 min" → −1200."""
+    sign = -1 if text.startswith(("−", "-")) else 1
+    words = text.lstrip("−-").replace(",", "").split()
+    pairs = zip(words[::2], words[1::2], strict=True)
+    return sign * float(sum(float(n) * UNIT_SECONDS[u] for n, u in pairs))
+
+
 def _number(text: str) -> float:
     return float(text.replace(",", "").replace("−", "-"))
 
@@ -70,6 +84,19 @@ def page_problems(page: dict[str, Any]) -> list[str]:
                     problems.append(f"{name}.{table['keys'][i]}: count written as {cell!r}")
                 if kind == "pct" and cell != "–" and not 0 <= _number(cell.rstrip(" %")) <= 100:
                     problems.append(f"{name}.{table['keys'][i]}: share {cell!r}")
+    for name in ("breaches", "breach_nodes", "nodes"):
+        table = page["tables"].get(name)
+        for i, kind in enumerate(table["kinds"] if table else []):
+            for row in table["rows"] if kind == "duration" else []:
+                seconds = duration_seconds(row[i])
+                if not 0 <= seconds <= DAY_SECONDS:
+                    problems.append(f"{name}.{table['keys'][i]}: {row[i]!r} outside one day")
+    node_time = page["cards"].get("breach_node_seconds")
+    nodes = page["cards"].get("nodes")
+    if node_time and nodes and COUNT.fullmatch(nodes):
+        limit = _number(nodes) * DAY_SECONDS
+        if not 0 <= duration_seconds(node_time) <= limit:
+            problems.append(f"node-time {node_time!r} outside 0 … {nodes} nodes × 24 h")
     for key in COUNT_CARDS:
         shown = page["cards"].get(key)
         if shown is not None and not COUNT.fullmatch(shown):

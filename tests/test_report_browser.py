@@ -83,6 +83,7 @@ def test_the_page_checks_catch_impossible_numbers(two_days: Path, tmp_path: Path
       a.textContent = a.textContent.replace(/: [\d,]+ more pods/, ': 0 more pods')
                                    .replace('CPU 0.0 %', 'CPU NaN %');
       document.querySelector('[data-card=pods] .value').textContent = '-3';
+      cell('breaches', 'duration_seconds').textContent = '1 d 2 h';
     })()"""
     problems = "\n".join(page_problems(_read(two_days, tmp_path, doctor)))
     assert "shapes.pods: count written as '2,762.0'" in problems
@@ -93,6 +94,7 @@ def test_the_page_checks_catch_impossible_numbers(two_days: Path, tmp_path: Path
     assert "headroom sentence 0 ≠ table" in problems
     assert "fragmentation sentence lacks 'CPU 0.0 %" in problems
     assert "card pods: count written as '-3'" in problems
+    assert "breaches.duration_seconds: '1 d 2 h' outside one day" in problems
 
 
 def test_screenshots_of_the_first_screen_and_fragmentation(two_days: Path, tmp_path: Path) -> None:

@@ -168,3 +168,14 @@ def test_a_stored_day_with_minutes_is_still_compared(tmp_path: Path) -> None:
     card = json.loads(paths.json.read_text())["summary"]["breach_node_seconds"]
     assert card["value"] == 6 * 3600.0
     assert card["previous"] == 5 * 3600.0 and card["delta"] == 3600.0
+
+
+def test_template_filters_old_and_new() -> None:
+    from analyzer.report.render import make_environment
+
+    env = make_environment()
+    text = env.from_string(
+        "{{ 2762.0 | count }}|{{ 8040 | duration }}|{{ 1.5 | delta }}|{{ -2 | delta(0) }}|"
+        "{{ x | num(1) }}|{{ none | num }}|{{ 30500 | cores }}|{{ 40.06 | pct }}"
+    ).render(x=1234.56)
+    assert text == "2,762|2 h 14 min|+1.5|-2|1,234.6|–|30.5 cores|40.1 %"

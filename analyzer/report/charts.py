@@ -126,7 +126,7 @@ def breach_timeline(
                 left=left.to_numpy(),
                 height=height,
                 color=RESOURCE_COLORS.get(resource, "#6a4c93"),
-                label=resource,
+                label=f"{resource} over threshold",
             )
         ax.set_yticks(range(len(nodes)), labels=list(nodes), fontsize=9)
         ax.set_ylim(len(nodes) - 0.5, -0.5)

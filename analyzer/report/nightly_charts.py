@@ -179,7 +179,8 @@ def trend_chart(history: pd.DataFrame) -> Chart | None:
         if key in history
     }
     return charts.lines(
-        days, series, title="Trend over the stored days", ylabel="%", xlabel="day (UTC)",
+        days, series, title="Trend over the stored days", ylabel="% (each series' own base)",
+        xlabel="day (UTC)",
         ylim=(0, 105), end_labels=6,
     )  # fmt: skip
 
@@ -212,10 +213,14 @@ def daily_heatmap(
         "days": [pd.Timestamp(d).strftime("%Y-%m-%d") for d in days],
         "values": [[json_value(x) for x in row] for row in matrix],
     }
+    name = _resource_name(resource)
     return charts.heatmap(
         matrix,
         labels,
         day_labels,
-        title=f"{resource} {stat} per day: {HEATMAP_TOP} hottest nodes over the stored days + pool means",
-        alt=f"heatmap of daily {resource} {stat} per node",
+        title=f"{name} {stat} per day: {HEATMAP_TOP} hottest nodes over the stored days, "
+        "then one mean row per pool",
+        alt=f"heatmap of daily {name} {stat} per node",
+        xlabel="day (UTC, month-day)",
+        colorbar_label=f"{name} used {stat}, % of allocatable",
     )
