@@ -52,6 +52,7 @@ def test_headroom_is_taken_at_the_last_instant_with_data(early: dict[str, Any]) 
     answer = early["json"]["answers"]["fragmentation"]
     assert f"Headroom at 23:55 UTC (the last instant with data): {NODES * 6} more pods" in answer
     assert "at 23:55 UTC" in early["paths"].html.read_text()
+    assert early["json"]["headroom_at"] == "2026-11-02T23:55:00Z"
 
 
 def test_a_time_without_any_node_is_no_data_not_zero() -> None:

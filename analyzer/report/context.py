@@ -96,6 +96,7 @@ class NightlyContext:
     previous_day: str | None
     chart_data: dict[str, Any] = field(default_factory=dict)
     chart_notes: dict[str, str] = field(default_factory=dict)  # words for what is not drawn
+    headroom_at: str | None = None  # the instant the headroom was taken (RFC 3339)
 
     def to_json(self) -> dict[str, Any]:
         """``report.json``: every number the HTML shows, tables with all their rows."""
@@ -119,6 +120,7 @@ class NightlyContext:
                 for c in self.cards
             },
             "answers": self.answers,
+            "headroom_at": self.headroom_at,
             "thresholds": self.thresholds,
             "quality": self.quality,
             "tables": {n: t.records() for n, t in self.tables.items() if t.in_json},
@@ -538,4 +540,5 @@ def build_context(
         previous_day=str(previous["day"]) if previous else None,
         chart_data=chart_data,
         chart_notes=chart_notes,
+        headroom_at=json_value(result.headroom.at),
     )
