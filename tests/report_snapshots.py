@@ -99,3 +99,30 @@ def tiny_cluster(
         analyzer_version="test",
     )
     return make_snapshot(meta, nodes, pods, node_usage, pod_usage)
+
+
+def with_gpus(snapshot: Snapshot, *, gpu_nodes: int = 2, gpus_per_node: int = 4) -> Snapshot:
+    """``snapshot`` with ``gpu_nodes`` nodes of ``gpus_per_node`` GPUs and one pod (the last)
+    asking for one GPU: so few GPU pods that the common shapes (95 % of pods) ask for none."""
+    nodes = snapshot.nodes.copy()
+    gpus = [gpus_per_node if i < gpu_nodes else 0 for i in range(len(nodes))]
+    nodes["allocatable:nvidia.com/gpu"] = gpus
+    nodes["capacity:nvidia.com/gpu"] = gpus
+    pods = snapshot.pods.copy()
+    pods["requests:nvidia.com/gpu"] = 0
+    pods.loc[pods.index[-1], "requests:nvidia.com/gpu"] = 1
+    pods.loc[pods.index[-1], "node"] = nodes["node"].iloc[0]
+    return make_snapshot(snapshot.meta, nodes, pods, snapshot.node_usage, snapshot.pod_usage)
+
+
+def ending_early(snapshot: Snapshot, last: str) -> Snapshot:
+    """``snapshot`` whose data stops at ``last`` (e.g. 23:55, collected just after midnight):
+    no usage after it, every node and pod last seen then; the range still claims its end."""
+    cut = pd.Timestamp(last)
+    nodes = snapshot.nodes.copy()
+    nodes["last_seen"] = cut
+    pods = snapshot.pods.copy()
+    pods["last_seen"] = cut
+    node_usage = snapshot.node_usage[snapshot.node_usage["timestamp"] <= cut]
+    pod_usage = snapshot.pod_usage[snapshot.pod_usage["timestamp"] <= cut]
+    return make_snapshot(snapshot.meta, nodes, pods, node_usage, pod_usage)

@@ -161,3 +161,20 @@ def test_gpu_fragmentation_agrees_with_the_fgd_module_on_whole_gpus() -> None:
     point = measure(free, shapes, TypicalPod(np.zeros(3), None))
     assert point.frag_amount[2] == pytest.approx(expected, rel=1e-12)
     assert point.frag_ratio[2] == pytest.approx(expected / free_gpus.sum(), rel=1e-12)
+
+
+def test_shape_pod_counts_survive_a_pods_allocatable() -> None:
+    """With ``allocatable:pods`` the measure has a ``pods`` resource (1 per pod); its column must
+    not overwrite the shapes' pod counts (it did: every shape read 1 pod)."""
+    pods = [{"cpu": 100, "memory": GI}] * 7 + [{"cpu": 200, "memory": GI}] * 3
+    snap = build(
+        nodes=[{"node": "n1", "allocatable:pods": 110}],
+        pods=[{**p, "uid": f"p{i}"} for i, p in enumerate(pods)],
+        node_usage={"n1": [1.0] * 2},
+        step="1h",
+    )
+    result = fragmentation(snap)
+    assert result.shapes["pods"].tolist() == [7, 3]
+    # The shapes cover every pod considered here (two shapes, 100 %).
+    assert result.shapes["pods"].sum() == result.pods_considered == 10
+    assert list(result.shapes.columns) == ["shape", "label", "pods", "share", "cpu", "memory"]

@@ -60,7 +60,8 @@ def test_json_numbers_match_violations_and_hand_computed_usage(tmp_path: Path) -
     # The one-day snapshot starts at midnight, so the report's day is the whole snapshot.
     assert summary["breaches"]["value"] == independent.count == 1
     assert summary["nodes_with_breaches"]["value"] == 1
-    assert summary["breach_minutes"]["value"] == 360.0  # 72 samples × 5 min at 75 % > 65 %
+    # 72 samples × 5 min at 75 % > 65 % = 6 h, in seconds in the JSON.
+    assert summary["breach_node_seconds"]["value"] == 360 * 60.0
     [breach] = data["tables"]["breaches"]
     assert breach["node"] == EVIL and breach["peak_pct"] == 75 and breach["threshold"] == 65
     nodes = {row["node"]: row for row in data["tables"]["nodes"]}
@@ -92,10 +93,26 @@ def test_summary_cards_in_html_show_the_json_values(tmp_path: Path) -> None:
     )
     assert len(cards) == len(summary)
     for key, shown in cards:
-        value = summary[key]["value"]
-        assert shown.strip().replace(",", "") == (
-            "–" if value is None else f"{value:.{_digits(shown)}f}"
-        ), key
+        card = summary[key]
+        value, unit, kind = card["value"], card["unit"], card["kind"]
+        text = shown.strip()
+        if value is None:
+            assert text == "–", key
+        elif kind == "duration":  # seconds in the JSON, hours and minutes on the page
+            assert unit == "s" and _seconds(text) == pytest.approx(value, abs=30), key
+        elif kind == "count":  # an integer in both, never "2,762.0"
+            assert isinstance(value, int) and text == f"{value:,}", key
+        else:
+            number, _, shown_unit = text.partition(" ")
+            assert shown_unit == unit, key
+            assert number.replace(",", "") == f"{value:.{_digits(number)}f}", key
+
+
+def _seconds(text: str) -> float:
+    """ "2 h 14 min" → 8040."""
+    factor = {"d": 86400, "h": 3600, "min": 60, "s": 1}
+    words = text.replace(",", "").split()
+    return float(sum(float(n) * factor[u] for n, u in zip(words[::2], words[1::2], strict=True)))
 
 
 def _digits(text: str) -> int:
@@ -254,7 +271,7 @@ def test_hourly_usage_and_heatmap_rows_by_hand(tmp_path: Path) -> None:
     _, paths = _report(tmp_path, tiny_cluster(hot_name="hot"))
     rows = [r for r in _csv(paths.run_dir / "hourly_usage.csv") if r["node"] == "hot"]
     assert len(rows) == 24
-    by_hour = {r["hour"][11:16]: float(r["cpu"]) for r in rows}
+    by_hour = {r["hour"][11:16]: float(r["cpu_pct"]) for r in rows}
     # 3000m of 4000m from the 06:05 sample to the 12:00 one: hours 06..11 at 75 %, the rest 25 %.
     assert {h for h, v in by_hour.items() if v == 75.0} == {f"{h:02d}:00" for h in range(6, 12)}
     assert {v for v in by_hour.values() if v != 75.0} == {25.0}
@@ -330,7 +347,7 @@ def test_breach_across_midnight_is_split_between_the_two_days(tmp_path: Path) ->
         (day2, "2026-11-02T00:00Z", "2026-11-02T01:00Z"),
     ):
         breaches = result.violations.breaches.sort_values("start")
-        assert result.summary.breach_minutes == 420.0
+        assert result.summary.breach_node_seconds == 420 * 60.0
         night_rows = breaches[breaches["minutes"] == 60.0]
         assert len(night_rows) == 1
         assert night_rows["start"].iloc[0] == pd.Timestamp(night_start)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import base64
 import subprocess
+from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cdp_client import CHROMIUM, FLAGS, Chromium, require_chromium
-from report_snapshots import tiny_cluster
+from page_numbers import READ_PAGE, page_problems
+from report_snapshots import ending_early, tiny_cluster, with_gpus
 
 from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.report.nightly_report import write_nightly_report
@@ -30,6 +33,84 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tiny_cluster(n_nodes=6, hot_name="<script>alert(1)</script>"), NightlySettings()
     )
     return write_nightly_report(result, out).html
+
+
+@pytest.fixture(scope="module")
+def two_days(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two days of a cluster with a few GPUs, the second stopping at 23:55 (compared with the
+    first: the cards show changes)."""
+    require_chromium()
+    out = tmp_path_factory.mktemp("two-days")
+    snapshot = ending_early(
+        with_gpus(tiny_cluster(n_nodes=12, days=2, hot_name="hot")), "2026-11-02T23:55:00Z"
+    )
+    for day in (date(2026, 11, 1), date(2026, 11, 2)):
+        paths = write_nightly_report(run_nightly(snapshot, NightlySettings(day=day)), out)
+    return paths.html
+
+
+def _read(page: Path, tmp_path: Path, mutate: str = "") -> dict[str, Any]:
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(page)
+        if mutate:
+            browser.evaluate(mutate)
+        data: dict[str, Any] = browser.evaluate(READ_PAGE)
+    finally:
+        browser.close()
+    assert browser.console_errors() == []
+    return data
+
+
+@pytest.mark.parametrize("fixture", ["report", "two_days"])
+def test_every_number_on_the_page_is_possible_and_agrees(
+    fixture: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    page = _read(request.getfixturevalue(fixture), tmp_path)
+    assert page["tables"]["free_capacity"]["rows"], "the free-capacity table is on the page"
+    assert page_problems(page) == []
+
+
+def test_the_page_checks_catch_impossible_numbers(two_days: Path, tmp_path: Path) -> None:
+    """The checks above can fail: doctor the rendered page and each problem is reported."""
+    doctor = r"""(() => {
+      const cell = (t, k) => { const table = document.querySelector(`table[data-table=${t}]`);
+        const i = [...table.tHead.rows[0].cells].findIndex(h => h.dataset.key === k);
+        return table.tBodies[0].rows[0].cells[i]; };
+      cell('shapes', 'pods').textContent = '2,762.0';
+      cell('nodes', 'cpu_p95_pct').textContent = '150.0 %';
+      const a = document.querySelector('[data-answer=fragmentation]');
+      a.textContent = a.textContent.replace(/: [\d,]+ more pods/, ': 0 more pods')
+                                   .replace('CPU 0.0 %', 'CPU NaN %');
+      document.querySelector('[data-card=pods] .value').textContent = '-3';
+      cell('breaches', 'duration_seconds').textContent = '1 d 2 h';
+    })()"""
+    problems = "\n".join(page_problems(_read(two_days, tmp_path, doctor)))
+    assert "shapes.pods: count written as '2,762.0'" in problems
+    assert "nodes.cpu_p95_pct: share '150.0 %'" in problems
+    assert "share 150.0 % outside 0–100 %" in problems
+    assert "NaN on the page" in problems
+    assert "0 more pods at 23:55" in problems
+    assert "headroom sentence 0 ≠ table" in problems
+    assert "fragmentation sentence lacks 'CPU 0.0 %" in problems
+    assert "card pods: count written as '-3'" in problems
+    assert "breaches.duration_seconds: '1 d 2 h' outside one day" in problems
+
+
+def test_screenshots_of_the_first_screen_and_fragmentation(two_days: Path, tmp_path: Path) -> None:
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(two_days)
+        first = browser.call("Page.captureScreenshot", format="png")
+        browser.evaluate("document.getElementById('fragmentation').scrollIntoView()")
+        frag = browser.call("Page.captureScreenshot", format="png")
+    finally:
+        browser.close()
+    for name, shot in (("first", first), ("fragmentation", frag)):
+        data = base64.b64decode(shot["data"])
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        (tmp_path / f"{name}.png").write_bytes(data)
+    assert first["data"] != frag["data"]
 
 
 def test_dump_dom_and_screenshot(report: Path, tmp_path: Path) -> None:

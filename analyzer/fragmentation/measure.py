@@ -48,6 +48,7 @@ class Shapes:
     demand: IntMatrix
     share: npt.NDArray[np.float64]
     pods: npt.NDArray[np.int64]
+    considered: int = 0  # pods the shapes were drawn from (non-pinned, with a request)
 
     def labels(self) -> list[str]:
         """Human labels like ``500m cpu, 1Gi memory``."""
@@ -175,7 +176,7 @@ def workload_shapes(
     demand = demand[(demand[:, real] > 0).any(axis=1)]
     if demand.size == 0:
         empty = np.zeros((0, len(resources)), dtype=np.int64)
-        return Shapes(tuple(resources), empty, np.zeros(0), np.zeros(0, dtype=np.int64))
+        return Shapes(tuple(resources), empty, np.zeros(0), np.zeros(0, dtype=np.int64), 0)
     unique, counts = np.unique(demand, axis=0, return_counts=True)
     # Most common first; ties broken by the shape itself so the result is deterministic.
     order = np.lexsort((*unique.T[::-1], -counts))
@@ -184,7 +185,11 @@ def workload_shapes(
     take = int(np.searchsorted(covered, coverage - 1e-12) + 1)
     unique, counts = unique[:take], counts[:take]
     return Shapes(
-        tuple(resources), unique.astype(np.int64), counts / counts.sum(), counts.astype(np.int64)
+        tuple(resources),
+        unique.astype(np.int64),
+        counts / counts.sum(),
+        counts.astype(np.int64),
+        considered=len(demand),
     )
 
 
@@ -290,12 +295,12 @@ class FragmentationResult:
     """Fragmentation over time on the observed placement.
 
     ``shapes``: ``shape`` (int), ``label``, ``pods`` (count observed), ``share`` (popularity p_m),
-    then one int column per resource (the request).
+    then one int column per resource (the request; not for ``pods``, whose name is the count).
     ``over_time`` (long): ``time``, ``resource``, ``allocatable``, ``requested``, ``free``,
     ``stranded``, ``stranded_share`` (stranded / free), ``frag_amount`` (Σ F_n(M)),
     ``frag_ratio`` (frag_amount / free; NaN when nothing is free), ``nodes``.
     ``headroom`` (long): ``time``, ``shape``, ``label``, ``share``, ``fit`` (more pods of that
-    shape that fit, summed over nodes).
+    shape that fit, summed over nodes; ``<NA>`` when no node was seen at that time).
     ``per_node`` (at the last time): ``node``, ``pool``, then ``free:<r>`` and ``frag:<r>``
     (F_n(M)) per resource, and ``fit:top`` (pods of the most common shape that still fit).
     """
@@ -304,10 +309,12 @@ class FragmentationResult:
     over_time: pd.DataFrame
     headroom: pd.DataFrame
     per_node: pd.DataFrame
+    pods_considered: int = 0  # non-pinned pods with a request; ``shapes.pods`` covers ≥ 95 %
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready tables (times RFC 3339, NaN → null)."""
         return {
+            "pods_considered": self.pods_considered,
             "shapes": frame_records(self.shapes),
             "over_time": frame_records(self.over_time),
             "headroom": frame_records(self.headroom),
@@ -342,7 +349,9 @@ def fragmentation(
         }
     )
     for i, r in enumerate(resources):
-        shape_frame[r] = shapes.demand[:, i]
+        # The ``pods`` resource (1 per pod) is no request to show, and its name is the count's.
+        if r != POD_COUNT:
+            shape_frame[r] = shapes.demand[:, i]
     over_rows: list[dict[str, Any]] = []
     head_rows: list[dict[str, Any]] = []
     per_node = pd.DataFrame()
@@ -375,13 +384,17 @@ def fragmentation(
                     "shape": s,
                     "label": label,
                     "share": float(shapes.share[s]),
-                    "fit": int(totals[s]),
+                    # No node seen at ``at`` is missing data, not a full cluster: no count.
+                    "fit": int(totals[s]) if len(capacity.nodes) else pd.NA,
                 }
             )
         per_node = _per_node_frame(capacity, point, resources)
     over_time = pd.DataFrame(over_rows)
     headroom = pd.DataFrame(head_rows, columns=["time", "shape", "label", "share", "fit"])
-    return FragmentationResult(shape_frame, over_time, headroom, per_node)
+    headroom["fit"] = headroom["fit"].astype("Int64")
+    return FragmentationResult(
+        shape_frame, over_time, headroom, per_node, pods_considered=shapes.considered
+    )
 
 
 def _per_node_frame(

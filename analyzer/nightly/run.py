@@ -23,6 +23,7 @@ import pandas as pd
 from analyzer.core.errors import EXIT_OK, EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
 from analyzer.core.snapshot import Snapshot, SnapshotMeta
 from analyzer.fragmentation.measure import FragmentationResult, fragmentation
+from analyzer.nightly.free_capacity import Headroom, headroom_at_last_data, resource_summary
 from analyzer.nightly.tables import (
     hourly_points,
     hourly_usage,
@@ -80,7 +81,7 @@ class NightlySummary:
     pods: int
     nodes_with_breaches: int
     breaches: int
-    breach_minutes: float
+    breach_node_seconds: float  # node-time over threshold (union per node), summed over nodes
     cpu_requested_pct: float
     cpu_used_avg_pct: float
     cpu_used_p95_pct: float
@@ -118,6 +119,8 @@ class NightlyResult:
     quality: DataQuality
     summary: NightlySummary
     pods_seen: int
+    free_capacity: pd.DataFrame  # free_capacity.resource_summary: one row per resource
+    headroom: Headroom  # at the last instant with data
 
     @property
     def exit_code(self) -> int:
@@ -280,7 +283,7 @@ def _summary(
         pods=pods_seen,
         nodes_with_breaches=int(breaches["node"].nunique()) if len(breaches) else 0,
         breaches=len(breaches),
-        breach_minutes=float(violations.per_node["breach_minutes"].sum())
+        breach_node_seconds=float(violations.per_node["breach_minutes"].sum()) * 60.0
         if len(violations.per_node)
         else 0.0,
         cpu_requested_pct=_pct(total("cpu_requested"), total("cpu_allocatable")),
@@ -308,6 +311,29 @@ def _mean(over_time: pd.DataFrame, resource: str, column: str) -> float:
         over_time.loc[over_time["resource"] == resource, column], errors="coerce"
     )
     return float(values.mean()) if values.notna().any() else float("nan")
+
+
+def fragmentation_times(
+    day: Snapshot, start: pd.Timestamp, end: pd.Timestamp
+) -> list[pd.Timestamp]:
+    """Hour marks of the day up to its last usage sample, then that sample's instant.
+
+    A snapshot collected shortly after midnight can end at 23:55: at 24:00 no node is seen any
+    more, and a placement taken there would read as an empty cluster (0 pods of headroom). The
+    last point is therefore the last instant that has data, and the page names it.
+    """
+    stamps = day.node_usage["timestamp"]
+    inside = stamps[(stamps > start) & (stamps <= end)]
+    last = pd.Timestamp(inside.max()) if len(inside) else end
+    marks = [t + pd.Timedelta(hours=1) for t in hourly_points(start, end)]
+    times = [t for t in marks if t <= last]
+    if not times or times[-1] != last:
+        times.append(last)
+    return times
+
+
+def _ending_at(snapshot: Snapshot, last: pd.Timestamp) -> Snapshot:
+    return replace(snapshot, meta=replace(snapshot.meta, end=last.isoformat()))
 
 
 def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
@@ -348,9 +374,11 @@ def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
     )
     pools = pool_table(today.node_usage, nodes, start=start, end=end, method=settings.method)
     hourly = hourly_usage(today.node_usage, today.nodes, start, end)
-    # Placement at each hour mark inside the day (the first mark is just after midnight).
-    times = [t + pd.Timedelta(hours=1) for t in hourly_points(start, end)]
-    frag = fragmentation(today, times=times)
+    times = fragmentation_times(today, start, end)
+    # A day whose data stops early (23:55) ends there: pods seen until then still run at the last
+    # point (``pod_intervals`` ends a pod only when it vanished before the snapshot's end).
+    frag_day = today if times[-1] >= end else _ending_at(today, times[-1])
+    frag = fragmentation(frag_day, times=times)
     quality = _quality(today, settings, start)
     if settings.fail_on_violations and len(violations.breaches):
         exit_code = EXIT_VIOLATIONS
@@ -375,4 +403,6 @@ def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
         quality=quality,
         summary=summary,
         pods_seen=pods_seen,
+        free_capacity=resource_summary(frag),
+        headroom=headroom_at_last_data(frag),
     )

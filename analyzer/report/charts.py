@@ -32,6 +32,16 @@ STYLE: Any = {
     "axes.spines.right": False,
     "svg.hashsalt": "analyzer",
 }
+# The nightly charts: text readable at the size the page shows them (~1:1 at 80 dpi).
+READABLE: Any = {
+    **STYLE,
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+}
 RESOURCE_COLORS = {"cpu": "#d1495b", "memory": "#00798c", "nvidia.com/gpu": "#edae49"}
 
 
@@ -59,11 +69,13 @@ def heatmap(
     *,
     title: str,
     alt: str,
+    xlabel: str = "",
+    colorbar_label: str = "% of allocatable",
 ) -> Chart:
     """Rows × columns of percentages (0–100+, NaN = no data) as a colour grid."""
     rows = max(len(row_labels), 1)
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(9.5, 1.0 + 0.17 * rows), layout="constrained")
+    with mpl.rc_context(READABLE):
+        fig = Figure(figsize=(11.0, 1.4 + 0.2 * rows), layout="constrained")
         ax = fig.add_subplot()
         cmap = mpl.colormaps["YlOrRd"].with_extremes(bad="#dddddd")
         image = ax.imshow(
@@ -74,12 +86,14 @@ def heatmap(
             vmax=100,
             interpolation="nearest",
         )
-        ax.set_yticks(range(len(row_labels)), labels=list(row_labels), fontsize=7)
+        ax.set_yticks(range(len(row_labels)), labels=list(row_labels), fontsize=9)
         step = max(1, len(col_labels) // 12)
         ticks = list(range(0, len(col_labels), step))
-        ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks], fontsize=7)
+        ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks])
         ax.set_title(title)
-        fig.colorbar(image, ax=ax, label="% of allocatable", shrink=0.8)
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.8)
         return Chart(title=title, alt=alt, data_uri=encode_png(fig))
 
 
@@ -93,8 +107,8 @@ def breach_timeline(
 ) -> Chart:
     """Per-node horizontal bars for each breach interval (``node, resource, start, end``)."""
     rows = max(len(nodes), 1)
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(9.5, 1.0 + 0.2 * rows), layout="constrained")
+    with mpl.rc_context(READABLE):
+        fig = Figure(figsize=(11.0, 1.2 + 0.22 * rows), layout="constrained")
         ax = fig.add_subplot()
         index = {name: i for i, name in enumerate(nodes)}
         shown = breaches[breaches["node"].isin(index)] if len(breaches) else breaches
@@ -112,15 +126,14 @@ def breach_timeline(
                 left=left.to_numpy(),
                 height=height,
                 color=RESOURCE_COLORS.get(resource, "#6a4c93"),
-                label=resource,
+                label=f"{resource} over threshold",
             )
-        ax.set_yticks(range(len(nodes)), labels=list(nodes), fontsize=7)
+        ax.set_yticks(range(len(nodes)), labels=list(nodes), fontsize=9)
         ax.set_ylim(len(nodes) - 0.5, -0.5)
         ax.set_xlim(0, max((end - start).total_seconds() / 3600, 1))
         ax.set_xlabel(f"hours since {start:%Y-%m-%d %H:%M} UTC")
         ax.set_title(title)
-        if resources:
-            ax.legend(loc="upper right", fontsize=7)
+        _legend_outside(ax, len(resources))
         return Chart(
             title=title, alt=f"{title}: breach intervals per node", data_uri=encode_png(fig)
         )
@@ -130,8 +143,8 @@ def scatter(
     frame: pd.DataFrame, *, x: str, y: str, group: str, title: str, xlabel: str, ylabel: str
 ) -> Chart:
     """One dot per row (e.g. per node), coloured by ``group`` (e.g. pool), with a y = x line."""
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(6.5, 4.2), layout="constrained")
+    with mpl.rc_context(READABLE):
+        fig = Figure(figsize=(9.0, 5.0), layout="constrained")
         ax = fig.add_subplot()
         groups = sorted(frame[group].fillna("").astype(str).unique())
         palette = mpl.colormaps["tab10"]
@@ -146,10 +159,17 @@ def scatter(
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         if groups:
-            ax.legend(fontsize=7, markerscale=1.5)
+            ax.legend(markerscale=1.5, title="pool", loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0), frameon=False)  # fmt: skip
         return Chart(
             title=title, alt=f"{title}: {ylabel} against {xlabel}", data_uri=encode_png(fig)
         )
+
+
+def _legend_outside(ax: Any, count: int) -> None:
+    """The legend to the right of the plot, never over the data."""
+    if count:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def lines(
@@ -159,18 +179,85 @@ def lines(
     title: str,
     ylabel: str,
     xlabel: str = "",
+    ylim: tuple[float, float] | None = None,
+    end_labels: int = 0,
 ) -> Chart:
-    """A few named series over a shared x axis (fragmentation over the day, trends over days)."""
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(6.5, 3.2), layout="constrained")
+    """A few named series over a shared x axis (fragmentation over the day, trends over days).
+
+    The legend sits outside the plot. ``ylim`` fixes the axis (e.g. 0–100 for shares, so a flat
+    series is not blown up into a band around it). ``end_labels``: with more series than that,
+    each line is also named at its right end, so a reader can tell the lines apart.
+    """
+    with mpl.rc_context(READABLE):
+        fig = Figure(figsize=(11.0, 4.2), layout="constrained")
         ax = fig.add_subplot()
+        xs = list(x)
+        ends: list[tuple[float, int, str, Any]] = []
         for name, values in series.items():
-            ax.plot(list(x), list(values), marker="o", markersize=3, label=name)
+            (line,) = ax.plot(xs, list(values), marker="o", markersize=3, label=name)
+            last = _last_finite(values)
+            if last is not None:
+                ends.append((last[1], last[0], name, line.get_color()))
         ax.set_ylabel(ylabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
         if xlabel:
             ax.set_xlabel(xlabel)
         ax.set_title(title)
-        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
-        if series:
-            ax.legend(fontsize=7)
+        if end_labels and len(series) > end_labels:
+            _label_line_ends(ax, ends)
+        ax.tick_params(axis="x", labelrotation=30)
+        step = max(1, len(xs) // 12)
+        ax.set_xticks(range(0, len(xs), step), labels=[xs[i] for i in range(0, len(xs), step)])
+        if series:  # below the plot, so long series names never cover the data
+            fig.legend(loc="outside lower center", ncols=min(len(series), 2), frameon=False)
+        return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))
+
+
+def _label_line_ends(ax: Any, ends: list[tuple[float, int, str, Any]]) -> None:
+    """Name each line at its last point, nudged apart vertically so no two names overlap."""
+    low, high = ax.get_ylim()
+    gap = (high - low) * 0.05
+    placed: list[float] = []
+    for y, x, name, color in sorted(ends):
+        spot = max(y, placed[-1] + gap) if placed else y
+        placed.append(spot)
+        ax.annotate(name, (x, y), xytext=(x + 0.4, spot), textcoords="data", fontsize=9,
+                    color=color, va="center", annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6})  # fmt: skip
+
+
+def _last_finite(values: Sequence[float]) -> tuple[int, float] | None:
+    for i in range(len(values) - 1, -1, -1):
+        v = float(values[i])
+        if v == v:
+            return i, v
+    return None
+
+
+def grouped_bars(
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    ylabel: str,
+    ylim: tuple[float, float] | None = None,
+) -> Chart:
+    """Bars per group (e.g. per pool), one bar per series (e.g. avg, p50 … p99), values printed."""
+    with mpl.rc_context(READABLE):
+        fig = Figure(figsize=(7.0, 4.0), layout="constrained")
+        ax = fig.add_subplot()
+        width = 0.8 / max(len(series), 1)
+        palette = mpl.colormaps["Blues"]
+        for k, (name, values) in enumerate(series.items()):
+            positions = np.arange(len(groups)) - 0.4 + width * (k + 0.5)
+            shade = palette(0.35 + 0.6 * k / max(len(series) - 1, 1))
+            bars = ax.bar(positions, list(values), width=width, label=name, color=shade)
+            ax.bar_label(bars, fmt="%.0f", fontsize=8, padding=1)
+        ax.set_xticks(range(len(groups)), labels=list(groups))
+        ax.set_ylabel(ylabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set_title(title)
+        _legend_outside(ax, len(series))
         return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))

@@ -15,6 +15,7 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.nightly.run import NightlyResult
+from analyzer.report import format as fmt
 from analyzer.report.charts import Chart
 from analyzer.report.nightly_charts import build_charts, daily_heatmap, trend_chart
 from analyzer.report.views import HTML_ROW_LIMIT, Card, Column, TableView, json_value
@@ -23,7 +24,7 @@ USAGE_DEFINITIONS = [
     (
         "Node CPU",
         "busy cores from node-exporter: rate of node_cpu_seconds_total with mode not idle, "
-        "iowait or steal (millicores)",
+        "iowait or steal (shown in cores; % of allocatable)",
     ),
     ("Node memory", "MemTotal − MemAvailable from node-exporter (koordlet's definition)"),
     (
@@ -46,11 +47,26 @@ USAGE_DEFINITIONS = [
     (
         "Fragmentation (FGD)",
         "share of free capacity that the common pod shapes (covering 95 % of pods, weighted by "
-        "popularity) cannot use",
+        "popularity) cannot use: on nodes where a shape does not fit, or of a resource the shape "
+        "does not request (FGD's rule: a CPU-only pod cannot use a free GPU). 100 % for GPUs "
+        "therefore means no common shape can use the free GPUs; 0 % means every shape fits "
+        "wherever capacity is free",
     ),
     (
         "Stranded",
-        "free CPU on nodes whose free memory cannot hold the median pod, and the reverse",
+        "free CPU on nodes whose free memory cannot hold the median pod, and the reverse; free "
+        "GPUs on nodes whose free CPU or memory cannot hold the median GPU pod",
+    ),
+    (
+        "Headroom",
+        "more pods of each common shape that would fit on the free capacity, each shape alone, "
+        "at the last instant of the day that has data (named beside the table)",
+    ),
+    (
+        "Units",
+        "CPU in cores, memory and storage in GiB (2^30 bytes), shares in %, changes of a share "
+        "in percentage points (pp), durations in hours and minutes; the CSV and JSON files keep "
+        "seconds and the unit in the column name",
     ),
     ("Day", "UTC; a usage sample at t covers the step ending at t, so a day is (00:00, 24:00]"),
 ]
@@ -79,6 +95,8 @@ class NightlyContext:
     definitions: list[tuple[str, str]]
     previous_day: str | None
     chart_data: dict[str, Any] = field(default_factory=dict)
+    chart_notes: dict[str, str] = field(default_factory=dict)  # words for what is not drawn
+    headroom_at: str | None = None  # the instant the headroom was taken (RFC 3339)
 
     def to_json(self) -> dict[str, Any]:
         """``report.json``: every number the HTML shows, tables with all their rows."""
@@ -95,12 +113,14 @@ class NightlyContext:
                     "label": c.label,
                     "value": c.value,
                     "unit": c.unit,
+                    "kind": c.kind,
                     "previous": c.previous,
                     "delta": c.delta,
                 }
                 for c in self.cards
             },
             "answers": self.answers,
+            "headroom_at": self.headroom_at,
             "thresholds": self.thresholds,
             "quality": self.quality,
             "tables": {n: t.records() for n, t in self.tables.items() if t.in_json},
@@ -114,40 +134,113 @@ def _num(value: Any) -> float | None:
     return None if raw is None else float(raw)
 
 
+def _previous(prev: dict[str, Any], key: str) -> float | None:
+    """A stored summary's value; days stored before ``breach_node_seconds`` kept minutes."""
+    if (
+        key == "breach_node_seconds"
+        and prev.get(key) is None
+        and prev.get("breach_minutes") is not None
+    ):
+        return float(prev["breach_minutes"]) * 60.0
+    return _num(prev.get(key))
+
+
 def build_cards(result: NightlyResult, previous: dict[str, Any] | None) -> list[Card]:
-    """Summary cards with deltas vs the previous run's stored summary."""
+    """Summary cards with deltas vs the previous run's stored summary.
+
+    ``higher_is_worse`` colours a change red or green; None leaves it grey (more requested CPU or
+    more nodes is neither good nor bad by itself).
+    """
     s = result.summary.to_dict()
     prev = previous or {}
     cpu_limit = float(result.settings.thresholds.usage.get("cpu", 0) or 0)
 
     def card(key: str, label: str, unit: str = "", digits: int = 1, **kw: Any) -> Card:
-        return Card(key, label, _num(s.get(key)), unit, digits, _num(prev.get(key)), **kw)
+        value = _num(s.get(key))
+        if kw.get("kind") == "count" and value is not None:
+            value = round(value)  # a count is an integer in report.json too
+        before = _previous(prev, key)
+        if kw.get("kind") == "count" and before is not None:
+            before = round(before)
+        return Card(key, label, value, unit, digits, before, **kw)
 
     breach_state = "bad" if s["breaches"] else "good"
     coverage_state = "bad" if result.quality.partial else "good"
     cpu_state = "warn" if cpu_limit and (s["cpu_used_p95_pct"] or 0) > cpu_limit else ""
     return [
-        card("nodes_with_breaches", "Nodes over threshold", digits=0, state=breach_state),
-        card("breach_minutes", "Breach node-minutes", "min", digits=0, state=breach_state),
-        card("breaches", "Breaches", digits=0),
-        card("cpu_used_p95_pct", "CPU used p95 (hottest pool)", "%", state=cpu_state),
-        card("memory_used_p95_pct", "Memory used p95 (hottest pool)", "%"),
-        card("cpu_requested_pct", "CPU requested", "%", higher_is_worse=False),
-        card("cpu_used_avg_pct", "CPU used (avg)", "%", higher_is_worse=False),
-        card("memory_requested_pct", "Memory requested", "%", higher_is_worse=False),
+        card("nodes_with_breaches", "Nodes over threshold", kind="count", state=breach_state),
+        card("breach_node_seconds", "Node-time over threshold", "s", kind="duration", state=breach_state),
+        card("breaches", "Breaches", kind="count"),
+        card("cpu_used_p95_pct", "CPU used p95 (hottest pool)", "%", kind="pct", state=cpu_state),
+        card("memory_used_p95_pct", "Memory used p95 (hottest pool)", "%", kind="pct"),
+        card("cpu_requested_pct", "CPU requested", "%", kind="pct", higher_is_worse=None),
+        card("cpu_used_avg_pct", "CPU used (avg)", "%", kind="pct", higher_is_worse=None),
+        card("memory_requested_pct", "Memory requested", "%", kind="pct", higher_is_worse=None),
         card("cpu_idle_requested_cores", "Idle CPU requests", "cores"),
         card("memory_idle_requested_gib", "Idle memory requests", "GiB"),
-        card("fragmentation_pct", "Free CPU fragmented (FGD)", "%"),
+        card("fragmentation_pct", "Free CPU fragmented (FGD)", "%", kind="pct"),
         card("stranded_cpu_cores", "Stranded CPU", "cores"),
         card("stranded_memory_gib", "Stranded memory", "GiB"),
-        card("coverage_pct", "Data coverage", "%", 2, higher_is_worse=False, state=coverage_state),
-        card("nodes", "Nodes", digits=0, higher_is_worse=False),
-        card("pods", "Pods placed", digits=0, higher_is_worse=False),
-    ]
+        card("coverage_pct", "Data coverage", "%", 2, kind="pct", higher_is_worse=False,
+             state=coverage_state),
+        card("nodes", "Nodes", kind="count", higher_is_worse=None),
+        card("pods", "Pods placed", kind="count", higher_is_worse=None),
+    ]  # fmt: skip
 
 
-def _fmt(value: float, digits: int = 1) -> str:
-    return "–" if value != value else f"{value:,.{digits}f}"
+def _resource_name(resource: str) -> str:
+    return {"cpu": "CPU", "memory": "memory"}.get(resource, resource)
+
+
+def fragmentation_sentence(free: pd.DataFrame) -> str:
+    """Every resource with capacity, from the table's own numbers (``free_table``).
+
+    The FGD share of each, then stranded amounts, then why any share above 0 is what it is
+    (a GPU share of 100 % most often means no common shape requests GPUs at all).
+    """
+    if free.empty:
+        return "No free capacity could be measured (no node was seen during the day)."
+    shares, stranded, reasons = [], [], []
+    for row in free.itertuples(index=False):
+        name = _resource_name(str(row.resource))
+        if fmt.number_or_none(row.frag_pct) is None:
+            shares.append(f"{name} no data (nothing free)")
+            continue
+        shares.append(f"{name} {fmt.pct(row.frag_pct)} of {fmt.number(row.free)} {row.unit} free")
+        if fmt.number_or_none(row.stranded) is not None:  # no stranded rule: not measured
+            stranded.append(f"{fmt.number(row.stranded)} {row.unit} of {name}")
+        if row.frag_pct > 0.05:
+            reasons.append(f"{name} at {fmt.pct(row.frag_pct)}: {row.reason}.")
+    text = (
+        "Share of free capacity the common pod shapes cannot use (FGD, mean over the day): "
+        + ", ".join(shares)
+        + "."
+    )
+    if stranded:
+        text += " Stranded: " + ", ".join(stranded) + "."
+    return " ".join([text, *reasons])
+
+
+def free_table(result: NightlyResult) -> pd.DataFrame:
+    """``result.free_capacity`` in the page's units (cores, GiB, devices) with a ``unit`` column."""
+    return _in_units(result.free_capacity, "resource", ["allocatable", "free", "stranded"])
+
+
+def headroom_sentence(result: NightlyResult) -> str:
+    """How many more pods of the most common shape fit, at the last instant that has data."""
+    head = result.headroom
+    if head.table.empty:
+        return "Headroom: no pod shapes to count."
+    first = head.table.iloc[0]
+    if head.at is None or pd.isna(first["fit"]):
+        return "Headroom: no data (no node was seen at any point of the day)."
+    at = head.at
+    when = "24:00 UTC" if at == result.end else f"{at:%H:%M} UTC"
+    last = " (end of the day)" if at == result.end else " (the last instant with data)"
+    return (
+        f"Headroom at {when}{last}: {fmt.count(first['fit'])} more pods of the most common "
+        f"shape ({first['label']})."
+    )
 
 
 def build_answers(result: NightlyResult) -> dict[str, str]:
@@ -157,62 +250,114 @@ def build_answers(result: NightlyResult) -> dict[str, str]:
     limits = ", ".join(f"{r} {v} %" for r, v in result.settings.thresholds.usage.items() if v)
     if s.breaches:
         top = ", ".join(
-            f"{row.node} ({row.breach_minutes:,.0f} min, peak {row.worst_pct:.0f} % {row.worst_resource})"
+            f"{row.node} ({fmt.duration(row.breach_minutes * 60)}, peak "
+            f"{fmt.pct(row.worst_pct, 0)} {row.worst_resource})"
             for row in per_node[per_node["breaches"] > 0].head(3).itertuples(index=False)
         )
         hot = (
-            f"{s.nodes_with_breaches} of {s.nodes} nodes went over their thresholds (cluster: "
-            f"{limits}) for {s.breach_minutes:,.0f} node-minutes in {s.breaches} breaches. "
+            f"{fmt.count(s.nodes_with_breaches)} of {fmt.count(s.nodes)} nodes went over their "
+            f"thresholds (cluster: {limits}) for {fmt.duration(s.breach_node_seconds, days=False)} "
+            f"of node-time in {fmt.count(s.breaches)} breach{'' if s.breaches == 1 else 'es'}. "
             f"Hottest: {top}."
         )
     else:
         hot = f"No node went over its thresholds (cluster: {limits})."
-    frag = (
-        f"{_fmt(s.fragmentation_pct)} % of free CPU could not be used by the common pod shapes "
-        f"(FGD, mean over the day); stranded: {_fmt(s.stranded_cpu_cores)} CPU cores and "
-        f"{_fmt(s.stranded_memory_gib)} GiB of memory."
-    )
-    headroom = _last_headroom(result)
-    if len(headroom):
-        first = headroom.iloc[0]
-        frag += (
-            f" Headroom at the end of the day: {int(first['fit']):,} more pods of the most common "
-            f"shape ({first['label']})."
-        )
+    frag = fragmentation_sentence(free_table(result)) + " " + headroom_sentence(result)
     q = result.quality
     data = (
-        f"{'Yes' if not q.partial else 'No'}: {q.coverage * 100:.2f} % of the expected usage "
-        f"samples are present; {q.incomplete_nodes} node(s) below "
-        f"{result.settings.min_coverage * 100:.0f} %; {len(q.warnings)} source warning(s)."
+        f"{'Yes' if not q.partial else 'No'}: {fmt.pct(q.coverage * 100, 2)} of the expected "
+        f"usage samples are present; {fmt.count(q.incomplete_nodes)} node(s) below "
+        f"{fmt.pct(result.settings.min_coverage * 100, 0)}; {len(q.warnings)} source warning(s)."
     )
     return {"hot": hot, "fragmentation": frag, "data": data}
-
-
-def _last_headroom(result: NightlyResult) -> pd.DataFrame:
-    head = result.fragmentation.headroom
-    if head.empty:
-        return head
-    last = head[head["time"] == head["time"].max()]
-    return last.sort_values(["share", "shape"], ascending=[False, True]).reset_index(drop=True)
 
 
 def _pct_columns(resource: str, stats: tuple[str, ...]) -> list[Column]:
     return [Column(f"{resource}_{s}_pct", f"{resource} {s}", "pct") for s in stats]
 
 
+def _in_units(frame: pd.DataFrame, resource_column: str, columns: list[str]) -> pd.DataFrame:
+    """Raw amounts (millicores, bytes, devices) → cores / GiB / devices, with a ``unit`` column."""
+    out = frame.copy()
+    resources = out[resource_column].astype(str)
+    divisor = resources.map(lambda r: fmt.resource_unit(r).divisor).astype("float64")
+    for column in columns:
+        out[column] = pd.to_numeric(out[column], errors="coerce") / divisor
+    out.insert(out.columns.get_loc(resource_column) + 1, "unit", resources.map(fmt.unit_label))
+    return out
+
+
+def _fragmentation_frame(result: NightlyResult) -> pd.DataFrame:
+    over = result.fragmentation.over_time
+    columns = ["time", "resource", "allocatable", "requested", "free", "stranded", "frag_ratio",
+               "stranded_share", "nodes"]  # fmt: skip
+    if over.empty:
+        return pd.DataFrame(columns=[*columns, "unit", "frag_pct", "stranded_pct"])
+    frame = _in_units(
+        over[columns].reset_index(drop=True),
+        "resource",
+        ["allocatable", "requested", "free", "stranded"],
+    )
+    frame["frag_pct"] = frame["frag_ratio"] * 100.0
+    frame["stranded_pct"] = frame["stranded_share"] * 100.0
+    return frame
+
+
+def _shapes_frame(result: NightlyResult) -> pd.DataFrame:
+    shapes = result.fragmentation.shapes.copy()
+    shapes["share_pct"] = shapes["share"] * 100.0
+    considered = result.fragmentation.pods_considered
+    shapes["pods_pct"] = shapes["pods"] / considered * 100.0 if considered else float("nan")
+    if "cpu" in shapes:
+        shapes["cpu_cores"] = shapes["cpu"] / 1000.0
+    if "memory" in shapes:
+        shapes["memory_gib"] = shapes["memory"] / fmt.GIB
+    return shapes
+
+
 def build_tables(result: NightlyResult) -> dict[str, TableView]:
     """Every table of the report (name = CSV file stem and HTML id)."""
     v = result.violations
     breaches = v.breaches.sort_values(["start", "node", "resource"]).reset_index(drop=True)
+    breaches = breaches.assign(duration_seconds=breaches["minutes"] * 60.0)
     per_node = v.per_node[v.per_node["breaches"] > 0] if len(v.per_node) else v.per_node
+    per_node = per_node.assign(breach_seconds=per_node["breach_minutes"] * 60.0)
     nodes = result.nodes.sort_values(["cpu_p95_pct", "node"], ascending=[False, True])
-    nodes = nodes.assign(hot=nodes["breach_minutes"] > 0).reset_index(drop=True)
+    nodes = nodes.assign(
+        hot=nodes["breach_minutes"] > 0,
+        breach_seconds=nodes["breach_minutes"] * 60.0,
+        cpu_idle_requested_cores=nodes["cpu_idle_requested"] / 1000.0,
+        memory_idle_requested_gib=nodes["memory_idle_requested"] / fmt.GIB,
+    ).reset_index(drop=True)
+    pools = result.pools.assign(
+        cpu_idle_requested_cores=result.pools["cpu_idle_requested"] / 1000.0
+    )
     stats = ("avg", "p50", "p90", "p95", "p99")
-    frag = result.fragmentation
-    shapes = frag.shapes.copy()
-    over = frag.over_time
+    shapes = _shapes_frame(result)
     coverage = result.quality.per_node.sort_values(["coverage", "node"]).reset_index(drop=True)
+    coverage = coverage.assign(coverage_pct=coverage["coverage"] * 100.0)
+    head = result.headroom
+    head_title = "Headroom: more pods of each common shape that fit"
+    if head.at is not None:
+        at = "24:00" if head.at == result.end else f"{head.at:%H:%M}"
+        head_title += f", at {at} UTC"
+        head_title += " (end of the day)" if head.at == result.end else " (last instant with data)"
+    free = free_table(result)
     tables = {
+        "free_capacity": TableView(
+            "free_capacity",
+            "Free capacity per resource (mean over the day)",
+            [
+                Column("resource", "Resource"), Column("unit", "Unit"),
+                Column("allocatable", "Allocatable", "num"), Column("free", "Free", "num"),
+                Column("frag_pct", "Unusable by common shapes (FGD)", "pct"),
+                Column("stranded", "Stranded (amount)", "num"),
+                Column("stranded_pct", "Stranded (% of free)", "pct"),
+                Column("reason", "What the FGD share means"),
+            ],
+            free,
+            limit=None,
+        ),
         "breaches": TableView(
             "breaches",
             "Threshold breaches",
@@ -220,8 +365,9 @@ def build_tables(result: NightlyResult) -> dict[str, TableView]:
                 Column("node", "Node"), Column("pool", "Pool"), Column("resource", "Resource"),
                 Column("kind", "Kind"), Column("stat", "Stat"), Column("window", "Window"),
                 Column("start", "Start (UTC)", "time"), Column("end", "End (UTC)", "time"),
-                Column("minutes", "Minutes", "num", 0), Column("peak_pct", "Peak %", "int"),
-                Column("threshold", "Threshold %", "int"), Column("source", "Threshold from"),
+                Column("duration_seconds", "Duration", "duration"),
+                Column("peak_pct", "Peak", "pct", 0),
+                Column("threshold", "Threshold", "pct", 0), Column("source", "Threshold from"),
             ],
             breaches,
             limit=200,
@@ -231,40 +377,41 @@ def build_tables(result: NightlyResult) -> dict[str, TableView]:
             "Nodes over threshold",
             [
                 Column("node", "Node"), Column("pool", "Pool"), Column("breaches", "Breaches", "int"),
-                Column("breach_minutes", "Breach minutes", "num", 0),
-                Column("worst_pct", "Worst %", "int"), Column("worst_resource", "Resource"),
+                Column("breach_seconds", "Time over threshold", "duration"),
+                Column("worst_pct", "Worst", "pct", 0), Column("worst_resource", "Resource"),
                 Column("worst_kind", "Kind"), Column("source", "Thresholds from"),
             ],
             per_node.reset_index(drop=True),
         ),
         "pools": TableView(
             "pools",
-            "Usage and requests per pool",
+            "Usage percentiles and requests per pool (% of the pool's allocatable)",
             [
                 Column("pool", "Pool"), Column("nodes", "Nodes", "int"),
                 Column("cpu_requested_pct", "cpu requested", "pct"),
                 *_pct_columns("cpu", stats),
-                Column("cpu_idle_requested", "cpu idle req. (m)", "num", 0),
+                Column("cpu_idle_requested_cores", "cpu idle req. (cores)", "num"),
                 Column("memory_requested_pct", "memory requested", "pct"),
                 *_pct_columns("memory", stats),
                 Column("overcommitted_nodes", "Over-committed nodes", "int"),
             ],
-            result.pools,
+            pools,
             limit=None,
         ),
         "nodes": TableView(
             "nodes",
-            "Usage and requests per node",
+            "Usage and requests per node (% of the node's allocatable)",
             [
                 Column("node", "Node"), Column("pool", "Pool"),
                 Column("cpu_requested_pct", "cpu req.", "pct"),
                 *_pct_columns("cpu", ("avg", "p95", "p99")),
-                Column("cpu_idle_requested", "cpu idle req. (m)", "num", 0),
+                Column("cpu_idle_requested_cores", "cpu idle req. (cores)", "num", 2),
                 Column("memory_requested_pct", "mem req.", "pct"),
                 *_pct_columns("memory", ("avg", "p95", "p99")),
+                Column("memory_idle_requested_gib", "mem idle req. (GiB)", "num", 2),
                 Column("cpu_overcommitted", "cpu over-committed", "bool"),
                 Column("memory_overcommitted", "mem over-committed", "bool"),
-                Column("breach_minutes", "Breach min", "num", 0),
+                Column("breach_seconds", "Time over threshold", "duration"),
             ],
             nodes,
             note="hottest first by CPU p95",
@@ -274,34 +421,40 @@ def build_tables(result: NightlyResult) -> dict[str, TableView]:
             "shapes",
             "Common pod shapes (target workload)",
             [
-                Column("label", "Shape"), Column("pods", "Pods", "int"),
-                Column("share", "Share", "num", 3),
+                Column("label", "Shape (requests)"), Column("pods", "Pods", "int"),
+                Column("pods_pct", "Of pods considered", "pct"),
+                Column("share_pct", "Weight in FGD", "pct"),
+                *([Column("cpu_cores", "cpu (cores)", "num", 3)] if "cpu_cores" in shapes else []),
+                *([Column("memory_gib", "memory (GiB)", "num", 2)] if "memory_gib" in shapes else []),
             ],
             shapes,
             limit=None,
+            note=f"of {fmt.count(result.fragmentation.pods_considered)} pods considered "
+            "(DaemonSet, static and request-less pods left out)",
         ),
         "headroom": TableView(
             "headroom",
-            "Headroom at the end of the day",
+            head_title,
             [
-                Column("label", "Shape"), Column("share", "Share", "num", 3),
+                Column("label", "Shape (requests)"), Column("share_pct", "Weight in FGD", "pct"),
                 Column("fit", "More pods that fit", "int"),
             ],
-            _last_headroom(result),
+            head.table.assign(share_pct=head.table["share"] * 100.0),
             limit=None,
+            note="each shape alone, summed over nodes; – = no data",
         ),
         "fragmentation": TableView(
             "fragmentation",
-            "Free capacity, stranded and fragmented, over the day",
+            "Free capacity, stranded and fragmented, hour by hour",
             [
                 Column("time", "Time (UTC)", "time"), Column("resource", "Resource"),
-                Column("allocatable", "Allocatable", "num", 0), Column("requested", "Requested", "num", 0),
-                Column("free", "Free", "num", 0), Column("stranded", "Stranded", "num", 0),
-                Column("frag_ratio", "FGD ratio", "num", 3),
+                Column("unit", "Unit"),
+                Column("allocatable", "Allocatable", "num"), Column("requested", "Requested", "num"),
+                Column("free", "Free", "num"), Column("stranded", "Stranded", "num"),
+                Column("frag_pct", "FGD (of free)", "pct"),
+                Column("nodes", "Nodes", "int"),
             ],
-            over.reset_index(drop=True) if len(over) else pd.DataFrame(
-                columns=["time", "resource", "allocatable", "requested", "free", "stranded", "frag_ratio"]
-            ),
+            _fragmentation_frame(result),
             limit=None,
         ),
         "coverage": TableView(
@@ -309,7 +462,7 @@ def build_tables(result: NightlyResult) -> dict[str, TableView]:
             "Nodes with incomplete usage data",
             [
                 Column("node", "Node"), Column("pool", "Pool"), Column("expected", "Expected samples", "int"),
-                Column("observed", "Observed", "int"), Column("coverage", "Coverage", "num", 3),
+                Column("observed", "Observed", "int"), Column("coverage_pct", "Coverage", "pct", 1),
             ],
             coverage,
             limit=min(int((coverage["coverage"] < 1.0).sum()), HTML_ROW_LIMIT),
@@ -320,9 +473,9 @@ def build_tables(result: NightlyResult) -> dict[str, TableView]:
             "Hourly mean usage per node (% of allocatable)",
             [
                 Column("node", "Node"), Column("pool", "Pool"), Column("hour", "Hour (UTC)", "time"),
-                Column("cpu", "cpu %", "num"), Column("memory", "memory %", "num"),
+                Column("cpu_pct", "cpu", "pct"), Column("memory_pct", "memory", "pct"),
             ],
-            result.hourly,
+            result.hourly.rename(columns={"cpu": "cpu_pct", "memory": "memory_pct"}),
             limit=0,  # CSV only: the heatmap shows its hottest rows (numbers in "charts")
             in_json=False,
         ),
@@ -344,7 +497,8 @@ def build_context(
     the stored daily rollups plus today's (for the nodes × days heatmap).
     """
     chart_data: dict[str, Any] = {}
-    built = build_charts(result, chart_data)
+    chart_notes: dict[str, str] = {}
+    built = build_charts(result, chart_data, chart_notes)
     if history_rollups is not None and len(history_rollups):
         days_chart = daily_heatmap(history_rollups, chart_data)
         if days_chart is not None:
@@ -385,4 +539,6 @@ def build_context(
         definitions=USAGE_DEFINITIONS,
         previous_day=str(previous["day"]) if previous else None,
         chart_data=chart_data,
+        chart_notes=chart_notes,
+        headroom_at=json_value(result.headroom.at),
     )

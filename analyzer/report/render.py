@@ -15,35 +15,7 @@ import jinja2
 
 from analyzer.core.errors import InputError
 from analyzer.core.paths import templates_dir
-
-# Filters templates use to show numbers the same way everywhere.
-
-
-def _fmt_number(value: Any, digits: int = 1) -> str:
-    """``1234.5`` → ``1,234.5``; None/NaN → an en dash (a gap, not a zero)."""
-    if value is None:
-        return "–"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if number != number:
-        return "–"
-    if digits == 0:
-        return f"{round(number):,}"
-    return f"{number:,.{digits}f}"
-
-
-def _fmt_delta(value: Any, digits: int = 1) -> str:
-    """A signed change, ``+1.5`` / ``-2.0`` / ``±0``; None → empty (no previous run)."""
-    if value is None:
-        return ""
-    number = float(value)
-    if number != number:
-        return ""
-    if abs(number) < 0.5 * 10**-digits:
-        return "±0"
-    return f"{number:+,.{digits}f}"
+from analyzer.report.format import register as register_filters
 
 
 def make_environment(user_dir: Path | None = None) -> jinja2.Environment:
@@ -64,8 +36,7 @@ def make_environment(user_dir: Path | None = None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["num"] = _fmt_number
-    env.filters["delta"] = _fmt_delta
+    register_filters(env)
     return env
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.report import format as fmt
+
 HTML_ROW_LIMIT = 100
 
 
@@ -23,7 +25,7 @@ class Column:
 
     key: str
     label: str
-    kind: str = "text"  # text | int | num | pct | time | bool
+    kind: str = "text"  # text | int | num | pct | time | bool | duration (seconds, in words)
     digits: int = 1
 
 
@@ -111,6 +113,8 @@ def _cell(value: Any, column: Column) -> Cell:
         )
     if column.kind == "bool":
         return Cell("yes" if raw else "no", "1" if raw else "0", False)
+    if column.kind == "duration":
+        return Cell(fmt.duration(raw), repr(float(raw)), True)
     if column.kind in ("int", "num", "pct"):
         number = float(raw)
         digits = 0 if column.kind == "int" else column.digits
@@ -121,7 +125,12 @@ def _cell(value: Any, column: Column) -> Cell:
 
 @dataclass(frozen=True)
 class Card:
-    """A summary card: value, previous run's value, and which direction is worse."""
+    """A summary card: value, previous run's value, and which direction is worse.
+
+    ``kind``: ``num`` (``digits`` decimals and ``unit``), ``count`` (an integer), ``pct`` (a
+    share in %, whose change is in percentage points), ``duration`` (seconds, in words).
+    ``higher_is_worse`` None: a change is neither good nor bad (shown grey).
+    """
 
     key: str
     label: str
@@ -129,8 +138,9 @@ class Card:
     unit: str = ""
     digits: int = 1
     previous: float | None = None
-    higher_is_worse: bool = True
+    higher_is_worse: bool | None = True
     state: str = ""  # "" | good | warn | bad
+    kind: str = "num"
 
     @property
     def delta(self) -> float | None:
@@ -140,8 +150,33 @@ class Card:
 
     @property
     def trend(self) -> str:
-        """``worse``/``better``/"" for colouring the delta."""
+        """``worse``/``better``/``neutral``/"" (no change or nothing to compare) for colouring."""
         delta = self.delta
         if delta is None or abs(delta) < 10**-self.digits / 2:
             return ""
+        if self.higher_is_worse is None:
+            return "neutral"
         return "worse" if (delta > 0) == self.higher_is_worse else "better"
+
+    @property
+    def delta_unit(self) -> str:
+        """The change's unit: percentage points for shares, else the value's unit."""
+        return "pp" if self.kind == "pct" else self.unit
+
+    @property
+    def value_text(self) -> str:
+        """The value as the page shows it (unit included, except for plain counts)."""
+        if self.kind == "duration":
+            return fmt.duration(self.value, days=False)
+        if self.kind == "count":
+            return fmt.count(self.value)
+        text = fmt.number(self.value, self.digits)
+        return text if text == fmt.MISSING or not self.unit else f"{text} {self.unit}"
+
+    @property
+    def delta_text(self) -> str:
+        """The change against the previous run with its unit ("" without a previous run)."""
+        if self.kind == "duration":
+            return fmt.signed_duration(self.delta, days=False)
+        digits = 0 if self.kind == "count" else self.digits
+        return fmt.signed(self.delta, digits, self.delta_unit)
