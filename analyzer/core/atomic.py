@@ -3,16 +3,31 @@
 Files: write a temporary file in the same folder, fsync, then ``os.replace``. Directories (a
 snapshot, a report run): build everything in a temporary sibling folder, then swap it in with
 renames; on any error the temporary folder is removed and the old output stays untouched.
+
+An existing folder is replaced only when every entry in it is one the caller owns
+(``analyzer.core.outdir``): analyzer never deletes what it did not write. SIGTERM and SIGINT
+unwind like an error (``handle_termination``), so their temporary folders go too; the temporary
+folders of a run killed harder (SIGKILL, power loss) are removed by a later write to the same
+place once they are older than ``STALE_TEMP_SECONDS``, matched by our exact name pattern only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+
+from analyzer.core.errors import Terminated
+from analyzer.core.outdir import Owned, check_not_foreign
+
+STALE_TEMP_SECONDS = 3600  # a temporary folder older than this belongs to a run that died
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -36,18 +51,55 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _temp_pattern(target: Path) -> re.Pattern[str]:
+    """Names ``atomic_directory`` gives its temporary folders next to ``target``."""
+    # mkdtemp's random part is 8 characters of [a-z0-9_]; the old folder carries a pid.
+    return re.compile(rf"^\.{re.escape(target.name)}\.(?:[a-z0-9_]{{8}}\.tmp|old-\d+)$")
+
+
+def remove_stale_temp_folders(target: Path, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove our temporary folders next to ``target`` older than ``max_age`` s; return them.
+
+    Only names ``atomic_directory`` makes for this ``target`` are touched, and only old ones (a
+    young one may belong to a run still writing).
+    """
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    pattern = _temp_pattern(target)
+    now = time.time()
+    removed = []
+    for path in target.parent.iterdir():
+        if not pattern.match(path.name) or not path.is_dir() or path.is_symlink():
+            continue
+        with contextlib.suppress(OSError):
+            if now - path.stat().st_mtime > max_age:
+                shutil.rmtree(path)
+                removed.append(path)
+    return removed
+
+
 @contextlib.contextmanager
-def atomic_directory(target: Path) -> Iterator[Path]:
+def atomic_directory(
+    target: Path, owned: Owned | None = None, option: str = "--out"
+) -> Iterator[Path]:
     """Yield an empty temporary folder; on success it replaces ``target`` as a whole.
 
     The temporary folder is a sibling of ``target`` (same filesystem, so renames are atomic).
-    If ``target`` exists it is moved aside first and deleted only after the swap succeeded.
+    If ``target`` exists it is moved aside first and deleted only after the swap succeeded; with
+    ``owned`` given, an existing ``target`` holding any entry ``owned`` does not claim is refused
+    (``InputError``) before anything is written and again right before the swap.
     """
     target = Path(target)
+    if owned is not None:
+        check_not_foreign(target, owned, option)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_folders(target)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield tmp
+        if owned is not None:
+            check_not_foreign(target, owned, option)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -65,3 +117,34 @@ def atomic_directory(target: Path) -> Iterator[Path]:
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    """Unwind the run like an error, so ``atomic_directory`` removes its temporary folder.
+
+    A second signal while unwinding is ignored: it would interrupt the cleanup it waits for.
+    """
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def handle_termination() -> Iterator[None]:
+    """While inside: SIGTERM raises ``Terminated`` and SIGINT ``KeyboardInterrupt`` (main thread).
+
+    The previous handlers are restored on the way out. Outside the main thread this does nothing
+    (Python delivers signals to the main thread only).
+    """
+    try:
+        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
