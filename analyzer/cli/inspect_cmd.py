@@ -10,6 +10,7 @@ import click
 import pandas as pd
 
 from analyzer.cli.base import main
+from analyzer.core.csvsafe import csv_text
 from analyzer.core.snapshot import TABLES, read_snapshot
 
 
@@ -57,7 +58,7 @@ def inspect(snapshot: Path, table: str, fmt: str, limit: int | None) -> None:
     if fmt == "json":
         click.echo(json.dumps(_records(frame), indent=1))
     elif fmt == "csv":
-        click.echo(frame.to_csv(index=False), nl=False)
+        click.echo(csv_text(frame), nl=False)
     else:
         with pd.option_context("display.max_rows", None, "display.width", 200):
             click.echo(frame.to_string(index=False))

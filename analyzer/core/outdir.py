@@ -16,7 +16,7 @@ so library callers are covered too.
 from __future__ import annotations
 
 import fnmatch
-import os
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -58,18 +58,25 @@ def check_not_foreign(folder: Path, owned: Owned, option: str = "--out", what: s
 
 
 def check_writable(path: Path, option: str = "--out") -> None:
-    """``path`` can be created or replaced: its nearest existing ancestor is a writable folder."""
+    """``path`` can be created or replaced: its nearest existing ancestor takes a new folder.
+
+    Probed by creating (and removing) a folder there: permission bits alone do not tell, for
+    root on a read-only or virtual file system.
+    """
     path = Path(path)
     parent = path.absolute().parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
         raise InputError(f"{option} {path}: {parent} is a file, not a folder; give another path")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    try:
+        probe = tempfile.mkdtemp(prefix=".analyzer-probe-", dir=parent)
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
         raise InputError(
-            f"{option} {path}: cannot write to {parent} (permission denied); "
-            "give a folder you can write to"
-        )
+            f"{option} {path}: cannot write to {parent} ({reason}); give a folder you can write to"
+        ) from None
+    Path(probe).rmdir()
 
 
 def check_output_folder(

@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 
 from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
+from analyzer.core.csvsafe import safe_cell
 from analyzer.core.errors import InputError
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
@@ -91,7 +92,7 @@ def _curve_csv(data: dict[str, Any]) -> str:
     for variant, single in variants_of(data).items():
         for name, result in single["policies"].items():
             for point in result["curve"]:
-                writer.writerow([variant, name, *(point[k] for k in keys)])
+                writer.writerow([safe_cell(variant), safe_cell(name), *(point[k] for k in keys)])
     return buffer.getvalue()
 
 
