@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -477,6 +478,51 @@ def test_signal_mid_write_leaves_no_temp_folder(tmp_path: Path, signum: int, cod
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("analyzer: error: "), stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ready", "release"]  # nothing left
+
+
+def test_sigterm_during_a_fetch_ends_the_run_at_once(tmp_path: Path) -> None:
+    """Outside a write there is nothing to clean: the run must not wait for its fetch threads."""
+    release = threading.Event()
+
+    def hang(_request: object) -> Reply:
+        release.wait(120)
+        return Reply(503, b"late")
+
+    with serve(hang) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "analyzer",
+                "collect",
+                "--prometheus",
+                server.url,
+                "--since",
+                "1h",
+                "--out",
+                str(tmp_path / "snap"),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        try:
+            for _ in range(6000):  # wait (at most a minute) for the first request to arrive
+                if server.requests or proc.poll() is not None:
+                    break
+                time.sleep(0.01)
+            assert server.requests, "the fetch never started"
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=60)  # the server still hangs meanwhile
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 143
+    assert stderr.strip().splitlines() == [
+        "analyzer: error: stopped by SIGTERM; no output was being written"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_next_run_removes_only_our_stale_temp_folders(tmp_path: Path) -> None:

@@ -18,32 +18,56 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-from analyzer.core.errors import Terminated
+from analyzer.core.errors import EXIT_SIGNAL_BASE, Terminated
 from analyzer.core.outdir import Owned, check_not_foreign
 
 STALE_TEMP_SECONDS = 3600  # a temporary folder older than this belongs to a run that died
 
 
+class _Writes:
+    """How many atomic writes are under way (any thread): a signal then unwinds, else exits."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+
+    @contextlib.contextmanager
+    def tracked(self) -> Iterator[None]:
+        with self.lock:
+            self.active += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+_WRITES = _Writes()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (same-folder temp file + ``os.replace``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-        raise
+    with _WRITES.tracked():
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                Path(tmp).unlink()
+            raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -90,7 +114,12 @@ def atomic_directory(
     ``owned`` given, an existing ``target`` holding any entry ``owned`` does not claim is refused
     (``InputError``) before anything is written and again right before the swap.
     """
-    target = Path(target)
+    with _WRITES.tracked(), _swap_in(Path(target), owned, option) as tmp:
+        yield tmp
+
+
+@contextlib.contextmanager
+def _swap_in(target: Path, owned: Owned | None, option: str) -> Iterator[Path]:
     if owned is not None:
         check_not_foreign(target, owned, option)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -120,15 +149,24 @@ def atomic_directory(
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
-    """Unwind the run like an error, so ``atomic_directory`` removes its temporary folder.
+    """SIGTERM/SIGINT: unwind if an atomic write is under way (its ``except`` removes the
+    temporary folder), else end now with one line, as the default action would, minus the noise.
 
-    A second signal while unwinding is ignored: it would interrupt the cleanup it waits for.
+    Unwinding only then keeps a signal during a long fetch from waiting for the fetch's worker
+    threads. A second signal while unwinding is ignored: it would interrupt the cleanup.
     """
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Terminated(signum)
+    if _WRITES.active:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signum)
+    name = signal.Signals(signum).name
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.write(f"analyzer: error: stopped by {name}; no output was being written\n")
+        sys.stderr.flush()
+    os._exit(EXIT_SIGNAL_BASE + signum)
 
 
 @contextlib.contextmanager

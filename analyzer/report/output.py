@@ -93,9 +93,7 @@ def run_folder_files(folder: Path) -> Owned:
 def check_report_out(out: Path, option: str = "--out") -> None:
     """Before any work: ``out`` can be written and is new, empty or a report folder (exit 2)."""
     check_output_folder(out, owned_by_reports, option, what="a report folder", inside=True)
-    for run in Path(out).glob("[0-9]*") if Path(out).is_dir() else []:
-        if _RUN_NAME.match(run.name):
-            check_not_foreign(run, run_folder_files(run), option, what="a report run")
+    # The day folder (known only once the data is read) is checked by ``write_run``.
 
 
 def write_run(out: Path, day: date, fill: Callable[[Path], list[str]]) -> Path:
