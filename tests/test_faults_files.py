@@ -211,6 +211,12 @@ def test_unwritable_out_fails_before_fetching(stub: Stub, tmp_path: Path) -> Non
     )
     assert stub.requests == []  # refused before the fetch
     assert not (locked / "snap").exists()
+    for trace in ("alibaba-gpu", "bytedance-m3"):  # refused before the replay, not after it
+        result = invoke(["trace", trace, "--report", str(locked / "rep")])
+        assert result.exit_code == documented_exit("out-unwritable")
+        assert f"--report {locked / 'rep'}: cannot write to {locked} ({reason})" in one_error_line(
+            result
+        )
 
 
 def _user_folder(path: Path) -> Path:
