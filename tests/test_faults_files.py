@@ -549,6 +549,23 @@ def test_next_run_removes_only_our_stale_temp_folders(tmp_path: Path) -> None:
     assert left == sorted([fresh.name, foreign.name, other.name, "snap"])
 
 
+def test_next_report_removes_stale_temp_files_of_its_history(
+    small_snapshot: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "reports"
+    assert invoke(["report", "nightly", str(small_snapshot), "--out", str(out)]).exit_code == 0
+    summary = out / "history" / "summary"
+    (day_file,) = summary.glob("*.json")
+    stale = summary / f".{day_file.name}.x1y2z3w4.tmp"  # a write killed by SIGKILL
+    fresh = summary / f".{day_file.name}.q9r8s7t6.tmp"
+    for path in (stale, fresh):
+        path.write_text("{")
+    old = time.time() - 2 * 3600
+    os.utime(stale, (old, old))
+    assert invoke(["report", "nightly", str(small_snapshot), "--out", str(out)]).exit_code == 0
+    assert sorted(p.name for p in summary.iterdir()) == sorted([day_file.name, fresh.name])
+
+
 # --- 19: millicores against exact ground truth ----------------------------------------------
 
 

@@ -14,6 +14,7 @@ place once they are older than ``STALE_TEMP_SECONDS``, matched by our exact name
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import re
 import shutil
@@ -56,6 +57,7 @@ _WRITES = _Writes()
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (same-folder temp file + ``os.replace``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     with _WRITES.tracked():
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
@@ -81,11 +83,12 @@ def _temp_pattern(target: Path) -> re.Pattern[str]:
     return re.compile(rf"^\.{re.escape(target.name)}\.(?:[a-z0-9_]{{8}}\.tmp|old-\d+)$")
 
 
-def remove_stale_temp_folders(target: Path, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:
-    """Remove our temporary folders next to ``target`` older than ``max_age`` s; return them.
+def remove_stale_temporaries(target: Path, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove our temporary folders and files next to ``target`` older than ``max_age`` s.
 
-    Only names ``atomic_directory`` makes for this ``target`` are touched, and only old ones (a
-    young one may belong to a run still writing).
+    Only the names ``atomic_directory`` and ``atomic_write_bytes`` make for this ``target`` are
+    touched (never a symlink), and only old ones: a young one may belong to a run still writing.
+    Returns what was removed.
     """
     target = Path(target)
     if not target.parent.is_dir():
@@ -93,12 +96,15 @@ def remove_stale_temp_folders(target: Path, max_age: float = STALE_TEMP_SECONDS)
     pattern = _temp_pattern(target)
     now = time.time()
     removed = []
-    for path in target.parent.iterdir():
-        if not pattern.match(path.name) or not path.is_dir() or path.is_symlink():
+    for path in target.parent.glob(f".{glob.escape(target.name)}.*"):
+        if not pattern.match(path.name) or path.is_symlink():
             continue
         with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > max_age:
-                shutil.rmtree(path)
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
                 removed.append(path)
     return removed
 
@@ -123,7 +129,7 @@ def _swap_in(target: Path, owned: Owned | None, option: str) -> Iterator[Path]:
     if owned is not None:
         check_not_foreign(target, owned, option)
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temp_folders(target)
+    remove_stale_temporaries(target)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield tmp
