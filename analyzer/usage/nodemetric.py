@@ -20,7 +20,7 @@ from analyzer.usage.grid import NODE_USAGE_WINDOW, RESOURCES, STATS
 from analyzer.usage.koord import koord_priority_class, koord_qos
 
 # Floating-point noise: a value this close to an integer is that integer. Cores × 1000 and sums
-# of such floats land a few ulps off (4.913 × 1000 = 4912.999999999999), and the truncation below
+# of such floats land a few ulps off (1.005 × 1000 = 1004.9999999999999), and the truncation below
 # would then drop a whole millicore. The real fractional part of an aggregate of n samples is a
 # multiple of 1/n (≫ 1e-6), so nothing real is rounded away; large memory values get a
 # relative tolerance (float64 carries ~16 digits).
