@@ -33,7 +33,7 @@ class AnalyzerGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with handle_termination():  # SIGTERM/SIGINT unwind: temporary output is removed
+            with handle_termination():  # SIGTERM/SIGINT: no temporary output left (core/atomic)
                 return super().invoke(ctx)
         except AnalyzerError as exc:
             _fail(str(exc), exc.exit_code)
