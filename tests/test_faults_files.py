@@ -282,10 +282,12 @@ def test_our_own_outputs_are_still_replaced(small_snapshot: Path, tmp_path: Path
             invoke(["generate", "--nodes", "2", "--days", "1", "--out", str(snap)]).exit_code == 0
         )
     out = tmp_path / "reports"
+    (out / "lost+found").mkdir(parents=True)  # OUT at the root of a mounted volume (a PVC)
     for _ in range(2):
         result = invoke(["report", "nightly", str(small_snapshot), "--out", str(out)])
         assert result.exit_code == 0, result.output
     assert read_snapshot(snap).nodes["node"].size == 2
+    assert (out / "lost+found").is_dir()
 
 
 # --- 13: CSV formula injection --------------------------------------------------------------

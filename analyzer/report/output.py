@@ -63,7 +63,9 @@ def make_readable(path: Path) -> None:
 
 # What a nightly OUT holds: run folders, the index, the history store, the what-if folder and
 # our temporary files. OUT holding anything else is not ours: the report is not written there.
-_OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif)$")
+# ``lost+found`` is the file system's, at the root of a mounted volume (a CronJob's PVC): OUT is
+# written into, never replaced, so it is left alone.
+_OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif|lost\+found)$")
 
 
 # What the what-if folder (OUT/whatif/) holds; it is replaced as a whole.
