@@ -115,7 +115,7 @@ def test_errors_are_one_line_without_secrets(reply: Reply, expected: str, tmp_pa
     token = tmp_path / "token"
     token.write_text(SECRET)
     with serve(lambda r: reply) as stub:
-        url = stub.url.replace("http://", "http://bob:hunter2@")
+        url = stub.url  # a URL with user info is refused up front (test_faults_files.py)
         with (
             PromClient(_settings(url, token_file=token, retries=1)) as client,
             pytest.raises(SourceError) as info,
@@ -124,7 +124,7 @@ def test_errors_are_one_line_without_secrets(reply: Reply, expected: str, tmp_pa
     message = str(info.value)
     assert expected in message
     assert "\n" not in message
-    assert SECRET not in message and "hunter2" not in message and "bob" not in message
+    assert SECRET not in message
 
 
 def test_unreachable_server() -> None:
@@ -142,7 +142,9 @@ def test_unreachable_server() -> None:
 def test_bad_settings_are_input_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not an http"):
         PromClient(_settings("ftp://x"))
-    with pytest.raises(InputError, match="--token-env: environment variable NOPE_X is not set"):
+    with pytest.raises(
+        InputError, match="--token-env: the environment variable it names is not set"
+    ):
         PromClient(_settings("http://x", token_env="NOPE_X"))
     with pytest.raises(InputError, match="--ca-bundle"):
         PromClient(_settings("https://x", ca_bundle=tmp_path / "missing.pem"))

@@ -177,7 +177,12 @@ def test_rerunning_a_day_replaces_it_in_history(tmp_path: Path) -> None:
     _report(tmp_path, snapshot, thresholds=ThresholdConfig(usage={"cpu": 80, "memory": 95}))
     store = HistoryStore(tmp_path / "history")
     assert store.summary(DAY1)["breaches"] == 0  # type: ignore[index]
+    # A file an earlier render wrote (its manifest names it) and this one does not: it goes.
+    # A file nobody's manifest names is not ours and is never deleted (test_faults_files.py).
     (tmp_path / DAY1.isoformat() / "stale.csv").write_text("old\n")
+    manifest_path = tmp_path / DAY1.isoformat() / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, "files": [*manifest["files"], "stale.csv"]}))
     result, _ = _report(tmp_path, snapshot)
     assert store.days() == [DAY1]
     assert store.summary(DAY1)["breaches"] == 1  # type: ignore[index]

@@ -19,6 +19,7 @@ import yaml
 from analyzer.cli.base import main
 from analyzer.cli.collect import connection_options, settings_from
 from analyzer.collect.run import CollectRequest, collect
+from analyzer.core.csvsafe import csv_text
 from analyzer.core.durations import (
     format_duration,
     parse_duration,
@@ -183,7 +184,7 @@ def _print_aggregates(
         out = frame.assign(duration=frame["duration"].map(lambda d: format_duration(d)))
         out.insert(0, "at", at.isoformat().replace("+00:00", "Z"))
         out["method"] = method
-        click.echo(out.to_csv(index=False), nl=False)
+        click.echo(csv_text(out), nl=False)
         return
     objects = to_nodemetrics(snap, frame, at=at)
     if fmt == "json":
@@ -322,7 +323,7 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     if fmt == "json":
         click.echo(_json(result.to_dict()))
     elif fmt == "csv":
-        click.echo(result.breaches.to_csv(index=False), nl=False)
+        click.echo(csv_text(result.breaches), nl=False)
     else:
         hot = result.per_node[result.per_node["breaches"] > 0].sort_values(
             "breach_minutes", ascending=False

@@ -19,8 +19,9 @@ import click
 
 from analyzer import __version__
 from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext, summary
+from analyzer.core.atomic import handle_termination
 from analyzer.core.config import build_default_map, load_config_file
-from analyzer.core.errors import AnalyzerError
+from analyzer.core.errors import AnalyzerError, Terminated
 
 
 def _fail(message: str, code: int) -> None:
@@ -50,11 +51,14 @@ class AnalyzerGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with handle_termination():  # SIGTERM/SIGINT: no temporary output left (core/atomic)
+                return super().invoke(ctx)
         except AnalyzerError as exc:
             _fail(str(exc), exc.exit_code)
+        except Terminated as exc:
+            _fail("terminated by SIGTERM; nothing half-written was left", exc.exit_code)
         except KeyboardInterrupt:
-            _fail("interrupted", 130)
+            _fail("interrupted (SIGINT); nothing half-written was left", 130)
         return None
 
 

@@ -22,7 +22,7 @@ from analyzer.core.durations import parse_duration, parse_time
 from analyzer.core.errors import EXIT_PARTIAL, InputError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.core.paths import queries_dir as profile_folder
-from analyzer.core.snapshot import write_snapshot
+from analyzer.core.snapshot import check_snapshot_out, write_snapshot
 from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
 from analyzer.prom.profile import load_profile
 from analyzer.prom.settings import (
@@ -194,6 +194,7 @@ def _progress_bar(done: int, total: int) -> None:
 )
 def collect_cmd(**options: Any) -> None:
     """Read a time range from Prometheus into a snapshot directory (written atomically)."""
+    check_snapshot_out(options["out"])  # before the fetch: never lose a whole fetch, nor a folder
     start, end = resolve_range(options["start"], options["end"], options["since"])
     request = CollectRequest(
         settings=settings_from(options),

@@ -20,6 +20,7 @@ import pandas as pd
 import yaml
 
 from analyzer.core.atomic import atomic_write_text
+from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
@@ -27,6 +28,14 @@ from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
 from analyzer.usage.violations import find_violations
+
+# What a demo folder holds (and our temporary names): any other entry means it is not ours.
+DEMO_FILES = names_matching(
+    (
+        *("snapshot", "nodemetrics.yaml", "violations.json", "reports", "whatif"),
+        *(".snapshot.*", ".whatif.*", ".nodemetrics.yaml.*.tmp", ".violations.json.*.tmp"),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     say = progress or (lambda _msg: None)
     began = time.monotonic()
     out = Path(settings.out)
+    check_output_folder(out, DEMO_FILES, what="a demo folder", inside=True)
     spec = SyntheticSpec(
         seed=settings.seed, nodes=settings.nodes, days=settings.days, step=settings.step_seconds
     )

@@ -11,7 +11,7 @@ from analyzer.cli.base import main
 from analyzer.core.durations import parse_duration, parse_positive_duration, parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import parse_quantity
-from analyzer.core.snapshot import write_snapshot
+from analyzer.core.snapshot import check_snapshot_out, write_snapshot
 from analyzer.sources import (
     DEFAULT_START,
     OpenMetricsOptions,
@@ -189,6 +189,7 @@ def generate_cmd(
     ha_replicas: int,
 ) -> None:
     """Generate a synthetic cluster: the ground-truth snapshot, optionally its OpenMetrics."""
+    check_snapshot_out(out)  # before generating: never replace a folder that is not a snapshot
     step_seconds = parse_duration(step, field="--step").total_seconds()
     if step_seconds < 1 or step_seconds != int(step_seconds):
         raise InputError(f"--step: {step!r} must be a whole number of seconds, at least 1s")

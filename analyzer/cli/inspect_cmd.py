@@ -11,6 +11,7 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.cli.base import main
+from analyzer.core.csvsafe import csv_text
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import TABLES, read_snapshot
 from analyzer.core.summary import SnapshotSummary, summarize
@@ -116,7 +117,7 @@ def inspect(snapshot: Path, table: str | None, fmt: str, limit: int | None) -> N
     if fmt == "json":
         click.echo(json.dumps(_records(frame), indent=1))
     elif fmt == "csv":
-        click.echo(frame.to_csv(index=False), nl=False)
+        click.echo(csv_text(frame), nl=False)
     else:
         with pd.option_context("display.max_rows", None, "display.width", 200):
             click.echo(frame.to_string(index=False))

@@ -13,7 +13,7 @@ from analyzer.cli.base import is_terminal, main, report
 from analyzer.cli.collect import connection_options, settings_from
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
+from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
 from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.usage.percentiles import METHODS
 from analyzer.usage.thresholds import ThresholdConfig
@@ -66,7 +66,7 @@ def _collect_day(
     )
     result = collect(request)
     if opts["save_snapshot"] is not None:
-        write_snapshot(result.snapshot, opts["save_snapshot"])
+        write_snapshot(result.snapshot, opts["save_snapshot"], "--save-snapshot")
     settings = replace(
         settings,
         day=day,
@@ -105,7 +105,11 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
     Exit 0 ok, 3 partial data, 4 violations (only with --fail-on-violations; wins over 3).
     """
     from analyzer.report.nightly_report import write_nightly_report
+    from analyzer.report.output import check_report_out
 
+    check_report_out(opts["out"])  # before any work: never lose a fetch, nor a user's folder
+    if opts["save_snapshot"] is not None:
+        check_snapshot_out(opts["save_snapshot"], "--save-snapshot")
     settings = _settings(ctx, opts)
     if snapshot is not None:
         data = read_snapshot(snapshot)

@@ -124,8 +124,10 @@ def report_whatif_cmd(
     ctx: click.Context, /, snapshot: Path, out: Path, templates_dir: Path | None, **opts: Any
 ) -> None:
     """The what-if HTML report (with JSON and CSV beside it) for SNAPSHOT."""
-    from analyzer.report.whatif import write_whatif_report
+    from analyzer.report.output import check_whatif_out
+    from analyzer.report.whatif import FOLDER, write_whatif_report
 
+    check_whatif_out(out / FOLDER)  # before the replays: never lose a run, nor a user's folder
     settings = _settings(ctx, opts)
     result = run_whatif(read_snapshot(snapshot), settings)
     paths = write_whatif_report(result, out, templates_dir=templates_dir)

@@ -9,6 +9,8 @@ Exit codes (DESIGN.md, README "Exit codes"):
 | 2 | bad usage, config or input (the message names the field and the fix) |
 | 3 | partial data: some queries failed or data gaps beyond the limit |
 | 4 | threshold violations found (only with ``--fail-on-violations``) |
+| 130 | interrupted by SIGINT (Ctrl-C): 128 + 2, temporary folders removed |
+| 143 | terminated by SIGTERM (``kill``, a CronJob's deadline): 128 + 15, temporary folders removed |
 
 Library code raises these; only ``analyzer/cli`` turns them into a one-line message and an exit code.
 Messages must never contain credentials.
@@ -21,6 +23,7 @@ EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_PARTIAL = 3
 EXIT_VIOLATIONS = 4
+EXIT_SIGNAL_BASE = 128  # a run ended by signal N exits 128 + N (the shell's convention)
 
 
 class AnalyzerError(Exception):
@@ -45,3 +48,15 @@ class PartialDataError(AnalyzerError):
     """Some data is missing: failed queries or gaps beyond the allowed limit."""
 
     exit_code = EXIT_PARTIAL
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind (removing temporary output) and exit ``128 + signal``.
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so no ``except Exception`` swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.exit_code = EXIT_SIGNAL_BASE + signum

@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.errors import InputError
 from analyzer.core.frames import utc
+from analyzer.core.outdir import check_output_folder, names_matching
 
 SCHEMA_VERSION = 1
 
@@ -266,10 +268,23 @@ def make_snapshot(
     return snapshot
 
 
-def write_snapshot(snapshot: Snapshot, directory: Path) -> Path:
-    """Write ``snapshot`` to ``directory`` atomically (all files appear at once or none)."""
+# What a snapshot folder holds: an existing folder with anything else is not replaced.
+SNAPSHOT_FILES = ("meta.json", *(f"{table}.parquet" for table in TABLES))
+
+
+def check_snapshot_out(directory: Path, option: str = "--out") -> None:
+    """Before any work: ``directory`` can be written and is new, empty or a snapshot (exit 2)."""
+    check_output_folder(directory, names_matching(SNAPSHOT_FILES), option, what="a snapshot")
+
+
+def write_snapshot(snapshot: Snapshot, directory: Path, option: str = "--out") -> Path:
+    """Write ``snapshot`` to ``directory`` atomically (all files appear at once or none).
+
+    An existing ``directory`` is replaced only if it holds nothing but snapshot files.
+    """
     directory = Path(directory)
-    with atomic_directory(directory) as tmp:
+    check_snapshot_out(directory, option)
+    with atomic_directory(directory, names_matching(SNAPSHOT_FILES), option) as tmp:
         # Arrow encodes and compresses without the GIL: the four tables are written side by
         # side (a week of pod usage is most of the time; node usage overlaps it).
         with ThreadPoolExecutor(max_workers=2) as pool:
@@ -288,34 +303,143 @@ def write_snapshot(snapshot: Snapshot, directory: Path) -> Path:
 
 
 def read_snapshot(directory: Path) -> Snapshot:
-    """Load and validate a snapshot directory; a clear ``InputError`` if it is not one."""
+    """Load and validate a snapshot directory; a clear ``InputError`` if it is not one.
+
+    Everything read is checked before it is used: ``meta.json`` must be an object whose fields
+    have their types, every table must be readable parquet with the schema's columns in a
+    compatible type. The error names the file and what is wrong (a corrupted snapshot must never
+    read as an empty one, nor end in a traceback).
+    """
     directory = Path(directory)
     meta_path = directory / "meta.json"
     if not meta_path.is_file():
         raise InputError(
             f"{directory}: not a snapshot (no meta.json); create one with 'analyzer collect' or 'analyzer demo'"
         )
-    try:
-        raw = json.loads(meta_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{meta_path}: unreadable ({exc}); re-create the snapshot") from None
-    version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise InputError(
-            f"{directory}: snapshot schema {version} but this analyzer reads schema {SCHEMA_VERSION}; "
-            "re-collect it with this version"
-        )
-    known = set(SnapshotMeta.__dataclass_fields__)
-    meta = SnapshotMeta(**{k: v for k, v in raw.items() if k in known})
+    meta = read_meta(meta_path)
     tables = {}
     for table in TABLES:
         path = directory / f"{table}.parquet"
         if not path.is_file():
             raise InputError(f"{directory}: snapshot lacks {path.name}; re-create the snapshot")
-        tables[table] = _coerce(pd.read_parquet(path), table)
+        tables[table] = read_table(path, table)
     snapshot = Snapshot(meta=meta, **tables)
     validate(snapshot, where=str(directory))
     return snapshot
+
+
+def read_meta(meta_path: Path) -> SnapshotMeta:
+    """Read and check ``meta.json``: an object, the schema version, every field of its type."""
+    try:
+        raw = json.loads(meta_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{meta_path}: unreadable ({exc}); re-create the snapshot") from None
+    if not isinstance(raw, dict):
+        raise InputError(
+            f"{meta_path}: holds a JSON {type(raw).__name__}, not an object; re-create the snapshot"
+        )
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"{meta_path.parent}: snapshot schema {version} but this analyzer reads schema {SCHEMA_VERSION}; "
+            "re-collect it with this version"
+        )
+    for name, kinds in _META_TYPES.items():
+        if name not in raw:
+            if name in _META_REQUIRED:
+                raise InputError(f"{meta_path}: field {name!r} is missing; re-create the snapshot")
+            continue
+        value = raw[name]
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            expected = " or ".join(k.__name__ for k in kinds)
+            raise InputError(
+                f"{meta_path}: field {name!r} is a {type(value).__name__}, expected {expected}; "
+                "re-create the snapshot"
+            )
+    for name in ("start", "end"):
+        try:
+            pd.Timestamp(raw[name])
+        except (ValueError, TypeError):
+            raise InputError(
+                f"{meta_path}: field {name!r} is not an RFC 3339 time; re-create the snapshot"
+            ) from None
+    if raw["step_seconds"] <= 0:
+        raise InputError(f"{meta_path}: field 'step_seconds' must be > 0; re-create the snapshot")
+    if not all(isinstance(w, str) for w in raw.get("warnings", [])):
+        raise InputError(f"{meta_path}: field 'warnings' must be a list of strings")
+    known = set(SnapshotMeta.__dataclass_fields__)
+    return SnapshotMeta(**{k: v for k, v in raw.items() if k in known})
+
+
+# meta.json's fields and the JSON types they may have (bool is never an int here).
+_META_TYPES: dict[str, tuple[type, ...]] = {
+    "source": (str,),
+    "start": (str,),
+    "end": (str,),
+    "step_seconds": (int,),
+    "collected_at": (str,),
+    "analyzer_version": (str,),
+    "schema_version": (int,),
+    "query_profile": (str,),
+    "instance_convention": (str,),
+    "warnings": (list,),
+    "coverage": (dict,),
+    "extra": (dict,),
+}
+_META_REQUIRED = ("source", "start", "end", "step_seconds", "collected_at", "analyzer_version")
+
+
+def read_table(path: Path, table: str) -> pd.DataFrame:
+    """Read one parquet table, check its columns and types, and coerce it to the schema."""
+    try:
+        frame = pd.read_parquet(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(
+            f"{path}: not a readable parquet table ({first}); the file is damaged or truncated, "
+            "re-create the snapshot"
+        ) from None
+    check_table_schema(frame, table, str(path))
+    try:
+        return _coerce(frame, table)
+    except (ValueError, TypeError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{path}: a column has values of the wrong type ({first})") from None
+
+
+def _type_fits(series: pd.Series, dtype: str) -> bool:
+    """Whether a column read from parquet can stand for the schema's ``dtype``."""
+    kind = series.dtype
+    if dtype.startswith("datetime64"):
+        return bool(pd.api.types.is_datetime64_any_dtype(kind))
+    if dtype in ("string", "category"):
+        if isinstance(kind, pd.CategoricalDtype):
+            return bool(pd.api.types.is_string_dtype(kind.categories.dtype))
+        return bool(pd.api.types.is_string_dtype(kind)) or bool(series.isna().all())
+    # numeric: float64, Int64, int64 resource columns
+    return bool(pd.api.types.is_numeric_dtype(kind)) and not pd.api.types.is_bool_dtype(kind)
+
+
+def check_table_schema(frame: pd.DataFrame, table: str, where: str) -> None:
+    """Raise ``InputError`` if ``frame`` lacks a schema column or holds one of a wrong type."""
+    fixed = _FIXED_COLUMNS[table]
+    missing = [c for c in fixed if c not in frame.columns and c not in JSON_DEFAULTS]
+    missing += [c for c in REQUIRED_RESOURCE_COLUMNS[table] if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"{where}: table {table} lacks column(s) {', '.join(missing)}; "
+            "not a snapshot table of this schema, re-create the snapshot"
+        )
+    expected = dict(fixed)
+    for kind in _RESOURCE_KINDS[table]:
+        expected.update({resource_column(kind, r): "int64" for r in resources_in(frame, kind)})
+    wrong = [
+        f"{name} is {frame[name].dtype}, expected {dtype}"
+        for name, dtype in expected.items()
+        if name in frame.columns and not _type_fits(frame[name], dtype)
+    ]
+    if wrong:
+        raise InputError(f"{where}: table {table}: column {wrong[0]}; re-create the snapshot")
 
 
 def pinned_pods(pods: pd.DataFrame) -> pd.Series:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -18,6 +19,13 @@ from analyzer.core.errors import InputError
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_PARALLELISM = 4
 DEFAULT_RETRIES = 3
+
+# What a secret option names is checked as a name, and never printed: a user who pastes the token
+# itself where its name belongs must not find it in a cron mail.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NOT_SHOWN = "(it is not shown, in case it is the secret itself)"
+# Headers that carry a credential: never accepted in clear from a flag or the config file.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,18 @@ def normalise_url(url: str) -> str:
             "--prometheus: no URL given; pass --prometheus URL, set ANALYZER_PROMETHEUS_URL "
             "or 'prometheus' in the config file"
         )
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+        has_userinfo = "@" in parts.netloc
+    except ValueError:
+        parts, has_userinfo = urlsplit(""), False
+    if has_userinfo:
+        raise InputError(
+            f"--prometheus (or 'prometheus' in the config file): the URL {public_url(text)} holds a "
+            "user name/password, which would be stored and printed; drop it from the URL and pass "
+            "--basic-auth-user USER --basic-auth-password-env NAME (the password from an "
+            "environment variable) or --token-file FILE"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(
             f"--prometheus: {public_url(text)!r} is not an http(s) URL (expected e.g. http://prometheus:9090)"
@@ -91,27 +110,59 @@ def parse_headers(items: tuple[str, ...] | list[str]) -> tuple[tuple[str, str], 
         if not found or not key.strip():
             # Never echo the value: a mistyped header may well be a credential.
             raise InputError(f"--header #{len(out) + 1}: expected K=V (e.g. X-Scope-OrgID=team-a)")
+        if key.strip().lower() in CREDENTIAL_HEADERS:
+            raise InputError(
+                f"--header #{len(out) + 1} (or 'header' in the config file): {key.strip()} carries "
+                "a credential and is never taken in clear; use --token-file FILE or --token-env "
+                "NAME for a bearer token, or --basic-auth-user with --basic-auth-password-env NAME"
+            )
         out.append((key.strip(), value.strip()))
     return tuple(out)
+
+
+def check_env_name(option: str, name: str) -> None:
+    """``name`` must look like an environment variable name; the value is never echoed."""
+    if not _ENV_NAME.fullmatch(name):
+        raise InputError(
+            f"{option}: the value is not a valid environment variable name {_NOT_SHOWN}; "
+            f"give the NAME of a variable that holds the secret, e.g. {option} PROM_TOKEN"
+        )
+
+
+def check_path_shape(option: str, path: Path) -> None:
+    """``path`` must look like a path (no line breaks or control characters, not absurdly long)."""
+    text = str(path)
+    if not text.strip() or len(text) > 4096 or any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise InputError(
+            f"{option}: the value is not a file path {_NOT_SHOWN}; give the path of a file "
+            "holding the secret"
+        )
 
 
 def bearer_token(settings: PromSettings) -> str | None:
     """The bearer token from ``token_file`` or ``token_env``, or None. Never logged."""
     if settings.token_file is not None:
+        path = Path(settings.token_file)
+        check_path_shape("--token-file", path)
         try:
-            token = Path(settings.token_file).read_text().strip()
+            token = path.read_text().strip()
         except OSError as exc:
+            # A path that exists is a path and may be shown; one that does not may be the token.
+            shown = str(path) if os.path.lexists(path) else f"the file {_NOT_SHOWN}"
             raise InputError(
-                f"--token-file: cannot read {settings.token_file} ({exc.strerror})"
+                f"--token-file: cannot read {shown} ({exc.strerror}); give the path of a file "
+                "holding the token"
             ) from None
         if not token:
-            raise InputError(f"--token-file: {settings.token_file} is empty")
+            raise InputError(f"--token-file: {path} is empty")
         return token
     if settings.token_env:
+        check_env_name("--token-env", settings.token_env)
         token = os.environ.get(settings.token_env, "").strip()
         if not token:
             raise InputError(
-                f"--token-env: environment variable {settings.token_env} is not set or empty"
+                f"--token-env: the environment variable it names is not set or empty {_NOT_SHOWN}; "
+                "export it before running analyzer"
             )
         return token
     return None
@@ -127,10 +178,12 @@ def basic_auth(settings: PromSettings) -> tuple[str, str] | None:
         raise InputError(
             "--basic-auth-user: needs --basic-auth-password-env NAME (the password is never a flag)"
         )
+    check_env_name("--basic-auth-password-env", settings.basic_auth_password_env)
     password = os.environ.get(settings.basic_auth_password_env)
     if password is None:
         raise InputError(
-            f"--basic-auth-password-env: environment variable {settings.basic_auth_password_env} is not set"
+            f"--basic-auth-password-env: the environment variable it names is not set {_NOT_SHOWN}; "
+            "export it before running analyzer"
         )
     return settings.basic_auth_user, password
 
@@ -139,6 +192,13 @@ def check_settings(settings: PromSettings) -> None:
     """Reject impossible combinations early, each with a one-line fix."""
     if settings.token_file is not None and settings.token_env:
         raise InputError("--token-file and --token-env: give only one")
+    # Names are checked as names before anything else can print them.
+    if settings.token_env:
+        check_env_name("--token-env", settings.token_env)
+    if settings.basic_auth_password_env:
+        check_env_name("--basic-auth-password-env", settings.basic_auth_password_env)
+    if settings.token_file is not None:
+        check_path_shape("--token-file", Path(settings.token_file))
     if settings.ca_bundle is not None and not Path(settings.ca_bundle).is_file():
         raise InputError(f"--ca-bundle: {settings.ca_bundle} is not a file")
     if settings.timeout <= 0:

@@ -54,6 +54,16 @@ class Chart:
     data_uri: str
 
 
+def short_label(text: str, limit: int = 40) -> str:
+    """A tick label of at most ``limit`` characters (``…`` in the middle): a 253-character node
+    name would squeeze the plot to nothing (and matplotlib warn on stderr, which cron mails).
+    The tables and report.json keep the full name."""
+    text = str(text)
+    return (
+        text if len(text) <= limit else f"{text[: limit // 2 - 1]}…{text[-(limit - limit // 2) :]}"
+    )
+
+
 def encode_png(fig: Figure) -> str:
     """The figure as a PNG data URI (no timestamp metadata, so output is reproducible)."""
     buffer = io.BytesIO()
@@ -86,7 +96,9 @@ def heatmap(
             vmax=100,
             interpolation="nearest",
         )
-        ax.set_yticks(range(len(row_labels)), labels=list(row_labels), fontsize=9)
+        ax.set_yticks(
+            range(len(row_labels)), labels=[short_label(r) for r in row_labels], fontsize=9
+        )
         step = max(1, len(col_labels) // 12)
         ticks = list(range(0, len(col_labels), step))
         ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks])
@@ -128,7 +140,7 @@ def breach_timeline(
                 color=RESOURCE_COLORS.get(resource, "#6a4c93"),
                 label=f"{resource} over threshold",
             )
-        ax.set_yticks(range(len(nodes)), labels=list(nodes), fontsize=9)
+        ax.set_yticks(range(len(nodes)), labels=[short_label(n) for n in nodes], fontsize=9)
         ax.set_ylim(len(nodes) - 0.5, -0.5)
         ax.set_xlim(0, max((end - start).total_seconds() / 3600, 1))
         ax.set_xlabel(f"hours since {start:%Y-%m-%d %H:%M} UTC")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analyzer import __version__
+from analyzer.core.csvsafe import write_csv
 from analyzer.history.store import HistoryStore
 from analyzer.nightly.run import NightlyResult
 from analyzer.report.context import NightlyContext, build_context
@@ -67,7 +68,7 @@ def write_nightly_report(
         nonlocal html_size
         written = []
         for name, table in context.tables.items():
-            table.csv_frame().to_csv(folder / f"{name}.csv", index=False)
+            write_csv(table.csv_frame(), folder / f"{name}.csv")
             written.append(f"{name}.csv")
         (folder / "report.json").write_text(
             json.dumps(context.to_json(), indent=1, sort_keys=True, allow_nan=False) + "\n"

@@ -4,7 +4,9 @@ A run folder holds ``report.html``, ``report.json`` (every number shown), one CS
 ``manifest.json`` naming the files this run wrote. It is built in a temporary sibling folder and
 swapped in whole (``analyzer.core.atomic.atomic_directory``): readers see the old run or the new one,
 a failure mid-render leaves no (new) folder, and files an earlier render of the same day wrote
-but this one did not are gone with the old folder. Leftover temporary folders of killed runs are
+but this one did not are gone with the old folder. Nothing analyzer did not write is ever
+replaced: an ``OUT`` holding other files, or a day folder holding files its manifest does not
+name, is refused (``check_report_out``, exit 2). Leftover temporary folders of killed runs are
 removed on the next write. The index lists every run folder that has a manifest.
 """
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.atomic import atomic_directory, atomic_write_text
+from analyzer.core.outdir import Owned, check_not_foreign, check_output_folder, names_matching
 from analyzer.report.render import render
 
 MANIFEST = "manifest.json"
@@ -58,12 +61,54 @@ def make_readable(path: Path) -> None:
     path.chmod(mode & ~_umask())
 
 
+# What a nightly OUT holds: run folders, the index, the history store, the what-if folder and
+# our temporary files. OUT holding anything else is not ours: the report is not written there.
+# ``lost+found`` is the file system's, at the root of a mounted volume (a CronJob's PVC): OUT is
+# written into, never replaced, so it is left alone.
+_OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif|lost\+found)$")
+
+
+# What the what-if folder (OUT/whatif/) holds; it is replaced as a whole.
+WHATIF_FILES = names_matching(("report.html", "report.json", "*.csv"))
+
+
+def check_whatif_out(folder: Path, option: str = "--out") -> None:
+    """Before any work: ``OUT/whatif`` can be written and is new, empty or ours (exit 2)."""
+    check_output_folder(folder, WHATIF_FILES, option, what="a what-if report")
+
+
+def owned_by_reports(name: str) -> bool:
+    """True for the names analyzer writes directly in a report ``OUT`` folder."""
+    return bool(_OUT_NAME.match(name) or _TEMP_NAME.match(name))
+
+
+def run_folder_files(folder: Path) -> Owned:
+    """The files a run folder's manifest names (plus the manifest): what a new run may replace."""
+    try:
+        files = json.loads((Path(folder) / MANIFEST).read_text()).get("files", [])
+    except (OSError, json.JSONDecodeError, AttributeError):
+        files = []
+    names = {MANIFEST, *(str(name) for name in files)} if files else set()
+    return names.__contains__
+
+
+def check_report_out(out: Path, option: str = "--out") -> None:
+    """Before any work: ``out`` can be written and is new, empty or a report folder (exit 2)."""
+    check_output_folder(out, owned_by_reports, option, what="a report folder", inside=True)
+    # The day folder (known only once the data is read) is checked by ``write_run``.
+
+
 def write_run(out: Path, day: date, fill: Callable[[Path], list[str]]) -> Path:
-    """Create ``OUT/<day>/`` atomically; ``fill(tmp)`` writes the files and returns their names."""
+    """Create ``OUT/<day>/`` atomically; ``fill(tmp)`` writes the files and returns their names.
+
+    An existing ``OUT/<day>/`` is replaced only if it holds nothing but the files its manifest
+    names; an ``OUT`` holding anything but reports is refused.
+    """
     out = Path(out)
+    check_not_foreign(out, owned_by_reports, what="a report folder")
     remove_stale_temp(out)
     target = out / day.isoformat()
-    with atomic_directory(target) as tmp:
+    with atomic_directory(target, run_folder_files(target)) as tmp:
         written = fill(tmp)
         manifest = {"day": day.isoformat(), "files": sorted([*written, MANIFEST])}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")

@@ -24,7 +24,9 @@ from matplotlib.figure import Figure
 
 from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
+from analyzer.core.csvsafe import safe_cell
 from analyzer.core.errors import InputError
+from analyzer.core.outdir import check_writable
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
@@ -91,7 +93,7 @@ def _curve_csv(data: dict[str, Any]) -> str:
     for variant, single in variants_of(data).items():
         for name, result in single["policies"].items():
             for point in result["curve"]:
-                writer.writerow([variant, name, *(point[k] for k in keys)])
+                writer.writerow([safe_cell(variant), safe_cell(name), *(point[k] for k in keys)])
     return buffer.getvalue()
 
 
@@ -195,6 +197,7 @@ def check_report_folder(out_dir: Path) -> None:
                 f"--report {out_dir}: exists and holds other files ({', '.join(foreign[:3])}); "
                 "use a new or empty folder"
             )
+    check_writable(out_dir, "--report")  # before a long run, not after it
 
 
 def _readable(folder: Path) -> None:

@@ -23,9 +23,10 @@ from matplotlib.figure import Figure
 
 from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
+from analyzer.core.csvsafe import write_csv
 from analyzer.core.snapshot import Snapshot
 from analyzer.report.charts import STYLE, Chart, encode_png
-from analyzer.report.output import make_readable
+from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Card, Column, TableView, json_value
 from analyzer.usage.thresholds import ThresholdConfig
@@ -284,9 +285,9 @@ def write_whatif_report(
         "whatif.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     ).encode("utf-8")
     payload = json.dumps(_clean(context.to_json(result)), indent=1, sort_keys=True, allow_nan=False)
-    with atomic_directory(target) as tmp:
+    with atomic_directory(target, WHATIF_FILES) as tmp:
         for name, table in context.tables.items():
-            table.csv_frame().to_csv(tmp / f"{name}.csv", index=False)
+            write_csv(table.csv_frame(), tmp / f"{name}.csv")
         series = pd.concat(
             [
                 o.series.assign(strategy=c.name, seed=o.seed)
@@ -295,7 +296,7 @@ def write_whatif_report(
             ],
             ignore_index=True,
         )
-        series.to_csv(tmp / "series.csv", index=False)
+        write_csv(series, tmp / "series.csv")
         (tmp / "report.json").write_text(payload + "\n")
         (tmp / "report.html").write_bytes(html)
         for path in [tmp, *tmp.iterdir()]:

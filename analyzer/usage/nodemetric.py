@@ -19,14 +19,30 @@ from analyzer.core.snapshot import Snapshot, pod_intervals
 from analyzer.usage.grid import NODE_USAGE_WINDOW, RESOURCES, STATS
 from analyzer.usage.koord import koord_priority_class, koord_qos
 
+# Floating-point noise: a value this close to an integer is that integer. Cores × 1000 and sums
+# of such floats land a few ulps off (1.005 × 1000 = 1004.9999999999999), and the truncation below
+# would then drop a whole millicore. The real fractional part of an aggregate of n samples is a
+# multiple of 1/n (≫ 1e-6), so nothing real is rounded away; large memory values get a
+# relative tolerance (float64 carries ~16 digits).
+NOISE_ABS = 1e-6
+NOISE_REL = 1e-12
+
+
+def truncate_toward_zero(value: float) -> int:
+    """Go's ``int64(value)`` after removing floating-point noise around integers."""
+    nearest = round(value)
+    if abs(value - nearest) <= max(NOISE_ABS, abs(value) * NOISE_REL):
+        return int(nearest)
+    return int(value)
+
 
 def _cpu_quantity(millicores: float) -> str:
     # koordlet builds MilliQuantity from int64(cores*1000): truncation toward zero.
-    return f"{int(millicores)}m"
+    return f"{truncate_toward_zero(millicores)}m"
 
 
 def _memory_quantity(bytes_used: float) -> str:
-    return str(int(bytes_used))
+    return str(truncate_toward_zero(bytes_used))
 
 
 def _resources(values: dict[str, float]) -> dict[str, str]:
