@@ -8,21 +8,21 @@ memory" for one node). ``RefusalCounter`` computes that summary for a pod the re
 place, and only then: placements never pay for it.
 
 Speed: TaintToleration and NodeAffinity refuse the same nodes for the same pod shape all replay
-long, so their per-node reason is computed once per shape; NodeResourcesFit's reasons are counted
-with whole-column numpy comparisons; any other filter (LoadAwareScheduling, GPU devices) asks its
-own ``reasons`` per refused node.
+long, so their per-node reasons are computed once per shape, and their counts over the present
+nodes once per change of the present nodes; NodeResourcesFit's reasons are counted with one
+whole-column numpy comparison per requested resource; any other filter
+(LoadAwareScheduling, GPU devices) asks its own ``reasons`` per refused node.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
-from analyzer.scheduling.framework import FilterPlugin, Profile
+from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.noderesources_fit import NodeResourcesFit
 from analyzer.scheduling.state import ClusterState, PodDemand
 
@@ -55,17 +55,26 @@ PINNED_NODE_ABSENT = Refusal(0, (("its own node is not present (DaemonSet/static
 NODE_LEFT = Refusal(0, (("its node left the cluster; waiting for capacity to free", 0),))
 
 
-def _sorted(counts: Counter[str]) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-
-
 @dataclass
-class _Static:
-    """A static filter's verdict for one pod shape: feasible mask and reason code per node."""
+class _Shape:
+    """One pod shape compiled against the profile's filters (built once per shape).
 
-    feasible: BoolArray
-    codes: Int64Array  # index into ``texts`` per node (-1 where feasible)
+    ``lead``: how many filters at the head of the profile are static (taints, selectors);
+    ``codes``: per node, 0 where it passes them all, else 1 + the index in ``texts`` of the
+    first one's refusal; ``fit``: per NodeResourcesFit filter, the (axis index, request) pairs it
+    compares and the off-axis resources it finds on no node. The present-node view (refusal
+    counts of the static filters, the mask of nodes passing them) is kept until the present
+    nodes change.
+    """
+
+    lead: int
+    codes: Int64Array
     texts: list[str]
+    fit: dict[int, tuple[list[int], list[int], list[str], list[str]]]
+    active_bytes: bytes = b""
+    present: int = 0
+    static_counts: tuple[tuple[str, int], ...] = ()
+    passing: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 class RefusalCounter:
@@ -75,77 +84,116 @@ class RefusalCounter:
         self.profile = profile
         self.state = state
         self.active = active  # the replay's live mask of present nodes
-        self._static: dict[tuple[bytes, int], _Static] = {}
+        self._shapes: dict[bytes, _Shape] = {}
+        lead = 0
+        for plugin in profile.filters:
+            if not isinstance(plugin, _STATIC):
+                break
+            lead += 1
+        self._lead = lead
 
-    def _static_verdict(
-        self, key: bytes, position: int, plugin: FilterPlugin, pod: PodDemand
-    ) -> _Static:
-        cached = self._static.get((key, position))
-        if cached is not None:
-            return cached
-        result = plugin.filter(self.state, pod, 0.0)
+    def _shape(self, key: bytes, pod: PodDemand) -> _Shape:
+        shape = self._shapes.get(key)
+        if shape is not None:
+            return shape
+        state = self.state
+        codes = np.zeros(state.node_count, dtype=np.int64)
         texts: list[str] = []
         lookup: dict[str, int] = {}
-        codes = np.full(self.state.node_count, -1, dtype=np.int64)
-        for node in np.flatnonzero(~result.feasible).tolist():
-            reasons = result.reasons(node)
-            text = reasons[0] if reasons else plugin.name
-            codes[node] = lookup.setdefault(text, len(lookup))
-            if len(texts) < len(lookup):
-                texts.append(text)
-        verdict = _Static(result.feasible, codes, texts)
-        self._static[(key, position)] = verdict
-        return verdict
+        for plugin in self.profile.filters[: self._lead]:
+            result = plugin.filter(state, pod, 0.0)
+            for node in np.flatnonzero(~result.feasible & (codes == 0)).tolist():
+                reasons = result.reasons(node)
+                text = reasons[0] if reasons else plugin.name
+                if text not in lookup:
+                    lookup[text] = len(texts)
+                    texts.append(text)
+                codes[node] = 1 + lookup[text]
+        fit: dict[int, tuple[list[int], list[int], list[str], list[str]]] = {}
+        for position, plugin in enumerate(self.profile.filters):
+            if isinstance(plugin, NodeResourcesFit):
+                axis = [
+                    j
+                    for j, r in enumerate(state.resources)
+                    if pod.requests[j] > 0 and plugin._checked(r)
+                ]
+                fit[position] = (
+                    axis,
+                    [int(pod.requests[j]) for j in axis],
+                    [f"Insufficient {state.resources[j]}" for j in axis],
+                    [
+                        f"Insufficient {r}"
+                        for r in pod.off_axis_requests(state.resources)
+                        if plugin._checked(r)
+                    ],
+                )
+        shape = _Shape(self._lead, codes, texts, fit)
+        self._shapes[key] = shape
+        return shape
+
+    def _present_view(self, shape: _Shape) -> None:
+        """Refresh the shape's static counts and passing rows when the present nodes changed."""
+        marks = self.active.tobytes()
+        if marks == shape.active_bytes:
+            return
+        present = shape.codes[self.active]
+        tally = np.bincount(present, minlength=len(shape.texts) + 1)
+        shape.static_counts = tuple(
+            (text, int(tally[i + 1])) for i, text in enumerate(shape.texts) if tally[i + 1]
+        )
+        shape.passing = self.active & (shape.codes == 0)
+        shape.present = int(self.active.sum())
+        shape.active_bytes = marks
 
     def refusal(self, key: bytes, pod: PodDemand, now: float) -> Refusal:
         """The reasons every present node refused ``pod`` (shape ``key``) at ``now`` (unix s)."""
+        shape = self._shape(key, pod)
+        self._present_view(shape)
+        counts: dict[str, int] = dict(shape.static_counts)
+        remaining = shape.passing
         state = self.state
-        remaining = self.active.copy()
-        counts: Counter[str] = Counter()
-        for position, plugin in enumerate(self.profile.filters):
+        for position in range(shape.lead, len(self.profile.filters)):
             if not remaining.any():
                 break
-            if isinstance(plugin, _STATIC):
-                verdict = self._static_verdict(key, position, plugin, pod)
-                refused = remaining & ~verdict.feasible
-                codes, tally = np.unique(verdict.codes[refused], return_counts=True)
-                for code, count in zip(codes.tolist(), tally.tolist(), strict=True):
-                    counts[verdict.texts[code]] += count
-                remaining &= verdict.feasible
-            elif isinstance(plugin, NodeResourcesFit):
-                remaining = self._fit(plugin, pod, remaining, counts)
-            else:
-                result = plugin.filter(state, pod, now)
-                refused = remaining & ~result.feasible
-                for node in np.flatnonzero(refused).tolist():
-                    for reason in result.reasons(node) or [plugin.name]:
-                        counts[reason] += 1
-                remaining &= result.feasible
-        return Refusal(int(self.active.sum()), _sorted(counts))
+            plugin = self.profile.filters[position]
+            if position in shape.fit:
+                remaining = self._fit(shape.fit[position], remaining, counts)
+                continue
+            result = plugin.filter(state, pod, now)
+            for node in np.flatnonzero(remaining & ~result.feasible).tolist():
+                for reason in result.reasons(node) or [plugin.name]:
+                    counts[reason] = counts.get(reason, 0) + 1
+            remaining = remaining & result.feasible
+        ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return Refusal(shape.present, tuple(ordered))
 
     def _fit(
-        self, plugin: NodeResourcesFit, pod: PodDemand, remaining: BoolArray, counts: Counter[str]
+        self,
+        fit: tuple[list[int], list[int], list[str], list[str]],
+        remaining: BoolArray,
+        counts: dict[str, int],
     ) -> BoolArray:
-        """NodeResourcesFit's reasons, one numpy comparison per resource (as ``fitsRequest``)."""
+        """NodeResourcesFit's ``fitsRequest`` reasons on the ``remaining`` nodes: too many pods,
+        and every resource whose request exceeds allocatable − requested (a node may give
+        several), one whole-column comparison per resource."""
         state = self.state
-        result = plugin.filter(state, pod, 0.0)
-        refused = remaining & ~result.feasible
-        if refused.any():
-            too_many = refused & (state.pod_count >= state.allowed_pods)
-            if too_many.any():
-                counts["Too many pods"] += int(too_many.sum())
-            for j, resource in enumerate(state.resources):
-                if pod.requests[j] <= 0 or not plugin._checked(resource):
-                    continue
-                short = refused & (
-                    state.allocatable[:, j] - state.requested[:, j] < pod.requests[j]
-                )
-                if short.any():
-                    counts[f"Insufficient {resource}"] += int(short.sum())
-            for resource in pod.off_axis_requests(state.resources):
-                if plugin._checked(resource):
-                    counts[f"Insufficient {resource}"] += int(refused.sum())
-        return remaining & result.feasible
+        axis, requests, names, off_axis = fit
+        refused = (state.pod_count >= state.allowed_pods) & remaining
+        too_many = int(np.count_nonzero(refused))
+        if too_many:
+            counts["Too many pods"] = counts.get("Too many pods", 0) + too_many
+        for j, request, name in zip(axis, requests, names, strict=True):
+            short = (state.allocatable[:, j] - state.requested[:, j] < request) & remaining
+            count = int(np.count_nonzero(short))
+            if count:
+                counts[name] = counts.get(name, 0) + count
+                refused |= short
+        if off_axis:  # no node offers it: every node refuses
+            left = int(np.count_nonzero(remaining))
+            for name in off_axis:
+                counts[name] = counts.get(name, 0) + left
+            return np.zeros_like(remaining)
+        return remaining & ~refused
 
 
 class WaitReasons:
