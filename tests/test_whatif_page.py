@@ -188,7 +188,9 @@ def test_wait_reasons_and_moves_in_json_csv_and_page(seeded: WhatIfResult, tmp_p
         reasons = [r for r in data["tables"]["wait_reasons"] if r["strategy"] == name]
         assert all(0 < r["pods"] <= first.waited for r in reasons)
         moves = [r for r in data["tables"]["moves"] if r["strategy"] == name]
-        assert sum(r["pods"] for r in moves) == len([r for r in moved if r["strategy"] == name])
+        across = [r for r in moved if r["strategy"] == name and r["from_pool"] != r["to_pool"]]
+        assert sum(r["pods"] for r in moves) == len(across)
+        assert all(r["from_pool"] != r["to_pool"] for r in moves)
     most = outcomes["most-allocated"][0]
     assert most.waited > 0
     top = next(r for r in data["tables"]["wait_reasons"] if r["strategy"] == "most-allocated")
@@ -215,6 +217,9 @@ def test_units_counts_durations_and_shares(seeded: WhatIfResult, tmp_path: Path)
     records = comparison.records()
     assert {"allocation_cpu_pct", "moved_pct", "frag_ratio_cpu_pct"} <= set(records[0])
     assert {"wait_p50_s", "wait_p99_s", "wait_max_s"} <= set(seeds.records()[0])
+    shapes = [r["shape"] for r in context.tables["headroom"].records()]
+    assert shapes and all(re.search(r"[\d.]+ cores", shape) for shape in shapes), shapes
+    assert all("Mi " not in shape and "Gi " not in shape for shape in shapes)  # GiB, not Gi
     assert human_duration(8040) == "2 h 14 min"
     assert human_duration(1_276_753) == "14 d 18 h"
     assert human_duration(59) == "59 s" and human_duration(0) == "0 s"

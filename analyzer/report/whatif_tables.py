@@ -173,7 +173,7 @@ def headroom_table(result: WhatIfResult) -> WhatIfTable:
     ]
     columns = [
         Column("strategy", "Strategy"),
-        Column("shape", "Pod shape (CPU cores, memory GiB)"),
+        Column("shape", "Pod shape (requests)"),
         Column("pods_fit_mean", "More pods that fit (mean over time)", "num"),
         Column("stranded_cpu_pct", "Free CPU stranded", "pct"),
     ]
@@ -219,8 +219,8 @@ def moves_table(result: WhatIfResult) -> WhatIfTable:
     keys = [c.key for c in columns]
     frame = pd.concat(frames, ignore_index=True)[keys] if frames else pd.DataFrame(columns=keys)
     return WhatIfTable(
-        "moves", "Pods moved, by pool (first seed)", columns, frame, limit=60,
-        note="pods placed on another node, counted by the pool they ran in and were replayed in",
+        "moves", "Pods moved to another pool (first seed)", columns, frame, limit=60,
+        note="pods placed in another pool than they ran in, by pool",
     )  # fmt: skip
 
 

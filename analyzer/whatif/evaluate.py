@@ -45,7 +45,7 @@ from analyzer.replay.projection import (
 from analyzer.replay.result import ReplayResult
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import ViolationResult, find_violations
-from analyzer.whatif.explain import moves, wait_reasons
+from analyzer.whatif.explain import moves, shape_labels, wait_reasons
 
 HOUR_NS = 3600 * 1_000_000_000
 HEADROOM_SHAPES = 3  # headroom is reported for the most common pod shapes
@@ -81,7 +81,7 @@ class Outcome:
     moved_share: float
     series: pd.DataFrame  # time, active_nodes, pending_pods, nodes_in_violation
     fragmentation_series: pd.DataFrame  # time, resource, frag_ratio, stranded_share
-    headroom: dict[str, float] = field(default_factory=dict)  # shape label -> mean pods that fit
+    headroom: dict[str, float] = field(default_factory=dict)  # shape (cores, GiB) -> mean pods fit
     wait_reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.WAIT_REASON_COLUMNS
     waiting_pods: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.WAITING_POD_COLUMNS
     moves: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.MOVE_COLUMNS
@@ -283,10 +283,9 @@ def evaluate(
             frag_summary[f"stranded_{r}"] = float(group["stranded_share"].mean())
     headroom: dict[str, float] = {}
     if len(frag.headroom):  # the most common shapes first, as the fragmentation report lists them
-        top = (
-            frag.headroom.groupby(["shape", "label"], sort=True)["fit"].mean().head(HEADROOM_SHAPES)
-        )
-        headroom = {str(label): float(fit) for (_, label), fit in top.items()}
+        top = frag.headroom.groupby("shape", sort=True)["fit"].mean().head(HEADROOM_SHAPES)
+        labels = shape_labels(frag.shapes)
+        headroom = {labels[int(shape)]: float(fit) for shape, fit in top.items()}
     per_node = violations.per_node
     real = inp.real_node
     candidates = ~inp.pinned & (real >= 0) & (result.node >= 0)

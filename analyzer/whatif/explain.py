@@ -4,8 +4,9 @@
   recorded (``ReplayResult.refusals``: kube-scheduler's "0/N nodes are available: …" counts).
   Grouped by the pod's pool (the pool of the node it really ran on) and reason: how many waiting
   pods were refused for that reason, and by how many nodes (the lower median over those pods).
-- **moves**: pods that really ran (not DaemonSet/static) counted by (pool they ran in, pool the
-  strategy put them in); "never placed" when the strategy placed them nowhere.
+- **moves**: pods that really ran (not DaemonSet/static) and were placed in another pool than
+  they ran in, counted by (pool they ran in, pool the strategy put them in); "never placed"
+  when the strategy placed them nowhere.
 - per-pod listings for the CSV files: every waiting pod (wait in seconds, last refusal) and every
   pod placed on another node than the one it really ran on.
 """
@@ -44,6 +45,30 @@ MOVED_POD_COLUMNS = [
     "from_pool",
     "to_pool",
 ]
+
+
+GIB = 2**30
+BYTE_RESOURCES = ("memory", "ephemeral-storage")
+
+
+def _amount(resource: str, value: int) -> str:
+    if resource == "cpu":
+        return f"{value / 1000:.3g} cores"
+    if resource in BYTE_RESOURCES or resource.startswith("hugepages-"):
+        return f"{value / GIB:.3g} GiB {resource}"
+    return f"{value:,} {resource}"
+
+
+def shape_labels(shapes: pd.DataFrame) -> dict[int, str]:
+    """Pod shape → "0.3 cores, 0.312 GiB memory, 1 GiB ephemeral-storage" (the page's units:
+    CPU in cores, memory in GiB), from ``FragmentationResult.shapes``' request columns."""
+    skip = {"shape", "label", "pods", "share"}
+    resources = [c for c in shapes.columns if c not in skip]
+    out: dict[int, str] = {}
+    for _, row in shapes.iterrows():
+        parts = [_amount(r, int(row[r])) for r in resources if int(row[r]) > 0]
+        out[int(row["shape"])] = ", ".join(parts) or "no requests"
+    return out
 
 
 def node_pools(inp: ReplayInput) -> list[str]:
@@ -119,18 +144,16 @@ def moves(inp: ReplayInput, result: ReplayResult) -> tuple[pd.DataFrame, pd.Data
     from_pool = [pools[n] for n in real.tolist()]
     to_pool = [_pool_of(pools, n, UNPLACED) for n in now.tolist()]
     moved = real != now
+    # the table: moves to another pool (or nowhere) only — they explain pool-bound pods crowded
+    # out; moves within a pool are in the listing
     table = (
         pd.DataFrame({"from_pool": from_pool, "to_pool": to_pool, "moved": moved})
-        .loc[lambda f: f["moved"]]
+        .loc[lambda f: f["moved"] & (f["from_pool"] != f["to_pool"])]
         .groupby(["from_pool", "to_pool"], as_index=False)
         .size()
         .rename(columns={"size": "pods"})
     )
-    # moves to another pool first (they explain pool-bound pods crowded out), then within pools
-    table["same"] = table["from_pool"] == table["to_pool"]
-    table = table.sort_values(
-        ["same", "pods", "from_pool", "to_pool"], ascending=[True, False, True, True]
-    )
+    table = table.sort_values(["pods", "from_pool", "to_pool"], ascending=[False, True, True])
     pods = inp.snapshot.pods
     index = ran[moved]
     listing = pd.DataFrame(
@@ -165,7 +188,11 @@ def why_sentence(strategy: str, waiting: pd.DataFrame, pool_moves: pd.DataFrame)
     if len(across):
         top = across.iloc[0]
         parts.append(
-            f"{int(across['pods'].sum()):,} pods placed in another pool than they ran in "
+            f"{_pods(int(across['pods'].sum()))} placed in another pool than they ran in "
             f"(most: {int(top['pods']):,} from {top['from_pool']} to {top['to_pool']})"
         )
     return f"{strategy}: " + "; ".join(parts) + "." if parts else ""
+
+
+def _pods(count: int) -> str:
+    return f"{count:,} pod" if count == 1 else f"{count:,} pods"
