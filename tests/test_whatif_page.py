@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from markupsafe import escape
@@ -27,6 +28,7 @@ from analyzer.report.whatif import build_whatif_context, write_whatif_report
 from analyzer.report.whatif_tables import human_duration
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
+from analyzer.whatif.explain import UNBOUND, UNPLACED, why_sentence
 
 OLD_CAVEAT = "Node affinity, nodeSelectors, taints and tolerations are not in the snapshot"
 COUNT = re.compile(r"^\d{1,3}(,\d{3})*$")  # an integer with thousands separators
@@ -242,3 +244,21 @@ def test_search_block_is_the_first_card_when_given(tmp_path: Path) -> None:
     assert 'data-card="search"' not in plain
     with pytest.raises(InputError, match="sentence"):
         build_whatif_context(result, search={"sentence": "x"})
+
+
+def test_why_sentence_counts_and_wording() -> None:
+    waiting = pd.DataFrame(
+        {"pool": [UNBOUND], "last_refusal": ["not bound to any node in the data."]}
+    )
+    moves = pd.DataFrame(
+        {"from_pool": ["general", "memory"], "to_pool": ["memory", UNPLACED], "pods": [3, 1]}
+    )
+    assert why_sentence("observed", waiting, moves.iloc[:0]) == (
+        "observed: 1 pod waited (1 never bound in reality); the most common last refusal "
+        '(1 pod): "not bound to any node in the data".'
+    )
+    assert why_sentence("most-allocated", waiting.iloc[:0], moves) == (
+        "most-allocated: 3 pods placed in another pool than they ran in "
+        "(most: 3 from general to memory)."
+    )
+    assert why_sentence("kube-default", waiting.iloc[:0], moves.iloc[:0]) == ""

@@ -177,14 +177,17 @@ def why_sentence(strategy: str, waiting: pd.DataFrame, pool_moves: pd.DataFrame)
     parts = []
     if len(waiting):
         pools = waiting["pool"].value_counts()
-        listed = ", ".join(f"{count:,} of pool {pool}" for pool, count in pools.head(3).items())
-        common = waiting["last_refusal"].value_counts()
-        parts.append(
-            f"{len(waiting):,} pods waited ({listed}{', …' if len(pools) > 3 else ''}); the most "
-            f'common last refusal ({int(common.iloc[0]):,} pods): "{common.index[0]}"'
+        listed = ", ".join(
+            f"{count:,} never bound in reality" if pool == UNBOUND else f"{count:,} of pool {pool}"
+            for pool, count in pools.head(3).items()
         )
-    across = pool_moves[pool_moves["from_pool"] != pool_moves["to_pool"]]
-    across = across[across["to_pool"] != UNPLACED]
+        common = waiting["last_refusal"].value_counts()
+        message = str(common.index[0]).rstrip(".")
+        parts.append(
+            f"{_pods(len(waiting))} waited ({listed}{', …' if len(pools) > 3 else ''}); the "
+            f'most common last refusal ({_pods(int(common.iloc[0]))}): "{message}"'
+        )
+    across = pool_moves[pool_moves["to_pool"] != UNPLACED]
     if len(across):
         top = across.iloc[0]
         parts.append(
