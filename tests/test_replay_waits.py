@@ -18,6 +18,7 @@ import pytest
 from replay_fixtures import GI, N, P, at, build
 
 from analyzer.core.snapshot import Snapshot, make_snapshot
+from analyzer.replay import refusals
 from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, prepare
 from analyzer.replay.projection import usage_matrices
@@ -214,3 +215,18 @@ def test_placements_never_pay_for_reasons_when_nothing_waits() -> None:
     result = replay(inp, resolve_strategy("most-allocated"))
     assert not result.waited.any() and result.refusals == {}
     assert (result.waits["end"] != NEVER).all()
+
+
+def test_reused_counts_equal_fresh_counts(
+    pooled: Snapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shape's count is reused while no node it could use was touched; with the scan limit at
+    # 0 every touched state is counted afresh. Both replays must give every waiting pod the
+    # same last refusal.
+    inp = prepare(pooled)
+    for name in ("most-allocated", "rtcr-binpack"):
+        reused = replay(inp, resolve_strategy(name)).refusals
+        with monkeypatch.context() as patch:
+            patch.setattr(refusals, "REUSE_SCAN", 0)
+            fresh = replay(inp, resolve_strategy(name)).refusals
+        assert len(reused) > 10 and reused == fresh, name

@@ -196,11 +196,9 @@ def replay(
         seq, lambda pod: pod.to_bytes(8, "little") + b"pin" if pinned[pod] else keys[pod]
     )
     evicted = 0
-    counter = None if profile is None else RefusalCounter(profile, state, active)
+    counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
-
-    def refused(pod: int, now: int) -> Refusal:
-        return why.failed(pod, now, cache.changes if cache is not None else 0)
+    refused = why.failed
 
     def bind(pod: int, node: int, now: int) -> None:
         gpus = None

@@ -17,6 +17,7 @@ whole-column numpy comparison per requested resource; any other filter
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from analyzer.scheduling.noderesources_fit import NodeResourcesFit
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 _STATIC = (TaintTolerationFilter, NodeAffinityFilter)
+REUSE_SCAN = 256  # up to this many touches since the last count are checked for reuse
 
 
 @dataclass(frozen=True)
@@ -72,18 +74,45 @@ class _Shape:
     texts: list[str]
     fit: dict[int, tuple[list[int], list[int], list[str], list[str]]]
     active_bytes: bytes = b""
+    last: Refusal | None = None  # the latest count, reused while nothing it depends on changed
+    bits: Int64Array | None = None  # per node, NodeResourcesFit's reasons (``_fit_bits``)
+    bit_names: list[str] = field(default_factory=list)
+    bit_counts: list[int] = field(default_factory=list)
+    last_change: int = -1  # the journal's change count when ``last`` was made
+    last_now: float = 0.0
     present: int = 0
     static_counts: tuple[tuple[str, int], ...] = ()
     passing: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-class RefusalCounter:
-    """Counts the refusal reasons of ``profile``'s filters for pods that fit nowhere."""
+class Journal(Protocol):
+    """The nodes touched so far (``ScoreCache``): ``changes`` counts every touch ever, ``log``
+    holds the latest ones in order."""
 
-    def __init__(self, profile: Profile, state: ClusterState, active: BoolArray) -> None:
+    changes: int
+    log: list[int]
+
+
+class RefusalCounter:
+    """Counts the refusal reasons of ``profile``'s filters for pods that fit nowhere.
+
+    With a ``journal`` of touched nodes and a profile of static filters and NodeResourcesFit
+    only, a shape's last count is reused when no node it could use (present, passing the static
+    filters) was touched since: the count depends on nothing else. Retries of pool-bound pods
+    after a departure elsewhere cost a lookup then.
+    """
+
+    def __init__(
+        self,
+        profile: Profile,
+        state: ClusterState,
+        active: BoolArray,
+        journal: Journal | None = None,
+    ) -> None:
         self.profile = profile
         self.state = state
         self.active = active  # the replay's live mask of present nodes
+        self.journal = journal
         self._shapes: dict[bytes, _Shape] = {}
         lead = 0
         for plugin in profile.filters:
@@ -91,6 +120,13 @@ class RefusalCounter:
                 break
             lead += 1
         self._lead = lead
+        self._local = all(isinstance(f, (*_STATIC, NodeResourcesFit)) for f in profile.filters)
+        # static filters, then one NodeResourcesFit: counts can be kept per node and updated
+        self._simple = (
+            self._local
+            and lead == len(profile.filters) - 1
+            and isinstance(profile.filters[-1], NodeResourcesFit)
+        )
 
     def _shape(self, key: bytes, pod: PodDemand) -> _Shape:
         shape = self._shapes.get(key)
@@ -128,14 +164,19 @@ class RefusalCounter:
                     ],
                 )
         shape = _Shape(self._lead, codes, texts, fit)
+        last = fit.get(len(self.profile.filters) - 1)
+        if last is not None:
+            shape.bit_names = ["Too many pods", *last[2]]
         self._shapes[key] = shape
         return shape
 
     def _present_view(self, shape: _Shape) -> None:
-        """Refresh the shape's static counts and passing rows when the present nodes changed."""
+        """Refresh the shape's static counts and passing mask when the present nodes changed."""
         marks = self.active.tobytes()
         if marks == shape.active_bytes:
             return
+        shape.last = None
+        shape.bits = None
         present = shape.codes[self.active]
         tally = np.bincount(present, minlength=len(shape.texts) + 1)
         shape.static_counts = tuple(
@@ -145,10 +186,43 @@ class RefusalCounter:
         shape.present = int(self.active.sum())
         shape.active_bytes = marks
 
+    def _touched(self, shape: _Shape) -> list[int] | None:
+        """The nodes the shape could use that were touched since its last count (``None``:
+        unknown — no journal, no count yet, or too many touches to scan)."""
+        journal = self.journal
+        if shape.last is None or journal is None:
+            return None
+        since = journal.changes - shape.last_change
+        if since > REUSE_SCAN or since > len(journal.log):
+            return None
+        passing = shape.passing
+        return [n for n in set(journal.log[len(journal.log) - since :]) if passing[n]]
+
     def refusal(self, key: bytes, pod: PodDemand, now: float) -> Refusal:
         """The reasons every present node refused ``pod`` (shape ``key``) at ``now`` (unix s)."""
         shape = self._shape(key, pod)
         self._present_view(shape)
+        touched = self._touched(shape)
+        if touched is not None and shape.last is not None:
+            if self._local and not touched:
+                return shape.last  # nothing the count depends on changed
+            unchanged = self.journal is not None and shape.last_change == self.journal.changes
+            if unchanged and now == shape.last_now:  # same state, same instant: load-aware too
+                return shape.last
+        if shape.bits is not None and touched is not None:
+            counts = self._update_bits(shape, touched)
+        elif self._simple and not shape.fit[len(self.profile.filters) - 1][3]:
+            counts = self._count_bits(shape)
+        else:
+            counts = self._count(shape, pod, now)
+        ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        refusal = Refusal(shape.present, tuple(ordered))
+        shape.last, shape.last_now = refusal, now
+        shape.last_change = self.journal.changes if self.journal is not None else -1
+        return refusal
+
+    def _count(self, shape: _Shape, pod: PodDemand, now: float) -> dict[str, int]:
+        """Every filter in profile order over the nodes still refused by none before it."""
         counts: dict[str, int] = dict(shape.static_counts)
         remaining = shape.passing
         state = self.state
@@ -164,8 +238,60 @@ class RefusalCounter:
                 for reason in result.reasons(node) or [plugin.name]:
                     counts[reason] = counts.get(reason, 0) + 1
             remaining = remaining & result.feasible
-        ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-        return Refusal(shape.present, tuple(ordered))
+        return counts
+
+    def _fit_bits(self, shape: _Shape, nodes: Int64Array) -> Int64Array:
+        """Per node, NodeResourcesFit's reasons as bits: 1 = too many pods, 2^(k+1) = the k-th
+        requested resource is short (``fitsRequest``: allocatable − requested < request)."""
+        state = self.state
+        axis, requests, _, _ = shape.fit[len(self.profile.filters) - 1]
+        bits = (state.pod_count[nodes] >= state.allowed_pods[nodes]).astype(np.int64)
+        for k, (j, request) in enumerate(zip(axis, requests, strict=True)):
+            short = state.allocatable[nodes, j] - state.requested[nodes, j] < request
+            bits |= short.astype(np.int64) << (k + 1)
+        return bits
+
+    def _bit_counts(self, shape: _Shape) -> dict[str, int]:
+        counts: dict[str, int] = dict(shape.static_counts)
+        for name, count in zip(shape.bit_names, shape.bit_counts, strict=True):
+            if count:
+                counts[name] = counts.get(name, 0) + count
+        return counts
+
+    def _count_bits(self, shape: _Shape) -> dict[str, int]:
+        """The whole count for a profile of static filters then NodeResourcesFit, keeping each
+        node's reason bits so that the next count only revisits the nodes touched since."""
+        every = np.arange(self.state.node_count)
+        bits = np.where(shape.passing, self._fit_bits(shape, every), 0)
+        shape.bits = bits
+        shape.bit_counts = [
+            int(np.count_nonzero(bits & (1 << b))) for b in range(len(shape.bit_names))
+        ]
+        return self._bit_counts(shape)
+
+    def _update_bits(self, shape: _Shape, touched: list[int]) -> dict[str, int]:
+        """Revisit only ``touched`` nodes: move their old reason bits out of the counts (plain
+        Python per node: a handful of nodes costs less than numpy's per-call overhead)."""
+        assert shape.bits is not None
+        state = self.state
+        axis, requests, _, _ = shape.fit[len(self.profile.filters) - 1]
+        pods, allowed = state.pod_count, state.allowed_pods
+        allocatable, requested = state.allocatable, state.requested
+        bits, counts = shape.bits, shape.bit_counts
+        for node in touched:
+            after = 1 if pods[node] >= allowed[node] else 0
+            for k, (j, request) in enumerate(zip(axis, requests, strict=True)):
+                if allocatable[node, j] - requested[node, j] < request:
+                    after |= 2 << k
+            before = int(bits[node])
+            change, b = before ^ after, 0
+            while change:
+                if change & 1:
+                    counts[b] += 1 if (after >> b) & 1 else -1
+                change >>= 1
+                b += 1
+            bits[node] = after
+        return self._bit_counts(shape)
 
     def _fit(
         self,
@@ -219,21 +345,14 @@ class WaitReasons:
         self.group: dict[bytes, tuple[int, Refusal]] = {}
         self.own: dict[int, tuple[int, Refusal]] = {}
         self.last: dict[int, Refusal] = {}  # pod -> last refusal, once its wait ended
-        self._memo: dict[bytes, tuple[tuple[int, float], Refusal]] = {}
 
-    def failed(self, pod: int, now: int, version: int) -> Refusal:
-        """``pod`` fitted nowhere at ``now`` (ns); ``version`` changes whenever the state does."""
+    def failed(self, pod: int, now: int) -> Refusal:
+        """``pod`` fitted nowhere at ``now`` (ns): count why, and remember it for its group."""
         self.serial += 1
         if self.pinned[pod] or self.counter is None:
             return NOT_BOUND if self.counter is None else PINNED_NODE_ABSENT
         key = self.keys[pod]
-        stamp = (version, now / 1e9)
-        memo = self._memo.get(key)
-        if memo is not None and memo[0] == stamp:
-            refusal = memo[1]
-        else:
-            refusal = self.counter.refusal(key, self.demands[pod], now / 1e9)
-            self._memo[key] = (stamp, refusal)
+        refusal = self.counter.refusal(key, self.demands[pod], now / 1e9)
         self.group[key] = (self.serial, refusal)
         return refusal
 
