@@ -240,7 +240,7 @@ def recommend(comparisons: Sequence[StrategyComparison]) -> tuple[str | None, st
     base = {k: observed.worst(k) for k in ("violations", "waited", "never_placed")}
     base_peak = observed.worst("active_nodes_peak")
     several = any(len(c.outcomes) > 1 for c in comparisons[1:])
-    worst = " (worst seed)" if several else ""
+    worst = " in its worst seed" if several else ""
     eligible = [
         c
         for c in comparisons[1:]
@@ -251,7 +251,7 @@ def recommend(comparisons: Sequence[StrategyComparison]) -> tuple[str | None, st
         if fewest is None or fewest.worst("active_nodes_peak") >= base_peak:
             return None, (
                 f"No strategy would have needed fewer than the {_count(base_peak)} nodes "
-                f"observed at peak{worst}."
+                "observed at peak."
             )
         return None, (
             f"No strategy would have needed fewer than the {_count(base_peak)} nodes observed at "
