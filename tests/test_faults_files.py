@@ -251,12 +251,11 @@ def test_out_that_is_not_ours_is_refused_by_every_command(
         assert str(folder) in line and "thesis.tex" in line and "new or empty folder" in line
         assert (folder / "thesis.tex").read_text() == "a user's work"
         assert sorted(p.name for p in folder.iterdir()) == ["thesis.tex"]
-    whatif = tmp_path / "reports"
-    _user_folder(whatif / "whatif")
+    whatif = _user_folder(tmp_path / "whatif")
     result = invoke(["report", "whatif", str(small_snapshot), "--out", str(whatif)])
     assert result.exit_code == documented_exit("out-not-ours")
     assert "thesis.tex" in one_error_line(result)
-    assert (whatif / "whatif" / "thesis.tex").is_file()
+    assert (whatif / "thesis.tex").is_file()
     assert stub.requests == []
 
 
@@ -340,7 +339,9 @@ def test_csv_outputs_neutralise_formulas(formula_snapshot: Path, tmp_path: Path)
     out = tmp_path / "reports"
     nightly = invoke(["report", "nightly", snap, "--out", str(out), "--cpu", "1"])
     assert nightly.exit_code == 0, nightly.output
-    whatif = invoke(["report", "whatif", snap, "--out", str(out), "--strategy", "kube-default"])
+    whatif = invoke(
+        ["report", "whatif", snap, "--out", str(out / "whatif"), "--strategy", "kube-default"]
+    )
     assert whatif.exit_code == 0, whatif.output
     files = sorted(out.glob("*/*.csv"))
     assert any(p.parent.name == "whatif" for p in files) and len(files) > 3

@@ -125,9 +125,11 @@ def test_report_whatif_writes_html_json_csv(tmp_path: Path) -> None:
          "--strategy", "most-allocated", "--workers", "1"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    folder = out / "whatif"
+    folder = out  # the folder the user names, not OUT/whatif/ (issue 14)
+    assert not (out / "whatif").exists()
     assert {p.name for p in folder.iterdir()} >= {
-        "report.html", "report.json", "comparison.csv", "seeds.csv", "series.csv"
+        "report.html", "report.json", "comparison.csv", "seeds.csv", "series.csv",
+        "wait_reasons.csv", "moves.csv", "waiting_pods.csv", "moved_pods.csv",
     }  # fmt: skip
     data = json.loads((folder / "report.json").read_text())
     html = (folder / "report.html").read_text()

@@ -115,7 +115,7 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
 @report.command("whatif")
 @click.argument("snapshot", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Output folder; the report goes to OUT/whatif/.")  # fmt: skip
+              help="Output folder: OUT/report.html, report.json and CSVs (new, empty or an earlier what-if report).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
 @_options
@@ -125,9 +125,9 @@ def report_whatif_cmd(
 ) -> None:
     """The what-if HTML report (with JSON and CSV beside it) for SNAPSHOT."""
     from analyzer.report.output import check_whatif_out
-    from analyzer.report.whatif import FOLDER, write_whatif_report
+    from analyzer.report.whatif import write_whatif_report
 
-    check_whatif_out(out / FOLDER)  # before the replays: never lose a run, nor a user's folder
+    check_whatif_out(out)  # before the replays: never lose a run, nor a user's folder
     settings = _settings(ctx, opts)
     result = run_whatif(read_snapshot(snapshot), settings)
     paths = write_whatif_report(result, out, templates_dir=templates_dir)

@@ -37,6 +37,7 @@ from analyzer.replay.input import (
 )
 from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.queue import PendingQueue
+from analyzer.replay.refusals import NODE_LEFT, Refusal, RefusalCounter, WaitReasons
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling.framework import Profile
@@ -63,14 +64,21 @@ OBSERVED_STRATEGY = Strategy(OBSERVED, None, "built-in")
 
 
 class _Recorder:
-    """Appends segments and waits during the loop; arrays at the end."""
+    """Appends segments and waits during the loop; arrays at the end.
 
-    def __init__(self, pods: int) -> None:
+    Waits are recorded inside the window ``[start, end]`` only: a pod that arrived before the
+    data begins (created days earlier) and had to wait counts its wait from ``start``, so no wait
+    is longer than the window and the pending pod-seconds equal the pending-pods series' integral.
+    """
+
+    def __init__(self, pods: int, start: int, end: int) -> None:
         # plain lists in the loop (numpy scalar access is slower); arrays in ``result``
+        self.start, self.end = start, end
         self.node = [-1] * pods
         self.placed_at = [NEVER] * pods
         self.wait = [0] * pods
-        self.waited = [False] * pods
+        self.waited = [False] * pods  # pending at some instant inside the window
+        self.queued = [False] * pods  # pending at any time (before the window too)
         self.abandoned = [False] * pods
         self.open_segment: dict[int, int] = {}  # pod -> index into seg lists
         self.wait_since: dict[int, int] = {}  # pod -> start of its current wait
@@ -82,7 +90,7 @@ class _Recorder:
 
     def place(self, pod: int, node: int, now: int) -> None:
         unplaced = self.node[pod] < 0
-        first = unplaced and not self.waited[pod]
+        first = unplaced and not self.queued[pod]
         if unplaced:
             self.node[pod] = node
             self.placed_at[pod] = now
@@ -101,20 +109,26 @@ class _Recorder:
         self.seg[3][index] = now
 
     def start_wait(self, pod: int, now: int) -> None:
-        self.waited[pod] = True
+        self.queued[pod] = True
         self.wait_since[pod] = now
 
     def end_wait(self, pod: int, now: int) -> None:
-        since = self.wait_since.pop(pod)
-        self.wait[pod] += now - since
-        for column, value in zip(self.wait_rows, (pod, since, now), strict=True):
-            column.append(value)
+        since = max(self.wait_since.pop(pod), self.start)
+        until = min(now, self.end)
+        if until > since:  # the part of the wait inside the window
+            self.waited[pod] = True
+            self.wait[pod] += until - since
+            for column, value in zip(self.wait_rows, (pod, since, until), strict=True):
+                column.append(value)
 
     def result(self, strategy: str, seed: int, pending: list[int]) -> ReplayResult:
         for pod in list(self.wait_since):  # still pending at the end: waited until the end
-            since = self.wait_since.pop(pod)
-            for column, value in zip(self.wait_rows, (pod, since, NEVER), strict=True):
-                column.append(value)
+            since = max(self.wait_since.pop(pod), self.start)
+            if since < self.end:
+                self.waited[pod] = True
+                self.wait[pod] += self.end - since
+                for column, value in zip(self.wait_rows, (pod, since, NEVER), strict=True):
+                    column.append(value)
         pending_mask = np.zeros(len(self.node), dtype=bool)
         pending_mask[pending] = True
         return ReplayResult(
@@ -167,7 +181,7 @@ def replay(
     if strategy.profile is not None:
         feed = LoadFeed.for_profile(inp, strategy.profile, state, matrices)
         cache = ScoreCache(strategy.profile, state, active, dynamic=feed is not None)
-    rec = _Recorder(inp.pod_count)
+    rec = _Recorder(inp.pod_count, inp.start, inp.end)
     on_node: list[set[int]] = [set() for _ in inp.node_names]
     bound = [-1] * inp.pod_count
     times, kinds, index = inp.events
@@ -182,6 +196,9 @@ def replay(
         seq, lambda pod: pod.to_bytes(8, "little") + b"pin" if pinned[pod] else keys[pod]
     )
     evicted = 0
+    counter = None if profile is None else RefusalCounter(profile, state, active, cache)
+    why = WaitReasons(counter, keys, demands, pinned)
+    refused = why.failed
 
     def bind(pod: int, node: int, now: int) -> None:
         gpus = None
@@ -208,9 +225,10 @@ def replay(
             feed.unbound(pod, node, now)
         return node
 
-    def enqueue(pod: int, now: int) -> None:
+    def enqueue(pod: int, now: int, reason: Refusal) -> None:
         queue.add(pod)
         rec.start_wait(pod, now)
+        why.waits(pod, reason)
 
     def try_place(pod: int, now: int) -> bool:
         if pinned[pod] or cache is None:  # pinned pods and `observed`: the real node
@@ -235,8 +253,10 @@ def replay(
         for pod in queue.in_order({queue.group_of(p) for p in hopeful}, failed):
             if try_place(pod, now):
                 placed.append(pod)
+                why.ended(pod)
             else:
                 failed.add(queue.group_of(pod))  # capacity only shrank since: the rest fail too
+                refused(pod, now)
         for pod in placed:
             queue.remove(pod)
 
@@ -261,6 +281,7 @@ def replay(
                     queue.remove(item)
                     rec.end_wait(item, now)
                     rec.abandoned[item] = True
+                    why.ended(item)
             elif kind == NODE_LEAVE:
                 active[item] = False
                 if cache is not None:
@@ -269,7 +290,7 @@ def replay(
                         unbind(pod, now)
                         if not pinned[pod]:
                             evicted += 1
-                            enqueue(pod, now)
+                            enqueue(pod, now, NODE_LEFT)
             else:  # NODE_JOIN
                 active[item] = True
                 changed.append(item)
@@ -286,8 +307,11 @@ def replay(
                 else:
                     rec.abandoned[pod] = True
             elif not try_place(pod, now):
-                enqueue(pod, now)
+                enqueue(pod, now, refused(pod, now))
+    for pod in queue.pods():
+        why.ended(pod)
     result = rec.result(strategy.name, seed, queue.pods())
+    result.refusals = {pod: why.last[pod] for pod in np.flatnonzero(result.waited).tolist()}
     result.evicted = evicted
     result.notes.extend(rec.notes)
     if cache is not None:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.replay.input import BoolArray, Int64Array
+from analyzer.replay.refusals import Refusal
 
 
 @dataclass
@@ -33,4 +34,5 @@ class ReplayResult:
     segments: dict[str, np.ndarray[Any, Any]]
     waits: dict[str, Int64Array]
     evicted: int = 0
+    refusals: dict[int, Refusal] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -288,6 +288,7 @@ class ScoreCache:
         self.active = active
         self.kernel = _Kernel(profile) if (_Kernel.supports(profile) and not dynamic) else None
         self.log: list[int] = []  # nodes touched, in order
+        self.changes = 0  # touches so far (never reset): a version of the state
         self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
         self.entries: dict[bytes, _Entry] = {}
         self.notes: list[str] = []
@@ -299,6 +300,7 @@ class ScoreCache:
     def touch(self, node: int) -> None:
         """Node ``node`` changed (bind, unbind, join, leave): its cached rows are stale."""
         self.log.append(node)
+        self.changes += 1
         self.before.pop(node, None)
         if len(self.log) >= LOG_LIMIT:
             self.log.clear()

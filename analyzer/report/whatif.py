@@ -1,10 +1,12 @@
 """The what-if report: strategies compared on one snapshot, one self-contained HTML file.
 
-``write_whatif_report(result, out)`` writes ``OUT/whatif/`` atomically: ``report.html`` (the
+``write_whatif_report(result, out)`` writes the folder ``out`` atomically: ``report.html`` (the
 comparison table with ``observed`` first, charts over time — active nodes, pending pods, nodes in
-violation, fragmentation —, per-strategy detail and the spread over seeds), ``report.json`` with
-every number shown, and one CSV per table. The first screen answers the issue's question: which
-strategy would have needed the fewest nodes without more violations or waiting pods.
+violation, fragmentation —, why pods waited and where pods moved, per-strategy detail),
+``report.json`` with every number shown, one CSV per table, ``series.csv`` and the per-pod
+listings ``waiting_pods.csv`` and ``moved_pods.csv``. The first screen answers the issue's
+question: which strategy would have needed the fewest nodes without more violations or waiting
+pods. Units follow ``analyzer.report.whatif_tables``.
 """
 
 from __future__ import annotations
@@ -24,34 +26,67 @@ from matplotlib.figure import Figure
 from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.csvsafe import write_csv
+from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
-from analyzer.report.views import Card, Column, TableView, json_value
+from analyzer.report.views import TableView, json_value
+from analyzer.report.whatif_tables import (
+    comparison_table,
+    headroom_table,
+    human_duration,
+    listings,
+    moves_table,
+    seeds_table,
+    wait_reasons_table,
+)
 from analyzer.usage.thresholds import ThresholdConfig
-from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
+from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
+from analyzer.whatif.explain import why_sentence
 
-FOLDER = "whatif"
+FOLDER = "whatif"  # where ``analyzer demo`` puts the what-if report inside its output folder
 CHART_POINTS = 300
 DEFINITIONS = {
     "active node": "a node running at least one pod that is not a DaemonSet or static pod",
     "node-hours released": "observed active node-hours minus the strategy's (positive = fewer)",
-    "waited": "pods that spent any time in the pending queue (FIFO by arrival, retried whenever "
-    "capacity frees)",
+    "waited": "pods that spent any time in the pending queue inside the report's window (FIFO by "
+    "arrival, retried whenever capacity frees); a pod created before the window counts its wait "
+    "from the window's start",
+    "wait": "time spent pending inside the window (p50/p99/max over the pods that waited); never "
+    "longer than the window",
     "never placed": "still pending at the end, or their real lifetime ended while pending",
+    "refusal reason": "why no node took a waiting pod at its last attempt, counted over nodes as "
+    "kube-scheduler reports it ('0/200 nodes are available: 40 Insufficient cpu, …'): each "
+    "node counts for the first filter that refused it",
     "violations": "breaches of the thresholds on projected usage, with the semantics of "
     "'analyzer violations' (Koordinator: usage % rounded half away from zero, breach when above)",
     "projected usage": "node overhead (observed node usage minus its pods' usage) plus the usage "
     "of the pods the strategy put there",
-    "allocation": "requests of running non-DaemonSet pods / allocatable of active nodes",
-    "fragmentation": "FGD ratio: free capacity a pod of the common shapes cannot use / free "
-    "capacity (hourly mean)",
-    "imbalance": "standard deviation of projected usage % across active nodes (mean over time)",
-    "moved": "share of pods that really ran placed on another node",
-    "ties": "broken uniformly at random with a seeded generator, like kube-scheduler; the spread "
-    "over seeds shows how much that matters",
+    "allocated": "requests of running non-DaemonSet pods / allocatable of active nodes, % (mean "
+    "over time)",
+    "free CPU fragmented (FGD)": "free CPU that a pod of the common shapes cannot use / free CPU, "
+    "% (hourly, mean over time)",
+    "imbalance": "standard deviation of projected CPU usage % across active nodes, in percentage "
+    "points (mean over time)",
+    "moved": "share of pods that really ran placed on another node, %",
+    "ties": "broken uniformly at random with a seeded generator, like kube-scheduler; with "
+    "several seeds every compared figure is the worst seed's",
 }
+
+
+@dataclass(frozen=True)
+class WhatIfCard:
+    """A first-screen card: a number with its unit, or (no number to show) a sentence."""
+
+    key: str
+    label: str
+    value: float | None = None
+    unit: str = ""
+    digits: int = 0
+    text: str = ""  # shown instead of a number; never a bare dash
+    detail: str = ""  # one explaining line under the value
+    state: str = ""  # "" | good | warn | bad
 
 
 @dataclass
@@ -63,107 +98,35 @@ class WhatIfContext:
     period: str
     generated_at: str
     recommendation: str
+    rule: str
     best: str | None
-    cards: list[Card]
+    cards: list[WhatIfCard]
     tables: dict[str, TableView]
     charts: dict[str, Chart]
+    seeds: int
+    why: list[str] = field(default_factory=list)  # one sentence per strategy (first seed)
     notes: list[str] = field(default_factory=list)
     definitions: Mapping[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
+    search: dict[str, str] | None = None
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
         return {
             "title": self.title,
             "recommendation": self.recommendation,
+            "rule": self.rule,
             "best": self.best,
-            "cards": [{"key": c.key, "label": c.label, "value": c.value} for c in self.cards],
+            "search": self.search,
+            "cards": [
+                {"key": c.key, "label": c.label, "value": c.value, "unit": c.unit, "text": c.text}
+                for c in self.cards
+            ],
             "tables": {n: t.records() for n, t in self.tables.items() if t.in_json},
             "comparison": result.to_dict(),
+            "why": self.why,
             "notes": self.notes,
             "definitions": dict(self.definitions),
         }
-
-
-def _comparison_table(result: WhatIfResult) -> TableView:
-    rows = []
-    for c in result.strategies:
-        row: dict[str, Any] = {"strategy": c.name, "seeds": len(c.outcomes)}
-        for key in COMPARED:
-            stat = c.stat(key)
-            row[key] = stat["mean"]
-            row[f"{key}_spread"] = stat["max"] - stat["min"]
-        for key in ("allocation_cpu", "allocation_memory", "imbalance_cpu", "frag_ratio_cpu"):
-            values = [o.summary().get(key, np.nan) for o in c.outcomes]
-            row[key] = float(np.nanmean(values)) if not np.all(np.isnan(values)) else np.nan
-        row["best"] = c.name == result.best
-        rows.append(row)
-    columns = [
-        Column("strategy", "Strategy"),
-        Column("seeds", "Seeds", "int"),
-        Column("active_nodes_peak", "Peak active nodes", "num"),
-        Column("active_nodes_peak_spread", "± over seeds", "num"),
-        Column("active_nodes_mean", "Mean active nodes", "num"),
-        Column("node_hours_released", "Node-hours released", "num"),
-        Column("waited", "Pods waited", "num"),
-        Column("never_placed", "Never placed", "num"),
-        Column("violations", "Violations", "num"),
-        Column("nodes_with_violations", "Nodes in violation", "num"),
-        Column("allocation_cpu", "CPU allocation", "num", 3),
-        Column("allocation_memory", "Memory allocation", "num", 3),
-        Column("frag_ratio_cpu", "FGD ratio cpu", "num", 3),
-        Column("imbalance_cpu", "CPU imbalance (pp)", "num"),
-        Column("moved_share", "Moved", "num", 3),
-    ]
-    return TableView(
-        "comparison",
-        "Comparison (mean over seeds; observed first)",
-        columns,
-        pd.DataFrame(rows),
-        limit=None,
-        hot="best",
-    )
-
-
-def _seeds_table(result: WhatIfResult) -> TableView:
-    rows = [o.summary() for c in result.strategies for o in c.outcomes]
-    frame = pd.DataFrame(rows)
-    keys = [
-        ("strategy", "Strategy", "text"),
-        ("seed", "Seed", "int"),
-        ("placed", "Placed", "int"),
-        ("waited", "Waited", "int"),
-        ("never_placed", "Never placed", "int"),
-        ("pending_at_end", "Pending at end", "int"),
-        ("evicted", "Evicted (node left)", "int"),
-        ("wait_p50_s", "Wait p50 (s)", "num"),
-        ("wait_p99_s", "Wait p99 (s)", "num"),
-        ("wait_max_s", "Wait max (s)", "num"),
-        ("active_nodes_peak", "Peak active", "int"),
-        ("active_nodes_mean", "Mean active", "num"),
-        ("active_node_hours", "Active node-hours", "num"),
-        ("violations", "Violations", "int"),
-        ("violation_minutes", "Breach minutes", "num"),
-        ("moved_share", "Moved", "num"),
-    ]
-    columns = [Column(k, label, kind, 3 if k == "moved_share" else 1) for k, label, kind in keys]
-    return TableView("seeds", "Per strategy and seed", columns, frame, limit=None)
-
-
-def _headroom_table(result: WhatIfResult) -> TableView:
-    """More pods of each common shape that would still fit (mean over time, first seed)."""
-    rows = [
-        {"strategy": c.name, "shape": shape, "fit": fit, "stranded_cpu": c.outcomes[0].fragmentation.get("stranded_cpu")}
-        for c in result.strategies
-        for shape, fit in c.outcomes[0].headroom.items()
-    ]  # fmt: skip
-    columns = [
-        Column("strategy", "Strategy"),
-        Column("shape", "Pod shape"),
-        Column("fit", "More pods that fit (mean)", "num"),
-        Column("stranded_cpu", "Stranded share of free cpu", "num", 3),
-    ]
-    frame = pd.DataFrame(rows, columns=[c.key for c in columns])
-    return TableView("headroom", "Headroom per common pod shape", columns, frame, limit=None)
 
 
 def _series(result: WhatIfResult, column: str) -> dict[str, tuple[pd.Series, pd.Series]]:
@@ -196,39 +159,99 @@ def time_lines(
 
 
 def _frag_series(result: WhatIfResult) -> dict[str, tuple[pd.Series, pd.Series]]:
+    """Strategy → (time, % of free CPU fragmented) of the first seed."""
     out: dict[str, tuple[pd.Series, pd.Series]] = {}
     for c in result.strategies:
         frame = c.outcomes[0].fragmentation_series
         if len(frame) == 0:
             continue
         cpu = frame[frame["resource"] == "cpu"]
-        out[c.name] = (pd.to_datetime(cpu["time"], utc=True), cpu["frag_ratio"].astype(float))
+        out[c.name] = (
+            pd.to_datetime(cpu["time"], utc=True),
+            cpu["frag_ratio"].astype(float) * 100.0,
+        )
     return out
 
 
-def build_whatif_context(result: WhatIfResult) -> WhatIfContext:
-    """Tables, charts and cards of the what-if report."""
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _cards(result: WhatIfResult) -> list[WhatIfCard]:
+    """The first screen's cards: observed, the recommendation (or why there is none), the cost."""
     observed = result.strategies[0]
     best = next((c for c in result.strategies if c.name == result.best), None)
+    base_peak = observed.worst("active_nodes_peak")
     cards = [
-        Card("observed_peak", "Observed peak active nodes", observed.stat("active_nodes_peak")["mean"], digits=0),
-        Card(
-            "best_peak",
-            f"Peak with {best.name}" if best else "No better strategy",
-            best.stat("active_nodes_peak")["mean"] if best else None,
-            digits=0,
-            higher_is_worse=True,
-            state="good" if best else "",
+        WhatIfCard(
+            "observed_peak", "Observed peak active nodes", base_peak, "nodes",
+            detail="nodes running at least one non-DaemonSet pod at the busiest grid point",
         ),
-        Card(
-            "released",
-            "Node-hours released",
-            best.stat("node_hours_released")["mean"] if best else 0.0,
-            digits=0,
-            higher_is_worse=False,
-        ),
-        Card("observed_violations", "Observed violations", observed.stat("violations")["mean"], digits=0),
     ]  # fmt: skip
+    if best is not None:
+        cards += [
+            WhatIfCard(
+                "best_peak", f"Peak active nodes with {best.name}", best.worst("active_nodes_peak"),
+                "nodes", state="good",
+                detail=f"{_count(base_peak - best.worst('active_nodes_peak'))} fewer than observed",
+            ),
+            WhatIfCard(
+                "released", f"Node-hours released by {best.name}",
+                best.worst("node_hours_released"), "node-hours",
+                detail="observed active node-hours minus the strategy's over the window",
+            ),
+        ]  # fmt: skip
+    else:
+        others = result.strategies[1:]
+        fewer = [c for c in others if c.worst("active_nodes_peak") < base_peak]
+        if not others:
+            why = "No strategy was compared with observed."
+        elif not fewer:
+            why = f"No strategy needed fewer than the {_count(base_peak)} nodes observed at peak."
+        else:
+            why = (
+                f"{len(fewer)} of {len(others)} strategies needed fewer nodes at peak, but each "
+                "had more violations, waiting pods or unplaced pods than observed (see the table)."
+            )
+        cards.append(
+            WhatIfCard(
+                "best_peak", "Recommendation", text="none qualifies", detail=why, state="warn"
+            )
+        )
+    cards.append(
+        WhatIfCard(
+            "observed_violations", "Observed threshold violations", observed.worst("violations"),
+            "breaches", detail="of the thresholds on observed usage, as 'analyzer violations'",
+        )
+    )  # fmt: skip
+    return cards
+
+
+def _check_search(search: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """The optional configuration-search block: ``{"sentence": str, "href": str}``."""
+    if search is None:
+        return None
+    if not isinstance(search, Mapping) or not all(
+        isinstance(search.get(k), str) and search.get(k) for k in ("sentence", "href")
+    ):
+        raise InputError(
+            "what-if report: the search block must be a dict with non-empty strings "
+            "'sentence' and 'href'"
+        )
+    return {"sentence": str(search["sentence"]), "href": str(search["href"])}
+
+
+def build_whatif_context(
+    result: WhatIfResult, *, search: Mapping[str, Any] | None = None
+) -> WhatIfContext:
+    """Tables, charts and cards of the what-if report.
+
+    ``search`` (optional) is the configuration search's result for this page: a dict with
+    ``sentence`` (str, e.g. "most-allocated + LoadAware (weights …) would have needed 12 fewer
+    nodes at peak with no more violations or waiting pods") and ``href`` (str, a relative link to
+    the search page). When given, it is the first card of the first screen (and ``search`` in
+    ``report.json``); when ``None``, nothing is shown. Anything else raises ``InputError``.
+    """
     charts = {
         "active": time_lines(_series(result, "active_nodes"), title="Active nodes", ylabel="nodes"),
         "pending": time_lines(_series(result, "pending_pods"), title="Pending pods", ylabel="pods"),
@@ -239,7 +262,7 @@ def build_whatif_context(result: WhatIfResult) -> WhatIfContext:
     frag = _frag_series(result)
     if frag:
         charts["fragmentation"] = time_lines(
-            frag, title="Fragmentation (FGD ratio, cpu)", ylabel="ratio"
+            frag, title="Free CPU fragmented (FGD)", ylabel="% of free CPU"
         )
     notes = [
         *result.notes,
@@ -247,21 +270,32 @@ def build_whatif_context(result: WhatIfResult) -> WhatIfContext:
     ]
     start = pd.Timestamp(result.start).strftime("%Y-%m-%d %H:%M")
     end = pd.Timestamp(result.end).strftime("%Y-%m-%d %H:%M")
+    window = (pd.Timestamp(result.end) - pd.Timestamp(result.start)).total_seconds()
     return WhatIfContext(
         title="What-if: scheduling strategies compared",
         source=result.source,
-        period=f"{start} – {end} UTC",
+        period=f"{start} – {end} UTC ({human_duration(window)})",
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         recommendation=result.recommendation,
+        rule=result.rule,
         best=result.best,
-        cards=cards,
+        cards=_cards(result),
         tables={
-            "comparison": _comparison_table(result),
-            "seeds": _seeds_table(result),
-            "headroom": _headroom_table(result),
+            "comparison": comparison_table(result),
+            "seeds": seeds_table(result),
+            "headroom": headroom_table(result),
+            "wait_reasons": wait_reasons_table(result),
+            "moves": moves_table(result),
         },
         charts=charts,
+        seeds=max(len(c.outcomes) for c in result.strategies),
+        why=[
+            line
+            for c in result.strategies
+            if (line := why_sentence(c.name, c.outcomes[0].waiting_pods, c.outcomes[0].moves))
+        ],
         notes=notes,
+        search=_check_search(search),
     )
 
 
@@ -276,11 +310,19 @@ class WhatIfPaths:
 
 
 def write_whatif_report(
-    result: WhatIfResult, out: Path, *, templates_dir: Path | None = None
+    result: WhatIfResult,
+    out: Path,
+    *,
+    templates_dir: Path | None = None,
+    search: Mapping[str, Any] | None = None,
 ) -> WhatIfPaths:
-    """Write ``OUT/whatif/`` (HTML, JSON, CSVs) atomically: all files or none."""
-    context = build_whatif_context(result)
-    target = Path(out) / FOLDER
+    """Write the report into the folder ``out`` (HTML, JSON, CSVs) atomically: all files or none.
+
+    ``out`` must be new, empty, or an earlier what-if report (``InputError`` otherwise: the
+    folder is replaced as a whole). ``search``: see ``build_whatif_context``.
+    """
+    target = Path(out)
+    context = build_whatif_context(result, search=search)
     html = render(
         "whatif.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     ).encode("utf-8")
@@ -288,6 +330,8 @@ def write_whatif_report(
     with atomic_directory(target, WHATIF_FILES) as tmp:
         for name, table in context.tables.items():
             write_csv(table.csv_frame(), tmp / f"{name}.csv")
+        for name, frame in listings(result).items():
+            write_csv(frame, tmp / f"{name}.csv")
         series = pd.concat(
             [
                 o.series.assign(strategy=c.name, seed=o.seed)
@@ -315,7 +359,7 @@ def demo_whatif(
         strategies=DEMO_STRATEGIES, seeds=1, thresholds=thresholds or ThresholdConfig()
     )
     result = run_whatif(snapshot, settings)
-    return result, write_whatif_report(result, out)
+    return result, write_whatif_report(result, Path(out) / FOLDER)
 
 
 def _clean(value: Any) -> Any:

@@ -1,11 +1,15 @@
 """What-if comparison: every strategy × seed replayed and evaluated, in a local process pool.
 
 ``observed`` always comes first (it is deterministic, so it runs once); every other strategy runs
-once per seed (0 .. seeds−1), and the comparison reports the mean and the spread (min–max) over
-seeds. Workers receive the snapshot once (pool initializer) and return typed ``Outcome`` objects.
-The recommendation answers the issue's question: which strategy would have needed the fewest
-nodes (peak active nodes) without more threshold violations, more waiting pods or more pods
-never placed than ``observed``.
+once per seed (0 .. seeds−1). Workers receive the snapshot once (pool initializer) and return
+typed ``Outcome`` objects.
+
+One rule for the verdict and the table (``VERDICT_RULE``): every compared figure of a strategy is
+its **worst seed** — the most peak active nodes, waiting pods, never-placed pods and violations,
+the fewest node-hours released. The recommendation is the strategy with the fewest peak active
+nodes (worst seed) among those whose worst seed has no more threshold violations, waiting pods or
+never-placed pods than ``observed``; ties go to the fewer mean active nodes. The report's
+comparison table shows these same worst-seed figures, so the sentence's numbers are in it.
 """
 
 from __future__ import annotations
@@ -25,14 +29,24 @@ from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.evaluate import Outcome, evaluate
+from analyzer.whatif.notes import constraint_notes, data_notes
 
-CAVEATS = (
-    "Node affinity, nodeSelectors, taints and tolerations are not in the snapshot, so every "
-    "strategy may put any pod on any node with room (only DaemonSet and static pods stay on "
-    "their node).",
-    "The scheduler scores every node (percentageOfNodesToScore 100); pod priority and "
-    "preemption are not replayed: the pending queue is FIFO by arrival.",
+VERDICT_RULE = (
+    "Each strategy's figures are its worst tie-break seed (most nodes, waiting pods, unplaced pods "
+    "and violations; fewest node-hours released). Recommended: the fewest peak active nodes among "
+    "strategies with no more violations, waiting pods or never-placed pods than observed."
 )
+# figures where fewer is better; for the others (node-hours released) more is better
+HIGHER_IS_WORSE = {
+    "active_nodes_peak": True,
+    "active_nodes_mean": True,
+    "node_hours_released": False,
+    "waited": True,
+    "never_placed": True,
+    "violations": True,
+    "nodes_with_violations": True,
+    "moved_share": True,
+}
 COMPARED = (
     "active_nodes_peak",
     "active_nodes_mean",
@@ -83,13 +97,19 @@ class StrategyComparison:
             "max": float(values.max()),
         }
 
+    def worst(self, key: str) -> float:
+        """The worst seed's value of a compared figure (the value the verdict and table use)."""
+        stat = self.stat(key)
+        return stat["max"] if HIGHER_IS_WORSE.get(key, True) else stat["min"]
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: per-seed outcomes and the spread of the compared figures."""
+        """JSON-ready: per-seed outcomes, the worst seed and the spread of the compared figures."""
         return {
             "name": self.name,
             "source": self.source,
             "description": self.description,
             "seeds": [o.seed for o in self.outcomes],
+            "worst_seed": {key: self.worst(key) for key in COMPARED},
             "spread": {key: self.stat(key) for key in COMPARED},
             "outcomes": [o.to_dict() for o in self.outcomes],
         }
@@ -106,7 +126,8 @@ class WhatIfResult:
     best: str | None
     recommendation: str
     thresholds: ThresholdConfig
-    notes: list[str] = field(default_factory=lambda: list(CAVEATS))
+    notes: list[str] = field(default_factory=list)
+    rule: str = VERDICT_RULE
 
     def to_dict(self) -> dict[str, Any]:
         """Every number of the comparison, JSON-ready."""
@@ -116,6 +137,7 @@ class WhatIfResult:
             "end": self.end,
             "best": self.best,
             "recommendation": self.recommendation,
+            "rule": self.rule,
             "thresholds": self.thresholds.to_dict(),
             "notes": list(self.notes),
             "strategies": [s.to_dict() for s in self.strategies],
@@ -185,8 +207,10 @@ def compare(
         outcome.node_hours_released = observed.active_node_hours - outcome.active_node_hours
         groups.setdefault(name, []).append(outcome)
     comparisons = []
+    strategies = []
     for name, group in groups.items():
         strategy = resolve_strategy(name, settings.kubernetes_version)
+        strategies.append(strategy)
         description = (
             "the placement that really happened"
             if strategy.observed
@@ -202,48 +226,49 @@ def compare(
         best=best,
         recommendation=sentence,
         thresholds=settings.thresholds,
+        notes=[*constraint_notes(snapshot, strategies), *data_notes(snapshot)],
     )
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
 
 
 def recommend(comparisons: Sequence[StrategyComparison]) -> tuple[str | None, str]:
-    """The strategy with the fewest peak active nodes (mean over seeds) among those with no more
-    violations, waiting pods or never-placed pods than observed (worst seed counts)."""
+    """The recommendation and its sentence, by ``VERDICT_RULE`` (worst seed of every figure)."""
     observed = comparisons[0]
-    base = {k: observed.stat(k)["max"] for k in ("violations", "waited", "never_placed")}
-    base_peak = observed.stat("active_nodes_peak")["mean"]
+    base = {k: observed.worst(k) for k in ("violations", "waited", "never_placed")}
+    base_peak = observed.worst("active_nodes_peak")
+    several = any(len(c.outcomes) > 1 for c in comparisons[1:])
+    worst = " in its worst seed" if several else ""
     eligible = [
         c
         for c in comparisons[1:]
-        if all(c.stat(k)["max"] <= base[k] for k in base)
-        and c.stat("active_nodes_peak")["mean"] < base_peak
+        if all(c.worst(k) <= base[k] for k in base) and c.worst("active_nodes_peak") < base_peak
     ]
     if not eligible:
-        sentence = (
-            f"No strategy would have needed fewer than the {base_peak:.0f} nodes observed at peak "
-            "without more threshold violations, waiting pods or unplaced pods."
-        )
-        fewest = min(
-            comparisons[1:], key=lambda c: c.stat("active_nodes_peak")["mean"], default=None
-        )
-        if fewest is not None and fewest.stat("active_nodes_peak")["mean"] < base_peak:
-            sentence += (
-                f" Fewest nodes: {fewest.name} ({fewest.stat('active_nodes_peak')['mean']:.0f} at "
-                f"peak), at the cost of {fewest.stat('violations')['max']:.0f} violations (observed "
-                f"{base['violations']:.0f}), {fewest.stat('waited')['max']:.0f} pods waiting "
-                f"(observed {base['waited']:.0f}) and {fewest.stat('never_placed')['max']:.0f} "
-                f"never placed (observed {base['never_placed']:.0f})."
+        fewest = min(comparisons[1:], key=lambda c: c.worst("active_nodes_peak"), default=None)
+        if fewest is None or fewest.worst("active_nodes_peak") >= base_peak:
+            return None, (
+                f"No strategy would have needed fewer than the {_count(base_peak)} nodes "
+                "observed at peak."
             )
-        return None, sentence
-    best = min(
-        eligible,
-        key=lambda c: (c.stat("active_nodes_peak")["mean"], c.stat("active_nodes_mean")["mean"]),
-    )
-    peak = best.stat("active_nodes_peak")
-    released = best.stat("node_hours_released")["mean"]
+        return None, (
+            f"No strategy would have needed fewer than the {_count(base_peak)} nodes observed at "
+            "peak without more threshold violations, waiting pods or unplaced pods. Fewest "
+            f"nodes: {fewest.name} ({_count(fewest.worst('active_nodes_peak'))} at peak{worst}), "
+            f"at the cost of {_count(fewest.worst('violations'))} violations (observed "
+            f"{_count(base['violations'])}), {_count(fewest.worst('waited'))} pods waiting "
+            f"(observed {_count(base['waited'])}) and {_count(fewest.worst('never_placed'))} "
+            f"never placed (observed {_count(base['never_placed'])})."
+        )
+    best = min(eligible, key=lambda c: (c.worst("active_nodes_peak"), c.worst("active_nodes_mean")))
     return best.name, (
-        f"{best.name} would have needed the fewest nodes: {peak['mean']:.0f} at peak "
-        f"(observed {base_peak:.0f}), {released:.0f} node-hours released, with no more "
-        f"threshold violations ({best.stat('violations')['max']:.0f} vs "
-        f"{base['violations']:.0f}), waiting pods ({best.stat('waited')['max']:.0f} vs "
-        f"{base['waited']:.0f}) or unplaced pods than observed."
+        f"{best.name} would have needed the fewest nodes: {_count(best.worst('active_nodes_peak'))} "
+        f"at peak{worst} (observed {_count(base_peak)}), "
+        f"{_count(best.worst('node_hours_released'))} node-hours released, with no more "
+        f"threshold violations ({_count(best.worst('violations'))} vs "
+        f"{_count(base['violations'])}), waiting pods ({_count(best.worst('waited'))} vs "
+        f"{_count(base['waited'])}) or unplaced pods ({_count(best.worst('never_placed'))} vs "
+        f"{_count(base['never_placed'])}) than observed."
     )

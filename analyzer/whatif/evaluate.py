@@ -17,6 +17,11 @@ Definitions (stated in the what-if report):
 - **imbalance**: the standard deviation across active nodes of projected usage % of allocatable,
   averaged over the grid, per resource.
 - **moved**: share of the pods that really ran (not DaemonSet/static) placed on another node.
+- **why** (``analyzer.whatif.explain``): the last refusal reasons of the pods that waited, by
+  pool, and the pods moved from one pool to another.
+
+Waits count inside the snapshot's window only (``analyzer.replay.engine``): no wait is longer
+than the window, and the summed wait of all pods equals the integral of the pending-pods series.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from analyzer.replay.projection import (
 from analyzer.replay.result import ReplayResult
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import ViolationResult, find_violations
+from analyzer.whatif.explain import moves, shape_labels, wait_reasons
 
 HOUR_NS = 3600 * 1_000_000_000
 HEADROOM_SHAPES = 3  # headroom is reported for the most common pod shapes
@@ -75,7 +81,11 @@ class Outcome:
     moved_share: float
     series: pd.DataFrame  # time, active_nodes, pending_pods, nodes_in_violation
     fragmentation_series: pd.DataFrame  # time, resource, frag_ratio, stranded_share
-    headroom: dict[str, float] = field(default_factory=dict)  # shape label -> mean pods that fit
+    headroom: dict[str, float] = field(default_factory=dict)  # shape (cores, GiB) -> mean pods fit
+    wait_reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.WAIT_REASON_COLUMNS
+    waiting_pods: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.WAITING_POD_COLUMNS
+    moves: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.MOVE_COLUMNS
+    moved_pods: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.MOVED_POD_COLUMNS
     notes: list[str] = field(default_factory=list)
     violation_result: ViolationResult | None = None
     fragmentation_result: FragmentationResult | None = None
@@ -118,6 +128,8 @@ class Outcome:
             "series": frame_records(self.series),
             "fragmentation_series": frame_records(self.fragmentation_series),
             "headroom": dict(self.headroom),
+            "wait_reasons": frame_records(self.wait_reasons),
+            "moves": frame_records(self.moves),
             "violation_breaches": (
                 frame_records(self.violation_result.breaches) if self.violation_result else []
             ),
@@ -271,10 +283,9 @@ def evaluate(
             frag_summary[f"stranded_{r}"] = float(group["stranded_share"].mean())
     headroom: dict[str, float] = {}
     if len(frag.headroom):  # the most common shapes first, as the fragmentation report lists them
-        top = (
-            frag.headroom.groupby(["shape", "label"], sort=True)["fit"].mean().head(HEADROOM_SHAPES)
-        )
-        headroom = {str(label): float(fit) for (_, label), fit in top.items()}
+        top = frag.headroom.groupby("shape", sort=True)["fit"].mean().head(HEADROOM_SHAPES)
+        labels = shape_labels(frag.shapes)
+        headroom = {labels[int(shape)]: float(fit) for shape, fit in top.items()}
     per_node = violations.per_node
     real = inp.real_node
     candidates = ~inp.pinned & (real >= 0) & (result.node >= 0)
@@ -293,6 +304,8 @@ def evaluate(
         }
     )
     never = result.pending_at_end | result.abandoned
+    reasons, waiting = wait_reasons(inp, result)
+    pool_moves, moved_pods = moves(inp, result)
     return Outcome(
         strategy=result.strategy,
         seed=result.seed,
@@ -317,6 +330,10 @@ def evaluate(
         series=_thin(series),
         fragmentation_series=frag_series,
         headroom=headroom,
+        wait_reasons=reasons,
+        waiting_pods=waiting,
+        moves=pool_moves,
+        moved_pods=moved_pods,
         notes=list(result.notes),
         violation_result=violations,
         fragmentation_result=frag,

@@ -1,0 +1,129 @@
+"""The what-if notes, computed from the snapshot and the strategies compared (never fixed text).
+
+Three kinds of sentence, each true of this run:
+
+- **modelled**: how many nodes carry NoSchedule/NoExecute taints and how many pods have a
+  nodeSelector or tolerations, and which strategies apply them (every profile with the
+  TaintToleration / NodeAffinity filters; a configuration file without them is named);
+- **not modelled**: what the replay never does (``analyzer.replay.engine``): pod priority and
+  preemption (the pending queue is FIFO by arrival), inter-pod (anti-)affinity, topology spread,
+  preferred node affinity and PreferNoSchedule scoring, ``percentageOfNodesToScore`` (every node
+  is scored), required node affinity terms (not in the snapshot);
+- **missing data**: pods that ran without usage samples, pods never bound in reality.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pandas as pd
+
+from analyzer.core.snapshot import Snapshot, pinned_pods
+from analyzer.replay.engine import Strategy
+from analyzer.scheduling.constraints import AFFINITY_NAME, TAINT_NAME
+
+FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
+NOT_MODELLED = (
+    "Not modelled by any strategy here: pod priority and preemption (the pending queue is FIFO by "
+    "arrival), inter-pod affinity and anti-affinity, topology spread constraints, preferred node "
+    "affinity and PreferNoSchedule taints in scoring, and percentageOfNodesToScore (every present "
+    "node is scored)."
+)
+
+
+def _json_list(text: object) -> list[object]:
+    if not isinstance(text, str) or not text:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    return data if isinstance(data, list) else [data] if isinstance(data, dict) and data else []
+
+
+def _tainted(nodes: pd.DataFrame) -> int:
+    """Nodes with at least one taint that filters (NoSchedule or NoExecute)."""
+    count = 0
+    for text in nodes["taints"].tolist():
+        taints = _json_list(text)
+        if any(isinstance(t, dict) and t.get("effect") in FILTERING_EFFECTS for t in taints):
+            count += 1
+    return count
+
+
+def _non_empty(column: pd.Series) -> int:
+    """Rows whose JSON text is a non-empty list or object."""
+    text = column.fillna("").astype(str).str.strip()
+    return int((~text.isin(["", "[]", "{}", "null"])).sum())
+
+
+def _pl(count: int, one: str, many: str) -> str:
+    return f"{count:,} {one if count == 1 else many}"
+
+
+def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
+    """What the replay applied of the snapshot's taints and node selectors, and what it did not."""
+    nodes, pods = snapshot.nodes, snapshot.pods
+    # older snapshots load with these columns empty ("[]"/"{}"): the same as none
+    tainted = _tainted(nodes) if "taints" in nodes.columns else 0
+    selecting = _non_empty(pods["node_selector"]) if "node_selector" in pods.columns else 0
+    tolerating = _non_empty(pods["tolerations"]) if "tolerations" in pods.columns else 0
+    profiles = [(s.name, s.profile) for s in strategies if s.profile is not None]
+    applying = [
+        name
+        for name, profile in profiles
+        if {f.name for f in profile.filters} >= {TAINT_NAME, AFFINITY_NAME}
+    ]
+    ignoring = [name for name, _ in profiles if name not in applying]
+    notes: list[str] = []
+    if not (tainted or selecting):
+        notes.append(
+            "No node in the snapshot has a NoSchedule/NoExecute taint and no pod has a "
+            "nodeSelector, so every strategy may put any pod on any node with room (only "
+            "DaemonSet and static pods stay on their node)."
+        )
+    else:
+        who = "every strategy" if not ignoring else ", ".join(applying) or "no strategy"
+        notes.append(
+            f"Applied by {who}: NoSchedule/NoExecute taints on {_pl(tainted, 'node', 'nodes')} "
+            f"of {len(nodes):,}, nodeSelectors of {_pl(selecting, 'pod', 'pods')} and "
+            f"tolerations of {_pl(tolerating, 'pod', 'pods')} of {len(pods):,} "
+            "(kube-scheduler's TaintToleration and NodeAffinity filters)."
+        )
+        if ignoring:
+            notes.append(
+                f"{', '.join(ignoring)}: the configuration has no TaintToleration/NodeAffinity "
+                "filter, so it may put any pod on any node with room."
+            )
+    notes.append(
+        "Required node affinity terms are not in the snapshot, so only nodeSelectors restrict "
+        "where a pod may go."
+    )
+    notes.append(NOT_MODELLED)
+    return notes
+
+
+def data_notes(snapshot: Snapshot) -> list[str]:
+    """Gaps in the snapshot that change what the replay can say."""
+    pods = snapshot.pods
+    notes: list[str] = []
+    bound = pods["node"].notna() & (pods["node"].astype(str) != "")
+    workload = ~pinned_pods(pods).to_numpy(dtype=bool)
+    ran = bound.to_numpy(dtype=bool) & workload
+    sampled = pods["uid"].astype(str).isin(set(snapshot.pod_usage["uid"].astype(str))).to_numpy()
+    without = int((ran & ~sampled).sum())
+    if without:
+        notes.append(
+            f"No usage samples for {_pl(without, 'pod', 'pods')} of {int(ran.sum()):,} that ran: "
+            "under every strategy their real usage stays on the node they really ran on (in its "
+            "overhead), and they add none where a strategy puts them."
+        )
+    unbound = int((~bound.to_numpy(dtype=bool)).sum())
+    if unbound:
+        notes.append(
+            f"{_pl(unbound, 'pod was', 'pods were')} never bound to a node in the data: observed "
+            f"counts {'it' if unbound == 1 else 'them'} as never placed; the strategies try to "
+            f"place {'it' if unbound == 1 else 'them'}."
+        )
+    return notes
