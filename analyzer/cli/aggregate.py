@@ -18,7 +18,7 @@ import yaml
 
 from analyzer.cli.base import main
 from analyzer.cli.collect import connection_options, settings_from
-from analyzer.collect.run import CollectRequest, collect
+from analyzer.collect.run import DEFAULT_MAX_REQUESTS, CollectRequest, collect
 from analyzer.core.durations import format_duration, parse_duration, parse_time
 from analyzer.core.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
@@ -54,13 +54,25 @@ def _collect_for(
     step = parse_duration(options["step"], field="--step")
     if step.total_seconds() < 1 or step.total_seconds() != int(step.total_seconds()):
         raise InputError(f"--step: {options['step']!r} must be a whole number of seconds >= 1s")
+    try:
+        start = end - longest
+    except OverflowError:
+        raise InputError(
+            f"--durations: {format_duration(longest)} reaches before the year 1; give shorter "
+            "windows (e.g. 7d)"
+        ) from None
     request = CollectRequest(
         settings=settings_from(options),
-        start=end - longest,
+        start=start,
         end=end,
         step_seconds=int(step.total_seconds()),
+        max_requests=options["max_requests"],
     )
     result = collect(request)
+    # Thanos partial responses and the collector's own notes, as collect prints them.
+    for warning in result.snapshot.meta.warnings:
+        if warning not in result.problems:
+            click.echo(f"analyzer: warning: {warning}", err=True)
     return result.snapshot, (result.problems or ["partial data"]) if result.partial else []
 
 
@@ -69,6 +81,13 @@ def _collect_for(
 @connection_options
 @click.option(
     "--step", default="1m", show_default=True, help="Sample step when reading --prometheus."
+)
+@click.option(
+    "--max-requests",
+    type=int,
+    default=DEFAULT_MAX_REQUESTS,
+    show_default=True,
+    help="With --prometheus: refuse windows that need more requests than this.",
 )
 @click.option("--at", "at_text", help="Window end (RFC 3339). Default: the end of the data.")
 @click.option(
