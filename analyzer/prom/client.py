@@ -207,12 +207,17 @@ class PromClient:
             tries += 1
             if self.clock.expired:
                 raise self.clock.deadline_error(what)
+            if self.clock.stopped:
+                raise Stopped(f"{what} not sent: another request to {self.public_url} failed")
             try:
                 return self._try(path, params, what, fast_matrix, post=post)
             except _Transient as fault:
                 if self.clock.expired:
                     raise self.clock.deadline_error(what) from None
                 if tries > fault.retries or self.clock.stopped:
+                    # The server is down, hung or failing: every other request would meet the
+                    # same, so the run stops here (retries end, nothing new is sent).
+                    self.clock.stop()
                     raise fault.final(tries) from None
                 self.clock.sleep(backoff_seconds(self.settings.backoff, tries, fault.retry_after))
 
