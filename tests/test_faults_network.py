@@ -16,7 +16,8 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,13 @@ TOKEN = "fault-token-7f3a9c-never-printed"
 RUN_LIMIT_SECONDS = 120  # a run still going after this has hung: the test fails
 # Quick flags: a fault must end within a few seconds here.
 FAST = ("--timeout", "1", "--deadline", "30s", "--parallelism", "2")
+
+
+@pytest.fixture
+def servers() -> Iterator[ExitStack]:
+    """Where a test starts its servers: all of them, and their threads, stop at teardown."""
+    with ExitStack() as stack:
+        yield stack
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -97,13 +105,13 @@ def test_net_refused(tmp_path: Path) -> None:
     )
 
 
-def test_net_hang_stops_after_the_tries_of_one_request(tmp_path: Path) -> None:
+def test_net_hang_stops_after_the_tries_of_one_request(tmp_path: Path, servers: ExitStack) -> None:
     # Accepts and never answers. Before: every request used its tries, then the run went on
     # opening connections for the next ones (11 min at default settings).
     out = tmp_path / "snap"
-    with socket_server(hang) as server:
-        proc = run_cli(*collect_args(server.url, out, *FAST))
-        connections = server.connections
+    server = servers.enter_context(socket_server(hang))
+    proc = run_cli(*collect_args(server.url, out, *FAST))
+    connections = server.connections
     last = assert_one_line_failure(
         proc,
         documented_exit("net-hang"),
@@ -117,11 +125,11 @@ def test_net_hang_stops_after_the_tries_of_one_request(tmp_path: Path) -> None:
     assert 1 <= connections <= 4, connections
 
 
-def test_net_deadline_names_what_was_in_flight(tmp_path: Path) -> None:
+def test_net_deadline_names_what_was_in_flight(tmp_path: Path, servers: ExitStack) -> None:
     # A per-request timeout longer than the whole run's deadline: the deadline ends it.
     out = tmp_path / "snap"
-    with socket_server(hang) as server:
-        proc = run_cli(*collect_args(server.url, out, "--timeout", "60", "--deadline", "2s"))
+    server = servers.enter_context(socket_server(hang))
+    proc = run_cli(*collect_args(server.url, out, "--timeout", "60", "--deadline", "2s"))
     last = assert_one_line_failure(
         proc,
         documented_exit("net-deadline"),
@@ -131,31 +139,53 @@ def test_net_deadline_names_what_was_in_flight(tmp_path: Path) -> None:
     assert server.url in last and "raise --deadline" in last
 
 
-def test_net_slow_body_is_cut_at_the_deadline(tmp_path: Path) -> None:
+def test_net_slow_body_is_cut_at_the_deadline(tmp_path: Path, servers: ExitStack) -> None:
     # Headers at once, then a byte every 0.2 s: no single read ever waits --timeout.
     out = tmp_path / "snap"
-    with socket_server(trickle) as server:
-        proc = run_cli(*collect_args(server.url, out, "--timeout", "5", "--deadline", "2s"))
+    server = servers.enter_context(socket_server(trickle))
+    proc = run_cli(*collect_args(server.url, out, "--timeout", "5", "--deadline", "2s"))
     assert_one_line_failure(
         proc, documented_exit("net-slow"), "--deadline of 2s passed", "query ", out=out
     )
 
 
-def test_net_zero_timeout_or_parallelism_is_bad_input(tmp_path: Path) -> None:
+def test_net_slow_answers_within_the_timeout_are_collected(
+    tmp_path: Path, servers: ExitStack, small_prometheus: Callable[..., object]
+) -> None:
+    # Every answer 0.3 s late, below --timeout 2: nothing is retried and the snapshot is the one
+    # collected directly.
+    import time
+
+    target = small_prometheus().url  # type: ignore[attr-defined]
+
+    def late(request: Recorded, answer: Answer) -> Reply:
+        time.sleep(0.3)
+        return passthrough(answer)
+
+    url = servers.enter_context(proxy(target, late))
+    slow = run_cli(*collect_args(url, tmp_path / "slow", *_small_range(), "--timeout", "2"))
+    direct = run_cli(*collect_args(target, tmp_path / "direct", *_small_range()))
+    assert slow.returncode == direct.returncode == 0, slow.stderr[-2000:]
+    a, b = read_snapshot(tmp_path / "direct"), read_snapshot(tmp_path / "slow")
+    for table in ("nodes", "pods", "node_usage", "pod_usage"):
+        pd.testing.assert_frame_equal(getattr(a, table), getattr(b, table))
+
+
+def test_net_zero_timeout_or_parallelism_is_bad_input(tmp_path: Path, servers: ExitStack) -> None:
     # Before: 0 silently became the default (120 s, 4 workers). No request may be sent.
     out = tmp_path / "snap"
-    with socket_server(hang) as server:
-        for flag, value in (("--timeout", "0"), ("--parallelism", "0"), ("--deadline", "0s")):
-            proc = run_cli(*collect_args(server.url, out, flag, value))
-            assert_one_line_failure(proc, documented_exit("net-zero-limit"), flag, out=out)
-        assert server.connections == 0
+    server = servers.enter_context(socket_server(hang))
+    for flag, value in (("--timeout", "0"), ("--parallelism", "0"), ("--deadline", "0s")):
+        proc = run_cli(*collect_args(server.url, out, flag, value))
+        assert_one_line_failure(proc, documented_exit("net-zero-limit"), flag, out=out)
+    assert server.connections == 0
 
 
 # -- servers that answer badly -------------------------------------------------------------------
 
 
 def test_net_5xx_is_retried_then_succeeds(
-    tmp_path: Path, small_prometheus: Callable[..., object]
+    servers: ExitStack, tmp_path: Path, small_prometheus: Callable[..., object]
 ) -> None:
     # Every request's first try gets a bare HTTP 500 (a proxy hiccup); the second goes through.
     # Before: 500 was not retried and the run ended "is not a Prometheus API".
@@ -172,8 +202,8 @@ def test_net_5xx_is_retried_then_succeeds(
         return passthrough(answer)
 
     out = tmp_path / "snap"
-    with proxy(target, first_try_fails) as url:
-        proc = run_cli(*collect_args(url, out, *_small_range(), "--timeout", "10"))
+    url = servers.enter_context(proxy(target, first_try_fails))
+    proc = run_cli(*collect_args(url, out, *_small_range(), "--timeout", "10"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and TOKEN not in proc.stderr + proc.stdout
     assert failed, "the proxy failed no request"
@@ -189,12 +219,17 @@ def test_net_5xx_is_retried_then_succeeds(
     ],
 )
 def test_net_5xx_always_reports_the_status(
-    tmp_path: Path, status: int, body: bytes, content_type: str, needles: tuple[str, ...]
+    servers: ExitStack,
+    tmp_path: Path,
+    status: int,
+    body: bytes,
+    content_type: str,
+    needles: tuple[str, ...],
 ) -> None:
     out = tmp_path / "snap"
-    with serve(lambda r: Reply(status, body, content_type)) as stub:
-        proc = run_cli(*collect_args(stub.url, out, *FAST))
-        tries = len(stub.requests)
+    stub = servers.enter_context(serve(lambda r: Reply(status, body, content_type)))
+    proc = run_cli(*collect_args(stub.url, out, *FAST))
+    tries = len(stub.requests)
     last = assert_one_line_failure(
         proc, documented_exit("net-5xx"), *needles, "after 4 tries", out=out
     )
@@ -210,31 +245,33 @@ def test_net_5xx_always_reports_the_status(
         (documented_exit("net-403"), 403, "403 Forbidden"),
     ],
 )
-def test_net_auth_refusals(tmp_path: Path, code: int, status: int, needle: str) -> None:
+def test_net_auth_refusals(
+    tmp_path: Path, servers: ExitStack, code: int, status: int, needle: str
+) -> None:
     out = tmp_path / "snap"
-    with serve(lambda r: Reply(status, b"denied", "text/plain")) as stub:
-        proc = run_cli(*collect_args(stub.url, out, *FAST))
+    stub = servers.enter_context(serve(lambda r: Reply(status, b"denied", "text/plain")))
+    proc = run_cli(*collect_args(stub.url, out, *FAST))
     assert stub.requests[0].headers.get("Authorization") == f"Bearer {TOKEN}"  # it was sent
     assert_one_line_failure(proc, code, needle, out=out)
 
 
-def test_net_truncated_json(tmp_path: Path) -> None:
+def test_net_truncated_json(tmp_path: Path, servers: ExitStack) -> None:
     # A complete HTTP response whose JSON stops half-way (a proxy's buffer limit).
     # Before: "is not a Prometheus API".
     full = matrix([({"a": "b"}, [(1, "1"), (2, "2")])]).body
     out = tmp_path / "snap"
-    with serve(lambda r: Reply(200, full[: len(full) // 2])) as stub:
-        proc = run_cli(*collect_args(stub.url, out, *FAST))
+    stub = servers.enter_context(serve(lambda r: Reply(200, full[: len(full) // 2])))
+    proc = run_cli(*collect_args(stub.url, out, *FAST))
     last = assert_one_line_failure(
         proc, documented_exit("net-truncated"), "cut-off or malformed response to query ", out=out
     )
     assert "not a Prometheus API" not in last
 
 
-def test_net_data_null(tmp_path: Path) -> None:
+def test_net_data_null(tmp_path: Path, servers: ExitStack) -> None:
     out = tmp_path / "snap"
-    with serve(lambda r: Reply.json({"status": "success", "data": None})) as stub:
-        proc = run_cli(*collect_args(stub.url, out, *FAST))
+    stub = servers.enter_context(serve(lambda r: Reply.json({"status": "success", "data": None})))
+    proc = run_cli(*collect_args(stub.url, out, *FAST))
     assert_one_line_failure(
         proc, documented_exit("net-data-null"), "sent no data for query ", '"data": null', out=out
     )
@@ -245,7 +282,7 @@ def test_net_data_null(tmp_path: Path) -> None:
     [[1.0], "7", None, [1.0, "2", "3"]],
     ids=["one-element", "string", "null", "three-elements"],
 )
-def test_net_odd_vector_value(tmp_path: Path, value: object) -> None:
+def test_net_odd_vector_value(tmp_path: Path, servers: ExitStack, value: object) -> None:
     # Instant queries answer a vector whose value is not a [time, "value"] pair.
     def handler(request: Recorded) -> Reply:
         if request.path.endswith("/query"):
@@ -256,8 +293,8 @@ def test_net_odd_vector_value(tmp_path: Path, value: object) -> None:
         return matrix([])
 
     out = tmp_path / "snap"
-    with serve(handler) as stub:
-        proc = run_cli(*collect_args(stub.url, out, *FAST))
+    stub = servers.enter_context(serve(handler))
+    proc = run_cli(*collect_args(stub.url, out, *FAST))
     assert_one_line_failure(
         proc,
         documented_exit("net-odd-shape"),
@@ -267,7 +304,7 @@ def test_net_odd_vector_value(tmp_path: Path, value: object) -> None:
     )
 
 
-def test_net_422_too_many_points_suggests_chunk_points(tmp_path: Path) -> None:
+def test_net_422_too_many_points_suggests_chunk_points(tmp_path: Path, servers: ExitStack) -> None:
     # VictoriaMetrics' answer (errorType is the status code, as a string).
     error = (
         'error when executing query="up" on the time range (start=1, end=2, step=60000): '
@@ -276,8 +313,8 @@ def test_net_422_too_many_points_suggests_chunk_points(tmp_path: Path) -> None:
     )
     out = tmp_path / "snap"
     reply = Reply.json({"status": "error", "errorType": "422", "error": error}, 422)
-    with serve(lambda r: reply) as stub:
-        proc = run_cli(*collect_args(stub.url, out, *FAST))
+    stub = servers.enter_context(serve(lambda r: reply))
+    proc = run_cli(*collect_args(stub.url, out, *FAST))
     last = assert_one_line_failure(
         proc, documented_exit("net-422-points"), "(HTTP 422):", "--chunk-points", out=out
     )
@@ -287,23 +324,23 @@ def test_net_422_too_many_points_suggests_chunk_points(tmp_path: Path) -> None:
 # -- ranges ----------------------------------------------------------------------------------------
 
 
-def test_net_huge_range_is_refused_before_any_request(tmp_path: Path) -> None:
+def test_net_huge_range_is_refused_before_any_request(tmp_path: Path, servers: ExitStack) -> None:
     # Before: --since 9999d sent ≈ 120,000 requests and grew to 5 GB.
     out = tmp_path / "snap"
-    with socket_server(hang) as server:
-        proc = run_cli(*collect_args(server.url, out, "--since", "9999d", *FAST))
-        assert server.connections == 0
+    server = servers.enter_context(socket_server(hang))
+    proc = run_cli(*collect_args(server.url, out, "--since", "9999d", *FAST))
+    assert server.connections == 0
     assert_one_line_failure(
         proc, documented_exit("net-huge-range"), "--max-requests", "shorten the range", out=out
     )
 
 
-def test_net_range_overflow(tmp_path: Path) -> None:
+def test_net_range_overflow(tmp_path: Path, servers: ExitStack) -> None:
     # Before: an OverflowError traceback.
     out = tmp_path / "snap"
-    with socket_server(hang) as server:
-        proc = run_cli(*collect_args(server.url, out, "--since", "99999999d", *FAST))
-        assert server.connections == 0
+    server = servers.enter_context(socket_server(hang))
+    proc = run_cli(*collect_args(server.url, out, "--since", "99999999d", *FAST))
+    assert server.connections == 0
     assert_one_line_failure(proc, documented_exit("net-range-overflow"), "--since", out=out)
 
 
@@ -317,28 +354,30 @@ def _small_range(start: int = sc.T0) -> tuple[str, ...]:
 
 
 def test_net_thanos_warnings_are_shown_by_every_command(
-    tmp_path: Path, small_prometheus: Callable[..., object]
+    servers: ExitStack, tmp_path: Path, small_prometheus: Callable[..., object]
 ) -> None:
     # Before: aggregate --prometheus dropped them (collect and check printed them).
     target = small_prometheus().url  # type: ignore[attr-defined]
-    with proxy(target, lambda request, answer: with_warning(answer, WARNING)) as url:
-        runs = {
-            "collect": run_cli(*collect_args(url, tmp_path / "snap", *_small_range())),
-            "check": run_cli("check", "--prometheus", url, *_small_range()),
-            "aggregate": run_cli(
-                "aggregate",
-                "--prometheus",
-                url,
-                "--at",
-                str(sc.END),
-                "--durations",
-                "30m",
-                "--step",
-                f"{sc.STEP}s",
-                "--format",
-                "json",
-            ),
-        }
+    url = servers.enter_context(
+        proxy(target, lambda request, answer: with_warning(answer, WARNING))
+    )
+    runs = {
+        "collect": run_cli(*collect_args(url, tmp_path / "snap", *_small_range())),
+        "check": run_cli("check", "--prometheus", url, *_small_range()),
+        "aggregate": run_cli(
+            "aggregate",
+            "--prometheus",
+            url,
+            "--at",
+            str(sc.END),
+            "--durations",
+            "30m",
+            "--step",
+            f"{sc.STEP}s",
+            "--format",
+            "json",
+        ),
+    }
     for command, proc in runs.items():
         assert proc.returncode == 0, (command, proc.stderr)
         assert WARNING in proc.stderr + proc.stdout, command
@@ -362,15 +401,15 @@ def _left_open(request: Recorded, answer: Answer) -> Reply:
 
 
 def test_net_left_open_windows_give_the_same_samples(
-    tmp_path: Path, small_prometheus: Callable[..., object]
+    servers: ExitStack, tmp_path: Path, small_prometheus: Callable[..., object]
 ) -> None:
     # The range starts 10 min into the data, so the first raw request's left edge (start minus
     # the 5 min lookback) falls on a sample; --chunk-points 10 puts more edges on samples.
     target = small_prometheus().url  # type: ignore[attr-defined]
     args = (*_small_range(sc.T0 + 600), "--chunk-points", "10")
     closed = run_cli(*collect_args(target, tmp_path / "closed", *args))
-    with proxy(target, _left_open) as url:
-        opened = run_cli(*collect_args(url, tmp_path / "open", *args))
+    url = servers.enter_context(proxy(target, _left_open))
+    opened = run_cli(*collect_args(url, tmp_path / "open", *args))
     for proc in (closed, opened):
         assert proc.returncode == 0, proc.stderr[-2000:]
     a, b = read_snapshot(tmp_path / "closed"), read_snapshot(tmp_path / "open")
