@@ -82,13 +82,6 @@ def _collect_for(
 @click.option(
     "--step", default="1m", show_default=True, help="Sample step when reading --prometheus."
 )
-@click.option(
-    "--max-requests",
-    type=int,
-    default=DEFAULT_MAX_REQUESTS,
-    show_default=True,
-    help="With --prometheus: refuse windows that need more requests than this.",
-)
 @click.option("--at", "at_text", help="Window end (RFC 3339). Default: the end of the data.")
 @click.option(
     "--durations",
@@ -102,6 +95,13 @@ def _collect_for(
     default="nearest-rank",
     show_default=True,
     help="Percentile rule: koordlet's nearest-rank or Prometheus' linear quantile_over_time.",
+)
+@click.option(
+    "--max-requests",
+    type=int,
+    default=DEFAULT_MAX_REQUESTS,
+    show_default=True,
+    help="With --prometheus: refuse windows that need more requests than this.",
 )
 @click.option(
     "--format",
