@@ -17,8 +17,8 @@ import pandas as pd
 import yaml
 
 from analyzer.cli.base import main
-from analyzer.cli.collect import connection_options, settings_from
-from analyzer.collect.run import DEFAULT_MAX_REQUESTS, CollectRequest, collect
+from analyzer.cli.collect import DEFAULT_MAX_REQUESTS, connection_options, settings_from
+from analyzer.collect.run import CollectRequest, collect
 from analyzer.core.durations import format_duration, parse_duration, parse_time
 from analyzer.core.errors import EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
