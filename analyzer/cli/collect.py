@@ -17,7 +17,8 @@ import click
 
 from analyzer.cli.base import is_terminal, main
 from analyzer.collect.check import format_table, run_check
-from analyzer.collect.run import DEFAULT_MAX_REQUESTS, CollectRequest, collect
+from analyzer.collect.run import DEFAULT_MAX_REQUESTS as DEFAULT_MAX_REQUESTS  # aggregate uses it
+from analyzer.collect.run import CollectRequest, collect
 from analyzer.core.durations import format_duration, parse_duration, parse_time
 from analyzer.core.errors import EXIT_PARTIAL, InputError
 from analyzer.core.memory import limit_heap_growth
