@@ -277,19 +277,29 @@ def test_net_data_null(tmp_path: Path, servers: ExitStack) -> None:
     )
 
 
+def _vector(value: object) -> dict[str, object]:
+    return {"resultType": "vector", "result": [{"metric": {"pod": "p"}, "value": value}]}
+
+
 @pytest.mark.parametrize(
-    "value",
-    [[1.0], "7", None, [1.0, "2", "3"]],
-    ids=["one-element", "string", "null", "three-elements"],
+    "data",
+    [
+        _vector([1.0]),
+        _vector("7"),
+        _vector(None),
+        _vector([1.0, "2", "3"]),
+        _vector([1.0, "not a number"]),
+        {"resultType": "vector", "result": "x"},
+        [1, 2],
+    ],
+    ids=["one-element", "string", "null", "three-elements", "not-a-number", "result-str", "list"],
 )
-def test_net_odd_vector_value(tmp_path: Path, servers: ExitStack, value: object) -> None:
-    # Instant queries answer a vector whose value is not a [time, "value"] pair.
+def test_net_odd_shapes(tmp_path: Path, servers: ExitStack, data: object) -> None:
+    # Instant queries answer a vector whose value is not a [time, "value"] pair, or data that
+    # is no result at all. Before: a 50-line traceback.
     def handler(request: Recorded) -> Reply:
         if request.path.endswith("/query"):
-            result = [{"metric": {"pod": "p"}, "value": value}]
-            return Reply.json(
-                {"status": "success", "data": {"resultType": "vector", "result": result}}
-            )
+            return Reply.json({"status": "success", "data": data})
         return matrix([])
 
     out = tmp_path / "snap"

@@ -1,10 +1,12 @@
 """The HTTP client: ``prometheus_api_client.PrometheusConnect`` underneath, raw JSON on top.
 
-``PrometheusConnect`` owns the session (auth, headers, TLS, retry adapter). Its query helpers drop
-the response ``warnings`` (Thanos partial responses) and its DataFrame helpers build one Python dict
-per sample, so we send the requests through its session ourselves and parse the JSON envelope into
-numpy arrays. Every failure becomes one line: ``SourceError`` (exit 1) for the server side,
-``InputError`` (exit 2) for settings the user must fix. Credentials never appear in messages.
+``PrometheusConnect`` owns the session (auth, headers, TLS). Its query helpers drop the response
+``warnings`` (Thanos partial responses) and its DataFrame helpers build one Python dict per sample,
+so we send the requests through its session ourselves and parse the JSON envelope into numpy
+arrays. Retries are ours, not urllib3's, so that they end with the run (``analyzer.prom.faults``:
+tries, backoff, the deadline). Every failure becomes one line: ``SourceError`` (exit 1) for the
+server side (``ServerFault`` when the server itself failed), ``InputError`` (exit 2) for settings
+the user must fix. Credentials never appear in messages.
 """
 
 from __future__ import annotations
@@ -127,8 +129,14 @@ def parse_vector(result: list[dict[str, Any]]) -> list[Series]:
     return out
 
 
+def _parsed(data: Any) -> bool:
+    """True for the fast path's series (a JSON ``data`` that is a list is a shape error)."""
+    return isinstance(data, list) and all(isinstance(item, Series) for item in data)
+
+
 def _timed_out(exc: requests.exceptions.RequestException) -> bool:
-    """requests reports read timeouts that exhausted the retries as a ConnectionError."""
+    """A timeout, also when requests reports it as a ConnectionError around urllib3's
+    ReadTimeoutError."""
     reason = getattr(exc.args[0], "reason", None) if exc.args else None
     return isinstance(reason, ReadTimeoutError) or isinstance(exc, requests.exceptions.Timeout)
 
@@ -232,7 +240,7 @@ class PromClient:
             self.clock.reading(ident, response.raw)
             content = self._body(response, what)
         status = response.status_code
-        if status == 429 or 500 <= status <= 599:
+        if status in RETRY_STATUSES:
             raise self._server_error(response, content, path, what)
         if fast_matrix and status == 200:
             # One response at a time: the parse's Python part holds the GIL anyway and Arrow
@@ -429,8 +437,8 @@ class PromClient:
         """Instant query at unix time ``at``; a scalar becomes one series without labels."""
         params = {"query": expr, "time": f"{at:.3f}"}
         data = self.request("/api/v1/query", params, what=what, fast_matrix=True)
-        if isinstance(data, list):  # a range vector, parsed from bytes
-            return data
+        if _parsed(data):  # a range vector, parsed from bytes
+            return data  # type: ignore[no-any-return]
         with self._shape(what):
             kind = data.get("resultType")
             if kind == "vector":
@@ -448,8 +456,8 @@ class PromClient:
         """Range query ``[start, end]`` (both inclusive) at ``step`` seconds, one request."""
         params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
         data = self.request("/api/v1/query_range", params, what=what, fast_matrix=True)
-        if isinstance(data, list):
-            return data
+        if _parsed(data):
+            return data  # type: ignore[no-any-return]
         with self._shape(what):
             kind = data.get("resultType")
             if kind == "matrix":
@@ -463,9 +471,10 @@ class PromClient:
         try:
             yield
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
-            detail = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}" if str(exc) else ""
+            text = str(exc).splitlines()[0][:120] if str(exc) else ""
+            detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
             raise SourceError(
-                f"{self.public_url} sent {what} in a shape analyzer cannot read ({detail or type(exc).__name__}); "
+                f"{self.public_url} sent {what} in a shape analyzer cannot read ({detail}); "
                 "is it a Prometheus-compatible API?"
             ) from None
 
