@@ -238,6 +238,25 @@ def test_net_5xx_always_reports_the_status(
     assert 4 <= tries <= 8, tries
 
 
+@pytest.mark.parametrize("command", ["check", "aggregate", "report nightly"])
+def test_net_5xx_ends_every_network_command_in_one_line(
+    tmp_path: Path, servers: ExitStack, command: str
+) -> None:
+    # The same fault through the other commands that read Prometheus: the same one line.
+    out = tmp_path / "out"
+    stub = servers.enter_context(serve(lambda r: Reply(503, b"busy", "text/plain")))
+    common = ("--prometheus", stub.url, "--token-env", TOKEN_ENV, *FAST)
+    args = {
+        "check": ("check", *common, "--since", "1h"),
+        "aggregate": ("aggregate", *common, "--durations", "1h"),
+        "report nightly": ("report", "nightly", *common, "--out", str(out)),
+    }[command]
+    last = assert_one_line_failure(
+        run_cli(*args), documented_exit("net-5xx"), "server error HTTP 503 from", out=out
+    )
+    assert "after 4 tries" in last
+
+
 @pytest.mark.parametrize(
     ("code", "status", "needle"),
     [
