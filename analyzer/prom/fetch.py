@@ -233,7 +233,6 @@ def run_profile(
     }
     tasks = _tasks(specs, plan)
     chunks: dict[str, dict[int, list[Series]]] = {name: {} for name in results}
-    grid_times = np.arange(plan.grid.start, plan.grid.end + 1, plan.grid.step, dtype=np.float64)
     sampled = [spec for spec in specs if spec.kind == "samples"]
     ends = [float(e) for _, e, _ in plan.requests_for(sampled[0])] if sampled else []
     # One joined table per set of ``sum`` labels: queries grouped alike (pod CPU and memory by
@@ -245,7 +244,8 @@ def run_profile(
     accumulators: dict[str, SampleAccumulator] = {}
     for family in families.values():
         rules = {spec.name: sample_rule(spec, plan.grid) for spec in family}
-        accumulator = SampleAccumulator(rules, grid_times, ends)
+        grid = plan.grid
+        accumulator = SampleAccumulator.on_steps(rules, grid.start, grid.step, grid.points, ends)
         accumulators.update(dict.fromkeys(rules, accumulator))
     done_count = 0
     if progress:
