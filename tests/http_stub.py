@@ -18,6 +18,7 @@ class Reply:
     status: int = 200
     body: bytes = b""
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()  # further headers, e.g. Retry-After
 
     @classmethod
     def json(cls, data: object, status: int = 200) -> Reply:
@@ -64,6 +65,8 @@ def serve(handler: Handler) -> Iterator[Stub]:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
             try:
                 self.end_headers()
                 self.wfile.write(reply.body)

@@ -111,6 +111,27 @@ def test_node_memory_is_total_minus_available_and_the_larger_of_two_targets(
     assert not mapper.unmapped
 
 
+@pytest.mark.parametrize("as_table", [False, True])
+def test_node_usage_memory_follows_the_data_not_the_range(as_table: bool) -> None:
+    # The same four steps of data in a 9,999-day range (14.4 M steps): the same rows, and the
+    # builder allocates for the steps with data. Before, it filled two nodes × 14.4 M-step
+    # matrices (≈ 0.5 GB; numpy reports its buffers to tracemalloc).
+    import tracemalloc
+
+    mapper = NodeMapper({"node-a", "node-b"}, {"10.0.0.1": "node-a"}, {})
+    small = build_node_usage(_memory_results(as_table), mapper, GRID)
+    huge_grid = make_grid(GRID.start, GRID.start + 9999 * 86400, GRID.step)
+    results = _memory_results(as_table)
+    tracemalloc.start()
+    try:
+        huge = build_node_usage(results, mapper, huge_grid)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    pd.testing.assert_frame_equal(huge, small)
+    assert peak < 20 * 2**20, f"{peak / 2**20:.0f} MiB for 4 steps of data"
+
+
 @pytest.mark.prometheus
 def test_run_profile_stops_when_cancelled(small_prometheus: Callable[..., object]) -> None:
     server = small_prometheus()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import socket
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -290,3 +291,40 @@ def test_fast_matrix_parser_keeps_series_without_samples() -> None:
     assert [s.timestamps.tolist() for s in parsed[0]] == [[], [1.0, 3.0], [], [5.0], []]
     assert parsed[0][1].values.tolist() == [2.0, 4.0]
     assert np.isnan(parsed[0][3].values[0])
+
+
+def test_429_honours_retry_after_then_reports_parallelism() -> None:
+    # Retry-After: 0 is honoured (no backoff wait); a server that keeps answering 429 ends in one
+    # line that names the fix.
+    def handler(request: Recorded) -> Reply:
+        if len(stub.requests) < 2:
+            return Reply(429, b"slow down", "text/plain", (("Retry-After", "0"),))
+        return matrix([({}, [(1, "1")])])
+
+    settings = PromSettings(url="", timeout=5, backoff=60)
+    with serve(handler) as stub, PromClient(replace(settings, url=stub.url)) as client:
+        [series] = client.query_range("up", 1, 1, 1, what="query q")
+    assert series.values.tolist() == [1.0] and len(stub.requests) == 2
+    with (
+        serve(lambda r: Reply(429, b"slow down", "text/plain")) as stub,
+        PromClient(_settings(stub.url, retries=2)) as client,
+        pytest.raises(SourceError) as info,
+    ):
+        client.query_range("up", 1, 1, 1, what="query q")
+    assert "HTTP 429 Too Many Requests (3 tries); lower --parallelism" in str(info.value)
+    assert len(stub.requests) == 3
+
+
+def test_the_deadline_cuts_a_backoff_short() -> None:
+    # A 60 s backoff after the first 503, but a 1 s deadline: the wait ends at the deadline and
+    # the error says so (no second try is sent).
+    from analyzer.prom.faults import DeadlineExceeded
+
+    with (
+        serve(lambda r: Reply(503, b"busy", "text/plain")) as stub,
+        PromClient(PromSettings(url=stub.url, timeout=5, backoff=60, deadline=1)) as client,
+        pytest.raises(DeadlineExceeded) as info,
+    ):
+        client.query_range("up", 1, 1, 1, what="query q")
+    assert "--deadline of 1s passed while waiting for query q" in str(info.value)
+    assert len(stub.requests) == 1

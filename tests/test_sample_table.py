@@ -158,3 +158,16 @@ def test_a_series_that_starts_where_another_ends() -> None:
     assert len(got) == len(want) == 1
     np.testing.assert_array_equal(got[0].timestamps, want[0].timestamps)
     np.testing.assert_array_equal(got[0].values, want[0].values)
+
+
+def test_accumulator_on_steps_matches_the_grid_array() -> None:
+    # The collector describes its grid by start, step and count (a range of years then costs no
+    # grid-sized array); chunk bounds and the grid must be the array constructor's exactly, for
+    # chunk ends before the grid, on a grid point, between two, and after the grid.
+    rule = SampleRule(False, 2 * STEP, 300, ("pod",), ("pod",))
+    ends = [-20.0 * STEP, -1.0, 0.0, 59.0, 60.0, 61.0, 121.0 * STEP, float(GRID[-1]), 1e9]
+    by_array = SampleAccumulator({"m": rule}, GRID, ends)
+    by_steps = SampleAccumulator.on_steps({"m": rule}, 0, STEP, len(GRID), ends)
+    assert by_steps.bounds == by_array.bounds
+    assert by_steps.spec == by_array.spec
+    assert by_steps.bounds[2] == (0, 1) and by_steps.bounds[-1] == (len(GRID), len(GRID))

@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 
 from analyzer.cli.base import main
-from analyzer.cli.collect import connection_options, settings_from
+from analyzer.cli.collect import DEFAULT_MAX_REQUESTS, connection_options, settings_from
 from analyzer.collect.run import CollectRequest, collect
 from analyzer.core.csvsafe import csv_text
 from analyzer.core.durations import (
@@ -98,13 +98,25 @@ def _collect_for(
     step = parse_duration(options["step"], field="--step")
     if step.total_seconds() < 1 or step.total_seconds() != int(step.total_seconds()):
         raise InputError(f"--step: {options['step']!r} must be a whole number of seconds >= 1s")
+    try:
+        start = end - longest
+    except OverflowError:
+        raise InputError(
+            f"--durations: {format_duration(longest)} reaches before the year 1; give shorter "
+            "windows (e.g. 7d)"
+        ) from None
     request = CollectRequest(
         settings=settings_from(options),
-        start=end - longest,
+        start=start,
         end=end,
         step_seconds=int(step.total_seconds()),
+        max_requests=options["max_requests"],
     )
     result = collect(request)
+    # Thanos partial responses and the collector's own notes, as collect prints them.
+    for warning in result.snapshot.meta.warnings:
+        if warning not in result.problems:
+            click.echo(f"analyzer: warning: {warning}", err=True)
     return result.snapshot, (result.problems or ["partial data"]) if result.partial else []
 
 
@@ -135,6 +147,13 @@ def _collect_for(
     default="nearest-rank",
     show_default=True,
     help="Percentile rule: koordlet's nearest-rank or Prometheus' linear quantile_over_time.",
+)
+@click.option(
+    "--max-requests",
+    type=int,
+    default=DEFAULT_MAX_REQUESTS,
+    show_default=True,
+    help="With --prometheus: refuse windows that need more requests than this.",
 )
 @click.option(
     "--format",

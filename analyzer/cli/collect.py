@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,8 +17,9 @@ import click
 
 from analyzer.cli.base import is_terminal, main
 from analyzer.collect.check import format_table, run_check
+from analyzer.collect.run import DEFAULT_MAX_REQUESTS as DEFAULT_MAX_REQUESTS  # aggregate uses it
 from analyzer.collect.run import CollectRequest, collect
-from analyzer.core.durations import parse_duration, parse_time
+from analyzer.core.durations import format_duration, parse_duration, parse_time
 from analyzer.core.errors import EXIT_PARTIAL, InputError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.core.paths import queries_dir as profile_folder
@@ -26,13 +27,16 @@ from analyzer.core.snapshot import check_snapshot_out, write_snapshot
 from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
 from analyzer.prom.profile import load_profile
 from analyzer.prom.settings import (
+    DEFAULT_DEADLINE_SECONDS,
     DEFAULT_PARALLELISM,
     DEFAULT_TIMEOUT_SECONDS,
     PromSettings,
+    check_limits,
     parse_headers,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+_DEFAULT_DEADLINE = format_duration(timedelta(seconds=DEFAULT_DEADLINE_SECONDS))
 
 
 def connection_options(func: F) -> F:
@@ -88,6 +92,12 @@ def connection_options(func: F) -> F:
             show_default=True,
             help="Concurrent requests.",
         ),
+        click.option(
+            "--deadline",
+            default=_DEFAULT_DEADLINE,
+            show_default=True,
+            help="Time limit for all requests of the run (e.g. 30m); past it the run stops, exit 1.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -95,8 +105,8 @@ def connection_options(func: F) -> F:
 
 
 def settings_from(options: dict[str, Any]) -> PromSettings:
-    """Build ``PromSettings`` from the shared options."""
-    return PromSettings(
+    """Build ``PromSettings`` from the shared options (limits checked: exit 2 before any request)."""
+    settings = PromSettings(
         url=options.get("prometheus") or "",
         token_file=options.get("token_file"),
         token_env=options.get("token_env"),
@@ -105,9 +115,26 @@ def settings_from(options: dict[str, Any]) -> PromSettings:
         ca_bundle=options.get("ca_bundle"),
         insecure_skip_verify=bool(options.get("insecure_skip_verify")),
         headers=parse_headers(list(options.get("headers") or ())),
-        timeout=float(options.get("timeout") or DEFAULT_TIMEOUT_SECONDS),
-        parallelism=int(options.get("parallelism") or DEFAULT_PARALLELISM),
+        # ``or DEFAULT`` would turn an explicit 0 into the default: 0 is an error, not "unset".
+        timeout=float(_given(options, "timeout", DEFAULT_TIMEOUT_SECONDS)),
+        parallelism=int(_given(options, "parallelism", DEFAULT_PARALLELISM)),
+        deadline=duration(str(_given(options, "deadline", _DEFAULT_DEADLINE)), "--deadline"),
     )
+    check_limits(settings)
+    return settings
+
+
+def duration(text: str, field: str) -> float:
+    """Seconds of a duration flag; one that overflows a timedelta is an input error, not a crash."""
+    try:
+        return parse_duration(text, field=field).total_seconds()
+    except OverflowError:
+        raise InputError(f"{field}: {text!r} is too long; give e.g. 30m, 12h or 30d") from None
+
+
+def _given(options: dict[str, Any], name: str, default: object) -> Any:
+    value = options.get(name)
+    return default if value is None else value
 
 
 def resolve_range(
@@ -120,7 +147,12 @@ def resolve_range(
     if start:
         start_time = parse_time(start, field="--start")
     else:
-        start_time = end_time - parse_duration(since or "1d", field="--since")
+        try:
+            start_time = end_time - timedelta(seconds=duration(since or "1d", "--since"))
+        except OverflowError:
+            raise InputError(
+                f"--since: {since!r} reaches before the year 1; give a shorter range (e.g. 30d)"
+            ) from None
     if end_time <= start_time:
         raise InputError("--start/--end: the range is empty (end must be after start)")
     return start_time, end_time
@@ -179,6 +211,13 @@ def _progress_bar(done: int, total: int) -> None:
     help="Points per range request.",
 )
 @click.option(
+    "--max-requests",
+    type=int,
+    default=DEFAULT_MAX_REQUESTS,
+    show_default=True,
+    help="Refuse a range that needs more requests than this (a mistyped --since 9999d).",
+)
+@click.option(
     "--extended-resource",
     "extended_resources",
     multiple=True,
@@ -205,6 +244,7 @@ def collect_cmd(**options: Any) -> None:
         chunk_points=options["chunk_points"],
         extra_resources=tuple(options["extended_resources"]),
         priority_classes=_priority_classes(options["priority_classes"]),
+        max_requests=options["max_requests"],
     )
     limit_heap_growth()  # resident memory close to live data over a long fetch (glibc)
     result = collect(request, _progress_bar if is_terminal() else None)

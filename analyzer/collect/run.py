@@ -27,7 +27,7 @@ from analyzer.collect.constraints import add_constraints
 from analyzer.collect.pod_usage import build_pod_usage
 from analyzer.collect.pods import build_pods
 from analyzer.collect.usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
-from analyzer.core.errors import PartialDataError
+from analyzer.core.errors import InputError, PartialDataError
 from analyzer.core.memory import gc_paused, release_free_memory
 from analyzer.core.paths import queries_dir
 from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
@@ -65,6 +65,12 @@ CORE_QUERIES = (
 )
 
 
+# A week at 1 m is ≈ 400 requests with the bundled profile, a year ≈ 20,000: the default allows
+# half a year at 1 m (or years at 5 m) and refuses a mistyped --since 9999d before it runs for
+# minutes and grows big; --max-requests raises it.
+DEFAULT_MAX_REQUESTS = 10_000
+
+
 @dataclass(frozen=True)
 class CollectRequest:
     """What to collect: where from, which range and step, which profile."""
@@ -78,6 +84,7 @@ class CollectRequest:
     window_points: int = DEFAULT_WINDOW_POINTS
     extra_resources: tuple[str, ...] = ()
     priority_classes: tuple[tuple[str, int], ...] = ()  # PriorityClass name → value
+    max_requests: int = DEFAULT_MAX_REQUESTS  # refuse a larger plan before sending anything
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,7 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     series = [spec for spec in profile.values() if spec.kind not in SUMMARY_KINDS]
     first = request_count(summaries, plan)
     total = first + request_count(series, plan)
+    check_size(total, grid, request.max_requests)
 
     def shifted(offset: int) -> Callable[[int, int], None] | None:
         if progress is None:
@@ -181,6 +189,18 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     release_free_memory()  # the responses are gone; give their pages back before building
     context = replace(context, warnings=tuple(warnings))
     return finish_snapshot(inventory, usage_results, grid, context)
+
+
+def check_size(requests: int, grid: TimeGrid, limit: int) -> None:
+    """Refuse a plan of more than ``limit`` requests (``InputError``, exit 2) before any is sent."""
+    if limit < 1:
+        raise InputError(f"--max-requests: {limit} must be at least 1")
+    if requests > limit:
+        raise InputError(
+            f"the range {_iso(grid.start)} .. {_iso(grid.end)} is {grid.points:,} steps of "
+            f"{grid.step}s, {requests:,} requests (more than --max-requests {limit:,}); shorten "
+            f"the range, raise --step, or pass --max-requests {requests} to fetch it all"
+        )
 
 
 def build_snapshot(

@@ -23,7 +23,7 @@ from analyzer.core.quantity import sanitize_resource_name
 from analyzer.core.snapshot import ALLOCATABLE, CAPACITY, resource_column
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
-from analyzer.prom.sample_table import FloatArray, Int32Array, SampleTable
+from analyzer.prom.sample_table import FloatArray, Int32Array, IntArray, SampleTable
 
 # Node labels that name a node pool, most specific first (matched after KSM sanitising).
 MEM_TOTAL, MEM_AVAILABLE = "node_memory_total", "node_memory_available"
@@ -237,14 +237,14 @@ def build_node_usage(
     """
     nodes = sorted(mapper.nodes)
     index = {n: i for i, n in enumerate(nodes)}
-    points = grid.points
-    cpu = np.full((len(nodes), points), np.nan)
-    for series in _series_of(results.get(NODE_USAGE_QUERIES[0]), grid):
-        node = mapper.node_of(series.labels)
-        if node is not None:
-            _put(cpu[index[node]], series, 1000.0, grid)
-    memory = np.full((len(nodes), points), np.nan)
+    cpu_series = [
+        (index[node], series)
+        for series in _series_of(results.get(NODE_USAGE_QUERIES[0]), grid)
+        if (node := mapper.node_of(series.labels)) is not None
+    ]
     table = _memory_table(results)
+    memory_rows: list[tuple[IntArray, Int32Array, FloatArray]] = []
+    memory_series: list[tuple[int, Series]] = []
     if table is not None:
         # straight from the joined table's parts: no per-node series in between
         of_group = [mapper.node_of(labels) for labels in table.groups]
@@ -252,12 +252,31 @@ def build_node_usage(
         for group, step, used in _memory_rows(table):
             row = rows[group] if len(rows) else np.zeros(0, dtype=np.int64)
             ok = (row >= 0) & np.isfinite(used)
-            np.fmax.at(memory, (row[ok], step[ok]), used[ok])  # at: repeated cells keep the max
+            memory_rows.append((row[ok], step[ok], used[ok]))
     else:
-        for series in node_memory_series(results, grid):
-            node = mapper.node_of(series.labels)
-            if node is not None:
-                _put(memory[index[node]], series, 1.0, grid)
+        memory_series = [
+            (index[node], series)
+            for series in node_memory_series(results, grid)
+            if (node := mapper.node_of(series.labels)) is not None
+        ]
+    # The matrices span the steps that have data, not the whole range: a day of data in a
+    # range of years costs a day of cells.
+    first, points = _data_steps(
+        [s for _, s in cpu_series] + [s for _, s in memory_series],
+        [step for _, step, _ in memory_rows],
+        grid,
+    )
+    cpu = np.full((len(nodes), points), np.nan)
+    for row_index, series in cpu_series:
+        _put(cpu[row_index], series, 1000.0, grid, first)
+    del cpu_series
+    memory = np.full((len(nodes), points), np.nan)
+    for row, step, used in memory_rows:
+        np.fmax.at(memory, (row, step - first), used)  # at: repeated cells keep the max
+    del memory_rows
+    for row_index, series in memory_series:
+        _put(memory[row_index], series, 1.0, grid, first)
+    del memory_series
     have = ~np.isnan(cpu.ravel())
     have |= ~np.isnan(memory.ravel())
     if have.all():  # every node at every step (the usual case): the matrices are the columns
@@ -274,7 +293,7 @@ def build_node_usage(
         del cells
     del cpu, memory
     ns *= grid.step * 1_000_000_000
-    ns += grid.start * 1_000_000_000
+    ns += (grid.start + first * grid.step) * 1_000_000_000
     # Arrow's take builds the string column in C; pd.array over a Python object array of names
     # takes ~6 × longer.
     node_column = pd.array(pa.array(nodes, pa.string()).take(node_of), dtype="string")
@@ -290,9 +309,29 @@ def build_node_usage(
     )
 
 
-def _put(row: FloatArray, series: Series, scale: float, grid: TimeGrid) -> None:
-    """One series into a node's row of grid steps (the larger value where the row has one)."""
-    step = np.rint((series.timestamps - grid.start) / grid.step).astype(np.int64)
+def _data_steps(series: list[Series], steps: list[Int32Array], grid: TimeGrid) -> tuple[int, int]:
+    """(first grid step, number of steps) spanning every sample of ``series`` and ``steps``
+    inside the grid; (0, 0) when there is none."""
+    lows: list[int] = []
+    highs: list[int] = []
+    for one in series:
+        ts = one.timestamps[np.isfinite(one.values)]
+        if len(ts):
+            lows.append(int(np.rint((ts.min() - grid.start) / grid.step)))
+            highs.append(int(np.rint((ts.max() - grid.start) / grid.step)))
+    for step in steps:
+        if len(step):
+            lows.append(int(step.min()))
+            highs.append(int(step.max()))
+    first = max(0, min(lows, default=0))
+    last = min(grid.points - 1, max(highs, default=-1))
+    return (first, last - first + 1) if last >= first else (0, 0)
+
+
+def _put(row: FloatArray, series: Series, scale: float, grid: TimeGrid, first: int) -> None:
+    """One series into a node's row of grid steps from step ``first`` on (the larger value
+    where the row has one)."""
+    step = np.rint((series.timestamps - grid.start) / grid.step).astype(np.int64) - first
     value = series.values * scale
     ok = np.isfinite(value) & (step >= 0) & (step < len(row))
     row[step[ok]] = np.fmax(row[step[ok]], value[ok])

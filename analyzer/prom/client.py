@@ -1,16 +1,21 @@
 """The HTTP client: ``prometheus_api_client.PrometheusConnect`` underneath, raw JSON on top.
 
-``PrometheusConnect`` owns the session (auth, headers, TLS, retry adapter). Its query helpers drop
-the response ``warnings`` (Thanos partial responses) and its DataFrame helpers build one Python dict
-per sample, so we send the requests through its session ourselves and parse the JSON envelope into
-numpy arrays. Every failure becomes one line: ``SourceError`` (exit 1) for the server side,
-``InputError`` (exit 2) for settings the user must fix. Credentials never appear in messages.
+``PrometheusConnect`` owns the session (auth, headers, TLS). Its query helpers drop the response
+``warnings`` (Thanos partial responses) and its DataFrame helpers build one Python dict per sample,
+so we send the requests through its session ourselves and parse the JSON envelope into numpy
+arrays. Retries are ours, not urllib3's, so that they end with the run (``analyzer.prom.faults``:
+tries, backoff, the deadline). Every failure becomes one line: ``SourceError`` (exit 1) for the
+server side (``ServerFault`` when the server itself failed), ``InputError`` (exit 2) for settings
+the user must fix. Credentials never appear in messages.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -18,9 +23,9 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import HTTPError, ReadTimeoutError
-from urllib3.util.retry import Retry
 
 from analyzer.core.errors import SourceError
+from analyzer.prom.faults import RunClock, ServerFault, backoff_seconds, describe_seconds
 from analyzer.prom.matrix_text import scan_matrix
 from analyzer.prom.series import LabelCache as LabelCache
 from analyzer.prom.series import LabelKey as LabelKey
@@ -36,8 +41,67 @@ from analyzer.prom.settings import (
     public_url,
 )
 
-# Statuses worth retrying: proxies and overloaded servers recover; 4xx and 422 never do.
-RETRY_STATUSES = (429, 502, 503, 504)
+# Statuses worth retrying: 429 and every 5xx (proxies and overloaded servers recover); other 4xx
+# (and 422, a query the server refuses) never do.
+RETRY_STATUSES = (429, *range(500, 600))
+# Server messages that mean one request asked for too much (Prometheus' 11,000-point limit and
+# sample limit; VictoriaMetrics' -search.maxPointsPerTimeseries / -search.maxSamplesPerQuery).
+_TOO_BIG = re.compile(
+    r"too many (points|samples)|maximum resolution|maxPointsPerTimeseries|maxSamplesPer"
+    r"|would load too many samples",
+    re.IGNORECASE,
+)
+
+
+class Stopped(ServerFault):
+    """A request cut short because the run is stopping for another request's fault."""
+
+
+class _Transient(Exception):
+    """A try that failed in a way that may heal; ``final(tries)`` is the error once tries run out."""
+
+    def __init__(
+        self, message: Callable[[int], str], *, retries: int, retry_after: str | None = None
+    ) -> None:
+        super().__init__()
+        self.message = message
+        self.retries = retries
+        self.retry_after = retry_after
+
+    def final(self, tries: int) -> ServerFault:
+        return ServerFault(self.message(tries))
+
+
+def _tries(count: int) -> str:
+    return "1 try" if count == 1 else f"{count} tries"
+
+
+def _json_or_none(content: bytes) -> Any:
+    try:
+        return json.loads(content)
+    except ValueError:
+        return None
+
+
+def _error_fields(body: dict[str, Any], status: int) -> tuple[str, str]:
+    """(``, errorType`` or ``""``, the first line of ``error``) of a Prometheus error envelope.
+
+    VictoriaMetrics puts the HTTP status into ``errorType`` (``"422"``): not said twice.
+    """
+    error_type = str(body.get("errorType") or "")
+    shown = f", {error_type}" if error_type and error_type != str(status) else ""
+    text = str(body.get("error") or "")
+    return shown, (text.splitlines()[0] if text else "no error text")
+
+
+def _size_hint(error: str) -> str:
+    """A fix for errors that mean one request asked for too many points or samples."""
+    if _TOO_BIG.search(error):
+        return (
+            "; each request asked for too many points: lower --chunk-points (points per "
+            "request; raw samples are fetched --chunk-points × --step at a time)"
+        )
+    return ""
 
 
 def _to_floats(strings: list[str]) -> np.ndarray:
@@ -65,8 +129,14 @@ def parse_vector(result: list[dict[str, Any]]) -> list[Series]:
     return out
 
 
-def _timed_out(exc: requests.exceptions.ConnectionError) -> bool:
-    """requests reports read timeouts that exhausted the retries as a ConnectionError."""
+def _parsed(data: Any) -> bool:
+    """True for the fast path's series (a JSON ``data`` that is a list is a shape error)."""
+    return isinstance(data, list) and all(isinstance(item, Series) for item in data)
+
+
+def _timed_out(exc: requests.exceptions.RequestException) -> bool:
+    """A timeout, also when requests reports it as a ConnectionError around urllib3's
+    ReadTimeoutError."""
     reason = getattr(exc.args[0], "reason", None) if exc.args else None
     return isinstance(reason, ReadTimeoutError) or isinstance(exc, requests.exceptions.Timeout)
 
@@ -88,21 +158,10 @@ class PromClient:
         token = bearer_token(settings)
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
-        retry = Retry(
-            total=settings.retries,
-            connect=1,  # a refused connection rarely heals within seconds; fail fast
-            read=settings.retries,
-            status=settings.retries,
-            backoff_factor=settings.backoff,
-            status_forcelist=RETRY_STATUSES,
-            allowed_methods=frozenset({"GET", "POST"}),
-            raise_on_status=False,  # keep the last response so its error body is reported
-        )
         self._connect = PrometheusConnect(
             url=self.url,
             headers=headers,
             disable_ssl=settings.insecure_skip_verify,
-            retry=retry,
             auth=basic_auth(settings),
             timeout=int(settings.timeout),
         )
@@ -111,15 +170,18 @@ class PromClient:
             session.verify = str(settings.ca_bundle)
         # One pooled connection per worker thread.
         pool = max(10, settings.parallelism)
-        session.mount(self.url, HTTPAdapter(max_retries=retry, pool_maxsize=pool))
+        # Retries are ``request``'s own (bounded by the deadline, stopped with the run): none here.
+        session.mount(self.url, HTTPAdapter(max_retries=0, pool_maxsize=pool))
         self._lock = threading.Lock()
         self._parse_lock = threading.Lock()
         self.warnings: list[str] = []
         self._labels: dict[str, LabelCache] = {}  # per query (``what``): its last response's
+        self.clock = RunClock(settings.deadline, self.public_url)
 
     def close(self) -> None:
         """Close the HTTP session."""
         self._labels.clear()
+        self.clock.close()
         self._connect.close()
 
     def __enter__(self) -> PromClient:
@@ -130,6 +192,10 @@ class PromClient:
 
     # -- low level -------------------------------------------------------------------------------
 
+    def stop(self) -> None:
+        """Stop the run: nothing is retried any more and the bodies being read are cut off."""
+        self.clock.stop()
+
     def request(
         self,
         path: str,
@@ -139,52 +205,52 @@ class PromClient:
         post: bool = True,
         fast_matrix: bool = False,
     ) -> Any:
-        """Call ``<url><path>`` and return the envelope's ``data``; raise one-line errors."""
-        connect = self._connect
-        session = connect._session
-        try:
-            response = session.request(
-                method="POST" if post else "GET",
-                url=f"{self.url}{path}",
-                data=params if post else None,
-                params=None if post else params,
-                headers=connect.headers,
-                auth=connect.auth,
-                timeout=self.settings.timeout,
-                stream=True,  # the body is read in ``_body``
-            )
-        except requests.exceptions.SSLError:
-            raise SourceError(
-                f"TLS verification failed for {self.public_url}; pass --ca-bundle FILE "
-                "(or --insecure-skip-verify)"
-            ) from None
-        except requests.exceptions.ConnectionError as exc:
-            if not _timed_out(exc):
-                raise SourceError(
-                    f"cannot reach {self.public_url} (connection failed); check --prometheus and "
-                    "that the server is up"
-                ) from None
-            raise SourceError(
-                f"{self.public_url} did not answer {what} within {self.settings.timeout:g}s "
-                f"({self.settings.retries} retries); raise --timeout or shorten the range"
-            ) from None
-        except (requests.exceptions.Timeout, requests.exceptions.RetryError) as exc:
-            raise SourceError(
-                f"{self.public_url} did not answer {what} within {self.settings.timeout:g}s "
-                f"({self.settings.retries} retries; {type(exc).__name__}); raise --timeout or "
-                "shorten the range"
-            ) from None
-        except requests.exceptions.RequestException as exc:
-            raise SourceError(
-                f"request to {self.public_url} failed: {type(exc).__name__}"
-            ) from None
-        content = self._body(response, what)
-        if fast_matrix and response.status_code == 200:
+        """Call ``<url><path>`` and return the envelope's ``data``; raise one-line errors.
+
+        A try that failed in a way that can heal is tried again after a doubling backoff (see
+        ``_Transient``), never past the run's deadline nor once the run is stopping.
+        """
+        tries = 0
+        while True:
+            tries += 1
+            if self.clock.expired:
+                raise self.clock.deadline_error(what)
+            if self.clock.stopped:
+                raise Stopped(f"{what} not sent: another request to {self.public_url} failed")
+            try:
+                return self._try(path, params, what, fast_matrix, post=post)
+            except _Transient as fault:
+                if self.clock.expired:
+                    raise self.clock.deadline_error(what) from None
+                if tries > fault.retries or self.clock.stopped:
+                    # The server is down, hung or failing: every other request would meet the
+                    # same, so the run stops here (retries end, nothing new is sent).
+                    self.clock.stop()
+                    raise fault.final(tries) from None
+                self.clock.sleep(backoff_seconds(self.settings.backoff, tries, fault.retry_after))
+
+    def _try(
+        self, path: str, params: dict[str, Any], what: str, fast_matrix: bool, *, post: bool
+    ) -> Any:
+        """One try of ``request``."""
+        # Never wait past the deadline: the last try gets only the time that is left.
+        timeout = max(0.001, min(self.settings.timeout, self.clock.left()))
+        with self.clock.flight(what) as ident:
+            response = self._send(path, params, what, timeout, post=post)
+            self.clock.reading(ident, response.raw)
+            content = self._body(response, what)
+        status = response.status_code
+        if status in RETRY_STATUSES:
+            raise self._server_error(response, content, path, what)
+        if fast_matrix and status == 200:
             # One response at a time: the parse's Python part holds the GIL anyway and Arrow
             # uses every core, but two at once would hold two sets of its temporaries (≈ 2 ×
             # the response each).
             with self._parse_lock:
-                scanned = scan_matrix(content, self._labels.get(what))
+                try:
+                    scanned = scan_matrix(content, self._labels.get(what))
+                except ValueError:
+                    scanned = None  # not the compact shape (or cut off): json says which
                 if scanned is not None:
                     del content  # the scanned text holds the samples: free the body first
                     for warning in scanned.warnings:
@@ -198,6 +264,50 @@ class PromClient:
                         ) from None
         return self._envelope(response, content, path, what)
 
+    def _send(
+        self, path: str, params: dict[str, Any], what: str, timeout: float, *, post: bool
+    ) -> requests.Response:
+        """Send the request and wait for the response headers (the body is read by ``_body``)."""
+        connect = self._connect
+        url = self.public_url
+        try:
+            response: requests.Response = connect._session.request(
+                method="POST" if post else "GET",
+                url=f"{self.url}{path}",
+                data=params if post else None,
+                params=None if post else params,
+                headers=connect.headers,
+                auth=connect.auth,
+                timeout=timeout,
+                stream=True,
+            )
+        except requests.exceptions.SSLError:
+            raise SourceError(
+                f"TLS verification failed for {url}; pass --ca-bundle FILE (or --insecure-skip-verify)"
+            ) from None
+        except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+            if self.clock.expired:
+                raise self.clock.deadline_error(what) from None
+            if not _timed_out(exc):
+                raise _Transient(
+                    lambda tries: (
+                        f"cannot reach {url} (connection failed, {_tries(tries)}); "
+                        "check --prometheus and that the server is up"
+                    ),
+                    retries=min(1, self.settings.retries),  # a refused port rarely heals at once
+                ) from None
+            seconds = describe_seconds(self.settings.timeout)
+            raise _Transient(
+                lambda tries: (
+                    f"{url} did not answer {what} within {seconds} ({_tries(tries)}); "
+                    "raise --timeout or check the server's load"
+                ),
+                retries=min(1, self.settings.retries),  # a hung server: one more try at most
+            ) from None
+        except requests.exceptions.RequestException as exc:
+            raise ServerFault(f"request to {url} failed: {type(exc).__name__}") from None
+        return response
+
     def _body(self, response: requests.Response, what: str) -> bytes:
         """The whole response body, read at once.
 
@@ -205,22 +315,70 @@ class PromClient:
         4,000 small blocks on the heap (left as holes) and a second copy. Prometheus writes its
         JSON in one HTTP chunk, which one ``read`` returns as one buffer.
         """
+        url = self.public_url
         try:
             body: bytes = response.raw.read(decode_content=True) or b""
         except (ReadTimeoutError, TimeoutError):
             response.close()
-            raise SourceError(
-                f"{self.public_url} did not finish sending {what} within "
-                f"{self.settings.timeout:g}s; raise --timeout or shorten the range"
+            if self.clock.expired:
+                raise self.clock.deadline_error(what) from None
+            seconds = describe_seconds(self.settings.timeout)
+            raise _Transient(
+                lambda tries: (
+                    f"{url} did not finish sending {what} within {seconds} "
+                    f"({_tries(tries)}); raise --timeout or check the server's load"
+                ),
+                retries=min(1, self.settings.retries),
             ) from None
         except (HTTPError, OSError) as exc:
             response.close()
-            raise SourceError(
-                f"{self.public_url} broke off {what} mid-response ({type(exc).__name__}); "
-                "retry, or check a proxy between here and the server"
+            if self.clock.expired:
+                raise self.clock.deadline_error(what) from None
+            if self.clock.stopped:
+                raise Stopped(f"{what} stopped: another request to {url} failed") from None
+            name = type(exc).__name__
+            raise _Transient(
+                lambda tries: (
+                    f"{url} broke off {what} mid-response ({name}, {_tries(tries)}); "
+                    "retry, or check a proxy between here and the server"
+                ),
+                retries=self.settings.retries,
             ) from None
         response.raw.release_conn()  # read to the end: the connection goes back to the pool
         return body
+
+    def _server_error(
+        self, response: requests.Response, content: bytes, path: str, what: str
+    ) -> _Transient:
+        """A 5xx or 429 answer: tried again; its final message says what the server said."""
+        url, status = self.public_url, response.status_code
+        body = _json_or_none(content)
+        if status == 429:
+            return _Transient(
+                lambda tries: (
+                    f"{url} answered {what} with HTTP 429 Too Many Requests "
+                    f"({_tries(tries)}); lower --parallelism or retry later"
+                ),
+                retries=self.settings.retries,
+                retry_after=response.headers.get("Retry-After"),
+            )
+        if isinstance(body, dict) and body.get("status") == "error":
+            error_type, error = _error_fields(body, status)
+            return _Transient(
+                lambda tries: (
+                    f"{url} failed {what} (HTTP {status}{error_type}, {_tries(tries)}): {error}"
+                ),
+                retries=self.settings.retries,
+                retry_after=response.headers.get("Retry-After"),
+            )
+        return _Transient(
+            lambda tries: (
+                f"server error HTTP {status} from {url}{path} ({what}) after "
+                f"{_tries(tries)}; check the server (or a proxy in front of it) and retry later"
+            ),
+            retries=self.settings.retries,
+            retry_after=response.headers.get("Retry-After"),
+        )
 
     def _envelope(self, response: requests.Response, content: bytes, path: str, what: str) -> Any:
         status = response.status_code
@@ -234,17 +392,20 @@ class PromClient:
                 f"{self.public_url} answered 403 Forbidden; the credentials lack access (Mimir/"
                 "Cortex need --header X-Scope-OrgID=TENANT)"
             )
-        try:
-            body = json.loads(content)
-        except ValueError:
-            body = None
+        body = _json_or_none(content)
+        kind = response.headers.get("Content-Type", "unknown content").split(";")[0].strip()
+        if body is None and (kind == "application/json" or content.lstrip()[:1] in (b"{", b"[")):
+            raise SourceError(
+                f"{self.public_url} sent a cut-off or malformed response to {what} ({path}, "
+                f"HTTP {status}, {len(content):,} bytes of invalid JSON); retry, or check a proxy "
+                "between here and the server"
+            )
         if not isinstance(body, dict) or "status" not in body:
             if status == 404:
                 raise SourceError(
                     f"{self.public_url}{path} not found (404); wrong URL path? give the API root, "
                     "e.g. http://host:9090 or http://mimir/prometheus"
                 )
-            kind = response.headers.get("Content-Type", "unknown content").split(";")[0]
             raise SourceError(
                 f"{self.public_url} is not a Prometheus API: {path} answered HTTP {status} "
                 f"with {kind}, not a Prometheus JSON response"
@@ -252,12 +413,18 @@ class PromClient:
         for warning in body.get("warnings") or []:
             self._warn(f"{what}: {warning}")
         if body.get("status") != "success":
-            error_type = body.get("errorType", "error")
-            error = str(body.get("error", "")).splitlines()[0] if body.get("error") else ""
+            error_type, error = _error_fields(body, status)
             raise SourceError(
-                f"{self.public_url} rejected {what} (HTTP {status}, {error_type}): {error}"
+                f"{self.public_url} rejected {what} (HTTP {status}{error_type}): {error}"
+                + _size_hint(error)
             )
-        return body.get("data")
+        data = body.get("data")
+        if data is None:
+            raise SourceError(
+                f'{self.public_url} sent no data for {what} ({path} answered "data": null); '
+                "is it a Prometheus-compatible API?"
+            )
+        return data
 
     def _warn(self, text: str) -> None:
         with self._lock:
@@ -270,16 +437,17 @@ class PromClient:
         """Instant query at unix time ``at``; a scalar becomes one series without labels."""
         params = {"query": expr, "time": f"{at:.3f}"}
         data = self.request("/api/v1/query", params, what=what, fast_matrix=True)
-        if isinstance(data, list):  # a range vector, parsed from bytes
-            return data
-        kind = data.get("resultType")
-        if kind == "vector":
-            return parse_vector(data.get("result") or [])
-        if kind == "scalar":
-            ts, value = data["result"]
-            return [Series({}, np.array([float(ts)]), _to_floats([value]))]
-        if kind == "matrix":
-            return parse_matrix(data.get("result") or [])
+        if _parsed(data):  # a range vector, parsed from bytes
+            return data  # type: ignore[no-any-return]
+        with self._shape(what):
+            kind = data.get("resultType")
+            if kind == "vector":
+                return parse_vector(data.get("result") or [])
+            if kind == "scalar":
+                ts, value = data["result"]
+                return [Series({}, np.array([float(ts)]), _to_floats([value]))]
+            if kind == "matrix":
+                return parse_matrix(data.get("result") or [])
         raise SourceError(f"{self.public_url} returned a {kind} for {what}; expected a vector")
 
     def query_range(
@@ -288,13 +456,27 @@ class PromClient:
         """Range query ``[start, end]`` (both inclusive) at ``step`` seconds, one request."""
         params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
         data = self.request("/api/v1/query_range", params, what=what, fast_matrix=True)
-        if isinstance(data, list):
-            return data
-        if data.get("resultType") != "matrix":
+        if _parsed(data):
+            return data  # type: ignore[no-any-return]
+        with self._shape(what):
+            kind = data.get("resultType")
+            if kind == "matrix":
+                return parse_matrix(data.get("result") or [])
+        raise SourceError(f"{self.public_url} returned a {kind} for {what}; expected a matrix")
+
+    @contextmanager
+    def _shape(self, what: str) -> Iterator[None]:
+        """Turn a response of an unexpected shape (a vector value that is not a pair, a result
+        that is not a list, ...) into one line naming the query."""
+        try:
+            yield
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
+            text = str(exc).splitlines()[0][:120] if str(exc) else ""
+            detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
             raise SourceError(
-                f"{self.public_url} returned a {data.get('resultType')} for {what}; expected a matrix"
-            )
-        return parse_matrix(data.get("result") or [])
+                f"{self.public_url} sent {what} in a shape analyzer cannot read ({detail}); "
+                "is it a Prometheus-compatible API?"
+            ) from None
 
     def buildinfo(self) -> dict[str, Any]:
         """``/api/v1/status/buildinfo`` (version, revision); ``{}`` where a backend lacks it."""

@@ -25,11 +25,14 @@ import numpy as np
 
 from analyzer.core.errors import InputError, SourceError
 from analyzer.core.memory import release_free_memory
-from analyzer.prom.client import PromClient, Series, series_key
+from analyzer.prom.client import PromClient, Series, Stopped, series_key
+from analyzer.prom.faults import ServerFault
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
 from analyzer.prom.samples import SampleRule, sample_times, time_bounds
 
+# Raw-sample requests reach this much further back than their chunk (see ``run_profile``).
+EDGE_OVERLAP_SECONDS = 1
 MAX_POINTS = 11_000  # Prometheus: end-start/step must not exceed this many intervals
 DEFAULT_CHUNK_POINTS = 720  # 12 h at 1 m: small responses, many requests to run in parallel
 DEFAULT_WINDOW_POINTS = 1440  # inner subquery points per window evaluation (bounded server memory)
@@ -154,12 +157,13 @@ class FetchPlan:
         return [(s, e, span) for s, e in range_chunks(first, grid.end, span, per)]
 
 
-def _after(series: Series, start: float) -> Series:
-    """The samples after ``start`` (timestamps ascend: usually none is cut, and one look says so)."""
+def _from(series: Series, start: float, *, closed: bool) -> Series:
+    """The samples from ``start`` on: ``ts >= start`` when ``closed``, else ``ts > start``
+    (timestamps ascend: usually none is cut, and one look says so)."""
     ts = series.timestamps
-    if not len(ts) or ts[0] > start:
+    if not len(ts) or ts[0] > start or (closed and ts[0] == start):
         return series
-    cut = int(np.searchsorted(ts, start, side="right"))
+    cut = int(np.searchsorted(ts, start, side="left" if closed else "right"))
     return Series(series.labels, ts[cut:], series.values[cut:], series.key)
 
 
@@ -229,7 +233,6 @@ def run_profile(
     }
     tasks = _tasks(specs, plan)
     chunks: dict[str, dict[int, list[Series]]] = {name: {} for name in results}
-    grid_times = np.arange(plan.grid.start, plan.grid.end + 1, plan.grid.step, dtype=np.float64)
     sampled = [spec for spec in specs if spec.kind == "samples"]
     ends = [float(e) for _, e, _ in plan.requests_for(sampled[0])] if sampled else []
     # One joined table per set of ``sum`` labels: queries grouped alike (pod CPU and memory by
@@ -241,7 +244,8 @@ def run_profile(
     accumulators: dict[str, SampleAccumulator] = {}
     for family in families.values():
         rules = {spec.name: sample_rule(spec, plan.grid) for spec in family}
-        accumulator = SampleAccumulator(rules, grid_times, ends)
+        grid = plan.grid
+        accumulator = SampleAccumulator.on_steps(rules, grid.start, grid.step, grid.points, ends)
         accumulators.update(dict.fromkeys(rules, accumulator))
     done_count = 0
     if progress:
@@ -251,14 +255,17 @@ def run_profile(
 
     def run(kind: str, window: tuple[int, int, int], name: str) -> list[Series]:
         start, end, step = window
-        if step == 0:  # samples, times: an instant query of selector[end - start] at end
+        if step == 0:  # samples, times: an instant query of selector[span] at end
             spec = results[name].spec
-            expr = spec.render(step_seconds=plan.grid.step, span_seconds=end - start)
+            # Prometheus ≤ 2.x reads selector[span] at ``end`` as [end - span, end]; Prometheus
+            # ≥ 3.0 and VictoriaMetrics as (end - span, end]. Asking for a little more and cutting
+            # here gives the same samples under both: (start, end] per request, the first one
+            # [raw_start, end], so chunks meet without a gap or an overlap.
+            span = end - start + EDGE_OVERLAP_SECONDS
+            expr = spec.render(step_seconds=plan.grid.step, span_seconds=span)
             raw = client.query(expr, end, what=f"query {name}")
-            if start > plan.raw_start:
-                # The range [start, end] is closed: a sample at ``start`` is also the previous
-                # request's last one. Dropping it here keeps every series' chunks disjoint.
-                raw = [_after(series, start) for series in raw]
+            first = start <= plan.raw_start
+            raw = [_from(series, start, closed=first) for series in raw]
             return time_bounds(raw, since) if kind == "times" else raw
         expr = results[name].expr
         return client.query_range(expr, start, end, step, what=f"query {name}")
@@ -284,7 +291,11 @@ def run_profile(
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
                 if cancel is not None and cancel.is_set():
                     raise Cancelled
-                submit(len(finished))
+                fault = _server_fault(finished)
+                if fault is not None:
+                    raise fault  # the server failed: no request would fare better
+                if client.clock.expired:
+                    raise client.clock.deadline_error()
                 for future in finished:
                     done_count += 1
                     # popped: a finished future holds its response, which must not outlive this
@@ -305,9 +316,12 @@ def run_profile(
                                 accumulators[name].abandon(name)
                     if progress:
                         progress(done_count, len(tasks))
+                # Only now: a failed result above stops the run before anything new is sent.
+                submit(len(finished))
                 del finished
                 release_free_memory()
         except BaseException:
+            client.stop()  # retries end, bodies being read are cut: the pool shuts down soon
             for future in pending:
                 future.cancel()
             raise
@@ -322,6 +336,17 @@ def run_profile(
             if result.spec.kind == "times":
                 result.series = sample_times(result.series, result.spec.by, result.spec.combine)
     return results
+
+
+def _server_fault(finished: set[Future[list[Series]]]) -> ServerFault | None:
+    """The first server fault among ``finished`` (a request cut short by the stop comes last)."""
+    faults = [
+        exc
+        for future in finished
+        if not future.cancelled() and isinstance(exc := future.exception(), ServerFault)
+    ]
+    faults.sort(key=lambda exc: isinstance(exc, Stopped))
+    return faults[0] if faults else None
 
 
 def sample_rule(spec: QuerySpec, grid: TimeGrid) -> SampleRule:

@@ -214,13 +214,35 @@ class SampleAccumulator:
     def __init__(
         self, rules: Mapping[str, SampleRule], grid: FloatArray, ends: Sequence[float]
     ) -> None:
-        self.spec = Grid.of(grid)
+        his = np.searchsorted(grid, np.asarray(ends, dtype=np.float64), side="right")
+        self._setup(rules, Grid.of(grid), his, ends)
+
+    @classmethod
+    def on_steps(
+        cls,
+        rules: Mapping[str, SampleRule],
+        start: int,
+        step: int,
+        points: int,
+        ends: Sequence[float],
+    ) -> SampleAccumulator:
+        """The same for the grid ``start + k × step`` (``k < points``, whole seconds), without
+        building it: a range of years then costs no grid-sized array, only the data does."""
+        after = np.floor((np.asarray(ends, dtype=np.float64) - start) / step) + 1
+        his = np.clip(after, 0, points).astype(np.int64)  # grid points <= each end
+        accumulator = cls.__new__(cls)
+        accumulator._setup(rules, Grid(float(start), step * 1000), his, ends)
+        return accumulator
+
+    def _setup(
+        self, rules: Mapping[str, SampleRule], spec: Grid, his: IntArray, ends: Sequence[float]
+    ) -> None:
+        self.spec = spec
         self.names = tuple(rules)
         self.queries = {
             name: _Query(rule, float(rule.window if rule.rate else rule.lookback))
             for name, rule in rules.items()
         }
-        his = np.searchsorted(grid, np.asarray(ends, dtype=np.float64), side="right")
         his = np.maximum.accumulate(his) if len(his) else his
         self.bounds = [
             (int(his[i - 1]) if i else 0, int(his[i])) for i in range(len(ends))

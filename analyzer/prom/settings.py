@@ -8,6 +8,7 @@ when the client is built. ``public_url`` is what may be printed or stored (``met
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from analyzer.core.errors import InputError
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_PARALLELISM = 4
 DEFAULT_RETRIES = 3
+# The whole run's time limit: generous (a 5,000-node week takes minutes), yet a hung server ends a
+# nightly job the same night.
+DEFAULT_DEADLINE_SECONDS = 2 * 3600.0
 
 # What a secret option names is checked as a name, and never printed: a user who pastes the token
 # itself where its name belongs must not find it in a cron mail.
@@ -42,8 +46,9 @@ class PromSettings:
     headers: tuple[tuple[str, str], ...] = ()
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     parallelism: int = DEFAULT_PARALLELISM
-    retries: int = DEFAULT_RETRIES
-    backoff: float = 0.5  # seconds; doubled on every retry (urllib3 backoff_factor)
+    retries: int = DEFAULT_RETRIES  # further tries of a request after a 5xx, 429 or broken body
+    backoff: float = 0.5  # seconds before the first retry; doubled on every further one
+    deadline: float = DEFAULT_DEADLINE_SECONDS  # seconds for the whole run (``--deadline``)
 
 
 def normalise_url(url: str) -> str:
@@ -201,7 +206,14 @@ def check_settings(settings: PromSettings) -> None:
         check_path_shape("--token-file", Path(settings.token_file))
     if settings.ca_bundle is not None and not Path(settings.ca_bundle).is_file():
         raise InputError(f"--ca-bundle: {settings.ca_bundle} is not a file")
-    if settings.timeout <= 0:
-        raise InputError(f"--timeout: {settings.timeout} must be > 0 seconds")
+    check_limits(settings)
+
+
+def check_limits(settings: PromSettings) -> None:
+    """``--timeout``, ``--deadline`` and ``--parallelism``: positive and finite (0 is no default)."""
+    if not (math.isfinite(settings.timeout) and settings.timeout > 0):
+        raise InputError(f"--timeout: {settings.timeout:g} must be a number of seconds > 0")
+    if not (math.isfinite(settings.deadline) and settings.deadline > 0):
+        raise InputError(f"--deadline: {settings.deadline:g}s must be a duration > 0 (e.g. 30m)")
     if not 1 <= settings.parallelism <= 64:
         raise InputError(f"--parallelism: {settings.parallelism} must be between 1 and 64")
