@@ -180,7 +180,7 @@ def test_grid_replace_and_extend() -> None:
     replaced = parse_grid({"scoring": ["MostAllocated"], "loadAwareThresholds": [None]})
     assert [c.name for c in replaced.configs()] == ["most c1m1"]
     extended = parse_grid({"extend": True, "loadAwareWeights": [3]})
-    assert extended.loadaware_weights == (1, 5, 3)
+    assert extended.loadaware_weights == (1, 2, 3)
     assert len(extended.configs()) == 2 * 2 * 3
     # without LoadAware the weight axis collapses: no duplicate configurations
     grid = SearchGrid(loadaware_thresholds=(None, LA65), loadaware_weights=(1, 2))
