@@ -260,3 +260,13 @@ def test_cli_search_writes_page_json_csv_and_yaml(tmp_path: Path) -> None:
     # --out without --search is refused
     plain = CliRunner().invoke(main, ["whatif", str(snap), "--strategy", "x", "--out", str(out)])
     assert plain.exit_code == 2 and "--out: only with --search" in plain.output
+
+
+def test_example_grid_and_docs_name_every_key() -> None:
+    root = Path(__file__).parent.parent
+    grid = parse_grid(yaml.safe_load((root / "examples" / "search-grid.yaml").read_text()))
+    assert len(grid.configs()) == 2 * 2 * (1 + 2 * 2)  # null thresholds: no weight axis
+    docs = (root / "docs" / "whatif.md").read_text()
+    for key in ("scoring", "resourceWeights", "loadAwareThresholds", "loadAwareWeights",
+                "shape", "baselines", "extend"):  # fmt: skip
+        assert f"`{key}`" in docs
