@@ -270,3 +270,11 @@ def test_example_grid_and_docs_name_every_key() -> None:
     for key in ("scoring", "resourceWeights", "loadAwareThresholds", "loadAwareWeights",
                 "shape", "baselines", "extend"):  # fmt: skip
         assert f"`{key}`" in docs
+
+
+def test_emitted_yaml_has_no_anchors() -> None:
+    # the filter and score points share the same "disabled: [*]" list in the document; a pasted
+    # file must spell it out twice, not as &id001 / *id001
+    text = SearchConfig("MostAllocated", C1M1, LA65, 1).yaml()
+    assert "&id" not in text and "*id" not in text
+    assert text.count("name: '*'") == 2

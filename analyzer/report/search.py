@@ -81,10 +81,13 @@ class SearchContext:
         }
 
 
+_SHORT = {"memory": "mem"}
+
+
 def _text(mapping: Any) -> str:
     if not mapping:
         return "–"
-    return ", ".join(f"{k} {v}" for k, v in dict(mapping).items())
+    return " · ".join(f"{_SHORT.get(k, k)} {v}" for k, v in dict(mapping).items())
 
 
 def _table(result: SearchResult) -> TableView:

@@ -22,14 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED
 from analyzer.scheduling.strategies import STRATEGIES
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import StrategyComparison, WhatIfSettings, run_whatif
-from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid
+from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, scheduler_yaml
 
 RULE = (
     "Recommended: the fewest peak active nodes among the configurations with no more threshold "
@@ -171,8 +169,7 @@ class SearchResult:
         best = self.best()
         if best is None or best.document is None:
             return None
-        body = yaml.safe_dump(best.document, sort_keys=False, default_flow_style=False)
-        return f"# analyzer whatif --search: {best.name}\n{body}"
+        return scheduler_yaml(best.document, best.name)
 
     def first_screen(self) -> dict[str, str]:
         """What the what-if page shows as its first card: the sentence and the link."""

@@ -127,8 +127,20 @@ class SearchConfig:
 
     def yaml(self) -> str:
         """``document()`` as YAML, with a comment naming the configuration."""
-        body = yaml.safe_dump(self.document(), sort_keys=False, default_flow_style=False)
-        return f"# analyzer whatif --search: {self.name}\n{body}"
+        return scheduler_yaml(self.document(), self.name)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """A dumper that writes repeated objects in full: no ``&id001`` anchors in a pasted file."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def scheduler_yaml(document: Mapping[str, Any], name: str) -> str:
+    """A KubeSchedulerConfiguration as plain YAML (no anchors), headed by a comment naming it."""
+    body = yaml.dump(dict(document), Dumper=_PlainDumper, sort_keys=False, default_flow_style=False)
+    return f"# analyzer whatif --search: {name}\n{body}"
 
 
 def _abbrev(resource: str) -> str:
