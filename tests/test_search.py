@@ -278,3 +278,26 @@ def test_emitted_yaml_has_no_anchors() -> None:
     text = SearchConfig("MostAllocated", C1M1, LA65, 1).yaml()
     assert "&id" not in text and "*id" not in text
     assert text.count("name: '*'") == 2
+
+
+def test_one_comparison_split_into_the_whatif_and_the_search() -> None:
+    # What the demo does: presets and the grid in one comparison, then two results. Each must
+    # be what its own run gives (every replay is independent of the others in the pool).
+    from analyzer.whatif.compare import WhatIfSettings, run_whatif
+    from analyzer.whatif.search import grid_files, restrict, search_result, search_settings
+
+    snap = spread_cluster()
+    grid = SearchGrid(scoring=("MostAllocated",), loadaware_weights=(1,))
+    settings = SearchSettings(grid=grid, workers=1)
+    presets = ("kube-default", "most-allocated")
+    with grid_files(grid.configs()) as files:
+        combined = run_whatif(snap, search_settings(settings, list(files), *presets))
+    alone = run_whatif(snap, WhatIfSettings(strategies=presets, workers=1))
+    whatif = restrict(combined, presets)
+    assert [c.name for c in whatif.strategies] == ["observed", *presets]
+    assert (whatif.best, whatif.recommendation) == (alone.best, alone.recommendation)
+    searched = search_result(combined, files, settings)
+    assert [r.to_dict() for r in searched.rows] == [
+        r.to_dict() for r in run_search(snap, settings).rows
+    ]
+    assert "most-allocated" not in [r.name for r in searched.rows]  # not a baseline of the grid

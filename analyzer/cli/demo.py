@@ -25,17 +25,27 @@ from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.search import write_search_report
+from analyzer.report.whatif import DEMO_STRATEGIES, write_whatif_report
+from analyzer.sources.placement import crowding_place
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
 from analyzer.usage.violations import find_violations
-from analyzer.whatif.search import SearchSettings, run_search
+from analyzer.whatif.compare import run_whatif
+from analyzer.whatif.search import (
+    SearchSettings,
+    grid_files,
+    restrict,
+    search_result,
+    search_settings,
+)
 from analyzer.whatif.search_grid import SearchGrid
 
 
 # The demo cluster's density: 60–75 % of cpu requested on the general pool, a dedicated (tainted)
 # memory pool that fills up, workloads that request about twice the cpu they use (as most
-# clusters do), and hot nodes whose own processes burn (so a placement cannot move the heat).
+# clusters do), hot nodes whose own processes burn (so a placement cannot move the heat), and a
+# few crowded nodes whose cpu ran out with memory left over (stranded capacity).
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
     """The demo's ``SyntheticSpec`` (the density above)."""
     return SyntheticSpec(
@@ -48,6 +58,12 @@ def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
         dedicated_pools=("memory",),
         hot_by_node=True,
     )
+
+
+def demo_crowded(spec: SyntheticSpec) -> frozenset[str]:
+    """Two general nodes and one compute node per 100 nodes are filled first (fragmentation)."""
+    per_pool = {"general": max(1, 2 * spec.nodes // 100), "compute": max(1, spec.nodes // 100)}
+    return frozenset(f"{pool}-{k:04d}" for pool, count in per_pool.items() for k in range(count))
 
 
 # A demo-sized search: MostAllocated packing with LoadAwareScheduling at two cpu thresholds.
@@ -107,7 +123,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     say(
         f"generating a synthetic cluster: {spec.nodes} nodes × {spec.days:g} days, step {spec.step}s"
     )
-    snapshot = generate(spec).snapshot
+    snapshot = generate(spec, place=crowding_place(demo_crowded(spec))).snapshot
     snapshot_dir = write_snapshot(snapshot, out / "snapshot")
     say(f"snapshot written to {snapshot_dir}")
 
@@ -140,16 +156,18 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
 
-    # What-if: every strategy replayed on the same snapshot, compared with what really happened.
-    from analyzer.report.whatif import demo_whatif
-
-    whatif, whatif_paths = demo_whatif(snapshot, out, thresholds=settings.settings.thresholds)
+    # What-if: every preset and the demo's search grid replayed in one comparison (one process
+    # pool, observed and kube-default once), then split into the two pages.
+    search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=settings.settings.thresholds)
+    with grid_files(DEMO_GRID.configs()) as files:
+        combined = run_whatif(
+            snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
+        )
+    whatif = restrict(combined, DEMO_STRATEGIES)
+    whatif_paths = write_whatif_report(whatif, out)
     say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")
-
-    # The search, written after the what-if report (which replaces OUT/whatif/ as a whole).
-    search = run_search(
-        snapshot, SearchSettings(grid=DEMO_GRID, thresholds=settings.settings.thresholds)
-    )
+    # written after the what-if report, which replaces OUT/whatif/ as a whole
+    search = search_result(combined, files, search_settings_)
     search_paths = write_search_report(search, out)
     say(f"search written to {search_paths.html}: {search.sentence}")
 

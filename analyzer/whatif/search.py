@@ -16,9 +16,10 @@ violations** and **waiting pods** (worst seed for both, as the what-if recommend
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,13 @@ from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED
 from analyzer.scheduling.strategies import STRATEGIES
 from analyzer.usage.thresholds import ThresholdConfig
-from analyzer.whatif.compare import StrategyComparison, WhatIfSettings, run_whatif
+from analyzer.whatif.compare import (
+    StrategyComparison,
+    WhatIfResult,
+    WhatIfSettings,
+    run_whatif,
+)
+from analyzer.whatif.compare import recommend as compare_recommend
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, scheduler_yaml
 
 RULE = (
@@ -220,34 +227,33 @@ def _row(c: StrategyComparison, kind: str, name: str, config: SearchConfig | Non
     )
 
 
-def run_search(snapshot: Snapshot, settings: SearchSettings) -> SearchResult:
-    """Replay every configuration of the grid and every baseline; front and recommendation."""
-    configs = settings.grid.configs()
-    baselines = [b for b in settings.grid.baselines if b != OBSERVED]
+@contextlib.contextmanager
+def grid_files(configs: Sequence[SearchConfig]) -> Iterator[dict[str, SearchConfig]]:
+    """One KubeSchedulerConfiguration file per configuration, in a temporary folder, by path.
+
+    The what-if comparison takes presets or configuration files, so the paths are strategies.
+    """
     with tempfile.TemporaryDirectory(prefix="analyzer-search-") as folder:
-        # The comparison takes presets or KubeSchedulerConfiguration files: one file per point.
-        paths = {}
+        files = {}
         for i, config in enumerate(configs):
             path = Path(folder) / f"config-{i:03d}.yaml"
             path.write_text(config.yaml())
-            paths[str(path)] = config
-        whatif = run_whatif(
-            snapshot,
-            WhatIfSettings(
-                strategies=(*baselines, *paths),
-                seeds=settings.seeds,
-                kubernetes_version=settings.kubernetes_version,
-                thresholds=settings.thresholds,
-                workers=settings.workers,
-            ),
-        )
+            files[str(path)] = config
+        yield files
+
+
+def search_result(
+    whatif: WhatIfResult, files: Mapping[str, SearchConfig], settings: SearchSettings
+) -> SearchResult:
+    """The search's rows from a comparison that replayed the grid's files and baselines
+    (strategies the comparison ran besides those are left out)."""
     rows = []
     for c in whatif.strategies:
         if c.name == OBSERVED:
             rows.append(_row(c, "observed", OBSERVED, None))
-        elif c.name in paths:
-            rows.append(_row(c, "searched", paths[c.name].name, paths[c.name]))
-        else:
+        elif c.name in files:
+            rows.append(_row(c, "searched", files[c.name].name, files[c.name]))
+        elif c.name in settings.grid.baselines:
             rows.append(_row(c, "baseline", c.name, None))
     observed, candidates = rows[0], rows[1:]
     for row, front in zip(
@@ -267,3 +273,31 @@ def run_search(snapshot: Snapshot, settings: SearchSettings) -> SearchResult:
         sentence=sentence,
         notes=list(whatif.notes),
     )
+
+
+def search_settings(settings: SearchSettings, files: Sequence[str], *more: str) -> WhatIfSettings:
+    """The comparison that replays the baselines, ``more`` presets and the grid's files."""
+    names = [b for b in settings.grid.baselines if b != OBSERVED]
+    names += [m for m in more if m not in names and m != OBSERVED]
+    return WhatIfSettings(
+        strategies=(*names, *files),
+        seeds=settings.seeds,
+        kubernetes_version=settings.kubernetes_version,
+        thresholds=settings.thresholds,
+        workers=settings.workers,
+    )
+
+
+def run_search(snapshot: Snapshot, settings: SearchSettings) -> SearchResult:
+    """Replay every configuration of the grid and every baseline; front and recommendation."""
+    with grid_files(settings.grid.configs()) as files:
+        whatif = run_whatif(snapshot, search_settings(settings, list(files)))
+    return search_result(whatif, files, settings)
+
+
+def restrict(whatif: WhatIfResult, names: Sequence[str]) -> WhatIfResult:
+    """The comparison of ``observed`` and ``names`` only, its recommendation recomputed (for a
+    what-if page when one comparison also replayed the search's configurations)."""
+    kept = [c for c in whatif.strategies if c.name == OBSERVED or c.name in names]
+    best, sentence = compare_recommend(kept)
+    return replace(whatif, strategies=kept, best=best, recommendation=sentence)
