@@ -190,9 +190,9 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         {
             "configuration": r.name,
             "peak_nodes": round(r.peak_nodes, 1),
-            "violations": r.violations,
-            "waited": r.waited,
-            "never_placed": r.never_placed,
+            "violations": int(r.violations),  # worst seed: a whole count
+            "waited": int(r.waited),
+            "never_placed": int(r.never_placed),
             "front": "*" if r.on_front else "",
             "recommended": "<==" if r.recommended else "",
         }
