@@ -115,18 +115,17 @@ def _table(result: SearchResult) -> TableView:
     columns = [
         Column("name", "Configuration"),
         Column("kind", "Kind"),
-        Column("scoring", "NodeResourcesFit scoring"),
-        Column("resource_weights", "Resource weights"),
+        Column("scoring", "Fit scoring"),
+        Column("resource_weights", "Fit weights"),
         Column("loadaware_thresholds", "LoadAware thresholds (%)"),
         Column("loadaware_weight", "LoadAware weight", "int"),
         Column("peak_nodes", "Peak nodes", "num", 0),
-        Column("mean_nodes", "Mean active nodes", "num", 1),
+        Column("mean_nodes", "Mean nodes", "num", 1),
         Column("violations", "Violations", "int"),
         Column("waited", "Pods waited", "int"),
         Column("never_placed", "Never placed", "int"),
-        Column("front", "Pareto front"),
-        Column("eligible", "No worse than observed", "bool"),
-        Column("recommended", "Recommended", "bool"),
+        Column("front", "Front"),
+        Column("eligible", "≤ observed", "bool"),
     ]
     return TableView(
         "search",
