@@ -4,8 +4,9 @@ The cluster comes from the synthetic generator (default 500 nodes × 1 day, 5-mi
 demo's density without its crowded nodes). The search replays every configuration of the default
 grid plus the baseline (kube-default) and observed, through the what-if comparison's process pool
 (``--workers``, default: all cores). The baseline, in the same run, replays the same
-configurations sequentially in one process (``workers=1``). Both must give the same rows (checked); wall-clock seconds of
-each, the speed-up, and the peak RSS of this process are reported.
+configurations sequentially in one process (``workers=1``). Both must give the same rows
+(checked); wall-clock seconds of each, the speed-up, and the peak RSS of this process are
+reported.
 
     .venv/bin/python bench/search.py [--nodes 500] [--days 1] [--workers N]
 
