@@ -252,6 +252,11 @@ def test_cli_search_writes_page_json_csv_and_yaml(tmp_path: Path) -> None:
     assert scheduler.strip() in run.output  # printed ready to apply
     spec = strategy_config(str(folder / "search-scheduler.yaml")).profile()
     assert spec.filters[-1] == "LoadAwareScheduling"
+    # --format json prints the whole search (strict JSON: no NaN)
+    as_json = CliRunner().invoke(main, [*args, "--format", "json"], catch_exceptions=False)
+    assert as_json.exit_code == 0, as_json.output
+    printed = json.loads(as_json.output)
+    assert printed["rows"] == data["search"]["rows"] and printed["sentence"] == data["sentence"]
     # a bad grid: exit 2, one line naming the key
     grid.write_text("scoring: [Fastest]\n")
     bad = CliRunner().invoke(main, args)

@@ -1,4 +1,4 @@
-"""``analyzer whatif --search``: replay a grid of configurations, keep the Pareto front, recommend one.
+"""``analyzer whatif --search``: replay a grid of configurations, keep the Pareto front, recommend.
 
 Every configuration of the grid (``search_grid.py``) and every baseline preset (default
 ``kube-default``) is replayed and evaluated by the what-if comparison itself (``run_whatif``: its
