@@ -16,7 +16,7 @@ from replay_fixtures import GI, N, P, build
 from analyzer.cli import main
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, write_snapshot
-from analyzer.scheduling.strategies import strategy_config
+from analyzer.scheduling.strategies import load_strategy, strategy_config
 from analyzer.whatif.search import SearchRow, SearchSettings, pareto_front, recommend, run_search
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, parse_grid
 
@@ -124,6 +124,11 @@ def test_searched_yaml_round_trips_to_the_preset(tmp_path: Path) -> None:
         preset.scores,
         preset.args,
     )
+    loaded, named = load_strategy(str(path)), load_strategy("most-allocated-loadaware")
+    assert [type(f).__name__ for f in loaded.filters] == [type(f).__name__ for f in named.filters]
+    assert [(type(s.plugin).__name__, s.weight) for s in loaded.scorers] == [
+        (type(s.plugin).__name__, s.weight) for s in named.scorers
+    ]
     by_file, by_name = _score(tmp_path, str(path)), _score(tmp_path, "most-allocated-loadaware")
     assert by_file["nodes"] == by_name["nodes"] and by_file["selected"] == by_name["selected"]
     # an RTCR point with other weights keeps its shape and weights through the file
