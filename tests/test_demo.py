@@ -57,7 +57,8 @@ def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
     data = json.loads((out / "whatif" / "search.json").read_text())
     assert data["sentence"] in run.output  # the summary names the answer
     rows = data["search"]["rows"]
-    assert rows[0]["name"] == "observed" and len(rows) == 4  # observed, kube-default, 2 searched
+    # observed, the baselines kube-default and most-allocated, 2 searched configurations
+    assert [r["kind"] for r in rows] == ["observed", "baseline", "baseline", "searched", "searched"]
     for row in rows:
         assert 0 <= row["peak_nodes"] <= 12
         assert min(row["violations"], row["waited"], row["never_placed"]) >= 0
