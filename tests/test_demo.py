@@ -45,3 +45,26 @@ def test_demo_writes_snapshot_aggregates_and_reports(tmp_path: Path) -> None:
         "Was the data complete?",
     ):
         assert question in html
+
+
+def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    args = ["demo", "--out", str(out), "--nodes", "12", "--days", "1", "--step", "600"]
+    run = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    page = out / "whatif" / "search.html"
+    assert page.is_file() and (out / "whatif" / "report.html").is_file()
+    data = json.loads((out / "whatif" / "search.json").read_text())
+    assert data["sentence"] in run.output  # the summary names the answer
+    rows = data["search"]["rows"]
+    # observed, the baselines kube-default and most-allocated, 2 searched configurations
+    assert [r["kind"] for r in rows] == ["observed", "baseline", "baseline", "searched", "searched"]
+    for row in rows:
+        assert 0 <= row["peak_nodes"] <= 12
+        assert min(row["violations"], row["waited"], row["never_placed"]) >= 0
+    # the demo's memory pool is dedicated: tainted, and only its own workload tolerates it
+    snapshot = read_snapshot(out / "snapshot")
+    memory = snapshot.nodes[snapshot.nodes["pool"] == "memory"]
+    assert all("dedicated" in t for t in memory["taints"])
+    tolerant = snapshot.pods[snapshot.pods["tolerations"].str.contains("dedicated")]
+    assert set(tolerant["workload_name"].str.replace(r"-\d+$", "", regex=True)) == {"session-cache"}

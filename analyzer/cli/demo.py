@@ -3,8 +3,9 @@
 Generates the synthetic cluster (fixed seed), writes its snapshot, exports NodeMetric aggregates
 at the end of the data, evaluates threshold violations over the whole period, and writes one
 nightly report per day (oldest first, so the history store gives each report its deltas vs the
-previous day and the index lists every day). The default size is 200 nodes × 7 days at a 5-minute
-step, which keeps the run well under a minute.
+previous day and the index lists every day), then the what-if comparison of the presets and a
+demo-sized configuration search (``OUT/whatif/search.html``). The default size is 200 nodes × 7
+days at a 5-minute step, which keeps the run under a minute on two cores.
 """
 
 from __future__ import annotations
@@ -24,10 +25,57 @@ from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
+from analyzer.report.search import write_search_report
+from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
+from analyzer.sources.placement import crowding_place
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
 from analyzer.usage.violations import find_violations
+from analyzer.whatif.compare import run_whatif
+from analyzer.whatif.search import (
+    SearchSettings,
+    grid_files,
+    restrict,
+    search_result,
+    search_settings,
+)
+from analyzer.whatif.search_grid import SearchGrid
+
+
+# The demo cluster's density: 60–75 % of cpu requested on the general pool, a dedicated (tainted)
+# memory pool that fills up, workloads that request about twice the cpu they use (as most
+# clusters do), hot nodes whose own processes burn (so a placement cannot move the heat), and a
+# few crowded nodes whose cpu ran out with memory left over (stranded capacity).
+def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
+    """The demo's ``SyntheticSpec`` (the density above)."""
+    return SyntheticSpec(
+        seed=seed,
+        nodes=nodes,
+        days=days,
+        step=step,
+        pods_per_node=11.0,
+        usage_scale=0.5,
+        dedicated_pools=("memory",),
+        hot_by_node=True,
+    )
+
+
+def demo_crowded(spec: SyntheticSpec) -> frozenset[str]:
+    """Two general nodes and one compute node per 100 nodes are filled first (fragmentation)."""
+    per_pool = {"general": max(1, 2 * spec.nodes // 100), "compute": max(1, spec.nodes // 100)}
+    return frozenset(f"{pool}-{k:04d}" for pool, count in per_pool.items() for k in range(count))
+
+
+# A demo-sized search: MostAllocated packing with LoadAwareScheduling at two cpu thresholds.
+# Pure bin packing (most-allocated) is a baseline: the what-if replays it anyway, and the page then
+# shows what the load-aware filter changes.
+DEMO_GRID = SearchGrid(
+    scoring=("MostAllocated",),
+    loadaware_thresholds=((("cpu", 35), ("memory", 95)), (("cpu", 45), ("memory", 95))),
+    loadaware_weights=(1,),
+    baselines=("kube-default", "most-allocated"),
+)
 
 # What a demo folder holds (and our temporary names): any other entry means it is not ours.
 DEMO_FILES = names_matching(
@@ -64,6 +112,8 @@ class DemoResult:
     reports: int
     whatif_html: Path
     whatif_recommendation: str
+    search_html: Path
+    search_sentence: str
     seconds: float
 
 
@@ -82,13 +132,11 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     began = time.monotonic()
     out = Path(settings.out)
     check_output_folder(out, DEMO_FILES, what="a demo folder", inside=True)
-    spec = SyntheticSpec(
-        seed=settings.seed, nodes=settings.nodes, days=settings.days, step=settings.step_seconds
-    )
+    spec = demo_spec(settings.seed, settings.nodes, settings.days, settings.step_seconds)
     say(
         f"generating a synthetic cluster: {spec.nodes} nodes × {spec.days:g} days, step {spec.step}s"
     )
-    snapshot = generate(spec).snapshot
+    snapshot = generate(spec, place=crowding_place(demo_crowded(spec))).snapshot
     snapshot_dir = write_snapshot(snapshot, out / "snapshot")
     say(f"snapshot written to {snapshot_dir}")
 
@@ -121,11 +169,20 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
 
-    # What-if: every strategy replayed on the same snapshot, compared with what really happened.
-    from analyzer.report.whatif import demo_whatif
-
-    whatif, whatif_paths = demo_whatif(snapshot, out, thresholds=settings.settings.thresholds)
+    # What-if: every preset and the demo's search grid replayed in one comparison (one process
+    # pool, observed and kube-default once), then split into the two pages.
+    search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=settings.settings.thresholds)
+    with grid_files(DEMO_GRID.configs()) as files:
+        combined = run_whatif(
+            snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
+        )
+    whatif = restrict(combined, DEMO_STRATEGIES)
+    search = search_result(combined, files, search_settings_)
+    whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
     say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")
+    # written after the what-if report, which replaces OUT/whatif/ as a whole
+    search_paths = write_search_report(search, out / FOLDER)
+    say(f"search written to {search_paths.html}: {search.sentence}")
 
     return DemoResult(
         snapshot_dir=snapshot_dir,
@@ -137,5 +194,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         reports=len(days),
         whatif_html=whatif_paths.html,
         whatif_recommendation=whatif.recommendation,
+        search_html=search_paths.html,
+        search_sentence=search.sentence,
         seconds=time.monotonic() - began,
     )

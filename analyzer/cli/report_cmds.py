@@ -165,4 +165,9 @@ def demo_cmd(out: Path, seed: int, nodes: int, days: int, step_seconds: int) -> 
     )
     click.echo(f"  what-if:       {result.whatif_html}")
     click.echo(f"  {result.whatif_recommendation}")
-    click.echo(f"Open {latest.html} and {result.whatif_html} in a browser (they work offline).")
+    click.echo(f"  search:        {result.search_html}")
+    click.echo(f"  {result.search_sentence}")
+    click.echo(
+        f"Open {latest.html}, {result.whatif_html} and {result.search_html} in a browser "
+        "(they work offline)."
+    )

@@ -117,6 +117,8 @@ def score(
 @main.command()
 def strategies() -> None:
     """List the named scheduling strategies (any KubeSchedulerConfiguration file works too)."""
-    for strategy in available_strategies():
-        click.echo(f"{strategy.name:16s} {strategy.description}")
-    click.echo(f"{'<file.yaml>':16s} any KubeSchedulerConfiguration v1 or legacy Policy file")
+    presets = available_strategies()
+    width = max(len("<file.yaml>"), *(len(s.name) for s in presets))
+    for strategy in presets:
+        click.echo(f"{strategy.name:{width}s} {strategy.description}")
+    click.echo(f"{'<file.yaml>':{width}s} any KubeSchedulerConfiguration v1 or legacy Policy file")

@@ -23,10 +23,10 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
     return value
 
 
-def _settings(ctx: click.Context, opts: dict[str, Any]) -> WhatIfSettings:
+def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False) -> WhatIfSettings:
     """Strategies (at least one), seeds, workers and thresholds (flags, then config, then 65/95)."""
     strategies = tuple(opts["strategies"])
-    if not strategies:
+    if not strategies and not search:
         raise InputError(
             "--strategy: name at least one strategy or KubeSchedulerConfiguration file "
             "(see 'analyzer strategies'), e.g. --strategy most-allocated"
@@ -92,14 +92,39 @@ def _table(result: WhatIfResult) -> str:
 @_options
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="table",
               show_default=True)  # fmt: skip
+@click.option(
+    "--search",
+    is_flag=True,
+    help="Explore a grid of configurations (scoring × resource weights × LoadAware "
+    "thresholds × LoadAware weight), report the Pareto front and recommend one.",
+)
+@click.option(
+    "--search-grid",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML grid replacing or extending the built-in one (docs/whatif.md).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --search: write OUT/search.html (+ JSON, CSV, scheduler YAML).",
+)
+@click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder searched before the bundled templates.")  # fmt: skip
 @click.pass_context
 def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     """Replay SNAPSHOT's pods under other scheduling strategies and compare the outcomes.
 
     Per strategy and seed: pods placed / waited / never placed, active nodes (peak, mean,
     node-hours released vs observed), allocation, projected threshold violations, fragmentation,
-    imbalance and the share of pods moved.
+    imbalance and the share of pods moved. With --search: a grid of configurations instead, its
+    Pareto front (peak nodes, violations, waiting pods) and the configuration to apply.
     """
+    if opts["search"]:
+        _search(ctx, snapshot, opts)
+        return
+    for flag in ("search_grid", "out"):
+        if opts[flag] is not None:
+            raise InputError(f"--{flag.replace('_', '-')}: only with --search")
     settings = _settings(ctx, opts)
     result = run_whatif(read_snapshot(snapshot), settings)
     if opts["fmt"] == "json":
@@ -134,3 +159,60 @@ def report_whatif_cmd(
     click.echo(result.recommendation)
     click.echo(f"report: {paths.html}")
     click.echo(f"json:   {paths.json}")
+
+
+def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
+    """``whatif --search``: run the grid, print the table, the sentence and the YAML to apply."""
+    from analyzer.whatif.search import SearchSettings, run_search
+    from analyzer.whatif.search_grid import load_grid
+
+    if opts["out"] is not None:
+        from analyzer.report.output import check_whatif_out
+
+        check_whatif_out(opts["out"])  # before the replays: never lose a user's folder
+    base = _settings(ctx, opts, search=True)
+    grid = load_grid(opts["search_grid"])
+    if base.strategies:  # --strategy adds baselines to the grid's
+        grid = replace(grid, baselines=(*grid.baselines, *base.strategies))
+    settings = SearchSettings(
+        grid=grid,
+        seeds=base.seeds,
+        kubernetes_version=base.kubernetes_version,
+        thresholds=base.thresholds,
+        workers=base.workers,
+    )
+    result = run_search(read_snapshot(snapshot), settings)
+    paths = None
+    if opts["out"] is not None:
+        from analyzer.report.search import write_search_report
+
+        paths = write_search_report(result, opts["out"], templates_dir=opts["templates_dir"])
+    if opts["fmt"] == "json":
+        from analyzer.report.whatif import _clean
+
+        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        return
+    rows = [
+        {
+            "configuration": r.name,
+            "peak_nodes": round(r.peak_nodes, 1),
+            "violations": int(r.violations),  # worst seed: a whole count
+            "waited": int(r.waited),
+            "never_placed": int(r.never_placed),
+            "front": "*" if r.on_front else "",
+            "recommended": "<==" if r.recommended else "",
+        }
+        for r in result.rows
+    ]
+    with pd.option_context("display.max_columns", None, "display.width", 250):
+        click.echo(pd.DataFrame(rows).to_string(index=False))
+    click.echo("")
+    click.echo(result.sentence)
+    text = result.recommended_yaml()
+    if text is not None:
+        click.echo("")
+        click.echo(text.rstrip())
+    if paths is not None:
+        click.echo(f"report: {paths.html}")
+        if paths.yaml is not None:
+            click.echo(f"yaml:   {paths.yaml}")

@@ -68,12 +68,15 @@ def make_readable(path: Path) -> None:
 _OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif|lost\+found)$")
 
 
-# What the what-if folder (OUT/whatif/) holds; it is replaced as a whole.
-WHATIF_FILES = names_matching(("report.html", "report.json", "*.csv"))
+# What a what-if folder holds (the report, and the configuration search beside it); the report
+# replaces it as a whole.
+WHATIF_FILES = names_matching(
+    ("report.html", "report.json", "*.csv", "search.html", "search.json", "search-scheduler.yaml")
+)
 
 
 def check_whatif_out(folder: Path, option: str = "--out") -> None:
-    """Before any work: ``OUT/whatif`` can be written and is new, empty or ours (exit 2)."""
+    """Before any work: a what-if folder can be written and is new, empty or ours (exit 2)."""
     check_output_folder(folder, WHATIF_FILES, option, what="a what-if report")
 
 

@@ -27,7 +27,6 @@ from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.csvsafe import write_csv
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
@@ -41,8 +40,7 @@ from analyzer.report.whatif_tables import (
     seeds_table,
     wait_reasons_table,
 )
-from analyzer.usage.thresholds import ThresholdConfig
-from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
+from analyzer.whatif.compare import WhatIfResult
 from analyzer.whatif.explain import why_sentence
 
 FOLDER = "whatif"  # where ``analyzer demo`` puts the what-if report inside its output folder
@@ -349,17 +347,6 @@ def write_whatif_report(
 
 
 DEMO_STRATEGIES = ("kube-default", "most-allocated", "rtcr-binpack", "koord-loadaware")
-
-
-def demo_whatif(
-    snapshot: Snapshot, out: Path, *, thresholds: ThresholdConfig | None = None
-) -> tuple[WhatIfResult, WhatIfPaths]:
-    """What ``analyzer demo`` adds: every preset compared on the demo snapshot, in ``OUT/whatif/``."""
-    settings = WhatIfSettings(
-        strategies=DEMO_STRATEGIES, seeds=1, thresholds=thresholds or ThresholdConfig()
-    )
-    result = run_whatif(snapshot, settings)
-    return result, write_whatif_report(result, Path(out) / FOLDER)
 
 
 def _clean(value: Any) -> Any:

@@ -75,6 +75,14 @@ def register_strategy(strategy: Strategy) -> None:
     STRATEGIES.register(strategy.name, strategy)
 
 
+_RTCR_BINPACK = {
+    "type": "RequestedToCapacityRatio",
+    "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+    "requestedToCapacityRatio": {
+        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    },
+}
+
 register_strategy(
     Strategy(
         "kube-default",
@@ -96,23 +104,7 @@ register_strategy(
         _config(
             _KUBE_SCORES,
             _KUBE_FILTERS,
-            [
-                _fit(
-                    {
-                        "type": "RequestedToCapacityRatio",
-                        "resources": [
-                            {"name": "cpu", "weight": 1},
-                            {"name": "memory", "weight": 1},
-                        ],
-                        "requestedToCapacityRatio": {
-                            "shape": [
-                                {"utilization": 0, "score": 0},
-                                {"utilization": 100, "score": 10},
-                            ]
-                        },
-                    }
-                )
-            ],
+            [_fit(_RTCR_BINPACK)],
         ),
     )
 )
@@ -124,6 +116,39 @@ register_strategy(
             [*_KUBE_SCORES, {"name": "LoadAwareScheduling", "weight": 1}],
             [*_KUBE_FILTERS, "LoadAwareScheduling"],
             [_fit({"type": "LeastAllocated"}), {"name": "LoadAwareScheduling", "args": {}}],
+        ),
+    )
+)
+
+# Bin packing paired with Koordinator's LoadAwareScheduling (research/koordinator.md §1): the
+# packing score fills nodes, the load-aware filter refuses nodes whose usage is already above the
+# thresholds and its score prefers the less loaded of the packed candidates. Same arithmetic as the
+# plugins above; only the profile differs.
+_LOADAWARE_SCORES = [*_KUBE_SCORES, {"name": "LoadAwareScheduling", "weight": 1}]
+_LOADAWARE_FILTERS = [*_KUBE_FILTERS, "LoadAwareScheduling"]
+_LOADAWARE_ARGS = {"name": "LoadAwareScheduling", "args": {}}
+register_strategy(
+    Strategy(
+        "most-allocated-loadaware",
+        "bin packing with load-aware filtering: NodeResourcesFit MostAllocated + BalancedAllocation"
+        " + Koordinator LoadAwareScheduling (thresholds cpu 65 / memory 95, weight 1)",
+        _config(
+            _LOADAWARE_SCORES,
+            _LOADAWARE_FILTERS,
+            [_fit({"type": "MostAllocated"}), _LOADAWARE_ARGS],
+        ),
+    )
+)
+register_strategy(
+    Strategy(
+        "rtcr-binpack-loadaware",
+        "bin packing with load-aware filtering: RequestedToCapacityRatio 0→0, 100→10 on cpu, "
+        "memory + BalancedAllocation + Koordinator LoadAwareScheduling (cpu 65 / memory 95, "
+        "weight 1)",
+        _config(
+            _LOADAWARE_SCORES,
+            _LOADAWARE_FILTERS,
+            [_fit(_RTCR_BINPACK), _LOADAWARE_ARGS],
         ),
     )
 )

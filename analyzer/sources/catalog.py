@@ -54,6 +54,7 @@ class NodePool:
     instance_type: str
     gpus: int = 0
     annotations: Mapping[str, str] = field(default_factory=dict)
+    dedicated: bool = False  # tainted dedicated=<name>:NoSchedule (SyntheticSpec.dedicated_pools)
 
 
 POOLS: tuple[NodePool, ...] = (
@@ -367,24 +368,40 @@ TRAIN = Template(
 # ---- scheduling constraints (what the generator's placement masks stand for) ----------------
 POOL_LABEL = "cloud.google.com/gke-nodepool"
 GPU_TAINT: Mapping[str, str] = {"key": GPU, "value": "present", "effect": "NoSchedule"}
+DEDICATED_KEY = "dedicated"
 
 
 def pool_taints(pool: NodePool) -> list[dict[str, str]]:
-    """Taints of a node of ``pool``: GPU nodes carry ``nvidia.com/gpu=present:NoSchedule``."""
-    return [dict(GPU_TAINT)] if pool.gpus else []
+    """Taints of a node of ``pool``: GPU nodes carry ``nvidia.com/gpu=present:NoSchedule``,
+    dedicated pools ``dedicated=<pool>:NoSchedule``."""
+    taints = [dict(GPU_TAINT)] if pool.gpus else []
+    if pool.dedicated:
+        taints.append({"key": DEDICATED_KEY, "value": pool.name, "effect": "NoSchedule"})
+    return taints
 
 
-def template_constraints(template: Template) -> tuple[list[dict[str, str]], dict[str, str]]:
+def template_constraints(
+    template: Template, dedicated: tuple[str, ...] = ()
+) -> tuple[list[dict[str, str]], dict[str, str]]:
     """A workload's (tolerations, nodeSelector), matching the placement mask the generator uses.
 
     DaemonSets tolerate every taint (operator Exists, as node agents do) so they run on every
     node; a ``pool`` restriction is a nodeSelector on the pool label, and the GPU pool's workloads
-    also tolerate the GPU taint.
+    also tolerate the GPU taint; the workloads of a pool in ``dedicated`` tolerate its taint.
     """
     tolerations: list[dict[str, str]] = []
     if template.kind == "DaemonSet":
         tolerations.append({"operator": "Exists"})
     elif template.pool == "gpu":
         tolerations.append({"key": GPU, "operator": "Exists", "effect": "NoSchedule"})
+    if template.kind != "DaemonSet" and template.pool is not None and template.pool in dedicated:
+        tolerations.append(
+            {
+                "key": DEDICATED_KEY,
+                "operator": "Equal",
+                "value": template.pool,
+                "effect": "NoSchedule",
+            }
+        )
     selector = {POOL_LABEL: template.pool} if template.pool is not None else {}
     return tolerations, selector

@@ -190,11 +190,16 @@ def _resource_series(
 
 
 def _constraint_series(
-    out: SeriesWriter, target: KsmTarget, base: Mapping[str, str], pod: Pod, w: _Window
+    out: SeriesWriter,
+    target: KsmTarget,
+    base: Mapping[str, str],
+    pod: Pod,
+    w: _Window,
+    dedicated: tuple[str, ...] = (),
 ) -> None:
     """``kube_pod_tolerations`` (one series per toleration; KSM omits unset fields) and
     ``kube_pod_nodeselectors`` (one series, ``nodeselector_<sanitised label>``)."""
-    tolerations, selector = template_constraints(pod.template)
+    tolerations, selector = template_constraints(pod.template, dedicated)
     for toleration in tolerations:
         own = dict(base) | {k: v for k, v in toleration.items() if v}
         out.const(target.head("kube_pod_tolerations", own), "1", w.first, w.last)
@@ -234,7 +239,7 @@ def write_pod(out: SeriesWriter, cluster: SyntheticCluster, index: int, target: 
         "owner_name": pod.owner_name,
     }
     out.const(target.head("kube_pod_owner", owner), "1", w.first, w.last)
-    _constraint_series(out, target, base, pod, w)
+    _constraint_series(out, target, base, pod, w, cluster.spec.dedicated_pools)
     out.const(target.head("kube_pod_created", base), str(pod.created), w.first, w.last)
     if pod.scheduled is not None:
         head = target.head("kube_pod_status_scheduled_time", base)

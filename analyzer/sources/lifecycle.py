@@ -234,16 +234,16 @@ def build_pods(spec: SyntheticSpec, pools: tuple[str, ...], rng: np.random.Gener
     return builder.pods
 
 
-def _request(pod: Pod, pools: tuple[str, ...], pools_arr: np.ndarray) -> PlacementRequest:
+def _request(pod: Pod, pools_arr: np.ndarray, closed: tuple[str, ...]) -> PlacementRequest:
     requests = dict(pod_requests(pod.spec))
     requests["pods"] = 1
     if pod.pin >= 0:
-        allowed = np.zeros(len(pools), dtype=bool)
+        allowed = np.zeros(len(pools_arr), dtype=bool)
         allowed[pod.pin] = True
     elif pod.template.pool is not None:
         allowed = pools_arr == pod.template.pool
     else:
-        allowed = pools_arr != "gpu"  # the GPU pool is tainted; only GPU workloads tolerate it
+        allowed = ~np.isin(pools_arr, closed)  # tainted pools: only their workloads tolerate them
     return PlacementRequest(
         uid=pod.uid,
         requests=requests,
@@ -269,10 +269,13 @@ def run_lifecycles(
     place: Placer,
     rng: np.random.Generator,
     window: tuple[int, int],
+    *,
+    closed: tuple[str, ...] = ("gpu",),
 ) -> None:
     """Place and run every pod in time order, filling in node, times and phase in place.
 
     Pods whose object never exists inside ``window`` (unix seconds, inclusive) are dropped.
+    ``closed`` pools are tainted: only the workloads bound to them are placed there.
     """
     begin, end = window
     pools_arr = np.array(state.pools)
@@ -316,7 +319,7 @@ def run_lifecycles(
         if kind == _ARRIVE:
             if pod.phase == "Deleted":  # replaced before it was even offered
                 continue
-            pod.request = _request(pod, state.pools, pools_arr)
+            pod.request = _request(pod, pools_arr, closed)
             if not bind(i, now):
                 pending.append(i)
             continue

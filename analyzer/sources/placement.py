@@ -97,3 +97,26 @@ def least_allocated_place(pod: PlacementRequest, state: ClusterState) -> int | N
     score = free.mean(axis=1)
     score[~feasible] = -np.inf
     return int(np.argmax(score))
+
+
+def crowding_place(crowded: frozenset[str]) -> Placer:
+    """``least_allocated_place``, except that the named nodes are filled first, fullest first.
+
+    What a few nodes look like after a team's workloads were pinned to them for a while: their
+    cpu runs out while memory is left over (stranded capacity, fragmentation). DaemonSet pods
+    keep their node; a pod that fits no crowded node goes to the least allocated one.
+    """
+
+    def place(pod: PlacementRequest, state: ClusterState) -> int | None:
+        feasible = state.fits(pod)
+        if pod.daemonset or not feasible.any():
+            return least_allocated_place(pod, state)
+        mask = feasible & np.array([name in crowded for name in state.nodes])
+        if not mask.any():
+            return least_allocated_place(pod, state)
+        alloc = np.maximum(state.allocatable[:, 0], 1).astype(np.float64)
+        free_share = (state.allocatable[:, 0] - state.requested[:, 0]) / alloc
+        free_share[~mask] = np.inf
+        return int(np.argmin(free_share))
+
+    return place

@@ -10,6 +10,8 @@ import numpy as np
 from analyzer.core.errors import InputError
 
 DEFAULT_START = datetime(2026, 11, 1, tzinfo=UTC)
+# Fields added after the first snapshots: left out of meta.json while they hold their default.
+OPTIONAL_FIELDS = {"dedicated_pools": (), "usage_scale": 1.0, "hot_by_node": False}
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,15 @@ class SyntheticSpec:
     - ``hot_nodes``: fraction of non-GPU nodes whose CPU runs above 65 % of allocatable for hours
       every day (at least one when there are 4 or more nodes);
     - ``gpu_pool``: whether the ``nvidia.com/gpu`` pool exists;
-    - ``pending_fraction``: share of new pods held pending for minutes before they are scheduled.
+    - ``pending_fraction``: share of new pods held pending for minutes before they are scheduled;
+    - ``dedicated_pools``: pools whose nodes carry the taint ``dedicated=<pool>:NoSchedule``, which
+      only the workloads bound to that pool tolerate (default none);
+    - ``usage_scale``: multiplies every app pod's mean cpu usage (below 1: over-requested
+      workloads, as most clusters run);
+    - ``hot_by_node``: hot nodes burn in their own processes (kept by the node under any
+      placement) instead of in their pods without a cpu limit.
+
+    The last three keep their defaults out of ``meta.json`` so default output does not change.
     """
 
     seed: int = 0
@@ -36,6 +46,9 @@ class SyntheticSpec:
     hot_nodes: float = 0.05
     gpu_pool: bool = True
     pending_fraction: float = 0.02
+    dedicated_pools: tuple[str, ...] = ()
+    usage_scale: float = 1.0
+    hot_by_node: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -50,6 +63,8 @@ class SyntheticSpec:
             raise InputError(f"--hot-nodes: {self.hot_nodes} must be a fraction in [0, 1]")
         if self.pods_per_node < 0:
             raise InputError(f"--pods-per-node: {self.pods_per_node} must be >= 0")
+        if self.usage_scale <= 0:
+            raise InputError(f"--usage-scale: {self.usage_scale} must be > 0")
         if self.start.tzinfo is None:
             raise InputError("--start: the time must carry a timezone (e.g. 2026-11-01T00:00:00Z)")
 

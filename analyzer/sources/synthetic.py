@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -43,7 +43,7 @@ from analyzer.sources.catalog import (
 )
 from analyzer.sources.lifecycle import Pod, build_pods, run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
-from analyzer.sources.spec import Grid, SyntheticSpec
+from analyzer.sources.spec import OPTIONAL_FIELDS, Grid, SyntheticSpec
 from analyzer.sources.usage import NodeShape, Usage, generate_usage
 
 POD_RESOURCES = ("cpu", "memory", "ephemeral-storage", GPU)
@@ -111,6 +111,8 @@ def build_nodes(spec: SyntheticSpec, rng: np.random.Generator) -> list[Synthetic
     """The cluster's nodes, pool by pool; a few non-GPU nodes are marked hot."""
     plan: list[tuple[str, NodePool]] = []
     for pool, count in _pool_counts(spec):
+        if pool.name in spec.dedicated_pools:
+            pool = replace(pool, dedicated=True)
         plan += [(f"{pool.name}-{k:04d}", pool) for k in range(count)]
     candidates = [i for i, (_, pool) in enumerate(plan) if not pool.gpus]
     n_hot = round(spec.hot_nodes * len(candidates))
@@ -208,7 +210,8 @@ def _pod_table(
         "last_seen": _times(last),
     }
     constraints = {
-        id(t): template_constraints(t) for t in {id(p.template): p.template for p in pods}.values()
+        id(t): template_constraints(t, spec.dedicated_pools)
+        for t in {id(p.template): p.template for p in pods}.values()
     }
     table["tolerations"] = [json.dumps(constraints[id(p.template)][0]) for p in pods]
     table["node_selector"] = [
@@ -269,14 +272,18 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         np.array([[n.allocatable.get(r, 0) for r in RESOURCES] for n in nodes], dtype=np.int64),
     )
     pods = build_pods(spec, state.pools, rng)
-    run_lifecycles(pods, state, place or least_allocated_place, rng, (spec.start_s, spec.end_s))
+    closed = ("gpu", *spec.dedicated_pools)  # tainted pools: only their own workloads go there
+    window = (spec.start_s, spec.end_s)
+    run_lifecycles(pods, state, place or least_allocated_place, rng, window, closed=closed)
     shape = NodeShape(
         allocatable_cpu=np.array([n.allocatable["cpu"] for n in nodes], dtype=np.float64),
         capacity_cpu=np.array([n.capacity["cpu"] for n in nodes], dtype=np.float64),
         capacity_memory=np.array([n.capacity["memory"] for n in nodes], dtype=np.float64),
         hot=np.array([n.hot for n in nodes]),
     )
-    usage = generate_usage(pods, shape, grid, rng)
+    usage = generate_usage(
+        pods, shape, grid, rng, cpu_scale=spec.usage_scale, hot_by_node=spec.hot_by_node
+    )
     node_usage, pod_usage = _usage_tables(pods, nodes, usage)
     meta = SnapshotMeta(
         source=f"synthetic:seed={spec.seed},nodes={spec.nodes},days={spec.days},step={spec.step}s",
@@ -286,7 +293,11 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         collected_at=_iso(spec.end_s),  # fixed, so the same spec writes the same bytes
         analyzer_version=__version__,
         extra={
-            "generator": {k: str(v) for k, v in asdict(spec).items()},
+            "generator": {
+                k: str(v)
+                for k, v in asdict(spec).items()
+                if k not in OPTIONAL_FIELDS or v != OPTIONAL_FIELDS[k]
+            },
             "hot_nodes": [n.name for n in nodes if n.hot],
             "priority_classes": dict(PRIORITY_CLASSES),
         },

@@ -88,9 +88,19 @@ def pod_windows(pods: list[Pod], grid: Grid) -> tuple[np.ndarray, np.ndarray]:
 
 
 def generate_usage(
-    pods: list[Pod], nodes: NodeShape, grid: Grid, rng: np.random.Generator
+    pods: list[Pod],
+    nodes: NodeShape,
+    grid: Grid,
+    rng: np.random.Generator,
+    *,
+    cpu_scale: float = 1.0,
+    hot_by_node: bool = False,
 ) -> Usage:
-    """Usage rows for every pod and the node totals (see the module docstring)."""
+    """Usage rows for every pod and the node totals (see the module docstring).
+
+    ``cpu_scale`` multiplies every pod's mean cpu; ``hot_by_node``: hot nodes burn in their own
+    overhead, never in their pods.
+    """
     n_nodes = len(nodes.allocatable_cpu)
     first, last = pod_windows(pods, grid)
     lengths = np.maximum(last - first + 1, 0)
@@ -104,13 +114,15 @@ def generate_usage(
 
     templates = [p.template for p in pods]
     base_cpu = np.array([t.cpu_use for t in templates]) * rng.lognormal(0, 0.25, len(pods))
+    if cpu_scale != 1.0:  # DaemonSet pods are node agents: their usage is not over-requested
+        base_cpu = np.where([p.pin >= 0 for p in pods], base_cpu, base_cpu * cpu_scale)
     base_mem = np.array([t.mem_use for t in templates]) * rng.lognormal(0, 0.15, len(pods))
     amplitude = np.array([t.daily for t in templates])
     noise = np.array([t.noise for t in templates])
     phase = rng.normal(0, 1.0, len(pods))
     cpu_limit = np.array([_limit(p, "cpu") for p in pods])
     mem_limit = np.array([_limit(p, "memory") for p in pods])
-    elastic = np.isinf(cpu_limit) & np.array([p.pin < 0 for p in pods])
+    elastic = np.isinf(cpu_limit) & np.array([p.pin < 0 and not hot_by_node for p in pods])
     node_of = np.array([p.node for p in pods], dtype=np.int64)
 
     wave = _cycle(times, phase[row_pod])

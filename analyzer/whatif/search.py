@@ -1,0 +1,303 @@
+"""``analyzer whatif --search``: replay a grid of configurations, keep the Pareto front, recommend.
+
+Every configuration of the grid (``search_grid.py``) and every baseline preset (default
+``kube-default``) is replayed and evaluated by the what-if comparison itself (``run_whatif``: its
+process pool, ``replay`` and ``evaluate``), with ``observed`` as the reference. Each row is then
+judged on three figures, all "fewer is better": **peak active nodes** (mean over seeds), **threshold
+violations** and **waiting pods** (worst seed for both, as the what-if recommendation reads them).
+
+- **Pareto front**: a configuration is on the front when no other configuration is at least as good
+  on all three figures and strictly better on one (``observed`` is the reference, not a candidate).
+- **Recommendation**: among the configurations with no more violations, waiting pods and
+  never-placed pods than observed, the one with the fewest peak active nodes, if that is fewer than
+  observed (ties: fewer violations, then fewer waiting pods, then fewer mean active nodes, then grid
+  order). Its KubeSchedulerConfiguration is what the page prints and the report writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from analyzer.core.snapshot import Snapshot
+from analyzer.replay.engine import OBSERVED
+from analyzer.scheduling.strategies import STRATEGIES
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.compare import (
+    StrategyComparison,
+    WhatIfResult,
+    WhatIfSettings,
+    run_whatif,
+)
+from analyzer.whatif.compare import recommend as compare_recommend
+from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, scheduler_yaml
+
+RULE = (
+    "Recommended: the fewest peak active nodes among the configurations with no more threshold "
+    "violations, waiting pods and never-placed pods than observed (worst seed), if fewer than "
+    "observed; ties go to fewer violations, then fewer waiting pods, then fewer mean active nodes."
+)
+FRONT_RULE = (
+    "Pareto front: no other configuration has at least as few peak nodes, violations and waiting "
+    "pods and strictly fewer of one."
+)
+HREF = "search.html"
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What to search: the grid, seeds, scheduler version, thresholds, pool size."""
+
+    grid: SearchGrid = DEFAULT_GRID
+    seeds: int = 1
+    kubernetes_version: str | None = None
+    thresholds: ThresholdConfig = field(default_factory=ThresholdConfig)
+    workers: int | None = None
+
+
+@dataclass
+class SearchRow:
+    """One configuration's outcome (``kind``: observed, baseline or searched)."""
+
+    name: str
+    kind: str
+    parameters: dict[str, Any]
+    peak_nodes: float
+    mean_nodes: float
+    violations: float
+    waited: float
+    never_placed: float
+    node_hours_released: float
+    document: dict[str, Any] | None
+    on_front: bool = False
+    eligible: bool = False
+    recommended: bool = False
+
+    @property
+    def objectives(self) -> tuple[float, float, float]:
+        """The three figures the front compares (all: fewer is better)."""
+        return (self.peak_nodes, self.violations, self.waited)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the document is kept out: the YAML side file holds the recommended one)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            **self.parameters,
+            "peak_nodes": self.peak_nodes,
+            "mean_nodes": self.mean_nodes,
+            "violations": self.violations,
+            "waited": self.waited,
+            "never_placed": self.never_placed,
+            "node_hours_released": self.node_hours_released,
+            "on_front": self.on_front,
+            "eligible": self.eligible,
+            "recommended": self.recommended,
+        }
+
+
+def pareto_front(points: Sequence[Sequence[float]]) -> list[bool]:
+    """For each point, whether no other point is ≤ on every coordinate and < on one."""
+
+    def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
+        return all(x <= y for x, y in zip(a, b, strict=True)) and any(
+            x < y for x, y in zip(a, b, strict=True)
+        )
+
+    return [not any(dominates(other, p) for other in points if other is not p) for p in points]
+
+
+def recommend(observed: SearchRow, rows: Sequence[SearchRow]) -> tuple[SearchRow | None, str]:
+    """The recommended row (see ``RULE``) and one sentence saying which, or why none."""
+    for row in rows:
+        row.eligible = (
+            row.violations <= observed.violations
+            and row.waited <= observed.waited
+            and row.never_placed <= observed.never_placed
+        )
+    fewer = [r for r in rows if r.eligible and r.peak_nodes < observed.peak_nodes]
+    if fewer:
+        best = min(
+            fewer,
+            key=lambda r: (r.peak_nodes, r.violations, r.waited, r.mean_nodes, rows.index(r)),
+        )
+        best.recommended = True
+        saved = observed.peak_nodes - best.peak_nodes
+        return best, (
+            f"Apply {best.name}: {best.peak_nodes:.0f} nodes at peak instead of the "
+            f"{observed.peak_nodes:.0f} observed ({saved:.0f} fewer), with "
+            f"{best.violations:.0f} threshold violations (observed {observed.violations:.0f}), "
+            f"{best.waited:.0f} waiting pods (observed {observed.waited:.0f}) and "
+            f"{best.never_placed:.0f} never placed (observed {observed.never_placed:.0f})."
+        )
+    if any(r.eligible for r in rows):
+        return None, (
+            f"No configuration saves nodes: every one with no more violations, waiting pods and "
+            f"never-placed pods than observed needed at least the {observed.peak_nodes:.0f} nodes "
+            "observed at peak."
+        )
+    return None, (
+        f"No configuration saves nodes safely: every one of the {len(rows)} searched had more "
+        f"threshold violations (observed {observed.violations:.0f}), waiting pods (observed "
+        f"{observed.waited:.0f}) or never-placed pods (observed {observed.never_placed:.0f})."
+    )
+
+
+@dataclass
+class SearchResult:
+    """The searched rows (observed first), the front, the recommendation and its YAML."""
+
+    source: str
+    start: str
+    end: str
+    grid: SearchGrid
+    seeds: int
+    thresholds: ThresholdConfig
+    rows: list[SearchRow]
+    recommended: str | None
+    sentence: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def observed(self) -> SearchRow:
+        """The reference row."""
+        return self.rows[0]
+
+    def best(self) -> SearchRow | None:
+        """The recommended row, if any."""
+        return next((r for r in self.rows if r.recommended), None)
+
+    def recommended_yaml(self) -> str | None:
+        """The recommended configuration as a KubeSchedulerConfiguration YAML document."""
+        best = self.best()
+        if best is None or best.document is None:
+            return None
+        return scheduler_yaml(best.document, best.name)
+
+    def first_screen(self) -> dict[str, str]:
+        """What the what-if page shows as its first card: the sentence and the link."""
+        return {"sentence": self.sentence, "href": HREF}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every number of the search, JSON-ready."""
+        return {
+            "source": self.source,
+            "start": self.start,
+            "end": self.end,
+            "seeds": self.seeds,
+            "grid": self.grid.to_dict(),
+            "thresholds": self.thresholds.to_dict(),
+            "rule": RULE,
+            "front_rule": FRONT_RULE,
+            "recommended": self.recommended,
+            "sentence": self.sentence,
+            "rows": [r.to_dict() for r in self.rows],
+            "scheduler_yaml": self.recommended_yaml(),
+            "notes": list(self.notes),
+        }
+
+
+def _row(c: StrategyComparison, kind: str, name: str, config: SearchConfig | None) -> SearchRow:
+    parameters: dict[str, Any] = {
+        "scoring": c.name if kind == "baseline" else "as observed",
+        "resource_weights": None,
+        "loadaware_thresholds": None,
+        "loadaware_weight": 0,
+    }
+    document: dict[str, Any] | None = None
+    if config is not None:
+        parameters, document = config.parameters(), config.document()
+    elif kind == "baseline" and c.name in STRATEGIES:
+        document = dict(STRATEGIES.get(c.name).document)
+    return SearchRow(
+        name=name,
+        kind=kind,
+        parameters=parameters,
+        peak_nodes=c.stat("active_nodes_peak")["mean"],
+        mean_nodes=c.stat("active_nodes_mean")["mean"],
+        violations=c.stat("violations")["max"],
+        waited=c.stat("waited")["max"],
+        never_placed=c.stat("never_placed")["max"],
+        node_hours_released=c.stat("node_hours_released")["mean"],
+        document=document,
+    )
+
+
+@contextlib.contextmanager
+def grid_files(configs: Sequence[SearchConfig]) -> Iterator[dict[str, SearchConfig]]:
+    """One KubeSchedulerConfiguration file per configuration, in a temporary folder, by path.
+
+    The what-if comparison takes presets or configuration files, so the paths are strategies.
+    """
+    with tempfile.TemporaryDirectory(prefix="analyzer-search-") as folder:
+        files = {}
+        for i, config in enumerate(configs):
+            path = Path(folder) / f"config-{i:03d}.yaml"
+            path.write_text(config.yaml())
+            files[str(path)] = config
+        yield files
+
+
+def search_result(
+    whatif: WhatIfResult, files: Mapping[str, SearchConfig], settings: SearchSettings
+) -> SearchResult:
+    """The search's rows from a comparison that replayed the grid's files and baselines
+    (strategies the comparison ran besides those are left out)."""
+    rows = []
+    for c in whatif.strategies:
+        if c.name == OBSERVED:
+            rows.append(_row(c, "observed", OBSERVED, None))
+        elif c.name in files:
+            rows.append(_row(c, "searched", files[c.name].name, files[c.name]))
+        elif c.name in settings.grid.baselines:
+            rows.append(_row(c, "baseline", c.name, None))
+    observed, candidates = rows[0], rows[1:]
+    for row, front in zip(
+        candidates, pareto_front([r.objectives for r in candidates]), strict=True
+    ):
+        row.on_front = front
+    best, sentence = recommend(observed, candidates)
+    return SearchResult(
+        source=whatif.source,
+        start=whatif.start,
+        end=whatif.end,
+        grid=settings.grid,
+        seeds=settings.seeds,
+        thresholds=settings.thresholds,
+        rows=rows,
+        recommended=best.name if best else None,
+        sentence=sentence,
+        notes=list(whatif.notes),
+    )
+
+
+def search_settings(settings: SearchSettings, files: Sequence[str], *more: str) -> WhatIfSettings:
+    """The comparison that replays the baselines, ``more`` presets and the grid's files."""
+    names = [b for b in settings.grid.baselines if b != OBSERVED]
+    names += [m for m in more if m not in names and m != OBSERVED]
+    return WhatIfSettings(
+        strategies=(*names, *files),
+        seeds=settings.seeds,
+        kubernetes_version=settings.kubernetes_version,
+        thresholds=settings.thresholds,
+        workers=settings.workers,
+    )
+
+
+def run_search(snapshot: Snapshot, settings: SearchSettings) -> SearchResult:
+    """Replay every configuration of the grid and every baseline; front and recommendation."""
+    with grid_files(settings.grid.configs()) as files:
+        whatif = run_whatif(snapshot, search_settings(settings, list(files)))
+    return search_result(whatif, files, settings)
+
+
+def restrict(whatif: WhatIfResult, names: Sequence[str]) -> WhatIfResult:
+    """The comparison of ``observed`` and ``names`` only, its recommendation recomputed (for a
+    what-if page when one comparison also replayed the search's configurations)."""
+    kept = [c for c in whatif.strategies if c.name == OBSERVED or c.name in names]
+    best, sentence = compare_recommend(kept)
+    return replace(whatif, strategies=kept, best=best, recommendation=sentence)
