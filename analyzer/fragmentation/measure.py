@@ -82,10 +82,14 @@ class FragmentationPoint:
 
     @property
     def frag_ratio(self) -> npt.NDArray[np.float64]:
-        """Σ F_n(M) / Σ free per resource (NaN when nothing is free)."""
+        """Σ F_n(M) / Σ free per resource (NaN when nothing is free).
+
+        F_n(M) is a popularity-weighted share of a node's free capacity, so the ratio is at most 1;
+        the weighted float sum can land an ulp above it (1.0000000000000002), which is clipped.
+        """
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio: npt.NDArray[np.float64] = np.where(
-                self.free > 0, self.frag_amount / self.free, np.nan
+                self.free > 0, np.minimum(self.frag_amount / self.free, 1.0), np.nan
             )
         return ratio
 

@@ -83,7 +83,12 @@ def resource_summary(frag: FragmentationResult) -> pd.DataFrame:
         if not allocatable > 0:
             continue  # no capacity of this resource: nothing to say about its free part
         free_total = float(group["free"].sum())
-        frag_pct = float(group["frag_amount"].sum()) / free_total * 100 if free_total else np.nan
+        # Σ F_n(M) ≤ Σ free exactly; the float sums can differ by an ulp, so cap at 100 %.
+        frag_pct = (
+            min(float(group["frag_amount"].sum()) / free_total * 100, 100.0)
+            if free_total
+            else np.nan
+        )
         stranded_pct = float(group["stranded"].sum()) / free_total * 100 if free_total else np.nan
         # Stranded has a rule for cpu, memory and devices only; elsewhere it is not measured.
         measured = resource in ("cpu", "memory") or is_device(resource)

@@ -1,0 +1,160 @@
+"""Every page ``analyzer demo`` writes, opened in a real headless Chromium as a user would.
+
+The demo is the first thing a new user runs, so its pages are checked for values no real cluster can
+produce: a NaN or ``undefined`` in the text, a share outside 0–100 %, a timedelta leaking into prose
+("0:00:00"), a count written as a float ("2,762.0"), a negative count or an impossible wait in the
+JSON side files. The first screen of each page is saved as a PNG under the test output
+(``$ANALYZER_TEST_OUTPUT``, default ``test-output/`` in the checkout) so that CI keeps what a user
+would have seen.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdp_client import Chromium, require_chromium
+from click.testing import CliRunner
+
+from analyzer.cli import main
+from analyzer.core.snapshot import read_snapshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOTS = Path(os.environ.get("ANALYZER_TEST_OUTPUT", REPO / "test-output")) / "screenshots"
+
+# A word that only a bug puts on a page.
+BAD_WORDS = re.compile(r"\b(NaN|nan|undefined|Infinity|-?inf)\b|(^|\t)None($|\t)", re.MULTILINE)
+# An unsigned percentage ("42.5 %", "100%"); a signed one ("+3 %", "−12 %") is a change, not a share.
+SHARE = re.compile(r"(?<![+\-−±\d.,])(\d{1,3}(?:,\d{3})*(?:\.\d+)?)\s?%")
+# Python's timedelta repr ("0:00:00", "1 day, 2:00:00") instead of a human duration.
+# A clock time after a date ("2026-11-25T11:30:14Z", "2026-11-25 11:30:14") is a timestamp.
+TIMEDELTA = re.compile(
+    r"(?<![\dT:-])(?<!\d{4}-\d{2}-\d{2} )\d{1,2}:\d{2}:\d{2}(?![\d:])|\bdays?, \d"
+)
+# Table cells under a header that names a count must be whole numbers ("2,762", never "2,762.0").
+COUNT_CELLS = """
+[...document.querySelectorAll('table')].flatMap(table => {
+  const heads = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
+  return [...table.querySelectorAll('tbody tr')].flatMap(row => [...row.cells].map((cell, i) =>
+    [heads[i] || '', cell.textContent.trim()]));
+})
+"""
+COUNT_HEADER = re.compile(r"\b(pods|nodes|violations|breaches|count|waited|placed)\b", re.I)
+NOT_COUNT_HEADER = re.compile(r"%|GiB|cores|share|hours|\bh\b|mean|avg|per|time|s\)", re.I)
+
+COUNT_KEYS = re.compile(
+    r"(^|_)(count|pods|nodes|violations|breaches|waited|never_placed|moved|placed|restarts)($|_)"
+)
+
+
+# Fractions in 0..1: shares of pods or capacity, FGD ratios, data coverage (keys without _pct).
+FRACTION_KEYS = re.compile(r"(^|_)(share|ratio|coverage)($|_)")
+# Percentages that are shares of something (0..100); other *_pct keys are usage over allocatable.
+SHARE_PCT_KEYS = re.compile(r"(share|coverage|requested|fragmentation|frag|moved|allocation)")
+DELTA_KEYS = re.compile(r"(delta|change)")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_chromium()
+    out = tmp_path_factory.mktemp("demo") / "demo-out"
+    run = CliRunner().invoke(main, ["demo", "--out", str(out)], catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    return out
+
+
+def _pages(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*.html") if p.is_file())
+
+
+def _walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _walk(item, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def test_demo_writes_every_page(demo: Path) -> None:
+    names = {p.relative_to(demo).as_posix() for p in _pages(demo)}
+    assert "reports/index.html" in names
+    assert "whatif/report.html" in names
+    assert sum(1 for n in names if re.fullmatch(r"reports/\d{4}-\d{2}-\d{2}/report\.html", n)) == 7
+
+
+def test_side_files_hold_possible_values(demo: Path) -> None:
+    snapshot = read_snapshot(demo / "snapshot")
+    start, end = (
+        datetime.fromisoformat(snapshot.meta.start),
+        datetime.fromisoformat(snapshot.meta.end),
+    )
+    window_s = (end - start).total_seconds()
+    assert window_s > 0
+    files = sorted([*demo.rglob("report.json"), *demo.rglob("search.json")])
+    assert files
+    for path in files:
+        document = json.loads(path.read_text(), parse_constant=lambda c: float(c))
+        for key, value in _walk(document):
+            where = f"{path.relative_to(demo)}: {key}"
+            if isinstance(value, float):
+                assert math.isfinite(value), f"{where} is {value}"
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                continue
+            leaf = key.rsplit(".", 1)[-1].split("[", 1)[0]
+            if COUNT_KEYS.search(leaf) and not leaf.startswith(("delta", "change")):
+                assert value >= 0, f"{where} is a negative count: {value}"
+            if "wait" in leaf and leaf.endswith("_s"):
+                assert 0 <= value <= window_s, f"{where}: {value} s is outside the window"
+            if leaf.endswith("_pct"):
+                if SHARE_PCT_KEYS.search(leaf) and not DELTA_KEYS.search(leaf):
+                    assert 0 <= value <= 100, f"{where}: {value} % is not a share"
+                elif not DELTA_KEYS.search(leaf):  # usage over allocatable may exceed 100 %
+                    assert value >= 0, f"{where}: {value} % is negative"
+            elif FRACTION_KEYS.search(leaf) and not DELTA_KEYS.search(leaf):
+                assert 0 <= value <= 1, f"{where}: {value} is not a fraction"
+
+
+def test_pages_in_chromium(demo: Path, tmp_path: Path) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    for page in _pages(demo):
+        name = page.relative_to(demo).as_posix()
+        browser = Chromium(tmp_path / f"profile-{name.replace('/', '-')}")
+        try:
+            browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000,
+                         deviceScaleFactor=1, mobile=False)  # fmt: skip
+            browser.open(page)
+            text = browser.evaluate("document.body.innerText")
+            cells = browser.evaluate(COUNT_CELLS)
+            shot = browser.call("Page.captureScreenshot", format="png")
+            (SCREENSHOTS / (name.replace("/", "_").removesuffix(".html") + ".png")).write_bytes(
+                base64.b64decode(shot["data"])
+            )
+            browser.call("Runtime.evaluate", expression="0")  # drain queued events
+        finally:
+            browser.close()
+        problems += [f"{name}: console error {e}" for e in browser.console_errors()]
+        problems += [f"{name}: '{m.group(0)}' on the page" for m in BAD_WORDS.finditer(text)]
+        problems += [f"{name}: timedelta '{m.group(0)}'" for m in TIMEDELTA.finditer(text)]
+        for head, cell in cells:
+            counts = COUNT_HEADER.search(head) and not NOT_COUNT_HEADER.search(head)
+            if counts and re.fullmatch(r"-?[\d,]+\.\d+", cell):
+                problems.append(f"{name}: count column '{head}' shows '{cell}'")
+        for match in SHARE.finditer(text):
+            if float(match.group(1).replace(",", "")) > 100:
+                context = text[max(0, match.start() - 60) : match.end()].replace("\n", " ")
+                problems.append(f"{name}: share above 100 %: …{context}")
+    assert not problems, "\n".join(problems[:40])
