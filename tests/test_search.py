@@ -183,7 +183,7 @@ def test_recommendation_rule() -> None:
 def test_grid_replace_and_extend() -> None:
     assert len(DEFAULT_GRID.configs()) == 2 * 1 * 2 * 2
     replaced = parse_grid({"scoring": ["MostAllocated"], "loadAwareThresholds": [None]})
-    assert [c.name for c in replaced.configs()] == ["most c1m1"]
+    assert [c.name for c in replaced.configs()] == ["MostAllocated"]
     extended = parse_grid({"extend": True, "loadAwareWeights": [3]})
     assert extended.loadaware_weights == (1, 2, 3)
     assert len(extended.configs()) == 2 * 2 * 3
@@ -282,12 +282,22 @@ def test_example_grid_and_docs_name_every_key() -> None:
         assert f"`{key}`" in docs
 
 
-def test_emitted_yaml_has_no_anchors() -> None:
-    # the filter and score points share the same "disabled: [*]" list in the document; a pasted
-    # file must spell it out twice, not as &id001 / *id001
+def test_emitted_yaml_keeps_the_default_plugins() -> None:
+    # Pasted into a real kube-scheduler, a profile that disabled "*" would also drop the plugins
+    # analyzer does not model (VolumeBinding, PodTopologySpread, …): the YAML only adds
+    # LoadAwareScheduling and sets NodeResourcesFit's scoring strategy, and has no YAML anchors.
     text = SearchConfig("MostAllocated", C1M1, LA65, 1).yaml()
     assert "&id" not in text and "*id" not in text
-    assert text.count("name: '*'") == 2
+    assert "disabled" not in text
+    profile = yaml.safe_load(text)["profiles"][0]
+    assert profile["plugins"] == {
+        "filter": {"enabled": [{"name": "LoadAwareScheduling"}]},
+        "score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 1}]},
+    }
+    assert (
+        "plugins"
+        not in yaml.safe_load(SearchConfig("MostAllocated", C1M1, None, 0).yaml())["profiles"][0]
+    )
 
 
 def test_one_comparison_split_into_the_whatif_and_the_search() -> None:

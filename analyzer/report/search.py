@@ -182,7 +182,8 @@ def front_chart(result: SearchResult) -> Chart:
         ax.set_xlabel("peak active nodes")
         ax.set_ylabel("threshold violations")
         ax.set_title("Peak nodes vs violations (fewer is better on both)")
-        ax.legend(fontsize=7)
+        # beside the plot, never over a point
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         alt = (
             f"Peak nodes vs violations for {len(rows)} configurations; observed "
             f"{observed.peak_nodes:.0f} nodes, {observed.violations:.0f} violations"

@@ -24,7 +24,6 @@ from analyzer.core.errors import InputError
 
 API = "kubescheduler.config.k8s.io/v1"
 SCORING_TYPES = ("MostAllocated", "RequestedToCapacityRatio", "LeastAllocated")
-_SHORT = {"MostAllocated": "most", "RequestedToCapacityRatio": "rtcr", "LeastAllocated": "least"}
 # kube-scheduler's v1 defaults the analyzer models, as in the presets
 _FILTERS = ("TaintToleration", "NodeAffinity", "NodeResourcesFit")
 LOADAWARE = "LoadAwareScheduling"
@@ -54,12 +53,14 @@ class SearchConfig:
 
     @property
     def name(self) -> str:
-        """A short unique label, e.g. ``most c1m1 + la cpu55/mem95 w2``."""
-        weights = "".join(f"{_abbrev(r)}{w}" for r, w in self.weights)
-        text = f"{_SHORT[self.scoring]} {weights}"
+        """A unique label a reader can decode, e.g. ``MostAllocated + LoadAware (cpu 55 %,
+        memory 95 %, weight 2)``; resource weights are named only when they are not all 1."""
+        text = self.scoring
+        if any(w != 1 for _, w in self.weights):
+            text += " (weights " + ", ".join(f"{r} {w}" for r, w in self.weights) + ")"
         if self.thresholds is not None:
-            limits = "/".join(f"{_short_resource(r)}{v}" for r, v in self.thresholds)
-            text += f" + la {limits} w{self.loadaware_weight}"
+            limits = ", ".join(f"{r} {v} %" for r, v in self.thresholds)
+            text += f" + LoadAware ({limits}, weight {self.loadaware_weight})"
         return text
 
     def parameters(self) -> dict[str, Any]:
@@ -81,11 +82,6 @@ class SearchConfig:
             strategy["requestedToCapacityRatio"] = {
                 "shape": [{"utilization": u, "score": s} for u, s in self.shape]
             }
-        filters = [{"name": n} for n in _FILTERS]
-        scores: list[dict[str, Any]] = [
-            {"name": "NodeResourcesFit", "weight": 1},
-            {"name": "NodeResourcesBalancedAllocation", "weight": 1},
-        ]
         plugin_config: list[dict[str, Any]] = [
             {
                 "name": "NodeResourcesFit",
@@ -96,9 +92,14 @@ class SearchConfig:
                 },
             }
         ]
+        profile: dict[str, Any] = {"schedulerName": "default-scheduler"}
         if self.thresholds is not None:
-            filters.append({"name": LOADAWARE})
-            scores.append({"name": LOADAWARE, "weight": self.loadaware_weight})
+            # Added to kube-scheduler's default plugins, which stay as they are: a profile that
+            # disabled "*" would also drop VolumeBinding, PodTopologySpread, … in a real cluster.
+            profile["plugins"] = {
+                "filter": {"enabled": [{"name": LOADAWARE}]},
+                "score": {"enabled": [{"name": LOADAWARE, "weight": self.loadaware_weight}]},
+            }
             plugin_config.append(
                 {
                     "name": LOADAWARE,
@@ -109,21 +110,8 @@ class SearchConfig:
                     },
                 }
             )
-        only = {"disabled": [{"name": "*"}]}
-        return {
-            "apiVersion": API,
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [
-                {
-                    "schedulerName": "default-scheduler",
-                    "plugins": {
-                        "filter": {**only, "enabled": filters},
-                        "score": {**only, "enabled": scores},
-                    },
-                    "pluginConfig": plugin_config,
-                }
-            ],
-        }
+        profile["pluginConfig"] = plugin_config
+        return {"apiVersion": API, "kind": "KubeSchedulerConfiguration", "profiles": [profile]}
 
     def yaml(self) -> str:
         """``document()`` as YAML, with a comment naming the configuration."""
@@ -141,14 +129,6 @@ def scheduler_yaml(document: Mapping[str, Any], name: str) -> str:
     """A KubeSchedulerConfiguration as plain YAML (no anchors), headed by a comment naming it."""
     body = yaml.dump(dict(document), Dumper=_PlainDumper, sort_keys=False, default_flow_style=False)
     return f"# analyzer whatif --search: {name}\n{body}"
-
-
-def _abbrev(resource: str) -> str:
-    return {"cpu": "c", "memory": "m"}.get(resource, resource)
-
-
-def _short_resource(resource: str) -> str:
-    return {"memory": "mem"}.get(resource, resource)
 
 
 @dataclass(frozen=True)
