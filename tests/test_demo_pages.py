@@ -127,6 +127,34 @@ def test_side_files_hold_possible_values(demo: Path) -> None:
                 assert 0 <= value <= 1, f"{where}: {value} is not a fraction"
 
 
+VERDICT = """
+(() => {
+  const answer = document.querySelector('[data-answer=best]').textContent;
+  const rows = [...document.querySelectorAll('table[data-table=comparison] tbody tr')]
+    .map(r => [...r.cells].map(c => c.textContent.trim()));
+  return [answer, rows];
+})()
+"""
+
+
+def test_whatif_verdict_figures_are_in_its_table(demo: Path, tmp_path: Path) -> None:
+    """The sentence a manager reads and the table under it show the same figures."""
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(demo / "whatif" / "report.html")
+        answer, rows = browser.evaluate(VERDICT)
+    finally:
+        browser.close()
+    by_name = {row[0]: set(row[1:]) for row in rows}
+    named = [n for n in by_name if n != "observed" and answer.startswith(n)]
+    assert len(named) == 1, answer  # the demo's verdict names the strategy it recommends
+    shown = by_name["observed"] | by_name[named[0]]
+    numbers = re.findall(r"\d[\d,]*(?:\.\d+)?", answer)
+    assert numbers
+    missing = [n for n in numbers if n not in shown]
+    assert not missing, f"{missing} of '{answer}' are not in the comparison table"
+
+
 def test_pages_in_chromium(demo: Path, tmp_path: Path) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
