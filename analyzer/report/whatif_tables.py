@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.report.views import Cell, Column, TableView, json_value
-from analyzer.whatif.compare import WhatIfResult
+from analyzer.whatif.compare import COMPARED, WhatIfResult
 
 DURATION = "duration"  # a column kind shown as "2 h 14 min", sorted and exported in seconds
 _UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
@@ -76,16 +76,9 @@ def comparison_table(result: WhatIfResult) -> WhatIfTable:
     rows = []
     for c in result.strategies:
         row: dict[str, Any] = {"strategy": c.name, "seeds": len(c.outcomes)}
-        for key in (
-            "active_nodes_peak",
-            "active_nodes_mean",
-            "node_hours_released",
-            "waited",
-            "never_placed",
-            "violations",
-            "nodes_with_violations",
-        ):
-            row[key] = c.worst(key)
+        for key in COMPARED:
+            if key != "moved_share":  # a share, shown as moved_pct below
+                row[key] = c.worst(key)
         peak = c.stat("active_nodes_peak")
         row["active_nodes_peak_spread"] = peak["max"] - peak["min"]
         for key, out in (
@@ -181,13 +174,18 @@ def headroom_table(result: WhatIfResult) -> WhatIfTable:
     return WhatIfTable("headroom", "Headroom per common pod shape", columns, frame, limit=None)
 
 
+def _first_seed_rows(result: WhatIfResult, attribute: str, keys: list[str]) -> pd.DataFrame:
+    """One outcome frame (``wait_reasons`` or ``moves``) of every strategy's first seed, stacked."""
+    frames = [
+        getattr(c.outcomes[0], attribute).assign(strategy=c.name)
+        for c in result.strategies
+        if len(getattr(c.outcomes[0], attribute))
+    ]
+    return pd.concat(frames, ignore_index=True)[keys] if frames else pd.DataFrame(columns=keys)
+
+
 def wait_reasons_table(result: WhatIfResult) -> WhatIfTable:
     """Why pods waited (first seed): strategy, the pods' pool, refusal reason, pods, nodes."""
-    frames = [
-        c.outcomes[0].wait_reasons.assign(strategy=c.name)
-        for c in result.strategies
-        if len(c.outcomes[0].wait_reasons)
-    ]
     columns = [
         Column("strategy", "Strategy"),
         Column("pool", "Pool the pods ran in"),
@@ -195,8 +193,7 @@ def wait_reasons_table(result: WhatIfResult) -> WhatIfTable:
         Column("pods", "Pods", "int"),
         Column("nodes_refusing_median", "Nodes refusing for it (median)", "int"),
     ]
-    keys = [c.key for c in columns]
-    frame = pd.concat(frames, ignore_index=True)[keys] if frames else pd.DataFrame(columns=keys)
+    frame = _first_seed_rows(result, "wait_reasons", [c.key for c in columns])
     return WhatIfTable(
         "wait_reasons", "Why pods waited (first seed)", columns, frame, limit=60,
         note="one row per strategy, pool and reason",
@@ -205,19 +202,13 @@ def wait_reasons_table(result: WhatIfResult) -> WhatIfTable:
 
 def moves_table(result: WhatIfResult) -> WhatIfTable:
     """Pods moved between pools (first seed): strategy, from pool, to pool, pods."""
-    frames = [
-        c.outcomes[0].moves.assign(strategy=c.name)
-        for c in result.strategies
-        if len(c.outcomes[0].moves)
-    ]
     columns = [
         Column("strategy", "Strategy"),
         Column("from_pool", "Ran in pool"),
         Column("to_pool", "Replayed in pool"),
         Column("pods", "Pods", "int"),
     ]
-    keys = [c.key for c in columns]
-    frame = pd.concat(frames, ignore_index=True)[keys] if frames else pd.DataFrame(columns=keys)
+    frame = _first_seed_rows(result, "moves", [c.key for c in columns])
     return WhatIfTable(
         "moves", "Pods moved to another pool (first seed)", columns, frame, limit=60,
         note="pods placed in another pool than they ran in, by pool",
