@@ -262,3 +262,24 @@ def test_why_sentence_counts_and_wording() -> None:
         "(most: 3 from general to memory)."
     )
     assert why_sentence("kube-default", waiting.iloc[:0], moves.iloc[:0]) == ""
+
+
+def test_cli_table_shows_the_worst_seed_like_the_verdict(
+    pooled: Snapshot, seeded: WhatIfResult, tmp_path: Path
+) -> None:
+    """``analyzer whatif --seeds 3`` prints the figures the verdict uses, not means over seeds."""
+    snap = write_snapshot(pooled, tmp_path / "snap")
+    args = ["whatif", str(snap), "--strategy", "kube-default", "--strategy", "most-allocated"]
+    run = CliRunner().invoke(
+        main, [*args, "--strategy", "rtcr-binpack", "--seeds", "3", "--workers", "1"]
+    )
+    assert run.exit_code == 0, run.output
+    header, *lines = run.output.splitlines()
+    column = header.split().index("waited")
+    row = next(line.split() for line in lines if line.split()[:1] == ["rtcr-binpack"])
+    waited = [
+        o.waited for o in next(c for c in seeded.strategies if c.name == "rtcr-binpack").outcomes
+    ]
+    assert len(set(waited)) > 1  # the seeds differ, so a mean would not be the worst seed
+    assert float(row[column]) == max(waited)
+    assert "worst tie-break seed" in run.output

@@ -21,7 +21,7 @@ from analyzer import __version__
 from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext, summary
 from analyzer.core.atomic import handle_termination
 from analyzer.core.config import build_default_map, load_config_file
-from analyzer.core.errors import AnalyzerError, Terminated
+from analyzer.core.errors import EXIT_ERROR, AnalyzerError, Terminated
 
 
 def _fail(message: str, code: int) -> None:
@@ -59,7 +59,20 @@ class AnalyzerGroup(click.Group):
             _fail("terminated by SIGTERM; nothing half-written was left", exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted (SIGINT); nothing half-written was left", 130)
+        except OSError as exc:  # disk full, file too large, I/O error: the machine, not the input
+            _fail(os_error_line(exc), EXIT_ERROR)
         return None
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for a file-system failure: what failed, on which file, and what to check."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    where = f" on {exc.filename}" if exc.filename else ""
+    code = f" (errno {exc.errno})" if exc.errno and f"errno {exc.errno}" not in what else ""
+    return (
+        f"{what}{where}{code}; check the free space, file size limits and permissions there; "
+        "nothing half-written was left"
+    )
 
 
 AnalyzerGroup.group_class = AnalyzerGroup  # plain subgroups (``queries``) format help the same

@@ -80,8 +80,9 @@ def _collect_day(
 @click.argument("snapshot", type=click.Path(path_type=Path), required=False)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output folder: writes OUT/<YYYY-MM-DD>/, OUT/index.html, OUT/history/.")  # fmt: skip
-@click.option("--date", "day", help="UTC day to report (YYYY-MM-DD). Default: the last day with "
-              "data (snapshot) or yesterday (--prometheus).")  # fmt: skip
+@click.option("--date", "day", help="UTC day to report: YYYY-MM-DD or 'yesterday'; the whole day, "
+              "after 00:00 up to and including 24:00. Default: the last day with data (snapshot) "
+              "or yesterday (--prometheus).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder of templates searched before the built-in ones.")  # fmt: skip
 @click.option("--fail-on-violations", is_flag=True, help="Exit 4 when any threshold was breached.")

@@ -80,7 +80,8 @@ def _table(result: WhatIfResult) -> str:
     rows = []
     for c in result.strategies:
         row: dict[str, Any] = {"strategy": c.name, "seeds": len(c.outcomes)}
-        row.update({k: round(c.stat(k)["mean"], 3) for k in COMPARED})
+        # The worst seed's figures, as the verdict and the report's table use them.
+        row.update({k: round(c.worst(k), 3) for k in COMPARED})
         rows.append(row)
     with pd.option_context("display.max_columns", None, "display.width", 250):
         text: str = pd.DataFrame(rows).to_string(index=False)
@@ -133,6 +134,8 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
         return
     click.echo(_table(result))
+    if settings.seeds > 1:
+        click.echo("(every figure is the strategy's worst tie-break seed, as in the verdict)")
     click.echo("")
     click.echo(result.recommendation)
 
