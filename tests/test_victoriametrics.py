@@ -7,12 +7,17 @@ node and pod usage (to floating-point noise: the two servers sum the same sample
 
 VictoriaMetrics' windows are open on the left (as Prometheus 3.x's are since prometheus#13213), so a
 raw sample stamped exactly at a chunk edge is a sample the collector has to ask for on both sides of
-the edge; the first grid point (``--start`` itself) is the case that lost it.
+the edge. And VictoriaMetrics finds series through a per-day index that a range ending exactly at
+00:00:00 UTC does not consult for that day: the day's range here starts and ends on midnights, and
+the import registers some series twice at random (see tests/victoria.py), so a collect whose
+requests ended there lost a different few midnight samples from each fresh server. The collector's
+requests never end on a midnight; ``test_a_series_born_at_midnight_is_read_by_a_range_ending_there``
+pins that down with a series whose only sample is at midnight, the same on every run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +27,9 @@ from victoria import import_openmetrics, require_victoria, start_victoria, stop_
 
 from analyzer.collect.run import CollectRequest, collect
 from analyzer.core.snapshot import Snapshot
+from analyzer.prom.client import PromClient
+from analyzer.prom.fetch import FetchPlan, make_grid, run_profile
+from analyzer.prom.profile import QuerySpec
 from analyzer.prom.settings import PromSettings
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
@@ -139,3 +147,55 @@ def test_import_converts_seconds_to_milliseconds(tmp_path: Path) -> None:
 
     assert _millisecond_line('up{job="a"} 1 1730419200.5') == 'up{job="a"} 1 1730419200500\n'
     assert _millisecond_line("x 2.5e3 1730419200") == "x 2.5e3 1730419200000\n"
+
+
+# 2026-11-01T00:00:00Z: a UTC midnight, where VictoriaMetrics' per-day series index changes day.
+MIDNIGHT = 1_793_491_200
+
+
+@pytest.fixture(scope="module")
+def midnight_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server holding ``edge_gauge`` for pod "old" (every 5 m up to midnight, which it crosses)
+    and pod "new", whose only sample is stamped exactly at midnight."""
+    require_victoria()
+    workdir = tmp_path_factory.mktemp("victoria-midnight")
+    data = workdir / "edge.om"
+    lines = [f'edge_gauge{{pod="old"}} {10 + k} {MIDNIGHT - 300 * k}\n' for k in range(12)]
+    lines.append(f'edge_gauge{{pod="new"}} 7 {MIDNIGHT}\n')
+    data.write_text("".join(lines))
+    server = start_victoria(workdir)
+    try:
+        assert import_openmetrics(server, data) == 13
+        yield server.url
+    finally:
+        stop_victoria(server)
+
+
+def test_a_series_born_at_midnight_is_read_by_a_range_ending_there(midnight_server: str) -> None:
+    """VictoriaMetrics reads a range ending exactly at 00:00:00 UTC without that day's series
+    index: a request ending there does not see pod "new". Every kind of request the collector
+    sends for a grid ending at midnight must still give its sample, at the last grid point."""
+    grid = make_grid(MIDNIGHT - 3600, MIDNIGHT, 300)
+    plan = FetchPlan(grid, chunk_points=4)  # several raw requests, the last ending at midnight
+    samples = QuerySpec(
+        "gauge", "edge_gauge[{{span}}]", kind="samples", dedupe=("pod",), sum_by=("pod",)
+    )
+    last_seen = QuerySpec("last", "edge_gauge[{{span}}]", kind="times", by=("pod",), combine="max")
+    ranged = QuerySpec("ranged", "max by (pod) (edge_gauge)", kind="range")
+    with PromClient(PromSettings(midnight_server)) as client:
+        results = run_profile(client, [samples, last_seen, ranged], plan)
+    times = np.arange(grid.start, grid.end + 1, grid.step, dtype=np.float64)
+    table = results["gauge"].table
+    assert table is not None
+    gauge = {s.labels["pod"]: s for s in table.series("gauge", times)}
+    assert set(gauge) == {"old", "new"}
+    assert gauge["new"].timestamps.tolist() == [MIDNIGHT] and gauge["new"].values.tolist() == [7]
+    assert gauge["old"].values[-1] == 10  # the sample at midnight itself, not the one before
+    seen = {s.labels["pod"]: float(s.values[0]) for s in results["last"].series}
+    assert seen == {"old": MIDNIGHT, "new": MIDNIGHT}
+    ranged_by_pod = {s.labels["pod"]: s for s in results["ranged"].series}
+    assert set(ranged_by_pod) == {"old", "new"}
+    assert ranged_by_pod["new"].timestamps.tolist() == [MIDNIGHT]
+    assert ranged_by_pod["new"].values.tolist() == [7]
+    # No point past the grid's end, though the range request reached one step further.
+    assert ranged_by_pod["old"].timestamps.max() == MIDNIGHT
