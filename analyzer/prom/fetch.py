@@ -31,8 +31,10 @@ from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
 from analyzer.prom.samples import SampleRule, sample_times, time_bounds
 
-# Raw-sample requests reach this much further back than their chunk (see ``run_profile``).
+# Raw-sample requests reach this much further back and forward than their chunk (see
+# ``run_profile``).
 EDGE_OVERLAP_SECONDS = 1
+DAY_SECONDS = 86_400
 MAX_POINTS = 11_000  # Prometheus: end-start/step must not exceed this many intervals
 DEFAULT_CHUNK_POINTS = 720  # 12 h at 1 m: small responses, many requests to run in parallel
 DEFAULT_WINDOW_POINTS = 1440  # inner subquery points per window evaluation (bounded server memory)
@@ -167,6 +169,27 @@ def _from(series: Series, start: float, *, closed: bool) -> Series:
     return Series(series.labels, ts[cut:], series.values[cut:], series.key)
 
 
+def _until(series: Series, end: float) -> Series:
+    """The samples up to ``end`` (``ts <= end``)."""
+    ts = series.timestamps
+    if not len(ts) or ts[-1] <= end:
+        return series
+    cut = int(np.searchsorted(ts, end, side="right"))
+    return Series(series.labels, ts[:cut], series.values[:cut], series.key)
+
+
+def range_reach(end: int, step: int) -> int:
+    """The ``end`` a range request ending at grid point ``end`` is sent with.
+
+    VictoriaMetrics finds series through a per-day index and reads a range ending exactly at
+    00:00:00 UTC as ending the day before (it subtracts 1 ms), so a series first stored at that
+    millisecond is missing from the last point. A request ending on a UTC midnight therefore
+    asks for one more step, and the extra point is dropped (both servers keep the same points:
+    rounding the end to the step would not move it past the midnight).
+    """
+    return end + step if end % DAY_SECONDS == 0 else end
+
+
 def merge_series(parts: list[list[Series]]) -> list[Series]:
     """Concatenate chunks (given in time order) per label set; equal timestamps keep the max."""
     groups: dict[tuple[tuple[str, str], ...], list[Series]] = {}
@@ -260,15 +283,24 @@ def run_profile(
             # Prometheus ≤ 2.x reads selector[span] at ``end`` as [end - span, end]; Prometheus
             # ≥ 3.0 and VictoriaMetrics as (end - span, end]. Asking for a little more and cutting
             # here gives the same samples under both: (start, end] per request, the first one
-            # [raw_start, end], so chunks meet without a gap or an overlap.
-            span = end - start + EDGE_OVERLAP_SECONDS
+            # [raw_start, end], so chunks meet without a gap or an overlap. The request also
+            # reaches 1 s past ``end``: VictoriaMetrics reads a window ending exactly at 00:00:00
+            # UTC without that day's series index (see ``range_reach``), and would miss a series
+            # whose first sample is stamped at that midnight.
+            at = end + EDGE_OVERLAP_SECONDS
+            span = at - start + EDGE_OVERLAP_SECONDS
             expr = spec.render(step_seconds=plan.grid.step, span_seconds=span)
-            raw = client.query(expr, end, what=f"query {name}")
+            raw = client.query(expr, at, what=f"query {name}")
             first = start <= plan.raw_start
-            raw = [_from(series, start, closed=first) for series in raw]
+            raw = [_until(_from(series, start, closed=first), end) for series in raw]
             return time_bounds(raw, since) if kind == "times" else raw
         expr = results[name].expr
-        return client.query_range(expr, start, end, step, what=f"query {name}")
+        reach = range_reach(end, step)
+        answer = client.query_range(expr, start, reach, step, what=f"query {name}")
+        if reach == end:
+            return answer
+        kept = [_until(series, end) for series in answer]
+        return [series for series in kept if len(series.timestamps)]  # only past ``end``: none
 
     with ThreadPoolExecutor(max_workers=max(1, plan.parallelism)) as pool:
         # In time order across queries (chunk i of pod CPU and of pod memory finish close
