@@ -73,14 +73,16 @@ def _measure(client: PromClient, metric: str, matchers: str, at: int) -> int | N
     targets = client.query(
         f"count by (instance) (count_over_time({selector}[{window}]) >= 2)",
         at,
-        what=f"scrape interval of {metric}",
+        what=f"query scrape_interval ({metric} targets)",
     )
     names = sorted(s.labels.get("instance", "") for s in targets)[:PROBE_TARGETS]
     if not names:
         return None
     pick = "|".join(_promql_regex_literal(n) for n in names)
     extra = f'{matchers}, instance=~"{pick}"' if matchers else f'instance=~"{pick}"'
-    raw = client.query(f"{metric}{{{extra}}}[{window}]", at, what=f"samples of {metric}")
+    raw = client.query(
+        f"{metric}{{{extra}}}[{window}]", at, what=f"query scrape_interval ({metric} samples)"
+    )
     gaps = [np.diff(s.timestamps) for s in raw if len(s.timestamps) >= 2]
     if not gaps:
         return None
