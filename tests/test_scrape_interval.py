@@ -10,6 +10,8 @@ the last two samples returns at those times.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from analyzer.prom.fetch import FetchPlan, TimeGrid
 from analyzer.prom.profile import load_profile
 from analyzer.prom.scrape_interval import ScrapeInterval, rate_window, step_note
 from analyzer.prom.settings import PromSettings
+from analyzer.report.context import scrape_sentence
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
 SOURCES = ("node-exporter", "cadvisor")
@@ -189,3 +192,52 @@ def test_step_note_only_when_the_step_is_finer() -> None:
     note = step_note(60, five)
     assert note is not None and "about 5 steps" in note and "--step 300s" in note
     assert step_note(60, {"cadvisor": ScrapeInterval("cadvisor", None, "measured")}) is None
+
+
+@pytest.mark.prometheus
+def test_nightly_at_one_minute_step_on_five_minute_data(
+    prometheus_from_openmetrics: Callable[..., object], tmp_path: Path
+) -> None:
+    """The reported case: report nightly --prometheus at the default --step 1m."""
+    cluster = generate(SyntheticSpec(seed=5, nodes=4, days=1, step=300))
+    path = tmp_path / "cluster.om"
+    write_openmetrics(cluster, path)
+    server = prometheus_from_openmetrics(path)
+    out = tmp_path / "out"
+    args = ["report", "nightly", "--prometheus", server.url, "--date", "2026-11-01"]  # type: ignore[attr-defined]
+    run = CliRunner().invoke(main, [*args, "--step", "1m", "--out", str(out)])
+    assert run.exit_code == 0, run.stderr  # before: exit 3, no node had node-exporter usage
+    notes = [line for line in run.stderr.splitlines() if "finer than the scrape interval" in line]
+    assert len(notes) == 1, run.stderr
+    report = json.loads((out / "2026-11-01" / "report.json").read_text())
+    coverage = report["summary"]["coverage_pct"]["value"]
+    assert 99.0 <= coverage <= 100.0, coverage
+    html = (out / "2026-11-01" / "report.html").read_text()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    assert (
+        "Scrape interval (measured from the samples): node-exporter every 5 min (CPU rate window "
+        "10 min); cAdvisor every 5 min (CPU rate window 10 min)." in text
+    )
+    assert "each value repeats for about 5 steps" in text
+
+
+def test_scrape_sentence_when_not_recorded_or_not_measured() -> None:
+    assert scrape_sentence({}, 60).startswith("Scrape interval: not recorded in this snapshot")
+    text = scrape_sentence(
+        {
+            "node-exporter": {
+                "interval_seconds": 30,
+                "method": "measured",
+                "rate_window_seconds": 120,
+            },
+            "cadvisor": {
+                "interval_seconds": None,
+                "method": "measured",
+                "rate_window_seconds": 120,
+            },
+        },
+        60,
+    )
+    assert "node-exporter every 30 s (CPU rate window 2 min)" in text
+    assert "cAdvisor not measured, no samples (CPU rate window 2 min)" in text
+    assert "finer than the scrape interval" not in text  # a 30 s scrape under a 1 min step
