@@ -241,3 +241,34 @@ def test_scrape_sentence_when_not_recorded_or_not_measured() -> None:
     assert "node-exporter every 30 s (CPU rate window 2 min)" in text
     assert "cAdvisor not measured, no samples (CPU rate window 2 min)" in text
     assert "finer than the scrape interval" not in text  # a 30 s scrape under a 1 min step
+
+
+@pytest.mark.prometheus
+def test_aggregate_warns_once_measured_or_given(
+    five_minutes: tuple[Snapshot, str],
+) -> None:
+    truth, url = five_minutes
+    args = ["aggregate", "--prometheus", url, "--at", truth.meta.end, "--durations", "1h"]
+    run = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert run.exit_code == 0, run.stderr
+    notes = [line for line in run.stderr.splitlines() if "finer than the scrape interval" in line]
+    assert len(notes) == 1 and "cadvisor every 300s, node-exporter every 300s" in notes[0]
+    # the same interval given by hand: the same warning, no measurement needed
+    run = CliRunner().invoke(main, [*args, "--format", "json", "--scrape-interval", "5m"])
+    assert run.exit_code == 0, run.stderr
+    assert sum("finer than the scrape interval" in line for line in run.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["0s", "1.5s", "five"])
+def test_bad_scrape_interval_is_one_line_exit_2(value: str, tmp_path: Path) -> None:
+    run = CliRunner().invoke(
+        main,
+        [
+            *("collect", "--prometheus", "http://127.0.0.1:9", "--since", "1h"),
+            *("--out", str(tmp_path / "snap"), "--scrape-interval", value),
+        ],
+    )
+    assert run.exit_code == 2, run.output
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("analyzer: error: --scrape-interval: ")
+    assert not (tmp_path / "snap").exists()
