@@ -272,3 +272,8 @@ def test_bad_scrape_interval_is_one_line_exit_2(value: str, tmp_path: Path) -> N
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("analyzer: error: --scrape-interval: ")
     assert not (tmp_path / "snap").exists()
+
+
+def test_step_note_for_an_interval_that_is_not_a_multiple_of_the_step() -> None:
+    note = step_note(60, {"node-exporter": ScrapeInterval("node-exporter", 90, "measured")})
+    assert note is not None and "about 1.5 steps" in note and "--step 90s" in note

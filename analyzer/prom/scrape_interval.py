@@ -104,9 +104,10 @@ def step_note(step_seconds: int, intervals: dict[str, ScrapeInterval]) -> str | 
         return None
     slowest = max(v for v in coarse.values() if v is not None)
     named = ", ".join(f"{source} every {seconds}s" for source, seconds in sorted(coarse.items()))
+    repeat = f"{slowest / step_seconds:.3g}"
     return (
         f"--step {step_seconds}s is finer than the scrape interval ({named}): each sample is "
-        f"repeated for about {slowest // step_seconds} steps and CPU is the average over the last "
-        f"scrape interval, not the last step; --step {slowest}s gives the same detail at "
-        f"{slowest // step_seconds}x fewer points"
+        f"repeated for about {repeat} steps and CPU is the average over the last scrape "
+        f"interval, not the last step; --step {slowest}s gives the same detail with {repeat}x "
+        "fewer points"
     )

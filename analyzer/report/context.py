@@ -307,10 +307,9 @@ def scrape_sentence(scrape: dict[str, dict[str, Any]], step_seconds: int) -> str
         "the last two samples before it (PromQL irate), the average over the last scrape interval."
     )
     if coarse:
-        repeat = max(coarse) // step_seconds
         text += (
             f" The {fmt.duration(step_seconds)} step is finer than the scrape interval: each "
-            f"value repeats for about {repeat} steps."
+            f"value repeats for about {max(coarse) / step_seconds:.3g} steps."
         )
     return text
 
