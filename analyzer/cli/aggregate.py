@@ -17,7 +17,14 @@ import pandas as pd
 import yaml
 
 from analyzer.cli.base import main
-from analyzer.cli.collect import DEFAULT_MAX_REQUESTS, connection_options, settings_from
+from analyzer.cli.collect import (
+    DEFAULT_MAX_REQUESTS,
+    connection_options,
+    print_step_note,
+    scrape_interval_option,
+    scrape_interval_seconds,
+    settings_from,
+)
 from analyzer.collect.run import CollectRequest, collect
 from analyzer.core.csvsafe import csv_text
 from analyzer.core.durations import (
@@ -111,8 +118,10 @@ def _collect_for(
         end=end,
         step_seconds=int(step.total_seconds()),
         max_requests=options["max_requests"],
+        scrape_interval_seconds=scrape_interval_seconds(options["scrape_interval"]),
     )
     result = collect(request)
+    print_step_note(result.step_note)
     # Thanos partial responses and the collector's own notes, as collect prints them.
     for warning in result.snapshot.meta.warnings:
         if warning not in result.problems:
@@ -129,6 +138,7 @@ def _collect_for(
     show_default=True,
     help="Sample step when reading --prometheus (a duration: 30s, 1m).",
 )
+@scrape_interval_option
 @click.option(
     "--at",
     "at_text",

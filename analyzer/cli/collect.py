@@ -158,6 +158,33 @@ def resolve_range(
     return start_time, end_time
 
 
+def scrape_interval_option(func: F) -> F:
+    """``--scrape-interval``: every source's scrape interval, instead of measuring it."""
+    return click.option(
+        "--scrape-interval",
+        help="How often node-exporter and cAdvisor are scraped (e.g. 5m). Default: measured "
+        "from the samples. Rate windows are max(2 x --step, 2 x this).",
+    )(func)
+
+
+def scrape_interval_seconds(text: str | None) -> int | None:
+    """``--scrape-interval`` in whole seconds (``None``: measure it)."""
+    if text is None:
+        return None
+    seconds = parse_duration(text, field="--scrape-interval").total_seconds()
+    if seconds < 1 or seconds != int(seconds):
+        raise InputError(
+            f"--scrape-interval: {text!r} must be a whole number of seconds >= 1s (e.g. 30s, 5m)"
+        )
+    return int(seconds)
+
+
+def print_step_note(note: str | None) -> None:
+    """The one stderr line saying ``--step`` is finer than the scrape interval."""
+    if note:
+        click.echo(f"analyzer: warning: {note}", err=True)
+
+
 def _step_seconds(step: str) -> int:
     seconds = parse_duration(step, field="--step").total_seconds()
     if seconds < 1 or seconds != int(seconds):
@@ -231,6 +258,7 @@ def _progress_bar(done: int, total: int) -> None:
     metavar="NAME=VALUE",
     help="PriorityClass value (KSM does not export them), repeatable.",
 )
+@scrape_interval_option
 def collect_cmd(**options: Any) -> None:
     """Read a time range from Prometheus into a snapshot directory (written atomically)."""
     check_snapshot_out(options["out"])  # before the fetch: never lose a whole fetch, nor a folder
@@ -245,12 +273,14 @@ def collect_cmd(**options: Any) -> None:
         extra_resources=tuple(options["extended_resources"]),
         priority_classes=_priority_classes(options["priority_classes"]),
         max_requests=options["max_requests"],
+        scrape_interval_seconds=scrape_interval_seconds(options["scrape_interval"]),
     )
     limit_heap_growth()  # resident memory close to live data over a long fetch (glibc)
     result = collect(request, _progress_bar if is_terminal() else None)
     if is_terminal():
         click.echo("", err=True)
     out = write_snapshot(result.snapshot, options["out"])
+    print_step_note(result.step_note)
     snapshot = result.snapshot
     click.echo(
         f"wrote {out}: {len(snapshot.nodes)} nodes, {len(snapshot.pods)} pods, "
@@ -281,7 +311,7 @@ def check_cmd(**options: Any) -> None:
     if options["fmt"] == "json":
         click.echo(json.dumps(report.to_json(), indent=1))
     else:
-        click.echo(format_table(report))
+        click.echo(format_table(report, grid.step))
     if report.exit_code:
         raise SystemExit(report.exit_code)
 

@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from analyzer.cli.base import is_terminal, main, report
-from analyzer.cli.collect import connection_options, settings_from
+from analyzer.cli.collect import (
+    connection_options,
+    print_step_note,
+    scrape_interval_option,
+    scrape_interval_seconds,
+    settings_from,
+)
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
@@ -63,8 +69,10 @@ def _collect_day(
         end=day_start + timedelta(days=1),
         step_seconds=int(step),
         queries_dir=opts["queries_dir"],
+        scrape_interval_seconds=scrape_interval_seconds(opts["scrape_interval"]),
     )
     result = collect(request)
+    print_step_note(result.step_note)
     if opts["save_snapshot"] is not None:
         write_snapshot(result.snapshot, opts["save_snapshot"], "--save-snapshot")
     settings = replace(
@@ -95,6 +103,7 @@ def _collect_day(
 @connection_options
 @click.option("--step", default="1m", show_default=True,
               help="With --prometheus: resolution of the collected usage.")  # fmt: skip
+@scrape_interval_option
 @click.option("--queries-dir", type=click.Path(file_okay=False, path_type=Path),
               help="With --prometheus: own query profile folder.")  # fmt: skip
 @click.option("--save-snapshot", type=click.Path(file_okay=False, path_type=Path),

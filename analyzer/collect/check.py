@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 
 from analyzer.collect.usage import NodeMapper
+from analyzer.core.durations import format_duration
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import TimeGrid
+from analyzer.prom.scrape_interval import detect_intervals, rate_window
 from analyzer.prom.settings import PromSettings
 
 # (source, metric, required by the collector)
@@ -114,6 +116,8 @@ def run_check(settings: PromSettings, grid: TimeGrid) -> CheckReport:
         report.version = str(info.get("version", "unknown"))
         _metrics(client, grid, report)
         _conventions(client, grid, report)
+        intervals = detect_intervals(client, grid.start, grid.end)
+        report.conventions["scrape_interval"] = {s: i.seconds for s, i in intervals.items()}
         report.warnings = list(client.warnings)
     return report
 
@@ -202,8 +206,27 @@ def _conventions(client: PromClient, grid: TimeGrid, report: CheckReport) -> Non
         )
 
 
-def format_table(report: CheckReport) -> str:
-    """The human-readable report."""
+def _interval_lines(report: CheckReport, step: int) -> list[str]:
+    """Per source: the measured scrape interval and the irate window collect would use."""
+    lines = []
+    for source, seconds in report.conventions.get("scrape_interval", {}).items():
+        window = _duration(rate_window(step, seconds))
+        found = f"{seconds}s" if seconds else "not measured (no samples)"
+        lines.append(
+            f"  {'scrape_interval':<26} {source} {found} "
+            f"(irate window {window} at --step {_duration(step)})"
+        )
+    return lines
+
+
+def _duration(seconds: int) -> str:
+    from datetime import timedelta
+
+    return format_duration(timedelta(seconds=seconds))
+
+
+def format_table(report: CheckReport, grid_step: int = 60) -> str:
+    """The human-readable report (``grid_step``: the --step the irate windows are quoted at)."""
     lines = [
         f"Prometheus  {report.url}  version {report.version}",
         f"Range       {report.start} .. {report.end}",
@@ -223,6 +246,7 @@ def format_table(report: CheckReport) -> str:
         "nodes_with_node_exporter",
     ):
         lines.append(f"  {key:<26} {report.conventions.get(key, '')}")
+    lines.extend(_interval_lines(report, grid_step))
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     lines.append("")

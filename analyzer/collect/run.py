@@ -43,6 +43,13 @@ from analyzer.prom.fetch import (
     run_profile,
 )
 from analyzer.prom.profile import load_profile, require
+from analyzer.prom.scrape_interval import (
+    PROBES,
+    ScrapeInterval,
+    detect_intervals,
+    rate_window,
+    step_note,
+)
 from analyzer.prom.settings import PromSettings
 
 # Queries the collector cannot do without (it looks them up by file name).
@@ -85,6 +92,8 @@ class CollectRequest:
     extra_resources: tuple[str, ...] = ()
     priority_classes: tuple[tuple[str, int], ...] = ()  # PriorityClass name → value
     max_requests: int = DEFAULT_MAX_REQUESTS  # refuse a larger plan before sending anything
+    # --scrape-interval: every source's scrape interval, instead of measuring it
+    scrape_interval_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -96,15 +105,18 @@ class BuildContext:
     profile: str = ""
     extra_resources: tuple[str, ...] = ()
     priorities: tuple[tuple[str, int], ...] = ()
+    scrape: dict[str, Any] = field(default_factory=dict)  # meta.extra["scrape"]
 
 
 @dataclass
 class CollectResult:
-    """The snapshot and whether it is partial (exit 3)."""
+    """The snapshot and whether it is partial (exit 3); ``step_note``: the one-line warning
+    that ``--step`` is finer than the scrape interval (the CLIs print it)."""
 
     snapshot: Snapshot
     partial: bool = False
     problems: list[str] = field(default_factory=list)
+    step_note: str | None = None
 
 
 def _iso(seconds: float) -> str:
@@ -166,12 +178,20 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
         return lambda done, _: progress(offset + done, total)
 
     with PromClient(request.settings) as client:
+        intervals = scrape_intervals(client, grid, request.scrape_interval_seconds)
+        plan = replace(
+            plan,
+            scrape_seconds=tuple((k, v.seconds) for k, v in intervals.items() if v.seconds),
+        )
+        first = request_count(summaries, plan)  # wider windows may reach one chunk further back
+        total = first + request_count(series, plan)
         results = run_profile(client, summaries, plan, shifted(0))
         context = BuildContext(
             source=client.public_url,
             profile=str(folder),
             extra_resources=request.extra_resources,
             priorities=request.priority_classes,
+            scrape=scrape_meta(intervals, plan),
         )
         cancel = threading.Event()
         with ThreadPoolExecutor(max_workers=1) as runner:
@@ -188,7 +208,33 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
         warnings = list(client.warnings)
     release_free_memory()  # the responses are gone; give their pages back before building
     context = replace(context, warnings=tuple(warnings))
-    return finish_snapshot(inventory, usage_results, grid, context)
+    result = finish_snapshot(inventory, usage_results, grid, context)
+    result.step_note = step_note(grid.step, intervals)
+    return result
+
+
+def scrape_intervals(
+    client: PromClient, grid: TimeGrid, override: int | None
+) -> dict[str, ScrapeInterval]:
+    """Every source's scrape interval: ``--scrape-interval`` when given, else measured."""
+    if override is not None:
+        if override < 1:
+            raise InputError(f"--scrape-interval: {override}s must be at least 1s")
+        return {s: ScrapeInterval(s, override, "--scrape-interval") for s in PROBES}
+    return detect_intervals(client, grid.start, grid.end)
+
+
+def scrape_meta(intervals: dict[str, ScrapeInterval], plan: FetchPlan) -> dict[str, Any]:
+    """``meta.extra["scrape"]``: per source the interval (seconds, null when not measured), how
+    it was found, and the irate window (seconds) its usage queries used."""
+    return {
+        source: {
+            "interval_seconds": item.seconds,
+            "method": item.method,
+            "rate_window_seconds": rate_window(plan.grid.step, item.seconds),
+        }
+        for source, item in intervals.items()
+    }
 
 
 def check_size(requests: int, grid: TimeGrid, limit: int) -> None:
@@ -283,6 +329,7 @@ def finish_snapshot(
         instance_convention=mapper.convention,
         warnings=[*warnings, *problems],
         coverage=coverage,
+        extra={"scrape": context.scrape} if context.scrape else {},
     )
     snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage)
     return CollectResult(snapshot, partial=bool(problems), problems=problems)

@@ -71,6 +71,9 @@ class DataQuality:
     warnings: tuple[str, ...]
     partial: bool
     step_seconds: int
+    # meta.extra["scrape"] of a collected snapshot: source → interval_seconds (None: not
+    # measured), method, rate_window_seconds; empty when the snapshot does not record it
+    scrape: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -257,6 +260,11 @@ def _quality(day: Snapshot, settings: NightlySettings, start: pd.Timestamp) -> D
         warnings=warnings,
         partial=partial,
         step_seconds=int(step),
+        scrape={
+            str(k): dict(v)
+            for k, v in ((day.meta.extra or {}).get("scrape") or {}).items()
+            if isinstance(v, dict)
+        },
     )
 
 

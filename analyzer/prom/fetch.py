@@ -30,6 +30,7 @@ from analyzer.prom.faults import ServerFault
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
 from analyzer.prom.samples import SampleRule, sample_times, time_bounds
+from analyzer.prom.scrape_interval import rate_window
 
 # Raw-sample requests reach this much further back and forward than their chunk (see
 # ``run_profile``).
@@ -115,6 +116,13 @@ class FetchPlan:
     chunk_points: int = DEFAULT_CHUNK_POINTS
     window_points: int = DEFAULT_WINDOW_POINTS
     parallelism: int = 4
+    # source → scrape interval in seconds (``analyzer.prom.scrape_interval``); a source not
+    # listed keeps rate windows of 2 × step
+    scrape_seconds: tuple[tuple[str, int], ...] = ()
+
+    def rate_window(self, spec: QuerySpec) -> int:
+        """Seconds of ``spec``'s irate window: max(2 × step, 2 × its source's scrape interval)."""
+        return rate_window(self.grid.step, dict(self.scrape_seconds).get(spec.source))
 
     @property
     def span(self) -> int:
@@ -129,7 +137,8 @@ class FetchPlan:
     @property
     def raw_start(self) -> int:
         """The earliest raw sample time a grid evaluation can use (irate window or lookback)."""
-        return self.grid.start - max(2 * self.grid.step, LOOKBACK_SECONDS)
+        widest = max([2 * self.grid.step, *(2 * s for _, s in self.scrape_seconds)])
+        return self.grid.start - max(widest, LOOKBACK_SECONDS)
 
     def span_for(self, spec: QuerySpec) -> int:
         """The ``{{span}}`` a query is rendered with."""
@@ -250,7 +259,12 @@ def run_profile(
     """
     results = {
         spec.name: QueryResult(
-            spec, spec.render(step_seconds=plan.grid.step, span_seconds=plan.span_for(spec))
+            spec,
+            spec.render(
+                step_seconds=plan.grid.step,
+                span_seconds=plan.span_for(spec),
+                rate_window_seconds=plan.rate_window(spec),
+            ),
         )
         for spec in specs
     }
@@ -266,7 +280,7 @@ def run_profile(
         families.setdefault(spec.sum_by, []).append(spec)
     accumulators: dict[str, SampleAccumulator] = {}
     for family in families.values():
-        rules = {spec.name: sample_rule(spec, plan.grid) for spec in family}
+        rules = {spec.name: sample_rule(spec, plan.grid, plan.rate_window(spec)) for spec in family}
         grid = plan.grid
         accumulator = SampleAccumulator.on_steps(rules, grid.start, grid.step, grid.points, ends)
         accumulators.update(dict.fromkeys(rules, accumulator))
@@ -289,7 +303,11 @@ def run_profile(
             # whose first sample is stamped at that midnight.
             at = end + EDGE_OVERLAP_SECONDS
             span = at - start + EDGE_OVERLAP_SECONDS
-            expr = spec.render(step_seconds=plan.grid.step, span_seconds=span)
+            expr = spec.render(
+                step_seconds=plan.grid.step,
+                span_seconds=span,
+                rate_window_seconds=plan.rate_window(spec),
+            )
             raw = client.query(expr, at, what=f"query {name}")
             first = start <= plan.raw_start
             raw = [_until(_from(series, start, closed=first), end) for series in raw]
@@ -381,11 +399,12 @@ def _server_fault(finished: set[Future[list[Series]]]) -> ServerFault | None:
     return faults[0] if faults else None
 
 
-def sample_rule(spec: QuerySpec, grid: TimeGrid) -> SampleRule:
-    """The evaluation rule of a ``samples`` query on ``grid``."""
+def sample_rule(spec: QuerySpec, grid: TimeGrid, window: int | None = None) -> SampleRule:
+    """The evaluation rule of a ``samples`` query on ``grid``; irate ``window`` seconds (2 × step
+    unless given: ``FetchPlan.rate_window``)."""
     return SampleRule(
         rate=spec.rate == "irate",
-        window=2 * grid.step,
+        window=window or 2 * grid.step,
         lookback=LOOKBACK_SECONDS,
         dedupe=spec.dedupe,
         sum_by=spec.sum_by,

@@ -13,8 +13,10 @@ Each file starts with a comment header, then the PromQL expression::
     # unit: cores
     sum by (instance, node) (irate(node_cpu_seconds_total{mode!~"idle|iowait|steal"}[{{rate_window}}]))
 
-Template variables: ``{{step}}`` (the collect step), ``{{rate_window}}`` (2 × step: irate over it
-recovers the last step's average from samples one step apart), ``{{span}}`` (the stretch of time a
+Template variables: ``{{step}}`` (the collect step), ``{{rate_window}}`` (max(2 × step, 2 × the
+query source's scrape interval): irate over it recovers the last step's average from samples one
+step apart, and still finds two samples when the scrape interval is longer than the step;
+``analyzer.prom.scrape_interval``), ``{{span}}`` (the stretch of time a
 window query summarises per evaluation), ``{{lookback}}`` (5m, Prometheus' lookback: a subquery at
 that resolution still sees every series' last sample, at a fifth of the cost of 1m). Users may point ``--queries-dir`` at their own copy; the
 collector looks queries up by file name, so keep the names.
@@ -58,11 +60,14 @@ class QuerySpec:
     sum_by: tuple[str, ...] = ()  # samples: then sum by these labels
     by: tuple[str, ...] = ()  # times: one first/last sample time per group of these labels
 
-    def render(self, *, step_seconds: int, span_seconds: int) -> str:
-        """The expression with its template variables filled in."""
+    def render(
+        self, *, step_seconds: int, span_seconds: int, rate_window_seconds: int | None = None
+    ) -> str:
+        """The expression with its template variables filled in (``rate_window`` 2 × step
+        unless given)."""
         values = {
             "step": _seconds(step_seconds),
-            "rate_window": _seconds(2 * step_seconds),
+            "rate_window": _seconds(rate_window_seconds or 2 * step_seconds),
             "span": _seconds(span_seconds),
             "lookback": _seconds(LOOKBACK_SECONDS),
         }

@@ -272,6 +272,48 @@ def build_answers(result: NightlyResult) -> dict[str, str]:
     return {"hot": hot, "fragmentation": frag, "data": data}
 
 
+_SOURCE_NAMES = {"node-exporter": "node-exporter", "cadvisor": "cAdvisor"}
+
+
+def scrape_sentence(scrape: dict[str, dict[str, Any]], step_seconds: int) -> str:
+    """The data-quality line on scrape intervals and CPU rate windows (``meta.extra.scrape``)."""
+    if not scrape:
+        return (
+            "Scrape interval: not recorded in this snapshot (analyzer measures it when it "
+            "collects from Prometheus)."
+        )
+    parts, coarse = [], []
+    for source, item in scrape.items():
+        name = _SOURCE_NAMES.get(source, source)
+        seconds, window = item.get("interval_seconds"), item.get("rate_window_seconds")
+        if seconds:
+            parts.append(
+                f"{name} every {fmt.duration(seconds)} (CPU rate window {fmt.duration(window)})"
+            )
+            if seconds > step_seconds:
+                coarse.append(int(seconds))
+        else:
+            parts.append(
+                f"{name} not measured, no samples (CPU rate window {fmt.duration(window)})"
+            )
+    methods = {str(item.get("method", "")) for item in scrape.values()}
+    how = (
+        "given by --scrape-interval"
+        if methods == {"--scrape-interval"}
+        else "measured from the samples"
+    )
+    text = (
+        f"Scrape interval ({how}): {'; '.join(parts)}. CPU usage at each step is the rate between "
+        "the last two samples before it (PromQL irate), the average over the last scrape interval."
+    )
+    if coarse:
+        text += (
+            f" The {fmt.duration(step_seconds)} step is finer than the scrape interval: each "
+            f"value repeats for about {max(coarse) / step_seconds:.3g} steps."
+        )
+    return text
+
+
 def _pct_columns(resource: str, stats: tuple[str, ...]) -> list[Column]:
     return [Column(f"{resource}_{s}_pct", f"{resource} {s}", "pct") for s in stats]
 
@@ -520,6 +562,7 @@ def build_context(
         "partial": q.partial,
         "warnings": list(q.warnings) + list(result.violations.warnings),
         "step_seconds": q.step_seconds,
+        "scrape_sentence": scrape_sentence(q.scrape, q.step_seconds),
         "percentile_method": result.settings.method,
         "exit_code": result.exit_code,
     }
