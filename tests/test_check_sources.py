@@ -103,6 +103,11 @@ def test_node_exporter_only_is_not_usable_names_both_fixes_like_collect(
         r"^  KSM label convention:\s+unknown, no kube-state-metrics series$", out, re.M
     )
     assert "honor_labels)" not in out
+    # node-exporter targets map to kube_node_info's nodes: without them no mapping is claimed
+    assert re.search(
+        r"^  node-exporter instance:\s+unknown, no kube_node_info to map targets to$", out, re.M
+    )
+    assert "match no node" not in out
     code, out = _run("check", "--prometheus", url, *span, "--step", "5m", "--format", "json")
     report = json.loads(out)
     assert code == 3 and report["verdict"] == "not usable" and report["usable"] is False
@@ -265,3 +270,18 @@ def test_a_server_that_names_itself_nowhere_is_said_to_be_unknown() -> None:
         _, out = _run("check", "--prometheus", stub.url, "--since", "1h")
     first = out.splitlines()[0]
     assert "server unknown" in first and "VictoriaMetrics" not in first
+
+
+def test_a_server_without_build_info_is_named_by_its_health_check() -> None:
+    # Prometheus before 2.14 had no build info endpoint (404) but the same /-/healthy text.
+    def handler(request: Recorded) -> Reply:
+        if request.path == "/api/v1/status/buildinfo":
+            return Reply(404, b"404 page not found\n", "text/plain")
+        if request.path == "/-/healthy":
+            return Reply(200, b"Prometheus Server is Healthy.\n", "text/plain")
+        return _api_stub({}, {})(request)
+
+    with serve(handler) as stub:
+        _, out = _run("check", "--prometheus", stub.url, "--since", "1h")
+    expected = f"Server      {stub.url}  Prometheus (version not reported by the server)"
+    assert out.splitlines()[0] == expected

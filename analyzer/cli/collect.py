@@ -274,7 +274,7 @@ def collect_cmd(**options: Any) -> None:
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 def check_cmd(**options: Any) -> None:
-    """Pre-flight: reachable? version? which metrics and label conventions? coverage? (exit 0 usable, 3 partially)."""
+    """Pre-flight: which server? which metrics and label conventions? coverage? (exit 0 usable; 3 partially or not usable)."""
     start, end = resolve_range(options["start"], options["end"], options["since"])
     grid = make_grid(start.timestamp(), end.timestamp(), _step_seconds(options["step"]))
     report = run_check(settings_from(options), grid)

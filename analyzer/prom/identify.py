@@ -6,7 +6,9 @@
 - VictoriaMetrics 1.x answers it with empty ``data`` (later releases with a Prometheus-like
   ``version`` only, no ``revision``): it is told by ``/-/healthy`` ("VictoriaMetrics is Healthy.")
   and its version read from the ``vm_app_version`` line of its own ``/metrics``
-  (``short_version="v1.79.5"``; a build without a version stamp, like Debian's, leaves it empty).
+  (``short_version="v1.79.5"``; a build without a version stamp, like Debian's, leaves it empty);
+- a server without build info (Prometheus before 2.14) is named by its ``/-/healthy`` text
+  ("Prometheus Server is Healthy.", "Thanos ... is Healthy.") when it has one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from analyzer.prom.client import PromClient
 PROMETHEUS = "Prometheus"
 VICTORIAMETRICS = "VictoriaMetrics"
 UNKNOWN = "unknown"
+# names a /-/healthy text may carry, most specific first (Thanos' text may mention Prometheus)
+_HEALTHY_NAMES = (VICTORIAMETRICS, "Thanos", PROMETHEUS)
 _VM_VERSION = re.compile(r"^vm_app_version\{(?P<labels>[^}]*)\}", re.MULTILINE)
 _SEMVER = re.compile(r"v\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
 
@@ -56,6 +60,9 @@ def identify_server(client: PromClient) -> ServerIdentity:
     if VICTORIAMETRICS in healthy:
         metrics = client.get_text("/metrics", what="server metrics") or ""
         return ServerIdentity(VICTORIAMETRICS, victoriametrics_version(metrics))
+    named = next((name for name in _HEALTHY_NAMES if name in healthy), None)
+    if named is not None:
+        return ServerIdentity(named, version)
     if version:
         return ServerIdentity(PROMETHEUS, version)
     return ServerIdentity(UNKNOWN)
