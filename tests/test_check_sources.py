@@ -38,6 +38,10 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout
 
 
+def _stderr(*args: str) -> str:
+    return CliRunner().invoke(main, list(args)).stderr
+
+
 def _families(path: Path) -> set[str]:
     """The metric names an OpenMetrics file holds."""
     names = set()
@@ -114,6 +118,10 @@ def test_node_exporter_only_is_not_usable_names_both_fixes_like_collect(
     assert report["missing_sources"] == ["kube-state-metrics", "cadvisor"]
     present = {m["metric"] for m in report["metrics"] if m["present"]}
     assert {"node_cpu_seconds_total", "node_memory_MemTotal_bytes"} <= present
+    assert _stderr("check", "--prometheus", url, *span, "--step", "5m").splitlines() == [
+        "analyzer: not usable (exit 3): no kube-state-metrics, cadvisor data in the range; "
+        "the report names the fixes"
+    ]
     # "not usable" is what collect does there: exit 3, nothing written
     out = tmp_path_factory.mktemp("collect") / "snap"
     result = CliRunner().invoke(

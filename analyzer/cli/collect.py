@@ -282,6 +282,13 @@ def check_cmd(**options: Any) -> None:
         click.echo(json.dumps(report.to_json(), indent=1))
     else:
         click.echo(format_table(report))
+    if report.missing_sources:
+        # one line for logs (a cron job keeps stderr); the report above has each fix
+        click.echo(
+            f"analyzer: not usable (exit {report.exit_code}): no "
+            f"{', '.join(report.missing_sources)} data in the range; the report names the fixes",
+            err=True,
+        )
     if report.exit_code:
         raise SystemExit(report.exit_code)
 
