@@ -118,6 +118,7 @@ def test_node_exporter_only_is_not_usable_names_both_fixes_like_collect(
     assert report["missing_sources"] == ["kube-state-metrics", "cadvisor"]
     present = {m["metric"] for m in report["metrics"] if m["present"]}
     assert {"node_cpu_seconds_total", "node_memory_MemTotal_bytes"} <= present
+    assert report["conventions"]["instance_convention"] == ""  # nothing to map targets to
     assert _stderr("check", "--prometheus", url, *span, "--step", "5m").splitlines() == [
         "analyzer: not usable (exit 3): no kube-state-metrics, cadvisor data in the range; "
         "the report names the fixes"

@@ -244,8 +244,10 @@ def _conventions(client: PromClient, grid: TimeGrid, report: CheckReport) -> Non
     report.conventions["nodes_with_node_exporter"] = len(mapped)
     if "node-exporter" in report.missing_sources:
         report.conventions["node_exporter_instance"] = "unknown, no node-exporter series"
+        report.conventions["instance_convention"] = ""
         return
     if no_ksm:
+        report.conventions["instance_convention"] = ""
         # node-exporter targets map to kube_node_info's nodes: without them nothing can be said
         report.conventions["node_exporter_instance"] = (
             "unknown, no kube_node_info to map targets to"
