@@ -31,6 +31,7 @@ def test_usable_server_reports_version_metrics_and_conventions(
     # The server's own `prometheus --version` line: "prometheus, version 2.42.0+ds (branch: ...".
     banner = subprocess.run([PROMETHEUS, "--version"], capture_output=True, text=True, check=True)
     assert f"version {report['version']} " in banner.stdout + banner.stderr
+    assert report["server"] == "Prometheus" and report["verdict"] == "usable"
     assert report["usable"] is True and report["problems"] == []
     metrics = {m["metric"]: m for m in report["metrics"]}
     assert metrics["kube_pod_info"]["present"] and metrics["kube_pod_info"]["coverage"] == 1.0
@@ -52,17 +53,26 @@ def test_table_names_host_ip_and_exported_label_conventions(
     assert "Result: usable (exit 0)" in out
 
 
-def test_missing_source_and_partial_coverage_exit_3(
+def test_missing_source_is_not_usable_and_partial_coverage_partially_usable(
     small_prometheus: Callable[..., object],
 ) -> None:
     server = small_prometheus(node_exporter=False)
     code, out, _ = _check(server.url, "--since", "1h", "--format", "json")  # type: ignore[attr-defined]
     assert code == 3
-    problems = json.loads(out)["problems"]
-    assert "node-exporter: node_cpu_seconds_total has no data in the range" in problems
+    report = json.loads(out)
+    assert report["verdict"] == "not usable" and report["missing_sources"] == ["node-exporter"]
+    # one line for the source, with its fix, instead of one per metric
+    assert len(report["problems"]) == 1
+    assert report["problems"][0].startswith("node-exporter: no series in the range")
+    assert "deploy node-exporter (" in report["problems"][0]
+    assert report["conventions"]["node_exporter_instance"] == "unknown, no node-exporter series"
     # A range twice as long as the data: present, but covering about half of it.
     full = small_prometheus(convention="node-name")
     code, out, _ = _check(full.url, "--since", "2h", "--format", "json")  # type: ignore[attr-defined]
     assert code == 3
-    coverage = {m["metric"]: m["coverage"] for m in json.loads(out)["metrics"]}
+    report = json.loads(out)
+    assert report["verdict"] == "partially usable" and report["missing_sources"] == []
+    coverage = {m["metric"]: m["coverage"] for m in report["metrics"]}
     assert 0.45 <= coverage["kube_node_info"] <= 0.6
+    code, out, _ = _check(full.url, "--since", "2h")  # type: ignore[attr-defined]
+    assert "Result: partially usable (exit 3): collect writes a snapshot with gaps:" in out

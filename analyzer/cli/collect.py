@@ -304,7 +304,7 @@ def collect_cmd(**options: Any) -> None:
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 def check_cmd(**options: Any) -> None:
-    """Pre-flight: reachable? version? which metrics and label conventions? coverage? (exit 0 usable, 3 partially)."""
+    """Pre-flight: which server? which metrics and label conventions? coverage? (exit 0 usable; 3 partially or not usable)."""
     start, end = resolve_range(options["start"], options["end"], options["since"])
     grid = make_grid(start.timestamp(), end.timestamp(), _step_seconds(options["step"]))
     report = run_check(settings_from(options), grid)
@@ -312,6 +312,13 @@ def check_cmd(**options: Any) -> None:
         click.echo(json.dumps(report.to_json(), indent=1))
     else:
         click.echo(format_table(report, grid.step))
+    if report.missing_sources:
+        # one line for logs (a cron job keeps stderr); the report above has each fix
+        click.echo(
+            f"analyzer: not usable (exit {report.exit_code}): no "
+            f"{', '.join(report.missing_sources)} data in the range; the report names the fixes",
+            err=True,
+        )
     if report.exit_code:
         raise SystemExit(report.exit_code)
 

@@ -1,9 +1,14 @@
 """``analyzer check``: what a user needs to know before the first collect.
 
-Reachability and version (``/api/v1/status/buildinfo``), which metrics each source exports
-(kube-state-metrics, node-exporter, cAdvisor) and how much of the range they cover, and the label
-conventions in use: node-exporter ``instance`` as node name or ``hostIP:port``, a ``node`` label,
-``exported_*`` labels from scraping kube-state-metrics without honor_labels.
+Reachability, which server it is and its version (``analyzer.prom.identify``), which metrics each
+source exports (kube-state-metrics, node-exporter, cAdvisor) and how much of the range they cover,
+and the label conventions in use: node-exporter ``instance`` as node name or ``hostIP:port``, a
+``node`` label, ``exported_*`` labels from scraping kube-state-metrics without honor_labels.
+
+The verdict follows what ``collect`` can produce. A source none of whose required metrics has data
+leaves a snapshot table empty (``SOURCES``): "not usable", one line per missing source with its
+fix. Gaps that still give every table (a required metric missing or partly covered, unmapped
+node-exporter targets): "partially usable". Both exit 3, like collect on such a server.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from analyzer.collect.usage import NodeMapper
 from analyzer.core.durations import format_duration
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import TimeGrid
+from analyzer.prom.identify import identify_server
 from analyzer.prom.scrape_interval import detect_intervals, rate_window
 from analyzer.prom.settings import PromSettings
 
@@ -51,6 +57,27 @@ METRICS: tuple[tuple[str, str, bool], ...] = (
     ("cadvisor", "container_cpu_usage_seconds_total", True),
     ("cadvisor", "container_memory_working_set_bytes", True),
 )
+
+# source → (what the snapshot lacks without it, the fix)
+SOURCES: dict[str, tuple[str, str]] = {
+    "kube-state-metrics": (
+        "no pods or nodes tables: collect writes nothing",
+        "deploy kube-state-metrics (the prometheus-community kube-state-metrics chart, or "
+        "kube-prometheus-stack) and scrape it with honor_labels: true",
+    ),
+    "cadvisor": (
+        "no pod usage (pod_usage table empty)",
+        "scrape the kubelet's /metrics/cadvisor endpoint (kube-prometheus-stack's kubelet "
+        "ServiceMonitor does; a plain scrape job: kubernetes_sd_configs role node, "
+        "metrics_path /metrics/cadvisor, scheme https with the service account token)",
+    ),
+    "node-exporter": (
+        "no node usage (node_usage table empty)",
+        "deploy node-exporter (a DaemonSet on every node: the prometheus-community "
+        "prometheus-node-exporter chart, or kube-prometheus-stack) and scrape it",
+    ),
+}
+NO_KSM = "unknown, no kube-state-metrics series"
 COVERAGE_POINTS = 120  # evaluation points over the range for the coverage estimate
 FULL_COVERAGE = 0.99
 
@@ -72,20 +99,35 @@ class MetricStatus:
 
 @dataclass
 class CheckReport:
-    """Everything ``analyzer check`` prints; ``exit_code`` 0 usable, 3 partially usable."""
+    """Everything ``analyzer check`` prints; ``exit_code`` 0 usable, 3 partially or not usable.
+
+    ``server`` is the kind of server (``analyzer.prom.identify``), ``version`` what it reports
+    (``""`` when nothing), ``missing_sources`` the sources without any required metric in the
+    range, whose lines (with the fix) lead ``problems``.
+    """
 
     url: str
     start: str
     end: str
-    version: str = "unknown"
+    server: str = "unknown"
+    version: str = ""
+    server_line: str = ""
     metrics: list[MetricStatus] = field(default_factory=list)
     conventions: dict[str, Any] = field(default_factory=dict)
+    missing_sources: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
     def usable(self) -> bool:
         return not self.problems
+
+    @property
+    def verdict(self) -> str:
+        """``usable``, ``partially usable`` (a snapshot with gaps) or ``not usable``."""
+        if self.missing_sources:
+            return "not usable"
+        return "partially usable" if self.problems else "usable"
 
     @property
     def exit_code(self) -> int:
@@ -96,6 +138,7 @@ class CheckReport:
         data = asdict(self)
         data["reachable"] = True
         data["usable"] = self.usable
+        data["verdict"] = self.verdict
         data["exit_code"] = self.exit_code
         for item in data["metrics"]:
             item["present"] = item["series"] > 0
@@ -112,8 +155,9 @@ def run_check(settings: PromSettings, grid: TimeGrid) -> CheckReport:
     """Probe the server over ``grid``'s range; raises ``SourceError`` when it is unreachable."""
     with PromClient(settings) as client:
         report = CheckReport(url=client.public_url, start=_iso(grid.start), end=_iso(grid.end))
-        info = client.buildinfo()
-        report.version = str(info.get("version", "unknown"))
+        identity = identify_server(client)
+        report.server, report.version = identity.kind, identity.version
+        report.server_line = identity.describe()
         _metrics(client, grid, report)
         _conventions(client, grid, report)
         intervals = detect_intervals(client, grid.start, grid.end)
@@ -142,6 +186,15 @@ def _metrics(client: PromClient, grid: TimeGrid, report: CheckReport) -> None:
             status.series = int(np.nanmax(hit.values))
             status.coverage = round(min(1.0, len(hit.values) / points), 4)
         report.metrics.append(status)
+    for source, (lacks, fix) in SOURCES.items():
+        needed = [m for m in report.metrics if m.source == source and m.required]
+        if not any(m.present for m in needed):
+            report.missing_sources.append(source)
+            report.problems.append(f"{source}: no series in the range, {lacks}; fix: {fix}")
+    for status in report.metrics:
+        source, metric, required = status.source, status.metric, status.required
+        if source in report.missing_sources:
+            continue  # said once for the whole source, with its fix
         if required and not status.present:
             report.problems.append(f"{source}: {metric} has no data in the range")
         elif required and status.coverage < FULL_COVERAGE:
@@ -152,11 +205,17 @@ def _metrics(client: PromClient, grid: TimeGrid, report: CheckReport) -> None:
 
 def _conventions(client: PromClient, grid: TimeGrid, report: CheckReport) -> None:
     span = f"{grid.end - grid.start}s"
+    no_ksm = "kube-state-metrics" in report.missing_sources
     labels = set(client.label_names(["kube_pod_info"], grid.start, grid.end))
     exported = sorted(name for name in labels if name.startswith("exported_"))
-    report.conventions["kube_state_metrics_labels"] = (
-        "exported_* (scraped without honor_labels)" if exported else "plain (honor_labels)"
-    )
+    if no_ksm:
+        report.conventions["kube_state_metrics_labels"] = NO_KSM
+    elif exported:
+        report.conventions["kube_state_metrics_labels"] = (
+            "exported_* (scraped without honor_labels)"
+        )
+    else:
+        report.conventions["kube_state_metrics_labels"] = "plain (honor_labels)"
     report.conventions["exported_labels"] = exported
     nodes = client.query(
         f"group by (node, exported_node, internal_ip) (last_over_time(kube_node_info[{span}]))",
@@ -184,6 +243,20 @@ def _conventions(client: PromClient, grid: TimeGrid, report: CheckReport) -> Non
         what="node-exporter targets",
     )
     mapped = {mapper.node_of(s.labels) for s in targets} - {None}
+    report.conventions["instance_convention"] = mapper.convention
+    report.conventions["nodes"] = len(names)
+    report.conventions["nodes_with_node_exporter"] = len(mapped)
+    if "node-exporter" in report.missing_sources:
+        report.conventions["node_exporter_instance"] = "unknown, no node-exporter series"
+        report.conventions["instance_convention"] = ""
+        return
+    if no_ksm:
+        report.conventions["instance_convention"] = ""
+        # node-exporter targets map to kube_node_info's nodes: without them nothing can be said
+        report.conventions["node_exporter_instance"] = (
+            "unknown, no kube_node_info to map targets to"
+        )
+        return
     report.conventions["node_exporter_instance"] = {
         "node-name": "instance = node name (kube-prometheus)",
         "host-ip": "instance = hostIP:port, mapped via kube_node_info internal_ip (kube-prometheus-stack)",
@@ -191,9 +264,6 @@ def _conventions(client: PromClient, grid: TimeGrid, report: CheckReport) -> Non
         "uname": "instance mapped via node_uname_info nodename",
         "": "none found",
     }[mapper.convention]
-    report.conventions["instance_convention"] = mapper.convention
-    report.conventions["nodes"] = len(names)
-    report.conventions["nodes_with_node_exporter"] = len(mapped)
     if mapper.unmapped:
         sample = ", ".join(sorted(mapper.unmapped)[:3])
         report.problems.append(
@@ -228,7 +298,7 @@ def _duration(seconds: int) -> str:
 def format_table(report: CheckReport, grid_step: int = 60) -> str:
     """The human-readable report (``grid_step``: the --step the irate windows are quoted at)."""
     lines = [
-        f"Prometheus  {report.url}  version {report.version}",
+        f"Server      {report.url}  {report.server_line}",
         f"Range       {report.start} .. {report.end}",
         "",
         f"{'source':<20} {'metric':<44} {'need':<9} {'series':>7} {'coverage':>9}",
@@ -239,20 +309,29 @@ def format_table(report: CheckReport, grid_step: int = 60) -> str:
         lines.append(f"{m.source:<20} {m.metric:<44} {need:<9} {m.series:>7} {cover:>9}")
     lines.append("")
     lines.append("Label conventions")
-    for key in (
-        "kube_state_metrics_labels",
-        "node_exporter_instance",
-        "nodes",
-        "nodes_with_node_exporter",
+    for label, key in (
+        ("KSM label convention", "kube_state_metrics_labels"),
+        ("node-exporter instance", "node_exporter_instance"),
+        ("nodes (kube_node_info)", "nodes"),
+        ("nodes with node-exporter", "nodes_with_node_exporter"),
     ):
-        lines.append(f"  {key:<26} {report.conventions.get(key, '')}")
+        lines.append(f"  {label + ':':<26} {report.conventions.get(key, '')}")
     lines.extend(_interval_lines(report, grid_step))
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     lines.append("")
     if report.usable:
         lines.append("Result: usable (exit 0)")
+    elif report.missing_sources:
+        lines.append(
+            f"Result: not usable (exit {report.exit_code}): collect cannot fill the snapshot's "
+            "tables from this server:"
+        )
+        lines.extend(f"  - {p}" for p in report.problems)
     else:
-        lines.append("Result: partially usable (exit 3):")
+        lines.append(
+            f"Result: partially usable (exit {report.exit_code}): collect writes a snapshot "
+            "with gaps:"
+        )
         lines.extend(f"  - {p}" for p in report.problems)
     return "\n".join(lines)

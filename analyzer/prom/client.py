@@ -488,6 +488,27 @@ class PromClient:
             raise
         return dict(data) if isinstance(data, dict) else {}
 
+    def get_text(self, path: str, *, what: str, limit: int = 1 << 20) -> str | None:
+        """``GET <url><path>`` once, its first ``limit`` bytes as text; ``None`` unless HTTP 200.
+
+        For probes of non-API endpoints (``/-/healthy``, ``/metrics``) whose absence is an
+        answer, not a fault: no retries, and a failure to connect or read is ``None`` too.
+        """
+        timeout = max(0.001, min(self.settings.timeout, self.clock.left()))
+        try:
+            response = self._send(path, {}, what, timeout, post=False)
+        except (_Transient, SourceError):
+            return None
+        try:
+            if response.status_code != 200:
+                return None
+            body: bytes = response.raw.read(limit, decode_content=True) or b""
+        except (HTTPError, OSError):
+            return None
+        finally:
+            response.close()
+        return body.decode("utf-8", errors="replace")
+
     def label_names(self, matchers: list[str], start: float, end: float) -> list[str]:
         """Label names of the series matching any of ``matchers`` in ``[start, end]``."""
         params: dict[str, Any] = {"match[]": matchers, "start": f"{start:.3f}", "end": f"{end:.3f}"}
