@@ -25,6 +25,7 @@ from http_stub import Recorded, Reply, serve
 from reliability_doc import documented_exit
 
 from analyzer.cli import main
+from analyzer.core.snapshot import read_snapshot
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
 VICTORIA_METRICS = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
@@ -153,6 +154,15 @@ def test_no_cadvisor_is_not_usable_with_only_the_kubelet_fix(
     assert len(report["problems"]) == 1
     # kube-state-metrics is there: its convention is stated
     assert report["conventions"]["kube_state_metrics_labels"] == "plain (honor_labels)"
+    # collect agrees: the snapshot is written (nodes, pods, node usage) but partial, exit 3,
+    # with the fix; before, it was written with an empty pod_usage and exit 0
+    out = tmp_path_factory.mktemp("collect-no-cadvisor") / "snap"
+    result = CliRunner().invoke(
+        main, ["collect", "--prometheus", url, *span, "--step", "5m", "--out", str(out)]
+    )
+    assert result.exit_code == 3, result.stderr
+    assert "no cAdvisor pod usage" in result.stderr and "/metrics/cadvisor" in result.stderr
+    assert read_snapshot(out).pod_usage.empty and len(read_snapshot(out).pods) > 0
 
 
 # -- server identification ------------------------------------------------------------------------

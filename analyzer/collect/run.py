@@ -316,6 +316,12 @@ def finish_snapshot(
         problems.append(
             f"{len(missing_usage)} node(s) have no node-exporter usage (e.g. {missing_usage[0]})"
         )
+    if len(pods) and pod_usage.empty:
+        problems.append(
+            f"no cAdvisor pod usage in the range for any of the {len(pods)} pods: scrape the "
+            "kubelet's /metrics/cadvisor endpoint (container_cpu_usage_seconds_total, "
+            "container_memory_working_set_bytes)"
+        )
     if unmatched:
         warnings = [*warnings, f"{unmatched} cAdvisor series match no pod in kube_pod_info"]
     meta = SnapshotMeta(
