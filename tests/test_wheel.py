@@ -8,6 +8,7 @@ from the test venv's site-packages (a ``.pth`` line, so no network), then runs t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -22,8 +23,10 @@ pytestmark = pytest.mark.slow
 
 
 def _run(*args: str | Path, cwd: Path | None = None) -> str:
+    # Without PYTHONPATH: a checkout on it would shadow the installed wheel in the fresh venv.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, cwd=cwd, check=False
+        [str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env, check=False
     )
     assert proc.returncode == 0, f"{args}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
     return proc.stdout
