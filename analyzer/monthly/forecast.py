@@ -197,7 +197,10 @@ def forecast(
     line_fit = sm.OLS(values, _design(day_numbers, weekly=False)).fit()
     weekly_fit = sm.OLS(values, _design(day_numbers, weekly=True)).fit()
     _, p_value, _ = weekly_fit.compare_f_test(line_fit)
-    weekly = bool(np.isfinite(p_value) and p_value < SEASONAL_P_VALUE)
+    # A line that fits exactly leaves nothing for a cycle to explain; the F-test would compare
+    # two rounding errors.
+    exact = line_fit.ssr <= 1e-12 * float(np.sum(values**2))
+    weekly = bool(not exact and np.isfinite(p_value) and p_value < SEASONAL_P_VALUE)
     fit = weekly_fit if weekly else line_fit
     if weekly:
         method = "linear_trend_weekly"
@@ -209,8 +212,8 @@ def forecast(
         method = "linear_trend"
         method_reason = (
             f"linear trend: no significant weekly cycle (F-test p = {p_value:.3g})"
-            if np.isfinite(p_value)
-            else "linear trend: the weekly test is undefined on this history"
+            if np.isfinite(p_value) and not exact
+            else "linear trend: the history lies on a straight line, no cycle to test"
         )
 
     slope = float(fit.params[1])
