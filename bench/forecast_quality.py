@@ -129,7 +129,9 @@ def main() -> None:
         for level in (80, 95)
         for h in HORIZONS
     }
-    methods = {m: sum(r["method"] == m for r in rows) for m in {str(r["method"]) for r in rows}}
+    methods = {
+        m: sum(r["method"] == m for r in rows) for m in sorted({str(r["method"]) for r in rows})
+    }
     earliest_ok = sum(bool(r["earliest_on_or_before"]) for r in rows) / len(rows)
     print(f"seeds {args.seeds}, history {HISTORY_DAYS} d, horizon {HORIZON_DAYS} d")
     print(f"methods chosen: {methods}")
