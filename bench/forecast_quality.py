@@ -12,9 +12,13 @@ noiseless truth first reaches 30–120 days after the last history day. For each
 - the same crossing error for a naive baseline in the same run: a least-squares line through the
   last 14 days extrapolated without intervals, as kubernetes-mixin's ``predict_linear`` alerts do.
 
+With ``--with-ets`` it also measures the alternative the issue names, statsmodels' ETS with
+additive error, trend and weekly season (``ETSModel``), on the same histories, so the choice of
+method in ``analyzer/monthly/forecast.py`` rests on a measurement.
+
 Prints the distribution per figure and a final JSON line.
 
-    PYTHONPATH=$PWD .venv/bin/python bench/forecast_quality.py [--seeds 50]
+    PYTHONPATH=$PWD .venv/bin/python bench/forecast_quality.py [--seeds 50] [--with-ets]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +109,33 @@ def one_seed(seed: int) -> dict[str, object]:
     return row
 
 
+def ets_seed(seed: int) -> dict[str, object]:
+    """The crossing error and 80 % coverage of statsmodels' ETS (A, A, A; period 7) on the seed."""
+    from statsmodels.tsa.exponential_smoothing.ets import ETSModel
+
+    truth, history, rng = draw(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # optimizer convergence notes on short histories
+        fit = ETSModel(
+            history.asfreq("D"), error="add", trend="add", seasonal="add", seasonal_periods=7
+        ).fit(disp=False)
+    frame = fit.get_prediction(
+        start=HISTORY_DAYS, end=HISTORY_DAYS + HORIZON_DAYS - 1
+    ).summary_frame(alpha=0.20)
+    mean = frame["mean"].to_numpy()
+    hits = np.flatnonzero(mean >= truth.capacity)
+    row: dict[str, object] = {
+        "error_days": None if not hits.size else HISTORY_DAYS + int(hits[0]) - truth.crossing()
+    }
+    for h in HORIZONS:
+        observed = float(truth.mean(np.array([HISTORY_DAYS - 1 + h]))[0])
+        observed += float(rng.normal(0.0, NOISE_CORES))
+        row[f"cover80_h{h}"] = bool(
+            frame["pi_lower"].iloc[h - 1] <= observed <= frame["pi_upper"].iloc[h - 1]
+        )
+    return row
+
+
 def summary(errors: list[int | None]) -> dict[str, object]:
     """Share within ±7 days, median and 90th percentile of the absolute error, misses."""
     found = np.array([abs(e) for e in errors if e is not None], dtype=float)
@@ -120,6 +152,7 @@ def main() -> None:
     """Run the seeds, print each figure, then one JSON line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--with-ets", action="store_true", help="also measure statsmodels ETS")
     args = parser.parse_args()
     rows = [one_seed(seed) for seed in range(args.seeds)]
     model = summary([r["error_days"] for r in rows])  # type: ignore[misc]
@@ -140,9 +173,17 @@ def main() -> None:
     print(f"earliest plausible date on or before the true crossing: {earliest_ok:.0%}")
     for key, share in coverage.items():
         print(f"interval coverage {key}: {share:.0%}")
+    ets: dict[str, object] | None = None
+    if args.with_ets:
+        ets_rows = [ets_seed(seed) for seed in range(args.seeds)]
+        ets = summary([r["error_days"] for r in ets_rows])  # type: ignore[misc]
+        for h in HORIZONS:
+            ets[f"cover80_h{h}"] = sum(bool(r[f"cover80_h{h}"]) for r in ets_rows) / len(rows)
+        print(f"ETS (A,A,A, period 7) error (days) and 80 % coverage: {ets}")
     print(
         json.dumps(
             {
+                "ets": ets,
                 "bench": "forecast_quality",
                 "seeds": args.seeds,
                 "python": platform.python_version(),
