@@ -195,3 +195,14 @@ def test_forecast_quality_on_ten_seeds_of_known_truth() -> None:
     assert within >= 8
     assert covered80 >= 28
     assert covered95 >= 34
+
+
+def test_a_shuffled_tz_aware_index_is_read_as_utc_days_and_a_repeated_day_is_refused() -> None:
+    # Midnight UTC written as 01:00+01:00, in reverse order: the same days, the same crossing.
+    index = pd.date_range("2026-01-01 01:00", periods=30, freq="D", tz="Europe/Paris")
+    shuffled = pd.Series(line(30), index=index)[::-1]
+    result = forecast(shuffled, 99.5, horizon_days=60)
+    assert result.exhaustion.expected_date == date(2026, 2, 15)
+    twice = pd.Series([1.0, 2.0], index=pd.to_datetime(["2026-01-01 03:00", "2026-01-01 09:00"]))
+    with pytest.raises(ValueError, match="two values for one day"):
+        forecast(twice, 99.5)
