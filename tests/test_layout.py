@@ -32,6 +32,7 @@ LAYERS = {
     "whatif": 4,
     "trace": 4,
     "nightly": 4,
+    "monthly": 4,
     "report": 5,
     "cli": 6,
 }

@@ -1,0 +1,303 @@
+"""Forecast one daily series against a capacity line: prediction intervals and days until exhaustion.
+
+The rules (docs/monthly.md states them for users):
+
+- **Gaps.** NaN days are dropped, not interpolated. The model regresses on the day number, so a
+  missing day leaves no hole in time and invents no value.
+- **Minimum history.** At least ``MIN_HISTORY_DAYS`` (21) days *with data*; below that there is no
+  forecast and the reason says how many days there were.
+- **Method.** Ordinary least squares on the day number (``linear_trend``). When the history holds
+  at least three full weeks (always true past the minimum) the model is refitted with six
+  day-of-week indicators; if an F-test says the weekly component is significant (p < 0.05) that
+  model is kept (``linear_trend_weekly``), otherwise the plain line is. Both are linear models, so
+  the prediction intervals are the exact OLS ones (``get_prediction(...).summary_frame``), pointwise
+  per day; they widen with the horizon because the slope's uncertainty is extrapolated. The fit is
+  closed-form: no random state, the same input gives the same output.
+- **Trend.** The slope (units per day) with its 95 % confidence interval; when that interval
+  includes 0 the trend is "not significant" and no expected date is given (a fake date is worse
+  than none), though the earliest plausible date still is when the upper band crosses.
+- **Exhaustion.** *Expected date*: the first forecast day the mean reaches the capacity.
+  *Earliest plausible date*: the first forecast day the **upper 95 %** band reaches it. Neither
+  within ``horizon_days``: "beyond the horizon". If the last observed day is already at or above
+  capacity, the series is "already exhausted" and both dates are that day.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+
+MIN_HISTORY_DAYS = 21
+WEEK = 7
+SEASONAL_P_VALUE = 0.05
+
+
+@dataclass(frozen=True)
+class ForecastPoint:
+    """One forecast day: the mean and the 80 % and 95 % prediction intervals, in the series' unit."""
+
+    day: date
+    mean: float
+    lo80: float
+    hi80: float
+    lo95: float
+    hi95: float
+
+
+@dataclass(frozen=True)
+class Exhaustion:
+    """When a series reaches its capacity; dates are ``None`` when not within the horizon."""
+
+    resource: str
+    basis: str
+    expected_date: date | None
+    earliest_date: date | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``report.json`` shape: dates as ISO strings or null."""
+        return {
+            "resource": self.resource,
+            "basis": self.basis,
+            "expected_date": _iso(self.expected_date),
+            "earliest_date": _iso(self.earliest_date),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """A forecast of one series, or the reason there is none (``method == "none"``).
+
+    ``slope_per_day`` and its 95 % interval are in the series' unit per day; ``history_days``
+    counts the days with data the fit used.
+    """
+
+    resource: str
+    method: str
+    method_reason: str
+    horizon_days: int
+    history_days: int
+    slope_per_day: float | None
+    slope_lo95: float | None
+    slope_hi95: float | None
+    significant_trend: bool
+    points: tuple[ForecastPoint, ...]
+    exhaustion: Exhaustion
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``report.json`` ``forecast`` contract, plus the method's reason and the slope."""
+        return {
+            "method": self.method,
+            "method_reason": self.method_reason,
+            "horizon_days": self.horizon_days,
+            "history_days": self.history_days,
+            "slope_per_day": self.slope_per_day,
+            "slope_lo95": self.slope_lo95,
+            "slope_hi95": self.slope_hi95,
+            "significant_trend": self.significant_trend,
+            "series": [
+                {
+                    "date": p.day.isoformat(),
+                    self.resource: p.mean,
+                    "lo80": p.lo80,
+                    "hi80": p.hi80,
+                    "lo95": p.lo95,
+                    "hi95": p.hi95,
+                }
+                for p in self.points
+            ],
+            "exhaustion": [self.exhaustion.to_dict()],
+        }
+
+
+def _iso(day: date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _design(day_numbers: np.ndarray, weekly: bool) -> np.ndarray:
+    """Intercept, day number and, when ``weekly``, six day-of-week indicators (day 0 is the base)."""
+    columns = [np.ones(len(day_numbers)), day_numbers.astype(float)]
+    if weekly:
+        weekday = day_numbers % WEEK
+        columns += [(weekday == k).astype(float) for k in range(1, WEEK)]
+    return np.column_stack(columns)
+
+
+def _daily(series: pd.Series) -> pd.Series:
+    """The series with a sorted, unique UTC-date index and its NaN days dropped."""
+    index = pd.DatetimeIndex(pd.to_datetime(series.index))
+    if index.tz is not None:
+        index = index.tz_convert("UTC").tz_localize(None)
+    clean = pd.Series(series.to_numpy(dtype=float), index=index.normalize())
+    if clean.index.has_duplicates:
+        raise ValueError("the daily series has two values for one day")
+    return clean.sort_index().dropna()
+
+
+def _capacity_on(capacity: float | pd.Series, days: list[date]) -> np.ndarray:
+    """The capacity on each day: a constant, or a series carried forward from its last value."""
+    if not isinstance(capacity, pd.Series):
+        return np.full(len(days), float(capacity))
+    line = _daily(capacity)
+    if line.empty:
+        raise ValueError("the capacity series has no value")
+    wanted = pd.DatetimeIndex([pd.Timestamp(d) for d in days])
+    carried = line.reindex(line.index.union(wanted)).ffill().bfill()
+    values: np.ndarray = carried.reindex(wanted).to_numpy(dtype=float)
+    return values
+
+
+def _first_day(reached: np.ndarray, days: list[date]) -> date | None:
+    hits = np.flatnonzero(reached)
+    return days[int(hits[0])] if hits.size else None
+
+
+def forecast(
+    series: pd.Series,
+    capacity: float | pd.Series,
+    *,
+    horizon_days: int = 180,
+    resource: str = "requested_cpu_cores",
+    basis: str = "requested vs allocatable minus the N+1 buffer",
+) -> Forecast:
+    """Forecast ``series`` (daily values indexed by UTC date) ``horizon_days`` past its last day.
+
+    ``capacity`` is the line the series must stay under, a constant or a daily series (carried
+    forward past its last value). The module docstring states every rule.
+    """
+    if horizon_days < 1:
+        raise ValueError("horizon_days must be at least 1")
+    history = _daily(series)
+    observed = len(history)
+    if observed < MIN_HISTORY_DAYS:
+        reason = f"no forecast: {observed} days with data, at least {MIN_HISTORY_DAYS} are needed"
+        return Forecast(
+            resource=resource,
+            method="none",
+            method_reason=reason,
+            horizon_days=horizon_days,
+            history_days=observed,
+            slope_per_day=None,
+            slope_lo95=None,
+            slope_hi95=None,
+            significant_trend=False,
+            points=(),
+            exhaustion=Exhaustion(resource, basis, None, None, reason),
+        )
+
+    start = history.index[0]
+    day_numbers = ((history.index - start).days).to_numpy()
+    values = history.to_numpy()
+    line_fit = sm.OLS(values, _design(day_numbers, weekly=False)).fit()
+    weekly_fit = sm.OLS(values, _design(day_numbers, weekly=True)).fit()
+    _, p_value, _ = weekly_fit.compare_f_test(line_fit)
+    # A line that fits exactly leaves nothing for a cycle to explain; the F-test would compare
+    # two rounding errors.
+    exact = line_fit.ssr <= 1e-12 * float(np.sum(values**2))
+    weekly = bool(not exact and np.isfinite(p_value) and p_value < SEASONAL_P_VALUE)
+    fit = weekly_fit if weekly else line_fit
+    if weekly:
+        method = "linear_trend_weekly"
+        method_reason = (
+            f"linear trend with a day-of-week component: the weekly cycle is significant "
+            f"(F-test p = {p_value:.3g} < {SEASONAL_P_VALUE})"
+        )
+    else:
+        method = "linear_trend"
+        method_reason = (
+            f"linear trend: no significant weekly cycle (F-test p = {p_value:.3g})"
+            if np.isfinite(p_value) and not exact
+            else "linear trend: the history lies on a straight line, no cycle to test"
+        )
+
+    slope = float(fit.params[1])
+    slope_lo, slope_hi = (float(v) for v in fit.conf_int(alpha=0.05)[1])
+    significant = not (slope_lo <= 0.0 <= slope_hi)
+
+    last = int(day_numbers[-1])
+    future = np.arange(last + 1, last + 1 + horizon_days)
+    exog = _design(future, weekly)
+    frame80 = fit.get_prediction(exog).summary_frame(alpha=0.20)
+    frame95 = fit.get_prediction(exog).summary_frame(alpha=0.05)
+    start_day = start.date()
+    days = [start_day + timedelta(days=int(n)) for n in future]
+    points = tuple(
+        ForecastPoint(
+            day=days[i],
+            mean=float(frame80["mean"].iloc[i]),
+            lo80=float(frame80["obs_ci_lower"].iloc[i]),
+            hi80=float(frame80["obs_ci_upper"].iloc[i]),
+            lo95=float(frame95["obs_ci_lower"].iloc[i]),
+            hi95=float(frame95["obs_ci_upper"].iloc[i]),
+        )
+        for i in range(horizon_days)
+    )
+    exhaustion = _exhaustion(history, capacity, points, days, significant, resource, basis)
+    exhaustion = _with_trend_note(exhaustion, significant, slope_lo, slope_hi)
+    return Forecast(
+        resource=resource,
+        method=method,
+        method_reason=method_reason,
+        horizon_days=horizon_days,
+        history_days=observed,
+        slope_per_day=slope,
+        slope_lo95=slope_lo,
+        slope_hi95=slope_hi,
+        significant_trend=significant,
+        points=points,
+        exhaustion=exhaustion,
+    )
+
+
+def _exhaustion(
+    history: pd.Series,
+    capacity: float | pd.Series,
+    points: tuple[ForecastPoint, ...],
+    days: list[date],
+    significant: bool,
+    resource: str,
+    basis: str,
+) -> Exhaustion:
+    """Expected date (mean crosses), earliest plausible date (upper 95 % band crosses), or none."""
+    last_day = history.index[-1].date()
+    if history.iloc[-1] >= _capacity_on(capacity, [last_day])[0]:
+        return Exhaustion(
+            resource, basis, last_day, last_day, f"already exhausted on {last_day.isoformat()}"
+        )
+    limit = _capacity_on(capacity, days)
+    mean = np.array([p.mean for p in points])
+    hi95 = np.array([p.hi95 for p in points])
+    expected = _first_day(mean >= limit, days) if significant else None
+    earliest = _first_day(hi95 >= limit, days)
+    horizon = f"{len(days)}-day horizon"
+    if expected is not None:
+        reason = f"the mean forecast reaches capacity on {expected.isoformat()}"
+    elif significant:
+        reason = f"the mean forecast stays below capacity: beyond the {horizon}"
+    else:
+        reason = "no expected date"
+    if earliest is not None:
+        reason += f"; the upper 95 % band reaches it on {earliest.isoformat()}"
+    else:
+        reason += f"; the upper 95 % band stays below it within the {horizon}"
+    return Exhaustion(resource, basis, expected, earliest, reason)
+
+
+def _with_trend_note(found: Exhaustion, significant: bool, lo: float, hi: float) -> Exhaustion:
+    """Put "no significant trend" first in the reason when the slope's interval includes 0."""
+    if significant or found.reason.startswith("already"):
+        return found
+    note = f"no significant trend (slope 95 % interval {lo:.3g} to {hi:.3g} per day includes 0)"
+    return Exhaustion(
+        found.resource,
+        found.basis,
+        found.expected_date,
+        found.earliest_date,
+        f"{note}: {found.reason}",
+    )
