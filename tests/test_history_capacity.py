@@ -17,7 +17,6 @@ The day 2026-11-01, 5-minute samples (the first at 00:05, 288 in the day):
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from pathlib import Path
 
@@ -338,13 +337,15 @@ def test_days_outside_the_range_and_stray_files_are_not_read(tmp_path: Path) -> 
     assert len(read_pools(history, DAY, DAY)) == 2
 
 
-def test_duckdb_reads_the_documented_query(tmp_path: Path) -> None:
+def test_duckdb_runs_the_query_docs_history_md_shows(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb", reason="duckdb is in the test extra")
     write_nightly_report(run_nightly(_cluster(), NightlySettings()), tmp_path)
-    glob = str(tmp_path / "history" / "pools" / "*.parquet")
-    rows = duckdb.sql(
-        "SELECT pool, cpu_requested_peak_millicores / 1000 AS peak_cores "
-        f"FROM read_parquet('{glob}') ORDER BY pool"
-    ).fetchall()
-    assert rows == [("a", 4.2), ("b", 1.1)]
-    json.dumps(rows)  # plain Python values, ready for any tool
+    doc = (Path(__file__).parents[1] / "docs" / "history.md").read_text()
+    query = doc.split("```sql\n", 1)[1].split("```", 1)[0]
+    query = query.replace("OUT/history", str(tmp_path / "history")).rstrip().rstrip(";")
+    rows = duckdb.sql(query).fetchall()
+    # requested peak 4200m / 1100m; requested mean over allocatable mean 1950/10000, 550/2000.
+    assert rows == [
+        (DAY, "a", 4.2, pytest.approx(19.5)),
+        (DAY, "b", 1.1, pytest.approx(27.5)),
+    ]

@@ -160,7 +160,7 @@ def _check_versions(paths: Iterable[Path]) -> None:
             )
 
 
-def _read(root: Path, name: str, start: date | None, end: date | None) -> pd.DataFrame:
+def _read(root: Path | str, name: str, start: date | None, end: date | None) -> pd.DataFrame:
     schema = TABLES[name]
     paths = _day_files(Path(root) / name, start, end)
     if not paths:
@@ -173,7 +173,9 @@ def _read(root: Path, name: str, start: date | None, end: date | None) -> pd.Dat
     return frame.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
-def read_pools(root: Path, start: date | None = None, end: date | None = None) -> pd.DataFrame:
+def read_pools(
+    root: Path | str, start: date | None = None, end: date | None = None
+) -> pd.DataFrame:
     """Pool rollups of the days ``start``..``end`` (both included; None = open) under ``root``
     (``OUT/history``), one row per pool and day, oldest first. Days without a pools file
     (history written before they existed) contribute no rows."""
