@@ -22,7 +22,7 @@ import pandas as pd
 from analyzer.core.frames import utc
 from analyzer.core.snapshot import Snapshot, pod_intervals
 from analyzer.nightly.tables import in_period, node_pools
-from analyzer.usage.percentiles import grouped_stats
+from analyzer.usage.percentiles import STAT_QUANTILES, grouped_stats, nearest_rank_index
 
 RESOURCES = (("cpu", "millicores"), ("memory", "bytes"))
 
@@ -59,9 +59,9 @@ def interval_mean_peak(
     ev_delta = np.concatenate([w, -w])
     order = np.lexsort((ev_start, ev_time, ev_group))
     # Every interval closes inside [lo, hi], so the running total is back at 0 between groups.
-    running = np.cumsum(ev_delta[order])
-    sorted_groups = ev_group[order]
-    np.maximum.at(peak, sorted_groups, running)
+    running = pd.Series(np.cumsum(ev_delta[order]))
+    highest = running.groupby(ev_group[order]).max()
+    peak[highest.index.to_numpy()] = highest.to_numpy()
     return mean, peak
 
 
@@ -81,10 +81,49 @@ def _ns(times: pd.Series) -> np.ndarray:
 
 
 def _max_per_group(ids: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Largest non-NaN value per group (NaN for a group without one)."""
     keep = ~np.isnan(values)
-    out = np.full(n_groups, -np.inf)
-    np.maximum.at(out, ids[keep], values[keep])
-    return np.where(np.isinf(out), np.nan, out)
+    largest = pd.Series(values[keep]).groupby(ids[keep]).max()
+    out: np.ndarray = largest.reindex(range(n_groups)).to_numpy(dtype=np.float64)
+    return out
+
+
+def group_percentiles(
+    ids: np.ndarray, values: np.ndarray, n_groups: int, method: str
+) -> dict[str, np.ndarray]:
+    """``count``, p50/p90/p95/p99 and ``max`` of the non-NaN ``values`` per group.
+
+    Same numbers as ``usage.percentiles.grouped_stats``, faster on the day's pod usage (millions
+    of rows): one float sort, then a stable sort by group, which numpy does as a radix sort for
+    16-bit ids. The linear method goes through ``grouped_stats`` itself.
+    """
+    keep = ~np.isnan(values)
+    ids, values = ids[keep], values[keep]
+    counts = np.bincount(ids, minlength=n_groups).astype(np.int64)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    has = counts > 0
+    out: dict[str, np.ndarray] = {"count": counts}
+    if method != "nearest-rank":
+        stats = grouped_stats(ids, values, n_groups, method)
+        out.update({stat: stats[stat] for stat in STAT_QUANTILES})
+        out["max"] = _max_per_group(ids, values, n_groups)
+        return out
+    by_value = np.argsort(values)
+    narrow = np.int16 if n_groups <= np.iinfo(np.int16).max else np.int32
+    order = by_value[np.argsort(ids[by_value].astype(narrow), kind="stable")]
+    ordered = values[order]
+    safe = np.maximum(counts, 1)
+    last = max(len(ordered) - 1, 0)
+    for stat, quantile in STAT_QUANTILES.items():
+        local = np.minimum(nearest_rank_index(safe, quantile), safe - 1)
+        picked = ordered[np.minimum(starts + local, last)] if len(ordered) else np.zeros(n_groups)
+        out[stat] = np.where(has, picked, np.nan)
+    picked = (
+        ordered[np.minimum(np.maximum(ends - 1, 0), last)] if len(ordered) else np.zeros(n_groups)
+    )
+    out["max"] = np.where(has, picked, np.nan)
+    return out
 
 
 def _uid_positions(uids: pd.Series, wanted: pd.Index) -> np.ndarray:
@@ -263,17 +302,13 @@ def workload_rollups(
     uid_codes = _uid_positions(usage["uid"], pd.Index(intervals["uid"].astype(str)))
     known = uid_codes >= 0
     ids = codes[uid_codes[known]]
-    cpu = grouped_stats(ids, usage["cpu"].to_numpy(dtype=np.float64)[known], n, method)
-    for stat in ("p50", "p90", "p95", "p99"):
+    cpu = group_percentiles(ids, usage["cpu"].to_numpy(dtype=np.float64)[known], n, method)
+    for stat in ("p50", "p90", "p95", "p99", "max"):
         out[f"cpu_used_{stat}_millicores"] = cpu[stat]
-    out["cpu_used_max_millicores"] = _max_per_group(
-        ids, usage["cpu"].to_numpy(dtype=np.float64)[known], n
-    )
-    memory_values = usage["memory"].to_numpy(dtype=np.float64)[known]
-    memory = grouped_stats(ids, memory_values, n, method)
+    memory = group_percentiles(ids, usage["memory"].to_numpy(dtype=np.float64)[known], n, method)
     out["memory_used_p99_bytes"] = memory["p99"]
-    out["memory_used_max_bytes"] = _max_per_group(ids, memory_values, n)
-    out["cpu_samples"] = cpu["count"].astype(np.int64)
+    out["memory_used_max_bytes"] = memory["max"]
+    out["cpu_samples"] = cpu["count"]
     out["restarts"] = pd.array([pd.NA] * n, dtype="Int64")
     out["oom_kills"] = pd.array([pd.NA] * n, dtype="Int64")
     return out.sort_values(["namespace", "owner_kind", "owner_name"]).reset_index(drop=True)
