@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from report_snapshots import ending_early
 
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
@@ -366,3 +367,14 @@ def test_fast_group_percentiles_match_the_reference(method: str) -> None:
     for group in (0, 17, 39):
         assert fast["max"][group] == np.nanmax(values[ids == group])
     assert np.isnan(fast["max"][42]) and np.isnan(fast["p99"][42])
+
+
+def test_a_day_whose_data_stops_at_2355_still_counts_whole_nodes_and_pods() -> None:
+    # Collected just after midnight: every node and pod last seen at 23:55, no sample after.
+    # Nothing is known to have left, so nothing leaves (else 2 nodes would read 1.9965).
+    result = run_nightly(ending_early(_cluster(), "2026-11-01T23:55:00Z"), NightlySettings())
+    a = result.pool_days.set_index("pool").loc["a"]
+    assert (a["nodes_mean"], a["cpu_allocatable_mean_millicores"]) == (2.0, 10000)
+    assert a["cpu_requested_mean_millicores"] == pytest.approx(1950.0)
+    web = result.workload_days.set_index("owner_name").loc["web"]
+    assert web["replicas_mean"] == pytest.approx((24 * 2 + 3 * 1) / 24)

@@ -6,7 +6,9 @@ Everything is computed with numpy group-bys over the day's snapshot (no loop ove
 - *Time-weighted mean* of a quantity over the day = Σ value × (time it was present in the day)
   ÷ 24 h; *peak* = the highest total at any instant of the day (an interval ending at t and one
   starting at t do not overlap). Pods hold their node over ``core.snapshot.pod_intervals``;
-  nodes exist from ``first_seen`` to ``last_seen`` (unknown = the whole day).
+  nodes exist from ``first_seen`` to ``last_seen`` (unknown = the whole day). What is still
+  there at the day's last usage sample counts to midnight (data stopping at 23:55 is not a
+  cluster emptying at 23:55).
 - Pool *used* stats: the pool's usage summed over its nodes at each sample time of the day
   ``(midnight, next midnight]``, then avg/p95/p99/max over those totals.
 - A workload is the pod's top owner as the snapshot resolves it (``workload_kind``/
@@ -65,14 +67,30 @@ def interval_mean_peak(
     return mean, peak
 
 
+def _last_data(day: Snapshot, start: pd.Timestamp, end: pd.Timestamp) -> int:
+    """The day's last instant with usage data (ns); ``end`` when the day has none."""
+    stamps = day.node_usage["timestamp"]
+    inside = stamps[in_period(stamps, start, end)]
+    return (
+        int(pd.Timestamp(inside.max()).as_unit("ns").value)
+        if len(inside)
+        else _day_bounds(start, end)[1]
+    )
+
+
+def _to_day_end(ends: np.ndarray, last_data: int, hi: int) -> np.ndarray:
+    """Something still there at the day's last data instant is there to the end of the day (a
+    snapshot collected just after midnight can stop at 23:55; nothing is known to end there)."""
+    extended: np.ndarray = np.where(ends >= last_data, hi, ends)
+    return extended
+
+
 def _node_intervals(
-    nodes: pd.DataFrame, lo: pd.Timestamp, hi: pd.Timestamp
+    nodes: pd.DataFrame, lo: pd.Timestamp, hi: pd.Timestamp, last_data: int
 ) -> tuple[np.ndarray, np.ndarray]:
     first = utc(nodes["first_seen"]).fillna(lo).clip(lower=lo)
-    last = utc(nodes["last_seen"])
-    # A node seen at the day's last instant (or with no record) is there to the end of the day.
-    last = last.where(last < hi).fillna(hi)
-    return _ns(first), _ns(last)
+    last = _ns(utc(nodes["last_seen"]).fillna(hi))  # no record: the whole day
+    return _ns(first), _to_day_end(last, last_data, _day_bounds(lo, hi)[1])
 
 
 def _ns(times: pd.Series) -> np.ndarray:
@@ -155,7 +173,8 @@ def pool_rollups(
     names = pd.Index(nodes["node"].astype(str))
     lo, hi = _day_bounds(start, end)
     out = pd.DataFrame({"day": pd.Series([start] * n, dtype="datetime64[ns, UTC]"), "pool": pools})
-    node_start, node_end = _node_intervals(nodes, start, end)
+    last_data = _last_data(day, start, end)
+    node_start, node_end = _node_intervals(nodes, start, end, last_data)
     count_mean, count_peak = interval_mean_peak(
         pool_idx, node_start, node_end, np.ones(len(nodes)), lo=lo, hi=hi, n_groups=n
     )
@@ -166,10 +185,8 @@ def pool_rollups(
     node_idx = names.get_indexer(intervals["node"].astype(str))
     on_known = node_idx >= 0
     pod_pool = pool_idx[node_idx[on_known]]
-    pod_start, pod_end = (
-        _ns(utc(intervals["start"]))[on_known],
-        _ns(utc(intervals["end"]))[on_known],
-    )
+    pod_start = _ns(utc(intervals["start"]))[on_known]
+    pod_end = _to_day_end(_ns(utc(intervals["end"]))[on_known], last_data, hi)
     kind = pods["workload_kind"].astype("string").fillna("")
     daemonset = (kind == "DaemonSet") | (pods["owner_kind"].astype("string") == "DaemonSet")
     daemonset = daemonset.fillna(False).to_numpy(dtype=bool)[on_known]
@@ -259,7 +276,9 @@ def workload_rollups(
     lo, hi = _day_bounds(start, end)
     intervals = pod_intervals(day)
     p_start = np.clip(_ns(utc(intervals["start"])), lo, hi)
-    p_end = np.clip(_ns(utc(intervals["end"])), lo, hi)
+    p_end = np.clip(
+        _to_day_end(_ns(utc(intervals["end"])), _last_data(day, start, end), hi), lo, hi
+    )
     ran = p_end > p_start
     intervals = intervals[ran].reset_index(drop=True)
     p_start, p_end = p_start[ran], p_end[ran]
