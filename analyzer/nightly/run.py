@@ -23,6 +23,7 @@ import pandas as pd
 from analyzer.core.errors import EXIT_OK, EXIT_PARTIAL, EXIT_VIOLATIONS, InputError
 from analyzer.core.snapshot import Snapshot, SnapshotMeta
 from analyzer.fragmentation.measure import FragmentationResult, fragmentation
+from analyzer.nightly.capacity_rollups import pool_rollups, workload_rollups
 from analyzer.nightly.free_capacity import Headroom, headroom_at_last_data, resource_summary
 from analyzer.nightly.tables import (
     hourly_points,
@@ -124,6 +125,9 @@ class NightlyResult:
     pods_seen: int
     free_capacity: pd.DataFrame  # free_capacity.resource_summary: one row per resource
     headroom: Headroom  # at the last instant with data
+    # history/pools and history/workloads rows of this day (capacity_rollups; docs/history.md)
+    pool_days: pd.DataFrame = field(default_factory=pd.DataFrame)
+    workload_days: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def exit_code(self) -> int:
@@ -413,4 +417,6 @@ def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
         pods_seen=pods_seen,
         free_capacity=resource_summary(frag),
         headroom=headroom_at_last_data(frag),
+        pool_days=pool_rollups(today, start, end, method=settings.method),
+        workload_days=workload_rollups(today, start, end, method=settings.method),
     )

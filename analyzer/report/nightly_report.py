@@ -16,6 +16,7 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.core.csvsafe import write_csv
+from analyzer.history.capacity import write_tables
 from analyzer.history.store import HistoryStore
 from analyzer.nightly.run import NightlyResult
 from analyzer.report.context import NightlyContext, build_context
@@ -81,6 +82,9 @@ def write_nightly_report(
 
     run_dir = write_run(out, result.day, fill)
     store.write_day(result.day, result.rollups, summary)
+    write_tables(
+        store.root, result.day, {"pools": result.pool_days, "workloads": result.workload_days}
+    )
     index = refresh_index(out, templates_dir=templates_dir)
     return ReportPaths(
         run_dir=run_dir,

@@ -1,0 +1,333 @@
+"""One day's pool and workload rollups for the history store (``docs/history.md`` defines them).
+
+Everything is computed with numpy group-bys over the day's snapshot (no loop over pods or nodes):
+
+- A node belongs to its pool (``tables.node_pools``); a pod to the pool of its node.
+- *Time-weighted mean* of a quantity over the day = Σ value × (time it was present in the day)
+  ÷ 24 h; *peak* = the highest total at any instant of the day (an interval ending at t and one
+  starting at t do not overlap). Pods hold their node over ``core.snapshot.pod_intervals``;
+  nodes exist from ``first_seen`` to ``last_seen`` (unknown = the whole day). What is still
+  there at the day's last usage sample counts to midnight (data stopping at 23:55 is not a
+  cluster emptying at 23:55).
+- Pool *used* stats: the pool's usage summed over its nodes at each sample time of the day
+  ``(midnight, next midnight]``, then avg/p95/p99/max over those totals.
+- A workload is the pod's top owner as the snapshot resolves it (``workload_kind``/
+  ``workload_name``: ReplicaSet → Deployment, Job → CronJob); a pod without a controller (or a
+  static pod, owned by its Node) is its own workload, kind ``Pod``, named after the pod.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analyzer.core.frames import utc
+from analyzer.core.snapshot import Snapshot, pod_intervals
+from analyzer.nightly.tables import in_period, node_pools
+from analyzer.usage.percentiles import STAT_QUANTILES, grouped_stats, nearest_rank_index
+
+RESOURCES = (("cpu", "millicores"), ("memory", "bytes"))
+
+
+def interval_mean_peak(
+    groups: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    weights: np.ndarray,
+    *,
+    lo: int,
+    hi: int,
+    n_groups: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: the time-weighted mean over ``[lo, hi)`` and the peak of Σ ``weights`` of the
+    intervals ``[starts, ends)`` present (times in ns, integer weights ≥ 0).
+
+    The peak is exact integer arithmetic: at equal times the ends are applied before the starts.
+    """
+    s = np.clip(starts, lo, hi)
+    e = np.clip(ends, lo, hi)
+    valid = e > s
+    g, s, e = groups[valid], s[valid], e[valid]
+    w = weights[valid].astype(np.int64)
+    span = float(hi - lo)
+    mean = np.bincount(g, weights=w.astype(np.float64) * (e - s) / span, minlength=n_groups)
+    mean = mean.astype(np.float64)
+    peak = np.zeros(n_groups, dtype=np.int64)
+    if len(g) == 0:
+        return mean, peak
+    ev_group = np.concatenate([g, g])
+    ev_time = np.concatenate([s, e])
+    ev_start = np.concatenate([np.ones(len(g), bool), np.zeros(len(g), bool)])
+    ev_delta = np.concatenate([w, -w])
+    order = np.lexsort((ev_start, ev_time, ev_group))
+    # Every interval closes inside [lo, hi], so the running total is back at 0 between groups.
+    running = pd.Series(np.cumsum(ev_delta[order]))
+    highest = running.groupby(ev_group[order]).max()
+    peak[highest.index.to_numpy()] = highest.to_numpy()
+    return mean, peak
+
+
+def _last_data(day: Snapshot, start: pd.Timestamp, end: pd.Timestamp) -> int:
+    """The day's last instant with usage data (ns); ``end`` when the day has none."""
+    stamps = day.node_usage["timestamp"]
+    inside = stamps[in_period(stamps, start, end)]
+    return (
+        int(pd.Timestamp(inside.max()).as_unit("ns").value)
+        if len(inside)
+        else _day_bounds(start, end)[1]
+    )
+
+
+def _to_day_end(ends: np.ndarray, last_data: int, hi: int) -> np.ndarray:
+    """Something still there at the day's last data instant is there to the end of the day (a
+    snapshot collected just after midnight can stop at 23:55; nothing is known to end there)."""
+    extended: np.ndarray = np.where(ends >= last_data, hi, ends)
+    return extended
+
+
+def _node_intervals(
+    nodes: pd.DataFrame, lo: pd.Timestamp, hi: pd.Timestamp, last_data: int
+) -> tuple[np.ndarray, np.ndarray]:
+    first = utc(nodes["first_seen"]).fillna(lo).clip(lower=lo)
+    last = _ns(utc(nodes["last_seen"]).fillna(hi))  # no record: the whole day
+    return _ns(first), _to_day_end(last, last_data, _day_bounds(lo, hi)[1])
+
+
+def _ns(times: pd.Series) -> np.ndarray:
+    values: np.ndarray = pd.DatetimeIndex(times).as_unit("ns").asi8
+    return values
+
+
+def _max_per_group(ids: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Largest non-NaN value per group (NaN for a group without one)."""
+    keep = ~np.isnan(values)
+    largest = pd.Series(values[keep]).groupby(ids[keep]).max()
+    out: np.ndarray = largest.reindex(range(n_groups)).to_numpy(dtype=np.float64)
+    return out
+
+
+def group_percentiles(
+    ids: np.ndarray, values: np.ndarray, n_groups: int, method: str
+) -> dict[str, np.ndarray]:
+    """``count``, p50/p90/p95/p99 and ``max`` of the non-NaN ``values`` per group.
+
+    Same numbers as ``usage.percentiles.grouped_stats``, faster on the day's pod usage (millions
+    of rows): one float sort, then a stable sort by group, which numpy does as a radix sort for
+    16-bit ids. The linear method goes through ``grouped_stats`` itself.
+    """
+    keep = ~np.isnan(values)
+    ids, values = ids[keep], values[keep]
+    counts = np.bincount(ids, minlength=n_groups).astype(np.int64)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    has = counts > 0
+    out: dict[str, np.ndarray] = {"count": counts}
+    if method != "nearest-rank":
+        stats = grouped_stats(ids, values, n_groups, method)
+        out.update({stat: stats[stat] for stat in STAT_QUANTILES})
+        out["max"] = _max_per_group(ids, values, n_groups)
+        return out
+    by_value = np.argsort(values)
+    narrow = np.int16 if n_groups <= np.iinfo(np.int16).max else np.int32
+    order = by_value[np.argsort(ids[by_value].astype(narrow), kind="stable")]
+    ordered = values[order]
+    safe = np.maximum(counts, 1)
+    last = max(len(ordered) - 1, 0)
+    for stat, quantile in STAT_QUANTILES.items():
+        local = np.minimum(nearest_rank_index(safe, quantile), safe - 1)
+        picked = ordered[np.minimum(starts + local, last)] if len(ordered) else np.zeros(n_groups)
+        out[stat] = np.where(has, picked, np.nan)
+    picked = (
+        ordered[np.minimum(np.maximum(ends - 1, 0), last)] if len(ordered) else np.zeros(n_groups)
+    )
+    out["max"] = np.where(has, picked, np.nan)
+    return out
+
+
+def _uid_positions(uids: pd.Series, wanted: pd.Index) -> np.ndarray:
+    """Position in ``wanted`` of each usage row's uid (-1: not wanted), via the categories."""
+    categorical = pd.Categorical(uids) if not isinstance(uids.dtype, pd.CategoricalDtype) else uids
+    codes = np.asarray(pd.Series(categorical).cat.codes, dtype=np.int64)
+    categories = pd.Series(categorical).cat.categories.astype(str)
+    per_category = np.append(wanted.get_indexer(categories), -1)  # code -1 (NaN) → -1
+    positions: np.ndarray = per_category[codes]
+    return positions
+
+
+def _day_bounds(start: pd.Timestamp, end: pd.Timestamp) -> tuple[int, int]:
+    return int(start.as_unit("ns").value), int(end.as_unit("ns").value)
+
+
+def pool_rollups(
+    day: Snapshot, start: pd.Timestamp, end: pd.Timestamp, *, method: str = "nearest-rank"
+) -> pd.DataFrame:
+    """One row per pool for the day ``(start, end]`` of ``day`` (a snapshot sliced to the day).
+
+    Columns as ``analyzer.history.capacity.POOL_SCHEMA`` (without ``schema_version``).
+    """
+    nodes = day.nodes.reset_index(drop=True)
+    pool_of = node_pools(nodes)
+    pools = sorted(pool_of.unique())
+    n = len(pools)
+    pool_idx = pd.Index(pools).get_indexer(pool_of.to_numpy()).astype(np.int64)
+    names = pd.Index(nodes["node"].astype(str))
+    lo, hi = _day_bounds(start, end)
+    out = pd.DataFrame({"day": pd.Series([start] * n, dtype="datetime64[ns, UTC]"), "pool": pools})
+    last_data = _last_data(day, start, end)
+    node_start, node_end = _node_intervals(nodes, start, end, last_data)
+    count_mean, count_peak = interval_mean_peak(
+        pool_idx, node_start, node_end, np.ones(len(nodes)), lo=lo, hi=hi, n_groups=n
+    )
+    out["nodes_mean"], out["nodes_max"] = count_mean, count_peak
+
+    intervals = pod_intervals(day)
+    pods = day.pods.set_index("uid").loc[intervals["uid"]].reset_index()
+    node_idx = names.get_indexer(intervals["node"].astype(str))
+    on_known = node_idx >= 0
+    pod_pool = pool_idx[node_idx[on_known]]
+    pod_start = _ns(utc(intervals["start"]))[on_known]
+    pod_end = _to_day_end(_ns(utc(intervals["end"]))[on_known], last_data, hi)
+    kind = pods["workload_kind"].astype("string").fillna("")
+    daemonset = (kind == "DaemonSet") | (pods["owner_kind"].astype("string") == "DaemonSet")
+    daemonset = daemonset.fillna(False).to_numpy(dtype=bool)[on_known]
+
+    usage = day.node_usage[in_period(day.node_usage["timestamp"], start, end)]
+    usage_node = names.get_indexer(usage["node"].astype(str))
+    seen = usage_node >= 0
+    stamps, time_idx = np.unique(_ns(utc(usage["timestamp"]))[seen], return_inverse=True)
+    cell = pool_idx[usage_node[seen]] * max(len(stamps), 1) + time_idx
+    size = n * len(stamps)
+
+    for resource, unit in RESOURCES:
+        alloc = nodes[f"allocatable:{resource}"].to_numpy(dtype=np.int64)
+        mean, peak = interval_mean_peak(
+            pool_idx, node_start, node_end, alloc, lo=lo, hi=hi, n_groups=n
+        )
+        out[f"{resource}_allocatable_mean_{unit}"] = mean
+        out[f"{resource}_allocatable_peak_{unit}"] = peak.astype(np.float64)
+        requests = pods[f"requests:{resource}"].to_numpy(dtype=np.int64)[on_known]
+        for prefix, mask in (
+            ("requested", np.ones(len(pod_pool), bool)),
+            ("daemonset_requested", daemonset),
+        ):
+            mean, peak = interval_mean_peak(
+                pod_pool[mask],
+                pod_start[mask],
+                pod_end[mask],
+                requests[mask],
+                lo=lo,
+                hi=hi,
+                n_groups=n,
+            )
+            out[f"{resource}_{prefix}_mean_{unit}"] = mean
+            out[f"{resource}_{prefix}_peak_{unit}"] = peak.astype(np.float64)
+        # The pool total at each sample time (NaN samples skipped), then stats over the times.
+        values = usage[resource].to_numpy(dtype=np.float64)[seen]
+        valid = ~np.isnan(values)
+        totals = np.bincount(cell[valid], weights=values[valid], minlength=size).astype(np.float64)
+        present = np.flatnonzero(np.bincount(cell[valid], minlength=size) > 0)
+        ids = (present // max(len(stamps), 1)).astype(np.int64)
+        stats = grouped_stats(ids, totals[present], n, method)
+        out[f"{resource}_used_avg_{unit}"] = stats["avg"]
+        out[f"{resource}_used_p95_{unit}"] = stats["p95"]
+        out[f"{resource}_used_p99_{unit}"] = stats["p99"]
+        out[f"{resource}_used_max_{unit}"] = _max_per_group(ids, totals[present], n)
+        if resource == "cpu":
+            out["used_samples"] = stats["count"].astype(np.int64)
+
+    # The largest node: most allocatable cpu, then memory, then the name (deterministic).
+    ranked = pd.DataFrame(
+        {
+            "pool": pool_of.to_numpy(),
+            "node": names.to_numpy(),
+            "cpu": nodes["allocatable:cpu"].to_numpy(dtype=np.int64),
+            "memory": nodes["allocatable:memory"].to_numpy(dtype=np.int64),
+        }
+    ).sort_values(["pool", "cpu", "memory", "node"], ascending=[True, False, False, True])
+    largest = ranked.drop_duplicates("pool").set_index("pool")
+    out["largest_node"] = out["pool"].map(largest["node"])
+    out["largest_node_cpu_allocatable_millicores"] = out["pool"].map(largest["cpu"])
+    out["largest_node_memory_allocatable_bytes"] = out["pool"].map(largest["memory"])
+    return out
+
+
+def workload_keys(pods: pd.DataFrame) -> pd.DataFrame:
+    """``namespace, owner_kind, owner_name`` of each pod's workload (see the module docstring)."""
+    kind = pods["workload_kind"].astype("string").fillna("")
+    name = pods["workload_name"].astype("string").fillna("")
+    bare = (kind == "") | (kind == "Node") | (name == "")
+    return pd.DataFrame(
+        {
+            "namespace": pods["namespace"].astype("string").fillna("").to_numpy(dtype=object),
+            "owner_kind": kind.where(~bare, "Pod").to_numpy(dtype=object),
+            "owner_name": name.where(~bare, pods["name"].astype("string")).to_numpy(dtype=object),
+        }
+    )
+
+
+def workload_rollups(
+    day: Snapshot, start: pd.Timestamp, end: pd.Timestamp, *, method: str = "nearest-rank"
+) -> pd.DataFrame:
+    """One row per workload that held a node during the day ``(start, end]`` of ``day``.
+
+    Columns as ``analyzer.history.capacity.WORKLOAD_SCHEMA`` (without ``schema_version``).
+    ``restarts`` and ``oom_kills`` are null: the snapshot does not record them.
+    """
+    lo, hi = _day_bounds(start, end)
+    intervals = pod_intervals(day)
+    p_start = np.clip(_ns(utc(intervals["start"])), lo, hi)
+    p_end = np.clip(
+        _to_day_end(_ns(utc(intervals["end"])), _last_data(day, start, end), hi), lo, hi
+    )
+    ran = p_end > p_start
+    intervals = intervals[ran].reset_index(drop=True)
+    p_start, p_end = p_start[ran], p_end[ran]
+    pods = day.pods.set_index("uid").loc[intervals["uid"]].reset_index()
+    keys = workload_keys(pods)
+    codes, uniques = pd.MultiIndex.from_frame(keys).factorize()
+    codes = codes.astype(np.int64)
+    n = len(uniques)
+    out = pd.DataFrame(list(uniques), columns=["namespace", "owner_kind", "owner_name"])
+    out.insert(0, "day", pd.Series([start] * n, dtype="datetime64[ns, UTC]"))
+    duration = (p_end - p_start).astype(np.float64)
+
+    # The pool most of its pod-time ran in (ties: the first pool by name).
+    pool_of = node_pools(day.nodes)
+    pod_pool = intervals["node"].astype(str).map(pool_of).fillna("(none)")
+    share = pd.DataFrame({"w": codes, "pool": pod_pool.to_numpy(), "t": duration})
+    by_pool = share.groupby(["w", "pool"], sort=True)["t"].sum().reset_index()
+    by_pool = by_pool.sort_values(["w", "t", "pool"], ascending=[True, False, True])
+    out["pool"] = by_pool.drop_duplicates("w").set_index("w")["pool"].reindex(range(n)).to_numpy()
+
+    out["pods"] = np.bincount(codes, minlength=n).astype(np.int64)
+    mean, peak = interval_mean_peak(
+        codes, p_start, p_end, np.ones(len(codes)), lo=lo, hi=hi, n_groups=n
+    )
+    out["replicas_mean"], out["replicas_max"] = mean, peak
+    pod_time = np.bincount(codes, weights=duration, minlength=n)
+    for resource, unit in RESOURCES:
+        for kind, label in (("requests", "request"), ("limits", "limit")):
+            column = f"{kind}:{resource}"
+            values = (
+                pods[column].to_numpy(dtype=np.float64)
+                if column in pods
+                else np.full(len(pods), np.nan)
+            )
+            weighted = np.bincount(codes, weights=values * duration, minlength=n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[f"{resource}_{label}_{unit}"] = weighted / pod_time
+
+    usage = day.pod_usage[in_period(day.pod_usage["timestamp"], start, end)]
+    uid_codes = _uid_positions(usage["uid"], pd.Index(intervals["uid"].astype(str)))
+    known = uid_codes >= 0
+    ids = codes[uid_codes[known]]
+    cpu = group_percentiles(ids, usage["cpu"].to_numpy(dtype=np.float64)[known], n, method)
+    for stat in ("p50", "p90", "p95", "p99", "max"):
+        out[f"cpu_used_{stat}_millicores"] = cpu[stat]
+    memory = group_percentiles(ids, usage["memory"].to_numpy(dtype=np.float64)[known], n, method)
+    out["memory_used_p99_bytes"] = memory["p99"]
+    out["memory_used_max_bytes"] = memory["max"]
+    out["cpu_samples"] = cpu["count"]
+    out["restarts"] = pd.array([pd.NA] * n, dtype="Int64")
+    out["oom_kills"] = pd.array([pd.NA] * n, dtype="Int64")
+    return out.sort_values(["namespace", "owner_kind", "owner_name"]).reset_index(drop=True)
