@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from processes import stop_process
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -123,13 +124,7 @@ def start_prometheus(
 
 def stop_prometheus(server: PrometheusServer) -> None:
     """Stop the server we started (by its own process handle)."""
-    if server.process.poll() is None:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait(timeout=10)
+    stop_process(server.process)
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,7 @@ VictoriaMetrics build or Grafana Mimir says about itself, loopback stubs answeri
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import socket
-import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,12 +18,12 @@ import pytest
 from click.testing import CliRunner
 from http_stub import Recorded, Reply, serve
 from reliability_doc import documented_exit
+from victoria import require_victoria, start_victoria, stop_victoria
 
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
-VICTORIA_METRICS = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 KSM_FIX = "deploy kube-state-metrics ("
 CADVISOR_FIX = "scrape the kubelet's /metrics/cadvisor endpoint ("
 NODE_EXPORTER_FIX = "deploy node-exporter ("
@@ -168,57 +163,15 @@ def test_no_cadvisor_is_not_usable_with_only_the_kubelet_fix(
 # -- server identification ------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def victoria_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real, empty single-node VictoriaMetrics on a loopback port; its URL."""
-    if not Path(VICTORIA_METRICS).is_file():
-        message = (
-            f"victoria-metrics not installed ({VICTORIA_METRICS}); apt-get install victoria-metrics"
-        )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    work = tmp_path_factory.mktemp("victoria")
-    port = _free_port()
-    log = (work / "log").open("wb")
-    process = subprocess.Popen(
-        [
-            VICTORIA_METRICS,
-            f"-storageDataPath={work / 'data'}",
-            f"-httpListenAddr=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    """A real, empty single-node VictoriaMetrics on a loopback port (tests/victoria.py); its URL."""
+    require_victoria()
+    server = start_victoria(tmp_path_factory.mktemp("victoria"))
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"victoria-metrics exited: {(work / 'log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-            time.sleep(0.1)
-        yield url
+        yield server.url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
+        stop_victoria(server)
 
 
 def test_real_victoria_metrics_is_named_not_version_unknown(victoria_metrics: str) -> None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from processes import stop_process
 
 VICTORIA = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 CHUNK_BYTES = 8 << 20
@@ -113,13 +114,7 @@ def start_victoria(workdir: Path) -> VictoriaServer:
 
 def stop_victoria(server: VictoriaServer) -> None:
     """Stop the server we started (by its own process handle)."""
-    if server.process.poll() is None:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait(timeout=10)
+    stop_process(server.process)
 
 
 def _millisecond_line(line: str) -> str:
