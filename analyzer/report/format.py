@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
+import pandas as pd
 
 GIB = 2**30
 MISSING = "–"
@@ -116,33 +117,47 @@ def amount(resource: str, raw: Any, missing: str = MISSING) -> str:
     return f"{text} {unit_label(resource)}"
 
 
-def duration(seconds: Any, missing: str = MISSING, *, days: bool = True) -> str:
+def duration(
+    seconds: Any,
+    missing: str = MISSING,
+    *,
+    days: bool = True,
+    floor: bool = False,
+    zero: str = "0 min",
+) -> str:
     """Seconds in words: ``8040`` → ``2 h 14 min``, ``90`` → ``1 min 30 s``, ``0`` → ``0 min``.
 
     Two units at most (days and hours, hours and minutes, minutes and seconds), rounded to the
-    smaller one. ``days=False`` stops at hours (``54 h``): node-time summed over many nodes
-    reads better that way than as "2 d 6 h".
+    smaller one (``floor``: rounded down, so a wait never reads longer than it was). ``days=False``
+    stops at hours (``54 h``): node-time summed over many nodes reads better that way than as
+    "2 d 6 h". ``zero`` is the text for nothing at all.
     """
     x = number_or_none(seconds)
     if x is None:
         return missing
     sign = "−" if x < 0 else ""
-    total = round(abs(x))
+    total = int(abs(x)) if floor else round(abs(x))
     if total == 0:
-        return "0 min"
+        return zero
     for big, big_name, small, small_name in (
         (86400, "d", 3600, "h"),
         (3600, "h", 60, "min"),
         (60, "min", 1, "s"),
     ):
         if total >= big and (days or big_name != "d"):
-            rounded = round(total / small) * small
+            rounded = (total // small if floor else round(total / small)) * small
             whole, rest = divmod(rounded, big)
             parts = [f"{whole:,} {big_name}"]
             if rest // small:
                 parts.append(f"{rest // small} {small_name}")
             return sign + " ".join(parts)
     return f"{sign}{total} s"
+
+
+def period(start: Any, end: Any) -> str:
+    """A report's period as its header shows it: ``2026-11-01 00:00 – 2026-11-08 00:00 UTC``."""
+    first, last = (pd.Timestamp(x).strftime("%Y-%m-%d %H:%M") for x in (start, end))
+    return f"{first} – {last} UTC"
 
 
 def signed(value: Any, digits: int = 1, unit: str = "") -> str:

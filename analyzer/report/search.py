@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from analyzer import __version__
 from analyzer.core.atomic import atomic_write_text
+from analyzer.report import format as fmt
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
@@ -215,12 +216,10 @@ def build_search_context(result: SearchResult) -> SearchContext:
             higher_is_worse=False,
         ),
     ]
-    start = pd.Timestamp(result.start).strftime("%Y-%m-%d %H:%M")
-    end = pd.Timestamp(result.end).strftime("%Y-%m-%d %H:%M")
     return SearchContext(
         title="What-if search: scheduler configurations explored",
         source=result.source,
-        period=f"{start} – {end} UTC",
+        period=fmt.period(result.start, result.end),
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         sentence=result.sentence,
         rule=RULE,

@@ -27,6 +27,7 @@ from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.csvsafe import write_csv
 from analyzer.core.errors import InputError
+from analyzer.report import format as fmt
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
@@ -266,13 +267,11 @@ def build_whatif_context(
         *result.notes,
         *sorted({n for c in result.strategies for o in c.outcomes for n in o.notes}),
     ]
-    start = pd.Timestamp(result.start).strftime("%Y-%m-%d %H:%M")
-    end = pd.Timestamp(result.end).strftime("%Y-%m-%d %H:%M")
     window = (pd.Timestamp(result.end) - pd.Timestamp(result.start)).total_seconds()
     return WhatIfContext(
         title="What-if: scheduling strategies compared",
         source=result.source,
-        period=f"{start} – {end} UTC ({human_duration(window)})",
+        period=f"{fmt.period(result.start, result.end)} ({human_duration(window)})",
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         recommendation=result.recommendation,
         rule=result.rule,

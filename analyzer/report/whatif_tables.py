@@ -9,35 +9,23 @@ no spread column and no "worst seed" qualifier.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analyzer.report import format as fmt
 from analyzer.report.views import Cell, Column, TableView, json_value
 from analyzer.whatif.compare import COMPARED, WhatIfResult
 
 DURATION = "duration"  # a column kind shown as "2 h 14 min", sorted and exported in seconds
-_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
 
 
 def human_duration(seconds: float) -> str:
-    """``8040`` → ``2 h 14 min``: the two largest non-zero units, rounded down to the second."""
-    if not math.isfinite(seconds):
-        return "–"
-    rest = int(seconds)
-    if rest <= 0:
-        return "0 s"
-    parts = []
-    for unit, size in _UNITS:
-        count, rest = divmod(rest, size)
-        if count:
-            parts.append(f"{count} {unit}")
-        if len(parts) == 2 or (parts and not count):
-            break
-    return " ".join(parts)
+    """``8040`` → ``2 h 14 min``: the two largest units, rounded down to the second (a wait never
+    reads longer than it was); ``0 s`` for none."""
+    return fmt.duration(max(seconds, 0.0), floor=True, zero="0 s")
 
 
 @dataclass
@@ -46,9 +34,7 @@ class WhatIfTable(TableView):
 
     def rows(self) -> list[tuple[bool, list[Cell]]]:
         """The HTML rows; duration cells read "2 h 14 min" and sort by seconds."""
-        out = []
-        for hot, cells in super().rows():
-            out.append((hot, cells))
+        out = super().rows()
         durations = [i for i, c in enumerate(self.columns) if c.kind == DURATION]
         if not durations:
             return out
