@@ -503,3 +503,16 @@ def test_yaml_leaves_out_unchanged_requests() -> None:
     assert resources == {"requests": {"memory": "345Mi"}}
     same = recommend(_frame([_day(0, cpu_request=30, memory_request=345 * MIB)]), KRR)
     assert list(yaml.safe_load_all(patches_yaml(same))) == []  # a comment only
+
+
+def test_rightsize_command_reads_only_the_window(tmp_path: Path) -> None:
+    # --days 1: only 2026-11-03's file: cpu p95 32 m, memory 400 MiB × 1.15 = 460 MiB, 1 day.
+    root = _history(tmp_path)
+    out = tmp_path / "one.csv"
+    args = ["rightsize", str(root), "--recipe", "krr", "--days", "1", "--out", str(out)]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    row = pd.read_csv(out).iloc[0]
+    assert (row["days"], row["first_day"], row["samples"]) == (1, "2026-11-03", 288)
+    bad = CliRunner().invoke(main, ["rightsize", str(root), "--recipe", "krr", "--days", "0"])
+    assert bad.exit_code == 2 and "--days: 0 must be at least 1" in bad.output

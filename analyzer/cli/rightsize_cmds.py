@@ -3,6 +3,7 @@ patches); :func:`rightsize_snapshot` serves ``analyzer whatif --rightsize``."""
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,25 @@ from analyzer.monthly.rightsize import (
 GIB = 2**30
 
 
-def history_workloads(directory: Path) -> pd.DataFrame:
-    """The workload rows under ``directory`` (``OUT/history``, or ``OUT`` holding ``history/``)."""
+def history_workloads(directory: Path, days: int | None = None) -> pd.DataFrame:
+    """The workload rows under ``directory`` (``OUT/history``, or ``OUT`` holding ``history/``);
+    with ``days``, only the last ``days`` days of files (the recommendation's window)."""
     from analyzer.history.capacity import read_workloads
 
     root = Path(directory)
     if not (root / "workloads").is_dir() and (root / "history" / "workloads").is_dir():
         root = root / "history"
-    rows = read_workloads(root)
+    start = None
+    if days is not None:
+        stored = []
+        for path in (root / "workloads").glob("*.parquet"):
+            try:
+                stored.append(date.fromisoformat(path.stem))
+            except ValueError:
+                continue  # not a day file
+        if stored:
+            start = max(stored) - timedelta(days=days - 1)
+    rows = read_workloads(root, start=start)
     if rows.empty:
         raise InputError(
             f"{directory}: no workload history (workloads/<day>.parquet); point at OUT/history of "
@@ -130,8 +142,10 @@ def rightsize_cmd(history: Path, **opts: Any) -> None:
     from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 
     recipe = parse_recipe(opts["recipe"])
+    if opts["days"] < 1:
+        raise InputError(f"--days: {opts['days']} must be at least 1")
     recommendations = recommend(
-        history_workloads(history),
+        history_workloads(history, opts["days"]),
         recipe,
         days=opts["days"],
         min_days=opts["min_days"],

@@ -305,11 +305,11 @@ def recommend(
     last_day = rows["day"].max()
     rows = rows[rows["day"] > last_day - days * DAY].sort_values("day", kind="stable")
     rows = rows.reset_index(drop=True)
-    codes, uniques = pd.MultiIndex.from_frame(rows[KEY].astype(str)).factorize()
-    ids = codes.astype(np.int64)
-    n = len(uniques)
+    groups = rows.groupby([rows[k].astype(str) for k in KEY], sort=False)
+    ids = groups.ngroup().to_numpy(dtype=np.int64)
+    n = groups.ngroups
     latest = rows.assign(_id=ids).drop_duplicates("_id", keep="last").set_index("_id").sort_index()
-    out = pd.DataFrame(list(uniques), columns=KEY)
+    out = latest[KEY].astype(str).reset_index(drop=True)
     out["pool"] = latest["pool"].to_numpy(dtype=object)
     for resource, unit in UNIT.items():
         out[f"{resource}_request_{unit}"] = latest[f"{resource}_request_{unit}"].to_numpy(float)
