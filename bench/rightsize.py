@@ -9,7 +9,11 @@ per-day percentiles, a few workloads missing on some days). Measured in the same
 - *rightsize*: what ``analyzer rightsize HISTORY --recipe R --days 14 --out FILE`` does: read the
   window's files, recommend, write the CSV — for ``vpa`` and ``krr``;
 - *recommend over the year*: ``recommend(..., days=365)`` on the already-read year (the
-  recipes' arithmetic alone, on 365 × the rows).
+  recipes' arithmetic alone, on 365 × the rows);
+- ``whatif --rightsize`` overhead (``--snapshot-nodes`` > 0, default 200 × 7 days, 5-minute
+  step, synthetic generator): building the snapshot's workload days, recommending (vpa) and
+  applying, against one kube-default replay of the same snapshot (``prepare`` + ``replay``), the
+  unit a what-if repeats per strategy and seed.
 
     PYTHONPATH=$PWD .venv/bin/python bench/rightsize.py [--workloads 2000] [--history-days 365]
 
@@ -73,10 +77,37 @@ def _day_rows(rng: np.random.Generator, day: pd.Timestamp, n: int) -> pd.DataFra
     )
 
 
+def _whatif_overhead(nodes: int, days: float) -> dict[str, float]:
+    from analyzer.core.workloads import apply_recommendations
+    from analyzer.nightly.capacity_rollups import workload_days
+    from analyzer.replay.engine import replay
+    from analyzer.replay.input import prepare
+    from analyzer.sources import SyntheticSpec, generate
+    from analyzer.whatif.compare import resolve_strategy
+
+    snapshot = generate(SyntheticSpec(seed=7, nodes=nodes, days=days, step=300)).snapshot
+    began = time.perf_counter()
+    recs = recommend(workload_days(snapshot), parse_recipe("vpa"))
+    resized = apply_recommendations(snapshot, recs)
+    rightsize_s = time.perf_counter() - began
+    began = time.perf_counter()
+    replay(prepare(resized), resolve_strategy("kube-default"), 0)
+    replay_s = time.perf_counter() - began
+    return {
+        "snapshot_pods": float(len(snapshot.pods)),
+        "snapshot_pod_usage_rows": float(len(snapshot.pod_usage)),
+        "whatif_rightsize_s": rightsize_s,
+        "one_replay_s": replay_s,
+        "ratio_rightsize_to_one_replay": rightsize_s / replay_s,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=2000)
     parser.add_argument("--history-days", type=int, default=365)
+    parser.add_argument("--snapshot-nodes", type=int, default=200)
+    parser.add_argument("--snapshot-days", type=float, default=7.0)
     args = parser.parse_args()
     rng = np.random.default_rng(11)
     first = date(2025, 11, 25)
@@ -99,6 +130,8 @@ def main() -> None:
         began = time.perf_counter()
         recommend(year, parse_recipe("vpa"), days=args.history_days)
         figures["recommend_year_vpa_s"] = time.perf_counter() - began
+    if args.snapshot_nodes > 0:
+        figures.update(_whatif_overhead(args.snapshot_nodes, args.snapshot_days))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "bench": "rightsize",
@@ -117,6 +150,13 @@ def main() -> None:
         f"krr {figures['rightsize_krr_s']:.2f} s; recommend over the year "
         f"{figures['recommend_year_vpa_s']:.2f} s; peak RSS {rss_mb:.0f} MB"
     )
+    if args.snapshot_nodes > 0:
+        print(
+            f"whatif --rightsize on {args.snapshot_nodes} nodes × {args.snapshot_days:g} days "
+            f"({figures['snapshot_pod_usage_rows']:,.0f} pod usage rows): "
+            f"{figures['whatif_rightsize_s']:.2f} s vs one kube-default replay "
+            f"{figures['one_replay_s']:.2f} s"
+        )
     print(json.dumps(result))
 
 
