@@ -516,3 +516,30 @@ def test_rightsize_command_reads_only_the_window(tmp_path: Path) -> None:
     assert (row["days"], row["first_day"], row["samples"]) == (1, "2026-11-03", 288)
     bad = CliRunner().invoke(main, ["rightsize", str(root), "--recipe", "krr", "--days", "0"])
     assert bad.exit_code == 2 and "--days: 0 must be at least 1" in bad.output
+
+
+def test_report_whatif_page_says_requests_were_right_sized(tmp_path: Path) -> None:
+    import json
+
+    from analyzer.core.snapshot import write_snapshot
+
+    path = write_snapshot(_snapshot(), tmp_path / "snap")
+    out = tmp_path / "page"
+    args = ["report", "whatif", str(path), "--strategy", "most-allocated", "--workers", "1"]
+    done = CliRunner().invoke(main, [*args, "--rightsize", "vpa", "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    html = (out / "report.html").read_text()
+    assert "requests right-sized by recipe vpa" in html
+    assert "Requests right-sized before every replay, recipe vpa" in html
+    facts = json.loads((out / "report.json").read_text())["comparison"]["rightsized"]
+    # No impossible value: counts add up; totals finite, non-negative, in the stated units.
+    assert facts["recommended"] + facts["skipped"] == facts["workloads"] == 2
+    for key in (
+        "cpu_requested_cores_before",
+        "cpu_requested_cores_after",
+        "memory_requested_gib_before",
+        "memory_requested_gib_after",
+    ):
+        assert math.isfinite(facts[key]) and facts[key] >= 0, key
+    # vpa: web 100 m × 1.15 = 115 m × 2 pods; tool 50 m × 1.15 = 57.5 → 58 m: 0.288 cores.
+    assert facts["cpu_requested_cores_after"] == pytest.approx(0.288)
