@@ -12,7 +12,7 @@ import pandas as pd
 
 from analyzer.cli.base import main, report
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import read_snapshot
+from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
 
@@ -70,10 +70,32 @@ def _options(func: Any) -> Any:
                          help="CPU usage threshold % for violations (default 65)."),
             click.option("--memory", type=int, callback=_pct,
                          help="Memory usage threshold % for violations (default 95)."),
+            click.option("--rightsize", "rightsize", default=None,
+                         help="Replay with requests right-sized by this recipe (vpa, krr or "
+                         "percentile:P,headroom:H; docs/rightsizing.md); usage stays as observed."),
+            click.option("--rightsize-history", type=click.Path(exists=True, file_okay=False,
+                         path_type=Path), default=None,
+                         help="With --rightsize: recommend from this history folder instead of "
+                         "the snapshot's own pod usage."),
         ]
     ):  # fmt: skip
         func = option(func)
     return func
+
+
+def _run(snapshot: Snapshot, settings: WhatIfSettings, opts: dict[str, Any]) -> WhatIfResult:
+    """The what-if, on requests right-sized first when --rightsize names a recipe."""
+    if opts["rightsize"] is None:
+        if opts["rightsize_history"] is not None:
+            raise InputError("--rightsize-history: only with --rightsize RECIPE")
+        return run_whatif(snapshot, settings)
+    from analyzer.cli.rightsize_cmds import rightsize_snapshot
+
+    resized, facts, note = rightsize_snapshot(
+        snapshot, opts["rightsize"], opts["rightsize_history"]
+    )
+    result = run_whatif(resized, settings)
+    return replace(result, rightsized=facts, notes=[note, *result.notes])
 
 
 def _table(result: WhatIfResult) -> str:
@@ -121,18 +143,23 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     Pareto front (peak nodes, violations, waiting pods) and the configuration to apply.
     """
     if opts["search"]:
+        if opts["rightsize"] is not None:
+            raise InputError("--rightsize: not with --search yet; run the search without it")
         _search(ctx, snapshot, opts)
         return
     for flag in ("search_grid", "out"):
         if opts[flag] is not None:
             raise InputError(f"--{flag.replace('_', '-')}: only with --search")
     settings = _settings(ctx, opts)
-    result = run_whatif(read_snapshot(snapshot), settings)
+    result = _run(read_snapshot(snapshot), settings, opts)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean  # JSON cleaning shared with the report
 
         click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
         return
+    if result.rightsized:
+        click.echo(result.notes[0])
+        click.echo("")
     click.echo(_table(result))
     if settings.seeds > 1:
         click.echo("(every figure is the strategy's worst tie-break seed, as in the verdict)")
@@ -157,7 +184,7 @@ def report_whatif_cmd(
 
     check_whatif_out(out)  # before the replays: never lose a run, nor a user's folder
     settings = _settings(ctx, opts)
-    result = run_whatif(read_snapshot(snapshot), settings)
+    result = _run(read_snapshot(snapshot), settings, opts)
     paths = write_whatif_report(result, out, templates_dir=templates_dir)
     click.echo(result.recommendation)
     click.echo(f"report: {paths.html}")

@@ -23,10 +23,12 @@ import pandas as pd
 
 from analyzer.core.frames import utc
 from analyzer.core.snapshot import Snapshot, pod_intervals
+from analyzer.core.workloads import workload_keys
 from analyzer.nightly.tables import in_period, node_pools
 from analyzer.usage.percentiles import grouped_stats
 
 RESOURCES = (("cpu", "millicores"), ("memory", "bytes"))
+__all__ = ["pool_rollups", "workload_days", "workload_keys", "workload_rollups"]
 
 
 def interval_mean_peak(
@@ -205,20 +207,6 @@ def pool_rollups(
     return out
 
 
-def workload_keys(pods: pd.DataFrame) -> pd.DataFrame:
-    """``namespace, owner_kind, owner_name`` of each pod's workload (see the module docstring)."""
-    kind = pods["workload_kind"].astype("string").fillna("")
-    name = pods["workload_name"].astype("string").fillna("")
-    bare = (kind == "") | (kind == "Node") | (name == "")
-    return pd.DataFrame(
-        {
-            "namespace": pods["namespace"].astype("string").fillna("").to_numpy(dtype=object),
-            "owner_kind": kind.where(~bare, "Pod").to_numpy(dtype=object),
-            "owner_name": name.where(~bare, pods["name"].astype("string")).to_numpy(dtype=object),
-        }
-    )
-
-
 def workload_rollups(
     day: Snapshot, start: pd.Timestamp, end: pd.Timestamp, *, method: str = "nearest-rank"
 ) -> pd.DataFrame:
@@ -285,3 +273,23 @@ def workload_rollups(
     out["restarts"] = pd.array([pd.NA] * n, dtype="Int64")
     out["oom_kills"] = pd.array([pd.NA] * n, dtype="Int64")
     return out.sort_values(["namespace", "owner_kind", "owner_name"]).reset_index(drop=True)
+
+
+def workload_days(snapshot: Snapshot, *, method: str = "nearest-rank") -> pd.DataFrame:
+    """The workload rows of every UTC day of ``snapshot`` that has pod usage samples (the days
+    a nightly run of each day would store), oldest first: a snapshot as a small history, e.g. for
+    a right-sizing recommendation from the snapshot's own usage.
+
+    A sample at t covers the step ending at t, so a sample at 00:00 closes the day before.
+    """
+    stamps = snapshot.pod_usage["timestamp"]
+    if len(stamps) == 0:
+        return workload_rollups(snapshot, snapshot.start, snapshot.start, method=method)
+    one_ns = pd.Timedelta(1, "ns")
+    first = (pd.Timestamp(stamps.min()) - one_ns).floor("D")
+    last = (pd.Timestamp(stamps.max()) - one_ns).floor("D")
+    frames = [
+        workload_rollups(snapshot, day, day + pd.Timedelta(days=1), method=method)
+        for day in pd.date_range(first, last, freq="D")
+    ]
+    return pd.concat(frames, ignore_index=True)

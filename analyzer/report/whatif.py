@@ -269,7 +269,12 @@ def build_whatif_context(
     ]
     window = (pd.Timestamp(result.end) - pd.Timestamp(result.start)).total_seconds()
     return WhatIfContext(
-        title="What-if: scheduling strategies compared",
+        title="What-if: scheduling strategies compared"
+        + (
+            f" (requests right-sized by recipe {result.rightsized['recipe']})"
+            if result.rightsized
+            else ""
+        ),
         source=result.source,
         period=f"{fmt.period(result.start, result.end)} ({human_duration(window)})",
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

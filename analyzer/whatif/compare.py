@@ -128,6 +128,9 @@ class WhatIfResult:
     thresholds: ThresholdConfig
     notes: list[str] = field(default_factory=list)
     rule: str = VERDICT_RULE
+    # Set when the snapshot's requests were right-sized before the replays (``analyzer whatif
+    # --rightsize``): recipe, where the usage came from, workloads changed, request totals.
+    rightsized: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every number of the comparison, JSON-ready."""
@@ -140,6 +143,7 @@ class WhatIfResult:
             "rule": self.rule,
             "thresholds": self.thresholds.to_dict(),
             "notes": list(self.notes),
+            "rightsized": self.rightsized,
             "strategies": [s.to_dict() for s in self.strategies],
         }
 
