@@ -32,8 +32,12 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
     header = ("plugin", "resource", "requested", "allocatable", "utilisation", "score", "note")
     nodes = result["nodes"]
     assert isinstance(nodes, list)
-    for i, node in enumerate(nodes):
-        status = "feasible" if node["feasible"] else "INFEASIBLE: " + "; ".join(node["reasons"])
+    for i, node in zip(scenario.shown(), nodes, strict=True):
+        status = (
+            "feasible"
+            if node["feasible"]
+            else f"INFEASIBLE ({node['status']}): " + "; ".join(node["reasons"])
+        )
         lines.append("")
         lines.append(f"node {node['name']}  total {node['total']}  ({status})")
         rows: list[ExplainRow] = scenario.profile.explain(
@@ -94,8 +98,10 @@ def score(
 ) -> None:
     """Score one pod against every node, exactly as the scheduler would.
 
-    Prints JSON: for every node {name, feasible, reasons, scores, total}, the tie set of best
-    feasible nodes as "selected" and the seeded choice as "chosen".
+    Prints JSON: for every node (only the scenario's candidateNodes when it lists them) {name,
+    feasible, status, reasons, scores, total} — scores after NormalizeScore, status Success,
+    Unschedulable or UnschedulableAndUnresolvable — the tie set of best feasible nodes as
+    "selected" and the seeded choice as "chosen".
     """
     loaded = load_scenario(
         scenario,
