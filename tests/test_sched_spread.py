@@ -385,3 +385,215 @@ def test_scenario_keeps_the_vectors_unchanged() -> None:
     case = copy.deepcopy(SCORE[0])
     build_scenario(plugin_scenario(case))
     assert case == SCORE[0]
+
+
+# ---------------------------------------------------------------- the worked example
+
+
+def test_topology_spread_example(tmp_path: Path) -> None:
+    # examples/score-topology-spread.yaml works the numbers out in its comments
+    example = Path(__file__).parent.parent / "examples" / "score-topology-spread.yaml"
+    payload = cli_json(tmp_path, yaml.safe_load(example.read_text()))
+    assert {n["name"]: n["scores"][PTS] for n in payload["nodes"]} == {
+        "node-a": 46,
+        "node-b": 53,
+        "node-c": 100,
+    }
+    assert [n["total"] for n in payload["nodes"]] == [92, 106, 200]
+    assert payload["chosen"] == "node-c"
+
+
+# ---------------------------------------------------------------- against a plain loop
+
+
+def _loop_spread(scenario: dict[str, Any]) -> tuple[dict[str, str], dict[str, int] | None]:
+    """PodTopologySpread written node by node from research/kube-plugins.md §1 (the pod's own
+    constraints): per-node status codes and final scores (None = PreScore Skip)."""
+    nodes = scenario["nodes"]
+    names = [n["metadata"]["name"] for n in nodes]
+    labels = {n["metadata"]["name"]: n["metadata"].get("labels", {}) for n in nodes}
+    taints = {n["metadata"]["name"]: (n.get("spec") or {}).get("taints", []) for n in nodes}
+    pod = scenario["pod"]
+    ns = pod["metadata"].get("namespace", "default")
+    own = pod["metadata"].get("labels", {})
+    selector_map = pod["spec"].get("nodeSelector", {})
+    tolerated = {t["key"] for t in pod["spec"].get("tolerations", [])}
+    candidates = scenario.get("candidateNodes", names)
+
+    def selects(sel: dict[str, Any] | None, lab: dict[str, str]) -> bool:
+        if sel is None:
+            return False
+        return all(lab.get(k) == v for k, v in sel.get("matchLabels", {}).items())
+
+    def count(node: str, sel: dict[str, Any] | None) -> int:
+        if sel is None or not sel.get("matchLabels"):
+            return 0  # nil selects nothing; {} is Empty() → 0
+        total = 0
+        for p in scenario["pods"]:
+            meta = p["metadata"]
+            if p["spec"].get("nodeName") != node or meta.get("deletionTimestamp"):
+                continue
+            if meta.get("namespace", "default") == ns and selects(sel, meta.get("labels", {})):
+                total += 1
+        return total
+
+    policies = (scenario.get("featureGates") or {}).get(
+        "NodeInclusionPolicyInPodTopologySpread", True
+    )
+
+    def included(node: str, c: dict[str, Any]) -> bool:
+        if not policies:  # gate off: the pod's node affinity applies, taints never
+            c = {}
+        affinity = c.get("nodeAffinityPolicy", "Honor") == "Honor"
+        if affinity and any(labels[node].get(k) != v for k, v in selector_map.items()):
+            return False
+        taint = c.get("nodeTaintsPolicy", "Ignore") == "Honor"
+        return not (taint and any(t["key"] not in tolerated for t in taints[node]))
+
+    constraints = pod["spec"]["topologySpreadConstraints"]
+    hard = [c for c in constraints if c["whenUnsatisfiable"] == "DoNotSchedule"]
+    soft = [c for c in constraints if c["whenUnsatisfiable"] == "ScheduleAnyway"]
+    status = {}
+    tp: list[dict[str, int]] = []
+    for c in hard:
+        counts: dict[str, int] = {}
+        for n in names:
+            if all(h["topologyKey"] in labels[n] for h in hard) and included(n, c):
+                value = labels[n][c["topologyKey"]]
+                counts[value] = counts.get(value, 0) + count(n, c.get("labelSelector"))
+        tp.append(counts)
+    for n in candidates:
+        status[n] = "Success"
+        for c, counts in zip(hard, tp, strict=True):
+            if c["topologyKey"] not in labels[n]:
+                status[n] = "UnschedulableAndUnresolvable"
+                break
+            low = min(counts.values()) if len(counts) >= c.get("minDomains", 1) else 0
+            self_match = 1 if selects(c.get("labelSelector"), own) else 0
+            if counts.get(labels[n][c["topologyKey"]], 0) + self_match - low > c["maxSkew"]:
+                status[n] = "Unschedulable"
+                break
+    passed = [n for n in candidates if status[n] == "Success"]
+    if not soft or not passed:
+        return status, None
+    ignored = {n for n in passed if any(c["topologyKey"] not in labels[n] for c in soft)}
+    scored = [n for n in passed if n not in ignored]
+    weights, domain_counts = [], []
+    for c in soft:
+        key = c["topologyKey"]
+        if key == "kubernetes.io/hostname":
+            weights.append(math.log(len(scored) + 2))
+            domain_counts.append({})
+            continue
+        registered = {labels[n][key] for n in scored}
+        weights.append(math.log(len(registered) + 2))
+        counts = dict.fromkeys(registered, 0)
+        for n in names:
+            every_key = all(s["topologyKey"] in labels[n] for s in soft)
+            if every_key and included(n, c) and labels[n][key] in counts:
+                counts[labels[n][key]] += count(n, c.get("labelSelector"))
+        domain_counts.append(counts)
+    raw = {}
+    for n in scored:
+        total = 0.0
+        for c, w, counts in zip(soft, weights, domain_counts, strict=True):
+            key = c["topologyKey"]
+            cnt = (
+                count(n, c.get("labelSelector"))
+                if key == "kubernetes.io/hostname"
+                else counts[labels[n][key]]
+            )
+            total += cnt * w + (c["maxSkew"] - 1)
+        raw[n] = math.floor(total + 0.5)  # totals are positive: half away from zero
+    high = max([0, *raw.values()])
+    low = min(raw.values()) if raw else 0
+    final = {}
+    for n in passed:
+        if n in ignored:
+            final[n] = 0
+        elif high == 0:
+            final[n] = 100
+        else:
+            final[n] = 100 * (high + low - raw[n]) // high
+    return status, final
+
+
+def _random_scenario(rng: np.random.Generator) -> dict[str, Any]:
+    keys = ["kubernetes.io/hostname", "zone", "rack"]
+    nodes = []
+    for i in range(int(rng.integers(2, 9))):
+        name = f"n{i}"
+        labs = {"kubernetes.io/hostname": name}
+        if rng.random() < 0.85:
+            labs["zone"] = f"z{rng.integers(3)}"
+        if rng.random() < 0.7:
+            labs["rack"] = f"r{rng.integers(4)}"
+        if rng.random() < 0.5:
+            labs["ssd"] = "yes"
+        node = _node(name)
+        node["metadata"]["labels"] = labs
+        if rng.random() < 0.2:
+            node["spec"] = {"taints": [{"key": "gpu", "value": "", "effect": "NoSchedule"}]}
+        nodes.append(node)
+    pods = []
+    for j in range(int(rng.integers(0, 25))):
+        p = _pod(f"p{j}", f"n{rng.integers(len(nodes))}", app=str(rng.choice(["web", "db"])))
+        p["metadata"]["namespace"] = str(rng.choice(["shop", "shop", "other"]))
+        if rng.random() < 0.1:
+            p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        pods.append(p)
+    constraints = []
+    for _ in range(int(rng.integers(1, 4))):
+        c: dict[str, Any] = {
+            "maxSkew": int(rng.integers(1, 4)),
+            "topologyKey": str(rng.choice(keys)),
+            "whenUnsatisfiable": str(rng.choice(["DoNotSchedule", "ScheduleAnyway"])),
+        }
+        choice = rng.random()
+        if choice < 0.8:
+            c["labelSelector"] = {"matchLabels": {"app": str(rng.choice(["web", "db"]))}}
+        elif choice < 0.9:
+            c["labelSelector"] = {}
+        if c["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.3:
+            c["minDomains"] = int(rng.integers(1, 5))
+        if rng.random() < 0.3:
+            c["nodeAffinityPolicy"] = str(rng.choice(["Honor", "Ignore"]))
+        if rng.random() < 0.3:
+            c["nodeTaintsPolicy"] = str(rng.choice(["Honor", "Ignore"]))
+        if (c["topologyKey"], c["whenUnsatisfiable"]) not in {
+            (x["topologyKey"], x["whenUnsatisfiable"]) for x in constraints
+        }:
+            constraints.append(c)
+    incoming = _pod("new", app="web")
+    incoming["spec"]["topologySpreadConstraints"] = constraints
+    if rng.random() < 0.3:
+        incoming["spec"]["nodeSelector"] = {"ssd": "yes"}
+    if rng.random() < 0.3:
+        incoming["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    scenario: dict[str, Any] = {
+        "scheduler": _spread_only(),
+        "nodes": nodes,
+        "pods": pods,
+        "pod": incoming,
+    }
+    if rng.random() < 0.2:
+        scenario["featureGates"] = {"NodeInclusionPolicyInPodTopologySpread": False}
+    if rng.random() < 0.5:
+        names = [n["metadata"]["name"] for n in nodes]
+        keep = [n for n in names if rng.random() < 0.7] or names[:1]
+        scenario["candidateNodes"] = keep
+    return scenario
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_vectorised_plugin_equals_a_plain_loop(seed: int) -> None:
+    scenario = _random_scenario(np.random.default_rng(seed))
+    status, scores = _loop_spread(scenario)
+    payload = loader_json(scenario)
+    assert {n["name"]: n["status"] for n in payload["nodes"]} == status
+    got = {n["name"]: n["scores"].get(PTS) for n in payload["nodes"] if n["feasible"]}
+    if scores is None:
+        assert all(v is None for v in got.values())
+    else:
+        assert got == scores
+        assert all(0 <= v <= 100 for v in got.values())

@@ -33,10 +33,13 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
     nodes = result["nodes"]
     assert isinstance(nodes, list)
     for i, node in zip(scenario.shown(), nodes, strict=True):
+        # UnschedulableAndUnresolvable is marked; plain Unschedulable reads as before
+        unresolvable = node["status"] == "UnschedulableAndUnresolvable"
         status = (
             "feasible"
             if node["feasible"]
-            else f"INFEASIBLE ({node['status']}): " + "; ".join(node["reasons"])
+            else ("INFEASIBLE, unresolvable: " if unresolvable else "INFEASIBLE: ")
+            + "; ".join(node["reasons"])
         )
         lines.append("")
         lines.append(f"node {node['name']}  total {node['total']}  ({status})")

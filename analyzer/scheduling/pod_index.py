@@ -25,15 +25,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from analyzer.scheduling.arith import Int64Array
 from analyzer.scheduling.label_selectors import LabelSelector
-
-if TYPE_CHECKING:
-    from analyzer.scheduling.state import ClusterState
 
 MAX_KEPT = 512
 
@@ -107,7 +104,15 @@ class PodIndex:
         return counts
 
 
-def domains(state: ClusterState, key: str) -> Domains:
+class LabelledNodes(Protocol):
+    """What ``domains`` reads of a ``ClusterState`` (no import: the state imports this module)."""
+
+    node_names: tuple[str, ...]
+    node_labels: list[dict[str, str]]
+    cache: dict[str, Any]
+
+
+def domains(state: LabelledNodes, key: str) -> Domains:
     """Node label ``key`` as ids per node (cached in ``state.cache``)."""
     cache_key = f"pod_index.domains.{key}"
     cached = state.cache.get(cache_key)

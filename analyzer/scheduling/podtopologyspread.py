@@ -229,16 +229,17 @@ class PodTopologySpread:
         for c, node_ids in zip(constraints, ids, strict=True):
             included = has_all & self._included(state, pod, c)
             counts = self._counts(state, pod, c)
+            missing = node_ids < 0
             width = len(domains(state, c.key).values)
-            present = np.zeros(width, dtype=bool)
-            present[node_ids[included]] = True
-            per_domain = np.zeros(width, dtype=np.int64)
-            np.add.at(per_domain, node_ids[included], counts[included])
+            slots = np.where(missing, width, node_ids)  # slot ``width``: no label, stays 0
+            present = np.zeros(width + 1, dtype=bool)
+            present[slots[included]] = True  # included nodes all carry the key
+            per_domain = np.zeros(width + 1, dtype=np.int64)
+            np.add.at(per_domain, slots[included], counts[included])
             existing = int(present.sum())
             minimum = int(per_domain[present].min()) if existing >= c.min_domains else 0
             self_match = 1 if c.selector.matches(pod.labels) else 0
-            missing = node_ids < 0
-            node_count = np.where(missing, 0, per_domain[np.maximum(node_ids, 0)])
+            node_count = per_domain[slots]
             skewed = ~missing & (node_count + self_match - minimum > c.max_skew)
             detail.append((c, np.where(missing, -1, node_count), minimum, self_match))
             unresolvable |= feasible & missing
