@@ -335,8 +335,13 @@ def test_feature_gate_values_must_be_booleans(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the pod index
 
 
-def test_pod_index_counts_follow_binds_and_unbinds() -> None:
-    # counts asked before the binds are kept up to date; they equal a fresh recount afterwards
+@pytest.mark.parametrize("kept_limit", [512, 2])
+def test_pod_index_counts_follow_binds_and_unbinds(
+    kept_limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # counts asked before the binds are kept up to date; they equal a fresh recount afterwards.
+    # With room for only 2 kept arrays, the dropped ones are recounted when asked again.
+    monkeypatch.setattr("analyzer.scheduling.pod_index.MAX_KEPT", kept_limit)
     rng = np.random.default_rng(7)
     web = parse_label_selector({"matchLabels": {"app": "web"}}, "s")
     not_db = parse_label_selector(
@@ -360,6 +365,8 @@ def test_pod_index_counts_follow_binds_and_unbinds() -> None:
         index.add(node, pod)
         placed.append((node, pod))
     for (sel, ns), counts in kept.items():
+        if kept_limit == 2:
+            counts = index.match_counts(sel, ns)
         expected = np.zeros(5, dtype=np.int64)
         for node, pod in placed:
             if pod.namespace == ns and not pod.terminating and sel.matches(pod.labels):

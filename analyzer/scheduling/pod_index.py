@@ -9,9 +9,10 @@ numpy work after the first question:
   bound to the node, in bind order (what ``NodeInfo.Pods`` holds);
 - ``match_counts(selector, namespace)``: an int64 array ``[N]`` of the non-terminating pods of
   ``namespace`` matching ``selector`` per node (upstream ``countPodsMatchSelector``, so an empty
-  selector counts 0). The first call walks every placed pod once; the array is then kept and
-  updated by ``add``/``remove`` (O(number of kept arrays) per bind), at most ``MAX_KEPT`` of them
-  (least recently asked dropped first);
+  selector counts 0). The first call walks the pod *groups* (same namespace and labels: a
+  workload's replicas) once; the array is then kept and updated by ``add``/``remove`` — one dict
+  lookup per bind plus one increment per kept selector that matches the pod's group — at most
+  ``MAX_KEPT`` arrays (least recently asked dropped first);
 - ``domains(state, key)``: per node the id of its value of the node label ``key`` (-1: label
   missing) and the values, cached in ``ClusterState.cache`` (``invalidate()`` after relabelling);
   per-domain counts are then ``np.bincount(ids, weights=counts)``.
@@ -55,13 +56,24 @@ class Domains:
     values: list[str]
 
 
+GroupKey = tuple[str, frozenset[tuple[str, str]]]  # (namespace, labels)
+
+
 class PodIndex:
-    """Per-node placed pods and per-(selector, namespace) match counts, updated on bind."""
+    """Per-node placed pods and per-(selector, namespace) match counts, updated on bind.
+
+    Pods with the same namespace and labels (a workload's replicas) form a *group*; the index
+    keeps, per group, its live (not terminating) pods per node and the kept count arrays its
+    selector matches, so a bind costs one dict lookup and one increment per matching kept
+    selector, and a new selector's first count walks the groups, not the pods.
+    """
 
     def __init__(self, node_count: int) -> None:
         self.node_count = node_count
         self.pods: list[list[PlacedPod]] = [[] for _ in range(node_count)]
         self._counts: OrderedDict[tuple[LabelSelector, str], Int64Array] = OrderedDict()
+        self._groups: dict[GroupKey, dict[int, int]] = {}  # live pods per node
+        self._targets: dict[GroupKey, list[Int64Array]] = {}  # kept arrays a group feeds
 
     def add(self, node: int, pod: PlacedPod) -> None:
         """A pod was bound to ``node``."""
@@ -79,9 +91,22 @@ class PodIndex:
     def _update(self, node: int, pod: PlacedPod, step: int) -> None:
         if pod.terminating:
             return
-        for (selector, namespace), counts in self._counts.items():
-            if pod.namespace == namespace and not selector.empty and selector.matches(pod.labels):
-                counts[node] += step
+        key: GroupKey = (pod.namespace, frozenset(pod.labels.items()))
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = {}
+            self._targets[key] = [
+                counts
+                for (selector, namespace), counts in self._counts.items()
+                if namespace == pod.namespace and selector.matches(pod.labels)
+            ]
+        left = group.get(node, 0) + step
+        if left:
+            group[node] = left
+        else:
+            group.pop(node, None)
+        for counts in self._targets[key]:
+            counts[node] += step
 
     def match_counts(self, selector: LabelSelector, namespace: str) -> Int64Array:
         """Non-terminating pods of ``namespace`` matching ``selector``, per node (do not modify)."""
@@ -91,16 +116,21 @@ class PodIndex:
             self._counts.move_to_end(key)
             return counts
         counts = np.zeros(self.node_count, dtype=np.int64)
-        if not selector.empty:
-            for node, placed in enumerate(self.pods):
-                counts[node] = sum(
-                    1
-                    for p in placed
-                    if not p.terminating and p.namespace == namespace and selector.matches(p.labels)
-                )
+        if selector.empty:
+            return counts  # countPodsMatchSelector: an empty selector counts 0; nothing to keep
+        for group_key, group in self._groups.items():
+            if group_key[0] == namespace and selector.matches(dict(group_key[1])):
+                self._targets[group_key].append(counts)
+                for node, live in group.items():
+                    counts[node] += live
         self._counts[key] = counts
         if len(self._counts) > MAX_KEPT:
-            self._counts.popitem(last=False)
+            _, dropped = self._counts.popitem(last=False)
+            for targets in self._targets.values():
+                for i, kept in enumerate(targets):
+                    if kept is dropped:
+                        del targets[i]
+                        break
         return counts
 
 

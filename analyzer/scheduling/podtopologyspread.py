@@ -234,8 +234,7 @@ class PodTopologySpread:
             slots = np.where(missing, width, node_ids)  # slot ``width``: no label, stays 0
             present = np.zeros(width + 1, dtype=bool)
             present[slots[included]] = True  # included nodes all carry the key
-            per_domain = np.zeros(width + 1, dtype=np.int64)
-            np.add.at(per_domain, slots[included], counts[included])
+            per_domain = _domain_sums(slots[included], counts[included], width + 1)
             existing = int(present.sum())
             minimum = int(per_domain[present].min()) if existing >= c.min_domains else 0
             self_match = 1 if c.selector.matches(pod.labels) else 0
@@ -296,8 +295,7 @@ class PodTopologySpread:
                 registered[ids[scored]] = True
                 size = int(registered.sum())
                 included = base & self._included(state, pod, c) & registered[ids]
-                per_domain = np.zeros(width, dtype=np.int64)
-                np.add.at(per_domain, ids[included], counts[included])
+                per_domain = _domain_sums(ids[included], counts[included], width)
                 cnt = per_domain[ids]
                 values.append([*dom.values, ""])
             weight = math.log(size + 2)
@@ -360,6 +358,12 @@ class PodTopologySpread:
                 )
             rows.append(ExplainRow(NAME, c.key, max(cnt, 0), None, None, None, note))
         return rows
+
+
+def _domain_sums(slots: Int64Array, counts: Int64Array, width: int) -> Int64Array:
+    """Σ counts per slot (bincount in float64 is exact: counts stay far below 2**53)."""
+    sums: Int64Array = np.bincount(slots, weights=counts, minlength=width).astype(np.int64)
+    return sums
 
 
 def _normalize(raw: Int64Array, scored: BoolArray) -> Int64Array:
