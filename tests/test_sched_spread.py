@@ -604,3 +604,22 @@ def test_vectorised_plugin_equals_a_plain_loop(seed: int) -> None:
     else:
         assert got == scores
         assert all(0 <= v <= 100 for v in got.values())
+
+
+def test_separate_files_with_objects(tmp_path: Path) -> None:
+    # the worked example split into kubectl-style List files gives the same scores
+    example = Path(__file__).parent.parent / "examples" / "score-topology-spread.yaml"
+    doc = yaml.safe_load(example.read_text())
+    files = {}
+    for key in ("nodes", "pods", "objects"):
+        files[key] = tmp_path / f"{key}.yaml"
+        files[key].write_text(yaml.safe_dump({"kind": "List", "items": doc[key]}))
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(doc["pod"]))
+    (tmp_path / "sched.yaml").write_text(yaml.safe_dump(doc["scheduler"]))
+    argv = ["score", "--nodes", str(files["nodes"]), "--pods", str(files["pods"])]
+    argv += ["--objects", str(files["objects"]), "--pod", str(tmp_path / "pod.yaml")]
+    argv += ["--config", str(tmp_path / "sched.yaml")]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert [n["scores"][PTS] for n in payload["nodes"]] == [46, 53, 100]

@@ -85,6 +85,12 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
 @click.option("--pod", "pod_file", type=_FILE, help="The incoming Pod.")
 @click.option("--node-metrics", "metrics_file", type=_FILE, help="kubectl List of NodeMetrics.")
 @click.option(
+    "--objects",
+    "objects_file",
+    type=_FILE,
+    help="kubectl List of Services, ReplicaSets, StatefulSets, PDBs, Namespaces, PriorityClasses.",
+)
+@click.option(
     "--config", "config_file", type=_FILE, help="KubeSchedulerConfiguration or Policy file."
 )
 @click.option("--kubernetes-version", "version", help="Override kubernetesVersion (e.g. 1.16).")
@@ -96,6 +102,7 @@ def score(
     pods_file: Path | None,
     pod_file: Path | None,
     metrics_file: Path | None,
+    objects_file: Path | None,
     config_file: Path | None,
     version: str | None,
 ) -> None:
@@ -114,6 +121,7 @@ def score(
         config=config_file,
         node_metrics=metrics_file,
         version=version,
+        objects=objects_file,
     )
     evaluation = loaded.evaluate()
     result = result_json(loaded, evaluation, seed)

@@ -258,6 +258,7 @@ def load_scenario(
     config: Path | None = None,
     node_metrics: Path | None = None,
     version: str | None = None,
+    objects: Path | None = None,
 ) -> Scenario:
     """Load a scenario file and/or separate List files (files given separately win)."""
     doc: dict[str, Any] = {}
@@ -273,6 +274,7 @@ def load_scenario(
         ("pods", pods),
         ("pod", pod),
         ("nodeMetrics", node_metrics),
+        ("objects", objects),
     ):
         if file is not None:
             doc[key] = read_yaml(
