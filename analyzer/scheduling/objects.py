@@ -21,6 +21,7 @@ from analyzer.scheduling.constraint_types import (
     parse_pod_constraints,
     parse_taints,
 )
+from analyzer.scheduling.fields import listing
 from analyzer.scheduling.loadaware.args import koord_priority_class
 from analyzer.scheduling.spread_types import (
     OwnerRef,
@@ -197,8 +198,10 @@ def parse_pod(obj: Any, where: str) -> PodObject:
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise InputError(f"{where}.spec.priority: {priority!r} is not an integer")
     owners = tuple(
-        str(_mapping(o, f"{where}.metadata.ownerReferences").get("kind", ""))
-        for o in meta.get("ownerReferences") or []
+        str(_mapping(o, f"{where}.metadata.ownerReferences[{i}]").get("kind", ""))
+        for i, o in enumerate(
+            listing(meta.get("ownerReferences"), f"{where}.metadata.ownerReferences")
+        )
     )
     conditions = status.get("conditions")
     pod_level = _mapping(spec.get("resources"), f"{where}.spec.resources")

@@ -190,7 +190,7 @@ def _candidates(raw: Any, names: list[str], where: str) -> BoolArray | None:
     position = {name: i for i, name in enumerate(names)}
     mask = np.zeros(len(names), dtype=bool)
     for i, name in enumerate(listing(raw, where)):
-        if name not in position:
+        if not isinstance(name, str) or name not in position:
             raise InputError(f"{where}[{i}]: {name!r} is not one of the scenario's nodes")
         mask[position[name]] = True
     return mask
