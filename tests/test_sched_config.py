@@ -183,12 +183,23 @@ def test_balanced_weights_must_be_one() -> None:
 def test_defaults_and_multipoint_merging() -> None:
     # no configuration at all = kube-scheduler defaults: the modelled default filters in the v1
     # default plugin order (TaintToleration, NodeAffinity, NodeResourcesFit), Fit + Balanced
-    # scores weight 1
+    # scores weight 1; for replays PodTopologySpread is left out of the implicit defaults
     spec = parse_kube_scheduler_configuration(
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     ).profiles[0]
     assert spec.filters == ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
     assert spec.scores == [("NodeResourcesFit", 1), ("NodeResourcesBalancedAllocation", 1)]
+    # ``analyzer score`` scenarios get the v1 defaults with PodTopologySpread (filter after
+    # NodeResourcesFit, score weight 2 between Fit and Balanced, as v1 getDefaultPlugins orders)
+    full = parse_kube_scheduler_configuration(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1"}, full_defaults=True
+    ).profiles[0]
+    assert full.filters == [*spec.filters, "PodTopologySpread"]
+    assert full.scores == [
+        ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+    ]
     assert spec.args["NodeResourcesFit"].strategy == "LeastAllocated"
     # a point's enabled entry overrides the multiPoint weight; disabling one plugin keeps the other
     doc = {

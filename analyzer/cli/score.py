@@ -32,8 +32,15 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
     header = ("plugin", "resource", "requested", "allocatable", "utilisation", "score", "note")
     nodes = result["nodes"]
     assert isinstance(nodes, list)
-    for i, node in enumerate(nodes):
-        status = "feasible" if node["feasible"] else "INFEASIBLE: " + "; ".join(node["reasons"])
+    for i, node in zip(scenario.shown(), nodes, strict=True):
+        # UnschedulableAndUnresolvable is marked; plain Unschedulable reads as before
+        unresolvable = node["status"] == "UnschedulableAndUnresolvable"
+        status = (
+            "feasible"
+            if node["feasible"]
+            else ("INFEASIBLE, unresolvable: " if unresolvable else "INFEASIBLE: ")
+            + "; ".join(node["reasons"])
+        )
         lines.append("")
         lines.append(f"node {node['name']}  total {node['total']}  ({status})")
         rows: list[ExplainRow] = scenario.profile.explain(
@@ -78,6 +85,12 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
 @click.option("--pod", "pod_file", type=_FILE, help="The incoming Pod.")
 @click.option("--node-metrics", "metrics_file", type=_FILE, help="kubectl List of NodeMetrics.")
 @click.option(
+    "--objects",
+    "objects_file",
+    type=_FILE,
+    help="kubectl List of Services, ReplicaSets, StatefulSets, PDBs, Namespaces, PriorityClasses.",
+)
+@click.option(
     "--config", "config_file", type=_FILE, help="KubeSchedulerConfiguration or Policy file."
 )
 @click.option("--kubernetes-version", "version", help="Override kubernetesVersion (e.g. 1.16).")
@@ -89,13 +102,16 @@ def score(
     pods_file: Path | None,
     pod_file: Path | None,
     metrics_file: Path | None,
+    objects_file: Path | None,
     config_file: Path | None,
     version: str | None,
 ) -> None:
     """Score one pod against every node, exactly as the scheduler would.
 
-    Prints JSON: for every node {name, feasible, reasons, scores, total}, the tie set of best
-    feasible nodes as "selected" and the seeded choice as "chosen".
+    Prints JSON: for every node (only the scenario's candidateNodes when it lists them) {name,
+    feasible, status, reasons, scores, total} — scores after NormalizeScore, status Success,
+    Unschedulable or UnschedulableAndUnresolvable — the tie set of best feasible nodes as
+    "selected" and the seeded choice as "chosen".
     """
     loaded = load_scenario(
         scenario,
@@ -105,6 +121,7 @@ def score(
         config=config_file,
         node_metrics=metrics_file,
         version=version,
+        objects=objects_file,
     )
     evaluation = loaded.evaluate()
     result = result_json(loaded, evaluation, seed)

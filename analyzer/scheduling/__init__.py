@@ -27,6 +27,11 @@ API for the replay engine (every call works on all nodes at once)::
 - Plugins live in a registry (``registry.register(PluginType(...))`` for user plugins); presets in
   ``strategies`` (kube-default, most-allocated, rtcr-binpack, koord-loadaware; GPU sharing: fgd,
   bestfit, gpu-packing, gpu-clustering, dotprod, random).
+- Topology spread: ``state.attach_pod_index()`` before binding makes ``bind``/``unbind`` keep the
+  placed pods' namespace/labels/terminating flag and per-selector counts (``pod_index``), which
+  ``PodTopologySpread`` (``podtopologyspread``) reads with ``state.objects`` (Services, ReplicaSets,
+  StatefulSets, … from ``kube_objects``); ``PodDemand.spread`` holds a pod's constraints.
+  ``Evaluation.status(i)``: Success / Unschedulable / UnschedulableAndUnresolvable.
 - GPU sharing (``analyzer.scheduling.gpu``): ``gpu.devices.attach_devices(state, workload)`` tracks
   every GPU; the GPU plugins (``gpu.plugins``) filter per GPU and score with the FGD paper's
   policies; ``bind`` takes ``gpus`` (``profile.choose_gpus``) and ``unbind`` frees exactly those.

@@ -62,6 +62,10 @@ KNOWN_UNMODELLED = {name for name, _ in DEFAULT_MULTIPOINT} - {
     "DefaultPreBind", "CPUSetAllocator",
 }  # fmt: skip
 POINTS = ("filter", "score")
+# Default plugins that replays do not run yet (they need the placed pods' labels, which the
+# replay does not track): part of the implicit v1 defaults only for ``analyzer score``
+# scenarios (``full_defaults``); any profile may still enable them explicitly.
+SCENARIO_ONLY_DEFAULTS = frozenset({"PodTopologySpread"})
 
 
 @dataclass
@@ -145,7 +149,7 @@ def _merge_point(
     return list(merged.items())
 
 
-def _parse_profile(raw: Mapping[str, Any], where: str) -> ProfileSpec:
+def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> ProfileSpec:
     name = str(raw.get("schedulerName") or "default-scheduler")
     plugins = raw.get("plugins") or {}
     if not isinstance(plugins, Mapping):
@@ -161,14 +165,20 @@ def _parse_profile(raw: Mapping[str, Any], where: str) -> ProfileSpec:
                     not _check_name(plugin, f"{where}.plugins.{point}.{kind}[{i}].name")
                     and plugin != "*"
                 ):
-                    notes.append(f"plugin {plugin} is not modelled (it does not act on resources)")
+                    notes.append(
+                        f"plugin {plugin} is not modelled yet; the profile runs without it"
+                    )
     mp = mapping(plugins.get("multiPoint"), f"{where}.plugins.multiPoint")
     mp_disabled = {
         n for n, _ in _entries(mp.get("disabled"), f"{where}.plugins.multiPoint.disabled")
     }
     multipoint: list[tuple[str, int | None]] = []
     if "*" not in mp_disabled:
-        multipoint = [(n, w) for n, w in DEFAULT_MULTIPOINT if n not in mp_disabled]
+        multipoint = [
+            (n, w)
+            for n, w in DEFAULT_MULTIPOINT
+            if n not in mp_disabled and (full_defaults or n not in SCENARIO_ONLY_DEFAULTS)
+        ]
     for n, w in _entries(mp.get("enabled"), f"{where}.plugins.multiPoint.enabled"):
         multipoint = [(m, x) for m, x in multipoint if m != n] + [(n, w)]
     filters = [n for n, _ in _merge_point("filter", multipoint, plugins, f"{where}.plugins")]
@@ -195,9 +205,13 @@ def _parse_profile(raw: Mapping[str, Any], where: str) -> ProfileSpec:
 
 
 def parse_kube_scheduler_configuration(
-    doc: Mapping[str, Any], where: str = "scheduler"
+    doc: Mapping[str, Any], where: str = "scheduler", *, full_defaults: bool = False
 ) -> SchedulerConfig:
-    """Parse a KubeSchedulerConfiguration document (or a legacy Policy)."""
+    """Parse a KubeSchedulerConfiguration document (or a legacy Policy).
+
+    ``full_defaults``: the implicit v1 default plugins include ``SCENARIO_ONLY_DEFAULTS``
+    (``analyzer score``); replays leave them out unless a profile enables them.
+    """
     if not isinstance(doc, Mapping):
         raise InputError(f"{where}: expected a KubeSchedulerConfiguration mapping")
     kind = doc.get("kind", "KubeSchedulerConfiguration")
@@ -212,7 +226,9 @@ def parse_kube_scheduler_configuration(
     if not isinstance(raw_profiles, list):
         raise InputError(f"{where}.profiles: expected a list of profiles")
     profiles = [
-        _parse_profile(mapping(p, f"{where}.profiles[{i}]"), f"{where}.profiles[{i}]")
+        _parse_profile(
+            mapping(p, f"{where}.profiles[{i}]"), f"{where}.profiles[{i}]", full_defaults
+        )
         for i, p in enumerate(raw_profiles)
     ]
     names = [p.name for p in profiles]

@@ -107,7 +107,7 @@ class TaintTolerationFilter:
             taint = first[int(ids[node])]
             return [] if taint is None else [_taint_reason(taint)]
 
-        return FilterResult(feasible, reasons)
+        return FilterResult(feasible, reasons, unresolvable=~feasible)
 
 
 class NodeAffinityFilter:
@@ -121,7 +121,11 @@ class NodeAffinityFilter:
     def filter(self, state: ClusterState, pod: PodDemand, now: float) -> FilterResult:
         """Nodes matching the pod's nodeSelector and required node affinity."""
         feasible = affinity_mask(state, pod)
-        return FilterResult(feasible, lambda node: [] if feasible[node] else [AFFINITY_REASON])
+        return FilterResult(
+            feasible,
+            lambda node: [] if feasible[node] else [AFFINITY_REASON],
+            unresolvable=~feasible,
+        )
 
 
 def _taint_reason(taint: Taint) -> str:

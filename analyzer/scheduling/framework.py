@@ -19,14 +19,20 @@ from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 ReasonFn = Callable[[int], list[str]]
+SUCCESS, UNSCHEDULABLE, UNRESOLVABLE = "Success", "Unschedulable", "UnschedulableAndUnresolvable"
 
 
 @dataclass(frozen=True)
 class FilterResult:
-    """Feasibility of every node for one plugin; ``reasons(i)`` explains a refused node."""
+    """Feasibility of every node for one plugin; ``reasons(i)`` explains a refused node.
+
+    ``unresolvable`` marks the refused nodes whose status is UnschedulableAndUnresolvable (moving
+    pods away would not help, so preemption skips them); None: every refusal is Unschedulable.
+    """
 
     feasible: BoolArray
     reasons: ReasonFn
+    unresolvable: BoolArray | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,18 @@ class Evaluation:
     scores: dict[str, Int64Array]  # plugin name -> raw score per node (skipped plugins absent)
     total: Int64Array  # Σ weight × raw score, per node (also for infeasible nodes)
     reason_fns: list[tuple[BoolArray, ReasonFn]] = field(default_factory=list)
+    # per filter, in order: which refused nodes are UnschedulableAndUnresolvable (None: none)
+    unresolvable: list[BoolArray | None] = field(default_factory=list)
+
+    def status(self, node: int) -> str:
+        """The filter status code of node ``node``: Success, or the code of the first filter
+        (profile order) that refused it — Unschedulable or UnschedulableAndUnresolvable."""
+        for (feasible, _), unresolvable in zip(self.reason_fns, self.unresolvable, strict=False):
+            if not feasible[node]:
+                if unresolvable is not None and unresolvable[node]:
+                    return UNRESOLVABLE
+                return UNSCHEDULABLE
+        return SUCCESS if self.feasible[node] else UNSCHEDULABLE
 
     def reasons(self, node: int) -> list[str]:
         """Why node ``node`` was refused (empty when feasible)."""
@@ -123,26 +141,37 @@ class Profile:
         ``mask`` (optional) marks the nodes that exist at all (a replay's active nodes): the
         others are infeasible before any filter runs. A scorer with a ``normalize(raw, feasible)``
         method (kube's ScoreExtensions.NormalizeScore) gets the feasible nodes to normalise over.
+        A scorer with a ``score_feasible(state, pod, now, feasible)`` method (PreScore works on
+        the nodes that passed Filter, e.g. PodTopologySpread) is called with them instead and
+        returns final scores (0 on the other nodes) or None (Skip).
         """
         count = state.node_count
         feasible = np.ones(count, dtype=bool) if mask is None else mask.copy()
         reason_fns: list[tuple[BoolArray, ReasonFn]] = []
+        unresolvable: list[BoolArray | None] = []
         for plugin in self.filters:
             result = plugin.filter(state, pod, now)
             feasible &= result.feasible
             reason_fns.append((result.feasible, result.reasons))
+            unresolvable.append(result.unresolvable)
         scores: dict[str, Int64Array] = {}
         total = np.zeros(count, dtype=np.int64)
         for weighted in self.scorers:
-            raw = weighted.plugin.score(state, pod, now)
-            if raw is None:  # PreScore Skip: the plugin contributes nothing for this pod
-                continue
-            normalize = getattr(weighted.plugin, "normalize", None)
-            if normalize is not None:
-                raw = normalize(raw, feasible)
+            on_feasible = getattr(weighted.plugin, "score_feasible", None)
+            if on_feasible is not None:
+                raw = on_feasible(state, pod, now, feasible)
+                if raw is None:
+                    continue
+            else:
+                raw = weighted.plugin.score(state, pod, now)
+                if raw is None:  # PreScore Skip: the plugin contributes nothing for this pod
+                    continue
+                normalize = getattr(weighted.plugin, "normalize", None)
+                if normalize is not None:
+                    raw = normalize(raw, feasible)
             scores[weighted.plugin.name] = raw
             total += raw if weighted.weight == 1 else weighted.weight * raw
-        return Evaluation(state.node_names, feasible, scores, total, reason_fns)
+        return Evaluation(state.node_names, feasible, scores, total, reason_fns, unresolvable)
 
     def select(self, evaluation: Evaluation, rng: np.random.Generator) -> int | None:
         """The chosen node index: highest total among feasible nodes, ties uniform via ``rng``."""

@@ -21,7 +21,14 @@ from analyzer.scheduling.constraint_types import (
     parse_pod_constraints,
     parse_taints,
 )
+from analyzer.scheduling.fields import listing
 from analyzer.scheduling.loadaware.args import koord_priority_class
+from analyzer.scheduling.spread_types import (
+    OwnerRef,
+    SpreadConstraint,
+    controller_of,
+    parse_spread_constraints,
+)
 from analyzer.scheduling.state import PodDemand, make_demand
 
 POD_LEVEL_RESOURCES = ("cpu", "memory")  # IsSupportedPodLevelResource
@@ -57,6 +64,10 @@ class PodObject:
     pod_requests: Mapping[str, int] = field(default_factory=dict)  # spec.resources (cpu, memory)
     pod_limits: Mapping[str, int] = field(default_factory=dict)
     constraints: PodConstraints = NO_CONSTRAINTS  # tolerations, nodeSelector, required affinity
+    spread: tuple[SpreadConstraint, ...] = ()  # spec.topologySpreadConstraints
+    controller: OwnerRef | None = None  # ownerReference with controller: true
+    terminating: bool = False  # metadata.deletionTimestamp is set
+    uid: str = ""
 
     @property
     def terminated(self) -> bool:
@@ -97,6 +108,11 @@ class PodObject:
             scheduler_name=self.scheduler_name,
             annotations=dict(self.annotations),
             constraints=self.constraints,
+            labels=dict(self.labels),
+            spread=self.spread,
+            controller=self.controller,
+            terminating=self.terminating,
+            uid=self.uid,
         )
 
 
@@ -182,8 +198,10 @@ def parse_pod(obj: Any, where: str) -> PodObject:
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise InputError(f"{where}.spec.priority: {priority!r} is not an integer")
     owners = tuple(
-        str(_mapping(o, f"{where}.metadata.ownerReferences").get("kind", ""))
-        for o in meta.get("ownerReferences") or []
+        str(_mapping(o, f"{where}.metadata.ownerReferences[{i}]").get("kind", ""))
+        for i, o in enumerate(
+            listing(meta.get("ownerReferences"), f"{where}.metadata.ownerReferences")
+        )
     )
     conditions = status.get("conditions")
     pod_level = _mapping(spec.get("resources"), f"{where}.spec.resources")
@@ -211,4 +229,8 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         pod_requests={k: v for k, v in level_requests.items() if k in POD_LEVEL_RESOURCES},
         pod_limits={k: v for k, v in level_limits.items() if k in POD_LEVEL_RESOURCES},
         constraints=parse_pod_constraints(spec, f"{where}.spec"),
+        spread=parse_spread_constraints(spec, f"{where}.spec"),
+        controller=controller_of(meta, f"{where}.metadata"),
+        terminating=meta.get("deletionTimestamp") is not None,
+        uid=str(meta.get("uid") or ""),
     )

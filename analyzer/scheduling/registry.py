@@ -17,6 +17,7 @@ import analyzer.scheduling.constraints as constraints
 import analyzer.scheduling.loadaware.args as loadaware_args
 import analyzer.scheduling.loadaware.plugin as loadaware
 import analyzer.scheduling.noderesources_fit as fit
+import analyzer.scheduling.podtopologyspread as spread
 from analyzer.core.errors import InputError
 from analyzer.scheduling.gpu.plugins import register_gpu_plugins
 from analyzer.scheduling.versions import KubeVersion
@@ -127,6 +128,15 @@ def _register_builtins() -> None:
             points=frozenset({"filter"}),
             parse_args=constraints.parse_args,
             build=constraints.NodeAffinityFilter,
+        )
+    )
+    register(
+        PluginType(
+            name=spread.NAME,
+            description="topology spread: DoNotSchedule filter, ScheduleAnyway score, defaults",
+            points=frozenset({"filter", "score"}),
+            parse_args=spread.parse_spread_args,
+            build=spread.PodTopologySpread,
         )
     )
     register_gpu_plugins(register, PluginType)

@@ -9,8 +9,15 @@ Scenario (YAML, DESIGN.md "Interfaces")::
     nodeMetrics: [NodeMetric, ...] # slo.koordinator.sh/v1alpha1, for LoadAwareScheduling
     pod: Pod                       # the incoming pod
     now: "2026-11-01T12:00:00Z"    # default: the newest NodeMetric updateTime, else the clock
+    objects: [Service, ReplicaSet, StatefulSet, ReplicationController, PodDisruptionBudget,
+              Namespace, PriorityClass, ...]   # what plugins read besides nodes and pods
+    candidateNodes: [name, ...]    # only these are filtered, scored and normalised over
+    featureGates: {Name: bool}     # overrides the kubernetesVersion defaults
 
-``nodes``/``pods``/``nodeMetrics`` may also be ``kubectl`` List objects (``{kind: List, items}``).
+``nodes``/``pods``/``nodeMetrics``/``objects`` may also be ``kubectl`` List objects (``{kind:
+List, items}``). Bound pods keep their labels, namespace, ``deletionTimestamp`` and controller in
+``ClusterState.pod_index`` for the spread/affinity plugins; every node and its pods count for
+topology domains even when ``candidateNodes`` leaves the node out, as in upstream's score tests.
 Everything goes through the same vectorised ``Profile.evaluate`` the replay uses.
 """
 
@@ -27,8 +34,12 @@ import yaml
 
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
+from analyzer.scheduling.arith import BoolArray
 from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
+from analyzer.scheduling.feature_gates import resolve_gates
+from analyzer.scheduling.fields import listing
 from analyzer.scheduling.framework import Evaluation, Profile
+from analyzer.scheduling.kube_objects import parse_objects
 from analyzer.scheduling.loadaware.cache import AssignedPod, build_load_inputs, parse_node_metric
 from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
@@ -36,7 +47,18 @@ from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.strategies import STRATEGIES, load_config_document, strategy_config
 from analyzer.scheduling.versions import KubeVersion, parse_version
 
-SCENARIO_KEYS = ("kubernetesVersion", "scheduler", "nodes", "pods", "nodeMetrics", "pod", "now")
+SCENARIO_KEYS = (
+    "kubernetesVersion",
+    "scheduler",
+    "nodes",
+    "pods",
+    "nodeMetrics",
+    "pod",
+    "now",
+    "objects",
+    "candidateNodes",
+    "featureGates",
+)
 
 
 @dataclass
@@ -49,10 +71,17 @@ class Scenario:
     pod: PodDemand
     now: float
     notes: list[str] = field(default_factory=list)
+    candidates: BoolArray | None = None  # candidateNodes as a mask (None: every node)
 
     def evaluate(self) -> Evaluation:
-        """Score the incoming pod against every node."""
-        return self.profile.evaluate(self.state, self.pod, now=self.now)
+        """Score the incoming pod against every (candidate) node."""
+        return self.profile.evaluate(self.state, self.pod, now=self.now, mask=self.candidates)
+
+    def shown(self) -> list[int]:
+        """Indices of the nodes the result lists: the candidates, else every node."""
+        if self.candidates is None:
+            return list(range(self.state.node_count))
+        return [int(i) for i in np.flatnonzero(self.candidates)]
 
 
 def read_yaml(path: Path, field_name: str) -> Any:
@@ -88,9 +117,9 @@ def _scheduler(raw: Any, base: Path, where: str) -> tuple[Any, str]:
         if not path.is_file():
             raise InputError(f"{where}: {raw!r} is neither a strategy nor a file")
         return parse_kube_scheduler_configuration(
-            load_config_document(path, field=where), where
+            load_config_document(path, field=where), where, full_defaults=True
         ), raw
-    return parse_kube_scheduler_configuration(raw, where), "inline"
+    return parse_kube_scheduler_configuration(raw, where, full_defaults=True), "inline"
 
 
 def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Scenario:
@@ -125,6 +154,10 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
         metrics[info.name] = info
     now = _now(doc.get("now"), metrics.values(), f"{where}.now")
     notes: list[str] = []
+    gates, gate_notes = resolve_gates(version, doc.get("featureGates"), f"{where}.featureGates")
+    notes.extend(gate_notes)
+    objects, object_notes = parse_objects(doc.get("objects"), f"{where}.objects")
+    notes.extend(object_notes)
     if config.source == "Policy" and not version.rtcr_ceil_utilisation:
         notes.append(f"the legacy Policy API ended with 1.22; scored with {version} formulas")
     spec = config.profiles[0]
@@ -137,11 +170,30 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
             notes.append(
                 f"pod schedulerName {incoming.scheduler_name!r} has no profile; using {spec.name!r}"
             )
+    for name, args in spec.args.items():
+        if hasattr(args, "with_gates"):
+            spec.args[name] = args.with_gates(gates)
     profile = build_profile(spec, version)
     notes.extend(profile.notes)
     state = _state(nodes, bound, incoming, notes)
+    state.objects = objects
     state.load = _load_inputs(profile, state, metrics, bound, now)
-    return Scenario(version, profile, state, incoming.demand(state.resources), now, notes)
+    candidates = _candidates(doc.get("candidateNodes"), names, f"{where}.candidateNodes")
+    pod = incoming.demand(state.resources)
+    return Scenario(version, profile, state, pod, now, notes, candidates)
+
+
+def _candidates(raw: Any, names: list[str], where: str) -> BoolArray | None:
+    """``candidateNodes`` as a mask over the nodes (None when absent)."""
+    if raw is None:
+        return None
+    position = {name: i for i, name in enumerate(names)}
+    mask = np.zeros(len(names), dtype=bool)
+    for i, name in enumerate(listing(raw, where)):
+        if not isinstance(name, str) or name not in position:
+            raise InputError(f"{where}[{i}]: {name!r} is not one of the scenario's nodes")
+        mask[position[name]] = True
+    return mask
 
 
 def _now(raw: Any, metrics: Any, where: str) -> float:
@@ -168,6 +220,7 @@ def _state(
         labels=[dict(n.labels) for n in nodes],
         taints=[n.taints for n in nodes],
     )
+    state.attach_pod_index()
     position = {name: i for i, name in enumerate(state.node_names)}
     for pod in bound:
         if not pod.node_name or pod.terminated:
@@ -205,6 +258,7 @@ def load_scenario(
     config: Path | None = None,
     node_metrics: Path | None = None,
     version: str | None = None,
+    objects: Path | None = None,
 ) -> Scenario:
     """Load a scenario file and/or separate List files (files given separately win)."""
     doc: dict[str, Any] = {}
@@ -220,6 +274,7 @@ def load_scenario(
         ("pods", pods),
         ("pod", pod),
         ("nodeMetrics", node_metrics),
+        ("objects", objects),
     ):
         if file is not None:
             doc[key] = read_yaml(
@@ -244,11 +299,12 @@ def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[s
     """The ``analyzer score`` JSON: every node, the tie set, and the seeded choice."""
     chosen = scenario.profile.select(evaluation, np.random.default_rng(seed))
     nodes = []
-    for i, name in enumerate(evaluation.node_names):
+    for i in scenario.shown():
         nodes.append(
             {
-                "name": name,
+                "name": evaluation.node_names[i],
                 "feasible": bool(evaluation.feasible[i]),
+                "status": evaluation.status(i),
                 "reasons": evaluation.reasons(i),
                 "scores": {k: int(v[i]) for k, v in evaluation.scores.items()},
                 "total": int(evaluation.total[i]),

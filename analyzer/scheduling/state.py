@@ -19,6 +19,9 @@ import numpy as np
 
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.constraint_types import NO_CONSTRAINTS, PodConstraints, Taint
+from analyzer.scheduling.kube_objects import KubeObjects
+from analyzer.scheduling.pod_index import PlacedPod, PodIndex
+from analyzer.scheduling.spread_types import OwnerRef, SpreadConstraint
 
 CPU, MEMORY = 0, 1
 NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
@@ -76,6 +79,15 @@ class PodDemand:
     annotations: Mapping[str, str] = field(default_factory=dict)
     constraints: PodConstraints = NO_CONSTRAINTS  # tolerations, nodeSelector, required affinity
     labels: Mapping[str, str] = field(default_factory=dict)  # e.g. alibaba.com/gpu-spec
+    # topology spread and identity, for PodTopologySpread / InterPodAffinity (``pod_index``)
+    spread: tuple[SpreadConstraint, ...] = ()  # spec.topologySpreadConstraints
+    controller: OwnerRef | None = None  # the controller ownerReference
+    terminating: bool = False  # metadata.deletionTimestamp set
+    uid: str = ""
+
+    def placed(self) -> PlacedPod:
+        """The identity ``PodIndex`` keeps for this pod once bound."""
+        return PlacedPod(self.name, self.namespace, self.labels, self.terminating, self.uid)
 
     def request(self, name: str) -> int:
         """The real request of ``name`` (0 when the pod does not set it)."""
@@ -192,6 +204,17 @@ class ClusterState:
     # derived per-node data plugins keep between pods (e.g. LoadAware thresholds); call
     # ``invalidate()`` after changing allocatable, labels or annotations in place
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # placed pods' labels/namespaces and per-selector counts (``attach_pod_index``), for the
+    # spread/affinity plugins; None: not tracked (resource-only replays)
+    pod_index: PodIndex | None = None
+    # Services, ReplicaSets, StatefulSets, Namespaces, PDBs, PriorityClasses (``kube_objects``)
+    objects: KubeObjects = field(default_factory=KubeObjects)
+
+    def attach_pod_index(self) -> PodIndex:
+        """Start tracking placed pods (call before the first ``bind``)."""
+        if self.pod_index is None:
+            self.pod_index = PodIndex(self.node_count)
+        return self.pod_index
 
     def invalidate(self) -> None:
         """Forget plugin caches derived from allocatable/annotations (after editing them)."""
@@ -248,6 +271,8 @@ class ClusterState:
         self.pod_count[node_index] += 1
         if self.devices is not None:
             self.devices.bind(node_index, pod, gpus)
+        if self.pod_index is not None:
+            self.pod_index.add(node_index, pod.placed())
 
     def unbind(self, node_index: int, pod: PodDemand) -> None:
         """Remove ``pod`` from node ``node_index`` (NodeInfo.RemovePod), freeing its GPUs."""
@@ -256,3 +281,5 @@ class ClusterState:
         self.pod_count[node_index] -= 1
         if self.devices is not None:
             self.devices.unbind(node_index, pod)
+        if self.pod_index is not None:
+            self.pod_index.remove(node_index, pod.placed())

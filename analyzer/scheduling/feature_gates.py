@@ -1,0 +1,54 @@
+"""Feature gates that change what the modelled plugins do, their defaults per version.
+
+A scenario's ``featureGates: {Name: true|false}`` overrides the default of its
+``kubernetesVersion`` (as ``kube-scheduler --feature-gates`` does). Gates the analyzer does not
+model are accepted with a note. Defaults (first minor where the gate is on by default, from the
+Kubernetes feature-gate reference): NodeInclusionPolicyInPodTopologySpread 1.26 (beta),
+MatchLabelKeysInPodTopologySpread 1.27 (beta), MinDomainsInPodTopologySpread 1.27 (beta; GA
+1.30), TaintTolerationComparisonOperators alpha in 1.35 (off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from analyzer.core.errors import InputError
+from analyzer.scheduling.fields import mapping
+from analyzer.scheduling.versions import KubeVersion
+
+NODE_INCLUSION_POLICY = "NodeInclusionPolicyInPodTopologySpread"
+MATCH_LABEL_KEYS = "MatchLabelKeysInPodTopologySpread"
+MIN_DOMAINS = "MinDomainsInPodTopologySpread"
+TAINT_COMPARISON = "TaintTolerationComparisonOperators"
+
+# gate -> (major, minor) from which it is on by default; None: off in every modelled version
+GATES: dict[str, tuple[int, int] | None] = {
+    NODE_INCLUSION_POLICY: (1, 26),
+    MATCH_LABEL_KEYS: (1, 27),
+    MIN_DOMAINS: (1, 27),
+    TAINT_COMPARISON: None,
+}
+
+
+def default_gates(version: KubeVersion) -> dict[str, bool]:
+    """Every modelled gate's default for ``version``."""
+    here = (version.major, version.minor)
+    return {name: since is not None and here >= since for name, since in GATES.items()}
+
+
+def resolve_gates(
+    version: KubeVersion, raw: Any, where: str = "featureGates"
+) -> tuple[dict[str, bool], list[str]]:
+    """Defaults for ``version`` with the scenario's overrides applied, and notes."""
+    gates = default_gates(version)
+    notes = []
+    overrides: Mapping[str, Any] = mapping(raw, where)
+    for name, value in overrides.items():
+        if not isinstance(value, bool):
+            raise InputError(f"{where}.{name}: {value!r} is not true or false")
+        if name in GATES:
+            gates[str(name)] = value
+        else:
+            notes.append(f"feature gate {name} does not change anything the analyzer models")
+    return gates, notes

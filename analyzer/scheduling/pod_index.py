@@ -1,0 +1,159 @@
+"""The placed pods' identities per node, and per-selector match counts kept incrementally.
+
+PodTopologySpread (and later InterPodAffinity) ask "how many pods of namespace *ns* whose labels
+match selector *s* run on each node?" and then sum those counts per topology domain. Walking
+every pod of every node for each incoming pod would cost O(pods); this index answers in O(nodes)
+numpy work after the first question:
+
+- ``pods[node]``: the ``PlacedPod`` (name, namespace, labels, terminating, uid) of every pod
+  bound to the node, in bind order (what ``NodeInfo.Pods`` holds);
+- ``match_counts(selector, namespace)``: an int64 array ``[N]`` of the non-terminating pods of
+  ``namespace`` matching ``selector`` per node (upstream ``countPodsMatchSelector``, so an empty
+  selector counts 0). The first call walks the pod *groups* (same namespace and labels: a
+  workload's replicas) once; the array is then kept and updated by ``add``/``remove`` — one dict
+  lookup per bind plus one increment per kept selector that matches the pod's group — at most
+  ``MAX_KEPT`` arrays (least recently asked dropped first);
+- ``domains(state, key)``: per node the id of its value of the node label ``key`` (-1: label
+  missing) and the values, cached in ``ClusterState.cache`` (``invalidate()`` after relabelling);
+  per-domain counts are then ``np.bincount(ids, weights=counts)``.
+
+``ClusterState.bind``/``unbind`` call ``add``/``remove`` when the state has an index
+(``ClusterState.attach_pod_index()`` before binding anything).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from analyzer.scheduling.arith import Int64Array
+from analyzer.scheduling.label_selectors import LabelSelector
+
+MAX_KEPT = 512
+
+
+@dataclass(frozen=True)
+class PlacedPod:
+    """What the spread/affinity plugins read of a pod bound to a node."""
+
+    name: str
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    terminating: bool = False
+    uid: str = ""
+
+
+@dataclass
+class Domains:
+    """One topology key over the nodes: value id per node (-1 = label missing) and the values."""
+
+    key: str
+    ids: Int64Array
+    values: list[str]
+
+
+GroupKey = tuple[str, frozenset[tuple[str, str]]]  # (namespace, labels)
+
+
+class PodIndex:
+    """Per-node placed pods and per-(selector, namespace) match counts, updated on bind.
+
+    Pods with the same namespace and labels (a workload's replicas) form a *group*; the index
+    keeps, per group, its live (not terminating) pods per node and the kept count arrays its
+    selector matches, so a bind costs one dict lookup and one increment per matching kept
+    selector, and a new selector's first count walks the groups, not the pods.
+    """
+
+    def __init__(self, node_count: int) -> None:
+        self.node_count = node_count
+        self.pods: list[list[PlacedPod]] = [[] for _ in range(node_count)]
+        self._counts: OrderedDict[tuple[LabelSelector, str], Int64Array] = OrderedDict()
+        self._groups: dict[GroupKey, dict[int, int]] = {}  # live pods per node
+        self._targets: dict[GroupKey, list[Int64Array]] = {}  # kept arrays a group feeds
+
+    def add(self, node: int, pod: PlacedPod) -> None:
+        """A pod was bound to ``node``."""
+        self.pods[node].append(pod)
+        self._update(node, pod, 1)
+
+    def remove(self, node: int, pod: PlacedPod) -> None:
+        """A pod left ``node`` (the first entry with the same namespace/name/uid)."""
+        placed = self.pods[node]
+        for i, other in enumerate(placed):
+            if (other.namespace, other.name, other.uid) == (pod.namespace, pod.name, pod.uid):
+                self._update(node, placed.pop(i), -1)
+                return
+
+    def _update(self, node: int, pod: PlacedPod, step: int) -> None:
+        if pod.terminating:
+            return
+        key: GroupKey = (pod.namespace, frozenset(pod.labels.items()))
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = {}
+            self._targets[key] = [
+                counts
+                for (selector, namespace), counts in self._counts.items()
+                if namespace == pod.namespace and selector.matches(pod.labels)
+            ]
+        left = group.get(node, 0) + step
+        if left:
+            group[node] = left
+        else:
+            group.pop(node, None)
+        for counts in self._targets[key]:
+            counts[node] += step
+
+    def match_counts(self, selector: LabelSelector, namespace: str) -> Int64Array:
+        """Non-terminating pods of ``namespace`` matching ``selector``, per node (do not modify)."""
+        key = (selector, namespace)
+        counts = self._counts.get(key)
+        if counts is not None:
+            self._counts.move_to_end(key)
+            return counts
+        counts = np.zeros(self.node_count, dtype=np.int64)
+        if selector.empty:
+            return counts  # countPodsMatchSelector: an empty selector counts 0; nothing to keep
+        for group_key, group in self._groups.items():
+            if group_key[0] == namespace and selector.matches(dict(group_key[1])):
+                self._targets[group_key].append(counts)
+                for node, live in group.items():
+                    counts[node] += live
+        self._counts[key] = counts
+        if len(self._counts) > MAX_KEPT:
+            _, dropped = self._counts.popitem(last=False)
+            for targets in self._targets.values():
+                for i, kept in enumerate(targets):
+                    if kept is dropped:
+                        del targets[i]
+                        break
+        return counts
+
+
+class LabelledNodes(Protocol):
+    """What ``domains`` reads of a ``ClusterState`` (no import: the state imports this module)."""
+
+    node_names: tuple[str, ...]
+    node_labels: list[dict[str, str]]
+    cache: dict[str, Any]
+
+
+def domains(state: LabelledNodes, key: str) -> Domains:
+    """Node label ``key`` as ids per node (cached in ``state.cache``)."""
+    cache_key = f"pod_index.domains.{key}"
+    cached = state.cache.get(cache_key)
+    if isinstance(cached, Domains):
+        return cached
+    positions: dict[str, int] = {}
+    labels = state.node_labels or [{} for _ in state.node_names]
+    ids = np.array(
+        [positions.setdefault(d[key], len(positions)) if key in d else -1 for d in labels],
+        dtype=np.int64,
+    )
+    result = Domains(key, ids, list(positions))
+    state.cache[cache_key] = result
+    return result
