@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "analyzer.cli.collect",
     "analyzer.cli.trace",
     "analyzer.cli.whatif",
+    "analyzer.cli.monthly_cmds",
 ]
 
 # Where the frequent commands live, so running one imports only its module. A command missing
@@ -38,7 +39,11 @@ COMMAND_HOMES = {
     "trace": "analyzer.cli.trace",
     "whatif": "analyzer.cli.whatif",
 }
-REPORT_HOMES = {"nightly": "analyzer.cli.report_cmds", "whatif": "analyzer.cli.whatif"}
+REPORT_HOMES = {
+    "nightly": "analyzer.cli.report_cmds",
+    "whatif": "analyzer.cli.whatif",
+    "monthly": "analyzer.cli.monthly_cmds",
+}
 
 for _group, _homes in ((main, COMMAND_HOMES), (report, REPORT_HOMES)):
     assert isinstance(_group, LazyGroup)
