@@ -303,7 +303,8 @@ def _tables(review: Review) -> dict[str, TableView]:
         by_slack = w.sort_values("slack_cpu_cores", ascending=False, na_position="last")
         by_growth = w.sort_values("growth_cpu_cores_per_month", ascending=False, na_position="last")
     else:
-        by_slack = by_growth = pd.DataFrame(columns=[c.key for c in growth_cols + wl_cols])
+        keys = dict.fromkeys(c.key for c in growth_cols + wl_cols)
+        by_slack = by_growth = pd.DataFrame(columns=list(keys))
     tables["workloads_slack"] = TableView(
         "workloads_slack", f"Top workloads by CPU slack (of {len(w)})", wl_cols, by_slack,
         limit=TOP_WORKLOADS,
