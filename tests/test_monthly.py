@@ -190,7 +190,7 @@ def test_backtest_of_a_hand_built_forecast(tmp_path: Path) -> None:
             "hi80": 42.0,
             "lo95": 30.0,
             "hi95": 50.0,
-        }  # fmt: skip
+        }
         for i, d in enumerate(days)
     ]
     write_forecast(tmp_path, "2026-09", {"history_end": "2026-09-30", "pools": {
