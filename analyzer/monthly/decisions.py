@@ -94,8 +94,8 @@ def decide(
         return Decision(
             "add", n, None, "n_plus_1",
             f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) now: on {n1_worst_day[worst]} "
-            f"the pool's requests at their peak left {_fmt(-short[worst], worst)} once its largest "
-            f"node was lost (N+1 broken).",
+            f"the pool's {'CPU' if worst == 'cpu' else 'memory'} requests at their peak were "
+            f"{_fmt(short[worst], worst)} over allocatable minus its largest node (N+1 broken).",
             worst,
         )  # fmt: skip
     if any(f.method == "none" for f in forecasts.values()) or not forecasts:
@@ -128,9 +128,10 @@ def decide(
         spec = next(s for s in SERIES if s.name == first)
         return Decision(
             "add", n, when, "exhaustion",
-            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) by {when.isoformat()}: the upper "
-            f"95 % band of {spec.basis(thresholds)} reaches its line on that day; with {n} more "
-            f"the upper bands stay under every line for the {horizon_days}-day horizon.",
+            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) by {when.isoformat()}: on that "
+            f"day the upper 95 % band of {spec.label} reaches {spec.line_label(thresholds)}; "
+            f"with {n} more, every upper band stays under its line for the {horizon_days}-day "
+            "horizon.",
             spec.resource,
         )  # fmt: skip
     k = 0

@@ -37,13 +37,20 @@ class SeriesSpec:
             else f"used_p95_{self.resource}"
         )
 
-    def basis(self, thresholds: Mapping[str, int]) -> str:
+    @property
+    def label(self) -> str:
+        """``requested CPU (daily peak)`` / ``used memory (daily p95)``."""
+        name = "CPU" if self.resource == "cpu" else "memory"
+        return f"{self.kind} {name} (daily {'peak' if self.kind == 'requested' else 'p95'})"
+
+    def line_label(self, thresholds: Mapping[str, int]) -> str:
+        """The capacity line's name: ``allocatable minus the largest node`` / ``65 % of allocatable``."""
         if self.kind == "requested":
-            return f"requested {self.resource} at its daily peak vs allocatable minus the largest node (N+1)"
-        return (
-            f"used {self.resource} p95 vs {thresholds[self.resource]} % of allocatable "
-            f"(Koordinator usage threshold)"
-        )
+            return "allocatable minus the largest node (N+1)"
+        return f"{thresholds[self.resource]} % of allocatable (Koordinator usage threshold)"
+
+    def basis(self, thresholds: Mapping[str, int]) -> str:
+        return f"{self.label} vs {self.line_label(thresholds)}"
 
     def capacity(self, daily: pd.DataFrame, thresholds: Mapping[str, int]) -> pd.Series:
         """The daily capacity line of one pool's rows, indexed by day."""
