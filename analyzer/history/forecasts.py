@@ -35,7 +35,7 @@ def write_forecast(root: Path | str, month: str, payload: dict[str, Any]) -> Pat
     """Store (or replace) ``month``'s forecast ``payload`` atomically; returns the file."""
     path = forecast_path(root, month)
     record = {"schema_version": SCHEMA_VERSION, "month": month, **payload}
-    text = json.dumps(record, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    text = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"  # compact: C encoder
     atomic_write_text(path, text)
     path.chmod(0o644 & ~_umask())  # readable like the rest of the history
     return path

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,18 @@ def history_root(path: Path) -> Path:
     )
 
 
+def history_days(root: Path) -> list[date]:
+    """The days with a pools file under ``root``, oldest first (from the file names: a year of
+    history is listed without opening a file; the days read are checked when read)."""
+    days = []
+    for path in (root / "pools").glob("*.parquet"):
+        try:
+            days.append(date.fromisoformat(path.stem))
+        except ValueError:
+            continue  # not a day file (a temporary, a stray copy)
+    return sorted(days)
+
+
 def _pair(values: Mapping[str, float | None]) -> dict[str, float | None]:
     return {key: values.get(key) for key in UNIT_KEYS.values()}
 
@@ -157,7 +169,7 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
     """Read the history under ``path`` (OUT or OUT/history) and compute the review."""
     settings.check()
     root = history_root(path)
-    all_days = sorted({d.date() for d in pd.to_datetime(read_pools(root)["day"], utc=True)})
+    all_days = history_days(root)
     if not all_days:
         raise InputError(f"HISTORY_DIR: {root}/pools holds no rows; run the nightly report first")
     month = settings.month or last_complete_month(all_days)

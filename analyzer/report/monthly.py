@@ -440,7 +440,8 @@ def write_monthly_report(
     html = render(
         "monthly.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     ).encode("utf-8")
-    payload = json.dumps(_clean(review.payload), indent=1, sort_keys=True, allow_nan=False)
+    # Compact: with an indent, json falls back to its pure-Python encoder (seconds on a big review).
+    payload = json.dumps(_clean(review.payload), sort_keys=True, allow_nan=False)
     target = Path(out)
     with atomic_directory(target, MONTHLY_FILES) as tmp:
         for name, table in context.tables.items():
