@@ -309,3 +309,15 @@ def test_a_newer_stored_forecast_is_refused_with_the_fix(tmp_path: Path) -> None
     path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
     with pytest.raises(InputError, match="upgrade analyzer"):
         read_forecast(tmp_path, "2026-09")
+
+
+def test_a_line_already_crossed_means_add_now(tmp_path: Path) -> None:
+    # Used CPU p95 60 cores on 80 allocatable: over 65 % × 80 = 52 already (N+1 holds: 40
+    # requested ≤ 72). Nodes to add: (80 + 8k) × 0.65 ≥ 60 → k ≥ 1.54 → 2, by no future date.
+    write_history(tmp_path, date(2026, 8, 1), 61, [PoolTruth("a", used_cpu_p95=const(60.0))])
+    a = _pool(_review(tmp_path, month=SEP), "a")
+    used = next(e for e in a["forecast"]["exhaustion"] if e["resource"] == "used_cpu_cores")
+    assert used["reason"] == "already exhausted on 2026-09-30"
+    d = a["decision"]
+    assert (d["action"], d["nodes"], d["by_date"], d["rule"]) == ("add", 2, None, "exhaustion")
+    assert " now: " in d["sentence"]

@@ -3,11 +3,12 @@
 The rules, in order (docs/monthly.md states them for users; node size = the pool's largest node,
 which makes "add" and "release" both conservative):
 
-1. **N+1 broken this month** → add ``ceil(shortfall / node size)`` nodes now (the worse of CPU and
-   memory), where the shortfall is minus the smallest daily N+1 margin.
+1. **N+1 broken this month** → add nodes now: ``ceil(shortfall / node size)`` (the worse of CPU
+   and memory; the shortfall is minus the smallest daily N+1 margin), or more when that many
+   would still leave an upper 95 % band over its line within the horizon (rule 2's count).
 2. **A line crossed within the horizon** (the upper 95 % band of any of the four series reaches its
    capacity line) → add, by the earliest such date, the fewest nodes that keep every upper 95 %
-   band under its line over the whole horizon.
+   band under its line over the whole horizon; "now" when the line is already crossed.
 3. **No forecast** (under 21 days of history) → no action, saying so.
 4. Otherwise → release the most nodes ``k`` (leaving at least two) such that over the whole horizon
    every upper 95 % band still stays under its line with ``k`` fewer nodes: requested under
@@ -28,7 +29,8 @@ from analyzer.monthly.forecast import Forecast
 from analyzer.monthly.series import SERIES
 
 RULES = {
-    "n_plus_1": "N+1 broken this month: add enough nodes of the largest size to cover the shortfall",
+    "n_plus_1": "N+1 broken this month: add enough nodes of the largest size to cover the "
+    "shortfall, and to keep every upper 95 % band under its line over the horizon",
     "exhaustion": "the upper 95 % band reaches a capacity line within the horizon: add the fewest "
     "nodes of the largest size that keep every upper band under its line, by the earliest such date",
     "no_forecast": "fewer than 21 days of history: no forecast, so no forecast-based action",
@@ -79,34 +81,21 @@ def decide(
     nodes: float,
     thresholds: Mapping[str, int],
     horizon_days: int,
+    history_end: date | None = None,
 ) -> Decision:
-    """The pool's decision; every argument per resource is keyed ``cpu`` / ``memory``."""
+    """The pool's decision; every argument per resource is keyed ``cpu`` / ``memory``.
+
+    ``history_end`` is the last day of history: a line already crossed on it means "now".
+    """
     like = f" like {largest_node}" if largest_node else ""
     size = ", ".join(_fmt(node_size[r], r) for r in ("cpu", "memory"))
-    # 1. N+1 broken this month.
-    short = {
-        r: -float(m) for r, m in n1_margin.items() if m is not None and m < 0 and node_size[r] > 0
-    }
-    if short:
-        need = {r: math.ceil(v / node_size[r] - 1e-9) for r, v in short.items()}
-        worst = max(need, key=lambda r: (need[r], r == "cpu"))
-        n = max(need.values())
-        return Decision(
-            "add", n, None, "n_plus_1",
-            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) now: on {n1_worst_day[worst]} "
-            f"the pool's {'CPU' if worst == 'cpu' else 'memory'} requests at their peak were "
-            f"{_fmt(short[worst], worst)} over allocatable minus its largest node (N+1 broken).",
-            worst,
-        )  # fmt: skip
-    if any(f.method == "none" for f in forecasts.values()) or not forecasts:
-        days = min((f.history_days for f in forecasts.values()), default=0)
-        return Decision(
-            "none", 0, None, "no_forecast",
-            f"No action: N+1 holds, and {days} days of history are too few to forecast "
-            f"(21 are needed).",
-        )  # fmt: skip
+    forecast_ok = bool(forecasts) and all(f.method != "none" for f in forecasts.values())
     # Upper 95 % band against each line, with k nodes added (k > 0) or removed (k < 0).
-    peaks = {s.name: max(p.hi95 for p in forecasts[s.name].points) for s in SERIES}
+    peaks = (
+        {s.name: max(p.hi95 for p in forecasts[s.name].points) for s in SERIES}
+        if forecast_ok
+        else {}
+    )
 
     def fits(k: int) -> bool:
         for s in SERIES:
@@ -117,6 +106,37 @@ def decide(
                 return False
         return True
 
+    def fewest(at_least: int) -> int:
+        return next((k for k in range(at_least, 10_000) if fits(k)), 10_000)
+
+    horizon = f"every upper band stays under its line for the {horizon_days}-day horizon"
+    # 1. N+1 broken this month.
+    short = {
+        r: -float(m) for r, m in n1_margin.items() if m is not None and m < 0 and node_size[r] > 0
+    }
+    if short:
+        need = {r: math.ceil(v / node_size[r] - 1e-9) for r, v in short.items()}
+        worst = max(need, key=lambda r: (need[r], r == "cpu"))
+        n = max(need.values())
+        tail = ""
+        if forecast_ok:
+            n = fewest(n)
+            tail = f" With {n} more, {horizon}."
+        return Decision(
+            "add", n, None, "n_plus_1",
+            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) now: on {n1_worst_day[worst]} "
+            f"the pool's {'CPU' if worst == 'cpu' else 'memory'} requests at their peak were "
+            f"{_fmt(short[worst], worst)} over allocatable minus its largest node (N+1 broken)."
+            f"{tail}",
+            worst,
+        )  # fmt: skip
+    if not forecast_ok:
+        days = min((f.history_days for f in forecasts.values()), default=0)
+        return Decision(
+            "none", 0, None, "no_forecast",
+            f"No action: N+1 holds, and {days} days of history are too few to forecast "
+            f"(21 are needed).",
+        )  # fmt: skip
     crossings = [
         (f.exhaustion.earliest_date, name)
         for name, f in forecasts.items()
@@ -124,14 +144,20 @@ def decide(
     ]
     if crossings:
         when, first = min(crossings)
-        n = next((k for k in range(1, 10_000) if fits(k)), 10_000)
+        n = fewest(1)
         spec = next(s for s in SERIES if s.name == first)
+        if history_end is not None and when <= history_end:
+            return Decision(
+                "add", n, None, "exhaustion",
+                f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) now: {spec.label} is already "
+                f"at {spec.line_label(thresholds)}; with {n} more, {horizon}.",
+                spec.resource,
+            )  # fmt: skip
         return Decision(
             "add", n, when, "exhaustion",
             f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) by {when.isoformat()}: on that "
             f"day the upper 95 % band of {spec.label} reaches {spec.line_label(thresholds)}; "
-            f"with {n} more, every upper band stays under its line for the {horizon_days}-day "
-            "horizon.",
+            f"with {n} more, {horizon}.",
             spec.resource,
         )  # fmt: skip
     k = 0

@@ -221,6 +221,7 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
             nodes=float(last["nodes_mean"]),
             thresholds=settings.thresholds,
             horizon_days=settings.horizon_days,
+            history_end=last["day"],
         )
         main = fc["requested_cpu_cores"].to_dict()
         main["exhaustion"] = [f.exhaustion.to_dict() for f in fc.values()]
