@@ -321,3 +321,28 @@ def test_a_line_already_crossed_means_add_now(tmp_path: Path) -> None:
     d = a["decision"]
     assert (d["action"], d["nodes"], d["by_date"], d["rule"]) == ("add", 2, None, "exhaustion")
     assert " now: " in d["sentence"]
+
+
+def test_review_of_a_history_the_nightly_run_wrote(tmp_path: Path) -> None:
+    """The nightly report's own history (tests/test_history_capacity.py's hand-built day, 1
+    November 2026) is read as it is: pool a offers a-small (2 cores) + a-big (8 cores) = 10 cores
+    and peaks at 4.2 requested cores, so losing a-big leaves 10 − 8 − 4.2 = −2.2 cores: N+1 is
+    broken and one node of a-big's size covers it. One day is too few to forecast."""
+    from test_history_capacity import _cluster
+
+    from analyzer.nightly.run import NightlySettings, run_nightly
+    from analyzer.report.nightly_report import write_nightly_report
+
+    write_nightly_report(run_nightly(_cluster(), NightlySettings()), tmp_path / "nightly")
+    code, out = _run(str(tmp_path / "nightly"), "--out", str(tmp_path / "r"), "--month", "2026-11")
+    assert code == 0, out
+    payload = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert [p["name"] for p in payload["pools"]] == ["a", "b"]
+    a = _pool(payload, "a")
+    assert a["allocatable"]["cpu_cores"] == 10.0 and a["requested_peak"]["cpu_cores"] == 4.2
+    assert a["n_plus_1"]["largest_node"] == "a-big"
+    assert a["n_plus_1"]["smallest_margin"]["cpu_cores"] == pytest.approx(-2.2)
+    assert (a["decision"]["action"], a["decision"]["nodes"]) == ("add", 1)
+    assert a["forecast"]["method"] == "none"
+    assert payload["notes"] == ["2026-11 has history for 1 of its 30 days; the month's figures "
+                                "are over those days."]  # fmt: skip
