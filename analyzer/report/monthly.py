@@ -336,7 +336,22 @@ def _tables(review: Review) -> dict[str, TableView]:
              Column("slack_total", f"Slack ({cur})", "num", 0)],
             pd.DataFrame(money), limit=None,
         )  # fmt: skip
+    for table in tables.values():
+        table.frame = _tidy(table.frame, [c.key for c in table.columns if c.kind in ("num", "pct")])
     return tables
+
+
+NOISE = 1e-9  # floating-point residue of a fit (a flat series' slope of −2e-16 cores/day)
+
+
+def _tidy(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Floating-point residue to exact 0, so a flat series reads "0.00", never "−0.00"."""
+    out = frame.copy()
+    for key in columns:
+        if key in out:
+            values = pd.to_numeric(out[key], errors="coerce")
+            out[key] = values.mask(values.abs() < NOISE, 0.0)
+    return out
 
 
 METHOD_NOTES = [
