@@ -104,6 +104,7 @@ def test_exhaustion_date_of_a_known_line(tmp_path: Path) -> None:
     assert (a["decision"]["action"], a["decision"]["nodes"], a["decision"]["by_date"]) == (
         "add", 12, "2026-10-04",
     )  # fmt: skip
+    assert "by 2026-10-04 (4 days after the history ends)" in a["decision"]["sentence"]
     # The series starts the day after the reviewed month and spans the horizon.
     series = a["forecast"]["series"]
     assert series[0]["date"] == "2026-10-01" and len(series) == 180

@@ -153,9 +153,14 @@ def decide(
                 f"at {spec.line_label(thresholds)}; with {n} more, {horizon}.",
                 spec.resource,
             )  # fmt: skip
+        days_left = (
+            ""
+            if history_end is None
+            else f" ({(when - history_end).days} days after the history ends)"
+        )
         return Decision(
             "add", n, when, "exhaustion",
-            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) by {when.isoformat()}: on that "
+            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) by {when.isoformat()}{days_left}: on that "
             f"day the upper 95 % band of {spec.label} reaches {spec.line_label(thresholds)}; "
             f"with {n} more, {horizon}.",
             spec.resource,
