@@ -11,6 +11,7 @@ is built from the same values as report.json and the tables; units follow ``repo
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -419,6 +420,11 @@ class MonthlyPaths:
 
 
 def _clean(value: Any) -> Any:
+    """Strict JSON: NaN → null, numpy → Python (plain floats and strings pass straight through)."""
+    if type(value) is float:
+        return value if value == value and abs(value) != math.inf else None
+    if type(value) in (str, int, bool) or value is None:
+        return value
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
