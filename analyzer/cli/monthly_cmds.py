@@ -10,6 +10,7 @@ import click
 
 from analyzer.cli.base import report
 from analyzer.core.errors import InputError
+from analyzer.core.outdir import check_writable
 from analyzer.usage.thresholds import ThresholdConfig
 
 
@@ -72,6 +73,8 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     )
     settings.check()
     root = history_root(history_dir)
+    # The run stores its forecast under the history afterwards: refuse a read-only one up front.
+    check_writable(root / "forecasts" / "x", "HISTORY_DIR")
     review = build_review(root, replace(settings))
     paths = write_monthly_report(review, out, history=root, templates_dir=opts["templates_dir"])
     for pool in review.payload["pools"]:
