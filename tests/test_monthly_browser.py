@@ -137,3 +137,24 @@ def test_monthly_json_has_no_impossible_value(review: Path) -> None:
             # idle never exceeds allocatable; slack never exceeds requested
             assert pool["idle"][key] <= pool["allocatable"][key]
             assert pool["slack"][key] <= pool["requested"][key]
+
+
+def test_monthly_page_fits_an_a4_page_when_printed(review: Path, tmp_path: Path) -> None:
+    # A4 portrait at 10 mm margins is 190 mm ≈ 718 CSS px wide: in print media no table may be
+    # wider than the page (the print CSS turns off the screen's horizontal scrolling).
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.call("Emulation.setDeviceMetricsOverride", width=718, height=1000,
+                     deviceScaleFactor=1, mobile=False)  # fmt: skip
+        browser.call("Emulation.setEmulatedMedia", media="print")
+        browser.open(review)
+        overflow = browser.evaluate(
+            "[...document.querySelectorAll('table')].filter(t => t.scrollWidth > "
+            "document.body.clientWidth + 1).map(t => t.dataset.table)"
+        )
+        nav_hidden = browser.evaluate("getComputedStyle(document.querySelector('nav')).display")
+        browser.call("Runtime.evaluate", expression="0")
+    finally:
+        browser.close()
+    assert overflow == []
+    assert nav_hidden == "none"
