@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "analyzer.cli.trace",
     "analyzer.cli.whatif",
     "analyzer.cli.rightsize_cmds",
+    "analyzer.cli.monthly_cmds",
 ]
 
 # Where the frequent commands live, so running one imports only its module. A command missing
@@ -40,7 +41,11 @@ COMMAND_HOMES = {
     "whatif": "analyzer.cli.whatif",
     "rightsize": "analyzer.cli.rightsize_cmds",
 }
-REPORT_HOMES = {"nightly": "analyzer.cli.report_cmds", "whatif": "analyzer.cli.whatif"}
+REPORT_HOMES = {
+    "nightly": "analyzer.cli.report_cmds",
+    "whatif": "analyzer.cli.whatif",
+    "monthly": "analyzer.cli.monthly_cmds",
+}
 
 for _group, _homes in ((main, COMMAND_HOMES), (report, REPORT_HOMES)):
     assert isinstance(_group, LazyGroup)

@@ -1,0 +1,84 @@
+"""``analyzer report monthly``: the monthly capacity review of a history folder."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from analyzer.cli.base import report
+from analyzer.core.errors import InputError
+from analyzer.core.outdir import check_writable
+from analyzer.usage.thresholds import ThresholdConfig
+
+
+def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and not 0 < value <= 100:
+        raise click.BadParameter(f"{value} must be a percentage in 1..100", param=param)
+    return value
+
+
+@report.command("monthly")
+@click.argument("history_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Output folder: OUT/report.html, report.json and CSVs (new, empty or an "
+              "earlier monthly review).")  # fmt: skip
+@click.option("--month", default=None,
+              help="Month to review, YYYY-MM (default: the last complete month in the history).")  # fmt: skip
+@click.option("--months", type=int, default=6, show_default=True,
+              help="Months of trend, ending with the reviewed month.")  # fmt: skip
+@click.option("--horizon-days", type=int, default=180, show_default=True,
+              help="Forecast horizon in days (90..180).")  # fmt: skip
+@click.option("--prices", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="prices.yaml: per pool per node-hour, or per core-hour and GiB-hour "
+              "(docs/monthly.md); puts idle and slack in money.")  # fmt: skip
+@click.option("--cpu", type=int, callback=_pct,
+              help="CPU usage threshold % the used forecast is held to (default: config, else 65).")  # fmt: skip
+@click.option("--memory", type=int, callback=_pct,
+              help="Memory usage threshold % (default: config, else 95).")  # fmt: skip
+@click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder searched before the bundled templates.")  # fmt: skip
+@click.pass_context
+def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **opts: Any) -> None:
+    """The monthly capacity review of HISTORY_DIR (a nightly OUT, or OUT/history).
+
+    Per pool and for the cluster: month-over-month allocatable, requested, used, idle and slack;
+    N+1; forecasts with 80 %/95 % intervals and days until exhaustion; the back-test of last
+    month's forecast; workloads; a decision per pool. Stores this month's forecast under
+    HISTORY_DIR's history/forecasts/ for next month's back-test.
+    """
+    from analyzer.monthly.months import Month
+    from analyzer.monthly.prices import load_prices
+    from analyzer.monthly.review import ReviewSettings, build_review, history_root
+    from analyzer.report.monthly import check_monthly_out, write_monthly_report
+
+    check_monthly_out(out)  # before any work: never lose a user's folder
+    month = None if opts["month"] is None else Month.parse(opts["month"])
+    config = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
+    usage = dict(config.usage)
+    usage.update({k: opts[k] for k in ("cpu", "memory") if opts[k] is not None})
+    missing = [r for r in ("cpu", "memory") if r not in usage]
+    if missing:
+        raise InputError(
+            f"config thresholds: no {missing[0]} usage threshold; add it or pass --{missing[0]}"
+        )
+    settings = ReviewSettings(
+        month=month,
+        months=opts["months"],
+        horizon_days=opts["horizon_days"],
+        thresholds={"cpu": int(usage["cpu"]), "memory": int(usage["memory"])},
+        prices=None if opts["prices"] is None else load_prices(opts["prices"]),
+    )
+    settings.check()
+    root = history_root(history_dir)
+    # The run stores its forecast under the history afterwards: refuse a read-only one up front.
+    check_writable(root / "forecasts" / "x", "HISTORY_DIR")
+    review = build_review(root, replace(settings))
+    paths = write_monthly_report(review, out, history=root, templates_dir=opts["templates_dir"])
+    for pool in review.payload["pools"]:
+        click.echo(f"{pool['name']}: {pool['decision']['sentence']}")
+    click.echo(f"report:   {paths.html}")
+    click.echo(f"json:     {paths.json}")
+    click.echo(f"forecast: {paths.forecast}")

@@ -1,0 +1,183 @@
+"""One decision per pool: add N nodes by a date, release N nodes, or no action — with its rule.
+
+The rules, in order (docs/monthly.md states them for users; node size = the pool's largest node,
+which makes "add" and "release" both conservative):
+
+1. **N+1 broken this month** → add nodes now: ``ceil(shortfall / node size)`` (the worse of CPU
+   and memory; the shortfall is minus the smallest daily N+1 margin), or more when that many
+   would still leave an upper 95 % band over its line within the horizon (rule 2's count).
+2. **A line crossed within the horizon** (the upper 95 % band of any of the four series reaches its
+   capacity line) → add, by the earliest such date, the fewest nodes that keep every upper 95 %
+   band under its line over the whole horizon; "now" when the line is already crossed.
+3. **No forecast** (under 21 days of history) → no action, saying so.
+4. Otherwise → release the most nodes ``k`` (leaving at least two) such that over the whole horizon
+   every upper 95 % band still stays under its line with ``k`` fewer nodes: requested under
+   allocatable − (k + 1) nodes, used under (allocatable − k nodes) × threshold; ``k = 0`` is "no
+   action". Whether the pods then fit on fewer nodes is the re-packing simulation's question
+   (issue 17 adds it beside this rule).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from analyzer.monthly.forecast import Forecast
+from analyzer.monthly.series import SERIES
+
+RULES = {
+    "n_plus_1": "N+1 broken this month: add enough nodes of the largest size to cover the "
+    "shortfall, and to keep every upper 95 % band under its line over the horizon",
+    "exhaustion": "the upper 95 % band reaches a capacity line within the horizon: add the fewest "
+    "nodes of the largest size that keep every upper band under its line, by the earliest such date",
+    "no_forecast": "fewer than 21 days of history: no forecast, so no forecast-based action",
+    "release": "every upper 95 % band stays under its line over the horizon with k fewer nodes "
+    "of the largest size (at least two nodes left): release k",
+    "hold": "every upper 95 % band stays under its line over the horizon, but not with one node "
+    "fewer: no action",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # add | release | none
+    nodes: int
+    by_date: date | None
+    rule: str
+    sentence: str
+    resource_basis: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "nodes": self.nodes,
+            "by_date": None if self.by_date is None else self.by_date.isoformat(),
+            "rule": self.rule,
+            "rule_text": RULES[self.rule],
+            "sentence": self.sentence,
+            "basis": self.resource_basis,
+        }
+
+
+def _unit(resource: str) -> str:
+    return "cores" if resource == "cpu" else "GiB"
+
+
+def _fmt(value: float, resource: str) -> str:
+    return f"{value:,.1f} {_unit(resource)}"
+
+
+def decide(
+    *,
+    n1_margin: Mapping[str, float | None],
+    n1_worst_day: Mapping[str, str | None],
+    forecasts: Mapping[str, Forecast],
+    allocatable: Mapping[str, float],
+    node_size: Mapping[str, float],
+    largest_node: str | None,
+    nodes: float,
+    thresholds: Mapping[str, int],
+    horizon_days: int,
+    history_end: date | None = None,
+) -> Decision:
+    """The pool's decision; every argument per resource is keyed ``cpu`` / ``memory``.
+
+    ``history_end`` is the last day of history: a line already crossed on it means "now".
+    """
+    like = f" like {largest_node}" if largest_node else ""
+    size = ", ".join(_fmt(node_size[r], r) for r in ("cpu", "memory"))
+    forecast_ok = bool(forecasts) and all(f.method != "none" for f in forecasts.values())
+    # Upper 95 % band against each line, with k nodes added (k > 0) or removed (k < 0).
+    peaks = (
+        {s.name: max(p.hi95 for p in forecasts[s.name].points) for s in SERIES}
+        if forecast_ok
+        else {}
+    )
+
+    def fits(k: int) -> bool:
+        for s in SERIES:
+            r = s.resource
+            alloc = allocatable[r] + k * node_size[r]
+            line = alloc - node_size[r] if s.kind == "requested" else alloc * thresholds[r] / 100.0
+            if peaks[s.name] > line:
+                return False
+        return True
+
+    def fewest(at_least: int) -> int:
+        return next((k for k in range(at_least, 10_000) if fits(k)), 10_000)
+
+    horizon = f"every upper band stays under its line for the {horizon_days}-day horizon"
+    # 1. N+1 broken this month.
+    short = {
+        r: -float(m) for r, m in n1_margin.items() if m is not None and m < 0 and node_size[r] > 0
+    }
+    if short:
+        need = {r: math.ceil(v / node_size[r] - 1e-9) for r, v in short.items()}
+        worst = max(need, key=lambda r: (need[r], r == "cpu"))
+        n = max(need.values())
+        tail = ""
+        if forecast_ok:
+            n = fewest(n)
+            tail = f" With {n} more, {horizon}."
+        return Decision(
+            "add", n, None, "n_plus_1",
+            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) now: on {n1_worst_day[worst]} "
+            f"the pool's {'CPU' if worst == 'cpu' else 'memory'} requests at their peak were "
+            f"{_fmt(short[worst], worst)} over allocatable minus its largest node (N+1 broken)."
+            f"{tail}",
+            worst,
+        )  # fmt: skip
+    if not forecast_ok:
+        days = min((f.history_days for f in forecasts.values()), default=0)
+        return Decision(
+            "none", 0, None, "no_forecast",
+            f"No action: N+1 holds, and {days} days of history are too few to forecast "
+            f"(21 are needed).",
+        )  # fmt: skip
+    crossings = [
+        (f.exhaustion.earliest_date, name)
+        for name, f in forecasts.items()
+        if f.exhaustion.earliest_date is not None
+    ]
+    if crossings:
+        when, first = min(crossings)
+        n = fewest(1)
+        spec = next(s for s in SERIES if s.name == first)
+        if history_end is not None and when <= history_end:
+            return Decision(
+                "add", n, None, "exhaustion",
+                f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) now: {spec.label} is already "
+                f"at {spec.line_label(thresholds)}; with {n} more, {horizon}.",
+                spec.resource,
+            )  # fmt: skip
+        days_left = (
+            ""
+            if history_end is None
+            else f" ({(when - history_end).days} days after the history ends)"
+        )
+        return Decision(
+            "add", n, when, "exhaustion",
+            f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) by {when.isoformat()}{days_left}: on that "
+            f"day the upper 95 % band of {spec.label} reaches {spec.line_label(thresholds)}; "
+            f"with {n} more, {horizon}.",
+            spec.resource,
+        )  # fmt: skip
+    k = 0
+    while k + 1 <= nodes - 2 and fits(-(k + 1)):
+        k += 1
+    if k:
+        return Decision(
+            "release", k, None, "release",
+            f"Release up to {k} node{'s' if k != 1 else ''}{like} ({size}): over the "
+            f"{horizon_days}-day horizon the upper 95 % bands stay under allocatable minus the "
+            f"largest node (requests) and under the usage thresholds (usage) with {k} fewer — if "
+            f"the pods fit on the rest, which the re-packing simulation checks.",
+        )  # fmt: skip
+    return Decision(
+        "none", 0, None, "hold",
+        f"No action: the upper 95 % bands stay under every line for the {horizon_days}-day "
+        f"horizon, and would not with one node fewer.",
+    )  # fmt: skip

@@ -1,0 +1,477 @@
+"""The monthly capacity review page: one self-contained HTML file, report.json and CSVs.
+
+``write_monthly_report(review, out)`` writes the folder ``out`` atomically (all files or none;
+``out`` must be new, empty or an earlier monthly review), then stores the review's forecasts in
+the history (``OUT/history/forecasts/<YYYY-MM>.json``) for next month's back-test — in that order,
+so a failed render stores nothing. Sections: decisions first, month over month, N+1, forecasts
+(charts with bands and the exhaustion table), back-test, workloads, method notes. Every sentence
+is built from the same values as report.json and the tables; units follow ``report.format``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyzer import __version__
+from analyzer.core.atomic import atomic_directory
+from analyzer.core.csvsafe import write_csv
+from analyzer.core.outdir import check_output_folder, names_matching
+from analyzer.history.forecasts import write_forecast
+from analyzer.monthly.decisions import RULES
+from analyzer.monthly.review import Review
+from analyzer.monthly.series import BY_NAME
+from analyzer.report import format as fmt
+from analyzer.report.charts import Chart
+from analyzer.report.monthly_charts import forecast_chart
+from analyzer.report.output import make_readable
+from analyzer.report.render import render
+from analyzer.report.views import Column, TableView, json_value
+
+MONTHLY_FILES = names_matching(("report.html", "report.json", "*.csv"))
+TOP_WORKLOADS = 15
+
+
+def check_monthly_out(folder: Path, option: str = "--out") -> None:
+    """Before any work: the folder can be written and is new, empty or a monthly review (exit 2)."""
+    check_output_folder(folder, MONTHLY_FILES, option, what="a monthly review")
+
+
+def _n(value: Any, digits: int = 1) -> str:
+    return fmt.number(value, digits)
+
+
+def _both(pair: dict[str, Any] | None) -> str:
+    """``{cpu_cores, memory_gib}`` → "12.0 cores and 48.0 GiB" (never added together)."""
+    if not pair:
+        return fmt.MISSING
+    return f"{_n(pair['cpu_cores'])} cores and {_n(pair['memory_gib'])} GiB"
+
+
+@dataclass
+class MonthlyContext:
+    """Everything the template shows."""
+
+    title: str
+    month: str
+    period: str
+    generated_at: str
+    history: str
+    headline: list[str]
+    decisions: list[dict[str, Any]]
+    n1_sentence: str
+    backtest_sentence: str
+    tables: dict[str, TableView]
+    charts: list[Chart]
+    notes: list[str]
+    method_notes: list[str]
+    currency: str | None
+    thresholds: dict[str, int]
+    horizon_days: int
+    rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
+
+
+def _headline(p: dict[str, Any]) -> list[str]:
+    c = p["cluster"]
+    lines = [
+        f"In {p['month']} ({p['days_with_history']} of {p['month_days']} days with history) the "
+        f"cluster's {c['pools']} pool{'s' if c['pools'] != 1 else ''} "
+        f"({_n(c['nodes_mean'])} nodes on average) offered {_both(c['allocatable'])} "
+        f"allocatable; requests held {_both(c['requested'])} and usage (p95 of daily p95) was "
+        f"{_both(c['used_p95'])}.",
+        f"Idle (allocatable − max(requested, used)): {_both(c['idle'])}. Slack (requested − "
+        f"used): {_both(c['slack'])}. Idle is the platform's to reclaim by packing, slack the "
+        "teams' by right-sizing: they overlap and are never added.",
+    ]
+    change = c["change"]
+    if change["requested"] is not None:
+        lines.append(
+            f"Against the previous month: allocatable "
+            f"{fmt.signed(change['allocatable']['cpu_cores'], 1, 'cores')} and "
+            f"{fmt.signed(change['allocatable']['memory_gib'], 1, 'GiB')}; requested "
+            f"{fmt.signed(change['requested']['cpu_cores'], 1, 'cores')} and "
+            f"{fmt.signed(change['requested']['memory_gib'], 1, 'GiB')}; used "
+            f"{fmt.signed(change['used_p95']['cpu_cores'], 1, 'cores')} and "
+            f"{fmt.signed(change['used_p95']['memory_gib'], 1, 'GiB')}."
+        )
+    else:
+        lines.append("No previous month in the history to compare with.")
+    money = c.get("money")
+    if money and money.get("idle") and money.get("slack"):
+        cur = money["currency"]
+        lines.append(
+            f"In money over the month: idle {_n(money['idle']['total'], 0)} {cur}, slack "
+            f"{_n(money['slack']['total'], 0)} {cur} (the same capacity can be in both)."
+        )
+    return lines
+
+
+def _decisions(p: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for pool in p["pools"]:
+        d = pool["decision"]
+        state = {"add": "bad", "release": "good"}.get(d["action"], "")
+        label = {
+            "add": f"add {d['nodes']} node{'s' if d['nodes'] != 1 else ''}"
+            + (f" by {d['by_date']}" if d["by_date"] else " now"),
+            "release": f"release up to {d['nodes']} node{'s' if d['nodes'] != 1 else ''}",
+        }.get(d["action"], "no action")
+        out.append({"pool": pool["name"], "label": label, "state": state, **d})
+    return out
+
+
+def _n1_sentence(p: dict[str, Any]) -> str:
+    pools = p["pools"]
+    broken = [x["name"] for x in pools if x["n_plus_1_ok"] is False]
+    if not broken:
+        return (
+            f"All {len(pools)} pools could lose their largest node at their request peak "
+            f"in {p['month']}."
+        )
+    return (
+        f"{len(broken)} of {len(pools)} pools could not lose their largest node at their request "
+        f"peak in {p['month']}: {', '.join(broken)}."
+    )
+
+
+def _backtest_sentence(p: dict[str, Any]) -> str:
+    b = p.get("backtest")
+    if b is None:
+        return (
+            f"No previous forecast: the history holds no forecast stored for "
+            f"{_previous(p['month'])} (a monthly review of that month stores one), so there is "
+            "nothing to score yet. This run stores its own for next month."
+        )
+    if not b["days_scored"]:
+        return (
+            f"The forecast stored for {b['forecast_month']} has no day in common with "
+            f"{b['scored_month']}'s history: nothing to score."
+        )
+    return (
+        f"The forecast made from the history up to {b['forecast_history_end']} was scored on "
+        f"{fmt.count(b['days_scored'])} pool-days of {b['scored_month']}: "
+        f"{fmt.pct(b['inside80_pct'])} of the observed values fell inside its 80 % interval and "
+        f"{fmt.pct(b['inside95_pct'])} inside its 95 % interval (a calibrated forecast: about 80 % "
+        "and 95 %)."
+    )
+
+
+def _previous(month: str) -> str:
+    year, m = (int(x) for x in month.split("-"))
+    index = year * 12 + m - 2
+    return f"{index // 12:04d}-{index % 12 + 1:02d}"
+
+
+def _mom_table(p: dict[str, Any], key: str, unit: str, title: str) -> TableView:
+    rows = []
+    for entry in [*p["pools"], p["cluster"]]:
+        row: dict[str, Any] = {"pool": entry["name"]}
+        for figure in ("allocatable", "requested", "used_p95", "idle", "slack"):
+            row[figure] = entry[figure][key]
+            change = entry["change"][figure]
+            row[f"{figure}_change"] = None if change is None else change[key]
+        rows.append(row)
+    labels = {"allocatable": "Allocatable", "requested": "Requested", "used_p95": "Used p95",
+              "idle": "Idle", "slack": "Slack"}  # fmt: skip
+    columns = [Column("pool", "Pool")]
+    for figure, label in labels.items():
+        columns += [
+            Column(figure, f"{label} ({unit})", "num"),
+            Column(f"{figure}_change", f"change ({unit})", "num"),
+        ]
+    return TableView(
+        f"month_over_month_{key.split('_')[0]}", title, columns, pd.DataFrame(rows), limit=None
+    )
+
+
+def _tables(review: Review) -> dict[str, TableView]:
+    p = review.payload
+    tables = {
+        "decisions": TableView(
+            "decisions",
+            "Decisions",
+            [
+                Column("pool", "Pool"),
+                Column("action", "Action"),
+                Column("nodes", "Nodes", "int"),
+                Column("by_date", "By"),
+                Column("rule_text", "Rule"),
+            ],
+            pd.DataFrame([{"pool": x["name"], **x["decision"]} for x in p["pools"]]),
+            limit=None,
+        ),
+        "month_over_month_cpu": _mom_table(p, "cpu_cores", "cores", f"CPU, {p['month']}"),
+        "month_over_month_memory": _mom_table(p, "memory_gib", "GiB", f"Memory, {p['month']}"),
+    }
+    trend = review.month_rows.copy()
+    trend_cols = [Column("pool", "Pool"), Column("month", "Month"), Column("days", "Days", "int")]
+    for key, unit in (("cpu_cores", "cores"), ("memory_gib", "GiB")):
+        for figure, label in (("allocatable", "Alloc."), ("requested", "Req."),
+                              ("used_p95", "Used p95"), ("idle", "Idle"), ("slack", "Slack")):  # fmt: skip
+            trend_cols.append(Column(f"{figure}_{key}", f"{label} ({unit})", "num"))
+    tables["trend"] = TableView(
+        "trend", f"Month by month ({len(p['trend_months'])} months)", trend_cols, trend, limit=None
+    )
+    n1 = []
+    for x in p["pools"]:
+        n = x["n_plus_1"]
+        n1.append({
+            "pool": x["name"], "largest_node": n["largest_node"],
+            "largest_cpu": n["largest_node_allocatable"]["cpu_cores"],
+            "largest_memory": n["largest_node_allocatable"]["memory_gib"],
+            "peak_cpu": x["requested_peak"]["cpu_cores"],
+            "peak_memory": x["requested_peak"]["memory_gib"],
+            "margin_cpu": n["smallest_margin"]["cpu_cores"],
+            "margin_memory": n["smallest_margin"]["memory_gib"],
+            "worst_day_cpu": n["worst_day"]["cpu_cores"],
+            "worst_day_memory": n["worst_day"]["memory_gib"],
+            "ok": x["n_plus_1_ok"],
+        })  # fmt: skip
+    tables["n_plus_1"] = TableView(
+        "n_plus_1", "N+1 per pool",
+        [Column("pool", "Pool"), Column("largest_node", "Largest node"),
+         Column("largest_cpu", "Its CPU (cores)", "num"),
+         Column("largest_memory", "Its memory (GiB)", "num"),
+         Column("peak_cpu", "Requested peak CPU (cores)", "num"),
+         Column("peak_memory", "Requested peak memory (GiB)", "num"),
+         Column("margin_cpu", "Smallest margin CPU (cores)", "num"),
+         Column("margin_memory", "Smallest margin memory (GiB)", "num"),
+         Column("worst_day_cpu", "Tightest day (CPU)"),
+         Column("worst_day_memory", "Tightest day (memory)"),
+         Column("ok", "N+1 holds", "bool")],
+        pd.DataFrame(n1), limit=None,
+    )  # fmt: skip
+    ex = []
+    for pool, series in review.forecasts.items():
+        for name, f in series.items():
+            spec = BY_NAME[name]
+            ex.append({
+                "pool": pool, "series": name, "basis": f.exhaustion.basis,
+                "method": f.method, "history_days": f.history_days,
+                "slope": f.slope_per_day, "unit": f"{spec.unit}/day",
+                "expected_date": f.exhaustion.expected_date.isoformat()
+                if f.exhaustion.expected_date else "none within the horizon"
+                if f.method != "none" else "no forecast",
+                "earliest_date": f.exhaustion.earliest_date.isoformat()
+                if f.exhaustion.earliest_date else "none within the horizon"
+                if f.method != "none" else "no forecast",
+                "reason": f.exhaustion.reason,
+            })  # fmt: skip
+    tables["exhaustion"] = TableView(
+        "exhaustion", "Days until exhaustion",
+        [Column("pool", "Pool"), Column("series", "Series"), Column("method", "Method"),
+         Column("history_days", "History (days)", "int"),
+         Column("slope", "Slope", "num", 3), Column("unit", "Slope unit"),
+         Column("expected_date", "Expected date"), Column("earliest_date", "Earliest plausible"),
+         Column("reason", "Why")],
+        pd.DataFrame(ex), limit=None,
+    )  # fmt: skip
+    if "backtest" in p:
+        tables["backtest"] = TableView(
+            "backtest", "Back-test of last month's forecast",
+            [Column("pool", "Pool"), Column("series", "Series"), Column("unit", "Unit"),
+             Column("days", "Days", "int"), Column("mean_error", "Mean error (forecast − observed)", "num", 2),
+             Column("mean_abs_error", "Mean absolute error", "num", 2),
+             Column("mape_pct", "Mean absolute % error", "pct"),
+             Column("inside80_pct", "Inside 80 % interval", "pct"),
+             Column("inside95_pct", "Inside 95 % interval", "pct")],
+            pd.DataFrame(p["backtest"]["rows"]), limit=None,
+        )  # fmt: skip
+    w = review.workloads
+    wl_cols = [Column("namespace", "Namespace"), Column("owner_kind", "Kind"),
+               Column("owner_name", "Workload"), Column("pool", "Pool"),
+               Column("replicas_mean", "Replicas (mean)", "num"),
+               Column("cpu_request_cores", "CPU request per pod (cores)", "num", 2),
+               Column("cpu_used_p95_cores", "CPU p95 per pod (cores)", "num", 2),
+               Column("requested_cpu_cores", "Requested CPU (cores)", "num"),
+               Column("slack_cpu_cores", "Slack CPU (cores)", "num"),
+               Column("memory_request_gib", "Memory request per pod (GiB)", "num", 2),
+               Column("memory_used_max_gib", "Memory max per pod (GiB)", "num", 2),
+               Column("slack_memory_gib", "Slack memory (GiB)", "num")]  # fmt: skip
+    growth_cols = [Column("namespace", "Namespace"), Column("owner_kind", "Kind"),
+                   Column("owner_name", "Workload"), Column("pool", "Pool"),
+                   Column("requested_cpu_cores", "Requested CPU (cores)", "num"),
+                   Column("growth_cpu_cores", "Change vs previous month (cores)", "num", 2),
+                   Column("growth_cpu_pct", "Change vs previous month", "pct"),
+                   Column("growth_cpu_cores_per_month", "Average change per month (cores)", "num", 2),
+                   Column("trend_first_month", "Since")]  # fmt: skip
+    if len(w):
+        by_slack = w.sort_values("slack_cpu_cores", ascending=False, na_position="last")
+        by_growth = w.sort_values("growth_cpu_cores_per_month", ascending=False, na_position="last")
+    else:
+        keys = dict.fromkeys(c.key for c in growth_cols + wl_cols)
+        by_slack = by_growth = pd.DataFrame(columns=list(keys))
+    tables["workloads_slack"] = TableView(
+        "workloads_slack", f"Top workloads by CPU slack (of {len(w)})", wl_cols, by_slack,
+        limit=TOP_WORKLOADS,
+    )  # fmt: skip
+    tables["workloads_growth"] = TableView(
+        "workloads_growth", f"Top workloads by growth of requested CPU (of {len(w)})",
+        growth_cols, by_growth, limit=TOP_WORKLOADS,
+    )  # fmt: skip
+    if p["prices"] is not None:
+        money = []
+        for x in p["pools"]:
+            m = x["money"] or {}
+            idle, slack = m.get("idle") or {}, m.get("slack") or {}
+            money.append({
+                "pool": x["name"], "price": m.get("price") or m.get("note"),
+                "idle_cpu": idle.get("cpu"), "idle_memory": idle.get("memory"),
+                "idle_total": idle.get("total"), "slack_cpu": slack.get("cpu"),
+                "slack_memory": slack.get("memory"), "slack_total": slack.get("total"),
+            })  # fmt: skip
+        cur = p["prices"]["currency"]
+        tables["money"] = TableView(
+            "money", f"Idle and slack in money ({cur} over the month)",
+            [Column("pool", "Pool"), Column("price", "Price"),
+             Column("idle_cpu", f"Idle CPU ({cur})", "num", 0),
+             Column("idle_memory", f"Idle memory ({cur})", "num", 0),
+             Column("idle_total", f"Idle ({cur})", "num", 0),
+             Column("slack_cpu", f"Slack CPU ({cur})", "num", 0),
+             Column("slack_memory", f"Slack memory ({cur})", "num", 0),
+             Column("slack_total", f"Slack ({cur})", "num", 0)],
+            pd.DataFrame(money), limit=None,
+        )  # fmt: skip
+    for table in tables.values():
+        table.frame = _tidy(table.frame, [c.key for c in table.columns if c.kind in ("num", "pct")])
+    return tables
+
+
+NOISE = 1e-9  # floating-point residue of a fit (a flat series' slope of −2e-16 cores/day)
+
+
+def _tidy(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Floating-point residue to exact 0, so a flat series reads "0.00", never "−0.00"."""
+    out = frame.copy()
+    for key in columns:
+        if key in out:
+            values = pd.to_numeric(out[key], errors="coerce")
+            out[key] = values.mask(values.abs() < NOISE, 0.0)
+    return out
+
+
+METHOD_NOTES = [
+    "Allocatable and requested are the month's means of the daily time-weighted means; used is "
+    "the p95 over the month's days of each day's p95 of the pool's summed usage (nearest rank).",
+    "Idle = allocatable − max(requested, used p95); slack = requested − used p95 (negative: the "
+    "pool used more than it requested). CPU in cores and memory in GiB, side by side, never summed.",
+    "The cluster row sums the pools: its used p95 is an upper bound of the cluster's own p95, "
+    "because pools do not peak at the same time.",
+    "N+1: every day, allocatable − the day's largest node − the day's requested peak must be ≥ 0 "
+    "for CPU and memory; the table shows the smallest margin and its day.",
+    "Forecasts: a straight line on the day number, with a day-of-week component when an F-test "
+    "finds the weekly cycle significant (p < 0.05); 80 % and 95 % prediction intervals; no "
+    "forecast under 21 days of history; no expected date when the slope's 95 % interval includes 0.",
+    "Requested is forecast at its daily peak against allocatable − the largest node (N+1); used "
+    "(daily p95) against the Koordinator usage thresholds times allocatable.",
+    "Expected date: the mean forecast reaches the line; earliest plausible: the upper 95 % band does.",
+    "Back-test: each review stores its forecasts in the history (history/forecasts/YYYY-MM.json); "
+    "the next month's review scores them against what happened.",
+    "Prices (optional): a node-hour price is split half to CPU and half to memory over the "
+    "pool's mean node size; money counts only positive idle and slack.",
+]
+
+
+def build_monthly_context(review: Review) -> MonthlyContext:
+    """The page's sentences, tables and charts, all from ``review.payload``."""
+    p = review.payload
+    charts = [
+        forecast_chart(
+            pool,
+            review.daily[review.daily["pool"] == pool].sort_values("day"),
+            review.forecasts[pool],
+            dict(p["thresholds"]),
+        )
+        for pool in review.forecasts
+    ]
+    return MonthlyContext(
+        title=p["title"],
+        month=p["month"],
+        period=f"{review.month.first} – {review.month.last} UTC; trend "
+        f"{p['trend_months'][0]} – {p['trend_months'][-1]}",
+        generated_at=p["generated_at"],
+        history=p["history"],
+        headline=_headline(p),
+        decisions=_decisions(p),
+        n1_sentence=_n1_sentence(p),
+        backtest_sentence=_backtest_sentence(p),
+        tables=_tables(review),
+        charts=charts,
+        notes=list(p["notes"]),
+        method_notes=METHOD_NOTES,
+        currency=None if p["prices"] is None else p["prices"]["currency"],
+        thresholds=dict(p["thresholds"]),
+        horizon_days=int(p["horizon_days"]),
+    )
+
+
+@dataclass(frozen=True)
+class MonthlyPaths:
+    folder: Path
+    html: Path
+    json: Path
+    forecast: Path
+    html_bytes: int
+
+
+def _clean(value: Any) -> Any:
+    """Strict JSON: NaN → null, numpy → Python (plain floats and strings pass straight through)."""
+    if type(value) is float:
+        return value if value == value and abs(value) != math.inf else None
+    if type(value) in (str, int, bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return json_value(value)
+
+
+def _forecast_frame(review: Review) -> pd.DataFrame:
+    rows = [
+        {
+            "pool": pool,
+            "series": name,
+            "date": pt.day.isoformat(),
+            "mean": pt.mean,
+            "lo80": pt.lo80,
+            "hi80": pt.hi80,
+            "lo95": pt.lo95,
+            "hi95": pt.hi95,
+        }
+        for pool, series in review.forecasts.items()
+        for name, f in series.items()
+        for pt in f.points
+    ]
+    return pd.DataFrame(
+        rows, columns=["pool", "series", "date", "mean", "lo80", "hi80", "lo95", "hi95"]
+    )
+
+
+def write_monthly_report(
+    review: Review, out: Path, *, history: Path, templates_dir: Path | None = None
+) -> MonthlyPaths:
+    """Write the review into ``out`` atomically, then store its forecast under ``history``."""
+    context = build_monthly_context(review)
+    html = render(
+        "monthly.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
+    ).encode("utf-8")
+    # Compact: with an indent, json falls back to its pure-Python encoder (seconds on a big review).
+    payload = json.dumps(_clean(review.payload), sort_keys=True, allow_nan=False)
+    target = Path(out)
+    with atomic_directory(target, MONTHLY_FILES) as tmp:
+        for name, table in context.tables.items():
+            write_csv(table.csv_frame(), tmp / f"{name}.csv")
+        write_csv(review.workloads, tmp / "workloads.csv")
+        write_csv(_forecast_frame(review), tmp / "forecast.csv")
+        (tmp / "report.json").write_text(payload + "\n")
+        (tmp / "report.html").write_bytes(html)
+        for path in [tmp, *tmp.iterdir()]:
+            make_readable(path)
+    stored = write_forecast(history, str(review.month), _clean(review.stored_forecast))
+    return MonthlyPaths(target, target / "report.html", target / "report.json", stored, len(html))
