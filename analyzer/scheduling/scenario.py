@@ -32,6 +32,9 @@ from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.loadaware.cache import AssignedPod, build_load_inputs, parse_node_metric
 from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
+from analyzer.scheduling.pdb import DisruptionBudget
+from analyzer.scheduling.preemption_scenario import preemption_json, run_preemption
+from analyzer.scheduling.priority_sort import PriorityClass
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.strategies import STRATEGIES, load_config_document, strategy_config
 from analyzer.scheduling.versions import KubeVersion, parse_version
@@ -49,6 +52,11 @@ class Scenario:
     pod: PodDemand
     now: float
     notes: list[str] = field(default_factory=list)
+    # for DefaultPreemption (``preemption_scenario``): the objects, PDBs and PriorityClasses
+    incoming: PodObject | None = None
+    bound: list[PodObject] = field(default_factory=list)
+    budgets: list[DisruptionBudget] = field(default_factory=list)
+    classes: dict[str, PriorityClass] = field(default_factory=dict)
 
     def evaluate(self) -> Evaluation:
         """Score the incoming pod against every node."""
@@ -141,7 +149,8 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
     notes.extend(profile.notes)
     state = _state(nodes, bound, incoming, notes)
     state.load = _load_inputs(profile, state, metrics, bound, now)
-    return Scenario(version, profile, state, incoming.demand(state.resources), now, notes)
+    demand = incoming.demand(state.resources)
+    return Scenario(version, profile, state, demand, now, notes, incoming, bound)
 
 
 def _now(raw: Any, metrics: Any, where: str) -> float:
@@ -263,4 +272,23 @@ def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[s
         "chosen": None if chosen is None else evaluation.node_names[chosen],
         "seed": seed,
         "notes": scenario.notes,
+        **_preemption(scenario, evaluation),
     }
+
+
+def _preemption(scenario: Scenario, evaluation: Evaluation) -> dict[str, Any]:
+    """The ``preemption`` block when the pod fits nowhere and the profile preempts."""
+    if scenario.incoming is None:
+        return {}
+    result = run_preemption(
+        scenario.profile,
+        scenario.state,
+        scenario.pod,
+        scenario.incoming,
+        scenario.bound,
+        evaluation,
+        scenario.now,
+        scenario.budgets,
+        scenario.classes,
+    )
+    return preemption_json(result, evaluation.node_names)

@@ -83,11 +83,20 @@ _RTCR_BINPACK = {
     },
 }
 
+# kube-default also scores like the v1 default profile's TaintToleration (weight 3, fewer
+# intolerable PreferNoSchedule taints) and NodeAffinity (weight 2, preferred terms); both read only
+# node taints/labels, so the replay's cache keeps them per pod shape
+_KUBE_DEFAULT_SCORES = [
+    {"name": "TaintToleration", "weight": 3},
+    {"name": "NodeAffinity", "weight": 2},
+    *_KUBE_SCORES,
+]
 register_strategy(
     Strategy(
         "kube-default",
-        "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation, weights 1/1",
-        _config(_KUBE_SCORES, _KUBE_FILTERS, [_fit({"type": "LeastAllocated"})]),
+        "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation (weights "
+        "1/1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred terms (2)",
+        _config(_KUBE_DEFAULT_SCORES, _KUBE_FILTERS, [_fit({"type": "LeastAllocated"})]),
     )
 )
 register_strategy(
