@@ -254,15 +254,18 @@ def test_priority_class_resolution() -> None:
 
 
 def preemption_scenario(case: dict[str, Any]) -> dict[str, Any]:
-    """The case as an ``analyzer score`` scenario: its filter plugins + DefaultPreemption."""
-    return {
-        "scheduler": _profile(
-            case["filter_plugins"], [], {"DefaultPreemption": case["args"]}, True
-        ),
-        "nodes": [_node(n) for n in case["nodes"]],
-        "pods": case["existing_pods"],
-        "pod": case["pod"],
-    }
+    """The case as an ``analyzer score`` scenario: its filter plugins + DefaultPreemption (a
+    copy: tests may edit it)."""
+    return copy.deepcopy(
+        {
+            "scheduler": _profile(
+                case["filter_plugins"], [], {"DefaultPreemption": case["args"]}, True
+            ),
+            "nodes": [_node(n) for n in case["nodes"]],
+            "pods": case["existing_pods"],
+            "pod": case["pod"],
+        }
+    )
 
 
 def _built(case: dict[str, Any]) -> tuple[Scenario, Any, list[Any], PreemptionArgs]:
@@ -436,3 +439,61 @@ def test_preemption_args_validation() -> None:
     # 1000 nodes: 10 % = 100 = the absolute floor; 5000 nodes: 500; 30 nodes: all 30
     args = PreemptionArgs()
     assert [args.candidates_wanted(n) for n in (30, 1000, 5000)] == [30, 100, 500]
+
+
+def test_explain_shows_the_preemption(tmp_path: Path) -> None:
+    case = next(c for c in _cases("DefaultPreemption", "preempt") if c["id"].endswith("logic"))
+    code, _, output = run_score(tmp_path, preemption_scenario(case), "--explain")
+    assert code == 0, output
+    # node1's two priority-0 pods beat node3's one priority-100 pod (lower highest priority)
+    assert "preemption candidate node3: evict default/p3.1 (0 PDB violation(s))" in output
+    assert "preemption: nominated node1, victims default/p1.1, default/p1.2" in output
+
+
+def test_pdb_selectors() -> None:
+    pdb = parse_pdb(
+        {
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {
+                "selector": {
+                    "matchLabels": {"app": "web"},
+                    "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}],
+                }
+            },
+            "status": {"disruptionsAllowed": 1},
+        },
+        "pdb",
+    )
+    assert pdb.selects("shop", {"app": "web"})
+    assert not pdb.selects("shop", {"app": "web", "tier": "db"})
+    assert not pdb.selects("other", {"app": "web"})  # budgets are per namespace
+    empty = parse_pdb({"metadata": {"name": "e"}, "spec": {"selector": {}}}, "pdb")
+    assert not empty.selects("default", {"app": "web"})  # an empty selector selects nothing
+    with pytest.raises(InputError, match=r"pdb\.spec\.selector\.matchExpressions\[0\]\.operator"):
+        parse_pdb(
+            {"spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "Gt"}]}}}, "pdb"
+        )
+
+
+def test_what_if_notes_name_strategies_that_ignore_prefer_no_schedule() -> None:
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from analyzer.replay.engine import Strategy
+    from analyzer.scheduling import load_strategy
+    from analyzer.whatif.notes import constraint_notes
+
+    prefer = json.dumps([{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}])
+    nodes = pd.DataFrame({"taints": [prefer, "[]", prefer]})
+    pods = pd.DataFrame({"node_selector": ["{}"], "tolerations": ["[]"]})
+    snapshot = SimpleNamespace(nodes=nodes, pods=pods)
+    strategies = [
+        Strategy("kube-default", load_strategy("kube-default")),
+        Strategy("most-allocated", load_strategy("most-allocated")),
+    ]
+    notes = constraint_notes(snapshot, strategies)  # type: ignore[arg-type]
+    line = next(n for n in notes if "PreferNoSchedule" in n)
+    assert line.startswith("most-allocated: 2 nodes carry PreferNoSchedule taints")
+    nodes["taints"] = "[]"
+    assert not any("PreferNoSchedule" in n for n in constraint_notes(snapshot, strategies))  # type: ignore[arg-type]

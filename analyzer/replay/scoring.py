@@ -131,6 +131,7 @@ class _Plan:
     allowed: BoolArray | None = None  # TaintToleration & NodeAffinity per node (None: all pass)
     # static score plugins whose raw score differs between nodes: (plugin, weight, raw)
     static: list[tuple[Any, int, Int64Array]] = field(default_factory=list)
+    static_sums: dict[tuple[int, ...], Int64Array] = field(default_factory=dict)  # by maxima
 
 
 class _Kernel:
@@ -418,15 +419,25 @@ class ScoreCache:
 
 
 def _choose_static(entry: _Entry, rng: np.random.Generator) -> int | None:
-    """Selection with static score plugins normalised over the feasible nodes of this moment."""
+    """Selection with static score plugins normalised over the feasible nodes of this moment.
+
+    A normalised score depends on the raw score and on the max raw score over the feasible nodes
+    only, so the weighted sum is kept per tuple of maxima; infeasible nodes stay far below any
+    feasible one (LOWEST plus at most a few hundred).
+    """
     entry.flush()
     feasible = entry.masked != LOWEST
     if not feasible.any():
         return None
-    total = entry.masked.copy()
-    for plugin, weight, raw in entry.plan.static:
-        total += weight * plugin.normalize(raw, feasible)
-    total[~feasible] = LOWEST
+    plan = entry.plan
+    peaks = tuple(int(raw[feasible].max()) for _, _, raw in plan.static)
+    extra = plan.static_sums.get(peaks)
+    if extra is None:
+        extra = np.zeros(len(feasible), dtype=np.int64)
+        for (plugin, weight, raw), peak in zip(plan.static, peaks, strict=True):
+            extra += weight * plugin.normalize(raw, raw <= peak)  # its max over these is peak
+        plan.static_sums[peaks] = extra
+    total = entry.masked + extra
     ties = np.flatnonzero(total == total.max())
     if len(ties) == 1:
         return int(ties[0])
