@@ -490,10 +490,10 @@ def test_what_if_notes_name_strategies_that_ignore_prefer_no_schedule() -> None:
     snapshot = SimpleNamespace(nodes=nodes, pods=pods)
     strategies = [
         Strategy("kube-default", load_strategy("kube-default")),
-        Strategy("most-allocated", load_strategy("most-allocated")),
+        Strategy("bestfit", load_strategy("bestfit")),  # a GPU preset: its policy only
     ]
     notes = constraint_notes(snapshot, strategies)  # type: ignore[arg-type]
     line = next(n for n in notes if "PreferNoSchedule" in n)
-    assert line.startswith("most-allocated: 2 nodes carry PreferNoSchedule taints")
+    assert line.startswith("bestfit: 2 nodes carry PreferNoSchedule taints")
     nodes["taints"] = "[]"
     assert not any("PreferNoSchedule" in n for n in constraint_notes(snapshot, strategies))  # type: ignore[arg-type]

@@ -64,7 +64,13 @@ class Strategy:
 STRATEGIES: Registry[Strategy] = Registry("strategy")
 # kube-scheduler v1 default filters that the analyzer models (order as in the default profile)
 _KUBE_FILTERS = ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
+# the v1 default profile's score plugins that the analyzer models, with their default weights:
+# TaintToleration (fewer intolerable PreferNoSchedule taints) and NodeAffinity (preferred terms)
+# read only node taints/labels, so the replay's cache keeps them per pod shape. Every kube-based
+# preset has them, as the same configuration on a real kube-scheduler would.
 _KUBE_SCORES = [
+    {"name": "TaintToleration", "weight": 3},
+    {"name": "NodeAffinity", "weight": 2},
     {"name": "NodeResourcesFit", "weight": 1},
     {"name": "NodeResourcesBalancedAllocation", "weight": 1},
 ]
@@ -83,20 +89,12 @@ _RTCR_BINPACK = {
     },
 }
 
-# kube-default also scores like the v1 default profile's TaintToleration (weight 3, fewer
-# intolerable PreferNoSchedule taints) and NodeAffinity (weight 2, preferred terms); both read only
-# node taints/labels, so the replay's cache keeps them per pod shape
-_KUBE_DEFAULT_SCORES = [
-    {"name": "TaintToleration", "weight": 3},
-    {"name": "NodeAffinity", "weight": 2},
-    *_KUBE_SCORES,
-]
 register_strategy(
     Strategy(
         "kube-default",
         "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation (weights "
         "1/1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred terms (2)",
-        _config(_KUBE_DEFAULT_SCORES, _KUBE_FILTERS, [_fit({"type": "LeastAllocated"})]),
+        _config(_KUBE_SCORES, _KUBE_FILTERS, [_fit({"type": "LeastAllocated"})]),
     )
 )
 register_strategy(

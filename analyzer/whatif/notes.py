@@ -110,7 +110,7 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
         notes.append(
             f"{', '.join(unscored)}: {_pl(preferring, 'node carries', 'nodes carry')} "
             "PreferNoSchedule taints, which these strategies do not score (no TaintToleration "
-            "score plugin; kube-default scores them)."
+            "score plugin; the kube-based presets score them)."
         )
     notes.append(NOT_MODELLED)
     return notes
