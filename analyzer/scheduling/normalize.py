@@ -21,7 +21,8 @@ def default_normalize(
     raw: Int64Array, feasible: BoolArray, reverse: bool, top: int = MAX_NODE_SCORE
 ) -> Int64Array:
     """``DefaultNormalizeScore(top, reverse)`` with the max taken over ``feasible`` nodes."""
-    peak = int(raw[feasible].max()) if feasible.any() else 0
+    # raw ≥ 0: a raw score that is 0 everywhere (the common case) has max 0 over any subset
+    peak = int(raw[feasible].max()) if raw.any() and feasible.any() else 0
     if peak == 0:
         value = top if reverse else 0
         return np.full(raw.shape, value, dtype=np.int64)

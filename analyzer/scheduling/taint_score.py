@@ -60,6 +60,7 @@ class _Sets:
         self.sets = list(position)
         self.any_prefer = any(t.effect == PREFER_NO_SCHEDULE for s in self.sets for t in s)
         self.raw: dict[tuple[Toleration, ...], Int64Array] = {}
+        self.zeros = np.zeros(len(self.ids), dtype=np.int64)  # shared: callers never write it
 
 
 def _sets(state: ClusterState) -> _Sets:
@@ -75,7 +76,7 @@ def raw_counts(state: ClusterState, pod: PodDemand) -> Int64Array:
     """Per node: the number of PreferNoSchedule taints the pod does not tolerate."""
     sets = _sets(state)
     if not sets.any_prefer:
-        return np.zeros(state.node_count, dtype=np.int64)
+        return sets.zeros
     key = scoring_tolerations(pod.constraints.tolerations)
     counts = sets.raw.get(key)
     if counts is None:
