@@ -497,3 +497,27 @@ def test_what_if_notes_name_strategies_that_ignore_prefer_no_schedule() -> None:
     assert line.startswith("bestfit: 2 nodes carry PreferNoSchedule taints")
     nodes["taints"] = "[]"
     assert not any("PreferNoSchedule" in n for n in constraint_notes(snapshot, strategies))  # type: ignore[arg-type]
+
+
+def test_preferred_terms_match_fields_and_empty_terms() -> None:
+    from analyzer.scheduling.constraint_types import parse_preferred_terms
+
+    terms = parse_preferred_terms(
+        [
+            {
+                "weight": 5,
+                "preference": {
+                    "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]
+                },
+            },
+            {"weight": 7, "preference": {}},  # no expression, no field: matches no node
+        ],
+        "terms",
+    )
+    assert [t.matches({}, "b") for t in terms] == [True, False]
+    assert not terms[0].matches({}, "a")
+    with pytest.raises(InputError, match=r"matchFields\[0\]\.key"):
+        parse_preferred_terms(
+            [{"weight": 1, "preference": {"matchFields": [{"key": "x", "operator": "Exists"}]}}],
+            "terms",
+        )

@@ -69,9 +69,13 @@ def run_preemption(
     budgets: Sequence[DisruptionBudget] = (),
     classes: Mapping[str, PriorityClass] | None = None,
 ) -> PreemptionResult | None:
-    """PostFilter for a scenario: None when the pod fits or the profile does not preempt."""
+    """PostFilter for a scenario: None when the pod fits or the profile does not preempt.
+
+    Not with per-GPU device state: restoring a victim would re-pick its GPUs (best-fit), which
+    could differ from the ones it holds, so GPU profiles do not preempt here.
+    """
     plugin = preemption_plugin(profile)
-    if plugin is None or evaluation.feasible.any():
+    if plugin is None or evaluation.feasible.any() or state.devices is not None:
         return None
     return preempt(
         profile.filters,
