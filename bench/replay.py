@@ -58,7 +58,7 @@ def _loop_choice(
     profile: Profile, state: ClusterState, pod: PodDemand, active: np.ndarray, name: str
 ) -> tuple[list[bool], list[int]]:
     if name in ("kube-default", "most-allocated"):
-        return kube_default_loop(state, pod, most=name == "most-allocated")
+        return kube_default_loop(state, pod, most=name == "most-allocated", taint_affinity=True)
     plan = _Kernel(profile).plan(state, pod)
     rows = score_rows(state, plan.rows, list(range(state.node_count)), np.ones_like(active))
     # the constraint filters, node by node as the Go plugins do

@@ -342,9 +342,9 @@ def test_readme_score_example_runs_as_written() -> None:
     assert done.returncode == 0, done.stderr
     text = done.stdout
     # The numbers worked by hand in the scenario's comments.
-    assert "node node-a  total 125  (feasible)" in text
-    assert "node node-b  total 112  (feasible)" in text
-    assert "node node-c  total 87  (INFEASIBLE: Insufficient memory)" in text
+    assert "node node-a  total 425  (feasible)" in text
+    assert "node node-b  total 412  (feasible)" in text
+    assert "node node-c  total 387  (INFEASIBLE: Insufficient memory)" in text
     assert "selected (tie set): node-a; chosen: node-a" in text
     fit = re.findall(r"NodeResourcesFit\s+\(node score\)\s+(\d+)", text)
     balanced = re.findall(r"NodeResourcesBalancedAllocation\s+\(node score\)\s+(\d+)", text)

@@ -182,13 +182,22 @@ def test_balanced_weights_must_be_one() -> None:
 
 def test_defaults_and_multipoint_merging() -> None:
     # no configuration at all = kube-scheduler defaults: the modelled default filters in the v1
-    # default plugin order (TaintToleration, NodeAffinity, NodeResourcesFit), Fit + Balanced
-    # scores weight 1; for replays PodTopologySpread is left out of the implicit defaults
+    # default plugin order (TaintToleration, NodeAffinity, NodeResourcesFit); the v1 default
+    # score weights of the modelled ones: TaintToleration 3, NodeAffinity 2, Fit 1, Balanced 1
+    # (kube-scheduler's getDefaultPlugins); PrioritySort orders the queue, DefaultPreemption is
+    # the post-filter; for replays PodTopologySpread is left out of the implicit defaults
     spec = parse_kube_scheduler_configuration(
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     ).profiles[0]
     assert spec.filters == ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
-    assert spec.scores == [("NodeResourcesFit", 1), ("NodeResourcesBalancedAllocation", 1)]
+    assert spec.scores == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesFit", 1),
+        ("NodeResourcesBalancedAllocation", 1),
+    ]
+    assert spec.queue_sort == ["PrioritySort"]
+    assert spec.post_filters == ["DefaultPreemption"]
     # ``analyzer score`` scenarios get the v1 defaults with PodTopologySpread (filter after
     # NodeResourcesFit, score weight 2 between Fit and Balanced, as v1 getDefaultPlugins orders)
     full = parse_kube_scheduler_configuration(
@@ -196,6 +205,8 @@ def test_defaults_and_multipoint_merging() -> None:
     ).profiles[0]
     assert full.filters == [*spec.filters, "PodTopologySpread"]
     assert full.scores == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
         ("PodTopologySpread", 2),
         ("NodeResourcesBalancedAllocation", 1),
@@ -216,7 +227,12 @@ def test_defaults_and_multipoint_merging() -> None:
         ]
     }
     spec = parse_kube_scheduler_configuration(doc).profiles[0]
-    assert dict(spec.scores) == {"NodeResourcesFit": 5, "LoadAwareScheduling": 4}
+    assert dict(spec.scores) == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 5,
+        "LoadAwareScheduling": 4,
+    }
     assert spec.filters == [
         "TaintToleration",
         "NodeAffinity",
@@ -316,7 +332,13 @@ def test_strategies_command_and_presets() -> None:
         profile = load_strategy(name)
         assert profile.scorers
     weights = {w.plugin.name: w.weight for w in load_strategy("kube-default").scorers}
-    assert weights == {"NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1}
+    # the v1 default profile's weights of the plugins the analyzer models
+    assert weights == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "NodeResourcesBalancedAllocation": 1,
+    }
     with pytest.raises(InputError, match="kube-default"):
         load_strategy("kube-defualt")
 

@@ -281,7 +281,7 @@ def test_per_node_reference_loop_filters_like_the_vectorised_core() -> None:
             namespace="t",
             constraints=constraints,
         )
-        feasible, totals = kube_default_loop(state, pod)
+        feasible, totals = kube_default_loop(state, pod, taint_affinity=True)
         evaluation = profile.evaluate(state, pod, 0.0)
         assert feasible == allowed
         assert feasible == evaluation.feasible.tolist()

@@ -95,7 +95,12 @@ def test_vectorised_plugins_match_a_per_node_loop(
     evaluation = load_strategy(preset, version).evaluate(state, pod)
     shape = [(0, 0), (100, 100)] if preset == "rtcr-binpack" else None
     feasible, totals = kube_default_loop(
-        state, pod, most=preset == "most-allocated", delta=version == "1.36", shape=shape
+        state,
+        pod,
+        most=preset == "most-allocated",
+        delta=version == "1.36",
+        shape=shape,
+        taint_affinity=True,  # every kube-based preset scores them
     )
     assert evaluation.feasible.tolist() == feasible
     assert evaluation.total.tolist() == totals

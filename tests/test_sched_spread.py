@@ -296,10 +296,13 @@ def test_unmodelled_plugins_give_a_note_not_a_crash(tmp_path: Path) -> None:
 
 def test_full_v1_defaults_in_a_scenario(tmp_path: Path) -> None:
     # a configuration that only names the API: the v1 default profile, PodTopologySpread weight 2
+    # beside the other modelled v1 default scores (TaintToleration 3, NodeAffinity 2)
     scenario = _replicaset_scenario()
     scenario["scheduler"] = {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     payload = cli_json(tmp_path, scenario)
     assert payload["weights"] == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "PodTopologySpread": 2,
         "NodeResourcesBalancedAllocation": 1,

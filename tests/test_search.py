@@ -78,16 +78,19 @@ def test_loadaware_presets_are_the_existing_plugins_combined(tmp_path: Path) -> 
         scores = _scores(result)
         alone = _scores(_score(tmp_path, packing))
         for node, got in scores.items():
+            # NodeAffinity skips (no preferred terms); TaintToleration scores as in the v1 default
             assert set(got) == {
+                "TaintToleration",
                 "NodeResourcesFit",
                 "NodeResourcesBalancedAllocation",
                 "LoadAwareScheduling",
             }
             assert got["NodeResourcesFit"] == alone[node]["NodeResourcesFit"]
             assert got["LoadAwareScheduling"] == koord[node]["LoadAwareScheduling"]
-        # weights 1/1/1: the total is the plain sum
+        # weights 3 (TaintToleration) and 1/1/1: the total is that weighted sum
         for node in result["nodes"]:
-            assert node["total"] == sum(node["scores"].values())
+            scores_of = node["scores"]
+            assert node["total"] == sum(scores_of.values()) + 2 * scores_of["TaintToleration"]
         # bin packing prefers the fuller node 1; LoadAware prefers the less loaded node 2
         assert scores["test-node-1"]["NodeResourcesFit"] > scores["test-node-2"]["NodeResourcesFit"]
         assert (

@@ -71,9 +71,29 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
     selected = result["selected"]
     assert isinstance(selected, list)
     lines.append(f"selected (tie set): {', '.join(selected) or 'none'}; chosen: {result['chosen']}")
+    lines.extend(preemption_lines(result.get("preemption")))
     for note in scenario.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def preemption_lines(block: object) -> list[str]:
+    """DefaultPreemption's outcome for ``--explain``: each candidate, then the nomination."""
+    if not isinstance(block, dict):
+        return []
+    lines = []
+    for c in block["candidates"]:
+        lines.append(
+            f"preemption candidate {c['node']}: evict {', '.join(c['victims'])} "
+            f"({c['numPDBViolations']} PDB violation(s))"
+        )
+    if block["nominatedNode"] is None:
+        lines.append(f"preemption: no node ({block.get('message', '')})")
+    else:
+        lines.append(
+            f"preemption: nominated {block['nominatedNode']}, victims {', '.join(block['victims'])}"
+        )
+    return lines
 
 
 @main.command()
@@ -111,7 +131,9 @@ def score(
     Prints JSON: for every node (only the scenario's candidateNodes when it lists them) {name,
     feasible, status, reasons, scores, total} — scores after NormalizeScore, status Success,
     Unschedulable or UnschedulableAndUnresolvable — the tie set of best feasible nodes as
-    "selected" and the seeded choice as "chosen".
+    "selected" and the seeded choice as "chosen". When the pod
+    fits nowhere and the profile has DefaultPreemption: "preemption" {nominatedNode, victims,
+    candidates, status}.
     """
     loaded = load_scenario(
         scenario,

@@ -10,7 +10,10 @@ total among feasible nodes, ties uniform via the seeded generator — same draws
 The recomputation uses a compiled plan of the profile's own plugins (``NodeResourcesFit`` filter
 and scoring strategies, ``NodeResourcesBalancedAllocation``) on the changed rows only; the plan
 calls the core's array helpers and is checked bit-for-bit against ``Profile.evaluate`` in
-``tests/test_replay_scoring.py``. Profiles with any other plugin (LoadAwareScheduling, user
+``tests/test_replay_scoring.py``. Score plugins marked ``static_score`` (TaintToleration,
+NodeAffinity: their raw score reads only node taints and labels) are computed once per shape; a
+raw score equal on every node adds the same normalised value to every feasible node and is
+dropped, otherwise ``choose`` normalises it over the currently feasible nodes (one numpy pass). Profiles with any other plugin (LoadAwareScheduling, user
 plugins), and load-aware replays whose inputs change with time, use ``Profile.evaluate`` on all
 nodes for every pod — exact, slower.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -125,6 +129,9 @@ class _Plan:
     balanced: list[tuple[NodeResourcesBalancedAllocation, int, _Columns]]
     rows: RowPlan  # the same plan for the scalar scorer of a few changed nodes
     allowed: BoolArray | None = None  # TaintToleration & NodeAffinity per node (None: all pass)
+    # static score plugins whose raw score differs between nodes: (plugin, weight, raw)
+    static: list[tuple[Any, int, Int64Array]] = field(default_factory=list)
+    static_sums: dict[tuple[int, ...], Int64Array] = field(default_factory=dict)  # by maxima
 
 
 class _Kernel:
@@ -136,12 +143,15 @@ class _Kernel:
         self.static_filters = [f for f in profile.filters if isinstance(f, _STATIC_FILTERS)]
         self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
         self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
+        self.static_scores: list[tuple[Any, int]] = []
         for weighted in profile.scorers:
             plugin = weighted.plugin
             if isinstance(plugin, NodeResourcesFit):
                 self.fit_scores.append((plugin, weighted.weight))
             elif isinstance(plugin, NodeResourcesBalancedAllocation):
                 self.balanced.append((plugin, weighted.weight))
+            elif getattr(plugin, "static_score", False):
+                self.static_scores.append((plugin, weighted.weight))
 
     @staticmethod
     def supports(profile: Profile) -> bool:
@@ -158,7 +168,7 @@ class _Kernel:
             elif isinstance(plugin, NodeResourcesBalancedAllocation):
                 if plugin.version.balanced_two_resource_legacy:
                     return False
-            else:
+            elif not getattr(plugin, "static_score", False):
                 return False
         return True
 
@@ -202,7 +212,12 @@ class _Kernel:
             feasible = static.filter(state, pod, 0.0).feasible
             if not feasible.all():
                 allowed = feasible if allowed is None else allowed & feasible
-        return _Plan(never, checked_axis, fit, balanced, rows, allowed)
+        varying: list[tuple[Any, int, Int64Array]] = []
+        for scorer, weight in self.static_scores:
+            raw = scorer.score(state, pod, 0.0)
+            if raw is not None and weight and len(raw) and int(raw.min()) != int(raw.max()):
+                varying.append((scorer, weight, raw))
+        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying)
 
 
 def _fit_score(
@@ -365,6 +380,8 @@ class ScoreCache:
             return select(evaluation, rng)
         entry = self._entry(key, demand)
         self._refresh(entry)
+        if entry.plan.static:
+            return _choose_static(entry, rng)
         if entry.best is None:
             entry.flush()
             best = int(entry.masked.max())
@@ -399,6 +416,32 @@ class ScoreCache:
         ).all(axis=2)
         hits = ok.any(axis=1)
         return [p for p, hit in zip(pending, hits, strict=True) if hit]
+
+
+def _choose_static(entry: _Entry, rng: np.random.Generator) -> int | None:
+    """Selection with static score plugins normalised over the feasible nodes of this moment.
+
+    A normalised score depends on the raw score and on the max raw score over the feasible nodes
+    only, so the weighted sum is kept per tuple of maxima; infeasible nodes stay far below any
+    feasible one (LOWEST plus at most a few hundred).
+    """
+    entry.flush()
+    feasible = entry.masked != LOWEST
+    if not feasible.any():
+        return None
+    plan = entry.plan
+    peaks = tuple(int(raw[feasible].max()) for _, _, raw in plan.static)
+    extra = plan.static_sums.get(peaks)
+    if extra is None:
+        extra = np.zeros(len(feasible), dtype=np.int64)
+        for (plugin, weight, raw), peak in zip(plan.static, peaks, strict=True):
+            extra += weight * plugin.normalize(raw, raw <= peak)  # its max over these is peak
+        plan.static_sums[peaks] = extra
+    total = entry.masked + extra
+    ties = np.flatnonzero(total == total.max())
+    if len(ties) == 1:
+        return int(ties[0])
+    return int(ties[int(rng.integers(len(ties)))])
 
 
 def _track_best(entry: _Entry, rows: list[int], values: list[int]) -> None:
@@ -457,4 +500,9 @@ def evaluate_all(
     kernel = _Kernel(profile)
     plan = kernel.plan(state, pod)
     entry = _Entry(plan, pod.requests[plan.checked], np.zeros(0, np.int64), -1)
-    return _evaluate_rows(kernel, state, entry, np.arange(state.node_count), active)
+    feasible, total = _evaluate_rows(kernel, state, entry, np.arange(state.node_count), active)
+    for scorer, weight in kernel.static_scores:  # uniform ones too: the core adds them
+        raw = scorer.score(state, pod, 0.0)
+        if raw is not None:
+            total = total + weight * scorer.normalize(raw, feasible)
+    return feasible, total

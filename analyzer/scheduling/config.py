@@ -78,6 +78,8 @@ class ProfileSpec:
     args: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     instances: dict[str, Any] = field(default_factory=dict)  # legacy: ready-made score plugins
+    post_filters: list[str] = field(default_factory=list)  # DefaultPreemption
+    queue_sort: list[str] = field(default_factory=list)  # PrioritySort
 
 
 @dataclass
@@ -183,6 +185,10 @@ def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> P
         multipoint = [(m, x) for m, x in multipoint if m != n] + [(n, w)]
     filters = [n for n, _ in _merge_point("filter", multipoint, plugins, f"{where}.plugins")]
     scores = _merge_point("score", multipoint, plugins, f"{where}.plugins")
+    post_filters = [
+        n for n, _ in _merge_point("postFilter", multipoint, plugins, f"{where}.plugins")
+    ]
+    queue_sort = [n for n, _ in _merge_point("queueSort", multipoint, plugins, f"{where}.plugins")]
     args: dict[str, Any] = {}
     seen: set[str] = set()
     for i, item in enumerate(listing(raw.get("pluginConfig"), f"{where}.pluginConfig")):
@@ -197,10 +203,16 @@ def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> P
         seen.add(plugin)
         if _check_name(plugin, f"{at}.name"):
             args[plugin] = registry.get(plugin).parse_args(item.get("args"), f"{at}.args")
-    for plugin in {*filters, *(n for n, _ in scores)} - set(args):
+    for plugin in {*filters, *(n for n, _ in scores), *post_filters, *queue_sort} - set(args):
         args[plugin] = registry.get(plugin).parse_args(None, f"{where}.pluginConfig[{plugin}]")
     return ProfileSpec(
-        name=name, filters=filters, scores=scores, args=args, notes=sorted(set(notes))
+        name=name,
+        filters=filters,
+        scores=scores,
+        args=args,
+        notes=sorted(set(notes)),
+        post_filters=post_filters,
+        queue_sort=queue_sort,
     )
 
 
@@ -340,4 +352,12 @@ def build_profile(spec: ProfileSpec, version: KubeVersion, description: str = ""
         else:
             plugin = instance(name)
         scorers.append(WeightedScore(plugin, weight))
-    return Profile(spec.name, filters, scorers, description=description, notes=list(spec.notes))
+    return Profile(
+        spec.name,
+        filters,
+        scorers,
+        description=description,
+        notes=list(spec.notes),
+        post_filters=[instance(n) for n in spec.post_filters],
+        queue_sort=spec.queue_sort[0] if spec.queue_sort else "",
+    )

@@ -8,6 +8,7 @@ and the labels.Selector rules for NodeSelectorRequirement.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,16 @@ from analyzer.core.errors import InputError
 
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+TOLERATION_OPERATORS = ("Equal", "Exists", "Gt", "Lt")  # Gt/Lt: TaintTolerationComparisonOperators
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def go_int64(text: str) -> int | None:
+    """Go ``strconv.ParseInt(text, 10, 64)``: the value, or None when it fails (no spaces, no ``_``)."""
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,11 @@ class Toleration:
             return True
         if self.operator in ("", "Equal"):
             return self.value == taint.value
+        if self.operator in ("Gt", "Lt"):  # int64 comparison; either value unparsable: no match
+            have, want = go_int64(taint.value), go_int64(self.value)
+            if have is None or want is None:
+                return False
+            return have > want if self.operator == "Gt" else have < want
         return False
 
 
@@ -78,12 +94,35 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+class PreferredTerm:
+    """One ``preferredDuringSchedulingIgnoredDuringExecution`` entry: a weight and a node term.
+
+    The term matches when every label expression and every field expression (``metadata.name``)
+    holds; a term with neither matches no node (upstream ``NodeSelectorTerm`` rules).
+    """
+
+    weight: int
+    expressions: tuple[Requirement, ...] = ()
+    fields: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        """Whether a node with ``labels`` called ``node_name`` matches the term."""
+        if not self.expressions and not self.fields:
+            return False
+        if not all(r.matches(labels) for r in self.expressions):
+            return False
+        names = {"metadata.name": node_name}
+        return all(r.matches(names) for r in self.fields)
+
+
+@dataclass(frozen=True)
 class PodConstraints:
     """A pod's tolerations, nodeSelector and required node-affinity terms (hashable signature)."""
 
     tolerations: tuple[Toleration, ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()
     required_terms: tuple[tuple[Requirement, ...], ...] | None = None  # None: no required affinity
+    preferred_terms: tuple[PreferredTerm, ...] = ()  # preferred node affinity (NodeAffinity score)
 
     def tolerates_all(self, taints: Sequence[Taint]) -> Taint | None:
         """The first filtering taint no toleration tolerates (None: all tolerated)."""
@@ -135,8 +174,11 @@ def parse_tolerations(raw: Any, where: str) -> tuple[Toleration, ...]:
         if not isinstance(item, Mapping):
             raise InputError(f"{where}[{i}]: expected a mapping")
         operator = _string(item.get("operator")) or "Equal"
-        if operator not in ("Equal", "Exists"):
-            raise InputError(f"{where}[{i}].operator: {operator!r} is not Equal or Exists")
+        if operator not in TOLERATION_OPERATORS:
+            raise InputError(
+                f"{where}[{i}].operator: {operator!r} is not one of "
+                + ", ".join(TOLERATION_OPERATORS)
+            )
         out.append(
             Toleration(
                 _string(item.get("key")),
@@ -162,25 +204,71 @@ def _requirements(raw: Any, where: str) -> tuple[Requirement, ...]:
     return tuple(out)
 
 
+def parse_required_terms(required: Any, at: str) -> tuple[tuple[Requirement, ...], ...] | None:
+    """``requiredDuringSchedulingIgnoredDuringExecution`` (a NodeSelector) → its terms, or None."""
+    if required is None:
+        return None
+    raw_terms = required.get("nodeSelectorTerms") or []
+    return tuple(
+        _requirements(t.get("matchExpressions"), f"{at}.nodeSelectorTerms[{i}]")
+        for i, t in enumerate(raw_terms)
+    )
+
+
+def parse_preferred_terms(raw: Any, where: str) -> tuple[PreferredTerm, ...]:
+    """``preferredDuringSchedulingIgnoredDuringExecution``: [{weight 1..100, preference}]."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: expected a list of {{weight, preference}}")
+    out = []
+    for i, item in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise InputError(f"{at}: expected a mapping with weight and preference")
+        weight = item.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+            raise InputError(f"{at}.weight: Invalid value: {weight!r}: must be in the range 1-100")
+        preference = item.get("preference") or {}
+        if not isinstance(preference, Mapping):
+            raise InputError(f"{at}.preference: expected a node selector term")
+        fields = _requirements(preference.get("matchFields"), f"{at}.preference.matchFields")
+        for j, req in enumerate(fields):
+            if req.key != "metadata.name":
+                raise InputError(
+                    f"{at}.preference.matchFields[{j}].key: {req.key!r} is not supported "
+                    "(only metadata.name)"
+                )
+        out.append(
+            PreferredTerm(
+                weight,
+                _requirements(
+                    preference.get("matchExpressions"), f"{at}.preference.matchExpressions"
+                ),
+                fields,
+            )
+        )
+    return tuple(out)
+
+
 def parse_pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints:
     """Tolerations, nodeSelector and required node affinity of a Pod ``spec``."""
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, Mapping):
         raise InputError(f"{where}.nodeSelector: expected a mapping of label → value")
     affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    terms: tuple[tuple[Requirement, ...], ...] | None = None
-    if required is not None:
-        at = f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-        raw_terms = required.get("nodeSelectorTerms") or []
-        terms = tuple(
-            _requirements(t.get("matchExpressions"), f"{at}.nodeSelectorTerms[{i}]")
-            for i, t in enumerate(raw_terms)
-        )
+    terms = parse_required_terms(
+        affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+    )
     constraints = PodConstraints(
         parse_tolerations(spec.get("tolerations"), f"{where}.tolerations"),
         tuple(sorted((str(k), str(v)) for k, v in selector.items())),
         terms,
+        parse_preferred_terms(
+            affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            f"{where}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        ),
     )
     return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints
 

@@ -91,7 +91,7 @@ def affinity_mask(state: ClusterState, pod: PodDemand) -> BoolArray:
 
 
 class TaintTolerationFilter:
-    """The TaintToleration filter (its PreferNoSchedule score is not modelled)."""
+    """The TaintToleration filter (the score: ``taint_score.TaintToleration``)."""
 
     name = TAINT_NAME
 
@@ -111,7 +111,8 @@ class TaintTolerationFilter:
 
 
 class NodeAffinityFilter:
-    """The NodeAffinity filter (nodeSelector + required affinity; preferred terms not scored)."""
+    """The NodeAffinity filter (nodeSelector + required affinity; the score and addedAffinity:
+    ``node_affinity_score.NodeAffinity``)."""
 
     name = AFFINITY_NAME
 
@@ -133,6 +134,6 @@ def _taint_reason(taint: Taint) -> str:
 
 
 def parse_args(raw: Mapping[str, Any] | None, where: str) -> None:
-    """Neither filter takes args that change filtering (NodeAffinity addedAffinity not modelled)."""
+    """TaintToleration takes no args (NodeAffinity's ``addedAffinity``: ``node_affinity_score``)."""
     if raw and raw.get("addedAffinity"):
         raise InputError(f"{where}.addedAffinity: not modelled; remove it to use NodeAffinity")

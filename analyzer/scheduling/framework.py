@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -132,6 +132,8 @@ class Profile:
     scorers: list[WeightedScore]
     description: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. configured plugins not modelled
+    post_filters: list[Any] = field(default_factory=list)  # e.g. DefaultPreemption
+    queue_sort: str = ""  # "PrioritySort" when the profile orders its queue by priority
 
     def evaluate(
         self, state: ClusterState, pod: PodDemand, now: float = 0.0, mask: BoolArray | None = None

@@ -18,13 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.core.errors import InputError
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.label_selectors import (
     LabelSelector,
     parse_label_selector,
     selector_from_map,
 )
+from analyzer.scheduling.pdb import DisruptionBudget, parse_pdb
+from analyzer.scheduling.priority_class import PriorityClass, parse_priority_class
 from analyzer.scheduling.spread_types import OwnerRef
 
 DEFAULT_NAMESPACE = "default"
@@ -49,27 +50,6 @@ class Namespace:
 
     name: str
     labels: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class DisruptionBudget:
-    """A PodDisruptionBudget as DefaultPreemption reads it."""
-
-    name: str
-    namespace: str
-    selector: LabelSelector
-    disruptions_allowed: int
-    disrupted_pods: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class PriorityClass:
-    """A PriorityClass."""
-
-    name: str
-    value: int
-    global_default: bool = False
-    preemption_policy: str = "PreemptLowerPriority"
 
 
 @dataclass
@@ -142,32 +122,9 @@ def _add(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> str | None
             name, _string_map(meta.get("labels"), f"{where}.metadata.labels")
         )
     elif kind == "PodDisruptionBudget":
-        status = mapping(obj.get("status"), f"{where}.status")
-        allowed = status.get("disruptionsAllowed", 0)
-        if isinstance(allowed, bool) or not isinstance(allowed, int):
-            raise InputError(f"{where}.status.disruptionsAllowed: {allowed!r} is not an integer")
-        disrupted = tuple(
-            str(k) for k in mapping(status.get("disruptedPods"), f"{where}.status.disruptedPods")
-        )
-        objects.pdbs.append(
-            DisruptionBudget(
-                name,
-                namespace,
-                parse_label_selector(spec.get("selector"), f"{where}.spec.selector"),
-                allowed,
-                disrupted,
-            )
-        )
+        objects.pdbs.append(parse_pdb(obj, where))
     elif kind == "PriorityClass":
-        value = obj.get("value")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{where}.value: PriorityClass {name!r} needs an integer value")
-        objects.priority_classes[name] = PriorityClass(
-            name,
-            value,
-            bool(obj.get("globalDefault", False)),
-            str(obj.get("preemptionPolicy") or "PreemptLowerPriority"),
-        )
+        objects.priority_classes[name] = parse_priority_class(obj, where)
     else:
         return f"{where}: kind {kind!r} is not read by the scheduler plugins; ignored"
     return None

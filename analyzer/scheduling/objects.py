@@ -6,8 +6,10 @@ keys), so container resources are kept as given; ``analyzer.core.resources`` app
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from analyzer.core.durations import parse_time
@@ -23,6 +25,7 @@ from analyzer.scheduling.constraint_types import (
 )
 from analyzer.scheduling.fields import listing
 from analyzer.scheduling.loadaware.args import koord_priority_class
+from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
 from analyzer.scheduling.spread_types import (
     OwnerRef,
     SpreadConstraint,
@@ -68,6 +71,12 @@ class PodObject:
     controller: OwnerRef | None = None  # ownerReference with controller: true
     terminating: bool = False  # metadata.deletionTimestamp is set
     uid: str = ""
+    # preemption inputs (analyzer.scheduling.preemption)
+    priority_class: str = ""  # spec.priorityClassName
+    preemption_policy: str = (
+        ""  # spec.preemptionPolicy ("" = the class's, else PreemptLowerPriority)
+    )
+    start_time_ns: int | None = None  # status.startTime, integer unix nanoseconds
 
     @property
     def terminated(self) -> bool:
@@ -233,4 +242,39 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         controller=controller_of(meta, f"{where}.metadata"),
         terminating=meta.get("deletionTimestamp") is not None,
         uid=str(meta.get("uid") or ""),
+        priority_class=str(spec.get("priorityClassName") or ""),
+        preemption_policy=_preemption_policy(spec.get("preemptionPolicy"), f"{where}.spec"),
+        start_time_ns=time_ns(status.get("startTime"), f"{where}.status.startTime"),
     )
+
+
+_RFC3339 = re.compile(
+    r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)", re.IGNORECASE
+)
+
+
+def _preemption_policy(raw: Any, where: str) -> str:
+    if raw is None or raw == "":
+        return ""
+    if raw not in PREEMPTION_POLICIES:
+        raise InputError(
+            f"{where}.preemptionPolicy: {raw!r} is not one of {', '.join(PREEMPTION_POLICIES)}"
+        )
+    return str(raw)
+
+
+def time_ns(raw: Any, where: str) -> int | None:
+    """An RFC 3339 time (nanosecond fractions kept, as metav1.Time orders them) in unix ns."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, datetime):  # YAML loaders turn unquoted timestamps into datetimes
+        stamp = raw if raw.tzinfo else raw.replace(tzinfo=UTC)
+        return int(stamp.timestamp()) * 10**9 + stamp.microsecond * 1000
+    match = _RFC3339.fullmatch(str(raw).strip())
+    if match is None:
+        raise InputError(f"{where}: {raw!r} is not an RFC 3339 time like 2026-11-01T12:00:00Z")
+    whole, fraction, zone = match.groups()
+    seconds = int(
+        parse_time(whole + ("Z" if zone.upper() == "Z" else zone), field=where).timestamp()
+    )
+    return seconds * 10**9 + int((fraction or "0").ljust(9, "0"))

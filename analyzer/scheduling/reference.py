@@ -2,8 +2,9 @@
 
 Written the way the Go code reads (one node at a time, plain ints and floats), it serves two
 purposes: the benchmark baseline (``bench/score.py``) and an independent cross-check of the
-vectorised plugins in the property tests. Covers TaintToleration and NodeAffinity (filters),
-NodeResourcesFit (filter; LeastAllocated /
+vectorised plugins in the property tests. Covers TaintToleration and NodeAffinity (filters, and
+with ``taint_affinity`` their scores: PreferNoSchedule count, preferred terms' weights, normalised
+over the feasible nodes), NodeResourcesFit (filter; LeastAllocated /
 MostAllocated / RequestedToCapacityRatio scoring, current scale) and BalancedAllocation (1.23+
 std and 1.36+ delta).
 """
@@ -129,16 +130,49 @@ def fits(state: ClusterState, pod: PodDemand, node: int) -> bool:
     return True
 
 
+def prefer_taints(state: ClusterState, pod: PodDemand, node: int) -> int:
+    """TaintToleration raw score: PreferNoSchedule taints no (empty/PreferNoSchedule) toleration
+    of the pod tolerates."""
+    taints = state.node_taints[node] if state.node_taints else ()
+    kept = [t for t in pod.constraints.tolerations if t.effect in ("", "PreferNoSchedule")]
+    count = 0
+    for taint in taints:
+        if taint.effect == "PreferNoSchedule" and not any(t.tolerates(taint) for t in kept):
+            count += 1
+    return count
+
+
+def preferred_weight(state: ClusterState, pod: PodDemand, node: int) -> int:
+    """NodeAffinity raw score: Σ weights of the pod's preferred terms matching the node."""
+    labels = state.node_labels[node] if state.node_labels else {}
+    name = state.node_names[node]
+    return sum(t.weight for t in pod.constraints.preferred_terms if t.matches(labels, name))
+
+
+def _normalised(raw: list[int], feasible: list[bool], reverse: bool) -> list[int]:
+    """DefaultNormalizeScore(100): max over the feasible nodes; others clipped to 0..100."""
+    peak = max((r for r, ok in zip(raw, feasible, strict=True) if ok), default=0)
+    if peak == 0:
+        return [100 if reverse else 0 for _ in raw]
+    out = []
+    for r in raw:
+        score = min(100 * r // peak, 100)
+        out.append(100 - score if reverse else score)
+    return out
+
+
 def kube_default_loop(
     state: ClusterState,
     pod: PodDemand,
     most: bool = False,
     delta: bool = True,
     shape: Sequence[tuple[int, int]] | None = None,
+    taint_affinity: bool = False,
 ) -> tuple[list[bool], list[int]]:
     """Feasibility and total (Fit + Balanced, weights 1/1, cpu+memory) for every node, one by one.
 
-    ``most`` selects MostAllocated, ``shape`` (0–100 scale) RequestedToCapacityRatio.
+    ``most`` selects MostAllocated, ``shape`` (0–100 scale) RequestedToCapacityRatio;
+    ``taint_affinity`` adds 3 × TaintToleration + 2 × NodeAffinity (the kube-default preset).
     """
     specs = (ResourceSpec("cpu"), ResourceSpec("memory"))
     feasible, totals = [], []
@@ -151,4 +185,13 @@ def kube_default_loop(
         else:
             fit = fit_score(state, pod, node, specs, most)
         totals.append(fit + balanced)
+    if taint_affinity:
+        count = state.node_count
+        taint = _normalised([prefer_taints(state, pod, i) for i in range(count)], feasible, True)
+        if pod.constraints.preferred_terms:  # else PreScore Skip: nothing added
+            raw = [preferred_weight(state, pod, i) for i in range(count)]
+            affinity = _normalised(raw, feasible, False)
+        else:
+            affinity = [0] * count
+        totals = [t + 3 * a + 2 * b for t, a, b in zip(totals, taint, affinity, strict=True)]
     return feasible, totals

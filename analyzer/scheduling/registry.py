@@ -16,8 +16,12 @@ import analyzer.scheduling.balanced_allocation as balanced_allocation
 import analyzer.scheduling.constraints as constraints
 import analyzer.scheduling.loadaware.args as loadaware_args
 import analyzer.scheduling.loadaware.plugin as loadaware
+import analyzer.scheduling.node_affinity_score as node_affinity
 import analyzer.scheduling.noderesources_fit as fit
 import analyzer.scheduling.podtopologyspread as spread
+import analyzer.scheduling.preemption as preemption
+import analyzer.scheduling.priority_sort as priority_sort
+import analyzer.scheduling.taint_score as taint_score
 from analyzer.core.errors import InputError
 from analyzer.scheduling.gpu.plugins import register_gpu_plugins
 from analyzer.scheduling.versions import KubeVersion
@@ -60,7 +64,7 @@ class PluginType:
 
     name: str
     description: str
-    points: frozenset[str]  # subset of {"filter", "score"}
+    points: frozenset[str]  # subset of {"filter", "score", "queueSort", "postFilter"}
     parse_args: Callable[[Mapping[str, Any] | None, str], Any]
     build: Callable[[Any, KubeVersion], Any]
 
@@ -115,19 +119,40 @@ def _register_builtins() -> None:
     register(
         PluginType(
             name=constraints.TAINT_NAME,
-            description="filter: NoSchedule/NoExecute taints must be tolerated (score not modelled)",
-            points=frozenset({"filter"}),
+            description="filter: NoSchedule/NoExecute taints tolerated; score: fewer intolerable "
+            "PreferNoSchedule taints",
+            points=frozenset({"filter", "score"}),
             parse_args=constraints.parse_args,
-            build=constraints.TaintTolerationFilter,
+            build=taint_score.TaintToleration,
         )
     )
     register(
         PluginType(
             name=constraints.AFFINITY_NAME,
-            description="filter: nodeSelector + required node affinity (preferred not scored)",
-            points=frozenset({"filter"}),
-            parse_args=constraints.parse_args,
-            build=constraints.NodeAffinityFilter,
+            description="filter: nodeSelector + required node affinity; score: preferred terms' "
+            "weights (addedAffinity too)",
+            points=frozenset({"filter", "score"}),
+            parse_args=node_affinity.parse_node_affinity_args,
+            build=node_affinity.NodeAffinity,
+        )
+    )
+    register(
+        PluginType(
+            name=priority_sort.NAME,
+            description="queue order: higher priority first, then earlier arrival",
+            points=frozenset({"queueSort"}),
+            parse_args=lambda raw, where: None,
+            build=lambda args, version: priority_sort.NAME,
+        )
+    )
+    register(
+        PluginType(
+            name=preemption.NAME,
+            description="post-filter: evict the fewest, least important lower-priority pods "
+            "(PodDisruptionBudgets respected where given)",
+            points=frozenset({"postFilter"}),
+            parse_args=preemption.parse_preemption_args,
+            build=preemption.DefaultPreemption,
         )
     )
     register(

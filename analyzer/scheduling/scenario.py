@@ -43,6 +43,9 @@ from analyzer.scheduling.kube_objects import parse_objects
 from analyzer.scheduling.loadaware.cache import AssignedPod, build_load_inputs, parse_node_metric
 from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
+from analyzer.scheduling.pdb import DisruptionBudget
+from analyzer.scheduling.preemption_scenario import preemption_json, run_preemption
+from analyzer.scheduling.priority_class import PriorityClass
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.strategies import STRATEGIES, load_config_document, strategy_config
 from analyzer.scheduling.versions import KubeVersion, parse_version
@@ -72,6 +75,11 @@ class Scenario:
     now: float
     notes: list[str] = field(default_factory=list)
     candidates: BoolArray | None = None  # candidateNodes as a mask (None: every node)
+    # for DefaultPreemption (``preemption_scenario``): the objects, PDBs and PriorityClasses
+    incoming: PodObject | None = None
+    bound: list[PodObject] = field(default_factory=list)
+    budgets: list[DisruptionBudget] = field(default_factory=list)
+    classes: dict[str, PriorityClass] = field(default_factory=dict)
 
     def evaluate(self) -> Evaluation:
         """Score the incoming pod against every (candidate) node."""
@@ -180,7 +188,19 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
     state.load = _load_inputs(profile, state, metrics, bound, now)
     candidates = _candidates(doc.get("candidateNodes"), names, f"{where}.candidateNodes")
     pod = incoming.demand(state.resources)
-    return Scenario(version, profile, state, pod, now, notes, candidates)
+    return Scenario(
+        version,
+        profile,
+        state,
+        pod,
+        now,
+        notes,
+        candidates,
+        incoming,
+        bound,
+        budgets=list(objects.pdbs),
+        classes=dict(objects.priority_classes),
+    )
 
 
 def _candidates(raw: Any, names: list[str], where: str) -> BoolArray | None:
@@ -319,4 +339,23 @@ def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[s
         "chosen": None if chosen is None else evaluation.node_names[chosen],
         "seed": seed,
         "notes": scenario.notes,
+        **_preemption(scenario, evaluation),
     }
+
+
+def _preemption(scenario: Scenario, evaluation: Evaluation) -> dict[str, Any]:
+    """The ``preemption`` block when the pod fits nowhere and the profile preempts."""
+    if scenario.incoming is None:
+        return {}
+    result = run_preemption(
+        scenario.profile,
+        scenario.state,
+        scenario.pod,
+        scenario.incoming,
+        scenario.bound,
+        evaluation,
+        scenario.now,
+        scenario.budgets,
+        scenario.classes,
+    )
+    return preemption_json(result, evaluation.node_names)

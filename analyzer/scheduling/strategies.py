@@ -64,7 +64,13 @@ class Strategy:
 STRATEGIES: Registry[Strategy] = Registry("strategy")
 # kube-scheduler v1 default filters that the analyzer models (order as in the default profile)
 _KUBE_FILTERS = ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
+# the v1 default profile's score plugins that the analyzer models, with their default weights:
+# TaintToleration (fewer intolerable PreferNoSchedule taints) and NodeAffinity (preferred terms)
+# read only node taints/labels, so the replay's cache keeps them per pod shape. Every kube-based
+# preset has them, as the same configuration on a real kube-scheduler would.
 _KUBE_SCORES = [
+    {"name": "TaintToleration", "weight": 3},
+    {"name": "NodeAffinity", "weight": 2},
     {"name": "NodeResourcesFit", "weight": 1},
     {"name": "NodeResourcesBalancedAllocation", "weight": 1},
 ]
@@ -86,7 +92,8 @@ _RTCR_BINPACK = {
 register_strategy(
     Strategy(
         "kube-default",
-        "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation, weights 1/1",
+        "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation (weights "
+        "1/1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred terms (2)",
         _config(_KUBE_SCORES, _KUBE_FILTERS, [_fit({"type": "LeastAllocated"})]),
     )
 )

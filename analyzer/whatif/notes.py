@@ -7,8 +7,9 @@ Three kinds of sentence, each true of this run:
   TaintToleration / NodeAffinity filters; a configuration file without them is named);
 - **not modelled**: what the replay never does (``analyzer.replay.engine``): pod priority and
   preemption (the pending queue is FIFO by arrival), inter-pod (anti-)affinity, topology spread,
-  preferred node affinity and PreferNoSchedule scoring, ``percentageOfNodesToScore`` (every node
-  is scored), required node affinity terms (not in the snapshot);
+  preferred node affinity (not in the snapshot), ``percentageOfNodesToScore`` (every node is
+  scored), required node affinity terms (not in the snapshot); PreferNoSchedule taints, when the
+  snapshot has some, for the strategies without a TaintToleration score;
 - **missing data**: pods that ran without usage samples, pods never bound in reality.
 """
 
@@ -27,8 +28,7 @@ FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
     "Not modelled by any strategy here: pod priority and preemption (the pending queue is FIFO by "
     "arrival), inter-pod affinity and anti-affinity, topology spread constraints, preferred node "
-    "affinity and PreferNoSchedule taints in scoring, and percentageOfNodesToScore (every present "
-    "node is scored)."
+    "affinity (not in the snapshot), and percentageOfNodesToScore (every present node is scored)."
 )
 
 
@@ -42,12 +42,12 @@ def _json_list(text: object) -> list[object]:
     return data if isinstance(data, list) else [data] if isinstance(data, dict) and data else []
 
 
-def _tainted(nodes: pd.DataFrame) -> int:
-    """Nodes with at least one taint that filters (NoSchedule or NoExecute)."""
+def _tainted(nodes: pd.DataFrame, effects: Sequence[str] = FILTERING_EFFECTS) -> int:
+    """Nodes with at least one taint of ``effects`` (default: those that filter)."""
     count = 0
     for text in nodes["taints"].tolist():
         taints = _json_list(text)
-        if any(isinstance(t, dict) and t.get("effect") in FILTERING_EFFECTS for t in taints):
+        if any(isinstance(t, dict) and t.get("effect") in effects for t in taints):
             count += 1
     return count
 
@@ -100,6 +100,18 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
         "Required node affinity terms are not in the snapshot, so only nodeSelectors restrict "
         "where a pod may go."
     )
+    preferring = _tainted(nodes, ("PreferNoSchedule",)) if "taints" in nodes.columns else 0
+    unscored = [
+        name
+        for name, profile in profiles
+        if not any(w.plugin.name == TAINT_NAME for w in profile.scorers)
+    ]
+    if preferring and unscored:
+        notes.append(
+            f"{', '.join(unscored)}: {_pl(preferring, 'node carries', 'nodes carry')} "
+            "PreferNoSchedule taints, which these strategies do not score (no TaintToleration "
+            "score plugin; the kube-based presets score them)."
+        )
     notes.append(NOT_MODELLED)
     return notes
 
