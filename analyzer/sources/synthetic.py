@@ -43,6 +43,7 @@ from analyzer.sources.catalog import (
 )
 from analyzer.sources.lifecycle import Pod, build_pods, run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
+from analyzer.sources.pod_constraints import constraint_columns, zone_labels, zone_of
 from analyzer.sources.spec import OPTIONAL_FIELDS, Grid, SyntheticSpec
 from analyzer.sources.usage import NodeShape, Usage, generate_usage
 
@@ -59,6 +60,7 @@ class SyntheticNode:
     capacity: dict[str, int]
     allocatable: dict[str, int]
     hot: bool
+    zone: str = ""  # topology.kubernetes.io/zone (SyntheticSpec.zones; "" = not labelled)
 
 
 @dataclass
@@ -114,6 +116,7 @@ def build_nodes(spec: SyntheticSpec, rng: np.random.Generator) -> list[Synthetic
         if pool.name in spec.dedicated_pools:
             pool = replace(pool, dedicated=True)
         plan += [(f"{pool.name}-{k:04d}", pool) for k in range(count)]
+    in_pool = [int(name.rsplit("-", 1)[1]) for name, _ in plan]
     candidates = [i for i, (_, pool) in enumerate(plan) if not pool.gpus]
     n_hot = round(spec.hot_nodes * len(candidates))
     if spec.hot_nodes > 0 and spec.nodes >= 4:
@@ -130,6 +133,7 @@ def build_nodes(spec: SyntheticSpec, rng: np.random.Generator) -> list[Synthetic
                 capacity=capacity,
                 allocatable=node_allocatable(capacity),
                 hot=i in hot,
+                zone=zone_of(in_pool[i], spec.zones),
             )
         )
     return nodes
@@ -168,6 +172,7 @@ def node_labels(node: SyntheticNode) -> dict[str, str]:
     }
     if node.pool.gpus:
         labels["nvidia.com/gpu.present"] = "true"
+    labels.update(zone_labels(node.zone))
     return labels
 
 
@@ -217,6 +222,10 @@ def _pod_table(
     table["node_selector"] = [
         json.dumps(constraints[id(p.template)][1], sort_keys=True) for p in pods
     ]
+    if spec.pod_constraints:  # opt-in: default snapshots keep the columns' defaults
+        cells = [constraint_columns(p.template, p.workload_name, spec.zones) for p in pods]
+        table["affinity"] = [c[0] for c in cells]
+        table["topology_spread"] = [c[1] for c in cells]
     requests = [pod_requests(p.spec) for p in pods]
     limits = [pod_limits(p.spec) for p in pods]
     non_zero = [pod_requests(p.spec, non_zero=True) for p in pods]
