@@ -63,6 +63,7 @@ class _Resolver:
     def __init__(self, objects: KubeObjects) -> None:
         self.objects = objects
         self.cache: dict[tuple[str, str, str], TemplateFields | None] = {}
+        self.owners: dict[tuple[str, str, str], tuple[str, str] | None] = {}
 
     def fields_of(self, kind: str, namespace: str, name: str) -> TemplateFields | None:
         key = (kind, namespace, name)
@@ -73,11 +74,13 @@ class _Resolver:
 
     def workload(self, kind: str, namespace: str, name: str) -> tuple[str, str] | None:
         """RS -> Deployment, Job -> CronJob through the owner objects' ownerReferences."""
-        obj = self.objects.get(kind, namespace, name)
-        owner = controller_of(obj) if obj is not None else None
-        if owner is not None and owner.kind in ("Deployment", "CronJob"):
-            return owner.kind, owner.name
-        return None
+        key = (kind, namespace, name)
+        if key not in self.owners:
+            obj = self.objects.get(kind, namespace, name)
+            owner = controller_of(obj) if obj is not None else None
+            found = owner is not None and owner.kind in ("Deployment", "CronJob")
+            self.owners[key] = (owner.kind, owner.name) if found and owner else None
+        return self.owners[key]
 
     def resolve(self, row: dict[str, Any]) -> tuple[TemplateFields | None, tuple[str, str] | None]:
         """The pod's template fields and, when the owner objects say so, its workload."""
@@ -100,6 +103,25 @@ class _Resolver:
         if wkind in ("Deployment", "CronJob", "StatefulSet", "DaemonSet", "Job"):
             return self.fields_of(wkind, namespace, wname), workload
         return None, workload
+
+
+# the pods columns enrich_pods reads
+_POD_INPUT = (
+    "uid",
+    "namespace",
+    "name",
+    "owner_kind",
+    "owner_name",
+    "workload_kind",
+    "workload_name",
+    "priority_class",
+    "priority",
+    "tolerations",
+    "node_selector",
+    "affinity",
+    "topology_spread",
+    "labels",
+)
 
 
 def _is_empty(text: object) -> bool:
@@ -130,21 +152,40 @@ def enrich_pods(
             "field_sources",
         )
     }
-    for row in pods.to_dict("records"):
+    texts: dict[int, dict[str, str]] = {}  # per template: its fields as JSON cells
+    source_texts: dict[tuple[tuple[str, str], ...], str] = {}
+
+    def cells(fields: TemplateFields) -> dict[str, str]:
+        if id(fields) not in texts:
+            texts[id(fields)] = {
+                "tolerations": json.dumps(list(fields.tolerations), sort_keys=True),
+                "node_selector": json.dumps(dict(fields.node_selector), sort_keys=True),
+                "affinity": json.dumps(dict(fields.affinity), sort_keys=True),
+                "topology_spread": json.dumps(
+                    [dict(c) for c in fields.topology_spread], sort_keys=True
+                ),
+                "labels": json.dumps(dict(fields.labels), sort_keys=True),
+            }
+        return texts[id(fields)]
+
+    names = [c for c in _POD_INPUT if c in pods.columns]
+    rows = (
+        dict(zip(names, values, strict=True))
+        for values in zip(*(pods[c].tolist() for c in names), strict=True)
+    )
+    for row in rows:
         fields, workload = resolver.resolve(row)
+        cell = cells(fields) if fields is not None else {}
         sources: dict[str, str] = {}
         if fields is None and str(row["owner_kind"] or "") not in ("Node",):
             unmatched.append(f"{row['namespace']}/{row['name']}")
-        for name, template_value in (
-            ("tolerations", None if fields is None else list(fields.tolerations)),
-            ("node_selector", None if fields is None else dict(fields.node_selector)),
-        ):
+        for name in ("tolerations", "node_selector"):
             current = row.get(name)
             if exported.get(name):
                 columns[name].append(current)
                 sources[name] = "metrics"
-            elif template_value is not None:
-                columns[name].append(json.dumps(template_value, sort_keys=True))
+            elif fields is not None:
+                columns[name].append(cell[name])
                 sources[name] = "objects"
             else:
                 columns[name].append(current)
@@ -154,17 +195,15 @@ def enrich_pods(
             columns["topology_spread"].append(row.get("topology_spread") or "[]")
             sources["affinity"] = sources["topology_spread"] = "none"
         else:
-            columns["affinity"].append(json.dumps(dict(fields.affinity), sort_keys=True))
-            columns["topology_spread"].append(
-                json.dumps([dict(c) for c in fields.topology_spread], sort_keys=True)
-            )
+            columns["affinity"].append(cell["affinity"])
+            columns["topology_spread"].append(cell["topology_spread"])
             sources["affinity"] = sources["topology_spread"] = "objects"
         labels = row.get("labels")
         if not _is_empty(labels):
             columns["labels"].append(labels)
             sources["labels"] = "metrics"
         elif fields is not None and fields.labels:
-            columns["labels"].append(json.dumps(dict(fields.labels), sort_keys=True))
+            columns["labels"].append(cell["labels"])
             sources["labels"] = "objects"
         else:
             columns["labels"].append(labels if isinstance(labels, str) else "{}")
@@ -179,11 +218,14 @@ def enrich_pods(
             priority, sources["priority"] = default[1], "inferred"
         else:
             sources["priority"] = "none" if pd.isna(priority) else "inferred"
-        columns["priority"].append(None if pd.isna(priority) else int(priority))
+        columns["priority"].append(None if priority is None or pd.isna(priority) else int(priority))
         wkind, wname = workload or (row["workload_kind"], row["workload_name"])
         columns["workload_kind"].append(wkind)
         columns["workload_name"].append(wname)
-        columns["field_sources"].append(json.dumps(sources, sort_keys=True))
+        key = tuple(sorted(sources.items()))
+        if key not in source_texts:
+            source_texts[key] = json.dumps(dict(key), sort_keys=True)
+        columns["field_sources"].append(source_texts[key])
         counts.update(sources.items())
     for name, column in columns.items():
         pods[name] = pd.Series(

@@ -227,8 +227,8 @@ def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
             if name in JSON_DEFAULTS:
                 out[name] = out[name].fillna(JSON_DEFAULTS[name])
         elif name in JSON_DEFAULTS:
-            # built like a present column (astype + to_numpy) so both paths get the same dtype
-            out[name] = pd.Series(JSON_DEFAULTS[name], index=out.index).astype(dtype).to_numpy()
+            # built like a present column (astype + .array) so both paths get the same dtype
+            out[name] = pd.Series(JSON_DEFAULTS[name], index=out.index).astype(dtype).array
         else:
             out[name] = pd.Series(
                 pd.NA if dtype != "float64" else float("nan"), index=out.index

@@ -39,7 +39,8 @@ class SyntheticSpec:
     - ``pod_constraints``: give some workloads topologySpreadConstraints and pod (anti-)affinity
       (``sources/kube_objects.py``); the generator's own placement does not apply them.
 
-    The last three keep their defaults out of ``meta.json`` so default output does not change.
+    The fields from ``dedicated_pools`` on keep their defaults out of ``meta.json`` so default
+    output does not change.
     """
 
     seed: int = 0
