@@ -30,20 +30,26 @@ def cluster() -> Any:
     return generate(SyntheticSpec(seed=3, nodes=6, days=1, step=300, zones=2, pod_constraints=True))
 
 
-@pytest.mark.prometheus
-def test_collect_with_kube_objects_matches_the_generator(
+@pytest.fixture(scope="module")
+def server(
     cluster: Any,
     prometheus_from_openmetrics: Callable[..., Any],
-    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Any:
+    om = tmp_path_factory.mktemp("kubeobj") / "c.om"
+    write_openmetrics(cluster, om, node_labels=True)
+    return prometheus_from_openmetrics(om)
+
+
+@pytest.mark.prometheus
+def test_collect_with_kube_objects_matches_the_generator(
+    cluster: Any, server: Any, tmp_path: Path
 ) -> None:
     truth: Snapshot = cluster.snapshot
     # the fixture has what the test is about: spread, required and preferred anti-affinity
     assert any("DoNotSchedule" in t for t in truth.pods["topology_spread"])
     assert any("requiredDuringScheduling" in a for a in truth.pods["affinity"])
     assert any("preferredDuringScheduling" in a for a in truth.pods["affinity"])
-    om = tmp_path / "c.om"
-    write_openmetrics(cluster, om, node_labels=True)
-    server = prometheus_from_openmetrics(om)
     objects = tmp_path / "objects.json"
     objects.write_text(json.dumps(kube_objects(cluster)))
     args = [
@@ -93,6 +99,38 @@ def test_collect_with_kube_objects_matches_the_generator(
     said = " ".join(field_source_notes(got))
     assert f"affinity: {n:,} read from Kubernetes objects" in said
     assert f"tolerations: {n:,} observed in Prometheus" in said
+
+
+@pytest.mark.prometheus
+def test_check_names_the_label_allowlist(cluster: Any, server: Any) -> None:
+    """The fixture exports kube_node_labels (with zone, region and hostname, as the generator's
+    nodes have them) but not kube_pod_labels: check says so and names the allowlist flag, and
+    the verdict does not change."""
+    truth: Snapshot = cluster.snapshot
+    result = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "--prometheus",
+            server.url,
+            "--start",
+            truth.meta.start,
+            "--end",
+            truth.meta.end,
+            "--step",
+            "5m",
+            "--format",
+            "json",
+        ],
+    )
+    report = json.loads(result.stdout)
+    assert report["conventions"]["pod_labels"] == "not exported"
+    assert report["conventions"]["node_topology_labels"] == "all exported"
+    [warning] = [w for w in report["warnings"] if "metric-labels-allowlist" in w]
+    assert "pod labels (kube_pod_labels)" in warning and "node labels" not in warning
+    assert "--metric-labels-allowlist=pods=[*],nodes=[topology.kubernetes.io/zone," in warning
+    assert result.exit_code == report["exit_code"] == (0 if report["usable"] else 3)
+    assert "allowlist" not in " ".join(report["problems"])
 
 
 def test_generate_writes_objects_that_name_every_owner(tmp_path: Path) -> None:
@@ -163,3 +201,22 @@ def test_bad_kube_objects_fail_before_any_request(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "a Deployment without metadata.name" in result.output
     assert not (tmp_path / "snap").exists()
+
+
+@pytest.mark.prometheus
+def test_check_without_node_labels_names_the_missing_keys(
+    small_prometheus: Callable[..., Any],
+) -> None:
+    import small_cluster as sc
+
+    server = small_prometheus(convention="node-name")
+    result = CliRunner().invoke(
+        main, ["check", "--prometheus", server.url, "--end", str(sc.END), "--since", "1h"]
+    )
+    assert result.exit_code == 0, result.output  # a warning, not a problem
+    [line] = [x for x in result.stdout.splitlines() if "node topology labels:" in x]
+    missing = "topology.kubernetes.io/zone, topology.kubernetes.io/region, kubernetes.io/hostname"
+    assert line.split(":", 1)[1].strip() == f"missing {missing}"
+    assert "warning: kube-state-metrics does not export pod labels (kube_pod_labels) and node " in (
+        result.stdout
+    )
