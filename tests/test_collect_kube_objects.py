@@ -90,6 +90,8 @@ def test_collect_with_kube_objects_matches_the_generator(
     assert len(zones) == 2
     assert {pc["name"] for pc in got.objects["PriorityClass"]} >= {"high", "batch-low"}
     assert got.objects["PodDisruptionBudget"]
+    # the generator's snapshot keeps the same PDBs and PriorityClasses as collect does
+    assert got.objects == truth.objects
     # without the objects the same data has no affinity, and the notes say they are unknown
     bare = CliRunner().invoke(main, [*args[:-2], "--out", str(tmp_path / "bare")])
     assert bare.exit_code == 0, bare.output
@@ -179,6 +181,7 @@ def test_defaults_add_no_constraints() -> None:
     snap = generate(SyntheticSpec(seed=1, nodes=5, days=0.1, step=300)).snapshot
     assert not any(ZONE in labels for labels in snap.nodes["labels"])
     assert set(snap.pods["affinity"]) == {"{}"} and set(snap.pods["topology_spread"]) == {"[]"}
+    assert snap.objects == {}
     generator = snap.meta.extra["generator"]
     assert "zones" not in generator and "pod_constraints" not in generator
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.snapshot import kept_objects
 from analyzer.scheduling.constraint_types import parse_pod_constraints, parse_taints
 
 # The kinds read; template kinds hold a pod template (CronJob: spec.jobTemplate.spec.template).
@@ -107,37 +108,7 @@ class KubeObjects:
 
     def kept(self) -> dict[str, list[dict[str, Any]]]:
         """PodDisruptionBudgets and PriorityClasses, trimmed to what preemption reads."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        for obj in self.of_kind("PodDisruptionBudget"):
-            meta = obj.get("metadata") or {}
-            out.setdefault("PodDisruptionBudget", []).append(
-                {
-                    "namespace": str(meta.get("namespace", "")),
-                    "name": str(meta.get("name", "")),
-                    "spec": obj.get("spec") or {},
-                    "status": {
-                        k: v
-                        for k, v in (obj.get("status") or {}).items()
-                        if k
-                        in (
-                            "currentHealthy",
-                            "desiredHealthy",
-                            "disruptionsAllowed",
-                            "expectedPods",
-                        )
-                    },
-                }
-            )
-        for obj in self.of_kind("PriorityClass"):
-            out.setdefault("PriorityClass", []).append(
-                {
-                    "name": _name(obj),
-                    "value": obj.get("value", 0),
-                    "globalDefault": bool(obj.get("globalDefault", False)),
-                    "preemptionPolicy": str(obj.get("preemptionPolicy") or "PreemptLowerPriority"),
-                }
-            )
-        return out
+        return kept_objects([*self.of_kind("PodDisruptionBudget"), *self.of_kind("PriorityClass")])
 
 
 def _name(obj: Mapping[str, Any]) -> str:

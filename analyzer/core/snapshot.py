@@ -355,6 +355,38 @@ def read_snapshot(directory: Path) -> Snapshot:
     return snapshot
 
 
+_PDB_STATUS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
+
+
+def kept_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The ``kube_objects.json`` form of PodDisruptionBudget and PriorityClass objects (others
+    are left out): kind -> ``[{namespace, name, spec, status}]`` for PDBs (status only the
+    counts), ``[{name, value, globalDefault, preemptionPolicy}]`` for PriorityClasses."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "PodDisruptionBudget":
+            status = obj.get("status") or {}
+            out.setdefault("PodDisruptionBudget", []).append(
+                {
+                    "namespace": str(meta.get("namespace", "")),
+                    "name": str(meta.get("name", "")),
+                    "spec": obj.get("spec") or {},
+                    "status": {k: v for k, v in status.items() if k in _PDB_STATUS},
+                }
+            )
+        elif obj.get("kind") == "PriorityClass":
+            out.setdefault("PriorityClass", []).append(
+                {
+                    "name": str(meta.get("name", "")),
+                    "value": obj.get("value", 0),
+                    "globalDefault": bool(obj.get("globalDefault", False)),
+                    "preemptionPolicy": str(obj.get("preemptionPolicy") or "PreemptLowerPriority"),
+                }
+            )
+    return out
+
+
 def read_objects(path: Path) -> dict[str, list[dict[str, Any]]]:
     """``kube_objects.json`` (kind -> list of objects); absent = none (older snapshots)."""
     if not path.is_file():

@@ -13,13 +13,19 @@ CronJob).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from analyzer.core.quantity import format_quantity
 from analyzer.core.resources import Container
-from analyzer.sources.catalog import PRIORITY_CLASSES, Template, pool_taints, template_constraints
-from analyzer.sources.pod_constraints import APP_LABEL, selector, workload_constraints
+from analyzer.sources.catalog import Template, pool_taints, template_constraints
+from analyzer.sources.pod_constraints import (
+    APP_LABEL,
+    pdb_objects,
+    priority_class_objects,
+    selector,
+    workload_constraints,
+)
 from analyzer.sources.synthetic import SyntheticCluster, node_labels
 
 
@@ -140,45 +146,6 @@ def node_objects(cluster: SyntheticCluster) -> list[dict[str, Any]]:
     ]
 
 
-def _pdbs(workloads: Sequence[tuple[str, str, str, int]]) -> list[dict[str, Any]]:
-    """PodDisruptionBudgets of the replicated services (``(kind, namespace, name, replicas)``)."""
-    out = []
-    for kind, namespace, name, replicas in workloads:
-        base = name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
-        if base not in ("checkout-api", "session-cache", "coredns") or kind == "ReplicaSet":
-            continue
-        spec: dict[str, Any] = {"selector": selector(name)}
-        if kind == "StatefulSet":
-            spec["maxUnavailable"] = 1
-        else:
-            spec["minAvailable"] = max(1, replicas // 2)
-        out.append(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": _meta(f"{name}-pdb", namespace),
-                "spec": spec,
-            }
-        )
-    return out
-
-
-def priority_class_objects() -> list[dict[str, Any]]:
-    """The cluster's PriorityClasses (built-in ones included, as ``kubectl get`` lists them)."""
-    return [
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-            "globalDefault": False,
-            "preemptionPolicy": "Never" if value < 0 else "PreemptLowerPriority",
-        }
-        for name, value in PRIORITY_CLASSES.items()
-        if name
-    ]
-
-
 def kube_objects(cluster: SyntheticCluster) -> dict[str, Any]:
     """The cluster's objects as one ``List`` (``kubectl get ... -o json`` shape)."""
     spec = cluster.spec
@@ -188,10 +155,10 @@ def kube_objects(cluster: SyntheticCluster) -> dict[str, Any]:
     replicas: dict[tuple[str, str, str], int] = {}
     for pod in cluster.pods:
         ns = pod.template.namespace
-        for kind, name in (
+        for kind, name in {
             (pod.owner_kind, pod.owner_name),
             (pod.workload_kind, pod.workload_name),
-        ):
+        }:
             if pod.deleted is None and pod.finished is None:
                 replicas[(kind, ns, name)] = replicas.get((kind, ns, name), 0) + 1
     workloads: list[tuple[str, str, str, int]] = []
@@ -210,6 +177,6 @@ def kube_objects(cluster: SyntheticCluster) -> dict[str, Any]:
             count = replicas.get((kind, ns, name), 0)
             items.append(_workload(kind, name, ns, app, template, count, owner))
             workloads.append((kind, ns, name, count))
-    items += _pdbs(workloads)
+    items += pdb_objects(workloads)
     items += priority_class_objects()
     return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}

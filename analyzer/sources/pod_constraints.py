@@ -19,9 +19,10 @@ data for the collector and the replay, and the ground truth may violate the requ
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from analyzer.sources.catalog import Template
+from analyzer.sources.catalog import PRIORITY_CLASSES, Template
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -104,3 +105,42 @@ def constraint_columns(template: Template, app: str, zones: int) -> tuple[str, s
         json.dumps(found.get("affinity", {}), sort_keys=True),
         json.dumps(found.get("topologySpreadConstraints", []), sort_keys=True),
     )
+
+
+def pdb_objects(workloads: Sequence[tuple[str, str, str, int]]) -> list[dict[str, Any]]:
+    """PodDisruptionBudgets of the replicated services (``(kind, namespace, name, replicas)``)."""
+    out = []
+    for kind, namespace, name, replicas in workloads:
+        base = name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
+        if base not in ("checkout-api", "session-cache", "coredns") or kind == "ReplicaSet":
+            continue
+        spec: dict[str, Any] = {"selector": selector(name)}
+        if kind == "StatefulSet":
+            spec["maxUnavailable"] = 1
+        else:
+            spec["minAvailable"] = max(1, replicas // 2)
+        out.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": f"{name}-pdb", "namespace": namespace},
+                "spec": spec,
+            }
+        )
+    return out
+
+
+def priority_class_objects() -> list[dict[str, Any]]:
+    """The cluster's PriorityClasses (built-in ones included, as ``kubectl get`` lists them)."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "globalDefault": False,
+            "preemptionPolicy": "Never" if value < 0 else "PreemptLowerPriority",
+        }
+        for name, value in PRIORITY_CLASSES.items()
+        if name
+    ]

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from analyzer.core.snapshot import (
     REQUESTS,
     Snapshot,
     SnapshotMeta,
+    kept_objects,
     make_snapshot,
     resource_column,
 )
@@ -43,7 +45,13 @@ from analyzer.sources.catalog import (
 )
 from analyzer.sources.lifecycle import Pod, build_pods, run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
-from analyzer.sources.pod_constraints import constraint_columns, zone_labels, zone_of
+from analyzer.sources.pod_constraints import (
+    constraint_columns,
+    pdb_objects,
+    priority_class_objects,
+    zone_labels,
+    zone_of,
+)
 from analyzer.sources.spec import OPTIONAL_FIELDS, Grid, SyntheticSpec
 from analyzer.sources.usage import NodeShape, Usage, generate_usage
 
@@ -270,6 +278,17 @@ def _iso(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
+def _kept_objects(pods: list[Pod]) -> dict[str, list[dict[str, Any]]]:
+    """The snapshot's ``kube_objects.json``: PDBs of the replicated services (sized by the pods
+    running at the end) and the PriorityClasses, as ``collect --kube-objects`` keeps them."""
+    running: dict[tuple[str, str, str], int] = {}
+    for pod in pods:
+        key = (pod.workload_kind, pod.template.namespace, pod.workload_name)
+        running[key] = running.get(key, 0) + int(pod.deleted is None and pod.finished is None)
+    workloads = [(*key, count) for key, count in running.items()]
+    return kept_objects([*pdb_objects(workloads), *priority_class_objects()])
+
+
 def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCluster:
     """Generate the cluster of ``spec``; ``place`` replaces the default least-allocated choice."""
     rng = np.random.default_rng(spec.seed)
@@ -312,7 +331,12 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         },
     )
     snapshot = make_snapshot(
-        meta, _node_table(nodes, spec), _pod_table(pods, nodes, grid, spec), node_usage, pod_usage
+        meta,
+        _node_table(nodes, spec),
+        _pod_table(pods, nodes, grid, spec),
+        node_usage,
+        pod_usage,
+        objects=_kept_objects(pods) if spec.pod_constraints else None,
     )
     return SyntheticCluster(
         spec=spec,
