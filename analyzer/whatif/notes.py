@@ -191,9 +191,14 @@ def field_source_notes(snapshot: Snapshot) -> list[str]:
     node_sources = sources.get("nodes") if isinstance(sources, dict) else None
     if isinstance(node_sources, dict) and isinstance(node_sources.get("labels"), dict):
         from_objects = int(node_sources["labels"].get("objects", 0))
+        rest = (
+            "; the others' are what kube-state-metrics exported"
+            if from_objects < len(snapshot.nodes)
+            else ""
+        )
         notes.append(
-            f"Node labels and taints of {_pl(from_objects, 'node', 'nodes')} of {len(snapshot.nodes):,} "
-            "were read from Node objects; the others are what kube-state-metrics exported."
+            f"Node labels and taints of {_pl(from_objects, 'node', 'nodes')} of "
+            f"{len(snapshot.nodes):,} were read from Node objects{rest}."
         )
     notes.append(
         f"{_pl(affinity, 'pod has', 'pods have')} affinity terms and "
