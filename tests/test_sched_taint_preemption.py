@@ -487,7 +487,8 @@ def test_what_if_notes_name_strategies_that_ignore_prefer_no_schedule() -> None:
     prefer = json.dumps([{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}])
     nodes = pd.DataFrame({"taints": [prefer, "[]", prefer]})
     pods = pd.DataFrame({"node_selector": ["{}"], "tolerations": ["[]"]})
-    snapshot = SimpleNamespace(nodes=nodes, pods=pods)
+    meta = SimpleNamespace(extra={}, source="prometheus")  # collected without --kube-objects
+    snapshot = SimpleNamespace(nodes=nodes, pods=pods, meta=meta)
     strategies = [
         Strategy("kube-default", load_strategy("kube-default")),
         Strategy("bestfit", load_strategy("bestfit")),  # a GPU preset: its policy only

@@ -17,6 +17,7 @@ import click
 
 from analyzer.cli.base import is_terminal, main
 from analyzer.collect.check import format_table, run_check
+from analyzer.collect.kube_objects import read_kube_objects
 from analyzer.collect.run import DEFAULT_MAX_REQUESTS as DEFAULT_MAX_REQUESTS  # aggregate uses it
 from analyzer.collect.run import CollectRequest, collect
 from analyzer.core.durations import format_duration, parse_duration, parse_time
@@ -258,10 +259,19 @@ def _progress_bar(done: int, total: int) -> None:
     metavar="NAME=VALUE",
     help="PriorityClass value (KSM does not export them), repeatable.",
 )
+@click.option(
+    "--kube-objects",
+    type=click.Path(path_type=Path),
+    help="'kubectl get deploy,sts,ds,rs,job,cronjob,nodes,pdb,priorityclass -A -o json' output "
+    "(a file, or a folder of .json files): adds each pod's affinity, spread constraints and "
+    "priority from its owner's template, and the nodes' labels and taints.",
+)
 @scrape_interval_option
 def collect_cmd(**options: Any) -> None:
     """Read a time range from Prometheus into a snapshot directory (written atomically)."""
     check_snapshot_out(options["out"])  # before the fetch: never lose a whole fetch, nor a folder
+    # read and checked before the fetch too: a bad file costs nothing
+    objects = read_kube_objects(options["kube_objects"]) if options["kube_objects"] else None
     start, end = resolve_range(options["start"], options["end"], options["since"])
     request = CollectRequest(
         settings=settings_from(options),
@@ -274,6 +284,7 @@ def collect_cmd(**options: Any) -> None:
         priority_classes=_priority_classes(options["priority_classes"]),
         max_requests=options["max_requests"],
         scrape_interval_seconds=scrape_interval_seconds(options["scrape_interval"]),
+        kube_objects=objects,
     )
     limit_heap_growth()  # resident memory close to live data over a long fetch (glibc)
     result = collect(request, _progress_bar if is_terminal() else None)

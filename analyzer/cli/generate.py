@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from pathlib import Path
 
 import click
 
 from analyzer.cli.base import main
+from analyzer.core.atomic import atomic_write_text
 from analyzer.core.durations import parse_duration, parse_positive_duration, parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import parse_quantity
@@ -19,6 +21,7 @@ from analyzer.sources import (
     generate,
     write_openmetrics,
 )
+from analyzer.sources.kube_objects import kube_objects
 from analyzer.sources.openmetrics import CONVENTIONS, OpenMetricsStats, estimate_openmetrics
 
 DEFAULT_MAX_BYTES = "2G"
@@ -168,6 +171,27 @@ def _constant_step(text: str, step_text: str, step_seconds: int) -> int:
     show_default=True,
     help="Write every series this many times with a prometheus_replica label (HA pair).",
 )
+@click.option(
+    "--kube-objects",
+    "kube_objects_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the cluster's Kubernetes objects (Nodes, Deployments, ReplicaSets, ..., "
+    "PDBs, PriorityClasses) as one List, the input of 'collect --kube-objects'.",
+)
+@click.option(
+    "--zones",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Label nodes with topology.kubernetes.io/zone, round robin over this many zones.",
+)
+@click.option(
+    "--pod-constraints/--no-pod-constraints",
+    default=False,
+    show_default=True,
+    help="Give some workloads topologySpreadConstraints and pod (anti-)affinity.",
+)
 def generate_cmd(
     out: Path,
     openmetrics: Path | None,
@@ -187,6 +211,9 @@ def generate_cmd(
     node_annotations: bool,
     ksm_honor_labels: bool,
     ha_replicas: int,
+    kube_objects_out: Path | None = None,
+    zones: int = 0,
+    pod_constraints: bool = False,
 ) -> None:
     """Generate a synthetic cluster: the ground-truth snapshot, optionally its OpenMetrics."""
     check_snapshot_out(out)  # before generating: never replace a folder that is not a snapshot
@@ -201,6 +228,8 @@ def generate_cmd(
         start=parse_time(start, field="--start"),
         churn=churn,
         pods_per_node=pods_per_node,
+        zones=zones,
+        pod_constraints=pod_constraints,
     )
     options = OpenMetricsOptions(
         instance_convention=instance_convention,
@@ -236,3 +265,7 @@ def generate_cmd(
             f"openmetrics {openmetrics}: {stats.series} series, {stats.samples} samples, "
             f"{stats.bytes} bytes ({human_bytes(stats.bytes)})"
         )
+    if kube_objects_out is not None:
+        listing = kube_objects(cluster)
+        atomic_write_text(kube_objects_out, json.dumps(listing, indent=1, sort_keys=True) + "\n")
+        click.echo(f"kube objects {kube_objects_out}: {len(listing['items'])} objects")

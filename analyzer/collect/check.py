@@ -21,6 +21,7 @@ import numpy as np
 
 from analyzer.collect.usage import NodeMapper
 from analyzer.core.durations import format_duration
+from analyzer.core.quantity import sanitize_resource_name
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import TimeGrid
 from analyzer.prom.identify import identify_server
@@ -46,6 +47,7 @@ METRICS: tuple[tuple[str, str, bool], ...] = (
     ("kube-state-metrics", "kube_pod_overhead_cpu_cores", False),
     ("kube-state-metrics", "kube_replicaset_owner", False),
     ("kube-state-metrics", "kube_node_labels", False),
+    ("kube-state-metrics", "kube_pod_labels", False),
     ("kube-state-metrics", "kube_node_annotations", False),
     ("kube-state-metrics", "kube_node_spec_taint", False),
     ("kube-state-metrics", "kube_pod_tolerations", False),
@@ -160,9 +162,10 @@ def run_check(settings: PromSettings, grid: TimeGrid) -> CheckReport:
         report.server_line = identity.describe()
         _metrics(client, grid, report)
         _conventions(client, grid, report)
+        _label_allowlist(client, grid, report)
         intervals = detect_intervals(client, grid.start, grid.end)
         report.conventions["scrape_interval"] = {s: i.seconds for s, i in intervals.items()}
-        report.warnings = list(client.warnings)
+        report.warnings = [*client.warnings, *report.warnings]
     return report
 
 
@@ -276,6 +279,55 @@ def _conventions(client: PromClient, grid: TimeGrid, report: CheckReport) -> Non
         )
 
 
+# Node label keys the scheduling plugins read (topology domains, pools, hostname).
+TOPOLOGY_NODE_LABELS = (
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "kubernetes.io/hostname",
+)
+ALLOWLIST_FLAG = (
+    "--metric-labels-allowlist=pods=[*],nodes=[topology.kubernetes.io/zone,"
+    "topology.kubernetes.io/region,kubernetes.io/hostname,<your pool label, e.g. "
+    "cloud.google.com/gke-nodepool>]"
+)
+
+
+def _label_allowlist(client: PromClient, grid: TimeGrid, report: CheckReport) -> None:
+    """Whether kube-state-metrics exports the pod and node labels that spread constraints and
+    affinity select on; when not, the ``--metric-labels-allowlist`` it needs (a warning: collect
+    still works, with ``labels`` empty or partial)."""
+    if "kube-state-metrics" in report.missing_sources:
+        return
+    pod_keys = [
+        n
+        for n in client.label_names(["kube_pod_labels"], grid.start, grid.end)
+        if n.startswith("label_")
+    ]
+    node_keys = set(client.label_names(["kube_node_labels"], grid.start, grid.end))
+    missing_nodes = [
+        key
+        for key in TOPOLOGY_NODE_LABELS
+        if "label_" + sanitize_resource_name(key) not in node_keys
+    ]
+    report.conventions["pod_labels"] = (
+        f"{len(pod_keys)} label key(s) exported" if pod_keys else "not exported"
+    )
+    report.conventions["node_topology_labels"] = (
+        "all exported" if not missing_nodes else "missing " + ", ".join(missing_nodes)
+    )
+    if not pod_keys or missing_nodes:
+        what = []
+        if not pod_keys:
+            what.append("pod labels (kube_pod_labels)")
+        if missing_nodes:
+            what.append("node labels " + ", ".join(missing_nodes))
+        report.warnings.append(
+            f"kube-state-metrics does not export {' and '.join(what)}, which topology spread "
+            f"and pod affinity select on; run it with {ALLOWLIST_FLAG} (or pass "
+            "'collect --kube-objects' for pod templates and Node objects)"
+        )
+
+
 def _interval_lines(report: CheckReport, step: int) -> list[str]:
     """Per source: the measured scrape interval and the irate window collect would use."""
     lines = []
@@ -314,6 +366,8 @@ def format_table(report: CheckReport, grid_step: int = 60) -> str:
         ("node-exporter instance", "node_exporter_instance"),
         ("nodes (kube_node_info)", "nodes"),
         ("nodes with node-exporter", "nodes_with_node_exporter"),
+        ("pod labels", "pod_labels"),
+        ("node topology labels", "node_topology_labels"),
     ):
         lines.append(f"  {label + ':':<26} {report.conventions.get(key, '')}")
     lines.extend(_interval_lines(report, grid_step))

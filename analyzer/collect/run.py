@@ -24,6 +24,8 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.collect.constraints import add_constraints
+from analyzer.collect.enrich import enrich_snapshot
+from analyzer.collect.kube_objects import KubeObjects
 from analyzer.collect.pod_usage import build_pod_usage
 from analyzer.collect.pods import build_pods
 from analyzer.collect.usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
@@ -94,6 +96,8 @@ class CollectRequest:
     max_requests: int = DEFAULT_MAX_REQUESTS  # refuse a larger plan before sending anything
     # --scrape-interval: every source's scrape interval, instead of measuring it
     scrape_interval_seconds: int | None = None
+    # --kube-objects: workload templates, nodes, PDBs and PriorityClasses (collect.enrich)
+    kube_objects: KubeObjects | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,8 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     context = replace(context, warnings=tuple(warnings))
     result = finish_snapshot(inventory, usage_results, grid, context)
     result.step_note = step_note(grid.step, intervals)
+    if request.kube_objects is not None:
+        result.snapshot, _ = enrich_snapshot(result.snapshot, request.kube_objects)
     return result
 
 

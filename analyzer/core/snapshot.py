@@ -76,9 +76,27 @@ POD_COLUMNS: dict[str, str] = {
     "last_seen": "datetime64[ns, UTC]",
     "tolerations": "string",  # JSON list of {key, operator, value, effect}; "[]" when absent
     "node_selector": "string",  # JSON object; "{}" when absent
+    # From Kubernetes objects (collect --kube-objects) or the generator; "{}"/"[]" when unknown.
+    "affinity": "string",  # JSON object: the pod spec's affinity (node/pod affinity, anti-affinity)
+    "topology_spread": "string",  # JSON list: topologySpreadConstraints
+    "field_sources": "string",  # JSON object: field -> metrics | objects | inferred (FIELD_SOURCES)
 }
 # Scheduling-constraint columns added later: old snapshots lack them, so they default (never NA).
-JSON_DEFAULTS: dict[str, str] = {"taints": "[]", "tolerations": "[]", "node_selector": "{}"}
+JSON_DEFAULTS: dict[str, str] = {
+    "taints": "[]",
+    "tolerations": "[]",
+    "node_selector": "{}",
+    "affinity": "{}",
+    "topology_spread": "[]",
+    "field_sources": "{}",
+}
+# Where a pod's field came from (pods.field_sources values; meta.json extra.field_sources counts):
+# "metrics" = observed in Prometheus (kube-state-metrics), "objects" = read from the Kubernetes
+# objects given to collect --kube-objects, "inferred" = derived by a documented rule (naming
+# conventions, a globalDefault PriorityClass), "none" = no source said anything (the default).
+FIELD_SOURCES = ("metrics", "objects", "inferred", "none")
+# Kubernetes objects a snapshot keeps besides its tables (kube_objects.json; optional file).
+KUBE_OBJECTS_FILE = "kube_objects.json"
 USAGE_VALUE_COLUMNS: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]",
     "cpu": "float64",
@@ -164,6 +182,9 @@ class Snapshot:
     pods: pd.DataFrame
     node_usage: pd.DataFrame
     pod_usage: pd.DataFrame
+    # kind -> objects (PodDisruptionBudget, PriorityClass) from collect --kube-objects or the
+    # generator; written to kube_objects.json when not empty. Older snapshots have none.
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def start(self) -> pd.Timestamp:
@@ -206,8 +227,8 @@ def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
             if name in JSON_DEFAULTS:
                 out[name] = out[name].fillna(JSON_DEFAULTS[name])
         elif name in JSON_DEFAULTS:
-            # built like a present column (astype + to_numpy) so both paths get the same dtype
-            out[name] = pd.Series(JSON_DEFAULTS[name], index=out.index).astype(dtype).to_numpy()
+            # built like a present column (astype + .array) so both paths get the same dtype
+            out[name] = pd.Series(JSON_DEFAULTS[name], index=out.index).astype(dtype).array
         else:
             out[name] = pd.Series(
                 pd.NA if dtype != "float64" else float("nan"), index=out.index
@@ -255,6 +276,7 @@ def make_snapshot(
     pods: pd.DataFrame,
     node_usage: pd.DataFrame,
     pod_usage: pd.DataFrame,
+    objects: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Snapshot:
     """Build a snapshot, coercing every table to the schema, and validate it."""
     snapshot = Snapshot(
@@ -263,13 +285,14 @@ def make_snapshot(
         pods=_coerce(pods, "pods"),
         node_usage=_coerce(node_usage, "node_usage"),
         pod_usage=_coerce(pod_usage, "pod_usage"),
+        objects=dict(objects or {}),
     )
     validate(snapshot)
     return snapshot
 
 
 # What a snapshot folder holds: an existing folder with anything else is not replaced.
-SNAPSHOT_FILES = ("meta.json", *(f"{table}.parquet" for table in TABLES))
+SNAPSHOT_FILES = ("meta.json", *(f"{table}.parquet" for table in TABLES), KUBE_OBJECTS_FILE)
 
 
 def check_snapshot_out(directory: Path, option: str = "--out") -> None:
@@ -296,6 +319,10 @@ def write_snapshot(snapshot: Snapshot, directory: Path, option: str = "--out") -
             ]
             for done in writes:
                 done.result()
+        if snapshot.objects:
+            (tmp / KUBE_OBJECTS_FILE).write_text(
+                json.dumps(snapshot.objects, indent=1, sort_keys=True) + "\n"
+            )
         (tmp / "meta.json").write_text(
             json.dumps(asdict(snapshot.meta), indent=2, sort_keys=True) + "\n"
         )
@@ -323,9 +350,58 @@ def read_snapshot(directory: Path) -> Snapshot:
         if not path.is_file():
             raise InputError(f"{directory}: snapshot lacks {path.name}; re-create the snapshot")
         tables[table] = read_table(path, table)
-    snapshot = Snapshot(meta=meta, **tables)
+    snapshot = Snapshot(meta=meta, **tables, objects=read_objects(directory / KUBE_OBJECTS_FILE))
     validate(snapshot, where=str(directory))
     return snapshot
+
+
+_PDB_STATUS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
+
+
+def kept_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The ``kube_objects.json`` form of PodDisruptionBudget and PriorityClass objects (others
+    are left out): kind -> ``[{namespace, name, spec, status}]`` for PDBs (status only the
+    counts), ``[{name, value, globalDefault, preemptionPolicy}]`` for PriorityClasses."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "PodDisruptionBudget":
+            status = obj.get("status") or {}
+            out.setdefault("PodDisruptionBudget", []).append(
+                {
+                    "namespace": str(meta.get("namespace", "")),
+                    "name": str(meta.get("name", "")),
+                    "spec": obj.get("spec") or {},
+                    "status": {k: v for k, v in status.items() if k in _PDB_STATUS},
+                }
+            )
+        elif obj.get("kind") == "PriorityClass":
+            out.setdefault("PriorityClass", []).append(
+                {
+                    "name": str(meta.get("name", "")),
+                    "value": obj.get("value", 0),
+                    "globalDefault": bool(obj.get("globalDefault", False)),
+                    "preemptionPolicy": str(obj.get("preemptionPolicy") or "PreemptLowerPriority"),
+                }
+            )
+    return out
+
+
+def read_objects(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """``kube_objects.json`` (kind -> list of objects); absent = none (older snapshots)."""
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: unreadable ({exc}); re-create the snapshot") from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, list) and all(isinstance(o, dict) for o in v) for v in raw.values()
+    ):
+        raise InputError(
+            f"{path}: expected an object of kind -> list of objects; re-create the snapshot"
+        )
+    return {str(k): list(v) for k, v in raw.items()}
 
 
 def read_meta(meta_path: Path) -> SnapshotMeta:

@@ -166,7 +166,12 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     daemonset = (pods["owner_kind"].fillna("") == "DaemonSet").to_numpy()
     # few distinct (tolerations, nodeSelector) texts: parse each once, share the object
     texts = list(
-        zip(_column(pods, "tolerations", "[]"), _column(pods, "node_selector", "{}"), strict=True)
+        zip(
+            _column(pods, "tolerations", "[]"),
+            _column(pods, "node_selector", "{}"),
+            _column(pods, "affinity", "{}"),  # its required node affinity (collect --kube-objects)
+            strict=True,
+        )
     )
     parsed = {t: constraints_from_json(*t) for t in dict.fromkeys(texts)}
     label_texts = _column(pods, "labels", "{}")
@@ -198,6 +203,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
             + lim_row.tobytes()
             + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}|{texts[i][0]}|{texts[i][1]}".encode()
         )
+        if parsed[texts[i]].required_terms is not None:
+            key += f"|{texts[i][2]}".encode()
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
     return demands, keys

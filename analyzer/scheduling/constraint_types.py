@@ -278,12 +278,19 @@ def taints_from_json(text: object, where: str = "nodes.taints") -> tuple[Taint, 
     return parse_taints(_json(text, "[]", where), where)
 
 
-def constraints_from_json(tolerations: object, selector: object) -> PodConstraints:
-    """A pod's constraints from the snapshot ``tolerations`` and ``node_selector`` cells."""
+def constraints_from_json(
+    tolerations: object, selector: object, affinity: object = None
+) -> PodConstraints:
+    """A pod's constraints from the snapshot ``tolerations``, ``node_selector`` and ``affinity``
+    cells (the last one's required node affinity; its pod terms are not constraints here)."""
     spec = {
         "tolerations": _json(tolerations, "[]", "pods.tolerations"),
         "nodeSelector": _json(selector, "{}", "pods.node_selector"),
     }
+    raw = _json(affinity, "{}", "pods.affinity")
+    node_affinity = raw.get("nodeAffinity") if isinstance(raw, dict) else None
+    if node_affinity:
+        spec["affinity"] = {"nodeAffinity": node_affinity}
     return parse_pod_constraints(spec, "pods")
 
 

@@ -12,6 +12,8 @@ from analyzer.core.errors import InputError
 DEFAULT_START = datetime(2026, 11, 1, tzinfo=UTC)
 # Fields added after the first snapshots: left out of meta.json while they hold their default.
 OPTIONAL_FIELDS = {"dedicated_pools": (), "usage_scale": 1.0, "hot_by_node": False}
+# Kubernetes-object knobs (sources/kube_objects.py), also left out of meta.json at their defaults.
+OPTIONAL_FIELDS.update({"zones": 0, "pod_constraints": False})
 
 
 @dataclass(frozen=True)
@@ -31,9 +33,14 @@ class SyntheticSpec:
     - ``usage_scale``: multiplies every app pod's mean cpu usage (below 1: over-requested
       workloads, as most clusters run);
     - ``hot_by_node``: hot nodes burn in their own processes (kept by the node under any
-      placement) instead of in their pods without a cpu limit.
+      placement) instead of in their pods without a cpu limit;
+    - ``zones``: label the nodes with ``topology.kubernetes.io/zone`` (round robin over this many
+      zones per pool; 0: no zone labels);
+    - ``pod_constraints``: give some workloads topologySpreadConstraints and pod (anti-)affinity
+      (``sources/kube_objects.py``); the generator's own placement does not apply them.
 
-    The last three keep their defaults out of ``meta.json`` so default output does not change.
+    The fields from ``dedicated_pools`` on keep their defaults out of ``meta.json`` so default
+    output does not change.
     """
 
     seed: int = 0
@@ -49,6 +56,8 @@ class SyntheticSpec:
     dedicated_pools: tuple[str, ...] = ()
     usage_scale: float = 1.0
     hot_by_node: bool = False
+    zones: int = 0
+    pod_constraints: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -65,6 +74,8 @@ class SyntheticSpec:
             raise InputError(f"--pods-per-node: {self.pods_per_node} must be >= 0")
         if self.usage_scale <= 0:
             raise InputError(f"--usage-scale: {self.usage_scale} must be > 0")
+        if self.zones < 0:
+            raise InputError(f"--zones: {self.zones} must be >= 0 (0: no zone labels)")
         if self.start.tzinfo is None:
             raise InputError("--start: the time must carry a timezone (e.g. 2026-11-01T00:00:00Z)")
 

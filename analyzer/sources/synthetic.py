@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from analyzer.core.snapshot import (
     REQUESTS,
     Snapshot,
     SnapshotMeta,
+    kept_objects,
     make_snapshot,
     resource_column,
 )
@@ -43,6 +45,13 @@ from analyzer.sources.catalog import (
 )
 from analyzer.sources.lifecycle import Pod, build_pods, run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
+from analyzer.sources.pod_constraints import (
+    constraint_columns,
+    pdb_objects,
+    priority_class_objects,
+    zone_labels,
+    zone_of,
+)
 from analyzer.sources.spec import OPTIONAL_FIELDS, Grid, SyntheticSpec
 from analyzer.sources.usage import NodeShape, Usage, generate_usage
 
@@ -59,6 +68,7 @@ class SyntheticNode:
     capacity: dict[str, int]
     allocatable: dict[str, int]
     hot: bool
+    zone: str = ""  # topology.kubernetes.io/zone (SyntheticSpec.zones; "" = not labelled)
 
 
 @dataclass
@@ -114,6 +124,7 @@ def build_nodes(spec: SyntheticSpec, rng: np.random.Generator) -> list[Synthetic
         if pool.name in spec.dedicated_pools:
             pool = replace(pool, dedicated=True)
         plan += [(f"{pool.name}-{k:04d}", pool) for k in range(count)]
+    in_pool = [int(name.rsplit("-", 1)[1]) for name, _ in plan]
     candidates = [i for i, (_, pool) in enumerate(plan) if not pool.gpus]
     n_hot = round(spec.hot_nodes * len(candidates))
     if spec.hot_nodes > 0 and spec.nodes >= 4:
@@ -130,6 +141,7 @@ def build_nodes(spec: SyntheticSpec, rng: np.random.Generator) -> list[Synthetic
                 capacity=capacity,
                 allocatable=node_allocatable(capacity),
                 hot=i in hot,
+                zone=zone_of(in_pool[i], spec.zones),
             )
         )
     return nodes
@@ -168,6 +180,7 @@ def node_labels(node: SyntheticNode) -> dict[str, str]:
     }
     if node.pool.gpus:
         labels["nvidia.com/gpu.present"] = "true"
+    labels.update(zone_labels(node.zone))
     return labels
 
 
@@ -217,6 +230,10 @@ def _pod_table(
     table["node_selector"] = [
         json.dumps(constraints[id(p.template)][1], sort_keys=True) for p in pods
     ]
+    if spec.pod_constraints:  # opt-in: default snapshots keep the columns' defaults
+        cells = [constraint_columns(p.template, p.workload_name, spec.zones) for p in pods]
+        table["affinity"] = [c[0] for c in cells]
+        table["topology_spread"] = [c[1] for c in cells]
     requests = [pod_requests(p.spec) for p in pods]
     limits = [pod_limits(p.spec) for p in pods]
     non_zero = [pod_requests(p.spec, non_zero=True) for p in pods]
@@ -261,6 +278,17 @@ def _iso(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
+def _kept_objects(pods: list[Pod]) -> dict[str, list[dict[str, Any]]]:
+    """The snapshot's ``kube_objects.json``: PDBs of the replicated services (sized by the pods
+    running at the end) and the PriorityClasses, as ``collect --kube-objects`` keeps them."""
+    running: dict[tuple[str, str, str], int] = {}
+    for pod in pods:
+        key = (pod.workload_kind, pod.template.namespace, pod.workload_name)
+        running[key] = running.get(key, 0) + int(pod.deleted is None and pod.finished is None)
+    workloads = [(*key, count) for key, count in running.items()]
+    return kept_objects([*pdb_objects(workloads), *priority_class_objects()])
+
+
 def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCluster:
     """Generate the cluster of ``spec``; ``place`` replaces the default least-allocated choice."""
     rng = np.random.default_rng(spec.seed)
@@ -303,7 +331,12 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         },
     )
     snapshot = make_snapshot(
-        meta, _node_table(nodes, spec), _pod_table(pods, nodes, grid, spec), node_usage, pod_usage
+        meta,
+        _node_table(nodes, spec),
+        _pod_table(pods, nodes, grid, spec),
+        node_usage,
+        pod_usage,
+        objects=_kept_objects(pods) if spec.pod_constraints else None,
     )
     return SyntheticCluster(
         spec=spec,

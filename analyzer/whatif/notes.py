@@ -7,10 +7,13 @@ Three kinds of sentence, each true of this run:
   TaintToleration / NodeAffinity filters; a configuration file without them is named);
 - **not modelled**: what the replay never does (``analyzer.replay.engine``): pod priority and
   preemption (the pending queue is FIFO by arrival), inter-pod (anti-)affinity, topology spread,
-  preferred node affinity (not in the snapshot), ``percentageOfNodesToScore`` (every node is
-  scored), required node affinity terms (not in the snapshot); PreferNoSchedule taints, when the
-  snapshot has some, for the strategies without a TaintToleration score;
-- **missing data**: pods that ran without usage samples, pods never bound in reality.
+  preferred node affinity outside the kube-based presets, ``percentageOfNodesToScore`` (every
+  node is scored); required node affinity (from Kubernetes objects) is applied when the snapshot
+  has it; PreferNoSchedule taints, when the snapshot has some, for the strategies without a
+  TaintToleration score;
+- **missing data**: pods that ran without usage samples, pods never bound in reality;
+- **field sources**: which pod fields were observed in Prometheus, read from Kubernetes objects
+  (``collect --kube-objects``) or inferred (``meta.json`` ``extra.field_sources``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from analyzer.scheduling.constraints import AFFINITY_NAME, TAINT_NAME
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
     "Not modelled by any strategy here: pod priority and preemption (the pending queue is FIFO by "
-    "arrival), inter-pod affinity and anti-affinity, topology spread constraints, preferred node "
-    "affinity (not in the snapshot), and percentageOfNodesToScore (every present node is scored)."
+    "arrival), inter-pod affinity and anti-affinity, topology spread constraints, and "
+    "percentageOfNodesToScore (every present node is scored)."
 )
 
 
@@ -96,10 +99,19 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
                 f"{', '.join(ignoring)}: the configuration has no TaintToleration/NodeAffinity "
                 "filter, so it may put any pod on any node with room."
             )
-    notes.append(
-        "Required node affinity terms are not in the snapshot, so only nodeSelectors restrict "
-        "where a pod may go."
-    )
+    required = _required_node_affinity(pods)
+    if required:
+        appliers = "every strategy" if not ignoring else ", ".join(applying) or "no strategy"
+        notes.append(
+            f"Required node affinity of {_pl(required, 'pod', 'pods')} (from Kubernetes objects) "
+            f"restricts where they may go, applied by {appliers} (the NodeAffinity filter)."
+        )
+    else:
+        notes.append(
+            "No pod in the snapshot has required node affinity terms (they come only from "
+            "Kubernetes objects, collect --kube-objects), so only nodeSelectors restrict where a "
+            "pod may go."
+        )
     preferring = _tainted(nodes, ("PreferNoSchedule",)) if "taints" in nodes.columns else 0
     unscored = [
         name
@@ -113,6 +125,98 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
             "score plugin; the kube-based presets score them)."
         )
     notes.append(NOT_MODELLED)
+    notes.extend(field_source_notes(snapshot))
+    return notes
+
+
+def _json_object(text: object) -> dict[str, object]:
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _required_node_affinity(pods: pd.DataFrame) -> int:
+    """Pods whose ``affinity`` cell has required node affinity terms."""
+    if "affinity" not in pods.columns:
+        return 0
+    count = 0
+    for text in pods["affinity"].tolist():
+        node = _json_object(text).get("nodeAffinity")
+        if isinstance(node, dict) and node.get("requiredDuringSchedulingIgnoredDuringExecution"):
+            count += 1
+    return count
+
+
+# pods.field_sources values in the words of the notes
+_SOURCE_WORDS = {
+    "metrics": "observed in Prometheus",
+    "objects": "read from Kubernetes objects",
+    "inferred": "inferred",
+    "none": "unknown",
+}
+_FIELD_WORDS = {
+    "tolerations": "tolerations",
+    "node_selector": "nodeSelectors",
+    "affinity": "affinity",
+    "topology_spread": "topology spread constraints",
+    "labels": "pod labels",
+    "priority": "priorities",
+}
+
+
+def field_source_notes(snapshot: Snapshot) -> list[str]:
+    """Which scheduling fields of the pods were observed, read from objects or inferred."""
+    pods = snapshot.pods
+    spread = _non_empty(pods["topology_spread"]) if "topology_spread" in pods.columns else 0
+    affinity = _non_empty(pods["affinity"]) if "affinity" in pods.columns else 0
+    sources = snapshot.meta.extra.get("field_sources")
+    pod_sources = sources.get("pods") if isinstance(sources, dict) else None
+    if not isinstance(pod_sources, dict):
+        if snapshot.meta.source.startswith("synthetic:"):
+            return [
+                "Pod fields are the generator's ground truth: "
+                f"{_pl(affinity, 'pod has', 'pods have')} affinity terms and "
+                f"{_pl(spread, 'pod has', 'pods have')} topology spread constraints."
+            ]
+        return [
+            "The snapshot was collected without Kubernetes objects (collect --kube-objects): pod "
+            "affinity and topology spread constraints are unknown; tolerations and nodeSelectors "
+            "are what kube-state-metrics exported, priorities come from PriorityClass names "
+            "(built-in values and --priority-class)."
+        ]
+    parts = []
+    for name, words in _FIELD_WORDS.items():
+        counts = pod_sources.get(name)
+        if not isinstance(counts, dict) or not counts:
+            continue
+        ordered = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+        said = ", ".join(f"{int(n):,} {_SOURCE_WORDS.get(str(k), str(k))}" for k, n in ordered)
+        parts.append(f"{words}: {said}")
+    notes = [
+        f"Where the {len(pods):,} pods' scheduling fields come from (pods): "
+        + "; ".join(parts)
+        + "."
+    ]
+    node_sources = sources.get("nodes") if isinstance(sources, dict) else None
+    if isinstance(node_sources, dict) and isinstance(node_sources.get("labels"), dict):
+        from_objects = int(node_sources["labels"].get("objects", 0))
+        rest = (
+            "; the others' are what kube-state-metrics exported"
+            if from_objects < len(snapshot.nodes)
+            else ""
+        )
+        notes.append(
+            f"Node labels and taints of {_pl(from_objects, 'node', 'nodes')} of "
+            f"{len(snapshot.nodes):,} were read from Node objects{rest}."
+        )
+    notes.append(
+        f"{_pl(affinity, 'pod has', 'pods have')} affinity terms and "
+        f"{_pl(spread, 'pod has', 'pods have')} topology spread constraints in the snapshot."
+    )
     return notes
 
 

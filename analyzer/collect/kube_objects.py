@@ -1,0 +1,255 @@
+"""Read ``kubectl get deploy,sts,ds,rs,job,cronjob,nodes,pdb,priorityclass -A -o json`` output.
+
+``collect --kube-objects FILE|DIR`` takes one JSON file, or a folder of ``*.json`` files, each a
+``List`` (what ``kubectl get ... -o json`` prints for several kinds) or a single object. The
+objects are indexed by kind, namespace and name (``KubeObjects``); ``analyzer.collect.enrich``
+then gives each snapshot pod its owner's pod template and each node its labels and taints.
+
+Only what scheduling reads is kept of a pod template (``TemplateFields``): affinity,
+topologySpreadConstraints, tolerations, nodeSelector, priorityClassName (and the pod labels, for
+selectors). The fields are checked as the scheduler would read them (``parse_pod_constraints``),
+so a malformed template fails here with one line naming the object, not later in a replay.
+
+Bad input is one line, exit 2: a file that is not JSON, JSON that is neither a List nor an object
+with a ``kind``, an object without ``metadata.name``. Kinds the collector does not use (Services,
+ConfigMaps, ...) are skipped and counted in a note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import kept_objects
+from analyzer.scheduling.constraint_types import parse_pod_constraints, parse_taints
+
+# The kinds read; template kinds hold a pod template (CronJob: spec.jobTemplate.spec.template).
+TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
+KINDS = (*TEMPLATE_KINDS, "Pod", "Node", "PodDisruptionBudget", "PriorityClass")
+# Kinds kept in the snapshot's kube_objects.json (for preemption: priorities and budgets).
+KEPT_KINDS = ("PodDisruptionBudget", "PriorityClass")
+_CLUSTER_SCOPED = ("Node", "PriorityClass")
+
+
+@dataclass(frozen=True)
+class TemplateFields:
+    """The scheduling fields of a pod spec, as JSON-ready values (empty = not set)."""
+
+    affinity: Mapping[str, Any] = field(default_factory=dict)
+    topology_spread: tuple[Mapping[str, Any], ...] = ()
+    tolerations: tuple[Mapping[str, str], ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    priority_class: str = ""
+    priority: int | None = None  # spec.priority (a Pod object; templates leave it unset)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A controller ownerReference: kind and name (same namespace)."""
+
+    kind: str
+    name: str
+
+
+@dataclass
+class KubeObjects:
+    """The objects read, indexed: ``(kind, namespace, name) -> object`` and per kind lists."""
+
+    by_key: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    pods_by_uid: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: Counter[str] = field(default_factory=Counter)
+    files: int = 0
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object of ``kind`` named ``name`` (namespace ignored for cluster-scoped kinds)."""
+        return self.by_key.get((kind, "" if kind in _CLUSTER_SCOPED else namespace, name))
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        """Every object of ``kind``, in the order read."""
+        return [obj for (k, _, _), obj in self.by_key.items() if k == kind]
+
+    def count(self, kind: str) -> int:
+        """How many objects of ``kind`` were read."""
+        return sum(1 for k, _, _ in self.by_key if k == kind)
+
+    def notes(self) -> list[str]:
+        """One line about skipped kinds (empty when none)."""
+        if not self.skipped:
+            return []
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(self.skipped.items()))
+        return [f"--kube-objects: skipped kinds the collector does not read: {kinds}"]
+
+    def priority_values(self) -> dict[str, int]:
+        """PriorityClass name -> value."""
+        out = {}
+        for obj in self.of_kind("PriorityClass"):
+            value = obj.get("value")
+            if isinstance(value, int) and not isinstance(value, bool):
+                out[_name(obj)] = value
+        return out
+
+    def global_default(self) -> tuple[str, int] | None:
+        """The PriorityClass with ``globalDefault: true`` (highest value if several)."""
+        found = [
+            (int(obj.get("value", 0)), _name(obj))
+            for obj in self.of_kind("PriorityClass")
+            if obj.get("globalDefault") is True
+        ]
+        if not found:
+            return None
+        value, name = max(found)
+        return name, value
+
+    def kept(self) -> dict[str, list[dict[str, Any]]]:
+        """PodDisruptionBudgets and PriorityClasses, trimmed to what preemption reads."""
+        return kept_objects([*self.of_kind("PodDisruptionBudget"), *self.of_kind("PriorityClass")])
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def controller_of(obj: Mapping[str, Any]) -> Owner | None:
+    """The controller ownerReference of ``obj`` (the first owner when none is marked)."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    refs = [r for r in refs if isinstance(r, Mapping)]
+    chosen = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
+    if chosen is None:
+        return None
+    return Owner(str(chosen.get("kind", "")), str(chosen.get("name", "")))
+
+
+def pod_template_spec(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(template metadata, template spec) of a workload object (CronJob through its jobTemplate)."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    if obj.get("kind") == "Pod":
+        return obj.get("metadata") or {}, spec
+    template = spec.get("template") or {}
+    return template.get("metadata") or {}, template.get("spec") or {}
+
+
+def template_fields(obj: Mapping[str, Any], where: str) -> TemplateFields:
+    """The scheduling fields of a workload's pod template (or a Pod's spec), checked."""
+    meta, spec = pod_template_spec(obj)
+    if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
+        raise InputError(f"{where}: the pod template is not an object")
+    at = f"{where}.spec" if obj.get("kind") == "Pod" else f"{where} pod template"
+    parse_pod_constraints(spec, at)  # tolerations, nodeSelector, required node affinity: valid
+    affinity = spec.get("affinity") or {}
+    spread = spec.get("topologySpreadConstraints") or []
+    if not isinstance(affinity, Mapping):
+        raise InputError(f"{at}.affinity: expected an object")
+    if not isinstance(spread, list) or not all(isinstance(c, Mapping) for c in spread):
+        raise InputError(f"{at}.topologySpreadConstraints: expected a list of objects")
+    for i, constraint in enumerate(spread):
+        if not constraint.get("topologyKey") or not isinstance(constraint.get("maxSkew"), int):
+            raise InputError(
+                f"{at}.topologySpreadConstraints[{i}]: needs topologyKey and an integer maxSkew"
+            )
+    tolerations = []
+    for item in spec.get("tolerations") or []:
+        entry = {k: str(item[k]) for k in ("key", "operator", "value", "effect") if item.get(k)}
+        if entry.get("key") and "operator" not in entry:
+            entry["operator"] = "Equal"  # core/v1: empty operator means Equal
+        tolerations.append(entry)
+    priority = spec.get("priority")
+    return TemplateFields(
+        affinity=dict(affinity),
+        topology_spread=tuple(dict(c) for c in spread),
+        tolerations=tuple(tolerations),
+        node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
+        priority_class=str(spec.get("priorityClassName") or ""),
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+    )
+
+
+def node_fields(obj: Mapping[str, Any], where: str) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """A Node's labels and taints (``{key, value, effect}``, unset fields empty strings)."""
+    meta = obj.get("metadata") or {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    taints = parse_taints((obj.get("spec") or {}).get("taints"), f"{where}.spec.taints")
+    return labels, [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+        if not found:
+            raise InputError(
+                f"--kube-objects: {path} holds no .json file; write one with "
+                "'kubectl get deploy,sts,ds,rs,job,cronjob,nodes,pdb,priorityclass -A -o json'"
+            )
+        return found
+    if not path.is_file():
+        raise InputError(f"--kube-objects: {path} does not exist (give a .json file or a folder)")
+    return [path]
+
+
+def _items(data: Any, where: str) -> Iterator[tuple[str, Any]]:
+    """The objects of one file: a List's items (nested Lists too) or the object itself."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("kind"), str):
+        raise InputError(
+            f"{where}: not a Kubernetes List or object (no 'kind'); give the output of "
+            "'kubectl get ... -o json'"
+        )
+    kind = data["kind"]
+    if kind == "List" or kind.endswith("List"):
+        items = data.get("items")
+        if not isinstance(items, list):
+            raise InputError(f"{where}: a {kind} without an 'items' list")
+        for i, item in enumerate(items):
+            yield from _items(item, f"{where} items[{i}]")
+    else:
+        yield where, data
+
+
+def read_kube_objects(path: Path) -> KubeObjects:
+    """Read and index every object of ``path`` (a file or a folder of ``*.json`` files)."""
+    objects = KubeObjects()
+    for file in _files(Path(path)):
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise InputError(
+                f"--kube-objects: {file} is not JSON ({first}); write it with 'kubectl get ... -o json'"
+            ) from None
+        objects.files += 1
+        for where, obj in _items(data, str(file)):
+            add_object(objects, obj, where)
+    return objects
+
+
+def add_object(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> None:
+    """Index one object (checked); kinds not in ``KINDS`` are counted in ``skipped``."""
+    kind = str(obj.get("kind"))
+    if kind not in KINDS:
+        objects.skipped[kind] += 1
+        return
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not meta.get("name"):
+        raise InputError(f"{where}: a {kind} without metadata.name")
+    name = str(meta["name"])
+    namespace = "" if kind in _CLUSTER_SCOPED else str(meta.get("namespace") or "default")
+    label = f"{where} ({kind} {namespace + '/' if namespace else ''}{name})"
+    if kind in (*TEMPLATE_KINDS, "Pod"):
+        template_fields(obj, label)
+    elif kind == "Node":
+        node_fields(obj, label)
+    elif kind == "PriorityClass":
+        value = obj.get("value")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{label}.value: {value!r} is not an integer")
+    stored = dict(obj)
+    objects.by_key[(kind, namespace, name)] = stored
+    if kind == "Pod" and meta.get("uid"):
+        objects.pods_by_uid[str(meta["uid"])] = stored
