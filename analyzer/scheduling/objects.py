@@ -14,6 +14,7 @@ from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import resource_value
 from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.scheduling.affinity_types import PodAffinity, parse_pod_affinity
 from analyzer.scheduling.constraint_types import (
     NO_CONSTRAINTS,
     PodConstraints,
@@ -68,6 +69,7 @@ class PodObject:
     controller: OwnerRef | None = None  # ownerReference with controller: true
     terminating: bool = False  # metadata.deletionTimestamp is set
     uid: str = ""
+    affinity: PodAffinity | None = None  # spec.affinity podAffinity / podAntiAffinity
 
     @property
     def terminated(self) -> bool:
@@ -113,6 +115,7 @@ class PodObject:
             controller=self.controller,
             terminating=self.terminating,
             uid=self.uid,
+            affinity=self.affinity,
         )
 
 
@@ -233,4 +236,10 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         controller=controller_of(meta, f"{where}.metadata"),
         terminating=meta.get("deletionTimestamp") is not None,
         uid=str(meta.get("uid") or ""),
+        affinity=parse_pod_affinity(
+            spec,
+            f"{where}.spec",
+            str(meta.get("namespace", "default")),
+            _string_map(meta.get("labels"), f"{where}.metadata.labels"),
+        ),
     )
