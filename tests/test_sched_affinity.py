@@ -402,7 +402,7 @@ def test_explain_shows_the_filter_counts(tmp_path: Path) -> None:
 
 
 def test_pod_index_tracks_affinity_pods_and_terminating_ones() -> None:
-    # count_all counts terminating pods too; with_affinity follows binds and unbinds
+    # count_all counts terminating pods too; affinity_groups follows binds and unbinds
     rng = np.random.default_rng(3)
     index = PodIndex(4)
     terms = PodAffinity(required_anti=())
@@ -429,8 +429,11 @@ def test_pod_index_tracks_affinity_pods_and_terminating_ones() -> None:
         if pod.namespace == "a" and pod.labels["app"] == "web":
             want[node] += 1
     assert got.tolist() == want.tolist()
-    with_terms = {(n, p.name) for n, p in placed if p.affinity is not None}
-    assert {(n, p.name) for n, ps in index.with_affinity.items() for p in ps} == with_terms
+    with_terms: dict[int, int] = {}
+    for node, pod in placed:
+        if pod.affinity is not None:
+            with_terms[node] = with_terms.get(node, 0) + 1
+    assert index.affinity_groups.get(terms, {}) == with_terms
 
 
 def test_without_a_pod_index_the_error_names_the_fix() -> None:

@@ -66,6 +66,14 @@ class PodAffinity:
     preferred: tuple[WeightedTerm, ...] = ()
     preferred_anti: tuple[WeightedTerm, ...] = ()
 
+    def __post_init__(self) -> None:
+        # hashed once: the pod index and the plugin's memo key on it for every scored pod
+        fields = (self.required, self.required_anti, self.preferred, self.preferred_anti)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[no-any-return,attr-defined]
+
 
 def _term(raw: Any, where: str, namespace: str, labels: Mapping[str, str]) -> AffinityTerm:
     body = mapping(raw, where)

@@ -26,8 +26,9 @@ Counting walks every placed pod, terminating ones included (the plugin does not 
   over keys the node has; normalised over the scored nodes ``int64(100 · ((s − min) / (max −
   min)))`` in float64, all 0 when max = min.
 
-Cost: a pod without terms pays only for the placed pods that carry terms
-(``PodIndex.with_affinity``); a term costs one walk over the pod groups and O(nodes) numpy.
+Cost: a pod without terms pays only for the placed pods that carry terms, grouped by their terms
+(``PodIndex.affinity_groups``: a workload's replicas are one group): per group and term one
+match and O(nodes) numpy; an incoming term costs one walk over the pod groups and O(nodes) numpy.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from analyzer.scheduling.versions import KubeVersion
 
 NAME = "InterPodAffinity"
 MAX_NODE_SCORE = 100
+MEMO_SIZE = 10_000  # existing pods' term matches kept per (terms, incoming pod identity)
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -112,6 +114,7 @@ class InterPodAffinity:
     ) -> None:
         self.args = args or AffinityArgs()
         self.last: _ScoreDetail | None = None
+        self._memo: dict[Any, tuple[list[Any], list[Any]]] = {}
         self.last_filter: tuple[PodDemand, list[tuple[str, Int64Array, str]]] | None = None
 
     # ------------------------------------------------------------------ helpers
@@ -131,6 +134,12 @@ class InterPodAffinity:
         return None if namespace is None else namespace.labels
 
     @staticmethod
+    def _who(pod: PodDemand, ns_labels: Mapping[str, str] | None) -> tuple[Any, ...]:
+        """What decides whether an existing pod's term matches ``pod`` (a memo key)."""
+        frozen = None if ns_labels is None else frozenset(ns_labels.items())
+        return (pod.namespace, frozenset(pod.labels.items()), frozen)
+
+    @staticmethod
     def _per_domain(state: ClusterState, key: str, counts: Int64Array) -> Int64Array:
         """Σ counts per value of node label ``key`` over the nodes that carry it."""
         dom = domains(state, key)
@@ -141,29 +150,74 @@ class InterPodAffinity:
         return sums
 
     def _term_counts(self, state: ClusterState, term: AffinityTerm) -> Int64Array:
-        """Existing pods per node matching an (incoming, namespace-merged) term."""
-        return self._index(state).count_all(lambda ns, labels: term.matches(ns, labels, None))
+        """Existing pods per node matching an (incoming, namespace-merged) term.
+
+        A term over listed namespaces with a non-empty selector reads the index's kept
+        per-(selector, namespace) counts (live pods) and adds the terminating pods; others
+        (every namespace, the empty selector ``{}``) walk the pod groups.
+        """
+        index = self._index(state)
+        selector = term.selector
+        if selector.nothing:
+            return np.zeros(state.node_count, dtype=np.int64)
+
+        def matches(ns: str, labels: Mapping[str, str]) -> bool:
+            return term.matches(ns, labels, None)
+
+        if term.namespace_selector.nothing and not selector.empty and len(term.namespaces) <= 8:
+            counts = index.count_all(matches, live=False)
+            for namespace in term.namespaces:
+                counts += index.match_counts(selector, namespace)
+            return counts
+        return index.count_all(matches)
+
+    def _matching(
+        self,
+        theirs: PodAffinity,
+        pod: PodDemand,
+        ns_labels: Mapping[str, str] | None,
+        who: tuple[Any, ...],
+    ) -> tuple[list[tuple[AffinityTerm, int]], list[tuple[AffinityTerm, int]]]:
+        """An existing pod's terms that match ``pod``: required anti-affinity (Filter), and
+        (term, signed weight) for Score — required affinity at hardPodAffinityWeight when > 0,
+        preferred affinity +weight, preferred anti-affinity −weight. Memoised: a workload's
+        replicas ask the same question (``who``: the pod's namespace, labels, namespace labels)."""
+        key = (theirs, who)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        hard = self.args.hard_pod_affinity_weight
+        scored = [(t, hard) for t in theirs.required] if hard > 0 else []
+        scored += [(w.term, w.weight) for w in theirs.preferred]
+        scored += [(w.term, -w.weight) for w in theirs.preferred_anti]
+        found = (
+            [
+                (t, 1)
+                for t in theirs.required_anti
+                if t.matches(pod.namespace, pod.labels, ns_labels)
+            ],
+            [(t, w) for t, w in scored if t.matches(pod.namespace, pod.labels, ns_labels)],
+        )
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.clear()
+        self._memo[key] = found
+        return found
 
     # ------------------------------------------------------------------ filter
 
     def _existing_anti(self, state: ClusterState, pod: PodDemand) -> dict[str, Int64Array]:
         """Per key and domain: existing pods' required anti-affinity terms matching ``pod``."""
-        index = self._index(state)
         ns_labels = self._ns_labels(state, pod)
+        who = self._who(pod, ns_labels)
         sums: dict[str, Int64Array] = {}
-        for node, placed in index.with_affinity.items():
-            for other in placed:
-                assert other.affinity is not None
-                for term in other.affinity.required_anti:
-                    if not term.matches(pod.namespace, pod.labels, ns_labels):
-                        continue
-                    dom = domains(state, term.topology_key)
-                    value = int(dom.ids[node])
-                    if value >= 0:
-                        target = sums.setdefault(
-                            term.topology_key, np.zeros(len(dom.values), dtype=np.int64)
-                        )
-                        target[value] += 1
+        for theirs, per_node in self._index(state).affinity_groups.items():
+            counts = None
+            for term, _ in self._matching(theirs, pod, ns_labels, who)[0]:
+                if counts is None:
+                    counts = _dense(per_node, state.node_count)
+                per = self._per_domain(state, term.topology_key, counts)
+                key = term.topology_key
+                sums[key] = sums[key] + per if key in sums else per
         return sums
 
     def filter(self, state: ClusterState, pod: PodDemand, now: float) -> FilterResult:
@@ -179,9 +233,12 @@ class InterPodAffinity:
         affinity_ok = ones
         if affinity.required:
             terms = [merge_namespaces(t, state.objects) for t in affinity.required]
-            both = self._index(state).count_all(
-                lambda ns, labels: all(t.matches(ns, labels, None) for t in terms)
-            )
+            if len(terms) == 1:  # the usual case: the term's (kept) counts
+                both = self._term_counts(state, terms[0])
+            else:
+                both = self._index(state).count_all(
+                    lambda ns, labels: all(t.matches(ns, labels, None) for t in terms)
+                )
             sums: dict[str, Int64Array] = {}
             for t in terms:
                 per = self._per_domain(state, t.topology_key, both)
@@ -263,9 +320,8 @@ class InterPodAffinity:
         has_preferred = bool(affinity.preferred or affinity.preferred_anti)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return None
-        index = self._index(state)
-        labels = state.node_labels or [{} for _ in state.node_names]
-        labelled = np.array([bool(d) for d in labels], dtype=bool)
+        self._index(state)  # the error naming the fix, before any work
+        labelled = _labelled(state)
         sums: dict[str, Int64Array] = {}
         touched = False
 
@@ -284,23 +340,17 @@ class InterPodAffinity:
                     target = per_key(term.topology_key)
                     target += sign * w.weight * per
         ns_labels = self._ns_labels(state, pod)
-        hard = self.args.hard_pod_affinity_weight
-        for node, placed in index.with_affinity.items():
-            if not labelled[node]:
-                continue
-            for other in placed:
-                theirs = other.affinity
-                assert theirs is not None
-                contributions = [(t, hard) for t in theirs.required] if hard > 0 else []
-                contributions += [(w.term, w.weight) for w in theirs.preferred]
-                contributions += [(w.term, -w.weight) for w in theirs.preferred_anti]
-                for term, weight in contributions:
-                    if not term.matches(pod.namespace, pod.labels, ns_labels):
-                        continue
-                    value = int(domains(state, term.topology_key).ids[node])
-                    if value >= 0:
-                        touched = True
-                        per_key(term.topology_key)[value] += weight
+        who = self._who(pod, ns_labels)
+        for theirs, per_node in self._index(state).affinity_groups.items():
+            on_labelled = None
+            for term, weight in self._matching(theirs, pod, ns_labels, who)[1]:
+                if on_labelled is None:
+                    on_labelled = np.where(labelled, _dense(per_node, state.node_count), 0)
+                per = self._per_domain(state, term.topology_key, on_labelled)
+                if per.any():
+                    touched = True
+                    target = per_key(term.topology_key)
+                    target += weight * per
         if not touched:
             return None  # no term matched anywhere: Skip
         raw = np.zeros(state.node_count, dtype=np.int64)
@@ -336,6 +386,26 @@ class InterPodAffinity:
         rows.append(ExplainRow(NAME, "(raw)", None, None, None, int(detail.raw[node]),
                                "Σ over keys; normalised 100·(s−min)/(max−min) over scored nodes"))  # fmt: skip
         return rows
+
+
+def _dense(per_node: Mapping[int, int], count: int) -> Int64Array:
+    """A ``{node: pods}`` map as an int64 array over the nodes."""
+    dense = np.zeros(count, dtype=np.int64)
+    dense[np.fromiter(per_node.keys(), np.int64, len(per_node))] = np.fromiter(
+        per_node.values(), np.int64, len(per_node)
+    )
+    return dense
+
+
+def _labelled(state: ClusterState) -> BoolArray:
+    """Nodes with at least one label (pods elsewhere add nothing to scores), cached."""
+    cached = state.cache.get("interpodaffinity.labelled")
+    if isinstance(cached, np.ndarray) and len(cached) == state.node_count:
+        return cached
+    labels = state.node_labels or [{} for _ in state.node_names]
+    labelled: BoolArray = np.array([bool(d) for d in labels], dtype=bool)
+    state.cache["interpodaffinity.labelled"] = labelled
+    return labelled
 
 
 def _normalize(raw: Int64Array, scored: BoolArray) -> Int64Array:

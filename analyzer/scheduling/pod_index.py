@@ -14,8 +14,9 @@ numpy work after the first question:
   lookup per bind plus one increment per kept selector that matches the pod's group — at most
   ``MAX_KEPT`` arrays (least recently asked dropped first);
 - ``count_all(matches)``: pods per node, terminating ones included, whose namespace and labels
-  satisfy ``matches`` (InterPodAffinity's terms; a walk over the groups); ``with_affinity``: the
-  pods carrying pod (anti-)affinity terms per node (``NodeInfo.PodsWithAffinity``);
+  satisfy ``matches`` (InterPodAffinity's terms; a walk over the groups); ``affinity_groups``: the
+  pods carrying pod (anti-)affinity terms (``NodeInfo.PodsWithAffinity``), per distinct terms
+  the number of such pods per node;
 - ``domains(state, key)``: per node the id of its value of the node label ``key`` (-1: label
   missing) and the values, cached in ``ClusterState.cache`` (``invalidate()`` after relabelling);
   per-domain counts are then ``np.bincount(ids, weights=counts)``.
@@ -81,8 +82,9 @@ class PodIndex:
         self._targets: dict[GroupKey, list[Int64Array]] = {}  # kept arrays a group feeds
         # terminating pods per group and node (InterPodAffinity counts them, spreading does not)
         self._terminating: dict[GroupKey, dict[int, int]] = {}
-        # pods with pod (anti-)affinity terms per node (upstream ``NodeInfo.PodsWithAffinity``)
-        self.with_affinity: dict[int, list[PlacedPod]] = {}
+        # pods with pod (anti-)affinity terms (upstream ``NodeInfo.PodsWithAffinity``), grouped
+        # by their terms (a workload's replicas share them): per node how many carry them
+        self.affinity_groups: dict[PodAffinity, dict[int, int]] = {}
 
     def add(self, node: int, pod: PlacedPod) -> None:
         """A pod was bound to ``node``."""
@@ -110,25 +112,29 @@ class PodIndex:
             else:
                 group.pop(node, None)
         if pod.affinity is not None:
-            pods = self.with_affinity.setdefault(node, [])
-            if step > 0:
-                pods.append(pod)
+            per_node = self.affinity_groups.setdefault(pod.affinity, {})
+            left = per_node.get(node, 0) + step
+            if left:
+                per_node[node] = left
             else:
-                pods.remove(pod)
-                if not pods:
-                    del self.with_affinity[node]
+                per_node.pop(node, None)
+                if not per_node:
+                    del self.affinity_groups[pod.affinity]
 
-    def count_all(self, matches: Callable[[str, Mapping[str, str]], bool]) -> Int64Array:
-        """Pods per node, terminating ones included, whose (namespace, labels) ``matches``.
+    def count_all(
+        self, matches: Callable[[str, Mapping[str, str]], bool], *, live: bool = True
+    ) -> Int64Array:
+        """Pods per node, terminating ones included, whose (namespace, labels) ``matches``
+        (``live=False``: only the terminating ones).
 
         Walks the groups (a workload's replicas share one), not the pods; nothing is kept.
         """
         counts = np.zeros(self.node_count, dtype=np.int64)
-        for groups in (self._groups, self._terminating):
+        for groups in (self._groups, self._terminating) if live else (self._terminating,):
             for (namespace, labels), per_node in groups.items():
                 if per_node and matches(namespace, dict(labels)):
-                    for node, live in per_node.items():
-                        counts[node] += live
+                    for node, pods in per_node.items():
+                        counts[node] += pods
         return counts
 
     def _update(self, node: int, pod: PlacedPod, step: int) -> None:
