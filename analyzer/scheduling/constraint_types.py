@@ -167,7 +167,10 @@ def parse_pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, Mapping):
         raise InputError(f"{where}.nodeSelector: expected a mapping of label → value")
-    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    body = spec.get("affinity") or {}
+    if not isinstance(body, Mapping):
+        raise InputError(f"{where}.affinity: expected a mapping, got {type(body).__name__}")
+    affinity = body.get("nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     terms: tuple[tuple[Requirement, ...], ...] | None = None
     if required is not None:
