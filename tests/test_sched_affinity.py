@@ -436,6 +436,22 @@ def test_pod_index_tracks_affinity_pods_and_terminating_ones() -> None:
     assert index.affinity_groups.get(terms, {}) == with_terms
 
 
+def test_inert_means_no_filter_and_no_score(tmp_path: Path) -> None:
+    # a pod without terms in a cluster where no placed pod has terms: Filter passes every node
+    # and PreScore skips, so a replay may leave the plugin out for it
+    scenario = _cache_scenario()
+    del scenario["pods"][0]["spec"]["affinity"]
+    built = build_scenario(scenario)
+    plugin = InterPodAffinity()
+    assert plugin.inert(built.state, built.pod)
+    assert plugin.filter(built.state, built.pod, 0.0).feasible.all()
+    assert plugin.score(built.state, built.pod, 0.0) is None
+    # once a placed pod carries terms (cache-1 again), the plugin is no longer inert
+    built = build_scenario(_cache_scenario())
+    assert not plugin.inert(built.state, built.pod)
+    assert plugin.score(built.state, built.pod, 0.0) is not None
+
+
 def test_without_a_pod_index_the_error_names_the_fix() -> None:
     state = ClusterState.from_nodes(["n"], [{"pods": 10}])
     pod = build_scenario(_cache_scenario()).pod

@@ -203,6 +203,15 @@ class InterPodAffinity:
         self._memo[key] = found
         return found
 
+    def inert(self, state: ClusterState, pod: PodDemand) -> bool:
+        """True when the plugin can neither refuse a node nor score for ``pod``: the pod has no
+        terms and no placed pod carries any (both PreFilter and PreScore Skip). A replay's fast
+        path may leave the plugin out for such pods and stay exact."""
+        affinity = pod.affinity or PodAffinity()
+        own = bool(affinity.required or affinity.required_anti)
+        own = own or bool(affinity.preferred or affinity.preferred_anti)
+        return not own and not self._index(state).affinity_groups
+
     # ------------------------------------------------------------------ filter
 
     def _existing_anti(self, state: ClusterState, pod: PodDemand) -> dict[str, Int64Array]:

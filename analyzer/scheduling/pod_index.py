@@ -1,6 +1,6 @@
 """The placed pods' identities per node, and per-selector match counts kept incrementally.
 
-PodTopologySpread (and later InterPodAffinity) ask "how many pods of namespace *ns* whose labels
+PodTopologySpread and InterPodAffinity ask "how many pods of namespace *ns* whose labels
 match selector *s* run on each node?" and then sum those counts per topology domain. Walking
 every pod of every node for each incoming pod would cost O(pods); this index answers in O(nodes)
 numpy work after the first question:
