@@ -396,6 +396,10 @@ def test_explain_shows_the_filter_counts(tmp_path: Path) -> None:
     assert code == 0, err
     assert "1 pod(s) matching the term in the node's kubernetes.io/hostname domain" in out
     assert "domain topology.kubernetes.io/zone=z1: Σ matched term weights 51" in out
+    # the terms behind the 51 (worked in the example's comments) and node-b's −20
+    assert "pod's preferred affinity [0] app in (cache): 1 pod(s) × weight 50" in out
+    assert "existing pods' required affinity app in (web) (hardPodAffinityWeight): 1 pod(s)" in out
+    assert "existing pods' preferred anti-affinity app in (web): 1 pod(s) × weight -20" in out
 
 
 # ---------------------------------------------------------------- the pod index

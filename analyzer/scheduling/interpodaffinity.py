@@ -102,6 +102,7 @@ class _ScoreDetail:
     pod: PodDemand
     sums: dict[str, Int64Array]  # topology key -> per-domain sum
     raw: Int64Array
+    parts: list[tuple[str, str, Int64Array, int]]  # key, term, matching pods per domain, weight
 
 
 class InterPodAffinity:
@@ -332,6 +333,7 @@ class InterPodAffinity:
         self._index(state)  # the error naming the fix, before any work
         labelled = _labelled(state)
         sums: dict[str, Int64Array] = {}
+        parts: list[tuple[str, str, Int64Array, int]] = []  # key, term, pods per domain, weight
         touched = False
 
         def per_key(key: str) -> Int64Array:
@@ -339,8 +341,11 @@ class InterPodAffinity:
                 sums[key] = np.zeros(len(domains(state, key).values), dtype=np.int64)
             return sums[key]
 
-        for sign, weighted in ((1, affinity.preferred), (-1, affinity.preferred_anti)):
-            for w in weighted:
+        for sign, weighted, kind in (
+            (1, affinity.preferred, "preferred affinity"),
+            (-1, affinity.preferred_anti, "preferred anti-affinity"),
+        ):
+            for i, w in enumerate(weighted):
                 term = merge_namespaces(w.term, state.objects)
                 counts = np.where(labelled, self._term_counts(state, term), 0)
                 per = self._per_domain(state, term.topology_key, counts)
@@ -348,6 +353,8 @@ class InterPodAffinity:
                     touched = True
                     target = per_key(term.topology_key)
                     target += sign * w.weight * per
+                    parts.append((term.topology_key, f"pod's {kind} [{i}] {term.selector.text()}",
+                                  per, sign * w.weight))  # fmt: skip
         ns_labels = self._ns_labels(state, pod)
         who = self._who(pod, ns_labels)
         for theirs, per_node in self._index(state).affinity_groups.items():
@@ -360,13 +367,15 @@ class InterPodAffinity:
                     touched = True
                     target = per_key(term.topology_key)
                     target += weight * per
+                    parts.append((term.topology_key, "existing pods' " + _kind(theirs, term),
+                                  per, weight))  # fmt: skip
         if not touched:
             return None  # no term matched anywhere: Skip
         raw = np.zeros(state.node_count, dtype=np.int64)
         for key, per_domain in sums.items():
             raw += _at(per_domain, domains(state, key).ids)
         result = _normalize(raw, feasible)
-        self.last = _ScoreDetail(pod, sums, raw)
+        self.last = _ScoreDetail(pod, sums, raw, parts)
         return result
 
     def explain(
@@ -389,12 +398,27 @@ class InterPodAffinity:
                 rows.append(ExplainRow(NAME, key, None, None, None, 0,
                                        f"node has no {key} label: no contribution"))  # fmt: skip
                 continue
-            got = int(_at(per_domain, domains(state, key).ids)[node])
+            ids = domains(state, key).ids
+            for part_key, text, pods, weight in detail.parts:
+                here = int(_at(pods, ids)[node]) if part_key == key else 0
+                if here:
+                    rows.append(ExplainRow(NAME, key, here, None, None, here * weight,
+                                           f"{text}: {here} pod(s) × weight {weight}"))  # fmt: skip
+            got = int(_at(per_domain, ids)[node])
             rows.append(ExplainRow(NAME, key, None, None, None, got,
                                    f"domain {key}={value}: Σ matched term weights {got}"))  # fmt: skip
         rows.append(ExplainRow(NAME, "(raw)", None, None, None, int(detail.raw[node]),
                                "Σ over keys; normalised 100·(s−min)/(max−min) over scored nodes"))  # fmt: skip
         return rows
+
+
+def _kind(theirs: PodAffinity, term: AffinityTerm) -> str:
+    """Which of an existing pod's term lists ``term`` comes from (for ``--explain``)."""
+    if term in theirs.required:
+        return f"required affinity {term.selector.text()} (hardPodAffinityWeight)"
+    if any(w.term == term for w in theirs.preferred):
+        return f"preferred affinity {term.selector.text()}"
+    return f"preferred anti-affinity {term.selector.text()}"
 
 
 def _dense(per_node: Mapping[int, int], count: int) -> Int64Array:
