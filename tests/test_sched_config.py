@@ -203,12 +203,14 @@ def test_defaults_and_multipoint_merging() -> None:
     full = parse_kube_scheduler_configuration(
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}, full_defaults=True
     ).profiles[0]
-    assert full.filters == [*spec.filters, "PodTopologySpread"]
+    # and InterPodAffinity right after it (filter, score weight 2), as v1 getDefaultPlugins orders
+    assert full.filters == [*spec.filters, "PodTopologySpread", "InterPodAffinity"]
     assert full.scores == [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
         ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
     ]
     assert spec.args["NodeResourcesFit"].strategy == "LeastAllocated"

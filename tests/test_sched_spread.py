@@ -284,13 +284,13 @@ def test_candidate_nodes_still_count_for_domains(tmp_path: Path) -> None:
 def test_unmodelled_plugins_give_a_note_not_a_crash(tmp_path: Path) -> None:
     scenario = _replicaset_scenario()
     scenario["scheduler"]["profiles"][0]["plugins"]["multiPoint"]["enabled"] = [
-        {"name": "InterPodAffinity"}
+        {"name": "VolumeBinding"}
     ]
     scenario["scheduler"]["profiles"][0]["pluginConfig"] = [
-        {"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 1}}
+        {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 600}}
     ]
     payload = cli_json(tmp_path, scenario)
-    assert any("InterPodAffinity is not modelled yet" in n for n in payload["notes"])
+    assert any("VolumeBinding is not modelled yet" in n for n in payload["notes"])
     assert all(n["scores"] == {} and n["feasible"] for n in payload["nodes"])
 
 
@@ -305,6 +305,7 @@ def test_full_v1_defaults_in_a_scenario(tmp_path: Path) -> None:
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
     }
     assert {n["name"]: n["scores"][PTS] for n in payload["nodes"]} == {"a": 40, "b": 100}

@@ -264,13 +264,14 @@ def preemption_scenario(case: dict[str, Any]) -> dict[str, Any]:
             "nodes": [_node(n) for n in case["nodes"]],
             "pods": case["existing_pods"],
             "pod": case["pod"],
+            "objects": case.get("pdbs") or [],
         }
     )
 
 
 def _built(case: dict[str, Any]) -> tuple[Scenario, Any, list[Any], PreemptionArgs]:
     scenario = build_scenario(preemption_scenario(case))
-    budgets = [parse_pdb(b, f"pdbs[{i}]") for i, b in enumerate(case.get("pdbs") or [])]
+    budgets = scenario.budgets  # the case's PodDisruptionBudgets, given as the scenario's objects
     bound = bound_pods(scenario.state, scenario.bound)
     args = parse_preemption_args(case["args"], "args")
     return scenario, budgets, bound, args
@@ -279,10 +280,7 @@ def _built(case: dict[str, Any]) -> tuple[Scenario, Any, list[Any], PreemptionAr
 def _runnable(phase: str) -> list[Any]:
     out = []
     for case in _cases("DefaultPreemption", phase):
-        marks = []
-        if "InterPodAffinity" in case["filter_plugins"]:
-            marks.append(pytest.mark.skip(reason="InterPodAffinity filter is not on this branch"))
-        out.append(pytest.param(case, marks=marks, id=case["id"]))
+        out.append(pytest.param(case, id=case["id"]))
     return out
 
 
@@ -386,9 +384,7 @@ def test_preempt(case: dict[str, Any]) -> None:
 
 
 def _natural_statuses(case: dict[str, Any]) -> bool:
-    """Cases the CLI can run: no PDBs, and the given statuses are what the filters produce."""
-    if case.get("pdbs") or "InterPodAffinity" in case["filter_plugins"]:
-        return False
+    """Cases the CLI can run: the given statuses are what the filters produce."""
     given = case.get("filtered_node_statuses") or {}
     return all(v == UNSCHEDULABLE for v in given.values()) and len(given) in (0, len(case["nodes"]))
 

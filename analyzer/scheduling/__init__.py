@@ -31,6 +31,8 @@ API for the replay engine (every call works on all nodes at once)::
   placed pods' namespace/labels/terminating flag and per-selector counts (``pod_index``), which
   ``PodTopologySpread`` (``podtopologyspread``) reads with ``state.objects`` (Services, ReplicaSets,
   StatefulSets, … from ``kube_objects``); ``PodDemand.spread`` holds a pod's constraints.
+  ``InterPodAffinity`` (``interpodaffinity``) reads the same index (placed pods with terms in
+  ``affinity_groups``) and Namespace objects; ``PodDemand.affinity`` holds a pod's terms.
   ``Evaluation.status(i)``: Success / Unschedulable / UnschedulableAndUnresolvable.
 - GPU sharing (``analyzer.scheduling.gpu``): ``gpu.devices.attach_devices(state, workload)`` tracks
   every GPU; the GPU plugins (``gpu.plugins``) filter per GPU and score with the FGD paper's

@@ -65,7 +65,7 @@ POINTS = ("filter", "score")
 # Default plugins that replays do not run yet (they need the placed pods' labels, which the
 # replay does not track): part of the implicit v1 defaults only for ``analyzer score``
 # scenarios (``full_defaults``); any profile may still enable them explicitly.
-SCENARIO_ONLY_DEFAULTS = frozenset({"PodTopologySpread"})
+SCENARIO_ONLY_DEFAULTS = frozenset({"PodTopologySpread", "InterPodAffinity"})
 
 
 @dataclass

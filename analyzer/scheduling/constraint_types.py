@@ -256,7 +256,10 @@ def parse_pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, Mapping):
         raise InputError(f"{where}.nodeSelector: expected a mapping of label → value")
-    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    body = spec.get("affinity") or {}
+    if not isinstance(body, Mapping):
+        raise InputError(f"{where}.affinity: expected a mapping, got {type(body).__name__}")
+    affinity = body.get("nodeAffinity") or {}
     terms = parse_required_terms(
         affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
         f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",

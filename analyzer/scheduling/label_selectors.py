@@ -8,13 +8,15 @@ Three selectors matter and are kept apart because kube-scheduler treats them dif
   ``Selector.Empty()`` is true too, and PodTopologySpread's ``countPodsMatchSelector`` counts 0 for
   an empty selector (the incoming pod still "matches itself" in its Filter);
 - a list of requirements (``matchLabels`` k: v = ``k In [v]``, ``matchExpressions`` with In, NotIn,
-  Exists, DoesNotExist), all ANDed.
+  Exists, DoesNotExist), all ANDed. Values must be valid label values, as
+  ``LabelSelectorAsSelector`` demands (kube-scheduler fails PreFilter/PreScore otherwise).
 
 Selectors are frozen and hashable so plugins can cache per-selector results (``pod_index``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,20 @@ from analyzer.scheduling.constraint_types import Requirement
 from analyzer.scheduling.fields import listing, mapping
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+# apimachinery validation.IsValidLabelValue: empty, or ≤ 63 alphanumerics, '-', '_', '.' with an
+# alphanumeric at both ends (LabelSelectorAsSelector refuses other values)
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_LABEL_VALUE_HELP = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (at most 63 characters)"
+)
+
+
+def check_label_value(value: str, where: str) -> str:
+    """``value`` if it is a valid label value, else an ``InputError`` in apimachinery's words."""
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        raise InputError(f'{where}: Invalid value: "{value}": {_LABEL_VALUE_HELP}')
+    return value
 
 
 @dataclass(frozen=True)
@@ -79,14 +95,19 @@ def selector_from_map(raw: Any, where: str) -> LabelSelector:
     )
 
 
+def _checked_map(raw: Any, where: str) -> LabelSelector:
+    """``matchLabels``: a map selector whose values must be valid label values."""
+    for key, value in mapping(raw, where).items():
+        check_label_value(str(value), f"{where}.{key}")
+    return selector_from_map(raw, where)
+
+
 def parse_label_selector(raw: Any, where: str) -> LabelSelector:
     """A ``metav1.LabelSelector``; None → ``NOTHING``, ``{}`` → ``EVERYTHING``."""
     if raw is None:
         return NOTHING
     body = mapping(raw, where)
-    requirements = list(
-        selector_from_map(body.get("matchLabels"), f"{where}.matchLabels").requirements
-    )
+    requirements = list(_checked_map(body.get("matchLabels"), f"{where}.matchLabels").requirements)
     for i, item in enumerate(listing(body.get("matchExpressions"), f"{where}.matchExpressions")):
         at = f"{where}.matchExpressions[{i}]"
         item = mapping(item, at)
@@ -98,7 +119,10 @@ def parse_label_selector(raw: Any, where: str) -> LabelSelector:
             raise InputError(
                 f"{at}.operator: {operator!r} is not one of {', '.join(SELECTOR_OPERATORS)}"
             )
-        values = tuple(str(v) for v in listing(item.get("values"), f"{at}.values"))
+        values = tuple(
+            check_label_value(str(v), f"{at}.values[{j}]")
+            for j, v in enumerate(listing(item.get("values"), f"{at}.values"))
+        )
         if operator in ("In", "NotIn") and not values:
             raise InputError(f"{at}.values: {operator} needs at least one value")
         if operator in ("Exists", "DoesNotExist") and values:

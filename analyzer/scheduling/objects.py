@@ -16,6 +16,7 @@ from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import resource_value
 from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.scheduling.affinity_types import PodAffinity, parse_pod_affinity
 from analyzer.scheduling.constraint_types import (
     NO_CONSTRAINTS,
     PodConstraints,
@@ -77,6 +78,7 @@ class PodObject:
         ""  # spec.preemptionPolicy ("" = the class's, else PreemptLowerPriority)
     )
     start_time_ns: int | None = None  # status.startTime, integer unix nanoseconds
+    affinity: PodAffinity | None = None  # spec.affinity podAffinity / podAntiAffinity
 
     @property
     def terminated(self) -> bool:
@@ -122,6 +124,7 @@ class PodObject:
             controller=self.controller,
             terminating=self.terminating,
             uid=self.uid,
+            affinity=self.affinity,
         )
 
 
@@ -245,6 +248,12 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         priority_class=str(spec.get("priorityClassName") or ""),
         preemption_policy=_preemption_policy(spec.get("preemptionPolicy"), f"{where}.spec"),
         start_time_ns=time_ns(status.get("startTime"), f"{where}.status.startTime"),
+        affinity=parse_pod_affinity(
+            spec,
+            f"{where}.spec",
+            str(meta.get("namespace", "default")),
+            _string_map(meta.get("labels"), f"{where}.metadata.labels"),
+        ),
     )
 
 

@@ -1,6 +1,6 @@
 """The placed pods' identities per node, and per-selector match counts kept incrementally.
 
-PodTopologySpread (and later InterPodAffinity) ask "how many pods of namespace *ns* whose labels
+PodTopologySpread and InterPodAffinity ask "how many pods of namespace *ns* whose labels
 match selector *s* run on each node?" and then sum those counts per topology domain. Walking
 every pod of every node for each incoming pod would cost O(pods); this index answers in O(nodes)
 numpy work after the first question:
@@ -13,6 +13,10 @@ numpy work after the first question:
   workload's replicas) once; the array is then kept and updated by ``add``/``remove`` — one dict
   lookup per bind plus one increment per kept selector that matches the pod's group — at most
   ``MAX_KEPT`` arrays (least recently asked dropped first);
+- ``count_all(matches)``: pods per node, terminating ones included, whose namespace and labels
+  satisfy ``matches`` (InterPodAffinity's terms; a walk over the groups); ``affinity_groups``: the
+  pods carrying pod (anti-)affinity terms (``NodeInfo.PodsWithAffinity``), per distinct terms
+  the number of such pods per node;
 - ``domains(state, key)``: per node the id of its value of the node label ``key`` (-1: label
   missing) and the values, cached in ``ClusterState.cache`` (``invalidate()`` after relabelling);
   per-domain counts are then ``np.bincount(ids, weights=counts)``.
@@ -24,12 +28,13 @@ numpy work after the first question:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from analyzer.scheduling.affinity_types import PodAffinity
 from analyzer.scheduling.arith import Int64Array
 from analyzer.scheduling.label_selectors import LabelSelector
 
@@ -45,6 +50,7 @@ class PlacedPod:
     labels: Mapping[str, str] = field(default_factory=dict)
     terminating: bool = False
     uid: str = ""
+    affinity: PodAffinity | None = None  # pod (anti-)affinity terms, for InterPodAffinity
 
 
 @dataclass
@@ -74,19 +80,62 @@ class PodIndex:
         self._counts: OrderedDict[tuple[LabelSelector, str], Int64Array] = OrderedDict()
         self._groups: dict[GroupKey, dict[int, int]] = {}  # live pods per node
         self._targets: dict[GroupKey, list[Int64Array]] = {}  # kept arrays a group feeds
+        # terminating pods per group and node (InterPodAffinity counts them, spreading does not)
+        self._terminating: dict[GroupKey, dict[int, int]] = {}
+        # pods with pod (anti-)affinity terms (upstream ``NodeInfo.PodsWithAffinity``), grouped
+        # by their terms (a workload's replicas share them): per node how many carry them
+        self.affinity_groups: dict[PodAffinity, dict[int, int]] = {}
 
     def add(self, node: int, pod: PlacedPod) -> None:
         """A pod was bound to ``node``."""
         self.pods[node].append(pod)
         self._update(node, pod, 1)
+        self._track(node, pod, 1)
 
     def remove(self, node: int, pod: PlacedPod) -> None:
         """A pod left ``node`` (the first entry with the same namespace/name/uid)."""
         placed = self.pods[node]
         for i, other in enumerate(placed):
             if (other.namespace, other.name, other.uid) == (pod.namespace, pod.name, pod.uid):
-                self._update(node, placed.pop(i), -1)
+                removed = placed.pop(i)
+                self._update(node, removed, -1)
+                self._track(node, removed, -1)
                 return
+
+    def _track(self, node: int, pod: PlacedPod, step: int) -> None:
+        """Terminating pods' groups and the pods with affinity terms (nothing for most pods)."""
+        if pod.terminating:
+            group = self._terminating.setdefault((pod.namespace, frozenset(pod.labels.items())), {})
+            left = group.get(node, 0) + step
+            if left:
+                group[node] = left
+            else:
+                group.pop(node, None)
+        if pod.affinity is not None:
+            per_node = self.affinity_groups.setdefault(pod.affinity, {})
+            left = per_node.get(node, 0) + step
+            if left:
+                per_node[node] = left
+            else:
+                per_node.pop(node, None)
+                if not per_node:
+                    del self.affinity_groups[pod.affinity]
+
+    def count_all(
+        self, matches: Callable[[str, Mapping[str, str]], bool], *, live: bool = True
+    ) -> Int64Array:
+        """Pods per node, terminating ones included, whose (namespace, labels) ``matches``
+        (``live=False``: only the terminating ones).
+
+        Walks the groups (a workload's replicas share one), not the pods; nothing is kept.
+        """
+        counts = np.zeros(self.node_count, dtype=np.int64)
+        for groups in (self._groups, self._terminating) if live else (self._terminating,):
+            for (namespace, labels), per_node in groups.items():
+                if per_node and matches(namespace, dict(labels)):
+                    for node, pods in per_node.items():
+                        counts[node] += pods
+        return counts
 
     def _update(self, node: int, pod: PlacedPod, step: int) -> None:
         if pod.terminating:

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 import analyzer.scheduling.balanced_allocation as balanced_allocation
 import analyzer.scheduling.constraints as constraints
+import analyzer.scheduling.interpodaffinity as interpodaffinity
 import analyzer.scheduling.loadaware.args as loadaware_args
 import analyzer.scheduling.loadaware.plugin as loadaware
 import analyzer.scheduling.node_affinity_score as node_affinity
@@ -162,6 +163,15 @@ def _register_builtins() -> None:
             points=frozenset({"filter", "score"}),
             parse_args=spread.parse_spread_args,
             build=spread.PodTopologySpread,
+        )
+    )
+    register(
+        PluginType(
+            name=interpodaffinity.NAME,
+            description="inter-pod affinity: required terms filter, preferred terms score",
+            points=frozenset({"filter", "score"}),
+            parse_args=interpodaffinity.parse_affinity_args,
+            build=interpodaffinity.InterPodAffinity,
         )
     )
     register_gpu_plugins(register, PluginType)

@@ -143,7 +143,7 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
         parse_node(n, f"{where}.nodes[{i}]")
         for i, n in enumerate(_items(doc.get("nodes"), f"{where}.nodes"))
     ]
-    if not nodes:
+    if not nodes and doc.get("nodes") is None:  # an explicit ``nodes: []`` scores nothing
         raise InputError(f"{where}.nodes: at least one Node is needed")
     names = [n.name for n in nodes]
     for i, name in enumerate(names):

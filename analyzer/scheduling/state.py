@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from analyzer.scheduling.affinity_types import PodAffinity
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.constraint_types import NO_CONSTRAINTS, PodConstraints, Taint
 from analyzer.scheduling.kube_objects import KubeObjects
@@ -84,10 +85,13 @@ class PodDemand:
     controller: OwnerRef | None = None  # the controller ownerReference
     terminating: bool = False  # metadata.deletionTimestamp set
     uid: str = ""
+    affinity: PodAffinity | None = None  # spec.affinity podAffinity / podAntiAffinity terms
 
     def placed(self) -> PlacedPod:
         """The identity ``PodIndex`` keeps for this pod once bound."""
-        return PlacedPod(self.name, self.namespace, self.labels, self.terminating, self.uid)
+        return PlacedPod(
+            self.name, self.namespace, self.labels, self.terminating, self.uid, self.affinity
+        )
 
     def request(self, name: str) -> int:
         """The real request of ``name`` (0 when the pod does not set it)."""
