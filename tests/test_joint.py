@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from replay_fixtures import GI, T0, N, P, at, build
 
+from analyzer.cli import main
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.compare import WhatIfSettings, run_whatif
@@ -220,3 +223,29 @@ def test_both_never_needs_more_nodes_than_repack_only(seed: int) -> None:
 def test_bad_strategy_fails_before_any_replay() -> None:
     with pytest.raises(InputError):
         run_joint(three_half_empty(), RIGHTSIZED, JointSettings(repack="bin-packing", workers=1))
+
+
+def test_cli_whatif_recommendations_blocked(tmp_path: Path) -> None:
+    path = write_snapshot(three_half_empty(), tmp_path / "snap")
+    recs = tmp_path / "recs.csv"
+    RIGHTSIZED.to_csv(recs, index=False)
+    runner = CliRunner()
+    args = ["whatif", str(path), "--recommendations", str(recs), "--workers", "1"]
+    ok = runner.invoke(
+        main, [*args, "--strategy", "kube-default", "--strategy", "most-allocated", "--blocked"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "3 pods right-sized" in ok.output
+    assert "pool pool (both, at 2026-11-01T00:03:00+00:00): 2 nodes needed, 2 cannot go alone" in (
+        ok.output
+    )
+    assert "1 pod of default/db: 0/1 nodes are available: 1 node(s) didn't match" in ok.output
+    both = ["--strategy", "kube-default", "--strategy", "most-allocated"]
+    data = json.loads(runner.invoke(main, [*args, *both, "--format", "json"]).output)
+    assert [s["nodes_peak"] for s in data["pools"][0]["scenarios"]] == [3, 3, 3, 2]
+    lonely = runner.invoke(main, ["whatif", str(path), "--blocked", "--strategy", "kube-default"])
+    assert lonely.exit_code == 2 and "--blocked: only with --recommendations" in lonely.output
+    bad = tmp_path / "bad.csv"
+    bad.write_text("namespace,owner_name\ndefault,web\n")
+    missing = runner.invoke(main, ["whatif", str(path), "--recommendations", str(bad)])
+    assert missing.exit_code == 2 and "missing column(s) owner_kind" in missing.output
