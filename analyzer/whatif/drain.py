@@ -140,7 +140,8 @@ class DrainSimulator:
         """Remove ``node`` and place its pods elsewhere; the refusal reasons ([] = drained).
 
         ``keep``: when every pod found a node, leave the drain applied; otherwise (or when not
-        ``keep``) the state is restored.
+        ``keep``) the state is restored. With ``keep`` the drain stops at the first refused pod
+        (the greedy drain needs only whether the node can go), so its reasons are the first one's.
         """
         inp, state, feed = self.inp, self.state, self.feed
         self.mask[node] = False
@@ -154,6 +155,8 @@ class DrainSimulator:
                 refusal = self.counter.refusal(inp.shape_keys[pod], demand, self.now)
                 key = (self.workload[pod], refusal.message())
                 refused[key] = refused.get(key, 0) + 1
+                if keep:
+                    break
                 continue
             state.bind(choice, demand)
             if feed is not None:
