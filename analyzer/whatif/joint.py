@@ -320,6 +320,11 @@ def _choose(runs: list[ScenarioRun]) -> tuple[dict[str, str], list[str]]:
 def _notes(runs: list[ScenarioRun]) -> list[str]:
     notes = []
     both, repack = runs[SCENARIOS.index(BOTH)], runs[SCENARIOS.index(REPACK)]
+    if both.nodes_peak > repack.nodes_peak:
+        notes.append(
+            f"'both' needed {both.nodes_peak} nodes at peak in the whole cluster, more than "
+            f'\'repack only\' ({repack.nodes_peak}) (docs/whatif.md: "both" vs "repack only")'
+        )
     for pool in sorted(both.pools):
         if both.pools[pool].nodes_peak > repack.pools[pool].nodes_peak:
             notes.append(
