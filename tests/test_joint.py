@@ -249,3 +249,22 @@ def test_cli_whatif_recommendations_blocked(tmp_path: Path) -> None:
     bad.write_text("namespace,owner_name\ndefault,web\n")
     missing = runner.invoke(main, ["whatif", str(path), "--recommendations", str(bad)])
     assert missing.exit_code == 2 and "missing column(s) owner_kind" in missing.output
+
+
+def test_load_aware_drain_reason() -> None:
+    """The default repack (most-allocated-loadaware): LoadAwareScheduling refuses what bin
+    packing would accept. db-0 binds to n2 at minute 1; the NodeMetric of minute 1 shows n2's
+    100 m overhead, and the pod-assign cache adds db-0's estimate 1500 m × 85 % = 1275 m. web-a
+    (1275 m estimated) would make 2650 / 4000 m = 66 % > the 65 % threshold, so at minute 2 it goes
+    to another node: "both" needs 2 nodes from minute 2. Draining web-a's node at minute 2 meets
+    the same refusal, in LoadAwareScheduling's words."""
+    result = run_joint(three_half_empty(), RIGHTSIZED, JointSettings(workers=1))
+    assert [r["nodes_peak"] for r in result.pool_rows("pool")] == [3, 3, 3, 2]
+    drain = result.drains["pool"]
+    assert drain.time == at(2).isoformat()
+    reasons = {b["node"]: b["reasons"] for b in drain.blocked_nodes}
+    other = next(n for n in drain.needed if n != "n2")
+    assert reasons[other] == [
+        "1 pod of default/web: 0/1 nodes are available: 1 node(s) cpu usage exceed threshold."
+    ]
+    assert "1 node(s) didn't match Pod's node affinity/selector." in reasons["n2"][0]
