@@ -133,6 +133,15 @@ def _table(result: WhatIfResult) -> str:
 )
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
+@click.option(
+    "--recommendations",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Right-sizing CSV (one row per workload): replay the busiest week as today / "
+    "right-size only / repack only / both per pool; --strategy names the baseline and the "
+    "repack strategy (default kube-default, most-allocated-loadaware).",
+)
+@click.option("--blocked", is_flag=True,
+              help="With --recommendations: print why each node still needed cannot go.")  # fmt: skip
 @click.pass_context
 def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     """Replay SNAPSHOT's pods under other scheduling strategies and compare the outcomes.
@@ -147,6 +156,11 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
             raise InputError("--rightsize: not with --search yet; run the search without it")
         _search(ctx, snapshot, opts)
         return
+    if opts["recommendations"] is not None:
+        _joint(ctx, snapshot, opts)
+        return
+    if opts["blocked"]:
+        raise InputError("--blocked: only with --recommendations FILE.csv")
     for flag in ("search_grid", "out"):
         if opts[flag] is not None:
             raise InputError(f"--{flag.replace('_', '-')}: only with --search")
@@ -246,3 +260,70 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         click.echo(f"report: {paths.html}")
         if paths.yaml is not None:
             click.echo(f"yaml:   {paths.yaml}")
+
+
+def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
+    """``whatif --recommendations``: the four scenarios per pool, then why nodes cannot go."""
+    from analyzer.whatif.joint import JointSettings, run_joint
+
+    names = tuple(opts["strategies"])
+    if len(names) > 2:
+        raise InputError(
+            "--strategy: with --recommendations name at most two (the baseline, then the "
+            "repack strategy)"
+        )
+    base = _settings(ctx, {**opts, "strategies": names or ("kube-default",)})
+    defaults = JointSettings()
+    settings = JointSettings(
+        baseline=names[0] if names else defaults.baseline,
+        repack=names[1] if len(names) > 1 else defaults.repack,
+        kubernetes_version=base.kubernetes_version,
+        thresholds=base.thresholds,
+        workers=base.workers,
+        seed=0,
+        drain=opts["blocked"] or opts["fmt"] == "json",
+    )
+    try:
+        recs = pd.read_csv(opts["recommendations"])
+    except (ValueError, OSError) as exc:
+        raise InputError(
+            f"--recommendations: {opts['recommendations']} is not a readable CSV ({exc})"
+        ) from None
+    result = run_joint(read_snapshot(snapshot), recs, settings)
+    if opts["fmt"] == "json":
+        from analyzer.report.whatif import _clean
+
+        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        return
+    click.echo(f"window {result.start} .. {result.end}; {result.changed_pods:,} pods right-sized")
+    rows = [
+        {
+            "pool": pool,
+            "scenario": row["name"],
+            "strategy": row["strategy"],
+            "nodes_peak": row["nodes_peak"],
+            "removable": row["nodes_removable"],
+            "violations": row["violations"],
+            "pods_waited": row["pods_waited"],
+            "idle_cpu_%": round(row["idle_pct"]["cpu"], 1),
+            "slack_cpu_%": round(row["slack_pct"]["cpu"], 1),
+            "best": "<==" if result.best[pool] == row["name"] else "",
+        }
+        for pool in result.pools()
+        for row in result.pool_rows(pool)
+    ]
+    with pd.option_context("display.max_columns", None, "display.width", 250):
+        click.echo(pd.DataFrame(rows).to_string(index=False))
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    for pool, drain in sorted(result.drains.items()) if opts["blocked"] else []:
+        click.echo("")
+        click.echo(
+            f"pool {pool} ({result.best[pool]}, at {drain.time}): {len(drain.needed)} nodes "
+            f"needed, {len(drain.blocked_nodes)} cannot go alone; {len(drain.greedy_drained)} "
+            "more could go together (greedy drain)"
+        )
+        for blocked in drain.blocked_nodes:
+            click.echo(f"  {blocked['node']}:")
+            for reason in blocked["reasons"]:
+                click.echo(f"    {reason}")

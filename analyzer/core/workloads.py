@@ -44,7 +44,8 @@ def workload_keys(pods: pd.DataFrame) -> pd.DataFrame:
 def apply_recommendations(snapshot: Snapshot, recommendations: pd.DataFrame) -> Snapshot:
     """``snapshot`` with every pod of a recommended workload given the recommended requests.
 
-    Per resource, a row whose recommended value is NaN keeps the pods' current request. A pod
+    Per resource, a row whose recommended value is NaN keeps the pods' current request; a value
+    ≤ 0 is refused. A pod
     gets exactly the recommended (integer) request; its ``nonzero_requests`` (what kube-scheduler's
     scoring reads) becomes the same value, since a request set for the whole pod leaves no
     container without one. A limit that is set (> 0) and now below the request is raised to it
@@ -52,7 +53,10 @@ def apply_recommendations(snapshot: Snapshot, recommendations: pd.DataFrame) -> 
     """
     missing = [c for c in (*KEY, *(col for _, col in RECOMMENDED)) if c not in recommendations]
     if missing:
-        raise InputError(f"recommendations: lacks column(s) {', '.join(missing)}")
+        raise InputError(
+            f"recommendations: missing column(s) {', '.join(missing)}; "
+            "produce them with analyzer rightsize"
+        )
     if recommendations.duplicated(KEY).any():
         row = recommendations.loc[recommendations.duplicated(KEY), KEY].iloc[0]
         raise InputError(f"recommendations: workload {'/'.join(map(str, row))} appears twice")
@@ -63,9 +67,15 @@ def apply_recommendations(snapshot: Snapshot, recommendations: pd.DataFrame) -> 
     wanted = pd.MultiIndex.from_frame(recommendations[KEY].astype(str))
     row_of = wanted.get_indexer(keys)
     for resource, column in RECOMMENDED:
-        values = recommendations[column].to_numpy(dtype=np.float64)
-        if np.any(values[~np.isnan(values)] < 0):
-            raise InputError(f"recommendations: {column} has a negative value")
+        values = pd.to_numeric(recommendations[column], errors="coerce").to_numpy(np.float64)
+        bad = ~np.isnan(values) & (values <= 0)
+        if bad.any():
+            row = recommendations.loc[bad].iloc[0]
+            raise InputError(
+                f"recommendations: {column} of {row['namespace']}/{row['owner_name']} is "
+                f"{values[bad][0]:g}; a recommendation must be positive (NaN keeps the current "
+                "request)"
+            )
         new = np.where(row_of >= 0, values[np.maximum(row_of, 0)], np.nan)
         change = ~np.isnan(new)
         if not change.any():

@@ -1,0 +1,153 @@
+"""Per pool figures of one replay: nodes needed at peak, removable, violations, waits, idle, slack.
+
+Definitions (docs/whatif.md "Scenarios"):
+
+- **nodes observed** of a pool: the most nodes of the pool present at once on the usage grid
+  (joined, not yet left) — the capacity the pool really had; the same for every scenario;
+- **nodes needed at peak** (``nodes_peak``): the most nodes of the pool *active* at once on the
+  grid — holding at least one pod that is not a DaemonSet/static pod — the what-if page's "peak
+  active nodes" restricted to the pool (``analyzer.whatif.evaluate``); ``peak_time`` is the first
+  grid time it is reached;
+- **nodes removable** = nodes observed − nodes needed at peak (never negative);
+- **violations**: threshold breaches (``analyzer violations`` semantics) on the pool's nodes;
+- **pods waited**: pods that spent time pending and really ran in the pool (pods never bound in
+  reality belong to no pool and are counted in the whole-cluster figure only);
+- **idle %** per resource: over the grid points where the pool has an active node, the share of
+  the active nodes' allocatable that no pod requests (DaemonSet pods included), time-averaged;
+- **slack %** per resource: the share of the same allocatable that pods request but do not use
+  (per node: requests − the usage of the pods placed there, at least 0), time-averaged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.replay.input import ReplayInput
+from analyzer.replay.projection import RESOURCES, UsageMatrices, attribute
+from analyzer.replay.result import ReplayResult
+from analyzer.whatif.evaluate import Outcome, _active_matrix, _merged_active
+from analyzer.whatif.explain import node_pools
+
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+
+@dataclass
+class PoolFigures:
+    """One pool under one scenario (module docstring for every figure)."""
+
+    pool: str
+    nodes_observed: int
+    nodes_peak: int
+    nodes_removable: int
+    peak_time: str  # RFC 3339 UTC; "" when the pool never had an active node
+    violations: int
+    pods_waited: int
+    idle_pct: dict[str, float]
+    slack_pct: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return asdict(self)
+
+
+def _per_node_columns(
+    n_nodes: int, times: np.ndarray[Any, Any], nodes: Any, starts: Any, ends: Any, weights: Any
+) -> FloatArray:
+    """nodes × times: the summed ``weights`` of the runs ``[start, end)`` covering each time."""
+    width = len(times)
+    diff = np.zeros((n_nodes, width + 1), dtype=np.float64)
+    np.add.at(diff, (nodes, np.searchsorted(times, starts, side="left")), weights)
+    np.add.at(diff, (nodes, np.searchsorted(times, ends, side="left")), -weights)
+    out: FloatArray = np.cumsum(diff, axis=1)[:, :width]
+    return out
+
+
+def pool_figures(
+    inp: ReplayInput, result: ReplayResult, mats: UsageMatrices, outcome: Outcome
+) -> dict[str, PoolFigures]:
+    """Every pool's figures under ``result`` (``outcome``: its ``evaluate`` outcome)."""
+    times = mats.times
+    n_nodes = len(inp.node_names)
+    pools = np.array(node_pools(inp), dtype=object)
+    active = _active_matrix(times, n_nodes, _merged_active(inp, result))
+    present = (inp.node_join[:, None] <= times[None, :]) & (
+        times[None, :] < inp.node_leave[:, None]
+    )
+    seg = result.segments
+    ran = seg["end"] > seg["start"]
+    seg_pod, seg_node = seg["pod"][ran], seg["node"][ran]
+    seg_start, seg_end = seg["start"][ran], seg["end"][ran]
+    owner = attribute(inp, result, mats)
+    placed = owner >= 0
+    used_node = seg["node"][owner[placed]]
+    alloc_all = inp.template.allocatable
+    requested: dict[str, FloatArray] = {}
+    used: dict[str, FloatArray] = {}
+    for r in RESOURCES:
+        j = inp.template.resources.index(r)
+        weights = np.array([inp.demands[p].requests[j] for p in seg_pod.tolist()], np.float64)
+        requested[r] = _per_node_columns(n_nodes, times, seg_node, seg_start, seg_end, weights)
+        flat = used_node * len(times) + mats.pod_rows["col"][placed]
+        sums = np.bincount(flat, weights=mats.pod_rows[r][placed], minlength=n_nodes * len(times))
+        used[r] = sums.astype(np.float64).reshape(n_nodes, len(times))
+    breaches = outcome.violation_result.breaches if outcome.violation_result else pd.DataFrame()
+    breach_pools = (
+        breaches["node"].astype(str).map(dict(zip(inp.node_names, pools, strict=True)))
+        if len(breaches)
+        else pd.Series(dtype=object)
+    )
+    real = inp.real_node
+    waited_pool = [pools[n] for n in real[result.waited & (real >= 0)].tolist()]
+    out: dict[str, PoolFigures] = {}
+    for pool in sorted(set(pools.tolist())):
+        mine = pools == pool
+        count = active[mine].sum(axis=0)
+        nodes_observed = int(present[mine].sum(axis=0).max()) if len(times) else 0
+        nodes_peak = int(count.max()) if len(times) else 0
+        peak_time = (
+            pd.Timestamp(int(times[int(np.argmax(count))]), tz="UTC").isoformat()
+            if nodes_peak
+            else ""
+        )
+        idle: dict[str, float] = {}
+        slack: dict[str, float] = {}
+        on = active[mine]
+        points = on.any(axis=0)
+        for r in RESOURCES:
+            j = inp.template.resources.index(r)
+            alloc = (on * alloc_all[mine, j][:, None]).sum(axis=0).astype(np.float64)
+            req = np.where(on, requested[r][mine], 0.0).sum(axis=0)
+            unused = np.where(on, np.maximum(requested[r][mine] - used[r][mine], 0.0), 0.0)
+            ok = points & (alloc > 0)
+            if ok.any():
+                idle[r] = float(np.mean(100.0 * (1.0 - req[ok] / alloc[ok])))
+                slack[r] = float(np.mean(100.0 * unused.sum(axis=0)[ok] / alloc[ok]))
+            else:
+                idle[r] = slack[r] = float("nan")
+        out[pool] = PoolFigures(
+            pool=pool,
+            nodes_observed=nodes_observed,
+            nodes_peak=nodes_peak,
+            nodes_removable=max(0, nodes_observed - nodes_peak),
+            peak_time=peak_time,
+            violations=int((breach_pools == pool).sum()),
+            pods_waited=sum(1 for p in waited_pool if p == pool),
+            idle_pct=idle,
+            slack_pct=slack,
+        )
+    return out
+
+
+def running_at(result: ReplayResult, when: int) -> tuple[list[int], list[int], list[int]]:
+    """(pods, their nodes, the runs' starts) of the runs holding a node at ``when`` (ns):
+    ``start <= when < end``."""
+    seg = result.segments
+    hold = (seg["start"] <= when) & (when < seg["end"])  # end NEVER: int64 max, still running
+    pods: list[int] = seg["pod"][hold].tolist()
+    nodes: list[int] = seg["node"][hold].tolist()
+    starts: list[int] = seg["start"][hold].tolist()
+    return pods, nodes, starts

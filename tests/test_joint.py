@@ -1,0 +1,262 @@
+"""Joint right-size-then-repack scenarios, the busiest window, and the drain dry run."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from replay_fixtures import GI, T0, N, P, at, build
+
+from analyzer.cli import main
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.sources import SyntheticSpec, generate
+from analyzer.whatif.busiest import busiest_window, cut
+from analyzer.whatif.compare import WhatIfSettings, run_whatif
+from analyzer.whatif.joint import BOTH, REPACK, RIGHTSIZE, TODAY, JointSettings, run_joint
+from analyzer.whatif.rightsized import KEY, apply_recommendations, workload_keys
+
+
+def _workloads(snap: Snapshot, owners: dict[str, str]) -> Snapshot:
+    """Give pods a Deployment (``owners``: pod uid -> workload name)."""
+    pods = snap.pods.copy()
+    pods["workload_kind"] = pd.array(["Deployment"] * len(pods), dtype="string")
+    pods["workload_name"] = pd.array([owners[u] for u in pods["uid"]], dtype="string")
+    return replace(snap, pods=pods)
+
+
+def _recs(rows: list[tuple[str, float, float]]) -> pd.DataFrame:
+    """Recommendations: (deployment, cpu m, memory bytes) in namespace default."""
+    return pd.DataFrame(
+        {
+            "namespace": ["default"] * len(rows),
+            "owner_kind": ["Deployment"] * len(rows),
+            "owner_name": [r[0] for r in rows],
+            "pool": ["pool"] * len(rows),
+            "cpu_request_millicores": [np.nan] * len(rows),
+            "memory_request_bytes": [np.nan] * len(rows),
+            "cpu_recommended_millicores": [r[1] for r in rows],
+            "memory_recommended_bytes": [r[2] for r in rows],
+            "skipped_reason": [""] * len(rows),
+        }
+    )
+
+
+def three_half_empty() -> Snapshot:
+    """Three 4-core nodes, one 2.1-core pod each (52 % requested). ``db-0`` (arrives first) may
+    only run on ``n2`` (nodeSelector disk=ssd); ``web-a``/``web-b`` arrive next.
+
+    Today's requests never share a node (2 × 2100 m > 4000 m): repacking alone keeps 3 nodes.
+    Right-sized to 1500 m, two pods share a node (3000 m) but not three (4500 m): bin packing
+    needs 2 nodes; kube-default (LeastAllocated) still spreads them over 3.
+    """
+    nodes = [N(f"n{i}", cpu=4000, memory=16 * GI) for i in range(3)]
+    pods = [
+        P("db-0", "n2", cpu=2100, memory=4 * GI, start=1, cpu_used=300.0),
+        P("web-a", "n0", cpu=2100, memory=4 * GI, start=2, cpu_used=300.0),
+        P("web-b", "n1", cpu=2100, memory=4 * GI, start=3, cpu_used=300.0),
+    ]
+    snap = build(nodes, pods, minutes=30)
+    node_frame = snap.nodes.copy()
+    node_frame["labels"] = pd.array(["{}", "{}", '{"disk": "ssd"}'], dtype="string")
+    pod_frame = snap.pods.copy()
+    pod_frame["node_selector"] = pd.array(['{"disk": "ssd"}', "{}", "{}"], dtype="string")
+    snap = replace(snap, nodes=node_frame, pods=pod_frame)
+    return _workloads(snap, {"db-0": "db", "web-a": "web", "web-b": "web"})
+
+
+RIGHTSIZED = _recs([("db", 1500, np.nan), ("web", 1500, np.nan)])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_hand_built_cluster_known_answer(workers: int) -> None:
+    result = run_joint(
+        three_half_empty(), RIGHTSIZED, JointSettings(repack="most-allocated", workers=workers)
+    )
+    rows = {r["name"]: r for r in result.pool_rows("pool")}
+    assert [r["nodes_observed"] for r in rows.values()] == [3, 3, 3, 3]
+    assert rows[TODAY]["nodes_peak"] == 3 and rows[TODAY]["nodes_removable"] == 0
+    assert rows[RIGHTSIZE]["nodes_peak"] == 3  # kube-default spreads even small pods
+    assert rows[REPACK]["nodes_peak"] == 3  # 2 × 2100 m never fit one 4000 m node
+    assert rows[BOTH]["nodes_peak"] == 2 and rows[BOTH]["nodes_removable"] == 1
+    assert all(r["violations"] == 0 and r["pods_waited"] == 0 for r in rows.values())
+    assert result.best["pool"] == BOTH
+    # "both" at its peak (minute 3): db-0 and web-a on n2 (3000 m), web-b alone elsewhere
+    drain = result.drains["pool"]
+    assert drain.time == at(3).isoformat()
+    assert len(drain.needed) == 2 and "n2" in drain.needed
+    other = next(n for n in drain.needed if n != "n2")
+    reasons = {b["node"]: b["reasons"] for b in drain.blocked_nodes}
+    # draining n2: web-a fits beside web-b (3000 m), db-0 has no other ssd node
+    assert reasons["n2"] == [
+        "1 pod of default/db: 0/1 nodes are available: "
+        "1 node(s) didn't match Pod's node affinity/selector."
+    ]
+    # draining the other: web-b (1500 m) cannot join n2's 3000 m on 4000 m
+    assert reasons[other] == ["1 pod of default/web: 0/1 nodes are available: 1 Insufficient cpu."]
+    assert drain.drainable_nodes == [] and drain.greedy_drained == []
+    assert drain.greedy_order == [other, "n2"]  # 1500/4000 requested before 3000/4000
+    data = result.to_dict()
+    assert data["pools"][0]["blocked_nodes"] == drain.blocked_nodes
+    json.dumps(data, allow_nan=False)
+
+
+def test_drain_frees_a_node_the_replay_kept() -> None:
+    """Without the selector, draining the lone web-b's node is still refused (cpu); draining a
+    node whose pod fits elsewhere is reported drainable and counted by the greedy drain."""
+    nodes = [N(f"n{i}", cpu=4000, memory=16 * GI) for i in range(3)]
+    # today: a 1000 m pod on each node, kube-default spread them; they fit on one node
+    pods = [P(f"p{i}", f"n{i}", cpu=1000, memory=GI, start=i + 1) for i in range(3)]
+    snap = _workloads(build(nodes, pods, minutes=20), {f"p{i}": "app" for i in range(3)})
+    keep = _recs([("app", np.nan, np.nan)])  # nothing right-sized: "both" = "repack only"
+    result = run_joint(snap, keep, JointSettings(workers=1, repack="kube-default"))
+    best = result.best["pool"]
+    assert result.run(best).pools["pool"].nodes_peak == 3
+    drain = result.drains["pool"]
+    # each node's pod fits on either other node: every needed node is drainable alone, and the
+    # greedy drain empties two of the three (the third holds all three pods: 3000 m)
+    assert sorted(drain.drainable_nodes) == ["n0", "n1", "n2"] and drain.blocked_nodes == []
+    assert len(drain.greedy_drained) == 2
+
+
+def test_apply_recommendations_hand_computed() -> None:
+    nodes = [N("n0")]
+    pods = [
+        P("a-1", "n0", cpu=1000, memory=2 * GI, limits={"cpu": 1200, "memory": 2 * GI}),
+        P("a-2", "n0", cpu=800, memory=2 * GI),
+        P("b-1", "n0", cpu=500, memory=GI),
+        P("c-1", "n0", cpu=0, memory=0),
+    ]
+    snap = _workloads(
+        build(nodes, pods, minutes=5), {"a-1": "a", "a-2": "a", "b-1": "b", "c-1": "c"}
+    )
+    recs = _recs([("a", 1500.2, np.nan), ("b", np.nan, 0.5 * GI), ("zzz", 1, 1)])
+    out = apply_recommendations(snap, recs).pods.set_index("uid")
+    # a: cpu 1500.2 -> 1501 m (rounded up) on every pod, memory kept; limit 1200 < 1501 raised
+    assert out.loc["a-1", "requests:cpu"] == 1501 and out.loc["a-2", "requests:cpu"] == 1501
+    assert out.loc["a-1", "nonzero_requests:cpu"] == 1501
+    assert out.loc["a-1", "limits:cpu"] == 1501 and out.loc["a-2", "limits:cpu"] == 0
+    assert out.loc["a-1", "requests:memory"] == 2 * GI
+    # b: memory only; c: no recommendation, its zero request and 100 m non-zero default kept
+    assert out.loc["b-1", "requests:memory"] == GI // 2 and out.loc["b-1", "requests:cpu"] == 500
+    assert out.loc["c-1", "requests:cpu"] == 0 and out.loc["c-1", "nonzero_requests:cpu"] == 100
+    # the usage is not touched
+    assert apply_recommendations(snap, recs).pod_usage is snap.pod_usage
+    with pytest.raises(InputError, match="cpu_recommended_millicores of default/a is -5"):
+        apply_recommendations(snap, _recs([("a", -5, np.nan)]))
+    with pytest.raises(InputError, match="missing column"):
+        apply_recommendations(snap, recs.drop(columns=["owner_kind"]))
+
+
+def test_busiest_window_holds_the_spike() -> None:
+    """Ten days; a 3-core spike on day 8. Day-aligned 7-day windows start on days 0..3; those
+    holding day 8 start on day 2 or 3 and tie: the earlier wins."""
+    minutes = 10 * 24 * 60
+    day = 24 * 60
+    pods = [
+        P("base", "n0", cpu=1000, start=0, end=None),
+        P("spike", "n0", cpu=3000, start=8 * day + 600, end=8 * day + 700),
+    ]
+    snap = build([N("n0", cpu=8000)], pods, minutes=minutes)
+    start, end = busiest_window(snap, 7)
+    assert (start, end) == (T0 + pd.Timedelta(days=2), T0 + pd.Timedelta(days=9))
+    part = cut(snap, start, end)
+    assert set(part.pods["uid"]) == {"base", "spike"}
+    stamps = part.node_usage["timestamp"]
+    assert stamps.min() > start and stamps.max() <= end
+    # a snapshot no longer than the window is its own window
+    short = build([N("n0")], pods[:1], minutes=60)
+    assert busiest_window(short, 7) == (short.start, short.end)
+
+
+def _halved(snap: Snapshot) -> pd.DataFrame:
+    frame = pd.concat([workload_keys(snap.pods), snap.pods[["requests:cpu"]]], axis=1)
+    recs = frame.groupby(KEY, as_index=False).agg(cpu=("requests:cpu", "max"))
+    recs["cpu_recommended_millicores"] = np.where(recs["cpu"] > 0, recs["cpu"] // 2, np.nan)
+    recs["memory_recommended_bytes"] = np.nan
+    return recs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_both_never_needs_more_nodes_than_repack_only(seed: int) -> None:
+    """Halving every CPU request cannot make a requests-based bin packing need more nodes on
+    these clusters (the same pods arrive in the same order, each smaller). Also the figures'
+    invariants, and today = what the what-if comparison reports for observed."""
+    snap = generate(SyntheticSpec(seed=seed, nodes=16, days=0.5, step=300)).snapshot
+    settings = JointSettings(repack="most-allocated", workers=1, drain=False)
+    result = run_joint(snap, _halved(snap), settings)
+    assert result.run(BOTH).nodes_peak <= result.run(REPACK).nodes_peak
+    assert result.changed_pods > 0
+    observed = run_whatif(snap, WhatIfSettings(strategies=("kube-default",), workers=1))
+    today = observed.strategies[0].outcomes[0]
+    assert result.run(TODAY).nodes_peak == today.active_nodes_peak
+    assert result.run(TODAY).violations == today.violations
+    for run in result.scenarios:
+        figures = run.pools.values()
+        assert sum(f.violations for f in figures) == run.violations
+        # pools peak at different instants: the sum of their peaks bounds the cluster's
+        assert sum(f.nodes_peak for f in figures) >= run.nodes_peak
+        for f in figures:
+            assert 0 <= f.nodes_peak <= f.nodes_observed
+            assert f.nodes_removable == f.nodes_observed - f.nodes_peak
+            for value in [*f.idle_pct.values(), *f.slack_pct.values()]:
+                assert math.isnan(value) or 0.0 <= value <= 100.0
+            for r in ("cpu", "memory"):  # unrequested + requested-unused <= allocatable
+                if not math.isnan(f.idle_pct[r]):
+                    assert f.idle_pct[r] + f.slack_pct[r] <= 100.0 + 1e-9
+
+
+def test_bad_strategy_fails_before_any_replay() -> None:
+    with pytest.raises(InputError):
+        run_joint(three_half_empty(), RIGHTSIZED, JointSettings(repack="bin-packing", workers=1))
+
+
+def test_cli_whatif_recommendations_blocked(tmp_path: Path) -> None:
+    path = write_snapshot(three_half_empty(), tmp_path / "snap")
+    recs = tmp_path / "recs.csv"
+    RIGHTSIZED.to_csv(recs, index=False)
+    runner = CliRunner()
+    args = ["whatif", str(path), "--recommendations", str(recs), "--workers", "1"]
+    ok = runner.invoke(
+        main, [*args, "--strategy", "kube-default", "--strategy", "most-allocated", "--blocked"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "3 pods right-sized" in ok.output
+    assert "pool pool (both, at 2026-11-01T00:03:00+00:00): 2 nodes needed, 2 cannot go alone" in (
+        ok.output
+    )
+    assert "1 pod of default/db: 0/1 nodes are available: 1 node(s) didn't match" in ok.output
+    both = ["--strategy", "kube-default", "--strategy", "most-allocated"]
+    data = json.loads(runner.invoke(main, [*args, *both, "--format", "json"]).output)
+    assert [s["nodes_peak"] for s in data["pools"][0]["scenarios"]] == [3, 3, 3, 2]
+    lonely = runner.invoke(main, ["whatif", str(path), "--blocked", "--strategy", "kube-default"])
+    assert lonely.exit_code == 2 and "--blocked: only with --recommendations" in lonely.output
+    bad = tmp_path / "bad.csv"
+    bad.write_text("namespace,owner_name\ndefault,web\n")
+    missing = runner.invoke(main, ["whatif", str(path), "--recommendations", str(bad)])
+    assert missing.exit_code == 2 and "missing column(s) owner_kind" in missing.output
+
+
+def test_load_aware_drain_reason() -> None:
+    """The default repack (most-allocated-loadaware): LoadAwareScheduling refuses what bin
+    packing would accept. db-0 binds to n2 at minute 1; the NodeMetric of minute 1 shows n2's
+    100 m overhead, and the pod-assign cache adds db-0's estimate 1500 m × 85 % = 1275 m. web-a
+    (1275 m estimated) would make 2650 / 4000 m = 66 % > the 65 % threshold, so at minute 2 it goes
+    to another node: "both" needs 2 nodes from minute 2. Draining web-a's node at minute 2 meets
+    the same refusal, in LoadAwareScheduling's words."""
+    result = run_joint(three_half_empty(), RIGHTSIZED, JointSettings(workers=1))
+    assert [r["nodes_peak"] for r in result.pool_rows("pool")] == [3, 3, 3, 2]
+    drain = result.drains["pool"]
+    assert drain.time == at(2).isoformat()
+    reasons = {b["node"]: b["reasons"] for b in drain.blocked_nodes}
+    other = next(n for n in drain.needed if n != "n2")
+    assert reasons[other] == [
+        "1 pod of default/web: 0/1 nodes are available: 1 node(s) cpu usage exceed threshold."
+    ]
+    assert "1 node(s) didn't match Pod's node affinity/selector." in reasons["n2"][0]
