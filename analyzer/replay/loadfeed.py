@@ -92,6 +92,7 @@ class LoadFeed:
         self.projected = {r: np.full((count, width), np.nan) for r in RESOURCES}
         self.bounds = mats.column_bounds()
         self.next_col = 0
+        self.next_time = int(mats.times[0]) if len(mats.times) else NEVER  # times[next_col]
         self.last_report = -1
         self.interval = REPORT_INTERVAL_S * SECOND
         self.windows = self._aggregation_keys()
@@ -111,6 +112,16 @@ class LoadFeed:
         self.bind_log: tuple[list[int], list[int]] = ([], [])  # (bind time, pod), in time order
         self.fresh: list[int] = []  # pods bound since the last report
         self.by_key: dict[bytes, tuple[Int64Array, bool]] = {}  # shape key -> (estimate, prod)
+        # per-node sums kept in step with binds (the prod ones only when something reads them)
+        self.tables = [
+            (self.inputs.node_delta, self.delta),
+            (self.inputs.node_estimated, self.estimate),
+        ]
+        if self.uses_prod:
+            self.tables += [
+                (self.inputs.prod_delta, self.prod_delta),
+                (self.inputs.prod_usage, self.prod_usage),
+            ]
 
     @classmethod
     def for_profile(
@@ -163,8 +174,9 @@ class LoadFeed:
         e = self._estimate(pod)
         self.node_of[pod], self.bind_time[pod] = node, now
         self.delta[pod] = e
-        self.prod_delta[pod] = e if self.prod[pod] else 0
-        self.prod_usage[pod] = 0
+        if self.uses_prod:
+            self.prod_delta[pod] = e if self.prod[pod] else 0
+            self.prod_usage[pod] = 0
         self.bind_log[0].append(now)
         self.bind_log[1].append(pod)
         self.fresh.append(pod)
@@ -178,12 +190,7 @@ class LoadFeed:
     def _apply(self, pod: int, node: int, sign: int) -> None:
         load = self.inputs
         step = np.add if sign > 0 else np.subtract
-        for table, per_pod in (
-            (load.node_delta, self.delta),
-            (load.node_estimated, self.estimate),
-            (load.prod_delta, self.prod_delta),
-            (load.prod_usage, self.prod_usage),
-        ):
+        for table, per_pod in self.tables:
             row = table[node]
             step(row, per_pod[pod], out=row)
 
@@ -196,10 +203,11 @@ class LoadFeed:
     def advance(self, now: int) -> bool:
         """Move the clock to ``now``; True when a new NodeMetric report became visible."""
         times = self.mats.times
-        stop = int(np.searchsorted(times, now, side="left"))
-        if stop > self.next_col:
+        if self.next_col < len(times) and now > self.next_time:  # a grid column has passed
+            stop = int(np.searchsorted(times, now, side="left"))
             self._finalise(self.next_col, stop)
             self.next_col = stop
+            self.next_time = int(times[stop]) if stop < len(times) else NEVER
         report = (now - self.inp.start - 1) // self.interval
         if report > self.last_report and report >= 0:
             self.last_report = report
@@ -311,6 +319,13 @@ class LoadFeed:
             sums = np.bincount(pods[ok], weights=rows[r][a:b][ok], minlength=pods_total)
             u[:, j] = np.rint(sums[bound] / np.maximum(counts[bound], 1)).astype(np.int64)
         self.reported[bound], self.used[bound] = reported, u
+        if self.incremental and not self.uses_prod:
+            # a pod neither recent now nor holding a delta keeps its delta of 0: skip it
+            bind = self.bind_time[bound]
+            recent = ~reported | (bind > report - self.interval)
+            if self._after > 0:
+                recent |= bind + self._after * SECOND > report
+            bound = bound[recent | self.delta[bound].any(axis=1)]
         self._contributions(report, bound)
         if self.args.prod_include_sys:  # systemUsage = node − Σ pods, the projected overhead
             system = np.zeros_like(self.system)

@@ -294,6 +294,8 @@ class LoadRows:
         filters = self.filter is not None and not shape.daemonset
         vector, weights, dominant = shape.vector, self.weights, self.args.dominant_weight
         terms, variant = self.terms, shape.prod and self.prod_matters
+        pair = self.width == 2 and dominant <= 0
+        w0, w1 = (weights[0], weights[1]) if pair else (0, 0)
         out: list[int | None] = []
         for i in rows:
             key = (i, variant)
@@ -317,6 +319,13 @@ class LoadRows:
                 out.append(0)
                 continue
             capacity = self.alloc[i]
+            if pair:  # cpu and memory without a dominant weight, inlined
+                c0, c1 = capacity
+                u0, u1 = base[0] + vector[0], base[1] + vector[1]
+                p0 = 0 if c0 == 0 or u0 > c0 else (c0 - u0) * 100 // c0
+                p1 = 0 if c1 == 0 or u1 > c1 else (c1 - u1) * 100 // c1
+                out.append(self.weight * ((p0 * w0 + p1 * w1) // self.weight_sum))
+                continue
             numerator, low = 0, None
             for k, incoming in enumerate(vector):
                 cap, used = capacity[k], base[k] + incoming
