@@ -182,8 +182,9 @@ def test_fail_cutoff_is_the_first_failing_estimate() -> None:
 
 
 def test_rows_equal_the_plugin_on_random_inputs() -> None:
-    # every row's verdict and score against the plugin's whole-array filter and score, on load
-    # inputs with missing and expired metrics, aggregated rows, prod pods, annotations
+    # every row's verdict and score, one by one (``rows``) and as whole arrays (``full``), against
+    # the plugin's filter and score, on load inputs with missing and expired metrics, aggregated
+    # rows, prod pods, annotations
     rng = np.random.default_rng(5)
     count = 40
     allocatable = [
@@ -231,7 +232,13 @@ def test_rows_equal_the_plugin_on_random_inputs() -> None:
                     namespace="t",
                     koord_class="koord-prod" if k % 2 else "koord-batch",
                 )
+                if k == 4:  # binds on three nodes: their rows go stale (the arrays are patched)
+                    for node in (1, 5, 9):
+                        load.node_delta[node] += rng.integers(0, 4 * GI, len(resources))
+                        rows.touch(node)
                 got = rows.rows(rows.shape(pod), list(range(count)))
+                passes, added = rows.full(rows.shape(pod), now)
+                whole = [int(a) if ok else None for ok, a in zip(passes, added, strict=True)]
                 feasible = plugin.filter(state, pod, now).feasible  # type: ignore[attr-defined]
                 score = plugin.score(state, pod, now)  # type: ignore[attr-defined]
                 expected = [
@@ -239,6 +246,7 @@ def test_rows_equal_the_plugin_on_random_inputs() -> None:
                     for ok, s in zip(feasible.tolist(), score.tolist(), strict=True)
                 ]
                 assert got == expected, (args, trial, k)
+                assert whole == expected, (args, trial, k)
 
 
 def test_incremental_pod_cache_equals_recomputing_every_report(coarse: ReplayInput) -> None:

@@ -188,7 +188,6 @@ class LoadFeed:
         self.node_of[pod] = -1
 
     def _apply(self, pod: int, node: int, sign: int) -> None:
-        load = self.inputs
         step = np.add if sign > 0 else np.subtract
         for table, per_pod in self.tables:
             row = table[node]

@@ -39,6 +39,7 @@ FULL_SHARE = 0.25  # above this share of changed nodes, every row is stale (a ne
 LOG_LIMIT = 1 << 20  # the change log is cut here (a new epoch)
 EXPIRY_MARGIN_S = 1.0  # recheck expiry this long before the earliest possible flip
 PASS, REFUSE, CHECK = 0, 1, 2  # the filter's verdict on a node before looking at the pod
+NO_MARGIN = 1 << 62  # a margin no estimate reaches: the resource is not checked
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,13 @@ class LoadRows:
         self.terms: dict[tuple[int, bool], tuple[int, list[tuple[int, int]], list[int] | None]]
         self.terms = {}  # (node, prod variant) -> ``_terms``, dropped when the node goes stale
         self.cutoffs: tuple[dict[int, list[tuple[int, int]]], ...] = ({}, {}, {})
+        self.cutoff_tables: dict[int, Int64Array] = {}
+        # ``full``'s node arrays per prod variant and the rows gone stale since they were built
+        self.arrays: dict[bool, tuple[BoolArray, Int64Array, Int64Array, BoolArray]] = {}
+        self.dirty: dict[bool, set[int]] = {}
+        self.capacity = profiles.allocatable
+        self.capacity_safe = np.maximum(profiles.allocatable, 1)
+        self.weight_array = plugin.weights
 
     @staticmethod
     def supports(profile: Profile, state: ClusterState) -> bool:
@@ -128,6 +136,8 @@ class LoadRows:
         terms = self.terms
         terms.pop((node, False), None)
         terms.pop((node, True), None)
+        for rows in self.dirty.values():
+            rows.add(node)
         if len(self.log) >= LOG_LIMIT:
             self._everything()
 
@@ -135,6 +145,8 @@ class LoadRows:
         self.epoch += 1
         self.log.clear()
         self.terms.clear()
+        self.arrays.clear()
+        self.dirty.clear()
 
     def _stale(self, rows: Sequence[int]) -> None:
         if len(rows) > FULL_SHARE * self.state.node_count:
@@ -144,6 +156,8 @@ class LoadRows:
             for node in rows:
                 self.terms.pop((node, False), None)
                 self.terms.pop((node, True), None)
+            for stale in self.dirty.values():
+                stale.update(rows)
 
     def _inputs(self) -> list[np.ndarray[Any, Any]]:
         load = self.load
@@ -211,18 +225,102 @@ class LoadRows:
         return LoadShape(demand, vector, pod_is_prod(demand), demand.daemonset)
 
     def full(self, shape: LoadShape, now: float) -> tuple[BoolArray, Int64Array]:
-        """(passes the filter, weight × score) of every node: the plugin itself."""
+        """(passes the filter, weight × score) of every node, from the node arrays of
+        ``_arrays`` (the same verdicts and integers as the plugin's ``filter`` and ``score``)."""
         count = self.state.node_count
-        if self.filter is not None:
-            feasible = self.plugin.filter(self.state, shape.demand, now).feasible
+        refuse, margins, base, usable = self._arrays(shape.prod)
+        vector = np.array(shape.vector, dtype=np.int64)
+        if self.filter is not None and not shape.daemonset:
+            feasible: BoolArray = ~(refuse | (vector[np.newaxis, :] >= margins).any(axis=1))
         else:
             feasible = np.ones(count, dtype=bool)
-        if self.scores and self.weight:
-            raw = self.plugin.score(self.state, shape.demand, now)
-            contribution: Int64Array = raw if self.weight == 1 else self.weight * raw
-        else:
-            contribution = np.zeros(count, dtype=np.int64)
+        if not (self.scores and self.weight and self.weight_sum > 0):
+            return feasible, np.zeros(count, dtype=np.int64)
+        capacity = self.capacity
+        used = base + vector[np.newaxis, :]
+        per = np.where(
+            (capacity == 0) | (used > capacity), 0, (capacity - used) * 100 // self.capacity_safe
+        )
+        numerator = (per * self.weight_array).sum(axis=1)
+        if self.args.dominant_weight > 0:
+            numerator = numerator + per.min(axis=1) * self.args.dominant_weight
+        score = np.where(usable, numerator // self.weight_sum, 0).astype(np.int64)
+        contribution: Int64Array = score if self.weight == 1 else self.weight * score
         return feasible, contribution
+
+    def _arrays(self, prod: bool) -> tuple[BoolArray, Int64Array, Int64Array, BoolArray]:
+        """Per node for a (non-)prod pod: refused outright, the margins (the pod fails where its
+        estimate ``>= margin``; ``NO_MARGIN`` where unchecked), the score's base, score > 0
+        possible. Built whole once per epoch, then patched on the rows gone stale since."""
+        variant = prod and self.prod_matters
+        arrays = self.arrays.get(variant)
+        if arrays is None:
+            arrays = self.arrays[variant] = self._build(prod)
+            self.dirty[variant] = set()
+            return arrays
+        refuse, margins, base, usable = arrays
+        for i in self.dirty[variant]:
+            mode, pairs, score_base = self._terms(i, prod)
+            refuse[i] = mode == REFUSE
+            margins[i] = NO_MARGIN
+            for k, margin in pairs if mode == CHECK else ():
+                margins[i, k] = margin
+            usable[i] = score_base is not None
+            base[i] = score_base if score_base is not None else 0
+        self.dirty[variant] = set()
+        return arrays
+
+    def _build(self, prod: bool) -> tuple[BoolArray, Int64Array, Int64Array, BoolArray]:
+        """``_arrays`` for every node at once (the plugin's ``_threshold_sets``, ``_estimated``
+        and expiry rules as whole columns; ``_terms`` is the same for one row)."""
+        plugin, load, args = self.plugin, self.load, self.args
+        profiles = plugin._profiles(self.state)
+        prod_rows = profiles.prod_set & prod
+        agg_rows = ~prod_rows & profiles.aggregated_set
+        thresholds = np.where(
+            prod_rows[:, np.newaxis],
+            profiles.prod,
+            np.where(agg_rows[:, np.newaxis], profiles.aggregated, profiles.usage),
+        )
+        active = thresholds.any(axis=1) & load.has_metric
+        expired = active & args.filter_expired & self.expired
+        refuse = expired & (args.enable_when_expired is False)
+        check = active & ~expired & load.metric_present
+        normal = load.node_usage + load.node_delta
+        base = normal
+        if agg_rows.any():
+            agg = plugin._aggregated_base(load, profiles.aggregated_groups, normal)
+            base = np.where(agg_rows[:, np.newaxis], agg, base)
+        if prod_rows.any():
+            base = np.where(prod_rows[:, np.newaxis], load.prod_usage + load.prod_delta, base)
+        cutoffs = np.where(
+            prod_rows[:, np.newaxis],
+            self._cutoff_table(1),
+            np.where(agg_rows[:, np.newaxis], self._cutoff_table(2), self._cutoff_table(0)),
+        )
+        checked = check[:, np.newaxis] & (cutoffs != NO_MARGIN)
+        margins = np.where(checked, cutoffs - base, NO_MARGIN).astype(np.int64)
+        score_prod = args.score_according_prod and prod
+        if score_prod:
+            score_base = load.prod_usage + load.prod_delta
+        elif self.score_agg:
+            score_base = plugin._aggregated_base(load, {self.score_key: None}, normal)
+        else:
+            score_base = normal
+        usable = load.has_metric & load.metric_present & ~self.expired
+        score_base = np.where(usable[:, np.newaxis], score_base, 0).astype(np.int64)
+        return refuse.astype(bool), margins, score_base, np.asarray(usable, dtype=bool)
+
+    def _cutoff_table(self, table: int) -> Int64Array:
+        """Threshold set ``table``'s fail cutoffs of every node (``NO_MARGIN``: unchecked)."""
+        known = self.cutoff_tables.get(table)
+        if known is None:
+            known = np.full((self.state.node_count, self.width), NO_MARGIN, dtype=np.int64)
+            for i in range(self.state.node_count):
+                for k, cut in self._cutoffs(table, i):
+                    known[i, k] = cut
+            self.cutoff_tables[table] = known
+        return known
 
     def _base(self, i: int, prod: bool, key: tuple[str, int] | None) -> list[int]:
         """The estimated usage before the incoming pod (``_estimated``'s ``base`` for row i):
