@@ -259,8 +259,12 @@ class LoadRows:
             self.dirty[variant] = set()
             return arrays
         refuse, margins, base, usable = arrays
+        terms = self.terms
         for i in self.dirty[variant]:
-            mode, pairs, score_base = self._terms(i, prod)
+            known = terms.get((i, variant))
+            if known is None:
+                known = terms[(i, variant)] = self._terms(i, prod)
+            mode, pairs, score_base = known
             refuse[i] = mode == REFUSE
             margins[i] = NO_MARGIN
             for k, margin in pairs if mode == CHECK else ():
