@@ -162,12 +162,15 @@ def replay(
     *,
     stop_after: int | None = None,
     matrices: Any = None,
+    rescore_all: bool = False,
 ) -> ReplayResult:
     """Replay every event of ``inp`` under ``strategy``; deterministic for a given ``seed``.
 
     ``stop_after`` ends the replay at the first instant after that many events were handled (a
     partial replay for benchmarks; the result says so in ``notes``). ``matrices``: the
     ``analyzer.replay.projection.UsageMatrices`` of ``inp`` when the caller has them (load-aware feeds).
+    ``rescore_all``: score every node for every pod with ``Profile.evaluate`` instead of the
+    incremental caches (same results, much slower: the reference the tests and benchmarks use).
     """
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()
@@ -179,8 +182,12 @@ def replay(
     feed = None
     cache = None
     if strategy.profile is not None:
-        feed = LoadFeed.for_profile(inp, strategy.profile, state, matrices)
-        cache = ScoreCache(strategy.profile, state, active, dynamic=feed is not None)
+        feed = LoadFeed.for_profile(
+            inp, strategy.profile, state, matrices, incremental=not rescore_all
+        )
+        cache = ScoreCache(
+            strategy.profile, state, active, dynamic=feed is not None, rescore_all=rescore_all
+        )
     rec = _Recorder(inp.pod_count, inp.start, inp.end)
     on_node: list[set[int]] = [set() for _ in inp.node_names]
     bound = [-1] * inp.pod_count
@@ -269,7 +276,13 @@ def replay(
             rec.notes.append(f"stopped after {lo} of {len(times)} events (partial replay)")
             break
         now = int(times[lo])
-        refreshed = feed.advance(now) if feed is not None else False
+        refreshed = False
+        if feed is not None:
+            if cache is not None and feed.due(now):
+                cache.before_reload()
+            refreshed = feed.advance(now)
+            if refreshed and cache is not None:
+                cache.reloaded(now / 1e9)
         changed: list[int] = []
         k = lo
         while k < hi and kinds_list[k] != ARRIVE:

@@ -20,10 +20,18 @@ placement produces, not from what really happened:
   Initialized time is taken as the bind time). Prod pods feed ``prod_usage`` / ``prod_delta``.
 
 Pods bound after the last report count at once with their full estimate, as in the scheduler.
+
+Incremental: a report whose usage window holds the same grid columns as the previous one gives
+every pod still bound since then the same usage ``u`` and the same "reported" verdict, so only
+the pods whose recency can have flipped are recomputed — bound since the previous report, or
+bound within one report step of ``updateTime − reportInterval`` or of the forced-estimation
+deadline. Reports that bring a new column recompute every bound pod (``incremental=False``: every
+report does, the reference path).
 """
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 import numpy as np
@@ -57,9 +65,16 @@ class LoadFeed:
     """Keeps ``state.load`` (``LoadInputs``) as the scheduler would have seen it at each time."""
 
     def __init__(
-        self, inp: ReplayInput, args: LoadAwareArgs, state: ClusterState, mats: UsageMatrices
+        self,
+        inp: ReplayInput,
+        args: LoadAwareArgs,
+        state: ClusterState,
+        mats: UsageMatrices,
+        *,
+        incremental: bool = True,
     ) -> None:
         self.inp, self.args, self.mats = inp, args, mats
+        self.incremental = incremental
         self.resources = args.resources
         self.usage_slots = [(j, r) for j, r in enumerate(self.resources) if r in RESOURCES]
         count, width, pods = len(inp.node_names), len(mats.times), inp.pod_count
@@ -77,6 +92,7 @@ class LoadFeed:
         self.projected = {r: np.full((count, width), np.nan) for r in RESOURCES}
         self.bounds = mats.column_bounds()
         self.next_col = 0
+        self.next_time = int(mats.times[0]) if len(mats.times) else NEVER  # times[next_col]
         self.last_report = -1
         self.interval = REPORT_INTERVAL_S * SECOND
         self.windows = self._aggregation_keys()
@@ -89,6 +105,23 @@ class LoadFeed:
             or args.score_according_prod
             or "prodUsageThresholds" in annotations
         )
+        # what the last report found per bound pod (the incremental pod cache reuses it)
+        self.reported = np.zeros(pods, dtype=bool)
+        self.used = np.zeros(shape, dtype=np.int64)
+        self.seen: tuple[int, int, int] | None = None  # (report, window start, window stop)
+        self.bind_log: tuple[list[int], list[int]] = ([], [])  # (bind time, pod), in time order
+        self.fresh: list[int] = []  # pods bound since the last report
+        self.by_key: dict[bytes, tuple[Int64Array, bool]] = {}  # shape key -> (estimate, prod)
+        # per-node sums kept in step with binds (the prod ones only when something reads them)
+        self.tables = [
+            (self.inputs.node_delta, self.delta),
+            (self.inputs.node_estimated, self.estimate),
+        ]
+        if self.uses_prod:
+            self.tables += [
+                (self.inputs.prod_delta, self.prod_delta),
+                (self.inputs.prod_usage, self.prod_usage),
+            ]
 
     @classmethod
     def for_profile(
@@ -97,12 +130,15 @@ class LoadFeed:
         profile: Profile,
         state: ClusterState,
         mats: UsageMatrices | None = None,
+        *,
+        incremental: bool = True,
     ) -> LoadFeed | None:
         """A feed when ``profile`` has LoadAwareScheduling, else None."""
         plugin = _loadaware(profile)
         if plugin is None:
             return None
-        return cls(inp, plugin.args, state, mats if mats is not None else usage_matrices(inp))
+        mats = mats if mats is not None else usage_matrices(inp)
+        return cls(inp, plugin.args, state, mats, incremental=incremental)
 
     def _aggregation_keys(self) -> list[tuple[str, int]]:
         agg = self.args.aggregated
@@ -118,20 +154,32 @@ class LoadFeed:
     def _estimate(self, pod: int) -> Int64Array:
         if not self.has_estimate[pod]:
             demand = self.inp.demands[pod]
-            values = estimate_pod(demand, self.args)
-            self.estimate[pod] = [int(values.get(r, 0)) for r in self.resources]
-            self.prod[pod] = pod_is_prod(demand)
+            # pods of one replay shape share requests, limits and class: one estimate each
+            # (per pod when annotations may customise the estimation)
+            key = None if self.args.allow_customize else self.inp.shape_keys[pod]
+            known = self.by_key.get(key) if key is not None else None
+            if known is None:
+                values = estimate_pod(demand, self.args)
+                row = np.array([int(values.get(r, 0)) for r in self.resources], dtype=np.int64)
+                known = (row, pod_is_prod(demand))
+                if key is not None:
+                    self.by_key[key] = known
+            self.estimate[pod], self.prod[pod] = known
             self.has_estimate[pod] = True
-        row: Int64Array = self.estimate[pod]
-        return row
+        row_view: Int64Array = self.estimate[pod]
+        return row_view
 
     def bound(self, pod: int, node: int, now: int) -> None:
         """A pod was bound after the last report: no usage yet, its full estimate counts."""
         e = self._estimate(pod)
         self.node_of[pod], self.bind_time[pod] = node, now
         self.delta[pod] = e
-        self.prod_delta[pod] = e if self.prod[pod] else 0
-        self.prod_usage[pod] = 0
+        if self.uses_prod:
+            self.prod_delta[pod] = e if self.prod[pod] else 0
+            self.prod_usage[pod] = 0
+        self.bind_log[0].append(now)
+        self.bind_log[1].append(pod)
+        self.fresh.append(pod)
         self._apply(pod, node, 1)
 
     def unbound(self, pod: int, node: int, now: int) -> None:
@@ -140,20 +188,25 @@ class LoadFeed:
         self.node_of[pod] = -1
 
     def _apply(self, pod: int, node: int, sign: int) -> None:
-        load = self.inputs
-        load.node_delta[node] += sign * self.delta[pod]
-        load.node_estimated[node] += sign * self.estimate[pod]
-        load.prod_delta[node] += sign * self.prod_delta[pod]
-        load.prod_usage[node] += sign * self.prod_usage[pod]
+        step = np.add if sign > 0 else np.subtract
+        for table, per_pod in self.tables:
+            row = table[node]
+            step(row, per_pod[pod], out=row)
 
     # ------------------------------------------------------------------ time
+    def due(self, now: int) -> bool:
+        """True when ``advance(now)`` will make a new report visible."""
+        report = (now - self.inp.start - 1) // self.interval
+        return bool(report > self.last_report and report >= 0)
+
     def advance(self, now: int) -> bool:
         """Move the clock to ``now``; True when a new NodeMetric report became visible."""
         times = self.mats.times
-        stop = int(np.searchsorted(times, now, side="left"))
-        if stop > self.next_col:
+        if self.next_col < len(times) and now > self.next_time:  # a grid column has passed
+            stop = int(np.searchsorted(times, now, side="left"))
             self._finalise(self.next_col, stop)
             self.next_col = stop
+            self.next_time = int(times[stop]) if stop < len(times) else NEVER
         report = (now - self.inp.start - 1) // self.interval
         if report > self.last_report and report >= 0:
             self.last_report = report
@@ -246,7 +299,12 @@ class LoadFeed:
             per_pod[bound[changed]] = new[changed]
 
     def _pod_cache(self, report: int, window: slice, usage: Int64Array) -> None:
-        """Recompute delta / prod contributions of every bound pod against the new report."""
+        """Recompute delta / prod contributions of the bound pods against the new report."""
+        seen, self.seen = self.seen, (report, window.start, window.stop)
+        fresh, self.fresh = self.fresh, []
+        if self.incremental and seen is not None and seen[1:] == (window.start, window.stop):
+            self._pod_cache_since(seen[0], report, fresh)
+            return
         load, rows, mats = self.inputs, self.mats.pod_rows, self.mats
         pods_total = self.inp.pod_count
         a, b = int(self.bounds[window.start]), int(self.bounds[window.stop])
@@ -259,10 +317,40 @@ class LoadFeed:
         for j, r in self.usage_slots:
             sums = np.bincount(pods[ok], weights=rows[r][a:b][ok], minlength=pods_total)
             u[:, j] = np.rint(sums[bound] / np.maximum(counts[bound], 1)).astype(np.int64)
+        self.reported[bound], self.used[bound] = reported, u
+        if self.incremental and not self.uses_prod:
+            # a pod neither recent now nor holding a delta keeps its delta of 0: skip it
+            bind = self.bind_time[bound]
+            recent = ~reported | (bind > report - self.interval)
+            if self._after > 0:
+                recent |= bind + self._after * SECOND > report
+            bound = bound[recent | self.delta[bound].any(axis=1)]
+        self._contributions(report, bound)
+        if self.args.prod_include_sys:  # systemUsage = node − Σ pods, the projected overhead
+            system = np.zeros_like(self.system)
+            for j, r in self.usage_slots:
+                overhead = self.mats.overhead[r][:, window]
+                samples = np.maximum((~np.isnan(overhead)).sum(axis=1), 1)
+                mean = np.nansum(overhead, axis=1) / samples
+                system[:, j] = np.rint(np.maximum(mean, 0)).astype(np.int64)
+            load.prod_usage += system - self.system
+            self.system = system
+        del usage
+
+    @property
+    def _after(self) -> int:
+        """The forced-estimation seconds after a pod's bind (0: none)."""
+        return self.args.seconds_after_initialized or self.args.seconds_after_scheduled or 0
+
+    def _contributions(self, report: int, bound: Int64Array) -> None:
+        """Delta / prod contributions of the ``bound`` pods at ``report``, from their stored
+        ``reported`` / ``used`` (the pod-assign cache's rules, see the module docstring)."""
+        load = self.inputs
+        reported, u = self.reported[bound], self.used[bound]
         e = self.estimate[bound]
         bind = self.bind_time[bound]
         recent = ~reported | (bind > report - self.interval)
-        after = self.args.seconds_after_initialized or self.args.seconds_after_scheduled or 0
+        after = self._after
         if after > 0:
             recent |= bind + after * SECOND > report
         nodes = self.node_of[bound]
@@ -276,13 +364,35 @@ class LoadFeed:
             prod_delta = np.where(prod_recent[:, None], np.maximum(e - prod_usage, 0), 0)
             self._update(load.prod_delta, self.prod_delta, bound, nodes, prod_delta)
             self._update(load.prod_usage, self.prod_usage, bound, nodes, prod_usage)
-        if self.args.prod_include_sys:  # systemUsage = node − Σ pods, the projected overhead
-            system = np.zeros_like(self.system)
-            for j, r in self.usage_slots:
-                overhead = self.mats.overhead[r][:, window]
-                samples = np.maximum((~np.isnan(overhead)).sum(axis=1), 1)
-                mean = np.nansum(overhead, axis=1) / samples
-                system[:, j] = np.rint(np.maximum(mean, 0)).astype(np.int64)
-            load.prod_usage += system - self.system
-            self.system = system
-        del usage
+
+    def _pod_cache_since(self, before: int, report: int, fresh: list[int]) -> None:
+        """The pod cache at ``report`` when the previous one (``before``) read the same window.
+
+        A pod bound since ``before`` has no sample in the window (every column of it is at or
+        before ``before``): not reported, usage 0 — the values ``bound`` gave it. A pod bound at
+        ``before`` keeps its samples, so only its recency can flip: ``bind > report − interval``
+        for binds in ``(before − interval, report − interval]``, ``bind + after > report`` for
+        binds in ``(before − after, report − after]``.
+        """
+        times, pods = self.bind_log
+        candidates: list[int] = []
+        shifts = [self.interval]
+        if self._after > 0:
+            shifts.append(self._after * SECOND)
+        for shift in shifts:
+            lo = bisect.bisect_right(times, before - shift)
+            hi = bisect.bisect_right(times, report - shift)
+            candidates.extend(pods[lo:hi])
+        if fresh:
+            alive = np.array(fresh, dtype=np.int64)
+            alive = alive[self.node_of[alive] >= 0]
+            self.reported[alive] = False
+            self.used[alive] = 0
+        if not candidates:
+            return
+        # recomputing a bound pod is always exact (its stored verdict is its current bind's);
+        # a pod bound again since is recomputed needlessly, never missed
+        chosen = np.unique(np.array(candidates, dtype=np.int64))
+        chosen = chosen[self.node_of[chosen] >= 0]
+        if len(chosen):
+            self._contributions(report, chosen)

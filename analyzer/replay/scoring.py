@@ -13,9 +13,13 @@ calls the core's array helpers and is checked bit-for-bit against ``Profile.eval
 ``tests/test_replay_scoring.py``. Score plugins marked ``static_score`` (TaintToleration,
 NodeAffinity: their raw score reads only node taints and labels) are computed once per shape; a
 raw score equal on every node adds the same normalised value to every feasible node and is
-dropped, otherwise ``choose`` normalises it over the currently feasible nodes (one numpy pass). Profiles with any other plugin (LoadAwareScheduling, user
-plugins), and load-aware replays whose inputs change with time, use ``Profile.evaluate`` on all
-nodes for every pod — exact, slower.
+dropped, otherwise ``choose`` normalises it over the currently feasible nodes (one numpy pass).
+Load-aware profiles (the resource plugins plus one LoadAwareScheduling) keep the resource part per
+shape as above and add the load-aware verdict and score per row (``analyzer.replay.loadrows``):
+rows go stale on binds and unbinds, on NodeMetric reports (only the rows whose inputs moved, or
+all) and when a metric expires. Profiles with any other plugin (user plugins), and replays asked
+to ``rescore_all``, use ``Profile.evaluate`` on all nodes for every pod — exact, slower (the
+baseline of ``tests/test_replay_loadaware.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.replay.loadrows import LoadRows, LoadShape, without_loadaware
 from analyzer.replay.rows import (
     BalancedRows,
     Column,
@@ -284,24 +289,52 @@ class _Entry:
     best: int | None = None  # highest feasible total, kept up to date by small refreshes
     ties: list[int] = field(default_factory=list)  # nodes at ``best``, ascending
     pending: dict[int, int] = field(default_factory=dict)  # row values not yet in ``masked``
+    # load-aware profiles: ``masked`` = resource part + load-aware part; the resource part alone
+    # (LOWEST where infeasible) is kept in ``res`` so a NodeMetric report recomputes only its half
+    load: LoadShape | None = None
+    res: Int64Array | None = None
+    res_pending: dict[int, int] = field(default_factory=dict)
+    load_position: int = 0  # how far into ``LoadRows.log`` the load-aware part is up to date
+    load_epoch: int = -1  # the ``LoadRows.epoch`` it was computed in (-1: never)
 
     def flush(self) -> None:
         """Write the small refreshes' values into ``masked`` (before reading it as a whole)."""
         if self.pending:
             self.masked[list(self.pending)] = list(self.pending.values())
             self.pending.clear()
+        if self.res_pending:
+            assert self.res is not None
+            self.res[list(self.res_pending)] = list(self.res_pending.values())
+            self.res_pending.clear()
 
 
 class ScoreCache:
     """Chooses a node for a pod like ``profile.select(profile.evaluate(...))``, incrementally."""
 
     def __init__(
-        self, profile: Profile, state: ClusterState, active: BoolArray, *, dynamic: bool = False
+        self,
+        profile: Profile,
+        state: ClusterState,
+        active: BoolArray,
+        *,
+        dynamic: bool = False,
+        rescore_all: bool = False,
     ) -> None:
+        """``dynamic``: the profile reads inputs that change with time (a load-aware replay's
+        NodeMetrics); ``rescore_all``: score every node for every pod (the reference path)."""
         self.profile = profile
         self.state = state
         self.active = active
-        self.kernel = _Kernel(profile) if (_Kernel.supports(profile) and not dynamic) else None
+        self.load: LoadRows | None = None
+        kernel_profile = profile
+        if dynamic and not rescore_all and LoadRows.supports(profile, state):
+            kernel_profile = without_loadaware(profile)
+            if _Kernel.supports(kernel_profile):
+                self.load = LoadRows(profile, state)
+        incremental = _Kernel.supports(kernel_profile) and not rescore_all
+        if dynamic and self.load is None:
+            incremental = False
+        self.kernel = _Kernel(kernel_profile) if incremental else None
         self.log: list[int] = []  # nodes touched, in order
         self.changes = 0  # touches so far (never reset): a version of the state
         self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
@@ -317,6 +350,8 @@ class ScoreCache:
         self.log.append(node)
         self.changes += 1
         self.before.pop(node, None)
+        if self.load is not None:
+            self.load.touch(node)
         if len(self.log) >= LOG_LIMIT:
             self.log.clear()
             for entry in self.entries.values():
@@ -334,8 +369,26 @@ class ScoreCache:
                 position=-1,
                 pair=pair_form(plan.rows),
             )
+            if self.load is not None:
+                entry.load = self.load.shape(demand)
+                entry.res = entry.masked.copy()
             self.entries[key] = entry
         return entry
+
+    def _scalar(self, entry: _Entry, rows: list[int]) -> list[int]:
+        """The resource part of a few ``rows`` in plain Python (LOWEST where infeasible)."""
+        if entry.pair is not None:
+            totals = score_rows_pair(
+                self.state, entry.plan.rows, entry.pair, rows, self.active, self.before
+            )
+            values = [LOWEST if t is None else t for t in totals]
+        else:
+            scored = score_rows(self.state, entry.plan.rows, rows, self.active)
+            values = [total if ok else LOWEST for ok, total in scored]
+        allowed = entry.plan.allowed
+        if allowed is not None:
+            values = [v if allowed[r] else LOWEST for r, v in zip(rows, values, strict=True)]
+        return values
 
     def _refresh(self, entry: _Entry) -> None:
         assert self.kernel is not None
@@ -343,18 +396,8 @@ class ScoreCache:
         changed = len(self.log) - entry.position
         if entry.position >= 0 and changed <= SCALAR_ROWS:
             rows = list(dict.fromkeys(self.log[entry.position :]))
-            if rows and entry.pair is not None:
-                totals = score_rows_pair(
-                    self.state, entry.plan.rows, entry.pair, rows, self.active, self.before
-                )
-                values = [LOWEST if t is None else t for t in totals]
-            else:
-                scored = score_rows(self.state, entry.plan.rows, rows, self.active)
-                values = [total if ok else LOWEST for ok, total in scored]
-            allowed = entry.plan.allowed
-            if rows and allowed is not None:
-                values = [v if allowed[r] else LOWEST for r, v in zip(rows, values, strict=True)]
             if rows:
+                values = self._scalar(entry, rows)
                 entry.pending.update(zip(rows, values, strict=True))
                 _track_best(entry, rows, values)
         elif entry.position < 0 or changed > FULL_RECOMPUTE_SHARE * count:
@@ -371,6 +414,61 @@ class ScoreCache:
             entry.best = None
         entry.position = len(self.log)
 
+    def _refresh_load(self, entry: _Entry, now: float) -> None:
+        """``_refresh`` for a load-aware profile: resource part + load-aware part per row."""
+        load, kernel = self.load, self.kernel
+        assert load is not None and kernel is not None
+        assert entry.load is not None and entry.res is not None
+        count = self.state.node_count
+        changed = len(self.log) - entry.position
+        res_all = entry.position < 0 or changed > FULL_RECOMPUTE_SHARE * count
+        if not res_all and entry.load_epoch == load.epoch:
+            touched = dict.fromkeys(self.log[entry.position :])
+            # rows only a report touched keep their resource part
+            reported = [
+                r for r in dict.fromkeys(load.log[entry.load_position :]) if r not in touched
+            ]
+            rows = [*touched, *reported]
+            if len(rows) <= SCALAR_ROWS:
+                if rows:
+                    res = self._scalar(entry, list(touched)) if touched else []
+                    if reported:
+                        kept, held = entry.res.item, entry.res_pending
+                        res += [held[r] if r in held else kept(r) for r in reported]
+                    extra = load.rows(entry.load, rows)
+                    values = [
+                        LOWEST if r == LOWEST or e is None else r + e
+                        for r, e in zip(res, extra, strict=True)
+                    ]
+                    entry.res_pending.update(zip(rows, res, strict=True))
+                    entry.pending.update(zip(rows, values, strict=True))
+                    _track_best(entry, rows, values)
+                entry.position, entry.load_position = len(self.log), len(load.log)
+                return
+        entry.flush()
+        if res_all:
+            rows_array = np.arange(count)
+        else:
+            rows_array = np.array(sorted(set(self.log[entry.position :])), dtype=np.int64)
+        if len(rows_array):
+            feasible, total = _evaluate_rows(kernel, self.state, entry, rows_array, self.active)
+            entry.res[rows_array] = np.where(feasible, total, LOWEST)
+        passes, added = load.full(entry.load, now)
+        entry.masked[:] = np.where(passes & (entry.res != LOWEST), entry.res + added, LOWEST)
+        entry.best = None
+        entry.position, entry.load_position = len(self.log), len(load.log)
+        entry.load_epoch = load.epoch
+
+    def before_reload(self) -> None:
+        """A NodeMetric report is about to change the load-aware inputs."""
+        if self.load is not None:
+            self.load.before_reload()
+
+    def reloaded(self, now: float) -> None:
+        """A NodeMetric report changed the load-aware inputs (``LoadFeed.advance`` said so)."""
+        if self.load is not None:
+            self.load.reloaded(now)
+
     def choose(
         self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
     ) -> int | None:
@@ -379,7 +477,11 @@ class ScoreCache:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
         entry = self._entry(key, demand)
-        self._refresh(entry)
+        if self.load is not None:
+            self.load.sync(now)
+            self._refresh_load(entry, now)
+        else:
+            self._refresh(entry)
         if entry.plan.static:
             return _choose_static(entry, rng)
         if entry.best is None:
@@ -402,8 +504,8 @@ class ScoreCache:
         A pending pod fitted nowhere when it last tried; since then only nodes whose capacity
         grew can take it, so a pod failing this necessary test stays pending without scoring.
         """
-        if self.kernel is None or not self.kernel.fit_filters:
-            return list(pending)
+        if self.kernel is None or not self.kernel.fit_filters or self.load is not None:
+            return list(pending)  # load-aware: a report may open any node (as ``rescore_all``)
         rows = np.array(sorted(set(changed)), dtype=np.int64)
         rows = rows[self.active[rows]]
         rows = rows[self.state.pod_count[rows] + 1 <= self.state.allowed_pods[rows]]
