@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "analyzer.cli.collect",
     "analyzer.cli.trace",
     "analyzer.cli.whatif",
+    "analyzer.cli.history_cmds",
 ]
 
 # Where the frequent commands live, so running one imports only its module. A command missing
@@ -37,6 +38,7 @@ COMMAND_HOMES = {
     "strategies": "analyzer.cli.score",
     "trace": "analyzer.cli.trace",
     "whatif": "analyzer.cli.whatif",
+    "history": "analyzer.cli.history_cmds",
 }
 REPORT_HOMES = {"nightly": "analyzer.cli.report_cmds", "whatif": "analyzer.cli.whatif"}
 
