@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from click.testing import CliRunner, Result
 from reliability_doc import documented_exit
 
 from analyzer.cli import main
+from analyzer.core.errors import InputError
+from analyzer.nightly.backfill import backfill_days
 from analyzer.core.paths import queries_dir
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
@@ -134,9 +137,7 @@ def test_second_run_skips_force_rewrites_missing_file_is_filled(
     assert all(after_force[k] != after_fill[k] for k in before)  # every file replaced
 
 
-def test_days_without_data_are_counted_and_exit_3(
-    server_url: str, tmp_path: Path
-) -> None:
+def test_days_without_data_are_counted_and_exit_3(server_url: str, tmp_path: Path) -> None:
     # 2026-10-30 lies before the data (no kube-state-metrics at all); 2026-10-31 ends at the
     # first sample (00:00 closes the day before) and 2026-11-03 starts at the last: in neither
     # does a node exist for more than one step. None is written, the two data days are; exit 3.
@@ -181,14 +182,15 @@ def test_partial_day_is_written_and_exits_3(server_url: str, tmp_path: Path) -> 
     [
         (("--since", "90x"), "--since: '90x' is not a duration"),
         (("--since", "12h"), "--since: 12h holds no complete UTC day"),
-        (("--since", "2d", "--until", "2999-01-01"), "--until: 2999-01-01 is not a complete UTC day"),
+        (
+            ("--since", "2d", "--until", "2999-01-01"),
+            "--until: 2999-01-01 is not a complete UTC day",
+        ),
         (("--since", "2d", "--until", "someday"), "--until: 'someday' is not a day"),
         (("--since", "2d", "--step", "0s"), "--step: '0s' must be a whole number of seconds"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(
-    args: tuple[str, ...], text: str, tmp_path: Path
-) -> None:
+def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], text: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     run = _run(
         "history", "backfill", "--prometheus", "http://127.0.0.1:9", "--out", str(out), *args
@@ -224,3 +226,28 @@ def test_missing_url_and_foreign_out(tmp_path: Path, monkeypatch: pytest.MonkeyP
     run = _backfill("http://127.0.0.1:9", foreign)
     assert run.exit_code == 2 and "analyzer never deletes what it did not write" in run.output
     assert (foreign / "notes.txt").read_text() == "keep"
+
+
+def test_since_is_the_whole_days_ending_with_until() -> None:
+    today = date(2026, 11, 25)
+    days = backfill_days(timedelta(days=90), date(2026, 11, 24), today)
+    # 90 days ending with 24 Nov: 27 Aug (5 in Aug, 30 in Sep, 31 in Oct, 24 in Nov = 90)
+    assert len(days) == 90 and days[0] == date(2026, 8, 27) and days[-1] == date(2026, 11, 24)
+    assert days == sorted(days) and len(set(days)) == 90
+    # 36 h holds one whole day before the end of --until, not two
+    assert backfill_days(timedelta(hours=36), date(2026, 11, 20), today) == [date(2026, 11, 20)]
+    with pytest.raises(InputError, match="--until: 2026-11-25 is not a complete UTC day yet"):
+        backfill_days(timedelta(days=1), today, today)
+
+
+def test_progress_bar_on_a_terminal(
+    server_url: str, backfilled: tuple[Path, Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.cli.history_cmds as history_cmds
+
+    monkeypatch.setattr(history_cmds, "is_terminal", lambda: True)
+    run = _backfill(server_url, backfilled[0])  # both days present: skipped, bar only
+    assert run.exit_code == 0, run.output
+    assert "backfill [" + "#" * 30 + "] 2/2 days" in run.output
+    assert f"{DAYS[0]}: skipped" not in run.output  # per-day lines are for logs, not terminals
+    assert run.output.splitlines()[-1].startswith("backfill: 0 day(s) written, 2 skipped")

@@ -147,7 +147,9 @@ def backfill_day(
     missing = _no_data(snapshot, day)
     if missing:
         seconds = time.perf_counter() - began
-        return DayOutcome(day, NO_DATA, seconds=seconds, note=missing, step_note=collected.step_note)
+        return DayOutcome(
+            day, NO_DATA, seconds=seconds, note=missing, step_note=collected.step_note
+        )
     result = run_nightly(snapshot, collected.settings)
     step_note = collected.step_note
     del snapshot, collected
