@@ -24,8 +24,8 @@ from reliability_doc import documented_exit
 
 from analyzer.cli import main
 from analyzer.core.errors import InputError
-from analyzer.nightly.backfill import backfill_days
 from analyzer.core.paths import queries_dir
+from analyzer.nightly.backfill import backfill_days
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
 pytestmark = pytest.mark.prometheus
