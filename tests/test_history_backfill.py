@@ -241,7 +241,10 @@ def test_since_is_the_whole_days_ending_with_until() -> None:
 
 
 def test_progress_bar_on_a_terminal(
-    server_url: str, backfilled: tuple[Path, Result], monkeypatch: pytest.MonkeyPatch
+    server_url: str,
+    backfilled: tuple[Path, Result],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     import analyzer.cli.history_cmds as history_cmds
 
@@ -251,3 +254,8 @@ def test_progress_bar_on_a_terminal(
     assert "backfill [" + "#" * 30 + "] 2/2 days" in run.output
     assert f"{DAYS[0]}: skipped" not in run.output  # per-day lines are for logs, not terminals
     assert run.output.splitlines()[-1].startswith("backfill: 0 day(s) written, 2 skipped")
+    out = tmp_path / "out"
+    run = _backfill(server_url, out, since="1d")  # a day collected: the bar follows its requests
+    assert run.exit_code == 0, run.output
+    assert f"] 0/1 days ({DAYS[1]}: 1/" in run.output and "requests)" in run.output
+    assert "backfill [" + "#" * 30 + "] 1/1 days" in run.output

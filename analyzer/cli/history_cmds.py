@@ -7,7 +7,7 @@ written); 2 bad options (``--since``, ``--until``, ``--step``, ``--out``).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,8 @@ def _bar(done: int, total: int, last: str) -> None:
     width = 30
     filled = width * done // max(total, 1)
     bar = "#" * filled + "-" * (width - filled)
-    click.echo(f"\rbackfill [{bar}] {done}/{total} days {last}", err=True, nl=False)
+    line = f"backfill [{bar}] {done}/{total} days {last}"
+    click.echo("\r" + line.ljust(90), err=True, nl=False)  # padded: covers a longer last line
 
 
 @history_group.command("backfill")
@@ -94,6 +95,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
     history = Path(opts["out"]) / "history"
     terminal = is_terminal()
     noted: list[str] = []
+    finished = [0]  # days done, for the bar drawn while a day's requests run
 
     def on_day(outcome: DayOutcome, done: int, total: int) -> None:
         if outcome.step_note and not noted:
@@ -104,14 +106,26 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
         if not terminal:
             click.echo(_day_line(outcome))
             return
+        finished[0] = done
         if outcome.status == NO_DATA or outcome.partial:
             click.echo("\r" + _day_line(outcome), err=True)
         _bar(done, total, f"(last {outcome.day} {outcome.status})")
 
+    def on_requests(day: date, done: int, total: int) -> None:
+        _bar(finished[0], len(days), f"({day}: {done}/{total} requests)")
+
     limit_heap_growth()  # resident memory close to one day's data over a long run (glibc)
     if terminal:
         _bar(0, len(days), f"({days[0]} .. {days[-1]})")
-    outcome = run_backfill(source, settings, days, history, force=opts["force"], on_day=on_day)
+    outcome = run_backfill(
+        source,
+        settings,
+        days,
+        history,
+        force=opts["force"],
+        on_day=on_day,
+        on_requests=on_requests if terminal else None,
+    )
     if terminal:
         click.echo("", err=True)
     click.echo(f"history: {history}")

@@ -135,12 +135,17 @@ def _no_data(snapshot: Snapshot, day: date) -> str:
 
 
 def backfill_day(
-    source: DaySource, settings: NightlySettings, day: date, history: Path
+    source: DaySource,
+    settings: NightlySettings,
+    day: date,
+    history: Path,
+    progress: Callable[[int, int], None] | None = None,
 ) -> DayOutcome:
-    """Collect, analyse and record ``day`` (whether or not it is present)."""
+    """Collect, analyse and record ``day`` (whether or not it is present); ``progress(done,
+    total)`` follows the day's requests."""
     began = time.perf_counter()
     try:
-        collected = collect_day(source, settings, day)
+        collected = collect_day(source, settings, day, progress)
     except PartialDataError as exc:  # no kube-state-metrics data in the day at all
         return DayOutcome(day, NO_DATA, seconds=time.perf_counter() - began, note=str(exc))
     snapshot = collected.snapshot
@@ -176,10 +181,12 @@ def run_backfill(
     *,
     force: bool = False,
     on_day: Callable[[DayOutcome, int, int], None] | None = None,
+    on_requests: Callable[[date, int, int], None] | None = None,
 ) -> BackfillOutcome:
     """Backfill ``days`` (oldest first) into ``history`` (``OUT/history``); see the module
-    docstring. ``on_day(outcome, done, total)`` is called after each day. A source error (the
-    server unreachable, a query rejected) ends the run there: the days before it stay written."""
+    docstring. ``on_day(outcome, done, total)`` is called after each day, ``on_requests(day,
+    done, total)`` as the day's requests finish. A source error (the server unreachable, a
+    query rejected) ends the run there: the days before it stay written."""
     if not days:
         raise InputError("history backfill: no day in the range; give --since of at least 1d")
     outcome = BackfillOutcome()
@@ -187,9 +194,18 @@ def run_backfill(
         if not force and is_recorded(history, day):
             result = DayOutcome(day, SKIPPED)
         else:
-            result = backfill_day(source, settings, day, history)
+            progress = _for_day(on_requests, day)
+            result = backfill_day(source, settings, day, history, progress)
             release_free_memory()  # the day's snapshot is gone: give its pages back
         outcome.days.append(result)
         if on_day is not None:
             on_day(result, done, len(days))
     return outcome
+
+
+def _for_day(
+    on_requests: Callable[[date, int, int], None] | None, day: date
+) -> Callable[[int, int], None] | None:
+    if on_requests is None:
+        return None
+    return lambda done, total: on_requests(day, done, total)
