@@ -64,6 +64,12 @@ def _run_child(cmd: list[str], server_pid: int) -> dict[str, Any]:
         "server_cpu_seconds": round(_server_cpu(server_pid) - server_before, 1),
         "exit": proc.returncode,
         "last_line": out.strip().splitlines()[-1] if out.strip() else err.strip()[-300:],
+        # backfill's per-day lines: "2026-11-01: written in 17.2 s"
+        "day_seconds": [
+            float(line.split(" in ")[1].split(" s")[0])
+            for line in out.splitlines()
+            if ": written in " in line
+        ],
     }
 
 
@@ -153,6 +159,14 @@ def main() -> None:
             pid,
         )  # fmt: skip
         figures["backfill"] = backfill
+        # the last day alone, into a fresh folder: peak memory must not grow with the days
+        one = _run_child(
+            [*analyzer, "history", "backfill", "--prometheus", server.url, "--since", "1d",
+             "--until", last.isoformat(), "--step", f"{args.step}s",
+             "--out", str(args.workdir / "one")],
+            pid,
+        )  # fmt: skip
+        figures["backfill_one_day"] = one
         figures["backfill_days"] = days
         figures["history_bytes"] = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         figures["wall_ratio"] = round(backfill["wall_seconds"] / collect["wall_seconds"], 2)
