@@ -62,7 +62,14 @@ def backfill_days(since: timedelta, until: date, today: date) -> list[date]:
             f"{until}; "
             "give at least 1d (e.g. 30d)"
         )
-    return [until - timedelta(days=n) for n in range(count - 1, -1, -1)]
+    try:
+        first = until - timedelta(days=count - 1)
+    except OverflowError:
+        raise InputError(
+            f"--since: {format_duration(since)} reaches before the year 1; give a shorter "
+            "range (e.g. 90d)"
+        ) from None
+    return [first + timedelta(days=n) for n in range(count)]
 
 
 @dataclass(frozen=True)
