@@ -132,6 +132,13 @@ def main() -> None:
     print(f"blocks ready: {json.dumps(figures)}", file=sys.stderr, flush=True)
     first = datetime.fromtimestamp(start, UTC).date()
     last = (datetime.fromtimestamp(end, UTC) - timedelta(seconds=1)).date()
+    # The generator starts on 2026-11-01: days not complete yet (today or later) cannot be
+    # backfilled, so both sides stop at yesterday (UTC).
+    yesterday = datetime.now(UTC).date() - timedelta(days=1)
+    if last > yesterday:
+        last = yesterday
+        end = int(datetime(last.year, last.month, last.day, tzinfo=UTC).timestamp()) + 86400
+        figures["clipped_to_yesterday"] = last.isoformat()
     days = (last - first).days + 1
     server = start_prometheus(
         blocks, args.workdir / "server", ("--query.max-samples=200000000", *server_args)
