@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "analyzer.cli.whatif",
     "analyzer.cli.rightsize_cmds",
     "analyzer.cli.monthly_cmds",
+    "analyzer.cli.history_cmds",
 ]
 
 # Where the frequent commands live, so running one imports only its module. A command missing
@@ -40,6 +41,7 @@ COMMAND_HOMES = {
     "trace": "analyzer.cli.trace",
     "whatif": "analyzer.cli.whatif",
     "rightsize": "analyzer.cli.rightsize_cmds",
+    "history": "analyzer.cli.history_cmds",
 }
 REPORT_HOMES = {
     "nightly": "analyzer.cli.report_cmds",

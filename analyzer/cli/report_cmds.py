@@ -20,6 +20,7 @@ from analyzer.cli.collect import (
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
+from analyzer.nightly.collect_day import DaySource, collect_day
 from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.usage.percentiles import METHODS
 from analyzer.usage.thresholds import ThresholdConfig
@@ -56,32 +57,26 @@ def _collect_day(
     opts: dict[str, Any], settings: NightlySettings
 ) -> tuple[Snapshot, NightlySettings]:
     """Collect the report day (plus the look-back) from Prometheus; default day = yesterday UTC."""
-    from analyzer.collect.run import CollectRequest, collect
-
     day = settings.day or (datetime.now(UTC) - timedelta(days=1)).date()
-    day_start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    collected = collect_day(day_source(opts), settings, day)
+    print_step_note(collected.step_note)
+    if opts["save_snapshot"] is not None:
+        write_snapshot(collected.snapshot, opts["save_snapshot"], "--save-snapshot")
+    return collected.snapshot, collected.settings
+
+
+def day_source(opts: dict[str, Any]) -> DaySource:
+    """The connection options, ``--step``, ``--queries-dir`` and ``--scrape-interval`` of a
+    command that collects nightly days (``report nightly``, ``history backfill``)."""
     step = parse_duration(opts["step"], field="--step").total_seconds()
     if step < 1 or step != int(step):
         raise InputError(f"--step: {opts['step']!r} must be a whole number of seconds >= 1s")
-    request = CollectRequest(
+    return DaySource(
         settings=settings_from(opts),
-        start=day_start - settings.lookback,
-        end=day_start + timedelta(days=1),
         step_seconds=int(step),
         queries_dir=opts["queries_dir"],
         scrape_interval_seconds=scrape_interval_seconds(opts["scrape_interval"]),
     )
-    result = collect(request)
-    print_step_note(result.step_note)
-    if opts["save_snapshot"] is not None:
-        write_snapshot(result.snapshot, opts["save_snapshot"], "--save-snapshot")
-    settings = replace(
-        settings,
-        day=day,
-        source_partial=result.partial,
-        extra_warnings=tuple(result.problems),
-    )
-    return result.snapshot, settings
 
 
 @report.command("nightly")

@@ -16,8 +16,8 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.core.csvsafe import write_csv
-from analyzer.history.capacity import write_tables
 from analyzer.history.store import HistoryStore
+from analyzer.nightly.record import record_day
 from analyzer.nightly.run import NightlyResult
 from analyzer.report.context import NightlyContext, build_context
 from analyzer.report.output import refresh_index, write_run
@@ -81,10 +81,7 @@ def write_nightly_report(
         return [*written, "report.json", "report.html"]
 
     run_dir = write_run(out, result.day, fill)
-    store.write_day(result.day, result.rollups, summary)
-    write_tables(
-        store.root, result.day, {"pools": result.pool_days, "workloads": result.workload_days}
-    )
+    record_day(result, store.root)  # the same call as ``history backfill`` (nightly/record.py)
     index = refresh_index(out, templates_dir=templates_dir)
     return ReportPaths(
         run_dir=run_dir,

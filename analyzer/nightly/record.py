@@ -1,0 +1,43 @@
+"""Record one nightly day in the history store: the ONE way a day gets into ``OUT/history/``.
+
+``write_nightly_report`` (after its report folder) and ``analyzer history backfill`` (without
+a report) both call :func:`record_day`, so a backfilled day and a nightly day are the same four
+files: ``rollups/`` and ``summary/`` (``history.store``), ``pools/`` and ``workloads/``
+(``history.capacity``). Each file is written atomically; the pool and workload tables are
+encoded before either is written.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from analyzer.history.capacity import TABLES, write_tables
+from analyzer.history.store import HistoryStore
+from analyzer.nightly.run import NightlyResult
+
+
+def record_day(result: NightlyResult, history: Path) -> list[Path]:
+    """Store (or replace) ``result.day`` under ``history`` (``OUT/history``); return its files."""
+    store = HistoryStore(Path(history))
+    store.write_day(result.day, result.rollups, result.summary.to_dict())
+    write_tables(
+        store.root, result.day, {"pools": result.pool_days, "workloads": result.workload_days}
+    )
+    return day_files(history, result.day)
+
+
+def day_files(history: Path, day: date) -> list[Path]:
+    """The four files :func:`record_day` writes for ``day`` (whether they exist or not)."""
+    store = HistoryStore(Path(history))
+    name = day.isoformat()
+    return [
+        store.rollups_dir / f"{name}.parquet",
+        store.summary_dir / f"{name}.json",
+        *(store.root / table / f"{name}.parquet" for table in TABLES),
+    ]
+
+
+def is_recorded(history: Path, day: date) -> bool:
+    """True when all four files of ``day`` are present (a day missing any one is re-made)."""
+    return all(path.is_file() for path in day_files(history, day))
