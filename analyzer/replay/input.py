@@ -197,6 +197,7 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
             + nonzero[i].tobytes()
             + lim_row.tobytes()
             + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}|{texts[i][0]}|{texts[i][1]}".encode()
+            + f"|{demands[-1].priority}".encode()  # PrioritySort and preemption read it
         )
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)

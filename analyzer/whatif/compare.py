@@ -53,6 +53,7 @@ COMPARED = (
     "node_hours_released",
     "waited",
     "never_placed",
+    "preempted",
     "violations",
     "nodes_with_violations",
     "moved_share",
