@@ -43,6 +43,7 @@ HIGHER_IS_WORSE = {
     "node_hours_released": False,
     "waited": True,
     "never_placed": True,
+    "preempted": True,
     "violations": True,
     "nodes_with_violations": True,
     "moved_share": True,
