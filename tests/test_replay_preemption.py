@@ -358,3 +358,20 @@ def test_remembered_failures_give_the_same_replay(
     _same(quick, full)
     for column in quick.preemptions:
         assert np.array_equal(quick.preemptions[column], full.preemptions[column])
+
+
+@pytest.mark.parametrize("name", ["koord-loadaware", "fgd"])
+def test_other_profiles_preempt_only_lower_priorities(name: str) -> None:
+    """LoadAwareScheduling profiles preempt (the filter runs on one-node copies of the state,
+    NodeMetrics included) and evict only lower priorities; GPU profiles never preempt."""
+    snap = churn(0)
+    inp = prepare(snap)
+    result = replay(inp, Strategy(name, load_strategy(name)), seed=1)
+    pre = result.preemptions
+    priorities = [int(p) for p in snap.pods["priority"]]
+    if name == "fgd":
+        assert len(pre["victim"]) == 0
+        return
+    assert len(pre["victim"]) > 0
+    for victim, preemptor in zip(pre["victim"], pre["preemptor"], strict=True):
+        assert priorities[int(victim)] < priorities[int(preemptor)]
