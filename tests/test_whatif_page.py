@@ -219,6 +219,8 @@ def test_units_counts_durations_and_shares(seeded: WhatIfResult, tmp_path: Path)
     records = comparison.records()
     assert {"allocation_cpu_pct", "moved_pct", "frag_ratio_cpu_pct"} <= set(records[0])
     assert {"wait_p50_s", "wait_p99_s", "wait_max_s"} <= set(seeds.records()[0])
+    for record in seeds.records():  # only a running pod is preempted: 0 ≤ preempted ≤ placed
+        assert 0 <= record["preempted"] <= record["placed"], record
     shapes = [r["shape"] for r in context.tables["headroom"].records()]
     assert shapes and all(re.search(r"[\d.]+ cores", shape) for shape in shapes), shapes
     assert all("Mi " not in shape and "Gi " not in shape for shape in shapes)  # GiB, not Gi

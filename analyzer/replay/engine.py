@@ -8,10 +8,15 @@ Semantics (DESIGN.md "Replay", normative):
   come first, then nodes leaving, nodes joining, and arrivals last;
 - DaemonSet and static/mirror pods (``analyzer.core.snapshot.pinned_pods``) stay on their real node in
   every strategy;
-- a pod that fits nowhere waits in a pending queue, FIFO by arrival like the scheduling queue, and
-  is retried whenever capacity frees (a departure or a node joining; for load-aware profiles also
-  at every NodeMetric refresh); its wait is recorded, and pods still pending at the end are
-  reported. A pod whose real lifetime ends while it is still pending leaves the queue unplaced;
+- a pod that fits nowhere waits in a pending queue, FIFO by arrival like the scheduling queue
+  (PrioritySort profiles: priority first, then arrival; pods arriving at one instant are tried in
+  that order too), and is retried whenever capacity frees (a departure or a node joining; for
+  load-aware profiles also at every NodeMetric refresh); its wait is recorded, and pods still
+  pending at the end are reported. A pod whose real lifetime ends while it is still pending
+  leaves the queue unplaced;
+- with DefaultPreemption a pod that fits nowhere may evict lower-priority pods
+  (``analyzer.replay.preemption``): it is bound at once, the victims queue again as pods arriving
+  now and are retried at the same instant;
 - pods on a node that leaves go back to the queue (they keep their place by arrival);
 - ties are broken with a seeded ``numpy`` Generator, so the same seed gives the same result;
 - the strategy ``observed`` keeps every pod where it really ran: the baseline.
@@ -36,6 +41,13 @@ from analyzer.replay.input import (
     ReplayInput,
 )
 from analyzer.replay.loadfeed import LoadFeed
+from analyzer.replay.preemption import (
+    PREEMPTED,
+    ReplayPreemption,
+    by_priority,
+    pod_priorities,
+    queue_rank,
+)
 from analyzer.replay.queue import PendingQueue
 from analyzer.replay.refusals import NODE_LEFT, Refusal, RefusalCounter, WaitReasons
 from analyzer.replay.result import ReplayResult
@@ -195,9 +207,16 @@ def replay(
     arrivals = index[kinds == ARRIVE]
     ranks = np.empty(inp.pod_count, dtype=np.int64)
     ranks[arrivals] = np.arange(len(arrivals))
-    seq = ranks.tolist()  # FIFO rank = arrival order
     pinned, real_node = inp.pinned.tolist(), inp.real_node.tolist()
     departure, demands, keys = inp.departure.tolist(), inp.demands, inp.shape_keys
+    priorities, ordered = pod_priorities(demands), by_priority(profile)
+    # queue rank: arrival order, or PrioritySort's (priority, arrival) — equal priorities: FIFO
+    seq = [queue_rank(priorities[p], r, ordered) for p, r in enumerate(ranks.tolist())]
+    pre = ReplayPreemption.for_profile(
+        profile, state, active, demands, priorities, on_node, journal=cache
+    )
+    requeued: list[tuple[int, int]] = []  # (victim, node) of this instant, not yet queued
+    victim_rows: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
     # pinned pods go back to their own node only, so each is a group of its own
     queue = PendingQueue(
         seq, lambda pod: pod.to_bytes(8, "little") + b"pin" if pinned[pod] else keys[pod]
@@ -215,6 +234,8 @@ def replay(
         on_node[node].add(pod)
         bound[pod] = node
         rec.place(pod, node, now)
+        if pre is not None and not pinned[pod]:
+            pre.bound(pod, node, now)
         if cache is not None:
             cache.touch(node)
         if feed is not None:
@@ -226,6 +247,8 @@ def replay(
         on_node[node].discard(pod)
         bound[pod] = -1
         rec.end_segment(pod, now)
+        if pre is not None and not pinned[pod]:
+            pre.unbound(pod)
         if cache is not None:
             cache.touch(node)
         if feed is not None:
@@ -250,15 +273,44 @@ def replay(
         bind(pod, node, now)
         return True
 
-    def retry(now: int, changed: list[int], everything: bool) -> None:
+    def preempt(pod: int, now: int) -> bool:
+        """DefaultPreemption for ``pod`` (fits nowhere): evict, then bind it on the chosen node."""
+        found = None if pre is None or pinned[pod] else pre.attempt(pod, now, keys[pod])
+        if found is None:
+            return False
+        node, victims = found
+        for victim in victims:
+            unbind(victim, now)
+            for column, value in zip(victim_rows, (victim, pod, node, now), strict=True):
+                column.append(value)
+            seq[victim] = queue_rank(priorities[victim], len(seq) + len(victim_rows[0]), ordered)
+            rec.start_wait(victim, now)
+            why.waits(victim, PREEMPTED)
+            requeued.append((victim, node))
+        bind(pod, node, now)
+        return True
+
+    def settle(now: int) -> None:
+        """Queue this instant's victims and retry them (and what their nodes' room lets in)."""
+        while requeued:
+            victims = list(requeued)
+            requeued.clear()
+            for victim, _ in victims:
+                queue.add(victim)
+            groups = frozenset(queue.group_of(v) for v, _ in victims)
+            retry(now, sorted({node for _, node in victims}), False, groups)
+
+    def retry(
+        now: int, changed: list[int], everything: bool, also: frozenset[bytes] = frozenset()
+    ) -> None:
         if not queue or cache is None:
             return
         heads = queue.representatives()
         hopeful = heads if everything else cache.may_fit(heads, inp.demands, changed)
         failed: set[bytes] = set()
         placed = []
-        for pod in queue.in_order({queue.group_of(p) for p in hopeful}, failed):
-            if try_place(pod, now):
+        for pod in queue.in_order({queue.group_of(p) for p in hopeful} | also, failed):
+            if try_place(pod, now) or preempt(pod, now):
                 placed.append(pod)
                 why.ended(pod)
             else:
@@ -312,20 +364,27 @@ def replay(
             k += 1
         if changed or refreshed:
             retry(now, changed, everything=refreshed)
-        for position in range(k, hi):
-            pod = index_list[position]
+        arriving = index_list[k:hi]
+        if ordered and len(arriving) > 1:  # PrioritySort: higher priority first
+            arriving.sort(key=seq.__getitem__)
+        for pod in arriving:
             if departure[pod] <= now:  # gone the instant it came
                 if try_place(pod, now):
                     unbind(pod, now)
                 else:
                     rec.abandoned[pod] = True
-            elif not try_place(pod, now):
+            elif not try_place(pod, now) and not preempt(pod, now):
                 enqueue(pod, now, refused(pod, now))
+        settle(now)
     for pod in queue.pods():
         why.ended(pod)
     result = rec.result(strategy.name, seed, queue.pods())
     result.refusals = {pod: why.last[pod] for pod in np.flatnonzero(result.waited).tolist()}
     result.evicted = evicted
+    result.preemptions = {
+        name: np.array(column, dtype=np.int64)
+        for name, column in zip(("victim", "preemptor", "node", "time"), victim_rows, strict=True)
+    }
     result.notes.extend(rec.notes)
     if cache is not None:
         result.notes.extend(cache.notes)

@@ -202,6 +202,7 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
             + nonzero[i].tobytes()
             + lim_row.tobytes()
             + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}|{texts[i][0]}|{texts[i][1]}".encode()
+            + f"|{demands[-1].priority}".encode()  # PrioritySort and preemption read it
         )
         if parsed[texts[i]].required_terms is not None:
             key += f"|{texts[i][2]}".encode()

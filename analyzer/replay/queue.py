@@ -1,4 +1,5 @@
-"""The replay's pending queue: FIFO by arrival rank, grouped by what decides a pod's fate.
+"""The replay's pending queue: by rank (PrioritySort: priority, then arrival), grouped by what
+decides a pod's fate.
 
 kube-scheduler retries unschedulable pods in queue order when capacity frees. Pods of one
 *group* (same requests and constraints, i.e. the same replay shape key, and not pinned) fit or

@@ -20,7 +20,8 @@ class ReplayResult:
     ``pending_at_end`` and ``abandoned`` (its real lifetime ended while pending). ``segments``:
     pod, node, start, end (ns; end NEVER = ran to the end), ``first`` (the pod's first run, placed
     without waiting). ``waits``: pod, start, end of every pending interval (end NEVER = still
-    pending at the end).
+    pending at the end). ``preemptions``: victim, preemptor, node, time (ns) of every eviction by
+    DefaultPreemption (``analyzer.replay.preemption``).
     """
 
     strategy: str
@@ -34,5 +35,6 @@ class ReplayResult:
     segments: dict[str, np.ndarray[Any, Any]]
     waits: dict[str, Int64Array]
     evicted: int = 0
+    preemptions: dict[str, Int64Array] = field(default_factory=dict)
     refusals: dict[int, Refusal] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -49,8 +49,8 @@ CHART_POINTS = 300
 DEFINITIONS = {
     "active node": "a node running at least one pod that is not a DaemonSet or static pod",
     "node-hours released": "observed active node-hours minus the strategy's (positive = fewer)",
-    "waited": "pods that spent any time in the pending queue inside the report's window (FIFO by "
-    "arrival, retried whenever capacity frees); a pod created before the window counts its wait "
+    "waited": "pods that spent any time in the pending queue inside the report's window (ordered by "
+    "priority then arrival, retried whenever capacity frees); a pod created before the window counts its wait "
     "from the window's start",
     "wait": "time spent pending inside the window (p50/p99/max over the pods that waited); never "
     "longer than the window",

@@ -123,6 +123,7 @@ def seeds_table(result: WhatIfResult) -> WhatIfTable:
         ("never_placed", "Pods never placed", "int", 0),
         ("pending_at_end", "Pods pending at end", "int", 0),
         ("evicted", "Pods evicted (node left)", "int", 0),
+        ("preempted", "Pods preempted", "int", 0),
         ("wait_p50_s", "Wait p50", DURATION, 0),
         ("wait_p99_s", "Wait p99", DURATION, 0),
         ("wait_max_s", "Wait max", DURATION, 0),

@@ -16,6 +16,9 @@ Definitions (stated in the what-if report):
   ratio, stranded capacity, headroom per common shape), hourly.
 - **imbalance**: the standard deviation across active nodes of projected usage % of allocatable,
   averaged over the grid, per resource.
+- **preempted**: pods evicted by DefaultPreemption at least once (``analyzer.replay.preemption``;
+  a pod evicted twice counts once), in total and by the victim's priority band (< 0, 0–999,
+  1000–999999, ≥ 1000000); never more than the pods placed, since only a running pod is evicted.
 - **moved**: share of the pods that really ran (not DaemonSet/static) placed on another node.
 - **why** (``analyzer.whatif.explain``): the last refusal reasons of the pods that waited, by
   pool, and the pods moved from one pool to another.
@@ -35,6 +38,7 @@ import pandas as pd
 from analyzer.core.frames import frame_records
 from analyzer.fragmentation.measure import FragmentationResult, fragmentation
 from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.preemption import BANDS, band, pod_priorities
 from analyzer.replay.projection import (
     RESOURCES,
     UsageMatrices,
@@ -82,6 +86,8 @@ class Outcome:
     series: pd.DataFrame  # time, active_nodes, pending_pods, nodes_in_violation
     fragmentation_series: pd.DataFrame  # time, resource, frag_ratio, stranded_share
     headroom: dict[str, float] = field(default_factory=dict)  # shape (cores, GiB) -> mean pods fit
+    preempted: int = 0  # distinct pods evicted by DefaultPreemption
+    preempted_by_band: dict[str, int] = field(default_factory=dict)  # victim priority band -> pods
     wait_reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.WAIT_REASON_COLUMNS
     waiting_pods: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.WAITING_POD_COLUMNS
     moves: pd.DataFrame = field(default_factory=pd.DataFrame)  # explain.MOVE_COLUMNS
@@ -101,6 +107,7 @@ class Outcome:
             "never_placed": self.never_placed,
             "pending_at_end": self.pending_at_end,
             "evicted": self.evicted,
+            "preempted": self.preempted,
             "wait_p50_s": self.wait_seconds["p50"],
             "wait_p99_s": self.wait_seconds["p99"],
             "wait_max_s": self.wait_seconds["max"],
@@ -128,6 +135,7 @@ class Outcome:
             "series": frame_records(self.series),
             "fragmentation_series": frame_records(self.fragmentation_series),
             "headroom": dict(self.headroom),
+            "preempted_by_band": dict(self.preempted_by_band),
             "wait_reasons": frame_records(self.wait_reasons),
             "moves": frame_records(self.moves),
             "violation_breaches": (
@@ -191,6 +199,16 @@ def _wait_stats(result: ReplayResult, end: int) -> dict[str, float]:
         **{f"p{q}": float(np.percentile(waited, q)) for q in (50, 90, 99)},
         "max": float(waited.max()),
     }
+
+
+def _preempted(inp: ReplayInput, result: ReplayResult) -> tuple[int, dict[str, int]]:
+    """Distinct pods preempted, and how many per priority band (every band listed)."""
+    victims = sorted(set(result.preemptions.get("victim", np.zeros(0, np.int64)).tolist()))
+    priorities = pod_priorities(inp.demands)
+    counts = {label: 0 for _, label in BANDS}
+    for pod in victims:
+        counts[band(priorities[pod])] += 1
+    return len(victims), counts
 
 
 def _needs_pod_usage(inp: ReplayInput, thresholds: ThresholdConfig) -> bool:
@@ -306,6 +324,7 @@ def evaluate(
     never = result.pending_at_end | result.abandoned
     reasons, waiting = wait_reasons(inp, result)
     pool_moves, moved_pods = moves(inp, result)
+    preempted, by_band = _preempted(inp, result)
     return Outcome(
         strategy=result.strategy,
         seed=result.seed,
@@ -330,6 +349,8 @@ def evaluate(
         series=_thin(series),
         fragmentation_series=frag_series,
         headroom=headroom,
+        preempted=preempted,
+        preempted_by_band=by_band,
         wait_reasons=reasons,
         waiting_pods=waiting,
         moves=pool_moves,

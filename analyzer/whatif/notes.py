@@ -5,8 +5,8 @@ Three kinds of sentence, each true of this run:
 - **modelled**: how many nodes carry NoSchedule/NoExecute taints and how many pods have a
   nodeSelector or tolerations, and which strategies apply them (every profile with the
   TaintToleration / NodeAffinity filters; a configuration file without them is named);
-- **not modelled**: what the replay never does (``analyzer.replay.engine``): pod priority and
-  preemption (the pending queue is FIFO by arrival), inter-pod (anti-)affinity, topology spread,
+- **not modelled**: what the replay never does (``analyzer.replay.engine``): inter-pod
+  (anti-)affinity, topology spread, PodDisruptionBudgets and ``preemptionPolicy`` in preemption,
   preferred node affinity outside the kube-based presets, ``percentageOfNodesToScore`` (every
   node is scored); required node affinity (from Kubernetes objects) is applied when the snapshot
   has it; PreferNoSchedule taints, when the snapshot has some, for the strategies without a
@@ -29,9 +29,10 @@ from analyzer.scheduling.constraints import AFFINITY_NAME, TAINT_NAME
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
-    "Not modelled by any strategy here: pod priority and preemption (the pending queue is FIFO by "
-    "arrival), inter-pod affinity and anti-affinity, topology spread constraints, and "
-    "percentageOfNodesToScore (every present node is scored)."
+    "Not modelled by any strategy here: inter-pod affinity and anti-affinity, topology spread "
+    "constraints, PodDisruptionBudgets and preemptionPolicy in preemption (the kube presets order "
+    "the pending queue by priority and preempt lower-priority pods; the GPU presets do neither), "
+    "and percentageOfNodesToScore (every present node is scored)."
 )
 
 

@@ -1,0 +1,374 @@
+"""The replay's queue order (PrioritySort) and DefaultPreemption, on the engine's own state.
+
+Queue order: with a profile whose ``queueSort`` is PrioritySort, a pending pod's rank is
+(priority descending, then queue time): ``(2³¹ − priority) · 2⁴⁰ + arrival rank`` — one int, so
+``analyzer.replay.queue.PendingQueue`` keeps working on ranks. Priority is part of the replay
+shape key (``analyzer.replay.input``), so every pod of a queue group has one priority and a group
+still fails as a whole. With every priority equal the ranks keep the arrival order: the replay is
+the FIFO replay, pod for pod. A pod without a priority in the snapshot has priority 0.
+
+Preemption (``analyzer.scheduling.preemption``, upstream's DefaultPreemption) runs when a pod the
+scheduler places fits on no node, the profile has DefaultPreemption, and a running pod of strictly
+lower priority exists (else it costs nothing):
+
+- the nodes tried are the present nodes whose Filter status is ``Unschedulable`` (a node refused
+  by TaintToleration or NodeAffinity cannot be cured by evicting pods); the number of candidates
+  wanted is upstream's ``max(10 % of them, 100)``;
+- a node is tried only if the pod fits its resources once *every* lower-priority pod is gone (the
+  first check of ``SelectVictimsOnNode``, done for all nodes at once with numpy);
+- on such a node ``select_victims`` (minimal victims, most important reprieved first) runs on a
+  one-node copy of the state, with the filters whose answer can change when pods leave (the
+  others passed: the node is ``Unschedulable``); ``pick_candidate`` chooses the node in
+  upstream's order. Victims' start time is when the replay last bound them;
+- the victims are unbound and queued again as pods arriving now (their controller makes a new
+  pod); the preemptor is bound on the chosen node at once. kube-scheduler nominates the node and
+  binds only after the victims' graceful termination; the replay does not wait.
+
+Not modelled: PodDisruptionBudgets (snapshots carry none: no budget is ever violated),
+``preemptionPolicy`` (not in snapshots: every pod may preempt), preemption by DaemonSet/static pods
+and of them (the replay keeps them on their own node in every strategy), profiles with per-GPU
+device state (restoring a victim would re-pick its GPUs; as in ``analyzer score``).
+
+No preemption loop: a pod only evicts pods of strictly lower priority, so after every preemption
+the bound pods' priorities, sorted from the highest, are lexicographically larger; a victim can
+never evict its preemptor (that needs a higher priority than the preemptor's), and the sequence
+of preemptions at one instant ends.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from analyzer.replay.refusals import Journal, Refusal
+from analyzer.scheduling.arith import BoolArray, Int64Array
+from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
+from analyzer.scheduling.framework import FilterPlugin, Profile
+from analyzer.scheduling.noderesources_fit import NodeResourcesFit
+from analyzer.scheduling.preemption import (
+    UNRESOLVABLE_FILTERS,
+    BoundPod,
+    Candidate,
+    DefaultPreemption,
+    pick_candidate,
+    select_victims,
+)
+from analyzer.scheduling.priority_sort import NAME as PRIORITY_SORT
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+RANK_BITS = 40  # arrival ranks below 2⁴⁰ (a trillion pods)
+PRIORITY_TOP = 1 << 31  # above every int32 priority: 2³¹ − priority > 0
+PREEMPTED = Refusal(0, (("preempted by a higher-priority pod; waiting for capacity", 0),))
+# Priority bands of the evaluation (inclusive lower bounds); labels say the ranges.
+BANDS: tuple[tuple[int, str], ...] = (
+    (-PRIORITY_TOP, "< 0"),
+    (0, "0–999"),
+    (1000, "1000–999999"),
+    (1_000_000, "≥ 1000000"),
+)
+_STATIC = (TaintTolerationFilter, NodeAffinityFilter)
+TOUCH_SCAN = 4096  # touches since a failed attempt scanned for the nodes they hit
+
+
+def pod_priorities(demands: Sequence[PodDemand]) -> list[int]:
+    """Each pod's priority (0 when the snapshot has none)."""
+    return [0 if d.priority is None else int(d.priority) for d in demands]
+
+
+def by_priority(profile: Profile | None) -> bool:
+    """True when ``profile`` orders its queue with PrioritySort."""
+    return profile is not None and profile.queue_sort == PRIORITY_SORT
+
+
+def queue_rank(priority: int, arrival: int, ordered: bool) -> int:
+    """A pod's rank in the pending queue: PrioritySort's (priority desc, arrival), or arrival."""
+    return ((PRIORITY_TOP - priority) << RANK_BITS) | arrival if ordered else arrival
+
+
+def band(priority: int) -> str:
+    """The label of the priority band ``priority`` falls in."""
+    label = BANDS[0][1]
+    for low, name in BANDS:
+        if priority >= low:
+            label = name
+    return label
+
+
+def node_view(state: ClusterState, node: int) -> ClusterState:
+    """A one-node copy of ``state`` for ``node`` (what a per-node filter reads; the columns that
+    ``bind``/``unbind`` change are copies, so trying victims leaves ``state`` untouched)."""
+    rows = slice(node, node + 1)
+    load = state.load
+    if load is not None:
+        load = replace(
+            load,
+            has_metric=load.has_metric[rows],
+            metric_present=load.metric_present[rows],
+            update_time=load.update_time[rows],
+            report_interval=load.report_interval[rows],
+            node_usage=load.node_usage[rows],
+            node_delta=load.node_delta[rows],
+            node_estimated=load.node_estimated[rows],
+            prod_usage=load.prod_usage[rows],
+            prod_delta=load.prod_delta[rows],
+            aggregated={k: (p[rows], u[rows]) for k, (p, u) in load.aggregated.items()},
+        )
+    return ClusterState(
+        resources=state.resources,
+        node_names=state.node_names[rows],
+        allocatable=state.allocatable[rows],
+        requested=state.requested[rows].copy(),
+        nonzero_requested=state.nonzero_requested[rows].copy(),
+        pod_count=state.pod_count[rows].copy(),
+        allowed_pods=state.allowed_pods[rows],
+        node_labels=state.node_labels[rows],
+        node_annotations=state.node_annotations[rows],
+        node_taints=state.node_taints[rows],
+        load=load,
+        objects=state.objects,
+    )
+
+
+class ReplayPreemption:
+    """DefaultPreemption over the replay's bound pods (see the module docstring).
+
+    The engine reports every bind and unbind of a pod the scheduler places (``bound``,
+    ``unbound``) and asks ``attempt`` when such a pod fits nowhere.
+    """
+
+    def __init__(
+        self,
+        profile: Profile,
+        plugin: DefaultPreemption,
+        state: ClusterState,
+        active: BoolArray,
+        demands: Sequence[PodDemand],
+        priorities: Sequence[int],
+        on_node: Sequence[set[int]],
+        journal: Journal | None = None,
+    ) -> None:
+        self.on_node = on_node  # the engine's pods per node (DaemonSet/static ones too)
+        self.journal = journal  # nodes touched (``ScoreCache``): failed attempts are remembered
+        # a failed attempt stays failed on untouched nodes only if no filter reads anything else
+        # (LoadAwareScheduling reads NodeMetrics that change with time)
+        self.memo = all(isinstance(f, (*_STATIC, NodeResourcesFit)) for f in profile.filters)
+        self.failed: dict[bytes, int] = {}  # group key -> journal changes at its failed attempt
+        self.profile, self.args = profile, plugin.args
+        self.state, self.active = state, active
+        self.demands, self.priority = demands, list(priorities)
+        self.fit = [f for f in profile.filters if isinstance(f, NodeResourcesFit)]
+        self.static = [i for i, f in enumerate(profile.filters) if isinstance(f, _STATIC)]
+        self.dynamic: list[FilterPlugin] = [
+            f for f in profile.filters if not isinstance(f, _STATIC)
+        ]
+        count = len(demands)
+        self.node = np.full(count, -1, dtype=np.int64)  # where each placed pod runs now
+        self.since = [0] * count  # ns: when the replay last bound it (its start time)
+        self.prio = np.array(self.priority, dtype=np.int64)
+        self.requests = (
+            np.stack([d.requests for d in demands])
+            if count
+            else np.zeros((0, len(state.resources)), dtype=np.int64)
+        )
+        self.running: Counter[int] = Counter()  # priority -> placed pods running
+        self.attempts = 0
+        self.successes = 0
+
+    @classmethod
+    def for_profile(
+        cls,
+        profile: Profile | None,
+        state: ClusterState,
+        active: BoolArray,
+        demands: Sequence[PodDemand],
+        priorities: Sequence[int],
+        on_node: Sequence[set[int]],
+        journal: Journal | None = None,
+    ) -> ReplayPreemption | None:
+        """The preemption of ``profile`` (None: no DefaultPreemption, or per-GPU devices)."""
+        if profile is None or state.devices is not None:
+            return None
+        plugin = next((p for p in profile.post_filters if isinstance(p, DefaultPreemption)), None)
+        if plugin is None:
+            return None
+        return cls(profile, plugin, state, active, demands, priorities, on_node, journal)
+
+    def bound(self, pod: int, node: int, now: int) -> None:
+        """``pod`` now runs on ``node`` (since ``now``, ns)."""
+        self.node[pod] = node
+        self.since[pod] = now
+        self.running[self.priority[pod]] += 1
+
+    def unbound(self, pod: int) -> None:
+        """``pod`` left its node."""
+        self.node[pod] = -1
+        priority = self.priority[pod]
+        self.running[priority] -= 1
+        if not self.running[priority]:
+            del self.running[priority]
+
+    def attempt(self, pod: int, now: int, key: bytes = b"") -> tuple[int, list[int]] | None:
+        """PostFilter for ``pod`` (queue group ``key``), which fits nowhere at ``now`` (ns):
+        (node, victims most important first), or None when preemption does not help."""
+        priority = self.priority[pod]
+        if not self.running or min(self.running) >= priority:
+            return None  # no lower-priority pod runs: nothing to evict
+        self.attempts += 1
+        demand, seconds = self.demands[pod], now / 1e9
+        touched = self._touched_since_failure(key)
+        if touched is None:
+            found = self._everywhere(demand, priority, seconds)
+        else:
+            found = self._on(sorted(touched), demand, priority, seconds)
+        if found is None and self.journal is not None and self.memo:
+            self.failed[key] = self.journal.changes
+        else:
+            self.failed.pop(key, None)
+        if found is not None:
+            self.successes += 1
+        return found
+
+    def _touched_since_failure(self, key: bytes) -> set[int] | None:
+        """The nodes touched since the group's last failed attempt, when only they can have
+        become candidates (None: try every node).
+
+        A node's candidacy reads only its own pods, its room, its static filters and whether it
+        is present — all of which a touch records — so after a failure the untouched nodes fail
+        again. With fewer touched nodes than ``minCandidateNodesAbsolute`` the early stop of the
+        dry run cannot cut the candidates short, so trying only them gives the same answer.
+        """
+        last = self.failed.get(key)
+        if last is None or self.journal is None:
+            return None
+        since = self.journal.changes - last
+        log = self.journal.log
+        if since > min(len(log), TOUCH_SCAN):
+            return None
+        touched = set(log[len(log) - since :])
+        return touched if len(touched) < self.args.min_candidate_nodes_absolute else None
+
+    def _everywhere(
+        self, demand: PodDemand, priority: int, seconds: float
+    ) -> tuple[int, list[int]] | None:
+        """The dry run over every present node (the filters over all nodes at once first)."""
+        state = self.state
+        feasible = self.active.copy()
+        unschedulable = np.zeros(state.node_count, dtype=bool)
+        undecided = np.ones(state.node_count, dtype=bool)  # refused by no filter so far
+        static = np.ones(state.node_count, dtype=bool)
+        for plugin in self.profile.filters:
+            passed = plugin.filter(state, demand, seconds).feasible
+            feasible &= passed
+            if plugin.name not in UNRESOLVABLE_FILTERS:  # node_statuses: the first refuser's code
+                unschedulable |= undecided & ~passed
+            undecided &= passed
+            if isinstance(plugin, _STATIC):
+                static &= passed
+        if feasible.any():
+            return None  # it fits somewhere: nothing to preempt for
+        unschedulable &= self.active
+        wanted = self.args.candidates_wanted(int(unschedulable.sum()))
+        tried = np.flatnonzero(unschedulable & static & self._room(demand, priority)).tolist()
+        return self._dry_run(tried, wanted, demand, priority, seconds)
+
+    def _on(
+        self, nodes: list[int], demand: PodDemand, priority: int, seconds: float
+    ) -> tuple[int, list[int]] | None:
+        """The dry run over ``nodes`` only: the static filters' cached masks of the whole state,
+        the others on each node's one-node copy."""
+        filters = self.profile.filters
+        static = [f.filter(self.state, demand, seconds).feasible for f in filters if
+                  isinstance(f, _STATIC)]  # fmt: skip
+        tried = []
+        for node in nodes:
+            if not self.active[node] or not all(mask[node] for mask in static):
+                continue  # absent, or refused for good (taints, affinity)
+            if not any(self.node[p] == node and self.priority[p] < priority
+                       for p in self.on_node[node]):  # fmt: skip
+                continue  # nothing to evict here
+            view = node_view(self.state, node)
+            first = next(
+                (f for f in self.dynamic if not f.filter(view, demand, seconds).feasible[0]), None
+            )
+            if first is None:
+                return None  # it fits here: nothing to preempt for
+            if first.name not in UNRESOLVABLE_FILTERS:
+                tried.append(node)
+        wanted = self.args.min_candidate_nodes_absolute  # more than the nodes tried
+        return self._dry_run(tried, wanted, demand, priority, seconds)
+
+    def _dry_run(
+        self, nodes: list[int], wanted: int, demand: PodDemand, priority: int, seconds: float
+    ) -> tuple[int, list[int]] | None:
+        """``select_victims`` on ``nodes`` in order until ``wanted`` candidates, then
+        ``pick_candidate``: (node, victim pods) or None."""
+        candidates: list[Candidate] = []
+        owners: list[list[int]] = []
+        local = self.state.pod_index is None
+        for node in nodes:
+            at = 0 if local else node
+            lower = self._lower_on(node, priority, at)
+            if not lower:
+                continue
+            owner = {id(b): p for p, b in lower}
+            victims, violations, _ = select_victims(
+                self.dynamic if local else self.profile.filters,
+                node_view(self.state, node) if local else self.state,
+                demand,
+                priority,
+                at,
+                [b for _, b in lower],
+                (),
+                seconds,
+            )
+            if victims:
+                candidates.append(Candidate(node, victims, violations))
+                owners.append([owner[id(v)] for v in victims])
+                if len(candidates) >= wanted:
+                    break
+        best = pick_candidate(candidates)
+        if best is None:
+            return None
+        chosen = next(i for i, c in enumerate(candidates) if c is best)
+        return best.node, owners[chosen]
+
+    def _room(self, demand: PodDemand, priority: int) -> BoolArray:
+        """Nodes where ``pod`` passes NodeResourcesFit once every lower-priority placed pod is
+        gone (all nodes when the profile has no such filter): ``SelectVictimsOnNode``'s first
+        check, for every node at once."""
+        state = self.state
+        count = state.node_count
+        ok = np.ones(count, dtype=bool)
+        if not self.fit:
+            return ok
+        lower = np.flatnonzero((self.node >= 0) & (self.prio < priority))
+        where = self.node[lower]
+        ok &= state.pod_count - np.bincount(where, minlength=count) < state.allowed_pods
+        for fit in self.fit:
+            if any(fit._checked(r) for r in demand.off_axis_requests(state.resources)):
+                return np.zeros(count, dtype=bool)
+            for j, resource in enumerate(state.resources):
+                if demand.requests[j] <= 0 or not fit._checked(resource):
+                    continue
+                # float sums of int64 requests are exact below 2**53 (8 PiB of memory)
+                sums = np.bincount(where, weights=self.requests[lower, j], minlength=count)
+                room: Int64Array = state.allocatable[:, j] - state.requested[:, j]
+                ok &= room + sums.astype(np.int64) >= demand.requests[j]
+        return ok
+
+    def _lower_on(self, node: int, priority: int, at: int) -> list[tuple[int, BoundPod]]:
+        """The placed pods on ``node`` with a priority below ``priority`` as preemption sees them
+        (on node index ``at``), in the order the replay bound them."""
+        pods = [
+            p for p in self.on_node[node] if self.node[p] == node and self.priority[p] < priority
+        ]
+        pods.sort(key=lambda p: (self.since[p], p))
+        out = []
+        for p in pods:
+            d = self.demands[p]
+            out.append((p, BoundPod(at, d.name, d.namespace, self.priority[p], d, d.labels,
+                                    self.since[p])))  # fmt: skip
+        return out
