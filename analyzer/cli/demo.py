@@ -5,7 +5,13 @@ at the end of the data, evaluates threshold violations over the whole period, an
 nightly report per day (oldest first, so the history store gives each report its deltas vs the
 previous day and the index lists every day), then the what-if comparison of the presets and a
 demo-sized configuration search (``OUT/whatif/search.html``). The default size is 200 nodes × 7
-days at a 5-minute step, which keeps the run under a minute on two cores.
+days at a 5-minute step.
+
+Before the nightly reports it stores ~90 days of pool and workload history
+(``OUT/reports/history/pools|workloads``, ``history_days``): the days before the snapshot are the
+same growing cluster generated a week at a time at a 1-hour step
+(``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
+the monthly review has months of trend to show.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
+from analyzer.nightly.synthetic_history import write_synthetic_history
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.search import write_search_report
 from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
-from analyzer.sources.placement import crowding_place
+from analyzer.sources.placement import Placer, crowding_place
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
@@ -42,13 +49,25 @@ from analyzer.whatif.search import (
 )
 from analyzer.whatif.search_grid import SearchGrid
 
-
 # The demo cluster's density: 60–75 % of cpu requested on the general pool, a dedicated (tainted)
 # memory pool that fills up, workloads that request about twice the cpu they use (as most
 # clusters do), hot nodes whose own processes burn (so a placement cannot move the heat), and a
 # few crowded nodes whose cpu ran out with memory left over (stranded capacity).
+#
+# Its growth (the monthly review's data): the replicas of the workloads free to run in any open pool
+# grow 3 %/month, the GPU pool's 5 %/month and the memory pool's session caches 15 %/month (that
+# pool runs out of memory within the review's 180-day horizon, the others do not); the media
+# team's `renderer` grows fast (20 %/month). The first snapshot day has the density above, earlier
+# days had fewer replicas. App cpu usage dips 30 % on weekends and its level varies from day to day
+# (σ 5 %); the media and analytics teams use a quarter of what the other teams use for the same
+# requests (they over-request).
+DEMO_GROWTH = (("*", 0.03), ("gpu", 0.05), ("memory", 0.15))
+DEMO_FAST_GROWTH = (("renderer", 0.20),)
+DEMO_TEAMS = (("media", 0.25), ("analytics", 0.25))
+
+
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
-    """The demo's ``SyntheticSpec`` (the density above)."""
+    """The demo's ``SyntheticSpec`` (the density and growth above)."""
     return SyntheticSpec(
         seed=seed,
         nodes=nodes,
@@ -58,6 +77,11 @@ def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
         usage_scale=0.5,
         dedicated_pools=("memory",),
         hot_by_node=True,
+        growth=DEMO_GROWTH,
+        fast_growth=DEMO_FAST_GROWTH,
+        weekend_dip=0.3,
+        day_noise=0.05,
+        team_usage=DEMO_TEAMS,
     )
 
 
@@ -97,6 +121,10 @@ class DemoSettings:
     step_seconds: int = 300
     report_days: int | None = None  # None = every day of the snapshot
     settings: NightlySettings = field(default_factory=NightlySettings)
+    # Days of pool and workload history in OUT/reports/history/, the snapshot's days included;
+    # the days before the snapshot are generated at ``history_step``.
+    history_days: int = 90
+    history_step: int = 3600
 
 
 @dataclass(frozen=True)
@@ -114,6 +142,7 @@ class DemoResult:
     whatif_recommendation: str
     search_html: Path
     search_sentence: str
+    history_days: int  # days with pool and workload rows in reports/history/
     seconds: float
 
 
@@ -126,6 +155,35 @@ def _days(snapshot: Snapshot) -> list[date]:
     return sorted(pd.Timestamp(day).date() for day in full.index)
 
 
+def _write_history(
+    spec: SyntheticSpec,
+    settings: DemoSettings,
+    root: Path,
+    place: Placer,
+    say: Callable[[str], None],
+) -> list[date]:
+    """The coarse days before the snapshot: ``history_days`` − the snapshot's days of them."""
+    coarse = settings.history_days - int(spec.days)
+    if coarse <= 0:
+        return []
+    last = spec.start.date() - timedelta(days=1)
+    first = last - timedelta(days=coarse - 1)
+    say(
+        f"history: {coarse} days before the snapshot ({first} to {last}), step {settings.history_step}s"
+    )
+    return write_synthetic_history(
+        spec,
+        root,
+        first,
+        last,
+        step=settings.history_step,
+        place=place,
+        method=settings.settings.method,
+        workers=2,
+        progress=say,
+    )
+
+
 def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = None) -> DemoResult:
     """Run the demo (see the module docstring) and return where everything is."""
     say = progress or (lambda _msg: None)
@@ -136,9 +194,12 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     say(
         f"generating a synthetic cluster: {spec.nodes} nodes × {spec.days:g} days, step {spec.step}s"
     )
-    snapshot = generate(spec, place=crowding_place(demo_crowded(spec))).snapshot
+    place = crowding_place(demo_crowded(spec))
+    snapshot = generate(spec, place=place).snapshot
     snapshot_dir = write_snapshot(snapshot, out / "snapshot")
     say(f"snapshot written to {snapshot_dir}")
+    reports_dir = out / "reports"
+    history = _write_history(spec, settings, reports_dir / "history", place, say)
 
     at = pd.Timestamp(snapshot.node_usage["timestamp"].max())
     durations: list[timedelta] = list(DEFAULT_DURATIONS)
@@ -160,7 +221,6 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     days = _days(snapshot)
     if settings.report_days is not None:
         days = days[-settings.report_days :]
-    reports_dir = out / "reports"
     latest: ReportPaths | None = None
     result: NightlyResult | None = None
     for day in days:
@@ -168,6 +228,8 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         latest = write_nightly_report(result, reports_dir)
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
+    # monthly review: written here once `analyzer report monthly` exists, from
+    # reports_dir / "history" (the coarse days above, then the nightly days just written).
 
     # What-if: every preset and the demo's search grid replayed in one comparison (one process
     # pool, observed and kube-default once), then split into the two pages.
@@ -194,6 +256,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         reports=len(days),
         whatif_html=whatif_paths.html,
         whatif_recommendation=whatif.recommendation,
+        history_days=len(history) + len(days),
         search_html=search_paths.html,
         search_sentence=search.sentence,
         seconds=time.monotonic() - began,

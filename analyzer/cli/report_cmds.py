@@ -143,16 +143,29 @@ def _print_outcome(breaches: int, partial: bool, html: Path, index: Path) -> Non
 @click.option("--days", type=int, default=7, show_default=True, help="Days of synthetic history.")
 @click.option("--step", "step_seconds", type=int, default=300, show_default=True,
               help="Usage sample step in seconds.")  # fmt: skip
-def demo_cmd(out: Path, seed: int, nodes: int, days: int, step_seconds: int) -> None:
+@click.option("--history-days", type=int, default=90, show_default=True,
+              help="Days of pool and workload history (the monthly review's), --days included; "
+                   "the days before the snapshot are generated at a 1-hour step.")  # fmt: skip
+def demo_cmd(
+    out: Path, seed: int, nodes: int, days: int, step_seconds: int, history_days: int
+) -> None:
     """Run the whole pipeline on a synthetic cluster, no Prometheus needed, and print where it went."""
     from analyzer.cli.demo import DemoSettings, run_demo
 
     if days < 1:
         raise InputError(f"--days: {days} must be at least 1")
-    say = (lambda msg: click.echo(f"  {msg}", err=True)) if is_terminal() else None
-    result = run_demo(
-        DemoSettings(out=out, seed=seed, nodes=nodes, days=days, step_seconds=step_seconds), say
+    if history_days < 0:
+        raise InputError(f"--history-days: {history_days} must be at least 0")
+    settings = DemoSettings(
+        out=out,
+        seed=seed,
+        nodes=nodes,
+        days=days,
+        step_seconds=step_seconds,
+        history_days=history_days,
     )
+    say = (lambda msg: click.echo(f"  {msg}", err=True)) if is_terminal() else None
+    result = run_demo(settings, say)
     latest = result.latest
     summary = result.latest_result.summary
     click.echo(
@@ -162,6 +175,9 @@ def demo_cmd(out: Path, seed: int, nodes: int, days: int, step_seconds: int) -> 
     click.echo(f"  NodeMetrics:   {result.nodemetrics}")
     click.echo(f"  violations:    {result.violations}")
     click.echo(f"  reports:       {result.reports} nightly report(s), index {latest.index}")
+    click.echo(
+        f"  history:       {result.history_days} day(s) of pools and workloads, {latest.history}"
+    )
     click.echo(f"  latest report: {latest.html}")
     click.echo(
         f"  {result.latest_result.day}: {summary.nodes_with_breaches} node(s) over threshold, "

@@ -9,18 +9,24 @@ engine) binds arriving pods with the ``Placer``, keeps pods that fit nowhere in 
 - Deployments roll (new ReplicaSet hash, one replica every 30 s; the old pod is deleted 10 s
   after its replacement started); StatefulSets restart pod by pod, reusing names with new uids;
 - a CronJob runs every hour, Jobs arrive at a rate scaled by ``churn``; Job pods end Succeeded
-  (about one in ten Failed, then retried by a new pod) and their objects stay 1 h after finishing.
+  (about one in ten Failed, then retried by a new pod) and their objects stay 1 h after finishing;
+- with growth (``SyntheticSpec.growth``), a Deployment or StatefulSet has the replicas its growth
+  curve gives at the range start, and each replica it gains inside the range is a new pod created
+  when the curve reaches it (a scale-up; later rollouts replace it like the others).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import uuid
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzer.core.resources import PodSpecResources, pod_requests
+from analyzer.core.resources import PodSpecResources, pod_limits, pod_requests
 from analyzer.sources.catalog import (
     APPS,
     DAEMONSETS,
@@ -32,7 +38,7 @@ from analyzer.sources.catalog import (
     Template,
 )
 from analyzer.sources.placement import ClusterState, PlacementRequest, Placer
-from analyzer.sources.spec import SyntheticSpec
+from analyzer.sources.spec import MONTH_SECONDS, SyntheticSpec
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery rand.String alphabet
 JOB_TTL = 3600  # ttlSecondsAfterFinished of Job objects
@@ -89,10 +95,17 @@ class Lifecycles:
 class _Builder:
     """Creates the pod objects of every workload (before placement)."""
 
-    def __init__(self, spec: SyntheticSpec, pools: tuple[str, ...], rng: np.random.Generator):
+    def __init__(
+        self,
+        spec: SyntheticSpec,
+        pools: tuple[str, ...],
+        rng: np.random.Generator,
+        structure: np.random.Generator | None = None,
+    ):
         self.spec = spec
         self.pools = pools
         self.rng = rng
+        self.structure = rng if structure is None else structure  # workload sizes
         self.names = _Names(rng)
         self.pods: list[Pod] = []
         self.t0 = spec.start_s
@@ -142,7 +155,15 @@ class _Builder:
                 self.pods[index].pin = node
 
     def deployment(self, template: Template, name: str, replicas: int) -> None:
-        """A Deployment (or StatefulSet) with its rollouts over the range."""
+        """A Deployment (or StatefulSet) of ``replicas`` at the growth anchor, with its rollouts
+        and (with growth) its scale-ups over the range."""
+        rate = self.spec.growth_rate(template.name, template.pool) if self.spec.grows else 0.0
+        ups: list[int] = []
+        if rate > 0 and template.name != KSM_TEMPLATE.name:
+            offset = rounding_offset(name)
+            ups = scale_ups(replicas, rate, self.spec.anchor_s, self.t0, self.t1, offset)
+            months = (self.t0 - self.spec.anchor_s) / MONTH_SECONDS
+            replicas = replicas_at(replicas, rate, months, offset)
         hash_ = self.names.suffix(10)
         if template.kind == "StatefulSet":
             owner = ("StatefulSet", name, "StatefulSet", name)
@@ -155,24 +176,41 @@ class _Builder:
                 self.pod(template, f"{name}-{hash_}-{self.names.suffix(5)}", owner, self.past())
                 for _ in range(replicas)
             ]
-        if template.name == KSM_TEMPLATE.name or self.spec.churn <= 0:
-            return
-        span = self.t1 - self.t0
-        rollouts = self.rng.poisson(self.spec.churn * span / 86400)
-        for at in np.sort(self.rng.integers(self.t0, self.t1, size=rollouts)):
+        rollouts: list[int] = []
+        if template.name != KSM_TEMPLATE.name and self.spec.churn > 0:
+            span = self.t1 - self.t0
+            count = self.rng.poisson(self.spec.churn * span / 86400)
+            rollouts = [int(at) for at in np.sort(self.rng.integers(self.t0, self.t1, size=count))]
+        # (time, 0 = scale-up | 1 = rollout): a scale-up at the instant of a rollout comes first
+        for at, kind in sorted([(t, 0) for t in ups] + [(t, 1) for t in rollouts]):
+            if kind == 0:
+                if template.kind == "StatefulSet":
+                    current.append(self.pod(template, f"{name}-{len(current)}", owner, at))
+                else:
+                    pod_name = f"{name}-{hash_}-{self.names.suffix(5)}"
+                    current.append(self.pod(template, pod_name, owner, at))
+                continue
             hash_ = self.names.suffix(10)
             for i in range(len(current)):
                 if template.kind == "StatefulSet":
                     # delete ordinal i, then the controller recreates the same name (new uid)
-                    gone = int(at) + 60 * i
+                    gone = at + 60 * i
                     new = self.pod(template, f"{name}-{i}", owner, gone + 2)
                     self.pods[current[i]].deleted = gone
                 else:
                     owner = ("ReplicaSet", f"{name}-{hash_}", "Deployment", name)
                     pod_name = f"{name}-{hash_}-{self.names.suffix(5)}"
-                    new = self.pod(template, pod_name, owner, int(at) + 30 * i)
+                    new = self.pod(template, pod_name, owner, at + 30 * i)
                     self.pods[new].replaces = current[i]
                 current[i] = new
+
+    def splits(self, total: int) -> Iterator[int]:
+        """Replica counts of a template's Deployments (1–12 each) until ``total`` is reached,
+        drawn one at a time (the draws interleave with the Deployments' own)."""
+        while total > 0:
+            replicas = min(total, int(self.structure.integers(1, 13)))
+            yield replicas
+            total -= replicas
 
     def apps(self, n_nodes: dict[str, int]) -> None:
         """Long-running workloads sized to ``pods_per_node``."""
@@ -186,13 +224,9 @@ class _Builder:
                 total = max(1, min(total, n_nodes["gpu"] * 2))
             if template.pool == "memory":
                 total = max(1, min(total, n_nodes["memory"] * 3))
-            k = 0
-            while total > 0:
-                replicas = min(total, int(self.rng.integers(1, 13)))
+            for k, replicas in enumerate(self.splits(total)):
                 name = template.name if k == 0 else f"{template.name}-{k + 1}"
                 self.deployment(template, name, replicas)
-                total -= replicas
-                k += 1
 
     def job(
         self, template: Template, job_name: str, owner: tuple[str, str, str, str], at: int
@@ -224,30 +258,107 @@ class _Builder:
                 self.job(template, job_name, owner, int(at))
 
 
-def build_pods(spec: SyntheticSpec, pools: tuple[str, ...], rng: np.random.Generator) -> list[Pod]:
-    """All pod objects of the cluster, not yet placed."""
+def rounding_offset(name: str) -> float:
+    """A fixed offset in (0, 1) per workload name: where its replica count rounds up, so that
+    workloads of one size do not all gain a replica at the same instant (and on average the count
+    follows the curve)."""
+    return (zlib.crc32(name.encode()) % 997 + 0.5) / 997
+
+
+def replicas_at(replicas: int, rate: float, months: float, offset: float = 0.5) -> int:
+    """Replicas of a workload that had ``replicas`` at the anchor, ``months`` (30 days) later at a
+    growth of ``rate`` per month: ``max(1, ⌊replicas·(1 + rate)^months + offset⌋)``."""
+    grown: float = replicas * (1.0 + rate) ** months
+    return max(1, math.floor(grown + offset))
+
+
+def scale_ups(
+    replicas: int, rate: float, anchor: int, t0: int, t1: int, offset: float = 0.5
+) -> list[int]:
+    """Instants in ``[t0, t1]`` (unix seconds) where :func:`replicas_at` gains one replica."""
+    months = (t0 - anchor) / MONTH_SECONDS, (t1 - anchor) / MONTH_SECONDS
+    first, last = (replicas_at(replicas, rate, m, offset) for m in months)
+    times = []
+    for k in range(first + 1, last + 1):
+        # replicas·(1 + rate)^m + offset ≥ k  ⇔  m ≥ ln((k − offset) / replicas) / ln(1 + rate)
+        month = math.log((k - offset) / replicas) / math.log1p(rate)
+        times.append(min(t1, max(t0, anchor + math.ceil(month * MONTH_SECONDS))))
+    return times
+
+
+def build_pods(
+    spec: SyntheticSpec,
+    pools: tuple[str, ...],
+    rng: np.random.Generator,
+    structure: np.random.Generator | None = None,
+) -> list[Pod]:
+    """All pod objects of the cluster, not yet placed; ``structure`` (default ``rng``) draws the
+    sizes of the workloads, ``rng`` everything else."""
     n_nodes = {pool: pools.count(pool) for pool in set(pools)}
-    builder = _Builder(spec, pools, rng)
+    builder = _Builder(spec, pools, rng, structure)
     builder.daemonsets()
     builder.apps(n_nodes)
     builder.batch(n_nodes)
     return builder.pods
 
 
-def _request(pod: Pod, pools_arr: np.ndarray, closed: tuple[str, ...]) -> PlacementRequest:
-    requests = dict(pod_requests(pod.spec))
+class SpecResources:
+    """Effective requests, non-zero requests and limits of pod specs, computed once per distinct
+    spec (every pod of a template shares its containers, so a run has a handful of specs)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[object, ...], tuple[PodSpecResources, dict[str, int]]] = {}
+
+    def _get(self, spec: PodSpecResources, kind: str) -> dict[str, int]:
+        key = (kind, id(spec.containers), id(spec.init_containers), *sorted(spec.overhead.items()))
+        hit = self._seen.get(key)
+        if hit is None:
+            if kind == "limits":
+                value = pod_limits(spec)
+            else:
+                value = pod_requests(spec, non_zero=kind == "non_zero")
+            hit = (spec, value)  # the spec is kept so that its containers' ids stay unique
+            self._seen[key] = hit
+        return hit[1]
+
+    def requests(self, spec: PodSpecResources) -> dict[str, int]:
+        """``pod_requests(spec)`` (shared: do not modify)."""
+        return self._get(spec, "requests")
+
+    def non_zero(self, spec: PodSpecResources) -> dict[str, int]:
+        """``pod_requests(spec, non_zero=True)`` (shared: do not modify)."""
+        return self._get(spec, "non_zero")
+
+    def limits(self, spec: PodSpecResources) -> dict[str, int]:
+        """``pod_limits(spec)`` (shared: do not modify)."""
+        return self._get(spec, "limits")
+
+
+def _request(
+    pod: Pod,
+    pools_arr: np.ndarray,
+    closed: tuple[str, ...],
+    specs: SpecResources,
+    masks: dict[str | None, np.ndarray],
+) -> PlacementRequest:
+    requests = dict(specs.requests(pod.spec))
     requests["pods"] = 1
+    allowed: np.ndarray
     if pod.pin >= 0:
         allowed = np.zeros(len(pools_arr), dtype=bool)
         allowed[pod.pin] = True
-    elif pod.template.pool is not None:
-        allowed = pools_arr == pod.template.pool
     else:
-        allowed = ~np.isin(pools_arr, closed)  # tainted pools: only their workloads tolerate them
+        pool = pod.template.pool
+        if pool not in masks:
+            # a pool's own workloads, or any open pool (tainted ones only take their workloads)
+            mask = pools_arr == pool if pool is not None else ~np.isin(pools_arr, closed)
+            mask.flags.writeable = False  # shared by every pod of that pool
+            masks[pool] = mask
+        allowed = masks[pool]
     return PlacementRequest(
         uid=pod.uid,
         requests=requests,
-        non_zero=pod_requests(pod.spec, non_zero=True),
+        non_zero=specs.non_zero(pod.spec),
         allowed=allowed,
         priority=PRIORITY_CLASSES[pod.template.priority_class],
         daemonset=pod.pin >= 0,
@@ -287,6 +398,8 @@ def run_lifecycles(
             events.append((pod.deleted, _DEPART, i))
     heapq.heapify(events)
     pending: list[int] = []
+    specs = SpecResources()
+    masks: dict[str | None, np.ndarray] = {}
 
     def bind(i: int, now: int) -> bool:
         pod = pods[i]
@@ -319,7 +432,7 @@ def run_lifecycles(
         if kind == _ARRIVE:
             if pod.phase == "Deleted":  # replaced before it was even offered
                 continue
-            pod.request = _request(pod, pools_arr, closed)
+            pod.request = _request(pod, pools_arr, closed, specs, masks)
             if not bind(i, now):
                 pending.append(i)
             continue

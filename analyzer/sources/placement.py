@@ -87,7 +87,12 @@ Placer = Callable[[PlacementRequest, ClusterState], int | None]
 
 def least_allocated_place(pod: PlacementRequest, state: ClusterState) -> int | None:
     """Pick the feasible node with the most free non-zero cpu+memory share; lowest index on ties."""
-    feasible = state.fits(pod)
+    return _least_allocated(pod, state, state.fits(pod))
+
+
+def _least_allocated(
+    pod: PlacementRequest, state: ClusterState, feasible: np.ndarray
+) -> int | None:
     if not feasible.any():
         return None
     alloc = state.allocatable[:, :2].astype(np.float64)
@@ -107,13 +112,18 @@ def crowding_place(crowded: frozenset[str]) -> Placer:
     keep their node; a pod that fits no crowded node goes to the least allocated one.
     """
 
+    masks: dict[tuple[str, ...], np.ndarray] = {}  # the crowded nodes of a cluster's node list
+
     def place(pod: PlacementRequest, state: ClusterState) -> int | None:
         feasible = state.fits(pod)
         if pod.daemonset or not feasible.any():
-            return least_allocated_place(pod, state)
-        mask = feasible & np.array([name in crowded for name in state.nodes])
+            return _least_allocated(pod, state, feasible)
+        chosen = masks.get(state.nodes)
+        if chosen is None:
+            chosen = masks[state.nodes] = np.array([name in crowded for name in state.nodes])
+        mask = feasible & chosen
         if not mask.any():
-            return least_allocated_place(pod, state)
+            return _least_allocated(pod, state, feasible)
         alloc = np.maximum(state.allocatable[:, 0], 1).astype(np.float64)
         free_share = (state.allocatable[:, 0] - state.requested[:, 0]) / alloc
         free_share[~mask] = np.inf

@@ -11,9 +11,21 @@ from analyzer.core.errors import InputError
 
 DEFAULT_START = datetime(2026, 11, 1, tzinfo=UTC)
 # Fields added after the first snapshots: left out of meta.json while they hold their default.
-OPTIONAL_FIELDS = {"dedicated_pools": (), "usage_scale": 1.0, "hot_by_node": False}
+OPTIONAL_FIELDS = {
+    "dedicated_pools": (),
+    "usage_scale": 1.0,
+    "hot_by_node": False,
+    "growth": (),
+    "fast_growth": (),
+    "growth_anchor": None,
+    "weekend_dip": 0.0,
+    "day_noise": 0.0,
+    "team_usage": (),
+}
 # Kubernetes-object knobs (sources/kube_objects.py), also left out of meta.json at their defaults.
 OPTIONAL_FIELDS.update({"zones": 0, "pod_constraints": False})
+MONTH_SECONDS = 30 * 86400  # a growth rate is per 30 days
+ANY_POOL = "*"  # ``growth`` key of the workloads free to run in any open pool
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,32 @@ class SyntheticSpec:
     - ``pod_constraints``: give some workloads topologySpreadConstraints and pod (anti-)affinity
       (``sources/kube_objects.py``); the generator's own placement does not apply them.
 
-    The fields from ``dedicated_pools`` on keep their defaults out of ``meta.json`` so default
+    Growth, seasonality and over-requesting teams (the monthly review's data; all off by default):
+
+    - ``growth``: pool name → growth of the long-running app workloads bound to that pool, as a
+      fraction per 30 days (0.04 = +4 %/month, compounded); the key ``"*"`` is the rate of the
+      workloads free to run in any open pool. DaemonSets, kube-state-metrics and Jobs do not grow;
+    - ``fast_growth``: workload template name (e.g. ``"search"``) → its own rate, overriding
+      its pool's;
+    - ``growth_anchor``: the instant at which every workload has its no-growth replica count
+      (default ``start``); before it there were fewer replicas, after it more. A Deployment or
+      StatefulSet of ``r`` replicas at the anchor has ``max(1, ⌊r·(1 + rate)^months + u⌋)``
+      at any instant, ``u`` in (0, 1) fixed per workload name (so workloads of one size do not
+      all scale at once, and on average the count follows the curve); each replica gained is a
+      new pod created when the count rises;
+    - ``weekend_dip``: the share of app pods' cpu usage that is gone on Saturdays and Sundays
+      (UTC), the weekly cycle;
+    - ``day_noise``: σ of a lognormal factor on app pods' cpu usage drawn once per UTC day from
+      the seed and the day alone, so a day has the same factor whatever range it is generated in;
+    - ``team_usage``: namespace → factor on the cpu and memory usage of its app pods (0.25: the
+      team requests four times what it uses).
+
+    With ``growth`` or ``fast_growth`` set, the cluster's structure (nodes, workloads and their
+    replicas at the anchor) comes from the seed alone and its events (pod creation times, rollouts,
+    Jobs, usage noise) from the seed and ``start``: ranges generated one after another (e.g. one
+    week at a time) continue one another, and the same range gives the same output.
+
+    Fields added after the first snapshots keep their defaults out of ``meta.json`` so default
     output does not change.
     """
 
@@ -58,6 +95,12 @@ class SyntheticSpec:
     hot_by_node: bool = False
     zones: int = 0
     pod_constraints: bool = False
+    growth: tuple[tuple[str, float], ...] = ()
+    fast_growth: tuple[tuple[str, float], ...] = ()
+    growth_anchor: datetime | None = None
+    weekend_dip: float = 0.0
+    day_noise: float = 0.0
+    team_usage: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -78,6 +121,39 @@ class SyntheticSpec:
             raise InputError(f"--zones: {self.zones} must be >= 0 (0: no zone labels)")
         if self.start.tzinfo is None:
             raise InputError("--start: the time must carry a timezone (e.g. 2026-11-01T00:00:00Z)")
+        for name, rate in (*self.growth, *self.fast_growth):
+            if not 0 <= rate <= 10:
+                raise InputError(
+                    f"growth of {name}: {rate} must be a fraction per month in [0, 10] "
+                    "(0.05 = +5 %/month)"
+                )
+        if self.growth_anchor is not None and self.growth_anchor.tzinfo is None:
+            raise InputError("growth_anchor: the time must carry a timezone")
+        if not 0 <= self.weekend_dip < 1:
+            raise InputError(f"weekend_dip: {self.weekend_dip} must be a fraction in [0, 1)")
+        if not 0 <= self.day_noise <= 1:
+            raise InputError(f"day_noise: {self.day_noise} must be in [0, 1] (a lognormal σ)")
+        for namespace, factor in self.team_usage:
+            if factor <= 0:
+                raise InputError(f"team_usage of {namespace}: {factor} must be > 0")
+
+    @property
+    def grows(self) -> bool:
+        """Whether the growth model is on (it also changes how the random streams are split)."""
+        return bool(self.growth or self.fast_growth)
+
+    @property
+    def anchor_s(self) -> int:
+        """The growth anchor in unix seconds (``start`` unless set)."""
+        anchor = self.growth_anchor or self.start
+        return int(anchor.timestamp())
+
+    def growth_rate(self, template: str, pool: str | None) -> float:
+        """Monthly growth of the workload template ``template`` bound to ``pool`` (None: any)."""
+        fast = dict(self.fast_growth)
+        if template in fast:
+            return fast[template]
+        return dict(self.growth).get(pool if pool is not None else ANY_POOL, 0.0)
 
     @property
     def start_s(self) -> int:

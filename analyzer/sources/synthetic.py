@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer import __version__
-from analyzer.core.resources import PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.core.resources import PodSpecResources, qos_class
 from analyzer.core.snapshot import (
     ALLOCATABLE,
     CAPACITY,
@@ -43,7 +43,7 @@ from analyzer.sources.catalog import (
     pool_taints,
     template_constraints,
 )
-from analyzer.sources.lifecycle import Pod, build_pods, run_lifecycles
+from analyzer.sources.lifecycle import Pod, SpecResources, build_pods, run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
 from analyzer.sources.pod_constraints import (
     constraint_columns,
@@ -234,9 +234,10 @@ def _pod_table(
         cells = [constraint_columns(p.template, p.workload_name, spec.zones) for p in pods]
         table["affinity"] = [c[0] for c in cells]
         table["topology_spread"] = [c[1] for c in cells]
-    requests = [pod_requests(p.spec) for p in pods]
-    limits = [pod_limits(p.spec) for p in pods]
-    non_zero = [pod_requests(p.spec, non_zero=True) for p in pods]
+    specs = SpecResources()
+    requests = [specs.requests(p.spec) for p in pods]
+    limits = [specs.limits(p.spec) for p in pods]
+    non_zero = [specs.non_zero(p.spec) for p in pods]
     for resource in POD_RESOURCES:
         table[resource_column(REQUESTS, resource)] = [r.get(resource, 0) for r in requests]
         table[resource_column(LIMITS, resource)] = [r.get(resource, 0) for r in limits]
@@ -289,17 +290,59 @@ def _kept_objects(pods: list[Pod]) -> dict[str, list[dict[str, Any]]]:
     return kept_objects([*pdb_objects(workloads), *priority_class_objects()])
 
 
+DAY_NOISE_STREAM = 1  # the per-day usage level: seeded by (seed, this, day number)
+
+
+def usage_time_factor(spec: SyntheticSpec, grid: Grid) -> np.ndarray | None:
+    """Per grid index: the factor on app pods' cpu from ``weekend_dip`` and ``day_noise`` (None
+    when both are off). A sample at t stands for the step before it, so it takes the day of
+    ``t − 1 s``; each day's noise comes from the seed and the day alone."""
+    if spec.weekend_dip == 0 and spec.day_noise == 0:
+        return None
+    day = (grid.times - 1) // 86400
+    weekday = (day + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
+    factor = np.where(weekday >= 5, 1.0 - spec.weekend_dip, 1.0)
+    if spec.day_noise > 0:
+        days, inverse = np.unique(day, return_inverse=True)
+        level = np.array(
+            [
+                np.exp(
+                    spec.day_noise
+                    * np.random.default_rng([spec.seed, DAY_NOISE_STREAM, int(d)]).standard_normal()
+                )
+                for d in days
+            ]
+        )
+        factor = factor * level[inverse]
+    return np.asarray(factor, dtype=np.float64)
+
+
+def team_factor(spec: SyntheticSpec, pods: list[Pod]) -> np.ndarray | None:
+    """Per pod: ``team_usage`` of its namespace (1 for DaemonSet pods and other teams)."""
+    if not spec.team_usage:
+        return None
+    teams = dict(spec.team_usage)
+    return np.array(
+        [teams.get(p.template.namespace, 1.0) if p.pin < 0 else 1.0 for p in pods],
+        dtype=np.float64,
+    )
+
+
 def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCluster:
     """Generate the cluster of ``spec``; ``place`` replaces the default least-allocated choice."""
     rng = np.random.default_rng(spec.seed)
     grid = Grid.of(spec)
     nodes = build_nodes(spec, rng)
+    structure = rng
+    if spec.grows:
+        # The structure goes on from the seed alone; the events depend on the range's start.
+        rng = np.random.default_rng([spec.seed, spec.start_s])
     state = ClusterState.empty(
         tuple(n.name for n in nodes),
         tuple(n.pool.name for n in nodes),
         np.array([[n.allocatable.get(r, 0) for r in RESOURCES] for n in nodes], dtype=np.int64),
     )
-    pods = build_pods(spec, state.pools, rng)
+    pods = build_pods(spec, state.pools, rng, structure)
     closed = ("gpu", *spec.dedicated_pools)  # tainted pools: only their own workloads go there
     window = (spec.start_s, spec.end_s)
     run_lifecycles(pods, state, place or least_allocated_place, rng, window, closed=closed)
@@ -310,7 +353,14 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         hot=np.array([n.hot for n in nodes]),
     )
     usage = generate_usage(
-        pods, shape, grid, rng, cpu_scale=spec.usage_scale, hot_by_node=spec.hot_by_node
+        pods,
+        shape,
+        grid,
+        rng,
+        cpu_scale=spec.usage_scale,
+        hot_by_node=spec.hot_by_node,
+        pod_factor=team_factor(spec, pods),
+        time_factor=usage_time_factor(spec, grid),
     )
     node_usage, pod_usage = _usage_tables(pods, nodes, usage)
     meta = SnapshotMeta(

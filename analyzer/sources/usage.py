@@ -95,11 +95,15 @@ def generate_usage(
     *,
     cpu_scale: float = 1.0,
     hot_by_node: bool = False,
+    pod_factor: np.ndarray | None = None,
+    time_factor: np.ndarray | None = None,
 ) -> Usage:
     """Usage rows for every pod and the node totals (see the module docstring).
 
     ``cpu_scale`` multiplies every pod's mean cpu; ``hot_by_node``: hot nodes burn in their own
-    overhead, never in their pods.
+    overhead, never in their pods. ``pod_factor`` (per pod) multiplies a pod's mean cpu and
+    memory; ``time_factor`` (per grid index) the cpu of every pod that is not a DaemonSet's (the
+    weekly cycle, a day's level). Neither draws random numbers.
     """
     n_nodes = len(nodes.allocatable_cpu)
     first, last = pod_windows(pods, grid)
@@ -117,6 +121,9 @@ def generate_usage(
     if cpu_scale != 1.0:  # DaemonSet pods are node agents: their usage is not over-requested
         base_cpu = np.where([p.pin >= 0 for p in pods], base_cpu, base_cpu * cpu_scale)
     base_mem = np.array([t.mem_use for t in templates]) * rng.lognormal(0, 0.15, len(pods))
+    if pod_factor is not None:
+        base_cpu = base_cpu * pod_factor
+        base_mem = base_mem * pod_factor
     amplitude = np.array([t.daily for t in templates])
     noise = np.array([t.noise for t in templates])
     phase = rng.normal(0, 1.0, len(pods))
@@ -128,6 +135,9 @@ def generate_usage(
     wave = _cycle(times, phase[row_pod])
     del times
     cpu = base_cpu[row_pod] * (1 + amplitude[row_pod] * wave)
+    if time_factor is not None:
+        app = np.array([p.pin < 0 for p in pods], dtype=bool)
+        cpu *= np.where(app[row_pod], time_factor[j], 1.0)
     cpu *= 1 + noise[row_pod] * rng.standard_normal(total)
     cpu = np.clip(cpu, 0, cpu_limit[row_pod])
     memory = base_mem[row_pod] * (1 + 0.1 * amplitude[row_pod] * wave)

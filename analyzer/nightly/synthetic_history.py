@@ -1,0 +1,113 @@
+"""Months of history for a synthetic cluster, rolled up exactly as the nightly run rolls up a day.
+
+``write_synthetic_history(spec, root, first, last)`` generates the days ``first``..``last`` of the
+cluster ``spec`` describes a chunk of days at a time (``analyzer.sources.history_chunks``: a coarse
+step, 1 h by default, bounded memory), computes each day's pool and workload rows with the nightly
+run's own functions (``capacity_rollups.pool_rollups``/``workload_rollups`` on the day's slice,
+:func:`day_rows`) and stores them with ``history.capacity.write_tables`` under ``root``
+(``OUT/history``). Only the pools and workloads tables are written: the nightly report's node
+rollups and summary cards stay the nightly runs' own, so the index lists only days with a report.
+
+The step shows in the rows: ``used_samples`` counts the day's sample times (24 at 1 h, 288 at
+5 min), and the usage percentiles of a day at 1 h are over hourly means (smoother than 5-minute
+ones). Requests are exact at any step: they are time-weighted over the pods' lifetimes.
+
+``workers`` > 1 generates chunks in parallel processes (fork: the placer is inherited, never
+pickled); the rows are written in day order by the calling process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+
+from analyzer.core.snapshot import Snapshot
+from analyzer.history.capacity import write_tables
+from analyzer.nightly.capacity_rollups import pool_rollups, workload_rollups
+from analyzer.nightly.run import DAY, slice_snapshot
+from analyzer.sources.history_chunks import chunk_specs
+from analyzer.sources.placement import Placer
+from analyzer.sources.spec import SyntheticSpec
+from analyzer.sources.synthetic import generate
+
+DayRows = tuple[date, pd.DataFrame, pd.DataFrame]
+
+
+def day_rows(
+    snapshot: Snapshot, day: date, *, method: str = "nearest-rank"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The history's ``pools`` and ``workloads`` rows of ``day`` (UTC) of ``snapshot``: what
+    ``run_nightly`` stores for that day (``NightlyResult.pool_days``/``workload_days``)."""
+    start = pd.Timestamp(day, tz="UTC")
+    end = start + DAY
+    today = slice_snapshot(snapshot, start, end)
+    return (
+        pool_rollups(today, start, end, method=method),
+        workload_rollups(today, start, end, method=method),
+    )
+
+
+# What a worker process needs besides its chunk (set by the pool's initializer, inherited on fork).
+_WORKER: dict[str, object] = {}
+
+
+def _init_worker(place: Placer | None, method: str) -> None:
+    _WORKER["place"] = place
+    _WORKER["method"] = method
+
+
+def _chunk_rows(days: list[date], chunk: SyntheticSpec) -> list[DayRows]:
+    place = _WORKER.get("place")
+    method = str(_WORKER.get("method", "nearest-rank"))
+    snapshot = generate(chunk, place=place if callable(place) else None).snapshot
+    return [(day, *day_rows(snapshot, day, method=method)) for day in days]
+
+
+def _rows(
+    chunks: list[tuple[list[date], SyntheticSpec]],
+    place: Placer | None,
+    method: str,
+    workers: int,
+) -> Iterator[list[DayRows]]:
+    if workers <= 1 or len(chunks) <= 1:
+        _init_worker(place, method)
+        try:
+            for days, chunk in chunks:
+                yield _chunk_rows(days, chunk)
+        finally:
+            _WORKER.clear()
+        return
+    with ProcessPoolExecutor(
+        min(workers, len(chunks)), initializer=_init_worker, initargs=(place, method)
+    ) as pool:
+        yield from pool.map(_chunk_rows, *zip(*chunks, strict=True))
+
+
+def write_synthetic_history(
+    spec: SyntheticSpec,
+    root: Path,
+    first: date,
+    last: date,
+    *,
+    step: int = 3600,
+    chunk_days: int = 7,
+    place: Placer | None = None,
+    method: str = "nearest-rank",
+    workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> list[date]:
+    """Store the pool and workload rows of the days ``first``..``last`` of ``spec``'s cluster
+    under ``root``; returns the days written, oldest first (see the module docstring)."""
+    say = progress or (lambda _msg: None)
+    chunks = chunk_specs(spec, first, last, step=step, chunk_days=chunk_days)
+    written: list[date] = []
+    for rows in _rows(chunks, place, method, workers):
+        for day, pools, workloads in rows:
+            write_tables(Path(root), day, {"pools": pools, "workloads": workloads})
+            written.append(day)
+        say(f"history: {rows[0][0]} to {rows[-1][0]} written ({len(written)} days)")
+    return written
