@@ -128,7 +128,7 @@ def test_page_and_json_agree(case: Path) -> None:
     assert blocked == {b["node"]: "; ".join(b["reasons"]) for b in pool["blocked_nodes"]}
     changes = _table(page, "rightsizing_changes")
     assert [c[0] for c in changes] == ["default/web", "default/db"]  # 2 replicas free more CPU
-    assert changes[0][4:6] == ["2.100", "1.500"]  # cores per pod, now → recommended
+    assert changes[0][4:6] == ["2.100 → 1.500", "4.00 → 2.30"]  # per pod, now → recommended
     assert "6.3 → 4.5 cores" in page
 
 

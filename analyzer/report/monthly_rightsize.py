@@ -135,22 +135,27 @@ def changes_frame(rs: Rightsizing) -> pd.DataFrame:
         return pd.DataFrame(columns=[c.key for c in CHANGE_COLUMNS])
     num = {c: pd.to_numeric(f[c], errors="coerce") for c in f.columns if c not in KEY}
     replicas = num["replicas_max"]
+    cpu_now, cpu_new = (
+        num["cpu_request_millicores"] / 1000.0,
+        num["cpu_recommended_millicores"] / 1000.0,
+    )
+    mem_now, mem_new = num["memory_request_bytes"] / GIB, num["memory_recommended_bytes"] / GIB
+    basis, mem_max = num["cpu_basis_millicores"] / 1000.0, num["memory_max_bytes"] / GIB
     out = pd.DataFrame(
         {
             "workload": f["namespace"] + "/" + f["owner_name"],
             "owner_kind": f["owner_kind"],
             "pool": f["pool"],
             "replicas_max": replicas,
-            "cpu_current": num["cpu_request_millicores"] / 1000.0,
-            "cpu_recommended": num["cpu_recommended_millicores"] / 1000.0,
-            "memory_current": num["memory_request_bytes"] / GIB,
-            "memory_recommended": num["memory_recommended_bytes"] / GIB,
-            "cpu_basis": num["cpu_basis_millicores"] / 1000.0,
-            "memory_max": num["memory_max_bytes"] / GIB,
-            "days": num["days"],
+            "cpu": [_arrow(a, b, 3) for a, b in zip(cpu_now, cpu_new, strict=True)],
+            "memory": [_arrow(a, b, 2) for a, b in zip(mem_now, mem_new, strict=True)],
+            "evidence": [
+                f"CPU {_num(c, 3)} cores, memory max {_num(m, 2)} GiB, {int(d)} days"
+                + (f"; {r}" if r else "")
+                for c, m, d, r in zip(basis, mem_max, num["days"], f["rules"], strict=True)
+            ],
             "cpu_change_total": num["cpu_change_millicores"].fillna(0) * replicas / 1000.0,
             "memory_change_total": num["memory_change_bytes"].fillna(0) * replicas / GIB,
-            "rules": f["rules"].replace("", "—"),
         }
     )
     return out.sort_values(
@@ -158,19 +163,23 @@ def changes_frame(rs: Rightsizing) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _num(value: float, digits: int) -> str:
+    return "–" if pd.isna(value) else f"{value:,.{digits}f}"
+
+
+def _arrow(now: float, new: float, digits: int) -> str:
+    """ "2.100 → 1.500" (the recommendation "–" when the recipe keeps the request)."""
+    return f"{_num(now, digits)} → {_num(new, digits)}"
+
+
 CHANGE_COLUMNS = [
     Column("workload", "Workload"), Column("owner_kind", "Kind"), Column("pool", "Pool"),
     Column("replicas_max", "Peak replicas", "int"),
-    Column("cpu_current", "CPU now per pod (cores)", "num", 3),
-    Column("cpu_recommended", "CPU recommended per pod (cores)", "num", 3),
-    Column("memory_current", "Memory now per pod (GiB)", "num", 2),
-    Column("memory_recommended", "Memory recommended per pod (GiB)", "num", 2),
-    Column("cpu_basis", "Evidence: CPU statistic per pod (cores)", "num", 3),
-    Column("memory_max", "Evidence: memory max per pod (GiB)", "num", 2),
-    Column("days", "Evidence: days of history", "int"),
-    Column("cpu_change_total", "Change × peak replicas CPU (cores)", "num", 2),
-    Column("memory_change_total", "Change × peak replicas memory (GiB)", "num", 2),
-    Column("rules", "Rules applied"),
+    Column("cpu", "CPU per pod, now → recommended (cores)"),
+    Column("memory", "Memory per pod, now → recommended (GiB)"),
+    Column("evidence", "Evidence (per pod: the recipe's CPU statistic, memory max, days; rules)"),
+    Column("cpu_change_total", "Change × peak replicas, CPU (cores)", "num", 2),
+    Column("memory_change_total", "Change × peak replicas, memory (GiB)", "num", 2),
 ]  # fmt: skip
 
 
