@@ -112,7 +112,9 @@ def test_monthly_page_in_chromium(review: Path, tmp_path: Path) -> None:
     assert fmt.count(payload["backtest"]["days_scored"]) + " pool-days" in backtest
 
 
-def test_monthly_json_has_no_impossible_value(review: Path) -> None:
+@pytest.mark.parametrize("page", ["review", "scenario_review"])
+def test_monthly_json_has_no_impossible_value(page: str, request: pytest.FixtureRequest) -> None:
+    review = request.getfixturevalue(page)
     payload = json.loads((review.parent / "report.json").read_text())
 
     def walk(value: Any, path: str = "") -> None:
@@ -124,7 +126,7 @@ def test_monthly_json_has_no_impossible_value(review: Path) -> None:
                 walk(v, f"{path}[{i}]")
         elif isinstance(value, float):
             assert math.isfinite(value), path
-            if path.endswith("_pct") and "growth" not in path:
+            if re.search(r"_pct(\.cpu|\.memory)?$", path) and "growth" not in path:
                 assert 0 <= value <= 100 or "mape" in path, path
             if ".change." not in path and re.search(
                 r"\.(allocatable|requested|used_p95|requested_peak)\.", path + "."
@@ -138,6 +140,18 @@ def test_monthly_json_has_no_impossible_value(review: Path) -> None:
             # idle never exceeds allocatable; slack never exceeds requested
             assert pool["idle"][key] <= pool["allocatable"][key]
             assert pool["slack"][key] <= pool["requested"][key]
+        for row in pool["scenarios"]:  # whole counts; a pool never needs more than it has
+            assert all(isinstance(row[k], int) and row[k] >= 0 for k in row if k != "name")
+        sim = {p["pool"]: p for p in payload["simulation"].get("pools", [])}
+        for row, more in zip(
+            pool["scenarios"], sim.get(pool["name"], {}).get("rows", []), strict=True
+        ):
+            assert row["nodes_peak"] + row["nodes_removable"] == more["nodes_observed"]
+            for r in ("cpu", "memory"):  # idle and slack are shares of the same allocatable
+                assert more["idle_pct"][r] + more["slack_pct"][r] <= 100 + 1e-9
+    for w in payload["workloads"]:
+        for key in ("current", "recommended"):
+            assert all(v is None or v > 0 for v in w[key].values()), (w["owner_name"], key)
 
 
 @pytest.mark.parametrize("page", ["review", "scenario_review"])
