@@ -254,7 +254,10 @@ def test_report_json_has_the_issue_contract(tmp_path: Path) -> None:
         for p in f["series"]:
             assert p["lo95"] <= p["lo80"] <= p["requested_cpu_cores"] <= p["hi80"] <= p["hi95"]
     assert payload["workloads"][0]["owner_name"] == "web"
-    assert "scenarios" not in payload["pools"][0] and "blocked_nodes" not in payload["pools"][0]
+    # issue 17: without --snapshot the scenario lists are empty; workloads carry their requests
+    assert payload["pools"][0]["scenarios"] == [] and payload["pools"][0]["blocked_nodes"] == []
+    assert set(payload["workloads"][0]["current"]) == pair
+    assert set(payload["workloads"][0]["recommended"]) == pair
     names = {p.name for p in (tmp_path / "r").iterdir()}
     assert {"report.html", "report.json", "month_over_month_cpu.csv", "workloads.csv",
             "forecast.csv", "exhaustion.csv", "n_plus_1.csv"} <= names  # fmt: skip

@@ -18,6 +18,7 @@ import pytest
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 from monthly_history import PoolTruth, WorkloadTruth, const, line, write_history
+from monthly_scenarios_case import MONTH, STRATEGIES, write_case
 
 from analyzer.cli import main
 from analyzer.report import format as fmt
@@ -28,8 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = Path(os.environ.get("ANALYZER_TEST_OUTPUT", REPO / "test-output")) / "screenshots"
 BAD_WORDS = re.compile(r"\b(NaN|nan|undefined|Infinity|-?inf|None)\b")
 SHARE = re.compile(r"(?<![+\-−±\d.,])(\d{1,3}(?:,\d{3})*(?:\.\d+)?)\s?%")
-SECTIONS = ["decisions", "month-over-month", "n-plus-1", "forecasts", "backtest", "workloads",
-            "method"]  # fmt: skip
+SECTIONS = ["decisions", "scenarios", "rightsizing", "month-over-month", "n-plus-1", "forecasts",
+            "backtest", "workloads", "method"]  # fmt: skip
 
 
 def _noisy(start: float, slope: float, weekly: float, sigma: float, seed: int) -> Any:
@@ -111,7 +112,9 @@ def test_monthly_page_in_chromium(review: Path, tmp_path: Path) -> None:
     assert fmt.count(payload["backtest"]["days_scored"]) + " pool-days" in backtest
 
 
-def test_monthly_json_has_no_impossible_value(review: Path) -> None:
+@pytest.mark.parametrize("page", ["review", "scenario_review"])
+def test_monthly_json_has_no_impossible_value(page: str, request: pytest.FixtureRequest) -> None:
+    review = request.getfixturevalue(page)
     payload = json.loads((review.parent / "report.json").read_text())
 
     def walk(value: Any, path: str = "") -> None:
@@ -123,7 +126,7 @@ def test_monthly_json_has_no_impossible_value(review: Path) -> None:
                 walk(v, f"{path}[{i}]")
         elif isinstance(value, float):
             assert math.isfinite(value), path
-            if path.endswith("_pct") and "growth" not in path:
+            if re.search(r"_pct(\.cpu|\.memory)?$", path) and "growth" not in path:
                 assert 0 <= value <= 100 or "mape" in path, path
             if ".change." not in path and re.search(
                 r"\.(allocatable|requested|used_p95|requested_peak)\.", path + "."
@@ -137,9 +140,25 @@ def test_monthly_json_has_no_impossible_value(review: Path) -> None:
             # idle never exceeds allocatable; slack never exceeds requested
             assert pool["idle"][key] <= pool["allocatable"][key]
             assert pool["slack"][key] <= pool["requested"][key]
+        for row in pool["scenarios"]:  # whole counts; a pool never needs more than it has
+            assert all(isinstance(row[k], int) and row[k] >= 0 for k in row if k != "name")
+        sim = {p["pool"]: p for p in payload["simulation"].get("pools", [])}
+        for row, more in zip(
+            pool["scenarios"], sim.get(pool["name"], {}).get("rows", []), strict=True
+        ):
+            assert row["nodes_peak"] + row["nodes_removable"] == more["nodes_observed"]
+            for r in ("cpu", "memory"):  # idle and slack are shares of the same allocatable
+                assert more["idle_pct"][r] + more["slack_pct"][r] <= 100 + 1e-9
+    for w in payload["workloads"]:
+        for key in ("current", "recommended"):
+            assert all(v is None or v > 0 for v in w[key].values()), (w["owner_name"], key)
 
 
-def test_monthly_page_fits_an_a4_page_when_printed(review: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("page", ["review", "scenario_review"])
+def test_monthly_page_fits_an_a4_page_when_printed(
+    page: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    review = request.getfixturevalue(page)
     # A4 portrait at 10 mm margins is 190 mm ≈ 718 CSS px wide: in print media no table may be
     # wider than the page (the print CSS turns off the screen's horizontal scrolling).
     browser = Chromium(tmp_path / "profile")
@@ -158,3 +177,64 @@ def test_monthly_page_fits_an_a4_page_when_printed(review: Path, tmp_path: Path)
         browser.close()
     assert overflow == []
     assert nav_hidden == "none"
+
+
+@pytest.fixture(scope="module")
+def scenario_review(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The hand-built month of tests/monthly_scenarios_case.py, reviewed with its snapshot."""
+    require_chromium()
+    base = tmp_path_factory.mktemp("monthly17")
+    out, snap = write_case(base)
+    run = CliRunner().invoke(main, ["report", "monthly", str(out), "--out", str(base / "r"),
+                                    "--month", MONTH, "--snapshot", str(snap),
+                                    "--strategy", STRATEGIES[0], "--strategy", STRATEGIES[1]])  # fmt: skip
+    assert run.exit_code == 0, run.output
+    return base / "r" / "report.html"
+
+
+def test_scenarios_and_rightsizing_in_chromium(scenario_review: Path, tmp_path: Path) -> None:
+    payload = json.loads((scenario_review.parent / "report.json").read_text())
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=1600,
+                     deviceScaleFactor=1, mobile=False)  # fmt: skip
+        browser.open(scenario_review)
+        sections = browser.evaluate("[...document.querySelectorAll('section[id]')].map(s => s.id)")
+        text = browser.evaluate("document.body.innerText")
+        scenario_rows = browser.evaluate(
+            "[...document.querySelectorAll('table[data-table=scenarios] tbody tr')].map(r => "
+            "[...r.cells].map(c => c.textContent.trim()))"
+        )
+        simulated = browser.evaluate(
+            "Object.fromEntries([...document.querySelectorAll('[data-simulated-decision]')].map("
+            "d => [d.dataset.simulatedDecision, d.querySelector('[data-sentence]').textContent]))"
+        )
+        blocked = browser.evaluate(
+            "[...document.querySelectorAll('table[data-table=blocked_nodes] tbody tr')].length"
+        )
+        changes = browser.evaluate(
+            "[...document.querySelectorAll('table[data-table=rightsizing_changes] tbody tr')]"
+            ".length"
+        )
+        browser.evaluate("document.getElementById('scenarios').scrollIntoView()")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shot = browser.call("Page.captureScreenshot", format="png")
+        (SCREENSHOTS / "monthly_scenarios.png").write_bytes(base64.b64decode(shot["data"]))
+        browser.call("Runtime.evaluate", expression="0")
+    finally:
+        browser.close()
+    assert browser.console_errors() == []
+    assert sections == SECTIONS
+    assert not BAD_WORDS.search(text)
+    shares = [float(m.group(1).replace(",", "")) for m in SHARE.finditer(text)]
+    assert shares and all(0 <= s <= 100 for s in shares)
+    pool = payload["pools"][0]
+    # the page's four rows are report.json's: nodes needed at peak and removable per scenario
+    assert [(r[1], int(r[4]), int(r[5])) for r in scenario_rows] == [
+        (x["name"], x["nodes_peak"], x["nodes_removable"]) for x in pool["scenarios"]]  # fmt: skip
+    for row in scenario_rows:  # idle and slack after are shares: 0..100 %, idle + slack ≤ 100
+        idle_cpu, slack_cpu = (float(row[i].rstrip(" %")) for i in (8, 10))
+        assert 0 <= idle_cpu <= 100 and 0 <= slack_cpu <= 100 and idle_cpu + slack_cpu <= 100.05
+    assert simulated == {"pool": pool["simulated_decision"]["sentence"]}
+    assert blocked == len(pool["blocked_nodes"]) == 2
+    assert changes == payload["rightsizing"]["changed"] == 2

@@ -38,6 +38,19 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
               help="CPU usage threshold % the used forecast is held to (default: config, else 65).")  # fmt: skip
 @click.option("--memory", type=int, callback=_pct,
               help="Memory usage threshold % (default: config, else 95).")  # fmt: skip
+@click.option("--recipe", default="krr", show_default=True,
+              help="Right-sizing recipe over the month's workload history: vpa, krr or "
+              "[cpu=|memory=]percentile:P[,headroom:H] (docs/rightsizing.md; why krr: "
+              "docs/monthly.md).")  # fmt: skip
+@click.option("--snapshot", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None,
+              help="A snapshot of the month's busiest week: replayed as today / right-size only / "
+              "repack only / both per pool, with the nodes that cannot go and why.")  # fmt: skip
+@click.option("--strategy", "strategies", multiple=True,
+              help="With --snapshot: today's scheduler, then the repack configuration (preset or "
+              "KubeSchedulerConfiguration file; default kube-default, most-allocated-loadaware).")  # fmt: skip
+@click.option("--workers", type=int, default=None,
+              help="With --snapshot: parallel processes (default: the machine's cores).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
 @click.pass_context
@@ -46,13 +59,15 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
 
     Per pool and for the cluster: month-over-month allocatable, requested, used, idle and slack;
     N+1; forecasts with 80 %/95 % intervals and days until exhaustion; the back-test of last
-    month's forecast; workloads; a decision per pool. Stores this month's forecast under
+    month's forecast; workloads and their right-sizing (CSV and YAML patches); with --snapshot,
+    the four scenarios per pool and why the nodes still needed cannot go; a decision per pool. Stores this month's forecast under
     HISTORY_DIR's history/forecasts/ for next month's back-test.
     """
     from analyzer.monthly.months import Month
     from analyzer.monthly.prices import load_prices
     from analyzer.monthly.review import ReviewSettings, build_review, history_root
-    from analyzer.report.monthly import check_monthly_out, write_monthly_report
+    from analyzer.monthly.rightsize import parse_recipe
+    from analyzer.report.monthly import check_monthly_out, joint_settings, write_monthly_report
 
     check_monthly_out(out)  # before any work: never lose a user's folder
     month = None if opts["month"] is None else Month.parse(opts["month"])
@@ -72,13 +87,40 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         prices=None if opts["prices"] is None else load_prices(opts["prices"]),
     )
     settings.check()
+    parse_recipe(opts["recipe"])  # a bad recipe fails before any work
+    if opts["snapshot"] is None and (opts["strategies"] or opts["workers"] is not None):
+        raise InputError("--strategy/--workers: only with --snapshot SNAP (the scenarios)")
+    if opts["workers"] is not None and opts["workers"] < 1:
+        raise InputError(f"--workers: {opts['workers']} must be at least 1")
     root = history_root(history_dir)
     # The run stores its forecast under the history afterwards: refuse a read-only one up front.
     check_writable(root / "forecasts" / "x", "HISTORY_DIR")
     review = build_review(root, replace(settings))
-    paths = write_monthly_report(review, out, history=root, templates_dir=opts["templates_dir"])
+    joint = None
+    if opts["snapshot"] is not None:
+        joint = joint_settings(
+            review,
+            opts["strategies"],
+            thresholds=replace(config, usage=usage),
+            workers=opts["workers"],
+        )
+        from analyzer.whatif.compare import resolve_strategy
+
+        for name in (joint.baseline, joint.repack):  # a bad name fails before the replays
+            resolve_strategy(name, joint.kubernetes_version)
+    paths = write_monthly_report(
+        review,
+        out,
+        history=root,
+        templates_dir=opts["templates_dir"],
+        recipe=opts["recipe"],
+        snapshot=opts["snapshot"],
+        joint=joint,
+    )
     for pool in review.payload["pools"]:
         click.echo(f"{pool['name']}: {pool['decision']['sentence']}")
+        if pool.get("simulated_decision"):
+            click.echo(f"{pool['name']} (simulated): {pool['simulated_decision']['sentence']}")
     click.echo(f"report:   {paths.html}")
     click.echo(f"json:     {paths.json}")
     click.echo(f"forecast: {paths.forecast}")

@@ -15,6 +15,11 @@ which makes "add" and "release" both conservative):
    allocatable − (k + 1) nodes, used under (allocatable − k nodes) × threshold; ``k = 0`` is "no
    action". Whether the pods then fit on fewer nodes is the re-packing simulation's question
    (issue 17 adds it beside this rule).
+
+Beside it, when the review replays a snapshot (:func:`simulated_decision`): release the nodes
+the pool's **best scenario** left empty at its peak — "after right-sizing K workloads" when that
+scenario right-sizes, "change the scheduler configuration to X" when it repacks — only from the
+simulated rows, never from savings added up, naming the scenario it comes from.
 """
 
 from __future__ import annotations
@@ -38,7 +43,12 @@ RULES = {
     "of the largest size (at least two nodes left): release k",
     "hold": "every upper 95 % band stays under its line over the horizon, but not with one node "
     "fewer: no action",
+    "simulation": "replaying the busiest week of a snapshot: release the nodes the pool's best "
+    "scenario (the fewest nodes at peak with no more violations and waiting pods than today) "
+    "left empty at its peak; each row is its own replay, never a sum of savings",
 }
+# The joint scenarios' names (analyzer/whatif/joint.py SCENARIOS; a test checks they agree).
+TODAY, RIGHTSIZE, REPACK, BOTH = "today", "right-size only", "repack only", "both"
 
 
 @dataclass(frozen=True)
@@ -181,3 +191,90 @@ def decide(
         f"No action: the upper 95 % bands stay under every line for the {horizon_days}-day "
         f"horizon, and would not with one node fewer.",
     )  # fmt: skip
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node{'s' if n != 1 else ''}"
+
+
+def _workloads(n: int) -> str:
+    return f"{n} workload{'s' if n != 1 else ''}"
+
+
+def simulated_decision(
+    rows: list[Mapping[str, Any]],
+    best: str,
+    *,
+    workloads_changed: int,
+    baseline: str,
+    repack: str,
+    forecast_action: str = "none",
+) -> dict[str, Any]:
+    """The pool's decision from its simulated scenario rows (``name``, ``nodes_peak``,
+    ``nodes_removable``, ``violations``, ``pods_waited``) and its best scenario's name.
+
+    ``action``: ``release`` (the best scenario keeps today's scheduler), ``change-scheduler``
+    (it repacks) or ``none``; ``nodes`` is the best row's ``nodes_removable`` — a simulated
+    figure, never a sum of two scenarios' savings.
+    """
+    by = {r["name"]: r for r in rows}
+    row, today = by[best], by[TODAY]
+    n = int(row["nodes_removable"])
+    observed = int(row["nodes_peak"]) + n
+    facts = (
+        f"in scenario '{best}' the pool needed {row['nodes_peak']} of its {observed} nodes at its "
+        f"peak of the busiest week (today: {today['nodes_peak']}), with {row['violations']} "
+        f"violations and {row['pods_waited']} pods waiting (today: {today['violations']} and "
+        f"{today['pods_waited']})"
+    )
+    rightsized = best in (RIGHTSIZE, BOTH)
+    repacked = best in (REPACK, BOTH)
+    if n == 0:
+        action = "none"
+        sentence = (
+            f"No release from the simulation: no scenario left a node of the pool empty at its "
+            f"peak without more violations or waiting pods than today ({facts})."
+        )
+    elif best == TODAY:
+        action = "release"
+        sentence = (
+            f"Release {_nodes(n)}: even the observed placement left {'it' if n == 1 else 'them'} "
+            f"empty at the pool's peak ({facts})."
+        )
+    else:
+        action = "change-scheduler" if repacked else "release"
+        steps = []
+        if rightsized:
+            steps.append(f"right-sizing {_workloads(workloads_changed)}")
+        if repacked:
+            steps.append(f"changing the scheduler configuration to {repack}")
+        else:
+            steps.append(f"with today's scheduler ({baseline})")
+        joiner = " and " if rightsized and repacked else " "
+        verb = "after " if rightsized else ""
+        if repacked and not rightsized:
+            sentence = f"Change the scheduler configuration to {repack} and release {_nodes(n)}"
+        else:
+            sentence = f"Release {_nodes(n)} {verb}{joiner.join(steps)}"
+        sentence += f": {facts}."
+    if by[BOTH]["nodes_peak"] > by[REPACK]["nodes_peak"]:
+        sentence += (
+            f" Note: 'both' needed more nodes at peak than 'repack only' ({by[BOTH]['nodes_peak']}"
+            f" against {by[REPACK]['nodes_peak']}): smaller requests placed one by one as they "
+            "arrived packed worse here (docs/whatif.md)."
+        )
+    if forecast_action == "add" and n > 0:
+        sentence += (
+            " The forecast decision asks to add nodes: the simulation covers the busiest week "
+            "of the snapshot, not the growth ahead."
+        )
+    return {
+        "action": action,
+        "nodes": n,
+        "workloads": workloads_changed if rightsized else 0,
+        "scenario": best,
+        "strategy": repack if repacked else (baseline if best != TODAY else "observed"),
+        "rule": "simulation",
+        "rule_text": RULES["simulation"],
+        "sentence": sentence,
+    }

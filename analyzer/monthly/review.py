@@ -79,6 +79,8 @@ class Review:
     month_rows: pd.DataFrame  # pool × month figures of the trend (month_over_month.csv)
     workloads: pd.DataFrame  # workloads of the month (workloads.csv)
     stored_forecast: dict[str, Any]  # what the history keeps for next month's back-test
+    # the reviewed month's workload-day rows (history WORKLOAD_SCHEMA): right-sizing reads them
+    workload_days: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def history_root(path: Path) -> Path:
@@ -291,6 +293,11 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
         cluster_entry["money"] = totals
 
     workload_rows = read_workloads(root, start, end)
+    if workload_rows.empty:
+        month_rows = workload_rows
+    else:
+        day = pd.to_datetime(workload_rows["day"], utc=True).dt.date
+        month_rows = workload_rows[(day >= month.first) & (day <= month.last)]
     per_month = workload_months(workload_rows, settings.method)
     table = workload_table(per_month, str(month))
     stored_month = read_forecast(root, previous)
@@ -319,13 +326,12 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
     }
     if stored_month is not None:
         payload["backtest"] = score_forecast(stored_month, daily, month)
-    month_rows = _month_rows(figures)
     return Review(
         payload=payload,
         month=month,
         daily=daily,
         forecasts=forecasts,
-        month_rows=month_rows,
+        month_rows=_month_rows(figures),
         workloads=table,
         stored_forecast={
             "history_end": history_end.isoformat(),
@@ -334,6 +340,7 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
             "thresholds": dict(settings.thresholds),
             "pools": stored,
         },
+        workload_days=month_rows.reset_index(drop=True),
     )
 
 

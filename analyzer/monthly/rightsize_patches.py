@@ -19,6 +19,7 @@ the same patch (Kubernetes refuses a request above its limit).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -28,6 +29,9 @@ from analyzer.core.csvsafe import csv_text
 from analyzer.monthly.rightsize import MIB, PATCHABLE
 
 API_VERSION = "apps/v1"
+# libyaml's safe dumper when PyYAML has it: the same text as yaml.safe_dump, ~10× faster (the
+# monthly review writes the patches of every workload)
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def cpu_quantity(millicores: float) -> str:
@@ -45,7 +49,7 @@ def _present(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def patch_document(row: pd.Series) -> dict[str, Any] | None:
+def patch_document(row: Mapping[str, Any]) -> dict[str, Any] | None:
     """The strategic-merge patch of one recommended Deployment/StatefulSet/DaemonSet row."""
     if row["owner_kind"] not in PATCHABLE or row["skipped_reason"]:
         return None
@@ -80,7 +84,7 @@ def patch_document(row: pd.Series) -> dict[str, Any] | None:
     }
 
 
-def _header(row: pd.Series) -> str:
+def _header(row: Mapping[str, Any]) -> str:
     changes = []
     for resource, unit, render in (
         ("cpu", "millicores", cpu_quantity),
@@ -108,11 +112,11 @@ def _header(row: pd.Series) -> str:
 def patches_yaml(recommendations: pd.DataFrame) -> str:
     """Multi-document YAML: one strategic-merge patch per patchable recommended workload."""
     documents = []
-    for _, row in recommendations.iterrows():
+    for row in recommendations.to_dict("records"):  # plain dicts: iterrows costs ~0.5 s / 2,000
         document = patch_document(row)
         if document is None:
             continue
-        body = yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+        body = yaml.dump(document, Dumper=DUMPER, sort_keys=False, default_flow_style=False)
         documents.append(f"{_header(row)}\n{body}")
     if not documents:
         return "# no Deployment, StatefulSet or DaemonSet has a recommended change\n"

@@ -3,8 +3,10 @@
 ``write_monthly_report(review, out)`` writes the folder ``out`` atomically (all files or none;
 ``out`` must be new, empty or an earlier monthly review), then stores the review's forecasts in
 the history (``OUT/history/forecasts/<YYYY-MM>.json``) for next month's back-test — in that order,
-so a failed render stores nothing. Sections: decisions first, month over month, N+1, forecasts
-(charts with bands and the exhaustion table), back-test, workloads, method notes. Every sentence
+so a failed render stores nothing. Sections: decisions first, the four scenarios per pool and the
+right-sizing (``monthly_scenarios``, ``monthly_rightsize``: ``recipe``, ``snapshot``), month over
+month, N+1, forecasts (charts with bands and the exhaustion table), back-test, workloads, method
+notes. Every sentence
 is built from the same values as report.json and the tables; units follow ``report.format``.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,19 +24,27 @@ import pandas as pd
 from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.csvsafe import write_csv
+from analyzer.core.errors import InputError
 from analyzer.core.outdir import check_output_folder, names_matching
+from analyzer.core.snapshot import Snapshot
 from analyzer.history.forecasts import write_forecast
 from analyzer.monthly.decisions import RULES
 from analyzer.monthly.review import Review
+from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 from analyzer.monthly.series import BY_NAME
 from analyzer.report import format as fmt
+from analyzer.report import monthly_rightsize as mrs
+from analyzer.report import monthly_scenarios as msc
 from analyzer.report.charts import Chart
 from analyzer.report.monthly_charts import forecast_chart
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Column, TableView, json_value
+from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.joint import JointSettings
 
-MONTHLY_FILES = names_matching(("report.html", "report.json", "*.csv"))
+MONTHLY_FILES = names_matching(("report.html", "report.json", "*.csv", "rightsizing-patches.yaml"))
+PATCHES = "rightsizing-patches.yaml"
 TOP_WORKLOADS = 15
 
 
@@ -73,6 +84,12 @@ class MonthlyContext:
     currency: str | None
     thresholds: dict[str, int]
     horizon_days: int
+    rightsizing_sentence: str = ""
+    rightsizing_why: str = ""
+    scenarios_sentence: str = ""
+    scenarios_available: bool = False
+    scenario_notes: list[str] = field(default_factory=list)
+    drain_lines: list[dict[str, str]] = field(default_factory=list)
     rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
 
 
@@ -121,7 +138,8 @@ def _decisions(p: dict[str, Any]) -> list[dict[str, Any]]:
             + (f" by {d['by_date']}" if d["by_date"] else " now"),
             "release": f"release up to {d['nodes']} node{'s' if d['nodes'] != 1 else ''}",
         }.get(d["action"], "no action")
-        out.append({"pool": pool["name"], "label": label, "state": state, **d})
+        sim = pool.get("simulated_decision")
+        out.append({"pool": pool["name"], "label": label, "state": state, **d, "simulated": sim})
     return out
 
 
@@ -189,7 +207,7 @@ def _mom_table(p: dict[str, Any], key: str, unit: str, title: str) -> TableView:
     )
 
 
-def _tables(review: Review) -> dict[str, TableView]:
+def _tables(review: Review, rightsizing: mrs.Rightsizing | None = None) -> dict[str, TableView]:
     p = review.payload
     tables = {
         "decisions": TableView(
@@ -337,6 +355,11 @@ def _tables(review: Review) -> dict[str, TableView]:
              Column("slack_total", f"Slack ({cur})", "num", 0)],
             pd.DataFrame(money), limit=None,
         )  # fmt: skip
+    if rightsizing is not None:
+        tables["rightsizing_changes"] = mrs.changes_table(rightsizing)
+    if p.get("simulation", {}).get("available"):
+        tables["scenarios"] = msc.scenario_table(p)
+        tables["blocked_nodes"] = msc.blocked_table(p)
     for table in tables.values():
         table.frame = _tidy(table.frame, [c.key for c in table.columns if c.kind in ("num", "pct")])
     return tables
@@ -377,7 +400,9 @@ METHOD_NOTES = [
 ]
 
 
-def build_monthly_context(review: Review) -> MonthlyContext:
+def build_monthly_context(
+    review: Review, rightsizing: mrs.Rightsizing | None = None
+) -> MonthlyContext:
     """The page's sentences, tables and charts, all from ``review.payload``."""
     p = review.payload
     charts = [
@@ -400,13 +425,19 @@ def build_monthly_context(review: Review) -> MonthlyContext:
         decisions=_decisions(p),
         n1_sentence=_n1_sentence(p),
         backtest_sentence=_backtest_sentence(p),
-        tables=_tables(review),
+        tables=_tables(review, rightsizing),
         charts=charts,
         notes=list(p["notes"]),
         method_notes=METHOD_NOTES,
         currency=None if p["prices"] is None else p["prices"]["currency"],
         thresholds=dict(p["thresholds"]),
         horizon_days=int(p["horizon_days"]),
+        rightsizing_sentence="" if rightsizing is None else mrs.sentence(rightsizing),
+        rightsizing_why=p.get("rightsizing", {}).get("why_default", ""),
+        scenarios_sentence=msc.sentence(p) if "simulation" in p else "",
+        scenarios_available=bool(p.get("simulation", {}).get("available")),
+        scenario_notes=list(p.get("simulation", {}).get("notes", [])),
+        drain_lines=msc.drain_lines(p),
     )
 
 
@@ -453,11 +484,55 @@ def _forecast_frame(review: Review) -> pd.DataFrame:
     )
 
 
+def joint_settings(
+    review: Review,
+    strategies: Sequence[str] = (),
+    *,
+    thresholds: ThresholdConfig | None = None,
+    kubernetes_version: str | None = None,
+    workers: int | None = None,
+) -> JointSettings:
+    """The scenarios' settings: ``strategies`` = (baseline[, repack]); thresholds default to the
+    review's usage thresholds."""
+    if len(strategies) > 2:
+        raise InputError(
+            "--strategy: name at most two (today's scheduler, then the repack configuration)"
+        )
+    defaults = JointSettings()
+    return JointSettings(
+        baseline=strategies[0] if strategies else defaults.baseline,
+        repack=strategies[1] if len(strategies) > 1 else defaults.repack,
+        kubernetes_version=kubernetes_version,
+        thresholds=thresholds or ThresholdConfig(usage=dict(review.payload["thresholds"])),
+        workers=workers,
+    )
+
+
 def write_monthly_report(
-    review: Review, out: Path, *, history: Path, templates_dir: Path | None = None
+    review: Review,
+    out: Path,
+    *,
+    history: Path,
+    templates_dir: Path | None = None,
+    recipe: str = mrs.DEFAULT_RECIPE,
+    snapshot: Snapshot | Path | None = None,
+    strategies: Sequence[str] = (),
+    joint: JointSettings | None = None,
 ) -> MonthlyPaths:
-    """Write the review into ``out`` atomically, then store its forecast under ``history``."""
-    context = build_monthly_context(review)
+    """Write the review into ``out`` atomically, then store its forecast under ``history``.
+
+    ``recipe``: the right-sizing recipe (``vpa``, ``krr``, ``percentile:...``; default krr).
+    ``snapshot`` (a Snapshot or its folder): the month's busiest week, replayed in the four
+    scenarios with ``strategies`` (baseline[, repack]; default kube-default and
+    most-allocated-loadaware) or ``joint``'s settings; without it the page says how to get one.
+    """
+    rightsizing = mrs.rightsize_review(review, recipe)
+    if snapshot is None:
+        msc.no_snapshot(review)
+    else:
+        settings = joint or joint_settings(review, strategies)
+        msc.scenarios_review(review, rightsizing, snapshot, settings)
+    context = build_monthly_context(review, rightsizing)
     html = render(
         "monthly.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     ).encode("utf-8")
@@ -469,6 +544,8 @@ def write_monthly_report(
             write_csv(table.csv_frame(), tmp / f"{name}.csv")
         write_csv(review.workloads, tmp / "workloads.csv")
         write_csv(_forecast_frame(review), tmp / "forecast.csv")
+        (tmp / "rightsizing.csv").write_text(recommendations_csv(rightsizing.frame))
+        (tmp / PATCHES).write_text(patches_yaml(rightsizing.frame))
         (tmp / "report.json").write_text(payload + "\n")
         (tmp / "report.html").write_bytes(html)
         for path in [tmp, *tmp.iterdir()]:

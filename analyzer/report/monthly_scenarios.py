@@ -1,0 +1,219 @@
+"""The monthly review's four scenarios per pool, on a snapshot of the month's busiest week.
+
+``scenarios_review(review, rightsizing, snapshot, settings)`` runs
+``analyzer.whatif.joint.run_joint`` (today / right-size only / repack only / both, each its own
+replay of the snapshot's busiest window, then the drain dry run of each pool's best scenario) with
+the month's recommendations, and adds to the payload:
+
+- ``pools[].scenarios: [{name, nodes_peak, nodes_removable, violations, pods_waited}]``;
+- ``pools[].blocked_nodes: [{node, reasons[]}]`` (the best scenario's nodes that cannot go alone);
+- ``pools[].simulated_decision`` (``analyzer.monthly.decisions.simulated_decision``);
+- ``simulation``: the snapshot, window, strategies, each pool's best scenario, idle/slack and the
+  drain's figures (``available: false`` and how to get a snapshot when none was given).
+
+A review pool the snapshot does not hold gets empty lists and a note; a snapshot pool the history
+does not hold is named in a note. ``docs/monthly.md`` "Scenarios" explains every number.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyzer.core.snapshot import Snapshot, read_snapshot
+from analyzer.monthly.decisions import simulated_decision
+from analyzer.monthly.review import Review
+from analyzer.report.monthly_rightsize import Rightsizing
+from analyzer.report.views import Column, TableView
+from analyzer.whatif.joint import JointResult, JointSettings, run_joint
+
+ROW_KEYS = ("name", "nodes_peak", "nodes_removable", "violations", "pods_waited")
+HOW_TO_GET = (
+    "The scenarios (today / right-size only / repack only / both) replay a snapshot of the "
+    "month's busiest week: collect one with 'analyzer collect --start ... --end ... --out SNAP' "
+    "and pass --snapshot SNAP (the nightly OUT keeps no snapshot)."
+)
+
+
+def no_snapshot(review: Review) -> None:
+    """The payload without a simulation: empty lists per pool and the reason."""
+    for pool in review.payload["pools"]:
+        pool["scenarios"], pool["blocked_nodes"], pool["simulated_decision"] = [], [], None
+    review.payload["simulation"] = {"available": False, "reason": HOW_TO_GET}
+
+
+def scenarios_review(
+    review: Review,
+    rightsizing: Rightsizing,
+    snapshot: Snapshot | Path,
+    settings: JointSettings,
+) -> JointResult:
+    """Run the four scenarios and add them to ``review.payload`` (module docstring)."""
+    source = snapshot if isinstance(snapshot, Snapshot) else read_snapshot(Path(snapshot))
+    result = run_joint(source, rightsizing.frame, settings)
+    pools = set(result.pools())
+    notes = list(result.notes)
+    for pool in review.payload["pools"]:
+        name = pool["name"]
+        if name not in pools:
+            pool["scenarios"], pool["blocked_nodes"], pool["simulated_decision"] = [], [], None
+            notes.append(f"pool {name}: not in the snapshot, so no scenario")
+            continue
+        rows = result.pool_rows(name)
+        pool["scenarios"] = [{k: r[k] for k in ROW_KEYS} for r in rows]
+        drain = result.drains.get(name)
+        pool["blocked_nodes"] = [
+            {"node": b["node"], "reasons": list(b["reasons"])}
+            for b in (drain.blocked_nodes if drain else [])
+        ]
+        pool["simulated_decision"] = simulated_decision(
+            pool["scenarios"],
+            result.best[name],
+            workloads_changed=rightsizing.changed_in_pool(name),
+            baseline=result.baseline,
+            repack=result.repack,
+            forecast_action=pool["decision"]["action"],
+        )
+    reviewed = {p["name"] for p in review.payload["pools"]}
+    notes += [
+        f"pool {p}: in the snapshot but not in the month's history, so not on this page"
+        for p in sorted(pools - reviewed)
+    ]
+    full = result.to_dict()
+    review.payload["simulation"] = {
+        "available": True,
+        "snapshot": result.source,
+        "start": result.start,
+        "end": result.end,
+        "baseline": result.baseline,
+        "repack": result.repack,
+        "changed_pods": result.changed_pods,
+        "recipe": rightsizing.recipe,
+        "cluster": full["cluster"],
+        "pools": [
+            {
+                "pool": p["pool"],
+                "best": p["best"],
+                "rows": [
+                    {
+                        "name": r["name"],
+                        "strategy": r["strategy"],
+                        "nodes_observed": r["nodes_observed"],
+                        "peak_time": r["peak_time"],
+                        "idle_pct": r["idle_pct"],
+                        "slack_pct": r["slack_pct"],
+                    }
+                    for r in p["scenarios"]
+                ],
+                "drain": p["drain"],
+            }
+            for p in full["pools"]
+            if p["pool"] in reviewed
+        ],
+        "notes": notes,
+    }
+    return result
+
+
+def sentence(payload: dict[str, Any]) -> str:
+    """The section's first sentence, from ``payload["simulation"]``."""
+    s = payload["simulation"]
+    if not s["available"]:
+        return str(s["reason"])
+    return (
+        f"Replayed {s['snapshot']} over its busiest window {s['start']} – {s['end']} with "
+        f"today's scheduler {s['baseline']} and the repack configuration {s['repack']}; "
+        f"{s['changed_pods']:,} pods got the {s['recipe']} recommendations in the right-sized "
+        "rows. Each row is its own replay with the usage as observed: savings are simulated, "
+        "never added."
+    )
+
+
+def scenario_table(payload: dict[str, Any]) -> TableView:
+    """Every pool's four rows (report.json's ``pools[].scenarios`` with idle and slack)."""
+    rows = []
+    extra = {p["pool"]: p for p in payload.get("simulation", {}).get("pools", [])}
+    for pool in payload["pools"]:
+        more = extra.get(pool["name"])
+        for i, row in enumerate(pool["scenarios"]):
+            detail = more["rows"][i] if more else {}
+            rows.append({
+                "pool": pool["name"], "scenario": row["name"],
+                "strategy": detail.get("strategy"),
+                "nodes_observed": detail.get("nodes_observed"),
+                "nodes_peak": row["nodes_peak"], "nodes_removable": row["nodes_removable"],
+                "violations": row["violations"], "pods_waited": row["pods_waited"],
+                "idle_cpu": detail.get("idle_pct", {}).get("cpu"),
+                "idle_memory": detail.get("idle_pct", {}).get("memory"),
+                "slack_cpu": detail.get("slack_pct", {}).get("cpu"),
+                "slack_memory": detail.get("slack_pct", {}).get("memory"),
+                "best": bool(more and more["best"] == row["name"]),
+            })  # fmt: skip
+    columns = [
+        Column("pool", "Pool"), Column("scenario", "Scenario"), Column("strategy", "Scheduler"),
+        Column("nodes_observed", "Nodes in the pool", "int"),
+        Column("nodes_peak", "Nodes needed at peak", "int"),
+        Column("nodes_removable", "Nodes removable", "int"),
+        Column("violations", "Violations", "int"), Column("pods_waited", "Pods waited", "int"),
+        Column("idle_cpu", "Idle CPU after", "pct"), Column("idle_memory", "Idle memory after", "pct"),
+        Column("slack_cpu", "Slack CPU after", "pct"),
+        Column("slack_memory", "Slack memory after", "pct"),
+        Column("best", "Best", "bool"),
+    ]  # fmt: skip
+    keys = [c.key for c in columns]
+    return TableView(
+        "scenarios", "Four scenarios per pool", columns, pd.DataFrame(rows, columns=keys),
+        limit=None,
+    )  # fmt: skip
+
+
+def blocked_table(payload: dict[str, Any]) -> TableView:
+    """Every pool's blocked nodes, one row per node, its reasons joined."""
+    rows = [
+        {"pool": p["name"], "node": b["node"], "reasons": "; ".join(b["reasons"])}
+        for p in payload["pools"]
+        for b in p["blocked_nodes"]
+    ]
+    columns = [
+        Column("pool", "Pool"),
+        Column("node", "Node"),
+        Column("reasons", "Why it cannot go"),
+    ]
+    return TableView(
+        "blocked_nodes",
+        "Nodes still needed that cannot go alone",
+        columns,
+        pd.DataFrame(rows, columns=[c.key for c in columns]),
+        limit=None,
+    )
+
+
+def drain_lines(payload: dict[str, Any]) -> list[dict[str, str]]:
+    """Per pool: the removable nodes and the drain dry run, in one sentence each."""
+    out = []
+    for p in payload.get("simulation", {}).get("pools", []):
+        pool = next(x for x in payload["pools"] if x["name"] == p["pool"])
+        best = next(r for r in pool["scenarios"] if r["name"] == p["best"])
+        observed = best["nodes_peak"] + best["nodes_removable"]
+        text = (
+            f"Best scenario '{p['best']}': {best['nodes_peak']} of {observed} nodes needed at the "
+            f"pool's peak, {best['nodes_removable']} removable"
+        )
+        d = p["drain"]
+        if d is None:
+            text += " (no active node: nothing to drain)."
+        elif d["notes"]:
+            text += f"; {' '.join(d['notes'])}"
+        else:
+            text += (
+                f". Drain dry run at {d['time']}: of the {len(d['needed'])} needed nodes, "
+                f"{len(d['blocked_nodes'])} cannot go alone and {len(d['drainable_nodes'])} "
+                f"could; drained together (least requested first) {d['greedy_count']} more "
+                f"could go at that instant"
+                + (f" ({', '.join(d['greedy_drained'])})" if d["greedy_drained"] else "")
+                + "."
+            )
+        out.append({"pool": p["pool"], "text": text})
+    return out

@@ -1,0 +1,202 @@
+"""The monthly review's right-sizing and four scenarios (issue 17, deliverable 4) on the hand-built
+month of tests/monthly_scenarios_case.py, whose docstring derives every expected value."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from monthly_scenarios_case import MONTH, STRATEGIES, write_case
+
+from analyzer.cli import main
+from analyzer.monthly import decisions
+from analyzer.whatif.joint import SCENARIOS
+
+MIB, GIB = 2**20, 2**30
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("month17")
+    out, snap = write_case(base)
+    code, output = _run("report", "monthly", str(out), "--out", str(base / "review"),
+                        "--month", MONTH, "--snapshot", str(snap), "--strategy", STRATEGIES[0],
+                        "--strategy", STRATEGIES[1], "--workers", "1")  # fmt: skip
+    assert code == 0, output
+    return base / "review"
+
+
+def _payload(folder: Path) -> dict:
+    return json.loads((folder / "report.json").read_text())
+
+
+def _table(page: str, name: str) -> list[list[str]]:
+    """The cells of the page's table ``data-table=name``, row by row (tags stripped)."""
+    body = re.search(rf'data-table="{name}".*?<tbody>(.*?)</tbody>', page, re.S)
+    assert body, name
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body.group(1), re.S)
+    return [
+        [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+        for r in rows
+    ]  # fmt: skip
+
+
+def test_scenario_rows_are_the_hand_computed_ones(case: Path) -> None:
+    pool = _payload(case)["pools"][0]
+    rows = {r["name"]: r for r in pool["scenarios"]}
+    assert list(rows) == list(SCENARIOS)
+    assert all(set(r) == {"name", "nodes_peak", "nodes_removable", "violations", "pods_waited"}
+               for r in rows.values())  # fmt: skip
+    # only right-sized pods packed by most-allocated share a node: "both" 2 nodes, the rest 3
+    assert {n: r["nodes_peak"] for n, r in rows.items()} == {
+        "today": 3, "right-size only": 3, "repack only": 3, "both": 2}  # fmt: skip
+    assert rows["both"]["nodes_removable"] == 1
+    assert all(r["violations"] == 0 and r["pods_waited"] == 0 for r in rows.values())
+    assert rows["both"]["nodes_peak"] <= rows["repack only"]["nodes_peak"]
+
+
+def test_blocked_nodes_name_the_real_pods_and_refusals(case: Path) -> None:
+    blocked = {b["node"]: b["reasons"] for b in _payload(case)["pools"][0]["blocked_nodes"]}
+    assert blocked == {
+        "n2": ["1 pod of default/db: 0/1 nodes are available: 1 node(s) didn't match Pod's "
+               "node affinity/selector."],
+        "n1": ["1 pod of default/web: 0/1 nodes are available: 1 Insufficient cpu."],
+    }  # fmt: skip
+
+
+def test_simulated_decision_comes_from_the_both_row(case: Path) -> None:
+    d = _payload(case)["pools"][0]["simulated_decision"]
+    assert (d["action"], d["nodes"], d["workloads"], d["scenario"], d["strategy"]) == (
+        "change-scheduler", 1, 2, "both", "most-allocated")  # fmt: skip
+    assert d["sentence"].startswith(
+        "Release 1 node after right-sizing 2 workloads and changing the scheduler configuration "
+        "to most-allocated: in scenario 'both' the pool needed 2 of its 3 nodes"
+    )
+
+
+def test_workloads_carry_current_and_recommended_requests(case: Path) -> None:
+    payload = _payload(case)
+    by_name = {w["owner_name"]: w for w in payload["workloads"]}
+    for name in ("db", "web"):
+        assert by_name[name]["current"] == {"cpu_cores": 2.1, "memory_gib": 4.0}
+        # krr: CPU max daily p95 1.5 cores; memory 2 GiB × 1.15 → 2356 MiB (rounded up)
+        assert by_name[name]["recommended"] == {"cpu_cores": 1.5, "memory_gib": 2356 * MIB / GIB}
+        assert by_name[name]["rightsize_skipped"] == ""
+    rs = payload["rightsizing"]
+    assert (rs["recipe"], rs["workloads"], rs["recommended"], rs["changed"]) == ("krr", 2, 2, 2)
+    # requests × peak replicas: 3 pods × 2.1 = 6.3 → 3 × 1.5 = 4.5 cores
+    totals = rs["requested_times_peak_replicas"]
+    assert totals["before"]["cpu_cores"] == pytest.approx(6.3)
+    assert totals["after"]["cpu_cores"] == pytest.approx(4.5)
+
+
+def test_csv_and_yaml_patches_next_to_the_page(case: Path) -> None:
+    docs = [d for d in yaml.safe_load_all((case / "rightsizing-patches.yaml").read_text()) if d]
+    assert sorted(d["metadata"]["name"] for d in docs) == ["db", "web"]
+    requests = docs[0]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+    assert requests == {"cpu": "1500m", "memory": "2356Mi"}
+    csv = (case / "rightsizing.csv").read_text().splitlines()
+    assert len(csv) == 3 and csv[0].startswith("namespace,owner_kind,owner_name")
+
+
+def test_page_and_json_agree(case: Path) -> None:
+    payload = _payload(case)
+    page = (case / "report.html").read_text()
+    pool = payload["pools"][0]
+    cells = _table(page, "scenarios")
+    assert [(c[0], c[1]) for c in cells] == [("pool", n) for n in SCENARIOS]
+    for row, c in zip(pool["scenarios"], cells, strict=True):
+        # nodes in the pool, needed at peak, removable, violations, pods waited
+        assert c[3:8] == [str(row["nodes_peak"] + row["nodes_removable"]), str(row["nodes_peak"]),
+                          str(row["nodes_removable"]), str(row["violations"]),
+                          str(row["pods_waited"])]  # fmt: skip
+    said = re.search(
+        r'data-simulated-decision="pool".*?<span data-sentence>(.*?)</span>', page, re.S
+    )
+    assert said and html.unescape(said.group(1)) == pool["simulated_decision"]["sentence"]
+    blocked = {c[1]: c[2] for c in _table(page, "blocked_nodes")}
+    assert blocked == {b["node"]: "; ".join(b["reasons"]) for b in pool["blocked_nodes"]}
+    changes = _table(page, "rightsizing_changes")
+    assert [c[0] for c in changes] == ["default/web", "default/db"]  # 2 replicas free more CPU
+    assert changes[0][4:6] == ["2.100 → 1.500", "4.00 → 2.30"]  # per pod, now → recommended
+    assert "6.3 → 4.5 cores" in page
+
+
+def test_without_a_snapshot_the_page_says_how_to_get_one(tmp_path: Path) -> None:
+    out, _ = write_case(tmp_path)
+    code, output = _run("report", "monthly", str(out), "--out", str(tmp_path / "r"),
+                        "--month", MONTH)  # fmt: skip
+    assert code == 0, output
+    payload = _payload(tmp_path / "r")
+    assert payload["simulation"]["available"] is False
+    assert payload["pools"][0]["scenarios"] == [] and payload["pools"][0]["blocked_nodes"] == []
+    assert payload["workloads"][0]["recommended"]["cpu_cores"] == 1.5  # right-sizing still runs
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "pass --snapshot SNAP" in page and 'data-table="scenarios"' not in page
+
+
+@pytest.mark.parametrize(
+    ("extra", "names"),
+    [
+        (["--recipe", "percentile:97"], "--recipe"),
+        (["--strategy", "most-allocated"], "--snapshot"),
+        (["--snapshot", "SNAP", "--strategy", "a", "--strategy", "b", "--strategy", "c"],
+         "at most two"),
+        (["--snapshot", "SNAP", "--strategy", "no-such-strategy"], "no-such-strategy"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_one_line_and_exit_2(tmp_path: Path, extra: list[str], names: str) -> None:
+    out, snap = write_case(tmp_path)
+    args = [str(snap) if a == "SNAP" else a for a in extra]
+    code, output = _run("report", "monthly", str(out), "--out", str(tmp_path / "r"),
+                        "--month", MONTH, *args)  # fmt: skip
+    assert code == 2, output
+    assert names in output and len(output.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_scenario_names_match_the_replay() -> None:
+    assert (decisions.TODAY, decisions.RIGHTSIZE, decisions.REPACK, decisions.BOTH) == SCENARIOS
+
+
+def _rows(peaks: dict[str, int], observed: int = 10) -> list[dict]:
+    return [{"name": n, "nodes_peak": p, "nodes_removable": observed - p, "violations": 0,
+             "pods_waited": 0} for n, p in peaks.items()]  # fmt: skip
+
+
+def test_decision_notes_when_both_needs_more_than_repack_only() -> None:
+    # docs/whatif.md: with load-aware repacking "both" may need more nodes than "repack only";
+    # the best row is then "repack only" and the sentence says why "both" is not it.
+    rows = _rows({"today": 10, "right-size only": 9, "repack only": 7, "both": 8})
+    d = decisions.simulated_decision(rows, "repack only", workloads_changed=4,
+                                     baseline="kube-default", repack="lw")  # fmt: skip
+    assert (d["action"], d["nodes"], d["workloads"]) == ("change-scheduler", 3, 0)
+    assert d["sentence"].startswith("Change the scheduler configuration to lw and release 3 nodes")
+    assert "'both' needed more nodes at peak than 'repack only' (8 against 7)" in d["sentence"]
+
+
+def test_decision_without_a_removable_node_is_no_release() -> None:
+    d = decisions.simulated_decision(_rows(dict.fromkeys(SCENARIOS, 10)), "today",
+                                     workloads_changed=0, baseline="kd", repack="ma")  # fmt: skip
+    assert (d["action"], d["nodes"]) == ("none", 0)
+    assert d["sentence"].startswith("No release from the simulation")
+
+
+def test_decision_right_size_only_keeps_the_scheduler() -> None:
+    rows = _rows({"today": 10, "right-size only": 8, "repack only": 10, "both": 8})
+    d = decisions.simulated_decision(rows, "right-size only", workloads_changed=5,
+                                     baseline="kube-default", repack="ma", forecast_action="add")  # fmt: skip
+    assert d["sentence"].startswith(
+        "Release 2 nodes after right-sizing 5 workloads with today's scheduler (kube-default)"
+    )
+    assert d["sentence"].endswith("not the growth ahead.")
