@@ -16,7 +16,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,7 @@ def test_demo_writes_every_page(demo: Path) -> None:
     names = {p.relative_to(demo).as_posix() for p in _pages(demo)}
     assert "reports/index.html" in names
     assert "whatif/report.html" in names
+    assert "monthly/report.html" in names
     assert sum(1 for n in names if re.fullmatch(r"reports/\d{4}-\d{2}-\d{2}/report\.html", n)) == 7
 
 
@@ -186,3 +187,43 @@ def test_pages_in_chromium(demo: Path, tmp_path: Path) -> None:
                 context = text[max(0, match.start() - 60) : match.end()].replace("\n", " ")
                 problems.append(f"{name}: share above 100 %: …{context}")
     assert not problems, "\n".join(problems[:40])
+
+
+def test_monthly_review_of_the_demo(demo: Path) -> None:
+    """The demo's monthly page (issues 16 and 17): months of trend, a pool that runs out within the
+    horizon, right-sizing, and four consistent scenario rows per pool."""
+    review = json.loads((demo / "monthly" / "report.json").read_text())
+    first, last = (date.fromisoformat(review[k]) for k in ("history_first_day", "history_last_day"))
+    assert (last - first).days >= 80  # ~90 days: coarse history + the nightly days
+    pools = {p["name"]: p for p in review["pools"]}
+    assert set(pools) == {"compute", "general", "gpu", "memory"}
+    # the memory pool grows fastest (+15 %/month): its requests cross allocatable minus the N+1
+    # buffer inside the 180-day horizon, at an expected date after the history ends
+    crossing = [
+        e
+        for e in pools["memory"]["forecast"]["exhaustion"]
+        if e["basis"].startswith("requested") and e["expected_date"]
+    ]
+    assert crossing and min(e["expected_date"] for e in crossing) > review["history_last_day"]
+    # right-sizing: some workloads get a recommendation, each positive where given
+    recommended = [w for w in review["workloads"] if w["recommended"]["cpu_cores"] is not None]
+    assert recommended
+    assert all(w["recommended"]["cpu_cores"] > 0 for w in recommended)
+    for pool in pools.values():
+        rows = {s["name"]: s for s in pool["scenarios"]}
+        assert list(rows) == ["today", "right-size only", "repack only", "both"]
+        for s in rows.values():
+            # removable = the pool's nodes - nodes needed at peak, never negative
+            assert s["nodes_removable"] >= 0 and s["nodes_peak"] >= 0
+            assert (
+                s["nodes_peak"] + s["nodes_removable"]
+                == rows["today"]["nodes_peak"] + rows["today"]["nodes_removable"]
+            )
+            assert s["violations"] >= 0 and s["pods_waited"] >= 0
+        assert rows["today"]["nodes_removable"] == 0  # today's placement uses every node it has
+    # a pool where right-sizing and repacking together free more nodes than either alone
+    assert any(
+        rows["both"]["nodes_removable"]
+        > max(rows["repack only"]["nodes_removable"], rows["right-size only"]["nodes_removable"])
+        for rows in ({s["name"]: s for s in p["scenarios"]} for p in pools.values())
+    )

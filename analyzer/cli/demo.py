@@ -29,8 +29,10 @@ import yaml
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.monthly.review import ReviewSettings, build_review
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.nightly.synthetic_history import write_synthetic_history
+from analyzer.report.monthly import joint_settings, write_monthly_report
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.search import write_search_report
 from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
@@ -104,8 +106,9 @@ DEMO_GRID = SearchGrid(
 # What a demo folder holds (and our temporary names): any other entry means it is not ours.
 DEMO_FILES = names_matching(
     (
-        *("snapshot", "nodemetrics.yaml", "violations.json", "reports", "whatif"),
-        *(".snapshot.*", ".whatif.*", ".nodemetrics.yaml.*.tmp", ".violations.json.*.tmp"),
+        *("snapshot", "nodemetrics.yaml", "violations.json", "reports", "whatif", "monthly"),
+        *(".snapshot.*", ".whatif.*", ".monthly.*", ".nodemetrics.yaml.*.tmp"),
+        ".violations.json.*.tmp",
     )
 )
 
@@ -143,6 +146,7 @@ class DemoResult:
     search_html: Path
     search_sentence: str
     history_days: int  # days with pool and workload rows in reports/history/
+    monthly_html: Path
     seconds: float
 
 
@@ -228,8 +232,21 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         latest = write_nightly_report(result, reports_dir)
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
-    # monthly review: written here once `analyzer report monthly` exists, from
-    # reports_dir / "history" (the coarse days above, then the nightly days just written).
+    # The monthly review of the last complete month of that history (the coarse days above, then
+    # the nightly days just written), with the snapshot's week replayed in the four scenarios.
+    thresholds = settings.settings.thresholds
+    review = build_review(
+        reports_dir / "history",
+        ReviewSettings(thresholds=dict(thresholds.usage), method=settings.settings.method),
+    )
+    monthly = write_monthly_report(
+        review,
+        out / "monthly",
+        history=reports_dir / "history",
+        snapshot=snapshot,
+        joint=joint_settings(review, (), thresholds=thresholds),
+    )
+    say(f"monthly review of {review.month} written to {monthly.html}")
 
     # What-if: every preset and the demo's search grid replayed in one comparison (one process
     # pool, observed and kube-default once), then split into the two pages.
@@ -257,6 +274,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         whatif_html=whatif_paths.html,
         whatif_recommendation=whatif.recommendation,
         history_days=len(history) + len(days),
+        monthly_html=monthly.html,
         search_html=search_paths.html,
         search_sentence=search.sentence,
         seconds=time.monotonic() - began,

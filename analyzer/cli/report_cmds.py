@@ -184,11 +184,13 @@ def demo_cmd(
         f"{summary.fragmentation_pct:.1f} % of free CPU fragmented, "
         f"data coverage {summary.coverage_pct:.2f} %"
     )
+    click.echo(f"  monthly:       {result.monthly_html}")
     click.echo(f"  what-if:       {result.whatif_html}")
     click.echo(f"  {result.whatif_recommendation}")
     click.echo(f"  search:        {result.search_html}")
     click.echo(f"  {result.search_sentence}")
     click.echo(
-        f"Open {latest.html}, {result.whatif_html} and {result.search_html} in a browser "
+        f"Open {latest.html}, {result.monthly_html}, {result.whatif_html} and "
+        f"{result.search_html} in a browser "
         "(they work offline)."
     )

@@ -44,7 +44,8 @@ RULES = {
     "hold": "every upper 95 % band stays under its line over the horizon, but not with one node "
     "fewer: no action",
     "simulation": "replaying the busiest week of a snapshot: release the nodes the pool's best "
-    "scenario (the fewest nodes at peak with no more violations and waiting pods than today) "
+    "scenario (the fewest nodes at peak with no more violations and waiting pods than today, in "
+    "the pool and in the whole cluster) "
     "left empty at its peak; each row is its own replay, never a sum of savings",
 }
 # The joint scenarios' names (analyzer/whatif/joint.py SCENARIOS; a test checks they agree).

@@ -117,13 +117,19 @@ def scenarios_review(
     return result
 
 
+def _when(iso: str) -> str:
+    """``2026-11-01T00:00:00+00:00`` → ``2026-11-01 00:00`` (the page states UTC once)."""
+    return str(iso).replace("T", " ")[:16]
+
+
 def sentence(payload: dict[str, Any]) -> str:
     """The section's first sentence, from ``payload["simulation"]``."""
     s = payload["simulation"]
     if not s["available"]:
         return str(s["reason"])
     return (
-        f"Replayed {s['snapshot']} over its busiest window {s['start']} – {s['end']} with "
+        f"Replayed {s['snapshot']} over its busiest window {_when(s['start'])} – "
+        f"{_when(s['end'])} UTC with "
         f"today's scheduler {s['baseline']} and the repack configuration {s['repack']}; "
         f"{s['changed_pods']:,} pods got the {s['recipe']} recommendations in the right-sized "
         "rows. Each row is its own replay with the usage as observed: savings are simulated, "

@@ -15,8 +15,10 @@ violations, pods waited, idle and slack). Savings are simulated, never added: ea
 replay. The four replays run in a process pool like the what-if comparison's (each worker prepares
 both request sets once), then the drain dry run (``analyzer.whatif.drain``) of every pool's
 **best** scenario — the fewest nodes needed at peak among the scenarios with no more violations
-and waiting pods in the pool than today (ties: the earlier scenario; none: today, drained with
-the baseline's profile) — runs in the same pool, one task per pool.
+and waiting pods than today both in the pool *and in the whole cluster* (a scenario that empties
+a pool by pushing its pods into another pool's breaches is no saving), nor more pods never placed
+(ties: the earlier scenario; none: today, drained with the baseline's profile) — runs in the same
+pool, one task per pool.
 """
 
 from __future__ import annotations
@@ -235,12 +237,16 @@ def _drain_task(name: str, result: ReplayResult, pool: str, when: int, text: str
 
 def best_scenario(runs: list[ScenarioRun], pool: str) -> str:
     """The best scenario of ``pool`` (module docstring's rule)."""
-    today = runs[0].pools[pool]
+    first = runs[0]
+    today = first.pools[pool]
     eligible = [
         r
         for r in runs
         if r.pools[pool].violations <= today.violations
         and r.pools[pool].pods_waited <= today.pods_waited
+        and r.violations <= first.violations
+        and r.pods_waited <= first.pods_waited
+        and r.never_placed <= first.never_placed
     ]
     return min(eligible, key=lambda r: r.pools[pool].nodes_peak).name if eligible else TODAY
 
