@@ -122,6 +122,13 @@ def _when(iso: str) -> str:
     return str(iso).replace("T", " ")[:16]
 
 
+def _names(nodes: list[str], shown: int = 8) -> str:
+    """The first ``shown`` node names, then how many more (report.json lists them all)."""
+    more = len(nodes) - shown
+    head = ", ".join(nodes[:shown])
+    return f"{head} and {more} more, all in report.json" if more > 0 else head
+
+
 def sentence(payload: dict[str, Any]) -> str:
     """The section's first sentence, from ``payload["simulation"]``."""
     s = payload["simulation"]
@@ -214,11 +221,11 @@ def drain_lines(payload: dict[str, Any]) -> list[dict[str, str]]:
             text += f"; {' '.join(d['notes'])}"
         else:
             text += (
-                f". Drain dry run at {d['time']}: of the {len(d['needed'])} needed nodes, "
+                f". Drain dry run at {_when(d['time'])} UTC: of the {len(d['needed'])} needed nodes, "
                 f"{len(d['blocked_nodes'])} cannot go alone and {len(d['drainable_nodes'])} "
                 f"could; drained together (least requested first) {d['greedy_count']} more "
                 f"could go at that instant"
-                + (f" ({', '.join(d['greedy_drained'])})" if d["greedy_drained"] else "")
+                + (f" ({_names(d['greedy_drained'])})" if d["greedy_drained"] else "")
                 + "."
             )
         out.append({"pool": p["pool"], "text": text})
