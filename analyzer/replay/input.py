@@ -17,10 +17,12 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.snapshot import Snapshot, pinned_pods, resources_in
+from analyzer.replay.topology import objects_of
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
+from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.usage.koord import koord_priority_class
 
@@ -98,6 +100,7 @@ class ReplayInput:
             node_labels=t.node_labels,
             node_annotations=t.node_annotations,
             node_taints=t.node_taints,
+            objects=t.objects,
         )
 
 
@@ -176,6 +179,32 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     parsed = {t: constraints_from_json(*t) for t in dict.fromkeys(texts)}
     label_texts = _column(pods, "labels", "{}")
     labels = {t: _json_map(t) for t in dict.fromkeys(label_texts)}
+    # PodTopologySpread / InterPodAffinity inputs (analyzer.replay.topology): the spread and pod
+    # affinity cells, parsed once per distinct (cells, namespace, labels)
+    cells = list(
+        zip(
+            _column(pods, "affinity", "{}"),
+            _column(pods, "topology_spread", "[]"),
+            namespaces.tolist(),
+            label_texts,
+            strict=True,
+        )
+    )
+    topology = {
+        c: topology_from_cells(c[0], c[1], c[2], labels[c[3]], "pods") for c in dict.fromkeys(cells)
+    }
+    owners = list(
+        zip(_column(pods, "owner_kind", ""), _column(pods, "owner_name", ""), strict=True)
+    )
+    controllers = {o: controller_from_owner(*o) for o in dict.fromkeys(owners)}
+    uids = pods["uid"].astype(str).tolist()
+    # with terms anywhere, pods of one shape may differ in what the topology plugins do: the
+    # shape key then also holds namespace, labels, owner and terms (pending-queue groups)
+    held = state.objects
+    selectors = held.services or held.replication_controllers or held.replica_sets
+    in_play = bool(selectors or held.stateful_sets) or any(
+        spread or affinity for spread, affinity in topology.values()
+    )
     demands: list[PodDemand] = []
     keys: list[bytes] = []
     for i in range(count):
@@ -195,6 +224,10 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
                 qos=str(qos[i]) or "BestEffort",
                 constraints=parsed[texts[i]],
                 labels=labels[label_texts[i]],
+                spread=topology[cells[i]][0],
+                affinity=topology[cells[i]][1],
+                controller=controllers[owners[i]],
+                uid=uids[i],
             )
         )
         key = (
@@ -205,6 +238,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
         )
         if parsed[texts[i]].required_terms is not None:
             key += f"|{texts[i][2]}".encode()
+        if in_play:
+            key += "|{}|{}|{}|{}|{}".format(*cells[i], owners[i]).encode()
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
     return demands, keys
@@ -243,6 +278,7 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
     departure = np.where(finished != NEVER, finished, last_seen)
     pod_resources = sorted(set(resources_in(pods, "requests")))
     template = _node_state(snapshot, pod_resources)
+    template.objects = objects_of(snapshot)
     demands, keys = _demands(pods, template)
     inp = ReplayInput(
         snapshot=snapshot,

@@ -37,6 +37,7 @@ from analyzer.replay.rows import (
     score_rows,
     score_rows_pair,
 )
+from analyzer.replay.topology import TopologyCheck
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.balanced_allocation import (
     NodeResourcesBalancedAllocation,
@@ -44,12 +45,15 @@ from analyzer.scheduling.balanced_allocation import (
 )
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import Evaluation, Profile, select
+from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.noderesources_fit import NodeResourcesFit, broken_linear_array
+from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.resource_allocation import ResourceSpec, weighted_floor_mean
 from analyzer.scheduling.state import CPU, MEMORY, ClusterState, PodDemand, is_scalar_resource
 
 LOWEST = np.iinfo(np.int64).min
 _STATIC_FILTERS = (TaintTolerationFilter, NodeAffinityFilter)
+_TOPOLOGY = (PodTopologySpread, InterPodAffinity)
 FULL_RECOMPUTE_SHARE = 0.25  # above this share of changed nodes, recompute all rows at once
 SCALAR_ROWS = 64  # up to this many changed nodes, score them in plain Python (no numpy overhead)
 LOG_LIMIT = 1 << 20  # the change log is cut here; entries then recompute everything once
@@ -155,12 +159,15 @@ class _Kernel:
 
     @staticmethod
     def supports(profile: Profile) -> bool:
-        """True when every plugin of ``profile`` has a compiled form here."""
+        """True when every plugin of ``profile`` has a compiled form here (PodTopologySpread
+        and InterPodAffinity: left out for the pods on which they are inert, ``topology``)."""
         for f in profile.filters:
-            if not isinstance(f, (NodeResourcesFit, *_STATIC_FILTERS)):
+            if not isinstance(f, (NodeResourcesFit, *_STATIC_FILTERS, *_TOPOLOGY)):
                 return False
         for weighted in profile.scorers:
             plugin = weighted.plugin
+            if isinstance(plugin, _TOPOLOGY):
+                continue
             if isinstance(plugin, NodeResourcesFit):
                 version = plugin.version
                 if version.legacy_scale or version.rtcr_ceil_utilisation:
@@ -302,6 +309,8 @@ class ScoreCache:
         self.state = state
         self.active = active
         self.kernel = _Kernel(profile) if (_Kernel.supports(profile) and not dynamic) else None
+        topology = TopologyCheck(profile)
+        self.topology = topology if topology.present and self.kernel is not None else None
         self.log: list[int] = []  # nodes touched, in order
         self.changes = 0  # touches so far (never reset): a version of the state
         self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
@@ -375,7 +384,9 @@ class ScoreCache:
         self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
     ) -> int | None:
         """The node the profile selects for ``demand`` (None: fits nowhere)."""
-        if self.kernel is None:
+        if self.kernel is None or (
+            self.topology is not None and self.topology.needs_profile(self.state, demand)
+        ):
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
         entry = self._entry(key, demand)

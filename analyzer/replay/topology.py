@@ -1,0 +1,106 @@
+"""PodTopologySpread and InterPodAffinity in a replay: which pods need the full profile.
+
+The replay's incremental cache (``scoring.py``) scores pods by shape and does not see placed
+pods' labels. PodTopologySpread and InterPodAffinity do; for most pods they are *inert* — they
+neither refuse a node nor score (PreFilter and PreScore both Skip) — and leaving them out gives
+the same choice as ``Profile.evaluate``:
+
+- PodTopologySpread is inert for a pod without ``topologySpreadConstraints`` whose default
+  constraints (``defaultingType: System``: hostname maxSkew 3, zone maxSkew 5) get an empty
+  selector from ``helper.DefaultSelector`` — no Service, ReplicationController, ReplicaSet or
+  StatefulSet in the snapshot's objects selects it. A snapshot without such objects therefore
+  applies no default spreading, exactly as upstream does for a pod nothing selects; we do not
+  invent selectors from pods' common labels;
+- InterPodAffinity is inert for a pod without pod (anti-)affinity terms when no placed pod's
+  terms match it (``InterPodAffinity.placed_terms_match``).
+
+Every other pod is scored by ``Profile.evaluate`` over the active nodes (``needs_profile``): the
+cost is paid only by pods that carry terms or are selected by them. ``objects_of`` turns a
+snapshot's ``kube_objects.json`` into the ``KubeObjects`` the plugins read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from analyzer.core.snapshot import Snapshot
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.kube_objects import KubeObjects, parse_objects
+from analyzer.scheduling.podtopologyspread import PodTopologySpread
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+# kinds a snapshot's kube_objects.json may hold, in their kept form (core.snapshot.kept_objects):
+# [{namespace, name, spec, ...}] or, for PriorityClass, [{name, value, ...}]
+_NAMESPACED = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet",
+               "PodDisruptionBudget")  # fmt: skip
+
+
+def objects_of(snapshot: Snapshot) -> KubeObjects:
+    """The snapshot's Kubernetes objects as ``KubeObjects`` (none for older snapshots)."""
+    items: list[dict[str, Any]] = []
+    for kind, kept in sorted(snapshot.objects.items()):
+        for obj in kept:
+            if kind in _NAMESPACED:
+                meta = {"name": obj.get("name", ""), "namespace": obj.get("namespace", "")}
+                items.append({"kind": kind, "metadata": meta, "spec": obj.get("spec") or {},
+                              "status": obj.get("status") or {}})  # fmt: skip
+            elif kind == "Namespace":
+                meta = {"name": obj.get("name", ""), "labels": obj.get("labels") or {}}
+                items.append({"kind": kind, "metadata": meta})
+            elif kind == "PriorityClass":
+                body = {k: v for k, v in obj.items() if k != "name"}
+                items.append({"kind": kind, "metadata": {"name": obj.get("name", "")}, **body})
+    objects, _notes = parse_objects(items, "kube_objects.json")
+    return objects
+
+
+def topology_plugins(profile: Profile) -> tuple[PodTopologySpread | None, InterPodAffinity | None]:
+    """The profile's PodTopologySpread and InterPodAffinity instances (filter or score)."""
+    plugins = [*profile.filters, *(w.plugin for w in profile.scorers)]
+    spread = next((p for p in plugins if isinstance(p, PodTopologySpread)), None)
+    affinity = next((p for p in plugins if isinstance(p, InterPodAffinity)), None)
+    return spread, affinity
+
+
+class TopologyCheck:
+    """Decides per pod whether the profile's topology plugins can be left out (exactly)."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.spread, self.affinity = topology_plugins(profile)
+        self._selected: dict[Any, bool] = {}  # (namespace, labels, controller) -> selected
+
+    @property
+    def present(self) -> bool:
+        """True when the profile has PodTopologySpread or InterPodAffinity."""
+        return self.spread is not None or self.affinity is not None
+
+    def _default_selected(self, state: ClusterState, pod: PodDemand) -> bool:
+        key = (pod.namespace, _frozen(pod.labels), pod.controller)
+        found = self._selected.get(key)
+        if found is None:
+            selector = state.objects.default_selector(pod.namespace, pod.labels, pod.controller)
+            found = self._selected[key] = not selector.empty
+        return found
+
+    def needs_profile(self, state: ClusterState, pod: PodDemand) -> bool:
+        """True when PodTopologySpread or InterPodAffinity may act on ``pod`` in ``state``."""
+        spread = self.spread
+        if spread is not None and (
+            pod.spread or (spread.defaults and self._default_selected(state, pod))
+        ):
+            return True
+        affinity = self.affinity
+        if affinity is None:
+            return False
+        terms = pod.affinity
+        if terms is not None and (
+            terms.required or terms.required_anti or terms.preferred or terms.preferred_anti
+        ):
+            return True
+        return affinity.placed_terms_match(state, pod)
+
+
+def _frozen(labels: Mapping[str, str]) -> frozenset[tuple[str, str]]:
+    return frozenset(labels.items())
