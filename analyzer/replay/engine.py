@@ -40,7 +40,6 @@ from analyzer.replay.queue import PendingQueue
 from analyzer.replay.refusals import NODE_LEFT, Refusal, RefusalCounter, WaitReasons
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache
-from analyzer.replay.topology import TopologyCheck
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.gpu.devices import attach_devices
 
@@ -179,8 +178,6 @@ def replay(
     active = inp.node_join <= inp.start
     feed = None
     cache = None
-    if profile is not None and TopologyCheck(profile).present:
-        state.attach_pod_index()  # placed pods' labels and terms, for spread and affinity
     if strategy.profile is not None:
         feed = LoadFeed.for_profile(inp, strategy.profile, state, matrices)
         cache = ScoreCache(strategy.profile, state, active, dynamic=feed is not None)

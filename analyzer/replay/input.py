@@ -87,9 +87,10 @@ class ReplayInput:
         return self._gpu_workload
 
     def fresh_state(self) -> ClusterState:
-        """A copy of the empty cluster state to replay into."""
+        """A copy of the empty cluster state to replay into (tracking placed pods' labels and
+        terms, ``attach_pod_index``)."""
         t = self.template
-        return ClusterState(
+        state = ClusterState(
             resources=t.resources,
             node_names=t.node_names,
             allocatable=t.allocatable.copy(),
@@ -102,6 +103,8 @@ class ReplayInput:
             node_taints=t.node_taints,
             objects=t.objects,
         )
+        state.attach_pod_index()  # nothing bound yet: every placed pod is tracked (spread, affinity)
+        return state
 
 
 def _json_map(text: object) -> dict[str, str]:

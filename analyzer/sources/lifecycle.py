@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +64,9 @@ class Pod:
     pin: int = -1  # DaemonSet pods: their node
     pod_ip: str = ""
     request: PlacementRequest | None = field(default=None, repr=False)
+
+
+Describe = Callable[[Pod], Mapping[str, str]]  # a pod's snapshot cells (PlacementRequest.cells)
 
 
 class _Names:
@@ -234,7 +238,9 @@ def build_pods(spec: SyntheticSpec, pools: tuple[str, ...], rng: np.random.Gener
     return builder.pods
 
 
-def _request(pod: Pod, pools_arr: np.ndarray, closed: tuple[str, ...]) -> PlacementRequest:
+def _request(
+    pod: Pod, pools_arr: np.ndarray, closed: tuple[str, ...], describe: Describe | None
+) -> PlacementRequest:
     requests = dict(pod_requests(pod.spec))
     requests["pods"] = 1
     if pod.pin >= 0:
@@ -252,6 +258,9 @@ def _request(pod: Pod, pools_arr: np.ndarray, closed: tuple[str, ...]) -> Placem
         priority=PRIORITY_CLASSES[pod.template.priority_class],
         daemonset=pod.pin >= 0,
         time=pod.arrive,
+        namespace=pod.template.namespace,
+        owner=(pod.owner_kind, pod.owner_name),
+        cells=describe(pod) if describe is not None else {},
     )
 
 
@@ -271,11 +280,13 @@ def run_lifecycles(
     window: tuple[int, int],
     *,
     closed: tuple[str, ...] = ("gpu",),
+    describe: Describe | None = None,
 ) -> None:
     """Place and run every pod in time order, filling in node, times and phase in place.
 
     Pods whose object never exists inside ``window`` (unix seconds, inclusive) are dropped.
     ``closed`` pools are tainted: only the workloads bound to them are placed there.
+    ``describe`` gives each placement request the pod's snapshot cells (``PlacementRequest.cells``).
     """
     begin, end = window
     pools_arr = np.array(state.pools)
@@ -319,7 +330,7 @@ def run_lifecycles(
         if kind == _ARRIVE:
             if pod.phase == "Deleted":  # replaced before it was even offered
                 continue
-            pod.request = _request(pod, pools_arr, closed)
+            pod.request = _request(pod, pools_arr, closed, describe)
             if not bind(i, now):
                 pending.append(i)
             continue
