@@ -17,12 +17,13 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.snapshot import Snapshot, pinned_pods, resources_in
-from analyzer.replay.topology import objects_of
+from analyzer.replay.topology import InertIndex, in_play, objects_of
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
+from analyzer.scheduling.pod_index import PodIndex
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.usage.koord import koord_priority_class
 
@@ -64,6 +65,7 @@ class ReplayInput:
     shape_keys: list[bytes]
     template: ClusterState  # empty state (nothing bound): allocatable, resource axis
     instant: int = 0  # pods that depart when (or before) they arrive: placed and removed at once
+    topology: bool = True  # PodTopologySpread / InterPodAffinity may act on a pod (``in_play``)
     events: tuple[Int64Array, Int64Array, Int64Array] = field(
         default_factory=lambda: (np.zeros(0, np.int64),) * 3
     )
@@ -103,7 +105,9 @@ class ReplayInput:
             node_taints=t.node_taints,
             objects=t.objects,
         )
-        state.attach_pod_index()  # nothing bound yet: every placed pod is tracked (spread, affinity)
+        # nothing bound yet: every placed pod is tracked (spread, affinity), unless no pod can
+        # ever meet those plugins (``topology.in_play``): then an index that stays empty
+        state.pod_index = PodIndex(t.node_count) if self.topology else InertIndex(t.node_count)
         return state
 
 
@@ -203,11 +207,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     uids = pods["uid"].astype(str).tolist()
     # with terms anywhere, pods of one shape may differ in what the topology plugins do: the
     # shape key then also holds namespace, labels, owner and terms (pending-queue groups)
-    held = state.objects
-    selectors = held.services or held.replication_controllers or held.replica_sets
-    in_play = bool(selectors or held.stateful_sets) or any(
-        spread or affinity for spread, affinity in topology.values()
-    )
+    terms = any(spread or affinity is not None for spread, affinity in topology.values())
+    topology_on = terms or in_play(state.objects, [])
     demands: list[PodDemand] = []
     keys: list[bytes] = []
     for i in range(count):
@@ -241,7 +242,7 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
         )
         if parsed[texts[i]].required_terms is not None:
             key += f"|{texts[i][2]}".encode()
-        if in_play:
+        if topology_on:
             key += "|{}|{}|{}|{}|{}".format(*cells[i], owners[i]).encode()
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
@@ -301,6 +302,7 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
         template=template,
     )
     inp.events, inp.instant = _events(inp)
+    inp.topology = in_play(template.objects, demands)
     return inp
 
 

@@ -309,7 +309,7 @@ class ScoreCache:
         self.state = state
         self.active = active
         self.kernel = _Kernel(profile) if (_Kernel.supports(profile) and not dynamic) else None
-        topology = TopologyCheck(profile)
+        topology = TopologyCheck(profile, state)
         self.topology = topology if topology.present and self.kernel is not None else None
         self.log: list[int] = []  # nodes touched, in order
         self.changes = 0  # touches so far (never reset): a version of the state

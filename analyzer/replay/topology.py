@@ -17,6 +17,12 @@ the same choice as ``Profile.evaluate``:
 Every other pod is scored by ``Profile.evaluate`` over the active nodes (``needs_profile``): the
 cost is paid only by pods that carry terms or are selected by them. ``objects_of`` turns a
 snapshot's ``kube_objects.json`` into the ``KubeObjects`` the plugins read.
+
+When no pod of the snapshot has spread constraints or pod (anti-)affinity terms and its objects
+hold no Service, ReplicationController, ReplicaSet or StatefulSet, both plugins are inert for every
+pod of the whole replay: the state then gets an ``InertIndex`` (always empty, which is what the
+plugins would conclude from a full one) and the cache skips the per-pod check — resource-only
+snapshots replay at the speed they had before these plugins joined the presets.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from analyzer.core.snapshot import Snapshot
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.kube_objects import KubeObjects, parse_objects
+from analyzer.scheduling.pod_index import PlacedPod, PodIndex
 from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.state import ClusterState, PodDemand
 
@@ -56,6 +63,27 @@ def objects_of(snapshot: Snapshot) -> KubeObjects:
     return objects
 
 
+class InertIndex(PodIndex):
+    """A pod index that stays empty: for replays whose pods can never meet a term or a default
+    selector (``in_play`` False), where an empty index gives the plugins' exact answers."""
+
+    tracking = False
+
+    def add(self, node: int, pod: PlacedPod) -> None:
+        """Nothing to track."""
+
+    def remove(self, node: int, pod: PlacedPod) -> None:
+        """Nothing to track."""
+
+
+def in_play(objects: KubeObjects, demands: list[PodDemand]) -> bool:
+    """Whether PodTopologySpread or InterPodAffinity can act on any pod of a replay."""
+    held = objects
+    if held.services or held.replication_controllers or held.replica_sets or held.stateful_sets:
+        return True
+    return any(d.spread or d.affinity is not None for d in demands)
+
+
 def topology_plugins(profile: Profile) -> tuple[PodTopologySpread | None, InterPodAffinity | None]:
     """The profile's PodTopologySpread and InterPodAffinity instances (filter or score)."""
     plugins = [*profile.filters, *(w.plugin for w in profile.scorers)]
@@ -67,14 +95,16 @@ def topology_plugins(profile: Profile) -> tuple[PodTopologySpread | None, InterP
 class TopologyCheck:
     """Decides per pod whether the profile's topology plugins can be left out (exactly)."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, state: ClusterState | None = None) -> None:
         self.spread, self.affinity = topology_plugins(profile)
+        # an InertIndex: nothing in this replay can meet the plugins (``in_play``)
+        self.inert = state is not None and isinstance(state.pod_index, InertIndex)
         self._selected: dict[Any, bool] = {}  # (namespace, labels, controller) -> selected
 
     @property
     def present(self) -> bool:
-        """True when the profile has PodTopologySpread or InterPodAffinity."""
-        return self.spread is not None or self.affinity is not None
+        """True when the profile has PodTopologySpread or InterPodAffinity and they may act."""
+        return (self.spread is not None or self.affinity is not None) and not self.inert
 
     def _default_selected(self, state: ClusterState, pod: PodDemand) -> bool:
         key = (pod.namespace, _frozen(pod.labels), pod.controller)

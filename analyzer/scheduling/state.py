@@ -279,7 +279,7 @@ class ClusterState:
         self.pod_count[node_index] += 1
         if self.devices is not None:
             self.devices.bind(node_index, pod, gpus)
-        if self.pod_index is not None:
+        if self.pod_index is not None and self.pod_index.tracking:
             self.pod_index.add(node_index, pod.placed())
 
     def unbind(self, node_index: int, pod: PodDemand) -> None:
@@ -289,5 +289,5 @@ class ClusterState:
         self.pod_count[node_index] -= 1
         if self.devices is not None:
             self.devices.unbind(node_index, pod)
-        if self.pod_index is not None:
+        if self.pod_index is not None and self.pod_index.tracking:
             self.pod_index.remove(node_index, pod.placed())
