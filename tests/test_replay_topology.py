@@ -20,6 +20,7 @@ from analyzer.scheduling.kube_objects import parse_objects
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.sources import SyntheticSpec, generate
+from analyzer.whatif.notes import NOT_MODELLED, topology_notes
 
 SEED = 7
 TOPOLOGY = (PodTopologySpread, InterPodAffinity)
@@ -192,3 +193,20 @@ def test_snapshot_objects_reach_the_state() -> None:
     assert objects.pdbs and not objects.replica_sets
     inp = prepare(snap)
     assert inp.fresh_state().objects.priority_classes == objects.priority_classes
+
+
+def test_whatif_notes_say_what_the_replay_applied(
+    constrained: tuple[Snapshot, ReplayInput],
+) -> None:
+    snapshot, _ = constrained
+    kube = Strategy("kube-default", load_strategy("kube-default"))
+    fgd = Strategy("fgd", load_strategy("fgd"))  # a GPU preset: no spread, no inter-pod affinity
+    text = " ".join(topology_notes(snapshot, [kube, fgd]))
+    spreading = int((snapshot.pods["topology_spread"] != "[]").sum())
+    assert f"Topology spread constraints of {spreading:,} pods" in text
+    assert "applied by kube-default (PodTopologySpread)" in text
+    # the generator keeps no ReplicaSets/StatefulSets/Services: no default spreading
+    assert "not spread by default" in text
+    assert "inter-pod affinity" not in NOT_MODELLED and "topology spread" not in NOT_MODELLED
+    plain = generate(SyntheticSpec(seed=1, nodes=4, days=1, step=300)).snapshot
+    assert "act on no pod" in " ".join(topology_notes(plain, [kube]))
