@@ -384,13 +384,16 @@ class ScoreCache:
         self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
     ) -> int | None:
         """The node the profile selects for ``demand`` (None: fits nowhere)."""
-        if self.kernel is None or (
-            self.topology is not None and self.topology.needs_profile(self.state, demand)
-        ):
+        if self.kernel is None:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
         entry = self._entry(key, demand)
         self._refresh(entry)
+        if self.topology is not None and self.topology.needs_profile(self.state, demand):
+            entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
+            return self.topology.choose(
+                entry.masked, entry.plan.static, self.state, demand, now, rng
+            )
         if entry.plan.static:
             return _choose_static(entry, rng)
         if entry.best is None:

@@ -14,8 +14,11 @@ the same choice as ``Profile.evaluate``:
 - InterPodAffinity is inert for a pod without pod (anti-)affinity terms when no placed pod's
   terms match it (``InterPodAffinity.placed_terms_match``).
 
-Every other pod is scored by ``Profile.evaluate`` over the active nodes (``needs_profile``): the
-cost is paid only by pods that carry terms or are selected by them. ``objects_of`` turns a
+Every other pod (``needs_profile``) is chosen by ``TopologyCheck.choose``: the cache's resource
+totals and feasibility (kept incrementally per shape), the two plugins' filters over all nodes,
+the static score plugins normalised over the nodes left, and the two plugins' scores over those —
+the same sums and tie set as ``Profile.evaluate``; the cost is paid only by pods that carry terms
+or are selected by them. ``objects_of`` turns a
 snapshot's ``kube_objects.json`` into the ``KubeObjects`` the plugins read.
 
 When no pod of the snapshot has spread constraints or pod (anti-)affinity terms and its objects
@@ -30,7 +33,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from analyzer.core.snapshot import Snapshot
+from analyzer.scheduling.arith import Int64Array
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.kube_objects import KubeObjects, parse_objects
@@ -38,6 +44,8 @@ from analyzer.scheduling.pod_index import PlacedPod, PodIndex
 from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.state import ClusterState, PodDemand
 
+LOWEST = np.iinfo(np.int64).min  # the cache's "infeasible" row value (scoring.LOWEST)
+_PLUGINS = (PodTopologySpread, InterPodAffinity)
 # kinds a snapshot's kube_objects.json may hold, in their kept form (core.snapshot.kept_objects):
 # [{namespace, name, spec, ...}] or, for PriorityClass, [{name, value, ...}]
 _NAMESPACED = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet",
@@ -97,6 +105,10 @@ class TopologyCheck:
 
     def __init__(self, profile: Profile, state: ClusterState | None = None) -> None:
         self.spread, self.affinity = topology_plugins(profile)
+        self.filters = [f for f in profile.filters if isinstance(f, _PLUGINS)]
+        self.scorers = [
+            (w.plugin, w.weight) for w in profile.scorers if isinstance(w.plugin, _PLUGINS)
+        ]
         # an InertIndex: nothing in this replay can meet the plugins (``in_play``)
         self.inert = state is not None and isinstance(state.pod_index, InertIndex)
         self._selected: dict[Any, bool] = {}  # (namespace, labels, controller) -> selected
@@ -130,6 +142,37 @@ class TopologyCheck:
         ):
             return True
         return affinity.placed_terms_match(state, pod)
+
+    def choose(
+        self,
+        masked: Int64Array,
+        static: list[tuple[Any, int, Int64Array]],
+        state: ClusterState,
+        pod: PodDemand,
+        now: float,
+        rng: np.random.Generator,
+    ) -> int | None:
+        """``select(Profile.evaluate(...))`` from the cache's row totals: ``masked`` holds the
+        resource plugins' weighted total on nodes passing the cached filters (``LOWEST``
+        elsewhere), ``static`` the raw scores of the static score plugins that differ by node."""
+        feasible = masked != LOWEST
+        for plugin in self.filters:
+            feasible &= plugin.filter(state, pod, now).feasible
+        if not feasible.any():
+            return None
+        total = np.where(feasible, masked, 0)
+        for plugin, weight, raw in static:
+            total += weight * plugin.normalize(raw, feasible)
+        for scorer, weight in self.scorers:
+            scores = scorer.score_feasible(state, pod, now, feasible)
+            if scores is not None:
+                total += weight * scores
+        candidates = np.flatnonzero(feasible)
+        values = total[candidates]
+        ties = candidates[values == values.max()]
+        if len(ties) == 1:
+            return int(ties[0])
+        return int(ties[int(rng.integers(len(ties)))])
 
 
 def _frozen(labels: Mapping[str, str]) -> frozenset[tuple[str, str]]:
