@@ -52,7 +52,8 @@ from analyzer.scheduling.versions import KubeVersion
 
 NAME = "InterPodAffinity"
 MAX_NODE_SCORE = 100
-MEMO_SIZE = 10_000  # existing pods' term matches kept per (terms, incoming pod identity)
+MEMO_SIZE = 200_000  # existing pods' term matches kept per (terms, incoming pod identity); a
+# replay meets every (workload terms × workload labels) pair: fewer would be cleared over and over
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
