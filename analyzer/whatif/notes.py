@@ -158,7 +158,8 @@ def topology_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[s
             "(they come only from Kubernetes objects, collect --kube-objects), so "
             "PodTopologySpread and InterPodAffinity act on no pod."
         )
-    if spread_by and not any(snapshot.objects.get(kind) for kind in _SELECTING_KINDS):
+    objects = getattr(snapshot, "objects", None) or {}  # older callers pass tables only
+    if spread_by and not any(objects.get(kind) for kind in _SELECTING_KINDS):
         notes.append(
             "PodTopologySpread's system default constraints (spread each ReplicaSet's and "
             "StatefulSet's pods over hostnames and zones) need the Services, ReplicaSets and "
