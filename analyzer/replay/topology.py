@@ -31,6 +31,7 @@ snapshots replay at the speed they had before these plugins joined the presets.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,15 @@ def in_play(objects: KubeObjects, demands: list[PodDemand]) -> bool:
     if held.services or held.replication_controllers or held.replica_sets or held.stateful_sets:
         return True
     return any(d.spread or d.affinity is not None for d in demands)
+
+
+def without_inert_filters(profile: Profile, state: ClusterState) -> Profile:
+    """``profile`` without its PodTopologySpread/InterPodAffinity filters when ``state`` has an
+    ``InertIndex`` (they refuse no node in such a replay); else ``profile`` itself."""
+    if not isinstance(state.pod_index, InertIndex):
+        return profile
+    kept = [f for f in profile.filters if not isinstance(f, _PLUGINS)]
+    return profile if len(kept) == len(profile.filters) else replace(profile, filters=kept)
 
 
 def topology_plugins(profile: Profile) -> tuple[PodTopologySpread | None, InterPodAffinity | None]:
