@@ -349,10 +349,10 @@ def test_default_profile_and_presets(tmp_path: Path) -> None:
         "c": 0,
         "d": 0,
     }
-    # replays do not run it (their pods carry no labels or affinity terms yet)
+    # the kube presets run it too (replays track placed pods' terms, replay/topology.py)
     profile = load_strategy("kube-default")
-    assert IPA not in [w.plugin.name for w in profile.scorers]
-    assert IPA not in [f.name for f in profile.filters]
+    assert {w.plugin.name: w.weight for w in profile.scorers}[IPA] == 2
+    assert IPA in [f.name for f in profile.filters]
 
 
 @pytest.mark.parametrize(
@@ -458,6 +458,7 @@ def test_inert_means_no_filter_and_no_score(tmp_path: Path) -> None:
 
 def test_without_a_pod_index_the_error_names_the_fix() -> None:
     state = ClusterState.from_nodes(["n"], [{"pods": 10}])
+    state.pod_index = None  # a state that does not track its pods (from_nodes tracks them)
     pod = build_scenario(_cache_scenario()).pod
     with pytest.raises(Exception, match="attach_pod_index"):
         InterPodAffinity().filter(state, pod, 0.0)

@@ -185,15 +185,21 @@ def test_defaults_and_multipoint_merging() -> None:
     # default plugin order (TaintToleration, NodeAffinity, NodeResourcesFit); the v1 default
     # score weights of the modelled ones: TaintToleration 3, NodeAffinity 2, Fit 1, Balanced 1
     # (kube-scheduler's getDefaultPlugins); PrioritySort orders the queue, DefaultPreemption is
-    # the post-filter; for replays PodTopologySpread is left out of the implicit defaults
+    # the post-filter; replays run PodTopologySpread and InterPodAffinity too (replay/topology.py),
+    # so the implicit defaults are the same for replays and ``analyzer score`` scenarios
     spec = parse_kube_scheduler_configuration(
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     ).profiles[0]
-    assert spec.filters == ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
+    assert spec.filters == [
+        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
+        "InterPodAffinity",
+    ]  # fmt: skip
     assert spec.scores == [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
     ]
     assert spec.queue_sort == ["PrioritySort"]
@@ -204,7 +210,7 @@ def test_defaults_and_multipoint_merging() -> None:
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}, full_defaults=True
     ).profiles[0]
     # and InterPodAffinity right after it (filter, score weight 2), as v1 getDefaultPlugins orders
-    assert full.filters == [*spec.filters, "PodTopologySpread", "InterPodAffinity"]
+    assert full.filters == spec.filters
     assert full.scores == [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
@@ -233,12 +239,16 @@ def test_defaults_and_multipoint_merging() -> None:
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 5,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
         "LoadAwareScheduling": 4,
     }
     assert spec.filters == [
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
         "LoadAwareScheduling",
     ]
 
@@ -334,11 +344,13 @@ def test_strategies_command_and_presets() -> None:
         profile = load_strategy(name)
         assert profile.scorers
     weights = {w.plugin.name: w.weight for w in load_strategy("kube-default").scorers}
-    # the v1 default profile's weights of the plugins the analyzer models
+    # the v1 default profile's weights of the plugins the analyzer models (getDefaultPlugins)
     assert weights == {
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
     }
     with pytest.raises(InputError, match="kube-default"):

@@ -17,10 +17,13 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.snapshot import Snapshot, pinned_pods, resources_in
+from analyzer.replay.topology import InertIndex, in_play, objects_of
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
+from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
+from analyzer.scheduling.pod_index import PodIndex
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.usage.koord import koord_priority_class
 
@@ -62,6 +65,7 @@ class ReplayInput:
     shape_keys: list[bytes]
     template: ClusterState  # empty state (nothing bound): allocatable, resource axis
     instant: int = 0  # pods that depart when (or before) they arrive: placed and removed at once
+    topology: bool = True  # PodTopologySpread / InterPodAffinity may act on a pod (``in_play``)
     events: tuple[Int64Array, Int64Array, Int64Array] = field(
         default_factory=lambda: (np.zeros(0, np.int64),) * 3
     )
@@ -85,9 +89,10 @@ class ReplayInput:
         return self._gpu_workload
 
     def fresh_state(self) -> ClusterState:
-        """A copy of the empty cluster state to replay into."""
+        """A copy of the empty cluster state to replay into (tracking placed pods' labels and
+        terms, ``attach_pod_index``)."""
         t = self.template
-        return ClusterState(
+        state = ClusterState(
             resources=t.resources,
             node_names=t.node_names,
             allocatable=t.allocatable.copy(),
@@ -98,7 +103,12 @@ class ReplayInput:
             node_labels=t.node_labels,
             node_annotations=t.node_annotations,
             node_taints=t.node_taints,
+            objects=t.objects,
         )
+        # nothing bound yet: every placed pod is tracked (spread, affinity), unless no pod can
+        # ever meet those plugins (``topology.in_play``): then an index that stays empty
+        state.pod_index = PodIndex(t.node_count) if self.topology else InertIndex(t.node_count)
+        return state
 
 
 def _json_map(text: object) -> dict[str, str]:
@@ -176,6 +186,29 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     parsed = {t: constraints_from_json(*t) for t in dict.fromkeys(texts)}
     label_texts = _column(pods, "labels", "{}")
     labels = {t: _json_map(t) for t in dict.fromkeys(label_texts)}
+    # PodTopologySpread / InterPodAffinity inputs (analyzer.replay.topology): the spread and pod
+    # affinity cells, parsed once per distinct (cells, namespace, labels)
+    cells = list(
+        zip(
+            _column(pods, "affinity", "{}"),
+            _column(pods, "topology_spread", "[]"),
+            namespaces.tolist(),
+            label_texts,
+            strict=True,
+        )
+    )
+    topology = {
+        c: topology_from_cells(c[0], c[1], c[2], labels[c[3]], "pods") for c in dict.fromkeys(cells)
+    }
+    owners = list(
+        zip(_column(pods, "owner_kind", ""), _column(pods, "owner_name", ""), strict=True)
+    )
+    controllers = {o: controller_from_owner(*o) for o in dict.fromkeys(owners)}
+    uids = pods["uid"].astype(str).tolist()
+    # with terms anywhere, pods of one shape may differ in what the topology plugins do: the
+    # shape key then also holds namespace, labels, owner and terms (pending-queue groups)
+    terms = any(spread or affinity is not None for spread, affinity in topology.values())
+    topology_on = terms or in_play(state.objects, [])
     demands: list[PodDemand] = []
     keys: list[bytes] = []
     for i in range(count):
@@ -195,6 +228,10 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
                 qos=str(qos[i]) or "BestEffort",
                 constraints=parsed[texts[i]],
                 labels=labels[label_texts[i]],
+                spread=topology[cells[i]][0],
+                affinity=topology[cells[i]][1],
+                controller=controllers[owners[i]],
+                uid=uids[i],
             )
         )
         key = (
@@ -206,6 +243,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
         )
         if parsed[texts[i]].required_terms is not None:
             key += f"|{texts[i][2]}".encode()
+        if topology_on:
+            key += "|{}|{}|{}|{}|{}".format(*cells[i], owners[i]).encode()
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
     return demands, keys
@@ -244,6 +283,7 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
     departure = np.where(finished != NEVER, finished, last_seen)
     pod_resources = sorted(set(resources_in(pods, "requests")))
     template = _node_state(snapshot, pod_resources)
+    template.objects = objects_of(snapshot)
     demands, keys = _demands(pods, template)
     inp = ReplayInput(
         snapshot=snapshot,
@@ -263,6 +303,7 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
         template=template,
     )
     inp.events, inp.instant = _events(inp)
+    inp.topology = in_play(template.objects, demands)
     return inp
 
 

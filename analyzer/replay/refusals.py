@@ -21,6 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
+from analyzer.replay.topology import without_inert_filters
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import Profile
@@ -109,6 +110,8 @@ class RefusalCounter:
         active: BoolArray,
         journal: Journal | None = None,
     ) -> None:
+        # spread / inter-pod affinity filters refuse nothing when no pod can meet them
+        profile = without_inert_filters(profile, state)
         self.profile = profile
         self.state = state
         self.active = active  # the replay's live mask of present nodes

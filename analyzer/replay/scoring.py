@@ -42,6 +42,7 @@ from analyzer.replay.rows import (
     score_rows,
     score_rows_pair,
 )
+from analyzer.replay.topology import TopologyCheck
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.balanced_allocation import (
     NodeResourcesBalancedAllocation,
@@ -49,12 +50,15 @@ from analyzer.scheduling.balanced_allocation import (
 )
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import Evaluation, Profile, select
+from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.noderesources_fit import NodeResourcesFit, broken_linear_array
+from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.resource_allocation import ResourceSpec, weighted_floor_mean
 from analyzer.scheduling.state import CPU, MEMORY, ClusterState, PodDemand, is_scalar_resource
 
 LOWEST = np.iinfo(np.int64).min
 _STATIC_FILTERS = (TaintTolerationFilter, NodeAffinityFilter)
+_TOPOLOGY = (PodTopologySpread, InterPodAffinity)
 FULL_RECOMPUTE_SHARE = 0.25  # above this share of changed nodes, recompute all rows at once
 SCALAR_ROWS = 64  # up to this many changed nodes, score them in plain Python (no numpy overhead)
 LOG_LIMIT = 1 << 20  # the change log is cut here; entries then recompute everything once
@@ -160,12 +164,15 @@ class _Kernel:
 
     @staticmethod
     def supports(profile: Profile) -> bool:
-        """True when every plugin of ``profile`` has a compiled form here."""
+        """True when every plugin of ``profile`` has a compiled form here (PodTopologySpread
+        and InterPodAffinity: left out for the pods on which they are inert, ``topology``)."""
         for f in profile.filters:
-            if not isinstance(f, (NodeResourcesFit, *_STATIC_FILTERS)):
+            if not isinstance(f, (NodeResourcesFit, *_STATIC_FILTERS, *_TOPOLOGY)):
                 return False
         for weighted in profile.scorers:
             plugin = weighted.plugin
+            if isinstance(plugin, _TOPOLOGY):
+                continue
             if isinstance(plugin, NodeResourcesFit):
                 version = plugin.version
                 if version.legacy_scale or version.rtcr_ceil_utilisation:
@@ -335,6 +342,8 @@ class ScoreCache:
         if dynamic and self.load is None:
             incremental = False
         self.kernel = _Kernel(kernel_profile) if incremental else None
+        topology = TopologyCheck(profile, state)
+        self.topology = topology if topology.present and self.kernel is not None else None
         self.log: list[int] = []  # nodes touched, in order
         self.changes = 0  # touches so far (never reset): a version of the state
         self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
@@ -482,6 +491,11 @@ class ScoreCache:
             self._refresh_load(entry, now)
         else:
             self._refresh(entry)
+        if self.topology is not None and self.topology.needs_profile(self.state, demand):
+            entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
+            return self.topology.choose(
+                entry.masked, entry.plan.static, self.state, demand, now, rng
+            )
         if entry.plan.static:
             return _choose_static(entry, rng)
         if entry.best is None:

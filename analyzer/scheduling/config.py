@@ -62,10 +62,10 @@ KNOWN_UNMODELLED = {name for name, _ in DEFAULT_MULTIPOINT} - {
     "DefaultPreBind", "CPUSetAllocator",
 }  # fmt: skip
 POINTS = ("filter", "score")
-# Default plugins that replays do not run yet (they need the placed pods' labels, which the
-# replay does not track): part of the implicit v1 defaults only for ``analyzer score``
-# scenarios (``full_defaults``); any profile may still enable them explicitly.
-SCENARIO_ONLY_DEFAULTS = frozenset({"PodTopologySpread", "InterPodAffinity"})
+# Default plugins kept out of the implicit v1 defaults except for ``analyzer score`` scenarios
+# (``full_defaults``). Empty: replays track placed pods' labels and terms (``replay/topology.py``),
+# so PodTopologySpread and InterPodAffinity are part of every profile's implicit defaults.
+SCENARIO_ONLY_DEFAULTS: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -52,7 +52,8 @@ from analyzer.scheduling.versions import KubeVersion
 
 NAME = "InterPodAffinity"
 MAX_NODE_SCORE = 100
-MEMO_SIZE = 10_000  # existing pods' term matches kept per (terms, incoming pod identity)
+MEMO_SIZE = 200_000  # existing pods' term matches kept per (terms, incoming pod identity); a
+# replay meets every (workload terms × workload labels) pair: fewer would be cleared over and over
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -212,6 +213,21 @@ class InterPodAffinity:
         own = bool(affinity.required or affinity.required_anti)
         own = own or bool(affinity.preferred or affinity.preferred_anti)
         return not own and not self._index(state).affinity_groups
+
+    def placed_terms_match(self, state: ClusterState, pod: PodDemand) -> bool:
+        """True when a placed pod's terms match ``pod`` (its required anti-affinity for Filter,
+        any term for Score). A pod without own terms for which this is False is as inert as in
+        ``inert``: PreFilter finds no existing anti-affinity, PreScore no matched term (Skip)."""
+        groups = self._index(state).affinity_groups
+        if not groups:
+            return False
+        ns_labels = self._ns_labels(state, pod)
+        who = self._who(pod, ns_labels)
+        for theirs in groups:
+            anti, scored = self._matching(theirs, pod, ns_labels, who)
+            if anti or scored:
+                return True
+        return False
 
     # ------------------------------------------------------------------ filter
 

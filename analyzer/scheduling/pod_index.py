@@ -74,6 +74,8 @@ class PodIndex:
     selector, and a new selector's first count walks the groups, not the pods.
     """
 
+    tracking = True  # False: a subclass that stays empty (bind/unbind skip building PlacedPods)
+
     def __init__(self, node_count: int) -> None:
         self.node_count = node_count
         self.pods: list[list[PlacedPod]] = [[] for _ in range(node_count)]

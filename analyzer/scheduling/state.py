@@ -234,7 +234,9 @@ class ClusterState:
         labels: Sequence[Mapping[str, str]] | None = None,
         taints: Sequence[Sequence[Taint]] | None = None,
     ) -> ClusterState:
-        """Empty nodes (nothing bound) with the given allocatable maps (``pods`` = allowed pods)."""
+        """Empty nodes (nothing bound) with the given allocatable maps (``pods`` = allowed pods),
+        tracking the pods bound from now on (``attach_pod_index``: the kube presets' spread and
+        affinity plugins read it)."""
         names_seen = {r for alloc in allocatable for r in alloc} | set(extra_resources)
         resources = resource_axis(names_seen)
         count = len(names)
@@ -242,7 +244,7 @@ class ClusterState:
         for i, alloc in enumerate(allocatable):
             for j, resource in enumerate(resources):
                 table[i, j] = int(alloc.get(resource, 0))
-        return cls(
+        state = cls(
             resources=resources,
             node_names=tuple(names),
             allocatable=table,
@@ -254,6 +256,8 @@ class ClusterState:
             node_labels=[dict(a) for a in (labels or [{} for _ in names])],
             node_taints=[tuple(t) for t in (taints or [() for _ in names])],
         )
+        state.attach_pod_index()
+        return state
 
     @property
     def node_count(self) -> int:
@@ -275,7 +279,7 @@ class ClusterState:
         self.pod_count[node_index] += 1
         if self.devices is not None:
             self.devices.bind(node_index, pod, gpus)
-        if self.pod_index is not None:
+        if self.pod_index is not None and self.pod_index.tracking:
             self.pod_index.add(node_index, pod.placed())
 
     def unbind(self, node_index: int, pod: PodDemand) -> None:
@@ -285,5 +289,5 @@ class ClusterState:
         self.pod_count[node_index] -= 1
         if self.devices is not None:
             self.devices.unbind(node_index, pod)
-        if self.pod_index is not None:
+        if self.pod_index is not None and self.pod_index.tracking:
             self.pod_index.remove(node_index, pod.placed())

@@ -72,8 +72,15 @@ _KUBE_SCORES = [
     {"name": "TaintToleration", "weight": 3},
     {"name": "NodeAffinity", "weight": 2},
     {"name": "NodeResourcesFit", "weight": 1},
+    {"name": "PodTopologySpread", "weight": 2},
+    {"name": "InterPodAffinity", "weight": 2},
     {"name": "NodeResourcesBalancedAllocation", "weight": 1},
 ]
+# PodTopologySpread and InterPodAffinity (v1 defaults: System default constraints, weight 2 each)
+# filter and score in every kube-based preset; a replay runs them through ``replay/topology.py``
+# (inert for pods without terms that nothing selects). The GPU presets keep kube's other filters.
+_TOPOLOGY_FILTERS = ["PodTopologySpread", "InterPodAffinity"]
+_KUBE_TOPOLOGY_FILTERS = [*_KUBE_FILTERS, *_TOPOLOGY_FILTERS]
 
 
 def register_strategy(strategy: Strategy) -> None:
@@ -93,15 +100,16 @@ register_strategy(
     Strategy(
         "kube-default",
         "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation (weights "
-        "1/1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred terms (2)",
-        _config(_KUBE_SCORES, _KUBE_FILTERS, [_fit({"type": "LeastAllocated"})]),
+        "1/1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred terms (2), "
+        "PodTopologySpread (2), InterPodAffinity (2)",
+        _config(_KUBE_SCORES, _KUBE_TOPOLOGY_FILTERS, [_fit({"type": "LeastAllocated"})]),
     )
 )
 register_strategy(
     Strategy(
         "most-allocated",
         "bin packing: NodeResourcesFit MostAllocated (cpu, memory weight 1) + BalancedAllocation",
-        _config(_KUBE_SCORES, _KUBE_FILTERS, [_fit({"type": "MostAllocated"})]),
+        _config(_KUBE_SCORES, _KUBE_TOPOLOGY_FILTERS, [_fit({"type": "MostAllocated"})]),
     )
 )
 register_strategy(
@@ -110,7 +118,7 @@ register_strategy(
         "bin packing: RequestedToCapacityRatio shape 0→0, 100→10 on cpu, memory + BalancedAllocation",
         _config(
             _KUBE_SCORES,
-            _KUBE_FILTERS,
+            _KUBE_TOPOLOGY_FILTERS,
             [_fit(_RTCR_BINPACK)],
         ),
     )
@@ -121,7 +129,7 @@ register_strategy(
         "kube-default + Koordinator LoadAwareScheduling (thresholds cpu 65 / memory 95, weight 1)",
         _config(
             [*_KUBE_SCORES, {"name": "LoadAwareScheduling", "weight": 1}],
-            [*_KUBE_FILTERS, "LoadAwareScheduling"],
+            [*_KUBE_TOPOLOGY_FILTERS, "LoadAwareScheduling"],
             [_fit({"type": "LeastAllocated"}), {"name": "LoadAwareScheduling", "args": {}}],
         ),
     )
@@ -132,7 +140,7 @@ register_strategy(
 # thresholds and its score prefers the less loaded of the packed candidates. Same arithmetic as the
 # plugins above; only the profile differs.
 _LOADAWARE_SCORES = [*_KUBE_SCORES, {"name": "LoadAwareScheduling", "weight": 1}]
-_LOADAWARE_FILTERS = [*_KUBE_FILTERS, "LoadAwareScheduling"]
+_LOADAWARE_FILTERS = [*_KUBE_TOPOLOGY_FILTERS, "LoadAwareScheduling"]
 _LOADAWARE_ARGS = {"name": "LoadAwareScheduling", "args": {}}
 register_strategy(
     Strategy(

@@ -16,48 +16,110 @@ snapshot sees the same constraints; DaemonSet pods keep their one node.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from analyzer.scheduling import ClusterState as CoreState
-from analyzer.scheduling import Profile, load_strategy, make_demand
+from analyzer.scheduling import PodDemand, Profile, load_strategy, make_demand
+from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
+from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.sources.placement import ClusterState, PlacementRequest
+
+
+def _labels(text: str) -> dict[str, str]:
+    data = json.loads(text or "{}")
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
 @dataclass
 class KubePlacer:
-    """A generator ``Placer`` backed by a scheduling core profile and a seeded generator."""
+    """A generator ``Placer`` backed by a scheduling core profile and a seeded generator.
+
+    It keeps its own core ``ClusterState`` (with the placed pods' labels and terms, for
+    PodTopologySpread and InterPodAffinity) and follows the generator's state through its bind
+    log (``ClusterState.log``), so each placement costs one ``Profile.evaluate``.
+    """
 
     profile: Profile
     rng: np.random.Generator
     ties: dict[str, list[int]] = field(default_factory=dict)  # uid -> tied node indices
+    _core: CoreState | None = field(default=None, repr=False)
+    _source: ClusterState | None = field(default=None, repr=False)
+    _applied: int = 0  # bind-log entries already applied to ``_core``
+    _demands: dict[str, PodDemand] = field(default_factory=dict, repr=False)
 
     def _state(self, state: ClusterState) -> CoreState:
-        names = [r for r in state.resources if r != "pods"]
-        allocatable = [
-            {r: int(state.allocatable[i, j]) for j, r in enumerate(state.resources)}
-            for i in range(len(state.nodes))
-        ]
-        core = CoreState.from_nodes(list(state.nodes), allocatable, extra_resources=names)
-        for j, r in enumerate(state.resources):
-            if r == "pods":
-                core.pod_count[:] = state.requested[:, j]
+        if self._core is None or self._source is not state:
+            names = [r for r in state.resources if r != "pods"]
+            allocatable = [
+                {r: int(state.allocatable[i, j]) for j, r in enumerate(state.resources)}
+                for i in range(len(state.nodes))
+            ]
+            count = len(state.nodes)
+            self._core = CoreState.from_nodes(
+                list(state.nodes),
+                allocatable,
+                extra_resources=names,
+                labels=[_labels(t) for t in state.node_labels] if state.node_labels else None,
+                taints=[taints_from_json(t) for t in state.node_taints]
+                if state.node_taints
+                else None,
+            )
+            assert self._core.node_count == count
+            self._core.attach_pod_index()
+            self._source, self._applied = state, 0
+        core = self._core
+        for node, step, pod in state.log[self._applied :]:
+            demand = self._demand(pod, core)
+            if step > 0:
+                core.bind(node, demand)
             else:
-                core.requested[:, core.resources.index(r)] = state.requested[:, j]
-        core.nonzero_requested[:] = state.non_zero_requested
+                core.unbind(node, demand)
+        self._applied = len(state.log)
         return core
+
+    def _demand(self, pod: PlacementRequest, core: CoreState) -> PodDemand:
+        """The pod as a replay of the snapshot sees it (requests, constraints, labels, terms)."""
+        found = self._demands.get(pod.uid)
+        if found is not None:
+            return found
+        cells = pod.cells
+        labels = _labels(cells.get("labels", "{}"))
+        spread, affinity = topology_from_cells(
+            cells.get("affinity"), cells.get("topology_spread"), pod.namespace, labels, "pod"
+        )
+        requests = {k: v for k, v in pod.requests.items() if k != "pods"}
+        demand = make_demand(
+            core.resources,
+            requests,
+            pod.non_zero,
+            name=pod.uid,
+            namespace=pod.namespace,
+            priority=pod.priority,
+            daemonset=pod.daemonset,
+            constraints=constraints_from_json(
+                cells.get("tolerations"), cells.get("node_selector"), cells.get("affinity")
+            ),
+            labels=labels,
+            spread=spread,
+            affinity=affinity,
+            controller=controller_from_owner(*pod.owner),
+            uid=pod.uid,
+        )
+        self._demands[pod.uid] = demand
+        return demand
 
     def __call__(self, pod: PlacementRequest, state: ClusterState) -> int | None:
         if pod.daemonset:  # DaemonSet pods stay on their node, as in every replay
             node = int(np.flatnonzero(pod.allowed)[0])
             return node if bool(state.fits(pod)[node]) else None
         core = self._state(state)
-        requests = {k: v for k, v in pod.requests.items() if k != "pods"}
-        demand = make_demand(core.resources, requests, pod.non_zero, name=pod.uid, namespace="")
-        evaluation = self.profile.evaluate(core, demand, float(pod.time))
-        # the pool mask stands for the pod's taint/selector filters (recorded in the snapshot)
-        evaluation.feasible = evaluation.feasible & pod.allowed
+        demand = self._demand(pod, core)
+        # the pool mask stands for the pod's taint/selector filters (recorded in the snapshot
+        # and given to the demand too, so both agree)
+        evaluation = self.profile.evaluate(core, demand, float(pod.time), pod.allowed)
         self.ties[pod.uid] = [int(i) for i in evaluation.best()]
         return self.profile.select(evaluation, self.rng)
 

@@ -21,7 +21,7 @@ import heapq
 import math
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +69,9 @@ class Pod:
     pin: int = -1  # DaemonSet pods: their node
     pod_ip: str = ""
     request: PlacementRequest | None = field(default=None, repr=False)
+
+
+Describe = Callable[[Pod], Mapping[str, str]]  # a pod's snapshot cells (PlacementRequest.cells)
 
 
 class _Names:
@@ -340,6 +343,7 @@ def _request(
     closed: tuple[str, ...],
     specs: SpecResources,
     masks: dict[str | None, np.ndarray],
+    describe: Describe | None,
 ) -> PlacementRequest:
     requests = dict(specs.requests(pod.spec))
     requests["pods"] = 1
@@ -363,6 +367,9 @@ def _request(
         priority=PRIORITY_CLASSES[pod.template.priority_class],
         daemonset=pod.pin >= 0,
         time=pod.arrive,
+        namespace=pod.template.namespace,
+        owner=(pod.owner_kind, pod.owner_name),
+        cells=describe(pod) if describe is not None else {},
     )
 
 
@@ -382,11 +389,13 @@ def run_lifecycles(
     window: tuple[int, int],
     *,
     closed: tuple[str, ...] = ("gpu",),
+    describe: Describe | None = None,
 ) -> None:
     """Place and run every pod in time order, filling in node, times and phase in place.
 
     Pods whose object never exists inside ``window`` (unix seconds, inclusive) are dropped.
     ``closed`` pools are tainted: only the workloads bound to them are placed there.
+    ``describe`` gives each placement request the pod's snapshot cells (``PlacementRequest.cells``).
     """
     begin, end = window
     pools_arr = np.array(state.pools)
@@ -432,7 +441,7 @@ def run_lifecycles(
         if kind == _ARRIVE:
             if pod.phase == "Deleted":  # replaced before it was even offered
                 continue
-            pod.request = _request(pod, pools_arr, closed, specs, masks)
+            pod.request = _request(pod, pools_arr, closed, specs, masks, describe)
             if not bind(i, now):
                 pending.append(i)
             continue

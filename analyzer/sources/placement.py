@@ -9,7 +9,7 @@ simple least-allocated choice; an exact kube-scheduler profile can be plugged in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +33,11 @@ class PlacementRequest:
     priority: int
     daemonset: bool
     time: int  # unix seconds
+    namespace: str = ""
+    owner: tuple[str, str] = ("", "")  # the snapshot's owner_kind, owner_name
+    # the pod's snapshot cells (JSON text): labels, tolerations, node_selector, affinity,
+    # topology_spread — what an exact placer reads, as a replay of the snapshot will
+    cells: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,6 +50,12 @@ class ClusterState:
     allocatable: np.ndarray  # int64 [nodes, resources]
     requested: np.ndarray  # int64 [nodes, resources], "pods" counts pods
     non_zero_requested: np.ndarray  # int64 [nodes, 2]: cpu, memory
+    # the snapshot's node cells (JSON text), for exact placers; empty: not given
+    node_labels: tuple[str, ...] = ()
+    node_taints: tuple[str, ...] = ()
+    # every bind (+1) and unbind (-1) in order: (node, step, pod), so a placer keeping its own
+    # state (placed pods' labels for spread and affinity) can follow incrementally
+    log: list[tuple[int, int, PlacementRequest]] = field(default_factory=list)
 
     @classmethod
     def empty(
@@ -68,11 +79,13 @@ class ClusterState:
         """Account ``pod`` on ``node``."""
         self.requested[node] += self.vector(pod.requests)
         self.non_zero_requested[node] += (pod.non_zero["cpu"], pod.non_zero["memory"])
+        self.log.append((node, 1, pod))
 
     def unbind(self, node: int, pod: PlacementRequest) -> None:
         """Release ``pod`` from ``node``."""
         self.requested[node] -= self.vector(pod.requests)
         self.non_zero_requested[node] -= (pod.non_zero["cpu"], pod.non_zero["memory"])
+        self.log.append((node, -1, pod))
 
     def fits(self, pod: PlacementRequest) -> np.ndarray:
         """Bool mask of nodes where ``pod`` fits (NodeResourcesFit filter) and is allowed."""

@@ -10,7 +10,7 @@ renders (``openmetrics.write_openmetrics``). The same spec gives the same bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -43,6 +43,7 @@ from analyzer.sources.catalog import (
     pool_taints,
     template_constraints,
 )
+from analyzer.sources.kube_placement import kube_placer
 from analyzer.sources.lifecycle import Pod, SpecResources, build_pods, run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
 from analyzer.sources.pod_constraints import (
@@ -214,7 +215,7 @@ def _pod_table(
         "priority": [PRIORITY_CLASSES[p.template.priority_class] for p in pods],
         "qos_class": [qos_class(p.spec.containers + p.spec.init_containers) for p in pods],
         "phase": [p.phase for p in pods],
-        "labels": [json.dumps({"app": p.workload_name}) for p in pods],
+        "labels": [pod_labels(p) for p in pods],
         "created": _times([p.created for p in pods]),
         "scheduled": _times([p.scheduled for p in pods]),
         "started": _times([p.started for p in pods]),
@@ -222,18 +223,13 @@ def _pod_table(
         "first_seen": _times(first),
         "last_seen": _times(last),
     }
-    constraints = {
-        id(t): template_constraints(t, spec.dedicated_pools)
-        for t in {id(p.template): p.template for p in pods}.values()
-    }
-    table["tolerations"] = [json.dumps(constraints[id(p.template)][0]) for p in pods]
-    table["node_selector"] = [
-        json.dumps(constraints[id(p.template)][1], sort_keys=True) for p in pods
-    ]
+    describe = _describer(spec)
+    cells = [describe(p) for p in pods]
+    columns = ["tolerations", "node_selector"]
     if spec.pod_constraints:  # opt-in: default snapshots keep the columns' defaults
-        cells = [constraint_columns(p.template, p.workload_name, spec.zones) for p in pods]
-        table["affinity"] = [c[0] for c in cells]
-        table["topology_spread"] = [c[1] for c in cells]
+        columns += ["affinity", "topology_spread"]
+    for column in columns:
+        table[column] = [c[column] for c in cells]
     specs = SpecResources()
     requests = [specs.requests(p.spec) for p in pods]
     limits = [specs.limits(p.spec) for p in pods]
@@ -244,6 +240,33 @@ def _pod_table(
     for resource in ("cpu", "memory"):
         table[resource_column(NONZERO_REQUESTS, resource)] = [r[resource] for r in non_zero]
     return pd.DataFrame(table)
+
+
+def pod_labels(pod: Pod) -> str:
+    """The snapshot's ``labels`` cell of a pod (JSON text)."""
+    return json.dumps({"app": pod.workload_name})
+
+
+def _describer(spec: SyntheticSpec) -> Callable[[Pod], dict[str, str]]:
+    """A pod's snapshot cells — ``labels``, ``tolerations``, ``node_selector`` and (with
+    ``pod_constraints``) ``affinity``, ``topology_spread`` — as JSON text, for the pod table and
+    for the placement requests (an exact placer sees what a replay of the snapshot sees)."""
+    by_template: dict[int, tuple[str, str]] = {}
+
+    def describe(pod: Pod) -> dict[str, str]:
+        found = by_template.get(id(pod.template))
+        if found is None:
+            tolerations, selector = template_constraints(pod.template, spec.dedicated_pools)
+            found = (json.dumps(tolerations), json.dumps(selector, sort_keys=True))
+            by_template[id(pod.template)] = found
+        out = {"labels": pod_labels(pod), "tolerations": found[0], "node_selector": found[1]}
+        if spec.pod_constraints:
+            out["affinity"], out["topology_spread"] = constraint_columns(
+                pod.template, pod.workload_name, spec.zones
+            )
+        return out
+
+    return describe
 
 
 def _usage_tables(
@@ -342,10 +365,17 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         tuple(n.pool.name for n in nodes),
         np.array([[n.allocatable.get(r, 0) for r in RESOURCES] for n in nodes], dtype=np.int64),
     )
+    state.node_labels = tuple(json.dumps(node_labels(n), sort_keys=True) for n in nodes)
+    state.node_taints = tuple(json.dumps(pool_taints(n.pool)) for n in nodes)
     pods = build_pods(spec, state.pools, rng, structure)
     closed = ("gpu", *spec.dedicated_pools)  # tainted pools: only their own workloads go there
     window = (spec.start_s, spec.end_s)
-    run_lifecycles(pods, state, place or least_allocated_place, rng, window, closed=closed)
+    if place is None:
+        # with pod constraints, the ground truth is placed as the v1 default profile would
+        # (spread, pod anti-affinity); else the simple least-allocated heuristic
+        place = kube_placer(seed=spec.seed) if spec.pod_constraints else least_allocated_place
+    describe = _describer(spec)
+    run_lifecycles(pods, state, place, rng, window, closed=closed, describe=describe)
     shape = NodeShape(
         allocatable_cpu=np.array([n.allocatable["cpu"] for n in nodes], dtype=np.float64),
         capacity_cpu=np.array([n.capacity["cpu"] for n in nodes], dtype=np.float64),

@@ -5,8 +5,8 @@ Three kinds of sentence, each true of this run:
 - **modelled**: how many nodes carry NoSchedule/NoExecute taints and how many pods have a
   nodeSelector or tolerations, and which strategies apply them (every profile with the
   TaintToleration / NodeAffinity filters; a configuration file without them is named);
-- **not modelled**: what the replay never does (``analyzer.replay.engine``): inter-pod
-  (anti-)affinity, topology spread, PodDisruptionBudgets and ``preemptionPolicy`` in preemption,
+- **not modelled**: what the replay never does (``analyzer.replay.engine``):
+  PodDisruptionBudgets and ``preemptionPolicy`` in preemption,
   preferred node affinity outside the kube-based presets, ``percentageOfNodesToScore`` (every
   node is scored); required node affinity (from Kubernetes objects) is applied when the snapshot
   has it; PreferNoSchedule taints, when the snapshot has some, for the strategies without a
@@ -29,11 +29,12 @@ from analyzer.scheduling.constraints import AFFINITY_NAME, TAINT_NAME
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
-    "Not modelled by any strategy here: inter-pod affinity and anti-affinity, topology spread "
-    "constraints, PodDisruptionBudgets and preemptionPolicy in preemption (the kube presets order "
-    "the pending queue by priority and preempt lower-priority pods; the GPU presets do neither), "
-    "and percentageOfNodesToScore (every present node is scored)."
+    "Not modelled by any strategy here: PodDisruptionBudgets and preemptionPolicy in preemption "
+    "(the kube presets order the pending queue by priority and preempt lower-priority pods; the "
+    "GPU presets do neither), and percentageOfNodesToScore (every present node is scored)."
 )
+_SPREAD, _INTER_POD = "PodTopologySpread", "InterPodAffinity"
+_SELECTING_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
 
 def _json_list(text: object) -> list[object]:
@@ -125,9 +126,59 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
             "PreferNoSchedule taints, which these strategies do not score (no TaintToleration "
             "score plugin; the kube-based presets score them)."
         )
+    notes.extend(topology_notes(snapshot, strategies))
     notes.append(NOT_MODELLED)
     notes.extend(field_source_notes(snapshot))
     return notes
+
+
+def topology_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
+    """What the replay applied of topology spread and pod (anti-)affinity, and what it could not."""
+    pods = snapshot.pods
+    spreading = _non_empty(pods["topology_spread"]) if "topology_spread" in pods.columns else 0
+    terms = _pod_affinity_terms(pods)
+    profiles = [(s.name, s.profile) for s in strategies if s.profile is not None]
+
+    def names(plugin: str) -> list[str]:
+        return [n for n, p in profiles if any(w.plugin.name == plugin for w in p.scorers)
+                or any(f.name == plugin for f in p.filters)]  # fmt: skip
+
+    spread_by, affinity_by = names(_SPREAD), names(_INTER_POD)
+    notes = []
+    if spreading or terms:
+        notes.append(
+            f"Topology spread constraints of {_pl(spreading, 'pod', 'pods')} and pod "
+            f"(anti-)affinity terms of {_pl(terms, 'pod', 'pods')} (from Kubernetes objects) are "
+            f"applied by {', '.join(spread_by) or 'no strategy'} (PodTopologySpread) and "
+            f"{', '.join(affinity_by) or 'no strategy'} (InterPodAffinity), as kube-scheduler's "
+            "default profile does."
+        )
+    else:
+        notes.append(
+            "No pod in the snapshot has topology spread constraints or pod (anti-)affinity terms "
+            "(they come only from Kubernetes objects, collect --kube-objects), so "
+            "PodTopologySpread and InterPodAffinity act on no pod."
+        )
+    objects = getattr(snapshot, "objects", None) or {}  # older callers pass tables only
+    if spread_by and not any(objects.get(kind) for kind in _SELECTING_KINDS):
+        notes.append(
+            "PodTopologySpread's system default constraints (spread each ReplicaSet's and "
+            "StatefulSet's pods over hostnames and zones) need the Services, ReplicaSets and "
+            "StatefulSets that select the pods, which the snapshot does not hold: pods without "
+            "their own constraints are not spread by default in the replay."
+        )
+    return notes
+
+
+def _pod_affinity_terms(pods: pd.DataFrame) -> int:
+    """Pods whose ``affinity`` cell has podAffinity or podAntiAffinity."""
+    if "affinity" not in pods.columns:
+        return 0
+    return sum(
+        1
+        for text in pods["affinity"].tolist()
+        if any(_json_object(text).get(k) for k in ("podAffinity", "podAntiAffinity"))
+    )
 
 
 def _json_object(text: object) -> dict[str, object]:

@@ -1,0 +1,189 @@
+"""PodTopologySpread and InterPodAffinity in a replay: which pods need the full profile.
+
+The replay's incremental cache (``scoring.py``) scores pods by shape and does not see placed
+pods' labels. PodTopologySpread and InterPodAffinity do; for most pods they are *inert* — they
+neither refuse a node nor score (PreFilter and PreScore both Skip) — and leaving them out gives
+the same choice as ``Profile.evaluate``:
+
+- PodTopologySpread is inert for a pod without ``topologySpreadConstraints`` whose default
+  constraints (``defaultingType: System``: hostname maxSkew 3, zone maxSkew 5) get an empty
+  selector from ``helper.DefaultSelector`` — no Service, ReplicationController, ReplicaSet or
+  StatefulSet in the snapshot's objects selects it. A snapshot without such objects therefore
+  applies no default spreading, exactly as upstream does for a pod nothing selects; we do not
+  invent selectors from pods' common labels;
+- InterPodAffinity is inert for a pod without pod (anti-)affinity terms when no placed pod's
+  terms match it (``InterPodAffinity.placed_terms_match``).
+
+Every other pod (``needs_profile``) is chosen by ``TopologyCheck.choose``: the cache's resource
+totals and feasibility (kept incrementally per shape), the two plugins' filters over all nodes,
+the static score plugins normalised over the nodes left, and the two plugins' scores over those —
+the same sums and tie set as ``Profile.evaluate``; the cost is paid only by pods that carry terms
+or are selected by them. ``objects_of`` turns a
+snapshot's ``kube_objects.json`` into the ``KubeObjects`` the plugins read.
+
+When no pod of the snapshot has spread constraints or pod (anti-)affinity terms and its objects
+hold no Service, ReplicationController, ReplicaSet or StatefulSet, both plugins are inert for every
+pod of the whole replay: the state then gets an ``InertIndex`` (always empty, which is what the
+plugins would conclude from a full one) and the cache skips the per-pod check — resource-only
+snapshots replay at the speed they had before these plugins joined the presets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from analyzer.core.snapshot import Snapshot
+from analyzer.scheduling.arith import Int64Array
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.kube_objects import KubeObjects, parse_objects
+from analyzer.scheduling.pod_index import PlacedPod, PodIndex
+from analyzer.scheduling.podtopologyspread import PodTopologySpread
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+LOWEST = np.iinfo(np.int64).min  # the cache's "infeasible" row value (scoring.LOWEST)
+_PLUGINS = (PodTopologySpread, InterPodAffinity)
+# kinds a snapshot's kube_objects.json may hold, in their kept form (core.snapshot.kept_objects):
+# [{namespace, name, spec, ...}] or, for PriorityClass, [{name, value, ...}]
+_NAMESPACED = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet",
+               "PodDisruptionBudget")  # fmt: skip
+
+
+def objects_of(snapshot: Snapshot) -> KubeObjects:
+    """The snapshot's Kubernetes objects as ``KubeObjects`` (none for older snapshots)."""
+    items: list[dict[str, Any]] = []
+    for kind, kept in sorted(snapshot.objects.items()):
+        for obj in kept:
+            if kind in _NAMESPACED:
+                meta = {"name": obj.get("name", ""), "namespace": obj.get("namespace", "")}
+                items.append({"kind": kind, "metadata": meta, "spec": obj.get("spec") or {},
+                              "status": obj.get("status") or {}})  # fmt: skip
+            elif kind == "Namespace":
+                meta = {"name": obj.get("name", ""), "labels": obj.get("labels") or {}}
+                items.append({"kind": kind, "metadata": meta})
+            elif kind == "PriorityClass":
+                body = {k: v for k, v in obj.items() if k != "name"}
+                items.append({"kind": kind, "metadata": {"name": obj.get("name", "")}, **body})
+    objects, _notes = parse_objects(items, "kube_objects.json")
+    return objects
+
+
+class InertIndex(PodIndex):
+    """A pod index that stays empty: for replays whose pods can never meet a term or a default
+    selector (``in_play`` False), where an empty index gives the plugins' exact answers."""
+
+    tracking = False
+
+    def add(self, node: int, pod: PlacedPod) -> None:
+        """Nothing to track."""
+
+    def remove(self, node: int, pod: PlacedPod) -> None:
+        """Nothing to track."""
+
+
+def in_play(objects: KubeObjects, demands: list[PodDemand]) -> bool:
+    """Whether PodTopologySpread or InterPodAffinity can act on any pod of a replay."""
+    held = objects
+    if held.services or held.replication_controllers or held.replica_sets or held.stateful_sets:
+        return True
+    return any(d.spread or d.affinity is not None for d in demands)
+
+
+def without_inert_filters(profile: Profile, state: ClusterState) -> Profile:
+    """``profile`` without its PodTopologySpread/InterPodAffinity filters when ``state`` has an
+    ``InertIndex`` (they refuse no node in such a replay); else ``profile`` itself."""
+    if not isinstance(state.pod_index, InertIndex):
+        return profile
+    kept = [f for f in profile.filters if not isinstance(f, _PLUGINS)]
+    return profile if len(kept) == len(profile.filters) else replace(profile, filters=kept)
+
+
+def topology_plugins(profile: Profile) -> tuple[PodTopologySpread | None, InterPodAffinity | None]:
+    """The profile's PodTopologySpread and InterPodAffinity instances (filter or score)."""
+    plugins = [*profile.filters, *(w.plugin for w in profile.scorers)]
+    spread = next((p for p in plugins if isinstance(p, PodTopologySpread)), None)
+    affinity = next((p for p in plugins if isinstance(p, InterPodAffinity)), None)
+    return spread, affinity
+
+
+class TopologyCheck:
+    """Decides per pod whether the profile's topology plugins can be left out (exactly)."""
+
+    def __init__(self, profile: Profile, state: ClusterState | None = None) -> None:
+        self.spread, self.affinity = topology_plugins(profile)
+        self.filters = [f for f in profile.filters if isinstance(f, _PLUGINS)]
+        self.scorers = [
+            (w.plugin, w.weight) for w in profile.scorers if isinstance(w.plugin, _PLUGINS)
+        ]
+        # an InertIndex: nothing in this replay can meet the plugins (``in_play``)
+        self.inert = state is not None and isinstance(state.pod_index, InertIndex)
+        self._selected: dict[Any, bool] = {}  # (namespace, labels, controller) -> selected
+
+    @property
+    def present(self) -> bool:
+        """True when the profile has PodTopologySpread or InterPodAffinity and they may act."""
+        return (self.spread is not None or self.affinity is not None) and not self.inert
+
+    def _default_selected(self, state: ClusterState, pod: PodDemand) -> bool:
+        key = (pod.namespace, _frozen(pod.labels), pod.controller)
+        found = self._selected.get(key)
+        if found is None:
+            selector = state.objects.default_selector(pod.namespace, pod.labels, pod.controller)
+            found = self._selected[key] = not selector.empty
+        return found
+
+    def needs_profile(self, state: ClusterState, pod: PodDemand) -> bool:
+        """True when PodTopologySpread or InterPodAffinity may act on ``pod`` in ``state``."""
+        spread = self.spread
+        if spread is not None and (
+            pod.spread or (spread.defaults and self._default_selected(state, pod))
+        ):
+            return True
+        affinity = self.affinity
+        if affinity is None:
+            return False
+        terms = pod.affinity
+        if terms is not None and (
+            terms.required or terms.required_anti or terms.preferred or terms.preferred_anti
+        ):
+            return True
+        return affinity.placed_terms_match(state, pod)
+
+    def choose(
+        self,
+        masked: Int64Array,
+        static: list[tuple[Any, int, Int64Array]],
+        state: ClusterState,
+        pod: PodDemand,
+        now: float,
+        rng: np.random.Generator,
+    ) -> int | None:
+        """``select(Profile.evaluate(...))`` from the cache's row totals: ``masked`` holds the
+        resource plugins' weighted total on nodes passing the cached filters (``LOWEST``
+        elsewhere), ``static`` the raw scores of the static score plugins that differ by node."""
+        feasible = masked != LOWEST
+        for plugin in self.filters:
+            feasible &= plugin.filter(state, pod, now).feasible
+        if not feasible.any():
+            return None
+        total = np.where(feasible, masked, 0)
+        for plugin, weight, raw in static:
+            total += weight * plugin.normalize(raw, feasible)
+        for scorer, weight in self.scorers:
+            scores = scorer.score_feasible(state, pod, now, feasible)
+            if scores is not None:
+                total += weight * scores
+        candidates = np.flatnonzero(feasible)
+        values = total[candidates]
+        ties = candidates[values == values.max()]
+        if len(ties) == 1:
+            return int(ties[0])
+        return int(ties[int(rng.integers(len(ties)))])
+
+
+def _frozen(labels: Mapping[str, str]) -> frozenset[tuple[str, str]]:
+    return frozenset(labels.items())
