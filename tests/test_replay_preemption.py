@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pytest
@@ -351,8 +352,19 @@ def test_remembered_failures_give_the_same_replay(
     every time gives the same replay."""
     inp = prepare(churn(seed))
     strategy = Strategy(name, load_strategy(name))
+    # the kube presets carry PodTopologySpread and InterPodAffinity: these pods have no spread
+    # or affinity terms, so failures are remembered all the same (``_memo_ok``) — count it
+    remembered = []
+    narrow = ReplayPreemption._on
+
+    def counting(self: ReplayPreemption, *args: Any) -> Any:
+        remembered.append(1)
+        return narrow(self, *args)
+
+    monkeypatch.setattr(ReplayPreemption, "_on", counting)
     quick = replay(inp, strategy, seed=4)
     assert len(quick.preemptions["victim"]) > 0 and quick.waited.sum() > 20
+    assert remembered, "no attempt used the remembered failure"
     monkeypatch.setattr(ReplayPreemption, "_touched_since_failure", lambda self, key: None)
     full = replay(inp, strategy, seed=4)
     _same(quick, full)

@@ -44,6 +44,7 @@ from dataclasses import replace
 import numpy as np
 
 from analyzer.replay.refusals import Journal, Refusal
+from analyzer.replay.topology import TOPOLOGY_PLUGINS as _TOPOLOGY
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import FilterPlugin, Profile
@@ -155,6 +156,11 @@ class ReplayPreemption:
         # a failed attempt stays failed on untouched nodes only if no filter reads anything else
         # (LoadAwareScheduling reads NodeMetrics that change with time)
         self.memo = all(isinstance(f, (*_STATIC, NodeResourcesFit)) for f in profile.filters)
+        # ... or also PodTopologySpread / InterPodAffinity, for a pod on which neither can act
+        # (``_memo_ok``): they then pass on every node, whatever the other nodes hold
+        self.memo_inert = all(
+            isinstance(f, (*_STATIC, NodeResourcesFit, *_TOPOLOGY)) for f in profile.filters
+        )
         self.failed: dict[bytes, int] = {}  # group key -> journal changes at its failed attempt
         self.profile, self.args = profile, plugin.args
         self.state, self.active = state, active
@@ -164,6 +170,9 @@ class ReplayPreemption:
         self.dynamic: list[FilterPlugin] = [
             f for f in profile.filters if not isinstance(f, _STATIC)
         ]
+        # the per-node checks of a remembered failure: only for pods the topology plugins
+        # cannot act on (``_memo_ok``), so those plugins pass and are left out
+        self.per_node = [f for f in self.dynamic if not isinstance(f, _TOPOLOGY)]
         count = len(demands)
         self.node = np.full(count, -1, dtype=np.int64)  # where each placed pod runs now
         self.since = [0] * count  # ns: when the replay last bound it (its start time)
@@ -218,18 +227,35 @@ class ReplayPreemption:
             return None  # no lower-priority pod runs: nothing to evict
         self.attempts += 1
         demand, seconds = self.demands[pod], now / 1e9
-        touched = self._touched_since_failure(key)
+        memo = self._memo_ok(demand)
+        touched = self._touched_since_failure(key) if memo else None
         if touched is None:
             found = self._everywhere(demand, priority, seconds)
         else:
             found = self._on(sorted(touched), demand, priority, seconds)
-        if found is None and self.journal is not None and self.memo:
+        if found is None and self.journal is not None and memo:
             self.failed[key] = self.journal.changes
         else:
             self.failed.pop(key, None)
         if found is not None:
             self.successes += 1
         return found
+
+    def _memo_ok(self, demand: PodDemand) -> bool:
+        """Whether a failed attempt stays failed on untouched nodes for ``demand``: the filters
+        read only each node's own pods and room, or also PodTopologySpread / InterPodAffinity
+        while neither can act on the pod (no spread constraints or default selector, no affinity
+        terms, no placed pod's terms matching it — the score cache's ``TopologyCheck``). A pod
+        that was inert when its failure was remembered and is inert now has seen the topology
+        filters pass on every node both times, so only touched nodes can have changed."""
+        if self.memo:
+            return True
+        if not self.memo_inert or self.journal is None:
+            return False
+        if getattr(self.journal, "kernel", None) is None:
+            return False  # not the incremental cache: no topology check to ask
+        topology = getattr(self.journal, "topology", None)
+        return topology is None or not topology.needs_profile(self.state, demand)
 
     def _touched_since_failure(self, key: bytes) -> set[int] | None:
         """The nodes touched since the group's last failed attempt, when only they can have
@@ -291,7 +317,7 @@ class ReplayPreemption:
                 continue  # nothing to evict here
             view = node_view(self.state, node)
             first = next(
-                (f for f in self.dynamic if not f.filter(view, demand, seconds).feasible[0]), None
+                (f for f in self.per_node if not f.filter(view, demand, seconds).feasible[0]), None
             )
             if first is None:
                 return None  # it fits here: nothing to preempt for

@@ -46,7 +46,8 @@ from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 LOWEST = np.iinfo(np.int64).min  # the cache's "infeasible" row value (scoring.LOWEST)
-_PLUGINS = (PodTopologySpread, InterPodAffinity)
+TOPOLOGY_PLUGINS = (PodTopologySpread, InterPodAffinity)  # the plugins this module checks
+_PLUGINS = TOPOLOGY_PLUGINS
 # kinds a snapshot's kube_objects.json may hold, in their kept form (core.snapshot.kept_objects):
 # [{namespace, name, spec, ...}] or, for PriorityClass, [{name, value, ...}]
 _NAMESPACED = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet",
