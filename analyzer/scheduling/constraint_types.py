@@ -278,7 +278,7 @@ def parse_pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints
 
 def taints_from_json(text: object, where: str = "nodes.taints") -> tuple[Taint, ...]:
     """A snapshot ``taints`` cell (JSON list; missing/empty = none)."""
-    return parse_taints(_json(text, "[]", where), where)
+    return parse_taints(json_cell(text, "[]", where), where)
 
 
 def constraints_from_json(
@@ -287,17 +287,18 @@ def constraints_from_json(
     """A pod's constraints from the snapshot ``tolerations``, ``node_selector`` and ``affinity``
     cells (the last one's required node affinity; its pod terms are not constraints here)."""
     spec = {
-        "tolerations": _json(tolerations, "[]", "pods.tolerations"),
-        "nodeSelector": _json(selector, "{}", "pods.node_selector"),
+        "tolerations": json_cell(tolerations, "[]", "pods.tolerations"),
+        "nodeSelector": json_cell(selector, "{}", "pods.node_selector"),
     }
-    raw = _json(affinity, "{}", "pods.affinity")
+    raw = json_cell(affinity, "{}", "pods.affinity")
     node_affinity = raw.get("nodeAffinity") if isinstance(raw, dict) else None
     if node_affinity:
         spec["affinity"] = {"nodeAffinity": node_affinity}
     return parse_pod_constraints(spec, "pods")
 
 
-def _json(text: object, default: str, where: str) -> Any:
+def json_cell(text: object, default: str, where: str) -> Any:
+    """A snapshot's JSON cell (``default`` when empty); bad JSON is an ``InputError`` naming it."""
     if not isinstance(text, str) or not text:
         text = default
     try:

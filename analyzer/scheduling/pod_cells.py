@@ -14,12 +14,10 @@ are no controller.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any
 
-from analyzer.core.errors import InputError
 from analyzer.scheduling.affinity_types import PodAffinity, parse_pod_affinity
+from analyzer.scheduling.constraint_types import json_cell
 from analyzer.scheduling.spread_types import OwnerRef, SpreadConstraint, parse_spread_constraints
 
 OWNER_API_VERSIONS = {
@@ -31,25 +29,14 @@ OWNER_API_VERSIONS = {
 }
 
 
-def _json(text: object, default: str, where: str) -> Any:
-    if not isinstance(text, str) or not text:
-        text = default
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise InputError(
-            f"{where}: {text[:40]!r} is not valid JSON; re-create the snapshot"
-        ) from None
-
-
 def topology_from_cells(
     affinity: object, spread: object, namespace: str, labels: Mapping[str, str], where: str
 ) -> tuple[tuple[SpreadConstraint, ...], PodAffinity | None]:
     """The pod's spread constraints and pod (anti-)affinity terms from its ``affinity`` and
     ``topology_spread`` cells (missing/empty = none)."""
     spec = {
-        "affinity": _json(affinity, "{}", f"{where}.affinity"),
-        "topologySpreadConstraints": _json(spread, "[]", f"{where}.topology_spread"),
+        "affinity": json_cell(affinity, "{}", f"{where}.affinity"),
+        "topologySpreadConstraints": json_cell(spread, "[]", f"{where}.topology_spread"),
     }
     return (
         parse_spread_constraints(spec, where),
