@@ -209,6 +209,10 @@ def test_monthly_review_of_the_demo(demo: Path) -> None:
     recommended = [w for w in review["workloads"] if w["recommended"]["cpu_cores"] is not None]
     assert recommended
     assert all(w["recommended"]["cpu_cores"] > 0 for w in recommended)
+    rightsizing = review["rightsizing"]
+    by_reason = rightsizing["skipped_by_reason"]
+    assert sum(r["workloads"] for r in by_reason) == rightsizing["skipped"]
+    assert rightsizing["recommended"] + rightsizing["skipped"] == rightsizing["workloads"]
     for pool in pools.values():
         rows = {s["name"]: s for s in pool["scenarios"]}
         assert list(rows) == ["today", "right-size only", "repack only", "both"]

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -200,3 +201,26 @@ def test_decision_right_size_only_keeps_the_scheduler() -> None:
         "Release 2 nodes after right-sizing 5 workloads with today's scheduler (kube-default)"
     )
     assert d["sentence"].endswith("not the growth ahead.")
+
+
+def test_skipped_workloads_are_counted_by_kind_of_reason() -> None:
+    from analyzer.report.monthly_rightsize import _skipped_text, skipped_by_reason
+
+    reasons = pd.Series(
+        [
+            "not running on 2026-10-31, the window's last day (last seen 2026-10-05)",
+            "not running on 2026-10-31, the window's last day (last seen 2026-10-06)",
+            "24 usage samples, fewer than --min-samples 100",
+            "3 usage samples, fewer than --min-samples 100",
+        ]
+    )
+    counted = skipped_by_reason(reasons)
+    assert counted == [
+        {"reason": "fewer than --min-samples 100 usage samples", "workloads": 2},
+        {"reason": "not running on 2026-10-31, the window's last day", "workloads": 2},
+    ]
+    text = _skipped_text({"skipped": 4, "skipped_by_reason": counted})
+    assert text.startswith(
+        "4 skipped: 2 fewer than --min-samples 100 usage samples; 2 not running on 2026-10-31"
+    )
+    assert _skipped_text({"skipped": 0, "skipped_by_reason": []}) == "none skipped"

@@ -93,6 +93,7 @@ def rightsize_review(review: Review, recipe_text: str = DEFAULT_RECIPE) -> Right
         "workloads": len(frame),
         "recommended": int(ok.sum()),
         "skipped": int((~ok).sum()),
+        "skipped_by_reason": skipped_by_reason(frame.loc[~ok, "skipped_reason"]),
         "requested_times_peak_replicas": _totals(frame) if len(frame) else None,
     }
     result = Rightsizing(recipe.name, recipe.describe(), frame, summary)
@@ -194,6 +195,36 @@ def changes_table(rs: Rightsizing) -> TableView:
     )
 
 
+def skipped_by_reason(reasons: pd.Series) -> list[dict[str, Any]]:
+    """Skipped workloads counted by the kind of reason (the text before its first " (", e.g.
+    "not running on 2026-10-31, the window's last day", without the workload's own count of
+    samples or days), most frequent first."""
+    stems = reasons.astype(str).str.split(" (", n=1, regex=False).str[0]
+    # "24 usage samples, fewer than --min-samples 100" → "fewer than --min-samples 100 usage
+    # samples" (the workload's own figure stays in rightsizing.csv)
+    stems = stems.str.replace(
+        r"^\d+ (usage samples|day\(s\) of usage history), fewer than (--min-\S+ \d+)$",
+        r"fewer than \2 \1",
+        regex=True,
+    )
+    counts = stems.value_counts(sort=False)
+    ordered = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+    return [{"reason": str(k), "workloads": int(v)} for k, v in ordered]
+
+
+def _skipped_text(s: dict[str, Any], shown: int = 3) -> str:
+    """``1,243 skipped: 1,200 not running on …; 43 …`` (every reason in rightsizing.csv)."""
+    if not s["skipped"]:
+        return "none skipped"
+    parts = [f"{r['workloads']:,} {r['reason']}" for r in s["skipped_by_reason"][:shown]]
+    more = len(s["skipped_by_reason"]) - shown
+    tail = f"; {more} other reason(s)" if more > 0 else ""
+    return (
+        f"{s['skipped']:,} skipped: {'; '.join(parts)}{tail} — each workload's reason is in "
+        "rightsizing.csv"
+    )
+
+
 def sentence(rs: Rightsizing) -> str:
     """The section's sentence, from ``payload["rightsizing"]``'s values."""
     s = rs.summary
@@ -203,7 +234,7 @@ def sentence(rs: Rightsizing) -> str:
     return (
         f"Recipe {rs.description}, over {s['window']['first_day']} – {s['window']['last_day']}: "
         f"{s['recommended']} of {s['workloads']} workloads have a recommendation "
-        f"({s['skipped']} skipped, see rightsizing.csv's skipped_reason) and {s['changed']} "
+        f"({_skipped_text(s)}) and {s['changed']} "
         f"change a request. Requests × peak replicas: CPU {totals['before']['cpu_cores']:,.1f} → "
         f"{totals['after']['cpu_cores']:,.1f} cores, memory "
         f"{totals['before']['memory_gib']:,.1f} → {totals['after']['memory_gib']:,.1f} GiB."
