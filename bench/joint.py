@@ -32,9 +32,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from analyzer.core.workloads import KEY, workload_keys
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.joint import BOTH, REPACK, JointSettings, run_joint
-from analyzer.whatif.rightsized import KEY, workload_keys
 
 
 def recommendations(pods: pd.DataFrame) -> pd.DataFrame:

@@ -16,11 +16,11 @@ from replay_fixtures import GI, T0, N, P, at, build
 from analyzer.cli import main
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.core.workloads import KEY, apply_recommendations, workload_keys
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.compare import WhatIfSettings, run_whatif
 from analyzer.whatif.joint import BOTH, REPACK, RIGHTSIZE, TODAY, JointSettings, run_joint
-from analyzer.whatif.rightsized import KEY, apply_recommendations, workload_keys
 
 
 def _workloads(snap: Snapshot, owners: dict[str, str]) -> Snapshot:

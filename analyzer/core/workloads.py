@@ -90,3 +90,12 @@ def apply_recommendations(snapshot: Snapshot, recommendations: pd.DataFrame) -> 
                 (limits > 0) & (limits < request), request, limits
             )
     return replace(snapshot, pods=pods)
+
+
+def changed_pods(before: Snapshot, after: Snapshot) -> int:
+    """How many pods have other cpu or memory requests in ``after`` than in ``before``."""
+    differ = np.zeros(len(before.pods), dtype=bool)
+    for resource, _ in RECOMMENDED:
+        column = f"requests:{resource}"
+        differ |= before.pods[column].to_numpy() != after.pods[column].to_numpy()
+    return int(differ.sum())

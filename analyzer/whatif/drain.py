@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.core.workloads import workload_keys
 from analyzer.replay.input import ReplayInput
 from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.projection import UsageMatrices
@@ -40,7 +41,6 @@ from analyzer.replay.refusals import RefusalCounter
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.framework import Profile, select
 from analyzer.whatif.pool_figures import running_at
-from analyzer.whatif.rightsized import workload_keys
 
 SECOND = 1_000_000_000
 FEED_LOOKBACK_S = 1800  # the longest NodeMetric aggregation window the feed reads

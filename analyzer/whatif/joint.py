@@ -5,7 +5,7 @@ unless a window is given); the usage stays what it was in every one:
 
 - **today**: the observed placement (``observed``) with today's requests;
 - **right-size only**: today's scheduler (the *baseline* strategy, default ``kube-default``)
-  replaying the right-sized requests (``analyzer.whatif.rightsized``);
+  replaying the right-sized requests (``analyzer.core.workloads.apply_recommendations``);
 - **repack only**: the *repack* strategy (default ``most-allocated-loadaware``: bin packing with
   LoadAwareScheduling) replaying today's requests;
 - **both**: the repack strategy replaying the right-sized requests.
@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.snapshot import Snapshot
+from analyzer.core.workloads import apply_recommendations, changed_pods
 from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
@@ -43,7 +44,6 @@ from analyzer.whatif.drain import DrainReport, drain_pool
 from analyzer.whatif.evaluate import evaluate
 from analyzer.whatif.explain import node_pools
 from analyzer.whatif.pool_figures import PoolFigures, pool_figures
-from analyzer.whatif.rightsized import apply_recommendations, changed_pods
 
 TODAY, RIGHTSIZE, REPACK, BOTH = "today", "right-size only", "repack only", "both"
 SCENARIOS = (TODAY, RIGHTSIZE, REPACK, BOTH)
