@@ -20,12 +20,11 @@ from analyzer.cli.collect import (
     print_step_note,
     scrape_interval_option,
 )
-from analyzer.cli.report_cmds import _pct, _settings, day_source
+from analyzer.cli.report_cmds import analysis_options, day_source, nightly_settings
 from analyzer.core.durations import parse_day
 from analyzer.core.errors import InputError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.nightly.backfill import NO_DATA, SKIPPED, DayOutcome, backfill_days, run_backfill
-from analyzer.usage.percentiles import METHODS
 
 
 @main.group("history", cls=AnalyzerGroup)
@@ -61,10 +60,7 @@ def _bar(done: int, total: int, last: str) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output folder of the nightly reports: writes OUT/history/.")  # fmt: skip
 @click.option("--force", is_flag=True, help="Re-make days already present.")
-@click.option("--method", type=click.Choice(METHODS), default="nearest-rank", show_default=True,
-              help="Percentile method (nearest-rank = koordlet; linear = Prometheus).")  # fmt: skip
-@click.option("--cpu", type=int, callback=_pct, help="CPU usage threshold % (default 65; 0 = off).")
-@click.option("--memory", type=int, callback=_pct, help="Memory usage threshold % (default 95).")
+@analysis_options
 @click.option("--min-coverage", type=float, default=0.95, show_default=True,
               help="Share of expected usage samples below which a day is partial.")  # fmt: skip
 @scrape_interval_option
@@ -82,7 +78,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
     check_report_out(opts["out"])  # before any work: never write into a user's folder
     if not opts["prometheus"]:
         raise InputError("history backfill: give --prometheus URL (or ANALYZER_PROMETHEUS_URL)")
-    settings = _settings(ctx, {**opts, "day": None, "fail_on_violations": False})
+    settings = nightly_settings(ctx, {**opts, "day": None, "fail_on_violations": False})
     since = timedelta(seconds=duration(opts["since"], "--since"))
     today = datetime.now(UTC).date()
     until = (

@@ -11,6 +11,7 @@ import click
 
 from analyzer.cli.base import is_terminal, main, report
 from analyzer.cli.collect import (
+    F,
     connection_options,
     print_step_note,
     scrape_interval_option,
@@ -36,7 +37,22 @@ def _day(text: str | None) -> date | None:
     return None if text is None else parse_day(text, field="--date")
 
 
-def _settings(ctx: click.Context, opts: dict[str, Any]) -> NightlySettings:
+def analysis_options(func: F) -> F:
+    """``--method``, ``--cpu``, ``--memory``: how a day is analysed (``report nightly`` and
+    ``history backfill`` alike; ``nightly_settings`` reads them)."""
+    func = click.option(
+        "--memory", type=int, callback=_pct, help="Memory usage threshold % (default 95)."
+    )(func)
+    func = click.option(
+        "--cpu", type=int, callback=_pct, help="CPU usage threshold % (default 65; 0 = off)."
+    )(func)
+    return click.option(
+        "--method", type=click.Choice(METHODS), default="nearest-rank", show_default=True,
+        help="Percentile method (nearest-rank = koordlet; linear = Prometheus).",
+    )(func)  # fmt: skip
+
+
+def nightly_settings(ctx: click.Context, opts: dict[str, Any]) -> NightlySettings:
     """Thresholds: flags, else the config file's thresholds:/node_thresholds:, else 65/95."""
     config_data = (ctx.obj or {}).get("config", {})
     thresholds = ThresholdConfig.from_config(config_data, method=opts["method"])
@@ -89,10 +105,7 @@ def day_source(opts: dict[str, Any]) -> DaySource:
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder of templates searched before the built-in ones.")  # fmt: skip
 @click.option("--fail-on-violations", is_flag=True, help="Exit 4 when any threshold was breached.")
-@click.option("--method", type=click.Choice(METHODS), default="nearest-rank", show_default=True,
-              help="Percentile method (nearest-rank = koordlet; linear = Prometheus).")  # fmt: skip
-@click.option("--cpu", type=int, callback=_pct, help="CPU usage threshold % (default 65; 0 = off).")
-@click.option("--memory", type=int, callback=_pct, help="Memory usage threshold % (default 95).")
+@analysis_options
 @click.option("--min-coverage", type=float, default=0.95, show_default=True,
               help="Share of expected usage samples below which the data is partial (exit 3).")  # fmt: skip
 @connection_options
@@ -115,7 +128,7 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
     check_report_out(opts["out"])  # before any work: never lose a fetch, nor a user's folder
     if opts["save_snapshot"] is not None:
         check_snapshot_out(opts["save_snapshot"], "--save-snapshot")
-    settings = _settings(ctx, opts)
+    settings = nightly_settings(ctx, opts)
     if snapshot is not None:
         data = read_snapshot(snapshot)
     elif opts["prometheus"]:
