@@ -146,9 +146,15 @@ def time_lines(
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.0), layout="constrained")
         ax = fig.add_subplot()
+        peak = 0.0
         for name, (x, y) in series.items():
             times = pd.to_datetime(pd.Series(x), utc=True).dt.tz_localize(None)
-            ax.plot(times.to_numpy(), np.asarray(y, dtype=float), linewidth=1.2, label=name)
+            values = np.asarray(y, dtype=float)
+            ax.plot(times.to_numpy(), values, linewidth=1.2, label=name)
+            if np.isfinite(values).any():
+                peak = max(peak, float(np.nanmax(np.abs(values))))
+        if peak == 0:
+            ax.set_ylim(0, 1)  # all zero (e.g. no pod ever pending): no negative counts on the axis
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
