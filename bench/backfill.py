@@ -84,6 +84,13 @@ def main() -> None:
     parser.add_argument("--stream-days", type=float, default=0.0)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/analyzer-bench-backfill"))
     parser.add_argument("--blocks", type=Path, default=None, help="keep/reuse the TSDB here")
+    parser.add_argument(
+        "--start",
+        type=lambda text: datetime.fromisoformat(text.replace("Z", "+00:00")),
+        default=None,
+        help="the generated range's first instant (UTC, e.g. 2026-10-25T00:00:00Z; default: the "
+        "generator's 2026-11-01), so that all the days are complete before today",
+    )
     args = parser.parse_args()
 
     from collect import _build  # bench/collect.py: generate, write OpenMetrics, promtool
@@ -105,6 +112,8 @@ def main() -> None:
         "constant_step": args.constant_step,
         "node_exporter_cpus": args.node_exporter_cpus,
     }
+    if args.start is not None:  # older markers have no start: the generator's default
+        params["start"] = args.start.isoformat()
     marker = blocks.with_name(blocks.name + ".json")
     if args.blocks is not None and marker.exists():
         recorded = json.loads(marker.read_text())

@@ -146,6 +146,7 @@ def _build(
             days=args.days,
             step=args.step,
             pods_per_node=args.pods_per_node,
+            **({"start": args.start} if getattr(args, "start", None) else {}),
         )
     )
     figures["generate_seconds_only"] = round(time.perf_counter() - t, 1)
