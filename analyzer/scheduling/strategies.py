@@ -75,6 +75,7 @@ _KUBE_SCORES = [
     {"name": "PodTopologySpread", "weight": 2},
     {"name": "InterPodAffinity", "weight": 2},
     {"name": "NodeResourcesBalancedAllocation", "weight": 1},
+    {"name": "ImageLocality", "weight": 1},
 ]
 # PodTopologySpread and InterPodAffinity (v1 defaults: System default constraints, weight 2 each)
 # filter and score in every kube-based preset; a replay runs them through ``replay/topology.py``
