@@ -141,6 +141,9 @@ class _Plan:
     # static score plugins whose raw score differs between nodes: (plugin, weight, raw)
     static: list[tuple[Any, int, Int64Array]] = field(default_factory=list)
     static_sums: dict[tuple[int, ...], Int64Array] = field(default_factory=dict)  # by maxima
+    # Σ weight × score of the static plugins without NormalizeScore (ImageLocality), added to
+    # every row's total like a resource score (None: zero everywhere)
+    fixed: Int64Array | None = None
 
 
 class _Kernel:
@@ -153,6 +156,7 @@ class _Kernel:
         self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
         self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
         self.static_scores: list[tuple[Any, int]] = []
+        self.fixed_scores: list[tuple[Any, int]] = []  # static, no NormalizeScore (ImageLocality)
         for weighted in profile.scorers:
             plugin = weighted.plugin
             if isinstance(plugin, NodeResourcesFit):
@@ -160,7 +164,12 @@ class _Kernel:
             elif isinstance(plugin, NodeResourcesBalancedAllocation):
                 self.balanced.append((plugin, weighted.weight))
             elif getattr(plugin, "static_score", False):
-                self.static_scores.append((plugin, weighted.weight))
+                if getattr(plugin, "normalizes", True):
+                    self.static_scores.append((plugin, weighted.weight))
+                else:
+                    self.fixed_scores.append((plugin, weighted.weight))
+        # a fixed score reads the present nodes (ImageLocality's spread): recomputed when they change
+        self.counts_nodes = any(getattr(p, "counts_nodes", False) for p, _ in self.fixed_scores)
 
     @staticmethod
     def supports(profile: Profile) -> bool:
@@ -229,7 +238,18 @@ class _Kernel:
             raw = scorer.score(state, pod, 0.0)
             if raw is not None and weight and len(raw) and int(raw.min()) != int(raw.max()):
                 varying.append((scorer, weight, raw))
-        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying)
+        plan = _Plan(never, checked_axis, fit, balanced, rows, allowed, varying)
+        plan.fixed = self.fixed(state, pod)
+        return plan
+
+    def fixed(self, state: ClusterState, pod: PodDemand) -> Int64Array | None:
+        """Σ weight × score of the static plugins without NormalizeScore (None: all zero)."""
+        total: Int64Array | None = None
+        for scorer, weight in self.fixed_scores:
+            raw = scorer.score(state, pod, 0.0)
+            if raw is not None and weight and raw.any():
+                total = weight * raw if total is None else total + weight * raw
+        return total
 
 
 def _fit_score(
@@ -303,6 +323,7 @@ class _Entry:
     res_pending: dict[int, int] = field(default_factory=dict)
     load_position: int = 0  # how far into ``LoadRows.log`` the load-aware part is up to date
     load_epoch: int = -1  # the ``LoadRows.epoch`` it was computed in (-1: never)
+    members: int = 0  # the ``ScoreCache.members`` version its fixed scores were computed in
 
     def flush(self) -> None:
         """Write the small refreshes' values into ``masked`` (before reading it as a whole)."""
@@ -342,6 +363,12 @@ class ScoreCache:
         if dynamic and self.load is None:
             incremental = False
         self.kernel = _Kernel(kernel_profile) if incremental else None
+        # the present nodes as the fixed scores last saw them, when those read them (ImageLocality
+        # with image data); ``members`` counts the changes (a join or leave moves every node's score)
+        self.members = 0
+        self.known: list[bool] | None = None
+        if self.kernel is not None and self.kernel.counts_nodes and state.node_images:
+            self.known = active.tolist()
         topology = TopologyCheck(profile, state)
         self.topology = topology if topology.present and self.kernel is not None else None
         self.log: list[int] = []  # nodes touched, in order
@@ -359,6 +386,9 @@ class ScoreCache:
         self.log.append(node)
         self.changes += 1
         self.before.pop(node, None)
+        if self.known is not None and self.known[node] != bool(self.active[node]):
+            self.known[node] = bool(self.active[node])
+            self.members += 1
         if self.load is not None:
             self.load.touch(node)
         if len(self.log) >= LOG_LIMIT:
@@ -377,6 +407,7 @@ class ScoreCache:
                 masked=np.full(self.state.node_count, LOWEST, dtype=np.int64),
                 position=-1,
                 pair=pair_form(plan.rows),
+                members=self.members,
             )
             if self.load is not None:
                 entry.load = self.load.shape(demand)
@@ -394,6 +425,11 @@ class ScoreCache:
         else:
             scored = score_rows(self.state, entry.plan.rows, rows, self.active)
             values = [total if ok else LOWEST for ok, total in scored]
+        fixed = entry.plan.fixed
+        if fixed is not None:
+            values = [
+                v if v == LOWEST else v + int(fixed[r]) for r, v in zip(rows, values, strict=True)
+            ]
         allowed = entry.plan.allowed
         if allowed is not None:
             values = [v if allowed[r] else LOWEST for r, v in zip(rows, values, strict=True)]
@@ -486,6 +522,13 @@ class ScoreCache:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
         entry = self._entry(key, demand)
+        if entry.members != self.members:  # nodes joined or left: the fixed scores moved
+            entry.plan.fixed = self.kernel.fixed(self.state, demand)
+            entry.members = self.members
+            entry.position = -1  # every row again
+            entry.pending.clear()
+            entry.res_pending.clear()
+            entry.best = None
         if self.load is not None:
             self.load.sync(now)
             self._refresh_load(entry, now)
@@ -606,6 +649,8 @@ def _evaluate_rows(
         total += weight * _fit_score(plugin, state, cols, rows)
     for bal, weight, cols in plan.balanced:
         total += weight * _balanced_score(bal, state, cols, rows)
+    if plan.fixed is not None:
+        total += plan.fixed[rows]
     return feasible, total
 
 

@@ -26,6 +26,7 @@ counts ``ClusterState.present`` (a replay's active nodes) when set.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -86,8 +87,7 @@ class _Index:
                 sizes.setdefault(name, []).append(int(size))
         self.count = state.node_count
         self.names: dict[str, tuple[Int64Array, Int64Array]] = {
-            name: (np.array(rows[name], np.int64), np.array(sizes[name], np.int64))
-            for name in rows
+            name: (np.array(rows[name], np.int64), np.array(sizes[name], np.int64)) for name in rows
         }
         self.zeros = np.zeros(state.node_count, dtype=np.int64)  # shared: callers never write it
 
@@ -126,6 +126,7 @@ class ImageLocality:
     name = NAME
     static_score = True  # reads node images only: the replay caches it per pod shape
     counts_nodes = True  # ... and the present nodes: the replay recomputes it when they change
+    normalizes = False  # no NormalizeScore: the replay adds it to each row like a resource score
 
     def __init__(self, args: Any = None, version: KubeVersion | None = None) -> None:
         self.version = version
@@ -227,3 +228,60 @@ def container_images(raw: Any, where: str) -> tuple[str, ...]:
             raise InputError(f"{where}[{i}].image: {image!r} is not an image name")
         out.append(image)
     return tuple(out)
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError:
+        raise InputError(f"{where}: {text[:40]!r} is not JSON; re-create the snapshot") from None
+
+
+def node_images_from_json(texts: Sequence[str], where: str) -> list[dict[str, int]]:
+    """Snapshot ``nodes.images`` cells (JSON ``[{names, sizeBytes}]``) as name -> size per node;
+    an empty list when no node lists any image. Equal cells are parsed once."""
+    parsed: dict[str, dict[str, int]] = {}
+    for text in dict.fromkeys(texts):
+        parsed[text] = image_lists(_json(text, where), where)
+    out = [parsed[t] for t in texts]
+    return out if any(out) else []
+
+
+def pod_images_from_json(text: str, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A snapshot ``pods.container_images`` cell as (app containers' images, init containers')."""
+    raw = _json(text, where)
+    if raw is None or raw == {}:
+        return (), ()
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: expected a JSON object {{containers, initContainers}}")
+    lists = []
+    for key in ("containers", "initContainers"):
+        images = raw.get(key) or []
+        if not isinstance(images, list) or not all(isinstance(i, str) for i in images):
+            raise InputError(f"{where}.{key}: expected a list of image names")
+        lists.append(tuple(images))
+    return lists[0], lists[1]
+
+
+def pod_images_json(containers: Sequence[str], init_containers: Sequence[str]) -> str:
+    """The ``pods.container_images`` cell of a pod ("{}" when no image is known)."""
+    if not any(containers) and not any(init_containers):
+        return "{}"
+    return json.dumps(
+        {"containers": list(containers), "initContainers": list(init_containers)}, sort_keys=True
+    )
+
+
+def node_images_json(raw: Any) -> str:
+    """The ``nodes.images`` cell of a Node's ``status.images`` (sizes and names only)."""
+    if not isinstance(raw, list):
+        return "[]"
+    out = [
+        {
+            "names": [str(n) for n in (item.get("names") or [])],
+            "sizeBytes": int(item.get("sizeBytes") or 0),
+        }
+        for item in raw
+        if isinstance(item, Mapping)
+    ]
+    return json.dumps(out, sort_keys=True)
