@@ -354,3 +354,18 @@ def test_cli_explain_shows_the_sum(tmp_path: Path) -> None:
     # node1: 40 MB × 1/2 = 20971520 B and 300 MB × 1/2 = 157286400 B; sum 178257920 B
     assert "178257920" in explained.stdout
     assert "gcr.io/300:latest" in explained.stdout
+
+
+def test_legacy_policy_priority() -> None:
+    # a 1.16 Policy naming ImageLocalityPriority (weight 2) scores it on the 0–10 scale:
+    # node2 holds gcr.io/250 (125 MB after the spread): 10 × 102 / 977 = 1.04 → 1, × 2 = 2
+    policy = {"kind": "Policy", "priorities": [{"name": "ImageLocalityPriority", "weight": 2}]}
+    doc = {
+        "kubernetesVersion": "1.16",
+        "scheduler": policy,
+        "nodes": [node("node1", N_40_300_2000), node("node2", N_250_10)],
+        "pod": pod(["gcr.io/40", "gcr.io/250"]),
+    }
+    evaluation = build_scenario(doc).evaluate()
+    assert evaluation.scores["ImageLocalityPriority"].tolist() == [0, 1]
+    assert evaluation.total.tolist() == [0, 2]
