@@ -9,8 +9,9 @@ time of each counts, a shared machine only slows runs down):
 - ``no-images``: kube-default (with ImageLocality) on the same snapshot: the plugin scores 0
   everywhere, its raw score is uniform and the cache drops it;
 - ``images``: kube-default on the snapshot given image data: each workload runs image
-  ``reg.io/<workload>:1`` (20–900 MiB, fixed per name), every node lists the images of the pods
-  that really ran on it, plus a 300 MiB base image on every node.
+  ``reg.io/<workload>:1`` (100–1,900 MiB, fixed per name), every node lists the images of the
+  pods that really ran on it, ``--extra`` other workloads' images drawn at random (pulled there
+  earlier) and a 300 MiB base image.
 
 The ``images`` replay's first ``--check-events`` events are checked equal to the full-rescoring
 path (``Profile.evaluate`` over the present nodes for every pod), and ``no-images`` must place
@@ -54,7 +55,7 @@ def cluster(path: Path | None, nodes: int, seed: int, churn: float) -> Snapshot:
     return snapshot
 
 
-def with_images(snapshot: Snapshot) -> Snapshot:
+def with_images(snapshot: Snapshot, extra: int) -> Snapshot:
     """The snapshot with container images per workload and node images where pods ran."""
     pods, nodes = snapshot.pods.copy(), snapshot.nodes.copy()
     images = [f"reg.io/{w}:1" for w in pods["workload_name"].fillna("none")]
@@ -65,9 +66,14 @@ def with_images(snapshot: Snapshot) -> Snapshot:
     pods["container_images"] = [cells[i] for i in images]
 
     def size(name: str) -> int:
-        return (20 + zlib.crc32(name.encode()) % 881) * MB
+        return (100 + zlib.crc32(name.encode()) % 1801) * MB
 
-    held: dict[str, set[str]] = {str(n): {BASE} for n in nodes["node"]}
+    rng = np.random.default_rng(0)
+    distinct = sorted(set(images))
+    held: dict[str, set[str]] = {
+        str(n): {BASE, *(distinct[int(k)] for k in rng.integers(0, len(distinct), extra))}
+        for n in nodes["node"]
+    }
     for name, where in zip(images, pods["node"], strict=True):
         if isinstance(where, str) and where in held:
             held[where].add(name)
@@ -94,11 +100,12 @@ def main() -> None:
     parser.add_argument("--snapshot", help="Keep/reuse the generated cluster in this folder.")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--check-events", type=int, default=3000)
+    parser.add_argument("--extra", type=int, default=30, help="Other images per node.")
     args = parser.parse_args()
     snapshot = cluster(
         Path(args.snapshot) if args.snapshot else None, args.nodes, args.seed, args.churn
     )
-    plain, imaged = prepare(snapshot), prepare(with_images(snapshot))
+    plain, imaged = prepare(snapshot), prepare(with_images(snapshot, args.extra))
     kube = load_strategy("kube-default")
     bare = replace(kube, scorers=[w for w in kube.scorers if w.plugin.name != "ImageLocality"])
     runs: dict[str, tuple[ReplayInput, Strategy]] = {
@@ -141,6 +148,7 @@ def main() -> None:
                 "pods": plain.pod_count,
                 "figures": figures,
                 "moved_by_images": moved,
+                "distinct_images": len({d.images for d in imaged.demands}),
                 "loadavg": os.getloadavg(),
             }
         )

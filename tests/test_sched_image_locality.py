@@ -332,9 +332,9 @@ def test_cache_follows_nodes_joining_and_leaving() -> None:
     cache.touch(2)
     cache.touch(3)
     assert plugin.score(state, demand, 0.0).tolist() == [89, 89, 0, 0]
-    entry = cache.entries[b"k"]
     cache.choose(b"k", demand, 0.0, rng)
-    assert entry.plan.fixed is not None and entry.plan.fixed[:2].tolist() == [89, 89]
+    members, fixed = cache.fixed[(demand.images, demand.init_images)]
+    assert members == 2 and fixed is not None and fixed.tolist() == [89, 89, 0, 0]
 
 
 def test_cli_explain_shows_the_sum(tmp_path: Path) -> None:

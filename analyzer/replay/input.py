@@ -208,13 +208,12 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     )
     controllers = {o: controller_from_owner(*o) for o in dict.fromkeys(owners)}
     uids = pods["uid"].astype(str).tolist()
-    # ImageLocality: the container images, parsed once per distinct cell; in the shape key only
-    # when some node lists images (else the plugin scores 0 everywhere and keys stay as they were)
+    # ImageLocality: the container images, parsed once per distinct cell (not in the shape key:
+    # the score cache keeps ImageLocality per image set, and images change no filter)
     image_texts = _column(pods, "container_images", "{}")
     images = {
         t: pod_images_from_json(t, "pods.container_images") for t in dict.fromkeys(image_texts)
     }
-    with_images = bool(state.node_images)
     # with terms anywhere, pods of one shape may differ in what the topology plugins do: the
     # shape key then also holds namespace, labels, owner and terms (pending-queue groups)
     terms = any(spread or affinity is not None for spread, affinity in topology.values())
@@ -257,8 +256,6 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
             key += f"|{texts[i][2]}".encode()
         if topology_on:
             key += "|{}|{}|{}|{}|{}".format(*cells[i], owners[i]).encode()
-        if with_images:
-            key += f"|{image_texts[i]}".encode()
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
     return demands, keys

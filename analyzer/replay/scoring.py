@@ -13,7 +13,10 @@ calls the core's array helpers and is checked bit-for-bit against ``Profile.eval
 ``tests/test_replay_scoring.py``. Score plugins marked ``static_score`` (TaintToleration,
 NodeAffinity: their raw score reads only node taints and labels) are computed once per shape; a
 raw score equal on every node adds the same normalised value to every feasible node and is
-dropped, otherwise ``choose`` normalises it over the currently feasible nodes (one numpy pass).
+dropped, otherwise ``choose`` normalises it over the currently feasible nodes (one numpy pass). Static
+plugins without NormalizeScore (ImageLocality) are kept per pod image set instead of per shape
+(they read only node images and the present nodes; recomputed after a node joins or leaves) and
+added to the shape's totals at the choice when not 0 everywhere.
 Load-aware profiles (the resource plugins plus one LoadAwareScheduling) keep the resource part per
 shape as above and add the load-aware verdict and score per row (``analyzer.replay.loadrows``):
 rows go stale on binds and unbinds, on NodeMetric reports (only the rows whose inputs moved, or
@@ -141,9 +144,6 @@ class _Plan:
     # static score plugins whose raw score differs between nodes: (plugin, weight, raw)
     static: list[tuple[Any, int, Int64Array]] = field(default_factory=list)
     static_sums: dict[tuple[int, ...], Int64Array] = field(default_factory=dict)  # by maxima
-    # Σ weight × score of the static plugins without NormalizeScore (ImageLocality), added to
-    # every row's total like a resource score (None: zero everywhere)
-    fixed: Int64Array | None = None
 
 
 class _Kernel:
@@ -238,9 +238,7 @@ class _Kernel:
             raw = scorer.score(state, pod, 0.0)
             if raw is not None and weight and len(raw) and int(raw.min()) != int(raw.max()):
                 varying.append((scorer, weight, raw))
-        plan = _Plan(never, checked_axis, fit, balanced, rows, allowed, varying)
-        plan.fixed = self.fixed(state, pod)
-        return plan
+        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying)
 
     def fixed(self, state: ClusterState, pod: PodDemand) -> Int64Array | None:
         """Σ weight × score of the static plugins without NormalizeScore (None: all zero)."""
@@ -323,7 +321,6 @@ class _Entry:
     res_pending: dict[int, int] = field(default_factory=dict)
     load_position: int = 0  # how far into ``LoadRows.log`` the load-aware part is up to date
     load_epoch: int = -1  # the ``LoadRows.epoch`` it was computed in (-1: never)
-    members: int = 0  # the ``ScoreCache.members`` version its fixed scores were computed in
 
     def flush(self) -> None:
         """Write the small refreshes' values into ``masked`` (before reading it as a whole)."""
@@ -363,11 +360,18 @@ class ScoreCache:
         if dynamic and self.load is None:
             incremental = False
         self.kernel = _Kernel(kernel_profile) if incremental else None
-        # the present nodes as the fixed scores last saw them, when those read them (ImageLocality
-        # with image data); ``members`` counts the changes (a join or leave moves every node's score)
+        # fixed scores (ImageLocality, with image data): kept per pod image set, not per shape
+        # (they read only node images and the present nodes), with the ``members`` version they
+        # were computed in; ``members`` counts joins and leaves (each moves every node's score)
+        self.fixed_on = (
+            self.kernel is not None and bool(self.kernel.fixed_scores) and bool(state.node_images)
+        )
+        self.fixed: dict[
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[int, Int64Array | None]
+        ] = {}
         self.members = 0
         self.known: list[bool] | None = None
-        if self.kernel is not None and self.kernel.counts_nodes and state.node_images:
+        if self.fixed_on and self.kernel is not None and self.kernel.counts_nodes:
             self.known = active.tolist()
         topology = TopologyCheck(profile, state)
         self.topology = topology if topology.present and self.kernel is not None else None
@@ -407,7 +411,6 @@ class ScoreCache:
                 masked=np.full(self.state.node_count, LOWEST, dtype=np.int64),
                 position=-1,
                 pair=pair_form(plan.rows),
-                members=self.members,
             )
             if self.load is not None:
                 entry.load = self.load.shape(demand)
@@ -425,11 +428,6 @@ class ScoreCache:
         else:
             scored = score_rows(self.state, entry.plan.rows, rows, self.active)
             values = [total if ok else LOWEST for ok, total in scored]
-        fixed = entry.plan.fixed
-        if fixed is not None:
-            values = [
-                v if v == LOWEST else v + int(fixed[r]) for r, v in zip(rows, values, strict=True)
-            ]
         allowed = entry.plan.allowed
         if allowed is not None:
             values = [v if allowed[r] else LOWEST for r, v in zip(rows, values, strict=True)]
@@ -522,13 +520,7 @@ class ScoreCache:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
         entry = self._entry(key, demand)
-        if entry.members != self.members:  # nodes joined or left: the fixed scores moved
-            entry.plan.fixed = self.kernel.fixed(self.state, demand)
-            entry.members = self.members
-            entry.position = -1  # every row again
-            entry.pending.clear()
-            entry.res_pending.clear()
-            entry.best = None
+        fixed = self._fixed(demand) if self.fixed_on else None
         if self.load is not None:
             self.load.sync(now)
             self._refresh_load(entry, now)
@@ -536,11 +528,12 @@ class ScoreCache:
             self._refresh(entry)
         if self.topology is not None and self.topology.needs_profile(self.state, demand):
             entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
-            return self.topology.choose(
-                entry.masked, entry.plan.static, self.state, demand, now, rng
-            )
-        if entry.plan.static:
-            return _choose_static(entry, rng)
+            masked = entry.masked
+            if fixed is not None:
+                masked = np.where(masked != LOWEST, masked + fixed, LOWEST)
+            return self.topology.choose(masked, entry.plan.static, self.state, demand, now, rng)
+        if entry.plan.static or fixed is not None:
+            return _choose_static(entry, rng, fixed)
         if entry.best is None:
             entry.flush()
             best = int(entry.masked.max())
@@ -552,6 +545,18 @@ class ScoreCache:
         if len(ties) == 1:
             return ties[0]
         return ties[int(rng.integers(len(ties)))]
+
+    def _fixed(self, demand: PodDemand) -> Int64Array | None:
+        """Σ weight × score of the fixed plugins for the pod's images (None: 0 on every node),
+        recomputed when nodes joined or left since."""
+        assert self.kernel is not None
+        key = (demand.images, demand.init_images)
+        cached = self.fixed.get(key)
+        if cached is not None and cached[0] == self.members:
+            return cached[1]
+        value = self.kernel.fixed(self.state, demand)
+        self.fixed[key] = (self.members, value)
+        return value
 
     def may_fit(
         self, pending: Sequence[int], demands: Sequence[PodDemand], changed: Sequence[int]
@@ -577,8 +582,11 @@ class ScoreCache:
         return [p for p, hit in zip(pending, hits, strict=True) if hit]
 
 
-def _choose_static(entry: _Entry, rng: np.random.Generator) -> int | None:
-    """Selection with static score plugins normalised over the feasible nodes of this moment.
+def _choose_static(
+    entry: _Entry, rng: np.random.Generator, fixed: Int64Array | None = None
+) -> int | None:
+    """Selection with static score plugins normalised over the feasible nodes of this moment,
+    plus the ``fixed`` scores (ImageLocality: no normalisation) when given.
 
     A normalised score depends on the raw score and on the max raw score over the feasible nodes
     only, so the weighted sum is kept per tuple of maxima; infeasible nodes stay far below any
@@ -589,14 +597,18 @@ def _choose_static(entry: _Entry, rng: np.random.Generator) -> int | None:
     if not feasible.any():
         return None
     plan = entry.plan
-    peaks = tuple(int(raw[feasible].max()) for _, _, raw in plan.static)
-    extra = plan.static_sums.get(peaks)
-    if extra is None:
-        extra = np.zeros(len(feasible), dtype=np.int64)
-        for (plugin, weight, raw), peak in zip(plan.static, peaks, strict=True):
-            extra += weight * plugin.normalize(raw, raw <= peak)  # its max over these is peak
-        plan.static_sums[peaks] = extra
-    total = entry.masked + extra
+    total = entry.masked
+    if plan.static:
+        peaks = tuple(int(raw[feasible].max()) for _, _, raw in plan.static)
+        extra = plan.static_sums.get(peaks)
+        if extra is None:
+            extra = np.zeros(len(feasible), dtype=np.int64)
+            for (plugin, weight, raw), peak in zip(plan.static, peaks, strict=True):
+                extra += weight * plugin.normalize(raw, raw <= peak)  # its max over these is peak
+            plan.static_sums[peaks] = extra
+        total = total + extra
+    if fixed is not None:
+        total = total + fixed
     ties = np.flatnonzero(total == total.max())
     if len(ties) == 1:
         return int(ties[0])
@@ -649,8 +661,6 @@ def _evaluate_rows(
         total += weight * _fit_score(plugin, state, cols, rows)
     for bal, weight, cols in plan.balanced:
         total += weight * _balanced_score(bal, state, cols, rows)
-    if plan.fixed is not None:
-        total += plan.fixed[rows]
     return feasible, total
 
 
@@ -662,6 +672,9 @@ def evaluate_all(
     plan = kernel.plan(state, pod)
     entry = _Entry(plan, pod.requests[plan.checked], np.zeros(0, np.int64), -1)
     feasible, total = _evaluate_rows(kernel, state, entry, np.arange(state.node_count), active)
+    fixed = kernel.fixed(state, pod)
+    if fixed is not None:
+        total = total + fixed
     for scorer, weight in kernel.static_scores:  # uniform ones too: the core adds them
         raw = scorer.score(state, pod, 0.0)
         if raw is not None:

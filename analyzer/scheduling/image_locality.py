@@ -101,11 +101,6 @@ def _index(state: ClusterState) -> _Index:
     return index
 
 
-def has_image_data(state: ClusterState) -> bool:
-    """True when some node lists an image (else ImageLocality scores 0 everywhere)."""
-    return bool(_index(state).names)
-
-
 def _spread(state: ClusterState, rows: Int64Array) -> tuple[int, int]:
     """(NumNodes, totalNumNodes): the present nodes listing the image, the present nodes."""
     present = state.present
@@ -124,7 +119,7 @@ class ImageLocality:
     """The ImageLocality score plugin (no filter, no NormalizeScore)."""
 
     name = NAME
-    static_score = True  # reads node images only: the replay caches it per pod shape
+    static_score = True  # reads node images only: the replay caches it per pod image set
     counts_nodes = True  # ... and the present nodes: the replay recomputes it when they change
     normalizes = False  # no NormalizeScore: the replay adds it to each row like a resource score
 
