@@ -369,3 +369,17 @@ def test_legacy_policy_priority() -> None:
     evaluation = build_scenario(doc).evaluate()
     assert evaluation.scores["ImageLocalityPriority"].tolist() == [0, 1]
     assert evaluation.total.tolist() == [0, 2]
+
+
+def test_example_scenario() -> None:
+    # examples/score-image-locality.yaml works the numbers out in its comments
+    example = Path(__file__).parent.parent / "examples" / "score-image-locality.yaml"
+    result = CliRunner().invoke(main, ["score", str(example)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert {n["name"]: n["scores"]["ImageLocality"] for n in out["nodes"]} == {
+        "node-a": 32,
+        "node-b": 36,
+        "node-c": 0,
+    }
+    assert out["chosen"] == "node-b"
