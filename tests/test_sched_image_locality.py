@@ -383,3 +383,94 @@ def test_example_scenario() -> None:
         "node-c": 0,
     }
     assert out["chosen"] == "node-b"
+
+
+def test_collect_kube_objects_gives_node_and_pod_images() -> None:
+    # a Node object with status.images and a ReplicaSet template with container images: the
+    # snapshot's nodes.images and pods.container_images take them (field source "objects"); a pod
+    # whose images the metrics gave keeps them ("metrics"); a node without an object has none
+    from analyzer.collect.enrich import enrich_snapshot
+    from analyzer.collect.kube_objects import KubeObjects, add_object
+    from analyzer.core.snapshot import SnapshotMeta, empty_table, make_snapshot
+
+    pods = pd.DataFrame(
+        {
+            "uid": ["u1", "u2"],
+            "namespace": ["shop", "shop"],
+            "name": ["web-5d9f8-aaaaa", "web-5d9f8-bbbbb"],
+            "owner_kind": ["ReplicaSet", "ReplicaSet"],
+            "owner_name": ["web-5d9f8", "web-5d9f8"],
+            "workload_kind": ["Deployment", "Deployment"],
+            "workload_name": ["web", "web"],
+            "priority_class": ["", ""],
+            "container_images": ["{}", '{"containers": ["web:2"], "initContainers": []}'],
+        }
+    )
+    for col in (
+        "requests:cpu",
+        "requests:memory",
+        "nonzero_requests:cpu",
+        "nonzero_requests:memory",
+    ):
+        pods[col] = 0
+    nodes = pd.DataFrame({"node": ["n1", "n2"], "allocatable:cpu": 1, "allocatable:memory": 1})
+    meta = SnapshotMeta("http://prom", "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", 60,
+                        "2026-11-02T00:00:00Z", "test")  # fmt: skip
+    snapshot = make_snapshot(meta, nodes, pods, empty_table("node_usage"), empty_table("pod_usage"))
+    objects = KubeObjects()
+    template = {
+        "spec": {
+            "containers": [{"name": "web", "image": "web:1"}, {"name": "log", "image": "fluent"}],
+            "initContainers": [{"name": "init", "image": "busybox"}],
+        }
+    }
+    status = {"images": [{"names": ["web:1", "reg/web@sha256:ab"], "sizeBytes": 300 * MB}]}
+    for i, obj in enumerate(
+        [
+            {
+                "kind": "ReplicaSet",
+                "metadata": {"name": "web-5d9f8", "namespace": "shop"},
+                "spec": {"template": template},
+            },
+            {"kind": "Node", "metadata": {"name": "n1"}, "status": status},
+        ]
+    ):
+        add_object(objects, obj, f"items[{i}]")
+    got, _ = enrich_snapshot(snapshot, objects)
+    rows = {r["uid"]: r for r in got.pods.to_dict("records")}
+    assert json.loads(rows["u1"]["container_images"]) == {
+        "containers": ["web:1", "fluent"],
+        "initContainers": ["busybox"],
+    }
+    assert json.loads(rows["u1"]["field_sources"])["container_images"] == "objects"
+    assert json.loads(rows["u2"]["container_images"])["containers"] == ["web:2"]
+    assert json.loads(rows["u2"]["field_sources"])["container_images"] == "metrics"
+    node_rows = {r["node"]: r for r in got.nodes.to_dict("records")}
+    assert json.loads(node_rows["n1"]["images"]) == [
+        {"names": ["web:1", "reg/web@sha256:ab"], "sizeBytes": 300 * MB}
+    ]
+    assert node_rows["n2"]["images"] == "[]"
+    assert got.meta.extra["field_sources"]["nodes"]["images"] == {"objects": 1, "none": 1}
+    # and the replay reads both: u1's images, n1's image index
+    inp = prepare(got)
+    assert inp.demands[0].images == ("web:1", "fluent") and inp.demands[0].init_images == (
+        "busybox",
+    )
+    assert inp.template.node_images == [{"web:1": 300 * MB, "reg/web@sha256:ab": 300 * MB}, {}]
+
+
+def test_collect_metrics_take_image_spec() -> None:
+    # kube_pod_container_info's image_spec (the spec image) wins over image (the runtime's)
+    from analyzer.collect.pods import _Pod, _spec
+    from analyzer.scheduling.image_locality import pod_images_json
+
+    pod = _Pod("u")
+    pod.containers = {"a": {}, "b": {}}
+    pod.init_containers = {"i": {}}
+    pod.images = {"a": "nginx:1.25", "i": "busybox"}
+    spec = _spec(pod)
+    cell = pod_images_json(
+        [pod.images.get(c.name, "") for c in spec.containers],
+        [pod.images.get(c.name, "") for c in spec.init_containers],
+    )
+    assert json.loads(cell) == {"containers": ["nginx:1.25", ""], "initContainers": ["busybox"]}
