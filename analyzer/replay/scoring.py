@@ -156,7 +156,8 @@ class _Kernel:
         self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
         self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
         self.static_scores: list[tuple[Any, int]] = []
-        self.fixed_scores: list[tuple[Any, int]] = []  # static, no NormalizeScore (ImageLocality)
+        # static, no NormalizeScore (ImageLocality): read only node data and the pod's images
+        self.fixed_scores: list[tuple[Any, int]] = []
         for weighted in profile.scorers:
             plugin = weighted.plugin
             if isinstance(plugin, NodeResourcesFit):
