@@ -183,7 +183,8 @@ def test_balanced_weights_must_be_one() -> None:
 def test_defaults_and_multipoint_merging() -> None:
     # no configuration at all = kube-scheduler defaults: the modelled default filters in the v1
     # default plugin order (TaintToleration, NodeAffinity, NodeResourcesFit); the v1 default
-    # score weights of the modelled ones: TaintToleration 3, NodeAffinity 2, Fit 1, Balanced 1
+    # score weights of the modelled ones: TaintToleration 3, NodeAffinity 2, Fit 1, Balanced 1,
+    # ImageLocality 1
     # (kube-scheduler's getDefaultPlugins); PrioritySort orders the queue, DefaultPreemption is
     # the post-filter; replays run PodTopologySpread and InterPodAffinity too (replay/topology.py),
     # so the implicit defaults are the same for replays and ``analyzer score`` scenarios
@@ -201,6 +202,7 @@ def test_defaults_and_multipoint_merging() -> None:
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
     assert spec.queue_sort == ["PrioritySort"]
     assert spec.post_filters == ["DefaultPreemption"]
@@ -218,6 +220,7 @@ def test_defaults_and_multipoint_merging() -> None:
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
     assert spec.args["NodeResourcesFit"].strategy == "LeastAllocated"
     # a point's enabled entry overrides the multiPoint weight; disabling one plugin keeps the other
@@ -241,6 +244,7 @@ def test_defaults_and_multipoint_merging() -> None:
         "NodeResourcesFit": 5,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
+        "ImageLocality": 1,
         "LoadAwareScheduling": 4,
     }
     assert spec.filters == [
@@ -352,6 +356,7 @@ def test_strategies_command_and_presets() -> None:
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
     }
     with pytest.raises(InputError, match="kube-default"):
         load_strategy("kube-defualt")

@@ -296,7 +296,8 @@ def test_unmodelled_plugins_give_a_note_not_a_crash(tmp_path: Path) -> None:
 
 def test_full_v1_defaults_in_a_scenario(tmp_path: Path) -> None:
     # a configuration that only names the API: the v1 default profile, PodTopologySpread weight 2
-    # beside the other modelled v1 default scores (TaintToleration 3, NodeAffinity 2)
+    # beside the other modelled v1 default scores (TaintToleration 3, NodeAffinity 2,
+    # ImageLocality 1)
     scenario = _replicaset_scenario()
     scenario["scheduler"] = {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     payload = cli_json(tmp_path, scenario)
@@ -307,6 +308,7 @@ def test_full_v1_defaults_in_a_scenario(tmp_path: Path) -> None:
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
     }
     assert {n["name"]: n["scores"][PTS] for n in payload["nodes"]} == {"a": 40, "b": 100}
 

@@ -78,16 +78,19 @@ def test_loadaware_presets_are_the_existing_plugins_combined(tmp_path: Path) -> 
         scores = _scores(result)
         alone = _scores(_score(tmp_path, packing))
         for node, got in scores.items():
-            # NodeAffinity skips (no preferred terms); TaintToleration scores as in the v1 default
+            # NodeAffinity skips (no preferred terms); TaintToleration scores as in the v1 default;
+            # ImageLocality has no PreScore skip: 0, no node lists images
             assert set(got) == {
                 "TaintToleration",
                 "NodeResourcesFit",
                 "NodeResourcesBalancedAllocation",
                 "LoadAwareScheduling",
+                "ImageLocality",
             }
+            assert got["ImageLocality"] == 0
             assert got["NodeResourcesFit"] == alone[node]["NodeResourcesFit"]
             assert got["LoadAwareScheduling"] == koord[node]["LoadAwareScheduling"]
-        # weights 3 (TaintToleration) and 1/1/1: the total is that weighted sum
+        # weights 3 (TaintToleration) and 1/1/1/1: the total is that weighted sum
         for node in result["nodes"]:
             scores_of = node["scores"]
             assert node["total"] == sum(scores_of.values()) + 2 * scores_of["TaintToleration"]

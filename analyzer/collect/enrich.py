@@ -40,9 +40,18 @@ from analyzer.collect.kube_objects import (
 )
 from analyzer.collect.usage import POOL_LABELS
 from analyzer.core.snapshot import Snapshot, make_snapshot
+from analyzer.scheduling.image_locality import node_images_json
 
-POD_FIELDS = ("tolerations", "node_selector", "affinity", "topology_spread", "labels", "priority")
-NODE_FIELDS = ("labels", "taints")
+POD_FIELDS = (
+    "tolerations",
+    "node_selector",
+    "affinity",
+    "topology_spread",
+    "labels",
+    "priority",
+    "container_images",
+)
+NODE_FIELDS = ("labels", "taints", "images")
 # snapshot queries whose series mean kube-state-metrics exported the field for every pod
 _OBSERVED_BY = {"tolerations": "pod_tolerations", "node_selector": "pod_nodeselectors"}
 
@@ -121,6 +130,7 @@ _POD_INPUT = (
     "affinity",
     "topology_spread",
     "labels",
+    "container_images",
 )
 
 
@@ -150,6 +160,7 @@ def enrich_pods(
             "workload_kind",
             "workload_name",
             "field_sources",
+            "container_images",
         )
     }
     texts: dict[int, dict[str, str]] = {}  # per template: its fields as JSON cells
@@ -208,6 +219,16 @@ def enrich_pods(
         else:
             columns["labels"].append(labels if isinstance(labels, str) else "{}")
             sources["labels"] = "none"
+        images = row.get("container_images")
+        if not _is_empty(images):
+            columns["container_images"].append(images)
+            sources["container_images"] = "metrics"
+        elif fields is not None and not _is_empty(fields.container_images):
+            columns["container_images"].append(fields.container_images)
+            sources["container_images"] = "objects"
+        else:
+            columns["container_images"].append("{}")
+            sources["container_images"] = "none"
         klass = str(row.get("priority_class") or "") or (fields.priority_class if fields else "")
         priority = row.get("priority")
         if fields is not None and fields.priority is not None:
@@ -246,14 +267,17 @@ def enrich_nodes(
     """The nodes table with labels, pool and taints of the Node objects; source counts."""
     nodes = nodes.copy()
     counts: Counter[tuple[str, str]] = Counter()
-    labels_col, taints_col, pools = [], [], []
+    labels_col, taints_col, pools, images_col = [], [], [], []
     for row in nodes.to_dict("records"):
         obj = objects.get("Node", "", str(row["node"]))
         if obj is None:
             labels_col.append(row.get("labels") or "{}")
             taints_col.append(row.get("taints") or "[]")
             pools.append(row.get("pool"))
-            counts.update({("labels", "metrics"): 1, ("taints", "metrics"): 1})
+            images_col.append(row.get("images") or "[]")
+            counts.update(
+                {("labels", "metrics"): 1, ("taints", "metrics"): 1, ("images", "none"): 1}
+            )
             continue
         meta = obj.get("metadata") or {}
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
@@ -274,10 +298,14 @@ def enrich_nodes(
         if pd.isna(pool) or not pool:
             pool = next((labels[k] for k in POOL_LABELS if k in labels), pool)
         pools.append(pool)
-        counts.update({("labels", "objects"): 1, ("taints", "objects"): 1})
+        images_col.append(node_images_json((obj.get("status") or {}).get("images")))
+        counts.update(
+            {("labels", "objects"): 1, ("taints", "objects"): 1, ("images", "objects"): 1}
+        )
     nodes["labels"] = pd.Series(labels_col, index=nodes.index, dtype="string")
     nodes["taints"] = pd.Series(taints_col, index=nodes.index, dtype="string")
     nodes["pool"] = pd.Series(pools, index=nodes.index, dtype="string")
+    nodes["images"] = pd.Series(images_col, index=nodes.index, dtype="string")
     return nodes, counts
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import kept_objects
 from analyzer.scheduling.constraint_types import parse_pod_constraints, parse_taints
+from analyzer.scheduling.image_locality import container_images, pod_images_json
 
 # The kinds read; template kinds hold a pod template (CronJob: spec.jobTemplate.spec.template).
 TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
@@ -47,6 +48,7 @@ class TemplateFields:
     priority_class: str = ""
     priority: int | None = None  # spec.priority (a Pod object; templates leave it unset)
     labels: Mapping[str, str] = field(default_factory=dict)
+    container_images: str = "{}"  # the pods.container_images cell (ImageLocality)
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,10 @@ def template_fields(obj: Mapping[str, Any], where: str) -> TemplateFields:
         priority_class=str(spec.get("priorityClassName") or ""),
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        container_images=pod_images_json(
+            container_images(spec.get("containers"), f"{at}.containers"),
+            container_images(spec.get("initContainers"), f"{at}.initContainers"),
+        ),
     )
 
 

@@ -25,6 +25,7 @@ from analyzer.collect.common import exported_names, label, resource_names, to_un
 from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
 from analyzer.core.snapshot import LIMITS, NONZERO_REQUESTS, REQUESTS, resource_column
 from analyzer.prom.fetch import QueryResult
+from analyzer.scheduling.image_locality import pod_images_json
 
 # kube-controller-manager names a Deployment's ReplicaSets <deployment>-<pod-template-hash>.
 _RS_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{5,10}$")
@@ -57,6 +58,7 @@ class _Pod:
     sidecars: set[str] = field(default_factory=set)
     overhead: dict[str, int] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    images: dict[str, str] = field(default_factory=dict)  # container -> spec image (ImageLocality)
 
 
 _TIME_QUERIES = {
@@ -145,6 +147,9 @@ def _add_details(
                 continue
             name = label(item.labels, "container", exported)
             getattr(pod, group).setdefault(name, {})
+            image = item.labels.get("image_spec") or item.labels.get("image") or ""
+            if image and (name not in pod.images or image < pod.images[name]):
+                pod.images[name] = image  # several series (an image changed): the first by name
             if item.labels.get("restart_policy") == "Always":
                 pod.sidecars.add(name)
     if not window_values(results.get("pod_container_info")):
@@ -294,6 +299,10 @@ def build_pods(
             "qos_class": pod.qos or qos_class(all_containers),
             "phase": pod.phase[1] if pod.phase else None,
             "labels": json.dumps(pod.labels, sort_keys=True),
+            "container_images": pod_images_json(
+                [pod.images.get(c.name, "") for c in spec.containers],
+                [pod.images.get(c.name, "") for c in spec.init_containers],
+            ),
         }
         finished = _finished(pod.times, end, step)
         for column, key in (

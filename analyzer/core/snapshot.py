@@ -53,6 +53,7 @@ NODE_COLUMNS: dict[str, str] = {
     "first_seen": "datetime64[ns, UTC]",
     "last_seen": "datetime64[ns, UTC]",
     "taints": "string",  # JSON list of {key, value, effect}; "[]" when absent
+    "images": "string",  # JSON list of {names, sizeBytes} (Node status.images); "[]" when unknown
 }
 POD_COLUMNS: dict[str, str] = {
     "uid": "string",
@@ -80,6 +81,8 @@ POD_COLUMNS: dict[str, str] = {
     "affinity": "string",  # JSON object: the pod spec's affinity (node/pod affinity, anti-affinity)
     "topology_spread": "string",  # JSON list: topologySpreadConstraints
     "field_sources": "string",  # JSON object: field -> metrics | objects | inferred (FIELD_SOURCES)
+    # JSON object {"containers": [image, ...], "initContainers": [...]}; "{}" when unknown
+    "container_images": "string",
 }
 # Scheduling-constraint columns added later: old snapshots lack them, so they default (never NA).
 JSON_DEFAULTS: dict[str, str] = {
@@ -89,6 +92,8 @@ JSON_DEFAULTS: dict[str, str] = {
     "affinity": "{}",
     "topology_spread": "[]",
     "field_sources": "{}",
+    "images": "[]",
+    "container_images": "{}",
 }
 # Where a pod's field came from (pods.field_sources values; meta.json extra.field_sources counts):
 # "metrics" = observed in Prometheus (kube-state-metrics), "objects" = read from the Kubernetes

@@ -191,6 +191,7 @@ def replay(
     if profile is not None and profile.uses_devices:  # GPU policies: track every GPU
         devices = attach_devices(state, inp.gpu_workload())
     active = inp.node_join <= inp.start
+    state.present = active  # updated in place as nodes join and leave (ImageLocality's spread)
     feed = None
     cache = None
     if strategy.profile is not None:

@@ -22,6 +22,7 @@ from analyzer.scheduling.constraint_types import constraints_from_json, taints_f
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
+from analyzer.scheduling.image_locality import node_images_from_json, pod_images_from_json
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.scheduling.pod_index import PodIndex
 from analyzer.scheduling.state import ClusterState, PodDemand
@@ -104,6 +105,7 @@ class ReplayInput:
             node_annotations=t.node_annotations,
             node_taints=t.node_taints,
             objects=t.objects,
+            node_images=t.node_images,
         )
         # nothing bound yet: every placed pod is tracked (spread, affinity), unless no pod can
         # ever meet those plugins (``topology.in_play``): then an index that stays empty
@@ -140,6 +142,7 @@ def _node_state(snapshot: Snapshot, pod_resources: list[str]) -> ClusterState:
         annotations=[_json_map(a) for a in nodes["annotations"]],
         labels=[_json_map(a) for a in nodes["labels"]],
         taints=[taints_from_json(t) for t in _column(nodes, "taints", "[]")],
+        images=node_images_from_json(_column(nodes, "images", "[]"), "nodes.images"),
     )
 
 
@@ -205,6 +208,12 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     )
     controllers = {o: controller_from_owner(*o) for o in dict.fromkeys(owners)}
     uids = pods["uid"].astype(str).tolist()
+    # ImageLocality: the container images, parsed once per distinct cell (not in the shape key:
+    # the score cache keeps ImageLocality per image set, and images change no filter)
+    image_texts = _column(pods, "container_images", "{}")
+    images = {
+        t: pod_images_from_json(t, "pods.container_images") for t in dict.fromkeys(image_texts)
+    }
     # with terms anywhere, pods of one shape may differ in what the topology plugins do: the
     # shape key then also holds namespace, labels, owner and terms (pending-queue groups)
     terms = any(spread or affinity is not None for spread, affinity in topology.values())
@@ -232,6 +241,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
                 affinity=topology[cells[i]][1],
                 controller=controllers[owners[i]],
                 uid=uids[i],
+                images=images[image_texts[i]][0],
+                init_images=images[image_texts[i]][1],
             )
         )
         key = (

@@ -13,7 +13,10 @@ calls the core's array helpers and is checked bit-for-bit against ``Profile.eval
 ``tests/test_replay_scoring.py``. Score plugins marked ``static_score`` (TaintToleration,
 NodeAffinity: their raw score reads only node taints and labels) are computed once per shape; a
 raw score equal on every node adds the same normalised value to every feasible node and is
-dropped, otherwise ``choose`` normalises it over the currently feasible nodes (one numpy pass).
+dropped, otherwise ``choose`` normalises it over the currently feasible nodes (one numpy pass). Static
+plugins without NormalizeScore (ImageLocality) are kept per pod image set instead of per shape
+(they read only node images and the present nodes; recomputed after a node joins or leaves) and
+added to the shape's totals at the choice when not 0 everywhere.
 Load-aware profiles (the resource plugins plus one LoadAwareScheduling) keep the resource part per
 shape as above and add the load-aware verdict and score per row (``analyzer.replay.loadrows``):
 rows go stale on binds and unbinds, on NodeMetric reports (only the rows whose inputs moved, or
@@ -153,6 +156,8 @@ class _Kernel:
         self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
         self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
         self.static_scores: list[tuple[Any, int]] = []
+        # static, no NormalizeScore (ImageLocality): read only node data and the pod's images
+        self.fixed_scores: list[tuple[Any, int]] = []
         for weighted in profile.scorers:
             plugin = weighted.plugin
             if isinstance(plugin, NodeResourcesFit):
@@ -160,7 +165,12 @@ class _Kernel:
             elif isinstance(plugin, NodeResourcesBalancedAllocation):
                 self.balanced.append((plugin, weighted.weight))
             elif getattr(plugin, "static_score", False):
-                self.static_scores.append((plugin, weighted.weight))
+                if getattr(plugin, "normalizes", True):
+                    self.static_scores.append((plugin, weighted.weight))
+                else:
+                    self.fixed_scores.append((plugin, weighted.weight))
+        # a fixed score reads the present nodes (ImageLocality's spread): recomputed when they change
+        self.counts_nodes = any(getattr(p, "counts_nodes", False) for p, _ in self.fixed_scores)
 
     @staticmethod
     def supports(profile: Profile) -> bool:
@@ -230,6 +240,15 @@ class _Kernel:
             if raw is not None and weight and len(raw) and int(raw.min()) != int(raw.max()):
                 varying.append((scorer, weight, raw))
         return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying)
+
+    def fixed(self, state: ClusterState, pod: PodDemand) -> Int64Array | None:
+        """Σ weight × score of the static plugins without NormalizeScore (None: all zero)."""
+        total: Int64Array | None = None
+        for scorer, weight in self.fixed_scores:
+            raw = scorer.score(state, pod, 0.0)
+            if raw is not None and weight and raw.any():
+                total = weight * raw if total is None else total + weight * raw
+        return total
 
 
 def _fit_score(
@@ -342,6 +361,19 @@ class ScoreCache:
         if dynamic and self.load is None:
             incremental = False
         self.kernel = _Kernel(kernel_profile) if incremental else None
+        # fixed scores (ImageLocality, with image data): kept per pod image set, not per shape
+        # (they read only node images and the present nodes), with the ``members`` version they
+        # were computed in; ``members`` counts joins and leaves (each moves every node's score)
+        self.fixed_on = (
+            self.kernel is not None and bool(self.kernel.fixed_scores) and bool(state.node_images)
+        )
+        self.fixed: dict[
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[int, Int64Array | None]
+        ] = {}
+        self.members = 0
+        self.known: list[bool] | None = None
+        if self.fixed_on and self.kernel is not None and self.kernel.counts_nodes:
+            self.known = active.tolist()
         topology = TopologyCheck(profile, state)
         self.topology = topology if topology.present and self.kernel is not None else None
         self.log: list[int] = []  # nodes touched, in order
@@ -359,6 +391,9 @@ class ScoreCache:
         self.log.append(node)
         self.changes += 1
         self.before.pop(node, None)
+        if self.known is not None and self.known[node] != bool(self.active[node]):
+            self.known[node] = bool(self.active[node])
+            self.members += 1
         if self.load is not None:
             self.load.touch(node)
         if len(self.log) >= LOG_LIMIT:
@@ -486,6 +521,7 @@ class ScoreCache:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
         entry = self._entry(key, demand)
+        fixed = self._fixed(demand) if self.fixed_on else None
         if self.load is not None:
             self.load.sync(now)
             self._refresh_load(entry, now)
@@ -493,11 +529,12 @@ class ScoreCache:
             self._refresh(entry)
         if self.topology is not None and self.topology.needs_profile(self.state, demand):
             entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
-            return self.topology.choose(
-                entry.masked, entry.plan.static, self.state, demand, now, rng
-            )
-        if entry.plan.static:
-            return _choose_static(entry, rng)
+            masked = entry.masked
+            if fixed is not None:
+                masked = np.where(masked != LOWEST, masked + fixed, LOWEST)
+            return self.topology.choose(masked, entry.plan.static, self.state, demand, now, rng)
+        if entry.plan.static or fixed is not None:
+            return _choose_static(entry, rng, fixed)
         if entry.best is None:
             entry.flush()
             best = int(entry.masked.max())
@@ -509,6 +546,18 @@ class ScoreCache:
         if len(ties) == 1:
             return ties[0]
         return ties[int(rng.integers(len(ties)))]
+
+    def _fixed(self, demand: PodDemand) -> Int64Array | None:
+        """Σ weight × score of the fixed plugins for the pod's images (None: 0 on every node),
+        recomputed when nodes joined or left since."""
+        assert self.kernel is not None
+        key = (demand.images, demand.init_images)
+        cached = self.fixed.get(key)
+        if cached is not None and cached[0] == self.members:
+            return cached[1]
+        value = self.kernel.fixed(self.state, demand)
+        self.fixed[key] = (self.members, value)
+        return value
 
     def may_fit(
         self, pending: Sequence[int], demands: Sequence[PodDemand], changed: Sequence[int]
@@ -534,8 +583,11 @@ class ScoreCache:
         return [p for p, hit in zip(pending, hits, strict=True) if hit]
 
 
-def _choose_static(entry: _Entry, rng: np.random.Generator) -> int | None:
-    """Selection with static score plugins normalised over the feasible nodes of this moment.
+def _choose_static(
+    entry: _Entry, rng: np.random.Generator, fixed: Int64Array | None = None
+) -> int | None:
+    """Selection with static score plugins normalised over the feasible nodes of this moment,
+    plus the ``fixed`` scores (ImageLocality: no normalisation) when given.
 
     A normalised score depends on the raw score and on the max raw score over the feasible nodes
     only, so the weighted sum is kept per tuple of maxima; infeasible nodes stay far below any
@@ -546,14 +598,18 @@ def _choose_static(entry: _Entry, rng: np.random.Generator) -> int | None:
     if not feasible.any():
         return None
     plan = entry.plan
-    peaks = tuple(int(raw[feasible].max()) for _, _, raw in plan.static)
-    extra = plan.static_sums.get(peaks)
-    if extra is None:
-        extra = np.zeros(len(feasible), dtype=np.int64)
-        for (plugin, weight, raw), peak in zip(plan.static, peaks, strict=True):
-            extra += weight * plugin.normalize(raw, raw <= peak)  # its max over these is peak
-        plan.static_sums[peaks] = extra
-    total = entry.masked + extra
+    total = entry.masked
+    if plan.static:
+        peaks = tuple(int(raw[feasible].max()) for _, _, raw in plan.static)
+        extra = plan.static_sums.get(peaks)
+        if extra is None:
+            extra = np.zeros(len(feasible), dtype=np.int64)
+            for (plugin, weight, raw), peak in zip(plan.static, peaks, strict=True):
+                extra += weight * plugin.normalize(raw, raw <= peak)  # its max over these is peak
+            plan.static_sums[peaks] = extra
+        total = total + extra
+    if fixed is not None:
+        total = total + fixed
     ties = np.flatnonzero(total == total.max())
     if len(ties) == 1:
         return int(ties[0])
@@ -617,6 +673,9 @@ def evaluate_all(
     plan = kernel.plan(state, pod)
     entry = _Entry(plan, pod.requests[plan.checked], np.zeros(0, np.int64), -1)
     feasible, total = _evaluate_rows(kernel, state, entry, np.arange(state.node_count), active)
+    fixed = kernel.fixed(state, pod)
+    if fixed is not None:
+        total = total + fixed
     for scorer, weight in kernel.static_scores:  # uniform ones too: the core adds them
         raw = scorer.score(state, pod, 0.0)
         if raw is not None:

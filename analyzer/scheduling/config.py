@@ -7,7 +7,8 @@ in-tree plugins this analyser does not model) merged with the user's ``multiPoin
 plugins or overrides their weight. ``pluginConfig`` args are defaulted and validated per plugin.
 
 Legacy Policy (``kind: Policy``, ≤ 1.22): ``priorities`` (LeastRequestedPriority,
-MostRequestedPriority, BalancedResourceAllocation, RequestedToCapacityRatioPriority with
+MostRequestedPriority, BalancedResourceAllocation, ImageLocalityPriority,
+RequestedToCapacityRatioPriority with
 ``argument.requestedToCapacityRatioArguments``) and ``predicates`` (PodFitsResources).
 """
 
@@ -287,6 +288,8 @@ def parse_policy(doc: Mapping[str, Any], where: str = "scheduler") -> SchedulerC
             spec.instances[name] = ("fit", FitArgs(strategy=_LEGACY_FIT[name]))
         elif name == "BalancedResourceAllocation":
             spec.instances[name] = ("balanced", None)
+        elif name == "ImageLocalityPriority":
+            spec.instances[name] = ("image", None)
         elif name == "RequestedToCapacityRatioPriority":
             argument = mapping(item.get("argument") or item.get("arguments"), f"{at}.argument")
             rtcr = argument.get("requestedToCapacityRatioArguments")
@@ -328,6 +331,7 @@ def build_profile(spec: ProfileSpec, version: KubeVersion, description: str = ""
         BalancedArgs,
         NodeResourcesBalancedAllocation,
     )
+    from analyzer.scheduling.image_locality import ImageLocality
 
     built: dict[str, Any] = {}
 
@@ -346,6 +350,8 @@ def build_profile(spec: ProfileSpec, version: KubeVersion, description: str = ""
             base = (
                 NodeResourcesFit(args, version)
                 if kind == "fit"
+                else ImageLocality(None, version)
+                if kind == "image"
                 else NodeResourcesBalancedAllocation(BalancedArgs(), version)
             )
             plugin = _Named(base, name)

@@ -25,6 +25,7 @@ from analyzer.scheduling.constraint_types import (
     parse_taints,
 )
 from analyzer.scheduling.fields import listing
+from analyzer.scheduling.image_locality import container_images, image_lists
 from analyzer.scheduling.loadaware.args import koord_priority_class
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
 from analyzer.scheduling.spread_types import (
@@ -47,6 +48,7 @@ class NodeObject:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()  # spec.taints
+    images: Mapping[str, int] = field(default_factory=dict)  # status.images: name -> sizeBytes
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class PodObject:
     )
     start_time_ns: int | None = None  # status.startTime, integer unix nanoseconds
     affinity: PodAffinity | None = None  # spec.affinity podAffinity / podAntiAffinity
+    images: tuple[str, ...] = ()  # spec.containers[].image
+    init_images: tuple[str, ...] = ()  # spec.initContainers[].image
 
     @property
     def terminated(self) -> bool:
@@ -125,6 +129,8 @@ class PodObject:
             terminating=self.terminating,
             uid=self.uid,
             affinity=self.affinity,
+            images=self.images,
+            init_images=self.init_images,
         )
 
 
@@ -166,6 +172,7 @@ def parse_node(obj: Any, where: str) -> NodeObject:
         taints=parse_taints(
             _mapping(obj.get("spec"), f"{where}.spec").get("taints"), f"{where}.spec.taints"
         ),
+        images=image_lists(status.get("images"), f"{where}.status.images"),
     )
 
 
@@ -254,6 +261,8 @@ def parse_pod(obj: Any, where: str) -> PodObject:
             str(meta.get("namespace", "default")),
             _string_map(meta.get("labels"), f"{where}.metadata.labels"),
         ),
+        images=container_images(spec.get("containers"), f"{where}.spec.containers"),
+        init_images=container_images(spec.get("initContainers"), f"{where}.spec.initContainers"),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 import analyzer.scheduling.balanced_allocation as balanced_allocation
 import analyzer.scheduling.constraints as constraints
+import analyzer.scheduling.image_locality as image_locality
 import analyzer.scheduling.interpodaffinity as interpodaffinity
 import analyzer.scheduling.loadaware.args as loadaware_args
 import analyzer.scheduling.loadaware.plugin as loadaware
@@ -172,6 +173,16 @@ def _register_builtins() -> None:
             points=frozenset({"filter", "score"}),
             parse_args=interpodaffinity.parse_affinity_args,
             build=interpodaffinity.InterPodAffinity,
+        )
+    )
+    register(
+        PluginType(
+            name=image_locality.NAME,
+            description="score: nodes already holding the pod's container images (by size, "
+            "damped by how many nodes have them)",
+            points=frozenset({"score"}),
+            parse_args=image_locality.parse_image_locality_args,
+            build=image_locality.ImageLocality,
         )
     )
     register_gpu_plugins(register, PluginType)

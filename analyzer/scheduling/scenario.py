@@ -4,7 +4,7 @@ Scenario (YAML, DESIGN.md "Interfaces")::
 
     kubernetesVersion: "1.36"     # optional (default 1.36)
     scheduler: {...} | path        # KubeSchedulerConfiguration v1 / Policy, or a preset name
-    nodes: [Node, ...]             # status.allocatable
+    nodes: [Node, ...]             # status.allocatable (status.images for ImageLocality)
     pods: [Pod, ...]               # bound pods (spec.nodeName); pending/terminated ones are ignored
     nodeMetrics: [NodeMetric, ...] # slo.koordinator.sh/v1alpha1, for LoadAwareScheduling
     pod: Pod                       # the incoming pod
@@ -239,6 +239,7 @@ def _state(
         annotations=[dict(n.annotations) for n in nodes],
         labels=[dict(n.labels) for n in nodes],
         taints=[n.taints for n in nodes],
+        images=[n.images for n in nodes],
     )
     state.attach_pod_index()
     position = {name: i for i, name in enumerate(state.node_names)}

@@ -86,6 +86,9 @@ class PodDemand:
     terminating: bool = False  # metadata.deletionTimestamp set
     uid: str = ""
     affinity: PodAffinity | None = None  # spec.affinity podAffinity / podAntiAffinity terms
+    # container images as the spec names them, for ImageLocality ("" = not known)
+    images: tuple[str, ...] = ()  # spec.containers[].image
+    init_images: tuple[str, ...] = ()  # spec.initContainers[].image
 
     def placed(self) -> PlacedPod:
         """The identity ``PodIndex`` keeps for this pod once bound."""
@@ -213,6 +216,12 @@ class ClusterState:
     pod_index: PodIndex | None = None
     # Services, ReplicaSets, StatefulSets, Namespaces, PDBs, PriorityClasses (``kube_objects``)
     objects: KubeObjects = field(default_factory=KubeObjects)
+    # per node: image name -> size in bytes (Node status.images, every name of every image);
+    # empty: no image data, ImageLocality scores 0 everywhere. Never changes during a replay.
+    node_images: list[dict[str, int]] = field(default_factory=list)
+    # the nodes that exist now (a replay's active nodes, updated in place; None: every node):
+    # ImageLocality's spread counts only these, as upstream counts the snapshot's nodes
+    present: BoolArray | None = None
 
     def attach_pod_index(self) -> PodIndex:
         """Start tracking placed pods (call before the first ``bind``)."""
@@ -233,6 +242,7 @@ class ClusterState:
         annotations: Sequence[Mapping[str, str]] | None = None,
         labels: Sequence[Mapping[str, str]] | None = None,
         taints: Sequence[Sequence[Taint]] | None = None,
+        images: Sequence[Mapping[str, int]] | None = None,
     ) -> ClusterState:
         """Empty nodes (nothing bound) with the given allocatable maps (``pods`` = allowed pods),
         tracking the pods bound from now on (``attach_pod_index``: the kube presets' spread and
@@ -255,6 +265,7 @@ class ClusterState:
             node_annotations=[dict(a) for a in (annotations or [{} for _ in names])],
             node_labels=[dict(a) for a in (labels or [{} for _ in names])],
             node_taints=[tuple(t) for t in (taints or [() for _ in names])],
+            node_images=[dict(i) for i in images] if images and any(images) else [],
         )
         state.attach_pod_index()
         return state

@@ -65,8 +65,9 @@ STRATEGIES: Registry[Strategy] = Registry("strategy")
 # kube-scheduler v1 default filters that the analyzer models (order as in the default profile)
 _KUBE_FILTERS = ["TaintToleration", "NodeAffinity", "NodeResourcesFit"]
 # the v1 default profile's score plugins that the analyzer models, with their default weights:
-# TaintToleration (fewer intolerable PreferNoSchedule taints) and NodeAffinity (preferred terms)
-# read only node taints/labels, so the replay's cache keeps them per pod shape. Every kube-based
+# TaintToleration (fewer intolerable PreferNoSchedule taints), NodeAffinity (preferred terms) and
+# ImageLocality (node images) read only node taints/labels/images, so the replay's cache keeps
+# them per pod shape. Every kube-based
 # preset has them, as the same configuration on a real kube-scheduler would.
 _KUBE_SCORES = [
     {"name": "TaintToleration", "weight": 3},
@@ -75,6 +76,7 @@ _KUBE_SCORES = [
     {"name": "PodTopologySpread", "weight": 2},
     {"name": "InterPodAffinity", "weight": 2},
     {"name": "NodeResourcesBalancedAllocation", "weight": 1},
+    {"name": "ImageLocality", "weight": 1},
 ]
 # PodTopologySpread and InterPodAffinity (v1 defaults: System default constraints, weight 2 each)
 # filter and score in every kube-based preset; a replay runs them through ``replay/topology.py``
@@ -101,7 +103,7 @@ register_strategy(
         "kube-default",
         "kube-scheduler defaults: NodeResourcesFit LeastAllocated + BalancedAllocation (weights "
         "1/1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred terms (2), "
-        "PodTopologySpread (2), InterPodAffinity (2)",
+        "PodTopologySpread (2), InterPodAffinity (2), ImageLocality (1)",
         _config(_KUBE_SCORES, _KUBE_TOPOLOGY_FILTERS, [_fit({"type": "LeastAllocated"})]),
     )
 )

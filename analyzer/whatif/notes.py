@@ -33,7 +33,7 @@ NOT_MODELLED = (
     "(the kube presets order the pending queue by priority and preempt lower-priority pods; the "
     "GPU presets do neither), and percentageOfNodesToScore (every present node is scored)."
 )
-_SPREAD, _INTER_POD = "PodTopologySpread", "InterPodAffinity"
+_SPREAD, _INTER_POD, _IMAGES = "PodTopologySpread", "InterPodAffinity", "ImageLocality"
 _SELECTING_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
 
@@ -127,6 +127,7 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
             "score plugin; the kube-based presets score them)."
         )
     notes.extend(topology_notes(snapshot, strategies))
+    notes.extend(image_notes(snapshot, strategies))
     notes.append(NOT_MODELLED)
     notes.extend(field_source_notes(snapshot))
     return notes
@@ -168,6 +169,38 @@ def topology_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[s
             "their own constraints are not spread by default in the replay."
         )
     return notes
+
+
+def image_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
+    """Whether ImageLocality had images to score (node status.images, pod container images)."""
+    scoring = [
+        s.name
+        for s in strategies
+        if s.profile is not None and any(w.plugin.name == _IMAGES for w in s.profile.scorers)
+    ]
+    if not scoring:
+        return []
+    nodes, pods = snapshot.nodes, snapshot.pods
+    listing = _non_empty(nodes["images"]) if "images" in nodes.columns else 0
+    known = _non_empty(pods["container_images"]) if "container_images" in pods.columns else 0
+    if not listing or not known:
+        missing = (
+            "no node lists its images (Node status.images, read from the Node objects given to "
+            "collect --kube-objects)"
+            if not listing
+            else "no pod has known container images (kube_pod_container_info image_spec, or "
+            "the owners' templates from collect --kube-objects)"
+        )
+        return [
+            f"ImageLocality: no image data — {missing}, so it scores 0 on every node in "
+            f"{', '.join(scoring)}, as kube-scheduler does when no node holds the pod's images."
+        ]
+    return [
+        f"ImageLocality ({', '.join(scoring)}): {_pl(listing, 'node lists', 'nodes list')} "
+        f"its images of {len(nodes):,} and {_pl(known, 'pod has', 'pods have')} known container "
+        f"images of {len(pods):,}; nodes already holding a pod's images score higher (by size, "
+        "damped by how many nodes hold them)."
+    ]
 
 
 def _pod_affinity_terms(pods: pd.DataFrame) -> int:
@@ -217,6 +250,7 @@ _FIELD_WORDS = {
     "topology_spread": "topology spread constraints",
     "labels": "pod labels",
     "priority": "priorities",
+    "container_images": "container images",
 }
 
 
