@@ -288,3 +288,20 @@ def test_replay_preemption_with_budgets_matches_the_core(
         assert got is not None
         assert got[0] == want.nominated
         assert [f"p{v}" for v in got[1]] == [v.name for v in want.victims]
+
+
+def test_what_if_notes_say_what_preemption_read() -> None:
+    from analyzer.replay.engine import OBSERVED_STRATEGY
+    from analyzer.whatif.notes import constraint_notes, preemption_notes
+
+    strategies = [OBSERVED_STRATEGY, kube_default()]
+    snap = with_classes(two_services({"minAvailable": 2}), {"h": "high"}, {"high": "Never"})
+    notes = preemption_notes(snap, strategies)
+    assert notes[0].startswith("kube-default order the pending queue by priority")
+    assert "count the snapshot's 1 PodDisruptionBudget as kube-scheduler does" in notes[0]
+    assert notes[1].startswith("1 pod has preemptionPolicy Never")
+    bare = two_services(None)
+    notes = preemption_notes(bare, strategies)
+    assert "holds no PodDisruptionBudget" in notes[0] and "no PriorityClass" in notes[1]
+    assert preemption_notes(bare, [OBSERVED_STRATEGY]) == []  # nobody preempts
+    assert not any("PodDisruptionBudgets and" in n for n in constraint_notes(bare, strategies))
