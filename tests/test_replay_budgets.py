@@ -305,3 +305,21 @@ def test_what_if_notes_say_what_preemption_read() -> None:
     assert "holds no PodDisruptionBudget" in notes[0] and "no PriorityClass" in notes[1]
     assert preemption_notes(bare, [OBSERVED_STRATEGY]) == []  # nobody preempts
     assert not any("PodDisruptionBudgets and" in n for n in constraint_notes(bare, strategies))
+
+
+def test_a_pod_without_labels_violates_no_budget() -> None:
+    """Upstream's filterPodsWithPDBViolation skips pods without labels, even for a selector
+    that matches them (``DoesNotExist``); a labelled pod the same selector matches violates it."""
+    from analyzer.scheduling.label_selectors import parse_label_selector
+    from analyzer.scheduling.preemption import split_by_pdb
+
+    selector = parse_label_selector(
+        {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, "s"
+    )
+    pdb = DisruptionBudget("b", "default", selector, 0)
+    axis = ("cpu", "memory")
+    d = make_demand(axis, {"cpu": 1}, {"cpu": 1}, name="p", namespace="default")
+    bare = BoundPod(0, "bare", "default", 0, d, {})
+    tagged = BoundPod(0, "tagged", "default", 0, d, {"tier": "x"})
+    assert selector.matches({}) and selector.matches({"tier": "x"})
+    assert split_by_pdb([bare, tagged], [pdb]) == ([tagged], [bare])
