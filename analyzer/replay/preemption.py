@@ -353,13 +353,14 @@ class ReplayPreemption:
         violating: list[tuple[Candidate, list[int]]] = []
         local = self.state.pod_index is None
         seconds = now / 1e9
+        derived: dict[int, DisruptionBudget] = {}  # the budgets at ``now``, derived once
         for node in nodes:
             at = 0 if local else node
             lower = self._lower_on(node, priority, at)
             if not lower:
                 continue
             owner = {id(b): p for p, b in lower}
-            budgets = self._budgets(now, [p for p, _ in lower])
+            budgets = self._budgets(now, [p for p, _ in lower], derived)
             victims, violations, _ = select_victims(
                 self.dynamic if local else self.profile.filters,
                 node_view(self.state, node) if local else self.state,
@@ -381,12 +382,19 @@ class ReplayPreemption:
             return None
         return best.node, next(pods for c, pods in ordered if c is best)
 
-    def _budgets(self, now: int, pods: list[int]) -> list[DisruptionBudget]:
-        """The budgets selecting any of ``pods``, with ``disruptionsAllowed`` at ``now``."""
+    def _budgets(
+        self, now: int, pods: list[int], derived: dict[int, DisruptionBudget]
+    ) -> list[DisruptionBudget]:
+        """The budgets selecting any of ``pods``, with ``disruptionsAllowed`` at ``now``
+        (``derived``: those already derived in this dry run; the state does not change during
+        it)."""
         if self.budgets is None:
             return []
         which = self.budgets.covering(pods)
-        return self.budgets.at(now, self.node, which) if which else []
+        missing = [i for i in which if i not in derived]
+        if missing:
+            derived.update(zip(missing, self.budgets.at(now, self.node, missing), strict=True))
+        return [derived[i] for i in which]
 
     def _room(self, demand: PodDemand, priority: int) -> BoolArray:
         """Nodes where ``pod`` passes NodeResourcesFit once every lower-priority placed pod is
