@@ -49,7 +49,9 @@ def main() -> None:
             best[name] = min(best[name], time.process_time() - start)
             pre = result.preemptions
             outcome[name] = {
-                "preemptions": len(set(zip(pre["preemptor"].tolist(), pre["time"].tolist()))),
+                "preemptions": len(
+                    set(zip(pre["preemptor"].tolist(), pre["time"].tolist(), strict=True))
+                ),
                 "victims": len(pre["victim"]),
                 "waited": int(result.waited.sum()),
             }
