@@ -2,9 +2,10 @@
 upstream vectors (``tests/data/vectors/kube-plugins-vectors.yaml``, transcribed from the
 kubernetes/kubernetes unit tests; the expectations are upstream's asserted values).
 
-Score and preemption cases whose inputs fit today's scenario shape run through ``analyzer score``;
-the others (given Filter statuses, PodDisruptionBudgets, the dry run's full candidate list) build
-the same state through ``build_scenario`` and call the plugin functions directly.
+Every case runs through ``analyzer score``: the DefaultPreemption phases (dry run, select
+candidate, post filter, preempt) with the Filter statuses the upstream test passes, given as the
+scenario's ``postFilter``; the dry run's candidates and the chosen node are the ``preemption``
+block's ``candidates`` and ``nominatedNode``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from analyzer.scheduling.preemption import (
     PreemptionArgs,
     dry_run,
     parse_preemption_args,
-    pick_candidate,
     preempt,
 )
 from analyzer.scheduling.preemption_scenario import bound_pods
@@ -41,7 +41,7 @@ from analyzer.scheduling.priority_sort import (
     resolve_preemption_policy,
     resolve_priority,
 )
-from analyzer.scheduling.scenario import Scenario, build_scenario
+from analyzer.scheduling.scenario import build_scenario
 
 VECTORS = load("kube-plugins-vectors.yaml")
 API = "kubescheduler.config.k8s.io/v1"
@@ -253,138 +253,135 @@ def test_priority_class_resolution() -> None:
 # ---------------------------------------------------------------- DefaultPreemption
 
 
-def preemption_scenario(case: dict[str, Any]) -> dict[str, Any]:
+def preemption_scenario(case: dict[str, Any], statuses: bool = False) -> dict[str, Any]:
     """The case as an ``analyzer score`` scenario: its filter plugins + DefaultPreemption (a
-    copy: tests may edit it)."""
-    return copy.deepcopy(
-        {
-            "scheduler": _profile(
-                case["filter_plugins"], [], {"DefaultPreemption": case["args"]}, True
-            ),
-            "nodes": [_node(n) for n in case["nodes"]],
-            "pods": case["existing_pods"],
-            "pod": case["pod"],
-            "objects": case.get("pdbs") or [],
-        }
-    )
+    copy: tests may edit it). ``statuses``: with the case's Filter statuses as ``postFilter``
+    (every phase's shape: upstream's tests call PostFilter / DryRunPreemption with them)."""
+    scenario: dict[str, Any] = {
+        "scheduler": _profile(
+            case["filter_plugins"], [], {"DefaultPreemption": case["args"]}, True
+        ),
+        "nodes": [_node(n) for n in case["nodes"]],
+        "pods": case["existing_pods"],
+        "pod": case["pod"],
+        "objects": case.get("pdbs") or [],
+    }
+    if statuses:
+        given = case.get("filtered_node_statuses")
+        if given is None:  # dry run, select candidate, preempt: every node Unschedulable
+            scenario["postFilter"] = {"absentNodesStatus": case["all_nodes_status"]}
+        else:
+            scenario["postFilter"] = {
+                "filteredNodesStatuses": given,
+                "absentNodesStatus": case["absent_node_status"],
+            }
+    return copy.deepcopy(scenario)
 
 
-def _built(case: dict[str, Any]) -> tuple[Scenario, Any, list[Any], PreemptionArgs]:
-    scenario = build_scenario(preemption_scenario(case))
-    budgets = scenario.budgets  # the case's PodDisruptionBudgets, given as the scenario's objects
-    bound = bound_pods(scenario.state, scenario.bound)
-    args = parse_preemption_args(case["args"], "args")
-    return scenario, budgets, bound, args
+def _block(case: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """The ``preemption`` block ``analyzer score`` prints for the case (with its statuses)."""
+    code, payload, output = run_score(tmp_path, preemption_scenario(case, statuses=True))
+    assert code == 0, output
+    assert payload is not None
+    block: dict[str, Any] = payload["preemption"]
+    return block
 
 
 def _runnable(phase: str) -> list[Any]:
-    out = []
-    for case in _cases("DefaultPreemption", phase):
-        out.append(pytest.param(case, id=case["id"]))
-    return out
+    return [pytest.param(c, id=c["id"]) for c in _cases("DefaultPreemption", phase)]
 
 
-def _by_node(scenario: Scenario, bound: list[Any]) -> dict[int, list[Any]]:
-    out: dict[int, list[Any]] = {}
-    for pod in bound:
-        out.setdefault(pod.node, []).append(pod)
-    return out
+def _default(names: list[str]) -> list[str]:
+    """Pod keys of the vectors' names: pods without a namespace are in "default" (the vectors'
+    encoding), sorted as the upstream tests sort them."""
+    return sorted(f"default/{n}" for n in names)
 
 
 @pytest.mark.parametrize("case", _runnable("dry_run_preemption"))
-def test_dry_run_preemption(case: dict[str, Any]) -> None:
-    scenario, budgets, bound, args = _built(case)
-    assert case["all_nodes_status"] == UNSCHEDULABLE
+def test_dry_run_preemption_through_cli(case: dict[str, Any], tmp_path: Path) -> None:
+    block = _block(case, tmp_path)
+    got = {
+        c["node"]: {"victims": sorted(c["victims"]), "numPDBViolations": c["numPDBViolations"]}
+        for c in block["candidates"]
+    }
+    expected = {
+        node: {"victims": _default(c["victims"]), "numPDBViolations": c["numPDBViolations"]}
+        for node, c in case["expected"]["candidates"].items()
+    }
+    assert got == expected
+
+
+@pytest.mark.parametrize("case", _runnable("select_candidate"))
+def test_select_candidate_through_cli(case: dict[str, Any], tmp_path: Path) -> None:
+    block = _block(case, tmp_path)
+    assert block["status"] == "Success"
+    assert block["nominatedNode"] in case["expected"]["chosen_node_any_of"]
+
+
+@pytest.mark.parametrize("case", _runnable("post_filter"))
+def test_post_filter_through_cli(case: dict[str, Any], tmp_path: Path) -> None:
+    block = _block(case, tmp_path)
+    expected = case["expected"]
+    assert (block["nominatedNode"] or "") == expected["nominated_node"]
+    assert block["status"] == expected["status_code"]
+    if "status_message" in expected:
+        assert block["message"] == expected["status_message"]
+
+
+@pytest.mark.parametrize("case", _runnable("preempt"))
+def test_preempt_through_cli(case: dict[str, Any], tmp_path: Path) -> None:
+    block = _block(case, tmp_path)
+    assert block["nominatedNode"] == case["expected"]["nominated_node"]
+    assert sorted(block["victims"]) == _default(case["expected"]["victims"])
+
+
+def test_dry_run_leaves_the_state_as_it_was() -> None:
+    case = _cases("DefaultPreemption", "dry_run_preemption")[0]
+    scenario = build_scenario(preemption_scenario(case, statuses=True))
     state = scenario.state
     before = (state.requested.copy(), state.pod_count.copy())
-    priority = resolve_priority(scenario.incoming)  # type: ignore[arg-type]
+    incoming = scenario.incoming
+    assert incoming is not None
     candidates, _ = dry_run(
         scenario.profile.filters,
         state,
         scenario.pod,
-        priority,
+        resolve_priority(incoming),
         list(range(state.node_count)),
-        _by_node(scenario, bound),
-        budgets,
-        args,
+        {},
+        [],
+        PreemptionArgs(),
     )
-    got = {
-        state.node_names[c.node]: {
-            "victims": sorted(v.name for v in c.victims),
-            "numPDBViolations": c.pdb_violations,
-        }
-        for c in candidates
-    }
-    assert got == case["expected"]["candidates"]
-    # the dry run leaves the cluster as it found it
+    assert candidates == []  # no pods given: nothing to evict anywhere
+    result = preempt(
+        scenario.profile.filters,
+        state,
+        scenario.pod,
+        resolve_priority(incoming),
+        resolve_preemption_policy(incoming),
+        dict.fromkeys(range(state.node_count), UNSCHEDULABLE),
+        bound_pods(state, scenario.bound),
+        scenario.budgets,
+    )
+    assert result.nominated is not None  # the case's pods were evicted and restored
     assert np.array_equal(state.requested, before[0])
     assert np.array_equal(state.pod_count, before[1])
 
 
-@pytest.mark.parametrize("case", _runnable("select_candidate"))
-def test_select_candidate(case: dict[str, Any]) -> None:
-    scenario, budgets, bound, args = _built(case)
-    state = scenario.state
-    candidates, _ = dry_run(
-        scenario.profile.filters,
-        state,
-        scenario.pod,
-        resolve_priority(scenario.incoming),  # type: ignore[arg-type]
-        list(range(state.node_count)),
-        _by_node(scenario, bound),
-        budgets,
-        args,
-    )
-    chosen = pick_candidate(candidates)
-    assert chosen is not None
-    assert state.node_names[chosen.node] in case["expected"]["chosen_node_any_of"]
-
-
-def _post_filter(case: dict[str, Any]) -> Any:
-    scenario, budgets, bound, args = _built(case)
-    names = scenario.state.node_names
-    given = case.get("filtered_node_statuses")
-    if given is None:  # preempt cases: every node Unschedulable
-        statuses = dict.fromkeys(range(len(names)), case["all_nodes_status"])
-    else:
-        statuses = {i: given.get(name, case["absent_node_status"]) for i, name in enumerate(names)}
-    incoming = scenario.incoming
-    assert incoming is not None
-    return scenario, preempt(
-        scenario.profile.filters,
-        scenario.state,
-        scenario.pod,
-        resolve_priority(incoming),
-        resolve_preemption_policy(incoming),
-        statuses,
-        bound,
-        budgets,
-        args,
-    )
-
-
-@pytest.mark.parametrize("case", _runnable("post_filter"))
-def test_post_filter(case: dict[str, Any]) -> None:
-    scenario, result = _post_filter(case)
-    expected = case["expected"]
-    nominated = None if result.nominated is None else scenario.state.node_names[result.nominated]
-    assert (nominated or "") == expected["nominated_node"]
-    assert result.code == expected["status_code"]
-    if "status_message" in expected:
-        assert result.message == expected["status_message"]
-
-
-@pytest.mark.parametrize("case", _runnable("preempt"))
-def test_preempt(case: dict[str, Any]) -> None:
-    scenario, result = _post_filter(case)
-    expected = case["expected"]
-    nominated = None if result.nominated is None else scenario.state.node_names[result.nominated]
-    assert nominated == expected["nominated_node"]
-    assert sorted(v.name for v in result.victims) == sorted(expected["victims"])
+def test_post_filter_statuses_are_checked(tmp_path: Path) -> None:
+    case = _cases("DefaultPreemption", "post_filter")[0]
+    scenario = preemption_scenario(case, statuses=True)
+    scenario["postFilter"]["filteredNodesStatuses"] = {"nodeX": "Unschedulable"}
+    code, _, output = run_score(tmp_path, scenario)
+    assert code == 2 and "postFilter.filteredNodesStatuses.nodeX" in output
+    scenario["postFilter"] = {"absentNodesStatus": "Success"}
+    code, _, output = run_score(tmp_path, scenario)
+    assert code == 2 and "postFilter.absentNodesStatus: 'Success'" in output
 
 
 def _natural_statuses(case: dict[str, Any]) -> bool:
-    """Cases the CLI can run: the given statuses are what the filters produce."""
+    """Cases the CLI can run without ``postFilter``: the given statuses are what the filters
+    produce."""
     given = case.get("filtered_node_statuses") or {}
     return all(v == UNSCHEDULABLE for v in given.values()) and len(given) in (0, len(case["nodes"]))
 
@@ -397,7 +394,8 @@ CLI_CASES = [
 
 
 @pytest.mark.parametrize("case", CLI_CASES, ids=_ids(CLI_CASES))
-def test_preemption_through_cli(case: dict[str, Any], tmp_path: Path) -> None:
+def test_preemption_from_the_filter_pass(case: dict[str, Any], tmp_path: Path) -> None:
+    """Without ``postFilter`` the statuses come from the filters, and give upstream's result."""
     code, payload, output = run_score(tmp_path, preemption_scenario(case))
     assert code == 0, output
     assert payload is not None
@@ -411,8 +409,7 @@ def test_preemption_through_cli(case: dict[str, Any], tmp_path: Path) -> None:
             assert block["message"] == expected["status_message"]
     else:
         assert block["nominatedNode"] == expected["nominated_node"]
-        # the pods of these cases have no namespace: "default", as the vectors' encoding says
-        assert sorted(block["victims"]) == sorted(f"default/{v}" for v in expected["victims"])
+        assert sorted(block["victims"]) == _default(expected["victims"])
 
 
 def test_no_preemption_block_when_the_pod_fits(tmp_path: Path) -> None:

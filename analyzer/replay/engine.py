@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.replay.budgets import budgets_of
 from analyzer.replay.input import (
     ARRIVE,
     DEPART,
@@ -214,7 +215,7 @@ def replay(
     # queue rank: arrival order, or PrioritySort's (priority, arrival) — equal priorities: FIFO
     seq = [queue_rank(priorities[p], r, ordered) for p, r in enumerate(ranks.tolist())]
     pre = ReplayPreemption.for_profile(
-        profile, state, active, demands, priorities, on_node, journal=cache
+        profile, state, active, demands, priorities, on_node, cache, budgets_of(inp, state)
     )
     requeued: list[tuple[int, int]] = []  # (victim, node) of this instant, not yet queued
     victim_rows: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])

@@ -10,6 +10,7 @@ Times are int64 nanoseconds since the epoch; ``NEVER`` stands for "not within th
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,12 +26,14 @@ from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
 from analyzer.scheduling.image_locality import node_images_from_json, pod_images_from_json
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.scheduling.pod_index import PodIndex
+from analyzer.scheduling.priority_class import PriorityClass
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.usage.koord import koord_priority_class
 
 NEVER = np.iinfo(np.int64).max
 DEPART, NODE_LEAVE, NODE_JOIN, ARRIVE = 0, 1, 2, 3
 MINUTE = 60 * 1_000_000_000
+PREEMPT, NEVER_PREEMPT = "PreemptLowerPriority", "Never"  # PriorityClass preemptionPolicy
 FALLBACK_COLUMNS = 1000  # grid points of a snapshot without a step (no usage samples)
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
@@ -176,6 +179,7 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     names = pods["name"].fillna("").astype(str).to_numpy()
     namespaces = pods["namespace"].fillna("").astype(str).to_numpy()
     priority = pods["priority"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    policies = preemption_policies(pods, state.objects.priority_classes)
     daemonset = (pods["owner_kind"].fillna("") == "DaemonSet").to_numpy()
     # few distinct (tolerations, nodeSelector) texts: parse each once, share the object
     texts = list(
@@ -233,6 +237,7 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
                 limit_map={r: int(v) for r, v in zip(axis, lim_row, strict=True) if v},
                 daemonset=bool(daemonset[i]),
                 priority=None if np.isnan(priority[i]) else int(priority[i]),
+                preemption_policy=policies[i],
                 koord_class=str(klass[i]),
                 qos=str(qos[i]) or "BestEffort",
                 constraints=parsed[texts[i]],
@@ -252,6 +257,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
             + f"|{klass[i]}|{qos[i]}|{int(daemonset[i])}|{texts[i][0]}|{texts[i][1]}".encode()
             + f"|{demands[-1].priority}".encode()  # PrioritySort and preemption read it
         )
+        if policies[i] == NEVER_PREEMPT:  # the pods of a group preempt alike
+            key += b"|Never"
         if parsed[texts[i]].required_terms is not None:
             key += f"|{texts[i][2]}".encode()
         if topology_on:
@@ -259,6 +266,18 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
     return demands, keys
+
+
+def preemption_policies(pods: pd.DataFrame, classes: Mapping[str, PriorityClass]) -> list[str]:
+    """Each pod's ``preemptionPolicy``: its PriorityClass's (the Priority admission plugin copies
+    it into the pod), the ``globalDefault`` class's for a pod without a class, else
+    ``PreemptLowerPriority`` (no class objects in the snapshot: older ones, or no --kube-objects)."""
+    default = next((c for c in classes.values() if c.global_default), None)
+    fallback = default.preemption_policy if default is not None else PREEMPT
+    names = _column(pods, "priority_class", "")
+    by_name = {n: classes[n].preemption_policy if n in classes else (PREEMPT if n else fallback)
+               for n in dict.fromkeys(names)}  # fmt: skip
+    return [by_name[n] for n in names]
 
 
 def _fallback_step(start: int, end: int) -> int:

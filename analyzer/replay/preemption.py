@@ -24,10 +24,18 @@ lower priority exists (else it costs nothing):
   pod); the preemptor is bound on the chosen node at once. kube-scheduler nominates the node and
   binds only after the victims' graceful termination; the replay does not wait.
 
-Not modelled: PodDisruptionBudgets (snapshots carry none: no budget is ever violated),
-``preemptionPolicy`` (not in snapshots: every pod may preempt), preemption by DaemonSet/static pods
-and of them (the replay keeps them on their own node in every strategy), profiles with per-GPU
-device state (restoring a victim would re-pick its GPUs; as in ``analyzer score``).
+- PodDisruptionBudgets (the snapshot's, ``analyzer.replay.budgets``): ``select_victims`` gets the
+  budgets that select a potential victim on the node, with ``disruptionsAllowed`` derived from the
+  budget's spec and the pods existing and bound at that instant; victims violating a budget are
+  counted, reprieved first and the node with the fewest violations preferred, as upstream. The dry
+  run orders the candidates without violations first and stops once it has ``wanted`` candidates
+  and at least one of them without violations (``DryRunPreemption``);
+- ``preemptionPolicy: Never`` (the pod's PriorityClass's, ``PodDemand.preemption_policy``): the
+  pod evicts nobody and waits, like any pod that fits nowhere.
+
+Not modelled: preemption by DaemonSet/static pods and of them (the replay keeps them on their own
+node in every strategy), profiles with per-GPU device state (restoring a victim would re-pick its
+GPUs; as in ``analyzer score``).
 
 No preemption loop: a pod only evicts pods of strictly lower priority, so after every preemption
 the bound pods' priorities, sorted from the highest, are lexicographically larger; a victim can
@@ -43,12 +51,14 @@ from dataclasses import replace
 
 import numpy as np
 
+from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.refusals import Journal, Refusal
 from analyzer.replay.topology import TOPOLOGY_PLUGINS as _TOPOLOGY
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import FilterPlugin, Profile
 from analyzer.scheduling.noderesources_fit import NodeResourcesFit
+from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.preemption import (
     UNRESOLVABLE_FILTERS,
     BoundPod,
@@ -57,9 +67,11 @@ from analyzer.scheduling.preemption import (
     pick_candidate,
     select_victims,
 )
+from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
 from analyzer.scheduling.priority_sort import NAME as PRIORITY_SORT
 from analyzer.scheduling.state import ClusterState, PodDemand
 
+NEVER = PREEMPTION_POLICIES[1]  # preemptionPolicy: Never
 RANK_BITS = 40  # arrival ranks below 2⁴⁰ (a trillion pods)
 PRIORITY_TOP = 1 << 31  # above every int32 priority: 2³¹ − priority > 0
 PREEMPTED = Refusal(0, (("preempted by a higher-priority pod; waiting for capacity", 0),))
@@ -150,7 +162,9 @@ class ReplayPreemption:
         priorities: Sequence[int],
         on_node: Sequence[set[int]],
         journal: Journal | None = None,
+        budgets: ReplayBudgets | None = None,
     ) -> None:
+        self.budgets = budgets if budgets else None  # None: no budget selects any pod
         self.on_node = on_node  # the engine's pods per node (DaemonSet/static ones too)
         self.journal = journal  # nodes touched (``ScoreCache``): failed attempts are remembered
         # a failed attempt stays failed on untouched nodes only if no filter reads anything else
@@ -196,6 +210,7 @@ class ReplayPreemption:
         priorities: Sequence[int],
         on_node: Sequence[set[int]],
         journal: Journal | None = None,
+        budgets: ReplayBudgets | None = None,
     ) -> ReplayPreemption | None:
         """The preemption of ``profile`` (None: no DefaultPreemption, or per-GPU devices)."""
         if profile is None or state.devices is not None:
@@ -203,7 +218,7 @@ class ReplayPreemption:
         plugin = next((p for p in profile.post_filters if isinstance(p, DefaultPreemption)), None)
         if plugin is None:
             return None
-        return cls(profile, plugin, state, active, demands, priorities, on_node, journal)
+        return cls(profile, plugin, state, active, demands, priorities, on_node, journal, budgets)
 
     def bound(self, pod: int, node: int, now: int) -> None:
         """``pod`` now runs on ``node`` (since ``now``, ns)."""
@@ -223,16 +238,18 @@ class ReplayPreemption:
         """PostFilter for ``pod`` (queue group ``key``), which fits nowhere at ``now`` (ns):
         (node, victims most important first), or None when preemption does not help."""
         priority = self.priority[pod]
+        if self.demands[pod].preemption_policy == NEVER:
+            return None  # PodEligibleToPreemptOthers: "not eligible due to preemptionPolicy=Never."
         if not self.running or min(self.running) >= priority:
             return None  # no lower-priority pod runs: nothing to evict
         self.attempts += 1
-        demand, seconds = self.demands[pod], now / 1e9
+        demand = self.demands[pod]
         memo = self._memo_ok(demand)
         touched = self._touched_since_failure(key) if memo else None
         if touched is None:
-            found = self._everywhere(demand, priority, seconds)
+            found = self._everywhere(demand, priority, now)
         else:
-            found = self._on(sorted(touched), demand, priority, seconds)
+            found = self._on(sorted(touched), demand, priority, now)
         if found is None and self.journal is not None and memo:
             self.failed[key] = self.journal.changes
         else:
@@ -277,10 +294,10 @@ class ReplayPreemption:
         return touched if len(touched) < self.args.min_candidate_nodes_absolute else None
 
     def _everywhere(
-        self, demand: PodDemand, priority: int, seconds: float
+        self, demand: PodDemand, priority: int, now: int
     ) -> tuple[int, list[int]] | None:
         """The dry run over every present node (the filters over all nodes at once first)."""
-        state = self.state
+        state, seconds = self.state, now / 1e9
         feasible = self.active.copy()
         unschedulable = np.zeros(state.node_count, dtype=bool)
         undecided = np.ones(state.node_count, dtype=bool)  # refused by no filter so far
@@ -298,14 +315,14 @@ class ReplayPreemption:
         unschedulable &= self.active
         wanted = self.args.candidates_wanted(int(unschedulable.sum()))
         tried = np.flatnonzero(unschedulable & static & self._room(demand, priority)).tolist()
-        return self._dry_run(tried, wanted, demand, priority, seconds)
+        return self._dry_run(tried, wanted, demand, priority, now)
 
     def _on(
-        self, nodes: list[int], demand: PodDemand, priority: int, seconds: float
+        self, nodes: list[int], demand: PodDemand, priority: int, now: int
     ) -> tuple[int, list[int]] | None:
         """The dry run over ``nodes`` only: the static filters' cached masks of the whole state,
         the others on each node's one-node copy."""
-        filters = self.profile.filters
+        filters, seconds = self.profile.filters, now / 1e9
         static = [f.filter(self.state, demand, seconds).feasible for f in filters if
                   isinstance(f, _STATIC)]  # fmt: skip
         tried = []
@@ -324,22 +341,26 @@ class ReplayPreemption:
             if first.name not in UNRESOLVABLE_FILTERS:
                 tried.append(node)
         wanted = self.args.min_candidate_nodes_absolute  # more than the nodes tried
-        return self._dry_run(tried, wanted, demand, priority, seconds)
+        return self._dry_run(tried, wanted, demand, priority, now)
 
     def _dry_run(
-        self, nodes: list[int], wanted: int, demand: PodDemand, priority: int, seconds: float
+        self, nodes: list[int], wanted: int, demand: PodDemand, priority: int, now: int
     ) -> tuple[int, list[int]] | None:
-        """``select_victims`` on ``nodes`` in order until ``wanted`` candidates, then
-        ``pick_candidate``: (node, victim pods) or None."""
-        candidates: list[Candidate] = []
-        owners: list[list[int]] = []
+        """``select_victims`` on ``nodes`` in order until ``wanted`` candidates, at least one
+        without PDB violations (``DryRunPreemption``), then ``pick_candidate`` over those without
+        violations followed by the others: (node, victim pods) or None."""
+        clean: list[tuple[Candidate, list[int]]] = []
+        violating: list[tuple[Candidate, list[int]]] = []
         local = self.state.pod_index is None
+        seconds = now / 1e9
+        derived: dict[int, DisruptionBudget] = {}  # the budgets at ``now``, derived once
         for node in nodes:
             at = 0 if local else node
             lower = self._lower_on(node, priority, at)
             if not lower:
                 continue
             owner = {id(b): p for p, b in lower}
+            budgets = self._budgets(now, [p for p, _ in lower], derived)
             victims, violations, _ = select_victims(
                 self.dynamic if local else self.profile.filters,
                 node_view(self.state, node) if local else self.state,
@@ -347,19 +368,33 @@ class ReplayPreemption:
                 priority,
                 at,
                 [b for _, b in lower],
-                (),
+                budgets,
                 seconds,
             )
             if victims:
-                candidates.append(Candidate(node, victims, violations))
-                owners.append([owner[id(v)] for v in victims])
-                if len(candidates) >= wanted:
+                found = (Candidate(node, victims, violations), [owner[id(v)] for v in victims])
+                (violating if violations else clean).append(found)
+                if clean and len(clean) + len(violating) >= wanted:
                     break
-        best = pick_candidate(candidates)
+        ordered = clean + violating
+        best = pick_candidate([c for c, _ in ordered])
         if best is None:
             return None
-        chosen = next(i for i, c in enumerate(candidates) if c is best)
-        return best.node, owners[chosen]
+        return best.node, next(pods for c, pods in ordered if c is best)
+
+    def _budgets(
+        self, now: int, pods: list[int], derived: dict[int, DisruptionBudget]
+    ) -> list[DisruptionBudget]:
+        """The budgets selecting any of ``pods``, with ``disruptionsAllowed`` at ``now``
+        (``derived``: those already derived in this dry run; the state does not change during
+        it)."""
+        if self.budgets is None:
+            return []
+        which = self.budgets.covering(pods)
+        missing = [i for i in which if i not in derived]
+        if missing:
+            derived.update(zip(missing, self.budgets.at(now, self.node, missing), strict=True))
+        return [derived[i] for i in which]
 
     def _room(self, demand: PodDemand, priority: int) -> BoolArray:
         """Nodes where ``pod`` passes NodeResourcesFit once every lower-priority placed pod is

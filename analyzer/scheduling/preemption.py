@@ -175,13 +175,14 @@ def node_statuses(evaluation: Evaluation, filters: Sequence[FilterPlugin]) -> di
 def split_by_pdb(
     pods: Sequence[BoundPod], budgets: Sequence[DisruptionBudget]
 ) -> tuple[list[BoundPod], list[BoundPod]]:
-    """``filterPodsWithPDBViolation``: (violating, non-violating), input order kept in each."""
+    """``filterPodsWithPDBViolation``: (violating, non-violating), input order kept in each.
+    A pod without labels matches no budget there (even a selector of only ``DoesNotExist``)."""
     allowed = [b.disruptions_allowed for b in budgets]
     violating: list[BoundPod] = []
     fine: list[BoundPod] = []
     for pod in pods:
         violated = False
-        for i, budget in enumerate(budgets):
+        for i, budget in enumerate(budgets if pod.labels else ()):
             if not budget.selects(pod.namespace, pod.labels) or pod.name in budget.disrupted_pods:
                 continue
             allowed[i] -= 1

@@ -5,6 +5,13 @@ score output gains ``preemption: {nominatedNode, victims: ["namespace/name", …
 status[, message]}``. Pod priorities come from ``spec.priority`` or, through the scenario's
 PriorityClass objects, from ``priorityClassName``; start times from ``status.startTime``;
 PodDisruptionBudgets are counted when the scenario gives them.
+
+``postFilter: {filteredNodesStatuses: {node: code}, absentNodesStatus: code}`` runs PostFilter as
+upstream's unit tests call it (TestDryRunPreemption, TestSelectBestCandidate, TestPostFilter,
+TestPreempt): with these Filter statuses in place of the Filter pass's (nodes not listed get
+``absentNodesStatus``, default ``UnschedulableAndUnresolvable`` like upstream's
+``NewDefaultNodeToStatus``), whether or not the pod fits somewhere. The block's ``candidates`` are
+then ``DryRunPreemption``'s and ``nominatedNode`` is ``SelectCandidate``'s choice.
 """
 
 from __future__ import annotations
@@ -12,10 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analyzer.core.errors import InputError
+from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.preemption import (
+    UNRESOLVABLE,
+    UNSCHEDULABLE,
     BoundPod,
     DefaultPreemption,
     PreemptionResult,
@@ -26,6 +37,38 @@ from analyzer.scheduling.preemption import (
 from analyzer.scheduling.priority_class import PriorityClass
 from analyzer.scheduling.priority_sort import resolve_preemption_policy, resolve_priority
 from analyzer.scheduling.state import ClusterState, PodDemand
+
+POST_FILTER_KEYS = ("filteredNodesStatuses", "absentNodesStatus")
+STATUS_CODES = (UNSCHEDULABLE, UNRESOLVABLE)
+
+
+def parse_post_filter(raw: Any, names: Sequence[str], where: str) -> dict[int, str] | None:
+    """The scenario's ``postFilter`` as a Filter status per node index (None when absent)."""
+    if raw is None:
+        return None
+    raw = mapping(raw, where)
+    unknown = sorted(set(raw) - set(POST_FILTER_KEYS))
+    if unknown:
+        raise InputError(
+            f"{where}.{unknown[0]}: unknown key (valid: {', '.join(POST_FILTER_KEYS)})"
+        )
+    absent = _code(raw.get("absentNodesStatus", UNRESOLVABLE), f"{where}.absentNodesStatus")
+    given = mapping(raw.get("filteredNodesStatuses"), f"{where}.filteredNodesStatuses")
+    position = {name: i for i, name in enumerate(names)}
+    statuses = dict.fromkeys(range(len(names)), absent)
+    for name, code in given.items():
+        field = f"{where}.filteredNodesStatuses.{name}"
+        if name not in position:
+            raise InputError(f"{field}: {name!r} is not one of the scenario's nodes")
+        statuses[position[name]] = _code(code, field)
+    return statuses
+
+
+def _code(raw: Any, where: str) -> str:
+    if raw not in STATUS_CODES:
+        raise InputError(f"{where}: {raw!r} is not a Filter status code (valid: "
+                         f"{', '.join(STATUS_CODES)})")  # fmt: skip
+    return str(raw)
 
 
 def bound_pods(
@@ -65,14 +108,20 @@ def run_preemption(
     now: float = 0.0,
     budgets: Sequence[DisruptionBudget] = (),
     classes: Mapping[str, PriorityClass] | None = None,
+    statuses: Mapping[int, str] | None = None,
 ) -> PreemptionResult | None:
     """PostFilter for a scenario: None when the pod fits or the profile does not preempt.
+
+    ``statuses`` (the scenario's ``postFilter``) replace the Filter pass's statuses, and
+    PostFilter then runs even when the pod fits somewhere (as upstream's unit tests call it).
 
     Not with per-GPU device state: restoring a victim would re-pick its GPUs (best-fit), which
     could differ from the ones it holds, so GPU profiles do not preempt here.
     """
     plugin = preemption_plugin(profile)
-    if plugin is None or evaluation.feasible.any() or state.devices is not None:
+    if plugin is None or state.devices is not None:
+        return None
+    if statuses is None and evaluation.feasible.any():
         return None
     return preempt(
         profile.filters,
@@ -80,7 +129,7 @@ def run_preemption(
         demand,
         resolve_priority(incoming, classes),
         resolve_preemption_policy(incoming, classes),
-        node_statuses(evaluation, profile.filters),
+        node_statuses(evaluation, profile.filters) if statuses is None else statuses,
         bound_pods(state, pods, classes),
         budgets,
         plugin.args,

@@ -13,6 +13,9 @@ Scenario (YAML, DESIGN.md "Interfaces")::
               Namespace, PriorityClass, ...]   # what plugins read besides nodes and pods
     candidateNodes: [name, ...]    # only these are filtered, scored and normalised over
     featureGates: {Name: bool}     # overrides the kubernetesVersion defaults
+    postFilter:                    # DefaultPreemption with given Filter statuses (unit-test shape)
+      filteredNodesStatuses: {name: Unschedulable | UnschedulableAndUnresolvable}
+      absentNodesStatus: UnschedulableAndUnresolvable   # the nodes not listed (default)
 
 ``nodes``/``pods``/``nodeMetrics``/``objects`` may also be ``kubectl`` List objects (``{kind:
 List, items}``). Bound pods keep their labels, namespace, ``deletionTimestamp`` and controller in
@@ -44,7 +47,11 @@ from analyzer.scheduling.loadaware.cache import AssignedPod, build_load_inputs, 
 from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
 from analyzer.scheduling.pdb import DisruptionBudget
-from analyzer.scheduling.preemption_scenario import preemption_json, run_preemption
+from analyzer.scheduling.preemption_scenario import (
+    parse_post_filter,
+    preemption_json,
+    run_preemption,
+)
 from analyzer.scheduling.priority_class import PriorityClass
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.strategies import STRATEGIES, load_config_document, strategy_config
@@ -61,6 +68,7 @@ SCENARIO_KEYS = (
     "objects",
     "candidateNodes",
     "featureGates",
+    "postFilter",
 )
 
 
@@ -80,6 +88,7 @@ class Scenario:
     bound: list[PodObject] = field(default_factory=list)
     budgets: list[DisruptionBudget] = field(default_factory=list)
     classes: dict[str, PriorityClass] = field(default_factory=dict)
+    statuses: dict[int, str] | None = None  # ``postFilter``: Filter status per node index
 
     def evaluate(self) -> Evaluation:
         """Score the incoming pod against every (candidate) node."""
@@ -200,6 +209,7 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
         bound,
         budgets=list(objects.pdbs),
         classes=dict(objects.priority_classes),
+        statuses=parse_post_filter(doc.get("postFilter"), names, f"{where}.postFilter"),
     )
 
 
@@ -358,5 +368,6 @@ def _preemption(scenario: Scenario, evaluation: Evaluation) -> dict[str, Any]:
         scenario.now,
         scenario.budgets,
         scenario.classes,
+        scenario.statuses,
     )
     return preemption_json(result, evaluation.node_names)

@@ -74,6 +74,7 @@ class PodDemand:
     limit_map: Mapping[str, int] = field(default_factory=dict)
     daemonset: bool = False
     priority: int | None = None
+    preemption_policy: str = "PreemptLowerPriority"  # the PriorityClass's (DefaultPreemption)
     koord_class: str = ""  # koord-prod | koord-mid | koord-batch | koord-free | "" (none)
     qos: str = "BestEffort"  # Kubernetes QoS class
     scheduler_name: str = "default-scheduler"

@@ -5,8 +5,10 @@ Three kinds of sentence, each true of this run:
 - **modelled**: how many nodes carry NoSchedule/NoExecute taints and how many pods have a
   nodeSelector or tolerations, and which strategies apply them (every profile with the
   TaintToleration / NodeAffinity filters; a configuration file without them is named);
+- **preemption**: which strategies preempt, how many of the snapshot's PodDisruptionBudgets they
+  count and how many pods may not preempt (``preemptionPolicy: Never``), or that the snapshot
+  holds no such objects;
 - **not modelled**: what the replay never does (``analyzer.replay.engine``):
-  PodDisruptionBudgets and ``preemptionPolicy`` in preemption,
   preferred node affinity outside the kube-based presets, ``percentageOfNodesToScore`` (every
   node is scored); required node affinity (from Kubernetes objects) is applied when the snapshot
   has it; PreferNoSchedule taints, when the snapshot has some, for the strategies without a
@@ -25,13 +27,14 @@ import pandas as pd
 
 from analyzer.core.snapshot import Snapshot, pinned_pods
 from analyzer.replay.engine import Strategy
+from analyzer.replay.input import NEVER_PREEMPT, preemption_policies
 from analyzer.scheduling.constraints import AFFINITY_NAME, TAINT_NAME
+from analyzer.scheduling.preemption import NAME as PREEMPTION
+from analyzer.scheduling.priority_class import parse_priority_class
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
-    "Not modelled by any strategy here: PodDisruptionBudgets and preemptionPolicy in preemption "
-    "(the kube presets order the pending queue by priority and preempt lower-priority pods; the "
-    "GPU presets do neither), and percentageOfNodesToScore (every present node is scored)."
+    "Not modelled by any strategy here: percentageOfNodesToScore (every present node is scored)."
 )
 _SPREAD, _INTER_POD, _IMAGES = "PodTopologySpread", "InterPodAffinity", "ImageLocality"
 _SELECTING_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
@@ -128,8 +131,51 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
         )
     notes.extend(topology_notes(snapshot, strategies))
     notes.extend(image_notes(snapshot, strategies))
+    notes.extend(preemption_notes(snapshot, strategies))
     notes.append(NOT_MODELLED)
     notes.extend(field_source_notes(snapshot))
+    return notes
+
+
+def preemption_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
+    """Which strategies preempt, and what of the snapshot's budgets and classes they read."""
+    preempting = [s.name for s in strategies if s.profile is not None
+                  and any(p.name == PREEMPTION for p in s.profile.post_filters)]  # fmt: skip
+    if not preempting:
+        return []
+    who = ", ".join(preempting)
+    objects = getattr(snapshot, "objects", None) or {}  # older callers pass tables only
+    budgets = len(objects.get("PodDisruptionBudget", []))
+    notes = [
+        f"{who} order the pending queue by priority and preempt lower-priority pods "
+        "(DefaultPreemption); "
+        + (
+            f"they count the snapshot's {_pl(budgets, 'PodDisruptionBudget', 'PodDisruptionBudgets')}"
+            " as kube-scheduler does (victims that would break a budget are evicted last, the node "
+            "with the fewest of them preferred; each budget's disruptionsAllowed is derived from "
+            "its pods existing and running at that instant)."
+            if budgets
+            else "the snapshot holds no PodDisruptionBudget (collect --kube-objects keeps them), "
+            "so no preemption is held back by one."
+        )
+    ]
+    raw = objects.get("PriorityClass", [])
+    if raw:
+        classes = {}
+        for i, obj in enumerate(raw):
+            body = {k: v for k, v in obj.items() if k != "name"}
+            pc = parse_priority_class({"metadata": {"name": obj.get("name")}, **body}, f"[{i}]")
+            classes[pc.name] = pc
+        never = sum(p == NEVER_PREEMPT for p in preemption_policies(snapshot.pods, classes))
+        notes.append(
+            f"{_pl(never, 'pod has', 'pods have')} preemptionPolicy Never (from "
+            "their PriorityClass): they wait instead of preempting."
+        )
+    else:
+        notes.append(
+            "The snapshot holds no PriorityClass objects (collect --kube-objects keeps them): "
+            "every pod may preempt (preemptionPolicy PreemptLowerPriority)."
+        )
     return notes
 
 

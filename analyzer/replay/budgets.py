@@ -1,0 +1,102 @@
+"""PodDisruptionBudgets in the replay's preemption: each budget's ``disruptionsAllowed`` now.
+
+A snapshot keeps its PodDisruptionBudgets (``kube_objects.json``: namespace, name, spec and the
+status counts at collection time). The collected status describes the real cluster at one
+instant, not the replayed one, so the replay derives the status the disruption controller would
+write at the instant of each preemption attempt, from the budget's spec and the replay's pods
+(``analyzer.scheduling.pdb.disruptions_allowed_for``):
+
+- the budget's pods: the snapshot's pods of its namespace whose labels its ``spec.selector``
+  matches (a budget with an empty selector is left out: the scheduler's
+  ``filterPodsWithPDBViolation`` skips it);
+- expected pods: those of the budget's pods that exist at that instant — arrived and not yet
+  departed in the snapshot, whether running or waiting (a preempted pod is recreated by its
+  controller and waits: it is still expected). Upstream counts the matching pods for an integer
+  ``minAvailable`` and the controllers' scale for a percentage or ``maxUnavailable``; a
+  controller's scale is the number of its pods that exist, which is what the replay sees;
+- healthy pods: those of the budget's pods the replay has bound at that instant (ready at once;
+  DaemonSet/static pods, which stay on their own node, count while they exist);
+- ``status.disruptedPods`` is empty (the scheduler deletes its victims directly, not through the
+  eviction API that fills it); the collected status counts are not used.
+
+The replay unbinds victims as soon as it preempts, so a later attempt at the same instant sees the
+budget with fewer healthy pods, as the controller's next sync would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from analyzer.replay.input import ReplayInput
+from analyzer.scheduling.pdb import DisruptionBudget, disruptions_allowed_for
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+Int64Array = np.ndarray[Any, np.dtype[np.int64]]
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+class ReplayBudgets:
+    """The budgets of a replay over its pods (see the module docstring)."""
+
+    def __init__(
+        self,
+        budgets: Sequence[DisruptionBudget],
+        demands: Sequence[PodDemand],
+        arrival: Int64Array,
+        departure: Int64Array,
+        pinned: BoolArray,
+    ) -> None:
+        self.budgets = [b for b in budgets if not b.selector.empty]
+        self.arrival, self.departure, self.pinned = arrival, departure, pinned
+        # pods sharing a namespace and a labels object (input.py parses each distinct text
+        # once) are matched once
+        seen: dict[tuple[str, int], tuple[int, ...]] = {}
+        members: list[list[int]] = [[] for _ in self.budgets]
+        self.of_pod: dict[int, tuple[int, ...]] = {}
+        for pod, demand in enumerate(demands if self.budgets else ()):
+            key = (demand.namespace, id(demand.labels))
+            found = seen.get(key)
+            if found is None:
+                found = tuple(
+                    i
+                    for i, b in enumerate(self.budgets)
+                    if b.selects(demand.namespace, demand.labels)
+                )
+                seen[key] = found
+            if found:
+                self.of_pod[pod] = found
+                for i in found:
+                    members[i].append(pod)
+        self.members = [np.array(m, dtype=np.int64) for m in members]
+
+    def __bool__(self) -> bool:
+        return bool(self.of_pod)
+
+    def covering(self, pods: Iterable[int]) -> list[int]:
+        """The budgets (indices) that select any of ``pods``, in budget order."""
+        found = {i for p in pods for i in self.of_pod.get(p, ())}
+        return sorted(found)
+
+    def at(self, now: int, node_of: Int64Array, which: Iterable[int]) -> list[DisruptionBudget]:
+        """Budgets ``which`` with ``disruptions_allowed`` derived at ``now`` (ns); ``node_of``:
+        the node each pod the scheduler places is bound to now (-1: not bound)."""
+        out = []
+        for i in which:
+            pods = self.members[i]
+            alive = (self.arrival[pods] <= now) & (now < self.departure[pods])
+            pinned = self.pinned[pods]
+            healthy = int(np.count_nonzero(np.where(pinned, alive, node_of[pods] >= 0)))
+            expected = int(np.count_nonzero(alive))
+            budget = self.budgets[i]
+            allowed = disruptions_allowed_for(budget, expected, healthy)
+            out.append(replace(budget, disruptions_allowed=allowed, disrupted_pods=frozenset()))
+        return out
+
+
+def budgets_of(inp: ReplayInput, state: ClusterState) -> ReplayBudgets:
+    """The replay's budgets: the PodDisruptionBudgets among ``state.objects`` over ``inp``'s pods."""
+    return ReplayBudgets(state.objects.pdbs, inp.demands, inp.arrival, inp.departure, inp.pinned)
