@@ -260,3 +260,83 @@ def test_load_aware_drain_reason() -> None:
         "1 pod of default/web: 0/1 nodes are available: 1 node(s) cpu usage exceed threshold."
     ]
     assert "1 node(s) didn't match Pod's node affinity/selector." in reasons["n2"][0]
+
+
+WEB = {"app": "web"}
+ANTI_WEB = json.dumps({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": WEB}, "topologyKey": "kubernetes.io/hostname"}
+]}})  # fmt: skip
+SHRUNK = _recs([("db", 1000, np.nan), ("web", 1000, np.nan)])
+
+
+def three_half_empty_anti() -> Snapshot:
+    """Three 4-core nodes labelled with their hostname, one 2.1-core pod each (52 % requested).
+    ``db-0`` (arrives first) has a required anti-affinity against ``app=web`` pods on its node;
+    ``web-a``/``web-b`` (``app=web``) arrive together a minute later.
+
+    Today's requests never share a node (2 × 2100 m > 4000 m): repacking alone keeps 3 nodes.
+    Right-sized to 1000 m, all three would fit one node (3000 m), but db-0 keeps its node to
+    itself: bin packing puts web-a beside nothing (db-0's node refuses it), web-b beside web-a
+    (2000 m) — 2 nodes, one of them db-0's alone.
+    """
+    nodes = [N(f"n{i}", cpu=4000, memory=16 * GI) for i in range(3)]
+    pods = [
+        P("db-0", "n2", cpu=2100, memory=4 * GI, start=1, cpu_used=300.0),
+        P("web-a", "n0", cpu=2100, memory=4 * GI, start=2, cpu_used=300.0),
+        P("web-b", "n1", cpu=2100, memory=4 * GI, start=2, cpu_used=300.0),
+    ]
+    snap = build(nodes, pods, minutes=30)
+    node_frame = snap.nodes.copy()
+    node_frame["labels"] = pd.array(
+        [json.dumps({"kubernetes.io/hostname": f"n{i}"}) for i in range(3)], dtype="string"
+    )
+    pod_frame = snap.pods.copy()
+    pod_frame["labels"] = pd.array(
+        [json.dumps({"app": "db"}), json.dumps(WEB), json.dumps(WEB)], dtype="string"
+    )
+    pod_frame["affinity"] = pd.array([ANTI_WEB, "{}", "{}"], dtype="string")
+    snap = replace(snap, nodes=node_frame, pods=pod_frame)
+    return _workloads(snap, {"db-0": "db", "web-a": "web", "web-b": "web"})
+
+
+# kube-scheduler's InterPodAffinity Filter reasons (scheduling/interpodaffinity.py, upstream's
+# ErrReasonAntiAffinityRulesNotMatch and ErrReasonExistingAntiAffinityRulesNotMatch)
+OWN_ANTI = "node(s) didn't match pod anti-affinity rules"
+THEIR_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_hand_built_anti_affinity_keeps_a_node(workers: int) -> None:
+    result = run_joint(
+        three_half_empty_anti(), SHRUNK, JointSettings(repack="most-allocated", workers=workers)
+    )
+    rows = {r["name"]: r for r in result.pool_rows("pool")}
+    assert [rows[s]["nodes_peak"] for s in (TODAY, RIGHTSIZE, REPACK, BOTH)] == [3, 3, 3, 2]
+    assert rows[BOTH]["nodes_removable"] == 1 and rows[BOTH]["placement"] == "fresh"
+    assert all(r["violations"] == 0 and r["pods_waited"] == 0 for r in rows.values())
+    assert result.best["pool"] == BOTH and result.notes == []
+    drain = result.drains["pool"]
+    assert drain.time == at(2).isoformat() and len(drain.needed) == 2
+    reasons = {b["node"]: b["reasons"] for b in drain.blocked_nodes}
+    assert len(reasons) == 2 and drain.drainable_nodes == [] and drain.greedy_drained == []
+    # 1000 m + 2000 m fit 4000 m everywhere: only the anti-affinity refuses, from either side
+    db_node = next(n for n, r in reasons.items() if "default/db" in r[0])
+    web_node = next(n for n in reasons if n != db_node)
+    assert reasons[db_node] == [f"1 pod of default/db: 0/1 nodes are available: 1 {OWN_ANTI}."]
+    assert reasons[web_node] == [f"2 pods of default/web: 0/1 nodes are available: 1 {THEIR_ANTI}."]
+
+
+def test_cli_blocked_names_the_anti_affinity(tmp_path: Path) -> None:
+    path = write_snapshot(three_half_empty_anti(), tmp_path / "snap")
+    recs = tmp_path / "recs.csv"
+    SHRUNK.to_csv(recs, index=False)
+    args = ["whatif", str(path), "--recommendations", str(recs), "--workers", "1", "--blocked"]
+    run = CliRunner().invoke(
+        main, [*args, "--strategy", "kube-default", "--strategy", "most-allocated"]
+    )
+    assert run.exit_code == 0, run.output
+    assert "pool pool (both, at 2026-11-01T00:02:00+00:00): 2 nodes needed, 2 cannot go alone" in (
+        run.output
+    )
+    assert f"1 pod of default/db: 0/1 nodes are available: 1 {OWN_ANTI}." in run.output
+    assert f"2 pods of default/web: 0/1 nodes are available: 1 {THEIR_ANTI}." in run.output
