@@ -60,6 +60,7 @@ from analyzer.whatif.kept import (
     pod_pools,
     pools_independent,
     raised_pods,
+    refusal,
 )
 from analyzer.whatif.pool_figures import pool_figures
 
@@ -161,11 +162,14 @@ def _kept(
     fresh_result, repack_result = results
     inp = ctx.input(True)
     profile = resolve_strategy(ctx.settings.repack, ctx.settings.kubernetes_version).profile
+    assert profile is not None  # the repack strategy is never the observed placement
     raised = raised_pods(ctx.input(False), inp, profile)
-    if raised:
+    why = refusal(inp, repack_result, profile, ctx.mats) if raised else ""
+    if why:
         return (
-            "repack only's placement is not kept: right-sizing raised the requests or the "
-            f"load-aware estimates of {len(raised)} pod(s), e.g. {inp.pod_uids[raised[0]]}"
+            "repack only's placement does not pass the filters with the right-sized requests "
+            f"(right-sizing raised the request or load-aware estimate of {len(raised)} pod(s)): "
+            + why
         )
     kept = _figures(ctx, BOTH, repack_result, KEPT)
     for got, want in [

@@ -38,8 +38,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from analyzer.replay.input import ReplayInput
+from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.loadfeed import LoadFeed
+from analyzer.replay.projection import UsageMatrices
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.loadaware.args import LoadAwareArgs, estimate_pod
@@ -77,6 +80,50 @@ def _breaks(old: PodDemand, new: PodDemand, load: list[LoadAwareArgs]) -> bool:
         if any(v > before.get(k, 0) for k, v in after.items()):
             return True
     return False
+
+
+def refusal(inp: ReplayInput, result: ReplayResult, profile: Profile, mats: UsageMatrices) -> str:
+    """ "" when every run of ``result`` passes ``profile``'s filters at its bind with ``inp``'s
+    demands; else the first refusal. The runs are walked in time order — at each instant the
+    NodeMetrics advance, the runs that end are unbound, then the runs that start are checked and
+    bound in the replay's bind order — with LoadAwareScheduling's feed as in the replay.
+    DaemonSet/static pods are bound unchecked, as the replay binds them."""
+    if profile.uses_devices:
+        return "GPU-sharing profiles are not checked"
+    state = inp.fresh_state()
+    feed = LoadFeed.for_profile(inp, profile, state, mats)
+    seg = result.segments
+    pods, nodes = seg["pod"].tolist(), seg["node"].tolist()
+    begin = seg["start"].tolist()
+    # at one instant: the runs that end, then those that start in bind order (a run that ends
+    # when it starts right after its own start)
+    events = sorted(
+        [(t, 1, k, 0) for k, t in enumerate(begin)]
+        + [(t, int(t <= begin[k]), k, 1) for k, t in enumerate(seg["end"].tolist()) if t != NEVER]
+    )
+    clock = None
+    for when, _, k, ends in events:
+        if feed is not None and when != clock:
+            feed.advance(when)
+        clock = when
+        pod, node, demand = pods[k], nodes[k], inp.demands[pods[k]]
+        if ends:
+            state.unbind(node, demand)
+            if feed is not None:
+                feed.unbound(pod, node, when)
+            continue
+        for plugin in profile.filters if not inp.pinned[pod] else []:
+            checked = plugin.filter(state, demand, when / 1e9)
+            if not checked.feasible[node]:
+                return (
+                    f"pod {inp.pod_uids[pod]} on {inp.node_names[node]} at "
+                    f"{pd.Timestamp(when, tz='UTC').isoformat()}: "
+                    + "; ".join(checked.reasons(node))
+                )
+        state.bind(node, demand)
+        if feed is not None:
+            feed.bound(pod, node, when)
+    return ""
 
 
 def _runs_pool(result: ReplayResult, pools: list[str], n_pods: int) -> list[set[str]]:
