@@ -8,8 +8,10 @@ the month's recommendations, and adds to the payload:
 - ``pools[].scenarios: [{name, nodes_peak, nodes_removable, violations, pods_waited}]``;
 - ``pools[].blocked_nodes: [{node, reasons[]}]`` (the best scenario's nodes that cannot go alone);
 - ``pools[].simulated_decision`` (``analyzer.monthly.decisions.simulated_decision``);
-- ``simulation``: the snapshot, window, strategies, each pool's best scenario, idle/slack and the
-  drain's figures (``available: false`` and how to get a snapshot when none was given).
+- ``simulation``: the snapshot, window, strategies, each pool's best scenario, each row's
+  ``placement`` (``observed``, ``fresh``, or "repack only's, right-sized" for a "both" row that
+  keeps repack only's placement, ``analyzer.whatif.kept``; ``kept``: those pools), idle/slack and
+  the drain's figures (``available: false`` and how to get a snapshot when none was given).
 
 A review pool the snapshot does not hold gets empty lists and a note; a snapshot pool the history
 does not hold is named in a note. ``docs/monthly.md`` "Scenarios" explains every number.
@@ -27,7 +29,8 @@ from analyzer.monthly.decisions import simulated_decision
 from analyzer.monthly.review import Review
 from analyzer.report.monthly_rightsize import Rightsizing
 from analyzer.report.views import Column, TableView
-from analyzer.whatif.joint import JointResult, JointSettings, run_joint
+from analyzer.whatif.joint import BOTH, JointResult, JointSettings, run_joint
+from analyzer.whatif.kept import KEPT
 
 ROW_KEYS = ("name", "nodes_peak", "nodes_removable", "violations", "pods_waited")
 HOW_TO_GET = (
@@ -92,6 +95,7 @@ def scenarios_review(
         "changed_pods": result.changed_pods,
         "recipe": rightsizing.recipe,
         "cluster": full["cluster"],
+        "kept": sorted(p for p in pools & reviewed if result.run(BOTH).placement_of(p) == KEPT),
         "pools": [
             {
                 "pool": p["pool"],
@@ -100,6 +104,7 @@ def scenarios_review(
                     {
                         "name": r["name"],
                         "strategy": r["strategy"],
+                        "placement": r["placement"],
                         "nodes_observed": r["nodes_observed"],
                         "peak_time": r["peak_time"],
                         "idle_pct": r["idle_pct"],
@@ -134,13 +139,20 @@ def sentence(payload: dict[str, Any]) -> str:
     s = payload["simulation"]
     if not s["available"]:
         return str(s["reason"])
+    kept = (
+        f" In {', '.join(s['kept'])} the 'both' row keeps repack only's placement with the "
+        "right-sized requests: replayed afresh one pod at a time, the smaller requests needed more "
+        "nodes."
+        if s.get("kept")
+        else ""
+    )
     return (
         f"Replayed {s['snapshot']} over its busiest window {_when(s['start'])} – "
         f"{_when(s['end'])} UTC with "
         f"today's scheduler {s['baseline']} and the repack configuration {s['repack']}; "
         f"{s['changed_pods']:,} pods got the {s['recipe']} recommendations in the right-sized "
         "rows. Each row is its own replay with the usage as observed: savings are simulated, "
-        "never added."
+        "never added." + kept
     )
 
 
@@ -163,6 +175,7 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
                 "slack_cpu": detail.get("slack_pct", {}).get("cpu"),
                 "slack_memory": detail.get("slack_pct", {}).get("memory"),
                 "best": bool(more and more["best"] == row["name"]),
+                "placement": detail.get("placement"),
             })  # fmt: skip
     columns = [
         Column("pool", "Pool"), Column("scenario", "Scenario"), Column("strategy", "Scheduler"),
@@ -173,7 +186,7 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
         Column("idle_cpu", "Idle CPU after", "pct"), Column("idle_memory", "Idle memory after", "pct"),
         Column("slack_cpu", "Slack CPU after", "pct"),
         Column("slack_memory", "Slack memory after", "pct"),
-        Column("best", "Best", "bool"),
+        Column("best", "Best", "bool"), Column("placement", "Placement"),
     ]  # fmt: skip
     keys = [c.key for c in columns]
     return TableView(

@@ -8,7 +8,12 @@ unless a window is given); the usage stays what it was in every one:
   replaying the right-sized requests (``analyzer.core.workloads.apply_recommendations``);
 - **repack only**: the *repack* strategy (default ``most-allocated-loadaware``: bin packing with
   LoadAwareScheduling) replaying today's requests;
-- **both**: the repack strategy replaying the right-sized requests.
+- **both**: the repack strategy replaying the right-sized requests — except where that fresh
+  replay needs more nodes at peak than "repack only": there "both" is repack only's placement
+  with the right-sized requests when the repack profile accepts it (``analyzer.whatif.kept``;
+  per pool when the pools are independent, else in every pool), so it never needs more nodes
+  than "repack only" unless that placement does not pass the filters (a raised request); each
+  row's ``placement`` and the notes say which.
 
 Per pool and scenario: ``analyzer.whatif.pool_figures`` (nodes needed at peak, removable,
 violations, pods waited, idle and slack). Savings are simulated, never added: each row is its own
@@ -63,6 +68,19 @@ from analyzer.whatif.kept import (
     refusal,
 )
 from analyzer.whatif.pool_figures import pool_figures
+
+__all__ = [
+    "BOTH",
+    "REPACK",
+    "RIGHTSIZE",
+    "SCENARIOS",
+    "TODAY",
+    "JointResult",
+    "JointSettings",
+    "ScenarioRun",
+    "best_scenario",
+    "run_joint",
+]
 
 
 @dataclass(frozen=True)
