@@ -20,9 +20,11 @@ from analyzer.core.workloads import KEY, apply_recommendations, workload_keys
 from analyzer.replay.engine import replay
 from analyzer.replay.input import prepare
 from analyzer.replay.projection import usage_matrices
+from analyzer.replay.result import ReplayResult
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.compare import WhatIfSettings, resolve_strategy, run_whatif
+from analyzer.whatif.evaluate import evaluate
 from analyzer.whatif.joint import (
     BOTH,
     REPACK,
@@ -32,7 +34,8 @@ from analyzer.whatif.joint import (
     JointSettings,
     run_joint,
 )
-from analyzer.whatif.kept import KEPT, raised_pods, refusal
+from analyzer.whatif.kept import KEPT, merge, pod_pools, pools_independent, raised_pods, refusal
+from analyzer.whatif.pool_figures import PoolFigures, pool_figures
 
 
 def _workloads(snap: Snapshot, owners: dict[str, str]) -> Snapshot:
@@ -465,3 +468,90 @@ def test_refusal_walks_a_placement_through_the_filters() -> None:
     assert (
         raised_pods(inp, prepare(apply_recommendations(snap, RIGHTSIZED)), strategy.profile) == []
     )
+
+
+def two_pools(affinity: str = "{}", spread: str = "[]", zones: tuple[str, ...] = ()) -> Snapshot:
+    """Pools a and b, three 4-core nodes each (``zones``: a ``zone`` label per node), three
+    1500 m pods held in each pool by a nodeSelector; pod a-0 carries ``affinity``/``spread``."""
+    nodes = [N(f"{p}{i}", cpu=4000, memory=16 * GI) for p in "ab" for i in range(3)]
+    pods = [
+        P(f"{p}-{i}", f"{p}{i}", cpu=1500, memory=GI, start=1 + i, labels=json.dumps({"app": p}))
+        for p in "ab"
+        for i in range(3)
+    ]
+    snap = build(nodes, pods, minutes=20)
+    node_frame = snap.nodes.copy()
+    node_frame["pool"] = pd.array([n.name[0] for n in nodes], dtype="string")
+    node_frame["labels"] = pd.array(
+        [
+            json.dumps({"pool": n.name[0], "kubernetes.io/hostname": n.name, **(
+                {"zone": zones[k]} if zones else {})})
+            for k, n in enumerate(nodes)
+        ],
+        dtype="string",
+    )  # fmt: skip
+    pod_frame = snap.pods.copy()
+    pod_frame["node_selector"] = pd.array(
+        [json.dumps({"pool": u[0]}) for u in pod_frame["uid"]], dtype="string"
+    )
+    pod_frame["affinity"] = pd.array([affinity] + ["{}"] * 5, dtype="string")
+    pod_frame["topology_spread"] = pd.array([spread] + ["[]"] * 5, dtype="string")
+    return replace(snap, nodes=node_frame, pods=pod_frame)
+
+
+def test_merge_takes_each_pool_from_its_placement() -> None:
+    """kube-default spreads each pool's three pods over its three nodes; most-allocated packs two
+    per node (3000 of 4000 m): 2 nodes per pool. Merged, pool a is most-allocated's and pool b
+    kube-default's — every per-pool figure equals its source's, the cluster peak is 2 + 3."""
+    inp = prepare(two_pools())
+    mats = usage_matrices(inp)
+    packed, spread = (
+        replay(inp, resolve_strategy(s, None), 0, matrices=mats)
+        for s in ("most-allocated", "kube-default")
+    )
+    pods = pod_pools(inp, packed, spread)
+    assert pods == ["a", "a", "a", "b", "b", "b"]
+    profile = resolve_strategy("most-allocated", None).profile
+    assert pools_independent(inp, profile) == ""
+    merged = merge(inp, packed, spread, pods, {"b"})
+    settings = JointSettings()
+
+    def figures(result: ReplayResult) -> dict[str, PoolFigures]:
+        outcome = evaluate(inp, result, mats, settings.thresholds, fragmentation_times=[])
+        return pool_figures(inp, result, mats, outcome)
+
+    mine, a, b = figures(merged), figures(packed), figures(spread)
+    assert (a["a"].nodes_peak, b["b"].nodes_peak) == (2, 3)
+    assert mine["a"] == a["a"] and mine["b"] == b["b"]
+    outcome = evaluate(inp, merged, mats, settings.thresholds, fragmentation_times=[])
+    assert outcome.active_nodes_peak == 5 and outcome.waited == 0
+    # every pool from one placement gives that placement back
+    again = merge(inp, packed, spread, pods, {"a", "b"})
+    assert figures(again) == b
+    assert np.array_equal(again.node, spread.node)
+
+
+@pytest.mark.parametrize(
+    ("affinity", "spread", "zones", "why"),
+    [
+        ("{}", "[]", (), ""),
+        # hostname anti-affinity: each domain is one node, in one pool
+        (json.dumps({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "b"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]}}), "[]", (), ""),
+        # a zone spanning both pools
+        (json.dumps({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "b"}}, "topologyKey": "zone"}
+        ]}}), "[]", ("z1", "z1", "z2", "z2", "z3", "z3"), "the anti-affinity topology zone=z2 spans pools"),
+        (json.dumps({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]}}), "[]", (), "pod a-0 has a required pod affinity term"),
+        ("{}", json.dumps([{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                           "whenUnsatisfiable": "DoNotSchedule",
+                           "labelSelector": {"matchLabels": {"app": "a"}}}]), (),
+         "pod a-0 has a DoNotSchedule topology spread constraint"),
+    ],
+)  # fmt: skip
+def test_pools_independent(affinity: str, spread: str, zones: tuple[str, ...], why: str) -> None:
+    inp = prepare(two_pools(affinity, spread, zones))
+    assert pools_independent(inp, resolve_strategy("most-allocated", None).profile) == why
