@@ -242,5 +242,5 @@ def test_sentence_names_the_pools_whose_both_row_is_kept() -> None:
     kept = msc.sentence({"simulation": {**simulation, "kept": ["compute", "memory"]}})
     assert kept == plain + (
         " In compute, memory the 'both' row keeps repack only's placement with the right-sized "
-        "requests: replayed afresh one pod at a time, the smaller requests needed more nodes."
+        "requests: replayed afresh one pod at a time, the right-sized requests needed more nodes."
     )

@@ -141,8 +141,8 @@ def sentence(payload: dict[str, Any]) -> str:
         return str(s["reason"])
     kept = (
         f" In {', '.join(s['kept'])} the 'both' row keeps repack only's placement with the "
-        "right-sized requests: replayed afresh one pod at a time, the smaller requests needed more "
-        "nodes."
+        "right-sized requests: replayed afresh one pod at a time, the right-sized requests "
+        "needed more nodes."
         if s.get("kept")
         else ""
     )

@@ -358,16 +358,20 @@ def _choose(runs: list[ScenarioRun]) -> tuple[dict[str, str], list[str]]:
     return best, pools
 
 
+def _nodes(count: int) -> str:
+    return "1 node" if count == 1 else f"{count} nodes"
+
+
 def _notes(fresh: ScenarioRun, repack: ScenarioRun, kept: Kept) -> list[str]:
     """What "both" is where replayed afresh it needed more nodes than "repack only"."""
     see = '(docs/whatif.md: "both" vs "repack only")'
     if isinstance(kept, str):  # the fresh replay stays: say where it needs more, and why
         notes = [
-            f"'both' needed {fresh.nodes_peak} nodes at peak in the whole cluster, more than "
+            f"'both' needed {_nodes(fresh.nodes_peak)} at peak in the whole cluster, more than "
             f"'repack only' ({repack.nodes_peak}); {kept} {see}"
         ] if fresh.nodes_peak > repack.nodes_peak else []  # fmt: skip
         return notes + [
-            f"pool {p}: 'both' needed {fresh.pools[p].nodes_peak} nodes at peak, more than "
+            f"pool {p}: 'both' needed {_nodes(fresh.pools[p].nodes_peak)} at peak, more than "
             f"'repack only' ({repack.pools[p].nodes_peak}); {kept}"
             for p in _worse(fresh, repack)
         ]
@@ -376,8 +380,8 @@ def _notes(fresh: ScenarioRun, repack: ScenarioRun, kept: Kept) -> list[str]:
     notes = notes if why else []
     return notes + [
         f"pool {p}: 'both' is repack only's placement with the right-sized requests, "
-        f"{repack.pools[p].nodes_peak} nodes at peak: replayed afresh one by one as they arrived, "
-        f"the smaller requests needed {fresh.pools[p].nodes_peak} {see}"
+        f"{_nodes(repack.pools[p].nodes_peak)} at peak: replayed afresh one pod at a time as they "
+        f"arrived, the right-sized requests needed {fresh.pools[p].nodes_peak} {see}"
         for p in sorted(run.pools)
         if run.placement_of(p) == KEPT and fresh.pools[p].nodes_peak > repack.pools[p].nodes_peak
     ]
