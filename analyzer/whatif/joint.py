@@ -17,7 +17,7 @@ unless a window is given); the usage stays what it was in every one:
 
 Per pool and scenario: ``analyzer.whatif.pool_figures`` (nodes needed at peak, removable,
 violations, pods waited, idle and slack). Savings are simulated, never added: each row is its own
-replay. The four replays run in a process pool like the what-if comparison's (each worker prepares
+replay or, for "both", repack only's placement re-evaluated. The four replays run in a process pool like the what-if comparison's (each worker prepares
 both request sets once), then the drain dry run (``analyzer.whatif.drain``) of every pool's
 **best** scenario — the fewest nodes needed at peak among the scenarios with no more violations
 and waiting pods than today both in the pool *and in the whole cluster* (a scenario that empties
