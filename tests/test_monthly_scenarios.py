@@ -122,11 +122,11 @@ def test_page_and_json_agree(case: Path) -> None:
         assert c[3:8] == [str(row["nodes_peak"] + row["nodes_removable"]), str(row["nodes_peak"]),
                           str(row["nodes_removable"]), str(row["violations"]),
                           str(row["pods_waited"])]  # fmt: skip
-    # the last column: where each row's placement comes from (no kept placement in this case:
-    # "both" replayed afresh needs 2 nodes, "repack only" 3)
+    # where each row's placement comes from (no kept placement in this case: "both" replayed
+    # afresh needs 2 nodes, "repack only" 3), so the scheduler cell is the strategy alone
     detail = payload["simulation"]["pools"][0]["rows"]
-    assert [c[-1] for c in cells] == [r["placement"] for r in detail]
     assert [r["placement"] for r in detail] == ["observed", "fresh", "fresh", "fresh"]
+    assert [c[2] for c in cells] == [r["strategy"] for r in detail]
     assert payload["simulation"]["kept"] == [] and "keeps repack only's" not in page
     said = re.search(
         r'data-simulated-decision="pool".*?<span data-sentence>(.*?)</span>', page, re.S
@@ -244,3 +244,11 @@ def test_sentence_names_the_pools_whose_both_row_is_kept() -> None:
         " In compute, memory the 'both' row keeps repack only's placement with the right-sized "
         "requests: replayed afresh one pod at a time, the right-sized requests needed more nodes."
     )
+
+
+def test_a_kept_row_says_so_in_its_scheduler_cell() -> None:
+    kept = {"strategy": "most-allocated-loadaware", "placement": "repack only's, right-sized"}
+    assert msc._scheduler(kept) == (
+        "most-allocated-loadaware (repack only's placement, right-sized requests)"
+    )
+    assert msc._scheduler({**kept, "placement": "fresh"}) == "most-allocated-loadaware"

@@ -166,7 +166,7 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
             detail = more["rows"][i] if more else {}
             rows.append({
                 "pool": pool["name"], "scenario": row["name"],
-                "strategy": detail.get("strategy"),
+                "strategy": _scheduler(detail),
                 "nodes_observed": detail.get("nodes_observed"),
                 "nodes_peak": row["nodes_peak"], "nodes_removable": row["nodes_removable"],
                 "violations": row["violations"], "pods_waited": row["pods_waited"],
@@ -175,7 +175,6 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
                 "slack_cpu": detail.get("slack_pct", {}).get("cpu"),
                 "slack_memory": detail.get("slack_pct", {}).get("memory"),
                 "best": bool(more and more["best"] == row["name"]),
-                "placement": detail.get("placement"),
             })  # fmt: skip
     columns = [
         Column("pool", "Pool"), Column("scenario", "Scenario"), Column("strategy", "Scheduler"),
@@ -186,13 +185,21 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
         Column("idle_cpu", "Idle CPU after", "pct"), Column("idle_memory", "Idle memory after", "pct"),
         Column("slack_cpu", "Slack CPU after", "pct"),
         Column("slack_memory", "Slack memory after", "pct"),
-        Column("best", "Best", "bool"), Column("placement", "Placement"),
+        Column("best", "Best", "bool"),
     ]  # fmt: skip
     keys = [c.key for c in columns]
     return TableView(
         "scenarios", "Four scenarios per pool", columns, pd.DataFrame(rows, columns=keys),
         limit=None,
     )  # fmt: skip
+
+
+def _scheduler(detail: dict[str, Any]) -> str | None:
+    """The row's scheduler, and where its placement comes from when it is repack only's."""
+    strategy = detail.get("strategy")
+    if detail.get("placement") == KEPT:
+        return f"{strategy} (repack only's placement, right-sized requests)"
+    return strategy
 
 
 def blocked_table(payload: dict[str, Any]) -> TableView:
