@@ -225,6 +225,27 @@ def test_monthly_review_of_the_demo(demo: Path) -> None:
             )
             assert s["violations"] >= 0 and s["pods_waited"] >= 0
         assert rows["today"]["nodes_removable"] == 0  # today's placement uses every node it has
+    # "both" needs no more nodes than "repack only" (docs/whatif.md '"both" vs "repack only"'):
+    # a "both" row that keeps repack only's placement has its nodes, violations and waits; a fresh
+    # "both" needs more only where that placement does not pass the filters with the right-sized
+    # requests (krr's memory max + 15 % raises most of the demo's memory requests), and says so
+    simulation = review["simulation"]
+    placements = {
+        p["pool"]: {r["name"]: r["placement"] for r in p["rows"]} for p in simulation["pools"]
+    }
+    for name, pool in pools.items():
+        rows = {s["name"]: s for s in pool["scenarios"]}
+        both, repack = rows["both"], rows["repack only"]
+        if placements[name]["both"] == "repack only's, right-sized":
+            assert [both[k] for k in ("nodes_peak", "violations", "pods_waited")] == [
+                repack[k] for k in ("nodes_peak", "violations", "pods_waited")
+            ]
+        elif both["nodes_peak"] > repack["nodes_peak"]:
+            assert any(
+                n.startswith(f"pool {name}: 'both' needed {both['nodes_peak']} nodes at peak")
+                and "does not pass the filters with the right-sized requests" in n
+                for n in simulation["notes"]
+            )
     # a pool where right-sizing and repacking together free more nodes than either alone
     assert any(
         rows["both"]["nodes_removable"]

@@ -16,6 +16,7 @@ from monthly_scenarios_case import MONTH, STRATEGIES, write_case
 
 from analyzer.cli import main
 from analyzer.monthly import decisions
+from analyzer.report import monthly_scenarios as msc
 from analyzer.whatif.joint import SCENARIOS
 
 MIB, GIB = 2**20, 2**30
@@ -121,6 +122,12 @@ def test_page_and_json_agree(case: Path) -> None:
         assert c[3:8] == [str(row["nodes_peak"] + row["nodes_removable"]), str(row["nodes_peak"]),
                           str(row["nodes_removable"]), str(row["violations"]),
                           str(row["pods_waited"])]  # fmt: skip
+    # where each row's placement comes from (no kept placement in this case: "both" replayed
+    # afresh needs 2 nodes, "repack only" 3), so the scheduler cell is the strategy alone
+    detail = payload["simulation"]["pools"][0]["rows"]
+    assert [r["placement"] for r in detail] == ["observed", "fresh", "fresh", "fresh"]
+    assert [c[2] for c in cells] == [r["strategy"] for r in detail]
+    assert payload["simulation"]["kept"] == [] and "keeps repack only's" not in page
     said = re.search(
         r'data-simulated-decision="pool".*?<span data-sentence>(.*?)</span>', page, re.S
     )
@@ -224,3 +231,24 @@ def test_skipped_workloads_are_counted_by_kind_of_reason() -> None:
         "4 skipped: 2 fewer than --min-samples 100 usage samples; 2 not running on 2026-10-31"
     )
     assert _skipped_text({"skipped": 0, "skipped_by_reason": []}) == "none skipped"
+
+
+def test_sentence_names_the_pools_whose_both_row_is_kept() -> None:
+    simulation = {"available": True, "snapshot": "snap", "start": "2026-11-01T00:00:00+00:00",
+                  "end": "2026-11-08T00:00:00+00:00", "baseline": "kube-default",
+                  "repack": "most-allocated", "changed_pods": 3, "recipe": "krr"}  # fmt: skip
+    plain = msc.sentence({"simulation": {**simulation, "kept": []}})
+    assert plain.endswith("savings are simulated, never added.")
+    kept = msc.sentence({"simulation": {**simulation, "kept": ["compute", "memory"]}})
+    assert kept == plain + (
+        " In compute, memory the 'both' row keeps repack only's placement with the right-sized "
+        "requests: replayed afresh one pod at a time, the right-sized requests needed more nodes."
+    )
+
+
+def test_a_kept_row_says_so_in_its_scheduler_cell() -> None:
+    kept = {"strategy": "most-allocated-loadaware", "placement": "repack only's, right-sized"}
+    assert msc._scheduler(kept) == (
+        "most-allocated-loadaware (repack only's placement, right-sized requests)"
+    )
+    assert msc._scheduler({**kept, "placement": "fresh"}) == "most-allocated-loadaware"

@@ -8,8 +8,10 @@ the month's recommendations, and adds to the payload:
 - ``pools[].scenarios: [{name, nodes_peak, nodes_removable, violations, pods_waited}]``;
 - ``pools[].blocked_nodes: [{node, reasons[]}]`` (the best scenario's nodes that cannot go alone);
 - ``pools[].simulated_decision`` (``analyzer.monthly.decisions.simulated_decision``);
-- ``simulation``: the snapshot, window, strategies, each pool's best scenario, idle/slack and the
-  drain's figures (``available: false`` and how to get a snapshot when none was given).
+- ``simulation``: the snapshot, window, strategies, each pool's best scenario, each row's
+  ``placement`` (``observed``, ``fresh``, or "repack only's, right-sized" for a "both" row that
+  keeps repack only's placement, ``analyzer.whatif.kept``; ``kept``: those pools), idle/slack and
+  the drain's figures (``available: false`` and how to get a snapshot when none was given).
 
 A review pool the snapshot does not hold gets empty lists and a note; a snapshot pool the history
 does not hold is named in a note. ``docs/monthly.md`` "Scenarios" explains every number.
@@ -27,7 +29,8 @@ from analyzer.monthly.decisions import simulated_decision
 from analyzer.monthly.review import Review
 from analyzer.report.monthly_rightsize import Rightsizing
 from analyzer.report.views import Column, TableView
-from analyzer.whatif.joint import JointResult, JointSettings, run_joint
+from analyzer.whatif.joint import BOTH, JointResult, JointSettings, run_joint
+from analyzer.whatif.kept import KEPT
 
 ROW_KEYS = ("name", "nodes_peak", "nodes_removable", "violations", "pods_waited")
 HOW_TO_GET = (
@@ -92,6 +95,7 @@ def scenarios_review(
         "changed_pods": result.changed_pods,
         "recipe": rightsizing.recipe,
         "cluster": full["cluster"],
+        "kept": sorted(p for p in pools & reviewed if result.run(BOTH).placement_of(p) == KEPT),
         "pools": [
             {
                 "pool": p["pool"],
@@ -100,6 +104,7 @@ def scenarios_review(
                     {
                         "name": r["name"],
                         "strategy": r["strategy"],
+                        "placement": r["placement"],
                         "nodes_observed": r["nodes_observed"],
                         "peak_time": r["peak_time"],
                         "idle_pct": r["idle_pct"],
@@ -134,13 +139,20 @@ def sentence(payload: dict[str, Any]) -> str:
     s = payload["simulation"]
     if not s["available"]:
         return str(s["reason"])
+    kept = (
+        f" In {', '.join(s['kept'])} the 'both' row keeps repack only's placement with the "
+        "right-sized requests: replayed afresh one pod at a time, the right-sized requests "
+        "needed more nodes."
+        if s.get("kept")
+        else ""
+    )
     return (
         f"Replayed {s['snapshot']} over its busiest window {_when(s['start'])} – "
         f"{_when(s['end'])} UTC with "
         f"today's scheduler {s['baseline']} and the repack configuration {s['repack']}; "
         f"{s['changed_pods']:,} pods got the {s['recipe']} recommendations in the right-sized "
         "rows. Each row is its own replay with the usage as observed: savings are simulated, "
-        "never added."
+        "never added." + kept
     )
 
 
@@ -154,7 +166,7 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
             detail = more["rows"][i] if more else {}
             rows.append({
                 "pool": pool["name"], "scenario": row["name"],
-                "strategy": detail.get("strategy"),
+                "strategy": _scheduler(detail),
                 "nodes_observed": detail.get("nodes_observed"),
                 "nodes_peak": row["nodes_peak"], "nodes_removable": row["nodes_removable"],
                 "violations": row["violations"], "pods_waited": row["pods_waited"],
@@ -180,6 +192,14 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
         "scenarios", "Four scenarios per pool", columns, pd.DataFrame(rows, columns=keys),
         limit=None,
     )  # fmt: skip
+
+
+def _scheduler(detail: dict[str, Any]) -> str | None:
+    """The row's scheduler, and where its placement comes from when it is repack only's."""
+    strategy = detail.get("strategy")
+    if detail.get("placement") == KEPT:
+        return f"{strategy} (repack only's placement, right-sized requests)"
+    return strategy
 
 
 def blocked_table(payload: dict[str, Any]) -> TableView:

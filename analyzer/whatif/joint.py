@@ -8,11 +8,16 @@ unless a window is given); the usage stays what it was in every one:
   replaying the right-sized requests (``analyzer.core.workloads.apply_recommendations``);
 - **repack only**: the *repack* strategy (default ``most-allocated-loadaware``: bin packing with
   LoadAwareScheduling) replaying today's requests;
-- **both**: the repack strategy replaying the right-sized requests.
+- **both**: the repack strategy replaying the right-sized requests — except where that fresh
+  replay needs more nodes at peak than "repack only": there "both" is repack only's placement
+  with the right-sized requests when the repack profile accepts it (``analyzer.whatif.kept``;
+  per pool when the pools are independent, else in every pool), so it never needs more nodes
+  than "repack only" unless that placement does not pass the filters (a raised request); each
+  row's ``placement`` and the notes say which.
 
 Per pool and scenario: ``analyzer.whatif.pool_figures`` (nodes needed at peak, removable,
 violations, pods waited, idle and slack). Savings are simulated, never added: each row is its own
-replay. The four replays run in a process pool like the what-if comparison's (each worker prepares
+replay or, for "both", repack only's placement re-evaluated. The four replays run in a process pool like the what-if comparison's (each worker prepares
 both request sets once), then the drain dry run (``analyzer.whatif.drain``) of every pool's
 **best** scenario — the fewest nodes needed at peak among the scenarios with no more violations
 and waiting pods than today both in the pool *and in the whole cluster* (a scenario that empties
@@ -28,7 +33,6 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from analyzer.core.snapshot import Snapshot
@@ -43,10 +47,40 @@ from analyzer.whatif.compare import resolve_strategy
 from analyzer.whatif.drain import DrainReport, drain_pool
 from analyzer.whatif.evaluate import evaluate
 from analyzer.whatif.explain import node_pools
-from analyzer.whatif.pool_figures import PoolFigures, pool_figures
+from analyzer.whatif.joint_result import (
+    BOTH,
+    MIXED,
+    REPACK,
+    RIGHTSIZE,
+    SCENARIOS,
+    TODAY,
+    JointResult,
+    ScenarioRun,
+)
+from analyzer.whatif.kept import (
+    FRESH,
+    KEPT,
+    OBSERVED_PLACEMENT,
+    merge,
+    pod_pools,
+    pools_independent,
+    raised_pods,
+    refusal,
+)
+from analyzer.whatif.pool_figures import pool_figures
 
-TODAY, RIGHTSIZE, REPACK, BOTH = "today", "right-size only", "repack only", "both"
-SCENARIOS = (TODAY, RIGHTSIZE, REPACK, BOTH)
+__all__ = [
+    "BOTH",
+    "REPACK",
+    "RIGHTSIZE",
+    "SCENARIOS",
+    "TODAY",
+    "JointResult",
+    "JointSettings",
+    "ScenarioRun",
+    "best_scenario",
+    "run_joint",
+]
 
 
 @dataclass(frozen=True)
@@ -71,91 +105,6 @@ class JointSettings:
             REPACK: (self.repack, False),
             BOTH: (self.repack, True),
         }[name]
-
-
-@dataclass
-class ScenarioRun:
-    """One scenario's replay: whole-cluster figures and every pool's."""
-
-    name: str
-    strategy: str
-    rightsized: bool
-    nodes_peak: int  # whole cluster: the what-if page's peak active nodes
-    violations: int
-    pods_waited: int
-    never_placed: int
-    pools: dict[str, PoolFigures]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (the whole-cluster row)."""
-        return {
-            "name": self.name,
-            "strategy": self.strategy,
-            "requests": "right-sized" if self.rightsized else "today",
-            "nodes_peak": self.nodes_peak,
-            "violations": self.violations,
-            "pods_waited": self.pods_waited,
-            "never_placed": self.never_placed,
-        }
-
-
-@dataclass
-class JointResult:
-    """Four scenarios per pool, the best one, and its blocked nodes."""
-
-    source: str
-    start: str
-    end: str
-    baseline: str
-    repack: str
-    changed_pods: int
-    scenarios: list[ScenarioRun]
-    best: dict[str, str]  # pool -> scenario name
-    drains: dict[str, DrainReport]
-    notes: list[str] = field(default_factory=list)
-
-    def run(self, name: str) -> ScenarioRun:
-        """The scenario called ``name``."""
-        return next(s for s in self.scenarios if s.name == name)
-
-    def pools(self) -> list[str]:
-        """Every pool, sorted."""
-        return sorted(self.scenarios[0].pools)
-
-    def pool_rows(self, pool: str) -> list[dict[str, Any]]:
-        """The four rows of ``pool`` (``report.json``'s ``pools[].scenarios``)."""
-        rows = []
-        for run in self.scenarios:
-            figures = run.pools[pool]
-            rows.append({"name": run.name, "strategy": run.strategy, **figures.to_dict()})
-            rows[-1].pop("pool")
-        return rows
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every number, JSON-ready: ``pools[].scenarios``, ``pools[].blocked_nodes``."""
-        pools = []
-        for pool in self.pools():
-            drain = self.drains.get(pool)
-            pools.append(
-                {
-                    "pool": pool,
-                    "scenarios": self.pool_rows(pool),
-                    "best": self.best[pool],
-                    "blocked_nodes": list(drain.blocked_nodes) if drain else [],
-                    "drain": drain.to_dict() if drain else None,
-                }
-            )
-        return {
-            "source": self.source,
-            "start": self.start,
-            "end": self.end,
-            "baseline": self.baseline,
-            "repack": self.repack,
-            "changed_pods": self.changed_pods,
-            "cluster": [s.to_dict() for s in self.scenarios],
-            "pools": pools,
-            "notes": list(self.notes),
-        }
 
 
 class _Context:
@@ -183,15 +132,13 @@ class _Context:
         return self._mats
 
 
-def _scenario(ctx: _Context, name: str) -> tuple[ScenarioRun, ReplayResult]:
-    settings = ctx.settings
-    strategy_name, rightsized = settings.scenario(name)
-    strategy = resolve_strategy(strategy_name, settings.kubernetes_version)
+def _figures(ctx: _Context, name: str, result: ReplayResult, placement: str) -> ScenarioRun:
+    """Scenario ``name``'s figures of the placement ``result`` (with the scenario's requests)."""
+    strategy_name, rightsized = ctx.settings.scenario(name)
     inp = ctx.input(rightsized)
-    result = replay(inp, strategy, settings.seed, matrices=ctx.mats)
     # fragmentation is not reported here: no time points (the rest of the outcome is the same)
-    outcome = evaluate(inp, result, ctx.mats, settings.thresholds, fragmentation_times=[])
-    run = ScenarioRun(
+    outcome = evaluate(inp, result, ctx.mats, ctx.settings.thresholds, fragmentation_times=[])
+    return ScenarioRun(
         name=name,
         strategy=strategy_name,
         rightsized=rightsized,
@@ -200,8 +147,80 @@ def _scenario(ctx: _Context, name: str) -> tuple[ScenarioRun, ReplayResult]:
         pods_waited=outcome.waited,
         never_placed=outcome.never_placed,
         pools=pool_figures(inp, result, ctx.mats, outcome),
+        placement=placement,
     )
-    return run, result
+
+
+def _scenario(ctx: _Context, name: str) -> tuple[ScenarioRun, ReplayResult]:
+    settings = ctx.settings
+    strategy_name, rightsized = settings.scenario(name)
+    strategy = resolve_strategy(strategy_name, settings.kubernetes_version)
+    result = replay(ctx.input(rightsized), strategy, settings.seed, matrices=ctx.mats)
+    placement = OBSERVED_PLACEMENT if strategy_name == OBSERVED else FRESH
+    return _figures(ctx, name, result, placement), result
+
+
+def _worse(fresh: ScenarioRun, repack: ScenarioRun) -> list[str]:
+    """The pools where "both" replayed afresh needs more nodes at peak than "repack only"."""
+    return [
+        p for p in sorted(fresh.pools) if fresh.pools[p].nodes_peak > repack.pools[p].nodes_peak
+    ]
+
+
+Kept = tuple[ScenarioRun, ReplayResult, str] | str
+
+
+def _kept(
+    ctx: _Context, fresh: ScenarioRun, repack: ScenarioRun, results: tuple[ReplayResult, ...]
+) -> Kept:
+    """ "both" when the fresh replay needs more nodes than "repack only" (docs/whatif.md '"both"
+    vs "repack only"'): repack only's placement with the right-sized requests in the pools where
+    the fresh one needs more, fresh elsewhere — (run, placement, why every pool is kept: "" when
+    not or when every pool needs it) — or why that placement cannot be kept."""
+    fresh_result, repack_result = results
+    inp = ctx.input(True)
+    profile = resolve_strategy(ctx.settings.repack, ctx.settings.kubernetes_version).profile
+    assert profile is not None  # the repack strategy is never the observed placement
+    raised = raised_pods(ctx.input(False), inp, profile)
+    why = refusal(inp, repack_result, profile, ctx.mats) if raised else ""
+    if why:
+        return (
+            "repack only's placement does not pass the filters with the right-sized requests "
+            f"(right-sizing raised the request or load-aware estimate of {len(raised)} pod(s)): "
+            + why
+        )
+    kept = _figures(ctx, BOTH, repack_result, KEPT)
+    for got, want in [
+        ((kept.nodes_peak, kept.violations, kept.pods_waited, kept.never_placed),
+         (repack.nodes_peak, repack.violations, repack.pods_waited, repack.never_placed)),
+        *(((kept.pools[p].nodes_peak, kept.pools[p].violations, kept.pools[p].pods_waited),
+           (repack.pools[p].nodes_peak, repack.pools[p].violations, repack.pools[p].pods_waited))
+          for p in repack.pools),
+    ]:  # fmt: skip
+        if got != want:  # the same placement and usage: only slack and idle may change
+            raise AssertionError(f"kept placement: {got} differs from repack only's {want}")
+    worse = set(_worse(fresh, kept))
+    if not worse:
+        return kept, repack_result, "the fresh replay needs more nodes in the whole cluster"
+    if worse == set(kept.pools):
+        return kept, repack_result, ""
+    pods = pod_pools(inp, fresh_result, repack_result)
+    why = pods if isinstance(pods, str) else pools_independent(inp, profile)
+    if why or isinstance(pods, str):
+        return kept, repack_result, f"the pools are not independent ({why})"
+    mixed = merge(inp, fresh_result, repack_result, pods, worse)
+    run = _figures(ctx, BOTH, mixed, MIXED)
+    run.pool_placement = {p: KEPT if p in worse else FRESH for p in run.pools}
+    if run.nodes_peak > kept.nodes_peak:
+        return (
+            kept,
+            repack_result,
+            (
+                f"mixed per pool it would need {run.nodes_peak} nodes at peak in the whole cluster, "
+                f"more than repack only's {kept.nodes_peak}"
+            ),
+        )
+    return run, mixed, ""
 
 
 def _drain(
@@ -233,6 +252,10 @@ def _scenario_task(name: str) -> tuple[ScenarioRun, ReplayResult]:
 
 def _drain_task(name: str, result: ReplayResult, pool: str, when: int, text: str) -> DrainReport:
     return _drain(_WORKER["ctx"], name, result, pool, when, text)
+
+
+def _kept_task(fresh: ScenarioRun, repack: ScenarioRun, results: tuple[ReplayResult, ...]) -> Kept:
+    return _kept(_WORKER["ctx"], fresh, repack, results)
 
 
 def best_scenario(runs: list[ScenarioRun], pool: str) -> str:
@@ -281,10 +304,21 @@ def run_joint(
             for p in pools
         ]
 
+    def settle(kept: Any) -> list[str]:
+        """ "both" no worse than "repack only" (``_kept``); the notes that say how."""
+        fresh, repack = runs[SCENARIOS.index(BOTH)], runs[SCENARIOS.index(REPACK)]
+        if not _worse(fresh, repack) and fresh.nodes_peak <= repack.nodes_peak:
+            return []
+        outcome = kept(fresh, repack, (results[BOTH], results[REPACK]))
+        if not isinstance(outcome, str):
+            runs[SCENARIOS.index(BOTH)], results[BOTH] = outcome[0], outcome[1]
+        return _notes(fresh, repack, outcome)
+
     if workers == 1:
         ctx = _Context(today, rightsized, settings)
         for name in SCENARIOS:
             record(name, _scenario(ctx, name))
+        notes = settle(lambda *args: _kept(ctx, *args))
         best, pools = _choose(runs)
         for args in drain_args(best, pools) if settings.drain else []:
             drains[args[2]] = _drain(ctx, *args)
@@ -297,6 +331,7 @@ def run_joint(
             futures = {name: executor.submit(_scenario_task, name) for name in order}
             for name in SCENARIOS:
                 record(name, futures[name].result())
+            notes = settle(lambda *args: executor.submit(_kept_task, *args).result())
             best, pools = _choose(runs)
             tasks = drain_args(best, pools) if settings.drain else []
             waiting = [executor.submit(_drain_task, *args) for args in tasks]
@@ -312,7 +347,7 @@ def run_joint(
         scenarios=runs,
         best=best,
         drains=drains,
-        notes=_notes(runs),
+        notes=notes,
     )
 
 
@@ -323,24 +358,30 @@ def _choose(runs: list[ScenarioRun]) -> tuple[dict[str, str], list[str]]:
     return best, pools
 
 
-def _notes(runs: list[ScenarioRun]) -> list[str]:
-    notes = []
-    both, repack = runs[SCENARIOS.index(BOTH)], runs[SCENARIOS.index(REPACK)]
-    if both.nodes_peak > repack.nodes_peak:
-        notes.append(
-            f"'both' needed {both.nodes_peak} nodes at peak in the whole cluster, more than "
-            f'\'repack only\' ({repack.nodes_peak}) (docs/whatif.md: "both" vs "repack only")'
-        )
-    for pool in sorted(both.pools):
-        if both.pools[pool].nodes_peak > repack.pools[pool].nodes_peak:
-            notes.append(
-                f"pool {pool}: 'both' needed {both.pools[pool].nodes_peak} nodes at peak, more "
-                f"than 'repack only' ({repack.pools[pool].nodes_peak}): smaller requests placed "
-                "one by one as they arrived packed worse here"
-            )
-    return notes
+def _nodes(count: int) -> str:
+    return "1 node" if count == 1 else f"{count} nodes"
 
 
-def removable_total(result: JointResult, name: str) -> int:
-    """Nodes removable in scenario ``name`` summed over pools (pools' peaks may differ in time)."""
-    return int(np.sum([f.nodes_removable for f in result.run(name).pools.values()]))
+def _notes(fresh: ScenarioRun, repack: ScenarioRun, kept: Kept) -> list[str]:
+    """What "both" is where replayed afresh it needed more nodes than "repack only"."""
+    see = '(docs/whatif.md: "both" vs "repack only")'
+    if isinstance(kept, str):  # the fresh replay stays: say where it needs more, and why
+        notes = [
+            f"'both' needed {_nodes(fresh.nodes_peak)} at peak in the whole cluster, more than "
+            f"'repack only' ({repack.nodes_peak}); {kept} {see}"
+        ] if fresh.nodes_peak > repack.nodes_peak else []  # fmt: skip
+        return notes + [
+            f"pool {p}: 'both' needed {_nodes(fresh.pools[p].nodes_peak)} at peak, more than "
+            f"'repack only' ({repack.pools[p].nodes_peak}); {kept}"
+            for p in _worse(fresh, repack)
+        ]
+    run, _, why = kept
+    notes = [f"'both' is repack only's placement with the right-sized requests: {why} {see}"]
+    notes = notes if why else []
+    return notes + [
+        f"pool {p}: 'both' is repack only's placement with the right-sized requests, "
+        f"{_nodes(repack.pools[p].nodes_peak)} at peak: replayed afresh one pod at a time as they "
+        f"arrived, the right-sized requests needed {fresh.pools[p].nodes_peak} {see}"
+        for p in sorted(run.pools)
+        if run.placement_of(p) == KEPT and fresh.pools[p].nodes_peak > repack.pools[p].nodes_peak
+    ]

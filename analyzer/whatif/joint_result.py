@@ -1,0 +1,121 @@
+"""The joint scenarios' results: one row per scenario (whole cluster and per pool), the best
+scenario and drain of every pool (``analyzer.whatif.joint`` computes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzer.whatif.drain import DrainReport
+from analyzer.whatif.kept import FRESH
+from analyzer.whatif.pool_figures import PoolFigures
+
+TODAY, RIGHTSIZE, REPACK, BOTH = "today", "right-size only", "repack only", "both"
+SCENARIOS = (TODAY, RIGHTSIZE, REPACK, BOTH)
+MIXED = "per pool"  # the cluster row of a "both" that is fresh in some pools, kept in others
+
+
+@dataclass
+class ScenarioRun:
+    """One scenario's replay: whole-cluster figures and every pool's."""
+
+    name: str
+    strategy: str
+    rightsized: bool
+    nodes_peak: int  # whole cluster: the what-if page's peak active nodes
+    violations: int
+    pods_waited: int
+    never_placed: int
+    pools: dict[str, PoolFigures]
+    placement: str = FRESH  # FRESH, KEPT, MIXED or OBSERVED_PLACEMENT (module docstring)
+    pool_placement: dict[str, str] = field(default_factory=dict)  # MIXED: each pool's
+
+    def placement_of(self, pool: str) -> str:
+        """The placement the row of ``pool`` comes from: ``fresh``, ``observed`` or KEPT."""
+        return self.pool_placement.get(pool, self.placement)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the whole-cluster row)."""
+        return {
+            "name": self.name,
+            "strategy": self.strategy,
+            "placement": self.placement,
+            "requests": "right-sized" if self.rightsized else "today",
+            "nodes_peak": self.nodes_peak,
+            "violations": self.violations,
+            "pods_waited": self.pods_waited,
+            "never_placed": self.never_placed,
+        }
+
+
+@dataclass
+class JointResult:
+    """Four scenarios per pool, the best one, and its blocked nodes."""
+
+    source: str
+    start: str
+    end: str
+    baseline: str
+    repack: str
+    changed_pods: int
+    scenarios: list[ScenarioRun]
+    best: dict[str, str]  # pool -> scenario name
+    drains: dict[str, DrainReport]
+    notes: list[str] = field(default_factory=list)
+
+    def run(self, name: str) -> ScenarioRun:
+        """The scenario called ``name``."""
+        return next(s for s in self.scenarios if s.name == name)
+
+    def pools(self) -> list[str]:
+        """Every pool, sorted."""
+        return sorted(self.scenarios[0].pools)
+
+    def pool_rows(self, pool: str) -> list[dict[str, Any]]:
+        """The four rows of ``pool`` (``report.json``'s ``pools[].scenarios``)."""
+        rows = []
+        for run in self.scenarios:
+            figures = run.pools[pool]
+            rows.append(
+                {
+                    "name": run.name,
+                    "strategy": run.strategy,
+                    "placement": run.placement_of(pool),
+                    **figures.to_dict(),
+                }
+            )
+            rows[-1].pop("pool")
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every number, JSON-ready: ``pools[].scenarios``, ``pools[].blocked_nodes``."""
+        pools = []
+        for pool in self.pools():
+            drain = self.drains.get(pool)
+            pools.append(
+                {
+                    "pool": pool,
+                    "scenarios": self.pool_rows(pool),
+                    "best": self.best[pool],
+                    "blocked_nodes": list(drain.blocked_nodes) if drain else [],
+                    "drain": drain.to_dict() if drain else None,
+                }
+            )
+        return {
+            "source": self.source,
+            "start": self.start,
+            "end": self.end,
+            "baseline": self.baseline,
+            "repack": self.repack,
+            "changed_pods": self.changed_pods,
+            "cluster": [s.to_dict() for s in self.scenarios],
+            "pools": pools,
+            "notes": list(self.notes),
+        }
+
+
+def removable_total(result: JointResult, name: str) -> int:
+    """Nodes removable in scenario ``name`` summed over pools (pools' peaks may differ in time)."""
+    return int(np.sum([f.nodes_removable for f in result.run(name).pools.values()]))
