@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,9 @@ def _run_child(cmd: list[str], server_pid: int) -> dict[str, Any]:
     out = proc.stdout.read().decode()
     err = proc.stderr.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
+    # Linux carries the forked parent's peak into the child's ru_maxrss across exec: a child's
+    # figure at or below this process's own peak may be this process's, not the child's.
+    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 3):
@@ -61,6 +65,7 @@ def _run_child(cmd: list[str], server_pid: int) -> dict[str, Any]:
         "wall_seconds": round(wall, 2),
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
+        "peak_rss_is_parent_floor": usage.ru_maxrss <= floor,
         "server_cpu_seconds": round(_server_cpu(server_pid) - server_before, 1),
         "exit": proc.returncode,
         "last_line": out.strip().splitlines()[-1] if out.strip() else err.strip()[-300:],
