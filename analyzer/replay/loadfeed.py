@@ -95,6 +95,7 @@ class LoadFeed:
         self.next_time = int(mats.times[0]) if len(mats.times) else NEVER  # times[next_col]
         self.last_report = -1
         self.interval = REPORT_INTERVAL_S * SECOND
+        self.due_at = self.next_due  # ``advance`` makes a report visible from this instant on
         self.windows = self._aggregation_keys()
         self.system = np.zeros((count, len(self.resources)), dtype=np.int64)
         # prod usage is read only with prod thresholds (arguments or a node's annotation) or
@@ -199,20 +200,28 @@ class LoadFeed:
     # ------------------------------------------------------------------ time
     def due(self, now: int) -> bool:
         """True when ``advance(now)`` will make a new report visible."""
-        report = (now - self.inp.start - 1) // self.interval
-        return bool(report > self.last_report and report >= 0)
+        return now >= self.due_at
+
+    @property
+    def next_due(self) -> int:
+        """The first instant at which the report after ``last_report`` is visible (reports
+        are visible strictly after their time ``start + k·interval``)."""
+        return self.inp.start + 1 + (self.last_report + 1) * self.interval
 
     def advance(self, now: int) -> bool:
         """Move the clock to ``now``; True when a new NodeMetric report became visible."""
+        if now <= self.next_time and now < self.due_at:  # most instants: nothing to do
+            return False
         times = self.mats.times
         if self.next_col < len(times) and now > self.next_time:  # a grid column has passed
             stop = int(np.searchsorted(times, now, side="left"))
             self._finalise(self.next_col, stop)
             self.next_col = stop
             self.next_time = int(times[stop]) if stop < len(times) else NEVER
-        report = (now - self.inp.start - 1) // self.interval
-        if report > self.last_report and report >= 0:
+        if now >= self.due_at:
+            report = (now - self.inp.start - 1) // self.interval
             self.last_report = report
+            self.due_at = self.next_due
             self._refresh(self.inp.start + report * self.interval)
             return True
         return False
