@@ -15,7 +15,8 @@ the score only move on nodes whose row moved:
 
 ``LoadRows`` keeps that change log (and an epoch for "every row") and evaluates the plugin for a
 few rows in plain Python — the same integer arithmetic and the same float64 operations in the same
-order as the plugin's arrays — or for every node by calling the plugin itself.
+order as the plugin's arrays — adding it to the resource plugins' total of each row in the same
+loop, or for every node in one numpy pass per shape (``analyzer.replay.loadcolumns``).
 ``tests/test_replay_loadaware.py`` checks both against ``Profile.evaluate`` and whole replays
 against the full-rescoring path.
 """
@@ -24,11 +25,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from analyzer.replay.loadcolumns import (
+    CHECK,
+    LOWEST,
+    NO_SCORE,
+    PASS,
+    REFUSE,
+    LoadShape,
+    Terms,
+    parts,
+)
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import Profile, WeightedScore
 from analyzer.scheduling.loadaware.args import estimate_pod, pod_is_prod
@@ -38,26 +48,6 @@ from analyzer.scheduling.state import ClusterState, LoadInputs, PodDemand
 FULL_SHARE = 0.25  # above this share of changed nodes, every row is stale (a new epoch)
 LOG_LIMIT = 1 << 20  # the change log is cut here (a new epoch)
 EXPIRY_MARGIN_S = 1.0  # recheck expiry this long before the earliest possible flip
-PASS, REFUSE, CHECK = 0, 1, 2  # the filter's verdict on a node before looking at the pod
-NO_MARGIN = 1 << 62  # a margin no estimate reaches: the resource is not checked
-REFUSED = -NO_MARGIN  # a margin every estimate reaches: the node refuses every (non-DaemonSet) pod
-NO_SCORE = -NO_MARGIN  # room (capacity − base) that leaves no score for any estimate
-LOWEST = int(
-    np.iinfo(np.int64).min
-)  # the replay's "infeasible" total (``analyzer.replay.scoring``)
-# node i's side for one pod variant: (PASS/REFUSE/CHECK, (resource, margin) pairs for CHECK,
-# room per resource = capacity − base, or None when the score is 0)
-Terms = tuple[int, list[tuple[int, int]], list[int] | None]
-
-
-@dataclass(frozen=True)
-class LoadShape:
-    """The pod side of the plugin for one replay shape."""
-
-    demand: PodDemand
-    vector: tuple[int, ...]  # the incoming pod's estimate, in the plugin's resource order
-    prod: bool
-    daemonset: bool
 
 
 def _plugins(profile: Profile) -> tuple[list[LoadAwareScheduling], list[WeightedScore]]:
@@ -239,9 +229,10 @@ class LoadRows:
 
     def full(self, shape: LoadShape, now: float) -> tuple[BoolArray, Int64Array]:
         """(passes the filter, weight × score) of every node, from the node arrays of
-        ``_arrays`` (the same verdicts and integers as the plugin's ``filter`` and ``score``)."""
+        ``analyzer.replay.loadcolumns`` (the same verdicts and integers as the plugin's
+        ``filter`` and ``score``)."""
         count = self.state.node_count
-        fails, score = self._parts(shape)
+        fails, score = parts(self, shape)
         passes: BoolArray = np.ones(count, dtype=bool) if fails is None else ~fails
         added: Int64Array = np.zeros(count, dtype=np.int64) if score is None else score
         return passes, added
@@ -249,7 +240,7 @@ class LoadRows:
     def total(self, shape: LoadShape, res: Int64Array, out: Int64Array) -> None:
         """``out`` = ``res`` (the resource plugins' total, ``LOWEST`` where they refuse) plus
         weight × score, ``LOWEST`` where either part refuses: every node in one numpy pass."""
-        fails, score = self._parts(shape)
+        fails, score = parts(self, shape)
         if score is None:
             out[:] = res
         else:
@@ -258,136 +249,6 @@ class LoadRows:
         if fails is not None:
             bad |= fails
         np.copyto(out, LOWEST, where=bad)
-
-    def _parts(self, shape: LoadShape) -> tuple[BoolArray | None, Int64Array | None]:
-        """(refused by the filter, weight × score) of every node; None: nowhere / 0 everywhere.
-
-        Per resource k the filter fails where ``estimate_k >= margin_k`` and the score's part is
-        ``(room_k − estimate_k) × 100 // capacity_k``, 0 where that is negative (used > capacity;
-        ``NO_SCORE``: capacity 0, or no fresh metric): the plugin's ``(cap − used) × 100 // cap``, 0 if used >
-        cap, in the same integers, one contiguous column at a time."""
-        margins, room = self._arrays(shape.prod)
-        vector = shape.vector
-        fails: BoolArray | None = None
-        if self.filter is not None and not shape.daemonset:
-            for k, estimate in enumerate(vector):
-                column = margins[k] <= estimate
-                fails = column if fails is None else np.logical_or(fails, column, out=fails)
-        if not self.scoring:
-            return fails, None
-        weights, dominant = self.weights, self.args.dominant_weight
-        numerator: Int64Array | None = None
-        low: Int64Array | None = None
-        for k, estimate in enumerate(vector):
-            part = room[k] - estimate
-            np.maximum(part, 0, out=part)
-            part *= 100
-            part //= self.capacity_safe[k]
-            if dominant > 0:
-                low = part.copy() if low is None else np.minimum(low, part, out=low)
-            if weights[k] != 1:
-                part *= weights[k]
-            numerator = part if numerator is None else np.add(numerator, part, out=numerator)
-        assert numerator is not None
-        if low is not None:
-            low *= dominant
-            numerator += low
-        numerator //= self.weight_sum
-        if self.weight != 1:
-            numerator *= self.weight
-        return fails, numerator
-
-    def _arrays(self, prod: bool) -> tuple[Int64Array, Int64Array]:
-        """Per resource and node for a (non-)prod pod: the margins (the pod fails where its
-        estimate ``>= margin``; ``NO_MARGIN`` where unchecked, ``REFUSED`` where the node refuses
-        outright) and the room capacity − base (``NO_SCORE`` where the score is 0). Built whole
-        once per epoch, then patched on the rows gone stale since."""
-        variant = prod and self.prod_matters
-        arrays = self.arrays.get(variant)
-        if arrays is None:
-            arrays = self.arrays[variant] = self._build(prod)
-            self.dirty[variant] = set()
-            return arrays
-        margins, room = arrays
-        terms = self.terms[1 if variant else 0]
-        stale = list(self.dirty[variant])
-        if stale:
-            fills, rooms = [], []
-            checks: list[tuple[int, int, int]] = []  # (resource, row, margin)
-            for at, i in enumerate(stale):
-                known = terms[i]
-                if known is None:
-                    known = terms[i] = self._terms(i, prod)
-                mode, pairs, rest = known
-                fills.append(REFUSED if mode == REFUSE else NO_MARGIN)
-                rooms.append(rest if rest is not None else [NO_SCORE] * self.width)
-                if mode == CHECK:
-                    checks += [(k, at, margin) for k, margin in pairs]
-            block = np.repeat(np.array(fills, dtype=np.int64)[np.newaxis, :], self.width, axis=0)
-            for k, at, margin in checks:
-                block[k, at] = margin
-            margins[:, stale] = block
-            room[:, stale] = np.array(rooms, dtype=np.int64).T
-        self.dirty[variant] = set()
-        return arrays
-
-    def _build(self, prod: bool) -> tuple[Int64Array, Int64Array]:
-        """``_arrays`` for every node at once (the plugin's ``_threshold_sets``, ``_estimated``
-        and expiry rules as whole columns; ``_terms`` is the same for one row)."""
-        plugin, load, args = self.plugin, self.load, self.args
-        profiles = plugin._profiles(self.state)
-        prod_rows = profiles.prod_set & prod
-        agg_rows = ~prod_rows & profiles.aggregated_set
-        thresholds = np.where(
-            prod_rows[:, np.newaxis],
-            profiles.prod,
-            np.where(agg_rows[:, np.newaxis], profiles.aggregated, profiles.usage),
-        )
-        active = thresholds.any(axis=1) & load.has_metric
-        expired = active & args.filter_expired & self.expired
-        refuse = expired & (args.enable_when_expired is False)
-        check = active & ~expired & load.metric_present
-        normal = load.node_usage + load.node_delta
-        base = normal
-        if agg_rows.any():
-            agg = plugin._aggregated_base(load, profiles.aggregated_groups, normal)
-            base = np.where(agg_rows[:, np.newaxis], agg, base)
-        if prod_rows.any():
-            base = np.where(prod_rows[:, np.newaxis], load.prod_usage + load.prod_delta, base)
-        cutoffs = np.where(
-            prod_rows[:, np.newaxis],
-            self._cutoff_table(1),
-            np.where(agg_rows[:, np.newaxis], self._cutoff_table(2), self._cutoff_table(0)),
-        )
-        checked = check[:, np.newaxis] & (cutoffs != NO_MARGIN)
-        margins = np.where(checked, cutoffs - base, NO_MARGIN).astype(np.int64)
-        score_prod = args.score_according_prod and prod
-        if score_prod:
-            score_base = load.prod_usage + load.prod_delta
-        elif self.score_agg:
-            score_base = plugin._aggregated_base(load, {self.score_key: None}, normal)
-        else:
-            score_base = normal
-        usable = load.has_metric & load.metric_present & ~self.expired
-        capacity = profiles.allocatable
-        scored = usable[:, np.newaxis] & (capacity > 0)  # capacity 0 scores 0 whatever the base
-        room = np.where(scored, capacity - score_base, NO_SCORE)
-        margins[refuse] = REFUSED
-        return (
-            np.ascontiguousarray(margins.T, dtype=np.int64),
-            np.ascontiguousarray(room.T, dtype=np.int64),
-        )
-
-    def _cutoff_table(self, table: int) -> Int64Array:
-        """Threshold set ``table``'s fail cutoffs of every node (``NO_MARGIN``: unchecked)."""
-        known = self.cutoff_tables.get(table)
-        if known is None:
-            known = np.full((self.state.node_count, self.width), NO_MARGIN, dtype=np.int64)
-            for i in range(self.state.node_count):
-                for k, cut in self._cutoffs(table, i):
-                    known[i, k] = cut
-            self.cutoff_tables[table] = known
-        return known
 
     def _base(self, i: int, prod: bool, key: tuple[str, int] | None) -> list[int]:
         """The estimated usage before the incoming pod (``_estimated``'s ``base`` for row i):

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.loadrows import LoadRows, LoadShape, without_loadaware
+from analyzer.replay.loadcolumns import LoadShape
+from analyzer.replay.loadrows import LoadRows, without_loadaware
 from analyzer.replay.rows import (
     BalancedRows,
     Column,
