@@ -25,7 +25,11 @@ timed separately.
 Prints a human line per strategy and a final JSON line per strategy::
 
     {"nodes": N, "pods": P, "strategy": S, "placements_per_s": X,
-     "baseline_placements_per_s": Y, "peak_rss_mb": M}
+     "baseline_placements_per_s": Y, "peak_rss_mb": M, "cpu_s": C, "wall_s": W,
+     "load_avg": L}
+
+(``cpu_s`` / ``wall_s``: the best run's CPU and wall seconds; ``load_avg``: the machine's
+1-minute load average after the strategy's runs — wall well above CPU means a shared machine.)
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import platform
 import resource
 import sys
@@ -257,7 +262,8 @@ def main() -> None:
             f"(runs: {', '.join(f'{c:.2f}' for c in figures['cpu_runs'])}) "
             f"({figures['wall_s']:.2f} s wall): "
             f"{figures['placements_per_s']:.0f}/s; baseline "
-            f"{'n/a' if base is None else f'{base:.1f}/s'}; waited {figures['waited']}",
+            f"{'n/a' if base is None else f'{base:.1f}/s'}; waited {figures['waited']}; "
+            f"load average {os.getloadavg()[0]:.1f}",
             file=sys.stderr,
         )
         lines.append(
@@ -268,6 +274,9 @@ def main() -> None:
                 "placements_per_s": round(figures["placements_per_s"], 1),
                 "baseline_placements_per_s": None if base is None else round(base, 2),
                 "peak_rss_mb": round(rss, 1),
+                "cpu_s": round(figures["cpu_s"], 2),
+                "wall_s": round(figures["wall_s"], 2),
+                "load_avg": round(os.getloadavg()[0], 1),
             }
         )
     for line in lines:

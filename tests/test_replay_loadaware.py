@@ -12,15 +12,17 @@ for a while after binding, prod thresholds and prod scoring, aggregated usage, a
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
+from test_replay_preemption import churn
 
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import ReplayInput, prepare
-from analyzer.replay.loadrows import LoadRows, fail_cutoff
+from analyzer.replay.loadrows import LOWEST, LoadRows, fail_cutoff
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import ClusterState, load_strategy, make_demand
 from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
@@ -328,3 +330,77 @@ def test_rows_refuse_exactly_at_the_rounded_threshold() -> None:
     got = rows.rows(rows.shape(pod), [0, 1])
     assert got[0] is None and got[1] is not None
     assert plugin.filter(state, pod, 1010.0).feasible.tolist() == [False, True]  # type: ignore[attr-defined]
+
+
+def test_many_shapes_replay_identically(coarse: ReplayInput) -> None:
+    # every pod its own request vector (cpu requests shifted by 0–36 × 10m): ~290 shapes, most
+    # of them scored once — every shape's first pass over all nodes, an entry meeting several
+    # new usage columns between two of its pods, a few rows patched into the epoch's arrays
+    pods = coarse.snapshot.pods.copy()
+    step = (np.arange(len(pods)) % 37) * 10
+    for column in ("requests:cpu", "nonzero_requests:cpu"):
+        pods[column] = pods[column] + np.where(pods[column] > 0, step, 0)
+    inp = prepare(dataclasses.replace(coarse.snapshot, pods=pods))
+    assert len(set(inp.shape_keys)) > 150
+    for profile, seed in ((load_strategy("koord-loadaware"), 1), (custom(TIGHT), 2)):
+        new, old = both(inp, profile, seed)
+        assert_same(new, old)
+        assert (new.node >= 0).sum() > 200
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_preemption_and_departures_replay_identically(seed: int) -> None:
+    # four small nodes, 80 pods of priorities -1..2 that mostly leave again after 5–20 minutes:
+    # pods are unbound by departures and by DefaultPreemption (the load-aware filter runs in its
+    # dry runs), wait and are retried at reports
+    inp = prepare(churn(seed))
+    for name in ("koord-loadaware", "most-allocated-loadaware"):
+        new, old = both(inp, load_strategy(name), seed)
+        assert_same(new, old)
+        for column, values in old.preemptions.items():
+            assert np.array_equal(new.preemptions[column], values), column
+        assert new.waited.sum() > 0
+        if name == "koord-loadaware" and seed == 0:  # the preemption test's own case
+            assert len(new.preemptions["victim"]) > 0
+
+
+def test_totals_add_the_resource_part_and_keep_refusals() -> None:
+    # ``totals`` (a few rows) and ``total`` (every node) give res + weight × score, LOWEST where
+    # the resource part or the load-aware filter refuses, for every resource total
+    rng = np.random.default_rng(3)
+    count = 30
+    state = ClusterState.from_nodes(
+        [f"n{i}" for i in range(count)],
+        [{"cpu": int(rng.choice([0, 4000, 16000])), "memory": 32 * GI} for _ in range(count)],
+    )
+    profile = custom(TIGHT)
+    plugin = profile.filters[-1]
+    load = LoadInputs.empty(count, plugin.resources)  # type: ignore[attr-defined]
+    state.load = load
+    load.has_metric[:] = rng.random(count) < 0.9
+    load.metric_present[:] = True
+    load.update_time[:] = np.where(rng.random(count) < 0.85, 1000.0, np.nan)
+    load.node_usage[:] = rng.integers(0, 12 * GI, (count, 2)) // [2**18, 1]
+    rows = LoadRows(profile, state)
+    rows.reloaded(1010.0)
+    pod = make_demand(
+        state.resources,
+        {"cpu": 1000, "memory": GI},
+        {"cpu": 1000, "memory": GI},
+        name="p",
+        namespace="t",
+    )
+    shape = rows.shape(pod)
+    feasible = plugin.filter(state, pod, 1010.0).feasible  # type: ignore[attr-defined]
+    score = plugin.score(state, pod, 1010.0)  # type: ignore[attr-defined]
+    assert 0 < feasible.sum() < count  # both verdicts occur
+    res = rng.integers(0, 300, count)
+    res[rng.random(count) < 0.3] = LOWEST
+    expected = [
+        LOWEST if r == LOWEST or not ok else int(r) + 2 * int(s)
+        for r, ok, s in zip(res.tolist(), feasible.tolist(), score.tolist(), strict=True)
+    ]
+    assert rows.totals(shape, list(range(count)), res.tolist()) == expected
+    out = np.empty(count, dtype=np.int64)
+    rows.total(shape, res, out)
+    assert out.tolist() == expected

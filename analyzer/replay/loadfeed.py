@@ -95,6 +95,7 @@ class LoadFeed:
         self.next_time = int(mats.times[0]) if len(mats.times) else NEVER  # times[next_col]
         self.last_report = -1
         self.interval = REPORT_INTERVAL_S * SECOND
+        self.due_at = self.next_due  # ``advance`` makes a report visible from this instant on
         self.windows = self._aggregation_keys()
         self.system = np.zeros((count, len(self.resources)), dtype=np.int64)
         # prod usage is read only with prod thresholds (arguments or a node's annotation) or
@@ -109,6 +110,9 @@ class LoadFeed:
         self.reported = np.zeros(pods, dtype=bool)
         self.used = np.zeros(shape, dtype=np.int64)
         self.seen: tuple[int, int, int] | None = None  # (report, window start, window stop)
+        # the last usage window's (start, stop), sampled nodes and mean usage (``_usage``)
+        self.usage_by_window: tuple[tuple[int, int], np.ndarray[Any, Any], Int64Array] | None
+        self.usage_by_window = None
         self.bind_log: tuple[list[int], list[int]] = ([], [])  # (bind time, pod), in time order
         self.fresh: list[int] = []  # pods bound since the last report
         self.by_key: dict[bytes, tuple[Int64Array, bool]] = {}  # shape key -> (estimate, prod)
@@ -196,20 +200,28 @@ class LoadFeed:
     # ------------------------------------------------------------------ time
     def due(self, now: int) -> bool:
         """True when ``advance(now)`` will make a new report visible."""
-        report = (now - self.inp.start - 1) // self.interval
-        return bool(report > self.last_report and report >= 0)
+        return now >= self.due_at
+
+    @property
+    def next_due(self) -> int:
+        """The first instant at which the report after ``last_report`` is visible (reports
+        are visible strictly after their time ``start + k·interval``)."""
+        return self.inp.start + 1 + (self.last_report + 1) * self.interval
 
     def advance(self, now: int) -> bool:
         """Move the clock to ``now``; True when a new NodeMetric report became visible."""
+        if now <= self.next_time and now < self.due_at:  # most instants: nothing to do
+            return False
         times = self.mats.times
         if self.next_col < len(times) and now > self.next_time:  # a grid column has passed
             stop = int(np.searchsorted(times, now, side="left"))
             self._finalise(self.next_col, stop)
             self.next_col = stop
             self.next_time = int(times[stop]) if stop < len(times) else NEVER
-        report = (now - self.inp.start - 1) // self.interval
-        if report > self.last_report and report >= 0:
+        if now >= self.due_at:
+            report = (now - self.inp.start - 1) // self.interval
             self.last_report = report
+            self.due_at = self.next_due
             self._refresh(self.inp.start + report * self.interval)
             return True
         return False
@@ -239,14 +251,8 @@ class LoadFeed:
         load, inp = self.inputs, self.inp
         window = self._window(report, NODE_USAGE_WINDOW_S)
         present = (inp.node_join <= report) & (report < inp.node_leave)
-        usage = np.zeros((len(inp.node_names), len(self.resources)), dtype=np.int64)
-        with np.errstate(invalid="ignore"):
-            for j, r in self.usage_slots:
-                block = self.projected[r][:, window]
-                samples = (~np.isnan(block)).sum(axis=1)
-                present &= samples > 0
-                mean = np.nansum(block, axis=1) / np.maximum(samples, 1)
-                usage[:, j] = np.rint(mean).astype(np.int64)
+        sampled, usage = self._usage(window)
+        present &= sampled
         load.has_metric[:] = present
         load.metric_present[:] = present
         load.update_time[:] = np.where(present, report / SECOND, np.nan)
@@ -254,6 +260,26 @@ class LoadFeed:
         load.node_usage[:] = usage
         self._aggregated(report, present)
         self._pod_cache(report, window, usage)
+
+    def _usage(self, window: slice) -> tuple[np.ndarray[Any, Any], Int64Array]:
+        """(a sample of every resource, the mean usage) per node over the grid columns of
+        ``window``; finalised columns never change, so a window seen last time is reused."""
+        key = (window.start, window.stop)
+        known = self.usage_by_window
+        if known is not None and known[0] == key:
+            return known[1], known[2]
+        inp = self.inp
+        sampled = np.ones(len(inp.node_names), dtype=bool)
+        usage = np.zeros((len(inp.node_names), len(self.resources)), dtype=np.int64)
+        with np.errstate(invalid="ignore"):
+            for j, r in self.usage_slots:
+                block = self.projected[r][:, window]
+                samples = (~np.isnan(block)).sum(axis=1)
+                sampled &= samples > 0
+                mean = np.nansum(block, axis=1) / np.maximum(samples, 1)
+                usage[:, j] = np.rint(mean).astype(np.int64)
+        self.usage_by_window = (key, sampled, usage)
+        return sampled, usage
 
     def _aggregated(self, report: int, present: np.ndarray[Any, Any]) -> None:
         load = self.inputs
@@ -313,18 +339,28 @@ class LoadFeed:
         counts = np.bincount(pods[ok], minlength=pods_total)
         bound = np.flatnonzero(self.node_of >= 0)
         reported = counts[bound] > 0
-        u = np.zeros((len(bound), len(self.resources)), dtype=np.int64)
-        for j, r in self.usage_slots:
-            sums = np.bincount(pods[ok], weights=rows[r][a:b][ok], minlength=pods_total)
-            u[:, j] = np.rint(sums[bound] / np.maximum(counts[bound], 1)).astype(np.int64)
-        self.reported[bound], self.used[bound] = reported, u
         if self.incremental and not self.uses_prod:
-            # a pod neither recent now nor holding a delta keeps its delta of 0: skip it
+            # a pod neither recent now nor holding a delta keeps its delta of 0: skip it. The
+            # reports that read this window again revisit only pods recent now or bound since
+            # (``_pod_cache_since``), so the skipped pods' ``reported`` / ``used`` are not read
             bind = self.bind_time[bound]
-            recent = ~reported | (bind > report - self.interval)
+            keep = ~reported | (bind > report - self.interval)
             if self._after > 0:
-                recent |= bind + self._after * SECOND > report
-            bound = bound[recent | self.delta[bound].any(axis=1)]
+                keep |= bind + self._after * SECOND > report
+            holding = self.delta[:, 0] != 0
+            for k in range(1, self.delta.shape[1]):
+                holding |= self.delta[:, k] != 0
+            keep |= holding[bound]
+            bound, reported = bound[keep], reported[keep]
+            wanted = np.zeros(pods_total, dtype=bool)
+            wanted[bound] = True
+            ok &= wanted[pods]
+        u = np.zeros((len(bound), len(self.resources)), dtype=np.int64)
+        chosen, per_row = pods[ok], counts[bound]
+        for j, r in self.usage_slots:
+            sums = np.bincount(chosen, weights=rows[r][a:b][ok], minlength=pods_total)
+            u[:, j] = np.rint(sums[bound] / np.maximum(per_row, 1)).astype(np.int64)
+        self.reported[bound], self.used[bound] = reported, u
         self._contributions(report, bound)
         if self.args.prod_include_sys:  # systemUsage = node − Σ pods, the projected overhead
             system = np.zeros_like(self.system)

@@ -15,7 +15,8 @@ the score only move on nodes whose row moved:
 
 ``LoadRows`` keeps that change log (and an epoch for "every row") and evaluates the plugin for a
 few rows in plain Python — the same integer arithmetic and the same float64 operations in the same
-order as the plugin's arrays — or for every node by calling the plugin itself.
+order as the plugin's arrays — adding it to the resource plugins' total of each row in the same
+loop, or for every node in one numpy pass per shape (``analyzer.replay.loadcolumns``).
 ``tests/test_replay_loadaware.py`` checks both against ``Profile.evaluate`` and whole replays
 against the full-rescoring path.
 """
@@ -24,11 +25,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from analyzer.replay.loadcolumns import (
+    CHECK,
+    LOWEST,
+    NO_SCORE,
+    PASS,
+    REFUSE,
+    LoadShape,
+    Terms,
+    parts,
+)
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import Profile, WeightedScore
 from analyzer.scheduling.loadaware.args import estimate_pod, pod_is_prod
@@ -38,18 +48,6 @@ from analyzer.scheduling.state import ClusterState, LoadInputs, PodDemand
 FULL_SHARE = 0.25  # above this share of changed nodes, every row is stale (a new epoch)
 LOG_LIMIT = 1 << 20  # the change log is cut here (a new epoch)
 EXPIRY_MARGIN_S = 1.0  # recheck expiry this long before the earliest possible flip
-PASS, REFUSE, CHECK = 0, 1, 2  # the filter's verdict on a node before looking at the pod
-NO_MARGIN = 1 << 62  # a margin no estimate reaches: the resource is not checked
-
-
-@dataclass(frozen=True)
-class LoadShape:
-    """The pod side of the plugin for one replay shape."""
-
-    demand: PodDemand
-    vector: tuple[int, ...]  # the incoming pod's estimate, in the plugin's resource order
-    prod: bool
-    daemonset: bool
 
 
 def _plugins(profile: Profile) -> tuple[list[LoadAwareScheduling], list[WeightedScore]]:
@@ -106,16 +104,19 @@ class LoadRows:
         self.width = len(plugin.resources)
         # a prod pod reads other rows than a non-prod one only with prod thresholds or scoring
         self.prod_matters = bool(args.score_according_prod or any(self.prod_set))
-        self.terms: dict[tuple[int, bool], tuple[int, list[tuple[int, int]], list[int] | None]]
-        self.terms = {}  # (node, prod variant) -> ``_terms``, dropped when the node goes stale
+        count = state.node_count
+        # per prod variant (index 1: a prod pod where prod matters), node -> ``_terms`` (None:
+        # not computed since the node went stale)
+        self.terms: tuple[list[Terms | None], list[Terms | None]] = ([None] * count, [None] * count)
         self.cutoffs: tuple[dict[int, list[tuple[int, int]]], ...] = ({}, {}, {})
         self.cutoff_tables: dict[int, Int64Array] = {}
-        # ``full``'s node arrays per prod variant and the rows gone stale since they were built
-        self.arrays: dict[bool, tuple[BoolArray, Int64Array, Int64Array, BoolArray]] = {}
+        # ``full``'s node arrays per prod variant, resource-major — margins (``REFUSED`` where
+        # the node refuses outright) and room (``NO_SCORE`` where the score is 0) — and the rows
+        # gone stale since they were built
+        self.arrays: dict[bool, tuple[Int64Array, Int64Array]] = {}
         self.dirty: dict[bool, set[int]] = {}
-        self.capacity = profiles.allocatable
-        self.capacity_safe = np.maximum(profiles.allocatable, 1)
-        self.weight_array = plugin.weights
+        self.capacity_safe = np.ascontiguousarray(np.maximum(profiles.allocatable, 1).T)
+        self.scoring = bool(self.scores and self.weight and self.weight_sum > 0)
 
     @staticmethod
     def supports(profile: Profile, state: ClusterState) -> bool:
@@ -131,31 +132,30 @@ class LoadRows:
 
     # ------------------------------------------------------------ what changed
     def touch(self, node: int) -> None:
-        """A pod was bound to or unbound from ``node`` (its cache sums moved)."""
-        self.log.append(node)
-        terms = self.terms
-        terms.pop((node, False), None)
-        terms.pop((node, True), None)
+        """A pod was bound to or unbound from ``node`` (its cache sums moved). The replay's
+        ``ScoreCache`` logs the node itself; ``log`` holds only the rows reports made stale."""
+        self.terms[0][node] = None
+        self.terms[1][node] = None
         for rows in self.dirty.values():
             rows.add(node)
-        if len(self.log) >= LOG_LIMIT:
-            self._everything()
 
     def _everything(self) -> None:
         self.epoch += 1
         self.log.clear()
-        self.terms.clear()
+        count = self.state.node_count
+        self.terms = ([None] * count, [None] * count)
         self.arrays.clear()
         self.dirty.clear()
 
     def _stale(self, rows: Sequence[int]) -> None:
-        if len(rows) > FULL_SHARE * self.state.node_count:
+        if len(rows) > FULL_SHARE * self.state.node_count or len(self.log) >= LOG_LIMIT:
             self._everything()
         else:
             self.log.extend(rows)
+            plain, prod = self.terms
             for node in rows:
-                self.terms.pop((node, False), None)
-                self.terms.pop((node, True), None)
+                plain[node] = None
+                prod[node] = None
             for stale in self.dirty.values():
                 stale.update(rows)
 
@@ -184,13 +184,16 @@ class LoadRows:
         if not self.copies or set(load.aggregated) != set(self.aggregated):
             changed = np.ones(count, dtype=bool)
         else:
-            changed = np.zeros(count, dtype=bool)
-            for now_values, before in zip(self._inputs(), self.copies, strict=True):
-                differs = now_values != before
-                changed |= differs.any(axis=1) if differs.ndim == 2 else differs
+            pairs = list(zip(self._inputs(), self.copies, strict=True))
             for key, (present, table) in load.aggregated.items():
                 old_present, old_table = self.aggregated[key]
-                changed |= (present != old_present) | (table != old_table).any(axis=1)
+                pairs += [(present, old_present), (table, old_table)]
+            changed = np.zeros(count, dtype=bool)
+            for now_values, before in pairs:
+                if np.array_equal(now_values, before):  # the common case: a report that moved
+                    continue  # nothing (the same usage window)
+                differs = now_values != before
+                changed |= differs.any(axis=1) if differs.ndim == 2 else differs
         self.copies, self.aggregated = [], {}
         expired = self.plugin._expired(load, now)
         changed |= expired != self.expired
@@ -226,105 +229,26 @@ class LoadRows:
 
     def full(self, shape: LoadShape, now: float) -> tuple[BoolArray, Int64Array]:
         """(passes the filter, weight × score) of every node, from the node arrays of
-        ``_arrays`` (the same verdicts and integers as the plugin's ``filter`` and ``score``)."""
+        ``analyzer.replay.loadcolumns`` (the same verdicts and integers as the plugin's
+        ``filter`` and ``score``)."""
         count = self.state.node_count
-        refuse, margins, base, usable = self._arrays(shape.prod)
-        vector = np.array(shape.vector, dtype=np.int64)
-        if self.filter is not None and not shape.daemonset:
-            feasible: BoolArray = ~(refuse | (vector[np.newaxis, :] >= margins).any(axis=1))
+        fails, score = parts(self, shape)
+        passes: BoolArray = np.ones(count, dtype=bool) if fails is None else ~fails
+        added: Int64Array = np.zeros(count, dtype=np.int64) if score is None else score
+        return passes, added
+
+    def total(self, shape: LoadShape, res: Int64Array, out: Int64Array) -> None:
+        """``out`` = ``res`` (the resource plugins' total, ``LOWEST`` where they refuse) plus
+        weight × score, ``LOWEST`` where either part refuses: every node in one numpy pass."""
+        fails, score = parts(self, shape)
+        if score is None:
+            out[:] = res
         else:
-            feasible = np.ones(count, dtype=bool)
-        if not (self.scores and self.weight and self.weight_sum > 0):
-            return feasible, np.zeros(count, dtype=np.int64)
-        capacity = self.capacity
-        used = base + vector[np.newaxis, :]
-        per = np.where(
-            (capacity == 0) | (used > capacity), 0, (capacity - used) * 100 // self.capacity_safe
-        )
-        numerator = (per * self.weight_array).sum(axis=1)
-        if self.args.dominant_weight > 0:
-            numerator = numerator + per.min(axis=1) * self.args.dominant_weight
-        score = np.where(usable, numerator // self.weight_sum, 0).astype(np.int64)
-        contribution: Int64Array = score if self.weight == 1 else self.weight * score
-        return feasible, contribution
-
-    def _arrays(self, prod: bool) -> tuple[BoolArray, Int64Array, Int64Array, BoolArray]:
-        """Per node for a (non-)prod pod: refused outright, the margins (the pod fails where its
-        estimate ``>= margin``; ``NO_MARGIN`` where unchecked), the score's base, score > 0
-        possible. Built whole once per epoch, then patched on the rows gone stale since."""
-        variant = prod and self.prod_matters
-        arrays = self.arrays.get(variant)
-        if arrays is None:
-            arrays = self.arrays[variant] = self._build(prod)
-            self.dirty[variant] = set()
-            return arrays
-        refuse, margins, base, usable = arrays
-        terms = self.terms
-        for i in self.dirty[variant]:
-            known = terms.get((i, variant))
-            if known is None:
-                known = terms[(i, variant)] = self._terms(i, prod)
-            mode, pairs, score_base = known
-            refuse[i] = mode == REFUSE
-            margins[i] = NO_MARGIN
-            for k, margin in pairs if mode == CHECK else ():
-                margins[i, k] = margin
-            usable[i] = score_base is not None
-            base[i] = score_base if score_base is not None else 0
-        self.dirty[variant] = set()
-        return arrays
-
-    def _build(self, prod: bool) -> tuple[BoolArray, Int64Array, Int64Array, BoolArray]:
-        """``_arrays`` for every node at once (the plugin's ``_threshold_sets``, ``_estimated``
-        and expiry rules as whole columns; ``_terms`` is the same for one row)."""
-        plugin, load, args = self.plugin, self.load, self.args
-        profiles = plugin._profiles(self.state)
-        prod_rows = profiles.prod_set & prod
-        agg_rows = ~prod_rows & profiles.aggregated_set
-        thresholds = np.where(
-            prod_rows[:, np.newaxis],
-            profiles.prod,
-            np.where(agg_rows[:, np.newaxis], profiles.aggregated, profiles.usage),
-        )
-        active = thresholds.any(axis=1) & load.has_metric
-        expired = active & args.filter_expired & self.expired
-        refuse = expired & (args.enable_when_expired is False)
-        check = active & ~expired & load.metric_present
-        normal = load.node_usage + load.node_delta
-        base = normal
-        if agg_rows.any():
-            agg = plugin._aggregated_base(load, profiles.aggregated_groups, normal)
-            base = np.where(agg_rows[:, np.newaxis], agg, base)
-        if prod_rows.any():
-            base = np.where(prod_rows[:, np.newaxis], load.prod_usage + load.prod_delta, base)
-        cutoffs = np.where(
-            prod_rows[:, np.newaxis],
-            self._cutoff_table(1),
-            np.where(agg_rows[:, np.newaxis], self._cutoff_table(2), self._cutoff_table(0)),
-        )
-        checked = check[:, np.newaxis] & (cutoffs != NO_MARGIN)
-        margins = np.where(checked, cutoffs - base, NO_MARGIN).astype(np.int64)
-        score_prod = args.score_according_prod and prod
-        if score_prod:
-            score_base = load.prod_usage + load.prod_delta
-        elif self.score_agg:
-            score_base = plugin._aggregated_base(load, {self.score_key: None}, normal)
-        else:
-            score_base = normal
-        usable = load.has_metric & load.metric_present & ~self.expired
-        score_base = np.where(usable[:, np.newaxis], score_base, 0).astype(np.int64)
-        return refuse.astype(bool), margins, score_base, np.asarray(usable, dtype=bool)
-
-    def _cutoff_table(self, table: int) -> Int64Array:
-        """Threshold set ``table``'s fail cutoffs of every node (``NO_MARGIN``: unchecked)."""
-        known = self.cutoff_tables.get(table)
-        if known is None:
-            known = np.full((self.state.node_count, self.width), NO_MARGIN, dtype=np.int64)
-            for i in range(self.state.node_count):
-                for k, cut in self._cutoffs(table, i):
-                    known[i, k] = cut
-            self.cutoff_tables[table] = known
-        return known
+            np.add(res, score, out=out)  # wraps where res is LOWEST: overwritten just below
+        bad = res == LOWEST
+        if fails is not None:
+            bad |= fails
+        np.copyto(out, LOWEST, where=bad)
 
     def _base(self, i: int, prod: bool, key: tuple[str, int] | None) -> list[int]:
         """The estimated usage before the incoming pod (``_estimated``'s ``base`` for row i):
@@ -346,34 +270,41 @@ class LoadRows:
         usage = load.node_usage[i].tolist()
         return [usage[k] + delta[k] for k in j]
 
-    def _terms(self, i: int, prod: bool) -> tuple[int, list[tuple[int, int]], list[int] | None]:
+    def _terms(self, i: int, prod: bool) -> Terms:
         """Node i's side of the plugin for a (non-)prod pod: the filter's mode (PASS, REFUSE or
         CHECK) with, for CHECK, (resource, margin) pairs — the pod fails iff its estimate
-        ``>= margin`` (``cutoff − base``) — and the score's base (None: the score is 0)."""
+        ``>= margin`` (``cutoff − base``) — and the score's room ``capacity − base`` per resource
+        (None: the score is 0)."""
         load = self.load
         prod_row = self.prod_set[i] and prod
         agg_row = not prod_row and self.agg_set[i]
         table = 1 if prod_row else 2 if agg_row else 0
         t = (self.usage_t, self.prod_t, self.agg_t)[table][i]
         margins: list[tuple[int, int]] = []
-        if not any(t) or not load.has_metric[i]:
+        has_metric, expired = load.has_metric.item(i), self.expired.item(i)
+        present = load.metric_present.item(i)
+        known: tuple[bool, tuple[str, int] | None] | None = None  # what ``base`` was read for
+        if not any(t) or not has_metric:
             mode = PASS
-        elif self.args.filter_expired and self.expired[i]:
+        elif self.args.filter_expired and expired:
             mode = PASS if self.args.enable_when_expired is not False else REFUSE
-        elif not load.metric_present[i]:
+        elif not present:
             mode = PASS
         else:
             mode = CHECK
-            base = self._base(i, prod_row, self.agg_key[i] if agg_row else None)
+            known = (prod_row, self.agg_key[i] if agg_row else None)
+            base = self._base(i, *known)
             cutoffs = self._cutoffs(table, i)
             margins = [(k, c - base[k]) for k, c in cutoffs]
-        score_base = None
-        fresh = load.has_metric[i] and load.metric_present[i] and not self.expired[i]
-        if self.weight_sum > 0 and fresh:
+        room = None
+        if self.weight_sum > 0 and has_metric and present and not expired:
             score_prod = self.args.score_according_prod and prod
             key = self.score_key if not score_prod and self.score_agg else None
-            score_base = self._base(i, score_prod, key)
-        return mode, margins, score_base
+            if known != (score_prod, key):  # else the filter's base is the score's
+                base = self._base(i, score_prod, key)
+            capacity = self.alloc[i]
+            room = [c - b if c > 0 else NO_SCORE for c, b in zip(capacity, base, strict=True)]
+        return mode, margins, room
 
     def _cutoffs(self, table: int, i: int) -> list[tuple[int, int]]:
         """(resource, the least estimate that fails) for the resources row i checks (t > 0,
@@ -392,22 +323,34 @@ class LoadRows:
 
     def rows(self, shape: LoadShape, rows: Sequence[int]) -> list[int | None]:
         """Per row: None when the filter refuses it, else weight × score."""
-        scores = self.scores and self.weight != 0 and self.weight_sum > 0
+        totals = self.totals(shape, rows, [0] * len(rows))
+        return [None if t == LOWEST else t for t in totals]
+
+    def totals(self, shape: LoadShape, rows: Sequence[int], res: Sequence[int]) -> list[int]:
+        """Per row: ``res`` (the resource plugins' total, ``LOWEST`` where they refuse) plus
+        weight × score, ``LOWEST`` where either part refuses (rows ``res`` refuses are not
+        evaluated). The plugin's integers, one row at a time in plain Python."""
+        scores = self.scoring
         filters = self.filter is not None and not shape.daemonset
         vector, weights, dominant = shape.vector, self.weights, self.args.dominant_weight
-        terms, variant = self.terms, shape.prod and self.prod_matters
+        variant = shape.prod and self.prod_matters
+        terms = self.terms[1 if variant else 0]
+        weight, weight_sum, alloc = self.weight, self.weight_sum, self.alloc
         pair = self.width == 2 and dominant <= 0
         w0, w1 = (weights[0], weights[1]) if pair else (0, 0)
-        out: list[int | None] = []
-        for i in rows:
-            key = (i, variant)
-            known = terms.get(key)
+        v0, v1 = (vector[0], vector[1]) if pair else (0, 0)
+        out: list[int] = []
+        for i, total in zip(rows, res, strict=True):
+            if total == LOWEST:
+                out.append(LOWEST)
+                continue
+            known = terms[i]
             if known is None:
-                known = terms[key] = self._terms(i, shape.prod)
-            mode, margins, base = known
+                known = terms[i] = self._terms(i, shape.prod)
+            mode, margins, room = known
             if filters and mode != PASS:
                 if mode == REFUSE:
-                    out.append(None)
+                    out.append(LOWEST)
                     continue
                 refused = False
                 for k, margin in margins:
@@ -415,28 +358,30 @@ class LoadRows:
                         refused = True
                         break
                 if refused:
-                    out.append(None)
+                    out.append(LOWEST)
                     continue
-            if not scores or base is None:
-                out.append(0)
+            if not scores or room is None:
+                out.append(total)
                 continue
-            capacity = self.alloc[i]
-            if pair:  # cpu and memory without a dominant weight, inlined
-                c0, c1 = capacity
-                u0, u1 = base[0] + vector[0], base[1] + vector[1]
-                p0 = 0 if c0 == 0 or u0 > c0 else (c0 - u0) * 100 // c0
-                p1 = 0 if c1 == 0 or u1 > c1 else (c1 - u1) * 100 // c1
-                out.append(self.weight * ((p0 * w0 + p1 * w1) // self.weight_sum))
+            # per resource (cap − used) × 100 // cap with room = cap − base: 0 when the room
+            # left after the pod is not positive (used > cap; NO_SCORE when cap = 0)
+            if pair:  # two resources without a dominant weight, inlined
+                x0, x1 = room[0] - v0, room[1] - v1
+                capacity = alloc[i]
+                p0 = x0 * 100 // capacity[0] if x0 > 0 else 0
+                p1 = x1 * 100 // capacity[1] if x1 > 0 else 0
+                out.append(total + weight * ((p0 * w0 + p1 * w1) // weight_sum))
                 continue
+            capacity = alloc[i]
             numerator, low = 0, None
             for k, incoming in enumerate(vector):
-                cap, used = capacity[k], base[k] + incoming
-                part = 0 if cap == 0 or used > cap else (cap - used) * 100 // max(cap, 1)
+                left = room[k] - incoming
+                part = left * 100 // capacity[k] if left > 0 else 0
                 numerator += part * weights[k]
                 low = part if low is None or part < low else low
             if dominant > 0 and low is not None:
                 numerator += low * dominant
-            out.append(self.weight * (numerator // self.weight_sum))
+            out.append(total + weight * (numerator // weight_sum))
         return out
 
 

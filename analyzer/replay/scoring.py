@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.loadrows import LoadRows, LoadShape, without_loadaware
+from analyzer.replay.loadcolumns import LoadShape
+from analyzer.replay.loadrows import LoadRows, without_loadaware
 from analyzer.replay.rows import (
     BalancedRows,
     Column,
@@ -467,23 +468,19 @@ class ScoreCache:
         changed = len(self.log) - entry.position
         res_all = entry.position < 0 or changed > FULL_RECOMPUTE_SHARE * count
         if not res_all and entry.load_epoch == load.epoch:
-            touched = dict.fromkeys(self.log[entry.position :])
-            # rows only a report touched keep their resource part
-            reported = [
-                r for r in dict.fromkeys(load.log[entry.load_position :]) if r not in touched
-            ]
-            rows = [*touched, *reported]
+            touched = list(dict.fromkeys(self.log[entry.position :]))
+            rows = touched
+            if entry.load_position < len(load.log):  # rows only a report touched keep their
+                seen = set(touched)  # resource part
+                reported = dict.fromkeys(load.log[entry.load_position :])
+                rows = touched + [r for r in reported if r not in seen]
             if len(rows) <= SCALAR_ROWS:
                 if rows:
-                    res = self._scalar(entry, list(touched)) if touched else []
-                    if reported:
+                    res = self._scalar(entry, touched) if touched else []
+                    if len(rows) > len(touched):
                         kept, held = entry.res.item, entry.res_pending
-                        res += [held[r] if r in held else kept(r) for r in reported]
-                    extra = load.rows(entry.load, rows)
-                    values = [
-                        LOWEST if r == LOWEST or e is None else r + e
-                        for r, e in zip(res, extra, strict=True)
-                    ]
+                        res += [held[r] if r in held else kept(r) for r in rows[len(touched) :]]
+                    values = load.totals(entry.load, rows, res)
                     entry.res_pending.update(zip(rows, res, strict=True))
                     entry.pending.update(zip(rows, values, strict=True))
                     _track_best(entry, rows, values)
@@ -491,14 +488,18 @@ class ScoreCache:
                 return
         entry.flush()
         if res_all:
-            rows_array = np.arange(count)
-        else:
-            rows_array = np.array(sorted(set(self.log[entry.position :])), dtype=np.int64)
-        if len(rows_array):
-            feasible, total = _evaluate_rows(kernel, self.state, entry, rows_array, self.active)
-            entry.res[rows_array] = np.where(feasible, total, LOWEST)
-        passes, added = load.full(entry.load, now)
-        entry.masked[:] = np.where(passes & (entry.res != LOWEST), entry.res + added, LOWEST)
+            every = np.arange(count)
+            feasible, total = _evaluate_rows(kernel, self.state, entry, every, self.active)
+            entry.res[:] = np.where(feasible, total, LOWEST)
+        elif changed:
+            stale = list(dict.fromkeys(self.log[entry.position :]))
+            if len(stale) <= SCALAR_ROWS:
+                entry.res[stale] = self._scalar(entry, stale)
+            else:
+                rows_array = np.array(stale, dtype=np.int64)
+                feasible, total = _evaluate_rows(kernel, self.state, entry, rows_array, self.active)
+                entry.res[rows_array] = np.where(feasible, total, LOWEST)
+        load.total(entry.load, entry.res, entry.masked)
         entry.best = None
         entry.position, entry.load_position = len(self.log), len(load.log)
         entry.load_epoch = load.epoch
