@@ -140,7 +140,15 @@ def cluster(args: argparse.Namespace) -> Snapshot:
     path = Path(args.snapshot) if args.snapshot else None
     if path is not None and (path / "meta.json").is_file():
         return read_snapshot(path)
-    spec = SyntheticSpec(seed=args.seed, nodes=args.nodes, days=1, step=300, churn=args.churn)
+    spec = SyntheticSpec(
+        seed=args.seed,
+        nodes=args.nodes,
+        days=1,
+        step=300,
+        churn=args.churn,
+        zones=3 if args.pod_constraints else 0,
+        pod_constraints=args.pod_constraints,
+    )
     snapshot = generate(spec).snapshot
     if path is not None:
         write_snapshot(snapshot, path)
@@ -219,6 +227,11 @@ def main() -> None:
     parser.add_argument("--churn", type=float, default=1.3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--snapshot", help="Keep/reuse the generated cluster in this folder.")
+    parser.add_argument(
+        "--pod-constraints",
+        action="store_true",
+        help="Generate workloads with spread constraints and pod (anti-)affinity (3 zones).",
+    )
     parser.add_argument("--baseline-pods", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=3, help="Replays per strategy (best counts).")
     parser.add_argument(

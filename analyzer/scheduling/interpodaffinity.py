@@ -96,6 +96,11 @@ def _at(per_domain: Int64Array, ids: Int64Array) -> Int64Array:
     return padded[ids]
 
 
+# an existing pod's terms matching the incoming pod: (required anti-affinity, 1) for Filter and
+# (term, signed weight) for Score
+_Matched = tuple[list[tuple[AffinityTerm, int]], list[tuple[AffinityTerm, int]]]
+
+
 @dataclass
 class _ScoreDetail:
     """What ``--explain`` prints for the last scored pod."""
@@ -116,7 +121,7 @@ class InterPodAffinity:
     ) -> None:
         self.args = args or AffinityArgs()
         self.last: _ScoreDetail | None = None
-        self._memo: dict[Any, tuple[list[Any], list[Any]]] = {}
+        self._memo: dict[Any, _Matched] = {}
         self.last_filter: tuple[PodDemand, list[tuple[str, Int64Array, str]]] | None = None
 
     # ------------------------------------------------------------------ helpers
@@ -179,7 +184,7 @@ class InterPodAffinity:
         pod: PodDemand,
         ns_labels: Mapping[str, str] | None,
         who: tuple[Any, ...],
-    ) -> tuple[list[tuple[AffinityTerm, int]], list[tuple[AffinityTerm, int]]]:
+    ) -> _Matched:
         """An existing pod's terms that match ``pod``: required anti-affinity (Filter), and
         (term, signed weight) for Score — required affinity at hardPodAffinityWeight when > 0,
         preferred affinity +weight, preferred anti-affinity −weight. Memoised: a workload's
@@ -214,31 +219,44 @@ class InterPodAffinity:
         own = own or bool(affinity.preferred or affinity.preferred_anti)
         return not own and not self._index(state).affinity_groups
 
+    def _placed(
+        self, state: ClusterState, pod: PodDemand
+    ) -> list[tuple[PodAffinity, dict[int, int], _Matched]]:
+        """The placed pods' term sets with a term that matches ``pod``: per set the pods carrying
+        it per node and its matching terms (``_matching``). The index remembers per pod identity
+        which sets match (``PodIndex.terms_matching``), so this costs O(matching sets)."""
+        index = self._index(state)
+        if not index.affinity_groups:
+            return []
+        ns_labels = self._ns_labels(state, pod)
+        who = self._who(pod, ns_labels)
+
+        def any_term(theirs: PodAffinity) -> bool:
+            terms = [*theirs.required, *theirs.required_anti]
+            terms += [w.term for w in (*theirs.preferred, *theirs.preferred_anti)]
+            return any(t.matches(pod.namespace, pod.labels, ns_labels) for t in terms)
+
+        found = []
+        for theirs, per_node in index.terms_matching(who, any_term):
+            matched = self._matching(theirs, pod, ns_labels, who)
+            if matched[0] or matched[1]:
+                found.append((theirs, per_node, matched))
+        return found
+
     def placed_terms_match(self, state: ClusterState, pod: PodDemand) -> bool:
         """True when a placed pod's terms match ``pod`` (its required anti-affinity for Filter,
         any term for Score). A pod without own terms for which this is False is as inert as in
         ``inert``: PreFilter finds no existing anti-affinity, PreScore no matched term (Skip)."""
-        groups = self._index(state).affinity_groups
-        if not groups:
-            return False
-        ns_labels = self._ns_labels(state, pod)
-        who = self._who(pod, ns_labels)
-        for theirs in groups:
-            anti, scored = self._matching(theirs, pod, ns_labels, who)
-            if anti or scored:
-                return True
-        return False
+        return bool(self._placed(state, pod))
 
     # ------------------------------------------------------------------ filter
 
     def _existing_anti(self, state: ClusterState, pod: PodDemand) -> dict[str, Int64Array]:
         """Per key and domain: existing pods' required anti-affinity terms matching ``pod``."""
-        ns_labels = self._ns_labels(state, pod)
-        who = self._who(pod, ns_labels)
         sums: dict[str, Int64Array] = {}
-        for theirs, per_node in self._index(state).affinity_groups.items():
+        for _theirs, per_node, matched in self._placed(state, pod):
             counts = None
-            for term, _ in self._matching(theirs, pod, ns_labels, who)[0]:
+            for term, _ in matched[0]:
                 if counts is None:
                     counts = _dense(per_node, state.node_count)
                 per = self._per_domain(state, term.topology_key, counts)
@@ -371,11 +389,9 @@ class InterPodAffinity:
                     target += sign * w.weight * per
                     parts.append((term.topology_key, f"pod's {kind} [{i}] {term.selector.text()}",
                                   per, sign * w.weight))  # fmt: skip
-        ns_labels = self._ns_labels(state, pod)
-        who = self._who(pod, ns_labels)
-        for theirs, per_node in self._index(state).affinity_groups.items():
+        for theirs, per_node, matched in self._placed(state, pod):
             on_labelled = None
-            for term, weight in self._matching(theirs, pod, ns_labels, who)[1]:
+            for term, weight in matched[1]:
                 if on_labelled is None:
                     on_labelled = np.where(labelled, _dense(per_node, state.node_count), 0)
                 per = self._per_domain(state, term.topology_key, on_labelled)

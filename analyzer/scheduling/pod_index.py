@@ -87,6 +87,11 @@ class PodIndex:
         # pods with pod (anti-)affinity terms (upstream ``NodeInfo.PodsWithAffinity``), grouped
         # by their terms (a workload's replicas share them): per node how many carry them
         self.affinity_groups: dict[PodAffinity, dict[int, int]] = {}
+        # every distinct set of terms ever bound, in order of first bind (never shrinks), and per
+        # incoming pod identity which of them match it (``terms_matching``)
+        self.term_sets: list[PodAffinity] = []
+        self._term_known: set[PodAffinity] = set()
+        self._term_matches: dict[Any, tuple[int, list[PodAffinity]]] = {}
 
     def add(self, node: int, pod: PlacedPod) -> None:
         """A pod was bound to ``node``."""
@@ -114,6 +119,9 @@ class PodIndex:
             else:
                 group.pop(node, None)
         if pod.affinity is not None:
+            if pod.affinity not in self._term_known:
+                self._term_known.add(pod.affinity)
+                self.term_sets.append(pod.affinity)
             per_node = self.affinity_groups.setdefault(pod.affinity, {})
             left = per_node.get(node, 0) + step
             if left:
@@ -122,6 +130,25 @@ class PodIndex:
                 per_node.pop(node, None)
                 if not per_node:
                     del self.affinity_groups[pod.affinity]
+
+    def terms_matching(
+        self, who: Any, matches: Callable[[PodAffinity], bool]
+    ) -> list[tuple[PodAffinity, dict[int, int]]]:
+        """The placed pods' term sets that ``matches`` and the pods carrying them per node.
+
+        ``who`` names the incoming pod's identity (what ``matches`` depends on: namespace, labels,
+        namespace labels); per identity the index remembers which term sets matched and how
+        many of ``term_sets`` it has tested, so a pod tests only the term sets bound since its
+        identity last asked — the answer is then O(matching sets), not O(placed term sets).
+        Term sets with no pod placed now are left out.
+        """
+        checked, found = self._term_matches.get(who, (0, []))
+        sets = self.term_sets
+        if checked < len(sets):
+            found = found + [theirs for theirs in sets[checked:] if matches(theirs)]
+            self._term_matches[who] = (len(sets), found)
+        groups = self.affinity_groups
+        return [(theirs, groups[theirs]) for theirs in found if theirs in groups]
 
     def count_all(
         self, matches: Callable[[str, Mapping[str, str]], bool], *, live: bool = True
