@@ -85,7 +85,11 @@ def _placed_terms_match(live: list[dict[str, Any]], pod: dict[str, Any], hard: i
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_binds_and_unbinds_keep_the_plugin_equal_to_a_plain_loop(seed: int) -> None:
+def test_binds_and_unbinds_keep_the_plugin_equal_to_a_plain_loop(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if seed % 2:  # room for one kept count array: the others are dropped and recounted when asked
+        monkeypatch.setattr("analyzer.scheduling.pod_index.MAX_KEPT", 1)
     rng = np.random.default_rng(10_000 + seed)
     nodes = []
     for i in range(int(rng.integers(2, 7))):

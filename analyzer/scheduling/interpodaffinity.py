@@ -237,7 +237,7 @@ class InterPodAffinity:
             return any(t.matches(pod.namespace, pod.labels, ns_labels) for t in terms)
 
         found = []
-        for theirs, per_node in index.terms_matching(who, any_term):
+        for theirs, per_node in index.terms_matching(who, pod.labels, any_term):
             matched = self._matching(theirs, pod, ns_labels, who)
             if matched[0] or matched[1]:
                 found.append((theirs, per_node, matched))
