@@ -122,7 +122,10 @@ class InterPodAffinity:
         self.args = args or AffinityArgs()
         self.last: _ScoreDetail | None = None
         self._memo: dict[Any, _Matched] = {}
-        self.last_filter: tuple[PodDemand, list[tuple[str, Int64Array, str]]] | None = None
+        self.last_filter: tuple[PodDemand, list[tuple[str, str, Int64Array, str]]] | None = None
+        # ``_placed``'s last answer: (pod, index, index version, answer); the filter, the score
+        # and the replay's check ask it for the same pod in a row
+        self._last_placed: tuple[PodDemand, PodIndex, int, list[Any]] | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -228,6 +231,9 @@ class InterPodAffinity:
         index = self._index(state)
         if not index.affinity_groups:
             return []
+        last = self._last_placed
+        if last is not None and last[0] is pod and last[1] is index and last[2] == index.version:
+            return last[3]
         ns_labels = self._ns_labels(state, pod)
         who = self._who(pod, ns_labels)
 
@@ -241,6 +247,7 @@ class InterPodAffinity:
             matched = self._matching(theirs, pod, ns_labels, who)
             if matched[0] or matched[1]:
                 found.append((theirs, per_node, matched))
+        self._last_placed = (pod, index, index.version, found)
         return found
 
     def placed_terms_match(self, state: ClusterState, pod: PodDemand) -> bool:
@@ -273,7 +280,8 @@ class InterPodAffinity:
         self.last_filter = None
         if not affinity.required and not affinity.required_anti and not existing:
             return FilterResult(ones, lambda node: [])  # PreFilter Skip
-        detail: list[tuple[str, Int64Array, str]] = []  # (row label, per node count or -1, text)
+        # (row label, topology key, per-domain count, text): per node counts only for --explain
+        detail: list[tuple[str, str, Int64Array, str]] = []
         affinity_ok = ones
         if affinity.required:
             terms = [merge_namespaces(t, state.objects) for t in affinity.required]
@@ -299,7 +307,7 @@ class InterPodAffinity:
             affinity_ok = has_all & (pods_exist | first_of_group)
             extra = " (none anywhere, the pod matches its own terms: first of its group)"
             for i, t in enumerate(terms):
-                detail.append((f"required affinity [{i}]", self._node_counts(state, t, sums),
+                detail.append((f"required affinity [{i}]", t.topology_key, sums[t.topology_key],
                                "pod(s) matching all required affinity terms in the node's "
                                + t.topology_key + " domain" + (extra if first_of_group else "")))  # fmt: skip
         anti_ok = ones
@@ -313,14 +321,14 @@ class InterPodAffinity:
                 [_at(anti[t.topology_key], domains(state, t.topology_key).ids) > 0 for t in terms]
             )
             for i, t in enumerate(terms):
-                detail.append((f"required anti-affinity [{i}]", self._node_counts(state, t, anti),
+                detail.append((f"required anti-affinity [{i}]", t.topology_key,
+                               anti[t.topology_key],
                                "pod(s) matching the term in the node's " + t.topology_key
                                + " domain"))  # fmt: skip
         existing_ok = ones
         for key, per_domain in existing.items():
             existing_ok = existing_ok & ~(_at(per_domain, domains(state, key).ids) > 0)
-            ids = domains(state, key).ids
-            detail.append(("existing anti-affinity", np.where(ids >= 0, _at(per_domain, ids), -1),
+            detail.append(("existing anti-affinity", key, per_domain,
                            f"existing pods' required anti-affinity term(s) matching this pod in "
                            f"the node's {key} domain"))  # fmt: skip
         feasible = affinity_ok & anti_ok & existing_ok
@@ -337,15 +345,6 @@ class InterPodAffinity:
             return []
 
         return FilterResult(feasible, reasons, unresolvable=unresolvable)
-
-    @staticmethod
-    def _node_counts(
-        state: ClusterState, term: AffinityTerm, sums: dict[str, Int64Array]
-    ) -> Int64Array:
-        """Per node the count of its domain for ``term``'s key (−1: the node lacks the key)."""
-        ids = domains(state, term.topology_key).ids
-        counts: Int64Array = np.where(ids >= 0, _at(sums[term.topology_key], ids), -1)
-        return counts
 
     # ------------------------------------------------------------------ score
 
@@ -416,8 +415,9 @@ class InterPodAffinity:
         """The Filter's checks, and per topology key the node's domain sum."""
         rows: list[ExplainRow] = []
         if self.last_filter is not None and self.last_filter[0] is pod:
-            for label, counts, text in self.last_filter[1]:
-                got = int(counts[node])
+            for label, key, per_domain, text in self.last_filter[1]:
+                ids = domains(state, key).ids
+                got = int(_at(per_domain, ids)[node]) if ids[node] >= 0 else -1
                 note = "node lacks the topology key" if got < 0 else f"{got} {text}"
                 rows.append(ExplainRow(NAME, label, max(got, 0), None, None, None, note))
         detail = self.last

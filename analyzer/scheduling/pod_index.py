@@ -91,6 +91,7 @@ class PodIndex:
     def __init__(self, node_count: int) -> None:
         self.node_count = node_count
         self.pods: list[list[PlacedPod]] = [[] for _ in range(node_count)]
+        self.version = 0  # binds and unbinds so far (answers computed at one version stay valid)
         self._counts: OrderedDict[CountKey, Int64Array] = OrderedDict()
         self._groups: dict[GroupKey, dict[int, int]] = {}  # live pods per node
         self._targets: dict[GroupKey, list[Int64Array]] = {}  # kept arrays a group feeds
@@ -119,6 +120,7 @@ class PodIndex:
     def add(self, node: int, pod: PlacedPod) -> None:
         """A pod was bound to ``node``."""
         self.pods[node].append(pod)
+        self.version += 1
         self._update(node, pod, 1)
         self._track(node, pod, 1)
 
@@ -128,6 +130,7 @@ class PodIndex:
         for i, other in enumerate(placed):
             if (other.namespace, other.name, other.uid) == (pod.namespace, pod.name, pod.uid):
                 removed = placed.pop(i)
+                self.version += 1
                 self._update(node, removed, -1)
                 self._track(node, removed, -1)
                 return
@@ -243,9 +246,7 @@ class PodIndex:
         candidates: dict[CountKey, None] = dict(self._kept_rest.get(namespace, {}))
         for label, value in labels.items():
             candidates.update(self._kept_by_label.get((namespace, label, value), {}))
-        self._targets[key] = [
-            self._counts[kept] for kept in candidates if kept[0].matches(labels)
-        ]
+        self._targets[key] = [self._counts[kept] for kept in candidates if kept[0].matches(labels)]
 
     def _candidate_groups(self, selector: LabelSelector, namespace: str) -> list[GroupKey]:
         """The groups of ``namespace`` that ``selector`` may match (a superset)."""
