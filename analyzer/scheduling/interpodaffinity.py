@@ -26,9 +26,13 @@ Counting walks every placed pod, terminating ones included (the plugin does not 
   over keys the node has; normalised over the scored nodes ``int64(100 · ((s − min) / (max −
   min)))`` in float64, all 0 when max = min.
 
-Cost: a pod without terms pays only for the placed pods that carry terms, grouped by their terms
-(``PodIndex.affinity_groups``: a workload's replicas are one group): per group and term one
-match and O(nodes) numpy; an incoming term costs one walk over the pod groups and O(nodes) numpy.
+Cost: a pod pays only for the placed term sets that match it. The placed pods with terms are
+grouped by their terms (``PodIndex.affinity_groups``: a workload's replicas are one group); the
+index remembers per incoming pod identity which groups' terms match
+(``PodIndex.terms_matching``: each identity tests a term set once, and only sets whose selectors
+can match its labels), so the symmetry checks cost O(matching sets) and O(nodes) numpy per
+matching term, not O(placed pods or term sets). An incoming term over listed namespaces reads the
+index's kept per-(selector, namespace) counts (updated on bind/unbind); others walk the groups.
 """
 
 from __future__ import annotations

@@ -10,13 +10,17 @@ numpy work after the first question:
 - ``match_counts(selector, namespace)``: an int64 array ``[N]`` of the non-terminating pods of
   ``namespace`` matching ``selector`` per node (upstream ``countPodsMatchSelector``, so an empty
   selector counts 0). The first call walks the pod *groups* (same namespace and labels: a
-  workload's replicas) once; the array is then kept and updated by ``add``/``remove`` — one dict
-  lookup per bind plus one increment per kept selector that matches the pod's group — at most
-  ``MAX_KEPT`` arrays (least recently asked dropped first);
+  workload's replicas) that the selector's ``In`` requirement names (``required_values``; all
+  the namespace's groups when it has none); the array is then kept and updated by
+  ``add``/``remove`` — one dict lookup per bind plus one increment per kept selector that
+  matches the pod's group (a new group meets only the kept selectors posted under its labels) —
+  at most ``MAX_KEPT`` arrays (least recently asked dropped first);
 - ``count_all(matches)``: pods per node, terminating ones included, whose namespace and labels
   satisfy ``matches`` (InterPodAffinity's terms; a walk over the groups); ``affinity_groups``: the
   pods carrying pod (anti-)affinity terms (``NodeInfo.PodsWithAffinity``), per distinct terms
-  the number of such pods per node;
+  the number of such pods per node; ``terms_matching(who, labels, matches)``: the term sets
+  matching an incoming pod, remembered per pod identity (only sets bound since it last asked,
+  and among those only the ones a posting under one of its labels names, are tested);
 - ``domains(state, key)``: per node the id of its value of the node label ``key`` (-1: label
   missing) and the values, cached in ``ClusterState.cache`` (``invalidate()`` after relabelling);
   per-domain counts are then ``np.bincount(ids, weights=counts)``.
