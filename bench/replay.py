@@ -12,7 +12,9 @@ of the same plugins — ``analyzer.scheduling.reference.kube_default_loop`` (the
 own reference, written the way the Go code reads) for kube-default and most-allocated, the
 replay's per-node scorer ``analyzer.replay.rows.score_rows`` over all nodes for rtcr-binpack —
 over the first ``--baseline-pods`` scored pods of the same replay. The loop's choices are checked
-against the fast path's. The load-aware strategies (``*-loadaware``) replay the whole day
+against the fast path's. With ``--pod-constraints`` (workloads with spread constraints and pod
+(anti-)affinity, 3 zones) the baseline is ``Profile.evaluate`` over all nodes for every pod,
+since the loop knows neither PodTopologySpread nor InterPodAffinity. The load-aware strategies (``*-loadaware``) replay the whole day
 incrementally; their baseline is the full-rescoring path (``replay(..., rescore_all=True)``:
 ``Profile.evaluate`` over all nodes for every pod, the pod-assign cache recomputed at every
 report), on the first ``--loadaware-events`` events only (it is slow), and the script checks
@@ -20,7 +22,7 @@ that the fast path's replay of the same prefix is identical. The NodeMetric feed
 matrices (``usage_matrices``) are built once per snapshot, as ``analyzer whatif`` does, and
 timed separately.
 
-    .venv/bin/python bench/replay.py [--nodes 5000] [--churn 1.3] [--snapshot DIR]
+    .venv/bin/python bench/replay.py [--nodes 5000] [--churn 1.3] [--snapshot DIR] [--pod-constraints]
 
 Prints a human line per strategy and a final JSON line per strategy::
 
@@ -55,6 +57,7 @@ from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.rows import score_rows
 from analyzer.replay.scoring import ScoreCache, _Kernel
+from analyzer.replay.topology import InertIndex
 from analyzer.scheduling import ClusterState, PodDemand, Profile, load_strategy
 from analyzer.scheduling.reference import allowed_by_constraints, kube_default_loop
 from analyzer.sources import SyntheticSpec, generate
@@ -76,6 +79,11 @@ class _Enough(Exception):
 def _loop_choice(
     profile: Profile, state: ClusterState, pod: PodDemand, active: np.ndarray, name: str
 ) -> tuple[list[bool], list[int]]:
+    if not isinstance(state.pod_index, InertIndex):
+        # spread constraints / pod affinity in play (--pod-constraints): the loop knows neither
+        # plugin, so the baseline is the profile's own evaluation of every node for every pod
+        evaluation = profile.evaluate(state, pod)
+        return evaluation.feasible.tolist(), evaluation.total.tolist()
     if name in ("kube-default", "most-allocated"):
         return kube_default_loop(state, pod, most=name == "most-allocated", taint_affinity=True)
     plan = _Kernel(profile).plan(state, pod)
@@ -145,7 +153,15 @@ def cluster(args: argparse.Namespace) -> Snapshot:
     path = Path(args.snapshot) if args.snapshot else None
     if path is not None and (path / "meta.json").is_file():
         return read_snapshot(path)
-    spec = SyntheticSpec(seed=args.seed, nodes=args.nodes, days=1, step=300, churn=args.churn)
+    spec = SyntheticSpec(
+        seed=args.seed,
+        nodes=args.nodes,
+        days=1,
+        step=300,
+        churn=args.churn,
+        zones=3 if args.pod_constraints else 0,
+        pod_constraints=args.pod_constraints,
+    )
     snapshot = generate(spec).snapshot
     if path is not None:
         write_snapshot(snapshot, path)
@@ -224,6 +240,11 @@ def main() -> None:
     parser.add_argument("--churn", type=float, default=1.3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--snapshot", help="Keep/reuse the generated cluster in this folder.")
+    parser.add_argument(
+        "--pod-constraints",
+        action="store_true",
+        help="Generate workloads with spread constraints and pod (anti-)affinity (3 zones).",
+    )
     parser.add_argument("--baseline-pods", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=3, help="Replays per strategy (best counts).")
     parser.add_argument(

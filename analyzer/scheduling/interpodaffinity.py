@@ -26,9 +26,13 @@ Counting walks every placed pod, terminating ones included (the plugin does not 
   over keys the node has; normalised over the scored nodes ``int64(100 · ((s − min) / (max −
   min)))`` in float64, all 0 when max = min.
 
-Cost: a pod without terms pays only for the placed pods that carry terms, grouped by their terms
-(``PodIndex.affinity_groups``: a workload's replicas are one group): per group and term one
-match and O(nodes) numpy; an incoming term costs one walk over the pod groups and O(nodes) numpy.
+Cost: a pod pays only for the placed term sets that match it. The placed pods with terms are
+grouped by their terms (``PodIndex.affinity_groups``: a workload's replicas are one group); the
+index remembers per incoming pod identity which groups' terms match
+(``PodIndex.terms_matching``: each identity tests a term set once, and only sets whose selectors
+can match its labels), so the symmetry checks cost O(matching sets) and O(nodes) numpy per
+matching term, not O(placed pods or term sets). An incoming term over listed namespaces reads the
+index's kept per-(selector, namespace) counts (updated on bind/unbind); others walk the groups.
 """
 
 from __future__ import annotations
@@ -96,6 +100,11 @@ def _at(per_domain: Int64Array, ids: Int64Array) -> Int64Array:
     return padded[ids]
 
 
+# an existing pod's terms matching the incoming pod: (required anti-affinity, 1) for Filter and
+# (term, signed weight) for Score
+_Matched = tuple[list[tuple[AffinityTerm, int]], list[tuple[AffinityTerm, int]]]
+
+
 @dataclass
 class _ScoreDetail:
     """What ``--explain`` prints for the last scored pod."""
@@ -116,8 +125,11 @@ class InterPodAffinity:
     ) -> None:
         self.args = args or AffinityArgs()
         self.last: _ScoreDetail | None = None
-        self._memo: dict[Any, tuple[list[Any], list[Any]]] = {}
-        self.last_filter: tuple[PodDemand, list[tuple[str, Int64Array, str]]] | None = None
+        self._memo: dict[Any, _Matched] = {}
+        self.last_filter: tuple[PodDemand, list[tuple[str, str, Int64Array, str]]] | None = None
+        # ``_placed``'s last answer: (pod, index, index version, answer); the filter, the score
+        # and the replay's check ask it for the same pod in a row
+        self._last_placed: tuple[PodDemand, PodIndex, int, list[Any]] | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -179,7 +191,7 @@ class InterPodAffinity:
         pod: PodDemand,
         ns_labels: Mapping[str, str] | None,
         who: tuple[Any, ...],
-    ) -> tuple[list[tuple[AffinityTerm, int]], list[tuple[AffinityTerm, int]]]:
+    ) -> _Matched:
         """An existing pod's terms that match ``pod``: required anti-affinity (Filter), and
         (term, signed weight) for Score — required affinity at hardPodAffinityWeight when > 0,
         preferred affinity +weight, preferred anti-affinity −weight. Memoised: a workload's
@@ -214,31 +226,48 @@ class InterPodAffinity:
         own = own or bool(affinity.preferred or affinity.preferred_anti)
         return not own and not self._index(state).affinity_groups
 
+    def _placed(
+        self, state: ClusterState, pod: PodDemand
+    ) -> list[tuple[PodAffinity, dict[int, int], _Matched]]:
+        """The placed pods' term sets with a term that matches ``pod``: per set the pods carrying
+        it per node and its matching terms (``_matching``). The index remembers per pod identity
+        which sets match (``PodIndex.terms_matching``), so this costs O(matching sets)."""
+        index = self._index(state)
+        if not index.affinity_groups:
+            return []
+        last = self._last_placed
+        if last is not None and last[0] is pod and last[1] is index and last[2] == index.version:
+            return last[3]
+        ns_labels = self._ns_labels(state, pod)
+        who = self._who(pod, ns_labels)
+
+        def any_term(theirs: PodAffinity) -> bool:
+            terms = [*theirs.required, *theirs.required_anti]
+            terms += [w.term for w in (*theirs.preferred, *theirs.preferred_anti)]
+            return any(t.matches(pod.namespace, pod.labels, ns_labels) for t in terms)
+
+        found = []
+        for theirs, per_node in index.terms_matching(who, pod.labels, any_term):
+            matched = self._matching(theirs, pod, ns_labels, who)
+            if matched[0] or matched[1]:
+                found.append((theirs, per_node, matched))
+        self._last_placed = (pod, index, index.version, found)
+        return found
+
     def placed_terms_match(self, state: ClusterState, pod: PodDemand) -> bool:
         """True when a placed pod's terms match ``pod`` (its required anti-affinity for Filter,
         any term for Score). A pod without own terms for which this is False is as inert as in
         ``inert``: PreFilter finds no existing anti-affinity, PreScore no matched term (Skip)."""
-        groups = self._index(state).affinity_groups
-        if not groups:
-            return False
-        ns_labels = self._ns_labels(state, pod)
-        who = self._who(pod, ns_labels)
-        for theirs in groups:
-            anti, scored = self._matching(theirs, pod, ns_labels, who)
-            if anti or scored:
-                return True
-        return False
+        return bool(self._placed(state, pod))
 
     # ------------------------------------------------------------------ filter
 
     def _existing_anti(self, state: ClusterState, pod: PodDemand) -> dict[str, Int64Array]:
         """Per key and domain: existing pods' required anti-affinity terms matching ``pod``."""
-        ns_labels = self._ns_labels(state, pod)
-        who = self._who(pod, ns_labels)
         sums: dict[str, Int64Array] = {}
-        for theirs, per_node in self._index(state).affinity_groups.items():
+        for _theirs, per_node, matched in self._placed(state, pod):
             counts = None
-            for term, _ in self._matching(theirs, pod, ns_labels, who)[0]:
+            for term, _ in matched[0]:
                 if counts is None:
                     counts = _dense(per_node, state.node_count)
                 per = self._per_domain(state, term.topology_key, counts)
@@ -255,7 +284,8 @@ class InterPodAffinity:
         self.last_filter = None
         if not affinity.required and not affinity.required_anti and not existing:
             return FilterResult(ones, lambda node: [])  # PreFilter Skip
-        detail: list[tuple[str, Int64Array, str]] = []  # (row label, per node count or -1, text)
+        # (row label, topology key, per-domain count, text): per node counts only for --explain
+        detail: list[tuple[str, str, Int64Array, str]] = []
         affinity_ok = ones
         if affinity.required:
             terms = [merge_namespaces(t, state.objects) for t in affinity.required]
@@ -281,7 +311,7 @@ class InterPodAffinity:
             affinity_ok = has_all & (pods_exist | first_of_group)
             extra = " (none anywhere, the pod matches its own terms: first of its group)"
             for i, t in enumerate(terms):
-                detail.append((f"required affinity [{i}]", self._node_counts(state, t, sums),
+                detail.append((f"required affinity [{i}]", t.topology_key, sums[t.topology_key],
                                "pod(s) matching all required affinity terms in the node's "
                                + t.topology_key + " domain" + (extra if first_of_group else "")))  # fmt: skip
         anti_ok = ones
@@ -295,14 +325,14 @@ class InterPodAffinity:
                 [_at(anti[t.topology_key], domains(state, t.topology_key).ids) > 0 for t in terms]
             )
             for i, t in enumerate(terms):
-                detail.append((f"required anti-affinity [{i}]", self._node_counts(state, t, anti),
+                detail.append((f"required anti-affinity [{i}]", t.topology_key,
+                               anti[t.topology_key],
                                "pod(s) matching the term in the node's " + t.topology_key
                                + " domain"))  # fmt: skip
         existing_ok = ones
         for key, per_domain in existing.items():
             existing_ok = existing_ok & ~(_at(per_domain, domains(state, key).ids) > 0)
-            ids = domains(state, key).ids
-            detail.append(("existing anti-affinity", np.where(ids >= 0, _at(per_domain, ids), -1),
+            detail.append(("existing anti-affinity", key, per_domain,
                            f"existing pods' required anti-affinity term(s) matching this pod in "
                            f"the node's {key} domain"))  # fmt: skip
         feasible = affinity_ok & anti_ok & existing_ok
@@ -319,15 +349,6 @@ class InterPodAffinity:
             return []
 
         return FilterResult(feasible, reasons, unresolvable=unresolvable)
-
-    @staticmethod
-    def _node_counts(
-        state: ClusterState, term: AffinityTerm, sums: dict[str, Int64Array]
-    ) -> Int64Array:
-        """Per node the count of its domain for ``term``'s key (−1: the node lacks the key)."""
-        ids = domains(state, term.topology_key).ids
-        counts: Int64Array = np.where(ids >= 0, _at(sums[term.topology_key], ids), -1)
-        return counts
 
     # ------------------------------------------------------------------ score
 
@@ -371,11 +392,9 @@ class InterPodAffinity:
                     target += sign * w.weight * per
                     parts.append((term.topology_key, f"pod's {kind} [{i}] {term.selector.text()}",
                                   per, sign * w.weight))  # fmt: skip
-        ns_labels = self._ns_labels(state, pod)
-        who = self._who(pod, ns_labels)
-        for theirs, per_node in self._index(state).affinity_groups.items():
+        for theirs, per_node, matched in self._placed(state, pod):
             on_labelled = None
-            for term, weight in self._matching(theirs, pod, ns_labels, who)[1]:
+            for term, weight in matched[1]:
                 if on_labelled is None:
                     on_labelled = np.where(labelled, _dense(per_node, state.node_count), 0)
                 per = self._per_domain(state, term.topology_key, on_labelled)
@@ -400,8 +419,9 @@ class InterPodAffinity:
         """The Filter's checks, and per topology key the node's domain sum."""
         rows: list[ExplainRow] = []
         if self.last_filter is not None and self.last_filter[0] is pod:
-            for label, counts, text in self.last_filter[1]:
-                got = int(counts[node])
+            for label, key, per_domain, text in self.last_filter[1]:
+                ids = domains(state, key).ids
+                got = int(_at(per_domain, ids)[node]) if ids[node] >= 0 else -1
                 note = "node lacks the topology key" if got < 0 else f"{got} {text}"
                 rows.append(ExplainRow(NAME, label, max(got, 0), None, None, None, note))
         detail = self.last

@@ -49,6 +49,13 @@ class LabelSelector:
     requirements: tuple[Requirement, ...] = ()
     nothing: bool = False
 
+    def __post_init__(self) -> None:
+        # hashed once: the pod index looks kept counts up by selector for every scored pod
+        object.__setattr__(self, "_hash", hash((self.requirements, self.nothing)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[no-any-return,attr-defined]
+
     def matches(self, labels: Mapping[str, str]) -> bool:
         """``labels.Selector.Matches``."""
         if self.nothing:
