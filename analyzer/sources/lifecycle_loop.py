@@ -175,6 +175,7 @@ def run_lifecycles(
             return False
         by_uid = {pods[j].uid: j for j in lower}
         pod.nominated_until = now + TERMINATION_GRACE
+        pod.preemptions.append((now, found[0], tuple(found[1])))
         for uid in found[1]:
             victim = by_uid[uid]
             if pods[victim].preempted is None:
