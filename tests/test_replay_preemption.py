@@ -213,8 +213,9 @@ def fixtures() -> list[Snapshot]:
 def test_equal_priorities_give_the_fifo_replay_pod_for_pod(
     fixtures: list[Snapshot], full_cluster: Snapshot, name: str
 ) -> None:
-    """With every priority equal, PrioritySort is arrival order and nobody can preempt: the
-    replay equals the one without PrioritySort and DefaultPreemption (the engine before them)."""
+    """With every priority equal, PrioritySort orders by creation and nobody can preempt: on these
+    clusters the replay equals the one without PrioritySort and DefaultPreemption (FIFO by
+    arrival, the engine before them)."""
     profile = load_strategy(name)
     assert profile.queue_sort == "PrioritySort" and profile.post_filters
     waited = 0

@@ -31,9 +31,9 @@ def constrained() -> tuple[Snapshot, ReplayInput]:
     """30 nodes in 3 zones, churn, spread constraints and pod (anti-)affinity; the generator's own
     placement (no ``place=``) is the kube-default profile with tie-break seed ``SEED``.
 
-    Sized so that no pod waits: the generator retries waiting pods by priority on the freed node,
-    the replay FIFO over all nodes changed at an instant (until the priority queue lands), so only
-    clusters without waits are comparable pod for pod. Every pod is placed when it arrives.
+    Sized so that no pod waits, so every placement here is decided by the topology plugins and
+    the resources, never by the queue (clusters with waits and preemption:
+    tests/test_replay_reproduction.py). Every pod is placed when it arrives.
     """
     spec = SyntheticSpec(seed=SEED, nodes=30, days=1, step=300, churn=0.8, gpu_pool=False,
                          pending_fraction=0.0, zones=3, pod_constraints=True)  # fmt: skip

@@ -9,11 +9,13 @@ Semantics (DESIGN.md "Replay", normative):
 - DaemonSet and static/mirror pods (``analyzer.core.snapshot.pinned_pods``) stay on their real node in
   every strategy;
 - a pod that fits nowhere waits in a pending queue, FIFO by arrival like the scheduling queue
-  (PrioritySort profiles: priority first, then arrival; pods arriving at one instant are tried in
-  that order too), and is retried whenever capacity frees (a departure or a node joining; for
-  load-aware profiles also at every NodeMetric refresh); its wait is recorded, and pods still
-  pending at the end are reported. A pod whose real lifetime ends while it is still pending
-  leaves the queue unplaced;
+  (PrioritySort profiles: priority first, then the queue timestamp — the pod's creation — then
+  the row), and is retried whenever capacity frees (a departure or a node joining; for
+  load-aware profiles also at every NodeMetric refresh): at each instant the arrivals and the
+  pending pods that may fit now are tried in one pass in queue order
+  (``analyzer.scheduling.queue_order``, the synthetic generator's loop too); its wait is
+  recorded, and pods still pending at the end are reported. A pod whose real lifetime ends while
+  it is still pending leaves the queue unplaced;
 - with DefaultPreemption a pod that fits nowhere may evict lower-priority pods
   (``analyzer.replay.preemption``): it is bound at once, the victims queue again as pods arriving
   now and are retried at the same instant;
@@ -28,6 +30,7 @@ placement) goes through ``analyzer.replay.scoring.ScoreCache`` over the scheduli
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +58,7 @@ from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.gpu.devices import attach_devices
+from analyzer.scheduling.queue_order import queue_rank as priority_rank
 
 OBSERVED = "observed"
 
@@ -212,8 +216,12 @@ def replay(
     pinned, real_node = inp.pinned.tolist(), inp.real_node.tolist()
     departure, demands, keys = inp.departure.tolist(), inp.demands, inp.shape_keys
     priorities, ordered = pod_priorities(demands), by_priority(profile)
-    # queue rank: arrival order, or PrioritySort's (priority, arrival) — equal priorities: FIFO
-    seq = [queue_rank(priorities[p], r, ordered) for p, r in enumerate(ranks.tolist())]
+    # queue rank: arrival order, or PrioritySort's (priority, queue timestamp = creation, row)
+    if ordered:
+        queued = (inp.arrival if inp.queued is None else inp.queued).tolist()
+        seq = [priority_rank(priorities[p], queued[p], p) for p in range(inp.pod_count)]
+    else:
+        seq = [queue_rank(priorities[p], r, ordered) for p, r in enumerate(ranks.tolist())]
     pre = ReplayPreemption.for_profile(
         profile, state, active, demands, priorities, on_node, cache, budgets_of(inp, state)
     )
@@ -285,7 +293,13 @@ def replay(
             unbind(victim, now)
             for column, value in zip(victim_rows, (victim, pod, node, now), strict=True):
                 column.append(value)
-            seq[victim] = queue_rank(priorities[victim], len(seq) + len(victim_rows[0]), ordered)
+            # the controller's new pod enters the queue now
+            fresh = len(seq) + len(victim_rows[0])
+            seq[victim] = (
+                priority_rank(priorities[victim], now, fresh)
+                if ordered
+                else queue_rank(priorities[victim], fresh, ordered)
+            )
             rec.start_wait(victim, now)
             why.waits(victim, PREEMPTED)
             requeued.append((victim, node))
@@ -320,6 +334,42 @@ def replay(
                 refused(pod, now)
         for pod in placed:
             queue.remove(pod)
+
+    def step(now: int, changed: list[int], everything: bool, arriving: list[int]) -> None:
+        """One pass over this instant's arrivals and the pending pods that may fit now, merged in
+        queue order (``analyzer.scheduling.queue_order``); a pending pod's failure ends its
+        group's turn, arrivals are always tried; pods that fail wait."""
+        failed: set[bytes] = set()
+        pending: Iterator[int] = iter(())
+        if (changed or everything) and queue and cache is not None:
+            heads = queue.representatives()
+            hopeful = heads if everything else cache.may_fit(heads, inp.demands, changed)
+            pending = queue.in_order({queue.group_of(p) for p in hopeful}, failed)
+        placed: list[int] = []
+        waiting: list[tuple[int, Refusal]] = []
+        head = next(pending, None)
+        for pod in [*arriving, None]:
+            while head is not None and (pod is None or seq[head] < seq[pod]):
+                if try_place(head, now) or preempt(head, now):
+                    placed.append(head)
+                    why.ended(head)
+                else:
+                    failed.add(queue.group_of(head))  # capacity only shrank: the rest fail too
+                    refused(head, now)
+                head = next(pending, None)
+            if pod is None:
+                break
+            if departure[pod] <= now:  # gone the instant it came
+                if try_place(pod, now):
+                    unbind(pod, now)
+                else:
+                    rec.abandoned[pod] = True
+            elif not try_place(pod, now) and not preempt(pod, now):
+                waiting.append((pod, refused(pod, now)))
+        for pod in placed:
+            queue.remove(pod)
+        for pod, reason in waiting:  # queued after the pass (the pass reads the queue)
+            enqueue(pod, now, reason)
 
     bounds = np.flatnonzero(np.diff(times)) + 1
     starts = np.concatenate([[0], bounds]).astype(np.int64).tolist() if len(times) else []
@@ -364,19 +414,10 @@ def replay(
                 if cache is not None:
                     cache.touch(item)
             k += 1
-        if changed or refreshed:
-            retry(now, changed, everything=refreshed)
         arriving = index_list[k:hi]
         if ordered and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
-        for pod in arriving:
-            if departure[pod] <= now:  # gone the instant it came
-                if try_place(pod, now):
-                    unbind(pod, now)
-                else:
-                    rec.abandoned[pod] = True
-            elif not try_place(pod, now) and not preempt(pod, now):
-                enqueue(pod, now, refused(pod, now))
+        step(now, changed, refreshed, arriving)
         settle(now)
     for pod in queue.pods():
         why.ended(pod)

@@ -1,7 +1,7 @@
 """Replay input: a snapshot as arrays and the time-ordered event list (``analyzer.replay.engine``).
 
 Built once per snapshot and shared by every strategy and seed: nodes with their join/leave times,
-pods with arrival (scheduled, else created, first seen) and departure (finished, else last seen
+pods with arrival (scheduled, else created, first seen), queue timestamp (created) and departure (finished, else last seen
 when that is before the end of the data), the pod demands on the scheduling core's resource axis,
 and the events sorted by (time, kind: departure < node leaving < node joining < arrival, index).
 Times are int64 nanoseconds since the epoch; ``NEVER`` stands for "not within the data".
@@ -68,6 +68,9 @@ class ReplayInput:
     demands: list[PodDemand]
     shape_keys: list[bytes]
     template: ClusterState  # empty state (nothing bound): allocatable, resource axis
+    # when each pod entered the scheduling queue (created, else its arrival): PrioritySort's
+    # timestamp (``analyzer.scheduling.queue_order``); None: the arrival
+    queued: Int64Array | None = None
     instant: int = 0  # pods that depart when (or before) they arrive: placed and removed at once
     topology: bool = True  # PodTopologySpread / InterPodAffinity may act on a pod (``in_play``)
     events: tuple[Int64Array, Int64Array, Int64Array] = field(
@@ -307,6 +310,8 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
         fallback = _ns(pods[column])
         arrival = np.where(arrival == NEVER, fallback, arrival)
     arrival[arrival == NEVER] = start
+    created = _ns(pods["created"])
+    queued = np.where((created == NEVER) | (created > arrival), arrival, created)
     finished = _ns(pods["finished"])
     last_seen = _ns(pods["last_seen"])
     last_seen[last_seen + step >= end] = NEVER
@@ -331,6 +336,7 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
         demands=demands,
         shape_keys=keys,
         template=template,
+        queued=queued,
     )
     inp.events, inp.instant = _events(inp)
     inp.topology = in_play(template.objects, demands)

@@ -1,11 +1,12 @@
 """The replay's queue order (PrioritySort) and DefaultPreemption, on the engine's own state.
 
-Queue order: with a profile whose ``queueSort`` is PrioritySort, a pending pod's rank is
-(priority descending, then queue time): ``(2³¹ − priority) · 2⁴⁰ + arrival rank`` — one int, so
-``analyzer.replay.queue.PendingQueue`` keeps working on ranks. Priority is part of the replay
-shape key (``analyzer.replay.input``), so every pod of a queue group has one priority and a group
-still fails as a whole. With every priority equal the ranks keep the arrival order: the replay is
-the FIFO replay, pod for pod. A pod without a priority in the snapshot has priority 0.
+Queue order: with a profile whose ``queueSort`` is PrioritySort, the engine ranks a pending pod
+by (priority descending, creation time, row) — ``analyzer.scheduling.queue_order.queue_rank``,
+one int, so ``analyzer.replay.queue.PendingQueue`` keeps working on ranks; ``queue_rank`` here is
+the arrival rank of profiles without PrioritySort (and PrioritySort's by arrival rank). Priority
+is part of the replay shape key (``analyzer.replay.input``), so every pod of a queue group has one
+priority and a group still fails as a whole. A pod without a priority in the snapshot has
+priority 0.
 
 Preemption (``analyzer.scheduling.preemption``, upstream's DefaultPreemption) runs when a pod the
 scheduler places fits on no node, the profile has DefaultPreemption, and a running pod of strictly

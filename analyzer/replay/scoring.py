@@ -57,6 +57,7 @@ from analyzer.scheduling.framework import Evaluation, Profile, select
 from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.noderesources_fit import NodeResourcesFit, broken_linear_array
 from analyzer.scheduling.podtopologyspread import PodTopologySpread
+from analyzer.scheduling.queue_order import may_fit as queue_may_fit
 from analyzer.scheduling.resource_allocation import ResourceSpec, weighted_floor_mean
 from analyzer.scheduling.state import CPU, MEMORY, ClusterState, PodDemand, is_scalar_resource
 
@@ -572,16 +573,13 @@ class ScoreCache:
             return list(pending)  # load-aware: a report may open any node (as ``rescore_all``)
         rows = np.array(sorted(set(changed)), dtype=np.int64)
         rows = rows[self.active[rows]]
-        rows = rows[self.state.pod_count[rows] + 1 <= self.state.allowed_pods[rows]]
-        if len(rows) == 0:
+        if len(rows) == 0 or not pending:
             return []
         free = self.state.allocatable[rows, :2] - self.state.requested[rows, :2]
+        room = self.state.pod_count[rows] + 1 <= self.state.allowed_pods[rows]
         need = np.stack([demands[p].requests[:2] for p in pending])
-        ok = (
-            (need[:, np.newaxis, :] <= free[np.newaxis, :, :]) | (need[:, np.newaxis, :] == 0)
-        ).all(axis=2)
-        hits = ok.any(axis=1)
-        return [p for p, hit in zip(pending, hits, strict=True) if hit]
+        hits = queue_may_fit(need, free, room)  # the generator's loop runs the same test
+        return [p for p, hit in zip(pending, hits.tolist(), strict=True) if hit]
 
 
 def _choose_static(

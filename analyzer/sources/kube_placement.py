@@ -11,12 +11,15 @@ set it drew from (``placer.ties``), so a test can also check that other seeds on
 The generator's pool restrictions (``PlacementRequest.allowed``) are exactly what the snapshot
 records as node taints and pod tolerations/nodeSelectors (``catalog.template_constraints``), so
 this mode applies them as the TaintToleration/NodeAffinity filters would, and a replay of the
-snapshot sees the same constraints; DaemonSet pods keep their one node.
+snapshot sees the same constraints; DaemonSet pods keep their one node. With a profile that has
+DefaultPreemption (the v1 default does), ``preempt`` lets a pod that fits nowhere evict
+lower-priority pods (``analyzer.sources.lifecycle_loop``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +28,9 @@ from analyzer.scheduling import ClusterState as CoreState
 from analyzer.scheduling import PodDemand, Profile, load_strategy, make_demand
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
-from analyzer.sources.placement import ClusterState, PlacementRequest
+from analyzer.scheduling.preemption import UNRESOLVABLE, BoundPod, node_statuses, preempt
+from analyzer.scheduling.preemption_scenario import preemption_plugin
+from analyzer.sources.placement import ClusterState, PlacementRequest, Running
 
 
 def _labels(text: str) -> dict[str, str]:
@@ -122,6 +127,41 @@ class KubePlacer:
         evaluation = self.profile.evaluate(core, demand, float(pod.time), pod.allowed)
         self.ties[pod.uid] = [int(i) for i in evaluation.best()]
         return self.profile.select(evaluation, self.rng)
+
+    def preempt(
+        self, pod: PlacementRequest, state: ClusterState, now: int, lower: Sequence[Running]
+    ) -> tuple[int, list[str]] | None:
+        """DefaultPreemption (``scheduling.preemption.preempt``, as ``analyzer score`` and the
+        replay run it) for ``pod``, which fits nowhere: (node, victim uids) or None.
+
+        Every pod may preempt (``preemptionPolicy`` is not modelled, as in the replay) and no
+        PodDisruptionBudget protects a victim; a node outside ``pod.allowed`` (taints, node
+        selector) is UnschedulableAndUnresolvable. Victims' start time is their bind time, as
+        the replay keeps it."""
+        plugin = preemption_plugin(self.profile)
+        if plugin is None or pod.daemonset or not lower:
+            return None
+        core = self._state(state)
+        demand = self._demand(pod, core)
+        evaluation = self.profile.evaluate(core, demand, float(now), pod.allowed)
+        if evaluation.feasible.any():
+            return None
+        statuses = node_statuses(evaluation, self.profile.filters)
+        for node in np.flatnonzero(~pod.allowed).tolist():
+            statuses[node] = UNRESOLVABLE
+        bound = []
+        for running in lower:
+            victim = self._demand(running.request, core)
+            bound.append(BoundPod(running.node, victim.name, victim.namespace,
+                                  running.request.priority, victim, victim.labels,
+                                  running.since_ns))  # fmt: skip
+        result = preempt(
+            self.profile.filters, core, demand, pod.priority, "PreemptLowerPriority",
+            statuses, bound, (), plugin.args, float(now),
+        )  # fmt: skip
+        if result.nominated is None:
+            return None
+        return result.nominated, [v.demand.uid for v in result.victims]
 
 
 def kube_placer(strategy: str = "kube-default", *, seed: int = 0) -> KubePlacer:

@@ -1,8 +1,6 @@
-"""Pod lifecycles of the synthetic cluster: who is created when, where it runs, when it ends.
-
-An event loop in time order (departures before arrivals at the same instant, like the replay
-engine) binds arriving pods with the ``Placer``, keeps pods that fit nowhere in a pending queue
-(highest priority first) and retries them whenever a pod leaves. Workload behaviour:
+"""Pod lifecycles of the synthetic cluster: who is created when (the pod objects of every
+workload, built here before placement); ``lifecycle_loop`` then places and runs them in time
+order with the replay's queue semantics (waits, priorities, preemption). Workload behaviour:
 
 - DaemonSet pods exist on their nodes from before the range; the rest of the long-running pods
   were created before the range at random times;
@@ -17,7 +15,6 @@ engine) binds arriving pods with the ``Placer``, keeps pods that fit nowhere in 
 
 from __future__ import annotations
 
-import heapq
 import math
 import uuid
 import zlib
@@ -32,12 +29,11 @@ from analyzer.sources.catalog import (
     DAEMONSETS,
     ETL,
     KSM_TEMPLATE,
-    PRIORITY_CLASSES,
     REPORTS,
     TRAIN,
     Template,
 )
-from analyzer.sources.placement import ClusterState, PlacementRequest, Placer
+from analyzer.sources.placement import PlacementRequest
 from analyzer.sources.spec import MONTH_SECONDS, SyntheticSpec
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery rand.String alphabet
@@ -69,6 +65,10 @@ class Pod:
     pin: int = -1  # DaemonSet pods: their node
     pod_ip: str = ""
     request: PlacementRequest | None = field(default=None, repr=False)
+    preempted: int | None = None  # when the scheduler deleted it to make room (a victim)
+    nominated_until: int = 0  # a preemptor: its victims terminate until then
+    # a preemptor's preemptions: (time, nominated node, victim uids)
+    preemptions: list[tuple[int, int, tuple[str, ...]]] = field(default_factory=list, repr=False)
 
 
 Describe = Callable[[Pod], Mapping[str, str]]  # a pod's snapshot cells (PlacementRequest.cells)
@@ -335,173 +335,3 @@ class SpecResources:
     def limits(self, spec: PodSpecResources) -> dict[str, int]:
         """``pod_limits(spec)`` (shared: do not modify)."""
         return self._get(spec, "limits")
-
-
-def _request(
-    pod: Pod,
-    pools_arr: np.ndarray,
-    closed: tuple[str, ...],
-    specs: SpecResources,
-    masks: dict[str | None, np.ndarray],
-    describe: Describe | None,
-) -> PlacementRequest:
-    requests = dict(specs.requests(pod.spec))
-    requests["pods"] = 1
-    allowed: np.ndarray
-    if pod.pin >= 0:
-        allowed = np.zeros(len(pools_arr), dtype=bool)
-        allowed[pod.pin] = True
-    else:
-        pool = pod.template.pool
-        if pool not in masks:
-            # a pool's own workloads, or any open pool (tainted ones only take their workloads)
-            mask = pools_arr == pool if pool is not None else ~np.isin(pools_arr, closed)
-            mask.flags.writeable = False  # shared by every pod of that pool
-            masks[pool] = mask
-        allowed = masks[pool]
-    return PlacementRequest(
-        uid=pod.uid,
-        requests=requests,
-        non_zero=specs.non_zero(pod.spec),
-        allowed=allowed,
-        priority=PRIORITY_CLASSES[pod.template.priority_class],
-        daemonset=pod.pin >= 0,
-        time=pod.arrive,
-        namespace=pod.template.namespace,
-        owner=(pod.owner_kind, pod.owner_name),
-        cells=describe(pod) if describe is not None else {},
-    )
-
-
-_DEPART, _ARRIVE = 0, 1
-
-
-def priority(pod: Pod) -> int:
-    """The pod's priority value (from its PriorityClass)."""
-    return PRIORITY_CLASSES[pod.template.priority_class]
-
-
-def run_lifecycles(
-    pods: list[Pod],
-    state: ClusterState,
-    place: Placer,
-    rng: np.random.Generator,
-    window: tuple[int, int],
-    *,
-    closed: tuple[str, ...] = ("gpu",),
-    describe: Describe | None = None,
-) -> None:
-    """Place and run every pod in time order, filling in node, times and phase in place.
-
-    Pods whose object never exists inside ``window`` (unix seconds, inclusive) are dropped.
-    ``closed`` pools are tainted: only the workloads bound to them are placed there.
-    ``describe`` gives each placement request the pod's snapshot cells (``PlacementRequest.cells``).
-    """
-    begin, end = window
-    pools_arr = np.array(state.pools)
-    names = _Names(rng)
-    events: list[tuple[int, int, int]] = []
-    for i, pod in enumerate(pods):
-        events.append((pod.arrive, _ARRIVE, i))
-        if pod.deleted is not None:
-            events.append((pod.deleted, _DEPART, i))
-    heapq.heapify(events)
-    pending: list[int] = []
-    specs = SpecResources()
-    masks: dict[str | None, np.ndarray] = {}
-
-    def bind(i: int, now: int) -> bool:
-        pod = pods[i]
-        assert pod.request is not None
-        node = place(pod.request, state)
-        if node is None:
-            return False
-        if not 0 <= node < len(state.nodes):  # ``allowed`` is advice: a placer may ignore it
-            raise ValueError(f"placer chose node {node} for pod {pod.uid}: no such node")
-        state.bind(node, pod.request)
-        pod.node = node
-        pod.scheduled = now
-        pod.started = now + int(rng.integers(2, 8)) + (30 if pod.spec.init_containers else 0)
-        pod.phase = "Running"
-        template = pod.template
-        if template.duration > 0:
-            run = int(template.duration * rng.lognormal(0.0, 0.3))
-            if pod.fails:
-                run = max(60, run // 3)
-            heapq.heappush(events, (pod.started + run, _DEPART, i))
-        if pod.replaces is not None:
-            heapq.heappush(events, (pod.started + 10, _DEPART, pod.replaces))
-        return True
-
-    while events:
-        now, kind, i = heapq.heappop(events)
-        if now > end:
-            break
-        pod = pods[i]
-        if kind == _ARRIVE:
-            if pod.phase == "Deleted":  # replaced before it was even offered
-                continue
-            pod.request = _request(pod, pools_arr, closed, specs, masks, describe)
-            if not bind(i, now):
-                pending.append(i)
-            continue
-        if pod.finished is not None or pod.phase == "Deleted":
-            continue
-        if pod.node < 0:  # deleted while pending
-            if i in pending:
-                pending.remove(i)
-            pod.deleted = now
-            pod.phase = "Deleted"
-            continue
-        assert pod.request is not None
-        freed = pod.node
-        state.unbind(freed, pod.request)
-        pod.finished = now
-        if pod.template.duration > 0:
-            pod.phase = "Failed" if pod.fails else "Succeeded"
-            pod.deleted = now + JOB_TTL
-            if pod.fails:  # the Job controller creates a replacement pod (new name, new uid)
-                pods.append(_retry(pod, names, now + 10))
-                heapq.heappush(events, (pods[-1].arrive, _ARRIVE, len(pods) - 1))
-        else:
-            pod.deleted = now
-        if pending:
-            # Only the freed node gained room, so only pods that fit there can now be placed.
-            pending.sort(key=lambda j: (-priority(pods[j]), pods[j].arrive))
-            pending = [j for j in pending if not (_fits_on(pods[j], state, freed) and bind(j, now))]
-    for pod in pods:
-        if pod.deleted is not None and pod.deleted > end:
-            pod.deleted = None
-        if pod.finished is not None and pod.finished > end:
-            pod.finished = None
-            pod.phase = "Running"
-        if pod.phase == "Deleted":
-            pod.phase = "Pending"
-    pods[:] = [p for p in pods if p.created <= end and (p.deleted is None or p.deleted >= begin)]
-
-
-def _fits_on(pod: Pod, state: ClusterState, node: int) -> bool:
-    """Whether ``pod``'s requests fit into ``node`` right now (``allowed`` is not consulted:
-    a custom placer may ignore it)."""
-    request = pod.request
-    assert request is not None
-    need = state.vector(request.requests)
-    room = (state.requested[node] + need <= state.allocatable[node]) | (need == 0)
-    return bool(room.all())
-
-
-def _retry(failed: Pod, names: _Names, at: int) -> Pod:
-    """The Job controller's replacement for a failed pod."""
-    job_name = failed.owner_name
-    return Pod(
-        uid=names.uid(),
-        name=f"{job_name}-{names.suffix(5)}",
-        template=failed.template,
-        owner_kind=failed.owner_kind,
-        owner_name=failed.owner_name,
-        workload_kind=failed.workload_kind,
-        workload_name=failed.workload_name,
-        created=at,
-        arrive=at + 1,
-        spec=failed.spec,
-    )

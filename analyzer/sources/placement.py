@@ -3,13 +3,16 @@
 ``generate(spec, place=...)`` accepts any ``Placer``: a function of the incoming pod
 (``PlacementRequest``) and the current ``ClusterState`` returning a node index or ``None`` (the pod
 stays pending and is retried when capacity frees). The default, ``least_allocated_place``, is a
-simple least-allocated choice; an exact kube-scheduler profile can be plugged in instead.
+simple least-allocated choice; an exact kube-scheduler profile can be plugged in instead. A placer
+that also has a ``preempt`` method (``Preempter``, e.g. ``kube_placement.KubePlacer``) lets pods
+that fit nowhere preempt lower-priority ones (``lifecycle_loop``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -96,6 +99,31 @@ class ClusterState:
 
 
 Placer = Callable[[PlacementRequest, ClusterState], int | None]
+
+
+class Running(NamedTuple):
+    """A pod the scheduler placed, as preemption sees it: its node, request and bind time (ns)."""
+
+    node: int
+    request: PlacementRequest
+    since_ns: int
+
+
+@runtime_checkable
+class Preempter(Protocol):
+    """A placer that can also preempt (DefaultPreemption) when a pod fits nowhere."""
+
+    def preempt(
+        self, pod: PlacementRequest, state: ClusterState, now: int, lower: Sequence[Running]
+    ) -> tuple[int, list[str]] | None:
+        """(node, victim uids) for ``pod`` at ``now`` (unix seconds), choosing among ``lower``
+        (the placed pods of lower priority, in the order they were bound), or None."""
+        ...
+
+
+def preempter_of(place: Placer) -> Preempter | None:
+    """``place`` when it can preempt, else None (the generator's pods then only wait)."""
+    return place if isinstance(place, Preempter) else None
 
 
 def least_allocated_place(pod: PlacementRequest, state: ClusterState) -> int | None:

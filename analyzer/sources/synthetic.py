@@ -44,7 +44,8 @@ from analyzer.sources.catalog import (
     template_constraints,
 )
 from analyzer.sources.kube_placement import kube_placer
-from analyzer.sources.lifecycle import Pod, SpecResources, build_pods, run_lifecycles
+from analyzer.sources.lifecycle import Pod, SpecResources, build_pods
+from analyzer.sources.lifecycle_loop import run_lifecycles
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
 from analyzer.sources.pod_constraints import (
     constraint_columns,

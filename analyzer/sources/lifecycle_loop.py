@@ -1,0 +1,306 @@
+"""The synthetic cluster's scheduling loop: every pod placed, run and ended in time order.
+
+The same queue semantics as the replay (``analyzer.scheduling.queue_order``), so that a replay of
+the generated snapshot with the generator's profile reproduces it pod for pod, waits, priorities
+and preemption included. At every instant:
+
+1. departures first (pods ending, deleted, or preemption victims whose termination ends now);
+2. one pass over the pods arriving now and the pending pods that may fit on a node that gained
+   room now, in PrioritySort order (priority, creation, creation order); a pending pod's failure
+   ends its group's turn in the pass (the replay's queue groups);
+3. a pod that fits nowhere may preempt, when the placer can (``Preempter``, e.g. ``KubePlacer``
+   with DefaultPreemption): the victims are deleted now and terminate after
+   ``TERMINATION_GRACE`` seconds (kube's default ``terminationGracePeriodSeconds``), their
+   controllers create replacement pods (a ReplicaSet or Job at once, new names; a StatefulSet
+   once the old pod is gone, same name), and the preemptor waits in the queue until room frees
+   (it does not preempt again while its victims terminate). It is bound when the victims'
+   termination frees the room (or earlier, elsewhere). Only inside the observed range: a victim
+   deleted before it leaves no trace in the snapshot, so a replay could not know the room it
+   held (before the range, a pod that fits nowhere waits).
+
+A replay reads a pod's arrival as its scheduled time, so the generator's waits and preemptions
+reach it as what they are in the data — the preemptor bound when its victims ended — and
+the replay places every pod where and when the generator did without preempting anyone itself.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+import numpy as np
+
+from analyzer.scheduling.queue_order import may_fit, queue_rank
+from analyzer.sources.catalog import PRIORITY_CLASSES
+from analyzer.sources.lifecycle import JOB_TTL, Describe, Pod, SpecResources, _Names
+from analyzer.sources.placement import (
+    ClusterState,
+    PlacementRequest,
+    Placer,
+    Running,
+    preempter_of,
+)
+
+TERMINATION_GRACE = 30  # seconds: kube's default terminationGracePeriodSeconds
+_DEPART, _ARRIVE = 0, 1
+_NS = 1_000_000_000
+
+
+def priority(pod: Pod) -> int:
+    """The pod's priority value (from its PriorityClass)."""
+    return PRIORITY_CLASSES[pod.template.priority_class]
+
+
+def _request(
+    pod: Pod,
+    pools_arr: np.ndarray,
+    closed: tuple[str, ...],
+    specs: SpecResources,
+    masks: dict[str | None, np.ndarray],
+    describe: Describe | None,
+) -> PlacementRequest:
+    requests = dict(specs.requests(pod.spec))
+    requests["pods"] = 1
+    allowed: np.ndarray
+    if pod.pin >= 0:
+        allowed = np.zeros(len(pools_arr), dtype=bool)
+        allowed[pod.pin] = True
+    else:
+        pool = pod.template.pool
+        if pool not in masks:
+            # a pool's own workloads, or any open pool (tainted ones only take their workloads)
+            mask = pools_arr == pool if pool is not None else ~np.isin(pools_arr, closed)
+            mask.flags.writeable = False  # shared by every pod of that pool
+            masks[pool] = mask
+        allowed = masks[pool]
+    return PlacementRequest(
+        uid=pod.uid,
+        requests=requests,
+        non_zero=specs.non_zero(pod.spec),
+        allowed=allowed,
+        priority=priority(pod),
+        daemonset=pod.pin >= 0,
+        time=pod.arrive,
+        namespace=pod.template.namespace,
+        owner=(pod.owner_kind, pod.owner_name),
+        cells=describe(pod) if describe is not None else {},
+    )
+
+
+def _group(pod: Pod) -> tuple[object, ...]:
+    """The pod's queue group: pods that fit or fail alike (the replay's shape key: same spec,
+    priority, constraints, labels and owner); each DaemonSet pod is a group of its own."""
+    return (pod.pin, id(pod.template), pod.workload_name, pod.owner_kind, pod.owner_name)
+
+
+def run_lifecycles(
+    pods: list[Pod],
+    state: ClusterState,
+    place: Placer,
+    rng: np.random.Generator,
+    window: tuple[int, int],
+    *,
+    closed: tuple[str, ...] = ("gpu",),
+    describe: Describe | None = None,
+) -> None:
+    """Place and run every pod in time order, filling in node, times and phase in place.
+
+    Pods whose object never exists inside ``window`` (unix seconds, inclusive) are dropped.
+    ``closed`` pools are tainted: only the workloads bound to them are placed there.
+    ``describe`` gives each placement request the pod's snapshot cells (``PlacementRequest.cells``).
+    """
+    begin, end = window
+    pools_arr = np.array(state.pools)
+    names = _Names(rng)
+    preempter = preempter_of(place)
+    events: list[tuple[int, int, int]] = []
+    for i, pod in enumerate(pods):
+        events.append((pod.arrive, _ARRIVE, i))
+        if pod.deleted is not None:
+            events.append((pod.deleted, _DEPART, i))
+    heapq.heapify(events)
+    replaced = {p.replaces for p in pods if p.replaces is not None}  # going away in a rollout
+    pending: set[int] = set()
+    running: set[int] = set()  # bound pods the scheduler placed (DaemonSet pods left out)
+    specs = SpecResources()
+    masks: dict[str | None, np.ndarray] = {}
+    columns = [state.resources.index(r) for r in ("cpu", "memory")]
+    slots = state.resources.index("pods")
+
+    def rank(i: int) -> int:
+        return queue_rank(priority(pods[i]), pods[i].created * _NS, i)
+
+    def bind(i: int, now: int) -> bool:
+        pod = pods[i]
+        assert pod.request is not None
+        node = place(pod.request, state)
+        if node is None:
+            return False
+        if not 0 <= node < len(state.nodes):  # ``allowed`` is advice: a placer may ignore it
+            raise ValueError(f"placer chose node {node} for pod {pod.uid}: no such node")
+        state.bind(node, pod.request)
+        pod.node = node
+        pod.scheduled = now
+        pod.started = now + int(rng.integers(2, 8)) + (30 if pod.spec.init_containers else 0)
+        pod.phase = "Running"
+        if pod.pin < 0:
+            running.add(i)
+        template = pod.template
+        if template.duration > 0:
+            run = int(template.duration * rng.lognormal(0.0, 0.3))
+            if pod.fails:
+                run = max(60, run // 3)
+            heapq.heappush(events, (pod.started + run, _DEPART, i))
+        if pod.replaces is not None:
+            heapq.heappush(events, (pod.started + 10, _DEPART, pod.replaces))
+        return True
+
+    def preempt(i: int, now: int) -> bool:
+        """DefaultPreemption for pod ``i`` (fits nowhere): delete the victims, True if any."""
+        pod = pods[i]
+        if preempter is None or pod.pin >= 0 or now < max(begin, pod.nominated_until):
+            return False  # before the range: see the module docstring
+        assert pod.request is not None
+        lower = [j for j in running if priority(pods[j]) < pod.request.priority]
+        if not lower:
+            return False
+        lower.sort(key=lambda j: (pods[j].scheduled, j))  # bound order, as the replay keeps it
+        bound = [
+            Running(pods[j].node, req, (pods[j].scheduled or 0) * _NS)
+            for j in lower
+            if (req := pods[j].request) is not None
+        ]
+        found = preempter.preempt(pod.request, state, now, bound)
+        if found is None:
+            return False
+        by_uid = {pods[j].uid: j for j in lower}
+        pod.nominated_until = now + TERMINATION_GRACE
+        pod.preemptions.append((now, found[0], tuple(found[1])))
+        for uid in found[1]:
+            victim = by_uid[uid]
+            if pods[victim].preempted is None:
+                delete_victim(victim, now)
+        return True
+
+    def delete_victim(j: int, now: int) -> None:
+        """A preemption victim: deleted now, gone after the grace period; its controller makes
+        a new pod (not for pods a rollout is replacing, nor a StatefulSet pod a rollout deletes)."""
+        victim = pods[j]
+        victim.preempted = now
+        gone = now + TERMINATION_GRACE
+        heapq.heappush(events, (gone, _DEPART, j))
+        if j in replaced or victim.owner_kind == "DaemonSet":
+            return
+        if victim.owner_kind == "StatefulSet":
+            if victim.deleted is not None:
+                return
+            new = _retry(victim, names, gone + 2)
+            new.name = victim.name  # the same ordinal, once the old pod is gone
+        else:
+            new = _retry(victim, names, now)
+        new.replaces = None
+        pods.append(new)
+        heapq.heappush(events, (new.arrive, _ARRIVE, len(pods) - 1))
+
+    def depart(i: int, now: int) -> int | None:
+        """Handle one departure event; the node that gained room, if any."""
+        pod = pods[i]
+        if pod.finished is not None or pod.phase == "Deleted":
+            return None
+        if pod.preempted is not None and now < pod.preempted + TERMINATION_GRACE:
+            return None  # terminating: it ends when its grace period does
+        if pod.node < 0:  # deleted while pending
+            pending.discard(i)
+            pod.deleted = now
+            pod.phase = "Deleted"
+            return None
+        assert pod.request is not None
+        freed = pod.node
+        state.unbind(freed, pod.request)
+        running.discard(i)
+        pod.finished = now
+        if pod.preempted is not None:
+            pod.phase = "Failed"
+            pod.deleted = now
+        elif pod.template.duration > 0:
+            pod.phase = "Failed" if pod.fails else "Succeeded"
+            pod.deleted = now + JOB_TTL
+            if pod.fails:  # the Job controller creates a replacement pod (new name, new uid)
+                pods.append(_retry(pod, names, now + 10))
+                heapq.heappush(events, (pods[-1].arrive, _ARRIVE, len(pods) - 1))
+        else:
+            pod.deleted = now
+        return freed
+
+    def cpu_memory(j: int) -> tuple[int, int]:
+        request = pods[j].request
+        assert request is not None  # pending pods were offered
+        return request.requests.get("cpu", 0), request.requests.get("memory", 0)
+
+    def hopeful(changed: Sequence[int]) -> list[int]:
+        """Pending pods that may fit on a node that gained room (the replay's ``may_fit``)."""
+        if not pending or not changed:
+            return []
+        rows = np.array(sorted(set(changed)), dtype=np.int64)
+        free = state.allocatable[rows][:, columns] - state.requested[rows][:, columns]
+        room = state.requested[rows, slots] + 1 <= state.allocatable[rows, slots]
+        waiting = sorted(pending)
+        need = np.array([cpu_memory(j) for j in waiting], dtype=np.int64)
+        hits = may_fit(need, free, room)
+        return [j for j, hit in zip(waiting, hits.tolist(), strict=True) if hit]
+
+    while events:
+        now = events[0][0]
+        if now > end:
+            break
+        departing: list[int] = []
+        arriving: list[int] = []
+        while events and events[0][0] == now:
+            _, kind, i = heapq.heappop(events)
+            (departing if kind == _DEPART else arriving).append(i)
+        changed = [node for i in departing if (node := depart(i, now)) is not None]
+        fresh = []
+        for i in arriving:
+            pod = pods[i]
+            if pod.phase == "Deleted":  # replaced before it was even offered
+                continue
+            pod.request = _request(pod, pools_arr, closed, specs, masks, describe)
+            fresh.append(i)
+        retried = set(hopeful(changed))
+        dropped: set[tuple[object, ...]] = set()
+        for i in sorted([*fresh, *retried], key=rank):
+            if i in retried and _group(pods[i]) in dropped:
+                continue  # its group failed earlier in this pass
+            if bind(i, now):
+                pending.discard(i)
+                continue
+            nominated = preempt(i, now)
+            pending.add(i)
+            if i in retried and not nominated:
+                dropped.add(_group(pods[i]))
+    for pod in pods:
+        if pod.deleted is not None and pod.deleted > end:
+            pod.deleted = None
+        if pod.finished is not None and pod.finished > end:
+            pod.finished = None
+            pod.phase = "Running"
+        if pod.phase == "Deleted":
+            pod.phase = "Pending"
+    pods[:] = [p for p in pods if p.created <= end and (p.deleted is None or p.deleted >= begin)]
+
+
+def _retry(failed: Pod, names: _Names, at: int) -> Pod:
+    """The controller's replacement for a failed or deleted pod (new name, new uid)."""
+    job_name = failed.owner_name
+    return Pod(
+        uid=names.uid(),
+        name=f"{job_name}-{names.suffix(5)}",
+        template=failed.template,
+        owner_kind=failed.owner_kind,
+        owner_name=failed.owner_name,
+        workload_kind=failed.workload_kind,
+        workload_name=failed.workload_name,
+        created=at,
+        arrive=at + 1,
+        spec=failed.spec,
+    )
