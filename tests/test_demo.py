@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import yaml
 from click.testing import CliRunner
 
 from analyzer.cli import main
+from analyzer.cli.demo import observed_note
 from analyzer.core.snapshot import read_snapshot
 from analyzer.report.output import list_runs
 from analyzer.usage.thresholds import ThresholdConfig
@@ -68,3 +72,76 @@ def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
     assert all("dedicated" in t for t in memory["taints"])
     tolerant = snapshot.pods[snapshot.pods["tolerations"].str.contains("dedicated")]
     assert set(tolerant["workload_name"].str.replace(r"-\d+$", "", regex=True)) == {"session-cache"}
+
+    # the demo exercises topology (issue 18): three zones, round robin within each pool
+    zones = snapshot.nodes["labels"].map(lambda t: json.loads(t)["topology.kubernetes.io/zone"])
+    assert set(zones) == {"europe-west4-a", "europe-west4-b", "europe-west4-c"}
+    general = snapshot.nodes[snapshot.nodes["pool"] == "general"].sort_values("node")
+    assert list(zones[general.index][:3]) == ["europe-west4-a", "europe-west4-b", "europe-west4-c"]
+    # spread constraints and pod (anti-)affinity on some pods, PDBs and PriorityClasses as objects
+    pods = snapshot.pods
+    spreading = int((pods["topology_spread"] != "[]").sum())
+    anti = int(pods["affinity"].str.contains('"podAntiAffinity"').sum())
+    affine = int(pods["affinity"].str.contains('"podAffinity"').sum())
+    assert spreading > 0 and anti > 0 and affine > 0
+    terms = int(pods["affinity"].str.contains('"podAffinity"|"podAntiAffinity"').sum())
+    assert snapshot.objects["PodDisruptionBudget"] and snapshot.objects["PriorityClass"]
+    # each page's notes count them and name only the strategies on that page, a searched
+    # configuration by its label (never the temporary file the comparison read it from)
+    report = json.loads((out / "whatif" / "report.json").read_text())
+    notes = {"report.json": report["notes"], "search.json": data["search"]["notes"]}
+    for name, said in notes.items():
+        text = " ".join(said)
+        assert "analyzer-search-" not in text and ".yaml" not in text, name
+        topology = next(n for n in said if n.startswith("Topology spread constraints of"))
+        counts = [int(c.replace(",", "")) for c in re.findall(r"of ([\d,]+) pods", topology)]
+        assert counts == [spreading, terms], topology
+        assert any(n.startswith("The demo's observed placement") for n in said), name
+    on_page = {s["name"] for s in report["comparison"]["strategies"]} - {"observed"}
+    topology = next(n for n in report["notes"] if n.startswith("Topology spread"))
+    assert set(topology.split(" are applied by ")[1].split(" (PodTopologySpread)")[0].split(", "))\
+        == on_page  # fmt: skip
+    searched = {r["name"] for r in rows if r["kind"] == "searched"}
+    assert all(label in " ".join(notes["search.json"]) for label in searched)
+
+
+def _pod(
+    uid: str, node: str | None, app: str, anti: str | None, last: int, ns: str = "shop"
+) -> dict[str, object]:
+    term = {
+        "labelSelector": {"matchLabels": {"app": anti}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    affinity = (
+        {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        if anti
+        else {}
+    )
+    return {
+        "uid": uid,
+        "node": node,
+        "namespace": ns,
+        "labels": json.dumps({"app": app}),
+        "affinity": json.dumps(affinity),
+        "last_seen": pd.Timestamp(last, unit="h", tz="UTC"),
+    }
+
+
+def test_observed_note_counts_running_pods_that_break_required_anti_affinity() -> None:
+    pods = pd.DataFrame(
+        [
+            _pod("a1", "n1", "api", "api", 9),  # shares n1 with a2: breaks its term
+            _pod("a2", "n1", "api", "api", 9),  # and the other way round
+            _pod("a3", "n2", "api", "api", 9),  # alone with its own kind on n2
+            _pod("c1", "n2", "cache", None, 9),  # no term: not counted, excluded by none
+            _pod("a4", "n2", "api", "api", 9, ns="other"),  # another namespace: its term only
+            # ... sees its namespace, where n2 holds no api pod: it keeps its term
+            _pod("a5", "n3", "api", "api", 5),  # gone before the end of the data: not counted
+            _pod("a6", "n3", "api", "api", 9),  # n3's other api pod is gone: keeps its term
+            _pod("p1", None, "api", "api", 9),  # never bound: not counted
+        ]
+    )
+    note = observed_note(SimpleNamespace(pods=pods))  # type: ignore[arg-type]
+    # running at the end with a term: a1, a2, a3, a4, a6 (5); sharing a node: a1 and a2
+    assert len(note) == 1 and "2 of the 5 running pods" in note[0]
+    assert observed_note(SimpleNamespace(pods=pods[pods["uid"] == "c1"])) == []  # type: ignore[arg-type]

@@ -156,6 +156,33 @@ def test_whatif_verdict_figures_are_in_its_table(demo: Path, tmp_path: Path) -> 
     assert not missing, f"{missing} of '{answer}' are not in the comparison table"
 
 
+def test_whatif_pages_show_the_constraints_in_play(demo: Path, tmp_path: Path) -> None:
+    """The demo's pods carry spread constraints and pod (anti-)affinity (issue 18): both what-if
+    pages say, in the text a reader sees, how many pods carry them and which strategies apply
+    them, and that the observed placement broke required anti-affinity for some running pods."""
+    pods = read_snapshot(demo / "snapshot").pods
+    spreading = int((pods["topology_spread"] != "[]").sum())
+    terms = int(pods["affinity"].str.contains('"podAffinity"|"podAntiAffinity"').sum())
+    assert spreading > 1000 and terms > 1000  # a fifth of the pods or so, not a handful
+    for page in ("report.html", "search.html"):
+        browser = Chromium(tmp_path / f"profile-{page}")
+        try:
+            browser.open(demo / "whatif" / page)
+            text = browser.evaluate("document.body.innerText")
+        finally:
+            browser.close()
+        assert (
+            f"Topology spread constraints of {spreading:,} pods and pod (anti-)affinity terms of "
+            f"{terms:,} pods" in text
+        ), page
+        assert "(PodTopologySpread)" in text and "(InterPodAffinity)" in text, page
+        broken = re.search(r"at the end of the data ([\d,]+) of the ([\d,]+) running pods", text)
+        assert broken, page
+        sharing, carrying = (int(g.replace(",", "")) for g in broken.groups())
+        assert 0 < sharing < carrying, page
+        assert "analyzer-search-" not in text, page  # no temporary configuration file named
+
+
 def test_pages_in_chromium(demo: Path, tmp_path: Path) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []

@@ -7,6 +7,13 @@ previous day and the index lists every day), then the what-if comparison of the 
 demo-sized configuration search (``OUT/whatif/search.html``). The default size is 200 nodes × 7
 days at a 5-minute step.
 
+The cluster has three zones and the generator's pod constraints (``sources/pod_constraints.py``:
+topology spread constraints and pod (anti-)affinity on the shop's services, coredns and the
+renderer, PodDisruptionBudgets and PriorityClasses in the snapshot's objects), so the replays
+exercise PodTopologySpread and InterPodAffinity. The observed placement does not apply them
+(the generator's crowding placement): the what-if pages say how many running pods break their
+required anti-affinity there (``observed_note``).
+
 Before the nightly reports it stores ~90 days of pool and workload history
 (``OUT/reports/history/pools|workloads``, ``history_days``): the days before the snapshot are the
 same growing cluster generated a week at a time at a 1-hour step
@@ -18,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -37,11 +44,13 @@ from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.search import write_search_report
 from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
 from analyzer.sources.placement import Placer, crowding_place
+from analyzer.sources.pod_constraints import HOSTNAME_LABEL
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
 from analyzer.usage.violations import find_violations
-from analyzer.whatif.compare import run_whatif
+from analyzer.whatif.compare import resolve_strategy, run_whatif
+from analyzer.whatif.notes import constraint_notes, data_notes
 from analyzer.whatif.search import (
     SearchSettings,
     grid_files,
@@ -49,7 +58,7 @@ from analyzer.whatif.search import (
     search_result,
     search_settings,
 )
-from analyzer.whatif.search_grid import SearchGrid
+from analyzer.whatif.search_grid import SearchConfig, SearchGrid
 
 # The demo cluster's density: 60–75 % of cpu requested on the general pool, a dedicated (tainted)
 # memory pool that fills up, workloads that request about twice the cpu they use (as most
@@ -63,9 +72,15 @@ from analyzer.whatif.search_grid import SearchGrid
 # days had fewer replicas. App cpu usage dips 30 % on weekends and its level varies from day to day
 # (σ 5 %); the media and analytics teams use a quarter of what the other teams use for the same
 # requests (they over-request).
+#
+# Its topology: nodes round robin over three zones per pool, and the generator's pod constraints
+# (spread over zones and hostnames, required and preferred pod anti-affinity, a preferred pod
+# affinity); they change no observed figure (the generator does not apply them, and they draw no
+# random number), only what the replays may do.
 DEMO_GROWTH = (("*", 0.03), ("gpu", 0.05), ("memory", 0.15))
 DEMO_FAST_GROWTH = (("renderer", 0.20),)
 DEMO_TEAMS = (("media", 0.25), ("analytics", 0.25))
+DEMO_ZONES = 3
 
 
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
@@ -84,6 +99,8 @@ def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
         weekend_dip=0.3,
         day_noise=0.05,
         team_usage=DEMO_TEAMS,
+        zones=DEMO_ZONES,
+        pod_constraints=True,
     )
 
 
@@ -188,6 +205,70 @@ def _write_history(
     )
 
 
+def _notes(
+    snapshot: Snapshot, names: Sequence[str], files: Mapping[str, SearchConfig], version: str | None
+) -> list[str]:
+    """The notes of a page that shows the strategies ``names`` (``observed`` is implied).
+
+    The combined comparison's own notes name every strategy it replayed, the search's
+    configurations by their temporary file paths; each page names only its own strategies, and a
+    configuration by its label (``SearchConfig.name``), as its table does."""
+    strategies = []
+    for name in names:
+        strategy = resolve_strategy(name, version)
+        found = files.get(name)
+        strategies.append(replace(strategy, name=found.name) if found else strategy)
+    return [
+        *constraint_notes(snapshot, strategies),
+        *observed_note(snapshot),
+        *data_notes(snapshot),
+    ]
+
+
+def observed_note(snapshot: Snapshot) -> list[str]:
+    """What the demo's observed placement did with the constraints the replays apply: the
+    generator places pods its own way (``crowding_place``), so some replicas with required pod
+    anti-affinity per hostname share a node with a pod their term excludes (none: no note)."""
+    pods = snapshot.pods
+    bound = pods[pods["node"].notna()]
+    running = bound[bound["last_seen"] == bound["last_seen"].max()]
+    labels = [json.loads(t or "{}") for t in running["labels"]]
+    by_node: dict[tuple[str, str], list[int]] = {}
+    for i, key in enumerate(zip(running["node"], running["namespace"], strict=True)):
+        by_node.setdefault(key, []).append(i)
+    carrying = sharing = 0
+    for i, (node, namespace, text) in enumerate(
+        zip(running["node"], running["namespace"], running["affinity"], strict=True)
+    ):
+        terms = _required_hostname_selectors(text)
+        if not terms:
+            continue
+        carrying += 1
+        others = [j for j in by_node[(node, namespace)] if j != i]
+        if any(all(labels[j].get(k) == v for k, v in t.items()) for t in terms for j in others):
+            sharing += 1
+    if not carrying:
+        return []
+    return [
+        "The demo's observed placement is the generator's own (least-allocated, a few crowded "
+        "nodes filled first), which applies no topology spread or pod (anti-)affinity: at the "
+        f"end of the data {sharing:,} of the {carrying:,} running pods with required pod "
+        "anti-affinity per node share a node with a pod their terms exclude; the replays apply them."
+    ]
+
+
+def _required_hostname_selectors(text: object) -> list[dict[str, str]]:
+    """The ``matchLabels`` of a pod's required anti-affinity terms over hostnames."""
+    if not isinstance(text, str) or not text:
+        return []
+    anti = json.loads(text).get("podAntiAffinity") or {}
+    return [
+        dict(term["labelSelector"].get("matchLabels", {}))
+        for term in anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
+        if term.get("topologyKey") == HOSTNAME_LABEL and term.get("labelSelector")
+    ]
+
+
 def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = None) -> DemoResult:
     """Run the demo (see the module docstring) and return where everything is."""
     say = progress or (lambda _msg: None)
@@ -251,12 +332,18 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     # What-if: every preset and the demo's search grid replayed in one comparison (one process
     # pool, observed and kube-default once), then split into the two pages.
     search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=settings.settings.thresholds)
+    version = search_settings_.kubernetes_version
     with grid_files(DEMO_GRID.configs()) as files:
         combined = run_whatif(
             snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
         )
-    whatif = restrict(combined, DEMO_STRATEGIES)
-    search = search_result(combined, files, search_settings_)
+        whatif = restrict(combined, DEMO_STRATEGIES)
+        whatif = replace(whatif, notes=_notes(snapshot, DEMO_STRATEGIES, files, version))
+        search = search_result(combined, files, search_settings_)
+        shown = [
+            c.name for c in combined.strategies if c.name in files or c.name in DEMO_GRID.baselines
+        ]
+        search = replace(search, notes=_notes(snapshot, shown, files, version))
     whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
     say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")
     # written after the what-if report, which replaces OUT/whatif/ as a whole
