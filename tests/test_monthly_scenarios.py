@@ -191,6 +191,15 @@ def test_decision_notes_when_both_needs_more_than_repack_only() -> None:
     assert (d["action"], d["nodes"], d["workloads"]) == ("change-scheduler", 3, 0)
     assert d["sentence"].startswith("Change the scheduler configuration to lw and release 3 nodes")
     assert "'both' needed more nodes at peak than 'repack only' (8 against 7)" in d["sentence"]
+    assert "packed worse here" in d["sentence"]  # no reason given: the fresh replay's
+    # right-sizing raised requests, so repack only's placement could not be kept: the sentence
+    # gives that reason, not the packing one (it would contradict the simulation's note)
+    raised = "right-sizing raised the request of 3 pod(s)); first refusal: Insufficient memory"
+    d = decisions.simulated_decision(rows, "repack only", workloads_changed=4,
+                                     baseline="kube-default", repack="lw",
+                                     both_worse_because=raised)  # fmt: skip
+    assert f"(8 against 7): {raised} (docs/whatif.md)." in d["sentence"]
+    assert "packed worse" not in d["sentence"]
 
 
 def test_decision_without_a_removable_node_is_no_release() -> None:

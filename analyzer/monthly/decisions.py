@@ -210,6 +210,7 @@ def simulated_decision(
     baseline: str,
     repack: str,
     forecast_action: str = "none",
+    both_worse_because: str = "",
 ) -> dict[str, Any]:
     """The pool's decision from its simulated scenario rows (``name``, ``nodes_peak``,
     ``nodes_removable``, ``violations``, ``pods_waited``) and its best scenario's name.
@@ -261,8 +262,12 @@ def simulated_decision(
     if by[BOTH]["nodes_peak"] > by[REPACK]["nodes_peak"]:
         sentence += (
             f" Note: 'both' needed more nodes at peak than 'repack only' ({by[BOTH]['nodes_peak']}"
-            f" against {by[REPACK]['nodes_peak']}): smaller requests placed one by one as they "
-            "arrived packed worse here (docs/whatif.md)."
+            f" against {by[REPACK]['nodes_peak']}): "
+            + (
+                both_worse_because
+                or "the right-sized requests, placed one by one as they arrived, packed worse here"
+            )
+            + " (docs/whatif.md)."
         )
     if forecast_action == "add" and n > 0:
         sentence += (

@@ -78,6 +78,7 @@ def scenarios_review(
             baseline=result.baseline,
             repack=result.repack,
             forecast_action=pool["decision"]["action"],
+            both_worse_because=result.kept_refused,
         )
     reviewed = {p["name"] for p in review.payload["pools"]}
     notes += [

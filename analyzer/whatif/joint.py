@@ -304,13 +304,18 @@ def run_joint(
             for p in pools
         ]
 
+    refused: list[str] = []  # why repack only's placement could not be kept, when it could not
+
     def settle(kept: Any) -> list[str]:
         """ "both" no worse than "repack only" (``_kept``); the notes that say how."""
         fresh, repack = runs[SCENARIOS.index(BOTH)], runs[SCENARIOS.index(REPACK)]
         if not _worse(fresh, repack) and fresh.nodes_peak <= repack.nodes_peak:
             return []
         outcome = kept(fresh, repack, (results[BOTH], results[REPACK]))
-        if not isinstance(outcome, str):
+        if isinstance(outcome, str):  # the clause before the first refusal's pod, and its reason
+            head, _, rest = outcome.partition("): pod ")
+            refused.append(f"{head}); first refusal: {rest.rsplit(': ', 1)[-1]}" if rest else head)
+        else:
             runs[SCENARIOS.index(BOTH)], results[BOTH] = outcome[0], outcome[1]
         return _notes(fresh, repack, outcome)
 
@@ -348,6 +353,7 @@ def run_joint(
         best=best,
         drains=drains,
         notes=notes,
+        kept_refused="".join(refused),
     )
 
 

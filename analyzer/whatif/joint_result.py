@@ -64,6 +64,9 @@ class JointResult:
     best: dict[str, str]  # pool -> scenario name
     drains: dict[str, DrainReport]
     notes: list[str] = field(default_factory=list)
+    # "both" replayed afresh needed more nodes than "repack only" somewhere and repack only's
+    # placement could not be kept: why (a clause naming the first refusal), else ""
+    kept_refused: str = ""
 
     def run(self, name: str) -> ScenarioRun:
         """The scenario called ``name``."""
