@@ -42,7 +42,7 @@ from analyzer.replay.rows import (
     score_rows,
     score_rows_pair,
 )
-from analyzer.replay.topology import TopologyCheck
+from analyzer.replay.topology import DEFAULTS, INERT, TOPOLOGY_MARK, TopologyCheck
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.balanced_allocation import (
     NodeResourcesBalancedAllocation,
@@ -361,6 +361,8 @@ class ScoreCache:
         self.before.pop(node, None)
         if self.load is not None:
             self.load.touch(node)
+        if self.topology is not None:
+            self.topology.touch(node)
         if len(self.log) >= LOG_LIMIT:
             self.log.clear()
             for entry in self.entries.values():
@@ -485,17 +487,26 @@ class ScoreCache:
         if self.kernel is None:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
+        if self.load is None:  # the resource part does not read labels: shapes share rows
+            key = key.split(TOPOLOGY_MARK, 1)[0]
         entry = self._entry(key, demand)
         if self.load is not None:
             self.load.sync(now)
             self._refresh_load(entry, now)
         else:
             self._refresh(entry)
-        if self.topology is not None and self.topology.needs_profile(self.state, demand):
-            entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
-            return self.topology.choose(
-                entry.masked, entry.plan.static, self.state, demand, now, rng
-            )
+        if self.topology is not None:
+            route, selector = self.topology.route(self.state, demand)
+            if route == DEFAULTS and selector is not None:
+                entry.flush()  # only PodTopologySpread's System defaults act on this pod
+                return self.topology.choose_defaults(
+                    entry.masked, entry.plan.static, self.state, demand, selector, now, rng
+                )
+            if route != INERT:
+                entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
+                return self.topology.choose(
+                    entry.masked, entry.plan.static, self.state, demand, now, rng
+                )
         if entry.plan.static:
             return _choose_static(entry, rng)
         if entry.best is None:
