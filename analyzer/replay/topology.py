@@ -14,11 +14,17 @@ the same choice as ``Profile.evaluate``:
 - InterPodAffinity is inert for a pod without pod (anti-)affinity terms when no placed pod's
   terms match it (``InterPodAffinity.placed_terms_match``).
 
-Every other pod (``needs_profile``) is chosen by ``TopologyCheck.choose``: the cache's resource
-totals and feasibility (kept incrementally per shape), the two plugins' filters over all nodes,
-the static score plugins normalised over the nodes left, and the two plugins' scores over those —
-the same sums and tie set as ``Profile.evaluate``; the cost is paid only by pods that carry terms
-or are selected by them. ``objects_of`` turns a
+``TopologyCheck.route`` sorts each pod: ``INERT`` (both plugins inert: the cache alone);
+``DEFAULTS`` — its only topology work is PodTopologySpread's System default constraints (no own
+constraints, no terms, no placed pod's terms matching it, a non-empty default selector; they are
+ScheduleAnyway, so they never filter): ``choose_defaults`` adds their score from the per-selector
+counts of ``default_spread.DefaultSpread`` to the cache's totals; ``PROFILE`` — every other pod is
+chosen by ``TopologyCheck.choose``: the cache's resource totals and feasibility (kept
+incrementally per shape), the two plugins' filters over all nodes, the static score plugins
+normalised over the nodes left, and the two plugins' scores over those — the same sums and tie
+set as ``Profile.evaluate``; the cost is paid only by pods that carry terms or are selected by
+them. The score cache shares its per-shape rows between pods that differ only in the shape key's
+topology part (after ``TOPOLOGY_MARK``: namespace, labels, owner, terms). ``objects_of`` turns a
 snapshot's ``kube_objects.json`` into the ``KubeObjects`` the plugins read.
 
 When no pod of the snapshot has spread constraints or pod (anti-)affinity terms and its objects
