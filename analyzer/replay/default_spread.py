@@ -53,7 +53,7 @@ class _Group:
     """One (namespace, selector): its matching live pods per node (sparse) and per zone slot."""
 
     nodes: dict[int, int] = field(default_factory=dict)
-    zones: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    zones: list[int] = field(default_factory=list)  # per zone slot
 
 
 class DefaultSpread:
@@ -74,6 +74,7 @@ class DefaultSpread:
                                for m in (self.slot == z for z in range(self.width))]  # fmt: skip
         self.labelled = np.ones(self.width, dtype=bool)
         self.labelled[-1] = False  # nodes without the label: no zone contribution
+        self.labelled_list: list[bool] = self.labelled.tolist()
         self._groups: dict[tuple[str, LabelSelector], _Group] = {}
         self._by_id: dict[tuple[str, int], tuple[LabelSelector, _Group]] = {}
         self._label_nodes: dict[_LabelKey, dict[int, int]] = {}  # live pods per label group
@@ -160,7 +161,7 @@ class DefaultSpread:
         return found
 
     def _new_group(self, namespace: str, selector: LabelSelector) -> _Group:
-        group = _Group(zones=np.zeros(self.width, dtype=np.int64))
+        group = _Group(zones=[0] * self.width)
         self._groups[(namespace, selector)] = group
         if selector.empty or selector.nothing:  # countPodsMatchSelector: 0 (nil: none match)
             return group
@@ -240,9 +241,9 @@ class DefaultSpread:
         if size == 0:
             return None
         group = self.group(pod.namespace, selector)
-        registered = np.array([n > 0 for n in per_zone])
+        registered = [n > 0 for n in per_zone]
         w_host = math.log(size + 2)
-        w_zone = math.log(int(registered.sum()) + 2)
+        w_zone = math.log(sum(registered) + 2)
         held = self._admitted.get(id(pod.constraints))  # demands share constraints objects
         if held is None or held[0] is not pod.constraints:
             mask = affinity_mask(state, pod)
@@ -252,17 +253,17 @@ class DefaultSpread:
             )
         admitted = held[1]
         if admitted is None:
-            zone_counts = np.where(registered, group.zones, 0)
+            zone_counts = group.zones
         else:  # only pods on nodes the pod's node affinity admits count (Honor)
-            zone_counts = np.zeros(self.width, dtype=np.int64)
+            zone_counts = [0] * self.width
             for node, cnt in group.nodes.items():
                 if admitted[node]:
                     zone_counts[self.slot_list[node]] += cnt
-            zone_counts = np.where(registered, zone_counts, 0)
         # float64 sums in upstream's order: hostname contribution, then zone
+        # only domains registered by a feasible node receive counts
         zone_part = [
-            float(c) * w_zone + _ZONE_SKEW if lab else None
-            for c, lab in zip(zone_counts.tolist(), self.labelled.tolist(), strict=True)
+            float(c if reg else 0) * w_zone + _ZONE_SKEW if lab else None
+            for c, reg, lab in zip(zone_counts, registered, self.labelled_list, strict=True)
         ]
         empty_raw = [_round(_host(0, w_host) + z) if z is not None else _HOST_SKEW
                      for z in zone_part]  # fmt: skip
