@@ -86,7 +86,7 @@ class DefaultSpread:
         self._loose: dict[str, list[tuple[LabelSelector, _Group]]] = {}  # no In requirement
         self._labels_at: dict[tuple[str, str, str], list[_LabelKey]] = {}
         self._labels_in: dict[str, list[_LabelKey]] = {}
-        self._keys: dict[int, _LabelKey] = {}  # id(labels dict) -> key (dicts live in demands)
+        self._keys: dict[int, tuple[Mapping[str, str], _LabelKey]] = {}  # by id(labels)
         self._copies: list[list[PlacedPod]] = [[] for _ in range(state.node_count)]
         # id(pod.constraints) -> (constraints, the nodes its node affinity admits or None for
         # every node); the constraints object is kept so its id stays unique
@@ -100,10 +100,11 @@ class DefaultSpread:
     # ------------------------------------------------------------------ counts
 
     def _key(self, pod: PlacedPod) -> _LabelKey:
-        found = self._keys.get(id(pod.labels))
-        if found is None or found[0] != pod.namespace:
-            found = (pod.namespace, frozenset(pod.labels.items()))
-            self._keys[id(pod.labels)] = found
+        held = self._keys.get(id(pod.labels))
+        if held is not None and held[0] is pod.labels and held[1][0] == pod.namespace:
+            return held[1]
+        found = (pod.namespace, frozenset(pod.labels.items()))
+        self._keys[id(pod.labels)] = (pod.labels, found)  # the dict kept: its id stays its own
         return found
 
     def touch(self, node: int) -> None:
