@@ -290,10 +290,12 @@ class DefaultSpread:
             total = masked + weight * MAX_NODE_SCORE
             fix: Mapping[int, int] = {}
         else:
-            bonus = np.array([weight * (MAX_NODE_SCORE * (high + low - r) // high)
-                              for r in empty_raw], dtype=np.int64)  # fmt: skip
-            total = bonus.take(self.slot)
-            total += masked  # infeasible nodes stay far below any feasible one
+            bonus = [weight * (MAX_NODE_SCORE * (high + low - r) // high) for r in empty_raw]
+            if len(set(bonus)) == 1:  # one zone value (or none labelled): no gather
+                total = masked + bonus[0]
+            else:
+                total = np.array(bonus, dtype=np.int64).take(self.slot)
+                total += masked  # infeasible nodes stay far below any feasible one
             top = MAX_NODE_SCORE
             fix = {
                 node: base + weight * (top * (high + low - r) // high)
