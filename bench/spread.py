@@ -17,25 +17,46 @@ profile (TaintToleration, NodeAffinity, NodeResourcesFit filters; Fit + Balanced
 It also times ``ClusterState.bind`` with the index (and ``--kept`` selectors kept up to date) as a
 ratio to ``bind`` without it.
 
+``--replay DIR``: the whole-replay figure instead. The ``bench/replay.py`` cluster (5,000 nodes,
+churn; generated into DIR when DIR has no snapshot) is replayed with ``kube-default`` as is (its
+objects hold no ReplicaSet: no default spreading, the baseline) and with the ReplicaSets and
+StatefulSets owning its pods added to its objects (selector ``app=<workload>``, as the generator
+writes them with ``--pod-constraints``): every replicated pod then gets PodTopologySpread's System
+default constraints. Runs alternate (baseline, spread, ...; best of ``--repeat``), placements/s
+= scheduler-placed pods / CPU seconds of ``replay``; the same is done on the first
+``--profile-events`` events with the fast path switched off (``Profile``-style scoring of every
+spread pod, ``TopologyCheck.choose``), and both spread replays are checked identical there.
+
     .venv/bin/python bench/spread.py [--nodes 5000] [--pods 50000] [--repeat 200]
+    .venv/bin/python bench/spread.py --replay /tmp/spread-bench [--repeat 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from analyzer.core.snapshot import Snapshot, kept_objects, read_snapshot, write_snapshot
+from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
+from analyzer.replay.engine import Strategy, replay
+from analyzer.replay.input import ReplayInput, prepare
+from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import ClusterState, WeightedScore, load_strategy, make_demand
 from analyzer.scheduling.kube_objects import KubeObjects, SelectorObject
 from analyzer.scheduling.label_selectors import parse_label_selector
 from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.spread_types import OwnerRef, parse_spread_constraint
 from analyzer.scheduling.state import PodDemand
+from analyzer.sources import SyntheticSpec, generate
 
 GI = 2**30
 
@@ -80,6 +101,89 @@ def _cpu_ms(run: Callable[[], object], repeat: int) -> float:
     return (time.process_time() - start) / repeat * 1000
 
 
+def _with_selectors(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with the ReplicaSets / StatefulSets owning its pods in its objects."""
+    pods = snapshot.pods
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for kind, ns, name, labels in zip(
+        pods["owner_kind"], pods["namespace"], pods["owner_name"], pods["labels"], strict=True
+    ):
+        if kind in ("ReplicaSet", "StatefulSet") and (kind, ns, name) not in found:
+            app = {"app": json.loads(labels)["app"]}
+            found[(kind, ns, name)] = {
+                "kind": kind,
+                "metadata": {"namespace": ns, "name": name},
+                "spec": {"selector": {"matchLabels": app}},
+            }
+    return replace(snapshot, objects={**snapshot.objects, **kept_objects(found.values())})
+
+
+def _replay_rate(inp: ReplayInput, stop: int | None) -> tuple[float, ReplayResult]:
+    strategy = Strategy("kube-default", load_strategy("kube-default"))
+    started = time.process_time()
+    result = replay(inp, strategy, seed=0, stop_after=stop)
+    seconds = time.process_time() - started
+    placed = int((~inp.pinned[result.segments["pod"]]).sum())
+    return placed / seconds, result
+
+
+def replay_figures(options: argparse.Namespace) -> None:
+    """Whole replays of kube-default without and with default spreading (``--replay``)."""
+    path = Path(options.replay)
+    if (path / "meta.json").is_file():
+        plain = read_snapshot(path)
+    else:
+        spec = SyntheticSpec(seed=1, nodes=options.nodes, days=1, step=300, churn=1.3)
+        plain = generate(spec).snapshot  # bench/replay.py's cluster
+        write_snapshot(plain, path)
+    spread = _with_selectors(plain)
+    inputs = {"baseline": prepare(plain), "default spreading": prepare(spread)}
+    held = spread.objects
+    rates: dict[str, list[float]] = {k: [] for k in inputs}
+    for _ in range(options.repeat):
+        for label, inp in inputs.items():
+            rates[label].append(_replay_rate(inp, None)[0])
+    best = {k: max(v) for k, v in rates.items()}
+    # the first events with the fast path off: every spread pod through TopologyCheck.choose
+    stop = options.profile_events
+    fast_prefix, fast_result = _replay_rate(inputs["default spreading"], stop)
+    original = DefaultSpread.choose
+    DefaultSpread.choose = lambda self, *args: UNHANDLED  # type: ignore[method-assign]
+    try:
+        slow_prefix, slow_result = _replay_rate(inputs["default spreading"], stop)
+    finally:
+        DefaultSpread.choose = original  # type: ignore[method-assign]
+    assert (fast_result.node == slow_result.node).all(), "fast path and profile path disagree"
+    base_prefix = _replay_rate(inputs["baseline"], stop)[0]
+    load = os.getloadavg()[0]
+    counts = {k: len(held.get(k, [])) for k in ("ReplicaSet", "StatefulSet")}
+    print(f"objects added: {counts}; load average {load:.1f}")
+    for label, value in best.items():
+        print(f"{label:20s} {value:9.0f} placements/s  {value / best['baseline']:5.2f}x baseline")
+    print(f"first {stop} events: baseline {base_prefix:.0f}/s, default spreading {fast_prefix:.0f}/s"
+          f", fast path off {slow_prefix:.0f}/s ({fast_prefix / slow_prefix:.1f}x faster)")  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "spread-replay",
+                "nodes": plain.nodes.shape[0],
+                "pods": plain.pods.shape[0],
+                "objects": counts,
+                "placements_per_s": {k: round(v) for k, v in best.items()},
+                "ratio": round(best["default spreading"] / best["baseline"], 3),
+                "prefix_events": stop,
+                "prefix_placements_per_s": {
+                    "baseline": round(base_prefix),
+                    "default spreading": round(fast_prefix),
+                    "fast path off": round(slow_prefix),
+                },
+                "load_average": round(load, 1),
+                "python": platform.python_version(),
+            }
+        )
+    )
+
+
 def main() -> None:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -89,7 +193,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--kept", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--replay", help="Whole-replay figures on this snapshot folder.")
+    parser.add_argument("--profile-events", type=int, default=15_000)
     options = parser.parse_args()
+    if options.replay:
+        replay_figures(options)
+        return
     state = cluster(options.nodes, options.pods, options.workloads, options.seed, index=True)
     state.objects = KubeObjects(
         replica_sets=[

@@ -25,6 +25,7 @@ from analyzer.core.snapshot import (
     write_snapshot,
 )
 from analyzer.scheduling.constraint_types import constraints_from_json
+from analyzer.scheduling.kube_objects import from_kept
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -131,6 +132,20 @@ def _objects() -> list[dict[str, Any]]:
             "status": {"disruptionsAllowed": 2, "conditions": []},
         },
         {
+            "kind": "Service",
+            "metadata": {"name": "external", "namespace": "shop"},
+            "spec": {"type": "ExternalName"},
+        },  # no selector: selects no pod, not kept
+        {"kind": "Namespace", "metadata": {"name": "shop", "labels": {"team": "a"}}},
+        # an old revision scaled to 0 whose pods are all gone: no pod can name it, not kept
+        _obj(
+            "ReplicaSet",
+            "web-0ld00",
+            owner=("Deployment", "web"),
+            spec={"replicas": 0, "selector": {"matchLabels": {"app": "web"}}},
+        ),
+        {"kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "shop"}},
+        {
             "kind": "Node",
             "metadata": {"name": "n1", "labels": {ZONE: "z1", "pool": "mem"}},
             "spec": {
@@ -140,7 +155,11 @@ def _objects() -> list[dict[str, Any]]:
                 ]
             },
         },
-        {"kind": "Service", "metadata": {"name": "web", "namespace": "shop"}},
+        {
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"selector": {"app": "web"}},
+        },
     ]
 
 
@@ -263,7 +282,7 @@ def test_owner_chain_picks_the_pods_template() -> None:
         and "1 of 8 pods match no owner" in warnings[1]
         and "shop/debug" in warnings[1]
     )
-    assert "Service (1)" in warnings[0]
+    assert "ConfigMap (1)" in warnings[0]
 
 
 def test_priorities_from_priority_classes() -> None:
@@ -282,6 +301,35 @@ def test_priorities_from_priority_classes() -> None:
         "default-prio": 50,
     }
     assert kept["PodDisruptionBudget"][0]["status"] == {"disruptionsAllowed": 2}
+
+
+def test_objects_kept_for_default_spreading() -> None:
+    objects = _objects()
+    objects[3]["spec"]["replicas"] = 0  # scaled down, but a snapshot pod (u-fe) names it
+    got, _ = enrich_snapshot(_snapshot(), _index(objects))
+    kept = got.objects
+    assert kept["Service"] == [{"namespace": "shop", "name": "web", "selector": {"app": "web"}}]
+    assert kept["Namespace"] == [{"name": "shop", "labels": {"team": "a"}}]
+    assert [(o["namespace"], o["name"]) for o in kept["ReplicaSet"]] == [
+        ("shop", "legacy"),
+        ("shop", "web-5d9f8"),
+    ]  # sorted; web-0ld00 (0 replicas, no pod) left out
+    assert [o["name"] for o in kept["StatefulSet"]] == ["db"]
+    assert set(kept["ReplicaSet"][0]) == {"namespace", "name", "selector"}  # compact
+    assert got.meta.extra["kube_objects"]["kept"]["ReplicaSet"] == 2
+    # the replay reads them: the Service selects app=web pods of shop (DefaultSelector)
+    held = from_kept(kept, "kube_objects.json")
+    assert held.namespaces["shop"].labels == {"team": "a"}
+    chosen = held.default_selector("shop", {"app": "web"}, None)
+    assert chosen.matches({"app": "web"}) and not chosen.matches({"app": "api"})
+    assert held.default_selector("other", {"app": "web"}, None).empty
+
+
+def test_a_malformed_kept_object_is_one_line() -> None:
+    bad = {"kind": "Service", "metadata": {"name": "s", "namespace": "shop"},
+           "spec": {"selector": ["app"]}}  # fmt: skip
+    with pytest.raises(InputError, match="Service shop/s"):
+        _index([bad])
 
 
 def test_metrics_win_when_exported_and_nodes_take_their_objects() -> None:

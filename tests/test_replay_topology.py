@@ -13,10 +13,11 @@ import pytest
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import ReplayInput, prepare
-from analyzer.replay.topology import TopologyCheck, objects_of
+from analyzer.replay.topology import INERT, TopologyCheck, objects_of
 from analyzer.scheduling import ClusterState, PodDemand, load_strategy, make_demand
 from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.kube_objects import parse_objects
+from analyzer.scheduling.label_selectors import LabelSelector
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.sources import SyntheticSpec, generate
@@ -114,14 +115,16 @@ def test_only_pods_the_plugins_act_on_leave_the_fast_path(
 ) -> None:
     _snapshot, inp = constrained
     asked: list[bool] = []
-    original = TopologyCheck.needs_profile
+    original = TopologyCheck.route
 
-    def counting(self: TopologyCheck, state: ClusterState, pod: PodDemand) -> bool:
+    def counting(
+        self: TopologyCheck, state: ClusterState, pod: PodDemand
+    ) -> tuple[str, LabelSelector | None]:
         answer = original(self, state, pod)
-        asked.append(answer)
+        asked.append(answer[0] != INERT)
         return answer
 
-    monkeypatch.setattr(TopologyCheck, "needs_profile", counting)
+    monkeypatch.setattr(TopologyCheck, "route", counting)
     replay(inp, Strategy("kube-default", load_strategy("kube-default")), seed=SEED)
     # pods with terms (and pods placed pods' terms select) go to Profile.evaluate; the rest,
     # DaemonSet-free workloads without terms (reports, debug-toolbox, jobs), stay on the cache
@@ -190,7 +193,23 @@ def test_snapshot_objects_reach_the_state() -> None:
     snap = generate(SyntheticSpec(seed=1, nodes=4, days=1, step=300, pod_constraints=True)).snapshot
     objects = objects_of(snap)
     assert "system-cluster-critical" in objects.priority_classes
-    assert objects.pdbs and not objects.replica_sets
+    assert objects.pdbs
+    # every ReplicaSet / StatefulSet owning a pod is kept, its selector selecting that pod
+    pods = snap.pods
+    for kind, name, ns, labels in zip(
+        pods["owner_kind"], pods["owner_name"], pods["namespace"], pods["labels"], strict=True
+    ):
+        if kind not in ("ReplicaSet", "StatefulSet"):
+            continue
+        owned = objects.replica_sets if kind == "ReplicaSet" else objects.stateful_sets
+        (found,) = [o for o in owned if (o.namespace, o.name) == (ns, name)]
+        assert found.selector is not None and found.selector.matches(json.loads(labels))
+    assert (
+        len(objects.replica_sets)
+        == pods[pods["owner_kind"] == "ReplicaSet"][["namespace", "owner_name"]]
+        .drop_duplicates()
+        .shape[0]
+    )
     inp = prepare(snap)
     assert inp.fresh_state().objects.priority_classes == objects.priority_classes
 
@@ -205,8 +224,16 @@ def test_whatif_notes_say_what_the_replay_applied(
     spreading = int((snapshot.pods["topology_spread"] != "[]").sum())
     assert f"Topology spread constraints of {spreading:,} pods" in text
     assert "applied by kube-default (PodTopologySpread)" in text
-    # the generator keeps no ReplicaSets/StatefulSets/Services: no default spreading
-    assert "not spread by default" in text
+    # the generator keeps its ReplicaSets and StatefulSets: default spreading for the pods they
+    # own that have no constraints of their own
+    pods = snapshot.pods
+    owned = pods["owner_kind"].isin(["ReplicaSet", "StatefulSet"])
+    defaulted = int((owned & (pods["topology_spread"] == "[]")).sum())
+    assert 0 < defaulted < len(pods)
+    assert f"Default spreading: {defaulted:,} pods without their own constraints" in text
+    assert "StatefulSets (kube-scheduler's helper.DefaultSelector), so kube-default spread" in text
+    bare = replace(snapshot, objects={})
+    assert "not spread by default" in " ".join(topology_notes(bare, [kube]))
     assert "inter-pod affinity" not in NOT_MODELLED and "topology spread" not in NOT_MODELLED
     plain = generate(SyntheticSpec(seed=1, nodes=4, days=1, step=300)).snapshot
     assert "act on no pod" in " ".join(topology_notes(plain, [kube]))

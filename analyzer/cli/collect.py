@@ -262,9 +262,10 @@ def _progress_bar(done: int, total: int) -> None:
 @click.option(
     "--kube-objects",
     type=click.Path(path_type=Path),
-    help="'kubectl get deploy,sts,ds,rs,job,cronjob,nodes,pdb,priorityclass -A -o json' output "
-    "(a file, or a folder of .json files): adds each pod's affinity, spread constraints and "
-    "priority from its owner's template, and the nodes' labels and taints.",
+    help="'kubectl get deploy,sts,ds,rs,job,cronjob,svc,ns,nodes,pdb,priorityclass -A -o json' "
+    "output (a file, or a folder of .json files): adds each pod's affinity, spread constraints "
+    "and priority from its owner's template, and the nodes' labels and taints; keeps the "
+    "objects default topology spreading and preemption read.",
 )
 @scrape_interval_option
 def collect_cmd(**options: Any) -> None:

@@ -320,7 +320,7 @@ def _by_field(
 
 def enrich_snapshot(snapshot: Snapshot, objects: KubeObjects) -> tuple[Snapshot, list[str]]:
     """``snapshot`` with its pods' template fields and nodes' labels and taints from ``objects``,
-    ``kube_objects.json`` holding the PodDisruptionBudgets and PriorityClasses; and warnings."""
+    ``kube_objects.json`` holding the kept objects (``KubeObjects.kept``); and warnings."""
     exported = {name: _exported(snapshot, name) for name in _OBSERVED_BY}
     pods, pod_counts, warnings = enrich_pods(snapshot.pods, objects, exported)
     nodes, node_counts = enrich_nodes(snapshot.nodes, objects)
@@ -337,8 +337,13 @@ def enrich_snapshot(snapshot: Snapshot, objects: KubeObjects) -> tuple[Snapshot,
         },
         "skipped": dict(sorted(objects.skipped.items())),
     }
+    columns = [pods[c].fillna("").astype(str) for c in ("owner_kind", "namespace", "owner_name")]
+    owners = {(k, ns or "default", n) for k, ns, n in zip(*columns, strict=True)}
+    kept = objects.kept(owners)
+    # what kube_objects.json holds; ReplicaSets / RCs scaled to 0 and owning no pod are dropped
+    extra["kube_objects"]["kept"] = {kind: len(items) for kind, items in sorted(kept.items())}
     meta = replace(snapshot.meta, extra=extra, warnings=[*snapshot.meta.warnings, *warnings])
     enriched = make_snapshot(
-        meta, nodes, pods, snapshot.node_usage, snapshot.pod_usage, objects=objects.kept()
+        meta, nodes, pods, snapshot.node_usage, snapshot.pod_usage, objects=kept
     )
     return enriched, warnings

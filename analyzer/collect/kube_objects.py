@@ -1,4 +1,4 @@
-"""Read ``kubectl get deploy,sts,ds,rs,job,cronjob,nodes,pdb,priorityclass -A -o json`` output.
+"""Read ``kubectl get deploy,sts,ds,rs,job,cronjob,svc,ns,nodes,pdb,priorityclass -A -o json``.
 
 ``collect --kube-objects FILE|DIR`` takes one JSON file, or a folder of ``*.json`` files, each a
 ``List`` (what ``kubectl get ... -o json`` prints for several kinds) or a single object. The
@@ -10,9 +10,17 @@ topologySpreadConstraints, tolerations, nodeSelector, priorityClassName (and the
 selectors). The fields are checked as the scheduler would read them (``parse_pod_constraints``),
 so a malformed template fails here with one line naming the object, not later in a replay.
 
+The snapshot's ``kube_objects.json`` keeps (``kept``) PodDisruptionBudgets and PriorityClasses
+(preemption), Namespaces (labels, for namespaceSelector) and, for PodTopologySpread's system
+default constraints (``helper.DefaultSelector``), Services, ReplicationControllers, ReplicaSets
+and StatefulSets as namespace, name and selector only. A ReplicaSet (or ReplicationController)
+scaled to 0 that no snapshot pod names as its owner is left out: DefaultSelector looks a
+controller up only from a pod's ownerReference, so no replayed pod can reach it (a 5,000-node
+cluster keeps ~10 old ReplicaSets per Deployment).
+
 Bad input is one line, exit 2: a file that is not JSON, JSON that is neither a List nor an object
-with a ``kind``, an object without ``metadata.name``. Kinds the collector does not use (Services,
-ConfigMaps, ...) are skipped and counted in a note.
+with a ``kind``, an object without ``metadata.name``. Kinds the collector does not use
+(ConfigMaps, Endpoints, ...) are skipped and counted in a note.
 """
 
 from __future__ import annotations
@@ -28,13 +36,18 @@ from analyzer.core.errors import InputError
 from analyzer.core.snapshot import kept_objects
 from analyzer.scheduling.constraint_types import parse_pod_constraints, parse_taints
 from analyzer.scheduling.image_locality import container_images, pod_images_json
+from analyzer.scheduling.kube_objects import parse_objects
 
 # The kinds read; template kinds hold a pod template (CronJob: spec.jobTemplate.spec.template).
 TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
-KINDS = (*TEMPLATE_KINDS, "Pod", "Node", "PodDisruptionBudget", "PriorityClass")
-# Kinds kept in the snapshot's kube_objects.json (for preemption: priorities and budgets).
-KEPT_KINDS = ("PodDisruptionBudget", "PriorityClass")
-_CLUSTER_SCOPED = ("Node", "PriorityClass")
+KINDS = (*TEMPLATE_KINDS, "Pod", "Node", "PodDisruptionBudget", "PriorityClass", "Service",
+         "ReplicationController", "Namespace")  # fmt: skip
+# Kinds kept in the snapshot's kube_objects.json: priorities and budgets (preemption), the
+# objects PodTopologySpread's default selector reads, Namespaces (InterPodAffinity)
+KEPT_KINDS = ("PodDisruptionBudget", "PriorityClass", "Service", "ReplicationController",
+              "ReplicaSet", "StatefulSet", "Namespace")  # fmt: skip
+_CLUSTER_SCOPED = ("Node", "PriorityClass", "Namespace")
+_SCALED_DOWN_DROPPED = ("ReplicaSet", "ReplicationController")
 
 
 @dataclass(frozen=True)
@@ -108,13 +121,35 @@ class KubeObjects:
         value, name = max(found)
         return name, value
 
-    def kept(self) -> dict[str, list[dict[str, Any]]]:
-        """PodDisruptionBudgets and PriorityClasses, trimmed to what preemption reads."""
-        return kept_objects([*self.of_kind("PodDisruptionBudget"), *self.of_kind("PriorityClass")])
+    def kept(
+        self, owners: set[tuple[str, str, str]] | None = None
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The ``KEPT_KINDS``, trimmed to what scheduling reads (``core.snapshot.kept_objects``).
+
+        ``owners``: the snapshot pods' (owner kind, namespace, owner name); a ReplicaSet or
+        ReplicationController with 0 replicas that none of them names is left out (None: keep
+        every one)."""
+        kept = []
+        for kind in KEPT_KINDS:
+            for obj in self.of_kind(kind):
+                if owners is not None and kind in _SCALED_DOWN_DROPPED and _scaled_down(obj):
+                    meta = obj.get("metadata") or {}
+                    key = (kind, str(meta.get("namespace") or "default"), _name(obj))
+                    if key not in owners:
+                        continue
+                kept.append(obj)
+        return kept_objects(kept)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _scaled_down(obj: Mapping[str, Any]) -> bool:
+    """``spec.replicas`` and ``status.replicas`` both 0 (absent spec.replicas means 1)."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return spec.get("replicas", 1) == 0 and not status.get("replicas")
 
 
 def controller_of(obj: Mapping[str, Any]) -> Owner | None:
@@ -192,7 +227,7 @@ def _files(path: Path) -> list[Path]:
         if not found:
             raise InputError(
                 f"--kube-objects: {path} holds no .json file; write one with "
-                "'kubectl get deploy,sts,ds,rs,job,cronjob,nodes,pdb,priorityclass -A -o json'"
+                "'kubectl get deploy,sts,ds,rs,job,cronjob,svc,ns,nodes,pdb,priorityclass -A -o json'"
             )
         return found
     if not path.is_file():
@@ -255,6 +290,8 @@ def add_object(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> None
         value = obj.get("value")
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(f"{label}.value: {value!r} is not an integer")
+    if kind in KEPT_KINDS:  # what the replay will read of it, checked now (one line, exit 2)
+        parse_objects([obj], label)
     stored = dict(obj)
     objects.by_key[(kind, namespace, name)] = stored
     if kind == "Pod" and meta.get("uid"):

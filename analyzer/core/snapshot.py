@@ -363,14 +363,23 @@ def read_snapshot(directory: Path) -> Snapshot:
 _PDB_STATUS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
 
 
+# kinds kept for PodTopologySpread's system default selector (helper.DefaultSelector): name,
+# namespace and selector only (Service / ReplicationController: the map; ReplicaSet / StatefulSet:
+# the LabelSelector), sorted by (namespace, name) so the file does not depend on input order
+SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
+
+
 def kept_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The ``kube_objects.json`` form of PodDisruptionBudget and PriorityClass objects (others
-    are left out): kind -> ``[{namespace, name, spec, status}]`` for PDBs (status only the
-    counts), ``[{name, value, globalDefault, preemptionPolicy}]`` for PriorityClasses."""
+    """The ``kube_objects.json`` form of the objects scheduling reads (others are left out):
+    kind -> ``[{namespace, name, spec, status}]`` for PDBs (status only the counts),
+    ``[{name, value, globalDefault, preemptionPolicy}]`` for PriorityClasses,
+    ``[{namespace, name, selector}]`` for ``SELECTOR_KINDS`` (a Service without a selector
+    selects no pod and is left out) and ``[{name, labels}]`` for Namespaces."""
     out: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         meta = obj.get("metadata") or {}
-        if obj.get("kind") == "PodDisruptionBudget":
+        kind = obj.get("kind")
+        if kind == "PodDisruptionBudget":
             status = obj.get("status") or {}
             out.setdefault("PodDisruptionBudget", []).append(
                 {
@@ -380,7 +389,7 @@ def kept_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, 
                     "status": {k: v for k, v in status.items() if k in _PDB_STATUS},
                 }
             )
-        elif obj.get("kind") == "PriorityClass":
+        elif kind == "PriorityClass":
             out.setdefault("PriorityClass", []).append(
                 {
                     "name": str(meta.get("name", "")),
@@ -389,6 +398,24 @@ def kept_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, 
                     "preemptionPolicy": str(obj.get("preemptionPolicy") or "PreemptLowerPriority"),
                 }
             )
+        elif kind in SELECTOR_KINDS:
+            selector = (obj.get("spec") or {}).get("selector")
+            if selector is None and kind == "Service":
+                continue
+            out.setdefault(str(kind), []).append(
+                {
+                    "namespace": str(meta.get("namespace") or "default"),
+                    "name": str(meta.get("name", "")),
+                    "selector": selector,
+                }
+            )
+        elif kind == "Namespace":
+            out.setdefault("Namespace", []).append(
+                {"name": str(meta.get("name", "")), "labels": dict(meta.get("labels") or {})}
+            )
+    for kind in (*SELECTOR_KINDS, "Namespace"):
+        if kind in out:
+            out[kind].sort(key=lambda o: (o.get("namespace", ""), o["name"]))
     return out
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.snapshot import Snapshot, pinned_pods, resources_in
-from analyzer.replay.topology import InertIndex, in_play, objects_of
+from analyzer.replay.topology import TOPOLOGY_MARK, InertIndex, in_play, objects_of
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
@@ -262,12 +262,15 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
         )
         if policies[i] == NEVER_PREEMPT:  # the pods of a group preempt alike
             key += b"|Never"
-        if parsed[texts[i]].required_terms is not None:
+        node_terms = parsed[texts[i]]  # required and preferred node affinity: plan, scores
+        if node_terms.required_terms is not None or node_terms.preferred_terms:
             key += f"|{texts[i][2]}".encode()
-        if topology_on:
-            key += "|{}|{}|{}|{}|{}".format(*cells[i], owners[i]).encode()
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
-        keys.append(key + f"|{GPU_SPEC_LABEL}={spec}".encode() if spec else key)
+        if spec:
+            key += f"|{GPU_SPEC_LABEL}={spec}".encode()
+        if topology_on:  # last, after TOPOLOGY_MARK: the score cache's entries ignore it
+            key += TOPOLOGY_MARK + "|{}|{}|{}|{}|{}".format(*cells[i], owners[i]).encode()
+        keys.append(key)
     return demands, keys
 
 

@@ -46,7 +46,7 @@ from analyzer.replay.rows import (
     score_rows,
     score_rows_pair,
 )
-from analyzer.replay.topology import TopologyCheck
+from analyzer.replay.topology import DEFAULTS, INERT, TOPOLOGY_MARK, TopologyCheck
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.balanced_allocation import (
     NodeResourcesBalancedAllocation,
@@ -398,6 +398,8 @@ class ScoreCache:
             self.members += 1
         if self.load is not None:
             self.load.touch(node)
+        if self.topology is not None:
+            self.topology.touch(node)
         if len(self.log) >= LOG_LIMIT:
             self.log.clear()
             for entry in self.entries.values():
@@ -522,6 +524,8 @@ class ScoreCache:
         if self.kernel is None:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
             return select(evaluation, rng)
+        if self.load is None:  # the resource part does not read labels: shapes share rows
+            key = key.split(TOPOLOGY_MARK, 1)[0]
         entry = self._entry(key, demand)
         fixed = self._fixed(demand) if self.fixed_on else None
         if self.load is not None:
@@ -529,12 +533,19 @@ class ScoreCache:
             self._refresh_load(entry, now)
         else:
             self._refresh(entry)
-        if self.topology is not None and self.topology.needs_profile(self.state, demand):
-            entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
-            masked = entry.masked
-            if fixed is not None:
-                masked = np.where(masked != LOWEST, masked + fixed, LOWEST)
-            return self.topology.choose(masked, entry.plan.static, self.state, demand, now, rng)
+        if self.topology is not None:
+            route, selector = self.topology.route(self.state, demand)
+            if route != INERT:
+                entry.flush()  # spread / inter-pod affinity act on this pod (``topology``)
+                masked = entry.masked
+                if fixed is not None:
+                    masked = np.where(masked != LOWEST, masked + fixed, LOWEST)
+                if route == DEFAULTS and selector is not None:
+                    # only PodTopologySpread's System defaults act on this pod
+                    return self.topology.choose_defaults(
+                        masked, entry.plan.static, self.state, demand, selector, now, rng
+                    )
+                return self.topology.choose(masked, entry.plan.static, self.state, demand, now, rng)
         if entry.plan.static or fixed is not None:
             return _choose_static(entry, rng, fixed)
         if entry.best is None:

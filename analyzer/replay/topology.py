@@ -14,11 +14,17 @@ the same choice as ``Profile.evaluate``:
 - InterPodAffinity is inert for a pod without pod (anti-)affinity terms when no placed pod's
   terms match it (``InterPodAffinity.placed_terms_match``).
 
-Every other pod (``needs_profile``) is chosen by ``TopologyCheck.choose``: the cache's resource
-totals and feasibility (kept incrementally per shape), the two plugins' filters over all nodes,
-the static score plugins normalised over the nodes left, and the two plugins' scores over those —
-the same sums and tie set as ``Profile.evaluate``; the cost is paid only by pods that carry terms
-or are selected by them. ``objects_of`` turns a
+``TopologyCheck.route`` sorts each pod: ``INERT`` (both plugins inert: the cache alone);
+``DEFAULTS`` — its only topology work is PodTopologySpread's System default constraints (no own
+constraints, no terms, no placed pod's terms matching it, a non-empty default selector; they are
+ScheduleAnyway, so they never filter): ``choose_defaults`` adds their score from the per-selector
+counts of ``default_spread.DefaultSpread`` to the cache's totals; ``PROFILE`` — every other pod is
+chosen by ``TopologyCheck.choose``: the cache's resource totals and feasibility (kept
+incrementally per shape), the two plugins' filters over all nodes, the static score plugins
+normalised over the nodes left, and the two plugins' scores over those — the same sums and tie
+set as ``Profile.evaluate``; the cost is paid only by pods that carry terms or are selected by
+them. The score cache shares its per-shape rows between pods that differ only in the shape key's
+topology part (after ``TOPOLOGY_MARK``: namespace, labels, owner, terms). ``objects_of`` turns a
 snapshot's ``kube_objects.json`` into the ``KubeObjects`` the plugins read.
 
 When no pod of the snapshot has spread constraints or pod (anti-)affinity terms and its objects
@@ -37,40 +43,28 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.snapshot import Snapshot
+from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
 from analyzer.scheduling.arith import Int64Array
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.interpodaffinity import InterPodAffinity
-from analyzer.scheduling.kube_objects import KubeObjects, parse_objects
+from analyzer.scheduling.kube_objects import KubeObjects, from_kept
+from analyzer.scheduling.label_selectors import LabelSelector
 from analyzer.scheduling.pod_index import PlacedPod, PodIndex
 from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 LOWEST = np.iinfo(np.int64).min  # the cache's "infeasible" row value (scoring.LOWEST)
 TOPOLOGY_PLUGINS = (PodTopologySpread, InterPodAffinity)  # the plugins this module checks
+INERT, DEFAULTS, PROFILE = "inert", "defaults", "profile"  # ``TopologyCheck.route``
+# a shape key's topology part (namespace, labels, owner, terms: pending-queue groups) follows this
+# mark; the score cache's entries (resource totals) share the part before it
+TOPOLOGY_MARK = b"|#topology#"
 _PLUGINS = TOPOLOGY_PLUGINS
-# kinds a snapshot's kube_objects.json may hold, in their kept form (core.snapshot.kept_objects):
-# [{namespace, name, spec, ...}] or, for PriorityClass, [{name, value, ...}]
-_NAMESPACED = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet",
-               "PodDisruptionBudget")  # fmt: skip
 
 
 def objects_of(snapshot: Snapshot) -> KubeObjects:
     """The snapshot's Kubernetes objects as ``KubeObjects`` (none for older snapshots)."""
-    items: list[dict[str, Any]] = []
-    for kind, kept in sorted(snapshot.objects.items()):
-        for obj in kept:
-            if kind in _NAMESPACED:
-                meta = {"name": obj.get("name", ""), "namespace": obj.get("namespace", "")}
-                items.append({"kind": kind, "metadata": meta, "spec": obj.get("spec") or {},
-                              "status": obj.get("status") or {}})  # fmt: skip
-            elif kind == "Namespace":
-                meta = {"name": obj.get("name", ""), "labels": obj.get("labels") or {}}
-                items.append({"kind": kind, "metadata": meta})
-            elif kind == "PriorityClass":
-                body = {k: v for k, v in obj.items() if k != "name"}
-                items.append({"kind": kind, "metadata": {"name": obj.get("name", "")}, **body})
-    objects, _notes = parse_objects(items, "kube_objects.json")
-    return objects
+    return from_kept(snapshot.objects, "kube_objects.json")
 
 
 class InertIndex(PodIndex):
@@ -88,8 +82,7 @@ class InertIndex(PodIndex):
 
 def in_play(objects: KubeObjects, demands: list[PodDemand]) -> bool:
     """Whether PodTopologySpread or InterPodAffinity can act on any pod of a replay."""
-    held = objects
-    if held.services or held.replication_controllers or held.replica_sets or held.stateful_sets:
+    if objects.selecting:
         return True
     return any(d.spread or d.affinity is not None for d in demands)
 
@@ -122,37 +115,88 @@ class TopologyCheck:
         ]
         # an InertIndex: nothing in this replay can meet the plugins (``in_play``)
         self.inert = state is not None and isinstance(state.pod_index, InertIndex)
-        self._selected: dict[Any, bool] = {}  # (namespace, labels, controller) -> selected
+        # (namespace, labels, controller) -> the default selector (None: empty, nothing selects)
+        self._selected: dict[Any, LabelSelector | None] = {}
+        self._by_id: dict[tuple[str, int, int], tuple[Any, Any, LabelSelector | None]] = {}
+        # System defaults scored without the profile (``default_spread``): PodTopologySpread's
+        # score weight when its args are System-defaulted, else None
+        weights = [w for p, w in self.scorers if isinstance(p, PodTopologySpread)]
+        system = self.spread is not None and self.spread.system_defaulted
+        self.default_weight = weights[0] if system and len(weights) == 1 else None
+        self.fast: DefaultSpread | None = None
 
     @property
     def present(self) -> bool:
         """True when the profile has PodTopologySpread or InterPodAffinity and they may act."""
         return (self.spread is not None or self.affinity is not None) and not self.inert
 
-    def _default_selected(self, state: ClusterState, pod: PodDemand) -> bool:
+    def _default_selector(self, state: ClusterState, pod: PodDemand) -> LabelSelector | None:
+        # a replay's demands share their labels and controller objects: look up by identity
+        # first (the objects are kept in the value, so the ids stay theirs)
+        fast = (pod.namespace, id(pod.labels), id(pod.controller))
+        held = self._by_id.get(fast)
+        if held is not None and held[0] is pod.labels and held[1] is pod.controller:
+            return held[2]
         key = (pod.namespace, _frozen(pod.labels), pod.controller)
-        found = self._selected.get(key)
-        if found is None:
+        if key in self._selected:
+            found = self._selected[key]
+        else:
             selector = state.objects.default_selector(pod.namespace, pod.labels, pod.controller)
-            found = self._selected[key] = not selector.empty
+            found = self._selected[key] = None if selector.empty else selector
+        self._by_id[fast] = (pod.labels, pod.controller, found)
         return found
 
     def needs_profile(self, state: ClusterState, pod: PodDemand) -> bool:
         """True when PodTopologySpread or InterPodAffinity may act on ``pod`` in ``state``."""
+        return self.route(state, pod)[0] != INERT
+
+    def route(self, state: ClusterState, pod: PodDemand) -> tuple[str, LabelSelector | None]:
+        """``INERT`` (the cache alone decides), ``DEFAULTS`` with the default selector (only the
+        System default constraints act: ``default_spread``) or ``PROFILE``."""
         spread = self.spread
-        if spread is not None and (
-            pod.spread or (spread.defaults and self._default_selected(state, pod))
-        ):
-            return True
+        selector = None
+        if spread is not None:
+            if pod.spread:
+                return PROFILE, None
+            if spread.defaults:
+                selector = self._default_selector(state, pod)
         affinity = self.affinity
-        if affinity is None:
-            return False
-        terms = pod.affinity
-        if terms is not None and (
-            terms.required or terms.required_anti or terms.preferred or terms.preferred_anti
-        ):
-            return True
-        return affinity.placed_terms_match(state, pod)
+        if affinity is not None:
+            terms = pod.affinity
+            if terms is not None and (
+                terms.required or terms.required_anti or terms.preferred or terms.preferred_anti
+            ):
+                return PROFILE, None
+            if affinity.placed_terms_match(state, pod):
+                return PROFILE, None
+        if selector is None:
+            return INERT, None
+        return (DEFAULTS if self.default_weight is not None else PROFILE), selector
+
+    def touch(self, node: int) -> None:
+        """Node ``node`` gained or lost a pod (the default-spread counts follow)."""
+        if self.fast is not None:
+            self.fast.touch(node)
+
+    def choose_defaults(
+        self,
+        masked: Int64Array,
+        static: list[tuple[Any, int, Int64Array]],
+        state: ClusterState,
+        pod: PodDemand,
+        selector: LabelSelector,
+        now: float,
+        rng: np.random.Generator,
+    ) -> int | None:
+        """``choose`` for a pod routed ``DEFAULTS`` (``default_spread``; the general path when
+        static score plugins vary or the nodes' labels are unusual)."""
+        if not static and self.default_weight is not None:
+            if self.fast is None:
+                self.fast = DefaultSpread(state, self.default_weight)
+            found = self.fast.choose(masked, state, pod, selector, rng)
+            if found != UNHANDLED:
+                return found
+        return self.choose(masked, static, state, pod, now, rng)
 
     def choose(
         self,

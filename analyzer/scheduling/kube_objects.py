@@ -9,12 +9,17 @@ Objects without ``metadata.namespace`` are in namespace ``default``, like pods w
 ``default_selector`` follows kube-scheduler's ``helper.DefaultSelector``: merge the map selectors
 of every Service in the pod's namespace whose (non-nil) selector matches the pod's labels; then, if
 the pod's controller is a v1 ReplicationController, merge its map selector; if it is an apps/v1
-ReplicaSet or StatefulSet, add the requirements of its ``spec.selector``.
+ReplicaSet or StatefulSet, add the requirements of its ``spec.selector``. Lookups go through
+an index by namespace (Services) and by (namespace, name) (controllers), built on first use and
+rebuilt when a list grows: a 5,000-node cluster has tens of thousands of ReplicaSets.
+
+``from_kept`` reads a snapshot's ``kube_objects.json`` (``core.snapshot.kept_objects``: the
+selector kinds as ``{namespace, name, selector}``, Namespaces as ``{name, labels}``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,32 +68,54 @@ class KubeObjects:
     namespaces: dict[str, Namespace] = field(default_factory=dict)
     pdbs: list[DisruptionBudget] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    _index: tuple[tuple[int, ...], dict[Any, Any]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    @property
+    def selecting(self) -> bool:
+        """True when some Service, ReplicationController, ReplicaSet or StatefulSet is held."""
+        return bool(
+            self.services or self.replication_controllers or self.replica_sets or self.stateful_sets
+        )
+
+    def _lookup(self) -> dict[Any, Any]:
+        lists = (self.services, self.replication_controllers, self.replica_sets, self.stateful_sets)
+        sizes = tuple(len(x) for x in lists)
+        if self._index is not None and self._index[0] == sizes:
+            return self._index[1]
+        index: dict[Any, Any] = {}
+        for svc in self.services:
+            index.setdefault(("svc", svc.namespace), []).append(svc)
+        for kind, owners in zip((_RC, _RS, _STS), lists[1:], strict=True):
+            for owner in owners:
+                index.setdefault((kind, owner.namespace, owner.name), owner)  # first one wins
+        self._index = (sizes, index)
+        return index
 
     def default_selector(
         self, namespace: str, labels: Mapping[str, str], controller: OwnerRef | None
     ) -> LabelSelector:
         """``helper.DefaultSelector`` for a pod (empty selector: nothing selects the pod)."""
+        index = self._lookup()
         merged: dict[str, str] = {}
-        for svc in self.services:
-            selects = svc.selector is not None and svc.selector.matches(labels)
-            if svc.namespace == namespace and selects:
+        for svc in index.get(("svc", namespace), ()):
+            if svc.selector is not None and svc.selector.matches(labels):
                 merged.update(svc.labels)
         selector = selector_from_map(merged, "services")
         if controller is None:
             return selector
         kind = (controller.api_version, controller.kind)
+        owner = index.get((kind, namespace, controller.name))
+        if owner is None:
+            return selector
         if kind == _RC:
-            for rc in self.replication_controllers:
-                if rc.namespace == namespace and rc.name == controller.name:
-                    merged.update(rc.labels)
-                    return selector_from_map(merged, "replicationcontrollers")
-        elif kind in (_RS, _STS):
-            owners = self.replica_sets if kind == _RS else self.stateful_sets
-            for owner in owners:
-                if owner.namespace == namespace and owner.name == controller.name:
-                    if owner.selector is None or owner.selector.nothing:
-                        return selector
-                    return LabelSelector(selector.requirements + owner.selector.requirements)
+            merged.update(owner.labels)
+            return selector_from_map(merged, "replicationcontrollers")
+        if kind in (_RS, _STS):
+            if owner.selector is None or owner.selector.nothing:
+                return selector
+            return LabelSelector(selector.requirements + owner.selector.requirements)
         return selector
 
 
@@ -128,6 +155,34 @@ def _add(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> str | None
     else:
         return f"{where}: kind {kind!r} is not read by the scheduler plugins; ignored"
     return None
+
+
+# the kinds of a snapshot's kube_objects.json that carry a namespace
+_NAMESPACED = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet",
+               "PodDisruptionBudget")  # fmt: skip
+
+
+def from_kept(kept: Mapping[str, Sequence[Mapping[str, Any]]], where: str) -> KubeObjects:
+    """A snapshot's ``kube_objects.json`` (kind -> kept objects) as ``KubeObjects``; the selector
+    kinds may hold ``selector`` (the kept form) or a whole ``spec`` (older files)."""
+    items: list[dict[str, Any]] = []
+    for kind, objs in sorted(kept.items()):
+        for obj in objs:
+            if kind in _NAMESPACED:
+                meta = {"name": obj.get("name", ""), "namespace": obj.get("namespace", "")}
+                spec = obj.get("spec") or (
+                    {"selector": obj["selector"]} if "selector" in obj else {}
+                )
+                items.append({"kind": kind, "metadata": meta, "spec": spec,
+                              "status": obj.get("status") or {}})  # fmt: skip
+            elif kind == "Namespace":
+                meta = {"name": obj.get("name", ""), "labels": obj.get("labels") or {}}
+                items.append({"kind": kind, "metadata": meta})
+            elif kind == "PriorityClass":
+                body = {k: v for k, v in obj.items() if k != "name"}
+                items.append({"kind": kind, "metadata": {"name": obj.get("name", "")}, **body})
+    objects, _notes = parse_objects(items, where)
+    return objects
 
 
 def parse_objects(raw: Any, where: str) -> tuple[KubeObjects, list[str]]:

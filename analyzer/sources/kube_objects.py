@@ -1,7 +1,8 @@
 """The synthetic cluster as Kubernetes objects (``analyzer generate --kube-objects``).
 
-``kube_objects(cluster)`` renders what ``kubectl get deploy,sts,ds,rs,job,cronjob,nodes,pdb,
-priorityclass -A -o json`` would print for the cluster at the end of the range: Nodes, one object
+``kube_objects(cluster)`` renders what ``kubectl get deploy,sts,ds,rs,job,cronjob,svc,ns,nodes,
+pdb,priorityclass -A -o json`` would print for the cluster at the end of the range (it has no
+Services and no Namespace objects): Nodes, one object
 per Deployment, ReplicaSet (owned by its Deployment), StatefulSet, DaemonSet, Job (owned by its
 CronJob) and CronJob, PodDisruptionBudgets for the replicated services and the PriorityClasses.
 Pod templates carry the workloads' tolerations, nodeSelector, priorityClassName and, with

@@ -11,9 +11,11 @@ set it drew from (``placer.ties``), so a test can also check that other seeds on
 The generator's pool restrictions (``PlacementRequest.allowed``) are exactly what the snapshot
 records as node taints and pod tolerations/nodeSelectors (``catalog.template_constraints``), so
 this mode applies them as the TaintToleration/NodeAffinity filters would, and a replay of the
-snapshot sees the same constraints; DaemonSet pods keep their one node. With a profile that has
-DefaultPreemption (the v1 default does), ``preempt`` lets a pod that fits nowhere evict
-lower-priority pods (``analyzer.sources.lifecycle_loop``).
+snapshot sees the same constraints; DaemonSet pods keep their one node. The generator's
+ReplicaSets and StatefulSets (``ClusterState.objects``, also written to the snapshot) give
+PodTopologySpread's system default constraints their selectors here as in the replay. With a
+profile that has DefaultPreemption (the v1 default does), ``preempt`` lets a pod that fits nowhere
+evict lower-priority pods (``analyzer.sources.lifecycle_loop``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 from analyzer.scheduling import ClusterState as CoreState
 from analyzer.scheduling import PodDemand, Profile, load_strategy, make_demand
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
+from analyzer.scheduling.kube_objects import from_kept
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.scheduling.preemption import UNRESOLVABLE, BoundPod, node_statuses, preempt
 from analyzer.scheduling.preemption_scenario import preemption_plugin
@@ -73,6 +76,8 @@ class KubePlacer:
                 else None,
             )
             assert self._core.node_count == count
+            # the snapshot's objects (ReplicaSets, StatefulSets): default spreading as replayed
+            self._core.objects = from_kept(state.objects, "generator objects")
             self._core.attach_pod_index()
             self._source, self._applied = state, 0
         core = self._core

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -56,6 +56,9 @@ class ClusterState:
     # the snapshot's node cells (JSON text), for exact placers; empty: not given
     node_labels: tuple[str, ...] = ()
     node_taints: tuple[str, ...] = ()
+    # the snapshot's kube_objects.json (``core.snapshot.kept_objects``): the ReplicaSets and
+    # StatefulSets an exact placer's default spreading reads; empty: none
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # every bind (+1) and unbind (-1) in order: (node, step, pod), so a placer keeping its own
     # state (placed pods' labels for spread and affinity) can follow incrementally
     log: list[tuple[int, int, PlacementRequest]] = field(default_factory=list)

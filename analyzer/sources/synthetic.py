@@ -54,6 +54,9 @@ from analyzer.sources.pod_constraints import (
     zone_labels,
     zone_of,
 )
+from analyzer.sources.pod_constraints import (
+    selector as app_selector,
+)
 from analyzer.sources.spec import OPTIONAL_FIELDS, Grid, SyntheticSpec
 from analyzer.sources.usage import NodeShape, Usage, generate_usage
 
@@ -305,13 +308,32 @@ def _iso(seconds: int) -> str:
 
 def _kept_objects(pods: list[Pod]) -> dict[str, list[dict[str, Any]]]:
     """The snapshot's ``kube_objects.json``: PDBs of the replicated services (sized by the pods
-    running at the end) and the PriorityClasses, as ``collect --kube-objects`` keeps them."""
+    running at the end), the PriorityClasses and the pods' ReplicaSets and StatefulSets
+    (``selector_objects``), as ``collect --kube-objects`` keeps them."""
     running: dict[tuple[str, str, str], int] = {}
     for pod in pods:
         key = (pod.workload_kind, pod.template.namespace, pod.workload_name)
         running[key] = running.get(key, 0) + int(pod.deleted is None and pod.finished is None)
     workloads = [(*key, count) for key, count in running.items()]
-    return kept_objects([*pdb_objects(workloads), *priority_class_objects()])
+    return kept_objects(
+        [*pdb_objects(workloads), *priority_class_objects(), *selector_objects(pods)]
+    )
+
+
+def selector_objects(pods: list[Pod]) -> list[dict[str, Any]]:
+    """The ReplicaSets and StatefulSets owning ``pods`` (selector ``app=<workload>``, as
+    ``sources.kube_objects`` renders them): what PodTopologySpread's system default constraints
+    take their selector from. The generator has no Services or ReplicationControllers."""
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for pod in pods:
+        key = (pod.owner_kind, pod.template.namespace, pod.owner_name)
+        if pod.owner_kind in ("ReplicaSet", "StatefulSet") and key not in seen:
+            seen[key] = {
+                "kind": pod.owner_kind,
+                "metadata": {"name": pod.owner_name, "namespace": pod.template.namespace},
+                "spec": {"selector": app_selector(pod.workload_name)},
+            }
+    return list(seen.values())
 
 
 DAY_NOISE_STREAM = 1  # the per-day usage level: seeded by (seed, this, day number)
@@ -376,6 +398,8 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         # (spread, pod anti-affinity); else the simple least-allocated heuristic
         place = kube_placer(seed=spec.seed) if spec.pod_constraints else least_allocated_place
     describe = _describer(spec)
+    if spec.pod_constraints:  # what an exact placer reads for default spreading, as the replay
+        state.objects = kept_objects(selector_objects(pods))
     run_lifecycles(pods, state, place, rng, window, closed=closed, describe=describe)
     shape = NodeShape(
         allocatable_cpu=np.array([n.allocatable["cpu"] for n in nodes], dtype=np.float64),

@@ -28,7 +28,11 @@ import pandas as pd
 from analyzer.core.snapshot import Snapshot, pinned_pods
 from analyzer.replay.engine import Strategy
 from analyzer.replay.input import NEVER_PREEMPT, preemption_policies
+from analyzer.replay.topology import objects_of
 from analyzer.scheduling.constraints import AFFINITY_NAME, TAINT_NAME
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.pod_cells import controller_from_owner
+from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.preemption import NAME as PREEMPTION
 from analyzer.scheduling.priority_class import parse_priority_class
 
@@ -214,6 +218,20 @@ def topology_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[s
             "StatefulSets that select the pods, which the snapshot does not hold: pods without "
             "their own constraints are not spread by default in the replay."
         )
+    elif spread_by:
+        defaulted = [n for n, p in profiles if _system_defaulted(p)]
+        held = ", ".join(
+            _pl(len(objects[kind]), kind, kind + "s") for kind in _SELECTING_KINDS
+            if objects.get(kind)
+        )  # fmt: skip
+        count = _default_spread_pods(snapshot)
+        notes.append(
+            f"Default spreading: {_pl(count, 'pod', 'pods')} without their own constraints "
+            f"{'is' if count == 1 else 'are'} selected by the snapshot's {held} "
+            "(kube-scheduler's helper.DefaultSelector), so "
+            f"{', '.join(defaulted) or 'no strategy'} spread them with PodTopologySpread's "
+            "system default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway)."
+        )
     return notes
 
 
@@ -247,6 +265,38 @@ def image_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]
         f"images of {len(pods):,}; nodes already holding a pod's images score higher (by size, "
         "damped by how many nodes hold them)."
     ]
+
+
+def _system_defaulted(profile: Profile) -> bool:
+    plugins = [*profile.filters, *(w.plugin for w in profile.scorers)]
+    return any(isinstance(p, PodTopologySpread) and p.system_defaulted for p in plugins)
+
+
+def _default_spread_pods(snapshot: Snapshot) -> int:
+    """Pods without own spread constraints that a Service / RC / RS / StatefulSet selects."""
+    pods = snapshot.pods
+    held = objects_of(snapshot)
+    own = pods["topology_spread"] if "topology_spread" in pods.columns else None
+    text = own.fillna("").astype(str).str.strip() if own is not None else None
+    columns = [pods[c].fillna("").astype(str) for c in ("namespace", "labels", "owner_kind",
+                                                        "owner_name")]  # fmt: skip
+    found: dict[tuple[str, str, str, str], bool] = {}
+    count = 0
+    for i, key in enumerate(zip(*columns, strict=True)):
+        if text is not None and text.iat[i] not in ("", "[]", "null"):
+            continue
+        selected = found.get(key)
+        if selected is None:
+            namespace, labels, kind, name = key
+            parsed = _json_object(labels)
+            selector = held.default_selector(
+                namespace or "default",
+                {str(k): str(v) for k, v in parsed.items()},
+                controller_from_owner(kind, name),
+            )
+            selected = found[key] = not selector.empty
+        count += selected
+    return count
 
 
 def _pod_affinity_terms(pods: pd.DataFrame) -> int:

@@ -1,0 +1,329 @@
+"""PodTopologySpread's System default constraints in a replay, without ``Profile.evaluate``.
+
+With the snapshot's ReplicaSets / StatefulSets / Services, nearly every replicated pod gets the
+System default constraints (hostname maxSkew 3 + zone maxSkew 5, both ScheduleAnyway, selector
+from ``helper.DefaultSelector``). For a pod whose *only* topology work is those defaults (no own
+constraints, no pod (anti-)affinity terms, no placed pod's terms matching it — ``TopologyCheck``
+decides), PodTopologySpread never filters, and its score is a function of few numbers:
+
+- per node, the selector group's matching pods ``cnt`` (sparse: at most the group's replicas
+  are non-zero), kept incrementally here per group (namespace, selector) from the nodes the
+  replay touches (``touch``: the node's placed pods are diffed against the last copy);
+- per zone, the group's count over the nodes the pod's node affinity admits
+  (``nodeAffinityPolicy: Honor``; taints are Ignored for the defaults), kept per zone as well;
+- the feasible nodes: ``|F|`` (hostname weight ``ln(|F| + 2)``) and the zones they register
+  (zone weight ``ln(Z + 2)``, only registered zones count).
+
+So every node without a matching pod scores a raw ``round(2 + C_zone · w_z + 4)`` that depends on
+its zone alone, and only the group's occupied nodes need their own arithmetic. ``choose`` adds
+the profile's weight × the normalised score (``100 · (max + min − s) / max``, Go int64 division,
+all 100 when max is 0) to the cache's resource totals with one gather per zone value, patches the
+occupied nodes, and draws among the ties exactly as ``Profile.select`` does — the same totals
+and tie set as ``TopologyCheck.choose`` (equivalence: ``tests/test_replay_default_spread.py``).
+Cases it does not cover (a node without the hostname label, a zone label with the empty value,
+static score plugins whose raw score varies) return ``UNHANDLED`` and the pod goes through
+``TopologyCheck.choose``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyzer.scheduling.arith import BoolArray, Int64Array
+from analyzer.scheduling.constraints import affinity_mask
+from analyzer.scheduling.label_selectors import LabelSelector
+from analyzer.scheduling.pod_index import PlacedPod, domains
+from analyzer.scheduling.podtopologyspread import HOSTNAME, MAX_NODE_SCORE, SYSTEM_DEFAULTS, ZONE
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+LOWEST = np.iinfo(np.int64).min
+_HOST_SKEW = SYSTEM_DEFAULTS[0].max_skew - 1  # 2: hostname maxSkew 3
+_ZONE_SKEW = SYSTEM_DEFAULTS[1].max_skew - 1  # 4: zone maxSkew 5
+UNHANDLED = -1
+ZONE_MASKS = 16  # up to this many zone values, per-zone node masks (else a bincount per pod)  # ``choose``: this case is not covered here, use ``TopologyCheck.choose``
+_LabelKey = tuple[str, frozenset[tuple[str, str]]]  # (namespace, labels) of placed pods
+
+
+@dataclass
+class _Group:
+    """One (namespace, selector): its matching live pods per node (sparse) and per zone slot."""
+
+    nodes: dict[int, int] = field(default_factory=dict)
+    zones: list[int] = field(default_factory=list)  # per zone slot
+
+
+class DefaultSpread:
+    """Per-selector counts kept on bind/unbind and the exact System-default score per pod."""
+
+    def __init__(self, state: ClusterState, weight: int) -> None:
+        self.state = state
+        self.weight = weight
+        zone = domains(state, ZONE)
+        host = domains(state, HOSTNAME)
+        self.handled = bool((host.ids >= 0).all()) and "" not in zone.values
+        self.width = len(zone.values) + 1  # the last slot: nodes without the zone label
+        self.slot = np.where(zone.ids < 0, len(zone.values), zone.ids).astype(np.int64)
+        self.slot_list: list[int] = self.slot.tolist()
+        self.zone_masks: list[BoolArray | None] | None = None
+        if self.width <= ZONE_MASKS:
+            self.zone_masks = [(m if m.any() else None)
+                               for m in (self.slot == z for z in range(self.width))]  # fmt: skip
+        self.labelled = np.ones(self.width, dtype=bool)
+        self.labelled[-1] = False  # nodes without the label: no zone contribution
+        self.labelled_list: list[bool] = self.labelled.tolist()
+        self._groups: dict[tuple[str, LabelSelector], _Group] = {}
+        self._by_id: dict[tuple[str, int], tuple[LabelSelector, _Group]] = {}
+        self._label_nodes: dict[_LabelKey, dict[int, int]] = {}  # live pods per label group
+        self._targets: dict[_LabelKey, list[_Group]] = {}
+        # matching without the cross product (tens of thousands of ReplicaSets): selectors by
+        # the (namespace, key, value) pairs of their first ``In`` requirement (``_anchor``),
+        # label groups by each of their pairs
+        self._selectors_at: dict[tuple[str, str, str], list[tuple[LabelSelector, _Group]]] = {}
+        self._loose: dict[str, list[tuple[LabelSelector, _Group]]] = {}  # no In requirement
+        self._labels_at: dict[tuple[str, str, str], list[_LabelKey]] = {}
+        self._labels_in: dict[str, list[_LabelKey]] = {}
+        self._keys: dict[int, tuple[Mapping[str, str], _LabelKey]] = {}  # by id(labels)
+        self._copies: list[list[PlacedPod]] = [[] for _ in range(state.node_count)]
+        # id(pod.constraints) -> (constraints, the nodes its node affinity admits or None for
+        # every node); the constraints object is kept so its id stays unique
+        self._admitted: dict[int, tuple[object, BoolArray | None]] = {}
+        index = state.pod_index
+        if index is not None:  # pods bound before this replay step asked for the counts
+            for node, placed in enumerate(index.pods):
+                if placed:
+                    self.touch(node)
+
+    # ------------------------------------------------------------------ counts
+
+    def _key(self, pod: PlacedPod) -> _LabelKey:
+        held = self._keys.get(id(pod.labels))
+        if held is not None and held[0] is pod.labels and held[1][0] == pod.namespace:
+            return held[1]
+        found = (pod.namespace, frozenset(pod.labels.items()))
+        self._keys[id(pod.labels)] = (pod.labels, found)  # the dict kept: its id stays its own
+        return found
+
+    def touch(self, node: int) -> None:
+        """Node ``node`` changed: account the pods bound or removed since its last copy."""
+        index = self.state.pod_index
+        if index is None:
+            return
+        now, before = index.pods[node], self._copies[node]
+        same = all(a is b for a, b in zip(now, before, strict=False))
+        if same and len(now) == len(before) + 1:  # PodIndex.add appends
+            self._step(node, now[-1], 1)
+        elif not same or len(now) != len(before):
+            left = list(before)
+            for pod in now:
+                for i, old in enumerate(left):
+                    if old is pod:
+                        del left[i]
+                        break
+                else:
+                    self._step(node, pod, 1)
+            for pod in left:
+                self._step(node, pod, -1)
+        self._copies[node] = list(now)
+
+    def _step(self, node: int, pod: PlacedPod, step: int) -> None:
+        if pod.terminating:  # countPodsMatchSelector skips terminating pods
+            return
+        key = self._key(pod)
+        per_node = self._label_nodes.get(key)
+        if per_node is None:
+            per_node = self._new_label_group(key)
+        left = per_node.get(node, 0) + step
+        if left:
+            per_node[node] = left
+        else:
+            per_node.pop(node, None)
+        slot = self.slot_list[node]
+        for group in self._targets[key]:
+            left = group.nodes.get(node, 0) + step
+            if left:
+                group.nodes[node] = left
+            else:
+                group.nodes.pop(node, None)
+            group.zones[slot] += step
+
+    def group(self, namespace: str, selector: LabelSelector) -> _Group:
+        """The counts of ``selector`` in ``namespace`` (built from the label groups once)."""
+        held = self._by_id.get((namespace, id(selector)))  # callers reuse selector objects
+        if held is not None and held[0] is selector:
+            return held[1]
+        found = self._groups.get((namespace, selector))
+        if found is None:
+            found = self._new_group(namespace, selector)
+        self._by_id[(namespace, id(selector))] = (selector, found)
+        return found
+
+    def _new_group(self, namespace: str, selector: LabelSelector) -> _Group:
+        group = _Group(zones=[0] * self.width)
+        self._groups[(namespace, selector)] = group
+        if selector.empty or selector.nothing:  # countPodsMatchSelector: 0 (nil: none match)
+            return group
+        anchor = _anchor(selector)
+        if anchor is None:
+            self._loose.setdefault(namespace, []).append((selector, group))
+            candidates = self._labels_in.get(namespace, [])
+        else:
+            key, values = anchor
+            candidates = []
+            for value in values:
+                self._selectors_at.setdefault((namespace, key, value), []).append((selector, group))
+                candidates += self._labels_at.get((namespace, key, value), [])
+        for label_key in candidates:
+            if selector.matches(dict(label_key[1])):
+                self._targets[label_key].append(group)
+                for node, live in self._label_nodes[label_key].items():
+                    group.nodes[node] = group.nodes.get(node, 0) + live
+                    group.zones[self.slot_list[node]] += live
+        return group
+
+    def _new_label_group(self, key: _LabelKey) -> dict[int, int]:
+        """Register the label group ``key`` and find the kept selectors it feeds."""
+        namespace, pairs = key
+        labels = dict(pairs)
+        per_node: dict[int, int] = {}
+        self._label_nodes[key] = per_node
+        self._labels_in.setdefault(namespace, []).append(key)
+        targets = []
+        for name, value in pairs:
+            self._labels_at.setdefault((namespace, name, value), []).append(key)
+            for selector, group in self._selectors_at.get((namespace, name, value), ()):
+                if selector.matches(labels):
+                    targets.append(group)
+        for selector, group in self._loose.get(namespace, ()):
+            if selector.matches(labels):
+                targets.append(group)
+        self._targets[key] = targets
+        return per_node
+
+    # ------------------------------------------------------------------ choice
+
+    def choose(
+        self,
+        masked: Int64Array,
+        state: ClusterState,
+        pod: PodDemand,
+        selector: LabelSelector,
+        rng: np.random.Generator,
+    ) -> int | None:
+        """``select`` over the resource totals ``masked`` (``LOWEST``: infeasible) plus the
+        weighted System-default score of ``pod`` (selector ``selector``); ``UNHANDLED`` when
+        this case is left to ``TopologyCheck.choose``."""
+        if not self.handled:
+            return UNHANDLED
+        total = self.totals(masked, state, pod, selector)
+        if total is None:
+            return None
+        best = total.max()
+        ties = np.flatnonzero(total == best)
+        if len(ties) == 1:
+            return int(ties[0])
+        return int(ties[int(rng.integers(len(ties)))])
+
+    def totals(
+        self, masked: Int64Array, state: ClusterState, pod: PodDemand, selector: LabelSelector
+    ) -> Int64Array | None:
+        """``masked`` + weight × the normalised System-default score on the feasible nodes
+        (infeasible ones stay far below; None: no node is feasible). Needs ``handled``."""
+        feasible = masked != LOWEST
+        if self.zone_masks is not None:  # a few zones: one AND and count per zone
+            per_zone = [0 if m is None else int(np.count_nonzero(feasible & m))
+                        for m in self.zone_masks]  # fmt: skip
+        else:
+            per_zone = np.bincount(self.slot[feasible], minlength=self.width).tolist()
+        size = sum(per_zone)
+        if size == 0:
+            return None
+        group = self.group(pod.namespace, selector)
+        registered = [n > 0 for n in per_zone]
+        w_host = math.log(size + 2)
+        w_zone = math.log(sum(registered) + 2)
+        held = self._admitted.get(id(pod.constraints))  # demands share constraints objects
+        if held is None or held[0] is not pod.constraints:
+            mask = affinity_mask(state, pod)
+            held = self._admitted[id(pod.constraints)] = (
+                pod.constraints,
+                None if mask.all() else mask,
+            )
+        admitted = held[1]
+        if admitted is None:
+            zone_counts = group.zones
+        else:  # only pods on nodes the pod's node affinity admits count (Honor)
+            zone_counts = [0] * self.width
+            for node, cnt in group.nodes.items():
+                if admitted[node]:
+                    zone_counts[self.slot_list[node]] += cnt
+        # float64 sums in upstream's order: hostname contribution, then zone
+        # only domains registered by a feasible node receive counts
+        zone_part = [
+            float(c if reg else 0) * w_zone + _ZONE_SKEW if lab else None
+            for c, reg, lab in zip(zone_counts, registered, self.labelled_list, strict=True)
+        ]
+        empty_raw = [_round(_host(0, w_host) + z) if z is not None else _HOST_SKEW
+                     for z in zone_part]  # fmt: skip
+        occupied: dict[int, int] = {}
+        occupied_in_zone = [0] * self.width
+        if group.nodes:
+            nodes = list(group.nodes)
+            usable = feasible[nodes].tolist()
+            slots = self.slot_list
+            for node, cnt, ok in zip(nodes, group.nodes.values(), usable, strict=True):
+                if ok:
+                    z = zone_part[slots[node]]
+                    host = _host(cnt, w_host)
+                    occupied[node] = _round(host + z) if z is not None else _round(host)
+                    occupied_in_zone[slots[node]] += 1
+        raws = list(occupied.values())
+        for slot, (n, taken) in enumerate(zip(per_zone, occupied_in_zone, strict=True)):
+            if n > taken:
+                raws.append(empty_raw[slot])
+        high, low = max(max(raws), 0), min(raws)
+        weight = self.weight
+        if high == 0:
+            total = masked + weight * MAX_NODE_SCORE
+            fix: Mapping[int, int] = {}
+        else:
+            bonus = [weight * (MAX_NODE_SCORE * (high + low - r) // high) for r in empty_raw]
+            if len(set(bonus)) == 1:  # one zone value (or none labelled): no gather
+                total = masked + bonus[0]
+            else:
+                total = np.array(bonus, dtype=np.int64).take(self.slot)
+                total += masked  # infeasible nodes stay far below any feasible one
+            top = MAX_NODE_SCORE
+            fix = {
+                node: base + weight * (top * (high + low - r) // high)
+                for (node, r), base in zip(
+                    occupied.items(), masked[list(occupied)].tolist(), strict=True
+                )
+            }
+        if fix:
+            total[list(fix)] = list(fix.values())
+        return total
+
+
+def _anchor(selector: LabelSelector) -> tuple[str, tuple[str, ...]] | None:
+    """The key and values of the selector's first ``In`` requirement: a pod it matches carries
+    one of those (key, value) pairs (None: no ``In`` requirement)."""
+    for requirement in selector.requirements:
+        if requirement.operator == "In":
+            return requirement.key, tuple(requirement.values)
+    return None
+
+
+def _round(value: float) -> int:
+    """Go ``math.Round`` of a non-negative float (``arith.go_round`` without numpy scalars:
+    ``value − trunc(value)`` is exact)."""
+    whole = math.trunc(value)
+    return whole + 1 if value - whole >= 0.5 else whole
+
+
+def _host(cnt: int, weight: float) -> float:
+    """The hostname constraint's float64 contribution (``0 + cnt · w + maxSkew − 1``)."""
+    return 0.0 + (float(cnt) * weight + _HOST_SKEW)
