@@ -202,6 +202,30 @@ def test_decision_notes_when_both_needs_more_than_repack_only() -> None:
     assert "packed worse" not in d["sentence"]
 
 
+def test_decision_says_when_only_the_whole_cluster_rules_a_row_out() -> None:
+    # "both" frees 6 nodes of this pool with no more violations or waits here than today, but
+    # its whole-cluster replay breaches more (elsewhere): best is "repack only" (3), and the
+    # sentence says why the bigger saving is not taken, with the whole cluster's figures
+    rows = _rows({"today": 10, "right-size only": 10, "repack only": 7, "both": 4})
+    cluster = {"today": {"violations": 5, "pods_waited": 0},
+               "right-size only": {"violations": 5, "pods_waited": 0},
+               "repack only": {"violations": 5, "pods_waited": 0},
+               "both": {"violations": 90, "pods_waited": 2}}  # fmt: skip
+    d = decisions.simulated_decision(rows, "repack only", workloads_changed=4,
+                                     baseline="kube-default", repack="lw", cluster=cluster)  # fmt: skip
+    assert d["nodes"] == 3
+    assert (
+        "Scenario 'both' would leave 6 nodes of this pool empty with no more violations or "
+        "waiting pods here than today, but in the whole cluster it had 90 violations and 2 pods "
+        "waiting (today: 5 and 0), so it is not counted." in d["sentence"]
+    )
+    # the pool's own figures rule it out: no such sentence (the table shows it)
+    rows[3]["violations"] = 1
+    d = decisions.simulated_decision(rows, "repack only", workloads_changed=4,
+                                     baseline="kube-default", repack="lw", cluster=cluster)  # fmt: skip
+    assert "not counted" not in d["sentence"]
+
+
 def test_decision_without_a_removable_node_is_no_release() -> None:
     d = decisions.simulated_decision(_rows(dict.fromkeys(SCENARIOS, 10)), "today",
                                      workloads_changed=0, baseline="kd", repack="ma")  # fmt: skip

@@ -202,6 +202,32 @@ def _workloads(n: int) -> str:
     return f"{n} workload{'s' if n != 1 else ''}"
 
 
+def _passed_over(
+    rows: list[Mapping[str, Any]],
+    by: Mapping[str, Mapping[str, Any]],
+    best: str,
+    cluster: Mapping[str, Mapping[str, int]] | None,
+) -> str:
+    """Why the row freeing the most nodes of the pool is not the best one, when only the whole
+    cluster's figures rule it out (``cluster``: scenario -> ``violations``, ``pods_waited``)."""
+    if not cluster or TODAY not in cluster:
+        return ""
+    today = by[TODAY]
+    top = max(rows, key=lambda r: int(r["nodes_removable"]))
+    if top["name"] == best or int(top["nodes_removable"]) <= int(by[best]["nodes_removable"]):
+        return ""
+    if top["violations"] > today["violations"] or top["pods_waited"] > today["pods_waited"]:
+        return ""  # the pool's own figures rule it out: the table shows why
+    whole, whole_today = cluster[top["name"]], cluster[TODAY]
+    return (
+        f" Scenario '{top['name']}' would leave {_nodes(int(top['nodes_removable']))} of this pool "
+        f"empty with no more violations or waiting pods here than today, but in the whole cluster "
+        f"it had {whole['violations']} violations and {whole['pods_waited']} pods waiting "
+        f"(today: {whole_today['violations']} and {whole_today['pods_waited']}), so it is not "
+        "counted."
+    )
+
+
 def simulated_decision(
     rows: list[Mapping[str, Any]],
     best: str,
@@ -211,6 +237,7 @@ def simulated_decision(
     repack: str,
     forecast_action: str = "none",
     both_worse_because: str = "",
+    cluster: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Any]:
     """The pool's decision from its simulated scenario rows (``name``, ``nodes_peak``,
     ``nodes_removable``, ``violations``, ``pods_waited``) and its best scenario's name.
@@ -269,6 +296,7 @@ def simulated_decision(
             )
             + " (docs/whatif.md)."
         )
+    sentence += _passed_over(rows, by, best, cluster)
     if forecast_action == "add" and n > 0:
         sentence += (
             " The forecast decision asks to add nodes: the simulation covers the busiest week "

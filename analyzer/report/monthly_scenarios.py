@@ -79,6 +79,10 @@ def scenarios_review(
             repack=result.repack,
             forecast_action=pool["decision"]["action"],
             both_worse_because=result.kept_refused,
+            cluster={
+                run.name: {"violations": run.violations, "pods_waited": run.pods_waited}
+                for run in result.scenarios
+            },
         )
     reviewed = {p["name"] for p in review.payload["pools"]}
     notes += [
