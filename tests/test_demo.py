@@ -99,8 +99,8 @@ def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
         assert any(n.startswith("The demo's observed placement") for n in said), name
     on_page = {s["name"] for s in report["comparison"]["strategies"]} - {"observed"}
     topology = next(n for n in report["notes"] if n.startswith("Topology spread"))
-    assert set(topology.split(" are applied by ")[1].split(" (PodTopologySpread)")[0].split(", "))\
-        == on_page  # fmt: skip
+    applied = topology.split(" are applied by ")[1].split(" (PodTopologySpread")[0]
+    assert set(applied.split(", ")) == on_page
     searched = {r["name"] for r in rows if r["kind"] == "searched"}
     assert all(label in " ".join(notes["search.json"]) for label in searched)
 

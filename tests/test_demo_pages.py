@@ -175,7 +175,8 @@ def test_whatif_pages_show_the_constraints_in_play(demo: Path, tmp_path: Path) -
             f"Topology spread constraints of {spreading:,} pods and pod (anti-)affinity terms of "
             f"{terms:,} pods" in text
         ), page
-        assert "(PodTopologySpread)" in text and "(InterPodAffinity)" in text, page
+        assert "(PodTopologySpread and InterPodAffinity)" in text, page  # same strategies
+        assert "(generated with the synthetic cluster)" in text, page
         broken = re.search(r"at the end of the data ([\d,]+) of the ([\d,]+) running pods", text)
         assert broken, page
         sharing, carrying = (int(g.replace(",", "")) for g in broken.groups())

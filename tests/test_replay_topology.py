@@ -223,7 +223,11 @@ def test_whatif_notes_say_what_the_replay_applied(
     text = " ".join(topology_notes(snapshot, [kube, fgd]))
     spreading = int((snapshot.pods["topology_spread"] != "[]").sum())
     assert f"Topology spread constraints of {spreading:,} pods" in text
-    assert "applied by kube-default (PodTopologySpread)" in text
+    # one strategy applies both plugins: named once; the constraints are the generator's
+    assert "applied by kube-default (PodTopologySpread and InterPodAffinity)" in text
+    assert (
+        "(generated with the synthetic cluster)" in text and "Kubernetes objects) are" not in text
+    )
     # the generator keeps its ReplicaSets and StatefulSets: default spreading for the pods they
     # own that have no constraints of their own
     pods = snapshot.pods

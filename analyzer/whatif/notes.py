@@ -112,7 +112,7 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
     if required:
         appliers = "every strategy" if not ignoring else ", ".join(applying) or "no strategy"
         notes.append(
-            f"Required node affinity of {_pl(required, 'pod', 'pods')} (from Kubernetes objects) "
+            f"Required node affinity of {_pl(required, 'pod', 'pods')} ({_origin(snapshot)}) "
             f"restricts where they may go, applied by {appliers} (the NodeAffinity filter)."
         )
     else:
@@ -197,12 +197,16 @@ def topology_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[s
     spread_by, affinity_by = names(_SPREAD), names(_INTER_POD)
     notes = []
     if spreading or terms:
+        appliers = (
+            f"{', '.join(spread_by)} (PodTopologySpread and InterPodAffinity)"
+            if spread_by and spread_by == affinity_by
+            else f"{', '.join(spread_by) or 'no strategy'} (PodTopologySpread) and "
+            f"{', '.join(affinity_by) or 'no strategy'} (InterPodAffinity)"
+        )
         notes.append(
             f"Topology spread constraints of {_pl(spreading, 'pod', 'pods')} and pod "
-            f"(anti-)affinity terms of {_pl(terms, 'pod', 'pods')} (from Kubernetes objects) are "
-            f"applied by {', '.join(spread_by) or 'no strategy'} (PodTopologySpread) and "
-            f"{', '.join(affinity_by) or 'no strategy'} (InterPodAffinity), as kube-scheduler's "
-            "default profile does."
+            f"(anti-)affinity terms of {_pl(terms, 'pod', 'pods')} ({_origin(snapshot)}) are "
+            f"applied by {appliers}, as kube-scheduler's default profile does."
         )
     else:
         notes.append(
@@ -348,6 +352,12 @@ _FIELD_WORDS = {
     "priority": "priorities",
     "container_images": "container images",
 }
+
+
+def _origin(snapshot: Snapshot) -> str:
+    """Where a snapshot's pod constraints came from: the generator's, or Kubernetes objects."""
+    synthetic = snapshot.meta.source.startswith("synthetic:")
+    return "generated with the synthetic cluster" if synthetic else "from Kubernetes objects"
 
 
 def field_source_notes(snapshot: Snapshot) -> list[str]:
