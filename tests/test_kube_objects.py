@@ -8,6 +8,7 @@ the generator and a real Prometheus is in test_collect_kube_objects.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +302,18 @@ def test_priorities_from_priority_classes() -> None:
         "default-prio": 50,
     }
     assert kept["PodDisruptionBudget"][0]["status"] == {"disruptionsAllowed": 2}
+
+
+def test_a_missing_priority_class_label_is_no_class() -> None:
+    # kube_pod_info without a priority_class label leaves <NA> in the column (not ""): the pod
+    # has no class, so the globalDefault class's value applies as for u-api ("" above)
+    snapshot = _snapshot()
+    pods = snapshot.pods.copy()
+    pods["priority_class"] = pods["priority_class"].mask(pods["uid"] == "u-api")
+    assert pods.loc[pods["uid"] == "u-api", "priority_class"].isna().all()
+    got, _ = enrich_snapshot(replace(snapshot, pods=pods), _index(_objects()))
+    row = _pods(got)["u-api"]
+    assert row["priority"] == 50 and json.loads(row["field_sources"])["priority"] == "inferred"
 
 
 def test_objects_kept_for_default_spreading() -> None:

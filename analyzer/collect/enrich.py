@@ -229,7 +229,10 @@ def enrich_pods(
         else:
             columns["container_images"].append("{}")
             sources["container_images"] = "none"
-        klass = str(row.get("priority_class") or "") or (fields.priority_class if fields else "")
+        raw_class = row.get("priority_class")  # <NA> when kube_pod_info had no class label
+        klass = (raw_class if isinstance(raw_class, str) else "") or (
+            fields.priority_class if fields else ""
+        )
         priority = row.get("priority")
         if fields is not None and fields.priority is not None:
             priority, sources["priority"] = fields.priority, "objects"
