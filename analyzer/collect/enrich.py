@@ -149,19 +149,7 @@ def enrich_pods(
     counts: Counter[tuple[str, str]] = Counter()
     unmatched: list[str] = []
     columns: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "tolerations",
-            "node_selector",
-            "affinity",
-            "topology_spread",
-            "labels",
-            "priority",
-            "workload_kind",
-            "workload_name",
-            "field_sources",
-            "container_images",
-        )
+        name: [] for name in (*POD_FIELDS, "workload_kind", "workload_name", "field_sources")
     }
     texts: dict[int, dict[str, str]] = {}  # per template: its fields as JSON cells
     source_texts: dict[tuple[tuple[str, str], ...], str] = {}
