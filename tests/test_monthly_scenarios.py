@@ -210,13 +210,13 @@ def test_decision_says_when_only_the_whole_cluster_rules_a_row_out() -> None:
     cluster = {"today": {"violations": 5, "pods_waited": 0},
                "right-size only": {"violations": 5, "pods_waited": 0},
                "repack only": {"violations": 5, "pods_waited": 0},
-               "both": {"violations": 90, "pods_waited": 2}}  # fmt: skip
+               "both": {"violations": 1090, "pods_waited": 2}}  # fmt: skip
     d = decisions.simulated_decision(rows, "repack only", workloads_changed=4,
                                      baseline="kube-default", repack="lw", cluster=cluster)  # fmt: skip
     assert d["nodes"] == 3
     assert (
         "Scenario 'both' would leave 6 nodes of this pool empty with no more violations or "
-        "waiting pods here than today, but in the whole cluster it had 90 violations and 2 pods "
+        "waiting pods here than today, but in the whole cluster it had 1,090 violations and 2 pods "
         "waiting (today: 5 and 0), so it is not counted." in d["sentence"]
     )
     # the pool's own figures rule it out: no such sentence (the table shows it)

@@ -222,8 +222,8 @@ def _passed_over(
     return (
         f" Scenario '{top['name']}' would leave {_nodes(int(top['nodes_removable']))} of this pool "
         f"empty with no more violations or waiting pods here than today, but in the whole cluster "
-        f"it had {whole['violations']} violations and {whole['pods_waited']} pods waiting "
-        f"(today: {whole_today['violations']} and {whole_today['pods_waited']}), so it is not "
+        f"it had {whole['violations']:,} violations and {whole['pods_waited']:,} pods waiting "
+        f"(today: {whole_today['violations']:,} and {whole_today['pods_waited']:,}), so it is not "
         "counted."
     )
 
