@@ -61,11 +61,11 @@ from analyzer.whatif.kept import (
     FRESH,
     KEPT,
     OBSERVED_PLACEMENT,
+    first_refusal,
     merge,
     pod_pools,
     pools_independent,
     raised_pods,
-    refusal,
 )
 from analyzer.whatif.pool_figures import pool_figures
 
@@ -167,7 +167,16 @@ def _worse(fresh: ScenarioRun, repack: ScenarioRun) -> list[str]:
     ]
 
 
-Kept = tuple[ScenarioRun, ReplayResult, str] | str
+@dataclass(frozen=True)
+class Refused:
+    """Why repack only's placement cannot be kept: the whole sentence (the notes) and its short
+    form with the filters' reasons alone (the monthly decision)."""
+
+    note: str
+    short: str
+
+
+Kept = tuple[ScenarioRun, ReplayResult, str] | Refused
 
 
 def _kept(
@@ -182,13 +191,15 @@ def _kept(
     profile = resolve_strategy(ctx.settings.repack, ctx.settings.kubernetes_version).profile
     assert profile is not None  # the repack strategy is never the observed placement
     raised = raised_pods(ctx.input(False), inp, profile)
-    why = refusal(inp, repack_result, profile, ctx.mats) if raised else ""
-    if why:
-        return (
+    where, reasons = first_refusal(inp, repack_result, profile, ctx.mats) if raised else ("", "")
+    if reasons:
+        clause = (
             "repack only's placement does not pass the filters with the right-sized requests "
-            f"(right-sizing raised the request or load-aware estimate of {len(raised)} pod(s)): "
-            + why
+            f"(right-sizing raised the request or load-aware estimate of {len(raised)} pod(s))"
         )
+        if not where:
+            return Refused(f"{clause}: {reasons}", f"{clause}: {reasons}")
+        return Refused(f"{clause}: {where}: {reasons}", f"{clause}; first refusal: {reasons}")
     kept = _figures(ctx, BOTH, repack_result, KEPT)
     for got, want in [
         ((kept.nodes_peak, kept.violations, kept.pods_waited, kept.never_placed),
@@ -312,9 +323,8 @@ def run_joint(
         if not _worse(fresh, repack) and fresh.nodes_peak <= repack.nodes_peak:
             return []
         outcome = kept(fresh, repack, (results[BOTH], results[REPACK]))
-        if isinstance(outcome, str):  # the clause before the first refusal's pod, and its reason
-            head, _, rest = outcome.partition("): pod ")
-            refused.append(f"{head}); first refusal: {rest.rsplit(': ', 1)[-1]}" if rest else head)
+        if isinstance(outcome, Refused):
+            refused.append(outcome.short)
         else:
             runs[SCENARIOS.index(BOTH)], results[BOTH] = outcome[0], outcome[1]
         return _notes(fresh, repack, outcome)
@@ -371,14 +381,14 @@ def _nodes(count: int) -> str:
 def _notes(fresh: ScenarioRun, repack: ScenarioRun, kept: Kept) -> list[str]:
     """What "both" is where replayed afresh it needed more nodes than "repack only"."""
     see = '(docs/whatif.md: "both" vs "repack only")'
-    if isinstance(kept, str):  # the fresh replay stays: say where it needs more, and why
+    if isinstance(kept, Refused):  # the fresh replay stays: say where it needs more, and why
         notes = [
             f"'both' needed {_nodes(fresh.nodes_peak)} at peak in the whole cluster, more than "
-            f"'repack only' ({repack.nodes_peak}); {kept} {see}"
+            f"'repack only' ({repack.nodes_peak}); {kept.note} {see}"
         ] if fresh.nodes_peak > repack.nodes_peak else []  # fmt: skip
         return notes + [
             f"pool {p}: 'both' needed {_nodes(fresh.pools[p].nodes_peak)} at peak, more than "
-            f"'repack only' ({repack.pools[p].nodes_peak}); {kept}"
+            f"'repack only' ({repack.pools[p].nodes_peak}); {kept.note}"
             for p in _worse(fresh, repack)
         ]
     run, _, why = kept

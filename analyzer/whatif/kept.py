@@ -84,12 +84,22 @@ def _breaks(old: PodDemand, new: PodDemand, load: list[LoadAwareArgs]) -> bool:
 
 def refusal(inp: ReplayInput, result: ReplayResult, profile: Profile, mats: UsageMatrices) -> str:
     """ "" when every run of ``result`` passes ``profile``'s filters at its bind with ``inp``'s
-    demands; else the first refusal. The runs are walked in time order — at each instant the
-    NodeMetrics advance, the runs that end are unbound, then the runs that start are checked and
-    bound in the replay's bind order — with LoadAwareScheduling's feed as in the replay.
-    DaemonSet/static pods are bound unchecked, as the replay binds them."""
+    demands; else the first refusal, as text (:func:`first_refusal`)."""
+    where, reasons = first_refusal(inp, result, profile, mats)
+    return f"{where}: {reasons}" if where else reasons
+
+
+def first_refusal(
+    inp: ReplayInput, result: ReplayResult, profile: Profile, mats: UsageMatrices
+) -> tuple[str, str]:
+    """("", "") when every run of ``result`` passes ``profile``'s filters at its bind with
+    ``inp``'s demands; else the first refusal: (which pod on which node when, the filters'
+    reasons), or ("", why the walk was not made). The runs are walked in time order — at each
+    instant the NodeMetrics advance, the runs that end are unbound, then the runs that start are
+    checked and bound in the replay's bind order — with LoadAwareScheduling's feed as in the
+    replay. DaemonSet/static pods are bound unchecked, as the replay binds them."""
     if profile.uses_devices:
-        return "GPU-sharing profiles are not checked"
+        return "", "GPU-sharing profiles are not checked"
     state = inp.fresh_state()
     feed = LoadFeed.for_profile(inp, profile, state, mats)
     seg = result.segments
@@ -117,13 +127,13 @@ def refusal(inp: ReplayInput, result: ReplayResult, profile: Profile, mats: Usag
             if not checked.feasible[node]:
                 return (
                     f"pod {inp.pod_uids[pod]} on {inp.node_names[node]} at "
-                    f"{pd.Timestamp(when, tz='UTC').isoformat()}: "
-                    + "; ".join(checked.reasons(node))
+                    f"{pd.Timestamp(when, tz='UTC').isoformat()}",
+                    "; ".join(checked.reasons(node)),
                 )
         state.bind(node, demand)
         if feed is not None:
             feed.bound(pod, node, when)
-    return ""
+    return "", ""
 
 
 def _runs_pool(result: ReplayResult, pools: list[str], n_pods: int) -> list[set[str]]:
