@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analyzer.scheduling.queue_order import may_fit, queue_rank
+from analyzer.scheduling.queue_order import TERMINATION_GRACE, may_fit, queue_rank
 from analyzer.sources.catalog import PRIORITY_CLASSES
 from analyzer.sources.lifecycle import JOB_TTL, Describe, Pod, SpecResources, _Names
 from analyzer.sources.placement import (
@@ -41,7 +41,7 @@ from analyzer.sources.placement import (
     preempter_of,
 )
 
-TERMINATION_GRACE = 30  # seconds: kube's default terminationGracePeriodSeconds
+__all__ = ["TERMINATION_GRACE", "priority", "run_lifecycles"]
 _DEPART, _ARRIVE = 0, 1
 _NS = 1_000_000_000
 

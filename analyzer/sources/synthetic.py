@@ -23,6 +23,7 @@ from analyzer.core.resources import PodSpecResources, qos_class
 from analyzer.core.snapshot import (
     ALLOCATABLE,
     CAPACITY,
+    END_PREEMPTED,
     LIMITS,
     NONZERO_REQUESTS,
     REQUESTS,
@@ -226,6 +227,8 @@ def _pod_table(
         "finished": _times([p.finished for p in pods]),
         "first_seen": _times(first),
         "last_seen": _times(last),
+        # a victim deleted by preemption inside the range (``lifecycle_loop``)
+        "end_reason": [END_PREEMPTED if p.preempted is not None else "" for p in pods],
     }
     describe = _describer(spec)
     cells = [describe(p) for p in pods]
