@@ -17,6 +17,7 @@ from replay_fixtures import N, P, build
 from test_replay_preemption import kube_default, runs, with_priorities
 
 from analyzer.core.resources import PodSpecResources
+from analyzer.core.snapshot import END_PREEMPTED, Snapshot
 from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, prepare
 from analyzer.scheduling.queue_order import may_fit, queue_rank
@@ -208,3 +209,54 @@ def test_the_replays_preemption_picks_the_generators_victims(seed: int) -> None:
         assert {inp.pod_uids[v] for v in found["victim"][mine]} == set(victims)
         checked += 1
     assert checked == len(preemptors)
+
+
+def _without_budgets(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` without its PodDisruptionBudgets (the generator's preemption ignores them)."""
+    objects = {k: v for k, v in snapshot.objects.items() if k != "PodDisruptionBudget"}
+    return dataclasses.replace(snapshot, objects=objects)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_created_arrivals_reproduce_the_generators_preemptions(seed: int) -> None:
+    """arrivals="created": every pod arrives when the generator offered it (a second after its
+    creation), and the pods the generator preempted (``end_reason``) run until the replay
+    preempts them, so the waits and preemptions are the replay's own. It still places every pod
+    where and when the generator did, and makes the generator's preemptions: same instant,
+    nominated node and victims. (The generator's preemption does not honour
+    PodDisruptionBudgets: the snapshot is replayed without them.)"""
+    cluster = contended(seed)
+    snapshot = _without_budgets(cluster.snapshot)
+    pods = {p.uid: p for p in cluster.pods}
+    marked = snapshot.pods["end_reason"] == END_PREEMPTED
+    assert set(snapshot.pods["uid"][marked]) == {u for u, p in pods.items() if p.preempted}
+    inp = prepare(snapshot, arrivals="created")
+    ordered = [pods[u] for u in inp.pod_uids]
+    assert (inp.arrival // 10**9).tolist() == [p.arrive for p in ordered]
+    assert inp.replaced is not None and inp.replaced.tolist() == marked.tolist()
+    result = replay(inp, kube_default(), seed=seed)
+    assert np.array_equal(result.node, inp.real_node)
+    bound = inp.real_node >= 0
+    scheduled = np.array([-1 if p.scheduled is None else p.scheduled for p in ordered])
+    assert np.array_equal(result.placed_at[bound] // 10**9, scheduled[bound])
+    assert (result.placed_at[~bound] == NEVER).all()
+    unplaced = np.flatnonzero(~bound & (inp.departure == NEVER))
+    assert result.pending_at_end[unplaced].all()
+    # the preemptions: (time, node, preemptor, victims) of the generator and of the replay
+    made: dict[tuple[int, int, str], set[str]] = {}
+    found = result.preemptions
+    for victim, preemptor, node, time in zip(*(found[c].tolist() for c in
+                                               ("victim", "preemptor", "node", "time")),
+                                             strict=True):  # fmt: skip
+        key = (time // 10**9, node, inp.pod_uids[preemptor])
+        made.setdefault(key, set()).add(inp.pod_uids[victim])
+    want = {(t, n, p.uid): set(v) for p in ordered for t, n, v in p.preemptions}
+    assert len(want) >= 5 and made == want
+    # a victim's run ends a grace period after its preemption, when the generator's did
+    seg = result.segments
+    for row in np.flatnonzero(marked.to_numpy()).tolist():
+        victim = ordered[row]
+        ends = seg["end"][seg["pod"] == row]
+        assert victim.preempted is not None and len(ends) == 1
+        if victim.finished is not None:
+            assert ends[0] // 10**9 == victim.finished == victim.preempted + TERMINATION_GRACE
