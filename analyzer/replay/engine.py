@@ -305,6 +305,7 @@ def replay(
         for victim in victims:
             for column, value in zip(victim_rows, (victim, pod, node, now), strict=True):
                 column.append(value)
+        pre.deleting[victims] = True
         ending.preempted(pod, victims, now)
         return True
 
@@ -315,8 +316,12 @@ def replay(
         for victim in ending.due(now):
             deleted = ending.deleted.pop(victim)
             changed.append(unbind(victim, now))
-            if (replaced is not None and replaced[victim]) or departure[victim] <= now:
-                continue  # its controller's new pod is in the data, or it has ended anyway
+            if replaced is not None and replaced[victim]:
+                if pre is not None:
+                    pre.gone[victim] = True
+                continue  # its controller's new pod is in the data
+            if departure[victim] <= now:
+                continue  # it has ended anyway
             fresh = len(seq) + next(renewed)  # after every pod of the data, unique
             seq[victim] = (
                 priority_rank(priorities[victim], deleted, fresh)
@@ -411,6 +416,8 @@ def replay(
                         # a victim terminating there, its replacement a pod of the data: gone
                         gone = pod in ending.until and replaced is not None and replaced[pod]
                         unbind(pod, now)
+                        if gone and pre is not None:
+                            pre.gone[pod] = True
                         if not pinned[pod] and not gone:
                             evicted += 1
                             enqueue(pod, now, NODE_LEFT)
