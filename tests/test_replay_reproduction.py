@@ -9,6 +9,7 @@ generated ones check the whole loop against the replay on contended clusters."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from replay_fixtures import N, P, build
 from test_replay_preemption import kube_default, runs, with_priorities
 
 from analyzer.core.resources import PodSpecResources
-from analyzer.core.snapshot import END_PREEMPTED, Snapshot
+from analyzer.core.snapshot import END_PREEMPTED, kept_objects
 from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, prepare
 from analyzer.scheduling.queue_order import may_fit, queue_rank
@@ -37,6 +38,7 @@ def _template(name: str, priority_class: str) -> Template:
 
 
 LOW, HIGH = _template("batch", ""), _template("api", "high")
+CACHE = _template("cache", "")
 
 
 def _pod(uid: str, template: Template, created: int, deleted: int | None = None) -> Pod:
@@ -82,6 +84,40 @@ def test_preemption_deletes_the_victim_and_its_controller_recreates_it() -> None
     new = others[0]
     assert new.owner_name == low.owner_name and new.uid != low.uid and new.name != low.name
     assert (new.created, new.node, new.phase) == (500, -1, "Pending")
+
+
+def _cache_budget(state: ClusterState) -> None:
+    """A PodDisruptionBudget keeping at least one ``cache`` pod, in ``state.objects``."""
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "cache-pdb", "namespace": "shop"},
+           "spec": {"selector": {"matchLabels": {"app": "cache"}}, "minAvailable": 1}}  # fmt: skip
+    state.objects = kept_objects([pdb])
+
+
+@pytest.mark.parametrize("budget", [False, True])
+def test_the_generators_preemption_honours_disruption_budgets(budget: bool) -> None:
+    # two nodes, each full with one priority-0 pod: b (batch, bound at 101) on one, c (cache,
+    # bound at 201) on the other. h fits nowhere at 500; with equal victims upstream prefers
+    # the node whose victim started last: c's. A budget keeping one cache pod (c, the only one)
+    # makes evicting c a violation, and the node without violations wins: b's.
+    alloc = np.array([[3000, 16 * GIB, 100 * GIB, 0, 110]] * 2, dtype=np.int64)
+    state = ClusterState.empty(("n0", "n1"), ("general", "general"), alloc)
+    if budget:
+        _cache_budget(state)
+    pods = [_pod("b", LOW, 100), _pod("c", CACHE, 200), _pod("h", HIGH, 499)]
+
+    def describe(pod: Pod) -> dict[str, str]:
+        return {"labels": json.dumps({"app": pod.workload_name})}
+
+    run_lifecycles(pods, state, kube_placer("kube-default", seed=0), np.random.default_rng(0),
+                   (0, 1000), describe=describe)  # fmt: skip
+    by = {p.uid: p for p in pods}
+    assert {by["b"].node, by["c"].node} == {0, 1}
+    assert (by["b"].scheduled, by["c"].scheduled) == (101, 201)
+    victim = "b" if budget else "c"
+    node = by[victim].node
+    assert by["h"].preemptions == [(500, node, (victim,))]
+    assert (by["h"].node, by["h"].scheduled) == (node, 530)
 
 
 def test_no_preemption_before_the_observed_range() -> None:
@@ -211,22 +247,15 @@ def test_the_replays_preemption_picks_the_generators_victims(seed: int) -> None:
     assert checked == len(preemptors)
 
 
-def _without_budgets(snapshot: Snapshot) -> Snapshot:
-    """``snapshot`` without its PodDisruptionBudgets (the generator's preemption ignores them)."""
-    objects = {k: v for k, v in snapshot.objects.items() if k != "PodDisruptionBudget"}
-    return dataclasses.replace(snapshot, objects=objects)
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_created_arrivals_reproduce_the_generators_preemptions(seed: int) -> None:
     """arrivals="created": every pod arrives when the generator offered it (a second after its
     creation), and the pods the generator preempted (``end_reason``) run until the replay
     preempts them, so the waits and preemptions are the replay's own. It still places every pod
     where and when the generator did, and makes the generator's preemptions: same instant,
-    nominated node and victims. (The generator's preemption does not honour
-    PodDisruptionBudgets: the snapshot is replayed without them.)"""
+    nominated node and victims, PodDisruptionBudgets honoured alike."""
     cluster = contended(seed)
-    snapshot = _without_budgets(cluster.snapshot)
+    snapshot = cluster.snapshot
     pods = {p.uid: p for p in cluster.pods}
     marked = snapshot.pods["end_reason"] == END_PREEMPTED
     assert set(snapshot.pods["uid"][marked]) == {u for u, p in pods.items() if p.preempted}

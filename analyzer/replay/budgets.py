@@ -30,13 +30,12 @@ sees the budget with fewer healthy pods, as the controller's next sync would.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from analyzer.replay.input import ReplayInput
-from analyzer.scheduling.pdb import DisruptionBudget, disruptions_allowed_for
+from analyzer.scheduling.pdb import DisruptionBudget, with_status
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
@@ -108,9 +107,7 @@ class ReplayBudgets:
             pinned = self.pinned[pods]
             healthy = int(np.count_nonzero(np.where(pinned, alive, running)))
             expected = int(np.count_nonzero(alive))
-            budget = self.budgets[i]
-            allowed = disruptions_allowed_for(budget, expected, healthy)
-            out.append(replace(budget, disruptions_allowed=allowed, disrupted_pods=frozenset()))
+            out.append(with_status(self.budgets[i], expected, healthy))
         return out
 
 
