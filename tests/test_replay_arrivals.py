@@ -9,16 +9,20 @@ give lo2 a 30 s graceful termination and bind h on its node when it is gone."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from replay_fixtures import T0, N, P, build
 from test_replay_preemption import kube_default, runs, with_priorities
 
+from analyzer.cli import main
 from analyzer.core.snapshot import END_PREEMPTED, Snapshot, read_snapshot, write_snapshot
 from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, prepare
+from analyzer.whatif.compare import ARRIVALS_NOTE
 
 SECOND = 10**9
 MINUTE = 60 * SECOND
@@ -124,3 +128,27 @@ def test_a_snapshot_without_end_reason_reads_back_with_it_empty(tmp_path: Path) 
     assert old.pods["end_reason"].tolist() == [""] * len(old.pods)
     inp = prepare(old, arrivals="created")
     assert inp.replaced is not None and not inp.replaced.any()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cli_whatif_arrivals_created(tmp_path: Path, workers: str) -> None:
+    # the module's cluster as recorded (lo2 preempted, r its replacement): with the default
+    # arrivals kube-default sees h arrive when lo2 had gone and preempts nobody; with
+    # --arrivals created it preempts lo2 itself. observed is the data either way.
+    path = write_snapshot(_cluster(marked=True, replacement=True), tmp_path / "snap")
+    runner = CliRunner()
+    runs_of = {}
+    for arrivals in ("scheduled", "created"):
+        args = ["whatif", str(path), "--strategy", "kube-default", "--format", "json",
+                "--workers", workers, "--arrivals", arrivals]  # fmt: skip
+        out = runner.invoke(main, args)
+        assert out.exit_code == 0, out.output
+        runs_of[arrivals] = json.loads(out.output)
+    for arrivals, preempted in (("scheduled", 0), ("created", 1)):
+        data = runs_of[arrivals]
+        observed, kube = (s["outcomes"][0] for s in data["strategies"])
+        assert observed["preempted"] == 0 and kube["preempted"] == preempted
+        assert (ARRIVALS_NOTE in data["notes"]) == (arrivals == "created")
+    assert runs_of["created"]["strategies"][0] == runs_of["scheduled"]["strategies"][0]
+    refused = runner.invoke(main, ["whatif", str(path), "--search", "--arrivals", "created"])
+    assert refused.exit_code == 2 and "--arrivals" in refused.output
