@@ -54,7 +54,7 @@ from dataclasses import replace
 import numpy as np
 
 from analyzer.replay.budgets import ReplayBudgets
-from analyzer.replay.refusals import Journal, Refusal
+from analyzer.replay.refusals import Journal
 from analyzer.replay.topology import TOPOLOGY_PLUGINS as _TOPOLOGY
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
@@ -76,7 +76,6 @@ from analyzer.scheduling.state import ClusterState, PodDemand
 NEVER = PREEMPTION_POLICIES[1]  # preemptionPolicy: Never
 RANK_BITS = 40  # arrival ranks below 2⁴⁰ (a trillion pods)
 PRIORITY_TOP = 1 << 31  # above every int32 priority: 2³¹ − priority > 0
-PREEMPTED = Refusal(0, (("preempted by a higher-priority pod; waiting for capacity", 0),))
 # Priority bands of the evaluation (inclusive lower bounds); labels say the ranges.
 BANDS: tuple[tuple[int, str], ...] = (
     (-PRIORITY_TOP, "< 0"),
