@@ -21,8 +21,11 @@ waits in the queue; it preempts no more while its victims terminate (upstream's
 Simplifications kept by both loops: no backoff (a pod is retried at the instant room frees), the
 queue timestamp is not refreshed after a failed attempt, and a nominated node reserves no room
 and is not preferred on the next attempt: when the victims' room frees, the pods that may fit are
-tried in queue order, so only a pod of higher (or equal, earlier) rank than the preemptor can take
-it first — a lower-priority pod cannot, unless room the preemptor cannot use frees elsewhere.
+tried in queue order, so only a pod ranked before the preemptor can take it first. Room that frees
+on the nominated node *while* the victims terminate (another pod ending there) can go to a
+lower-priority pod; upstream would count the nominated preemptor on that node for it
+(``addNominatedPods``), neither loop does. The preemptor then preempts again once its victims are
+gone if it still fits nowhere.
 """
 
 from __future__ import annotations
