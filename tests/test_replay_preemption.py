@@ -35,6 +35,7 @@ from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.evaluate import evaluate
 
 MINUTE = 60 * 10**9
+GRACE = 30 * 10**9  # a victim's graceful termination (kube's default)
 
 
 def with_priorities(snapshot: Snapshot, priorities: Mapping[str, int]) -> Snapshot:
@@ -96,8 +97,11 @@ def test_high_priority_pod_evicts_on_the_node_upstream_picks(full_cluster: Snaps
     1); on b, b1 (priority 5) is a victim and b2 is reprieved (1 + 3 = 4 cores fit). The node
     with the lower highest-victim priority wins before the fewer victims: a, evicting a1 and a2.
 
-    The victims queue again at minute 10: at 20 b1 leaves and frees 3 cores on b, a1 (2 cores,
-    queued first) goes there and a2 no longer fits; at 30 h leaves a and a2 returns to a.
+    As upstream, the victims are deleted at minute 10 and hold their room for the 30 s grace
+    period; h waits, nominated, and is bound on a when they are gone (10:30), where their
+    controllers' new pods (the same rows here) queue again: at 20 b1 leaves and frees 3 cores on
+    b, a1 (2 cores, queued first) goes there and a2 no longer fits; at 30 h leaves a and a2
+    returns to a.
     """
     result = replay(prepare(full_cluster), kube_default(), seed=0)
     pre = result.preemptions
@@ -106,13 +110,16 @@ def test_high_priority_pod_evicts_on_the_node_upstream_picks(full_cluster: Snaps
     assert {names[p] for p in pre["preemptor"]} == {"h"}
     assert {str(full_cluster.nodes["node"][n]) for n in pre["node"]} == {"a"}
     assert runs(full_cluster, result, "h") == [("a", 10, 30)]
-    assert not result.waited[index_of(full_cluster, "h")]  # bound at once
+    h, start = index_of(full_cluster, "h"), prepare(full_cluster).start
+    assert result.placed_at[h] - start == 10 * MINUTE + GRACE  # once the victims are gone
+    assert result.wait[h] == GRACE and set(pre["time"].tolist()) == {start + 10 * MINUTE}
     assert runs(full_cluster, result, "a1") == [("a", 1, 10), ("b", 20, -1)]
     assert runs(full_cluster, result, "a2") == [("a", 2, 10), ("a", 30, -1)]
     assert runs(full_cluster, result, "b2") == [("b", 7, -1)]  # never a victim
-    # a2's wait is recorded; its last refusal: retried at 20, 1 free core on a and on b
+    # a2's wait is recorded (from 10:30, when it was gone); its last refusal: retried at 20,
+    # 1 free core on a and on b
     a2 = index_of(full_cluster, "a2")
-    assert result.wait[a2] == 20 * MINUTE
+    assert result.wait[a2] == 20 * MINUTE - GRACE
     assert result.refusals[a2].message() == "0/2 nodes are available: 2 Insufficient cpu."
 
 

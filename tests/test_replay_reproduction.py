@@ -9,6 +9,7 @@ generated ones check the whole loop against the replay on contended clusters."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ from replay_fixtures import N, P, build
 from test_replay_preemption import kube_default, runs, with_priorities
 
 from analyzer.core.resources import PodSpecResources
+from analyzer.core.snapshot import END_PREEMPTED, kept_objects
 from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, prepare
 from analyzer.scheduling.queue_order import may_fit, queue_rank
@@ -36,6 +38,7 @@ def _template(name: str, priority_class: str) -> Template:
 
 
 LOW, HIGH = _template("batch", ""), _template("api", "high")
+CACHE = _template("cache", "")
 
 
 def _pod(uid: str, template: Template, created: int, deleted: int | None = None) -> Pod:
@@ -81,6 +84,40 @@ def test_preemption_deletes_the_victim_and_its_controller_recreates_it() -> None
     new = others[0]
     assert new.owner_name == low.owner_name and new.uid != low.uid and new.name != low.name
     assert (new.created, new.node, new.phase) == (500, -1, "Pending")
+
+
+def _cache_budget(state: ClusterState) -> None:
+    """A PodDisruptionBudget keeping at least one ``cache`` pod, in ``state.objects``."""
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "cache-pdb", "namespace": "shop"},
+           "spec": {"selector": {"matchLabels": {"app": "cache"}}, "minAvailable": 1}}  # fmt: skip
+    state.objects = kept_objects([pdb])
+
+
+@pytest.mark.parametrize("budget", [False, True])
+def test_the_generators_preemption_honours_disruption_budgets(budget: bool) -> None:
+    # two nodes, each full with one priority-0 pod: b (batch, bound at 101) on one, c (cache,
+    # bound at 201) on the other. h fits nowhere at 500; with equal victims upstream prefers
+    # the node whose victim started last: c's. A budget keeping one cache pod (c, the only one)
+    # makes evicting c a violation, and the node without violations wins: b's.
+    alloc = np.array([[3000, 16 * GIB, 100 * GIB, 0, 110]] * 2, dtype=np.int64)
+    state = ClusterState.empty(("n0", "n1"), ("general", "general"), alloc)
+    if budget:
+        _cache_budget(state)
+    pods = [_pod("b", LOW, 100), _pod("c", CACHE, 200), _pod("h", HIGH, 499)]
+
+    def describe(pod: Pod) -> dict[str, str]:
+        return {"labels": json.dumps({"app": pod.workload_name})}
+
+    run_lifecycles(pods, state, kube_placer("kube-default", seed=0), np.random.default_rng(0),
+                   (0, 1000), describe=describe)  # fmt: skip
+    by = {p.uid: p for p in pods}
+    assert {by["b"].node, by["c"].node} == {0, 1}
+    assert (by["b"].scheduled, by["c"].scheduled) == (101, 201)
+    victim = "b" if budget else "c"
+    node = by[victim].node
+    assert by["h"].preemptions == [(500, node, (victim,))]
+    assert (by["h"].node, by["h"].scheduled) == (node, 530)
 
 
 def test_no_preemption_before_the_observed_range() -> None:
@@ -208,3 +245,47 @@ def test_the_replays_preemption_picks_the_generators_victims(seed: int) -> None:
         assert {inp.pod_uids[v] for v in found["victim"][mine]} == set(victims)
         checked += 1
     assert checked == len(preemptors)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_created_arrivals_reproduce_the_generators_preemptions(seed: int) -> None:
+    """arrivals="created": every pod arrives when the generator offered it (a second after its
+    creation), and the pods the generator preempted (``end_reason``) run until the replay
+    preempts them, so the waits and preemptions are the replay's own. It still places every pod
+    where and when the generator did, and makes the generator's preemptions: same instant,
+    nominated node and victims, PodDisruptionBudgets honoured alike."""
+    cluster = contended(seed)
+    snapshot = cluster.snapshot
+    pods = {p.uid: p for p in cluster.pods}
+    marked = snapshot.pods["end_reason"] == END_PREEMPTED
+    assert set(snapshot.pods["uid"][marked]) == {u for u, p in pods.items() if p.preempted}
+    inp = prepare(snapshot, arrivals="created")
+    ordered = [pods[u] for u in inp.pod_uids]
+    assert (inp.arrival // 10**9).tolist() == [p.arrive for p in ordered]
+    assert inp.replaced is not None and inp.replaced.tolist() == marked.tolist()
+    result = replay(inp, kube_default(), seed=seed)
+    assert np.array_equal(result.node, inp.real_node)
+    bound = inp.real_node >= 0
+    scheduled = np.array([-1 if p.scheduled is None else p.scheduled for p in ordered])
+    assert np.array_equal(result.placed_at[bound] // 10**9, scheduled[bound])
+    assert (result.placed_at[~bound] == NEVER).all()
+    unplaced = np.flatnonzero(~bound & (inp.departure == NEVER))
+    assert result.pending_at_end[unplaced].all()
+    # the preemptions: (time, node, preemptor, victims) of the generator and of the replay
+    made: dict[tuple[int, int, str], set[str]] = {}
+    found = result.preemptions
+    for victim, preemptor, node, time in zip(*(found[c].tolist() for c in
+                                               ("victim", "preemptor", "node", "time")),
+                                             strict=True):  # fmt: skip
+        key = (time // 10**9, node, inp.pod_uids[preemptor])
+        made.setdefault(key, set()).add(inp.pod_uids[victim])
+    want = {(t, n, p.uid): set(v) for p in ordered for t, n, v in p.preemptions}
+    assert len(want) >= 5 and made == want
+    # a victim's run ends a grace period after its preemption, when the generator's did
+    seg = result.segments
+    for row in np.flatnonzero(marked.to_numpy()).tolist():
+        victim = ordered[row]
+        ends = seg["end"][seg["pod"] == row]
+        assert victim.preempted is not None and len(ends) == 1
+        if victim.finished is not None:
+            assert ends[0] // 10**9 == victim.finished == victim.preempted + TERMINATION_GRACE

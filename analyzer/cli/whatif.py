@@ -13,6 +13,7 @@ import pandas as pd
 from analyzer.cli.base import main, report
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
+from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
 
@@ -44,6 +45,7 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
         kubernetes_version=opts["kubernetes_version"],
         thresholds=replace(thresholds, usage=usage),
         workers=opts["workers"],
+        arrivals=opts["arrivals"],
     )
 
 
@@ -77,6 +79,11 @@ def _options(func: Any) -> Any:
                          path_type=Path), default=None,
                          help="With --rightsize: recommend from this history folder instead of "
                          "the snapshot's own pod usage."),
+            click.option("--arrivals", type=click.Choice(ARRIVALS), default=ARRIVALS[0],
+                         show_default=True,
+                         help="When the strategies' pods arrive: when they were scheduled (the "
+                         "data's waits and preemptions as recorded) or when they were created "
+                         "(the replay waits and preempts by itself; docs/scheduling.md)."),
         ]
     ):  # fmt: skip
         func = option(func)
@@ -151,6 +158,9 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     imbalance and the share of pods moved. With --search: a grid of configurations instead, its
     Pareto front (peak nodes, violations, waiting pods) and the configuration to apply.
     """
+    if opts["arrivals"] != ARRIVALS[0] and (opts["search"] or opts["recommendations"]):
+        raise InputError("--arrivals: only for the comparison of strategies (not with --search "
+                         "or --recommendations yet)")  # fmt: skip
     if opts["search"]:
         if opts["rightsize"] is not None:
             raise InputError("--rightsize: not with --search yet; run the search without it")

@@ -83,8 +83,13 @@ POD_COLUMNS: dict[str, str] = {
     "field_sources": "string",  # JSON object: field -> metrics | objects | inferred (FIELD_SOURCES)
     # JSON object {"containers": [image, ...], "initContainers": [...]}; "{}" when unknown
     "container_images": "string",
+    # why the pod ended, when a source knows: "preempted" (deleted by the scheduler's
+    # DefaultPreemption to make room; the generator), "" otherwise or unknown (collected data:
+    # no kube-state-metrics series says so, docs/snapshot.md)
+    "end_reason": "string",
 }
-# Scheduling-constraint columns added later: old snapshots lack them, so they default (never NA).
+# Columns added later (scheduling constraints, end_reason): old snapshots lack them, so they
+# default (never NA).
 JSON_DEFAULTS: dict[str, str] = {
     "taints": "[]",
     "tolerations": "[]",
@@ -94,7 +99,9 @@ JSON_DEFAULTS: dict[str, str] = {
     "field_sources": "{}",
     "images": "[]",
     "container_images": "{}",
+    "end_reason": "",
 }
+END_PREEMPTED = "preempted"  # pods.end_reason of a preemption victim
 # Where a pod's field came from (pods.field_sources values; meta.json extra.field_sources counts):
 # "metrics" = observed in Prometheus (kube-state-metrics), "objects" = read from the Kubernetes
 # objects given to collect --kube-objects, "inferred" = derived by a documented rule (naming

@@ -10,29 +10,32 @@ write at the instant of each preemption attempt, from the budget's spec and the 
   matches (a budget with an empty selector is left out: the scheduler's
   ``filterPodsWithPDBViolation`` skips it);
 - expected pods: those of the budget's pods that exist at that instant — arrived and not yet
-  departed in the snapshot, whether running or waiting (a preempted pod is recreated by its
-  controller and waits: it is still expected). Upstream counts the matching pods for an integer
+  departed in the snapshot, whether running, terminating or waiting (a preempted pod is
+  recreated by its controller and waits: it is still expected), less the pods the replay itself
+  deleted for good (arrivals "created": a victim whose replacement is a pod of the data, once its
+  termination ended). Upstream counts the matching pods for an integer
   ``minAvailable`` and the controllers' scale for a percentage or ``maxUnavailable``; a
   controller's scale is the number of its pods that exist, which is what the replay sees;
-- healthy pods: those of the budget's pods the replay has bound at that instant (ready at once;
-  DaemonSet/static pods, which stay on their own node, count while they exist);
+- healthy pods: those of the budget's pods the replay has bound at that instant and not deleted
+  (ready at once; a preemption victim terminating is not healthy, as upstream's
+  ``countHealthyPods`` skips pods being deleted; DaemonSet/static pods, which stay on their own
+  node, count while they exist);
 - ``status.disruptedPods`` is empty (the scheduler deletes its victims directly, not through the
   eviction API that fills it); the collected status counts are not used.
 
-The replay unbinds victims as soon as it preempts, so a later attempt at the same instant sees the
-budget with fewer healthy pods, as the controller's next sync would.
+A victim stops being healthy as soon as it is preempted, so a later attempt at the same instant
+sees the budget with fewer healthy pods, as the controller's next sync would.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from analyzer.replay.input import ReplayInput
-from analyzer.scheduling.pdb import DisruptionBudget, disruptions_allowed_for
+from analyzer.scheduling.pdb import DisruptionBudget, with_status
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
@@ -81,19 +84,30 @@ class ReplayBudgets:
         found = {i for p in pods for i in self.of_pod.get(p, ())}
         return sorted(found)
 
-    def at(self, now: int, node_of: Int64Array, which: Iterable[int]) -> list[DisruptionBudget]:
+    def at(
+        self,
+        now: int,
+        node_of: Int64Array,
+        which: Iterable[int],
+        deleting: BoolArray | None = None,
+        gone: BoolArray | None = None,
+    ) -> list[DisruptionBudget]:
         """Budgets ``which`` with ``disruptions_allowed`` derived at ``now`` (ns); ``node_of``:
-        the node each pod the scheduler places is bound to now (-1: not bound)."""
+        the node each pod the scheduler places is bound to now (-1: not bound); ``deleting``:
+        pods terminating (not healthy), ``gone``: pods the replay deleted (not expected)."""
         out = []
         for i in which:
             pods = self.members[i]
             alive = (self.arrival[pods] <= now) & (now < self.departure[pods])
+            if gone is not None:
+                alive &= ~gone[pods]
+            running = node_of[pods] >= 0
+            if deleting is not None:
+                running &= ~deleting[pods]
             pinned = self.pinned[pods]
-            healthy = int(np.count_nonzero(np.where(pinned, alive, node_of[pods] >= 0)))
+            healthy = int(np.count_nonzero(np.where(pinned, alive, running)))
             expected = int(np.count_nonzero(alive))
-            budget = self.budgets[i]
-            allowed = disruptions_allowed_for(budget, expected, healthy)
-            out.append(replace(budget, disruptions_allowed=allowed, disrupted_pods=frozenset()))
+            out.append(with_status(self.budgets[i], expected, healthy))
         return out
 
 

@@ -17,8 +17,14 @@ Semantics (DESIGN.md "Replay", normative):
   recorded, and pods still pending at the end are reported. A pod whose real lifetime ends while
   it is still pending leaves the queue unplaced;
 - with DefaultPreemption a pod that fits nowhere may evict lower-priority pods
-  (``analyzer.replay.preemption``): it is bound at once, the victims queue again as pods arriving
-  now and are retried at the same instant;
+  (``analyzer.replay.preemption``), as kube-scheduler does (``analyzer.replay.terminations``): the
+  victims are deleted and keep their room for their graceful termination, the preemptor is
+  nominated, waits in the queue and is bound when room frees (it preempts no more meanwhile).
+  A victim whose termination ends leaves its node and queues again as its controller's new pod
+  (queue timestamp: its deletion), unless the input says that pod is in the data
+  (``ReplayInput.replaced``, arrivals "created": then it is simply gone). With arrivals
+  "created" nobody preempts before the data's start (pods deleted before it are not in the data,
+  so the cluster then held more than the replay knows);
 - pods on a node that leaves go back to the queue (they keep their place by arrival);
 - ties are broken with a seeded ``numpy`` Generator, so the same seed gives the same result;
 - the strategy ``observed`` keeps every pod where it really ran: the baseline.
@@ -30,6 +36,7 @@ placement) goes through ``analyzer.replay.scoring.ScoreCache`` over the scheduli
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +53,6 @@ from analyzer.replay.input import (
 )
 from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.preemption import (
-    PREEMPTED,
     ReplayPreemption,
     by_priority,
     pod_priorities,
@@ -56,6 +62,7 @@ from analyzer.replay.queue import PendingQueue
 from analyzer.replay.refusals import NODE_LEFT, Refusal, RefusalCounter, WaitReasons
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache
+from analyzer.replay.terminations import Terminations
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.gpu.devices import attach_devices
 from analyzer.scheduling.queue_order import queue_rank as priority_rank
@@ -225,7 +232,9 @@ def replay(
     pre = ReplayPreemption.for_profile(
         profile, state, active, demands, priorities, on_node, cache, budgets_of(inp, state)
     )
-    requeued: list[tuple[int, int]] = []  # (victim, node) of this instant, not yet queued
+    replaced = None if inp.replaced is None else inp.replaced.tolist()
+    renewed = itertools.count()  # replacements queued so far (their queue positions)
+    ending = Terminations(inp.start if inp.arrivals == "created" else -NEVER)
     victim_rows: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
     # pinned pods go back to their own node only, so each is a group of its own
     queue = PendingQueue(
@@ -255,6 +264,7 @@ def replay(
         node = bound[pod]
         state.unbind(node, demands[pod])
         on_node[node].discard(pod)
+        ending.forget(pod)
         bound[pod] = -1
         rec.end_segment(pod, now)
         if pre is not None and not pinned[pod]:
@@ -284,56 +294,42 @@ def replay(
         return True
 
     def preempt(pod: int, now: int) -> bool:
-        """DefaultPreemption for ``pod`` (fits nowhere): evict, then bind it on the chosen node."""
-        found = None if pre is None or pinned[pod] else pre.attempt(pod, now, keys[pod])
+        """DefaultPreemption for ``pod`` (fits nowhere): delete the victims (they terminate) and
+        nominate the node; the pod stays pending. True if it preempted."""
+        if pre is None or pinned[pod] or not ending.may_preempt(pod, now):
+            return False
+        found = pre.attempt(pod, now, keys[pod])
         if found is None:
             return False
         node, victims = found
         for victim in victims:
-            unbind(victim, now)
             for column, value in zip(victim_rows, (victim, pod, node, now), strict=True):
                 column.append(value)
-            # the controller's new pod enters the queue now
-            fresh = len(seq) + len(victim_rows[0])
+        pre.deleting[victims] = True
+        ending.preempted(pod, victims, now)
+        return True
+
+    def terminate(now: int, changed: list[int]) -> list[int]:
+        """Victims whose termination ends now leave their node; those whose replacement is not in
+        the data queue again as it (arriving now). Returns them."""
+        back = []
+        for victim in ending.due(now):
+            deleted = ending.deleted.pop(victim)
+            changed.append(unbind(victim, now))
+            if replaced is not None and replaced[victim]:
+                if pre is not None:
+                    pre.gone[victim] = True
+                continue  # its controller's new pod is in the data
+            if departure[victim] <= now:
+                continue  # it has ended anyway
+            fresh = len(seq) + next(renewed)  # after every pod of the data, unique
             seq[victim] = (
-                priority_rank(priorities[victim], now, fresh)
+                priority_rank(priorities[victim], deleted, fresh)
                 if ordered
                 else queue_rank(priorities[victim], fresh, ordered)
             )
-            rec.start_wait(victim, now)
-            why.waits(victim, PREEMPTED)
-            requeued.append((victim, node))
-        bind(pod, node, now)
-        return True
-
-    def settle(now: int) -> None:
-        """Queue this instant's victims and retry them (and what their nodes' room lets in)."""
-        while requeued:
-            victims = list(requeued)
-            requeued.clear()
-            for victim, _ in victims:
-                queue.add(victim)
-            groups = frozenset(queue.group_of(v) for v, _ in victims)
-            retry(now, sorted({node for _, node in victims}), False, groups)
-
-    def retry(
-        now: int, changed: list[int], everything: bool, also: frozenset[bytes] = frozenset()
-    ) -> None:
-        if not queue or cache is None:
-            return
-        heads = queue.representatives()
-        hopeful = heads if everything else cache.may_fit(heads, inp.demands, changed)
-        failed: set[bytes] = set()
-        placed = []
-        for pod in queue.in_order({queue.group_of(p) for p in hopeful} | also, failed):
-            if try_place(pod, now) or preempt(pod, now):
-                placed.append(pod)
-                why.ended(pod)
-            else:
-                failed.add(queue.group_of(pod))  # capacity only shrank since: the rest fail too
-                refused(pod, now)
-        for pod in placed:
-            queue.remove(pod)
+            back.append(victim)
+        return back
 
     def step(now: int, changed: list[int], everything: bool, arriving: list[int]) -> None:
         """One pass over this instant's arrivals and the pending pods that may fit now, merged in
@@ -350,12 +346,13 @@ def replay(
         head = next(pending, None)
         for pod in [*arriving, None]:
             while head is not None and (pod is None or seq[head] < seq[pod]):
-                if try_place(head, now) or preempt(head, now):
+                if try_place(head, now):
                     placed.append(head)
                     why.ended(head)
                 else:
-                    failed.add(queue.group_of(head))  # capacity only shrank: the rest fail too
                     refused(head, now)
+                    if not preempt(head, now):  # nominated: the rest of its group still try
+                        failed.add(queue.group_of(head))  # capacity only shrank: they fail too
                 head = next(pending, None)
             if pod is None:
                 break
@@ -364,8 +361,9 @@ def replay(
                     unbind(pod, now)
                 else:
                     rec.abandoned[pod] = True
-            elif not try_place(pod, now) and not preempt(pod, now):
+            elif not try_place(pod, now):
                 waiting.append((pod, refused(pod, now)))
+                preempt(pod, now)
         for pod in placed:
             queue.remove(pod)
         for pod, reason in waiting:  # queued after the pass (the pass reads the queue)
@@ -375,11 +373,21 @@ def replay(
     starts = np.concatenate([[0], bounds]).astype(np.int64).tolist() if len(times) else []
     stops = [*bounds.tolist(), len(times)] if len(times) else []
     kinds_list, index_list = kinds.tolist(), index.tolist()
-    for lo, hi in zip(starts, stops, strict=True):
+    instants = len(starts)
+    at = 0  # the next instant of the event list
+    while at < instants or ending.next_time() <= inp.end:
+        # the next instant: of the event list, or a victim's termination ending in between
+        lo = starts[at] if at < instants else len(times)
         if stop_after is not None and lo >= stop_after:
             rec.notes.append(f"stopped after {lo} of {len(times)} events (partial replay)")
             break
-        now = int(times[lo])
+        now = int(times[lo]) if at < instants else NEVER
+        hi = lo
+        if ending.next_time() < now:
+            now = ending.next_time()
+        else:
+            hi = stops[at]
+            at += 1
         refreshed = False
         if feed is not None:
             if cache is not None and feed.due(now):
@@ -388,6 +396,7 @@ def replay(
             if refreshed and cache is not None:
                 cache.reloaded(now / 1e9)
         changed: list[int] = []
+        back = terminate(now, changed)
         k = lo
         while k < hi and kinds_list[k] != ARRIVE:
             kind, item = kinds_list[k], index_list[k]
@@ -404,8 +413,12 @@ def replay(
                 if cache is not None:
                     cache.touch(item)
                     for pod in sorted(on_node[item], key=lambda p: seq[p]):
+                        # a victim terminating there, its replacement a pod of the data: gone
+                        gone = pod in ending.until and replaced is not None and replaced[pod]
                         unbind(pod, now)
-                        if not pinned[pod]:
+                        if gone and pre is not None:
+                            pre.gone[pod] = True
+                        if not pinned[pod] and not gone:
                             evicted += 1
                             enqueue(pod, now, NODE_LEFT)
             else:  # NODE_JOIN
@@ -414,11 +427,10 @@ def replay(
                 if cache is not None:
                     cache.touch(item)
             k += 1
-        arriving = index_list[k:hi]
-        if ordered and len(arriving) > 1:  # PrioritySort: higher priority first
+        arriving = [*index_list[k:hi], *back]
+        if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
         step(now, changed, refreshed, arriving)
-        settle(now)
     for pod in queue.pods():
         why.ended(pod)
     result = rec.result(strategy.name, seed, queue.pods())

@@ -1,10 +1,21 @@
 """Replay input: a snapshot as arrays and the time-ordered event list (``analyzer.replay.engine``).
 
 Built once per snapshot and shared by every strategy and seed: nodes with their join/leave times,
-pods with arrival (scheduled, else created, first seen), queue timestamp (created) and departure (finished, else last seen
-when that is before the end of the data), the pod demands on the scheduling core's resource axis,
-and the events sorted by (time, kind: departure < node leaving < node joining < arrival, index).
-Times are int64 nanoseconds since the epoch; ``NEVER`` stands for "not within the data".
+pods with arrival, queue timestamp (created) and departure (finished, else last seen when that is
+before the end of the data), the pod demands on the scheduling core's resource axis, and the events
+sorted by (time, kind: departure < node leaving < node joining < arrival, index). Times are int64
+nanoseconds since the epoch; ``NEVER`` stands for "not within the data".
+
+Two ways to read arrivals (``prepare(..., arrivals=...)``, docs/scheduling.md):
+
+- ``"scheduled"`` (the default): a pod arrives when it was scheduled (else created, first seen),
+  so the data's waits and preemptions reach the replay as what they were — a preemptor arrives
+  once its victims were gone, and the victims end when they did;
+- ``"created"``: every pod arrives when it entered the queue, ``OFFER_DELAY`` after its creation
+  (never after its observed scheduled time), and a pod the data says was preempted
+  (``pods.end_reason``) does not end at its observed time: it runs until the replay preempts it
+  (then it is deleted, not queued again: its controller's replacement is a pod of the data,
+  ``ReplayInput.replaced``) or to the end. The preemptions then come from the replay itself.
 """
 
 from __future__ import annotations
@@ -17,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot, pinned_pods, resources_in
+from analyzer.core.snapshot import END_PREEMPTED, Snapshot, pinned_pods, resources_in
 from analyzer.replay.topology import TOPOLOGY_MARK, InertIndex, in_play, objects_of
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.gpu.devices import workload_of
@@ -35,6 +46,10 @@ DEPART, NODE_LEAVE, NODE_JOIN, ARRIVE = 0, 1, 2, 3
 MINUTE = 60 * 1_000_000_000
 PREEMPT, NEVER_PREEMPT = "PreemptLowerPriority", "Never"  # PriorityClass preemptionPolicy
 FALLBACK_COLUMNS = 1000  # grid points of a snapshot without a step (no usage samples)
+ARRIVALS = ("scheduled", "created")  # how ``prepare`` reads arrivals (module docstring)
+# arrivals="created": a pod's first scheduling attempt, one second after its creation (the data's
+# times are whole seconds; the synthetic generator offers a new pod to its scheduler then too)
+OFFER_DELAY = 1_000_000_000
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
@@ -72,6 +87,10 @@ class ReplayInput:
     # timestamp (``analyzer.scheduling.queue_order``); None: the arrival
     queued: Int64Array | None = None
     instant: int = 0  # pods that depart when (or before) they arrive: placed and removed at once
+    arrivals: str = ARRIVALS[0]  # how arrivals were read (module docstring)
+    # arrivals="created": pods whose controller's replacement is in the data (preempted in it);
+    # the replay deletes them when it preempts them instead of queueing them again. None: none
+    replaced: BoolArray | None = None
     topology: bool = True  # PodTopologySpread / InterPodAffinity may act on a pod (``in_play``)
     events: tuple[Int64Array, Int64Array, Int64Array] = field(
         default_factory=lambda: (np.zeros(0, np.int64),) * 3
@@ -293,8 +312,11 @@ def _fallback_step(start: int, end: int) -> int:
     return max(1, minutes) * MINUTE
 
 
-def prepare(snapshot: Snapshot) -> ReplayInput:
-    """Arrays and the time-ordered event list of ``snapshot`` (shared by every strategy)."""
+def prepare(snapshot: Snapshot, arrivals: str = ARRIVALS[0]) -> ReplayInput:
+    """Arrays and the time-ordered event list of ``snapshot`` (shared by every strategy);
+    ``arrivals``: one of ``ARRIVALS`` (module docstring)."""
+    if arrivals not in ARRIVALS:
+        raise ValueError(f"arrivals must be one of {', '.join(ARRIVALS)}, not {arrivals!r}")
     start = int(snapshot.start.value)
     end = int(snapshot.end.value)
     step = int(snapshot.meta.step_seconds) * 1_000_000_000 or _fallback_step(start, end)
@@ -308,17 +330,24 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
     real_node = np.array(
         [-1 if pd.isna(n) else position.get(str(n), -1) for n in pods["node"]], dtype=np.int64
     )
-    arrival = _ns(pods["scheduled"])
+    scheduled, created = _ns(pods["scheduled"]), _ns(pods["created"])
+    arrival = scheduled
+    if arrivals == "created":
+        offered = np.where(created == NEVER, NEVER, created + OFFER_DELAY)
+        arrival = np.minimum(offered, scheduled)  # NEVER stands in for "unknown" in both
     for column in ("created", "first_seen"):
         fallback = _ns(pods[column])
         arrival = np.where(arrival == NEVER, fallback, arrival)
     arrival[arrival == NEVER] = start
-    created = _ns(pods["created"])
     queued = np.where((created == NEVER) | (created > arrival), arrival, created)
     finished = _ns(pods["finished"])
     last_seen = _ns(pods["last_seen"])
     last_seen[last_seen + step >= end] = NEVER
     departure = np.where(finished != NEVER, finished, last_seen)
+    replaced = None
+    if arrivals == "created":
+        replaced = np.array([r == END_PREEMPTED for r in _column(pods, "end_reason", "")], bool)
+        departure[replaced] = NEVER  # it ends only if the replay preempts it
     pod_resources = sorted(set(resources_in(pods, "requests")))
     template = _node_state(snapshot, pod_resources)
     template.objects = objects_of(snapshot)
@@ -340,6 +369,8 @@ def prepare(snapshot: Snapshot) -> ReplayInput:
         shape_keys=keys,
         template=template,
         queued=queued,
+        arrivals=arrivals,
+        replaced=replaced,
     )
     inp.events, inp.instant = _events(inp)
     inp.topology = in_play(template.objects, demands)

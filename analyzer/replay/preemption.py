@@ -21,9 +21,10 @@ lower priority exists (else it costs nothing):
   one-node copy of the state, with the filters whose answer can change when pods leave (the
   others passed: the node is ``Unschedulable``); ``pick_candidate`` chooses the node in
   upstream's order. Victims' start time is when the replay last bound them;
-- the victims are unbound and queued again as pods arriving now (their controller makes a new
-  pod); the preemptor is bound on the chosen node at once. kube-scheduler nominates the node and
-  binds only after the victims' graceful termination; the replay does not wait.
+- the victims are deleted: they keep their node for their graceful termination and the
+  preemptor waits, nominated (``analyzer.replay.terminations``, the engine); ``deleting`` marks
+  them meanwhile (not healthy for the budgets; still candidates for another preemptor, as
+  upstream lists them on the node until they are gone), ``gone`` the victims deleted for good.
 
 - PodDisruptionBudgets (the snapshot's, ``analyzer.replay.budgets``): ``select_victims`` gets the
   budgets that select a potential victim on the node, with ``disruptionsAllowed`` derived from the
@@ -53,7 +54,7 @@ from dataclasses import replace
 import numpy as np
 
 from analyzer.replay.budgets import ReplayBudgets
-from analyzer.replay.refusals import Journal, Refusal
+from analyzer.replay.refusals import Journal
 from analyzer.replay.topology import TOPOLOGY_PLUGINS as _TOPOLOGY
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
@@ -75,7 +76,6 @@ from analyzer.scheduling.state import ClusterState, PodDemand
 NEVER = PREEMPTION_POLICIES[1]  # preemptionPolicy: Never
 RANK_BITS = 40  # arrival ranks below 2⁴⁰ (a trillion pods)
 PRIORITY_TOP = 1 << 31  # above every int32 priority: 2³¹ − priority > 0
-PREEMPTED = Refusal(0, (("preempted by a higher-priority pod; waiting for capacity", 0),))
 # Priority bands of the evaluation (inclusive lower bounds); labels say the ranges.
 BANDS: tuple[tuple[int, str], ...] = (
     (-PRIORITY_TOP, "< 0"),
@@ -198,6 +198,8 @@ class ReplayPreemption:
             else np.zeros((0, len(state.resources)), dtype=np.int64)
         )
         self.running: Counter[int] = Counter()  # priority -> placed pods running
+        self.deleting = np.zeros(count, dtype=bool)  # victims terminating (still bound)
+        self.gone = np.zeros(count, dtype=bool)  # victims deleted for good (budgets: not expected)
         self.attempts = 0
         self.successes = 0
 
@@ -230,6 +232,7 @@ class ReplayPreemption:
     def unbound(self, pod: int) -> None:
         """``pod`` left its node."""
         self.node[pod] = -1
+        self.deleting[pod] = False
         priority = self.priority[pod]
         self.running[priority] -= 1
         if not self.running[priority]:
@@ -394,7 +397,8 @@ class ReplayPreemption:
         which = self.budgets.covering(pods)
         missing = [i for i in which if i not in derived]
         if missing:
-            derived.update(zip(missing, self.budgets.at(now, self.node, missing), strict=True))
+            found = self.budgets.at(now, self.node, missing, self.deleting, self.gone)
+            derived.update(zip(missing, found, strict=True))
         return [derived[i] for i in which]
 
     def _room(self, demand: PodDemand, priority: int) -> BoolArray:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.core.errors import InputError
@@ -106,6 +106,15 @@ def disruptions_allowed_for(budget: DisruptionBudget, expected: int, healthy: in
         return 0  # upstream leaves the expected count at 0
     allowed = healthy - desired
     return allowed if expected > 0 and allowed > 0 else 0
+
+
+def with_status(budget: DisruptionBudget, expected: int, healthy: int) -> DisruptionBudget:
+    """``budget`` with the status the disruption controller would write for ``expected`` pods,
+    ``healthy`` of them healthy, and no ``disruptedPods`` (a scheduler deletes its victims
+    directly, not through the eviction API that fills it). What the replay's and the synthetic
+    generator's preemption read (``analyzer.replay.budgets``, ``sources.lifecycle_loop``)."""
+    allowed = disruptions_allowed_for(budget, expected, healthy)
+    return replace(budget, disruptions_allowed=allowed, disrupted_pods=frozenset())
 
 
 def disruption_budgets(objects: Iterable[Any], where: str) -> list[DisruptionBudget]:

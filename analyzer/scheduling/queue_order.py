@@ -13,9 +13,19 @@ At every instant, after the departures (and nodes leaving or joining):
   pod's failure ends its queue group's turn for this pass (pods of one group fit or fail alike);
   arriving pods are always tried.
 
+Preemption, in both loops as upstream: the victims are deleted with a graceful termination of
+``TERMINATION_GRACE`` seconds (they hold their room until it ends), the preemptor is nominated and
+waits in the queue; it preempts no more while its victims terminate (upstream's
+``PodEligibleToPreemptOthers``) and is bound when room frees, normally when they are gone.
+
 Simplifications kept by both loops: no backoff (a pod is retried at the instant room frees), the
 queue timestamp is not refreshed after a failed attempt, and a nominated node reserves no room
-and is not preferred on the next attempt.
+and is not preferred on the next attempt: when the victims' room frees, the pods that may fit are
+tried in queue order, so only a pod ranked before the preemptor can take it first. Room that frees
+on the nominated node *while* the victims terminate (another pod ending there) can go to a
+lower-priority pod; upstream would count the nominated preemptor on that node for it
+(``addNominatedPods``), neither loop does. The preemptor then preempts again once its victims are
+gone if it still fits nowhere.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+TERMINATION_GRACE = 30  # seconds: kube's default terminationGracePeriodSeconds
 PRIORITY_TOP = 1 << 31  # above every int32 priority: 2³¹ − priority > 0
 TIEBREAK_BITS = 40  # positions below 2⁴⁰
 TIME_BITS = 64  # queue timestamps: nanoseconds since the epoch, below 2⁶⁴

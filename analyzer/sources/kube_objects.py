@@ -178,6 +178,18 @@ def kube_objects(cluster: SyntheticCluster) -> dict[str, Any]:
             count = replicas.get((kind, ns, name), 0)
             items.append(_workload(kind, name, ns, app, template, count, owner))
             workloads.append((kind, ns, name, count))
-    items += pdb_objects(workloads)
+    kept = cluster.snapshot.objects.get("PodDisruptionBudget")
+    if kept:  # the budgets the generator's preemption honoured, as its snapshot keeps them
+        items += [
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": b["name"], "namespace": b["namespace"]},
+                "spec": b["spec"],
+            }
+            for b in kept
+        ]
+    else:
+        items += pdb_objects(workloads)
     items += priority_class_objects()
     return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}

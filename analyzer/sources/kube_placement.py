@@ -30,6 +30,7 @@ from analyzer.scheduling import ClusterState as CoreState
 from analyzer.scheduling import PodDemand, Profile, load_strategy, make_demand
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.kube_objects import from_kept
+from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
 from analyzer.scheduling.preemption import UNRESOLVABLE, BoundPod, node_statuses, preempt
 from analyzer.scheduling.preemption_scenario import preemption_plugin
@@ -134,15 +135,20 @@ class KubePlacer:
         return self.profile.select(evaluation, self.rng)
 
     def preempt(
-        self, pod: PlacementRequest, state: ClusterState, now: int, lower: Sequence[Running]
+        self,
+        pod: PlacementRequest,
+        state: ClusterState,
+        now: int,
+        lower: Sequence[Running],
+        budgets: Sequence[DisruptionBudget] = (),
     ) -> tuple[int, list[str]] | None:
         """DefaultPreemption (``scheduling.preemption.preempt``, as ``analyzer score`` and the
         replay run it) for ``pod``, which fits nowhere: (node, victim uids) or None.
 
-        Every pod may preempt (``preemptionPolicy`` is not modelled, as in the replay) and no
-        PodDisruptionBudget protects a victim; a node outside ``pod.allowed`` (taints, node
-        selector) is UnschedulableAndUnresolvable. Victims' start time is their bind time, as
-        the replay keeps it."""
+        Every pod may preempt (``preemptionPolicy`` is not modelled); ``budgets`` (with their
+        status now, ``lifecycle_loop``) protect victims as in the replay; a node outside
+        ``pod.allowed`` (taints, node selector) is UnschedulableAndUnresolvable. Victims' start
+        time is their bind time, as the replay keeps it."""
         plugin = preemption_plugin(self.profile)
         if plugin is None or pod.daemonset or not lower:
             return None
@@ -162,7 +168,7 @@ class KubePlacer:
                                   running.since_ns))  # fmt: skip
         result = preempt(
             self.profile.filters, core, demand, pod.priority, "PreemptLowerPriority",
-            statuses, bound, (), plugin.args, float(now),
+            statuses, bound, budgets, plugin.args, float(now),
         )  # fmt: skip
         if result.nominated is None:
             return None

@@ -16,11 +16,14 @@ and preemption included. At every instant:
    (it does not preempt again while its victims terminate). It is bound when the victims'
    termination frees the room (or earlier, elsewhere). Only inside the observed range: a victim
    deleted before it leaves no trace in the snapshot, so a replay could not know the room it
-   held (before the range, a pod that fits nowhere waits).
+   held (before the range, a pod that fits nowhere waits). The PodDisruptionBudgets of
+   ``state.objects`` protect victims as in the replay (``lifecycle_budgets``).
 
-A replay reads a pod's arrival as its scheduled time, so the generator's waits and preemptions
-reach it as what they are in the data — the preemptor bound when its victims ended — and
-the replay places every pod where and when the generator did without preempting anyone itself.
+A replay reads a pod's arrival as its scheduled time by default, so the generator's waits and
+preemptions reach it as what they are in the data — the preemptor bound when its victims ended —
+and the replay places every pod where and when the generator did without preempting anyone
+itself. With ``arrivals="created"`` (``analyzer.replay.input``) it makes the same preemptions
+itself: the victims are marked in the snapshot (``pods.end_reason``).
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analyzer.scheduling.queue_order import may_fit, queue_rank
+from analyzer.scheduling.kube_objects import from_kept
+from analyzer.scheduling.queue_order import TERMINATION_GRACE, may_fit, queue_rank
 from analyzer.sources.catalog import PRIORITY_CLASSES
 from analyzer.sources.lifecycle import JOB_TTL, Describe, Pod, SpecResources, _Names
+from analyzer.sources.lifecycle_budgets import LoopBudgets
 from analyzer.sources.placement import (
     ClusterState,
     PlacementRequest,
@@ -41,7 +46,7 @@ from analyzer.sources.placement import (
     preempter_of,
 )
 
-TERMINATION_GRACE = 30  # seconds: kube's default terminationGracePeriodSeconds
+__all__ = ["TERMINATION_GRACE", "priority", "run_lifecycles"]
 _DEPART, _ARRIVE = 0, 1
 _NS = 1_000_000_000
 
@@ -113,6 +118,10 @@ def run_lifecycles(
     pools_arr = np.array(state.pools)
     names = _Names(rng)
     preempter = preempter_of(place)
+    budgets = None  # the PodDisruptionBudgets among ``state.objects`` protect victims
+    if preempter is not None and describe is not None and state.objects:
+        pdbs = from_kept(state.objects, "generator objects").pdbs
+        budgets = LoopBudgets(pdbs, pods, describe) if pdbs else None
     events: list[tuple[int, int, int]] = []
     for i, pod in enumerate(pods):
         events.append((pod.arrive, _ARRIVE, i))
@@ -170,7 +179,8 @@ def run_lifecycles(
             for j in lower
             if (req := pods[j].request) is not None
         ]
-        found = preempter.preempt(pod.request, state, now, bound)
+        protecting = budgets.at(now, lower) if budgets is not None else []
+        found = preempter.preempt(pod.request, state, now, bound, protecting)
         if found is None:
             return False
         by_uid = {pods[j].uid: j for j in lower}

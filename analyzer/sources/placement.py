@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.sources.catalog import RESOURCES
 
 
@@ -117,10 +118,16 @@ class Preempter(Protocol):
     """A placer that can also preempt (DefaultPreemption) when a pod fits nowhere."""
 
     def preempt(
-        self, pod: PlacementRequest, state: ClusterState, now: int, lower: Sequence[Running]
+        self,
+        pod: PlacementRequest,
+        state: ClusterState,
+        now: int,
+        lower: Sequence[Running],
+        budgets: Sequence[DisruptionBudget] = (),
     ) -> tuple[int, list[str]] | None:
         """(node, victim uids) for ``pod`` at ``now`` (unix seconds), choosing among ``lower``
-        (the placed pods of lower priority, in the order they were bound), or None."""
+        (the placed pods of lower priority, in the order they were bound) and honouring
+        ``budgets`` (PodDisruptionBudgets with their status now), or None."""
         ...
 
 

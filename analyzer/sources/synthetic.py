@@ -23,6 +23,7 @@ from analyzer.core.resources import PodSpecResources, qos_class
 from analyzer.core.snapshot import (
     ALLOCATABLE,
     CAPACITY,
+    END_PREEMPTED,
     LIMITS,
     NONZERO_REQUESTS,
     REQUESTS,
@@ -226,6 +227,8 @@ def _pod_table(
         "finished": _times([p.finished for p in pods]),
         "first_seen": _times(first),
         "last_seen": _times(last),
+        # a victim deleted by preemption inside the range (``lifecycle_loop``)
+        "end_reason": [END_PREEMPTED if p.preempted is not None else "" for p in pods],
     }
     describe = _describer(spec)
     cells = [describe(p) for p in pods]
@@ -306,18 +309,26 @@ def _iso(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def _kept_objects(pods: list[Pod]) -> dict[str, list[dict[str, Any]]]:
-    """The snapshot's ``kube_objects.json``: PDBs of the replicated services (sized by the pods
-    running at the end), the PriorityClasses and the pods' ReplicaSets and StatefulSets
-    (``selector_objects``), as ``collect --kube-objects`` keeps them."""
+def _budget_workloads(pods: list[Pod]) -> list[tuple[str, str, str, int]]:
+    """(kind, namespace, name, replicas) of every workload, ``replicas`` being its pods at the end
+    of the range as the builder made them (not deleted nor replaced by a rollout): what the
+    PodDisruptionBudgets are sized by, known before the loop places the pods (the loop's
+    preemption honours them)."""
+    replaced = {p.replaces for p in pods if p.replaces is not None}
     running: dict[tuple[str, str, str], int] = {}
-    for pod in pods:
+    for i, pod in enumerate(pods):
         key = (pod.workload_kind, pod.template.namespace, pod.workload_name)
-        running[key] = running.get(key, 0) + int(pod.deleted is None and pod.finished is None)
-    workloads = [(*key, count) for key, count in running.items()]
-    return kept_objects(
-        [*pdb_objects(workloads), *priority_class_objects(), *selector_objects(pods)]
-    )
+        running[key] = running.get(key, 0) + int(pod.deleted is None and i not in replaced)
+    return [(*key, count) for key, count in running.items()]
+
+
+def _kept_objects(
+    pods: list[Pod], budgets: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The snapshot's ``kube_objects.json``: the PDBs of the replicated services (``budgets``,
+    ``_budget_workloads``), the PriorityClasses and the pods' ReplicaSets and StatefulSets
+    (``selector_objects``), as ``collect --kube-objects`` keeps them."""
+    return kept_objects([*budgets, *priority_class_objects(), *selector_objects(pods)])
 
 
 def selector_objects(pods: list[Pod]) -> list[dict[str, Any]]:
@@ -398,8 +409,11 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         # (spread, pod anti-affinity); else the simple least-allocated heuristic
         place = kube_placer(seed=spec.seed) if spec.pod_constraints else least_allocated_place
     describe = _describer(spec)
-    if spec.pod_constraints:  # what an exact placer reads for default spreading, as the replay
-        state.objects = kept_objects(selector_objects(pods))
+    budgets: list[dict[str, Any]] = []
+    if spec.pod_constraints:  # what an exact placer reads for default spreading and for
+        # preemption (PodDisruptionBudgets), as the replay
+        budgets = pdb_objects(_budget_workloads(pods))
+        state.objects = kept_objects([*budgets, *selector_objects(pods)])
     run_lifecycles(pods, state, place, rng, window, closed=closed, describe=describe)
     shape = NodeShape(
         allocatable_cpu=np.array([n.allocatable["cpu"] for n in nodes], dtype=np.float64),
@@ -441,7 +455,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         _pod_table(pods, nodes, grid, spec),
         node_usage,
         pod_usage,
-        objects=_kept_objects(pods) if spec.pod_constraints else None,
+        objects=_kept_objects(pods, budgets) if spec.pod_constraints else None,
     )
     return SyntheticCluster(
         spec=spec,

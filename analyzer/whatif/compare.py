@@ -24,7 +24,7 @@ import numpy as np
 
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
-from analyzer.replay.input import ReplayInput, prepare
+from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
@@ -70,6 +70,9 @@ class WhatIfSettings:
     kubernetes_version: str | None = None
     thresholds: ThresholdConfig = field(default_factory=ThresholdConfig)
     workers: int | None = None  # default: the machine's cores
+    # how the strategies' replays read arrivals (``analyzer.replay.input.ARRIVALS``); observed
+    # always keeps the data as recorded
+    arrivals: str = ARRIVALS[0]
 
 
 def resolve_strategy(name: str, kubernetes_version: str | None = None) -> Strategy:
@@ -154,26 +157,37 @@ class WhatIfResult:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(snapshot: Snapshot) -> None:
-    inp = prepare(snapshot)
-    _WORKER["input"] = inp
-    _WORKER["matrices"] = usage_matrices(inp)
+ARRIVALS_NOTE = (
+    "Arrivals: the strategies' replays offer every pod at its creation and make their own "
+    "preemptions (--arrivals created; a pod the data marks as preempted runs until a replay "
+    "preempts it); observed keeps the data as recorded."
+)
+Inputs = dict[str, tuple[ReplayInput, UsageMatrices]]  # arrivals -> prepared input, matrices
 
 
-def _run_one(
-    inp: ReplayInput,
-    mats: UsageMatrices,
-    name: str,
-    seed: int,
-    settings: WhatIfSettings,
-) -> Outcome:
+def _inputs(snapshot: Snapshot, arrivals: str) -> Inputs:
+    """The prepared snapshot for observed (arrivals as recorded) and, when ``arrivals`` differs,
+    for the strategies."""
+    out: Inputs = {}
+    for how in dict.fromkeys((ARRIVALS[0], arrivals)):
+        inp = prepare(snapshot, how)
+        out[how] = (inp, usage_matrices(inp))
+    return out
+
+
+def _init_worker(snapshot: Snapshot, arrivals: str = ARRIVALS[0]) -> None:
+    _WORKER["inputs"] = _inputs(snapshot, arrivals)
+
+
+def _run_one(inputs: Inputs, name: str, seed: int, settings: WhatIfSettings) -> Outcome:
     strategy = resolve_strategy(name, settings.kubernetes_version)
+    inp, mats = inputs[ARRIVALS[0] if strategy.observed else settings.arrivals]
     result = replay(inp, strategy, seed, matrices=mats)
     return evaluate(inp, result, mats, settings.thresholds)
 
 
 def _task(name: str, seed: int, settings: WhatIfSettings) -> Outcome:
-    return _run_one(_WORKER["input"], _WORKER["matrices"], name, seed, settings)
+    return _run_one(_WORKER["inputs"], name, seed, settings)
 
 
 def _tasks(settings: WhatIfSettings) -> list[tuple[str, int]]:
@@ -190,11 +204,11 @@ def run_whatif(snapshot: Snapshot, settings: WhatIfSettings) -> WhatIfResult:
     tasks = _tasks(settings)
     workers = max(1, min(settings.workers or os.cpu_count() or 1, len(tasks)))
     if workers == 1:
-        inp = prepare(snapshot)
-        mats = usage_matrices(inp)
-        outcomes = [_run_one(inp, mats, n, s, settings) for n, s in tasks]
+        inputs = _inputs(snapshot, settings.arrivals)
+        outcomes = [_run_one(inputs, n, s, settings) for n, s in tasks]
     else:
-        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(snapshot,)) as pool:
+        initargs = (snapshot, settings.arrivals)
+        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=initargs) as pool:
             futures = [pool.submit(_task, n, s, settings) for n, s in tasks]
             outcomes = [f.result() for f in futures]
     return compare(snapshot, settings, tasks, outcomes)
@@ -232,7 +246,11 @@ def compare(
         best=best,
         recommendation=sentence,
         thresholds=settings.thresholds,
-        notes=[*constraint_notes(snapshot, strategies), *data_notes(snapshot)],
+        notes=[
+            *constraint_notes(snapshot, strategies),
+            *data_notes(snapshot),
+            *([ARRIVALS_NOTE] if settings.arrivals != ARRIVALS[0] else []),
+        ],
     )
 
 
