@@ -319,11 +319,12 @@ def test_one_comparison_split_into_the_whatif_and_the_search() -> None:
     with grid_files(grid.configs()) as files:
         combined = run_whatif(snap, search_settings(settings, list(files), *presets))
     alone = run_whatif(snap, WhatIfSettings(strategies=presets, workers=1))
-    whatif = restrict(combined, presets)
+    whatif = restrict(combined, presets, snap)
     assert [c.name for c in whatif.strategies] == ["observed", *presets]
     assert (whatif.best, whatif.recommendation) == (alone.best, alone.recommendation)
-    searched = search_result(combined, files, settings)
-    assert [r.to_dict() for r in searched.rows] == [
-        r.to_dict() for r in run_search(snap, settings).rows
-    ]
+    assert whatif.notes == alone.notes  # they name the presets only, as the run of them alone
+    searched = search_result(combined, files, settings, snap)
+    own = run_search(snap, settings)
+    assert [r.to_dict() for r in searched.rows] == [r.to_dict() for r in own.rows]
+    assert searched.notes == own.notes
     assert "most-allocated" not in [r.name for r in searched.rows]  # not a baseline of the grid

@@ -29,7 +29,7 @@ from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.evaluate import Outcome, evaluate
-from analyzer.whatif.notes import constraint_notes, data_notes
+from analyzer.whatif.notes import whatif_notes
 
 VERDICT_RULE = (
     "Each strategy's figures are its worst tie-break seed (most nodes, waiting pods, unplaced pods "
@@ -232,7 +232,7 @@ def compare(
         best=best,
         recommendation=sentence,
         thresholds=settings.thresholds,
-        notes=[*constraint_notes(snapshot, strategies), *data_notes(snapshot)],
+        notes=whatif_notes(snapshot, strategies),
     )
 
 
