@@ -233,7 +233,14 @@ def test_search_finds_fewer_nodes_than_kube_default() -> None:
     assert best.peak_nodes == 2 < rows["kube-default"].peak_nodes
     assert best.violations <= rows["kube-default"].violations
     assert best.waited == 0 and best.never_placed == 0
-    assert result.first_screen() == {"sentence": result.sentence, "href": "search.html"}
+    assert result.first_screen() == {
+        "question": "Which of the 3 configurations searched (kube-default and 2 grid "
+        "configurations) would have needed the fewest nodes at peak without more threshold "
+        "violations, waiting or never-placed pods than observed?",
+        "sentence": result.sentence,
+        "href": "search.html",
+        "searched": [r.name for r in result.rows[1:]],
+    }
     assert "4 fewer" in result.sentence and best.name in result.sentence
     # the front: kube-default is dominated by the packed configurations
     assert not rows["kube-default"].on_front and best.on_front

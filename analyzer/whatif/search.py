@@ -180,9 +180,29 @@ class SearchResult:
             return None
         return scheduler_yaml(best.document, best.name)
 
-    def first_screen(self) -> dict[str, str]:
-        """What the what-if page shows as its first card: the sentence and the link."""
-        return {"sentence": self.sentence, "href": HREF}
+    def question(self) -> str:
+        """The question the search answers, naming what it compared (not the what-if's presets)."""
+        candidates = self.rows[1:]
+        baselines = [r.name for r in candidates if r.kind == "baseline"]
+        searched = sum(r.kind == "searched" for r in candidates)
+        parts = [*baselines, f"{searched} grid configuration{'s' if searched != 1 else ''}"]
+        listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        return (
+            f"Which of the {len(candidates)} configurations searched ({listed}) would have needed "
+            "the fewest nodes at peak without more threshold violations, waiting or never-placed "
+            "pods than observed?"
+        )
+
+    def first_screen(self) -> dict[str, Any]:
+        """What the what-if page shows as its first card: the question, the answer, the link and
+        the names of the configurations searched (``searched``: the page says when its own
+        verdict names a strategy that was not among them)."""
+        return {
+            "question": self.question(),
+            "sentence": self.sentence,
+            "href": HREF,
+            "searched": [r.name for r in self.rows[1:]],
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Every number of the search, JSON-ready."""
