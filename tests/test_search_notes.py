@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from click.testing import CliRunner
+from markupsafe import escape  # jinja's autoescape
 from test_search import spread_cluster
 
 from analyzer.cli import main
@@ -61,6 +62,11 @@ def test_cli_search_notes_name_only_the_searched_strategies(tmp_path: Path) -> N
     for listed in listings:
         assert any(label in listed for label in searched), listed
         assert _leftover(listed, names) == "", listed
+    # the page lists the notes in the JSON's order (a follow-up note stays after its note)
+    html = (out / "search.html").read_text()
+    notes = html[html.index("<h3>Notes</h3>") :]
+    where = [notes.find(f"<li>{escape(note)}</li>") for note in search["notes"]]
+    assert min(where) >= 0 and where == sorted(where), where
     # no temporary configuration path anywhere in what the search wrote
     for path in out.iterdir():
         text = path.read_text()
