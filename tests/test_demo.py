@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import yaml
+from anti_affinity_facts import anti_affinity_breaks
 from click.testing import CliRunner
 
 from analyzer.cli import main
-from analyzer.cli.demo import observed_note
 from analyzer.core.snapshot import read_snapshot
 from analyzer.report.output import list_runs
 from analyzer.usage.thresholds import ThresholdConfig
@@ -96,7 +95,10 @@ def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
         topology = next(n for n in said if n.startswith("Topology spread constraints of"))
         counts = [int(c.replace(",", "")) for c in re.findall(r"of ([\d,]+) pods", topology)]
         assert counts == [spreading, terms], topology
-        assert any(n.startswith("The demo's observed placement") for n in said), name
+    # the observed placement honours required pod anti-affinity (constrained_placement): no pod
+    # ran beside a pod its term excludes (a replica that found no node stays pending instead)
+    breaking, carrying = anti_affinity_breaks(pods)
+    assert carrying > 0 and breaking == 0
     on_page = {s["name"] for s in report["comparison"]["strategies"]} - {"observed"}
     topology = next(n for n in report["notes"] if n.startswith("Topology spread"))
     applied = topology.split(" are applied by ")[1].split(" (PodTopologySpread")[0]
@@ -106,8 +108,9 @@ def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
 
 
 def _pod(
-    uid: str, node: str | None, app: str, anti: str | None, last: int, ns: str = "shop"
-) -> dict[str, object]:
+    uid: str, node: str | None, app: str, anti: str | None, hours: tuple[int, int | None],
+    ns: str = "shop",
+) -> dict[str, object]:  # fmt: skip
     term = {
         "labelSelector": {"matchLabels": {"app": anti}},
         "topologyKey": "kubernetes.io/hostname",
@@ -117,31 +120,32 @@ def _pod(
         if anti
         else {}
     )
+    start, end = hours
     return {
         "uid": uid,
         "node": node,
         "namespace": ns,
         "labels": json.dumps({"app": app}),
         "affinity": json.dumps(affinity),
-        "last_seen": pd.Timestamp(last, unit="h", tz="UTC"),
+        "scheduled": pd.Timestamp(start, unit="h", tz="UTC"),
+        "finished": pd.Timestamp(end, unit="h", tz="UTC") if end is not None else pd.NaT,
     }
 
 
-def test_observed_note_counts_running_pods_that_break_required_anti_affinity() -> None:
+def test_anti_affinity_breaks_by_hand() -> None:
+    # the check the demo tests rely on (tests/anti_affinity_facts.py), on pods laid out by hand
     pods = pd.DataFrame(
         [
-            _pod("a1", "n1", "api", "api", 9),  # shares n1 with a2: breaks its term
-            _pod("a2", "n1", "api", "api", 9),  # and the other way round
-            _pod("a3", "n2", "api", "api", 9),  # alone with its own kind on n2
-            _pod("c1", "n2", "cache", None, 9),  # no term: not counted, excluded by none
-            _pod("a4", "n2", "api", "api", 9, ns="other"),  # another namespace: its term only
-            # ... sees its namespace, where n2 holds no api pod: it keeps its term
-            _pod("a5", "n3", "api", "api", 5),  # gone before the end of the data: not counted
-            _pod("a6", "n3", "api", "api", 9),  # n3's other api pod is gone: keeps its term
-            _pod("p1", None, "api", "api", 9),  # never bound: not counted
+            _pod("a1", "n1", "api", "api", (0, None)),  # shares n1 with a2: breaks its term
+            _pod("a2", "n1", "api", "api", (1, 5)),  # and the other way round
+            _pod("a3", "n2", "api", "api", (0, None)),  # alone with its own kind on n2
+            _pod("c1", "n2", "cache", None, (0, None)),  # no term: not counted, excluded by none
+            _pod("a4", "n2", "api", "api", (0, None), ns="other"),  # its term sees "other" only
+            _pod("a5", "n3", "api", "api", (0, 4)),  # left n3 at hour 4 ...
+            _pod("a6", "n3", "api", "api", (4, None)),  # ... as a6 came: never together
+            _pod("p1", None, "api", "api", (0, None)),  # never bound: not counted
         ]
     )
-    note = observed_note(SimpleNamespace(pods=pods))  # type: ignore[arg-type]
-    # running at the end with a term: a1, a2, a3, a4, a6 (5); sharing a node: a1 and a2
-    assert len(note) == 1 and "2 of the 5 running pods" in note[0]
-    assert observed_note(SimpleNamespace(pods=pods[pods["uid"] == "c1"])) == []  # type: ignore[arg-type]
+    # carrying a term and bound: a1–a6 but c1 (6); beside an excluded pod: a1 and a2
+    assert anti_affinity_breaks(pods) == (2, 6)
+    assert anti_affinity_breaks(pods[pods["uid"] != "a2"]) == (0, 5)

@@ -213,6 +213,18 @@ def test_pool_used_stats_are_of_the_pool_total_over_the_grid(result: NightlyResu
     assert b["used_samples"] == 144 and b["cpu_used_avg_millicores"] == 2000
 
 
+def test_report_pool_table_and_history_rows_show_the_same_pool_usage(result: NightlyResult) -> None:
+    # one computation of each pool's total over the day serves both (tables.pool_usage): the
+    # report's pool p95 of pool a is the history row's, 1500m as worked out above
+    table = result.pools.set_index("pool")
+    for pool in ("a", "b"):
+        row = _pool(result, pool)
+        for stat in ("avg", "p95", "p99"):
+            assert table.loc[pool, f"cpu_{stat}"] == row[f"cpu_used_{stat}_millicores"]
+            assert table.loc[pool, f"memory_{stat}"] == row[f"memory_used_{stat}_bytes"]
+    assert table.loc["a", "cpu_p95"] == 1500
+
+
 def test_largest_node_of_each_pool(result: NightlyResult) -> None:
     a, b = _pool(result, "a"), _pool(result, "b")
     assert a["largest_node"] == "a-big"

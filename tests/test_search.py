@@ -233,7 +233,14 @@ def test_search_finds_fewer_nodes_than_kube_default() -> None:
     assert best.peak_nodes == 2 < rows["kube-default"].peak_nodes
     assert best.violations <= rows["kube-default"].violations
     assert best.waited == 0 and best.never_placed == 0
-    assert result.first_screen() == {"sentence": result.sentence, "href": "search.html"}
+    assert result.first_screen() == {
+        "question": "Which of the 3 configurations searched (kube-default and 2 grid "
+        "configurations) would have needed the fewest nodes at peak without more threshold "
+        "violations, waiting or never-placed pods than observed?",
+        "sentence": result.sentence,
+        "href": "search.html",
+        "searched": [r.name for r in result.rows[1:]],
+    }
     assert "4 fewer" in result.sentence and best.name in result.sentence
     # the front: kube-default is dominated by the packed configurations
     assert not rows["kube-default"].on_front and best.on_front
@@ -319,11 +326,12 @@ def test_one_comparison_split_into_the_whatif_and_the_search() -> None:
     with grid_files(grid.configs()) as files:
         combined = run_whatif(snap, search_settings(settings, list(files), *presets))
     alone = run_whatif(snap, WhatIfSettings(strategies=presets, workers=1))
-    whatif = restrict(combined, presets)
+    whatif = restrict(combined, presets, snap)
     assert [c.name for c in whatif.strategies] == ["observed", *presets]
     assert (whatif.best, whatif.recommendation) == (alone.best, alone.recommendation)
-    searched = search_result(combined, files, settings)
-    assert [r.to_dict() for r in searched.rows] == [
-        r.to_dict() for r in run_search(snap, settings).rows
-    ]
+    assert whatif.notes == alone.notes  # they name the presets only, as the run of them alone
+    searched = search_result(combined, files, settings, snap)
+    own = run_search(snap, settings)
+    assert [r.to_dict() for r in searched.rows] == [r.to_dict() for r in own.rows]
+    assert searched.notes == own.notes
     assert "most-allocated" not in [r.name for r in searched.rows]  # not a baseline of the grid

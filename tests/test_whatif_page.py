@@ -241,7 +241,21 @@ def test_search_block_is_the_first_card_when_given(tmp_path: Path) -> None:
     summary = html[html.index('id="summary"') :]
     assert summary.index('data-card="search"') < summary.index('data-answer="best"')
     assert search["sentence"] in html and 'href="../search/report.html"' in html
-    assert json.loads(paths.json.read_text())["search"] == search
+    assert json.loads(paths.json.read_text())["search"] == {
+        **search, "question": "", "searched": [], "scope": ""
+    }  # fmt: skip
+    # a search that did not compare the verdict's strategy: the card says so, so the two
+    # answers do not read as a disagreement; one that compared it needs no such sentence
+    assert result.best == "most-allocated"  # packs the spread pods: fewer nodes than observed
+    question = "Which of the 1 configurations searched (kube-default) needed the fewest nodes?"
+    scoped = {**search, "question": question, "searched": ["kube-default"]}
+    html = write_whatif_report(result, tmp_path / "scoped", search=scoped).html.read_text()
+    assert question in html
+    scope = html[html.index('data-scope="search"') :].split("</p>")[0]
+    assert "most-allocated, which this search did not compare" in scope
+    same = {**scoped, "searched": ["kube-default", "most-allocated"]}
+    html = write_whatif_report(result, tmp_path / "same", search=same).html.read_text()
+    assert 'data-scope="search"' not in html
     plain = write_whatif_report(result, tmp_path / "without").html.read_text()
     assert 'data-card="search"' not in plain
     with pytest.raises(InputError, match="sentence"):

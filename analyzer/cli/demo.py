@@ -10,9 +10,10 @@ days at a 5-minute step.
 The cluster has three zones and the generator's pod constraints (``sources/pod_constraints.py``:
 topology spread constraints and pod (anti-)affinity on the shop's services, coredns and the
 renderer, PodDisruptionBudgets and PriorityClasses in the snapshot's objects), so the replays
-exercise PodTopologySpread and InterPodAffinity. The observed placement does not apply them
-(the generator's crowding placement): the what-if pages say how many running pods break their
-required anti-affinity there (``observed_note``).
+exercise PodTopologySpread and InterPodAffinity. The observed placement (the generator's crowding
+placement) honours the required ones as a real cluster does: a pod with required pod
+(anti-)affinity or a DoNotSchedule spread constraint only goes where kube-default's filters allow
+(``sources/constrained_placement.py``); the preferred ones are left to the replays' scoring.
 
 Before the nightly reports it stores ~90 days of pool and workload history
 (``OUT/reports/history/pools|workloads``, ``history_days``): the days before the snapshot are the
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -43,14 +44,13 @@ from analyzer.report.monthly import joint_settings, write_monthly_report
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.search import write_search_report
 from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
-from analyzer.sources.placement import Placer, crowding_place
-from analyzer.sources.pod_constraints import HOSTNAME_LABEL
+from analyzer.sources.constrained_placement import constrained_crowding_place
+from analyzer.sources.placement import Placer
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
 from analyzer.usage.violations import find_violations
-from analyzer.whatif.compare import resolve_strategy, run_whatif
-from analyzer.whatif.notes import constraint_notes, data_notes
+from analyzer.whatif.compare import run_whatif
 from analyzer.whatif.search import (
     SearchSettings,
     grid_files,
@@ -58,7 +58,7 @@ from analyzer.whatif.search import (
     search_result,
     search_settings,
 )
-from analyzer.whatif.search_grid import SearchConfig, SearchGrid
+from analyzer.whatif.search_grid import SearchGrid
 
 # The demo cluster's density: 60–75 % of cpu requested on the general pool, a dedicated (tainted)
 # memory pool that fills up, workloads that request about twice the cpu they use (as most
@@ -75,8 +75,8 @@ from analyzer.whatif.search_grid import SearchConfig, SearchGrid
 #
 # Its topology: nodes round robin over three zones per pool, and the generator's pod constraints
 # (spread over zones and hostnames, required and preferred pod anti-affinity, a preferred pod
-# affinity); they change no observed figure (the generator does not apply them, and they draw no
-# random number), only what the replays may do.
+# affinity). They draw no random number; the observed placement honours the required ones (the
+# constrained pods' nodes), the preferred ones only change what the replays may do.
 DEMO_GROWTH = (("*", 0.03), ("gpu", 0.05), ("memory", 0.15))
 DEMO_FAST_GROWTH = (("renderer", 0.20),)
 DEMO_TEAMS = (("media", 0.25), ("analytics", 0.25))
@@ -205,70 +205,6 @@ def _write_history(
     )
 
 
-def _notes(
-    snapshot: Snapshot, names: Sequence[str], files: Mapping[str, SearchConfig], version: str | None
-) -> list[str]:
-    """The notes of a page that shows the strategies ``names`` (``observed`` is implied).
-
-    The combined comparison's own notes name every strategy it replayed, the search's
-    configurations by their temporary file paths; each page names only its own strategies, and a
-    configuration by its label (``SearchConfig.name``), as its table does."""
-    strategies = []
-    for name in names:
-        strategy = resolve_strategy(name, version)
-        found = files.get(name)
-        strategies.append(replace(strategy, name=found.name) if found else strategy)
-    return [
-        *constraint_notes(snapshot, strategies),
-        *observed_note(snapshot),
-        *data_notes(snapshot),
-    ]
-
-
-def observed_note(snapshot: Snapshot) -> list[str]:
-    """What the demo's observed placement did with the constraints the replays apply: the
-    generator places pods its own way (``crowding_place``), so some replicas with required pod
-    anti-affinity per hostname share a node with a pod their term excludes (none: no note)."""
-    pods = snapshot.pods
-    bound = pods[pods["node"].notna()]
-    running = bound[bound["last_seen"] == bound["last_seen"].max()]
-    labels = [json.loads(t or "{}") for t in running["labels"]]
-    by_node: dict[tuple[str, str], list[int]] = {}
-    for i, key in enumerate(zip(running["node"], running["namespace"], strict=True)):
-        by_node.setdefault(key, []).append(i)
-    carrying = sharing = 0
-    for i, (node, namespace, text) in enumerate(
-        zip(running["node"], running["namespace"], running["affinity"], strict=True)
-    ):
-        terms = _required_hostname_selectors(text)
-        if not terms:
-            continue
-        carrying += 1
-        others = [j for j in by_node[(node, namespace)] if j != i]
-        if any(all(labels[j].get(k) == v for k, v in t.items()) for t in terms for j in others):
-            sharing += 1
-    if not carrying:
-        return []
-    return [
-        "The demo's observed placement is the generator's own (least-allocated, a few crowded "
-        "nodes filled first), which applies no topology spread or pod (anti-)affinity: at the "
-        f"end of the data {sharing:,} of the {carrying:,} running pods with required pod "
-        "anti-affinity per node share a node with a pod their terms exclude; the replays apply them."
-    ]
-
-
-def _required_hostname_selectors(text: object) -> list[dict[str, str]]:
-    """The ``matchLabels`` of a pod's required anti-affinity terms over hostnames."""
-    if not isinstance(text, str) or not text:
-        return []
-    anti = json.loads(text).get("podAntiAffinity") or {}
-    return [
-        dict(term["labelSelector"].get("matchLabels", {}))
-        for term in anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
-        if term.get("topologyKey") == HOSTNAME_LABEL and term.get("labelSelector")
-    ]
-
-
 def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = None) -> DemoResult:
     """Run the demo (see the module docstring) and return where everything is."""
     say = progress or (lambda _msg: None)
@@ -279,7 +215,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     say(
         f"generating a synthetic cluster: {spec.nodes} nodes × {spec.days:g} days, step {spec.step}s"
     )
-    place = crowding_place(demo_crowded(spec))
+    place = constrained_crowding_place(demo_crowded(spec))
     snapshot = generate(spec, place=place).snapshot
     snapshot_dir = write_snapshot(snapshot, out / "snapshot")
     say(f"snapshot written to {snapshot_dir}")
@@ -337,13 +273,8 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         combined = run_whatif(
             snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
         )
-        whatif = restrict(combined, DEMO_STRATEGIES)
-        whatif = replace(whatif, notes=_notes(snapshot, DEMO_STRATEGIES, files, version))
-        search = search_result(combined, files, search_settings_)
-        shown = [
-            c.name for c in combined.strategies if c.name in files or c.name in DEMO_GRID.baselines
-        ]
-        search = replace(search, notes=_notes(snapshot, shown, files, version))
+    whatif = restrict(combined, DEMO_STRATEGIES, snapshot, version)
+    search = search_result(combined, files, search_settings_, snapshot)
     whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
     say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")
     # written after the what-if report, which replaces OUT/whatif/ as a whole

@@ -24,7 +24,7 @@ import pandas as pd
 from analyzer.core.frames import utc
 from analyzer.core.snapshot import Snapshot, pod_intervals
 from analyzer.core.workloads import workload_keys
-from analyzer.nightly.tables import in_period, node_pools
+from analyzer.nightly.tables import PoolUsage, in_period, node_pools, pool_usage
 from analyzer.usage.percentiles import grouped_stats
 
 RESOURCES = (("cpu", "millicores"), ("memory", "bytes"))
@@ -115,11 +115,18 @@ def _day_bounds(start: pd.Timestamp, end: pd.Timestamp) -> tuple[int, int]:
 
 
 def pool_rollups(
-    day: Snapshot, start: pd.Timestamp, end: pd.Timestamp, *, method: str = "nearest-rank"
+    day: Snapshot,
+    start: pd.Timestamp,
+    end: pd.Timestamp,
+    *,
+    method: str = "nearest-rank",
+    usage: PoolUsage | None = None,
 ) -> pd.DataFrame:
     """One row per pool for the day ``(start, end]`` of ``day`` (a snapshot sliced to the day).
 
-    Columns as ``analyzer.history.capacity.POOL_SCHEMA`` (without ``schema_version``).
+    Columns as ``analyzer.history.capacity.POOL_SCHEMA`` (without ``schema_version``). ``usage``:
+    the pools' usage stats of that day when the caller has them (the nightly run computes them
+    once for its pool table too), else computed here.
     """
     nodes = day.nodes.reset_index(drop=True)
     pool_of = node_pools(nodes)
@@ -147,12 +154,9 @@ def pool_rollups(
     daemonset = (kind == "DaemonSet") | (pods["owner_kind"].astype("string") == "DaemonSet")
     daemonset = daemonset.fillna(False).to_numpy(dtype=bool)[on_known]
 
-    usage = day.node_usage[in_period(day.node_usage["timestamp"], start, end)]
-    usage_node = names.get_indexer(usage["node"].astype(str))
-    seen = usage_node >= 0
-    stamps, time_idx = np.unique(_ns(utc(usage["timestamp"]))[seen], return_inverse=True)
-    cell = pool_idx[usage_node[seen]] * max(len(stamps), 1) + time_idx
-    size = n * len(stamps)
+    if usage is None:
+        usage = pool_usage(day.node_usage, nodes, start=start, end=end, method=method)
+    assert usage.pools == pools, (usage.pools, pools)
 
     for resource, unit in RESOURCES:
         alloc = nodes[f"allocatable:{resource}"].to_numpy(dtype=np.int64)
@@ -178,12 +182,7 @@ def pool_rollups(
             out[f"{resource}_{prefix}_mean_{unit}"] = mean
             out[f"{resource}_{prefix}_peak_{unit}"] = peak.astype(np.float64)
         # The pool total at each sample time (NaN samples skipped), then stats over the times.
-        values = usage[resource].to_numpy(dtype=np.float64)[seen]
-        valid = ~np.isnan(values)
-        totals = np.bincount(cell[valid], weights=values[valid], minlength=size).astype(np.float64)
-        present = np.flatnonzero(np.bincount(cell[valid], minlength=size) > 0)
-        ids = (present // max(len(stamps), 1)).astype(np.int64)
-        stats = grouped_stats(ids, totals[present], n, method)
+        stats = usage.stats[resource]
         out[f"{resource}_used_avg_{unit}"] = stats["avg"]
         out[f"{resource}_used_p95_{unit}"] = stats["p95"]
         out[f"{resource}_used_p99_{unit}"] = stats["p99"]

@@ -30,6 +30,7 @@ from analyzer.nightly.tables import (
     hourly_usage,
     node_table,
     pool_table,
+    pool_usage,
     sample_coverage,
 )
 from analyzer.usage.aggregate import daily_rollups
@@ -384,7 +385,11 @@ def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
         if per_node is not None
         else np.nan
     )
-    pools = pool_table(today.node_usage, nodes, start=start, end=end, method=settings.method)
+    # the pools' usage stats serve the report's pool table and the history's pool rows alike
+    usage = pool_usage(today.node_usage, today.nodes, start=start, end=end, method=settings.method)
+    pools = pool_table(
+        today.node_usage, nodes, start=start, end=end, method=settings.method, usage=usage
+    )
     hourly = hourly_usage(today.node_usage, today.nodes, start, end)
     times = fragmentation_times(today, start, end)
     # A day whose data stops early (23:55) ends there: pods seen until then still run at the last
@@ -417,6 +422,6 @@ def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
         pods_seen=pods_seen,
         free_capacity=resource_summary(frag),
         headroom=headroom_at_last_data(frag),
-        pool_days=pool_rollups(today, start, end, method=settings.method),
+        pool_days=pool_rollups(today, start, end, method=settings.method, usage=usage),
         workload_days=workload_rollups(today, start, end, method=settings.method),
     )

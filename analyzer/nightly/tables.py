@@ -15,6 +15,8 @@ Definitions (stated in the report too):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -124,6 +126,44 @@ def node_table(rollups: pd.DataFrame, nodes: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+@dataclass(frozen=True)
+class PoolUsage:
+    """Per pool (``pools``, sorted) and resource: stats over the day's sample times of the pool's
+    total usage (``grouped_stats``: count, avg, p50 … p99, max). Computed once per nightly run
+    (``pool_usage``) for both the report's pool table and the history's pool rows."""
+
+    pools: list[str]
+    stats: dict[str, dict[str, np.ndarray]]
+
+
+def pool_usage(
+    node_usage: pd.DataFrame,
+    nodes: pd.DataFrame,
+    *,
+    start: pd.Timestamp,
+    end: pd.Timestamp,
+    method: str,
+) -> PoolUsage:
+    """Each pool's total usage at each sample time in ``(start, end]`` (NaN samples skipped; a
+    pool with no sample at t has no total), then its stats over those times (``PoolUsage``)."""
+    pool_of = node_pools(nodes)
+    pools = sorted(pool_of.unique())
+    pool_of_node = pd.Index(pools).get_indexer(pool_of.to_numpy())
+    usage = node_usage[in_period(node_usage["timestamp"], start, end)]
+    node_idx = pd.Index(pool_of.index).get_indexer(usage["node"].astype(str))
+    keep = node_idx >= 0
+    stamps, time_idx = np.unique(_offsets_ns(usage["timestamp"], start)[keep], return_inverse=True)
+    group = pool_of_node[node_idx[keep]] * len(stamps) + time_idx
+    size = len(pools) * len(stamps)
+    stats = {}
+    for resource in RESOURCES:
+        sums, counts = _group_means(group, usage[resource].to_numpy(dtype=np.float64)[keep], size)
+        present = np.flatnonzero(counts > 0)
+        ids = (present // max(len(stamps), 1)).astype(np.int64)
+        stats[resource] = grouped_stats(ids, sums[present], len(pools), method)
+    return PoolUsage(pools, stats)
+
+
 def pool_table(
     node_usage: pd.DataFrame,
     nodes_table: pd.DataFrame,
@@ -131,22 +171,19 @@ def pool_table(
     start: pd.Timestamp,
     end: pd.Timestamp,
     method: str,
+    usage: PoolUsage | None = None,
 ) -> pd.DataFrame:
     """Per pool: nodes, allocatable, requested, stats of the pool's total usage over time, idle.
 
-    ``nodes_table`` is :func:`node_table`'s output. Columns: ``pool, nodes, <r>_allocatable,
+    ``nodes_table`` is :func:`node_table`'s output; ``usage`` the pools' usage stats when the
+    caller has them already (else computed here). Columns: ``pool, nodes, <r>_allocatable,
     <r>_requested, <r>_requested_pct, <r>_<stat>, <r>_<stat>_pct, <r>_idle_requested,
     overcommitted_nodes`` (nodes over-committed on cpu or memory).
     """
     pools = sorted(nodes_table["pool"].unique())
-    pool_of_node = pd.Index(pools).get_indexer(nodes_table["pool"])
-    usage = node_usage[in_period(node_usage["timestamp"], start, end)]
-    node_idx = pd.Index(nodes_table["node"]).get_indexer(usage["node"])
-    keep = node_idx >= 0
-    # Pool totals per timestamp (NaN samples skipped; a pool with no sample at t has no total).
-    stamps, time_idx = np.unique(_offsets_ns(usage["timestamp"], start)[keep], return_inverse=True)
-    group = pool_of_node[node_idx[keep]] * len(stamps) + time_idx
-    size = len(pools) * len(stamps)
+    if usage is None:
+        usage = pool_usage(node_usage, nodes_table, start=start, end=end, method=method)
+    assert usage.pools == pools, (usage.pools, pools)
     grouped = nodes_table.groupby("pool")
     table = pd.DataFrame({"pool": pools})
     table["nodes"] = table["pool"].map(grouped.size()).astype("int64")
@@ -157,10 +194,7 @@ def pool_table(
         table[f"{resource}_allocatable"] = alloc
         table[f"{resource}_requested"] = table["pool"].map(grouped[f"{resource}_requested"].sum())
         table[f"{resource}_requested_pct"] = table[f"{resource}_requested"] / alloc * 100.0
-        sums, counts = _group_means(group, usage[resource].to_numpy(dtype=np.float64)[keep], size)
-        present = np.flatnonzero(counts > 0)
-        ids = (present // max(len(stamps), 1)).astype(np.int64)
-        stats = grouped_stats(ids, sums[present], len(pools), method)
+        stats = usage.stats[resource]
         for stat in STATS:
             table[f"{resource}_{stat}"] = stats[stat]
             table[f"{resource}_{stat}_pct"] = stats[stat] / alloc.to_numpy(dtype=np.float64) * 100

@@ -230,7 +230,7 @@ def build_search_context(result: SearchResult) -> SearchContext:
         chart=front_chart(result),
         scheduler_yaml=result.recommended_yaml(),
         grid_yaml=_grid_yaml(result, len(searched)),
-        notes=sorted(set(result.notes)),
+        notes=list(dict.fromkeys(result.notes)),  # the what-if order: related notes together
     )
 
 

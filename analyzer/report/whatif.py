@@ -106,7 +106,8 @@ class WhatIfContext:
     why: list[str] = field(default_factory=list)  # one sentence per strategy (first seed)
     notes: list[str] = field(default_factory=list)
     definitions: Mapping[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
-    search: dict[str, str] | None = None
+    search: dict[str, Any] | None = None
+    compared: int = 0  # strategies compared besides observed (the verdict's question)
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
@@ -232,8 +233,9 @@ def _cards(result: WhatIfResult) -> list[WhatIfCard]:
     return cards
 
 
-def _check_search(search: Mapping[str, Any] | None) -> dict[str, str] | None:
-    """The optional configuration-search block: ``{"sentence": str, "href": str}``."""
+def _check_search(search: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The optional configuration-search block: ``{"sentence": str, "href": str}`` and
+    optionally ``question`` (str) and ``searched`` (the configurations' names, list of str)."""
     if search is None:
         return None
     if not isinstance(search, Mapping) or not all(
@@ -243,7 +245,20 @@ def _check_search(search: Mapping[str, Any] | None) -> dict[str, str] | None:
             "what-if report: the search block must be a dict with non-empty strings "
             "'sentence' and 'href'"
         )
-    return {"sentence": str(search["sentence"]), "href": str(search["href"])}
+    question, searched = search.get("question", ""), search.get("searched", [])
+    if not isinstance(question, str) or not (
+        isinstance(searched, list) and all(isinstance(n, str) for n in searched)
+    ):
+        raise InputError(
+            "what-if report: the search block's 'question' must be a string and 'searched' a "
+            "list of configuration names"
+        )
+    return {
+        "sentence": str(search["sentence"]),
+        "href": str(search["href"]),
+        "question": question,
+        "searched": list(searched),
+    }
 
 
 def build_whatif_context(
@@ -303,8 +318,23 @@ def build_whatif_context(
             if (line := why_sentence(c.name, c.outcomes[0].waiting_pods, c.outcomes[0].moves))
         ],
         notes=notes,
-        search=_check_search(search),
+        search=_with_scope(_check_search(search), result.best),
+        compared=len(result.strategies) - 1,
     )
+
+
+def _with_scope(search: dict[str, Any] | None, best: str | None) -> dict[str, Any] | None:
+    """The search block with ``scope``: a sentence when the verdict below names a strategy the
+    search did not compare (the two answers then differ by what they compared, not by a figure)."""
+    if search is None:
+        return None
+    scope = ""
+    if best is not None and search["searched"] and best not in search["searched"]:
+        scope = (
+            f"The verdict below names {best}, which this search did not compare: it answers "
+            "for the strategies in the comparison table, the search for its own configurations."
+        )
+    return {**search, "scope": scope}
 
 
 @dataclass(frozen=True)

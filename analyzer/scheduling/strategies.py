@@ -237,3 +237,16 @@ def load_strategy(
     profile = build_profile(config.profile(scheduler_name), kube_version, description)
     profile.name = name_or_path
     return profile
+
+
+def document_profile(
+    document: Mapping[str, Any], name: str, version: KubeVersion | str | None = None
+) -> Profile:
+    """A ready ``Profile`` for a KubeSchedulerConfiguration document held in memory, known as
+    ``name`` (what ``load_strategy`` gives for the same document written to a file)."""
+    kube_version = version if isinstance(version, KubeVersion) else parse_version(version)
+    profile = build_profile(
+        parse_kube_scheduler_configuration(document, name).profile(), kube_version
+    )
+    profile.name = name
+    return profile

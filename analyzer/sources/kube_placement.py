@@ -23,12 +23,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from analyzer.scheduling import ClusterState as CoreState
 from analyzer.scheduling import PodDemand, Profile, load_strategy, make_demand
-from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
+from analyzer.scheduling.constraint_types import (
+    PodConstraints,
+    constraints_from_json,
+    taints_from_json,
+)
 from analyzer.scheduling.kube_objects import from_kept
 from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
@@ -43,23 +48,24 @@ def _labels(text: str) -> dict[str, str]:
 
 
 @dataclass
-class KubePlacer:
-    """A generator ``Placer`` backed by a scheduling core profile and a seeded generator.
+class CoreMirror:
+    """A scheduling core ``ClusterState`` that follows a generator ``ClusterState``.
 
-    It keeps its own core ``ClusterState`` (with the placed pods' labels and terms, for
-    PodTopologySpread and InterPodAffinity) and follows the generator's state through its bind
-    log (``ClusterState.log``), so each placement costs one ``Profile.evaluate``.
+    It holds the placed pods' labels and terms (for PodTopologySpread and InterPodAffinity) and
+    catches up with the generator's bind log (``ClusterState.log``) only when asked (``state``),
+    so a placer that consults it for some pods only pays for the others when it does.
     """
 
-    profile: Profile
-    rng: np.random.Generator
-    ties: dict[str, list[int]] = field(default_factory=dict)  # uid -> tied node indices
     _core: CoreState | None = field(default=None, repr=False)
     _source: ClusterState | None = field(default=None, repr=False)
     _applied: int = 0  # bind-log entries already applied to ``_core``
     _demands: dict[str, PodDemand] = field(default_factory=dict, repr=False)
+    # parsed cells by their text: a workload's pods share them (the parsed values are frozen)
+    _topology: dict[tuple[str, ...], tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    _constraints: dict[tuple[str, ...], PodConstraints] = field(default_factory=dict, repr=False)
 
-    def _state(self, state: ClusterState) -> CoreState:
+    def state(self, state: ClusterState) -> CoreState:
+        """The core state of ``state`` now (built on first use, then followed incrementally)."""
         if self._core is None or self._source is not state:
             names = [r for r in state.resources if r != "pods"]
             allocatable = [
@@ -80,10 +86,11 @@ class KubePlacer:
             # the snapshot's objects (ReplicaSets, StatefulSets): default spreading as replayed
             self._core.objects = from_kept(state.objects, "generator objects")
             self._core.attach_pod_index()
-            self._source, self._applied = state, 0
+            # another cluster (e.g. the next history chunk) may reuse uids with other requests
+            self._source, self._applied, self._demands = state, 0, {}
         core = self._core
         for node, step, pod in state.log[self._applied :]:
-            demand = self._demand(pod, core)
+            demand = self.demand(pod, core)
             if step > 0:
                 core.bind(node, demand)
             else:
@@ -91,16 +98,26 @@ class KubePlacer:
         self._applied = len(state.log)
         return core
 
-    def _demand(self, pod: PlacementRequest, core: CoreState) -> PodDemand:
+    def demand(self, pod: PlacementRequest, core: CoreState) -> PodDemand:
         """The pod as a replay of the snapshot sees it (requests, constraints, labels, terms)."""
         found = self._demands.get(pod.uid)
         if found is not None:
             return found
         cells = pod.cells
         labels = _labels(cells.get("labels", "{}"))
-        spread, affinity = topology_from_cells(
-            cells.get("affinity"), cells.get("topology_spread"), pod.namespace, labels, "pod"
-        )
+        affinity_cell, spread_cell = cells.get("affinity", ""), cells.get("topology_spread", "")
+        key = (affinity_cell, spread_cell, pod.namespace, cells.get("labels", "{}"))
+        topology = self._topology.get(key)
+        if topology is None:
+            topology = self._topology[key] = topology_from_cells(
+                affinity_cell, spread_cell, pod.namespace, labels, "pod"
+            )
+        spread, affinity = topology
+        tolerations, selector = cells.get("tolerations", ""), cells.get("node_selector", "")
+        constraints = self._constraints.get((tolerations, selector, affinity_cell))
+        if constraints is None:
+            constraints = constraints_from_json(tolerations, selector, affinity_cell)
+            self._constraints[(tolerations, selector, affinity_cell)] = constraints
         requests = {k: v for k, v in pod.requests.items() if k != "pods"}
         demand = make_demand(
             core.resources,
@@ -110,9 +127,7 @@ class KubePlacer:
             namespace=pod.namespace,
             priority=pod.priority,
             daemonset=pod.daemonset,
-            constraints=constraints_from_json(
-                cells.get("tolerations"), cells.get("node_selector"), cells.get("affinity")
-            ),
+            constraints=constraints,
             labels=labels,
             spread=spread,
             affinity=affinity,
@@ -121,6 +136,26 @@ class KubePlacer:
         )
         self._demands[pod.uid] = demand
         return demand
+
+
+@dataclass
+class KubePlacer:
+    """A generator ``Placer`` backed by a scheduling core profile and a seeded generator.
+
+    It keeps its own core state (``CoreMirror``), so each placement costs one
+    ``Profile.evaluate``.
+    """
+
+    profile: Profile
+    rng: np.random.Generator
+    ties: dict[str, list[int]] = field(default_factory=dict)  # uid -> tied node indices
+    mirror: CoreMirror = field(default_factory=CoreMirror, repr=False)
+
+    def _state(self, state: ClusterState) -> CoreState:
+        return self.mirror.state(state)
+
+    def _demand(self, pod: PlacementRequest, core: CoreState) -> PodDemand:
+        return self.mirror.demand(pod, core)
 
     def __call__(self, pod: PlacementRequest, state: ClusterState) -> int | None:
         if pod.daemonset:  # DaemonSet pods stay on their node, as in every replay

@@ -155,18 +155,28 @@ def _least_allocated(
     return int(np.argmax(score))
 
 
-def crowding_place(crowded: frozenset[str]) -> Placer:
+# Extra filters for some pods: a mask of the nodes they allow, or None for a pod they do not concern
+Refiner = Callable[[PlacementRequest, ClusterState], np.ndarray | None]
+
+
+def crowding_place(crowded: frozenset[str], refine: Refiner | None = None) -> Placer:
     """``least_allocated_place``, except that the named nodes are filled first, fullest first.
 
     What a few nodes look like after a team's workloads were pinned to them for a while: their
     cpu runs out while memory is left over (stranded capacity, fragmentation). DaemonSet pods
-    keep their node; a pod that fits no crowded node goes to the least allocated one.
+    keep their node; a pod that fits no crowded node goes to the least allocated one. ``refine``
+    (optional) narrows the feasible nodes of the pods it concerns, e.g. to those their required
+    constraints allow (``constrained_placement.RequiredFilters``).
     """
 
     masks: dict[tuple[str, ...], np.ndarray] = {}  # the crowded nodes of a cluster's node list
 
     def place(pod: PlacementRequest, state: ClusterState) -> int | None:
         feasible = state.fits(pod)
+        if refine is not None and feasible.any():
+            allowed = refine(pod, state)
+            if allowed is not None:
+                feasible = feasible & allowed
         if pod.daemonset or not feasible.any():
             return _least_allocated(pod, state, feasible)
         chosen = masks.get(state.nodes)

@@ -12,8 +12,9 @@ export, so ``collect --kube-objects`` has something to add (``workload_constrain
 - ``renderer``: preferred pod affinity to ``web-frontend`` in the same zone (weight 50).
 
 Zone terms appear only with zones. Selectors match the pod label ``app=<workload>``. The
-generator's own placement (``sources/placement.py``) does not apply these constraints: they are
-data for the collector and the replay, and the ground truth may violate the required ones.
+generator's simple placers (``sources/placement.py``: least-allocated, crowding) do not apply
+these constraints, so their ground truth may violate the required ones; the exact placer
+(``kube_placement``) and the demo's constrained crowding (``constrained_placement``) honour them.
 """
 
 from __future__ import annotations

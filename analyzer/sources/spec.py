@@ -49,7 +49,8 @@ class SyntheticSpec:
     - ``zones``: label the nodes with ``topology.kubernetes.io/zone`` (round robin over this many
       zones per pool; 0: no zone labels);
     - ``pod_constraints``: give some workloads topologySpreadConstraints and pod (anti-)affinity
-      (``sources/kube_objects.py``); the generator's own placement does not apply them.
+      (``sources/kube_objects.py``); the simple placers do not apply them, the exact one
+      (``kube_placement``) and the demo's (``constrained_placement``) honour the required ones.
 
     Growth, seasonality and over-requesting teams (the monthly review's data; all off by default):
 

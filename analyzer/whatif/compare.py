@@ -29,7 +29,7 @@ from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.evaluate import Outcome, evaluate
-from analyzer.whatif.notes import constraint_notes, data_notes
+from analyzer.whatif.notes import whatif_notes
 
 VERDICT_RULE = (
     "Each strategy's figures are its worst tie-break seed (most nodes, waiting pods, unplaced pods "
@@ -247,8 +247,7 @@ def compare(
         recommendation=sentence,
         thresholds=settings.thresholds,
         notes=[
-            *constraint_notes(snapshot, strategies),
-            *data_notes(snapshot),
+            *whatif_notes(snapshot, strategies),
             *([ARRIVALS_NOTE] if settings.arrivals != ARRIVALS[0] else []),
         ],
     )

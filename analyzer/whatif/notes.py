@@ -74,6 +74,11 @@ def _pl(count: int, one: str, many: str) -> str:
     return f"{count:,} {one if count == 1 else many}"
 
 
+def whatif_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
+    """Every note of a comparison of ``strategies`` (by the names its page shows them with)."""
+    return [*constraint_notes(snapshot, strategies), *data_notes(snapshot)]
+
+
 def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
     """What the replay applied of the snapshot's taints and node selectors, and what it did not."""
     nodes, pods = snapshot.nodes, snapshot.pods

@@ -24,16 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.snapshot import Snapshot
-from analyzer.replay.engine import OBSERVED
-from analyzer.scheduling.strategies import STRATEGIES
+from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
+from analyzer.scheduling.strategies import STRATEGIES, document_profile
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import (
     StrategyComparison,
     WhatIfResult,
     WhatIfSettings,
+    resolve_strategy,
     run_whatif,
 )
 from analyzer.whatif.compare import recommend as compare_recommend
+from analyzer.whatif.notes import whatif_notes
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, scheduler_yaml
 
 RULE = (
@@ -178,9 +180,29 @@ class SearchResult:
             return None
         return scheduler_yaml(best.document, best.name)
 
-    def first_screen(self) -> dict[str, str]:
-        """What the what-if page shows as its first card: the sentence and the link."""
-        return {"sentence": self.sentence, "href": HREF}
+    def question(self) -> str:
+        """The question the search answers, naming what it compared (not the what-if's presets)."""
+        candidates = self.rows[1:]
+        baselines = [r.name for r in candidates if r.kind == "baseline"]
+        searched = sum(r.kind == "searched" for r in candidates)
+        parts = [*baselines, f"{searched} grid configuration{'s' if searched != 1 else ''}"]
+        listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        return (
+            f"Which of the {len(candidates)} configurations searched ({listed}) would have needed "
+            "the fewest nodes at peak without more threshold violations, waiting or never-placed "
+            "pods than observed?"
+        )
+
+    def first_screen(self) -> dict[str, Any]:
+        """What the what-if page shows as its first card: the question, the answer, the link and
+        the names of the configurations searched (``searched``: the page says when its own
+        verdict names a strategy that was not among them)."""
+        return {
+            "question": self.question(),
+            "sentence": self.sentence,
+            "href": HREF,
+            "searched": [r.name for r in self.rows[1:]],
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Every number of the search, JSON-ready."""
@@ -243,18 +265,29 @@ def grid_files(configs: Sequence[SearchConfig]) -> Iterator[dict[str, SearchConf
 
 
 def search_result(
-    whatif: WhatIfResult, files: Mapping[str, SearchConfig], settings: SearchSettings
+    whatif: WhatIfResult,
+    files: Mapping[str, SearchConfig],
+    settings: SearchSettings,
+    snapshot: Snapshot,
 ) -> SearchResult:
-    """The search's rows from a comparison that replayed the grid's files and baselines
-    (strategies the comparison ran besides those are left out)."""
+    """The search's rows from a comparison of ``snapshot`` that replayed the grid's files and
+    baselines (strategies the comparison ran besides those are left out). Its notes name its
+    own rows, a configuration by its label (``SearchConfig.name``), never by its file."""
     rows = []
+    shown: list[Strategy] = []
+    version = settings.kubernetes_version
     for c in whatif.strategies:
         if c.name == OBSERVED:
             rows.append(_row(c, "observed", OBSERVED, None))
+            shown.append(OBSERVED_STRATEGY)
         elif c.name in files:
-            rows.append(_row(c, "searched", files[c.name].name, files[c.name]))
+            config = files[c.name]
+            rows.append(_row(c, "searched", config.name, config))
+            profile = document_profile(config.document(), config.name, version)
+            shown.append(Strategy(config.name, profile, "file"))
         elif c.name in settings.grid.baselines:
             rows.append(_row(c, "baseline", c.name, None))
+            shown.append(resolve_strategy(c.name, version))
     observed, candidates = rows[0], rows[1:]
     for row, front in zip(
         candidates, pareto_front([r.objectives for r in candidates]), strict=True
@@ -271,7 +304,7 @@ def search_result(
         rows=rows,
         recommended=best.name if best else None,
         sentence=sentence,
-        notes=list(whatif.notes),
+        notes=whatif_notes(snapshot, shown),
     )
 
 
@@ -292,12 +325,25 @@ def run_search(snapshot: Snapshot, settings: SearchSettings) -> SearchResult:
     """Replay every configuration of the grid and every baseline; front and recommendation."""
     with grid_files(settings.grid.configs()) as files:
         whatif = run_whatif(snapshot, search_settings(settings, list(files)))
-    return search_result(whatif, files, settings)
+    return search_result(whatif, files, settings, snapshot)
 
 
-def restrict(whatif: WhatIfResult, names: Sequence[str]) -> WhatIfResult:
-    """The comparison of ``observed`` and ``names`` only, its recommendation recomputed (for a
-    what-if page when one comparison also replayed the search's configurations)."""
+def restrict(
+    whatif: WhatIfResult,
+    names: Sequence[str],
+    snapshot: Snapshot,
+    kubernetes_version: str | None = None,
+) -> WhatIfResult:
+    """The comparison of ``observed`` and ``names`` only, its recommendation and notes
+    recomputed (for a what-if page when one comparison of ``snapshot`` also replayed the
+    search's configurations: the page's notes name only its own strategies)."""
     kept = [c for c in whatif.strategies if c.name == OBSERVED or c.name in names]
     best, sentence = compare_recommend(kept)
-    return replace(whatif, strategies=kept, best=best, recommendation=sentence)
+    strategies = [resolve_strategy(c.name, kubernetes_version) for c in kept]
+    return replace(
+        whatif,
+        strategies=kept,
+        best=best,
+        recommendation=sentence,
+        notes=whatif_notes(snapshot, strategies),
+    )

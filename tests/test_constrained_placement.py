@@ -1,0 +1,65 @@
+"""The demo's observed placement: crowding, and the pods' required constraints honoured.
+
+Facts checked on a 40-node demo cluster (one day): the plain crowding placement lets replicas with
+required pod anti-affinity per hostname run beside each other (so the check below can fail), the
+constrained one never does; both fill the crowded nodes to the brim; and a cluster whose pods
+carry no constraint is placed node for node as the plain crowding placement places it (the filters
+run only for the pods that carry constraints).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cache
+
+import pandas as pd
+from anti_affinity_facts import anti_affinity_breaks
+
+from analyzer.cli.demo import demo_crowded, demo_spec
+from analyzer.core.snapshot import Snapshot
+from analyzer.sources.constrained_placement import constrained_crowding_place
+from analyzer.sources.placement import crowding_place
+from analyzer.sources.synthetic import generate
+
+SPEC = demo_spec(7, 40, 1, 600)
+CROWDED = demo_crowded(SPEC)
+
+
+@cache
+def placed(constrained: bool, pod_constraints: bool = True) -> Snapshot:
+    spec = replace(SPEC, pod_constraints=pod_constraints)
+    make = constrained_crowding_place if constrained else crowding_place
+    return generate(spec, place=make(CROWDED)).snapshot
+
+
+def _cpu_requested_share(snapshot: Snapshot) -> pd.Series:
+    """Per node: cpu requested by the pods still running at the end / allocatable cpu."""
+    pods = snapshot.pods
+    running = pods[pods["node"].notna() & pods["finished"].isna()]
+    allocatable = snapshot.nodes.set_index("node")["allocatable:cpu"]
+    requested = running.groupby("node")["requests:cpu"].sum()
+    return (requested / allocatable).reindex(allocatable.index).fillna(0.0)
+
+
+def test_required_anti_affinity_is_honoured() -> None:
+    breaking, carrying = anti_affinity_breaks(placed(False).pods)
+    assert carrying > 50 and breaking > 0  # the plain crowding placement ignores the terms
+    breaking, carrying = anti_affinity_breaks(placed(True).pods)
+    assert carrying > 50 and breaking == 0
+
+
+def test_crowded_nodes_are_still_filled_first() -> None:
+    for constrained in (False, True):
+        share = _cpu_requested_share(placed(constrained))
+        crowded = share[sorted(CROWDED)]
+        # the crowded nodes' cpu is (nearly) all requested; the other nodes keep room
+        assert (crowded > 0.95).all(), crowded
+        assert share.drop(sorted(CROWDED)).max() < crowded.min()
+
+
+def test_pods_without_constraints_are_placed_as_before() -> None:
+    plain = placed(False, pod_constraints=False).pods
+    assert (plain["affinity"].isin(["", "{}"])).all()
+    assert (plain["topology_spread"].isin(["", "[]"])).all()
+    assert plain["node"].notna().sum() > 500
+    assert plain["node"].equals(placed(True, pod_constraints=False).pods["node"])
