@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
 from analyzer.report.output import list_runs
+from analyzer.report.whatif import DEMO_STRATEGIES
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import find_violations
 
@@ -60,8 +61,9 @@ def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
     data = json.loads((out / "whatif" / "search.json").read_text())
     assert data["sentence"] in run.output  # the summary names the answer
     rows = data["search"]["rows"]
-    # observed, the baselines kube-default and most-allocated, 2 searched configurations
-    assert [r["kind"] for r in rows] == ["observed", "baseline", "baseline", "searched", "searched"]
+    # observed, every preset of the what-if page as a baseline, 2 searched configurations
+    assert [r["kind"] for r in rows] == ["observed", *["baseline"] * 4, "searched", "searched"]
+    assert [r["name"] for r in rows[1:5]] == list(DEMO_STRATEGIES)
     for row in rows:
         assert 0 <= row["peak_nodes"] <= 12
         assert min(row["violations"], row["waited"], row["never_placed"]) >= 0
