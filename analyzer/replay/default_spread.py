@@ -30,9 +30,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
+from analyzer.replay.zone_bests import ZoneBests, nth
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import affinity_mask
 from analyzer.scheduling.label_selectors import LabelSelector
@@ -46,6 +48,12 @@ _ZONE_SKEW = SYSTEM_DEFAULTS[1].max_skew - 1  # 4: zone maxSkew 5
 UNHANDLED = -1
 ZONE_MASKS = 16  # up to this many zone values, per-zone node masks (else a bincount per pod)  # ``choose``: this case is not covered here, use ``TopologyCheck.choose``
 _LabelKey = tuple[str, frozenset[tuple[str, str]]]  # (namespace, labels) of placed pods
+
+
+class Holder(Protocol):
+    """Where the per-zone bests of one score-cache entry live (``scoring._Entry``)."""
+
+    spread: ZoneBests | None
 
 
 @dataclass
@@ -212,12 +220,17 @@ class DefaultSpread:
         pod: PodDemand,
         selector: LabelSelector,
         rng: np.random.Generator,
+        kept: Holder | None = None,
     ) -> int | None:
         """``select`` over the resource totals ``masked`` (``LOWEST``: infeasible) plus the
         weighted System-default score of ``pod`` (selector ``selector``); ``UNHANDLED`` when
-        this case is left to ``TopologyCheck.choose``."""
+        this case is left to ``TopologyCheck.choose``. ``kept``: the score-cache entry whose
+        flushed ``masked`` this is — its per-zone bests (``zone_bests``) replace the passes
+        over every node; without it, ``totals`` (the reference)."""
         if not self.handled:
             return UNHANDLED
+        if kept is not None:
+            return self._choose_kept(kept, masked, state, pod, selector, rng)
         total = self.totals(masked, state, pod, selector)
         if total is None:
             return None
@@ -227,17 +240,95 @@ class DefaultSpread:
             return int(ties[0])
         return int(ties[int(rng.integers(len(ties)))])
 
+    def _choose_kept(
+        self,
+        kept: Holder,
+        masked: Int64Array,
+        state: ClusterState,
+        pod: PodDemand,
+        selector: LabelSelector,
+        rng: np.random.Generator,
+    ) -> int | None:
+        """``choose`` from the entry's per-zone bests: the same maximum, the same ascending tie
+        list and the same draw as ``flatnonzero(totals == totals.max())``, in O(zones +
+        occupied nodes) unless a zone's best nodes are all occupied."""
+        zones = kept.spread
+        if zones is None:
+            zones = kept.spread = ZoneBests(masked, self.slot_list, self._members())
+        scored = self._score(zones.count, masked, state, pod, selector)
+        if scored is None:
+            return None
+        bonus, occupied, taken = scored
+        best = LOWEST
+        parts: list[list[int]] = []
+        minus: list[int] = []
+        for slot, (n, used) in enumerate(zip(zones.count, taken, strict=True)):
+            if n <= used:  # no feasible node of this slot is free of the group's pods
+                continue
+            top, ties, inside = zones.best_without(slot, masked, occupied)
+            value = top + bonus[slot]
+            if value > best:
+                best, parts, minus = value, [ties], inside
+            elif value == best:
+                parts.append(ties)
+                minus = sorted(minus + inside) if inside else minus
+        on_top = [node for node, total in occupied.items() if total == best]
+        higher = max(occupied.values(), default=LOWEST)
+        if higher > best:
+            on_top = sorted(node for node, total in occupied.items() if total == higher)
+            parts, minus = [on_top], []
+        elif on_top:
+            parts.append(sorted(on_top))
+        count = sum(len(p) for p in parts) - len(minus)
+        if count == 1:
+            return nth(parts, minus, 0)
+        return nth(parts, minus, int(rng.integers(count)))
+
+    def _members(self) -> list[Int64Array | None]:
+        """The nodes of each zone slot (None for the only slot: every node)."""
+        if self.width == 1:
+            return [None]
+        order = np.argsort(self.slot, kind="stable")
+        bounds = np.searchsorted(self.slot[order], np.arange(self.width + 1))
+        return [order[bounds[z] : bounds[z + 1]] for z in range(self.width)]
+
     def totals(
         self, masked: Int64Array, state: ClusterState, pod: PodDemand, selector: LabelSelector
     ) -> Int64Array | None:
         """``masked`` + weight × the normalised System-default score on the feasible nodes
-        (infeasible ones stay far below; None: no node is feasible). Needs ``handled``."""
+        (infeasible ones stay far below; None: no node is feasible). Needs ``handled``.
+        The reference of ``choose``'s kept path: one pass over every node."""
         feasible = masked != LOWEST
         if self.zone_masks is not None:  # a few zones: one AND and count per zone
             per_zone = [0 if m is None else int(np.count_nonzero(feasible & m))
                         for m in self.zone_masks]  # fmt: skip
         else:
             per_zone = np.bincount(self.slot[feasible], minlength=self.width).tolist()
+        scored = self._score(per_zone, masked, state, pod, selector)
+        if scored is None:
+            return None
+        bonus, fix, _taken = scored
+        if len(set(bonus)) == 1:  # one zone value (or none labelled): no gather
+            total = masked + bonus[0]
+        else:
+            total = np.array(bonus, dtype=np.int64).take(self.slot)
+            total += masked  # infeasible nodes stay far below any feasible one
+        if fix:
+            total[list(fix)] = list(fix.values())
+        return total
+
+    def _score(
+        self,
+        per_zone: list[int],
+        masked: Int64Array,
+        state: ClusterState,
+        pod: PodDemand,
+        selector: LabelSelector,
+    ) -> tuple[list[int], dict[int, int], list[int]] | None:
+        """From the feasible-node count per zone slot: weight × the normalised score of a
+        feasible node without a matching pod, per slot; the total (``masked`` + weight × its
+        score) of each feasible node holding matching pods; how many of those each slot has.
+        None: no node is feasible."""
         size = sum(per_zone)
         if size == 0:
             return None
@@ -268,44 +359,34 @@ class DefaultSpread:
         ]
         empty_raw = [_round(_host(0, w_host) + z) if z is not None else _HOST_SKEW
                      for z in zone_part]  # fmt: skip
-        occupied: dict[int, int] = {}
-        occupied_in_zone = [0] * self.width
+        occupied: dict[int, tuple[int, int]] = {}  # node -> (raw score, resource total)
+        taken = [0] * self.width
         if group.nodes:
             nodes = list(group.nodes)
-            usable = feasible[nodes].tolist()
+            bases = masked[nodes].tolist()
             slots = self.slot_list
-            for node, cnt, ok in zip(nodes, group.nodes.values(), usable, strict=True):
-                if ok:
+            for node, cnt, base in zip(nodes, group.nodes.values(), bases, strict=True):
+                if base != LOWEST:
                     z = zone_part[slots[node]]
                     host = _host(cnt, w_host)
-                    occupied[node] = _round(host + z) if z is not None else _round(host)
-                    occupied_in_zone[slots[node]] += 1
-        raws = list(occupied.values())
-        for slot, (n, taken) in enumerate(zip(per_zone, occupied_in_zone, strict=True)):
-            if n > taken:
+                    occupied[node] = (_round(host + z) if z is not None else _round(host), base)
+                    taken[slots[node]] += 1
+        raws = [r for r, _ in occupied.values()]
+        for slot, (n, used) in enumerate(zip(per_zone, taken, strict=True)):
+            if n > used:
                 raws.append(empty_raw[slot])
         high, low = max(max(raws), 0), min(raws)
-        weight = self.weight
-        if high == 0:
-            total = masked + weight * MAX_NODE_SCORE
-            fix: Mapping[int, int] = {}
-        else:
-            bonus = [weight * (MAX_NODE_SCORE * (high + low - r) // high) for r in empty_raw]
-            if len(set(bonus)) == 1:  # one zone value (or none labelled): no gather
-                total = masked + bonus[0]
-            else:
-                total = np.array(bonus, dtype=np.int64).take(self.slot)
-                total += masked  # infeasible nodes stay far below any feasible one
-            top = MAX_NODE_SCORE
-            fix = {
-                node: base + weight * (top * (high + low - r) // high)
-                for (node, r), base in zip(
-                    occupied.items(), masked[list(occupied)].tolist(), strict=True
-                )
-            }
-        if fix:
-            total[list(fix)] = list(fix.values())
-        return total
+        weight, top = self.weight, MAX_NODE_SCORE
+        if high == 0:  # every score is 100
+            return (
+                [weight * top] * self.width,
+                {node: base + weight * top for node, (_, base) in occupied.items()},
+                taken,
+            )
+        bonus = [weight * (top * (high + low - r) // high) for r in empty_raw]
+        fix = {node: base + weight * (top * (high + low - r) // high)
+               for node, (r, base) in occupied.items()}  # fmt: skip
+        return bonus, fix, taken
 
 
 def _anchor(selector: LabelSelector) -> tuple[str, tuple[str, ...]] | None:
