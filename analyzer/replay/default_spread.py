@@ -7,8 +7,8 @@ constraints, no pod (anti-)affinity terms, no placed pod's terms matching it —
 decides), PodTopologySpread never filters, and its score is a function of few numbers:
 
 - per node, the selector group's matching pods ``cnt`` (sparse: at most the group's replicas
-  are non-zero), kept incrementally here per group (namespace, selector) from the nodes the
-  replay touches (``touch``: the node's placed pods are diffed against the last copy);
+  are non-zero), kept incrementally here per group (namespace, selector) from the pod index's
+  binds and unbinds (``count``, a ``PodIndex`` listener);
 - per zone, the group's count over the nodes the pod's node affinity admits
   (``nodeAffinityPolicy: Honor``; taints are Ignored for the defaults), kept per zone as well;
 - the feasible nodes: ``|F|`` (hostname weight ``ln(|F| + 2)``) and the zones they register
@@ -28,17 +28,15 @@ static score plugins whose raw score varies) return ``UNHANDLED`` and the pod go
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
-from analyzer.replay.zone_bests import ZoneBests, nth
+from analyzer.replay.zone_bests import Kept, ZoneBests, nth
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import affinity_mask
 from analyzer.scheduling.label_selectors import LabelSelector
-from analyzer.scheduling.pod_index import PlacedPod, domains
+from analyzer.scheduling.pod_index import domains
 from analyzer.scheduling.podtopologyspread import HOSTNAME, MAX_NODE_SCORE, SYSTEM_DEFAULTS, ZONE
 from analyzer.scheduling.state import ClusterState, PodDemand
 
@@ -48,12 +46,6 @@ _ZONE_SKEW = SYSTEM_DEFAULTS[1].max_skew - 1  # 4: zone maxSkew 5
 UNHANDLED = -1
 ZONE_MASKS = 16  # up to this many zone values, per-zone node masks (else a bincount per pod)  # ``choose``: this case is not covered here, use ``TopologyCheck.choose``
 _LabelKey = tuple[str, frozenset[tuple[str, str]]]  # (namespace, labels) of placed pods
-
-
-class Holder(Protocol):
-    """Where the per-zone bests of one score-cache entry live (``scoring._Entry``)."""
-
-    spread: ZoneBests | None
 
 
 @dataclass
@@ -94,53 +86,21 @@ class DefaultSpread:
         self._loose: dict[str, list[tuple[LabelSelector, _Group]]] = {}  # no In requirement
         self._labels_at: dict[tuple[str, str, str], list[_LabelKey]] = {}
         self._labels_in: dict[str, list[_LabelKey]] = {}
-        self._keys: dict[int, tuple[Mapping[str, str], _LabelKey]] = {}  # by id(labels)
-        self._copies: list[list[PlacedPod]] = [[] for _ in range(state.node_count)]
         # id(pod.constraints) -> (constraints, the nodes its node affinity admits or None for
         # every node); the constraints object is kept so its id stays unique
         self._admitted: dict[int, tuple[object, BoolArray | None]] = {}
         index = state.pod_index
-        if index is not None:  # pods bound before this replay step asked for the counts
-            for node, placed in enumerate(index.pods):
-                if placed:
-                    self.touch(node)
+        if index is not None:  # the pods bound so far, then each bind / unbind as it happens
+            for key, per_node in index.live_groups():
+                for node, live in per_node.items():
+                    self.count(node, key, live)
+            index.listeners.append(self.count)
 
     # ------------------------------------------------------------------ counts
 
-    def _key(self, pod: PlacedPod) -> _LabelKey:
-        held = self._keys.get(id(pod.labels))
-        if held is not None and held[0] is pod.labels and held[1][0] == pod.namespace:
-            return held[1]
-        found = (pod.namespace, frozenset(pod.labels.items()))
-        self._keys[id(pod.labels)] = (pod.labels, found)  # the dict kept: its id stays its own
-        return found
-
-    def touch(self, node: int) -> None:
-        """Node ``node`` changed: account the pods bound or removed since its last copy."""
-        index = self.state.pod_index
-        if index is None:
-            return
-        now, before = index.pods[node], self._copies[node]
-        same = all(a is b for a, b in zip(now, before, strict=False))
-        if same and len(now) == len(before) + 1:  # PodIndex.add appends
-            self._step(node, now[-1], 1)
-        elif not same or len(now) != len(before):
-            left = list(before)
-            for pod in now:
-                for i, old in enumerate(left):
-                    if old is pod:
-                        del left[i]
-                        break
-                else:
-                    self._step(node, pod, 1)
-            for pod in left:
-                self._step(node, pod, -1)
-        self._copies[node] = list(now)
-
-    def _step(self, node: int, pod: PlacedPod, step: int) -> None:
-        if pod.terminating:  # countPodsMatchSelector skips terminating pods
-            return
-        key = self._key(pod)
+    def count(self, node: int, key: _LabelKey, step: int) -> None:
+        """``step`` live pods of label group ``key`` (namespace, labels) bound to ``node``
+        (negative: removed); ``PodIndex`` calls this on every bind / unbind."""
         per_node = self._label_nodes.get(key)
         if per_node is None:
             per_node = self._new_label_group(key)
@@ -151,11 +111,12 @@ class DefaultSpread:
             per_node.pop(node, None)
         slot = self.slot_list[node]
         for group in self._targets[key]:
-            left = group.nodes.get(node, 0) + step
+            nodes = group.nodes
+            left = nodes.get(node, 0) + step
             if left:
-                group.nodes[node] = left
+                nodes[node] = left
             else:
-                group.nodes.pop(node, None)
+                nodes.pop(node, None)
             group.zones[slot] += step
 
     def group(self, namespace: str, selector: LabelSelector) -> _Group:
@@ -220,7 +181,7 @@ class DefaultSpread:
         pod: PodDemand,
         selector: LabelSelector,
         rng: np.random.Generator,
-        kept: Holder | None = None,
+        kept: Kept | None = None,
     ) -> int | None:
         """``select`` over the resource totals ``masked`` (``LOWEST``: infeasible) plus the
         weighted System-default score of ``pod`` (selector ``selector``); ``UNHANDLED`` when
@@ -242,7 +203,7 @@ class DefaultSpread:
 
     def _choose_kept(
         self,
-        kept: Holder,
+        kept: Kept,
         masked: Int64Array,
         state: ClusterState,
         pod: PodDemand,
@@ -265,7 +226,7 @@ class DefaultSpread:
         for slot, (n, used) in enumerate(zip(zones.count, taken, strict=True)):
             if n <= used:  # no feasible node of this slot is free of the group's pods
                 continue
-            top, ties, inside = zones.best_without(slot, masked, occupied)
+            top, ties, inside = zones.best_without(slot, masked, occupied, kept)
             value = top + bonus[slot]
             if value > best:
                 best, parts, minus = value, [ties], inside
@@ -362,15 +323,17 @@ class DefaultSpread:
         occupied: dict[int, tuple[int, int]] = {}  # node -> (raw score, resource total)
         taken = [0] * self.width
         if group.nodes:
-            nodes = list(group.nodes)
-            bases = masked[nodes].tolist()
-            slots = self.slot_list
-            for node, cnt, base in zip(nodes, group.nodes.values(), bases, strict=True):
+            item, slots = masked.item, self.slot_list
+            for node, cnt in group.nodes.items():
+                base = item(node)
                 if base != LOWEST:
-                    z = zone_part[slots[node]]
-                    host = _host(cnt, w_host)
-                    occupied[node] = (_round(host + z) if z is not None else _round(host), base)
-                    taken[slots[node]] += 1
+                    slot = slots[node]
+                    z = zone_part[slot]
+                    host = 0.0 + (float(cnt) * w_host + _HOST_SKEW)  # ``_host``, inlined
+                    raw = host + z if z is not None else host
+                    whole = int(raw)  # ``_round``, inlined (raw > 0)
+                    occupied[node] = (whole + 1 if raw - whole >= 0.5 else whole, base)
+                    taken[slot] += 1
         raws = [r for r, _ in occupied.values()]
         for slot, (n, used) in enumerate(zip(per_zone, taken, strict=True)):
             if n > used:
@@ -378,11 +341,8 @@ class DefaultSpread:
         high, low = max(max(raws), 0), min(raws)
         weight, top = self.weight, MAX_NODE_SCORE
         if high == 0:  # every score is 100
-            return (
-                [weight * top] * self.width,
-                {node: base + weight * top for node, (_, base) in occupied.items()},
-                taken,
-            )
+            fix = {node: base + weight * top for node, (_, base) in occupied.items()}
+            return [weight * top] * self.width, fix, taken
         bonus = [weight * (top * (high + low - r) // high) for r in empty_raw]
         fix = {node: base + weight * (top * (high + low - r) // high)
                for node, (r, base) in occupied.items()}  # fmt: skip

@@ -405,8 +405,6 @@ class ScoreCache:
             self.members += 1
         if self.load is not None:
             self.load.touch(node)
-        if self.topology is not None:
-            self.topology.touch(node)
         if len(self.log) >= LOG_LIMIT:
             self.log.clear()
             for entry in self.entries.values():

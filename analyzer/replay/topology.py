@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.snapshot import Snapshot
-from analyzer.replay.default_spread import UNHANDLED, DefaultSpread, Holder
+from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
+from analyzer.replay.zone_bests import Kept
 from analyzer.scheduling.arith import Int64Array
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.interpodaffinity import InterPodAffinity
@@ -173,11 +174,6 @@ class TopologyCheck:
             return INERT, None
         return (DEFAULTS if self.default_weight is not None else PROFILE), selector
 
-    def touch(self, node: int) -> None:
-        """Node ``node`` gained or lost a pod (the default-spread counts follow)."""
-        if self.fast is not None:
-            self.fast.touch(node)
-
     def choose_defaults(
         self,
         masked: Int64Array,
@@ -187,7 +183,7 @@ class TopologyCheck:
         selector: LabelSelector,
         now: float,
         rng: np.random.Generator,
-        kept: Holder | None = None,
+        kept: Kept | None = None,
     ) -> int | None:
         """``choose`` for a pod routed ``DEFAULTS`` (``default_spread``; the general path when
         static score plugins vary or the nodes' labels are unusual). ``kept``: the score-cache

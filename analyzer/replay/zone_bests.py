@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Collection, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -26,8 +27,18 @@ from analyzer.scheduling.arith import Int64Array
 LOWEST = int(np.iinfo(np.int64).min)  # the cache's "infeasible" row value (scoring.LOWEST)
 
 
+class Kept(Protocol):
+    """The score-cache entry (``scoring._Entry``): its overall best total and ascending ties
+    (None: unknown), kept by ``scoring._track_best``; its ``ZoneBests`` (None: not built)."""
+
+    best: int | None
+    ties: list[int]
+    spread: ZoneBests | None
+
+
 class ZoneBests:
-    """Feasible count and best total (ascending ties) per zone slot of one entry's ``masked``."""
+    """Feasible count and best total (ascending ties) per zone slot of one entry's ``masked``;
+    with a single slot its best is the entry's own (``Kept``), not kept twice."""
 
     def __init__(
         self, masked: Int64Array, slots: list[int], members: Sequence[Int64Array | None]
@@ -36,6 +47,7 @@ class ZoneBests:
         every node, when there is a single slot)."""
         self.slots = slots
         self.members = members
+        self.single = len(members) == 1
         feasible = masked != LOWEST
         self.feasible = bytearray(feasible.tobytes())  # numpy bools are bytes 0 / 1
         self.count = [0] * len(members)
@@ -49,7 +61,15 @@ class ZoneBests:
 
     def update(self, rows: list[int], values: list[int]) -> None:
         """Rows ``rows`` of ``masked`` now hold ``values``."""
-        slots, feasible, count, bests = self.slots, self.feasible, self.count, self.bests
+        feasible = self.feasible
+        if self.single:  # the best is the entry's: only the count here
+            for node, value in zip(rows, values, strict=True):
+                now = value != LOWEST
+                if feasible[node] != now:
+                    feasible[node] = now
+                    self.count[0] += 1 if now else -1
+            return
+        slots, count, bests = self.slots, self.count, self.bests
         for node, value in zip(rows, values, strict=True):
             slot = slots[node]
             now = value != LOWEST
@@ -72,9 +92,16 @@ class ZoneBests:
                 if not ties:  # known empty only when no feasible node is left
                     bests[slot] = LOWEST if count[slot] == 0 else None
 
-    def best(self, slot: int, masked: Int64Array) -> tuple[int, list[int]]:
+    def best(self, slot: int, masked: Int64Array, entry: Kept) -> tuple[int, list[int]]:
         """The best total of slot ``slot`` (``LOWEST``: no feasible node) and its ascending ties
-        (``masked`` must be flushed: it is read when the slot's best is unknown)."""
+        (``masked``: the ``entry``'s, flushed; it is read when the slot's best is unknown)."""
+        if self.single:  # as ``ScoreCache.choose`` finds the entry's best
+            if entry.best is None:
+                top = int(masked.max())
+                if top == LOWEST:
+                    return LOWEST, []
+                entry.best, entry.ties = top, np.flatnonzero(masked == top).tolist()
+            return entry.best, entry.ties
         best = self.bests[slot]
         if best is not None:
             return best, self.ties[slot]
@@ -90,12 +117,12 @@ class ZoneBests:
         return top, ties
 
     def best_without(
-        self, slot: int, masked: Int64Array, occupied: Collection[int]
+        self, slot: int, masked: Int64Array, occupied: Collection[int], entry: Kept
     ) -> tuple[int, list[int], list[int]]:
         """The best total of slot ``slot`` over its feasible nodes not in ``occupied``: (value,
         ascending ties possibly holding some occupied nodes, those occupied nodes ascending —
         the ties minus them are the answer). The slot must have such a node."""
-        top, ties = self.best(slot, masked)
+        top, ties = self.best(slot, masked, entry)
         if len(ties) <= len(occupied):
             inside = [n for n in ties if n in occupied]
         else:

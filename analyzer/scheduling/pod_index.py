@@ -96,6 +96,8 @@ class PodIndex:
         self.node_count = node_count
         self.pods: list[list[PlacedPod]] = [[] for _ in range(node_count)]
         self.version = 0  # binds and unbinds so far (answers computed at one version stay valid)
+        # called as (node, group, ±1) on each bind / unbind of a live pod (counts kept elsewhere)
+        self.listeners: list[Callable[[int, GroupKey, int], None]] = []
         self._counts: OrderedDict[CountKey, Int64Array] = OrderedDict()
         self._groups: dict[GroupKey, dict[int, int]] = {}  # live pods per node
         self._targets: dict[GroupKey, list[Int64Array]] = {}  # kept arrays a group feeds
@@ -209,6 +211,10 @@ class PodIndex:
         groups = self.affinity_groups
         return [(theirs, groups[theirs]) for theirs in found if theirs in groups]
 
+    def live_groups(self) -> list[tuple[GroupKey, dict[int, int]]]:
+        """Every group with its live (not terminating) pods per node (do not modify)."""
+        return [(key, per_node) for key, per_node in self._groups.items() if per_node]
+
     def count_all(
         self, matches: Callable[[str, Mapping[str, str]], bool], *, live: bool = True
     ) -> Int64Array:
@@ -240,6 +246,8 @@ class PodIndex:
             group.pop(node, None)
         for counts in self._targets[key]:
             counts[node] += step
+        for listener in self.listeners:
+            listener(node, key, step)
 
     def _new_group(self, key: GroupKey, labels: Mapping[str, str]) -> None:
         """Postings for a new group, and the kept arrays its selector matches."""
