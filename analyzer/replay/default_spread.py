@@ -289,14 +289,13 @@ class DefaultSpread:
         """From the feasible-node count per zone slot: weight × the normalised score of a
         feasible node without a matching pod, per slot; the total (``masked`` + weight × its
         score) of each feasible node holding matching pods; how many of those each slot has.
-        None: no node is feasible."""
+        None: no node is feasible. (Plain loops: this runs once per spread pod.)"""
         size = sum(per_zone)
         if size == 0:
             return None
         group = self.group(pod.namespace, selector)
-        registered = [n > 0 for n in per_zone]
         w_host = math.log(size + 2)
-        w_zone = math.log(sum(registered) + 2)
+        w_zone = math.log(len(per_zone) - per_zone.count(0) + 2)  # registered domains
         held = self._admitted.get(id(pod.constraints))  # demands share constraints objects
         if held is None or held[0] is not pod.constraints:
             mask = affinity_mask(state, pod)
@@ -312,14 +311,19 @@ class DefaultSpread:
             for node, cnt in group.nodes.items():
                 if admitted[node]:
                     zone_counts[self.slot_list[node]] += cnt
-        # float64 sums in upstream's order: hostname contribution, then zone
-        # only domains registered by a feasible node receive counts
-        zone_part = [
-            float(c if reg else 0) * w_zone + _ZONE_SKEW if lab else None
-            for c, reg, lab in zip(zone_counts, registered, self.labelled_list, strict=True)
-        ]
-        empty_raw = [_round(_host(0, w_host) + z) if z is not None else _HOST_SKEW
-                     for z in zone_part]  # fmt: skip
+        # float64 sums in upstream's order: hostname contribution (``_host``: 2.0 for a node
+        # without matching pods), then zone; only domains registered by a feasible node
+        # receive counts; nodes without the zone label get no zone part (None)
+        zone_part: list[float | None] = []
+        empty_raw: list[int] = []
+        for c, n, labelled in zip(zone_counts, per_zone, self.labelled_list, strict=True):
+            if labelled:
+                z = float(c if n else 0) * w_zone + _ZONE_SKEW
+                zone_part.append(z)
+                empty_raw.append(_round(2.0 + z))
+            else:
+                zone_part.append(None)
+                empty_raw.append(_HOST_SKEW)
         occupied: dict[int, tuple[int, int]] = {}  # node -> (raw score, resource total)
         taken = [0] * self.width
         if group.nodes:
@@ -328,19 +332,28 @@ class DefaultSpread:
                 base = item(node)
                 if base != LOWEST:
                     slot = slots[node]
-                    z = zone_part[slot]
-                    host = 0.0 + (float(cnt) * w_host + _HOST_SKEW)  # ``_host``, inlined
-                    raw = host + z if z is not None else host
+                    part = zone_part[slot]
+                    raw = 0.0 + (float(cnt) * w_host + _HOST_SKEW)  # ``_host``, inlined
+                    if part is not None:
+                        raw = raw + part
                     whole = int(raw)  # ``_round``, inlined (raw > 0)
                     occupied[node] = (whole + 1 if raw - whole >= 0.5 else whole, base)
                     taken[slot] += 1
-        raws = [r for r, _ in occupied.values()]
-        for slot, (n, used) in enumerate(zip(per_zone, taken, strict=True)):
+        high = low = None
+        for r, _ in occupied.values():
+            if high is None or r > high:
+                high = r
+            if low is None or r < low:
+                low = r
+        for r, n, used in zip(empty_raw, per_zone, taken, strict=True):
             if n > used:
-                raws.append(empty_raw[slot])
-        high, low = max(max(raws), 0), min(raws)
+                if high is None or r > high:
+                    high = r
+                if low is None or r < low:
+                    low = r
+        assert high is not None and low is not None  # size > 0: some feasible node
         weight, top = self.weight, MAX_NODE_SCORE
-        if high == 0:  # every score is 100
+        if high <= 0:  # every score is 100 (max(raws, 0) is 0)
             fix = {node: base + weight * top for node, (_, base) in occupied.items()}
             return [weight * top] * self.width, fix, taken
         bonus = [weight * (top * (high + low - r) // high) for r in empty_raw]
