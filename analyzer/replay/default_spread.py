@@ -211,8 +211,24 @@ class DefaultSpread:
         rng: np.random.Generator,
     ) -> int | None:
         """``choose`` from the entry's per-zone bests: the same maximum, the same ascending tie
-        list and the same draw as ``flatnonzero(totals == totals.max())``, in O(zones +
-        occupied nodes) unless a zone's best nodes are all occupied."""
+        list and the same draw as ``flatnonzero(totals == totals.max())``."""
+        found = self.kept_ties(kept, masked, state, pod, selector)
+        if found is None:
+            return None
+        parts, minus = found
+        count = sum(len(p) for p in parts) - len(minus)
+        if count == 1:
+            return nth(parts, minus, 0)
+        return nth(parts, minus, int(rng.integers(count)))
+
+    def kept_ties(
+        self, kept: Kept, masked: Int64Array, state: ClusterState, pod: PodDemand,
+        selector: LabelSelector,
+    ) -> tuple[list[list[int]], list[int]] | None:  # fmt: skip
+        """The nodes at the highest total, as disjoint ascending lists minus the ascending
+        ``minus`` (``zone_bests.nth`` reads them in order), from the entry ``kept``'s per-zone
+        bests (built on first use): O(zones + occupied nodes) unless a zone's best nodes are
+        all occupied. None: no node is feasible. ``masked``: ``kept``'s, flushed."""
         zones = kept.spread
         if zones is None:
             zones = kept.spread = ZoneBests(masked, self.slot_list, self._members())
@@ -233,17 +249,13 @@ class DefaultSpread:
             elif value == best:
                 parts.append(ties)
                 minus = sorted(minus + inside) if inside else minus
-        on_top = [node for node, total in occupied.items() if total == best]
-        higher = max(occupied.values(), default=LOWEST)
-        if higher > best:
-            on_top = sorted(node for node, total in occupied.items() if total == higher)
-            parts, minus = [on_top], []
-        elif on_top:
-            parts.append(sorted(on_top))
-        count = sum(len(p) for p in parts) - len(minus)
-        if count == 1:
-            return nth(parts, minus, 0)
-        return nth(parts, minus, int(rng.integers(count)))
+        if occupied:  # the group's nodes: their own totals
+            higher = max(occupied.values())
+            if higher > best:
+                best, parts, minus = higher, [], []
+            if higher == best:
+                parts.append(sorted(node for node, total in occupied.items() if total == best))
+        return parts, minus
 
     def _members(self) -> list[Int64Array | None]:
         """The nodes of each zone slot (None for the only slot: every node)."""
