@@ -15,11 +15,15 @@ decides), PodTopologySpread never filters, and its score is a function of few nu
   (zone weight ``ln(Z + 2)``, only registered zones count).
 
 So every node without a matching pod scores a raw ``round(2 + C_zone · w_z + 4)`` that depends on
-its zone alone, and only the group's occupied nodes need their own arithmetic. ``choose`` adds
+its zone alone, and only the group's occupied nodes need their own arithmetic. ``totals`` adds
 the profile's weight × the normalised score (``100 · (max + min − s) / max``, Go int64 division,
-all 100 when max is 0) to the cache's resource totals with one gather per zone value, patches the
-occupied nodes, and draws among the ties exactly as ``Profile.select`` does — the same totals
-and tie set as ``TopologyCheck.choose`` (equivalence: ``tests/test_replay_default_spread.py``).
+all 100 when max is 0) to the cache's resource totals with one gather per zone value and patches
+the occupied nodes — the same totals and tie set as ``TopologyCheck.choose`` (equivalence:
+``tests/test_replay_default_spread.py``). The replay does not build them: the highest total is an
+occupied node's or, in some zone, the best resource total among the zone's free feasible nodes
+plus the zone's bonus, so ``choose`` with the score-cache entry (``kept_ties``) reads the entry's
+per-zone bests (``zone_bests``) and draws among the same ascending ties exactly as
+``Profile.select`` does, in O(zones + occupied nodes) (``tests/test_replay_zone_bests.py``).
 Cases it does not cover (a node without the hostname label, a zone label with the empty value,
 static score plugins whose raw score varies) return ``UNHANDLED`` and the pod goes through
 ``TopologyCheck.choose``.
@@ -239,10 +243,10 @@ class DefaultSpread:
         best = LOWEST
         parts: list[list[int]] = []
         minus: list[int] = []
-        for slot, (n, used) in enumerate(zip(zones.count, taken, strict=True)):
-            if n <= used:  # no feasible node of this slot is free of the group's pods
+        for slot, (n, mine) in enumerate(zip(zones.count, taken, strict=True)):
+            if n <= len(mine):  # no feasible node of this slot is free of the group's pods
                 continue
-            top, ties, inside = zones.best_without(slot, masked, occupied, kept)
+            top, ties, inside = zones.best_without(slot, masked, mine, kept)
             value = top + bonus[slot]
             if value > best:
                 best, parts, minus = value, [ties], inside
@@ -297,10 +301,10 @@ class DefaultSpread:
         state: ClusterState,
         pod: PodDemand,
         selector: LabelSelector,
-    ) -> tuple[list[int], dict[int, int], list[int]] | None:
+    ) -> tuple[list[int], dict[int, int], list[list[int]]] | None:
         """From the feasible-node count per zone slot: weight × the normalised score of a
         feasible node without a matching pod, per slot; the total (``masked`` + weight × its
-        score) of each feasible node holding matching pods; how many of those each slot has.
+        score) of each feasible node holding matching pods; those nodes per slot.
         None: no node is feasible. (Plain loops: this runs once per spread pod.)"""
         size = sum(per_zone)
         if size == 0:
@@ -336,8 +340,11 @@ class DefaultSpread:
             else:
                 zone_part.append(None)
                 empty_raw.append(_HOST_SKEW)
-        occupied: dict[int, tuple[int, int]] = {}  # node -> (raw score, resource total)
-        taken = [0] * self.width
+        # the group's feasible nodes: their raw scores and resource totals, and per slot
+        nodes: list[int] = []
+        raws: list[int] = []
+        bases: list[int] = []
+        taken: list[list[int]] = [[] for _ in per_zone]
         if group.nodes:
             item, slots = masked.item, self.slot_list
             for node, cnt in group.nodes.items():
@@ -349,28 +356,20 @@ class DefaultSpread:
                     if part is not None:
                         raw = raw + part
                     whole = int(raw)  # ``_round``, inlined (raw > 0)
-                    occupied[node] = (whole + 1 if raw - whole >= 0.5 else whole, base)
-                    taken[slot] += 1
-        high = low = None
-        for r, _ in occupied.values():
-            if high is None or r > high:
-                high = r
-            if low is None or r < low:
-                low = r
-        for r, n, used in zip(empty_raw, per_zone, taken, strict=True):
-            if n > used:
-                if high is None or r > high:
-                    high = r
-                if low is None or r < low:
-                    low = r
-        assert high is not None and low is not None  # size > 0: some feasible node
+                    nodes.append(node)
+                    raws.append(whole + 1 if raw - whole >= 0.5 else whole)
+                    bases.append(base)
+                    taken[slot].append(node)
+        every = raws + [r for r, n, mine in zip(empty_raw, per_zone, taken, strict=True)
+                        if n > len(mine)]  # fmt: skip
+        high, low = max(max(every), 0), min(every)
         weight, top = self.weight, MAX_NODE_SCORE
-        if high <= 0:  # every score is 100 (max(raws, 0) is 0)
-            fix = {node: base + weight * top for node, (_, base) in occupied.items()}
+        if high == 0:  # every score is 100
+            fix = {node: base + weight * top for node, base in zip(nodes, bases, strict=True)}
             return [weight * top] * self.width, fix, taken
         bonus = [weight * (top * (high + low - r) // high) for r in empty_raw]
         fix = {node: base + weight * (top * (high + low - r) // high)
-               for node, (r, base) in occupied.items()}  # fmt: skip
+               for node, r, base in zip(nodes, raws, bases, strict=True)}  # fmt: skip
         return bonus, fix, taken
 
 

@@ -119,10 +119,13 @@ class ZoneBests:
     def best_without(
         self, slot: int, masked: Int64Array, occupied: Collection[int], entry: Kept
     ) -> tuple[int, list[int], list[int]]:
-        """The best total of slot ``slot`` over its feasible nodes not in ``occupied``: (value,
+        """The best total of slot ``slot`` over its feasible nodes not in ``occupied`` (the
+        group's nodes in this slot): (value,
         ascending ties possibly holding some occupied nodes, those occupied nodes ascending —
         the ties minus them are the answer). The slot must have such a node."""
         top, ties = self.best(slot, masked, entry)
+        if not occupied:
+            return top, ties, []
         if len(ties) <= len(occupied):
             inside = [n for n in ties if n in occupied]
         else:
