@@ -28,7 +28,7 @@ default constraints. Runs alternate (baseline, spread, ...; best of ``--repeat``
 spread pod, ``TopologyCheck.choose``), and both spread replays are checked identical there.
 
     .venv/bin/python bench/spread.py [--nodes 5000] [--pods 50000] [--repeat 200]
-    .venv/bin/python bench/spread.py --replay /tmp/spread-bench [--repeat 2]
+    .venv/bin/python bench/spread.py --replay /tmp/spread-bench [--repeat 2] [--zones 3]
 """
 
 from __future__ import annotations
