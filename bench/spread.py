@@ -28,7 +28,7 @@ default constraints. Runs alternate (baseline, spread, ...; best of ``--repeat``
 spread pod, ``TopologyCheck.choose``), and both spread replays are checked identical there.
 
     .venv/bin/python bench/spread.py [--nodes 5000] [--pods 50000] [--repeat 200]
-    .venv/bin/python bench/spread.py --replay /tmp/spread-bench [--repeat 2]
+    .venv/bin/python bench/spread.py --replay /tmp/spread-bench [--repeat 2] [--zones 3]
 """
 
 from __future__ import annotations
@@ -133,8 +133,10 @@ def replay_figures(options: argparse.Namespace) -> None:
     if (path / "meta.json").is_file():
         plain = read_snapshot(path)
     else:
-        spec = SyntheticSpec(seed=1, nodes=options.nodes, days=1, step=300, churn=1.3)
-        plain = generate(spec).snapshot  # bench/replay.py's cluster
+        spec = SyntheticSpec(
+            seed=1, nodes=options.nodes, days=1, step=300, churn=1.3, zones=options.zones
+        )
+        plain = generate(spec).snapshot  # bench/replay.py's cluster (``--zones``: labelled)
         write_snapshot(plain, path)
     spread = _with_selectors(plain)
     inputs = {"baseline": prepare(plain), "default spreading": prepare(spread)}
@@ -160,8 +162,9 @@ def replay_figures(options: argparse.Namespace) -> None:
     print(f"objects added: {counts}; load average {load:.1f}")
     for label, value in best.items():
         print(f"{label:20s} {value:9.0f} placements/s  {value / best['baseline']:5.2f}x baseline")
+    faster = f"{fast_prefix / slow_prefix:.1f}x faster" if slow_prefix else "no placement yet"
     print(f"first {stop} events: baseline {base_prefix:.0f}/s, default spreading {fast_prefix:.0f}/s"
-          f", fast path off {slow_prefix:.0f}/s ({fast_prefix / slow_prefix:.1f}x faster)")  # fmt: skip
+          f", fast path off {slow_prefix:.0f}/s ({faster})")  # fmt: skip
     print(
         json.dumps(
             {
@@ -195,6 +198,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--replay", help="Whole-replay figures on this snapshot folder.")
     parser.add_argument("--profile-events", type=int, default=15_000)
+    parser.add_argument(
+        "--zones", type=int, default=0, help="--replay: zones of a generated cluster (0: none)."
+    )
     options = parser.parse_args()
     if options.replay:
         replay_figures(options)

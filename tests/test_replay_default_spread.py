@@ -196,7 +196,6 @@ def test_counts_follow_binds_and_unbinds() -> None:
             new = _pod(state, f"q{k}", {"app": app}, ("StatefulSet", "db"))
             state.bind(node, new)
             placed.append((node, new))
-        fast.touch(node)
         assert group.nodes == plain_counts()
         per_zone = np.zeros(fast.width, dtype=np.int64)
         for n, c in group.nodes.items():

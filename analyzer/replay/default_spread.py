@@ -7,19 +7,23 @@ constraints, no pod (anti-)affinity terms, no placed pod's terms matching it —
 decides), PodTopologySpread never filters, and its score is a function of few numbers:
 
 - per node, the selector group's matching pods ``cnt`` (sparse: at most the group's replicas
-  are non-zero), kept incrementally here per group (namespace, selector) from the nodes the
-  replay touches (``touch``: the node's placed pods are diffed against the last copy);
+  are non-zero), kept incrementally here per group (namespace, selector) from the pod index's
+  binds and unbinds (``count``, a ``PodIndex`` listener);
 - per zone, the group's count over the nodes the pod's node affinity admits
   (``nodeAffinityPolicy: Honor``; taints are Ignored for the defaults), kept per zone as well;
 - the feasible nodes: ``|F|`` (hostname weight ``ln(|F| + 2)``) and the zones they register
   (zone weight ``ln(Z + 2)``, only registered zones count).
 
 So every node without a matching pod scores a raw ``round(2 + C_zone · w_z + 4)`` that depends on
-its zone alone, and only the group's occupied nodes need their own arithmetic. ``choose`` adds
+its zone alone, and only the group's occupied nodes need their own arithmetic. ``totals`` adds
 the profile's weight × the normalised score (``100 · (max + min − s) / max``, Go int64 division,
-all 100 when max is 0) to the cache's resource totals with one gather per zone value, patches the
-occupied nodes, and draws among the ties exactly as ``Profile.select`` does — the same totals
-and tie set as ``TopologyCheck.choose`` (equivalence: ``tests/test_replay_default_spread.py``).
+all 100 when max is 0) to the cache's resource totals with one gather per zone value and patches
+the occupied nodes — the same totals and tie set as ``TopologyCheck.choose`` (equivalence:
+``tests/test_replay_default_spread.py``). The replay does not build them: the highest total is an
+occupied node's or, in some zone, the best resource total among the zone's free feasible nodes
+plus the zone's bonus, so ``choose`` with the score-cache entry (``kept_ties``) reads the entry's
+per-zone bests (``zone_bests``) and draws among the same ascending ties exactly as
+``Profile.select`` does, in O(zones + occupied nodes) (``tests/test_replay_zone_bests.py``).
 Cases it does not cover (a node without the hostname label, a zone label with the empty value,
 static score plugins whose raw score varies) return ``UNHANDLED`` and the pod goes through
 ``TopologyCheck.choose``.
@@ -28,15 +32,15 @@ static score plugins whose raw score varies) return ``UNHANDLED`` and the pod go
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from analyzer.replay.zone_bests import Kept, ZoneBests, nth
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import affinity_mask
 from analyzer.scheduling.label_selectors import LabelSelector
-from analyzer.scheduling.pod_index import PlacedPod, domains
+from analyzer.scheduling.pod_index import domains
 from analyzer.scheduling.podtopologyspread import HOSTNAME, MAX_NODE_SCORE, SYSTEM_DEFAULTS, ZONE
 from analyzer.scheduling.state import ClusterState, PodDemand
 
@@ -86,53 +90,21 @@ class DefaultSpread:
         self._loose: dict[str, list[tuple[LabelSelector, _Group]]] = {}  # no In requirement
         self._labels_at: dict[tuple[str, str, str], list[_LabelKey]] = {}
         self._labels_in: dict[str, list[_LabelKey]] = {}
-        self._keys: dict[int, tuple[Mapping[str, str], _LabelKey]] = {}  # by id(labels)
-        self._copies: list[list[PlacedPod]] = [[] for _ in range(state.node_count)]
         # id(pod.constraints) -> (constraints, the nodes its node affinity admits or None for
         # every node); the constraints object is kept so its id stays unique
         self._admitted: dict[int, tuple[object, BoolArray | None]] = {}
         index = state.pod_index
-        if index is not None:  # pods bound before this replay step asked for the counts
-            for node, placed in enumerate(index.pods):
-                if placed:
-                    self.touch(node)
+        if index is not None:  # the pods bound so far, then each bind / unbind as it happens
+            for key, per_node in index.live_groups():
+                for node, live in per_node.items():
+                    self.count(node, key, live)
+            index.listeners.append(self.count)
 
     # ------------------------------------------------------------------ counts
 
-    def _key(self, pod: PlacedPod) -> _LabelKey:
-        held = self._keys.get(id(pod.labels))
-        if held is not None and held[0] is pod.labels and held[1][0] == pod.namespace:
-            return held[1]
-        found = (pod.namespace, frozenset(pod.labels.items()))
-        self._keys[id(pod.labels)] = (pod.labels, found)  # the dict kept: its id stays its own
-        return found
-
-    def touch(self, node: int) -> None:
-        """Node ``node`` changed: account the pods bound or removed since its last copy."""
-        index = self.state.pod_index
-        if index is None:
-            return
-        now, before = index.pods[node], self._copies[node]
-        same = all(a is b for a, b in zip(now, before, strict=False))
-        if same and len(now) == len(before) + 1:  # PodIndex.add appends
-            self._step(node, now[-1], 1)
-        elif not same or len(now) != len(before):
-            left = list(before)
-            for pod in now:
-                for i, old in enumerate(left):
-                    if old is pod:
-                        del left[i]
-                        break
-                else:
-                    self._step(node, pod, 1)
-            for pod in left:
-                self._step(node, pod, -1)
-        self._copies[node] = list(now)
-
-    def _step(self, node: int, pod: PlacedPod, step: int) -> None:
-        if pod.terminating:  # countPodsMatchSelector skips terminating pods
-            return
-        key = self._key(pod)
+    def count(self, node: int, key: _LabelKey, step: int) -> None:
+        """``step`` live pods of label group ``key`` (namespace, labels) bound to ``node``
+        (negative: removed); ``PodIndex`` calls this on every bind / unbind."""
         per_node = self._label_nodes.get(key)
         if per_node is None:
             per_node = self._new_label_group(key)
@@ -143,11 +115,12 @@ class DefaultSpread:
             per_node.pop(node, None)
         slot = self.slot_list[node]
         for group in self._targets[key]:
-            left = group.nodes.get(node, 0) + step
+            nodes = group.nodes
+            left = nodes.get(node, 0) + step
             if left:
-                group.nodes[node] = left
+                nodes[node] = left
             else:
-                group.nodes.pop(node, None)
+                nodes.pop(node, None)
             group.zones[slot] += step
 
     def group(self, namespace: str, selector: LabelSelector) -> _Group:
@@ -212,12 +185,17 @@ class DefaultSpread:
         pod: PodDemand,
         selector: LabelSelector,
         rng: np.random.Generator,
+        kept: Kept | None = None,
     ) -> int | None:
         """``select`` over the resource totals ``masked`` (``LOWEST``: infeasible) plus the
         weighted System-default score of ``pod`` (selector ``selector``); ``UNHANDLED`` when
-        this case is left to ``TopologyCheck.choose``."""
+        this case is left to ``TopologyCheck.choose``. ``kept``: the score-cache entry whose
+        flushed ``masked`` this is — its per-zone bests (``zone_bests``) replace the passes
+        over every node; without it, ``totals`` (the reference)."""
         if not self.handled:
             return UNHANDLED
+        if kept is not None:
+            return self._choose_kept(kept, masked, state, pod, selector, rng)
         total = self.totals(masked, state, pod, selector)
         if total is None:
             return None
@@ -227,24 +205,113 @@ class DefaultSpread:
             return int(ties[0])
         return int(ties[int(rng.integers(len(ties)))])
 
+    def _choose_kept(
+        self,
+        kept: Kept,
+        masked: Int64Array,
+        state: ClusterState,
+        pod: PodDemand,
+        selector: LabelSelector,
+        rng: np.random.Generator,
+    ) -> int | None:
+        """``choose`` from the entry's per-zone bests: the same maximum, the same ascending tie
+        list and the same draw as ``flatnonzero(totals == totals.max())``."""
+        found = self.kept_ties(kept, masked, state, pod, selector)
+        if found is None:
+            return None
+        parts, minus = found
+        count = sum(len(p) for p in parts) - len(minus)
+        if count == 1:
+            return nth(parts, minus, 0)
+        return nth(parts, minus, int(rng.integers(count)))
+
+    def kept_ties(
+        self, kept: Kept, masked: Int64Array, state: ClusterState, pod: PodDemand,
+        selector: LabelSelector,
+    ) -> tuple[list[list[int]], list[int]] | None:  # fmt: skip
+        """The nodes at the highest total, as disjoint ascending lists minus the ascending
+        ``minus`` (``zone_bests.nth`` reads them in order), from the entry ``kept``'s per-zone
+        bests (built on first use): O(zones + occupied nodes) unless a zone's best nodes are
+        all occupied. None: no node is feasible. ``masked``: ``kept``'s, flushed."""
+        zones = kept.spread
+        if zones is None:
+            zones = kept.spread = ZoneBests(masked, self.slot_list, self._members())
+        scored = self._score(zones.count, masked, state, pod, selector)
+        if scored is None:
+            return None
+        bonus, occupied, taken = scored
+        best = LOWEST
+        parts: list[list[int]] = []
+        minus: list[int] = []
+        for slot, (n, mine) in enumerate(zip(zones.count, taken, strict=True)):
+            if n <= len(mine):  # no feasible node of this slot is free of the group's pods
+                continue
+            top, ties, inside = zones.best_without(slot, masked, mine, kept)
+            value = top + bonus[slot]
+            if value > best:
+                best, parts, minus = value, [ties], inside
+            elif value == best:
+                parts.append(ties)
+                minus = sorted(minus + inside) if inside else minus
+        if occupied:  # the group's nodes: their own totals
+            higher = max(occupied.values())
+            if higher > best:
+                best, parts, minus = higher, [], []
+            if higher == best:
+                parts.append(sorted(node for node, total in occupied.items() if total == best))
+        return parts, minus
+
+    def _members(self) -> list[Int64Array | None]:
+        """The nodes of each zone slot (None for the only slot: every node)."""
+        if self.width == 1:
+            return [None]
+        order = np.argsort(self.slot, kind="stable")
+        bounds = np.searchsorted(self.slot[order], np.arange(self.width + 1))
+        return [order[bounds[z] : bounds[z + 1]] for z in range(self.width)]
+
     def totals(
         self, masked: Int64Array, state: ClusterState, pod: PodDemand, selector: LabelSelector
     ) -> Int64Array | None:
         """``masked`` + weight × the normalised System-default score on the feasible nodes
-        (infeasible ones stay far below; None: no node is feasible). Needs ``handled``."""
+        (infeasible ones stay far below; None: no node is feasible). Needs ``handled``.
+        The reference of ``choose``'s kept path: one pass over every node."""
         feasible = masked != LOWEST
         if self.zone_masks is not None:  # a few zones: one AND and count per zone
             per_zone = [0 if m is None else int(np.count_nonzero(feasible & m))
                         for m in self.zone_masks]  # fmt: skip
         else:
             per_zone = np.bincount(self.slot[feasible], minlength=self.width).tolist()
+        scored = self._score(per_zone, masked, state, pod, selector)
+        if scored is None:
+            return None
+        bonus, fix, _taken = scored
+        if len(set(bonus)) == 1:  # one zone value (or none labelled): no gather
+            total = masked + bonus[0]
+        else:
+            total = np.array(bonus, dtype=np.int64).take(self.slot)
+            total += masked  # infeasible nodes stay far below any feasible one
+        if fix:
+            total[list(fix)] = list(fix.values())
+        return total
+
+    def _score(
+        self,
+        per_zone: list[int],
+        masked: Int64Array,
+        state: ClusterState,
+        pod: PodDemand,
+        selector: LabelSelector,
+    ) -> tuple[list[int], dict[int, int], list[list[int]]] | None:
+        """From the feasible-node count per zone slot: weight × the normalised score of a
+        feasible node without a matching pod, per slot; the total (``masked`` + weight × its
+        score) of each feasible node holding matching pods; those nodes per slot.
+        None: no node is feasible. (Plain loops: this runs once per spread pod.)"""
         size = sum(per_zone)
         if size == 0:
             return None
         group = self.group(pod.namespace, selector)
-        registered = [n > 0 for n in per_zone]
         w_host = math.log(size + 2)
-        w_zone = math.log(sum(registered) + 2)
+        w_zone = math.log(len(per_zone) - per_zone.count(0) + 2)  # registered domains
         held = self._admitted.get(id(pod.constraints))  # demands share constraints objects
         if held is None or held[0] is not pod.constraints:
             mask = affinity_mask(state, pod)
@@ -260,52 +327,50 @@ class DefaultSpread:
             for node, cnt in group.nodes.items():
                 if admitted[node]:
                     zone_counts[self.slot_list[node]] += cnt
-        # float64 sums in upstream's order: hostname contribution, then zone
-        # only domains registered by a feasible node receive counts
-        zone_part = [
-            float(c if reg else 0) * w_zone + _ZONE_SKEW if lab else None
-            for c, reg, lab in zip(zone_counts, registered, self.labelled_list, strict=True)
-        ]
-        empty_raw = [_round(_host(0, w_host) + z) if z is not None else _HOST_SKEW
-                     for z in zone_part]  # fmt: skip
-        occupied: dict[int, int] = {}
-        occupied_in_zone = [0] * self.width
-        if group.nodes:
-            nodes = list(group.nodes)
-            usable = feasible[nodes].tolist()
-            slots = self.slot_list
-            for node, cnt, ok in zip(nodes, group.nodes.values(), usable, strict=True):
-                if ok:
-                    z = zone_part[slots[node]]
-                    host = _host(cnt, w_host)
-                    occupied[node] = _round(host + z) if z is not None else _round(host)
-                    occupied_in_zone[slots[node]] += 1
-        raws = list(occupied.values())
-        for slot, (n, taken) in enumerate(zip(per_zone, occupied_in_zone, strict=True)):
-            if n > taken:
-                raws.append(empty_raw[slot])
-        high, low = max(max(raws), 0), min(raws)
-        weight = self.weight
-        if high == 0:
-            total = masked + weight * MAX_NODE_SCORE
-            fix: Mapping[int, int] = {}
-        else:
-            bonus = [weight * (MAX_NODE_SCORE * (high + low - r) // high) for r in empty_raw]
-            if len(set(bonus)) == 1:  # one zone value (or none labelled): no gather
-                total = masked + bonus[0]
+        # float64 sums in upstream's order: hostname contribution (``_host``: 2.0 for a node
+        # without matching pods), then zone; only domains registered by a feasible node
+        # receive counts; nodes without the zone label get no zone part (None)
+        zone_part: list[float | None] = []
+        empty_raw: list[int] = []
+        for c, n, labelled in zip(zone_counts, per_zone, self.labelled_list, strict=True):
+            if labelled:
+                z = float(c if n else 0) * w_zone + _ZONE_SKEW
+                zone_part.append(z)
+                empty_raw.append(_round(2.0 + z))
             else:
-                total = np.array(bonus, dtype=np.int64).take(self.slot)
-                total += masked  # infeasible nodes stay far below any feasible one
-            top = MAX_NODE_SCORE
-            fix = {
-                node: base + weight * (top * (high + low - r) // high)
-                for (node, r), base in zip(
-                    occupied.items(), masked[list(occupied)].tolist(), strict=True
-                )
-            }
-        if fix:
-            total[list(fix)] = list(fix.values())
-        return total
+                zone_part.append(None)
+                empty_raw.append(_HOST_SKEW)
+        # the group's feasible nodes: their raw scores and resource totals, and per slot
+        nodes: list[int] = []
+        raws: list[int] = []
+        bases: list[int] = []
+        taken: list[list[int]] = [[] for _ in per_zone]
+        if group.nodes:
+            item, slots = masked.item, self.slot_list
+            for node, cnt in group.nodes.items():
+                base = item(node)
+                if base != LOWEST:
+                    slot = slots[node]
+                    part = zone_part[slot]
+                    raw = 0.0 + (float(cnt) * w_host + _HOST_SKEW)  # ``_host``, inlined
+                    if part is not None:
+                        raw = raw + part
+                    whole = int(raw)  # ``_round``, inlined (raw > 0)
+                    nodes.append(node)
+                    raws.append(whole + 1 if raw - whole >= 0.5 else whole)
+                    bases.append(base)
+                    taken[slot].append(node)
+        every = raws + [r for r, n, mine in zip(empty_raw, per_zone, taken, strict=True)
+                        if n > len(mine)]  # fmt: skip
+        high, low = max(max(every), 0), min(every)
+        weight, top = self.weight, MAX_NODE_SCORE
+        if high == 0:  # every score is 100
+            fix = {node: base + weight * top for node, base in zip(nodes, bases, strict=True)}
+            return [weight * top] * self.width, fix, taken
+        bonus = [weight * (top * (high + low - r) // high) for r in empty_raw]
+        fix = {node: base + weight * (top * (high + low - r) // high)
+               for node, r, base in zip(nodes, raws, bases, strict=True)}  # fmt: skip
+        return bonus, fix, taken
 
 
 def _anchor(selector: LabelSelector) -> tuple[str, tuple[str, ...]] | None:

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.core.memory import gc_frozen
 from analyzer.replay.budgets import budgets_of
 from analyzer.replay.input import (
     ARRIVE,
@@ -179,6 +180,7 @@ class _Recorder:
         )
 
 
+@gc_frozen()  # the input is alive throughout: the cycle collector skips it
 def replay(
     inp: ReplayInput,
     strategy: Strategy,

@@ -47,6 +47,7 @@ from analyzer.replay.rows import (
     score_rows_pair,
 )
 from analyzer.replay.topology import DEFAULTS, INERT, TOPOLOGY_MARK, TopologyCheck
+from analyzer.replay.zone_bests import ZoneBests
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.balanced_allocation import (
     NodeResourcesBalancedAllocation,
@@ -324,6 +325,12 @@ class _Entry:
     res_pending: dict[int, int] = field(default_factory=dict)
     load_position: int = 0  # how far into ``LoadRows.log`` the load-aware part is up to date
     load_epoch: int = -1  # the ``LoadRows.epoch`` it was computed in (-1: never)
+    spread: ZoneBests | None = None  # per-zone bests, built for default-spread pods only
+
+    def rewritten(self) -> None:
+        """``masked`` was rewritten in bulk: its kept bests are unknown."""
+        self.best = None
+        self.spread = None
 
     def flush(self) -> None:
         """Write the small refreshes' values into ``masked`` (before reading it as a whole)."""
@@ -398,8 +405,6 @@ class ScoreCache:
             self.members += 1
         if self.load is not None:
             self.load.touch(node)
-        if self.topology is not None:
-            self.topology.touch(node)
         if len(self.log) >= LOG_LIMIT:
             self.log.clear()
             for entry in self.entries.values():
@@ -453,13 +458,13 @@ class ScoreCache:
             feasible, total = _evaluate_rows(self.kernel, self.state, entry, every, self.active)
             entry.pending.clear()
             entry.masked[:] = np.where(feasible, total, LOWEST)
-            entry.best = None
+            entry.rewritten()
         else:
             stale = np.array(sorted(set(self.log[entry.position :])), dtype=np.int64)
             feasible, total = _evaluate_rows(self.kernel, self.state, entry, stale, self.active)
             entry.flush()
             entry.masked[stale] = np.where(feasible, total, LOWEST)
-            entry.best = None
+            entry.rewritten()
         entry.position = len(self.log)
 
     def _refresh_load(self, entry: _Entry, now: float) -> None:
@@ -503,7 +508,7 @@ class ScoreCache:
                 feasible, total = _evaluate_rows(kernel, self.state, entry, rows_array, self.active)
                 entry.res[rows_array] = np.where(feasible, total, LOWEST)
         load.total(entry.load, entry.res, entry.masked)
-        entry.best = None
+        entry.rewritten()
         entry.position, entry.load_position = len(self.log), len(load.log)
         entry.load_epoch = load.epoch
 
@@ -542,8 +547,9 @@ class ScoreCache:
                     masked = np.where(masked != LOWEST, masked + fixed, LOWEST)
                 if route == DEFAULTS and selector is not None:
                     # only PodTopologySpread's System defaults act on this pod
+                    kept = entry if fixed is None else None  # its per-zone bests: ``masked``
                     return self.topology.choose_defaults(
-                        masked, entry.plan.static, self.state, demand, selector, now, rng
+                        masked, entry.plan.static, self.state, demand, selector, now, rng, kept
                     )
                 return self.topology.choose(masked, entry.plan.static, self.state, demand, now, rng)
         if entry.plan.static or fixed is not None:
@@ -630,8 +636,11 @@ def _track_best(entry: _Entry, rows: list[int], values: list[int]) -> None:
     """Update the best total and its (ascending) tie list after ``rows`` got ``values``.
 
     Equivalent to recomputing ``flatnonzero(masked == masked.max())``; when the tie list empties
-    the best is unknown again and ``choose`` recomputes it from the whole array.
+    the best is unknown again and ``choose`` recomputes it from the whole array. The entry's
+    per-zone bests (default spreading) follow the same rows.
     """
+    if entry.spread is not None:
+        entry.spread.update(rows, values)
     best = entry.best
     if best is None:
         return

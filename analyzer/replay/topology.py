@@ -44,6 +44,7 @@ import numpy as np
 
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
+from analyzer.replay.zone_bests import Kept
 from analyzer.scheduling.arith import Int64Array
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.interpodaffinity import InterPodAffinity
@@ -173,11 +174,6 @@ class TopologyCheck:
             return INERT, None
         return (DEFAULTS if self.default_weight is not None else PROFILE), selector
 
-    def touch(self, node: int) -> None:
-        """Node ``node`` gained or lost a pod (the default-spread counts follow)."""
-        if self.fast is not None:
-            self.fast.touch(node)
-
     def choose_defaults(
         self,
         masked: Int64Array,
@@ -187,13 +183,15 @@ class TopologyCheck:
         selector: LabelSelector,
         now: float,
         rng: np.random.Generator,
+        kept: Kept | None = None,
     ) -> int | None:
         """``choose`` for a pod routed ``DEFAULTS`` (``default_spread``; the general path when
-        static score plugins vary or the nodes' labels are unusual)."""
+        static score plugins vary or the nodes' labels are unusual). ``kept``: the score-cache
+        entry ``masked`` is, flushed (its per-zone bests are kept there)."""
         if not static and self.default_weight is not None:
             if self.fast is None:
                 self.fast = DefaultSpread(state, self.default_weight)
-            found = self.fast.choose(masked, state, pod, selector, rng)
+            found = self.fast.choose(masked, state, pod, selector, rng, kept)
             if found != UNHANDLED:
                 return found
         return self.choose(masked, static, state, pod, now, rng)

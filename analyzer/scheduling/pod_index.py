@@ -96,8 +96,11 @@ class PodIndex:
         self.node_count = node_count
         self.pods: list[list[PlacedPod]] = [[] for _ in range(node_count)]
         self.version = 0  # binds and unbinds so far (answers computed at one version stay valid)
+        # called as (node, group, ±1) on each bind / unbind of a live pod (counts kept elsewhere)
+        self.listeners: list[Callable[[int, GroupKey, int], None]] = []
         self._counts: OrderedDict[CountKey, Int64Array] = OrderedDict()
         self._groups: dict[GroupKey, dict[int, int]] = {}  # live pods per node
+        self._keys: dict[int, tuple[Mapping[str, str], GroupKey]] = {}  # by id(labels)
         self._targets: dict[GroupKey, list[Int64Array]] = {}  # kept arrays a group feeds
         # postings: the groups per namespace and per (namespace, label key, value), and the kept
         # selectors per (namespace, key, value) of their ``required_values`` (the others per
@@ -131,8 +134,9 @@ class PodIndex:
     def remove(self, node: int, pod: PlacedPod) -> None:
         """A pod left ``node`` (the first entry with the same namespace/name/uid)."""
         placed = self.pods[node]
+        name = pod.name
         for i, other in enumerate(placed):
-            if (other.namespace, other.name, other.uid) == (pod.namespace, pod.name, pod.uid):
+            if other.name == name and other.uid == pod.uid and other.namespace == pod.namespace:
                 removed = placed.pop(i)
                 self.version += 1
                 self._update(node, removed, -1)
@@ -209,6 +213,10 @@ class PodIndex:
         groups = self.affinity_groups
         return [(theirs, groups[theirs]) for theirs in found if theirs in groups]
 
+    def live_groups(self) -> list[tuple[GroupKey, dict[int, int]]]:
+        """Every group with its live (not terminating) pods per node (do not modify)."""
+        return [(key, per_node) for key, per_node in self._groups.items() if per_node]
+
     def count_all(
         self, matches: Callable[[str, Mapping[str, str]], bool], *, live: bool = True
     ) -> Int64Array:
@@ -228,7 +236,12 @@ class PodIndex:
     def _update(self, node: int, pod: PlacedPod, step: int) -> None:
         if pod.terminating:
             return
-        key: GroupKey = (pod.namespace, frozenset(pod.labels.items()))
+        held = self._keys.get(id(pod.labels))  # a workload's pods share their labels object
+        if held is not None and held[0] is pod.labels and held[1][0] == pod.namespace:
+            key = held[1]
+        else:
+            key = (pod.namespace, frozenset(pod.labels.items()))
+            self._keys[id(pod.labels)] = (pod.labels, key)  # the dict kept: its id stays its own
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = {}
@@ -240,6 +253,8 @@ class PodIndex:
             group.pop(node, None)
         for counts in self._targets[key]:
             counts[node] += step
+        for listener in self.listeners:
+            listener(node, key, step)
 
     def _new_group(self, key: GroupKey, labels: Mapping[str, str]) -> None:
         """Postings for a new group, and the kept arrays its selector matches."""

@@ -92,10 +92,15 @@ class PodDemand:
     init_images: tuple[str, ...] = ()  # spec.initContainers[].image
 
     def placed(self) -> PlacedPod:
-        """The identity ``PodIndex`` keeps for this pod once bound."""
-        return PlacedPod(
-            self.name, self.namespace, self.labels, self.terminating, self.uid, self.affinity
-        )
+        """The identity ``PodIndex`` keeps for this pod once bound (built once: a replay binds
+        and unbinds the same demand many times; not a field, so equality ignores it)."""
+        held: PlacedPod | None = self.__dict__.get("_placed")
+        if held is None:
+            held = PlacedPod(
+                self.name, self.namespace, self.labels, self.terminating, self.uid, self.affinity
+            )
+            object.__setattr__(self, "_placed", held)  # frozen: the memo bypasses __setattr__
+        return held
 
     def request(self, name: str) -> int:
         """The real request of ``name`` (0 when the pod does not set it)."""
