@@ -174,7 +174,7 @@ class ReplayPreemption:
         # only with the score cache's ``LoadRows``, which logs the rows a report or an expiry
         # changed (``_touched_since_failure`` adds them; a new epoch: every row)
         self.load_rows = getattr(journal, "load", None)
-        safe = (*_STATIC, NodeResourcesFit)
+        safe: tuple[type, ...] = (*_STATIC, NodeResourcesFit)
         if self.load_rows is not None:
             safe = (*safe, LoadAwareScheduling)
         self.memo = all(isinstance(f, safe) for f in profile.filters)

@@ -66,7 +66,7 @@ class _NodeProfiles:
     def __post_init__(self) -> None:
         self.usage_set = np.asarray(self.usage.any(axis=1), dtype=bool)
         self.allocatable_safe = np.maximum(self.allocatable, 1)  # total 0 is skipped anyway
-        self.usage_cut = self.usage + 0.5
+        self.usage_cut = np.asarray(self.usage + 0.5, dtype=np.float64)
         self.usage_checkable = self.checkable(self.usage)
         keys = set(self.aggregated_key)
         if len(keys) == 1:  # one (stat, window) for every node: no per-row masks needed
@@ -314,7 +314,8 @@ class LoadAwareScheduling:
         if thresholds is profiles.usage:  # every node on the plain thresholds
             cut, checkable = profiles.usage_cut, profiles.usage_checkable
         else:
-            cut, checkable = thresholds + 0.5, profiles.checkable(thresholds)
+            cut = np.asarray(thresholds + 0.5, dtype=np.float64)
+            checkable = profiles.checkable(thresholds)
         over = (percent >= cut) & checkable & check[:, np.newaxis]
         failed = refuse_expired.copy()
         for j in range(over.shape[1]):  # any over the resources (column by column: faster)
