@@ -404,3 +404,41 @@ def test_totals_add_the_resource_part_and_keep_refusals() -> None:
     out = np.empty(count, dtype=np.int64)
     rows.total(shape, res, out)
     assert out.tolist() == expected
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("args", [TIGHT, PROD_AGGREGATED])
+def test_remembered_preemption_failures_give_the_same_replay(
+    seed: int, args: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a failed preemption attempt is remembered for load-aware profiles too: the group's next
+    # attempt tries only the nodes touched since plus the rows a report or an expiry changed
+    # (``LoadRows.log``; a new epoch: every node). Trying every node every time — and the
+    # reference path, which remembers nothing — gives the same replay
+    from analyzer.replay.preemption import ReplayPreemption
+
+    inp = prepare(churn(seed))
+    strategy = Strategy("tight", custom(args))
+    narrowed: list[int] = []  # per remembered attempt: rows added by the load log alone
+    original = ReplayPreemption._touched_since_failure
+
+    def counting(self: ReplayPreemption, key: bytes) -> set[int] | None:
+        touched = original(self, key)
+        if touched is not None and self.journal is not None:
+            since = self.journal.changes - self.failed[key]
+            nodes = set(self.journal.log[len(self.journal.log) - since :])
+            narrowed.append(len(touched - nodes))
+        return touched
+
+    monkeypatch.setattr(ReplayPreemption, "_touched_since_failure", counting)
+    quick = replay(inp, strategy, seed=4)
+    assert len(quick.preemptions["victim"]) > 0 and quick.waited.sum() > 10
+    assert narrowed, "no attempt used the remembered failure"
+    monkeypatch.setattr(ReplayPreemption, "_touched_since_failure", lambda self, key: None)
+    full = replay(inp, strategy, seed=4)
+    reference = replay(inp, strategy, seed=4, rescore_all=True)
+    for other in (full, reference):
+        assert_same(quick, other)
+        for column, values in other.preemptions.items():
+            assert np.array_equal(quick.preemptions[column], values), column
+    assert sum(narrowed) > 0, "no report or expiry changed a row between two attempts"

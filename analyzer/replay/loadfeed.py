@@ -292,7 +292,9 @@ class LoadFeed:
                 block = np.sort(self.projected[r][:, window], axis=1)  # NaN sort last
                 counts = (~np.isnan(block)).sum(axis=1)
                 ok &= counts * self.inp.step >= 0.5 * seconds * SECOND  # cold-start filter
-                if stat == "avg":
+                if block.shape[1] == 0:  # a window before the first usage column: no sample
+                    value = np.zeros(len(block))  # (``ok`` is False: the table is not read)
+                elif stat == "avg":
                     with np.errstate(invalid="ignore"):
                         value = np.nansum(block, axis=1) / np.maximum(counts, 1)
                 else:

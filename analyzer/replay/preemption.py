@@ -59,6 +59,7 @@ from analyzer.replay.topology import TOPOLOGY_PLUGINS as _TOPOLOGY
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import FilterPlugin, Profile
+from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.noderesources_fit import NodeResourcesFit
 from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.preemption import (
@@ -169,14 +170,20 @@ class ReplayPreemption:
         self.on_node = on_node  # the engine's pods per node (DaemonSet/static ones too)
         self.journal = journal  # nodes touched (``ScoreCache``): failed attempts are remembered
         # a failed attempt stays failed on untouched nodes only if no filter reads anything else
-        # (LoadAwareScheduling reads NodeMetrics that change with time)
-        self.memo = all(isinstance(f, (*_STATIC, NodeResourcesFit)) for f in profile.filters)
+        # — LoadAwareScheduling reads the node's NodeMetric row and its expiry at ``now`` too:
+        # only with the score cache's ``LoadRows``, which logs the rows a report or an expiry
+        # changed (``_touched_since_failure`` adds them; a new epoch: every row)
+        self.load_rows = getattr(journal, "load", None)
+        safe: tuple[type, ...] = (*_STATIC, NodeResourcesFit)
+        if self.load_rows is not None:
+            safe = (*safe, LoadAwareScheduling)
+        self.memo = all(isinstance(f, safe) for f in profile.filters)
         # ... or also PodTopologySpread / InterPodAffinity, for a pod on which neither can act
         # (``_memo_ok``): they then pass on every node, whatever the other nodes hold
-        self.memo_inert = all(
-            isinstance(f, (*_STATIC, NodeResourcesFit, *_TOPOLOGY)) for f in profile.filters
-        )
+        self.memo_inert = all(isinstance(f, (*safe, *_TOPOLOGY)) for f in profile.filters)
         self.failed: dict[bytes, int] = {}  # group key -> journal changes at its failed attempt
+        # group key -> (``LoadRows`` epoch, its log's length) at the failed attempt
+        self.failed_load: dict[bytes, tuple[int, int]] = {}
         self.profile, self.args = profile, plugin.args
         self.state, self.active = state, active
         self.demands, self.priority = demands, list(priorities)
@@ -256,6 +263,8 @@ class ReplayPreemption:
             found = self._on(sorted(touched), demand, priority, now)
         if found is None and self.journal is not None and memo:
             self.failed[key] = self.journal.changes
+            if self.load_rows is not None:
+                self.failed_load[key] = (self.load_rows.epoch, len(self.load_rows.log))
         else:
             self.failed.pop(key, None)
         if found is not None:
@@ -295,6 +304,12 @@ class ReplayPreemption:
         if since > min(len(log), TOUCH_SCAN):
             return None
         touched = set(log[len(log) - since :])
+        rows = self.load_rows
+        if rows is not None:  # the engine chose (so synced expiry) at this instant first
+            mark = self.failed_load.get(key)
+            if mark is None or mark[0] != rows.epoch or len(rows.log) - mark[1] > TOUCH_SCAN:
+                return None
+            touched.update(rows.log[mark[1] :])
         return touched if len(touched) < self.args.min_candidate_nodes_absolute else None
 
     def _everywhere(

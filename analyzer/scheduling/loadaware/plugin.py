@@ -26,7 +26,7 @@ import numpy as np
 
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import resource_value
-from analyzer.scheduling.arith import BoolArray, Int64Array
+from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.framework import ExplainRow, FilterResult
 from analyzer.scheduling.loadaware.args import (
     NAME,
@@ -56,12 +56,18 @@ class _NodeProfiles:
     allocatable: Int64Array
     usage_set: BoolArray = field(init=False)  # any plain threshold > 0, per node
     allocatable_safe: Int64Array = field(init=False)
+    # the plain set's fail bound ``t + 0.5`` (float64) and checked resources, as Filter reads
+    # them for every node on the plain thresholds (derived once, not per pod)
+    usage_cut: FloatArray = field(init=False)
+    usage_checkable: BoolArray = field(init=False)
 
     aggregated_groups: dict[tuple[str, int], BoolArray | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self.usage_set = np.asarray(self.usage.any(axis=1), dtype=bool)
         self.allocatable_safe = np.maximum(self.allocatable, 1)  # total 0 is skipped anyway
+        self.usage_cut = np.asarray(self.usage + 0.5, dtype=np.float64)
+        self.usage_checkable = self.checkable(self.usage)
         keys = set(self.aggregated_key)
         if len(keys) == 1:  # one (stat, window) for every node: no per-row masks needed
             self.aggregated_groups = {keys.pop(): None}
@@ -305,8 +311,15 @@ class LoadAwareScheduling:
         # For x >= 0 and integer t, math.Round(x) > t exactly when x >= t + 0.5, so the
         # comparison is done on the same float64 x without materialising the rounding.
         percent = estimated / profiles.allocatable_safe * 100
-        over = (percent >= thresholds + 0.5) & profiles.checkable(thresholds) & check[:, np.newaxis]
-        failed = over.any(axis=1) | refuse_expired
+        if thresholds is profiles.usage:  # every node on the plain thresholds
+            cut, checkable = profiles.usage_cut, profiles.usage_checkable
+        else:
+            cut = np.asarray(thresholds + 0.5, dtype=np.float64)
+            checkable = profiles.checkable(thresholds)
+        over = (percent >= cut) & checkable & check[:, np.newaxis]
+        failed = refuse_expired.copy()
+        for j in range(over.shape[1]):  # any over the resources (column by column: faster)
+            failed |= over[:, j]
 
         def reasons(i: int) -> list[str]:
             """Koordinator's message for refused node ``i``."""
