@@ -20,7 +20,8 @@ from test_replay_preemption import kube_default, runs, with_priorities
 from analyzer.core.resources import PodSpecResources
 from analyzer.core.snapshot import END_PREEMPTED, kept_objects
 from analyzer.replay.engine import replay
-from analyzer.replay.input import NEVER, prepare
+from analyzer.replay.input import NEVER, ReplayInput, prepare
+from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.queue_order import may_fit, queue_rank
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.sources.catalog import GIB, Container, Template
@@ -183,6 +184,18 @@ def contended(seed: int) -> SyntheticCluster:
     return _CLUSTERS[seed]
 
 
+def assert_same_placements(inp: ReplayInput, result: ReplayResult, ordered: list[Pod]) -> None:
+    """The replay put every pod on the generator's node at the generator's bind second, never
+    bound the pods the generator never bound, and left pending at the end those still alive."""
+    assert np.array_equal(result.node, inp.real_node)
+    bound = inp.real_node >= 0
+    scheduled = np.array([-1 if p.scheduled is None else p.scheduled for p in ordered])
+    assert np.array_equal(result.placed_at[bound] // 10**9, scheduled[bound])
+    assert (result.placed_at[~bound] == NEVER).all()
+    unplaced = np.flatnonzero(~bound & (inp.departure == NEVER))
+    assert result.pending_at_end[unplaced].all()
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_contended_cluster_is_reproduced_pod_for_pod(seed: int) -> None:
     cluster = contended(seed)
@@ -197,13 +210,7 @@ def test_contended_cluster_is_reproduced_pod_for_pod(seed: int) -> None:
     assert {p.template.priority_class for p in ordered} >= {"high", "", "batch-low"}
     result = replay(inp, kube_default(), seed=seed)
     # same node per pod, the same bind time, pending to the end where the generator's pod was
-    assert np.array_equal(result.node, inp.real_node)
-    bound = inp.real_node >= 0
-    scheduled = np.array([-1 if p.scheduled is None else p.scheduled for p in ordered])
-    assert np.array_equal(result.placed_at[bound] // 10**9, scheduled[bound])
-    assert (result.placed_at[~bound] == NEVER).all()
-    unplaced = np.flatnonzero(~bound & (inp.departure == NEVER))
-    assert result.pending_at_end[unplaced].all()
+    assert_same_placements(inp, result, ordered)
     # same victims: the generator's preemptions reach the replay as the victims' deletion, a
     # grace period after the preemption, on their node; the replay itself evicts nobody
     assert len(result.preemptions["victim"]) == 0
@@ -264,13 +271,7 @@ def test_created_arrivals_reproduce_the_generators_preemptions(seed: int) -> Non
     assert (inp.arrival // 10**9).tolist() == [p.arrive for p in ordered]
     assert inp.replaced is not None and inp.replaced.tolist() == marked.tolist()
     result = replay(inp, kube_default(), seed=seed)
-    assert np.array_equal(result.node, inp.real_node)
-    bound = inp.real_node >= 0
-    scheduled = np.array([-1 if p.scheduled is None else p.scheduled for p in ordered])
-    assert np.array_equal(result.placed_at[bound] // 10**9, scheduled[bound])
-    assert (result.placed_at[~bound] == NEVER).all()
-    unplaced = np.flatnonzero(~bound & (inp.departure == NEVER))
-    assert result.pending_at_end[unplaced].all()
+    assert_same_placements(inp, result, ordered)
     # the preemptions: (time, node, preemptor, victims) of the generator and of the replay
     made: dict[tuple[int, int, str], set[str]] = {}
     found = result.preemptions
