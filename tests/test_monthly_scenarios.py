@@ -219,9 +219,21 @@ def test_decision_says_when_only_the_whole_cluster_rules_a_row_out() -> None:
         "waiting pods here than today, but in the whole cluster it had 1,090 violations and 2 pods "
         "waiting (today: 5 and 0), so it is not counted." in d["sentence"]
     )
-    # the pool's own figures rule it out: no such sentence (the table shows it)
-    rows[3]["violations"] = 1
+    # the pool's own figures rule it out (its _rows violations are 0, today's too): the sentence
+    # gives this pool's figures, not the whole cluster's
+    rows[3]["violations"] = 1089
     d = decisions.simulated_decision(rows, "repack only", workloads_changed=4,
+                                     baseline="kube-default", repack="lw", cluster=cluster)  # fmt: skip
+    assert (
+        "Scenario 'both' would leave 6 nodes of this pool empty, but with 1,089 violations and 0 "
+        "pods waiting in this pool (today: 0 and 0), so it is not counted." in d["sentence"]
+    )
+    assert "whole cluster" not in d["sentence"]
+    # ... also without the whole cluster's figures; none when the bigger saving is the best row
+    d = decisions.simulated_decision(rows, "repack only", workloads_changed=4,
+                                     baseline="kube-default", repack="lw")  # fmt: skip
+    assert "so it is not counted" in d["sentence"]
+    d = decisions.simulated_decision(rows, "both", workloads_changed=4,
                                      baseline="kube-default", repack="lw", cluster=cluster)  # fmt: skip
     assert "not counted" not in d["sentence"]
 

@@ -208,23 +208,30 @@ def _passed_over(
     best: str,
     cluster: Mapping[str, Mapping[str, int]] | None,
 ) -> str:
-    """Why the row freeing the most nodes of the pool is not the best one, when only the whole
-    cluster's figures rule it out (``cluster``: scenario -> ``violations``, ``pods_waited``)."""
-    if not cluster or TODAY not in cluster:
+    """Why the row freeing the most nodes of the pool is not the best one: its violations or
+    waiting pods in this pool, else the whole cluster's (``cluster``: scenario ->
+    ``violations``, ``pods_waited``)."""
+    if TODAY not in by:
         return ""
     today = by[TODAY]
     top = max(rows, key=lambda r: int(r["nodes_removable"]))
     if top["name"] == best or int(top["nodes_removable"]) <= int(by[best]["nodes_removable"]):
         return ""
+    empty = f" Scenario '{top['name']}' would leave {_nodes(int(top['nodes_removable']))} of this pool empty"
     if top["violations"] > today["violations"] or top["pods_waited"] > today["pods_waited"]:
-        return ""  # the pool's own figures rule it out: the table shows why
+        return (
+            f"{empty}, but with {int(top['violations']):,} violations and "
+            f"{int(top['pods_waited']):,} pods waiting in this pool (today: "
+            f"{int(today['violations']):,} and {int(today['pods_waited']):,}), so it is not counted."
+        )
+    if not cluster or TODAY not in cluster:
+        return ""
     whole, whole_today = cluster[top["name"]], cluster[TODAY]
     return (
-        f" Scenario '{top['name']}' would leave {_nodes(int(top['nodes_removable']))} of this pool "
-        f"empty with no more violations or waiting pods here than today, but in the whole cluster "
-        f"it had {whole['violations']:,} violations and {whole['pods_waited']:,} pods waiting "
-        f"(today: {whole_today['violations']:,} and {whole_today['pods_waited']:,}), so it is not "
-        "counted."
+        f"{empty} with no more violations or waiting pods here than today, but in the whole "
+        f"cluster it had {whole['violations']:,} violations and {whole['pods_waited']:,} pods "
+        f"waiting (today: {whole_today['violations']:,} and {whole_today['pods_waited']:,}), so it "
+        "is not counted."
     )
 
 
