@@ -20,7 +20,6 @@ Two ways to read arrivals (``prepare(..., arrivals=...)``, docs/scheduling.md):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +34,11 @@ from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
 from analyzer.scheduling.image_locality import node_images_from_json, pod_images_from_json
-from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
+from analyzer.scheduling.pod_cells import (
+    controller_from_owner,
+    labels_from_cell,
+    topology_from_cells,
+)
 from analyzer.scheduling.pod_index import PodIndex
 from analyzer.scheduling.priority_class import PriorityClass
 from analyzer.scheduling.state import ClusterState, PodDemand
@@ -138,16 +141,6 @@ class ReplayInput:
         return state
 
 
-def _json_map(text: object) -> dict[str, str]:
-    if not isinstance(text, str) or not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
 def _node_state(snapshot: Snapshot, pod_resources: list[str]) -> ClusterState:
     nodes = snapshot.nodes
     names = [str(n) for n in nodes["node"]]
@@ -164,8 +157,8 @@ def _node_state(snapshot: Snapshot, pod_resources: list[str]) -> ClusterState:
         names,
         allocatable,
         extra_resources=pod_resources,
-        annotations=[_json_map(a) for a in nodes["annotations"]],
-        labels=[_json_map(a) for a in nodes["labels"]],
+        annotations=[labels_from_cell(a) for a in nodes["annotations"]],
+        labels=[labels_from_cell(a) for a in nodes["labels"]],
         taints=[taints_from_json(t) for t in _column(nodes, "taints", "[]")],
         images=node_images_from_json(_column(nodes, "images", "[]"), "nodes.images"),
     )
@@ -214,7 +207,7 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     )
     parsed = {t: constraints_from_json(*t) for t in dict.fromkeys(texts)}
     label_texts = _column(pods, "labels", "{}")
-    labels = {t: _json_map(t) for t in dict.fromkeys(label_texts)}
+    labels = {t: labels_from_cell(t) for t in dict.fromkeys(label_texts)}
     # PodTopologySpread / InterPodAffinity inputs (analyzer.replay.topology): the spread and pod
     # affinity cells, parsed once per distinct (cells, namespace, labels)
     cells = list(

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import heapq
 
+from analyzer.replay.input import NEVER  # no termination pending
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
 
 GRACE_NS = TERMINATION_GRACE * 1_000_000_000
-NEVER = (1 << 63) - 1  # no termination pending (``analyzer.replay.input.NEVER``)
 
 
 class Terminations:

@@ -14,6 +14,7 @@ are no controller.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from analyzer.scheduling.affinity_types import PodAffinity, parse_pod_affinity
@@ -27,6 +28,18 @@ OWNER_API_VERSIONS = {
     "Job": "batch/v1",
     "ReplicationController": "v1",
 }
+
+
+def labels_from_cell(text: object) -> dict[str, str]:
+    """A labels (or annotations) cell — a JSON object as text — as a str -> str mapping; empty
+    for a missing, empty or malformed cell."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
 def topology_from_cells(

@@ -25,17 +25,12 @@ import numpy as np
 from analyzer.scheduling import Profile, load_strategy
 from analyzer.scheduling.affinity_types import AffinityTerm
 from analyzer.scheduling.label_selectors import NOTHING
-from analyzer.scheduling.pod_cells import topology_from_cells
+from analyzer.scheduling.pod_cells import labels_from_cell, topology_from_cells
 from analyzer.scheduling.spread_types import DO_NOT_SCHEDULE
 from analyzer.sources.kube_placement import CoreMirror
 from analyzer.sources.placement import ClusterState, PlacementRequest, Placer, crowding_place
 
 _EMPTY = ("", "{}", "[]", "null")
-
-
-def _labels(text: str) -> dict[str, str]:
-    data = json.loads(text or "{}")
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
 def _required_node_affinity(affinity: str) -> bool:
@@ -94,7 +89,7 @@ class RequiredFilters:
         key = (pod.namespace, pod.cells.get("labels", "{}"))
         found = self._selects.get(key)
         if found is None:
-            labels = _labels(key[1])
+            labels = labels_from_cell(key[1])
             found = self._selects[key] = any(
                 t.namespace_selector is not NOTHING or t.matches(pod.namespace, labels, None)
                 for t in self._anti

@@ -20,7 +20,6 @@ evict lower-priority pods (``analyzer.sources.lifecycle_loop``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,15 +35,14 @@ from analyzer.scheduling.constraint_types import (
 )
 from analyzer.scheduling.kube_objects import from_kept
 from analyzer.scheduling.pdb import DisruptionBudget
-from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
+from analyzer.scheduling.pod_cells import (
+    controller_from_owner,
+    labels_from_cell,
+    topology_from_cells,
+)
 from analyzer.scheduling.preemption import UNRESOLVABLE, BoundPod, node_statuses, preempt
 from analyzer.scheduling.preemption_scenario import preemption_plugin
 from analyzer.sources.placement import ClusterState, PlacementRequest, Running
-
-
-def _labels(text: str) -> dict[str, str]:
-    data = json.loads(text or "{}")
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
 @dataclass
@@ -77,7 +75,9 @@ class CoreMirror:
                 list(state.nodes),
                 allocatable,
                 extra_resources=names,
-                labels=[_labels(t) for t in state.node_labels] if state.node_labels else None,
+                labels=[labels_from_cell(t) for t in state.node_labels]
+                if state.node_labels
+                else None,
                 taints=[taints_from_json(t) for t in state.node_taints]
                 if state.node_taints
                 else None,
@@ -104,7 +104,7 @@ class CoreMirror:
         if found is not None:
             return found
         cells = pod.cells
-        labels = _labels(cells.get("labels", "{}"))
+        labels = labels_from_cell(cells.get("labels", "{}"))
         affinity_cell, spread_cell = cells.get("affinity", ""), cells.get("topology_spread", "")
         key = (affinity_cell, spread_cell, pod.namespace, cells.get("labels", "{}"))
         topology = self._topology.get(key)

@@ -17,10 +17,10 @@ A pod's labels are its snapshot cell (``describe``), as the replay reads them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 from analyzer.scheduling.pdb import DisruptionBudget, with_status
+from analyzer.scheduling.pod_cells import labels_from_cell
 from analyzer.sources.lifecycle import Describe, Pod
 
 
@@ -45,7 +45,7 @@ class LoopBudgets:
             key = (pod.template.namespace, text)
             found = self._seen.get(key)
             if found is None:
-                labels = {str(k): str(v) for k, v in json.loads(text).items()}
+                labels = labels_from_cell(text)
                 found = tuple(
                     i
                     for i, b in enumerate(self.budgets)
