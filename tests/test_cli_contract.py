@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from cli_contract import assert_contract, run_cli, temp_leftovers
 
 
