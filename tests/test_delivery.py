@@ -173,7 +173,7 @@ def test_payloads_say_the_pages_first_answers_and_stay_small(tmp_path: Path) -> 
     )
     assert summary["summary"]["coverage_pct"] == page["summary"]["coverage_pct"]["value"]
     png = base64.b64decode(summary["chart_png_base64"])
-    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) < 25_000
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) < 12_000
     # The e-mail: the answers in text, the chart inline, the report attached (it is < 5 MB).
     assert mail["Subject"].startswith("analyzer nightly report 2026-11-01")
     parts = {part.get_content_type(): part for part in mail.walk()}
@@ -193,7 +193,15 @@ def test_each_report_day_is_delivered_once(tmp_path: Path) -> None:
         for day in ("2026-11-01", "2026-11-02", "2026-11-01", "2026-11-02"):
             assert _invoke([*args, "--date", day], env).returncode == 0
         keys = [json.loads(p.body)["key"] for p in receiver.delivered(HOOK_PATH)]
-    assert keys == ["2026-11-01", "2026-11-02"]
+        assert keys == ["2026-11-01", "2026-11-02"]
+        # The record is the only guard (at-least-once): without it the day goes again, with
+        # the same Idempotency-Key, so a receiver that de-duplicates can drop it.
+        (out / "deliveries" / "nightly-2026-11-01.webhook.json").unlink()
+        assert _invoke([*args, "--date", "2026-11-01"], env).returncode == 0
+        again = receiver.delivered(HOOK_PATH)
+    assert [json.loads(p.body)["key"] for p in again] == ["2026-11-01", "2026-11-02", "2026-11-01"]
+    assert again[0].headers["Idempotency-Key"] == again[2].headers["Idempotency-Key"]
+    assert again[0].headers["Idempotency-Key"] != again[1].headers["Idempotency-Key"]
 
 
 def test_an_untrusted_relay_certificate_is_not_retried(tmp_path: Path) -> None:

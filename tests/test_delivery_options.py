@@ -168,3 +168,23 @@ def test_monthly_takes_the_same_options(tmp_path: Path) -> None:
     line = _one_line(result, documented_exit("notify-secret-clear"))
     assert line.startswith("analyzer: error: --notify-slack-url-env:")
     assert "SuperSecretToken42" not in result.output
+
+
+def test_the_documented_config_example_is_accepted() -> None:
+    import re
+
+    import yaml
+
+    from analyzer.cli.base import command_options
+    from analyzer.core.config import build_default_map
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "delivery.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", doc, re.S)
+    assert block is not None
+    defaults = build_default_map(yaml.safe_load(block.group(1)), command_options(main))
+    nightly, monthly = defaults["report-nightly"], defaults["report-monthly"]
+    assert nightly["notify"] == ["slack", "email"] and monthly["notify"] == ["email"]
+    assert nightly["notify_slack_url_env"] == monthly["notify_slack_url_env"] == "SLACK_WEBHOOK_URL"
+    assert nightly["report_url"] == "https://reports.example.org/nightly/"
+    assert "report_url" not in monthly
+    assert monthly["notify_to"] == ["platform@example.org", "capacity@example.org"]

@@ -108,6 +108,7 @@ def webhook_url(source: SecretSource) -> str:
     url = source.read()
     try:
         parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number raises here, not in the first try
         ok = parts.scheme in ("http", "https") and bool(parts.hostname)
         userinfo = "@" in parts.netloc
     except ValueError:

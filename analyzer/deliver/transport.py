@@ -8,6 +8,7 @@ target's scheme and host only: a webhook URL's path is its credential.
 
 from __future__ import annotations
 
+import http.client
 import smtplib
 import ssl
 import urllib.error
@@ -78,6 +79,8 @@ def post_json(url: str, body: bytes, *, key: str, timeout: float, ca_bundle: Pat
         raise AttemptFailed(f"{shown} did not answer within {timeout:g}s", retry=True) from None
     except (ConnectionError, OSError) as exc:  # a connection dropped mid-answer
         raise AttemptFailed(f"{shown}: connection lost ({_why(exc)})", retry=True) from None
+    except http.client.HTTPException as exc:  # a broken answer; its text may quote the URL
+        raise AttemptFailed(f"{shown}: broken answer ({type(exc).__name__})", retry=True) from None
     if not 200 <= status < 300:
         raise AttemptFailed(f"{shown} answered HTTP {status}", retry=False)
     return status
@@ -134,6 +137,12 @@ def send_mail(
         code = exc.smtp_code
         raise AttemptFailed(
             f"{shown} answered {code} {_smtp_text(exc.smtp_error)}", retry=400 <= code < 500
+        ) from None
+    except smtplib.SMTPNotSupportedError:
+        raise AttemptFailed(
+            f"{shown} offers no login method analyzer can use; drop --notify-smtp-user if the "
+            "relay takes mail without a login",
+            retry=False,
         ) from None
     except smtplib.SMTPRecipientsRefused as exc:
         raise AttemptFailed(

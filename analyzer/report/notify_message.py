@@ -6,18 +6,31 @@ drawn with the report's own chart code.
 from __future__ import annotations
 
 import base64
+import io
 import json
 from pathlib import Path
 from typing import Any
 
-from analyzer.deliver.message import Message
-from analyzer.report.charts import Chart, grouped_bars
+from PIL import Image
 
-_MAX_CHART_GROUPS = 12  # pools drawn; more would not read at the chart's size
+from analyzer.deliver.message import Message
+from analyzer.report.charts import Chart, grouped_bars, short_label
+
+_MAX_CHART_GROUPS = 6  # pools drawn; more do not read at the chart's size (560 × 320 px)
+_LABEL_CHARS = 10  # a pool's name under its bars
+# A chart of a few flat colours and text needs no more: 64 colours keep it readable and cut a
+# 12-pool chart from 33 kB to under 10 kB, so it fits a 40 kB webhook body in base64.
+_CHART_COLOURS = 64
 
 
 def _png(chart: Chart) -> bytes:
-    return base64.b64decode(chart.data_uri.split(",", 1)[1])
+    """The chart's PNG, reduced to a palette (Pillow comes with matplotlib)."""
+    raw = base64.b64decode(chart.data_uri.split(",", 1)[1])
+    small = io.BytesIO()
+    Image.open(io.BytesIO(raw)).convert("RGB").quantize(_CHART_COLOURS).save(
+        small, format="PNG", optimize=True
+    )
+    return small.getvalue()
 
 
 def _value(summary: dict[str, Any], key: str) -> Any:
@@ -61,7 +74,7 @@ def nightly_message(run_dir: Path, report_url: str | None = None) -> Message:
         if key in summary
     }
     pools = (payload.get("tables") or {}).get("pools") or []
-    chart = _nightly_chart(pools[:_MAX_CHART_GROUPS])
+    chart = _nightly_chart(pools)
     return Message(
         kind="nightly",
         key=day,
@@ -75,9 +88,31 @@ def nightly_message(run_dir: Path, report_url: str | None = None) -> Message:
     )
 
 
-def _nightly_chart(pools: list[dict[str, Any]]) -> Chart | None:
-    if not pools:
+def _busiest(pools: list[dict[str, Any]], load: Any) -> tuple[list[dict[str, Any]], str]:
+    """The pools the chart shows (the busiest ``_MAX_CHART_GROUPS``) and the title's words."""
+    if len(pools) <= _MAX_CHART_GROUPS:
+        return pools, "per pool"
+    # A pool without the number sorts last (NaN would make the order arbitrary).
+    chosen = sorted(
+        pools, key=lambda pool: load(pool) if load(pool) == load(pool) else -1.0, reverse=True
+    )[:_MAX_CHART_GROUPS]
+    return chosen, f"{len(chosen)} busiest of {len(pools)} pools"
+
+
+def _number(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _nightly_chart(all_pools: list[dict[str, Any]]) -> Chart | None:
+    if not all_pools:
         return None
+    pools, which = _busiest(
+        all_pools,
+        lambda row: max(
+            (_number(row.get(f"{r}_p95_pct")) for r in ("cpu", "memory")),
+            key=lambda v: v if v == v else -1.0,
+        ),
+    )
     series: dict[str, list[float]] = {}
     for label, column in (
         ("CPU requested", "cpu_requested_pct"),
@@ -91,9 +126,9 @@ def _nightly_chart(pools: list[dict[str, Any]]) -> Chart | None:
     if not series:
         return None
     return grouped_bars(
-        [str(row.get("pool")) for row in pools],
+        [short_label(str(row.get("pool")), _LABEL_CHARS) for row in pools],
         series,
-        title="Per pool: requested and used p95 (% of allocatable)",
+        title=f"Requested, used p95: {which} (%)",
         ylabel="%",
     )
 
@@ -119,7 +154,7 @@ def monthly_message(out: Path, report_url: str | None = None) -> Message:
             for name, d in decisions
         ],
     }
-    chart = _monthly_chart(pools[:_MAX_CHART_GROUPS])
+    chart = _monthly_chart(pools)
     return Message(
         kind="monthly",
         key=month,
@@ -133,13 +168,14 @@ def monthly_message(out: Path, report_url: str | None = None) -> Message:
     )
 
 
-def _monthly_chart(pools: list[dict[str, Any]]) -> Chart | None:
-    if not pools:
+def _monthly_chart(all_pools: list[dict[str, Any]]) -> Chart | None:
+    if not all_pools:
         return None
 
     def cores(pool: dict[str, Any], key: str) -> float:
-        value = (pool.get(key) or {}).get("cpu_cores")
-        return float("nan") if value is None else float(value)
+        return _number((pool.get(key) or {}).get("cpu_cores"))
+
+    pools, which = _busiest(all_pools, lambda pool: cores(pool, "allocatable"))
 
     series = {
         label: [cores(p, key) for p in pools]
@@ -150,5 +186,8 @@ def _monthly_chart(pools: list[dict[str, Any]]) -> Chart | None:
         )
     }
     return grouped_bars(
-        [str(p.get("name")) for p in pools], series, title="CPU per pool this month", ylabel="cores"
+        [short_label(str(p.get("name")), _LABEL_CHARS) for p in pools],
+        series,
+        title=f"CPU this month: {which}",
+        ylabel="cores",
     )
