@@ -121,9 +121,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def smtp_relay(folder: Path, user: str, password: str) -> Iterator[Relay]:
+def smtp_relay(folder: Path, user: str, password: str, *, tls: bool = True) -> Iterator[Relay]:
     """aiosmtpd on 127.0.0.1: STARTTLS with a self-signed certificate, AUTH required (and only
-    over TLS), every accepted message parsed into ``messages``."""
+    over TLS), every accepted message parsed into ``messages``. ``tls=False``: a relay of the old
+    kind, plain text only, taking mail without a login."""
     from aiosmtpd.controller import Controller
     from aiosmtpd.smtp import AuthResult, LoginPassword
 
@@ -152,15 +153,15 @@ def smtp_relay(folder: Path, user: str, password: str) -> Iterator[Relay]:
 
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(str(cert), str(key))
+    secure: dict[str, Any] = {
+        "tls_context": context,
+        "require_starttls": True,
+        "auth_required": True,
+        "auth_require_tls": True,
+        "authenticator": authenticate,
+    }
     controller = Controller(
-        _Handler(),
-        hostname="127.0.0.1",
-        port=relay.port,
-        tls_context=context,
-        require_starttls=True,
-        auth_required=True,
-        auth_require_tls=True,
-        authenticator=authenticate,
+        _Handler(), hostname="127.0.0.1", port=relay.port, **(secure if tls else {})
     )
     controller.start()
     try:

@@ -257,3 +257,17 @@ def test_the_monthly_review_announces_each_pools_decision_once(tmp_path: Path) -
     for pool, line in zip(page["pools"], body["lines"], strict=True):
         assert line == f"{pool['name']}: {pool['decision']['sentence']}"
     assert (out / "deliveries" / "monthly-2026-09.webhook.json").is_file()
+
+
+def test_a_relay_without_starttls_gets_neither_mail_nor_password(tmp_path: Path) -> None:
+    snap, out = _snapshot(tmp_path), tmp_path / "out"
+    with smtp_relay(tmp_path, USER, PASSWORD, tls=False) as relay:
+        args = _notify_args(relay)
+        args = args[args.index("email") - 1 : args.index("--report-url")]
+        run = _invoke(["report", "nightly", str(snap), "--out", str(out), *args],
+                      {"RELAY_PASSWORD": PASSWORD})  # fmt: skip
+        assert relay.messages == [] and relay.logins == []
+    assert run.returncode == documented_exit("notify-smtp-no-starttls") == 5
+    (line,) = run.stderr.splitlines()
+    assert "does not offer STARTTLS" in line and "(1 try)" in line
+    assert (out / "2026-11-01" / "report.html").is_file()
