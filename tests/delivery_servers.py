@@ -48,8 +48,9 @@ class Receiver:
 
 
 @contextmanager
-def http_receiver() -> Iterator[Receiver]:
-    """An HTTP server on a free loopback port, recording every POST."""
+def http_receiver(tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
+    """An HTTP server on a free loopback port, recording every POST; HTTPS with ``tls``
+    (certificate, key)."""
     receiver = Receiver(url="")
 
     class _Handler(BaseHTTPRequestHandler):
@@ -75,7 +76,13 @@ def http_receiver() -> Iterator[Receiver]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}"
+    scheme = "http"
+    if tls is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(tls[0]), str(tls[1]))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    receiver.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from delivery_servers import Receiver, Relay, http_receiver, smtp_relay
+from delivery_servers import Receiver, Relay, http_receiver, self_signed_cert, smtp_relay
 from reliability_doc import documented_exit
 from report_snapshots import tiny_cluster
 
@@ -271,3 +271,21 @@ def test_a_relay_without_starttls_gets_neither_mail_nor_password(tmp_path: Path)
     (line,) = run.stderr.splitlines()
     assert "does not offer STARTTLS" in line and "(1 try)" in line
     assert (out / "2026-11-01" / "report.html").is_file()
+
+
+def test_an_https_webhook_behind_a_private_ca_needs_the_ca_bundle(tmp_path: Path) -> None:
+    snap, out = _snapshot(tmp_path), tmp_path / "out"
+    cert, key = self_signed_cert(tmp_path)
+    with http_receiver(tls=(cert, key)) as receiver:
+        args = ["report", "nightly", str(snap), "--out", str(out), "--notify", "webhook",
+                "--notify-webhook-url-env", "HOOK_URL", "--notify-backoff", "0"]  # fmt: skip
+        untrusted = _invoke(args, _env(receiver))
+        assert receiver.posted == []  # the handshake failed: nothing was sent
+        trusted = _invoke([*args, "--notify-ca-bundle", str(cert)], _env(receiver))
+        assert len(receiver.delivered(HOOK_PATH)) == 1
+    assert receiver.url.startswith("https://")
+    assert untrusted.returncode == documented_exit("notify-tls-untrusted") == 5
+    (line,) = untrusted.stderr.splitlines()
+    assert f"{receiver.url}: TLS certificate not trusted" in line and "(1 try)" in line
+    assert trusted.returncode == 0, trusted.stderr
+    _no_secret(untrusted.stdout, untrusted.stderr, trusted.stdout, folder=out)
