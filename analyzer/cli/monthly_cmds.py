@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from analyzer.cli.base import report
+from analyzer.cli.notify_options import notify_options, notify_settings, publish
 from analyzer.core.errors import InputError
 from analyzer.core.outdir import check_writable
 from analyzer.usage.thresholds import ThresholdConfig
@@ -53,6 +54,7 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
               help="With --snapshot: parallel processes (default: the machine's cores).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
+@notify_options
 @click.pass_context
 def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **opts: Any) -> None:
     """The monthly capacity review of HISTORY_DIR (a nightly OUT, or OUT/history).
@@ -70,6 +72,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     from analyzer.report.monthly import check_monthly_out, joint_settings, write_monthly_report
 
     check_monthly_out(out)  # before any work: never lose a user's folder
+    notify = notify_settings(opts)  # secrets read and checked before any work (exit 2)
     month = None if opts["month"] is None else Month.parse(opts["month"])
     config = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
     usage = dict(config.usage)
@@ -124,3 +127,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     click.echo(f"report:   {paths.html}")
     click.echo(f"json:     {paths.json}")
     click.echo(f"forecast: {paths.forecast}")
+    if notify is not None:  # the review is whole on disk: a failure here is exit 5
+        from analyzer.report.notify_message import monthly_message
+
+        publish(notify, monthly_message(out, opts["report_url"]), out)
