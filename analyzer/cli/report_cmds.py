@@ -18,6 +18,7 @@ from analyzer.cli.collect import (
     scrape_interval_seconds,
     settings_from,
 )
+from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
@@ -116,12 +117,14 @@ def day_source(opts: dict[str, Any]) -> DaySource:
               help="With --prometheus: own query profile folder.")  # fmt: skip
 @click.option("--save-snapshot", type=click.Path(file_okay=False, path_type=Path),
               help="With --prometheus: also keep the collected snapshot here.")  # fmt: skip
+@metrics_options
 @click.pass_context
 def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> None:
     """Write the nightly HTML report (+ JSON, CSV) of one day, from SNAPSHOT or --prometheus.
 
     Exit 0 ok, 3 partial data, 4 violations (only with --fail-on-violations; wins over 3).
     """
+    from analyzer.report.metrics import nightly_metrics
     from analyzer.report.nightly_report import write_nightly_report
     from analyzer.report.output import check_report_out
 
@@ -137,6 +140,7 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
         raise InputError("report nightly: give a SNAPSHOT folder or --prometheus URL")
     result = run_nightly(data, settings)
     paths = write_nightly_report(result, opts["out"], templates_dir=opts["templates_dir"])
+    record_metrics(ctx, nightly_metrics(result))
     _print_outcome(result.summary.breaches, result.quality.partial, paths.html, paths.index)
     if result.exit_code:
         ctx.exit(result.exit_code)
