@@ -43,7 +43,9 @@ def require_binaries() -> None:
     missing = [p for p in (PUSHGATEWAY, PROMETHEUS) if not Path(p).is_file()]
     if not missing:
         return
-    message = f"{', '.join(missing)} not installed; apt-get install prometheus-pushgateway prometheus"
+    message = (
+        f"{', '.join(missing)} not installed; apt-get install prometheus-pushgateway prometheus"
+    )
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message)
     pytest.skip(message)

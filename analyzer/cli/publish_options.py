@@ -108,7 +108,7 @@ def metrics_options(func: F) -> F:
 _DECORATORS = [
     click.option(
         "--metrics-textfile",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         help="Write the run's metrics here for node-exporter's textfile collector "
         "(a *.prom file, written atomically; docs/metrics.md).",
     ),
@@ -120,7 +120,7 @@ _DECORATORS = [
     ),
     click.option(
         "--pushgateway-token-file",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         help="Bearer token for --pushgateway from this file.",
     ),
     click.option(

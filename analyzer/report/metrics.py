@@ -199,17 +199,17 @@ def monthly_metrics(review: Review) -> list[Family]:
                     days.append(Sample(labels, math.inf))
                     stamps.append(Sample(labels, math.inf))
                 else:
-                    days.append(Sample(labels, float((when - last_history_day).days)))
+                    days.append(Sample(labels, 86400.0 * (when - last_history_day).days))
                     stamps.append(Sample(labels, _day_end(when) - 86400.0))
     return [
         gauge("analyzer_monthly_pools", "Pools in the reviewed month.", len(pools)),
         gauge("analyzer_monthly_pools_not_exported",
               f"Pools left out of the per-pool metrics (at most {MAX_POOLS}, most urgent first).",
               len(pools) - len(kept)),
-        Family("analyzer_monthly_days_until_capacity_line",
-               "Days from the last day of history until the forecast reaches the capacity line "
-               "(bound=expected: the mean; earliest: the upper 95 % band); +Inf: not within the "
-               "horizon; 0: already reached.", tuple(days)),
+        Family("analyzer_monthly_time_to_capacity_line_seconds",
+               "Time from the end of the last day of history to the day the forecast reaches the "
+               "capacity line, whole days (bound=expected: the mean; earliest: the upper 95 % "
+               "band); +Inf: not within the horizon; 0: already reached.", tuple(days)),
         Family("analyzer_monthly_capacity_line_timestamp_seconds",
                "Unix time (start of the UTC day) the forecast reaches the capacity line; +Inf: "
                "not within the horizon.", tuple(stamps)),
