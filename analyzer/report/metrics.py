@@ -232,7 +232,7 @@ def backfill_metrics(outcome: BackfillOutcome) -> list[Family]:
     }
     return [
         Family(
-            "analyzer_backfill_days",
+            "analyzer_backfill_day_outcomes",
             "Days of the last backfill range by outcome (partial days are written too).",
             tuple(Sample((("status", k),), float(v)) for k, v in counts.items()),
         )
