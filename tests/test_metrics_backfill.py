@@ -39,7 +39,11 @@ def test_backfill_days_by_status(server_url: str, tmp_path: Path) -> None:
     assert first.exit_code == 3, first.output
     promtool_check(prom)
     values = parse(prom)
-    days = {dict(k[1])["status"]: v for k, v in values.items() if k[0] == "analyzer_backfill_day_outcomes"}
+    days = {
+        dict(k[1])["status"]: v
+        for k, v in values.items()
+        if k[0] == "analyzer_backfill_day_outcomes"
+    }
     assert days == {"written": 2, "partial": 0, "skipped": 0, "no_data": 3}
     run = (("command", "backfill"),)
     assert values[("analyzer_run_success", run)] == 1  # exit 3 wrote the history
@@ -48,6 +52,8 @@ def test_backfill_days_by_status(server_url: str, tmp_path: Path) -> None:
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 3
     days = {
-        dict(k[1])["status"]: v for k, v in parse(prom).items() if k[0] == "analyzer_backfill_day_outcomes"
+        dict(k[1])["status"]: v
+        for k, v in parse(prom).items()
+        if k[0] == "analyzer_backfill_day_outcomes"
     }
     assert days == {"written": 0, "partial": 0, "skipped": 2, "no_data": 3}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from http_stub import Recorded, Reply, serve
 from monthly_history import PoolTruth, write_history
 from processes import stop_process
 from pushgateway_server import (
@@ -172,3 +173,40 @@ def test_bad_pushgateway_options_are_refused_before_any_work(
     assert text in result.output and "s3cr3t" not in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_the_token_is_sent_never_printed_and_a_refusal_is_not_retried(
+    snapshot: Path, tmp_path: Path
+) -> None:
+    token = "tok-3f9a"
+
+    def gateway(request: Recorded) -> Reply:
+        ok = request.headers.get("Authorization") == f"Bearer {token}"
+        return Reply(200 if ok else 401, b"" if ok else b"unauthorized\n", "text/plain")
+
+    with serve(gateway) as stub:
+        env = {"PGTOKEN": token}
+        result = CliRunner(env=env).invoke(main, [
+            "report", "nightly", str(snapshot), "--out", str(tmp_path / "out"),
+            "--pushgateway", stub.url, "--pushgateway-token-env", "PGTOKEN"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert [(r.method, r.path) for r in stub.requests] == [
+            ("PUT", "/metrics/job/analyzer/command/nightly")
+        ]
+        stub.requests.clear()
+        result = CliRunner(env={"PGTOKEN": "wrong-token"}).invoke(main, [
+            "report", "nightly", str(snapshot), "--out", str(tmp_path / "out"),
+            "--pushgateway", stub.url, "--pushgateway-token-env", "PGTOKEN"])  # fmt: skip
+        assert result.exit_code == documented_exit("metrics-push-failed")
+        assert "HTTP 401" in result.output and "1 try" in result.output
+        assert "wrong-token" not in result.output and token not in result.output
+        assert len(stub.requests) == 1  # a refusal is not retried
+
+
+def test_a_failing_pushgateway_is_tried_twice(snapshot: Path, tmp_path: Path) -> None:
+    with serve(lambda _r: Reply(503, b"overloaded\n", "text/plain")) as stub:
+        result = _run("report", "nightly", str(snapshot), "--out", str(tmp_path / "out"),
+                      "--pushgateway", stub.url)  # fmt: skip
+        assert result.exit_code == documented_exit("metrics-push-failed")
+        assert "HTTP 503: overloaded" in result.output and "2 tries" in result.output
+        assert len(stub.requests) == 2

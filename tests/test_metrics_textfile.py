@@ -24,7 +24,9 @@ from report_snapshots import tiny_cluster
 
 from analyzer.cli import main
 from analyzer.core.snapshot import write_snapshot
-from analyzer.report.metrics import escape_label_value
+from analyzer.monthly.months import Month
+from analyzer.monthly.review import ReviewSettings, build_review
+from analyzer.report.metrics import MAX_POOLS, escape_label_value, monthly_metrics
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
@@ -219,3 +221,22 @@ def test_an_unusable_textfile_is_refused_before_any_work(
     assert text in result.output and "--metrics-textfile" in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()  # refused before the report
+
+
+def test_the_pool_cap_keeps_the_most_urgent_pools(tmp_path: Path) -> None:
+    # Three pools; "b" reaches its requested-CPU line on 4 October (as pool "a" in the test
+    # above), "a" and "c" are flat and far below theirs. With room for one pool, "b" is kept
+    # (the earliest date first, not the first name) and two are counted as left out.
+    flat = {"requested_cpu": const(20.0), "used_cpu_p95": const(10.0)}
+    write_history(tmp_path, date(2026, 8, 1), 61, [
+        PoolTruth("a", **flat),  # type: ignore[arg-type]
+        PoolTruth("b", requested_cpu=line(40.25, 0.5), used_cpu_p95=const(10.0)),
+        PoolTruth("c", **flat),  # type: ignore[arg-type]
+    ])  # fmt: skip
+    review = build_review(tmp_path, ReviewSettings(month=Month(2026, 9)))
+    families = {f.name: f for f in monthly_metrics(review, max_pools=1)}
+    pools = {dict(s.labels)["pool"] for f in families.values() for s in f.samples if s.labels}
+    assert pools == {"b"}
+    assert families["analyzer_monthly_pools"].samples[0].value == 3
+    assert families["analyzer_monthly_pools_not_exported"].samples[0].value == 2
+    assert MAX_POOLS == 100  # docs/metrics.md states this cap and the series counts it gives

@@ -172,11 +172,12 @@ def _pool_urgency(pool: dict[str, Any]) -> tuple[str, str]:
     return (min(dates) if dates else "9999-12-31", str(pool["name"]))
 
 
-def monthly_metrics(review: Review) -> list[Family]:
+def monthly_metrics(review: Review, max_pools: int = MAX_POOLS) -> list[Family]:
     """Per pool: days until each capacity line is reached, and the nodes the decision adds or
-    releases (the review's ``report.json``: ``pools[].forecast.exhaustion``, ``decision``)."""
+    releases (the review's ``report.json``: ``pools[].forecast.exhaustion``, ``decision``);
+    the ``max_pools`` most urgent pools only."""
     pools = sorted(review.payload["pools"], key=_pool_urgency)
-    kept = pools[:MAX_POOLS]
+    kept = pools[:max_pools]
     days: list[Sample] = []
     stamps: list[Sample] = []
     add: list[Sample] = []
@@ -204,7 +205,7 @@ def monthly_metrics(review: Review) -> list[Family]:
     return [
         gauge("analyzer_monthly_pools", "Pools in the reviewed month.", len(pools)),
         gauge("analyzer_monthly_pools_not_exported",
-              f"Pools left out of the per-pool metrics (at most {MAX_POOLS}, most urgent first).",
+              f"Pools left out of the per-pool metrics (at most {max_pools}, most urgent first).",
               len(pools) - len(kept)),
         Family("analyzer_monthly_time_to_capacity_line_seconds",
                "Time from the end of the last day of history to the day the forecast reaches the "
