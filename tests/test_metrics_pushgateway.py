@@ -210,3 +210,19 @@ def test_a_failing_pushgateway_is_tried_twice(snapshot: Path, tmp_path: Path) ->
         assert result.exit_code == documented_exit("metrics-push-failed")
         assert "HTTP 503: overloaded" in result.output and "2 tries" in result.output
         assert len(stub.requests) == 2
+
+
+def test_the_config_file_sets_the_pushgateway_for_every_command(
+    snapshot: Path, tmp_path: Path
+) -> None:
+    with serve(lambda _r: Reply(200, b"", "text/plain")) as stub:
+        config = tmp_path / "analyzer.yaml"
+        config.write_text(
+            f"pushgateway: {stub.url}\n"
+            f"report-nightly:\n  metrics_textfile: {tmp_path / 'nightly.prom'}\n"
+        )
+        result = _run("--config", str(config), "report", "nightly", str(snapshot),
+                      "--out", str(tmp_path / "out"))  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert [r.path for r in stub.requests] == ["/metrics/job/analyzer/command/nightly"]
+        assert "analyzer_nightly_nodes 4" in (tmp_path / "nightly.prom").read_text()

@@ -85,7 +85,7 @@ def metrics_options(func: F) -> F:
         except click.exceptions.Exit as exc:
             _publish(ctx, command, exc.exit_code, started, textfile, target)
             raise
-        except AnalyzerError as exc:
+        except (AnalyzerError, click.ClickException) as exc:  # ClickException: a usage error
             _publish_failure(ctx, command, exc.exit_code, started, textfile, target)
             raise
         except Terminated as exc:
