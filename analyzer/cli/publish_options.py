@@ -62,19 +62,15 @@ def metrics_options(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **opts: Any) -> Any:
         textfile, url, token_file, token_env = (opts.pop(k) for k in _OPTIONS)
+        if url is None and (token_file is not None or token_env):
+            raise InputError(
+                "--pushgateway-token-file/--pushgateway-token-env: only with --pushgateway URL"
+            )
         if textfile is None and url is None:
-            if token_file is not None or token_env:
-                raise InputError(
-                    "--pushgateway-token-file/--pushgateway-token-env: only with --pushgateway URL"
-                )
             return func(*args, **opts)
         target = None if url is None else PushTarget(url, token_file, token_env)
         if target is not None:
             check_target(target)
-        elif token_file is not None or token_env:
-            raise InputError(
-                "--pushgateway-token-file/--pushgateway-token-env: only with --pushgateway URL"
-            )
         if textfile is not None:
             _check_textfile(Path(textfile))
         ctx = click.get_current_context()
@@ -132,10 +128,10 @@ _DECORATORS = [
 
 
 def _families(ctx: click.Context, command: str, exit_code: int, started: float) -> list[Any]:
-    from analyzer.report.metrics import run_status
+    from analyzer.report.metrics import SUCCESS_EXIT_CODES, run_status
 
     status = run_status(command, exit_code, time.monotonic() - started, datetime.now(UTC))
-    report = ctx.meta.get(_KEY, []) if exit_code in (0, 3, 4) else []
+    report = ctx.meta.get(_KEY, []) if exit_code in SUCCESS_EXIT_CODES else []
     return [*status, *report]
 
 
