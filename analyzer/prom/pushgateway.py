@@ -12,13 +12,12 @@ already written its output.
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import urlsplit
 
 import requests
 
@@ -45,8 +44,6 @@ class PushTarget:
 
 def check_target(target: PushTarget) -> None:
     """Refuse a bad URL or token option before the run does any work (``InputError``)."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(target.url.strip())
         userinfo = "@" in parts.netloc
@@ -100,16 +97,14 @@ def _token(target: PushTarget) -> str | None:
 
 
 def group_path(labels: dict[str, str]) -> str:
-    """``/metrics/job/analyzer/K/V…``; a value outside [A-Za-z0-9_.-] goes base64url-encoded
-    (the Pushgateway's ``K@base64/…`` form), so a ``/`` in it cannot split the path."""
+    """``/metrics/job/analyzer/K/V…``. The grouping values are ours (command names), never
+    user text, so they are plain path segments; anything else is a programming error."""
     parts = ["metrics", "job", JOB]
     for key, value in labels.items():
-        if _SAFE_SEGMENT.fullmatch(value):
-            parts += [key, value]
-        else:
-            encoded = base64.urlsafe_b64encode(value.encode("utf-8")).decode("ascii")
-            parts += [f"{key}@base64", encoded or "="]
-    return "/" + "/".join(quote(p, safe="@=") for p in parts)
+        if not (_SAFE_SEGMENT.fullmatch(key) and _SAFE_SEGMENT.fullmatch(value)):
+            raise ValueError(f"grouping label {key}={value!r} is not a plain path segment")
+        parts += [key, value]
+    return "/" + "/".join(parts)
 
 
 def push(target: PushTarget, labels: dict[str, str], body: str, *, replace: bool) -> None:
