@@ -121,7 +121,7 @@ def test_monthly_push_keeps_an_odd_pool_name_whole(
     servers: tuple[Server, Server], tmp_path: Path
 ) -> None:
     gateway, prometheus = servers
-    name = 'team "a"\\gpu\nline two'
+    name = 'team "a"\\gpu\nline two\u2028three'  # U+2028: a line break the format leaves as is
     write_history(tmp_path / "h", date(2026, 9, 1), 30, [PoolTruth(name)])
     result = _run("report", "monthly", str(tmp_path / "h"), "--out", str(tmp_path / "r"),
                   "--month", "2026-09", "--pushgateway", gateway.url)  # fmt: skip

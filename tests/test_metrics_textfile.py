@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from monthly_history import PoolTruth, const, line, write_history
 from prometheus_client.parser import text_string_to_metric_families
 from reliability_doc import documented_exit
@@ -26,7 +28,15 @@ from analyzer.cli import main
 from analyzer.core.snapshot import write_snapshot
 from analyzer.monthly.months import Month
 from analyzer.monthly.review import ReviewSettings, build_review
-from analyzer.report.metrics import MAX_POOLS, escape_label_value, monthly_metrics
+from analyzer.report.metrics import (
+    MAX_POOLS,
+    Family,
+    Sample,
+    carry_over,
+    escape_label_value,
+    monthly_metrics,
+    render,
+)
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
@@ -187,7 +197,7 @@ def test_monthly_textfile_days_until_and_nodes_match_report_json(tmp_path: Path)
 
 
 def test_a_pool_name_needing_escapes_reads_back_whole(tmp_path: Path) -> None:
-    name = 'we"ird\\pool\nnext line} x="y'
+    name = 'we"ird\\pool\nnext line} x="y\u2028z'  # U+2028 is not escaped
     write_history(tmp_path / "h", date(2026, 9, 1), 30, [PoolTruth(name)])
     prom = tmp_path / "m.prom"
     result = _run("report", "monthly", str(tmp_path / "h"), "--out", str(tmp_path / "r"),
@@ -240,3 +250,24 @@ def test_the_pool_cap_keeps_the_most_urgent_pools(tmp_path: Path) -> None:
     assert families["analyzer_monthly_pools"].samples[0].value == 3
     assert families["analyzer_monthly_pools_not_exported"].samples[0].value == 2
     assert MAX_POOLS == 100  # docs/metrics.md states this cap and the series counts it gives
+
+
+# Every Unicode line break, control characters, quotes, backslashes, braces and formula prefixes.
+_ODD = st.text(
+    alphabet=st.sampled_from(list('\n\r\x85\u2028\u2029\x0b\x0c\x1c\x1d\x1e\t\x00"\\{}=,+-@ aé日')),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(_ODD, min_size=1, max_size=4, unique=True))
+def test_any_pool_name_reads_back_whole_and_survives_a_carry_over(names: list[str]) -> None:
+    family = Family(
+        "analyzer_monthly_nodes_to_add", "h", tuple(Sample((("pool", n),), 1.0) for n in names)
+    )
+    text = render([family])
+    parsed = [s.labels["pool"] for f in text_string_to_metric_families(text) for s in f.samples]
+    assert parsed == names
+    # A failed run's textfile keeps these lines unchanged (they are not status families).
+    assert carry_over(text) == text

@@ -252,7 +252,9 @@ def carry_over(old_text: str, keep_out: Sequence[str] = tuple(STATUS_FAMILIES)) 
     hand, cut short by a crash before atomic writes) is dropped rather than passed on.
     """
     kept: list[str] = []
-    for line in old_text.splitlines():
+    # Lines end at "\n" only: str.splitlines would also cut at "\r", "\u2028" and the other
+    # Unicode breaks, which the format leaves unescaped inside a label value.
+    for line in old_text.split("\n"):
         match = _FAMILY_LINE.match(line) or _SAMPLE_LINE.match(line)
         if match is None:
             continue
