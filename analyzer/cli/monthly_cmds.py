@@ -10,6 +10,7 @@ import click
 
 from analyzer.cli.base import report
 from analyzer.cli.notify_options import notify_options, notify_settings, publish
+from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.errors import InputError
 from analyzer.core.outdir import check_writable
 from analyzer.usage.thresholds import ThresholdConfig
@@ -55,6 +56,7 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
 @notify_options
+@metrics_options
 @click.pass_context
 def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **opts: Any) -> None:
     """The monthly capacity review of HISTORY_DIR (a nightly OUT, or OUT/history).
@@ -69,6 +71,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     from analyzer.monthly.prices import load_prices
     from analyzer.monthly.review import ReviewSettings, build_review, history_root
     from analyzer.monthly.rightsize import parse_recipe
+    from analyzer.report.metrics import monthly_metrics
     from analyzer.report.monthly import check_monthly_out, joint_settings, write_monthly_report
 
     check_monthly_out(out)  # before any work: never lose a user's folder
@@ -120,6 +123,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         snapshot=opts["snapshot"],
         joint=joint,
     )
+    record_metrics(ctx, monthly_metrics(review))
     for pool in review.payload["pools"]:
         click.echo(f"{pool['name']}: {pool['decision']['sentence']}")
         if pool.get("simulated_decision"):

@@ -19,6 +19,7 @@ from analyzer.cli.collect import (
     settings_from,
 )
 from analyzer.cli.notify_options import notify_options, notify_settings, publish
+from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
@@ -118,6 +119,7 @@ def day_source(opts: dict[str, Any]) -> DaySource:
 @click.option("--save-snapshot", type=click.Path(file_okay=False, path_type=Path),
               help="With --prometheus: also keep the collected snapshot here.")  # fmt: skip
 @notify_options
+@metrics_options
 @click.pass_context
 def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> None:
     """Write the nightly HTML report (+ JSON, CSV) of one day, from SNAPSHOT or --prometheus.
@@ -125,6 +127,7 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
     Exit 0 ok, 3 partial data, 4 violations (only with --fail-on-violations; wins over 3),
     5 report written but --notify failed (wins over 3 and 4).
     """
+    from analyzer.report.metrics import nightly_metrics
     from analyzer.report.nightly_report import write_nightly_report
     from analyzer.report.output import check_report_out
 
@@ -141,6 +144,7 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
         raise InputError("report nightly: give a SNAPSHOT folder or --prometheus URL")
     result = run_nightly(data, settings)
     paths = write_nightly_report(result, opts["out"], templates_dir=opts["templates_dir"])
+    record_metrics(ctx, nightly_metrics(result))
     _print_outcome(result.summary.breaches, result.quality.partial, paths.html, paths.index)
     if notify is not None:  # the report is whole on disk: a failure here is exit 5
         from analyzer.report.notify_message import nightly_message
