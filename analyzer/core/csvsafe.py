@@ -6,30 +6,52 @@ anyone who can name a pod could plant one. OWASP's rule ("CSV Injection"): a **t
 begins with one of those characters gets a leading ``'``, which spreadsheets show as text and
 hide. Numbers stay numbers: numeric columns are never touched, and neither is a text cell that is
 a plain number (``-3``, ``+1.5e3``), which cannot be a formula. Column names get the same rule.
+
+**Reading back.** Analyzer reads some of its own CSVs again (``whatif --recommendations`` reads
+``rightsize``'s). :func:`unsafe_cell` undoes :func:`safe_cell` exactly, and
+:func:`read_csv_written_by_us` is the one reader of such files: every cell as text, the writer's
+``'`` removed, one line naming the file on any parse error. So that the inverse is exact for
+every text, the writer also marks a text that *already* begins with ``'`` before a formula
+character (``'=x`` is written ``''=x``): a reader removes exactly one ``'`` from a cell whose
+leading run of ``'`` is followed by a formula character, and a text that never was a formula
+(``'quoted``, ``'-3``) is left alone both ways.
 """
 
 from __future__ import annotations
 
+import csv
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from analyzer.core.atomic import atomic_write_text
+from analyzer.core.errors import InputError
+from analyzer.core.yamltext import one_line
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
+def _formula_like(text: str) -> bool:
+    """Whether ``text``, past any leading ``'``, begins like a formula and is not a number."""
+    core = text.lstrip("'")
+    return core.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(core)
+
+
 def safe_cell(value: Any) -> Any:
     """``value`` with a leading ``'`` if it is text a spreadsheet would run as a formula."""
-    if (
-        isinstance(value, str)
-        and value.startswith(FORMULA_START)
-        and not _PLAIN_NUMBER.fullmatch(value)
-    ):
+    if isinstance(value, str) and _formula_like(value):
         return "'" + value
+    return value
+
+
+def unsafe_cell(value: Any) -> Any:
+    """The inverse of :func:`safe_cell`: ``unsafe_cell(safe_cell(v)) == v`` for every ``v``."""
+    if isinstance(value, str) and value.startswith("'") and _formula_like(value):
+        return value[1:]
     return value
 
 
@@ -56,3 +78,41 @@ def csv_text(frame: pd.DataFrame) -> str:
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
     """Write ``frame`` as a safe CSV file at ``path`` (atomically)."""
     atomic_write_text(Path(path), csv_text(frame))
+
+
+def read_csv_written_by_us(
+    path: Path, columns: Sequence[str], *, what: str, hint: str
+) -> pd.DataFrame:
+    """``columns`` of a CSV analyzer wrote, every cell as text with the writer's ``'`` undone.
+
+    Only the named columns are parsed (a million-row file costs their cells only), as ``str``
+    with no value turned into NaN (a workload named ``NA`` or ``null`` stays itself; an empty
+    cell is ``""``). Refused with one line (:class:`InputError`) naming ``what`` (e.g.
+    ``--recommendations FILE``): an unreadable or unparsable file (only the first line of the
+    parser's message: pandas' ends in a newline) and missing columns (``hint`` says where
+    such a file comes from). Values are not interpreted here: the caller checks them.
+    """
+    where = one_line(what, 160)
+    options: dict[str, Any] = {"dtype": str, "keep_default_na": False, "na_filter": False}
+    try:
+        header = [unsafe_cell(str(name)) for name in pd.read_csv(path, nrows=0).columns]
+        missing = [c for c in columns if c not in header]
+        if missing:
+            semicolons = len(header) == 1 and ";" in header[0]
+            raise InputError(
+                f"{where}: missing column(s) {', '.join(missing)}; "
+                + ("it looks semicolon-separated: write it with commas; " if semicolons else "")
+                + hint
+            )
+        positions = [header.index(c) for c in columns]
+        frame = pd.read_csv(path, usecols=positions, **options)
+    except (ValueError, OSError, csv.Error) as exc:  # UnicodeDecodeError is a ValueError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{where} is not a readable CSV ({one_line(first, 160)})") from None
+    frame.columns = [unsafe_cell(str(name)) for name in frame.columns]
+    frame = frame[list(columns)]
+    for name in frame.columns:
+        quoted = frame[name].str.startswith("'")  # only those can carry the writer's mark
+        if quoted.any():
+            frame.loc[quoted, name] = frame.loc[quoted, name].map(unsafe_cell)
+    return frame
