@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
@@ -85,30 +87,50 @@ def read_csv_written_by_us(
 ) -> pd.DataFrame:
     """``columns`` of a CSV analyzer wrote, every cell as text with the writer's ``'`` undone.
 
-    Only the named columns are parsed (a million-row file costs their cells only), as ``str``
+    Only the named columns are kept (a million-row file costs their cells only), as ``str``
     with no value turned into NaN (a workload named ``NA`` or ``null`` stays itself; an empty
-    cell is ``""``). Refused with one line (:class:`InputError`) naming ``what`` (e.g.
-    ``--recommendations FILE``): an unreadable or unparsable file (only the first line of the
-    parser's message: pandas' ends in a newline) and missing columns (``hint`` says where
-    such a file comes from). Values are not interpreted here: the caller checks them.
+    cell is ``""``), so no type is guessed and pandas has no ``DtypeWarning`` to print. Refused
+    with one line (:class:`InputError`) naming ``what`` (e.g. ``--recommendations FILE``): an
+    unreadable or unparsable file, a row with more or fewer fields than the header (only the
+    first line of the parser's message) and missing columns (``hint`` says where such a file
+    comes from). Values are not interpreted here: the caller checks them.
     """
     where = one_line(what, 160)
-    options: dict[str, Any] = {"dtype": str, "keep_default_na": False, "na_filter": False}
     try:
-        header = [unsafe_cell(str(name)) for name in pd.read_csv(path, nrows=0).columns]
+        raw = [str(name) for name in pd.read_csv(path, nrows=0, dtype=str).columns]
+        header = [unsafe_cell(name) for name in raw]
         missing = [c for c in columns if c not in header]
-        if missing:
-            semicolons = len(header) == 1 and ";" in header[0]
+        if len(header) == 1 and ";" in header[0] and missing:
             raise InputError(
-                f"{where}: missing column(s) {', '.join(missing)}; "
-                + ("it looks semicolon-separated: write it with commas; " if semicolons else "")
-                + hint
+                f"{where}: looks semicolon-separated (no comma in its first line); write it "
+                f"with commas; {hint}"
             )
-        positions = [header.index(c) for c in columns]
-        frame = pd.read_csv(path, usecols=positions, **options)
-    except (ValueError, OSError, csv.Error) as exc:  # UnicodeDecodeError is a ValueError
+        if missing and len(missing) == len(columns):
+            raise InputError(f"{where}: has none of the columns {', '.join(columns)}; {hint}")
+        if missing:
+            raise InputError(f"{where}: missing column(s) {', '.join(missing)}; {hint}")
+        wanted = [raw[header.index(c)] for c in columns]
+        # Arrow's reader, not pandas': it refuses a row with more or fewer fields than the
+        # header even when only some columns are kept (pandas' usecols silently drops the
+        # extra fields), reads quoted line breaks, and holds the text compactly
+        table = pa_csv.read_csv(
+            path,
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(
+                include_columns=wanted,
+                column_types=dict.fromkeys(wanted, pa.string()),
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (ValueError, OSError, csv.Error, pa.ArrowException) as exc:
+        # UnicodeDecodeError and pandas' ParserError are ValueErrors; pandas' text ends in a
+        # newline and Arrow's quotes the row: keep the first line, cut short
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{where} is not a readable CSV ({one_line(first, 160)})") from None
+    frame = pd.DataFrame(
+        {name: table.column(name).to_numpy(zero_copy_only=False) for name in wanted}
+    )
     frame.columns = [unsafe_cell(str(name)) for name in frame.columns]
     frame = frame[list(columns)]
     for name in frame.columns:
