@@ -35,6 +35,7 @@ from analyzer.history.capacity import write_tables
 from analyzer.nightly.capacity_rollups import workload_days
 
 CPU, MEMORY = "cpu_recommended_millicores", "memory_recommended_bytes"
+HEADER = f"namespace,owner_kind,owner_name,{CPU},{MEMORY}\n".encode()
 
 
 @pytest.fixture(scope="module")
@@ -116,11 +117,9 @@ def test_empty_or_nan_keeps_the_current_request(snap: Path, tmp_path: Path, cell
         (b"\xff\xfe" + bytes(range(256)) * 100, "not a readable CSV ('utf-8' codec can't"),
         (b"", "not a readable CSV (No columns to parse from file)"),  # row 79
         # a quoted field never closed
-        (b'namespace,owner_kind,owner_name,cpu_recommended_millicores,memory_recommended_bytes\n'
-         b'a,Deployment,"b\n' + b"x" * 100, "EOF inside string"),  # fmt: skip
+        (HEADER + b'a,Deployment,"b\n' + b"x" * 100, "EOF inside string"),
         # a row with more fields than the header (pandas would have dropped them silently)
-        (b"namespace,owner_kind,owner_name,cpu_recommended_millicores,memory_recommended_bytes\n"
-         b"ns,Deployment,a,1,2\nns,Deployment,web,1,2,3,4\n", "Expected 5 columns, got 7"),  # fmt: skip
+        (HEADER + b"ns,Deployment,a,1,2\nns,Deployment,web,1,2,3,4\n", "Expected 5 columns, got 7"),
     ],
 )
 def test_unreadable_recommendations_are_one_line(
@@ -177,7 +176,8 @@ def test_rightsize_csv_of_hostile_names_round_trips(tmp_path: Path) -> None:
         write_tables(history, day, {"pools": pd.DataFrame(), "workloads": table})
     recs = tmp_path / "rs.csv"
     made = CliRunner().invoke(
-        main, ["rightsize", str(history), "--recipe", "krr", "--min-samples", "1", "--out", str(recs)]
+        main,
+        ["rightsize", str(history), "--recipe", "krr", "--min-samples", "1", "--out", str(recs)],
     )
     assert made.exit_code == 0, made.output
     written = recs.read_text(encoding="utf-8")
