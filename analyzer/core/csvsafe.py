@@ -72,9 +72,29 @@ def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _holds_carriage_return(frame: pd.DataFrame) -> bool:
+    if any("\r" in str(name) for name in frame.columns):
+        return True
+    return any(
+        frame[name].map(lambda v: isinstance(v, str) and "\r" in v).any()
+        for name in frame.columns
+        if pd.api.types.is_object_dtype(frame[name].dtype)
+        or pd.api.types.is_string_dtype(frame[name].dtype)
+    )
+
+
 def csv_text(frame: pd.DataFrame) -> str:
-    """``frame`` as CSV text (no index), safe to open in a spreadsheet."""
-    return str(safe_frame(frame).to_csv(index=False))
+    """``frame`` as CSV text (no index), safe to open in a spreadsheet.
+
+    Rows end in ``\n``, except in a file whose text holds a carriage return: there they end in
+    RFC 4180's ``\r\n``. With ``\n`` ends, Python's csv writer (under pandas) quotes a cell
+    holding ``\n`` but not one holding a lone ``\r``, which every reader (spreadsheets,
+    pandas, Arrow, the csv module) takes as the end of the row: ``x\r=cmd`` would start a
+    row with a formula. With ``\r\n`` ends the writer quotes such cells too.
+    """
+    safe = safe_frame(frame)
+    ends = "\r\n" if _holds_carriage_return(safe) else "\n"
+    return str(safe.to_csv(index=False, lineterminator=ends))
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
