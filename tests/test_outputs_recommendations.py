@@ -85,6 +85,9 @@ def test_base_recommendations_right_size_all_three_pods(snap: Path, tmp_path: Pa
         ("recs-unit-string", CPU, "250m", "'250m'"),  # row 73
         ("recs-unit-string", MEMORY, "1Gi", "'1Gi'"),
         ("recs-unit-string", MEMORY, "0x10", "'0x10'"),
+        # a line break in the cell is shown escaped: the message stays one line
+        ("recs-unit-string", CPU, "2\u2028=5", "'2\\u2028=5'"),
+        ("recs-unit-string", CPU, "=1+1", "'=1+1'"),  # the writer's mark undone first
     ],
 )
 def test_bad_recommended_cell_is_one_line_naming_it(

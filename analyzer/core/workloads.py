@@ -127,7 +127,7 @@ def read_recommendations(path: Path, what: str | None = None) -> pd.DataFrame:
             i = int(np.flatnonzero(bad)[0])
             unit, _, example = _UNIT[column]
             raise InputError(
-                f"{label} row {i + 1}, column {column}: {one_line(frame[column].iloc[i], 40)!r} "
+                f"{label} row {i + 1}, column {column}: '{one_line(frame[column].iloc[i], 40)}' "
                 f"is not a number ({_workload(out, i)}); write plain {unit}, e.g. {example}, or "
                 "leave it empty to keep the current request"
             )
