@@ -72,29 +72,35 @@ def test_base_recommendations_right_size_all_three_pods(snap: Path, tmp_path: Pa
 
 
 @pytest.mark.parametrize(
-    ("fault", "column", "cell", "shown"),
+    ("code", "column", "cell", "shown"),
     [
-        ("recs-non-finite", CPU, "inf", "inf"),  # row 71
-        ("recs-non-finite", CPU, "-Infinity", "-inf"),
-        ("recs-non-finite", MEMORY, "inf", "inf"),
-        ("recs-huge", MEMORY, "1e30", "1e+30"),  # row 72
-        ("recs-huge", CPU, "100000001", "1e+08"),  # one millicore above 100,000 cores
-        ("recs-huge", MEMORY, str(2**50 + 1), "1.1259e+15"),
-        ("recs-not-positive", CPU, "-5", "-5"),  # row 70
-        ("recs-not-positive", MEMORY, "0", "0"),
-        ("recs-unit-string", CPU, "250m", "'250m'"),  # row 73
-        ("recs-unit-string", MEMORY, "1Gi", "'1Gi'"),
-        ("recs-unit-string", MEMORY, "0x10", "'0x10'"),
+        (documented_exit("recs-non-finite"), CPU, "inf", "inf"),  # row 71
+        (documented_exit("recs-non-finite"), CPU, "-Infinity", "-inf"),
+        (documented_exit("recs-non-finite"), MEMORY, "inf", "inf"),
+        (documented_exit("recs-huge"), MEMORY, "1e30", "1e+30"),  # row 72
+        # one millicore above 100,000 cores
+        (documented_exit("recs-huge"), CPU, "100000001", "100000001"),
+        (documented_exit("recs-huge"), MEMORY, str(2**50 + 1), str(2**50 + 1)),
+        (documented_exit("recs-not-positive"), CPU, "-5", "-5"),  # row 70
+        (documented_exit("recs-not-positive"), MEMORY, "0", "0"),
+        (documented_exit("recs-unit-string"), CPU, "250m", "'250m'"),  # row 73
+        (documented_exit("recs-unit-string"), MEMORY, "1Gi", "'1Gi'"),
+        (documented_exit("recs-unit-string"), MEMORY, "0x10", "'0x10'"),
         # a line break in the cell is shown escaped: the message stays one line
-        ("recs-unit-string", CPU, "2\u2028=5", "'2\\u2028=5'"),
-        ("recs-unit-string", CPU, "=1+1", "'=1+1'"),  # the writer's mark undone first
+        (documented_exit("recs-unit-string"), CPU, "2\u2028=5", "'2\\u2028=5'"),
+        (
+            documented_exit("recs-unit-string"),
+            CPU,
+            "=1+1",
+            "'=1+1'",
+        ),  # the writer's mark undone first
     ],
 )
 def test_bad_recommended_cell_is_one_line_naming_it(
-    snap: Path, tmp_path: Path, fault: str, column: str, cell: str, shown: str
+    snap: Path, tmp_path: Path, code: int, column: str, cell: str, shown: str
 ) -> None:
     run = _whatif(snap, _recs_with(tmp_path, column, cell))
-    assert run.exit_code == documented_exit(fault), run.output
+    assert run.exit_code == code, run.output
     line = _one_line(run)
     # the file, the row (web is the second data row), the column, the workload and the value
     assert "--recommendations " in line and "recs.csv row 2" in line, line

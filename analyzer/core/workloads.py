@@ -25,6 +25,7 @@ bounds is a legitimate what-if: the replay leaves such a pod pending and says so
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -70,6 +71,13 @@ def _workload(frame: pd.DataFrame, position: int) -> str:
     return one_line(f"{row['namespace']}/{row['owner_name']}")
 
 
+def _number(value: float) -> str:
+    """A value as the user wrote it, near enough: whole numbers in full, others in 6 digits."""
+    if math.isfinite(value) and value.is_integer() and abs(value) < 1e16:
+        return f"{value:.0f}"
+    return f"{value:.6g}"
+
+
 def check_values(
     recommendations: pd.DataFrame, where: Callable[[int], str] = lambda _: "recommendations"
 ) -> None:
@@ -91,7 +99,7 @@ def check_values(
                 i = int(np.flatnonzero(bad)[0])
                 raise InputError(
                     f"{where(i)}: {column} of {_workload(recommendations, i)} is "
-                    f"{values[i]:g}, which {why}; give the per-pod request in {unit} (e.g. "
+                    f"{_number(values[i])}, which {why}; give the per-pod request in {unit} (e.g. "
                     f"{example}), or leave it empty to keep the current request"
                 )
 
