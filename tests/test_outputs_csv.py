@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from click.testing import CliRunner
 from hostile_names import FORMULA, FORMULA_PREFIXES, NAMESPACES, WORKLOAD_NAMES
 from hypothesis import given, settings
@@ -148,6 +149,16 @@ def test_every_csv_of_every_command_is_formula_safe(
             str(tmp_path / "monthly"),
         ]
     )
+    # the campaign's snap-host path (rows 64-66 from a nightly history): both patch files hold
+    # patches only, and only for names a cluster can hold (every hostile workload is left out)
+    patches = _invoke(
+        ["rightsize", str(history), "--recipe", "krr", "--min-samples", "1", "--format", "yaml"]
+    )
+    for text in (patches, (tmp_path / "monthly" / "rightsizing-patches.yaml").read_text("utf-8")):
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        assert {d["kind"] for d in documents} <= {"Deployment", "StatefulSet", "DaemonSet"}
+        assert not any(d["metadata"]["name"] in WORKLOAD_NAMES for d in documents)
+        assert text.startswith("# ") and "left out" in text.splitlines()[0]
     # row 102: the joint scenarios on rightsize's own CSV of these names, with the drain
     joint = _invoke(
         ["whatif", snap, "--recommendations", str(rightsize), "--blocked", "--workers", "1"]
