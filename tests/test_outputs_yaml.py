@@ -2,7 +2,7 @@
 
 A history whose workloads and namespaces carry every line break, a whole ClusterRoleBinding
 document, formula prefixes and control characters is turned into patches by both writers,
-``analyzer rightsize --format yaml`` and the monthly review's ``rightizing-patches.yaml``; each
+``analyzer rightsize --format yaml`` and the monthly review's ``rightsizing-patches.yaml``; each
 file is parsed with ``yaml.safe_load_all`` and must hold exactly the patches of the workloads a
 cluster can hold. ``core/yamltext.comment``, the one function every hand-written YAML line goes
 through, is checked on any text by Hypothesis.
