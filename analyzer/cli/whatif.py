@@ -293,12 +293,12 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         seed=0,
         drain=opts["blocked"] or opts["fmt"] == "json",
     )
-    try:
-        recs = pd.read_csv(opts["recommendations"])
-    except (ValueError, OSError) as exc:
-        raise InputError(
-            f"--recommendations: {opts['recommendations']} is not a readable CSV ({exc})"
-        ) from None
+    from analyzer.core.workloads import read_recommendations
+
+    # checked at the boundary: the writer's formula mark undone, every value a finite number
+    recs = read_recommendations(
+        opts["recommendations"], f"--recommendations {opts['recommendations']}"
+    )
     result = run_joint(read_snapshot(snapshot), recs, settings)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean

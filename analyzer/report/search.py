@@ -23,6 +23,8 @@ from matplotlib.figure import Figure
 
 from analyzer import __version__
 from analyzer.core.atomic import atomic_write_text
+from analyzer.core.csvsafe import csv_text
+from analyzer.core.yamltext import comment
 from analyzer.report import format as fmt
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
@@ -238,7 +240,7 @@ def _grid_yaml(result: SearchResult, count: int) -> str:
     import yaml
 
     body = yaml.safe_dump(result.grid.to_dict(), sort_keys=False, default_flow_style=None)
-    return f"# {count} searched configurations, {result.seeds} seed(s) each\n{body}"
+    return f"{comment(f'{count} searched configurations, {result.seeds} seed(s) each')}\n{body}"
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,7 @@ def write_search_report(
         "search.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     )
     payload = json.dumps(_clean(context.to_json(result)), indent=1, sort_keys=True, allow_nan=False)
-    table_csv = context.table.csv_frame().to_csv(index=False)
+    table_csv = csv_text(context.table.csv_frame())  # names come from user files: formula-safe
     folder = Path(out)
     files = {CSV: table_csv, JSON: payload + "\n"}
     if context.scheduler_yaml is not None:

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from analyzer.core.errors import InputError
+from analyzer.core.yamltext import comment
 
 API = "kubescheduler.config.k8s.io/v1"
 SCORING_TYPES = ("MostAllocated", "RequestedToCapacityRatio", "LeastAllocated")
@@ -128,7 +129,8 @@ class _PlainDumper(yaml.SafeDumper):
 def scheduler_yaml(document: Mapping[str, Any], name: str) -> str:
     """A KubeSchedulerConfiguration as plain YAML (no anchors), headed by a comment naming it."""
     body = yaml.dump(dict(document), Dumper=_PlainDumper, sort_keys=False, default_flow_style=False)
-    return f"# analyzer whatif --search: {name}\n{body}"
+    # the name can be a user's file name: one escaped comment line, never YAML of its own
+    return f"{comment(f'analyzer whatif --search: {name}')}\n{body}"
 
 
 @dataclass(frozen=True)

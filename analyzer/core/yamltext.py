@@ -1,0 +1,62 @@
+"""Text analyzer writes into YAML outside ``yaml.dump``: comment lines that a name cannot leave.
+
+A YAML file analyzer writes (right-sizing patches, the search's KubeSchedulerConfiguration) is
+meant for ``kubectl apply``. Its body is dumped by PyYAML, which quotes every string; its ``#``
+comment lines are written by hand and name namespaces, workloads and files, and those names
+come from Prometheus labels or the user's file names, which can hold anything. A comment ends at
+the first line break, and PyYAML breaks lines on ``\\n``, ``\\r``, ``\\x85``, ``\\u2028`` and
+``\\u2029`` (YAML 1.1's ``b-char``): a name holding ``\\n---\\n`` would start a new document of
+its own. PyYAML also refuses a whole stream holding a non-printable character (``\\x00``, a lone
+surrogate, ``\\ufffe``), and a bidi override (``\\u202e``) makes a comment read differently from
+what it says.
+
+So every such text goes through :func:`comment_text`: a backslash becomes ``\\\\`` and every
+character Python does not call printable (``str.isprintable``: control, format, separator,
+surrogate, private-use and unassigned characters; the plain space is kept) becomes its visible
+escape (``\\n``, ``\\x85``, ``\\u2028``, ``\\U000e0001``), so the text is one line of printable
+characters, unambiguous (the escapes read back as the original), and nothing in it can end
+the comment. :func:`comment` prefixes ``# ``; :func:`comment_block` joins several lines;
+:func:`one_line` also cuts the text short, for names and values quoted in error messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def _escape(char: str) -> str:
+    if char in _SHORT:
+        return _SHORT[char]
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def comment_text(text: object) -> str:
+    """``text`` (``str()`` of anything) as one line of printable characters, escapes visible."""
+    value = str(text)
+    if value.isprintable() and "\\" not in value:
+        return value  # the common case: a plain name, unchanged
+    return "".join(char if char.isprintable() and char != "\\" else _escape(char) for char in value)
+
+
+def comment(text: object) -> str:
+    """One YAML comment line, ``# `` + :func:`comment_text` (no trailing newline)."""
+    return "# " + comment_text(text)
+
+
+def comment_block(lines: Iterable[object]) -> str:
+    """Several comment lines, each through :func:`comment`, joined by newlines."""
+    return "\n".join(comment(line) for line in lines)
+
+
+def one_line(text: object, limit: int = 80) -> str:
+    """:func:`comment_text` cut to ``limit`` characters (``…`` marks a cut): a name or a value
+    shown in an error message, which must stay one short line whatever the input holds."""
+    value = comment_text(text)
+    return value if len(value) <= limit else value[: limit - 1] + "…"
