@@ -139,7 +139,9 @@ def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
     if pa.types.is_floating(expected):
         return bool(pa.types.is_floating(actual) or pa.types.is_integer(actual))
     if pa.types.is_integer(expected):
-        return bool(pa.types.is_integer(actual))
+        # a float column of whole numbers (a pandas round trip of a nullable count) casts
+        # safely; a fraction does not, and is refused by the cast
+        return bool(pa.types.is_integer(actual) or pa.types.is_floating(actual))
     if pa.types.is_timestamp(expected):
         return bool(pa.types.is_timestamp(actual) and actual.tz in ("UTC", "+00:00", "Etc/UTC"))
     if pa.types.is_string(expected):
