@@ -256,7 +256,7 @@ POINT = {"date": "2026-10-01", "mean": 1.0, "lo80": 0.5, "hi80": 1.5, "lo95": 0.
         (
             {"general": {"requested_cpu_cores": {"series": [{**POINT, "date": "not-a-date"}]}}},
             ".series[0].date that is not a day",
-        ),  # row 15  # fmt: skip
+        ),
         (
             {
                 "general": {
@@ -266,11 +266,11 @@ POINT = {"date": "2026-10-01", "mean": 1.0, "lo80": 0.5, "hi80": 1.5, "lo95": 0.
                 }
             },
             "without hi95",
-        ),  # fmt: skip
+        ),
         (
             {"general": {"requested_cpu_cores": {"series": [{**POINT, "mean": "1"}]}}},
             ".mean of type str, not a number",
-        ),  # fmt: skip
+        ),
         ({"general": {"requested_cpu_cores": {"series": "x"}}}, "series of type str"),
         ({"general": [1, 2]}, "of type list, not an object"),
     ],
