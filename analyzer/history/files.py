@@ -88,8 +88,10 @@ def first_line(exc: BaseException) -> str:
 
 
 def refuse(path: Path, what: str, fix: str = DELETE) -> NoReturn:
-    """End the run: ``history: FILE WHAT; FIX`` (exit 2)."""
-    raise InputError(f"history: {path} {what}; {fix}")
+    """End the run: ``history: FILE WHAT; FIX`` (exit 2), on one line whatever a name holds
+    (a line break or control character in a path or a column name is shown escaped)."""
+    text = f"history: {path} {what}; {fix}"
+    raise InputError("".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text))
 
 
 # What reading a file can raise that is the file's fault (not ours): the OS, pyarrow (thrift
