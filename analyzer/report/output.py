@@ -6,7 +6,9 @@ swapped in whole (``analyzer.core.atomic.atomic_directory``): readers see the ol
 a failure mid-render leaves no (new) folder, and files an earlier render of the same day wrote
 but this one did not are gone with the old folder. Nothing analyzer did not write is ever
 replaced: an ``OUT`` holding other files, or a day folder holding files its manifest does not
-name, is refused (``check_report_out``, exit 2). Leftover temporary folders of killed runs are
+name, is refused (``check_report_out``, exit 2). A sub-folder of ``OUT`` holding another report
+analyzer writes (``report monthly --out OUT/monthly``, a what-if or search folder) is analyzer's
+too: only report files and their ``report.json`` / ``search.json`` (``report_out_owned``). Leftover temporary folders of killed runs are
 removed on the next write. The index lists every run folder that has a manifest.
 """
 
