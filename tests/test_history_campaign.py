@@ -1,0 +1,209 @@
+"""Cases of reliability-2026-11.md on the history store that held, kept held (rows 5, 22, 23, 25,
+28, 32-34, 46, 48, 50, 51, 53): each reproduces the case through the real commands and asserts
+its "expected" column. The damaged-file cases are tests/test_history_files.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_contract import run_cli
+from click.testing import CliRunner, Result
+from monthly_history import PoolTruth, WorkloadTruth, write_history
+from reliability_doc import documented_exit
+
+from analyzer.cli import main
+from analyzer.history.identity import normalise_source
+from analyzer.monthly.months import Month
+from analyzer.monthly.prices import load_prices
+from analyzer.monthly.review import ReviewSettings, build_review
+from analyzer.sources import SyntheticSpec, generate, write_openmetrics
+
+
+def _run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Path:
+    root = tmp_path / "h"
+    write_history(root, date(2026, 10, 1), 31, [PoolTruth("general")],
+                  [WorkloadTruth("api", "general")])  # fmt: skip
+    return root
+
+
+def test_a_truncated_workloads_day_stops_rightsize_naming_it(h: Path, tmp_path: Path) -> None:
+    """Row 5."""
+    path = h / "workloads" / "2026-10-31.parquet"
+    path.write_bytes(path.read_bytes()[:300])
+    run = _run("rightsize", str(h), "--recipe", "krr", "--out", str(tmp_path / "rs.csv"))
+    assert run.exit_code == documented_exit("history-damaged"), run.output
+    assert f"{path} is unreadable" in run.stderr and len(run.stderr.splitlines()) == 1
+    assert not (tmp_path / "rs.csv").exists()
+
+
+def test_missing_days_and_a_one_day_month_with_prices(h: Path, tmp_path: Path) -> None:
+    """Rows 22 and 25: a review over the days present says how many; a month of one day is
+    reviewed without a forecast, its money over 24 hours, no NaN."""
+    for d in range(10, 20):
+        for table in ("pools", "workloads"):
+            (h / table / f"2026-10-{d}.parquet").unlink()
+    payload = build_review(h, ReviewSettings()).payload
+    assert payload["days_with_history"] == 21
+    assert "2026-10 has history for 21 of its 31 days" in payload["notes"][0]
+    one = tmp_path / "h1"
+    write_history(one, date(2026, 10, 31), 1, [PoolTruth("general")])
+    prices = tmp_path / "p.yaml"
+    prices.write_text("currency: EUR\ndefault: {node_hour: 0.5}\n")
+    settings = ReviewSettings(month=Month(2026, 10), prices=load_prices(prices))
+    payload = build_review(one, settings).payload
+    pool = payload["pools"][0]
+    assert pool["days"] == 1 and pool["money"]["hours"] == 24
+    assert "too few to forecast" in pool["decision"]["sentence"]
+    assert math.isfinite(pool["money"]["idle"]["total"])
+
+
+@pytest.mark.parametrize("month", ["0001-01", "9999-12"])
+def test_a_month_far_outside_the_history_is_one_line(h: Path, tmp_path: Path, month: str) -> None:
+    """Row 28."""
+    run = _run("report", "monthly", str(h), "--month", month, "--out", str(tmp_path / "m"))
+    assert run.exit_code == documented_exit("monthly-month-without-history"), run.output
+    assert f"--month: {month} has no pool history" in run.stderr
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (("--months", "37"), "--months: 37 must be between 1 and 36"),
+        (("--horizon-days", "500"), "--horizon-days: 500 must be between 90 and 180"),
+        (("--workers", "2"), "--strategy/--workers: only with --snapshot"),
+    ],
+)
+def test_bad_monthly_options_are_refused_before_work(
+    h: Path, tmp_path: Path, extra: tuple[str, ...], says: str
+) -> None:
+    """Row 46."""
+    run = _run("report", "monthly", str(h), "--out", str(tmp_path / "m"), *extra)
+    assert run.exit_code == 2 and says in run.stderr, run.output
+    assert not (tmp_path / "m").exists() and not (h / "forecasts").exists()
+
+
+def test_monthly_out_that_is_a_file_etc_or_a_user_folder(h: Path, tmp_path: Path) -> None:
+    """Rows 48, 50, 51: refused, nothing touched."""
+    afile = tmp_path / "afile.txt"
+    afile.write_text("keep")
+    run = _run("report", "monthly", str(h), "--out", str(afile))
+    assert run.exit_code == 2 and afile.read_text() == "keep"
+    link = tmp_path / "etc-link"
+    link.symlink_to("/etc")
+    run = _run("report", "monthly", str(h), "--out", str(link))
+    assert run.exit_code == documented_exit("out-not-ours"), run.output
+    assert "is not a monthly review analyzer wrote" in run.stderr and link.is_symlink()
+    user = tmp_path / "userdir"
+    user.mkdir()
+    (user / "important.txt").write_text("keep")
+    run = _run("report", "monthly", str(h), "--out", str(user))
+    assert run.exit_code == 2 and "(it holds important.txt)" in run.stderr
+    assert (user / "important.txt").read_text() == "keep"
+
+
+def test_monthly_out_a_link_to_an_empty_folder_replaces_the_link(h: Path, tmp_path: Path) -> None:
+    """Row 53: no write through the link."""
+    elsewhere = tmp_path / "emptyelsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "mon-link"
+    link.symlink_to(elsewhere)
+    run = _run("report", "monthly", str(h), "--out", str(link))
+    assert run.exit_code == 0, run.output
+    assert not link.is_symlink() and (link / "report.json").is_file()
+    assert list(elsewhere.iterdir()) == []
+
+
+# -- backfill against a real Prometheus: rows 23, 32, 33, 34 ----------------------------------------
+
+DAYS = ("2026-11-01", "2026-11-02")
+
+
+@pytest.fixture(scope="module")
+def server_url(
+    prometheus_from_openmetrics: Callable[..., Any], tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    cluster = generate(SyntheticSpec(seed=5, nodes=3, days=2, step=300))
+    path = tmp_path_factory.mktemp("campaign") / "cluster.om"
+    write_openmetrics(cluster, path)
+    return str(prometheus_from_openmetrics(path).url)
+
+
+def _backfill(url: str, out: Path, since: str, until: str, *extra: str) -> Result:
+    return _run("history", "backfill", "--prometheus", url, "--since", since, "--until", until,
+                "--out", str(out), *extra)  # fmt: skip
+
+
+def _day_bytes(out: Path) -> dict[str, bytes]:
+    history = out / "history"
+    return {str(p.relative_to(history)): p.read_bytes() for p in sorted(history.rglob("*.parquet"))}
+
+
+@pytest.mark.prometheus
+def test_out_of_order_and_other_time_zone_backfills_write_the_same_files(
+    server_url: str, tmp_path: Path
+) -> None:
+    """Rows 23 and 34: days backfilled out of order, and a run under TZ=America/New_York (the US
+    DST end is 2026-11-01), give byte-identical day files."""
+    in_order = tmp_path / "in-order"
+    assert _backfill(server_url, in_order, "2d", DAYS[1]).exit_code == 0
+    shuffled = tmp_path / "shuffled"
+    for day in (DAYS[1], DAYS[0]):
+        assert _backfill(server_url, shuffled, "1d", day).exit_code == 0
+    assert _day_bytes(shuffled) == _day_bytes(in_order)
+    zoned = tmp_path / "zoned"
+    env = {**os.environ, "TZ": "America/New_York"}
+    outcome = run_cli(["history", "backfill", "--prometheus", server_url, "--since", "2d",
+                       "--until", DAYS[1], "--out", str(zoned)], env=env, timeout=120)  # fmt: skip
+    assert outcome.exit_code == 0, outcome.stderr
+    assert _day_bytes(zoned) == _day_bytes(in_order)
+
+
+@pytest.mark.prometheus
+def test_the_default_until_is_yesterday_in_utc_under_any_tz(
+    server_url: str, tmp_path: Path
+) -> None:
+    """Row 33: under TZ=America/Los_Angeles the default --until is yesterday in UTC."""
+    yesterday = datetime.now(UTC).date() - timedelta(days=1)
+    env = {**os.environ, "TZ": "America/Los_Angeles"}
+    outcome = run_cli(["history", "backfill", "--prometheus", server_url, "--since", "1d",
+                       "--out", str(tmp_path / "bf")], env=env, timeout=120)  # fmt: skip
+    assert outcome.exit_code == documented_exit("backfill-no-data"), outcome.stderr
+    assert f"{yesterday}: no data, nothing written" in outcome.stdout
+
+
+@pytest.mark.prometheus
+def test_a_truncated_present_day_is_skipped_named_on_read_and_remade(
+    server_url: str, tmp_path: Path
+) -> None:
+    """Row 32: present means skipped (documented); the next reader names the damaged file; once
+    it is deleted, the backfill makes the day again."""
+    out = tmp_path / "bf"
+    assert _backfill(server_url, out, "2d", DAYS[1]).exit_code == 0
+    path = out / "history" / "workloads" / f"{DAYS[0]}.parquet"
+    whole = path.read_bytes()
+    path.write_bytes(whole[:500])
+    run = _backfill(server_url, out, "2d", DAYS[1])
+    assert run.exit_code == 0 and f"{DAYS[0]}: skipped (already present" in run.output
+    run = _run("rightsize", str(out), "--recipe", "krr")
+    assert run.exit_code == documented_exit("history-damaged")
+    assert f"{path} is unreadable" in run.stderr and "delete that file" in run.stderr
+    path.unlink()
+    run = _backfill(server_url, out, "2d", DAYS[1])
+    assert run.exit_code == 0 and "1 day(s) written, 1 skipped" in run.output
+    assert json.loads((out / "history" / "cluster.json").read_text())["cluster"] == (
+        normalise_source(server_url)
+    )
