@@ -8,14 +8,21 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_contract import run_cli
+from cli_contract import run_cli, temp_leftovers
 from click.testing import CliRunner, Result
+from http_stub import Reply, serve
 from monthly_history import PoolTruth, WorkloadTruth, write_history
 from reliability_doc import documented_exit
 
@@ -207,3 +214,45 @@ def test_a_truncated_present_day_is_skipped_named_on_read_and_remade(
     assert json.loads((out / "history" / "cluster.json").read_text())["cluster"] == (
         normalise_source(server_url)
     )
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_during_a_day_s_fetch_leaves_the_days_before_whole(
+    h: Path, tmp_path: Path, signum: int, code: int
+) -> None:
+    """Rows 121 and 122: the run stops at once with one line and the shell's code; the days
+    already in the history are untouched, nothing half-written is left (rerun resumes: the
+    present days are skipped, tests/test_history_backfill.py)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.move(h, out / "history")
+    before = {p: p.read_bytes() for p in sorted((out / "history").rglob("*")) if p.is_file()}
+    release = threading.Event()
+
+    def hang(_request: object) -> Reply:
+        release.wait(120)
+        return Reply(503, b"late")
+
+    with serve(hang) as server:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "analyzer", "history", "backfill", "--prometheus", server.url,
+             "--since", "2d", "--until", "2026-11-02", "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        try:
+            for _ in range(12000):  # wait (at most two minutes) for the first request
+                if server.requests or proc.poll() is not None:
+                    break
+                time.sleep(0.01)
+            assert server.requests, "the fetch never started"
+            proc.send_signal(signum)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == code
+    assert len(stderr.strip().splitlines()) == 1 and "stopped by SIG" in stderr
+    after = {p: p.read_bytes() for p in sorted((out / "history").rglob("*")) if p.is_file()}
+    assert after == before and not temp_leftovers([out])
