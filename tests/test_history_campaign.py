@@ -5,6 +5,7 @@ its "expected" column. The damaged-file cases are tests/test_history_files.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from monthly_history import PoolTruth, WorkloadTruth, write_history
 from reliability_doc import documented_exit
 
 from analyzer.cli import main
+from analyzer.core.snapshot import write_snapshot
 from analyzer.history.identity import normalise_source
 from analyzer.monthly.months import Month
 from analyzer.monthly.prices import load_prices
@@ -256,3 +258,71 @@ def test_a_signal_during_a_day_s_fetch_leaves_the_days_before_whole(
     assert len(stderr.strip().splitlines()) == 1 and "stopped by SIG" in stderr
     after = {p: p.read_bytes() for p in sorted((out / "history").rglob("*")) if p.is_file()}
     assert after == before and not temp_leftovers([out])
+
+
+@contextlib.contextmanager
+def _immutable(folder: Path) -> Iterator[None]:
+    """``chattr +i`` on ``folder`` (the campaign's read-only fault; root writes through modes)."""
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not installed")
+    made = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"chattr +i is refused here: {made.stderr.decode().strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=False)
+
+
+def test_unwritable_places_are_refused_before_any_work(h: Path, tmp_path: Path) -> None:
+    """Rows 49, 52 and 120: ``--out`` under an immutable folder (monthly, backfill), an immutable
+    HISTORY_DIR (the forecast store would fail), and a backfill ``--out`` linked to /etc."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    with _immutable(ro):
+        run = _run("report", "monthly", str(h), "--out", str(ro / "review"))
+        assert run.exit_code == documented_exit("out-unwritable"), run.output
+        assert (
+            f"--out {ro / 'review'}: cannot write to {ro} (operation not permitted)" in run.stderr
+        )
+        run = _backfill("http://127.0.0.1:9", ro / "bf", "1d", "2026-11-01")
+        assert run.exit_code == documented_exit("out-unwritable"), run.output
+    with _immutable(h):
+        run = _run("report", "monthly", str(h), "--out", str(tmp_path / "m"))
+        assert run.exit_code == 2 and "HISTORY_DIR" in run.stderr and "cannot write" in run.stderr
+    assert not (tmp_path / "m").exists() and not (h / "forecasts").exists()
+    link = tmp_path / "etc-link"
+    link.symlink_to("/etc")
+    run = _backfill("http://127.0.0.1:9", link, "1d", "2026-11-01")
+    assert run.exit_code == documented_exit("out-not-ours"), run.output
+    assert "is not a report folder analyzer wrote" in run.stderr
+    assert not Path("/etc/history").exists()
+
+
+def test_the_review_is_the_same_under_any_time_zone(
+    h: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row 35: days are UTC days; the review under TZ=Pacific/Kiritimati (UTC+14) is the same."""
+    utc = build_review(h, ReviewSettings()).payload
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    time.tzset()
+    try:
+        far = build_review(h, ReviewSettings()).payload
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    for payload in (utc, far):
+        payload.pop("generated_at")
+    assert far == utc and utc["month"] == "2026-10"
+
+
+def test_a_truncated_scenario_snapshot_is_one_line(h: Path, tmp_path: Path) -> None:
+    """Row 47: ``report monthly --snapshot`` with a truncated pods.parquet."""
+    snapshot = generate(SyntheticSpec(seed=4, nodes=3, days=1, step=300)).snapshot
+    snap = write_snapshot(snapshot, tmp_path / "snap")
+    pods = snap / "pods.parquet"
+    pods.write_bytes(pods.read_bytes()[:200])
+    run = _run("report", "monthly", str(h), "--snapshot", str(snap), "--out", str(tmp_path / "m"))
+    assert run.exit_code == documented_exit("snap-truncated-parquet"), run.output
+    assert f"{pods}: not a readable parquet table" in run.stderr
+    assert len(run.stderr.splitlines()) == 1 and not (tmp_path / "m").exists()
