@@ -326,3 +326,67 @@ def test_a_truncated_scenario_snapshot_is_one_line(h: Path, tmp_path: Path) -> N
     assert run.exit_code == documented_exit("snap-truncated-parquet"), run.output
     assert f"{pods}: not a readable parquet table" in run.stderr
     assert len(run.stderr.splitlines()) == 1 and not (tmp_path / "m").exists()
+
+
+_BLOCK_AT = """
+import sys, time
+from pathlib import Path
+import importlib
+ready, release, module, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+target = importlib.import_module(module)
+original = getattr(target, name)
+def blocked(*args, **kwargs):
+    ready.touch()
+    while not release.exists():
+        time.sleep(0.01)
+    return original(*args, **kwargs)
+setattr(target, name, blocked)
+from analyzer.cli import main
+main(sys.argv[5:], prog_name="analyzer")
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "says"),
+    [
+        ("analyzer.monthly.review", "daily_frame", "no output was being written"),  # row 57
+        ("analyzer.report.monthly", "write_csv", "nothing half-written was left"),  # row 56
+    ],
+)
+def test_sigterm_during_a_review_keeps_the_old_one_whole(
+    h: Path, tmp_path: Path, module: str, name: str, says: str
+) -> None:
+    """Rows 56 and 57: SIGTERM while the review computes or while its folder is written ends
+    with 143 and one line; the earlier review and the stored forecasts are as they were."""
+    out = tmp_path / "m"
+    out.mkdir()
+    (out / "report.json").write_text('{"old": true}')
+    (out / "report.html").write_text("old")
+    ready, release = tmp_path / "ready", tmp_path / "release"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BLOCK_AT, str(ready), str(release), module, name,
+         "report", "monthly", str(h), "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        for _ in range(18000):  # at most three minutes on a loaded machine
+            if ready.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert ready.exists(), proc.stderr.read() if proc.stderr else ""
+        proc.send_signal(signal.SIGTERM)
+        release.touch()
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr
+    lines = stderr.strip().splitlines()
+    assert (len(lines) == 1 and "terminated by SIGTERM" in lines[0]) or "stopped by SIGTERM" in (
+        lines[0]
+    ), stderr
+    assert says in lines[0]
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json"]
+    assert (out / "report.json").read_text() == '{"old": true}'
+    assert not (h / "forecasts").exists() and not temp_leftovers([tmp_path])
