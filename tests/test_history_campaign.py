@@ -388,3 +388,28 @@ def test_sigterm_during_a_review_keeps_the_old_one_whole(
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json"]
     assert (out / "report.json").read_text() == '{"old": true}'
     assert not (h / "forecasts").exists() and not temp_leftovers([tmp_path])
+
+
+@pytest.mark.prometheus
+def test_two_backfills_into_one_out_at_once(server_url: str, tmp_path: Path) -> None:
+    """Row 126: both end well, and the day files are byte-identical to a serial run's (the
+    cluster identity is written atomically by whichever records first, the same by both)."""
+    serial = tmp_path / "serial"
+    assert _backfill(server_url, serial, "2d", DAYS[1]).exit_code == 0
+    both = tmp_path / "both"
+    args = ["history", "backfill", "--prometheus", server_url, "--since", "2d", "--until",
+            DAYS[1], "--out", str(both)]  # fmt: skip
+    outcomes: list[Any] = []
+    runners = [
+        threading.Thread(target=lambda: outcomes.append(run_cli(args, timeout=180)))
+        for _ in range(2)
+    ]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    assert [o.exit_code for o in outcomes] == [0, 0], [o.stderr for o in outcomes]
+    assert _day_bytes(both) == _day_bytes(serial) and not temp_leftovers([both])
+    assert (both / "history" / "cluster.json").read_text() == (
+        serial / "history" / "cluster.json"
+    ).read_text()
