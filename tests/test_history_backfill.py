@@ -112,7 +112,7 @@ def test_second_run_skips_force_rewrites_missing_file_is_filled(
     out = tmp_path / "out"
     shutil.copytree(backfilled[0], out)
     before = _stamps(out)
-    assert len(before) == 8  # 4 files × 2 days
+    assert len(before) == 9  # 4 files × 2 days, and the history's cluster.json
 
     again = _backfill(server_url, out)
     assert again.exit_code == 0, again.output
@@ -134,7 +134,8 @@ def test_second_run_skips_force_rewrites_missing_file_is_filled(
     assert forced.exit_code == 0, forced.output
     assert "2 day(s) written, 0 skipped" in forced.output
     after_force = _stamps(out)
-    assert all(after_force[k] != after_fill[k] for k in before)  # every file replaced
+    days = [k for k in before if k != "history/cluster.json"]  # the identity stays as it was
+    assert all(after_force[k] != after_fill[k] for k in days)  # every day file replaced
 
 
 def test_days_without_data_are_counted_and_exit_3(server_url: str, tmp_path: Path) -> None:
@@ -208,9 +209,12 @@ def test_unreachable_server_keeps_earlier_days(
     shutil.copytree(backfilled[0], out)
     _files(out, DAYS[1])["pools"].unlink()
     before = _stamps(out)
+    # The same cluster behind another (dead) URL: naming the history's cluster says so
+    # (docs/history.md, "Which cluster"); without it the run is refused as another cluster's.
+    cluster = json.loads((out / "history" / "cluster.json").read_text())["cluster"]
     run = _run(
         "history", "backfill", "--prometheus", "http://127.0.0.1:9", "--since", "2d",
-        "--until", DAYS[1], "--out", str(out), "--timeout", "2",
+        "--until", DAYS[1], "--out", str(out), "--timeout", "2", "--cluster", cluster,
     )  # fmt: skip
     assert run.exit_code == documented_exit("backfill-unreachable"), run.output
     assert "cannot reach http://127.0.0.1:9" in run.output

@@ -37,6 +37,7 @@ import yaml
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.review import ReviewSettings, build_review
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.nightly.synthetic_history import write_synthetic_history
@@ -222,6 +223,10 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     snapshot_dir = write_snapshot(snapshot, out / "snapshot")
     say(f"snapshot written to {snapshot_dir}")
     reports_dir = out / "reports"
+    # The demo's history is of one cluster, the generated one: recorded before its first day.
+    identity = identity_for(snapshot.meta.source, None)
+    check_identity(reports_dir / "history", identity)
+    adopt(reports_dir / "history", identity)
     history = _write_history(spec, settings, reports_dir / "history", place, say)
 
     at = pd.Timestamp(snapshot.node_usage["timestamp"].max())

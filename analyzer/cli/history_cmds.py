@@ -21,10 +21,11 @@ from analyzer.cli.collect import (
     scrape_interval_option,
 )
 from analyzer.cli.publish_options import metrics_options, record_metrics
-from analyzer.cli.report_cmds import analysis_options, day_source, nightly_settings
+from analyzer.cli.report_cmds import analysis_options, cluster_option, day_source, nightly_settings
 from analyzer.core.durations import parse_day
 from analyzer.core.errors import InputError
 from analyzer.core.memory import limit_heap_growth
+from analyzer.history.identity import check_identity, identity_for
 from analyzer.nightly.backfill import NO_DATA, SKIPPED, DayOutcome, backfill_days, run_backfill
 
 
@@ -61,6 +62,7 @@ def _bar(done: int, total: int, last: str) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output folder of the nightly reports: writes OUT/history/.")  # fmt: skip
 @click.option("--force", is_flag=True, help="Re-make days already present.")
+@cluster_option
 @analysis_options
 @click.option("--min-coverage", type=float, default=0.95, show_default=True,
               help="Share of expected usage samples below which a day is partial.")  # fmt: skip
@@ -92,6 +94,11 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
     days = backfill_days(since, until, today)
     source = day_source(opts)
     history = Path(opts["out"]) / "history"
+    # Before any request: a day of another cluster is refused, never "already present".
+    cluster = identity_for(opts["prometheus"], opts["cluster"])
+    note = check_identity(history, cluster)
+    if note:
+        click.echo(note)
     terminal = is_terminal()
     noted: list[str] = []
     finished = [0]  # days done, for the bar drawn while a day's requests run
@@ -124,6 +131,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
         force=opts["force"],
         on_day=on_day,
         on_requests=on_requests if terminal else None,
+        cluster=cluster,
     )
     if terminal:
         click.echo("", err=True)

@@ -23,6 +23,7 @@ from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
+from analyzer.history.identity import check_identity, identity_for
 from analyzer.nightly.collect_day import DaySource, collect_day
 from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.usage.percentiles import METHODS
@@ -97,6 +98,18 @@ def day_source(opts: dict[str, Any]) -> DaySource:
     )
 
 
+def cluster_option(func: Any) -> Any:
+    """``--cluster NAME``: the name of the cluster a history is of (docs/history.md, "Which
+    cluster"); default: derived from the Prometheus URL or the snapshot's source."""
+    return click.option(
+        "--cluster",
+        default=None,
+        help="Name of the cluster this history is of (default: the Prometheus URL without "
+        "credentials, or the snapshot's source). A run of another cluster than the history's "
+        "is refused; naming the history's cluster accepts it (e.g. a new Prometheus URL).",
+    )(func)
+
+
 @report.command("nightly")
 @click.argument("snapshot", type=click.Path(path_type=Path), required=False)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
@@ -114,6 +127,7 @@ def day_source(opts: dict[str, Any]) -> DaySource:
 @click.option("--step", default="1m", show_default=True,
               help="With --prometheus: resolution of the collected usage.")  # fmt: skip
 @scrape_interval_option
+@cluster_option
 @click.option("--queries-dir", type=click.Path(file_okay=False, path_type=Path),
               help="With --prometheus: own query profile folder.")  # fmt: skip
 @click.option("--save-snapshot", type=click.Path(file_okay=False, path_type=Path),
@@ -136,15 +150,25 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
         check_snapshot_out(opts["save_snapshot"], "--save-snapshot")
     settings = nightly_settings(ctx, opts)
     notify = notify_settings(opts)  # secrets read and checked before any work (exit 2)
+    history = Path(opts["out"]) / "history"
     if snapshot is not None:
         data = read_snapshot(snapshot)
+        cluster = identity_for(data.meta.source, opts["cluster"])
+        note = check_identity(history, cluster)
     elif opts["prometheus"]:
+        # Before the fetch: a run of another cluster than OUT's history is refused up front.
+        cluster = identity_for(opts["prometheus"], opts["cluster"])
+        note = check_identity(history, cluster)
         data, settings = _collect_day(opts, settings)
     else:
         raise InputError("report nightly: give a SNAPSHOT folder or --prometheus URL")
     result = run_nightly(data, settings)
-    paths = write_nightly_report(result, opts["out"], templates_dir=opts["templates_dir"])
+    paths = write_nightly_report(
+        result, opts["out"], templates_dir=opts["templates_dir"], cluster=cluster
+    )
     record_metrics(ctx, nightly_metrics(result))
+    if note:
+        click.echo(note)
     _print_outcome(result.summary.breaches, result.quality.partial, paths.html, paths.index)
     if notify is not None:  # the report is whole on disk: a failure here is exit 5
         from analyzer.report.notify_message import nightly_message

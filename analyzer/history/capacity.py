@@ -18,17 +18,26 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from analyzer.core.atomic import atomic_write_bytes
-from analyzer.core.errors import InputError
+from analyzer.history.files import (
+    check_day,
+    check_quantities,
+    conform,
+    day_files,
+    read_parquet,
+    refuse,
+    rerun,
+    schema_version,
+)
+from analyzer.history.identity import CLUSTER_KEY, check_cluster, stored_cluster
 
 SCHEMA_VERSION = 1
 METADATA_KEY = b"analyzer.history.schema_version"
@@ -88,7 +97,7 @@ WORKLOAD_SCHEMA = pa.schema(
 TABLES: dict[str, pa.Schema] = {"pools": POOL_SCHEMA, "workloads": WORKLOAD_SCHEMA}
 
 
-def _to_bytes(frame: pd.DataFrame, schema: pa.Schema) -> bytes:
+def _to_bytes(frame: pd.DataFrame, schema: pa.Schema, cluster: str | None) -> bytes:
     if frame.empty:
         frame = schema.empty_table().to_pandas()
     missing = [
@@ -98,19 +107,24 @@ def _to_bytes(frame: pd.DataFrame, schema: pa.Schema) -> bytes:
         raise ValueError(f"history table lacks columns {missing}")
     frame = frame.assign(schema_version=SCHEMA_VERSION)[schema.names]
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-    table = table.replace_schema_metadata({METADATA_KEY: str(SCHEMA_VERSION).encode()})
+    metadata = {METADATA_KEY: str(SCHEMA_VERSION).encode()}
+    if cluster is not None:
+        metadata[CLUSTER_KEY] = cluster.encode("utf-8")
+    table = table.replace_schema_metadata(metadata)
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()
 
 
 def write_tables(root: Path, day: date, tables: dict[str, pd.DataFrame]) -> list[Path]:
-    """Store (or replace) ``day``'s ``pools`` and ``workloads`` tables under ``root`` atomically.
+    """Store (or replace) ``day``'s ``pools`` and ``workloads`` tables under ``root`` atomically,
+    stamped with the history's cluster (``cluster.json``, when it has one).
 
     Both files are encoded before either is written, so a table that does not fit its schema
     leaves the day's files as they were.
     """
-    encoded = {name: _to_bytes(tables[name], TABLES[name]) for name in TABLES}
+    cluster = stored_cluster(Path(root))
+    encoded = {name: _to_bytes(tables[name], TABLES[name], cluster) for name in TABLES}
     written = []
     for name, data in encoded.items():
         path = Path(root) / name / f"{day.isoformat()}.parquet"
@@ -126,49 +140,69 @@ def _umask() -> int:
     return mask
 
 
-def _day_files(folder: Path, start: date | None, end: date | None) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    found = []
-    for path in folder.glob("*.parquet"):
-        try:
-            day = date.fromisoformat(path.stem)
-        except ValueError:
-            continue  # not a day file (a temporary, a stray copy)
-        if (start is None or day >= start) and (end is None or day <= end):
-            found.append((day, path))
-    return [path for _, path in sorted(found)]
+def stored_days(root: Path | str, name: str) -> list[date]:
+    """The days with a ``name`` (``pools`` / ``workloads``) file under ``root``, oldest first, from
+    the file names alone (a year is listed without opening a file; each is checked when read)."""
+    return [day for day, _ in day_files(Path(root) / name, "parquet")]
 
 
-def _check_versions(paths: Iterable[Path]) -> None:
-    for path in paths:
-        try:
-            metadata = pq.read_schema(path).metadata or {}
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise InputError(f"history: {path} is unreadable ({exc}); delete that file") from None
-        raw = metadata.get(METADATA_KEY, b"1")
-        try:
-            version = int(raw)
-        except ValueError:
-            raise InputError(
-                f"history: {path} has schema version {raw!r}, not a number; delete that file"
-            ) from None
-        if version > SCHEMA_VERSION:
-            raise InputError(
-                f"history: {path} has schema version {version}, newer than this analyzer "
-                f"reads ({SCHEMA_VERSION}); upgrade analyzer to read it"
-            )
+# Columns every file of schema version 1 has: a later version's new columns are optional (they
+# read as null in older files), these are not.
+_REQUIRED = {name: frozenset(schema.names) for name, schema in TABLES.items()}
+# Every count and quantity (not the version): finite, not negative, under files.MAX_QUANTITY.
+_QUANTITIES = {
+    name: [
+        f.name
+        for f in schema
+        if f.name != "schema_version"
+        and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
+    ]
+    for name, schema in TABLES.items()
+}
+
+
+def _checked(path: Path, day: date, name: str) -> tuple[pa.Table, bytes | None]:
+    """One day file, read whole and checked (version, columns and types, the day); with its
+    cluster stamp."""
+    table = read_parquet(path, day)
+    metadata = table.schema.metadata or {}
+    version = schema_version(path, metadata, METADATA_KEY)
+    if version > SCHEMA_VERSION:
+        refuse(
+            path,
+            f"has schema version {version}, newer than this analyzer reads ({SCHEMA_VERSION})",
+            "upgrade analyzer to read it",
+        )
+    table = conform(path, table, TABLES[name], _REQUIRED[name])
+    if name == "pools" and table.num_rows == 0:
+        # A day is recorded only with its pools (backfill writes nothing for a day without
+        # nodes): an empty pools file is a damaged day, not an empty cluster.
+        refuse(path, "holds no rows (a recorded day has at least one pool)", rerun(day))
+    check_day(path, table, day)
+    return table, metadata.get(CLUSTER_KEY)
 
 
 def _read(root: Path | str, name: str, start: date | None, end: date | None) -> pd.DataFrame:
     schema = TABLES[name]
-    paths = _day_files(Path(root) / name, start, end)
-    if not paths:
+    files = day_files(Path(root) / name, "parquet", start, end)
+    if not files:
         return schema.empty_table().to_pandas()
-    _check_versions(paths)
-    # An explicit schema: a column added by a later version reads as null in older files.
-    dataset = pads.dataset([str(p) for p in paths], schema=schema, format="parquet")
-    frame: pd.DataFrame = dataset.to_table().to_pandas()
+    identity = [stored_cluster(Path(root))]
+    # Files are read and checked on a few threads (pyarrow releases the GIL while it decodes), as
+    # the dataset reader did before; results come back in day order, and the first bad file (in
+    # day order) is the one named. The cluster check runs after, in order, on the stamps.
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        checked = list(pool.map(lambda item: _checked(item[1], item[0], name), files))
+    tables, where, day_of, rows = [], [], {}, 0
+    for (day, path), (table, stamp) in zip(files, checked, strict=True):
+        check_cluster(path, stamp, identity)
+        where.append((rows, path))
+        day_of[path] = day
+        rows += table.num_rows
+        tables.append(table)
+    whole = pa.concat_tables(tables)
+    check_quantities(whole, _QUANTITIES[name], where, day_of)
+    frame: pd.DataFrame = whole.to_pandas()
     keys = ["day", "pool"] if name == "pools" else ["day", "namespace", "owner_kind", "owner_name"]
     return frame.sort_values(keys, kind="stable").reset_index(drop=True)
 
@@ -182,6 +216,14 @@ def read_pools(
     return _read(root, "pools", start, end)
 
 
-def read_workloads(root: Path, start: date | None = None, end: date | None = None) -> pd.DataFrame:
-    """Workload rollups of the days ``start``..``end`` under ``root``; see :func:`read_pools`."""
+def read_workloads(
+    root: Path | str, start: date | None = None, end: date | None = None, *, last: int | None = None
+) -> pd.DataFrame:
+    """Workload rollups of the days ``start``..``end`` under ``root``; see :func:`read_pools`.
+    ``last``: only the days within ``last`` days of the newest workloads file (a recipe's window)."""
+    if last is not None:
+        days = stored_days(root, "workloads")
+        if days:
+            first = days[-1].toordinal() - (last - 1)  # ordinals: no date overflow for any ``last``
+            start = max(start or date.min, date.fromordinal(max(first, 1)))
     return _read(root, "workloads", start, end)

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 
 MIN_HISTORY_DAYS = 21
 WEEK = 7
@@ -190,6 +189,10 @@ def forecast(
             points=(),
             exhaustion=Exhaustion(resource, basis, None, None, reason),
         )
+
+    # Imported here, not at the top: statsmodels takes seconds to import, and a review that ends
+    # early (a damaged history file, a bad option) should not pay it.
+    import statsmodels.api as sm
 
     start = history.index[0]
     day_numbers = ((history.index - start).days).to_numpy()

@@ -21,8 +21,9 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.core.errors import InputError
-from analyzer.history.capacity import read_pools, read_workloads
+from analyzer.history.capacity import read_pools, read_workloads, stored_days
 from analyzer.history.forecasts import read_forecast
+from analyzer.history.identity import read_identity
 from analyzer.monthly.aggregate import (
     FIGURES,
     UNIT_KEYS,
@@ -89,7 +90,7 @@ def history_root(path: Path) -> Path:
     if not path.exists():
         raise InputError(f"HISTORY_DIR: {path} does not exist; give the nightly OUT or OUT/history")
     for candidate in (path, path / "history"):
-        if (candidate / "pools").is_dir() and any((candidate / "pools").glob("*.parquet")):
+        if stored_days(candidate, "pools"):
             return candidate
     raise InputError(
         f"HISTORY_DIR: {path} holds no pool history (pools/*.parquet); give a nightly OUT or "
@@ -100,13 +101,7 @@ def history_root(path: Path) -> Path:
 def history_days(root: Path) -> list[date]:
     """The days with a pools file under ``root``, oldest first (from the file names: a year of
     history is listed without opening a file; the days read are checked when read)."""
-    days = []
-    for path in (root / "pools").glob("*.parquet"):
-        try:
-            days.append(date.fromisoformat(path.stem))
-        except ValueError:
-            continue  # not a day file (a temporary, a stray copy)
-    return sorted(days)
+    return stored_days(root, "pools")
 
 
 def _pair(values: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -272,7 +267,11 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
         }
     cluster = cluster_figures(figures, month)
     cluster_before = cluster_figures(figures, month.shift(-1))
-    assert cluster is not None
+    if cluster is None:  # the reader refuses empty and misnamed day files; defence in depth
+        raise InputError(
+            f"HISTORY_DIR: {root}/pools holds no rows of {month}; re-run `analyzer history "
+            "backfill` for its days or delete their files"
+        )
     cluster_entry = {
         "name": cluster.pool,
         "pools": len(pools_now),
@@ -301,12 +300,15 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
     per_month = workload_months(workload_rows, settings.method)
     table = workload_table(per_month, str(month))
     stored_month = read_forecast(root, previous)
+    identity = read_identity(root)
     history_end = max(d for d in in_month)
     payload: dict[str, Any] = {
         "title": f"Monthly capacity review {month}",
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "analyzer_version": __version__,
         "history": str(root),
+        # the history's cluster (history/cluster.json; null for a history written before it)
+        "history_cluster": None if identity is None else identity.cluster,
         "month": str(month),
         "month_days": month.days,
         "days_with_history": len(in_month),

@@ -31,6 +31,7 @@ from analyzer.core.durations import format_duration
 from analyzer.core.errors import EXIT_OK, EXIT_PARTIAL, InputError, PartialDataError
 from analyzer.core.memory import release_free_memory
 from analyzer.core.snapshot import Snapshot
+from analyzer.history.identity import ClusterIdentity
 from analyzer.nightly.collect_day import DaySource, collect_day
 from analyzer.nightly.record import is_recorded, record_day
 from analyzer.nightly.run import NightlySettings, run_nightly
@@ -147,6 +148,7 @@ def backfill_day(
     day: date,
     history: Path,
     progress: Callable[[int, int], None] | None = None,
+    cluster: ClusterIdentity | None = None,
 ) -> DayOutcome:
     """Collect, analyse and record ``day`` (whether or not it is present); ``progress(done,
     total)`` follows the day's requests."""
@@ -165,7 +167,7 @@ def backfill_day(
     result = run_nightly(snapshot, collected.settings)
     step_note = collected.step_note
     del snapshot, collected
-    record_day(result, history)
+    record_day(result, history, cluster)
     quality = result.quality
     note = ""
     if quality.partial:
@@ -189,10 +191,13 @@ def run_backfill(
     force: bool = False,
     on_day: Callable[[DayOutcome, int, int], None] | None = None,
     on_requests: Callable[[date, int, int], None] | None = None,
+    cluster: ClusterIdentity | None = None,
 ) -> BackfillOutcome:
     """Backfill ``days`` (oldest first) into ``history`` (``OUT/history``); see the module
     docstring. ``on_day(outcome, done, total)`` is called after each day, ``on_requests(day,
-    done, total)`` as the day's requests finish. A source error (the server unreachable, a
+    done, total)`` as the day's requests finish; ``cluster``: the run's identity (the caller
+    checked it against the history's before: a day of another cluster is never "already
+    present"). A source error (the server unreachable, a
     query rejected) ends the run there: the days before it stay written."""
     if not days:
         raise InputError("history backfill: no day in the range; give --since of at least 1d")
@@ -202,7 +207,7 @@ def run_backfill(
             result = DayOutcome(day, SKIPPED)
         else:
             progress = _for_day(on_requests, day)
-            result = backfill_day(source, settings, day, history, progress)
+            result = backfill_day(source, settings, day, history, progress, cluster)
             release_free_memory()  # the day's snapshot is gone: give its pages back
         outcome.days.append(result)
         if on_day is not None:

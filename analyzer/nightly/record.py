@@ -13,13 +13,22 @@ from datetime import date
 from pathlib import Path
 
 from analyzer.history.capacity import TABLES, write_tables
+from analyzer.history.identity import ClusterIdentity, adopt
 from analyzer.history.store import HistoryStore
 from analyzer.nightly.run import NightlyResult
 
 
-def record_day(result: NightlyResult, history: Path) -> list[Path]:
-    """Store (or replace) ``result.day`` under ``history`` (``OUT/history``); return its files."""
+def record_day(
+    result: NightlyResult, history: Path, cluster: ClusterIdentity | None = None
+) -> list[Path]:
+    """Store (or replace) ``result.day`` under ``history`` (``OUT/history``); return its files.
+
+    With ``cluster`` (the run's identity, checked against the history's by the caller before any
+    work: ``history.identity.check_identity``), a history without identity records it first;
+    every file is stamped with the history's cluster."""
     store = HistoryStore(Path(history))
+    if cluster is not None:
+        adopt(store.root, cluster)
     store.write_day(result.day, result.rollups, result.summary.to_dict())
     write_tables(
         store.root, result.day, {"pools": result.pool_days, "workloads": result.workload_days}

@@ -424,7 +424,8 @@ def build_monthly_context(
         period=f"{review.month.first} – {review.month.last} UTC; trend "
         f"{p['trend_months'][0]} – {p['trend_months'][-1]}",
         generated_at=p["generated_at"],
-        history=p["history"],
+        history=p["history"]
+        + (f" · cluster {p['history_cluster']}" if p.get("history_cluster") else ""),
         headline=_headline(p),
         decisions=_decisions(p),
         n1_sentence=_n1_sentence(p),

@@ -16,6 +16,7 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.core.csvsafe import write_csv
+from analyzer.history.identity import ClusterIdentity
 from analyzer.history.store import HistoryStore
 from analyzer.nightly.record import record_day
 from analyzer.nightly.run import NightlyResult
@@ -46,7 +47,11 @@ def render_nightly_html(context: NightlyContext, *, templates_dir: Path | None =
 
 
 def write_nightly_report(
-    result: NightlyResult, out: Path, *, templates_dir: Path | None = None
+    result: NightlyResult,
+    out: Path,
+    *,
+    templates_dir: Path | None = None,
+    cluster: ClusterIdentity | None = None,
 ) -> ReportPaths:
     """Write the nightly report of ``result`` under ``out`` (see the module docstring)."""
     out = Path(out)
@@ -81,7 +86,9 @@ def write_nightly_report(
         return [*written, "report.json", "report.html"]
 
     run_dir = write_run(out, result.day, fill)
-    record_day(result, store.root)  # the same call as ``history backfill`` (nightly/record.py)
+    record_day(
+        result, store.root, cluster
+    )  # the same call as ``history backfill`` (nightly/record.py)
     index = refresh_index(out, templates_dir=templates_dir)
     return ReportPaths(
         run_dir=run_dir,

@@ -6,7 +6,9 @@ swapped in whole (``analyzer.core.atomic.atomic_directory``): readers see the ol
 a failure mid-render leaves no (new) folder, and files an earlier render of the same day wrote
 but this one did not are gone with the old folder. Nothing analyzer did not write is ever
 replaced: an ``OUT`` holding other files, or a day folder holding files its manifest does not
-name, is refused (``check_report_out``, exit 2). Leftover temporary folders of killed runs are
+name, is refused (``check_report_out``, exit 2). A sub-folder of ``OUT`` holding another report
+analyzer writes (``report monthly --out OUT/monthly``, a what-if or search folder) is analyzer's
+too: only report files and their ``report.json`` / ``search.json`` (``report_out_owned``). Leftover temporary folders of killed runs are
 removed on the next write. The index lists every run folder that has a manifest.
 """
 
@@ -86,6 +88,41 @@ def owned_by_reports(name: str) -> bool:
     return bool(_OUT_NAME.match(name) or _TEMP_NAME.match(name))
 
 
+# The files of a folder another analyzer report writes (a monthly review, a what-if report, a
+# configuration search): a sub-folder of OUT holding only these, and the report.json or
+# search.json they all write, is one analyzer wrote (``report monthly --out OUT/monthly``).
+_REPORT_FOLDER_FILES = names_matching(
+    ("report.html", "report.json", "*.csv", "rightsizing-patches.yaml", "search.html",
+     "search.json", "search-scheduler.yaml")
+)  # fmt: skip
+# The temporaries of writing such a folder, or a file, beside it (core/atomic.py names them so).
+_ATOMIC_TEMP = re.compile(r"^\..+\.(?:[a-z0-9_]{8}\.tmp|old-\d+)$")
+
+
+def analyzer_report_folder(path: Path) -> bool:
+    """True when ``path`` is a folder (not a link) holding nothing but a report analyzer writes."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        names = [entry.name for entry in path.iterdir()]
+    except OSError:
+        return False
+    marker = "report.json" in names or "search.json" in names
+    return marker and all(_REPORT_FOLDER_FILES(name) for name in names)
+
+
+def report_out_owned(out: Path) -> Owned:
+    """What analyzer writes in a report ``OUT``: its own names (run folders, the index, the
+    history, the what-if folder, temporaries) and any sub-folder holding another report analyzer
+    writes (a monthly review, a what-if or search folder put inside OUT)."""
+    out = Path(out)
+    return lambda name: (
+        owned_by_reports(name)
+        or bool(_ATOMIC_TEMP.match(name))
+        or analyzer_report_folder(out / name)
+    )
+
+
 def run_folder_files(folder: Path) -> Owned:
     """The files a run folder's manifest names (plus the manifest): what a new run may replace."""
     try:
@@ -98,7 +135,7 @@ def run_folder_files(folder: Path) -> Owned:
 
 def check_report_out(out: Path, option: str = "--out") -> None:
     """Before any work: ``out`` can be written and is new, empty or a report folder (exit 2)."""
-    check_output_folder(out, owned_by_reports, option, what="a report folder", inside=True)
+    check_output_folder(out, report_out_owned(out), option, what="a report folder", inside=True)
     # The day folder (known only once the data is read) is checked by ``write_run``.
 
 
@@ -109,7 +146,7 @@ def write_run(out: Path, day: date, fill: Callable[[Path], list[str]]) -> Path:
     names; an ``OUT`` holding anything but reports is refused.
     """
     out = Path(out)
-    check_not_foreign(out, owned_by_reports, what="a report folder")
+    check_not_foreign(out, report_out_owned(out), what="a report folder")
     remove_stale_temp(out)
     target = out / day.isoformat()
     with atomic_directory(target, run_folder_files(target)) as tmp:
