@@ -119,6 +119,7 @@ def _collect_for(
         step_seconds=int(step.total_seconds()),
         max_requests=options["max_requests"],
         scrape_interval_seconds=scrape_interval_seconds(options["scrape_interval"]),
+        range_option="--durations",
     )
     result = collect(request)
     print_step_note(result.step_note)

@@ -11,11 +11,16 @@ import click
 import pandas as pd
 
 from analyzer.cli.base import main, report
+from analyzer.cli.params import Count
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
+
+
+# Tie-break seeds per strategy: the spread shows after a few; beyond 100 a typo asks for hours.
+MAX_SEEDS = 100
 
 
 def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
@@ -32,8 +37,6 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
             "--strategy: name at least one strategy or KubeSchedulerConfiguration file "
             "(see 'analyzer strategies'), e.g. --strategy most-allocated"
         )
-    if opts["seeds"] < 1:
-        raise InputError(f"--seeds: {opts['seeds']} must be at least 1")
     if opts["workers"] is not None and opts["workers"] < 1:
         raise InputError(f"--workers: {opts['workers']} must be at least 1")
     thresholds = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
@@ -62,7 +65,7 @@ def _options(func: Any) -> Any:
                 "KubeSchedulerConfiguration file; repeat to compare several. observed is always "
                 "included first.",
             ),
-            click.option("--seeds", type=int, default=1, show_default=True,
+            click.option("--seeds", type=Count(1, MAX_SEEDS), default=1, show_default=True,
                           help="Tie-break seeds per strategy (0..N-1); the report shows the spread."),
             click.option("--workers", type=int, default=None,
                          help="Parallel processes (default: the machine's cores)."),

@@ -98,6 +98,8 @@ class CollectRequest:
     scrape_interval_seconds: int | None = None
     # --kube-objects: workload templates, nodes, PDBs and PriorityClasses (collect.enrich)
     kube_objects: KubeObjects | None = None
+    # What the user typed to give the range (messages name it): --since, a backfill's day, ...
+    range_option: str = "--start/--end"
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,12 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     folder = queries_dir(request.queries_dir)
     profile = load_profile(request.queries_dir)
     require(profile, CORE_QUERIES, str(folder))
-    grid = make_grid(request.start.timestamp(), request.end.timestamp(), request.step_seconds)
+    grid = make_grid(
+        request.start.timestamp(),
+        request.end.timestamp(),
+        request.step_seconds,
+        range_option=request.range_option,
+    )
     plan = FetchPlan(
         grid=grid,
         chunk_points=request.chunk_points,
