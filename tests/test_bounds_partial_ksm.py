@@ -52,8 +52,10 @@ def _touches_faulty_day(request: Recorded) -> bool:
 def empty_info_windows(request: Recorded, answer: Answer) -> Reply:
     """The two info window queries of the faulty day answer success with no series."""
     query = " ".join(request.params.get("query", []))
-    if answer.status == 200 and _touches_faulty_day(request) and any(
-        w in query for w in INFO_WINDOWS
+    if (
+        answer.status == 200
+        and _touches_faulty_day(request)
+        and any(w in query for w in INFO_WINDOWS)
     ):
         body = json.loads(answer.body)
         body["data"]["result"] = []

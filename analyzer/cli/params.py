@@ -25,7 +25,7 @@ def _name(param: click.Parameter | None) -> str:
     return flags[0] if flags else (param.name or "value")
 
 
-class Count(click.ParamType):
+class Count(click.ParamType):  # type: ignore[type-arg]
     """A whole number in ``[low, high]`` (``high`` defaults to ``MAX_DAYS``, 100 years of days)."""
 
     name = "integer"
@@ -49,7 +49,7 @@ class Count(click.ParamType):
         return number
 
 
-class Amount(click.ParamType):
+class Amount(click.ParamType):  # type: ignore[type-arg]
     """A finite number in ``(low, high]`` (``--days 0.5`` of the generator): no inf, no NaN."""
 
     name = "number"

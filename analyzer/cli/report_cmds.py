@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from analyzer.cli.base import is_terminal, main, report
-from analyzer.cli.params import Count
 from analyzer.cli.collect import (
     F,
     connection_options,
@@ -19,6 +18,7 @@ from analyzer.cli.collect import (
     scrape_interval_seconds,
     settings_from,
 )
+from analyzer.cli.params import Count
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
@@ -154,7 +154,9 @@ def _print_outcome(breaches: int, partial: bool, html: Path, index: Path) -> Non
               show_default=True, help="Folder for the snapshot, aggregates and reports.")  # fmt: skip
 @click.option("--seed", type=int, default=42, show_default=True, help="Generator seed.")
 @click.option("--nodes", type=int, default=200, show_default=True, help="Synthetic node count.")
-@click.option("--days", type=Count(), default=7, show_default=True, help="Days of synthetic history.")
+@click.option(
+    "--days", type=Count(), default=7, show_default=True, help="Days of synthetic history."
+)
 @click.option("--step", "step_seconds", type=int, default=300, show_default=True,
               help="Usage sample step in seconds.")  # fmt: skip
 @click.option("--history-days", type=Count(0), default=90, show_default=True,

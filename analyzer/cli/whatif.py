@@ -18,7 +18,6 @@ from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
 
-
 # Tie-break seeds per strategy: the spread shows after a few; beyond 100 a typo asks for hours.
 MAX_SEEDS = 100
 

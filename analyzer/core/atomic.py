@@ -156,8 +156,8 @@ def _swap_in(target: Path, owned: Owned | None, option: str) -> Iterator[Path]:
         if owned is not None:
             check_not_foreign(target, owned, option)
     except BaseException as exc:
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(_being_written(tmp, target))
+        if isinstance(exc, OSError):
+            exc.filename = str(_in_target(exc.filename, tmp, target))
         _remove(tmp)
         raise
     _put_in_place(tmp, target)
@@ -243,6 +243,17 @@ def _remove(path: Path) -> None:
             path.unlink()
     else:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _in_target(name: object, tmp: Path, target: Path) -> object:
+    """The name an OS error inside a folder write should show: a file of ``tmp`` as it would be
+    named under ``target`` (the user never saw ``tmp``); none at all: the file written last."""
+    if name is None:
+        return _being_written(tmp, target)
+    try:
+        return target / Path(str(name)).relative_to(tmp)
+    except ValueError:
+        return name  # a file elsewhere (a history store beside the report): as it is
 
 
 def _being_written(tmp: Path, target: Path) -> Path:

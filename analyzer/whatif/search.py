@@ -342,12 +342,16 @@ class SearchSize:
 
     def line(self) -> str:
         """``8 configurations + 1 baseline × 1 seed = 9 replays``."""
-        plural = lambda n, word: f"{n:,} {word}{'s' if n != 1 else ''}"  # noqa: E731
         return (
             f"{plural(self.configurations, 'configuration')} + "
             f"{plural(self.baselines, 'baseline')} × {plural(self.seeds, 'seed')} = "
             f"{plural(self.replays, 'replay')}"
         )
+
+
+def plural(count: int, word: str) -> str:
+    """``1 seed``, ``2 seeds``, ``30,300 configurations``."""
+    return f"{count:,} {word}{'s' if count != 1 else ''}"
 
 
 def search_size(settings: SearchSettings) -> SearchSize:
