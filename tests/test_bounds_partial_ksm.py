@@ -11,6 +11,10 @@ backfill`` counts the day as without data (exit 3) and writes the other day.
 from __future__ import annotations
 
 import json
+import resource
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,3 +105,32 @@ def test_backfill_counts_the_partial_day_and_writes_the_next(
     assert "2026-11-02: written in" in run.stdout
     summaries = sorted(p.name for p in (out / "history" / "summary").iterdir())
     assert summaries == ["2026-11-02.json"]  # the day after the faulty one is written
+
+
+def _limited() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (9000, 9000))
+
+
+def test_backfill_write_refused_names_the_file_and_the_day(
+    server_url: str, tmp_path: Path
+) -> None:
+    # Campaign row 124: a file size limit below a pools day's size. The line names the file
+    # and the day; the run stops there (exit 1), a rerun without the limit completes.
+    out = tmp_path / "out"
+    args = ["history", "backfill", "--prometheus", server_url, "--since", "2d",
+            "--until", "2026-11-02", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True,
+                          text=True, preexec_fn=_limited, timeout=300, check=False)  # fmt: skip
+    assert proc.returncode == documented_exit("os-write-refused"), proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "File too large on " in lines[0] and f"{out}/history/" in lines[0]
+    assert "while recording the day 2026-11-0" in lines[0]
+    assert ".tmp" not in lines[0]
+    rerun = run_cli(args, timeout=300)
+    assert rerun.exit_code == 0, rerun.stderr
+    assert sorted(p.name for p in (out / "history" / "summary").iterdir()) == [
+        "2026-11-01.json",
+        "2026-11-02.json",
+    ]
