@@ -8,6 +8,7 @@ folder-swap race, which needs two writers at one instant and is forced in-proces
 from __future__ import annotations
 
 import os
+import shutil
 import resource
 import signal
 import subprocess
@@ -303,3 +304,41 @@ def test_swap_race_leaves_one_whole_folder(
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # nothing aside, no temporary
     assert (target / "f.txt").read_text() == "ours"  # the last writer wins, whole
     assert documented_exit("swap-race") == 0
+
+
+# -- no library warning on stderr: long names in every chart (case 103) -------------------------
+
+
+def test_a_10000_character_pool_name_leaves_stderr_empty(snap: Path, tmp_path: Path) -> None:
+    """Every chart shortens long names (``report.charts.fit_labels``); the children run with
+    matplotlib's and pandas' warnings turned into errors, so a new one fails here, not in cron."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    long = tmp_path / "snap-long"
+    shutil.copytree(snap, long)
+    table = pq.read_table(long / "nodes.parquet")
+    nodes = table.to_pandas()
+    nodes["pool"] = nodes["pool"].where(nodes.index % 2 == 1, "P" * 10_000)
+    frame = pa.Table.from_pandas(nodes, schema=table.schema, preserve_index=False)
+    pq.write_table(frame.replace_schema_metadata(table.schema.metadata), long / "nodes.parquet")
+    env = {**os.environ, "PYTHONWARNINGS": "error::UserWarning,error::RuntimeWarning"}
+    reports = tmp_path / "rep"
+    runs = [
+        ["report", "nightly", str(long), "--out", str(reports), "--date", "2026-11-01"],
+        ["report", "monthly", str(reports), "--month", "2026-11", "--out", str(tmp_path / "m")],
+        [
+            "report",
+            "whatif",
+            str(long),
+            "--strategy",
+            "most-allocated",
+            "--out",
+            str(tmp_path / "w"),
+        ],  # fmt: skip
+    ]
+    for args in runs:
+        run = run_cli(args, env=env, timeout=300)
+        assert run.exit_code == 0 and run.stderr == "", (args, run.stderr[-2000:])
+    assert "P" * 10_000 in (reports / "2026-11-01" / "report.json").read_text()  # kept whole

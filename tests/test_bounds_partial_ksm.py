@@ -112,9 +112,7 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (9000, 9000))
 
 
-def test_backfill_write_refused_names_the_file_and_the_day(
-    server_url: str, tmp_path: Path
-) -> None:
+def test_backfill_write_refused_names_the_file_and_the_day(server_url: str, tmp_path: Path) -> None:
     # Campaign row 124: a file size limit below a pools day's size. The line names the file
     # and the day; the run stops there (exit 1), a rerun without the limit completes.
     out = tmp_path / "out"
