@@ -8,8 +8,8 @@ folder-swap race, which needs two writers at one instant and is forced in-proces
 from __future__ import annotations
 
 import os
-import shutil
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -312,7 +312,6 @@ def test_swap_race_leaves_one_whole_folder(
 def test_a_10000_character_pool_name_leaves_stderr_empty(snap: Path, tmp_path: Path) -> None:
     """Every chart shortens long names (``report.charts.fit_labels``); the children run with
     matplotlib's and pandas' warnings turned into errors, so a new one fails here, not in cron."""
-    import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -336,7 +335,7 @@ def test_a_10000_character_pool_name_leaves_stderr_empty(snap: Path, tmp_path: P
             "most-allocated",
             "--out",
             str(tmp_path / "w"),
-        ],  # fmt: skip
+        ],
     ]
     for args in runs:
         run = run_cli(args, env=env, timeout=300)

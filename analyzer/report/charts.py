@@ -80,11 +80,13 @@ def fit_labels(fig: Figure) -> None:
     for legend in fig.legends:
         entries.extend([legend.get_title(), *legend.get_texts()])
     for ax in fig.axes:
-        texts.extend([ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label])
+        # the centre, left and right titles (matplotlib keeps the side ones private)
+        sides = [getattr(ax, f"_{side}_title", None) for side in ("left", "right")]
+        texts.extend([ax.title, *sides, ax.xaxis.label, ax.yaxis.label])
         texts.extend(ax.texts)
-        legend = ax.get_legend()
-        if legend is not None:
-            entries.extend([legend.get_title(), *legend.get_texts()])
+        own = ax.get_legend()
+        if own is not None:
+            entries.extend([own.get_title(), *own.get_texts()])
         for axis in (ax.xaxis, ax.yaxis):
             _shorten_ticks(axis)
     for limit, group in ((TITLE_LIMIT, texts), (LABEL_LIMIT, entries)):
