@@ -362,7 +362,7 @@ def test_search_refuses_what_it_cannot_do_before_any_replay(snap: Path, tmp_path
         assert run.exit_code == documented_exit("out-not-ours"), run.stderr
         assert "is not a what-if report analyzer wrote" in _one_line(run.stderr)
         assert run.stdout == ""  # refused before the plan line: no replay started
-    assert link.is_symlink() and os.readlink(link) == "/etc"
+    assert link.is_symlink() and str(link.readlink()) == "/etc"
     assert [p.name for p in user.iterdir()] == ["important.txt"]
 
 

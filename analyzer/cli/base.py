@@ -248,7 +248,8 @@ def main(ctx: click.Context, config_file: Path | None) -> None:
     """Metrics-driven batch analyser for Kubernetes clusters.
 
     Exit codes: 0 ok, 1 error, 2 bad usage/config/input, 3 partial data,
-    4 threshold violations (only with --fail-on-violations).
+    4 threshold violations (only with --fail-on-violations), 141 stdout closed by its reader
+    (e.g. piped into head; nothing printed on stderr).
     """
     ctx.ensure_object(dict)
     ctx.obj["config"] = {}
