@@ -23,5 +23,7 @@ def test_every_documented_fault_has_a_test() -> None:
 
 
 def test_exit_codes_are_documented_codes() -> None:
+    # 0: a fault analyzer absorbs (two writers racing: both succeed); 141: stdout closed by its
+    # reader (128 + SIGPIPE, README's exit codes)
     for row in fault_rows().values():
-        assert row.exit in (1, 2, 3, 4), row
+        assert row.exit in (0, 1, 2, 3, 4, 141), row
