@@ -389,3 +389,13 @@ def test_real_disk_full_names_the_file(history: Path, tmp_path: Path) -> None:
         assert sorted(p.name for p in tiny.iterdir()) == ["filler"]  # nothing half-written
     finally:
         subprocess.run(["umount", str(tiny)], check=False)
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\r", "\x85", "\u2028", "\u2029", "\x0b", "\x0c",
+                                 "\x1c", "\x1d", "\x1e"])  # fmt: skip
+def test_one_line_joins_every_line_break_and_escapes_controls(brk: str) -> None:
+    from analyzer.cli.base import one_line
+
+    text = one_line(f"thrift: Exceeded depth limit{brk}); delete that file{brk}\x1b[31mred{brk}")
+    assert text == "thrift: Exceeded depth limit ); delete that file \\x1b[31mred"
+    assert len(text.splitlines()) == 1
