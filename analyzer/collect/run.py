@@ -25,6 +25,7 @@ import pandas as pd
 from analyzer import __version__
 from analyzer.collect.constraints import add_constraints
 from analyzer.collect.enrich import enrich_snapshot
+from analyzer.collect.info_answered import check_info_answered
 from analyzer.collect.kube_objects import KubeObjects
 from analyzer.collect.pod_usage import build_pod_usage
 from analyzer.collect.pods import build_pods
@@ -284,7 +285,7 @@ def build_inventory(
             f"{context.source} (kube_pod_info and kube_node_info are empty); check the range and "
             "that kube-state-metrics is scraped ('analyzer check')"
         )
-    _check_info_answered(results, grid, context)
+    check_info_answered(results, _iso(grid.start), _iso(grid.end), context.source)
     warnings = add_constraints(results, nodes, pods)
     mapper = NodeMapper.from_results(nodes, results)
     consumed = {n: r for n, r in results.items() if r.spec.kind in SUMMARY_KINDS}
@@ -297,36 +298,6 @@ def build_inventory(
     for result in consumed.values():
         result.series = []  # counted in ``queries``; the tables hold what they said
     return Inventory(pods, nodes, mapper, list(warnings), queries, failed)
-
-
-# The info series every pod and node row hangs off, and series of the same exporter that show
-# it was running: an empty info answer beside them is a partial answer, not an empty cluster.
-_INFO_WITNESSES = {
-    "pod_info": ("pod_container_requests", "pod_phase", "pod_created"),
-    "node_info": ("node_allocatable", "node_capacity", "node_labels"),
-}
-
-
-def _check_info_answered(
-    results: dict[str, QueryResult], grid: TimeGrid, context: BuildContext
-) -> None:
-    """``PartialDataError`` when kube_pod_info or kube_node_info answered nothing while other
-    kube-state-metrics series of the range did (a KSM shard down, a Thanos partial response):
-    without the info series there are no pod or node rows, so the range has no usable data."""
-    for info, witnesses in _INFO_WITNESSES.items():
-        answer = results.get(info)
-        if answer is None or answer.error is not None or answer.series:
-            continue
-        present = [w for w in witnesses if w in results and results[w].series_count]
-        if present:
-            metric = f"kube_{info}"
-            raise PartialDataError(
-                f"kube-state-metrics answered partially between {_iso(grid.start)} and "
-                f"{_iso(grid.end)} at {context.source}: {metric} is empty while "
-                f"{present[0]} has series (a kube-state-metrics shard down, or a partial "
-                "response from the store); nothing written for this range, re-run it once "
-                f"{metric} is served ('analyzer check')"
-            )
 
 
 def finish_snapshot(
