@@ -147,6 +147,15 @@ def test_huge_counts_are_one_line_naming_the_option(
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+def test_a_usage_window_longer_than_the_data_is_refused(snap: Path) -> None:
+    # 100 years passes the duration bound but not the data's 6 hours: before, a rolling average
+    # of 36500d ran for minutes (and gigabytes) over a 6-hour snapshot.
+    run = run_cli(["violations", str(snap), "--usage-window", "36500d"])
+    assert_contract(run, allowed_exits=(documented_exit("count-too-large"),), max_seconds=30)
+    line = _one_line(run.stderr)
+    assert "--usage-window: 36500d is longer than the snapshot's data (6h); give at most 6h" in line
+
+
 def test_click_usage_errors_are_one_line(history: Path) -> None:
     run = run_cli(["rightsize", str(history), "--recipe", "krr", "--format", "xml"])
     assert run.exit_code == documented_exit("usage-one-line")

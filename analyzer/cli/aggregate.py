@@ -347,6 +347,12 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         aggregated = replace(config.aggregated, thresholds=thresholds)
     config = replace(config, usage=usage, prod=prod, aggregated=aggregated)
     snap = read_snapshot(snapshot)
+    span = (snap.end - snap.start).to_pytimedelta()
+    if window > span:  # a rolling average longer than the data is no average; bounded work too
+        raise InputError(
+            f"--usage-window: {opts['usage_window']} is longer than the snapshot's data "
+            f"({format_duration(span)}); give at most {format_duration(span)} (e.g. 5m)"
+        )
     result = find_violations(snap, config)
     long_window = _aggregated_longer_than_data(snap, config, opts["aggregated"])
     fmt = opts["fmt"]
