@@ -45,8 +45,8 @@ def history_workloads(directory: Path, days: int | None = None) -> pd.DataFrame:
                 stored.append(date.fromisoformat(path.stem))
             except ValueError:
                 continue  # not a day file
-        if stored:
-            start = max(stored) - timedelta(days=days - 1)
+        if stored and max(stored) - date.min >= timedelta(days=days - 1):
+            start = max(stored) - timedelta(days=days - 1)  # else: every day there is
     rows = read_workloads(root, start=start)
     if rows.empty:
         raise InputError(
