@@ -12,7 +12,7 @@ from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "reliability.md"
 _ROW = re.compile(
-    r"^\|\s*`(?P<id>[a-z0-9-]+)`\s*\|(?P<fault>[^|]+)\|(?P<does>[^|]+)\|\s*(?P<exit>\d)\s*\|\s*$"
+    r"^\|\s*`(?P<id>[a-z0-9-]+)`\s*\|(?P<fault>[^|]+)\|(?P<does>[^|]+)\|\s*(?P<exit>\d+)\s*\|\s*$"
 )
 
 

@@ -128,7 +128,8 @@ def test_empty_range(tmp_path: Path) -> None:
         "--out",
         str(out),
     )
-    _assert_one_line(result, 2, "range is empty", out)  # shorter than one step
+    # shorter than one step: the step's fault, named with the options that gave the range
+    _assert_one_line(result, 2, "--step: 1m leaves no whole step inside --start/--end (30s)", out)
 
 
 def test_unknown_config_option(tmp_path: Path) -> None:

@@ -183,7 +183,11 @@ def test_partial_day_is_written_and_exits_3(server_url: str, tmp_path: Path) -> 
     [
         (("--since", "90x"), "--since: '90x' is not a duration"),
         (("--since", "12h"), "--since: 12h holds no complete UTC day"),
-        (("--since", "999999d"), "--since: 999999d reaches before the year 1"),
+        (("--since", "999999d"), "--since: 999999d is more than 36500d (100 years)"),
+        (
+            ("--since", "36500d", "--until", "0050-01-01"),
+            "--since: 36500d reaches before the year 1",
+        ),
         (
             ("--since", "2d", "--until", "2999-01-01"),
             "--until: 2999-01-01 is not a complete UTC day",

@@ -25,7 +25,9 @@ def test_every_documented_fault_has_a_test() -> None:
 
 
 def test_exit_codes_are_documented_codes() -> None:
+    # 0: a fault analyzer absorbs (two writers racing: both succeed); 141: stdout closed by its
+    # reader (128 + SIGPIPE, README's exit codes)
     for row in fault_rows().values():
         documented = (errors.EXIT_ERROR, errors.EXIT_BAD_INPUT, errors.EXIT_PARTIAL,
                       errors.EXIT_VIOLATIONS, errors.EXIT_PUBLISH_FAILED)  # fmt: skip
-        assert row.exit in documented, row
+        assert row.exit in (0, *documented, 141), row

@@ -119,6 +119,7 @@ def _collect_for(
         step_seconds=int(step.total_seconds()),
         max_requests=options["max_requests"],
         scrape_interval_seconds=scrape_interval_seconds(options["scrape_interval"]),
+        range_option="--durations",
     )
     result = collect(request)
     print_step_note(result.step_note)
@@ -346,6 +347,12 @@ def violations_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         aggregated = replace(config.aggregated, thresholds=thresholds)
     config = replace(config, usage=usage, prod=prod, aggregated=aggregated)
     snap = read_snapshot(snapshot)
+    span = (snap.end - snap.start).to_pytimedelta()
+    if window > span:  # a rolling average longer than the data is no average; bounded work too
+        raise InputError(
+            f"--usage-window: {opts['usage_window']} is longer than the snapshot's data "
+            f"({format_duration(span)}); give at most {format_duration(span)} (e.g. 5m)"
+        )
     result = find_violations(snap, config)
     long_window = _aggregated_longer_than_data(snap, config, opts["aggregated"])
     fmt = opts["fmt"]

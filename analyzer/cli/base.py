@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
+import stat
 import sys
+import unicodedata
 from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,12 +24,50 @@ from analyzer import __version__
 from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext, summary
 from analyzer.core.atomic import handle_termination
 from analyzer.core.config import build_default_map, load_config_file
-from analyzer.core.errors import EXIT_ERROR, AnalyzerError, Terminated
+from analyzer.core.errors import EXIT_ERROR, EXIT_SIGNAL_BASE, AnalyzerError, Terminated
+
+# stdout closed by its reader (``analyzer ... | head -1``): the exit a process killed by SIGPIPE
+# gets from the shell, as ``cat`` or ``grep`` there; not 0, since the output was cut short.
+EXIT_STDOUT_CLOSED = EXIT_SIGNAL_BASE + signal.SIGPIPE
+
+
+def one_line(message: str) -> str:
+    """``message`` as one line: its lines (every Unicode line break ``str.splitlines`` knows,
+    ``\\r`` and ``\\u2028`` too) stripped and joined with a space, so a library text ending in
+    a newline (pandas' tokenizer, thrift) keeps its tail (often the fix) on the same line; any
+    other control character is shown escaped (``\\x1b``), never sent to the terminal."""
+    joined = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) == "Cc" and ch != "\t"
+        else ch
+        for ch in joined
+    )
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"analyzer: error: {message}", err=True)
+    click.echo(f"analyzer: error: {one_line(message)}", err=True)
     sys.exit(code)
+
+
+def _stdout_is_pipe() -> bool:
+    try:
+        mode = os.fstat(sys.stdout.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away: end quietly, as a process killed by SIGPIPE would.
+
+    stdout is pointed at /dev/null first, so that the interpreter's final flush of what is
+    still buffered cannot print "Exception ignored ... BrokenPipeError" on its way out.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(EXIT_STDOUT_CLOSED)
 
 
 class AnalyzerGroup(click.Group):
@@ -59,19 +100,51 @@ class AnalyzerGroup(click.Group):
             _fail("terminated by SIGTERM; nothing half-written was left", exc.exit_code)
         except KeyboardInterrupt:
             _fail("interrupted (SIGINT); nothing half-written was left", 130)
+        except click.UsageError as exc:
+            _usage_error(exc)
         except OSError as exc:  # disk full, file too large, I/O error: the machine, not the input
+            if isinstance(exc, BrokenPipeError) and _stdout_is_pipe():
+                _stdout_closed()
             _fail(os_error_line(exc), EXIT_ERROR)
         return None
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """The group's own options parsed; a usage error there is one line too."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            _usage_error(exc)
+            raise  # not reached: _usage_error exits
+
+
+def _usage_error(exc: click.UsageError) -> None:
+    """click's usage error (4 lines: usage, hint, blank, error) as one line with the hint.
+
+    A group called without a command keeps click's help text: that is help asked for, not an
+    error message.
+    """
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        raise exc
+    where = exc.ctx.command_path if exc.ctx is not None else "analyzer"
+    _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
+
 
 def os_error_line(exc: OSError) -> str:
-    """One line for a file-system failure: what failed, on which file, and what to check."""
+    """One line for a file-system failure: what failed, on which file (and what the run was
+    doing, from the exception's notes: the day of a backfill), and what to check."""
     what = exc.strerror or str(exc) or type(exc).__name__
     where = f" on {exc.filename}" if exc.filename else ""
     code = f" (errno {exc.errno})" if exc.errno and f"errno {exc.errno}" not in what else ""
+    doing = "".join(f", {note}" for note in getattr(exc, "__notes__", ()))
     return (
-        f"{what}{where}{code}; check the free space, file size limits and permissions there; "
-        "nothing half-written was left"
+        f"{what}{where}{code}{doing}; check the free space, file size limits and permissions "
+        "there; nothing half-written was left"
     )
 
 
@@ -175,7 +248,8 @@ def main(ctx: click.Context, config_file: Path | None) -> None:
     """Metrics-driven batch analyser for Kubernetes clusters.
 
     Exit codes: 0 ok, 1 error, 2 bad usage/config/input, 3 partial data,
-    4 threshold violations (only with --fail-on-violations).
+    4 threshold violations (only with --fail-on-violations), 141 stdout closed by its reader
+    (e.g. piped into head; nothing printed on stderr).
     """
     ctx.ensure_object(dict)
     ctx.obj["config"] = {}

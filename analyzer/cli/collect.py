@@ -155,8 +155,15 @@ def resolve_range(
                 f"--since: {since!r} reaches before the year 1; give a shorter range (e.g. 30d)"
             ) from None
     if end_time <= start_time:
-        raise InputError("--start/--end: the range is empty (end must be after start)")
+        raise InputError(
+            f"{range_option(start, since)}: the range is empty (end must be after start)"
+        )
     return start_time, end_time
+
+
+def range_option(start: str | None, since: str | None) -> str:
+    """The options the user gave the range with, for messages about it."""
+    return "--start/--end" if start or not since else "--since"
 
 
 def scrape_interval_option(func: F) -> F:
@@ -286,6 +293,7 @@ def collect_cmd(**options: Any) -> None:
         max_requests=options["max_requests"],
         scrape_interval_seconds=scrape_interval_seconds(options["scrape_interval"]),
         kube_objects=objects,
+        range_option=range_option(options["start"], options["since"]),
     )
     limit_heap_growth()  # resident memory close to live data over a long fetch (glibc)
     result = collect(request, _progress_bar if is_terminal() else None)
@@ -318,7 +326,12 @@ def collect_cmd(**options: Any) -> None:
 def check_cmd(**options: Any) -> None:
     """Pre-flight: which server? which metrics and label conventions? coverage? (exit 0 usable; 3 partially or not usable)."""
     start, end = resolve_range(options["start"], options["end"], options["since"])
-    grid = make_grid(start.timestamp(), end.timestamp(), _step_seconds(options["step"]))
+    grid = make_grid(
+        start.timestamp(),
+        end.timestamp(),
+        _step_seconds(options["step"]),
+        range_option=range_option(options["start"], options["since"]),
+    )
     report = run_check(settings_from(options), grid)
     if options["fmt"] == "json":
         click.echo(json.dumps(report.to_json(), indent=1))

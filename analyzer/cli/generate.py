@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from analyzer.cli.base import main
+from analyzer.cli.params import Amount
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.durations import parse_duration, parse_positive_duration, parse_time
 from analyzer.core.errors import InputError
@@ -94,7 +95,7 @@ def _constant_step(text: str, step_text: str, step_seconds: int) -> int:
 )
 @click.option("--nodes", type=int, default=200, show_default=True, help="Number of nodes.")
 @click.option(
-    "--days", type=float, default=7.0, show_default=True, help="Days of history (e.g. 0.5)."
+    "--days", type=Amount(), default=7.0, show_default=True, help="Days of history (e.g. 0.5)."
 )
 @click.option(
     "--step", default="1m", show_default=True, help="Sample step, a duration (30s, 1m, 5m)."

@@ -19,6 +19,7 @@ from analyzer.cli.collect import (
     settings_from,
 )
 from analyzer.cli.notify_options import notify_options, notify_settings, publish
+from analyzer.cli.params import Count
 from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
@@ -189,10 +190,12 @@ def _print_outcome(breaches: int, partial: bool, html: Path, index: Path) -> Non
               show_default=True, help="Folder for the snapshot, aggregates and reports.")  # fmt: skip
 @click.option("--seed", type=int, default=42, show_default=True, help="Generator seed.")
 @click.option("--nodes", type=int, default=200, show_default=True, help="Synthetic node count.")
-@click.option("--days", type=int, default=7, show_default=True, help="Days of synthetic history.")
+@click.option(
+    "--days", type=Count(), default=7, show_default=True, help="Days of synthetic history."
+)
 @click.option("--step", "step_seconds", type=int, default=300, show_default=True,
               help="Usage sample step in seconds.")  # fmt: skip
-@click.option("--history-days", type=int, default=90, show_default=True,
+@click.option("--history-days", type=Count(0), default=90, show_default=True,
               help="Days of pool and workload history (the monthly review's), --days included; "
                    "the days before the snapshot are generated at a 1-hour step.")  # fmt: skip
 def demo_cmd(
@@ -201,10 +204,6 @@ def demo_cmd(
     """Run the whole pipeline on a synthetic cluster, no Prometheus needed, and print where it went."""
     from analyzer.cli.demo import DemoSettings, run_demo
 
-    if days < 1:
-        raise InputError(f"--days: {days} must be at least 1")
-    if history_days < 0:
-        raise InputError(f"--history-days: {history_days} must be at least 0")
     settings = DemoSettings(
         out=out,
         seed=seed,

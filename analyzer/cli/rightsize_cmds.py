@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.cli.base import main
+from analyzer.cli.params import Count
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot
@@ -82,7 +83,7 @@ def rightsize_snapshot(
     """``snapshot`` with right-sized requests, the facts for the what-if result, and a note."""
     from analyzer.nightly.capacity_rollups import workload_days
 
-    recipe = parse_recipe(recipe_text)
+    recipe = parse_recipe(recipe_text, option="--rightsize")
     if history is not None:
         rows, source = history_workloads(history), f"the history in {history}"
     else:
@@ -109,11 +110,11 @@ def rightsize_snapshot(
 @main.command("rightsize")
 @click.argument("history", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--recipe", required=True, help=f"The recipe: {SYNTAX} (docs/rightsizing.md).")
-@click.option("--days", type=int, default=DEFAULT_DAYS, show_default=True,
+@click.option("--days", type=Count(), default=DEFAULT_DAYS, show_default=True,
               help="History days to use, ending at the history's last day.")  # fmt: skip
-@click.option("--min-days", type=int, default=1, show_default=True,
+@click.option("--min-days", type=Count(), default=1, show_default=True,
               help="Skip workloads with fewer days of usage history.")  # fmt: skip
-@click.option("--min-samples", type=int, default=DEFAULT_MIN_SAMPLES, show_default=True,
+@click.option("--min-samples", type=Count(0, 10**9), default=DEFAULT_MIN_SAMPLES, show_default=True,
               help="Skip workloads with fewer usage samples (krr's 100 points).")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(["csv", "yaml"]), default="csv",
               show_default=True,
@@ -132,8 +133,6 @@ def rightsize_cmd(history: Path, **opts: Any) -> None:
     from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 
     recipe = parse_recipe(opts["recipe"])
-    if opts["days"] < 1:
-        raise InputError(f"--days: {opts['days']} must be at least 1")
     recommendations = recommend(
         history_workloads(history, opts["days"]),
         recipe,

@@ -11,11 +11,15 @@ import click
 import pandas as pd
 
 from analyzer.cli.base import main, report
+from analyzer.cli.params import Count
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
+
+# Tie-break seeds per strategy: the spread shows after a few; beyond 100 a typo asks for hours.
+MAX_SEEDS = 100
 
 
 def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
@@ -32,8 +36,6 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
             "--strategy: name at least one strategy or KubeSchedulerConfiguration file "
             "(see 'analyzer strategies'), e.g. --strategy most-allocated"
         )
-    if opts["seeds"] < 1:
-        raise InputError(f"--seeds: {opts['seeds']} must be at least 1")
     if opts["workers"] is not None and opts["workers"] < 1:
         raise InputError(f"--workers: {opts['workers']} must be at least 1")
     thresholds = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
@@ -62,7 +64,7 @@ def _options(func: Any) -> Any:
                 "KubeSchedulerConfiguration file; repeat to compare several. observed is always "
                 "included first.",
             ),
-            click.option("--seeds", type=int, default=1, show_default=True,
+            click.option("--seeds", type=Count(1, MAX_SEEDS), default=1, show_default=True,
                           help="Tie-break seeds per strategy (0..N-1); the report shows the spread."),
             click.option("--workers", type=int, default=None,
                          help="Parallel processes (default: the machine's cores)."),
@@ -134,6 +136,13 @@ def _table(result: WhatIfResult) -> str:
     help="YAML grid replacing or extending the built-in one (docs/whatif.md).",
 )
 @click.option(
+    "--max-configurations",
+    type=Count(1, 10**9),
+    default=None,
+    help="With --search: refuse, before any replay, a search of more replays (configurations "
+    "and baselines × seeds; default 250, ≈ 17 min for a 500-node day on 2 cores).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     help="With --search: write OUT/search.html (+ JSON, CSV, scheduler YAML).",
@@ -171,7 +180,7 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         return
     if opts["blocked"]:
         raise InputError("--blocked: only with --recommendations FILE.csv")
-    for flag in ("search_grid", "out"):
+    for flag in ("search_grid", "out", "max_configurations"):
         if opts[flag] is not None:
             raise InputError(f"--{flag.replace('_', '-')}: only with --search")
     settings = _settings(ctx, opts)
@@ -217,7 +226,13 @@ def report_whatif_cmd(
 
 def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     """``whatif --search``: run the grid, print the table, the sentence and the YAML to apply."""
-    from analyzer.whatif.search import SearchSettings, run_search
+    from analyzer.whatif.search import (
+        DEFAULT_MAX_CONFIGURATIONS,
+        SearchSettings,
+        check_search_size,
+        run_search,
+        search_size,
+    )
     from analyzer.whatif.search_grid import load_grid
 
     if opts["out"] is not None:
@@ -235,7 +250,12 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         thresholds=base.thresholds,
         workers=base.workers,
     )
-    result = run_search(read_snapshot(snapshot), settings)
+    size = search_size(settings)
+    limit = opts["max_configurations"] or DEFAULT_MAX_CONFIGURATIONS
+    check_search_size(size, limit)  # before reading the snapshot: counted from the grid alone
+    say = _announcer(opts["fmt"])
+    say(f"search: {size.line()} (and observed, the reference); replaying...")
+    result = run_search(read_snapshot(snapshot), settings, _estimator(say, base.workers))
     paths = None
     if opts["out"] is not None:
         from analyzer.report.search import write_search_report
@@ -270,6 +290,47 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         click.echo(f"report: {paths.html}")
         if paths.yaml is not None:
             click.echo(f"yaml:   {paths.yaml}")
+
+
+def _announcer(fmt: str) -> Any:
+    """Where the search's plan and estimate go: stdout before its table; with --format json
+    (stdout is the JSON) to stderr, and only on a terminal (cron mails any stderr)."""
+    from analyzer.cli.base import is_terminal
+
+    def say(text: str) -> None:
+        if fmt != "json":
+            click.echo(text)
+        elif is_terminal():
+            click.echo(text, err=True)
+
+    return say
+
+
+def _estimator(say: Any, workers: int | None) -> Any:
+    """A ``progress`` hook that times the first replay of a searched configuration (observed
+    and a kube-default baseline are several times faster than a load-aware one, so they would
+    underestimate) and says how long the rest should take on the pool."""
+    import math
+    import os
+    import time
+
+    began = time.monotonic()
+    told = [False]
+
+    def progress(strategy: str, done: int, total: int) -> None:
+        if told[0] or not strategy.endswith(".yaml") or done >= total:
+            return
+        told[0] = True
+        took = time.monotonic() - began
+        pool = max(1, min(workers or os.cpu_count() or 1, total))
+        rounds = math.ceil((total - done) / pool)
+        say(
+            f"search: {done} of {total} replays done in {took:.1f} s; about {took * rounds:,.0f} s "
+            f"more ({total - done} replays on {pool} worker{'s' if pool != 1 else ''}, at the "
+            "time this first grid configuration took)"
+        )
+
+    return progress
 
 
 def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:

@@ -23,7 +23,13 @@ import pandas as pd
 
 from analyzer.collect.common import exported_names, label, resource_names, to_units, window_values
 from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
-from analyzer.core.snapshot import LIMITS, NONZERO_REQUESTS, REQUESTS, resource_column
+from analyzer.core.snapshot import (
+    LIMITS,
+    NONZERO_REQUESTS,
+    POD_COLUMNS,
+    REQUESTS,
+    resource_column,
+)
 from analyzer.prom.fetch import QueryResult
 from analyzer.scheduling.image_locality import pod_images_json
 
@@ -254,6 +260,15 @@ def _finished(times: dict[str, float], end: float, step: int) -> float | None:
     return None
 
 
+def empty_pods() -> pd.DataFrame:
+    """A pods table without rows, with its typed columns and cpu/memory requests and limits."""
+    columns = {name: pd.Series(dtype=dtype) for name, dtype in POD_COLUMNS.items()}
+    for kind in (REQUESTS, NONZERO_REQUESTS, LIMITS):
+        for resource in ("cpu", "memory"):
+            columns[resource_column(kind, resource)] = pd.Series(dtype="int64")
+    return pd.DataFrame(columns)
+
+
 def build_pods(
     results: dict[str, QueryResult],
     end: float,
@@ -323,7 +338,9 @@ def build_pods(
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
-        return frame
+        # No pod (kube_pod_info empty, e.g. a partial answer): still the table's columns, so
+        # that the caller can say what is missing instead of the schema check failing.
+        return empty_pods()
     for column in ("created", "scheduled", "started", "finished", "first_seen", "last_seen"):
         frame[column] = pd.to_datetime(frame[column].astype("float64"), unit="s", utc=True)
     for kind in (REQUESTS, LIMITS):

@@ -25,6 +25,7 @@ import pandas as pd
 from analyzer import __version__
 from analyzer.collect.constraints import add_constraints
 from analyzer.collect.enrich import enrich_snapshot
+from analyzer.collect.info_answered import check_info_answered
 from analyzer.collect.kube_objects import KubeObjects
 from analyzer.collect.pod_usage import build_pod_usage
 from analyzer.collect.pods import build_pods
@@ -98,6 +99,8 @@ class CollectRequest:
     scrape_interval_seconds: int | None = None
     # --kube-objects: workload templates, nodes, PDBs and PriorityClasses (collect.enrich)
     kube_objects: KubeObjects | None = None
+    # What the user typed to give the range (messages name it): --since, a backfill's day, ...
+    range_option: str = "--start/--end"
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,12 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     folder = queries_dir(request.queries_dir)
     profile = load_profile(request.queries_dir)
     require(profile, CORE_QUERIES, str(folder))
-    grid = make_grid(request.start.timestamp(), request.end.timestamp(), request.step_seconds)
+    grid = make_grid(
+        request.start.timestamp(),
+        request.end.timestamp(),
+        request.step_seconds,
+        range_option=request.range_option,
+    )
     plan = FetchPlan(
         grid=grid,
         chunk_points=request.chunk_points,
@@ -277,6 +285,7 @@ def build_inventory(
             f"{context.source} (kube_pod_info and kube_node_info are empty); check the range and "
             "that kube-state-metrics is scraped ('analyzer check')"
         )
+    check_info_answered(results, _iso(grid.start), _iso(grid.end), context.source)
     warnings = add_constraints(results, nodes, pods)
     mapper = NodeMapper.from_results(nodes, results)
     consumed = {n: r for n, r in results.items() if r.spec.kind in SUMMARY_KINDS}

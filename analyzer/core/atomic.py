@@ -14,9 +14,11 @@ place once they are older than ``STALE_TEMP_SECONDS``, matched by our exact name
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import re
+import secrets
 import shutil
 import signal
 import sys
@@ -55,7 +57,11 @@ _WRITES = _Writes()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (same-folder temp file + ``os.replace``)."""
+    """Write ``data`` to ``path`` atomically (same-folder temp file + ``os.replace``).
+
+    An OS error (disk full, file too large) names ``path``: ``write()`` itself carries no file
+    name, and the message must say which output the machine refused.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     with _WRITES.tracked():
@@ -66,10 +72,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 Path(tmp).unlink()
+            if isinstance(exc, OSError):
+                name_the_file(exc, path)
             raise
+
+
+def name_the_file(exc: OSError, path: Path) -> None:
+    """Give ``exc`` the file it was about (``path``) when the OS did not, and never the name of
+    our temporary sibling: the user knows the output, not ``.report.json.x1y2z3ab.tmp``."""
+    if exc.filename is None or _is_temporary(str(exc.filename)):
+        exc.filename = str(path)
+
+
+def _is_temporary(name: str) -> bool:
+    return bool(re.match(r"^\..+\.[a-z0-9_]{8}\.tmp$", Path(name).name))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -79,7 +98,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def _temp_pattern(target: Path) -> re.Pattern[str]:
     """Names ``atomic_directory`` gives its temporary folders next to ``target``."""
-    # mkdtemp's random part is 8 characters of [a-z0-9_]; the old folder carries a pid.
+    # mkdtemp's random part is 8 characters of [a-z0-9_], as is a folder moved aside; older
+    # versions named the folder moved aside ``old-PID``.
     return re.compile(rf"^\.{re.escape(target.name)}\.(?:[a-z0-9_]{{8}}\.tmp|old-\d+)$")
 
 
@@ -135,23 +155,117 @@ def _swap_in(target: Path, owned: Owned | None, option: str) -> Iterator[Path]:
         yield tmp
         if owned is not None:
             check_not_foreign(target, owned, option)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException as exc:
+        if isinstance(exc, OSError):
+            exc.filename = str(_in_target(exc.filename, tmp, target))
+        _remove(tmp)
         raise
-    old: Path | None = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(target, old)
-    try:
-        os.replace(tmp, target)
-    except BaseException:
+    _put_in_place(tmp, target)
+
+
+SWAP_TRIES = 5  # other writers finishing between our two renames, each time: give up after this
+
+
+def _put_in_place(tmp: Path, target: Path) -> None:
+    """Rename ``tmp`` to ``target``, moving an existing ``target`` aside first; race-safe.
+
+    Two renames are not one atomic step: another writer (a second run into the same ``--out``)
+    may put its own whole folder at ``target`` between them, or move ``target`` away first.
+    rename(2) then refuses ours (ENOTEMPTY/EEXIST: ``target`` is a non-empty folder again) or
+    finds nothing to move aside (ENOENT). Neither is a fault: every folder involved is a whole
+    output. We move the newcomer aside too and try again, so the last writer wins and
+    ``target`` is never missing nor half of anything. Restoring our old folder after a genuine
+    failure is itself guarded: if another writer's folder already sits at ``target``, theirs is
+    newer than our old one and stays. Every aside folder gets a fresh random name (two writers,
+    even two threads of one process, never share it) and is removed, never left behind.
+    """
+    for _ in range(SWAP_TRIES):
+        old = _move_aside(target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            if old is not None:
+                _restore(old, target)
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                continue  # another writer's folder landed in between: move it aside too
+            _remove(tmp)
+            raise
+        except BaseException:
+            if old is not None:
+                _restore(old, target)
+            _remove(tmp)
+            raise
         if old is not None:
-            os.replace(old, target)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+            _remove(old)
+        return
+    _remove(tmp)
+    raise OSError(
+        errno.EBUSY,
+        f"other writers replaced it {SWAP_TRIES} times while this run swapped its output in",
+        str(target),
+    )
+
+
+def _aside_name(target: Path) -> Path:
+    """A fresh name next to ``target`` in the temporary pattern (so a crash leaves only what
+    ``remove_stale_temporaries`` removes later)."""
+    while True:
+        path = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        if not os.path.lexists(path):
+            return path
+
+
+def _move_aside(target: Path) -> Path | None:
+    """Rename ``target`` to a fresh aside name; ``None`` if there is none (or another writer
+    moved it away first)."""
+    if not target.exists():
+        return None
+    old = _aside_name(target)
+    try:
+        os.replace(target, old)
+    except FileNotFoundError:
+        return None  # another writer moved it aside between our check and the rename
+    return old
+
+
+def _restore(old: Path, target: Path) -> None:
+    """Put ``old`` back at ``target``, unless another writer's whole folder is there now."""
+    try:
+        os.replace(old, target)
+    except OSError:
+        _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """Remove a folder of ours, or a symlink moved aside (rmtree refuses links)."""
+    if path.is_symlink():
+        with contextlib.suppress(OSError):
+            path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _in_target(name: object, tmp: Path, target: Path) -> object:
+    """The name an OS error inside a folder write should show: a file of ``tmp`` as it would be
+    named under ``target`` (the user never saw ``tmp``); none at all: the file written last."""
+    if name is None:
+        return _being_written(tmp, target)
+    try:
+        return target / Path(str(name)).relative_to(tmp)
+    except ValueError:
+        return name  # a file elsewhere (a history store beside the report): as it is
+
+
+def _being_written(tmp: Path, target: Path) -> Path:
+    """The file an OS error inside a folder write was about: the newest entry of ``tmp`` (the
+    one written last), as it will be named under ``target``; ``target`` when ``tmp`` is empty."""
+    newest: tuple[int, Path] | None = None
+    for path in tmp.rglob("*"):
+        with contextlib.suppress(OSError):
+            stamp = path.lstat().st_mtime_ns
+            if newest is None or stamp >= newest[0]:
+                newest = (stamp, path)
+    return target if newest is None else target / newest[1].relative_to(tmp)
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:

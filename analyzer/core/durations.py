@@ -7,6 +7,12 @@ from datetime import UTC, date, datetime, timedelta
 
 from analyzer.core.errors import InputError
 
+# The longest day count or duration any option takes: 100 years, beyond any history, range,
+# window or step a cluster has. Larger values are mistypes; refusing them here also keeps them
+# from overflowing ``timedelta``/``date`` arithmetic (OverflowError) further on.
+MAX_DAYS = 36_500
+MAX_DURATION = timedelta(days=MAX_DAYS)
+
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 
@@ -23,7 +29,25 @@ def parse_duration(text: str, *, field: str = "duration") -> timedelta:
         pos = match.end()
     if not value or pos != len(value):
         raise InputError(f"{field}: {text!r} is not a duration (expected e.g. 30s, 5m, 1h30m, 7d)")
+    check_at_most(seconds / 86400, MAX_DAYS, field=field, shown=value[:40], unit="d")
     return timedelta(seconds=seconds)
+
+
+def check_at_most(
+    value: float, limit: float, *, field: str, shown: str | None = None, unit: str = ""
+) -> None:
+    """Refuse ``value`` above ``limit`` (and a non-finite one) in one line naming ``field``.
+
+    The one bound every day count and duration goes through (``MAX_DAYS``): a huge value is
+    refused where it is read, before any date arithmetic can overflow.
+    """
+    if not value <= limit:  # also NaN
+        text = shown if shown is not None else f"{value:g}"
+        raise InputError(
+            f"{field}: {text} is more than {limit:g}{unit} (100 years); give a shorter one"
+            if limit == MAX_DAYS
+            else f"{field}: {text} is more than {limit:g}{unit}; give at most {limit:g}{unit}"
+        )
 
 
 def parse_positive_duration(text: str, *, field: str = "duration") -> timedelta:

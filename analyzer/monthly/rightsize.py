@@ -182,13 +182,15 @@ SYNTAX = (
 )
 
 
-def parse_recipe(text: str) -> Recipe:
+def parse_recipe(text: str, option: str = "--recipe") -> Recipe:
     """``vpa``, ``krr`` or a percentile recipe; anything else → one-line ``InputError``.
 
     Percentile syntax: parts joined by ``;``, each ``[RESOURCE=]percentile:P[,headroom:H]``.
     RESOURCE is ``cpu`` or ``memory``; a part without it sets both. P is a statistic the history
     holds per day — cpu 50, 90, 95, 99 or max (= 100); memory 99 or max — and H a headroom in
-    percent (≥ 0, default 0). A resource no part names keeps its current request.
+    percent (≥ 0, default 0). A resource no part names keeps its current request. ``option``
+    is the flag the caller read the recipe from (``--rightsize`` for the what-if): messages
+    name it.
     """
     spec = text.strip().lower()
     if spec == "vpa":
@@ -200,17 +202,17 @@ def parse_recipe(text: str) -> Recipe:
         part = raw.strip().replace(" ", "")
         match = _PART.match(part)
         if not match:
-            raise InputError(f"--recipe: {raw.strip()!r} is not a recipe; use {SYNTAX}")
+            raise InputError(f"{option}: {raw.strip()!r} is not a recipe; use {SYNTAX}")
         names = [match["resource"]] if match["resource"] else ["cpu", "memory"]
         for resource in names:
             if resource not in DAILY:
                 raise InputError(
-                    f"--recipe: {resource!r} is not a resource; use cpu= or memory= ({SYNTAX})"
+                    f"{option}: {resource!r} is not a resource; use cpu= or memory= ({SYNTAX})"
                 )
             if resource in rules:
-                raise InputError(f"--recipe: {resource} is given twice in {text.strip()!r}")
-            stat = _stat(resource, match["p"])
-            rules[resource] = Rule(stat, "max", _headroom(match["h"]))
+                raise InputError(f"{option}: {resource} is given twice in {text.strip()!r}")
+            stat = _stat(resource, match["p"], option)
+            rules[resource] = Rule(stat, "max", _headroom(match["h"], option))
     return Recipe(
         spec,
         cpu=rules.get("cpu"),
@@ -220,18 +222,18 @@ def parse_recipe(text: str) -> Recipe:
     )
 
 
-def _stat(resource: str, value: str) -> str:
+def _stat(resource: str, value: str, option: str) -> str:
     stat = "max" if value in ("max", "100") else f"p{value}"
     if stat not in DAILY[resource]:
         held = ", ".join(s.removeprefix("p") for s in DAILY[resource])
         raise InputError(
-            f"--recipe: percentile:{value} is not kept for {resource} by the history "
+            f"{option}: percentile:{value} is not kept for {resource} by the history "
             f"(it keeps {held} per day); pick one of those"
         )
     return stat
 
 
-def _headroom(value: str | None) -> float:
+def _headroom(value: str | None, option: str) -> float:
     if value is None:
         return 0.0
     try:
@@ -240,7 +242,7 @@ def _headroom(value: str | None) -> float:
         number = math.nan
     if not math.isfinite(number) or not 0 <= number <= 1000:
         raise InputError(
-            f"--recipe: headroom:{value} must be a percentage from 0 to 1000, e.g. headroom:15"
+            f"{option}: headroom:{value} must be a percentage from 0 to 1000, e.g. headroom:15"
         )
     return number / 100
 

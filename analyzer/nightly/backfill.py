@@ -167,7 +167,11 @@ def backfill_day(
     result = run_nightly(snapshot, collected.settings)
     step_note = collected.step_note
     del snapshot, collected
-    record_day(result, history, cluster)
+    try:
+        record_day(result, history, cluster)
+    except OSError as exc:  # disk full, file too large: the error line says which day
+        exc.add_note(f"while recording the day {day}")
+        raise
     quality = result.quality
     note = ""
     if quality.partial:

@@ -44,6 +44,7 @@ def day_request(source: DaySource, day: date, lookback: timedelta) -> CollectReq
         step_seconds=source.step_seconds,
         queries_dir=source.queries_dir,
         scrape_interval_seconds=source.scrape_interval_seconds,
+        range_option=f"the day {day} and its look-back",
     )
 
 

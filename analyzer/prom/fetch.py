@@ -59,17 +59,43 @@ class TimeGrid:
         return (self.end - self.start) // self.step + 1
 
 
-def make_grid(start: float, end: float, step: int) -> TimeGrid:
-    """Align ``[start, end]`` to the step grid (start rounded up, end down); reject empty ranges."""
+def make_grid(
+    start: float,
+    end: float,
+    step: int,
+    *,
+    range_option: str = "--start/--end",
+    step_option: str = "--step",
+) -> TimeGrid:
+    """Align ``[start, end]`` to the step grid (start rounded up, end down); reject empty ranges.
+
+    The messages name the options the caller read the range and the step from (``--since``,
+    a backfill's day): a step too long for its range is the step's fault, not the range's.
+    """
     if step <= 0:
-        raise InputError(f"--step: {step}s must be positive")
+        raise InputError(f"{step_option}: {step}s must be positive")
     first = math.ceil(start / step) * step
     last = math.floor(end / step) * step
     if last <= first:
+        if end > start and end - start < 2 * step:
+            raise InputError(
+                f"{step_option}: {_span(step)} leaves no whole step inside {range_option} "
+                f"({_span(end - start)}); give a step of at most half of that, e.g. 5m"
+            )
         raise InputError(
-            "--start/--end: the range is empty (end must be at least one step after start)"
+            f"{range_option}: the range is empty (end must be at least one step after start)"
         )
     return TimeGrid(int(first), int(last), int(step))
+
+
+def _span(seconds: float) -> str:
+    """Seconds as ``1d2h`` (whole seconds; the grid's arithmetic is in seconds)."""
+    total, parts = int(seconds), []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, total = divmod(total, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
 
 
 def range_chunks(

@@ -64,9 +64,58 @@ def short_label(text: str, limit: int = 40) -> str:
     )
 
 
+TITLE_LIMIT = 100  # titles, axis labels and free text: a sentence, not a 10,000-character name
+LABEL_LIMIT = 40  # tick labels and legend entries (``short_label``'s default)
+
+
+def fit_labels(fig: Figure) -> None:
+    """Shorten every long text of ``fig`` (``short_label``): tick labels, legend entries,
+    titles, axis labels, free text. Any chart can carry a name from the cluster (a pool, a
+    node, a workload) in any of them, and one that is too long collapses the axes to nothing
+    (matplotlib then warns on stderr, which cron mails). Done here, where every chart is
+    encoded, so no chart can miss it; the tables and report.json keep the full names.
+    """
+    texts: list[Any] = [getattr(fig, "_suptitle", None), *fig.texts]
+    entries: list[Any] = []  # legend entries sit beside the plot: as short as a tick label
+    for legend in fig.legends:
+        entries.extend([legend.get_title(), *legend.get_texts()])
+    for ax in fig.axes:
+        # the centre, left and right titles (matplotlib keeps the side ones private)
+        sides = [getattr(ax, f"_{side}_title", None) for side in ("left", "right")]
+        texts.extend([ax.title, *sides, ax.xaxis.label, ax.yaxis.label])
+        texts.extend(ax.texts)
+        own = ax.get_legend()
+        if own is not None:
+            entries.extend([own.get_title(), *own.get_texts()])
+        for axis in (ax.xaxis, ax.yaxis):
+            _shorten_ticks(axis)
+    for limit, group in ((TITLE_LIMIT, texts), (LABEL_LIMIT, entries)):
+        for text in group:
+            if text is not None and len(text.get_text()) > limit:
+                text.set_text(short_label(text.get_text(), limit))
+
+
+def _shorten_ticks(axis: Any) -> None:
+    """Tick labels given as names, shortened as they are drawn: fixed (``set_xticks(...,
+    labels=...)`` makes a ``FuncFormatter`` or ``FixedFormatter``) or categorical; numeric
+    formatters keep their state (offsets) and are left alone."""
+    from matplotlib.category import StrCategoryFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    formatter = axis.get_major_formatter()
+    if getattr(formatter, "_analyzer_short", False):
+        return  # already wrapped (a figure encoded twice)
+    if isinstance(formatter, FixedFormatter | StrCategoryFormatter | FuncFormatter):
+        short = FuncFormatter(lambda x, pos: short_label(formatter(x, pos)))
+        short._analyzer_short = True  # type: ignore[attr-defined]
+        axis.set_major_formatter(short)
+
+
 def encode_png(fig: Figure) -> str:
-    """The figure as a PNG data URI (no timestamp metadata, so output is reproducible)."""
+    """The figure as a PNG data URI (no timestamp metadata, so output is reproducible), its
+    long labels shortened first (``fit_labels``)."""
     buffer = io.BytesIO()
+    fit_labels(fig)
     FigureCanvasAgg(fig)
     fig.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

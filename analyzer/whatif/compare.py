@@ -15,8 +15,8 @@ comparison table shows these same worst-seed figures, so the sentence's numbers 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,21 +197,43 @@ def _tasks(settings: WhatIfSettings) -> list[tuple[str, int]]:
     )]  # fmt: skip
 
 
-def run_whatif(snapshot: Snapshot, settings: WhatIfSettings) -> WhatIfResult:
-    """Replay and evaluate every strategy × seed; observed first; pick the recommendation."""
+# ``progress(strategy, done, total)`` after each replay (in the order they finish).
+Progress = Callable[[str, int, int], None]
+
+
+def run_whatif(
+    snapshot: Snapshot, settings: WhatIfSettings, progress: Progress | None = None
+) -> WhatIfResult:
+    """Replay and evaluate every strategy × seed; observed first; pick the recommendation.
+
+    ``progress`` is told of each finished replay (the search times its first one to estimate
+    the rest)."""
     for name in settings.strategies:  # fail fast on a bad name or file, before any work
         resolve_strategy(name, settings.kubernetes_version)
     tasks = _tasks(settings)
-    workers = max(1, min(settings.workers or os.cpu_count() or 1, len(tasks)))
+    workers = replay_workers(settings, len(tasks))
     if workers == 1:
         inputs = _inputs(snapshot, settings.arrivals)
-        outcomes = [_run_one(inputs, n, s, settings) for n, s in tasks]
+        outcomes = []
+        for n, s in tasks:
+            outcomes.append(_run_one(inputs, n, s, settings))
+            if progress is not None:
+                progress(n, len(outcomes), len(tasks))
     else:
         initargs = (snapshot, settings.arrivals)
         with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=initargs) as pool:
-            futures = [pool.submit(_task, n, s, settings) for n, s in tasks]
+            futures = {pool.submit(_task, n, s, settings): n for n, s in tasks}
+            if progress is not None:
+                for done, future in enumerate(as_completed(futures), start=1):
+                    future.result()  # a failed replay stops here, as below
+                    progress(futures[future], done, len(tasks))
             outcomes = [f.result() for f in futures]
     return compare(snapshot, settings, tasks, outcomes)
+
+
+def replay_workers(settings: WhatIfSettings, tasks: int) -> int:
+    """How many processes replay ``tasks`` replays (``--workers``, default the machine's cores)."""
+    return max(1, min(settings.workers or os.cpu_count() or 1, tasks))
 
 
 def compare(

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
@@ -48,6 +49,11 @@ FRONT_RULE = (
     "pods and strictly fewer of one."
 )
 HREF = "search.html"
+# Replays (configurations and baselines × seeds) a search runs without --max-configurations:
+# on this project's 2-core machine a 500-node day replays at ≈ 4.2 s each with 2 workers
+# (docs/benchmarks.md, search), so 250 is ≈ 17 min there (≈ 2 min on a 20-node snapshot);
+# a grid of thousands is a mistyped axis, refused before it runs for hours.
+DEFAULT_MAX_CONFIGURATIONS = 250
 
 
 @dataclass(frozen=True)
@@ -321,10 +327,58 @@ def search_settings(settings: SearchSettings, files: Sequence[str], *more: str) 
     )
 
 
-def run_search(snapshot: Snapshot, settings: SearchSettings) -> SearchResult:
-    """Replay every configuration of the grid and every baseline; front and recommendation."""
+@dataclass(frozen=True)
+class SearchSize:
+    """What a search will replay, counted from the grid before anything runs."""
+
+    configurations: int  # distinct grid configurations
+    baselines: int  # baseline strategies (observed is the reference, not counted)
+    seeds: int
+
+    @property
+    def replays(self) -> int:
+        """Configurations and baselines × seeds: what ``--max-configurations`` bounds."""
+        return (self.configurations + self.baselines) * self.seeds
+
+    def line(self) -> str:
+        """``8 configurations + 1 baseline × 1 seed = 9 replays``."""
+        return (
+            f"{plural(self.configurations, 'configuration')} + "
+            f"{plural(self.baselines, 'baseline')} × {plural(self.seeds, 'seed')} = "
+            f"{plural(self.replays, 'replay')}"
+        )
+
+
+def plural(count: int, word: str) -> str:
+    """``1 seed``, ``2 seeds``, ``30,300 configurations``."""
+    return f"{count:,} {word}{'s' if count != 1 else ''}"
+
+
+def search_size(settings: SearchSettings) -> SearchSize:
+    """The size of ``settings``' search, from the grid's axes alone (``SearchGrid.count``)."""
+    baselines = {b for b in settings.grid.baselines if b != OBSERVED}
+    return SearchSize(settings.grid.count(), len(baselines), settings.seeds)
+
+
+def check_search_size(size: SearchSize, limit: int, option: str = "--max-configurations") -> None:
+    """Refuse a search of more than ``limit`` replays, in one line naming the count and the fix."""
+    if size.replays > limit:
+        raise InputError(
+            f"--search: the grid makes {size.line()}, more than {option} {limit:,}; use a "
+            f"smaller --search-grid (fewer values per axis) or pass {option} {size.replays}"
+        )
+
+
+def run_search(
+    snapshot: Snapshot,
+    settings: SearchSettings,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> SearchResult:
+    """Replay every configuration of the grid and every baseline; front and recommendation.
+
+    ``progress(strategy, done, total)`` after each replay (``run_whatif``'s)."""
     with grid_files(settings.grid.configs()) as files:
-        whatif = run_whatif(snapshot, search_settings(settings, list(files)))
+        whatif = run_whatif(snapshot, search_settings(settings, list(files)), progress)
     return search_result(whatif, files, settings, snapshot)
 
 

@@ -150,17 +150,27 @@ class SearchGrid:
     baselines: tuple[str, ...] = field(default=("kube-default",))
 
     def configs(self) -> list[SearchConfig]:
-        """Every distinct configuration, in axis order."""
-        out: list[SearchConfig] = []
+        """Every distinct configuration, in axis order (``count()`` of them)."""
+        out: dict[SearchConfig, None] = {}  # an ordered set: linear, not quadratic, in the size
         for scoring in self.scoring:
             for weights in self.resource_weights:
                 for thresholds in self.loadaware_thresholds:
                     for lw in self.loadaware_weights if thresholds is not None else (0,):
                         shape = self.shape if scoring == "RequestedToCapacityRatio" else ()
-                        config = SearchConfig(scoring, weights, thresholds, lw, shape)
-                        if config not in out:
-                            out.append(config)
-        return out
+                        out.setdefault(SearchConfig(scoring, weights, thresholds, lw, shape))
+        return list(out)
+
+    def count(self) -> int:
+        """How many configurations ``configs()`` gives, from the axes alone (nothing built).
+
+        A configuration is its four axis values (the shape follows from the scoring), so the
+        distinct ones are the product of each axis's distinct values, a LoadAware weight
+        counting only with thresholds: a grid of millions is counted, and refused, at once.
+        """
+        thresholds = dict.fromkeys(self.loadaware_thresholds)
+        with_loadaware = sum(t is not None for t in thresholds)
+        per_weights = with_loadaware * len(set(self.loadaware_weights)) + (None in thresholds)
+        return len(set(self.scoring)) * len(set(self.resource_weights)) * per_weights
 
     def to_dict(self) -> dict[str, Any]:
         """The grid in its YAML format (what the page and report.json show)."""
@@ -265,7 +275,7 @@ def parse_grid(
     if "shape" in doc:
         values["shape"] = _shape(doc["shape"], f"{where}.shape")
     grid = SearchGrid(**{**_fields(base), **values})
-    if not grid.configs():
+    if not grid.count():
         raise InputError(f"{where}: the grid holds no configuration")
     return grid
 
