@@ -25,6 +25,7 @@ from typing import Any
 
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
+from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import (
@@ -163,6 +164,7 @@ class SearchResult:
     recommended: str | None
     sentence: str
     notes: list[str] = field(default_factory=list)
+    version: ClusterVersion | None = None  # the Kubernetes version the replays used
 
     @property
     def observed(self) -> SearchRow:
@@ -208,6 +210,7 @@ class SearchResult:
         """Every number of the search, JSON-ready."""
         return {
             "source": self.source,
+            "kubernetes_version": self.version.to_dict() if self.version else None,
             "start": self.start,
             "end": self.end,
             "seeds": self.seeds,
@@ -275,7 +278,7 @@ def search_result(
     own rows, a configuration by its label (``SearchConfig.name``), never by its file."""
     rows = []
     shown: list[Strategy] = []
-    version = settings.kubernetes_version
+    version = whatif.kubernetes_version or settings.kubernetes_version
     for c in whatif.strategies:
         if c.name == OBSERVED:
             rows.append(_row(c, "observed", OBSERVED, None))
@@ -305,6 +308,7 @@ def search_result(
         recommended=best.name if best else None,
         sentence=sentence,
         notes=whatif_notes(snapshot, shown),
+        version=whatif.version,
     )
 
 
