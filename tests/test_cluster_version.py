@@ -147,3 +147,18 @@ def test_collect_reads_the_kubelet_version_from_a_real_prometheus(
     assert set(result.snapshot.nodes["kubelet_version"]) == {"v1.33.4"}
     chosen = snapshot_version(result.snapshot)
     assert (chosen.version, chosen.source) == ("1.33", FROM_DATA)
+
+
+def test_generate_writes_the_kubelet_version_it_is_given(tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad = runner.invoke(main, ["generate", "--out", str(tmp_path / "bad"), "--nodes", "2",
+                               "--days", "0.1", "--kubelet-version", "1.33 or so"])  # fmt: skip
+    assert bad.exit_code == 2 and "--kubelet-version" in bad.output
+    assert not (tmp_path / "bad").exists()
+    snap = tmp_path / "snap"
+    out = runner.invoke(main, ["generate", "--out", str(snap), "--nodes", "2", "--days", "0.1",
+                               "--step", "5m", "--kubelet-version", "v1.31.4"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    from analyzer.core.snapshot import read_snapshot
+
+    assert snapshot_version(read_snapshot(snap)).version == "1.31"

@@ -32,7 +32,7 @@ from analyzer.scheduling.versions import DEFAULT_VERSION, KubeVersion, parse_ver
 FROM_DATA = "data"
 FROM_OPTION = "--kubernetes-version"
 FROM_DEFAULT = "default"
-_RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+_RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+-]*)?$")
 
 
 @dataclass(frozen=True)
