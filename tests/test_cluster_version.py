@@ -162,3 +162,14 @@ def test_generate_writes_the_kubelet_version_it_is_given(tmp_path: Path) -> None
     from analyzer.core.snapshot import read_snapshot
 
     assert snapshot_version(read_snapshot(snap)).version == "1.31"
+
+
+def test_inspect_says_which_version_a_replay_would_use(
+    old_cluster: Snapshot, tmp_path: Path
+) -> None:
+    snap = tmp_path / "snap"
+    write_snapshot(old_cluster, snap)
+    text = CliRunner().invoke(main, ["inspect", str(snap)])
+    assert "kubernetes:  1.33 (from the data: the kubelet version of 40 nodes)" in text.output
+    data = json.loads(CliRunner().invoke(main, ["inspect", str(snap), "--format", "json"]).output)
+    assert data["kubernetes_version"]["version"] == "1.33"
