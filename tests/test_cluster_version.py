@@ -95,7 +95,7 @@ def test_the_replay_uses_the_datas_version_exactly_as_the_option_would(
     assert from_data[1] != _placements(old_cluster, "1.36")[1]
 
 
-def test_an_old_snapshot_without_versions_replays_the_default_with_a_note(
+def test_an_old_snapshot_without_versions_replays_the_default_and_says_so(
     old_cluster: Snapshot,
 ) -> None:
     nodes = old_cluster.nodes.drop(columns=["kubelet_version"])
@@ -103,7 +103,8 @@ def test_an_old_snapshot_without_versions_replays_the_default_with_a_note(
     assert snapshot_version(old).source == FROM_DEFAULT
     result = run_whatif(old, WhatIfSettings(strategies=("most-allocated",), workers=1))
     assert result.kubernetes_version == DEFAULT_VERSION
-    assert any("the data names no kubelet version" in n for n in result.notes)
+    assert result.version is not None and result.version.source == FROM_DEFAULT
+    assert "the data names no kubelet version" in result.to_dict()["kubernetes_version"]["sentence"]
 
 
 def test_whatif_json_and_page_state_the_version_and_its_source(

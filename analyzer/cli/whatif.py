@@ -328,6 +328,8 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     ]
     with pd.option_context("display.max_columns", None, "display.width", 250):
         click.echo(pd.DataFrame(rows).to_string(index=False))
+    if result.version is not None:
+        click.echo(result.version.sentence)
     for note in result.notes:
         click.echo(f"note: {note}")
     for pool, drain in sorted(result.drains.items()) if opts["blocked"] else []:

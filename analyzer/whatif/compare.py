@@ -26,7 +26,7 @@ from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
-from analyzer.scheduling.cluster_version import FROM_DEFAULT, ClusterVersion, snapshot_version
+from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.evaluate import Outcome, evaluate
@@ -226,8 +226,9 @@ def run_whatif(snapshot: Snapshot, settings: WhatIfSettings) -> WhatIfResult:
             futures = [pool.submit(_task, n, s, settings) for n, s in tasks]
             outcomes = [f.result() for f in futures]
     result = compare(snapshot, settings, tasks, outcomes)
-    notes = [*result.notes, *([version.sentence] if version.source == FROM_DEFAULT else [])]
-    return replace(result, version=version, notes=notes)
+    # the version is said by the result itself (pages' header, JSON, the CLI's table), a
+    # default one with what to do about it: not repeated among the notes
+    return replace(result, version=version)
 
 
 def compare(

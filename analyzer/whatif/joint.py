@@ -41,7 +41,7 @@ from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.replay.result import ReplayResult
-from analyzer.scheduling.cluster_version import FROM_DEFAULT, snapshot_version
+from analyzer.scheduling.cluster_version import snapshot_version
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.compare import resolve_strategy
@@ -366,7 +366,7 @@ def run_joint(
         scenarios=runs,
         best=best,
         drains=drains,
-        notes=[*notes, *([version.sentence] if version.source == FROM_DEFAULT else [])],
+        notes=notes,
         kept_refused="".join(refused),
         version=version,
     )

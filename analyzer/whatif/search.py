@@ -343,7 +343,8 @@ def restrict(
     search's configurations: the page's notes name only its own strategies)."""
     kept = [c for c in whatif.strategies if c.name == OBSERVED or c.name in names]
     best, sentence = compare_recommend(kept)
-    strategies = [resolve_strategy(c.name, kubernetes_version) for c in kept]
+    version = whatif.kubernetes_version or kubernetes_version
+    strategies = [resolve_strategy(c.name, version) for c in kept]
     return replace(
         whatif,
         strategies=kept,
