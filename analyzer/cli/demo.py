@@ -275,12 +275,11 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     # What-if: every preset and the demo's search grid replayed in one comparison (one process
     # pool, observed and kube-default once), then split into the two pages.
     search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=settings.settings.thresholds)
-    version = search_settings_.kubernetes_version
     with grid_files(DEMO_GRID.configs()) as files:
         combined = run_whatif(
             snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
         )
-    whatif = restrict(combined, DEMO_STRATEGIES, snapshot, version)
+    whatif = restrict(combined, DEMO_STRATEGIES, snapshot, combined.kubernetes_version)
     search = search_result(combined, files, search_settings_, snapshot)
     whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
     say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")

@@ -15,6 +15,7 @@ from analyzer.core.durations import parse_duration, parse_positive_duration, par
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import parse_quantity
 from analyzer.core.snapshot import check_snapshot_out, write_snapshot
+from analyzer.scheduling.cluster_version import release_key
 from analyzer.sources import (
     DEFAULT_START,
     OpenMetricsOptions,
@@ -22,6 +23,7 @@ from analyzer.sources import (
     generate,
     write_openmetrics,
 )
+from analyzer.sources.catalog import KUBELET_VERSION
 from analyzer.sources.kube_objects import kube_objects
 from analyzer.sources.openmetrics import CONVENTIONS, OpenMetricsStats, estimate_openmetrics
 
@@ -193,6 +195,12 @@ def _constant_step(text: str, step_text: str, step_seconds: int) -> int:
     show_default=True,
     help="Give some workloads topologySpreadConstraints and pod (anti-)affinity.",
 )
+@click.option(
+    "--kubelet-version",
+    default=KUBELET_VERSION,
+    show_default=True,
+    help="Every node's kubelet (kube_node_info{kubelet_version}): the version replays read.",
+)
 def generate_cmd(
     out: Path,
     openmetrics: Path | None,
@@ -215,9 +223,15 @@ def generate_cmd(
     kube_objects_out: Path | None = None,
     zones: int = 0,
     pod_constraints: bool = False,
+    kubelet_version: str = KUBELET_VERSION,
 ) -> None:
     """Generate a synthetic cluster: the ground-truth snapshot, optionally its OpenMetrics."""
     check_snapshot_out(out)  # before generating: never replace a folder that is not a snapshot
+    if release_key(kubelet_version) is None:
+        raise InputError(
+            f"--kubelet-version: {kubelet_version[:40]!r} is not a Kubernetes release "
+            "(write e.g. v1.33.4)"
+        )
     step_seconds = parse_duration(step, field="--step").total_seconds()
     if step_seconds < 1 or step_seconds != int(step_seconds):
         raise InputError(f"--step: {step!r} must be a whole number of seconds, at least 1s")
@@ -231,6 +245,7 @@ def generate_cmd(
         pods_per_node=pods_per_node,
         zones=zones,
         pod_constraints=pod_constraints,
+        kubelet_version=kubelet_version,
     )
     options = OpenMetricsOptions(
         instance_convention=instance_convention,

@@ -15,6 +15,7 @@ from analyzer.core.csvsafe import csv_text
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import TABLES, read_snapshot
 from analyzer.core.summary import SnapshotSummary, summarize
+from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -42,7 +43,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def summary_text(path: Path, summary: SnapshotSummary) -> str:
+def summary_text(path: Path, summary: SnapshotSummary, version: ClusterVersion) -> str:
     """The readable summary: one fact per line, each count with what it counts."""
     pools = ", ".join(f"{name} {count}" for name, count in summary.pools.items())
     cover = summary.coverage
@@ -52,6 +53,7 @@ def summary_text(path: Path, summary: SnapshotSummary) -> str:
         f"  source:      {summary.source}",
         f"  range:       {summary.start} to {summary.end} ({summary.span}), step {summary.step}",
         f"  nodes:       {summary.nodes} in {len(summary.pools)} pool(s): {pools or '-'}",
+        f"  kubernetes:  {version.version} ({version.detail})",
         f"  pods:        {summary.pods} ({summary.pods_scheduled} scheduled, "
         f"{summary.pods_running_at_end} running at the end, "
         f"{summary.pods_pinned} DaemonSet/static)",
@@ -94,8 +96,8 @@ def summary_text(path: Path, summary: SnapshotSummary) -> str:
 def inspect(snapshot: Path, table: str | None, fmt: str, limit: int | None) -> None:
     """Summarise a snapshot, or print one of its tables with --table.
 
-    The summary: source, range and step, nodes per pool, pods, usage rows, coverage, failed
-    queries, warnings and the analyzer version that wrote it.
+    The summary: source, range and step, nodes per pool, the Kubernetes version a replay uses,
+    pods, usage rows, coverage, failed queries, warnings and the analyzer version that wrote it.
 
     Coverage is the share of the range's step-aligned grid points at which a node has a cpu
     usage sample, in percent: the mean over nodes and the lowest node.
@@ -106,10 +108,12 @@ def inspect(snapshot: Path, table: str | None, fmt: str, limit: int | None) -> N
             option = "--format csv" if fmt == "csv" else "--limit"
             raise InputError(f"{option}: needs --table (nodes, pods, node_usage or pod_usage)")
         summary = summarize(snap)
+        version = snapshot_version(snap)  # the version a replay of this snapshot uses
         if fmt == "json":
-            click.echo(json.dumps(summary.to_dict(), indent=1))
+            data = {**summary.to_dict(), "kubernetes_version": version.to_dict()}
+            click.echo(json.dumps(data, indent=1))
         else:
-            click.echo(summary_text(snapshot, summary))
+            click.echo(summary_text(snapshot, summary, version))
         return
     frame = snap.table(table)
     if limit is not None:

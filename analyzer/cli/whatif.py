@@ -69,7 +69,9 @@ def _options(func: Any) -> Any:
             click.option("--workers", type=int, default=None,
                          help="Parallel processes (default: the machine's cores)."),
             click.option("--kubernetes-version", default=None,
-                         help="Scheduler arithmetic of this version (default 1.36)."),
+                         help="Scheduler arithmetic of this version (default: the cluster's "
+                              "own, the newest kubelet version in the snapshot; 1.36 when it "
+                              "names none)."),
             click.option("--cpu", type=int, callback=_pct,
                          help="CPU usage threshold % for violations (default 65)."),
             click.option("--memory", type=int, callback=_pct,
@@ -194,6 +196,8 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         click.echo(result.notes[0])
         click.echo("")
     click.echo(_table(result))
+    if result.version is not None:
+        click.echo(result.version.sentence)
     if settings.seeds > 1:
         click.echo("(every figure is the strategy's worst tie-break seed, as in the verdict)")
     click.echo("")
@@ -385,6 +389,8 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     ]
     with pd.option_context("display.max_columns", None, "display.width", 250):
         click.echo(pd.DataFrame(rows).to_string(index=False))
+    if result.version is not None:
+        click.echo(result.version.sentence)
     for note in result.notes:
         click.echo(f"note: {note}")
     for pool, drain in sorted(result.drains.items()) if opts["blocked"] else []:

@@ -24,6 +24,7 @@ from analyzer.core.snapshot import ALLOCATABLE, CAPACITY, resource_column
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult, TimeGrid
 from analyzer.prom.sample_table import FloatArray, Int32Array, IntArray, SampleTable
+from analyzer.scheduling.cluster_version import newer_version
 
 # Node labels that name a node pool, most specific first (matched after KSM sanitising).
 MEM_TOTAL, MEM_AVAILABLE = "node_memory_total", "node_memory_available"
@@ -72,7 +73,11 @@ def build_nodes(
     for item in infos:
         node = label(item.labels, "node", exported)
         if node:
-            row(node)["host_ip"] = item.labels.get("internal_ip") or None
+            values = row(node)
+            values["host_ip"] = item.labels.get("internal_ip") or values.get("host_ip")
+            values["kubelet_version"] = newer_version(
+                str(values.get("kubelet_version") or ""), item.labels.get("kubelet_version", "")
+            )
     for query, kind in (("node_allocatable", ALLOCATABLE), ("node_capacity", CAPACITY)):
         for item in window_values(results.get(query)):
             node = label(item.labels, "node", exported)

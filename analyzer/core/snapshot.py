@@ -54,6 +54,8 @@ NODE_COLUMNS: dict[str, str] = {
     "last_seen": "datetime64[ns, UTC]",
     "taints": "string",  # JSON list of {key, value, effect}; "[]" when absent
     "images": "string",  # JSON list of {names, sizeBytes} (Node status.images); "[]" when unknown
+    # kube_node_info{kubelet_version} ("v1.33.4"), the highest seen in the range; "" = unknown
+    "kubelet_version": "string",
 }
 POD_COLUMNS: dict[str, str] = {
     "uid": "string",
@@ -98,6 +100,7 @@ JSON_DEFAULTS: dict[str, str] = {
     "topology_spread": "[]",
     "field_sources": "{}",
     "images": "[]",
+    "kubelet_version": "",
     "container_images": "{}",
     "end_reason": "",
 }

@@ -99,6 +99,7 @@ def scenarios_review(
         "repack": result.repack,
         "changed_pods": result.changed_pods,
         "recipe": rightsizing.recipe,
+        "kubernetes_version": full["kubernetes_version"],
         "cluster": full["cluster"],
         "kept": sorted(p for p in pools & reviewed if result.run(BOTH).placement_of(p) == KEPT),
         "pools": [
@@ -144,6 +145,7 @@ def sentence(payload: dict[str, Any]) -> str:
     s = payload["simulation"]
     if not s["available"]:
         return str(s["reason"])
+    version = f" {s['kubernetes_version']['sentence']}" if s.get("kubernetes_version") else ""
     kept = (
         f" In {', '.join(s['kept'])} the 'both' row keeps repack only's placement with the "
         "right-sized requests: replayed afresh one pod at a time, the right-sized requests "
@@ -157,7 +159,7 @@ def sentence(payload: dict[str, Any]) -> str:
         f"today's scheduler {s['baseline']} and the repack configuration {s['repack']}; "
         f"{s['changed_pods']:,} pods got the {s['recipe']} recommendations in the right-sized "
         "rows. Each row is its own replay with the usage as observed: savings are simulated, "
-        "never added." + kept
+        "never added." + kept + version
     )
 
 

@@ -68,6 +68,7 @@ class SearchContext:
     grid_yaml: str
     notes: list[str] = field(default_factory=list)
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
+    kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
 
     def to_json(self, result: SearchResult) -> dict[str, Any]:
         """Every number shown (the table as records) plus the whole search."""
@@ -221,6 +222,7 @@ def build_search_context(result: SearchResult) -> SearchContext:
     return SearchContext(
         title="What-if search: scheduler configurations explored",
         source=result.source,
+        kubernetes=result.version.sentence if result.version else "",
         period=fmt.period(result.start, result.end),
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         sentence=result.sentence,

@@ -108,6 +108,7 @@ class WhatIfContext:
     definitions: Mapping[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
     search: dict[str, Any] | None = None
     compared: int = 0  # strategies compared besides observed (the verdict's question)
+    kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
@@ -297,6 +298,7 @@ def build_whatif_context(
             else ""
         ),
         source=result.source,
+        kubernetes=result.version.sentence if result.version else "",
         period=f"{fmt.period(result.start, result.end)} ({human_duration(window)})",
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         recommendation=result.recommendation,

@@ -34,7 +34,11 @@ PRIORITY_CLASSES: Mapping[str, int] = {
 KATA_OVERHEAD: Mapping[str, int] = {"cpu": 250, "memory": 160 * MIB}
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
-KUBELET_VERSION = "v1.31.4"
+# The synthetic cluster's kubelets (kube_node_info{kubelet_version}, nodes.kubelet_version): by
+# default the version whose scheduler arithmetic is the default (scheduling/versions.py), so a
+# replay of generated data reads it and keeps the default formulas; SyntheticSpec.kubelet_version
+# sets another.
+KUBELET_VERSION = "v1.36.2"
 KERNEL_VERSION = "6.1.0-28-cloud-amd64"
 OS_IMAGE = "Debian GNU/Linux 12 (bookworm)"
 CONTAINER_RUNTIME = "containerd://1.7.24"

@@ -20,7 +20,6 @@ from analyzer.core.resources import Container, qos_class
 from analyzer.sources.catalog import (
     CONTAINER_RUNTIME,
     KERNEL_VERSION,
-    KUBELET_VERSION,
     OS_IMAGE,
     pool_taints,
     template_constraints,
@@ -92,7 +91,7 @@ def write_nodes(
             "container_runtime_version": CONTAINER_RUNTIME,
             "internal_ip": node.host_ip,
             "kernel_version": KERNEL_VERSION,
-            "kubelet_version": KUBELET_VERSION,
+            "kubelet_version": cluster.spec.kubelet_version,
             "kubeproxy_version": "deprecated",
             "os_image": OS_IMAGE,
             "pod_cidr": f"10.{64 + i // 256}.{i % 256}.0/24",

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.sources.catalog import KUBELET_VERSION
 
 DEFAULT_START = datetime(2026, 11, 1, tzinfo=UTC)
 # Fields added after the first snapshots: left out of meta.json while they hold their default.
@@ -24,6 +25,7 @@ OPTIONAL_FIELDS = {
 }
 # Kubernetes-object knobs (sources/kube_objects.py), also left out of meta.json at their defaults.
 OPTIONAL_FIELDS.update({"zones": 0, "pod_constraints": False})
+OPTIONAL_FIELDS["kubelet_version"] = KUBELET_VERSION
 MONTH_SECONDS = 30 * 86400  # a growth rate is per 30 days
 ANY_POOL = "*"  # ``growth`` key of the workloads free to run in any open pool
 
@@ -72,6 +74,9 @@ class SyntheticSpec:
     - ``team_usage``: namespace → factor on the cpu and memory usage of its app pods (0.25: the
       team requests four times what it uses).
 
+    ``kubelet_version`` is every node's kubelet (``kube_node_info{kubelet_version}`` and the
+    nodes table): the Kubernetes version a replay of this cluster reads (docs/scheduling.md).
+
     With ``growth`` or ``fast_growth`` set, the cluster's structure (nodes, workloads and their
     replicas at the anchor) comes from the seed alone and its events (pod creation times, rollouts,
     Jobs, usage noise) from the seed and ``start``: ranges generated one after another (e.g. one
@@ -102,6 +107,7 @@ class SyntheticSpec:
     weekend_dip: float = 0.0
     day_noise: float = 0.0
     team_usage: tuple[tuple[str, float], ...] = ()
+    kubelet_version: str = KUBELET_VERSION
 
     def __post_init__(self) -> None:
         if self.nodes < 1:

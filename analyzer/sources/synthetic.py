@@ -167,6 +167,7 @@ def _node_table(nodes: list[SyntheticNode], spec: SyntheticSpec) -> pd.DataFrame
         "first_seen": _times([spec.start_s] * len(nodes)),
         "last_seen": _times([spec.end_s] * len(nodes)),
         "taints": [json.dumps(pool_taints(n.pool)) for n in nodes],
+        "kubelet_version": [spec.kubelet_version] * len(nodes),
     }
     for kind, attr in ((ALLOCATABLE, "allocatable"), (CAPACITY, "capacity")):
         for resource in RESOURCES:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
+from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.evaluate import Outcome, evaluate
@@ -136,11 +137,19 @@ class WhatIfResult:
     # Set when the snapshot's requests were right-sized before the replays (``analyzer whatif
     # --rightsize``): recipe, where the usage came from, workloads changed, request totals.
     rightsized: dict[str, Any] | None = None
+    # The Kubernetes version whose scheduler arithmetic the replays used, and where it came from
+    version: ClusterVersion | None = None
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """The replayed minor (``"1.33"``), None before it was resolved."""
+        return self.version.version if self.version else None
 
     def to_dict(self) -> dict[str, Any]:
         """Every number of the comparison, JSON-ready."""
         return {
             "source": self.source,
+            "kubernetes_version": self.version.to_dict() if self.version else None,
             "start": self.start,
             "end": self.end,
             "best": self.best,
@@ -206,8 +215,12 @@ def run_whatif(
 ) -> WhatIfResult:
     """Replay and evaluate every strategy × seed; observed first; pick the recommendation.
 
+    The replays use the cluster's own Kubernetes version (``settings.kubernetes_version`` when
+    given, else the data's: ``scheduling/cluster_version.py``); the result says which.
     ``progress`` is told of each finished replay (the search times its first one to estimate
     the rest)."""
+    version = snapshot_version(snapshot, settings.kubernetes_version)
+    settings = replace(settings, kubernetes_version=version.version)
     for name in settings.strategies:  # fail fast on a bad name or file, before any work
         resolve_strategy(name, settings.kubernetes_version)
     tasks = _tasks(settings)
@@ -228,7 +241,10 @@ def run_whatif(
                     future.result()  # a failed replay stops here, as below
                     progress(futures[future], done, len(tasks))
             outcomes = [f.result() for f in futures]
-    return compare(snapshot, settings, tasks, outcomes)
+    result = compare(snapshot, settings, tasks, outcomes)
+    # the version is said by the result itself (pages' header, JSON, the CLI's table), a
+    # default one with what to do about it: not repeated among the notes
+    return replace(result, version=version)
 
 
 def replay_workers(settings: WhatIfSettings, tasks: int) -> int:

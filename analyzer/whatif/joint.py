@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -41,6 +41,7 @@ from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.replay.result import ReplayResult
+from analyzer.scheduling.cluster_version import snapshot_version
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.compare import resolve_strategy
@@ -288,7 +289,10 @@ def best_scenario(runs: list[ScenarioRun], pool: str) -> str:
 def run_joint(
     snapshot: Snapshot, recommendations: pd.DataFrame, settings: JointSettings
 ) -> JointResult:
-    """The four scenarios of every pool over the window, and the best one's drain dry run."""
+    """The four scenarios of every pool over the window, and the best one's drain dry run,
+    replayed with the cluster's own Kubernetes version (``scheduling/cluster_version.py``)."""
+    version = snapshot_version(snapshot, settings.kubernetes_version)
+    settings = replace(settings, kubernetes_version=version.version)
     for name in (settings.baseline, settings.repack):  # fail fast on a bad name or file
         resolve_strategy(name, settings.kubernetes_version)
     start, end = settings.window or busiest_window(snapshot, settings.days)
@@ -364,6 +368,7 @@ def run_joint(
         drains=drains,
         notes=notes,
         kept_refused="".join(refused),
+        version=version,
     )
 
 

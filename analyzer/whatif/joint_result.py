@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.whatif.drain import DrainReport
 from analyzer.whatif.kept import FRESH
 from analyzer.whatif.pool_figures import PoolFigures
@@ -67,6 +68,7 @@ class JointResult:
     # "both" replayed afresh needed more nodes than "repack only" somewhere and repack only's
     # placement could not be kept: why (a clause naming the first refusal), else ""
     kept_refused: str = ""
+    version: ClusterVersion | None = None  # the Kubernetes version the replays used
 
     def run(self, name: str) -> ScenarioRun:
         """The scenario called ``name``."""
@@ -108,6 +110,7 @@ class JointResult:
             )
         return {
             "source": self.source,
+            "kubernetes_version": self.version.to_dict() if self.version else None,
             "start": self.start,
             "end": self.end,
             "baseline": self.baseline,

@@ -26,6 +26,7 @@ from typing import Any
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
+from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import (
@@ -169,6 +170,7 @@ class SearchResult:
     recommended: str | None
     sentence: str
     notes: list[str] = field(default_factory=list)
+    version: ClusterVersion | None = None  # the Kubernetes version the replays used
 
     @property
     def observed(self) -> SearchRow:
@@ -214,6 +216,7 @@ class SearchResult:
         """Every number of the search, JSON-ready."""
         return {
             "source": self.source,
+            "kubernetes_version": self.version.to_dict() if self.version else None,
             "start": self.start,
             "end": self.end,
             "seeds": self.seeds,
@@ -281,7 +284,7 @@ def search_result(
     own rows, a configuration by its label (``SearchConfig.name``), never by its file."""
     rows = []
     shown: list[Strategy] = []
-    version = settings.kubernetes_version
+    version = whatif.kubernetes_version or settings.kubernetes_version
     for c in whatif.strategies:
         if c.name == OBSERVED:
             rows.append(_row(c, "observed", OBSERVED, None))
@@ -311,6 +314,7 @@ def search_result(
         recommended=best.name if best else None,
         sentence=sentence,
         notes=whatif_notes(snapshot, shown),
+        version=whatif.version,
     )
 
 
@@ -393,7 +397,8 @@ def restrict(
     search's configurations: the page's notes name only its own strategies)."""
     kept = [c for c in whatif.strategies if c.name == OBSERVED or c.name in names]
     best, sentence = compare_recommend(kept)
-    strategies = [resolve_strategy(c.name, kubernetes_version) for c in kept]
+    version = whatif.kubernetes_version or kubernetes_version
+    strategies = [resolve_strategy(c.name, version) for c in kept]
     return replace(
         whatif,
         strategies=kept,
