@@ -11,11 +11,13 @@ the rules. Property-based tests feed it generated inputs; fault tests feed it th
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +46,22 @@ class Outcome:
         return [line for line in self.stderr.splitlines() if line.strip()]
 
 
+# Forks ``python ARGS`` from a small interpreter, waits for it, writes its wait status and peak
+# RSS (kB) to the file argv[1], and exits like it (so signals and codes read as usual).
+_LAUNCHER = """
+import json, os, sys
+side, args = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, *args])
+_, status, usage = os.wait4(pid, 0)
+with open(side, "w") as out:
+    json.dump({"status": status, "maxrss_kb": usage.ru_maxrss}, out)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_cli(
     args: Sequence[str],
     *,
@@ -54,13 +72,16 @@ def run_cli(
 ) -> Outcome:
     """Run ``analyzer ARGS`` in a child process; kill it (and say so) past ``timeout`` seconds.
 
-    The child is reaped with ``os.wait4``, whose rusage is that child's own (its peak resident
-    set), not the maximum over every child this test process ever had.
+    The peak resident set is analyzer's own: Linux keeps ``ru_maxrss`` across ``exec``, so a
+    child forked straight from this (large) test process would start at its size. A small
+    launcher (``_LAUNCHER``) forks analyzer from itself, reaps it with ``os.wait4`` and writes
+    its status and peak to a side file.
     """
     child_env = dict(os.environ if env is None else env)
+    side = Path(tempfile.mkstemp(prefix="cli-contract-", suffix=".json")[1])
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "analyzer", *args],
+        [sys.executable, "-c", _LAUNCHER, str(side), "-m", "analyzer", *args],
         cwd=cwd,
         env=child_env,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -95,19 +116,29 @@ def run_cli(
     timer = threading.Timer(timeout, kill)
     timer.start()
     try:
-        _, status, usage = os.wait4(process.pid, 0)
+        process.wait()
     finally:
         timer.cancel()
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     for reader in readers:
         reader.join()
+    try:
+        child = json.loads(side.read_text() or "null")
+    finally:
+        side.unlink(missing_ok=True)
+    if child is None:  # the launcher itself was killed (timeout): analyzer went with it
+        child = {"status": None, "maxrss_kb": 0}
+    exit_code = (
+        process.returncode
+        if child["status"] is None
+        else os.waitstatus_to_exitcode(child["status"])
+    )
     return Outcome(
         args=tuple(args),
-        exit_code=process.returncode,
+        exit_code=exit_code,
         stdout=chunks.get("out", b"").decode("utf-8", "replace"),
         stderr=chunks.get("err", b"").decode("utf-8", "replace"),
         seconds=time.monotonic() - started,
-        peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+        peak_rss_mb=child["maxrss_kb"] / 1024,  # kilobytes on Linux
         timed_out=killed.is_set(),
     )
 

@@ -37,3 +37,14 @@ def test_temp_leftovers_finds_atomic_write_temporaries(tmp_path: Path) -> None:
     (tmp_path / "sub" / ".report.json.abcd1234.tmp").write_text("")
     (tmp_path / "keep.json").write_text("")
     assert [p.name for p in temp_leftovers([tmp_path])] == [".report.json.abcd1234.tmp"]
+
+
+def test_peak_memory_is_not_the_test_processs() -> None:
+    # Linux keeps ru_maxrss across exec: forked straight from a test process holding 600 MB,
+    # `analyzer --version` would read as at least that. The launcher measures analyzer alone.
+    ballast = bytearray(600 * 2**20)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touch every page: resident, not reserved
+    outcome = run_cli(["--version"], timeout=60)
+    del ballast
+    assert outcome.exit_code == 0
+    assert outcome.peak_rss_mb < 300, outcome.peak_rss_mb
