@@ -188,8 +188,9 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def _parse_yaml(text: str, label: str, *, many: bool) -> Any:
-    loader = _BoundedLoader(text)
+    loader: _BoundedLoader | None = None
     try:
+        loader = _BoundedLoader(text)  # its reader already refuses some characters
         if many:
             documents = []
             while loader.check_data():  # type: ignore[no-untyped-call]
@@ -205,7 +206,8 @@ def _parse_yaml(text: str, label: str, *, many: bool) -> Any:
     except ValueError as exc:  # an integer of more than 4,300 digits (int's conversion limit)
         raise InputError(f"{label}: not valid YAML ({_one_line(str(exc))})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml(path: Path | str, *, what: str = "") -> Any:

@@ -86,11 +86,13 @@ def _number(value: Any, where: str, key: str) -> float:
             number = float(value.strip())
         except ValueError:
             number = math.nan
-        if math.isfinite(number):
+        if math.isfinite(number) and abs(number) <= MAX_PRICE:
             raise InputError(
                 f"{where}.{key}: {describe_value(value)} is text to YAML, not a number; "
                 f"write {key}: {_yaml_number(number)} (no quotes; an exponent needs a dot)"
             )
+        if math.isfinite(number):
+            value = number  # what the text means is refused below, for its size
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InputError(
             f"{where}.{key}: {describe_value(value)} is not a number; write e.g. {key}: 0.04"
@@ -99,7 +101,7 @@ def _number(value: Any, where: str, key: str) -> float:
         raise InputError(f"{where}.{key}: {value} is negative; a price is 0 or more")
     if value > MAX_PRICE:
         raise InputError(
-            f"{where}.{key}: {value:g} is above {MAX_PRICE:.0e} per hour, more than any machine "
+            f"{where}.{key}: {value:g} is above {MAX_PRICE:,.0f} per hour, more than any machine "
             "costs in any currency; check the unit (a price per hour)"
         )
     return float(value)
