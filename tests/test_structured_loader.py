@@ -8,6 +8,7 @@ or one ``InputError`` line naming the file.
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import textwrap
@@ -37,7 +38,7 @@ def billion_laughs(levels: int = 9) -> str:
     """The classic bomb: level k is a list of 9 aliases of level k-1 (9^levels strings)."""
     names = "abcdefghijklmnop"[:levels]
     parts = ["&a [" + ", ".join(["lol"] * 9) + "]"]
-    parts += [f"&{c} [" + ", ".join([f"*{p}"] * 9) + "]" for p, c in zip(names, names[1:])]
+    parts += [f"&{c} [" + ", ".join([f"*{p}"] * 9) + "]" for p, c in itertools.pairwise(names)]
     return "bomb: [" + ", ".join(parts) + "]\n"
 
 
