@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reliability_doc import documented_exit
 
 from analyzer.core.errors import InputError
 from analyzer.core.structured import (
@@ -60,7 +61,9 @@ def test_billion_laughs_is_refused_at_once_in_a_child(tmp_path: Path) -> None:
     started = time.monotonic()
     done = _in_child(
         f"""
-        from analyzer.core.errors import InputError
+        from reliability_doc import documented_exit
+
+from analyzer.core.errors import InputError
         from analyzer.core.structured import load_yaml
         try:
             load_yaml({str(bomb)!r}, what="--prices")
@@ -192,8 +195,12 @@ def test_a_utf8_bom_is_accepted_and_a_folder_is_named(tmp_path: Path) -> None:
     path = tmp_path / "bom.yaml"
     path.write_bytes(b"\xef\xbb\xbfcurrency: EUR\n")
     assert load_yaml(path) == {"currency": "EUR"}
-    with pytest.raises(InputError, match="is a folder; give a file"):
+    with pytest.raises(InputError, match="is a folder; give a file") as info:
         load_json(tmp_path, what="--kube-objects")
+    assert info.value.exit_code == documented_exit("input-not-a-file")
+    with pytest.raises(InputError, match="cannot read it") as info:
+        load_yaml(tmp_path / "missing.yaml", what="--config")
+    assert str(info.value).startswith(f"--config {tmp_path / 'missing.yaml'}: cannot read it (No")
 
 
 @pytest.mark.parametrize(

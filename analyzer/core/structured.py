@@ -37,6 +37,7 @@ from analyzer.core.errors import InputError
 MAX_DEPTH = 100  # nesting levels; kubectl's output of a Deployment with affinity is ~15
 MAX_ALIAS_NODES = 100_000  # nodes YAML aliases may add beyond those written in the file
 PREVIEW_CHARS = 80  # characters of an input value an error message may show
+_CONTAINER_TYPES = frozenset({dict, list})  # what json, tomllib and SafeLoader build
 
 
 class _Piece(str):
@@ -230,24 +231,22 @@ def load_yaml_all(path: Path | str, *, what: str = "") -> list[Any]:
 def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """How deep lists and mappings nest in ``value`` (a scalar is 0), counted up to ``limit + 1``.
 
-    An explicit stack, so any depth is measured without recursion; the walk stops at the first
-    container past ``limit``.
+    Level by level (no recursion, so any depth is measured), each level's containers gathered by
+    list comprehensions: about a third of ``json.loads``' own time on an 80 MB kubectl List
+    (``bench/structured_load.py``). The walk stops at the first level past ``limit``.
     """
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, Mapping):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, level)
-        if deepest > limit:
-            return deepest
-        stack.extend((child, level + 1) for child in children if isinstance(child, Mapping | list))
-    return deepest
+    # parsers build plain dicts and lists: exact type tests are several times cheaper than
+    # isinstance against the Mapping ABC on millions of values
+    level = [value] if type(value) in _CONTAINER_TYPES else []
+    depth = 0
+    while level and depth <= limit:
+        depth += 1
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            below += [child for child in children if type(child) in _CONTAINER_TYPES]
+        level = below
+    return depth
 
 
 def _check_depth(value: Any, label: str) -> Any:

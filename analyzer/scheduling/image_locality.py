@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import plain
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import ExplainRow
@@ -253,7 +254,7 @@ def pod_images_from_json(text: str, where: str) -> tuple[tuple[str, ...], tuple[
     for key in ("containers", "initContainers"):
         images = raw.get(key) or []
         if not isinstance(images, list) or not all(isinstance(i, str) for i in images):
-            raise InputError(f"{where}.{key}: expected a list of image names")
+            raise InputError(f"{where}.{plain(key)}: expected a list of image names")
         lists.append(tuple(images))
     return lists[0], lists[1]
 

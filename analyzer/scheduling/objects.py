@@ -16,7 +16,7 @@ from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import resource_value
 from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
-from analyzer.core.structured import describe_value, preview
+from analyzer.core.structured import describe_value, plain, preview
 from analyzer.scheduling.affinity_types import PodAffinity, parse_pod_affinity
 from analyzer.scheduling.constraint_types import (
     NO_CONSTRAINTS,
@@ -138,7 +138,7 @@ class PodObject:
 def resource_list(raw: Any, where: str) -> dict[str, int]:
     """A ResourceList (``{cpu: 500m, memory: 1Gi}``) in analyzer units."""
     return {
-        str(k): resource_value(str(k), v, field=f"{where}.{k}")
+        str(k): resource_value(str(k), v, field=f"{where}.{plain(k)}")
         for k, v in mapping(raw, where).items()
     }
 

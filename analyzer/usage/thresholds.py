@@ -25,6 +25,7 @@ from typing import Any
 
 from analyzer.core.durations import format_duration, parse_duration
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, plain
 
 ANNOTATION = "scheduling.koordinator.sh/usage-thresholds"
 DEFAULT_USAGE = {"cpu": 65, "memory": 95}
@@ -38,7 +39,9 @@ def _threshold_map(value: Any, where: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for resource, pct in value.items():
         if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
-            raise InputError(f"{where}.{resource}: {pct!r} must be an integer percent 0..100")
+            raise InputError(
+                f"{where}.{plain(resource)}: {describe_value(pct)} must be an integer percent 0..100"
+            )
         out[str(resource)] = pct
     return out
 

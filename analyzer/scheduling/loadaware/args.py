@@ -17,6 +17,7 @@ from typing import Any
 
 from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, plain
 from analyzer.scheduling.arith import go_round
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.state import PodDemand
@@ -96,9 +97,11 @@ def _int_map(raw: Any, where: str, low: int, high: int) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{where}.{key}: {value!r} is not an integer")
+            raise InputError(f"{where}.{plain(key)}: {describe_value(value)} is not an integer")
         if not low <= value <= high:
-            raise InputError(f"{where}.{key}: Invalid value: {value}: must be in [{low}, {high}]")
+            raise InputError(
+                f"{where}.{plain(key)}: Invalid value: {value}: must be in [{low}, {high}]"
+            )
         out[str(key)] = int(value)
     return out
 
@@ -106,7 +109,7 @@ def _int_map(raw: Any, where: str, low: int, high: int) -> dict[str, int]:
 def _bool(raw: Mapping[str, Any], key: str, default: bool | None, where: str) -> bool | None:
     value = raw.get(key, default)
     if value is not None and not isinstance(value, bool):
-        raise InputError(f"{where}.{key}: {value!r} is not true/false")
+        raise InputError(f"{where}.{plain(key)}: {describe_value(value)} is not true/false")
     return value
 
 
@@ -180,7 +183,9 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, field: str) -> LoadAware
     for key in ("estimatedSecondsAfterPodScheduled", "estimatedSecondsAfterInitialized"):
         value = raw.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InputError(f"{field}.{key}: {value!r} is not an integer number of seconds")
+            raise InputError(
+                f"{field}.{plain(key)}: {describe_value(value)} is not an integer number of seconds"
+            )
         after[key] = value
     return LoadAwareArgs(
         filter_expired=bool(_bool(raw, "filterExpiredNodeMetrics", True, field)),
