@@ -17,13 +17,19 @@ catches the bombs' 40-64 s, and the loader's own time is bounded in ``test_struc
 from __future__ import annotations
 
 import itertools
+import json
 import os
+from datetime import date
 from pathlib import Path
 
 import pytest
 import yaml
 from cli_contract import Outcome, assert_contract, run_cli
+from monthly_history import PoolTruth, write_history
 from reliability_doc import documented_exit
+
+from analyzer.cli.base import command_options, main
+from analyzer.core.config import build_default_map, load_config_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -205,6 +211,11 @@ def _deployment(**template_meta: object) -> str:
          "kube-objects-field-type", ("(ReplicaSet default/r).spec.replicas: str 'two' is not an",)),
         (99, '{"kind": "Node", "metadata": {"name": "n\\n2", "annotations": [1]}}',
          "kube-objects-field-type", ("(Node n\\n2).metadata.annotations: expected a mapping",)),
+        (98, _deployment().replace('"containers": []', '"tolerations": ["spot"]'),
+         "kube-objects-field-type", ("pod template.tolerations[0]: expected a mapping",)),
+        (98, _deployment().replace('"containers": []', '"nodeSelector": ["pool"]'),
+         "kube-objects-field-type",
+         ("pod template.nodeSelector: expected a mapping of label → value, got list",)),
         (100, None, "input-not-utf8", ("--kube-objects o.json: not UTF-8 text (byte 0xff",)),
         (96, '{"kind": 123}', "kube-objects-field-type", ("not a Kubernetes List or object",)),
     ],
@@ -253,6 +264,13 @@ def test_scenario_bomb_in_an_ignored_object_and_a_label(tmp_path: Path) -> None:
     text = yaml.safe_dump(_scenario(), sort_keys=False)
     text += f"objects:\n- kind: ConfigMap\n  metadata: {{name: c}}\n  data: {billion_laughs()}\n"
     (tmp_path / "s.yaml").write_text(text)
+    refused(
+        _score(tmp_path, "s.yaml"), "input-yaml-aliases", "scenario s.yaml: refused: its aliases"
+    )
+    labelled = _scenario()
+    labelled["pod"]["metadata"]["labels"] = {"big": "BOMB"}  # type: ignore[index]
+    text = yaml.safe_dump(labelled, sort_keys=False).replace("BOMB", "*i")
+    (tmp_path / "s.yaml").write_text(f"x-anchors: {billion_laughs()}\n{text}")
     refused(
         _score(tmp_path, "s.yaml"), "input-yaml-aliases", "scenario s.yaml: refused: its aliases"
     )
@@ -321,10 +339,61 @@ def _with_config(tmp_path: Path, *args: str) -> Outcome:
     return run_cli(["--config", "c.yaml", *args], cwd=tmp_path, timeout=120)
 
 
-def test_config_section_nothing_reads_is_an_unknown_key(tmp_path: Path) -> None:  # row 129
-    (tmp_path / "c.yaml").write_text("pools: {general: {node_hour: 0.38}}\n")
-    refused(_with_config(tmp_path, "report", "monthly", "h", "--out", "m"), "config-unknown-key",
-            "c.yaml: unknown option 'pools'", absent=(tmp_path / "m",))  # fmt: skip
+@pytest.mark.parametrize(
+    ("case", "body", "fault", "words"),
+    [
+        (129, "pools: {general: {node_hour: 0.38}}\n", "config-unknown-key",
+         "c.yaml: unknown option 'pools'"),
+        (128, "report-monthly: {monthh: 2026-10}\n", "config-unknown-key",
+         "c.yaml: unknown option report-monthly.monthh (the report-monthly command"),
+        (128, 'report-monthly: {"month\\u2028x": 1}\n', "config-unknown-key",
+         "unknown option report-monthly.month\\u2028x"),
+        (130, "thresholds: {usageThresholds: {cpu: 500}}\n", "input-field-value",
+         "config thresholds.usageThresholds.cpu: int 500 must be an integer percent 0..100"),
+    ],
+)  # fmt: skip
+def test_config_keys_nothing_reads_and_bad_thresholds(
+    tmp_path: Path, case: int, body: str, fault: str, words: str
+) -> None:
+    (tmp_path / "c.yaml").write_text(body)
+    refused(_with_config(tmp_path, "report", "monthly", "h", "--out", "m"), fault, words,
+            absent=(tmp_path / "m",))  # fmt: skip
+
+
+def test_config_sections_of_the_new_commands_are_applied(tmp_path: Path) -> None:  # row 127
+    write_history(tmp_path / "h", date(2026, 9, 1), 35, [PoolTruth("general")])
+    (tmp_path / "p.yaml").write_text("currency: EUR\ndefault: {node_hour: 0.5}\n")
+    (tmp_path / "c.yaml").write_text(
+        "prometheus: http://127.0.0.1:1\n"
+        "history-backfill: {since: 3d, until: 2026-11-03}\n"
+        "report-monthly: {prices: p.yaml, month: 2026-09}\n"
+        "rightsize: {recipe: vpa, days: 7}\n"
+    )
+    defaults = build_default_map(load_config_file(tmp_path / "c.yaml"), command_options(main))
+    backfill = defaults["history-backfill"]  # YAML reads the day as a date; click takes its str
+    assert backfill["since"] == "3d" and str(backfill["until"]) == "2026-11-03"
+    assert backfill["prometheus"] == "http://127.0.0.1:1"  # the top-level key reaches it too
+    assert defaults["rightsize"] == {"recipe": "vpa", "days": 7}
+    outcome = _with_config(tmp_path, "report", "monthly", "h", "--out", "m")
+    assert_contract(outcome, allowed_exits=(0,), max_seconds=time_bound(60), watched=[tmp_path])
+    review = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert review["month"] == "2026-09"  # the section's month (2026-10 is not complete)
+    assert review["prices"]["currency"] == "EUR"  # and its prices file
+
+
+def test_hostile_currency_is_escaped_in_the_page_and_the_csv(tmp_path: Path) -> None:  # row 42
+    write_history(tmp_path / "h", date(2026, 9, 1), 30, [PoolTruth("general")])
+    for currency in ("<script>alert(1)</script>", '=HYPERLINK("http://evil.example/x","click")'):
+        prices = {"currency": currency, "default": {"node_hour": 0.5}}
+        (tmp_path / "p.yaml").write_text(yaml.safe_dump(prices))
+        outcome = _monthly(tmp_path, Path("p.yaml"))
+        assert_contract(outcome, allowed_exits=(0,), max_seconds=time_bound(60), watched=[tmp_path])
+        page = (tmp_path / "m" / "report.html").read_text()
+        assert (
+            "<script>alert" not in page and "&lt;script&gt;alert" in page
+        ) or "=HYPER" in currency
+        for cell in (tmp_path / "m" / "money.csv").read_text().replace("\n", ",").split(","):
+            assert not cell.strip('"').startswith(("=", "+", "@")), cell
 
 
 @pytest.mark.parametrize(
@@ -351,3 +420,43 @@ def test_toml_config_that_nests_too_deep(tmp_path: Path) -> None:
     outcome = run_cli(["--config", "c.toml", "collect", "--since", "1h", "--out", "s"],
                       cwd=tmp_path, timeout=120)  # fmt: skip
     refused(outcome, "input-too-deep", "--config c.toml: refused: nested deeper than 100")
+
+
+def test_a_large_kubectl_list_is_read_within_the_bounds(tmp_path: Path) -> None:  # row 94
+    # a tenth of the campaign's 82 MB List (bench/structured_load.py times the whole size): the
+    # depth walk and the typed reads must keep a big, valid file inside the time and memory bound
+    deployment = json.loads(_deployment(labels={"app": "web"}))["items"][0]
+    items = []
+    for i in range(6_000):
+        item = json.loads(json.dumps(deployment))
+        item["metadata"].update(name=f"web-{i}", labels={"team": "x" * 800})
+        items.append(item)
+    (tmp_path / "o.json").write_text(json.dumps({"kind": "List", "items": items}))
+    assert (tmp_path / "o.json").stat().st_size > 5_000_000
+    # accepted: what ends the run is the empty range that follows the objects
+    outcome = _collect(tmp_path, Path("o.json"))
+    assert_contract(outcome, allowed_exits=(2,), max_seconds=time_bound(HEAVY_IMPORT_S),
+                    absent_unless_ok=[tmp_path / "snap"])  # fmt: skip
+    assert outcome.stderr_lines[0].startswith(f"{ERROR}--start/--end: the range is empty")
+
+
+SECRET = "s3cr3t-T0KEN-abcdef"
+
+
+@pytest.mark.parametrize(
+    ("body", "fault", "words"),
+    [
+        (f"history-backfill: {{token_env: {SECRET}}}\n", "secret-config-value",
+         "--token-env: the value is not a valid environment variable name (it is not shown"),
+        (f'header: ["Authorization=Bearer {SECRET}"]\n', "secret-header-clear",
+         "--header #1 (or 'header' in the config file): Authorization carries a credential"),
+    ],
+)  # fmt: skip
+def test_secrets_in_the_new_config_sections_are_never_printed(
+    tmp_path: Path, body: str, fault: str, words: str
+) -> None:  # row 133
+    (tmp_path / "c.yaml").write_text("prometheus: http://127.0.0.1:1\n" + body)
+    outcome = _with_config(tmp_path, "history", "backfill", "--since", "1d", "--until",
+                           "2026-11-01", "--out", "bf")  # fmt: skip
+    refused(outcome, fault, words, absent=(tmp_path / "bf",))
+    assert SECRET not in outcome.stdout + outcome.stderr

@@ -77,16 +77,21 @@ KUBE_OBJECTS: dict[str, Any] = {
                         "nodeSelector": {"pool": "general"},
                         "priorityClassName": "high",
                         "topologySpreadConstraints": [
-                            {"maxSkew": 1, "topologyKey": "zone",
-                             "whenUnsatisfiable": "ScheduleAnyway",
-                             "labelSelector": {"matchLabels": {"app": "web"}}}
-                        ],  # fmt: skip
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": "zone",
+                                "whenUnsatisfiable": "ScheduleAnyway",
+                                "labelSelector": {"matchLabels": {"app": "web"}},
+                            }
+                        ],
                         "affinity": {
                             "podAntiAffinity": {
                                 "requiredDuringSchedulingIgnoredDuringExecution": [
-                                    {"topologyKey": "kubernetes.io/hostname",
-                                     "labelSelector": {"matchLabels": {"app": "web"}}}
-                                ]  # fmt: skip
+                                    {
+                                        "topologyKey": "kubernetes.io/hostname",
+                                        "labelSelector": {"matchLabels": {"app": "web"}},
+                                    }
+                                ]
                             }
                         },
                     },
@@ -95,9 +100,11 @@ KUBE_OBJECTS: dict[str, Any] = {
         },
         {
             "kind": "ReplicaSet",
-            "metadata": {"name": "web-5d9f8", "namespace": "shop",
-                         "ownerReferences": [{"kind": "Deployment", "name": "web",
-                                              "controller": True}]},  # fmt: skip
+            "metadata": {
+                "name": "web-5d9f8",
+                "namespace": "shop",
+                "ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}],
+            },
             "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}},
             "status": {"replicas": 0},
         },
@@ -108,10 +115,16 @@ KUBE_OBJECTS: dict[str, Any] = {
         },
         {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
         {"kind": "Namespace", "metadata": {"name": "shop", "labels": {"team": "a"}}},
-        {"kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
-         "spec": {"selector": {"app": "web"}}},  # fmt: skip
-        {"kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "shop"},
-         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}},  # fmt: skip
+        {
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"selector": {"app": "web"}},
+        },
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+        },
         {"kind": "ConfigMap", "metadata": {"name": "ignored"}, "data": {"a": "b"}},
     ],
 }
@@ -191,7 +204,12 @@ def _cli_args(reader: str, path: Path) -> tuple[list[str], float]:
     if reader == "scenario":
         return ["score", str(path)], QUICK_S
     if reader == "scheduler":
-        return ["score", str(ROOT / "examples" / "score-scenario.yaml"), "--config", str(path)], QUICK_S
+        return [
+            "score",
+            str(ROOT / "examples" / "score-scenario.yaml"),
+            "--config",
+            str(path),
+        ], QUICK_S
     if reader == "grid":
         return ["whatif", "snap", "--search", "--search-grid", str(path)], HEAVY_IMPORT_S
     return ["collect", "--prometheus", "http://127.0.0.1:1", "--since", "0s", "--out", "snap",
