@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
-from analyzer.core.structured import plain
+from analyzer.core.structured import plain, preview
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import ExplainRow
@@ -204,7 +204,9 @@ def image_lists(raw: Any, where: str) -> dict[str, int]:
         item = mapping(item, f"{where}[{i}]")
         size = item.get("sizeBytes", 0)
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise InputError(f"{where}[{i}].sizeBytes: {size!r} is not a byte count (integer ≥ 0)")
+            raise InputError(
+                f"{where}[{i}].sizeBytes: {preview(size)} is not a byte count (integer ≥ 0)"
+            )
         names = item.get("names") or []
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise InputError(f"{where}[{i}].names: expected a list of image names")
@@ -221,7 +223,7 @@ def container_images(raw: Any, where: str) -> tuple[str, ...]:
     for i, item in enumerate(raw):
         image = mapping(item, f"{where}[{i}]").get("image") or ""
         if not isinstance(image, str):
-            raise InputError(f"{where}[{i}].image: {image!r} is not an image name")
+            raise InputError(f"{where}[{i}].image: {preview(image)} is not an image name")
         out.append(image)
     return tuple(out)
 

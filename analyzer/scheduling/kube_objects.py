@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzer.core.structured import preview
 from analyzer.scheduling.fields import listing, mapping, string_map, text
 from analyzer.scheduling.label_selectors import (
     LabelSelector,
@@ -149,7 +150,7 @@ def _add(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> str | None
     elif kind == "PriorityClass":
         objects.priority_classes[name] = parse_priority_class(obj, where)
     else:
-        return f"{where}: kind {kind!r} is not read by the scheduler plugins; ignored"
+        return f"{where}: kind {preview(kind)} is not read by the scheduler plugins; ignored"
     return None
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.core.errors import InputError
-from analyzer.core.structured import plain
+from analyzer.core.structured import plain, preview
 from analyzer.scheduling.constraint_types import Requirement
 from analyzer.scheduling.fields import listing, mapping
 
@@ -126,7 +126,7 @@ def parse_label_selector(raw: Any, where: str) -> LabelSelector:
         operator = str(item.get("operator") or "")
         if operator not in SELECTOR_OPERATORS:
             raise InputError(
-                f"{at}.operator: {operator!r} is not one of {', '.join(SELECTOR_OPERATORS)}"
+                f"{at}.operator: {preview(operator)} is not one of {', '.join(SELECTOR_OPERATORS)}"
             )
         values = tuple(
             check_label_value(str(v), f"{at}.values[{j}]")

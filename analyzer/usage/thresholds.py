@@ -25,7 +25,7 @@ from typing import Any
 
 from analyzer.core.durations import format_duration, parse_duration
 from analyzer.core.errors import InputError
-from analyzer.core.structured import describe_value, plain
+from analyzer.core.structured import describe_value, plain, preview
 
 ANNOTATION = "scheduling.koordinator.sh/usage-thresholds"
 DEFAULT_USAGE = {"cpu": 65, "memory": 95}
@@ -72,7 +72,7 @@ def parse_aggregated(data: Any, where: str) -> AggregatedThreshold | None:
         return None  # Koordinator ignores an aggregated section without both
     if stat not in AGG_TYPES:
         raise InputError(
-            f"{where}.usageAggregationType: {stat!r} is not one of {', '.join(AGG_TYPES)}"
+            f"{where}.usageAggregationType: {preview(stat)} is not one of {', '.join(AGG_TYPES)}"
         )
     raw = data.get("usageAggregatedDuration")
     duration = parse_duration(str(raw), field=f"{where}.usageAggregatedDuration") if raw else None

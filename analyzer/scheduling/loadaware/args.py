@@ -17,7 +17,7 @@ from typing import Any
 
 from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
-from analyzer.core.structured import describe_value, plain
+from analyzer.core.structured import describe_value, plain, preview
 from analyzer.scheduling.arith import go_round
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.state import PodDemand
@@ -125,7 +125,7 @@ def _agg_type(raw: Any, where: str) -> str:
     value = "" if raw is None else str(raw)
     if value and value not in AGGREGATION_TYPES:
         raise InputError(
-            f"{where}: Unsupported value: {value!r}: one of {', '.join(AGGREGATION_TYPES)}"
+            f"{where}: Unsupported value: {preview(value)}: one of {', '.join(AGGREGATION_TYPES)}"
         )
     return value
 
@@ -157,14 +157,14 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, field: str) -> LoadAware
     expiration = raw.get("nodeMetricExpirationSeconds", 180)
     if isinstance(expiration, bool) or not isinstance(expiration, int) or expiration <= 0:
         raise InputError(
-            f"{field}.nodeMetricExpirationSeconds: Invalid value: {expiration!r}: "
+            f"{field}.nodeMetricExpirationSeconds: Invalid value: {preview(expiration)}: "
             "nodeMetricExpiredSeconds should be a positive value"
         )
     weights = _int_map(raw.get("resourceWeights"), f"{field}.resourceWeights", 1, 100)
     dominant = raw.get("dominantResourceWeight", 0) or 0
     if isinstance(dominant, bool) or not isinstance(dominant, int) or not 0 <= dominant <= 100:
         raise InputError(
-            f"{field}.dominantResourceWeight: Invalid value: {dominant!r}: must be in [0, 100]"
+            f"{field}.dominantResourceWeight: Invalid value: {preview(dominant)}: must be in [0, 100]"
         )
     if not weights and dominant == 0:
         weights = dict(DEFAULT_RESOURCE_WEIGHTS)
