@@ -322,7 +322,7 @@ def json_cell(text: object, default: str, where: str) -> Any:
         text = default
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         raise InputError(
             f"{where}: {text[:40]!r} is not valid JSON; re-create the snapshot"
         ) from None

@@ -231,7 +231,7 @@ def container_images(raw: Any, where: str) -> tuple[str, ...]:
 def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text) if text else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         raise InputError(f"{where}: {text[:40]!r} is not JSON; re-create the snapshot") from None
 
 

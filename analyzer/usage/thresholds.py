@@ -124,7 +124,7 @@ class ThresholdConfig:
             try:
                 raw = json.loads(text)
                 source = "annotation"
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
                 warning = f"node {node}: annotation {ANNOTATION} is not valid JSON; cluster thresholds used"
         if raw is None and node in self.node_overrides:
             raw, source = self.node_overrides[node], "node_thresholds"
@@ -194,7 +194,7 @@ def _annotation(annotations: str | None) -> str | None:
         return None
     try:
         data = json.loads(annotations)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return None
     value = data.get(ANNOTATION) if isinstance(data, dict) else None
     return value if isinstance(value, str) else None

@@ -237,7 +237,7 @@ def _custom_factors(pod: PodDemand) -> dict[str, int]:
         return {}
     try:
         parsed = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return {}  # upstream ignores an unreadable annotation
     if not isinstance(parsed, dict):
         return {}
