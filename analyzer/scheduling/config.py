@@ -20,7 +20,7 @@ from typing import Any
 
 import analyzer.scheduling.registry as registry
 from analyzer.core.errors import InputError
-from analyzer.core.structured import preview
+from analyzer.core.structured import plain, preview
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.framework import FilterPlugin, Profile, ScorePlugin, WeightedScore
 from analyzer.scheduling.noderesources_fit import FitArgs, NodeResourcesFit, parse_shape
@@ -161,16 +161,13 @@ def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> P
     notes: list[str] = []
     for point, section in plugins.items():
         for kind in ("enabled", "disabled"):
-            at = f"{where}.plugins.{point}"
+            at = f"{where}.plugins.{plain(point)}"
             for i, (plugin, _) in enumerate(
                 _entries(mapping(section, at).get(kind), f"{at}.{kind}")
             ):
-                if (
-                    not _check_name(plugin, f"{where}.plugins.{point}.{kind}[{i}].name")
-                    and plugin != "*"
-                ):
+                if not _check_name(plugin, f"{at}.{kind}[{i}].name") and plugin != "*":
                     notes.append(
-                        f"plugin {plugin} is not modelled yet; the profile runs without it"
+                        f"plugin {plain(plugin)} is not modelled yet; the profile runs without it"
                     )
     mp = mapping(plugins.get("multiPoint"), f"{where}.plugins.multiPoint")
     mp_disabled = {

@@ -56,7 +56,7 @@ def normalized_image_name(name: str) -> str:
 
 def parse_image_locality_args(raw: Mapping[str, Any] | None, where: str) -> None:
     """ImageLocality has no arguments (only ``apiVersion``/``kind`` are accepted)."""
-    unknown = sorted(set(mapping(raw, where)) - {"apiVersion", "kind"})
+    unknown = sorted(plain(k) for k in mapping(raw, where) if k not in ("apiVersion", "kind"))
     if unknown:
         raise InputError(f"{where}.{unknown[0]}: ImageLocality takes no arguments")
 
