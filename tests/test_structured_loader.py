@@ -61,9 +61,7 @@ def test_billion_laughs_is_refused_at_once_in_a_child(tmp_path: Path) -> None:
     started = time.monotonic()
     done = _in_child(
         f"""
-        from reliability_doc import documented_exit
-
-from analyzer.core.errors import InputError
+        from analyzer.core.errors import InputError
         from analyzer.core.structured import load_yaml
         try:
             load_yaml({str(bomb)!r}, what="--prices")

@@ -203,7 +203,7 @@ def _parse_yaml(text: str, label: str, *, many: bool) -> Any:
     except yaml.YAMLError as exc:
         raise InputError(f"{label}: not valid YAML ({_yaml_problem(exc)})") from None
     except RecursionError:
-        raise InputError(f"{label}: nested too deeply to read; write it flatter") from None
+        raise InputError(_too_deep_message(label)) from None
     except ValueError as exc:  # an integer of more than 4,300 digits (int's conversion limit)
         raise InputError(f"{label}: not valid YAML ({_one_line(str(exc))})") from None
     finally:
@@ -249,12 +249,13 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     return depth
 
 
+def _too_deep_message(label: str) -> str:
+    return f"{label}: refused: nested deeper than {MAX_DEPTH} levels; no analyzer input nests that deep"
+
+
 def _check_depth(value: Any, label: str) -> Any:
     if nesting_depth(value) > MAX_DEPTH:
-        raise InputError(
-            f"{label}: refused: nested deeper than {MAX_DEPTH} levels; "
-            "no analyzer input nests that deep"
-        )
+        raise InputError(_too_deep_message(label))
     return value
 
 
@@ -266,10 +267,7 @@ def parse_json_text(text: str, label: str) -> Any:
         problem = _one_line(f"line {exc.lineno}, column {exc.colno}: {exc.msg}")
         raise InputError(f"{label}: not valid JSON ({problem})") from None
     except RecursionError:
-        raise InputError(
-            f"{label}: refused: nested deeper than {MAX_DEPTH} levels; "
-            "no analyzer input nests that deep"
-        ) from None
+        raise InputError(_too_deep_message(label)) from None
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise InputError(f"{label}: not valid JSON ({_one_line(str(exc))})") from None
     return _check_depth(value, label)
@@ -291,7 +289,7 @@ def load_toml(path: Path | str, *, what: str = "") -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{label}: not valid TOML ({_one_line(str(exc))})") from None
     except RecursionError:
-        raise InputError(f"{label}: nested too deeply to read; write it flatter") from None
+        raise InputError(_too_deep_message(label)) from None
     except ValueError as exc:
         raise InputError(f"{label}: not valid TOML ({_one_line(str(exc))})") from None
     checked: dict[str, Any] = _check_depth(value, label)
