@@ -238,3 +238,29 @@ def test_hostile_documents_through_the_cli(
         watched=[folder],
         absent_unless_ok=[folder / "m"],
     )
+
+
+WRONG_TYPES: tuple[Any, ...] = (["a", "b"], "pool=general", {"nested": {"x": 1}}, 7, None, 1e308)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_every_field_of_every_wrong_type_in_process(tmp_path: Path, reader: str) -> None:
+    """Exhaustive where Hypothesis samples: each place of the base document, in turn, holds a
+    list, a string, a mapping, a number, null and a huge float; each read returns or is one line."""
+    from hostile_documents import _paths, _put
+
+    base, name, read = READERS[reader]
+    places = [p for p in _paths(base) if p and not isinstance(p[-1], tuple)]
+    assert len(places) >= 8  # the walk sees the document's fields
+    refusals = 0
+    for place in places:
+        for wrong in WRONG_TYPES:
+            document = _put(json.loads(json.dumps(base)), place, json.loads(json.dumps(wrong)))
+            path = tmp_path / name
+            path.write_text(json.dumps(document))  # JSON is YAML too
+            try:
+                read(path)
+            except InputError as exc:
+                _one_line(exc, path)
+                refusals += 1
+    assert refusals > 0  # wrong types are refused, not all silently taken

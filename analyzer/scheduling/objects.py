@@ -135,12 +135,25 @@ class PodObject:
         )
 
 
+# kube-scheduler adds quantities in int64; a single one past 2^53 units (8 PiB, 9e12 cores)
+# belongs to no real node or pod, and sums of such would overflow the scheduler's arithmetic
+MAX_QUANTITY = 2**53
+
+
 def resource_list(raw: Any, where: str) -> dict[str, int]:
-    """A ResourceList (``{cpu: 500m, memory: 1Gi}``) in analyzer units."""
-    return {
-        str(k): resource_value(str(k), v, field=f"{where}.{plain(k)}")
-        for k, v in mapping(raw, where).items()
-    }
+    """A ResourceList (``{cpu: 500m, memory: 1Gi}``) in analyzer units, each at most
+    ``MAX_QUANTITY``."""
+    out = {}
+    for key, value in mapping(raw, where).items():
+        field = f"{where}.{plain(key)}"
+        amount = resource_value(str(key), value, field=field)
+        if amount > MAX_QUANTITY:
+            raise InputError(
+                f"{field}: {preview(value)} is more than any node or pod holds "
+                f"(at most {MAX_QUANTITY:,} {'millicores' if key == 'cpu' else 'units'})"
+            )
+        out[str(key)] = amount
+    return out
 
 
 def parse_node(obj: Any, where: str) -> NodeObject:

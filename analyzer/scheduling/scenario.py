@@ -112,8 +112,9 @@ def _items(raw: Any, where: str) -> list[Any]:
     if raw is None:
         return []
     if isinstance(raw, Mapping):
-        if raw.get("kind", "").endswith("List") or "items" in raw:
-            return list(raw.get("items") or [])
+        kind = raw.get("kind")
+        if (isinstance(kind, str) and kind.endswith("List")) or "items" in raw:
+            return listing(raw.get("items"), f"{where}.items")
         return [raw]
     if not isinstance(raw, list):
         raise InputError(f"{where}: expected a list of objects or a kubectl List")
