@@ -395,7 +395,7 @@ def _write(path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("{not json", "is not JSON"),
+        ("{not json", "not valid JSON"),
         ("[1, 2]", "not a Kubernetes List or object"),
         ('{"items": []}', "not a Kubernetes List or object"),
         ('{"kind": "List", "items": {}}', "without an 'items' list"),

@@ -67,8 +67,12 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     the four scenarios per pool and why the nodes still needed cannot go; a decision per pool. Stores this month's forecast under
     HISTORY_DIR's history/forecasts/ for next month's back-test.
     """
-    from analyzer.monthly.months import Month
     from analyzer.monthly.prices import load_prices
+
+    # the prices file first: it needs no history, and a bad one is refused before the review's
+    # libraries (statsmodels, matplotlib: seconds to import) are loaded
+    prices = None if opts["prices"] is None else load_prices(opts["prices"])
+    from analyzer.monthly.months import Month
     from analyzer.monthly.review import ReviewSettings, build_review, history_root
     from analyzer.monthly.rightsize import parse_recipe
     from analyzer.report.metrics import monthly_metrics
@@ -90,7 +94,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         months=opts["months"],
         horizon_days=opts["horizon_days"],
         thresholds={"cpu": int(usage["cpu"]), "memory": int(usage["memory"])},
-        prices=None if opts["prices"] is None else load_prices(opts["prices"]),
+        prices=prices,
     )
     settings.check()
     parse_recipe(opts["recipe"])  # a bad recipe fails before any work

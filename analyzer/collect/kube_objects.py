@@ -18,14 +18,16 @@ scaled to 0 that no snapshot pod names as its owner is left out: DefaultSelector
 controller up only from a pod's ownerReference, so no replayed pod can reach it (a 5,000-node
 cluster keeps ~10 old ReplicaSets per Deployment).
 
-Bad input is one line, exit 2: a file that is not JSON, JSON that is neither a List nor an object
-with a ``kind``, an object without ``metadata.name``. Kinds the collector does not use
-(ConfigMaps, Endpoints, ...) are skipped and counted in a note.
+Bad input is one line, exit 2: a file that is not JSON (read through ``core.structured``: nesting
+bounded, bad UTF-8 named), JSON that is neither a List nor an object with a ``kind``, an object
+without ``metadata.name``, and any field the collector reads holding the wrong type (``labels`` as
+a list, ``replicas`` as text, a label value that is a mapping): every field is read through the
+typed accessors of ``scheduling.fields`` when the object is read, naming the object and the field.
+Kinds the collector does not use (ConfigMaps, Endpoints, ...) are skipped and counted in a note.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,9 +36,20 @@ from typing import Any
 
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import kept_objects
+from analyzer.core.structured import load_json, plain
+from analyzer.scheduling.affinity_types import parse_pod_affinity
 from analyzer.scheduling.constraint_types import parse_pod_constraints, parse_taints
+from analyzer.scheduling.fields import (
+    integer,
+    listing,
+    mapping,
+    optional_integer,
+    string_map,
+    text,
+)
 from analyzer.scheduling.image_locality import container_images, pod_images_json
 from analyzer.scheduling.kube_objects import parse_objects
+from analyzer.scheduling.spread_types import parse_spread_constraints
 
 # The kinds read; template kinds hold a pod template (CronJob: spec.jobTemplate.spec.template).
 TEMPLATE_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
@@ -112,7 +125,7 @@ class KubeObjects:
     def global_default(self) -> tuple[str, int] | None:
         """The PriorityClass with ``globalDefault: true`` (highest value if several)."""
         found = [
-            (int(obj.get("value", 0)), _name(obj))
+            (integer(obj.get("value"), f"PriorityClass {_name(obj)}.value"), _name(obj))
             for obj in self.of_kind("PriorityClass")
             if obj.get("globalDefault") is True
         ]
@@ -142,82 +155,105 @@ class KubeObjects:
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
+    return text(mapping(obj.get("metadata"), "metadata").get("name"), "metadata.name")
 
 
-def _scaled_down(obj: Mapping[str, Any]) -> bool:
+def _scaled_down(obj: Mapping[str, Any], where: str = "") -> bool:
     """``spec.replicas`` and ``status.replicas`` both 0 (absent spec.replicas means 1)."""
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    return spec.get("replicas", 1) == 0 and not status.get("replicas")
+    spec = mapping(obj.get("spec"), f"{where}.spec")
+    status = mapping(obj.get("status"), f"{where}.status")
+    replicas = optional_integer(spec.get("replicas"), f"{where}.spec.replicas")
+    running = optional_integer(status.get("replicas"), f"{where}.status.replicas")
+    return replicas == 0 and not running
 
 
-def controller_of(obj: Mapping[str, Any]) -> Owner | None:
+def controller_of(obj: Mapping[str, Any], where: str = "") -> Owner | None:
     """The controller ownerReference of ``obj`` (the first owner when none is marked)."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    refs = [r for r in refs if isinstance(r, Mapping)]
+    at = f"{where}.metadata.ownerReferences"
+    refs = listing(mapping(obj.get("metadata"), f"{where}.metadata").get("ownerReferences"), at)
+    refs = [mapping(ref, f"{at}[{i}]") for i, ref in enumerate(refs)]
     chosen = next((r for r in refs if r.get("controller") is True), refs[0] if refs else None)
     if chosen is None:
         return None
-    return Owner(str(chosen.get("kind", "")), str(chosen.get("name", "")))
+    i = refs.index(chosen)
+    return Owner(
+        text(chosen.get("kind"), f"{at}[{i}].kind"), text(chosen.get("name"), f"{at}[{i}].name")
+    )
 
 
-def pod_template_spec(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+def pod_template_spec(
+    obj: Mapping[str, Any], where: str = ""
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """(template metadata, template spec) of a workload object (CronJob through its jobTemplate)."""
-    spec = obj.get("spec") or {}
+    spec = mapping(obj.get("spec"), f"{where}.spec")
+    at = f"{where}.spec"
     if obj.get("kind") == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+        job = mapping(spec.get("jobTemplate"), f"{at}.jobTemplate")
+        spec, at = mapping(job.get("spec"), f"{at}.jobTemplate.spec"), f"{at}.jobTemplate.spec"
     if obj.get("kind") == "Pod":
-        return obj.get("metadata") or {}, spec
-    template = spec.get("template") or {}
-    return template.get("metadata") or {}, template.get("spec") or {}
+        return mapping(obj.get("metadata"), f"{where}.metadata"), spec
+    template = mapping(spec.get("template"), f"{at}.template")
+    return (
+        mapping(template.get("metadata"), f"{at}.template.metadata"),
+        mapping(template.get("spec"), f"{at}.template.spec"),
+    )
 
 
 def template_fields(obj: Mapping[str, Any], where: str) -> TemplateFields:
-    """The scheduling fields of a workload's pod template (or a Pod's spec), checked."""
-    meta, spec = pod_template_spec(obj)
-    if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
-        raise InputError(f"{where}: the pod template is not an object")
-    at = f"{where}.spec" if obj.get("kind") == "Pod" else f"{where} pod template"
+    """The scheduling fields of a workload's pod template (or a Pod's spec), checked: each read
+    through a typed accessor, and spread and pod affinity parsed as the replay will parse them."""
+    meta, spec = pod_template_spec(obj, where)
+    pod = obj.get("kind") == "Pod"
+    at = f"{where}.spec" if pod else f"{where} pod template"
+    labels = string_map(meta.get("labels"), f"{where}.metadata.labels" if pod else f"{at}.labels")
     parse_pod_constraints(spec, at)  # tolerations, nodeSelector, required node affinity: valid
-    affinity = spec.get("affinity") or {}
-    spread = spec.get("topologySpreadConstraints") or []
-    if not isinstance(affinity, Mapping):
-        raise InputError(f"{at}.affinity: expected an object")
-    if not isinstance(spread, list) or not all(isinstance(c, Mapping) for c in spread):
-        raise InputError(f"{at}.topologySpreadConstraints: expected a list of objects")
+    affinity = mapping(spec.get("affinity"), f"{at}.affinity")
+    spread = listing(spec.get("topologySpreadConstraints"), f"{at}.topologySpreadConstraints")
     for i, constraint in enumerate(spread):
+        constraint = mapping(constraint, f"{at}.topologySpreadConstraints[{i}]")
         if not constraint.get("topologyKey") or not isinstance(constraint.get("maxSkew"), int):
             raise InputError(
                 f"{at}.topologySpreadConstraints[{i}]: needs topologyKey and an integer maxSkew"
             )
+    parse_spread_constraints(spec, at)
+    namespace = text(mapping(obj.get("metadata"), f"{where}.metadata").get("namespace"), "")
+    parse_pod_affinity(spec, at, namespace or "default", labels)
     tolerations = []
-    for item in spec.get("tolerations") or []:
-        entry = {k: str(item[k]) for k in ("key", "operator", "value", "effect") if item.get(k)}
+    for i, item in enumerate(listing(spec.get("tolerations"), f"{at}.tolerations")):
+        item = mapping(item, f"{at}.tolerations[{i}]")
+        entry = {
+            k: text(item[k], f"{at}.tolerations[{i}].{k}")
+            for k in ("key", "operator", "value", "effect")
+            if item.get(k)
+        }
         if entry.get("key") and "operator" not in entry:
             entry["operator"] = "Equal"  # core/v1: empty operator means Equal
         tolerations.append(entry)
-    priority = spec.get("priority")
     return TemplateFields(
         affinity=dict(affinity),
         topology_spread=tuple(dict(c) for c in spread),
         tolerations=tuple(tolerations),
-        node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
-        priority_class=str(spec.get("priorityClassName") or ""),
-        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
-        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        node_selector=string_map(spec.get("nodeSelector"), f"{at}.nodeSelector"),
+        priority_class=text(spec.get("priorityClassName"), f"{at}.priorityClassName"),
+        priority=optional_integer(spec.get("priority"), f"{at}.priority"),
+        labels=labels,
         container_images=pod_images_json(
-            container_images(spec.get("containers"), f"{at}.containers"),
-            container_images(spec.get("initContainers"), f"{at}.initContainers"),
+            container_images(
+                listing(spec.get("containers"), f"{at}.containers"), f"{at}.containers"
+            ),
+            container_images(
+                listing(spec.get("initContainers"), f"{at}.initContainers"), f"{at}.initContainers"
+            ),
         ),
     )
 
 
 def node_fields(obj: Mapping[str, Any], where: str) -> tuple[dict[str, str], list[dict[str, str]]]:
     """A Node's labels and taints (``{key, value, effect}``, unset fields empty strings)."""
-    meta = obj.get("metadata") or {}
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    taints = parse_taints((obj.get("spec") or {}).get("taints"), f"{where}.spec.taints")
+    meta = mapping(obj.get("metadata"), f"{where}.metadata")
+    labels = string_map(meta.get("labels"), f"{where}.metadata.labels")
+    spec = mapping(obj.get("spec"), f"{where}.spec")
+    taints = parse_taints(spec.get("taints"), f"{where}.spec.taints")
     return labels, [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
 
 
@@ -257,13 +293,10 @@ def read_kube_objects(path: Path) -> KubeObjects:
     """Read and index every object of ``path`` (a file or a folder of ``*.json`` files)."""
     objects = KubeObjects()
     for file in _files(Path(path)):
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            first = (str(exc).splitlines() or [type(exc).__name__])[0]
-            raise InputError(
-                f"--kube-objects: {file} is not JSON ({first}); write it with 'kubectl get ... -o json'"
-            ) from None
+        try:  # core.structured: nesting bounded, bad UTF-8 and syntax errors on one line
+            data = load_json(file, what="--kube-objects")
+        except InputError as exc:
+            raise InputError(f"{exc}; write it with 'kubectl get ... -o json'") from None
         objects.files += 1
         for where, obj in _items(data, str(file)):
             add_object(objects, obj, where)
@@ -279,20 +312,27 @@ def add_object(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> None
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not meta.get("name"):
         raise InputError(f"{where}: a {kind} without metadata.name")
-    name = str(meta["name"])
-    namespace = "" if kind in _CLUSTER_SCOPED else str(meta.get("namespace") or "default")
-    label = f"{where} ({kind} {namespace + '/' if namespace else ''}{name})"
+    name = text(meta["name"], f"{where}.metadata.name")
+    namespace = text(meta.get("namespace"), f"{where}.metadata.namespace")
+    namespace = "" if kind in _CLUSTER_SCOPED else namespace or "default"
+    shown = plain(f"{namespace}/{name}" if namespace else name)
+    label = f"{where} ({kind} {shown})"
+    # every field read later (enrich, kept, the owner chain) is read once here, typed
+    text(meta.get("uid"), f"{label}.metadata.uid")
+    string_map(meta.get("labels"), f"{label}.metadata.labels")
+    string_map(meta.get("annotations"), f"{label}.metadata.annotations")
+    controller_of(obj, label)
+    if kind in _SCALED_DOWN_DROPPED:
+        _scaled_down(obj, label)
     if kind in (*TEMPLATE_KINDS, "Pod"):
         template_fields(obj, label)
     elif kind == "Node":
         node_fields(obj, label)
     elif kind == "PriorityClass":
-        value = obj.get("value")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{label}.value: {value!r} is not an integer")
+        integer(obj.get("value"), f"{label}.value")
     if kind in KEPT_KINDS:  # what the replay will read of it, checked now (one line, exit 2)
         parse_objects([obj], label)
     stored = dict(obj)
     objects.by_key[(kind, namespace, name)] = stored
-    if kind == "Pod" and meta.get("uid"):
+    if kind == "Pod" and meta.get("uid"):  # text, checked above
         objects.pods_by_uid[str(meta["uid"])] = stored

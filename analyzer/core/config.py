@@ -6,41 +6,36 @@ named after a command (``collect:``, ``violations:``; ``report nightly`` is ``re
 Flags always win over the file (click ``default_map``). A few top-level sections carry structured
 settings that are not flags (see ``STRUCTURED_SECTIONS``). An unknown key is an error naming it.
 Secrets come from files or environment variables, never from the config file in clear.
+The file is read through ``core.structured`` (YAML aliases and nesting bounded, one line naming
+``--config FILE`` for any unreadable, non-UTF-8 or malformed file).
 """
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, load_toml, load_yaml, plain, preview
 
-# Sections that hold structured settings read by one stage (not click options).
-STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds", "pools"})
+# Sections that hold structured settings read by one stage (not click options): the usage
+# thresholds (``usage/thresholds.py``). A section nothing reads is an unknown key like any other.
+STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds"})
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
     """Read a YAML or TOML config file into a dict; ``InputError`` naming the file on failure."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"--config: cannot read {path} ({exc.strerror})") from None
-    try:
-        data: Any = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(
-            f"--config: {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {first}"
-        ) from None
+    loader = load_toml if path.suffix.lower() == ".toml" else load_yaml
+    data: Any = loader(path, what="--config")
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise InputError(f"--config: {path} must hold a mapping of option names to values")
+        raise InputError(
+            f"--config {path}: must hold a mapping of option names to values, "
+            f"not {describe_value(data)}"
+        )
     return data
 
 
@@ -56,12 +51,18 @@ def build_default_map(
     result: dict[str, dict[str, Any]] = {name: {} for name in commands}
     for key, value in data.items():
         norm = str(key).replace("-", "_")
-        if key in commands and isinstance(value, dict):
+        if key in commands and not isinstance(value, dict):
+            raise InputError(
+                f"{source}: section {key}: expected a mapping of option names to values, "
+                f"not {describe_value(value)}"
+            )
+        if key in commands:
             for sub_key, sub_value in value.items():
                 param = commands[key].get(str(sub_key).replace("-", "_"))
                 if param is None:
                     raise InputError(
-                        f"{source}: unknown option {key}.{sub_key} (the {key} command has no such option)"
+                        f"{source}: unknown option {key}.{plain(sub_key)} "
+                        f"(the {key} command has no such option)"
                     )
                 result[key][param] = sub_value
         elif key in STRUCTURED_SECTIONS:
@@ -72,6 +73,6 @@ def build_default_map(
                     result[name].setdefault(options[norm], value)
         else:
             raise InputError(
-                f"{source}: unknown option {key!r}; see 'analyzer --help' for option names"
+                f"{source}: unknown option {preview(key)}; see 'analyzer --help' for option names"
             )
     return result

@@ -17,6 +17,7 @@ import re
 from fractions import Fraction
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -44,18 +45,20 @@ def parse_quantity(value: str | int | float, *, field: str = "quantity") -> Frac
     ``field`` names the input in the error message, e.g. ``pods[3].spec.containers[0].cpu``.
     """
     if isinstance(value, bool):
-        raise InputError(f"{field}: {value!r} is not a quantity (expected e.g. 500m, 2, 1Gi)")
+        raise InputError(
+            f"{field}: {preview(value)} is not a quantity (expected e.g. 500m, 2, 1Gi)"
+        )
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InputError(f"{field}: {value!r} is not a finite quantity")
+            raise InputError(f"{field}: {preview(value)} is not a finite quantity")
         return Fraction(str(value))
     text = str(value).strip()
     match = _QUANTITY.match(text)
     if not match:
         raise InputError(
-            f"{field}: {value!r} is not a Kubernetes quantity (expected e.g. 500m, 2, 1.5Gi, 1e3)"
+            f"{field}: {preview(value)} is not a Kubernetes quantity (expected e.g. 500m, 2, 1.5Gi, 1e3)"
         )
     number = Fraction(match.group("num"))
     suffix = match.group("suffix") or ""
@@ -88,7 +91,7 @@ def resource_value(resource: str, value: str | int | float, *, field: str | None
     name = field or resource
     result = milli_value(value, field=name) if resource == "cpu" else base_value(value, field=name)
     if result < 0:
-        raise InputError(f"{name}: {value!r} is negative; resource quantities must be >= 0")
+        raise InputError(f"{name}: {preview(value)} is negative; resource quantities must be >= 0")
     return result
 
 

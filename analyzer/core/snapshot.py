@@ -35,6 +35,7 @@ from analyzer.core.atomic import atomic_directory
 from analyzer.core.errors import InputError
 from analyzer.core.frames import utc
 from analyzer.core.outdir import check_output_folder, names_matching
+from analyzer.core.structured import load_json
 
 SCHEMA_VERSION = 1
 
@@ -433,10 +434,10 @@ def read_objects(path: Path) -> dict[str, list[dict[str, Any]]]:
     """``kube_objects.json`` (kind -> list of objects); absent = none (older snapshots)."""
     if not path.is_file():
         return {}
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: unreadable ({exc}); re-create the snapshot") from None
+    try:  # core.structured: nesting bounded, one line naming the file
+        raw = load_json(path)
+    except InputError as exc:
+        raise InputError(f"{exc}; re-create the snapshot") from None
     if not isinstance(raw, dict) or not all(
         isinstance(v, list) and all(isinstance(o, dict) for o in v) for v in raw.values()
     ):
@@ -449,9 +450,9 @@ def read_objects(path: Path) -> dict[str, list[dict[str, Any]]]:
 def read_meta(meta_path: Path) -> SnapshotMeta:
     """Read and check ``meta.json``: an object, the schema version, every field of its type."""
     try:
-        raw = json.loads(meta_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{meta_path}: unreadable ({exc}); re-create the snapshot") from None
+        raw = load_json(meta_path)
+    except InputError as exc:
+        raise InputError(f"{exc}; re-create the snapshot") from None
     if not isinstance(raw, dict):
         raise InputError(
             f"{meta_path}: holds a JSON {type(raw).__name__}, not an object; re-create the snapshot"

@@ -20,6 +20,7 @@ from typing import Any
 
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
+from analyzer.core.structured import load_json
 from analyzer.history.files import MAX_QUANTITY, refuse
 
 SCHEMA_VERSION = 1
@@ -55,10 +56,10 @@ def read_forecast(root: Path | str, month: str) -> dict[str, Any] | None:
     path = forecast_path(root, month)
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"history: {path} is unreadable ({exc}); delete that file") from None
+    try:  # core.structured: bounded nesting, one line naming the file
+        data = load_json(path, what="history:")
+    except InputError as exc:
+        raise InputError(f"{exc}; delete that file") from None
     if not isinstance(data, dict):
         raise InputError(f"history: {path} does not hold a JSON object; delete that file")
     version = data.get("schema_version")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.constraint_types import Requirement
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.kube_objects import DEFAULT_NAMESPACE
@@ -87,7 +88,7 @@ def _term(raw: Any, where: str, namespace: str, labels: Mapping[str, str]) -> Af
         selector = LabelSelector(selector.requirements + tuple(extra))
     key = body.get("topologyKey", "")
     if not isinstance(key, str):
-        raise InputError(f"{where}.topologyKey: {key!r} is not a label key")
+        raise InputError(f"{where}.topologyKey: {preview(key)} is not a label key")
     # "" is the namespace of objects written without one, which the loader calls "default"
     listed = frozenset(
         str(n) or DEFAULT_NAMESPACE for n in listing(body.get("namespaces"), f"{where}.namespaces")
@@ -103,7 +104,9 @@ def _weighted(raw: Any, where: str, namespace: str, labels: Mapping[str, str]) -
     body = mapping(raw, where)
     weight = body.get("weight")
     if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
-        raise InputError(f"{where}.weight: Invalid value: {weight!r}: must be in the range 1-100")
+        raise InputError(
+            f"{where}.weight: Invalid value: {preview(weight)}: must be in the range 1-100"
+        )
     return WeightedTerm(weight, _term(body.get("podAffinityTerm"), f"{where}.podAffinityTerm",
                                       namespace, labels))  # fmt: skip
 

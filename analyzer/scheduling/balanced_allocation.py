@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.arith import FloatArray, Int64Array
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import ExplainRow
@@ -49,7 +50,7 @@ def parse_balanced_args(raw: Mapping[str, Any] | None, field: str) -> BalancedAr
     seen: set[str] = set()
     for i, spec in enumerate(resources):
         if spec.name in seen:
-            raise InputError(f"{field}.resources[{i}].name: Duplicate value: {spec.name!r}")
+            raise InputError(f"{field}.resources[{i}].name: Duplicate value: {preview(spec.name)}")
         seen.add(spec.name)
         if spec.weight != 1:
             raise InputError(

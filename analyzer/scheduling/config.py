@@ -20,6 +20,7 @@ from typing import Any
 
 import analyzer.scheduling.registry as registry
 from analyzer.core.errors import InputError
+from analyzer.core.structured import plain, preview
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.framework import FilterPlugin, Profile, ScorePlugin, WeightedScore
 from analyzer.scheduling.noderesources_fit import FitArgs, NodeResourcesFit, parse_shape
@@ -98,7 +99,7 @@ class SchedulerConfig:
             if spec.name == scheduler_name:
                 return spec
         names = ", ".join(p.name for p in self.profiles)
-        raise InputError(f"schedulerName: no profile {scheduler_name!r} (profiles: {names})")
+        raise InputError(f"schedulerName: no profile {preview(scheduler_name)} (profiles: {names})")
 
 
 def _entries(raw: Any, where: str) -> list[tuple[str, int | None]]:
@@ -112,7 +113,7 @@ def _entries(raw: Any, where: str) -> list[tuple[str, int | None]]:
             raise InputError(f"{where}[{i}].name: each plugin entry needs a name")
         weight = item.get("weight")
         if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int)):
-            raise InputError(f"{where}[{i}].weight: {weight!r} is not an integer")
+            raise InputError(f"{where}[{i}].weight: {preview(weight)} is not an integer")
         if weight is not None and weight < 0:
             raise InputError(f"{where}[{i}].weight: Invalid value: {weight}: must be >= 0")
         out.append((item["name"], weight))
@@ -126,7 +127,7 @@ def _check_name(name: str, where: str) -> bool:
     if name in KNOWN_UNMODELLED or name == "*":
         return False
     valid = ", ".join(registry.available())
-    raise InputError(f"{where}: unknown plugin {name!r} (modelled plugins: {valid})")
+    raise InputError(f"{where}: unknown plugin {preview(name)} (modelled plugins: {valid})")
 
 
 def _merge_point(
@@ -160,16 +161,13 @@ def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> P
     notes: list[str] = []
     for point, section in plugins.items():
         for kind in ("enabled", "disabled"):
-            at = f"{where}.plugins.{point}"
+            at = f"{where}.plugins.{plain(point)}"
             for i, (plugin, _) in enumerate(
                 _entries(mapping(section, at).get(kind), f"{at}.{kind}")
             ):
-                if (
-                    not _check_name(plugin, f"{where}.plugins.{point}.{kind}[{i}].name")
-                    and plugin != "*"
-                ):
+                if not _check_name(plugin, f"{at}.{kind}[{i}].name") and plugin != "*":
                     notes.append(
-                        f"plugin {plugin} is not modelled yet; the profile runs without it"
+                        f"plugin {plain(plugin)} is not modelled yet; the profile runs without it"
                     )
     mp = mapping(plugins.get("multiPoint"), f"{where}.plugins.multiPoint")
     mp_disabled = {
@@ -200,7 +198,7 @@ def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> P
             raise InputError(f"{at}.name: each pluginConfig entry needs the plugin name")
         plugin = entry_name
         if plugin in seen:
-            raise InputError(f"{at}.name: Duplicate value: {plugin!r}")
+            raise InputError(f"{at}.name: Duplicate value: {preview(plugin)}")
         seen.add(plugin)
         if _check_name(plugin, f"{at}.name"):
             args[plugin] = registry.get(plugin).parse_args(item.get("args"), f"{at}.args")
@@ -231,10 +229,14 @@ def parse_kube_scheduler_configuration(
     if kind == "Policy":
         return parse_policy(doc, where)
     if kind != "KubeSchedulerConfiguration":
-        raise InputError(f"{where}.kind: {kind!r} (expected KubeSchedulerConfiguration or Policy)")
+        raise InputError(
+            f"{where}.kind: {preview(kind)} (expected KubeSchedulerConfiguration or Policy)"
+        )
     api = doc.get("apiVersion", API_VERSIONS[0])
     if api not in API_VERSIONS:
-        raise InputError(f"{where}.apiVersion: {api!r} is not supported (use {API_VERSIONS[0]})")
+        raise InputError(
+            f"{where}.apiVersion: {preview(api)} is not supported (use {API_VERSIONS[0]})"
+        )
     raw_profiles = doc.get("profiles") or [{}]
     if not isinstance(raw_profiles, list):
         raise InputError(f"{where}.profiles: expected a list of profiles")
@@ -247,7 +249,9 @@ def parse_kube_scheduler_configuration(
     names = [p.name for p in profiles]
     for i, name in enumerate(names):
         if name in names[:i]:
-            raise InputError(f"{where}.profiles[{i}].schedulerName: Duplicate value: {name!r}")
+            raise InputError(
+                f"{where}.profiles[{i}].schedulerName: Duplicate value: {preview(name)}"
+            )
     return SchedulerConfig(profiles)
 
 
@@ -282,7 +286,7 @@ def parse_policy(doc: Mapping[str, Any], where: str = "scheduler") -> SchedulerC
         weight = item.get("weight")
         if isinstance(weight, bool) or not isinstance(weight, int) or weight <= 0:
             raise InputError(
-                f"{at}.weight: Invalid value: {weight!r}: a priority weight must be > 0"
+                f"{at}.weight: Invalid value: {preview(weight)}: a priority weight must be > 0"
             )
         if name in _LEGACY_FIT:
             spec.instances[name] = ("fit", FitArgs(strategy=_LEGACY_FIT[name]))

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, preview
+from analyzer.scheduling.fields import listing, mapping, string_map, text
 
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -145,10 +147,6 @@ class PodConstraints:
 NO_CONSTRAINTS = PodConstraints()
 
 
-def _string(raw: Any) -> str:
-    return "" if raw is None else str(raw)
-
-
 def parse_taints(raw: Any, where: str) -> tuple[Taint, ...]:
     """``spec.taints`` (list of {key, value, effect})."""
     if raw is None:
@@ -159,7 +157,14 @@ def parse_taints(raw: Any, where: str) -> tuple[Taint, ...]:
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping) or not item.get("key"):
             raise InputError(f"{where}[{i}].key: every taint needs a key")
-        out.append(Taint(str(item["key"]), _string(item.get("value")), _string(item.get("effect"))))
+        at = f"{where}[{i}]"
+        out.append(
+            Taint(
+                text(item["key"], f"{at}.key"),
+                text(item.get("value"), f"{at}.value"),
+                text(item.get("effect"), f"{at}.effect"),
+            )
+        )
     return tuple(out)
 
 
@@ -173,18 +178,19 @@ def parse_tolerations(raw: Any, where: str) -> tuple[Toleration, ...]:
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping):
             raise InputError(f"{where}[{i}]: expected a mapping")
-        operator = _string(item.get("operator")) or "Equal"
+        at = f"{where}[{i}]"
+        operator = text(item.get("operator"), f"{at}.operator") or "Equal"
         if operator not in TOLERATION_OPERATORS:
             raise InputError(
-                f"{where}[{i}].operator: {operator!r} is not one of "
+                f"{at}.operator: {preview(operator)} is not one of "
                 + ", ".join(TOLERATION_OPERATORS)
             )
         out.append(
             Toleration(
-                _string(item.get("key")),
+                text(item.get("key"), f"{at}.key"),
                 operator,
-                _string(item.get("value")),
-                _string(item.get("effect")),
+                text(item.get("value"), f"{at}.value"),
+                text(item.get("effect"), f"{at}.effect"),
             )
         )
     return tuple(out)
@@ -192,15 +198,20 @@ def parse_tolerations(raw: Any, where: str) -> tuple[Toleration, ...]:
 
 def _requirements(raw: Any, where: str) -> tuple[Requirement, ...]:
     out = []
-    for i, item in enumerate(raw or []):
+    for i, item in enumerate(listing(raw, where)):
         at = f"{where}[{i}]"
         if not isinstance(item, Mapping) or not item.get("key"):
             raise InputError(f"{at}.key: every requirement needs a key")
-        operator = _string(item.get("operator"))
+        operator = text(item.get("operator"), f"{at}.operator")
         if operator not in OPERATORS:
-            raise InputError(f"{at}.operator: {operator!r} is not one of {', '.join(OPERATORS)}")
-        values = tuple(str(v) for v in item.get("values") or [])
-        out.append(Requirement(str(item["key"]), operator, values))
+            raise InputError(
+                f"{at}.operator: {preview(operator)} is not one of {', '.join(OPERATORS)}"
+            )
+        values = tuple(
+            text(v, f"{at}.values[{j}]")
+            for j, v in enumerate(listing(item.get("values"), f"{at}.values"))
+        )
+        out.append(Requirement(text(item["key"], f"{at}.key"), operator, values))
     return tuple(out)
 
 
@@ -208,10 +219,13 @@ def parse_required_terms(required: Any, at: str) -> tuple[tuple[Requirement, ...
     """``requiredDuringSchedulingIgnoredDuringExecution`` (a NodeSelector) → its terms, or None."""
     if required is None:
         return None
-    raw_terms = required.get("nodeSelectorTerms") or []
+    terms = listing(mapping(required, at).get("nodeSelectorTerms"), f"{at}.nodeSelectorTerms")
     return tuple(
-        _requirements(t.get("matchExpressions"), f"{at}.nodeSelectorTerms[{i}]")
-        for i, t in enumerate(raw_terms)
+        _requirements(
+            mapping(t, f"{at}.nodeSelectorTerms[{i}]").get("matchExpressions"),
+            f"{at}.nodeSelectorTerms[{i}].matchExpressions",
+        )
+        for i, t in enumerate(terms)
     )
 
 
@@ -228,7 +242,9 @@ def parse_preferred_terms(raw: Any, where: str) -> tuple[PreferredTerm, ...]:
             raise InputError(f"{at}: expected a mapping with weight and preference")
         weight = item.get("weight")
         if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
-            raise InputError(f"{at}.weight: Invalid value: {weight!r}: must be in the range 1-100")
+            raise InputError(
+                f"{at}.weight: Invalid value: {describe_value(weight)}: must be in the range 1-100"
+            )
         preference = item.get("preference") or {}
         if not isinstance(preference, Mapping):
             raise InputError(f"{at}.preference: expected a node selector term")
@@ -236,7 +252,7 @@ def parse_preferred_terms(raw: Any, where: str) -> tuple[PreferredTerm, ...]:
         for j, req in enumerate(fields):
             if req.key != "metadata.name":
                 raise InputError(
-                    f"{at}.preference.matchFields[{j}].key: {req.key!r} is not supported "
+                    f"{at}.preference.matchFields[{j}].key: {preview(req.key)} is not supported "
                     "(only metadata.name)"
                 )
         out.append(
@@ -255,18 +271,21 @@ def parse_pod_constraints(spec: Mapping[str, Any], where: str) -> PodConstraints
     """Tolerations, nodeSelector and required node affinity of a Pod ``spec``."""
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, Mapping):
-        raise InputError(f"{where}.nodeSelector: expected a mapping of label → value")
+        raise InputError(
+            f"{where}.nodeSelector: expected a mapping of label → value, "
+            f"got {describe_value(selector)}"
+        )
     body = spec.get("affinity") or {}
     if not isinstance(body, Mapping):
         raise InputError(f"{where}.affinity: expected a mapping, got {type(body).__name__}")
-    affinity = body.get("nodeAffinity") or {}
+    affinity = mapping(body.get("nodeAffinity"), f"{where}.affinity.nodeAffinity")
     terms = parse_required_terms(
         affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
         f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
     )
     constraints = PodConstraints(
         parse_tolerations(spec.get("tolerations"), f"{where}.tolerations"),
-        tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+        tuple(sorted(string_map(selector, f"{where}.nodeSelector").items())),
         terms,
         parse_preferred_terms(
             affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
@@ -303,7 +322,7 @@ def json_cell(text: object, default: str, where: str) -> Any:
         text = default
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         raise InputError(
             f"{where}: {text[:40]!r} is not valid JSON; re-create the snapshot"
         ) from None

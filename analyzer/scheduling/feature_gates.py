@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, plain
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.versions import KubeVersion
 
@@ -46,7 +47,7 @@ def resolve_gates(
     overrides: Mapping[str, Any] = mapping(raw, where)
     for name, value in overrides.items():
         if not isinstance(value, bool):
-            raise InputError(f"{where}.{name}: {value!r} is not true or false")
+            raise InputError(f"{where}.{plain(name)}: {describe_value(value)} is not true or false")
         if name in GATES:
             gates[str(name)] = value
         else:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import plain, preview
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import ExplainRow
@@ -55,7 +56,7 @@ def normalized_image_name(name: str) -> str:
 
 def parse_image_locality_args(raw: Mapping[str, Any] | None, where: str) -> None:
     """ImageLocality has no arguments (only ``apiVersion``/``kind`` are accepted)."""
-    unknown = sorted(set(mapping(raw, where)) - {"apiVersion", "kind"})
+    unknown = sorted(plain(k) for k in mapping(raw, where) if k not in ("apiVersion", "kind"))
     if unknown:
         raise InputError(f"{where}.{unknown[0]}: ImageLocality takes no arguments")
 
@@ -203,7 +204,9 @@ def image_lists(raw: Any, where: str) -> dict[str, int]:
         item = mapping(item, f"{where}[{i}]")
         size = item.get("sizeBytes", 0)
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise InputError(f"{where}[{i}].sizeBytes: {size!r} is not a byte count (integer ≥ 0)")
+            raise InputError(
+                f"{where}[{i}].sizeBytes: {preview(size)} is not a byte count (integer ≥ 0)"
+            )
         names = item.get("names") or []
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise InputError(f"{where}[{i}].names: expected a list of image names")
@@ -220,7 +223,7 @@ def container_images(raw: Any, where: str) -> tuple[str, ...]:
     for i, item in enumerate(raw):
         image = mapping(item, f"{where}[{i}]").get("image") or ""
         if not isinstance(image, str):
-            raise InputError(f"{where}[{i}].image: {image!r} is not an image name")
+            raise InputError(f"{where}[{i}].image: {preview(image)} is not an image name")
         out.append(image)
     return tuple(out)
 
@@ -228,7 +231,7 @@ def container_images(raw: Any, where: str) -> tuple[str, ...]:
 def _json(text: str, where: str) -> Any:
     try:
         return json.loads(text) if text else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         raise InputError(f"{where}: {text[:40]!r} is not JSON; re-create the snapshot") from None
 
 
@@ -253,7 +256,7 @@ def pod_images_from_json(text: str, where: str) -> tuple[tuple[str, ...], tuple[
     for key in ("containers", "initContainers"):
         images = raw.get(key) or []
         if not isinstance(images, list) or not all(isinstance(i, str) for i in images):
-            raise InputError(f"{where}.{key}: expected a list of image names")
+            raise InputError(f"{where}.{plain(key)}: expected a list of image names")
         lists.append(tuple(images))
     return lists[0], lists[1]
 

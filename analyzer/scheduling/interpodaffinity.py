@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.affinity_types import AffinityTerm, PodAffinity
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.fields import mapping
@@ -77,11 +78,13 @@ def parse_affinity_args(raw: Mapping[str, Any] | None, where: str) -> AffinityAr
     weight = body.get("hardPodAffinityWeight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
         raise InputError(
-            f"{where}.hardPodAffinityWeight: Invalid value: {weight!r}: not in valid range [0, 100]"
+            f"{where}.hardPodAffinityWeight: Invalid value: {preview(weight)}: not in valid range [0, 100]"
         )
     ignore = body.get("ignorePreferredTermsOfExistingPods", False)
     if not isinstance(ignore, bool):
-        raise InputError(f"{where}.ignorePreferredTermsOfExistingPods: {ignore!r} is not a boolean")
+        raise InputError(
+            f"{where}.ignorePreferredTermsOfExistingPods: {preview(ignore)} is not a boolean"
+        )
     return AffinityArgs(weight, ignore)
 
 

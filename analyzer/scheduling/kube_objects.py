@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.scheduling.fields import listing, mapping
+from analyzer.core.structured import preview
+from analyzer.scheduling.fields import listing, mapping, string_map, text
 from analyzer.scheduling.label_selectors import (
     LabelSelector,
     parse_label_selector,
@@ -121,13 +122,9 @@ class KubeObjects:
 
 def _meta(obj: Mapping[str, Any], where: str) -> tuple[str, str, Mapping[str, Any]]:
     meta = mapping(obj.get("metadata"), f"{where}.metadata")
-    name = str(meta.get("name") or "")
-    namespace = str(meta.get("namespace") or DEFAULT_NAMESPACE)
+    name = text(meta.get("name"), f"{where}.metadata.name")
+    namespace = text(meta.get("namespace"), f"{where}.metadata.namespace") or DEFAULT_NAMESPACE
     return name, namespace, meta
-
-
-def _string_map(raw: Any, where: str) -> dict[str, str]:
-    return {str(k): str(v) for k, v in mapping(raw, where).items()}
 
 
 def _add(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> str | None:
@@ -136,7 +133,7 @@ def _add(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> str | None
     spec = mapping(obj.get("spec"), f"{where}.spec")
     if kind in ("Service", "ReplicationController"):
         raw = spec.get("selector")
-        labels = _string_map(raw, f"{where}.spec.selector")
+        labels = string_map(raw, f"{where}.spec.selector")
         selector = None if raw is None else selector_from_map(labels, f"{where}.spec.selector")
         target = objects.services if kind == "Service" else objects.replication_controllers
         target.append(SelectorObject(name, namespace, selector, labels))
@@ -146,14 +143,14 @@ def _add(objects: KubeObjects, obj: Mapping[str, Any], where: str) -> str | None
         target.append(SelectorObject(name, namespace, selector))
     elif kind == "Namespace":
         objects.namespaces[name] = Namespace(
-            name, _string_map(meta.get("labels"), f"{where}.metadata.labels")
+            name, string_map(meta.get("labels"), f"{where}.metadata.labels")
         )
     elif kind == "PodDisruptionBudget":
         objects.pdbs.append(parse_pdb(obj, where))
     elif kind == "PriorityClass":
         objects.priority_classes[name] = parse_priority_class(obj, where)
     else:
-        return f"{where}: kind {kind!r} is not read by the scheduler plugins; ignored"
+        return f"{where}: kind {preview(kind)} is not read by the scheduler plugins; ignored"
     return None
 
 

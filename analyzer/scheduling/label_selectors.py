@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import plain, preview
 from analyzer.scheduling.constraint_types import Requirement
 from analyzer.scheduling.fields import listing, mapping
 
@@ -38,7 +39,8 @@ _LABEL_VALUE_HELP = (
 def check_label_value(value: str, where: str) -> str:
     """``value`` if it is a valid label value, else an ``InputError`` in apimachinery's words."""
     if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
-        raise InputError(f'{where}: Invalid value: "{value}": {_LABEL_VALUE_HELP}')
+        shown = plain(value)  # a value holding a line break stays on the one line
+        raise InputError(f'{where}: Invalid value: "{shown}": {_LABEL_VALUE_HELP}')
     return value
 
 
@@ -105,7 +107,7 @@ def selector_from_map(raw: Any, where: str) -> LabelSelector:
 def _checked_map(raw: Any, where: str) -> LabelSelector:
     """``matchLabels``: a map selector whose values must be valid label values."""
     for key, value in mapping(raw, where).items():
-        check_label_value(str(value), f"{where}.{key}")
+        check_label_value(str(value), f"{where}.{plain(key)}")
     return selector_from_map(raw, where)
 
 
@@ -124,7 +126,7 @@ def parse_label_selector(raw: Any, where: str) -> LabelSelector:
         operator = str(item.get("operator") or "")
         if operator not in SELECTOR_OPERATORS:
             raise InputError(
-                f"{at}.operator: {operator!r} is not one of {', '.join(SELECTOR_OPERATORS)}"
+                f"{at}.operator: {preview(operator)} is not one of {', '.join(SELECTOR_OPERATORS)}"
             )
         values = tuple(
             check_label_value(str(v), f"{at}.values[{j}]")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import plain
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraint_types import (
     PreferredTerm,
@@ -50,7 +51,7 @@ class NodeAffinityArgs:
 def parse_node_affinity_args(raw: Mapping[str, Any] | None, where: str) -> NodeAffinityArgs:
     """Parse ``NodeAffinityArgs`` (``addedAffinity``: a NodeAffinity, required and preferred)."""
     raw = mapping(raw, where)
-    unknown = sorted(set(raw) - {"addedAffinity", "apiVersion", "kind"})
+    unknown = sorted(plain(k) for k in raw if k not in ("addedAffinity", "apiVersion", "kind"))
     if unknown:
         raise InputError(f"{where}.{unknown[0]}: unknown field (valid: addedAffinity)")
     added = mapping(raw.get("addedAffinity"), f"{where}.addedAffinity")

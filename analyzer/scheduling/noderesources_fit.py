@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.arith import Int64Array, go_div, go_div_array
 from analyzer.scheduling.fields import integer, listing, mapping
 from analyzer.scheduling.framework import ExplainRow, FilterResult
@@ -68,7 +69,7 @@ class FitArgs:
 
 def _int_field(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{where}: {value!r} is not an integer")
+        raise InputError(f"{where}: {preview(value)} is not an integer")
     return int(value)
 
 
@@ -141,7 +142,7 @@ def parse_fit_args(raw: Mapping[str, Any] | None, field: str) -> FitArgs:
     strategy = str(strategy_raw.get("type") or "")
     if strategy not in STRATEGIES:
         errors.append(
-            f"{where}.type: Unsupported value: {strategy!r}: supported values: "
+            f"{where}.type: Unsupported value: {preview(strategy)}: supported values: "
             + ", ".join(STRATEGIES)
         )
     resources = parse_resources(strategy_raw.get("resources"), f"{where}.resources")
@@ -165,7 +166,7 @@ def parse_fit_args(raw: Mapping[str, Any] | None, field: str) -> FitArgs:
     for i, group in enumerate(groups):
         if "/" in str(group):
             errors.append(
-                f"{field}.ignoredResourceGroups[{i}]: Invalid value: {group!r}: "
+                f"{field}.ignoredResourceGroups[{i}]: Invalid value: {preview(group)}: "
                 "resource group name can't contain '/'"
             )
     if errors:

@@ -16,6 +16,7 @@ from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import resource_value
 from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
+from analyzer.core.structured import describe_value, plain, preview
 from analyzer.scheduling.affinity_types import PodAffinity, parse_pod_affinity
 from analyzer.scheduling.constraint_types import (
     NO_CONSTRAINTS,
@@ -24,7 +25,7 @@ from analyzer.scheduling.constraint_types import (
     parse_pod_constraints,
     parse_taints,
 )
-from analyzer.scheduling.fields import listing
+from analyzer.scheduling.fields import listing, mapping, optional_integer, string_map, text
 from analyzer.scheduling.image_locality import container_images, image_lists
 from analyzer.scheduling.loadaware.args import koord_priority_class
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
@@ -134,43 +135,44 @@ class PodObject:
         )
 
 
-def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise InputError(f"{where}: expected a mapping")
-    return raw
+# kube-scheduler adds quantities in int64; a single one past 2^53 units (8 PiB, 9e12 cores)
+# belongs to no real node or pod, and sums of such would overflow the scheduler's arithmetic
+MAX_QUANTITY = 2**53
 
 
 def resource_list(raw: Any, where: str) -> dict[str, int]:
-    """A ResourceList (``{cpu: 500m, memory: 1Gi}``) in analyzer units."""
-    return {
-        str(k): resource_value(str(k), v, field=f"{where}.{k}")
-        for k, v in _mapping(raw, where).items()
-    }
-
-
-def _string_map(raw: Any, where: str) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _mapping(raw, where).items()}
+    """A ResourceList (``{cpu: 500m, memory: 1Gi}``) in analyzer units, each at most
+    ``MAX_QUANTITY``."""
+    out = {}
+    for key, value in mapping(raw, where).items():
+        field = f"{where}.{plain(key)}"
+        amount = resource_value(str(key), value, field=field)
+        if amount > MAX_QUANTITY:
+            raise InputError(
+                f"{field}: {preview(value)} is more than any node or pod holds "
+                f"(at most {MAX_QUANTITY:,} {'millicores' if key == 'cpu' else 'units'})"
+            )
+        out[str(key)] = amount
+    return out
 
 
 def parse_node(obj: Any, where: str) -> NodeObject:
     """Parse a v1 Node (``metadata.name``, ``status.allocatable``)."""
-    obj = _mapping(obj, where)
-    meta = _mapping(obj.get("metadata"), f"{where}.metadata")
+    obj = mapping(obj, where)
+    meta = mapping(obj.get("metadata"), f"{where}.metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InputError(f"{where}.metadata.name: every node needs a name")
-    status = _mapping(obj.get("status"), f"{where}.status")
+    status = mapping(obj.get("status"), f"{where}.status")
     if "allocatable" not in status:
         raise InputError(f"{where}.status.allocatable: node {name} has no allocatable resources")
     return NodeObject(
         name=name,
         allocatable=resource_list(status.get("allocatable"), f"{where}.status.allocatable"),
-        labels=_string_map(meta.get("labels"), f"{where}.metadata.labels"),
-        annotations=_string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
+        labels=string_map(meta.get("labels"), f"{where}.metadata.labels"),
+        annotations=string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
         taints=parse_taints(
-            _mapping(obj.get("spec"), f"{where}.spec").get("taints"), f"{where}.spec.taints"
+            mapping(obj.get("spec"), f"{where}.spec").get("taints"), f"{where}.spec.taints"
         ),
         images=image_lists(status.get("images"), f"{where}.status.images"),
     )
@@ -184,11 +186,11 @@ def _containers(raw: Any, where: str, init: bool) -> tuple[Container, ...]:
     out = []
     for i, item in enumerate(raw):
         at = f"{where}[{i}]"
-        item = _mapping(item, at)
-        resources = _mapping(item.get("resources"), f"{at}.resources")
+        item = mapping(item, at)
+        resources = mapping(item.get("resources"), f"{at}.resources")
         out.append(
             Container(
-                name=str(item.get("name", f"c{i}")),
+                name=text(item.get("name", f"c{i}"), f"{at}.name"),
                 requests=resource_list(resources.get("requests"), f"{at}.resources.requests"),
                 limits=resource_list(resources.get("limits"), f"{at}.resources.limits"),
                 sidecar=init and item.get("restartPolicy") == "Always",
@@ -199,7 +201,7 @@ def _containers(raw: Any, where: str, init: bool) -> tuple[Container, ...]:
 
 def _condition_time(conditions: Any, kind: str, where: str) -> float | None:
     for i, cond in enumerate(conditions or []):
-        cond = _mapping(cond, f"{where}[{i}]")
+        cond = mapping(cond, f"{where}[{i}]")
         if cond.get("type") == kind and str(cond.get("status")) == "True":
             stamp = cond.get("lastTransitionTime")
             if stamp:
@@ -209,26 +211,28 @@ def _condition_time(conditions: Any, kind: str, where: str) -> float | None:
 
 def parse_pod(obj: Any, where: str) -> PodObject:
     """Parse a v1 Pod: containers, init containers (sidecars), overhead, priority, owners, conditions."""
-    obj = _mapping(obj, where)
-    meta = _mapping(obj.get("metadata"), f"{where}.metadata")
-    spec = _mapping(obj.get("spec"), f"{where}.spec")
-    status = _mapping(obj.get("status"), f"{where}.status")
-    priority = spec.get("priority")
-    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-        raise InputError(f"{where}.spec.priority: {priority!r} is not an integer")
+    obj = mapping(obj, where)
+    meta = mapping(obj.get("metadata"), f"{where}.metadata")
+    spec = mapping(obj.get("spec"), f"{where}.spec")
+    status = mapping(obj.get("status"), f"{where}.status")
+    priority = optional_integer(spec.get("priority"), f"{where}.spec.priority")
+    namespace = text(meta.get("namespace"), f"{where}.metadata.namespace") or "default"
     owners = tuple(
-        str(_mapping(o, f"{where}.metadata.ownerReferences[{i}]").get("kind", ""))
+        text(
+            mapping(o, f"{where}.metadata.ownerReferences[{i}]").get("kind"),
+            f"{where}.metadata.ownerReferences[{i}].kind",
+        )
         for i, o in enumerate(
             listing(meta.get("ownerReferences"), f"{where}.metadata.ownerReferences")
         )
     )
     conditions = status.get("conditions")
-    pod_level = _mapping(spec.get("resources"), f"{where}.spec.resources")
+    pod_level = mapping(spec.get("resources"), f"{where}.spec.resources")
     level_requests = resource_list(pod_level.get("requests"), f"{where}.spec.resources.requests")
     level_limits = resource_list(pod_level.get("limits"), f"{where}.spec.resources.limits")
     return PodObject(
-        name=str(meta.get("name", "")),
-        namespace=str(meta.get("namespace", "default")),
+        name=text(meta.get("name"), f"{where}.metadata.name"),
+        namespace=namespace,
         spec=PodSpecResources(
             containers=_containers(spec.get("containers"), f"{where}.spec.containers", False),
             init_containers=_containers(
@@ -236,13 +240,14 @@ def parse_pod(obj: Any, where: str) -> PodObject:
             ),
             overhead=resource_list(spec.get("overhead"), f"{where}.spec.overhead"),
         ),
-        node_name=str(spec.get("nodeName") or ""),
-        labels=_string_map(meta.get("labels"), f"{where}.metadata.labels"),
-        annotations=_string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
+        node_name=text(spec.get("nodeName"), f"{where}.spec.nodeName"),
+        labels=string_map(meta.get("labels"), f"{where}.metadata.labels"),
+        annotations=string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
         priority=priority,
         owner_kinds=owners,
-        phase=str(status.get("phase") or ""),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        phase=text(status.get("phase"), f"{where}.status.phase"),
+        scheduler_name=text(spec.get("schedulerName"), f"{where}.spec.schedulerName")
+        or "default-scheduler",
         scheduled_time=_condition_time(conditions, "PodScheduled", f"{where}.status.conditions"),
         initialized_time=_condition_time(conditions, "Initialized", f"{where}.status.conditions"),
         pod_requests={k: v for k, v in level_requests.items() if k in POD_LEVEL_RESOURCES},
@@ -251,15 +256,15 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         spread=parse_spread_constraints(spec, f"{where}.spec"),
         controller=controller_of(meta, f"{where}.metadata"),
         terminating=meta.get("deletionTimestamp") is not None,
-        uid=str(meta.get("uid") or ""),
-        priority_class=str(spec.get("priorityClassName") or ""),
+        uid=text(meta.get("uid"), f"{where}.metadata.uid"),
+        priority_class=text(spec.get("priorityClassName"), f"{where}.spec.priorityClassName"),
         preemption_policy=_preemption_policy(spec.get("preemptionPolicy"), f"{where}.spec"),
         start_time_ns=time_ns(status.get("startTime"), f"{where}.status.startTime"),
         affinity=parse_pod_affinity(
             spec,
             f"{where}.spec",
-            str(meta.get("namespace", "default")),
-            _string_map(meta.get("labels"), f"{where}.metadata.labels"),
+            namespace,
+            string_map(meta.get("labels"), f"{where}.metadata.labels"),
         ),
         images=container_images(spec.get("containers"), f"{where}.spec.containers"),
         init_images=container_images(spec.get("initContainers"), f"{where}.spec.initContainers"),
@@ -276,7 +281,8 @@ def _preemption_policy(raw: Any, where: str) -> str:
         return ""
     if raw not in PREEMPTION_POLICIES:
         raise InputError(
-            f"{where}.preemptionPolicy: {raw!r} is not one of {', '.join(PREEMPTION_POLICIES)}"
+            f"{where}.preemptionPolicy: {preview(raw)} is not one of "
+            f"{', '.join(PREEMPTION_POLICIES)}"
         )
     return str(raw)
 
@@ -290,7 +296,9 @@ def time_ns(raw: Any, where: str) -> int | None:
         return int(stamp.timestamp()) * 10**9 + stamp.microsecond * 1000
     match = _RFC3339.fullmatch(str(raw).strip())
     if match is None:
-        raise InputError(f"{where}: {raw!r} is not an RFC 3339 time like 2026-11-01T12:00:00Z")
+        raise InputError(
+            f"{where}: {describe_value(raw)} is not an RFC 3339 time like 2026-11-01T12:00:00Z"
+        )
     whole, fraction, zone = match.groups()
     seconds = int(
         parse_time(whole + ("Z" if zone.upper() == "Z" else zone), field=where).timestamp()

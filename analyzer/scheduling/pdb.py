@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.fields import integer, mapping
 from analyzer.scheduling.label_selectors import LabelSelector, parse_label_selector
 
@@ -86,7 +87,7 @@ def _int_or_percent(raw: Any, where: str) -> int | str | None:
         return raw
     if isinstance(raw, str) and _PERCENT.fullmatch(raw) and int(raw[:-1]) <= 100:
         return raw
-    raise InputError(f"{where}: {raw!r} is not an integer ≥ 0 or a percentage like '50%'")
+    raise InputError(f"{where}: {preview(raw)} is not an integer ≥ 0 or a percentage like '50%'")
 
 
 def scaled(value: int | str, total: int) -> int:

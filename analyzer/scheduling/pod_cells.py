@@ -37,7 +37,7 @@ def labels_from_cell(text: object) -> dict[str, str]:
         return {}
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 

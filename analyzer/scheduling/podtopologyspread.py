@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array, go_round_array
 from analyzer.scheduling.constraints import affinity_mask, taint_mask
 from analyzer.scheduling.feature_gates import (
@@ -95,7 +96,7 @@ def parse_spread_args(raw: Mapping[str, Any] | None, where: str) -> SpreadArgs:
     body = mapping(raw, where)
     defaulting = body.get("defaultingType", "System")
     if defaulting not in ("System", "List"):
-        raise InputError(f"{where}.defaultingType: {defaulting!r} is not System or List")
+        raise InputError(f"{where}.defaultingType: {preview(defaulting)} is not System or List")
     at = f"{where}.defaultConstraints"
     constraints = tuple(
         parse_spread_constraint(c, f"{at}[{i}]", default=True)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import plain, preview
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.objects import PodObject
@@ -47,7 +48,7 @@ def parse_post_filter(raw: Any, names: Sequence[str], where: str) -> dict[int, s
     if raw is None:
         return None
     raw = mapping(raw, where)
-    unknown = sorted(set(raw) - set(POST_FILTER_KEYS))
+    unknown = sorted(plain(key) for key in raw if key not in POST_FILTER_KEYS)
     if unknown:
         raise InputError(
             f"{where}.{unknown[0]}: unknown key (valid: {', '.join(POST_FILTER_KEYS)})"
@@ -57,16 +58,16 @@ def parse_post_filter(raw: Any, names: Sequence[str], where: str) -> dict[int, s
     position = {name: i for i, name in enumerate(names)}
     statuses = dict.fromkeys(range(len(names)), absent)
     for name, code in given.items():
-        field = f"{where}.filteredNodesStatuses.{name}"
+        field = f"{where}.filteredNodesStatuses.{plain(name)}"
         if name not in position:
-            raise InputError(f"{field}: {name!r} is not one of the scenario's nodes")
+            raise InputError(f"{field}: {preview(name)} is not one of the scenario's nodes")
         statuses[position[name]] = _code(code, field)
     return statuses
 
 
 def _code(raw: Any, where: str) -> str:
     if raw not in STATUS_CODES:
-        raise InputError(f"{where}: {raw!r} is not a Filter status code (valid: "
+        raise InputError(f"{where}: {preview(raw)} is not a Filter status code (valid: "
                          f"{', '.join(STATUS_CODES)})")  # fmt: skip
     return str(raw)
 

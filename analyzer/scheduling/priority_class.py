@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.fields import integer, mapping
 
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
@@ -37,6 +38,6 @@ def parse_priority_class(obj: Any, where: str) -> PriorityClass:
     policy = obj.get("preemptionPolicy") or "PreemptLowerPriority"
     if policy not in PREEMPTION_POLICIES:
         raise InputError(
-            f"{where}.preemptionPolicy: {policy!r} is not one of {', '.join(PREEMPTION_POLICIES)}"
+            f"{where}.preemptionPolicy: {preview(policy)} is not one of {', '.join(PREEMPTION_POLICIES)}"
         )
     return PriorityClass(name, value, bool(obj.get("globalDefault")), str(policy))

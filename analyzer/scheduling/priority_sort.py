@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.priority_class import PriorityClass, parse_priority_class
 
@@ -41,7 +42,7 @@ def _class_of(pod: PodObject, classes: Mapping[str, PriorityClass]) -> PriorityC
         if pod.priority_class in SYSTEM_CLASSES:
             return PriorityClass(pod.priority_class, SYSTEM_CLASSES[pod.priority_class])
         raise InputError(
-            f"pod {pod.namespace}/{pod.name}: priorityClassName {pod.priority_class!r} has no "
+            f"pod {pod.namespace}/{pod.name}: priorityClassName {preview(pod.priority_class)} has no "
             "PriorityClass object; add it to the scenario or set spec.priority"
         )
     defaults = [c for c in classes.values() if c.global_default]

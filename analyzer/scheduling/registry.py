@@ -25,6 +25,7 @@ import analyzer.scheduling.preemption as preemption
 import analyzer.scheduling.priority_sort as priority_sort
 import analyzer.scheduling.taint_score as taint_score
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.gpu.plugins import register_gpu_plugins
 from analyzer.scheduling.versions import KubeVersion
 
@@ -41,7 +42,7 @@ class Registry(Generic[T]):
     def register(self, name: str, item: T, *, replace: bool = False) -> None:
         """Add ``item`` as ``name`` (``replace`` to override an existing one)."""
         if name in self._items and not replace:
-            raise ValueError(f"{self.kind} {name!r} is already registered")
+            raise ValueError(f"{self.kind} {preview(name)} is already registered")
         self._items[name] = item
 
     def get(self, name: str, *, field: str = "name") -> T:
@@ -50,7 +51,9 @@ class Registry(Generic[T]):
             return self._items[name]
         except KeyError:
             valid = ", ".join(self.available())
-            raise InputError(f"{field}: unknown {self.kind} {name!r} (valid: {valid})") from None
+            raise InputError(
+                f"{field}: unknown {self.kind} {preview(name)} (valid: {valid})"
+            ) from None
 
     def available(self) -> list[str]:
         """Registered names, sorted."""

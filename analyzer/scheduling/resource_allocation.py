@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.state import (
     CPU,
@@ -151,7 +152,7 @@ def parse_resources(
         if weight is None:
             weight = 0
         if isinstance(weight, bool) or not isinstance(weight, int):
-            raise InputError(f"{where}.weight: {weight!r} is not an integer")
+            raise InputError(f"{where}.weight: {preview(weight)} is not an integer")
         specs.append(ResourceSpec(item["name"], int(weight) if weight != 0 else 1))
     return tuple(specs)
 

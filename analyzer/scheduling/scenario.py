@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, load_yaml_or_json, plain, preview
 from analyzer.scheduling.arith import BoolArray
 from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
 from analyzer.scheduling.feature_gates import resolve_gates
@@ -102,13 +102,9 @@ class Scenario:
 
 
 def read_yaml(path: Path, field_name: str) -> Any:
-    """Load a YAML/JSON file with an ``InputError`` naming ``field_name`` on failure."""
-    try:
-        return yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise InputError(f"{field_name}: cannot read {path} ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{field_name}: {path} is not valid YAML ({exc})") from None
+    """Load a YAML/JSON file through ``core.structured`` (aliases and nesting bounded), with an
+    ``InputError`` naming ``field_name`` and the file on failure."""
+    return load_yaml_or_json(path, what=field_name)
 
 
 def _items(raw: Any, where: str) -> list[Any]:
@@ -116,8 +112,9 @@ def _items(raw: Any, where: str) -> list[Any]:
     if raw is None:
         return []
     if isinstance(raw, Mapping):
-        if raw.get("kind", "").endswith("List") or "items" in raw:
-            return list(raw.get("items") or [])
+        kind = raw.get("kind")
+        if (isinstance(kind, str) and kind.endswith("List")) or "items" in raw:
+            return listing(raw.get("items"), f"{where}.items")
         return [raw]
     if not isinstance(raw, list):
         raise InputError(f"{where}: expected a list of objects or a kubectl List")
@@ -132,7 +129,7 @@ def _scheduler(raw: Any, base: Path, where: str) -> tuple[Any, str]:
             return strategy_config(raw), raw
         path = Path(raw) if Path(raw).is_absolute() else base / raw
         if not path.is_file():
-            raise InputError(f"{where}: {raw!r} is neither a strategy nor a file")
+            raise InputError(f"{where}: {preview(raw)} is neither a strategy nor a file")
         return parse_kube_scheduler_configuration(
             load_config_document(path, field=where), where, full_defaults=True
         ), raw
@@ -142,8 +139,10 @@ def _scheduler(raw: Any, base: Path, where: str) -> tuple[Any, str]:
 def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Scenario:
     """Turn a scenario document into state, pod and profile."""
     if not isinstance(doc, Mapping):
-        raise InputError(f"{where}: expected a mapping with nodes, pods and pod")
-    unknown = sorted(set(doc) - set(SCENARIO_KEYS))
+        raise InputError(
+            f"{where}: expected a mapping with nodes, pods and pod, not {describe_value(doc)}"
+        )
+    unknown = sorted(plain(key) for key in doc if key not in SCENARIO_KEYS)
     if unknown:
         raise InputError(f"{where}.{unknown[0]}: unknown key (valid: {', '.join(SCENARIO_KEYS)})")
     version = parse_version(doc.get("kubernetesVersion"), field=f"{where}.kubernetesVersion")
@@ -157,7 +156,7 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
     names = [n.name for n in nodes]
     for i, name in enumerate(names):
         if name in names[:i]:
-            raise InputError(f"{where}.nodes[{i}].metadata.name: duplicate node {name!r}")
+            raise InputError(f"{where}.nodes[{i}].metadata.name: duplicate node {preview(name)}")
     if doc.get("pod") is None:
         raise InputError(f"{where}.pod: the incoming Pod is required")
     incoming = parse_pod(doc.get("pod"), f"{where}.pod")
@@ -185,7 +184,8 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
     else:
         if len(config.profiles) > 1 or spec.name != incoming.scheduler_name:
             notes.append(
-                f"pod schedulerName {incoming.scheduler_name!r} has no profile; using {spec.name!r}"
+                f"pod schedulerName {preview(incoming.scheduler_name)} has no profile; "
+                f"using {preview(spec.name)}"
             )
     for name, args in spec.args.items():
         if hasattr(args, "with_gates"):
@@ -221,13 +221,15 @@ def _candidates(raw: Any, names: list[str], where: str) -> BoolArray | None:
     mask = np.zeros(len(names), dtype=bool)
     for i, name in enumerate(listing(raw, where)):
         if not isinstance(name, str) or name not in position:
-            raise InputError(f"{where}[{i}]: {name!r} is not one of the scenario's nodes")
+            raise InputError(f"{where}[{i}]: {preview(name)} is not one of the scenario's nodes")
         mask[position[name]] = True
     return mask
 
 
 def _now(raw: Any, metrics: Any, where: str) -> float:
     if raw is not None:
+        if isinstance(raw, str) and len(raw) > 64:  # parse_time quotes the text it refuses
+            raise InputError(f"{where}: {describe_value(raw)} is not a time")
         return parse_time(str(raw), field=where).timestamp()
     times = [m.update_time for m in metrics if m.update_time is not None]
     return max(times) if times else time.time()
@@ -295,9 +297,12 @@ def load_scenario(
     doc: dict[str, Any] = {}
     base = Path()
     if path is not None:
-        loaded = read_yaml(path, "SCENARIO")
+        loaded = read_yaml(path, "scenario")
         if not isinstance(loaded, Mapping):
-            raise InputError(f"{path}: expected a scenario mapping (nodes, pods, pod, ...)")
+            raise InputError(
+                f"scenario {path}: expected a scenario mapping (nodes, pods, pod, ...), "
+                f"not {describe_value(loaded)}"
+            )
         doc.update(loaded)
         base = Path(path).parent
     for key, file in (
@@ -320,7 +325,7 @@ def load_scenario(
         raise InputError("SCENARIO: give a scenario file or --nodes/--pods/--pod files")
     if isinstance(doc.get("pod"), Mapping) and "items" in doc["pod"]:
         items = doc["pod"]["items"] or []
-        if len(items) != 1:
+        if not isinstance(items, list) or len(items) != 1:
             raise InputError("--pod: expected exactly one Pod")
         doc["pod"] = items[0]
     return build_scenario(doc, base, where=str(path) if path else "scenario")

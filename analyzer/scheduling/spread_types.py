@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.label_selectors import LabelSelector, parse_label_selector
 
@@ -48,7 +49,7 @@ def _policy(raw: Any, where: str) -> str | None:
     if raw is None:
         return None
     if raw not in (HONOR, IGNORE):
-        raise InputError(f"{where}: {raw!r} is not Honor or Ignore")
+        raise InputError(f"{where}: {preview(raw)} is not Honor or Ignore")
     return str(raw)
 
 
@@ -56,7 +57,7 @@ def _positive(raw: Any, where: str, default: int | None = None) -> int:
     if raw is None and default is not None:
         return default
     if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
-        raise InputError(f"{where}: {raw!r} must be an integer greater than zero")
+        raise InputError(f"{where}: {preview(raw)} must be an integer greater than zero")
     return raw
 
 
@@ -69,7 +70,7 @@ def parse_spread_constraint(raw: Any, where: str, *, default: bool = False) -> S
     when = item.get("whenUnsatisfiable")
     if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
         raise InputError(
-            f"{where}.whenUnsatisfiable: {when!r} is not {DO_NOT_SCHEDULE} or {SCHEDULE_ANYWAY}"
+            f"{where}.whenUnsatisfiable: {preview(when)} is not {DO_NOT_SCHEDULE} or {SCHEDULE_ANYWAY}"
         )
     if default and item.get("labelSelector") is not None:
         raise InputError(

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, load_yaml_or_json, preview
 from analyzer.scheduling.config import (
     SchedulerConfig,
     build_profile,
@@ -198,15 +197,14 @@ def available_strategies() -> list[Strategy]:
 
 
 def load_config_document(path: Path, *, field: str = "scheduler") -> Mapping[str, Any]:
-    """Read a KubeSchedulerConfiguration / Policy file (YAML or JSON)."""
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise InputError(f"{field}: cannot read {path} ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{field}: {path} is not valid YAML/JSON ({exc})") from None
+    """Read a KubeSchedulerConfiguration / Policy file (YAML or JSON) through ``core.structured``
+    (aliases and nesting bounded; one line naming ``field`` and the file on any failure)."""
+    doc = load_yaml_or_json(path, what=field)
     if not isinstance(doc, Mapping):
-        raise InputError(f"{field}: {path} does not hold a KubeSchedulerConfiguration document")
+        raise InputError(
+            f"{field} {path}: does not hold a KubeSchedulerConfiguration document "
+            f"(it holds {describe_value(doc)})"
+        )
     return doc
 
 
@@ -219,7 +217,7 @@ def strategy_config(name_or_path: str, *, field: str = "--strategy") -> Schedule
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         if not path.is_file():
-            raise InputError(f"{field}: no such file {name_or_path!r}")
+            raise InputError(f"{field}: no such file {preview(name_or_path)}")
         return parse_kube_scheduler_configuration(
             load_config_document(path, field=field), str(path)
         )

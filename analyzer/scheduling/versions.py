@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 
 DEFAULT_VERSION = "1.36"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?$")
@@ -71,12 +72,16 @@ def parse_version(text: str | float | None, *, field: str = "kubernetesVersion")
     """Parse ``"1.16"``, ``"v1.30.2"`` (default 1.36 when None)."""
     if isinstance(text, float):
         # YAML reads an unquoted 1.30 as the number 1.3; refuse rather than guess
-        raise InputError(f'{field}: {text!r} is a number; quote the version, e.g. "1.30"')
+        raise InputError(f'{field}: {preview(text)} is a number; quote the version, e.g. "1.30"')
     raw = DEFAULT_VERSION if text is None else str(text).strip()
     match = _VERSION.match(raw)
     if not match:
-        raise InputError(f"{field}: {text!r} is not a Kubernetes version (expected e.g. 1.30)")
+        raise InputError(
+            f"{field}: {preview(text)} is not a Kubernetes version (expected e.g. 1.30)"
+        )
     version = KubeVersion(int(match.group(1)), int(match.group(2)))
     if version.major != 1 or version.minor < 10:
-        raise InputError(f"{field}: {text!r} is not supported (use 1.10 .. 1.36 or newer 1.x)")
+        raise InputError(
+            f"{field}: {preview(text)} is not supported (use 1.10 .. 1.36 or newer 1.x)"
+        )
     return version

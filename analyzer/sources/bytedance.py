@@ -9,7 +9,6 @@ about 8,470 cores. The production assignment (``InitialDeployingContainers``) is
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from numpy.typing import NDArray
 from analyzer import __version__
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, SnapshotMeta, empty_table, make_snapshot
+from analyzer.core.structured import load_json
 
 DEFAULT_M3 = Path(__file__).resolve().parent.parent / "_traces" / "bytedance-m3" / "M3.json"
 REFERENCE_CPU_MILLI = 96_000  # the most common machine shape is scaled to 96 cores ...
@@ -54,14 +54,10 @@ def _field(entry: dict[str, Any], key: str, where: str) -> Any:
 def load_m3(path: Path | None = None) -> M3Cluster:
     """Read M3.json and scale it (see the module docstring)."""
     path = Path(path or DEFAULT_M3)
-    try:
-        data = json.loads(path.read_text())
-    except OSError:
-        raise InputError(
-            f"{path}: cannot read; pass M3.json from bytedance/research-cluster-dataset"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    try:  # core.structured: nesting bounded, bad UTF-8 and syntax errors on one line
+        data = load_json(path)
+    except InputError as exc:
+        raise InputError(f"{exc}; pass M3.json from bytedance/research-cluster-dataset") from None
     machines = _field(data, "MachineList", str(path))
     services = _field(data, "ServiceList", str(path))
     raw_cpu = [float(_field(m, "TotalCPU", f"{path}: MachineList")) for m in machines]

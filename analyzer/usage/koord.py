@@ -41,7 +41,7 @@ def _label(labels: pd.Series, key: str) -> pd.Series:
             return ""
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
             return ""
         value = data.get(key, "") if isinstance(data, dict) else ""
         return value if isinstance(value, str) else ""

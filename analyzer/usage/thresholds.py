@@ -25,6 +25,7 @@ from typing import Any
 
 from analyzer.core.durations import format_duration, parse_duration
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, plain, preview
 
 ANNOTATION = "scheduling.koordinator.sh/usage-thresholds"
 DEFAULT_USAGE = {"cpu": 65, "memory": 95}
@@ -38,7 +39,9 @@ def _threshold_map(value: Any, where: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for resource, pct in value.items():
         if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
-            raise InputError(f"{where}.{resource}: {pct!r} must be an integer percent 0..100")
+            raise InputError(
+                f"{where}.{plain(resource)}: {describe_value(pct)} must be an integer percent 0..100"
+            )
         out[str(resource)] = pct
     return out
 
@@ -69,7 +72,7 @@ def parse_aggregated(data: Any, where: str) -> AggregatedThreshold | None:
         return None  # Koordinator ignores an aggregated section without both
     if stat not in AGG_TYPES:
         raise InputError(
-            f"{where}.usageAggregationType: {stat!r} is not one of {', '.join(AGG_TYPES)}"
+            f"{where}.usageAggregationType: {preview(stat)} is not one of {', '.join(AGG_TYPES)}"
         )
     raw = data.get("usageAggregatedDuration")
     duration = parse_duration(str(raw), field=f"{where}.usageAggregatedDuration") if raw else None
@@ -121,7 +124,7 @@ class ThresholdConfig:
             try:
                 raw = json.loads(text)
                 source = "annotation"
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
                 warning = f"node {node}: annotation {ANNOTATION} is not valid JSON; cluster thresholds used"
         if raw is None and node in self.node_overrides:
             raw, source = self.node_overrides[node], "node_thresholds"
@@ -191,7 +194,7 @@ def _annotation(annotations: str | None) -> str | None:
         return None
     try:
         data = json.loads(annotations)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return None
     value = data.get(ANNOTATION) if isinstance(data, dict) else None
     return value if isinstance(value, str) else None

@@ -49,7 +49,7 @@ def _json_list(text: object) -> list[object]:
         return []
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return []
     return data if isinstance(data, list) else [data] if isinstance(data, dict) and data else []
 
@@ -324,7 +324,7 @@ def _json_object(text: object) -> dict[str, object]:
         return {}
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return {}
     return data if isinstance(data, dict) else {}
 

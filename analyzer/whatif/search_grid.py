@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, load_yaml, plain, preview
 from analyzer.core.yamltext import comment
 
 API = "kubescheduler.config.k8s.io/v1"
@@ -197,7 +198,7 @@ def _list(raw: Any, where: str) -> list[Any]:
 
 def _int(value: Any, where: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InputError(f"{where}: {value!r} must be an integer in [{low}, {high}]")
+        raise InputError(f"{where}: {describe_value(value)} must be an integer in [{low}, {high}]")
     return value
 
 
@@ -206,7 +207,7 @@ def _weights(raw: Any, where: str, low: int, high: int) -> Weights:
         raise InputError(
             f"{where}: expected a mapping of resource name to integer, e.g. {{cpu: 1}}"
         )
-    return tuple((str(k), _int(v, f"{where}.{k}", low, high)) for k, v in raw.items())
+    return tuple((str(k), _int(v, f"{where}.{plain(k)}", low, high)) for k, v in raw.items())
 
 
 def _parse_axes(doc: Mapping[str, Any], where: str) -> dict[str, tuple[Any, ...]]:
@@ -216,7 +217,7 @@ def _parse_axes(doc: Mapping[str, Any], where: str) -> dict[str, tuple[Any, ...]
         for i, kind in enumerate(_list(doc["scoring"], f"{where}.scoring")):
             if kind not in SCORING_TYPES:
                 raise InputError(
-                    f"{where}.scoring[{i}]: {kind!r} is not one of {', '.join(SCORING_TYPES)}"
+                    f"{where}.scoring[{i}]: {preview(kind)} is not one of {', '.join(SCORING_TYPES)}"
                 )
         axes["scoring"] = tuple(doc["scoring"])
     if "resourceWeights" in doc:
@@ -236,7 +237,13 @@ def _parse_axes(doc: Mapping[str, Any], where: str) -> dict[str, tuple[Any, ...]
             _int(w, f"{where}.loadAwareWeights[{i}]", 1, 100) for i, w in enumerate(items)
         )
     if "baselines" in doc:
-        axes["baselines"] = tuple(str(b) for b in _list(doc["baselines"], f"{where}.baselines"))
+        baselines = _list(doc["baselines"], f"{where}.baselines")
+        for i, name in enumerate(baselines):
+            if not isinstance(name, str):
+                raise InputError(
+                    f"{where}.baselines[{i}]: {describe_value(name)} is not a strategy name or file"
+                )
+        axes["baselines"] = tuple(baselines)
     return axes
 
 
@@ -262,12 +269,12 @@ def parse_grid(
         return base
     if not isinstance(doc, Mapping):
         raise InputError(f"{where}: expected a mapping with keys {', '.join(GRID_KEYS)}")
-    unknown = sorted(set(doc) - set(GRID_KEYS))
+    unknown = sorted(preview(key) for key in doc if key not in GRID_KEYS)
     if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(GRID_KEYS)})")
+        raise InputError(f"{where}: unknown key {unknown[0]} (known: {', '.join(GRID_KEYS)})")
     extend = doc.get("extend", False)
     if not isinstance(extend, bool):
-        raise InputError(f"{where}.extend: {extend!r} is not true/false")
+        raise InputError(f"{where}.extend: {describe_value(extend)} is not true/false")
     axes = _parse_axes(doc, where)
     values: dict[str, Any] = {}
     for key, axis in axes.items():
@@ -295,10 +302,5 @@ def load_grid(path: Path | None) -> SearchGrid:
     """The grid of a YAML file (``None`` = the default grid); bad input → ``InputError``."""
     if path is None:
         return DEFAULT_GRID
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise InputError(f"--search-grid: cannot read {path} ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"--search-grid: {path} is not valid YAML ({exc})") from None
+    doc = load_yaml(path, what="--search-grid")  # aliases and nesting bounded (core.structured)
     return parse_grid(doc, f"--search-grid {path}")

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import preview
 
 MILLI = 1000  # milli per GPU
 IntArray = NDArray[np.int64]
@@ -165,7 +166,7 @@ class GpuNodes:
         if rule == "best-fit" and demand.gpu_milli < MILLI:
             fits = fits[np.argsort(free[fits], kind="stable")]
         elif rule != "first-fit" and rule != "best-fit":
-            raise InputError(f"GPU choice rule {rule!r}: use first-fit or best-fit")
+            raise InputError(f"GPU choice rule {preview(rule)}: use first-fit or best-fit")
         return tuple(int(i) for i in fits[: demand.num_gpu])
 
     def bind(self, node: int, demand: GpuDemand, gpus: Sequence[int]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, plain, preview
 from analyzer.scheduling.arith import go_round
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.state import PodDemand
@@ -96,9 +97,11 @@ def _int_map(raw: Any, where: str, low: int, high: int) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{where}.{key}: {value!r} is not an integer")
+            raise InputError(f"{where}.{plain(key)}: {describe_value(value)} is not an integer")
         if not low <= value <= high:
-            raise InputError(f"{where}.{key}: Invalid value: {value}: must be in [{low}, {high}]")
+            raise InputError(
+                f"{where}.{plain(key)}: Invalid value: {value}: must be in [{low}, {high}]"
+            )
         out[str(key)] = int(value)
     return out
 
@@ -106,7 +109,7 @@ def _int_map(raw: Any, where: str, low: int, high: int) -> dict[str, int]:
 def _bool(raw: Mapping[str, Any], key: str, default: bool | None, where: str) -> bool | None:
     value = raw.get(key, default)
     if value is not None and not isinstance(value, bool):
-        raise InputError(f"{where}.{key}: {value!r} is not true/false")
+        raise InputError(f"{where}.{plain(key)}: {describe_value(value)} is not true/false")
     return value
 
 
@@ -122,7 +125,7 @@ def _agg_type(raw: Any, where: str) -> str:
     value = "" if raw is None else str(raw)
     if value and value not in AGGREGATION_TYPES:
         raise InputError(
-            f"{where}: Unsupported value: {value!r}: one of {', '.join(AGGREGATION_TYPES)}"
+            f"{where}: Unsupported value: {preview(value)}: one of {', '.join(AGGREGATION_TYPES)}"
         )
     return value
 
@@ -154,14 +157,14 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, field: str) -> LoadAware
     expiration = raw.get("nodeMetricExpirationSeconds", 180)
     if isinstance(expiration, bool) or not isinstance(expiration, int) or expiration <= 0:
         raise InputError(
-            f"{field}.nodeMetricExpirationSeconds: Invalid value: {expiration!r}: "
+            f"{field}.nodeMetricExpirationSeconds: Invalid value: {preview(expiration)}: "
             "nodeMetricExpiredSeconds should be a positive value"
         )
     weights = _int_map(raw.get("resourceWeights"), f"{field}.resourceWeights", 1, 100)
     dominant = raw.get("dominantResourceWeight", 0) or 0
     if isinstance(dominant, bool) or not isinstance(dominant, int) or not 0 <= dominant <= 100:
         raise InputError(
-            f"{field}.dominantResourceWeight: Invalid value: {dominant!r}: must be in [0, 100]"
+            f"{field}.dominantResourceWeight: Invalid value: {preview(dominant)}: must be in [0, 100]"
         )
     if not weights and dominant == 0:
         weights = dict(DEFAULT_RESOURCE_WEIGHTS)
@@ -180,7 +183,9 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, field: str) -> LoadAware
     for key in ("estimatedSecondsAfterPodScheduled", "estimatedSecondsAfterInitialized"):
         value = raw.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InputError(f"{field}.{key}: {value!r} is not an integer number of seconds")
+            raise InputError(
+                f"{field}.{plain(key)}: {describe_value(value)} is not an integer number of seconds"
+            )
         after[key] = value
     return LoadAwareArgs(
         filter_expired=bool(_bool(raw, "filterExpiredNodeMetrics", True, field)),
@@ -232,7 +237,7 @@ def _custom_factors(pod: PodDemand) -> dict[str, int]:
         return {}
     try:
         parsed = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return {}  # upstream ignores an unreadable annotation
     if not isinstance(parsed, dict):
         return {}

@@ -119,7 +119,7 @@ def raw_allocatable(annotations: Mapping[str, str]) -> dict[str, int]:
         return {}
     try:
         values = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
         return {}
     if not isinstance(values, dict):
         return {}
@@ -189,7 +189,7 @@ class LoadAwareScheduling:
         if text:
             try:
                 custom = json.loads(text)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # a cell nested past the parser
                 custom = None  # invalid JSON: the arguments apply unchanged
             if _well_formed(custom):  # malformed: the arguments apply unchanged
                 usage = _thresholds(custom.get("usageThresholds"), self.resources)
