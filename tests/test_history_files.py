@@ -318,7 +318,7 @@ def test_a_truncated_or_foreign_forecast_is_one_line(h: Path, tmp_path: Path) ->
     text = path.read_text()
     path.write_text(text[:5000])
     _refused(
-        _monthly(h, tmp_path / "m"), documented_exit("history-damaged"), str(path), "is unreadable"
+        _monthly(h, tmp_path / "m"), documented_exit("history-damaged"), str(path), "not valid JSON"
     )
     path.write_text("[1, 2, 3]")
     _refused(

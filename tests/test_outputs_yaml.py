@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from monthly_history import PoolTruth, WorkloadTruth, write_history
 
 from analyzer.cli import main
-from analyzer.core.yamltext import comment, comment_text, one_line
+from analyzer.core.text import one_line
+from analyzer.core.yamltext import comment, comment_text
 from analyzer.whatif.search_grid import scheduler_yaml
 
 

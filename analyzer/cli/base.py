@@ -13,7 +13,6 @@ import os
 import signal
 import stat
 import sys
-import unicodedata
 from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from analyzer.cli.helpformat import AnalyzerCommand, AnalyzerContext, summary
 from analyzer.core.atomic import handle_termination
 from analyzer.core.config import build_default_map, load_config_file
 from analyzer.core.errors import EXIT_ERROR, EXIT_SIGNAL_BASE, AnalyzerError, Terminated
+from analyzer.core.text import escaped
 
 # stdout closed by its reader (``analyzer ... | head -1``): the exit a process killed by SIGPIPE
 # gets from the shell, as ``cat`` or ``grep`` there; not 0, since the output was cut short.
@@ -35,14 +35,9 @@ def one_line(message: str) -> str:
     """``message`` as one line: its lines (every Unicode line break ``str.splitlines`` knows,
     ``\\r`` and ``\\u2028`` too) stripped and joined with a space, so a library text ending in
     a newline (pandas' tokenizer, thrift) keeps its tail (often the fix) on the same line; any
-    other control character is shown escaped (``\\x1b``), never sent to the terminal."""
-    joined = " ".join(part.strip() for part in message.splitlines() if part.strip())
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) == "Cc" and ch != "\t"
-        else ch
-        for ch in joined
-    )
+    other non-printable character (a terminal escape ``\\x1b``, a bidi override) is shown
+    escaped, never sent to the terminal (``core/text.py``'s rule)."""
+    return escaped(" ".join(part.strip() for part in message.splitlines() if part.strip()))
 
 
 def _fail(message: str, code: int) -> None:

@@ -31,7 +31,7 @@ import pyarrow.csv as pa_csv
 
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
-from analyzer.core.yamltext import one_line
+from analyzer.core.text import one_line
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")

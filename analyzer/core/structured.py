@@ -33,6 +33,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from analyzer.core.errors import InputError
+from analyzer.core.text import escaped
 
 MAX_DEPTH = 100  # nesting levels; kubectl's output of a Deployment with affinity is ~15
 MAX_ALIAS_NODES = 100_000  # nodes YAML aliases may add beyond those written in the file
@@ -158,8 +159,8 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 
 def _escape(text: str) -> str:
-    """Line breaks and other control characters as Python escapes; the rest unchanged."""
-    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+    """Line breaks and other non-printables as Python escapes (``core/text.py``'s rule)."""
+    return escaped(text)
 
 
 def read_text(path: Path | str, *, what: str = "") -> str:

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 from analyzer.core.csvsafe import read_csv_written_by_us
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot
-from analyzer.core.yamltext import one_line
+from analyzer.core.text import one_line
 
 KEY = ["namespace", "owner_kind", "owner_name"]
 # (resource, per-pod column of the recommendation frame)

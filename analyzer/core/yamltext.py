@@ -16,33 +16,20 @@ surrogate, private-use and unassigned characters; the plain space is kept) becom
 escape (``\\n``, ``\\x85``, ``\\u2028``, ``\\U000e0001``), so the text is one line of printable
 characters, unambiguous (the escapes read back as the original), and nothing in it can end
 the comment. :func:`comment` prefixes ``# ``; :func:`comment_block` joins several lines;
-:func:`one_line` also cuts the text short, for names and values quoted in error messages.
+``core/text.py`` holds the rule itself, and ``one_line`` for names quoted in error messages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
-
-
-def _escape(char: str) -> str:
-    if char in _SHORT:
-        return _SHORT[char]
-    code = ord(char)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
+from analyzer.core.text import escaped
 
 
 def comment_text(text: object) -> str:
-    """``text`` (``str()`` of anything) as one line of printable characters, escapes visible."""
-    value = str(text)
-    if value.isprintable() and "\\" not in value:
-        return value  # the common case: a plain name, unchanged
-    return "".join(char if char.isprintable() and char != "\\" else _escape(char) for char in value)
+    """``text`` (``str()`` of anything) as one line of printable characters, escapes visible
+    and backslashes doubled, so the comment reads back as the original (``core/text.py``)."""
+    return escaped(text, backslash=True)
 
 
 def comment(text: object) -> str:
@@ -53,10 +40,3 @@ def comment(text: object) -> str:
 def comment_block(lines: Iterable[object]) -> str:
     """Several comment lines, each through :func:`comment`, joined by newlines."""
     return "\n".join(comment(line) for line in lines)
-
-
-def one_line(text: object, limit: int = 80) -> str:
-    """:func:`comment_text` cut to ``limit`` characters (``…`` marks a cut): a name or a value
-    shown in an error message, which must stay one short line whatever the input holds."""
-    value = comment_text(text)
-    return value if len(value) <= limit else value[: limit - 1] + "…"

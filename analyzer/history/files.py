@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzer.core.errors import InputError
+from analyzer.core.text import escaped, shortened
 
 DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(parquet|json)$")
 MONTH_FILE = re.compile(r"^(\d{4}-\d{2})\.json$")
@@ -83,15 +84,14 @@ def first_line(exc: BaseException) -> str:
     pandas' and pyarrow's span several lines)."""
     text = str(exc).strip() or type(exc).__name__
     line = text.splitlines()[0].strip() if text.splitlines() else text
-    line = "".join(ch if ch.isprintable() else " " for ch in line)
-    return line if len(line) <= _SHOWN else line[: _SHOWN - 1] + "…"
+    return shortened(escaped(line), _SHOWN)
 
 
 def refuse(path: Path, what: str, fix: str = DELETE) -> NoReturn:
     """End the run: ``history: FILE WHAT; FIX`` (exit 2), on one line whatever a name holds
     (a line break or control character in a path or a column name is shown escaped)."""
     text = f"history: {path} {what}; {fix}"
-    raise InputError("".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text))
+    raise InputError(escaped(text))
 
 
 # What reading a file can raise that is the file's fault (not ours): the OS, pyarrow (thrift

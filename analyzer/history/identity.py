@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
+from analyzer.core.text import escaped, shortened
 from analyzer.history.files import DAY_FILE, read_json, refuse
 
 IDENTITY_FILE = "cluster.json"
@@ -50,8 +51,7 @@ class ClusterIdentity:
 
 def shown(name: str) -> str:
     """A cluster name fit for one message line: non-printables escaped, at most 80 characters."""
-    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name)
-    return repr(text if len(text) <= 80 else text[:79] + "…")
+    return repr(shortened(escaped(name)))
 
 
 def normalise_source(source: str) -> str:
