@@ -23,13 +23,17 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -52,6 +56,11 @@ MMDEBSTRAP = (
 CONTAINERS_CONF = '[containers]\ndefault_ulimits = []\n\n[engine]\nevents_logger = "file"\n'
 PODMAN_FLAGS = ("--runtime", "runc", "--cgroup-manager", "cgroupfs")
 IMAGE = "localhost/analyzer:ci-test"
+# Where podman itself mounts or creates files in every container (listed by `podman diff`).
+PODMAN_MOUNT_POINTS = {
+    "/etc", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run", "/run/.containerenv",
+    "/tmp", "/data", "/dev", "/proc", "/sys",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -216,41 +225,63 @@ def test_nothing_to_build_or_install_with_is_left_in_the_image(
         "import importlib.util as u, shutil, site, os;"
         "print(shutil.which('pip'), shutil.which('gcc'), shutil.which('cc'),"
         " u.find_spec('pip') is not None, os.path.exists('/root/.cache/pip'),"
-        " [p for p in site.getsitepackages() if os.path.isdir(os.path.join(p, 'pandas', 'tests'))])"
+        " [p for p in site.getsitepackages() if os.path.isdir(os.path.join(p, 'pandas', 'tests'))],"
+        " os.listdir('/tmp'))"
     )
     out = podman.run(
         "run", "--rm", "--network", "none", "--entrypoint", "python3", image.tag, "-c", script
     )
-    assert out.split() == ["None", "None", "None", "False", "False", "[]"], out
+    # no pip, no compiler, no pip cache, no test suites, and nothing left in the image's /tmp
+    assert out.split() == ["None", "None", "None", "False", "False", "[]", "[]"], out
 
 
-def test_demo_runs_read_only_offline_as_non_root(
-    podman: Podman, image: Built, tmp_path: Path
-) -> None:
-    data = tmp_path / "data"
+@dataclass(frozen=True)
+class DemoRun:
+    """``analyzer demo`` run inside the image: its output, what it left in the container's layer."""
+
+    proc: subprocess.CompletedProcess[str]
+    data: Path
+    layer_changes: list[str]
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def demo(podman: Podman, image: Built, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The demo as a CronJob pod runs it: offline, read-only root, tmpfs /tmp, no capabilities."""
+    data = tmp_path_factory.mktemp("volume") / "data"
     data.mkdir()
     os.chown(data, UID, UID)  # what fsGroup does for the PersistentVolumeClaim in a cluster
     name = f"analyzer-ci-demo-{os.getpid()}"
+    podman.run("rm", "--force", name, check=False)
     start = time.monotonic()
     proc = subprocess.run(
         ["podman", *PODMAN_FLAGS, "run", "--name", name,
          "--network", "none", "--read-only", "--tmpfs", "/tmp:rw,size=1g,mode=1777",
          "--volume", f"{data}:/data", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
          image.tag, "demo", "--out", "/data/demo"],
-        env=podman.env, capture_output=True, text=True, timeout=900, check=False,
+        env=podman.env, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
     seconds = time.monotonic() - start
     try:
         # the container's own layer after the run: nothing may have been written outside the
         # volume and the tmpfs (a read-only root makes that an error, the diff makes it visible)
-        diff = podman.run("diff", name).split()
+        changes = [
+            line
+            for line in podman.run("diff", name).splitlines()
+            # podman's own mount points for the files it bind-mounts (hosts, resolv.conf, ...)
+            if line.split()[-1] not in PODMAN_MOUNT_POINTS
+        ]
     finally:
         podman.run("rm", "--force", name, check=False)
-    assert proc.returncode == 0, f"demo exited {proc.returncode}:\n{proc.stderr[-3000:]}"
     print(f"demo inside the image: {seconds:.0f} s")
-    assert diff == []
+    return DemoRun(proc, data, changes, seconds)
 
-    out = data / "demo"
+
+def test_demo_runs_read_only_offline_as_non_root(demo: DemoRun) -> None:
+    proc = demo.proc
+    assert proc.returncode == 0, f"demo exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    assert demo.layer_changes == []
+    out = demo.data / "demo"
     assert "/data/demo/reports/index.html" in proc.stdout  # it printed where the reports are
     # written by the image's user, not root
     assert {p.stat().st_uid for p in out.rglob("*")} == {UID}
@@ -268,3 +299,53 @@ def test_demo_runs_read_only_offline_as_non_root(
     assert "data:image/png;base64," in (out / latest).read_text()  # matplotlib drew, from /tmp
     review = json.loads((out / "monthly" / "report.json").read_text())
     assert {p["name"] for p in review["pools"]} == {"compute", "general", "gpu", "memory"}
+
+
+def test_the_report_server_of_deploy_serves_the_volume_read_only(
+    podman: Podman, image: Built, demo: DemoRun
+) -> None:
+    """deploy/overlays/full/web.yaml's command, in the image, read-only, serves the reports."""
+    assert demo.proc.returncode == 0
+    [deployment] = [
+        d
+        for d in yaml.safe_load_all((ROOT / "deploy/overlays/full/web.yaml").read_text())
+        if d["kind"] == "Deployment"
+    ]
+    command = deployment["spec"]["template"]["spec"]["containers"][0]["command"]
+    with socket.socket() as probe:  # a free port on the host (the server shares its network)
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    command = [port if word == "8080" else word for word in command]
+    name = f"analyzer-ci-web-{os.getpid()}"
+    podman.run(
+        "run", "--detach", "--name", name, "--network", "host", "--read-only",
+        "--tmpfs", "/tmp", "--volume", f"{demo.data}:/data:ro", "--cap-drop", "ALL",
+        "--entrypoint", command[0], image.tag, *command[1:],
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/demo/reports/index.html"
+        body = b""
+        for _ in range(100):  # the server needs a moment to start
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    body = response.read()
+                break
+            except OSError:
+                time.sleep(0.2)
+        assert body == (demo.data / "demo" / "reports" / "index.html").read_bytes()
+    finally:
+        podman.run("rm", "--force", name, check=False)
+
+
+def test_the_monthly_jobs_shell_finds_last_month(podman: Podman, image: Built) -> None:
+    """The monthly CronJob's script needs /bin/sh and GNU date in the image; it names last month."""
+    [cronjob] = yaml.safe_load_all((ROOT / "deploy/overlays/full/cronjob-monthly.yaml").read_text())
+    script = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
+    [month_line] = [line for line in script[2].splitlines() if line.startswith("month=")]
+    out = podman.run(
+        "run", "--rm", "--network", "none", "--read-only", "--entrypoint", "/bin/sh",
+        image.tag, "-ec", f'{month_line}\necho "$month"',
+    )  # fmt: skip
+    today = datetime.now(UTC).date()
+    last_month = today.replace(day=1) - timedelta(days=1)
+    assert out.strip() == last_month.strftime("%Y-%m")
