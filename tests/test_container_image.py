@@ -157,8 +157,10 @@ def base_image(podman: Podman) -> str:
 def _pip_build_args() -> list[str]:
     """Hand the host's pip CA bundle and index to the wheel stage, when the host has them set."""
     args: list[str] = []
-    cert = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
-    if cert and Path(cert).is_file():
+    # the host's trust (which holds any TLS-inspecting proxy's CA), else its system bundle
+    system = "/etc/ssl/certs/ca-certificates.crt"
+    cert = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE") or system
+    if Path(cert).is_file():
         args += ["--volume", f"{cert}:{cert}:ro", "--build-arg", f"PIP_CERT={cert}"]
     for name in ("PIP_INDEX_URL",):
         if os.environ.get(name, "").startswith("http"):
