@@ -75,6 +75,7 @@ def serve(handler: Handler) -> Iterator[Stub]:
 
         do_GET = _handle
         do_POST = _handle
+        do_PUT = _handle  # the Pushgateway push (tests/test_metrics_pushgateway.py)
 
         def log_message(self, format: str, *args: object) -> None:
             return

@@ -25,6 +25,7 @@ LAYERS = {
     "scheduling": 1,
     "usage": 1,
     "history": 1,
+    "deliver": 1,
     "collect": 2,
     "sources": 2,
     "fragmentation": 2,

@@ -20,6 +20,7 @@ from analyzer.cli.collect import (
     print_step_note,
     scrape_interval_option,
 )
+from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.cli.report_cmds import analysis_options, day_source, nightly_settings
 from analyzer.core.durations import parse_day
 from analyzer.core.errors import InputError
@@ -66,6 +67,7 @@ def _bar(done: int, total: int, last: str) -> None:
 @scrape_interval_option
 @click.option("--queries-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Own query profile folder.")  # fmt: skip
+@metrics_options
 @click.pass_context
 def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
     """Record past days in OUT/history/ from Prometheus, one day at a time, as the nightly
@@ -73,6 +75,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
 
     Days already present are skipped unless --force. Exit 0 ok, 3 a day partial or without data.
     """
+    from analyzer.report.metrics import backfill_metrics
     from analyzer.report.output import check_report_out
 
     check_report_out(opts["out"])  # before any work: never write into a user's folder
@@ -124,6 +127,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
     )
     if terminal:
         click.echo("", err=True)
+    record_metrics(ctx, backfill_metrics(outcome))
     click.echo(f"history: {history}")
     click.echo(outcome.line())
     if outcome.exit_code:

@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from analyzer.cli.base import report
+from analyzer.cli.notify_options import notify_options, notify_settings, publish
+from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.errors import InputError
 from analyzer.core.outdir import check_writable
 from analyzer.usage.thresholds import ThresholdConfig
@@ -53,6 +55,8 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
               help="With --snapshot: parallel processes (default: the machine's cores).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
+@notify_options
+@metrics_options
 @click.pass_context
 def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **opts: Any) -> None:
     """The monthly capacity review of HISTORY_DIR (a nightly OUT, or OUT/history).
@@ -67,9 +71,11 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     from analyzer.monthly.prices import load_prices
     from analyzer.monthly.review import ReviewSettings, build_review, history_root
     from analyzer.monthly.rightsize import parse_recipe
+    from analyzer.report.metrics import monthly_metrics
     from analyzer.report.monthly import check_monthly_out, joint_settings, write_monthly_report
 
     check_monthly_out(out)  # before any work: never lose a user's folder
+    notify = notify_settings(opts)  # secrets read and checked before any work (exit 2)
     month = None if opts["month"] is None else Month.parse(opts["month"])
     config = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
     usage = dict(config.usage)
@@ -117,6 +123,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         snapshot=opts["snapshot"],
         joint=joint,
     )
+    record_metrics(ctx, monthly_metrics(review))
     for pool in review.payload["pools"]:
         click.echo(f"{pool['name']}: {pool['decision']['sentence']}")
         if pool.get("simulated_decision"):
@@ -124,3 +131,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     click.echo(f"report:   {paths.html}")
     click.echo(f"json:     {paths.json}")
     click.echo(f"forecast: {paths.forecast}")
+    if notify is not None:  # the review is whole on disk: a failure here is exit 5
+        from analyzer.report.notify_message import monthly_message
+
+        publish(notify, monthly_message(out, opts["report_url"]), out)

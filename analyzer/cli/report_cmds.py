@@ -18,6 +18,8 @@ from analyzer.cli.collect import (
     scrape_interval_seconds,
     settings_from,
 )
+from analyzer.cli.notify_options import notify_options, notify_settings, publish
+from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
@@ -116,12 +118,16 @@ def day_source(opts: dict[str, Any]) -> DaySource:
               help="With --prometheus: own query profile folder.")  # fmt: skip
 @click.option("--save-snapshot", type=click.Path(file_okay=False, path_type=Path),
               help="With --prometheus: also keep the collected snapshot here.")  # fmt: skip
+@notify_options
+@metrics_options
 @click.pass_context
 def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> None:
     """Write the nightly HTML report (+ JSON, CSV) of one day, from SNAPSHOT or --prometheus.
 
-    Exit 0 ok, 3 partial data, 4 violations (only with --fail-on-violations; wins over 3).
+    Exit 0 ok, 3 partial data, 4 violations (only with --fail-on-violations; wins over 3),
+    5 report written but --notify failed (wins over 3 and 4).
     """
+    from analyzer.report.metrics import nightly_metrics
     from analyzer.report.nightly_report import write_nightly_report
     from analyzer.report.output import check_report_out
 
@@ -129,6 +135,7 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
     if opts["save_snapshot"] is not None:
         check_snapshot_out(opts["save_snapshot"], "--save-snapshot")
     settings = nightly_settings(ctx, opts)
+    notify = notify_settings(opts)  # secrets read and checked before any work (exit 2)
     if snapshot is not None:
         data = read_snapshot(snapshot)
     elif opts["prometheus"]:
@@ -137,7 +144,12 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
         raise InputError("report nightly: give a SNAPSHOT folder or --prometheus URL")
     result = run_nightly(data, settings)
     paths = write_nightly_report(result, opts["out"], templates_dir=opts["templates_dir"])
+    record_metrics(ctx, nightly_metrics(result))
     _print_outcome(result.summary.breaches, result.quality.partial, paths.html, paths.index)
+    if notify is not None:  # the report is whole on disk: a failure here is exit 5
+        from analyzer.report.notify_message import nightly_message
+
+        publish(notify, nightly_message(paths.run_dir, opts["report_url"]), opts["out"])
     if result.exit_code:
         ctx.exit(result.exit_code)
 

@@ -9,6 +9,7 @@ Exit codes (DESIGN.md, README "Exit codes"):
 | 2 | bad usage, config or input (the message names the field and the fix) |
 | 3 | partial data: some queries failed or data gaps beyond the limit |
 | 4 | threshold violations found (only with ``--fail-on-violations``) |
+| 5 | the output is written, but publishing it failed (``--notify``: docs/delivery.md; ``--pushgateway``, ``--metrics-textfile``: docs/metrics.md) |
 | 130 | interrupted by SIGINT (Ctrl-C): 128 + 2, temporary folders removed |
 | 143 | terminated by SIGTERM (``kill``, a CronJob's deadline): 128 + 15, temporary folders removed |
 
@@ -23,6 +24,9 @@ EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_PARTIAL = 3
 EXIT_VIOLATIONS = 4
+# The report (or history) is safely written, but telling the team failed: a metrics push, the
+# metrics textfile, a notification. Its own code, so a CronJob can retry only the publishing.
+EXIT_PUBLISH_FAILED = 5
 EXIT_SIGNAL_BASE = 128  # a run ended by signal N exits 128 + N (the shell's convention)
 
 
@@ -48,6 +52,17 @@ class PartialDataError(AnalyzerError):
     """Some data is missing: failed queries or gaps beyond the allowed limit."""
 
     exit_code = EXIT_PARTIAL
+
+
+class PublishError(AnalyzerError):
+    """The run's output is written, but publishing it (metrics, notifications) failed, after
+    bounded retries.
+
+    Raised only after every output file is safely in place, so a retried job finds the report
+    and redoes only the publishing that did not happen.
+    """
+
+    exit_code = EXIT_PUBLISH_FAILED
 
 
 class Terminated(BaseException):

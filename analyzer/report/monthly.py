@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,10 @@ from analyzer.report.views import Column, TableView, json_value
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.joint import JointSettings
 
-MONTHLY_FILES = names_matching(("report.html", "report.json", "*.csv", "rightsizing-patches.yaml"))
+# ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write.
+MONTHLY_FILES = names_matching(
+    ("report.html", "report.json", "*.csv", "rightsizing-patches.yaml", "deliveries")
+)
 PATCHES = "rightsizing-patches.yaml"
 TOP_WORKLOADS = 15
 
@@ -548,6 +552,10 @@ def write_monthly_report(
         (tmp / PATCHES).write_text(patches_yaml(rightsizing.frame))
         (tmp / "report.json").write_text(payload + "\n")
         (tmp / "report.html").write_bytes(html)
+        # The records of deliveries already made go into the new folder before it is swapped
+        # in: a re-run never loses them, so it never announces the same month twice.
+        if (target / "deliveries").is_dir():
+            shutil.copytree(target / "deliveries", tmp / "deliveries")
         for path in [tmp, *tmp.iterdir()]:
             make_readable(path)
     stored = write_forecast(history, str(review.month), _clean(review.stored_forecast))

@@ -64,8 +64,9 @@ def make_readable(path: Path) -> None:
 # What a nightly OUT holds: run folders, the index, the history store, the what-if folder and
 # our temporary files. OUT holding anything else is not ours: the report is not written there.
 # ``lost+found`` is the file system's, at the root of a mounted volume (a CronJob's PVC): OUT is
-# written into, never replaced, so it is left alone.
-_OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif|lost\+found)$")
+# written into, never replaced, so it is left alone. ``deliveries`` holds --notify's records
+# (analyzer/deliver/record.py).
+_OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif|deliveries|lost\+found)$")
 
 
 # What a what-if folder holds (the report, and the configuration search beside it); the report
