@@ -317,3 +317,34 @@ def test_config_file_is_one_analyzer_reads(rendered: dict[str, list[Obj]], tmp_p
         capture_output=True, text=True, check=False, timeout=60,
     )  # fmt: skip
     assert run.returncode == 2 and "--token-file" in run.stderr, run.stderr
+
+
+def _commented_patch() -> str:
+    """The commented-out metrics + delivery patch of overlays/full, uncommented."""
+    lines = (DEPLOY / "overlays" / "full" / "kustomization.yaml").read_text().splitlines()
+    start = lines.index("  # - target:")
+    return "\n".join(line.replace("  # ", "", 1) for line in lines[start:])
+
+
+def test_the_commented_metrics_and_delivery_patch_works(tmp_path: Path) -> None:
+    """Uncommented as docs/deploy.md says, the example renders, validates, and analyzer parses it."""
+    rel = Path(os.path.relpath(DEPLOY, tmp_path))
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources:\n  - {rel / 'overlays' / 'full'}\npatches:\n{_commented_patch()}\n"
+    )
+    proc = subprocess.run(
+        [_kubectl(), "kustomize", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    objects = [o for o in yaml.safe_load_all(proc.stdout) if o]
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSIONS[-1], strict=True)
+    token = tmp_path / "token"
+    token.write_text("t")
+    nightly = _container(objects, "analyzer-nightly")["args"]
+    assert "--notify=slack" in nightly and any(a.startswith("--pushgateway=") for a in nightly)
+    _parses([a.replace("/var/run/secrets/analyzer/token", str(token)) for a in nightly])
+    monthly = _container(objects, "analyzer-monthly")
+    words = _exec_line(monthly["command"][2], month="2026-10", **{"@": ""})
+    _parses([*[w.replace("/data/reports", str(tmp_path)) for w in words if w], *monthly["args"]])
