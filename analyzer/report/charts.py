@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from analyzer.core.text import escaped
 
 _DPI = 80
 # Report chart style; other report modules draw inside ``mpl.rc_context(STYLE)`` too.
@@ -57,8 +60,9 @@ class Chart:
 def short_label(text: str, limit: int = 40) -> str:
     """A tick label of at most ``limit`` characters (``…`` in the middle): a 253-character node
     name would squeeze the plot to nothing (and matplotlib warn on stderr, which cron mails).
-    The tables and report.json keep the full name."""
-    text = str(text)
+    Non-printable characters are shown escaped (``core/text.py``): a ``\\r`` in a pool name has
+    no glyph either. The tables and report.json keep the full name."""
+    text = escaped(text)
     return (
         text if len(text) <= limit else f"{text[: limit // 2 - 1]}…{text[-(limit - limit // 2) :]}"
     )
@@ -91,8 +95,11 @@ def fit_labels(fig: Figure) -> None:
             _shorten_ticks(axis)
     for limit, group in ((TITLE_LIMIT, texts), (LABEL_LIMIT, entries)):
         for text in group:
-            if text is not None and len(text.get_text()) > limit:
-                text.set_text(short_label(text.get_text(), limit))
+            if text is None:
+                continue
+            value = text.get_text()
+            if len(value) > limit or not value.isprintable():
+                text.set_text(short_label(value, limit))
 
 
 def _shorten_ticks(axis: Any) -> None:
@@ -117,7 +124,11 @@ def encode_png(fig: Figure) -> str:
     buffer = io.BytesIO()
     fit_labels(fig)
     FigureCanvasAgg(fig)
-    fig.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
+    with warnings.catch_warnings():
+        # a name in a script the bundled font lacks (CJK, emoji) is drawn as boxes; the tables
+        # and report.json keep it whole, so stderr (cron's mail) need not say so per glyph
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        fig.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
