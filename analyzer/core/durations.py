@@ -6,6 +6,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 
 from analyzer.core.errors import InputError
+from analyzer.core.text import one_line
 
 # The longest day count or duration any option takes: 100 years, beyond any history, range,
 # window or step a cluster has. Larger values are mistypes; refusing them here also keeps them
@@ -28,7 +29,9 @@ def parse_duration(text: str, *, field: str = "duration") -> timedelta:
         seconds += float(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
     if not value or pos != len(value):
-        raise InputError(f"{field}: {text!r} is not a duration (expected e.g. 30s, 5m, 1h30m, 7d)")
+        raise InputError(
+            f"{field}: '{one_line(text)}' is not a duration (expected e.g. 30s, 5m, 1h30m, 7d)"
+        )
     check_at_most(seconds / 86400, MAX_DAYS, field=field, shown=value[:40], unit="d")
     return timedelta(seconds=seconds)
 
@@ -54,7 +57,9 @@ def parse_positive_duration(text: str, *, field: str = "duration") -> timedelta:
     """``parse_duration`` that also rejects zero; the message quotes the text as the user typed it."""
     delta = parse_duration(text, field=field)
     if delta <= timedelta(0):
-        raise InputError(f"{field}: {str(text).strip()!r} is not a positive duration (e.g. 5m)")
+        raise InputError(
+            f"{field}: '{one_line(str(text).strip())}' is not a positive duration (e.g. 5m)"
+        )
     return delta
 
 
@@ -70,7 +75,7 @@ def parse_duration_list(text: str, *, field: str = "durations") -> list[tuple[st
         raise InputError(f"{field}: give at least one duration, e.g. 5m,1h")
     if not all(items):
         raise InputError(
-            f"{field}: {str(text).strip()!r} has an empty item between commas "
+            f"{field}: '{one_line(str(text).strip())}' has an empty item between commas "
             "(write e.g. 5m,1h with no empty entries)"
         )
     return [(item, parse_positive_duration(item, field=field)) for item in items]
@@ -114,7 +119,7 @@ def parse_time(text: str, *, field: str = "time") -> datetime:
             "; as an end, a day YYYY-MM-DD excludes that day" if field.endswith("end") else ""
         )
         raise InputError(
-            f"{field}: {text!r} is not a time (accepted: RFC 3339 like 2026-11-01T12:00:00Z, "
+            f"{field}: '{one_line(text)}' is not a time (accepted: RFC 3339 like 2026-11-01T12:00:00Z, "
             f"a day YYYY-MM-DD meaning its 00:00 UTC, or unix seconds{end_note})"
         ) from None
     if parsed.tzinfo is None:
@@ -141,4 +146,6 @@ def parse_day(text: str, *, field: str = "--date", today: date | None = None) ->
             return date.fromisoformat(value)
         return parse_time(value, field=field).date()
     except (ValueError, InputError):
-        raise InputError(f"{field}: {text!r} is not a day (accepted: {DAY_FORMS})") from None
+        raise InputError(
+            f"{field}: '{one_line(text)}' is not a day (accepted: {DAY_FORMS})"
+        ) from None
