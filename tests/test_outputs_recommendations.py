@@ -206,7 +206,7 @@ def test_rightsize_csv_of_hostile_names_round_trips(tmp_path: Path) -> None:
 
 _CELL_TEXT = st.lists(
     st.one_of(
-        st.characters(),
+        st.characters(blacklist_categories=("Cs",)),  # a UTF-8 file holds no lone surrogate
         st.sampled_from([*LINE_BREAKS, *FORMULA_PREFIXES, ",", '"', "'", "m", "e", ".", "Gi"]),
     ),
     max_size=12,

@@ -40,6 +40,9 @@ def test_make_grid_aligns_to_the_step_and_rejects_empty_ranges() -> None:
     grid = make_grid(1000.5, 2000.0, 60)
     assert (grid.start, grid.end, grid.points) == (1020, 1980, 17)
     with pytest.raises(InputError, match="range is empty"):
+        make_grid(1030, 1000, 60)
+    # a range shorter than one step is not empty, the step is too long: the message says so
+    with pytest.raises(InputError, match=r"--step: 1m leaves no whole step inside"):
         make_grid(1000, 1030, 60)
 
 

@@ -446,7 +446,7 @@ def test_a_large_kubectl_list_is_read_within_the_bounds(tmp_path: Path) -> None:
     outcome = _collect(tmp_path, Path("o.json"))
     assert_contract(outcome, allowed_exits=(2,), max_seconds=time_bound(HEAVY_IMPORT_S),
                     absent_unless_ok=[tmp_path / "snap"])  # fmt: skip
-    assert outcome.stderr_lines[0].startswith(f"{ERROR}--start/--end: the range is empty")
+    assert outcome.stderr_lines[0].startswith(f"{ERROR}--since: the range is empty")
 
 
 SECRET = "s3cr3t-T0KEN-abcdef"
