@@ -164,6 +164,11 @@ def test_every_csv_of_every_command_is_formula_safe(
         ["whatif", snap, "--recommendations", str(rightsize), "--blocked", "--workers", "1"]
     )
     assert " 0 pods right-sized" not in joint
+    # what reaches the terminal is printable: a name's line break or escape sequence is shown
+    # escaped (core/text.py), never sent raw
+    assert all(line.isprintable() for line in joint.splitlines()), [
+        line for line in joint.splitlines() if not line.isprintable()
+    ][:3]
     # rows 101, 102: no page holds a hostile name's markup raw
     pages = sorted(tmp_path.rglob("*.html"))
     assert len(pages) >= 4, pages

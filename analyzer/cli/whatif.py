@@ -14,6 +14,7 @@ from analyzer.cli.base import main, report
 from analyzer.cli.params import Count
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
+from analyzer.core.text import escaped
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
@@ -373,7 +374,7 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     click.echo(f"window {result.start} .. {result.end}; {result.changed_pods:,} pods right-sized")
     rows = [
         {
-            "pool": pool,
+            "pool": escaped(pool),  # names from the cluster reach a terminal: no escapes
             "scenario": row["name"],
             "strategy": row["strategy"],
             "nodes_peak": row["nodes_peak"],
@@ -392,15 +393,15 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     if result.version is not None:
         click.echo(result.version.sentence)
     for note in result.notes:
-        click.echo(f"note: {note}")
+        click.echo(f"note: {escaped(note)}")
     for pool, drain in sorted(result.drains.items()) if opts["blocked"] else []:
         click.echo("")
         click.echo(
-            f"pool {pool} ({result.best[pool]}, at {drain.time}): {len(drain.needed)} nodes "
-            f"needed, {len(drain.blocked_nodes)} cannot go alone; {len(drain.greedy_drained)} "
-            "more could go together (greedy drain)"
+            f"pool {escaped(pool)} ({result.best[pool]}, at {drain.time}): {len(drain.needed)} "
+            f"nodes needed, {len(drain.blocked_nodes)} cannot go alone; "
+            f"{len(drain.greedy_drained)} more could go together (greedy drain)"
         )
         for blocked in drain.blocked_nodes:
-            click.echo(f"  {blocked['node']}:")
+            click.echo(f"  {escaped(blocked['node'])}:")
             for reason in blocked["reasons"]:
-                click.echo(f"    {reason}")
+                click.echo(f"    {escaped(reason)}")
