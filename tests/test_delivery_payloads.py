@@ -68,3 +68,14 @@ def test_the_report_is_attached_only_under_5_mb(tmp_path: Path) -> None:
     assert "too large to attach (5.0 MB)" in body
     assert "open it at https://reports.example.org/monthly/2026-10/" in body
     assert len(with_big.as_bytes()) < 200_000
+
+
+def test_a_damaged_or_hostile_delivery_record_counts_as_delivered(tmp_path: Path) -> None:
+    # A record only a person can have damaged (writes are atomic): never a traceback, never a
+    # second message. 100,000-deep JSON would be a RecursionError in json.loads.
+    from analyzer.deliver.record import read_record
+
+    path = tmp_path / "nightly-2026-11-07.slack.json"
+    for data in (b"[" * 100_000 + b"]" * 100_000, b"\xff\xfe", b"{not json", b"[1, 2]"):
+        path.write_bytes(data)
+        assert read_record(path) == {}

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.atomic import atomic_write_text
+from analyzer.core.errors import InputError
+from analyzer.core.structured import load_json
 
 RECORDS_FOLDER = "deliveries"  # inside the report's output folder
 
@@ -29,9 +31,9 @@ def read_record(path: Path) -> dict[str, Any] | None:
     """
     if not Path(path).is_file():
         return None
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    try:  # the one loader: a hand-made record nested 100,000 deep is refused, not a traceback
+        data = load_json(Path(path), what="delivery record")
+    except InputError:
         return {}
     return data if isinstance(data, dict) else {}
 
