@@ -16,23 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import strategies as st
 
-# PyYAML's line breaks, the other Unicode ones, and what str.splitlines() splits on
-LINE_BREAKS = (
-    "\n",
-    "\r",
-    "\r\n",
-    "\x85",
-    "\u2028",
-    "\u2029",
-    "\x0b",
-    "\x0c",
-    "\x1c",
-    "\x1d",
-    "\x1e",
-)
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# the line breaks and formula prefixes every hostile-input test uses
+from hostile_names import FORMULA_PREFIXES, LINE_BREAKS
+from hypothesis import strategies as st
 
 
 def _deep(levels: int) -> Any:

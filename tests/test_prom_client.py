@@ -328,3 +328,16 @@ def test_the_deadline_cuts_a_backoff_short() -> None:
         client.query_range("up", 1, 1, 1, what="query q")
     assert "--deadline of 1s passed while waiting for query q" in str(info.value)
     assert len(stub.requests) == 1
+
+
+def test_a_token_file_that_is_not_text_is_one_line_for_every_token_option(tmp_path: Path) -> None:
+    # One reader for the Prometheus and the Pushgateway tokens: bytes that are not UTF-8 were a
+    # UnicodeDecodeError traceback; now a refusal naming the option the user typed.
+    from analyzer.core.errors import InputError
+    from analyzer.prom.settings import read_token
+
+    token = tmp_path / "token"
+    token.write_bytes(b"\xff\xfe\x00secret")
+    for option in ("--token-file", "--pushgateway-token-file"):
+        with pytest.raises(InputError, match=rf"^{option}: cannot read .* \(not UTF-8 text\)"):
+            read_token((option, token), ("--token-env", None))

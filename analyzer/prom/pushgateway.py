@@ -12,7 +12,6 @@ already written its output.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -22,13 +21,12 @@ from urllib.parse import urlsplit
 import requests
 
 from analyzer.core.errors import InputError, PublishError
-from analyzer.prom.settings import check_env_name, check_path_shape, public_url
+from analyzer.prom.settings import check_env_name, check_path_shape, public_url, read_token
 
 JOB = "analyzer"
 TIMEOUT_SECONDS = 10.0  # a Pushgateway answers in milliseconds; a nightly job must not hang on it
 TRIES = 2  # one more try after a refused connection, a timeout or a 5xx
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9_.-]+")
-_NOT_SHOWN = "(it is not shown, in case it is the secret itself)"
 
 
 @dataclass(frozen=True)
@@ -72,28 +70,10 @@ def check_target(target: PushTarget) -> None:
 
 
 def _token(target: PushTarget) -> str | None:
-    if target.token_file is not None:
-        path = Path(target.token_file)
-        try:
-            token = path.read_text().strip()
-        except OSError as exc:
-            shown = str(path) if os.path.lexists(path) else f"the file {_NOT_SHOWN}"
-            raise InputError(
-                f"--pushgateway-token-file: cannot read {shown} ({exc.strerror}); give the path "
-                "of a file holding the token"
-            ) from None
-        if not token:
-            raise InputError(f"--pushgateway-token-file: {path} is empty")
-        return token
-    if target.token_env:
-        token = os.environ.get(target.token_env, "").strip()
-        if not token:
-            raise InputError(
-                "--pushgateway-token-env: the environment variable it names is not set or empty "
-                f"{_NOT_SHOWN}; export it before running analyzer"
-            )
-        return token
-    return None
+    return read_token(
+        ("--pushgateway-token-file", target.token_file),
+        ("--pushgateway-token-env", target.token_env),
+    )
 
 
 def group_path(labels: dict[str, str]) -> str:

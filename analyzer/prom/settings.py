@@ -146,28 +146,37 @@ def check_path_shape(option: str, path: Path) -> None:
 
 def bearer_token(settings: PromSettings) -> str | None:
     """The bearer token from ``token_file`` or ``token_env``, or None. Never logged."""
-    if settings.token_file is not None:
-        path = Path(settings.token_file)
-        check_path_shape("--token-file", path)
+    return read_token(("--token-file", settings.token_file), ("--token-env", settings.token_env))
+
+
+def read_token(file: tuple[str, str | Path | None], env: tuple[str, str | None]) -> str | None:
+    """A token from a file or an environment variable, each given as ``(option, value)`` for the
+    messages, or None when neither is given (the Prometheus and the Pushgateway tokens alike).
+    The name and the path are checked first and a value that is not one is never shown."""
+    (file_option, path_value), (env_option, env_name) = file, env
+    if path_value is not None:
+        path = Path(path_value)
+        check_path_shape(file_option, path)
         try:
-            token = path.read_text().strip()
-        except OSError as exc:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
             # A path that exists is a path and may be shown; one that does not may be the token.
             shown = str(path) if os.path.lexists(path) else f"the file {_NOT_SHOWN}"
+            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
             raise InputError(
-                f"--token-file: cannot read {shown} ({exc.strerror}); give the path of a file "
+                f"{file_option}: cannot read {shown} ({reason}); give the path of a file "
                 "holding the token"
             ) from None
         if not token:
-            raise InputError(f"--token-file: {path} is empty")
+            raise InputError(f"{file_option}: {path} is empty")
         return token
-    if settings.token_env:
-        check_env_name("--token-env", settings.token_env)
-        token = os.environ.get(settings.token_env, "").strip()
+    if env_name:
+        check_env_name(env_option, env_name)
+        token = os.environ.get(env_name, "").strip()
         if not token:
             raise InputError(
-                f"--token-env: the environment variable it names is not set or empty {_NOT_SHOWN}; "
-                "export it before running analyzer"
+                f"{env_option}: the environment variable it names is not set or empty "
+                f"{_NOT_SHOWN}; export it before running analyzer"
             )
         return token
     return None
