@@ -33,7 +33,7 @@ import numpy as np
 
 from analyzer.scheduling import ClusterState, WeightedScore, load_strategy, make_demand
 from analyzer.scheduling.affinity_types import PodAffinity, parse_pod_affinity
-from analyzer.scheduling.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.state import PodDemand
 
 GI = 2**30

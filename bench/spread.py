@@ -53,7 +53,7 @@ from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import ClusterState, WeightedScore, load_strategy, make_demand
 from analyzer.scheduling.kube_objects import KubeObjects, SelectorObject
 from analyzer.scheduling.label_selectors import parse_label_selector
-from analyzer.scheduling.podtopologyspread import PodTopologySpread
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.spread_types import OwnerRef, parse_spread_constraint
 from analyzer.scheduling.state import PodDemand
 from analyzer.sources import SyntheticSpec, generate

@@ -314,7 +314,7 @@ def three_half_empty_anti() -> Snapshot:
     return _workloads(snap, {"db-0": "db", "web-a": "web", "web-b": "web"})
 
 
-# kube-scheduler's InterPodAffinity Filter reasons (scheduling/interpodaffinity.py, upstream's
+# kube-scheduler's InterPodAffinity Filter reasons (scheduling/plugins/interpodaffinity.py, upstream's
 # ErrReasonAntiAffinityRulesNotMatch and ErrReasonExistingAntiAffinityRulesNotMatch)
 OWN_ANTI = "node(s) didn't match pod anti-affinity rules"
 THEIR_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"

@@ -167,9 +167,9 @@ def test_circle_finder_sees_a_loop_and_nothing_else() -> None:
 
 def test_from_package_import_depends_on_the_package_face(tmp_path: Path) -> None:
     module = tmp_path / "config.py"
-    module.write_text("from analyzer.scheduling import registry\n")
+    module.write_text("from analyzer.scheduling import state\n")
     names = set(imported_names("analyzer.scheduling.config", module))
-    assert names == {"analyzer.scheduling", "analyzer.scheduling.registry"}
+    assert names == {"analyzer.scheduling", "analyzer.scheduling.state"}
 
 
 @pytest.mark.parametrize(
@@ -184,3 +184,51 @@ def test_relative_and_local_imports_are_read(tmp_path: Path, code: str, expected
     module = tmp_path / "x.py"
     module.write_text(code)
     assert set(imported_names("analyzer.scheduling.x", module)) == expected
+
+
+# Upstream plugin → the directory of ``pkg/scheduler/framework/plugins/`` (Koordinator's
+# ``pkg/scheduler/plugins/`` for LoadAwareScheduling) that holds it there and here.
+UPSTREAM_DIRECTORY = {
+    "NodeResourcesFit": "noderesources",
+    "NodeResourcesBalancedAllocation": "noderesources",
+    "TaintToleration": "tainttoleration",
+    "NodeAffinity": "nodeaffinity",
+    "InterPodAffinity": "interpodaffinity",
+    "PodTopologySpread": "podtopologyspread",
+    "ImageLocality": "imagelocality",
+    "PrioritySort": "queuesort",
+    "DefaultPreemption": "defaultpreemption",
+    "LoadAwareScheduling": "loadaware",
+}
+PLUGINS_DIR = PACKAGE / "scheduling" / "plugins"
+
+
+def _defines(path: Path, name: str) -> bool:
+    """``path`` has a top-level class called ``name`` or a top-level constant equal to ``"name"``."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return True
+        constant = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        if constant and node.value.value == name:  # type: ignore[union-attr]
+            return True
+    return False
+
+
+def test_every_builtin_plugin_lives_where_upstream_keeps_it() -> None:
+    from analyzer.scheduling.plugins import registry
+
+    gpu_plugins = (PACKAGE / "scheduling" / "gpu" / "plugins.py").read_text(encoding="utf-8")
+    for name in registry.available():
+        if f'"{name}"' in gpu_plugins:
+            continue  # the FGD paper's policies: not upstream plugins, beside their device model
+        assert name in UPSTREAM_DIRECTORY, f"{name}: say which upstream directory holds it"
+        where = PLUGINS_DIR / UPSTREAM_DIRECTORY[name]
+        files = sorted(where.rglob("*.py")) if where.is_dir() else [where.with_suffix(".py")]
+        assert any(f.exists() and _defines(f, name) for f in files), f"{name} not in {where}"
+
+
+def test_the_layout_check_sees_a_misplaced_plugin(tmp_path: Path) -> None:
+    module = tmp_path / "elsewhere.py"
+    module.write_text('NAME = "Other"\nclass TaintToleration:\n    pass\n')
+    assert _defines(module, "TaintToleration") and _defines(module, "Other")
+    assert not _defines(module, "NodeAffinity")

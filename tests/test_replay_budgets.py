@@ -28,7 +28,7 @@ from analyzer.replay.preemption import ReplayPreemption
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.label_selectors import selector_from_map
 from analyzer.scheduling.pdb import DisruptionBudget, disruptions_allowed_for, parse_pdb
-from analyzer.scheduling.preemption import BoundPod, node_statuses, preempt
+from analyzer.scheduling.plugins.defaultpreemption import BoundPod, node_statuses, preempt
 from analyzer.scheduling.state import ClusterState, PodDemand, make_demand
 
 DB = '{"app": "db"}'
@@ -316,7 +316,7 @@ def test_a_pod_without_labels_violates_no_budget() -> None:
     """Upstream's filterPodsWithPDBViolation skips pods without labels, even for a selector
     that matches them (``DoesNotExist``); a labelled pod the same selector matches violates it."""
     from analyzer.scheduling.label_selectors import parse_label_selector
-    from analyzer.scheduling.preemption import split_by_pdb
+    from analyzer.scheduling.plugins.defaultpreemption import split_by_pdb
 
     selector = parse_label_selector(
         {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, "s"

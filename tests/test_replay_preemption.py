@@ -27,7 +27,7 @@ from analyzer.replay.projection import usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.framework import Profile
-from analyzer.scheduling.preemption import BoundPod, node_statuses, preempt
+from analyzer.scheduling.plugins.defaultpreemption import BoundPod, node_statuses, preempt
 from analyzer.scheduling.state import ClusterState, PodDemand, make_demand
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.sources.kube_placement import kube_placer
@@ -280,7 +280,7 @@ def test_replay_preemption_matches_the_core_on_the_whole_state(
     per_node: list[list[tuple[int, int]]], incoming: tuple[int, int], pod_limit: int
 ) -> None:
     """The replay's preemption (a numpy pre-check, then ``select_victims`` on one-node copies)
-    nominates the node and victims ``analyzer.scheduling.preemption.preempt`` finds on the whole
+    nominates the node and victims ``analyzer.scheduling.plugins.defaultpreemption.preempt`` finds on the whole
     state, and leaves the state as it found it."""
     pods = [(node, priority, cpu) for node, running in enumerate(per_node)
             for priority, cpu in running]  # fmt: skip

@@ -15,11 +15,11 @@ from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.topology import INERT, TopologyCheck, objects_of
 from analyzer.scheduling import ClusterState, PodDemand, load_strategy, make_demand
-from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.kube_objects import parse_objects
 from analyzer.scheduling.label_selectors import LabelSelector
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_cells import controller_from_owner, topology_from_cells
-from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.notes import NOT_MODELLED, topology_notes
 

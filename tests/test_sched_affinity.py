@@ -23,8 +23,8 @@ from plugin_vectors import PLUGINS, cases, plugin_scenario
 from analyzer.cli import main
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.affinity_types import PodAffinity
-from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.label_selectors import parse_label_selector
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.pod_index import PlacedPod, PodIndex
 from analyzer.scheduling.scenario import build_scenario, result_json
 from analyzer.scheduling.state import ClusterState

@@ -21,8 +21,8 @@ from test_sched_affinity import (
     _selects,
 )
 
-from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.objects import parse_pod
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.scenario import build_scenario
 
 STATUS = {REASON["affinity"]: "UnschedulableAndUnresolvable"}

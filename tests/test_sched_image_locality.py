@@ -26,7 +26,7 @@ from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
 from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling import ClusterState, load_strategy, make_demand
-from analyzer.scheduling.image_locality import ImageLocality, normalized_image_name
+from analyzer.scheduling.plugins.imagelocality import ImageLocality, normalized_image_name
 from analyzer.scheduling.scenario import build_scenario
 from analyzer.scheduling.versions import parse_version
 from analyzer.sources import SyntheticSpec, generate
@@ -462,7 +462,7 @@ def test_collect_kube_objects_gives_node_and_pod_images() -> None:
 def test_collect_metrics_take_image_spec() -> None:
     # kube_pod_container_info's image_spec (the spec image) wins over image (the runtime's)
     from analyzer.collect.pods import _Pod, _spec
-    from analyzer.scheduling.image_locality import pod_images_json
+    from analyzer.scheduling.plugins.imagelocality import pod_images_json
 
     pod = _Pod("u")
     pod.containers = {"a": {}, "b": {}}

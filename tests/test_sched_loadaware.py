@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from analyzer.scheduling.registry import PluginType, available, register
+from analyzer.scheduling.plugins.registry import PluginType, available, register
 from analyzer.scheduling.scenario import build_scenario
 
 GI = 2**30

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from analyzer.scheduling import ClusterState, LoadInputs, load_strategy, make_demand
 from analyzer.scheduling.arith import go_round
 from analyzer.scheduling.framework import Evaluation
-from analyzer.scheduling.loadaware.args import parse_loadaware_args
-from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
-from analyzer.scheduling.noderesources_fit import FitArgs, NodeResourcesFit
+from analyzer.scheduling.plugins.loadaware.args import parse_loadaware_args
+from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
+from analyzer.scheduling.plugins.noderesources.fit import FitArgs, NodeResourcesFit
 from analyzer.scheduling.reference import kube_default_loop
 from analyzer.scheduling.versions import parse_version
 

@@ -26,21 +26,21 @@ from analyzer.core.errors import InputError
 from analyzer.scheduling.constraint_types import Taint, Toleration, parse_pod_constraints
 from analyzer.scheduling.objects import parse_pod
 from analyzer.scheduling.pdb import parse_pdb
-from analyzer.scheduling.preemption import (
+from analyzer.scheduling.plugins.defaultpreemption import (
     UNSCHEDULABLE,
     PreemptionArgs,
     dry_run,
     parse_preemption_args,
     preempt,
 )
-from analyzer.scheduling.preemption_scenario import bound_pods
-from analyzer.scheduling.priority_class import parse_priority_class
-from analyzer.scheduling.priority_sort import (
+from analyzer.scheduling.plugins.queuesort import (
     less,
     queue_order,
     resolve_preemption_policy,
     resolve_priority,
 )
+from analyzer.scheduling.preemption_scenario import bound_pods
+from analyzer.scheduling.priority_class import parse_priority_class
 from analyzer.scheduling.scenario import build_scenario
 
 VECTORS = load("kube-plugins-vectors.yaml")

@@ -30,19 +30,20 @@ from sched_vectors import (
 
 from analyzer.cli import main
 from analyzer.core.quantity import resource_value
-from analyzer.scheduling.loadaware.args import (
+from analyzer.scheduling.objects import parse_pod
+from analyzer.scheduling.plugins.loadaware.args import (
     DEFAULT_SCALING_FACTORS,
     LoadAwareArgs,
     estimate_pod,
     parse_loadaware_args,
 )
-from analyzer.scheduling.loadaware.cache import (
+from analyzer.scheduling.plugins.loadaware.cache import (
     AssignedPod,
     build_load_inputs,
     estimation_deadline,
     parse_node_metric,
 )
-from analyzer.scheduling.noderesources_fit import (
+from analyzer.scheduling.plugins.noderesources.fit import (
     FitArgs,
     NodeResourcesFit,
     ShapePoint,
@@ -50,8 +51,7 @@ from analyzer.scheduling.noderesources_fit import (
     broken_linear_array,
     scaled_utilization,
 )
-from analyzer.scheduling.objects import parse_pod
-from analyzer.scheduling.resource_allocation import ResourceSpec
+from analyzer.scheduling.plugins.noderesources.resource_allocation import ResourceSpec
 from analyzer.scheduling.scenario import build_scenario
 from analyzer.scheduling.state import ClusterState, make_demand
 from analyzer.scheduling.versions import parse_version
@@ -207,7 +207,7 @@ def test_koord_estimator(case: dict[str, Any]) -> None:
     "case", KOORD["estimator_node_cases"], ids=_ids(KOORD["estimator_node_cases"], "id")
 )
 def test_koord_node_estimate(case: dict[str, Any], tmp_path: Path) -> None:
-    from analyzer.scheduling.loadaware.plugin import estimate_node_allocatable
+    from analyzer.scheduling.plugins.loadaware.plugin import estimate_node_allocatable
 
     node = case["node"]
     allocatable = {k: resource_value(k, v) for k, v in node["allocatable"].items()}

@@ -40,7 +40,7 @@ from analyzer.collect.kube_objects import (
 )
 from analyzer.collect.usage import POOL_LABELS
 from analyzer.core.snapshot import Snapshot, make_snapshot
-from analyzer.scheduling.image_locality import node_images_json
+from analyzer.scheduling.plugins.imagelocality import node_images_json
 
 POD_FIELDS = (
     "tolerations",

@@ -47,8 +47,8 @@ from analyzer.scheduling.fields import (
     string_map,
     text,
 )
-from analyzer.scheduling.image_locality import container_images, pod_images_json
 from analyzer.scheduling.kube_objects import parse_objects
+from analyzer.scheduling.plugins.imagelocality import container_images, pod_images_json
 from analyzer.scheduling.spread_types import parse_spread_constraints
 
 # The kinds read; template kinds hold a pod template (CronJob: spec.jobTemplate.spec.template).

@@ -31,7 +31,7 @@ from analyzer.core.snapshot import (
     resource_column,
 )
 from analyzer.prom.fetch import QueryResult
-from analyzer.scheduling.image_locality import pod_images_json
+from analyzer.scheduling.plugins.imagelocality import pod_images_json
 
 # kube-controller-manager names a Deployment's ReplicaSets <deployment>-<pod-template-hash>.
 _RS_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{5,10}$")

@@ -38,10 +38,15 @@ import numpy as np
 
 from analyzer.replay.zone_bests import Kept, ZoneBests, nth
 from analyzer.scheduling.arith import BoolArray, Int64Array
-from analyzer.scheduling.constraints import affinity_mask
 from analyzer.scheduling.label_selectors import LabelSelector
+from analyzer.scheduling.plugins.helper.node_constraints import affinity_mask
+from analyzer.scheduling.plugins.podtopologyspread import (
+    HOSTNAME,
+    MAX_NODE_SCORE,
+    SYSTEM_DEFAULTS,
+    ZONE,
+)
 from analyzer.scheduling.pod_index import domains
-from analyzer.scheduling.podtopologyspread import HOSTNAME, MAX_NODE_SCORE, SYSTEM_DEFAULTS, ZONE
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 LOWEST = np.iinfo(np.int64).min

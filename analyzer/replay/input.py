@@ -33,7 +33,7 @@ from analyzer.scheduling.constraint_types import constraints_from_json, taints_f
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
-from analyzer.scheduling.image_locality import node_images_from_json, pod_images_from_json
+from analyzer.scheduling.plugins.imagelocality import node_images_from_json, pod_images_from_json
 from analyzer.scheduling.pod_cells import (
     controller_from_owner,
     labels_from_cell,

@@ -39,8 +39,8 @@ import numpy as np
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.projection import RESOURCES, UsageMatrices, usage_matrices
 from analyzer.scheduling.framework import Profile
-from analyzer.scheduling.loadaware.args import LoadAwareArgs, estimate_pod, pod_is_prod
-from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
+from analyzer.scheduling.plugins.loadaware.args import LoadAwareArgs, estimate_pod, pod_is_prod
+from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.state import ClusterState, LoadInputs
 from analyzer.usage.percentiles import sorted_quantile
 

@@ -1,6 +1,6 @@
 """LoadAwareScheduling inside the replay's incremental scorer: which nodes changed, a few rows.
 
-Koordinator's filter and score of node i (``analyzer.scheduling.loadaware.plugin``) depend on the
+Koordinator's filter and score of node i (``analyzer.scheduling.plugins.loadaware.plugin``) depend on the
 pod (its estimate, whether it is prod, whether it is a DaemonSet pod), on node i's static inputs
 (thresholds after annotations, estimated allocatable) and on node i's ``LoadInputs`` row: NodeMetric
 presence, usage, the pod-assign cache's delta / estimated / prod sums, the aggregated usages, and
@@ -41,8 +41,8 @@ from analyzer.replay.loadcolumns import (
 )
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import Profile, WeightedScore
-from analyzer.scheduling.loadaware.args import estimate_pod, pod_is_prod
-from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
+from analyzer.scheduling.plugins.loadaware.args import estimate_pod, pod_is_prod
+from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.state import ClusterState, LoadInputs, PodDemand
 
 FULL_SHARE = 0.25  # above this share of changed nodes, every row is stale (a new epoch)

@@ -8,7 +8,7 @@ is part of the replay shape key (``analyzer.replay.input``), so every pod of a q
 priority and a group still fails as a whole. A pod without a priority in the snapshot has
 priority 0.
 
-Preemption (``analyzer.scheduling.preemption``, upstream's DefaultPreemption) runs when a pod the
+Preemption (``analyzer.scheduling.plugins.defaultpreemption``, upstream's DefaultPreemption) runs when a pod the
 scheduler places fits on no node, the profile has DefaultPreemption, and a running pod of strictly
 lower priority exists (else it costs nothing):
 
@@ -57,12 +57,9 @@ from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.refusals import Journal
 from analyzer.replay.topology import TOPOLOGY_PLUGINS as _TOPOLOGY
 from analyzer.scheduling.arith import BoolArray, Int64Array
-from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import FilterPlugin, Profile
-from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
-from analyzer.scheduling.noderesources_fit import NodeResourcesFit
 from analyzer.scheduling.pdb import DisruptionBudget
-from analyzer.scheduling.preemption import (
+from analyzer.scheduling.plugins.defaultpreemption import (
     UNRESOLVABLE_FILTERS,
     BoundPod,
     Candidate,
@@ -70,8 +67,14 @@ from analyzer.scheduling.preemption import (
     pick_candidate,
     select_victims,
 )
+from analyzer.scheduling.plugins.helper.node_constraints import (
+    NodeAffinityFilter,
+    TaintTolerationFilter,
+)
+from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
+from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
+from analyzer.scheduling.plugins.queuesort import NAME as PRIORITY_SORT
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
-from analyzer.scheduling.priority_sort import NAME as PRIORITY_SORT
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 NEVER = PREEMPTION_POLICIES[1]  # preemptionPolicy: Never

@@ -23,9 +23,12 @@ import numpy as np
 
 from analyzer.replay.topology import without_inert_filters
 from analyzer.scheduling.arith import BoolArray, Int64Array
-from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
 from analyzer.scheduling.framework import Profile
-from analyzer.scheduling.noderesources_fit import NodeResourcesFit
+from analyzer.scheduling.plugins.helper.node_constraints import (
+    NodeAffinityFilter,
+    TaintTolerationFilter,
+)
+from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 _STATIC = (TaintTolerationFilter, NodeAffinityFilter)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.scheduling.noderesources_fit import broken_linear
+from analyzer.scheduling.plugins.noderesources.fit import broken_linear
 from analyzer.scheduling.state import ClusterState
 
 LEAST, MOST, RTCR = 0, 1, 2

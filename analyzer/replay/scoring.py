@@ -49,17 +49,23 @@ from analyzer.replay.rows import (
 from analyzer.replay.topology import DEFAULTS, INERT, TOPOLOGY_MARK, TopologyCheck
 from analyzer.replay.zone_bests import ZoneBests
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
-from analyzer.scheduling.balanced_allocation import (
+from analyzer.scheduling.framework import Evaluation, Profile, select
+from analyzer.scheduling.plugins.helper.node_constraints import (
+    NodeAffinityFilter,
+    TaintTolerationFilter,
+)
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balance_scores,
 )
-from analyzer.scheduling.constraints import NodeAffinityFilter, TaintTolerationFilter
-from analyzer.scheduling.framework import Evaluation, Profile, select
-from analyzer.scheduling.interpodaffinity import InterPodAffinity
-from analyzer.scheduling.noderesources_fit import NodeResourcesFit, broken_linear_array
-from analyzer.scheduling.podtopologyspread import PodTopologySpread
+from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit, broken_linear_array
+from analyzer.scheduling.plugins.noderesources.resource_allocation import (
+    ResourceSpec,
+    weighted_floor_mean,
+)
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.queue_order import may_fit as queue_may_fit
-from analyzer.scheduling.resource_allocation import ResourceSpec, weighted_floor_mean
 from analyzer.scheduling.state import CPU, MEMORY, ClusterState, PodDemand, is_scalar_resource
 
 LOWEST = np.iinfo(np.int64).min

@@ -47,11 +47,11 @@ from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
 from analyzer.replay.zone_bests import Kept
 from analyzer.scheduling.arith import Int64Array
 from analyzer.scheduling.framework import Profile
-from analyzer.scheduling.interpodaffinity import InterPodAffinity
 from analyzer.scheduling.kube_objects import KubeObjects, from_kept
 from analyzer.scheduling.label_selectors import LabelSelector
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_index import PlacedPod, PodIndex
-from analyzer.scheduling.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 LOWEST = np.iinfo(np.int64).min  # the cache's "infeasible" row value (scoring.LOWEST)

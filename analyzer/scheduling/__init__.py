@@ -42,7 +42,11 @@ API for the replay engine (every call works on all nodes at once)::
 from __future__ import annotations
 
 from analyzer.scheduling.framework import Evaluation, FilterResult, Profile, WeightedScore, select
-from analyzer.scheduling.loadaware.cache import AssignedPod, NodeMetricInfo, build_load_inputs
+from analyzer.scheduling.plugins.loadaware.cache import (
+    AssignedPod,
+    NodeMetricInfo,
+    build_load_inputs,
+)
 from analyzer.scheduling.state import (
     ClusterState,
     LoadInputs,

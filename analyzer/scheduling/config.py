@@ -18,13 +18,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import analyzer.scheduling.registry as registry
+import analyzer.scheduling.plugins.registry as registry
 from analyzer.core.errors import InputError
 from analyzer.core.structured import plain, preview
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.framework import FilterPlugin, Profile, ScorePlugin, WeightedScore
-from analyzer.scheduling.noderesources_fit import FitArgs, NodeResourcesFit, parse_shape
-from analyzer.scheduling.resource_allocation import parse_resources, validate_weights
+from analyzer.scheduling.plugins.noderesources.fit import FitArgs, NodeResourcesFit, parse_shape
+from analyzer.scheduling.plugins.noderesources.resource_allocation import (
+    parse_resources,
+    validate_weights,
+)
 from analyzer.scheduling.versions import KubeVersion
 
 API_VERSIONS = (
@@ -331,11 +334,11 @@ class _Named:
 
 def build_profile(spec: ProfileSpec, version: KubeVersion, description: str = "") -> Profile:
     """Instantiate the plugins of ``spec`` for ``version``."""
-    from analyzer.scheduling.balanced_allocation import (
+    from analyzer.scheduling.plugins.imagelocality import ImageLocality
+    from analyzer.scheduling.plugins.noderesources.balanced_allocation import (
         BalancedArgs,
         NodeResourcesBalancedAllocation,
     )
-    from analyzer.scheduling.image_locality import ImageLocality
 
     built: dict[str, Any] = {}
 

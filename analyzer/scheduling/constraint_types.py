@@ -1,6 +1,6 @@
 """Scheduling-constraint objects: taints, tolerations, node-selector requirements; their parsing.
 
-Kept apart from the filters (``analyzer.scheduling.constraints``) so ``PodDemand`` can hold a pod's
+Kept apart from the filters (``analyzer.scheduling.plugins.helper.node_constraints``) so ``PodDemand`` can hold a pod's
 ``PodConstraints`` without an import cycle. Matching follows k8s.io/api core/v1 ``ToleratesTaint``
 and the labels.Selector rules for NodeSelectorRequirement.
 """

@@ -26,8 +26,8 @@ from analyzer.scheduling.constraint_types import (
     parse_taints,
 )
 from analyzer.scheduling.fields import listing, mapping, optional_integer, string_map, text
-from analyzer.scheduling.image_locality import container_images, image_lists
-from analyzer.scheduling.loadaware.args import koord_priority_class
+from analyzer.scheduling.plugins.imagelocality import container_images, image_lists
+from analyzer.scheduling.plugins.loadaware.args import koord_priority_class
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
 from analyzer.scheduling.spread_types import (
     OwnerRef,
@@ -75,7 +75,7 @@ class PodObject:
     controller: OwnerRef | None = None  # ownerReference with controller: true
     terminating: bool = False  # metadata.deletionTimestamp is set
     uid: str = ""
-    # preemption inputs (analyzer.scheduling.preemption)
+    # preemption inputs (analyzer.scheduling.plugins.defaultpreemption)
     priority_class: str = ""  # spec.priorityClassName
     preemption_policy: str = (
         ""  # spec.preemptionPolicy ("" = the class's, else PreemptLowerPriority)

@@ -25,7 +25,7 @@ from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.pdb import DisruptionBudget
-from analyzer.scheduling.preemption import (
+from analyzer.scheduling.plugins.defaultpreemption import (
     UNRESOLVABLE,
     UNSCHEDULABLE,
     BoundPod,
@@ -35,8 +35,8 @@ from analyzer.scheduling.preemption import (
     preempt,
     result_json,
 )
+from analyzer.scheduling.plugins.queuesort import resolve_preemption_policy, resolve_priority
 from analyzer.scheduling.priority_class import PriorityClass
-from analyzer.scheduling.priority_sort import resolve_preemption_policy, resolve_priority
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 POST_FILTER_KEYS = ("filteredNodesStatuses", "absentNodesStatus")

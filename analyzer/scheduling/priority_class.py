@@ -1,7 +1,7 @@
 """The PriorityClass object (``scheduling.k8s.io/v1``) and the pod preemption policies.
 
 A leaf module: the scenario's object list (``kube_objects``), pod parsing (``objects``) and the
-queue order (``priority_sort``) all read it.
+queue order (``plugins.queuesort``) all read it.
 """
 
 from __future__ import annotations

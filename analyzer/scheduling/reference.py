@@ -15,8 +15,8 @@ import math
 from collections.abc import Sequence
 
 from analyzer.scheduling.arith import round_half_away_div
-from analyzer.scheduling.noderesources_fit import broken_linear, scaled_utilization
-from analyzer.scheduling.resource_allocation import ResourceSpec
+from analyzer.scheduling.plugins.noderesources.fit import broken_linear, scaled_utilization
+from analyzer.scheduling.plugins.noderesources.resource_allocation import ResourceSpec
 from analyzer.scheduling.state import ClusterState, PodDemand, is_scalar_resource
 
 

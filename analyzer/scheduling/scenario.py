@@ -43,10 +43,14 @@ from analyzer.scheduling.feature_gates import resolve_gates
 from analyzer.scheduling.fields import listing
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.kube_objects import parse_objects
-from analyzer.scheduling.loadaware.cache import AssignedPod, build_load_inputs, parse_node_metric
-from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
 from analyzer.scheduling.pdb import DisruptionBudget
+from analyzer.scheduling.plugins.loadaware.cache import (
+    AssignedPod,
+    build_load_inputs,
+    parse_node_metric,
+)
+from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.preemption_scenario import (
     parse_post_filter,
     preemption_json,

@@ -21,7 +21,7 @@ from analyzer.scheduling.config import (
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.gpu.plugins import FILTER_NAME as GPU_FILTER
 from analyzer.scheduling.gpu.requests import GPU_RESOURCES
-from analyzer.scheduling.registry import Registry
+from analyzer.scheduling.plugins.registry import Registry
 from analyzer.scheduling.versions import KubeVersion, parse_version
 
 API = "kubescheduler.config.k8s.io/v1"

@@ -35,12 +35,17 @@ from analyzer.scheduling.constraint_types import (
 )
 from analyzer.scheduling.kube_objects import from_kept
 from analyzer.scheduling.pdb import DisruptionBudget
+from analyzer.scheduling.plugins.defaultpreemption import (
+    UNRESOLVABLE,
+    BoundPod,
+    node_statuses,
+    preempt,
+)
 from analyzer.scheduling.pod_cells import (
     controller_from_owner,
     labels_from_cell,
     topology_from_cells,
 )
-from analyzer.scheduling.preemption import UNRESOLVABLE, BoundPod, node_statuses, preempt
 from analyzer.scheduling.preemption_scenario import preemption_plugin
 from analyzer.sources.placement import ClusterState, PlacementRequest, Running
 
@@ -177,7 +182,7 @@ class KubePlacer:
         lower: Sequence[Running],
         budgets: Sequence[DisruptionBudget] = (),
     ) -> tuple[int, list[str]] | None:
-        """DefaultPreemption (``scheduling.preemption.preempt``, as ``analyzer score`` and the
+        """DefaultPreemption (``scheduling.plugins.defaultpreemption.preempt``, as ``analyzer score`` and the
         replay run it) for ``pod``, which fits nowhere: (node, victim uids) or None.
 
         Every pod may preempt (``preemptionPolicy`` is not modelled); ``budgets`` (with their

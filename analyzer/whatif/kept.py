@@ -9,7 +9,7 @@ arrivals or departures. Keep repack only's timeline and give every pod its right
   rose: the sum of requests on a node at any instant is no larger;
 - **LoadAwareScheduling**: the NodeMetrics are built from usage, unchanged with the same
   placement; the pod-assign cache adds each recent pod's estimate ``min(round(max(request, limit)
-  × factor / 100), limit)`` (``scheduling.loadaware.args.estimate_pod``), which does not grow when
+  × factor / 100), limit)`` (``scheduling.plugins.loadaware.args.estimate_pod``), which does not grow when
   the request does not grow and the limit stays (a limit is only raised when below the new
   request) — checked pod by pod with the profile's own arguments;
 - **PodTopologySpread, InterPodAffinity, node affinity, taints, ports**: labels, nodes and the
@@ -45,9 +45,9 @@ from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.projection import UsageMatrices
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.framework import Profile
-from analyzer.scheduling.loadaware.args import LoadAwareArgs, estimate_pod
-from analyzer.scheduling.loadaware.plugin import LoadAwareScheduling as LoadAware
-from analyzer.scheduling.podtopologyspread import PodTopologySpread
+from analyzer.scheduling.plugins.loadaware.args import LoadAwareArgs, estimate_pod
+from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling as LoadAware
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.spread_types import DO_NOT_SCHEDULE
 from analyzer.scheduling.state import PodDemand
 from analyzer.whatif.explain import node_pools

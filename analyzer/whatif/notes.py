@@ -29,11 +29,11 @@ from analyzer.core.snapshot import Snapshot, pinned_pods
 from analyzer.replay.engine import Strategy
 from analyzer.replay.input import NEVER_PREEMPT, preemption_policies
 from analyzer.replay.topology import objects_of
-from analyzer.scheduling.constraints import AFFINITY_NAME, TAINT_NAME
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.plugins.defaultpreemption import NAME as PREEMPTION
+from analyzer.scheduling.plugins.helper.node_constraints import AFFINITY_NAME, TAINT_NAME
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_cells import controller_from_owner
-from analyzer.scheduling.podtopologyspread import PodTopologySpread
-from analyzer.scheduling.preemption import NAME as PREEMPTION
 from analyzer.scheduling.priority_class import parse_priority_class
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")

@@ -1,6 +1,6 @@
 """kube-scheduler ``TaintToleration`` as filter and score plugin (research/kube-plugins.md §3).
 
-- Filter: unchanged (``analyzer.scheduling.constraints.TaintTolerationFilter``).
+- Filter: unchanged (``analyzer.scheduling.plugins.helper.node_constraints.TaintTolerationFilter``).
 - Score: raw = the node's taints with effect ``PreferNoSchedule`` that none of the pod's
   tolerations with an empty or ``PreferNoSchedule`` effect tolerates (NoSchedule/NoExecute taints
   are the filter's business). Toleration matching is core/v1 ``ToleratesTaint``, including the
@@ -23,9 +23,9 @@ import numpy as np
 
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraint_types import Taint, Toleration
-from analyzer.scheduling.constraints import TaintTolerationFilter
 from analyzer.scheduling.framework import ExplainRow
-from analyzer.scheduling.normalize import default_normalize
+from analyzer.scheduling.plugins.helper.node_constraints import TaintTolerationFilter
+from analyzer.scheduling.plugins.helper.normalize_score import default_normalize
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.versions import KubeVersion
 

@@ -21,7 +21,7 @@ from analyzer.core.durations import parse_duration, parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.quantity import resource_value
 from analyzer.scheduling.fields import integer, listing, mapping
-from analyzer.scheduling.loadaware.args import (
+from analyzer.scheduling.plugins.loadaware.args import (
     AFTER_INITIALIZED_ANNOTATION,
     AFTER_SCHEDULED_ANNOTATION,
     LoadAwareArgs,

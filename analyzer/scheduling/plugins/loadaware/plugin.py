@@ -28,7 +28,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.quantity import resource_value
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.framework import ExplainRow, FilterResult
-from analyzer.scheduling.loadaware.args import (
+from analyzer.scheduling.plugins.loadaware.args import (
     NAME,
     LoadAwareArgs,
     estimate_pod,

@@ -24,7 +24,7 @@ from analyzer.core.structured import preview
 from analyzer.scheduling.arith import FloatArray, Int64Array
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import ExplainRow
-from analyzer.scheduling.resource_allocation import (
+from analyzer.scheduling.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceColumns,
     ResourceSpec,

@@ -30,10 +30,10 @@ from analyzer.scheduling.constraint_types import (
     parse_preferred_terms,
     parse_required_terms,
 )
-from analyzer.scheduling.constraints import AFFINITY_REASON, NodeAffinityFilter
 from analyzer.scheduling.fields import mapping
 from analyzer.scheduling.framework import ExplainRow, FilterResult
-from analyzer.scheduling.normalize import default_normalize
+from analyzer.scheduling.plugins.helper.node_constraints import AFFINITY_REASON, NodeAffinityFilter
+from analyzer.scheduling.plugins.helper.normalize_score import default_normalize
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.versions import KubeVersion
 

@@ -25,7 +25,7 @@ from analyzer.core.structured import preview
 from analyzer.scheduling.arith import Int64Array, go_div, go_div_array
 from analyzer.scheduling.fields import integer, listing, mapping
 from analyzer.scheduling.framework import ExplainRow, FilterResult
-from analyzer.scheduling.resource_allocation import (
+from analyzer.scheduling.plugins.noderesources.resource_allocation import (
     ResourceColumns,
     ResourceSpec,
     gather,

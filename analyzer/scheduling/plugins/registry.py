@@ -12,18 +12,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import analyzer.scheduling.balanced_allocation as balanced_allocation
-import analyzer.scheduling.constraints as constraints
-import analyzer.scheduling.image_locality as image_locality
-import analyzer.scheduling.interpodaffinity as interpodaffinity
-import analyzer.scheduling.loadaware.args as loadaware_args
-import analyzer.scheduling.loadaware.plugin as loadaware
-import analyzer.scheduling.node_affinity_score as node_affinity
-import analyzer.scheduling.noderesources_fit as fit
-import analyzer.scheduling.podtopologyspread as spread
-import analyzer.scheduling.preemption as preemption
-import analyzer.scheduling.priority_sort as priority_sort
-import analyzer.scheduling.taint_score as taint_score
+import analyzer.scheduling.plugins.defaultpreemption as preemption
+import analyzer.scheduling.plugins.helper.node_constraints as constraints
+import analyzer.scheduling.plugins.imagelocality as image_locality
+import analyzer.scheduling.plugins.interpodaffinity as interpodaffinity
+import analyzer.scheduling.plugins.loadaware.args as loadaware_args
+import analyzer.scheduling.plugins.loadaware.plugin as loadaware
+import analyzer.scheduling.plugins.nodeaffinity as node_affinity
+import analyzer.scheduling.plugins.noderesources.balanced_allocation as balanced_allocation
+import analyzer.scheduling.plugins.noderesources.fit as fit
+import analyzer.scheduling.plugins.podtopologyspread as spread
+import analyzer.scheduling.plugins.queuesort as priority_sort
+import analyzer.scheduling.plugins.tainttoleration as taint_score
 from analyzer.core.errors import InputError
 from analyzer.core.structured import preview
 from analyzer.scheduling.gpu.plugins import register_gpu_plugins

@@ -44,7 +44,6 @@ import numpy as np
 from analyzer.core.errors import InputError
 from analyzer.core.structured import preview
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array, go_round_array
-from analyzer.scheduling.constraints import affinity_mask, taint_mask
 from analyzer.scheduling.feature_gates import (
     MATCH_LABEL_KEYS,
     MIN_DOMAINS,
@@ -54,6 +53,7 @@ from analyzer.scheduling.feature_gates import (
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.framework import ExplainRow, FilterResult
 from analyzer.scheduling.label_selectors import EVERYTHING, LabelSelector
+from analyzer.scheduling.plugins.helper.node_constraints import affinity_mask, taint_mask
 from analyzer.scheduling.pod_index import domains
 from analyzer.scheduling.spread_types import (
     DO_NOT_SCHEDULE,

@@ -1,0 +1,1 @@
+"""kube-scheduler ``plugins/noderesources``: NodeResourcesFit (with its three scoring strategies) and BalancedAllocation."""
