@@ -222,6 +222,8 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     context = replace(context, warnings=tuple(warnings))
     result = finish_snapshot(inventory, usage_results, grid, context)
     result.step_note = step_note(grid.step, intervals)
+    if request.settings.thanos is not None:  # at which resolution the data was read
+        result.snapshot.meta.extra["thanos"] = request.settings.thanos.to_meta()
     if request.kube_objects is not None:
         result.snapshot, _ = enrich_snapshot(result.snapshot, request.kube_objects)
     return result

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from analyzer.core.errors import InputError
+from analyzer.prom.thanos import ThanosParams
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_PARALLELISM = 4
@@ -49,6 +50,7 @@ class PromSettings:
     retries: int = DEFAULT_RETRIES  # further tries of a request after a 5xx, 429 or broken body
     backoff: float = 0.5  # seconds before the first retry; doubled on every further one
     deadline: float = DEFAULT_DEADLINE_SECONDS  # seconds for the whole run (``--deadline``)
+    thanos: ThanosParams | None = None  # ``--thanos``: the querier's own parameters on every query
 
 
 def normalise_url(url: str) -> str:
