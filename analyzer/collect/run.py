@@ -24,6 +24,7 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.collect.constraints import add_constraints
+from analyzer.collect.control_plane import control_plane_versions
 from analyzer.collect.enrich import enrich_snapshot
 from analyzer.collect.info_answered import check_info_answered
 from analyzer.collect.kube_objects import KubeObjects
@@ -146,6 +147,7 @@ class Inventory:
     warnings: list[str]
     queries: dict[str, dict[str, Any]]  # coverage of the queries it consumed
     failed: list[str]  # optional queries that failed
+    control_plane: dict[str, str] = field(default_factory=dict)  # component → git_version
 
 
 def collect(
@@ -297,9 +299,10 @@ def build_inventory(
         for r in consumed.values()
         if r.error is not None
     ]
+    control_plane = control_plane_versions(results)
     for result in consumed.values():
         result.series = []  # counted in ``queries``; the tables hold what they said
-    return Inventory(pods, nodes, mapper, list(warnings), queries, failed)
+    return Inventory(pods, nodes, mapper, list(warnings), queries, failed, control_plane)
 
 
 def finish_snapshot(
@@ -352,7 +355,10 @@ def finish_snapshot(
         instance_convention=mapper.convention,
         warnings=[*warnings, *problems],
         coverage=coverage,
-        extra={"scrape": context.scrape} if context.scrape else {},
+        extra={
+            **({"scrape": context.scrape} if context.scrape else {}),
+            **({"control_plane": inventory.control_plane} if inventory.control_plane else {}),
+        },
     )
     snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage)
     return CollectResult(snapshot, partial=bool(problems), problems=problems)
