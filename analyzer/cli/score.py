@@ -26,7 +26,8 @@ def _cell(value: object) -> str:
 def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
     """A readable table: per node and plugin, each resource's inputs and raw score."""
     lines = [
-        f"profile {scenario.profile.name}  kubernetesVersion {scenario.version}  "
+        f"profile {scenario.profile.name}  kubernetesVersion {scenario.version} "
+        f"({scenario.version_source})  "
         f"weights {json.dumps(result['weights'])}"
     ]
     header = ("plugin", "resource", "requested", "allocatable", "utilisation", "score", "note")

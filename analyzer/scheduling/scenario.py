@@ -93,6 +93,8 @@ class Scenario:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     classes: dict[str, PriorityClass] = field(default_factory=dict)
     statuses: dict[int, str] | None = None  # ``postFilter``: Filter status per node index
+    # where ``version`` came from: "scenario" (kubernetesVersion), "--kubernetes-version", "default"
+    version_source: str = "default"
 
     def evaluate(self) -> Evaluation:
         """Score the incoming pod against every (candidate) node."""
@@ -323,8 +325,10 @@ def load_scenario(
     if config is not None:
         doc["scheduler"] = str(config)
         base = Path()
+    source = "scenario" if doc.get("kubernetesVersion") is not None else "default"
     if version is not None:
         doc["kubernetesVersion"] = version
+        source = "--kubernetes-version"
     if path is None and nodes is None:
         raise InputError("SCENARIO: give a scenario file or --nodes/--pods/--pod files")
     if isinstance(doc.get("pod"), Mapping) and "items" in doc["pod"]:
@@ -332,7 +336,9 @@ def load_scenario(
         if not isinstance(items, list) or len(items) != 1:
             raise InputError("--pod: expected exactly one Pod")
         doc["pod"] = items[0]
-    return build_scenario(doc, base, where=str(path) if path else "scenario")
+    scenario = build_scenario(doc, base, where=str(path) if path else "scenario")
+    scenario.version_source = source
+    return scenario
 
 
 def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[str, Any]:
@@ -352,6 +358,7 @@ def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[s
         )
     return {
         "kubernetesVersion": str(scenario.version),
+        "kubernetesVersionSource": scenario.version_source,
         "profile": scenario.profile.name,
         "weights": {w.plugin.name: w.weight for w in scenario.profile.scorers},
         "nodes": nodes,
