@@ -17,6 +17,7 @@ from analyzer.scheduling.pdb import DisruptionBudget
 
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"
+MAX_NODE_DELETION_SECONDS = 300  # actuation.MaxCloudProviderNodeDeletionTime
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,14 @@ class CANode:
         """``eligibility.HasNoScaleDownAnnotation``."""
         return self.annotations.get(SCALE_DOWN_DISABLED) == "true"
 
-    @property
-    def being_deleted(self) -> bool:
-        """``actuation.IsNodeBeingDeleted``: CA's own ToBeDeleted taint is on the node."""
-        return any(t.key == TO_BE_DELETED_TAINT for t in self.taints)
+    def being_deleted(self, now: float) -> bool:
+        """``actuation.IsNodeBeingDeleted``: CA's ToBeDeleted taint, whose value is the unix
+        second it was added, is younger than ``MaxCloudProviderNodeDeletionTime`` (5 min); a
+        value that is not a number is no deletion time (``taints.GetToBeDeletedTime``)."""
+        for taint in self.taints:
+            if taint.key == TO_BE_DELETED_TAINT and taint.value.isdigit():
+                return now - int(taint.value) < MAX_NODE_DELETION_SECONDS
+        return False
 
 
 @dataclass(frozen=True)

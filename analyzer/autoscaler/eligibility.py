@@ -44,7 +44,7 @@ def check(
         ignore_mirror=options.ignore_mirror_pods_utilization,  # a global flag upstream
         now=now,
     )
-    if node.being_deleted:
+    if node.being_deleted(now):
         return Eligibility(info, "CurrentlyBeingDeleted")
     if node.scale_down_disabled:
         return Eligibility(info, "ScaleDownDisabledAnnotation")
