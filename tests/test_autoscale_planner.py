@@ -1,0 +1,235 @@
+"""The scale-down pass around the simulation, through ``analyzer autoscale``: the budgets
+(upstream's TestCropNodesToBudgets, tests/data/autoscaler/budgets.yaml), node-group minimums
+(``verifyMinSize``), PDB accounting across nodes (``RemainingPdbTracker.RemovePods``), the
+empty-first order, ``--format table`` and ``--explain``, and bad scenarios (docs/reliability.md
+section "autoscale")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from autoscale_cases import by_name, data, node, pod, run
+from cli_contract import run_cli
+from click.testing import CliRunner
+from reliability_doc import documented_exit
+
+from analyzer.cli import main
+
+BUDGETS = data("budgets.yaml")
+NOW = "2026-11-01T12:00:00Z"
+SMALL = {"cpu": 1000, "memory": 2000000}
+RS_POD = {
+    "cpu": 100,
+    "memory": 1000,
+    "owner": ["ReplicaSet", "rs", "apps/v1"],
+    "labels": {"app": "web"},
+}
+SINK = {
+    "cpu": 64000,
+    "memory": 2000000000,
+    "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"},
+}
+
+
+def _scenario(
+    empty: dict[str, int], drain: dict[str, int], options: dict[str, Any]
+) -> dict[str, Any]:
+    nodes, pods, groups = [node("sink", SINK)], [], []
+    for kind, counts in (("empty", empty), ("drain", drain)):
+        for group, count in counts.items():
+            names = [f"{group}-{kind}-{i}" for i in range(count)]
+            groups.append({"name": f"{group}-{kind}", "group": group, "nodes": names})
+            nodes += [node(n, SMALL) for n in names]
+            if kind == "drain":
+                pods += [pod(f"p-{n}", RS_POD, NOW, n) for n in names]
+    merged: dict[str, list[str]] = {}
+    for g in groups:
+        merged.setdefault(g["group"], []).extend(g["nodes"])
+    return {
+        "autoscaler": "cluster-autoscaler",
+        "now": NOW,
+        "options": options,
+        "nodeGroups": [
+            {"name": k, "minSize": 0, "maxSize": 100, "nodes": v} for k, v in merged.items()
+        ],
+        "nodes": nodes,
+        "pods": pods,
+    }
+
+
+@pytest.mark.parametrize("case", BUDGETS["cases"], ids=lambda c: c["name"])
+def test_budgets_match_upstream(tmp_path: Path, case: dict[str, Any]) -> None:
+    """Empty nodes up to the parallelism, drained ones up to what is left of it and of the drain
+    parallelism, the first node group first."""
+    result = run(
+        tmp_path, _scenario(case.get("empty", {}), case.get("drain", {}), BUDGETS["options"])
+    )
+    want_empty = [
+        f"{g}-empty-{i}" for g, n in case["want"].get("empty", {}).items() for i in range(n)
+    ]
+    want_drain = [
+        f"{g}-drain-{i}" for g, n in case["want"].get("drain", {}).items() for i in range(n)
+    ]
+    assert result["removedEmpty"] == want_empty
+    assert result["removedDrained"] == want_drain
+    assert result["removed"] == want_empty + want_drain
+    # every node of the case is removable; the budget only says how many go now
+    nodes = by_name(result)
+    assert all(nodes[n]["removable"] for n in nodes if n != "sink")
+
+
+def test_node_group_min_size_keeps_the_last_nodes(tmp_path: Path) -> None:
+    """verifyMinSize: a group of 3 empty nodes with minSize 2 loses one; the other two are
+    NodeGroupMinSizeReached (sizes counted down as nodes are accepted, in order)."""
+    scenario = _scenario({"ng": 3}, {}, {})
+    scenario["nodeGroups"][0]["minSize"] = 2
+    result = run(tmp_path, scenario)
+    nodes = by_name(result)
+    assert result["removed"] == ["ng-empty-0"]
+    assert [nodes[f"ng-empty-{i}"]["unremovableReason"] for i in range(3)] == [
+        None,
+        "NodeGroupMinSizeReached",
+        "NodeGroupMinSizeReached",
+    ]
+    assert nodes["sink"]["unremovableReason"] == "ScaleDownDisabledAnnotation"
+    assert nodes["sink"]["nodeGroup"] is None
+
+
+def test_a_node_outside_every_group_is_not_autoscaled(tmp_path: Path) -> None:
+    """NotAutoscaled: nodeGroups given and the node in none of them."""
+    scenario = _scenario({"ng": 1}, {}, {})
+    scenario["nodes"].append(node("stray", SMALL))
+    nodes = by_name(run(tmp_path, scenario))
+    assert nodes["stray"]["unremovableReason"] == "NotAutoscaled"
+    assert nodes["stray"]["candidate"] is False
+
+
+def test_pdb_disruptions_are_spent_across_nodes(tmp_path: Path) -> None:
+    """RemovePods: the first drained node takes the PDB's only disruption, so the second node's
+    pod of the same budget is NotEnoughPdb; without objects the controllers are not checked."""
+    scenario = _scenario({}, {"ng": 2}, {})
+    scenario["objects"] = [
+        {
+            "kind": "ReplicaSet",
+            "metadata": {"name": "rs", "namespace": "default"},
+            "spec": {"replicas": 2},
+        },
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+            "status": {"disruptionsAllowed": 1},
+        },
+    ]
+    nodes = by_name(run(tmp_path, scenario))
+    assert nodes["ng-drain-0"]["removable"]
+    assert nodes["ng-drain-1"]["blockingPod"] == {
+        "pod": "default/p-ng-drain-1",
+        "reason": "NotEnoughPdb",
+    }
+
+
+def test_empty_nodes_are_simulated_first_and_leave_the_destinations(tmp_path: Path) -> None:
+    """EmptySorting puts the empty node first; once removable it is no destination, so the
+    drained node's pod goes to the sink, never to the empty node listed before it."""
+    scenario = _scenario({}, {"ng": 1}, {})
+    scenario["nodes"].insert(0, node("free", SMALL))
+    scenario["nodeGroups"][0]["nodes"].append("free")
+    result = run(tmp_path, scenario)
+    nodes = by_name(result)
+    assert nodes["free"]["empty"] and nodes["free"]["removable"]
+    assert nodes["ng-drain-0"]["destinations"] == {"default/p-ng-drain-0": "sink"}
+    assert result["removed"] == ["free", "ng-drain-0"]
+
+
+def test_table_and_explain_agree_with_the_json(tmp_path: Path) -> None:
+    """--format table: one row per node with its reason; --explain adds where pods went."""
+    scenario = _scenario({"ng": 1}, {"ng": 1}, {})
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    table = CliRunner().invoke(main, ["autoscale", str(path), "--format", "table"])
+    assert table.exit_code == 0
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == [
+        "node",
+        "group",
+        "util",
+        "cpu",
+        "memory",
+        "candidate",
+        "removable",
+        "reason",
+    ]
+    sink = next(line for line in lines if line.startswith("sink "))
+    assert "ScaleDownDisabledAnnotation" in sink and "no " in sink
+    assert "removed now, in order: ng-empty-0, ng-drain-0" in table.stdout
+    explain = CliRunner().invoke(main, ["autoscale", str(path), "--explain"])
+    assert "ng-drain-0: default/p-ng-drain-0 -> sink" in explain.stdout
+    assert "ng-empty-0: empty (no pod to move)" in explain.stdout
+
+
+BAD = [
+    (
+        "autoscale-scenario-shape",
+        documented_exit("autoscale-scenario-shape"),
+        "- just a list\n",
+        "expected a mapping",
+    ),
+    (
+        "autoscale-unknown-autoscaler",
+        documented_exit("autoscale-unknown-autoscaler"),
+        "autoscaler: keda\nnodes: []\n",
+        "autoscaler: 'keda' is not one of",
+    ),
+    (
+        "autoscale-bad-option",
+        documented_exit("autoscale-bad-option"),
+        "options: {scale-down-utilization-threshold: 2}\nnodes: []\n",
+        "options.scale-down-utilization-threshold: 2 is not a ratio",
+    ),
+    (
+        "autoscale-unknown-option",
+        documented_exit("autoscale-unknown-option"),
+        "options: {scale-down-delay: 10m}\nnodes: []\n",
+        "options.scale-down-delay: not a modelled cluster-autoscaler flag",
+    ),
+    (
+        "autoscale-no-nodes",
+        documented_exit("autoscale-no-nodes"),
+        "autoscaler: cluster-autoscaler\n",
+        "nodes: at least one Node",
+    ),
+    (
+        "autoscale-node-group",
+        documented_exit("autoscale-node-group"),
+        "nodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"
+        "nodeGroups: [{name: g, nodes: [b]}]\n",
+        "nodeGroups[0].nodes[0]: 'b' is not one of the nodes",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fault", "code", "text", "message"), BAD, ids=[b[0] for b in BAD])
+def test_bad_scenario_is_one_line(
+    tmp_path: Path, fault: str, code: int, text: str, message: str
+) -> None:
+    """Each documented fault: its exit code, one stderr line naming the field, nothing else."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["autoscale", str(path)])
+    assert result.exit_code == code == 2, fault
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and str(path) in lines[0], result.stderr
+
+
+def test_missing_scenario_file_in_a_child_process(tmp_path: Path) -> None:
+    """The real console entry: a missing file is one line, the documented exit, no traceback."""
+    outcome = run_cli(["autoscale", str(tmp_path / "absent.yaml")])
+    assert outcome.exit_code == documented_exit("autoscale-missing-file")
+    assert "Traceback" not in outcome.stderr
+    assert len(outcome.stderr.strip().splitlines()) == 1
+    assert "absent.yaml" in outcome.stderr
