@@ -4,7 +4,7 @@ and runs them through the real CLI (click's runner, in process).
 A node ``{cpu: millicores, memory: bytes (-1: not set), gpus, labels, annotations, taints}`` is
 a v1 Node with that allocatable (and ``pods: 110``); a pod ``{cpu, memory (-1: no request),
 owner: [kind, name, apiVersion], namespace, labels, annotations, deletedSecondsAgo,
-initContainers, volumes, gpus, node}`` is a v1 Pod with one container, as upstream's
+initContainers, volumes, priority, gpus, node}`` is a v1 Pod with one container, as upstream's
 ``BuildTestNode`` / ``BuildTestPod`` build them.
 """
 
@@ -85,8 +85,9 @@ def pod(name: str, facts: dict[str, Any], now: str, node_name: str) -> dict[str,
             }
             for i, c in enumerate(facts["initContainers"])
         ]
-    if "volumes" in facts:
-        spec["volumes"] = facts["volumes"]
+    for key in ("volumes", "priority"):
+        if key in facts:
+            spec[key] = facts[key]
     return {"kind": "Pod", "metadata": meta, "spec": spec}
 
 

@@ -48,6 +48,7 @@ from analyzer.scheduling.pdb import scaled
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+DISRUPTION_COST = "karpenter.sh/disruption-cost"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
 MULTI_LIMIT = 100  # MultiNodeConsolidation considers at most 100 candidates
@@ -75,13 +76,14 @@ class Decision:
 
 
 def eviction_cost(pod: CAPod) -> float:
-    """``disruptionutils.EvictionCost``."""
+    """``disruptionutils.EvictionCost``: 1, plus the pod's ``karpenter.sh/disruption-cost`` (else
+    its ``pod-deletion-cost``) / 2^27, plus its priority / 2^25, clamped to [-10, 10]."""
     cost = 1.0
-    raw = pod.annotations.get(DELETION_COST)
+    raw = pod.annotations.get(DISRUPTION_COST, pod.annotations.get(DELETION_COST))
     if raw is not None:
-        # upstream logs and ignores an annotation that is not an integer
+        # upstream logs and ignores an annotation that is not a number
         with contextlib.suppress(ValueError):
-            cost += float(int(raw)) / 2**27
+            cost += float(raw) / 2**27
     if pod.obj.priority is not None:
         cost += float(pod.obj.priority) / 2**25
     return min(10.0, max(-10.0, cost))
@@ -165,21 +167,18 @@ class _Fitter:
         return left
 
 
-def _replacement(
-    left: Sequence[CAPod], shapes: Sequence[Shape], budget_price: float
-) -> Shape | None:
-    need: dict[str, int] = {"pods": len(left)}
+def _replacement(left: Sequence[CAPod], shapes: Sequence[Shape], below: float) -> Shape | None:
+    """The cheapest shape priced under ``below`` that holds every pod in ``left`` (their summed
+    requests; the pod count only where the shape gives one)."""
+    need: dict[str, int] = {}
     for pod in left:
         for k, v in pod_requests(pod.obj.spec).items():
             need[k] = need.get(k, 0) + v
     for shape in shapes:  # cheapest first
-        if shape.price >= budget_price:
+        if shape.price >= below:
             return None
-        if all(
-            shape.allocatable.get(k, 0) >= v
-            for k, v in need.items()
-            if v and (k in shape.allocatable or k not in ("pods",))
-        ):
+        fits = all(shape.allocatable.get(k, 0) >= v for k, v in need.items() if v)
+        if fits and shape.allocatable.get("pods", len(left)) >= len(left):
             return shape
     return None
 
@@ -231,15 +230,22 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         return decision
     fitter = _Fitter(scenario)
 
+    types = {n.name: n.labels.get(INSTANCE_TYPE, "") for n in cluster.nodes}
+
     def option(names: list[str]) -> tuple[bool, Shape | None]:
         left = fitter.leftover(names)
         if not left:
             return True, None
-        types = {n.name: n.labels.get(INSTANCE_TYPE, "") for n in cluster.nodes}
         known = [prices.get(types[name]) for name in names]
         if any(p is None for p in known):
             return False, None
-        shape = _replacement(left, shapes, sum(p for p in known if p is not None))
+        below = sum(p for p in known if p is not None)
+        if len(names) > 1:
+            # filterOutSameInstanceType: replacing several nodes by one of a type among them must
+            # beat the cheapest of those, or deleting fewer nodes would disrupt less
+            same = [p for name, p in zip(names, known, strict=True) if types[name] in prices]
+            below = min([below, *(p for p in same if p is not None)])
+        shape = _replacement(left, shapes, below)
         return shape is not None, shape
 
     multi = ordered[: min(MULTI_LIMIT, budget)]
