@@ -233,3 +233,14 @@ def test_missing_scenario_file_in_a_child_process(tmp_path: Path) -> None:
     assert "Traceback" not in outcome.stderr
     assert len(outcome.stderr.strip().splitlines()) == 1
     assert "absent.yaml" in outcome.stderr
+
+
+def test_readme_example_output_is_the_real_output() -> None:
+    """README's `analyzer autoscale` example prints exactly what the README shows."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("The example prints:\n\n```text\n", 1)[1].split("```", 1)[0]
+    example = root / "examples" / "autoscale-scenario.yaml"
+    result = CliRunner().invoke(main, ["autoscale", str(example), "--format", "table"])
+    assert result.exit_code == 0
+    assert result.stdout == shown
