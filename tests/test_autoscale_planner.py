@@ -244,3 +244,30 @@ def test_readme_example_output_is_the_real_output() -> None:
     result = CliRunner().invoke(main, ["autoscale", str(example), "--format", "table"])
     assert result.exit_code == 0
     assert result.stdout == shown
+
+
+def test_daemonsets_taking_the_whole_allocatable_give_null_not_nan(tmp_path: Path) -> None:
+    """ignore-daemonsets-utilization with DaemonSet pods requesting all of a node's cpu: Go
+    divides by zero (NaN for 0/0: never ≥ the threshold, so a candidate; +Inf with other pods:
+    NotUnderutilized). JSON has neither: the value is null and a note says why."""
+    ds = {"cpu": 1000, "memory": 1000, "owner": ["DaemonSet", "ds", "apps/v1"]}
+    scenario = _scenario({"ng": 2}, {}, {"ignore-daemonsets-utilization": True})
+    scenario["pods"] = [
+        pod("ds-a", ds, NOW, "ng-empty-0"),
+        pod("ds-b", ds, NOW, "ng-empty-1"),
+        pod("w", {**RS_POD, "cpu": 10}, NOW, "ng-empty-1"),
+    ]
+    result = run(tmp_path, scenario)
+    nodes = by_name(result)
+    assert nodes["ng-empty-0"]["utilizationByResource"]["cpu"] is None
+    assert nodes["ng-empty-0"]["candidate"] is True  # NaN < threshold is false, so not "not under"
+    assert nodes["ng-empty-1"]["utilization"] is None
+    assert nodes["ng-empty-1"]["unremovableReason"] == "NotUnderutilized"  # +Inf
+    assert any("ng-empty-1 utilization is inf" in note for note in result["notes"])
+
+
+def test_max_empty_bulk_delete_sets_the_parallelism(tmp_path: Path) -> None:
+    """The deprecated max-empty-bulk-delete, given alone, caps the empty nodes deleted at once."""
+    result = run(tmp_path, _scenario({"ng": 4}, {}, {"max-empty-bulk-delete": 2}))
+    assert result["options"]["max-scale-down-parallelism"] == 2
+    assert result["removed"] == ["ng-empty-0", "ng-empty-1"]

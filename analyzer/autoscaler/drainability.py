@@ -71,11 +71,11 @@ class PdbTracker:
 
     def in_parallel(self, pods: Sequence[CAPod]) -> bool:
         """``CanRemovePods``' second answer: every budget allows all its pods at once."""
-        for i in range(len(self.budgets)):
-            count = sum(1 for p in pods if i in self.matching(p))
-            if count and self.remaining[i] < count:
-                return False
-        return True
+        counts = [0] * len(self.budgets)
+        for pod in pods:
+            for i in self.matching(pod):
+                counts[i] += 1
+        return all(self.remaining[i] >= c for i, c in enumerate(counts) if c)
 
     def remove(self, pods: Sequence[CAPod]) -> None:
         """``RemovePods``: each covered pod takes one disruption from each of its budgets."""

@@ -37,6 +37,7 @@ from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal import build_state
+from analyzer.autoscaler.result import finite
 from analyzer.autoscaler.scenario import AutoscaleScenario
 from analyzer.autoscaler.utilization import calculate
 from analyzer.core.errors import InputError
@@ -297,8 +298,11 @@ def karpenter_json(scenario: AutoscaleScenario, decision: Decision) -> dict[str,
         nodes.append(
             {
                 "name": node.name,
-                "utilization": info.utilization,
-                "utilizationByResource": dict(info.by_resource),
+                "utilization": finite(info.utilization, f"node {node.name}", scenario.notes),
+                "utilizationByResource": {
+                    k: finite(v, f"node {node.name} {k}", scenario.notes)
+                    for k, v in info.by_resource.items()
+                },
                 "candidate": not why,
                 "notCandidateReason": why or None,
                 "disruptionCost": decision.costs.get(node.name, 0.0),

@@ -88,17 +88,16 @@ def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> 
     by_name = {d.name: d for d in decisions}
     candidates = [d.name for d in decisions if d.candidate]
     empty_first = sorted(candidates, key=lambda n: not _is_empty(cluster, n, options, now))
-    destinations = {n.name for n in cluster.nodes if not n.being_deleted(now)}
     pdbs = PdbTracker(cluster.budgets)
     simulator = RemovalSimulator(cluster, profile, options, now)
     unneeded: list[Outcome] = []
     for name in empty_first:
-        outcome = simulator.simulate(name, destinations, pdbs)
+        outcome = simulator.simulate(name, pdbs)
         by_name[name].outcome = outcome
         if not outcome.removable:
             by_name[name].reason = outcome.reason
             continue
-        destinations.discard(name)
+        simulator.drop(name)
         pdbs.remove(outcome.moved)
         unneeded.append(outcome)
     sizes = cluster.group_sizes()

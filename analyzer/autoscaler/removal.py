@@ -82,6 +82,9 @@ class RemovalSimulator:
         self.state, self.demands = build_state(cluster)
         self.position = {n.name: i for i, n in enumerate(cluster.nodes)}
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
+        # the nodes pods may move to: every node but those being deleted and those found
+        # removable in this pass (``drop``)
+        self.destinations = np.array([not n.being_deleted(now) for n in cluster.nodes], dtype=bool)
         self.last_index = 0
 
         # each pod object's demand, by identity (two pods may be equal field by field)
@@ -110,7 +113,11 @@ class RemovalSimulator:
                 return i
         return None
 
-    def simulate(self, node: str, destinations: set[str], pdbs: PdbTracker) -> Outcome:
+    def drop(self, node: str) -> None:
+        """``delete(podDestinations, node)``: a removable node takes no more pods."""
+        self.destinations[self.position[node]] = False
+
+    def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
         found: PodsToMove = pods_to_move(
             self.cluster.pods.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
@@ -118,9 +125,8 @@ class RemovalSimulator:
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
         index = self.position[node]
-        allowed = np.array(
-            [n.name in destinations and n.name != node for n in self.cluster.nodes], dtype=bool
-        )
+        allowed = self.destinations.copy()
+        allowed[index] = False
         done: list[tuple[int, PodDemand]] = []
         for pod in found.pods:
             self.state.unbind(index, self._demand(node, pod))

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from analyzer.autoscaler.planner import Plan
 from analyzer.autoscaler.scenario import AutoscaleScenario, options_json
+
+
+def finite(value: float, what: str, notes: list[str]) -> float | None:
+    """``value``, or None with a note when it is NaN or infinite (JSON has no such numbers)."""
+    if math.isfinite(value):
+        return value
+    notes.append(
+        f"{what} is {value} (upstream's float division by a zero allocatable left "
+        "after DaemonSet/mirror pods); shown as null"
+    )
+    return None
 
 
 def ca_json(scenario: AutoscaleScenario, plan: Plan) -> dict[str, Any]:
@@ -22,9 +34,14 @@ def ca_json(scenario: AutoscaleScenario, plan: Plan) -> dict[str, Any]:
             {
                 "name": decision.name,
                 "nodeGroup": None if group is None else group.name,
-                "utilization": info.utilization,
+                "utilization": finite(
+                    info.utilization, f"node {decision.name} utilization", scenario.notes
+                ),
                 "utilizationResource": info.resource or None,
-                "utilizationByResource": dict(info.by_resource),
+                "utilizationByResource": {
+                    k: finite(v, f"node {decision.name} {k} utilization", scenario.notes)
+                    for k, v in info.by_resource.items()
+                },
                 "candidate": decision.candidate,
                 "removable": decision.removable,
                 "unremovableReason": decision.reason or None,

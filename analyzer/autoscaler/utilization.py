@@ -13,6 +13,7 @@ it and carries on with utilisation 0, and so does this (``error`` says why); an 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -70,7 +71,12 @@ def resource_utilization(
         if pod.long_terminating(now):
             continue
         requested += value
-    return float(requested) / float(_milli(resource, allocatable[resource]) - taken_off)
+    denominator = float(_milli(resource, allocatable[resource]) - taken_off)
+    if denominator == 0:
+        # DaemonSet/mirror pods taking the whole allocatable: Go's float division gives +Inf,
+        # or NaN for 0/0 (which is never ≥ a threshold, so such a node counts as underutilised)
+        return math.inf if requested > 0 else math.nan
+    return float(requested) / denominator
 
 
 def calculate(
