@@ -11,7 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from autoscale_cases import by_name, node, pod, run
+from click.testing import CliRunner
+
+from analyzer.cli import main
 
 NOW = "2026-11-01T12:00:00Z"
 TYPE = "node.kubernetes.io/instance-type"
@@ -154,3 +158,26 @@ def test_budget_of_zero_and_pdb_blocked_pods(tmp_path: Path) -> None:
     result = run(tmp_path, blocked)
     assert by_name(result)["a"]["candidate"] is False
     assert result["decision"]["nodes"] == ["b"]
+
+
+def test_table_states_the_decision_and_escapes_names(tmp_path: Path) -> None:
+    """--format table for Karpenter: a row per node and the decision line; a node name holding
+    a terminal escape reaches the terminal escaped (core/text.py), never raw."""
+    scenario = _scenario(
+        [_node("busy", "large"), _node("idle\x1b[31m", "small")], [_pod("w", "busy", 1000)]
+    )
+    path = tmp_path / "k.yaml"
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    result = CliRunner().invoke(main, ["autoscale", str(path), "--format", "table"])
+    assert result.exit_code == 0
+    assert "\x1b" not in result.stdout
+    assert "decision: empty: idle\\x1b[31m (1 empty node(s) deleted (emptiness))" in result.stdout
+    assert result.stdout.splitlines()[0].split() == [
+        "node",
+        "util",
+        "candidate",
+        "cost",
+        "removed",
+        "why",
+        "not",
+    ]

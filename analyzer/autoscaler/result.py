@@ -103,6 +103,36 @@ def table_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _columns(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in rows]
+
+
+def karpenter_text(result: dict[str, Any]) -> str:
+    """One line per node (candidate, disruption cost, why not), then the decision."""
+    rows: list[tuple[str, ...]] = [("node", "util", "candidate", "cost", "removed", "why not")]
+    for node in result["nodes"]:
+        rows.append(
+            (
+                node["name"],
+                _percent(node.get("utilization")),
+                "yes" if node["candidate"] else "no",
+                f"{node['disruptionCost']:g}",
+                "yes" if node["removable"] else "no",
+                node.get("notCandidateReason") or "",
+            )
+        )
+    decision = result["decision"]
+    lines = _columns(rows)
+    lines.append("")
+    shape = decision.get("replacement")
+    replaced = f", replaced by {shape['instanceType']} ({shape['price']:g}/h)" if shape else ""
+    nodes = ", ".join(decision["nodes"]) or "no node"
+    lines.append(f"decision: {decision['type']}: {nodes}{replaced} ({decision['reason']})")
+    lines.extend(f"note: {note}" for note in result.get("notes", []))
+    return "\n".join(lines)
+
+
 def explain_text(result: dict[str, Any]) -> str:
     """The table, then each removable node's pods and where the simulation re-placed them."""
     lines = [table_text(result), ""]

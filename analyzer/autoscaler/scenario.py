@@ -198,7 +198,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
         disruption_budgets(objects, f"{where}.objects"),
         None if doc.get("objects") is None else _controllers(objects, f"{where}.objects"),
     )
-    if cluster.controllers is None:
+    if cluster.controllers is None and autoscaler == "cluster-autoscaler":
         notes.append(
             "no objects: controllers are not checked (ControllerNotFound and "
             "MinReplicasReached need the ReplicaSets, Jobs, ... as objects)"

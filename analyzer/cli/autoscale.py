@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from analyzer.autoscaler.decide import decide
-from analyzer.autoscaler.result import explain_text, table_text
+from analyzer.autoscaler.result import explain_text, karpenter_text, table_text
 from analyzer.autoscaler.scenario import load
 from analyzer.cli.base import main
 from analyzer.core.text import escaped
@@ -38,5 +38,8 @@ def autoscale(scenario: Path, explain: bool, fmt: str) -> None:
     if fmt == "json" and not explain:
         click.echo(json.dumps(result, indent=1))
         return
-    text = explain_text(result) if explain else table_text(result)
+    if result["autoscaler"] == "karpenter":
+        text = karpenter_text(result)
+    else:
+        text = explain_text(result) if explain else table_text(result)
     click.echo("\n".join(escaped(line) for line in text.split("\n")))
