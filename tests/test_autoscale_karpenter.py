@@ -181,3 +181,23 @@ def test_table_states_the_decision_and_escapes_names(tmp_path: Path) -> None:
         "why",
         "not",
     ]
+
+
+def test_unknown_instance_type_goes_only_by_emptiness(tmp_path: Path) -> None:
+    """ShouldDisrupt: without its instance type's price a node is no consolidation candidate,
+    though an empty one of that type is still deleted by emptiness."""
+    odd = {"labels": {TYPE: "custom"}}
+    busy = _scenario(
+        [_node("a", "large"), _node("b", "large", **odd)],
+        [_pod("v", "a", 7000), _pod("w", "b", 100)],
+    )
+    result = run(tmp_path, busy)
+    assert "instance type 'custom'" in by_name(result)["b"]["notCandidateReason"]
+    assert result["decision"]["nodes"] == ["a"]  # a's pod fits on b; b itself cannot be chosen
+    empty = _scenario([_node("a", "large"), _node("b", "large", **odd)], [_pod("w", "a", 100)])
+    assert run(tmp_path, empty)["decision"] == {
+        "type": "empty",
+        "nodes": ["b"],
+        "replacement": None,
+        "reason": "1 empty node(s) deleted (emptiness)",
+    }

@@ -20,8 +20,8 @@ pkg/controllers/disruption: ``emptiness.go``, ``multinodeconsolidation.go``,
 "Fits" on the existing nodes is analyzer's scheduler filters (first fit, as the CA simulation);
 on the replacement only the pods' summed cpu, memory and pod count against the shape (the new
 node's labels and taints are not modelled). Prices come from ``nodePool.instanceTypes`` by the
-nodes' ``node.kubernetes.io/instance-type`` label; a node of an unknown price is never replaced,
-only deleted.
+nodes' ``node.kubernetes.io/instance-type`` label; as upstream's ``ShouldDisrupt``, a node of a
+type not listed there goes only by emptiness (consolidation needs its price).
 """
 
 from __future__ import annotations
@@ -229,23 +229,27 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
     if policy == "WhenEmpty":
         decision.reason = "consolidationPolicy WhenEmpty and no candidate is empty"
         return decision
-    fitter = _Fitter(scenario)
-
+    # ShouldDisrupt: consolidation needs the candidate's instance type (its price); an empty
+    # node of an unknown type could still go by emptiness, above
     types = {n.name: n.labels.get(INSTANCE_TYPE, "") for n in cluster.nodes}
+    for node in [n for n in ordered if types[n.name] not in prices]:
+        decision.candidates[node.name] = (
+            f"instance type {preview(types[node.name])} is not in nodePool.instanceTypes "
+            "(consolidation needs its price)"
+        )
+    ordered = [n for n in ordered if types[n.name] in prices]
+    fitter = _Fitter(scenario)
 
     def option(names: list[str]) -> tuple[bool, Shape | None]:
         left = fitter.leftover(names)
         if not left:
             return True, None
-        known = [prices.get(types[name]) for name in names]
-        if any(p is None for p in known):
-            return False, None
-        below = sum(p for p in known if p is not None)
+        known = [prices[types[name]] for name in names]
+        below = sum(known)
         if len(names) > 1:
             # filterOutSameInstanceType: replacing several nodes by one of a type among them must
             # beat the cheapest of those, or deleting fewer nodes would disrupt less
-            same = [p for name, p in zip(names, known, strict=True) if types[name] in prices]
-            below = min([below, *(p for p in same if p is not None)])
+            below = min([below, *known])
         shape = _replacement(left, shapes, below)
         return shape is not None, shape
 
