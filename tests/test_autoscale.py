@@ -143,3 +143,18 @@ def test_nodes_to_remove_match_upstream(tmp_path: Path, case: dict[str, Any]) ->
     empty = [n for n in case.get("removable", []) if n in case.get("empty", [])]
     drained = [n for n in case.get("removable", []) if n not in case.get("empty", [])]
     assert result["removed"] == empty + drained[:1]
+
+
+def test_empty_nodes_match_upstream(tmp_path: Path) -> None:
+    """TestFindEmptyNodes: the empty nodes are n0, n2 (only a mirror pod) and n3."""
+    case = REMOVE["find_empty"]
+    facts = {"cpu": 1000, "memory": 2000000}
+    scenario = {
+        "autoscaler": "cluster-autoscaler",
+        "now": REMOVE["now"],
+        "nodes": [node(name, facts) for name in case["nodes"]],
+        "pods": [pod(name, p, REMOVE["now"], p["node"]) for name, p in case["pods"].items()],
+    }
+    nodes = by_name(run(tmp_path, scenario))
+    assert [n for n in case["nodes"] if nodes[n]["empty"]] == case["empty"]
+    assert nodes["n1"]["blockingPod"] == {"pod": "default/p1", "reason": "NotReplicated"}

@@ -271,3 +271,33 @@ def test_max_empty_bulk_delete_sets_the_parallelism(tmp_path: Path) -> None:
     result = run(tmp_path, _scenario({"ng": 4}, {}, {"max-empty-bulk-delete": 2}))
     assert result["options"]["max-scale-down-parallelism"] == 2
     assert result["removed"] == ["ng-empty-0", "ng-empty-1"]
+
+
+def test_gpu_threshold_and_per_group_options(tmp_path: Path) -> None:
+    """A GPU node is held to scale-down-gpu-utilization-threshold (isNodeBelowUtilizationThreshold);
+    a group's own options override the global flags for its nodes only."""
+    gpu_node = {"cpu": 8000, "memory": 2**34, "gpus": 2}
+    gpu_pod = {"cpu": 100, "memory": 1000, "gpus": 1, "owner": ["ReplicaSet", "rs", "apps/v1"]}
+    scenario = {
+        "autoscaler": "cluster-autoscaler",
+        "now": NOW,
+        "options": {"scale-down-gpu-utilization-threshold": 0.4},
+        "nodeGroups": [
+            {"name": "gpu", "nodes": ["g"]},
+            {"name": "lax", "nodes": ["a"], "options": {"scale-down-utilization-threshold": 0.8}},
+            {"name": "strict", "nodes": ["b"]},
+        ],
+        "nodes": [node("g", gpu_node), node("a", SMALL), node("b", SMALL)],
+        "pods": [
+            pod("t", gpu_pod, NOW, "g"),
+            pod("x", {**RS_POD, "cpu": 600}, NOW, "a"),
+            pod("y", {**RS_POD, "cpu": 600}, NOW, "b"),
+        ],
+    }
+    nodes = by_name(run(tmp_path, scenario))
+    assert (
+        nodes["g"]["utilization"] == 0.5 and nodes["g"]["utilizationResource"] == "nvidia.com/gpu"
+    )
+    assert nodes["g"]["unremovableReason"] == "NotUnderutilized"  # 0.5 ≥ 0.4
+    assert nodes["a"]["candidate"] is True  # 0.6 < the group's 0.8
+    assert nodes["b"]["unremovableReason"] == "NotUnderutilized"  # 0.6 ≥ the global 0.5
