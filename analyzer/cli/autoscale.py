@@ -18,7 +18,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 @main.command()
 @click.argument("scenario", type=_FILE)
-@click.option("--explain", is_flag=True, help="Add each node's moved pods and destinations.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Print the per-node table and where each moved pod goes, instead of JSON.",
+)
 @click.option(
     "--format",
     "fmt",
