@@ -203,6 +203,13 @@ BAD = [
         "nodes: at least one Node",
     ),
     (
+        "autoscale-node-pool",
+        documented_exit("autoscale-node-pool"),
+        "autoscaler: karpenter\nnodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"
+        "nodePool: {disruption: {consolidationPolicy: Sometimes}}\n",
+        "nodePool.disruption.consolidationPolicy: 'Sometimes' is not one of",
+    ),
+    (
         "autoscale-node-group",
         documented_exit("autoscale-node-group"),
         "nodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"

@@ -27,7 +27,7 @@ type not listed there goes only by emptiness (consolidation needs its price).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,33 +35,20 @@ import numpy as np
 
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
+from analyzer.autoscaler.nodepool import Shape
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal import build_state
 from analyzer.autoscaler.result import finite
 from analyzer.autoscaler.scenario import AutoscaleScenario
 from analyzer.autoscaler.utilization import calculate
-from analyzer.core.errors import InputError
 from analyzer.core.resources import pod_requests
 from analyzer.core.structured import preview
-from analyzer.scheduling.fields import listing, mapping
-from analyzer.scheduling.objects import resource_list
-from analyzer.scheduling.pdb import scaled
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 DISRUPTION_COST = "karpenter.sh/disruption-cost"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
 MULTI_LIMIT = 100  # MultiNodeConsolidation considers at most 100 candidates
-
-
-@dataclass(frozen=True)
-class Shape:
-    """An instance type the pool may launch."""
-
-    name: str
-    allocatable: Mapping[str, int]
-    price: float
 
 
 @dataclass
@@ -92,40 +79,6 @@ def eviction_cost(pod: CAPod) -> float:
 
 def _moves(pods: Sequence[CAPod]) -> list[CAPod]:
     return [p for p in pods if not (p.daemonset or p.mirror or p.terminal)]
-
-
-def _shapes(pool: Mapping[str, Any]) -> list[Shape]:
-    out = []
-    for i, raw in enumerate(listing(pool.get("instanceTypes"), "nodePool.instanceTypes")):
-        at = f"nodePool.instanceTypes[{i}]"
-        body = mapping(raw, at)
-        price = body.get("price")
-        if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
-            raise InputError(f"{at}.price: {preview(price)} is not a price ≥ 0 (per hour)")
-        alloc = resource_list({k: body[k] for k in ("cpu", "memory", "pods") if k in body}, at)
-        out.append(Shape(str(body.get("name") or f"shape-{i}"), alloc, float(price)))
-    return sorted(out, key=lambda s: s.price)
-
-
-def _budget(pool: Mapping[str, Any], count: int) -> int:
-    disruption = mapping(pool.get("disruption"), "nodePool.disruption")
-    budgets = listing(disruption.get("budgets"), "nodePool.disruption.budgets") or [
-        {"nodes": "10%"}
-    ]
-    allowed = count
-    for i, raw in enumerate(budgets):
-        value = mapping(raw, f"nodePool.disruption.budgets[{i}]").get("nodes", "10%")
-        if isinstance(value, str) and value.isdigit():
-            value = int(value)
-        if not (isinstance(value, int) and value >= 0) and not (
-            isinstance(value, str) and value.endswith("%") and value[:-1].isdigit()
-        ):
-            raise InputError(
-                f"nodePool.disruption.budgets[{i}].nodes: {preview(value)} is not "
-                "a count or a percentage like '10%'"
-            )
-        allowed = min(allowed, scaled(value, count))
-    return allowed
 
 
 class _Fitter:
@@ -187,15 +140,8 @@ def _replacement(left: Sequence[CAPod], shapes: Sequence[Shape], below: float) -
 def consolidate(scenario: AutoscaleScenario) -> Decision:
     """The command Karpenter's disruption controller would issue now."""
     pool = scenario.node_pool
-    disruption = mapping(pool.get("disruption"), "nodePool.disruption")
-    policy = disruption.get("consolidationPolicy", "WhenEmptyOrUnderutilized")
-    if policy not in POLICIES:
-        raise InputError(
-            f"nodePool.disruption.consolidationPolicy: {preview(policy)} is not one "
-            f"of {', '.join(POLICIES)}"
-        )
     cluster = scenario.cluster
-    shapes = _shapes(pool)
+    shapes = pool.shapes
     prices = {s.name: s.price for s in shapes}
     pdbs = PdbTracker(cluster.budgets)
     decision = Decision("none")
@@ -214,10 +160,10 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         if not reason:
             ordered.append(node)
     ordered.sort(key=lambda n: decision.costs[n.name])
-    if disruption.get("consolidateAfter") == "Never":
+    if pool.never:
         decision.reason = "consolidateAfter: Never disables consolidation"
         return decision
-    budget = _budget(pool, len(cluster.nodes))
+    budget = pool.allowed(len(cluster.nodes))
     if budget < 1:
         decision.reason = "the disruption budget allows no node now"
         return decision
@@ -226,7 +172,7 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         decision.kind, decision.nodes = "empty", empty[:budget]
         decision.reason = f"{len(decision.nodes)} empty node(s) deleted (emptiness)"
         return decision
-    if policy == "WhenEmpty":
+    if pool.policy == "WhenEmpty":
         decision.reason = "consolidationPolicy WhenEmpty and no candidate is empty"
         return decision
     # ShouldDisrupt: consolidation needs the candidate's instance type (its price); an empty

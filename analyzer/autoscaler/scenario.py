@@ -29,6 +29,7 @@ from typing import Any
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.drainability import Controllers
+from analyzer.autoscaler.nodepool import NodePool, parse_node_pool
 from analyzer.autoscaler.options import CAOptions, parse_options
 from analyzer.autoscaler.pods import CAPod, parse_ca_pod
 from analyzer.core.durations import parse_time
@@ -67,7 +68,7 @@ class AutoscaleScenario:
     options: CAOptions
     profile: Profile
     now: float
-    node_pool: Mapping[str, Any] = field(default_factory=dict)
+    node_pool: NodePool = field(default_factory=NodePool)
     notes: list[str] = field(default_factory=list)
 
 
@@ -204,7 +205,6 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
             "MinReplicasReached need the ReplicaSets, Jobs, ... as objects)"
         )
     profile = build_profile(strategy_config("kube-default").profiles[0], version)
-    pool = doc.get("nodePool")
     return AutoscaleScenario(
         str(autoscaler),
         version,
@@ -212,7 +212,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
         options,
         profile,
         _now(doc.get("now"), f"{where}.now"),
-        mapping(pool, f"{where}.nodePool") if pool is not None else {},
+        parse_node_pool(doc.get("nodePool"), f"{where}.nodePool"),
         notes,
     )
 
