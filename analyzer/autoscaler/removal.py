@@ -7,7 +7,9 @@ destination whose scheduler Filter plugins pass (``Profile.filters``, the same v
 placement stopped (``SchedulerPluginRunner.RunFiltersUntilPassingNode``'s ``lastIndex``). The
 walk stops at the first pod that fits nowhere (``NoPlaceToMovePods``). A successful simulation is
 kept (the planner's simulator persists them), so later candidates see the moved pods; a failed one
-is undone. The removed node and nodes already chosen for removal are not destinations;
+is undone; a pod moved onto a node simulated later moves again with that node's pods (its first
+destination is the one that node's entry shows). The removed node and nodes already chosen for
+removal are not destinations;
 ``spec.unschedulable`` nodes are skipped as upstream's runner skips them.
 
 Upstream keeps its node list in a Go map (random order); this walks the scenario's node order, so
@@ -87,6 +89,10 @@ class RemovalSimulator:
         self.destinations = np.array([not n.being_deleted(now) for n in cluster.nodes], dtype=bool)
         self.last_index = 0
 
+        # the pods on each node now: a successful simulation persists, so a pod moved onto a
+        # node that is simulated later moves again with that node's own pods (as upstream's
+        # snapshot holds it there)
+        self.current = {n.name: list(cluster.pods.get(n.name, [])) for n in cluster.nodes}
         # each pod object's demand, by identity (two pods may be equal field by field)
         self.demand_of = {
             id(pod): demand
@@ -120,7 +126,7 @@ class RemovalSimulator:
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
         found: PodsToMove = pods_to_move(
-            self.cluster.pods.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
+            self.current[node], self.options, pdbs, self.now, self.cluster.controllers
         )
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
@@ -143,5 +149,9 @@ class RemovalSimulator:
             self.state.bind(target, demand)
             done.append((target, demand))
             placed[pod.key] = self.cluster.nodes[target].name
+        moved = {id(pod) for pod in found.pods}
+        self.current[node] = [p for p in self.current[node] if id(p) not in moved]
+        for pod, (target, _) in zip(found.pods, done, strict=True):
+            self.current[self.cluster.nodes[target].name].append(pod)
         risky = not pdbs.in_parallel(found.pods)
         return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)
