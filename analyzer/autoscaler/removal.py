@@ -101,9 +101,6 @@ class RemovalSimulator:
             for pod, demand in zip(pods, self.demands[name], strict=True)
         }
 
-    def _demand(self, node: str, pod: CAPod) -> PodDemand:
-        return self.demand_of[id(pod)]
-
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
         feasible = allowed & self.schedulable
@@ -135,22 +132,22 @@ class RemovalSimulator:
         allowed[index] = False
         done: list[tuple[int, PodDemand]] = []
         for pod in found.pods:
-            self.state.unbind(index, self._demand(node, pod))
+            self.state.unbind(index, self.demand_of[id(pod)])
         placed: dict[str, str] = {}
         for pod in found.pods:
-            demand = self._demand(node, pod)
+            demand = self.demand_of[id(pod)]
             target = self._place(demand, allowed)
             if target is None:
                 for i, moved in done:  # Revert(): undo the forked simulation
                     self.state.unbind(i, moved)
                 for back in found.pods:
-                    self.state.bind(index, self._demand(node, back))
+                    self.state.bind(index, self.demand_of[id(back)])
                 return Outcome(node, False, "NoPlaceToMovePods")
             self.state.bind(target, demand)
             done.append((target, demand))
             placed[pod.key] = self.cluster.nodes[target].name
-        moved = {id(pod) for pod in found.pods}
-        self.current[node] = [p for p in self.current[node] if id(p) not in moved]
+        gone = {id(pod) for pod in found.pods}
+        self.current[node] = [p for p in self.current[node] if id(p) not in gone]
         for pod, (target, _) in zip(found.pods, done, strict=True):
             self.current[self.cluster.nodes[target].name].append(pod)
         risky = not pdbs.in_parallel(found.pods)
