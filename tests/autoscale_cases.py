@@ -4,7 +4,7 @@ and runs them through the real CLI (click's runner, in process).
 A node ``{cpu: millicores, memory: bytes (-1: not set), gpus, labels, annotations, taints}`` is
 a v1 Node with that allocatable (and ``pods: 110``); a pod ``{cpu, memory (-1: no request),
 owner: [kind, name, apiVersion], namespace, labels, annotations, deletedSecondsAgo,
-initContainers, volumes, priority, gpus, node}`` is a v1 Pod with one container, as upstream's
+initContainers, volumes, priority, restartPolicy, grace (seconds), phase, gpus, node}`` is a v1 Pod with one container, as upstream's
 ``BuildTestNode`` / ``BuildTestPod`` build them.
 """
 
@@ -85,10 +85,13 @@ def pod(name: str, facts: dict[str, Any], now: str, node_name: str) -> dict[str,
             }
             for i, c in enumerate(facts["initContainers"])
         ]
-    for key in ("volumes", "priority"):
+    for key in ("volumes", "priority", "restartPolicy"):
         if key in facts:
             spec[key] = facts[key]
-    return {"kind": "Pod", "metadata": meta, "spec": spec}
+    if "grace" in facts:
+        spec["terminationGracePeriodSeconds"] = facts["grace"]
+    status = {"phase": facts["phase"]} if "phase" in facts else {}
+    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
 def run(tmp: Path, scenario: dict[str, Any], *args: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Each rule answers for one pod: undefined (ask the next rule), drainable (the pod
 DaemonSet pod evicted), skip (ignored) or blocked with a ``drain.BlockingPodReason``. The first
 answer that is not undefined wins, in upstream's order:
 
-1. mirror → skip; 2. long-terminating → drainable; 3. replica count (only with
+1. mirror → skip; 2. long-terminating → skip; 3. replica count (only with
    ``skip-nodes-with-custom-controller-pods`` and when the controllers are known:
    ``ControllerNotFound``, ``MinReplicasReached``);
 4. DaemonSet → drainable; 5. ``safe-to-evict: "true"`` → drainable; 6. terminal → drainable;
@@ -119,7 +119,7 @@ def drainable(
     if pod.mirror:
         return Status(SKIP)
     if pod.long_terminating(now):
-        return Status(DRAIN_OK)
+        return Status(SKIP)  # deleted long enough ago to count as gone
     if options.skip_nodes_with_custom_controller_pods:
         status = _replica_count(pod, options, controllers)
         if status.outcome != UNDEFINED:
