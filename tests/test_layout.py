@@ -29,6 +29,7 @@ LAYERS = {
     "collect": 2,
     "sources": 2,
     "fragmentation": 2,
+    "autoscaler": 2,
     "replay": 3,
     "whatif": 4,
     "trace": 4,
