@@ -193,6 +193,7 @@ UPSTREAM_DIRECTORY = {
     "NodeResourcesBalancedAllocation": "noderesources",
     "TaintToleration": "tainttoleration",
     "NodeAffinity": "nodeaffinity",
+    "NodePorts": "nodeports",
     "InterPodAffinity": "interpodaffinity",
     "PodTopologySpread": "podtopologyspread",
     "ImageLocality": "imagelocality",

@@ -72,6 +72,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import (
     TaintTolerationFilter,
 )
 from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
+from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
 from analyzer.scheduling.plugins.queuesort import NAME as PRIORITY_SORT
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
@@ -147,6 +148,7 @@ def node_view(state: ClusterState, node: int) -> ClusterState:
         node_taints=state.node_taints[rows],
         load=load,
         objects=state.objects,
+        ports=state.ports.node_copy(node),
     )
 
 
@@ -177,7 +179,7 @@ class ReplayPreemption:
         # only with the score cache's ``LoadRows``, which logs the rows a report or an expiry
         # changed (``_touched_since_failure`` adds them; a new epoch: every row)
         self.load_rows = getattr(journal, "load", None)
-        safe: tuple[type, ...] = (*_STATIC, NodeResourcesFit)
+        safe: tuple[type, ...] = (*_STATIC, NodeResourcesFit, NodePorts)  # the node's own pods
         if self.load_rows is not None:
             safe = (*safe, LoadAwareScheduling)
         self.memo = all(isinstance(f, safe) for f in profile.filters)
