@@ -21,6 +21,10 @@ lower priority exists (else it costs nothing):
   one-node copy of the state, with the filters whose answer can change when pods leave (the
   others passed: the node is ``Unschedulable``); ``pick_candidate`` chooses the node in
   upstream's order. Victims' start time is when the replay last bound them;
+- the dry run reads the potential nodes from a random offset on, wrapping around (upstream's
+  ``GetOffsetAndNumCandidates``, 1.20+), drawn from a generator the engine derives from the
+  replay's seed (its own stream: the tie-break draws are unchanged); after a remembered failure
+  only the touched nodes are tried, all of them, from an offset drawn over them;
 - the victims are deleted: they keep their node for their graceful termination and the
   preemptor waits, nominated (``analyzer.replay.terminations``, the engine); ``deleting`` marks
   them meanwhile (not healthy for the budgets; still candidates for another preemptor, as
@@ -65,6 +69,7 @@ from analyzer.scheduling.plugins.defaultpreemption import (
     Candidate,
     DefaultPreemption,
     pick_candidate,
+    rotated,
     select_victims,
 )
 from analyzer.scheduling.plugins.helper.node_constraints import (
@@ -170,7 +175,13 @@ class ReplayPreemption:
         on_node: Sequence[set[int]],
         journal: Journal | None = None,
         budgets: ReplayBudgets | None = None,
+        rng: np.random.Generator | None = None,
     ) -> None:
+        self.plugin = plugin
+        # where each dry run starts among the potential nodes (GetOffsetAndNumCandidates);
+        # None: offset 0. The engine passes a stream of its own derived from the replay's seed,
+        # so a seed reproduces and the tie-break draws stay as they were without preemption
+        self.rng = rng
         self.budgets = budgets if budgets else None  # None: no budget selects any pod
         self.on_node = on_node  # the engine's pods per node (DaemonSet/static ones too)
         self.journal = journal  # nodes touched (``ScoreCache``): failed attempts are remembered
@@ -226,6 +237,7 @@ class ReplayPreemption:
         on_node: Sequence[set[int]],
         journal: Journal | None = None,
         budgets: ReplayBudgets | None = None,
+        rng: np.random.Generator | None = None,
     ) -> ReplayPreemption | None:
         """The preemption of ``profile`` (None: no DefaultPreemption, or per-GPU devices)."""
         if profile is None or state.devices is not None:
@@ -233,7 +245,9 @@ class ReplayPreemption:
         plugin = next((p for p in profile.post_filters if isinstance(p, DefaultPreemption)), None)
         if plugin is None:
             return None
-        return cls(profile, plugin, state, active, demands, priorities, on_node, journal, budgets)
+        return cls(
+            profile, plugin, state, active, demands, priorities, on_node, journal, budgets, rng
+        )
 
     def bound(self, pod: int, node: int, now: int) -> None:
         """``pod`` now runs on ``node`` (since ``now``, ns)."""
@@ -337,8 +351,13 @@ class ReplayPreemption:
         if feasible.any():
             return None  # it fits somewhere: nothing to preempt for
         unschedulable &= self.active
-        wanted = self.args.candidates_wanted(int(unschedulable.sum()))
-        tried = np.flatnonzero(unschedulable & static & self._room(demand, priority)).tolist()
+        # the potential nodes read from the offset on, wrapping; those that cannot yield victims
+        # (refused for good, no room even without every lower-priority pod) are left out after
+        # the rotation, so the others keep upstream's order
+        potential = np.flatnonzero(unschedulable)
+        offset, wanted = self.plugin.offset_and_count(len(potential), self.rng)
+        order = np.roll(potential, -offset) if offset else potential
+        tried = order[(static & self._room(demand, priority))[order]].tolist()
         return self._dry_run(tried, wanted, demand, priority, now)
 
     def _on(
@@ -365,7 +384,10 @@ class ReplayPreemption:
             if first.name not in UNRESOLVABLE_FILTERS:
                 tried.append(node)
         wanted = self.args.min_candidate_nodes_absolute  # more than the nodes tried
-        return self._dry_run(tried, wanted, demand, priority, now)
+        # every touched node is tried: the offset only orders them (pick_candidate's last tie);
+        # drawn over them, not over every potential node, which this path does not compute
+        offset, _ = self.plugin.offset_and_count(len(tried), self.rng)
+        return self._dry_run(rotated(tried, offset), wanted, demand, priority, now)
 
     def _dry_run(
         self, nodes: list[int], wanted: int, demand: PodDemand, priority: int, now: int
