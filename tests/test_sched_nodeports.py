@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import yaml
+from click.testing import CliRunner
+from reliability_doc import documented_exit
 from replay_fixtures import N, P, build
 
+from analyzer.cli import main
 from analyzer.core.errors import InputError
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -32,6 +37,7 @@ from analyzer.scheduling.host_ports import (
 from analyzer.scheduling.plugins.nodeports import ERR_REASON
 from analyzer.scheduling.scenario import build_scenario
 from analyzer.sources import SyntheticSpec, generate
+from analyzer.whatif.notes import constraint_notes
 
 ONLY = {
     "profiles": [
@@ -144,6 +150,18 @@ def test_sanitising_and_host_network() -> None:
         pod_host_ports({"containers": [{"ports": [{"hostPort": 70000}]}]}, "spec")
 
 
+def test_bad_host_port_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    doc = scenario(pod("p", "", []), [])
+    doc["pod"]["spec"]["containers"][0]["ports"] = [{"hostPort": 70000}]
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    run = CliRunner().invoke(main, ["score", str(path)])
+    assert run.exit_code == documented_exit("host-port-invalid")
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.output
+    assert "spec.containers[0].ports[0].hostPort: 70000 is not a port number" in lines[0]
+
+
 def test_index_equals_a_plain_loop() -> None:
     # random binds and unbinds on 6 nodes from a small port alphabet (so conflicts are common):
     # the index's blocked nodes are exactly those where upstream's Fits loop says no
@@ -201,6 +219,13 @@ def test_two_host_port_pods_never_share_a_node() -> None:
     waited = replay(alone, Strategy("m", packed), seed=1)
     assert waited.node.tolist() == [0, -1] and bool(waited.pending_at_end[1])
     assert waited.refusals[1].message() == f"0/1 nodes are available: 1 {ERR_REASON}."
+    # the what-if notes count the pods with host ports (none without them)
+    notes = constraint_notes(
+        _with_ports(build(nodes, pods), {"web-1": HTTP}), [Strategy("m", packed)]
+    )
+    assert [n for n in notes if n.startswith("NodePorts (m): 1 pod of 2 asks for host ports")]
+    assert not [n for n in constraint_notes(build(nodes, pods), [Strategy("m", packed)])
+                if n.startswith("NodePorts")]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

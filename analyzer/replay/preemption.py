@@ -386,8 +386,10 @@ class ReplayPreemption:
         wanted = self.args.min_candidate_nodes_absolute  # more than the nodes tried
         # every touched node is tried: the offset only orders them (pick_candidate's last tie);
         # drawn over them, not over every potential node, which this path does not compute
-        offset, _ = self.plugin.offset_and_count(len(tried), self.rng)
-        return self._dry_run(rotated(tried, offset), wanted, demand, priority, now)
+        if len(tried) > 1:  # one node or none: nothing to order (no draw)
+            offset, _ = self.plugin.offset_and_count(len(tried), self.rng)
+            tried = rotated(tried, offset)
+        return self._dry_run(tried, wanted, demand, priority, now)
 
     def _dry_run(
         self, nodes: list[int], wanted: int, demand: PodDemand, priority: int, now: int
