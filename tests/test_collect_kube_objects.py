@@ -120,6 +120,7 @@ def test_collect_with_kube_objects_matches_the_generator(
     said = " ".join(field_source_notes(got))
     assert f"affinity: {n:,} read from Kubernetes objects" in said
     assert f"tolerations: {n:,} observed in Prometheus" in said
+    assert f"host ports: {n:,} read from Kubernetes objects" in said
 
 
 @pytest.mark.prometheus

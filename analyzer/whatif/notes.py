@@ -358,6 +358,7 @@ _FIELD_WORDS = {
     "labels": "pod labels",
     "priority": "priorities",
     "container_images": "container images",
+    "host_ports": "host ports",
 }
 
 
