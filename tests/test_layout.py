@@ -194,6 +194,7 @@ UPSTREAM_DIRECTORY = {
     "NodeResourcesBalancedAllocation": "noderesources",
     "TaintToleration": "tainttoleration",
     "NodeAffinity": "nodeaffinity",
+    "NodePorts": "nodeports",
     "InterPodAffinity": "interpodaffinity",
     "PodTopologySpread": "podtopologyspread",
     "ImageLocality": "imagelocality",

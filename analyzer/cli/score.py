@@ -134,7 +134,8 @@ def score(
     Unschedulable or UnschedulableAndUnresolvable — the tie set of best feasible nodes as
     "selected" and the seeded choice as "chosen". When the pod
     fits nowhere and the profile has DefaultPreemption: "preemption" {nominatedNode, victims,
-    candidates, status}.
+    candidates, status}; candidates are gathered from the first potential node, or from an
+    offset drawn from --seed when it is given, as kube-scheduler draws it at random.
     """
     loaded = load_scenario(
         scenario,
@@ -147,7 +148,11 @@ def score(
         objects=objects_file,
     )
     evaluation = loaded.evaluate()
-    result = result_json(loaded, evaluation, seed)
+    # DefaultPreemption's random candidate offset: drawn only when --seed is given (else 0, so
+    # a scenario's answer does not move between runs)
+    given = click.get_current_context().get_parameter_source("seed")
+    explicit = given is not None and given.name != "DEFAULT"
+    result = result_json(loaded, evaluation, seed, seed if explicit else None)
     if explain:
         click.echo(explain_text(loaded, result))
     else:

@@ -36,6 +36,7 @@ import numpy as np
 
 from analyzer.replay.loadcolumns import LoadShape
 from analyzer.replay.loadrows import LoadRows, without_loadaware
+from analyzer.replay.node_ports import ports_mask, ports_rows
 from analyzer.replay.rows import (
     BalancedRows,
     Column,
@@ -55,6 +56,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import (
     TaintTolerationFilter,
 )
 from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balance_scores,
@@ -153,6 +155,7 @@ class _Plan:
     # static score plugins whose raw score differs between nodes: (plugin, weight, raw)
     static: list[tuple[Any, int, Int64Array]] = field(default_factory=list)
     static_sums: dict[tuple[int, ...], Int64Array] = field(default_factory=dict)  # by maxima
+    ports: tuple[Any, ...] = ()  # NodePorts: the shape's host ports (a part of its key)
 
 
 class _Kernel:
@@ -162,6 +165,8 @@ class _Kernel:
         self.fit_filters = [f for f in profile.filters if isinstance(f, NodeResourcesFit)]
         # the static filters: node taints and labels never change during a replay
         self.static_filters = [f for f in profile.filters if isinstance(f, _STATIC_FILTERS)]
+        # NodePorts reads the ports in use per node: checked on the rows a refresh recomputes
+        self.ports = any(isinstance(f, NodePorts) for f in profile.filters)
         self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
         self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
         self.static_scores: list[tuple[Any, int]] = []
@@ -186,7 +191,7 @@ class _Kernel:
         """True when every plugin of ``profile`` has a compiled form here (PodTopologySpread
         and InterPodAffinity: left out for the pods on which they are inert, ``topology``)."""
         for f in profile.filters:
-            if not isinstance(f, (NodeResourcesFit, *_STATIC_FILTERS, *_TOPOLOGY)):
+            if not isinstance(f, (NodeResourcesFit, NodePorts, *_STATIC_FILTERS, *_TOPOLOGY)):
                 return False
         for weighted in profile.scorers:
             plugin = weighted.plugin
@@ -248,7 +253,8 @@ class _Kernel:
             raw = scorer.score(state, pod, 0.0)
             if raw is not None and weight and len(raw) and int(raw.min()) != int(raw.max()):
                 varying.append((scorer, weight, raw))
-        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying)
+        ports = pod.host_ports if self.ports else ()
+        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying, ports=ports)
 
     def fixed(self, state: ClusterState, pod: PodDemand) -> Int64Array | None:
         """Σ weight × score of the static plugins without NormalizeScore (None: all zero)."""
@@ -447,6 +453,8 @@ class ScoreCache:
         allowed = entry.plan.allowed
         if allowed is not None:
             values = [v if allowed[r] else LOWEST for r, v in zip(rows, values, strict=True)]
+        if entry.plan.ports:
+            values = ports_rows(self.state, entry.plan.ports, rows, values, LOWEST)
         return values
 
     def _refresh(self, entry: _Entry) -> None:
@@ -676,6 +684,8 @@ def _evaluate_rows(
         feasible = np.zeros(len(rows), dtype=bool)
     if plan.allowed is not None:
         feasible &= plan.allowed[rows]
+    if plan.ports:
+        feasible &= ports_mask(state, plan.ports, rows)
     if len(plan.checked) and kernel.fit_filters:
         free = (
             state.allocatable[np.ix_(rows, plan.checked)]

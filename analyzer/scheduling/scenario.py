@@ -341,8 +341,11 @@ def load_scenario(
     return scenario
 
 
-def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[str, Any]:
-    """The ``analyzer score`` JSON: every node, the tie set, and the seeded choice."""
+def result_json(
+    scenario: Scenario, evaluation: Evaluation, seed: int, preemption_seed: int | None = None
+) -> dict[str, Any]:
+    """The ``analyzer score`` JSON: every node, the tie set, and the seeded choice
+    (``preemption_seed``: draw DefaultPreemption's candidate offset from it; None: offset 0)."""
     chosen = scenario.profile.select(evaluation, np.random.default_rng(seed))
     nodes = []
     for i in scenario.shown():
@@ -366,11 +369,13 @@ def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[s
         "chosen": None if chosen is None else evaluation.node_names[chosen],
         "seed": seed,
         "notes": scenario.notes,
-        **_preemption(scenario, evaluation),
+        **_preemption(scenario, evaluation, preemption_seed),
     }
 
 
-def _preemption(scenario: Scenario, evaluation: Evaluation) -> dict[str, Any]:
+def _preemption(
+    scenario: Scenario, evaluation: Evaluation, seed: int | None = None
+) -> dict[str, Any]:
     """The ``preemption`` block when the pod fits nowhere and the profile preempts."""
     if scenario.incoming is None:
         return {}
@@ -385,5 +390,6 @@ def _preemption(scenario: Scenario, evaluation: Evaluation) -> dict[str, Any]:
         scenario.budgets,
         scenario.classes,
         scenario.statuses,
+        None if seed is None else np.random.default_rng(seed),
     )
     return preemption_json(result, evaluation.node_names)

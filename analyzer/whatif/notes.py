@@ -35,6 +35,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import AFFINITY_NAME, T
 from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_cells import controller_from_owner
 from analyzer.scheduling.priority_class import parse_priority_class
+from analyzer.whatif.port_notes import port_notes
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
@@ -140,6 +141,7 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
         )
     notes.extend(topology_notes(snapshot, strategies))
     notes.extend(image_notes(snapshot, strategies))
+    notes.extend(port_notes(snapshot, strategies))
     notes.extend(preemption_notes(snapshot, strategies))
     notes.append(NOT_MODELLED)
     notes.extend(field_source_notes(snapshot))
@@ -356,6 +358,7 @@ _FIELD_WORDS = {
     "labels": "pod labels",
     "priority": "priorities",
     "container_images": "container images",
+    "host_ports": "host ports",
 }
 
 
