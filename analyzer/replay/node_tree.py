@@ -40,6 +40,7 @@ class NodeTree:
         self.zones: dict[str, list[int]] = {}  # insertion-ordered, as upstream's ``zones``
         self.members: set[int] = set()
         self._order: Int64Array | None = None
+        self._doubled: Int64Array | None = None
 
     def add(self, node: int) -> None:
         """Upstream's ``addNode``: append to its zone (a new zone goes last)."""
@@ -47,7 +48,7 @@ class NodeTree:
             return
         self.members.add(node)
         self.zones.setdefault(self.keys[node], []).append(node)
-        self._order = None
+        self._order = self._doubled = None
 
     def remove(self, node: int) -> None:
         """Upstream's ``removeNode``: out of its zone's list; an emptied zone is dropped."""
@@ -59,13 +60,20 @@ class NodeTree:
         zone.remove(node)
         if not zone:
             del self.zones[key]
-        self._order = None
+        self._order = self._doubled = None
 
     def order(self) -> Int64Array:
         """The node list (``nodeTree.list()``) as state rows; rebuilt only after a change."""
         if self._order is None:
             self._order = np.array(round_robin(list(self.zones.values())), dtype=np.int64)
         return self._order
+
+    def doubled(self) -> Int64Array:
+        """``order`` twice in a row: a window from any start index is one slice."""
+        if self._doubled is None:
+            order = self.order()
+            self._doubled = np.concatenate([order, order])
+        return self._doubled
 
 
 class NodeSampler:
@@ -79,6 +87,7 @@ class NodeSampler:
         self.names = names
         self.start = 0  # nextStartNodeIndex
         self.placements = 0  # choices made on a sampled list (for notes)
+        self.span = 0  # nodes the last window processed: the next window's first guess
 
     def begin(self, active: BoolArray) -> None:
         """The nodes present at the start, added in name order (the initial LIST)."""
@@ -114,6 +123,34 @@ class NodeSampler:
             self.start = (start + processed) % n
         self.placements += 1
         return np.sort(order[positions])
+
+    def window(self, masked: Int64Array, lowest: int) -> Int64Array:
+        """``rows`` for the score cache's hot path, in tree order (not sorted): ``masked`` holds
+        each row's total, ``lowest`` where infeasible. Only a window of the node list is read —
+        about as long as the last one, doubled until it holds the nodes wanted — so a choice
+        costs O(K) instead of O(n) (one pass over all nodes only when fewer are feasible)."""
+        order = self.tree.doubled()
+        n = len(order) // 2
+        start = self.start % n if n else 0
+        wanted = self.wanted
+        length = min(n, max(wanted, self.span + self.span // 4 + 16))
+        while True:
+            segment = order[start : start + length]
+            hits = np.flatnonzero(masked[segment] != lowest)
+            if len(hits) >= wanted or length >= n:
+                break
+            length = min(n, 2 * length)
+        if len(hits) >= wanted:
+            hits = hits[:wanted]
+            processed = int(hits[-1]) + 1
+        else:
+            processed = n
+        self.span = processed
+        if n:
+            self.start = (start + processed) % n
+        self.placements += 1
+        found: Int64Array = segment[hits]
+        return found
 
     def found(self, feasible: BoolArray) -> BoolArray:
         """``rows`` as a mask over state rows."""

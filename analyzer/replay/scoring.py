@@ -632,13 +632,14 @@ def _choose_sampled(entry: _Entry, rng: np.random.Generator, sampler: NodeSample
     cached total among them, ties uniform in ascending row order."""
     entry.flush()
     masked = entry.masked
-    if entry.best is None and int(masked.max()) == LOWEST:
+    rows = sampler.window(masked, LOWEST)
+    if len(rows) == 0:
         return None  # fits nowhere: upstream processed every node, the index stays
-    rows = sampler.rows(masked != LOWEST)
     values = masked[rows]
     ties = rows[values == values.max()]
     if len(ties) == 1:
         return int(ties[0])
+    ties.sort()  # the found nodes come in tree order; ties are drawn in row order
     return int(ties[int(rng.integers(len(ties)))])
 
 
