@@ -154,3 +154,49 @@ def test_out_of_range_percentage_is_one_line_naming_the_field(
     assert len(lines) == 1 and field in lines[0] and bad in lines[0], result.stderr
     assert "0..100" in lines[0] or "[0-100]" in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_score_scenario_scores_only_the_nodes_a_scheduler_finds(tmp_path: Path) -> None:
+    """150 nodes in 3 zones (names out of order in the file), every fifth too small for the pod:
+    a fresh scheduler walks the tree (by name, zones round robin) from index 0, stops at the
+    100th feasible node, and scores only those; the rest are listed unscored."""
+    nodes = []
+    for i in range(150):
+        cpu = "1" if i % 5 == 0 else "8"
+        nodes.append(
+            {
+                "metadata": {"name": f"node-{(i * 7) % 150:03d}",
+                             "labels": {"topology.kubernetes.io/zone": f"z{i % 3}"}},
+                "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}},
+            }
+        )  # fmt: skip
+    scenario = {
+        "nodes": nodes,
+        "pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {
+            "requests": {"cpu": "2", "memory": "1Gi"}}}]}},
+    }  # fmt: skip
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    result = CliRunner().invoke(main, ["score", str(path)])
+    assert result.exit_code == 0, result.output
+    payload = yaml.safe_load(result.stdout)
+    # the tree, written out here: names sorted, zones in order of first appearance, round robin
+    by_name = sorted(nodes, key=lambda n: n["metadata"]["name"])
+    zones: dict[str, list[dict[str, Any]]] = {}
+    for node in by_name:
+        zones.setdefault(node["metadata"]["labels"]["topology.kubernetes.io/zone"], []).append(node)
+    tree = [z[i]["metadata"]["name"] for i in range(50) for z in zones.values()]
+    fits = {n["metadata"]["name"] for n in nodes if n["status"]["allocatable"]["cpu"] == "8"}
+    found = [name for name in tree if name in fits][:100]
+    examined = tree.index(found[-1]) + 1
+    assert payload["sampling"] == {"percentageOfNodesToScore": 0, "nodes": 150,
+                                   "feasibleNodesToFind": 100, "feasible": 120,
+                                   "examined": examined, "scored": 100}  # fmt: skip
+    listed = {n["name"]: n for n in payload["nodes"]}
+    assert {name for name, n in listed.items() if n["scored"]} == set(found)
+    unscored = fits - set(found)
+    assert len(unscored) == 20
+    assert all(listed[n]["feasible"] and listed[n]["total"] is None for n in unscored)
+    assert payload["chosen"] in found
+    explained = CliRunner().invoke(main, ["score", str(path), "--explain"])
+    assert f"{examined} examined from index 0, 100 scored" in explained.stdout

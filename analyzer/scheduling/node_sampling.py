@@ -107,3 +107,15 @@ def found_nodes(
         return chosen, int(chosen[-1]) - start + 1
     chosen = np.concatenate([positions[before:], positions[: wanted - tail]])
     return chosen, n - start + int(chosen[-1]) + 1
+
+
+def initial_order(
+    names: Sequence[str], labels: Sequence[Mapping[str, str]], present: Sequence[bool]
+) -> list[int]:
+    """The node list of a scheduler that has just started over the ``present`` nodes: its
+    initial LIST (by name) added one by one to the node tree, then ``list()``."""
+    zones: dict[str, list[int]] = {}
+    rows = sorted((i for i, here in enumerate(present) if here), key=lambda i: (names[i], i))
+    for i in rows:
+        zones.setdefault(zone_key(labels[i]), []).append(i)
+    return round_robin(list(zones.values()))
