@@ -368,14 +368,15 @@ def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[s
     nodes = []
     filtered = scenario.filtered or evaluation  # filter verdicts of every node
     for i in scenario.shown():
-        scored = bool(evaluation.feasible[i])
+        # every node is scored (infeasible ones too, for the table) unless sampling left it out
+        scored = scenario.sampling is None or bool(evaluation.feasible[i])
         node: dict[str, Any] = {
             "name": evaluation.node_names[i],
             "feasible": bool(filtered.feasible[i]),
             "status": filtered.status(i),
             "reasons": filtered.reasons(i),
             "scores": {k: int(v[i]) for k, v in evaluation.scores.items()} if scored else {},
-            "total": int(evaluation.total[i]) if scored or scenario.sampling is None else None,
+            "total": int(evaluation.total[i]) if scored else None,
         }
         if scenario.sampling is not None:
             node["scored"] = scored  # percentageOfNodesToScore: found among the first K
