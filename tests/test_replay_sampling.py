@@ -25,6 +25,7 @@ from analyzer.replay.input import ReplayInput, prepare
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.strategies import document_profile, strategy_config
+from analyzer.whatif.notes import sampling_notes
 
 ZONE = "topology.kubernetes.io/zone"
 SOFT = [{"key": "batch", "value": "yes", "effect": "PreferNoSchedule"}]
@@ -243,3 +244,19 @@ def test_percentage_100_scores_every_node() -> None:
     expected, narrowed = reference(inp, snapshot, profile, 100, seed)
     assert narrowed == 0
     assert result.node.tolist() == expected
+
+
+def test_whatif_notes_say_how_many_nodes_each_strategy_scores() -> None:
+    big = build([N(f"n-{i:03d}") for i in range(200)], [], minutes=2)
+    default, _ = _profile("most-allocated")
+    full, _ = _profile("percentage-100")
+    notes = sampling_notes(big, [Strategy("most-allocated", default), Strategy("all", full)])
+    # 200 nodes: adaptive 50 - 200/125 = 49 % -> 98, at least 100
+    assert notes[0].startswith("most-allocated: with up to 200 nodes present, only the first 100 ")
+    assert "inferred" in notes[0]
+    assert notes[1] == "all: every feasible node is scored (percentageOfNodesToScore: 100)."
+    small = build([N(f"n-{i:03d}") for i in range(99)], [], minutes=2)
+    assert sampling_notes(small, [Strategy("most-allocated", default)]) == [
+        "percentageOfNodesToScore: with 99 nodes (fewer than 100) every feasible node is "
+        "scored, as kube-scheduler does."
+    ]
