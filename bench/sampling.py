@@ -20,6 +20,7 @@ order is inferred, not in the data) and upstream's 16 filter goroutines (K + 16 
 K, the most a parallel filter can overshoot by before it cancels — an upper bound of the effect).
 
     PYTHONPATH=$PWD .venv/bin/python bench/sampling.py [--nodes 5000] [--snapshot DIR]
+        [--timing-only] [--strategies kube-default,most-allocated]
 
 Prints a line per measurement and a final JSON line.
 """
@@ -123,6 +124,7 @@ def main() -> None:
     parser.add_argument("--main", default="/work/main", help="A checkout of main (baseline).")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--timing-only", action="store_true", help="Skip the outcomes.")
     args = parser.parse_args()
     strategies = args.strategies.split(",")
     folder = Path(args.snapshot or f"/tmp/sampling_bench_{args.nodes}")
@@ -163,6 +165,10 @@ def main() -> None:
             "sampled_over_main": round(sampled_cpu / main_cpu[name], 3),
             "full_over_main": round(full_cpu / main_cpu[name], 3),
         }
+        if args.timing_only:
+            rows[name] = row
+            print(name, json.dumps(row), flush=True)
+            continue
         variants = {"full": full, "sampled": sampled}
         # approximation 1: the node order is inferred; a random order instead of by name
         original_begin = node_tree.NodeSampler.begin

@@ -86,7 +86,6 @@ class NodeSampler:
         self.tree = NodeTree(labels)
         self.names = names
         self.start = 0  # nextStartNodeIndex
-        self.placements = 0  # choices made on a sampled list (for notes)
         self.span = 0  # nodes the last window processed: the next window's first guess
 
     def begin(self, active: BoolArray) -> None:
@@ -121,36 +120,38 @@ class NodeSampler:
         positions, processed = found_nodes(feasible[order], start, self.wanted)
         if n:
             self.start = (start + processed) % n
-        self.placements += 1
         return np.sort(order[positions])
 
-    def window(self, masked: Int64Array, lowest: int) -> Int64Array:
-        """``rows`` for the score cache's hot path, in tree order (not sorted): ``masked`` holds
-        each row's total, ``lowest`` where infeasible. Only a window of the node list is read —
-        about as long as the last one, doubled until it holds the nodes wanted — so a choice
-        costs O(K) instead of O(n) (one pass over all nodes only when fewer are feasible)."""
+    def best(self, masked: Int64Array, lowest: int) -> Int64Array:
+        """The hot path's choice set: the rows (tree order, not sorted) holding the highest total
+        among the nodes found; empty when no node is feasible. ``masked`` holds each row's
+        total, ``lowest`` where infeasible. Only a window of the node list is read — about as
+        long as the last one, doubled until it holds the nodes wanted — so a choice costs O(K)
+        instead of O(n) (one pass over every node only when fewer are feasible). The window
+        past the K-th feasible node is cut off; infeasible rows inside it are ``lowest`` and
+        never the highest while one node is feasible."""
         order = self.tree.doubled()
         n = len(order) // 2
-        start = self.start % n if n else 0
+        start = self.start % n
         wanted = self.wanted
         length = min(n, max(wanted, self.span + self.span // 4 + 16))
         while True:
             segment = order[start : start + length]
-            hits = np.flatnonzero(masked[segment] != lowest)
+            values = masked[segment]
+            hits = np.flatnonzero(values != lowest)
             if len(hits) >= wanted or length >= n:
                 break
             length = min(n, 2 * length)
-        if len(hits) >= wanted:
-            hits = hits[:wanted]
-            processed = int(hits[-1]) + 1
-        else:
-            processed = n
+        if len(hits) == 0:
+            processed = n  # fits nowhere: every node processed, the index stays
+            self.span, self.start = processed, start
+            return hits
+        processed = int(hits[wanted - 1]) + 1 if len(hits) >= wanted else n
         self.span = processed
-        if n:
-            self.start = (start + processed) % n
-        self.placements += 1
-        found: Int64Array = segment[hits]
-        return found
+        self.start = (start + processed) % n
+        values = values[:processed]
+        chosen: Int64Array = segment[:processed][values == values.max()]
+        return chosen
 
     def found(self, feasible: BoolArray) -> BoolArray:
         """``rows`` as a mask over state rows."""

@@ -631,12 +631,9 @@ def _choose_sampled(entry: _Entry, rng: np.random.Generator, sampler: NodeSample
     """The plain choice over the nodes the scheduler finds (``NodeSampler.rows``): the highest
     cached total among them, ties uniform in ascending row order."""
     entry.flush()
-    masked = entry.masked
-    rows = sampler.window(masked, LOWEST)
-    if len(rows) == 0:
+    ties = sampler.best(entry.masked, LOWEST)
+    if len(ties) == 0:
         return None  # fits nowhere: upstream processed every node, the index stays
-    values = masked[rows]
-    ties = rows[values == values.max()]
     if len(ties) == 1:
         return int(ties[0])
     ties.sort()  # the found nodes come in tree order; ties are drawn in row order
