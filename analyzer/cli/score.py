@@ -30,6 +30,13 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
         f"({scenario.version_source})  "
         f"weights {json.dumps(result['weights'])}"
     ]
+    sampling = result.get("sampling")
+    if isinstance(sampling, dict):  # percentageOfNodesToScore: only the nodes found are scored
+        lines.append(
+            f"percentageOfNodesToScore: {sampling['nodes']} nodes, "
+            f"{sampling['feasibleNodesToFind']} feasible nodes to find; {sampling['examined']} "
+            f"examined from index 0, {sampling['scored']} scored"
+        )
     header = ("plugin", "resource", "requested", "allocatable", "utilisation", "score", "note")
     nodes = result["nodes"]
     assert isinstance(nodes, list)
@@ -43,7 +50,8 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
             + "; ".join(node["reasons"])
         )
         lines.append("")
-        lines.append(f"node {node['name']}  total {node['total']}  ({status})")
+        total = node["total"] if node["total"] is not None else "not scored (not among the K found)"
+        lines.append(f"node {node['name']}  total {total}  ({status})")
         rows: list[ExplainRow] = scenario.profile.explain(
             scenario.state, scenario.pod, i, scenario.now
         )

@@ -43,6 +43,7 @@ from analyzer.scheduling.feature_gates import resolve_gates
 from analyzer.scheduling.fields import listing
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.kube_objects import parse_objects
+from analyzer.scheduling.node_sampling import found_nodes, initial_order, num_feasible_nodes_to_find
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
 from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.plugins.loadaware.cache import (
@@ -95,10 +96,36 @@ class Scenario:
     statuses: dict[int, str] | None = None  # ``postFilter``: Filter status per node index
     # where ``version`` came from: "scenario" (kubernetesVersion), "--kubernetes-version", "default"
     version_source: str = "default"
+    # percentageOfNodesToScore (``evaluate``): every node's filter verdict, and what was sampled
+    filtered: Evaluation | None = None
+    sampling: dict[str, Any] | None = None
 
     def evaluate(self) -> Evaluation:
-        """Score the incoming pod against every (candidate) node."""
-        return self.profile.evaluate(self.state, self.pod, now=self.now, mask=self.candidates)
+        """Score the incoming pod against every (candidate) node; above 100 nodes only the
+        feasible nodes a freshly started kube-scheduler would find (``node_sampling``: node tree
+        from index 0, ``numFeasibleNodesToFind``) are scored and normalised, as upstream."""
+        full = self.profile.evaluate(self.state, self.pod, now=self.now, mask=self.candidates)
+        present = [True] * self.state.node_count if self.candidates is None else self.candidates
+        order = initial_order(self.state.node_names, self.state.node_labels, list(present))
+        percentage = self.profile.percentage_of_nodes_to_score
+        wanted = num_feasible_nodes_to_find(len(order), percentage)
+        feasible = int(full.feasible.sum())
+        if wanted >= len(order) or feasible <= 1:
+            return full  # every node examined (or nothing to choose between: not scored)
+        tree = np.array(order, dtype=np.int64)
+        positions, processed = found_nodes(full.feasible[tree], 0, wanted)
+        found = np.zeros(self.state.node_count, dtype=bool)
+        found[tree[positions]] = True
+        self.filtered = full
+        self.sampling = {
+            "percentageOfNodesToScore": percentage,
+            "nodes": len(order),
+            "feasibleNodesToFind": wanted,
+            "feasible": feasible,
+            "examined": processed,
+            "scored": int(found.sum()),
+        }
+        return self.profile.evaluate(self.state, self.pod, now=self.now, mask=found)
 
     def shown(self) -> list[int]:
         """Indices of the nodes the result lists: the candidates, else every node."""
@@ -348,17 +375,21 @@ def result_json(
     (``preemption_seed``: draw DefaultPreemption's candidate offset from it; None: offset 0)."""
     chosen = scenario.profile.select(evaluation, np.random.default_rng(seed))
     nodes = []
+    filtered = scenario.filtered or evaluation  # filter verdicts of every node
     for i in scenario.shown():
-        nodes.append(
-            {
-                "name": evaluation.node_names[i],
-                "feasible": bool(evaluation.feasible[i]),
-                "status": evaluation.status(i),
-                "reasons": evaluation.reasons(i),
-                "scores": {k: int(v[i]) for k, v in evaluation.scores.items()},
-                "total": int(evaluation.total[i]),
-            }
-        )
+        # every node is scored (infeasible ones too, for the table) unless sampling left it out
+        scored = scenario.sampling is None or bool(evaluation.feasible[i])
+        node: dict[str, Any] = {
+            "name": evaluation.node_names[i],
+            "feasible": bool(filtered.feasible[i]),
+            "status": filtered.status(i),
+            "reasons": filtered.reasons(i),
+            "scores": {k: int(v[i]) for k, v in evaluation.scores.items()} if scored else {},
+            "total": int(evaluation.total[i]) if scored else None,
+        }
+        if scenario.sampling is not None:
+            node["scored"] = scored  # percentageOfNodesToScore: found among the first K
+        nodes.append(node)
     return {
         "kubernetesVersion": str(scenario.version),
         "kubernetesVersionSource": scenario.version_source,
@@ -369,6 +400,7 @@ def result_json(
         "chosen": None if chosen is None else evaluation.node_names[chosen],
         "seed": seed,
         "notes": scenario.notes,
+        **({} if scenario.sampling is None else {"sampling": scenario.sampling}),
         **_preemption(scenario, evaluation, preemption_seed),
     }
 
