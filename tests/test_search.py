@@ -17,8 +17,9 @@ from analyzer.cli import main
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.scheduling.strategies import load_strategy, strategy_config
-from analyzer.whatif.search import SearchRow, SearchSettings, pareto_front, recommend, run_search
+from analyzer.whatif.search import SearchSettings, run_search
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, parse_grid
+from analyzer.whatif.search_rule import SearchRow, pareto_front, recommend
 
 SCENARIO = Path(__file__).parent / "data" / "scenarios" / "score-loadaware.yaml"
 C1M1 = (("cpu", 1), ("memory", 1))

@@ -16,7 +16,7 @@ from replay_fixtures import GI, N, P, build
 from analyzer.cli import main
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
-from analyzer.whatif.search import SearchRow, recommend
+from analyzer.whatif.search_rule import SearchRow, recommend
 
 H = 1 / 60  # one grid step of the fixtures (1 min) in hours
 

@@ -31,7 +31,8 @@ from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Card, Column, TableView, json_value
 from analyzer.whatif.capacity import UNIT_LINE
-from analyzer.whatif.search import FRONT_RULE, RULE, SearchResult
+from analyzer.whatif.search import SearchResult
+from analyzer.whatif.search_rule import FRONT_RULE, RULE
 
 HTML, JSON, CSV, YAML = "search.html", "search.json", "search.csv", "search-scheduler.yaml"
 DEFINITIONS = {

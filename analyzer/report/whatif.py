@@ -43,8 +43,9 @@ from analyzer.report.whatif_tables import (
     wait_reasons_table,
 )
 from analyzer.whatif.capacity import UNIT_LINE, money_text, pct_text
-from analyzer.whatif.compare import WhatIfResult, rank_key
+from analyzer.whatif.compare import WhatIfResult
 from analyzer.whatif.explain import why_sentence
+from analyzer.whatif.verdict import rank_key
 
 FOLDER = "whatif"  # where ``analyzer demo`` puts the what-if report inside its output folder
 CHART_POINTS = 300
