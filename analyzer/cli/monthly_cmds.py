@@ -113,6 +113,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
             opts["strategies"],
             thresholds=replace(config, usage=usage),
             workers=opts["workers"],
+            prices=prices,
         )
         from analyzer.whatif.compare import resolve_strategy
 
