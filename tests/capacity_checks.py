@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 POOL_MIX = re.compile(
-    r" ?(?P<name>\S+) peaks at (?P<fewer>[\d,]+) fewer nodes, but (?P<verb>releases only|holds) "
+    r"(?:^|(?<=\. ))(?P<name>[^.]+?) peaks at (?P<fewer>[\d,]+) fewer nodes, but (?P<verb>releases only|holds) "
     r"(?P<pct>[\d.]+) % (?:more )?(?:of )?core-hours: pods moved to bigger nodes "
     r"\(a pool-mix shift\)\."
 )
@@ -22,12 +22,30 @@ KEYS = ("core_hours", "gib_hours")
 
 
 def split_pool_mix(sentence: str) -> tuple[str, list[tuple[str, int, str, float]]]:
-    """The verdict without its pool-mix sentences, and each as (name, fewer, verb, %)."""
+    """The verdict without its pool-mix sentences, and each as (name, fewer, verb, signed % of
+    core-hours released: negative when the sentence says the strategy holds more)."""
     found = [
-        (m["name"], int(m["fewer"].replace(",", "")), m["verb"], float(m["pct"]))
+        (
+            m["name"],
+            int(m["fewer"].replace(",", "")),
+            m["verb"],
+            float(m["pct"]) * (-1 if m["verb"] == "holds" else 1),
+        )
         for m in POOL_MIX.finditer(sentence)
     ]
     return POOL_MIX.sub("", sentence).strip(), found
+
+
+def pct_shown(cells: set[str] | list[str], pct: float) -> bool:
+    """Whether a table row shows the share ``pct`` (one decimal, as a sentence rounds it)."""
+    for cell in cells:
+        try:
+            value = float(cell.replace(",", "").replace("−", "-"))
+        except ValueError:
+            continue
+        if "." in cell and abs(value - pct) <= 0.05 + 1e-9:
+            return True
+    return False
 
 
 def capacity_problems(comparison: dict[str, Any]) -> list[str]:

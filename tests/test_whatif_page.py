@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from capacity_checks import capacity_problems, split_pool_mix
+from capacity_checks import capacity_problems, pct_shown, split_pool_mix
 from click.testing import CliRunner
 from markupsafe import escape
 from replay_fixtures import GI, N, P, build
@@ -103,7 +103,7 @@ def test_verdict_figures_are_in_the_table_with_several_seeds(seeded: WhatIfResul
     }  # fmt: skip
     sentence, shifts = split_pool_mix(seeded.recommendation)
     for name, _, _, pct in shifts:  # a pool-mix sentence's share is its strategy's table cell
-        assert f"{pct:.1f}" in cells[name] and rows[name]["pool_mix"] == "pool-mix shift"
+        assert pct_shown(cells[name], pct) and rows[name]["pool_mix"] == "pool-mix shift"
     assert capacity_problems(seeded.to_dict()) == []
     named = [
         n for n in rows if (n != "observed" and f"{n} (" in sentence) or sentence.startswith(n)

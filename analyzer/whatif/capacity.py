@@ -161,10 +161,11 @@ def pool_mix_shift(reference_peak: float, peak: float, core_pct: float, gib_pct:
 
 def pool_mix_sentence(name: str, reference_peak: float, peak: float, core_pct: float) -> str:
     """The sentence that names a pool-mix shift, its node count beside its capacity."""
+    shown = round(core_pct, 1) + 0.0  # as the tables show it; + 0.0 turns −0.0 into 0.0
     held = (
-        f"releases only {pct_text(core_pct)} of core-hours"
-        if core_pct >= 0
-        else f"holds {pct_text(-core_pct)} more core-hours"
+        f"releases only {pct_text(shown)} of core-hours"
+        if shown >= 0
+        else f"holds {pct_text(-shown)} more core-hours"
     )
     return (
         f"{name} peaks at {reference_peak - peak:,.0f} fewer nodes, but {held}: pods moved to "

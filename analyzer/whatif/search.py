@@ -34,6 +34,7 @@ from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.capacity import Capacity, released
 from analyzer.whatif.compare import (
     UNITS,
     StrategyComparison,
@@ -174,6 +175,8 @@ def _row(c: StrategyComparison, kind: str, name: str, config: SearchConfig | Non
         core_hours_released_pct=c.stat("core_hours_released_pct")["mean"],
         gib_hours_released_pct=c.stat("gib_hours_released_pct")["mean"],
         cost_released=c.stat("cost_released")["mean"] if c.priced else None,
+        active_core_hours=c.stat("active_core_hours")["mean"],
+        active_gib_hours=c.stat("active_gib_hours")["mean"],
     )
 
 
@@ -217,6 +220,17 @@ def search_result(
             rows.append(_row(c, "baseline", c.name, None))
             shown.append(resolve_strategy(c.name, version))
     observed, candidates = rows[0], rows[1:]
+    baseline = next((r for r in candidates if r.kind == "baseline"), None)
+    for row in candidates:
+        if baseline is None:
+            break
+        # vs today's scheduler replayed: what the configuration itself frees, replay effects aside
+        freed = released(
+            Capacity(baseline.active_core_hours, baseline.active_gib_hours),
+            Capacity(row.active_core_hours, row.active_gib_hours),
+        ).to_dict()
+        freed.pop("cost")
+        row.vs_baseline = {"baseline": baseline.name, **freed}
     for row, front in zip(
         candidates, pareto_front([r.objectives for r in candidates]), strict=True
     ):

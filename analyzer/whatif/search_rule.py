@@ -10,7 +10,7 @@ drops without capacity released is a pool-mix shift, named in the sentence and n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.whatif.capacity import money_text, pct_text, pool_mix_sentence, pool_mix_shift
@@ -53,6 +53,11 @@ class SearchRow:
     gib_hours_released_pct: float = 0.0
     cost_released: float | None = None  # with --prices pricing every pool
     pool_mix: bool = False  # fewer peak nodes, no capacity released
+    active_core_hours: float = 0.0  # the row's own active capacity (mean over seeds)
+    active_gib_hours: float = 0.0
+    # vs the first baseline (today's scheduler replayed, default kube-default): filled by the
+    # search, empty without a baseline
+    vs_baseline: dict[str, Any] = field(default_factory=dict)
 
     @property
     def released(self) -> float:
@@ -85,6 +90,9 @@ class SearchRow:
             "gib_hours_released_pct": self.gib_hours_released_pct,
             "cost_released": self.cost_released,
             "pool_mix_shift": self.pool_mix,
+            "active_core_hours": self.active_core_hours,
+            "active_gib_hours": self.active_gib_hours,
+            "released_vs_baseline": dict(self.vs_baseline),
             "on_front": self.on_front,
             "eligible": self.eligible,
             "recommended": self.recommended,
