@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from capacity_checks import capacity_problems, split_pool_mix
 from click.testing import CliRunner
+from reliability_doc import documented_exit
 from replay_fixtures import GI, N, P, build
 
 from analyzer.cli import main
@@ -153,7 +154,7 @@ def test_a_bad_prices_file_is_one_line(tmp_path: Path) -> None:
     run = CliRunner().invoke(
         main, ["whatif", str(snap), "--strategy", "kube-default", "--prices", str(prices)]
     )
-    assert run.exit_code == 2
+    assert run.exit_code == documented_exit("monthly-prices-invalid")  # the same file, one reader
     assert "pools.pool.node_hour: -1 is negative" in run.output
     assert "Traceback" not in run.output
 
