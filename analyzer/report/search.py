@@ -238,8 +238,6 @@ def build_search_context(result: SearchResult) -> SearchContext:
     searched = [r for r in result.rows if r.kind == "searched"]
     currency = _currency(result)
     cards = [
-        Card("configurations", "Configurations replayed", float(len(result.rows) - 1), digits=0),
-        Card("front", "On the Pareto front", float(sum(r.on_front for r in result.rows)), digits=0),
         Card(
             "released_core_hours",
             "Core-hours released",
@@ -273,6 +271,8 @@ def build_search_context(result: SearchResult) -> SearchContext:
             if best and currency and best.cost_released is not None
             else []
         ),
+        Card("configurations", "Configurations replayed", float(len(result.rows) - 1), digits=0),
+        Card("front", "On the Pareto front", float(sum(r.on_front for r in result.rows)), digits=0),
         Card("observed_peak", "Observed peak nodes", observed.peak_nodes, digits=0),
         Card(
             "best_peak",

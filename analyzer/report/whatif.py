@@ -199,12 +199,11 @@ def _cards(result: WhatIfResult) -> list[WhatIfCard]:
     observed = result.strategies[0]
     best = next((c for c in result.strategies if c.name == result.best), None)
     base_peak = observed.worst("active_nodes_peak")
-    cards = [
-        WhatIfCard(
-            "observed_peak", "Observed peak active nodes", base_peak, "nodes",
-            detail="nodes running at least one non-DaemonSet pod at the busiest grid point",
-        ),
-    ]  # fmt: skip
+    observed_peak = WhatIfCard(
+        "observed_peak", "Observed peak active nodes", base_peak, "nodes",
+        detail="nodes running at least one non-DaemonSet pod at the busiest grid point",
+    )  # fmt: skip
+    cards: list[WhatIfCard] = []
     currency = result.prices["currency"] if result.prices else None
     if best is not None:
         cards += [
@@ -230,6 +229,7 @@ def _cards(result: WhatIfResult) -> list[WhatIfCard]:
                 "nodes",
                 detail=f"{_count(base_peak - best.worst('active_nodes_peak'))} fewer than observed",
             ),
+            observed_peak,  # node counts beside the capacity, never on top
         ]  # fmt: skip
     else:
         others = result.strategies[1:]
@@ -243,11 +243,12 @@ def _cards(result: WhatIfResult) -> list[WhatIfCard]:
                 f"{len(freeing)} of {len(others)} strategies released capacity, but each "
                 "had more violations, waiting pods or unplaced pods than observed (see the table)."
             )
-        cards.append(
+        cards += [
+            observed_peak,
             WhatIfCard(
                 "best_peak", "Recommendation", text="none qualifies", detail=why, state="warn"
-            )
-        )
+            ),
+        ]
     cards.append(
         WhatIfCard(
             "observed_violations", "Observed threshold violations", observed.worst("violations"),

@@ -228,9 +228,14 @@ def search_result(
         freed = released(
             Capacity(baseline.active_core_hours, baseline.active_gib_hours),
             Capacity(row.active_core_hours, row.active_gib_hours),
-        ).to_dict()
-        freed.pop("cost")
-        row.vs_baseline = {"baseline": baseline.name, **freed}
+        )
+        row.vs_baseline = {
+            "baseline": baseline.name,
+            "core_hours_released": freed.core_hours,
+            "gib_hours_released": freed.gib_hours,
+            "core_hours_released_pct": freed.core_hours_pct,
+            "gib_hours_released_pct": freed.gib_hours_pct,
+        }
     for row, front in zip(
         candidates, pareto_front([r.objectives for r in candidates]), strict=True
     ):
