@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from anti_affinity_facts import anti_affinity_breaks
+from capacity_checks import capacity_problems, pct_shown, split_pool_mix
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 
@@ -62,7 +63,8 @@ COUNT_KEYS = re.compile(
 FRACTION_KEYS = re.compile(r"(^|_)(share|ratio|coverage)($|_)")
 # Percentages that are shares of something (0..100); other *_pct keys are usage over allocatable.
 SHARE_PCT_KEYS = re.compile(r"(share|coverage|requested|fragmentation|frag|moved|allocation)")
-DELTA_KEYS = re.compile(r"(delta|change)")
+# Changes vs a reference, of either sign; capacity released is one (a strategy may hold more)
+DELTA_KEYS = re.compile(r"(delta|change|released)")
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +122,8 @@ def test_side_files_hold_possible_values(demo: Path) -> None:
                 assert value >= 0, f"{where} is a negative count: {value}"
             if "wait" in leaf and leaf.endswith("_s"):
                 assert 0 <= value <= window_s, f"{where}: {value} s is outside the window"
+            if leaf.endswith("_released_pct"):  # of the reference's capacity: never over all of it
+                assert value <= 100, f"{where}: {value} % released, more than there was"
             if leaf.endswith("_pct"):
                 if SHARE_PCT_KEYS.search(leaf) and not DELTA_KEYS.search(leaf):
                     assert 0 <= value <= 100, f"{where}: {value} % is not a share"
@@ -148,6 +152,12 @@ def test_whatif_verdict_figures_are_in_its_table(demo: Path, tmp_path: Path) -> 
     finally:
         browser.close()
     by_name = {row[0]: set(row[1:]) for row in rows}
+    answer, shifts = split_pool_mix(answer)
+    for name, _, _, pct in shifts:  # each pool-mix sentence: its row is flagged, its share shown
+        assert "pool-mix shift" in by_name[name] and pct_shown(by_name[name], pct), name
+    comparison = json.loads((demo / "whatif" / "report.json").read_text())["comparison"]
+    assert capacity_problems(comparison) == []
+    assert comparison["kubernetes_version"]["version"]  # the JSON says which version replayed
     named = [n for n in by_name if n != "observed" and answer.startswith(n)]
     assert len(named) == 1, answer  # the demo's verdict names the strategy it recommends
     shown = by_name["observed"] | by_name[named[0]]
@@ -190,12 +200,19 @@ def test_whatif_search_card_and_verdict_say_what_each_answers(demo: Path, tmp_pa
     best = search["recommended"]
     assert best is not None and answer.startswith(f"Apply {best}: ")
     body = answer.removeprefix(f"Apply {best}: ")  # the label's own numbers are no figures
-    figures = [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", body)]
+    body, shifts = split_pool_mix(body)  # a pool-mix sentence: its own row's figures, below
+    figures = set(re.findall(r"\d[\d,]*(?:\.\d+)?", body))
     row, observed = rows[best], rows["observed"]
-    keys = ("peak_nodes", "violations", "waited", "never_placed")
-    expected = [row[k] for k in keys] + [observed[k] for k in keys]
-    expected.append(observed["peak_nodes"] - row["peak_nodes"])  # "(N fewer)"
-    assert figures and set(figures) <= set(expected), (answer, expected)
+    counts = ("peak_nodes", "violations", "waited", "never_placed")
+    expected = {f"{row[k]:,.0f}" for k in (*counts, "core_hours_released", "gib_hours_released")}
+    expected |= {f"{row[k]:.1f}" for k in ("core_hours_released_pct", "gib_hours_released_pct")}
+    expected |= {f"{observed[k]:,.0f}" for k in counts}
+    assert figures and figures <= expected, (answer, expected)
+    for name, fewer, _, pct in shifts:
+        shifted = rows[name]
+        assert shifted["pool_mix_shift"] and not shifted["recommended"]
+        assert fewer == round(observed["peak_nodes"] - shifted["peak_nodes"])
+        assert abs(pct - shifted["core_hours_released_pct"]) <= 0.05 + 1e-9
     # a configuration on both pages has the same figures on both (one seed: mean = worst seed)
     for name in set(rows) & set(table):
         assert rows[name]["peak_nodes"] == table[name]["active_nodes_peak"], name

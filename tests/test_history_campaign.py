@@ -28,10 +28,10 @@ from monthly_history import PoolTruth, WorkloadTruth, write_history
 from reliability_doc import documented_exit
 
 from analyzer.cli import main
+from analyzer.core.prices import load_prices
 from analyzer.core.snapshot import write_snapshot
 from analyzer.history.identity import normalise_source
 from analyzer.monthly.months import Month
-from analyzer.monthly.prices import load_prices
 from analyzer.monthly.review import ReviewSettings, build_review
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 

@@ -16,9 +16,9 @@ from reliability_doc import documented_exit
 
 from analyzer.cli import main
 from analyzer.core.errors import InputError
+from analyzer.core.prices import load_prices
 from analyzer.history.forecasts import SCHEMA_VERSION, read_forecast, write_forecast
 from analyzer.monthly.months import Month
-from analyzer.monthly.prices import load_prices
 from analyzer.monthly.review import ReviewSettings, build_review
 
 SEP = Month(2026, 9)

@@ -140,13 +140,17 @@ def test_monthly_json_has_no_impossible_value(page: str, request: pytest.Fixture
             # idle never exceeds allocatable; slack never exceeds requested
             assert pool["idle"][key] <= pool["allocatable"][key]
             assert pool["slack"][key] <= pool["requested"][key]
+        counts = ("nodes_peak", "nodes_removable", "violations", "pods_waited")
         for row in pool["scenarios"]:  # whole counts; a pool never needs more than it has
-            assert all(isinstance(row[k], int) and row[k] >= 0 for k in row if k != "name")
+            assert all(isinstance(row[k], int) and row[k] >= 0 for k in counts)
         sim = {p["pool"]: p for p in payload["simulation"].get("pools", [])}
-        for row, more in zip(
-            pool["scenarios"], sim.get(pool["name"], {}).get("rows", []), strict=True
-        ):
+        rows = sim.get(pool["name"], {}).get("rows", [])
+        for row, more in zip(pool["scenarios"], rows, strict=True):
             assert row["nodes_peak"] + row["nodes_removable"] == more["nodes_observed"]
+            for key in ("core_hours", "gib_hours"):  # capacity: never negative, never more
+                assert more[key] >= 0  # released than today held, released = today − this
+                assert row[f"{key}_released"] <= rows[0][key]
+                assert row[f"{key}_released"] == pytest.approx(rows[0][key] - more[key])
             for r in ("cpu", "memory"):  # idle and slack are shares of the same allocatable
                 assert more["idle_pct"][r] + more["slack_pct"][r] <= 100 + 1e-9
     for w in payload["workloads"]:
@@ -181,13 +185,17 @@ def test_monthly_page_fits_an_a4_page_when_printed(
 
 @pytest.fixture(scope="module")
 def scenario_review(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The hand-built month of tests/monthly_scenarios_case.py, reviewed with its snapshot."""
+    """The hand-built month of tests/monthly_scenarios_case.py, reviewed with its snapshot and a
+    price of 0.2 EUR per node-hour for its one pool."""
     require_chromium()
     base = tmp_path_factory.mktemp("monthly17")
     out, snap = write_case(base)
+    prices = base / "prices.yaml"
+    prices.write_text("currency: EUR\npools:\n  pool: {node_hour: 0.2}\n")
     run = CliRunner().invoke(main, ["report", "monthly", str(out), "--out", str(base / "r"),
                                     "--month", MONTH, "--snapshot", str(snap),
-                                    "--strategy", STRATEGIES[0], "--strategy", STRATEGIES[1]])  # fmt: skip
+                                    "--strategy", STRATEGIES[0], "--strategy", STRATEGIES[1],
+                                    "--prices", str(prices)])  # fmt: skip
     assert run.exit_code == 0, run.output
     return base / "r" / "report.html"
 
@@ -212,6 +220,9 @@ def test_scenarios_and_rightsizing_in_chromium(scenario_review: Path, tmp_path: 
         blocked = browser.evaluate(
             "[...document.querySelectorAll('table[data-table=blocked_nodes] tbody tr')].length"
         )
+        headline = browser.evaluate(
+            "document.querySelector('[data-scenarios-capacity]').textContent"
+        )
         changes = browser.evaluate(
             "[...document.querySelectorAll('table[data-table=rightsizing_changes] tbody tr')]"
             ".length"
@@ -230,10 +241,24 @@ def test_scenarios_and_rightsizing_in_chromium(scenario_review: Path, tmp_path: 
     assert shares and all(0 <= s <= 100 for s in shares)
     pool = payload["pools"][0]
     # the page's four rows are report.json's: nodes needed at peak and removable per scenario
-    assert [(r[1], int(r[4]), int(r[5])) for r in scenario_rows] == [
+    assert [(r[1], int(r[7]), int(r[8])) for r in scenario_rows] == [
         (x["name"], x["nodes_peak"], x["nodes_removable"]) for x in pool["scenarios"]]  # fmt: skip
+    # capacity released and its money (0.2 EUR a node-hour, one node shape: money = node-hours
+    # released × 0.2), as report.json has them
+    assert [r[4:7] for r in scenario_rows] == [
+        [f"{x['core_hours_released']:,.0f}", f"{x['gib_hours_released']:,.0f}",
+         f"{x['cost_released']:,.2f}"] for x in pool["scenarios"]]  # fmt: skip
+    both = pool["scenarios"][3]
+    assert both["cost_released"] == pytest.approx(0.2 * 29 / 60)  # n0's 29 minutes freed
+    # the headline is the whole cluster's: here the one pool's rows, each scenario named
+    for x in pool["scenarios"][1:]:
+        clause = (f"{x['name']} {x['core_hours_released']:,.0f} core-hours "
+                  f"({x['core_hours_released_pct']:.1f} %) and {x['gib_hours_released']:,.0f} "
+                  f"GiB-hours ({x['gib_hours_released_pct']:.1f} %), "
+                  f"{x['cost_released']:,.2f} EUR")  # fmt: skip
+        assert clause in headline, (clause, headline)
     for row in scenario_rows:  # idle and slack after are shares: 0..100 %, idle + slack ≤ 100
-        idle_cpu, slack_cpu = (float(row[i].rstrip(" %")) for i in (8, 10))
+        idle_cpu, slack_cpu = (float(row[i].rstrip(" %")) for i in (11, 13))
         assert 0 <= idle_cpu <= 100 and 0 <= slack_cpu <= 100 and idle_cpu + slack_cpu <= 100.05
     assert simulated == {"pool": pool["simulated_decision"]["sentence"]}
     assert blocked == len(pool["blocked_nodes"]) == 2

@@ -57,8 +57,17 @@ def test_scenario_rows_are_the_hand_computed_ones(case: Path) -> None:
     pool = _payload(case)["pools"][0]
     rows = {r["name"]: r for r in pool["scenarios"]}
     assert list(rows) == list(SCENARIOS)
-    assert all(set(r) == {"name", "nodes_peak", "nodes_removable", "violations", "pods_waited"}
+    assert all(set(r) == {"name", "nodes_peak", "nodes_removable", "violations", "pods_waited",
+                          "core_hours_released", "gib_hours_released", "core_hours_released_pct",
+                          "gib_hours_released_pct", "cost_released"}
                for r in rows.values())  # fmt: skip
+    # today: n2, n0, n1 active from minutes 1, 2, 3 to 30 (30 + 29 + 28 grid points); "both" frees
+    # n0 (db-0 and web-a share n2): 29 points of a 4-core, 16-GiB node, a third of today's
+    assert rows["both"]["core_hours_released"] == pytest.approx(4 * 29 / 60)
+    assert rows["both"]["gib_hours_released"] == pytest.approx(16 * 29 / 60)
+    assert rows["both"]["core_hours_released_pct"] == pytest.approx(100 * 29 / 87)
+    assert rows["today"]["core_hours_released"] == 0 and rows["both"]["cost_released"] is None
+    assert all(rows[n]["core_hours_released"] == pytest.approx(0) for n in SCENARIOS[:3])
     # only right-sized pods packed by most-allocated share a node: "both" 2 nodes, the rest 3
     assert {n: r["nodes_peak"] for n, r in rows.items()} == {
         "today": 3, "right-size only": 3, "repack only": 3, "both": 2}  # fmt: skip
@@ -118,10 +127,21 @@ def test_page_and_json_agree(case: Path) -> None:
     cells = _table(page, "scenarios")
     assert [(c[0], c[1]) for c in cells] == [("pool", n) for n in SCENARIOS]
     for row, c in zip(pool["scenarios"], cells, strict=True):
-        # nodes in the pool, needed at peak, removable, violations, pods waited
-        assert c[3:8] == [str(row["nodes_peak"] + row["nodes_removable"]), str(row["nodes_peak"]),
-                          str(row["nodes_removable"]), str(row["violations"]),
-                          str(row["pods_waited"])]  # fmt: skip
+        # nodes in the pool, core-hours and GiB-hours released, nodes needed at peak,
+        # removable, violations, pods waited
+        assert c[3:10] == [str(row["nodes_peak"] + row["nodes_removable"]),
+                           f"{row['core_hours_released']:,.0f}",
+                           f"{row['gib_hours_released']:,.0f}", str(row["nodes_peak"]),
+                           str(row["nodes_removable"]), str(row["violations"]),
+                           str(row["pods_waited"])]  # fmt: skip
+    # the headline: the whole cluster's capacity released, the sum of the pools' rows
+    headline = re.search(r"<p data-scenarios-capacity><strong>(.*?)</strong>", page, re.S)
+    both = payload["simulation"]["cluster"][3]
+    assert headline and (
+        f"both {both['core_hours_released']:,.0f} core-hours "
+        f"({both['core_hours_released_pct']:.1f} %)" in html.unescape(headline.group(1))
+    )
+    assert both["core_hours_released"] == pytest.approx(pool["scenarios"][3]["core_hours_released"])
     # where each row's placement comes from (no kept placement in this case: "both" replayed
     # afresh needs 2 nodes, "repack only" 3), so the scheduler cell is the strategy alone
     detail = payload["simulation"]["pools"][0]["rows"]

@@ -17,8 +17,9 @@ from analyzer.cli import main
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.scheduling.strategies import load_strategy, strategy_config
-from analyzer.whatif.search import SearchRow, SearchSettings, pareto_front, recommend, run_search
+from analyzer.whatif.search import SearchSettings, run_search
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, parse_grid
+from analyzer.whatif.search_rule import SearchRow, pareto_front, recommend
 
 SCENARIO = Path(__file__).parent / "data" / "scenarios" / "score-loadaware.yaml"
 C1M1 = (("cpu", 1), ("memory", 1))
@@ -160,27 +161,43 @@ def test_pareto_front_by_hand() -> None:
     assert pareto_front([(1, 1, 1)]) == [True]
 
 
-def _row(name: str, peak: float, violations: float, waited: float, never: float = 0) -> SearchRow:
-    return SearchRow(name, "searched", {}, peak, peak, violations, waited, never, 0.0, {})
+def _row(
+    name: str, peak: float, violations: float, waited: float, never: float = 0, freed: float = 0
+) -> SearchRow:
+    """A row releasing ``freed`` % of both core-hours and GiB-hours (and as many of each)."""
+    return SearchRow(
+        name, "searched", {}, peak, peak, violations, waited, never, 0.0, {},
+        core_hours_released=freed, gib_hours_released=freed,
+        core_hours_released_pct=freed, gib_hours_released_pct=freed,
+    )  # fmt: skip
 
 
 def test_recommendation_rule() -> None:
     observed = _row("observed", 20, 10, 2, 1)
     rows = [
-        _row("packs-too-hot", 12, 11, 0),  # fewest nodes, but one more violation than observed
-        _row("waits-more", 13, 0, 3),  # more waiting pods than observed
-        _row("unplaced", 13, 0, 0, 2),  # more never-placed pods
-        _row("ok-15", 15, 10, 2, 1),  # as bad as observed on all three, 5 nodes fewer
-        _row("ok-14", 14, 9, 2),
-        _row("ok-14-tie", 14, 9, 2),  # same as ok-14: grid order decides
+        _row("packs-too-hot", 12, 11, 0, 0, 40),  # most freed, but one more violation
+        _row("waits-more", 13, 0, 3, 0, 35),  # more waiting pods than observed
+        _row("unplaced", 13, 0, 0, 2, 35),  # more never-placed pods
+        _row("ok-15", 15, 10, 2, 1, 20),  # as bad as observed on all three, 20 % freed
+        _row("ok-14", 14, 9, 2, 0, 25),
+        _row("ok-14-tie", 14, 9, 2, 0, 25),  # same as ok-14: grid order decides
+        _row("shift", 10, 0, 0, 0, 0.5),  # fewest nodes, 0.5 % freed: a pool-mix shift
     ]
     best, sentence = recommend(observed, rows)
     assert best is rows[4] and best.recommended and not rows[5].recommended
-    assert [r.eligible for r in rows] == [False, False, False, True, True, True]
-    assert sentence.startswith("Apply ok-14: 14 nodes at peak instead of the 20 observed (6 fewer)")
-    # nothing eligible saves a node
-    none, why = recommend(observed, [_row("same", 20, 0, 0), _row("hot", 10, 30, 0)])
-    assert none is None and "needed at least the 20 nodes" in why
+    assert [r.eligible for r in rows] == [False, False, False, True, True, True, True]
+    assert [r.pool_mix for r in rows] == [False] * 6 + [True]
+    assert sentence.startswith(
+        "Apply ok-14: it releases 25 core-hours (25.0 %) and 25 GiB-hours (25.0 %) of active "
+        "nodes' capacity over the window, peaking at 14 nodes (observed 20)"
+    )
+    assert sentence.endswith(
+        "shift peaks at 10 fewer nodes, but releases only 0.5 % of core-hours: pods moved to "
+        "bigger nodes (a pool-mix shift)."
+    )
+    # nothing eligible releases capacity (fewer nodes alone is no saving)
+    none, why = recommend(observed, [_row("same", 18, 0, 0), _row("hot", 10, 30, 0, 0, 50)])
+    assert none is None and why.startswith("No configuration releases capacity:")
     # nothing is eligible at all
     none, why = recommend(observed, [_row("hot", 10, 30, 0)])
     assert none is None and "every one of the 1 searched had more" in why
@@ -235,13 +252,23 @@ def test_search_finds_fewer_nodes_than_kube_default() -> None:
     assert best.waited == 0 and best.never_placed == 0
     assert result.first_screen() == {
         "question": "Which of the 3 configurations searched (kube-default and 2 grid "
-        "configurations) would have needed the fewest nodes at peak without more threshold "
-        "violations, waiting or never-placed pods than observed?",
+        "configurations) would have released the most capacity of active nodes without more "
+        "threshold violations, waiting or never-placed pods than observed?",
         "sentence": result.sentence,
         "href": "search.html",
         "searched": [r.name for r in result.rows[1:]],
     }
-    assert "4 fewer" in result.sentence and best.name in result.sentence
+    # observed: six 4-core nodes active from minutes 1..6 to the end (31 − start grid points);
+    # packed: one from minute 1 (p0..p3), one from minute 5 (p4, p5): the runs from minutes 2,
+    # 3, 4 and 6 are freed
+    freed = sum(4 * (31 - start) for start in (2, 3, 4, 6)) / 60
+    assert best.core_hours_released == pytest.approx(freed)
+    assert f"releases {freed:,.0f} core-hours" in result.sentence and best.name in result.sentence
+    # kube-default, the baseline, spreads like observed: vs it the packer frees the same
+    assert rows["kube-default"].core_hours_released == pytest.approx(0.0)
+    assert best.vs_baseline["baseline"] == "kube-default"
+    assert best.vs_baseline["core_hours_released"] == pytest.approx(freed)
+    assert rows["kube-default"].vs_baseline["core_hours_released"] == 0.0
     # the front: kube-default is dominated by the packed configurations
     assert not rows["kube-default"].on_front and best.on_front
     text = result.recommended_yaml()

@@ -57,7 +57,7 @@ def test_search_page_in_chromium(page: Path, tmp_path: Path) -> None:
         spec = parse_kube_scheduler_configuration(yaml.safe_load(shown)).profile()
         assert spec.filters[-1] == "LoadAwareScheduling"
         assert shown == page.with_name("search-scheduler.yaml").read_text()
-        assert re.search(r"\d+ fewer", answer)
+        assert re.search(r"releases [\d,]+ core-hours \([\d.]+ %\) and [\d,]+ GiB-hours", answer)
         browser.call("Runtime.evaluate", expression="0")  # drain queued events
     finally:
         browser.close()

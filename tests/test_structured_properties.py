@@ -29,7 +29,7 @@ from analyzer.cli.base import command_options, main
 from analyzer.collect.kube_objects import read_kube_objects
 from analyzer.core.config import build_default_map, load_config_file
 from analyzer.core.errors import InputError
-from analyzer.monthly.prices import load_prices
+from analyzer.core.prices import load_prices
 from analyzer.scheduling.scenario import load_scenario, result_json
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.whatif.search_grid import load_grid

@@ -152,8 +152,8 @@ def test_demo_writes_the_whatif_report(tmp_path: Path) -> None:
     html = (tmp_path / "demo" / "whatif" / "report.html").read_text()
     data = json.loads((tmp_path / "demo" / "whatif" / "report.json").read_text())
     question = (
-        "Which of the 4 strategies compared below would have needed the fewest nodes at peak "
-        "without more threshold violations, waiting or unplaced pods than observed?"
+        "Which of the 4 strategies compared below would have released the most capacity of "
+        "active nodes without more threshold violations, waiting or unplaced pods than observed?"
     )
     assert question in html and html.index(question) < html.index('id="comparison"')
     names = [s["name"] for s in data["comparison"]["strategies"]]

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from capacity_checks import pct_shown, split_pool_mix
 from cdp_client import Chromium, require_chromium
 from replay_fixtures import GI, N, P, build
 
@@ -38,7 +39,7 @@ def test_whatif_report_in_chromium(report: Path, tmp_path: Path) -> None:
         sections = browser.evaluate("[...document.querySelectorAll('section[id]')].map(s => s.id)")
         assert sections[:2] == ["summary", "comparison"]
         answer = browser.evaluate("document.querySelector('[data-answer=best]').textContent")
-        assert answer.startswith("most-allocated would have needed the fewest nodes")
+        assert answer.startswith("most-allocated would have released the most capacity")
         assert browser.evaluate(
             "[...document.querySelectorAll('img.chart')].every(i => i.complete && i.naturalWidth > 0)"
         )
@@ -120,6 +121,15 @@ def test_page_shows_no_impossible_number(pooled_report: Path, tmp_path: Path) ->
     for cell in cells:
         if cell["table"] == "comparison":
             rows.setdefault(cell["row"], set()).add(cell["text"])
+    answer, shifts = split_pool_mix(answer)  # each pool-mix sentence: checked on its own row
+    for name, fewer, _, pct in shifts:
+        assert pct_shown(rows[name], pct) and "pool-mix shift" in rows[name], (name, rows[name])
+        peaks = [
+            c["v"]
+            for c in cells
+            if c["head"].startswith("Peak active") and c["table"] == "comparison"
+        ]
+        assert fewer >= 1 and max(peaks) >= fewer
     named = [n for n in rows if n != "observed" and (answer.startswith(n) or f"{n} (" in answer)]
     assert len(named) == 1, answer
     for number in re.findall(r"\d[\d,]*(?:\.\d+)?", answer):

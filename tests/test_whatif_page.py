@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from capacity_checks import capacity_problems, pct_shown, split_pool_mix
 from click.testing import CliRunner
 from markupsafe import escape
 from replay_fixtures import GI, N, P, build
@@ -100,7 +101,10 @@ def test_verdict_figures_are_in_the_table_with_several_seeds(seeded: WhatIfResul
             strict=True,
         )
     }  # fmt: skip
-    sentence = seeded.recommendation
+    sentence, shifts = split_pool_mix(seeded.recommendation)
+    for name, _, _, pct in shifts:  # a pool-mix sentence's share is its strategy's table cell
+        assert pct_shown(cells[name], pct) and rows[name]["pool_mix"] == "pool-mix shift"
+    assert capacity_problems(seeded.to_dict()) == []
     named = [
         n for n in rows if (n != "observed" and f"{n} (" in sentence) or sentence.startswith(n)
     ]
@@ -138,7 +142,7 @@ def test_no_recommendation_no_highlight_and_no_bare_dash(tmp_path: Path) -> None
     data = json.loads(paths.json.read_text())
     card = next(c for c in data["cards"] if c["key"] == "best_peak")
     assert card["value"] is None and card["text"] == "none qualifies"
-    assert "No strategy needed fewer" in cards or "had more violations" in cards
+    assert "No strategy released capacity" in cards or "had more violations" in cards
 
 
 def test_spread_columns_only_with_several_seeds(seeded: WhatIfResult, tmp_path: Path) -> None:

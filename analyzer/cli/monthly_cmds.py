@@ -67,7 +67,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     the four scenarios per pool and why the nodes still needed cannot go; a decision per pool. Stores this month's forecast under
     HISTORY_DIR's history/forecasts/ for next month's back-test.
     """
-    from analyzer.monthly.prices import load_prices
+    from analyzer.core.prices import load_prices
 
     # the prices file first: it needs no history, and a bad one is refused before the review's
     # libraries (statsmodels, matplotlib: seconds to import) are loaded
@@ -113,6 +113,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
             opts["strategies"],
             thresholds=replace(config, usage=usage),
             workers=opts["workers"],
+            prices=prices,
         )
         from analyzer.whatif.compare import resolve_strategy
 

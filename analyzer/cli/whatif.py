@@ -17,7 +17,7 @@ from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.core.text import escaped
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
-from analyzer.whatif.compare import COMPARED, WhatIfResult, WhatIfSettings, run_whatif
+from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
 
 # Tie-break seeds per strategy: the spread shows after a few; beyond 100 a typo asks for hours.
 MAX_SEEDS = 100
@@ -42,7 +42,10 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
     thresholds = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
     usage = dict(thresholds.usage)
     usage.update({k: opts[k] for k in ("cpu", "memory") if opts[k] is not None})
+    from analyzer.core.prices import load_prices
+
     return WhatIfSettings(
+        prices=None if opts["prices"] is None else load_prices(opts["prices"]),
         strategies=strategies,
         seeds=opts["seeds"],
         kubernetes_version=opts["kubernetes_version"],
@@ -73,6 +76,11 @@ def _options(func: Any) -> Any:
                          help="Scheduler arithmetic of this version (default: the cluster's "
                               "own, the newest kubelet version in the snapshot; 1.36 when it "
                               "names none)."),
+            click.option("--prices", type=click.Path(dir_okay=False, path_type=Path),
+                         default=None,
+                         help="prices.yaml: per pool per node-hour, or per core-hour and "
+                         "GiB-hour (the monthly review's file, docs/monthly.md); puts the "
+                         "capacity released in money and ranks by it."),
             click.option("--cpu", type=int, callback=_pct,
                          help="CPU usage threshold % for violations (default 65)."),
             click.option("--memory", type=int, callback=_pct,
@@ -115,7 +123,7 @@ def _table(result: WhatIfResult) -> str:
     for c in result.strategies:
         row: dict[str, Any] = {"strategy": c.name, "seeds": len(c.outcomes)}
         # The worst seed's figures, as the verdict and the report's table use them.
-        row.update({k: round(c.worst(k), 3) for k in COMPARED})
+        row.update({k: round(c.worst(k), 3) for k in c.compared()})
         rows.append(row)
     with pd.option_context("display.max_columns", None, "display.width", 250):
         text: str = pd.DataFrame(rows).to_string(index=False)
@@ -165,10 +173,11 @@ def _table(result: WhatIfResult) -> str:
 def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     """Replay SNAPSHOT's pods under other scheduling strategies and compare the outcomes.
 
-    Per strategy and seed: pods placed / waited / never placed, active nodes (peak, mean,
+    Per strategy and seed: capacity of active nodes released vs observed (core-hours, GiB-hours,
+    money with --prices), pods placed / waited / never placed, active nodes (peak, mean,
     node-hours released vs observed), allocation, projected threshold violations, fragmentation,
     imbalance and the share of pods moved. With --search: a grid of configurations instead, its
-    Pareto front (peak nodes, violations, waiting pods) and the configuration to apply.
+    Pareto front (capacity released, violations, waiting pods) and the configuration to apply.
     """
     if opts["arrivals"] != ARRIVALS[0] and (opts["search"] or opts["recommendations"]):
         raise InputError("--arrivals: only for the comparison of strategies (not with --search "
@@ -258,6 +267,7 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         kubernetes_version=base.kubernetes_version,
         thresholds=base.thresholds,
         workers=base.workers,
+        prices=base.prices,
     )
     size = search_size(settings)
     limit = opts["max_configurations"] or DEFAULT_MAX_CONFIGURATIONS
@@ -280,6 +290,9 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     rows = [
         {
             "configuration": r.name,
+            "core_hours_released": round(r.core_hours_released, 1),
+            "gib_hours_released": round(r.gib_hours_released, 1),
+            **({} if r.cost_released is None else {"cost_released": round(r.cost_released, 2)}),
             "peak_nodes": round(r.peak_nodes, 1),
             "violations": int(r.violations),  # worst seed: a whole count
             "waited": int(r.waited),

@@ -21,6 +21,7 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.core.errors import InputError
+from analyzer.core.prices import Prices
 from analyzer.history.capacity import read_pools, read_workloads, stored_days
 from analyzer.history.forecasts import read_forecast
 from analyzer.history.identity import read_identity
@@ -36,7 +37,6 @@ from analyzer.monthly.backtest import score_forecast
 from analyzer.monthly.decisions import decide
 from analyzer.monthly.forecast import Forecast, forecast
 from analyzer.monthly.months import Month, last_complete_month, trend_months
-from analyzer.monthly.prices import Prices
 from analyzer.monthly.series import SERIES
 from analyzer.monthly.workloads import workload_months, workload_records, workload_table
 

@@ -27,6 +27,7 @@ from analyzer.core.atomic import atomic_directory
 from analyzer.core.csvsafe import write_csv
 from analyzer.core.errors import InputError
 from analyzer.core.outdir import check_output_folder, names_matching
+from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.history.forecasts import write_forecast
 from analyzer.monthly.decisions import RULES
@@ -42,6 +43,7 @@ from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Column, TableView, json_value
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.capacity import UNIT_LINE
 from analyzer.whatif.joint import JointSettings
 
 # ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write.
@@ -91,6 +93,8 @@ class MonthlyContext:
     rightsizing_sentence: str = ""
     rightsizing_why: str = ""
     scenarios_sentence: str = ""
+    scenarios_capacity: str = ""  # the capacity each scenario releases vs today: the headline
+    unit_line: str = UNIT_LINE  # what "capacity released" counts
     scenarios_available: bool = False
     scenario_notes: list[str] = field(default_factory=list)
     drain_lines: list[dict[str, str]] = field(default_factory=list)
@@ -440,6 +444,7 @@ def build_monthly_context(
         rightsizing_sentence="" if rightsizing is None else mrs.sentence(rightsizing),
         rightsizing_why=p.get("rightsizing", {}).get("why_default", ""),
         scenarios_sentence=msc.sentence(p) if "simulation" in p else "",
+        scenarios_capacity=msc.capacity_sentence(p) if "simulation" in p else "",
         scenarios_available=bool(p.get("simulation", {}).get("available")),
         scenario_notes=list(p.get("simulation", {}).get("notes", [])),
         drain_lines=msc.drain_lines(p),
@@ -496,6 +501,7 @@ def joint_settings(
     thresholds: ThresholdConfig | None = None,
     kubernetes_version: str | None = None,
     workers: int | None = None,
+    prices: Prices | None = None,
 ) -> JointSettings:
     """The scenarios' settings: ``strategies`` = (baseline[, repack]); thresholds default to the
     review's usage thresholds."""
@@ -510,6 +516,7 @@ def joint_settings(
         kubernetes_version=kubernetes_version,
         thresholds=thresholds or ThresholdConfig(usage=dict(review.payload["thresholds"])),
         workers=workers,
+        prices=prices,
     )
 
 

@@ -5,7 +5,10 @@
 replay of the snapshot's busiest window, then the drain dry run of each pool's best scenario) with
 the month's recommendations, and adds to the payload:
 
-- ``pools[].scenarios: [{name, nodes_peak, nodes_removable, violations, pods_waited}]``;
+- ``pools[].scenarios: [{name, nodes_peak, nodes_removable, violations, pods_waited,
+  core_hours_released, gib_hours_released, core_hours_released_pct, gib_hours_released_pct,
+  cost_released}]`` (capacity of the pool's active nodes released vs today's row, money only
+  with ``--prices``; ``analyzer.whatif.capacity``);
 - ``pools[].blocked_nodes: [{node, reasons[]}]`` (the best scenario's nodes that cannot go alone);
 - ``pools[].simulated_decision`` (``analyzer.monthly.decisions.simulated_decision``);
 - ``simulation``: the snapshot, window, strategies, each pool's best scenario, each row's
@@ -29,10 +32,23 @@ from analyzer.monthly.decisions import simulated_decision
 from analyzer.monthly.review import Review
 from analyzer.report.monthly_rightsize import Rightsizing
 from analyzer.report.views import Column, TableView
+from analyzer.whatif.capacity import money_text, pct_text, pool_mix_sentence
+from analyzer.whatif.compare import UNITS
 from analyzer.whatif.joint import BOTH, JointResult, JointSettings, run_joint
 from analyzer.whatif.kept import KEPT
 
-ROW_KEYS = ("name", "nodes_peak", "nodes_removable", "violations", "pods_waited")
+ROW_KEYS = (
+    "name",
+    "nodes_peak",
+    "nodes_removable",
+    "violations",
+    "pods_waited",
+    "core_hours_released",
+    "gib_hours_released",
+    "core_hours_released_pct",
+    "gib_hours_released_pct",
+    "cost_released",
+)
 HOW_TO_GET = (
     "The scenarios (today / right-size only / repack only / both) replay a snapshot of the "
     "month's busiest week: collect one with 'analyzer collect --start ... --end ... --out SNAP' "
@@ -101,6 +117,7 @@ def scenarios_review(
         "recipe": rightsizing.recipe,
         "kubernetes_version": full["kubernetes_version"],
         "cluster": full["cluster"],
+        "units": {k: v for k, v in UNITS.items() if k != "active_cost"},
         "kept": sorted(p for p in pools & reviewed if result.run(BOTH).placement_of(p) == KEPT),
         "pools": [
             {
@@ -112,6 +129,8 @@ def scenarios_review(
                         "strategy": r["strategy"],
                         "placement": r["placement"],
                         "nodes_observed": r["nodes_observed"],
+                        "core_hours": r["core_hours"],
+                        "gib_hours": r["gib_hours"],
                         "peak_time": r["peak_time"],
                         "idle_pct": r["idle_pct"],
                         "slack_pct": r["slack_pct"],
@@ -163,9 +182,40 @@ def sentence(payload: dict[str, Any]) -> str:
     )
 
 
+def capacity_sentence(payload: dict[str, Any]) -> str:
+    """The section's headline: the capacity each scenario releases vs today in the whole
+    cluster (the sum of the pools' rows), money when priced, and any pool-mix shift."""
+    s = payload["simulation"]
+    if not s["available"]:
+        return ""
+    currency = (payload.get("prices") or {}).get("currency")
+    today = s["cluster"][0]
+    parts = []
+    for row in s["cluster"][1:]:
+        money = money_text(row["cost_released"], currency)
+        parts.append(
+            f"{row['name']} {row['core_hours_released']:,.0f} core-hours "
+            f"({pct_text(row['core_hours_released_pct'])}) and "
+            f"{row['gib_hours_released']:,.0f} GiB-hours "
+            f"({pct_text(row['gib_hours_released_pct'])})" + (f", {money}" if money else "")
+        )
+    shifts = [
+        " " + pool_mix_sentence(
+            r["name"], today["nodes_peak"], r["nodes_peak"], r["core_hours_released_pct"]
+        )
+        for r in s["cluster"][1:]
+        if r["pool_mix_shift"]
+    ]  # fmt: skip
+    return (
+        "Capacity released vs today over the window, all pools: " + "; ".join(parts) + "."
+        + "".join(shifts)
+    )  # fmt: skip
+
+
 def scenario_table(payload: dict[str, Any]) -> TableView:
     """Every pool's four rows (report.json's ``pools[].scenarios`` with idle and slack)."""
     rows = []
+    currency = (payload.get("prices") or {}).get("currency")
     extra = {p["pool"]: p for p in payload.get("simulation", {}).get("pools", [])}
     for pool in payload["pools"]:
         more = extra.get(pool["name"])
@@ -177,6 +227,9 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
                 "nodes_observed": detail.get("nodes_observed"),
                 "nodes_peak": row["nodes_peak"], "nodes_removable": row["nodes_removable"],
                 "violations": row["violations"], "pods_waited": row["pods_waited"],
+                "core_hours_released": row["core_hours_released"],
+                "gib_hours_released": row["gib_hours_released"],
+                "cost_released": row["cost_released"],
                 "idle_cpu": detail.get("idle_pct", {}).get("cpu"),
                 "idle_memory": detail.get("idle_pct", {}).get("memory"),
                 "slack_cpu": detail.get("slack_pct", {}).get("cpu"),
@@ -186,6 +239,9 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
     columns = [
         Column("pool", "Pool"), Column("scenario", "Scenario"), Column("strategy", "Scheduler"),
         Column("nodes_observed", "Nodes in the pool", "int"),
+        Column("core_hours_released", "Core-h freed", "num", 0),
+        Column("gib_hours_released", "GiB-h freed", "num", 0),
+        *([Column("cost_released", f"{currency} freed", "num", 2)] if currency else []),
         Column("nodes_peak", "Nodes needed at peak", "int"),
         Column("nodes_removable", "Nodes removable", "int"),
         Column("violations", "Violations", "int"), Column("pods_waited", "Pods waited", "int"),

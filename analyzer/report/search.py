@@ -1,7 +1,7 @@
 """The search page: every searched configuration, the Pareto front and the recommended YAML.
 
 ``write_search_report(result, out)`` writes, beside the what-if report in ``OUT/whatif/``:
-``search.html`` (one self-contained file: the answer, a chart of peak nodes vs violations, the
+``search.html`` (one self-contained file: the answer, a chart of capacity released vs violations, the
 table of every configuration with the front marked and the recommended row highlighted, the
 KubeSchedulerConfiguration to apply), ``search.json`` (every number shown), ``search.csv`` (the
 table) and ``search-scheduler.yaml`` (the recommended configuration, when there is one). All
@@ -30,10 +30,19 @@ from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Card, Column, TableView, json_value
-from analyzer.whatif.search import FRONT_RULE, RULE, SearchResult
+from analyzer.whatif.capacity import UNIT_LINE
+from analyzer.whatif.search import SearchResult
+from analyzer.whatif.search_rule import FRONT_RULE, RULE
 
 HTML, JSON, CSV, YAML = "search.html", "search.json", "search.csv", "search-scheduler.yaml"
 DEFINITIONS = {
+    "core-hours / GiB-hours released": "observed allocatable CPU cores (memory GiB) of active "
+    "nodes × hours minus the configuration's over the window (mean over seeds; positive = "
+    "freed); % of observed's",
+    "capacity released (chart)": "money released with --prices, else the mean of the core-hour "
+    "and GiB-hour shares released",
+    "pool-mix shift": "peak nodes down 2 % or more while less than 1 % of core-hours and of "
+    "GiB-hours is released: pods moved onto fewer, bigger nodes; never recommended",
     "peak nodes": "the most nodes running at least one pod that is not a DaemonSet or static "
     "pod at any point of the usage grid (mean over seeds)",
     "violations": "threshold breaches on projected usage, with the semantics of 'analyzer "
@@ -69,12 +78,14 @@ class SearchContext:
     notes: list[str] = field(default_factory=list)
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
     kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
+    unit_line: str = UNIT_LINE  # what "capacity released" counts, under the answer
 
     def to_json(self, result: SearchResult) -> dict[str, Any]:
         """Every number shown (the table as records) plus the whole search."""
         return {
             "title": self.title,
             "sentence": self.sentence,
+            "unit_line": self.unit_line,
             "recommended": self.recommended,
             "cards": [{"key": c.key, "label": c.label, "value": c.value} for c in self.cards],
             "table": self.table.records(),
@@ -93,7 +104,14 @@ def _text(mapping: Any) -> str:
     return " · ".join(f"{_SHORT.get(k, k)} {v}" for k, v in dict(mapping).items())
 
 
+def _currency(result: SearchResult) -> str | None:
+    """The currency when every row has a money figure (``--prices`` priced every pool)."""
+    priced = all(r.cost_released is not None for r in result.rows)
+    return result.prices["currency"] if result.prices and priced else None
+
+
 def _table(result: SearchResult) -> TableView:
+    currency = _currency(result)
     rows = []
     for row in result.rows:
         p = row.parameters
@@ -105,7 +123,13 @@ def _table(result: SearchResult) -> TableView:
                 "resource_weights": _text(p.get("resource_weights")),
                 "loadaware_thresholds": _text(p.get("loadaware_thresholds")),
                 "loadaware_weight": p.get("loadaware_weight") or None,
+                "core_hours_released": row.core_hours_released,
+                "core_hours_released_pct": row.core_hours_released_pct,
+                "gib_hours_released": row.gib_hours_released,
+                "gib_hours_released_pct": row.gib_hours_released_pct,
+                "cost_released": row.cost_released,
                 "peak_nodes": row.peak_nodes,
+                "pool_mix": "pool-mix shift" if row.pool_mix else "",
                 "mean_nodes": row.mean_nodes,
                 "violations": row.violations,
                 "waited": row.waited,
@@ -122,7 +146,13 @@ def _table(result: SearchResult) -> TableView:
         Column("resource_weights", "Fit weights"),
         Column("loadaware_thresholds", "LoadAware thresholds (%)"),
         Column("loadaware_weight", "LoadAware weight", "int"),
+        Column("core_hours_released", "Core-hours released", "num", 0),
+        Column("core_hours_released_pct", "Core-hours released %", "num", 1),
+        Column("gib_hours_released", "GiB-hours released", "num", 0),
+        Column("gib_hours_released_pct", "GiB-hours released %", "num", 1),
+        *([Column("cost_released", f"Money released, {currency}", "num", 2)] if currency else []),
         Column("peak_nodes", "Peak nodes", "num", 0),
+        Column("pool_mix", "Pool-mix shift"),
         Column("mean_nodes", "Mean nodes", "num", 1),
         Column("violations", "Violations", "int"),
         Column("waited", "Pods waited", "int"),
@@ -141,22 +171,23 @@ def _table(result: SearchResult) -> TableView:
 
 
 def front_chart(result: SearchResult) -> Chart:
-    """Peak nodes vs violations: one point per configuration, front and recommendation marked."""
+    """Capacity released vs violations: one point per configuration, front and recommendation
+    marked (money released when priced, else the mean of the core-hour and GiB-hour shares)."""
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.6), layout="constrained")
         ax = fig.add_subplot()
         rows = result.rows[1:]
         other = [r for r in rows if not r.on_front]
-        front = sorted((r for r in rows if r.on_front), key=lambda r: r.peak_nodes)
+        front = sorted((r for r in rows if r.on_front), key=lambda r: r.released)
         ax.scatter(
-            [r.peak_nodes for r in other],
+            [r.released for r in other],
             [r.violations for r in other],
             s=22,
             color="#9aa5b1",
             label="configuration",
         )
         ax.scatter(
-            [r.peak_nodes for r in front],
+            [r.released for r in front],
             [r.violations for r in front],
             s=34,
             color="#00798c",
@@ -165,7 +196,7 @@ def front_chart(result: SearchResult) -> Chart:
         )
         observed = result.observed
         ax.scatter(
-            [observed.peak_nodes],
+            [observed.released],
             [observed.violations],
             s=60,
             color="#d1495b",
@@ -175,7 +206,7 @@ def front_chart(result: SearchResult) -> Chart:
         best = result.best()
         if best is not None:
             ax.scatter(
-                [best.peak_nodes],
+                [best.released],
                 [best.violations],
                 s=140,
                 facecolors="none",
@@ -183,16 +214,21 @@ def front_chart(result: SearchResult) -> Chart:
                 linewidths=2,
                 label="recommended",
             )
-        ax.set_xlabel("peak active nodes")
+        currency = _currency(result)
+        ax.set_xlabel(
+            f"money released, {currency}"
+            if currency
+            else "capacity released, % of observed (mean of core-hours and GiB-hours)"
+        )
         ax.set_ylabel("threshold violations")
-        ax.set_title("Peak nodes vs violations (fewer is better on both)")
+        ax.set_title("Capacity released vs violations (more released, fewer violations: better)")
         # beside the plot, never over a point
         ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         alt = (
-            f"Peak nodes vs violations for {len(rows)} configurations; observed "
-            f"{observed.peak_nodes:.0f} nodes, {observed.violations:.0f} violations"
+            f"Capacity released vs violations for {len(rows)} configurations; observed "
+            f"releases 0 by definition and has {observed.violations:.0f} violations"
         )
-        return Chart(title="Peak nodes vs violations", alt=alt, data_uri=encode_png(fig))
+        return Chart(title="Capacity released vs violations", alt=alt, data_uri=encode_png(fig))
 
 
 def build_search_context(result: SearchResult) -> SearchContext:
@@ -200,7 +236,41 @@ def build_search_context(result: SearchResult) -> SearchContext:
     observed = result.observed
     best = result.best()
     searched = [r for r in result.rows if r.kind == "searched"]
+    currency = _currency(result)
     cards = [
+        Card(
+            "released_core_hours",
+            "Core-hours released",
+            best.core_hours_released if best else 0.0,
+            digits=0,
+            unit="core-hours",
+            state="good" if best else "",
+            higher_is_worse=False,
+        ),
+        Card(
+            "released_gib_hours",
+            "GiB-hours released",
+            best.gib_hours_released if best else 0.0,
+            digits=0,
+            unit="GiB-hours",
+            state="good" if best else "",
+            higher_is_worse=False,
+        ),
+        *(
+            [
+                Card(
+                    "released_cost",
+                    "Money released",
+                    best.cost_released,
+                    digits=2,
+                    unit=currency,
+                    state="good",
+                    higher_is_worse=False,
+                )
+            ]
+            if best and currency and best.cost_released is not None
+            else []
+        ),
         Card("configurations", "Configurations replayed", float(len(result.rows) - 1), digits=0),
         Card("front", "On the Pareto front", float(sum(r.on_front for r in result.rows)), digits=0),
         Card("observed_peak", "Observed peak nodes", observed.peak_nodes, digits=0),
@@ -209,7 +279,6 @@ def build_search_context(result: SearchResult) -> SearchContext:
             "Recommended peak nodes",
             best.peak_nodes if best else None,
             digits=0,
-            state="good" if best else "",
         ),
         Card(
             "saved",

@@ -5,8 +5,9 @@ comparison table with ``observed`` first, charts over time — active nodes, pen
 violation, fragmentation —, why pods waited and where pods moved, per-strategy detail),
 ``report.json`` with every number shown, one CSV per table, ``series.csv`` and the per-pod
 listings ``waiting_pods.csv`` and ``moved_pods.csv``. The first screen answers the issue's
-question: which strategy would have needed the fewest nodes without more violations or waiting
-pods. Units follow ``analyzer.report.whatif_tables``.
+question: which strategy would have released the most allocatable capacity of active nodes
+(core-hours and GiB-hours, money with ``--prices``) without more violations or waiting pods; peak
+node counts stand beside. Units follow ``analyzer.report.whatif_tables``.
 """
 
 from __future__ import annotations
@@ -41,13 +42,20 @@ from analyzer.report.whatif_tables import (
     seeds_table,
     wait_reasons_table,
 )
+from analyzer.whatif.capacity import UNIT_LINE, money_text, pct_text
 from analyzer.whatif.compare import WhatIfResult
 from analyzer.whatif.explain import why_sentence
+from analyzer.whatif.verdict import rank_key
 
 FOLDER = "whatif"  # where ``analyzer demo`` puts the what-if report inside its output folder
 CHART_POINTS = 300
 DEFINITIONS = {
     "active node": "a node running at least one pod that is not a DaemonSet or static pod",
+    "core-hours / GiB-hours released": "observed allocatable CPU cores (memory GiB) of active "
+    "nodes × hours minus the strategy's over the window (positive = capacity freed); % of "
+    "observed's",
+    "pool-mix shift": "peak active nodes down 2 % or more while less than 1 % of core-hours and of "
+    "GiB-hours is released: pods moved onto fewer, bigger nodes; never recommended",
     "node-hours released": "observed active node-hours minus the strategy's (positive = fewer)",
     "waited": "pods that spent any time in the pending queue inside the report's window (ordered by "
     "priority then arrival, retried whenever capacity frees); a pod created before the window counts its wait "
@@ -109,12 +117,14 @@ class WhatIfContext:
     search: dict[str, Any] | None = None
     compared: int = 0  # strategies compared besides observed (the verdict's question)
     kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
+    unit_line: str = UNIT_LINE  # what "capacity released" counts, under the verdict
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
         return {
             "title": self.title,
             "recommendation": self.recommendation,
+            "unit_line": self.unit_line,
             "rule": self.rule,
             "best": self.best,
             "search": self.search,
@@ -189,42 +199,56 @@ def _cards(result: WhatIfResult) -> list[WhatIfCard]:
     observed = result.strategies[0]
     best = next((c for c in result.strategies if c.name == result.best), None)
     base_peak = observed.worst("active_nodes_peak")
-    cards = [
-        WhatIfCard(
-            "observed_peak", "Observed peak active nodes", base_peak, "nodes",
-            detail="nodes running at least one non-DaemonSet pod at the busiest grid point",
-        ),
-    ]  # fmt: skip
+    observed_peak = WhatIfCard(
+        "observed_peak", "Observed peak active nodes", base_peak, "nodes",
+        detail="nodes running at least one non-DaemonSet pod at the busiest grid point",
+    )  # fmt: skip
+    cards: list[WhatIfCard] = []
+    currency = result.prices["currency"] if result.prices else None
     if best is not None:
         cards += [
             WhatIfCard(
-                "best_peak", f"Peak active nodes with {best.name}", best.worst("active_nodes_peak"),
-                "nodes", state="good",
-                detail=f"{_count(base_peak - best.worst('active_nodes_peak'))} fewer than observed",
+                "released_core_hours", f"Core-hours released by {best.name}",
+                best.worst("core_hours_released"), "core-hours", state="good",
+                detail=f"{pct_text(best.worst('core_hours_released_pct'))} of observed's "
+                f"{_count(observed.worst('active_core_hours'))} core-hours of active nodes",
             ),
             WhatIfCard(
-                "released", f"Node-hours released by {best.name}",
-                best.worst("node_hours_released"), "node-hours",
-                detail="observed active node-hours minus the strategy's over the window",
+                "released_gib_hours", f"GiB-hours released by {best.name}",
+                best.worst("gib_hours_released"), "GiB-hours", state="good",
+                detail=f"{pct_text(best.worst('gib_hours_released_pct'))} of observed's "
+                f"{_count(observed.worst('active_gib_hours'))} GiB-hours of active nodes",
             ),
+            *([WhatIfCard(
+                "released_cost", f"Money released by {best.name}", best.worst("cost_released"),
+                currency or "", digits=2, state="good",
+                detail=f"observed's active capacity cost {money_text(observed.worst('active_cost'), currency)}",
+            )] if best.priced and currency else []),
+            WhatIfCard(
+                "best_peak", f"Peak active nodes with {best.name}", best.worst("active_nodes_peak"),
+                "nodes",
+                detail=f"{_count(base_peak - best.worst('active_nodes_peak'))} fewer than observed",
+            ),
+            observed_peak,  # node counts beside the capacity, never on top
         ]  # fmt: skip
     else:
         others = result.strategies[1:]
-        fewer = [c for c in others if c.worst("active_nodes_peak") < base_peak]
+        freeing = [c for c in others if rank_key(c) > 0 and not c.pool_mix(observed)]
         if not others:
             why = "No strategy was compared with observed."
-        elif not fewer:
-            why = f"No strategy needed fewer than the {_count(base_peak)} nodes observed at peak."
+        elif not freeing:
+            why = "No strategy released capacity of active nodes (core-hours, GiB-hours)."
         else:
             why = (
-                f"{len(fewer)} of {len(others)} strategies needed fewer nodes at peak, but each "
+                f"{len(freeing)} of {len(others)} strategies released capacity, but each "
                 "had more violations, waiting pods or unplaced pods than observed (see the table)."
             )
-        cards.append(
+        cards += [
+            observed_peak,
             WhatIfCard(
                 "best_peak", "Recommendation", text="none qualifies", detail=why, state="warn"
-            )
-        )
+            ),
+        ]
     cards.append(
         WhatIfCard(
             "observed_violations", "Observed threshold violations", observed.worst("violations"),

@@ -17,7 +17,7 @@ import pandas as pd
 
 from analyzer.report import format as fmt
 from analyzer.report.views import Cell, Column, TableView, json_value
-from analyzer.whatif.compare import COMPARED, WhatIfResult
+from analyzer.whatif.compare import WhatIfResult
 
 DURATION = "duration"  # a column kind shown as "2 h 14 min", sorted and exported in seconds
 
@@ -59,12 +59,15 @@ def _pct(value: Any) -> float:
 def comparison_table(result: WhatIfResult) -> WhatIfTable:
     """One row per strategy (observed first): the verdict's figures, then descriptive means."""
     several = _several(result)
+    priced = all(c.priced for c in result.strategies)
+    currency = result.prices["currency"] if result.prices and priced else None
     rows = []
     for c in result.strategies:
         row: dict[str, Any] = {"strategy": c.name, "seeds": len(c.outcomes)}
-        for key in COMPARED:
+        for key in c.compared():
             if key != "moved_share":  # a share, shown as moved_pct below
                 row[key] = c.worst(key)
+        row["pool_mix"] = "pool-mix shift" if c.pool_mix(result.strategies[0]) else ""
         peak = c.stat("active_nodes_peak")
         row["active_nodes_peak_spread"] = peak["max"] - peak["min"]
         for key, out in (
@@ -86,6 +89,16 @@ def comparison_table(result: WhatIfResult) -> WhatIfTable:
     columns = [
         Column("strategy", "Strategy"),
         *([Column("seeds", "Seeds", "int")] if several else []),
+        Column("core_hours_released", f"Core-hours released{worst}", "num", 0),
+        Column("core_hours_released_pct", f"Core-hours released %{worst}", "num", 1),
+        Column("gib_hours_released", f"GiB-hours released{worst}", "num", 0),
+        Column("gib_hours_released_pct", f"GiB-hours released %{worst}", "num", 1),
+        *(
+            [Column("cost_released", f"Money released, {currency}{worst}", "num", 2)]
+            if currency
+            else []
+        ),
+        Column("active_core_hours", f"Active core-hours{worst}", "num", 0),
         Column("active_nodes_peak", f"Peak active nodes{worst}", "int"),
         *(
             [Column("active_nodes_peak_spread", "Peak spread over seeds (max − min)", "int")]
@@ -103,6 +116,7 @@ def comparison_table(result: WhatIfResult) -> WhatIfTable:
         Column("frag_ratio_cpu_pct", f"Free CPU fragmented (FGD){mean}", "pct"),
         Column("imbalance_cpu_pp", f"CPU imbalance, pp{mean}", "num"),
         Column("moved_pct", f"Pods moved{mean}", "pct"),
+        Column("pool_mix", "Pool-mix shift"),
     ]
     frame = pd.DataFrame(rows)
     return WhatIfTable(

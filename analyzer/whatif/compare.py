@@ -6,10 +6,13 @@ typed ``Outcome`` objects.
 
 One rule for the verdict and the table (``VERDICT_RULE``): every compared figure of a strategy is
 its **worst seed** — the most peak active nodes, waiting pods, never-placed pods and violations,
-the fewest node-hours released. The recommendation is the strategy with the fewest peak active
-nodes (worst seed) among those whose worst seed has no more threshold violations, waiting pods or
-never-placed pods than ``observed``; ties go to the fewer mean active nodes. The report's
-comparison table shows these same worst-seed figures, so the sentence's numbers are in it.
+the least capacity and node-hours released. The recommendation is the strategy that releases the
+most allocatable capacity of active nodes vs observed (``analyzer.whatif.capacity``: money when
+``--prices`` prices every pool, else the mean of the core-hour and GiB-hour shares released; ties
+go to the fewer peak active nodes) among those that release some, are no pool-mix shift (fewer
+nodes, no capacity released) and whose worst seed has no more threshold violations, waiting pods
+or never-placed pods than ``observed``. Peak node counts stand beside, never on top. The
+report's comparison table shows these same worst-seed figures, so the sentence's numbers are in it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
@@ -29,19 +33,24 @@ from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.capacity import node_prices, pool_mix_shift, released
 from analyzer.whatif.evaluate import Outcome, evaluate
 from analyzer.whatif.notes import whatif_notes
+from analyzer.whatif.verdict import VERDICT_RULE, recommend
 
-VERDICT_RULE = (
-    "Each strategy's figures are its worst tie-break seed (most nodes, waiting pods, unplaced pods "
-    "and violations; fewest node-hours released). Recommended: the fewest peak active nodes among "
-    "strategies with no more violations, waiting pods or never-placed pods than observed."
-)
 # figures where fewer is better; for the others (node-hours released) more is better
 HIGHER_IS_WORSE = {
     "active_nodes_peak": True,
     "active_nodes_mean": True,
     "node_hours_released": False,
+    "active_core_hours": True,
+    "active_gib_hours": True,
+    "core_hours_released": False,
+    "gib_hours_released": False,
+    "core_hours_released_pct": False,
+    "gib_hours_released_pct": False,
+    "active_cost": True,
+    "cost_released": False,
     "waited": True,
     "never_placed": True,
     "preempted": True,
@@ -50,6 +59,12 @@ HIGHER_IS_WORSE = {
     "moved_share": True,
 }
 COMPARED = (
+    "core_hours_released",
+    "gib_hours_released",
+    "core_hours_released_pct",
+    "gib_hours_released_pct",
+    "active_core_hours",
+    "active_gib_hours",
     "active_nodes_peak",
     "active_nodes_mean",
     "node_hours_released",
@@ -74,6 +89,7 @@ class WhatIfSettings:
     # how the strategies' replays read arrivals (``analyzer.replay.input.ARRIVALS``); observed
     # always keeps the data as recorded
     arrivals: str = ARRIVALS[0]
+    prices: Prices | None = None  # ``--prices``: capacity in money too
 
 
 def resolve_strategy(name: str, kubernetes_version: str | None = None) -> Strategy:
@@ -108,6 +124,25 @@ class StrategyComparison:
         stat = self.stat(key)
         return stat["max"] if HIGHER_IS_WORSE.get(key, True) else stat["min"]
 
+    @property
+    def priced(self) -> bool:
+        """Whether every seed's capacity has a money figure (``--prices`` priced every pool)."""
+        return all("cost_released" in o.summary() for o in self.outcomes)
+
+    def compared(self) -> tuple[str, ...]:
+        """The compared figures: ``COMPARED`` plus the money ones when priced."""
+        return (*COMPARED, "active_cost", "cost_released") if self.priced else COMPARED
+
+    def pool_mix(self, observed: StrategyComparison) -> bool:
+        """Whether this strategy's fewer peak nodes come without capacity released
+        (``analyzer.whatif.capacity.pool_mix_shift``, worst seed)."""
+        return pool_mix_shift(
+            observed.worst("active_nodes_peak"),
+            self.worst("active_nodes_peak"),
+            self.worst("core_hours_released_pct"),
+            self.worst("gib_hours_released_pct"),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: per-seed outcomes, the worst seed and the spread of the compared figures."""
         return {
@@ -115,8 +150,8 @@ class StrategyComparison:
             "source": self.source,
             "description": self.description,
             "seeds": [o.seed for o in self.outcomes],
-            "worst_seed": {key: self.worst(key) for key in COMPARED},
-            "spread": {key: self.stat(key) for key in COMPARED},
+            "worst_seed": {key: self.worst(key) for key in self.compared()},
+            "spread": {key: self.stat(key) for key in self.compared()},
             "outcomes": [o.to_dict() for o in self.outcomes],
         }
 
@@ -139,6 +174,9 @@ class WhatIfResult:
     rightsized: dict[str, Any] | None = None
     # The Kubernetes version whose scheduler arithmetic the replays used, and where it came from
     version: ClusterVersion | None = None
+    # ``--prices``: currency and file, and the pools without a price (then no money anywhere)
+    prices: dict[str, Any] | None = None
+    pool_mix: list[str] = field(default_factory=list)  # the strategies that are pool-mix shifts
 
     @property
     def kubernetes_version(self) -> str | None:
@@ -158,9 +196,23 @@ class WhatIfResult:
             "thresholds": self.thresholds.to_dict(),
             "notes": list(self.notes),
             "rightsized": self.rightsized,
+            "units": UNITS,
+            "prices": self.prices,
+            "pool_mix_shift": list(self.pool_mix),
             "strategies": [s.to_dict() for s in self.strategies],
         }
 
+
+UNITS = {
+    "active_core_hours": "allocatable CPU cores of active nodes × hours over the window",
+    "active_gib_hours": "allocatable memory GiB (2^30 bytes) of active nodes × hours",
+    "core_hours_released": "observed active core-hours minus the strategy's (positive = freed)",
+    "gib_hours_released": "observed active GiB-hours minus the strategy's (positive = freed)",
+    "core_hours_released_pct": "core_hours_released as % of observed active core-hours",
+    "gib_hours_released_pct": "gib_hours_released as % of observed active GiB-hours",
+    "active_cost": "active capacity priced by --prices, in prices.currency",
+    "cost_released": "observed active_cost minus the strategy's, in prices.currency",
+}
 
 # The worker's prepared snapshot (set once per process by the pool initializer).
 _WORKER: dict[str, Any] = {}
@@ -192,7 +244,8 @@ def _run_one(inputs: Inputs, name: str, seed: int, settings: WhatIfSettings) -> 
     strategy = resolve_strategy(name, settings.kubernetes_version)
     inp, mats = inputs[ARRIVALS[0] if strategy.observed else settings.arrivals]
     result = replay(inp, strategy, seed, matrices=mats)
-    return evaluate(inp, result, mats, settings.thresholds)
+    prices = node_prices(inp, settings.prices)
+    return evaluate(inp, result, mats, settings.thresholds, prices=prices)
 
 
 def _task(name: str, seed: int, settings: WhatIfSettings) -> Outcome:
@@ -263,6 +316,7 @@ def compare(
     groups: dict[str, list[Outcome]] = {}
     for (name, _), outcome in zip(tasks, outcomes, strict=True):
         outcome.node_hours_released = observed.active_node_hours - outcome.active_node_hours
+        outcome.capacity_released = released(observed.capacity, outcome.capacity)
         groups.setdefault(name, []).append(outcome)
     comparisons = []
     strategies = []
@@ -275,8 +329,10 @@ def compare(
             else (strategy.profile.description if strategy.profile else "")
         )
         comparisons.append(StrategyComparison(name, strategy.source, description, group))
-    best, sentence = recommend(comparisons)
+    best, sentence = recommend(comparisons, settings.prices.currency if settings.prices else None)
     return WhatIfResult(
+        prices=_prices_block(snapshot, settings.prices),
+        pool_mix=[c.name for c in comparisons[1:] if c.pool_mix(comparisons[0])],
         source=snapshot.meta.source,
         start=snapshot.meta.start,
         end=snapshot.meta.end,
@@ -291,45 +347,14 @@ def compare(
     )
 
 
-def _count(value: float) -> str:
-    return f"{value:,.0f}"
-
-
-def recommend(comparisons: Sequence[StrategyComparison]) -> tuple[str | None, str]:
-    """The recommendation and its sentence, by ``VERDICT_RULE`` (worst seed of every figure)."""
-    observed = comparisons[0]
-    base = {k: observed.worst(k) for k in ("violations", "waited", "never_placed")}
-    base_peak = observed.worst("active_nodes_peak")
-    several = any(len(c.outcomes) > 1 for c in comparisons[1:])
-    worst = " in its worst seed" if several else ""
-    eligible = [
-        c
-        for c in comparisons[1:]
-        if all(c.worst(k) <= base[k] for k in base) and c.worst("active_nodes_peak") < base_peak
-    ]
-    if not eligible:
-        fewest = min(comparisons[1:], key=lambda c: c.worst("active_nodes_peak"), default=None)
-        if fewest is None or fewest.worst("active_nodes_peak") >= base_peak:
-            return None, (
-                f"No strategy would have needed fewer than the {_count(base_peak)} nodes "
-                "observed at peak."
-            )
-        return None, (
-            f"No strategy would have needed fewer than the {_count(base_peak)} nodes observed at "
-            "peak without more threshold violations, waiting pods or unplaced pods. Fewest "
-            f"nodes: {fewest.name} ({_count(fewest.worst('active_nodes_peak'))} at peak{worst}), "
-            f"at the cost of {_count(fewest.worst('violations'))} violations (observed "
-            f"{_count(base['violations'])}), {_count(fewest.worst('waited'))} pods waiting "
-            f"(observed {_count(base['waited'])}) and {_count(fewest.worst('never_placed'))} "
-            f"never placed (observed {_count(base['never_placed'])})."
-        )
-    best = min(eligible, key=lambda c: (c.worst("active_nodes_peak"), c.worst("active_nodes_mean")))
-    return best.name, (
-        f"{best.name} would have needed the fewest nodes: {_count(best.worst('active_nodes_peak'))} "
-        f"at peak{worst} (observed {_count(base_peak)}), "
-        f"{_count(best.worst('node_hours_released'))} node-hours released, with no more "
-        f"threshold violations ({_count(best.worst('violations'))} vs "
-        f"{_count(base['violations'])}), waiting pods ({_count(best.worst('waited'))} vs "
-        f"{_count(base['waited'])}) or unplaced pods ({_count(best.worst('never_placed'))} vs "
-        f"{_count(base['never_placed'])}) than observed."
-    )
+def _prices_block(snapshot: Snapshot, prices: Prices | None) -> dict[str, Any] | None:
+    """``report.json``'s ``prices``: currency, file, and the pools the file does not price."""
+    if prices is None:
+        return None
+    pools = snapshot.nodes["pool"] if "pool" in snapshot.nodes.columns else []
+    names = sorted({str(p) if isinstance(p, str) and p else "(none)" for p in pools})
+    return {
+        "currency": prices.currency,
+        "source": prices.source,
+        "unpriced_pools": [p for p in names if prices.for_pool(p) is None],
+    }

@@ -8,6 +8,9 @@ Definitions (stated in the what-if report):
 - **active node**: a node running at least one pod that is not a DaemonSet/static pod. Peak and
   time-weighted mean over the usage grid; **active node-hours**; **node-hours released vs
   observed** = observed active node-hours − this strategy's (positive = fewer nodes needed).
+- **active capacity / capacity released** (``analyzer.whatif.capacity``): the allocatable of the
+  active nodes integrated over the same grid, in core-hours and GiB-hours (and money when priced);
+  released vs observed = observed's − this strategy's, filled by the comparison.
 - **allocation ratio** per resource: requests of the running non-DaemonSet pods / allocatable of
   the active nodes, averaged over the grid (points with no active node skipped).
 - **violations**: ``analyzer.usage.violations.find_violations`` on the projected snapshot — the same
@@ -49,6 +52,7 @@ from analyzer.replay.projection import (
 from analyzer.replay.result import ReplayResult
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import ViolationResult, find_violations
+from analyzer.whatif.capacity import Capacity, NodePrices, Released, active_capacity
 from analyzer.whatif.explain import moves, shape_labels, wait_reasons
 
 HOUR_NS = 3600 * 1_000_000_000
@@ -95,6 +99,9 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     violation_result: ViolationResult | None = None
     fragmentation_result: FragmentationResult | None = None
+    capacity: Capacity = field(default_factory=lambda: Capacity(0.0, 0.0))  # active, whole window
+    # vs observed; filled by the comparison (``None`` until then)
+    capacity_released: Released | None = None
 
     def summary(self) -> dict[str, Any]:
         """The scalar figures (one row of the comparison table)."""
@@ -115,6 +122,10 @@ class Outcome:
             "active_nodes_mean": self.active_nodes_mean,
             "active_node_hours": self.active_node_hours,
             "node_hours_released": self.node_hours_released,
+            "active_core_hours": self.capacity.core_hours,
+            "active_gib_hours": self.capacity.gib_hours,
+            **self.released_figures(),
+            **({} if self.capacity.cost is None else {"active_cost": self.capacity.cost}),
             **{f"allocation_{r}": v for r, v in self.allocation_ratio.items()},
             "violations": self.violations,
             "nodes_with_violations": self.nodes_with_violations,
@@ -123,6 +134,20 @@ class Outcome:
             **{f"imbalance_{r}": v for r, v in self.imbalance.items()},
             "moved_share": self.moved_share,
         }
+
+    def released_figures(self) -> dict[str, float]:
+        """Capacity released vs observed, units in the keys (0 before the comparison fills it;
+        ``cost_released`` only when priced)."""
+        r = self.capacity_released
+        figures = {
+            "core_hours_released": r.core_hours if r else 0.0,
+            "gib_hours_released": r.gib_hours if r else 0.0,
+            "core_hours_released_pct": r.core_hours_pct if r else 0.0,
+            "gib_hours_released_pct": r.gib_hours_pct if r else 0.0,
+        }
+        if r is not None and r.cost is not None:
+            figures["cost_released"] = r.cost
+        return figures
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: summary, wait distribution, series, violations and fragmentation detail."""
@@ -231,6 +256,7 @@ def evaluate(
     thresholds: ThresholdConfig,
     *,
     fragmentation_times: list[pd.Timestamp] | None = None,
+    prices: NodePrices | None = None,
 ) -> Outcome:
     """All outcome metrics of ``result`` (see the module docstring for the definitions)."""
     times = mats.times
@@ -358,4 +384,5 @@ def evaluate(
         notes=list(result.notes),
         violation_result=violations,
         fragmentation_result=frag,
+        capacity=active_capacity(inp, active, step_hours, prices),
     )

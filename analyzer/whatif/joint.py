@@ -19,11 +19,13 @@ Per pool and scenario: ``analyzer.whatif.pool_figures`` (nodes needed at peak, r
 violations, pods waited, idle and slack). Savings are simulated, never added: each row is its own
 replay or, for "both", repack only's placement re-evaluated. The four replays run in a process pool like the what-if comparison's (each worker prepares
 both request sets once), then the drain dry run (``analyzer.whatif.drain``) of every pool's
-**best** scenario — the fewest nodes needed at peak among the scenarios with no more violations
-and waiting pods than today both in the pool *and in the whole cluster* (a scenario that empties
-a pool by pushing its pods into another pool's breaches is no saving), nor more pods never placed
-(ties: the earlier scenario; none: today, drained with the baseline's profile) — runs in the same
-pool, one task per pool.
+**best** scenario — the one that releases the most of the pool's capacity vs today (the least
+active capacity in the pool: money when ``--prices`` prices the pool, else the mean of the shares
+of today's core-hours and GiB-hours; ``analyzer.whatif.capacity``) among the scenarios with no
+more violations and waiting pods than today both in the pool *and in the whole cluster* (a
+scenario that empties a pool by pushing its pods into another pool's breaches is no saving), nor
+more pods never placed (ties: fewer nodes needed at peak, then the earlier scenario; none: today,
+drained with the baseline's profile) — runs in the same pool, one task per pool.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 
+from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.core.workloads import apply_recommendations, changed_pods
 from analyzer.replay.engine import OBSERVED, replay
@@ -44,6 +47,7 @@ from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.cluster_version import snapshot_version
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.busiest import busiest_window, cut
+from analyzer.whatif.capacity import node_prices
 from analyzer.whatif.compare import resolve_strategy
 from analyzer.whatif.drain import DrainReport, drain_pool
 from analyzer.whatif.evaluate import evaluate
@@ -57,6 +61,7 @@ from analyzer.whatif.joint_result import (
     TODAY,
     JointResult,
     ScenarioRun,
+    best_scenario,
 )
 from analyzer.whatif.kept import (
     FRESH,
@@ -97,6 +102,7 @@ class JointSettings:
     window: tuple[pd.Timestamp, pd.Timestamp] | None = None  # overrides the busiest window
     seed: int = 0
     drain: bool = True
+    prices: Prices | None = None  # ``--prices``: the capacity released in money too
 
     def scenario(self, name: str) -> tuple[str, bool]:
         """(strategy name, right-sized requests?) of a scenario."""
@@ -138,7 +144,10 @@ def _figures(ctx: _Context, name: str, result: ReplayResult, placement: str) -> 
     strategy_name, rightsized = ctx.settings.scenario(name)
     inp = ctx.input(rightsized)
     # fragmentation is not reported here: no time points (the rest of the outcome is the same)
-    outcome = evaluate(inp, result, ctx.mats, ctx.settings.thresholds, fragmentation_times=[])
+    prices = node_prices(inp, ctx.settings.prices)
+    outcome = evaluate(
+        inp, result, ctx.mats, ctx.settings.thresholds, fragmentation_times=[], prices=prices
+    )
     return ScenarioRun(
         name=name,
         strategy=strategy_name,
@@ -147,8 +156,9 @@ def _figures(ctx: _Context, name: str, result: ReplayResult, placement: str) -> 
         violations=outcome.violations,
         pods_waited=outcome.waited,
         never_placed=outcome.never_placed,
-        pools=pool_figures(inp, result, ctx.mats, outcome),
+        pools=pool_figures(inp, result, ctx.mats, outcome, prices),
         placement=placement,
+        capacity=outcome.capacity,
     )
 
 
@@ -268,22 +278,6 @@ def _drain_task(name: str, result: ReplayResult, pool: str, when: int, text: str
 
 def _kept_task(fresh: ScenarioRun, repack: ScenarioRun, results: tuple[ReplayResult, ...]) -> Kept:
     return _kept(_WORKER["ctx"], fresh, repack, results)
-
-
-def best_scenario(runs: list[ScenarioRun], pool: str) -> str:
-    """The best scenario of ``pool`` (module docstring's rule)."""
-    first = runs[0]
-    today = first.pools[pool]
-    eligible = [
-        r
-        for r in runs
-        if r.pools[pool].violations <= today.violations
-        and r.pools[pool].pods_waited <= today.pods_waited
-        and r.violations <= first.violations
-        and r.pods_waited <= first.pods_waited
-        and r.never_placed <= first.never_placed
-    ]
-    return min(eligible, key=lambda r: r.pools[pool].nodes_peak).name if eligible else TODAY
 
 
 def run_joint(

@@ -10,6 +10,9 @@ Definitions (docs/whatif.md "Scenarios"):
   grid time it is reached;
 - **nodes removable** = nodes observed − nodes needed at peak (never negative);
 - **violations**: threshold breaches (``analyzer violations`` semantics) on the pool's nodes;
+- **active core-hours / GiB-hours** (``core_hours``, ``gib_hours``): the allocatable of the pool's
+  nodes while active, integrated over the grid (``analyzer.whatif.capacity``), and its ``cost``
+  when ``--prices`` prices the pool;
 - **pods waited**: pods that spent time pending and really ran in the pool (pods never bound in
   reality belong to no pool and are counted in the whole-cluster figure only);
 - **idle %** per resource: over the grid points where the pool has an active node, the share of
@@ -29,7 +32,8 @@ import pandas as pd
 from analyzer.replay.input import ReplayInput
 from analyzer.replay.projection import RESOURCES, UsageMatrices, attribute
 from analyzer.replay.result import ReplayResult
-from analyzer.whatif.evaluate import Outcome, _active_matrix, _merged_active
+from analyzer.whatif.capacity import NodePrices, allocatable_units
+from analyzer.whatif.evaluate import HOUR_NS, Outcome, _active_matrix, _merged_active
 from analyzer.whatif.explain import node_pools
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
@@ -48,6 +52,9 @@ class PoolFigures:
     pods_waited: int
     idle_pct: dict[str, float]
     slack_pct: dict[str, float]
+    core_hours: float = 0.0
+    gib_hours: float = 0.0
+    cost: float | None = None  # with a price for the pool
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -67,9 +74,15 @@ def _per_node_columns(
 
 
 def pool_figures(
-    inp: ReplayInput, result: ReplayResult, mats: UsageMatrices, outcome: Outcome
+    inp: ReplayInput,
+    result: ReplayResult,
+    mats: UsageMatrices,
+    outcome: Outcome,
+    prices: NodePrices | None = None,
 ) -> dict[str, PoolFigures]:
     """Every pool's figures under ``result`` (``outcome``: its ``evaluate`` outcome)."""
+    cores, gib = allocatable_units(inp)
+    step_hours = inp.step / HOUR_NS
     times = mats.times
     n_nodes = len(inp.node_names)
     pools = np.array(node_pools(inp), dtype=object)
@@ -128,6 +141,11 @@ def pool_figures(
                 slack[r] = float(np.mean(100.0 * unused.sum(axis=0)[ok] / alloc[ok]))
             else:
                 idle[r] = slack[r] = float("nan")
+        points = active[mine].sum(axis=1).astype(np.float64)  # grid points each node was active
+        cost = None
+        if prices is not None and pool not in prices.unpriced:
+            unit = cores[mine] * prices.core_hour[mine] + gib[mine] * prices.gib_hour[mine]
+            cost = float(np.sum(points * unit)) * step_hours
         out[pool] = PoolFigures(
             pool=pool,
             nodes_observed=nodes_observed,
@@ -138,6 +156,9 @@ def pool_figures(
             pods_waited=sum(1 for p in waited_pool if p == pool),
             idle_pct=idle,
             slack_pct=slack,
+            core_hours=float(np.sum(points * cores[mine])) * step_hours,
+            gib_hours=float(np.sum(points * gib[mine])) * step_hours,
+            cost=cost,
         )
     return out
 

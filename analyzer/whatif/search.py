@@ -3,15 +3,19 @@
 Every configuration of the grid (``search_grid.py``) and every baseline preset (default
 ``kube-default``) is replayed and evaluated by the what-if comparison itself (``run_whatif``: its
 process pool, ``replay`` and ``evaluate``), with ``observed`` as the reference. Each row is then
-judged on three figures, all "fewer is better": **peak active nodes** (mean over seeds), **threshold
-violations** and **waiting pods** (worst seed for both, as the what-if recommendation reads them).
+judged on three figures: **capacity released** vs observed (mean over seeds; money when
+``--prices`` prices every pool, else the mean of the core-hour and GiB-hour shares released:
+``analyzer.whatif.capacity``; more is better), **threshold violations** and **waiting pods**
+(worst seed for both, as the what-if recommendation reads them; fewer is better). Peak active
+nodes (mean over seeds) stand beside.
 
 - **Pareto front**: a configuration is on the front when no other configuration is at least as good
   on all three figures and strictly better on one (``observed`` is the reference, not a candidate).
 - **Recommendation**: among the configurations with no more violations, waiting pods and
-  never-placed pods than observed, the one with the fewest peak active nodes, if that is fewer than
-  observed (ties: fewer violations, then fewer waiting pods, then fewer mean active nodes, then grid
-  order). Its KubeSchedulerConfiguration is what the page prints and the report writes.
+  never-placed pods than observed that release capacity and are no pool-mix shift (peak nodes
+  down 2 % or more with less than 1 % of core-hours and of GiB-hours released), the one that
+  releases the most (ties: fewer violations, then fewer waiting pods, then fewer peak nodes, then
+  grid order). Its KubeSchedulerConfiguration is what the page prints and the report writes.
 """
 
 from __future__ import annotations
@@ -24,31 +28,26 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.capacity import Capacity, released
 from analyzer.whatif.compare import (
+    UNITS,
     StrategyComparison,
     WhatIfResult,
     WhatIfSettings,
     resolve_strategy,
     run_whatif,
 )
-from analyzer.whatif.compare import recommend as compare_recommend
 from analyzer.whatif.notes import whatif_notes
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, scheduler_yaml
+from analyzer.whatif.search_rule import FRONT_RULE, RULE, SearchRow, pareto_front, recommend
+from analyzer.whatif.verdict import recommend as compare_recommend
 
-RULE = (
-    "Recommended: the fewest peak active nodes among the configurations with no more threshold "
-    "violations, waiting pods and never-placed pods than observed (worst seed), if fewer than "
-    "observed; ties go to fewer violations, then fewer waiting pods, then fewer mean active nodes."
-)
-FRONT_RULE = (
-    "Pareto front: no other configuration has at least as few peak nodes, violations and waiting "
-    "pods and strictly fewer of one."
-)
 HREF = "search.html"
 # Replays (configurations and baselines × seeds) a search runs without --max-configurations:
 # on this project's 2-core machine a 500-node day replays at ≈ 4.2 s each with 2 workers
@@ -66,94 +65,7 @@ class SearchSettings:
     kubernetes_version: str | None = None
     thresholds: ThresholdConfig = field(default_factory=ThresholdConfig)
     workers: int | None = None
-
-
-@dataclass
-class SearchRow:
-    """One configuration's outcome (``kind``: observed, baseline or searched)."""
-
-    name: str
-    kind: str
-    parameters: dict[str, Any]
-    peak_nodes: float
-    mean_nodes: float
-    violations: float
-    waited: float
-    never_placed: float
-    node_hours_released: float
-    document: dict[str, Any] | None
-    on_front: bool = False
-    eligible: bool = False
-    recommended: bool = False
-
-    @property
-    def objectives(self) -> tuple[float, float, float]:
-        """The three figures the front compares (all: fewer is better)."""
-        return (self.peak_nodes, self.violations, self.waited)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (the document is kept out: the YAML side file holds the recommended one)."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            **self.parameters,
-            "peak_nodes": self.peak_nodes,
-            "mean_nodes": self.mean_nodes,
-            "violations": self.violations,
-            "waited": self.waited,
-            "never_placed": self.never_placed,
-            "node_hours_released": self.node_hours_released,
-            "on_front": self.on_front,
-            "eligible": self.eligible,
-            "recommended": self.recommended,
-        }
-
-
-def pareto_front(points: Sequence[Sequence[float]]) -> list[bool]:
-    """For each point, whether no other point is ≤ on every coordinate and < on one."""
-
-    def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
-        return all(x <= y for x, y in zip(a, b, strict=True)) and any(
-            x < y for x, y in zip(a, b, strict=True)
-        )
-
-    return [not any(dominates(other, p) for other in points if other is not p) for p in points]
-
-
-def recommend(observed: SearchRow, rows: Sequence[SearchRow]) -> tuple[SearchRow | None, str]:
-    """The recommended row (see ``RULE``) and one sentence saying which, or why none."""
-    for row in rows:
-        row.eligible = (
-            row.violations <= observed.violations
-            and row.waited <= observed.waited
-            and row.never_placed <= observed.never_placed
-        )
-    fewer = [r for r in rows if r.eligible and r.peak_nodes < observed.peak_nodes]
-    if fewer:
-        best = min(
-            fewer,
-            key=lambda r: (r.peak_nodes, r.violations, r.waited, r.mean_nodes, rows.index(r)),
-        )
-        best.recommended = True
-        saved = observed.peak_nodes - best.peak_nodes
-        return best, (
-            f"Apply {best.name}: {best.peak_nodes:.0f} nodes at peak instead of the "
-            f"{observed.peak_nodes:.0f} observed ({saved:.0f} fewer), with "
-            f"{best.violations:.0f} threshold violations (observed {observed.violations:.0f}), "
-            f"{best.waited:.0f} waiting pods (observed {observed.waited:.0f}) and "
-            f"{best.never_placed:.0f} never placed (observed {observed.never_placed:.0f})."
-        )
-    if any(r.eligible for r in rows):
-        return None, (
-            f"No configuration saves nodes: every one with no more violations, waiting pods and "
-            f"never-placed pods than observed needed at least the {observed.peak_nodes:.0f} nodes "
-            "observed at peak."
-        )
-    return None, (
-        f"No configuration saves nodes safely: every one of the {len(rows)} searched had more "
-        f"threshold violations (observed {observed.violations:.0f}), waiting pods (observed "
-        f"{observed.waited:.0f}) or never-placed pods (observed {observed.never_placed:.0f})."
-    )
+    prices: Prices | None = None  # ``--prices``: capacity released in money too
 
 
 @dataclass
@@ -171,6 +83,7 @@ class SearchResult:
     sentence: str
     notes: list[str] = field(default_factory=list)
     version: ClusterVersion | None = None  # the Kubernetes version the replays used
+    prices: dict[str, Any] | None = None  # the what-if's ``prices`` block (``--prices``)
 
     @property
     def observed(self) -> SearchRow:
@@ -196,9 +109,9 @@ class SearchResult:
         parts = [*baselines, f"{searched} grid configuration{'s' if searched != 1 else ''}"]
         listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
         return (
-            f"Which of the {len(candidates)} configurations searched ({listed}) would have needed "
-            "the fewest nodes at peak without more threshold violations, waiting or never-placed "
-            "pods than observed?"
+            f"Which of the {len(candidates)} configurations searched ({listed}) would have "
+            "released the most capacity of active nodes without more threshold violations, "
+            "waiting or never-placed pods than observed?"
         )
 
     def first_screen(self) -> dict[str, Any]:
@@ -224,6 +137,8 @@ class SearchResult:
             "thresholds": self.thresholds.to_dict(),
             "rule": RULE,
             "front_rule": FRONT_RULE,
+            "units": {k: v for k, v in UNITS.items() if "released" in k},
+            "prices": self.prices,
             "recommended": self.recommended,
             "sentence": self.sentence,
             "rows": [r.to_dict() for r in self.rows],
@@ -255,6 +170,13 @@ def _row(c: StrategyComparison, kind: str, name: str, config: SearchConfig | Non
         never_placed=c.stat("never_placed")["max"],
         node_hours_released=c.stat("node_hours_released")["mean"],
         document=document,
+        core_hours_released=c.stat("core_hours_released")["mean"],
+        gib_hours_released=c.stat("gib_hours_released")["mean"],
+        core_hours_released_pct=c.stat("core_hours_released_pct")["mean"],
+        gib_hours_released_pct=c.stat("gib_hours_released_pct")["mean"],
+        cost_released=c.stat("cost_released")["mean"] if c.priced else None,
+        active_core_hours=c.stat("active_core_hours")["mean"],
+        active_gib_hours=c.stat("active_gib_hours")["mean"],
     )
 
 
@@ -298,12 +220,30 @@ def search_result(
             rows.append(_row(c, "baseline", c.name, None))
             shown.append(resolve_strategy(c.name, version))
     observed, candidates = rows[0], rows[1:]
+    baseline = next((r for r in candidates if r.kind == "baseline"), None)
+    for row in candidates:
+        if baseline is None:
+            break
+        # vs today's scheduler replayed: what the configuration itself frees, replay effects aside
+        freed = released(
+            Capacity(baseline.active_core_hours, baseline.active_gib_hours),
+            Capacity(row.active_core_hours, row.active_gib_hours),
+        )
+        row.vs_baseline = {
+            "baseline": baseline.name,
+            "core_hours_released": freed.core_hours,
+            "gib_hours_released": freed.gib_hours,
+            "core_hours_released_pct": freed.core_hours_pct,
+            "gib_hours_released_pct": freed.gib_hours_pct,
+        }
     for row, front in zip(
         candidates, pareto_front([r.objectives for r in candidates]), strict=True
     ):
         row.on_front = front
-    best, sentence = recommend(observed, candidates)
+    currency = whatif.prices["currency"] if whatif.prices else None
+    best, sentence = recommend(observed, candidates, currency)
     return SearchResult(
+        prices=whatif.prices,
         source=whatif.source,
         start=whatif.start,
         end=whatif.end,
@@ -328,6 +268,7 @@ def search_settings(settings: SearchSettings, files: Sequence[str], *more: str) 
         kubernetes_version=settings.kubernetes_version,
         thresholds=settings.thresholds,
         workers=settings.workers,
+        prices=settings.prices,
     )
 
 
@@ -396,7 +337,7 @@ def restrict(
     recomputed (for a what-if page when one comparison of ``snapshot`` also replayed the
     search's configurations: the page's notes name only its own strategies)."""
     kept = [c for c in whatif.strategies if c.name == OBSERVED or c.name in names]
-    best, sentence = compare_recommend(kept)
+    best, sentence = compare_recommend(kept, whatif.prices["currency"] if whatif.prices else None)
     version = whatif.kubernetes_version or kubernetes_version
     strategies = [resolve_strategy(c.name, version) for c in kept]
     return replace(
@@ -405,4 +346,5 @@ def restrict(
         best=best,
         recommendation=sentence,
         notes=whatif_notes(snapshot, strategies),
+        pool_mix=[n for n in whatif.pool_mix if n in names],
     )
