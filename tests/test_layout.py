@@ -192,6 +192,7 @@ UPSTREAM_DIRECTORY = {
     "NodeResourcesFit": "noderesources",
     "NodeResourcesBalancedAllocation": "noderesources",
     "TaintToleration": "tainttoleration",
+    "NodeUnschedulable": "nodeunschedulable",
     "NodeAffinity": "nodeaffinity",
     "InterPodAffinity": "interpodaffinity",
     "PodTopologySpread": "podtopologyspread",
