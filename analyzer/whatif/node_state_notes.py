@@ -17,7 +17,7 @@ _WORDS = {
 def node_state_notes(snapshot: Snapshot) -> list[str]:
     """One sentence when the snapshot has node-state intervals (none for older snapshots, whose
     replays apply ``nodes.taints`` all window long as before)."""
-    if snapshot.node_state is None:
+    if getattr(snapshot, "node_state", None) is None:  # older snapshots (and stand-ins)
         return []
     figures = summary(snapshot)
     if not figures:
