@@ -61,9 +61,7 @@ def test_eviction_delay_matches_upstream_min_toleration_time(case: dict[str, Any
     # tolerations "used" are exactly upstream's list); no toleration: one untolerated taint
     seconds = case["seconds"]
     taints = [Taint(f"k{i}", "", "NoExecute") for i in range(max(1, len(seconds)))]
-    tolerations = [
-        Toleration(f"k{i}", "Exists", "", "NoExecute", s) for i, s in enumerate(seconds)
-    ]
+    tolerations = [Toleration(f"k{i}", "Exists", "", "NoExecute", s) for i, s in enumerate(seconds)]
     delay = eviction_delay(taints, tolerations)
     assert (-1 if delay is None else delay) == case["expected"]
 
@@ -88,9 +86,7 @@ def _segments(snapshot: Snapshot, result: Any, uid: str) -> list[tuple[str, floa
     seg = result.segments
     names = list(snapshot.nodes["node"])
     rows = np.flatnonzero(seg["pod"] == pod)
-    return [
-        (names[int(seg["node"][r])], (int(seg["start"][r]) - at(0).value) / 60e9) for r in rows
-    ]
+    return [(names[int(seg["node"][r])], (int(seg["start"][r]) - at(0).value) / 60e9) for r in rows]
 
 
 def test_no_execute_taint_evicts_after_toleration_seconds() -> None:

@@ -93,6 +93,8 @@ def build_node_state(
     joined = _first_seen(nodes)
     for node, seen in sorted(first_ready.items()):
         since = joined.get(node)
+        if since is not None:
+            since = max(since, float(grid.start))  # first_seen may be in the look-back
         if since is not None and since < seen:  # joined before it was Ready: not-ready meanwhile
             rows.append((node, "not-ready", "", "", "", since, seen))
     frame = pd.DataFrame(rows, columns=["node", "kind", "key", "value", "effect", "start", "end"])
