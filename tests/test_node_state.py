@@ -13,8 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from click.testing import CliRunner
 from replay_fixtures import GI, N, P, at, build
 
+from analyzer.cli import main
 from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -173,3 +175,28 @@ def test_snapshot_without_intervals_replays_as_intervals_of_its_static_taints(
         for key in a.segments:
             assert np.array_equal(a.segments[key], b.segments[key])
         assert a.evicted == b.evicted and int((a.node == -1).sum()) == int((b.node == -1).sum())
+
+
+def test_inspect_shows_the_intervals(tmp_path: Path) -> None:
+    cluster = generate(SyntheticSpec(seed=1, nodes=8, days=0.25, step=300, node_events=True))
+    write_snapshot(cluster.snapshot, tmp_path / "s")
+    runner = CliRunner()
+    summary = runner.invoke(main, ["inspect", str(tmp_path / "s")])
+    assert summary.exit_code == 0, summary.output
+    line = next(x for x in summary.output.splitlines() if x.strip().startswith("node state:"))
+    # two cordons from the start over about 60 % of the 6 hours (to the step after it)
+    truth = cluster.snapshot.node_state
+    assert truth is not None
+    cordons = truth[truth["kind"] == "cordon"]
+    hours = float((cordons["end"] - cordons["start"]).dt.total_seconds().sum()) / 3600
+    assert 2 * 0.6 * 6 <= hours <= 2 * 0.6 * 6 + 2 * 5 / 60
+    assert f"cordon 2 node(s) {hours:.1f} node-hours" in line
+    table = runner.invoke(main, ["inspect", str(tmp_path / "s"), "--table", "node_state",
+                                 "--format", "json"])  # fmt: skip
+    rows = json.loads(table.output)
+    assert len(rows) == len(truth)
+    assert {r["kind"] for r in rows} == {"cordon", "taint", "not-ready"}
+    old = generate(SyntheticSpec(seed=1, nodes=8, days=0.25, step=300))
+    write_snapshot(old.snapshot, tmp_path / "old")
+    said = runner.invoke(main, ["inspect", str(tmp_path / "old")]).output
+    assert "node state:  none recorded" in said
