@@ -15,8 +15,8 @@ from analyzer.core.csvsafe import csv_text
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import NODE_STATE_TABLE, TABLES, Snapshot, read_snapshot
 from analyzer.core.summary import SnapshotSummary, summarize
-from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.replay.node_state import summary as node_state_summary
+from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
