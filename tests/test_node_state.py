@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from replay_fixtures import GI, N, P, at, build
 
 from analyzer.cli import main
+from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -200,3 +201,15 @@ def test_inspect_shows_the_intervals(tmp_path: Path) -> None:
     write_snapshot(old.snapshot, tmp_path / "old")
     said = runner.invoke(main, ["inspect", str(tmp_path / "old")]).output
     assert "node state:  none recorded" in said
+
+
+def test_toleration_seconds_read_as_kube_state_metrics_writes_them() -> None:
+    # the collector keeps KSM's toleration_seconds label as a string of digits
+    (tol,) = parse_tolerations(
+        [{"key": "k", "operator": "Exists", "tolerationSeconds": "300"}], "t"
+    )
+    assert tol.seconds == 300
+    (tol,) = parse_tolerations([{"key": "k", "operator": "Exists"}], "t")
+    assert tol.seconds is None
+    with pytest.raises(InputError, match=r"t\[0\]\.tolerationSeconds"):
+        parse_tolerations([{"key": "k", "tolerationSeconds": "soon"}], "t")

@@ -108,7 +108,8 @@ def node_taints(results: dict[str, QueryResult]) -> dict[str, list[dict[str, str
 
 
 def pod_tolerations(results: dict[str, QueryResult]) -> dict[str, list[dict[str, str]]]:
-    """Pod uid → tolerations, unset fields omitted; operator Equal when a key is set without one."""
+    """Pod uid → tolerations, unset fields omitted; operator Equal when a key is set without one;
+    ``tolerationSeconds`` (a string of digits) when kube-state-metrics exports it."""
     out: dict[str, set[tuple[tuple[str, str], ...]]] = {}
     for item in window_values(results.get("pod_tolerations")):
         uid = item.labels.get("uid", "")
@@ -117,6 +118,10 @@ def pod_tolerations(results: dict[str, QueryResult]) -> dict[str, list[dict[str,
         fields = {f: item.labels.get(f, "") for f in ("key", "operator", "value", "effect")}
         if fields["key"] and not fields["operator"]:
             fields["operator"] = "Equal"  # core/v1: an empty operator means Equal
+        # KSM's toleration_seconds label: how long a NoExecute taint is tolerated
+        seconds = item.labels.get("toleration_seconds", "")
+        if seconds.lstrip("-").isdigit():
+            fields["tolerationSeconds"] = seconds
         out.setdefault(uid, set()).add(tuple((k, v) for k, v in fields.items() if v))
     return {uid: [dict(t) for t in sorted(items)] for uid, items in out.items()}
 
