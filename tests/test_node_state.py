@@ -213,3 +213,20 @@ def test_toleration_seconds_read_as_kube_state_metrics_writes_them() -> None:
     assert tol.seconds is None
     with pytest.raises(InputError, match=r"t\[0\]\.tolerationSeconds"):
         parse_tolerations([{"key": "k", "tolerationSeconds": "soon"}], "t")
+
+
+def test_old_snapshot_replays_exactly_as_main_did() -> None:
+    # tests/data/snapshots/pre_intervals: a snapshot written before node-state intervals (no
+    # node_state.parquet), whose nodes.taints hold autoscaler taints as the old collector kept
+    # them; the expected placements were computed by main (25d626e) on this very snapshot
+    folder = Path(__file__).parent / "data" / "snapshots"
+    want = json.loads((folder / "pre_intervals_main.json").read_text())
+    snapshot = read_snapshot(folder / "pre_intervals")
+    assert snapshot.node_state is None
+    inp = prepare(snapshot)
+    for name in ("kube-default", "most-allocated"):
+        result = replay(inp, Strategy(name, load_strategy(name)), seed=0)
+        assert result.node.tolist() == want[name]["node"]
+        for key, column in result.segments.items():
+            assert np.asarray(column).astype("int64").tolist() == want[name]["segments"][key]
+        assert result.evicted == want[name]["evicted"]
