@@ -6,6 +6,7 @@ without interval data replaying exactly as one whose intervals repeat its static
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from analyzer.scheduling.constraint_types import (
 from analyzer.scheduling.plugins.nodeunschedulable import REASON, NodeUnschedulable
 from analyzer.scheduling.state import ClusterState, make_demand
 from analyzer.sources import SyntheticSpec, generate
+from analyzer.whatif.node_state_notes import node_state_notes
 
 CASES = yaml.safe_load(
     (Path(__file__).parent / "data" / "upstream" / "node_state_cases.yaml").read_text()
@@ -230,3 +232,22 @@ def test_old_snapshot_replays_exactly_as_main_did() -> None:
         for key, column in result.segments.items():
             assert np.asarray(column).astype("int64").tolist() == want[name]["segments"][key]
         assert result.evicted == want[name]["evicted"]
+
+
+def test_whatif_note_figures_are_possible() -> None:
+    # every "N nodes <kind> for H node-hours": 0 < N <= nodes, 0 <= H <= N x the window's hours,
+    # and the cordon figure is the table's own sum
+    cluster = generate(SyntheticSpec(seed=2, nodes=10, days=0.25, step=300, node_events=True))
+    snapshot = cluster.snapshot
+    (note,) = node_state_notes(snapshot)
+    window = (snapshot.end - snapshot.start).total_seconds() / 3600
+    found = re.findall(r"(\d+) nodes? ([a-z ]+?) for ([\d.]+) node-hours", note)
+    assert {kind for _, kind, _ in found} >= {"cordoned", "tainted by an autoscaler", "not ready"}
+    for count, _, hours in found:
+        assert 0 < int(count) <= len(snapshot.nodes)
+        assert 0 <= float(hours) <= int(count) * window
+    table = snapshot.node_state
+    assert table is not None
+    cordons = table[table["kind"] == "cordon"]
+    hours = float((cordons["end"] - cordons["start"]).dt.total_seconds().sum()) / 3600
+    assert f"2 nodes cordoned for {hours:.1f} node-hours" in note
