@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
+from reliability_doc import documented_exit
 from replay_fixtures import GI, N, P, at, build
 
 from analyzer.cli import main
@@ -251,3 +252,21 @@ def test_whatif_note_figures_are_possible() -> None:
     cordons = table[table["kind"] == "cordon"]
     hours = float((cordons["end"] - cordons["start"]).dt.total_seconds().sum()) / 3600
     assert f"2 nodes cordoned for {hours:.1f} node-hours" in note
+
+
+def test_a_damaged_node_state_table_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    cluster = generate(SyntheticSpec(seed=1, nodes=6, days=0.25, step=300, node_events=True))
+    write_snapshot(cluster.snapshot, tmp_path / "s")
+    table = pd.read_parquet(tmp_path / "s" / "node_state.parquet")
+    table.loc[0, "kind"] = "drained"
+    table.to_parquet(tmp_path / "s" / "node_state.parquet", index=False)
+    run = CliRunner().invoke(main, ["inspect", str(tmp_path / "s")])
+    assert run.exit_code == documented_exit("node-state-damaged")
+    (line,) = run.output.strip().splitlines()
+    assert "node_state.parquet" in line and "'drained'" in line and "re-create" in line
+    meta = json.loads((tmp_path / "s" / "meta.json").read_text())
+    meta["extra"]["node_state_version"] = 2
+    (tmp_path / "s" / "meta.json").write_text(json.dumps(meta))
+    run = CliRunner().invoke(main, ["inspect", str(tmp_path / "s")])
+    assert run.exit_code == documented_exit("node-state-damaged")
+    assert "node_state version 2" in run.output and "re-collect" in run.output
