@@ -270,3 +270,16 @@ def test_a_damaged_node_state_table_is_one_line_naming_the_file(tmp_path: Path) 
     run = CliRunner().invoke(main, ["inspect", str(tmp_path / "s")])
     assert run.exit_code == documented_exit("node-state-damaged")
     assert "node_state version 2" in run.output and "re-collect" in run.output
+
+
+def test_generate_node_events_option(tmp_path: Path) -> None:
+    runner = CliRunner()
+    common = ["--nodes", "6", "--days", "0.25", "--step", "5m"]
+    run = runner.invoke(main, ["generate", "--out", str(tmp_path / "on"), *common, "--node-events"])
+    assert run.exit_code == 0, run.output
+    table = read_snapshot(tmp_path / "on").node_state
+    assert table is not None and set(table["kind"]) == {"cordon", "taint", "not-ready"}
+    run = runner.invoke(main, ["generate", "--out", str(tmp_path / "off"), *common])
+    assert run.exit_code == 0, run.output
+    assert read_snapshot(tmp_path / "off").node_state is None  # off by default: as before
+    assert not (tmp_path / "off" / "node_state.parquet").exists()
