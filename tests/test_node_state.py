@@ -31,7 +31,11 @@ from analyzer.scheduling.constraint_types import (
     Toleration,
     parse_tolerations,
 )
+from analyzer.scheduling.plugins.helper.node_constraints import retaint as retaint_filter
+from analyzer.scheduling.plugins.helper.node_constraints import taint_mask
 from analyzer.scheduling.plugins.nodeunschedulable import REASON, NodeUnschedulable
+from analyzer.scheduling.plugins.tainttoleration import raw_counts
+from analyzer.scheduling.plugins.tainttoleration import retaint as retaint_score
 from analyzer.scheduling.state import ClusterState, make_demand
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.node_state_notes import node_state_notes
@@ -283,3 +287,38 @@ def test_generate_node_events_option(tmp_path: Path) -> None:
     assert run.exit_code == 0, run.output
     assert read_snapshot(tmp_path / "off").node_state is None  # off by default: as before
     assert not (tmp_path / "off" / "node_state.parquet").exists()
+
+
+def test_retaint_updates_the_cached_masks_as_a_rebuild_would() -> None:
+    # the replay updates TaintToleration's per-taint-set caches in place; the result must be
+    # what building them afresh from the new taints gives
+    hard, soft = Taint("a", "1", "NoSchedule"), Taint("b", "", "PreferNoSchedule")
+    state = ClusterState.from_nodes(["n0", "n1", "n2", "n3"], [{"cpu": 1000, "pods": 9}] * 4)
+    state.node_taints = [(hard,), (), (soft,), ()]
+    pods = [
+        make_demand(
+            state.resources,
+            {"cpu": 1},
+            {"cpu": 1, "memory": 0},
+            name="p",
+            namespace="d",
+            constraints=PodConstraints(tolerations),
+        )
+        for tolerations in ((), (Toleration("a", "Exists"),))
+    ]
+    for pod in pods:  # fill the caches
+        taint_mask(state, pod)
+        raw_counts(state, pod)
+    state.node_taints[1] = (hard, soft)
+    state.node_taints[0] = ()
+    state.node_taints[3] = (Taint("c", "", "NoExecute"),)  # a set never seen before
+    retaint_filter(state, [0, 1, 3])
+    retaint_score(state, [0, 1, 3])
+    fresh = ClusterState.from_nodes(["n0", "n1", "n2", "n3"], [{"cpu": 1000, "pods": 9}] * 4)
+    fresh.node_taints = list(state.node_taints)
+    for pod in pods:
+        assert taint_mask(state, pod)[0].tolist() == taint_mask(fresh, pod)[0].tolist()
+        assert raw_counts(state, pod).tolist() == raw_counts(fresh, pod).tolist()
+    assert taint_mask(state, pods[0])[0].tolist() == [True, False, True, False]
+    assert taint_mask(state, pods[1])[0].tolist() == [True, True, True, False]
+    assert raw_counts(state, pods[0]).tolist() == [0, 1, 1, 0]

@@ -38,7 +38,9 @@ from analyzer.core.snapshot import Snapshot
 from analyzer.replay.refusals import Refusal
 from analyzer.scheduling.constraint_types import AUTOSCALER_TAINT_KEYS, Taint, Toleration
 from analyzer.scheduling.plugins.helper.node_constraints import _CACHE_KEY as CONSTRAINTS_KEY
+from analyzer.scheduling.plugins.helper.node_constraints import retaint as retaint_filter
 from analyzer.scheduling.plugins.tainttoleration import _CACHE_KEY as TAINT_SCORE_KEY
+from analyzer.scheduling.plugins.tainttoleration import retaint as retaint_score
 from analyzer.scheduling.state import ClusterState
 
 NOT_READY_TAINT = Taint("node.kubernetes.io/not-ready", "", "NoSchedule")
@@ -161,8 +163,9 @@ class NodeStateTimeline:
             changed.append(node)
             if (before - set(value.taints)) or (was_cordoned and not value.unschedulable):
                 opened.append(node)
-        if changed:
-            _forget_caches(state)
+        if changed:  # the per-taint-set caches follow those nodes (labels stay)
+            retaint_filter(state, changed)
+            retaint_score(state, changed)
         return changed, opened
 
     def schedule(
