@@ -475,7 +475,7 @@ def replay(
                 if cache is not None:
                     cache.touch(item)
             k += 1
-        if timeline is not None:
+        if timeline is not None and timeline.next_time() <= now:  # most instants: nothing due
             node_states(now, changed)
         arriving = [*index_list[k:hi], *back]
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
