@@ -30,7 +30,7 @@ from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 from analyzer.sources.node_events import CANDIDATE, TO_BE_DELETED
 
 SPEC = SyntheticSpec(
-    seed=5, nodes=9, days=1, step=300, pods_per_node=6, node_events=True, kubelet_version="v1.33.4"
+    seed=5, nodes=9, days=1, step=300, pods_per_node=3, node_events=True, kubelet_version="v1.33.4"
 )
 
 
