@@ -39,6 +39,7 @@ from analyzer.replay.refusals import Refusal
 from analyzer.scheduling.constraint_types import AUTOSCALER_TAINT_KEYS, Taint, Toleration
 from analyzer.scheduling.plugins.helper.node_constraints import _CACHE_KEY as CONSTRAINTS_KEY
 from analyzer.scheduling.plugins.helper.node_constraints import retaint as retaint_filter
+from analyzer.scheduling.plugins.nodeunschedulable import CACHE_KEY as CORDONED_KEY
 from analyzer.scheduling.plugins.tainttoleration import _CACHE_KEY as TAINT_SCORE_KEY
 from analyzer.scheduling.plugins.tainttoleration import retaint as retaint_score
 from analyzer.scheduling.state import ClusterState
@@ -164,6 +165,7 @@ class NodeStateTimeline:
             if (before - set(value.taints)) or (was_cordoned and not value.unschedulable):
                 opened.append(node)
         if changed:  # the per-taint-set caches follow those nodes (labels stay)
+            state.cache.pop(CORDONED_KEY, None)
             retaint_filter(state, changed)
             retaint_score(state, changed)
         return changed, opened
@@ -225,6 +227,7 @@ def _forget_caches(state: ClusterState) -> None:
     """Drop the per-taint-set masks TaintToleration keeps in ``state.cache`` (rebuilt lazily)."""
     state.cache.pop(CONSTRAINTS_KEY, None)
     state.cache.pop(TAINT_SCORE_KEY, None)
+    state.cache.pop(CORDONED_KEY, None)
 
 
 def summary(snapshot: Snapshot) -> dict[str, dict[str, float]]:

@@ -23,6 +23,19 @@ from analyzer.scheduling.versions import KubeVersion
 NAME = "NodeUnschedulable"
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+CACHE_KEY = "nodeunschedulable.cordoned"  # dropped by whoever changes node_unschedulable
+
+
+def cordoned(state: ClusterState) -> np.ndarray:
+    """``state.node_unschedulable`` as a boolean array, kept in ``state.cache`` (the filter runs
+    for every shape and preemption attempt; building it from the list each time is O(nodes))."""
+    cached = state.cache.get(CACHE_KEY)
+    if not isinstance(cached, np.ndarray) or len(cached) != state.node_count:
+        cached = np.zeros(state.node_count, dtype=bool)
+        if state.node_unschedulable:
+            cached[:] = state.node_unschedulable
+        state.cache[CACHE_KEY] = cached
+    return cached
 
 
 def tolerates_unschedulable(tolerations: tuple[Toleration, ...]) -> bool:
@@ -40,11 +53,11 @@ class NodeUnschedulable:
 
     def filter(self, state: ClusterState, pod: PodDemand, now: float) -> FilterResult:
         """Every node not cordoned, and cordoned ones too when the pod tolerates it."""
-        cordoned = np.array(state.node_unschedulable or [False] * state.node_count, dtype=bool)
-        if not cordoned.any() or tolerates_unschedulable(pod.constraints.tolerations):
+        closed = cordoned(state)
+        if not closed.any() or tolerates_unschedulable(pod.constraints.tolerations):
             feasible = np.ones(state.node_count, dtype=bool)
         else:
-            feasible = ~cordoned
+            feasible = ~closed
         return FilterResult(
             feasible,
             lambda node: [] if feasible[node] else [REASON],
