@@ -174,3 +174,71 @@ def test_inspect_says_which_version_a_replay_would_use(
     assert "kubernetes:  1.33 (from the data: the kubelet version of 40 nodes)" in text.output
     data = json.loads(CliRunner().invoke(main, ["inspect", str(snap), "--format", "json"]).output)
     assert data["kubernetes_version"]["version"] == "1.33"
+
+
+def test_the_kube_scheduler_build_info_wins_over_the_kubelets() -> None:
+    # A control plane mid-upgrade: the API server on 1.33, the scheduler still on 1.32 (the skew
+    # policy allows it one minor behind), the kubelets on 1.31: the scheduler's formulas apply.
+    plane = {"kube-scheduler": "v1.32.5", "kube-apiserver": "v1.33.2"}
+    chosen = cluster_version(["v1.31.0"] * 3, control_plane=plane)
+    assert (chosen.version, chosen.source) == ("1.32", FROM_DATA)
+    assert "kube-scheduler" in chosen.detail and "v1.32.5" in chosen.detail
+
+
+def test_without_the_scheduler_the_api_servers_version_is_used() -> None:
+    chosen = cluster_version(["v1.31.0"], control_plane={"kube-apiserver": "v1.33.2"})
+    assert (chosen.version, chosen.source) == ("1.33", FROM_DATA)
+    assert "API server" in chosen.detail
+
+
+def test_an_unknown_control_plane_version_does_not_vote_and_the_option_still_wins() -> None:
+    assert (
+        cluster_version(["v1.34.1"], control_plane={"kube-apiserver": "v9.0.0"}).version == "1.34"
+    )
+    plane = {"kube-scheduler": "v1.32.5"}
+    assert cluster_version(["v1.34.1"], "1.30", control_plane=plane).version == "1.30"
+
+
+def _with_build_info(path: Path, series: dict[str, str], times: list[int]) -> None:
+    """Append ``kubernetes_build_info`` per scrape job (job → git_version) to an OpenMetrics file."""
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("# EOF\n")
+    lines = ["# TYPE kubernetes_build_info gauge"]
+    for job, version in series.items():
+        minor = version.lstrip("v").split(".")[1]
+        labels = f'job="{job}",git_version="{version}",major="1",minor="{minor}"'
+        lines += [f"kubernetes_build_info{{{labels}}} 1 {t}" for t in times]
+    path.write_text(text[: -len("# EOF\n")] + "\n".join(lines) + "\n# EOF\n", encoding="utf-8")
+
+
+@pytest.mark.prometheus
+def test_collect_reads_the_control_planes_build_info_from_a_real_prometheus(
+    prometheus_from_openmetrics: Callable[..., object], tmp_path: Path
+) -> None:
+    cluster = generate(SyntheticSpec(seed=3, nodes=4, days=1, step=300, kubelet_version="v1.31.7"))
+    path = tmp_path / "cluster.om"
+    write_openmetrics(cluster, path)
+    truth = cluster.snapshot
+    start, end = int(truth.start.timestamp()), int(truth.end.timestamp())
+    times = list(range(start, end + 1, 300))
+    # kube-prometheus job names; the kubelet's own build info must not be taken for the plane's
+    _with_build_info(
+        path,
+        {"apiserver": "v1.33.2", "kube-scheduler": "v1.32.5", "kubelet": "v1.31.7"},
+        times,
+    )
+    server = prometheus_from_openmetrics(path)
+    result = collect(
+        CollectRequest(
+            PromSettings(server.url),  # type: ignore[attr-defined]
+            truth.start.to_pydatetime(),
+            truth.end.to_pydatetime(),
+            step_seconds=truth.meta.step_seconds,
+        )
+    )
+    assert result.snapshot.meta.extra["control_plane"] == {
+        "kube-apiserver": "v1.33.2",
+        "kube-scheduler": "v1.32.5",
+    }
+    chosen = snapshot_version(result.snapshot)
+    assert (chosen.version, chosen.source) == ("1.32", FROM_DATA)

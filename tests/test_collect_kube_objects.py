@@ -51,7 +51,17 @@ def test_collect_with_kube_objects_matches_the_generator(
     assert any("requiredDuringScheduling" in a for a in truth.pods["affinity"])
     assert any("preferredDuringScheduling" in a for a in truth.pods["affinity"])
     objects = tmp_path / "objects.json"
-    objects.write_text(json.dumps(kube_objects(cluster)))
+    listed = kube_objects(cluster)
+    # NodePorts: one ReplicaSet's containers bind host port 8080; one DaemonSet runs in the host
+    # network, so its containerPort 9100 is a host port (API defaulting)
+    rs = next(i for i in listed["items"] if i["kind"] == "ReplicaSet")
+    rs["spec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 80, "hostPort": 8080}
+    ]
+    ds = next(i for i in listed["items"] if i["kind"] == "DaemonSet")
+    ds["spec"]["template"]["spec"]["hostNetwork"] = True
+    ds["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 9100}]
+    objects.write_text(json.dumps(listed))
     args = [
         "collect",
         "--prometheus",
@@ -80,8 +90,17 @@ def test_collect_with_kube_objects_matches_the_generator(
             t.at[uid, "workload_kind"],
             t.at[uid, "workload_name"],
         )
+    ports = {
+        ("ReplicaSet", rs["metadata"]["name"]): [["TCP", "0.0.0.0", 8080]],
+        ("DaemonSet", ds["metadata"]["name"]): [["TCP", "0.0.0.0", 9100]],
+    }
+    for uid in t.index:
+        owner = (t.at[uid, "owner_kind"], t.at[uid, "owner_name"])
+        assert json.loads(g.at[uid, "host_ports"]) == ports.get(owner, []), uid
+    assert set(ports) <= set(zip(t["owner_kind"], t["owner_name"], strict=True))
     sources = got.meta.extra["field_sources"]["pods"]
     n = len(t)
+    assert sources["host_ports"] == {"objects": n}
     assert sources["affinity"] == {"objects": n} and sources["labels"] == {"objects": n}
     # tolerations and nodeSelectors were exported by KSM: observed, not taken from the objects
     assert sources["tolerations"] == {"metrics": n}
@@ -101,6 +120,7 @@ def test_collect_with_kube_objects_matches_the_generator(
     said = " ".join(field_source_notes(got))
     assert f"affinity: {n:,} read from Kubernetes objects" in said
     assert f"tolerations: {n:,} observed in Prometheus" in said
+    assert f"host ports: {n:,} read from Kubernetes objects" in said
 
 
 @pytest.mark.prometheus

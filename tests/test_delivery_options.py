@@ -90,7 +90,7 @@ def test_a_webhook_url_in_clear_in_the_config_file_is_refused_unseen(tmp_path: P
         (
             ["--notify", "webhook", "--notify-webhook-url-env", "HOOK_URL"],
             {},
-            "--notify-webhook-url-env: the environment variable HOOK_URL is not set or empty",
+            "--notify-webhook-url-env: the environment variable it names is not set or empty",
         ),
         (
             ["--notify", "webhook", "--notify-webhook-url-env", "HOOK_URL"],

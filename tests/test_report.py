@@ -88,7 +88,8 @@ def test_summary_cards_in_html_show_the_json_values(tmp_path: Path) -> None:
     html = paths.html.read_text()
     summary = _json(paths.json)["summary"]
     cards = re.findall(
-        r'data-card="([a-z0-9_]+)">\s*<div class="label">[^<]*</div>\s*<div class="value">([^<]*)<',
+        r'data-card="([a-z0-9_]+)">\s*<div class="label">(?:[^<]|<span[^>]*>[^<]*</span>)*</div>'
+        r'\s*<div class="value">([^<]*)<',
         html,
     )
     assert len(cards) == len(summary)
@@ -379,3 +380,33 @@ def test_days_heatmap_reads_rollups_back_from_history(tmp_path: Path) -> None:
     # p95 of each day: 75 % on the hot node (day 1 read back from history/rollups), 25 % elsewhere.
     assert chart["values"][0] == [75.0, 75.0]
     assert chart["values"][1] == [25.0, 25.0]
+
+
+def test_colour_is_never_the_only_carrier_of_good_or_bad(tmp_path: Path) -> None:
+    # issue 29 item 5: every good/bad/warn card carries a sign and a word, and every coloured
+    # change says worse or better in words (about one man in twelve cannot tell red from green).
+    _, paths = _report(tmp_path)
+    page = paths.html.read_text()
+    cards = re.findall(
+        r'<div class="card (bad|good|warn)" data-card="[^"]+">(.*?)</div>\s*</div>', page, re.S
+    )
+    assert cards, "the report has no coloured card to check"
+    words = {"bad": "⚠ attention", "warn": "! check", "good": "✓ ok"}
+    for state, body in cards:
+        assert words[state] in body, (state, body)
+    for trend, body in re.findall(r'<div class="delta (worse|better)">(.*?)</div>', page, re.S):
+        assert ("▲ worse" if trend == "worse" else "▼ better") in body, body
+    assert "red = worse" not in page
+
+
+@pytest.mark.parametrize(("trend", "word"), [("worse", "▲ worse"), ("better", "▼ better")])
+def test_a_coloured_change_says_worse_or_better_in_words(trend: str, word: str) -> None:
+    from types import SimpleNamespace
+
+    from analyzer.report.render import make_environment
+
+    card = SimpleNamespace(state="bad", key="breaches", label="Breaches", value_text="9",
+                           delta=2, delta_text="+2", trend=trend)  # fmt: skip
+    macros = make_environment(None).get_template("macros.html.j2").module
+    html = str(macros.card(card))  # type: ignore[attr-defined]
+    assert f'class="delta {trend}"' in html and word in html and "⚠ attention" in html

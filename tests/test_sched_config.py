@@ -182,8 +182,8 @@ def test_balanced_weights_must_be_one() -> None:
 
 def test_defaults_and_multipoint_merging() -> None:
     # no configuration at all = kube-scheduler defaults: the modelled default filters in the v1
-    # default plugin order (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit:
-    # upstream's getDefaultPlugins runs NodeUnschedulable first); the v1 default
+    # default plugin order (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts,
+    # NodeResourcesFit: upstream's getDefaultPlugins runs NodeUnschedulable first); the v1 default
     # score weights of the modelled ones: TaintToleration 3, NodeAffinity 2, Fit 1, Balanced 1,
     # ImageLocality 1
     # (kube-scheduler's getDefaultPlugins); PrioritySort orders the queue, DefaultPreemption is
@@ -193,7 +193,7 @@ def test_defaults_and_multipoint_merging() -> None:
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     ).profiles[0]
     assert spec.filters == [
-        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
+        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "PodTopologySpread", "InterPodAffinity",
     ]  # fmt: skip
     assert spec.scores == [
@@ -252,6 +252,7 @@ def test_defaults_and_multipoint_merging() -> None:
         "NodeUnschedulable",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
@@ -402,3 +403,28 @@ def test_pod_level_resources_replace_the_container_aggregate() -> None:
     # memory is not set at pod level: two containers without memory → 2 × 200Mi default
     assert demand.nonzero.tolist() == [2100, 2 * 200 * 2**20]
     assert demand.limits.tolist() == [4100, 0]
+
+
+def test_score_says_where_its_kubernetes_version_came_from(tmp_path: Path) -> None:
+    # issue 24 item 1: a scenario without kubernetesVersion is scored with the default, and says so
+    plain = {k: v for k, v in DOC.items() if k != "kubernetesVersion"}
+    cases = [
+        (plain, (), "default"),
+        ({**plain, "kubernetesVersion": "1.20"}, (), "scenario"),
+        (
+            {**plain, "kubernetesVersion": "1.20"},
+            ("--kubernetes-version", "1.16"),
+            "--kubernetes-version",
+        ),
+    ]
+    for doc, extra, source in cases:
+        result = score(tmp_path, doc, *extra)
+        assert result.exit_code == 0, result.stderr
+        out = json.loads(result.stdout)
+        assert out["kubernetesVersionSource"] == source
+    assert json.loads(score(tmp_path, plain).stdout)["kubernetesVersion"] == str(
+        parse_version(None)
+    )
+    explained = score(tmp_path, plain, "--explain")
+    assert explained.exit_code == 0
+    assert "(default)" in explained.stdout.splitlines()[0]

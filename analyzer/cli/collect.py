@@ -35,6 +35,7 @@ from analyzer.prom.settings import (
     check_limits,
     parse_headers,
 )
+from analyzer.prom.thanos import AUTO, RESOLUTIONS, ThanosParams
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULT_DEADLINE = format_duration(timedelta(seconds=DEFAULT_DEADLINE_SECONDS))
@@ -94,6 +95,32 @@ def connection_options(func: F) -> F:
             help="Concurrent requests.",
         ),
         click.option(
+            "--thanos",
+            is_flag=True,
+            help="The server is a Thanos Querier: send partial_response, dedup and "
+            "max_source_resolution with every query (docs/collect.md).",
+        ),
+        click.option(
+            "--thanos-partial-response",
+            is_flag=True,
+            help="With --thanos: accept answers missing a store (recorded as warnings); "
+            "default: refuse them.",
+        ),
+        click.option(
+            "--thanos-dedup/--thanos-no-dedup",
+            default=True,
+            show_default=True,
+            help="With --thanos: merge the replicas of an HA Prometheus pair.",
+        ),
+        click.option(
+            "--thanos-max-source-resolution",
+            type=click.Choice([AUTO, *RESOLUTIONS]),
+            default=AUTO,
+            show_default=True,
+            help="With --thanos: coarsest downsampled level read; auto = raw unless the step "
+            "holds five points of a level (25m step: 5m, 5h step: 1h).",
+        ),
+        click.option(
             "--deadline",
             default=_DEFAULT_DEADLINE,
             show_default=True,
@@ -120,9 +147,32 @@ def settings_from(options: dict[str, Any]) -> PromSettings:
         timeout=float(_given(options, "timeout", DEFAULT_TIMEOUT_SECONDS)),
         parallelism=int(_given(options, "parallelism", DEFAULT_PARALLELISM)),
         deadline=duration(str(_given(options, "deadline", _DEFAULT_DEADLINE)), "--deadline"),
+        thanos=_thanos(options),
     )
     check_limits(settings)
     return settings
+
+
+def _thanos(options: dict[str, Any]) -> ThanosParams | None:
+    """The Thanos parameters, or None without ``--thanos`` (whose own options then refuse)."""
+    if options.get("thanos"):
+        return ThanosParams(
+            partial_response=bool(options.get("thanos_partial_response")),
+            dedup=bool(_given(options, "thanos_dedup", True)),
+            max_source_resolution=str(_given(options, "thanos_max_source_resolution", AUTO)),
+        )
+    alone = (
+        ("thanos_partial_response", "--thanos-partial-response", False),
+        ("thanos_dedup", "--thanos-no-dedup", True),
+        ("thanos_max_source_resolution", "--thanos-max-source-resolution", AUTO),
+    )
+    for name, option, default in alone:
+        if _given(options, name, default) != default:
+            raise InputError(
+                f"{option}: only read with --thanos; add --thanos (the server is a Thanos "
+                "Querier) or drop it"
+            )
+    return None
 
 
 def duration(text: str, field: str) -> float:
@@ -307,6 +357,8 @@ def collect_cmd(**options: Any) -> None:
         f"{len(snapshot.node_usage)} node-usage and {len(snapshot.pod_usage)} pod-usage rows, "
         f"{snapshot.meta.start} .. {snapshot.meta.end} step {snapshot.meta.step_seconds}s"
     )
+    if request.settings.thanos is not None:
+        click.echo(request.settings.thanos.sentence())
     for warning in snapshot.meta.warnings:
         click.echo(f"analyzer: warning: {warning}", err=True)
     if result.partial:

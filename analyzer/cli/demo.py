@@ -43,6 +43,7 @@ from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.nightly.synthetic_history import write_synthetic_history
 from analyzer.report.monthly import joint_settings, write_monthly_report
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
+from analyzer.report.portal import write_portal
 from analyzer.report.search import write_search_report
 from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
 from analyzer.sources.constrained_placement import constrained_crowding_place
@@ -127,7 +128,8 @@ DEMO_GRID = SearchGrid(
 DEMO_FILES = names_matching(
     (
         *("snapshot", "nodemetrics.yaml", "violations.json", "reports", "whatif", "monthly"),
-        *(".snapshot.*", ".whatif.*", ".monthly.*", ".nodemetrics.yaml.*.tmp"),
+        "index.html",
+        *(".snapshot.*", ".whatif.*", ".monthly.*", ".nodemetrics.yaml.*.tmp", ".index.html.*.tmp"),
         ".violations.json.*.tmp",
     )
 )
@@ -165,6 +167,7 @@ class DemoResult:
     whatif_recommendation: str
     search_html: Path
     search_sentence: str
+    portal: Path  # OUT/index.html: every report above, one click away
     history_days: int  # days with pool and workload rows in reports/history/
     monthly_html: Path
     seconds: float
@@ -286,6 +289,7 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     # written after the what-if report, which replaces OUT/whatif/ as a whole
     search_paths = write_search_report(search, out / FOLDER)
     say(f"search written to {search_paths.html}: {search.sentence}")
+    portal = write_portal(out)  # the front door: every report above, newest first
 
     return DemoResult(
         snapshot_dir=snapshot_dir,
@@ -301,5 +305,6 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         monthly_html=monthly.html,
         search_html=search_paths.html,
         search_sentence=search.sentence,
+        portal=portal,
         seconds=time.monotonic() - began,
     )

@@ -127,6 +127,9 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         snapshot=opts["snapshot"],
         joint=joint,
     )
+    from analyzer.report.portal import refresh_parent_portal
+
+    portal = refresh_parent_portal(out, templates_dir=opts["templates_dir"])
     record_metrics(ctx, monthly_metrics(review))
     for pool in review.payload["pools"]:
         click.echo(f"{pool['name']}: {pool['decision']['sentence']}")
@@ -135,6 +138,8 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     click.echo(f"report:   {paths.html}")
     click.echo(f"json:     {paths.json}")
     click.echo(f"forecast: {paths.forecast}")
+    if portal is not None:
+        click.echo(f"index:    {portal}")
     if notify is not None:  # the review is whole on disk: a failure here is exit 5
         from analyzer.report.notify_message import monthly_message
 

@@ -179,6 +179,20 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
         ctx.exit(result.exit_code)
 
 
+@report.command("index")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Own templates (index.html.j2) overriding the bundled ones.")  # fmt: skip
+def report_index_cmd(out: Path, templates_dir: Path | None) -> None:
+    """Write OUT/index.html: every report analyzer wrote under OUT (nightly runs, monthly
+    reviews, what-if comparisons, searches), newest first, each with its headline."""
+    from analyzer.report.portal import check_portal_target, write_portal
+
+    check_portal_target(out)
+    path = write_portal(out, templates_dir=templates_dir)
+    click.echo(f"index: {path}")
+
+
 def _print_outcome(breaches: int, partial: bool, html: Path, index: Path) -> None:
     click.echo(f"report: {html}")
     click.echo(f"index:  {index}")
@@ -237,8 +251,8 @@ def demo_cmd(
     click.echo(f"  {result.whatif_recommendation}")
     click.echo(f"  search:        {result.search_html}")
     click.echo(f"  {result.search_sentence}")
+    click.echo(f"  every report:  {result.portal}")
     click.echo(
-        f"Open {latest.html}, {result.monthly_html}, {result.whatif_html} and "
-        f"{result.search_html} in a browser "
-        "(they work offline)."
+        f"Open {result.portal} in a browser: it links {latest.html}, {result.monthly_html}, "
+        f"{result.whatif_html} and {result.search_html} (they work offline)."
     )

@@ -26,9 +26,17 @@ def _cell(value: object) -> str:
 def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
     """A readable table: per node and plugin, each resource's inputs and raw score."""
     lines = [
-        f"profile {scenario.profile.name}  kubernetesVersion {scenario.version}  "
+        f"profile {scenario.profile.name}  kubernetesVersion {scenario.version} "
+        f"({scenario.version_source})  "
         f"weights {json.dumps(result['weights'])}"
     ]
+    sampling = result.get("sampling")
+    if isinstance(sampling, dict):  # percentageOfNodesToScore: only the nodes found are scored
+        lines.append(
+            f"percentageOfNodesToScore: {sampling['nodes']} nodes, "
+            f"{sampling['feasibleNodesToFind']} feasible nodes to find; {sampling['examined']} "
+            f"examined from index 0, {sampling['scored']} scored"
+        )
     header = ("plugin", "resource", "requested", "allocatable", "utilisation", "score", "note")
     nodes = result["nodes"]
     assert isinstance(nodes, list)
@@ -42,7 +50,8 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
             + "; ".join(node["reasons"])
         )
         lines.append("")
-        lines.append(f"node {node['name']}  total {node['total']}  ({status})")
+        total = node["total"] if node["total"] is not None else "not scored (not among the K found)"
+        lines.append(f"node {node['name']}  total {total}  ({status})")
         rows: list[ExplainRow] = scenario.profile.explain(
             scenario.state, scenario.pod, i, scenario.now
         )
@@ -133,7 +142,8 @@ def score(
     Unschedulable or UnschedulableAndUnresolvable — the tie set of best feasible nodes as
     "selected" and the seeded choice as "chosen". When the pod
     fits nowhere and the profile has DefaultPreemption: "preemption" {nominatedNode, victims,
-    candidates, status}.
+    candidates, status}; candidates are gathered from the first potential node, or from an
+    offset drawn from --seed when it is given, as kube-scheduler draws it at random.
     """
     loaded = load_scenario(
         scenario,
@@ -146,7 +156,11 @@ def score(
         objects=objects_file,
     )
     evaluation = loaded.evaluate()
-    result = result_json(loaded, evaluation, seed)
+    # DefaultPreemption's random candidate offset: drawn only when --seed is given (else 0, so
+    # a scenario's answer does not move between runs)
+    given = click.get_current_context().get_parameter_source("seed")
+    explicit = given is not None and given.name != "DEFAULT"
+    result = result_json(loaded, evaluation, seed, seed if explicit else None)
     if explain:
         click.echo(explain_text(loaded, result))
     else:

@@ -218,15 +218,19 @@ def report_whatif_cmd(
 ) -> None:
     """The what-if HTML report (with JSON and CSV beside it) for SNAPSHOT."""
     from analyzer.report.output import check_whatif_out
+    from analyzer.report.portal import refresh_parent_portal
     from analyzer.report.whatif import write_whatif_report
 
     check_whatif_out(out)  # before the replays: never lose a run, nor a user's folder
     settings = _settings(ctx, opts)
     result = _run(read_snapshot(snapshot), settings, opts)
     paths = write_whatif_report(result, out, templates_dir=templates_dir)
+    portal = refresh_parent_portal(out, templates_dir=templates_dir)
     click.echo(result.recommendation)
     click.echo(f"report: {paths.html}")
     click.echo(f"json:   {paths.json}")
+    if portal is not None:
+        click.echo(f"index:  {portal}")
 
 
 def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
@@ -263,9 +267,11 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     result = run_search(read_snapshot(snapshot), settings, _estimator(say, base.workers))
     paths = None
     if opts["out"] is not None:
+        from analyzer.report.portal import refresh_parent_portal
         from analyzer.report.search import write_search_report
 
         paths = write_search_report(result, opts["out"], templates_dir=opts["templates_dir"])
+        refresh_parent_portal(opts["out"], templates_dir=opts["templates_dir"])
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean
 

@@ -50,6 +50,7 @@ POD_FIELDS = (
     "labels",
     "priority",
     "container_images",
+    "host_ports",
 )
 NODE_FIELDS = ("labels", "taints", "images")
 # snapshot queries whose series mean kube-state-metrics exported the field for every pod
@@ -131,6 +132,7 @@ _POD_INPUT = (
     "topology_spread",
     "labels",
     "container_images",
+    "host_ports",
 )
 
 
@@ -217,6 +219,15 @@ def enrich_pods(
         else:
             columns["container_images"].append("{}")
             sources["container_images"] = "none"
+        # host ports: no kube-state-metrics series carries container ports, so only the objects
+        # (the pod's or its owner's template) know them; a pod without objects keeps its cell
+        ports = row.get("host_ports")
+        if fields is not None:
+            columns["host_ports"].append(fields.host_ports)
+            sources["host_ports"] = "objects"
+        else:
+            columns["host_ports"].append(ports if isinstance(ports, str) and ports else "[]")
+            sources["host_ports"] = "none"
         raw_class = row.get("priority_class")  # <NA> when kube_pod_info had no class label
         klass = (raw_class if isinstance(raw_class, str) else "") or (
             fields.priority_class if fields else ""

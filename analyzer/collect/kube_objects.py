@@ -47,6 +47,7 @@ from analyzer.scheduling.fields import (
     string_map,
     text,
 )
+from analyzer.scheduling.host_ports import host_ports_json, pod_host_ports
 from analyzer.scheduling.kube_objects import parse_objects
 from analyzer.scheduling.plugins.imagelocality import container_images, pod_images_json
 from analyzer.scheduling.spread_types import parse_spread_constraints
@@ -75,6 +76,7 @@ class TemplateFields:
     priority: int | None = None  # spec.priority (a Pod object; templates leave it unset)
     labels: Mapping[str, str] = field(default_factory=dict)
     container_images: str = "{}"  # the pods.container_images cell (ImageLocality)
+    host_ports: str = "[]"  # the pods.host_ports cell (NodePorts; hostNetwork: containerPorts)
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,7 @@ def template_fields(obj: Mapping[str, Any], where: str) -> TemplateFields:
                 listing(spec.get("initContainers"), f"{at}.initContainers"), f"{at}.initContainers"
             ),
         ),
+        host_ports=host_ports_json(pod_host_ports(spec, at)),
     )
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 
 from analyzer import __version__
 from analyzer.collect.constraints import add_constraints
+from analyzer.collect.control_plane import control_plane_versions
 from analyzer.collect.enrich import enrich_snapshot
 from analyzer.collect.info_answered import check_info_answered
 from analyzer.collect.kube_objects import KubeObjects
@@ -147,6 +148,7 @@ class Inventory:
     warnings: list[str]
     queries: dict[str, dict[str, Any]]  # coverage of the queries it consumed
     failed: list[str]  # optional queries that failed
+    control_plane: dict[str, str] = field(default_factory=dict)  # component → git_version
 
 
 def collect(
@@ -223,6 +225,8 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     context = replace(context, warnings=tuple(warnings))
     result = finish_snapshot(inventory, usage_results, grid, context)
     result.step_note = step_note(grid.step, intervals)
+    if request.settings.thanos is not None:  # at which resolution the data was read
+        result.snapshot.meta.extra["thanos"] = request.settings.thanos.to_meta()
     if request.kube_objects is not None:
         result.snapshot, _ = enrich_snapshot(result.snapshot, request.kube_objects)
     return result
@@ -296,9 +300,10 @@ def build_inventory(
         for r in consumed.values()
         if r.error is not None
     ]
+    control_plane = control_plane_versions(results)
     for result in consumed.values():
         result.series = []  # counted in ``queries``; the tables hold what they said
-    return Inventory(pods, nodes, mapper, list(warnings), queries, failed)
+    return Inventory(pods, nodes, mapper, list(warnings), queries, failed, control_plane)
 
 
 def finish_snapshot(
@@ -352,7 +357,10 @@ def finish_snapshot(
         instance_convention=mapper.convention,
         warnings=[*warnings, *problems],
         coverage=coverage,
-        extra={"scrape": context.scrape} if context.scrape else {},
+        extra={
+            **({"scrape": context.scrape} if context.scrape else {}),
+            **({"control_plane": inventory.control_plane} if inventory.control_plane else {}),
+        },
     )
     snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage, node_state=node_state)
     return CollectResult(snapshot, partial=bool(problems), problems=problems)

@@ -88,6 +88,8 @@ POD_COLUMNS: dict[str, str] = {
     "field_sources": "string",  # JSON object: field -> metrics | objects | inferred (FIELD_SOURCES)
     # JSON object {"containers": [image, ...], "initContainers": [...]}; "{}" when unknown
     "container_images": "string",
+    # JSON list [[protocol, hostIP, port], ...]: host ports (NodePorts); "[]" when none or unknown
+    "host_ports": "string",
     # why the pod ended, when a source knows: "preempted" (deleted by the scheduler's
     # DefaultPreemption to make room; the generator), "" otherwise or unknown (collected data:
     # no kube-state-metrics series says so, docs/snapshot.md)
@@ -105,6 +107,7 @@ JSON_DEFAULTS: dict[str, str] = {
     "images": "[]",
     "kubelet_version": "",
     "container_images": "{}",
+    "host_ports": "[]",
     "end_reason": "",
 }
 END_PREEMPTED = "preempted"  # pods.end_reason of a preemption victim

@@ -9,16 +9,18 @@ pastes the secret where its name belongs must not find it in a cron mail.
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from analyzer.core.errors import InputError
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-NOT_SHOWN = "(it is not shown, in case it is the secret itself)"
+from analyzer.core.secrets import (
+    NOT_SHOWN,
+    check_env_name,
+    check_path_shape,
+    read_secret_env,
+    read_secret_file,
+)
 
 
 @dataclass(frozen=True)
@@ -42,50 +44,18 @@ class SecretSource:
         """The name is a variable name, the path is path-shaped, not both (nothing echoed)."""
         if self.env and self.file is not None:
             raise InputError(f"{self.env_option} and {self.file_option}: give only one")
-        if self.env and not _ENV_NAME.fullmatch(self.env):
-            raise InputError(
-                f"{self.env_option}: the value is not a valid environment variable name "
-                f"{NOT_SHOWN}; give the NAME of a variable that holds the secret, e.g. "
-                f"{self.env_option} SLACK_WEBHOOK_URL"
-            )
+        if self.env:
+            check_env_name(self.env_option, self.env, example="SLACK_WEBHOOK_URL")
         if self.file is not None:
-            text = str(self.file)
-            if (
-                not text.strip()
-                or len(text) > 4096
-                or "://" in text
-                or any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
-            ):
-                raise InputError(
-                    f"{self.file_option}: the value is not a file path {NOT_SHOWN}; give the path "
-                    "of a file holding the secret"
-                )
+            check_path_shape(self.file_option, self.file)
 
     def read(self) -> str:
         """The secret, stripped of surrounding white space; ``InputError`` if missing or empty."""
         self.check()
         if self.file is not None:
-            try:
-                value = Path(self.file).read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError) as exc:
-                # A path that exists is a path and may be shown; one that does not may be a secret.
-                shown = str(self.file) if os.path.lexists(self.file) else f"the file {NOT_SHOWN}"
-                reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-                raise InputError(
-                    f"{self.file_option}: cannot read {shown} ({reason}); give the path of a "
-                    "file holding the secret"
-                ) from None
-            if not value:
-                raise InputError(f"{self.file_option}: {self.file} is empty")
-            return value
+            return read_secret_file(self.file_option, self.file)
         if self.env:
-            value = os.environ.get(self.env, "").strip()
-            if not value:
-                raise InputError(
-                    f"{self.env_option}: the environment variable {self.env} is not set or empty; "
-                    "export it before running analyzer"
-                )
-            return value
+            return read_secret_env(self.env_option, self.env, example="SLACK_WEBHOOK_URL")
         raise InputError(f"give {self.env_option} NAME or {self.file_option} FILE")
 
 

@@ -270,6 +270,8 @@ class PromClient:
         """Send the request and wait for the response headers (the body is read by ``_body``)."""
         connect = self._connect
         url = self.public_url
+        if self.settings.thanos is not None:
+            params = self.settings.thanos.params_for(path, params)
         try:
             response: requests.Response = connect._session.request(
                 method="POST" if post else "GET",

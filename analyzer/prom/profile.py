@@ -8,7 +8,7 @@ Each file starts with a comment header, then the PromQL expression::
     #                      times = the first/last raw sample time per group (selector[{{span}}])
     # combine: last        window queries: how the per-chunk summaries merge (last | min | max);
     #                      times: min = first sample, max = last sample
-    # source: node-exporter   kube-state-metrics | node-exporter | cadvisor
+    # source: node-exporter   kube-state-metrics | node-exporter | cadvisor | control-plane
     # required: yes        a missing required query makes the snapshot partial
     # unit: cores
     sum by (instance, node) (irate(node_cpu_seconds_total{mode!~"idle|iowait|steal"}[{{rate_window}}]))
@@ -36,7 +36,7 @@ from analyzer.core.paths import queries_dir
 
 KINDS = ("range", "window", "samples", "times")
 COMBINES = ("last", "min", "max")
-SOURCES = ("kube-state-metrics", "node-exporter", "cadvisor")
+SOURCES = ("kube-state-metrics", "node-exporter", "cadvisor", "control-plane")
 VARIABLES = ("step", "rate_window", "span", "lookback", "step_open")
 LOOKBACK_SECONDS = 300  # Prometheus --query.lookback-delta default
 _HEADER = re.compile(

@@ -10,12 +10,13 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from analyzer.core import secrets
 from analyzer.core.errors import InputError
+from analyzer.prom.thanos import ThanosParams
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_PARALLELISM = 4
@@ -26,8 +27,7 @@ DEFAULT_DEADLINE_SECONDS = 2 * 3600.0
 
 # What a secret option names is checked as a name, and never printed: a user who pastes the token
 # itself where its name belongs must not find it in a cron mail.
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NOT_SHOWN = "(it is not shown, in case it is the secret itself)"
+_NOT_SHOWN = secrets.NOT_SHOWN
 # Headers that carry a credential: never accepted in clear from a flag or the config file.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
@@ -49,6 +49,7 @@ class PromSettings:
     retries: int = DEFAULT_RETRIES  # further tries of a request after a 5xx, 429 or broken body
     backoff: float = 0.5  # seconds before the first retry; doubled on every further one
     deadline: float = DEFAULT_DEADLINE_SECONDS  # seconds for the whole run (``--deadline``)
+    thanos: ThanosParams | None = None  # ``--thanos``: the querier's own parameters on every query
 
 
 def normalise_url(url: str) -> str:
@@ -127,21 +128,12 @@ def parse_headers(items: tuple[str, ...] | list[str]) -> tuple[tuple[str, str], 
 
 def check_env_name(option: str, name: str) -> None:
     """``name`` must look like an environment variable name; the value is never echoed."""
-    if not _ENV_NAME.fullmatch(name):
-        raise InputError(
-            f"{option}: the value is not a valid environment variable name {_NOT_SHOWN}; "
-            f"give the NAME of a variable that holds the secret, e.g. {option} PROM_TOKEN"
-        )
+    secrets.check_env_name(option, name)
 
 
 def check_path_shape(option: str, path: Path) -> None:
     """``path`` must look like a path (no line breaks or control characters, not absurdly long)."""
-    text = str(path)
-    if not text.strip() or len(text) > 4096 or any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise InputError(
-            f"{option}: the value is not a file path {_NOT_SHOWN}; give the path of a file "
-            "holding the secret"
-        )
+    secrets.check_path_shape(option, path)
 
 
 def bearer_token(settings: PromSettings) -> str | None:
@@ -155,30 +147,9 @@ def read_token(file: tuple[str, str | Path | None], env: tuple[str, str | None])
     The name and the path are checked first and a value that is not one is never shown."""
     (file_option, path_value), (env_option, env_name) = file, env
     if path_value is not None:
-        path = Path(path_value)
-        check_path_shape(file_option, path)
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            # A path that exists is a path and may be shown; one that does not may be the token.
-            shown = str(path) if os.path.lexists(path) else f"the file {_NOT_SHOWN}"
-            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-            raise InputError(
-                f"{file_option}: cannot read {shown} ({reason}); give the path of a file "
-                "holding the token"
-            ) from None
-        if not token:
-            raise InputError(f"{file_option}: {path} is empty")
-        return token
+        return secrets.read_secret_file(file_option, path_value)
     if env_name:
-        check_env_name(env_option, env_name)
-        token = os.environ.get(env_name, "").strip()
-        if not token:
-            raise InputError(
-                f"{env_option}: the environment variable it names is not set or empty "
-                f"{_NOT_SHOWN}; export it before running analyzer"
-            )
-        return token
+        return secrets.read_secret_env(env_option, env_name)
     return None
 
 

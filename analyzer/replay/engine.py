@@ -72,6 +72,8 @@ from analyzer.scheduling.gpu.devices import attach_devices
 from analyzer.scheduling.queue_order import queue_rank as priority_rank
 
 OBSERVED = "observed"
+# the second word of the seed of DefaultPreemption's candidate offsets (a stream of their own)
+PREEMPTION_STREAM = 1
 
 
 @dataclass(frozen=True)
@@ -238,8 +240,9 @@ def replay(
     else:
         seq = [queue_rank(priorities[p], r, ordered) for p, r in enumerate(ranks.tolist())]
     pre = ReplayPreemption.for_profile(
-        profile, state, active, demands, priorities, on_node, cache, budgets_of(inp, state)
-    )
+        profile, state, active, demands, priorities, on_node, cache, budgets_of(inp, state),
+        np.random.default_rng([seed, PREEMPTION_STREAM]),  # the candidates' offsets
+    )  # fmt: skip
     replaced = None if inp.replaced is None else inp.replaced.tolist()
     renewed = itertools.count()  # replacements queued so far (their queue positions)
     ending = Terminations(inp.start if inp.arrivals == "created" else -NEVER)

@@ -33,6 +33,7 @@ from analyzer.scheduling.constraint_types import constraints_from_json, taints_f
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
+from analyzer.scheduling.host_ports import host_ports_from_json
 from analyzer.scheduling.plugins.imagelocality import node_images_from_json, pod_images_from_json
 from analyzer.scheduling.pod_cells import (
     controller_from_owner,
@@ -234,6 +235,9 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
     images = {
         t: pod_images_from_json(t, "pods.container_images") for t in dict.fromkeys(image_texts)
     }
+    # NodePorts: the host ports, parsed once per distinct cell ("[]" for nearly every pod)
+    port_texts = _column(pods, "host_ports", "[]")
+    ports = {t: host_ports_from_json(t, "pods.host_ports") for t in dict.fromkeys(port_texts)}
     # with terms anywhere, pods of one shape may differ in what the topology plugins do: the
     # shape key then also holds namespace, labels, owner and terms (pending-queue groups)
     terms = any(spread or affinity is not None for spread, affinity in topology.values())
@@ -264,6 +268,7 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
                 uid=uids[i],
                 images=images[image_texts[i]][0],
                 init_images=images[image_texts[i]][1],
+                host_ports=ports[port_texts[i]],
             )
         )
         key = (
@@ -281,6 +286,8 @@ def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], 
         spec = labels[label_texts[i]].get(GPU_SPEC_LABEL)
         if spec:
             key += f"|{GPU_SPEC_LABEL}={spec}".encode()
+        if demands[-1].host_ports:  # NodePorts filters on them: a shape of its own
+            key += f"|ports={port_texts[i]}".encode()
         if topology_on:  # last, after TOPOLOGY_MARK: the score cache's entries ignore it
             key += TOPOLOGY_MARK + "|{}|{}|{}|{}|{}".format(*cells[i], owners[i]).encode()
         keys.append(key)

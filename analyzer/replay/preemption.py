@@ -21,6 +21,10 @@ lower priority exists (else it costs nothing):
   one-node copy of the state, with the filters whose answer can change when pods leave (the
   others passed: the node is ``Unschedulable``); ``pick_candidate`` chooses the node in
   upstream's order. Victims' start time is when the replay last bound them;
+- the dry run reads the potential nodes from a random offset on, wrapping around (upstream's
+  ``GetOffsetAndNumCandidates``, 1.20+), drawn from a generator the engine derives from the
+  replay's seed (its own stream: the tie-break draws are unchanged); after a remembered failure
+  only the touched nodes are tried, all of them, from an offset drawn over them;
 - the victims are deleted: they keep their node for their graceful termination and the
   preemptor waits, nominated (``analyzer.replay.terminations``, the engine); ``deleting`` marks
   them meanwhile (not healthy for the budgets; still candidates for another preemptor, as
@@ -65,6 +69,7 @@ from analyzer.scheduling.plugins.defaultpreemption import (
     Candidate,
     DefaultPreemption,
     pick_candidate,
+    rotated,
     select_victims,
 )
 from analyzer.scheduling.plugins.helper.node_constraints import (
@@ -72,6 +77,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import (
     TaintTolerationFilter,
 )
 from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
+from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
 from analyzer.scheduling.plugins.nodeunschedulable import NodeUnschedulable
 from analyzer.scheduling.plugins.queuesort import NAME as PRIORITY_SORT
@@ -149,6 +155,7 @@ def node_view(state: ClusterState, node: int) -> ClusterState:
         node_unschedulable=state.node_unschedulable[rows],
         load=load,
         objects=state.objects,
+        ports=state.ports.node_copy(node),
     )
 
 
@@ -170,7 +177,13 @@ class ReplayPreemption:
         on_node: Sequence[set[int]],
         journal: Journal | None = None,
         budgets: ReplayBudgets | None = None,
+        rng: np.random.Generator | None = None,
     ) -> None:
+        self.plugin = plugin
+        # where each dry run starts among the potential nodes (GetOffsetAndNumCandidates);
+        # None: offset 0. The engine passes a stream of its own derived from the replay's seed,
+        # so a seed reproduces and the tie-break draws stay as they were without preemption
+        self.rng = rng
         self.budgets = budgets if budgets else None  # None: no budget selects any pod
         self.on_node = on_node  # the engine's pods per node (DaemonSet/static ones too)
         self.journal = journal  # nodes touched (``ScoreCache``): failed attempts are remembered
@@ -179,7 +192,7 @@ class ReplayPreemption:
         # only with the score cache's ``LoadRows``, which logs the rows a report or an expiry
         # changed (``_touched_since_failure`` adds them; a new epoch: every row)
         self.load_rows = getattr(journal, "load", None)
-        safe: tuple[type, ...] = (*_STATIC, NodeResourcesFit)
+        safe: tuple[type, ...] = (*_STATIC, NodeResourcesFit, NodePorts)  # the node's own pods
         if self.load_rows is not None:
             safe = (*safe, LoadAwareScheduling)
         self.memo = all(isinstance(f, safe) for f in profile.filters)
@@ -200,6 +213,12 @@ class ReplayPreemption:
         # the per-node checks of a remembered failure: only for pods the topology plugins
         # cannot act on (``_memo_ok``), so those plugins pass and are left out
         self.per_node = [f for f in self.dynamic if not isinstance(f, _TOPOLOGY)]
+        # NodePorts refuses nothing to a pod without host ports (nearly all): its dry runs leave
+        # it out, as upstream's PreFilter Skip does (the same answers, fewer calls)
+        self.portless: dict[int, list[FilterPlugin]] = {
+            id(group): [f for f in group if not isinstance(f, NodePorts)]
+            for group in (profile.filters, self.dynamic, self.per_node)
+        }
         count = len(demands)
         self.node = np.full(count, -1, dtype=np.int64)  # where each placed pod runs now
         self.since = [0] * count  # ns: when the replay last bound it (its start time)
@@ -226,6 +245,7 @@ class ReplayPreemption:
         on_node: Sequence[set[int]],
         journal: Journal | None = None,
         budgets: ReplayBudgets | None = None,
+        rng: np.random.Generator | None = None,
     ) -> ReplayPreemption | None:
         """The preemption of ``profile`` (None: no DefaultPreemption, or per-GPU devices)."""
         if profile is None or state.devices is not None:
@@ -233,7 +253,9 @@ class ReplayPreemption:
         plugin = next((p for p in profile.post_filters if isinstance(p, DefaultPreemption)), None)
         if plugin is None:
             return None
-        return cls(profile, plugin, state, active, demands, priorities, on_node, journal, budgets)
+        return cls(
+            profile, plugin, state, active, demands, priorities, on_node, journal, budgets, rng
+        )
 
     def bound(self, pod: int, node: int, now: int) -> None:
         """``pod`` now runs on ``node`` (since ``now``, ns)."""
@@ -326,7 +348,7 @@ class ReplayPreemption:
         unschedulable = np.zeros(state.node_count, dtype=bool)
         undecided = np.ones(state.node_count, dtype=bool)  # refused by no filter so far
         static = np.ones(state.node_count, dtype=bool)
-        for plugin in self.profile.filters:
+        for plugin in self._filters(self.profile.filters, demand):
             passed = plugin.filter(state, demand, seconds).feasible
             feasible &= passed
             if plugin.name not in UNRESOLVABLE_FILTERS:  # node_statuses: the first refuser's code
@@ -337,8 +359,13 @@ class ReplayPreemption:
         if feasible.any():
             return None  # it fits somewhere: nothing to preempt for
         unschedulable &= self.active
-        wanted = self.args.candidates_wanted(int(unschedulable.sum()))
-        tried = np.flatnonzero(unschedulable & static & self._room(demand, priority)).tolist()
+        # the potential nodes read from the offset on, wrapping; those that cannot yield victims
+        # (refused for good, no room even without every lower-priority pod) are left out after
+        # the rotation, so the others keep upstream's order
+        potential = np.flatnonzero(unschedulable)
+        offset, wanted = self.plugin.offset_and_count(len(potential), self.rng)
+        order = np.roll(potential, -offset) if offset else potential
+        tried = order[(static & self._room(demand, priority))[order]].tolist()
         return self._dry_run(tried, wanted, demand, priority, now)
 
     def _on(
@@ -347,6 +374,7 @@ class ReplayPreemption:
         """The dry run over ``nodes`` only: the static filters' cached masks of the whole state,
         the others on each node's one-node copy."""
         filters, seconds = self.profile.filters, now / 1e9
+        per_node = self._filters(self.per_node, demand)
         static = [f.filter(self.state, demand, seconds).feasible for f in filters if
                   isinstance(f, _STATIC)]  # fmt: skip
         tried = []
@@ -358,13 +386,18 @@ class ReplayPreemption:
                 continue  # nothing to evict here
             view = node_view(self.state, node)
             first = next(
-                (f for f in self.per_node if not f.filter(view, demand, seconds).feasible[0]), None
+                (f for f in per_node if not f.filter(view, demand, seconds).feasible[0]), None
             )
             if first is None:
                 return None  # it fits here: nothing to preempt for
             if first.name not in UNRESOLVABLE_FILTERS:
                 tried.append(node)
         wanted = self.args.min_candidate_nodes_absolute  # more than the nodes tried
+        # every touched node is tried: the offset only orders them (pick_candidate's last tie);
+        # drawn over them, not over every potential node, which this path does not compute
+        if len(tried) > 1:  # one node or none: nothing to order (no draw)
+            offset, _ = self.plugin.offset_and_count(len(tried), self.rng)
+            tried = rotated(tried, offset)
         return self._dry_run(tried, wanted, demand, priority, now)
 
     def _dry_run(
@@ -386,7 +419,7 @@ class ReplayPreemption:
             owner = {id(b): p for p, b in lower}
             budgets = self._budgets(now, [p for p, _ in lower], derived)
             victims, violations, _ = select_victims(
-                self.dynamic if local else self.profile.filters,
+                self._filters(self.dynamic if local else self.profile.filters, demand),
                 node_view(self.state, node) if local else self.state,
                 demand,
                 priority,
@@ -405,6 +438,11 @@ class ReplayPreemption:
         if best is None:
             return None
         return best.node, next(pods for c, pods in ordered if c is best)
+
+    def _filters(self, group: list[FilterPlugin], demand: PodDemand) -> list[FilterPlugin]:
+        """``group`` as the dry run for ``demand`` runs it (without NodePorts when the pod has
+        no host ports)."""
+        return group if demand.host_ports else self.portless[id(group)]
 
     def _budgets(
         self, now: int, pods: list[int], derived: dict[int, DisruptionBudget]

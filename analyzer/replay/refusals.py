@@ -7,6 +7,9 @@ reasons counts the node once (NodeResourcesFit may give "Insufficient cpu" and "
 memory" for one node). ``RefusalCounter`` computes that summary for a pod the replay could not
 place, and only then: placements never pay for it.
 
+NodePorts gives upstream's "node(s) didn't have free ports for the requested pod ports"; pods
+without host ports are counted without it (it refuses them nothing).
+
 Speed: TaintToleration and NodeAffinity refuse the same nodes for the same pod shape all replay
 long, so their per-node reasons are computed once per shape, and their counts over the present
 nodes once per change of the present nodes; NodeResourcesFit's reasons are counted with one
@@ -16,7 +19,7 @@ whole-column numpy comparison per requested resource; any other filter
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -28,6 +31,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import (
     NodeAffinityFilter,
     TaintTolerationFilter,
 )
+from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
 from analyzer.scheduling.plugins.nodeunschedulable import NodeUnschedulable
 from analyzer.scheduling.state import ClusterState, PodDemand
@@ -113,9 +117,17 @@ class RefusalCounter:
         state: ClusterState,
         active: BoolArray,
         journal: Journal | None = None,
+        _keep_ports: bool = False,
     ) -> None:
         # spread / inter-pod affinity filters refuse nothing when no pod can meet them
         profile = without_inert_filters(profile, state)
+        # NodePorts refuses nothing for a pod without host ports (nearly all): those are counted
+        # without it, keeping the fast counts; pods with host ports go to a counter that has it
+        self._ported: RefusalCounter | None = None
+        kept = [f for f in profile.filters if not isinstance(f, NodePorts)]
+        if len(kept) < len(profile.filters) and not _keep_ports:
+            self._ported = RefusalCounter(profile, state, active, journal, _keep_ports=True)
+            profile = replace(profile, filters=kept)
         self.profile = profile
         self.state = state
         self.active = active  # the replay's live mask of present nodes
@@ -127,7 +139,9 @@ class RefusalCounter:
                 break
             lead += 1
         self._lead = lead
-        self._local = all(isinstance(f, (*_STATIC, NodeResourcesFit)) for f in profile.filters)
+        # each of these reads only the node's own pods, room, taints and labels
+        local = (*_STATIC, NodeResourcesFit, NodePorts)
+        self._local = all(isinstance(f, local) for f in profile.filters)
         # static filters, then one NodeResourcesFit: counts can be kept per node and updated
         self._simple = (
             self._local
@@ -211,6 +225,8 @@ class RefusalCounter:
 
     def refusal(self, key: bytes, pod: PodDemand, now: float) -> Refusal:
         """The reasons every present node refused ``pod`` (shape ``key``) at ``now`` (unix s)."""
+        if pod.host_ports and self._ported is not None:
+            return self._ported.refusal(key, pod, now)
         shape = self._shape(key, pod)
         self._present_view(shape)
         touched = self._touched(shape)

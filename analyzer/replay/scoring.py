@@ -28,7 +28,7 @@ baseline of ``tests/test_replay_loadaware.py``).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,8 @@ import numpy as np
 
 from analyzer.replay.loadcolumns import LoadShape
 from analyzer.replay.loadrows import LoadRows, without_loadaware
+from analyzer.replay.node_ports import ports_mask, ports_rows
+from analyzer.replay.node_tree import NodeSampler
 from analyzer.replay.rows import (
     BalancedRows,
     Column,
@@ -55,6 +57,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import (
     TaintTolerationFilter,
 )
 from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balance_scores,
@@ -154,6 +157,7 @@ class _Plan:
     # static score plugins whose raw score differs between nodes: (plugin, weight, raw)
     static: list[tuple[Any, int, Int64Array]] = field(default_factory=list)
     static_sums: dict[tuple[int, ...], Int64Array] = field(default_factory=dict)  # by maxima
+    ports: tuple[Any, ...] = ()  # NodePorts: the shape's host ports (a part of its key)
 
 
 class _Kernel:
@@ -164,6 +168,8 @@ class _Kernel:
         # the static filters: node labels never change during a replay; taints and cordons
         # change only with node-state intervals (``node_state_changed``: per-shape re-plan)
         self.static_filters = [f for f in profile.filters if isinstance(f, _STATIC_FILTERS)]
+        # NodePorts reads the ports in use per node: checked on the rows a refresh recomputes
+        self.ports = any(isinstance(f, NodePorts) for f in profile.filters)
         self.fit_scores: list[tuple[NodeResourcesFit, int]] = []
         self.balanced: list[tuple[NodeResourcesBalancedAllocation, int]] = []
         self.static_scores: list[tuple[Any, int]] = []
@@ -188,7 +194,7 @@ class _Kernel:
         """True when every plugin of ``profile`` has a compiled form here (PodTopologySpread
         and InterPodAffinity: left out for the pods on which they are inert, ``topology``)."""
         for f in profile.filters:
-            if not isinstance(f, (NodeResourcesFit, *_STATIC_FILTERS, *_TOPOLOGY)):
+            if not isinstance(f, (NodeResourcesFit, NodePorts, *_STATIC_FILTERS, *_TOPOLOGY)):
                 return False
         for weighted in profile.scorers:
             plugin = weighted.plugin
@@ -240,7 +246,9 @@ class _Kernel:
                 for p, w, c in balanced
             ),
         )
-        return _Plan(never, checked_axis, fit, balanced, rows, *self.static_part(state, pod))
+        allowed, varying = self.static_part(state, pod)
+        ports = pod.host_ports if self.ports else ()
+        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying, ports=ports)
 
     def static_part(
         self, state: ClusterState, pod: PodDemand
@@ -400,6 +408,13 @@ class ScoreCache:
             self.known = active.tolist()
         topology = TopologyCheck(profile, state)
         self.topology = topology if topology.present and self.kernel is not None else None
+        # percentageOfNodesToScore (``node_tree``): 100 = every node, as before
+        self.sampler: NodeSampler | None = None
+        if profile.percentage_of_nodes_to_score != 100:
+            self.sampler = NodeSampler(
+                profile.percentage_of_nodes_to_score, state.node_labels, state.node_names
+            )
+            self.sampler.begin(active)
         self.log: list[int] = []  # nodes touched, in order
         self.changes = 0  # touches so far (never reset): a version of the state
         self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
@@ -421,6 +436,9 @@ class ScoreCache:
             self.members += 1
         if self.load is not None:
             self.load.touch(node)
+        sampler = self.sampler
+        if sampler is not None and (node in sampler.tree.members) != bool(self.active[node]):
+            sampler.membership(node, bool(self.active[node]))
         if len(self.log) >= LOG_LIMIT:
             self.log.clear()
             for entry in self.entries.values():
@@ -471,6 +489,8 @@ class ScoreCache:
         allowed = entry.plan.allowed
         if allowed is not None:
             values = [v if allowed[r] else LOWEST for r, v in zip(rows, values, strict=True)]
+        if entry.plan.ports:
+            values = ports_rows(self.state, entry.plan.ports, rows, values, LOWEST)
         return values
 
     def _refresh(self, entry: _Entry) -> None:
@@ -555,10 +575,17 @@ class ScoreCache:
     def choose(
         self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
     ) -> int | None:
-        """The node the profile selects for ``demand`` (None: fits nowhere)."""
+        """The node the profile selects for ``demand`` (None: fits nowhere); with more than 100
+        present nodes only the ones kube-scheduler would find are scored (``node_tree``)."""
+        sampler = self.sampler if self.sampler is not None and self.sampler.active else None
         if self.kernel is None:
             evaluation: Evaluation = self.profile.evaluate(self.state, demand, now, self.active)
+            if sampler is not None and evaluation.feasible.any():
+                # score and normalise over the nodes found only (the filters pass them all)
+                found = sampler.found(evaluation.feasible)
+                evaluation = self.profile.evaluate(self.state, demand, now, found)
             return select(evaluation, rng)
+        sample = None if sampler is None else sampler.found
         if self.load is None:  # the resource part does not read labels: shapes share rows
             key = key.split(TOPOLOGY_MARK, 1)[0]
         entry = self._entry(key, demand)
@@ -575,15 +602,19 @@ class ScoreCache:
                 masked = entry.masked
                 if fixed is not None:
                     masked = np.where(masked != LOWEST, masked + fixed, LOWEST)
-                if route == DEFAULTS and selector is not None:
+                if route == DEFAULTS and selector is not None and sample is None:
                     # only PodTopologySpread's System defaults act on this pod
                     kept = entry if fixed is None else None  # its per-zone bests: ``masked``
                     return self.topology.choose_defaults(
                         masked, entry.plan.static, self.state, demand, selector, now, rng, kept
                     )
-                return self.topology.choose(masked, entry.plan.static, self.state, demand, now, rng)
+                return self.topology.choose(
+                    masked, entry.plan.static, self.state, demand, now, rng, sample
+                )
         if entry.plan.static or fixed is not None:
-            return _choose_static(entry, rng, fixed)
+            return _choose_static(entry, rng, fixed, sample)
+        if sampler is not None:
+            return _choose_sampled(entry, rng, sampler)
         if entry.best is None:
             entry.flush()
             best = int(entry.masked.max())
@@ -629,8 +660,24 @@ class ScoreCache:
         return [p for p, hit in zip(pending, hits.tolist(), strict=True) if hit]
 
 
+def _choose_sampled(entry: _Entry, rng: np.random.Generator, sampler: NodeSampler) -> int | None:
+    """The plain choice over the nodes the scheduler finds (``NodeSampler.rows``): the highest
+    cached total among them, ties uniform in ascending row order."""
+    entry.flush()
+    ties = sampler.best(entry.masked, LOWEST)
+    if len(ties) == 0:
+        return None  # fits nowhere: upstream processed every node, the index stays
+    if len(ties) == 1:
+        return int(ties[0])
+    ties.sort()  # the found nodes come in tree order; ties are drawn in row order
+    return int(ties[int(rng.integers(len(ties)))])
+
+
 def _choose_static(
-    entry: _Entry, rng: np.random.Generator, fixed: Int64Array | None = None
+    entry: _Entry,
+    rng: np.random.Generator,
+    fixed: Int64Array | None = None,
+    sample: Callable[[BoolArray], BoolArray] | None = None,
 ) -> int | None:
     """Selection with static score plugins normalised over the feasible nodes of this moment,
     plus the ``fixed`` scores (ImageLocality: no normalisation) when given.
@@ -643,6 +690,8 @@ def _choose_static(
     feasible = entry.masked != LOWEST
     if not feasible.any():
         return None
+    if sample is not None:  # normalised over the nodes found only, as upstream's NormalizeScore
+        feasible = sample(feasible)
     plan = entry.plan
     total = entry.masked
     if plan.static:
@@ -656,7 +705,12 @@ def _choose_static(
         total = total + extra
     if fixed is not None:
         total = total + fixed
-    ties = np.flatnonzero(total == total.max())
+    if sample is not None:
+        candidates = np.flatnonzero(feasible)
+        values = total[candidates]
+        ties = candidates[values == values.max()]
+    else:
+        ties = np.flatnonzero(total == total.max())
     if len(ties) == 1:
         return int(ties[0])
     return int(ties[int(rng.integers(len(ties)))])
@@ -700,6 +754,8 @@ def _evaluate_rows(
         feasible = np.zeros(len(rows), dtype=bool)
     if plan.allowed is not None:
         feasible &= plan.allowed[rows]
+    if plan.ports:
+        feasible &= ports_mask(state, plan.ports, rows)
     if len(plan.checked) and kernel.fit_filters:
         free = (
             state.allocatable[np.ix_(rows, plan.checked)]

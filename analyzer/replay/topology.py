@@ -36,7 +36,7 @@ snapshots replay at the speed they had before these plugins joined the presets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -45,7 +45,7 @@ import numpy as np
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
 from analyzer.replay.zone_bests import Kept
-from analyzer.scheduling.arith import Int64Array
+from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.kube_objects import KubeObjects, from_kept
 from analyzer.scheduling.label_selectors import LabelSelector
@@ -204,15 +204,20 @@ class TopologyCheck:
         pod: PodDemand,
         now: float,
         rng: np.random.Generator,
+        sample: Callable[[BoolArray], BoolArray] | None = None,
     ) -> int | None:
         """``select(Profile.evaluate(...))`` from the cache's row totals: ``masked`` holds the
         resource plugins' weighted total on nodes passing the cached filters (``LOWEST``
-        elsewhere), ``static`` the raw scores of the static score plugins that differ by node."""
+        elsewhere), ``static`` the raw scores of the static score plugins that differ by node.
+        ``sample``: keeps the feasible nodes kube-scheduler would find (percentageOfNodesToScore,
+        ``node_tree``); only those are scored and normalised."""
         feasible = masked != LOWEST
         for plugin in self.filters:
             feasible &= plugin.filter(state, pod, now).feasible
         if not feasible.any():
             return None
+        if sample is not None:
+            feasible = sample(feasible)
         total = np.where(feasible, masked, 0)
         for plugin, weight, raw in static:
             total += weight * plugin.normalize(raw, feasible)

@@ -21,7 +21,8 @@ from analyzer.history.store import HistoryStore
 from analyzer.nightly.record import record_day
 from analyzer.nightly.run import NightlyResult
 from analyzer.report.context import NightlyContext, build_context
-from analyzer.report.output import refresh_index, write_run
+from analyzer.report.output import write_run
+from analyzer.report.portal import write_portal
 from analyzer.report.render import render
 
 TREND_DAYS = 30
@@ -89,7 +90,7 @@ def write_nightly_report(
     record_day(
         result, store.root, cluster
     )  # the same call as ``history backfill`` (nightly/record.py)
-    index = refresh_index(out, templates_dir=templates_dir)
+    index = write_portal(out, templates_dir=templates_dir)
     return ReportPaths(
         run_dir=run_dir,
         html=run_dir / "report.html",

@@ -9,7 +9,8 @@ replaced: an ``OUT`` holding other files, or a day folder holding files its mani
 name, is refused (``check_report_out``, exit 2). A sub-folder of ``OUT`` holding another report
 analyzer writes (``report monthly --out OUT/monthly``, a what-if or search folder) is analyzer's
 too: only report files and their ``report.json`` / ``search.json`` (``report_out_owned``). Leftover temporary folders of killed runs are
-removed on the next write. The index lists every run folder that has a manifest.
+removed on the next write. ``OUT/index.html`` (``report/portal.py``) lists every run folder that has
+a manifest and every other report under ``OUT``.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from analyzer.core.atomic import atomic_directory, atomic_write_text
+from analyzer.core.atomic import atomic_directory
 from analyzer.core.outdir import Owned, check_not_foreign, check_output_folder, names_matching
-from analyzer.report.render import render
 
 MANIFEST = "manifest.json"
 _RUN_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -191,15 +191,3 @@ def list_runs(out: Path) -> list[RunEntry]:
         code = data.get("quality", {}).get("exit_code") if summary else None
         entries.append(RunEntry(folder.name, f"{folder.name}/report.html", summary, code))
     return entries
-
-
-def refresh_index(out: Path, *, templates_dir: Path | None = None) -> Path:
-    """Re-render ``OUT/index.html`` listing every run."""
-    from analyzer import __version__
-
-    runs = list_runs(out)
-    html = render("index.html.j2", {"runs": runs, "version": __version__}, user_dir=templates_dir)
-    path = Path(out) / "index.html"
-    atomic_write_text(path, html)
-    make_readable(path)
-    return path

@@ -8,20 +8,23 @@ version runs: ``kube_node_info{kubelet_version}`` per node (the snapshot's ``nod
 The rule, in order:
 
 1. ``--kubernetes-version`` (or a scenario's ``kubernetesVersion``) when given: the user knows best;
-2. the nodes' kubelet versions: the **newest** minor any node runs. The version skew policy
+2. the control plane's own ``kubernetes_build_info`` where Prometheus scrapes it (``collect`` keeps
+   it in ``meta.json``'s ``extra["control_plane"]``): the kube-scheduler's version, else the API
+   server's (the scheduler is upgraded with it, and is never newer);
+3. the nodes' kubelet versions: the **newest** minor any node runs. The version skew policy
    forbids a kubelet newer than the API server, and kube-scheduler runs with the control plane,
    which is upgraded before the nodes: while nodes differ (an upgrade in progress, or node pools
    left behind) the scheduler already runs the newest kubelet's minor or a later one. The most
    common minor would replay a cluster whose control plane is on 1.36 with 1.35's formulas for as
    long as most node pools lag. The note says how many nodes run which minor;
-3. the default (``versions.DEFAULT_VERSION``), with a note asking for ``--kubernetes-version``.
+4. the default (``versions.DEFAULT_VERSION``), with a note asking for ``--kubernetes-version``.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +35,8 @@ from analyzer.scheduling.versions import DEFAULT_VERSION, KubeVersion, parse_ver
 FROM_DATA = "data"
 FROM_OPTION = "--kubernetes-version"
 FROM_DEFAULT = "default"
+SCHEDULER = "kube-scheduler"
+APISERVER = "kube-apiserver"
 _RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+-]*)?$")
 
 
@@ -77,14 +82,29 @@ def newer_version(current: str, seen: str) -> str:
     return current
 
 
-def cluster_version(kubelet_versions: Iterable[str], override: str | None = None) -> ClusterVersion:
-    """The version to replay with: the override, else the nodes' most common minor, else default.
+def cluster_version(
+    kubelet_versions: Iterable[str],
+    override: str | None = None,
+    control_plane: Mapping[str, str] | None = None,
+) -> ClusterVersion:
+    """The version to replay with: the override, else the control plane's, else the newest
+    kubelet minor, else the default.
 
-    ``kubelet_versions`` is one entry per node (``nodes.kubelet_version``; "" = unknown).
+    ``kubelet_versions`` is one entry per node (``nodes.kubelet_version``; "" = unknown);
+    ``control_plane`` maps ``SCHEDULER`` / ``APISERVER`` to their ``git_version``.
     """
     if override is not None:
         version = parse_version(override, field=FROM_OPTION)
         return ClusterVersion(str(version), FROM_OPTION, f"given with {FROM_OPTION}")
+    for component in (SCHEDULER, APISERVER):
+        minor = _known_minor(str((control_plane or {}).get(component, "")))
+        if minor is not None:
+            what = "the kube-scheduler's" if component == SCHEDULER else "the API server's"
+            return ClusterVersion(
+                str(minor),
+                FROM_DATA,
+                f"from the data: {what} kubernetes_build_info {(control_plane or {})[component]}",
+            )
     versions = list(kubelet_versions)
     minors: Counter[KubeVersion] = Counter()
     for text in versions:
@@ -118,6 +138,17 @@ def cluster_version(kubelet_versions: Iterable[str], override: str | None = None
     return ClusterVersion(str(chosen), FROM_DATA, detail)
 
 
+def _known_minor(text: str) -> KubeVersion | None:
+    """The minor of a version string when this analyzer has formulas for it."""
+    key = release_key(text)
+    if key is None:
+        return None
+    try:
+        return parse_version(f"{key[0]}.{key[1]}")
+    except InputError:
+        return None
+
+
 def _nodes(count: int) -> str:
     return f"{count:,} node{'s' if count != 1 else ''}"
 
@@ -126,4 +157,12 @@ def snapshot_version(snapshot: Snapshot, override: str | None = None) -> Cluster
     """:func:`cluster_version` of a snapshot's nodes (old snapshots have no kubelet versions)."""
     nodes = snapshot.nodes
     versions = nodes["kubelet_version"] if "kubelet_version" in nodes.columns else []
-    return cluster_version([v if isinstance(v, str) else "" for v in versions], override)
+    plane = snapshot.meta.extra.get("control_plane") if snapshot.meta.extra else None
+    control_plane = (
+        {str(k): str(v) for k, v in plane.items() if isinstance(v, str)}
+        if isinstance(plane, dict)
+        else None
+    )
+    return cluster_version(
+        [v if isinstance(v, str) else "" for v in versions], override, control_plane
+    )

@@ -23,6 +23,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.structured import plain, preview
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.framework import FilterPlugin, Profile, ScorePlugin, WeightedScore
+from analyzer.scheduling.node_sampling import ADAPTIVE, parse_percentage
 from analyzer.scheduling.plugins.noderesources.fit import FitArgs, NodeResourcesFit, parse_shape
 from analyzer.scheduling.plugins.noderesources.resource_allocation import (
     parse_resources,
@@ -85,6 +86,8 @@ class ProfileSpec:
     instances: dict[str, Any] = field(default_factory=dict)  # legacy: ready-made score plugins
     post_filters: list[str] = field(default_factory=list)  # DefaultPreemption
     queue_sort: list[str] = field(default_factory=list)  # PrioritySort
+    # percentageOfNodesToScore in effect: the profile's, else the global one, else 0 (adaptive)
+    percentage_of_nodes_to_score: int = 0
 
 
 @dataclass
@@ -156,8 +159,12 @@ def _merge_point(
     return list(merged.items())
 
 
-def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> ProfileSpec:
+def _parse_profile(
+    raw: Mapping[str, Any], where: str, full_defaults: bool, global_percentage: int | None
+) -> ProfileSpec:
     name = str(raw.get("schedulerName") or "default-scheduler")
+    own = parse_percentage(raw.get("percentageOfNodesToScore"), f"{where}.percentageOfNodesToScore")
+    percentage = own if own is not None else global_percentage
     plugins = raw.get("plugins") or {}
     if not isinstance(plugins, Mapping):
         raise InputError(f"{where}.plugins: expected a mapping of extension points")
@@ -215,6 +222,7 @@ def _parse_profile(raw: Mapping[str, Any], where: str, full_defaults: bool) -> P
         notes=sorted(set(notes)),
         post_filters=post_filters,
         queue_sort=queue_sort,
+        percentage_of_nodes_to_score=ADAPTIVE if percentage is None else percentage,
     )
 
 
@@ -240,12 +248,18 @@ def parse_kube_scheduler_configuration(
         raise InputError(
             f"{where}.apiVersion: {preview(api)} is not supported (use {API_VERSIONS[0]})"
         )
+    global_percentage = parse_percentage(
+        doc.get("percentageOfNodesToScore"), f"{where}.percentageOfNodesToScore"
+    )
     raw_profiles = doc.get("profiles") or [{}]
     if not isinstance(raw_profiles, list):
         raise InputError(f"{where}.profiles: expected a list of profiles")
     profiles = [
         _parse_profile(
-            mapping(p, f"{where}.profiles[{i}]"), f"{where}.profiles[{i}]", full_defaults
+            mapping(p, f"{where}.profiles[{i}]"),
+            f"{where}.profiles[{i}]",
+            full_defaults,
+            global_percentage,
         )
         for i, p in enumerate(raw_profiles)
     ]
@@ -373,4 +387,5 @@ def build_profile(spec: ProfileSpec, version: KubeVersion, description: str = ""
         notes=list(spec.notes),
         post_filters=[instance(n) for n in spec.post_filters],
         queue_sort=spec.queue_sort[0] if spec.queue_sort else "",
+        percentage_of_nodes_to_score=spec.percentage_of_nodes_to_score,
     )

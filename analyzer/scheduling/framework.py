@@ -134,6 +134,8 @@ class Profile:
     notes: list[str] = field(default_factory=list)  # e.g. configured plugins not modelled
     post_filters: list[Any] = field(default_factory=list)  # e.g. DefaultPreemption
     queue_sort: str = ""  # "PrioritySort" when the profile orders its queue by priority
+    # percentageOfNodesToScore in effect (0: adaptive, 100: every node; ``node_sampling``)
+    percentage_of_nodes_to_score: int = 0
 
     def evaluate(
         self, state: ClusterState, pod: PodDemand, now: float = 0.0, mask: BoolArray | None = None

@@ -26,6 +26,7 @@ from analyzer.scheduling.constraint_types import (
     parse_taints,
 )
 from analyzer.scheduling.fields import listing, mapping, optional_integer, string_map, text
+from analyzer.scheduling.host_ports import HostPort, pod_host_ports
 from analyzer.scheduling.plugins.imagelocality import container_images, image_lists
 from analyzer.scheduling.plugins.loadaware.args import koord_priority_class
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
@@ -84,6 +85,7 @@ class PodObject:
     affinity: PodAffinity | None = None  # spec.affinity podAffinity / podAntiAffinity
     images: tuple[str, ...] = ()  # spec.containers[].image
     init_images: tuple[str, ...] = ()  # spec.initContainers[].image
+    host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' host ports (NodePorts)
 
     @property
     def terminated(self) -> bool:
@@ -132,6 +134,7 @@ class PodObject:
             affinity=self.affinity,
             images=self.images,
             init_images=self.init_images,
+            host_ports=self.host_ports,
         )
 
 
@@ -268,6 +271,7 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         ),
         images=container_images(spec.get("containers"), f"{where}.spec.containers"),
         init_images=container_images(spec.get("initContainers"), f"{where}.spec.initContainers"),
+        host_ports=pod_host_ports(spec, f"{where}.spec"),
     )
 
 

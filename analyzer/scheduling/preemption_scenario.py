@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from analyzer.core.errors import InputError
 from analyzer.core.structured import plain, preview
 from analyzer.scheduling.fields import mapping
@@ -110,6 +112,7 @@ def run_preemption(
     budgets: Sequence[DisruptionBudget] = (),
     classes: Mapping[str, PriorityClass] | None = None,
     statuses: Mapping[int, str] | None = None,
+    rng: np.random.Generator | None = None,
 ) -> PreemptionResult | None:
     """PostFilter for a scenario: None when the pod fits or the profile does not preempt.
 
@@ -118,6 +121,8 @@ def run_preemption(
 
     Not with per-GPU device state: restoring a victim would re-pick its GPUs (best-fit), which
     could differ from the ones it holds, so GPU profiles do not preempt here.
+
+    ``rng`` draws the candidates' offset (None: offset 0, the first potential node).
     """
     plugin = preemption_plugin(profile)
     if plugin is None or state.devices is not None:
@@ -135,6 +140,8 @@ def run_preemption(
         budgets,
         plugin.args,
         now,
+        rng,
+        plugin.sampling,
     )
 
 

@@ -43,6 +43,7 @@ from analyzer.scheduling.feature_gates import resolve_gates
 from analyzer.scheduling.fields import listing
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.kube_objects import parse_objects
+from analyzer.scheduling.node_sampling import found_nodes, initial_order, num_feasible_nodes_to_find
 from analyzer.scheduling.objects import PodObject, parse_node, parse_pod
 from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.plugins.loadaware.cache import (
@@ -93,10 +94,38 @@ class Scenario:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     classes: dict[str, PriorityClass] = field(default_factory=dict)
     statuses: dict[int, str] | None = None  # ``postFilter``: Filter status per node index
+    # where ``version`` came from: "scenario" (kubernetesVersion), "--kubernetes-version", "default"
+    version_source: str = "default"
+    # percentageOfNodesToScore (``evaluate``): every node's filter verdict, and what was sampled
+    filtered: Evaluation | None = None
+    sampling: dict[str, Any] | None = None
 
     def evaluate(self) -> Evaluation:
-        """Score the incoming pod against every (candidate) node."""
-        return self.profile.evaluate(self.state, self.pod, now=self.now, mask=self.candidates)
+        """Score the incoming pod against every (candidate) node; above 100 nodes only the
+        feasible nodes a freshly started kube-scheduler would find (``node_sampling``: node tree
+        from index 0, ``numFeasibleNodesToFind``) are scored and normalised, as upstream."""
+        full = self.profile.evaluate(self.state, self.pod, now=self.now, mask=self.candidates)
+        present = [True] * self.state.node_count if self.candidates is None else self.candidates
+        order = initial_order(self.state.node_names, self.state.node_labels, list(present))
+        percentage = self.profile.percentage_of_nodes_to_score
+        wanted = num_feasible_nodes_to_find(len(order), percentage)
+        feasible = int(full.feasible.sum())
+        if wanted >= len(order) or feasible <= 1:
+            return full  # every node examined (or nothing to choose between: not scored)
+        tree = np.array(order, dtype=np.int64)
+        positions, processed = found_nodes(full.feasible[tree], 0, wanted)
+        found = np.zeros(self.state.node_count, dtype=bool)
+        found[tree[positions]] = True
+        self.filtered = full
+        self.sampling = {
+            "percentageOfNodesToScore": percentage,
+            "nodes": len(order),
+            "feasibleNodesToFind": wanted,
+            "feasible": feasible,
+            "examined": processed,
+            "scored": int(found.sum()),
+        }
+        return self.profile.evaluate(self.state, self.pod, now=self.now, mask=found)
 
     def shown(self) -> list[int]:
         """Indices of the nodes the result lists: the candidates, else every node."""
@@ -323,8 +352,10 @@ def load_scenario(
     if config is not None:
         doc["scheduler"] = str(config)
         base = Path()
+    source = "scenario" if doc.get("kubernetesVersion") is not None else "default"
     if version is not None:
         doc["kubernetesVersion"] = version
+        source = "--kubernetes-version"
     if path is None and nodes is None:
         raise InputError("SCENARIO: give a scenario file or --nodes/--pods/--pod files")
     if isinstance(doc.get("pod"), Mapping) and "items" in doc["pod"]:
@@ -332,26 +363,36 @@ def load_scenario(
         if not isinstance(items, list) or len(items) != 1:
             raise InputError("--pod: expected exactly one Pod")
         doc["pod"] = items[0]
-    return build_scenario(doc, base, where=str(path) if path else "scenario")
+    scenario = build_scenario(doc, base, where=str(path) if path else "scenario")
+    scenario.version_source = source
+    return scenario
 
 
-def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[str, Any]:
-    """The ``analyzer score`` JSON: every node, the tie set, and the seeded choice."""
+def result_json(
+    scenario: Scenario, evaluation: Evaluation, seed: int, preemption_seed: int | None = None
+) -> dict[str, Any]:
+    """The ``analyzer score`` JSON: every node, the tie set, and the seeded choice
+    (``preemption_seed``: draw DefaultPreemption's candidate offset from it; None: offset 0)."""
     chosen = scenario.profile.select(evaluation, np.random.default_rng(seed))
     nodes = []
+    filtered = scenario.filtered or evaluation  # filter verdicts of every node
     for i in scenario.shown():
-        nodes.append(
-            {
-                "name": evaluation.node_names[i],
-                "feasible": bool(evaluation.feasible[i]),
-                "status": evaluation.status(i),
-                "reasons": evaluation.reasons(i),
-                "scores": {k: int(v[i]) for k, v in evaluation.scores.items()},
-                "total": int(evaluation.total[i]),
-            }
-        )
+        # every node is scored (infeasible ones too, for the table) unless sampling left it out
+        scored = scenario.sampling is None or bool(evaluation.feasible[i])
+        node: dict[str, Any] = {
+            "name": evaluation.node_names[i],
+            "feasible": bool(filtered.feasible[i]),
+            "status": filtered.status(i),
+            "reasons": filtered.reasons(i),
+            "scores": {k: int(v[i]) for k, v in evaluation.scores.items()} if scored else {},
+            "total": int(evaluation.total[i]) if scored else None,
+        }
+        if scenario.sampling is not None:
+            node["scored"] = scored  # percentageOfNodesToScore: found among the first K
+        nodes.append(node)
     return {
         "kubernetesVersion": str(scenario.version),
+        "kubernetesVersionSource": scenario.version_source,
         "profile": scenario.profile.name,
         "weights": {w.plugin.name: w.weight for w in scenario.profile.scorers},
         "nodes": nodes,
@@ -359,11 +400,14 @@ def result_json(scenario: Scenario, evaluation: Evaluation, seed: int) -> dict[s
         "chosen": None if chosen is None else evaluation.node_names[chosen],
         "seed": seed,
         "notes": scenario.notes,
-        **_preemption(scenario, evaluation),
+        **({} if scenario.sampling is None else {"sampling": scenario.sampling}),
+        **_preemption(scenario, evaluation, preemption_seed),
     }
 
 
-def _preemption(scenario: Scenario, evaluation: Evaluation) -> dict[str, Any]:
+def _preemption(
+    scenario: Scenario, evaluation: Evaluation, seed: int | None = None
+) -> dict[str, Any]:
     """The ``preemption`` block when the pod fits nowhere and the profile preempts."""
     if scenario.incoming is None:
         return {}
@@ -378,5 +422,6 @@ def _preemption(scenario: Scenario, evaluation: Evaluation) -> dict[str, Any]:
         scenario.budgets,
         scenario.classes,
         scenario.statuses,
+        None if seed is None else np.random.default_rng(seed),
     )
     return preemption_json(result, evaluation.node_names)

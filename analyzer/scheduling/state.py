@@ -20,6 +20,7 @@ import numpy as np
 from analyzer.scheduling.affinity_types import PodAffinity
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.constraint_types import NO_CONSTRAINTS, PodConstraints, Taint
+from analyzer.scheduling.host_ports import HostPort, PortIndex
 from analyzer.scheduling.kube_objects import KubeObjects
 from analyzer.scheduling.pod_index import PlacedPod, PodIndex
 from analyzer.scheduling.spread_types import OwnerRef, SpreadConstraint
@@ -90,6 +91,8 @@ class PodDemand:
     # container images as the spec names them, for ImageLocality ("" = not known)
     images: tuple[str, ...] = ()  # spec.containers[].image
     init_images: tuple[str, ...] = ()  # spec.initContainers[].image
+    # containers' (and sidecars') host ports, sanitised, for NodePorts (``host_ports``); () = none
+    host_ports: tuple[HostPort, ...] = ()
 
     def placed(self) -> PlacedPod:
         """The identity ``PodIndex`` keeps for this pod once bound (built once: a replay binds
@@ -231,6 +234,8 @@ class ClusterState:
     # the nodes that exist now (a replay's active nodes, updated in place; None: every node):
     # ImageLocality's spread counts only these, as upstream counts the snapshot's nodes
     present: BoolArray | None = None
+    # host ports in use per node (NodePorts), kept by bind/unbind for pods with host ports
+    ports: PortIndex = field(default_factory=PortIndex, repr=False, compare=False)
 
     def attach_pod_index(self) -> PodIndex:
         """Start tracking placed pods (call before the first ``bind``)."""
@@ -301,6 +306,8 @@ class ClusterState:
             self.devices.bind(node_index, pod, gpus)
         if self.pod_index is not None and self.pod_index.tracking:
             self.pod_index.add(node_index, pod.placed())
+        if pod.host_ports:
+            self.ports.add(node_index, pod.host_ports)
 
     def unbind(self, node_index: int, pod: PodDemand) -> None:
         """Remove ``pod`` from node ``node_index`` (NodeInfo.RemovePod), freeing its GPUs."""
@@ -311,3 +318,5 @@ class ClusterState:
             self.devices.unbind(node_index, pod)
         if self.pod_index is not None and self.pod_index.tracking:
             self.pod_index.remove(node_index, pod.placed())
+        if pod.host_ports:
+            self.ports.remove(node_index, pod.host_ports)

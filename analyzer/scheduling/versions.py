@@ -8,6 +8,7 @@
 | < 1.23 | Balanced reads the non-zero (100m/200Mi defaulted) requests; from 1.23 the real requests |
 | 1.23–1.35 | Balanced = int((1 − std) × 100) of the state with the pod |
 | ≥ 1.36 | Balanced = 50 + (50 + with − without) / 2 (PR #135573) — the default |
+| < 1.20 | preemption dry-runs every potential node; from 1.20 (PR #94814) a random offset and ``max(10 %, 100)`` candidates (DefaultPreemptionArgs) |
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ class KubeVersion:
     def balanced_delta(self) -> bool:
         """1.36+: Balanced scores the change in balance (PR #135573)."""
         return (self.major, self.minor) >= (1, 36)
+
+    @property
+    def preemption_sampling(self) -> bool:
+        """1.20+ (PR #94814): preemption gathers candidates from a random offset over the
+        potential nodes and stops at ``max(n · pct / 100, abs)``; before, every node was tried."""
+        return (self.major, self.minor) >= (1, 20)
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}"

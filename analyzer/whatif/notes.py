@@ -9,10 +9,13 @@ Three kinds of sentence, each true of this run:
   count and how many pods may not preempt (``preemptionPolicy: Never``), or that the snapshot
   holds no such objects;
 - **not modelled**: what the replay never does (``analyzer.replay.engine``):
-  preferred node affinity outside the kube-based presets, ``percentageOfNodesToScore`` (every
-  node is scored); required node affinity (from Kubernetes objects) is applied when the snapshot
+  preferred node affinity outside the kube-based presets, a preemptor's nominated node tried
+  first, the extra nodes parallel filters find beyond percentageOfNodesToScore's count; required
+  node affinity (from Kubernetes objects) is applied when the snapshot
   has it; PreferNoSchedule taints, when the snapshot has some, for the strategies without a
   TaintToleration score;
+- **sampling**: how many feasible nodes each strategy scores (percentageOfNodesToScore over the
+  snapshot's node count, ``sampling_notes``) and that the node order is inferred;
 - **missing data**: pods that ran without usage samples, pods never bound in reality;
 - **field sources**: which pod fields were observed in Prometheus, read from Kubernetes objects
   (``collect --kube-objects``) or inferred (``meta.json`` ``extra.field_sources``).
@@ -30,16 +33,21 @@ from analyzer.replay.engine import Strategy
 from analyzer.replay.input import NEVER_PREEMPT, preemption_policies
 from analyzer.replay.topology import objects_of
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.node_sampling import MIN_FEASIBLE_NODES_TO_FIND, num_feasible_nodes_to_find
 from analyzer.scheduling.plugins.defaultpreemption import NAME as PREEMPTION
 from analyzer.scheduling.plugins.helper.node_constraints import AFFINITY_NAME, TAINT_NAME
 from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_cells import controller_from_owner
 from analyzer.scheduling.priority_class import parse_priority_class
 from analyzer.whatif.node_state_notes import node_state_notes
+from analyzer.whatif.port_notes import port_notes
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
-    "Not modelled by any strategy here: percentageOfNodesToScore (every present node is scored)."
+    "Not modelled by any strategy here: a preemptor's nominated node tried before the others "
+    "(kube-scheduler's evaluateNominatedNode; the replay scores the preemptor like any pod) and "
+    "the few extra nodes kube-scheduler's 16 parallel filters may find beyond "
+    "percentageOfNodesToScore's count."
 )
 _SPREAD, _INTER_POD, _IMAGES = "PodTopologySpread", "InterPodAffinity", "ImageLocality"
 _SELECTING_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
@@ -142,9 +150,44 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
     notes.extend(node_state_notes(snapshot))
     notes.extend(topology_notes(snapshot, strategies))
     notes.extend(image_notes(snapshot, strategies))
+    notes.extend(port_notes(snapshot, strategies))
     notes.extend(preemption_notes(snapshot, strategies))
+    notes.extend(sampling_notes(snapshot, strategies))
     notes.append(NOT_MODELLED)
     notes.extend(field_source_notes(snapshot))
+    return notes
+
+
+def sampling_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
+    """How many feasible nodes each strategy scores per pod (percentageOfNodesToScore at the
+    snapshot's node count; fewer nodes may be present at a given moment)."""
+    n = len(snapshot.nodes)
+    if n < MIN_FEASIBLE_NODES_TO_FIND:
+        return [
+            f"percentageOfNodesToScore: with {_pl(n, 'node', 'nodes')} (fewer than "
+            f"{MIN_FEASIBLE_NODES_TO_FIND}) every feasible node is scored, as kube-scheduler does."
+        ]
+    groups: dict[int, list[str]] = {}
+    for strategy in strategies:
+        if strategy.profile is not None:
+            percentage = strategy.profile.percentage_of_nodes_to_score
+            groups.setdefault(num_feasible_nodes_to_find(n, percentage), []).append(strategy.name)
+    notes = []
+    for wanted, names in sorted(groups.items()):
+        if wanted >= n:
+            notes.append(
+                f"{', '.join(names)}: every feasible node is scored "
+                "(percentageOfNodesToScore: 100)."
+            )
+        else:
+            notes.append(
+                f"{', '.join(names)}: with up to {n:,} nodes present, only the first "
+                f"{wanted:,} feasible nodes found are scored per pod (percentageOfNodesToScore, "
+                "as kube-scheduler), searched from a start index that moves on by the nodes "
+                "examined, over a node list in kube-scheduler's order: zones round robin, the "
+                "nodes present at the start by name, later joins appended. That order is "
+                "inferred, not in the data."
+            )
     return notes
 
 
@@ -358,6 +401,7 @@ _FIELD_WORDS = {
     "labels": "pod labels",
     "priority": "priorities",
     "container_images": "container images",
+    "host_ports": "host ports",
 }
 
 

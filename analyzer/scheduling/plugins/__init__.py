@@ -7,6 +7,7 @@ A reader who knows kube-scheduler's ``pkg/scheduler/framework/plugins/`` finds e
 | ``noderesources/`` (``fit.go``, ``balanced_allocation.go``, ``resource_allocation.go``; LeastAllocated, MostAllocated and RequestedToCapacityRatio live in ``fit.go``'s strategies) | ``noderesources/`` (``fit.py``, ``balanced_allocation.py``, ``resource_allocation.py``) |
 | ``tainttoleration/`` | ``tainttoleration.py`` |
 | ``nodeaffinity/`` | ``nodeaffinity.py`` |
+| ``nodeports/`` | ``nodeports.py`` |
 | ``interpodaffinity/`` | ``interpodaffinity.py`` |
 | ``podtopologyspread/`` | ``podtopologyspread.py`` |
 | ``imagelocality/`` | ``imagelocality.py`` |

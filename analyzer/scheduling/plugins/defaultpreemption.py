@@ -11,9 +11,12 @@ Upstream algorithm (research/kube-plugins.md §6; ``defaultpreemption`` and
    candidate. The removed pods are sorted most important first (priority desc, earlier start
    first), split into PDB-violating and not, and added back one by one (violating first): a pod
    the incoming pod still fits beside stays, otherwise it is a victim.
-4. Candidates are searched in node order (upstream starts at a random offset) until
-   ``max(nodes · minCandidateNodesPercentage / 100, minCandidateNodesAbsolute)`` are found, at
-   least one without PDB violations; those without violations come first.
+4. Candidates are searched over the potential nodes starting at an offset and wrapping around
+   (``GetOffsetAndNumCandidates``: ``rand.Int31n(len(potential nodes))``) until
+   ``max(nodes · minCandidateNodesPercentage / 100, minCandidateNodesAbsolute)`` (at most all of
+   them) are found, at least one without PDB violations; those without violations come first.
+   The offset is drawn from the caller's seeded generator (a replay's; ``analyzer score`` only
+   with ``--seed``, else 0); before 1.20 every potential node was tried from the first.
 5. The node (``pickOneNodeForPreemption``), each step keeping the ties of the previous one: fewest
    PDB violations; lowest highest-victim priority; smallest Σ (priority + 2³¹); fewest victims;
    latest earliest start time among the highest-priority victims; the first.
@@ -29,6 +32,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from analyzer.core.errors import InputError
 from analyzer.scheduling.fields import integer, mapping
@@ -100,6 +105,33 @@ class DefaultPreemption:
 
     def __init__(self, args: PreemptionArgs | None = None, version: KubeVersion | None = None):
         self.args = args if isinstance(args, PreemptionArgs) else PreemptionArgs()
+        self.sampling = version is None or version.preemption_sampling
+
+    def offset_and_count(self, potential: int, rng: np.random.Generator | None) -> tuple[int, int]:
+        """``GetOffsetAndNumCandidates`` for ``potential`` nodes (see :func:`offset_and_count`)."""
+        return offset_and_count(self.args, potential, rng, self.sampling)
+
+
+def offset_and_count(
+    args: PreemptionArgs, potential: int, rng: np.random.Generator | None, sampling: bool = True
+) -> tuple[int, int]:
+    """Where the candidate search starts among ``potential`` nodes and how many candidates it
+    wants: a uniform offset in [0, potential) from ``rng`` (0 without one) and
+    ``args.candidates_wanted``; before 1.20 (``sampling`` False) offset 0 and every node."""
+    if potential <= 0:
+        return 0, 0
+    if not sampling:
+        return 0, potential
+    offset = 0 if rng is None else int(rng.integers(potential))
+    return offset, args.candidates_wanted(potential)
+
+
+def rotated(nodes: Sequence[int], offset: int) -> list[int]:
+    """``nodes`` read from ``offset`` on, wrapping around (upstream's ``(offset + i) % n``)."""
+    if not nodes:
+        return []
+    offset %= len(nodes)
+    return [*nodes[offset:], *nodes[:offset]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,9 +305,12 @@ def dry_run(
     budgets: Sequence[DisruptionBudget],
     args: PreemptionArgs,
     now: float = 0.0,
+    wanted: int | None = None,
 ) -> tuple[list[Candidate], dict[int, list[str]]]:
-    """``DryRunPreemption`` over ``nodes`` in order: (candidates, failure reasons per node)."""
-    wanted = args.candidates_wanted(len(nodes))
+    """``DryRunPreemption`` over ``nodes`` in order (already rotated to the offset): (candidates,
+    failure reasons per node); ``wanted`` defaults to ``args.candidates_wanted``."""
+    if wanted is None:
+        wanted = args.candidates_wanted(len(nodes))
     clean: list[Candidate] = []
     violating: list[Candidate] = []
     failures: dict[int, list[str]] = {}
@@ -316,17 +351,23 @@ def preempt(
     budgets: Sequence[DisruptionBudget] = (),
     args: PreemptionArgs | None = None,
     now: float = 0.0,
+    rng: np.random.Generator | None = None,
+    sampling: bool = True,
 ) -> PreemptionResult:
-    """``PostFilter``: try the ``Unschedulable`` nodes of ``statuses`` and nominate one."""
+    """``PostFilter``: try the ``Unschedulable`` nodes of ``statuses`` from an offset drawn
+    from ``rng`` (0 without one; ``sampling`` False: pre-1.20, every node) and nominate one."""
     if policy == "Never":
         return PreemptionResult(None, [], [], UNSCHEDULABLE, f"preemption: {NEVER}")
     pods_by_node: dict[int, list[BoundPod]] = {}
     for p in bound:
         pods_by_node.setdefault(p.node, []).append(p)
     nodes = [i for i in range(state.node_count) if statuses.get(i) == UNSCHEDULABLE]
+    args = args or PreemptionArgs()
+    offset, wanted = offset_and_count(args, len(nodes), rng, sampling)
     candidates, failures = dry_run(
-        filters, state, pod, priority, nodes, pods_by_node, budgets, args or PreemptionArgs(), now
-    )
+        filters, state, pod, priority, rotated(nodes, offset), pods_by_node, budgets, args, now,
+        wanted,
+    )  # fmt: skip
     chosen = pick_candidate(candidates)
     if chosen is None:
         message = "preemption: " + fit_error(state.node_count, failures)

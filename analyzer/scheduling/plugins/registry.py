@@ -19,6 +19,7 @@ import analyzer.scheduling.plugins.interpodaffinity as interpodaffinity
 import analyzer.scheduling.plugins.loadaware.args as loadaware_args
 import analyzer.scheduling.plugins.loadaware.plugin as loadaware
 import analyzer.scheduling.plugins.nodeaffinity as node_affinity
+import analyzer.scheduling.plugins.nodeports as node_ports
 import analyzer.scheduling.plugins.noderesources.balanced_allocation as balanced_allocation
 import analyzer.scheduling.plugins.noderesources.fit as fit
 import analyzer.scheduling.plugins.nodeunschedulable as node_unschedulable
@@ -150,6 +151,15 @@ def _register_builtins() -> None:
             points=frozenset({"filter", "score"}),
             parse_args=node_affinity.parse_node_affinity_args,
             build=node_affinity.NodeAffinity,
+        )
+    )
+    register(
+        PluginType(
+            name=node_ports.NAME,
+            description="filter: the pod's host ports (protocol, hostIP, port) free on the node",
+            points=frozenset({"filter"}),
+            parse_args=lambda raw, where: None,
+            build=node_ports.NodePorts,
         )
     )
     register(

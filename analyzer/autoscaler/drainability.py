@@ -1,0 +1,173 @@
+"""cluster-autoscaler's drainability rules (simulator/drainability/rules/*, ``rules.Default``)
+and ``GetPodsToMove`` (simulator/drain.go).
+
+Each rule answers for one pod: undefined (ask the next rule), drainable (the pod is moved, or a
+DaemonSet pod evicted), skip (ignored) or blocked with a ``drain.BlockingPodReason``. The first
+answer that is not undefined wins, in upstream's order:
+
+1. mirror → skip; 2. long-terminating → skip; 3. replica count (only with
+   ``skip-nodes-with-custom-controller-pods`` and when the controllers are known:
+   ``ControllerNotFound``, ``MinReplicasReached``);
+4. DaemonSet → drainable; 5. ``safe-to-evict: "true"`` → drainable; 6. terminal → drainable;
+7. replicated (no controller, or with the custom-controller flag a kind other than
+   ReplicationController/Job/ReplicaSet/StatefulSet: ``NotReplicated``);
+8. system (with ``skip-nodes-with-system-pods``: a kube-system pod no PDB covers:
+   ``UnmovableKubeSystemPod``); 9. ``safe-to-evict: "false"``: ``NotSafeToEvictAnnotation``;
+10. local storage (with ``skip-nodes-with-local-storage``: ``LocalStorageRequested``);
+11. PDB: a covering budget with fewer than 1 disruption left: ``NotEnoughPdb``.
+
+``Controllers`` stands for upstream's listers: None (no ``objects:`` in the scenario) skips the
+replica-count rule as upstream does with nil listers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from analyzer.autoscaler.options import CAOptions
+from analyzer.autoscaler.pods import CAPod
+from analyzer.scheduling.pdb import DisruptionBudget
+
+UNDEFINED, DRAIN_OK, SKIP, BLOCK = "Undefined", "DrainOk", "SkipDrain", "BlockDrain"
+REPLICATED_KINDS = ("ReplicationController", "Job", "ReplicaSet", "StatefulSet")
+
+
+@dataclass(frozen=True)
+class Status:
+    """``drainability.Status``: the outcome and, when blocked, the reason."""
+
+    outcome: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Controllers:
+    """The controllers a lister would find: (kind, namespace, name) → ``spec.replicas`` (None:
+    unset or a kind without replicas)."""
+
+    known: Mapping[tuple[str, str, str], int | None] = field(default_factory=dict)
+
+    def get(self, kind: str, namespace: str, name: str) -> tuple[bool, int | None]:
+        """Whether the controller exists, and its replicas."""
+        key = (kind, namespace, name)
+        return key in self.known, self.known.get(key)
+
+
+class PdbTracker:
+    """``basicRemainingPdbTracker``: budgets with the disruptions still allowed in this pass."""
+
+    def __init__(self, budgets: Sequence[DisruptionBudget]) -> None:
+        self.budgets = list(budgets)
+        self.remaining = [b.disruptions_allowed for b in budgets]
+
+    def matching(self, pod: CAPod) -> list[int]:
+        """Indices of the budgets covering ``pod`` (same namespace, selector matches)."""
+        return [
+            i
+            for i, b in enumerate(self.budgets)
+            if b.namespace == pod.obj.namespace and b.selector.matches(pod.obj.labels)
+        ]
+
+    def in_parallel(self, pods: Sequence[CAPod]) -> bool:
+        """``CanRemovePods``' second answer: every budget allows all its pods at once."""
+        counts = [0] * len(self.budgets)
+        for pod in pods:
+            for i in self.matching(pod):
+                counts[i] += 1
+        return all(self.remaining[i] >= c for i, c in enumerate(counts) if c)
+
+    def remove(self, pods: Sequence[CAPod]) -> None:
+        """``RemovePods``: each covered pod takes one disruption from each of its budgets."""
+        for pod in pods:
+            for i in self.matching(pod):
+                self.remaining[i] -= 1
+
+
+def _replica_count(pod: CAPod, options: CAOptions, controllers: Controllers | None) -> Status:
+    ref = pod.obj.controller
+    if controllers is None or ref is None:
+        return Status(UNDEFINED)
+    found, replicas = controllers.get(ref.kind, pod.obj.namespace, ref.name)
+    too_few = replicas is not None and replicas < options.min_replica_count
+    # upstream's if / else-if chain: ReplicationController, DaemonSet pod, Job, ReplicaSet, ...
+    if ref.kind == "ReplicationController":
+        if not found:
+            return Status(BLOCK, "ControllerNotFound")
+        if too_few:
+            return Status(BLOCK, "MinReplicasReached")
+    elif pod.daemonset:
+        group = ref.api_version.split("/")[0] if "/" in ref.api_version else ""
+        if group == "apps" and ref.kind == "DaemonSet" and not found:
+            return Status(BLOCK, "ControllerNotFound")
+    elif ref.kind in ("Job", "ReplicaSet", "StatefulSet"):
+        if not found:
+            return Status(BLOCK, "ControllerNotFound")
+        if ref.kind == "ReplicaSet" and too_few:
+            return Status(BLOCK, "MinReplicasReached")
+    return Status(UNDEFINED)
+
+
+def drainable(
+    pod: CAPod,
+    options: CAOptions,
+    pdbs: PdbTracker,
+    now: float,
+    controllers: Controllers | None = None,
+) -> Status:
+    """``rules.Default(options).Drainable``: the first rule with an answer."""
+    if pod.mirror:
+        return Status(SKIP)
+    if pod.long_terminating(now):
+        return Status(SKIP)  # deleted long enough ago to count as gone
+    if options.skip_nodes_with_custom_controller_pods:
+        status = _replica_count(pod, options, controllers)
+        if status.outcome != UNDEFINED:
+            return status
+    if pod.daemonset or pod.safe_to_evict or pod.terminal:
+        return Status(DRAIN_OK)
+    ref = pod.obj.controller
+    replicated = ref is not None
+    if options.skip_nodes_with_custom_controller_pods:
+        replicated = ref is not None and ref.kind in REPLICATED_KINDS
+    if not replicated:
+        return Status(BLOCK, "NotReplicated")
+    matching = pdbs.matching(pod)
+    if options.skip_nodes_with_system_pods and pod.obj.namespace == "kube-system" and not matching:
+        return Status(BLOCK, "UnmovableKubeSystemPod")
+    if pod.not_safe_to_evict:
+        return Status(BLOCK, "NotSafeToEvictAnnotation")
+    if options.skip_nodes_with_local_storage and pod.blocking_local_storage:
+        return Status(BLOCK, "LocalStorageRequested")
+    if any(pdbs.remaining[i] < 1 for i in matching):
+        return Status(BLOCK, "NotEnoughPdb")
+    return Status(UNDEFINED)
+
+
+@dataclass(frozen=True)
+class PodsToMove:
+    """``GetPodsToMove``: the pods to re-place, the DaemonSet pods, or the pod that blocks."""
+
+    pods: tuple[CAPod, ...] = ()
+    daemonset_pods: tuple[CAPod, ...] = ()
+    blocking: CAPod | None = None
+    reason: str = ""
+
+
+def pods_to_move(
+    pods: Sequence[CAPod],
+    options: CAOptions,
+    pdbs: PdbTracker,
+    now: float,
+    controllers: Controllers | None = None,
+) -> PodsToMove:
+    """Sort a node's pods by ``drainable``: the first blocked pod stops the walk."""
+    move: list[CAPod] = []
+    daemons: list[CAPod] = []
+    for pod in pods:
+        status = drainable(pod, options, pdbs, now, controllers)
+        if status.outcome == BLOCK:
+            return PodsToMove(blocking=pod, reason=status.reason)
+        if status.outcome in (UNDEFINED, DRAIN_OK):
+            (daemons if pod.daemonset else move).append(pod)
+    return PodsToMove(tuple(move), tuple(daemons))

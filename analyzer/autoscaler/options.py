@@ -1,0 +1,85 @@
+"""cluster-autoscaler's flags that the scale-down decision reads, by their flag names.
+
+Defaults are upstream's (``cluster-autoscaler/main.go`` / ``config/flags``). An omitted flag keeps
+its default; an unknown flag or a value of the wrong type is refused with the flag named.
+``max-empty-bulk-delete`` is deprecated upstream: when it is set and
+``max-scale-down-parallelism`` is not, it sets the parallelism (as upstream's flag handling does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.core.errors import InputError
+from analyzer.core.structured import plain, preview
+
+
+@dataclass(frozen=True)
+class CAOptions:
+    """The scale-down options (CA's ``AutoscalingOptions`` / ``NodeGroupAutoscalingOptions``)."""
+
+    scale_down_utilization_threshold: float = 0.5
+    scale_down_gpu_utilization_threshold: float = 0.5
+    skip_nodes_with_local_storage: bool = True
+    skip_nodes_with_system_pods: bool = True
+    skip_nodes_with_custom_controller_pods: bool = True
+    ignore_daemonsets_utilization: bool = False
+    ignore_mirror_pods_utilization: bool = False
+    max_empty_bulk_delete: int = 10
+    max_scale_down_parallelism: int = 10
+    max_drain_parallelism: int = 1
+    min_replica_count: int = 0
+
+
+_FLOATS = ("scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold")
+_BOOLS = (
+    "skip-nodes-with-local-storage",
+    "skip-nodes-with-system-pods",
+    "skip-nodes-with-custom-controller-pods",
+    "ignore-daemonsets-utilization",
+    "ignore-mirror-pods-utilization",
+)
+_INTS = (
+    "max-empty-bulk-delete",
+    "max-scale-down-parallelism",
+    "max-drain-parallelism",
+    "min-replica-count",
+)
+FLAGS = (*_FLOATS, *_BOOLS, *_INTS)
+
+
+def _value(flag: str, raw: Any, where: str) -> Any:
+    at = f"{where}.{flag}"
+    if flag in _BOOLS:
+        if not isinstance(raw, bool):
+            raise InputError(f"{at}: {preview(raw)} is not true or false")
+        return raw
+    if flag in _FLOATS:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
+            raise InputError(f"{at}: {preview(raw)} is not a ratio between 0 and 1 (e.g. 0.5)")
+        return float(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 100_000:
+        raise InputError(f"{at}: {preview(raw)} is not a whole number between 0 and 100000")
+    return raw
+
+
+def parse_options(raw: Any, where: str = "options") -> CAOptions:
+    """``options:`` of a scenario (CA flag name → value) as ``CAOptions``."""
+    if raw is None:
+        return CAOptions()
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{where}: expected a mapping of cluster-autoscaler flags to values")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        flag = plain(key)
+        if flag not in FLAGS:
+            raise InputError(
+                f"{where}.{flag}: not a modelled cluster-autoscaler flag "
+                f"(valid: {', '.join(FLAGS)})"
+            )
+        values[flag.replace("-", "_")] = _value(flag, value, where)
+    if "max_empty_bulk_delete" in values and "max_scale_down_parallelism" not in values:
+        values["max_scale_down_parallelism"] = values["max_empty_bulk_delete"]
+    return CAOptions(**values)

@@ -1,0 +1,121 @@
+"""One scale-down pass of cluster-autoscaler: ``Planner.categorizeNodes`` and ``NodesToDelete``
+(core/scaledown/planner/planner.go), ``unneeded.Nodes.RemovableAt`` (core/scaledown/unneeded/
+nodes.go) and ``ScaleDownBudgetProcessor.CropNodes`` (core/scaledown/budgets/budgets.go).
+
+1. every node: utilisation and eligibility (``eligibility.check``);
+2. the candidates, empty ones first (``EmptySorting``: no pod to move, judged without PDBs or
+   controllers), each simulated in turn (``removal``); a removable node stops being a destination
+   and its moved pods take their PDBs' disruptions (``RemainingPdbTracker.RemovePods``);
+3. the unneeded nodes are assumed unneeded for ``scale-down-unneeded-time`` already (one instant);
+   empty ones first, then those that need a drain, each refused with ``NodeGroupMinSizeReached``
+   when its group would fall to its minimum (sizes counted down as nodes are accepted); drained
+   nodes whose PDBs do not allow all their pods at once go last (``sortByRisk``);
+4. the budgets: empty nodes up to ``max-scale-down-parallelism`` (``max-empty-bulk-delete``), then
+   drained nodes up to ``max-drain-parallelism`` within what is left, both grouped by node group
+   in first-seen order. ``removed`` is that list, in that order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analyzer.autoscaler.cluster import Cluster
+from analyzer.autoscaler.drainability import PdbTracker, pods_to_move
+from analyzer.autoscaler.eligibility import Eligibility, check
+from analyzer.autoscaler.options import CAOptions
+from analyzer.autoscaler.removal import Outcome, RemovalSimulator
+from analyzer.scheduling.framework import Profile
+
+
+@dataclass
+class NodeDecision:
+    """Everything the output says about one node."""
+
+    name: str
+    eligibility: Eligibility
+    candidate: bool
+    outcome: Outcome | None = None
+    reason: str = ""  # the unremovable reason ("" when removable)
+
+    @property
+    def removable(self) -> bool:
+        """Passed every check of the pass."""
+        return self.candidate and not self.reason
+
+
+@dataclass
+class Plan:
+    """The pass: per-node decisions (scenario order) and the nodes deleted now, in order."""
+
+    nodes: list[NodeDecision]
+    removed: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    drained: list[str] = field(default_factory=list)
+
+
+def _is_empty(cluster: Cluster, name: str, options: CAOptions, now: float) -> bool:
+    found = pods_to_move(cluster.pods.get(name, []), options, PdbTracker([]), now, None)
+    return found.blocking is None and not found.pods
+
+
+def _by_group(names: list[str], cluster: Cluster) -> list[list[str]]:
+    order: dict[str, list[str]] = {}
+    for name in names:
+        order.setdefault(cluster.groups[name].name, []).append(name)
+    return list(order.values())
+
+
+def _crop(groups: list[list[str]], budget: int) -> list[str]:
+    """``cropIndividualNodes``: whole groups while the budget lasts, the last one cut."""
+    out: list[str] = []
+    for nodes in groups:
+        if budget < 1:
+            break
+        taken = nodes[:budget]
+        out.extend(taken)
+        budget -= len(taken)
+    return out
+
+
+def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> Plan:
+    """The scale-down decision at ``now``."""
+    decisions = []
+    for node in cluster.nodes:
+        elig = check(
+            node, cluster.pods.get(node.name, []), cluster.groups.get(node.name), options, now
+        )
+        decisions.append(NodeDecision(node.name, elig, not elig.reason, reason=elig.reason))
+    by_name = {d.name: d for d in decisions}
+    candidates = [d.name for d in decisions if d.candidate]
+    empty_first = sorted(candidates, key=lambda n: not _is_empty(cluster, n, options, now))
+    pdbs = PdbTracker(cluster.budgets)
+    simulator = RemovalSimulator(cluster, profile, options, now)
+    unneeded: list[Outcome] = []
+    for name in empty_first:
+        outcome = simulator.simulate(name, pdbs)
+        by_name[name].outcome = outcome
+        if not outcome.removable:
+            by_name[name].reason = outcome.reason
+            continue
+        simulator.drop(name)
+        pdbs.remove(outcome.moved)
+        unneeded.append(outcome)
+    sizes = cluster.group_sizes()
+    empty: list[str] = []
+    drain: list[Outcome] = []
+    for outcome in [o for o in unneeded if not o.moved] + [o for o in unneeded if o.moved]:
+        group = cluster.groups[outcome.node]
+        if sizes[group.name] <= group.min_size:
+            by_name[outcome.node].reason = "NodeGroupMinSizeReached"
+            continue
+        sizes[group.name] -= 1
+        if outcome.moved:
+            drain.append(outcome)
+        else:
+            empty.append(outcome.node)
+    drain_order = [o.node for o in drain if not o.risky] + [o.node for o in drain if o.risky]
+    budget = options.max_scale_down_parallelism
+    empty_now = _crop(_by_group(empty, cluster), budget)
+    drain_budget = min(budget - len(empty_now), options.max_drain_parallelism)
+    drain_now = _crop(_by_group(drain_order, cluster), drain_budget)
+    return Plan(decisions, empty_now + drain_now, empty_now, drain_now)

@@ -1,0 +1,156 @@
+"""What cluster-autoscaler reads of a Pod besides the scheduler's view (``CAPod``).
+
+``PodObject`` (``scheduling/objects.py``) keeps what the scheduler needs; the drain rules also
+read the volumes (hostPath, emptyDir and its medium), ``metadata.deletionTimestamp`` with
+``spec.terminationGracePeriodSeconds``, ``spec.restartPolicy`` and ``status.phase``, which are
+parsed here from the same raw object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.core.durations import parse_time
+from analyzer.core.errors import InputError
+from analyzer.scheduling.fields import listing, mapping, optional_integer, text
+from analyzer.scheduling.objects import PodObject, parse_pod
+
+DEFAULT_GRACE_SECONDS = 30  # apiv1.DefaultTerminationGracePeriodSeconds
+LONG_TERMINATING_EXTRA = 30  # drain.PodLongTerminatingExtraThreshold (seconds)
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+DAEMONSET_POD_ANNOTATION = "cluster-autoscaler.kubernetes.io/daemonset-pod"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+SAFE_TO_EVICT_LOCAL_VOLUMES = "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes"
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A pod volume as the local-storage rule reads it."""
+
+    name: str
+    host_path: bool = False
+    empty_dir: bool = False
+    medium: str = ""  # emptyDir.medium ("Memory" is not local storage)
+
+
+@dataclass(frozen=True)
+class CAPod:
+    """A pod with the fields cluster-autoscaler's drain rules and utilisation read."""
+
+    obj: PodObject
+    volumes: tuple[Volume, ...] = ()
+    deletion_time: float | None = None  # metadata.deletionTimestamp, unix seconds
+    grace_seconds: int = DEFAULT_GRACE_SECONDS  # spec.terminationGracePeriodSeconds
+    restart_policy: str = "Always"
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the form the output names pods by."""
+        return f"{self.obj.namespace}/{self.obj.name}"
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        """The pod's annotations."""
+        return self.obj.annotations
+
+    @property
+    def mirror(self) -> bool:
+        """``pod_util.IsMirrorPod``: a static pod's API mirror."""
+        return MIRROR_ANNOTATION in self.obj.annotations
+
+    @property
+    def daemonset(self) -> bool:
+        """``pod_util.IsDaemonSetPod``: controlled by a DaemonSet, or annotated as one."""
+        ref = self.obj.controller
+        if ref is not None and ref.kind == "DaemonSet":
+            return True
+        return self.obj.annotations.get(DAEMONSET_POD_ANNOTATION) == "true"
+
+    @property
+    def terminal(self) -> bool:
+        """``drain.IsPodTerminal``: will never run again (restartPolicy and phase)."""
+        phase = self.obj.phase
+        if self.restart_policy == "Never" and phase in ("Succeeded", "Failed"):
+            return True
+        if self.restart_policy == "OnFailure" and phase == "Succeeded":
+            return True
+        return phase == "Failed"
+
+    def long_terminating(self, now: float) -> bool:
+        """``drain.IsPodLongTerminating``: deleted more than grace period + 30 s before ``now``."""
+        if self.deletion_time is None:
+            return False
+        return self.deletion_time + self.grace_seconds + LONG_TERMINATING_EXTRA < now
+
+    @property
+    def safe_to_evict(self) -> bool:
+        """The ``safe-to-evict: "true"`` annotation."""
+        return self.obj.annotations.get(SAFE_TO_EVICT) == "true"
+
+    @property
+    def not_safe_to_evict(self) -> bool:
+        """The ``safe-to-evict: "false"`` annotation."""
+        return self.obj.annotations.get(SAFE_TO_EVICT) == "false"
+
+    @property
+    def blocking_local_storage(self) -> bool:
+        """``drain.HasBlockingLocalStorage``: a hostPath or non-memory emptyDir volume not named in
+        the ``safe-to-evict-local-volumes`` annotation."""
+        named = self.obj.annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES, "")
+        allowed = set(named.split(",")) if named else set()
+        return any(
+            (v.host_path or (v.empty_dir and v.medium != "Memory")) and v.name not in allowed
+            for v in self.volumes
+        )
+
+
+def _volumes(raw: Any, where: str) -> tuple[Volume, ...]:
+    out = []
+    for i, item in enumerate(listing(raw, where)):
+        at = f"{where}[{i}]"
+        vol = mapping(item, at)
+        empty = vol.get("emptyDir")
+        medium = ""
+        if empty is not None:
+            medium = text(mapping(empty, f"{at}.emptyDir").get("medium"), f"{at}.emptyDir.medium")
+        out.append(
+            Volume(
+                name=text(vol.get("name"), f"{at}.name"),
+                host_path=vol.get("hostPath") is not None,
+                empty_dir=empty is not None,
+                medium=medium,
+            )
+        )
+    return tuple(out)
+
+
+def _deletion_time(raw: Any, where: str) -> float | None:
+    if raw is None:
+        return None
+    if hasattr(raw, "timestamp"):  # YAML turns an unquoted timestamp into a datetime
+        return float(raw.timestamp())
+    if not isinstance(raw, str) or len(raw) > 64:
+        raise InputError(f"{where}: expected an RFC 3339 time like 2026-11-01T12:00:00Z")
+    return parse_time(raw, field=where).timestamp()
+
+
+def parse_ca_pod(raw: Any, where: str) -> CAPod:
+    """Parse a v1 Pod for cluster-autoscaler (the scheduler's fields through ``parse_pod``)."""
+    obj = parse_pod(raw, where)
+    body = mapping(raw, where)
+    meta = mapping(body.get("metadata"), f"{where}.metadata")
+    spec = mapping(body.get("spec"), f"{where}.spec")
+    grace = optional_integer(
+        spec.get("terminationGracePeriodSeconds"), f"{where}.spec.terminationGracePeriodSeconds"
+    )
+    return CAPod(
+        obj=obj,
+        volumes=_volumes(spec.get("volumes"), f"{where}.spec.volumes"),
+        deletion_time=_deletion_time(
+            meta.get("deletionTimestamp"), f"{where}.metadata.deletionTimestamp"
+        ),
+        grace_seconds=DEFAULT_GRACE_SECONDS if grace is None else grace,
+        restart_policy=text(spec.get("restartPolicy"), f"{where}.spec.restartPolicy") or "Always",
+    )

@@ -1,0 +1,154 @@
+"""``RemovalSimulator.SimulateNodeRemoval`` (cluster-autoscaler/simulator/cluster.go) on analyzer's
+scheduling core.
+
+A candidate's pods (``GetPodsToMove``) are taken off it and re-placed one by one, each on the first
+destination whose scheduler Filter plugins pass (``Profile.filters``, the same vectorised filters
+``analyzer score`` and the replay use), walking the nodes round-robin from where the previous
+placement stopped (``SchedulerPluginRunner.RunFiltersUntilPassingNode``'s ``lastIndex``). The
+walk stops at the first pod that fits nowhere (``NoPlaceToMovePods``). A successful simulation is
+kept (the planner's simulator persists them), so later candidates see the moved pods; a failed one
+is undone; a pod moved onto a node simulated later moves again with that node's pods (its first
+destination is the one that node's entry shows). The removed node and nodes already chosen for
+removal are not destinations;
+``spec.unschedulable`` nodes are skipped as upstream's runner skips them.
+
+Upstream keeps its node list in a Go map (random order); this walks the scenario's node order, so
+where several nodes fit, the destination is one valid choice of upstream's, not necessarily the
+one a given CA run picks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyzer.autoscaler.cluster import Cluster
+from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, pods_to_move
+from analyzer.autoscaler.options import CAOptions
+from analyzer.autoscaler.pods import CAPod
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+
+@dataclass
+class Outcome:
+    """One candidate's simulation: removable with destinations, or the reason it is not."""
+
+    node: str
+    removable: bool
+    reason: str = ""  # BlockedByPod | NoPlaceToMovePods
+    blocking_pod: str = ""
+    blocking_reason: str = ""
+    moved: tuple[CAPod, ...] = ()
+    destinations: dict[str, str] = field(default_factory=dict)
+    risky: bool = False  # PDBs do not allow all its pods at once (sorted last)
+
+
+def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
+    """The scheduler state with every pod bound where it runs, and each node's demands."""
+    extra = {
+        r
+        for pods in cluster.pods.values()
+        for pod in pods
+        for c in (*pod.obj.spec.containers, *pod.obj.spec.init_containers)
+        for r in c.requests
+    }
+    nodes = cluster.nodes
+    state = ClusterState.from_nodes(
+        [n.name for n in nodes],
+        [n.allocatable for n in nodes],
+        extra_resources=extra,
+        annotations=[dict(n.annotations) for n in nodes],
+        labels=[dict(n.labels) for n in nodes],
+        taints=[n.taints for n in nodes],
+    )
+    demands: dict[str, list[PodDemand]] = {}
+    for i, node in enumerate(nodes):
+        demands[node.name] = []
+        for pod in cluster.pods.get(node.name, []):
+            demand = pod.obj.demand(state.resources)
+            state.bind(i, demand)
+            demands[node.name].append(demand)
+    return state, demands
+
+
+class RemovalSimulator:
+    """Simulates node removals one after another on one scheduler state."""
+
+    def __init__(self, cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> None:
+        self.cluster = cluster
+        self.profile = profile
+        self.options = options
+        self.now = now
+        self.state, self.demands = build_state(cluster)
+        self.position = {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
+        # the nodes pods may move to: every node but those being deleted and those found
+        # removable in this pass (``drop``)
+        self.destinations = np.array([not n.being_deleted(now) for n in cluster.nodes], dtype=bool)
+        self.last_index = 0
+
+        # the pods on each node now: a successful simulation persists, so a pod moved onto a
+        # node that is simulated later moves again with that node's own pods (as upstream's
+        # snapshot holds it there)
+        self.current = {n.name: list(cluster.pods.get(n.name, [])) for n in cluster.nodes}
+        # each pod object's demand, by identity (two pods may be equal field by field)
+        self.demand_of = {
+            id(pod): demand
+            for name, pods in cluster.pods.items()
+            if name in self.demands
+            for pod, demand in zip(pods, self.demands[name], strict=True)
+        }
+
+    def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
+        """The first node from ``last_index`` on whose filters pass (round-robin)."""
+        feasible = allowed & self.schedulable
+        for result in (
+            plugin.filter(self.state, demand, self.now) for plugin in self.profile.filters
+        ):
+            feasible &= result.feasible
+        count = self.state.node_count
+        for step in range(count):
+            i = (self.last_index + step) % count
+            if feasible[i]:
+                self.last_index = (self.last_index + step + 1) % count
+                return i
+        return None
+
+    def drop(self, node: str) -> None:
+        """``delete(podDestinations, node)``: a removable node takes no more pods."""
+        self.destinations[self.position[node]] = False
+
+    def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
+        """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
+        found: PodsToMove = pods_to_move(
+            self.current[node], self.options, pdbs, self.now, self.cluster.controllers
+        )
+        if found.blocking is not None:
+            return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
+        index = self.position[node]
+        allowed = self.destinations.copy()
+        allowed[index] = False
+        done: list[tuple[int, PodDemand]] = []
+        for pod in found.pods:
+            self.state.unbind(index, self.demand_of[id(pod)])
+        placed: dict[str, str] = {}
+        for pod in found.pods:
+            demand = self.demand_of[id(pod)]
+            target = self._place(demand, allowed)
+            if target is None:
+                for i, moved in done:  # Revert(): undo the forked simulation
+                    self.state.unbind(i, moved)
+                for back in found.pods:
+                    self.state.bind(index, self.demand_of[id(back)])
+                return Outcome(node, False, "NoPlaceToMovePods")
+            self.state.bind(target, demand)
+            done.append((target, demand))
+            placed[pod.key] = self.cluster.nodes[target].name
+        gone = {id(pod) for pod in found.pods}
+        self.current[node] = [p for p in self.current[node] if id(p) not in gone]
+        for pod, (target, _) in zip(found.pods, done, strict=True):
+            self.current[self.cluster.nodes[target].name].append(pod)
+        risky = not pdbs.in_parallel(found.pods)
+        return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)

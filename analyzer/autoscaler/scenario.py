@@ -1,0 +1,233 @@
+"""``analyzer autoscale`` scenarios: Kubernetes-shaped objects → ``Cluster`` → the decision.
+
+Scenario (YAML or JSON; issue 25; extra keys are noted and ignored)::
+
+    autoscaler: cluster-autoscaler        # or karpenter
+    kubernetesVersion: "1.33"             # optional: the scheduler filters' version
+    now: "2026-11-01T12:00:00Z"           # optional: for long-terminating pods (default: clock)
+    options: {flag: value, ...}           # CA flags by name (``options.FLAGS``)
+    nodeGroups: [{name, minSize, maxSize, nodes: [...], options: {...}}]
+    nodes: [Node, ...]
+    pods: [Pod, ...]                      # spec.nodeName binds them
+    objects: [PodDisruptionBudget, ReplicaSet, StatefulSet, Job, DaemonSet, ...]
+    nodePool: {...}                       # karpenter (``karpenter.py``)
+
+Without ``nodeGroups`` every node is in one group ``default`` with minSize 0. Without ``objects``
+CA has no listers to ask, so the controller checks (``ControllerNotFound``,
+``MinReplicasReached``) are skipped, as upstream does with nil listers; with ``objects`` a pod's
+controller missing from them is ``ControllerNotFound``. Succeeded and Failed pods are not in CA's
+snapshot (its scheduled-pod lister selects them out) and are noted and left out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
+from analyzer.autoscaler.drainability import Controllers
+from analyzer.autoscaler.nodepool import NodePool, parse_node_pool
+from analyzer.autoscaler.options import CAOptions, parse_options
+from analyzer.autoscaler.pods import CAPod, parse_ca_pod
+from analyzer.core.durations import parse_time
+from analyzer.core.errors import InputError
+from analyzer.core.structured import describe_value, load_yaml_or_json, plain, preview
+from analyzer.scheduling.config import build_profile
+from analyzer.scheduling.fields import listing, mapping, optional_integer
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.objects import parse_node
+from analyzer.scheduling.pdb import disruption_budgets
+from analyzer.scheduling.strategies import strategy_config
+from analyzer.scheduling.versions import KubeVersion, parse_version
+
+AUTOSCALERS = ("cluster-autoscaler", "karpenter")
+KEYS = (
+    "autoscaler",
+    "kubernetesVersion",
+    "now",
+    "options",
+    "nodeGroups",
+    "nodes",
+    "pods",
+    "objects",
+    "nodePool",
+)
+CONTROLLER_KINDS = ("ReplicaSet", "ReplicationController", "StatefulSet", "Job", "DaemonSet")
+
+
+@dataclass
+class AutoscaleScenario:
+    """A loaded scenario: the cluster, the options, the scheduler profile for "fits"."""
+
+    autoscaler: str
+    version: KubeVersion
+    cluster: Cluster
+    options: CAOptions
+    profile: Profile
+    now: float
+    node_pool: NodePool = field(default_factory=NodePool)
+    notes: list[str] = field(default_factory=list)
+
+
+def _items(raw: Any, where: str) -> list[Any]:
+    if raw is None:
+        return []
+    if isinstance(raw, Mapping) and "items" in raw:
+        return listing(raw.get("items"), f"{where}.items")
+    return listing(raw, where)
+
+
+def _controllers(objects: list[Any], where: str) -> Controllers:
+    known: dict[tuple[str, str, str], int | None] = {}
+    for i, obj in enumerate(objects):
+        at = f"{where}[{i}]"
+        body = mapping(obj, at)
+        kind = body.get("kind")
+        if kind not in CONTROLLER_KINDS:
+            continue
+        meta = mapping(body.get("metadata"), f"{at}.metadata")
+        spec = mapping(body.get("spec"), f"{at}.spec")
+        replicas = optional_integer(spec.get("replicas"), f"{at}.spec.replicas")
+        key = (str(kind), str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+        known[key] = replicas
+    return Controllers(known)
+
+
+def _groups(raw: Any, names: list[str], options: CAOptions, where: str) -> dict[str, NodeGroup]:
+    if raw is None:
+        group = NodeGroup("default")
+        return dict.fromkeys(names, group)
+    out: dict[str, NodeGroup] = {}
+    for i, item in enumerate(listing(raw, where)):
+        at = f"{where}[{i}]"
+        body = mapping(item, at)
+        name = body.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{at}.name: every node group needs a name")
+        low = optional_integer(body.get("minSize"), f"{at}.minSize") or 0
+        high = optional_integer(body.get("maxSize"), f"{at}.maxSize")
+        if low < 0 or (high is not None and high < low):
+            raise InputError(f"{at}: minSize must be ≥ 0 and ≤ maxSize")
+        own = body.get("options")
+        group_options = None
+        if own is not None:
+            merged = {**_flags(options), **mapping(own, f"{at}.options")}
+            group_options = parse_options(merged, f"{at}.options")
+        group = NodeGroup(name, low, 1_000_000 if high is None else high, group_options)
+        for j, node in enumerate(listing(body.get("nodes"), f"{at}.nodes")):
+            if node not in names:
+                raise InputError(f"{at}.nodes[{j}]: {preview(node)} is not one of the nodes")
+            if node in out:
+                raise InputError(f"{at}.nodes[{j}]: node {preview(node)} is in two node groups")
+            out[node] = group
+    return out
+
+
+def _flags(options: CAOptions) -> dict[str, Any]:
+    """``options`` by flag name (what the output echoes)."""
+    return {k.replace("_", "-"): v for k, v in vars(options).items()}
+
+
+def _now(raw: Any, where: str) -> float:
+    if raw is None:
+        return time.time()
+    if hasattr(raw, "timestamp"):
+        return float(raw.timestamp())
+    if not isinstance(raw, str) or len(raw) > 64:
+        raise InputError(f"{where}: {describe_value(raw)} is not a time like 2026-11-01T12:00:00Z")
+    return parse_time(raw, field=where).timestamp()
+
+
+def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
+    """Turn a scenario document into the cluster and options."""
+    if not isinstance(doc, Mapping):
+        raise InputError(
+            f"{where}: expected a mapping with autoscaler, nodes and pods, "
+            f"not {describe_value(doc)}"
+        )
+    notes = [
+        f"{where}.{plain(k)}: not read by analyzer autoscale; ignored" for k in doc if k not in KEYS
+    ]
+    autoscaler = doc.get("autoscaler", "cluster-autoscaler")
+    if autoscaler not in AUTOSCALERS:
+        raise InputError(
+            f"{where}.autoscaler: {preview(autoscaler)} is not one of {', '.join(AUTOSCALERS)}"
+        )
+    version = parse_version(doc.get("kubernetesVersion"), field=f"{where}.kubernetesVersion")
+    options = parse_options(doc.get("options"), f"{where}.options")
+    raw_nodes = _items(doc.get("nodes"), f"{where}.nodes")
+    if not raw_nodes:
+        raise InputError(f"{where}.nodes: at least one Node is needed")
+    nodes: list[CANode] = []
+    for i, raw in enumerate(raw_nodes):
+        obj = parse_node(raw, f"{where}.nodes[{i}]")
+        spec = mapping(mapping(raw, f"{where}.nodes[{i}]").get("spec"), f"{where}.nodes[{i}].spec")
+        if any(n.name == obj.name for n in nodes):
+            raise InputError(
+                f"{where}.nodes[{i}].metadata.name: duplicate node {preview(obj.name)}"
+            )
+        nodes.append(
+            CANode(
+                obj.name,
+                obj.allocatable,
+                obj.labels,
+                obj.annotations,
+                obj.taints,
+                unschedulable=spec.get("unschedulable") is True,
+            )
+        )
+    names = [n.name for n in nodes]
+    pods: dict[str, list[CAPod]] = {name: [] for name in names}
+    for i, raw in enumerate(_items(doc.get("pods"), f"{where}.pods")):
+        pod = parse_ca_pod(raw, f"{where}.pods[{i}]")
+        if not pod.obj.node_name:
+            notes.append(f"pod {pod.key} is not bound (no spec.nodeName); ignored")
+        elif pod.obj.node_name not in pods:
+            notes.append(f"pod {pod.key} is bound to unknown node {pod.obj.node_name}; ignored")
+        elif pod.obj.phase in ("Succeeded", "Failed"):
+            notes.append(f"pod {pod.key} is {pod.obj.phase}: not in the autoscaler's snapshot")
+        else:
+            pods[pod.obj.node_name].append(pod)
+    objects = _items(doc.get("objects"), f"{where}.objects")
+    cluster = Cluster(
+        nodes,
+        pods,
+        _groups(doc.get("nodeGroups"), names, options, f"{where}.nodeGroups"),
+        disruption_budgets(objects, f"{where}.objects"),
+        None if doc.get("objects") is None else _controllers(objects, f"{where}.objects"),
+    )
+    if cluster.controllers is None and autoscaler == "cluster-autoscaler":
+        notes.append(
+            "no objects: controllers are not checked (ControllerNotFound and "
+            "MinReplicasReached need the ReplicaSets, Jobs, ... as objects)"
+        )
+    profile = build_profile(strategy_config("kube-default").profiles[0], version)
+    return AutoscaleScenario(
+        str(autoscaler),
+        version,
+        cluster,
+        options,
+        profile,
+        _now(doc.get("now"), f"{where}.now"),
+        parse_node_pool(doc.get("nodePool"), f"{where}.nodePool"),
+        notes,
+    )
+
+
+def load(path: Path) -> AutoscaleScenario:
+    """Read and build a scenario file (one-line ``InputError`` naming the file on failure)."""
+    doc = load_yaml_or_json(path, what="scenario")
+    if not isinstance(doc, Mapping):
+        raise InputError(
+            f"scenario {path}: expected a mapping with autoscaler, nodes and pods, "
+            f"not {describe_value(doc)}"
+        )
+    return build(doc, where=str(path))
+
+
+def options_json(options: CAOptions) -> dict[str, Any]:
+    """The options the decision used, by flag name."""
+    return _flags(options)

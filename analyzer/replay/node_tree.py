@@ -1,0 +1,160 @@
+"""kube-scheduler's node tree and rotating start index, over a replay's present nodes.
+
+The scheduler looks for only ``numFeasibleNodesToFind`` feasible nodes per pod
+(``analyzer.scheduling.node_sampling``), walking its node list from ``nextStartNodeIndex``. The
+list is the cache's node tree: zones round robin, inside a zone the order nodes were added. The
+order a real cache added nodes is not in the data; it is inferred here: the nodes present when the
+replay starts in name order (the informer's initial LIST returns them sorted by name), then every
+node that joins appended when it joins (the engine joins them in ``first_seen`` order). A node that
+leaves leaves its zone's list, as upstream's ``removeNode``.
+
+``NodeSampler.found`` takes a feasibility mask over the state's rows and returns the mask of the
+nodes the scheduler would have found, advancing the start index by the nodes it processed; with
+fewer than 100 present nodes (or ``percentageOfNodesToScore: 100``) it is the identity and never
+called by the score cache (``active``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from analyzer.scheduling.node_sampling import (
+    found_nodes,
+    num_feasible_nodes_to_find,
+    round_robin,
+    zone_key,
+)
+
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+Int64Array = np.ndarray[Any, np.dtype[np.int64]]
+
+
+class NodeTree:
+    """Zones (in the order their first node came) and their nodes (in the order they came)."""
+
+    def __init__(self, labels: Sequence[Mapping[str, str]]) -> None:
+        self.keys = [zone_key(node_labels) for node_labels in labels]
+        self.zones: dict[str, list[int]] = {}  # insertion-ordered, as upstream's ``zones``
+        self.members: set[int] = set()
+        self._order: Int64Array | None = None
+        self._doubled: Int64Array | None = None
+
+    def add(self, node: int) -> None:
+        """Upstream's ``addNode``: append to its zone (a new zone goes last)."""
+        if node in self.members:
+            return
+        self.members.add(node)
+        self.zones.setdefault(self.keys[node], []).append(node)
+        self._order = self._doubled = None
+
+    def remove(self, node: int) -> None:
+        """Upstream's ``removeNode``: out of its zone's list; an emptied zone is dropped."""
+        if node not in self.members:
+            return
+        self.members.discard(node)
+        key = self.keys[node]
+        zone = self.zones[key]
+        zone.remove(node)
+        if not zone:
+            del self.zones[key]
+        self._order = self._doubled = None
+
+    def order(self) -> Int64Array:
+        """The node list (``nodeTree.list()``) as state rows; rebuilt only after a change."""
+        if self._order is None:
+            self._order = np.array(round_robin(list(self.zones.values())), dtype=np.int64)
+        return self._order
+
+    def doubled(self) -> Int64Array:
+        """``order`` twice in a row: a window from any start index is one slice."""
+        if self._doubled is None:
+            order = self.order()
+            self._doubled = np.concatenate([order, order])
+        return self._doubled
+
+
+class NodeSampler:
+    """``numFeasibleNodesToFind`` + ``nextStartNodeIndex`` over a ``NodeTree`` of present nodes."""
+
+    def __init__(
+        self, percentage: int, labels: Sequence[Mapping[str, str]], names: Sequence[str]
+    ) -> None:
+        self.percentage = percentage
+        self.tree = NodeTree(labels)
+        self.names = names
+        self.start = 0  # nextStartNodeIndex
+        self.span = 0  # nodes the last window processed: the next window's first guess
+
+    def begin(self, active: BoolArray) -> None:
+        """The nodes present at the start, added in name order (the initial LIST)."""
+        present = np.flatnonzero(active).tolist()
+        for node in sorted(present, key=lambda row: (self.names[row], row)):
+            self.tree.add(node)
+
+    def membership(self, node: int, present: bool) -> None:
+        """Node ``node`` joined (appended to its zone) or left (removed)."""
+        if present:
+            self.tree.add(node)
+        else:
+            self.tree.remove(node)
+
+    @property
+    def wanted(self) -> int:
+        """numFeasibleNodesToFind for the present node count."""
+        return num_feasible_nodes_to_find(len(self.tree.members), self.percentage)
+
+    @property
+    def active(self) -> bool:
+        """True when the scheduler would stop before examining every present node."""
+        return self.wanted < len(self.tree.members)
+
+    def rows(self, feasible: BoolArray) -> Int64Array:
+        """The state rows (ascending) of the nodes found among ``feasible`` (a mask over state
+        rows); advances the start index by the nodes processed."""
+        order = self.tree.order()
+        n = len(order)
+        start = self.start % n if n else 0  # the list shrank since: upstream's modulo on use
+        positions, processed = found_nodes(feasible[order], start, self.wanted)
+        if n:
+            self.start = (start + processed) % n
+        return np.sort(order[positions])
+
+    def best(self, masked: Int64Array, lowest: int) -> Int64Array:
+        """The hot path's choice set: the rows (tree order, not sorted) holding the highest total
+        among the nodes found; empty when no node is feasible. ``masked`` holds each row's
+        total, ``lowest`` where infeasible. Only a window of the node list is read — about as
+        long as the last one, doubled until it holds the nodes wanted — so a choice costs O(K)
+        instead of O(n) (one pass over every node only when fewer are feasible). The window
+        past the K-th feasible node is cut off; infeasible rows inside it are ``lowest`` and
+        never the highest while one node is feasible."""
+        order = self.tree.doubled()
+        n = len(order) // 2
+        start = self.start % n
+        wanted = self.wanted
+        length = min(n, max(wanted, self.span + self.span // 4 + 16))
+        while True:
+            segment = order[start : start + length]
+            values = masked[segment]
+            hits = np.flatnonzero(values != lowest)
+            if len(hits) >= wanted or length >= n:
+                break
+            length = min(n, 2 * length)
+        if len(hits) == 0:
+            processed = n  # fits nowhere: every node processed, the index stays
+            self.span, self.start = processed, start
+            return hits
+        processed = int(hits[wanted - 1]) + 1 if len(hits) >= wanted else n
+        self.span = processed
+        self.start = (start + processed) % n
+        values = values[:processed]
+        chosen: Int64Array = segment[:processed][values == values.max()]
+        return chosen
+
+    def found(self, feasible: BoolArray) -> BoolArray:
+        """``rows`` as a mask over state rows."""
+        mask = np.zeros(len(feasible), dtype=bool)
+        mask[self.rows(feasible)] = True
+        return mask

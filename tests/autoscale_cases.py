@@ -1,0 +1,110 @@
+"""Expands the shorthand of ``tests/data/autoscaler/*.yaml`` into ``analyzer autoscale`` scenarios
+and runs them through the real CLI (click's runner, in process).
+
+A node ``{cpu: millicores, memory: bytes (-1: not set), gpus, labels, annotations, taints}`` is
+a v1 Node with that allocatable (and ``pods: 110``); a pod ``{cpu, memory (-1: no request),
+owner: [kind, name, apiVersion], namespace, labels, annotations, deletedSecondsAgo,
+initContainers, volumes, priority, restartPolicy, grace (seconds), phase, gpus, node}`` is a v1 Pod with one container, as upstream's
+``BuildTestNode`` / ``BuildTestPod`` build them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+
+from analyzer.cli import main
+
+DATA = Path(__file__).resolve().parent / "data" / "autoscaler"
+
+
+def data(name: str) -> dict[str, Any]:
+    """One data file."""
+    loaded = yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def _requests(facts: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if facts.get("cpu", -1) >= 0:
+        out["cpu"] = f"{facts['cpu']}m"
+    if facts.get("memory", -1) >= 0:
+        out["memory"] = str(facts["memory"])
+    if facts.get("gpus"):
+        out["nvidia.com/gpu"] = str(facts["gpus"])
+    return out
+
+
+def node(name: str, facts: dict[str, Any]) -> dict[str, Any]:
+    """A v1 Node from the shorthand."""
+    alloc = _requests(facts)
+    alloc["pods"] = "110"
+    meta: dict[str, Any] = {"name": name}
+    for key in ("labels", "annotations"):
+        if key in facts:
+            meta[key] = facts[key]
+    return {
+        "kind": "Node",
+        "metadata": meta,
+        "spec": {"taints": facts.get("taints", [])},
+        "status": {"allocatable": alloc},
+    }
+
+
+def pod(name: str, facts: dict[str, Any], now: str, node_name: str) -> dict[str, Any]:
+    """A v1 Pod from the shorthand, bound to ``node_name``."""
+    meta: dict[str, Any] = {"name": name, "namespace": facts.get("namespace", "default")}
+    for key in ("labels", "annotations"):
+        if key in facts:
+            meta[key] = facts[key]
+    if "owner" in facts:
+        kind, owner, api = facts["owner"]
+        meta["ownerReferences"] = [
+            {"kind": kind, "name": owner, "apiVersion": api, "controller": True}
+        ]
+    if "deletedSecondsAgo" in facts:
+        stamp = datetime.fromisoformat(now.replace("Z", "+00:00")).astimezone(UTC)
+        deleted = stamp - timedelta(seconds=facts["deletedSecondsAgo"])
+        meta["deletionTimestamp"] = deleted.strftime("%Y-%m-%dT%H:%M:%SZ")
+    spec: dict[str, Any] = {
+        "nodeName": node_name,
+        "containers": [{"name": "c", "resources": {"requests": _requests(facts)}}],
+    }
+    if "initContainers" in facts:
+        spec["initContainers"] = [
+            {
+                "name": f"init{i}",
+                "resources": {"requests": _requests(c)},
+                **({"restartPolicy": c["restartPolicy"]} if "restartPolicy" in c else {}),
+            }
+            for i, c in enumerate(facts["initContainers"])
+        ]
+    for key in ("volumes", "priority", "restartPolicy"):
+        if key in facts:
+            spec[key] = facts[key]
+    if "grace" in facts:
+        spec["terminationGracePeriodSeconds"] = facts["grace"]
+    status = {"phase": facts["phase"]} if "phase" in facts else {}
+    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def run(tmp: Path, scenario: dict[str, Any], *args: str) -> dict[str, Any]:
+    """Write the scenario and run ``analyzer autoscale`` on it; the parsed JSON."""
+    path = tmp / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
+    result = CliRunner().invoke(main, ["autoscale", str(path), *args])
+    assert result.exit_code == 0, result.output
+    loaded = json.loads(result.stdout)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The result's nodes by name."""
+    return {n["name"]: n for n in result["nodes"]}
