@@ -193,6 +193,7 @@ UPSTREAM_DIRECTORY = {
     "NodeResourcesFit": "noderesources",
     "NodeResourcesBalancedAllocation": "noderesources",
     "TaintToleration": "tainttoleration",
+    "NodeUnschedulable": "nodeunschedulable",
     "NodeAffinity": "nodeaffinity",
     "NodePorts": "nodeports",
     "InterPodAffinity": "interpodaffinity",

@@ -182,7 +182,8 @@ def test_balanced_weights_must_be_one() -> None:
 
 def test_defaults_and_multipoint_merging() -> None:
     # no configuration at all = kube-scheduler defaults: the modelled default filters in the v1
-    # default plugin order (TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit); the v1 default
+    # default plugin order (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts,
+    # NodeResourcesFit: upstream's getDefaultPlugins runs NodeUnschedulable first); the v1 default
     # score weights of the modelled ones: TaintToleration 3, NodeAffinity 2, Fit 1, Balanced 1,
     # ImageLocality 1
     # (kube-scheduler's getDefaultPlugins); PrioritySort orders the queue, DefaultPreemption is
@@ -192,8 +193,8 @@ def test_defaults_and_multipoint_merging() -> None:
         {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     ).profiles[0]
     assert spec.filters == [
-        "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread",
-        "InterPodAffinity",
+        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "PodTopologySpread", "InterPodAffinity",
     ]  # fmt: skip
     assert spec.scores == [
         ("TaintToleration", 3),
@@ -248,6 +249,7 @@ def test_defaults_and_multipoint_merging() -> None:
         "LoadAwareScheduling": 4,
     }
     assert spec.filters == [
+        "NodeUnschedulable",
         "TaintToleration",
         "NodeAffinity",
         "NodePorts",

@@ -201,6 +201,14 @@ def _constant_step(text: str, step_text: str, step_seconds: int) -> int:
     show_default=True,
     help="Every node's kubelet (kube_node_info{kubelet_version}): the version replays read.",
 )
+@click.option(
+    "--node-events/--no-node-events",
+    default=False,
+    show_default=True,
+    help="Cordon two nodes, taint a third of the open nodes for minutes as cluster-autoscaler "
+    "does and let one node join not ready (kube_node_spec_taint, kube_node_spec_unschedulable, "
+    "kube_node_status_condition in time; the snapshot's node_state table).",
+)
 def generate_cmd(
     out: Path,
     openmetrics: Path | None,
@@ -224,6 +232,7 @@ def generate_cmd(
     zones: int = 0,
     pod_constraints: bool = False,
     kubelet_version: str = KUBELET_VERSION,
+    node_events: bool = False,
 ) -> None:
     """Generate a synthetic cluster: the ground-truth snapshot, optionally its OpenMetrics."""
     check_snapshot_out(out)  # before generating: never replace a folder that is not a snapshot
@@ -246,6 +255,7 @@ def generate_cmd(
         zones=zones,
         pod_constraints=pod_constraints,
         kubelet_version=kubelet_version,
+        node_events=node_events,
     )
     options = OpenMetricsOptions(
         instance_convention=instance_convention,

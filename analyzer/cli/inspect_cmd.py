@@ -13,8 +13,9 @@ from analyzer import __version__
 from analyzer.cli.base import main
 from analyzer.core.csvsafe import csv_text
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import TABLES, read_snapshot
+from analyzer.core.snapshot import NODE_STATE_TABLE, TABLES, Snapshot, read_snapshot
 from analyzer.core.summary import SnapshotSummary, summarize
+from analyzer.replay.node_state import summary as node_state_summary
 from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 
 
@@ -43,7 +44,26 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def summary_text(path: Path, summary: SnapshotSummary, version: ClusterVersion) -> str:
+_CHOICES = (*TABLES, NODE_STATE_TABLE)
+
+
+def node_state_line(snap: Snapshot) -> str:
+    """The node-state intervals in one line: nodes and node-hours per kind."""
+    if snap.node_state is None:
+        return "none recorded (a replay applies nodes.taints all window long, sees no cordon)"
+    figures = node_state_summary(snap)
+    if not figures:
+        return "no node cordoned, tainted or not ready in the range"
+    parts = [
+        f"{kind} {int(v['nodes'])} node(s) {v['hours']:.1f} node-hours"
+        for kind, v in figures.items()
+    ]
+    return f"{len(snap.node_state)} interval(s): " + ", ".join(parts)
+
+
+def summary_text(
+    path: Path, summary: SnapshotSummary, version: ClusterVersion, node_state: str = ""
+) -> str:
     """The readable summary: one fact per line, each count with what it counts."""
     pools = ", ".join(f"{name} {count}" for name, count in summary.pools.items())
     cover = summary.coverage
@@ -64,6 +84,8 @@ def summary_text(path: Path, summary: SnapshotSummary, version: ClusterVersion) 
         f"               lowest node {cover.min_pct:.2f} %, "
         f"{cover.nodes_without_usage} node(s) without usage",
     ]
+    if node_state:
+        lines.append(f"  node state:  {node_state}")
     if summary.failed_queries:
         lines.append(f"  failed:      {', '.join(summary.failed_queries)} (queries)")
     lines.append(f"  warnings:    {len(summary.warnings) or 'none'}")
@@ -71,7 +93,7 @@ def summary_text(path: Path, summary: SnapshotSummary, version: ClusterVersion) 
     lines += [
         f"  written by:  {written}, collected at {summary.collected_at}",
         f"  read by:     analyzer {__version__}",
-        f"Tables: analyzer inspect {path} --table {'|'.join(TABLES)}",
+        f"Tables: analyzer inspect {path} --table {'|'.join(_CHOICES)}",
     ]
     return "\n".join(lines)
 
@@ -80,7 +102,7 @@ def summary_text(path: Path, summary: SnapshotSummary, version: ClusterVersion) 
 @click.argument("snapshot", type=click.Path(path_type=Path))
 @click.option(
     "--table",
-    type=click.Choice(TABLES),
+    type=click.Choice(_CHOICES),
     default=None,
     help="Print this table instead of the summary.",
 )
@@ -99,6 +121,9 @@ def inspect(snapshot: Path, table: str | None, fmt: str, limit: int | None) -> N
     The summary: source, range and step, nodes per pool, the Kubernetes version a replay uses,
     pods, usage rows, coverage, failed queries, warnings and the analyzer version that wrote it.
 
+    node_state (``--table node_state``): when each node carried a taint, was cordoned or not
+    ready (docs/snapshot.md); the summary counts nodes and node-hours per kind.
+
     Coverage is the share of the range's step-aligned grid points at which a node has a cpu
     usage sample, in percent: the mean over nodes and the lowest node.
     """
@@ -111,9 +136,11 @@ def inspect(snapshot: Path, table: str | None, fmt: str, limit: int | None) -> N
         version = snapshot_version(snap)  # the version a replay of this snapshot uses
         if fmt == "json":
             data = {**summary.to_dict(), "kubernetes_version": version.to_dict()}
+            if snap.node_state is not None:  # None: a snapshot without intervals
+                data["node_state"] = node_state_summary(snap)
             click.echo(json.dumps(data, indent=1))
         else:
-            click.echo(summary_text(snapshot, summary, version))
+            click.echo(summary_text(snapshot, summary, version, node_state_line(snap)))
         return
     frame = snap.table(table)
     if limit is not None:

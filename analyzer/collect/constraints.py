@@ -25,6 +25,7 @@ from analyzer.collect.common import exported_names, label, window_values
 from analyzer.collect.usage import KNOWN_LABELS
 from analyzer.core.quantity import sanitize_resource_name
 from analyzer.prom.fetch import QueryResult
+from analyzer.scheduling.constraint_types import AUTOSCALER_TAINT_KEYS
 
 _SELECTOR_PREFIX = "nodeselector_"
 # Well-known node label keys pods select on, tried after the snapshot's own node label keys.
@@ -86,14 +87,17 @@ CONDITION_TAINT_PREFIX = "node.kubernetes.io/"
 def node_taints(results: dict[str, QueryResult]) -> dict[str, list[dict[str, str]]]:
     """Node name → its taints as ``{key, value, effect}`` (missing labels are empty strings).
 
-    Condition taints (``node.kubernetes.io/*``) are left out: they are transient.
+    Condition taints (``node.kubernetes.io/*``) and the autoscalers' taints
+    (``AUTOSCALER_TAINT_KEYS``) are left out: they are transient (their times are in the
+    snapshot's node_state_intervals, ``analyzer.collect.node_state``).
     """
     exported = exported_names(window_values(results.get("node_info")))
     out: dict[str, set[tuple[str, str, str]]] = {}
     for item in window_values(results.get("node_taints")):
         node = label(item.labels, "node", exported)
         key = item.labels.get("key", "")
-        if node and key and not key.startswith(CONDITION_TAINT_PREFIX):
+        transient = key.startswith(CONDITION_TAINT_PREFIX) or key in AUTOSCALER_TAINT_KEYS
+        if node and key and not transient:
             out.setdefault(node, set()).add(
                 (key, item.labels.get("value", ""), item.labels.get("effect", ""))
             )
@@ -104,7 +108,8 @@ def node_taints(results: dict[str, QueryResult]) -> dict[str, list[dict[str, str
 
 
 def pod_tolerations(results: dict[str, QueryResult]) -> dict[str, list[dict[str, str]]]:
-    """Pod uid → tolerations, unset fields omitted; operator Equal when a key is set without one."""
+    """Pod uid → tolerations, unset fields omitted; operator Equal when a key is set without one;
+    ``tolerationSeconds`` (a string of digits) when kube-state-metrics exports it."""
     out: dict[str, set[tuple[tuple[str, str], ...]]] = {}
     for item in window_values(results.get("pod_tolerations")):
         uid = item.labels.get("uid", "")
@@ -113,6 +118,10 @@ def pod_tolerations(results: dict[str, QueryResult]) -> dict[str, list[dict[str,
         fields = {f: item.labels.get(f, "") for f in ("key", "operator", "value", "effect")}
         if fields["key"] and not fields["operator"]:
             fields["operator"] = "Equal"  # core/v1: an empty operator means Equal
+        # KSM's toleration_seconds label: how long a NoExecute taint is tolerated
+        seconds = item.labels.get("toleration_seconds", "")
+        if seconds.lstrip("-").isdigit():
+            fields["tolerationSeconds"] = seconds
         out.setdefault(uid, set()).add(tuple((k, v) for k, v in fields.items() if v))
     return {uid: [dict(t) for t in sorted(items)] for uid, items in out.items()}
 

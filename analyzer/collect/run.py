@@ -28,6 +28,7 @@ from analyzer.collect.control_plane import control_plane_versions
 from analyzer.collect.enrich import enrich_snapshot
 from analyzer.collect.info_answered import check_info_answered
 from analyzer.collect.kube_objects import KubeObjects
+from analyzer.collect.node_state import build_node_state
 from analyzer.collect.pod_usage import build_pod_usage
 from analyzer.collect.pods import build_pods
 from analyzer.collect.usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
@@ -318,6 +319,7 @@ def finish_snapshot(
     usage = {n: r for n, r in results.items() if r.spec.kind not in SUMMARY_KINDS}
     # before the usage builders consume the sample tables
     queries = {**inventory.queries, **_query_coverage(usage)}
+    node_state = build_node_state(usage, nodes, grid)
     node_usage = build_node_usage(usage, mapper, grid)
     _release_tables(usage, NODE_USAGE_QUERIES)  # node rows are in node_usage now
     pod_usage, unmatched = build_pod_usage(usage, pods, grid)
@@ -360,7 +362,7 @@ def finish_snapshot(
             **({"control_plane": inventory.control_plane} if inventory.control_plane else {}),
         },
     )
-    snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage)
+    snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage, node_state=node_state)
     return CollectResult(snapshot, partial=bool(problems), problems=problems)
 
 

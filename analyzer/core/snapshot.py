@@ -11,6 +11,8 @@ Layout::
       pods.parquet      one row per pod (key: uid; names are reused)
       node_usage.parquet  long table: node, timestamp, cpu, memory
       pod_usage.parquet   long table: uid, timestamp, cpu, memory
+      node_state.parquet  optional: taint / cordon / not-ready intervals per node (version in
+                          meta.json extra.node_state_version; absent in older snapshots)
 
 Units (DESIGN.md): cpu in millicores, memory and storage in bytes, extended resources in integer
 units. Resource quantities are int64 columns named ``<kind>:<resource name>`` with the Kubernetes
@@ -127,18 +129,36 @@ NODE_USAGE_COLUMNS: dict[str, str] = {"node": "string", **USAGE_VALUE_COLUMNS}
 POD_USAGE_COLUMNS: dict[str, str] = {"uid": "category", **USAGE_VALUE_COLUMNS}
 
 TABLES = ("nodes", "pods", "node_usage", "pod_usage")
+# node_state_intervals (file node_state.parquet): when a node carried a taint, was cordoned or not
+# ready, one row per interval [start, end). Optional: a snapshot without the file has no interval
+# data and every reader behaves as before it existed. NODE_STATE_VERSION is written to
+# meta.json ``extra.node_state_version`` with the file; a later version is refused on read.
+NODE_STATE_TABLE = "node_state"
+NODE_STATE_VERSION = 1
+NODE_STATE_KINDS = ("taint", "cordon", "not-ready")
+NODE_STATE_COLUMNS: dict[str, str] = {
+    "node": "string",
+    "kind": "string",  # one of NODE_STATE_KINDS
+    "key": "string",  # taint key ("" for cordon / not-ready)
+    "value": "string",
+    "effect": "string",  # NoSchedule | PreferNoSchedule | NoExecute ("" for cordon / not-ready)
+    "start": "datetime64[ns, UTC]",  # first sample the state held
+    "end": "datetime64[ns, UTC]",  # exclusive: the first sample it no longer held (or data end)
+}
 OPEN_END = pd.Timestamp("2200-01-01T00:00:00Z")  # end of a pod still running when the data ends
 _FIXED_COLUMNS = {
     "nodes": NODE_COLUMNS,
     "pods": POD_COLUMNS,
     "node_usage": NODE_USAGE_COLUMNS,
     "pod_usage": POD_USAGE_COLUMNS,
+    NODE_STATE_TABLE: NODE_STATE_COLUMNS,
 }
 _RESOURCE_KINDS = {
     "nodes": (ALLOCATABLE, CAPACITY),
     "pods": (REQUESTS, LIMITS, NONZERO_REQUESTS),
     "node_usage": (),
     "pod_usage": (),
+    NODE_STATE_TABLE: (),
 }
 REQUIRED_RESOURCE_COLUMNS = {
     "nodes": (f"{ALLOCATABLE}:cpu", f"{ALLOCATABLE}:memory"),
@@ -150,6 +170,7 @@ REQUIRED_RESOURCE_COLUMNS = {
     ),
     "node_usage": (),
     "pod_usage": (),
+    NODE_STATE_TABLE: (),
 }
 
 
@@ -204,6 +225,9 @@ class Snapshot:
     # kind -> objects (PodDisruptionBudget, PriorityClass) from collect --kube-objects or the
     # generator; written to kube_objects.json when not empty. Older snapshots have none.
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # node_state_intervals (NODE_STATE_COLUMNS); None: the snapshot has no interval data (older
+    # snapshots, generated ones without node events): replays use nodes.taints as before
+    node_state: pd.DataFrame | None = None
 
     @property
     def start(self) -> pd.Timestamp:
@@ -214,9 +238,12 @@ class Snapshot:
         return pd.Timestamp(self.meta.end)
 
     def table(self, name: str) -> pd.DataFrame:
+        if name == NODE_STATE_TABLE:
+            return self.node_state if self.node_state is not None else empty_table(name)
         if name not in TABLES:
             raise InputError(
-                f"--table: {name!r} is not a snapshot table (one of {', '.join(TABLES)})"
+                f"--table: {name!r} is not a snapshot table "
+                f"(one of {', '.join((*TABLES, NODE_STATE_TABLE))})"
             )
         frame: pd.DataFrame = getattr(self, name)
         return frame
@@ -296,8 +323,12 @@ def make_snapshot(
     node_usage: pd.DataFrame,
     pod_usage: pd.DataFrame,
     objects: dict[str, list[dict[str, Any]]] | None = None,
+    node_state: pd.DataFrame | None = None,
 ) -> Snapshot:
-    """Build a snapshot, coercing every table to the schema, and validate it."""
+    """Build a snapshot, coercing every table to the schema, and validate it.
+
+    ``node_state``: the node_state_intervals table (None: no interval data, as older snapshots).
+    """
     snapshot = Snapshot(
         meta=meta,
         nodes=_coerce(nodes, "nodes"),
@@ -305,13 +336,21 @@ def make_snapshot(
         node_usage=_coerce(node_usage, "node_usage"),
         pod_usage=_coerce(pod_usage, "pod_usage"),
         objects=dict(objects or {}),
+        node_state=None if node_state is None else _coerce(node_state, NODE_STATE_TABLE),
     )
+    if node_state is not None:
+        snapshot.meta.extra["node_state_version"] = NODE_STATE_VERSION
     validate(snapshot)
     return snapshot
 
 
 # What a snapshot folder holds: an existing folder with anything else is not replaced.
-SNAPSHOT_FILES = ("meta.json", *(f"{table}.parquet" for table in TABLES), KUBE_OBJECTS_FILE)
+SNAPSHOT_FILES = (
+    "meta.json",
+    *(f"{table}.parquet" for table in TABLES),
+    KUBE_OBJECTS_FILE,
+    f"{NODE_STATE_TABLE}.parquet",
+)
 
 
 def check_snapshot_out(directory: Path, option: str = "--out") -> None:
@@ -338,6 +377,9 @@ def write_snapshot(snapshot: Snapshot, directory: Path, option: str = "--out") -
             ]
             for done in writes:
                 done.result()
+        if snapshot.node_state is not None:
+            snapshot.meta.extra["node_state_version"] = NODE_STATE_VERSION
+            snapshot.node_state.to_parquet(tmp / f"{NODE_STATE_TABLE}.parquet", index=False)
         if snapshot.objects:
             (tmp / KUBE_OBJECTS_FILE).write_text(
                 json.dumps(snapshot.objects, indent=1, sort_keys=True) + "\n"
@@ -370,6 +412,7 @@ def read_snapshot(directory: Path) -> Snapshot:
             raise InputError(f"{directory}: snapshot lacks {path.name}; re-create the snapshot")
         tables[table] = read_table(path, table)
     snapshot = Snapshot(meta=meta, **tables, objects=read_objects(directory / KUBE_OBJECTS_FILE))
+    snapshot.node_state = read_node_state(directory, meta)
     validate(snapshot, where=str(directory))
     return snapshot
 
@@ -431,6 +474,27 @@ def kept_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, 
         if kind in out:
             out[kind].sort(key=lambda o: (o.get("namespace", ""), o["name"]))
     return out
+
+
+def read_node_state(directory: Path, meta: SnapshotMeta) -> pd.DataFrame | None:
+    """``node_state.parquet`` (None when absent: a snapshot without interval data)."""
+    path = directory / f"{NODE_STATE_TABLE}.parquet"
+    if not path.is_file():
+        return None
+    version = meta.extra.get("node_state_version", NODE_STATE_VERSION)
+    if version != NODE_STATE_VERSION:
+        raise InputError(
+            f"{path}: node_state version {version!r} but this analyzer reads version "
+            f"{NODE_STATE_VERSION}; re-collect the snapshot or upgrade analyzer"
+        )
+    frame = read_table(path, NODE_STATE_TABLE)
+    bad = ~frame["kind"].isin(NODE_STATE_KINDS)
+    if bad.any():
+        raise InputError(
+            f"{path}: kind {str(frame.loc[bad, 'kind'].iloc[0])!r} is not one of "
+            f"{', '.join(NODE_STATE_KINDS)}; re-create the snapshot"
+        )
+    return frame
 
 
 def read_objects(path: Path) -> dict[str, list[dict[str, Any]]]:

@@ -18,7 +18,9 @@ query source's scrape interval): irate over it recovers the last step's average 
 step apart, and still finds two samples when the scrape interval is longer than the step;
 ``analyzer.prom.scrape_interval``), ``{{span}}`` (the stretch of time a
 window query summarises per evaluation), ``{{lookback}}`` (5m, Prometheus' lookback: a subquery at
-that resolution still sees every series' last sample, at a fifth of the cost of 1m). Users may point ``--queries-dir`` at their own copy; the
+that resolution still sees every series' last sample, at a fifth of the cost of 1m),
+``{{step_open}}`` (one millisecond short of the step: "a sample within the last step", the same on
+Prometheus 2 and 3, for series whose disappearance is the news, e.g. a taint removed). Users may point ``--queries-dir`` at their own copy; the
 collector looks queries up by file name, so keep the names.
 """
 
@@ -35,7 +37,7 @@ from analyzer.core.paths import queries_dir
 KINDS = ("range", "window", "samples", "times")
 COMBINES = ("last", "min", "max")
 SOURCES = ("kube-state-metrics", "node-exporter", "cadvisor", "control-plane")
-VARIABLES = ("step", "rate_window", "span", "lookback")
+VARIABLES = ("step", "rate_window", "span", "lookback", "step_open")
 LOOKBACK_SECONDS = 300  # Prometheus --query.lookback-delta default
 _HEADER = re.compile(
     r"^#\s*(kind|combine|source|required|unit|rate|dedupe|sum|by)\s*:\s*(\S.*?)\s*$"
@@ -70,6 +72,9 @@ class QuerySpec:
             "rate_window": _seconds(rate_window_seconds or 2 * step_seconds),
             "span": _seconds(span_seconds),
             "lookback": _seconds(LOOKBACK_SECONDS),
+            # one millisecond short of a step: a range selector that never reaches the sample
+            # exactly one step back (Prometheus 2 closes range selectors on the left, 3 does not)
+            "step_open": f"{step_seconds * 1000 - 1}ms",
         }
         return _VARIABLE.sub(lambda m: values[m.group(1)], self.expr)
 

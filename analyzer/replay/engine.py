@@ -26,6 +26,8 @@ Semantics (DESIGN.md "Replay", normative):
   "created" nobody preempts before the data's start (pods deleted before it are not in the data,
   so the cluster then held more than the replay knows);
 - pods on a node that leaves go back to the queue (they keep their place by arrival);
+- with the snapshot's node-state intervals, taints, cordons and not-ready periods hold only
+  while they did, and NoExecute taints evict (``analyzer.replay.node_state``);
 - ties are broken with a seeded ``numpy`` Generator, so the same seed gives the same result;
 - the strategy ``observed`` keeps every pod where it really ran: the baseline.
 
@@ -53,6 +55,7 @@ from analyzer.replay.input import (
     ReplayInput,
 )
 from analyzer.replay.loadfeed import LoadFeed
+from analyzer.replay.node_state import TAINT_EVICTED, NodeStateTimeline
 from analyzer.replay.preemption import (
     ReplayPreemption,
     by_priority,
@@ -202,6 +205,9 @@ def replay(
     """
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()
+    timeline = NodeStateTimeline.from_snapshot(inp.snapshot, inp.node_names, inp.start, inp.end)
+    if timeline is not None:
+        timeline.initial(state, inp.start)
     profile = strategy.profile
     devices = None
     if profile is not None and profile.uses_devices:  # GPU policies: track every GPU
@@ -260,6 +266,11 @@ def replay(
         rec.place(pod, node, now)
         if pre is not None and not pinned[pod]:
             pre.bound(pod, node, now)
+        if timeline is not None and not pinned[pod] and state.node_taints[node]:
+            # a pod placed on a node with a NoExecute taint it tolerates for a while
+            timeline.schedule(
+                pod, state.node_taints[node], demands[pod].constraints.tolerations, now
+            )
         if cache is not None:
             cache.touch(node)
         if feed is not None:
@@ -270,6 +281,8 @@ def replay(
         state.unbind(node, demands[pod])
         on_node[node].discard(pod)
         ending.forget(pod)
+        if timeline is not None:
+            timeline.forget(pod)
         bound[pod] = -1
         rec.end_segment(pod, now)
         if pre is not None and not pinned[pod]:
@@ -336,6 +349,33 @@ def replay(
             back.append(victim)
         return back
 
+    def node_states(now: int, changed: list[int]) -> None:
+        """Apply the node-state changes and NoExecute evictions due at ``now``."""
+        nonlocal evicted
+        assert timeline is not None
+        nodes, opened = timeline.apply(state, now)
+        changed.extend(opened)
+        if nodes:
+            if cache is not None:
+                cache.node_state_changed(nodes)
+            if counter is not None:
+                counter.static_changed()
+        going: list[int] = list(timeline.due(now))
+        for node in nodes:
+            for pod in sorted(on_node[node], key=lambda p: seq[p]):
+                if pinned[pod] or pod in ending.until:
+                    continue
+                tolerations = demands[pod].constraints.tolerations
+                if timeline.schedule(pod, state.node_taints[node], tolerations, now):
+                    going.append(pod)
+        for pod in sorted(set(going), key=lambda p: seq[p]):
+            if bound[pod] < 0 or pinned[pod] or cache is None:
+                continue
+            changed.append(unbind(pod, now))
+            evicted += 1
+            timeline.evicted += 1
+            enqueue(pod, now, TAINT_EVICTED)
+
     def step(now: int, changed: list[int], everything: bool, arriving: list[int]) -> None:
         """One pass over this instant's arrivals and the pending pods that may fit now, merged in
         queue order (``analyzer.scheduling.queue_order``); a pending pod's failure ends its
@@ -380,16 +420,22 @@ def replay(
     kinds_list, index_list = kinds.tolist(), index.tolist()
     instants = len(starts)
     at = 0  # the next instant of the event list
-    while at < instants or ending.next_time() <= inp.end:
-        # the next instant: of the event list, or a victim's termination ending in between
+
+    def between() -> int:
+        """The next instant a termination ends or a node's state changes (NEVER: none)."""
+        later = ending.next_time()
+        return later if timeline is None else min(later, timeline.next_time())
+
+    while at < instants or between() <= inp.end:
+        # the next instant: of the event list, or a termination / node-state change in between
         lo = starts[at] if at < instants else len(times)
         if stop_after is not None and lo >= stop_after:
             rec.notes.append(f"stopped after {lo} of {len(times)} events (partial replay)")
             break
         now = int(times[lo]) if at < instants else NEVER
         hi = lo
-        if ending.next_time() < now:
-            now = ending.next_time()
+        if between() < now:
+            now = between()
         else:
             hi = stops[at]
             at += 1
@@ -432,6 +478,8 @@ def replay(
                 if cache is not None:
                     cache.touch(item)
             k += 1
+        if timeline is not None and timeline.next_time() <= now:  # most instants: nothing due
+            node_states(now, changed)
         arriving = [*index_list[k:hi], *back]
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
@@ -446,6 +494,8 @@ def replay(
         for name, column in zip(("victim", "preemptor", "node", "time"), victim_rows, strict=True)
     }
     result.notes.extend(rec.notes)
+    if timeline is not None and timeline.evicted:
+        result.notes.append(f"{timeline.evicted} pod(s) evicted by NoExecute taints")
     if cache is not None:
         result.notes.extend(cache.notes)
     if devices is not None and devices.unfitted:

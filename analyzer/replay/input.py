@@ -132,7 +132,8 @@ class ReplayInput:
             allowed_pods=t.allowed_pods.copy(),
             node_labels=t.node_labels,
             node_annotations=t.node_annotations,
-            node_taints=t.node_taints,
+            node_taints=list(t.node_taints),  # a copy: node-state intervals change it in place
+            node_unschedulable=list(t.node_unschedulable),
             objects=t.objects,
             node_images=t.node_images,
         )

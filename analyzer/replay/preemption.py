@@ -79,6 +79,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import (
 from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
 from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
+from analyzer.scheduling.plugins.nodeunschedulable import NodeUnschedulable
 from analyzer.scheduling.plugins.queuesort import NAME as PRIORITY_SORT
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
 from analyzer.scheduling.state import ClusterState, PodDemand
@@ -93,7 +94,7 @@ BANDS: tuple[tuple[int, str], ...] = (
     (1000, "1000–999999"),
     (1_000_000, "≥ 1000000"),
 )
-_STATIC = (TaintTolerationFilter, NodeAffinityFilter)
+_STATIC = (NodeUnschedulable, TaintTolerationFilter, NodeAffinityFilter)
 TOUCH_SCAN = 4096  # touches since a failed attempt scanned for the nodes they hit
 
 
@@ -151,6 +152,7 @@ def node_view(state: ClusterState, node: int) -> ClusterState:
         node_labels=state.node_labels[rows],
         node_annotations=state.node_annotations[rows],
         node_taints=state.node_taints[rows],
+        node_unschedulable=state.node_unschedulable[rows],
         load=load,
         objects=state.objects,
         ports=state.ports.node_copy(node),

@@ -33,9 +33,10 @@ from analyzer.scheduling.plugins.helper.node_constraints import (
 )
 from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
+from analyzer.scheduling.plugins.nodeunschedulable import NodeUnschedulable
 from analyzer.scheduling.state import ClusterState, PodDemand
 
-_STATIC = (TaintTolerationFilter, NodeAffinityFilter)
+_STATIC = (NodeUnschedulable, TaintTolerationFilter, NodeAffinityFilter)
 REUSE_SCAN = 256  # up to this many touches since the last count are checked for reuse
 
 
@@ -147,6 +148,10 @@ class RefusalCounter:
             and lead == len(profile.filters) - 1
             and isinstance(profile.filters[-1], NodeResourcesFit)
         )
+
+    def static_changed(self) -> None:
+        """Node taints or cordons changed: every shape's static codes are rebuilt."""
+        self._shapes.clear()
 
     def _shape(self, key: bytes, pod: PodDemand) -> _Shape:
         shape = self._shapes.get(key)

@@ -67,12 +67,13 @@ from analyzer.scheduling.plugins.noderesources.resource_allocation import (
     ResourceSpec,
     weighted_floor_mean,
 )
+from analyzer.scheduling.plugins.nodeunschedulable import NodeUnschedulable
 from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.queue_order import may_fit as queue_may_fit
 from analyzer.scheduling.state import CPU, MEMORY, ClusterState, PodDemand, is_scalar_resource
 
 LOWEST = np.iinfo(np.int64).min
-_STATIC_FILTERS = (TaintTolerationFilter, NodeAffinityFilter)
+_STATIC_FILTERS = (NodeUnschedulable, TaintTolerationFilter, NodeAffinityFilter)
 _TOPOLOGY = (PodTopologySpread, InterPodAffinity)
 FULL_RECOMPUTE_SHARE = 0.25  # above this share of changed nodes, recompute all rows at once
 SCALAR_ROWS = 64  # up to this many changed nodes, score them in plain Python (no numpy overhead)
@@ -164,7 +165,8 @@ class _Kernel:
 
     def __init__(self, profile: Profile) -> None:
         self.fit_filters = [f for f in profile.filters if isinstance(f, NodeResourcesFit)]
-        # the static filters: node taints and labels never change during a replay
+        # the static filters: node labels never change during a replay; taints and cordons
+        # change only with node-state intervals (``node_state_changed``: per-shape re-plan)
         self.static_filters = [f for f in profile.filters if isinstance(f, _STATIC_FILTERS)]
         # NodePorts reads the ports in use per node: checked on the rows a refresh recomputes
         self.ports = any(isinstance(f, NodePorts) for f in profile.filters)
@@ -244,6 +246,14 @@ class _Kernel:
                 for p, w, c in balanced
             ),
         )
+        allowed, varying = self.static_part(state, pod)
+        ports = pod.host_ports if self.ports else ()
+        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying, ports=ports)
+
+    def static_part(
+        self, state: ClusterState, pod: PodDemand
+    ) -> tuple[BoolArray | None, list[tuple[Any, int, Int64Array]]]:
+        """The static filters' mask (None: all pass) and the static scores that vary."""
         allowed = None
         for static in self.static_filters:
             feasible = static.filter(state, pod, 0.0).feasible
@@ -254,8 +264,7 @@ class _Kernel:
             raw = scorer.score(state, pod, 0.0)
             if raw is not None and weight and len(raw) and int(raw.min()) != int(raw.max()):
                 varying.append((scorer, weight, raw))
-        ports = pod.host_ports if self.ports else ()
-        return _Plan(never, checked_axis, fit, balanced, rows, allowed, varying, ports=ports)
+        return allowed, varying
 
     def fixed(self, state: ClusterState, pod: PodDemand) -> Int64Array | None:
         """Σ weight × score of the static plugins without NormalizeScore (None: all zero)."""
@@ -339,6 +348,7 @@ class _Entry:
     load_position: int = 0  # how far into ``LoadRows.log`` the load-aware part is up to date
     load_epoch: int = -1  # the ``LoadRows.epoch`` it was computed in (-1: never)
     spread: ZoneBests | None = None  # per-zone bests, built for default-spread pods only
+    epoch: int = 0  # the ``ScoreCache.epoch`` of node taints/cordons its static part was built in
 
     def rewritten(self) -> None:
         """``masked`` was rewritten in bulk: its kept bests are unknown."""
@@ -409,6 +419,7 @@ class ScoreCache:
         self.changes = 0  # touches so far (never reset): a version of the state
         self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
         self.entries: dict[bytes, _Entry] = {}
+        self.epoch = 0  # node taint/cordon changes so far (``node_state_changed``)
         self.notes: list[str] = []
         if self.kernel is None:
             self.notes.append(
@@ -433,8 +444,21 @@ class ScoreCache:
             for entry in self.entries.values():
                 entry.position = -1
 
+    def node_state_changed(self, nodes: Sequence[int]) -> None:
+        """Taints or cordons of ``nodes`` changed: their rows are stale, and every shape's static
+        mask and scores are rebuilt at its next use (``epoch``)."""
+        self.epoch += 1
+        for node in nodes:
+            self.touch(node)
+
     def _entry(self, key: bytes, demand: PodDemand) -> _Entry:
         entry = self.entries.get(key)
+        if entry is not None and entry.epoch != self.epoch:
+            assert self.kernel is not None
+            plan = entry.plan
+            plan.allowed, plan.static = self.kernel.static_part(self.state, demand)
+            plan.static_sums = {}
+            entry.epoch = self.epoch
         if entry is None:
             assert self.kernel is not None
             plan = self.kernel.plan(self.state, demand)
@@ -444,6 +468,7 @@ class ScoreCache:
                 masked=np.full(self.state.node_count, LOWEST, dtype=np.int64),
                 position=-1,
                 pair=pair_form(plan.rows),
+                epoch=self.epoch,
             )
             if self.load is not None:
                 entry.load = self.load.shape(demand)

@@ -40,14 +40,28 @@ class Taint:
     effect: str = ""
 
 
+# Taints cluster-autoscaler and Karpenter put on nodes they are about to remove or consolidate:
+# transient by nature, never a property of the node (a replay applies them only while they held,
+# from the snapshot's node_state_intervals; the collector keeps them out of nodes.taints).
+AUTOSCALER_TAINT_KEYS = (
+    "ToBeDeletedByClusterAutoscaler",
+    "DeletionCandidateOfClusterAutoscaler",
+    "karpenter.sh/disrupted",
+    "karpenter.sh/disruption",
+)
+
+
 @dataclass(frozen=True)
 class Toleration:
-    """A pod toleration (``tolerationSeconds`` does not affect scheduling)."""
+    """A pod toleration. ``seconds`` (``tolerationSeconds``) does not affect scheduling: it
+    bounds how long a pod stays on a node that gets a NoExecute taint it tolerates (None: for
+    ever; the replay's ``analyzer.replay.node_state``)."""
 
     key: str = ""
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
+    seconds: int | None = None
 
     def tolerates(self, taint: Taint) -> bool:
         """core/v1 ``ToleratesTaint``."""
@@ -191,9 +205,25 @@ def parse_tolerations(raw: Any, where: str) -> tuple[Toleration, ...]:
                 operator,
                 text(item.get("value"), f"{at}.value"),
                 text(item.get("effect"), f"{at}.effect"),
+                _seconds(item.get("tolerationSeconds"), f"{at}.tolerationSeconds"),
             )
         )
     return tuple(out)
+
+
+def _seconds(raw: Any, where: str) -> int | None:
+    """``tolerationSeconds``: an integer (a string of one, as kube-state-metrics' label holds
+    it); absent or empty: None. Negative values mean "evict at once" upstream (kept as given)."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, bool):
+        raise InputError(f"{where}: expected an integer number of seconds, got {raw!r}")
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise InputError(
+            f"{where}: expected an integer number of seconds, got {preview(str(raw))}"
+        ) from None
 
 
 def _requirements(raw: Any, where: str) -> tuple[Requirement, ...]:

@@ -214,6 +214,9 @@ class ClusterState:
     node_labels: list[dict[str, str]] = field(default_factory=list)
     node_annotations: list[dict[str, str]] = field(default_factory=list)
     node_taints: list[tuple[Taint, ...]] = field(default_factory=list)  # empty: no node tainted
+    # spec.unschedulable (cordoned) per node; empty: no node cordoned. A replay with node-state
+    # intervals changes it and node_taints in place (``analyzer.replay.node_state``)
+    node_unschedulable: list[bool] = field(default_factory=list)
     load: LoadInputs | None = None
     # per-GPU device state, attached for GPU profiles (``analyzer.scheduling.gpu.devices``)
     devices: DeviceTracker | None = None

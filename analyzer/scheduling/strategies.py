@@ -62,7 +62,13 @@ class Strategy:
 
 STRATEGIES: Registry[Strategy] = Registry("strategy")
 # kube-scheduler v1 default filters that the analyzer models (order as in the default profile)
-_KUBE_FILTERS = ["TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"]
+_KUBE_FILTERS = [
+    "NodeUnschedulable",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+]
 # the v1 default profile's score plugins that the analyzer models, with their default weights:
 # TaintToleration (fewer intolerable PreferNoSchedule taints), NodeAffinity (preferred terms) and
 # ImageLocality (node images) read only node taints/labels/images, so the replay's cache keeps

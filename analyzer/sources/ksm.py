@@ -25,9 +25,10 @@ from analyzer.sources.catalog import (
     template_constraints,
 )
 from analyzer.sources.lifecycle import Pod
+from analyzer.sources.node_events import NodeEvent, node_events
 from analyzer.sources.omtext import SeriesWriter, cores, series_head
 from analyzer.sources.spec import Grid
-from analyzer.sources.synthetic import SyntheticCluster, node_labels
+from analyzer.sources.synthetic import SyntheticCluster, node_labels, open_nodes
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 QOS_CLASSES = ("BestEffort", "Burstable", "Guaranteed")
@@ -85,6 +86,9 @@ def write_nodes(
     only when ``opt_in`` asks (they are off by default since KSM 2.10)."""
     with_labels, with_annotations = opt_in
     last = cluster.grid.size - 1
+    events: dict[int, list[NodeEvent]] = {}
+    for event in node_events(cluster.spec, open_nodes(cluster.nodes), cluster.grid):
+        events.setdefault(event.node, []).append(event)
     for i, node in enumerate(cluster.nodes):
         info = {
             "node": node.name,
@@ -113,6 +117,8 @@ def write_nodes(
         for taint in pool_taints(node.pool):
             own = {"node": node.name} | taint  # key, value, effect
             out.const(target.head("kube_node_spec_taint", own), "1", 0, last)
+        if cluster.spec.node_events:
+            _node_event_series(out, target, node.name, events.get(i, []), last)
         if with_labels:
             own = {"node": node.name} | {
                 "label_" + sanitize_resource_name(k): v for k, v in node_labels(node).items()
@@ -124,6 +130,27 @@ def write_nodes(
                 for k, v in node.pool.annotations.items()
             }
             out.const(target.head("kube_node_annotations", own), "1", 0, last)
+
+
+def _node_event_series(
+    out: SeriesWriter, target: KsmTarget, name: str, events: list[NodeEvent], last: int
+) -> None:
+    """A node's event taints, and its spec.unschedulable and Ready condition at every point (KSM
+    exports both for every node)."""
+    cordoned = np.zeros(last + 1, dtype=np.int64)
+    ready = np.ones(last + 1, dtype=np.int64)
+    for e in events:
+        if e.kind == "taint":
+            own = {"node": name, "key": e.key, "value": e.value, "effect": e.effect}
+            out.const(target.head("kube_node_spec_taint", own), "1", e.lo, e.hi)
+        elif e.kind == "cordon":
+            cordoned[e.lo : e.hi + 1] = 1
+        else:
+            ready[e.lo : e.hi + 1] = 0
+    out.runs(target.head("kube_node_spec_unschedulable", {"node": name}), cordoned, 0)
+    for status, values in (("true", ready), ("false", 1 - ready), ("unknown", 0 * ready)):
+        own = {"node": name, "condition": "Ready", "status": status}
+        out.runs(target.head("kube_node_status_condition", own), values, 0)
 
 
 def container_id(uid: str, name: str) -> str:

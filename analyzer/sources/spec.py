@@ -26,6 +26,7 @@ OPTIONAL_FIELDS = {
 # Kubernetes-object knobs (sources/kube_objects.py), also left out of meta.json at their defaults.
 OPTIONAL_FIELDS.update({"zones": 0, "pod_constraints": False})
 OPTIONAL_FIELDS["kubelet_version"] = KUBELET_VERSION
+OPTIONAL_FIELDS["node_events"] = False
 MONTH_SECONDS = 30 * 86400  # a growth rate is per 30 days
 ANY_POOL = "*"  # ``growth`` key of the workloads free to run in any open pool
 
@@ -76,6 +77,8 @@ class SyntheticSpec:
 
     ``kubelet_version`` is every node's kubelet (``kube_node_info{kubelet_version}`` and the
     nodes table): the Kubernetes version a replay of this cluster reads (docs/scheduling.md).
+    ``node_events``: cordons, short autoscaler taints and a not-ready join
+    (``analyzer.sources.node_events``; off by default).
 
     With ``growth`` or ``fast_growth`` set, the cluster's structure (nodes, workloads and their
     replicas at the anchor) comes from the seed alone and its events (pod creation times, rollouts,
@@ -108,6 +111,7 @@ class SyntheticSpec:
     day_noise: float = 0.0
     team_usage: tuple[tuple[str, float], ...] = ()
     kubelet_version: str = KUBELET_VERSION
+    node_events: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 1:

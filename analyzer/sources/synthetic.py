@@ -47,6 +47,7 @@ from analyzer.sources.catalog import (
 from analyzer.sources.kube_placement import kube_placer
 from analyzer.sources.lifecycle import Pod, SpecResources, build_pods
 from analyzer.sources.lifecycle_loop import run_lifecycles
+from analyzer.sources.node_events import event_table, node_events
 from analyzer.sources.placement import ClusterState, Placer, least_allocated_place
 from analyzer.sources.pod_constraints import (
     constraint_columns,
@@ -151,6 +152,11 @@ def build_nodes(spec: SyntheticSpec, rng: np.random.Generator) -> list[Synthetic
             )
         )
     return nodes
+
+
+def open_nodes(nodes: list[SyntheticNode]) -> list[int]:
+    """Indices of the nodes of open pools (no GPU, not dedicated): the node events' candidates."""
+    return [i for i, n in enumerate(nodes) if not n.pool.gpus and not n.pool.dedicated]
 
 
 def _times(values: Sequence[int | None]) -> pd.Series:
@@ -450,6 +456,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
             "priority_classes": dict(PRIORITY_CLASSES),
         },
     )
+    events = node_events(spec, open_nodes(nodes), grid)
     snapshot = make_snapshot(
         meta,
         _node_table(nodes, spec),
@@ -457,6 +464,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         node_usage,
         pod_usage,
         objects=_kept_objects(pods, budgets) if spec.pod_constraints else None,
+        node_state=event_table(events, [n.name for n in nodes], grid) if spec.node_events else None,
     )
     return SyntheticCluster(
         spec=spec,

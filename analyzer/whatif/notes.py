@@ -39,6 +39,7 @@ from analyzer.scheduling.plugins.helper.node_constraints import AFFINITY_NAME, T
 from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_cells import controller_from_owner
 from analyzer.scheduling.priority_class import parse_priority_class
+from analyzer.whatif.node_state_notes import node_state_notes
 from analyzer.whatif.port_notes import port_notes
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -146,6 +147,7 @@ def constraint_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
             "PreferNoSchedule taints, which these strategies do not score (no TaintToleration "
             "score plugin; the kube-based presets score them)."
         )
+    notes.extend(node_state_notes(snapshot))
     notes.extend(topology_notes(snapshot, strategies))
     notes.extend(image_notes(snapshot, strategies))
     notes.extend(port_notes(snapshot, strategies))

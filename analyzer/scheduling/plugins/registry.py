@@ -22,6 +22,7 @@ import analyzer.scheduling.plugins.nodeaffinity as node_affinity
 import analyzer.scheduling.plugins.nodeports as node_ports
 import analyzer.scheduling.plugins.noderesources.balanced_allocation as balanced_allocation
 import analyzer.scheduling.plugins.noderesources.fit as fit
+import analyzer.scheduling.plugins.nodeunschedulable as node_unschedulable
 import analyzer.scheduling.plugins.podtopologyspread as spread
 import analyzer.scheduling.plugins.queuesort as priority_sort
 import analyzer.scheduling.plugins.tainttoleration as taint_score
@@ -130,6 +131,16 @@ def _register_builtins() -> None:
             points=frozenset({"filter", "score"}),
             parse_args=constraints.parse_args,
             build=taint_score.TaintToleration,
+        )
+    )
+    register(
+        PluginType(
+            name=node_unschedulable.NAME,
+            description="filter: cordoned nodes (spec.unschedulable) refuse pods without the "
+            "node.kubernetes.io/unschedulable:NoSchedule toleration",
+            points=frozenset({"filter"}),
+            parse_args=node_unschedulable.parse_args,
+            build=node_unschedulable.NodeUnschedulable,
         )
     )
     register(

@@ -11,7 +11,7 @@
 
 Vectorised like the filter: nodes share few taint sets, so the raw count is computed once per
 distinct set and per distinct toleration list, then gathered over nodes (cached in
-``ClusterState.cache``; node taints never change during a replay).
+``ClusterState.cache``; a replay's node-state intervals update it through ``retaint``).
 """
 
 from __future__ import annotations
@@ -70,6 +70,24 @@ def _sets(state: ClusterState) -> _Sets:
     sets = _Sets(state)
     state.cache[_CACHE_KEY] = sets
     return sets
+
+
+def retaint(state: ClusterState, nodes: list[int]) -> None:
+    """``nodes``' taints changed (a replay's node-state intervals): their set ids in the cached
+    sets are updated in place and the raw counts recomputed at their next use."""
+    sets = state.cache.get(_CACHE_KEY)
+    if not isinstance(sets, _Sets) or not nodes:
+        return
+    position = {taints: i for i, taints in enumerate(sets.sets)}
+    for node in nodes:
+        taints = tuple(state.node_taints[node])
+        at = position.get(taints)
+        if at is None:
+            at = position[taints] = len(sets.sets)
+            sets.sets.append(taints)
+        sets.ids[node] = at
+    sets.any_prefer = any(t.effect == PREFER_NO_SCHEDULE for s in sets.sets for t in s)
+    sets.raw = {}
 
 
 def raw_counts(state: ClusterState, pod: PodDemand) -> Int64Array:

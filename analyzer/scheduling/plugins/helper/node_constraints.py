@@ -26,7 +26,7 @@ import numpy as np
 
 from analyzer.core.errors import InputError
 from analyzer.scheduling.arith import BoolArray, Int64Array
-from analyzer.scheduling.constraint_types import Taint, Toleration
+from analyzer.scheduling.constraint_types import PodConstraints, Taint, Toleration
 from analyzer.scheduling.framework import FilterResult
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.versions import KubeVersion
@@ -66,6 +66,32 @@ def _index(state: ClusterState) -> _Index:
     index = _Index(list(taint_pos), taint_ids, [dict(k) for k in label_pos], label_ids)
     state.cache[_CACHE_KEY] = index
     return index
+
+
+def retaint(state: ClusterState, nodes: list[int]) -> None:
+    """``nodes``' taints changed in ``state.node_taints`` (a replay's node-state intervals):
+    update the cached index in place — their taint-set ids, a new set appended when unseen, and
+    each toleration signature's mask on those nodes (a new array: masks already handed out stay
+    as they were). The label part is untouched (labels never change)."""
+    index = state.cache.get(_CACHE_KEY)
+    if not isinstance(index, _Index) or not nodes:
+        return
+    position = {taints: i for i, taints in enumerate(index.taint_sets)}
+    for node in nodes:
+        taints = tuple(state.node_taints[node])
+        at = position.get(taints)
+        if at is None:
+            at = position[taints] = len(index.taint_sets)
+            index.taint_sets.append(taints)
+        index.taint_ids[node] = at
+    rows = np.array(nodes, dtype=np.int64)
+    for key, (mask, first) in list(index.taint_masks.items()):
+        who = PodConstraints(tolerations=key)
+        first.extend(who.tolerates_all(s) for s in index.taint_sets[len(first) :])
+        ok = np.array([f is None for f in first], dtype=bool)
+        fresh = mask.copy()
+        fresh[rows] = ok[index.taint_ids[rows]]
+        index.taint_masks[key] = (fresh, first)
 
 
 def taint_mask(state: ClusterState, pod: PodDemand) -> tuple[BoolArray, list[Taint | None]]:
