@@ -23,9 +23,8 @@ from typing import Any
 import pytest
 from anti_affinity_facts import anti_affinity_breaks
 from cdp_client import Chromium, require_chromium
-from click.testing import CliRunner
+from conftest import DemoRun
 
-from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -66,12 +65,10 @@ DELTA_KEYS = re.compile(r"(delta|change)")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo(default_demo: DemoRun) -> Path:
+    """The session's one default-size demo run (tests/conftest.py), read only here."""
     require_chromium()
-    out = tmp_path_factory.mktemp("demo") / "demo-out"
-    run = CliRunner().invoke(main, ["demo", "--out", str(out)], catch_exceptions=False)
-    assert run.exit_code == 0, run.output
-    return out
+    return default_demo.out
 
 
 def _pages(out: Path) -> list[Path]:
