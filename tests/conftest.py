@@ -9,6 +9,13 @@ survive), read the port from the "Listening on" log line, wait for ``/-/ready``.
 ``prometheus_from_openmetrics(path, *extra_args)`` is a session-scoped factory any test can use;
 servers for the same file and arguments are shared and all are stopped at the end of the session.
 Without the binaries the tests skip, except under CI (``CI=true``), where they fail loudly.
+
+``default_demo`` runs ``analyzer demo`` at its default size once per session (the slowest single
+step of the suite, ~3 min); every test that only reads the demo's outputs shares that one run.
+
+Under pytest-xdist (``.ci/run`` passes ``-n 2 --dist loadgroup``) each test module is one group, so
+a module's own module-scoped fixtures still run once; the tests that read ``default_demo`` form one
+group across their files, so the demo runs on one worker only. See tests/README.md.
 """
 
 from __future__ import annotations
@@ -171,3 +178,46 @@ def small_prometheus(
         return prometheus_from_openmetrics(path)
 
     return factory
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One finished ``analyzer demo`` at its default size: its folder and what it printed."""
+
+    out: Path
+    output: str
+
+
+@pytest.fixture(scope="session")
+def default_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """``analyzer demo --out DIR`` with every other option at its default, run once per session.
+
+    Tests only read the folder (a test that needs to change a demo output copies it first), so one
+    run serves the demo's CLI tests (tests/test_demo.py) and its page checks (test_demo_pages.py).
+    """
+    from click.testing import CliRunner
+
+    from analyzer.cli import main
+
+    out = tmp_path_factory.mktemp("demo") / "demo-out"
+    run = CliRunner().invoke(main, ["demo", "--out", str(out)], catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    return DemoRun(out, run.output)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup``, give every test an xdist group: its module, or "demo".
+
+    xdist's own hook (which runs after this one, see ``tryfirst``) sends each group to one worker.
+    A module per group keeps module-scoped fixtures to one run each, as without xdist; every test
+    that reads ``default_demo`` joins the "demo" group so that the session's demo runs once.
+    """
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if any(True for _ in item.iter_markers("xdist_group")):
+            continue  # a test module may name its own group
+        fixtures = getattr(item, "fixturenames", ())
+        group = "demo" if "default_demo" in fixtures else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -1,47 +1,50 @@
-"""``analyzer demo`` at a small size: snapshot, NodeMetrics, violations and one report per day."""
+"""``analyzer demo`` at its default size: snapshot, NodeMetrics, violations, one report per day.
+
+The demo runs once per session (``default_demo`` in tests/conftest.py); these tests and
+tests/test_demo_pages.py read that one run.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pandas as pd
 import yaml
 from anti_affinity_facts import anti_affinity_breaks
-from click.testing import CliRunner
+from conftest import DemoRun
 
-from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
 from analyzer.report.output import list_runs
 from analyzer.report.whatif import DEMO_STRATEGIES
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import find_violations
 
+# The demo's defaults (analyzer demo --help): 200 nodes, 7 days from 2026-11-01.
+NODES = 200
+DAYS = [f"2026-11-0{d}" for d in range(1, 8)]
 
-def test_demo_writes_snapshot_aggregates_and_reports(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    args = ["demo", "--out", str(out), "--nodes", "12", "--days", "2", "--step", "600"]
-    run = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert run.exit_code == 0, run.output
-    latest = out / "reports" / "2026-11-02" / "report.html"
-    assert str(latest) in run.output
-    assert "snapshot:" in run.output and "index" in run.output
+
+def test_demo_writes_snapshot_aggregates_and_reports(default_demo: DemoRun) -> None:
+    out, output = default_demo.out, default_demo.output
+    latest = out / "reports" / DAYS[-1] / "report.html"
+    assert str(latest) in output
+    assert "snapshot:" in output and "index" in output
 
     snapshot = read_snapshot(out / "snapshot")
-    assert len(snapshot.nodes) == 12
+    assert len(snapshot.nodes) == NODES
     objects = list(yaml.safe_load_all((out / "nodemetrics.yaml").read_text()))
-    assert len(objects) == 12
+    assert len(objects) == NODES
     assert {o["kind"] for o in objects} == {"NodeMetric"}
 
     stored = json.loads((out / "violations.json").read_text())
     assert len(stored["breaches"]) == find_violations(snapshot, ThresholdConfig()).count
 
-    # One nightly report per day, the second compared with the first.
-    assert [r.day for r in list_runs(out / "reports")] == ["2026-11-02", "2026-11-01"]
-    report = json.loads((out / "reports" / "2026-11-02" / "report.json").read_text())
-    assert report["previous_day"] == "2026-11-01"
-    assert report["summary"]["nodes"]["value"] == 12
+    # One nightly report per day, newest first, each compared with the day before.
+    assert [r.day for r in list_runs(out / "reports")] == DAYS[::-1]
+    reports = {day: json.loads((out / "reports" / day / "report.json").read_text()) for day in DAYS}
+    assert [reports[day]["previous_day"] for day in DAYS[1:]] == DAYS[:-1]
+    assert reports[DAYS[-1]]["summary"]["nodes"]["value"] == NODES
     html = latest.read_text()
     for question in (
         "Which nodes ran hot?",
@@ -51,21 +54,18 @@ def test_demo_writes_snapshot_aggregates_and_reports(tmp_path: Path) -> None:
         assert question in html
 
 
-def test_demo_runs_the_search_and_names_its_answer(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    args = ["demo", "--out", str(out), "--nodes", "12", "--days", "1", "--step", "600"]
-    run = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert run.exit_code == 0, run.output
+def test_demo_runs_the_search_and_names_its_answer(default_demo: DemoRun) -> None:
+    out = default_demo.out
     page = out / "whatif" / "search.html"
     assert page.is_file() and (out / "whatif" / "report.html").is_file()
     data = json.loads((out / "whatif" / "search.json").read_text())
-    assert data["sentence"] in run.output  # the summary names the answer
+    assert data["sentence"] in default_demo.output  # the summary names the answer
     rows = data["search"]["rows"]
     # observed, every preset of the what-if page as a baseline, 2 searched configurations
     assert [r["kind"] for r in rows] == ["observed", *["baseline"] * 4, "searched", "searched"]
     assert [r["name"] for r in rows[1:5]] == list(DEMO_STRATEGIES)
     for row in rows:
-        assert 0 <= row["peak_nodes"] <= 12
+        assert 0 <= row["peak_nodes"] <= NODES
         assert min(row["violations"], row["waited"], row["never_placed"]) >= 0
     # the demo's memory pool is dedicated: tainted, and only its own workload tolerates it
     snapshot = read_snapshot(out / "snapshot")

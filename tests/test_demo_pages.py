@@ -24,9 +24,8 @@ import pytest
 from anti_affinity_facts import anti_affinity_breaks
 from capacity_checks import capacity_problems, pct_shown, split_pool_mix
 from cdp_client import Chromium, require_chromium
-from click.testing import CliRunner
+from conftest import DemoRun
 
-from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -68,12 +67,10 @@ DELTA_KEYS = re.compile(r"(delta|change|released)")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo(default_demo: DemoRun) -> Path:
+    """The session's one default-size demo run (tests/conftest.py), read only here."""
     require_chromium()
-    out = tmp_path_factory.mktemp("demo") / "demo-out"
-    run = CliRunner().invoke(main, ["demo", "--out", str(out)], catch_exceptions=False)
-    assert run.exit_code == 0, run.output
-    return out
+    return default_demo.out
 
 
 def _pages(out: Path) -> list[Path]:
