@@ -15,11 +15,13 @@ import html
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
+from conftest import DemoRun
 from reliability_doc import documented_exit
 
 from analyzer.cli import main
@@ -29,13 +31,16 @@ PAGES = ("report.html", "search.html")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("portal") / "demo"
-    args = ["demo", "--out", str(out), "--nodes", "12", "--days", "2", "--step", "600"]
-    run = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert run.exit_code == 0, run.output
-    assert f"every report:  {out / 'index.html'}" in run.output
-    return out
+def demo(default_demo: DemoRun) -> Path:
+    """The session's default demo (read only: a test that changes it copies it first)."""
+    assert f"every report:  {default_demo.out / 'index.html'}" in default_demo.output
+    return default_demo.out
+
+
+def _nightly_days(out: Path) -> list[str]:
+    return sorted(
+        p.name for p in (out / "reports").iterdir() if re.fullmatch(r"\d{4}-\d\d-\d\d", p.name)
+    )
 
 
 def _pages_under(out: Path) -> set[str]:
@@ -56,8 +61,8 @@ def _links(page: Path) -> list[str]:
 def test_every_report_page_is_linked_once_and_every_link_resolves(demo: Path) -> None:
     links = _links(demo / "index.html")
     pages = _pages_under(demo)
-    # 2 nightly runs, the monthly review, the what-if and the search page
-    assert len(pages) == 5
+    # every nightly run, the monthly review, the what-if and the search page
+    assert len(pages) == len(_nightly_days(demo)) + 3
     assert sorted(links) == sorted(pages)
     assert all((demo / link).is_file() for link in links)
 
@@ -78,7 +83,9 @@ def test_headlines_are_the_reports_own_sentences(demo: Path) -> None:
 
 def test_nightly_node_time_reads_as_the_nightly_page_writes_it(demo: Path) -> None:
     index = (demo / "index.html").read_text()
-    for day in ("2026-11-01", "2026-11-02"):
+    days = _nightly_days(demo)
+    assert days
+    for day in days:
         report = json.loads((demo / "reports" / day / "report.json").read_text())
         seconds = report["summary"]["breach_node_seconds"]["value"]
         row = re.search(rf'reports/{day}/report.html">.*?</tr>', index, re.S)
@@ -109,7 +116,8 @@ def test_the_portal_page_loads_without_console_errors(demo: Path, tmp_path: Path
         "Nightly runs",
     ]
     assert counts.startswith(
-        "2 nightly runs, 1 monthly review, 1 what-if comparison, 1 configuration search"
+        f"{len(_nightly_days(demo))} nightly runs, 1 monthly review, 1 what-if comparison, "
+        "1 configuration search"
     )
 
 
@@ -155,9 +163,11 @@ def test_an_index_analyzer_did_not_write_is_left_alone(tmp_path: Path) -> None:
     assert (site / "index.html").read_text() == own
 
 
-def test_report_index_rebuilds_the_portal_of_a_folder(demo: Path) -> None:
-    before = sorted(_links(demo / "index.html"))
-    (demo / "index.html").unlink()
-    run = CliRunner().invoke(main, ["report", "index", str(demo)])
+def test_report_index_rebuilds_the_portal_of_a_folder(demo: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "demo"
+    shutil.copytree(demo, copy, ignore=shutil.ignore_patterns("history", "snapshot"))
+    before = sorted(_links(copy / "index.html"))
+    (copy / "index.html").unlink()
+    run = CliRunner().invoke(main, ["report", "index", str(copy)])
     assert run.exit_code == 0, run.output
-    assert sorted(_links(demo / "index.html")) == before
+    assert sorted(_links(copy / "index.html")) == before
