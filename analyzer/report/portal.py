@@ -34,7 +34,7 @@ from analyzer.report.render import render
 MAX_DEPTH = 3
 MAX_REPORTS = 2000
 MAX_JSON_BYTES = 64 << 20
-HEADLINE_CHARS = 240
+HEADLINE_CHARS = 1000  # a report's own sentence is shown whole; only an absurd one is cut
 PORTAL_MARK = "analyzer-portal"  # ``<meta name="analyzer-portal">``: this index.html is ours
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SKIP = {"history", "snapshot", "deliveries", "__pycache__"}
