@@ -184,3 +184,16 @@ def test_search_ranks_by_capacity_then_money() -> None:
     best, _ = recommend(_row("observed", 100, 0.0), unpriced)
     assert best is not None and best.name == "frees-more"  # unpriced: the largest share
     assert math.isclose(best.released, 8.0)
+
+
+def test_a_share_that_rounds_to_zero_has_no_minus_sign() -> None:
+    # the demo's monthly headline read "right-size only -29 core-hours (-0.0 %)"
+    from analyzer.report.format import number
+    from analyzer.whatif.capacity import pct_text
+
+    assert pct_text(-0.004) == "0.0 %" and pct_text(-0.06) == "-0.1 %"
+    assert (
+        number(-0.04, 1) == "0.0"
+        and number(-0.06, 1) == "-0.1"
+        and number(-1234.5, 1) == "-1,234.5"
+    )

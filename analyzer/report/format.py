@@ -74,7 +74,9 @@ def number(value: Any, digits: int = 1, missing: str = MISSING) -> str:
         return missing if _is_missing(value) else str(value)
     if digits <= 0:
         return f"{round(x):,}"
-    return f"{x:,.{digits}f}"
+    text = f"{x:,.{digits}f}"
+    # a value that rounds to zero has no sign: "-0.0" reads as a loss that is not there
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
 
 
 def _is_missing(value: Any) -> bool:

@@ -177,7 +177,8 @@ def pct_text(value: float) -> str:
     """A share for a sentence, one decimal as the tables show it."""
     if not math.isfinite(value):
         return "n/a"
-    return f"{value:.1f} %"
+    text = f"{value:.1f}"
+    return ("0.0" if text == "-0.0" else text) + " %"  # a tiny loss rounds to 0.0, not −0.0
 
 
 def money_text(value: float | None, currency: str | None) -> str:
