@@ -213,7 +213,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     A module per group keeps module-scoped fixtures to one run each, as without xdist; every test
     that reads ``default_demo`` joins the "demo" group so that the session's demo runs once.
     """
-    if getattr(config.option, "dist", "no") != "loadgroup":
+    # xdist's workers run with dist "no" and say "loadgroup" in option.loadgroup instead (only the
+    # controller keeps dist == "loadgroup"); the groups must be set where the items are collected
+    loadgroup = getattr(config.option, "dist", "no") == "loadgroup"
+    if not (loadgroup or getattr(config.option, "loadgroup", False)):
         return
     for item in items:
         if any(True for _ in item.iter_markers("xdist_group")):

@@ -155,7 +155,8 @@ def test_bad_operator_is_an_input_error() -> None:
 def test_presets_enable_both_filters() -> None:
     for preset in ("kube-default", "most-allocated", "rtcr-binpack", "koord-loadaware"):
         names = [f.name for f in load_strategy(preset).filters]
-        assert names[:2] == ["TaintToleration", "NodeAffinity"], preset
+        # upstream's default profile order: NodeUnschedulable first, then the two filters
+        assert names[:3] == ["NodeUnschedulable", "TaintToleration", "NodeAffinity"], preset
 
 
 @pytest.mark.parametrize("preset", ["kube-default", "most-allocated"])
