@@ -15,7 +15,6 @@ durations use ``format.duration`` with the nightly page's convention (node-time 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import Any
 
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
+from analyzer.core.structured import load_json
 from analyzer.core.text import escaped, shortened
 from analyzer.report.format import count, duration
 from analyzer.report.output import MANIFEST, list_runs, make_readable
@@ -106,8 +106,8 @@ def _load(path: Path) -> dict[str, Any] | None:
     try:
         if path.is_symlink() or path.stat().st_size > MAX_JSON_BYTES:
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        data = load_json(path)  # the one reader: depth bound, one-line errors
+    except (OSError, InputError):
         return None
     return data if isinstance(data, dict) else None
 

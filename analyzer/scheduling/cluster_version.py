@@ -108,13 +108,10 @@ def cluster_version(
     versions = list(kubelet_versions)
     minors: Counter[KubeVersion] = Counter()
     for text in versions:
-        key = release_key(str(text)) if isinstance(text, str) else None
-        if key is None:
-            continue
-        try:
-            minors[parse_version(f"{key[0]}.{key[1]}")] += 1
-        except InputError:
-            continue  # a minor this analyzer has no formulas for (< 1.10, 2.x): not a vote
+        # unparseable, or a minor this analyzer has no formulas for (< 1.10, 2.x): not a vote
+        minor = _known_minor(text) if isinstance(text, str) else None
+        if minor is not None:
+            minors[minor] += 1
     if not minors:
         return ClusterVersion(
             DEFAULT_VERSION,

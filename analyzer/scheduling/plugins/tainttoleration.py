@@ -24,7 +24,10 @@ import numpy as np
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.constraint_types import Taint, Toleration
 from analyzer.scheduling.framework import ExplainRow
-from analyzer.scheduling.plugins.helper.node_constraints import TaintTolerationFilter
+from analyzer.scheduling.plugins.helper.node_constraints import (
+    TaintTolerationFilter,
+    reassign_taint_sets,
+)
 from analyzer.scheduling.plugins.helper.normalize_score import default_normalize
 from analyzer.scheduling.state import ClusterState, PodDemand
 from analyzer.scheduling.versions import KubeVersion
@@ -78,14 +81,7 @@ def retaint(state: ClusterState, nodes: list[int]) -> None:
     sets = state.cache.get(_CACHE_KEY)
     if not isinstance(sets, _Sets) or not nodes:
         return
-    position = {taints: i for i, taints in enumerate(sets.sets)}
-    for node in nodes:
-        taints = tuple(state.node_taints[node])
-        at = position.get(taints)
-        if at is None:
-            at = position[taints] = len(sets.sets)
-            sets.sets.append(taints)
-        sets.ids[node] = at
+    reassign_taint_sets(sets.sets, sets.ids, state, nodes)
     sets.any_prefer = any(t.effect == PREFER_NO_SCHEDULE for s in sets.sets for t in s)
     sets.raw = {}
 

@@ -68,6 +68,22 @@ def _index(state: ClusterState) -> _Index:
     return index
 
 
+def reassign_taint_sets(
+    taint_sets: list[tuple[Taint, ...]], ids: Int64Array, state: ClusterState, nodes: list[int]
+) -> None:
+    """``nodes``' taints changed: point each at its taint set's id in ``ids`` (in place),
+    appending a set to ``taint_sets`` when it was not seen before. Shared by the filter's index
+    and TaintToleration's score sets, which both number the distinct taint sets of the nodes."""
+    position = {taints: i for i, taints in enumerate(taint_sets)}
+    for node in nodes:
+        taints = tuple(state.node_taints[node])
+        at = position.get(taints)
+        if at is None:
+            at = position[taints] = len(taint_sets)
+            taint_sets.append(taints)
+        ids[node] = at
+
+
 def retaint(state: ClusterState, nodes: list[int]) -> None:
     """``nodes``' taints changed in ``state.node_taints`` (a replay's node-state intervals):
     update the cached index in place — their taint-set ids, a new set appended when unseen, and
@@ -76,14 +92,7 @@ def retaint(state: ClusterState, nodes: list[int]) -> None:
     index = state.cache.get(_CACHE_KEY)
     if not isinstance(index, _Index) or not nodes:
         return
-    position = {taints: i for i, taints in enumerate(index.taint_sets)}
-    for node in nodes:
-        taints = tuple(state.node_taints[node])
-        at = position.get(taints)
-        if at is None:
-            at = position[taints] = len(index.taint_sets)
-            index.taint_sets.append(taints)
-        index.taint_ids[node] = at
+    reassign_taint_sets(index.taint_sets, index.taint_ids, state, nodes)
     rows = np.array(nodes, dtype=np.int64)
     for key, (mask, first) in list(index.taint_masks.items()):
         who = PodConstraints(tolerations=key)
