@@ -16,11 +16,13 @@ called by the score cache (``active``).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from analyzer.replay.tree_mirror import TreeMirror
 from analyzer.scheduling.node_sampling import (
     found_nodes,
     num_feasible_nodes_to_find,
@@ -41,6 +43,7 @@ class NodeTree:
         self.members: set[int] = set()
         self._order: Int64Array | None = None
         self._doubled: Int64Array | None = None
+        self.version = 0  # changes of the node list so far
 
     def add(self, node: int) -> None:
         """Upstream's ``addNode``: append to its zone (a new zone goes last)."""
@@ -49,6 +52,7 @@ class NodeTree:
         self.members.add(node)
         self.zones.setdefault(self.keys[node], []).append(node)
         self._order = self._doubled = None
+        self.version += 1
 
     def remove(self, node: int) -> None:
         """Upstream's ``removeNode``: out of its zone's list; an emptied zone is dropped."""
@@ -61,6 +65,7 @@ class NodeTree:
         if not zone:
             del self.zones[key]
         self._order = self._doubled = None
+        self.version += 1
 
     def order(self) -> Int64Array:
         """The node list (``nodeTree.list()``) as state rows; rebuilt only after a change."""
@@ -86,13 +91,22 @@ class NodeSampler:
         self.tree = NodeTree(labels)
         self.names = names
         self.start = 0  # nextStartNodeIndex
-        self.span = 0  # nodes the last window processed: the next window's first guess
+        self.rows_count = len(names)
+        # the node list as of ``version``: its length, its rows twice (a window from any start
+        # index is one slice), each row's position in it (-1: not present), numFeasibleNodesToFind
+        self.version = -1
+        self.size = 0
+        self.doubled: Int64Array = np.zeros(0, dtype=np.int64)
+        self.position: list[int] = []
+        self._wanted = 0
+        self._refresh()
 
     def begin(self, active: BoolArray) -> None:
         """The nodes present at the start, added in name order (the initial LIST)."""
         present = np.flatnonzero(active).tolist()
         for node in sorted(present, key=lambda row: (self.names[row], row)):
             self.tree.add(node)
+        self._refresh()
 
     def membership(self, node: int, present: bool) -> None:
         """Node ``node`` joined (appended to its zone) or left (removed)."""
@@ -100,11 +114,26 @@ class NodeSampler:
             self.tree.add(node)
         else:
             self.tree.remove(node)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-read the node list after a change (joins and leaves come a few per instant)."""
+        tree = self.tree
+        if tree.version == self.version:
+            return
+        self.version = tree.version
+        order = tree.order()
+        self.size = len(order)
+        self.doubled = tree.doubled()
+        position = np.full(self.rows_count, -1, dtype=np.int64)
+        position[order] = np.arange(len(order), dtype=np.int64)
+        self.position = position.tolist()
+        self._wanted = num_feasible_nodes_to_find(len(tree.members), self.percentage)
 
     @property
     def wanted(self) -> int:
         """numFeasibleNodesToFind for the present node count."""
-        return num_feasible_nodes_to_find(len(self.tree.members), self.percentage)
+        return self._wanted
 
     @property
     def active(self) -> bool:
@@ -122,36 +151,32 @@ class NodeSampler:
             self.start = (start + processed) % n
         return np.sort(order[positions])
 
-    def best(self, masked: Int64Array, lowest: int) -> Int64Array:
-        """The hot path's choice set: the rows (tree order, not sorted) holding the highest total
-        among the nodes found; empty when no node is feasible. ``masked`` holds each row's
-        total, ``lowest`` where infeasible. Only a window of the node list is read — about as
-        long as the last one, doubled until it holds the nodes wanted — so a choice costs O(K)
-        instead of O(n) (one pass over every node only when fewer are feasible). The window
-        past the K-th feasible node is cut off; infeasible rows inside it are ``lowest`` and
-        never the highest while one node is feasible."""
-        order = self.tree.doubled()
-        n = len(order) // 2
+    def choose(self, mirror: TreeMirror) -> list[int]:
+        """The hot path's choice set: the rows (ascending) holding the highest total among the
+        nodes the scheduler finds; advances the start index by the nodes processed. Empty when
+        no node is feasible. ``mirror`` holds the totals in this node list's order
+        (``tree_mirror``): the nodes processed are one bisection of its feasible positions
+        (the ``wanted``-th from the start index), the window's highest total comes from its
+        listed top rows. O(log n) per choice instead of a read of the window."""
+        if mirror.version != self.version:
+            mirror.rebuild(self.version, self.position, self.doubled)
+        n = self.size
+        feasible = mirror.feasible
+        count = len(feasible)
+        if count == 0:
+            return []  # fits nowhere: every node processed, the index stays
         start = self.start % n
         wanted = self.wanted
-        length = min(n, max(wanted, self.span + self.span // 4 + 16))
-        while True:
-            segment = order[start : start + length]
-            values = masked[segment]
-            hits = np.flatnonzero(values != lowest)
-            if len(hits) >= wanted or length >= n:
-                break
-            length = min(n, 2 * length)
-        if len(hits) == 0:
-            processed = n  # fits nowhere: every node processed, the index stays
-            self.span, self.start = processed, start
-            return hits
-        processed = int(hits[wanted - 1]) + 1 if len(hits) >= wanted else n
-        self.span = processed
+        if count <= wanted:
+            processed = n  # fewer feasible than wanted: every node processed, the index stays
+        else:
+            last = bisect.bisect_left(feasible, start) + wanted - 1
+            if last < count:
+                processed = feasible[last] - start + 1
+            else:  # wraps round the end of the list
+                processed = n - start + feasible[last - count] + 1
         self.start = (start + processed) % n
-        values = values[:processed]
-        chosen: Int64Array = segment[:processed][values == values.max()]
-        return chosen
+        return mirror.highest(start, processed)
 
     def found(self, feasible: BoolArray) -> BoolArray:
         """``rows`` as a mask over state rows."""

@@ -49,6 +49,7 @@ from analyzer.replay.rows import (
     score_rows_pair,
 )
 from analyzer.replay.topology import DEFAULTS, INERT, TOPOLOGY_MARK, TopologyCheck
+from analyzer.replay.tree_mirror import TreeMirror
 from analyzer.replay.zone_bests import ZoneBests
 from analyzer.scheduling.arith import BoolArray, FloatArray, Int64Array
 from analyzer.scheduling.framework import Evaluation, Profile, select
@@ -349,11 +350,14 @@ class _Entry:
     load_epoch: int = -1  # the ``LoadRows.epoch`` it was computed in (-1: never)
     spread: ZoneBests | None = None  # per-zone bests, built for default-spread pods only
     epoch: int = 0  # the ``ScoreCache.epoch`` of node taints/cordons its static part was built in
+    mirror: TreeMirror | None = None  # ``masked`` in node list order, for the sampled choice
 
     def rewritten(self) -> None:
         """``masked`` was rewritten in bulk: its kept bests are unknown."""
         self.best = None
         self.spread = None
+        if self.mirror is not None:
+            self.mirror.invalidate()
 
     def flush(self) -> None:
         """Write the small refreshes' values into ``masked`` (before reading it as a whole)."""
@@ -663,14 +667,17 @@ class ScoreCache:
 def _choose_sampled(entry: _Entry, rng: np.random.Generator, sampler: NodeSampler) -> int | None:
     """The plain choice over the nodes the scheduler finds (``NodeSampler.rows``): the highest
     cached total among them, ties uniform in ascending row order."""
-    entry.flush()
-    ties = sampler.best(entry.masked, LOWEST)
-    if len(ties) == 0:
+    mirror = entry.mirror
+    if mirror is None:
+        mirror = entry.mirror = TreeMirror(entry.masked, LOWEST)
+    if mirror.version != sampler.version:
+        entry.flush()  # the mirror is rebuilt from ``masked``
+    ties = sampler.choose(mirror)
+    if not ties:
         return None  # fits nowhere: upstream processed every node, the index stays
     if len(ties) == 1:
-        return int(ties[0])
-    ties.sort()  # the found nodes come in tree order; ties are drawn in row order
-    return int(ties[int(rng.integers(len(ties)))])
+        return ties[0]
+    return ties[int(rng.integers(len(ties)))]
 
 
 def _choose_static(
@@ -725,6 +732,8 @@ def _track_best(entry: _Entry, rows: list[int], values: list[int]) -> None:
     """
     if entry.spread is not None:
         entry.spread.update(rows, values)
+    if entry.mirror is not None:
+        entry.mirror.write(rows, values)
     best = entry.best
     if best is None:
         return
