@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cdp_client import Chromium, require_chromium
@@ -115,6 +116,8 @@ TABLE_EDGES = """(() => ({
   scroll: document.documentElement.scrollWidth,
   tables: [...document.querySelectorAll('table')].map(t =>
     [t.dataset.table || t.querySelector('th')?.textContent || '?', t.getBoundingClientRect().right]),
+  unrepeated: [...document.querySelectorAll('thead')]
+    .filter(h => getComputedStyle(h).display !== 'table-header-group').length,
 }))()"""
 
 # font-size of every element that holds text of its own, by a path the two media share.
@@ -122,7 +125,7 @@ FONT_SIZES = """(() => [...document.querySelectorAll('body *')]
   .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
   .filter(e => e.getClientRects().length)
   .map((e, i) => [e.tagName + '.' + e.className + ':' + i, parseFloat(getComputedStyle(e).fontSize),
-                  parseFloat(getComputedStyle(document.documentElement).zoom || '1')]))()"""
+                  e.currentCSSZoom]))()"""
 
 
 def _in_print(browser: Chromium, page: Path, width: int) -> None:
@@ -135,7 +138,8 @@ def _in_print(browser: Chromium, page: Path, width: int) -> None:
 
 
 def test_tables_fit_the_paper_width(pages: dict[str, Path], tmp_path: Path) -> None:
-    """With print media at the paper's content width, no table (nor the page) is wider."""
+    """With print media at the paper's content width, no table (nor the page) is wider; every
+    table header is a header group (printed again on each page the table runs onto)."""
     browser = Chromium(tmp_path / "profile")
     problems = []
     try:
@@ -146,6 +150,7 @@ def test_tables_fit_the_paper_width(pages: dict[str, Path], tmp_path: Path) -> N
                 edges = browser.evaluate(TABLE_EDGES)
                 assert edges["width"] == width, (kind, paper, edges["width"])
                 assert edges["tables"], f"{kind}: no table on the page"
+                assert edges["unrepeated"] == 0, f"{kind}: a thead that does not repeat"
                 if edges["scroll"] > width:
                     problems.append(
                         f"{kind} {paper}: the page is {edges['scroll']} px wide > {width}"
@@ -244,44 +249,82 @@ def test_link_targets_print_and_anchors_do_not(printed: dict[tuple[str, str], Pa
     assert "what-if report (report.html)" in search
 
 
-def test_long_tables_repeat_their_header(printed: dict[tuple[str, str], Path]) -> None:
-    """A table that runs onto a further page starts that page with its header row again."""
+def test_long_tables_repeat_their_header(
+    printed: dict[tuple[str, str], Path], pages: dict[str, Path]
+) -> None:
+    """A table that runs onto a further page starts that page with its header row again: some
+    printed page of the monthly review begins with a table's first header label that the page
+    before showed too (its long tables cross pages)."""
+    html = pages["monthly"].read_text()
+    labels = set(re.findall(r"<thead><tr><th[^>]*>([^<]+)</th>", html))
+    assert labels
     pdf = printed["monthly", "a4"]
-    repeated = 0
+    continued = []
     for number in range(2, _page_count(pdf) + 1):
-        previous = _pages_text(pdf, number - 1, number - 1)
-        text = _pages_text(pdf, number, number)
-        top = text.lstrip().splitlines()[:3]
-        # a page that begins inside a table (no heading on top) must begin with a header label
-        # the previous page showed
-        if top and top[0] in previous and top[0].strip() and not top[0][0].isdigit():
-            repeated += 1
-    assert repeated >= 1, "no printed page starts with a repeated table header"
+        lines = [line.strip() for line in _pages_text(pdf, number, number).splitlines()]
+        first = next((line for line in lines if line), "")
+        if first in labels and first in _pages_text(pdf, number - 1, number - 1).split("\n"):
+            continued.append(number)
+    assert continued, f"no page starts with a repeated table header (labels {sorted(labels)})"
 
 
-def test_report_whatif_pdf_through_the_cli(tmp_path: Path) -> None:
-    """``report whatif --pdf --paper letter``: the PDF beside report.html on US Letter, landscape."""
+@pytest.fixture(scope="module")
+def small_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 4-node, 1-day synthetic snapshot written by the real CLI (a what-if of seconds)."""
+    snap = tmp_path_factory.mktemp("print-snap") / "snap"
+    made = CliRunner().invoke(main, ["generate", "--out", str(snap), "--nodes", "4", "--days",
+                                     "1", "--step", "5m"])  # fmt: skip
+    assert made.exit_code == 0, made.output
+    return snap
+
+
+def _whatif(snap: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "analyzer", "report", "whatif", str(snap), "--out", str(out),
+         "--strategy", "kube-default", "--workers", "1", *extra],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_report_whatif_pdf_through_the_cli(small_snapshot: Path, tmp_path: Path) -> None:
+    """``report whatif --pdf --paper letter``: the PDF beside report.html on US Letter, landscape;
+    a later run without --pdf replaces the folder, PDF included (report.pdf is one of its files)."""
     require_chromium()
     _require_poppler()
-    runner = CliRunner()
-    snap = tmp_path / "snap"
-    made = runner.invoke(main, ["generate", "--out", str(snap), "--nodes", "4", "--days", "1",
-                                "--step", "5m"])  # fmt: skip
-    assert made.exit_code == 0, made.output
     out = tmp_path / "whatif"
-    run = runner.invoke(main, ["report", "whatif", str(snap), "--out", str(out), "--strategy",
-                               "kube-default", "--workers", "1", "--pdf", "--paper", "letter"])  # fmt: skip
-    assert run.exit_code == 0, run.output
+    run = _whatif(small_snapshot, out, "--pdf", "--paper", "letter")
+    assert run.returncode == 0, run.stderr
     pdf = out / "report.pdf"
-    assert f"pdf:    {pdf}" in run.output
+    assert f"pdf:    {pdf}" in run.stdout
     assert pdf.read_bytes().startswith(b"%PDF-")
+    assert pdf.stat().st_mode & 0o044 == 0o044  # readable by others, as report.html beside it
     info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True)
     assert re.search(r"Page size:\s+792 x 612 pts \(letter\)", info.stdout), info.stdout
-    assert "What-if" in _pages_text(pdf, 1, 1) or "what-if" in _pages_text(pdf, 1, 1).lower()
-    # a second run replaces the folder, PDF included: report.pdf is one of the folder's own files
-    again = runner.invoke(main, ["report", "whatif", str(snap), "--out", str(out), "--strategy",
-                                 "kube-default", "--workers", "1"])  # fmt: skip
-    assert again.exit_code == 0, again.output
+    title = (out / "report.html").read_text().split("<title>")[1].split("</title>")[0]
+    assert " ".join(title.split()) in " ".join(_pages_text(pdf, 1, 1).split())
+    again = _whatif(small_snapshot, out)
+    assert again.returncode == 0, again.stderr
+    assert not pdf.exists()
+
+
+def test_a_browser_that_fails_to_print(small_snapshot: Path, tmp_path: Path) -> None:
+    """A browser that exits with an error: the report stays as written, one line, the documented
+    exit code, no PDF."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "chromium").write_text("#!/bin/sh\necho 'crashed' >&2\nexit 21\n")
+    (fake / "chromium").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = tmp_path / "whatif"
+    pdf = tmp_path / "printed.pdf"
+    run = _whatif(small_snapshot, out, "--pdf", str(pdf), env=env)
+    assert run.returncode == documented_exit("pdf-print-failed"), run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("analyzer: error: --pdf: "), line
+    assert "exit 21" in line and "report.html is written" in line
+    assert (out / "report.html").is_file()
+    assert not pdf.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".printed")] == []
 
 
 def test_pdf_without_a_browser_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
@@ -302,7 +345,8 @@ def test_pdf_without_a_browser_is_one_line_and_writes_nothing(tmp_path: Path) ->
         assert run.returncode == documented_exit("pdf-no-browser"), (name, run.stderr)
         lines = run.stderr.strip().splitlines()
         assert len(lines) == 1, (name, run.stderr)
-        assert "--pdf" in lines[0] and "chromium" in lines[0] and "apt-get install" in lines[0]
+        assert lines[0].startswith("analyzer: error: --pdf: "), lines[0]
+        assert "chromium" in lines[0] and "apt-get install chromium" in lines[0]
         assert "Traceback" not in run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
 
