@@ -10,6 +10,7 @@ import click
 
 from analyzer.cli.base import report
 from analyzer.cli.notify_options import notify_options, notify_settings, publish
+from analyzer.cli.pdf_options import pdf_options, pdf_request, print_report
 from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.errors import InputError
 from analyzer.core.outdir import check_writable
@@ -55,6 +56,7 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
               help="With --snapshot: parallel processes (default: the machine's cores).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
+@pdf_options
 @notify_options
 @metrics_options
 @click.pass_context
@@ -79,6 +81,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     from analyzer.report.monthly import check_monthly_out, joint_settings, write_monthly_report
 
     check_monthly_out(out)  # before any work: never lose a user's folder
+    pdf = pdf_request(opts, out)  # no browser, a bad PATH: refused before the review (exit 2)
     notify = notify_settings(opts)  # secrets read and checked before any work (exit 2)
     month = None if opts["month"] is None else Month.parse(opts["month"])
     config = ThresholdConfig.from_config((ctx.obj or {}).get("config", {}))
@@ -132,6 +135,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
 
     portal = refresh_parent_portal(out, templates_dir=opts["templates_dir"])
     record_metrics(ctx, monthly_metrics(review))
+    print_report(pdf, paths.html)  # the folder is whole: a failed print leaves it as it is
     for pool in review.payload["pools"]:
         click.echo(f"{pool['name']}: {pool['decision']['sentence']}")
         if pool.get("simulated_decision"):

@@ -12,6 +12,7 @@ import pandas as pd
 
 from analyzer.cli.base import main, report
 from analyzer.cli.params import Count
+from analyzer.cli.pdf_options import pdf_options, pdf_request, print_report
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.core.text import escaped
@@ -221,6 +222,7 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
 @_options
+@pdf_options
 @click.pass_context
 def report_whatif_cmd(
     ctx: click.Context, /, snapshot: Path, out: Path, templates_dir: Path | None, **opts: Any
@@ -231,6 +233,7 @@ def report_whatif_cmd(
     from analyzer.report.whatif import write_whatif_report
 
     check_whatif_out(out)  # before the replays: never lose a run, nor a user's folder
+    pdf = pdf_request(opts, out)  # no browser, a bad PATH: refused before the replays (exit 2)
     settings = _settings(ctx, opts)
     result = _run(read_snapshot(snapshot), settings, opts)
     paths = write_whatif_report(result, out, templates_dir=templates_dir)
@@ -240,6 +243,7 @@ def report_whatif_cmd(
     click.echo(f"json:   {paths.json}")
     if portal is not None:
         click.echo(f"index:  {portal}")
+    print_report(pdf, paths.html, width=8)  # the folder is whole: a failed print leaves it as it is
 
 
 def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:

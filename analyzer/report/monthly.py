@@ -46,9 +46,10 @@ from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.capacity import UNIT_LINE
 from analyzer.whatif.joint import JointSettings
 
-# ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write.
+# ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write;
+# ``report.pdf``: --pdf's default, printed after the folder is in place.
 MONTHLY_FILES = names_matching(
-    ("report.html", "report.json", "*.csv", "rightsizing-patches.yaml", "deliveries")
+    ("report.html", "report.json", "*.csv", "rightsizing-patches.yaml", "deliveries", "report.pdf")
 )
 PATCHES = "rightsizing-patches.yaml"
 TOP_WORKLOADS = 15

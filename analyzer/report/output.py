@@ -71,11 +71,12 @@ def make_readable(path: Path) -> None:
 _OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif|deliveries|lost\+found)$")
 
 
-# What a what-if folder holds (the report, and the configuration search beside it); the report
-# replaces it as a whole.
+# What a what-if folder holds (the report, and the configuration search beside it; report.pdf:
+# --pdf's default); the report replaces it as a whole.
 WHATIF_FILES = names_matching(
-    ("report.html", "report.json", "*.csv", "search.html", "search.json", "search-scheduler.yaml")
-)
+    ("report.html", "report.json", "*.csv", "search.html", "search.json", "search-scheduler.yaml",
+     "report.pdf")
+)  # fmt: skip
 
 
 def check_whatif_out(folder: Path, option: str = "--out") -> None:
@@ -93,7 +94,7 @@ def owned_by_reports(name: str) -> bool:
 # search.json they all write, is one analyzer wrote (``report monthly --out OUT/monthly``).
 _REPORT_FOLDER_FILES = names_matching(
     ("report.html", "report.json", "*.csv", "rightsizing-patches.yaml", "search.html",
-     "search.json", "search-scheduler.yaml")
+     "search.json", "search-scheduler.yaml", "report.pdf")
 )  # fmt: skip
 # The temporaries of writing such a folder, or a file, beside it (core/atomic.py names them so).
 _ATOMIC_TEMP = re.compile(r"^\..+\.(?:[a-z0-9_]{8}\.tmp|old-\d+)$")
