@@ -45,6 +45,17 @@ class Outcome:
     risky: bool = False  # PDBs do not allow all its pods at once (sorted last)
 
 
+@dataclass
+class LiveState:
+    """A caller's scheduler state to simulate on in place (the replay's): the pods of
+    ``cluster.pods`` are bound on it already, ``demand_of`` maps each pod object (by ``id``) to
+    its demand, ``destinations`` masks the nodes that exist now."""
+
+    state: ClusterState
+    demand_of: dict[int, PodDemand]
+    destinations: np.ndarray
+
+
 def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
     """The scheduler state with every pod bound where it runs, and each node's demands."""
     extra = {
@@ -76,18 +87,34 @@ def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDeman
 class RemovalSimulator:
     """Simulates node removals one after another on one scheduler state."""
 
-    def __init__(self, cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        profile: Profile,
+        options: CAOptions,
+        now: float,
+        live: LiveState | None = None,
+    ) -> None:
         self.cluster = cluster
         self.profile = profile
         self.options = options
         self.now = now
-        self.state, self.demands = build_state(cluster)
         self.position = {n.name: i for i, n in enumerate(cluster.nodes)}
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
         # the nodes pods may move to: every node but those being deleted and those found
         # removable in this pass (``drop``)
         self.destinations = np.array([not n.being_deleted(now) for n in cluster.nodes], dtype=bool)
         self.last_index = 0
+        # every bind/unbind a kept simulation made, so a caller's live state can be restored
+        self.journal: list[tuple[bool, int, PodDemand]] = []
+        if live is not None:  # the replay's own state (its pods already bound): no copy
+            self.state = live.state
+            self.demands: dict[str, list[PodDemand]] = {}
+            self.destinations &= live.destinations
+            self.current = {name: list(pods) for name, pods in cluster.pods.items()}
+            self.demand_of = dict(live.demand_of)
+            return
+        self.state, self.demands = build_state(cluster)
 
         # the pods on each node now: a successful simulation persists, so a pod moved onto a
         # node that is simulated later moves again with that node's own pods (as upstream's
@@ -116,6 +143,15 @@ class RemovalSimulator:
                 return i
         return None
 
+    def restore(self) -> None:
+        """Undo every kept simulation on the state (a live state is as it was before the pass)."""
+        for bound, node, demand in reversed(self.journal):
+            if bound:
+                self.state.unbind(node, demand)
+            else:
+                self.state.bind(node, demand)
+        self.journal.clear()
+
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""
         self.destinations[self.position[node]] = False
@@ -123,7 +159,7 @@ class RemovalSimulator:
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
         found: PodsToMove = pods_to_move(
-            self.current[node], self.options, pdbs, self.now, self.cluster.controllers
+            self.current.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
         )
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
@@ -146,9 +182,11 @@ class RemovalSimulator:
             self.state.bind(target, demand)
             done.append((target, demand))
             placed[pod.key] = self.cluster.nodes[target].name
+        self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
+        self.journal.extend((True, target, demand) for target, demand in done)
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in self.current[node] if id(p) not in gone]
         for pod, (target, _) in zip(found.pods, done, strict=True):
-            self.current[self.cluster.nodes[target].name].append(pod)
+            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
         risky = not pdbs.in_parallel(found.pods)
         return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)

@@ -1,0 +1,294 @@
+"""cluster-autoscaler in the replay's loop: scale-up when pods wait, scale-down of unneeded nodes.
+
+The engine (``analyzer.replay.engine``) calls this at every instant it handles, before it places
+that instant's pods; the autoscaler's own instants (its ticks, a node becoming Ready) are instants
+of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md "In the replay"):
+
+- **the loop** runs every ``scan-interval`` (``StaticAutoscaler.RunOnce``) while anything may
+  change its answer: the state changed since the last pass, pods wait, or nodes are unneeded;
+- **scale-up** (``ScaleUpOrchestrator.ScaleUp``): the pods that wait after the scheduler tried
+  them; those that fit on nodes already being provisioned are left to them (upstream's upcoming
+  nodes); for each group with room below ``maxSize``, which of the rest pass the scheduler's
+  filters on an empty node of the group's shape, and how many new nodes they need (first-fit
+  decreasing on the requests: ``estimator.BinpackingNodeEstimator``), capped at ``maxSize``; the
+  expander picks one group (``random``, seeded; ``least-waste``: least idle cpu + memory
+  fraction; ``priority``: the highest-priority groups, then random); its nodes join after
+  ``provisioning-delay``;
+- **scale-down** (``Planner.UpdateClusterState`` / ``NodesToDelete``): every present node through
+  ``analyzer.autoscaler.eligibility`` (utilisation and threshold), the candidates through
+  ``analyzer.autoscaler.removal`` on the replay's own state (drain rules, PDBs with the
+  disruptions allowed now, re-placement on the scheduler's filters), empty ones first; a node
+  unneeded for ``scale-down-unneeded-time`` is deleted, not within
+  ``scale-down-delay-after-add`` of a scale-up, within the group's ``minSize`` and the
+  parallelism budgets (``analyzer.autoscaler.planner.select``); its pods are evicted and go back
+  to the replay's scheduler (DaemonSet and static pods end with the node).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
+from analyzer.autoscaler.drainability import PdbTracker
+from analyzer.autoscaler.eligibility import check
+from analyzer.autoscaler.planner import is_empty, select
+from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
+from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
+from analyzer.autoscaler.utilization import is_gpu_node
+from analyzer.core.resources import Container, PodSpecResources
+from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.autoscale_scaleup import plan_scale_up
+from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
+from analyzer.replay.budgets import ReplayBudgets
+from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.objects import PodObject
+from analyzer.scheduling.state import ClusterState
+
+SECOND = 1_000_000_000
+
+
+class ClusterAutoscaler:
+    """cluster-autoscaler's loop over one replay's live state (module docstring)."""
+
+    def __init__(
+        self,
+        inp: ReplayInput,
+        groups: NodeGroups,
+        settings: AutoscalerSettings,
+        profile: Profile,
+        state: ClusterState,
+        active: np.ndarray[Any, Any],
+        on_node: list[set[int]],
+        bound: list[int],
+        budgets: ReplayBudgets,
+        rng: np.random.Generator,
+    ) -> None:
+        self.inp, self.groups, self.settings, self.profile = inp, groups, settings, profile
+        self.state, self.active, self.on_node, self.bound = state, active, on_node, bound
+        self.budgets, self.rng = budgets, rng
+        self.options = settings.options
+        self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready
+        self.unneeded: dict[int, int] = {}  # slot -> since when
+        self.outcomes: dict[int, Outcome] = {}  # the last pass's removable nodes, pass order
+        self.last_add = -NEVER
+        # the first run one scan after the start: at the start itself no pod is placed yet
+        self.next_tick = inp.start + settings.scan_interval
+        self.clock = inp.start
+        self.dirty = True
+        self.waiting: tuple[int, ...] = ()
+        self.record = AutoscalerRecord(
+            "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
+        )
+        for slot in np.flatnonzero(active).tolist():
+            self.record.joined(slot, inp.start)
+        self.pods: dict[int, CAPod] = {}
+        self.nodes = [
+            CANode(name, {}, labels=state.node_labels[i] if state.node_labels else {},
+                   annotations=state.node_annotations[i] if state.node_annotations else {})
+            for i, name in enumerate(state.node_names)
+        ]  # fmt: skip
+        self.cpu, self.mem = state.index_of("cpu"), state.index_of("memory")
+        self.gpu = np.array(
+            [
+                is_gpu_node({"nvidia.com/gpu": 1} if "nvidia.com/gpu" in state.resources
+                            and state.allocatable[i, state.resources.index("nvidia.com/gpu")]
+                            else {}, labels)
+                for i, labels in enumerate(state.node_labels or [{}] * state.node_count)
+            ], dtype=bool,
+        )  # fmt: skip
+        self.disabled = np.array([n.scale_down_disabled for n in self.nodes], dtype=bool)
+
+    # -- the engine's side ---------------------------------------------------------------------
+    def next_time(self) -> int:
+        """The next instant the autoscaler acts on its own (``NEVER``: none)."""
+        ready = min(self.provisioning.values(), default=NEVER)
+        if self.dirty or self.waiting or self.unneeded:
+            return min(ready, max(self.next_tick, self.clock + 1))
+        return ready
+
+    def ready(self, now: int) -> list[int]:
+        """Slots whose provisioning ends at ``now``: they join (the engine activates them)."""
+        self.clock = now
+        joining = sorted(s for s, at in self.provisioning.items() if at <= now)
+        for slot in joining:
+            del self.provisioning[slot]
+            self.record.joined(slot, now)
+            self.record.added.append((now, slot))
+        if joining:
+            self.dirty = True
+        return joining
+
+    def tick(self, now: int, waiting: list[int]) -> list[int]:
+        """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
+        after the scheduler tried them), then scale-down. Returns the slots to delete now."""
+        self.clock = now
+        self.waiting = tuple(waiting)
+        if now < self.next_tick or not (self.dirty or self.waiting or self.unneeded):
+            return []
+        self.next_tick = now + self.settings.scan_interval
+        if self.waiting and self._scale_up(now):
+            self.last_add = now
+        if self.dirty:
+            self._update_unneeded(now)
+            self.dirty = False
+        return self._to_delete(now)
+
+    def removed(self, slot: int, now: int, evicted: list[int]) -> None:
+        """The engine deleted ``slot`` and evicted ``evicted`` from it."""
+        self.record.left(slot, now)
+        self.record.removed.append((now, slot, bool(evicted)))
+        self.record.evictions.extend((now, pod) for pod in evicted)
+        self.unneeded.pop(slot, None)
+        self.outcomes.pop(slot, None)
+        self.dirty = True
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _group_nodes(self, group: int) -> list[int]:
+        of = self.groups.of_node
+        live = [s for s in np.flatnonzero(self.active).tolist() if of[s] == group]
+        return live + [s for s in self.provisioning if of[s] == group]
+
+    def _free_slot(self, group: int) -> list[int]:
+        """The group's spare slots that do not exist now (a deleted one may be used again)."""
+        of = self.groups.of_node
+        unused = self.groups.spare & ~self.active
+        return [s for s in np.flatnonzero(unused).tolist()
+                if of[s] == group and s not in self.provisioning]  # fmt: skip
+
+    def _ca_pod(self, pod: int) -> CAPod:
+        found = self.pods.get(pod)
+        if found is None:
+            d = self.inp.demands[pod]
+            kind = "" if d.controller is None else d.controller.kind
+            found = CAPod(
+                PodObject(
+                    name=d.name,
+                    namespace=d.namespace,
+                    spec=PodSpecResources((Container("main", dict(d.request_map)),)),
+                    labels=d.labels,
+                    annotations={MIRROR_ANNOTATION: "replay"} if kind == "Node" else {},
+                    owner_kinds=(kind,) if kind else (),
+                    phase="Running",
+                    controller=d.controller,
+                    uid=d.uid,
+                )
+            )
+            self.pods[pod] = found
+        return found
+
+    def _cluster(self, candidates: list[int]) -> Cluster:
+        names = self.state.node_names
+        groups = {}
+        for g, name in enumerate(self.groups.names):
+            group = NodeGroup(name, self.groups.min_size[g], self.groups.max_size[g])
+            for slot in self._group_nodes(g):
+                groups[names[slot]] = group
+        pods = {names[s]: [self._ca_pod(p) for p in sorted(self.on_node[s])] for s in candidates}
+        return Cluster(self.nodes, pods, groups)
+
+    # -- scale-down ----------------------------------------------------------------------------
+    def _update_unneeded(self, now: int) -> None:
+        """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
+        opts, state = self.options, self.state
+        present = np.flatnonzero(self.active)
+        reasons: dict[str, int] = {}
+        if self.cpu is None or self.mem is None or not len(present):
+            self.unneeded, self.outcomes = {}, {}
+            self.record.reasons.append((now, reasons))
+            return
+        alloc = state.allocatable[present][:, [self.cpu, self.mem]].astype(np.float64)
+        used = state.requested[present][:, [self.cpu, self.mem]].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)
+        threshold = min(opts.scale_down_utilization_threshold, 1.0)
+        # a margin over the threshold: the exact check below decides (float sums differ)
+        maybe = (ratio < threshold + 1e-6) | self.gpu[present] | self.disabled[present]
+        look = present[maybe].tolist()
+        reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
+        cluster = self._cluster(look)
+        seconds = now / SECOND
+        candidates = []
+        for slot in look:
+            name = self.nodes[slot].name
+            node = CANode(name, self._allocatable(slot), self.nodes[slot].labels,
+                          self.nodes[slot].annotations)  # fmt: skip
+            elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
+            if elig.reason:
+                reasons[elig.reason] = reasons.get(elig.reason, 0) + 1
+            else:
+                candidates.append(slot)
+        empty_first = sorted(
+            candidates, key=lambda s: not is_empty(cluster, self.nodes[s].name, opts, seconds)
+        )
+        node_of = np.array(self.bound, dtype=np.int64)
+        on = [p for s in candidates for p in self.on_node[s]]
+        pdbs = PdbTracker(self.budgets.at(now, node_of, self.budgets.covering(on)))
+        destinations = self.active.copy()
+        if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
+            destinations &= ~np.array(state.node_unschedulable, dtype=bool)
+        live = LiveState(
+            state, {id(self._ca_pod(p)): self.inp.demands[p] for p in on}, destinations
+        )
+        simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
+        outcomes: dict[int, Outcome] = {}
+        for slot in empty_first:
+            outcome = simulator.simulate(self.nodes[slot].name, pdbs)
+            if not outcome.removable:
+                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
+                continue
+            simulator.drop(outcome.node)
+            pdbs.remove(outcome.moved)
+            outcomes[slot] = outcome
+        simulator.restore()
+        self.outcomes = outcomes
+        self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
+        reasons["Unneeded"] = len(outcomes)
+        self.record.reasons.append((now, {k: v for k, v in reasons.items() if v}))
+
+    def _allocatable(self, slot: int) -> dict[str, int]:
+        row = self.state.allocatable[slot]
+        return {r: int(v) for r, v in zip(self.state.resources, row.tolist(), strict=True) if v}
+
+    def _to_delete(self, now: int) -> list[int]:
+        """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up."""
+        if now - self.last_add < self.settings.delay_after_add:
+            return []
+        due = [
+            self.outcomes[s]
+            for s in self.outcomes
+            if now - self.unneeded[s] >= self.settings.unneeded_time
+        ]
+        if not due:
+            return []
+        position = {self.nodes[s].name: s for s in self.outcomes}
+        empty, drained, _ = select(due, self._cluster([]), self.options)
+        return [position[name] for name in empty + drained]
+
+    # -- scale-up ------------------------------------------------------------------------------
+    def _scale_up(self, now: int) -> bool:
+        """One scale-up for the waiting pods; True if nodes were ordered."""
+        count = len(self.groups.names)
+        room = [self.groups.max_size[g] - len(self._group_nodes(g)) for g in range(count)]
+        choice = plan_scale_up(
+            self.state,
+            self.profile,
+            self.inp.demands,
+            [p for p in self.waiting if not self.inp.pinned[p]],
+            [self._free_slot(g) for g in range(count)],
+            sorted(self.provisioning),
+            room,
+            self.settings,
+            self.groups.names,
+            self.rng,
+            now / SECOND,
+        )
+        if choice is None:
+            return False
+        group, slots = choice.group, choice.slots
+        for slot in slots:
+            self.provisioning[slot] = now + self.settings.provisioning_delay
+        self.record.scale_ups.append((now, group, len(slots)))
+        return True
