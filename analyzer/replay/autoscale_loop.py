@@ -78,7 +78,7 @@ class ClusterAutoscaler:
         self.next_tick = inp.start + settings.scan_interval
         self.clock = inp.start
         self.dirty = True
-        self.waiting: tuple[int, ...] = ()
+        self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
         self.record = AutoscalerRecord(
             "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
         )
@@ -106,7 +106,10 @@ class ClusterAutoscaler:
         """The next instant the autoscaler acts on its own (``NEVER``: none)."""
         ready = min(self.provisioning.values(), default=NEVER)
         if self.dirty or self.waiting or self.unneeded:
-            return min(ready, max(self.next_tick, self.clock + 1))
+            # the loop's runs are on a grid of scan-intervals from the start of the data
+            scan, start = self.settings.scan_interval, self.inp.start
+            grid = start + -(-(self.clock + 1 - start) // scan) * scan
+            return min(ready, max(self.next_tick, grid))
         return ready
 
     def ready(self, now: int) -> list[int]:
@@ -125,11 +128,10 @@ class ClusterAutoscaler:
         """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
         after the scheduler tried them), then scale-down. Returns the slots to delete now."""
         self.clock = now
-        self.waiting = tuple(waiting)
         if now < self.next_tick or not (self.dirty or self.waiting or self.unneeded):
             return []
         self.next_tick = now + self.settings.scan_interval
-        if self.waiting and self._scale_up(now):
+        if waiting and self._scale_up(now, waiting):
             self.last_add = now
         if self.dirty:
             self._update_unneeded(now)
@@ -144,6 +146,10 @@ class ClusterAutoscaler:
         self.unneeded.pop(slot, None)
         self.outcomes.pop(slot, None)
         self.dirty = True
+        if self.record.reasons:  # the deleted node stops counting as unneeded at once
+            counts = dict(self.record.reasons[-1][1])
+            counts["Unneeded"] = counts.get("Unneeded", 1) - 1
+            self.record.reasons.append((now, {k: v for k, v in counts.items() if v > 0}))
 
     # -- helpers -------------------------------------------------------------------------------
     def _group_nodes(self, group: int) -> list[int]:
@@ -245,7 +251,11 @@ class ClusterAutoscaler:
         simulator.restore()
         self.outcomes = outcomes
         self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
-        reasons["Unneeded"] = len(outcomes)
+        # nodes the group's minSize would keep however long they stay unneeded
+        _, _, kept = select(list(outcomes.values()), self._cluster([]), self.options)
+        if kept:
+            reasons["NodeGroupMinSizeReached"] = len(kept)
+        reasons["Unneeded"] = len(outcomes) - len(kept)
         self.record.reasons.append((now, {k: v for k, v in reasons.items() if v}))
 
     def _allocatable(self, slot: int) -> dict[str, int]:
@@ -268,7 +278,7 @@ class ClusterAutoscaler:
         return [position[name] for name in empty + drained]
 
     # -- scale-up ------------------------------------------------------------------------------
-    def _scale_up(self, now: int) -> bool:
+    def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
         count = len(self.groups.names)
         room = [self.groups.max_size[g] - len(self._group_nodes(g)) for g in range(count)]
@@ -276,7 +286,7 @@ class ClusterAutoscaler:
             self.state,
             self.profile,
             self.inp.demands,
-            [p for p in self.waiting if not self.inp.pinned[p]],
+            [p for p in waiting if not self.inp.pinned[p]],
             [self._free_slot(g) for g in range(count)],
             sorted(self.provisioning),
             room,

@@ -169,19 +169,16 @@ class NodeGroups:
 
 
 def _observed_range(inp: ReplayInput, members: np.ndarray[Any, Any]) -> tuple[int, int]:
-    """The fewest and most of ``members`` present at once within the data."""
+    """The fewest and most of ``members`` present at once within the data (counted after every
+    join and leave of an instant)."""
     joins = np.maximum(inp.node_join[members], inp.start)
     leaves = np.minimum(inp.node_leave[members], inp.end)
-    times = np.concatenate([joins, leaves])
-    deltas = np.concatenate([np.ones(len(joins)), -np.ones(len(leaves))])
-    order = np.lexsort((deltas, times))  # at one instant, leaves first
-    counts = np.cumsum(deltas[order])
-    inside = times[order] < inp.end
-    if not inside.any():
+    instants = np.unique(np.concatenate([joins, leaves]))
+    instants = instants[instants < inp.end]
+    if not len(instants):
         return 0, len(members)
-    present = counts[inside]
-    initial = int(np.count_nonzero(joins <= inp.start) - np.count_nonzero(leaves <= inp.start))
-    return int(min(present.min(), initial)), int(max(present.max(), initial))
+    present = [int(np.count_nonzero((joins <= t) & (leaves > t))) for t in instants.tolist()]
+    return min(present), max(present)
 
 
 def _shape(frame: pd.DataFrame, rows: np.ndarray[Any, Any], inp: ReplayInput) -> int:

@@ -526,6 +526,8 @@ def replay(
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
         step(now, changed, refreshed, arriving)
+        if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
+            scaler.waiting = bool(queue)
     for pod in queue.pods():
         why.ended(pod)
     result = rec.result(strategy.name, seed, queue.pods())
