@@ -10,8 +10,9 @@ worked out by hand with its defaults (scan every 10 s from the start, scale-down
   the simulation keeps the first move). 10 m later (10:10) the node is drained: one pod evicted
   and placed again by kube-default, two nodes left. Node-hours 2 × 2 h + 10 m 10 s.
 - **scale-up**: two nodes each holding a 3-core pod; a third 3-core pod from 30:00 to 90:00 fits
-  nowhere. CA's run at 30:10 adds one node of the group (maxSize 3 in the config), Ready at
-  32:10, where the pod waits until then (130 pending pod-seconds). It ends at 90:00; CA's run at
+  nowhere. CA's run at 30:10 adds one node of the group (one pod, one node, though maxSize 5
+  would allow three more), Ready at 32:10, where the pod waits until then (130 pending
+  pod-seconds); CA's run at 32:10 sees the pod fit the new node and orders none. It ends at 90:00; CA's run at
   90:00 comes after that departure (at one instant the data's events come first), so the node is
   unneeded from 90:00 and deleted at 100:00: node-hours 2 × 2 h + 67 m 50 s.
 """
@@ -108,7 +109,7 @@ def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
         P("burst", "a", cpu=3000, memory=GI, start=30, end=90),
     ]
     snap = _snapshot(tmp_path, [N("a"), N("b")], pods)
-    row = _row(_whatif(tmp_path, snap, "autoscaler:\n  node-groups: {pool: {maxSize: 3}}\n",
+    row = _row(_whatif(tmp_path, snap, "autoscaler:\n  node-groups: {pool: {maxSize: 5}}\n",
                        "--autoscaler", "cluster-autoscaler"))  # fmt: skip
     assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(130.0)

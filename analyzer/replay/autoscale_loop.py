@@ -79,6 +79,7 @@ class ClusterAutoscaler:
         self.clock = inp.start
         self.dirty = True
         self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
+        self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
         self.record = AutoscalerRecord(
             "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
         )
@@ -131,8 +132,11 @@ class ClusterAutoscaler:
         if now < self.next_tick or not (self.dirty or self.waiting or self.unneeded):
             return []
         self.next_tick = now + self.settings.scan_interval
-        if waiting and self._scale_up(now, waiting):
-            self.last_add = now
+        asked = (tuple(waiting), len(self.record.presence), len(self.record.removed))
+        if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
+            self.asked = asked
+            if self._scale_up(now, self._unschedulable(waiting, now)):
+                self.last_add = now
         if self.dirty:
             self._update_unneeded(now)
             self.dirty = False
@@ -278,6 +282,30 @@ class ClusterAutoscaler:
         return [position[name] for name in empty + drained]
 
     # -- scale-up ------------------------------------------------------------------------------
+    def _unschedulable(self, waiting: list[int], now: int) -> list[int]:
+        """``FilterOutSchedulablePodListProcessor``: the waiting pods that fit on no existing node
+        (each that fits is placed there in the simulation, so the next sees it), e.g. pods the
+        scheduler has not retried yet since a node became Ready."""
+        state, seconds = self.state, now / SECOND
+        placed: list[tuple[int, Any]] = []
+        out = []
+        for pod in waiting:
+            if self.inp.pinned[pod]:
+                continue
+            demand = self.inp.demands[pod]
+            feasible = self.active.copy()
+            for plugin in self.profile.filters:
+                feasible &= plugin.filter(state, demand, seconds).feasible
+            nodes = np.flatnonzero(feasible)
+            if len(nodes):
+                state.bind(int(nodes[0]), demand)
+                placed.append((int(nodes[0]), demand))
+            else:
+                out.append(pod)
+        for node, demand in reversed(placed):
+            state.unbind(node, demand)
+        return out
+
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
         count = len(self.groups.names)
@@ -286,7 +314,7 @@ class ClusterAutoscaler:
             self.state,
             self.profile,
             self.inp.demands,
-            [p for p in waiting if not self.inp.pinned[p]],
+            waiting,
             [self._free_slot(g) for g in range(count)],
             sorted(self.provisioning),
             room,
