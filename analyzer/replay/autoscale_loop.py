@@ -80,12 +80,15 @@ class ClusterAutoscaler:
         self.dirty = True
         self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
         self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
+        self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
         self.record = AutoscalerRecord(
             "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
         )
+        self.record.notes.extend(groups.notes)
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         self.pods: dict[int, CAPod] = {}
+        self.group_of = np.array(groups.of_node, dtype=np.int64)
         self.nodes = [
             CANode(name, {}, labels=state.node_labels[i] if state.node_labels else {},
                    annotations=state.node_annotations[i] if state.node_annotations else {})
@@ -157,9 +160,10 @@ class ClusterAutoscaler:
 
     # -- helpers -------------------------------------------------------------------------------
     def _group_nodes(self, group: int) -> list[int]:
-        of = self.groups.of_node
-        live = [s for s in np.flatnonzero(self.active).tolist() if of[s] == group]
-        return live + [s for s in self.provisioning if of[s] == group]
+        """The group's nodes: present and being provisioned (its target size)."""
+        mine = self.active & (self.group_of == group)
+        return [*np.flatnonzero(mine).tolist(),
+                *(s for s in self.provisioning if self.groups.of_node[s] == group)]  # fmt: skip
 
     def _free_slot(self, group: int) -> list[int]:
         """The group's spare slots that do not exist now (a deleted one may be used again)."""
@@ -191,11 +195,13 @@ class ClusterAutoscaler:
 
     def _cluster(self, candidates: list[int]) -> Cluster:
         names = self.state.node_names
-        groups = {}
-        for g, name in enumerate(self.groups.names):
-            group = NodeGroup(name, self.groups.min_size[g], self.groups.max_size[g])
-            for slot in self._group_nodes(g):
-                groups[names[slot]] = group
+        kinds = [
+            NodeGroup(name, self.groups.min_size[g], self.groups.max_size[g])
+            for g, name in enumerate(self.groups.names)
+        ]
+        of = self.groups.of_node
+        members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
+        groups = {names[slot]: kinds[of[slot]] for slot in members}
         pods = {names[s]: [self._ca_pod(p) for p in sorted(self.on_node[s])] for s in candidates}
         return Cluster(self.nodes, pods, groups)
 
@@ -289,8 +295,13 @@ class ClusterAutoscaler:
         state, seconds = self.state, now / SECOND
         placed: list[tuple[int, Any]] = []
         out = []
+        nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
+        keys = self.inp.shape_keys
         for pod in waiting:
             if self.inp.pinned[pod]:
+                continue
+            if keys[pod] in nowhere:
+                out.append(pod)
                 continue
             demand = self.inp.demands[pod]
             feasible = self.active.copy()
@@ -301,6 +312,7 @@ class ClusterAutoscaler:
                 state.bind(int(nodes[0]), demand)
                 placed.append((int(nodes[0]), demand))
             else:
+                nowhere.add(keys[pod])
                 out.append(pod)
         for node, demand in reversed(placed):
             state.unbind(node, demand)
@@ -322,6 +334,8 @@ class ClusterAutoscaler:
             self.groups.names,
             self.rng,
             now / SECOND,
+            self.inp.shape_keys,
+            self.memo,
         )
         if choice is None:
             return False

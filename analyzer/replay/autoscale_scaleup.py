@@ -128,10 +128,31 @@ def plan_scale_up(
     names: Sequence[str],
     rng: np.random.Generator,
     now: float,
+    keys: Sequence[bytes] = (),
+    memo: dict[tuple[bytes, int], bool] | None = None,
 ) -> Option | None:
     """One scale-up for ``waiting``: per group its unused slots ``free_slots[g]`` and ``room[g]``
-    (``maxSize`` less its nodes and nodes being provisioned). None: no group helps."""
-    pods = [p for p in waiting if p not in _upcoming(state, demands, list(waiting), provisioning)]
+    (``maxSize`` less its nodes and nodes being provisioned). None: no group helps.
+
+    ``keys``: each pod's shape key (the replay's ``shape_keys``) and ``memo`` a dict kept between
+    calls: a pod shape's verdict on an empty node of a group is kept when its filters read nothing
+    of other pods (no spread constraints, no pod (anti-)affinity); others are judged afresh."""
+    fresh: dict[tuple[bytes, int], bool] = {}
+
+    def fits_group(pod: int, group: int, probe: int) -> bool:
+        if not keys:
+            return _fits_empty(state, profile, demands[pod], probe, now)
+        demand = demands[pod]
+        lasting = memo is not None and demand.affinity is None and not demand.spread
+        store = memo if lasting and memo is not None else fresh
+        key = (keys[pod], group)
+        found = store.get(key)
+        if found is None:
+            found = store[key] = _fits_empty(state, profile, demand, probe, now)
+        return found
+
+    upcoming = _upcoming(state, demands, list(waiting), provisioning)
+    pods = [p for p in waiting if p not in upcoming]
     if not pods:
         return None
     options = []
@@ -141,7 +162,7 @@ def plan_scale_up(
             continue
         probe = slots[0]
         capacity = state.allocatable[probe]
-        fits = [p for p in pods if _fits_empty(state, profile, demands[p], probe, now)]
+        fits = [p for p in pods if fits_group(p, group, probe)]
         if not fits:
             continue
         share = [

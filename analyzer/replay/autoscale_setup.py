@@ -166,6 +166,7 @@ class NodeGroups:
     max_size: list[int]
     spare: np.ndarray[Any, np.dtype[np.bool_]]  # slots that exist only once provisioned
     data_nodes: int  # slots [0, data_nodes) are the snapshot's nodes
+    notes: list[str] = field(default_factory=list)  # where each group's bounds came from
 
 
 def _observed_range(inp: ReplayInput, members: np.ndarray[Any, Any]) -> tuple[int, int]:
@@ -202,7 +203,7 @@ def with_node_groups(
     pools = [p or DEFAULT_GROUP for p in pools]
     names = sorted(set(pools))
     of_node = [names.index(p) for p in pools]
-    mins, maxes, shapes = [], [], []
+    mins, maxes, shapes, notes = [], [], [], []
     for g, name in enumerate(names):
         members = np.flatnonzero(np.array(of_node) == g)
         low, high = _observed_range(inp, members)
@@ -210,6 +211,11 @@ def with_node_groups(
         mins.append(low if bounds.min_size is None else bounds.min_size)
         maxes.append(max(high, mins[-1]) if bounds.max_size is None else bounds.max_size)
         shapes.append(_shape(nodes, members, inp))
+        if bounds.min_size is None or bounds.max_size is None:
+            notes.append(
+                f"pool {name}: minSize {mins[-1]}, maxSize {maxes[-1]}"
+                + (" (the data's observed range; set autoscaler.node-groups to change them)")
+            )
     unknown = sorted(set(settings.groups) - set(names))
     if unknown:
         raise InputError(
@@ -258,5 +264,6 @@ def with_node_groups(
         max_size=maxes,
         spare=np.concatenate([np.zeros(t.node_count, bool), np.ones(len(rows), bool)]),
         data_nodes=t.node_count,
+        notes=notes,
     )
     return out, groups

@@ -125,6 +125,7 @@ class WhatIfContext:
     kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
     unit_line: str = UNIT_LINE  # what "capacity released" counts, under the verdict
     autoscaled: str = ""  # the node autoscaler's sentence ("": no --autoscaler)
+    autoscaler_notes: list[str] = field(default_factory=list)  # its node groups' bounds
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
@@ -360,6 +361,7 @@ def build_whatif_context(
         search=_with_scope(_check_search(search), result.best),
         compared=len(result.strategies) - 1,
         autoscaled=autoscaled_sentence(table) if (table := autoscaled_table(result)) else "",
+        autoscaler_notes=sorted({n for o in result.autoscaled for n in o.notes}),
     )
 
 

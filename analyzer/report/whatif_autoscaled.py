@@ -101,8 +101,8 @@ def autoscaled_sentence(table: WhatIfTable) -> str:
         f"run {fmt.number(row['node_hours'], 1)} node-hours, {change} the "
         f"{fmt.number(row['observed_node_hours'], 1)} observed, peaking at "
         f"{fmt.count(row['peak_nodes'])} nodes: {fmt.count(row['nodes_added'])} added, "
-        f"{fmt.count(row['nodes_removed'])} removed, {fmt.count(row['pods_evicted'])} pods "
-        "evicted by scale-down."
+        f"{fmt.count(row['nodes_removed'])} removed, {fmt.count(row['pods_evicted'])} "
+        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by scale-down."
     )
 
 
