@@ -49,11 +49,20 @@ class Outcome:
 class LiveState:
     """A caller's scheduler state to simulate on in place (the replay's): the pods of
     ``cluster.pods`` are bound on it already, ``demand_of`` maps each pod object (by ``id``) to
-    its demand, ``destinations`` masks the nodes that exist now."""
+    its demand, ``destinations`` masks the nodes pods may move to (present, schedulable, not
+    being deleted)."""
 
     state: ClusterState
     demand_of: dict[int, PodDemand]
     destinations: np.ndarray
+    # the filters that read only the node and the pod's own constraints, kept per
+    # (plugin, constraints object) while the caller's node labels, taints and cordons stay
+    static: dict[tuple[str, int], np.ndarray] | None = None
+
+
+# filters whose answer depends on the node's labels, taints and cordon and the pod's constraints
+# (tolerations, node selector and affinity), never on the pods placed
+STATIC_FILTERS = frozenset({"NodeUnschedulable", "TaintToleration", "NodeAffinity"})
 
 
 def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
@@ -100,20 +109,24 @@ class RemovalSimulator:
         self.options = options
         self.now = now
         self.position = {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.last_index = 0
+        # every bind/unbind a kept simulation made, so a caller's live state can be restored
+        self.journal: list[tuple[bool, int, PodDemand]] = []
+        self.static: dict[tuple[str, int], np.ndarray] | None = None
+        if live is not None:
+            self.static = live.static  # the replay's own state (its pods already bound): no copy
+            # the caller's mask says which nodes exist, are schedulable and not being deleted
+            self.schedulable = np.ones(len(cluster.nodes), dtype=bool)
+            self.destinations = live.destinations.copy()
+            self.state = live.state
+            self.demands: dict[str, list[PodDemand]] = {}
+            self.current = {name: list(pods) for name, pods in cluster.pods.items()}
+            self.demand_of = dict(live.demand_of)
+            return
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
         # the nodes pods may move to: every node but those being deleted and those found
         # removable in this pass (``drop``)
         self.destinations = np.array([not n.being_deleted(now) for n in cluster.nodes], dtype=bool)
-        self.last_index = 0
-        # every bind/unbind a kept simulation made, so a caller's live state can be restored
-        self.journal: list[tuple[bool, int, PodDemand]] = []
-        if live is not None:  # the replay's own state (its pods already bound): no copy
-            self.state = live.state
-            self.demands: dict[str, list[PodDemand]] = {}
-            self.destinations &= live.destinations
-            self.current = {name: list(pods) for name, pods in cluster.pods.items()}
-            self.demand_of = dict(live.demand_of)
-            return
         self.state, self.demands = build_state(cluster)
 
         # the pods on each node now: a successful simulation persists, so a pod moved onto a
@@ -131,10 +144,16 @@ class RemovalSimulator:
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
         feasible = allowed & self.schedulable
-        for result in (
-            plugin.filter(self.state, demand, self.now) for plugin in self.profile.filters
-        ):
-            feasible &= result.feasible
+        for plugin in self.profile.filters:
+            name = getattr(plugin, "name", "")
+            if self.static is not None and name in STATIC_FILTERS:
+                key = (name, id(demand.constraints))
+                mask = self.static.get(key)
+                if mask is None:
+                    mask = self.static[key] = plugin.filter(self.state, demand, self.now).feasible
+            else:
+                mask = plugin.filter(self.state, demand, self.now).feasible
+            feasible &= mask
         count = self.state.node_count
         for step in range(count):
             i = (self.last_index + step) % count

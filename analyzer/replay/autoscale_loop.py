@@ -88,6 +88,9 @@ class ClusterAutoscaler:
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         self.pods: dict[int, CAPod] = {}
+        self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
+        # slot -> (its pods, unremovable reason, empty): eligibility as of those pods
+        self.judged: dict[int, tuple[tuple[int, ...], str, bool]] = {}
         self.group_of = np.array(groups.of_node, dtype=np.int64)
         self.nodes = [
             CANode(name, {}, labels=state.node_labels[i] if state.node_labels else {},
@@ -135,6 +138,16 @@ class ClusterAutoscaler:
         if now < self.next_tick or not (self.dirty or self.waiting or self.unneeded):
             return []
         self.next_tick = now + self.settings.scan_interval
+        # CA's simulations bind and unbind on the live state and undo it all; per-GPU device
+        # state (GPU-sharing profiles) is left out of them, as CA knows no shared GPUs
+        devices, self.state.devices = self.state.devices, None
+        try:
+            return self._run(now, waiting)
+        finally:
+            self.state.devices = devices
+
+    def _run(self, now: int, waiting: list[int]) -> list[int]:
+        """The run of the loop at ``now`` (``tick``)."""
         asked = (tuple(waiting), len(self.record.presence), len(self.record.removed))
         if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
             self.asked = asked
@@ -226,27 +239,40 @@ class ClusterAutoscaler:
         reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
         cluster = self._cluster(look)
         seconds = now / SECOND
-        candidates = []
+        candidates, empty = [], set()
         for slot in look:
             name = self.nodes[slot].name
-            node = CANode(name, self._allocatable(slot), self.nodes[slot].labels,
-                          self.nodes[slot].annotations)  # fmt: skip
-            elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
-            if elig.reason:
-                reasons[elig.reason] = reasons.get(elig.reason, 0) + 1
+            key = tuple(sorted(self.on_node[slot]))
+            known = self.judged.get(slot)
+            if known is None or known[0] != key:  # its pods changed: judge it again
+                node = CANode(name, self._allocatable(slot), self.nodes[slot].labels,
+                              self.nodes[slot].annotations)  # fmt: skip
+                # no pod of the replay is terminating nor any node being deleted, so the
+                # verdicts depend on the node's pods only (``now`` reads neither)
+                elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
+                known = (
+                    key,
+                    elig.reason,
+                    not elig.reason and is_empty(cluster, name, opts, seconds),
+                )
+                self.judged[slot] = known
+            if known[1]:
+                reasons[known[1]] = reasons.get(known[1], 0) + 1
             else:
                 candidates.append(slot)
-        empty_first = sorted(
-            candidates, key=lambda s: not is_empty(cluster, self.nodes[s].name, opts, seconds)
-        )
+                if known[2]:
+                    empty.add(slot)
+        empty_first = sorted(candidates, key=lambda s: s not in empty)
         node_of = np.array(self.bound, dtype=np.int64)
         on = [p for s in candidates for p in self.on_node[s]]
         pdbs = PdbTracker(self.budgets.at(now, node_of, self.budgets.covering(on)))
         destinations = self.active.copy()
         if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
             destinations &= ~np.array(state.node_unschedulable, dtype=bool)
+        # without node-state intervals nodes keep their labels, taints and cordons all along
+        static = self.static if self.inp.snapshot.node_state is None else {}
         live = LiveState(
-            state, {id(self._ca_pod(p)): self.inp.demands[p] for p in on}, destinations
+            state, {id(self._ca_pod(p)): self.inp.demands[p] for p in on}, destinations, static
         )
         simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
         outcomes: dict[int, Outcome] = {}
@@ -262,7 +288,7 @@ class ClusterAutoscaler:
         self.outcomes = outcomes
         self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
         # nodes the group's minSize would keep however long they stay unneeded
-        _, _, kept = select(list(outcomes.values()), self._cluster([]), self.options)
+        _, _, kept = select(list(outcomes.values()), cluster, self.options)
         if kept:
             reasons["NodeGroupMinSizeReached"] = len(kept)
         reasons["Unneeded"] = len(outcomes) - len(kept)
