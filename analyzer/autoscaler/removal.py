@@ -58,6 +58,7 @@ class LiveState:
     # the filters that read only the node and the pod's own constraints, kept per
     # (plugin, constraints object) while the caller's node labels, taints and cordons stay
     static: dict[tuple[str, int], np.ndarray] | None = None
+    position: dict[str, int] | None = None  # node name -> index in ``cluster.nodes``, if known
 
 
 # filters whose answer depends on the node's labels, taints and cordon and the pod's constraints
@@ -108,7 +109,8 @@ class RemovalSimulator:
         self.profile = profile
         self.options = options
         self.now = now
-        self.position = {n.name: i for i, n in enumerate(cluster.nodes)}
+        known = None if live is None else live.position
+        self.position = known or {n.name: i for i, n in enumerate(cluster.nodes)}
         self.last_index = 0
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []
@@ -146,6 +148,8 @@ class RemovalSimulator:
         feasible = allowed & self.schedulable
         for plugin in self.profile.filters:
             name = getattr(plugin, "name", "")
+            if name == "NodePorts" and not demand.host_ports:
+                continue  # a pod without host ports conflicts with no port anywhere
             if self.static is not None and name in STATIC_FILTERS:
                 key = (name, id(demand.constraints))
                 mask = self.static.get(key)

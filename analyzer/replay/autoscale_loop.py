@@ -79,6 +79,8 @@ class ClusterAutoscaler:
         self.clock = inp.start
         self.dirty = True
         self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
+        self.freed = True  # a pod left a node or a node joined since the last run (engine)
+        self.no_place: dict[int, tuple[int, ...]] = {}  # NoPlaceToMovePods at the last run
         self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
         self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
         self.record = AutoscalerRecord(
@@ -88,6 +90,12 @@ class ClusterAutoscaler:
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         self.pods: dict[int, CAPod] = {}
+        self.kinds = [
+            NodeGroup(name, groups.min_size[g], groups.max_size[g])
+            for g, name in enumerate(groups.names)
+        ]
+        self.membership: tuple[Any, dict[str, NodeGroup]] = (None, {})
+        self.position = {name: i for i, name in enumerate(state.node_names)}
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         # slot -> (its pods, unremovable reason, empty): eligibility as of those pods
         self.judged: dict[int, tuple[tuple[int, ...], str, bool]] = {}
@@ -128,7 +136,7 @@ class ClusterAutoscaler:
             self.record.joined(slot, now)
             self.record.added.append((now, slot))
         if joining:
-            self.dirty = True
+            self.dirty = self.freed = True
         return joining
 
     def tick(self, now: int, waiting: list[int]) -> list[int]:
@@ -208,13 +216,13 @@ class ClusterAutoscaler:
 
     def _cluster(self, candidates: list[int]) -> Cluster:
         names = self.state.node_names
-        kinds = [
-            NodeGroup(name, self.groups.min_size[g], self.groups.max_size[g])
-            for g, name in enumerate(self.groups.names)
-        ]
-        of = self.groups.of_node
-        members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
-        groups = {names[slot]: kinds[of[slot]] for slot in members}
+        version = (len(self.record.presence), len(self.record.removed), len(self.provisioning),
+                   len(self.record.added))  # fmt: skip
+        if self.membership[0] != version:  # the group members change with joins and removals
+            of = self.groups.of_node
+            members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
+            self.membership = (version, {names[slot]: self.kinds[of[slot]] for slot in members})
+        groups = self.membership[1]
         pods = {names[s]: [self._ca_pod(p) for p in sorted(self.on_node[s])] for s in candidates}
         return Cluster(self.nodes, pods, groups)
 
@@ -263,28 +271,46 @@ class ClusterAutoscaler:
                 if known[2]:
                     empty.add(slot)
         empty_first = sorted(candidates, key=lambda s: s not in empty)
-        node_of = np.array(self.bound, dtype=np.int64)
         on = [p for s in candidates for p in self.on_node[s]]
-        pdbs = PdbTracker(self.budgets.at(now, node_of, self.budgets.covering(on)))
+        covering = self.budgets.covering(on) if self.budgets else []
+        node_of = np.array(self.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
+        pdbs = PdbTracker(self.budgets.at(now, node_of, covering) if covering else [])
         destinations = self.active.copy()
         if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
             destinations &= ~np.array(state.node_unschedulable, dtype=bool)
         # without node-state intervals nodes keep their labels, taints and cordons all along
         static = self.static if self.inp.snapshot.node_state is None else {}
         live = LiveState(
-            state, {id(self._ca_pod(p)): self.inp.demands[p] for p in on}, destinations, static
+            state,
+            {id(self._ca_pod(p)): self.inp.demands[p] for p in on},
+            destinations,
+            static,
+            self.position,
         )
         simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
         outcomes: dict[int, Outcome] = {}
+        # a node whose pods found no place at the last run, with the same pods now, finds none
+        # now either when no pod left any node and no node joined since (capacity only shrank);
+        # the order effect of an earlier candidate turning unremovable in between is ignored
+        still = {} if self.freed else self.no_place
+        self.no_place = {}
         for slot in empty_first:
+            key = self.judged[slot][0]
+            if still.get(slot) == key:
+                self.no_place[slot] = key
+                reasons["NoPlaceToMovePods"] = reasons.get("NoPlaceToMovePods", 0) + 1
+                continue
             outcome = simulator.simulate(self.nodes[slot].name, pdbs)
             if not outcome.removable:
                 reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
+                if outcome.reason == "NoPlaceToMovePods":
+                    self.no_place[slot] = key
                 continue
             simulator.drop(outcome.node)
             pdbs.remove(outcome.moved)
             outcomes[slot] = outcome
         simulator.restore()
+        self.freed = False
         self.outcomes = outcomes
         self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
         # nodes the group's minSize would keep however long they stay unneeded

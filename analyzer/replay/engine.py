@@ -301,7 +301,7 @@ def replay(
         bound[pod] = -1
         rec.end_segment(pod, now)
         if scaler is not None:
-            scaler.dirty = True
+            scaler.dirty = scaler.freed = True
         if pre is not None and not pinned[pod]:
             pre.unbound(pod)
         if cache is not None:
