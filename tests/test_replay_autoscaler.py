@@ -257,3 +257,37 @@ def test_whatif_under_cluster_autoscaler_on_a_collected_snapshot(
     assert abs(integral - row["node_hours"]) <= (changes + 1) * step_hours + 1e-6
     for value in row["unremovable_reasons_node_hours"].values():
         assert 0 <= value <= row["node_hours"] + 1e-9
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generator's 8-node day (pools general 4, memory 2, compute 1, gpu 1), 5-minute step."""
+    out = tmp_path_factory.mktemp("generated") / "snap"
+    write_snapshot(generate(SyntheticSpec(seed=3, nodes=8, days=1, step=300)).snapshot, out)
+    return out
+
+
+def test_groups_stay_within_their_bounds(generated: Path, tmp_path: Path) -> None:
+    config = (
+        "autoscaler:\n  expander: least-waste\n  node-groups:\n"
+        "    general: {minSize: 1, maxSize: 5}\n    memory: {minSize: 0, maxSize: 3}\n"
+    )
+    run = _whatif(tmp_path, generated, config, "--autoscaler", "cluster-autoscaler",
+                  "--seeds", "2")  # fmt: skip
+    assert run.exit_code == 0, run.output
+    rows = json.loads(run.output)["autoscaled"]
+    assert [r["seed"] for r in rows] == [0, 1]
+    # compute and gpu keep the data's range (one node all day); general and memory as set
+    bounds = {"general": (1, 5), "memory": (0, 3), "compute": (1, 1), "gpu": (1, 1)}
+    low = sum(b[0] for b in bounds.values())
+    high = sum(b[1] for b in bounds.values())
+    for row in rows:
+        pools = row["pools"]
+        assert all(low <= n <= high for n in row["node_count"]["nodes"])
+        for name, (_, most) in bounds.items():
+            assert pools[name]["node_hours"] <= most * 24.0 + 1e-6
+        assert pools["compute"]["nodes_removed"] == pools["gpu"]["nodes_removed"] == 0
+        for key in ("nodes_added", "nodes_removed", "pods_evicted", "node_hours"):
+            assert row[key] == pytest.approx(sum(p[key] for p in pools.values()), abs=1e-5)
+        # a node can only be removed after it existed: removals <= initial nodes + additions
+        assert row["nodes_removed"] <= 8 + row["nodes_added"]
