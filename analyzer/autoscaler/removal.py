@@ -175,6 +175,35 @@ class RemovalSimulator:
                 self.state.bind(node, demand)
         self.journal.clear()
 
+    def adopt(
+        self, node: str, moved: tuple[CAPod, ...], targets: list[int], pdbs: PdbTracker
+    ) -> Outcome | None:
+        """A caller's earlier removable outcome of ``node`` taken again without re-placing: its
+        pods ``moved`` go to ``targets`` (node indices) as they did, if the drain rules still give
+        exactly those pods and every target may still take pods. None: simulate instead."""
+        found = pods_to_move(
+            self.current.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
+        )
+        if found.blocking is not None or [id(p) for p in found.pods] != [id(p) for p in moved]:
+            return None
+        if any(not self.destinations[t] for t in targets):
+            return None
+        index = self.position[node]
+        for pod, target in zip(found.pods, targets, strict=True):
+            demand = self.demand_of[id(pod)]
+            self.state.unbind(index, demand)
+            self.state.bind(target, demand)
+            self.journal.append((False, index, demand))
+            self.journal.append((True, target, demand))
+            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
+        gone = {id(pod) for pod in found.pods}
+        self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
+        placed = {
+            p.key: self.cluster.nodes[t].name for p, t in zip(found.pods, targets, strict=True)
+        }
+        risky = not pdbs.in_parallel(found.pods)
+        return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)
+
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""
         self.destinations[self.position[node]] = False

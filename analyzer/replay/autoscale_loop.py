@@ -79,8 +79,13 @@ class ClusterAutoscaler:
         self.clock = inp.start
         self.dirty = True
         self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
-        self.freed = True  # a pod left a node or a node joined since the last run (engine)
-        self.no_place: dict[int, tuple[int, ...]] = {}  # NoPlaceToMovePods at the last run
+        # nodes where a pod left or that joined / where a pod was bound or that left, since the
+        # last scale-down run (the engine tells, ``touch``)
+        self.freed: set[int] = set()
+        self.filled: set[int] = set()
+        # the last run's answer per candidate: its pods then, the removable outcome (None:
+        # NoPlaceToMovePods) and the nodes its pods moved to
+        self.last: dict[int, tuple[tuple[int, ...], Outcome | None, list[int]]] = {}
         self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
         self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
         self.record = AutoscalerRecord(
@@ -136,7 +141,8 @@ class ClusterAutoscaler:
             self.record.joined(slot, now)
             self.record.added.append((now, slot))
         if joining:
-            self.dirty = self.freed = True
+            self.dirty = True
+            self.freed.update(joining)
         return joining
 
     def tick(self, now: int, waiting: list[int]) -> list[int]:
@@ -174,12 +180,37 @@ class ClusterAutoscaler:
         self.unneeded.pop(slot, None)
         self.outcomes.pop(slot, None)
         self.dirty = True
+        self.filled.add(slot)
         if self.record.reasons:  # the deleted node stops counting as unneeded at once
             counts = dict(self.record.reasons[-1][1])
             counts["Unneeded"] = counts.get("Unneeded", 1) - 1
             self.record.reasons.append((now, {k: v for k, v in counts.items() if v > 0}))
 
+    def touch(self, node: int, freed: bool) -> None:
+        """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
+        self.dirty = True
+        (self.freed if freed else self.filled).add(node)
+
     # -- helpers -------------------------------------------------------------------------------
+    def _may_use_freed(self, slot: int) -> bool:
+        """Whether a pod of ``slot`` (not DaemonSet/static) fits the room now free on a node
+        that freed room since the last run (resources only)."""
+        state = self.state
+        rooms = [
+            state.allocatable[f] - state.requested[f]
+            for f in self.freed
+            if self.active[f] and f != slot
+        ]
+        if not rooms:
+            return False
+        for pod in self.on_node[slot]:
+            if self.inp.pinned[pod]:
+                continue
+            need = self.inp.demands[pod].requests
+            if any(bool(np.all(need <= room)) for room in rooms):
+                return True
+        return False
+
     def _group_nodes(self, group: int) -> list[int]:
         """The group's nodes: present and being provisioned (its target size)."""
         mine = self.active & (self.group_of == group)
@@ -289,28 +320,41 @@ class ClusterAutoscaler:
         )
         simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
         outcomes: dict[int, Outcome] = {}
-        # a node whose pods found no place at the last run, with the same pods now, finds none
-        # now either when no pod left any node and no node joined since (capacity only shrank);
-        # the order effect of an earlier candidate turning unremovable in between is ignored
-        still = {} if self.freed else self.no_place
-        self.no_place = {}
+        # the last run's answer for a node whose pods are the same is taken again when nothing it
+        # read changed: a removable node's moves when none of their targets took a pod since
+        # (nor in this run), a NoPlaceToMovePods when no node that freed room since could take
+        # any of its pods; the order effects of other candidates in between are ignored
+        last, self.last = self.last, {}
+        taken: set[int] = set()  # nodes this run's kept simulations moved pods onto
         for slot in empty_first:
             key = self.judged[slot][0]
-            if still.get(slot) == key:
-                self.no_place[slot] = key
+            name = self.nodes[slot].name
+            before = last.get(slot)
+            outcome = None
+            if before is not None and before[0] == key and before[1] is not None:
+                targets = before[2]
+                if not (set(targets) & (self.filled | taken)):
+                    outcome = simulator.adopt(name, before[1].moved, targets, pdbs)
+            elif before is not None and before[0] == key and not self._may_use_freed(slot):
+                self.last[slot] = before
                 reasons["NoPlaceToMovePods"] = reasons.get("NoPlaceToMovePods", 0) + 1
                 continue
-            outcome = simulator.simulate(self.nodes[slot].name, pdbs)
+            if outcome is None:
+                mark = len(simulator.journal)
+                outcome = simulator.simulate(name, pdbs)
+                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
             if not outcome.removable:
                 reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
                 if outcome.reason == "NoPlaceToMovePods":
-                    self.no_place[slot] = key
+                    self.last[slot] = (key, None, [])
                 continue
+            taken.update(targets)
+            self.last[slot] = (key, outcome, targets)
             simulator.drop(outcome.node)
             pdbs.remove(outcome.moved)
             outcomes[slot] = outcome
         simulator.restore()
-        self.freed = False
+        self.freed, self.filled = set(), set()
         self.outcomes = outcomes
         self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
         # nodes the group's minSize would keep however long they stay unneeded

@@ -278,7 +278,7 @@ def replay(
         bound[pod] = node
         rec.place(pod, node, now)
         if scaler is not None:
-            scaler.dirty = True
+            scaler.touch(node, False)
         if pre is not None and not pinned[pod]:
             pre.bound(pod, node, now)
         if timeline is not None and not pinned[pod] and state.node_taints[node]:
@@ -301,7 +301,7 @@ def replay(
         bound[pod] = -1
         rec.end_segment(pod, now)
         if scaler is not None:
-            scaler.dirty = scaler.freed = True
+            scaler.touch(node, True)
         if pre is not None and not pinned[pod]:
             pre.unbound(pod)
         if cache is not None:
