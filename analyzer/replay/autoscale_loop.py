@@ -301,6 +301,15 @@ class ClusterAutoscaler:
                 candidates.append(slot)
                 if known[2]:
                     empty.add(slot)
+        # a group already at its minSize can lose no node: its candidates are not simulated
+        # (upstream simulates them and refuses them afterwards; their simulated moves would only
+        # take room from the later candidates)
+        sizes = {g: len(self._group_nodes(g)) for g in {self.groups.of_node[c] for c in candidates}}
+        at_min = [c for c in candidates
+                  if sizes[self.groups.of_node[c]] <= self.groups.min_size[self.groups.of_node[c]]]  # fmt: skip
+        if at_min:
+            reasons["NodeGroupMinSizeReached"] = len(at_min)
+            candidates = [c for c in candidates if c not in set(at_min)]
         empty_first = sorted(candidates, key=lambda s: s not in empty)
         on = [p for s in candidates for p in self.on_node[s]]
         covering = self.budgets.covering(on) if self.budgets else []
@@ -360,7 +369,7 @@ class ClusterAutoscaler:
         # nodes the group's minSize would keep however long they stay unneeded
         _, _, kept = select(list(outcomes.values()), cluster, self.options)
         if kept:
-            reasons["NodeGroupMinSizeReached"] = len(kept)
+            reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
         reasons["Unneeded"] = len(outcomes) - len(kept)
         self.record.reasons.append((now, {k: v for k, v in reasons.items() if v}))
 
