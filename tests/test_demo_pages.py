@@ -347,3 +347,31 @@ def test_monthly_review_of_the_demo(demo: Path) -> None:
         > max(rows["repack only"]["nodes_removable"], rows["right-size only"]["nodes_removable"])
         for rows in ({s["name"]: s for s in p["scenarios"]} for p in pools.values())
     )
+
+
+def test_whatif_has_one_row_under_cluster_autoscaler(demo: Path, tmp_path: Path) -> None:
+    report = json.loads((demo / "whatif" / "report.json").read_text())
+    comparison = report["comparison"]
+    assert comparison["autoscaler"] == "cluster-autoscaler"
+    (row,) = comparison["autoscaled"]
+    assert row["strategy"] == "most-allocated" and row["seed"] == 0
+    counts = row["node_count"]
+    snapshot = read_snapshot(demo / "snapshot")
+    # the demo's pools keep their observed range (no node joined or left): CA may remove none
+    assert row["nodes_removed"] == 0 and max(counts["nodes"]) <= len(snapshot.nodes)
+    assert row["node_hours"] <= row["observed_node_hours"] + 1e-6
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(demo / "whatif" / "report.html")
+        chart = browser.evaluate(
+            "[...document.querySelectorAll('#autoscaler img.chart')]"
+            ".map(i => [i.alt, i.complete && i.naturalWidth > 0])"
+        )
+        answer = browser.evaluate("document.querySelector('[data-answer=autoscaler]').textContent")
+    finally:
+        browser.close()
+    assert chart == [
+        ["Nodes over time: autoscaler vs observed (observed, most-allocated + cluster-autoscaler)",
+         True]
+    ]  # fmt: skip
+    assert answer.startswith("Under cluster-autoscaler, most-allocated would have run ")

@@ -53,7 +53,8 @@ class Plan:
     drained: list[str] = field(default_factory=list)
 
 
-def _is_empty(cluster: Cluster, name: str, options: CAOptions, now: float) -> bool:
+def is_empty(cluster: Cluster, name: str, options: CAOptions, now: float) -> bool:
+    """``EmptySorting``: no pod to move (judged without PDBs or controllers)."""
     found = pods_to_move(cluster.pods.get(name, []), options, PdbTracker([]), now, None)
     return found.blocking is None and not found.pods
 
@@ -87,7 +88,7 @@ def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> 
         decisions.append(NodeDecision(node.name, elig, not elig.reason, reason=elig.reason))
     by_name = {d.name: d for d in decisions}
     candidates = [d.name for d in decisions if d.candidate]
-    empty_first = sorted(candidates, key=lambda n: not _is_empty(cluster, n, options, now))
+    empty_first = sorted(candidates, key=lambda n: not is_empty(cluster, n, options, now))
     pdbs = PdbTracker(cluster.budgets)
     simulator = RemovalSimulator(cluster, profile, options, now)
     unneeded: list[Outcome] = []
@@ -100,13 +101,25 @@ def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> 
         simulator.drop(name)
         pdbs.remove(outcome.moved)
         unneeded.append(outcome)
+    empty_now, drain_now, refused = select(unneeded, cluster, options)
+    for name in refused:
+        by_name[name].reason = "NodeGroupMinSizeReached"
+    return Plan(decisions, empty_now + drain_now, empty_now, drain_now)
+
+
+def select(
+    unneeded: list[Outcome], cluster: Cluster, options: CAOptions
+) -> tuple[list[str], list[str], list[str]]:
+    """Steps 3 and 4 of the pass over nodes unneeded long enough: (empty nodes deleted now,
+    drained nodes deleted now, nodes refused as ``NodeGroupMinSizeReached``)."""
     sizes = cluster.group_sizes()
     empty: list[str] = []
     drain: list[Outcome] = []
+    refused: list[str] = []
     for outcome in [o for o in unneeded if not o.moved] + [o for o in unneeded if o.moved]:
         group = cluster.groups[outcome.node]
         if sizes[group.name] <= group.min_size:
-            by_name[outcome.node].reason = "NodeGroupMinSizeReached"
+            refused.append(outcome.node)
             continue
         sizes[group.name] -= 1
         if outcome.moved:
@@ -118,4 +131,4 @@ def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> 
     empty_now = _crop(_by_group(empty, cluster), budget)
     drain_budget = min(budget - len(empty_now), options.max_drain_parallelism)
     drain_now = _crop(_by_group(drain_order, cluster), drain_budget)
-    return Plan(decisions, empty_now + drain_now, empty_now, drain_now)
+    return empty_now, drain_now, refused

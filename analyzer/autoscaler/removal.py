@@ -45,6 +45,27 @@ class Outcome:
     risky: bool = False  # PDBs do not allow all its pods at once (sorted last)
 
 
+@dataclass
+class LiveState:
+    """A caller's scheduler state to simulate on in place (the replay's): the pods of
+    ``cluster.pods`` are bound on it already, ``demand_of`` maps each pod object (by ``id``) to
+    its demand, ``destinations`` masks the nodes pods may move to (present, schedulable, not
+    being deleted)."""
+
+    state: ClusterState
+    demand_of: dict[int, PodDemand]
+    destinations: np.ndarray
+    # the filters that read only the node and the pod's own constraints, kept per
+    # (plugin, constraints object) while the caller's node labels, taints and cordons stay
+    static: dict[tuple[str, int], np.ndarray] | None = None
+    position: dict[str, int] | None = None  # node name -> index in ``cluster.nodes``, if known
+
+
+# filters whose answer depends on the node's labels, taints and cordon and the pod's constraints
+# (tolerations, node selector and affinity), never on the pods placed
+STATIC_FILTERS = frozenset({"NodeUnschedulable", "TaintToleration", "NodeAffinity"})
+
+
 def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
     """The scheduler state with every pod bound where it runs, and each node's demands."""
     extra = {
@@ -76,18 +97,39 @@ def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDeman
 class RemovalSimulator:
     """Simulates node removals one after another on one scheduler state."""
 
-    def __init__(self, cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        profile: Profile,
+        options: CAOptions,
+        now: float,
+        live: LiveState | None = None,
+    ) -> None:
         self.cluster = cluster
         self.profile = profile
         self.options = options
         self.now = now
-        self.state, self.demands = build_state(cluster)
-        self.position = {n.name: i for i, n in enumerate(cluster.nodes)}
+        known = None if live is None else live.position
+        self.position = known or {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.last_index = 0
+        # every bind/unbind a kept simulation made, so a caller's live state can be restored
+        self.journal: list[tuple[bool, int, PodDemand]] = []
+        self.static: dict[tuple[str, int], np.ndarray] | None = None
+        if live is not None:
+            self.static = live.static  # the replay's own state (its pods already bound): no copy
+            # the caller's mask says which nodes exist, are schedulable and not being deleted
+            self.schedulable = np.ones(len(cluster.nodes), dtype=bool)
+            self.destinations = live.destinations.copy()
+            self.state = live.state
+            self.demands: dict[str, list[PodDemand]] = {}
+            self.current = {name: list(pods) for name, pods in cluster.pods.items()}
+            self.demand_of = dict(live.demand_of)
+            return
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
         # the nodes pods may move to: every node but those being deleted and those found
         # removable in this pass (``drop``)
         self.destinations = np.array([not n.being_deleted(now) for n in cluster.nodes], dtype=bool)
-        self.last_index = 0
+        self.state, self.demands = build_state(cluster)
 
         # the pods on each node now: a successful simulation persists, so a pod moved onto a
         # node that is simulated later moves again with that node's own pods (as upstream's
@@ -104,10 +146,18 @@ class RemovalSimulator:
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
         feasible = allowed & self.schedulable
-        for result in (
-            plugin.filter(self.state, demand, self.now) for plugin in self.profile.filters
-        ):
-            feasible &= result.feasible
+        for plugin in self.profile.filters:
+            name = getattr(plugin, "name", "")
+            if name == "NodePorts" and not demand.host_ports:
+                continue  # a pod without host ports conflicts with no port anywhere
+            if self.static is not None and name in STATIC_FILTERS:
+                key = (name, id(demand.constraints))
+                mask = self.static.get(key)
+                if mask is None:
+                    mask = self.static[key] = plugin.filter(self.state, demand, self.now).feasible
+            else:
+                mask = plugin.filter(self.state, demand, self.now).feasible
+            feasible &= mask
         count = self.state.node_count
         for step in range(count):
             i = (self.last_index + step) % count
@@ -116,6 +166,44 @@ class RemovalSimulator:
                 return i
         return None
 
+    def restore(self) -> None:
+        """Undo every kept simulation on the state (a live state is as it was before the pass)."""
+        for bound, node, demand in reversed(self.journal):
+            if bound:
+                self.state.unbind(node, demand)
+            else:
+                self.state.bind(node, demand)
+        self.journal.clear()
+
+    def adopt(
+        self, node: str, moved: tuple[CAPod, ...], targets: list[int], pdbs: PdbTracker
+    ) -> Outcome | None:
+        """A caller's earlier removable outcome of ``node`` taken again without re-placing: its
+        pods ``moved`` go to ``targets`` (node indices) as they did, if the drain rules still give
+        exactly those pods and every target may still take pods. None: simulate instead."""
+        found = pods_to_move(
+            self.current.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
+        )
+        if found.blocking is not None or [id(p) for p in found.pods] != [id(p) for p in moved]:
+            return None
+        if any(not self.destinations[t] for t in targets):
+            return None
+        index = self.position[node]
+        for pod, target in zip(found.pods, targets, strict=True):
+            demand = self.demand_of[id(pod)]
+            self.state.unbind(index, demand)
+            self.state.bind(target, demand)
+            self.journal.append((False, index, demand))
+            self.journal.append((True, target, demand))
+            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
+        gone = {id(pod) for pod in found.pods}
+        self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
+        placed = {
+            p.key: self.cluster.nodes[t].name for p, t in zip(found.pods, targets, strict=True)
+        }
+        risky = not pdbs.in_parallel(found.pods)
+        return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)
+
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""
         self.destinations[self.position[node]] = False
@@ -123,7 +211,7 @@ class RemovalSimulator:
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
         found: PodsToMove = pods_to_move(
-            self.current[node], self.options, pdbs, self.now, self.cluster.controllers
+            self.current.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
         )
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
@@ -146,9 +234,11 @@ class RemovalSimulator:
             self.state.bind(target, demand)
             done.append((target, demand))
             placed[pod.key] = self.cluster.nodes[target].name
+        self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
+        self.journal.extend((True, target, demand) for target, demand in done)
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in self.current[node] if id(p) not in gone]
         for pod, (target, _) in zip(found.pods, done, strict=True):
-            self.current[self.cluster.nodes[target].name].append(pod)
+            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
         risky = not pdbs.in_parallel(found.pods)
         return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)

@@ -41,6 +41,8 @@ from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.review import ReviewSettings, build_review
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.nightly.synthetic_history import write_synthetic_history
+from analyzer.replay.autoscale_setup import parse_settings
+from analyzer.replay.input import prepare
 from analyzer.report.monthly import joint_settings, write_monthly_report
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.portal import write_portal
@@ -52,7 +54,8 @@ from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
 from analyzer.usage.violations import find_violations
-from analyzer.whatif.compare import run_whatif
+from analyzer.whatif.autoscaled import run_autoscaled
+from analyzer.whatif.compare import resolve_strategy, run_whatif
 from analyzer.whatif.search import (
     SearchSettings,
     grid_files,
@@ -83,6 +86,7 @@ DEMO_GROWTH = (("*", 0.03), ("gpu", 0.05), ("memory", 0.15))
 DEMO_FAST_GROWTH = (("renderer", 0.20),)
 DEMO_TEAMS = (("media", 0.25), ("analytics", 0.25))
 DEMO_ZONES = 3
+DEMO_AUTOSCALED = "most-allocated"  # the what-if's one row under cluster-autoscaler
 
 
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
@@ -283,6 +287,15 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
             snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
         )
     whatif = restrict(combined, DEMO_STRATEGIES, snapshot, combined.kubernetes_version)
+    # one row under cluster-autoscaler (docs/autoscaling.md "In the replay"): most-allocated with
+    # CA's defaults and each pool's observed range; the page charts its node count
+    ca_row = run_autoscaled(
+        prepare(snapshot),
+        resolve_strategy(DEMO_AUTOSCALED, whatif.kubernetes_version),
+        0,
+        parse_settings(None),
+    )
+    whatif = replace(whatif, autoscaler="cluster-autoscaler", autoscaled=[ca_row])
     search = search_result(combined, files, search_settings_, snapshot)
     whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
     say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")

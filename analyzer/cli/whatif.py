@@ -16,6 +16,7 @@ from analyzer.cli.pdf_options import pdf_options, pdf_request, print_report
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.core.text import escaped
+from analyzer.replay.autoscale_setup import AUTOSCALERS, parse_settings
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
@@ -45,7 +46,17 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
     usage.update({k: opts[k] for k in ("cpu", "memory") if opts[k] is not None})
     from analyzer.core.prices import load_prices
 
+    autoscaler = opts.get("autoscaler") or "none"
+    autoscaling = parse_settings((ctx.obj or {}).get("config", {}).get("autoscaler"))
+    if autoscaler == "karpenter":
+        raise InputError(
+            "--autoscaler karpenter: Karpenter's consolidation is not in the replay yet "
+            "('analyzer autoscale' explains one instant of it); use --autoscaler "
+            "cluster-autoscaler or none"
+        )
     return WhatIfSettings(
+        autoscaler=autoscaler,
+        autoscaling=autoscaling,
         prices=None if opts["prices"] is None else load_prices(opts["prices"]),
         strategies=strategies,
         seeds=opts["seeds"],
@@ -98,6 +109,11 @@ def _options(func: Any) -> Any:
                          help="When the strategies' pods arrive: when they were scheduled (the "
                          "data's waits and preemptions as recorded) or when they were created "
                          "(the replay waits and preempts by itself; docs/scheduling.md)."),
+            click.option("--autoscaler", type=click.Choice(AUTOSCALERS), default="none",
+                         show_default=True,
+                         help="Also replay each strategy with this node autoscaler adding and "
+                         "removing nodes (options: the config's autoscaler: section; "
+                         "docs/autoscaling.md). none keeps the data's nodes as observed."),
         ]
     ):  # fmt: skip
         func = option(func)
@@ -126,6 +142,19 @@ def _table(result: WhatIfResult) -> str:
         # The worst seed's figures, as the verdict and the report's table use them.
         row.update({k: round(c.worst(k), 3) for k in c.compared()})
         rows.append(row)
+    for o in result.autoscaled:
+        rows.append(
+            {
+                "strategy": f"{o.strategy} + {o.autoscaler}",
+                "seeds": 1,
+                "node_hours": round(o.total.node_hours, 3),
+                "observed_node_hours": round(o.total.observed_node_hours, 3),
+                "nodes_added": o.total.nodes_added,
+                "nodes_removed": o.total.nodes_removed,
+                "pods_evicted": o.total.pods_evicted,
+                "scale_up_wait_pod_s": round(o.pending_pod_seconds_scale_up, 1),
+            }
+        )
     with pd.option_context("display.max_columns", None, "display.width", 250):
         text: str = pd.DataFrame(rows).to_string(index=False)
         return text
@@ -182,6 +211,9 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     """
     if opts["arrivals"] != ARRIVALS[0] and (opts["search"] or opts["recommendations"]):
         raise InputError("--arrivals: only for the comparison of strategies (not with --search "
+                         "or --recommendations yet)")  # fmt: skip
+    if opts["autoscaler"] != "none" and (opts["search"] or opts["recommendations"]):
+        raise InputError("--autoscaler: only for the comparison of strategies (not with --search "
                          "or --recommendations yet)")  # fmt: skip
     if opts["search"]:
         if opts["rightsize"] is not None:

@@ -20,8 +20,9 @@ from analyzer.core.errors import InputError
 from analyzer.core.structured import describe_value, load_toml, load_yaml, plain, preview
 
 # Sections that hold structured settings read by one stage (not click options): the usage
-# thresholds (``usage/thresholds.py``). A section nothing reads is an unknown key like any other.
-STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds"})
+# thresholds (``usage/thresholds.py``), the replay's node autoscaler (``replay/autoscale_setup.py``).
+# A section nothing reads is an unknown key like any other.
+STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds", "autoscaler"})
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 
 from analyzer.core.memory import gc_frozen
+from analyzer.replay.autoscale_loop import ClusterAutoscaler
+from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import budgets_of
 from analyzer.replay.input import (
     ARRIVE,
@@ -74,6 +76,7 @@ from analyzer.scheduling.queue_order import queue_rank as priority_rank
 OBSERVED = "observed"
 # the second word of the seed of DefaultPreemption's candidate offsets (a stream of their own)
 PREEMPTION_STREAM = 1
+AUTOSCALER_STREAM = 2  # the expander's random choices
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,7 @@ def replay(
     stop_after: int | None = None,
     matrices: Any = None,
     rescore_all: bool = False,
+    autoscaler: tuple[NodeGroups, AutoscalerSettings] | None = None,
 ) -> ReplayResult:
     """Replay every event of ``inp`` under ``strategy``; deterministic for a given ``seed``.
 
@@ -202,6 +206,9 @@ def replay(
     ``analyzer.replay.projection.UsageMatrices`` of ``inp`` when the caller has them (load-aware feeds).
     ``rescore_all``: score every node for every pod with ``Profile.evaluate`` instead of the
     incremental caches (same results, much slower: the reference the tests and benchmarks use).
+    ``autoscaler``: the node groups and settings of an input from
+    ``analyzer.replay.autoscale_setup.with_node_groups``: cluster-autoscaler drives the node set
+    (``analyzer.replay.autoscale_loop``; not for ``observed``).
     """
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()
@@ -251,6 +258,12 @@ def replay(
     queue = PendingQueue(
         seq, lambda pod: pod.to_bytes(8, "little") + b"pin" if pinned[pod] else keys[pod]
     )
+    scaler = None
+    if autoscaler is not None and profile is not None:
+        scaler = ClusterAutoscaler(
+            inp, *autoscaler, profile, state, active, on_node, bound, budgets_of(inp, state),
+            np.random.default_rng([seed, AUTOSCALER_STREAM]),
+        )  # fmt: skip
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
@@ -264,6 +277,8 @@ def replay(
         on_node[node].add(pod)
         bound[pod] = node
         rec.place(pod, node, now)
+        if scaler is not None:
+            scaler.touch(node, False)
         if pre is not None and not pinned[pod]:
             pre.bound(pod, node, now)
         if timeline is not None and not pinned[pod] and state.node_taints[node]:
@@ -285,6 +300,8 @@ def replay(
             timeline.forget(pod)
         bound[pod] = -1
         rec.end_segment(pod, now)
+        if scaler is not None:
+            scaler.touch(node, True)
         if pre is not None and not pinned[pod]:
             pre.unbound(pod)
         if cache is not None:
@@ -414,6 +431,27 @@ def replay(
         for pod, reason in waiting:  # queued after the pass (the pass reads the queue)
             enqueue(pod, now, reason)
 
+    def autoscale(now: int, changed: list[int]) -> list[int]:
+        """The autoscaler's nodes joining now and its run of the loop; the pods it evicted (they
+        arrive again now)."""
+        assert scaler is not None and cache is not None
+        for slot in scaler.ready(now):
+            active[slot] = True
+            changed.append(slot)
+            cache.touch(slot)
+        drained: list[int] = []
+        for slot in scaler.tick(now, queue.pods()):
+            active[slot] = False
+            cache.touch(slot)
+            gone = []
+            for pod in sorted(on_node[slot], key=lambda p: seq[p]):
+                unbind(pod, now)
+                if not pinned[pod]:  # DaemonSet and static pods end with their node
+                    gone.append(pod)
+            scaler.removed(slot, now, gone)
+            drained.extend(gone)
+        return drained
+
     bounds = np.flatnonzero(np.diff(times)) + 1
     starts = np.concatenate([[0], bounds]).astype(np.int64).tolist() if len(times) else []
     stops = [*bounds.tolist(), len(times)] if len(times) else []
@@ -424,6 +462,8 @@ def replay(
     def between() -> int:
         """The next instant a termination ends or a node's state changes (NEVER: none)."""
         later = ending.next_time()
+        if scaler is not None:
+            later = min(later, scaler.next_time())
         return later if timeline is None else min(later, timeline.next_time())
 
     while at < instants or between() <= inp.end:
@@ -480,15 +520,21 @@ def replay(
             k += 1
         if timeline is not None and timeline.next_time() <= now:  # most instants: nothing due
             node_states(now, changed)
+        if scaler is not None:
+            back.extend(autoscale(now, changed))
         arriving = [*index_list[k:hi], *back]
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
         step(now, changed, refreshed, arriving)
+        if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
+            scaler.waiting = bool(queue)
     for pod in queue.pods():
         why.ended(pod)
     result = rec.result(strategy.name, seed, queue.pods())
     result.refusals = {pod: why.last[pod] for pod in np.flatnonzero(result.waited).tolist()}
     result.evicted = evicted
+    if scaler is not None:
+        result.autoscaler = scaler.record
     result.preemptions = {
         name: np.array(column, dtype=np.int64)
         for name, column in zip(("victim", "preemptor", "node", "time"), victim_rows, strict=True)

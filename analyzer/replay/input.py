@@ -378,6 +378,12 @@ def prepare(snapshot: Snapshot, arrivals: str = ARRIVALS[0]) -> ReplayInput:
     return inp
 
 
+def rebuild_events(inp: ReplayInput) -> tuple[Int64Array, Int64Array, Int64Array]:
+    """The event list of ``inp`` after its node joins/leaves were changed (a node that never
+    joins has ``node_join`` ``NEVER``)."""
+    return _events(inp)[0]
+
+
 def _events(inp: ReplayInput) -> tuple[tuple[Int64Array, Int64Array, Int64Array], int]:
     """Sorted (time, kind, index) arrays, and how many pods depart when or before they arrive.
 
@@ -387,7 +393,7 @@ def _events(inp: ReplayInput) -> tuple[tuple[Int64Array, Int64Array, Int64Array]
     pods = np.arange(inp.pod_count)
     instant = inp.departure <= inp.arrival
     leaving = np.flatnonzero(inp.node_leave != NEVER)
-    joining = np.flatnonzero(inp.node_join > inp.start)
+    joining = np.flatnonzero((inp.node_join > inp.start) & (inp.node_join != NEVER))
     departing = np.flatnonzero((inp.departure != NEVER) & ~instant)
     times = np.concatenate(
         [

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.input import BoolArray, Int64Array
 from analyzer.replay.refusals import Refusal
 
@@ -38,3 +39,4 @@ class ReplayResult:
     preemptions: dict[str, Int64Array] = field(default_factory=dict)
     refusals: dict[int, Refusal] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    autoscaler: AutoscalerRecord | None = None  # the node autoscaler's actions (None: none)

@@ -33,6 +33,12 @@ from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
 from analyzer.report.views import TableView, json_value
+from analyzer.report.whatif_autoscaled import (
+    autoscaled_sentence,
+    autoscaled_table,
+    node_count_series,
+    reasons_table,
+)
 from analyzer.report.whatif_tables import (
     comparison_table,
     headroom_table,
@@ -118,6 +124,8 @@ class WhatIfContext:
     compared: int = 0  # strategies compared besides observed (the verdict's question)
     kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
     unit_line: str = UNIT_LINE  # what "capacity released" counts, under the verdict
+    autoscaled: str = ""  # the node autoscaler's sentence ("": no --autoscaler)
+    autoscaler_notes: list[str] = field(default_factory=list)  # its node groups' bounds
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
@@ -304,6 +312,11 @@ def build_whatif_context(
             _series(result, "nodes_in_violation"), title="Nodes in violation", ylabel="nodes"
         ),
     }
+    counts = node_count_series(result)
+    if counts:
+        charts["nodes"] = time_lines(
+            counts, title="Nodes over time: autoscaler vs observed", ylabel="nodes"
+        )
     frag = _frag_series(result)
     if frag:
         charts["fragmentation"] = time_lines(
@@ -335,6 +348,7 @@ def build_whatif_context(
             "headroom": headroom_table(result),
             "wait_reasons": wait_reasons_table(result),
             "moves": moves_table(result),
+            **{t.name: t for t in (autoscaled_table(result), reasons_table(result)) if t},
         },
         charts=charts,
         seeds=max(len(c.outcomes) for c in result.strategies),
@@ -346,6 +360,8 @@ def build_whatif_context(
         notes=notes,
         search=_with_scope(_check_search(search), result.best),
         compared=len(result.strategies) - 1,
+        autoscaled=autoscaled_sentence(table) if (table := autoscaled_table(result)) else "",
+        autoscaler_notes=sorted({n for o in result.autoscaled for n in o.notes}),
     )
 
 

@@ -27,12 +27,14 @@ import numpy as np
 
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
+from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.autoscaled import AutoscaledOutcome, run_autoscaled
 from analyzer.whatif.capacity import node_prices, pool_mix_shift, released
 from analyzer.whatif.evaluate import Outcome, evaluate
 from analyzer.whatif.notes import whatif_notes
@@ -90,6 +92,10 @@ class WhatIfSettings:
     # always keeps the data as recorded
     arrivals: str = ARRIVALS[0]
     prices: Prices | None = None  # ``--prices``: capacity in money too
+    # ``--autoscaler``: also replay every strategy with this node autoscaler driving the nodes
+    # (``analyzer.whatif.autoscaled``), its settings from the config's ``autoscaler:`` section
+    autoscaler: str = "none"
+    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
 
 
 def resolve_strategy(name: str, kubernetes_version: str | None = None) -> Strategy:
@@ -177,6 +183,8 @@ class WhatIfResult:
     # ``--prices``: currency and file, and the pools without a price (then no money anywhere)
     prices: dict[str, Any] | None = None
     pool_mix: list[str] = field(default_factory=list)  # the strategies that are pool-mix shifts
+    autoscaler: str = "none"  # ``--autoscaler``; with one, ``autoscaled`` holds its rows
+    autoscaled: list[AutoscaledOutcome] = field(default_factory=list)
 
     @property
     def kubernetes_version(self) -> str | None:
@@ -200,6 +208,14 @@ class WhatIfResult:
             "prices": self.prices,
             "pool_mix_shift": list(self.pool_mix),
             "strategies": [s.to_dict() for s in self.strategies],
+            **(
+                {}
+                if self.autoscaler == "none"
+                else {
+                    "autoscaler": self.autoscaler,
+                    "autoscaled": [o.to_dict() for o in self.autoscaled],
+                }
+            ),
         }
 
 
@@ -295,6 +311,15 @@ def run_whatif(
                     progress(futures[future], done, len(tasks))
             outcomes = [f.result() for f in futures]
     result = compare(snapshot, settings, tasks, outcomes)
+    if settings.autoscaler != "none":
+        inp = prepare(snapshot, settings.arrivals)
+        rows = [
+            run_autoscaled(inp, strategy, seed, settings.autoscaling, settings.prices)
+            for strategy in (resolve_strategy(n, settings.kubernetes_version)
+                             for n in settings.strategies if n != OBSERVED)
+            for seed in range(settings.seeds)
+        ]  # fmt: skip
+        result = replace(result, autoscaler=settings.autoscaler, autoscaled=rows)
     # the version is said by the result itself (pages' header, JSON, the CLI's table), a
     # default one with what to do about it: not repeated among the notes
     return replace(result, version=version)

@@ -1,0 +1,451 @@
+"""cluster-autoscaler in the replay's loop: scale-up when pods wait, scale-down of unneeded nodes.
+
+The engine (``analyzer.replay.engine``) calls this at every instant it handles, before it places
+that instant's pods; the autoscaler's own instants (its ticks, a node becoming Ready) are instants
+of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md "In the replay"):
+
+- **the loop** runs every ``scan-interval`` (``StaticAutoscaler.RunOnce``) while anything may
+  change its answer: the state changed since the last pass, pods wait, or nodes are unneeded;
+- **scale-up** (``ScaleUpOrchestrator.ScaleUp``): the pods that wait after the scheduler tried
+  them; those that fit on nodes already being provisioned are left to them (upstream's upcoming
+  nodes); for each group with room below ``maxSize``, which of the rest pass the scheduler's
+  filters on an empty node of the group's shape, and how many new nodes they need (first-fit
+  decreasing on the requests: ``estimator.BinpackingNodeEstimator``), capped at ``maxSize``; the
+  expander picks one group (``random``, seeded; ``least-waste``: least idle cpu + memory
+  fraction; ``priority``: the highest-priority groups, then random); its nodes join after
+  ``provisioning-delay``;
+- **scale-down** (``Planner.UpdateClusterState`` / ``NodesToDelete``): every present node through
+  ``analyzer.autoscaler.eligibility`` (utilisation and threshold), the candidates through
+  ``analyzer.autoscaler.removal`` on the replay's own state (drain rules, PDBs with the
+  disruptions allowed now, re-placement on the scheduler's filters), empty ones first; a node
+  unneeded for ``scale-down-unneeded-time`` is deleted, not within
+  ``scale-down-delay-after-add`` of a scale-up, within the group's ``minSize`` and the
+  parallelism budgets (``analyzer.autoscaler.planner.select``); its pods are evicted and go back
+  to the replay's scheduler (DaemonSet and static pods end with the node).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
+from analyzer.autoscaler.drainability import PdbTracker
+from analyzer.autoscaler.eligibility import check
+from analyzer.autoscaler.planner import is_empty, select
+from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
+from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
+from analyzer.autoscaler.utilization import is_gpu_node
+from analyzer.core.resources import Container, PodSpecResources
+from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.autoscale_scaleup import plan_scale_up
+from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
+from analyzer.replay.budgets import ReplayBudgets
+from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.objects import PodObject
+from analyzer.scheduling.state import ClusterState
+
+SECOND = 1_000_000_000
+
+
+class ClusterAutoscaler:
+    """cluster-autoscaler's loop over one replay's live state (module docstring)."""
+
+    def __init__(
+        self,
+        inp: ReplayInput,
+        groups: NodeGroups,
+        settings: AutoscalerSettings,
+        profile: Profile,
+        state: ClusterState,
+        active: np.ndarray[Any, Any],
+        on_node: list[set[int]],
+        bound: list[int],
+        budgets: ReplayBudgets,
+        rng: np.random.Generator,
+    ) -> None:
+        self.inp, self.groups, self.settings, self.profile = inp, groups, settings, profile
+        self.state, self.active, self.on_node, self.bound = state, active, on_node, bound
+        self.budgets, self.rng = budgets, rng
+        self.options = settings.options
+        self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready
+        self.unneeded: dict[int, int] = {}  # slot -> since when
+        self.outcomes: dict[int, Outcome] = {}  # the last pass's removable nodes, pass order
+        self.last_add = -NEVER
+        # the first run one scan after the start: at the start itself no pod is placed yet
+        self.next_tick = inp.start + settings.scan_interval
+        self.clock = inp.start
+        self.dirty = True
+        self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
+        # nodes where a pod left or that joined / where a pod was bound or that left, since the
+        # last scale-down run (the engine tells, ``touch``)
+        self.freed: set[int] = set()
+        self.filled: set[int] = set()
+        # the last run's answer per candidate: its pods then, the removable outcome (None:
+        # NoPlaceToMovePods) and the nodes its pods moved to
+        self.last: dict[int, tuple[tuple[int, ...], Outcome | None, list[int]]] = {}
+        self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
+        self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
+        self.record = AutoscalerRecord(
+            "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
+        )
+        self.record.notes.extend(groups.notes)
+        for slot in np.flatnonzero(active).tolist():
+            self.record.joined(slot, inp.start)
+        self.pods: dict[int, CAPod] = {}
+        self.kinds = [
+            NodeGroup(name, groups.min_size[g], groups.max_size[g])
+            for g, name in enumerate(groups.names)
+        ]
+        self.membership: tuple[Any, dict[str, NodeGroup]] = (None, {})
+        self.position = {name: i for i, name in enumerate(state.node_names)}
+        self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
+        # slot -> (its pods, unremovable reason, empty): eligibility as of those pods
+        self.judged: dict[int, tuple[tuple[int, ...], str, bool]] = {}
+        self.group_of = np.array(groups.of_node, dtype=np.int64)
+        self.nodes = [
+            CANode(name, {}, labels=state.node_labels[i] if state.node_labels else {},
+                   annotations=state.node_annotations[i] if state.node_annotations else {})
+            for i, name in enumerate(state.node_names)
+        ]  # fmt: skip
+        self.cpu, self.mem = state.index_of("cpu"), state.index_of("memory")
+        self.gpu = np.array(
+            [
+                is_gpu_node({"nvidia.com/gpu": 1} if "nvidia.com/gpu" in state.resources
+                            and state.allocatable[i, state.resources.index("nvidia.com/gpu")]
+                            else {}, labels)
+                for i, labels in enumerate(state.node_labels or [{}] * state.node_count)
+            ], dtype=bool,
+        )  # fmt: skip
+        self.disabled = np.array([n.scale_down_disabled for n in self.nodes], dtype=bool)
+
+    # -- the engine's side ---------------------------------------------------------------------
+    def next_time(self) -> int:
+        """The next instant the autoscaler acts on its own (``NEVER``: none)."""
+        ready = min(self.provisioning.values(), default=NEVER)
+        if self.dirty or self.waiting or self.unneeded:
+            # the loop's runs are on a grid of scan-intervals from the start of the data
+            scan, start = self.settings.scan_interval, self.inp.start
+            grid = start + -(-(self.clock + 1 - start) // scan) * scan
+            return min(ready, max(self.next_tick, grid))
+        return ready
+
+    def ready(self, now: int) -> list[int]:
+        """Slots whose provisioning ends at ``now``: they join (the engine activates them)."""
+        self.clock = now
+        joining = sorted(s for s, at in self.provisioning.items() if at <= now)
+        for slot in joining:
+            del self.provisioning[slot]
+            self.record.joined(slot, now)
+            self.record.added.append((now, slot))
+        if joining:
+            self.dirty = True
+            self.freed.update(joining)
+        return joining
+
+    def tick(self, now: int, waiting: list[int]) -> list[int]:
+        """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
+        after the scheduler tried them), then scale-down. Returns the slots to delete now."""
+        self.clock = now
+        if now < self.next_tick or not (self.dirty or self.waiting or self.unneeded):
+            return []
+        self.next_tick = now + self.settings.scan_interval
+        # CA's simulations bind and unbind on the live state and undo it all; per-GPU device
+        # state (GPU-sharing profiles) is left out of them, as CA knows no shared GPUs
+        devices, self.state.devices = self.state.devices, None
+        try:
+            return self._run(now, waiting)
+        finally:
+            self.state.devices = devices
+
+    def _run(self, now: int, waiting: list[int]) -> list[int]:
+        """The run of the loop at ``now`` (``tick``)."""
+        asked = (tuple(waiting), len(self.record.presence), len(self.record.removed))
+        if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
+            self.asked = asked
+            if self._scale_up(now, self._unschedulable(waiting, now)):
+                self.last_add = now
+        if self.dirty:
+            self._update_unneeded(now)
+            self.dirty = False
+        return self._to_delete(now)
+
+    def removed(self, slot: int, now: int, evicted: list[int]) -> None:
+        """The engine deleted ``slot`` and evicted ``evicted`` from it."""
+        self.record.left(slot, now)
+        self.record.removed.append((now, slot, bool(evicted)))
+        self.record.evictions.extend((now, pod) for pod in evicted)
+        self.unneeded.pop(slot, None)
+        self.outcomes.pop(slot, None)
+        self.dirty = True
+        self.filled.add(slot)
+        if self.record.reasons:  # the deleted node stops counting as unneeded at once
+            counts = dict(self.record.reasons[-1][1])
+            counts["Unneeded"] = counts.get("Unneeded", 1) - 1
+            self.record.reasons.append((now, {k: v for k, v in counts.items() if v > 0}))
+
+    def touch(self, node: int, freed: bool) -> None:
+        """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
+        self.dirty = True
+        (self.freed if freed else self.filled).add(node)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _may_use_freed(self, slot: int) -> bool:
+        """Whether a pod of ``slot`` (not DaemonSet/static) fits the room now free on a node
+        that freed room since the last run (resources only)."""
+        state = self.state
+        rooms = [
+            state.allocatable[f] - state.requested[f]
+            for f in self.freed
+            if self.active[f] and f != slot
+        ]
+        if not rooms:
+            return False
+        for pod in self.on_node[slot]:
+            if self.inp.pinned[pod]:
+                continue
+            need = self.inp.demands[pod].requests
+            if any(bool(np.all(need <= room)) for room in rooms):
+                return True
+        return False
+
+    def _group_nodes(self, group: int) -> list[int]:
+        """The group's nodes: present and being provisioned (its target size)."""
+        mine = self.active & (self.group_of == group)
+        return [*np.flatnonzero(mine).tolist(),
+                *(s for s in self.provisioning if self.groups.of_node[s] == group)]  # fmt: skip
+
+    def _free_slot(self, group: int) -> list[int]:
+        """The group's spare slots that do not exist now (a deleted one may be used again)."""
+        of = self.groups.of_node
+        unused = self.groups.spare & ~self.active
+        return [s for s in np.flatnonzero(unused).tolist()
+                if of[s] == group and s not in self.provisioning]  # fmt: skip
+
+    def _ca_pod(self, pod: int) -> CAPod:
+        found = self.pods.get(pod)
+        if found is None:
+            d = self.inp.demands[pod]
+            kind = "" if d.controller is None else d.controller.kind
+            found = CAPod(
+                PodObject(
+                    name=d.name,
+                    namespace=d.namespace,
+                    spec=PodSpecResources((Container("main", dict(d.request_map)),)),
+                    labels=d.labels,
+                    annotations={MIRROR_ANNOTATION: "replay"} if kind == "Node" else {},
+                    owner_kinds=(kind,) if kind else (),
+                    phase="Running",
+                    controller=d.controller,
+                    uid=d.uid,
+                )
+            )
+            self.pods[pod] = found
+        return found
+
+    def _cluster(self, candidates: list[int]) -> Cluster:
+        names = self.state.node_names
+        version = (len(self.record.presence), len(self.record.removed), len(self.provisioning),
+                   len(self.record.added))  # fmt: skip
+        if self.membership[0] != version:  # the group members change with joins and removals
+            of = self.groups.of_node
+            members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
+            self.membership = (version, {names[slot]: self.kinds[of[slot]] for slot in members})
+        groups = self.membership[1]
+        pods = {names[s]: [self._ca_pod(p) for p in sorted(self.on_node[s])] for s in candidates}
+        return Cluster(self.nodes, pods, groups)
+
+    # -- scale-down ----------------------------------------------------------------------------
+    def _update_unneeded(self, now: int) -> None:
+        """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
+        opts, state = self.options, self.state
+        present = np.flatnonzero(self.active)
+        reasons: dict[str, int] = {}
+        if self.cpu is None or self.mem is None or not len(present):
+            self.unneeded, self.outcomes = {}, {}
+            self.record.reasons.append((now, reasons))
+            return
+        alloc = state.allocatable[present][:, [self.cpu, self.mem]].astype(np.float64)
+        used = state.requested[present][:, [self.cpu, self.mem]].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)
+        threshold = min(opts.scale_down_utilization_threshold, 1.0)
+        # a margin over the threshold: the exact check below decides (float sums differ)
+        maybe = (ratio < threshold + 1e-6) | self.gpu[present] | self.disabled[present]
+        look = present[maybe].tolist()
+        reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
+        cluster = self._cluster(look)
+        seconds = now / SECOND
+        candidates, empty = [], set()
+        for slot in look:
+            name = self.nodes[slot].name
+            key = tuple(sorted(self.on_node[slot]))
+            known = self.judged.get(slot)
+            if known is None or known[0] != key:  # its pods changed: judge it again
+                node = CANode(name, self._allocatable(slot), self.nodes[slot].labels,
+                              self.nodes[slot].annotations)  # fmt: skip
+                # no pod of the replay is terminating nor any node being deleted, so the
+                # verdicts depend on the node's pods only (``now`` reads neither)
+                elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
+                known = (
+                    key,
+                    elig.reason,
+                    not elig.reason and is_empty(cluster, name, opts, seconds),
+                )
+                self.judged[slot] = known
+            if known[1]:
+                reasons[known[1]] = reasons.get(known[1], 0) + 1
+            else:
+                candidates.append(slot)
+                if known[2]:
+                    empty.add(slot)
+        # a group already at its minSize can lose no node: its candidates are not simulated
+        # (upstream simulates them and refuses them afterwards; their simulated moves would only
+        # take room from the later candidates)
+        sizes = {g: len(self._group_nodes(g)) for g in {self.groups.of_node[c] for c in candidates}}
+        at_min = [c for c in candidates
+                  if sizes[self.groups.of_node[c]] <= self.groups.min_size[self.groups.of_node[c]]]  # fmt: skip
+        if at_min:
+            reasons["NodeGroupMinSizeReached"] = len(at_min)
+            candidates = [c for c in candidates if c not in set(at_min)]
+        empty_first = sorted(candidates, key=lambda s: s not in empty)
+        on = [p for s in candidates for p in self.on_node[s]]
+        covering = self.budgets.covering(on) if self.budgets else []
+        node_of = np.array(self.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
+        pdbs = PdbTracker(self.budgets.at(now, node_of, covering) if covering else [])
+        destinations = self.active.copy()
+        if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
+            destinations &= ~np.array(state.node_unschedulable, dtype=bool)
+        # without node-state intervals nodes keep their labels, taints and cordons all along
+        static = self.static if self.inp.snapshot.node_state is None else {}
+        live = LiveState(
+            state,
+            {id(self._ca_pod(p)): self.inp.demands[p] for p in on},
+            destinations,
+            static,
+            self.position,
+        )
+        simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
+        outcomes: dict[int, Outcome] = {}
+        # the last run's answer for a node whose pods are the same is taken again when nothing it
+        # read changed: a removable node's moves when none of their targets took a pod since
+        # (nor in this run), a NoPlaceToMovePods when no node that freed room since could take
+        # any of its pods; the order effects of other candidates in between are ignored
+        last, self.last = self.last, {}
+        taken: set[int] = set()  # nodes this run's kept simulations moved pods onto
+        for slot in empty_first:
+            key = self.judged[slot][0]
+            name = self.nodes[slot].name
+            before = last.get(slot)
+            outcome = None
+            if before is not None and before[0] == key and before[1] is not None:
+                targets = before[2]
+                if not (set(targets) & (self.filled | taken)):
+                    outcome = simulator.adopt(name, before[1].moved, targets, pdbs)
+            elif before is not None and before[0] == key and not self._may_use_freed(slot):
+                self.last[slot] = before
+                reasons["NoPlaceToMovePods"] = reasons.get("NoPlaceToMovePods", 0) + 1
+                continue
+            if outcome is None:
+                mark = len(simulator.journal)
+                outcome = simulator.simulate(name, pdbs)
+                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
+            if not outcome.removable:
+                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
+                if outcome.reason == "NoPlaceToMovePods":
+                    self.last[slot] = (key, None, [])
+                continue
+            taken.update(targets)
+            self.last[slot] = (key, outcome, targets)
+            simulator.drop(outcome.node)
+            pdbs.remove(outcome.moved)
+            outcomes[slot] = outcome
+        simulator.restore()
+        self.freed, self.filled = set(), set()
+        self.outcomes = outcomes
+        self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
+        # nodes the group's minSize would keep however long they stay unneeded
+        _, _, kept = select(list(outcomes.values()), cluster, self.options)
+        if kept:
+            reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
+        reasons["Unneeded"] = len(outcomes) - len(kept)
+        self.record.reasons.append((now, {k: v for k, v in reasons.items() if v}))
+
+    def _allocatable(self, slot: int) -> dict[str, int]:
+        row = self.state.allocatable[slot]
+        return {r: int(v) for r, v in zip(self.state.resources, row.tolist(), strict=True) if v}
+
+    def _to_delete(self, now: int) -> list[int]:
+        """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up."""
+        if now - self.last_add < self.settings.delay_after_add:
+            return []
+        due = [
+            self.outcomes[s]
+            for s in self.outcomes
+            if now - self.unneeded[s] >= self.settings.unneeded_time
+        ]
+        if not due:
+            return []
+        position = {self.nodes[s].name: s for s in self.outcomes}
+        empty, drained, _ = select(due, self._cluster([]), self.options)
+        return [position[name] for name in empty + drained]
+
+    # -- scale-up ------------------------------------------------------------------------------
+    def _unschedulable(self, waiting: list[int], now: int) -> list[int]:
+        """``FilterOutSchedulablePodListProcessor``: the waiting pods that fit on no existing node
+        (each that fits is placed there in the simulation, so the next sees it), e.g. pods the
+        scheduler has not retried yet since a node became Ready."""
+        state, seconds = self.state, now / SECOND
+        placed: list[tuple[int, Any]] = []
+        out = []
+        nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
+        keys = self.inp.shape_keys
+        for pod in waiting:
+            if self.inp.pinned[pod]:
+                continue
+            if keys[pod] in nowhere:
+                out.append(pod)
+                continue
+            demand = self.inp.demands[pod]
+            feasible = self.active.copy()
+            for plugin in self.profile.filters:
+                feasible &= plugin.filter(state, demand, seconds).feasible
+            nodes = np.flatnonzero(feasible)
+            if len(nodes):
+                state.bind(int(nodes[0]), demand)
+                placed.append((int(nodes[0]), demand))
+            else:
+                nowhere.add(keys[pod])
+                out.append(pod)
+        for node, demand in reversed(placed):
+            state.unbind(node, demand)
+        return out
+
+    def _scale_up(self, now: int, waiting: list[int]) -> bool:
+        """One scale-up for the waiting pods; True if nodes were ordered."""
+        count = len(self.groups.names)
+        room = [self.groups.max_size[g] - len(self._group_nodes(g)) for g in range(count)]
+        choice = plan_scale_up(
+            self.state,
+            self.profile,
+            self.inp.demands,
+            waiting,
+            [self._free_slot(g) for g in range(count)],
+            sorted(self.provisioning),
+            room,
+            self.settings,
+            self.groups.names,
+            self.rng,
+            now / SECOND,
+            self.inp.shape_keys,
+            self.memo,
+        )
+        if choice is None:
+            return False
+        group, slots = choice.group, choice.slots
+        for slot in slots:
+            self.provisioning[slot] = now + self.settings.provisioning_delay
+        self.record.scale_ups.append((now, group, len(slots)))
+        return True

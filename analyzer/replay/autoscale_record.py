@@ -1,0 +1,38 @@
+"""What the replay's node autoscaler did: node presence, scale-ups, removals, evictions, reasons.
+
+Times are int64 nanoseconds as everywhere in the replay; slots index the autoscaled input's nodes
+(``analyzer.replay.autoscale_setup.with_node_groups``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NEVER = (1 << 63) - 1
+
+
+@dataclass
+class AutoscalerRecord:
+    """The autoscaler's actions during one replay (``ReplayResult.autoscaler``)."""
+
+    kind: str  # "cluster-autoscaler"
+    groups: list[str]
+    of_node: list[int]  # slot -> group index
+    spare_from: int  # slots from here on were provisioned by the autoscaler
+    # per slot, the [start, end) intervals it existed (end NEVER: to the end of the data)
+    presence: dict[int, list[list[int]]] = field(default_factory=dict)
+    scale_ups: list[tuple[int, int, int]] = field(default_factory=list)  # time, group, nodes
+    added: list[tuple[int, int]] = field(default_factory=list)  # ready time, slot
+    removed: list[tuple[int, int, bool]] = field(default_factory=list)  # time, slot, drained
+    evictions: list[tuple[int, int]] = field(default_factory=list)  # time, pod
+    # at each full scale-down pass: time and the number of present nodes per unremovable reason
+    reasons: list[tuple[int, dict[str, int]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def joined(self, slot: int, now: int) -> None:
+        """``slot`` exists from ``now``."""
+        self.presence.setdefault(slot, []).append([now, NEVER])
+
+    def left(self, slot: int, now: int) -> None:
+        """``slot`` is gone from ``now``."""
+        self.presence[slot][-1][1] = now

@@ -1,0 +1,186 @@
+"""cluster-autoscaler's scale-up in the replay: which group grows, and by how many nodes.
+
+After ``ScaleUpOrchestrator.ScaleUp`` (core/scaleup/orchestrator/orchestrator.go): pods that fit
+on nodes already being provisioned are left to them; per group with room, the pods that pass the
+scheduler's filters on an empty node of the group's shape (an unused spare slot of the group, so
+its labels, taints and allocatable are the group's) are packed first-fit decreasing onto new nodes
+(``estimator.BinpackingNodeEstimator``: pods by decreasing cpu+memory share, each onto the first
+new node with room, a new node when none has), capped at ``maxSize``; the expander
+(``expander/random``, ``expander/waste``, ``expander/priority``) picks one option.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from analyzer.replay.autoscale_setup import AutoscalerSettings
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+IntArray = np.ndarray[Any, np.dtype[np.int64]]
+
+
+@dataclass
+class Option:
+    """``expander.Option``: a group, how many nodes, which pods they would hold."""
+
+    group: int
+    slots: list[int]
+    pods: list[int]
+    waste: float
+
+
+def _fits_empty(
+    state: ClusterState, profile: Profile, demand: PodDemand, slot: int, now: float
+) -> bool:
+    """The scheduler's filters pass for ``demand`` on the (empty) node ``slot``."""
+    return all(bool(p.filter(state, demand, now).feasible[slot]) for p in profile.filters)
+
+
+def _pack(
+    rows: Sequence[IntArray], capacity: IntArray, allowed: int, bins: int
+) -> tuple[list[int], int]:
+    """First-fit decreasing of ``rows`` (already in decreasing order) onto at most ``bins`` new
+    nodes of ``capacity``: (indices of the rows packed, nodes used)."""
+    free: list[IntArray] = []
+    counts: list[int] = []
+    packed: list[int] = []
+    for i, row in enumerate(rows):
+        for b, left in enumerate(free):
+            if counts[b] < allowed and bool(np.all(row <= left)):
+                free[b] = left - row
+                counts[b] += 1
+                packed.append(i)
+                break
+        else:
+            if len(free) < bins and bool(np.all(row <= capacity)) and allowed > 0:
+                free.append(capacity - row)
+                counts.append(1)
+                packed.append(i)
+    return packed, len(free)
+
+
+def _upcoming(
+    state: ClusterState, demands: Sequence[PodDemand], pods: list[int], slots: list[int]
+) -> set[int]:
+    """The pods (of ``pods``) that fit on the nodes already being provisioned (first fit)."""
+    free = {s: state.allocatable[s] - state.requested[s] for s in slots}
+    counts = {s: int(state.allowed_pods[s] - state.pod_count[s]) for s in slots}
+    taken: set[int] = set()
+    for pod in pods:
+        row = demands[pod].requests
+        for slot in slots:
+            if counts[slot] > 0 and bool(np.all(row <= free[slot])):
+                free[slot] = free[slot] - row
+                counts[slot] -= 1
+                taken.add(pod)
+                break
+    return taken
+
+
+def _waste(state: ClusterState, slot: int, nodes: int, rows: list[IntArray]) -> float:
+    """``waste`` expander's score: idle cpu share + idle memory share of the new nodes."""
+    score = 0.0
+    for name in ("cpu", "memory"):
+        j = state.index_of(name)
+        if j is None:
+            continue
+        total = float(state.allocatable[slot, j]) * nodes
+        used = float(sum(int(r[j]) for r in rows))
+        score += (total - used) / total if total > 0 else 0.0
+    return score
+
+
+def choose(
+    options: list[Option],
+    settings: AutoscalerSettings,
+    names: Sequence[str],
+    rng: np.random.Generator,
+) -> Option:
+    """The expander's pick among ``options`` (non-empty)."""
+    pool = options
+    if settings.expander == "least-waste":
+        best = min(o.waste for o in pool)
+        pool = [o for o in pool if o.waste <= best + 1e-12]
+    elif settings.expander == "priority":
+        for _, patterns in settings.priorities:  # highest priority first
+            matched = [o for o in pool if any(re.fullmatch(p, names[o.group]) for p in patterns)]
+            if matched:
+                pool = matched
+                break
+    return pool[int(rng.integers(len(pool)))] if len(pool) > 1 else pool[0]
+
+
+def plan_scale_up(
+    state: ClusterState,
+    profile: Profile,
+    demands: Sequence[PodDemand],
+    waiting: Sequence[int],
+    free_slots: Sequence[list[int]],
+    provisioning: list[int],
+    room: Sequence[int],
+    settings: AutoscalerSettings,
+    names: Sequence[str],
+    rng: np.random.Generator,
+    now: float,
+    keys: Sequence[bytes] = (),
+    memo: dict[tuple[bytes, int], bool] | None = None,
+) -> Option | None:
+    """One scale-up for ``waiting``: per group its unused slots ``free_slots[g]`` and ``room[g]``
+    (``maxSize`` less its nodes and nodes being provisioned). None: no group helps.
+
+    ``keys``: each pod's shape key (the replay's ``shape_keys``) and ``memo`` a dict kept between
+    calls: a pod shape's verdict on an empty node of a group is kept when its filters read nothing
+    of other pods (no spread constraints, no pod (anti-)affinity); others are judged afresh."""
+    fresh: dict[tuple[bytes, int], bool] = {}
+
+    def fits_group(pod: int, group: int, probe: int) -> bool:
+        if not keys:
+            return _fits_empty(state, profile, demands[pod], probe, now)
+        demand = demands[pod]
+        lasting = memo is not None and demand.affinity is None and not demand.spread
+        store = memo if lasting and memo is not None else fresh
+        key = (keys[pod], group)
+        found = store.get(key)
+        if found is None:
+            found = store[key] = _fits_empty(state, profile, demand, probe, now)
+        return found
+
+    upcoming = _upcoming(state, demands, list(waiting), provisioning)
+    pods = [p for p in waiting if p not in upcoming]
+    if not pods:
+        return None
+    options = []
+    for group, slots in enumerate(free_slots):
+        bins = min(room[group], len(slots))
+        if bins <= 0:
+            continue
+        probe = slots[0]
+        capacity = state.allocatable[probe]
+        fits = [p for p in pods if fits_group(p, group, probe)]
+        if not fits:
+            continue
+        share = [
+            sum(
+                float(demands[p].requests[j]) / float(capacity[j])
+                for j in range(len(capacity))
+                if capacity[j] > 0
+            )
+            for p in fits
+        ]
+        order = [fits[i] for i in sorted(range(len(fits)), key=lambda i: -share[i])]
+        rows = [demands[p].requests for p in order]
+        packed, used = _pack(rows, capacity, int(state.allowed_pods[probe]), bins)
+        if not used:
+            continue
+        helped = [order[i] for i in packed]
+        waste = _waste(state, probe, used, [rows[i] for i in packed])
+        options.append(Option(group, slots[:used], helped, waste))
+    if not options:
+        return None
+    return choose(options, settings, names, rng)

@@ -1,0 +1,119 @@
+"""The what-if page's node-autoscaler part: rows "strategy + autoscaler", why nodes stayed, and
+the node count over time against the observed (``analyzer.whatif.autoscaled``).
+
+The sentence above the table is written from the table's own first row (the first strategy's
+first seed), so the two always agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from analyzer.report import format as fmt
+from analyzer.report.views import Column
+from analyzer.report.whatif_tables import DURATION, WhatIfTable
+from analyzer.whatif.compare import WhatIfResult
+
+
+def autoscaled_table(result: WhatIfResult) -> WhatIfTable | None:
+    """One row per strategy + autoscaler and seed (None: no ``--autoscaler``)."""
+    if not result.autoscaled:
+        return None
+    priced = all(o.total.cost is not None for o in result.autoscaled)
+    currency = result.prices["currency"] if result.prices and priced else None
+    rows = []
+    for o in result.autoscaled:
+        t = o.total
+        rows.append(
+            {
+                "strategy": f"{o.strategy} + {o.autoscaler}",
+                "seed": o.seed,
+                "node_hours": t.node_hours,
+                "observed_node_hours": t.observed_node_hours,
+                "node_hours_released": t.observed_node_hours - t.node_hours,
+                "core_hours": t.core_hours,
+                "gib_hours": t.gib_hours,
+                "cost": t.cost,
+                "peak_nodes": int(o.series["nodes"].max()) if len(o.series) else 0,
+                "nodes_added": t.nodes_added,
+                "nodes_removed": t.nodes_removed,
+                "pods_evicted": t.pods_evicted,
+                "evicted_twice": o.evicted_twice_within_hour,
+                "scale_up_wait_s": o.pending_pod_seconds_scale_up,
+                "pending_at_end": o.pending_pods_at_end,
+            }
+        )
+    columns = [
+        Column("strategy", "Strategy + autoscaler"),
+        Column("seed", "Seed", "int"),
+        Column("node_hours", "Node-hours", "num", 1),
+        Column("observed_node_hours", "Observed node-hours", "num", 1),
+        Column("node_hours_released", "Node-hours released", "num", 1),
+        Column("core_hours", "Core-hours", "num", 0),
+        Column("gib_hours", "GiB-hours", "num", 0),
+        *([Column("cost", f"Money, {currency}", "num", 2)] if currency else []),
+        Column("peak_nodes", "Peak nodes", "int"),
+        Column("nodes_added", "Nodes added", "int"),
+        Column("nodes_removed", "Nodes removed", "int"),
+        Column("pods_evicted", "Pods evicted by scale-down", "int"),
+        Column("evicted_twice", "Pods evicted twice within 1 h", "int"),
+        Column("scale_up_wait_s", "Pending waiting for a new node (pod-time)", DURATION),
+        Column("pending_at_end", "Pods pending at end", "int"),
+    ]
+    return WhatIfTable(
+        "autoscaled", "Strategy + autoscaler", columns, pd.DataFrame(rows), limit=None
+    )
+
+
+def reasons_table(result: WhatIfResult) -> WhatIfTable | None:
+    """Node-hours per cluster-autoscaler reason a node stayed, per strategy + autoscaler."""
+    if not result.autoscaled:
+        return None
+    rows = [
+        {"strategy": f"{o.strategy} + {o.autoscaler}", "seed": o.seed, "reason": reason,
+         "node_hours": hours}
+        for o in result.autoscaled
+        for reason, hours in sorted(o.reasons_node_hours.items(), key=lambda kv: -kv[1])
+    ]  # fmt: skip
+    columns = [
+        Column("strategy", "Strategy + autoscaler"),
+        Column("seed", "Seed", "int"),
+        Column("reason", "Reason (CA's name)"),
+        Column("node_hours", "Node-hours", "num", 1),
+    ]
+    frame = pd.DataFrame(rows, columns=["strategy", "seed", "reason", "node_hours"])
+    return WhatIfTable("autoscaler_reasons", "Why nodes stayed", columns, frame, limit=None)
+
+
+def autoscaled_sentence(table: WhatIfTable) -> str:
+    """The first row in words (the same figures the table shows)."""
+    row = table.frame.iloc[0]
+    released = float(row["node_hours_released"])
+    shown = fmt.number(abs(released), 1)
+    if shown == fmt.number(0.0, 1):
+        change = "as many as"
+    else:
+        change = f"{shown} fewer than" if released > 0 else f"{shown} more than"
+    return (
+        f"Under {row['strategy'].split(' + ')[1]}, {row['strategy'].split(' + ')[0]} would have "
+        f"run {fmt.number(row['node_hours'], 1)} node-hours, {change} the "
+        f"{fmt.number(row['observed_node_hours'], 1)} observed, peaking at "
+        f"{fmt.count(row['peak_nodes'])} nodes: {fmt.count(row['nodes_added'])} added, "
+        f"{fmt.count(row['nodes_removed'])} removed, {fmt.count(row['pods_evicted'])} "
+        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by scale-down."
+    )
+
+
+def node_count_series(result: WhatIfResult) -> dict[str, tuple[Any, Any]]:
+    """Observed and each strategy + autoscaler's first seed: nodes present at each grid point."""
+    if not result.autoscaled:
+        return {}
+    first = result.autoscaled[0].series
+    out: dict[str, tuple[Any, Any]] = {"observed": (first["time"], first["observed_nodes"])}
+    for o in result.autoscaled:
+        name = f"{o.strategy} + {o.autoscaler}"
+        if name not in out:
+            out[name] = (o.series["time"], o.series["nodes"])
+    return out

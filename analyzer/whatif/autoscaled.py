@@ -1,0 +1,256 @@
+"""The what-if rows "strategy + autoscaler": a replay whose node set the autoscaler drives, and
+its outcomes (issue 25 item 3).
+
+Figures, over the data's window ``[start, end]`` and per pool (node group) as well as in total:
+
+- **node-hours**: the hours each node existed (the data's nodes from the start until the
+  autoscaler deleted them, its own nodes from Ready until deleted); **core-hours** and
+  **GiB-hours**: the same hours × each node's allocatable cpu cores and memory GiB; **cost** with
+  ``--prices`` (the pool's price per core-hour and GiB-hour, as the what-if's capacity figures);
+- **nodes added** (became Ready) and **removed**, **scale-ups**;
+- **pods evicted** by scale-down, and the pods **evicted twice within an hour**;
+- **pending pod-seconds waiting for a new node**: the waits that ended with the pod placed on a
+  node the autoscaler added (the scale-up's latency as the pods felt it);
+- **unremovable reasons over time**: node-hours per CA reason (``NotUnderutilized``,
+  ``BlockedByPod``, ``NoPlaceToMovePods``, ``NodeGroupMinSizeReached``… and ``Unneeded``: under
+  the threshold and drainable, waiting out ``scale-down-unneeded-time``), each pass's counts held
+  until the next pass;
+- **node count over time** on the evaluation grid, beside the observed count (the data's nodes
+  present at each grid point).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.core.prices import Prices
+from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.autoscale_setup import AutoscalerSettings, with_node_groups
+from analyzer.replay.engine import Strategy, replay
+from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.result import ReplayResult
+
+HOUR = 3600 * 1_000_000_000
+GIB = float(2**30)
+
+
+@dataclass
+class PoolFigures:
+    """One pool's (or the whole cluster's) figures under the autoscaler."""
+
+    node_hours: float = 0.0
+    core_hours: float = 0.0
+    gib_hours: float = 0.0
+    cost: float | None = None
+    observed_node_hours: float = 0.0
+    nodes_added: int = 0
+    nodes_removed: int = 0
+    pods_evicted: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in vars(self).items()}
+
+
+@dataclass
+class AutoscaledOutcome:
+    """Every figure of one strategy + autoscaler replay (module docstring)."""
+
+    strategy: str
+    autoscaler: str
+    seed: int
+    total: PoolFigures
+    pools: dict[str, PoolFigures]
+    scale_ups: int
+    evicted_twice_within_hour: int
+    pending_pod_seconds_scale_up: float
+    pending_pods_at_end: int
+    reasons_node_hours: dict[str, float]
+    series: pd.DataFrame  # time, nodes, observed_nodes
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "strategy": self.strategy,
+            "autoscaler": self.autoscaler,
+            "seed": self.seed,
+            **self.total.to_dict(),
+            "scale_ups": self.scale_ups,
+            "evicted_twice_within_hour": self.evicted_twice_within_hour,
+            "pending_pod_seconds_scale_up": round(self.pending_pod_seconds_scale_up, 3),
+            "pending_pods_at_end": self.pending_pods_at_end,
+            "unremovable_reasons_node_hours": {
+                k: round(v, 6) for k, v in sorted(self.reasons_node_hours.items())
+            },
+            "pools": {name: f.to_dict() for name, f in sorted(self.pools.items())},
+            "node_count": {
+                "time": [t.isoformat() for t in self.series["time"]],
+                "nodes": self.series["nodes"].astype(int).tolist(),
+                "observed_nodes": self.series["observed_nodes"].astype(int).tolist(),
+            },
+            "notes": list(self.notes),
+        }
+
+
+def _clip_hours(lo: int, hi: int, start: int, end: int) -> float:
+    return max(0, min(hi, end) - max(lo, start)) / HOUR
+
+
+def _unit_prices(
+    inp: ReplayInput, record: AutoscalerRecord, prices: Prices | None
+) -> dict[int, tuple[float, float]] | None:
+    """Per group index: (price per core-hour, per GiB-hour); None unpriced (any pool)."""
+    if prices is None:
+        return None
+    t = inp.template
+    cores = t.allocatable[:, t.resources.index("cpu")] / 1000.0
+    gib = t.allocatable[:, t.resources.index("memory")] / GIB
+    of = np.array(record.of_node[: record.spare_from])
+    out = {}
+    for g, name in enumerate(record.groups):
+        mine = of == g
+        price = prices.for_pool(name)
+        unit = None if price is None or not mine.any() else price.per_unit(
+            float(cores[: record.spare_from][mine].mean()),
+            float(gib[: record.spare_from][mine].mean()),
+        )  # fmt: skip
+        if unit is None:
+            return None
+        out[g] = unit
+    return out
+
+
+def outcome_of(
+    inp: ReplayInput,
+    observed_inp: ReplayInput,
+    result: ReplayResult,
+    prices: Prices | None = None,
+) -> AutoscaledOutcome:
+    """The figures of an autoscaled replay ``result`` of ``inp`` (``with_node_groups``'s);
+    ``observed_inp``: the plain input, for the observed node count."""
+    record = result.autoscaler
+    assert record is not None
+    start, end = inp.start, inp.end
+    t = inp.template
+    cores = t.allocatable[:, t.resources.index("cpu")] / 1000.0
+    gib = t.allocatable[:, t.resources.index("memory")] / GIB
+    units = _unit_prices(inp, record, prices)
+    pools = {name: PoolFigures(cost=None if units is None else 0.0) for name in record.groups}
+    for slot, spans in record.presence.items():
+        fig = pools[record.groups[record.of_node[slot]]]
+        for lo, hi in spans:
+            hours = _clip_hours(lo, hi, start, end)
+            fig.node_hours += hours
+            fig.core_hours += hours * float(cores[slot])
+            fig.gib_hours += hours * float(gib[slot])
+            if units is not None and fig.cost is not None:
+                core_price, gib_price = units[record.of_node[slot]]
+                fig.cost += hours * (float(cores[slot]) * core_price + float(gib[slot]) * gib_price)
+    for slot in range(record.spare_from):
+        fig = pools[record.groups[record.of_node[slot]]]
+        lo, hi = int(observed_inp.node_join[slot]), int(observed_inp.node_leave[slot])
+        fig.observed_node_hours += _clip_hours(lo, hi, start, end)
+    for _, slot in record.added:
+        pools[record.groups[record.of_node[slot]]].nodes_added += 1
+    for _, slot, _ in record.removed:
+        pools[record.groups[record.of_node[slot]]].nodes_removed += 1
+    evicted_at: dict[int, list[int]] = {}
+    for at, pod in record.evictions:
+        evicted_at.setdefault(pod, []).append(at)
+    seg = result.segments
+    for pod, times in evicted_at.items():
+        first = seg["node"][seg["pod"] == pod]
+        group = record.of_node[int(first[0])] if len(first) else 0
+        pools[record.groups[group]].pods_evicted += len(times)
+    twice = sum(
+        1
+        for times in evicted_at.values()
+        if any(b - a <= HOUR for a, b in itertools.pairwise(times))
+    )
+    total = PoolFigures(cost=None if units is None else 0.0)
+    for fig in pools.values():
+        for name in ("node_hours", "core_hours", "gib_hours", "observed_node_hours"):
+            setattr(total, name, getattr(total, name) + getattr(fig, name))
+        total.nodes_added += fig.nodes_added
+        total.nodes_removed += fig.nodes_removed
+        total.pods_evicted += fig.pods_evicted
+        if total.cost is not None and fig.cost is not None:
+            total.cost += fig.cost
+    return AutoscaledOutcome(
+        strategy=result.strategy,
+        autoscaler=record.kind,
+        seed=result.seed,
+        total=total,
+        pools=pools,
+        scale_ups=len(record.scale_ups),
+        evicted_twice_within_hour=twice,
+        pending_pod_seconds_scale_up=_scale_up_wait(result, record),
+        pending_pods_at_end=int(result.pending_at_end.sum()),
+        reasons_node_hours=_reasons(record, start, end),
+        series=_series(inp, observed_inp, record),
+        notes=list(record.notes),
+    )
+
+
+def _scale_up_wait(result: ReplayResult, record: AutoscalerRecord) -> float:
+    """Seconds of the waits that ended with the pod placed on a node the autoscaler added."""
+    seg, waits = result.segments, result.waits
+    placed = {
+        (int(p), int(s))
+        for p, n, s in zip(
+            seg["pod"].tolist(), seg["node"].tolist(), seg["start"].tolist(), strict=True
+        )
+        if n >= record.spare_from
+    }
+    total = 0
+    for pod, lo, hi in zip(
+        waits["pod"].tolist(), waits["start"].tolist(), waits["end"].tolist(), strict=True
+    ):
+        if hi != NEVER and (pod, hi) in placed:
+            total += hi - lo
+    return total / 1e9
+
+
+def _reasons(record: AutoscalerRecord, start: int, end: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    passes = record.reasons
+    for i, (at, counts) in enumerate(passes):
+        until = passes[i + 1][0] if i + 1 < len(passes) else end
+        hours = _clip_hours(at, until, start, end)
+        for reason, count in counts.items():
+            out[reason] = out.get(reason, 0.0) + count * hours
+    return out
+
+
+def _series(inp: ReplayInput, observed: ReplayInput, record: AutoscalerRecord) -> pd.DataFrame:
+    """Nodes present at each grid point under the autoscaler, and in the data."""
+    grid = np.arange(inp.start, inp.end + 1, inp.step, dtype=np.int64)
+    nodes = np.zeros(len(grid), dtype=np.int64)
+    for spans in record.presence.values():
+        for lo, hi in spans:
+            nodes += (grid >= lo) & (grid < hi)
+    seen = np.zeros(len(grid), dtype=np.int64)
+    for lo, hi in zip(observed.node_join.tolist(), observed.node_leave.tolist(), strict=True):
+        seen += (grid >= lo) & (grid < hi)
+    return pd.DataFrame(
+        {"time": pd.to_datetime(grid, utc=True), "nodes": nodes, "observed_nodes": seen}
+    )
+
+
+def run_autoscaled(
+    inp: ReplayInput,
+    strategy: Strategy,
+    seed: int,
+    settings: AutoscalerSettings,
+    prices: Prices | None = None,
+) -> AutoscaledOutcome:
+    """Replay ``strategy`` on ``inp`` with cluster-autoscaler driving the nodes; its figures."""
+    auto, groups = with_node_groups(inp, settings)
+    result = replay(auto, strategy, seed, autoscaler=(groups, settings))
+    return outcome_of(auto, inp, result, prices)

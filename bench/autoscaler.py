@@ -1,0 +1,97 @@
+"""Benchmark: the replay under cluster-autoscaler against the same replay without it (issue 25).
+
+A synthetic cluster (``analyzer.sources``: pools, DaemonSets, Deployments, Jobs; ``--nodes``
+nodes, ``--days`` days at a 5-minute step) is prepared once; then, in the same process and run,
+for each strategy:
+
+- the baseline: ``replay(inp, strategy)`` — today's replay, the data's nodes as observed;
+- the replay with CA: ``with_node_groups`` (spare slots, groups) and
+  ``replay(auto, strategy, autoscaler=...)`` with the config's node groups at ``minSize 0`` (so
+  CA may remove nodes; with the data's own minimum it may not go below it and has little to do).
+
+Each is timed in CPU seconds of this process (other jobs on a shared machine do not count), the
+best of ``--repeat`` runs. The ratio CA / baseline is the figure (issue 25: ≤ 2× for 500 nodes ×
+7 days). Prints a human line per strategy and a JSON line::
+
+    {"nodes": N, "days": D, "strategy": S, "cpu_s": C, "ca_cpu_s": A, "ratio": A / C,
+     "nodes_removed": R, "nodes_added": U, "node_hours": H, "observed_node_hours": O}
+
+    .venv/bin/python bench/autoscaler.py [--nodes 500] [--days 1] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from typing import Any
+
+from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
+from analyzer.replay.engine import Strategy, replay
+from analyzer.replay.input import prepare
+from analyzer.scheduling.strategies import load_strategy
+from analyzer.sources import SyntheticSpec, generate
+from analyzer.whatif.autoscaled import outcome_of
+
+
+def _cpu(func: Any, repeat: int) -> tuple[float, Any]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.process_time()
+        out = func()
+        best = min(best, time.process_time() - t0)
+    return best, out
+
+
+def main() -> None:
+    """Run the benchmark (module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--days", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--strategy", action="append", default=None)
+    args = parser.parse_args()
+    t0 = time.process_time()
+    cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
+    inp = prepare(cluster.snapshot)
+    print(f"generated and prepared in {time.process_time() - t0:.1f} s CPU: "
+          f"{len(inp.node_names)} nodes, {inp.pod_count} pods")  # fmt: skip
+    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str)) or {"default"}
+    settings = parse_settings(None)
+    settings = type(settings)(
+        **{**vars(settings), "groups": {p or "default": GroupBounds(min_size=0) for p in pools}}
+    )
+    for name in args.strategy or ["kube-default", "most-allocated"]:
+        strategy = Strategy(name, load_strategy(name))
+        base_cpu, _ = _cpu(lambda s=strategy: replay(inp, s, 0), args.repeat)
+        auto, groups = with_node_groups(inp, settings)
+        ca_cpu, result = _cpu(
+            lambda s=strategy, a=auto, g=groups: replay(a, s, 0, autoscaler=(g, settings)),
+            args.repeat,
+        )
+        outcome = outcome_of(auto, inp, result)
+        row = {
+            "nodes": args.nodes,
+            "days": args.days,
+            "pods": inp.pod_count,
+            "strategy": name,
+            "cpu_s": round(base_cpu, 2),
+            "ca_cpu_s": round(ca_cpu, 2),
+            "ratio": round(ca_cpu / base_cpu, 2),
+            "nodes_removed": outcome.total.nodes_removed,
+            "nodes_added": outcome.total.nodes_added,
+            "pods_evicted": outcome.total.pods_evicted,
+            "node_hours": round(outcome.total.node_hours, 1),
+            "observed_node_hours": round(outcome.total.observed_node_hours, 1),
+            "machine": f"{platform.machine()} {platform.python_version()}",
+        }
+        print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "
+              f"(x{ca_cpu / base_cpu:.2f}); CA removed {row['nodes_removed']}, added "
+              f"{row['nodes_added']}; node-hours {row['node_hours']} vs observed "
+              f"{row['observed_node_hours']}")  # fmt: skip
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

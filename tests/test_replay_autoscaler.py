@@ -1,0 +1,293 @@
+"""``analyzer whatif --autoscaler cluster-autoscaler``: the replay with CA driving the nodes.
+
+Small clusters of 4-core / 16 GiB nodes over two hours at a 60 s step, where what CA does can be
+worked out by hand with its defaults (scan every 10 s from the start, scale-down-unneeded-time
+10 m, scale-down-delay-after-add 10 m, a new node Ready 2 m after the scale-up, threshold 0.5):
+
+- **scale-down**: three 1.5-core pods spread by kube-default one per node (0.375 < 0.5 each).
+  Two fit on one node (3 cores), three do not (4.5): at the first run (0:10) CA finds the first
+  node's pod a place and marks it unneeded; the two others then have none (NoPlaceToMovePods:
+  the simulation keeps the first move). 10 m later (10:10) the node is drained: one pod evicted
+  and placed again by kube-default, two nodes left. Node-hours 2 × 2 h + 10 m 10 s.
+- **scale-up**: two nodes each holding a 3-core pod; a third 3-core pod from 30:00 to 90:00 fits
+  nowhere. CA's run at 30:10 adds one node of the group (one pod, one node, though maxSize 5
+  would allow three more), Ready at 32:10, where the pod waits until then (130 pending
+  pod-seconds); CA's run at 32:10 sees the pod fit the new node and orders none. It ends at 90:00; CA's run at
+  90:00 comes after that departure (at one instant the data's events come first), so the node is
+  unneeded from 90:00 and deleted at 100:00: node-hours 2 × 2 h + 67 m 50 s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdp_client import Chromium, require_chromium
+from click.testing import CliRunner
+from reliability_doc import documented_exit
+from replay_fixtures import GI, N, P, build
+
+from analyzer.cli import main
+from analyzer.core.snapshot import read_snapshot, write_snapshot
+from analyzer.sources import SyntheticSpec, generate, write_openmetrics
+
+
+def _snapshot(tmp_path: Path, nodes: list[N], pods: list[P]) -> Path:
+    snap = build(nodes, pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"  # ReplicaSet pods: CA may move them
+    out = tmp_path / "snap"
+    write_snapshot(snap, out)
+    return out
+
+
+def _whatif(tmp_path: Path, snap: Path, config: str | None, *extra: str) -> Any:
+    args = []
+    if config is not None:
+        path = tmp_path / "config.yaml"
+        path.write_text(config)
+        args = ["--config", str(path)]
+    run = CliRunner().invoke(
+        main,
+        [*args, "whatif", str(snap), "--strategy", "kube-default", "--workers", "1",
+         "--format", "json", *extra],
+    )  # fmt: skip
+    return run
+
+
+def _row(run: Any) -> dict[str, Any]:
+    assert run.exit_code == 0, run.output
+    page = json.loads(run.output)
+    assert page["autoscaler"] == "cluster-autoscaler"
+    (row,) = page["autoscaled"]
+    return dict(row)
+
+
+@pytest.fixture(scope="module")
+def spread(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three nodes, three 1.5-core pods for the whole window."""
+    tmp = tmp_path_factory.mktemp("spread")
+    pods = [P(f"p{i}", n, cpu=1500, memory=GI) for i, n in enumerate("abc")]
+    return _snapshot(tmp, [N("a"), N("b"), N("c")], pods)
+
+
+def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
+    spread: Path, tmp_path: Path
+) -> None:
+    # minSize 0: the data's own minimum (3: every node all along) would keep every node
+    row = _row(_whatif(tmp_path, spread, "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n",
+                       "--autoscaler", "cluster-autoscaler"))  # fmt: skip
+    assert row["nodes_removed"] == 1 and row["nodes_added"] == 0
+    assert row["pods_evicted"] == 1 and row["evicted_twice_within_hour"] == 0
+    assert row["node_hours"] == pytest.approx(2 * 2 + 610 / 3600, abs=1e-6)
+    assert row["core_hours"] == pytest.approx(4 * row["node_hours"], abs=1e-5)
+    assert row["gib_hours"] == pytest.approx(16 * row["node_hours"], abs=1e-4)
+    assert row["observed_node_hours"] == pytest.approx(6.0)
+    counts = row["node_count"]
+    assert counts["nodes"][0] == 3 and counts["nodes"][10] == 3  # 10:00: still there
+    assert counts["nodes"][11] == 2 and counts["nodes"][-1] == 2  # 11:00 on: drained
+    assert set(counts["observed_nodes"]) == {3}
+    reasons = row["unremovable_reasons_node_hours"]
+    # 0:10-10:10 one node unneeded and two with no place; then the two left stay
+    assert reasons["Unneeded"] == pytest.approx(10 / 60, abs=1e-6)
+    assert reasons["NoPlaceToMovePods"] >= 2 * 10 / 60
+    assert row["pending_pods_at_end"] == 0
+
+
+def test_the_observed_minimum_keeps_every_node(spread: Path, tmp_path: Path) -> None:
+    row = _row(_whatif(tmp_path, spread, None, "--autoscaler", "cluster-autoscaler"))
+    assert row["nodes_removed"] == 0 and row["node_hours"] == pytest.approx(6.0)
+    assert row["unremovable_reasons_node_hours"]["NodeGroupMinSizeReached"] > 1.9
+
+
+def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
+    tmp_path: Path,
+) -> None:
+    pods = [
+        P("p0", "a", cpu=3000, memory=GI),
+        P("p1", "b", cpu=3000, memory=GI),
+        P("burst", "a", cpu=3000, memory=GI, start=30, end=90),
+    ]
+    snap = _snapshot(tmp_path, [N("a"), N("b")], pods)
+    row = _row(_whatif(tmp_path, snap, "autoscaler:\n  node-groups: {pool: {maxSize: 5}}\n",
+                       "--autoscaler", "cluster-autoscaler"))  # fmt: skip
+    assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(130.0)
+    assert row["node_hours"] == pytest.approx(2 * 2 + (67 * 60 + 50) / 3600, abs=1e-6)
+    assert row["pods_evicted"] == 0  # the new node was empty when it went
+    assert max(row["node_count"]["nodes"]) == 3
+    assert row["node_count"]["nodes"][31] == 2 and row["node_count"]["nodes"][33] == 3
+
+
+def test_a_longer_provisioning_delay_is_the_pods_longer_wait(tmp_path: Path) -> None:
+    pods = [P("p0", "a", cpu=3000, memory=GI), P("burst", "a", cpu=3000, start=30, end=90)]
+    snap = _snapshot(tmp_path, [N("a")], pods)
+    config = "autoscaler:\n  provisioning-delay: 5m\n  node-groups: {pool: {maxSize: 2}}\n"
+    row = _row(_whatif(tmp_path, snap, config, "--autoscaler", "cluster-autoscaler"))
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(310.0)
+
+
+def test_none_is_todays_whatif(spread: Path, tmp_path: Path) -> None:
+    plain = _whatif(tmp_path, spread, None)
+    none = _whatif(tmp_path, spread, None, "--autoscaler", "none")
+    assert plain.exit_code == 0 and none.exit_code == 0
+    assert json.loads(plain.output) == json.loads(none.output)
+    assert "autoscaled" not in json.loads(plain.output)
+
+
+def test_figures_are_never_impossible(spread: Path, tmp_path: Path) -> None:
+    row = _row(_whatif(tmp_path, spread, "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n",
+                       "--autoscaler", "cluster-autoscaler", "--seeds", "1"))  # fmt: skip
+    hours = 2.0
+    slots = 3 + 3  # the data's nodes and the group's spare nodes (maxSize 3)
+    for key in ("node_hours", "core_hours", "gib_hours", "pending_pod_seconds_scale_up"):
+        assert math.isfinite(row[key]) and row[key] >= 0
+    assert row["node_hours"] <= slots * hours
+    assert all(0 <= n <= slots for n in row["node_count"]["nodes"])
+    total_reasons = sum(row["unremovable_reasons_node_hours"].values())
+    assert total_reasons <= row["node_hours"] + 1e-9  # a reason is about a node that exists
+
+
+@pytest.mark.parametrize(
+    ("fault", "config", "extra", "names"),
+    [
+        ("autoscaler-karpenter-replay", None, ("--autoscaler", "karpenter"), "karpenter"),
+        ("autoscaler-config-bad", "autoscaler:\n  scale-down-unneeded-time: soon\n", (),
+         "autoscaler.scale-down-unneeded-time"),
+        ("autoscaler-config-bad", "autoscaler:\n  node-groups: {nope: {minSize: 1}}\n", (),
+         "node-groups"),
+        ("autoscaler-config-bad", "autoscaler:\n  expander: cheapest\n", (), "expander"),
+        ("autoscaler-with-search", None, ("--search",), "--autoscaler"),
+    ],
+)  # fmt: skip
+def test_bad_autoscaler_input_is_one_line(
+    spread: Path, tmp_path: Path, fault: str, config: str | None, extra: tuple[str, ...],
+    names: str,
+) -> None:  # fmt: skip
+    flags = ("--autoscaler", "cluster-autoscaler") if "--autoscaler" not in extra else ()
+    run = _whatif(tmp_path, spread, config, *flags, *extra)
+    assert run.exit_code == documented_exit(fault)
+    lines = run.output.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0] and "Traceback" not in run.output
+
+
+@pytest.mark.browser
+def test_the_page_shows_the_rows_and_the_node_count_chart(spread: Path, tmp_path: Path) -> None:
+    require_chromium()
+    config = tmp_path / "config.yaml"
+    config.write_text("autoscaler:\n  node-groups: {pool: {minSize: 0}}\n")
+    out = tmp_path / "report"
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(config), "report", "whatif", str(spread), "--out", str(out),
+         "--strategy", "kube-default", "--workers", "1", "--autoscaler", "cluster-autoscaler"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(out / "report.html")
+        answer = browser.evaluate("document.querySelector('[data-answer=autoscaler]').textContent")
+        rows = "[...document.querySelectorAll('table[data-table=autoscaled] tbody tr')]"
+        cells = browser.evaluate(f"{rows}.map(r => [...r.cells].map(c => c.textContent))")
+        heads = browser.evaluate(
+            "[...document.querySelectorAll('table[data-table=autoscaled] thead th')]"
+            ".map(h => h.textContent)"
+        )
+        chart = browser.evaluate(
+            "[...document.querySelectorAll('img.chart')].filter(i => i.alt.startsWith("
+            "'Nodes over time')).map(i => i.complete && i.naturalWidth > 0)"
+        )
+        browser.call("Runtime.evaluate", expression="0")
+    finally:
+        browser.close()
+    assert browser.console_errors() == []
+    assert chart == [True]
+    (row,) = cells
+    shown = dict(zip((h.rstrip(" ↕") for h in heads), row, strict=True))
+    assert shown["Strategy + autoscaler"] == "kube-default + cluster-autoscaler"
+    # the hand-worked figures (first test): 4 h 10 min 10 s of nodes, one removed, one evicted
+    assert shown["Node-hours"] == "4.2" and shown["Nodes removed"] == "1"
+    assert shown["Pods evicted by scale-down"] == "1" and shown["Peak nodes"] == "3"
+    # the sentence says what the row says
+    assert answer == (
+        "Under cluster-autoscaler, kube-default would have run 4.2 node-hours, 1.8 fewer than "
+        "the 6.0 observed, peaking at 3 nodes: 0 added, 1 removed, 1 pod evicted by scale-down."
+    )
+
+
+@pytest.fixture(scope="module")
+def collected(prometheus_from_openmetrics: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated cluster day (8 nodes, 5-minute step) through a real Prometheus and
+    ``analyzer collect``: the snapshot folder."""
+    cluster = generate(SyntheticSpec(seed=3, nodes=8, days=1, step=300, pods_per_node=3))
+    folder = tmp_path_factory.mktemp("as-prom")
+    write_openmetrics(cluster, folder / "cluster.om")
+    server = prometheus_from_openmetrics(folder / "cluster.om")
+    meta = cluster.snapshot.meta
+    run = CliRunner().invoke(
+        main,
+        ["collect", "--prometheus", server.url, "--start", meta.start, "--end", meta.end,
+         "--step", "5m", "--out", str(folder / "snap")],
+    )  # fmt: skip
+    assert run.exit_code in (0, 3), run.output  # 3: partial (a few queries the writer lacks)
+    return folder / "snap"
+
+
+@pytest.mark.prometheus
+def test_whatif_under_cluster_autoscaler_on_a_collected_snapshot(
+    collected: Path, tmp_path: Path
+) -> None:
+    snapshot = read_snapshot(collected)
+    run = _whatif(tmp_path, collected, None, "--autoscaler", "cluster-autoscaler")
+    row = _row(run)
+    hours = (snapshot.end - snapshot.start).total_seconds() / 3600
+    nodes = len(snapshot.nodes)
+    # every node of the data and at most maxSize (≤ the data's node count) spare nodes
+    assert 0 < row["node_hours"] <= 2 * nodes * hours
+    assert row["observed_node_hours"] <= nodes * hours + 1e-9
+    counts = row["node_count"]
+    assert len(counts["nodes"]) == len(counts["observed_nodes"]) == len(counts["time"])
+    assert max(counts["observed_nodes"]) <= nodes
+    # node-hours are the node count's integral (grid step 5 min, within a step per change)
+    step_hours = 300 / 3600
+    integral = sum(counts["nodes"][:-1]) * step_hours
+    changes = row["nodes_added"] + row["nodes_removed"]
+    assert abs(integral - row["node_hours"]) <= (changes + 1) * step_hours + 1e-6
+    for value in row["unremovable_reasons_node_hours"].values():
+        assert 0 <= value <= row["node_hours"] + 1e-9
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generator's 8-node day (pools general 4, memory 2, compute 1, gpu 1), 5-minute step."""
+    out = tmp_path_factory.mktemp("generated") / "snap"
+    write_snapshot(generate(SyntheticSpec(seed=3, nodes=8, days=1, step=300)).snapshot, out)
+    return out
+
+
+def test_groups_stay_within_their_bounds(generated: Path, tmp_path: Path) -> None:
+    config = (
+        "autoscaler:\n  expander: least-waste\n  node-groups:\n"
+        "    general: {minSize: 1, maxSize: 5}\n    memory: {minSize: 0, maxSize: 3}\n"
+    )
+    run = _whatif(tmp_path, generated, config, "--autoscaler", "cluster-autoscaler",
+                  "--seeds", "2")  # fmt: skip
+    assert run.exit_code == 0, run.output
+    rows = json.loads(run.output)["autoscaled"]
+    assert [r["seed"] for r in rows] == [0, 1]
+    # compute and gpu keep the data's range (one node all day); general and memory as set
+    bounds = {"general": (1, 5), "memory": (0, 3), "compute": (1, 1), "gpu": (1, 1)}
+    low = sum(b[0] for b in bounds.values())
+    high = sum(b[1] for b in bounds.values())
+    for row in rows:
+        pools = row["pools"]
+        assert all(low <= n <= high for n in row["node_count"]["nodes"])
+        for name, (_, most) in bounds.items():
+            assert pools[name]["node_hours"] <= most * 24.0 + 1e-6
+        assert pools["compute"]["nodes_removed"] == pools["gpu"]["nodes_removed"] == 0
+        for key in ("nodes_added", "nodes_removed", "pods_evicted", "node_hours"):
+            assert row[key] == pytest.approx(sum(p[key] for p in pools.values()), abs=1e-5)
+        # a node can only be removed after it existed: removals <= initial nodes + additions
+        assert row["nodes_removed"] <= 8 + row["nodes_added"]
