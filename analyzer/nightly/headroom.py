@@ -67,7 +67,7 @@ def empty_headroom(note: str = "") -> ShapeHeadroom:
     )
 
 
-class _Placement:
+class ObservedPlacement:
     """The observed placement of a snapshot as scheduler states at chosen instants."""
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -112,7 +112,7 @@ def headroom_day(
     if not len(snapshot.nodes) or not times:
         return empty_headroom("no node in the day")
     profile = profile or load_strategy(STRATEGY)
-    placement = _Placement(snapshot)
+    placement = ObservedPlacement(snapshot)
     if declared is None:
         keep = ~placement.inp.pinned & (placement.inp.real_node >= 0)
         shapes = common_shapes(placement.inp.demands, keep)
