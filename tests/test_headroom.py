@@ -133,8 +133,14 @@ def test_anti_affinity_copies_take_one_node_each_through_the_loop() -> None:
     """Required anti-affinity against its own label on the hostname: one copy per node, so 3
     copies on 3 roomy nodes; the loop, not the closed form, counts them; the state is unchanged
     afterwards."""
-    term = {"labelSelector": {"matchLabels": {"app": "shape"}}, "topologyKey": "kubernetes.io/hostname"}
-    pod = incoming("1", affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    term = {
+        "labelSelector": {"matchLabels": {"app": "shape"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    pod = incoming(
+        "1",
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
     found = scenario([node("a"), node("b"), node("c")], [], pod)
     before = found.state.requested.copy()
     fit = count_copies(found.profile, found.state, found.pod)
@@ -146,7 +152,12 @@ def test_anti_affinity_copies_take_one_node_each_through_the_loop() -> None:
 def test_no_pod_count_limit_stops_at_the_limit() -> None:
     """A shape only ever limited by cpu on nodes that allow 10 pods: the pod count stops it at
     10 per node ("Too many pods"); with a limit below the total the count is the limit, marked."""
-    nodes = [dict(node(n, cpu="64"), status={"allocatable": {"cpu": "64", "memory": "64Gi", "pods": "10"}}) for n in "ab"]
+    nodes = [
+        dict(
+            node(n, cpu="64"), status={"allocatable": {"cpu": "64", "memory": "64Gi", "pods": "10"}}
+        )
+        for n in "ab"
+    ]
     found = scenario(nodes, [], incoming("100m", "1Mi"))
     fit = count_copies(found.profile, found.state, found.pod)
     assert (fit.copies, fit.summary()) == (20, "Too many pods (2)")
@@ -159,7 +170,10 @@ SEEDS = range(20)
 ANTI = {
     "podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": "shape"}}, "topologyKey": "kubernetes.io/hostname"}
+            {
+                "labelSelector": {"matchLabels": {"app": "shape"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
         ]
     }
 }
@@ -202,5 +216,7 @@ def test_exact_against_the_one_at_a_time_reference(seed: int) -> None:
         # the common shapes carry no pod terms: counted in closed form; the anti shape loops
         assert fit.method == ("loop" if shape is declared else "closed form")
         expected = reference(profile, state, demand, present, now)
-        assert (fit.copies, sorted(fit.reasons(), key=lambda i: (-i[1], i[0]))) == expected, shape.name
+        assert (fit.copies, sorted(fit.reasons(), key=lambda i: (-i[1], i[0]))) == expected, (
+            shape.name
+        )
         assert int(fit.per_node[~present].sum()) == 0

@@ -20,8 +20,9 @@ from analyzer.core.errors import InputError
 from analyzer.core.structured import describe_value, load_toml, load_yaml, plain, preview
 
 # Sections that hold structured settings read by one stage (not click options): the usage
-# thresholds (``usage/thresholds.py``). A section nothing reads is an unknown key like any other.
-STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds"})
+# thresholds (``usage/thresholds.py``) and the nightly's ``headroom:`` pod shapes
+# (``nightly/headroom_shapes.py``). A section nothing reads is an unknown key like any other.
+STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds", "headroom"})
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

@@ -67,8 +67,7 @@ def _short_pod(item: Mapping[str, Any], where: str) -> dict[str, Any]:
         raw = item[key]
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
             raise InputError(
-                f"{where}.{key}: expected a quantity such as 500m or 2Gi, "
-                f"not {describe_value(raw)}"
+                f"{where}.{key}: expected a quantity such as 500m or 2Gi, not {describe_value(raw)}"
             )
         value = resource_value(resource, raw, field=f"{where}.{key}")
         requests[resource] = format_quantity(resource, value)
@@ -156,7 +155,9 @@ def common_shapes(demands: list[PodDemand], keep: np.ndarray) -> list[HeadroomSh
         if constraints.tolerations:
             extra.append(f"{len(constraints.tolerations)} toleration(s)")
         if constraints.node_selector:
-            extra.append("nodeSelector " + ",".join(f"{k}={v}" for k, v in constraints.node_selector))
+            extra.append(
+                "nodeSelector " + ",".join(f"{k}={v}" for k, v in constraints.node_selector)
+            )
         if constraints.required_terms is not None:
             extra.append("required node affinity")
         name = label + (f" ({'; '.join(extra)})" if extra else "")
