@@ -80,8 +80,10 @@ def shape_headroom_sentence(headroom: ShapeHeadroom, end: pd.Timestamp) -> str:
         why = "; ".join(headroom.notes) or "no shape to count"
         return f"Headroom per pod shape: not counted ({why})."
     row = frame.iloc[0]
+    copies = "copy" if int(row["copies_now"]) == 1 else "copies"
+    fit = "fits" if int(row["copies_now"]) == 1 else "fit"
     now = (
-        f"{fmt.count(row['copies_now'])} more copies of {row['shape']} fit at "
+        f"{fmt.count(row['copies_now'])} more {copies} of {row['shape']} {fit} at "
         f"{_at(row['now_at'], end)} UTC"
     )
     if int(row["copies_min"]) < int(row["copies_now"]):
