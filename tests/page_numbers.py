@@ -132,9 +132,9 @@ def shape_headroom_problems(page: dict[str, Any]) -> list[str]:
     day = date.fromisoformat(page["day"])
     days = (day.isoformat(), (day + timedelta(days=1)).isoformat())
     for row in rows:
-        if COUNT.fullmatch(row["copies_now"]) and COUNT.fullmatch(row["copies_min"]):
-            if _number(row["copies_min"]) > _number(row["copies_now"]):
-                problems.append(f"{row['shape']}: {row['copies_min']} at the tightest hour > now")
+        whole = COUNT.fullmatch(row["copies_now"]) and COUNT.fullmatch(row["copies_min"])
+        if whole and _number(row["copies_min"]) > _number(row["copies_now"]):
+            problems.append(f"{row['shape']}: {row['copies_min']} at the tightest hour > now")
         inside = row["min_at"][:10] == days[0] and row["min_at"] != f"{days[0]} 00:00"
         if not (inside or row["min_at"] == f"{days[1]} 00:00"):
             problems.append(f"{row['shape']}: tightest hour {row['min_at']} outside the day")

@@ -44,9 +44,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec = SyntheticSpec(seed=3, nodes=12, days=1.0, step=600, dedicated_pools=("general",))
     shapes = parse_headroom(CONFIG)
     assert shapes is not None
-    result = run_nightly(
-        generate(spec).snapshot, NightlySettings(headroom_shapes=tuple(shapes))
-    )
+    result = run_nightly(generate(spec).snapshot, NightlySettings(headroom_shapes=tuple(shapes)))
     return write_nightly_report(result, tmp_path_factory.mktemp("headroom")).html
 
 
