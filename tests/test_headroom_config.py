@@ -14,6 +14,7 @@ from reliability_doc import documented_exit
 
 from analyzer.core.snapshot import write_snapshot
 from analyzer.core.structured import load_json
+from analyzer.history.headroom import read_headroom
 from analyzer.sources import SyntheticSpec, generate
 
 DAY = "2026-11-01"
@@ -52,6 +53,14 @@ def test_declared_shapes_reach_report_json_and_metrics(snapshot: Path, tmp_path:
     assert all(r["source"] == "declared" for r in rows)
     # a quarter-core shape fits at least as often as a three-core one on the same cluster
     assert rows[0]["copies_now"] >= rows[1]["copies_now"] >= 0
+    # the day's rows are the history's daily series too, read back through the checked reader
+    stored = read_headroom(tmp_path / "out" / "history")
+    assert stored["shape"].tolist() == ["big", "small"]  # sorted by shape within the day
+    by_shape = stored.set_index("shape")
+    for row in rows:
+        assert by_shape.loc[row["shape"], "copies_now"] == row["copies_now"]
+        assert by_shape.loc[row["shape"], "copies_min"] == row["copies_min"]
+        assert str(by_shape.loc[row["shape"], "day"].date()) == DAY
     text = prom.read_text()
     for row in rows:
         line = f'analyzer_nightly_headroom_copies{{shape="{row["shape"]}",source="declared"}}'
