@@ -83,15 +83,25 @@ class ObservedPlacement:
         self.node = position.get_indexer(intervals["node"].astype(str)).astype(np.int64)
         self.start = _ns(intervals["start"], -big)
         self.end = _ns(intervals["end"], big)
+        self._state = self.inp.fresh_state()
+        self._bound = np.zeros(len(self.pod), dtype=bool)  # intervals bound in ``_state``
 
     def state_at(self, at: pd.Timestamp) -> tuple[ClusterState, np.ndarray]:
-        """The state with the pods bound at ``at`` and the mask of nodes present then."""
+        """The state with the pods bound at ``at`` and the mask of nodes present then.
+
+        One state is kept and moved from the previous instant by unbinding the pods that ended
+        and binding those that started (a day's points change a few pods each, not all), so the
+        plugins' per-node caches (taint sets, label indexes) are built once for the day.
+        """
         t = pd.Timestamp(at).as_unit("ns").value
         present = (self.node_first <= t) & (self.node_last >= t)
-        state = self.inp.fresh_state()
         running = (self.start <= t) & (self.end > t) & (self.node >= 0) & (self.pod >= 0)
-        for k in np.flatnonzero(running).tolist():
+        state = self._state
+        for k in np.flatnonzero(self._bound & ~running).tolist():
+            state.unbind(int(self.node[k]), self.inp.demands[int(self.pod[k])])
+        for k in np.flatnonzero(running & ~self._bound).tolist():
             state.bind(int(self.node[k]), self.inp.demands[int(self.pod[k])])
+        self._bound = running
         return state, present
 
 

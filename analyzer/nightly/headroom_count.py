@@ -92,13 +92,14 @@ def closed_form_applies(profile: Profile, pod: PodDemand) -> bool:
 
 def _with_copies(state: ClusterState, pod: PodDemand, copies: Int64Array) -> ClusterState:
     """A view of ``state`` with ``copies[n]`` more copies of ``pod`` counted on node n (the
-    resource arrays only: the filters this is used with read nothing else of the copies)."""
+    resource arrays only: the filters this is used with read nothing else of the copies). The
+    plugin cache is shared: it holds what is derived from allocatable, labels and taints, which
+    copies do not change."""
     return replace(
         state,
         requested=state.requested + copies[:, None] * pod.requests[None, :],
         nonzero_requested=state.nonzero_requested + copies[:, None] * pod.nonzero[None, :],
         pod_count=state.pod_count + copies,
-        cache={},
     )
 
 
