@@ -182,8 +182,8 @@ ANTI = {
 @pytest.mark.parametrize("seed", SEEDS)
 def test_exact_against_the_one_at_a_time_reference(seed: int) -> None:
     """20 generated clusters (4–14 nodes, pools with taints, zones, some spread/affinity pods):
-    at the middle of the range, every common shape and a tolerating anti-affinity shape give the
-    reference loop's count and the same refused-node counts."""
+    at the middle of the range, every common shape, a tolerating anti-affinity shape and a GPU
+    shape bound to GPU nodes give the reference loop's count and the same refused-node counts."""
     rng = np.random.default_rng(seed)
     spec = SyntheticSpec(
         seed=seed,
@@ -208,12 +208,19 @@ def test_exact_against_the_one_at_a_time_reference(seed: int) -> None:
         incoming("500m", "512Mi", affinity=ANTI,
                  tolerations=[{"operator": "Exists"}]),
     )  # fmt: skip
+    gpu_pod = incoming(
+        "2", "8Gi",
+        nodeSelector={"nvidia.com/gpu.present": "true"},
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
+    )  # fmt: skip
+    gpu_pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    gpu = HeadroomShape("gpu", "declared", gpu_pod)
     profile = load_strategy("kube-default")
     now = pd.Timestamp(at).value / 1e9
-    for shape in [*shapes, declared]:
+    for shape in [*shapes, declared, gpu]:
         demand = shape.demand(state.resources)
         fit = count_copies(profile, state, demand, now=now, present=present)
-        # the common shapes carry no pod terms: counted in closed form; the anti shape loops
+        # the common shapes and the GPU shape carry no pod terms: closed form; anti loops
         assert fit.method == ("loop" if shape is declared else "closed form")
         expected = reference(profile, state, demand, present, now)
         assert (fit.copies, sorted(fit.reasons(), key=lambda i: (-i[1], i[0]))) == expected, (
