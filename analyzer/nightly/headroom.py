@@ -85,6 +85,14 @@ class ObservedPlacement:
         self.end = _ns(intervals["end"], big)
         self._state = self.inp.fresh_state()
         self._bound = np.zeros(len(self.pod), dtype=bool)  # intervals bound in ``_state``
+        self._common: list[HeadroomShape] | None = None
+
+    def common_shapes(self) -> list[HeadroomShape]:
+        """The most common shapes of the placed pods of the whole snapshot (found once)."""
+        if self._common is None:
+            keep = ~self.inp.pinned & (self.inp.real_node >= 0)
+            self._common = common_shapes(self.inp.demands, keep)
+        return self._common
 
     def state_at(self, at: pd.Timestamp) -> tuple[ClusterState, np.ndarray]:
         """The state with the pods bound at ``at`` and the mask of nodes present then.
@@ -117,17 +125,18 @@ def headroom_day(
     times: Sequence[pd.Timestamp],
     declared: Sequence[HeadroomShape] | None = None,
     profile: Profile | None = None,
+    placement: ObservedPlacement | None = None,
 ) -> ShapeHeadroom:
-    """Copies of each shape that fit at each of ``times`` on ``snapshot``'s observed placement."""
+    """Copies of each shape that fit at each of ``times`` on ``snapshot``'s observed placement.
+
+    ``placement``: one already built for ``snapshot`` (a range of several days counted day by
+    day, times in order: the state moves on from the previous day's last point); the common
+    shapes are then those of its whole range."""
     if not len(snapshot.nodes) or not times:
         return empty_headroom("no node in the day")
     profile = profile or load_strategy(STRATEGY)
-    placement = ObservedPlacement(snapshot)
-    if declared is None:
-        keep = ~placement.inp.pinned & (placement.inp.real_node >= 0)
-        shapes = common_shapes(placement.inp.demands, keep)
-    else:
-        shapes = list(declared)
+    placement = placement or ObservedPlacement(snapshot)
+    shapes = placement.common_shapes() if declared is None else list(declared)
     if not shapes:
         return empty_headroom("no pod with requests to take a shape from")
     resources = placement.inp.template.resources
