@@ -14,12 +14,16 @@ page's text. ``page_problems`` checks it:
 - the headroom sentence names its instant, agrees with the headroom table, and does not read
   "0 more pods" while the fragmentation table shows free CPU the common shapes can use then;
 - each sentence's figures match the table or cards beside it (free capacity per resource, the
-  nodes over threshold, the data coverage).
+  nodes over threshold, the data coverage);
+- headroom per pod shape: the sentence's copies and shape are the table's first row, no shape
+  has more copies at its tightest hour than now, the tightest hour lies in the day, and no
+  reason counts more refused nodes than the nodes card.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 from typing import Any
 
 READ_PAGE = """(() => {
@@ -38,7 +42,8 @@ READ_PAGE = """(() => {
   document.querySelectorAll('[data-answer]').forEach(a => { answers[a.dataset.answer] = text(a); });
   const cards = {};
   document.querySelectorAll('[data-card]').forEach(c => { cards[c.dataset.card] = text(c.querySelector('.value')); });
-  return {answers, cards, tables, body: document.body.innerText};
+  const day = (document.title.match(/\\d{4}-\\d\\d-\\d\\d/) || [''])[0];
+  return {answers, cards, tables, day, body: document.body.innerText};
 })()"""
 
 NAMES = {"cpu": "CPU", "memory": "memory"}
@@ -103,6 +108,40 @@ def page_problems(page: dict[str, Any]) -> list[str]:
             problems.append(f"card {key}: count written as {shown!r}")
     problems += _headroom_problems(page)
     problems += _sentence_problems(page)
+    problems += shape_headroom_problems(page)
+    return problems
+
+
+def shape_headroom_problems(page: dict[str, Any]) -> list[str]:
+    """The headroom-per-shape table and sentence (``report/headroom_view.py``)."""
+    table = page["tables"].get("shape_headroom")
+    answer = page["answers"].get("shape-headroom", "")
+    if table is None:
+        return [] if "not counted" in answer else [f"no headroom-per-shape table for {answer!r}"]
+    problems = []
+    rows = [dict(zip(table["keys"], row, strict=True)) for row in table["rows"]]
+    first = rows[0]
+    one = first["copies_now"] == "1"
+    said = f"{first['copies_now']} more {'copy' if one else 'copies'} of {first['shape']} " + (
+        "fits" if one else "fit"
+    )
+    if said not in answer:
+        problems.append(f"shape headroom sentence lacks {said!r}")
+    nodes = page["cards"].get("nodes")
+    # the day's points run from 01:00 to 24:00 (the next day's 00:00)
+    day = date.fromisoformat(page["day"])
+    days = (day.isoformat(), (day + timedelta(days=1)).isoformat())
+    for row in rows:
+        whole = COUNT.fullmatch(row["copies_now"]) and COUNT.fullmatch(row["copies_min"])
+        if whole and _number(row["copies_min"]) > _number(row["copies_now"]):
+            problems.append(f"{row['shape']}: {row['copies_min']} at the tightest hour > now")
+        inside = row["min_at"][:10] == days[0] and row["min_at"] != f"{days[0]} 00:00"
+        if not (inside or row["min_at"] == f"{days[1]} 00:00"):
+            problems.append(f"{row['shape']}: tightest hour {row['min_at']} outside the day")
+        for reason in (row["reason_now"], row["reason_min"]):
+            for count in re.findall(r"\((\d[\d,]*)\)", reason):
+                if nodes and COUNT.fullmatch(nodes) and _number(count) > _number(nodes):
+                    problems.append(f"{row['shape']}: {count} refused nodes > {nodes} nodes")
     return problems
 
 

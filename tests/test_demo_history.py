@@ -26,6 +26,7 @@ from analyzer.cli import main
 from analyzer.cli.demo import demo_crowded, demo_spec
 from analyzer.core.errors import InputError
 from analyzer.history.capacity import read_pools, read_workloads, write_tables
+from analyzer.history.headroom import read_headroom
 from analyzer.monthly.forecast import forecast
 from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.nightly.synthetic_history import day_rows, write_synthetic_history
@@ -242,3 +243,16 @@ def test_growth_is_off_unless_asked() -> None:
     assert SPEC.growth_rate("session-cache", "memory") == 0.15
     assert SPEC.growth_rate("renderer", None) == 0.20
     assert SPEC.growth_rate("web-frontend", None) == 0.03
+
+
+def test_the_synthetic_days_record_headroom_per_pod_shape(history: Path) -> None:
+    """Every coarse day has the chunk's three common shapes (docs/headroom.md), whole counts,
+    and the day's fewest never above its last point's (the fewest is over points that include
+    it); the snapshot days, written here without it, have none."""
+    frame = read_headroom(history)
+    days = sorted({pd.Timestamp(d).date() for d in frame["day"]})
+    assert days == [FIRST + timedelta(days=k) for k in range(83)]
+    assert (frame.groupby("day").size() == 3).all()
+    assert (frame["copies_min"] >= 0).all()
+    assert (frame["copies_min"] <= frame["copies_now"]).all()
+    assert set(frame["source"]) == {"common"}

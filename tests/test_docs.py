@@ -11,6 +11,7 @@ import yaml
 from analyzer.cli import main
 from analyzer.cli.base import command_options
 from analyzer.core.config import build_default_map
+from analyzer.nightly.headroom_shapes import parse_headroom
 from analyzer.usage.thresholds import ThresholdConfig
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -45,3 +46,5 @@ def test_readme_config_example_is_accepted() -> None:
     config = ThresholdConfig.from_config(data)
     assert config.usage == {"cpu": 65, "memory": 95}
     assert config.aggregated is not None
+    shapes = parse_headroom(data)  # the headroom: pod shapes (docs/headroom.md)
+    assert shapes is not None and [s.name for s in shapes] == ["web", "gpu-job"]

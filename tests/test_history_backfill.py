@@ -112,7 +112,8 @@ def test_second_run_skips_force_rewrites_missing_file_is_filled(
     out = tmp_path / "out"
     shutil.copytree(backfilled[0], out)
     before = _stamps(out)
-    assert len(before) == 9  # 4 files × 2 days, and the history's cluster.json
+    # 4 files × 2 days, each day's headroom-per-shape series, and the history's cluster.json
+    assert len(before) == 11
 
     again = _backfill(server_url, out)
     assert again.exit_code == 0, again.output

@@ -97,6 +97,13 @@ def test_nightly_textfile_matches_report_json(snapshot: Path, tmp_path: Path) ->
     assert values[("analyzer_nightly_coverage_ratio", ())] == 1.0  # every sample is there
     frag = values[("analyzer_nightly_fragmentation_ratio", (("resource", "cpu"),))]
     assert frag == pytest.approx(cards["fragmentation_pct"] / 100)
+    # Headroom per pod shape: one sample per common shape, as report.json's table says.
+    shapes = report["tables"]["shape_headroom"]
+    assert shapes, "the tiny cluster's pods give common shapes"
+    for row in shapes:
+        labels = (("shape", row["shape"]), ("source", "common"))
+        assert values[("analyzer_nightly_headroom_copies", labels)] == row["copies_now"]
+        assert values[("analyzer_nightly_headroom_copies_min", labels)] == row["copies_min"]
     # The report day 2026-11-01 ends at the next midnight UTC.
     assert values[("analyzer_nightly_report_day_end_timestamp_seconds", ())] == 1793577600
     run = (("command", "nightly"),)

@@ -30,7 +30,7 @@ SCREENSHOTS = Path(os.environ.get("ANALYZER_TEST_OUTPUT", REPO / "test-output"))
 BAD_WORDS = re.compile(r"\b(NaN|nan|undefined|Infinity|-?inf|None)\b")
 SHARE = re.compile(r"(?<![+\-−±\d.,])(\d{1,3}(?:,\d{3})*(?:\.\d+)?)\s?%")
 SECTIONS = ["decisions", "scenarios", "rightsizing", "month-over-month", "n-plus-1", "forecasts",
-            "backtest", "workloads", "method"]  # fmt: skip
+            "headroom-shapes", "backtest", "workloads", "method"]  # fmt: skip
 
 
 def _noisy(start: float, slope: float, weekly: float, sigma: float, seed: int) -> Any:

@@ -22,7 +22,15 @@ from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.report.nightly_report import write_nightly_report
 
 pytestmark = pytest.mark.browser
-SECTIONS = ["summary", "violations", "usage", "requests", "fragmentation", "quality"]
+SECTIONS = [
+    "summary",
+    "violations",
+    "usage",
+    "requests",
+    "fragmentation",
+    "shape-headroom",
+    "quality",
+]
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
 from analyzer.history.identity import check_identity, identity_for
 from analyzer.nightly.collect_day import DaySource, collect_day
+from analyzer.nightly.headroom_shapes import HeadroomShape, parse_headroom
 from analyzer.nightly.run import NightlySettings, run_nightly
 from analyzer.usage.percentiles import METHODS
 from analyzer.usage.thresholds import ThresholdConfig
@@ -70,7 +71,14 @@ def nightly_settings(ctx: click.Context, opts: dict[str, Any]) -> NightlySetting
         thresholds=replace(thresholds, usage=usage),
         fail_on_violations=opts["fail_on_violations"],
         min_coverage=opts["min_coverage"],
+        headroom_shapes=_declared_shapes(config_data),
     )
+
+
+def _declared_shapes(config_data: dict[str, Any]) -> tuple[HeadroomShape, ...] | None:
+    """The config's ``headroom:`` shapes (None: the day's most common shapes)."""
+    shapes = parse_headroom(config_data)
+    return None if shapes is None else tuple(shapes)
 
 
 def _collect_day(

@@ -20,9 +20,10 @@ from analyzer.core.errors import InputError
 from analyzer.core.structured import describe_value, load_toml, load_yaml, plain, preview
 
 # Sections that hold structured settings read by one stage (not click options): the usage
-# thresholds (``usage/thresholds.py``), the replay's node autoscaler (``replay/autoscale_setup.py``).
-# A section nothing reads is an unknown key like any other.
-STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds", "autoscaler"})
+# thresholds (``usage/thresholds.py``), the replay's node autoscaler (``replay/autoscale_setup.py``)
+# and the nightly's ``headroom:`` pod shapes (``nightly/headroom_shapes.py``). A section nothing
+# reads is an unknown key like any other.
+STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds", "autoscaler", "headroom"})
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

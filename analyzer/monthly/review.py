@@ -24,6 +24,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.prices import Prices
 from analyzer.history.capacity import read_pools, read_workloads, stored_days
 from analyzer.history.forecasts import read_forecast
+from analyzer.history.headroom import read_headroom
 from analyzer.history.identity import read_identity
 from analyzer.monthly.aggregate import (
     FIGURES,
@@ -36,6 +37,7 @@ from analyzer.monthly.aggregate import (
 from analyzer.monthly.backtest import score_forecast
 from analyzer.monthly.decisions import decide
 from analyzer.monthly.forecast import Forecast, forecast
+from analyzer.monthly.headroom_trend import headroom_trend
 from analyzer.monthly.months import Month, last_complete_month, trend_months
 from analyzer.monthly.series import SERIES
 from analyzer.monthly.workloads import workload_months, workload_records, workload_table
@@ -325,6 +327,8 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
         "cluster": cluster_entry,
         "workloads": workload_records(table),
         "notes": notes,
+        # headroom per pod shape from the nightly runs' daily series (docs/headroom.md)
+        "headroom": headroom_trend(read_headroom(root, start, end), month),
     }
     if stored_month is not None:
         payload["backtest"] = score_forecast(stored_month, daily, month)

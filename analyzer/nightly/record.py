@@ -4,7 +4,8 @@
 a report) both call :func:`record_day`, so a backfilled day and a nightly day are the same four
 files: ``rollups/`` and ``summary/`` (``history.store``), ``pools/`` and ``workloads/``
 (``history.capacity``). Each file is written atomically; the pool and workload tables are
-encoded before either is written.
+encoded before either is written. The day's headroom per pod shape goes to ``headroom/``
+(``history.headroom``), not one of the four: a day recorded before it existed is not re-made.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import date
 from pathlib import Path
 
 from analyzer.history.capacity import TABLES, write_tables
+from analyzer.history.headroom import write_headroom
 from analyzer.history.identity import ClusterIdentity, adopt
 from analyzer.history.store import HistoryStore
 from analyzer.nightly.run import NightlyResult
@@ -33,6 +35,7 @@ def record_day(
     write_tables(
         store.root, result.day, {"pools": result.pool_days, "workloads": result.workload_days}
     )
+    write_headroom(store.root, result.day, result.shape_headroom.shapes)
     return day_files(history, result.day)
 
 

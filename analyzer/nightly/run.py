@@ -25,6 +25,8 @@ from analyzer.core.snapshot import Snapshot, SnapshotMeta
 from analyzer.fragmentation.measure import FragmentationResult, fragmentation
 from analyzer.nightly.capacity_rollups import pool_rollups, workload_rollups
 from analyzer.nightly.free_capacity import Headroom, headroom_at_last_data, resource_summary
+from analyzer.nightly.headroom import ShapeHeadroom, empty_headroom, headroom_day
+from analyzer.nightly.headroom_shapes import HeadroomShape
 from analyzer.nightly.tables import (
     hourly_points,
     hourly_usage,
@@ -59,6 +61,8 @@ class NightlySettings:
     lookback: timedelta = timedelta(hours=1)
     source_partial: bool = False  # the collector already found the data partial
     extra_warnings: tuple[str, ...] = ()  # e.g. the collector's problems
+    # the config's ``headroom:`` shapes (``headroom_shapes``); None: the day's common shapes
+    headroom_shapes: tuple[HeadroomShape, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ class NightlyResult:
     # history/pools and history/workloads rows of this day (capacity_rollups; docs/history.md)
     pool_days: pd.DataFrame = field(default_factory=pd.DataFrame)
     workload_days: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # copies of each pod shape that fit by the scheduler's filters, hour by hour (``headroom``)
+    shape_headroom: ShapeHeadroom = field(default_factory=empty_headroom)
 
     @property
     def exit_code(self) -> int:
@@ -424,4 +430,5 @@ def run_nightly(snapshot: Snapshot, settings: NightlySettings) -> NightlyResult:
         headroom=headroom_at_last_data(frag),
         pool_days=pool_rollups(today, start, end, method=settings.method, usage=usage),
         workload_days=workload_rollups(today, start, end, method=settings.method),
+        shape_headroom=headroom_day(frag_day, times, settings.headroom_shapes),
     )

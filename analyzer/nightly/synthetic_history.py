@@ -5,7 +5,11 @@ cluster ``spec`` describes a chunk of days at a time (``analyzer.sources.history
 step, 1 h by default, bounded memory), computes each day's pool and workload rows with the nightly
 run's own functions (``capacity_rollups.pool_rollups``/``workload_rollups`` on the day's slice,
 :func:`day_rows`) and stores them with ``history.capacity.write_tables`` under ``root``
-(``OUT/history``). Only the pools and workloads tables are written: the nightly report's node
+(``OUT/history``). The pools and workloads tables are written, and each day's headroom per pod
+shape (``headroom.headroom_day``, the chunk's three most common shapes; ``history.headroom``), so
+the monthly review draws it over the months — at every ``HEADROOM_EVERY``-th hour mark only
+(06:00, 12:00, 18:00, 24:00: a quarter of the nightly run's points; at 200 nodes this adds
+about a quarter to the CPU of the history step, docs/benchmarks.md "headroom"); the nightly report's node
 rollups and summary cards stay the nightly runs' own, so the index lists only days with a report.
 
 The step shows in the rows: ``used_samples`` counts the day's sample times (24 at 1 h, 288 at
@@ -27,14 +31,17 @@ import pandas as pd
 
 from analyzer.core.snapshot import Snapshot
 from analyzer.history.capacity import write_tables
+from analyzer.history.headroom import write_headroom
 from analyzer.nightly.capacity_rollups import pool_rollups, workload_rollups
+from analyzer.nightly.headroom import ObservedPlacement, headroom_day
 from analyzer.nightly.run import DAY, slice_snapshot
 from analyzer.sources.history_chunks import chunk_specs
 from analyzer.sources.placement import Placer
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 
-DayRows = tuple[date, pd.DataFrame, pd.DataFrame]
+DayRows = tuple[date, pd.DataFrame, pd.DataFrame, pd.DataFrame]
+HEADROOM_EVERY = 6  # hours between the synthetic days' headroom points
 
 
 def day_rows(
@@ -64,7 +71,15 @@ def _chunk_rows(days: list[date], chunk: SyntheticSpec) -> list[DayRows]:
     place = _WORKER.get("place")
     method = str(_WORKER.get("method", "nearest-rank"))
     snapshot = generate(chunk, place=place if callable(place) else None).snapshot
-    return [(day, *day_rows(snapshot, day, method=method)) for day in days]
+    placement = ObservedPlacement(snapshot)  # one state for the chunk, moved hour by hour
+    rows: list[DayRows] = []
+    for day in days:
+        start = pd.Timestamp(day, tz="UTC")
+        marks = [start + pd.Timedelta(hours=h) for h in range(HEADROOM_EVERY, 25, HEADROOM_EVERY)]
+        times = [t for t in marks if t <= snapshot.end]
+        shapes = headroom_day(snapshot, times, placement=placement).shapes
+        rows.append((day, *day_rows(snapshot, day, method=method), shapes))
+    return rows
 
 
 def _rows(
@@ -106,8 +121,9 @@ def write_synthetic_history(
     chunks = chunk_specs(spec, first, last, step=step, chunk_days=chunk_days)
     written: list[date] = []
     for rows in _rows(chunks, place, method, workers):
-        for day, pools, workloads in rows:
+        for day, pools, workloads, shapes in rows:
             write_tables(Path(root), day, {"pools": pools, "workloads": workloads})
+            write_headroom(Path(root), day, shapes)
             written.append(day)
         say(f"history: {rows[0][0]} to {rows[-1][0]} written ({len(written)} days)")
     return written

@@ -17,6 +17,12 @@ from analyzer import __version__
 from analyzer.nightly.run import NightlyResult
 from analyzer.report import format as fmt
 from analyzer.report.charts import Chart
+from analyzer.report.headroom_view import (
+    NAME,
+    headroom_table,
+    hourly_table,
+    shape_headroom_sentence,
+)
 from analyzer.report.nightly_charts import build_charts, daily_heatmap, trend_chart
 from analyzer.report.views import HTML_ROW_LIMIT, Card, Column, TableView, json_value
 
@@ -522,6 +528,8 @@ def build_tables(result: NightlyResult) -> dict[str, TableView]:
             in_json=False,
         ),
     }  # fmt: skip
+    tables[NAME] = headroom_table(result.shape_headroom)
+    tables["shape_headroom_hourly"] = hourly_table(result.shape_headroom)
     return tables
 
 
@@ -574,7 +582,10 @@ def build_context(
         method=result.settings.method,
         method_text=METHOD_TEXT.get(result.settings.method, result.settings.method),
         cards=build_cards(result, previous),
-        answers=build_answers(result),
+        answers={
+            **build_answers(result),
+            NAME: shape_headroom_sentence(result.shape_headroom, result.end),
+        },
         tables=build_tables(result),
         charts=built,
         quality=quality,

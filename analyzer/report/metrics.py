@@ -163,6 +163,29 @@ def nightly_metrics(result: NightlyResult) -> list[Family]:
         gauge("analyzer_nightly_fragmentation_ratio",
               "Share of free capacity the common pod shapes cannot use (FGD, mean over the day).",
               s.fragmentation_pct / 100.0, resource="cpu"),
+        *_headroom_families(result),
+    ]  # fmt: skip
+
+
+def _headroom_families(result: NightlyResult) -> list[Family]:
+    """Copies of each pod shape that fit (``nightly/headroom.py``): at the day's last point and
+    at its tightest hour; no family when no shape was counted (at most 20 shapes: the config's
+    bound, or the 3 most common)."""
+    shapes = result.shape_headroom.shapes
+    if shapes.empty:
+        return []
+    now, tight = [], []
+    for row in shapes.itertuples(index=False):
+        labels = (("shape", str(row.shape)), ("source", str(row.source)))
+        now.append(Sample(labels, float(row.copies_now)))
+        tight.append(Sample(labels, float(row.copies_min)))
+    return [
+        Family("analyzer_nightly_headroom_copies",
+               "More copies of the pod shape that fit by the scheduler's filters at the report "
+               "day's last point (cluster-capacity's count).", tuple(now)),
+        Family("analyzer_nightly_headroom_copies_min",
+               "Fewest copies of the pod shape that fit at any hour of the report day.",
+               tuple(tight)),
     ]  # fmt: skip
 
 

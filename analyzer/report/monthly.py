@@ -35,6 +35,7 @@ from analyzer.monthly.review import Review
 from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 from analyzer.monthly.series import BY_NAME
 from analyzer.report import format as fmt
+from analyzer.report import monthly_headroom as mhr
 from analyzer.report import monthly_rightsize as mrs
 from analyzer.report import monthly_scenarios as msc
 from analyzer.report.charts import Chart
@@ -100,6 +101,8 @@ class MonthlyContext:
     scenario_notes: list[str] = field(default_factory=list)
     drain_lines: list[dict[str, str]] = field(default_factory=list)
     rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
+    headroom_sentence: str = ""  # headroom per pod shape (``monthly_headroom``)
+    headroom_chart: Chart | None = None
 
 
 def _headline(p: dict[str, Any]) -> list[str]:
@@ -364,6 +367,7 @@ def _tables(review: Review, rightsizing: mrs.Rightsizing | None = None) -> dict[
              Column("slack_total", f"Slack ({cur})", "num", 0)],
             pd.DataFrame(money), limit=None,
         )  # fmt: skip
+    tables[mhr.NAME] = mhr.headroom_table(p)
     if rightsizing is not None:
         tables["rightsizing_changes"] = mrs.changes_table(rightsizing)
     if p.get("simulation", {}).get("available"):
@@ -449,6 +453,8 @@ def build_monthly_context(
         scenarios_available=bool(p.get("simulation", {}).get("available")),
         scenario_notes=list(p.get("simulation", {}).get("notes", [])),
         drain_lines=msc.drain_lines(p),
+        headroom_sentence=mhr.headroom_sentence(p),
+        headroom_chart=mhr.headroom_chart(p),
     )
 
 
