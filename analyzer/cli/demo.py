@@ -20,6 +20,11 @@ Before the nightly reports it stores ~90 days of pool and workload history
 same growing cluster generated a week at a time at a 1-hour step
 (``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
 the monthly review has months of trend to show.
+
+The what-if comparison and the search read only the snapshot and nothing after them reads their
+result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
+written, beside the history, the nightly reports and the monthly review, and write their pages
+there; the portal is written once they are done. ``bench/demo.py`` times every phase.
 """
 
 from __future__ import annotations
