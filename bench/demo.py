@@ -58,14 +58,16 @@ lines.append((time.monotonic() - t0, cpu(), "portal"))
 print(json.dumps(lines))
 """
 
-# A progress line -> the phase that ended with it (first prefix that matches).
+# A progress line -> the phase that ended with it (the first phrase it holds). The history's
+# process pool is shut down (and its CPU counted) after its last line, so the history, the
+# NodeMetric aggregates and the violations are one phase.
 PHASES = (
     ("imports", "imports"),
     ("generating", "generate"),
     ("snapshot written", "generate"),
-    ("history", "history"),
-    ("NodeMetric", "aggregates+violations"),
-    ("threshold breach", "aggregates+violations"),
+    ("history", "history+aggregates+violations"),
+    ("NodeMetric", "history+aggregates+violations"),
+    ("threshold breach", "history+aggregates+violations"),
     ("nightly report", "nightly reports"),
     ("monthly review", "monthly review"),
     ("what-if", "what-if+search"),
@@ -75,8 +77,8 @@ PHASES = (
 
 
 def phase_of(line: str) -> str:
-    """The phase a progress line closes (``other`` for a line no prefix names)."""
-    return next((phase for prefix, phase in PHASES if line.startswith(prefix)), "other")
+    """The phase a progress line closes (``other`` for a line no phrase names)."""
+    return next((phase for phrase, phase in PHASES if phrase in line), "other")
 
 
 def run_once(tree: Path, nice: int) -> dict[str, Any]:
