@@ -20,6 +20,11 @@ Before the nightly reports it stores ~90 days of pool and workload history
 same growing cluster generated a week at a time at a 1-hour step
 (``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
 the monthly review has months of trend to show.
+
+The what-if comparison and the search read only the snapshot and nothing after them reads their
+result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
+written, beside the history, the nightly reports and the monthly review, and write their pages
+there; the portal is written once they are done. ``bench/demo.py`` times every phase.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from analyzer.cli.background import Background
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
@@ -53,6 +59,7 @@ from analyzer.sources.placement import Placer
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
+from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import find_violations
 from analyzer.whatif.autoscaled import run_autoscaled
 from analyzer.whatif.compare import resolve_strategy, run_whatif
@@ -215,6 +222,34 @@ def _write_history(
     )
 
 
+def _whatif_pages(
+    snapshot: Snapshot, out: Path, thresholds: ThresholdConfig
+) -> tuple[Path, str, Path, str]:
+    """The what-if page of the presets and the search page of the demo's grid, from one
+    comparison (one process pool, observed and kube-default replayed once), split in two:
+    (what-if page, its recommendation, search page, its sentence)."""
+    search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=thresholds)
+    with grid_files(DEMO_GRID.configs()) as files:
+        combined = run_whatif(
+            snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
+        )
+    whatif = restrict(combined, DEMO_STRATEGIES, snapshot, combined.kubernetes_version)
+    # one row under cluster-autoscaler (docs/autoscaling.md "In the replay"): most-allocated with
+    # CA's defaults and each pool's observed range; the page charts its node count
+    ca_row = run_autoscaled(
+        prepare(snapshot),
+        resolve_strategy(DEMO_AUTOSCALED, whatif.kubernetes_version),
+        0,
+        parse_settings(None),
+    )
+    whatif = replace(whatif, autoscaler="cluster-autoscaler", autoscaled=[ca_row])
+    search = search_result(combined, files, search_settings_, snapshot)
+    whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
+    # written after the what-if report, which replaces OUT/whatif/ as a whole
+    search_paths = write_search_report(search, out / FOLDER)
+    return whatif_paths.html, whatif.recommendation, search_paths.html, search.sentence
+
+
 def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = None) -> DemoResult:
     """Run the demo (see the module docstring) and return where everything is."""
     say = progress or (lambda _msg: None)
@@ -229,6 +264,31 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     snapshot = generate(spec, place=place).snapshot
     snapshot_dir = write_snapshot(snapshot, out / "snapshot")
     say(f"snapshot written to {snapshot_dir}")
+    # The what-if and the search read the snapshot alone and nothing below reads them: they
+    # replay in a forked process beside the history, the nightly reports and the monthly review
+    # (the second core is otherwise idle while one nightly page renders), and their pages are
+    # written there; the same computation as in line, in another process.
+    whatif_job = Background(_whatif_pages, snapshot, out, settings.settings.thresholds)
+    try:
+        return _after_snapshot(
+            settings, spec, snapshot, snapshot_dir, place, whatif_job, say, began
+        )
+    finally:
+        whatif_job.stop()
+
+
+def _after_snapshot(
+    settings: DemoSettings,
+    spec: SyntheticSpec,
+    snapshot: Snapshot,
+    snapshot_dir: Path,
+    place: Placer,
+    whatif_job: Background[tuple[Path, str, Path, str]],
+    say: Callable[[str], None],
+    began: float,
+) -> DemoResult:
+    """Everything after the snapshot, while ``whatif_job`` replays (``run_demo``)."""
+    out = Path(settings.out)
     reports_dir = out / "reports"
     # The demo's history is of one cluster, the generated one: recorded before its first day.
     identity = identity_for(snapshot.meta.source, None)
@@ -279,29 +339,9 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     )
     say(f"monthly review of {review.month} written to {monthly.html}")
 
-    # What-if: every preset and the demo's search grid replayed in one comparison (one process
-    # pool, observed and kube-default once), then split into the two pages.
-    search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=settings.settings.thresholds)
-    with grid_files(DEMO_GRID.configs()) as files:
-        combined = run_whatif(
-            snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
-        )
-    whatif = restrict(combined, DEMO_STRATEGIES, snapshot, combined.kubernetes_version)
-    # one row under cluster-autoscaler (docs/autoscaling.md "In the replay"): most-allocated with
-    # CA's defaults and each pool's observed range; the page charts its node count
-    ca_row = run_autoscaled(
-        prepare(snapshot),
-        resolve_strategy(DEMO_AUTOSCALED, whatif.kubernetes_version),
-        0,
-        parse_settings(None),
-    )
-    whatif = replace(whatif, autoscaler="cluster-autoscaler", autoscaled=[ca_row])
-    search = search_result(combined, files, search_settings_, snapshot)
-    whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
-    say(f"what-if report written to {whatif_paths.html}: {whatif.recommendation}")
-    # written after the what-if report, which replaces OUT/whatif/ as a whole
-    search_paths = write_search_report(search, out / FOLDER)
-    say(f"search written to {search_paths.html}: {search.sentence}")
+    whatif_html, recommendation, search_html, sentence = whatif_job.result()
+    say(f"what-if report written to {whatif_html}: {recommendation}")
+    say(f"search written to {search_html}: {sentence}")
     portal = write_portal(out)  # the front door: every report above, newest first
 
     return DemoResult(
@@ -312,12 +352,12 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         latest=latest,
         latest_result=result,
         reports=len(days),
-        whatif_html=whatif_paths.html,
-        whatif_recommendation=whatif.recommendation,
+        whatif_html=whatif_html,
+        whatif_recommendation=recommendation,
         history_days=len(history) + len(days),
         monthly_html=monthly.html,
-        search_html=search_paths.html,
-        search_sentence=search.sentence,
+        search_html=search_html,
+        search_sentence=sentence,
         portal=portal,
         seconds=time.monotonic() - began,
     )

@@ -358,9 +358,9 @@ def fragmentation(
             shape_frame[r] = shapes.demand[:, i]
     over_rows: list[dict[str, Any]] = []
     head_rows: list[dict[str, Any]] = []
-    per_node = pd.DataFrame()
     points = [pd.Timestamp(t) for t in (times if times is not None else default_times(snapshot))]
     observed = placements(snapshot, resources)
+    last: tuple[FreeCapacity, FragmentationPoint] | None = None
     for at in points:
         capacity = observed.at(at)
         point = measure(capacity.free, shapes, typical)
@@ -392,7 +392,10 @@ def fragmentation(
                     "fit": int(totals[s]) if len(capacity.nodes) else pd.NA,
                 }
             )
-        per_node = _per_node_frame(capacity, point, resources)
+        last = (capacity, point)
+    # The per-node frame is of the last point only: built once, not at every point (it was
+    # rebuilt and thrown away at each of a week's 169 hourly points).
+    per_node = pd.DataFrame() if last is None else _per_node_frame(*last, resources)
     over_time = pd.DataFrame(over_rows)
     headroom = pd.DataFrame(head_rows, columns=["time", "shape", "label", "share", "fit"])
     headroom["fit"] = headroom["fit"].astype("Int64")

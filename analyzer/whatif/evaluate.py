@@ -257,11 +257,15 @@ def evaluate(
     *,
     fragmentation_times: list[pd.Timestamp] | None = None,
     prices: NodePrices | None = None,
+    owner: Int64Array | None = None,
 ) -> Outcome:
-    """All outcome metrics of ``result`` (see the module docstring for the definitions)."""
+    """All outcome metrics of ``result`` (see the module docstring for the definitions).
+
+    ``owner``: ``attribute(inp, result, mats)`` when the caller already has it (the joint
+    scenarios give it to ``pool_figures`` too: seconds per scenario on a week of usage rows)."""
     times = mats.times
     n_nodes = len(inp.node_names)
-    owner = attribute(inp, result, mats)
+    owner = attribute(inp, result, mats) if owner is None else owner
     usage = project(inp, result, mats, owner)
     snap = projected_snapshot(
         inp, result, mats, usage, owner=owner, with_pod_usage=_needs_pod_usage(inp, thresholds)

@@ -42,7 +42,7 @@ from analyzer.core.snapshot import Snapshot
 from analyzer.core.workloads import apply_recommendations, changed_pods
 from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
-from analyzer.replay.projection import UsageMatrices, usage_matrices
+from analyzer.replay.projection import UsageMatrices, attribute, usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.cluster_version import snapshot_version
 from analyzer.usage.thresholds import ThresholdConfig
@@ -145,8 +145,15 @@ def _figures(ctx: _Context, name: str, result: ReplayResult, placement: str) -> 
     inp = ctx.input(rightsized)
     # fragmentation is not reported here: no time points (the rest of the outcome is the same)
     prices = node_prices(inp, ctx.settings.prices)
+    owner = attribute(inp, result, ctx.mats)  # one attribution for the outcome and the pools
     outcome = evaluate(
-        inp, result, ctx.mats, ctx.settings.thresholds, fragmentation_times=[], prices=prices
+        inp,
+        result,
+        ctx.mats,
+        ctx.settings.thresholds,
+        fragmentation_times=[],
+        prices=prices,
+        owner=owner,
     )
     return ScenarioRun(
         name=name,
@@ -156,7 +163,7 @@ def _figures(ctx: _Context, name: str, result: ReplayResult, placement: str) -> 
         violations=outcome.violations,
         pods_waited=outcome.waited,
         never_placed=outcome.never_placed,
-        pools=pool_figures(inp, result, ctx.mats, outcome, prices),
+        pools=pool_figures(inp, result, ctx.mats, outcome, prices, owner=owner),
         placement=placement,
         capacity=outcome.capacity,
     )

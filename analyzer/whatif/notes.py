@@ -470,7 +470,10 @@ def data_notes(snapshot: Snapshot) -> list[str]:
     bound = pods["node"].notna() & (pods["node"].astype(str) != "")
     workload = ~pinned_pods(pods).to_numpy(dtype=bool)
     ran = bound.to_numpy(dtype=bool) & workload
-    sampled = pods["uid"].astype(str).isin(set(snapshot.pod_usage["uid"].astype(str))).to_numpy()
+    # The distinct uids first (a categorical's unique values): converting every usage row's uid
+    # to str cost seconds per comparison on the demo's 4.6 million rows, for ~10,000 names.
+    seen = pd.Series(snapshot.pod_usage["uid"].unique()).astype(str)
+    sampled = pods["uid"].astype(str).isin(set(seen)).to_numpy()
     without = int((ran & ~sampled).sum())
     if without:
         notes.append(

@@ -37,6 +37,7 @@ from analyzer.whatif.evaluate import HOUR_NS, Outcome, _active_matrix, _merged_a
 from analyzer.whatif.explain import node_pools
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 
 
 @dataclass
@@ -79,8 +80,10 @@ def pool_figures(
     mats: UsageMatrices,
     outcome: Outcome,
     prices: NodePrices | None = None,
+    owner: Int64Array | None = None,
 ) -> dict[str, PoolFigures]:
-    """Every pool's figures under ``result`` (``outcome``: its ``evaluate`` outcome)."""
+    """Every pool's figures under ``result`` (``outcome``: its ``evaluate`` outcome; ``owner``:
+    ``attribute(inp, result, mats)`` when the caller already has it)."""
     cores, gib = allocatable_units(inp)
     step_hours = inp.step / HOUR_NS
     times = mats.times
@@ -94,7 +97,7 @@ def pool_figures(
     ran = seg["end"] > seg["start"]
     seg_pod, seg_node = seg["pod"][ran], seg["node"][ran]
     seg_start, seg_end = seg["start"][ran], seg["end"][ran]
-    owner = attribute(inp, result, mats)
+    owner = attribute(inp, result, mats) if owner is None else owner
     placed = owner >= 0
     used_node = seg["node"][owner[placed]]
     alloc_all = inp.template.allocatable

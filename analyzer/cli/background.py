@@ -1,0 +1,68 @@
+"""One function run in a forked process while the caller goes on; its answer comes back by a pipe.
+
+The demo's what-if and search replay only the snapshot, and nothing else the demo does reads
+them: started in a ``Background`` right after the snapshot, they run beside the history, the
+nightly reports and the monthly review, so the machine's second core works while the first
+renders a nightly page alone.
+
+Fork, not spawn: the child inherits the caller's objects (a 4-million-row snapshot) without
+pickling them. It is an ordinary (non-daemon) process, so it may start its own process pool, as
+``run_whatif`` does. Its return value and any exception it raises are pickled back;
+``result()`` returns the one or raises the other, as a call in the caller would. ``stop()`` ends
+the child if it is still running (the caller failed first: nothing waits for it).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, Generic, TypeVar
+
+from analyzer.core.errors import AnalyzerError
+
+T = TypeVar("T")
+
+
+def _child(send: Connection, target: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        answer: tuple[bool, Any] = (True, target(*args))
+    except BaseException as error:
+        answer = (False, error)
+    try:
+        send.send(answer)
+    finally:
+        send.close()
+
+
+class Background(Generic[T]):
+    """``target(*args)`` running in a forked child from construction on (module docstring)."""
+
+    def __init__(self, target: Callable[..., T], *args: Any) -> None:
+        context = multiprocessing.get_context("fork")
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=_child, args=(send, target, args))
+        self._process.start()
+        send.close()  # the child holds the only writing end: its exit reads as end of file
+
+    def result(self) -> T:
+        """The target's return value (waits for it), or its exception raised here."""
+        try:
+            ok, value = self._receive.recv()
+        except EOFError:
+            self._process.join()
+            raise AnalyzerError(
+                f"a background process of the demo ended (exit code {self._process.exitcode}) "
+                "without an answer: run the demo again; if it fails again, report it"
+            ) from None
+        self._process.join()
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        """End the child if it still runs (the caller gave up on its answer)."""
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join()
+        self._receive.close()
