@@ -139,11 +139,19 @@ def _sentence_problems(page: dict[str, Any]) -> list[str]:
             cells = dict(zip(free["keys"], row, strict=True))
             name = NAMES.get(cells["resource"], cells["resource"])
             expected = f"{name} {cells['frag_pct']} of {cells['free']} {cells['unit']} free"
-            if expected not in answers["fragmentation"]:
+            # the section's full answer names every resource; the first screen's short one
+            # CPU and memory with the table's figures, and every other resource at least by name
+            full = answers.get("fragmentation-detail", answers["fragmentation"])
+            if expected not in full:
                 problems.append(f"fragmentation sentence lacks {expected!r}")
+            short = answers["fragmentation"]
+            if cells["resource"] in ("cpu", "memory") and expected not in short:
+                problems.append(f"short fragmentation answer lacks {expected!r}")
+            if name not in short:
+                problems.append(f"short fragmentation answer does not name {name!r}")
             if cells["stranded"] != "–":
                 stranded = f"{cells['stranded']} {cells['unit']} of {name}"
-                if stranded not in answers["fragmentation"]:
+                if stranded not in full:
                     problems.append(f"fragmentation sentence lacks {stranded!r}")
     hot = re.match(r"([\d,]+) of ([\d,]+) nodes went over", answers.get("hot", ""))
     if hot is not None:

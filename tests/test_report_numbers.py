@@ -78,11 +78,18 @@ def test_free_capacity_covers_every_resource_and_explains_a_full_gpu_ratio(
     # is under 5 % of pods), so FGD counts all 7 free GPUs as unusable.
     assert rows["cpu"]["frag_pct"] == 0.0 and rows["memory"]["frag_pct"] == 0.0
     assert rows["nvidia.com/gpu"]["frag_pct"] == pytest.approx(100.0)
-    answer = early["json"]["answers"]["fragmentation"]
+    answer = early["json"]["answers"]["fragmentation_detail"]  # the section's full answer
     assert "CPU 0.0 % of 36.0 cores free" in answer
     assert "memory 0.0 % of 168.0 GiB free" in answer
     assert "nvidia.com/gpu 100.0 % of 7.0 GPUs free" in answer
     assert "none of the 1 common pod shapes requests nvidia.com/gpu" in answer
+    # the first screen's short answer: CPU and memory, the GPUs' undefined share in one aside
+    # (no pod of the common shapes requests one: 0 % of them)
+    assert rows["nvidia.com/gpu"]["asking_pct"] == 0.0 and rows["cpu"]["asking_pct"] == 100.0
+    short = early["json"]["answers"]["fragmentation"]
+    assert "CPU 0.0 % of 36.0 cores free" in short and "memory 0.0 % of 168.0 GiB free" in short
+    assert "Not meaningful here: nvidia.com/gpu undefined (under 5 % of pods request it)." in short
+    assert "100.0 %" not in short
 
 
 def test_shape_counts_are_the_pods_in_each_shape(early: dict[str, Any]) -> None:
