@@ -107,7 +107,8 @@ def page_problems(page: dict[str, Any]) -> list[str]:
 
 
 def _headroom_problems(page: dict[str, Any]) -> list[str]:
-    answer = page["answers"].get("fragmentation", "")
+    answers = page["answers"]  # the section's full answer, else the first screen's
+    answer = answers.get("fragmentation-detail", answers.get("fragmentation", ""))
     match = re.search(r"Headroom at (\d\d:\d\d) UTC \([^)]*\): ([\d,]+) more pods", answer)
     if match is None:
         return [] if "Headroom: no" in answer else [f"no headroom instant in {answer!r}"]

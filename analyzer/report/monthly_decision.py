@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from analyzer.monthly.series import SERIES
 from analyzer.whatif.capacity import money_text
 
 RIGHTSIZE, REPACK, BOTH, TODAY = "right-size only", "repack only", "both", "today"
@@ -58,12 +59,17 @@ def _capacity(row: Mapping[str, Any] | None, currency: str | None) -> str:
 
 
 def _binds(forecast: Mapping[str, Any]) -> str:
+    """ " (memory requests bind)": which resource limits the forecast's count, in a few words."""
     binds = forecast.get("binds")
     if not binds:
         return ""
     if binds == "at least two nodes left":
         return " (two nodes stay)"
-    return f" ({binds} binds)"
+    spec = next((s for s in SERIES if s.label == binds), None)
+    if spec is None:
+        return f" ({binds} binds)"
+    name = "CPU" if spec.resource == "cpu" else "memory"
+    return f" ({name} requests bind)" if spec.kind == "requested" else f" ({name} usage binds)"
 
 
 def pool_decision(

@@ -66,9 +66,9 @@ def _aside(row: Any) -> str | None:
     name = _resource_name(str(row.resource))
     asking = fmt.number_or_none(row.asking_pct)
     if asking is not None and asking < DEFINED_PCT:
-        return f"{name} undefined (under {DEFINED_PCT:.0f} % of pods request it)"
+        return f"{name} (undefined: under {DEFINED_PCT:.0f} % of common-shape pods request it)"
     if asking is not None and (100.0 - asking) > row.frag_pct / 2:
-        return f"{name} {fmt.pct(row.frag_pct)}, mostly from shapes that request none"
+        return f"{name} {fmt.pct(row.frag_pct)} (most shapes request none)"
     return None
 
 
@@ -99,16 +99,17 @@ def fragmentation_answer(free: pd.DataFrame, cards: Sequence[Card] = ()) -> str:
         )
         if (fmt.number_or_none(row.stranded) or 0) > 0:  # 0 stranded is not news
             stranded.append(f"{fmt.number(row.stranded)} {row.unit} of {name}")
-    text = "Unusable by the common pod shapes (FGD): " + ", ".join(shares) + "."
+    text = "Unusable by common pod shapes (FGD): " + ", ".join(shares) + "."
     if stranded:
         text += " Stranded: " + ", ".join(stranded) + "."
     if asides:
-        text += " Not meaningful here: " + "; ".join(asides) + "."
+        text += " Not meaningful here: " + ", ".join(asides) + "."
     return text
 
 
-def headroom_sentence(result: NightlyResult) -> str:
-    """How many more pods of the most common shape fit, at the last instant that has data."""
+def headroom_sentence(result: NightlyResult, short: bool = False) -> str:
+    """How many more pods of the most common shape fit, at the last instant that has data
+    (``short``: without the shape's requests and why that instant, for the first screen)."""
     head = result.headroom
     if head.table.empty:
         return "Headroom: no pod shapes to count."
@@ -117,6 +118,8 @@ def headroom_sentence(result: NightlyResult) -> str:
         return "Headroom: no data (no node was seen at any point of the day)."
     at = head.at
     when = "24:00 UTC" if at == result.end else f"{at:%H:%M} UTC"
+    if short:
+        return f"Headroom at {when}: {fmt.count(first['fit'])} more pods of the most common shape."
     last = " (end of the day)" if at == result.end else " (the last instant with data)"
     return (
         f"Headroom at {when}{last}: {fmt.count(first['fit'])} more pods of the most common "
@@ -152,7 +155,7 @@ def build_answers(
         )
     else:
         hot = f"No node went over its thresholds (cluster: {limits}){change}."
-    frag = fragmentation_answer(free, cards) + " " + headroom_sentence(result)
+    frag = fragmentation_answer(free, cards) + " " + headroom_sentence(result, short=True)
     detail = fragmentation_sentence(free) + " " + headroom_sentence(result)
     q = result.quality
     data = (

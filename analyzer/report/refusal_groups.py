@@ -21,14 +21,14 @@ from analyzer.core.text import escaped
 # message's node counts are dropped because they differ by a node or two between the nodes of
 # one group (which node was drained is itself one of the nodes counted).
 _SHORT = (
-    ("didn't match pod topology spread constraints", "its topology spread"),
+    ("didn't match Pod's node affinity/selector", "its node affinity/selector"),
+    ("didn't match pod affinity rules", "its pod affinity"),
     ("didn't match pod anti-affinity rules", "its pod anti-affinity"),
     ("didn't satisfy existing pods anti-affinity rules", "other pods' anti-affinity"),
-    ("didn't match pod affinity rules", "its pod affinity"),
-    ("didn't match Pod's node affinity/selector", "its node affinity/selector"),
-    ("had untolerated taint", "taints it does not tolerate"),
+    ("didn't match pod topology spread constraints", "its topology spread"),
     ("didn't have free ports", "its host ports"),
     ("were unschedulable", "unschedulable nodes"),
+    ("had untolerated taint", "taints it does not tolerate"),
 )
 
 
@@ -43,17 +43,24 @@ def reason_kind(reason: str) -> str:
     return escaped(reason.removeprefix("node(s) "))
 
 
+def _rank(kind: str) -> tuple[int, str]:
+    """The order a group names its kinds in: what the pod lacks first, then its own
+    constraints, the nodes' taints last (they mostly say the other pools are not for it)."""
+    if kind.startswith("insufficient "):
+        return (0, kind)
+    shorts = [short for _, short in _SHORT]
+    return (1 + shorts.index(kind), kind) if kind in shorts else (len(shorts) + 1, kind)
+
+
 def _kinds(blocked: Mapping[str, Any]) -> tuple[str, ...]:
-    """The node's reason kinds in first-seen order; a node stored before the drain kept
-    structured refusals (no ``refusals``) is grouped by its full messages."""
+    """The node's reason kinds as a set in a fixed order (two nodes refused for the same kinds
+    in another order are one group); a node stored before the drain kept structured refusals
+    (no ``refusals``) is grouped by its full messages."""
     refusals = blocked.get("refusals")
     if refusals is None:
         return tuple(str(r) for r in blocked["reasons"])
-    seen: dict[str, None] = {}
-    for refusal in refusals:
-        for reason in refusal["reasons"]:
-            seen.setdefault(reason_kind(str(reason)), None)
-    return tuple(seen)
+    kinds = {reason_kind(str(reason)) for refusal in refusals for reason in refusal["reasons"]}
+    return tuple(sorted(kinds, key=_rank))
 
 
 @dataclass
@@ -75,14 +82,16 @@ class RefusalGroup:
         names = list(self.workloads)
         who = ", ".join(names[:shown])
         if len(names) > shown:
-            who += f" and {len(names) - shown} more workloads"
+            more = len(names) - shown
+            who += f" and {more} more workload{'s' if more != 1 else ''}"
         plural = "node" if self.count == 1 else "nodes"
         because = ", ".join(self.reasons) if self.reasons else "no reason recorded"
         return f"{self.count} {plural}: {because}" + (f" (pods of {who})" if who else "")
 
 
 def group_blocked(blocked_nodes: list[Mapping[str, Any]]) -> list[RefusalGroup]:
-    """One pool's blocked nodes in groups, the largest first (ties: first seen)."""
+    """One pool's blocked nodes in groups, the largest first (ties: first seen); a group lists
+    its nodes in the order given and the workloads they hold in first-seen order."""
     groups: dict[tuple[str, ...], RefusalGroup] = {}
     for b in blocked_nodes:
         kinds = _kinds(b)
