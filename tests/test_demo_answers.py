@@ -90,7 +90,7 @@ DECISIONS = """
   const cells = [...document.querySelectorAll('table[data-table=scenarios] tbody tr')]
     .map(r => [...r.cells].map(c => c.textContent.trim()));
   const heads = [...document.querySelectorAll('table[data-table=scenarios] thead th')]
-    .map(th => th.textContent.trim());
+    .map(th => th.dataset.key);
   const decisions = [...document.querySelectorAll('[data-decision]')].map(d => ({
     pool: d.dataset.decision,
     sentences: [...d.querySelectorAll('[data-pool-decision]')].map(s => s.textContent.trim()),
@@ -122,17 +122,20 @@ def test_monthly_gives_one_decision_per_pool_with_the_tables_figures(
         assert len(d["sentences"]) == 1, d  # exactly one decision sentence per pool
         sentence, forecast = d["sentences"][0], d["forecast"]
         assert not d["open"]  # the rule, the forecast and the scenarios are folded beneath it
-        best = next(r for r in rows if r["Pool"] == d["pool"] and r["Best"] == "yes")
+        best = next(r for r in rows if r["pool"] == d["pool"] and r["best"] == "yes")
         k = NUMBER.search(forecast)
         assert k is not None  # "Release up to 5 nodes …" / "Add 4 nodes …"
-        allowed = {best["Nodes removable"], best["Core-h freed"], best["GiB-h freed"], k.group()}
+        freed = (best["core_hours_released"], best["gib_hours_released"])
+        allowed = {best["nodes_removable"], *freed, k.group()}
+        if "cost_released" in best:  # priced: the table's 2 decimals, the sentence's whole units
+            allowed |= {best["cost_released"], best["cost_released"].split(".")[0]}
         allowed |= set(re.findall(r"right-sizing ([\d,]+) workloads", d["simulated"] or ""))
         figures = NUMBER.findall(DATE.sub("", sentence))
         assert figures and set(figures) <= allowed, (sentence, allowed)
         # the decision's count is the forecast's or the replay's, never their sum
         nodes = int(NUMBER.findall(DATE.sub("", sentence))[0].replace(",", ""))
-        assert nodes in (int(k.group()), int(best["Nodes removable"])), sentence
-        assert nodes <= int(best["Nodes in the pool"])
+        assert nodes in (int(k.group()), int(best["nodes_removable"])), sentence
+        assert nodes <= int(best["nodes_observed"])
         one = pools[d["pool"]]["pool_decision"]  # report.json says the page's decision
         assert one["sentence"] == sentence
         assert one["nodes"] in (0, nodes)  # 0: "no release" names the count it does not take
