@@ -187,7 +187,7 @@ def test_nightly_fragmentation_answer_sets_aside_undefined_measures(demo: Path) 
     gpu = free["nvidia.com/gpu"]
     assert gpu["asking_pct"] < 5 and gpu["frag_pct"] > 99  # the demo's fact: few GPU pods
     short, full = answers["fragmentation"], answers["fragmentation_detail"]
-    assert "nvidia.com/gpu (undefined: under 5 % of common-shape pods request it)" in short
+    assert "nvidia.com/gpu (under 5 % of common-shape pods request it)" in short
     assert "nvidia.com/gpu 100.0 %" not in short and "nvidia.com/gpu 100.0 %" in full
     assert len(short) < len(full) / 2
     for name, r in (("CPU", free["cpu"]), ("memory", free["memory"])):

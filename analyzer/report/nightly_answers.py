@@ -66,7 +66,7 @@ def _aside(row: Any) -> str | None:
     name = _resource_name(str(row.resource))
     asking = fmt.number_or_none(row.asking_pct)
     if asking is not None and asking < DEFINED_PCT:
-        return f"{name} (undefined: under {DEFINED_PCT:.0f} % of common-shape pods request it)"
+        return f"{name} (under {DEFINED_PCT:.0f} % of common-shape pods request it)"
     if asking is not None and (100.0 - asking) > row.frag_pct / 2:
         return f"{name} {fmt.pct(row.frag_pct)} (most shapes request none)"
     return None
