@@ -91,8 +91,7 @@ def test_free_capacity_covers_every_resource_and_explains_a_full_gpu_ratio(
     short = early["json"]["answers"]["fragmentation"]
     assert "CPU 0.0 % of 36.0 cores free" in short and "memory 0.0 % of 168.0 GiB free" in short
     assert (
-        "Not meaningful here: nvidia.com/gpu (under 5 % of common-shape pods request it)."
-        in short
+        "Not meaningful here: nvidia.com/gpu (under 5 % of common-shape pods request it)." in short
     )
     assert "100.0 %" not in short
 
