@@ -107,9 +107,19 @@ def page_problems(page: dict[str, Any]) -> list[str]:
 
 
 def _headroom_problems(page: dict[str, Any]) -> list[str]:
-    answers = page["answers"]  # the section's full answer, else the first screen's
-    answer = answers.get("fragmentation-detail", answers.get("fragmentation", ""))
-    match = re.search(r"Headroom at (\d\d:\d\d) UTC \([^)]*\): ([\d,]+) more pods", answer)
+    """The headroom of the first screen's answer and of the section's full one (when the page
+    has both) against the headroom table."""
+    answers = page["answers"]
+    problems = []
+    for key in ("fragmentation", "fragmentation-detail"):
+        if key in answers:
+            problems += _one_headroom(page, answers[key])
+    return problems
+
+
+def _one_headroom(page: dict[str, Any], answer: str) -> list[str]:
+    # "Headroom at 24:00 UTC (end of the day): 5 more pods" or, short, "Headroom at 24:00 UTC: 5"
+    match = re.search(r"Headroom at (\d\d:\d\d) UTC(?: \([^)]*\))?: ([\d,]+) more pods", answer)
     if match is None:
         return [] if "Headroom: no" in answer else [f"no headroom instant in {answer!r}"]
     at, fit = match.group(1), int(match.group(2).replace(",", ""))
@@ -147,7 +157,7 @@ def _sentence_problems(page: dict[str, Any]) -> list[str]:
                 problems.append(f"fragmentation sentence lacks {expected!r}")
             short = answers["fragmentation"]
             if cells["resource"] in ("cpu", "memory") and expected not in short:
-                problems.append(f"short fragmentation answer lacks {expected!r}")
+                problems.append(f"fragmentation sentence lacks {expected!r} (first screen)")
             if name not in short:
                 problems.append(f"short fragmentation answer does not name {name!r}")
             if cells["stranded"] != "–":
