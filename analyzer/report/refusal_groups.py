@@ -100,7 +100,7 @@ def group_blocked(blocked_nodes: list[Mapping[str, Any]]) -> list[RefusalGroup]:
         for w in workloads:
             group.workloads.setdefault(w, None)
         group.nodes.append(
-            {"node": str(b["node"]), "workloads": ", ".join(workloads), "reasons": b["reasons"]}
+            {"node": escaped(b["node"]), "workloads": ", ".join(workloads), "reasons": b["reasons"]}
         )
     order = list(groups)
     return sorted(groups.values(), key=lambda g: (-g.count, order.index(g.reasons)))
