@@ -112,7 +112,9 @@ def resource_summary(frag: FragmentationResult) -> pd.DataFrame:
                 "stranded_pct": stranded_pct if measured else np.nan,
                 "points": len(group),
                 "shapes_asking": asking,
-                "asking_pct": 100.0 - unasked_pct,
+                # summed over the shapes that ask, not 100 − the rest: the float difference
+                # would make "none ask" −3e-14 % (a negative share), clamped for the sum's ulps
+                "asking_pct": min(max(float(shapes.loc[asks, "share"].sum()) * 100.0, 0.0), 100.0),
                 "reason": _reason(resource, frag_pct, unasked_pct, asking, len(shapes)),
             }
         )
