@@ -146,8 +146,19 @@ def shape_headroom_problems(page: dict[str, Any]) -> list[str]:
 
 
 def _headroom_problems(page: dict[str, Any]) -> list[str]:
-    answer = page["answers"].get("fragmentation", "")
-    match = re.search(r"Headroom at (\d\d:\d\d) UTC \([^)]*\): ([\d,]+) more pods", answer)
+    """The headroom of the first screen's answer and of the section's full one (when the page
+    has both) against the headroom table."""
+    answers = page["answers"]
+    problems = []
+    for key in ("fragmentation", "fragmentation-detail"):
+        if key in answers:
+            problems += _one_headroom(page, answers[key])
+    return problems
+
+
+def _one_headroom(page: dict[str, Any], answer: str) -> list[str]:
+    # "Headroom at 24:00 UTC (end of the day): 5 more pods" or, short, "Headroom at 24:00 UTC: 5"
+    match = re.search(r"Headroom at (\d\d:\d\d) UTC(?: \([^)]*\))?: ([\d,]+) more pods", answer)
     if match is None:
         return [] if "Headroom: no" in answer else [f"no headroom instant in {answer!r}"]
     at, fit = match.group(1), int(match.group(2).replace(",", ""))
@@ -178,11 +189,19 @@ def _sentence_problems(page: dict[str, Any]) -> list[str]:
             cells = dict(zip(free["keys"], row, strict=True))
             name = NAMES.get(cells["resource"], cells["resource"])
             expected = f"{name} {cells['frag_pct']} of {cells['free']} {cells['unit']} free"
-            if expected not in answers["fragmentation"]:
+            # the section's full answer names every resource; the first screen's short one
+            # CPU and memory with the table's figures, and every other resource at least by name
+            full = answers.get("fragmentation-detail", answers["fragmentation"])
+            if expected not in full:
                 problems.append(f"fragmentation sentence lacks {expected!r}")
+            short = answers["fragmentation"]
+            if cells["resource"] in ("cpu", "memory") and expected not in short:
+                problems.append(f"fragmentation sentence lacks {expected!r} (first screen)")
+            if name not in short:
+                problems.append(f"short fragmentation answer does not name {name!r}")
             if cells["stranded"] != "–":
                 stranded = f"{cells['stranded']} {cells['unit']} of {name}"
-                if stranded not in answers["fragmentation"]:
+                if stranded not in full:
                     problems.append(f"fragmentation sentence lacks {stranded!r}")
     hot = re.match(r"([\d,]+) of ([\d,]+) nodes went over", answers.get("hot", ""))
     if hot is not None:

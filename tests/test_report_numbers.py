@@ -49,8 +49,10 @@ def test_headroom_is_taken_at_the_last_instant_with_data(early: dict[str, Any]) 
     assert int(day1.headroom.table["fit"].iloc[0]) == NODES * 6
     assert day2.headroom.at.isoformat() == "2026-11-02T23:55:00+00:00"
     assert int(day2.headroom.table["fit"].iloc[0]) == NODES * 6
-    answer = early["json"]["answers"]["fragmentation"]
+    answer = early["json"]["answers"]["fragmentation_detail"]
     assert f"Headroom at 23:55 UTC (the last instant with data): {NODES * 6} more pods" in answer
+    short = early["json"]["answers"]["fragmentation"]  # the first screen's: the instant, the count
+    assert f"Headroom at 23:55 UTC: {NODES * 6} more pods of the most common shape." in short
     assert "at 23:55 UTC" in early["paths"].html.read_text()
     assert early["json"]["headroom_at"] == "2026-11-02T23:55:00Z"
 
@@ -78,11 +80,20 @@ def test_free_capacity_covers_every_resource_and_explains_a_full_gpu_ratio(
     # is under 5 % of pods), so FGD counts all 7 free GPUs as unusable.
     assert rows["cpu"]["frag_pct"] == 0.0 and rows["memory"]["frag_pct"] == 0.0
     assert rows["nvidia.com/gpu"]["frag_pct"] == pytest.approx(100.0)
-    answer = early["json"]["answers"]["fragmentation"]
+    answer = early["json"]["answers"]["fragmentation_detail"]  # the section's full answer
     assert "CPU 0.0 % of 36.0 cores free" in answer
     assert "memory 0.0 % of 168.0 GiB free" in answer
     assert "nvidia.com/gpu 100.0 % of 7.0 GPUs free" in answer
     assert "none of the 1 common pod shapes requests nvidia.com/gpu" in answer
+    # the first screen's short answer: CPU and memory, the GPUs' undefined share in one aside
+    # (no pod of the common shapes requests one: 0 % of them)
+    assert rows["nvidia.com/gpu"]["asking_pct"] == 0.0 and rows["cpu"]["asking_pct"] == 100.0
+    short = early["json"]["answers"]["fragmentation"]
+    assert "CPU 0.0 % of 36.0 cores free" in short and "memory 0.0 % of 168.0 GiB free" in short
+    assert (
+        "Not meaningful here: nvidia.com/gpu (under 5 % of common-shape pods request it)." in short
+    )
+    assert "100.0 %" not in short
 
 
 def test_shape_counts_are_the_pods_in_each_shape(early: dict[str, Any]) -> None:

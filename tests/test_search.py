@@ -257,6 +257,7 @@ def test_search_finds_fewer_nodes_than_kube_default() -> None:
         "sentence": result.sentence,
         "href": "search.html",
         "searched": [r.name for r in result.rows[1:]],
+        "recommended": best.name,  # the what-if page says whether its verdict agrees
     }
     # observed: six 4-core nodes active from minutes 1..6 to the end (31 − start grid points);
     # packed: one from minute 1 (p0..p3), one from minute 5 (p4, p5): the runs from minutes 2,

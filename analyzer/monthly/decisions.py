@@ -60,6 +60,9 @@ class Decision:
     rule: str
     sentence: str
     resource_basis: str | None = None
+    # What limits the count, in words: the series whose line the next node would cross
+    # ("requested CPU (daily peak)"), "at least two nodes left", or None (no forecast).
+    binds: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class Decision:
             "rule_text": RULES[self.rule],
             "sentence": self.sentence,
             "basis": self.resource_basis,
+            "binds": self.binds,
         }
 
 
@@ -108,14 +112,18 @@ def decide(
         else {}
     )
 
-    def fits(k: int) -> bool:
+    def crossing(k: int) -> str | None:
+        """The first series whose upper band is over its line with k nodes added (None: none)."""
         for s in SERIES:
             r = s.resource
             alloc = allocatable[r] + k * node_size[r]
             line = alloc - node_size[r] if s.kind == "requested" else alloc * thresholds[r] / 100.0
             if peaks[s.name] > line:
-                return False
-        return True
+                return s.label
+        return None
+
+    def fits(k: int) -> bool:
+        return crossing(k) is None
 
     def fewest(at_least: int) -> int:
         return next((k for k in range(at_least, 10_000) if fits(k)), 10_000)
@@ -140,6 +148,7 @@ def decide(
             f"{_fmt(short[worst], worst)} over allocatable minus its largest node (N+1 broken)."
             f"{tail}",
             worst,
+            f"requested {'CPU' if worst == 'cpu' else 'memory'} (daily peak)",
         )  # fmt: skip
     if not forecast_ok:
         days = min((f.history_days for f in forecasts.values()), default=0)
@@ -163,6 +172,7 @@ def decide(
                 f"Add {n} node{'s' if n != 1 else ''}{like} ({size}) now: {spec.label} is already "
                 f"at {spec.line_label(thresholds)}; with {n} more, {horizon}.",
                 spec.resource,
+                spec.label,
             )  # fmt: skip
         days_left = (
             ""
@@ -175,10 +185,12 @@ def decide(
             f"day the upper 95 % band of {spec.label} reaches {spec.line_label(thresholds)}; "
             f"with {n} more, {horizon}.",
             spec.resource,
+            spec.label,
         )  # fmt: skip
     k = 0
     while k + 1 <= nodes - 2 and fits(-(k + 1)):
         k += 1
+    binds = crossing(-(k + 1)) if k + 1 <= nodes - 2 else "at least two nodes left"
     if k:
         return Decision(
             "release", k, None, "release",
@@ -186,11 +198,15 @@ def decide(
             f"{horizon_days}-day horizon the upper 95 % bands stay under allocatable minus the "
             f"largest node (requests) and under the usage thresholds (usage) with {k} fewer — if "
             f"the pods fit on the rest, which the re-packing simulation checks.",
+            None,
+            binds,
         )  # fmt: skip
     return Decision(
         "none", 0, None, "hold",
         f"No action: the upper 95 % bands stay under every line for the {horizon_days}-day "
         f"horizon, and would not with one node fewer.",
+        None,
+        binds,
     )  # fmt: skip
 
 

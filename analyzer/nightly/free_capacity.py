@@ -31,8 +31,13 @@ COLUMNS = [
     "stranded_pct",
     "points",
     "shapes_asking",
+    "asking_pct",
     "reason",
 ]
+# Under this share of the pods (by common shape) requesting a resource, its FGD ratio says
+# nothing about the cluster: FGD counts a resource's free units as unusable for every shape that
+# asks for none, so a resource almost nobody requests reads near 100 % whatever its state.
+DEFINED_PCT = 5.0
 
 
 def _reason(resource: str, frag_pct: float, unasked_pct: float, asking: int, shapes: int) -> str:
@@ -69,7 +74,8 @@ def resource_summary(frag: FragmentationResult) -> pd.DataFrame:
     (the free-weighted day ratio; NaN when nothing was free); ``stranded_pct`` likewise;
     ``stranded``/``stranded_pct`` NaN for resources without a stranded rule (ephemeral-storage);
     ``points``: the points with at least one node; ``shapes_asking``: common shapes requesting
-    the resource; ``reason``: what the ratio means in words.
+    the resource; ``asking_pct``: the share of the common shapes' pods requesting it (% of
+    pods); ``reason``: what the ratio means in words.
     """
     over = frag.over_time
     if over.empty:
@@ -106,6 +112,9 @@ def resource_summary(frag: FragmentationResult) -> pd.DataFrame:
                 "stranded_pct": stranded_pct if measured else np.nan,
                 "points": len(group),
                 "shapes_asking": asking,
+                # summed over the shapes that ask, not 100 − the rest: the float difference
+                # would make "none ask" −3e-14 % (a negative share), clamped for the sum's ulps
+                "asking_pct": min(max(float(shapes.loc[asks, "share"].sum()) * 100.0, 0.0), 100.0),
                 "reason": _reason(resource, frag_pct, unasked_pct, asking, len(shapes)),
             }
         )

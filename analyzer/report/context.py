@@ -23,6 +23,7 @@ from analyzer.report.headroom_view import (
     hourly_table,
     shape_headroom_sentence,
 )
+from analyzer.report.nightly_answers import build_answers
 from analyzer.report.nightly_charts import build_charts, daily_heatmap, trend_chart
 from analyzer.report.views import HTML_ROW_LIMIT, Card, Column, TableView, json_value
 
@@ -194,88 +195,9 @@ def build_cards(result: NightlyResult, previous: dict[str, Any] | None) -> list[
     ]  # fmt: skip
 
 
-def _resource_name(resource: str) -> str:
-    return {"cpu": "CPU", "memory": "memory"}.get(resource, resource)
-
-
-def fragmentation_sentence(free: pd.DataFrame) -> str:
-    """Every resource with capacity, from the table's own numbers (``free_table``).
-
-    The FGD share of each, then stranded amounts, then why any share above 0 is what it is
-    (a GPU share of 100 % most often means no common shape requests GPUs at all).
-    """
-    if free.empty:
-        return "No free capacity could be measured (no node was seen during the day)."
-    shares, stranded, reasons = [], [], []
-    for row in free.itertuples(index=False):
-        name = _resource_name(str(row.resource))
-        if fmt.number_or_none(row.frag_pct) is None:
-            shares.append(f"{name} no data (nothing free)")
-            continue
-        shares.append(f"{name} {fmt.pct(row.frag_pct)} of {fmt.number(row.free)} {row.unit} free")
-        if fmt.number_or_none(row.stranded) is not None:  # no stranded rule: not measured
-            stranded.append(f"{fmt.number(row.stranded)} {row.unit} of {name}")
-        if row.frag_pct > 0.05:
-            reasons.append(f"{name} at {fmt.pct(row.frag_pct)}: {row.reason}.")
-    text = (
-        "Share of free capacity the common pod shapes cannot use (FGD, mean over the day): "
-        + ", ".join(shares)
-        + "."
-    )
-    if stranded:
-        text += " Stranded: " + ", ".join(stranded) + "."
-    return " ".join([text, *reasons])
-
-
 def free_table(result: NightlyResult) -> pd.DataFrame:
     """``result.free_capacity`` in the page's units (cores, GiB, devices) with a ``unit`` column."""
     return _in_units(result.free_capacity, "resource", ["allocatable", "free", "stranded"])
-
-
-def headroom_sentence(result: NightlyResult) -> str:
-    """How many more pods of the most common shape fit, at the last instant that has data."""
-    head = result.headroom
-    if head.table.empty:
-        return "Headroom: no pod shapes to count."
-    first = head.table.iloc[0]
-    if head.at is None or pd.isna(first["fit"]):
-        return "Headroom: no data (no node was seen at any point of the day)."
-    at = head.at
-    when = "24:00 UTC" if at == result.end else f"{at:%H:%M} UTC"
-    last = " (end of the day)" if at == result.end else " (the last instant with data)"
-    return (
-        f"Headroom at {when}{last}: {fmt.count(first['fit'])} more pods of the most common "
-        f"shape ({first['label']})."
-    )
-
-
-def build_answers(result: NightlyResult) -> dict[str, str]:
-    """One sentence each: which nodes ran hot, how fragmented, was the data complete."""
-    s = result.summary
-    per_node = result.violations.per_node
-    limits = ", ".join(f"{r} {v} %" for r, v in result.settings.thresholds.usage.items() if v)
-    if s.breaches:
-        top = ", ".join(
-            f"{row.node} ({fmt.duration(row.breach_minutes * 60)}, peak "
-            f"{fmt.pct(row.worst_pct, 0)} {row.worst_resource})"
-            for row in per_node[per_node["breaches"] > 0].head(3).itertuples(index=False)
-        )
-        hot = (
-            f"{fmt.count(s.nodes_with_breaches)} of {fmt.count(s.nodes)} nodes went over their "
-            f"thresholds (cluster: {limits}) for {fmt.duration(s.breach_node_seconds, days=False)} "
-            f"of node-time in {fmt.count(s.breaches)} breach{'' if s.breaches == 1 else 'es'}. "
-            f"Hottest: {top}."
-        )
-    else:
-        hot = f"No node went over its thresholds (cluster: {limits})."
-    frag = fragmentation_sentence(free_table(result)) + " " + headroom_sentence(result)
-    q = result.quality
-    data = (
-        f"{'Yes' if not q.partial else 'No'}: {fmt.pct(q.coverage * 100, 2)} of the expected "
-        f"usage samples are present; {fmt.count(q.incomplete_nodes)} node(s) below "
-        f"{fmt.pct(result.settings.min_coverage * 100, 0)}; {len(q.warnings)} source warning(s)."
-    )
-    return {"hot": hot, "fragmentation": frag, "data": data}
 
 
 _SOURCE_NAMES = {"node-exporter": "node-exporter", "cadvisor": "cAdvisor"}
@@ -399,6 +321,7 @@ def build_tables(result: NightlyResult) -> dict[str, TableView]:
                 Column("resource", "Resource"), Column("unit", "Unit"),
                 Column("allocatable", "Allocatable", "num"), Column("free", "Free", "num"),
                 Column("frag_pct", "Unusable by common shapes (FGD)", "pct"),
+                Column("asking_pct", "Pods of common shapes requesting it", "pct"),
                 Column("stranded", "Stranded (amount)", "num"),
                 Column("stranded_pct", "Stranded (% of free)", "pct"),
                 Column("reason", "What the FGD share means"),
@@ -574,6 +497,7 @@ def build_context(
         "percentile_method": result.settings.method,
         "exit_code": result.exit_code,
     }
+    cards = build_cards(result, previous)
     return NightlyContext(
         title=title,
         day=result.day.isoformat(),
@@ -581,9 +505,9 @@ def build_context(
         source=result.meta.source,
         method=result.settings.method,
         method_text=METHOD_TEXT.get(result.settings.method, result.settings.method),
-        cards=build_cards(result, previous),
+        cards=cards,
         answers={
-            **build_answers(result),
+            **build_answers(result, free_table(result), cards),
             NAME: shape_headroom_sentence(result.shape_headroom, result.end),
         },
         tables=build_tables(result),

@@ -40,7 +40,9 @@ from analyzer.report import monthly_rightsize as mrs
 from analyzer.report import monthly_scenarios as msc
 from analyzer.report.charts import Chart
 from analyzer.report.monthly_charts import forecast_chart
+from analyzer.report.monthly_decision import pool_decision
 from analyzer.report.output import make_readable
+from analyzer.report.refusal_groups import blocked_groups
 from analyzer.report.render import render
 from analyzer.report.views import Column, TableView, json_value
 from analyzer.usage.thresholds import ThresholdConfig
@@ -100,6 +102,7 @@ class MonthlyContext:
     scenarios_available: bool = False
     scenario_notes: list[str] = field(default_factory=list)
     drain_lines: list[dict[str, str]] = field(default_factory=list)
+    blocked_groups: list[dict[str, Any]] = field(default_factory=list)  # refusal_groups
     rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
     headroom_sentence: str = ""  # headroom per pod shape (``monthly_headroom``)
     headroom_chart: Chart | None = None
@@ -140,19 +143,32 @@ def _headline(p: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _decisions(p: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+def add_pool_decisions(p: dict[str, Any]) -> None:
+    """``pools[].pool_decision``: the one decision per pool (``report.monthly_decision``) from
+    the forecast decision and, when a snapshot was replayed, the simulated one."""
+    currency = (p.get("prices") or {}).get("currency")
     for pool in p["pools"]:
-        d = pool["decision"]
-        state = {"add": "bad", "release": "good"}.get(d["action"], "")
-        label = {
-            "add": f"add {d['nodes']} node{'s' if d['nodes'] != 1 else ''}"
-            + (f" by {d['by_date']}" if d["by_date"] else " now"),
-            "release": f"release up to {d['nodes']} node{'s' if d['nodes'] != 1 else ''}",
-        }.get(d["action"], "no action")
         sim = pool.get("simulated_decision")
-        out.append({"pool": pool["name"], "label": label, "state": state, **d, "simulated": sim})
-    return out
+        best = next(
+            (r for r in pool.get("scenarios") or [] if sim and r["name"] == sim["scenario"]), None
+        )
+        pool["pool_decision"] = pool_decision(pool["decision"], sim, best, currency)
+
+
+def _decisions(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per pool: the one decision and, folded beneath it, the forecast rule's and the
+    simulation's own sentences (``forecast``, ``simulated``)."""
+    if any("pool_decision" not in pool for pool in p["pools"]):
+        add_pool_decisions(p)
+    return [
+        {
+            "pool": pool["name"],
+            **pool["pool_decision"],
+            "forecast": pool["decision"],
+            "simulated": pool.get("simulated_decision"),
+        }
+        for pool in p["pools"]
+    ]
 
 
 def _n1_sentence(p: dict[str, Any]) -> str:
@@ -455,6 +471,7 @@ def build_monthly_context(
         drain_lines=msc.drain_lines(p),
         headroom_sentence=mhr.headroom_sentence(p),
         headroom_chart=mhr.headroom_chart(p),
+        blocked_groups=blocked_groups(p),
     )
 
 
@@ -551,6 +568,7 @@ def write_monthly_report(
     else:
         settings = joint or joint_settings(review, strategies)
         msc.scenarios_review(review, rightsizing, snapshot, settings)
+    add_pool_decisions(review.payload)
     context = build_monthly_context(review, rightsizing)
     html = render(
         "monthly.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir

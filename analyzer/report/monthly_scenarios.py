@@ -9,7 +9,8 @@ the month's recommendations, and adds to the payload:
   core_hours_released, gib_hours_released, core_hours_released_pct, gib_hours_released_pct,
   cost_released}]`` (capacity of the pool's active nodes released vs today's row, money only
   with ``--prices``; ``analyzer.whatif.capacity``);
-- ``pools[].blocked_nodes: [{node, reasons[]}]`` (the best scenario's nodes that cannot go alone);
+- ``pools[].blocked_nodes: [{node, reasons[], refusals[{workload, pods, reasons[]}]}]`` (the best
+  scenario's nodes that cannot go alone; ``refusals`` unjoins ``reasons`` for grouping);
 - ``pools[].simulated_decision`` (``analyzer.monthly.decisions.simulated_decision``);
 - ``simulation``: the snapshot, window, strategies, each pool's best scenario, each row's
   ``placement`` (``observed``, ``fresh``, or "repack only's, right-sized" for a "both" row that
@@ -84,7 +85,11 @@ def scenarios_review(
         pool["scenarios"] = [{k: r[k] for k in ROW_KEYS} for r in rows]
         drain = result.drains.get(name)
         pool["blocked_nodes"] = [
-            {"node": b["node"], "reasons": list(b["reasons"])}
+            {
+                "node": b["node"],
+                "reasons": list(b["reasons"]),
+                "refusals": [dict(r) for r in b.get("refusals", [])],
+            }
             for b in (drain.blocked_nodes if drain else [])
         ]
         pool["simulated_decision"] = simulated_decision(

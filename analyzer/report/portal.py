@@ -124,11 +124,18 @@ def _written(path: Path) -> tuple[str, str]:
 
 
 def _monthly_headline(data: dict[str, Any]) -> str:
-    """One clause per pool decision: ``compute: release up to 5 nodes; memory: add 4 by …``."""
+    """One clause per pool decision: ``compute: release 5 nodes now; memory: add 4 nodes by …``
+    — the page's one decision per pool (``pool_decision``), else the forecast's (a review
+    written before it had one)."""
     parts = []
     for pool in data.get("pools") or []:
         decision = pool.get("decision") if isinstance(pool, dict) else None
         if not isinstance(decision, dict) or not isinstance(pool.get("name"), str):
+            continue
+        one = pool.get("pool_decision")
+        if isinstance(one, dict) and isinstance(one.get("label"), str):
+            if one.get("action") in ("release", "add"):
+                parts.append(f"{pool['name']}: {one['label']}")
             continue
         action, nodes = decision.get("action"), decision.get("nodes")
         if action in ("release", "add") and isinstance(nodes, int) and nodes > 0:

@@ -279,6 +279,7 @@ def _check_search(search: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "'sentence' and 'href'"
         )
     question, searched = search.get("question", ""), search.get("searched", [])
+    recommended = search.get("recommended")
     if not isinstance(question, str) or not (
         isinstance(searched, list) and all(isinstance(n, str) for n in searched)
     ):
@@ -286,11 +287,16 @@ def _check_search(search: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "what-if report: the search block's 'question' must be a string and 'searched' a "
             "list of configuration names"
         )
+    if recommended is not None and not isinstance(recommended, str):
+        raise InputError(
+            "what-if report: the search block's 'recommended' must be a configuration name or null"
+        )
     return {
         "sentence": str(search["sentence"]),
         "href": str(search["href"]),
         "question": question,
         "searched": list(searched),
+        "recommended": recommended,
     }
 
 
@@ -373,10 +379,24 @@ def _with_scope(search: dict[str, Any] | None, best: str | None) -> dict[str, An
     scope = ""
     if best is not None and search["searched"] and best not in search["searched"]:
         scope = (
-            f"The verdict below names {best}, which this search did not compare: it answers "
+            f"The verdict names {best}, which this search did not compare: it answers "
             "for the strategies in the comparison table, the search for its own configurations."
         )
-    return {**search, "scope": scope}
+    return {**search, "scope": scope, "agreement": _agreement(search, best)}
+
+
+def _agreement(search: Mapping[str, Any], best: str | None) -> str:
+    """One line under the verdict: whether the configuration search names the same strategy
+    (its own answer, figures and rule are folded beneath)."""
+    if "recommended" not in search or not search["searched"]:
+        return ""  # an older search block: it says nothing about its recommendation
+    n, rec = len(search["searched"]), search["recommended"]
+    searched = f"The configuration search over {n} configurations"
+    if rec is None:
+        return f"{searched} recommends none: none released capacity without more violations."
+    if rec == best:
+        return f"{searched} recommends the same: {rec}."
+    return f"{searched} recommends {rec}: its question and figures are folded below."
 
 
 @dataclass(frozen=True)

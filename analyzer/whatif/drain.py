@@ -53,7 +53,9 @@ class DrainReport:
     pool: str
     time: str
     needed: list[str]
-    blocked_nodes: list[dict[str, Any]] = field(default_factory=list)  # {node, reasons[]}
+    # {node, reasons[], refusals[{workload, pods, reasons[]}]}: the sentences and, for grouping
+    # on the pages, the same facts unjoined (the filter reasons without their node counts)
+    blocked_nodes: list[dict[str, Any]] = field(default_factory=list)
     drainable_nodes: list[str] = field(default_factory=list)
     greedy_order: list[str] = field(default_factory=list)
     greedy_drained: list[str] = field(default_factory=list)
@@ -136,8 +138,10 @@ class DrainSimulator:
             shares.append(int(state.requested[node, j]) / alloc if alloc > 0 else 0.0)
         return max(shares)
 
-    def drain(self, node: int, keep: bool) -> list[str]:
-        """Remove ``node`` and place its pods elsewhere; the refusal reasons ([] = drained).
+    def drain(self, node: int, keep: bool) -> list[dict[str, Any]]:
+        """Remove ``node`` and place its pods elsewhere; the refusals ([] = drained), one per
+        workload and message: ``workload``, ``pods``, ``reasons`` (the filter reasons without
+        their node counts) and ``text`` (kube-scheduler's sentence).
 
         ``keep``: when every pod found a node, leave the drain applied; otherwise (or when not
         ``keep``) the state is restored. With ``keep`` the drain stops at the first refused pod
@@ -148,6 +152,7 @@ class DrainSimulator:
         movers = [p for p in self.on_node[node] if not inp.pinned[p]]
         placed: list[tuple[int, int]] = []
         refused: dict[tuple[str, str], int] = {}
+        kinds: dict[tuple[str, str], list[str]] = {}
         for pod in movers:
             demand = inp.demands[pod]
             choice = select(self.profile.evaluate(state, demand, self.now, self.mask), self.rng)
@@ -155,6 +160,7 @@ class DrainSimulator:
                 refusal = self.counter.refusal(inp.shape_keys[pod], demand, self.now)
                 key = (self.workload[pod], refusal.message())
                 refused[key] = refused.get(key, 0) + 1
+                kinds[key] = [reason for reason, _ in refusal.reasons]
                 if keep:
                     break
                 continue
@@ -173,7 +179,12 @@ class DrainSimulator:
                 feed.unbound(pod, choice, self.when)
         self.mask[node] = True
         return [
-            f"{_plural(count)} of {workload}: {message}"
+            {
+                "workload": workload,
+                "pods": count,
+                "reasons": kinds[(workload, message)],
+                "text": f"{_plural(count)} of {workload}: {message}",
+            }
             for (workload, message), count in sorted(refused.items(), key=lambda i: (-i[1], i[0]))
         ]
 
@@ -199,9 +210,15 @@ def drain_pool(
     names = inp.node_names
     report.needed = [names[n] for n in needed]
     for node in needed:
-        reasons = sim.drain(node, keep=False)
-        if reasons:
-            report.blocked_nodes.append({"node": names[node], "reasons": reasons})
+        refusals = sim.drain(node, keep=False)
+        if refusals:
+            report.blocked_nodes.append(
+                {
+                    "node": names[node],
+                    "reasons": [r.pop("text") for r in refusals],
+                    "refusals": refusals,
+                }
+            )
         else:
             report.drainable_nodes.append(names[node])
     order = sorted(needed, key=lambda n: (sim.requested_share(n), names[n]))

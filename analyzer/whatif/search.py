@@ -118,11 +118,13 @@ class SearchResult:
         """What the what-if page shows as its first card: the question, the answer, the link and
         the names of the configurations searched (``searched``: the page says when its own
         verdict names a strategy that was not among them)."""
+        best = self.best()
         return {
             "question": self.question(),
             "sentence": self.sentence,
             "href": HREF,
             "searched": [r.name for r in self.rows[1:]],
+            "recommended": None if best is None else best.name,
         }
 
     def to_dict(self) -> dict[str, Any]:

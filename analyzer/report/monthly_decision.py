@@ -1,0 +1,127 @@
+"""One decision per pool: the forecast rule and the simulated scenarios in one sentence.
+
+The monthly review has two answers per pool that a reader must otherwise weigh alone: the
+forecast rule (``analyzer.monthly.decisions.decide``: how many nodes the growth over the horizon
+allows to release, or asks to add, and which series binds) and the replay of the busiest week
+(``simulated_decision``: how many nodes the best scenario left empty at today's demand, and what
+change that takes). They answer different questions, so neither overrules the other:
+
+- **forecast releases k, the replay frees n ≥ k** → release k now; the replay's n is what the
+  change would allow at today's demand (the forecast keeps the rest for the growth ahead);
+- **forecast releases k, the replay frees n < k** → release n: the pods did not fit on fewer
+  nodes at the busiest week's peak, whatever the forecast allows (n = 0: no release);
+- **forecast adds** → add, by its date; the replay's n is said as today's slack, not netted
+  against the addition (the replay covers the busiest week, not the growth to that date);
+- **forecast holds or has no forecast** → no action from the forecast; the replay's n is named.
+
+Capacity comes from the best scenario's row (core-hours and GiB-hours freed over the window, and
+money with ``--prices``) — the figures of the scenarios table under the decisions, never a sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from analyzer.monthly.series import SERIES
+from analyzer.whatif.capacity import money_text
+
+RIGHTSIZE, REPACK, BOTH, TODAY = "right-size only", "repack only", "both", "today"
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node{'s' if n != 1 else ''}"
+
+
+def _how(sim: Mapping[str, Any]) -> str:
+    """The change the best scenario makes, as the subject of "would let N go"."""
+    scenario, strategy = sim["scenario"], sim["strategy"]
+    workloads = int(sim.get("workloads") or 0)
+    rightsize = f"right-sizing {workloads} workload{'s' if workloads != 1 else ''}"
+    if scenario == REPACK:
+        return f"repacking with {strategy}"
+    if scenario == RIGHTSIZE:
+        return rightsize
+    if scenario == BOTH:
+        return f"{rightsize} and repacking with {strategy}"
+    return "today's scheduler and requests"
+
+
+def _capacity(row: Mapping[str, Any] | None, currency: str | None) -> str:
+    """ "(93,395 core-hours and 171,314 GiB-hours freed over the busiest week[, 1,234 EUR])"."""
+    if not row:
+        return ""
+    money = money_text(row.get("cost_released"), currency)
+    return (
+        f" ({row['core_hours_released']:,.0f} core-hours and {row['gib_hours_released']:,.0f} "
+        f"GiB-hours freed over the busiest week{', ' + money if money else ''})"
+    )
+
+
+def _binds(forecast: Mapping[str, Any]) -> str:
+    """ " (memory requests bind)": which resource limits the forecast's count, in a few words."""
+    binds = forecast.get("binds")
+    if not binds:
+        return ""
+    if binds == "at least two nodes left":
+        return " (two nodes stay)"
+    spec = next((s for s in SERIES if s.label == binds), None)
+    if spec is None:
+        return f" ({binds} binds)"
+    name = "CPU" if spec.resource == "cpu" else "memory"
+    return f" ({name} requests bind)" if spec.kind == "requested" else f" ({name} usage binds)"
+
+
+def pool_decision(
+    forecast: Mapping[str, Any],
+    sim: Mapping[str, Any] | None,
+    best_row: Mapping[str, Any] | None,
+    currency: str | None,
+) -> dict[str, Any]:
+    """``{action, nodes, label, state, sentence}`` of one pool (module docstring's rules).
+
+    ``forecast`` is ``Decision.to_dict()``, ``sim`` the pool's ``simulated_decision`` (None when
+    no snapshot was replayed) and ``best_row`` its best scenario's row.
+    """
+    action, k = forecast["action"], int(forecast["nodes"])
+    n = int(sim["nodes"]) if sim else 0
+    freed = _capacity(best_row, currency) if sim and n else ""
+    at_today = f"{_how(sim)} would let {_nodes(n)} go at today's demand{freed}" if sim and n else ""
+    when = f"by {forecast['by_date']}" if forecast.get("by_date") else "now"
+    if action == "add":
+        tail = (
+            f"; at today's demand {_how(sim)} would leave {_nodes(n)} empty{freed}, but that "
+            "replay covers the busiest week, not the growth ahead"
+            if sim and n
+            else ""
+        )
+        return _out("add", k, f"add {_nodes(k)} {when}", "bad",
+                    f"Add {_nodes(k)} {when}{_binds(forecast)}{tail}.")  # fmt: skip
+    if action == "release" and sim is not None and n < k:
+        if n == 0:
+            return _out("none", 0, "no release", "",
+                        f"No release: the forecast allows {k}{_binds(forecast)}, but no scenario "
+                        "left a node empty at the busiest week's peak without more violations or "
+                        "waiting pods than today.")  # fmt: skip
+        change = "" if sim["scenario"] == TODAY else f" after {_how(sim)}"
+        return _out("release", n, f"release {_nodes(n)}{change}", "good",
+                    f"Release {_nodes(n)}{change}{freed}: the busiest week's replay left no more "
+                    f"empty at its peak, though the forecast allows {k}.")  # fmt: skip
+    if action == "release":
+        more = f"; {at_today}" if at_today and n > k else ""
+        same = "; the busiest week's replay confirms it" if sim and n == k else ""
+        return _out("release", k, f"release {_nodes(k)} now", "good",
+                    f"Release {_nodes(k)} now{_binds(forecast)}{more}{same}.")  # fmt: skip
+    why = (
+        "no forecast yet (under 21 days of history)"
+        if forecast["rule"] == "no_forecast"
+        else f"the forecast keeps every node{_binds(forecast)}"
+    )
+    if at_today:
+        return _out("none", 0, "no action now", "",
+                    f"No action now: {why}; {at_today}.")  # fmt: skip
+    return _out("none", 0, "no action", "", f"No action: {why}.")
+
+
+def _out(action: str, nodes: int, label: str, state: str, sentence: str) -> dict[str, Any]:
+    return {"action": action, "nodes": nodes, "label": label, "state": state, "sentence": sentence}
