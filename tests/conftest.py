@@ -20,6 +20,7 @@ group across their files, so the demo runs on one worker only. See tests/README.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -206,6 +207,16 @@ def default_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A long text parameter (a 200,000-character nested YAML) is named by its length and a
+    digest: pytest puts a test's id in the environment of every child process
+    (PYTEST_CURRENT_TEST), and one variable over 128 KiB makes every exec fail with E2BIG."""
+    if isinstance(val, (str, bytes)) and len(val) > 80:
+        data = val.encode() if isinstance(val, str) else val
+        return f"{argname}-{len(val)}-{hashlib.sha256(data).hexdigest()[:10]}"
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup``, give every test an xdist group: its module, or "demo".
 

@@ -32,6 +32,7 @@ class _Entry:
     best: int | None = None
     ties: list[int] = field(default_factory=list)
     spread: ZoneBests | None = None
+    mirror: None = None  # the sampled choice's node-list mirror: not used here
 
 
 def _pod(state: ClusterState, name: str, app: str, pool: str | None = None) -> PodDemand:
