@@ -243,11 +243,18 @@ def test_search_block_is_the_first_card_when_given(tmp_path: Path) -> None:
     paths = write_whatif_report(result, tmp_path / "with", search=search)
     html = paths.html.read_text()
     summary = html[html.index('id="summary"') :]
-    assert summary.index('data-card="search"') < summary.index('data-answer="best"')
+    # one verdict on top (issue 29: one answer first); the search's card folded under it with
+    # the rule, still before the strategies' cards
+    verdict, card = summary.index('data-answer="best"'), summary.index('data-card="search"')
+    assert verdict < card < summary.index('<div class="cards">')
+    assert summary.index("<details", verdict) < card < summary.index("</details>", verdict)
     assert search["sentence"] in html and 'href="../search/report.html"' in html
+    # no "recommended" configuration given: no agreement line is claimed
     assert json.loads(paths.json.read_text())["search"] == {
-        **search, "question": "", "searched": [], "scope": ""
+        **search, "question": "", "searched": [], "scope": "", "recommended": None,
+        "agreement": "",
     }  # fmt: skip
+    assert "data-search-agreement" not in html
     # a search that did not compare the verdict's strategy: the card says so, so the two
     # answers do not read as a disagreement; one that compared it needs no such sentence
     assert result.best == "most-allocated"  # packs the spread pods: fewer nodes than observed
