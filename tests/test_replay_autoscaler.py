@@ -94,6 +94,9 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
     assert reasons["Unneeded"] == pytest.approx(10 / 60, abs=1e-6)
     assert reasons["NoPlaceToMovePods"] >= 2 * 10 / 60
     assert row["pending_pods_at_end"] == 0
+    # the bound set in the config is not called observed; the one taken from the data is
+    assert "pool pool: minSize 0, maxSize 3 (maxSize from the data's observed range, the other " \
+        "from the config" in " ".join(row["notes"])  # fmt: skip
 
 
 def test_the_observed_minimum_keeps_every_node(spread: Path, tmp_path: Path) -> None:

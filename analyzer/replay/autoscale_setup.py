@@ -212,9 +212,20 @@ def with_node_groups(
         maxes.append(max(high, mins[-1]) if bounds.max_size is None else bounds.max_size)
         shapes.append(_shape(nodes, members, inp))
         if bounds.min_size is None or bounds.max_size is None:
+            # say which bound came from where: one set in the config is not "observed"
+            from_data = [
+                key
+                for key, given in (("minSize", bounds.min_size), ("maxSize", bounds.max_size))
+                if given is None
+            ]
+            source = (
+                "the data's observed range"
+                if len(from_data) == 2
+                else f"{from_data[0]} from the data's observed range, the other from the config"
+            )
             notes.append(
                 f"pool {name}: minSize {mins[-1]}, maxSize {maxes[-1]}"
-                + (" (the data's observed range; set autoscaler.node-groups to change them)")
+                f" ({source}; set autoscaler.node-groups to change them)"
             )
     unknown = sorted(set(settings.groups) - set(names))
     if unknown:
