@@ -206,7 +206,6 @@ def default_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     return DemoRun(out, run.output)
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
     """A long text parameter (a 200,000-character nested YAML) is named by its length and a
     digest: pytest puts a test's id in the environment of every child process
@@ -217,6 +216,7 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup``, give every test an xdist group: its module, or "demo".
 
