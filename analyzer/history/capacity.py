@@ -32,6 +32,7 @@ from analyzer.history.files import (
     check_quantities,
     conform,
     day_files,
+    make_readable,
     read_parquet,
     refuse,
     rerun,
@@ -129,15 +130,9 @@ def write_tables(root: Path, day: date, tables: dict[str, pd.DataFrame]) -> list
     for name, data in encoded.items():
         path = Path(root) / name / f"{day.isoformat()}.parquet"
         atomic_write_bytes(path, data)
-        path.chmod(0o644 & ~_umask())  # like the rollups: readable by the report's readers
+        make_readable(path)
         written.append(path)
     return written
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def stored_days(root: Path | str, name: str) -> list[date]:

@@ -18,6 +18,7 @@ refusals.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -272,3 +273,11 @@ def read_parquet(path: Path, day: date) -> pa.Table:
     with reading(path, rerun(day)):
         return pq.ParquetFile(path).read()
     raise AssertionError("unreachable")  # pragma: no cover  (mypy: reading re-raises)
+
+
+def make_readable(path: Path) -> None:
+    """Mode 0644 less the process umask on a just-written history file (atomic writes create
+    0600 temporaries): readable by the report's readers like every other day file."""
+    mask = os.umask(0)  # reading the umask means setting it; set it back at once
+    os.umask(mask)
+    path.chmod(0o644 & ~mask)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from datetime import date
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
 from analyzer.core.structured import load_json
-from analyzer.history.files import MAX_QUANTITY, refuse
+from analyzer.history.files import MAX_QUANTITY, make_readable, refuse
 
 SCHEMA_VERSION = 1
 FOLDER = "forecasts"
@@ -41,14 +40,8 @@ def write_forecast(root: Path | str, month: str, payload: dict[str, Any]) -> Pat
     record = {"schema_version": SCHEMA_VERSION, "month": month, **payload}
     text = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"  # compact: C encoder
     atomic_write_text(path, text)
-    path.chmod(0o644 & ~_umask())  # readable like the rest of the history
+    make_readable(path)
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def read_forecast(root: Path | str, month: str) -> dict[str, Any] | None:

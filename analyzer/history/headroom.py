@@ -17,7 +17,6 @@ existed, or with no shape counted, contributes no rows and is not re-made by a b
 from __future__ import annotations
 
 import io
-import os
 from datetime import date
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from analyzer.history.files import (
     check_quantities,
     conform,
     day_files,
+    make_readable,
     read_parquet,
     refuse,
     schema_version,
@@ -72,9 +72,7 @@ def write_headroom(root: Path, day: date, shapes: pd.DataFrame) -> Path | None:
     pq.write_table(table.replace_schema_metadata(metadata), buffer)
     path = Path(root) / NAME / f"{day.isoformat()}.parquet"
     atomic_write_bytes(path, buffer.getvalue())
-    mask = os.umask(0)  # read the process umask (setting it back at once)
-    os.umask(mask)
-    path.chmod(0o644 & ~mask)  # like the other day files: readable by the report's readers
+    make_readable(path)
     return path
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -33,6 +32,7 @@ from analyzer.history.files import (
     check_kinds,
     check_quantities,
     day_files,
+    make_readable,
     read_json,
     read_parquet,
     refuse,
@@ -80,7 +80,7 @@ class HistoryStore:
             self.summary_dir / f"{name}.json", json.dumps(record, sort_keys=True, indent=1) + "\n"
         )
         for path in (self.rollups_dir / f"{name}.parquet", self.summary_dir / f"{name}.json"):
-            path.chmod(0o644 & ~_umask())
+            make_readable(path)
 
     def days(self) -> list[date]:
         """Days that have a stored summary, oldest first."""
@@ -148,9 +148,3 @@ class HistoryStore:
         if not frames:
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
