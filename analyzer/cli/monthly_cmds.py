@@ -10,9 +10,11 @@ import click
 
 from analyzer.cli.base import report
 from analyzer.cli.notify_options import notify_options, notify_settings, publish
+from analyzer.cli.params import EXECUTOR_OPTION
 from analyzer.cli.pdf_options import pdf_options, pdf_request, print_report
 from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.errors import InputError
+from analyzer.core.executor import parse_executor
 from analyzer.core.outdir import check_writable
 from analyzer.usage.thresholds import ThresholdConfig
 
@@ -54,6 +56,7 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
               "KubeSchedulerConfiguration file; default kube-default, most-allocated-loadaware).")  # fmt: skip
 @click.option("--workers", type=int, default=None,
               help="With --snapshot: parallel processes (default: the machine's cores).")  # fmt: skip
+@EXECUTOR_OPTION
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
 @pdf_options
@@ -101,8 +104,13 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     )
     settings.check()
     parse_recipe(opts["recipe"])  # a bad recipe fails before any work
-    if opts["snapshot"] is None and (opts["strategies"] or opts["workers"] is not None):
-        raise InputError("--strategy/--workers: only with --snapshot SNAP (the scenarios)")
+    executor = parse_executor(opts["executor"])
+    if opts["snapshot"] is None and (
+        opts["strategies"] or opts["workers"] is not None or executor.is_dask
+    ):
+        raise InputError(
+            "--strategy/--workers/--executor: only with --snapshot SNAP (the scenarios)"
+        )
     if opts["workers"] is not None and opts["workers"] < 1:
         raise InputError(f"--workers: {opts['workers']} must be at least 1")
     root = history_root(history_dir)
@@ -117,6 +125,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
             thresholds=replace(config, usage=usage),
             workers=opts["workers"],
             prices=prices,
+            executor=executor,
         )
         from analyzer.whatif.compare import resolve_strategy
 

@@ -15,6 +15,7 @@ import click
 
 from analyzer.core.durations import MAX_DAYS, check_at_most
 from analyzer.core.errors import InputError
+from analyzer.core.executor import LOCAL
 
 
 def _name(param: click.Parameter | None) -> str:
@@ -72,3 +73,16 @@ class Amount(click.ParamType):  # type: ignore[type-arg]
             raise InputError(f"{field}: {number:g} must be more than {self.low:g}")
         check_at_most(number, self.high, field=field, shown=str(value).strip()[:40])
         return number
+
+
+# ``--executor``: where the sweeps' replays run (analyzer/core/executor.py, docs/executor.md);
+# checked when the settings are built, so a bad value is one line naming the option
+EXECUTOR_OPTION = click.option(
+    "--executor",
+    default=LOCAL,
+    show_default=True,
+    metavar="local|dask://HOST:PORT",
+    help="Where the replays run: local (this machine, --workers processes) or a running "
+    "dask.distributed scheduler (pip install 'analyzer[dask]'; its workers read the snapshot "
+    "from the same path, docs/executor.md).",
+)

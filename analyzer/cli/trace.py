@@ -11,6 +11,8 @@ from typing import Any
 import click
 
 from analyzer.cli.base import AnalyzerGroup, main
+from analyzer.cli.params import EXECUTOR_OPTION
+from analyzer.core.executor import parse_executor
 from analyzer.trace.core_profiles import CORE_PRESETS
 from analyzer.trace.registry import KUBE_POLICIES, PAPER_POLICIES
 from analyzer.trace.runner import TABLE_POINTS, TraceConfig, parse_seeds
@@ -159,6 +161,7 @@ def _m3_table(data: dict[str, Any]) -> str:
     show_default=True,
     help="Processes for policies × seeds (1 = no pool).",
 )
+@EXECUTOR_OPTION
 @click.option(
     "--tie-break",
     type=click.Choice(["artifact", "random"]),
@@ -190,6 +193,7 @@ def alibaba_gpu(
     pods_dir: Path | None,
     nodes_path: Path | None,
     workers: int,
+    executor: str,
     tie_break: str,
     fmt: str,
     report_dir: Path | None,
@@ -221,6 +225,7 @@ def alibaba_gpu(
         nodes_path=nodes_path,
         workers=workers,
         tie_break=tie_break,
+        executor=parse_executor(executor),
     )
     paths = [*pods_paths, *(pod_lists_in(pods_dir) if pods_dir is not None else [])]
     if report_dir is not None:

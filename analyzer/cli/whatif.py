@@ -11,10 +11,11 @@ import click
 import pandas as pd
 
 from analyzer.cli.base import main, report
-from analyzer.cli.params import Count
+from analyzer.cli.params import EXECUTOR_OPTION, Count
 from analyzer.cli.pdf_options import pdf_options, pdf_request, print_report
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot, read_snapshot
+from analyzer.core.executor import parse_executor
+from analyzer.core.snapshot import read_snapshot
 from analyzer.core.text import escaped
 from analyzer.replay.autoscale_setup import AUTOSCALERS, parse_settings
 from analyzer.replay.input import ARRIVALS
@@ -64,6 +65,7 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
         thresholds=replace(thresholds, usage=usage),
         workers=opts["workers"],
         arrivals=opts["arrivals"],
+        executor=parse_executor(opts["executor"]),
     )
 
 
@@ -84,6 +86,7 @@ def _options(func: Any) -> Any:
                           help="Tie-break seeds per strategy (0..N-1); the report shows the spread."),
             click.option("--workers", type=int, default=None,
                          help="Parallel processes (default: the machine's cores)."),
+            EXECUTOR_OPTION,
             click.option("--kubernetes-version", default=None,
                          help="Scheduler arithmetic of this version (default: the cluster's "
                               "own, the newest kubelet version in the snapshot; 1.36 when it "
@@ -120,12 +123,13 @@ def _options(func: Any) -> Any:
     return func
 
 
-def _run(snapshot: Snapshot, settings: WhatIfSettings, opts: dict[str, Any]) -> WhatIfResult:
+def _run(path: Path, settings: WhatIfSettings, opts: dict[str, Any]) -> WhatIfResult:
     """The what-if, on requests right-sized first when --rightsize names a recipe."""
+    snapshot = read_snapshot(path)
     if opts["rightsize"] is None:
         if opts["rightsize_history"] is not None:
             raise InputError("--rightsize-history: only with --rightsize RECIPE")
-        return run_whatif(snapshot, settings)
+        return run_whatif(snapshot, settings, source=path)  # a Dask worker reads it there
     from analyzer.cli.rightsize_cmds import rightsize_snapshot
 
     resized, facts, note = rightsize_snapshot(
@@ -229,7 +233,7 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         if opts[flag] is not None:
             raise InputError(f"--{flag.replace('_', '-')}: only with --search")
     settings = _settings(ctx, opts)
-    result = _run(read_snapshot(snapshot), settings, opts)
+    result = _run(snapshot, settings, opts)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean  # JSON cleaning shared with the report
 
@@ -267,7 +271,7 @@ def report_whatif_cmd(
     check_whatif_out(out)  # before the replays: never lose a run, nor a user's folder
     pdf = pdf_request(opts, out)  # no browser, a bad PATH: refused before the replays (exit 2)
     settings = _settings(ctx, opts)
-    result = _run(read_snapshot(snapshot), settings, opts)
+    result = _run(snapshot, settings, opts)
     paths = write_whatif_report(result, out, templates_dir=templates_dir)
     portal = refresh_parent_portal(out, templates_dir=templates_dir)
     click.echo(result.recommendation)
@@ -304,13 +308,15 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         thresholds=base.thresholds,
         workers=base.workers,
         prices=base.prices,
+        executor=base.executor,
     )
     size = search_size(settings)
     limit = opts["max_configurations"] or DEFAULT_MAX_CONFIGURATIONS
     check_search_size(size, limit)  # before reading the snapshot: counted from the grid alone
     say = _announcer(opts["fmt"])
     say(f"search: {size.line()} (and observed, the reference); replaying...")
-    result = run_search(read_snapshot(snapshot), settings, _estimator(say, base.workers))
+    progress = _estimator(say, base.workers)
+    result = run_search(read_snapshot(snapshot), settings, progress, source=snapshot)
     paths = None
     if opts["out"] is not None:
         from analyzer.report.portal import refresh_parent_portal
@@ -413,6 +419,7 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         workers=base.workers,
         seed=0,
         drain=opts["blocked"] or opts["fmt"] == "json",
+        executor=base.executor,
     )
     from analyzer.core.workloads import read_recommendations
 
@@ -420,7 +427,7 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     recs = read_recommendations(
         opts["recommendations"], f"--recommendations {opts['recommendations']}"
     )
-    result = run_joint(read_snapshot(snapshot), recs, settings)
+    result = run_joint(read_snapshot(snapshot), recs, settings, source=snapshot)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean
 

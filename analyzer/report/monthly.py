@@ -26,6 +26,7 @@ from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.csvsafe import write_csv
 from analyzer.core.errors import InputError
+from analyzer.core.executor import ExecutorSpec
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
@@ -526,6 +527,7 @@ def joint_settings(
     kubernetes_version: str | None = None,
     workers: int | None = None,
     prices: Prices | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> JointSettings:
     """The scenarios' settings: ``strategies`` = (baseline[, repack]); thresholds default to the
     review's usage thresholds."""
@@ -541,6 +543,7 @@ def joint_settings(
         thresholds=thresholds or ThresholdConfig(usage=dict(review.payload["thresholds"])),
         workers=workers,
         prices=prices,
+        executor=executor or ExecutorSpec(),
     )
 
 

@@ -72,7 +72,8 @@ def scenarios_review(
 ) -> JointResult:
     """Run the four scenarios and add them to ``review.payload`` (module docstring)."""
     source = snapshot if isinstance(snapshot, Snapshot) else read_snapshot(Path(snapshot))
-    result = run_joint(source, rightsizing.frame, settings)
+    path = None if isinstance(snapshot, Snapshot) else Path(snapshot)  # a Dask worker reads it
+    result = run_joint(source, rightsizing.frame, settings, source=path)
     pools = set(result.pools())
     notes = list(result.notes)
     for pool in review.payload["pools"]:

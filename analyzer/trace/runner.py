@@ -1,23 +1,24 @@
-"""Policies × seeds for the openb trace on a local process pool, and the JSON result.
+"""Policies × seeds for the openb trace on ``--executor``, and the JSON result.
 
 ``run_trace(TraceConfig)`` loads the node and pod lists, builds the target workload from the
-original pod list, replays every (policy, seed) pair — in a ``ProcessPoolExecutor`` when
-``workers > 1`` (each worker receives the loaded trace once, through the pool initializer) — and
+original pod list, replays every (policy, seed) pair — in a local process pool when
+``workers > 1`` (each worker receives the loaded trace once), or on a Dask cluster whose workers
+load it themselves (``analyzer.core.executor``) — and
 averages the curves the way the paper does (``analyzer.trace.curve``).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from analyzer.core.errors import InputError
+from analyzer.core.executor import ExecutorSpec, Shared, open_session
 from analyzer.fragmentation.gpu import Fragmentation, cluster_fragmentation
 from analyzer.scheduling.gpu.fragments import TargetWorkload, target_workload
 from analyzer.sources.alibaba import (
@@ -49,6 +50,7 @@ class TraceConfig:
     nodes_path: Path | None = None  # default: GPU nodes (fgd) or all nodes (timeline)
     pods_path: Path | None = None
     workers: int = 2
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
 
 
 @dataclass(frozen=True)
@@ -225,29 +227,29 @@ def summarise(inputs: TraceInputs, spec: RunSpec) -> SeedResult:
     )
 
 
-_WORKER_INPUTS: list[TraceInputs] = []  # filled once per pool worker by the initializer
-
-
-def _init_worker(inputs: TraceInputs) -> None:
-    _WORKER_INPUTS[:] = [inputs]
-
-
-def _work(spec: RunSpec) -> SeedResult:
-    return summarise(_WORKER_INPUTS[0], spec)
-
-
-def run_specs(inputs: TraceInputs, specs: list[RunSpec], workers: int) -> list[SeedResult]:
-    """Run the replays, in a process pool of ``workers`` when there is more than one."""
-    if workers <= 1 or len(specs) <= 1:
-        return [summarise(inputs, spec) for spec in specs]
-    context = multiprocessing.get_context("spawn")  # no fork of a possibly threaded parent
-    with ProcessPoolExecutor(
-        max_workers=min(workers, len(specs)),
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(inputs,),
-    ) as pool:
-        return list(pool.map(_work, specs))
+def run_specs(
+    inputs: TraceInputs,
+    specs: list[RunSpec],
+    workers: int,
+    config: TraceConfig | None = None,
+) -> list[SeedResult]:
+    """Run the replays on ``config.executor`` (``analyzer.core.executor``): inline for one
+    worker, else a local pool of ``workers`` processes, or a Dask cluster whose workers load
+    the trace themselves from ``config`` (its files are bundled or on shared storage)."""
+    config = config or TraceConfig(workers=workers)
+    if config.executor.is_dask:  # absolute paths: a worker's working directory is its own
+        config = replace(
+            config,
+            nodes_path=config.nodes_path and Path(config.nodes_path).resolve(),
+            pods_path=config.pods_path and Path(config.pods_path).resolve(),
+        )
+        shared: Shared[TraceInputs] = Shared(f"trace:{config}", partial(load_inputs, config))
+    else:
+        shared = Shared("trace:memory", value=inputs)
+    workers = min(workers, len(specs))
+    # spawn: no fork of a possibly threaded parent
+    with open_session(config.executor, workers, shared, spawn=True) as session:
+        return session.map(summarise, [(spec,) for spec in specs])
 
 
 def run_trace(config: TraceConfig, inputs: TraceInputs | None = None) -> TraceResult:
@@ -270,7 +272,7 @@ def run_trace(config: TraceConfig, inputs: TraceInputs | None = None) -> TraceRe
         for name in names
         for seed in config.seeds
     ]
-    results = run_specs(inputs, specs, config.workers)
+    results = run_specs(inputs, specs, config.workers, config)
     policies = {}
     for name in names:
         runs = [r for r in results if r.policy == name]

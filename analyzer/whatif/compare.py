@@ -1,7 +1,8 @@
-"""What-if comparison: every strategy × seed replayed and evaluated, in a local process pool.
+"""What-if comparison: every strategy × seed replayed and evaluated, on ``--executor``.
 
 ``observed`` always comes first (it is deterministic, so it runs once); every other strategy runs
-once per seed (0 .. seeds−1). Workers receive the snapshot once (pool initializer) and return
+once per seed (0 .. seeds−1). Workers get the prepared snapshot once (``analyzer.core.executor``:
+a local pool's initializer, or a Dask worker reading it from the snapshot's path) and return
 typed ``Outcome`` objects.
 
 One rule for the verdict and the table (``VERDICT_RULE``): every compared figure of a strategy is
@@ -19,14 +20,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from analyzer.core.errors import InputError
+from analyzer.core.executor import ExecutorSpec, Shared, open_session
 from analyzer.core.prices import Prices
-from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
@@ -96,6 +100,7 @@ class WhatIfSettings:
     # (``analyzer.whatif.autoscaled``), its settings from the config's ``autoscaler:`` section
     autoscaler: str = "none"
     autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
 
 
 def resolve_strategy(name: str, kubernetes_version: str | None = None) -> Strategy:
@@ -230,9 +235,6 @@ UNITS = {
     "cost_released": "observed active_cost minus the strategy's, in prices.currency",
 }
 
-# The worker's prepared snapshot (set once per process by the pool initializer).
-_WORKER: dict[str, Any] = {}
-
 
 ARRIVALS_NOTE = (
     "Arrivals: the strategies' replays offer every pod at its creation and make their own "
@@ -252,20 +254,20 @@ def _inputs(snapshot: Snapshot, arrivals: str) -> Inputs:
     return out
 
 
-def _init_worker(snapshot: Snapshot, arrivals: str = ARRIVALS[0]) -> None:
-    _WORKER["inputs"] = _inputs(snapshot, arrivals)
-
-
-def _run_one(inputs: Inputs, name: str, seed: int, settings: WhatIfSettings) -> Outcome:
-    strategy = resolve_strategy(name, settings.kubernetes_version)
+def _run_one(inputs: Inputs, strategy: Strategy, seed: int, settings: WhatIfSettings) -> Outcome:
+    """One replay and its outcome (a task: ``inputs`` is the worker's, the rest is small)."""
     inp, mats = inputs[ARRIVALS[0] if strategy.observed else settings.arrivals]
     result = replay(inp, strategy, seed, matrices=mats)
     prices = node_prices(inp, settings.prices)
     return evaluate(inp, result, mats, settings.thresholds, prices=prices)
 
 
-def _task(name: str, seed: int, settings: WhatIfSettings) -> Outcome:
-    return _run_one(_WORKER["inputs"], name, seed, settings)
+def _run_autoscaled(
+    inputs: Inputs, strategy: Strategy, seed: int, settings: WhatIfSettings
+) -> AutoscaledOutcome:
+    """One "strategy + autoscaler" replay (a task, as ``_run_one``)."""
+    inp = inputs[settings.arrivals][0]
+    return run_autoscaled(inp, strategy, seed, settings.autoscaling, settings.prices)
 
 
 def _tasks(settings: WhatIfSettings) -> list[tuple[str, int]]:
@@ -279,46 +281,65 @@ def _tasks(settings: WhatIfSettings) -> list[tuple[str, int]]:
 Progress = Callable[[str, int, int], None]
 
 
+def snapshot_inputs(path: Path, arrivals: str) -> Inputs:
+    """A worker's loader: the snapshot at ``path`` read and prepared (module level: pickled by
+    name, with only the path and the arrivals rule)."""
+    return _inputs(read_snapshot(path), arrivals)
+
+
+def shared_inputs(
+    snapshot: Snapshot, settings: WhatIfSettings, source: Path | None
+) -> Shared[Inputs]:
+    """The sweep's input: prepared here for a local run; for a Dask one, read by each worker
+    from ``source`` (the snapshot's path, unchanged since it was read), which must be given."""
+    if settings.executor.is_dask:
+        if source is None:
+            raise InputError(
+                f"--executor {settings.executor}: this what-if replays a snapshot changed in "
+                "memory (--rightsize, a window), which remote workers cannot read; "
+                "use --executor local"
+            )
+        path = Path(source).resolve()
+        return Shared(f"whatif:{path}:{settings.arrivals}", partial(snapshot_inputs, path,
+                                                                   settings.arrivals))  # fmt: skip
+    return Shared("whatif:memory", value=_inputs(snapshot, settings.arrivals))
+
+
 def run_whatif(
-    snapshot: Snapshot, settings: WhatIfSettings, progress: Progress | None = None
+    snapshot: Snapshot,
+    settings: WhatIfSettings,
+    progress: Progress | None = None,
+    source: Path | None = None,
 ) -> WhatIfResult:
     """Replay and evaluate every strategy × seed; observed first; pick the recommendation.
 
     The replays use the cluster's own Kubernetes version (``settings.kubernetes_version`` when
     given, else the data's: ``scheduling/cluster_version.py``); the result says which.
     ``progress`` is told of each finished replay (the search times its first one to estimate
-    the rest)."""
+    the rest). They run on ``settings.executor`` (``analyzer.core.executor``); with a Dask one
+    the workers read the snapshot from ``source``, its directory."""
     version = snapshot_version(snapshot, settings.kubernetes_version)
     settings = replace(settings, kubernetes_version=version.version)
-    for name in settings.strategies:  # fail fast on a bad name or file, before any work
-        resolve_strategy(name, settings.kubernetes_version)
+    # fail fast on a bad name or file, before any work; resolved here, so a worker needs no file
+    strategies = {n: resolve_strategy(n, settings.kubernetes_version)
+                  for n in dict.fromkeys((OBSERVED, *settings.strategies))}  # fmt: skip
     tasks = _tasks(settings)
-    workers = replay_workers(settings, len(tasks))
-    if workers == 1:
-        inputs = _inputs(snapshot, settings.arrivals)
-        outcomes = []
-        for n, s in tasks:
-            outcomes.append(_run_one(inputs, n, s, settings))
+    autoscaled = [(strategies[n], seed) for n in settings.strategies if n != OBSERVED
+                  for seed in range(settings.seeds)] if settings.autoscaler != "none" else []  # fmt: skip
+    workers = replay_workers(settings, len(tasks) + len(autoscaled))
+    shared = shared_inputs(snapshot, settings, source)
+    with open_session(settings.executor, workers, shared) as session:
+        # the autoscaled rows are submitted first: they are the longest, so none waits last
+        waiting = [session.submit(_run_autoscaled, s, seed, settings) for s, seed in autoscaled]
+
+        def done(index: int, count: int) -> None:
             if progress is not None:
-                progress(n, len(outcomes), len(tasks))
-    else:
-        initargs = (snapshot, settings.arrivals)
-        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=initargs) as pool:
-            futures = {pool.submit(_task, n, s, settings): n for n, s in tasks}
-            if progress is not None:
-                for done, future in enumerate(as_completed(futures), start=1):
-                    future.result()  # a failed replay stops here, as below
-                    progress(futures[future], done, len(tasks))
-            outcomes = [f.result() for f in futures]
+                progress(tasks[index][0], count, len(tasks))
+
+        outcomes = session.map(_run_one, [(strategies[n], s, settings) for n, s in tasks], done)
+        rows = [w.result() for w in waiting]
     result = compare(snapshot, settings, tasks, outcomes)
     if settings.autoscaler != "none":
-        inp = prepare(snapshot, settings.arrivals)
-        rows = [
-            run_autoscaled(inp, strategy, seed, settings.autoscaling, settings.prices)
-            for strategy in (resolve_strategy(n, settings.kubernetes_version)
-                             for n in settings.strategies if n != OBSERVED)
-            for seed in range(settings.seeds)
-        ]  # fmt: skip
         result = replace(result, autoscaler=settings.autoscaler, autoscaled=rows)
     # the version is said by the result itself (pages' header, JSON, the CLI's table), a
     # default one with what to do about it: not repeated among the notes

@@ -17,8 +17,8 @@ unless a window is given); the usage stays what it was in every one:
 
 Per pool and scenario: ``analyzer.whatif.pool_figures`` (nodes needed at peak, removable,
 violations, pods waited, idle and slack). Savings are simulated, never added: each row is its own
-replay or, for "both", repack only's placement re-evaluated. The four replays run in a process pool like the what-if comparison's (each worker prepares
-both request sets once), then the drain dry run (``analyzer.whatif.drain``) of every pool's
+replay or, for "both", repack only's placement re-evaluated. The four replays run on ``--executor`` like the what-if comparison's (``analyzer.core.executor``;
+each worker prepares both request sets once), then the drain dry run (``analyzer.whatif.drain``) of every pool's
 **best** scenario — the one that releases the most of the pool's capacity vs today (the least
 active capacity in the pool: money when ``--prices`` prices the pool, else the mean of the shares
 of today's core-hours and GiB-hours; ``analyzer.whatif.capacity``) among the scenarios with no
@@ -31,14 +31,17 @@ drained with the baseline's profile) — runs in the same pool, one task per poo
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from analyzer.core.errors import InputError
+from analyzer.core.executor import ExecutorSpec, Shared, open_session
 from analyzer.core.prices import Prices
-from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.core.workloads import apply_recommendations, changed_pods
 from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
@@ -103,6 +106,7 @@ class JointSettings:
     seed: int = 0
     drain: bool = True
     prices: Prices | None = None  # ``--prices``: the capacity released in money too
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
 
     def scenario(self, name: str) -> tuple[str, bool]:
         """(strategy name, right-sized requests?) of a scenario."""
@@ -268,30 +272,51 @@ def _drain(
 
 
 # The worker's context (set once per process by the pool initializer).
-_WORKER: dict[str, _Context] = {}
+def joint_context(
+    path: Path,
+    start: pd.Timestamp,
+    end: pd.Timestamp,
+    recommendations: pd.DataFrame,
+    settings: JointSettings,
+) -> _Context:
+    """A remote worker's loader: the window of the snapshot at ``path``, today's and right-sized
+    (module level: pickled by name with the path, the window, the recommendations)."""
+    today = cut(read_snapshot(path), start, end)
+    return _Context(today, apply_recommendations(today, recommendations), settings)
 
 
-def _init_worker(today: Snapshot, rightsized: Snapshot, settings: JointSettings) -> None:
-    _WORKER["ctx"] = _Context(today, rightsized, settings)
-
-
-def _scenario_task(name: str) -> tuple[ScenarioRun, ReplayResult]:
-    return _scenario(_WORKER["ctx"], name)
-
-
-def _drain_task(name: str, result: ReplayResult, pool: str, when: int, text: str) -> DrainReport:
-    return _drain(_WORKER["ctx"], name, result, pool, when, text)
-
-
-def _kept_task(fresh: ScenarioRun, repack: ScenarioRun, results: tuple[ReplayResult, ...]) -> Kept:
-    return _kept(_WORKER["ctx"], fresh, repack, results)
+def _shared(
+    snapshots: tuple[Snapshot, Snapshot],
+    source: Path | None,
+    window: tuple[pd.Timestamp, pd.Timestamp],
+    recommendations: pd.DataFrame,
+    settings: JointSettings,
+) -> Shared[_Context]:
+    """The scenarios' input: ``snapshots`` (today's and right-sized window) here for a local
+    run; for a Dask one, built by each worker from ``source`` as ``run_joint`` built them."""
+    if not settings.executor.is_dask:
+        return Shared("joint:memory", value=_Context(*snapshots, settings))
+    if source is None:
+        raise InputError(
+            f"--executor {settings.executor}: the scenarios need the snapshot's path for remote "
+            "workers to read; use --executor local"
+        )
+    path = Path(source).resolve()
+    # the recommendations' content in the key: a long-lived worker never reuses another run's
+    digest = int(pd.util.hash_pandas_object(recommendations, index=True).sum())
+    key = f"joint:{path}:{window[0]}:{window[1]}:{digest}:{settings}"
+    return Shared(key, partial(joint_context, path, *window, recommendations, settings))
 
 
 def run_joint(
-    snapshot: Snapshot, recommendations: pd.DataFrame, settings: JointSettings
+    snapshot: Snapshot,
+    recommendations: pd.DataFrame,
+    settings: JointSettings,
+    source: Path | None = None,
 ) -> JointResult:
     """The four scenarios of every pool over the window, and the best one's drain dry run,
-    replayed with the cluster's own Kubernetes version (``scheduling/cluster_version.py``)."""
+    replayed with the cluster's own Kubernetes version (``scheduling/cluster_version.py``),
+    on ``settings.executor`` (a Dask one's workers read the snapshot from ``source``)."""
     version = snapshot_version(snapshot, settings.kubernetes_version)
     settings = replace(settings, kubernetes_version=version.version)
     for name in (settings.baseline, settings.repack):  # fail fast on a bad name or file
@@ -334,29 +359,19 @@ def run_joint(
             runs[SCENARIOS.index(BOTH)], results[BOTH] = outcome[0], outcome[1]
         return _notes(fresh, repack, outcome)
 
-    if workers == 1:
-        ctx = _Context(today, rightsized, settings)
+    shared = _shared((today, rightsized), source, (start, end), recommendations, settings)
+    with open_session(settings.executor, workers, shared) as session:
+        # the repack replays (load-aware ones cost most) first, so neither worker idles
+        order = sorted(SCENARIOS, key=lambda n: settings.scenario(n)[0] != settings.repack)
+        futures = {name: session.submit(_scenario, name) for name in order}
         for name in SCENARIOS:
-            record(name, _scenario(ctx, name))
-        notes = settle(lambda *args: _kept(ctx, *args))
+            record(name, futures[name].result())
+        notes = settle(lambda *args: session.submit(_kept, *args).result())
         best, pools = _choose(runs)
-        for args in drain_args(best, pools) if settings.drain else []:
-            drains[args[2]] = _drain(ctx, *args)
-    else:
-        with ProcessPoolExecutor(
-            workers, initializer=_init_worker, initargs=(today, rightsized, settings)
-        ) as executor:
-            # the repack replays (load-aware ones cost most) first, so neither worker idles
-            order = sorted(SCENARIOS, key=lambda n: settings.scenario(n)[0] != settings.repack)
-            futures = {name: executor.submit(_scenario_task, name) for name in order}
-            for name in SCENARIOS:
-                record(name, futures[name].result())
-            notes = settle(lambda *args: executor.submit(_kept_task, *args).result())
-            best, pools = _choose(runs)
-            tasks = drain_args(best, pools) if settings.drain else []
-            waiting = [executor.submit(_drain_task, *args) for args in tasks]
-            for args, done in zip(tasks, waiting, strict=True):
-                drains[args[2]] = done.result()
+        tasks = drain_args(best, pools) if settings.drain else []
+        waiting = [session.submit(_drain, *args) for args in tasks]
+        for args, done in zip(tasks, waiting, strict=True):
+            drains[args[2]] = done.result()
     return JointResult(
         source=snapshot.meta.source,
         start=start.isoformat(),

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.errors import InputError
+from analyzer.core.executor import ExecutorSpec
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
@@ -66,6 +67,7 @@ class SearchSettings:
     thresholds: ThresholdConfig = field(default_factory=ThresholdConfig)
     workers: int | None = None
     prices: Prices | None = None  # ``--prices``: capacity released in money too
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
 
 
 @dataclass
@@ -271,6 +273,7 @@ def search_settings(settings: SearchSettings, files: Sequence[str], *more: str) 
         thresholds=settings.thresholds,
         workers=settings.workers,
         prices=settings.prices,
+        executor=settings.executor,
     )
 
 
@@ -320,12 +323,14 @@ def run_search(
     snapshot: Snapshot,
     settings: SearchSettings,
     progress: Callable[[str, int, int], None] | None = None,
+    source: Path | None = None,
 ) -> SearchResult:
     """Replay every configuration of the grid and every baseline; front and recommendation.
 
-    ``progress(strategy, done, total)`` after each replay (``run_whatif``'s)."""
+    ``progress(strategy, done, total)`` after each replay (``run_whatif``'s); ``source``: the
+    snapshot's directory, which a Dask executor's workers read (``run_whatif``)."""
     with grid_files(settings.grid.configs()) as files:
-        whatif = run_whatif(snapshot, search_settings(settings, list(files)), progress)
+        whatif = run_whatif(snapshot, search_settings(settings, list(files)), progress, source)
     return search_result(whatif, files, settings, snapshot)
 
 
