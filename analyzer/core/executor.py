@@ -35,8 +35,6 @@ from analyzer.core.errors import AnalyzerError, InputError
 LOCAL = "local"
 DASK_SCHEME = "dask://"
 OPTION = "--executor"
-# how long the client waits for the scheduler before the run ends with one line naming it
-CONNECT_TIMEOUT_SECONDS = 10
 INSTALL_HINT = "pip install 'analyzer[dask]'"
 
 T = TypeVar("T")
@@ -215,21 +213,21 @@ def open_session(
 def _dask_client(address: str) -> Iterator[Any]:
     """A connected ``distributed.Client``; one line when the extra or the scheduler is missing."""
     try:
+        import dask.config
         from distributed import Client
     except ImportError:
         raise InputError(
             f"{OPTION} {DASK_SCHEME}{address}: dask.distributed is not installed; "
             f"{INSTALL_HINT} (or use {OPTION} {LOCAL})"
         ) from None
+    # dask's own connect timeout (30 s unless DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT says)
+    timeout = dask.config.get("distributed.comm.timeouts.connect")
     try:
-        client = Client(  # type: ignore[no-untyped-call]
-            f"tcp://{address}", timeout=CONNECT_TIMEOUT_SECONDS, set_as_default=False
-        )
+        client = Client(f"tcp://{address}")  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError) as exc:
         raise AnalyzerError(
-            f"{OPTION} {DASK_SCHEME}{address}: no dask scheduler answered in "
-            f"{CONNECT_TIMEOUT_SECONDS} s ({type(exc).__name__}); start one "
-            f"('dask scheduler') or check the address"
+            f"{OPTION} {DASK_SCHEME}{address}: no dask scheduler answered in {timeout} "
+            f"({type(exc).__name__}); start one ('dask scheduler') or check the address"
         ) from None
     try:
         yield client
