@@ -75,7 +75,6 @@ def test_report_whatif_files_are_identical_on_dask(
     snap: Path, scheduler: str, tmp_path: Path
 ) -> None:
     args = ["report", "whatif", str(snap), "--strategy", "most-allocated", "--seeds", "2"]
-    args += ["--strategy", "kube-default"]
     _invoke(*args, "--out", str(tmp_path / "local"), "--workers", "2")
     _invoke(*args, "--out", str(tmp_path / "dask"), "--executor", scheduler)
     names = sorted(p.name for p in (tmp_path / "local").iterdir() if p.suffix in (".json", ".csv"))

@@ -6,7 +6,9 @@ review's joint scenarios and the trace protocols are sweeps of independent tasks
 
 - ``--executor local`` (the default): sequential when one worker is asked for, else a
   ``ProcessPoolExecutor`` of ``--workers`` processes, each handed the caller's in-memory input
-  once by its initializer (the snapshot is pickled once per process, never per task);
+  once by its initializer (the snapshot is pickled once per process, never per task) — or a
+  loader over it, which each process runs in its initializer (the what-if's preparation of
+  the snapshot, in parallel as before);
 - ``--executor dask://HOST:PORT``: a running ``dask.distributed`` scheduler. Its workers are on
   other machines, so they cannot be handed the caller's memory: every task carries a ``Shared``
   — a small, picklable *loader* (the snapshot's path and the settings that derive the input from
@@ -120,8 +122,8 @@ def _call(shared: Shared[Any], fn: Callable[..., T], *args: Any) -> T:
     return fn(shared.get(), *args)
 
 
-def _init_local(value: Any) -> None:
-    _LOCAL_VALUE[:] = [value]
+def _init_local(value: Any, load: Callable[[], Any] | None) -> None:
+    _LOCAL_VALUE[:] = [value if load is None else load()]
 
 
 def _call_local(fn: Callable[..., T], *args: Any) -> T:
@@ -197,14 +199,17 @@ def open_session(
 
             yield Session(shared, submit, "dask")
         return
-    # here, not through the worker memo: the caller's process keeps nothing after the sweep
-    value = shared.value if shared.value is not None else shared.get_fresh()
     if workers <= 1:
+        # here, not through the worker memo: the caller's process keeps nothing after the sweep
+        value = shared.value if shared.value is not None else shared.get_fresh()
         yield Session(shared, lambda fn, *args: _Done(fn(value, *args)), "inline")
         return
     context = multiprocessing.get_context("spawn") if spawn else None
+    # a held value is pickled to each process once; else each process runs the loader itself
+    # (in parallel: e.g. the what-if's preparation of the snapshot it is handed)
+    initargs = (shared.value, None) if shared.value is not None else (None, shared.load)
     with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_init_local, initargs=(value,)
+        workers, mp_context=context, initializer=_init_local, initargs=initargs
     ) as pool:
         yield Session(shared, lambda fn, *args: pool.submit(_call_local, fn, *args), "local")
 

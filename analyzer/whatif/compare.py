@@ -302,7 +302,8 @@ def shared_inputs(
         path = Path(source).resolve()
         return Shared(f"whatif:{path}:{settings.arrivals}", partial(snapshot_inputs, path,
                                                                    settings.arrivals))  # fmt: skip
-    return Shared("whatif:memory", value=_inputs(snapshot, settings.arrivals))
+    # locally each pool process prepares the snapshot it is handed (in parallel, as ever)
+    return Shared("whatif:memory", partial(_inputs, snapshot, settings.arrivals))
 
 
 def run_whatif(

@@ -295,7 +295,8 @@ def _shared(
     """The scenarios' input: ``snapshots`` (today's and right-sized window) here for a local
     run; for a Dask one, built by each worker from ``source`` as ``run_joint`` built them."""
     if not settings.executor.is_dask:
-        return Shared("joint:memory", value=_Context(*snapshots, settings))
+        # each pool process prepares both request sets from the two snapshots it is handed
+        return Shared("joint:memory", partial(_Context, *snapshots, settings))
     if source is None:
         raise InputError(
             f"--executor {settings.executor}: the scenarios need the snapshot's path for remote "
