@@ -93,7 +93,8 @@ def test_a_month_far_outside_the_history_is_one_line(h: Path, tmp_path: Path, mo
     [
         (("--months", "37"), "--months: 37 must be between 1 and 36"),
         (("--horizon-days", "500"), "--horizon-days: 500 must be between 90 and 180"),
-        (("--workers", "2"), "--strategy/--workers: only with --snapshot"),
+        (("--workers", "2"), "--strategy/--workers/--executor: only with --snapshot"),
+        (("--executor", "dask://127.0.0.1:8786"), "--executor: only with --snapshot"),
     ],
 )
 def test_bad_monthly_options_are_refused_before_work(
