@@ -115,7 +115,9 @@ _LOCAL_VALUE: list[Any] = []  # a local pool worker's input, set once by the ini
 class Handle(Protocol[T]):  # type: ignore[misc]
     """A submitted task: ``result()`` waits for it (a future of either executor)."""
 
-    def result(self) -> T: ...
+    def result(self) -> T:
+        """The task's result, once it has finished; its error re-raised."""
+        ...
 
 
 def _call(shared: Shared[Any], fn: Callable[..., T], *args: Any) -> T:
