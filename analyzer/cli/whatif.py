@@ -19,6 +19,7 @@ from analyzer.core.text import escaped
 from analyzer.replay.autoscale_setup import AUTOSCALERS, parse_settings
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.autoscaler_choice import resolve_autoscaler
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
 
 # Tie-break seeds per strategy: the spread shows after a few; beyond 100 a typo asks for hours.
@@ -109,11 +110,13 @@ def _options(func: Any) -> Any:
                          help="When the strategies' pods arrive: when they were scheduled (the "
                          "data's waits and preemptions as recorded) or when they were created "
                          "(the replay waits and preempts by itself; docs/scheduling.md)."),
-            click.option("--autoscaler", type=click.Choice(AUTOSCALERS), default="none",
-                         show_default=True,
+            click.option("--autoscaler", type=click.Choice((*AUTOSCALERS, "auto")),
+                         default="none", show_default=True,
                          help="Also replay each strategy with this node autoscaler adding and "
                          "removing nodes (options: the config's autoscaler: section; "
-                         "docs/autoscaling.md). none keeps the data's nodes as observed."),
+                         "docs/autoscaling.md). none keeps the data's nodes as observed; auto "
+                         "picks the one the data suggests (node labels, CA's taints, nodes "
+                         "joining and leaving) and says why."),
         ]
     ):  # fmt: skip
         func = option(func)
@@ -121,18 +124,23 @@ def _options(func: Any) -> Any:
 
 
 def _run(snapshot: Snapshot, settings: WhatIfSettings, opts: dict[str, Any]) -> WhatIfResult:
-    """The what-if, on requests right-sized first when --rightsize names a recipe."""
+    """The what-if, on requests right-sized first when --rightsize names a recipe; with
+    ``--autoscaler auto`` the autoscaler the data suggests, the result saying which and why."""
+    choice = resolve_autoscaler(settings.autoscaler, snapshot)
+    if choice is not None:
+        settings = replace(settings, autoscaler=choice.chosen)
+    chosen = None if choice is None else choice.to_dict()
     if opts["rightsize"] is None:
         if opts["rightsize_history"] is not None:
             raise InputError("--rightsize-history: only with --rightsize RECIPE")
-        return run_whatif(snapshot, settings)
+        return replace(run_whatif(snapshot, settings), autoscaler_choice=chosen)
     from analyzer.cli.rightsize_cmds import rightsize_snapshot
 
     resized, facts, note = rightsize_snapshot(
         snapshot, opts["rightsize"], opts["rightsize_history"]
     )
     result = run_whatif(resized, settings)
-    return replace(result, rightsized=facts, notes=[note, *result.notes])
+    return replace(result, rightsized=facts, notes=[note, *result.notes], autoscaler_choice=chosen)
 
 
 def _table(result: WhatIfResult) -> str:
@@ -212,9 +220,9 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     if opts["arrivals"] != ARRIVALS[0] and (opts["search"] or opts["recommendations"]):
         raise InputError("--arrivals: only for the comparison of strategies (not with --search "
                          "or --recommendations yet)")  # fmt: skip
-    if opts["autoscaler"] != "none" and (opts["search"] or opts["recommendations"]):
-        raise InputError("--autoscaler: only for the comparison of strategies (not with --search "
-                         "or --recommendations yet)")  # fmt: skip
+    if opts["autoscaler"] != "none" and opts["recommendations"]:
+        raise InputError("--autoscaler: not with --recommendations yet (the monthly review's "
+                         "scenarios take it: 'analyzer report monthly --autoscaler')")  # fmt: skip
     if opts["search"]:
         if opts["rightsize"] is not None:
             raise InputError("--rightsize: not with --search yet; run the search without it")
@@ -241,6 +249,8 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     click.echo(_table(result))
     if result.version is not None:
         click.echo(result.version.sentence)
+    if result.autoscaler_choice is not None:
+        click.echo(result.autoscaler_choice["why"])
     if settings.seeds > 1:
         click.echo("(every figure is the strategy's worst tie-break seed, as in the verdict)")
     click.echo("")
@@ -304,13 +314,25 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         thresholds=base.thresholds,
         workers=base.workers,
         prices=base.prices,
+        autoscaler=base.autoscaler,
+        autoscaling=base.autoscaling,
     )
     size = search_size(settings)
     limit = opts["max_configurations"] or DEFAULT_MAX_CONFIGURATIONS
     check_search_size(size, limit)  # before reading the snapshot: counted from the grid alone
     say = _announcer(opts["fmt"])
+    data = read_snapshot(snapshot)
+    choice = resolve_autoscaler(settings.autoscaler, data)
+    if choice is not None:
+        settings = replace(settings, autoscaler=choice.chosen)
+        say(choice.why)
+    if settings.autoscaler != "none":
+        say(f"search: each replayed again under {settings.autoscaler}, one at a time")
     say(f"search: {size.line()} (and observed, the reference); replaying...")
-    result = run_search(read_snapshot(snapshot), settings, _estimator(say, base.workers))
+    result = run_search(data, settings, _estimator(say, base.workers))
+    if choice is not None:
+        result.autoscaler_choice = choice.to_dict()
+
     paths = None
     if opts["out"] is not None:
         from analyzer.report.portal import refresh_parent_portal
@@ -333,6 +355,22 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
             "violations": int(r.violations),  # worst seed: a whole count
             "waited": int(r.waited),
             "never_placed": int(r.never_placed),
+            **(
+                {}
+                if r.autoscaled is None
+                else {
+                    "node_hours_ca": round(r.autoscaled["node_hours"], 1),
+                    "released_ca_%": round(
+                        (
+                            r.autoscaled["core_hours_released_pct"]
+                            + r.autoscaled["gib_hours_released_pct"]
+                        )
+                        / 2,
+                        1,
+                    ),
+                    "pending_end_ca": r.autoscaled["pending_pods_at_end"],
+                }
+            ),
             "front": "*" if r.on_front else "",
             "recommended": "<==" if r.recommended else "",
         }

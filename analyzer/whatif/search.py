@@ -30,6 +30,7 @@ from typing import Any
 from analyzer.core.errors import InputError
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
+from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
@@ -44,6 +45,8 @@ from analyzer.whatif.compare import (
     run_whatif,
 )
 from analyzer.whatif.notes import whatif_notes
+from analyzer.whatif.search_autoscaled import attach
+from analyzer.whatif.search_autoscaled import rule as autoscaled_rule
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, scheduler_yaml
 from analyzer.whatif.search_rule import FRONT_RULE, RULE, SearchRow, pareto_front, recommend
 from analyzer.whatif.verdict import recommend as compare_recommend
@@ -66,6 +69,9 @@ class SearchSettings:
     thresholds: ThresholdConfig = field(default_factory=ThresholdConfig)
     workers: int | None = None
     prices: Prices | None = None  # ``--prices``: capacity released in money too
+    # ``--autoscaler``: every row also replayed under it and ranked on that (search_autoscaled)
+    autoscaler: str = "none"
+    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
 
 
 @dataclass
@@ -84,6 +90,8 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     version: ClusterVersion | None = None  # the Kubernetes version the replays used
     prices: dict[str, Any] | None = None  # the what-if's ``prices`` block (``--prices``)
+    autoscaler: str = "none"  # the rows' ``autoscaled`` figures and the ranking are under it
+    autoscaler_choice: dict[str, str] | None = None  # ``--autoscaler auto``: which and why
 
     @property
     def observed(self) -> SearchRow:
@@ -137,7 +145,13 @@ class SearchResult:
             "seeds": self.seeds,
             "grid": self.grid.to_dict(),
             "thresholds": self.thresholds.to_dict(),
-            "rule": RULE,
+            "rule": RULE if self.autoscaler == "none" else autoscaled_rule(self.autoscaler),
+            "ranked_on": "fixed nodes" if self.autoscaler == "none" else self.autoscaler,
+            **(
+                {}
+                if self.autoscaler_choice is None
+                else {"autoscaler_choice": dict(self.autoscaler_choice)}
+            ),
             "front_rule": FRONT_RULE,
             "units": {k: v for k, v in UNITS.items() if "released" in k},
             "prices": self.prices,
@@ -238,13 +252,23 @@ def search_result(
             "core_hours_released_pct": freed.core_hours_pct,
             "gib_hours_released_pct": freed.gib_hours_pct,
         }
+    if whatif.autoscaled:  # before the front and the ranking, which read them
+        strategy_of = {c.name: path for path, c in files.items()}
+        strategy_of.update({r.name: r.name for r in candidates if r.kind == "baseline"})
+        attach(rows, whatif.autoscaled, strategy_of)
     for row, front in zip(
         candidates, pareto_front([r.objectives for r in candidates]), strict=True
     ):
         row.on_front = front
     currency = whatif.prices["currency"] if whatif.prices else None
     best, sentence = recommend(observed, candidates, currency)
+    if whatif.autoscaled:
+        sentence = (
+            f"Ranked on the replay under {whatif.autoscaler} (the nodes a team running it pays "
+            f"for, not the active ones): {sentence}"
+        )
     return SearchResult(
+        autoscaler=whatif.autoscaler if whatif.autoscaled else "none",
         prices=whatif.prices,
         source=whatif.source,
         start=whatif.start,
@@ -271,6 +295,8 @@ def search_settings(settings: SearchSettings, files: Sequence[str], *more: str) 
         thresholds=settings.thresholds,
         workers=settings.workers,
         prices=settings.prices,
+        autoscaler=settings.autoscaler,
+        autoscaling=settings.autoscaling,
     )
 
 
