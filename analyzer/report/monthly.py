@@ -554,6 +554,7 @@ def write_monthly_report(
     snapshot: Snapshot | Path | None = None,
     strategies: Sequence[str] = (),
     joint: JointSettings | None = None,
+    autoscaler_choice: dict[str, str] | None = None,
 ) -> MonthlyPaths:
     """Write the review into ``out`` atomically, then store its forecast under ``history``.
 
@@ -567,7 +568,7 @@ def write_monthly_report(
         msc.no_snapshot(review)
     else:
         settings = joint or joint_settings(review, strategies)
-        msc.scenarios_review(review, rightsizing, snapshot, settings)
+        msc.scenarios_review(review, rightsizing, snapshot, settings, autoscaler_choice)
     add_pool_decisions(review.payload)
     context = build_monthly_context(review, rightsizing)
     html = render(

@@ -40,6 +40,7 @@ import pandas as pd
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.core.workloads import apply_recommendations, changed_pods
+from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, attribute, usage_matrices
@@ -52,6 +53,7 @@ from analyzer.whatif.compare import resolve_strategy
 from analyzer.whatif.drain import DrainReport, drain_pool
 from analyzer.whatif.evaluate import evaluate
 from analyzer.whatif.explain import node_pools
+from analyzer.whatif.joint_autoscaled import run_scenario
 from analyzer.whatif.joint_result import (
     BOTH,
     MIXED,
@@ -103,6 +105,9 @@ class JointSettings:
     seed: int = 0
     drain: bool = True
     prices: Prices | None = None  # ``--prices``: the capacity released in money too
+    # ``--autoscaler``: every scenario also replayed under it (``analyzer.whatif.joint_autoscaled``)
+    autoscaler: str = "none"
+    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
 
     def scenario(self, name: str) -> tuple[str, bool]:
         """(strategy name, right-sized requests?) of a scenario."""
@@ -357,7 +362,18 @@ def run_joint(
             waiting = [executor.submit(_drain_task, *args) for args in tasks]
             for args, done in zip(tasks, waiting, strict=True):
                 drains[args[2]] = done.result()
+    autoscaled = {}
+    if settings.autoscaler != "none":
+        inputs = {False: prepare(today), True: prepare(rightsized)}
+        for name in SCENARIOS:
+            strategy, resized = settings.scenario(name)
+            autoscaled[name] = run_scenario(
+                inputs[resized], strategy, settings.baseline, settings.kubernetes_version,
+                settings.seed, settings.autoscaling, settings.prices,
+            )  # fmt: skip
     return JointResult(
+        autoscaler=settings.autoscaler,
+        autoscaled=autoscaled,
         source=snapshot.meta.source,
         start=start.isoformat(),
         end=end.isoformat(),

@@ -105,6 +105,10 @@ class JointResult:
     # placement could not be kept: why (a clause naming the first refusal), else ""
     kept_refused: str = ""
     version: ClusterVersion | None = None  # the Kubernetes version the replays used
+    # ``autoscaler`` other than none: every scenario replayed under it too (joint_autoscaled):
+    # scenario name -> its outcome
+    autoscaler: str = "none"
+    autoscaled: dict[str, Any] = field(default_factory=dict)
 
     def run(self, name: str) -> ScenarioRun:
         """The scenario called ``name``."""
