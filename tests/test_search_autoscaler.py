@@ -83,7 +83,7 @@ def test_the_recommendation_says_it_ranked_under_ca(
     best = next(r for r in page["rows"] if r["recommended"])
     # equal under CA (30.5 % each): the tie goes to fewer peak active nodes, MostAllocated's 2
     assert best["kind"] == "searched" and best["peak_nodes"] == 2
-    assert f"{CA_HOURS:,.0f} node-hours, observed 6" in page["sentence"]
+    assert f"{CA_HOURS:,.1f} node-hours, observed 6.0" in page["sentence"]
     assert "30.5 %" in page["sentence"]
     assert "Ranked on the replay under cluster-autoscaler" in table
     assert "node_hours_ca" in table
@@ -102,10 +102,12 @@ def test_the_page_and_csv_carry_the_ca_figures(
             assert -100.0 <= float(r[key]) <= 100.0
     stored = json.loads((out / "search.json").read_text())
     assert stored["search"]["ranked_on"] == "cluster-autoscaler"
+    assert "node capacity under cluster-autoscaler" in stored["first_screen"]["question"]
     html = (out / "search.html").read_text()
     assert "Ranked on the replay under cluster-autoscaler" in html
     assert "Node-hours under cluster-autoscaler" in html
     assert "Core-hours released under cluster-autoscaler" in html  # the card
+    assert "released the most node capacity under cluster-autoscaler" in html  # the question
 
 
 def test_without_autoscaler_the_search_ranks_on_fixed_nodes(tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ class SearchContext:
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
     kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
     unit_line: str = UNIT_LINE  # what "capacity released" counts, under the answer
+    released_what: str = "capacity of active nodes"  # the question's, under an autoscaler too
 
     def to_json(self, result: SearchResult) -> dict[str, Any]:
         """Every number shown (the table as records) plus the whole search."""
@@ -267,10 +268,11 @@ def front_chart(result: SearchResult) -> Chart:
                 label="recommended",
             )
         currency = _currency(result)
+        under = "" if result.autoscaler == "none" else f" under {result.autoscaler}"
         ax.set_xlabel(
-            f"money released, {currency}"
+            f"money released{under}, {currency}"
             if currency
-            else "capacity released, % of observed (mean of core-hours and GiB-hours)"
+            else f"capacity released{under}, % of observed (mean of core-hours and GiB-hours)"
         )
         ax.set_ylabel("threshold violations")
         ax.set_title("Capacity released vs violations (more released, fewer violations: better)")
@@ -350,6 +352,19 @@ def build_search_context(result: SearchResult) -> SearchContext:
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         sentence=result.sentence,
         rule=RULE if result.autoscaler == "none" else autoscaled_rule(result.autoscaler),
+        unit_line=UNIT_LINE
+        if result.autoscaler == "none"
+        else (
+            f"Capacity released under {result.autoscaler}: allocatable CPU (core-hours) and "
+            "memory (GiB-hours) of the nodes that existed — in the data as they came and went, "
+            f"in each replay as {result.autoscaler} kept, added and removed them — observed "
+            "minus the configuration's, over the window."
+        ),
+        released_what=(
+            "capacity of active nodes"
+            if result.autoscaler == "none"
+            else f"node capacity under {result.autoscaler}"
+        ),
         front_rule=FRONT_RULE,
         recommended=result.recommended,
         cards=cards,

@@ -116,9 +116,14 @@ class SearchResult:
         searched = sum(r.kind == "searched" for r in candidates)
         parts = [*baselines, f"{searched} grid configuration{'s' if searched != 1 else ''}"]
         listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        what = (
+            "capacity of active nodes"
+            if self.autoscaler == "none"
+            else f"node capacity under {self.autoscaler}"
+        )
         return (
             f"Which of the {len(candidates)} configurations searched ({listed}) would have "
-            "released the most capacity of active nodes without more threshold violations, "
+            f"released the most {what} without more threshold violations, "
             "waiting or never-placed pods than observed?"
         )
 

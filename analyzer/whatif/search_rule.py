@@ -127,8 +127,8 @@ def _released_text(row: SearchRow, currency: str | None) -> str:
             f"{a['core_hours_released']:,.0f} core-hours "
             f"({pct_text(a['core_hours_released_pct'])}) and {a['gib_hours_released']:,.0f} "
             f"GiB-hours ({pct_text(a['gib_hours_released_pct'])}) of the nodes' capacity under "
-            f"{a['autoscaler']} ({a['node_hours']:,.0f} node-hours, observed "
-            f"{a['observed_node_hours']:,.0f})"
+            f"{a['autoscaler']} ({a['node_hours']:,.1f} node-hours, observed "
+            f"{a['observed_node_hours']:,.1f})"
         )
         money = money_text(a["cost_released"], currency)
         return text + (f", worth {money}" if money else "")
