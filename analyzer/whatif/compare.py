@@ -275,6 +275,20 @@ def _task(name: str, seed: int, settings: WhatIfSettings) -> Outcome:
     return _run_one(_WORKER["inputs"], name, seed, settings)
 
 
+def _autoscaled_one(
+    inputs: Inputs, name: str, seed: int, settings: WhatIfSettings
+) -> AutoscaledOutcome:
+    """``name`` × ``seed`` replayed with the node autoscaler driving the nodes (the strategies'
+    arrivals, as their plain replays)."""
+    inp = inputs[settings.arrivals][0]
+    strategy = resolve_strategy(name, settings.kubernetes_version)
+    return run_autoscaled(inp, strategy, seed, settings.autoscaling, settings.prices)
+
+
+def _autoscaled_task(name: str, seed: int, settings: WhatIfSettings) -> AutoscaledOutcome:
+    return _autoscaled_one(_WORKER["inputs"], name, seed, settings)
+
+
 def _tasks(settings: WhatIfSettings) -> list[tuple[str, int]]:
     names = [OBSERVED, *[s for s in settings.strategies if s != OBSERVED]]
     return [(n, 0) if n == OBSERVED else (n, seed) for n in names for seed in (
@@ -300,7 +314,12 @@ def run_whatif(
     for name in settings.strategies:  # fail fast on a bad name or file, before any work
         resolve_strategy(name, settings.kubernetes_version)
     tasks = _tasks(settings)
-    workers = replay_workers(settings, len(tasks))
+    # ``--autoscaler``: every strategy × seed replayed again under it, in the same pool (after
+    # the plain replays, which the progress hook times)
+    scaled = [] if settings.autoscaler == "none" else [
+        (n, seed) for n in settings.strategies if n != OBSERVED for seed in range(settings.seeds)
+    ]  # fmt: skip
+    workers = replay_workers(settings, len(tasks) + len(scaled))
     if workers == 1:
         inputs = _inputs(snapshot, settings.arrivals)
         outcomes = []
@@ -308,24 +327,20 @@ def run_whatif(
             outcomes.append(_run_one(inputs, n, s, settings))
             if progress is not None:
                 progress(n, len(outcomes), len(tasks))
+        rows = [_autoscaled_one(inputs, n, s, settings) for n, s in scaled]
     else:
         initargs = (snapshot, settings.arrivals)
         with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=initargs) as pool:
             futures = {pool.submit(_task, n, s, settings): n for n, s in tasks}
+            later = [pool.submit(_autoscaled_task, n, s, settings) for n, s in scaled]
             if progress is not None:
                 for done, future in enumerate(as_completed(futures), start=1):
                     future.result()  # a failed replay stops here, as below
                     progress(futures[future], done, len(tasks))
             outcomes = [f.result() for f in futures]
+            rows = [f.result() for f in later]
     result = compare(snapshot, settings, tasks, outcomes)
     if settings.autoscaler != "none":
-        inp = prepare(snapshot, settings.arrivals)
-        rows = [
-            run_autoscaled(inp, strategy, seed, settings.autoscaling, settings.prices)
-            for strategy in (resolve_strategy(n, settings.kubernetes_version)
-                             for n in settings.strategies if n != OBSERVED)
-            for seed in range(settings.seeds)
-        ]  # fmt: skip
         result = replace(result, autoscaler=settings.autoscaler, autoscaled=rows)
     # the version is said by the result itself (pages' header, JSON, the CLI's table), a
     # default one with what to do about it: not repeated among the notes
