@@ -175,9 +175,10 @@ def recommend(
         )
         best.recommended = True
         what = "" if best.autoscaled is not None else " of active nodes' capacity"
+        active = "" if best.autoscaled is None else " active"  # the fixed-node replay's peak
         return best, (
             f"Apply {best.name}: it releases {_released_text(best, currency)}{what} "
-            f"over the window, peaking at {best.peak_nodes:.0f} nodes (observed "
+            f"over the window, peaking at {best.peak_nodes:.0f}{active} nodes (observed "
             f"{observed.peak_nodes:.0f}), with {best.violations:.0f} threshold violations "
             f"(observed {observed.violations:.0f}), {best.waited:.0f} waiting pods (observed "
             f"{observed.waited:.0f}) and {best.never_placed:.0f} never placed (observed "
