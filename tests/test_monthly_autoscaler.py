@@ -100,6 +100,32 @@ def test_the_page_names_the_autoscaler(under_ca: tuple[dict[str, Any], str, str]
     assert payload["pools"][0]["pool_decision"]["sentence"] in page.replace("&#39;", "'")
 
 
+def test_whatif_recommendations_under_ca_agree_with_the_review(
+    base: Path, under_ca: tuple[dict[str, Any], str, str]
+) -> None:
+    # the same four scenarios of the same window with the review's own right-sizing CSV: the
+    # same releases under CA, in whatif --recommendations' JSON and table
+    payload, _, _ = under_ca
+    recs = base / "review-ca" / "rightsizing.csv"
+    args = ["--config", str(base / "config.yaml"), "whatif", str(base / "snap"),
+            "--recommendations", str(recs), "--strategy", STRATEGIES[0], "--strategy",
+            STRATEGIES[1], "--workers", "1", "--autoscaler", "cluster-autoscaler"]  # fmt: skip
+    run = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert run.exit_code == 0, run.output
+    joint = json.loads(run.output)
+    assert joint["autoscaler"] == "cluster-autoscaler"
+    released = {r["name"]: r["autoscaler"] for r in joint["pools"][0]["scenarios"]}
+    review = {r["name"]: r["autoscaler"] for r in payload["pools"][0]["scenarios"]}
+    assert released == review
+    table = CliRunner().invoke(main, args)
+    assert table.exit_code == 0, table.output
+    lines = table.output.splitlines()
+    header = next(line for line in lines if line.startswith("pool ")).split()
+    both = next(line for line in lines if " both " in line).split()
+    cells = dict(zip(header, both, strict=True))  # "both": one token per column
+    assert cells["released_by_autoscaler"] == "1" and cells["removable"] == "1"
+
+
 def test_auto_on_a_cluster_without_churn_changes_nothing(base: Path) -> None:
     code, output, review = _monthly(base, "review-auto", "--autoscaler", "auto")
     assert code == 0, output

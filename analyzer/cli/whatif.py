@@ -220,9 +220,6 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     if opts["arrivals"] != ARRIVALS[0] and (opts["search"] or opts["recommendations"]):
         raise InputError("--arrivals: only for the comparison of strategies (not with --search "
                          "or --recommendations yet)")  # fmt: skip
-    if opts["autoscaler"] != "none" and opts["recommendations"]:
-        raise InputError("--autoscaler: not with --recommendations yet (the monthly review's "
-                         "scenarios take it: 'analyzer report monthly --autoscaler')")  # fmt: skip
     if opts["search"]:
         if opts["rightsize"] is not None:
             raise InputError("--rightsize: not with --search yet; run the search without it")
@@ -451,6 +448,8 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         workers=base.workers,
         seed=0,
         drain=opts["blocked"] or opts["fmt"] == "json",
+        autoscaler=base.autoscaler,
+        autoscaling=base.autoscaling,
     )
     from analyzer.core.workloads import read_recommendations
 
@@ -458,11 +457,18 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     recs = read_recommendations(
         opts["recommendations"], f"--recommendations {opts['recommendations']}"
     )
-    result = run_joint(read_snapshot(snapshot), recs, settings)
+    data = read_snapshot(snapshot)
+    choice = resolve_autoscaler(settings.autoscaler, data)
+    if choice is not None:
+        settings = replace(settings, autoscaler=choice.chosen)
+    result = run_joint(data, recs, settings)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean
 
-        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        payload = result.to_dict()
+        if choice is not None:
+            payload["autoscaler_choice"] = choice.to_dict()
+        click.echo(json.dumps(_clean(payload), indent=1, allow_nan=False))
         return
     click.echo(f"window {result.start} .. {result.end}; {result.changed_pods:,} pods right-sized")
     rows = [
@@ -474,6 +480,11 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
             "removable": row["nodes_removable"],
             "violations": row["violations"],
             "pods_waited": row["pods_waited"],
+            **(
+                {"released_by_autoscaler": row["autoscaler"]["nodes_released"]}
+                if "autoscaler" in row
+                else {}
+            ),
             "idle_cpu_%": round(row["idle_pct"]["cpu"], 1),
             "slack_cpu_%": round(row["slack_pct"]["cpu"], 1),
             "best": "<==" if result.best[pool] == row["name"] else "",
@@ -485,6 +496,13 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         click.echo(pd.DataFrame(rows).to_string(index=False))
     if result.version is not None:
         click.echo(result.version.sentence)
+    if choice is not None:
+        click.echo(choice.why)
+    if result.autoscaled:
+        click.echo(
+            f"released_by_autoscaler: how many fewer nodes the pool ran under {result.autoscaler} "
+            "on average over the window ('today' with the baseline scheduler; docs/autoscaling.md)"
+        )
     for note in result.notes:
         click.echo(f"note: {escaped(note)}")
     for pool, drain in sorted(result.drains.items()) if opts["blocked"] else []:

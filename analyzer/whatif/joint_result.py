@@ -16,6 +16,7 @@ import numpy as np
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.whatif.capacity import Capacity, pool_mix_shift, released, share
 from analyzer.whatif.drain import DrainReport
+from analyzer.whatif.joint_autoscaled import pool_release
 from analyzer.whatif.kept import FRESH
 from analyzer.whatif.pool_figures import PoolFigures
 
@@ -133,6 +134,8 @@ class JointResult:
                 }
             )
             rows[-1].pop("pool")
+            if self.autoscaled:  # what the autoscaler would release (joint_autoscaled)
+                rows[-1]["autoscaler"] = pool_release(self.autoscaled[run.name], pool)
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +163,7 @@ class JointResult:
             "cluster": [s.to_dict(self.scenarios[0]) for s in self.scenarios],
             "pools": pools,
             "notes": list(self.notes),
+            **({"autoscaler": self.autoscaler} if self.autoscaled else {}),
         }
 
 
