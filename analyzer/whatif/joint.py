@@ -47,6 +47,7 @@ from analyzer.replay.projection import UsageMatrices, attribute, usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.cluster_version import snapshot_version
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.autoscaled import AutoscaledOutcome
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.capacity import node_prices
 from analyzer.whatif.compare import resolve_strategy
@@ -288,6 +289,18 @@ def _drain_task(name: str, result: ReplayResult, pool: str, when: int, text: str
     return _drain(_WORKER["ctx"], name, result, pool, when, text)
 
 
+def _autoscaled(ctx: _Context, name: str) -> AutoscaledOutcome:
+    """Scenario ``name`` replayed with the node autoscaler driving the nodes."""
+    s = ctx.settings
+    strategy, rightsized = s.scenario(name)
+    return run_scenario(ctx.input(rightsized), strategy, s.baseline, s.kubernetes_version,
+                        s.seed, s.autoscaling, s.prices)  # fmt: skip
+
+
+def _autoscaled_task(name: str) -> AutoscaledOutcome:
+    return _autoscaled(_WORKER["ctx"], name)
+
+
 def _kept_task(fresh: ScenarioRun, repack: ScenarioRun, results: tuple[ReplayResult, ...]) -> Kept:
     return _kept(_WORKER["ctx"], fresh, repack, results)
 
@@ -305,6 +318,8 @@ def run_joint(
     today = cut(snapshot, start, end)
     rightsized = apply_recommendations(today, recommendations)
     workers = max(1, min(settings.workers or os.cpu_count() or 1, len(SCENARIOS)))
+    # ``--autoscaler``: the four scenarios replayed under it too, in the same pool
+    scaled = [] if settings.autoscaler == "none" else list(SCENARIOS)
     runs: list[ScenarioRun] = []
     results: dict[str, ReplayResult] = {}
     drains: dict[str, DrainReport] = {}
@@ -343,6 +358,7 @@ def run_joint(
         ctx = _Context(today, rightsized, settings)
         for name in SCENARIOS:
             record(name, _scenario(ctx, name))
+        autoscaled = {n: _autoscaled(ctx, n) for n in scaled}
         notes = settle(lambda *args: _kept(ctx, *args))
         best, pools = _choose(runs)
         for args in drain_args(best, pools) if settings.drain else []:
@@ -354,6 +370,7 @@ def run_joint(
             # the repack replays (load-aware ones cost most) first, so neither worker idles
             order = sorted(SCENARIOS, key=lambda n: settings.scenario(n)[0] != settings.repack)
             futures = {name: executor.submit(_scenario_task, name) for name in order}
+            later = {name: executor.submit(_autoscaled_task, name) for name in scaled}
             for name in SCENARIOS:
                 record(name, futures[name].result())
             notes = settle(lambda *args: executor.submit(_kept_task, *args).result())
@@ -362,15 +379,7 @@ def run_joint(
             waiting = [executor.submit(_drain_task, *args) for args in tasks]
             for args, done in zip(tasks, waiting, strict=True):
                 drains[args[2]] = done.result()
-    autoscaled = {}
-    if settings.autoscaler != "none":
-        inputs = {False: prepare(today), True: prepare(rightsized)}
-        for name in SCENARIOS:
-            strategy, resized = settings.scenario(name)
-            autoscaled[name] = run_scenario(
-                inputs[resized], strategy, settings.baseline, settings.kubernetes_version,
-                settings.seed, settings.autoscaling, settings.prices,
-            )  # fmt: skip
+            autoscaled = {name: future.result() for name, future in later.items()}
     return JointResult(
         autoscaler=settings.autoscaler,
         autoscaled=autoscaled,

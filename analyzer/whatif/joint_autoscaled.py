@@ -17,7 +17,8 @@ time, within the group's minSize. So each scenario is also replayed with CA driv
 - ``node_hours`` / ``observed_node_hours``, ``peak_nodes`` / ``observed_peak_nodes``,
   ``nodes_added``, ``nodes_removed``, ``pods_evicted`` by scale-down.
 
-The replays run one after another in the calling process (four per review).
+``run_joint`` runs the four in its process pool beside the plain replays (one after another
+with one worker), on the same prepared inputs.
 """
 
 from __future__ import annotations
