@@ -59,9 +59,16 @@ class AutoscalerChoice:
         return {"asked": self.asked, "chosen": self.chosen, "why": self.why}
 
 
-def _objects(column: pd.Series) -> list[dict[str, Any]]:
+def _column(nodes: pd.DataFrame, name: str, empty: str) -> list[str]:
+    """The nodes' JSON cells of ``name`` (``empty`` for each when the table has no such column)."""
+    if name not in nodes.columns:
+        return [empty] * len(nodes)
+    return [str(v) for v in nodes[name].fillna(empty).tolist()]
+
+
+def _objects(cells: list[str]) -> list[dict[str, Any]]:
     out = []
-    for raw in column.fillna("{}").tolist():
+    for raw in cells:
         try:
             value = json.loads(raw) if raw else {}
         except ValueError:  # an unreadable cell is no evidence either way
@@ -73,9 +80,7 @@ def _objects(column: pd.Series) -> list[dict[str, Any]]:
 def _taint_keys(nodes: pd.DataFrame, snapshot: Snapshot) -> dict[str, str]:
     """node -> the first CA taint key it carried (the nodes table, then the intervals)."""
     seen: dict[str, str] = {}
-    for node, raw in zip(
-        nodes["node"].tolist(), nodes["taints"].fillna("[]").tolist(), strict=True
-    ):
+    for node, raw in zip(nodes["node"].tolist(), _column(nodes, "taints", "[]"), strict=True):
         try:
             taints = json.loads(raw) if raw else []
         except ValueError:
@@ -111,7 +116,7 @@ def _first(names: list[str]) -> str:
 def choose_autoscaler(snapshot: Snapshot) -> AutoscalerChoice:
     """The autoscaler ``snapshot``'s data suggests (module docstring), with its one line."""
     nodes = snapshot.nodes
-    labels = _objects(nodes["labels"])
+    labels = _objects(_column(nodes, "labels", "{}"))
     names = [str(n) for n in nodes["node"].tolist()]
     joined, left = _churn(nodes, snapshot)
     churn = joined + left > 0
@@ -142,7 +147,7 @@ def choose_autoscaler(snapshot: Snapshot) -> AutoscalerChoice:
             f"--autoscaler auto: cluster-autoscaler ({_plural(len(tainted), 'node')} carried its "
             f"taint {tainted[node]}, e.g. {escaped(node)})",
         )
-    annotations = _objects(nodes["annotations"])
+    annotations = _objects(_column(nodes, "annotations", "{}"))
     annotated = [
         n
         for n, ann in zip(names, annotations, strict=True)
