@@ -145,7 +145,7 @@ class WhatIfContext:
             "comparison": result.to_dict(),
             "why": self.why,
             "notes": self.notes,
-            "autoscaler_choice": self.autoscaler_choice or None,
+            **({"autoscaler_choice": self.autoscaler_choice} if self.autoscaler_choice else {}),
             "definitions": dict(self.definitions),
         }
 
