@@ -10,6 +10,7 @@ figures expected are computed here from those facts.
 from __future__ import annotations
 
 import json
+import math
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import DemoRun
 from monthly_history import PoolTruth, WorkloadTruth, const, write_history
 from reliability_doc import documented_exit
 
@@ -234,3 +236,28 @@ def test_a_damaged_ledger_stops_the_review_in_one_line(
     lines = out.strip().splitlines()
     assert len(lines) == 1 and "2026-09.json" in lines[0] and "delete that file" in lines[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_the_demo_scores_the_month_before_and_says_what_it_did(default_demo: DemoRun) -> None:
+    """The demo reviews the month before its own review, then its teams adopt a known part of
+    that advice (every third recommended workload in full on day 7, every tenth other one half
+    of its CPU change on day 14): the page must find exactly those, on those days."""
+    payload = json.loads((default_demo.out / "monthly" / "report.json").read_text())
+    led = payload["ledger"]
+    assert led["ledger_month"] == "2026-09" and payload["month"] == "2026-10"
+    found = {w["status"] for w in led["workloads"]}
+    assert {"applied", "partly", "not adopted"} <= found
+    days = {w["status"]: set() for w in led["workloads"]}
+    for w in led["workloads"]:
+        days[w["status"]].add(w["day"])
+    # the change is at the day's start, so the day found is the day itself
+    assert days["applied"] == {"2026-10-07"} and days["partly"] == {"2026-10-14"}
+    adopted = sum(w["status"] in ("applied", "partly") for w in led["workloads"])
+    note = next(n for n in payload["notes"] if n.startswith("Demo: the review of 2026-09"))
+    assert f"adopted {adopted} of its {len(led['workloads'])} request recommendations" in note
+    html = (default_demo.out / "monthly" / "report.html").read_text()
+    c = led["totals"]["workloads"]
+    assert f"{c['applied']} applied, {c['partly']} partly, {c['not adopted']} not adopted" in html
+    for w in led["workloads"]:
+        for side in ("predicted", "realised"):
+            assert all(math.isfinite(v) for v in w[side].values())

@@ -508,6 +508,11 @@ def _clean(value: Any) -> Any:
     return json_value(value)
 
 
+def clean_json(value: Any) -> Any:
+    """``value`` made fit for the history's JSON files (NaN → null, numpy → Python)."""
+    return _clean(value)
+
+
 def _forecast_frame(review: Review) -> pd.DataFrame:
     rows = [
         {

@@ -31,7 +31,7 @@ def _n(count: int, what: str) -> str:
 
 
 def _signed_pct(value: Any) -> str:
-    return "" if value is None else f", {fmt.signed(value, 0, ' %')} against the prediction"
+    return "" if value is None else f", {fmt.signed(value, 0, '%')} against the prediction"
 
 
 def summary(p: dict[str, Any]) -> list[str]:
@@ -59,10 +59,12 @@ def summary(p: dict[str, Any]) -> list[str]:
     for label, unit in (("core-hours", "cores"), ("GiB-hours", "GiB")):
         figures = t["request_hours"].get(label)
         if figures:
+            # negative freed request-hours are requests raised (krr raises memory under its max)
+            verb = "freed" if figures["realised"] >= 0 else "added"
             parts.append(
-                f"{fmt.number(figures['realised'], 0)} {label} of requests freed (≈ "
-                f"{fmt.number(figures['realised'] / hours)} {unit} over the period; predicted "
-                f"{fmt.number(figures['predicted'], 0)} from each adoption's day"
+                f"{fmt.number(abs(figures['realised']), 0)} {label} of requests {verb} (≈ "
+                f"{fmt.number(abs(figures['realised']) / hours)} {unit} over the period; "
+                f"predicted {fmt.number(abs(figures['predicted']), 0)} from each adoption's day"
                 f"{_signed_pct(figures.get('error_percent'))})"
             )
     if parts:
