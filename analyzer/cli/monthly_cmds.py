@@ -168,6 +168,8 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     click.echo(f"report:   {paths.html}")
     click.echo(f"json:     {paths.json}")
     click.echo(f"forecast: {paths.forecast}")
+    if paths.ledger is not None:
+        click.echo(f"ledger:   {paths.ledger}")
     if portal is not None:
         click.echo(f"index:    {portal}")
     if notify is not None:  # the review is whole on disk: a failure here is exit 5

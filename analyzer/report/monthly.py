@@ -30,12 +30,15 @@ from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.history.forecasts import write_forecast
+from analyzer.history.ledger import write_ledger
 from analyzer.monthly.decisions import RULES
+from analyzer.monthly.ledger_entries import ledger_payload
 from analyzer.monthly.review import Review
 from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 from analyzer.monthly.series import BY_NAME
 from analyzer.report import format as fmt
 from analyzer.report import monthly_headroom as mhr
+from analyzer.report import monthly_ledger as mlg
 from analyzer.report import monthly_rightsize as mrs
 from analyzer.report import monthly_scenarios as msc
 from analyzer.report.charts import Chart
@@ -104,6 +107,8 @@ class MonthlyContext:
     drain_lines: list[dict[str, str]] = field(default_factory=list)
     blocked_groups: list[dict[str, Any]] = field(default_factory=list)  # refusal_groups
     rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
+    ledger_lines: list[str] = field(default_factory=list)  # last month's decisions → what happened
+    ledger_pools: list[dict[str, str]] = field(default_factory=list)
     headroom_sentence: str = ""  # headroom per pod shape (``monthly_headroom``)
     headroom_chart: Chart | None = None
 
@@ -317,6 +322,9 @@ def _tables(review: Review, rightsizing: mrs.Rightsizing | None = None) -> dict[
          Column("reason", "Why")],
         pd.DataFrame(ex), limit=None,
     )  # fmt: skip
+    ledger = mlg.ledger_table(p)
+    if ledger is not None:
+        tables["ledger"] = ledger
     if "backtest" in p:
         tables["backtest"] = TableView(
             "backtest", "Back-test of last month's forecast",
@@ -469,6 +477,8 @@ def build_monthly_context(
         scenarios_available=bool(p.get("simulation", {}).get("available")),
         scenario_notes=list(p.get("simulation", {}).get("notes", [])),
         drain_lines=msc.drain_lines(p),
+        ledger_lines=mlg.summary(p),
+        ledger_pools=mlg.pool_lines(p),
         headroom_sentence=mhr.headroom_sentence(p),
         headroom_chart=mhr.headroom_chart(p),
         blocked_groups=blocked_groups(p),
@@ -482,6 +492,7 @@ class MonthlyPaths:
     json: Path
     forecast: Path
     html_bytes: int
+    ledger: Path | None = None  # history/ledger/<month>.json: what this review recommended
 
 
 def _clean(value: Any) -> Any:
@@ -495,6 +506,11 @@ def _clean(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
     return json_value(value)
+
+
+def clean_json(value: Any) -> Any:
+    """``value`` made fit for the history's JSON files (NaN → null, numpy → Python)."""
+    return _clean(value)
 
 
 def _forecast_frame(review: Review) -> pd.DataFrame:
@@ -593,4 +609,15 @@ def write_monthly_report(
         for path in [tmp, *tmp.iterdir()]:
             make_readable(path)
     stored = write_forecast(history, str(review.month), _clean(review.stored_forecast))
-    return MonthlyPaths(target, target / "report.html", target / "report.json", stored, len(html))
+    record = ledger_payload(
+        review.payload,
+        review.daily,
+        rightsizing.changed(),
+        review.workload_days,
+        history_end=str(review.stored_forecast["history_end"]),
+        recipe=rightsizing.recipe,
+    )
+    ledger = write_ledger(history, str(review.month), _clean(record))
+    return MonthlyPaths(
+        target, target / "report.html", target / "report.json", stored, len(html), ledger
+    )
