@@ -285,7 +285,7 @@ def forecast(
         method=method,
         method_reason=method_reason,
         horizon_days=horizon_days,
-        history_days=observed,
+        history_days=len(values),
         slope_per_day=slope,
         slope_lo95=slope_lo,
         slope_hi95=slope_hi,
