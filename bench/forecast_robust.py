@@ -25,7 +25,8 @@ Figures, for the robust forecast and — same histories, same run — the issue-
   horizons 7–90 days, per bucket 7–14, 15–30, 31–60, 61–90 (issue: between 75 % and 90 %);
 - level shifts found: dated within ±1 day of a true one, missed, and false ones;
 - on 50 more seeds of **pure noise** (no trend, no shift, same cycles and outliers): how often a
-  significant trend or a shift is reported.
+  significant trend or a shift is reported;
+- the median time of one ``forecast`` call of each method, and their ratio (the search's cost).
 
 Deterministic (seeded); prints the figures and one final JSON line.
 
@@ -208,8 +209,10 @@ def run(seed: int, pure_noise: bool = False) -> dict[str, dict[str, object]]:
     series = pd.Series(history.values, index=pd.date_range(START, periods=HISTORY_DAYS))
     out = {}
     for name, robust in (("robust", True), ("baseline", False)):
+        began = time.perf_counter()
         result = forecast(series, history.capacity, horizon_days=HORIZON_DAYS, robust=robust)
-        out[name] = score(history, result, observed)
+        seconds = time.perf_counter() - began
+        out[name] = score(history, result, observed) | {"seconds": seconds}
     return out
 
 
@@ -232,6 +235,10 @@ def summarise(rows: list[dict[str, object]]) -> dict[str, object]:
         "shifts_dated": sum(int(r["shifts_dated"]) for r in rows),  # type: ignore[call-overload]
         "shifts_true": sum(int(r["shifts_true"]) for r in rows),  # type: ignore[call-overload]
         "shifts_false": sum(int(r["shifts_false"]) for r in rows),  # type: ignore[call-overload]
+        "forecast_ms_median": round(
+            1000 * float(np.median([float(r["seconds"]) for r in rows])),  # type: ignore[arg-type]
+            1,
+        ),
     }
 
 
@@ -251,6 +258,11 @@ def main() -> None:
         figures["pure_noise_shifts"] = sum(int(r["shifts_false"]) for r in noise_rows)  # type: ignore[call-overload]
         result[name] = figures
         print(f"{name}: {json.dumps(figures)}")
+    robust, baseline = result["robust"], result["baseline"]
+    result["time_ratio"] = round(
+        robust["forecast_ms_median"] / baseline["forecast_ms_median"],  # type: ignore[index]
+        2,
+    )
     result["seconds"] = round(time.perf_counter() - began, 1)
     result["python"] = platform.python_version()
     print(json.dumps(result))

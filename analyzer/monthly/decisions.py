@@ -38,7 +38,8 @@ RULES = {
     "shortfall, and to keep every upper 95 % band under its line over the horizon",
     "exhaustion": "the upper 95 % band reaches a capacity line within the horizon: add the fewest "
     "nodes of the largest size that keep every upper band under its line, by the earliest such date",
-    "no_forecast": "fewer than 21 days of history: no forecast, so no forecast-based action",
+    "no_forecast": "fewer than 21 days of history (since the last level shift): no forecast, so no "
+    "forecast-based action",
     "release": "every upper 95 % band stays under its line over the horizon with k fewer nodes "
     "of the largest size (at least two nodes left): release k",
     "hold": "every upper 95 % band stays under its line over the horizon, but not with one node "

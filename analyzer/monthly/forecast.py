@@ -229,8 +229,11 @@ def forecast(
     import statsmodels.api as sm
 
     line_fit = sm.OLS(values, shifts.design(day_numbers, False)).fit()
-    weekly_fit = sm.OLS(values, shifts.design(day_numbers, True)).fit()
-    _, p_value, _ = weekly_fit.compare_f_test(line_fit)
+    # The weekly test needs every day of the week twice among the days fitted; outlier days or
+    # gaps on one weekday can leave it short, and then the plain line is fitted.
+    testable = int(np.bincount(day_numbers % WEEK, minlength=WEEK).min()) >= 2
+    weekly_fit = sm.OLS(values, shifts.design(day_numbers, True)).fit() if testable else line_fit
+    p_value = weekly_fit.compare_f_test(line_fit)[1] if testable else float("nan")
     # A line that fits exactly leaves nothing for a cycle to explain; the F-test would compare
     # two rounding errors.
     exact = line_fit.ssr <= 1e-12 * float(np.sum(values**2))
@@ -248,6 +251,8 @@ def forecast(
             f"linear trend: no significant weekly cycle (F-test p = {p_value:.3g})"
             if np.isfinite(p_value) and not exact
             else "linear trend: the history lies on a straight line, no cycle to test"
+            if exact
+            else "linear trend: a day of the week has under 2 days of data, no cycle to test"
         )
 
     found_text = describe(found.shifts, found.outliers)

@@ -95,8 +95,9 @@ def _sigma(residuals: np.ndarray, floor: float = 0.0) -> float:
 
 
 def rounding_floor(y: np.ndarray) -> float:
-    """The σ below which residuals are rounding errors: 1e-9 of the series' largest value."""
-    return 1e-9 * max(1.0, float(np.max(np.abs(y)))) if len(y) else 1e-9
+    """The σ below which residuals are rounding (or fitting) errors, not noise: 1e-6 of the
+    series' largest value (a MiB in a thousand GiB)."""
+    return 1e-6 * max(1.0, float(np.max(np.abs(y)))) if len(y) else 1e-6
 
 
 def huber_fit(
@@ -107,15 +108,15 @@ def huber_fit(
     Returns the coefficients, the residuals and the robust σ of the final residuals. σ is
     ``scale`` when given (fits to be compared on one loss), otherwise re-estimated from the
     residuals at every step (the MAD, so the outliers do not inflate it); at most 50 steps,
-    stopping when no coefficient moves by more than 1e-7 of the data's scale.
+    stopping when no coefficient moves by more than 1e-9 of the data's scale.
     """
     beta = np.linalg.lstsq(x, y, rcond=None)[0]
-    tolerance = 1e-7 * max(1.0, float(np.max(np.abs(y))))
+    tolerance = 1e-9 * max(1.0, float(np.max(np.abs(y))))
     for _ in range(50):
         residuals = y - x @ beta
-        sigma = _sigma(residuals) if scale is None else scale
-        if sigma <= rounding_floor(y):  # an exact fit: nothing to reweight
-            break
+        # Never under the rounding floor: when most days lie exactly on the model (MAD 0) the
+        # weights still push the fit onto them and away from the odd day (an L1-like fit).
+        sigma = max(_sigma(residuals) if scale is None else scale, rounding_floor(y))
         scaled = np.abs(residuals) / (HUBER_K * sigma)
         weights = np.where(scaled <= 1.0, 1.0, 1.0 / np.maximum(scaled, 1e-300))
         new = _weighted_solve(x, y, weights)
@@ -170,7 +171,9 @@ def _scan(
     x = design(day_numbers, True, breaks)
     _, residuals, sigma = huber_fit(x, y)
     allowed = np.flatnonzero(_allowed(n, breaks))
-    if sigma <= rounding_floor(y) or allowed.size == 0:
+    # Every day on the model within rounding: nothing to search (the statistic would compare
+    # rounding errors). A noise-free step still scans: its clipped residuals are signs.
+    if float(np.max(np.abs(residuals))) <= OUTLIER_Z * rounding_floor(y) or allowed.size == 0:
         return None, 0.0, sigma
     psi = np.clip(residuals, -HUBER_K * sigma, HUBER_K * sigma)
     steps = (np.arange(n)[:, None] >= allowed[None, :]).astype(float)
@@ -191,6 +194,8 @@ def _autocorrelation_inflation(day_numbers: np.ndarray, y: np.ndarray, breaks: l
     lag-1 autocorrelation (0 to 0.9) of the clipped residuals *with* the provisional shifts
     fitted, so that a real shift's own step pattern is not mistaken for correlated noise."""
     _, residuals, sigma = huber_fit(design(day_numbers, True, breaks), y)
+    if float(np.max(np.abs(residuals))) <= OUTLIER_Z * rounding_floor(y):
+        return 1.0  # the model holds every day exactly: no noise to be correlated
     psi = np.clip(residuals, -HUBER_K * sigma, HUBER_K * sigma)
     psi = psi - psi.mean()
     denominator = float(np.sum(psi**2))
