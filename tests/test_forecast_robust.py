@@ -16,6 +16,8 @@ from monthly_history import PoolTruth, const, write_history
 
 from analyzer.cli import main
 from analyzer.monthly.forecast import MIN_HISTORY_DAYS, forecast
+from analyzer.monthly.months import Month
+from analyzer.monthly.review import ReviewSettings, build_review
 
 START = date(2026, 1, 1)
 
@@ -166,3 +168,22 @@ def test_the_monthly_page_and_json_name_the_level_shift(tmp_path: Path) -> None:
     page = (tmp_path / "r" / "report.html").read_text()
     assert "level shift on 2026-08-16" in page
     assert "Found in a requested CPU (daily peak): level shift on 2026-08-16" in page
+
+
+def test_a_review_after_a_recent_shift_takes_no_forecast_action_and_names_the_shift(
+    tmp_path: Path,
+) -> None:
+    # Requests peak at 20 cores (+0.3 on every third day) until 20 September, 30 from 21
+    # September (t = 82 from 1 July): 10 days at the new level, fewer than 21. 10 nodes of 8
+    # cores leave 72 under N+1, so N+1 holds and the decision is "no forecast".
+    def peak(t: int) -> float:
+        return 20.0 + (10.0 if t >= 82 else 0.0) + (0.3 if t % 3 == 0 else 0.0)
+
+    write_history(tmp_path, date(2026, 7, 1), 92,
+                  [PoolTruth("a", requested_cpu=const(15.0), requested_cpu_peak=peak)])  # fmt: skip
+    review = build_review(tmp_path, ReviewSettings(month=Month(2026, 9)))
+    decision = review.payload["pools"][0]["decision"]
+    assert decision["rule"] == "no_forecast"
+    assert "10 days since the level shift on 2026-09-21 are too few" in decision["sentence"]
+    cpu = review.forecasts["a"]["requested_cpu_cores"]
+    assert cpu.method == "none" and cpu.exhaustion.expected_date is None

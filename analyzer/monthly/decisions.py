@@ -152,10 +152,17 @@ def decide(
             f"requested {'CPU' if worst == 'cpu' else 'memory'} (daily peak)",
         )  # fmt: skip
     if not forecast_ok:
-        days = min((f.history_days for f in forecasts.values()), default=0)
+        short = min(forecasts.values(), key=lambda f: f.history_days, default=None)
+        days = 0 if short is None else short.history_days
+        # After a level shift the days that count are those since it (monthly/forecast.py).
+        since = (
+            f" since the level shift on {short.level_shifts[-1].day.isoformat()}"
+            if short is not None and short.level_shifts
+            else " of history"
+        )
         return Decision(
             "none", 0, None, "no_forecast",
-            f"No action: N+1 holds, and {days} days of history are too few to forecast "
+            f"No action: N+1 holds, and {days} days{since} are too few to forecast "
             f"(21 are needed).",
         )  # fmt: skip
     crossings = [

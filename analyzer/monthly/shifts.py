@@ -14,9 +14,9 @@ states them for users):
   Huber-clipped residuals of the current model are correlated with the step indicator (after
   removing from it what the current model already explains); the statistic
   ``(ψ(r)·s̃)² / (var ψ(r) · s̃·s̃)`` is a χ²₁ under no shift for independent days; it is
-  divided by (1 + ρ)/(1 − ρ), ρ the lag-1 autocorrelation of the residuals once a first search's
-  shifts are fitted (the search is then run again), because correlated days make it larger
-  without any shift. The largest
+  divided by (1 + ρ)/(1 − ρ), ρ the lag-1 autocorrelation of the residuals once the search's
+  shifts are fitted (the shifts are kept, in the order found, while their statistic so divided
+  still passes), because correlated days make it larger without any shift. The largest
   one, if above
   ``SHIFT_THRESHOLD`` (a scan over ~100 correlated candidates: 19 keeps the false-shift rate on
   pure noise near 1 %, measured in bench/forecast_robust.py), adds a shift, dated by the exact
@@ -27,7 +27,9 @@ states them for users):
   shift, and the forecast then says there is too little history since it.
 - **Outliers.** With the shifts found, a day whose residual exceeds ``OUTLIER_Z`` (3.5) robust σ
   is an outlier: reported, and left out of the forecast's fit like a missing day (the day number
-  keeps time).
+  keeps time). Should that make more than ``MAX_OUTLIER_SHARE`` (10 %) of the days outliers, σ is
+  raised to 1.2533 × the mean absolute residual (when larger): a series that repeats one value
+  exactly on most days has a MAD of 0, and its ordinary changes are not outliers.
 - **Daily cycle.** The series are daily values (a daily peak or a daily p95, monthly/series.py):
   the cycle within a day is absorbed by that daily statistic before this module sees it.
 
@@ -49,6 +51,8 @@ MAX_SHIFTS = 3
 MIN_EDGE_DAYS = 7
 MIN_INNER_DAYS = 14
 OUTLIER_Z = 3.5
+MAX_OUTLIER_SHARE = 0.10
+MEAN_TO_SIGMA = 1.2533
 REFINE_DAYS = 3
 
 
@@ -220,28 +224,43 @@ def _refine(day_numbers: np.ndarray, y: np.ndarray, breaks: list[int], guess: in
     return best
 
 
-def _search(day_numbers: np.ndarray, y: np.ndarray, inflation: float) -> list[int]:
-    """Binary segmentation: add the best shift while its statistic ÷ ``inflation`` passes."""
-    breaks: list[int] = []
-    while len(breaks) < MAX_SHIFTS:
+def _search(day_numbers: np.ndarray, y: np.ndarray) -> list[tuple[int, float]]:
+    """Binary segmentation: add the best shift while its statistic passes; each shift found,
+    in the order found, with its statistic."""
+    found: list[tuple[int, float]] = []
+    while len(found) < MAX_SHIFTS:
+        breaks = [b for b, _ in found]
         candidate, statistic, _ = _scan(day_numbers, y, breaks)
-        if candidate is None or statistic / inflation <= SHIFT_THRESHOLD:
+        if candidate is None or statistic <= SHIFT_THRESHOLD:
             break
-        breaks.append(_refine(day_numbers, y, breaks, candidate))
-    return sorted(breaks)
+        found.append((_refine(day_numbers, y, breaks, candidate), statistic))
+    return found
 
 
 def find(days: list[date], day_numbers: np.ndarray, y: np.ndarray) -> Findings:
     """Search ``y`` (one value per day with data, day numbers from the first) as the module
     docstring says; ``days`` are the same days as dates."""
-    breaks = _search(day_numbers, y, 1.0)
-    inflation = _autocorrelation_inflation(day_numbers, y, breaks)
-    if inflation > 1.0:  # correlated days: search again with the statistic deflated
-        breaks = _search(day_numbers, y, inflation)
+    found = _search(day_numbers, y)
+    inflation = _autocorrelation_inflation(day_numbers, y, sorted(b for b, _ in found))
+    # Searching again with every statistic ÷ inflation would take the same steps (where and
+    # which day do not depend on it) and stop at the first that no longer passes: keep that
+    # prefix.
+    kept: list[int] = []
+    for position, statistic in found:
+        if statistic / inflation <= SHIFT_THRESHOLD:
+            break
+        kept.append(position)
+    breaks = sorted(kept)
     beta, residuals, sigma = huber_fit(design(day_numbers, True, breaks), y)
     steps = beta[2 + WEEK - 1 :]
     shifts = tuple(LevelShift(days[b], float(s)) for b, s in zip(breaks, steps, strict=True))
     outlier = np.abs(residuals) > OUTLIER_Z * sigma
+    if outlier.mean() > MAX_OUTLIER_SHARE:
+        # Most days exactly on the fit (requests repeat a value for days: MAD 0) make every
+        # ordinary change look extreme; outliers are rare by definition, so σ is then the
+        # mean absolute residual's (× 1.2533, σ for normal noise) when that is larger.
+        sigma = max(sigma, MEAN_TO_SIGMA * float(np.mean(np.abs(residuals))))
+        outlier = np.abs(residuals) > OUTLIER_Z * sigma
     after = np.arange(len(y)) >= (breaks[-1] if breaks else 0)
     return Findings(
         shifts=shifts,
