@@ -152,12 +152,13 @@ def decide(
             f"requested {'CPU' if worst == 'cpu' else 'memory'} (daily peak)",
         )  # fmt: skip
     if not forecast_ok:
-        short = min(forecasts.values(), key=lambda f: f.history_days, default=None)
-        days = 0 if short is None else short.history_days
+        ranked = sorted(forecasts.values(), key=lambda f: f.history_days)
+        fewest_days = ranked[0] if ranked else None
+        days = 0 if fewest_days is None else fewest_days.history_days
         # After a level shift the days that count are those since it (monthly/forecast.py).
         since = (
-            f" since the level shift on {short.level_shifts[-1].day.isoformat()}"
-            if short is not None and short.level_shifts
+            f" since the level shift on {fewest_days.level_shifts[-1].day.isoformat()}"
+            if fewest_days is not None and fewest_days.level_shifts
             else " of history"
         )
         return Decision(
