@@ -4,11 +4,11 @@ The generator draws, per seed, a 120-day history built the way the review's seri
 values (a level, a linear trend, a weekly cycle, a daily cycle and hourly noise), reduced to the
 **daily peak** as ``requested_peak`` is (analyzer/monthly/series.py). On top of that:
 
-- level shifts: 40 of 50 seeds have one (12 of those a second), ±8–25 % of the base level, the
+- level shifts: 40 of 50 seeds have one (4 of those a second), ±8–25 % of the base level, the
   last one 45 days or more before the end (so that there is history to fit after it);
 - outliers: 3–6 days on which one hour spikes by 30–80 % of the base (a batch job), and one day in
   three seeds whose peak is only half the level (a scrape gap);
-- a holiday week (7 days 15–30 % low) in about a third of the seeds, not in the last 21 days;
+- a holiday week (7 days 15–30 % low) in 18 of the 50 seeds, not in the last 21 days;
 - a weekly cycle (weekend dip 0–10 %) and a daily cycle (sine of 5–15 % of the base).
 
 Ground truth: the *expected daily peak* on day t = level(t) + weekly(t) + E[max over the day's

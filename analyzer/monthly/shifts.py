@@ -18,9 +18,10 @@ states them for users):
   shifts are fitted (the shifts are kept, in the order found, while their statistic so divided
   still passes), because correlated days make it larger without any shift. The largest
   one, if above
-  ``SHIFT_THRESHOLD`` (a scan over ~100 correlated candidates: 19 keeps the false-shift rate on
-  pure noise near 1 %, measured in bench/forecast_robust.py), adds a shift, dated by the exact
-  Huber fit's minimum within ±3 days of the scan's best day; at most ``MAX_SHIFTS``.
+  ``SHIFT_THRESHOLD`` (a scan over ~100 correlated candidates: the maximum's 99th percentile on
+  Gaussian noise is 9–12, so 19 leaves room for non-Gaussian days; false shifts at most 1 %,
+  docs/benchmarks.md "forecast-robust"), adds a shift, dated by the exact Huber fit's minimum
+  within ±3 days of the scan's best day; at most ``MAX_SHIFTS``.
 - **Segment lengths.** A level must hold at least ``MIN_EDGE_DAYS`` (7) days with data at either
   end of the history and ``MIN_INNER_DAYS`` (14) between two shifts: a low week in the middle of
   the history is an episode of outlier days, not two shifts; at the end it cannot be told from a
