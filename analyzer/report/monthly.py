@@ -443,7 +443,13 @@ def _found_notes(review: Review) -> list[str]:
         for name, f in series.items():
             found = f.findings()
             if found:
-                since = f" — trend fitted from {f.fit_start}" if f.level_shifts else ""
+                since = (
+                    ""
+                    if not f.level_shifts
+                    else f" — trend fitted from {f.fit_start}"
+                    if f.method != "none"
+                    else " — too little history since it to forecast"
+                )
                 where = f"{escaped(pool)} {BY_NAME[name].label}"  # a pool name is data
                 notes.append(f"Found in {where}: {found}{since}.")
     return notes or ["Found: no level shift and no outlier day in any forecast series."]
