@@ -117,7 +117,7 @@ def test_pure_noise_has_no_shift_and_no_significant_trend() -> None:
 
 def test_correlated_noise_is_not_taken_for_shifts() -> None:
     # AR(1) noise with ρ = 0.6 wanders in runs that an independent-days test reads as steps (the
-    # scan statistic's 99th percentile roughly triples, measured in the module's calibration);
+    # scan statistic's 99th percentile roughly triples: docs/benchmarks.md "forecast-robust");
     # the statistic is deflated by (1 + ρ̂)/(1 − ρ̂), so these five 120-day series show none.
     for seed in range(5):
         rng = np.random.default_rng(100 + seed)
