@@ -29,6 +29,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
+from analyzer.core.text import escaped
 from analyzer.history.forecasts import write_forecast
 from analyzer.history.ledger import write_ledger
 from analyzer.monthly.decisions import RULES
@@ -311,6 +312,7 @@ def _tables(review: Review, rightsizing: mrs.Rightsizing | None = None) -> dict[
                 "earliest_date": f.exhaustion.earliest_date.isoformat()
                 if f.exhaustion.earliest_date else "none within the horizon"
                 if f.method != "none" else "no forecast",
+                "found": f.findings() or "nothing",
                 "reason": f.exhaustion.reason,
             })  # fmt: skip
     tables["exhaustion"] = TableView(
@@ -319,7 +321,7 @@ def _tables(review: Review, rightsizing: mrs.Rightsizing | None = None) -> dict[
          Column("history_days", "History (days)", "int"),
          Column("slope", "Slope", "num", 3), Column("unit", "Slope unit"),
          Column("expected_date", "Expected date"), Column("earliest_date", "Earliest plausible"),
-         Column("reason", "Why")],
+         Column("found", "Level shifts and outliers found"), Column("reason", "Why")],
         pd.DataFrame(ex), limit=None,
     )  # fmt: skip
     ledger = mlg.ledger_table(p)
@@ -424,9 +426,13 @@ METHOD_NOTES = [
     "because pools do not peak at the same time.",
     "N+1: every day, allocatable − the day's largest node − the day's requested peak must be ≥ 0 "
     "for CPU and memory; the table shows the smallest margin and its day.",
-    "Forecasts: a straight line on the day number, with a day-of-week component when an F-test "
-    "finds the weekly cycle significant (p < 0.05); 80 % and 95 % prediction intervals; no "
-    "forecast under 21 days of history; no expected date when the slope's 95 % interval includes 0.",
+    "Forecasts: level shifts are searched first (a robust Huber fit and a score test, each level "
+    "held at least 7 days at the ends and 14 between shifts) and outlier days (residual over "
+    "3.5 robust σ) are left out; the trend is then a straight line on the day number fitted on "
+    "the days since the last shift, with a day-of-week component when an F-test finds the "
+    "weekly cycle significant (p < 0.05); 80 % and 95 % prediction intervals; no forecast under "
+    "21 days of history (since the last shift); no expected date when the slope's 95 % interval "
+    "includes 0. The daily cycle is inside each day's peak or p95.",
     "Requested is forecast at its daily peak against allocatable − the largest node (N+1); used "
     "(daily p95) against the Koordinator usage thresholds times allocatable.",
     "Expected date: the mean forecast reaches the line; earliest plausible: the upper 95 % band does.",
@@ -435,6 +441,26 @@ METHOD_NOTES = [
     "Prices (optional): a node-hour price is split half to CPU and half to memory over the "
     "pool's mean node size; money counts only positive idle and slack.",
 ]
+
+
+def _found_notes(review: Review) -> list[str]:
+    """One note per forecast in which the search found a level shift or outlier days, naming
+    them (the method note says what was searched; this says what was found)."""
+    notes = []
+    for pool, series in review.forecasts.items():
+        for name, f in series.items():
+            found = f.findings()
+            if found:
+                since = (
+                    ""
+                    if not f.level_shifts
+                    else f" — trend fitted from {f.fit_start}"
+                    if f.method != "none"
+                    else " — too little history since it to forecast"
+                )
+                where = f"{escaped(pool)} {BY_NAME[name].label}"  # a pool name is data
+                notes.append(f"Found in {where}: {found}{since}.")
+    return notes or ["Found: no level shift and no outlier day in any forecast series."]
 
 
 def build_monthly_context(
@@ -466,7 +492,7 @@ def build_monthly_context(
         tables=_tables(review, rightsizing),
         charts=charts,
         notes=list(p["notes"]),
-        method_notes=METHOD_NOTES,
+        method_notes=METHOD_NOTES + _found_notes(review),
         currency=None if p["prices"] is None else p["prices"]["currency"],
         thresholds=dict(p["thresholds"]),
         horizon_days=int(p["horizon_days"]),
