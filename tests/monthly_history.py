@@ -54,6 +54,7 @@ class PoolTruth:
     requested_memory_peak: Line | None = None
     used_cpu_p95: Line = _C20_0
     used_memory_p95: Line = _C80_0
+    node_count: Line | None = None  # nodes by day number (default: ``nodes`` every day)
 
 
 @dataclass(frozen=True)
@@ -73,15 +74,16 @@ class WorkloadTruth:
 def pool_row(truth: PoolTruth, day: date, t: int) -> dict[str, object]:
     peak_cpu = (truth.requested_cpu_peak or truth.requested_cpu)(t)
     peak_mem = (truth.requested_memory_peak or truth.requested_memory)(t)
-    alloc_cpu = truth.nodes * truth.node_cpu * 1000
-    alloc_mem = truth.nodes * truth.node_memory * GIB
+    nodes = truth.nodes if truth.node_count is None else truth.node_count(t)
+    alloc_cpu = nodes * truth.node_cpu * 1000
+    alloc_mem = nodes * truth.node_memory * GIB
     used_cpu = truth.used_cpu_p95(t) * 1000
     used_mem = truth.used_memory_p95(t) * GIB
     return {
         "day": pd.Timestamp(day, tz="UTC"),
         "pool": truth.name,
-        "nodes_mean": float(truth.nodes),
-        "nodes_max": truth.nodes,
+        "nodes_mean": float(nodes),
+        "nodes_max": math.ceil(nodes),
         "cpu_allocatable_mean_millicores": alloc_cpu,
         "cpu_allocatable_peak_millicores": alloc_cpu,
         "memory_allocatable_mean_bytes": alloc_mem,
@@ -99,10 +101,10 @@ def pool_row(truth: PoolTruth, day: date, t: int) -> dict[str, object]:
         "memory_used_p99_bytes": used_mem,
         "memory_used_max_bytes": used_mem,
         "used_samples": 288,
-        "cpu_daemonset_requested_mean_millicores": 100.0 * truth.nodes,
-        "cpu_daemonset_requested_peak_millicores": 100.0 * truth.nodes,
-        "memory_daemonset_requested_mean_bytes": 0.125 * GIB * truth.nodes,
-        "memory_daemonset_requested_peak_bytes": 0.125 * GIB * truth.nodes,
+        "cpu_daemonset_requested_mean_millicores": 100.0 * nodes,
+        "cpu_daemonset_requested_peak_millicores": 100.0 * nodes,
+        "memory_daemonset_requested_mean_bytes": 0.125 * GIB * nodes,
+        "memory_daemonset_requested_peak_bytes": 0.125 * GIB * nodes,
         "largest_node": f"{truth.name}-0",
         "largest_node_cpu_allocatable_millicores": int(truth.node_cpu * 1000),
         "largest_node_memory_allocatable_bytes": int(truth.node_memory * GIB),

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = Path(os.environ.get("ANALYZER_TEST_OUTPUT", REPO / "test-output")) / "screenshots"
 BAD_WORDS = re.compile(r"\b(NaN|nan|undefined|Infinity|-?inf|None)\b")
 SHARE = re.compile(r"(?<![+\-−±\d.,])(\d{1,3}(?:,\d{3})*(?:\.\d+)?)\s?%")
-SECTIONS = ["decisions", "scenarios", "rightsizing", "month-over-month", "n-plus-1", "forecasts",
+SECTIONS = ["last-month", "decisions", "scenarios", "rightsizing", "month-over-month", "n-plus-1", "forecasts",
             "headroom-shapes", "backtest", "workloads", "method"]  # fmt: skip
 
 

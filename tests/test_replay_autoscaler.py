@@ -162,7 +162,6 @@ def test_figures_are_never_impossible(spread: Path, tmp_path: Path) -> None:
         ("autoscaler-config-bad", "autoscaler:\n  node-groups: {nope: {minSize: 1}}\n", (),
          "node-groups"),
         ("autoscaler-config-bad", "autoscaler:\n  expander: cheapest\n", (), "expander"),
-        ("autoscaler-with-search", None, ("--search",), "--autoscaler"),
     ],
 )  # fmt: skip
 def test_bad_autoscaler_input_is_one_line(
@@ -175,7 +174,6 @@ def test_bad_autoscaler_input_is_one_line(
     expected = {
         "autoscaler-karpenter-replay": documented_exit("autoscaler-karpenter-replay"),
         "autoscaler-config-bad": documented_exit("autoscaler-config-bad"),
-        "autoscaler-with-search": documented_exit("autoscaler-with-search"),
     }[fault]
     assert run.exit_code == expected
     lines = run.output.strip().splitlines()

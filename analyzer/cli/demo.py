@@ -40,16 +40,19 @@ import pandas as pd
 import yaml
 
 from analyzer.cli.background import Background
+from analyzer.cli.demo_ledger import seed_last_month
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.history.identity import adopt, check_identity, identity_for
-from analyzer.monthly.review import ReviewSettings, build_review
+from analyzer.monthly.months import last_complete_month
+from analyzer.monthly.review import ReviewSettings, build_review, history_days
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
 from analyzer.nightly.synthetic_history import write_synthetic_history
 from analyzer.replay.autoscale_setup import parse_settings
 from analyzer.replay.input import prepare
 from analyzer.report.monthly import joint_settings, write_monthly_report
+from analyzer.report.monthly_rightsize import DEFAULT_RECIPE
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.portal import write_portal
 from analyzer.report.search import write_search_report
@@ -326,10 +329,17 @@ def _after_snapshot(
     # The monthly review of the last complete month of that history (the coarse days above, then
     # the nightly days just written), with the snapshot's week replayed in the four scenarios.
     thresholds = settings.settings.thresholds
-    review = build_review(
-        reports_dir / "history",
-        ReviewSettings(thresholds=dict(thresholds.usage), method=settings.settings.method),
+    review_settings = ReviewSettings(
+        thresholds=dict(thresholds.usage), method=settings.settings.method
     )
+    # last month's advice, stored and partly adopted, for the page's first section (demo_ledger)
+    month = last_complete_month(history_days(reports_dir / "history"))
+    ledger_note = seed_last_month(
+        reports_dir / "history", month, _days(snapshot)[0], review_settings, DEFAULT_RECIPE
+    )
+    review = build_review(reports_dir / "history", review_settings)
+    if ledger_note:
+        review.payload["notes"].append(ledger_note)
     monthly = write_monthly_report(
         review,
         out / "monthly",

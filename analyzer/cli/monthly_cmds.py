@@ -57,6 +57,11 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
 @click.option("--workers", type=int, default=None,
               help="With --snapshot: parallel processes (default: the machine's cores).")  # fmt: skip
 @EXECUTOR_OPTION
+@click.option("--autoscaler", type=click.Choice(("none", "cluster-autoscaler", "karpenter", "auto")),
+              default="none", show_default=True,
+              help="With --snapshot: also replay each scenario with this node autoscaler (options: "
+              "the config's autoscaler: section); the nodes released are then what it would "
+              "release. auto: the one the snapshot suggests (docs/autoscaling.md).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
 @pdf_options
@@ -111,13 +116,23 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         raise InputError(
             "--strategy/--workers/--executor: only with --snapshot SNAP (the scenarios)"
         )
+    if opts["snapshot"] is None and opts["autoscaler"] != "none":
+        raise InputError("--autoscaler: only with --snapshot SNAP (the scenarios it replays)")
+    if opts["autoscaler"] == "karpenter":
+        raise InputError(
+            "--autoscaler karpenter: Karpenter's consolidation is not in the replay yet; use "
+            "--autoscaler cluster-autoscaler, auto or none"
+        )
+    from analyzer.replay.autoscale_setup import parse_settings
+
+    autoscaling = parse_settings((ctx.obj or {}).get("config", {}).get("autoscaler"))
     if opts["workers"] is not None and opts["workers"] < 1:
         raise InputError(f"--workers: {opts['workers']} must be at least 1")
     root = history_root(history_dir)
     # The run stores its forecast under the history afterwards: refuse a read-only one up front.
     check_writable(root / "forecasts" / "x", "HISTORY_DIR")
     review = build_review(root, replace(settings))
-    joint = None
+    joint, choice, snapshot = None, None, opts["snapshot"]
     if opts["snapshot"] is not None:
         joint = joint_settings(
             review,
@@ -127,6 +142,15 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
             prices=prices,
             executor=executor,
         )
+        autoscaler = opts["autoscaler"]
+        if autoscaler == "auto":  # the snapshot read once, for the choice and the scenarios
+            from analyzer.core.snapshot import read_snapshot
+            from analyzer.whatif.autoscaler_choice import choose_autoscaler
+
+            snapshot = read_snapshot(opts["snapshot"])
+            choice = choose_autoscaler(snapshot)
+            autoscaler = choice.chosen
+        joint = replace(joint, autoscaler=autoscaler, autoscaling=autoscaling)
         from analyzer.whatif.compare import resolve_strategy
 
         for name in (joint.baseline, joint.repack):  # a bad name fails before the replays
@@ -137,8 +161,9 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         history=root,
         templates_dir=opts["templates_dir"],
         recipe=opts["recipe"],
-        snapshot=opts["snapshot"],
+        snapshot=snapshot,
         joint=joint,
+        autoscaler_choice=None if choice is None else choice.to_dict(),
     )
     from analyzer.report.portal import refresh_parent_portal
 
@@ -152,6 +177,8 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     click.echo(f"report:   {paths.html}")
     click.echo(f"json:     {paths.json}")
     click.echo(f"forecast: {paths.forecast}")
+    if paths.ledger is not None:
+        click.echo(f"ledger:   {paths.ledger}")
     if portal is not None:
         click.echo(f"index:    {portal}")
     if notify is not None:  # the review is whole on disk: a failure here is exit 5

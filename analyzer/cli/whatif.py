@@ -20,6 +20,7 @@ from analyzer.core.text import escaped
 from analyzer.replay.autoscale_setup import AUTOSCALERS, parse_settings
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.autoscaler_choice import resolve_autoscaler
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
 
 # Tie-break seeds per strategy: the spread shows after a few; beyond 100 a typo asks for hours.
@@ -112,11 +113,13 @@ def _options(func: Any) -> Any:
                          help="When the strategies' pods arrive: when they were scheduled (the "
                          "data's waits and preemptions as recorded) or when they were created "
                          "(the replay waits and preempts by itself; docs/scheduling.md)."),
-            click.option("--autoscaler", type=click.Choice(AUTOSCALERS), default="none",
-                         show_default=True,
+            click.option("--autoscaler", type=click.Choice((*AUTOSCALERS, "auto")),
+                         default="none", show_default=True,
                          help="Also replay each strategy with this node autoscaler adding and "
                          "removing nodes (options: the config's autoscaler: section; "
-                         "docs/autoscaling.md). none keeps the data's nodes as observed."),
+                         "docs/autoscaling.md). none keeps the data's nodes as observed; auto "
+                         "picks the one the data suggests (node labels, CA's taints, nodes "
+                         "joining and leaving) and says why."),
         ]
     ):  # fmt: skip
         func = option(func)
@@ -124,19 +127,25 @@ def _options(func: Any) -> Any:
 
 
 def _run(path: Path, settings: WhatIfSettings, opts: dict[str, Any]) -> WhatIfResult:
-    """The what-if, on requests right-sized first when --rightsize names a recipe."""
+    """The what-if, on requests right-sized first when --rightsize names a recipe; with
+    ``--autoscaler auto`` the autoscaler the data suggests, the result saying which and why."""
     snapshot = read_snapshot(path)
+    choice = resolve_autoscaler(settings.autoscaler, snapshot)
+    if choice is not None:
+        settings = replace(settings, autoscaler=choice.chosen)
+    chosen = None if choice is None else choice.to_dict()
     if opts["rightsize"] is None:
         if opts["rightsize_history"] is not None:
             raise InputError("--rightsize-history: only with --rightsize RECIPE")
-        return run_whatif(snapshot, settings, source=path)  # a Dask worker reads it there
+        # source: a Dask worker reads the snapshot there
+        return replace(run_whatif(snapshot, settings, source=path), autoscaler_choice=chosen)
     from analyzer.cli.rightsize_cmds import rightsize_snapshot
 
     resized, facts, note = rightsize_snapshot(
         snapshot, opts["rightsize"], opts["rightsize_history"]
     )
     result = run_whatif(resized, settings)
-    return replace(result, rightsized=facts, notes=[note, *result.notes])
+    return replace(result, rightsized=facts, notes=[note, *result.notes], autoscaler_choice=chosen)
 
 
 def _table(result: WhatIfResult) -> str:
@@ -216,9 +225,6 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     if opts["arrivals"] != ARRIVALS[0] and (opts["search"] or opts["recommendations"]):
         raise InputError("--arrivals: only for the comparison of strategies (not with --search "
                          "or --recommendations yet)")  # fmt: skip
-    if opts["autoscaler"] != "none" and (opts["search"] or opts["recommendations"]):
-        raise InputError("--autoscaler: only for the comparison of strategies (not with --search "
-                         "or --recommendations yet)")  # fmt: skip
     if opts["search"]:
         if opts["rightsize"] is not None:
             raise InputError("--rightsize: not with --search yet; run the search without it")
@@ -245,6 +251,8 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     click.echo(_table(result))
     if result.version is not None:
         click.echo(result.version.sentence)
+    if result.autoscaler_choice is not None:
+        click.echo(result.autoscaler_choice["why"])
     if settings.seeds > 1:
         click.echo("(every figure is the strategy's worst tie-break seed, as in the verdict)")
     click.echo("")
@@ -308,15 +316,27 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         thresholds=base.thresholds,
         workers=base.workers,
         prices=base.prices,
+        autoscaler=base.autoscaler,
+        autoscaling=base.autoscaling,
         executor=base.executor,
     )
     size = search_size(settings)
     limit = opts["max_configurations"] or DEFAULT_MAX_CONFIGURATIONS
     check_search_size(size, limit)  # before reading the snapshot: counted from the grid alone
     say = _announcer(opts["fmt"])
+    data = read_snapshot(snapshot)
+    choice = resolve_autoscaler(settings.autoscaler, data)
+    if choice is not None:
+        settings = replace(settings, autoscaler=choice.chosen)
+        say(choice.why)
+    if settings.autoscaler != "none":
+        say(f"search: each replayed again under {settings.autoscaler}, one at a time")
     say(f"search: {size.line()} (and observed, the reference); replaying...")
     progress = _estimator(say, base.workers)
-    result = run_search(read_snapshot(snapshot), settings, progress, source=snapshot)
+    result = run_search(data, settings, progress, source=snapshot)
+    if choice is not None:
+        result.autoscaler_choice = choice.to_dict()
+
     paths = None
     if opts["out"] is not None:
         from analyzer.report.portal import refresh_parent_portal
@@ -339,6 +359,22 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
             "violations": int(r.violations),  # worst seed: a whole count
             "waited": int(r.waited),
             "never_placed": int(r.never_placed),
+            **(
+                {}
+                if r.autoscaled is None
+                else {
+                    "node_hours_ca": round(r.autoscaled["node_hours"], 1),
+                    "released_ca_%": round(
+                        (
+                            r.autoscaled["core_hours_released_pct"]
+                            + r.autoscaled["gib_hours_released_pct"]
+                        )
+                        / 2,
+                        1,
+                    ),
+                    "pending_end_ca": r.autoscaled["pending_pods_at_end"],
+                }
+            ),
             "front": "*" if r.on_front else "",
             "recommended": "<==" if r.recommended else "",
         }
@@ -419,6 +455,8 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         workers=base.workers,
         seed=0,
         drain=opts["blocked"] or opts["fmt"] == "json",
+        autoscaler=base.autoscaler,
+        autoscaling=base.autoscaling,
         executor=base.executor,
     )
     from analyzer.core.workloads import read_recommendations
@@ -427,11 +465,18 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     recs = read_recommendations(
         opts["recommendations"], f"--recommendations {opts['recommendations']}"
     )
-    result = run_joint(read_snapshot(snapshot), recs, settings, source=snapshot)
+    data = read_snapshot(snapshot)
+    choice = resolve_autoscaler(settings.autoscaler, data)
+    if choice is not None:
+        settings = replace(settings, autoscaler=choice.chosen)
+    result = run_joint(data, recs, settings, source=snapshot)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean
 
-        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        payload = result.to_dict()
+        if choice is not None:
+            payload["autoscaler_choice"] = choice.to_dict()
+        click.echo(json.dumps(_clean(payload), indent=1, allow_nan=False))
         return
     click.echo(f"window {result.start} .. {result.end}; {result.changed_pods:,} pods right-sized")
     rows = [
@@ -443,6 +488,11 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
             "removable": row["nodes_removable"],
             "violations": row["violations"],
             "pods_waited": row["pods_waited"],
+            **(
+                {"released_by_autoscaler": row["autoscaler"]["nodes_released"]}
+                if "autoscaler" in row
+                else {}
+            ),
             "idle_cpu_%": round(row["idle_pct"]["cpu"], 1),
             "slack_cpu_%": round(row["slack_pct"]["cpu"], 1),
             "best": "<==" if result.best[pool] == row["name"] else "",
@@ -454,6 +504,13 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         click.echo(pd.DataFrame(rows).to_string(index=False))
     if result.version is not None:
         click.echo(result.version.sentence)
+    if choice is not None:
+        click.echo(choice.why)
+    if result.autoscaled:
+        click.echo(
+            f"released_by_autoscaler: how many fewer nodes the pool ran under {result.autoscaler} "
+            "on average over the window ('today' with the baseline scheduler; docs/autoscaling.md)"
+        )
     for note in result.notes:
         click.echo(f"note: {escaped(note)}")
     for pool, drain in sorted(result.drains.items()) if opts["blocked"] else []:

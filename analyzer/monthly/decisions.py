@@ -38,7 +38,8 @@ RULES = {
     "shortfall, and to keep every upper 95 % band under its line over the horizon",
     "exhaustion": "the upper 95 % band reaches a capacity line within the horizon: add the fewest "
     "nodes of the largest size that keep every upper band under its line, by the earliest such date",
-    "no_forecast": "fewer than 21 days of history: no forecast, so no forecast-based action",
+    "no_forecast": "fewer than 21 days of history (since the last level shift): no forecast, so no "
+    "forecast-based action",
     "release": "every upper 95 % band stays under its line over the horizon with k fewer nodes "
     "of the largest size (at least two nodes left): release k",
     "hold": "every upper 95 % band stays under its line over the horizon, but not with one node "
@@ -151,10 +152,18 @@ def decide(
             f"requested {'CPU' if worst == 'cpu' else 'memory'} (daily peak)",
         )  # fmt: skip
     if not forecast_ok:
-        days = min((f.history_days for f in forecasts.values()), default=0)
+        ranked = sorted(forecasts.values(), key=lambda f: f.history_days)
+        fewest_days = ranked[0] if ranked else None
+        days = 0 if fewest_days is None else fewest_days.history_days
+        # After a level shift the days that count are those since it (monthly/forecast.py).
+        since = (
+            f" since the level shift on {fewest_days.level_shifts[-1].day.isoformat()}"
+            if fewest_days is not None and fewest_days.level_shifts
+            else " of history"
+        )
         return Decision(
             "none", 0, None, "no_forecast",
-            f"No action: N+1 holds, and {days} days of history are too few to forecast "
+            f"No action: N+1 holds, and {days} days{since} are too few to forecast "
             f"(21 are needed).",
         )  # fmt: skip
     crossings = [

@@ -6,6 +6,11 @@ The rules (docs/monthly.md states them for users):
   missing day leaves no hole in time and invents no value.
 - **Minimum history.** At least ``MIN_HISTORY_DAYS`` (21) days *with data*; below that there is no
   forecast and the reason says how many days there were.
+- **Level shifts and outliers** (``robust=True``, the default; monthly/shifts.py states the
+  search). The trend is fitted on the days since the last level shift found, without the outlier
+  days; fewer than 21 such days is "too little history since the level shift on DATE", with no
+  forecast and no date. ``robust=False`` is the issue-16 method (all days, no search), kept as
+  the baseline bench/forecast_robust.py measures against.
 - **Method.** Ordinary least squares on the day number (``linear_trend``). When the history holds
   at least three full weeks (always true past the minimum) the model is refitted with six
   day-of-week indicators; if an F-test says the weekly component is significant (p < 0.05) that
@@ -30,6 +35,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from analyzer.monthly import shifts
+from analyzer.monthly.shifts import LevelShift
 
 MIN_HISTORY_DAYS = 21
 WEEK = 7
@@ -74,7 +82,8 @@ class Forecast:
     """A forecast of one series, or the reason there is none (``method == "none"``).
 
     ``slope_per_day`` and its 95 % interval are in the series' unit per day; ``history_days``
-    counts the days with data the fit used.
+    counts the days with data the fit used, from ``fit_start`` on; ``level_shifts`` and
+    ``outlier_days`` are what the robust search found (empty with ``robust=False``).
     """
 
     resource: str
@@ -88,6 +97,13 @@ class Forecast:
     significant_trend: bool
     points: tuple[ForecastPoint, ...]
     exhaustion: Exhaustion
+    level_shifts: tuple[LevelShift, ...] = ()
+    outlier_days: tuple[date, ...] = ()
+    fit_start: date | None = None
+
+    def findings(self) -> str:
+        """One sentence of what the search found, or "" when it found nothing."""
+        return describe(self.level_shifts, self.outlier_days)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``report.json`` ``forecast`` contract, plus the method's reason and the slope."""
@@ -100,6 +116,9 @@ class Forecast:
             "slope_lo95": self.slope_lo95,
             "slope_hi95": self.slope_hi95,
             "significant_trend": self.significant_trend,
+            "fit_start": _iso(self.fit_start),
+            "level_shifts": [shift.to_dict() for shift in self.level_shifts],
+            "outlier_days": [d.isoformat() for d in self.outlier_days],
             "series": [
                 {
                     "date": p.day.isoformat(),
@@ -115,17 +134,19 @@ class Forecast:
         }
 
 
+def describe(level_shifts: tuple[LevelShift, ...], outlier_days: tuple[date, ...]) -> str:
+    """``level shift on 2026-03-04 (+12.5); 2 outlier days left out (…)``, or ""."""
+    parts = [f"level shift on {s.day.isoformat()} ({s.size:+.3g})" for s in level_shifts]
+    if outlier_days:
+        count = len(outlier_days)
+        listed = ", ".join(d.isoformat() for d in outlier_days[:3])
+        more = f" and {count - 3} more" if count > 3 else ""
+        parts.append(f"{count} outlier day{'s' if count > 1 else ''} left out ({listed}{more})")
+    return "; ".join(parts)
+
+
 def _iso(day: date | None) -> str | None:
     return None if day is None else day.isoformat()
-
-
-def _design(day_numbers: np.ndarray, weekly: bool) -> np.ndarray:
-    """Intercept, day number and, when ``weekly``, six day-of-week indicators (day 0 is the base)."""
-    columns = [np.ones(len(day_numbers)), day_numbers.astype(float)]
-    if weekly:
-        weekday = day_numbers % WEEK
-        columns += [(weekday == k).astype(float) for k in range(1, WEEK)]
-    return np.column_stack(columns)
 
 
 def _daily(series: pd.Series) -> pd.Series:
@@ -164,6 +185,7 @@ def forecast(
     horizon_days: int = 180,
     resource: str = "requested_cpu_cores",
     basis: str = "requested vs allocatable minus the N+1 buffer",
+    robust: bool = True,
 ) -> Forecast:
     """Forecast ``series`` (daily values indexed by UTC date) ``horizon_days`` past its last day.
 
@@ -176,30 +198,42 @@ def forecast(
     observed = len(history)
     if observed < MIN_HISTORY_DAYS:
         reason = f"no forecast: {observed} days with data, at least {MIN_HISTORY_DAYS} are needed"
-        return Forecast(
-            resource=resource,
-            method="none",
-            method_reason=reason,
-            horizon_days=horizon_days,
-            history_days=observed,
-            slope_per_day=None,
-            slope_lo95=None,
-            slope_hi95=None,
-            significant_trend=False,
-            points=(),
-            exhaustion=Exhaustion(resource, basis, None, None, reason),
+        return _none(resource, basis, horizon_days, observed, reason)
+
+    start = history.index[0]
+    all_numbers = ((history.index - start).days).to_numpy()
+    all_values = history.to_numpy()
+    found = (
+        shifts.find([d.date() for d in history.index], all_numbers, all_values)
+        if robust
+        else shifts.Findings((), (), np.ones(observed, dtype=bool))
+    )
+    day_numbers = all_numbers[found.keep]
+    values = all_values[found.keep]
+    fit_start = (
+        history.index[int(np.flatnonzero(found.keep)[0])].date() if found.keep.any() else None
+    )
+    if len(values) < MIN_HISTORY_DAYS:
+        last_shift = found.shifts[-1].day.isoformat() if found.shifts else None
+        reason = (
+            f"no forecast: too little history since the level shift on {last_shift}: "
+            f"{len(values)} days with data, at least {MIN_HISTORY_DAYS} are needed"
+            if last_shift
+            else f"no forecast: {len(values)} days with data once outlier days are left out, "
+            f"at least {MIN_HISTORY_DAYS} are needed"
         )
+        return _none(resource, basis, horizon_days, len(values), reason, found, fit_start)
 
     # Imported here, not at the top: statsmodels takes seconds to import, and a review that ends
     # early (a damaged history file, a bad option) should not pay it.
     import statsmodels.api as sm
 
-    start = history.index[0]
-    day_numbers = ((history.index - start).days).to_numpy()
-    values = history.to_numpy()
-    line_fit = sm.OLS(values, _design(day_numbers, weekly=False)).fit()
-    weekly_fit = sm.OLS(values, _design(day_numbers, weekly=True)).fit()
-    _, p_value, _ = weekly_fit.compare_f_test(line_fit)
+    line_fit = sm.OLS(values, shifts.design(day_numbers, False)).fit()
+    # The weekly test needs every day of the week twice among the days fitted; outlier days or
+    # gaps on one weekday can leave it short, and then the plain line is fitted.
+    testable = int(np.bincount(day_numbers % WEEK, minlength=WEEK).min()) >= 2
+    weekly_fit = sm.OLS(values, shifts.design(day_numbers, True)).fit() if testable else line_fit
+    p_value = weekly_fit.compare_f_test(line_fit)[1] if testable else float("nan")
     # A line that fits exactly leaves nothing for a cycle to explain; the F-test would compare
     # two rounding errors.
     exact = line_fit.ssr <= 1e-12 * float(np.sum(values**2))
@@ -217,15 +251,20 @@ def forecast(
             f"linear trend: no significant weekly cycle (F-test p = {p_value:.3g})"
             if np.isfinite(p_value) and not exact
             else "linear trend: the history lies on a straight line, no cycle to test"
+            if exact
+            else "linear trend: a day of the week has under 2 days of data, no cycle to test"
         )
 
+    found_text = describe(found.shifts, found.outliers)
+    if found_text:
+        method_reason += f"; {found_text}; trend fitted from {fit_start}"
     slope = float(fit.params[1])
     slope_lo, slope_hi = (float(v) for v in fit.conf_int(alpha=0.05)[1])
     significant = not (slope_lo <= 0.0 <= slope_hi)
 
-    last = int(day_numbers[-1])
+    last = int(all_numbers[-1])  # the day after the last observed day, outlier or not
     future = np.arange(last + 1, last + 1 + horizon_days)
-    exog = _design(future, weekly)
+    exog = shifts.design(future, weekly)
     prediction = fit.get_prediction(exog)
     frame80 = prediction.summary_frame(alpha=0.20)
     frame95 = prediction.summary_frame(alpha=0.05)
@@ -242,20 +281,53 @@ def forecast(
         strict=True,
     )
     points = tuple(ForecastPoint(d, m, lo8, hi8, lo9, hi9) for d, m, lo8, hi8, lo9, hi9 in columns)
-    exhaustion = _exhaustion(history, capacity, points, days, significant, resource, basis)
+    # An outlier day is left out here too: a one-day spike over the line is not an exhaustion.
+    kept = history[found.keep]
+    exhaustion = _exhaustion(kept, capacity, points, days, significant, resource, basis)
     exhaustion = _with_trend_note(exhaustion, significant, slope_lo, slope_hi)
     return Forecast(
         resource=resource,
         method=method,
         method_reason=method_reason,
         horizon_days=horizon_days,
-        history_days=observed,
+        history_days=len(values),
         slope_per_day=slope,
         slope_lo95=slope_lo,
         slope_hi95=slope_hi,
         significant_trend=significant,
         points=points,
         exhaustion=exhaustion,
+        level_shifts=found.shifts,
+        outlier_days=found.outliers,
+        fit_start=fit_start,
+    )
+
+
+def _none(
+    resource: str,
+    basis: str,
+    horizon_days: int,
+    days: int,
+    reason: str,
+    found: shifts.Findings | None = None,
+    fit_start: date | None = None,
+) -> Forecast:
+    """No forecast, for ``reason`` (too little history), with what the search found if it ran."""
+    return Forecast(
+        resource=resource,
+        method="none",
+        method_reason=reason,
+        horizon_days=horizon_days,
+        history_days=days,
+        slope_per_day=None,
+        slope_lo95=None,
+        slope_hi95=None,
+        significant_trend=False,
+        points=(),
+        exhaustion=Exhaustion(resource, basis, None, None, reason),
+        level_shifts=() if found is None else found.shifts,
+        outlier_days=() if found is None else found.outliers,
+        fit_start=fit_start,
     )
 
 
@@ -268,7 +340,9 @@ def _exhaustion(
     resource: str,
     basis: str,
 ) -> Exhaustion:
-    """Expected date (mean crosses), earliest plausible date (upper 95 % band crosses), or none."""
+    """Expected date (mean crosses), earliest plausible date (upper 95 % band crosses), or none.
+
+    ``history`` is the days the fit kept: "already exhausted" is judged on the last of them."""
     last_day = history.index[-1].date()
     if history.iloc[-1] >= _capacity_on(capacity, [last_day])[0]:
         return Exhaustion(

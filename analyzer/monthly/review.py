@@ -26,6 +26,8 @@ from analyzer.history.capacity import read_pools, read_workloads, stored_days
 from analyzer.history.forecasts import read_forecast
 from analyzer.history.headroom import read_headroom
 from analyzer.history.identity import read_identity
+from analyzer.history.ledger import read_ledger
+from analyzer.monthly.adoption import score_ledger
 from analyzer.monthly.aggregate import (
     FIGURES,
     UNIT_KEYS,
@@ -332,6 +334,11 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
     }
     if stored_month is not None:
         payload["backtest"] = score_forecast(stored_month, daily, month)
+    # last month's recommendations against what happened since (docs/monthly.md)
+    payload["previous_month"] = previous
+    ledger = read_ledger(root, previous)
+    if ledger is not None:
+        payload["ledger"] = score_ledger(ledger, workload_rows, daily, settings.prices)
     return Review(
         payload=payload,
         month=month,

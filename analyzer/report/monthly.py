@@ -30,22 +30,28 @@ from analyzer.core.executor import ExecutorSpec
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
+from analyzer.core.text import escaped
 from analyzer.history.forecasts import write_forecast
+from analyzer.history.ledger import write_ledger
 from analyzer.monthly.decisions import RULES
+from analyzer.monthly.ledger_entries import ledger_payload
 from analyzer.monthly.review import Review
 from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 from analyzer.monthly.series import BY_NAME
 from analyzer.report import format as fmt
 from analyzer.report import monthly_headroom as mhr
+from analyzer.report import monthly_ledger as mlg
 from analyzer.report import monthly_rightsize as mrs
 from analyzer.report import monthly_scenarios as msc
 from analyzer.report.charts import Chart
 from analyzer.report.monthly_charts import forecast_chart
 from analyzer.report.monthly_decision import pool_decision
+from analyzer.report.monthly_tables import previous_month
+from analyzer.report.monthly_tables import tables as monthly_tables
 from analyzer.report.output import make_readable
 from analyzer.report.refusal_groups import blocked_groups
 from analyzer.report.render import render
-from analyzer.report.views import Column, TableView, json_value
+from analyzer.report.views import TableView, json_value
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.capacity import UNIT_LINE
 from analyzer.whatif.joint import JointSettings
@@ -56,7 +62,6 @@ MONTHLY_FILES = names_matching(
     ("report.html", "report.json", "*.csv", "rightsizing-patches.yaml", "deliveries", "report.pdf")
 )
 PATCHES = "rightsizing-patches.yaml"
-TOP_WORKLOADS = 15
 
 
 def check_monthly_out(folder: Path, option: str = "--out") -> None:
@@ -105,6 +110,8 @@ class MonthlyContext:
     drain_lines: list[dict[str, str]] = field(default_factory=list)
     blocked_groups: list[dict[str, Any]] = field(default_factory=list)  # refusal_groups
     rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
+    ledger_lines: list[str] = field(default_factory=list)  # last month's decisions → what happened
+    ledger_pools: list[dict[str, str]] = field(default_factory=list)
     headroom_sentence: str = ""  # headroom per pod shape (``monthly_headroom``)
     headroom_chart: Chart | None = None
 
@@ -191,7 +198,7 @@ def _backtest_sentence(p: dict[str, Any]) -> str:
     if b is None:
         return (
             f"No previous forecast: the history holds no forecast stored for "
-            f"{_previous(p['month'])} (a monthly review of that month stores one), so there is "
+            f"{previous_month(p['month'])} (a monthly review of that month stores one), so there is "
             "nothing to score yet. This run stores its own for next month."
         )
     if not b["days_scored"]:
@@ -208,206 +215,6 @@ def _backtest_sentence(p: dict[str, Any]) -> str:
     )
 
 
-def _previous(month: str) -> str:
-    year, m = (int(x) for x in month.split("-"))
-    index = year * 12 + m - 2
-    return f"{index // 12:04d}-{index % 12 + 1:02d}"
-
-
-def _mom_table(p: dict[str, Any], key: str, unit: str, title: str) -> TableView:
-    rows = []
-    for entry in [*p["pools"], p["cluster"]]:
-        row: dict[str, Any] = {"pool": entry["name"]}
-        for figure in ("allocatable", "requested", "used_p95", "idle", "slack"):
-            row[figure] = entry[figure][key]
-            change = entry["change"][figure]
-            row[f"{figure}_change"] = None if change is None else change[key]
-        rows.append(row)
-    labels = {"allocatable": "Allocatable", "requested": "Requested", "used_p95": "Used p95",
-              "idle": "Idle", "slack": "Slack"}  # fmt: skip
-    columns = [Column("pool", "Pool")]
-    for figure, label in labels.items():
-        columns += [
-            Column(figure, f"{label} ({unit})", "num"),
-            Column(f"{figure}_change", f"change ({unit})", "num"),
-        ]
-    return TableView(
-        f"month_over_month_{key.split('_')[0]}", title, columns, pd.DataFrame(rows), limit=None
-    )
-
-
-def _tables(review: Review, rightsizing: mrs.Rightsizing | None = None) -> dict[str, TableView]:
-    p = review.payload
-    tables = {
-        "decisions": TableView(
-            "decisions",
-            "Decisions",
-            [
-                Column("pool", "Pool"),
-                Column("action", "Action"),
-                Column("nodes", "Nodes", "int"),
-                Column("by_date", "By"),
-                Column("rule_text", "Rule"),
-            ],
-            pd.DataFrame([{"pool": x["name"], **x["decision"]} for x in p["pools"]]),
-            limit=None,
-        ),
-        "month_over_month_cpu": _mom_table(p, "cpu_cores", "cores", f"CPU, {p['month']}"),
-        "month_over_month_memory": _mom_table(p, "memory_gib", "GiB", f"Memory, {p['month']}"),
-    }
-    trend = review.month_rows.copy()
-    trend_cols = [Column("pool", "Pool"), Column("month", "Month"), Column("days", "Days", "int")]
-    for key, unit in (("cpu_cores", "cores"), ("memory_gib", "GiB")):
-        for figure, label in (("allocatable", "Alloc."), ("requested", "Req."),
-                              ("used_p95", "Used p95"), ("idle", "Idle"), ("slack", "Slack")):  # fmt: skip
-            trend_cols.append(Column(f"{figure}_{key}", f"{label} ({unit})", "num"))
-    tables["trend"] = TableView(
-        "trend", f"Month by month ({len(p['trend_months'])} months)", trend_cols, trend, limit=None
-    )
-    n1 = []
-    for x in p["pools"]:
-        n = x["n_plus_1"]
-        n1.append({
-            "pool": x["name"], "largest_node": n["largest_node"],
-            "largest_cpu": n["largest_node_allocatable"]["cpu_cores"],
-            "largest_memory": n["largest_node_allocatable"]["memory_gib"],
-            "peak_cpu": x["requested_peak"]["cpu_cores"],
-            "peak_memory": x["requested_peak"]["memory_gib"],
-            "margin_cpu": n["smallest_margin"]["cpu_cores"],
-            "margin_memory": n["smallest_margin"]["memory_gib"],
-            "worst_day_cpu": n["worst_day"]["cpu_cores"],
-            "worst_day_memory": n["worst_day"]["memory_gib"],
-            "ok": x["n_plus_1_ok"],
-        })  # fmt: skip
-    tables["n_plus_1"] = TableView(
-        "n_plus_1", "N+1 per pool",
-        [Column("pool", "Pool"), Column("largest_node", "Largest node"),
-         Column("largest_cpu", "Its CPU (cores)", "num"),
-         Column("largest_memory", "Its memory (GiB)", "num"),
-         Column("peak_cpu", "Requested peak CPU (cores)", "num"),
-         Column("peak_memory", "Requested peak memory (GiB)", "num"),
-         Column("margin_cpu", "Smallest margin CPU (cores)", "num"),
-         Column("margin_memory", "Smallest margin memory (GiB)", "num"),
-         Column("worst_day_cpu", "Tightest day (CPU)"),
-         Column("worst_day_memory", "Tightest day (memory)"),
-         Column("ok", "N+1 holds", "bool")],
-        pd.DataFrame(n1), limit=None,
-    )  # fmt: skip
-    ex = []
-    for pool, series in review.forecasts.items():
-        for name, f in series.items():
-            spec = BY_NAME[name]
-            ex.append({
-                "pool": pool, "series": name, "basis": f.exhaustion.basis,
-                "method": f.method, "history_days": f.history_days,
-                "slope": f.slope_per_day, "unit": f"{spec.unit}/day",
-                "expected_date": f.exhaustion.expected_date.isoformat()
-                if f.exhaustion.expected_date else "none within the horizon"
-                if f.method != "none" else "no forecast",
-                "earliest_date": f.exhaustion.earliest_date.isoformat()
-                if f.exhaustion.earliest_date else "none within the horizon"
-                if f.method != "none" else "no forecast",
-                "reason": f.exhaustion.reason,
-            })  # fmt: skip
-    tables["exhaustion"] = TableView(
-        "exhaustion", "Days until exhaustion",
-        [Column("pool", "Pool"), Column("series", "Series"), Column("method", "Method"),
-         Column("history_days", "History (days)", "int"),
-         Column("slope", "Slope", "num", 3), Column("unit", "Slope unit"),
-         Column("expected_date", "Expected date"), Column("earliest_date", "Earliest plausible"),
-         Column("reason", "Why")],
-        pd.DataFrame(ex), limit=None,
-    )  # fmt: skip
-    if "backtest" in p:
-        tables["backtest"] = TableView(
-            "backtest", "Back-test of last month's forecast",
-            [Column("pool", "Pool"), Column("series", "Series"), Column("unit", "Unit"),
-             Column("days", "Days", "int"), Column("mean_error", "Mean error (forecast − observed)", "num", 2),
-             Column("mean_abs_error", "Mean absolute error", "num", 2),
-             Column("mape_pct", "Mean absolute % error", "pct"),
-             Column("inside80_pct", "Inside 80 % interval", "pct"),
-             Column("inside95_pct", "Inside 95 % interval", "pct")],
-            pd.DataFrame(p["backtest"]["rows"]), limit=None,
-        )  # fmt: skip
-    w = review.workloads
-    wl_cols = [Column("namespace", "Namespace"), Column("owner_kind", "Kind"),
-               Column("owner_name", "Workload"), Column("pool", "Pool"),
-               Column("replicas_mean", "Replicas (mean)", "num"),
-               Column("cpu_request_cores", "CPU request per pod (cores)", "num", 2),
-               Column("cpu_used_p95_cores", "CPU p95 per pod (cores)", "num", 2),
-               Column("requested_cpu_cores", "Requested CPU (cores)", "num"),
-               Column("slack_cpu_cores", "Slack CPU (cores)", "num"),
-               Column("memory_request_gib", "Memory request per pod (GiB)", "num", 2),
-               Column("memory_used_max_gib", "Memory max per pod (GiB)", "num", 2),
-               Column("slack_memory_gib", "Slack memory (GiB)", "num")]  # fmt: skip
-    growth_cols = [Column("namespace", "Namespace"), Column("owner_kind", "Kind"),
-                   Column("owner_name", "Workload"), Column("pool", "Pool"),
-                   Column("requested_cpu_cores", "Requested CPU (cores)", "num"),
-                   Column("growth_cpu_cores", "Change vs previous month (cores)", "num", 2),
-                   Column("growth_cpu_pct", "Change vs previous month", "pct"),
-                   Column("growth_cpu_cores_per_month", "Average change per month (cores)", "num", 2),
-                   Column("trend_first_month", "Since")]  # fmt: skip
-    if len(w):
-        by_slack = w.sort_values("slack_cpu_cores", ascending=False, na_position="last")
-        by_growth = w.sort_values("growth_cpu_cores_per_month", ascending=False, na_position="last")
-    else:
-        keys = dict.fromkeys(c.key for c in growth_cols + wl_cols)
-        by_slack = by_growth = pd.DataFrame(columns=list(keys))
-    tables["workloads_slack"] = TableView(
-        "workloads_slack", f"Top workloads by CPU slack (of {len(w)})", wl_cols, by_slack,
-        limit=TOP_WORKLOADS,
-    )  # fmt: skip
-    tables["workloads_growth"] = TableView(
-        "workloads_growth", f"Top workloads by growth of requested CPU (of {len(w)})",
-        growth_cols, by_growth, limit=TOP_WORKLOADS,
-    )  # fmt: skip
-    if p["prices"] is not None:
-        money = []
-        for x in p["pools"]:
-            m = x["money"] or {}
-            idle, slack = m.get("idle") or {}, m.get("slack") or {}
-            money.append({
-                "pool": x["name"], "price": m.get("price") or m.get("note"),
-                "idle_cpu": idle.get("cpu"), "idle_memory": idle.get("memory"),
-                "idle_total": idle.get("total"), "slack_cpu": slack.get("cpu"),
-                "slack_memory": slack.get("memory"), "slack_total": slack.get("total"),
-            })  # fmt: skip
-        cur = p["prices"]["currency"]
-        tables["money"] = TableView(
-            "money", f"Idle and slack in money ({cur} over the month)",
-            [Column("pool", "Pool"), Column("price", "Price"),
-             Column("idle_cpu", f"Idle CPU ({cur})", "num", 0),
-             Column("idle_memory", f"Idle memory ({cur})", "num", 0),
-             Column("idle_total", f"Idle ({cur})", "num", 0),
-             Column("slack_cpu", f"Slack CPU ({cur})", "num", 0),
-             Column("slack_memory", f"Slack memory ({cur})", "num", 0),
-             Column("slack_total", f"Slack ({cur})", "num", 0)],
-            pd.DataFrame(money), limit=None,
-        )  # fmt: skip
-    tables[mhr.NAME] = mhr.headroom_table(p)
-    if rightsizing is not None:
-        tables["rightsizing_changes"] = mrs.changes_table(rightsizing)
-    if p.get("simulation", {}).get("available"):
-        tables["scenarios"] = msc.scenario_table(p)
-        tables["blocked_nodes"] = msc.blocked_table(p)
-    for table in tables.values():
-        table.frame = _tidy(table.frame, [c.key for c in table.columns if c.kind in ("num", "pct")])
-    return tables
-
-
-NOISE = 1e-9  # floating-point residue of a fit (a flat series' slope of −2e-16 cores/day)
-
-
-def _tidy(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """Floating-point residue to exact 0, so a flat series reads "0.00", never "−0.00"."""
-    out = frame.copy()
-    for key in columns:
-        if key in out:
-            values = pd.to_numeric(out[key], errors="coerce")
-            out[key] = values.mask(values.abs() < NOISE, 0.0)
-    return out
-
-
 METHOD_NOTES = [
     "Allocatable and requested are the month's means of the daily time-weighted means; used is "
     "the p95 over the month's days of each day's p95 of the pool's summed usage (nearest rank).",
@@ -417,9 +224,13 @@ METHOD_NOTES = [
     "because pools do not peak at the same time.",
     "N+1: every day, allocatable − the day's largest node − the day's requested peak must be ≥ 0 "
     "for CPU and memory; the table shows the smallest margin and its day.",
-    "Forecasts: a straight line on the day number, with a day-of-week component when an F-test "
-    "finds the weekly cycle significant (p < 0.05); 80 % and 95 % prediction intervals; no "
-    "forecast under 21 days of history; no expected date when the slope's 95 % interval includes 0.",
+    "Forecasts: level shifts are searched first (a robust Huber fit and a score test, each level "
+    "held at least 7 days at the ends and 14 between shifts) and outlier days (residual over "
+    "3.5 robust σ) are left out; the trend is then a straight line on the day number fitted on "
+    "the days since the last shift, with a day-of-week component when an F-test finds the "
+    "weekly cycle significant (p < 0.05); 80 % and 95 % prediction intervals; no forecast under "
+    "21 days of history (since the last shift); no expected date when the slope's 95 % interval "
+    "includes 0. The daily cycle is inside each day's peak or p95.",
     "Requested is forecast at its daily peak against allocatable − the largest node (N+1); used "
     "(daily p95) against the Koordinator usage thresholds times allocatable.",
     "Expected date: the mean forecast reaches the line; earliest plausible: the upper 95 % band does.",
@@ -428,6 +239,26 @@ METHOD_NOTES = [
     "Prices (optional): a node-hour price is split half to CPU and half to memory over the "
     "pool's mean node size; money counts only positive idle and slack.",
 ]
+
+
+def _found_notes(review: Review) -> list[str]:
+    """One note per forecast in which the search found a level shift or outlier days, naming
+    them (the method note says what was searched; this says what was found)."""
+    notes = []
+    for pool, series in review.forecasts.items():
+        for name, f in series.items():
+            found = f.findings()
+            if found:
+                since = (
+                    ""
+                    if not f.level_shifts
+                    else f" — trend fitted from {f.fit_start}"
+                    if f.method != "none"
+                    else " — too little history since it to forecast"
+                )
+                where = f"{escaped(pool)} {BY_NAME[name].label}"  # a pool name is data
+                notes.append(f"Found in {where}: {found}{since}.")
+    return notes or ["Found: no level shift and no outlier day in any forecast series."]
 
 
 def build_monthly_context(
@@ -456,10 +287,10 @@ def build_monthly_context(
         decisions=_decisions(p),
         n1_sentence=_n1_sentence(p),
         backtest_sentence=_backtest_sentence(p),
-        tables=_tables(review, rightsizing),
+        tables=monthly_tables(review, rightsizing),
         charts=charts,
         notes=list(p["notes"]),
-        method_notes=METHOD_NOTES,
+        method_notes=METHOD_NOTES + _found_notes(review),
         currency=None if p["prices"] is None else p["prices"]["currency"],
         thresholds=dict(p["thresholds"]),
         horizon_days=int(p["horizon_days"]),
@@ -470,6 +301,8 @@ def build_monthly_context(
         scenarios_available=bool(p.get("simulation", {}).get("available")),
         scenario_notes=list(p.get("simulation", {}).get("notes", [])),
         drain_lines=msc.drain_lines(p),
+        ledger_lines=mlg.summary(p),
+        ledger_pools=mlg.pool_lines(p),
         headroom_sentence=mhr.headroom_sentence(p),
         headroom_chart=mhr.headroom_chart(p),
         blocked_groups=blocked_groups(p),
@@ -483,6 +316,7 @@ class MonthlyPaths:
     json: Path
     forecast: Path
     html_bytes: int
+    ledger: Path | None = None  # history/ledger/<month>.json: what this review recommended
 
 
 def _clean(value: Any) -> Any:
@@ -496,6 +330,11 @@ def _clean(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
     return json_value(value)
+
+
+def clean_json(value: Any) -> Any:
+    """``value`` made fit for the history's JSON files (NaN → null, numpy → Python)."""
+    return _clean(value)
 
 
 def _forecast_frame(review: Review) -> pd.DataFrame:
@@ -557,6 +396,7 @@ def write_monthly_report(
     snapshot: Snapshot | Path | None = None,
     strategies: Sequence[str] = (),
     joint: JointSettings | None = None,
+    autoscaler_choice: dict[str, str] | None = None,
 ) -> MonthlyPaths:
     """Write the review into ``out`` atomically, then store its forecast under ``history``.
 
@@ -570,7 +410,7 @@ def write_monthly_report(
         msc.no_snapshot(review)
     else:
         settings = joint or joint_settings(review, strategies)
-        msc.scenarios_review(review, rightsizing, snapshot, settings)
+        msc.scenarios_review(review, rightsizing, snapshot, settings, autoscaler_choice)
     add_pool_decisions(review.payload)
     context = build_monthly_context(review, rightsizing)
     html = render(
@@ -595,4 +435,15 @@ def write_monthly_report(
         for path in [tmp, *tmp.iterdir()]:
             make_readable(path)
     stored = write_forecast(history, str(review.month), _clean(review.stored_forecast))
-    return MonthlyPaths(target, target / "report.html", target / "report.json", stored, len(html))
+    record = ledger_payload(
+        review.payload,
+        review.daily,
+        rightsizing.changed(),
+        review.workload_days,
+        history_end=str(review.stored_forecast["history_end"]),
+        recipe=rightsizing.recipe,
+    )
+    ledger = write_ledger(history, str(review.month), _clean(record))
+    return MonthlyPaths(
+        target, target / "report.html", target / "report.json", stored, len(html), ledger
+    )

@@ -1,5 +1,6 @@
 """Charts of the monthly review: per pool, the daily history, the forecast with its 80 % and 95 %
-bands and the capacity lines, CPU and memory side by side (PNG data URIs, like every page)."""
+bands, the capacity lines and the level shifts found, CPU and memory side by side (PNG data URIs,
+like every page)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def forecast_chart(
                 label = "requested (daily peak)" if spec.kind == "requested" else "used (daily p95)"
                 ax.plot(days, rows[spec.column].to_numpy(float), color=color, lw=1.3, label=label)
                 f = forecasts[spec.name]
+                for n, shift in enumerate(f.level_shifts):  # where the fitted history starts
+                    ax.axvline(np.datetime64(shift.day), color=color, lw=1.0, ls="-.", alpha=0.7,
+                               label=f"level shift ({spec.kind})" if n == 0 else None)  # fmt: skip
                 if f.points:
                     x = np.array([np.datetime64(p.day) for p in f.points])
                     ax.fill_between(x, [p.lo95 for p in f.points], [p.hi95 for p in f.points],
@@ -56,6 +60,7 @@ def forecast_chart(
         return Chart(
             title=f"{pool}: history and forecast",
             alt=f"{pool}: daily requested peak and used p95 with the forecast's 80 % and 95 % "
-            "bands (dashed: mean forecast; dotted: the capacity lines)",
+            "bands (dashed: mean forecast; dotted: the capacity lines; dash-dot: level shifts "
+            "found, the forecast fitted after the last)",
             data_uri=encode_png(fig),
         )

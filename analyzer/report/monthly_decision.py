@@ -85,12 +85,24 @@ def pool_decision(
     """
     action, k = forecast["action"], int(forecast["nodes"])
     n = int(sim["nodes"]) if sim else 0
-    freed = _capacity(best_row, currency) if sim and n else ""
-    at_today = f"{_how(sim)} would let {_nodes(n)} go at today's demand{freed}" if sim and n else ""
+    scaler = sim.get("autoscaler") if sim else None  # the scenarios replayed under it
+    # the row's capacity freed is the fixed-node replay's: not said beside the autoscaler's count
+    freed = _capacity(best_row, currency) if sim and n and not scaler else ""
+    at_today = (
+        (
+            f"{_how(sim)} would let {scaler} release {_nodes(n)} at today's demand{freed}"
+            if scaler
+            else f"{_how(sim)} would let {_nodes(n)} go at today's demand{freed}"
+        )
+        if sim and n
+        else ""
+    )
     when = f"by {forecast['by_date']}" if forecast.get("by_date") else "now"
     if action == "add":
         tail = (
-            f"; at today's demand {_how(sim)} would leave {_nodes(n)} empty{freed}, but that "
+            f"; at today's demand {_how(sim)} would "
+            + (f"let {scaler} release {_nodes(n)}" if scaler else f"leave {_nodes(n)} empty")
+            + f"{freed}, but that "
             "replay covers the busiest week, not the growth ahead"
             if sim and n
             else ""
@@ -100,13 +112,17 @@ def pool_decision(
     if action == "release" and sim is not None and n < k:
         if n == 0:
             return _out("none", 0, "no release", "",
-                        f"No release: the forecast allows {k}{_binds(forecast)}, but no scenario "
-                        "left a node empty at the busiest week's peak without more violations or "
-                        "waiting pods than today.")  # fmt: skip
+                        f"No release: the forecast allows {k}{_binds(forecast)}, but "
+                        + (f"{scaler} would release no node in the busiest week's best scenario."
+                           if scaler else
+                           "no scenario left a node empty at the busiest week's peak without "
+                           "more violations or waiting pods than today."))  # fmt: skip
         change = "" if sim["scenario"] == TODAY else f" after {_how(sim)}"
         return _out("release", n, f"release {_nodes(n)}{change}", "good",
-                    f"Release {_nodes(n)}{change}{freed}: the busiest week's replay left no more "
-                    f"empty at its peak, though the forecast allows {k}.")  # fmt: skip
+                    f"Release {_nodes(n)}{change}{freed}: "
+                    + (f"{scaler} would release no more in the busiest week's replay"
+                       if scaler else "the busiest week's replay left no more empty at its peak")
+                    + f", though the forecast allows {k}.")  # fmt: skip
     if action == "release":
         more = f"; {at_today}" if at_today and n > k else ""
         same = "; the busiest week's replay confirms it" if sim and n == k else ""

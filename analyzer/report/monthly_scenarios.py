@@ -31,11 +31,13 @@ import pandas as pd
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.monthly.decisions import simulated_decision
 from analyzer.monthly.review import Review
+from analyzer.report.monthly_autoscaled import autoscaled_decision
 from analyzer.report.monthly_rightsize import Rightsizing
 from analyzer.report.views import Column, TableView
 from analyzer.whatif.capacity import money_text, pct_text, pool_mix_sentence
 from analyzer.whatif.compare import UNITS
 from analyzer.whatif.joint import BOTH, JointResult, JointSettings, run_joint
+from analyzer.whatif.joint_autoscaled import pool_release
 from analyzer.whatif.kept import KEPT
 
 ROW_KEYS = (
@@ -69,8 +71,11 @@ def scenarios_review(
     rightsizing: Rightsizing,
     snapshot: Snapshot | Path,
     settings: JointSettings,
+    autoscaler_choice: dict[str, str] | None = None,
 ) -> JointResult:
-    """Run the four scenarios and add them to ``review.payload`` (module docstring)."""
+    """Run the four scenarios and add them to ``review.payload`` (module docstring); with
+    ``settings.autoscaler`` each also under it (``report.monthly_autoscaled``), and
+    ``autoscaler_choice`` (``--autoscaler auto``) says which and why."""
     source = snapshot if isinstance(snapshot, Snapshot) else read_snapshot(Path(snapshot))
     path = None if isinstance(snapshot, Snapshot) else Path(snapshot)  # a Dask worker reads it
     result = run_joint(source, rightsizing.frame, settings, source=path)
@@ -84,6 +89,8 @@ def scenarios_review(
             continue
         rows = result.pool_rows(name)
         pool["scenarios"] = [{k: r[k] for k in ROW_KEYS} for r in rows]
+        for row in pool["scenarios"] if result.autoscaled else []:
+            row["autoscaler"] = pool_release(result.autoscaled[row["name"]], name)
         drain = result.drains.get(name)
         pool["blocked_nodes"] = [
             {
@@ -106,6 +113,10 @@ def scenarios_review(
                 for run in result.scenarios
             },
         )
+        if result.autoscaled:
+            pool["simulated_decision"] = autoscaled_decision(
+                pool["simulated_decision"], pool["scenarios"], result.autoscaler
+            )
     reviewed = {p["name"] for p in review.payload["pools"]}
     notes += [
         f"pool {p}: in the snapshot but not in the month's history, so not on this page"
@@ -119,6 +130,9 @@ def scenarios_review(
         "end": result.end,
         "baseline": result.baseline,
         "repack": result.repack,
+        # without an autoscaler (and no auto choice) the payload is today's, key for key
+        **({"autoscaler": result.autoscaler} if result.autoscaled or autoscaler_choice else {}),
+        **({"autoscaler_choice": autoscaler_choice} if autoscaler_choice else {}),
         "changed_pods": result.changed_pods,
         "recipe": rightsizing.recipe,
         "kubernetes_version": full["kubernetes_version"],
@@ -184,7 +198,25 @@ def sentence(payload: dict[str, Any]) -> str:
         f"today's scheduler {s['baseline']} and the repack configuration {s['repack']}; "
         f"{s['changed_pods']:,} pods got the {s['recipe']} recommendations in the right-sized "
         "rows. Each row is its own replay with the usage as observed: savings are simulated, "
-        "never added." + kept + version
+        "never added." + kept + _autoscaled_clause(s) + version
+    )
+
+
+def _autoscaled_clause(s: dict[str, Any]) -> str:
+    """Which autoscaler the scenarios were also replayed under, and why when chosen by auto."""
+    name = s.get("autoscaler", "none")
+    choice = s.get("autoscaler_choice")
+    why = f" ({choice['why']})" if choice else ""
+    if name == "none":
+        return (
+            f" No node autoscaler replayed{why}: nodes removable are the nodes left empty."
+            if choice
+            else ""
+        )
+    return (
+        f" Each scenario was also replayed under {name}{why} ('today' with today's scheduler "
+        f"{s['baseline']}): the nodes released are how many fewer nodes the pool ran under "
+        f"{name} on average over the window, to the nearest whole node (docs/monthly.md)."
     )
 
 
@@ -241,6 +273,12 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
                 "slack_cpu": detail.get("slack_pct", {}).get("cpu"),
                 "slack_memory": detail.get("slack_pct", {}).get("memory"),
                 "best": bool(more and more["best"] == row["name"]),
+                **({} if "autoscaler" not in row else {
+                    "nodes_released": row["autoscaler"]["nodes_released"],
+                    "as_peak_nodes": row["autoscaler"]["peak_nodes"],
+                    "as_node_hours": row["autoscaler"]["node_hours"],
+                    "as_pods_evicted": row["autoscaler"]["pods_evicted"],
+                }),
             })  # fmt: skip
     columns = [
         Column("pool", "Pool"), Column("scenario", "Scenario"), Column("strategy", "Scheduler"),
@@ -250,6 +288,7 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
         *([Column("cost_released", f"{currency} freed", "num", 2)] if currency else []),
         Column("nodes_peak", "Nodes needed at peak", "int"),
         Column("nodes_removable", "Nodes removable", "int"),
+        *_autoscaled_columns(payload),
         Column("violations", "Violations", "int"), Column("pods_waited", "Pods waited", "int"),
         Column("idle_cpu", "Idle CPU after", "pct"), Column("idle_memory", "Idle memory after", "pct"),
         Column("slack_cpu", "Slack CPU after", "pct"),
@@ -261,6 +300,19 @@ def scenario_table(payload: dict[str, Any]) -> TableView:
         "scenarios", "Four scenarios per pool", columns, pd.DataFrame(rows, columns=keys),
         limit=None,
     )  # fmt: skip
+
+
+def _autoscaled_columns(payload: dict[str, Any]) -> list[Column]:
+    """The scenarios' columns under the node autoscaler (none without one)."""
+    name = payload.get("simulation", {}).get("autoscaler", "none")
+    if name == "none":
+        return []
+    return [
+        Column("nodes_released", f"Nodes released by {name}", "int"),
+        Column("as_peak_nodes", f"Peak nodes under {name}", "int"),
+        Column("as_node_hours", f"Node-hours under {name}", "num", 1),
+        Column("as_pods_evicted", "Pods evicted by scale-down", "int"),
+    ]
 
 
 def _scheduler(detail: dict[str, Any]) -> str | None:

@@ -32,7 +32,8 @@ from analyzer.report.render import render
 from analyzer.report.views import Card, Column, TableView, json_value
 from analyzer.whatif.capacity import UNIT_LINE
 from analyzer.whatif.search import SearchResult
-from analyzer.whatif.search_rule import FRONT_RULE, RULE
+from analyzer.whatif.search_autoscaled import rule as autoscaled_rule
+from analyzer.whatif.search_rule import FRONT_RULE, RULE, SearchRow
 
 HTML, JSON, CSV, YAML = "search.html", "search.json", "search.csv", "search-scheduler.yaml"
 DEFINITIONS = {
@@ -79,6 +80,7 @@ class SearchContext:
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
     kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
     unit_line: str = UNIT_LINE  # what "capacity released" counts, under the answer
+    released_what: str = "capacity of active nodes"  # the question's, under an autoscaler too
 
     def to_json(self, result: SearchResult) -> dict[str, Any]:
         """Every number shown (the table as records) plus the whole search."""
@@ -134,6 +136,7 @@ def _table(result: SearchResult) -> TableView:
                 "violations": row.violations,
                 "waited": row.waited,
                 "never_placed": row.never_placed,
+                **_autoscaled_cells(row),
                 "front": "★" if row.on_front else "",
                 "eligible": row.eligible if row.kind != "observed" else None,
                 "recommended": row.recommended,
@@ -157,6 +160,7 @@ def _table(result: SearchResult) -> TableView:
         Column("violations", "Violations", "int"),
         Column("waited", "Pods waited", "int"),
         Column("never_placed", "Never placed", "int"),
+        *_autoscaled_columns(result.autoscaler, currency),
         Column("front", "Front"),
         Column("eligible", "≤ observed", "bool"),
     ]
@@ -168,6 +172,55 @@ def _table(result: SearchResult) -> TableView:
         limit=None,
         hot="recommended",
     )
+
+
+def _autoscaled_cells(row: SearchRow) -> dict[str, Any]:
+    """The row's figures under the autoscaler (none without ``--autoscaler``)."""
+    a = row.autoscaled
+    if a is None:
+        return {}
+    return {
+        "ca_node_hours": a["node_hours"],
+        "ca_core_hours_released_pct": a["core_hours_released_pct"],
+        "ca_gib_hours_released_pct": a["gib_hours_released_pct"],
+        "ca_cost_released": a["cost_released"],
+        "ca_peak_nodes": a["peak_nodes"],
+        "ca_nodes_removed": a["nodes_removed"],
+        "ca_pods_evicted": a["pods_evicted"],
+        "ca_pending_at_end": a["pending_pods_at_end"],
+    }
+
+
+def _autoscaled_columns(autoscaler: str, currency: str | None) -> list[Column]:
+    """The table's columns under the autoscaler (the ranking reads them: docs/whatif.md)."""
+    if autoscaler == "none":
+        return []
+    short = "CA" if autoscaler == "cluster-autoscaler" else autoscaler
+    return [
+        Column("ca_node_hours", f"Node-hours under {autoscaler}", "num", 1),
+        Column("ca_core_hours_released_pct", f"Core-hours released under {short} %", "num", 1),
+        Column("ca_gib_hours_released_pct", f"GiB-hours released under {short} %", "num", 1),
+        *(
+            [Column("ca_cost_released", f"Money released under {short}, {currency}", "num", 2)]
+            if currency
+            else []
+        ),
+        Column("ca_peak_nodes", f"Peak nodes under {short}", "num", 0),
+        Column("ca_nodes_removed", f"Nodes removed by {short}", "num", 1),
+        Column("ca_pods_evicted", f"Pods evicted by {short}", "num", 1),
+        Column("ca_pending_at_end", f"Pods pending at end under {short}", "int"),
+    ]
+
+
+def _released_figures(row: SearchRow | None) -> tuple[float, float, float | None]:
+    """Core-hours, GiB-hours and money the row releases, under the autoscaler when replayed
+    with one (the figures the ranking read)."""
+    if row is None:
+        return 0.0, 0.0, None
+    a = row.autoscaled
+    if a is not None:
+        return a["core_hours_released"], a["gib_hours_released"], a["cost_released"]
+    return row.core_hours_released, row.gib_hours_released, row.cost_released
 
 
 def front_chart(result: SearchResult) -> Chart:
@@ -215,10 +268,11 @@ def front_chart(result: SearchResult) -> Chart:
                 label="recommended",
             )
         currency = _currency(result)
+        under = "" if result.autoscaler == "none" else f" under {result.autoscaler}"
         ax.set_xlabel(
-            f"money released, {currency}"
+            f"money released{under}, {currency}"
             if currency
-            else "capacity released, % of observed (mean of core-hours and GiB-hours)"
+            else f"capacity released{under}, % of observed (mean of core-hours and GiB-hours)"
         )
         ax.set_ylabel("threshold violations")
         ax.set_title("Capacity released vs violations (more released, fewer violations: better)")
@@ -237,11 +291,13 @@ def build_search_context(result: SearchResult) -> SearchContext:
     best = result.best()
     searched = [r for r in result.rows if r.kind == "searched"]
     currency = _currency(result)
+    core, gib, money = _released_figures(best)
+    under = "" if result.autoscaler == "none" else f" under {result.autoscaler}"
     cards = [
         Card(
             "released_core_hours",
-            "Core-hours released",
-            best.core_hours_released if best else 0.0,
+            f"Core-hours released{under}",
+            core,
             digits=0,
             unit="core-hours",
             state="good" if best else "",
@@ -249,8 +305,8 @@ def build_search_context(result: SearchResult) -> SearchContext:
         ),
         Card(
             "released_gib_hours",
-            "GiB-hours released",
-            best.gib_hours_released if best else 0.0,
+            f"GiB-hours released{under}",
+            gib,
             digits=0,
             unit="GiB-hours",
             state="good" if best else "",
@@ -260,15 +316,15 @@ def build_search_context(result: SearchResult) -> SearchContext:
             [
                 Card(
                     "released_cost",
-                    "Money released",
-                    best.cost_released,
+                    f"Money released{under}",
+                    money,
                     digits=2,
                     unit=currency,
                     state="good",
                     higher_is_worse=False,
                 )
             ]
-            if best and currency and best.cost_released is not None
+            if best and currency and money is not None
             else []
         ),
         Card("configurations", "Configurations replayed", float(len(result.rows) - 1), digits=0),
@@ -295,7 +351,20 @@ def build_search_context(result: SearchResult) -> SearchContext:
         period=fmt.period(result.start, result.end),
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         sentence=result.sentence,
-        rule=RULE,
+        rule=RULE if result.autoscaler == "none" else autoscaled_rule(result.autoscaler),
+        unit_line=UNIT_LINE
+        if result.autoscaler == "none"
+        else (
+            f"Capacity released under {result.autoscaler}: allocatable CPU (core-hours) and "
+            "memory (GiB-hours) of the nodes that existed — in the data as they came and went, "
+            f"in each replay as {result.autoscaler} kept, added and removed them — observed "
+            "minus the configuration's, over the window."
+        ),
+        released_what=(
+            "capacity of active nodes"
+            if result.autoscaler == "none"
+            else f"node capacity under {result.autoscaler}"
+        ),
         front_rule=FRONT_RULE,
         recommended=result.recommended,
         cards=cards,
@@ -303,7 +372,13 @@ def build_search_context(result: SearchResult) -> SearchContext:
         chart=front_chart(result),
         scheduler_yaml=result.recommended_yaml(),
         grid_yaml=_grid_yaml(result, len(searched)),
-        notes=list(dict.fromkeys(result.notes)),  # the what-if order: related notes together
+        # the what-if order: related notes together; ``--autoscaler auto``'s choice first
+        notes=list(
+            dict.fromkeys(
+                ([result.autoscaler_choice["why"]] if result.autoscaler_choice else [])
+                + result.notes
+            )
+        ),
     )
 
 

@@ -48,9 +48,17 @@ class PoolFigures:
     gib_hours: float = 0.0
     cost: float | None = None
     observed_node_hours: float = 0.0
+    # the data's nodes as they came and went, priced alike: what the team paid (the search and
+    # the monthly scenarios compare the autoscaled figures to these)
+    observed_core_hours: float = 0.0
+    observed_gib_hours: float = 0.0
+    observed_cost: float | None = None
     nodes_added: int = 0
     nodes_removed: int = 0
     pods_evicted: int = 0
+    # the most nodes present at once on the evaluation grid, under the autoscaler and in the data
+    peak_nodes: int = 0
+    observed_peak_nodes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -141,7 +149,11 @@ def outcome_of(
     cores = t.allocatable[:, t.resources.index("cpu")] / 1000.0
     gib = t.allocatable[:, t.resources.index("memory")] / GIB
     units = _unit_prices(inp, record, prices)
-    pools = {name: PoolFigures(cost=None if units is None else 0.0) for name in record.groups}
+    unpriced = units is None
+    pools = {
+        name: PoolFigures(cost=None if unpriced else 0.0, observed_cost=None if unpriced else 0.0)
+        for name in record.groups
+    }
     for slot, spans in record.presence.items():
         fig = pools[record.groups[record.of_node[slot]]]
         for lo, hi in spans:
@@ -155,7 +167,15 @@ def outcome_of(
     for slot in range(record.spare_from):
         fig = pools[record.groups[record.of_node[slot]]]
         lo, hi = int(observed_inp.node_join[slot]), int(observed_inp.node_leave[slot])
-        fig.observed_node_hours += _clip_hours(lo, hi, start, end)
+        hours = _clip_hours(lo, hi, start, end)
+        fig.observed_node_hours += hours
+        fig.observed_core_hours += hours * float(cores[slot])
+        fig.observed_gib_hours += hours * float(gib[slot])
+        if units is not None and fig.observed_cost is not None:
+            core_price, gib_price = units[record.of_node[slot]]
+            fig.observed_cost += hours * (
+                float(cores[slot]) * core_price + float(gib[slot]) * gib_price
+            )
     for _, slot in record.added:
         pools[record.groups[record.of_node[slot]]].nodes_added += 1
     for _, slot, _ in record.removed:
@@ -173,15 +193,28 @@ def outcome_of(
         for times in evicted_at.values()
         if any(b - a <= HOUR for a, b in itertools.pairwise(times))
     )
-    total = PoolFigures(cost=None if units is None else 0.0)
+    _peaks(inp, observed_inp, record, pools)
+    total = PoolFigures(cost=None if unpriced else 0.0, observed_cost=None if unpriced else 0.0)
     for fig in pools.values():
-        for name in ("node_hours", "core_hours", "gib_hours", "observed_node_hours"):
+        for name in (
+            "node_hours",
+            "core_hours",
+            "gib_hours",
+            "observed_node_hours",
+            "observed_core_hours",
+            "observed_gib_hours",
+        ):
             setattr(total, name, getattr(total, name) + getattr(fig, name))
         total.nodes_added += fig.nodes_added
         total.nodes_removed += fig.nodes_removed
         total.pods_evicted += fig.pods_evicted
         if total.cost is not None and fig.cost is not None:
             total.cost += fig.cost
+        if total.observed_cost is not None and fig.observed_cost is not None:
+            total.observed_cost += fig.observed_cost
+    series = _series(inp, observed_inp, record)
+    total.peak_nodes = int(series["nodes"].max()) if len(series) else 0
+    total.observed_peak_nodes = int(series["observed_nodes"].max()) if len(series) else 0
     return AutoscaledOutcome(
         strategy=result.strategy,
         autoscaler=record.kind,
@@ -193,7 +226,7 @@ def outcome_of(
         pending_pod_seconds_scale_up=_scale_up_wait(result, record),
         pending_pods_at_end=int(result.pending_at_end.sum()),
         reasons_node_hours=_reasons(record, start, end),
-        series=_series(inp, observed_inp, record),
+        series=series,
         notes=list(record.notes),
     )
 
@@ -226,6 +259,28 @@ def _reasons(record: AutoscalerRecord, start: int, end: int) -> dict[str, float]
         for reason, count in counts.items():
             out[reason] = out.get(reason, 0.0) + count * hours
     return out
+
+
+def _peaks(
+    inp: ReplayInput,
+    observed: ReplayInput,
+    record: AutoscalerRecord,
+    pools: dict[str, PoolFigures],
+) -> None:
+    """Each pool's most nodes present at once on the grid, under the autoscaler and observed."""
+    grid = np.arange(inp.start, inp.end + 1, inp.step, dtype=np.int64)
+    counts = {name: np.zeros(len(grid), dtype=np.int64) for name in pools}
+    seen = {name: np.zeros(len(grid), dtype=np.int64) for name in pools}
+    for slot, spans in record.presence.items():
+        mine = counts[record.groups[record.of_node[slot]]]
+        for lo, hi in spans:
+            mine += (grid >= lo) & (grid < hi)
+    for slot in range(record.spare_from):
+        lo, hi = int(observed.node_join[slot]), int(observed.node_leave[slot])
+        seen[record.groups[record.of_node[slot]]] += (grid >= lo) & (grid < hi)
+    for name, fig in pools.items():
+        fig.peak_nodes = int(counts[name].max()) if len(grid) else 0
+        fig.observed_peak_nodes = int(seen[name].max()) if len(grid) else 0
 
 
 def _series(inp: ReplayInput, observed: ReplayInput, record: AutoscalerRecord) -> pd.DataFrame:

@@ -190,6 +190,8 @@ class WhatIfResult:
     pool_mix: list[str] = field(default_factory=list)  # the strategies that are pool-mix shifts
     autoscaler: str = "none"  # ``--autoscaler``; with one, ``autoscaled`` holds its rows
     autoscaled: list[AutoscaledOutcome] = field(default_factory=list)
+    # ``--autoscaler auto``: what the data suggested and why (``whatif.autoscaler_choice``)
+    autoscaler_choice: dict[str, str] | None = None
 
     @property
     def kubernetes_version(self) -> str | None:
@@ -213,6 +215,11 @@ class WhatIfResult:
             "prices": self.prices,
             "pool_mix_shift": list(self.pool_mix),
             "strategies": [s.to_dict() for s in self.strategies],
+            **(
+                {}
+                if self.autoscaler_choice is None
+                else {"autoscaler_choice": self.autoscaler_choice}
+            ),
             **(
                 {}
                 if self.autoscaler == "none"

@@ -43,18 +43,21 @@ from analyzer.core.executor import ExecutorSpec, Shared, open_session
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.core.workloads import apply_recommendations, changed_pods
+from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, attribute, usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.cluster_version import snapshot_version
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.autoscaled import AutoscaledOutcome
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.capacity import node_prices
 from analyzer.whatif.compare import resolve_strategy
 from analyzer.whatif.drain import DrainReport, drain_pool
 from analyzer.whatif.evaluate import evaluate
 from analyzer.whatif.explain import node_pools
+from analyzer.whatif.joint_autoscaled import run_scenario
 from analyzer.whatif.joint_result import (
     BOTH,
     MIXED,
@@ -107,6 +110,9 @@ class JointSettings:
     drain: bool = True
     prices: Prices | None = None  # ``--prices``: the capacity released in money too
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
+    # ``--autoscaler``: every scenario also replayed under it (``analyzer.whatif.joint_autoscaled``)
+    autoscaler: str = "none"
+    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
 
     def scenario(self, name: str) -> tuple[str, bool]:
         """(strategy name, right-sized requests?) of a scenario."""
@@ -309,6 +315,14 @@ def _shared(
     return Shared(key, partial(joint_context, path, *window, recommendations, settings))
 
 
+def _autoscaled(ctx: _Context, name: str) -> AutoscaledOutcome:
+    """Scenario ``name`` replayed with the node autoscaler driving the nodes (a task)."""
+    s = ctx.settings
+    strategy, rightsized = s.scenario(name)
+    return run_scenario(ctx.input(rightsized), strategy, s.baseline, s.kubernetes_version,
+                        s.seed, s.autoscaling, s.prices)  # fmt: skip
+
+
 def run_joint(
     snapshot: Snapshot,
     recommendations: pd.DataFrame,
@@ -326,6 +340,8 @@ def run_joint(
     today = cut(snapshot, start, end)
     rightsized = apply_recommendations(today, recommendations)
     workers = max(1, min(settings.workers or os.cpu_count() or 1, len(SCENARIOS)))
+    # ``--autoscaler``: the four scenarios replayed under it too, in the same pool
+    scaled = [] if settings.autoscaler == "none" else list(SCENARIOS)
     runs: list[ScenarioRun] = []
     results: dict[str, ReplayResult] = {}
     drains: dict[str, DrainReport] = {}
@@ -365,6 +381,7 @@ def run_joint(
         # the repack replays (load-aware ones cost most) first, so neither worker idles
         order = sorted(SCENARIOS, key=lambda n: settings.scenario(n)[0] != settings.repack)
         futures = {name: session.submit(_scenario, name) for name in order}
+        later = {name: session.submit(_autoscaled, name) for name in scaled}
         for name in SCENARIOS:
             record(name, futures[name].result())
         notes = settle(lambda *args: session.submit(_kept, *args).result())
@@ -373,7 +390,10 @@ def run_joint(
         waiting = [session.submit(_drain, *args) for args in tasks]
         for args, done in zip(tasks, waiting, strict=True):
             drains[args[2]] = done.result()
+        autoscaled = {name: future.result() for name, future in later.items()}
     return JointResult(
+        autoscaler=settings.autoscaler,
+        autoscaled=autoscaled,
         source=snapshot.meta.source,
         start=start.isoformat(),
         end=end.isoformat(),

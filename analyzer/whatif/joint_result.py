@@ -16,6 +16,7 @@ import numpy as np
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.whatif.capacity import Capacity, pool_mix_shift, released, share
 from analyzer.whatif.drain import DrainReport
+from analyzer.whatif.joint_autoscaled import pool_release
 from analyzer.whatif.kept import FRESH
 from analyzer.whatif.pool_figures import PoolFigures
 
@@ -105,6 +106,10 @@ class JointResult:
     # placement could not be kept: why (a clause naming the first refusal), else ""
     kept_refused: str = ""
     version: ClusterVersion | None = None  # the Kubernetes version the replays used
+    # ``autoscaler`` other than none: every scenario replayed under it too (joint_autoscaled):
+    # scenario name -> its outcome
+    autoscaler: str = "none"
+    autoscaled: dict[str, Any] = field(default_factory=dict)
 
     def run(self, name: str) -> ScenarioRun:
         """The scenario called ``name``."""
@@ -129,6 +134,8 @@ class JointResult:
                 }
             )
             rows[-1].pop("pool")
+            if self.autoscaled:  # what the autoscaler would release (joint_autoscaled)
+                rows[-1]["autoscaler"] = pool_release(self.autoscaled[run.name], pool)
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,6 +163,7 @@ class JointResult:
             "cluster": [s.to_dict(self.scenarios[0]) for s in self.scenarios],
             "pools": pools,
             "notes": list(self.notes),
+            **({"autoscaler": self.autoscaler} if self.autoscaled else {}),
         }
 
 

@@ -31,6 +31,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.executor import ExecutorSpec
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
+from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
@@ -45,6 +46,8 @@ from analyzer.whatif.compare import (
     run_whatif,
 )
 from analyzer.whatif.notes import whatif_notes
+from analyzer.whatif.search_autoscaled import attach
+from analyzer.whatif.search_autoscaled import rule as autoscaled_rule
 from analyzer.whatif.search_grid import DEFAULT_GRID, SearchConfig, SearchGrid, scheduler_yaml
 from analyzer.whatif.search_rule import FRONT_RULE, RULE, SearchRow, pareto_front, recommend
 from analyzer.whatif.verdict import recommend as compare_recommend
@@ -68,6 +71,9 @@ class SearchSettings:
     workers: int | None = None
     prices: Prices | None = None  # ``--prices``: capacity released in money too
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
+    # ``--autoscaler``: every row also replayed under it and ranked on that (search_autoscaled)
+    autoscaler: str = "none"
+    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
 
 
 @dataclass
@@ -86,6 +92,8 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     version: ClusterVersion | None = None  # the Kubernetes version the replays used
     prices: dict[str, Any] | None = None  # the what-if's ``prices`` block (``--prices``)
+    autoscaler: str = "none"  # the rows' ``autoscaled`` figures and the ranking are under it
+    autoscaler_choice: dict[str, str] | None = None  # ``--autoscaler auto``: which and why
 
     @property
     def observed(self) -> SearchRow:
@@ -110,9 +118,14 @@ class SearchResult:
         searched = sum(r.kind == "searched" for r in candidates)
         parts = [*baselines, f"{searched} grid configuration{'s' if searched != 1 else ''}"]
         listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        what = (
+            "capacity of active nodes"
+            if self.autoscaler == "none"
+            else f"node capacity under {self.autoscaler}"
+        )
         return (
             f"Which of the {len(candidates)} configurations searched ({listed}) would have "
-            "released the most capacity of active nodes without more threshold violations, "
+            f"released the most {what} without more threshold violations, "
             "waiting or never-placed pods than observed?"
         )
 
@@ -139,7 +152,13 @@ class SearchResult:
             "seeds": self.seeds,
             "grid": self.grid.to_dict(),
             "thresholds": self.thresholds.to_dict(),
-            "rule": RULE,
+            "rule": RULE if self.autoscaler == "none" else autoscaled_rule(self.autoscaler),
+            "ranked_on": "fixed nodes" if self.autoscaler == "none" else self.autoscaler,
+            **(
+                {}
+                if self.autoscaler_choice is None
+                else {"autoscaler_choice": dict(self.autoscaler_choice)}
+            ),
             "front_rule": FRONT_RULE,
             "units": {k: v for k, v in UNITS.items() if "released" in k},
             "prices": self.prices,
@@ -240,13 +259,23 @@ def search_result(
             "core_hours_released_pct": freed.core_hours_pct,
             "gib_hours_released_pct": freed.gib_hours_pct,
         }
+    if whatif.autoscaled:  # before the front and the ranking, which read them
+        strategy_of = {c.name: path for path, c in files.items()}
+        strategy_of.update({r.name: r.name for r in candidates if r.kind == "baseline"})
+        attach(rows, whatif.autoscaled, strategy_of)
     for row, front in zip(
         candidates, pareto_front([r.objectives for r in candidates]), strict=True
     ):
         row.on_front = front
     currency = whatif.prices["currency"] if whatif.prices else None
     best, sentence = recommend(observed, candidates, currency)
+    if whatif.autoscaled:
+        sentence = (
+            f"Ranked on the replay under {whatif.autoscaler} (the nodes a team running it pays "
+            f"for, not the active ones): {sentence}"
+        )
     return SearchResult(
+        autoscaler=whatif.autoscaler if whatif.autoscaled else "none",
         prices=whatif.prices,
         source=whatif.source,
         start=whatif.start,
@@ -274,6 +303,8 @@ def search_settings(settings: SearchSettings, files: Sequence[str], *more: str) 
         workers=settings.workers,
         prices=settings.prices,
         executor=settings.executor,
+        autoscaler=settings.autoscaler,
+        autoscaling=settings.autoscaling,
     )
 
 

@@ -58,11 +58,20 @@ class SearchRow:
     # vs the first baseline (today's scheduler replayed, default kube-default): filled by the
     # search, empty without a baseline
     vs_baseline: dict[str, Any] = field(default_factory=dict)
+    # with ``--autoscaler``: the row replayed under it (``analyzer.whatif.search_autoscaled``),
+    # which ``released`` then reads
+    autoscaled: dict[str, Any] | None = None
 
     @property
     def released(self) -> float:
         """What the front and the recommendation maximise: money released when priced, else the
-        mean of the core-hour and GiB-hour shares released."""
+        mean of the core-hour and GiB-hour shares released (under the autoscaler when the row
+        was replayed with one: the nodes that existed, not the active ones)."""
+        a = self.autoscaled
+        if a is not None:
+            if a["cost_released"] is not None and self.cost_released is not None:
+                return float(a["cost_released"])
+            return (float(a["core_hours_released_pct"]) + float(a["gib_hours_released_pct"])) / 2
         if self.cost_released is not None:
             return self.cost_released
         return (self.core_hours_released_pct + self.gib_hours_released_pct) / 2.0
@@ -93,6 +102,7 @@ class SearchRow:
             "active_core_hours": self.active_core_hours,
             "active_gib_hours": self.active_gib_hours,
             "released_vs_baseline": dict(self.vs_baseline),
+            **({} if self.autoscaled is None else {"autoscaled": dict(self.autoscaled)}),
             "on_front": self.on_front,
             "eligible": self.eligible,
             "recommended": self.recommended,
@@ -111,6 +121,17 @@ def pareto_front(points: Sequence[Sequence[float]]) -> list[bool]:
 
 
 def _released_text(row: SearchRow, currency: str | None) -> str:
+    a = row.autoscaled
+    if a is not None:  # the nodes that existed under the autoscaler vs the data's
+        text = (
+            f"{a['core_hours_released']:,.0f} core-hours "
+            f"({pct_text(a['core_hours_released_pct'])}) and {a['gib_hours_released']:,.0f} "
+            f"GiB-hours ({pct_text(a['gib_hours_released_pct'])}) of the nodes' capacity under "
+            f"{a['autoscaler']} ({a['node_hours']:,.1f} node-hours, observed "
+            f"{a['observed_node_hours']:,.1f})"
+        )
+        money = money_text(a["cost_released"], currency)
+        return text + (f", worth {money}" if money else "")
     text = (
         f"{row.core_hours_released:,.0f} core-hours ({pct_text(row.core_hours_released_pct)}) and "
         f"{row.gib_hours_released:,.0f} GiB-hours ({pct_text(row.gib_hours_released_pct)})"
@@ -134,6 +155,11 @@ def recommend(
             row.violations <= observed.violations
             and row.waited <= observed.waited
             and row.never_placed <= observed.never_placed
+            # under the autoscaler: no more pods left waiting at the end than never placed
+            and (
+                row.autoscaled is None
+                or row.autoscaled["pending_pods_at_end"] <= observed.never_placed
+            )
         )
     shifts = "".join(
         " "
@@ -148,9 +174,11 @@ def recommend(
             key=lambda r: (-r.released, r.violations, r.waited, r.peak_nodes, rows.index(r)),
         )
         best.recommended = True
+        what = "" if best.autoscaled is not None else " of active nodes' capacity"
+        active = "" if best.autoscaled is None else " active"  # the fixed-node replay's peak
         return best, (
-            f"Apply {best.name}: it releases {_released_text(best, currency)} of active nodes' "
-            f"capacity over the window, peaking at {best.peak_nodes:.0f} nodes (observed "
+            f"Apply {best.name}: it releases {_released_text(best, currency)}{what} "
+            f"over the window, peaking at {best.peak_nodes:.0f}{active} nodes (observed "
             f"{observed.peak_nodes:.0f}), with {best.violations:.0f} threshold violations "
             f"(observed {observed.violations:.0f}), {best.waited:.0f} waiting pods (observed "
             f"{observed.waited:.0f}) and {best.never_placed:.0f} never placed (observed "
@@ -165,6 +193,11 @@ def recommend(
     return None, (
         f"No configuration releases capacity safely: every one of the {len(rows)} searched had "
         f"more threshold violations (observed {observed.violations:.0f}), waiting pods (observed "
-        f"{observed.waited:.0f}) or never-placed pods (observed {observed.never_placed:.0f})."
+        f"{observed.waited:.0f}) or never-placed pods (observed {observed.never_placed:.0f})"
+        + (
+            ", or left more pods pending at the end under the autoscaler."
+            if any(r.autoscaled is not None for r in rows)
+            else "."
+        )
         + shifts
     )
