@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -16,7 +17,8 @@ from analyzer.cli.pdf_options import pdf_options, pdf_request, print_report
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.core.text import escaped
-from analyzer.replay.autoscale_setup import AUTOSCALERS, parse_settings
+from analyzer.replay.autoscale_setup import AUTOSCALERS, AutoscalerSettings, parse_settings
+from analyzer.replay.karpenter_setup import KarpenterSettings, parse_karpenter
 from analyzer.replay.input import ARRIVALS
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
@@ -47,13 +49,13 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
     from analyzer.core.prices import load_prices
 
     autoscaler = opts.get("autoscaler") or "none"
-    autoscaling = parse_settings((ctx.obj or {}).get("config", {}).get("autoscaler"))
+    section = (ctx.obj or {}).get("config", {}).get("autoscaler")
+    karpenter = section.get("karpenter") if isinstance(section, Mapping) else None
+    if isinstance(section, Mapping):  # the karpenter: sub-section is Karpenter's, not CA's flags
+        section = {k: v for k, v in section.items() if k != "karpenter"}
+    autoscaling: AutoscalerSettings | KarpenterSettings = parse_settings(section)
     if autoscaler == "karpenter":
-        raise InputError(
-            "--autoscaler karpenter: Karpenter's consolidation is not in the replay yet "
-            "('analyzer autoscale' explains one instant of it); use --autoscaler "
-            "cluster-autoscaler or none"
-        )
+        autoscaling = parse_karpenter(karpenter, autoscaling.provisioning_delay)
     return WhatIfSettings(
         autoscaler=autoscaler,
         autoscaling=autoscaling,

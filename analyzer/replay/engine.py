@@ -48,6 +48,8 @@ import numpy as np
 from analyzer.core.memory import gc_frozen
 from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
+from analyzer.replay.karpenter_loop import KarpenterAutoscaler
+from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.budgets import budgets_of
 from analyzer.replay.input import (
     ARRIVE,
@@ -197,7 +199,9 @@ def replay(
     stop_after: int | None = None,
     matrices: Any = None,
     rescore_all: bool = False,
-    autoscaler: tuple[NodeGroups, AutoscalerSettings] | None = None,
+    autoscaler: tuple[NodeGroups, AutoscalerSettings]
+    | tuple[KarpenterPools, KarpenterSettings]
+    | None = None,
 ) -> ReplayResult:
     """Replay every event of ``inp`` under ``strategy``; deterministic for a given ``seed``.
 
@@ -208,7 +212,8 @@ def replay(
     incremental caches (same results, much slower: the reference the tests and benchmarks use).
     ``autoscaler``: the node groups and settings of an input from
     ``analyzer.replay.autoscale_setup.with_node_groups``: cluster-autoscaler drives the node set
-    (``analyzer.replay.autoscale_loop``; not for ``observed``).
+    (``analyzer.replay.autoscale_loop``; not for ``observed``); or the pools and settings of
+    ``analyzer.replay.karpenter_setup.with_shapes``: Karpenter does (``karpenter_loop``).
     """
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()
@@ -260,7 +265,8 @@ def replay(
     )
     scaler = None
     if autoscaler is not None and profile is not None:
-        scaler = ClusterAutoscaler(
+        scaler = (KarpenterAutoscaler if isinstance(autoscaler[1], KarpenterSettings)
+                  else ClusterAutoscaler)(  # type: ignore[operator]
             inp, *autoscaler, profile, state, active, on_node, bound, budgets_of(inp, state),
             np.random.default_rng([seed, AUTOSCALER_STREAM]),
         )  # fmt: skip

@@ -28,6 +28,7 @@ import numpy as np
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.autoscale_setup import AutoscalerSettings
+from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
 from analyzer.replay.projection import UsageMatrices, usage_matrices
@@ -95,7 +96,7 @@ class WhatIfSettings:
     # ``--autoscaler``: also replay every strategy with this node autoscaler driving the nodes
     # (``analyzer.whatif.autoscaled``), its settings from the config's ``autoscaler:`` section
     autoscaler: str = "none"
-    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
+    autoscaling: AutoscalerSettings | KarpenterSettings = field(default_factory=AutoscalerSettings)
 
 
 def resolve_strategy(name: str, kubernetes_version: str | None = None) -> Strategy:
