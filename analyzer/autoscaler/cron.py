@@ -110,7 +110,10 @@ def parse_cron(raw: object, where: str) -> Cron:
             "such as @daily"
         )
     sets = [_field(p, i, f"{where} field {i + 1}") for i, p in enumerate(parts)]
-    return Cron(raw, *sets, parts[2] in ("*", "?"), parts[4] in ("*", "?"))
+    minutes, hours, days, months, weekdays = sets
+    return Cron(
+        raw, minutes, hours, days, months, weekdays, parts[2] in ("*", "?"), parts[4] in ("*", "?")
+    )
 
 
 def active(cron: Cron, duration: int, t: float) -> bool:

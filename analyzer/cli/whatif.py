@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -18,8 +18,8 @@ from analyzer.core.errors import InputError
 from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.core.text import escaped
 from analyzer.replay.autoscale_setup import AUTOSCALERS, AutoscalerSettings, parse_settings
-from analyzer.replay.karpenter_setup import KarpenterSettings, parse_karpenter
 from analyzer.replay.input import ARRIVALS
+from analyzer.replay.karpenter_setup import KarpenterSettings, parse_karpenter
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
 

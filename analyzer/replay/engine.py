@@ -48,8 +48,6 @@ import numpy as np
 from analyzer.core.memory import gc_frozen
 from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
-from analyzer.replay.karpenter_loop import KarpenterAutoscaler
-from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.budgets import budgets_of
 from analyzer.replay.input import (
     ARRIVE,
@@ -58,6 +56,8 @@ from analyzer.replay.input import (
     NODE_LEAVE,
     ReplayInput,
 )
+from analyzer.replay.karpenter_loop import KarpenterAutoscaler
+from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.node_state import TAINT_EVICTED, NodeStateTimeline
 from analyzer.replay.preemption import (
@@ -263,10 +263,14 @@ def replay(
     queue = PendingQueue(
         seq, lambda pod: pod.to_bytes(8, "little") + b"pin" if pinned[pod] else keys[pod]
     )
-    scaler = None
+    scaler: ClusterAutoscaler | KarpenterAutoscaler | None = None
     if autoscaler is not None and profile is not None:
-        scaler = (KarpenterAutoscaler if isinstance(autoscaler[1], KarpenterSettings)
-                  else ClusterAutoscaler)(  # type: ignore[operator]
+        kind: Any = (
+            KarpenterAutoscaler
+            if isinstance(autoscaler[1], KarpenterSettings)
+            else ClusterAutoscaler
+        )  # same engine-facing methods
+        scaler = kind(
             inp, *autoscaler, profile, state, active, on_node, bound, budgets_of(inp, state),
             np.random.default_rng([seed, AUTOSCALER_STREAM]),
         )  # fmt: skip

@@ -37,7 +37,7 @@ from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
-from analyzer.replay.karpenter_provision import solve
+from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState
@@ -83,6 +83,10 @@ class KarpenterAutoscaler:
         self.looked = -1  # the last instant that was only such a look
         self.live = False  # within an instant, after ``tick`` (pod events are stamped now)
         self.stale: set[int] = set()  # nodes with a pod event before this instant's ``ready``
+        # single-node answers kept between passes: slot -> (its pods then, the pods that fit
+        # nowhere); dropped when a node that freed room since could take one of its pods
+        self.kept: dict[int, tuple[tuple[int, ...], list[Mapping[str, int]]]] = {}
+        self.freed: set[int] = set()  # nodes that freed room (a pod left, or joined) since
         self.known: set[int] = set()  # pending pods already in a batch
         self.batch: tuple[int, int] | None = None  # (first, last) pending pod of the batch
         self.next_poll = inp.start + settings.poll
@@ -137,6 +141,7 @@ class KarpenterAutoscaler:
             self.record.joined(slot, now)
             self.record.added.append((now, slot))
             self.last_event[slot] = now
+            self.freed.add(slot)
             if slot in self.launched:
                 self.launched.discard(slot)
                 self.nominated[slot] = now + max(2 * self.settings.batch_max, MIN_NOMINATION)
@@ -175,7 +180,8 @@ class KarpenterAutoscaler:
 
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound or unbound a pod on ``node``: a pod event (``consolidateAfter``)."""
-        del freed
+        if freed:
+            self.freed.add(node)
         self.dirty = True
         if self.live:
             self.last_event[node] = self.clock
@@ -274,7 +280,7 @@ class KarpenterAutoscaler:
         def count(reason: str, n: int = 1) -> None:
             reasons[reason] = reasons.get(reason, 0) + n
 
-        present = [s for s in np.flatnonzero(self.active).tolist()]
+        present: list[int] = np.flatnonzero(self.active).tolist()
         blocked = self._pdb_blocked(now, present)
         annotations = self.state.node_annotations
         candidates: list[Candidate] = []
@@ -297,7 +303,9 @@ class KarpenterAutoscaler:
                 count("PodDisruptionBudget")
             elif now - int(self.last_event[slot]) < self.settings.consolidate_after:
                 count("ConsolidateAfter")
-                self.later = min(self.later, int(self.last_event[slot]) + self.settings.consolidate_after)
+                self.later = min(
+                    self.later, int(self.last_event[slot]) + self.settings.consolidate_after
+                )
             else:
                 pool = self.pools.names[self.of[slot]]
                 shape = self.pools.shape_of[slot]
@@ -306,7 +314,9 @@ class KarpenterAutoscaler:
                     pod_eviction_cost(self.inp.demands[p].annotations, self.inp.demands[p].priority)
                     for p in pods
                 )
-                candidates.append(Candidate(self.state.node_names[slot], pool, cost, not pods, price))
+                candidates.append(
+                    Candidate(self.state.node_names[slot], pool, cost, not pods, price)
+                )
         candidates.sort(key=lambda c: c.cost)  # stable: equal costs keep the node order
         position = {self.state.node_names[s]: s for s in present}
         decision = self._decide(now, candidates, position) if candidates else Decision("none")
@@ -370,20 +380,56 @@ class KarpenterAutoscaler:
             pool = int(self.of[position[group[0].name]])
             return [s for k, s in enumerate(self.pools.shapes[pool]) if self._free(pool, k) > 0]
 
+        self._forget_freed()
+
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
-            return self._leftover([position[n] for n in names], seconds)
+            slots = [position[n] for n in names]
+            if len(slots) > 1:
+                return self._leftover(slots, seconds)
+            key = tuple(sorted(self.on_node[slots[0]]))
+            known = self.kept.get(slots[0])
+            if known is not None and known[0] == key:
+                return known[1]
+            left = self._leftover(slots, seconds)
+            if left:  # only a failed try is kept: a success changes the cluster anyway
+                self.kept[slots[0]] = (key, left)
+            return left
 
         return decide(ordered, allowed, self.settings.policy, shapes, leftover)
+
+    def _forget_freed(self) -> None:
+        """Drop the kept single-node answers a node that freed room since could change: one of
+        the candidate's pods fits that node's room now (resources only; as cluster-autoscaler's
+        loop, the effects of pods bound elsewhere on spread and affinity are ignored)."""
+        freed = [f for f in self.freed if self.active[f]]
+        self.freed = set()
+        if not freed or not self.kept:
+            return
+        state, demands = self.state, self.inp.demands
+        rooms = state.allocatable[freed] - state.requested[freed]
+        for slot in list(self.kept):
+            pods = [p for p in self.on_node[slot] if not self.inp.pinned[p]]
+            if any(bool(np.any(np.all(demands[p].requests <= rooms, axis=1))) for p in pods):
+                del self.kept[slot]
 
     def _leftover(self, slots: list[int], seconds: float) -> list[Mapping[str, int]]:
         """The requests of the pods of ``slots`` that fit on no node that stays (the scheduler's
         filters, first fit, largest first); the live state is restored."""
         state, demands = self.state, self.inp.demands
-        pods = [p for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
         allowed = self.active.copy()
         allowed[slots] = False
         for s in self.disrupting:
             allowed[s] = False
+        pods = [p for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
+        if len(slots) > 1 and pods:
+            # a necessary condition: what exceeds the room left on the staying nodes must fit
+            # one shape of the pool; if it fits none, the option fails whatever the placement
+            need = np.sum([demands[p].requests for p in pods], axis=0)
+            free = (state.allocatable[allowed] - state.requested[allowed]).clip(min=0)
+            over = dict(zip(state.resources, (need - free.sum(axis=0)).clip(min=0).tolist()))
+            shapes = self.pools.shapes[int(self.of[slots[0]])]
+            if any(over.values()) and not any(holds(s, over) for s in shapes):
+                return [demands[p].request_map for p in pods]
         undo: list[tuple[int, Any, bool]] = []
         left: list[Mapping[str, int]] = []
         try:
@@ -396,8 +442,12 @@ class KarpenterAutoscaler:
                                                 -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
             for p in order:
                 demand = demands[p]
-                feasible = allowed.copy()
-                for plugin in self.profile.filters:
+                # resources first (those it requests, as NodeResourcesFit): most pods that fit
+                # nowhere fail here, without the filters
+                asks = demand.requests > 0
+                room = state.allocatable[:, asks] - state.requested[:, asks]
+                feasible = allowed & np.all(room >= demand.requests[asks], axis=1)
+                for plugin in self.profile.filters if feasible.any() else ():
                     feasible &= plugin.filter(state, demand, seconds).feasible
                     if not feasible.any():
                         break
@@ -412,4 +462,3 @@ class KarpenterAutoscaler:
             for node, demand, was_unbound in reversed(undo):
                 (state.bind if was_unbound else state.unbind)(node, demand)
         return left
-

@@ -195,13 +195,17 @@ def _pool_shapes(
             cost = cores * unit[0] + gib * unit[1]
         else:  # ranked by capacity: an average node of the pool costs 1
             cost = 0.5 * cores / max(mean_cores, 1e-9) + 0.5 * gib / max(mean_gib, 1e-9)
-        alloc_map = {r: int(v) for r, v in zip(t.resources, t.allocatable[row].tolist(), strict=True)}
+        alloc_map = {
+            r: int(v) for r, v in zip(t.resources, t.allocatable[row].tolist(), strict=True)
+        }
         alloc_map["pods"] = int(t.allowed_pods[row])
         label = labels.get(INSTANCE_TYPE) or f"{cores:g}c-{gib:.0f}Gi"
         found.append((k, row, Shape(label, alloc_map, cost)))
     found.sort(key=lambda f: (f[2].price, f[1]))
     order = {k: j for j, (k, _, _) in enumerate(found)}
-    member_shape = {int(m): order.get(int(inverse.reshape(-1)[i]), -1) for i, m in enumerate(members)}
+    member_shape = {
+        int(m): order.get(int(inverse.reshape(-1)[i]), -1) for i, m in enumerate(members)
+    }
     return [(row, shape) for _, row, shape in found], member_shape
 
 

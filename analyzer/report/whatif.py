@@ -126,6 +126,7 @@ class WhatIfContext:
     unit_line: str = UNIT_LINE  # what "capacity released" counts, under the verdict
     autoscaled: str = ""  # the node autoscaler's sentence ("": no --autoscaler)
     autoscaler_notes: list[str] = field(default_factory=list)  # its node groups' bounds
+    autoscaler: str = "none"  # which autoscaler (the page's explanation differs)
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
@@ -368,6 +369,7 @@ def build_whatif_context(
         compared=len(result.strategies) - 1,
         autoscaled=autoscaled_sentence(table) if (table := autoscaled_table(result)) else "",
         autoscaler_notes=sorted({n for o in result.autoscaled for n in o.notes}),
+        autoscaler=result.autoscaler,
     )
 
 

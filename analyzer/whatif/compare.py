@@ -28,9 +28,9 @@ import numpy as np
 from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.autoscale_setup import AutoscalerSettings
-from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
+from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
