@@ -216,7 +216,9 @@ def test_the_page_shows_the_rows_and_the_node_count_chart(spread: Path, tmp_path
     assert shown["Strategy + autoscaler"] == "kube-default + cluster-autoscaler"
     # the hand-worked figures (first test): 4 h 10 min 10 s of nodes, one removed, one evicted
     assert shown["Node-hours"] == "4.2" and shown["Nodes removed"] == "1"
-    assert shown["Pods evicted by scale-down or consolidation"] == "1" and shown["Peak nodes"] == "3"
+    assert (
+        shown["Pods evicted by scale-down or consolidation"] == "1" and shown["Peak nodes"] == "3"
+    )
     # the sentence says what the row says
     assert answer == (
         "Under cluster-autoscaler, kube-default would have run 4.2 node-hours, 1.8 fewer than "

@@ -426,7 +426,8 @@ class KarpenterAutoscaler:
             # one shape of the pool; if it fits none, the option fails whatever the placement
             need = np.sum([demands[p].requests for p in pods], axis=0)
             free = (state.allocatable[allowed] - state.requested[allowed]).clip(min=0)
-            over = dict(zip(state.resources, (need - free.sum(axis=0)).clip(min=0).tolist()))
+            excess = (need - free.sum(axis=0)).clip(min=0).tolist()
+            over = dict(zip(state.resources, excess, strict=True))
             shapes = self.pools.shapes[int(self.of[slots[0]])]
             if any(over.values()) and not any(holds(s, over) for s in shapes):
                 return [demands[p].request_map for p in pods]
