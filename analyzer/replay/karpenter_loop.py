@@ -98,6 +98,12 @@ class KarpenterAutoscaler:
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         self.edges = self._budget_edges()
+        # the pods annotated karpenter.sh/do-not-disrupt, and each pod's eviction cost (both
+        # fixed for a pod's lifetime)
+        self.keep = {
+            p for p, d in enumerate(inp.demands) if d.annotations.get(DO_NOT_DISRUPT) == "true"
+        }
+        self.costs: dict[int, float] = {}
 
     # -- the engine's side ---------------------------------------------------------------------
     @property
@@ -297,7 +303,7 @@ class KarpenterAutoscaler:
                 count("ConsolidateAfterNever")
             elif annotations and annotations[slot].get(DO_NOT_DISRUPT) == "true":
                 count("DoNotDisruptNode")
-            elif any(self.inp.demands[p].annotations.get(DO_NOT_DISRUPT) == "true" for p in pods):
+            elif self.keep and any(p in self.keep for p in pods):
                 count("DoNotDisruptPod")
             elif any(p in blocked for p in pods):
                 count("PodDisruptionBudget")
@@ -310,10 +316,7 @@ class KarpenterAutoscaler:
                 pool = self.pools.names[self.of[slot]]
                 shape = self.pools.shape_of[slot]
                 price = None if shape < 0 else self.pools.shapes[self.of[slot]][shape].price
-                cost = sum(
-                    pod_eviction_cost(self.inp.demands[p].annotations, self.inp.demands[p].priority)
-                    for p in pods
-                )
+                cost = sum(self._cost(p) for p in pods)
                 candidates.append(
                     Candidate(self.state.node_names[slot], pool, cost, not pods, price)
                 )
@@ -397,6 +400,13 @@ class KarpenterAutoscaler:
 
         return decide(ordered, allowed, self.settings.policy, shapes, leftover)
 
+    def _cost(self, pod: int) -> float:
+        found = self.costs.get(pod)
+        if found is None:
+            demand = self.inp.demands[pod]
+            found = self.costs[pod] = pod_eviction_cost(demand.annotations, demand.priority)
+        return found
+
     def _forget_freed(self) -> None:
         """Drop the kept single-node answers a node that freed room since could change: one of
         the candidate's pods fits that node's room now (resources only; as cluster-autoscaler's
@@ -433,21 +443,22 @@ class KarpenterAutoscaler:
                 return [demands[p].request_map for p in pods]
         undo: list[tuple[int, Any, bool]] = []
         left: list[Mapping[str, int]] = []
+        free = np.zeros(0)
         try:
             for s in slots:
                 for p in self.on_node[s]:
                     if not self.inp.pinned[p]:
                         state.unbind(s, demands[p])
                         undo.append((s, demands[p], True))
+            free = state.allocatable - state.requested  # kept in step with the binds below
             order = sorted(pods, key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
                                                 -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
             for p in order:
                 demand = demands[p]
                 # resources first (those it requests, as NodeResourcesFit): most pods that fit
                 # nowhere fail here, without the filters
-                asks = demand.requests > 0
-                room = state.allocatable[:, asks] - state.requested[:, asks]
-                feasible = allowed & np.all(room >= demand.requests[asks], axis=1)
+                need = demand.requests
+                feasible = allowed & np.all((free >= need) | (need == 0), axis=1)
                 for plugin in self.profile.filters if feasible.any() else ():
                     feasible &= plugin.filter(state, demand, seconds).feasible
                     if not feasible.any():
@@ -458,6 +469,7 @@ class KarpenterAutoscaler:
                     left.append(demand.request_map)
                 else:
                     state.bind(target, demand)
+                    free[target] -= need
                     undo.append((target, demand, False))
         finally:
             for node, demand, was_unbound in reversed(undo):
