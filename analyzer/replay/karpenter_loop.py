@@ -83,9 +83,11 @@ class KarpenterAutoscaler:
         self.looked = -1  # the last instant that was only such a look
         self.live = False  # within an instant, after ``tick`` (pod events are stamped now)
         self.stale: set[int] = set()  # nodes with a pod event before this instant's ``ready``
-        # single-node answers kept between passes: slot -> (its pods then, the pods that fit
-        # nowhere); dropped when a node that freed room since could take one of its pods
-        self.kept: dict[int, tuple[tuple[int, ...], list[Mapping[str, int]]]] = {}
+        # answers kept between passes: candidate slots -> (their pods then, the pods that fit
+        # nowhere); dropped when a node that freed room since could take one of their pods
+        self.kept: dict[
+            tuple[int, ...], tuple[tuple[tuple[int, ...], ...], list[Mapping[str, int]]]
+        ] = {}
         self.freed: set[int] = set()  # nodes that freed room (a pod left, or joined) since
         self.known: set[int] = set()  # pending pods already in a batch
         self.batch: tuple[int, int] | None = None  # (first, last) pending pod of the batch
@@ -386,16 +388,14 @@ class KarpenterAutoscaler:
         self._forget_freed()
 
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
-            slots = [position[n] for n in names]
-            if len(slots) > 1:
-                return self._leftover(slots, seconds)
-            key = tuple(sorted(self.on_node[slots[0]]))
-            known = self.kept.get(slots[0])
+            slots = tuple(position[n] for n in names)
+            key = tuple(tuple(sorted(self.on_node[s])) for s in slots)
+            known = self.kept.get(slots)
             if known is not None and known[0] == key:
                 return known[1]
-            left = self._leftover(slots, seconds)
-            if left:  # only a failed try is kept: a success changes the cluster anyway
-                self.kept[slots[0]] = (key, left)
+            left = self._leftover(list(slots), seconds)
+            if left:  # pods that fit nowhere: the same answer until room frees for one of them
+                self.kept[slots] = (key, left)
             return left
 
         return decide(ordered, allowed, self.settings.policy, shapes, leftover)
@@ -408,8 +408,8 @@ class KarpenterAutoscaler:
         return found
 
     def _forget_freed(self) -> None:
-        """Drop the kept single-node answers a node that freed room since could change: one of
-        the candidate's pods fits that node's room now (resources only; as cluster-autoscaler's
+        """Drop the kept answers a node that freed room since could change: one of the
+        candidates' pods fits that node's room now (resources only; as cluster-autoscaler's
         loop, the effects of pods bound elsewhere on spread and affinity are ignored)."""
         freed = [f for f in self.freed if self.active[f]]
         self.freed = set()
@@ -417,10 +417,16 @@ class KarpenterAutoscaler:
             return
         state, demands = self.state, self.inp.demands
         rooms = state.allocatable[freed] - state.requested[freed]
-        for slot in list(self.kept):
-            pods = [p for p in self.on_node[slot] if not self.inp.pinned[p]]
-            if any(bool(np.any(np.all(demands[p].requests <= rooms, axis=1))) for p in pods):
-                del self.kept[slot]
+        fits: dict[int, bool] = {}
+        for slots in list(self.kept):
+            for p in (p for s in slots for p in self.on_node[s] if not self.inp.pinned[p]):
+                found = fits.get(p)
+                if found is None:
+                    need = demands[p].requests
+                    found = fits[p] = bool(np.any(np.all((rooms >= need) | (need == 0), axis=1)))
+                if found:
+                    del self.kept[slots]
+                    break
 
     def _leftover(self, slots: list[int], seconds: float) -> list[Mapping[str, int]]:
         """The requests of the pods of ``slots`` that fit on no node that stays (the scheduler's
