@@ -279,3 +279,27 @@ def test_none_is_unchanged_by_a_karpenter_section(spread: Path, tmp_path: Path) 
     assert plain.exit_code == 0 and none.exit_code == 0, none.output
     assert json.loads(plain.output) == json.loads(none.output)
     assert "autoscaled" not in json.loads(none.output)
+
+
+def test_budget_schedules_are_cron_in_utc() -> None:
+    from datetime import UTC, datetime
+
+    from analyzer.autoscaler.cron import active, parse_cron, windows
+
+    def minute(text: str) -> int:
+        return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() // 60)
+
+    weekdays = parse_cron("0 9 * * 1-5", "t")
+    assert weekdays.fires(minute("2026-11-30T09:00"))  # a Monday
+    assert not weekdays.fires(minute("2026-11-29T09:00"))  # a Sunday
+    assert not weekdays.fires(minute("2026-11-30T09:01"))
+    # day-of-month and day-of-week both restricted: either matches (cron's rule)
+    either = parse_cron("0 0 1 * 0", "t")
+    assert either.fires(minute("2026-11-29T00:00"))  # a Sunday, not the 1st
+    assert either.fires(minute("2026-12-01T00:00"))  # the 1st, a Tuesday
+    assert parse_cron("@daily", "t").fires(minute("2026-11-30T00:00"))
+    # active in (t - duration, t]: from the trigger for 8 hours
+    t0 = minute("2026-11-30T09:00") * 60
+    assert active(weekdays, 8 * 3600, t0) and active(weekdays, 8 * 3600, t0 + 8 * 3600 - 1)
+    assert not active(weekdays, 8 * 3600, t0 - 1) and not active(weekdays, 8 * 3600, t0 + 8 * 3600)
+    assert windows(weekdays, 8 * 3600, t0 - 3600, t0 + 86400) == [(t0, t0 + 8 * 3600)]

@@ -212,7 +212,9 @@ def decide(
     decision.blocked += [c.name for c in priced if c not in within]
     if not within:
         decision.reason = (
-            "the disruption budget allows no node now" if priced else "no candidate to consolidate"
+            "the disruption budget allows no node now"
+            if priced or decision.blocked
+            else "no candidate to consolidate"
         )
         return decision
 
