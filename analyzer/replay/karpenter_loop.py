@@ -437,6 +437,7 @@ class KarpenterAutoscaler:
         for s in self.disrupting:
             allowed[s] = False
         pods = [p for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
+        shapes = self.pools.shapes[int(self.of[slots[0]])]
         if len(slots) > 1 and pods:
             # a necessary condition: what exceeds the room left on the staying nodes must fit
             # one shape of the pool; if it fits none, the option fails whatever the placement
@@ -444,12 +445,12 @@ class KarpenterAutoscaler:
             free = (state.allocatable[allowed] - state.requested[allowed]).clip(min=0)
             excess = (need - free.sum(axis=0)).clip(min=0).tolist()
             over = dict(zip(state.resources, excess, strict=True))
-            shapes = self.pools.shapes[int(self.of[slots[0]])]
             if any(over.values()) and not any(holds(s, over) for s in shapes):
                 return [demands[p].request_map for p in pods]
         undo: list[tuple[int, Any, bool]] = []
         left: list[Mapping[str, int]] = []
         free = np.zeros(0)
+        total: dict[str, int] = {}
         try:
             for s in slots:
                 for p in self.on_node[s]:
@@ -459,7 +460,7 @@ class KarpenterAutoscaler:
             free = state.allocatable - state.requested  # kept in step with the binds below
             order = sorted(pods, key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
                                                 -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
-            for p in order:
+            for i, p in enumerate(order):
                 demand = demands[p]
                 # resources first (those it requests, as NodeResourcesFit): most pods that fit
                 # nowhere fail here, without the filters
@@ -473,6 +474,13 @@ class KarpenterAutoscaler:
                 target = int(hits[0]) if len(hits) else None
                 if target is None:
                     left.append(demand.request_map)
+                    for k, v in demand.request_map.items():
+                        total[k] = total.get(k, 0) + v
+                    total["pods"] = len(left)
+                    if not any(holds(shape, total) for shape in shapes):
+                        # what is left already fits no shape and only grows: the try fails
+                        # whatever the other pods do (``decide`` finds no replacement)
+                        return [*left, *(demands[q].request_map for q in order[i + 1 :])]
                 else:
                     state.bind(target, demand)
                     free[target] -= need
