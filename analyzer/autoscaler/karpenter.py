@@ -209,7 +209,8 @@ def decide(
     # node of an unknown type could still go by emptiness, above
     priced = [c for c in ordered if c.price is not None]
     within = _within_budget(priced, allowed, "Underutilized")
-    decision.blocked += [c.name for c in priced if c not in within]
+    held = set(decision.blocked)
+    decision.blocked += [c.name for c in priced if c not in within and c.name not in held]
     if not within:
         decision.reason = (
             "the disruption budget allows no node now"
