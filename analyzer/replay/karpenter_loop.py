@@ -327,9 +327,12 @@ class KarpenterAutoscaler:
         decision = self._decide(now, candidates, position) if candidates else Decision("none")
         chosen = {position[n] for n in decision.nodes}
         count("Disrupting", len(chosen))
-        count("BudgetExhausted", len(decision.blocked))
-        count("NotCheaper", len(decision.failed))
-        rest = len(candidates) - len(chosen) - len(decision.blocked) - len(decision.failed)
+        # each candidate under one reason: chosen, else held back by a budget, else tried alone
+        held = set(decision.blocked) - set(decision.nodes)
+        failed = set(decision.failed) - held - set(decision.nodes)
+        count("BudgetExhausted", len(held))
+        count("NotCheaper", len(failed))
+        rest = len(candidates) - len(chosen) - len(held) - len(failed)
         if decision.kind == "none" and self.settings.policy == "WhenEmpty":
             count("WhenEmptyPolicy", rest)
         else:
