@@ -74,8 +74,14 @@ def spread(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _snapshot(tmp, [N("a"), N("b"), N("c")], pods)
 
 
-def test_a_node_whose_pods_fit_on_the_others_is_deleted(spread: Path, tmp_path: Path) -> None:
-    row = _row(_whatif(tmp_path, spread, None))
+@pytest.fixture(scope="module")
+def default_row(spread: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The spread cluster replayed under Karpenter's defaults (one run for the tests below)."""
+    return _row(_whatif(tmp_path_factory.mktemp("default"), spread, None))
+
+
+def test_a_node_whose_pods_fit_on_the_others_is_deleted(default_row: dict[str, Any]) -> None:
+    row = default_row
     assert row["nodes_removed"] == 1 and row["nodes_added"] == 0
     assert row["pods_evicted"] == 1 and row["evicted_twice_within_hour"] == 0
     assert row["node_hours"] == pytest.approx(2 * 2 + 10 / 3600, abs=1e-6)
@@ -180,8 +186,8 @@ def test_pending_pods_get_the_cheapest_fitting_shape_after_the_launch_delay(
     assert row["core_hours"] == pytest.approx(8 * 2 + 4 * 2 + 4 * added, abs=1e-5)
 
 
-def test_figures_are_never_impossible(spread: Path, tmp_path: Path) -> None:
-    row = _row(_whatif(tmp_path, spread, None))
+def test_figures_are_never_impossible(default_row: dict[str, Any]) -> None:
+    row = default_row
     slots = 3 + 3  # the data's nodes and the pool's spare nodes of its one shape
     for key in ("node_hours", "core_hours", "gib_hours", "pending_pod_seconds_scale_up"):
         assert math.isfinite(row[key]) and row[key] >= 0
