@@ -342,7 +342,8 @@ class KarpenterAutoscaler:
             return []
         if decision.replacement is None:
             return sorted(chosen)
-        pool = self.of[min(chosen)]
+        # the replacement is of the first candidate's pool (``shapes`` in ``_decide``)
+        pool = self.of[self.state.node_names.index(decision.nodes[0])]
         shape = self.pools.shapes[pool].index(decision.replacement)
         slot = next(
             s for s in self.pools.slots(int(pool), shape)

@@ -149,14 +149,14 @@ class KarpenterPools:
     data_nodes: int
     priced: bool
     notes: list[str] = field(default_factory=list)
+    by_shape: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # ``slots``' index
 
     def slots(self, pool: int, shape: int) -> list[int]:
         """The spare slots of ``shape`` of ``pool``."""
-        return [
-            s
-            for s in np.flatnonzero(self.spare).tolist()
-            if self.of_node[s] == pool and self.shape_of[s] == shape
-        ]
+        if not self.by_shape:
+            for s in np.flatnonzero(self.spare).tolist():
+                self.by_shape.setdefault((self.of_node[s], self.shape_of[s]), []).append(s)
+        return self.by_shape.get((pool, shape), [])
 
 
 def _most_at_once(inp: ReplayInput, members: np.ndarray[Any, Any]) -> int:
