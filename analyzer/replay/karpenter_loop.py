@@ -37,8 +37,9 @@ from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
-from analyzer.replay.karpenter_provision import holds, solve
+from analyzer.replay.karpenter_provision import solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
+from analyzer.replay.karpenter_simulate import leftover, stale_answers
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState
 
@@ -412,84 +413,23 @@ class KarpenterAutoscaler:
         return found
 
     def _forget_freed(self) -> None:
-        """Drop the kept answers a node that freed room since could change: one of the
-        candidates' pods fits that node's room now (resources only; as cluster-autoscaler's
-        loop, the effects of pods bound elsewhere on spread and affinity are ignored)."""
+        """Drop the kept answers a node that freed room since could change."""
         freed = [f for f in self.freed if self.active[f]]
         self.freed = set()
-        if not freed or not self.kept:
-            return
-        state, demands = self.state, self.inp.demands
-        rooms = state.allocatable[freed] - state.requested[freed]
-        fits: dict[int, bool] = {}
-        for slots in list(self.kept):
-            for p in (p for s in slots for p in self.on_node[s] if not self.inp.pinned[p]):
-                found = fits.get(p)
-                if found is None:
-                    need = demands[p].requests
-                    found = fits[p] = bool(np.any(np.all((rooms >= need) | (need == 0), axis=1)))
-                if found:
-                    del self.kept[slots]
-                    break
+        if freed and self.kept:
+            pods = {k: [p for s in k for p in self.on_node[s] if not self.inp.pinned[p]]
+                    for k in self.kept}  # fmt: skip
+            for key in stale_answers(self.state, self.inp.demands, freed, pods):
+                del self.kept[key]
 
     def _leftover(self, slots: list[int], seconds: float) -> list[Mapping[str, int]]:
-        """The requests of the pods of ``slots`` that fit on no node that stays (the scheduler's
-        filters, first fit, largest first); the live state is restored."""
-        state, demands = self.state, self.inp.demands
+        """The requests of the pods of ``slots`` that fit on no node that stays."""
         allowed = self.active.copy()
         allowed[slots] = False
         for s in self.disrupting:
             allowed[s] = False
-        pods = [p for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
-        shapes = self.pools.shapes[int(self.of[slots[0]])]
-        if len(slots) > 1 and pods:
-            # a necessary condition: what exceeds the room left on the staying nodes must fit
-            # one shape of the pool; if it fits none, the option fails whatever the placement
-            need = np.sum([demands[p].requests for p in pods], axis=0)
-            free = (state.allocatable[allowed] - state.requested[allowed]).clip(min=0)
-            excess = (need - free.sum(axis=0)).clip(min=0).tolist()
-            over = dict(zip(state.resources, excess, strict=True))
-            if any(over.values()) and not any(holds(s, over) for s in shapes):
-                return [demands[p].request_map for p in pods]
-        undo: list[tuple[int, Any, bool]] = []
-        left: list[Mapping[str, int]] = []
-        free = np.zeros(0)
-        total: dict[str, int] = {}
-        try:
-            for s in slots:
-                for p in self.on_node[s]:
-                    if not self.inp.pinned[p]:
-                        state.unbind(s, demands[p])
-                        undo.append((s, demands[p], True))
-            free = state.allocatable - state.requested  # kept in step with the binds below
-            order = sorted(pods, key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
-                                                -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
-            for i, p in enumerate(order):
-                demand = demands[p]
-                # resources first (those it requests, as NodeResourcesFit): most pods that fit
-                # nowhere fail here, without the filters
-                need = demand.requests
-                feasible = allowed & np.all((free >= need) | (need == 0), axis=1)
-                for plugin in self.profile.filters if feasible.any() else ():
-                    feasible &= plugin.filter(state, demand, seconds).feasible
-                    if not feasible.any():
-                        break
-                hits = np.flatnonzero(feasible)
-                target = int(hits[0]) if len(hits) else None
-                if target is None:
-                    left.append(demand.request_map)
-                    for k, v in demand.request_map.items():
-                        total[k] = total.get(k, 0) + v
-                    total["pods"] = len(left)
-                    if not any(holds(shape, total) for shape in shapes):
-                        # what is left already fits no shape and only grows: the try fails
-                        # whatever the other pods do (``decide`` finds no replacement)
-                        return [*left, *(demands[q].request_map for q in order[i + 1 :])]
-                else:
-                    state.bind(target, demand)
-                    free[target] -= need
-                    undo.append((target, demand, False))
-        finally:
-            for node, demand, was_unbound in reversed(undo):
-                (state.bind if was_unbound else state.unbind)(node, demand)
-        return left
+        moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
+        return leftover(
+            self.state, self.profile, self.inp.demands, moves, allowed,
+            self.pools.shapes[int(self.of[slots[0]])], seconds,
+        )  # fmt: skip
