@@ -201,3 +201,16 @@ def test_unknown_instance_type_goes_only_by_emptiness(tmp_path: Path) -> None:
         "replacement": None,
         "reason": "1 empty node(s) deleted (emptiness)",
     }
+
+
+def test_a_scheduled_zero_budget_blocks_only_within_its_window(tmp_path: Path) -> None:
+    """``now`` is 12:00 UTC: a 0-node budget from 09:00 for 8h is active, one for 2h is not."""
+    nodes = [_node("busy", "large"), _node("idle", "small")]
+    pods = [_pod("w", "busy", 1000)]
+    for hours, kind in ((8, "none"), (2, "empty")):
+        budgets = [
+            {"nodes": "100%"},
+            {"nodes": "0", "schedule": "0 9 * * *", "duration": f"{hours}h"},
+        ]
+        result = run(tmp_path, _scenario(nodes, pods, budgets=budgets))
+        assert result["decision"]["type"] == kind, hours

@@ -103,7 +103,7 @@ def _labelled(tmp: Path, labels: str, nodes: list[N]) -> Path:
         ('{"cloud.google.com/gke-nodepool": "pool"}', [N("a"), N("b", first=30)],
          "cluster-autoscaler", ["cloud.google.com/gke-nodepool", "1 node joined and 0 left"]),
         ('{"karpenter.sh/nodepool": "default"}', [N("a"), N("b", last=60)],
-         "cluster-autoscaler", ["karpenter", "not in the replay yet", "cluster-autoscaler"]),
+         "cluster-autoscaler", ["karpenter", "does not choose Karpenter yet", "cluster-autoscaler"]),
         ("{}", [N("a"), N("b", last=60)],
          "none", ["0 nodes joined and 1 left", "no node label, taint or annotation"]),
     ],

@@ -156,7 +156,6 @@ def test_figures_are_never_impossible(spread: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("fault", "config", "extra", "names"),
     [
-        ("autoscaler-karpenter-replay", None, ("--autoscaler", "karpenter"), "karpenter"),
         ("autoscaler-config-bad", "autoscaler:\n  scale-down-unneeded-time: soon\n", (),
          "autoscaler.scale-down-unneeded-time"),
         ("autoscaler-config-bad", "autoscaler:\n  node-groups: {nope: {minSize: 1}}\n", (),
@@ -172,7 +171,6 @@ def test_bad_autoscaler_input_is_one_line(
     run = _whatif(tmp_path, spread, config, *flags, *extra)
     # each row id spelled out: the catalogue test looks for documented_exit("<id>") in the tests
     expected = {
-        "autoscaler-karpenter-replay": documented_exit("autoscaler-karpenter-replay"),
         "autoscaler-config-bad": documented_exit("autoscaler-config-bad"),
     }[fault]
     assert run.exit_code == expected
@@ -216,7 +214,9 @@ def test_the_page_shows_the_rows_and_the_node_count_chart(spread: Path, tmp_path
     assert shown["Strategy + autoscaler"] == "kube-default + cluster-autoscaler"
     # the hand-worked figures (first test): 4 h 10 min 10 s of nodes, one removed, one evicted
     assert shown["Node-hours"] == "4.2" and shown["Nodes removed"] == "1"
-    assert shown["Pods evicted by scale-down"] == "1" and shown["Peak nodes"] == "3"
+    assert (
+        shown["Pods evicted by scale-down or consolidation"] == "1" and shown["Peak nodes"] == "3"
+    )
     # the sentence says what the row says
     assert answer == (
         "Under cluster-autoscaler, kube-default would have run 4.2 node-hours, 1.8 fewer than "

@@ -27,13 +27,13 @@ type not listed there goes only by emptiness (consolidation needs its price).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from analyzer.autoscaler.cluster import CANode
+from analyzer.autoscaler.cron import active
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.nodepool import Shape
 from analyzer.autoscaler.pods import CAPod
@@ -61,19 +61,26 @@ class Decision:
     reason: str = ""
     candidates: dict[str, str] = field(default_factory=dict)  # node -> "" or why not
     costs: dict[str, float] = field(default_factory=dict)
+    blocked: list[str] = field(default_factory=list)  # candidates the budgets held back
+    failed: list[str] = field(default_factory=list)  # tried alone: not deletable, not cheaper
 
 
 def eviction_cost(pod: CAPod) -> float:
+    """``disruptionutils.EvictionCost`` of a scenario's pod (``pod_eviction_cost``)."""
+    return pod_eviction_cost(pod.annotations, pod.obj.priority)
+
+
+def pod_eviction_cost(annotations: Mapping[str, str], priority: int | None) -> float:
     """``disruptionutils.EvictionCost``: 1, plus the pod's ``karpenter.sh/disruption-cost`` (else
     its ``pod-deletion-cost``) / 2^27, plus its priority / 2^25, clamped to [-10, 10]."""
     cost = 1.0
-    raw = pod.annotations.get(DISRUPTION_COST, pod.annotations.get(DELETION_COST))
+    raw = annotations.get(DISRUPTION_COST, annotations.get(DELETION_COST))
     if raw is not None:
         # upstream logs and ignores an annotation that is not a number
         with contextlib.suppress(ValueError):
             cost += float(raw) / 2**27
-    if pod.obj.priority is not None:
-        cost += float(pod.obj.priority) / 2**25
+    if priority is not None:
+        cost += float(priority) / 2**25
     return min(10.0, max(-10.0, cost))
 
 
@@ -121,31 +128,153 @@ class _Fitter:
         return left
 
 
-def _replacement(left: Sequence[CAPod], shapes: Sequence[Shape], below: float) -> Shape | None:
-    """The cheapest shape priced under ``below`` that holds every pod in ``left`` (their summed
-    requests; the pod count only where the shape gives one)."""
+def summed(requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    """The requests of several pods added up per resource."""
     need: dict[str, int] = {}
-    for pod in left:
-        for k, v in pod_requests(pod.obj.spec).items():
+    for one in requests:
+        for k, v in one.items():
             need[k] = need.get(k, 0) + v
-    for shape in shapes:  # cheapest first
+    return need
+
+
+def cheapest_fit(
+    requests: Sequence[Mapping[str, int]], shapes: Sequence[Shape], below: float = float("inf")
+) -> Shape | None:
+    """The cheapest of ``shapes`` (cheapest first) priced under ``below`` that holds every pod of
+    ``requests`` (their summed requests; the pod count only where the shape gives one)."""
+    need = summed(requests)
+    for shape in shapes:
         if shape.price >= below:
             return None
-        fits = all(shape.allocatable.get(k, 0) >= v for k, v in need.items() if v)
-        if fits and shape.allocatable.get("pods", len(left)) >= len(left):
+        fits = all(shape.allocatable.get(k, 0) >= v for k, v in need.items() if v and k != "pods")
+        if fits and shape.allocatable.get("pods", len(requests)) >= len(requests):
             return shape
     return None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A node that may be disrupted: its pool, disruption cost, emptiness and price (None: its
+    instance type is unknown, so only emptiness may take it)."""
+
+    name: str
+    pool: str
+    cost: float
+    empty: bool
+    price: float | None
+
+
+def _within_budget(
+    candidates: Sequence[Candidate], allowed: Callable[[str, str], int], reason: str
+) -> list[Candidate]:
+    """``filterByBudget``: per pool, the first candidates its budget for ``reason`` allows."""
+    used: dict[str, int] = {}
+    out = []
+    for c in candidates:
+        if used.get(c.pool, 0) < allowed(c.pool, reason):
+            used[c.pool] = used.get(c.pool, 0) + 1
+            out.append(c)
+    return out
+
+
+def decide(
+    ordered: Sequence[Candidate],
+    allowed: Callable[[str, str], int],
+    policy: str,
+    shapes: Callable[[Sequence[Candidate]], Sequence[Shape]],
+    leftover: Callable[[list[str]], list[Mapping[str, int]]],
+) -> Decision:
+    """The disruption controller's command for the candidates ``ordered`` by disruption cost:
+    emptiness, then multi-node, then single-node consolidation (module docstring).
+
+    ``allowed(pool, reason)``: the disruptions the pool's budgets allow now for ``Empty`` or
+    ``Underutilized``; ``shapes(candidates)``: the shapes a replacement may take, cheapest first;
+    ``leftover(names)``: the requests of the pods of ``names`` that fit on no node that stays."""
+    decision = Decision("none")
+    empty = _within_budget([c for c in ordered if c.empty], allowed, "Empty")
+    if empty:
+        decision.kind, decision.nodes = "empty", [c.name for c in empty]
+        decision.reason = f"{len(decision.nodes)} empty node(s) deleted (emptiness)"
+        return decision
+    if any(c.empty for c in ordered):
+        decision.blocked = [c.name for c in ordered if c.empty]
+    if policy == "WhenEmpty":
+        decision.reason = (
+            "the disruption budget allows no node now"
+            if decision.blocked
+            else "consolidationPolicy WhenEmpty and no candidate is empty"
+        )
+        return decision
+    # ShouldDisrupt: consolidation needs the candidate's instance type (its price); an empty
+    # node of an unknown type could still go by emptiness, above
+    priced = [c for c in ordered if c.price is not None]
+    within = _within_budget(priced, allowed, "Underutilized")
+    held = set(decision.blocked)
+    decision.blocked += [c.name for c in priced if c not in within and c.name not in held]
+    if not within:
+        decision.reason = (
+            "the disruption budget allows no node now"
+            if priced or decision.blocked
+            else "no candidate to consolidate"
+        )
+        return decision
+
+    def option(group: list[Candidate]) -> tuple[bool, Shape | None]:
+        left = leftover([c.name for c in group])
+        if not left:
+            return True, None
+        known = [float(c.price or 0.0) for c in group]
+        below = sum(known)
+        if len(group) > 1:
+            # filterOutSameInstanceType: replacing several nodes by one of a type among them must
+            # beat the cheapest of those, or deleting fewer nodes would disrupt less
+            below = min([below, *known])
+        shape = cheapest_fit(left, shapes(group), below)
+        return shape is not None, shape
+
+    multi = within[:MULTI_LIMIT]
+    low, high, best = 2, len(multi), None
+    while low <= high:  # the longest prefix that consolidates
+        mid = (low + high) // 2
+        ok, shape = option(multi[:mid])
+        if ok:
+            best, low = (mid, shape), mid + 1
+        else:
+            high = mid - 1
+    if best is not None:
+        decision.kind, decision.nodes = "multi", [c.name for c in multi[: best[0]]]
+        decision.replacement = best[1]
+        decision.reason = (
+            "pods fit on the remaining nodes"
+            if best[1] is None
+            else f"replaced by one cheaper {best[1].name}"
+        )
+        return decision
+    for c in within:
+        ok, shape = option([c])
+        if ok:
+            decision.kind, decision.nodes, decision.replacement = "single", [c.name], shape
+            decision.reason = (
+                "pods fit on the remaining nodes"
+                if shape is None
+                else f"replaced by a cheaper {shape.name}"
+            )
+            return decision
+        decision.failed.append(c.name)
+    decision.reason = "no candidate's pods fit elsewhere or on a cheaper shape"
+    return decision
 
 
 def consolidate(scenario: AutoscaleScenario) -> Decision:
     """The command Karpenter's disruption controller would issue now."""
     pool = scenario.node_pool
     cluster = scenario.cluster
-    shapes = pool.shapes
-    prices = {s.name: s.price for s in shapes}
+    prices = {s.name: s.price for s in pool.shapes}
     pdbs = PdbTracker(cluster.budgets)
-    decision = Decision("none")
-    ordered: list[CANode] = []
+    types = {n.name: n.labels.get(INSTANCE_TYPE, "") for n in cluster.nodes}
+    notes: dict[str, str] = {}
+    costs: dict[str, float] = {}
+    ordered: list[Candidate] = []
     for node in cluster.nodes:
         pods = cluster.pods.get(node.name, [])
         reason = ""
@@ -155,79 +284,41 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
             reason = "a pod has the karpenter.sh/do-not-disrupt annotation"
         elif any(pdbs.remaining[i] < 1 for p in _moves(pods) for i in pdbs.matching(p)):
             reason = "a PodDisruptionBudget prevents evicting a pod"
-        decision.candidates[node.name] = reason
-        decision.costs[node.name] = sum(eviction_cost(p) for p in _moves(pods))
-        if not reason:
-            ordered.append(node)
-    ordered.sort(key=lambda n: decision.costs[n.name])
-    if pool.never:
-        decision.reason = "consolidateAfter: Never disables consolidation"
-        return decision
-    budget = pool.allowed(len(cluster.nodes))
-    if budget < 1:
-        decision.reason = "the disruption budget allows no node now"
-        return decision
-    empty = [n.name for n in ordered if not _moves(cluster.pods.get(n.name, []))]
-    if empty:
-        decision.kind, decision.nodes = "empty", empty[:budget]
-        decision.reason = f"{len(decision.nodes)} empty node(s) deleted (emptiness)"
-        return decision
-    if pool.policy == "WhenEmpty":
-        decision.reason = "consolidationPolicy WhenEmpty and no candidate is empty"
-        return decision
-    # ShouldDisrupt: consolidation needs the candidate's instance type (its price); an empty
-    # node of an unknown type could still go by emptiness, above
-    types = {n.name: n.labels.get(INSTANCE_TYPE, "") for n in cluster.nodes}
-    for node in [n for n in ordered if types[n.name] not in prices]:
-        decision.candidates[node.name] = (
-            f"instance type {preview(types[node.name])} is not in nodePool.instanceTypes "
-            "(consolidation needs its price)"
-        )
-    ordered = [n for n in ordered if types[n.name] in prices]
-    fitter = _Fitter(scenario)
-
-    def option(names: list[str]) -> tuple[bool, Shape | None]:
-        left = fitter.leftover(names)
-        if not left:
-            return True, None
-        known = [prices[types[name]] for name in names]
-        below = sum(known)
-        if len(names) > 1:
-            # filterOutSameInstanceType: replacing several nodes by one of a type among them must
-            # beat the cheapest of those, or deleting fewer nodes would disrupt less
-            below = min([below, *known])
-        shape = _replacement(left, shapes, below)
-        return shape is not None, shape
-
-    multi = ordered[: min(MULTI_LIMIT, budget)]
-    low, high, best = 2, len(multi), None
-    while low <= high:  # the longest prefix that consolidates
-        mid = (low + high) // 2
-        ok, shape = option([n.name for n in multi[:mid]])
-        if ok:
-            best, low = (mid, shape), mid + 1
-        else:
-            high = mid - 1
-    if best is not None:
-        decision.kind, decision.nodes = "multi", [n.name for n in multi[: best[0]]]
-        decision.replacement = best[1]
-        decision.reason = (
-            "pods fit on the remaining nodes"
-            if best[1] is None
-            else f"replaced by one cheaper {best[1].name}"
-        )
-        return decision
-    for node in ordered:
-        ok, shape = option([node.name])
-        if ok:
-            decision.kind, decision.nodes, decision.replacement = "single", [node.name], shape
-            decision.reason = (
-                "pods fit on the remaining nodes"
-                if shape is None
-                else f"replaced by a cheaper {shape.name}"
+        notes[node.name] = reason
+        costs[node.name] = sum(eviction_cost(p) for p in _moves(pods))
+        if reason:
+            continue
+        empty = not _moves(pods)
+        price = prices.get(types[node.name])
+        if price is None and not empty:
+            notes[node.name] = (
+                f"instance type {preview(types[node.name])} is not in nodePool.instanceTypes "
+                "(consolidation needs its price)"
             )
-            return decision
-    decision.reason = "no candidate's pods fit elsewhere or on a cheaper shape"
+        ordered.append(Candidate(node.name, "", costs[node.name], empty, price))
+    ordered.sort(key=lambda c: c.cost)
+    if pool.never:
+        decision = Decision("none", reason="consolidateAfter: Never disables consolidation")
+    else:
+        seconds = scenario.now
+        count = len(cluster.nodes)
+
+        def allowed(_pool: str, reason: str) -> int:
+            return pool.allowed(
+                count,
+                reason,
+                lambda r: r.schedule is None or active(r.schedule, r.duration, seconds),
+            )
+
+        fitter = _Fitter(scenario)
+
+        def leftover(names: list[str]) -> list[Mapping[str, int]]:
+            return [pod_requests(p.obj.spec) for p in fitter.leftover(names) or []]
+
+        decision = decide(ordered, allowed, pool.policy, lambda _c: pool.shapes, leftover)
+        if decision.kind == "none" and not ordered and not decision.reason:
+            decision.reason = "no candidate"
+    decision.candidates, decision.costs = notes, costs
     return decision
 
 

@@ -1,18 +1,23 @@
-"""A Karpenter NodePool as ``analyzer autoscale`` reads it (``nodePool:`` of a scenario).
+"""A Karpenter NodePool as ``analyzer autoscale`` and the replay read it (``nodePool:`` of a
+scenario, ``autoscaler.karpenter:`` of the config file).
 
 ``disruption.consolidationPolicy`` (WhenEmpty | WhenEmptyOrUnderutilized, default the latter),
-``disruption.consolidateAfter`` (only ``Never`` changes an instant's decision),
-``disruption.budgets[].nodes`` (a count or a percentage; default one budget of ``10%``), and
+``disruption.consolidateAfter`` (a duration or ``Never``; default ``0s`` as upstream's v1 API),
+``disruption.budgets[]``: ``nodes`` (a count or a percentage; default one budget of ``10%``),
+optionally ``schedule`` (cron, UTC) with ``duration`` (the budget counts only in the window after
+each trigger) and ``reasons`` (Empty, Underutilized, Drifted: the methods it limits), and
 ``instanceTypes``: the shapes the pool may launch, ``{name, cpu, memory, pods, price}``, cheapest
-first. Parsed when the scenario is loaded, so a bad field is one line naming the file.
+first. Parsed when read, so a bad field is one line naming the file and the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzer.autoscaler.cron import Cron, parse_cron
+from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.structured import preview
 from analyzer.scheduling.fields import listing, mapping
@@ -20,6 +25,7 @@ from analyzer.scheduling.objects import resource_list
 from analyzer.scheduling.pdb import scaled
 
 POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+REASONS = ("Empty", "Underutilized", "Drifted")
 
 
 @dataclass(frozen=True)
@@ -32,29 +38,78 @@ class Shape:
 
 
 @dataclass(frozen=True)
+class BudgetRule:
+    """One ``disruption.budgets[]`` entry (``pkg/apis/v1/nodepool.go`` ``Budget``)."""
+
+    nodes: int | str
+    schedule: Cron | None = None
+    duration: int = 0  # seconds the budget is active after each trigger of ``schedule``
+    reasons: tuple[str, ...] = ()  # empty: every reason
+
+    def applies(self, reason: str) -> bool:
+        """Whether the rule limits disruptions for ``reason`` (Empty | Underutilized)."""
+        return not self.reasons or reason in self.reasons
+
+
+@dataclass(frozen=True)
 class NodePool:
     """What the consolidation decision reads of a NodePool."""
 
     policy: str = "WhenEmptyOrUnderutilized"
     never: bool = False  # consolidateAfter: Never
-    budgets: tuple[int | str, ...] = ("10%",)
+    budgets: tuple[int | str, ...] = ("10%",)  # the rules' ``nodes``, in order
     shapes: tuple[Shape, ...] = field(default_factory=tuple)
+    consolidate_after: int = 0  # seconds
+    rules: tuple[BudgetRule, ...] = (BudgetRule("10%"),)
 
-    def allowed(self, count: int) -> int:
-        """``Budget.GetAllowedDisruptions``: the smallest budget, percentages of ``count``
-        rounded up."""
-        return min([count, *(scaled(b, count) for b in self.budgets)])
+    def allowed(
+        self,
+        count: int,
+        reason: str = "",
+        active: Callable[[BudgetRule], bool] | None = None,
+    ) -> int:
+        """``NodePool.GetAllowedDisruptionsByReason``: the smallest of the rules that apply to
+        ``reason`` and are ``active`` now (default: every rule), percentages of ``count``
+        rounded up; no such rule: every node."""
+        values = [
+            scaled(r.nodes, count)
+            for r in self.rules
+            if (not reason or r.applies(reason)) and (active is None or active(r))
+        ]
+        return min([count, *values])
 
 
-def _budget(raw: Any, where: str) -> int | str:
-    value = mapping(raw, where).get("nodes", "10%")
+def _budget(raw: Any, where: str) -> BudgetRule:
+    body = mapping(raw, where)
+    value = body.get("nodes", "10%")
+    nodes: int | str
     if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
-        return value
-    raise InputError(f"{where}.nodes: {preview(value)} is not a count or a percentage like '10%'")
+        nodes = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        nodes = value
+    elif isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+        if int(value[:-1]) > 100:
+            raise InputError(f"{where}.nodes: {preview(value)} is above 100%")
+        nodes = value
+    else:
+        raise InputError(
+            f"{where}.nodes: {preview(value)} is not a count or a percentage like '10%'"
+        )
+    schedule, duration = body.get("schedule"), body.get("duration")
+    if (schedule is None) != (duration is None):
+        # upstream's CEL rule: 'schedule' must be set with 'duration'
+        raise InputError(f"{where}: schedule and duration go together (e.g. '0 9 * * *' and 8h)")
+    cron, seconds = None, 0
+    if schedule is not None:
+        cron = parse_cron(schedule, f"{where}.schedule")
+        seconds = int(parse_duration(str(duration), field=f"{where}.duration").total_seconds())
+        if seconds <= 0:
+            raise InputError(f"{where}.duration: {preview(duration)} must be above 0 (e.g. 8h)")
+    reasons = tuple(str(r) for r in listing(body.get("reasons"), f"{where}.reasons"))
+    for r in reasons:
+        if r not in REASONS:
+            raise InputError(f"{where}.reasons: {preview(r)} is not one of {', '.join(REASONS)}")
+    return BudgetRule(nodes, cron, seconds, reasons)
 
 
 def _shape(raw: Any, where: str, i: int) -> Shape:
@@ -66,29 +121,43 @@ def _shape(raw: Any, where: str, i: int) -> Shape:
     return Shape(str(body.get("name") or f"shape-{i}"), alloc, float(price))
 
 
+def parse_disruption(raw: Any, where: str) -> tuple[str, bool, int, tuple[BudgetRule, ...]]:
+    """A NodePool's ``disruption`` block: (policy, Never, consolidateAfter seconds, budgets)."""
+    disruption = mapping(raw, where)
+    policy = disruption.get("consolidationPolicy", "WhenEmptyOrUnderutilized")
+    if policy not in POLICIES:
+        raise InputError(
+            f"{where}.consolidationPolicy: {preview(policy)} is not one of {', '.join(POLICIES)}"
+        )
+    after = disruption.get("consolidateAfter", "0s")
+    never, seconds = after == "Never", 0
+    if not never:
+        if isinstance(after, bool) or not isinstance(after, (str, int)):
+            raise InputError(
+                f"{where}.consolidateAfter: {preview(after)} is not a duration like 30s or Never"
+            )
+        text = f"{after}s" if isinstance(after, int) else after
+        seconds = int(parse_duration(text, field=f"{where}.consolidateAfter").total_seconds())
+    raw_budgets = listing(disruption.get("budgets"), f"{where}.budgets")
+    rules = tuple(_budget(b, f"{where}.budgets[{i}]") for i, b in enumerate(raw_budgets))
+    return str(policy), never, seconds, rules or (BudgetRule("10%"),)
+
+
 def parse_node_pool(raw: Any, where: str = "nodePool") -> NodePool:
     """``nodePool:`` as a ``NodePool`` (absent: Karpenter's defaults, no instance types)."""
     if raw is None:
         return NodePool()
     body = mapping(raw, where)
-    disruption = mapping(body.get("disruption"), f"{where}.disruption")
-    policy = disruption.get("consolidationPolicy", "WhenEmptyOrUnderutilized")
-    if policy not in POLICIES:
-        raise InputError(
-            f"{where}.disruption.consolidationPolicy: {preview(policy)} is not one of "
-            f"{', '.join(POLICIES)}"
-        )
-    raw_budgets = listing(disruption.get("budgets"), f"{where}.disruption.budgets")
-    budgets = tuple(
-        _budget(b, f"{where}.disruption.budgets[{i}]") for i, b in enumerate(raw_budgets)
-    )
+    policy, never, after, rules = parse_disruption(body.get("disruption"), f"{where}.disruption")
     shapes = [
         _shape(s, f"{where}.instanceTypes[{i}]", i)
         for i, s in enumerate(listing(body.get("instanceTypes"), f"{where}.instanceTypes"))
     ]
     return NodePool(
-        str(policy),
-        disruption.get("consolidateAfter") == "Never",
-        budgets or ("10%",),
+        policy,
+        never,
+        tuple(r.nodes for r in rules),
         tuple(sorted(shapes, key=lambda s: s.price)),
+        after,
+        rules,
     )

@@ -120,7 +120,8 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         raise InputError("--autoscaler: only with --snapshot SNAP (the scenarios it replays)")
     if opts["autoscaler"] == "karpenter":
         raise InputError(
-            "--autoscaler karpenter: Karpenter's consolidation is not in the replay yet; use "
+            "--autoscaler karpenter: Karpenter is replayed in the comparison of strategies only "
+            "(whatif --autoscaler karpenter), not in the monthly scenarios yet; use "
             "--autoscaler cluster-autoscaler, auto or none"
         )
     from analyzer.replay.autoscale_setup import parse_settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,9 @@ from analyzer.core.errors import InputError
 from analyzer.core.executor import parse_executor
 from analyzer.core.snapshot import read_snapshot
 from analyzer.core.text import escaped
-from analyzer.replay.autoscale_setup import AUTOSCALERS, parse_settings
+from analyzer.replay.autoscale_setup import AUTOSCALERS, AutoscalerSettings, parse_settings
 from analyzer.replay.input import ARRIVALS
+from analyzer.replay.karpenter_setup import KarpenterSettings, parse_karpenter
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.autoscaler_choice import resolve_autoscaler
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
@@ -49,13 +51,13 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
     from analyzer.core.prices import load_prices
 
     autoscaler = opts.get("autoscaler") or "none"
-    autoscaling = parse_settings((ctx.obj or {}).get("config", {}).get("autoscaler"))
+    section = (ctx.obj or {}).get("config", {}).get("autoscaler")
+    karpenter = section.get("karpenter") if isinstance(section, Mapping) else None
+    if isinstance(section, Mapping):  # the karpenter: sub-section is Karpenter's, not CA's flags
+        section = {k: v for k, v in section.items() if k != "karpenter"}
+    autoscaling: AutoscalerSettings | KarpenterSettings = parse_settings(section)
     if autoscaler == "karpenter":
-        raise InputError(
-            "--autoscaler karpenter: Karpenter's consolidation is not in the replay yet "
-            "('analyzer autoscale' explains one instant of it); use --autoscaler "
-            "cluster-autoscaler or none"
-        )
+        autoscaling = parse_karpenter(karpenter, autoscaling.provisioning_delay)
     return WhatIfSettings(
         autoscaler=autoscaler,
         autoscaling=autoscaling,
@@ -124,6 +126,16 @@ def _options(func: Any) -> Any:
     ):  # fmt: skip
         func = option(func)
     return func
+
+
+def _ca_only(settings: AutoscalerSettings | KarpenterSettings, flag: str) -> AutoscalerSettings:
+    """The search and the scenarios replay cluster-autoscaler only: Karpenter is refused there."""
+    if isinstance(settings, KarpenterSettings):
+        raise InputError(
+            f"--autoscaler karpenter: not with {flag} yet (Karpenter is replayed in the comparison "
+            "of strategies only); use --autoscaler cluster-autoscaler or none"
+        )
+    return settings
 
 
 def _run(path: Path, settings: WhatIfSettings, opts: dict[str, Any]) -> WhatIfResult:
@@ -317,7 +329,7 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         workers=base.workers,
         prices=base.prices,
         autoscaler=base.autoscaler,
-        autoscaling=base.autoscaling,
+        autoscaling=_ca_only(base.autoscaling, "--search"),
         executor=base.executor,
     )
     size = search_size(settings)
@@ -456,7 +468,7 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         seed=0,
         drain=opts["blocked"] or opts["fmt"] == "json",
         autoscaler=base.autoscaler,
-        autoscaling=base.autoscaling,
+        autoscaling=_ca_only(base.autoscaling, "--recommendations"),
         executor=base.executor,
     )
     from analyzer.core.workloads import read_recommendations

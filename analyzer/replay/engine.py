@@ -56,6 +56,8 @@ from analyzer.replay.input import (
     NODE_LEAVE,
     ReplayInput,
 )
+from analyzer.replay.karpenter_loop import KarpenterAutoscaler
+from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.node_state import TAINT_EVICTED, NodeStateTimeline
 from analyzer.replay.preemption import (
@@ -197,7 +199,9 @@ def replay(
     stop_after: int | None = None,
     matrices: Any = None,
     rescore_all: bool = False,
-    autoscaler: tuple[NodeGroups, AutoscalerSettings] | None = None,
+    autoscaler: tuple[NodeGroups, AutoscalerSettings]
+    | tuple[KarpenterPools, KarpenterSettings]
+    | None = None,
 ) -> ReplayResult:
     """Replay every event of ``inp`` under ``strategy``; deterministic for a given ``seed``.
 
@@ -208,7 +212,8 @@ def replay(
     incremental caches (same results, much slower: the reference the tests and benchmarks use).
     ``autoscaler``: the node groups and settings of an input from
     ``analyzer.replay.autoscale_setup.with_node_groups``: cluster-autoscaler drives the node set
-    (``analyzer.replay.autoscale_loop``; not for ``observed``).
+    (``analyzer.replay.autoscale_loop``; not for ``observed``); or the pools and settings of
+    ``analyzer.replay.karpenter_setup.with_shapes``: Karpenter does (``karpenter_loop``).
     """
     rng = np.random.default_rng(seed)
     state = inp.fresh_state()
@@ -258,9 +263,14 @@ def replay(
     queue = PendingQueue(
         seq, lambda pod: pod.to_bytes(8, "little") + b"pin" if pinned[pod] else keys[pod]
     )
-    scaler = None
+    scaler: ClusterAutoscaler | KarpenterAutoscaler | None = None
     if autoscaler is not None and profile is not None:
-        scaler = ClusterAutoscaler(
+        kind: Any = (
+            KarpenterAutoscaler
+            if isinstance(autoscaler[1], KarpenterSettings)
+            else ClusterAutoscaler
+        )  # same engine-facing methods
+        scaler = kind(
             inp, *autoscaler, profile, state, active, on_node, bound, budgets_of(inp, state),
             np.random.default_rng([seed, AUTOSCALER_STREAM]),
         )  # fmt: skip

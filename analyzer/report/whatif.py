@@ -127,6 +127,7 @@ class WhatIfContext:
     autoscaled: str = ""  # the node autoscaler's sentence ("": no --autoscaler)
     autoscaler_notes: list[str] = field(default_factory=list)  # its node groups' bounds
     autoscaler_choice: str = ""  # ``--autoscaler auto``: which autoscaler and why, in one line
+    autoscaler: str = "none"  # which autoscaler (the page's explanation differs)
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
@@ -371,6 +372,7 @@ def build_whatif_context(
         autoscaled=autoscaled_sentence(table) if (table := autoscaled_table(result)) else "",
         autoscaler_notes=sorted({n for o in result.autoscaled for n in o.notes}),
         autoscaler_choice=(result.autoscaler_choice or {}).get("why", ""),
+        autoscaler=result.autoscaler,
     )
 
 

@@ -57,7 +57,7 @@ def autoscaled_table(result: WhatIfResult) -> WhatIfTable | None:
         Column("peak_nodes", "Peak nodes", "int"),
         Column("nodes_added", "Nodes added", "int"),
         Column("nodes_removed", "Nodes removed", "int"),
-        Column("pods_evicted", "Pods evicted by scale-down", "int"),
+        Column("pods_evicted", "Pods evicted by scale-down or consolidation", "int"),
         Column("evicted_twice", "Pods evicted twice within 1 h", "int"),
         Column("scale_up_wait_s", "Pending waiting for a new node (pod-time)", DURATION),
         Column("pending_at_end", "Pods pending at end", "int"),
@@ -80,7 +80,7 @@ def reasons_table(result: WhatIfResult) -> WhatIfTable | None:
     columns = [
         Column("strategy", "Strategy + autoscaler"),
         Column("seed", "Seed", "int"),
-        Column("reason", "Reason (CA's name)"),
+        Column("reason", "Reason (the autoscaler's name)"),
         Column("node_hours", "Node-hours", "num", 1),
     ]
     frame = pd.DataFrame(rows, columns=["strategy", "seed", "reason", "node_hours"])
@@ -90,6 +90,8 @@ def reasons_table(result: WhatIfResult) -> WhatIfTable | None:
 def autoscaled_sentence(table: WhatIfTable) -> str:
     """The first row in words (the same figures the table shows)."""
     row = table.frame.iloc[0]
+    autoscaler = row["strategy"].split(" + ")[1]
+    by = "consolidation" if autoscaler == "karpenter" else "scale-down"
     released = float(row["node_hours_released"])
     shown = fmt.number(abs(released), 1)
     if shown == fmt.number(0.0, 1):
@@ -102,7 +104,7 @@ def autoscaled_sentence(table: WhatIfTable) -> str:
         f"{fmt.number(row['observed_node_hours'], 1)} observed, peaking at "
         f"{fmt.count(row['peak_nodes'])} nodes: {fmt.count(row['nodes_added'])} added, "
         f"{fmt.count(row['nodes_removed'])} removed, {fmt.count(row['pods_evicted'])} "
-        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by scale-down."
+        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by {by}."
     )
 
 

@@ -33,6 +33,7 @@ from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_setup import AutoscalerSettings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.karpenter_setup import KarpenterSettings, with_shapes
 from analyzer.replay.result import ReplayResult
 
 HOUR = 3600 * 1_000_000_000
@@ -302,10 +303,15 @@ def run_autoscaled(
     inp: ReplayInput,
     strategy: Strategy,
     seed: int,
-    settings: AutoscalerSettings,
+    settings: AutoscalerSettings | KarpenterSettings,
     prices: Prices | None = None,
 ) -> AutoscaledOutcome:
-    """Replay ``strategy`` on ``inp`` with cluster-autoscaler driving the nodes; its figures."""
+    """Replay ``strategy`` on ``inp`` with cluster-autoscaler (or Karpenter, with its settings)
+    driving the nodes; its figures."""
+    if isinstance(settings, KarpenterSettings):
+        karpenter, pools = with_shapes(inp, settings, prices)
+        done = replay(karpenter, strategy, seed, autoscaler=(pools, settings))
+        return outcome_of(karpenter, inp, done, prices)
     auto, groups = with_node_groups(inp, settings)
     result = replay(auto, strategy, seed, autoscaler=(groups, settings))
     return outcome_of(auto, inp, result, prices)

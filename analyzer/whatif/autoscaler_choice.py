@@ -4,8 +4,10 @@ The evidence, strongest first (the first that holds decides):
 
 1. **Karpenter**: a node labelled ``karpenter.sh/nodepool``, ``karpenter.sh/capacity-type`` or
    ``karpenter.sh/provisioner-name`` (Karpenter labels every node it launches; the last is its
-   pre-v1 name). Karpenter is not in the replay yet: the choice falls back to cluster-autoscaler
-   when the nodes also come and go, else to none, and the line says so.
+   pre-v1 name). auto does not choose Karpenter yet (the comparison of strategies replays it only
+   when named, ``--autoscaler karpenter``; the search and the monthly scenarios do not): the
+   choice falls back to cluster-autoscaler when the nodes also come and go, else to none, and the
+   line says so.
 2. **cluster-autoscaler's own marks**: a node tainted ``ToBeDeletedByClusterAutoscaler`` or
    ``DeletionCandidateOfClusterAutoscaler`` (in the nodes table or the node-state intervals), or
    annotated ``cluster-autoscaler.kubernetes.io/...``: only CA writes these.
@@ -131,7 +133,8 @@ def choose_autoscaler(snapshot: Snapshot) -> AutoscalerChoice:
             "auto",
             fallback,
             f"--autoscaler auto: karpenter ({_plural(len(karpenter), 'node')} labelled {key}, "
-            f"e.g. {_first(karpenter)}), but Karpenter is not in the replay yet, so "
+            f"e.g. {_first(karpenter)}), but auto does not choose Karpenter yet (the comparison "
+            "replays it when named: --autoscaler karpenter), so "
             + (
                 f"replayed with cluster-autoscaler instead ({moved})"
                 if churn

@@ -34,6 +34,7 @@ from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
+from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
@@ -99,7 +100,7 @@ class WhatIfSettings:
     # ``--autoscaler``: also replay every strategy with this node autoscaler driving the nodes
     # (``analyzer.whatif.autoscaled``), its settings from the config's ``autoscaler:`` section
     autoscaler: str = "none"
-    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
+    autoscaling: AutoscalerSettings | KarpenterSettings = field(default_factory=AutoscalerSettings)
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
 
 

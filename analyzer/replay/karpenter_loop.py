@@ -1,0 +1,435 @@
+"""Karpenter in the replay's loop: provisioning for pending pods, disruption of nodes.
+
+The engine (``analyzer.replay.engine``) drives this as it drives cluster-autoscaler's loop
+(``ready``, ``tick``, ``removed``, ``touch``, ``next_time``). Rules, each after
+kubernetes-sigs/karpenter (docs/autoscaling.md "Karpenter in the replay"):
+
+- **provisioning** (``analyzer.replay.karpenter_provision``): pods left pending start a batch;
+  when it closes the NodeClaims are launched, Ready after ``provisioning-delay``;
+- **disruption** (``pkg/controllers/disruption/controller.go``), every 10 s while anything may
+  change its answer: the candidates (``types.go NewCandidate``, ``helpers.go``): present nodes not
+  being disrupted, without ``karpenter.sh/do-not-disrupt`` on the node or one of its pods, no pod
+  whose PodDisruptionBudget allows no eviction now, and consolidatable (``consolidateAfter``
+  since the node's last pod event: ``nodeclaim/disruption/consolidation.go``); ordered by
+  disruption cost (Σ ``EvictionCost`` of the pods to move); then the command of
+  ``analyzer.autoscaler.karpenter.decide`` (emptiness, multi-node, single-node consolidation,
+  budgets per pool and reason, ``orchestration``): deletions happen now, their pods evicted back
+  to the replay's scheduler; a replacement is launched first and the candidates are deleted
+  when it is Ready (``orchestration/queue.go``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from analyzer.autoscaler.cron import active as cron_active
+from analyzer.autoscaler.karpenter import (
+    DO_NOT_DISRUPT,
+    Candidate,
+    Decision,
+    decide,
+    pod_eviction_cost,
+)
+from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
+from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.budgets import ReplayBudgets
+from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.karpenter_provision import solve
+from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
+from analyzer.replay.karpenter_simulate import leftover, stale_answers
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.state import ClusterState
+
+SECOND = 1_000_000_000
+# a node launched for pending pods is nominated for them and no disruption candidate meanwhile
+# (``state/cluster.go`` ``nominationWindow``: 2 × batchMaxDuration, at least 10 s)
+MIN_NOMINATION = 10 * SECOND
+
+
+class KarpenterAutoscaler:
+    """Karpenter's provisioner and disruption controller over one replay (module docstring)."""
+
+    def __init__(
+        self,
+        inp: ReplayInput,
+        pools: KarpenterPools,
+        settings: KarpenterSettings,
+        profile: Profile,
+        state: ClusterState,
+        active: np.ndarray[Any, Any],
+        on_node: list[set[int]],
+        bound: list[int],
+        budgets: ReplayBudgets,
+        rng: np.random.Generator,
+    ) -> None:
+        del rng  # Karpenter's choices here are deterministic (cheapest first, cost order)
+        self.inp, self.pools, self.settings, self.profile = inp, pools, settings, profile
+        self.state, self.active, self.on_node, self.bound = state, active, on_node, bound
+        self.budgets = budgets
+        self.nodepool = NodePool(settings.policy, settings.never, rules=settings.rules)
+        self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready
+        self.replacing: dict[int, list[int]] = {}  # replacement slot -> candidates to delete
+        self.disrupting: set[int] = set()  # candidates waiting for their replacement
+        # nodes launched for pending pods: nominated for them for a while after Ready
+        self.launched: set[int] = set()
+        self.nominated: dict[int, int] = {}  # slot -> until when
+        self.last_event = np.full(state.node_count, inp.start, dtype=np.int64)
+        self.clock = inp.start
+        self.dirty = True
+        self._waiting = False
+        self.mark: int | None = None  # when pods were last left pending (not yet looked at)
+        self.looked = -1  # the last instant that was only such a look
+        self.live = False  # within an instant, after ``tick`` (pod events are stamped now)
+        self.stale: set[int] = set()  # nodes with a pod event before this instant's ``ready``
+        # answers kept between passes: candidate slots -> (their pods then, the pods that fit
+        # nowhere); dropped when a node that freed room since could take one of their pods
+        self.kept: dict[
+            tuple[int, ...], tuple[tuple[tuple[int, ...], ...], list[Mapping[str, int]]]
+        ] = {}
+        self.freed: set[int] = set()  # nodes that freed room (a pod left, or joined) since
+        self.known: set[int] = set()  # pending pods already in a batch
+        self.batch: tuple[int, int] | None = None  # (first, last) pending pod of the batch
+        self.next_poll = inp.start + settings.poll
+        self.later = NEVER  # when a node becomes consolidatable or a budget window turns
+        self.of = np.array(pools.of_node, dtype=np.int64)
+        self.memo: dict[tuple[bytes, int], bool] = {}
+        self.record = AutoscalerRecord("karpenter", pools.names, pools.of_node, pools.data_nodes)
+        self.record.notes.extend(pools.notes)
+        for slot in np.flatnonzero(active).tolist():
+            self.record.joined(slot, inp.start)
+        self.edges = self._budget_edges()
+        # the pods annotated karpenter.sh/do-not-disrupt, and each pod's eviction cost (both
+        # fixed for a pod's lifetime)
+        self.keep = {
+            p for p, d in enumerate(inp.demands) if d.annotations.get(DO_NOT_DISRUPT) == "true"
+        }
+        self.costs: dict[int, float] = {}
+
+    # -- the engine's side ---------------------------------------------------------------------
+    @property
+    def waiting(self) -> bool:
+        """Whether pods wait after the scheduler's last pass (the engine sets it)."""
+        return self._waiting
+
+    @waiting.setter
+    def waiting(self, value: bool) -> None:
+        # the engine sets this at the end of every instant: pods left pending now are looked at
+        # one idle period later, unless this instant was such a look itself (nothing arrived)
+        self._waiting = value
+        self.live = False
+        if value and self.mark is None and self.clock != self.looked:
+            self.mark = self.clock
+
+    def next_time(self) -> int:
+        """The next instant Karpenter acts on its own (``NEVER``: none)."""
+        times = [min(self.provisioning.values(), default=NEVER)]
+        if self.mark is not None:  # look at the pods left pending one idle period later
+            times.append(self.mark + self.settings.batch_idle)
+        if self.batch is not None:
+            first, last = self.batch
+            times.append(min(last + self.settings.batch_idle, first + self.settings.batch_max))
+        due = min(self.later, NEVER if not self.dirty else self.clock)
+        if due < NEVER:  # the disruption controller polls on a 10 s grid from the start
+            poll, start = self.settings.poll, self.inp.start
+            grid = start + -(-(max(due, self.clock + 1) - start) // poll) * poll
+            times.append(max(self.next_poll, grid))
+        return min(times)
+
+    def ready(self, now: int) -> list[int]:
+        """Slots whose launch ends at ``now``: they join (the engine activates them)."""
+        self.clock = now
+        for node in self.stale:
+            self.last_event[node] = now
+        self.stale = set()
+        joining = sorted(s for s, at in self.provisioning.items() if at <= now)
+        for slot in joining:
+            del self.provisioning[slot]
+            self.record.joined(slot, now)
+            self.record.added.append((now, slot))
+            self.last_event[slot] = now
+            self.freed.add(slot)
+            if slot in self.launched:
+                self.launched.discard(slot)
+                self.nominated[slot] = now + max(2 * self.settings.batch_max, MIN_NOMINATION)
+        if joining:
+            self.dirty = True
+            self.known = set()  # pods still pending once nodes joined go into a new batch
+        return joining
+
+    def tick(self, now: int, waiting: list[int]) -> list[int]:
+        """Provisioning for ``waiting`` when its batch closes, replaced nodes whose replacement
+        is Ready, and a disruption pass if one is due. Returns the slots to delete now."""
+        if self.mark is not None and now == self.mark + self.settings.batch_idle:
+            self.looked = now
+        self.clock = now
+        self.live = True
+        devices, self.state.devices = self.state.devices, None  # simulations ignore GPU devices
+        try:
+            self._batch(now, waiting)
+            out = []
+            for slot in [s for s in self.replacing if self.active[s]]:
+                out.extend(self.replacing.pop(slot))
+            if now >= self.next_poll and (self.dirty or now >= self.later):
+                self.next_poll = now + self.settings.poll
+                out.extend(self._disrupt(now))
+            return out
+        finally:
+            self.state.devices = devices
+
+    def removed(self, slot: int, now: int, evicted: list[int]) -> None:
+        """The engine deleted ``slot`` and evicted ``evicted`` from it."""
+        self.record.left(slot, now)
+        self.record.removed.append((now, slot, bool(evicted)))
+        self.record.evictions.extend((now, pod) for pod in evicted)
+        self.disrupting.discard(slot)
+        self.dirty = True
+
+    def touch(self, node: int, freed: bool) -> None:
+        """The engine bound or unbound a pod on ``node``: a pod event (``consolidateAfter``)."""
+        if freed:
+            self.freed.add(node)
+        self.dirty = True
+        if self.live:
+            self.last_event[node] = self.clock
+        else:  # a departure or a node's leave handled before this instant's ``ready``
+            self.stale.add(node)
+
+    # -- provisioning --------------------------------------------------------------------------
+    def _batch(self, now: int, waiting: list[int]) -> None:
+        pinned = self.inp.pinned
+        pending = [p for p in waiting if not pinned[p]]
+        self.known &= set(pending)
+        new = [p for p in pending if p not in self.known]
+        seen = now if self.mark is None else self.mark
+        self.mark = None
+        if new:
+            self.known.update(new)
+            self.batch = (seen if self.batch is None else self.batch[0], seen)
+        if self.batch is None:
+            return
+        first, last = self.batch
+        if now < min(last + self.settings.batch_idle, first + self.settings.batch_max):
+            return
+        self.batch = None
+        self._provision(now, pending)
+
+    def _free(self, pool: int, shape: int) -> int:
+        return sum(
+            1
+            for s in self.pools.slots(pool, shape)
+            if not self.active[s] and s not in self.provisioning
+        )
+
+    def _compatible(self, pod: int, pool: int) -> bool:
+        key = (self.inp.shape_keys[pod], pool)
+        found = self.memo.get(key)
+        demand = self.inp.demands[pod]
+        if found is None or demand.affinity is not None or demand.spread:
+            probes = [s for k in range(len(self.pools.shapes[pool]))
+                      for s in self.pools.slots(pool, k)[:1]]  # fmt: skip
+            seconds = self.clock / SECOND
+            found = any(
+                all(bool(p.filter(self.state, demand, seconds).feasible[s])
+                    for p in self.profile.filters)
+                for s in probes
+            )  # fmt: skip
+            if demand.affinity is None and not demand.spread:
+                self.memo[key] = found
+        return found
+
+    def _provision(self, now: int, pending: list[int]) -> None:
+        launch = solve(
+            self.state, self.profile, self.inp.demands, pending, self.active,
+            sorted(self.provisioning), self._compatible, self.pools.shapes, self._free,
+            now / SECOND,
+        )  # fmt: skip
+        for pool, shape, _ in launch:
+            slot = next(
+                s for s in self.pools.slots(pool, shape)
+                if not self.active[s] and s not in self.provisioning
+            )  # fmt: skip
+            self.provisioning[slot] = now + self.settings.provisioning_delay
+            self.launched.add(slot)
+            self.record.scale_ups.append((now, pool, 1))
+
+    # -- disruption ----------------------------------------------------------------------------
+    def _budget_edges(self) -> list[tuple[BudgetRule, list[tuple[float, float]]]]:
+        """Each scheduled budget's active spans over the window (epoch seconds)."""
+        from analyzer.autoscaler.cron import windows
+
+        start, end = self.inp.start / SECOND, self.inp.end / SECOND
+        return [
+            (r, windows(r.schedule, r.duration, start, end))
+            for r in self.settings.rules
+            if r.schedule is not None
+        ]
+
+    def _rule_active(self, rule: BudgetRule, seconds: float) -> bool:
+        if rule.schedule is None:
+            return True
+        for r, spans in self.edges:
+            if r is rule:
+                return any(lo <= seconds < hi for lo, hi in spans)
+        return cron_active(rule.schedule, rule.duration, seconds)
+
+    def _next_edge(self, seconds: float) -> int:
+        edges = [e for _, spans in self.edges for span in spans for e in span if e > seconds]
+        return int(min(edges) * SECOND) if edges else NEVER
+
+    def _disrupt(self, now: int) -> list[int]:
+        """One pass of the disruption controller; the slots to delete now."""
+        self.dirty = False
+        seconds = now / SECOND
+        self.later = self._next_edge(seconds)
+        reasons: dict[str, int] = {}
+
+        def count(reason: str, n: int = 1) -> None:
+            reasons[reason] = reasons.get(reason, 0) + n
+
+        present: list[int] = np.flatnonzero(self.active).tolist()
+        blocked = self._pdb_blocked(now, present)
+        annotations = self.state.node_annotations
+        candidates: list[Candidate] = []
+        for slot in present:
+            if slot in self.disrupting:
+                count("Disrupting")
+                continue
+            if self.nominated.get(slot, NEVER) > now and slot in self.nominated:
+                count("Nominated")
+                self.later = min(self.later, self.nominated[slot])
+                continue
+            pods = [p for p in self.on_node[slot] if not self.inp.pinned[p]]
+            if self.settings.never:
+                count("ConsolidateAfterNever")
+            elif annotations and annotations[slot].get(DO_NOT_DISRUPT) == "true":
+                count("DoNotDisruptNode")
+            elif self.keep and any(p in self.keep for p in pods):
+                count("DoNotDisruptPod")
+            elif any(p in blocked for p in pods):
+                count("PodDisruptionBudget")
+            elif now - int(self.last_event[slot]) < self.settings.consolidate_after:
+                count("ConsolidateAfter")
+                self.later = min(
+                    self.later, int(self.last_event[slot]) + self.settings.consolidate_after
+                )
+            else:
+                pool = self.pools.names[self.of[slot]]
+                shape = self.pools.shape_of[slot]
+                price = None if shape < 0 else self.pools.shapes[self.of[slot]][shape].price
+                cost = sum(self._cost(p) for p in pods)
+                candidates.append(
+                    Candidate(self.state.node_names[slot], pool, cost, not pods, price)
+                )
+        candidates.sort(key=lambda c: c.cost)  # stable: equal costs keep the node order
+        position = {self.state.node_names[s]: s for s in present}
+        decision = self._decide(now, candidates, position) if candidates else Decision("none")
+        chosen = {position[n] for n in decision.nodes}
+        count("Disrupting", len(chosen))
+        # each candidate under one reason: chosen, else held back by a budget, else tried alone
+        held = set(decision.blocked) - set(decision.nodes)
+        failed = set(decision.failed) - held - set(decision.nodes)
+        count("BudgetExhausted", len(held))
+        count("NotCheaper", len(failed))
+        rest = len(candidates) - len(chosen) - len(held) - len(failed)
+        if decision.kind == "none" and self.settings.policy == "WhenEmpty":
+            count("WhenEmptyPolicy", rest)
+        else:
+            count("Consolidatable", rest)  # not the pass's choice (nor tried)
+        self.record.reasons.append((now, {k: v for k, v in reasons.items() if v > 0}))
+        if decision.kind == "none":
+            return []
+        if decision.replacement is None:
+            return sorted(chosen)
+        # the replacement is of the first candidate's pool (``shapes`` in ``_decide``)
+        pool = self.of[self.state.node_names.index(decision.nodes[0])]
+        shape = self.pools.shapes[pool].index(decision.replacement)
+        slot = next(
+            s for s in self.pools.slots(int(pool), shape)
+            if not self.active[s] and s not in self.provisioning
+        )  # fmt: skip
+        self.provisioning[slot] = now + self.settings.provisioning_delay
+        self.record.scale_ups.append((now, int(pool), 1))
+        self.replacing[slot] = sorted(chosen)
+        self.disrupting.update(chosen)
+        return []
+
+    def _pdb_blocked(self, now: int, present: list[int]) -> set[int]:
+        """The pods whose PodDisruptionBudget allows no eviction now."""
+        if not self.budgets:
+            return set()
+        on = [p for s in present for p in self.on_node[s] if not self.inp.pinned[p]]
+        covering = self.budgets.covering(on)
+        if not covering:
+            return set()
+        node_of = np.array(self.bound, dtype=np.int64)
+        status = self.budgets.at(now, node_of, covering)
+        closed = {i for i, b in zip(covering, status, strict=True) if b.disruptions_allowed < 1}
+        return {p for p in on if closed & set(self.budgets.of_pod.get(p, ()))}
+
+    def _decide(self, now: int, ordered: list[Candidate], position: dict[str, int]) -> Decision:
+        seconds = now / SECOND
+        sizes: dict[str, int] = {}
+        busy: dict[str, int] = {}
+        for slot in np.flatnonzero(self.active).tolist():
+            name = self.pools.names[self.of[slot]]
+            sizes[name] = sizes.get(name, 0) + 1
+            if slot in self.disrupting:
+                busy[name] = busy.get(name, 0) + 1
+
+        def allowed(pool: str, reason: str) -> int:
+            # GetAllowedDisruptionsByReason less the nodes of the pool being disrupted now
+            rules = self.nodepool.allowed(
+                sizes.get(pool, 0), reason, lambda r: self._rule_active(r, seconds)
+            )
+            return max(0, rules - busy.get(pool, 0))
+
+        def shapes(group: Sequence[Candidate]) -> list[Shape]:
+            pool = int(self.of[position[group[0].name]])
+            return [s for k, s in enumerate(self.pools.shapes[pool]) if self._free(pool, k) > 0]
+
+        self._forget_freed()
+
+        def leftover(names: list[str]) -> list[Mapping[str, int]]:
+            slots = tuple(position[n] for n in names)
+            key = tuple(tuple(sorted(self.on_node[s])) for s in slots)
+            known = self.kept.get(slots)
+            if known is not None and known[0] == key:
+                return known[1]
+            left = self._leftover(list(slots), seconds)
+            if left:  # pods that fit nowhere: the same answer until room frees for one of them
+                self.kept[slots] = (key, left)
+            return left
+
+        return decide(ordered, allowed, self.settings.policy, shapes, leftover)
+
+    def _cost(self, pod: int) -> float:
+        found = self.costs.get(pod)
+        if found is None:
+            demand = self.inp.demands[pod]
+            found = self.costs[pod] = pod_eviction_cost(demand.annotations, demand.priority)
+        return found
+
+    def _forget_freed(self) -> None:
+        """Drop the kept answers a node that freed room since could change."""
+        freed = [f for f in self.freed if self.active[f]]
+        self.freed = set()
+        if freed and self.kept:
+            pods = {k: [p for s in k for p in self.on_node[s] if not self.inp.pinned[p]]
+                    for k in self.kept}  # fmt: skip
+            for key in stale_answers(self.state, self.inp.demands, freed, pods):
+                del self.kept[key]
+
+    def _leftover(self, slots: list[int], seconds: float) -> list[Mapping[str, int]]:
+        """The requests of the pods of ``slots`` that fit on no node that stays."""
+        allowed = self.active.copy()
+        allowed[slots] = False
+        for s in self.disrupting:
+            allowed[s] = False
+        moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
+        return leftover(
+            self.state, self.profile, self.inp.demands, moves, allowed,
+            self.pools.shapes[int(self.of[slots[0]])], seconds,
+        )  # fmt: skip

@@ -1,0 +1,311 @@
+"""``analyzer whatif --autoscaler karpenter``: the replay with Karpenter driving the nodes.
+
+Small clusters over two hours (1-minute data step), where what Karpenter does can be worked out by
+hand with its defaults (disruption polled every 10 s from the start, consolidateAfter 0s, one
+budget of 10 % of the pool's nodes rounded up, batches closing after 1 s idle, a node Ready 2 m
+after launch; without --prices a shape costs by capacity, so a 4-core / 16 GiB node is cheaper
+than an 8-core / 32 GiB one and two nodes of one shape cost the same):
+
+- **delete**: three 4-core nodes each with a 1.5-core pod. At 0:10 every node is a candidate but
+  the budget (10 % of 3 → 1) lets one go: multi-node needs two, so single-node takes the first,
+  whose pod fits on the second (3 ≤ 4 cores): deleted, its pod evicted and placed again. Then
+  neither remaining node's pod fits on the other (4.5 > 4) and no shape is cheaper.
+- **replace**: an 8-core node with a 3-core pod, then a 4-core node with a 3-core pod: the big
+  node's pod fits nowhere (6 > 4), but the 4-core shape holds it and is strictly cheaper: a 4-core
+  node launches at 0:10, is Ready at 2:10 and the big node goes then.
+- **provision**: an 8-core node with a 7-core pod and a 4-core node with a 3-core pod; a 3-core
+  pod from 30:00 to 90:00 fits nowhere: the batch closes 1 s after it went pending (30:01), the
+  cheapest shape that holds it (4-core) is Ready at 32:01; at 90:00 the pod ends, the node is
+  empty and emptiness deletes it at once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdp_client import Chromium, require_chromium
+from click.testing import CliRunner
+from reliability_doc import documented_exit
+from replay_fixtures import GI, N, P, build
+
+from analyzer.cli import main
+from analyzer.core.snapshot import write_snapshot
+
+
+def _snapshot(tmp_path: Path, nodes: list[N], pods: list[P]) -> Path:
+    snap = build(nodes, pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"  # ReplicaSet pods: they may move
+    out = tmp_path / "snap"
+    write_snapshot(snap, out)
+    return out
+
+
+def _whatif(tmp_path: Path, snap: Path, config: str | None, *extra: str) -> Any:
+    path = tmp_path / "config.yaml"
+    path.write_text(config or "autoscaler: {}\n")
+    return CliRunner().invoke(
+        main,
+        ["--config", str(path), "whatif", str(snap), "--strategy", "kube-default",
+         "--workers", "1", "--format", "json", "--autoscaler", "karpenter", *extra],
+    )  # fmt: skip
+
+
+def _row(run: Any) -> dict[str, Any]:
+    assert run.exit_code == 0, run.output
+    page = json.loads(run.output)
+    assert page["autoscaler"] == "karpenter"
+    (row,) = page["autoscaled"]
+    return dict(row)
+
+
+def _karpenter(disruption: str) -> str:
+    return f"autoscaler:\n  karpenter:\n    disruption: {disruption}\n"
+
+
+@pytest.fixture(scope="module")
+def spread(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three 4-core nodes, a 1.5-core pod on each for the whole window."""
+    tmp = tmp_path_factory.mktemp("spread")
+    pods = [P(f"p{i}", n, cpu=1500, memory=GI) for i, n in enumerate("abc")]
+    return _snapshot(tmp, [N("a"), N("b"), N("c")], pods)
+
+
+@pytest.fixture(scope="module")
+def default_row(spread: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The spread cluster replayed under Karpenter's defaults (one run for the tests below)."""
+    return _row(_whatif(tmp_path_factory.mktemp("default"), spread, None))
+
+
+def test_a_node_whose_pods_fit_on_the_others_is_deleted(default_row: dict[str, Any]) -> None:
+    row = default_row
+    assert row["nodes_removed"] == 1 and row["nodes_added"] == 0
+    assert row["pods_evicted"] == 1 and row["evicted_twice_within_hour"] == 0
+    assert row["node_hours"] == pytest.approx(2 * 2 + 10 / 3600, abs=1e-6)
+    assert row["observed_node_hours"] == pytest.approx(6.0)
+    counts = row["node_count"]["nodes"]
+    assert counts[0] == 3 and counts[1] == 2 and counts[-1] == 2
+    reasons = row["unremovable_reasons_node_hours"]
+    # the 0:10 pass: one node goes, the budget holds the two others back (10 s each); from the
+    # 0:20 pass on one node's pod fits nowhere and the budget (10 % of 2 → 1) holds the other
+    assert reasons["NotCheaper"] == pytest.approx(2 - 20 / 3600, abs=1e-6)
+    assert reasons["BudgetExhausted"] == pytest.approx(2 * 10 / 3600 + 2 - 20 / 3600, abs=1e-6)
+
+
+def test_a_budget_of_zero_nodes_blocks_all_disruption(spread: Path, tmp_path: Path) -> None:
+    row = _row(_whatif(tmp_path, spread, _karpenter("{budgets: [{nodes: '0'}]}")))
+    assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0
+    assert row["node_hours"] == pytest.approx(6.0)
+    # every node held back by the budget from the first pass (0:10) on
+    assert row["unremovable_reasons_node_hours"]["BudgetExhausted"] == pytest.approx(
+        3 * (2 - 10 / 3600), abs=1e-6
+    )
+
+
+def test_a_scheduled_budget_blocks_only_in_its_window(spread: Path, tmp_path: Path) -> None:
+    # the data starts at midnight (replay_fixtures.T0): a 0-node budget from 00:00 for 30m, then
+    # the default applies and the first node goes at the 30:00 pass
+    rule = "{budgets: [{nodes: '0', schedule: '0 0 * * *', duration: 30m}, {nodes: '10%'}]}"
+    row = _row(_whatif(tmp_path, spread, _karpenter(rule)))
+    assert row["nodes_removed"] == 1
+    assert row["node_hours"] == pytest.approx(2 * 2 + 30 / 60, abs=1e-6)
+
+
+def test_when_empty_never_removes_a_non_empty_node(spread: Path, tmp_path: Path) -> None:
+    row = _row(_whatif(tmp_path, spread, _karpenter("{consolidationPolicy: WhenEmpty}")))
+    assert row["nodes_removed"] == 0 and row["node_hours"] == pytest.approx(6.0)
+    assert row["unremovable_reasons_node_hours"]["WhenEmptyPolicy"] > 3 * 1.99
+
+
+def _two(tmp_path: Path, keep: str = "{}") -> Path:
+    """A 4-core node with a 3-core pod and a 2-core node with a 1.5-core pod until 30:00: neither
+    pod fits beside the other, and the 2-core shape is too small for the 3-core pod."""
+    pods = [P("p0", "a", cpu=3000), P("p1", "b", cpu=1500, end=30)]
+    return _snapshot(tmp_path, [N("a"), N("b", cpu=2000, memory=8 * GI, annotations=keep)], pods)
+
+
+def test_an_empty_node_goes_after_consolidate_after(tmp_path: Path) -> None:
+    # b empties at 30:00 and is consolidatable at 35:00: emptiness deletes it then
+    row = _row(_whatif(tmp_path, _two(tmp_path), _karpenter("{consolidateAfter: 5m}")))
+    assert row["nodes_removed"] == 1 and row["pods_evicted"] == 0
+    assert row["node_hours"] == pytest.approx(2 + 35 / 60, abs=1e-6)
+    assert row["node_count"]["nodes"][34] == 2 and row["node_count"]["nodes"][35] == 1
+    # with the default (0s) at the 30:00 pass
+    again = tmp_path / "default"
+    again.mkdir()
+    row = _row(_whatif(again, _two(again), None))
+    assert row["node_hours"] == pytest.approx(2 + 30 / 60, abs=1e-6)
+
+
+def test_do_not_disrupt_on_the_node_blocks_it(tmp_path: Path) -> None:
+    snap = _two(tmp_path, keep='{"karpenter.sh/do-not-disrupt": "true"}')
+    row = _row(_whatif(tmp_path, snap, None))
+    assert row["nodes_removed"] == 0 and row["node_hours"] == pytest.approx(4.0)
+    held = row["unremovable_reasons_node_hours"]["DoNotDisruptNode"]
+    assert held == pytest.approx(2 - 10 / 3600, abs=1e-6)  # from the first pass at 0:10
+
+
+def test_a_node_is_replaced_only_by_a_strictly_cheaper_shape(tmp_path: Path) -> None:
+    # kube-default puts the 3-core pod on the 8-core node (more room left); the empty 4-core node
+    # goes at 0:10 (emptiness), then at 0:20 a 4-core node (cheaper, holds the pod) is launched
+    # for the 8-core one, Ready at 2:20, when the 8-core node is deleted and its pod evicted
+    nodes = [N("big", cpu=8000, memory=32 * GI), N("small")]
+    row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, [P("p0", "big", cpu=3000)]), None))
+    assert row["nodes_added"] == 1 and row["nodes_removed"] == 2 and row["pods_evicted"] == 1
+    assert row["scale_ups"] == 1
+    assert row["node_hours"] == pytest.approx((10 + 140 + 7200 - 140) / 3600, abs=1e-6)
+    cores = (4 * 10 + 8 * 140 + 4 * (7200 - 140)) / 3600
+    assert row["core_hours"] == pytest.approx(cores, abs=1e-5)
+    # two nodes of one shape with a 3-core pod each: neither is cheaper, nothing happens
+    other = tmp_path / "same"
+    other.mkdir()
+    pods = [P("q0", "x", cpu=3000), P("q1", "y", cpu=3000)]
+    row = _row(_whatif(other, _snapshot(other, [N("x"), N("y")], pods), None))
+    assert row["nodes_added"] == 0 and row["nodes_removed"] == 0
+    assert row["unremovable_reasons_node_hours"]["NotCheaper"] > 0
+
+
+def test_pending_pods_get_the_cheapest_fitting_shape_after_the_launch_delay(
+    tmp_path: Path,
+) -> None:
+    pods = [
+        P("p0", "big", cpu=7000),
+        P("p1", "small", cpu=3000),
+        P("burst", "small", cpu=3000, start=30, end=90),
+    ]
+    nodes = [N("big", cpu=8000, memory=32 * GI), N("small")]
+    row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), None))
+    assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(121.0)
+    # the 4-core shape (cheaper than the 8-core one): 4 core-hours per node-hour
+    added = (90 * 60 - (32 * 60 + 1)) / 3600
+    assert row["node_hours"] == pytest.approx(4 + added, abs=1e-6)
+    assert row["core_hours"] == pytest.approx(8 * 2 + 4 * 2 + 4 * added, abs=1e-5)
+
+
+def test_figures_are_never_impossible(default_row: dict[str, Any]) -> None:
+    row = default_row
+    slots = 3 + 3  # the data's nodes and the pool's spare nodes of its one shape
+    for key in ("node_hours", "core_hours", "gib_hours", "pending_pod_seconds_scale_up"):
+        assert math.isfinite(row[key]) and row[key] >= 0
+    assert row["node_hours"] <= slots * 2.0
+    assert all(0 <= n <= slots for n in row["node_count"]["nodes"])
+    assert sum(row["unremovable_reasons_node_hours"].values()) <= row["node_hours"] + 1e-9
+
+
+@pytest.mark.parametrize(
+    ("fault", "config", "names"),
+    [
+        ("karpenter-policy-bad", _karpenter("{consolidationPolicy: Sometimes}"),
+         "consolidationPolicy"),
+        ("karpenter-budget-bad", _karpenter("{budgets: [{nodes: lots}]}"), "nodes"),
+        ("karpenter-schedule-bad",
+         _karpenter("{budgets: [{nodes: '0', schedule: 'every day', duration: 1h}]}"),
+         "schedule"),
+        ("karpenter-consolidate-after-bad", _karpenter("{consolidateAfter: soon}"),
+         "consolidateAfter"),
+        ("karpenter-setting-unknown", "autoscaler:\n  karpenter:\n    weight: 3\n", "weight"),
+    ],
+)  # fmt: skip
+def test_bad_karpenter_settings_are_one_line(
+    spread: Path, tmp_path: Path, fault: str, config: str, names: str
+) -> None:
+    run = _whatif(tmp_path, spread, config)
+    # each row id spelled out: the catalogue test looks for documented_exit("<id>") in the tests
+    expected = {
+        "karpenter-policy-bad": documented_exit("karpenter-policy-bad"),
+        "karpenter-budget-bad": documented_exit("karpenter-budget-bad"),
+        "karpenter-schedule-bad": documented_exit("karpenter-schedule-bad"),
+        "karpenter-consolidate-after-bad": documented_exit("karpenter-consolidate-after-bad"),
+        "karpenter-setting-unknown": documented_exit("karpenter-setting-unknown"),
+    }[fault]
+    assert run.exit_code == expected, run.output
+    lines = run.output.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0] and "Traceback" not in run.output
+
+
+@pytest.mark.browser
+def test_the_page_shows_the_karpenter_row_and_the_node_count_chart(
+    spread: Path, tmp_path: Path
+) -> None:
+    require_chromium()
+    config = tmp_path / "config.yaml"
+    config.write_text("autoscaler: {}\n")
+    out = tmp_path / "report"
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(config), "report", "whatif", str(spread), "--out", str(out),
+         "--strategy", "kube-default", "--workers", "1", "--autoscaler", "karpenter"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(out / "report.html")
+        answer = browser.evaluate("document.querySelector('[data-answer=autoscaler]').textContent")
+        rows = "[...document.querySelectorAll('table[data-table=autoscaled] tbody tr')]"
+        cells = browser.evaluate(f"{rows}.map(r => [...r.cells].map(c => c.textContent))")
+        heads = browser.evaluate(
+            "[...document.querySelectorAll('table[data-table=autoscaled] thead th')]"
+            ".map(h => h.textContent)"
+        )
+        chart = browser.evaluate(
+            "[...document.querySelectorAll('img.chart')].filter(i => i.alt.startsWith("
+            "'Nodes over time')).map(i => i.complete && i.naturalWidth > 0)"
+        )
+        notes = browser.evaluate("document.querySelector('[data-notes=autoscaler]').textContent")
+        browser.call("Runtime.evaluate", expression="0")
+    finally:
+        browser.close()
+    assert browser.console_errors() == []
+    assert chart == [True]
+    (row,) = cells
+    shown = dict(zip((h.rstrip(" ↕") for h in heads), row, strict=True))
+    assert shown["Strategy + autoscaler"] == "kube-default + karpenter"
+    # the hand-worked figures (first test): 4 h 10 s of nodes, one removed, one evicted
+    assert shown["Node-hours"] == "4.0" and shown["Nodes removed"] == "1"
+    assert shown["Pods evicted by scale-down or consolidation"] == "1"
+    assert answer == (
+        "Under karpenter, kube-default would have run 4.0 node-hours, 2.0 fewer than "
+        "the 6.0 observed, peaking at 3 nodes: 0 added, 1 removed, 1 pod evicted by consolidation."
+    )
+    # unpriced: the page says what ranks the shapes
+    assert "ranked by capacity" in notes
+
+
+def test_none_is_unchanged_by_a_karpenter_section(spread: Path, tmp_path: Path) -> None:
+    config = tmp_path / "k.yaml"
+    config.write_text(_karpenter("{consolidationPolicy: WhenEmpty}"))
+    args = ["whatif", str(spread), "--strategy", "kube-default", "--workers", "1",
+            "--format", "json"]  # fmt: skip
+    plain = CliRunner().invoke(main, args)
+    none = CliRunner().invoke(main, ["--config", str(config), *args, "--autoscaler", "none"])
+    assert plain.exit_code == 0 and none.exit_code == 0, none.output
+    assert json.loads(plain.output) == json.loads(none.output)
+    assert "autoscaled" not in json.loads(none.output)
+
+
+def test_budget_schedules_are_cron_in_utc() -> None:
+    from datetime import UTC, datetime
+
+    from analyzer.autoscaler.cron import active, parse_cron, windows
+
+    def minute(text: str) -> int:
+        return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() // 60)
+
+    weekdays = parse_cron("0 9 * * 1-5", "t")
+    assert weekdays.fires(minute("2026-11-30T09:00"))  # a Monday
+    assert not weekdays.fires(minute("2026-11-29T09:00"))  # a Sunday
+    assert not weekdays.fires(minute("2026-11-30T09:01"))
+    # day-of-month and day-of-week both restricted: either matches (cron's rule)
+    either = parse_cron("0 0 1 * 0", "t")
+    assert either.fires(minute("2026-11-29T00:00"))  # a Sunday, not the 1st
+    assert either.fires(minute("2026-12-01T00:00"))  # the 1st, a Tuesday
+    assert parse_cron("@daily", "t").fires(minute("2026-11-30T00:00"))
+    # active in (t - duration, t]: from the trigger for 8 hours
+    t0 = minute("2026-11-30T09:00") * 60
+    assert active(weekdays, 8 * 3600, t0) and active(weekdays, 8 * 3600, t0 + 8 * 3600 - 1)
+    assert not active(weekdays, 8 * 3600, t0 - 1) and not active(weekdays, 8 * 3600, t0 + 8 * 3600)
+    assert windows(weekdays, 8 * 3600, t0 - 3600, t0 + 86400) == [(t0, t0 + 8 * 3600)]
