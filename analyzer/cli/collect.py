@@ -27,6 +27,7 @@ from analyzer.core.paths import queries_dir as profile_folder
 from analyzer.core.snapshot import check_snapshot_out, write_snapshot
 from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
 from analyzer.prom.profile import load_profile
+from analyzer.prom.selectors import check_label
 from analyzer.prom.settings import (
     DEFAULT_DEADLINE_SECONDS,
     DEFAULT_PARALLELISM,
@@ -132,6 +133,20 @@ def connection_options(func: F) -> F:
     return func
 
 
+def cluster_label_options(func: F) -> F:
+    """``--cluster-label NAME`` and ``--all-clusters`` (``--cluster`` is the command's own)."""
+    func = click.option(
+        "--all-clusters", is_flag=True,
+        help="With --cluster-label: one run per value of the label, each into OUT/cluster=VALUE/.",
+    )(func)  # fmt: skip
+    return click.option(
+        "--cluster-label", metavar="NAME", default=None,
+        help="The label telling clusters apart on one Prometheus/Thanos/Mimir (e.g. cluster): "
+        "with --cluster X every query selects NAME=\"X\" and the output goes to "
+        "OUT/cluster=X/; or --all-clusters.",
+    )(func)  # fmt: skip
+
+
 def settings_from(options: dict[str, Any]) -> PromSettings:
     """Build ``PromSettings`` from the shared options (limits checked: exit 2 before any request)."""
     settings = PromSettings(
@@ -148,9 +163,18 @@ def settings_from(options: dict[str, Any]) -> PromSettings:
         parallelism=int(_given(options, "parallelism", DEFAULT_PARALLELISM)),
         deadline=duration(str(_given(options, "deadline", _DEFAULT_DEADLINE)), "--deadline"),
         thanos=_thanos(options),
+        select=_select(options),
     )
     check_limits(settings)
     return settings
+
+
+def _select(options: dict[str, Any]) -> tuple[str, str] | None:
+    """``--cluster-label NAME`` with ``--cluster X``: every selector gets NAME="X"."""
+    label = options.get("cluster_label")
+    if label is None or options.get("cluster") is None:
+        return None
+    return (check_label(label), str(options["cluster"]))
 
 
 def _thanos(options: dict[str, Any]) -> ThanosParams | None:
@@ -325,12 +349,28 @@ def _progress_bar(done: int, total: int) -> None:
     "objects default topology spreading and preemption read.",
 )
 @scrape_interval_option
+@click.option("--cluster", default=None,
+              help="With --cluster-label: the value of the cluster to read.")  # fmt: skip
+@cluster_label_options
 def collect_cmd(**options: Any) -> None:
-    """Read a time range from Prometheus into a snapshot directory (written atomically)."""
+    """Read a time range from Prometheus into a snapshot directory (written atomically); with
+    --cluster-label, OUT/cluster=VALUE/ per cluster."""
+    from analyzer.cli.clusters import cluster_values, for_each_cluster
+
+    start, end = resolve_range(options["start"], options["end"], options["since"])
+    values = cluster_values(options, start, end)
+    if values is None:
+        code = _collect_one(options, start, end)
+    else:
+        code = for_each_cluster(options, values, "out", lambda o: _collect_one(o, start, end))
+    if code:
+        raise SystemExit(code)
+
+
+def _collect_one(options: dict[str, Any], start: datetime, end: datetime) -> int:
     check_snapshot_out(options["out"])  # before the fetch: never lose a whole fetch, nor a folder
     # read and checked before the fetch too: a bad file costs nothing
     objects = read_kube_objects(options["kube_objects"]) if options["kube_objects"] else None
-    start, end = resolve_range(options["start"], options["end"], options["since"])
     request = CollectRequest(
         settings=settings_from(options),
         start=start,
@@ -363,7 +403,8 @@ def collect_cmd(**options: Any) -> None:
         click.echo(f"analyzer: warning: {warning}", err=True)
     if result.partial:
         click.echo("analyzer: partial data (exit 3): " + "; ".join(result.problems), err=True)
-        raise SystemExit(EXIT_PARTIAL)
+        return EXIT_PARTIAL
+    return 0
 
 
 @main.command("check")

@@ -150,7 +150,7 @@ def _pools(
     con: Any, source: FleetSource, clusters: list[ClusterHistory], start: date, end: date
 ) -> pd.DataFrame:
     columns = []
-    for r, (unit, div, shown) in RESOURCES.items():
+    for r, (unit, div, _shown) in RESOURCES.items():
         key = f"{r}_{'cores' if r == 'cpu' else 'gib'}"
         columns += [
             f"avg({r}_allocatable_mean_{unit}) / {div} AS allocatable_{key}",

@@ -21,6 +21,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -106,7 +107,7 @@ class FleetSource:
     def read_text(self, path: str) -> str:
         """A small file's text (cluster.json)."""
         if self.fs is None:
-            with open(path, encoding="utf-8") as handle:
+            with Path(path).open(encoding="utf-8") as handle:
                 return handle.read(1 << 16)
         with self.fs.open(path, "r", encoding="utf-8") as handle:
             return str(handle.read(1 << 16))

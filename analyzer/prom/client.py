@@ -27,7 +27,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 from analyzer.core.errors import SourceError
 from analyzer.prom.faults import RunClock, ServerFault, backoff_seconds, describe_seconds
 from analyzer.prom.matrix_text import scan_matrix
-from analyzer.prom.selectors import with_matcher
+from analyzer.prom.selectors import check_label, with_matcher
 from analyzer.prom.series import LabelCache as LabelCache
 from analyzer.prom.series import LabelKey as LabelKey
 from analyzer.prom.series import Series as Series
@@ -521,6 +521,20 @@ class PromClient:
         finally:
             response.close()
         return body.decode("utf-8", errors="replace")
+
+    def label_values(self, label: str, matchers: list[str], start: float, end: float) -> list[str]:
+        """Values of ``label`` on the series matching any of ``matchers`` in ``[start, end]``
+        (``/api/v1/label/<label>/values``; the label is checked as a name first)."""
+        params: dict[str, Any] = {
+            "match[]": [self.scoped(m) for m in matchers],
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+        }
+        data = self.request(
+            f"/api/v1/label/{check_label(label)}/values", params, what=f"values of {label}",
+            post=False,
+        )  # fmt: skip
+        return sorted(str(x) for x in data or [])
 
     def label_names(self, matchers: list[str], start: float, end: float) -> list[str]:
         """Label names of the series matching any of ``matchers`` in ``[start, end]``."""

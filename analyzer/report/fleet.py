@@ -115,7 +115,7 @@ def payload(fleet: FleetMonth, prices: Prices | None) -> dict[str, Any]:
             "*_cpu_cores": "cores", "*_memory_gib": "GiB (2^30 bytes)", "nodes_mean": "nodes",
             "breach_node_hours": "node-hours", "used_p95_pct_of_allocatable": "%",
             "idle_money": "currency over the month's days with data",
-        },  # fmt: skip
+        },
         "missing": fleet.missing,
         **{name: _records(getattr(fleet, name)) for name in TABLES},
     }

@@ -97,7 +97,7 @@ def _pools(
     for pool in pools:
         mask = node_pool == pool
         n = int(mask.sum())
-        row: dict[str, object] = {name: np.nan for name in POOL_SCHEMA.names}
+        row: dict[str, object] = dict.fromkeys(POOL_SCHEMA.names, np.nan)
         row.update(day=stamp, pool=pool, nodes_mean=float(n), nodes_max=n, used_samples=288,
                    largest_node=None, largest_node_cpu_allocatable_millicores=NODE_CPU,
                    largest_node_memory_allocatable_bytes=NODE_MEMORY)  # fmt: skip
