@@ -10,6 +10,7 @@ table for table.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -96,7 +97,9 @@ def _table(folder: Path, name: str) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("cluster", ["east", "west"])
-def test_each_cluster_equals_a_single_cluster_run_of_its_data(collected: Path, cluster: str) -> None:
+def test_each_cluster_equals_a_single_cluster_run_of_its_data(
+    collected: Path, cluster: str
+) -> None:
     selected = collected / "fleet" / f"cluster={cluster}"
     for name in TABLES:
         pd.testing.assert_frame_equal(
@@ -111,10 +114,14 @@ def test_the_two_clusters_share_names_but_not_figures(collected: Path) -> None:
     assert sorted(_table(east, "pods")["name"]) == sorted(_table(west, "pods")["name"])
     # the same two nodes, each with twice the allocatable CPU in west: never summed (3x) or swapped
     assert list(west_nodes["allocatable:cpu"]) == [2 * v for v in east_nodes["allocatable:cpu"]]
-    assert list(east_nodes["allocatable:cpu"]) == [sc.EXPECTED_NODES[n]["cpu"] for n in ("node-a", "node-b")]
+    assert list(east_nodes["allocatable:cpu"]) == [
+        sc.EXPECTED_NODES[n]["cpu"] for n in ("node-a", "node-b")
+    ]
 
 
-def test_one_cluster_selected_by_value(servers: dict[str, str], collected: Path, tmp_path: Path) -> None:
+def test_one_cluster_selected_by_value(
+    servers: dict[str, str], collected: Path, tmp_path: Path
+) -> None:
     result = _run(
         "collect", "--prometheus", servers["both"], "--cluster-label", "cluster", "--cluster",
         "west", *RANGE, "--out", str(tmp_path),
@@ -148,3 +155,47 @@ def test_a_label_no_series_carries_is_refused(servers: dict[str, str], tmp_path:
     assert "--cluster-label k8s_cluster: no kube_node_info series" in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+@pytest.fixture(scope="module")
+def nightly(servers: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("fleet-nightly")
+    day = ["--date", "2026-11-01", "--step", "1m", "--min-coverage", "0.01"]
+    for name in ("east", "west"):
+        result = _run("report", "nightly", "--prometheus", servers[name], "--cluster", name,
+                      *day, "--out", str(out / name))  # fmt: skip
+        assert result.exit_code == 0, result.output
+    result = _run(
+        "report", "nightly", "--prometheus", servers["both"], "--cluster-label", "cluster",
+        "--all-clusters", *day, "--out", str(out / "fleet"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("cluster", ["east", "west"])
+def test_each_clusters_nightly_history_equals_its_own_run(nightly: Path, cluster: str) -> None:
+    mine = nightly / "fleet" / f"cluster={cluster}" / "history"
+    alone = nightly / cluster / "history"
+    for table in ("pools", "workloads", "rollups"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(mine / table / "2026-11-01.parquet"),
+            pd.read_parquet(alone / table / "2026-11-01.parquet"),
+            obj=f"{cluster} {table}",
+        )
+    assert json.loads((mine / "cluster.json").read_text())["cluster"] == cluster
+
+
+def test_the_fleet_page_of_the_two_clusters_keeps_them_apart(nightly: Path, tmp_path: Path) -> None:
+    result = _run("report", "fleet", str(nightly / "fleet"), "--out", str(tmp_path / "page"))
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "page" / "report.json").read_text())
+    totals = {row["cluster"]: row for row in data["totals"]}
+    assert sorted(totals) == ["(fleet)", "east", "west"]
+    for name in ("east", "west"):  # each cluster's row: its own history's pools, not the sum
+        pools = pd.read_parquet(nightly / name / "history" / "pools" / "2026-11-01.parquet")
+        cores = float(pools["cpu_allocatable_mean_millicores"].sum()) / 1000
+        assert totals[name]["allocatable_cpu_cores"] == pytest.approx(cores, rel=1e-12)
+    assert totals["west"]["allocatable_cpu_cores"] == pytest.approx(
+        2 * totals["east"]["allocatable_cpu_cores"], rel=1e-12
+    )

@@ -34,7 +34,9 @@ def cluster_values(options: dict[str, Any], start: datetime, end: datetime) -> l
     label = options.get("cluster_label")
     if label is None:
         if options.get("all_clusters"):
-            raise InputError("--all-clusters: give --cluster-label NAME, the label telling clusters apart")
+            raise InputError(
+                "--all-clusters: give --cluster-label NAME, the label telling clusters apart"
+            )
         return None
     check_label(label)
     if options.get("all_clusters") and options.get("cluster"):
@@ -81,4 +83,3 @@ def for_each_cluster(
             code = exc.exit_code
         worst = max(worst, code)
     return worst
-

@@ -51,7 +51,9 @@ class FleetMonth:
     pools: pd.DataFrame  # cluster, pool, days, nodes_mean, <figure>_<cpu_cores|memory_gib>
     totals: pd.DataFrame  # one row per cluster (sum of its pools) and the last row "(fleet)"
     breaches: pd.DataFrame  # worst cluster-days: cluster, day, breaches, nodes, breach_node_hours
-    hottest: pd.DataFrame  # worst node-days: cluster, pool, node, day, resource, p95_pct_of_allocatable
+    hottest: (
+        pd.DataFrame
+    )  # worst node-days: cluster, pool, node, day, resource, p95_pct_of_allocatable
     forecasts: pd.DataFrame  # cluster, pool, forecast_date, requested_cpu_cores mean/hi95, decision
     missing: dict[str, list[str]] = field(default_factory=dict)  # what a cluster lacks, shown
 

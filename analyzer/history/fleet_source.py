@@ -34,7 +34,14 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _TABLES = ("pools", "summary", "rollups", "forecasts")
 MAX_CLUSTERS = 5000  # a root with more folders is not a fleet root; the walk stays bounded
 # What each protocol needs installed (the message names the package to add).
-_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs", "az": "adlfs"}
+_PACKAGES = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "abfs": "adlfs",
+    "az": "adlfs",
+}
 
 
 def safe_name(cluster: str) -> str:
@@ -134,7 +141,9 @@ class FleetSource:
                 if not any(n == "pools" and d for n, d in self._ls(history)):
                     continue
                 hive = name.startswith(HIVE_PREFIX)
-                found.append(self._history(history, name[len(HIVE_PREFIX) :] if hive else name, hive))
+                found.append(
+                    self._history(history, name[len(HIVE_PREFIX) :] if hive else name, hive)
+                )
         found = [c for c in found if c.files.get("pools")]
         if not found:
             raise InputError(
@@ -161,7 +170,8 @@ class FleetSource:
             t: [
                 f"{path}/{t}/{n}"
                 for n, is_dir in listing
-                if not is_dir and (MONTH_FILE if t == "forecasts" else DAY_FILE).match(n)
+                if not is_dir
+                and (MONTH_FILE if t == "forecasts" else DAY_FILE).match(n)
                 and n.endswith(".json" if t in ("summary", "forecasts") else ".parquet")
             ]
             for t, listing in entries.items()

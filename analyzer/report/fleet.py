@@ -112,8 +112,11 @@ def payload(fleet: FleetMonth, prices: Prices | None) -> dict[str, Any]:
         "sentence": sentence(fleet),
         "currency": None if prices is None else prices.currency,
         "units": {
-            "*_cpu_cores": "cores", "*_memory_gib": "GiB (2^30 bytes)", "nodes_mean": "nodes",
-            "breach_node_hours": "node-hours", "used_p95_pct_of_allocatable": "%",
+            "*_cpu_cores": "cores",
+            "*_memory_gib": "GiB (2^30 bytes)",
+            "nodes_mean": "nodes",
+            "breach_node_hours": "node-hours",
+            "used_p95_pct_of_allocatable": "%",
             "idle_money": "currency over the month's days with data",
         },
         "missing": fleet.missing,
