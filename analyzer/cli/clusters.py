@@ -14,21 +14,41 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-from analyzer.cli.collect import settings_from
 from analyzer.core.errors import AnalyzerError, InputError
 from analyzer.core.text import one_line
 from analyzer.history.fleet_source import cluster_dir
 from analyzer.prom.client import PromClient
 from analyzer.prom.selectors import check_label
+from analyzer.prom.settings import PromSettings
 
 INFO = "kube_node_info"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def cluster_values(options: dict[str, Any], start: datetime, end: datetime) -> list[str] | None:
+def cluster_label_options(func: F) -> F:
+    """``--cluster-label NAME`` and ``--all-clusters`` (``--cluster`` is the command's own)."""
+    func = click.option(
+        "--all-clusters", is_flag=True,
+        help="With --cluster-label: one run per value of the label, each into OUT/cluster=VALUE/.",
+    )(func)  # fmt: skip
+    return click.option(
+        "--cluster-label", metavar="NAME", default=None,
+        help="The label telling clusters apart on one Prometheus/Thanos/Mimir (e.g. cluster): "
+        "with --cluster X every query selects NAME=\"X\" and the output goes to "
+        "OUT/cluster=X/; or --all-clusters.",
+    )(func)  # fmt: skip
+
+
+def cluster_values(
+    options: dict[str, Any],
+    settings_from: Callable[[dict[str, Any]], PromSettings],
+    start: datetime,
+    end: datetime,
+) -> list[str] | None:
     """The clusters to run (None: no ``--cluster-label``, one plain run). Refuses, before any
     write, a missing ``--cluster``, an unknown value and a label no ``kube_node_info`` carries."""
     label = options.get("cluster_label")

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from analyzer.cli.base import is_terminal, main
+from analyzer.cli.clusters import cluster_label_options, cluster_values, for_each_cluster
 from analyzer.collect.check import format_table, run_check
 from analyzer.collect.kube_objects import read_kube_objects
 from analyzer.collect.run import DEFAULT_MAX_REQUESTS as DEFAULT_MAX_REQUESTS  # aggregate uses it
@@ -131,20 +132,6 @@ def connection_options(func: F) -> F:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def cluster_label_options(func: F) -> F:
-    """``--cluster-label NAME`` and ``--all-clusters`` (``--cluster`` is the command's own)."""
-    func = click.option(
-        "--all-clusters", is_flag=True,
-        help="With --cluster-label: one run per value of the label, each into OUT/cluster=VALUE/.",
-    )(func)  # fmt: skip
-    return click.option(
-        "--cluster-label", metavar="NAME", default=None,
-        help="The label telling clusters apart on one Prometheus/Thanos/Mimir (e.g. cluster): "
-        "with --cluster X every query selects NAME=\"X\" and the output goes to "
-        "OUT/cluster=X/; or --all-clusters.",
-    )(func)  # fmt: skip
 
 
 def settings_from(options: dict[str, Any]) -> PromSettings:
@@ -355,10 +342,8 @@ def _progress_bar(done: int, total: int) -> None:
 def collect_cmd(**options: Any) -> None:
     """Read a time range from Prometheus into a snapshot directory (written atomically); with
     --cluster-label, OUT/cluster=VALUE/ per cluster."""
-    from analyzer.cli.clusters import cluster_values, for_each_cluster
-
     start, end = resolve_range(options["start"], options["end"], options["since"])
-    values = cluster_values(options, start, end)
+    values = cluster_values(options, settings_from, start, end)
     if values is None:
         code = _collect_one(options, start, end)
     else:

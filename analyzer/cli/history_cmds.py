@@ -14,13 +14,13 @@ from typing import Any
 import click
 
 from analyzer.cli.base import AnalyzerGroup, is_terminal, main
-from analyzer.cli.clusters import cluster_values, for_each_cluster
+from analyzer.cli.clusters import cluster_label_options, cluster_values, for_each_cluster
 from analyzer.cli.collect import (
-    cluster_label_options,
     connection_options,
     duration,
     print_step_note,
     scrape_interval_option,
+    settings_from,
 )
 from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.cli.report_cmds import analysis_options, cluster_option, day_source, nightly_settings
@@ -94,7 +94,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
     days = backfill_days(since, until, today)
     first = datetime.combine(days[0], time(), UTC)
     last = datetime.combine(days[-1] + timedelta(days=1), time(), UTC)
-    values = cluster_values(opts, first, last)
+    values = cluster_values(opts, settings_from, first, last)
     if values is None:
         code = _backfill_one(ctx, opts, settings, days)
     else:

@@ -10,9 +10,9 @@ from typing import Any
 import click
 
 from analyzer.cli.base import is_terminal, main, report
+from analyzer.cli.clusters import cluster_label_options
 from analyzer.cli.collect import (
     F,
-    cluster_label_options,
     connection_options,
     print_step_note,
     scrape_interval_option,
@@ -160,7 +160,9 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
         raise InputError("--cluster-label: only with --prometheus (a snapshot is one cluster)")
     day = _day(opts["day"]) or (datetime.now(UTC) - timedelta(days=1)).date()
     start = datetime.combine(day, datetime.min.time(), UTC)
-    values = cluster_values(opts, start - timedelta(hours=1), start + timedelta(days=1))
+    values = cluster_values(
+        opts, settings_from, start - timedelta(hours=1), start + timedelta(days=1)
+    )
     if values is None:
         code = _nightly_one(ctx, snapshot, opts)
     else:

@@ -208,9 +208,11 @@ def _filesystem(protocol: str, root: str) -> Any:
     try:
         import fsspec
     except ImportError:
+        package = _PACKAGES.get(protocol, "")
         raise InputError(
-            f"HISTORY_ROOT {one_line(root)}: reading a URL needs fsspec; pip install fsspec "
-            f"{_PACKAGES.get(protocol, '')}".rstrip()
+            f"HISTORY_ROOT {one_line(root)}: {one_line(protocol)}:// needs fsspec"
+            f"{' and ' + package if package else ''}, which is not installed; pip install fsspec "
+            f"{package} (or copy the history to a local folder)".replace("  ", " ")
         ) from None
     try:
         return fsspec.filesystem(protocol)

@@ -166,8 +166,9 @@ def _classify(path: Path, data: dict[str, Any], out: Path) -> PortalEntry | None
         return PortalEntry("search", link, title, shown, key, _text(data.get("sentence")))
     if data.get("fleet") is True and "totals" in data:  # report fleet (report/fleet.py)
         month = str(data.get("month") or "")
-        clusters = data.get("clusters") if isinstance(data.get("clusters"), list) else []
-        when = f"month {_text(month)}, {count(len(clusters))} cluster(s)"
+        clusters = data.get("clusters")
+        number_of = len(clusters) if isinstance(clusters, list) else 0
+        when = f"month {_text(month)}, {count(number_of)} cluster(s)"
         return PortalEntry(
             "fleet", link, title, when, f"{month} {data.get('generated_at') or ''}",
             _text(data.get("sentence")),
