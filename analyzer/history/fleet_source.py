@@ -87,7 +87,7 @@ class FleetSource:
         try:
             if self.fs is None:  # a local folder: no fsspec needed
                 with os.scandir(path) as scan:
-                    return sorted((e.name, e.is_dir(follow_symlinks=False)) for e in scan)
+                    return sorted((e.name, e.is_dir()) for e in scan)
             entries = self.fs.ls(path, detail=True)
         except (FileNotFoundError, NotADirectoryError):
             return []
