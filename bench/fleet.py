@@ -2,7 +2,9 @@
 
 The history is **synthetic**, written straight to parquet by ``analyzer.sources.fleet_history``
 (the history store's own writers; fsync skipped while generating, since the files are the input,
-not what is measured): per cluster ``cluster=NAME/history/`` with, per day, ``pools/`` (5 pools of
+not what is measured; ``--distinct`` clusters, default 5, are generated and the others are hard
+links of their files under their own ``cluster=NAME`` and ``cluster.json``, so every file is still
+read): per cluster ``cluster=NAME/history/`` with, per day, ``pools/`` (5 pools of
 100 nodes), ``rollups/`` (node × cpu/memory × 5 stats: 5,000 rows) and ``summary/``. 50 × 90 days is
 4,500 days, 22.5 M rollup rows. Then, each in a fresh process so its peak memory is its own:
 
@@ -35,12 +37,27 @@ TARGET_S = 60.0
 TARGET_BYTES = 2 * 10**9
 
 
-def generate(root: Path, clusters: int, nodes: int, days: int) -> None:
-    """Write the synthetic fleet (fsync off in this process only: see the docstring)."""
-    from analyzer.sources.fleet_history import FleetSpec, write_fleet
+def generate(root: Path, clusters: int, nodes: int, days: int, distinct: int) -> None:
+    """Write the synthetic fleet (fsync off in this process only: see the docstring): ``distinct``
+    clusters generated, the others hard links of their files under their own names."""
+    from analyzer.core.atomic import atomic_write_text
+    from analyzer.history.fleet_source import cluster_dir
+    from analyzer.history.identity import IDENTITY_FILE, ClusterIdentity
+    from analyzer.sources.fleet_history import FleetSpec, cluster_names, write_fleet
 
     os.fsync = lambda fd: None  # type: ignore[assignment]
-    write_fleet(root, FleetSpec(clusters=clusters, nodes=nodes, pools=5, days=days))
+    made = min(distinct, clusters)
+    write_fleet(root, FleetSpec(clusters=made, nodes=nodes, pools=5, days=days))
+    sources = [root / cluster_dir(n) for n in cluster_names(FleetSpec(clusters=made))]
+    for i in range(made, clusters):
+        name = f"cluster-{i:02d}"
+        source, target = sources[i % made], root / cluster_dir(name)
+        for path in source.rglob("*"):
+            if path.is_file() and path.name != IDENTITY_FILE:
+                (target / path.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
+                os.link(path, target / path.relative_to(source))
+        history = target / "history"
+        atomic_write_text(history / IDENTITY_FILE, ClusterIdentity(name, None, True).to_json())
 
 
 def phase(name: str, root: Path, out: Path) -> dict[str, Any]:
@@ -99,6 +116,8 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=50)
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--days", type=int, default=90)
+    parser.add_argument("--distinct", type=int, default=5,
+                        help="Clusters generated; the others are hard links of their files.")  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("--skip-pandas", action="store_true")
     parser.add_argument("--phase", choices=["fleet", "one-cluster", "pandas"], default=None)
@@ -112,7 +131,7 @@ def main() -> None:
         root = (args.keep or Path(tmp)) / "fleet"
         began = time.perf_counter()
         if not root.is_dir():
-            generate(root, args.clusters, args.nodes, args.days)
+            generate(root, args.clusters, args.nodes, args.days, args.distinct)
         generated = time.perf_counter() - began
         one = Path(tmp) / "one"
         one.mkdir()
@@ -129,7 +148,8 @@ def main() -> None:
         "bench": "fleet",
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()} {os.cpu_count()} cores Python {platform.python_version()}",
-        "clusters": args.clusters, "nodes": args.nodes, "days": args.days,
+        "clusters": args.clusters, "distinct": min(args.distinct, args.clusters),
+        "nodes": args.nodes, "days": args.days,
         "generate_s": round(generated, 1),
         "phases": phases,
         "wall_ratio_fleet_vs_one_cluster": round(fleet["wall_s"] / single["wall_s"], 2),

@@ -199,3 +199,17 @@ def test_the_fleet_page_of_the_two_clusters_keeps_them_apart(nightly: Path, tmp_
     assert totals["west"]["allocatable_cpu_cores"] == pytest.approx(
         2 * totals["east"]["allocatable_cpu_cores"], rel=1e-12
     )
+
+
+def test_check_names_the_cluster_label_and_its_values(servers: dict[str, str]) -> None:
+    both = _run(
+        "check", "--prometheus", servers["both"], "--start", str(sc.T0), "--end", str(sc.END)
+    )
+    line = next(x for x in both.output.splitlines() if x.strip().startswith("cluster label:"))
+    assert "cluster (2 values: east, west); pass --cluster-label cluster" in line, line
+    one = _run(
+        "check", "--prometheus", servers["east"], "--start", str(sc.T0), "--end", str(sc.END)
+    )
+    line = next(x for x in one.output.splitlines() if x.strip().startswith("cluster label:"))
+    assert line.split(":", 1)[1].strip() == "none (one cluster)"
+    assert one.exit_code == both.exit_code == 0, (one.output, both.output)
