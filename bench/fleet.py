@@ -12,8 +12,9 @@ read): per cluster ``cluster=NAME/history/`` with, per day, ``pools/`` (5 pools 
   ``write_fleet_report``: page, JSON, CSVs);
 - ``one-cluster``: the same over a root holding one of the clusters (the same-run baseline: what
   one cluster costs, so the ratio says how the fleet scales);
-- ``pandas``: the same pool figures and hottest node-day with pandas reading the same files
-  (``pd.read_parquet`` per file, concatenated) — the obvious way without DuckDB.
+- ``pandas``: the pool means and the hottest node-day with pandas reading the same files (the
+  newest month's ``pools/`` and ``rollups/``, ``pd.read_parquet`` per file, concatenated) — the
+  obvious way without DuckDB, and less than the page computes.
 
     PYTHONPATH=$PWD .venv/bin/python bench/fleet.py [--clusters 50] [--nodes 500] [--days 90]
 """
@@ -81,12 +82,14 @@ def phase(name: str, root: Path, out: Path) -> dict[str, Any]:
     else:
         import pandas as pd
 
+        # the same files the page reads: the newest month's days
+        month = max(p.name for p in root.glob("*/history/pools/*.parquet"))[:7]
         pools = pd.concat(
-            [pd.read_parquet(p) for p in sorted(root.glob("*/history/pools/*.parquet"))]
+            [pd.read_parquet(p) for p in sorted(root.glob(f"*/history/pools/{month}-*.parquet"))]
         )
         figures = pools.groupby("pool")[["cpu_allocatable_mean_millicores"]].mean()
         frames = []
-        for path in sorted(root.glob("*/history/rollups/*.parquet")):
+        for path in sorted(root.glob(f"*/history/rollups/{month}-*.parquet")):
             frames.append(pd.read_parquet(path).assign(cluster=path.parts[-4]))
         rollups = pd.concat(frames, ignore_index=True)
         p95 = rollups[rollups["stat"] == "p95"]

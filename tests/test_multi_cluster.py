@@ -213,3 +213,31 @@ def test_check_names_the_cluster_label_and_its_values(servers: dict[str, str]) -
     line = next(x for x in one.output.splitlines() if x.strip().startswith("cluster label:"))
     assert line.split(":", 1)[1].strip() == "none (one cluster)"
     assert one.exit_code == both.exit_code == 0, (one.output, both.output)
+
+
+def test_a_prometheus_per_cluster_from_the_config_file(
+    servers: dict[str, str], collected: Path, tmp_path: Path
+) -> None:
+    token = tmp_path / "west-token"
+    token.write_text("s3cr3t-west-token\n")
+    config = tmp_path / "analyzer.yaml"
+    config.write_text(
+        "clusters:\n"
+        f"  - {{name: east, prometheus: '{servers['east']}'}}\n"
+        f"  - {{name: west, prometheus: '{servers['west']}', token_file: '{token}'}}\n"
+    )
+    result = _run("--config", str(config), "collect", "--all-clusters", *RANGE,
+                  "--out", str(tmp_path / "out"))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "s3cr3t" not in result.output
+    for name in ("east", "west"):  # each entry read with its own connection
+        for table in TABLES:
+            pd.testing.assert_frame_equal(
+                _table(tmp_path / "out" / f"cluster={name}", table),
+                _table(collected / name, table),
+                obj=f"{name} {table}",
+            )
+    unknown = _run("--config", str(config), "collect", "--cluster", "north", *RANGE,
+                   "--out", str(tmp_path / "x"))  # fmt: skip
+    assert unknown.exit_code == documented_exit("fleet-unknown-cluster")
+    assert "no such entry in the config file's clusters: (known: east, west)" in unknown.output

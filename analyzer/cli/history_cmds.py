@@ -14,7 +14,12 @@ from typing import Any
 import click
 
 from analyzer.cli.base import AnalyzerGroup, is_terminal, main
-from analyzer.cli.clusters import cluster_label_options, cluster_values, for_each_cluster
+from analyzer.cli.clusters import (
+    cluster_label_options,
+    cluster_values,
+    config_clusters,
+    for_each_cluster,
+)
 from analyzer.cli.collect import (
     connection_options,
     duration,
@@ -81,7 +86,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
 
     Days already present are skipped unless --force. Exit 0 ok, 3 a day partial or without data.
     """
-    if not opts["prometheus"]:
+    if not opts["prometheus"] and not config_clusters():
         raise InputError("history backfill: give --prometheus URL (or ANALYZER_PROMETHEUS_URL)")
     settings = nightly_settings(ctx, {**opts, "day": None, "fail_on_violations": False})
     since = timedelta(seconds=duration(opts["since"], "--since"))

@@ -156,12 +156,20 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
     """
     from analyzer.cli.clusters import cluster_values, for_each_cluster
 
-    if opts["cluster_label"] is not None and (snapshot is not None or not opts["prometheus"]):
-        raise InputError("--cluster-label: only with --prometheus (a snapshot is one cluster)")
+    if snapshot is not None and (opts["cluster_label"] is not None or opts["all_clusters"]):
+        raise InputError(
+            "--cluster-label/--all-clusters: only with --prometheus (a snapshot is one cluster)"
+        )
+    if opts["cluster_label"] is not None and not opts["prometheus"]:
+        raise InputError("--cluster-label: give --prometheus URL, the server holding the clusters")
     day = _day(opts["day"]) or (datetime.now(UTC) - timedelta(days=1)).date()
     start = datetime.combine(day, datetime.min.time(), UTC)
-    values = cluster_values(
-        opts, settings_from, start - timedelta(hours=1), start + timedelta(days=1)
+    values = (
+        None
+        if snapshot is not None
+        else cluster_values(
+            opts, settings_from, start - timedelta(hours=1), start + timedelta(days=1)
+        )
     )
     if values is None:
         code = _nightly_one(ctx, snapshot, opts)

@@ -22,7 +22,7 @@ month's stored ``forecasts/MONTH.json`` (written by ``report monthly``), when th
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -118,11 +118,17 @@ def fleet_month(source: FleetSource, month: str | None = None) -> FleetMonth:
     month = month or latest_month(source, clusters)
     start = date.fromisoformat(f"{month}-01")
     end = date(start.year + start.month // 12, start.month % 12 + 1, 1)
+    # Only the month's day files reach DuckDB (by their names, which the listing checked): a
+    # quarter of history is read as one month, not three.
+    prefix = f"{month}-"
     in_month = [
-        c for c in clusters
-        if any(start.isoformat() <= p.rsplit("/", 1)[-1][:10] < end.isoformat()
-               for p in c.files["pools"])
+        replace(c, files={
+            t: [p for p in paths if t == "forecasts" or p.rsplit("/", 1)[-1].startswith(prefix)]
+            for t, paths in c.files.items()
+        })
+        for c in clusters
     ]  # fmt: skip
+    in_month = [c for c in in_month if c.files["pools"]]
     if not in_month:
         raise InputError(
             f"--month {month}: no cluster under HISTORY_ROOT {one_line(source.root)} has a day of "
