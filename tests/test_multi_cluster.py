@@ -241,3 +241,23 @@ def test_a_prometheus_per_cluster_from_the_config_file(
                    "--out", str(tmp_path / "x"))  # fmt: skip
     assert unknown.exit_code == documented_exit("fleet-unknown-cluster")
     assert "no such entry in the config file's clusters: (known: east, west)" in unknown.output
+
+
+def test_backfill_per_cluster_equals_the_nightly_days(
+    servers: dict[str, str], nightly: Path, tmp_path: Path
+) -> None:
+    result = _run(
+        "history", "backfill", "--prometheus", servers["both"], "--cluster-label", "cluster",
+        "--all-clusters", "--since", "1d", "--until", "2026-11-01", "--step", "1m",
+        "--min-coverage", "0.01", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for name in ("east", "west"):  # a backfilled day equals the nightly day, cluster by cluster
+        for table in ("pools", "workloads"):
+            pd.testing.assert_frame_equal(
+                pd.read_parquet(
+                    tmp_path / f"cluster={name}" / "history" / table / "2026-11-01.parquet"
+                ),
+                pd.read_parquet(nightly / name / "history" / table / "2026-11-01.parquet"),
+                obj=f"{name} {table}",
+            )
