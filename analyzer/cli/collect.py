@@ -16,7 +16,12 @@ from typing import Any, TypeVar
 import click
 
 from analyzer.cli.base import is_terminal, main
-from analyzer.cli.clusters import cluster_label_options, cluster_values, for_each_cluster
+from analyzer.cli.clusters import (
+    cluster_label_options,
+    cluster_values,
+    config_clusters,
+    for_each_cluster,
+)
 from analyzer.collect.check import format_table, run_check
 from analyzer.collect.kube_objects import read_kube_objects
 from analyzer.collect.run import DEFAULT_MAX_REQUESTS as DEFAULT_MAX_REQUESTS  # aggregate uses it
@@ -342,20 +347,29 @@ def _progress_bar(done: int, total: int) -> None:
 def collect_cmd(**options: Any) -> None:
     """Read a time range from Prometheus into a snapshot directory (written atomically); with
     --cluster-label, OUT/cluster=VALUE/ per cluster."""
+    plain = (
+        options["cluster_label"] is None
+        and not options["all_clusters"]
+        and not (options["cluster"] and config_clusters())
+    )
+    if plain:  # a cluster's folder is checked by its own run below
+        check_snapshot_out(options["out"])  # before the fetch: never lose a fetch, nor a folder
+    # read and checked before the fetch too: a bad file costs nothing (one read for every cluster)
+    objects = read_kube_objects(options["kube_objects"]) if options["kube_objects"] else None
     start, end = resolve_range(options["start"], options["end"], options["since"])
     values = cluster_values(options, settings_from, start, end)
     if values is None:
-        code = _collect_one(options, start, end)
+        code = _collect_one(options, start, end, objects)
     else:
-        code = for_each_cluster(options, values, "out", lambda o: _collect_one(o, start, end))
+        code = for_each_cluster(
+            options, values, "out", lambda o: _collect_one(o, start, end, objects)
+        )
     if code:
         raise SystemExit(code)
 
 
-def _collect_one(options: dict[str, Any], start: datetime, end: datetime) -> int:
+def _collect_one(options: dict[str, Any], start: datetime, end: datetime, objects: Any) -> int:
     check_snapshot_out(options["out"])  # before the fetch: never lose a whole fetch, nor a folder
-    # read and checked before the fetch too: a bad file costs nothing
-    objects = read_kube_objects(options["kube_objects"]) if options["kube_objects"] else None
     request = CollectRequest(
         settings=settings_from(options),
         start=start,
