@@ -254,3 +254,21 @@ def test_s3_without_s3fs_is_one_line(tmp_path: Path) -> None:
 def test_a_month_without_history(fleet: Path, tmp_path: Path) -> None:
     result = _run("report", "fleet", str(fleet), "--month", "2025-01", "--out", str(tmp_path / "o"))
     _one_line_exit(result, documented_exit("fleet-month-empty"), "--month 2025-01")
+
+
+def test_prices_put_idle_capacity_in_money(fleet: Path, page: Path, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: EUR\ndefault: {core_hour: 0.03, gib_hour: 0.004}\n")
+    out = tmp_path / "priced"
+    result = _run("report", "fleet", str(fleet), "--prices", str(prices), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    data = _json(out)
+    assert data["currency"] == "EUR"
+    for row in data["pools"]:  # idle cores and GiB at their hourly price over the days with data
+        hours = 24 * row["days"]
+        cpu, memory = max(row["idle_cpu_cores"], 0), max(row["idle_memory_gib"], 0)
+        assert row["idle_money"] == pytest.approx((cpu * 0.03 + memory * 0.004) * hours)
+        assert row["idle_money"] >= 0
+    totals = {r["cluster"]: r["idle_money"] for r in data["totals"]}
+    assert totals["(fleet)"] == pytest.approx(sum(r["idle_money"] for r in data["pools"]))
+    assert "idle, EUR" in (out / "report.html").read_text()
