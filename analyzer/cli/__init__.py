@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "analyzer.cli.rightsize_cmds",
     "analyzer.cli.monthly_cmds",
     "analyzer.cli.history_cmds",
+    "analyzer.cli.fleet_cmd",
 ]
 
 # Where the frequent commands live, so running one imports only its module. A command missing
@@ -49,6 +50,7 @@ REPORT_HOMES = {
     "nightly": "analyzer.cli.report_cmds",
     "whatif": "analyzer.cli.whatif",
     "monthly": "analyzer.cli.monthly_cmds",
+    "fleet": "analyzer.cli.fleet_cmd",
 }
 
 for _group, _homes in ((main, COMMAND_HOMES), (report, REPORT_HOMES)):

@@ -16,6 +16,12 @@ from typing import Any, TypeVar
 import click
 
 from analyzer.cli.base import is_terminal, main
+from analyzer.cli.clusters import (
+    cluster_label_options,
+    cluster_values,
+    config_clusters,
+    for_each_cluster,
+)
 from analyzer.collect.check import format_table, run_check
 from analyzer.collect.kube_objects import read_kube_objects
 from analyzer.collect.run import DEFAULT_MAX_REQUESTS as DEFAULT_MAX_REQUESTS  # aggregate uses it
@@ -27,6 +33,7 @@ from analyzer.core.paths import queries_dir as profile_folder
 from analyzer.core.snapshot import check_snapshot_out, write_snapshot
 from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
 from analyzer.prom.profile import load_profile
+from analyzer.prom.selectors import check_label
 from analyzer.prom.settings import (
     DEFAULT_DEADLINE_SECONDS,
     DEFAULT_PARALLELISM,
@@ -148,9 +155,18 @@ def settings_from(options: dict[str, Any]) -> PromSettings:
         parallelism=int(_given(options, "parallelism", DEFAULT_PARALLELISM)),
         deadline=duration(str(_given(options, "deadline", _DEFAULT_DEADLINE)), "--deadline"),
         thanos=_thanos(options),
+        select=_select(options),
     )
     check_limits(settings)
     return settings
+
+
+def _select(options: dict[str, Any]) -> tuple[str, str] | None:
+    """``--cluster-label NAME`` with ``--cluster X``: every selector gets NAME="X"."""
+    label = options.get("cluster_label")
+    if label is None or options.get("cluster") is None:
+        return None
+    return (check_label(label), str(options["cluster"]))
 
 
 def _thanos(options: dict[str, Any]) -> ThanosParams | None:
@@ -325,12 +341,35 @@ def _progress_bar(done: int, total: int) -> None:
     "objects default topology spreading and preemption read.",
 )
 @scrape_interval_option
+@click.option("--cluster", default=None,
+              help="With --cluster-label: the value of the cluster to read.")  # fmt: skip
+@cluster_label_options
 def collect_cmd(**options: Any) -> None:
-    """Read a time range from Prometheus into a snapshot directory (written atomically)."""
-    check_snapshot_out(options["out"])  # before the fetch: never lose a whole fetch, nor a folder
-    # read and checked before the fetch too: a bad file costs nothing
+    """Read a time range from Prometheus into a snapshot directory (written atomically); with
+    --cluster-label, OUT/cluster=VALUE/ per cluster."""
+    plain = (
+        options["cluster_label"] is None
+        and not options["all_clusters"]
+        and not (options["cluster"] and config_clusters())
+    )
+    if plain:  # a cluster's folder is checked by its own run below
+        check_snapshot_out(options["out"])  # before the fetch: never lose a fetch, nor a folder
+    # read and checked before the fetch too: a bad file costs nothing (one read for every cluster)
     objects = read_kube_objects(options["kube_objects"]) if options["kube_objects"] else None
     start, end = resolve_range(options["start"], options["end"], options["since"])
+    values = cluster_values(options, settings_from, start, end)
+    if values is None:
+        code = _collect_one(options, start, end, objects)
+    else:
+        code = for_each_cluster(
+            options, values, "out", lambda o: _collect_one(o, start, end, objects)
+        )
+    if code:
+        raise SystemExit(code)
+
+
+def _collect_one(options: dict[str, Any], start: datetime, end: datetime, objects: Any) -> int:
+    check_snapshot_out(options["out"])  # before the fetch: never lose a whole fetch, nor a folder
     request = CollectRequest(
         settings=settings_from(options),
         start=start,
@@ -363,7 +402,8 @@ def collect_cmd(**options: Any) -> None:
         click.echo(f"analyzer: warning: {warning}", err=True)
     if result.partial:
         click.echo("analyzer: partial data (exit 3): " + "; ".join(result.problems), err=True)
-        raise SystemExit(EXIT_PARTIAL)
+        return EXIT_PARTIAL
+    return 0
 
 
 @main.command("check")

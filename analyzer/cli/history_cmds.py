@@ -7,18 +7,25 @@ written); 2 bad options (``--since``, ``--until``, ``--step``, ``--out``).
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
 import click
 
 from analyzer.cli.base import AnalyzerGroup, is_terminal, main
+from analyzer.cli.clusters import (
+    cluster_label_options,
+    cluster_values,
+    config_clusters,
+    for_each_cluster,
+)
 from analyzer.cli.collect import (
     connection_options,
     duration,
     print_step_note,
     scrape_interval_option,
+    settings_from,
 )
 from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.cli.report_cmds import analysis_options, cluster_option, day_source, nightly_settings
@@ -27,6 +34,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.history.identity import check_identity, identity_for
 from analyzer.nightly.backfill import NO_DATA, SKIPPED, DayOutcome, backfill_days, run_backfill
+from analyzer.nightly.run import NightlySettings
 
 
 @main.group("history", cls=AnalyzerGroup)
@@ -69,6 +77,7 @@ def _bar(done: int, total: int, last: str) -> None:
 @scrape_interval_option
 @click.option("--queries-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Own query profile folder.")  # fmt: skip
+@cluster_label_options
 @metrics_options
 @click.pass_context
 def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
@@ -77,11 +86,7 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
 
     Days already present are skipped unless --force. Exit 0 ok, 3 a day partial or without data.
     """
-    from analyzer.report.metrics import backfill_metrics
-    from analyzer.report.output import check_report_out
-
-    check_report_out(opts["out"])  # before any work: never write into a user's folder
-    if not opts["prometheus"]:
+    if not opts["prometheus"] and not config_clusters():
         raise InputError("history backfill: give --prometheus URL (or ANALYZER_PROMETHEUS_URL)")
     settings = nightly_settings(ctx, {**opts, "day": None, "fail_on_violations": False})
     since = timedelta(seconds=duration(opts["since"], "--since"))
@@ -92,6 +97,27 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
         else today - timedelta(days=1)
     )
     days = backfill_days(since, until, today)
+    first = datetime.combine(days[0], time(), UTC)
+    last = datetime.combine(days[-1] + timedelta(days=1), time(), UTC)
+    values = cluster_values(opts, settings_from, first, last)
+    if values is None:
+        code = _backfill_one(ctx, opts, settings, days)
+    else:
+        code = for_each_cluster(
+            opts, values, "out", lambda o: _backfill_one(ctx, o, settings, days)
+        )
+    if code:
+        ctx.exit(code)
+
+
+def _backfill_one(
+    ctx: click.Context, opts: dict[str, Any], settings: NightlySettings, days: list[date]
+) -> int:
+    """One cluster's (or the only) backfill into ``opts["out"]``; returns its exit code."""
+    from analyzer.report.metrics import backfill_metrics
+    from analyzer.report.output import check_report_out
+
+    check_report_out(opts["out"])  # before any request: never write into a user's folder
     source = day_source(opts)
     history = Path(opts["out"]) / "history"
     # Before any request: a day of another cluster is refused, never "already present".
@@ -138,5 +164,4 @@ def backfill_cmd(ctx: click.Context, /, **opts: Any) -> None:
     record_metrics(ctx, backfill_metrics(outcome))
     click.echo(f"history: {history}")
     click.echo(outcome.line())
-    if outcome.exit_code:
-        ctx.exit(outcome.exit_code)
+    return outcome.exit_code

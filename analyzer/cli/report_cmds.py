@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from analyzer.cli.base import is_terminal, main, report
+from analyzer.cli.clusters import cluster_label_options
 from analyzer.cli.collect import (
     F,
     connection_options,
@@ -115,7 +116,8 @@ def cluster_option(func: Any) -> Any:
         default=None,
         help="Name of the cluster this history is of (default: the Prometheus URL without "
         "credentials, or the snapshot's source). A run of another cluster than the history's "
-        "is refused; naming the history's cluster accepts it (e.g. a new Prometheus URL).",
+        "is refused; naming the history's cluster accepts it (e.g. a new Prometheus URL). "
+        "With --cluster-label: also the label value every query selects.",
     )(func)
 
 
@@ -141,15 +143,44 @@ def cluster_option(func: Any) -> Any:
               help="With --prometheus: own query profile folder.")  # fmt: skip
 @click.option("--save-snapshot", type=click.Path(file_okay=False, path_type=Path),
               help="With --prometheus: also keep the collected snapshot here.")  # fmt: skip
+@cluster_label_options
 @notify_options
 @metrics_options
 @click.pass_context
 def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> None:
-    """Write the nightly HTML report (+ JSON, CSV) of one day, from SNAPSHOT or --prometheus.
+    """Write the nightly HTML report (+ JSON, CSV) of one day, from SNAPSHOT or --prometheus;
+    with --cluster-label, into OUT/cluster=VALUE/ per cluster.
 
     Exit 0 ok, 3 partial data, 4 violations (only with --fail-on-violations; wins over 3),
     5 report written but --notify failed (wins over 3 and 4).
     """
+    from analyzer.cli.clusters import cluster_values, for_each_cluster
+
+    if snapshot is not None and (opts["cluster_label"] is not None or opts["all_clusters"]):
+        raise InputError(
+            "--cluster-label/--all-clusters: only with --prometheus (a snapshot is one cluster)"
+        )
+    if opts["cluster_label"] is not None and not opts["prometheus"]:
+        raise InputError("--cluster-label: give --prometheus URL, the server holding the clusters")
+    day = _day(opts["day"]) or (datetime.now(UTC) - timedelta(days=1)).date()
+    start = datetime.combine(day, datetime.min.time(), UTC)
+    values = (
+        None
+        if snapshot is not None
+        else cluster_values(
+            opts, settings_from, start - timedelta(hours=1), start + timedelta(days=1)
+        )
+    )
+    if values is None:
+        code = _nightly_one(ctx, snapshot, opts)
+    else:
+        code = for_each_cluster(opts, values, "out", lambda o: _nightly_one(ctx, None, o))
+    if code:
+        ctx.exit(code)
+
+
+def _nightly_one(ctx: click.Context, snapshot: Path | None, opts: dict[str, Any]) -> int:
+    """One nightly report into ``opts["out"]``; returns its exit code."""
     from analyzer.report.metrics import nightly_metrics
     from analyzer.report.nightly_report import write_nightly_report
     from analyzer.report.output import check_report_out
@@ -183,8 +214,7 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
         from analyzer.report.notify_message import nightly_message
 
         publish(notify, nightly_message(paths.run_dir, opts["report_url"]), opts["out"])
-    if result.exit_code:
-        ctx.exit(result.exit_code)
+    return result.exit_code
 
 
 @report.command("index")

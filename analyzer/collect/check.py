@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.collect.cluster_label import detect
 from analyzer.collect.usage import NodeMapper
 from analyzer.core.durations import format_duration
 from analyzer.core.quantity import sanitize_resource_name
@@ -163,6 +164,11 @@ def run_check(settings: PromSettings, grid: TimeGrid) -> CheckReport:
         _metrics(client, grid, report)
         _conventions(client, grid, report)
         _label_allowlist(client, grid, report)
+        if settings.select is None:  # a selected cluster's series carry one value only
+            found = detect(client, grid.start, grid.end)
+            report.conventions["cluster_label"] = found
+            if found is not None:
+                report.warnings.append(f"several clusters on this server: {found['line']}")
         intervals = detect_intervals(client, grid.start, grid.end)
         report.conventions["scrape_interval"] = {s: i.seconds for s, i in intervals.items()}
         report.warnings = [*client.warnings, *report.warnings]
@@ -370,6 +376,8 @@ def format_table(report: CheckReport, grid_step: int = 60) -> str:
         ("node topology labels", "node_topology_labels"),
     ):
         lines.append(f"  {label + ':':<26} {report.conventions.get(key, '')}")
+    found = report.conventions.get("cluster_label")
+    lines.append(f"  {'cluster label:':<26} {found['line'] if found else 'none (one cluster)'}")
     lines.extend(_interval_lines(report, grid_step))
     for warning in report.warnings:
         lines.append(f"warning: {warning}")

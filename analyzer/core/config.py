@@ -23,7 +23,10 @@ from analyzer.core.structured import describe_value, load_toml, load_yaml, plain
 # thresholds (``usage/thresholds.py``), the replay's node autoscaler (``replay/autoscale_setup.py``)
 # and the nightly's ``headroom:`` pod shapes (``nightly/headroom_shapes.py``). A section nothing
 # reads is an unknown key like any other.
-STRUCTURED_SECTIONS = frozenset({"thresholds", "node_thresholds", "autoscaler", "headroom"})
+# ``clusters:`` is the list of clusters with their own connection (``cli/clusters.py``).
+STRUCTURED_SECTIONS = frozenset(
+    {"thresholds", "node_thresholds", "autoscaler", "headroom", "clusters"}
+)
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 from analyzer.core.errors import SourceError
 from analyzer.prom.faults import RunClock, ServerFault, backoff_seconds, describe_seconds
 from analyzer.prom.matrix_text import scan_matrix
+from analyzer.prom.selectors import check_label, with_matcher
 from analyzer.prom.series import LabelCache as LabelCache
 from analyzer.prom.series import LabelKey as LabelKey
 from analyzer.prom.series import Series as Series
@@ -435,9 +436,16 @@ class PromClient:
 
     # -- API -------------------------------------------------------------------------------------
 
+    def scoped(self, expr: str) -> str:
+        """``expr`` limited to the selected cluster (``--cluster-label``/``--cluster``,
+        ``prom/selectors.py``); unchanged when no cluster is selected."""
+        if self.settings.select is None:
+            return expr
+        return with_matcher(expr, *self.settings.select)
+
     def query(self, expr: str, at: float, *, what: str = "query") -> list[Series]:
         """Instant query at unix time ``at``; a scalar becomes one series without labels."""
-        params = {"query": expr, "time": f"{at:.3f}"}
+        params = {"query": self.scoped(expr), "time": f"{at:.3f}"}
         data = self.request("/api/v1/query", params, what=what, fast_matrix=True)
         if _parsed(data):  # a range vector, parsed from bytes
             return data  # type: ignore[no-any-return]
@@ -456,7 +464,10 @@ class PromClient:
         self, expr: str, start: float, end: float, step: float, *, what: str = "query"
     ) -> list[Series]:
         """Range query ``[start, end]`` (both inclusive) at ``step`` seconds, one request."""
-        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        params = {
+            "query": self.scoped(expr), "start": f"{start:.3f}", "end": f"{end:.3f}",
+            "step": f"{step:g}",
+        }  # fmt: skip
         data = self.request("/api/v1/query_range", params, what=what, fast_matrix=True)
         if _parsed(data):
             return data  # type: ignore[no-any-return]
@@ -511,8 +522,26 @@ class PromClient:
             response.close()
         return body.decode("utf-8", errors="replace")
 
+    def label_values(self, label: str, matchers: list[str], start: float, end: float) -> list[str]:
+        """Values of ``label`` on the series matching any of ``matchers`` in ``[start, end]``
+        (``/api/v1/label/<label>/values``; the label is checked as a name first)."""
+        params: dict[str, Any] = {
+            "match[]": [self.scoped(m) for m in matchers],
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+        }
+        data = self.request(
+            f"/api/v1/label/{check_label(label)}/values", params, what=f"values of {label}",
+            post=False,
+        )  # fmt: skip
+        return sorted(str(x) for x in data or [])
+
     def label_names(self, matchers: list[str], start: float, end: float) -> list[str]:
         """Label names of the series matching any of ``matchers`` in ``[start, end]``."""
-        params: dict[str, Any] = {"match[]": matchers, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        params: dict[str, Any] = {
+            "match[]": [self.scoped(m) for m in matchers],
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+        }
         data = self.request("/api/v1/labels", params, what="label names")
         return [str(x) for x in data or []]

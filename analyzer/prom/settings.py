@@ -50,6 +50,8 @@ class PromSettings:
     backoff: float = 0.5  # seconds before the first retry; doubled on every further one
     deadline: float = DEFAULT_DEADLINE_SECONDS  # seconds for the whole run (``--deadline``)
     thanos: ThanosParams | None = None  # ``--thanos``: the querier's own parameters on every query
+    # ``--cluster-label NAME --cluster X``: (NAME, X) added to every selector (prom/selectors.py)
+    select: tuple[str, str] | None = None
 
 
 def normalise_url(url: str) -> str:

@@ -19,6 +19,8 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from analyzer.core.text import escaped
+
 GIB = 2**30
 MISSING = "–"
 
@@ -195,3 +197,5 @@ def register(env: jinja2.Environment) -> None:
     env.filters["amount"] = lambda raw, resource: amount(resource, raw)
     env.filters["duration"] = duration
     env.filters["signed"] = signed
+    # a name from data (cluster, pool, node) on one line, non-printables escaped (core/text.py)
+    env.filters["shown"] = lambda value: escaped(value) if value is not None else MISSING

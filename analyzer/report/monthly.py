@@ -434,7 +434,15 @@ def write_monthly_report(
             shutil.copytree(target / "deliveries", tmp / "deliveries")
         for path in [tmp, *tmp.iterdir()]:
             make_readable(path)
-    stored = write_forecast(history, str(review.month), _clean(review.stored_forecast))
+    # each pool's one decision kept with the forecast: the fleet page (report fleet) shows it
+    decisions = {
+        pool["name"]: {k: pool["pool_decision"].get(k) for k in ("action", "nodes", "sentence")}
+        for pool in review.payload["pools"]
+        if isinstance(pool.get("pool_decision"), dict)
+    }
+    stored = write_forecast(
+        history, str(review.month), _clean({**review.stored_forecast, "decisions": decisions})
+    )
     record = ledger_payload(
         review.payload,
         review.daily,

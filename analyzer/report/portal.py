@@ -1,7 +1,7 @@
 """``OUT/index.html``: one front door to every report analyzer wrote into a folder.
 
 The portal lists, newest first and each with its headline figure, the nightly runs
-(``OUT/<YYYY-MM-DD>/``), the monthly reviews, the what-if comparisons and the configuration searches
+(``OUT/<YYYY-MM-DD>/``), the fleet pages (``report fleet``), the monthly reviews, the what-if comparisons and the configuration searches
 found under ``OUT`` — by what their ``report.json`` / ``search.json`` hold, not by folder names, so a
 review written with ``report monthly --out OUT/monthly-2026-10`` is found as well as the demo's
 ``monthly/``. The walk is bounded: at most ``MAX_DEPTH`` folders down, symbolic links and hidden,
@@ -38,8 +38,9 @@ HEADLINE_CHARS = 1000  # a report's own sentence is shown whole; only an absurd 
 PORTAL_MARK = "analyzer-portal"  # ``<meta name="analyzer-portal">``: this index.html is ours
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _SKIP = {"history", "snapshot", "deliveries", "__pycache__"}
-KINDS = ("monthly", "whatif", "search", "trace")
+KINDS = ("fleet", "monthly", "whatif", "search", "trace")
 TITLES = {
+    "fleet": "Fleet pages",
     "monthly": "Monthly capacity reviews",
     "whatif": "What-if comparisons",
     "search": "Configuration searches",
@@ -47,6 +48,7 @@ TITLES = {
 }
 # how the header counts them: (one, many)
 COUNTED = {
+    "fleet": ("fleet page", "fleet pages"),
     "monthly": ("monthly review", "monthly reviews"),
     "whatif": ("what-if comparison", "what-if comparisons"),
     "search": ("configuration search", "configuration searches"),
@@ -162,6 +164,15 @@ def _classify(path: Path, data: dict[str, Any], out: Path) -> PortalEntry | None
     if path.name == "search.json" and "recommended" in data:
         shown, key = _written(path)
         return PortalEntry("search", link, title, shown, key, _text(data.get("sentence")))
+    if data.get("fleet") is True and "totals" in data:  # report fleet (report/fleet.py)
+        month = str(data.get("month") or "")
+        clusters = data.get("clusters")
+        number_of = len(clusters) if isinstance(clusters, list) else 0
+        when = f"month {_text(month)}, {count(number_of)} cluster(s)"
+        return PortalEntry(
+            "fleet", link, title, when, f"{month} {data.get('generated_at') or ''}",
+            _text(data.get("sentence")),
+        )  # fmt: skip
     if "month" in data and "pools" in data:
         month = str(data.get("month") or "")
         generated = str(data.get("generated_at") or "")
