@@ -45,6 +45,7 @@ from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import PodObject
+from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.state import ClusterState
 
 SECOND = 1_000_000_000
@@ -71,6 +72,7 @@ class ClusterAutoscaler:
         self.budgets, self.rng = budgets, rng
         self.options = settings.options
         self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready
+        self.draining: dict[int, int] = {}  # deleted slot -> until when it still runs
         self.unneeded: dict[int, int] = {}  # slot -> since when
         self.outcomes: dict[int, Outcome] = {}  # the last pass's removable nodes, pass order
         self.last_add = -NEVER
@@ -173,8 +175,15 @@ class ClusterAutoscaler:
         return self._to_delete(now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
-        """The engine deleted ``slot`` and evicted ``evicted`` from it."""
-        self.record.left(slot, now)
+        """The engine deleted ``slot`` and evicted ``evicted`` from it (pending from now). A
+        drained node keeps running until its evicted pods are gone: their grace period
+        (kube's default 30 s) capped by ``max-graceful-termination``; an empty one goes now."""
+        drain = 0
+        if evicted:
+            drain = min(TERMINATION_GRACE * SECOND, self.settings.max_graceful_termination)
+        self.record.left(slot, now + drain)
+        if drain:
+            self.draining[slot] = now + drain
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
         self.unneeded.pop(slot, None)
@@ -221,8 +230,10 @@ class ClusterAutoscaler:
         """The group's spare slots that do not exist now (a deleted one may be used again)."""
         of = self.groups.of_node
         unused = self.groups.spare & ~self.active
+        clock = self.clock
         return [s for s in np.flatnonzero(unused).tolist()
-                if of[s] == group and s not in self.provisioning]  # fmt: skip
+                if of[s] == group and s not in self.provisioning
+                and self.draining.get(s, 0) <= clock]  # fmt: skip
 
     def _ca_pod(self, pod: int) -> CAPod:
         found = self.pods.get(pod)
