@@ -39,6 +39,7 @@ from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.autoscale_reuse import Entry, SimulationMemo, local, walked
 from analyzer.replay.autoscale_scaleup import plan_scale_up
 from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
@@ -81,13 +82,11 @@ class ClusterAutoscaler:
         self.clock = inp.start
         self.dirty = True
         self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
-        # nodes where a pod left or that joined / where a pod was bound or that left, since the
-        # last scale-down run (the engine tells, ``touch``)
-        self.freed: set[int] = set()
-        self.filled: set[int] = set()
-        # the last run's answer per candidate: its pods then, the removable outcome (None:
-        # NoPlaceToMovePods) and the nodes its pods moved to
-        self.last: dict[int, tuple[tuple[int, ...], Outcome | None, list[int]]] = {}
+        # the removal simulations taken again when nothing they read changed (exact)
+        self.sims = SimulationMemo(len(inp.node_names))
+        self.reuse = settings.reuse and local(
+            profile, inp.demands, inp.snapshot.node_state is not None
+        )
         self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
         self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
         self.record = AutoscalerRecord(
@@ -144,7 +143,7 @@ class ClusterAutoscaler:
             self.record.added.append((now, slot))
         if joining:
             self.dirty = True
-            self.freed.update(joining)
+            self.sims.new_epoch()
         return joining
 
     def tick(self, now: int, waiting: list[int]) -> list[int]:
@@ -189,7 +188,7 @@ class ClusterAutoscaler:
         self.unneeded.pop(slot, None)
         self.outcomes.pop(slot, None)
         self.dirty = True
-        self.filled.add(slot)
+        self.sims.new_epoch()
         if self.record.reasons:  # the deleted node stops counting as unneeded at once
             counts = dict(self.record.reasons[-1][1])
             counts["Unneeded"] = counts.get("Unneeded", 1) - 1
@@ -198,28 +197,9 @@ class ClusterAutoscaler:
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
         self.dirty = True
-        (self.freed if freed else self.filled).add(node)
+        self.sims.touch(node, freed)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _may_use_freed(self, slot: int) -> bool:
-        """Whether a pod of ``slot`` (not DaemonSet/static) fits the room now free on a node
-        that freed room since the last run (resources only)."""
-        state = self.state
-        rooms = [
-            state.allocatable[f] - state.requested[f]
-            for f in self.freed
-            if self.active[f] and f != slot
-        ]
-        if not rooms:
-            return False
-        for pod in self.on_node[slot]:
-            if self.inp.pinned[pod]:
-                continue
-            need = self.inp.demands[pod].requests
-            if any(bool(np.all(need <= room)) for room in rooms):
-                return True
-        return False
-
     def _group_nodes(self, group: int) -> list[int]:
         """The group's nodes: present and being provisioned (its target size)."""
         mine = self.active & (self.group_of == group)
@@ -339,42 +319,8 @@ class ClusterAutoscaler:
             self.position,
         )
         simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
-        outcomes: dict[int, Outcome] = {}
-        # the last run's answer for a node whose pods are the same is taken again when nothing it
-        # read changed: a removable node's moves when none of their targets took a pod since
-        # (nor in this run), a NoPlaceToMovePods when no node that freed room since could take
-        # any of its pods; the order effects of other candidates in between are ignored
-        last, self.last = self.last, {}
-        taken: set[int] = set()  # nodes this run's kept simulations moved pods onto
-        for slot in empty_first:
-            key = self.judged[slot][0]
-            name = self.nodes[slot].name
-            before = last.get(slot)
-            outcome = None
-            if before is not None and before[0] == key and before[1] is not None:
-                targets = before[2]
-                if not (set(targets) & (self.filled | taken)):
-                    outcome = simulator.adopt(name, before[1].moved, targets, pdbs)
-            elif before is not None and before[0] == key and not self._may_use_freed(slot):
-                self.last[slot] = before
-                reasons["NoPlaceToMovePods"] = reasons.get("NoPlaceToMovePods", 0) + 1
-                continue
-            if outcome is None:
-                mark = len(simulator.journal)
-                outcome = simulator.simulate(name, pdbs)
-                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
-            if not outcome.removable:
-                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
-                if outcome.reason == "NoPlaceToMovePods":
-                    self.last[slot] = (key, None, [])
-                continue
-            taken.update(targets)
-            self.last[slot] = (key, outcome, targets)
-            simulator.drop(outcome.node)
-            pdbs.remove(outcome.moved)
-            outcomes[slot] = outcome
+        outcomes = self._simulate(simulator, empty_first, pdbs, covering, reasons)
         simulator.restore()
-        self.freed, self.filled = set(), set()
         self.outcomes = outcomes
         self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
         # nodes the group's minSize would keep however long they stay unneeded
@@ -383,6 +329,64 @@ class ClusterAutoscaler:
             reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
         reasons["Unneeded"] = len(outcomes) - len(kept)
         self.record.reasons.append((now, {k: v for k, v in reasons.items() if v}))
+
+    def _simulate(
+        self,
+        simulator: RemovalSimulator,
+        order: list[int],
+        pdbs: PdbTracker,
+        covering: list[int],
+        reasons: dict[str, int],
+    ) -> dict[int, Outcome]:
+        """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
+        the simulation for the next), or its earlier answer when nothing it read changed
+        (``analyzer.replay.autoscale_reuse``). The removable ones, in pass order."""
+        memo, state = self.sims, self.state
+        memo.start_pass()
+        columns = (self.cpu or 0, self.mem or 0)
+        outcomes: dict[int, Outcome] = {}
+        context: tuple[Any, ...] = ()
+        for slot in order:
+            name = self.nodes[slot].name
+            pods = tuple(id(p) for p in simulator.current.get(name, []))
+            budget = (*covering, -1, *pdbs.remaining)
+            start = simulator.last_index
+            allowed = simulator.destinations.copy()
+            allowed[slot] = False
+            entry = None
+            if self.reuse:
+                entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
+            if entry is not None:
+                memo.reused += 1
+                outcome, targets = entry.outcome, entry.targets
+                if outcome.removable:
+                    simulator.apply(name, outcome, targets)
+                simulator.last_index = entry.end
+            else:
+                memo.simulated += 1
+                mark = len(simulator.journal)
+                simulator.walks = []
+                outcome = simulator.simulate(name, pdbs)
+                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
+                if self.reuse:
+                    rows = []
+                    if outcome.reason == "NoPlaceToMovePods":
+                        rows = [simulator.demand_of[id(p)].requests
+                                for p in simulator.current.get(name, [])]  # fmt: skip
+                    memo.keep(slot, Entry(
+                        memo.passes, memo.epoch, context, pods, budget, start,
+                        simulator.last_index, outcome, targets,
+                        walked(simulator.walks, state.node_count), rows,
+                    ))  # fmt: skip
+            context = (*context, (slot, outcome.reason, tuple(targets)))
+            if not outcome.removable:
+                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
+                continue
+            simulator.drop(outcome.node)
+            pdbs.remove(outcome.moved)
+            outcomes[slot] = outcome
+        self.record.simulated, self.record.reused = memo.simulated, memo.reused
+        return outcomes
 
     def _allocatable(self, slot: int) -> dict[str, int]:
         row = self.state.allocatable[slot]
