@@ -118,6 +118,12 @@ class RemovalSimulator:
         # a caller that reuses simulations sets a list here: each successful placement's walk
         # (start index, nodes looked at) is appended, what the placement read of the nodes
         self.walks: list[tuple[int, int]] | None = None
+        # a caller that knows some filters pass everywhere for every pod it moves names them here
+        self.skip: frozenset[str] = frozenset()
+        # a caller may keep ``GetPodsToMove``'s answers here between passes, by the pods' object
+        # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
+        self.drains: dict[tuple[object, ...], PodsToMove] | None = None
+        self.drain_key: object = None
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -153,6 +159,8 @@ class RemovalSimulator:
             name = getattr(plugin, "name", "")
             if name == "NodePorts" and not demand.host_ports:
                 continue  # a pod without host ports conflicts with no port anywhere
+            if name in self.skip:
+                continue
             if self.static is not None and name in STATIC_FILTERS:
                 key = (name, id(demand.constraints))
                 mask = self.static.get(key)
@@ -207,9 +215,13 @@ class RemovalSimulator:
 
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
-        found: PodsToMove = pods_to_move(
-            self.current.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
-        )
+        pods = self.current.get(node, [])
+        key = (tuple(id(p) for p in pods), self.drain_key, tuple(pdbs.remaining))
+        found = None if self.drains is None else self.drains.get(key)
+        if found is None:
+            found = pods_to_move(pods, self.options, pdbs, self.now, self.cluster.controllers)
+            if self.drains is not None:
+                self.drains[key] = found
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
         index = self.position[node]

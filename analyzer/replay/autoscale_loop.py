@@ -344,6 +344,10 @@ class ClusterAutoscaler:
         memo, state = self.sims, self.state
         memo.start_pass()
         columns = (self.cpu or 0, self.mem or 0)
+        if self.reuse:
+            # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
+            simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
+            simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
         outcomes: dict[int, Outcome] = {}
         context: tuple[Any, ...] = ()
         for slot in order:
@@ -361,7 +365,8 @@ class ClusterAutoscaler:
                 outcome, targets = entry.outcome, entry.targets
                 if outcome.removable:
                     simulator.apply(name, outcome, targets)
-                simulator.last_index = entry.end
+                if outcome.reason != "BlockedByPod":  # a blocked one moved nothing
+                    simulator.last_index = entry.end
             else:
                 memo.simulated += 1
                 mark = len(simulator.journal)

@@ -16,6 +16,7 @@ it again instead of simulating). What one simulation reads, and how each is chec
 - a placement that failed looked at every destination: it fails again when no node freed room
   since, or none that did has room for any of the candidate's pods (cpu, memory, a pod slot;
   the filters can only refuse more than that, and a bind only takes room);
+- a candidate blocked by a pod read its pods and the budgets only (any context, any start);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
   in which nothing earlier is reused.
 
@@ -94,6 +95,7 @@ class SimulationMemo:
         self.entries: dict[int, Entry] = {}
         self.reused = 0
         self.simulated = 0
+        self.drains: dict[tuple[object, ...], Any] = {}  # ``GetPodsToMove`` answers (same reads)
 
     def touch(self, node: int, freed: bool) -> None:
         """The replay bound (``freed`` False) or unbound a pod on ``node``."""
@@ -105,6 +107,8 @@ class SimulationMemo:
         """Nodes joined or left, or a scale-up changed the groups' sizes: nothing is reused."""
         self.epoch += 1
         self.entries = {}
+        if len(self.drains) > 10_000:  # keyed by pods that may be long gone: bounded
+            self.drains = {}
 
     def start_pass(self) -> None:
         """A scale-down pass begins (stamps after this refer to changes after it)."""
@@ -125,6 +129,8 @@ class SimulationMemo:
         entry = self.entries.get(slot)
         if entry is None or entry.epoch != self.epoch:
             return None
+        if entry.outcome.reason == "BlockedByPod":  # the drain rules read its pods and budgets
+            return entry if (entry.pods, entry.pdbs) == (pods, pdbs) else None
         if (entry.context, entry.pods, entry.pdbs, entry.start) != (context, pods, pdbs, start):
             return None
         if len(entry.reads) and int(self.changed[entry.reads].max()) > entry.made:
