@@ -258,11 +258,16 @@ class ClusterAutoscaler:
             self.unneeded, self.outcomes = {}, {}
             self.record.reasons.append((now, reasons))
             return
-        alloc = state.allocatable[present][:, [self.cpu, self.mem]].astype(np.float64)
-        used = state.requested[present][:, [self.cpu, self.mem]].astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)
         threshold = min(opts.scale_down_utilization_threshold, 1.0)
+        special = self.gpu | self.disabled
+        columns = (self.cpu, self.mem)
+        if self.reuse and self.sims.unchanged(
+            state, self._ratio, threshold, special, len(self.provisioning), columns
+        ):  # the same answer as the last pass: its unneeded nodes and reasons stand
+            self.record.skipped += 1
+            self.record.reasons.append((now, dict(self.sims.summary.reasons)))  # type: ignore[union-attr]
+            return
+        ratio = self._ratio(present)
         # a margin over the threshold: the exact check below decides (float sums differ)
         maybe = (ratio < threshold + 1e-6) | self.gpu[present] | self.disabled[present]
         look = present[maybe].tolist()
@@ -328,7 +333,20 @@ class ClusterAutoscaler:
         if kept:
             reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
         reasons["Unneeded"] = len(outcomes) - len(kept)
-        self.record.reasons.append((now, {k: v for k, v in reasons.items() if v}))
+        kept_reasons = {k: v for k, v in reasons.items() if v}
+        self.record.reasons.append((now, kept_reasons))
+        if self.reuse:
+            looked = np.zeros(len(self.active), dtype=bool)
+            looked[look] = True
+            self.sims.summarise(looked, len(self.provisioning), bool(covering), kept_reasons)
+
+    def _ratio(self, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
+        columns = [self.cpu, self.mem]
+        alloc = self.state.allocatable[nodes][:, columns].astype(np.float64)
+        used = self.state.requested[nodes][:, columns].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)  # type: ignore[no-any-return]
 
     def _simulate(
         self,
@@ -362,6 +380,7 @@ class ClusterAutoscaler:
                 entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
             if entry is not None:
                 memo.reused += 1
+                memo.used.append(entry)
                 outcome, targets = entry.outcome, entry.targets
                 if outcome.removable:
                     simulator.apply(name, outcome, targets)

@@ -31,6 +31,7 @@ class AutoscalerRecord:
     # removal simulations run, and taken again from an earlier pass (exact reuse)
     simulated: int = 0
     reused: int = 0
+    skipped: int = 0  # scale-down passes not run: the same answer as the last (exact)
 
     def joined(self, slot: int, now: int) -> None:
         """``slot`` exists from ``now``."""

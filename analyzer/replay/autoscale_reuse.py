@@ -16,6 +16,9 @@ it again instead of simulating). What one simulation reads, and how each is chec
 - a placement that failed looked at every destination: it fails again when no node freed room
   since, or none that did has room for any of the candidate's pods (cpu, memory, a pod slot;
   the filters can only refuse more than that, and a bind only takes room);
+- a whole pass is not run when it would answer as the last (``unchanged``): the pods changed
+  only on nodes it did not judge, that are not near the threshold now and that no placement
+  walked (nor, freed, could take a pod that found no place);
 - a candidate blocked by a pod read its pods and the budgets only (any context, any start);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
   in which nothing earlier is reused.
@@ -28,7 +31,7 @@ every candidate is simulated (the plain path, also ``AutoscalerSettings.reuse`` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +87,19 @@ class Entry:
     rows: list[np.ndarray[Any, Any]]  # a failed one's pods' requests (cpu, memory)
 
 
+@dataclass
+class PassSummary:
+    """What a whole scale-down pass read, to tell whether the next would answer the same."""
+
+    epoch: int
+    provisioning: int
+    look: np.ndarray[Any, np.dtype[np.bool_]]  # nodes judged (near or under the threshold)
+    reads: np.ndarray[Any, np.dtype[np.bool_]]  # nodes its placements walked
+    failed: list[np.ndarray[Any, Any]]  # the pods' requests of its NoPlaceToMovePods answers
+    budgets: bool  # PodDisruptionBudgets covered its candidates' pods
+    reasons: dict[str, int]
+
+
 class SimulationMemo:
     """The last simulation per candidate and the per-node change stamps they are checked by."""
 
@@ -96,6 +112,8 @@ class SimulationMemo:
         self.reused = 0
         self.simulated = 0
         self.drains: dict[tuple[object, ...], Any] = {}  # ``GetPodsToMove`` answers (same reads)
+        self.used: list[Entry] = []  # the entries of the current pass (made or taken again)
+        self.summary: PassSummary | None = None
 
     def touch(self, node: int, freed: bool) -> None:
         """The replay bound (``freed`` False) or unbound a pod on ``node``."""
@@ -113,6 +131,58 @@ class SimulationMemo:
     def start_pass(self) -> None:
         """A scale-down pass begins (stamps after this refer to changes after it)."""
         self.passes += 1
+        self.used = []
+
+    def summarise(
+        self, look: np.ndarray[Any, Any], provisioning: int, budgets: bool, reasons: dict[str, int]
+    ) -> None:
+        """Keep what the pass just run read (``unchanged`` compares the next state with it)."""
+        reads = np.zeros(len(self.changed), dtype=bool)
+        failed = []
+        for entry in self.used:
+            reads[entry.reads] = True
+            if entry.outcome.reason == "NoPlaceToMovePods":
+                failed.extend(entry.rows)
+        self.summary = PassSummary(
+            self.epoch, provisioning, look, reads, failed, budgets, dict(reasons)
+        )
+
+    def unchanged(
+        self,
+        state: ClusterState,
+        ratio_of: Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]],
+        threshold: float,
+        always: np.ndarray[Any, Any],
+        provisioning: int,
+        columns: tuple[int, int],
+    ) -> bool:
+        """Whether a pass now would answer as the last one did: no join, removal, scale-up or
+        PDB since, and every node whose pods changed since was not judged then, is not near the
+        threshold now (``ratio_of``; ``always``: GPU and scale-down-disabled nodes, judged
+        whatever their ratio), was walked by no placement, and if it freed room, has none for a
+        pod that found no place."""
+        last = self.summary
+        if last is None or last.epoch != self.epoch or last.provisioning != provisioning:
+            return False
+        if last.budgets:
+            return False
+        nodes = np.flatnonzero(self.changed > self.passes)
+        if not len(nodes):
+            return True
+        if bool(last.look[nodes].any() or last.reads[nodes].any() or always[nodes].any()):
+            return False
+        if bool((ratio_of(nodes) < threshold + 1e-6).any()):
+            return False
+        opened = nodes[self.freed[nodes] > self.passes]
+        if len(opened) and last.failed:
+            cpu, memory = columns
+            room = state.allocatable[opened] - state.requested[opened]
+            slots = state.pod_count[opened] < state.allowed_pods[opened]
+            for row in last.failed:
+                fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
+                if bool(fits.any()):
+                    return False
+        return True
 
     def find(
         self,
@@ -150,6 +220,7 @@ class SimulationMemo:
     def keep(self, slot: int, entry: Entry) -> None:
         """Remember ``slot``'s simulation of this pass."""
         self.entries[slot] = entry
+        self.used.append(entry)
 
 
 def walked(walks: Sequence[tuple[int, int]], count: int) -> np.ndarray[Any, np.dtype[np.int64]]:
