@@ -208,12 +208,13 @@ class ClusterAutoscaler:
 
     def _free_slot(self, group: int) -> list[int]:
         """The group's spare slots that do not exist now (a deleted one may be used again)."""
-        of = self.groups.of_node
-        unused = self.groups.spare & ~self.active
-        clock = self.clock
-        return [s for s in np.flatnonzero(unused).tolist()
-                if of[s] == group and s not in self.provisioning
-                and self.draining.get(s, 0) <= clock]  # fmt: skip
+        unused = self.groups.spare & ~self.active & (self.group_of == group)
+        # a drain that ended frees its slot for good
+        self.draining = {s: until for s, until in self.draining.items() if until > self.clock}
+        busy = [*self.provisioning, *self.draining]
+        if busy:
+            unused[busy] = False
+        return np.flatnonzero(unused).tolist()
 
     def _ca_pod(self, pod: int) -> CAPod:
         found = self.pods.get(pod)
