@@ -84,6 +84,9 @@ def main() -> None:
             "pods_evicted": outcome.total.pods_evicted,
             "node_hours": round(outcome.total.node_hours, 1),
             "observed_node_hours": round(outcome.total.observed_node_hours, 1),
+            "simulated": result.autoscaler.simulated,
+            "reused": result.autoscaler.reused,
+            "skipped_passes": result.autoscaler.skipped,
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
         print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "

@@ -8,7 +8,10 @@ worked out by hand with its defaults (scan every 10 s from the start, scale-down
   Two fit on one node (3 cores), three do not (4.5): at the first run (0:10) CA finds the first
   node's pod a place and marks it unneeded; the two others then have none (NoPlaceToMovePods:
   the simulation keeps the first move). 10 m later (10:10) the node is drained: one pod evicted
-  and placed again by kube-default, two nodes left. Node-hours 2 × 2 h + 10 m 10 s.
+  and placed again by kube-default (pending from the eviction), two nodes left; the drained node
+  runs on until its evicted pod is gone: kube's default grace period of 30 s (under CA's
+  max-graceful-termination, 600 s), so node-hours 2 × 2 h + 10 m 40 s; with
+  max-graceful-termination 10 s the pod gets 10 s and the node 10 m 20 s.
 - **scale-up**: two nodes each holding a 3-core pod; a third 3-core pod from 30:00 to 90:00 fits
   nowhere. CA's run at 30:10 adds one node of the group (one pod, one node, though maxSize 5
   would allow three more), Ready at 32:10, where the pod waits until then (130 pending
@@ -81,7 +84,7 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
                        "--autoscaler", "cluster-autoscaler"))  # fmt: skip
     assert row["nodes_removed"] == 1 and row["nodes_added"] == 0
     assert row["pods_evicted"] == 1 and row["evicted_twice_within_hour"] == 0
-    assert row["node_hours"] == pytest.approx(2 * 2 + 610 / 3600, abs=1e-6)
+    assert row["node_hours"] == pytest.approx(2 * 2 + 640 / 3600, abs=1e-6)
     assert row["core_hours"] == pytest.approx(4 * row["node_hours"], abs=1e-5)
     assert row["gib_hours"] == pytest.approx(16 * row["node_hours"], abs=1e-4)
     assert row["observed_node_hours"] == pytest.approx(6.0)
@@ -97,6 +100,14 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
     # the bound set in the config is not called observed; the one taken from the data is
     assert "pool pool: minSize 0, maxSize 3 (maxSize from the data's observed range, the other " \
         "from the config" in " ".join(row["notes"])  # fmt: skip
+
+
+def test_a_drained_node_runs_until_its_pods_terminate(spread: Path, tmp_path: Path) -> None:
+    config = "autoscaler:\n  max-graceful-termination: 10s\n  node-groups: {pool: {minSize: 0}}\n"
+    row = _row(_whatif(tmp_path, spread, config, "--autoscaler", "cluster-autoscaler"))
+    assert row["nodes_removed"] == 1 and row["pods_evicted"] == 1
+    # 10 s of grace instead of the pod's 30 s: 10 m 10 s unneeded + 10 s of drain
+    assert row["node_hours"] == pytest.approx(2 * 2 + 620 / 3600, abs=1e-6)
 
 
 def test_the_observed_minimum_keeps_every_node(spread: Path, tmp_path: Path) -> None:

@@ -115,6 +115,15 @@ class RemovalSimulator:
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []
         self.static: dict[tuple[str, int], np.ndarray] | None = None
+        # a caller that reuses simulations sets a list here: each successful placement's walk
+        # (start index, nodes looked at) is appended, what the placement read of the nodes
+        self.walks: list[tuple[int, int]] | None = None
+        # a caller that knows some filters pass everywhere for every pod it moves names them here
+        self.skip: frozenset[str] = frozenset()
+        # a caller may keep ``GetPodsToMove``'s answers here between passes, by the pods' object
+        # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
+        self.drains: dict[tuple[object, ...], PodsToMove] | None = None
+        self.drain_key: object = None
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -150,6 +159,8 @@ class RemovalSimulator:
             name = getattr(plugin, "name", "")
             if name == "NodePorts" and not demand.host_ports:
                 continue  # a pod without host ports conflicts with no port anywhere
+            if name in self.skip:
+                continue
             if self.static is not None and name in STATIC_FILTERS:
                 key = (name, id(demand.constraints))
                 mask = self.static.get(key)
@@ -159,12 +170,21 @@ class RemovalSimulator:
                 mask = plugin.filter(self.state, demand, self.now).feasible
             feasible &= mask
         count = self.state.node_count
-        for step in range(count):
-            i = (self.last_index + step) % count
-            if feasible[i]:
-                self.last_index = (self.last_index + step + 1) % count
-                return i
-        return None
+        start = self.last_index
+        # the first feasible node from ``start`` on, wrapping round
+        ahead = np.flatnonzero(feasible[start:])
+        if len(ahead):
+            step = int(ahead[0])
+        else:
+            behind = np.flatnonzero(feasible[:start])
+            if not len(behind):
+                return None
+            step = count - start + int(behind[0])
+        i = (start + step) % count
+        self.last_index = (i + 1) % count
+        if self.walks is not None:
+            self.walks.append((start, step + 1))
+        return i
 
     def restore(self) -> None:
         """Undo every kept simulation on the state (a live state is as it was before the pass)."""
@@ -175,34 +195,19 @@ class RemovalSimulator:
                 self.state.bind(node, demand)
         self.journal.clear()
 
-    def adopt(
-        self, node: str, moved: tuple[CAPod, ...], targets: list[int], pdbs: PdbTracker
-    ) -> Outcome | None:
-        """A caller's earlier removable outcome of ``node`` taken again without re-placing: its
-        pods ``moved`` go to ``targets`` (node indices) as they did, if the drain rules still give
-        exactly those pods and every target may still take pods. None: simulate instead."""
-        found = pods_to_move(
-            self.current.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
-        )
-        if found.blocking is not None or [id(p) for p in found.pods] != [id(p) for p in moved]:
-            return None
-        if any(not self.destinations[t] for t in targets):
-            return None
+    def apply(self, node: str, outcome: Outcome, targets: list[int]) -> None:
+        """A removable ``outcome`` of ``node`` found earlier on the same inputs, applied again
+        without re-placing: its moved pods go to ``targets`` (node indices) as they did."""
         index = self.position[node]
-        for pod, target in zip(found.pods, targets, strict=True):
+        for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]
             self.state.unbind(index, demand)
             self.state.bind(target, demand)
             self.journal.append((False, index, demand))
             self.journal.append((True, target, demand))
             self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
-        gone = {id(pod) for pod in found.pods}
+        gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
-        placed = {
-            p.key: self.cluster.nodes[t].name for p, t in zip(found.pods, targets, strict=True)
-        }
-        risky = not pdbs.in_parallel(found.pods)
-        return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)
 
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""
@@ -210,9 +215,13 @@ class RemovalSimulator:
 
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
-        found: PodsToMove = pods_to_move(
-            self.current.get(node, []), self.options, pdbs, self.now, self.cluster.controllers
-        )
+        pods = self.current.get(node, [])
+        key = (tuple(id(p) for p in pods), self.drain_key, tuple(pdbs.remaining))
+        found = None if self.drains is None else self.drains.get(key)
+        if found is None:
+            found = pods_to_move(pods, self.options, pdbs, self.now, self.cluster.controllers)
+            if self.drains is not None:
+                self.drains[key] = found
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
         index = self.position[node]

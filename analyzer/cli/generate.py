@@ -209,6 +209,14 @@ def _constant_step(text: str, step_text: str, step_seconds: int) -> int:
     "does and let one node join not ready (kube_node_spec_taint, kube_node_spec_unschedulable, "
     "kube_node_status_condition in time; the snapshot's node_state table).",
 )
+@click.option(
+    "--autoscaled/--no-autoscaled",
+    default=False,
+    show_default=True,
+    help="One pool of general nodes that join and leave by cluster-autoscaler's rules "
+    "(--nodes at the start, at most twice as many; no DaemonSets; pods placed as kube-default "
+    "would); docs/autoscaling.md. Not with --openmetrics.",
+)
 def generate_cmd(
     out: Path,
     openmetrics: Path | None,
@@ -233,6 +241,7 @@ def generate_cmd(
     pod_constraints: bool = False,
     kubelet_version: str = KUBELET_VERSION,
     node_events: bool = False,
+    autoscaled: bool = False,
 ) -> None:
     """Generate a synthetic cluster: the ground-truth snapshot, optionally its OpenMetrics."""
     check_snapshot_out(out)  # before generating: never replace a folder that is not a snapshot
@@ -240,6 +249,11 @@ def generate_cmd(
         raise InputError(
             f"--kubelet-version: {kubelet_version[:40]!r} is not a Kubernetes release "
             "(write e.g. v1.33.4)"
+        )
+    if autoscaled and openmetrics is not None:
+        raise InputError(
+            "--autoscaled: its nodes exist for part of the range, which --openmetrics does not "
+            "render yet; drop --openmetrics (the snapshot alone is written)"
         )
     step_seconds = parse_duration(step, field="--step").total_seconds()
     if step_seconds < 1 or step_seconds != int(step_seconds):
@@ -256,6 +270,7 @@ def generate_cmd(
         pod_constraints=pod_constraints,
         kubelet_version=kubelet_version,
         node_events=node_events,
+        autoscaled=autoscaled,
     )
     options = OpenMetricsOptions(
         instance_convention=instance_convention,

@@ -39,12 +39,14 @@ from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.autoscale_reuse import Entry, SimulationMemo, local, walked
 from analyzer.replay.autoscale_scaleup import plan_scale_up
 from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import PodObject
+from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.state import ClusterState
 
 SECOND = 1_000_000_000
@@ -71,6 +73,7 @@ class ClusterAutoscaler:
         self.budgets, self.rng = budgets, rng
         self.options = settings.options
         self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready
+        self.draining: dict[int, int] = {}  # deleted slot -> until when it still runs
         self.unneeded: dict[int, int] = {}  # slot -> since when
         self.outcomes: dict[int, Outcome] = {}  # the last pass's removable nodes, pass order
         self.last_add = -NEVER
@@ -79,13 +82,11 @@ class ClusterAutoscaler:
         self.clock = inp.start
         self.dirty = True
         self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
-        # nodes where a pod left or that joined / where a pod was bound or that left, since the
-        # last scale-down run (the engine tells, ``touch``)
-        self.freed: set[int] = set()
-        self.filled: set[int] = set()
-        # the last run's answer per candidate: its pods then, the removable outcome (None:
-        # NoPlaceToMovePods) and the nodes its pods moved to
-        self.last: dict[int, tuple[tuple[int, ...], Outcome | None, list[int]]] = {}
+        # the removal simulations taken again when nothing they read changed (exact)
+        self.sims = SimulationMemo(len(inp.node_names))
+        self.reuse = settings.reuse and local(
+            profile, inp.demands, inp.snapshot.node_state is not None
+        )
         self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
         self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
         self.record = AutoscalerRecord(
@@ -142,7 +143,7 @@ class ClusterAutoscaler:
             self.record.added.append((now, slot))
         if joining:
             self.dirty = True
-            self.freed.update(joining)
+            self.sims.new_epoch()
         return joining
 
     def tick(self, now: int, waiting: list[int]) -> list[int]:
@@ -173,14 +174,21 @@ class ClusterAutoscaler:
         return self._to_delete(now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
-        """The engine deleted ``slot`` and evicted ``evicted`` from it."""
-        self.record.left(slot, now)
+        """The engine deleted ``slot`` and evicted ``evicted`` from it (pending from now). A
+        drained node keeps running until its evicted pods are gone: their grace period
+        (kube's default 30 s) capped by ``max-graceful-termination``; an empty one goes now."""
+        drain = 0
+        if evicted:
+            drain = min(TERMINATION_GRACE * SECOND, self.settings.max_graceful_termination)
+        self.record.left(slot, now + drain)
+        if drain:
+            self.draining[slot] = now + drain
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
         self.unneeded.pop(slot, None)
         self.outcomes.pop(slot, None)
         self.dirty = True
-        self.filled.add(slot)
+        self.sims.new_epoch()
         if self.record.reasons:  # the deleted node stops counting as unneeded at once
             counts = dict(self.record.reasons[-1][1])
             counts["Unneeded"] = counts.get("Unneeded", 1) - 1
@@ -189,28 +197,9 @@ class ClusterAutoscaler:
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
         self.dirty = True
-        (self.freed if freed else self.filled).add(node)
+        self.sims.touch(node, freed)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _may_use_freed(self, slot: int) -> bool:
-        """Whether a pod of ``slot`` (not DaemonSet/static) fits the room now free on a node
-        that freed room since the last run (resources only)."""
-        state = self.state
-        rooms = [
-            state.allocatable[f] - state.requested[f]
-            for f in self.freed
-            if self.active[f] and f != slot
-        ]
-        if not rooms:
-            return False
-        for pod in self.on_node[slot]:
-            if self.inp.pinned[pod]:
-                continue
-            need = self.inp.demands[pod].requests
-            if any(bool(np.all(need <= room)) for room in rooms):
-                return True
-        return False
-
     def _group_nodes(self, group: int) -> list[int]:
         """The group's nodes: present and being provisioned (its target size)."""
         mine = self.active & (self.group_of == group)
@@ -219,10 +208,13 @@ class ClusterAutoscaler:
 
     def _free_slot(self, group: int) -> list[int]:
         """The group's spare slots that do not exist now (a deleted one may be used again)."""
-        of = self.groups.of_node
-        unused = self.groups.spare & ~self.active
-        return [s for s in np.flatnonzero(unused).tolist()
-                if of[s] == group and s not in self.provisioning]  # fmt: skip
+        unused = self.groups.spare & ~self.active & (self.group_of == group)
+        # a drain that ended frees its slot for good
+        self.draining = {s: until for s, until in self.draining.items() if until > self.clock}
+        busy = [*self.provisioning, *self.draining]
+        if busy:
+            unused[busy] = False
+        return np.flatnonzero(unused).tolist()
 
     def _ca_pod(self, pod: int) -> CAPod:
         found = self.pods.get(pod)
@@ -267,11 +259,16 @@ class ClusterAutoscaler:
             self.unneeded, self.outcomes = {}, {}
             self.record.reasons.append((now, reasons))
             return
-        alloc = state.allocatable[present][:, [self.cpu, self.mem]].astype(np.float64)
-        used = state.requested[present][:, [self.cpu, self.mem]].astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)
         threshold = min(opts.scale_down_utilization_threshold, 1.0)
+        special = self.gpu | self.disabled
+        columns = (self.cpu, self.mem)
+        if self.reuse and self.sims.unchanged(
+            state, self._ratio, threshold, special, len(self.provisioning), columns
+        ):  # the same answer as the last pass: its unneeded nodes and reasons stand
+            self.record.skipped += 1
+            self.record.reasons.append((now, dict(self.sims.summary.reasons)))  # type: ignore[union-attr]
+            return
+        ratio = self._ratio(present)
         # a margin over the threshold: the exact check below decides (float sums differ)
         maybe = (ratio < threshold + 1e-6) | self.gpu[present] | self.disabled[present]
         look = present[maybe].tolist()
@@ -328,42 +325,8 @@ class ClusterAutoscaler:
             self.position,
         )
         simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
-        outcomes: dict[int, Outcome] = {}
-        # the last run's answer for a node whose pods are the same is taken again when nothing it
-        # read changed: a removable node's moves when none of their targets took a pod since
-        # (nor in this run), a NoPlaceToMovePods when no node that freed room since could take
-        # any of its pods; the order effects of other candidates in between are ignored
-        last, self.last = self.last, {}
-        taken: set[int] = set()  # nodes this run's kept simulations moved pods onto
-        for slot in empty_first:
-            key = self.judged[slot][0]
-            name = self.nodes[slot].name
-            before = last.get(slot)
-            outcome = None
-            if before is not None and before[0] == key and before[1] is not None:
-                targets = before[2]
-                if not (set(targets) & (self.filled | taken)):
-                    outcome = simulator.adopt(name, before[1].moved, targets, pdbs)
-            elif before is not None and before[0] == key and not self._may_use_freed(slot):
-                self.last[slot] = before
-                reasons["NoPlaceToMovePods"] = reasons.get("NoPlaceToMovePods", 0) + 1
-                continue
-            if outcome is None:
-                mark = len(simulator.journal)
-                outcome = simulator.simulate(name, pdbs)
-                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
-            if not outcome.removable:
-                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
-                if outcome.reason == "NoPlaceToMovePods":
-                    self.last[slot] = (key, None, [])
-                continue
-            taken.update(targets)
-            self.last[slot] = (key, outcome, targets)
-            simulator.drop(outcome.node)
-            pdbs.remove(outcome.moved)
-            outcomes[slot] = outcome
+        outcomes = self._simulate(simulator, empty_first, pdbs, covering, reasons)
         simulator.restore()
-        self.freed, self.filled = set(), set()
         self.outcomes = outcomes
         self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
         # nodes the group's minSize would keep however long they stay unneeded
@@ -371,7 +334,84 @@ class ClusterAutoscaler:
         if kept:
             reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
         reasons["Unneeded"] = len(outcomes) - len(kept)
-        self.record.reasons.append((now, {k: v for k, v in reasons.items() if v}))
+        kept_reasons = {k: v for k, v in reasons.items() if v}
+        self.record.reasons.append((now, kept_reasons))
+        if self.reuse:
+            looked = np.zeros(len(self.active), dtype=bool)
+            looked[look] = True
+            self.sims.summarise(looked, len(self.provisioning), bool(covering), kept_reasons)
+
+    def _ratio(self, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
+        columns = [self.cpu, self.mem]
+        alloc = self.state.allocatable[nodes][:, columns].astype(np.float64)
+        used = self.state.requested[nodes][:, columns].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)  # type: ignore[no-any-return]
+
+    def _simulate(
+        self,
+        simulator: RemovalSimulator,
+        order: list[int],
+        pdbs: PdbTracker,
+        covering: list[int],
+        reasons: dict[str, int],
+    ) -> dict[int, Outcome]:
+        """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
+        the simulation for the next), or its earlier answer when nothing it read changed
+        (``analyzer.replay.autoscale_reuse``). The removable ones, in pass order."""
+        memo, state = self.sims, self.state
+        memo.start_pass()
+        columns = (self.cpu or 0, self.mem or 0)
+        if self.reuse:
+            # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
+            simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
+            simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
+        outcomes: dict[int, Outcome] = {}
+        context: tuple[Any, ...] = ()
+        for slot in order:
+            name = self.nodes[slot].name
+            pods = tuple(id(p) for p in simulator.current.get(name, []))
+            budget = (*covering, -1, *pdbs.remaining)
+            start = simulator.last_index
+            allowed = simulator.destinations.copy()
+            allowed[slot] = False
+            entry = None
+            if self.reuse:
+                entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
+            if entry is not None:
+                memo.reused += 1
+                memo.used.append(entry)
+                outcome, targets = entry.outcome, entry.targets
+                if outcome.removable:
+                    simulator.apply(name, outcome, targets)
+                if outcome.reason != "BlockedByPod":  # a blocked one moved nothing
+                    simulator.last_index = entry.end
+            else:
+                memo.simulated += 1
+                mark = len(simulator.journal)
+                simulator.walks = []
+                outcome = simulator.simulate(name, pdbs)
+                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
+                if self.reuse:
+                    rows = []
+                    if outcome.reason == "NoPlaceToMovePods":
+                        rows = [simulator.demand_of[id(p)].requests
+                                for p in simulator.current.get(name, [])]  # fmt: skip
+                    memo.keep(slot, Entry(
+                        memo.passes, memo.epoch, context, pods, budget, start,
+                        simulator.last_index, outcome, targets,
+                        walked(simulator.walks, state.node_count), rows,
+                    ))  # fmt: skip
+            context = (*context, (slot, outcome.reason, tuple(targets)))
+            if not outcome.removable:
+                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
+                continue
+            simulator.drop(outcome.node)
+            pdbs.remove(outcome.moved)
+            outcomes[slot] = outcome
+        self.record.simulated, self.record.reused = memo.simulated, memo.reused
+        return outcomes
 
     def _allocatable(self, slot: int) -> dict[str, int]:
         row = self.state.allocatable[slot]

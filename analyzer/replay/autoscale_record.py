@@ -28,6 +28,10 @@ class AutoscalerRecord:
     # at each full scale-down pass: time and the number of present nodes per unremovable reason
     reasons: list[tuple[int, dict[str, int]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # removal simulations run, and taken again from an earlier pass (exact reuse)
+    simulated: int = 0
+    reused: int = 0
+    skipped: int = 0  # scale-down passes not run: the same answer as the last (exact)
 
     def joined(self, slot: int, now: int) -> None:
         """``slot`` exists from ``now``."""

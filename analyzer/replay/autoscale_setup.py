@@ -4,7 +4,8 @@
 their flag names (the scale-down ones through ``analyzer.autoscaler.options.parse_options``, the
 loop's timings here), ``expander``, ``priorities`` (the priority expander's ConfigMap:
 priority → list of node-group name regexes), ``provisioning-delay`` (not a CA flag: how long a
-new node takes to become Ready) and ``node-groups`` (pool → ``{minSize, maxSize}``).
+new node takes to become Ready), ``max-graceful-termination`` (how long a drained node may wait
+for its evicted pods to terminate) and ``node-groups`` (pool → ``{minSize, maxSize}``).
 
 ``with_node_groups`` turns a replay input into one whose node set the autoscaler drives:
 
@@ -44,6 +45,7 @@ TIMINGS = {
     "scale-down-unneeded-time": 600,
     "scale-down-delay-after-add": 600,
     "provisioning-delay": 120,
+    "max-graceful-termination": 600,
 }
 DEFAULT_GROUP = "default"
 
@@ -65,6 +67,11 @@ class AutoscalerSettings:
     unneeded_time: int = TIMINGS["scale-down-unneeded-time"] * SECOND
     delay_after_add: int = TIMINGS["scale-down-delay-after-add"] * SECOND
     provisioning_delay: int = TIMINGS["provisioning-delay"] * SECOND
+    # how long a drained node waits for its evicted pods at most (their own grace period first)
+    max_graceful_termination: int = TIMINGS["max-graceful-termination"] * SECOND
+    # False: every scale-down pass simulates every candidate afresh (the reference the exact
+    # reuse of ``analyzer.replay.autoscale_reuse`` is tested against); not a config key
+    reuse: bool = True
     expander: str = "random"
     priorities: tuple[tuple[int, tuple[str, ...]], ...] = ()  # highest first
     groups: Mapping[str, GroupBounds] = field(default_factory=dict)

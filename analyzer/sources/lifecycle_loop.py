@@ -28,6 +28,7 @@ itself: the victims are marked in the snapshot (``pods.end_reason``).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections.abc import Sequence
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from analyzer.scheduling.kube_objects import from_kept
 from analyzer.scheduling.queue_order import TERMINATION_GRACE, may_fit, queue_rank
+from analyzer.sources.autoscaled_nodes import NodeAutoscaler
 from analyzer.sources.catalog import PRIORITY_CLASSES
 from analyzer.sources.lifecycle import JOB_TTL, Describe, Pod, SpecResources, _Names
 from analyzer.sources.lifecycle_budgets import LoopBudgets
@@ -107,8 +109,13 @@ def run_lifecycles(
     *,
     closed: tuple[str, ...] = ("gpu",),
     describe: Describe | None = None,
+    autoscaler: NodeAutoscaler | None = None,
 ) -> None:
     """Place and run every pod in time order, filling in node, times and phase in place.
+
+    ``autoscaler``: nodes join and leave by cluster-autoscaler's rules
+    (``analyzer.sources.autoscaled_nodes``): pods go only to present nodes, a deleted node's pods
+    are evicted and replaced by their controllers.
 
     Pods whose object never exists inside ``window`` (unix seconds, inclusive) are dropped.
     ``closed`` pools are tainted: only the workloads bound to them are placed there.
@@ -135,6 +142,8 @@ def run_lifecycles(
     masks: dict[str | None, np.ndarray] = {}
     columns = [state.resources.index(r) for r in ("cpu", "memory")]
     slots = state.resources.index("pods")
+    on_node: list[set[int]] = [set() for _ in state.nodes]  # with an autoscaler: its pods
+    scaled = [*columns, slots]  # the autoscaler's columns: cpu, memory, pods
 
     def rank(i: int) -> int:
         return queue_rank(priority(pods[i]), pods[i].created * _NS, i)
@@ -142,7 +151,10 @@ def run_lifecycles(
     def bind(i: int, now: int) -> bool:
         pod = pods[i]
         assert pod.request is not None
-        node = place(pod.request, state)
+        request = pod.request
+        if autoscaler is not None:  # only nodes that exist now
+            request = dataclasses.replace(request, allowed=request.allowed & autoscaler.present)
+        node = place(request, state)
         if node is None:
             return False
         if not 0 <= node < len(state.nodes):  # ``allowed`` is advice: a placer may ignore it
@@ -154,6 +166,7 @@ def run_lifecycles(
         pod.phase = "Running"
         if pod.pin < 0:
             running.add(i)
+        on_node[node].add(i)
         template = pod.template
         if template.duration > 0:
             run = int(template.duration * rng.lognormal(0.0, 0.3))
@@ -228,6 +241,7 @@ def run_lifecycles(
         freed = pod.node
         state.unbind(freed, pod.request)
         running.discard(i)
+        on_node[freed].discard(i)
         pod.finished = now
         if pod.preempted is not None:
             pod.phase = "Failed"
@@ -259,8 +273,46 @@ def run_lifecycles(
         hits = may_fit(need, free, room)
         return [j for j, hit in zip(waiting, hits.tolist(), strict=True) if hit]
 
-    while events:
-        now = events[0][0]
+    def need(j: int) -> np.ndarray:
+        request = pods[j].request
+        assert request is not None
+        return np.array([request.requests.get(state.resources[c], 0) for c in scaled])
+
+    def movable(j: int) -> bool:
+        return bool(pods[j].owner_kind) and pods[j].template.namespace != "kube-system"
+
+    def autoscale(now: int, changed: list[int]) -> list[int]:
+        """The autoscaler's run at ``now``; the replacement pods of the evicted ones."""
+        assert autoscaler is not None
+        decision = autoscaler.act(
+            now,
+            state.allocatable[:, scaled],
+            state.requested[:, scaled],
+            on_node,
+            sorted(pending, key=rank),
+            need,
+            movable,
+        )
+        changed.extend(decision.joined)
+        replacements = []
+        for j in decision.evicted:  # not as a Job pod ending: no retry of it
+            victim = pods[j]
+            assert victim.request is not None
+            state.unbind(victim.node, victim.request)  # its node takes no pods (it is going)
+            running.discard(j)
+            on_node[victim.node].discard(j)
+            # terminating for its grace period, then gone
+            gone = now + TERMINATION_GRACE
+            victim.finished, victim.phase, victim.deleted = gone, "Failed", gone
+            new = _retry(victim, names, now, delay=0)
+            pods.append(new)
+            replacements.append(len(pods) - 1)
+        return replacements
+
+    while events or (autoscaler is not None and autoscaler.due() <= end):
+        now = events[0][0] if events else end + 1
+        if autoscaler is not None:
+            now = min(now, autoscaler.due())
         if now > end:
             break
         departing: list[int] = []
@@ -269,6 +321,8 @@ def run_lifecycles(
             _, kind, i = heapq.heappop(events)
             (departing if kind == _DEPART else arriving).append(i)
         changed = [node for i in departing if (node := depart(i, now)) is not None]
+        if autoscaler is not None and now == autoscaler.due():
+            arriving.extend(autoscale(now, changed))
         fresh = []
         for i in arriving:
             pod = pods[i]
@@ -299,8 +353,9 @@ def run_lifecycles(
     pods[:] = [p for p in pods if p.created <= end and (p.deleted is None or p.deleted >= begin)]
 
 
-def _retry(failed: Pod, names: _Names, at: int) -> Pod:
-    """The controller's replacement for a failed or deleted pod (new name, new uid)."""
+def _retry(failed: Pod, names: _Names, at: int, delay: int = 1) -> Pod:
+    """The controller's replacement for a failed or deleted pod (new name, new uid), offered to
+    the scheduler ``delay`` seconds after it is created."""
     job_name = failed.owner_name
     return Pod(
         uid=names.uid(),
@@ -311,6 +366,6 @@ def _retry(failed: Pod, names: _Names, at: int) -> Pod:
         workload_kind=failed.workload_kind,
         workload_name=failed.workload_name,
         created=at,
-        arrive=at + 1,
+        arrive=at + delay,
         spec=failed.spec,
     )

@@ -27,6 +27,7 @@ OPTIONAL_FIELDS = {
 OPTIONAL_FIELDS.update({"zones": 0, "pod_constraints": False})
 OPTIONAL_FIELDS["kubelet_version"] = KUBELET_VERSION
 OPTIONAL_FIELDS["node_events"] = False
+OPTIONAL_FIELDS["autoscaled"] = False
 MONTH_SECONDS = 30 * 86400  # a growth rate is per 30 days
 ANY_POOL = "*"  # ``growth`` key of the workloads free to run in any open pool
 
@@ -79,6 +80,9 @@ class SyntheticSpec:
     nodes table): the Kubernetes version a replay of this cluster reads (docs/scheduling.md).
     ``node_events``: cordons, short autoscaler taints and a not-ready join
     (``analyzer.sources.node_events``; off by default).
+    ``autoscaled``: one pool of general nodes (``nodes`` at the start, at least one, at most twice
+    as many) whose nodes join and leave by cluster-autoscaler's rules, no DaemonSets
+    (``analyzer.sources.autoscaled_nodes``; off by default).
 
     With ``growth`` or ``fast_growth`` set, the cluster's structure (nodes, workloads and their
     replicas at the anchor) comes from the seed alone and its events (pod creation times, rollouts,
@@ -112,6 +116,7 @@ class SyntheticSpec:
     team_usage: tuple[tuple[str, float], ...] = ()
     kubelet_version: str = KUBELET_VERSION
     node_events: bool = False
+    autoscaled: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 1:

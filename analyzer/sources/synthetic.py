@@ -33,6 +33,7 @@ from analyzer.core.snapshot import (
     make_snapshot,
     resource_column,
 )
+from analyzer.sources.autoscaled_nodes import NodeAutoscaler
 from analyzer.sources.catalog import (
     GPU,
     POOLS,
@@ -163,15 +164,20 @@ def _times(values: Sequence[int | None]) -> pd.Series:
     return pd.to_datetime(pd.Series(values, dtype="Float64"), unit="s", utc=True)
 
 
-def _node_table(nodes: list[SyntheticNode], spec: SyntheticSpec) -> pd.DataFrame:
+def _node_table(
+    nodes: list[SyntheticNode],
+    spec: SyntheticSpec,
+    seen: tuple[Sequence[int | None], Sequence[int | None]] | None = None,
+) -> pd.DataFrame:
+    first, last = seen or ([spec.start_s] * len(nodes), [spec.end_s] * len(nodes))
     table: dict[str, object] = {
         "node": [n.name for n in nodes],
         "pool": [n.pool.name for n in nodes],
         "host_ip": [n.host_ip for n in nodes],
         "labels": [json.dumps(node_labels(n), sort_keys=True) for n in nodes],
         "annotations": [json.dumps(dict(n.pool.annotations), sort_keys=True) for n in nodes],
-        "first_seen": _times([spec.start_s] * len(nodes)),
-        "last_seen": _times([spec.end_s] * len(nodes)),
+        "first_seen": _times(first),
+        "last_seen": _times(last),
         "taints": [json.dumps(pool_taints(n.pool)) for n in nodes],
         "kubelet_version": [spec.kubelet_version] * len(nodes),
     }
@@ -397,6 +403,16 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
     rng = np.random.default_rng(spec.seed)
     grid = Grid.of(spec)
     nodes = build_nodes(spec, rng)
+    autoscaler = None
+    if spec.autoscaled:  # one pool of general nodes; four times the nodes as slots, used once
+        general = next(p for p in POOLS if p.name == "general")
+        capacity = node_capacity(general)
+        nodes = [
+            SyntheticNode(f"general-{k:04d}", general, f"10.128.{k // 250}.{k % 250 + 2}",
+                          capacity, node_allocatable(capacity), hot=False)
+            for k in range(4 * spec.nodes)
+        ]  # fmt: skip
+        autoscaler = NodeAutoscaler(spec.nodes, len(nodes), 1, 2 * spec.nodes, spec.start_s)
     structure = rng
     if spec.grows:
         # The structure goes on from the seed alone; the events depend on the range's start.
@@ -408,20 +424,35 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
     )
     state.node_labels = tuple(json.dumps(node_labels(n), sort_keys=True) for n in nodes)
     state.node_taints = tuple(json.dumps(pool_taints(n.pool)) for n in nodes)
-    pods = build_pods(spec, state.pools, rng, structure)
+    pods = build_pods(spec, state.pools[: spec.nodes], rng, structure)
+    if autoscaler is not None:  # the replay's new nodes carry no DaemonSet pods: none at all
+        pods = [p for p in pods if p.pin < 0]
     closed = ("gpu", *spec.dedicated_pools)  # tainted pools: only their own workloads go there
     window = (spec.start_s, spec.end_s)
     if place is None:
         # with pod constraints, the ground truth is placed as the v1 default profile would
         # (spread, pod anti-affinity); else the simple least-allocated heuristic
-        place = kube_placer(seed=spec.seed) if spec.pod_constraints else least_allocated_place
+        # (and an autoscaled cluster's, so that a replay under kube-default is comparable)
+        exact = spec.pod_constraints or spec.autoscaled
+        place = kube_placer(seed=spec.seed) if exact else least_allocated_place
     describe = _describer(spec)
     budgets: list[dict[str, Any]] = []
     if spec.pod_constraints:  # what an exact placer reads for default spreading and for
         # preemption (PodDisruptionBudgets), as the replay
         budgets = pdb_objects(_budget_workloads(pods))
         state.objects = kept_objects([*budgets, *selector_objects(pods)])
-    run_lifecycles(pods, state, place, rng, window, closed=closed, describe=describe)
+    run_lifecycles(
+        pods, state, place, rng, window, closed=closed, describe=describe, autoscaler=autoscaler
+    )
+    seen = None
+    if autoscaler is not None:  # the nodes that existed, and when (the others are left out)
+        kept = [i for i, at in enumerate(autoscaler.joined) if at is not None]
+        moved = {old: new for new, old in enumerate(kept)}
+        for pod in pods:
+            pod.node = moved[pod.node] if pod.node >= 0 else pod.node
+        nodes = [nodes[i] for i in kept]
+        seen = ([autoscaler.joined[i] for i in kept],
+                [autoscaler.left[i] or spec.end_s for i in kept])  # fmt: skip
     shape = NodeShape(
         allocatable_cpu=np.array([n.allocatable["cpu"] for n in nodes], dtype=np.float64),
         capacity_cpu=np.array([n.capacity["cpu"] for n in nodes], dtype=np.float64),
@@ -459,7 +490,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
     events = node_events(spec, open_nodes(nodes), grid)
     snapshot = make_snapshot(
         meta,
-        _node_table(nodes, spec),
+        _node_table(nodes, spec, seen),
         _pod_table(pods, nodes, grid, spec),
         node_usage,
         pod_usage,

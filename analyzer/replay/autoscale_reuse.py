@@ -1,0 +1,230 @@
+"""Exact reuse of cluster-autoscaler's removal simulations between scale-down passes (issue 25
+item 5).
+
+CA's answer for a candidate is a function of what its simulation read; when none of that changed
+since an earlier pass, the earlier answer is the answer (``analyzer.replay.autoscale_loop`` takes
+it again instead of simulating). What one simulation reads, and how each is checked:
+
+- the candidate's pods (the keys of its pod objects, moved-in pods of this pass included) and the
+  PodDisruptionBudgets' disruptions left at its turn: equal keys;
+- what the pass did before it (each earlier candidate's verdict and moves): an equal context, so
+  the scheduler state at its turn differs from the earlier pass's only by the replay's own binds
+  and unbinds since;
+- the round-robin start (``lastIndex``) at its turn: equal;
+- the nodes each successful placement looked at (from the start to the node it took): none of
+  them bound or unbound a pod since (a per-node stamp of the last pass before its change);
+- a placement that failed looked at every destination: it fails again when no node freed room
+  since, or none that did has room for any of the candidate's pods (cpu, memory, a pod slot;
+  the filters can only refuse more than that, and a bind only takes room);
+- a whole pass is not run when it would answer as the last (``unchanged``): the pods changed
+  only on nodes it did not judge, that are not near the threshold now and that no placement
+  walked (nor, freed, could take a pod that found no place);
+- a candidate blocked by a pod read its pods and the budgets only (any context, any start);
+- the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
+  in which nothing earlier is reused.
+
+This holds only where each node's verdict depends on that node alone (``local``): no pod with
+topology spread, pod (anti-)affinity or host ports, no DoNotSchedule default spreading, no
+node-state changes over time (labels, taints, cordons), filters from the set below. Elsewhere
+every candidate is simulated (the plain path, also ``AutoscalerSettings.reuse`` False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from analyzer.autoscaler.removal import Outcome
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.state import ClusterState, PodDemand
+
+# filters whose verdict on a node reads only that node (given the conditions of ``local``)
+LOCAL_FILTERS = frozenset(
+    {
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    }
+)
+
+
+def local(profile: Profile, demands: Sequence[PodDemand], node_states: bool) -> bool:
+    """Whether every placement's verdict on a node reads that node alone (module docstring)."""
+    if node_states:
+        return False
+    for plugin in profile.filters:
+        name = getattr(plugin, "name", "")
+        if name not in LOCAL_FILTERS:
+            return False
+        defaults = getattr(plugin, "defaults", ())
+        if any(c.when_unsatisfiable == "DoNotSchedule" for c in defaults):
+            return False
+    return not any(d.spread or d.affinity is not None or d.host_ports for d in demands)
+
+
+@dataclass
+class Entry:
+    """One simulation's answer and what it read."""
+
+    made: int  # the pass whose state it read (changes stamped later make it stale)
+    epoch: int
+    context: tuple[Any, ...]
+    pods: tuple[int, ...]
+    pdbs: tuple[int, ...]
+    start: int  # lastIndex before
+    end: int  # lastIndex after
+    outcome: Outcome
+    targets: list[int]
+    reads: np.ndarray[Any, np.dtype[np.int64]]  # node indices its placements looked at
+    rows: list[np.ndarray[Any, Any]]  # a failed one's pods' requests (cpu, memory)
+
+
+@dataclass
+class PassSummary:
+    """What a whole scale-down pass read, to tell whether the next would answer the same."""
+
+    epoch: int
+    provisioning: int
+    look: np.ndarray[Any, np.dtype[np.bool_]]  # nodes judged (near or under the threshold)
+    reads: np.ndarray[Any, np.dtype[np.bool_]]  # nodes its placements walked
+    failed: list[np.ndarray[Any, Any]]  # the pods' requests of its NoPlaceToMovePods answers
+    budgets: bool  # PodDisruptionBudgets covered its candidates' pods
+    reasons: dict[str, int]
+
+
+class SimulationMemo:
+    """The last simulation per candidate and the per-node change stamps they are checked by."""
+
+    def __init__(self, nodes: int) -> None:
+        self.passes = 0
+        self.epoch = 0
+        self.changed = np.zeros(nodes, dtype=np.int64)  # pass after which it last changed
+        self.freed = np.zeros(nodes, dtype=np.int64)  # ... last lost a pod (or joined)
+        self.entries: dict[int, Entry] = {}
+        self.reused = 0
+        self.simulated = 0
+        self.drains: dict[tuple[object, ...], Any] = {}  # ``GetPodsToMove`` answers (same reads)
+        self.used: list[Entry] = []  # the entries of the current pass (made or taken again)
+        self.summary: PassSummary | None = None
+
+    def touch(self, node: int, freed: bool) -> None:
+        """The replay bound (``freed`` False) or unbound a pod on ``node``."""
+        self.changed[node] = self.passes + 1
+        if freed:
+            self.freed[node] = self.passes + 1
+
+    def new_epoch(self) -> None:
+        """Nodes joined or left, or a scale-up changed the groups' sizes: nothing is reused."""
+        self.epoch += 1
+        self.entries = {}
+        if len(self.drains) > 10_000:  # keyed by pods that may be long gone: bounded
+            self.drains = {}
+
+    def start_pass(self) -> None:
+        """A scale-down pass begins (stamps after this refer to changes after it)."""
+        self.passes += 1
+        self.used = []
+
+    def summarise(
+        self, look: np.ndarray[Any, Any], provisioning: int, budgets: bool, reasons: dict[str, int]
+    ) -> None:
+        """Keep what the pass just run read (``unchanged`` compares the next state with it)."""
+        reads = np.zeros(len(self.changed), dtype=bool)
+        failed = []
+        for entry in self.used:
+            reads[entry.reads] = True
+            if entry.outcome.reason == "NoPlaceToMovePods":
+                failed.extend(entry.rows)
+        self.summary = PassSummary(
+            self.epoch, provisioning, look, reads, failed, budgets, dict(reasons)
+        )
+
+    def unchanged(
+        self,
+        state: ClusterState,
+        ratio_of: Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]],
+        threshold: float,
+        always: np.ndarray[Any, Any],
+        provisioning: int,
+        columns: tuple[int, int],
+    ) -> bool:
+        """Whether a pass now would answer as the last one did: no join, removal, scale-up or
+        PDB since, and every node whose pods changed since was not judged then, is not near the
+        threshold now (``ratio_of``; ``always``: GPU and scale-down-disabled nodes, judged
+        whatever their ratio), was walked by no placement, and if it freed room, has none for a
+        pod that found no place."""
+        last = self.summary
+        if last is None or last.epoch != self.epoch or last.provisioning != provisioning:
+            return False
+        if last.budgets:
+            return False
+        nodes = np.flatnonzero(self.changed > self.passes)
+        if not len(nodes):
+            return True
+        if bool(last.look[nodes].any() or last.reads[nodes].any() or always[nodes].any()):
+            return False
+        if bool((ratio_of(nodes) < threshold + 1e-6).any()):
+            return False
+        opened = nodes[self.freed[nodes] > self.passes]
+        if len(opened) and last.failed:
+            cpu, memory = columns
+            room = state.allocatable[opened] - state.requested[opened]
+            slots = state.pod_count[opened] < state.allowed_pods[opened]
+            for row in last.failed:
+                fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
+                if bool(fits.any()):
+                    return False
+        return True
+
+    def find(
+        self,
+        slot: int,
+        context: tuple[Any, ...],
+        pods: tuple[int, ...],
+        pdbs: tuple[int, ...],
+        start: int,
+        state: ClusterState,
+        allowed: np.ndarray[Any, Any],
+        columns: tuple[int, int],
+    ) -> Entry | None:
+        """The entry for ``slot`` if its answer holds now (module docstring), else None."""
+        entry = self.entries.get(slot)
+        if entry is None or entry.epoch != self.epoch:
+            return None
+        if entry.outcome.reason == "BlockedByPod":  # the drain rules read its pods and budgets
+            return entry if (entry.pods, entry.pdbs) == (pods, pdbs) else None
+        if (entry.context, entry.pods, entry.pdbs, entry.start) != (context, pods, pdbs, start):
+            return None
+        if len(entry.reads) and int(self.changed[entry.reads].max()) > entry.made:
+            return None
+        if entry.outcome.reason == "NoPlaceToMovePods":
+            opened = np.flatnonzero((self.freed > entry.made) & allowed)
+            if len(opened):
+                cpu, memory = columns
+                room = state.allocatable[opened] - state.requested[opened]
+                slots = state.pod_count[opened] < state.allowed_pods[opened]
+                for row in entry.rows:
+                    fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
+                    if bool(fits.any()):
+                        return None
+        return entry
+
+    def keep(self, slot: int, entry: Entry) -> None:
+        """Remember ``slot``'s simulation of this pass."""
+        self.entries[slot] = entry
+        self.used.append(entry)
+
+
+def walked(walks: Sequence[tuple[int, int]], count: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The node indices of ``walks`` ((start, length) round-robin spans over ``count`` nodes)."""
+    if not walks:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([np.arange(a, a + n, dtype=np.int64) % count for a, n in walks])

@@ -1,0 +1,203 @@
+"""The generator's cluster-autoscaler: nodes join and leave the generated data by CA's rules
+(``SyntheticSpec.autoscaled``; ``analyzer generate --autoscaled``; issue 25 item 4).
+
+Written apart from the replay's (``analyzer.replay.autoscale_loop``, which runs on the scheduling
+core): here a node's room is its allocatable less its requests (cpu, memory, pods), nothing else,
+so that replaying the data under the replay's CA compares two implementations of the same rules,
+with CA's default flags:
+
+- the loop runs every 10 s from the start of the range (``--scan-interval``);
+- **scale-up**: the pods pending after the scheduler's last pass, less those that fit on a
+  present node or on a node being provisioned (first fit), each packed first-fit decreasing (by
+  cpu + memory share) onto new nodes of the pool's shape, at most ``maxSize`` nodes in all; the
+  new nodes are Ready 120 s later (the replay's ``provisioning-delay``);
+- **scale-down**: a present node whose cpu and memory requests are both under half its
+  allocatable is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
+  then in node order, are drained in a simulation: each pod onto the first other present node
+  with room, round-robin from where the previous placement stopped; a pod without a controller
+  or of kube-system blocks; a drained node's moves stay for the next candidate. A node removable
+  for 600 s (``--scale-down-unneeded-time``) is deleted, not within 600 s of a scale-up
+  (``--scale-down-delay-after-add``), at most 10 empty nodes and 1 drained node per run, never
+  below ``minSize``;
+- a deleted node's pods are evicted: they end then and their controller makes a new pod at once
+  (pending from the eviction); the node runs on for their 30 s grace period.
+
+The cluster is one pool (one node group) with no DaemonSets: the replay's new nodes carry none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SCAN = 10
+UNNEEDED = 600
+DELAY_AFTER_ADD = 600
+PROVISIONING = 120
+THRESHOLD = 0.5
+GRACE = 30
+MAX_EMPTY = 10
+MAX_DRAINED = 1
+
+IntArray = np.ndarray[Any, np.dtype[np.int64]]
+
+
+@dataclass
+class Decision:
+    """One run of the loop: nodes that became Ready, nodes deleted, pods evicted."""
+
+    joined: list[int] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+    evicted: list[int] = field(default_factory=list)
+
+
+class NodeAutoscaler:
+    """The generator's CA over ``slots`` node slots of one shape; the first ``initial`` exist at
+    ``start`` (unix seconds); a slot is used once (a deleted node's name is not reused)."""
+
+    def __init__(self, initial: int, slots: int, min_size: int, max_size: int, start: int) -> None:
+        self.present = np.zeros(slots, dtype=bool)
+        self.present[:initial] = True
+        self.joined: list[int | None] = [start] * initial + [None] * (slots - initial)
+        self.left: list[int | None] = [None] * slots
+        self.unused = initial  # the next slot a scale-up takes
+        self.min_size, self.max_size = min_size, max_size
+        self.provisioning: dict[int, int] = {}  # slot -> Ready at
+        self.unneeded: dict[int, int] = {}  # slot -> since
+        self.last_add: int | None = None
+        self.next_tick = start + SCAN
+
+    def due(self) -> int:
+        """The next instant the loop acts (a run, or a node becoming Ready)."""
+        return min(self.next_tick, min(self.provisioning.values(), default=self.next_tick))
+
+    def act(
+        self,
+        now: int,
+        allocatable: IntArray,
+        requested: IntArray,
+        on_node: Sequence[set[int]],
+        pending: Sequence[int],
+        need: Callable[[int], IntArray],
+        movable: Callable[[int], bool],
+    ) -> Decision:
+        """Run at ``now``: nodes Ready now join; on the scan grid, scale-up for ``pending`` then
+        scale-down. ``need(pod)``: its requests on the columns of ``allocatable`` (cpu, memory,
+        pods); ``movable(pod)``: it has a controller and is not in kube-system."""
+        out = Decision()
+        for slot in sorted(s for s, at in self.provisioning.items() if at <= now):
+            del self.provisioning[slot]
+            self.present[slot] = True
+            self.joined[slot] = now
+            out.joined.append(slot)
+        if now < self.next_tick:
+            return out
+        self.next_tick = now + SCAN
+        free = allocatable - requested
+        self._scale_up(now, allocatable, free.copy(), pending, need)
+        self._update_unneeded(now, allocatable, requested, free.copy(), on_node, need, movable)
+        if self.last_add is not None and now - self.last_add < DELAY_AFTER_ADD:
+            return out
+        due = [s for s, since in self.unneeded.items() if now - since >= UNNEEDED]
+        size = int(self.present.sum()) + len(self.provisioning)
+        empty = [s for s in due if not on_node[s]][:MAX_EMPTY]
+        drained = [s for s in due if on_node[s]][:MAX_DRAINED]
+        for slot in empty + drained:
+            if size <= self.min_size:
+                break
+            size -= 1
+            self.present[slot] = False
+            self.left[slot] = now + (GRACE if on_node[slot] else 0)
+            del self.unneeded[slot]
+            out.deleted.append(slot)
+            out.evicted.extend(sorted(on_node[slot]))
+        return out
+
+    def _scale_up(
+        self,
+        now: int,
+        allocatable: IntArray,
+        free: IntArray,
+        pending: Sequence[int],
+        need: Callable[[int], IntArray],
+    ) -> None:
+        present = np.flatnonzero(self.present).tolist()
+        upcoming = sorted(self.provisioning)
+        shape = allocatable[0]
+        rest = []
+        for pod in pending:
+            row = need(pod)
+            # first fit on a present node, then on one being provisioned
+            spot = next((n for n in [*present, *upcoming] if bool(np.all(row <= free[n]))), None)
+            if spot is not None:
+                free[spot] -= row
+            elif bool(np.all(row <= shape)):
+                rest.append(row)
+        room = self.max_size - len(present) - len(upcoming)
+        if not rest or room <= 0:
+            return
+        share = [float(r[0]) / shape[0] + float(r[1]) / shape[1] for r in rest]
+        order = [rest[i] for i in sorted(range(len(rest)), key=lambda i: -share[i])]
+        bins: list[IntArray] = []
+        for row in order:
+            for b, left in enumerate(bins):
+                if bool(np.all(row <= left)):
+                    bins[b] = left - row
+                    break
+            else:
+                if len(bins) < room:
+                    bins.append(shape - row)
+        count = min(len(bins), len(self.present) - self.unused)
+        for _ in range(count):
+            self.provisioning[self.unused] = now + PROVISIONING
+            self.unused += 1
+        if count:
+            self.last_add = now
+
+    def _update_unneeded(
+        self,
+        now: int,
+        allocatable: IntArray,
+        requested: IntArray,
+        free: IntArray,
+        on_node: Sequence[set[int]],
+        need: Callable[[int], IntArray],
+        movable: Callable[[int], bool],
+    ) -> None:
+        present = np.flatnonzero(self.present).tolist()
+        size = len(present) + len(self.provisioning)
+        found: dict[int, int] = {}
+        if size > self.min_size:
+            util = {n: max(requested[n, 0] / allocatable[n, 0], requested[n, 1] / allocatable[n, 1])
+                    for n in present}  # fmt: skip
+            candidates = [n for n in present if util[n] < THRESHOLD]
+            candidates.sort(key=lambda n: (bool(on_node[n]), n))
+            gone: set[int] = set()
+            count = len(self.present)
+            cursor = 0  # round-robin over the slots, as the scheduler's nodes
+            for node in candidates:
+                pods = sorted(on_node[node])
+                if not all(movable(p) for p in pods):
+                    continue
+                trial = free.copy()
+                moved = True
+                for pod in pods:
+                    row = need(pod)
+                    for step in range(count):
+                        n = (cursor + step) % count
+                        if (self.present[n] and n != node and n not in gone
+                                and bool(np.all(row <= trial[n]))):  # fmt: skip
+                            trial[n] -= row
+                            cursor = (n + 1) % count
+                            break
+                    else:
+                        moved = False
+                        break
+                if moved:
+                    free = trial
+                    gone.add(node)
+                    found[node] = self.unneeded.get(node, now)
+        self.unneeded = found

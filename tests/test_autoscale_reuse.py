@@ -1,0 +1,133 @@
+"""The replay under cluster-autoscaler reuses removal simulations only where nothing they read
+changed (``analyzer.replay.autoscale_reuse``): the fast path and the plain path (every candidate
+simulated at every pass, ``AutoscalerSettings.reuse`` False) make the same decisions.
+
+Seeded generator clusters (small, half a day at a 5-minute step), each pool's minSize 0 so CA
+removes and adds nodes; both paths run in the same process on the same input. The same decisions
+mean: the same nodes present over the same spans, removed and added at the same instants, the same
+pods evicted, the same unremovable reasons at every pass, and every pod on the same node at the
+same time. The fast path must really have reused simulations (else the comparison proves nothing),
+and a pass it did not run (the same answer as the last) judged nothing: its simulations plus
+its reuses are at most the plain path's simulations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from replay_fixtures import N, P, build
+
+from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
+from analyzer.replay.engine import Strategy, replay
+from analyzer.replay.input import prepare
+from analyzer.scheduling.strategies import load_strategy
+from analyzer.sources import SyntheticSpec, generate
+
+
+def _run(seed: int, strategy: str, constraints: bool = False) -> tuple[Any, Any]:
+    cluster = generate(
+        SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300, pod_constraints=constraints)
+    )
+    inp = prepare(cluster.snapshot)
+    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    settings = dataclasses.replace(
+        parse_settings(None), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+    )
+    auto, groups = with_node_groups(inp, settings)
+    chosen = Strategy(strategy, load_strategy(strategy))
+    fast = replay(auto, chosen, seed, autoscaler=(groups, settings))
+    plain_settings = dataclasses.replace(settings, reuse=False)
+    plain = replay(auto, chosen, seed, autoscaler=(groups, plain_settings))
+    return fast, plain
+
+
+def _same_decisions(fast: Any, plain: Any) -> None:
+    a, b = fast.autoscaler, plain.autoscaler
+    assert a.presence == b.presence
+    assert a.removed == b.removed and a.added == b.added and a.scale_ups == b.scale_ups
+    assert a.evictions == b.evictions
+    assert a.reasons == b.reasons
+    assert np.array_equal(fast.node, plain.node)
+    assert np.array_equal(fast.placed_at, plain.placed_at)
+    assert np.array_equal(fast.wait, plain.wait)
+
+
+@pytest.mark.parametrize(
+    ("seed", "strategy"), [(1, "kube-default"), (2, "most-allocated"), (3, "kube-default")]
+)
+def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str) -> None:
+    fast, plain = _run(seed, strategy)
+    _same_decisions(fast, plain)
+    a, b = fast.autoscaler, plain.autoscaler
+    assert b.reused == 0 and b.skipped == 0
+    assert a.reused + a.skipped > 0, "nothing was reused: the comparison would prove nothing"
+    # a skipped pass judged nothing; the others the same candidates as the plain path
+    assert a.simulated + a.reused <= b.simulated
+    assert a.skipped > 0 or a.simulated + a.reused == b.simulated
+    assert a.removed, "CA removed no node: the seed exercises too little"
+
+
+def test_pods_with_spreading_are_always_simulated() -> None:
+    # the generator's pod constraints (topology spread, affinity): a node's verdict may read
+    # other nodes, so nothing is reused and the answers are the plain path's
+    fast, plain = _run(4, "kube-default", constraints=True)
+    _same_decisions(fast, plain)
+    assert fast.autoscaler.reused == 0 and fast.autoscaler.skipped == 0
+    assert fast.autoscaler.simulated == plain.autoscaler.simulated > 0
+
+
+def _by_hand(nodes: list[N], pods: list[P]) -> tuple[Any, Any]:
+    snap = build(nodes, pods, minutes=60)
+    snap.pods["owner_name"] = np.where(snap.pods["owner_kind"] == "DaemonSet", "ds", "web-5d9f")
+    inp = prepare(snap)
+    settings = dataclasses.replace(parse_settings(None), groups={"pool": GroupBounds(min_size=0)})
+    auto, groups = with_node_groups(inp, settings)
+    chosen = Strategy("kube-default", load_strategy("kube-default"))
+    fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
+    plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
+    return fast, plain
+
+
+def test_a_target_that_filled_up_is_simulated_again() -> None:
+    # 4-core nodes; DaemonSet ballast (pinned) 2 cores on b, 3.5 on c. p0 (1.5 cores) goes to the
+    # emptiest node, a (one pod slot). CA's first run (0:10): a is under 0.5, its pod fits b
+    # (2 cores, one slot left): unneeded. At 5:00 a 0.1-core pod can only go to b (a and c have no
+    # pod slot left), taking b's last slot: from then p0 fits nowhere, a stays. Taking the first
+    # answer again would delete a at 10:10.
+    nodes = [N("a", pods=1), N("b", pods=2), N("c", pods=2)]
+    pods = [
+        P("ds-b", "b", cpu=2000, owner="DaemonSet"),
+        P("ds-c", "c", cpu=3500, owner="DaemonSet"),
+        P("p0", "a", cpu=1500, start=0),
+        P("late", "b", cpu=100, start=5),
+        P("late2", "c", cpu=100, start=5),
+    ]
+    fast, plain = _by_hand(nodes, pods)
+    _same_decisions(fast, plain)
+    assert plain.autoscaler.removed == []
+    # the runs at 0:10 and 5:00 (the binds made the state dirty); the second not taken again
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (2, 0)
+
+
+def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
+    # p0 (1.5 cores) on a (one pod slot); b holds 2.5 cores of DaemonSet and a 1-core pod from
+    # 1:00 to 20:00, c 3.5 cores of DaemonSet: p0 fits nowhere from 1:00 until 20:00, when b frees 1.5 cores (b
+    # stays above 0.5, not a candidate itself). Then a is unneeded and deleted 10 minutes later.
+    # Keeping the first NoPlaceToMovePods would keep a for the hour.
+    nodes = [N("a", pods=1), N("b"), N("c")]
+    pods = [
+        P("ds-b", "b", cpu=2500, owner="DaemonSet"),
+        P("ds-c", "c", cpu=3500, owner="DaemonSet"),
+        P("p0", "a", cpu=1500, start=0),
+        P("p2", "b", cpu=1000, start=1, end=20),
+    ]
+    fast, plain = _by_hand(nodes, pods)
+    _same_decisions(fast, plain)
+    (removed,) = plain.autoscaler.removed
+    assert removed[0] >= 30 * 60 * 10**9 + fast.autoscaler.presence[0][0][0]
+    # at 0:10 p0 fits b (p2 comes at 1:00), at 1:00 it no longer does, at 20:00 it does again:
+    # three answers, none taken again
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (3, 0)
