@@ -7,7 +7,8 @@ pods for two hours (1-minute step), node group minSize 0. Under CA with its defa
 one per node and CA drains the first (its pod fits beside another: 3 of 4 cores); MostAllocated
 packs two on one node from the start, so the third node is empty and goes at 10:10 as well. Both
 then pay for 2 × 2 h + 10 m 10 s = 4.1694 node-hours against the data's 6 (three nodes all
-along): 30.5 % of the core-hours and GiB-hours released (every node is the same shape).
+along), and kube-default 30 s more: its drained node runs until its evicted pod has terminated
+(the default 30 s grace, under max-graceful-termination's 600 s), the empty one goes at once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from analyzer.cli import main
 from analyzer.core.snapshot import write_snapshot
 
 CA_HOURS = 4 + (10 * 60 + 10) / 3600  # two nodes all along, the third until 10:10
+DRAIN_HOURS = 30 / 3600  # a drained node's evicted pod terminating (30 s grace)
 CONFIG = "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n"
 
 
@@ -60,13 +62,14 @@ def test_every_row_carries_its_outcome_under_ca(searched: tuple[Path, dict[str, 
     observed = rows["observed"]["autoscaled"]
     assert observed["node_hours"] == pytest.approx(6.0)  # the data's three nodes for 2 h
     assert observed["core_hours_released"] == 0
-    for kind in ("baseline", "searched"):
+    for kind, drained in (("baseline", True), ("searched", False)):
         ca = rows[kind]["autoscaled"]
+        hours = CA_HOURS + (DRAIN_HOURS if drained else 0.0)
         assert ca["autoscaler"] == "cluster-autoscaler"
-        assert ca["node_hours"] == pytest.approx(CA_HOURS, abs=1e-6)
+        assert ca["node_hours"] == pytest.approx(hours, abs=1e-6)
         assert ca["observed_node_hours"] == pytest.approx(6.0)
-        assert ca["core_hours"] == pytest.approx(4 * CA_HOURS, abs=1e-5)  # 4-core nodes
-        assert ca["core_hours_released_pct"] == pytest.approx(100 * (6 - CA_HOURS) / 6, abs=1e-4)
+        assert ca["core_hours"] == pytest.approx(4 * hours, abs=1e-5)  # 4-core nodes
+        assert ca["core_hours_released_pct"] == pytest.approx(100 * (6 - hours) / 6, abs=1e-4)
         assert ca["gib_hours_released_pct"] == pytest.approx(ca["core_hours_released_pct"])
         assert ca["nodes_removed"] == 1 and ca["nodes_added"] == 0
         assert ca["peak_nodes"] == 3
