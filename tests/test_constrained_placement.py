@@ -6,12 +6,15 @@ constrained one never does; both fill the crowded nodes to the brim; and a clust
 carry no constraint is placed node for node as the plain crowding placement places it (the filters
 run only for the pods that carry constraints); the filters' remembered answer to "may a seen
 required anti-affinity term select this pod?" is, at every placement, the answer of asking every
-term seen so far (the answer is extended as terms come, not recomputed: issue 29, the demo's speed).
+term seen so far (the answer is extended as terms come, not recomputed: issue 29, the demo's speed);
+and a placer that placed the snapshot's pods first places a history day's pods as a fresh one does
+(the demo generates its history with a placer of its own, beside the snapshot).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from functools import cache
 
 import numpy as np
@@ -24,6 +27,7 @@ from analyzer.scheduling import load_strategy
 from analyzer.scheduling.label_selectors import NOTHING
 from analyzer.scheduling.pod_cells import labels_from_cell
 from analyzer.sources.constrained_placement import RequiredFilters, constrained_crowding_place
+from analyzer.sources.history_chunks import chunk_specs
 from analyzer.sources.placement import ClusterState, PlacementRequest, crowding_place
 from analyzer.sources.synthetic import generate
 
@@ -97,3 +101,15 @@ def test_remembered_anti_affinity_selection_is_every_terms_answer() -> None:
     assert checked.asked > 500 and 0 < checked.selected < checked.asked
     # the same placement as the demo's constrained placer
     assert snapshot.pods["node"].equals(placed(True).pods["node"])
+
+
+def test_a_used_placer_places_a_history_day_as_a_fresh_one() -> None:
+    used = _Checked(load_strategy("kube-default"))
+    generate(SPEC, place=crowding_place(CROWDED, used))  # the snapshot's pods first
+    assert used._anti  # it remembers required anti-affinity terms: it could differ
+    day = SPEC.start.date() - timedelta(days=3)
+    [(_, chunk)] = chunk_specs(SPEC, day, day, step=3600, chunk_days=1)
+    again = generate(chunk, place=crowding_place(CROWDED, used)).snapshot.pods
+    fresh = generate(chunk, place=constrained_crowding_place(CROWDED)).snapshot.pods
+    assert len(fresh) > 300 and fresh["node"].notna().sum() > 300
+    assert again["uid"].equals(fresh["uid"]) and again["node"].equals(fresh["node"])
