@@ -18,7 +18,7 @@ change of load hits both. A run reports:
 The load average before and after is printed: the machine is shared, so the CPU figures are the
 comparable ones and the wall figures say how loaded it was.
 
-    .venv/bin/python bench/demo.py --base /tmp/demo-base [--runs 1] [--nice 0]
+    .venv/bin/python bench/demo.py --base /tmp/demo-base [--runs 1] [--nice 0] [--keep DIR]
 
 Prints one human line per run and phase, then a final JSON line with every run and the ratios
 new/base of the medians (wall, user+sys CPU).
@@ -81,14 +81,17 @@ def phase_of(line: str) -> str:
     return next((phase for phrase, phase in PHASES if phrase in line), "other")
 
 
-def run_once(tree: Path, nice: int) -> dict[str, Any]:
-    """One demo in ``tree``'s code, in a fresh folder: wall, CPU, and per-phase figures."""
+def run_once(tree: Path, nice: int, keep: Path | None = None) -> dict[str, Any]:
+    """One demo in ``tree``'s code, in a fresh folder: wall, CPU, and per-phase figures.
+    ``keep``: the demo's folder (left in place, to compare the two trees' pages), else a
+    temporary one."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory(prefix="demo-bench-") as tmp:
         env = {**os.environ, "PYTHONPATH": str(tree)}
+        out = keep if keep is not None else Path(tmp) / "out"
         began = time.monotonic()
         done = subprocess.run(
-            ["nice", "-n", str(nice), sys.executable, "-c", CHILD, str(Path(tmp) / "out")],
+            ["nice", "-n", str(nice), sys.executable, "-c", CHILD, str(out)],
             cwd=tree,
             env=env,
             capture_output=True,
@@ -123,12 +126,19 @@ def main() -> None:
     parser.add_argument("--base", type=Path, required=True, help="the baseline tree")
     parser.add_argument("--runs", type=int, default=1, help="runs of each tree")
     parser.add_argument("--nice", type=int, default=0)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep each run's demo folder as KEEP/base-N and KEEP/new-N (to compare pages)",
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()
     runs: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
-    for _ in range(args.runs):
+    for n in range(args.runs):
         for label, tree in (("base", args.base.resolve()), ("new", NEW)):
-            run = run_once(tree, args.nice)
+            keep = args.keep / f"{label}-{n}" if args.keep is not None else None
+            run = run_once(tree, args.nice, keep)
             runs[label].append(run)
             cpu = run["user_s"] + run["sys_s"]
             print(

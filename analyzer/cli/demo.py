@@ -19,7 +19,9 @@ Before the nightly reports it stores ~90 days of pool and workload history
 (``OUT/reports/history/pools|workloads``, ``history_days``): the days before the snapshot are the
 same growing cluster generated a week at a time at a 1-hour step
 (``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
-the monthly review has months of trend to show.
+the monthly review has months of trend to show. They do not depend on the snapshot: they are
+generated in a forked process (``cli/background.py``) from the demo's start, beside the
+snapshot's generation, and written in day order once the snapshot is.
 
 The what-if comparison and the search read only the snapshot and nothing after them reads their
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
@@ -48,7 +50,7 @@ from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.months import last_complete_month
 from analyzer.monthly.review import ReviewSettings, build_review, history_days
 from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
-from analyzer.nightly.synthetic_history import write_synthetic_history
+from analyzer.nightly.synthetic_history import DayRows, history_rows, write_rows
 from analyzer.replay.autoscale_setup import parse_settings
 from analyzer.replay.input import prepare
 from analyzer.report.monthly import joint_settings, write_monthly_report
@@ -58,7 +60,6 @@ from analyzer.report.portal import write_portal
 from analyzer.report.search import write_search_report
 from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
 from analyzer.sources.constrained_placement import constrained_crowding_place
-from analyzer.sources.placement import Placer
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_aggregates
@@ -196,33 +197,50 @@ def _days(snapshot: Snapshot) -> list[date]:
     return sorted(pd.Timestamp(day).date() for day in full.index)
 
 
+def _history_span(spec: SyntheticSpec, settings: DemoSettings) -> tuple[date, date] | None:
+    """The coarse days before the snapshot (``history_days`` − the snapshot's days of them):
+    (first, last), or None when there are none."""
+    coarse = settings.history_days - int(spec.days)
+    if coarse <= 0:
+        return None
+    last = spec.start.date() - timedelta(days=1)
+    return last - timedelta(days=coarse - 1), last
+
+
+def _history_rows(spec: SyntheticSpec, settings: DemoSettings) -> list[list[DayRows]]:
+    """The coarse days' rows, computed (not written) with a placer of their own: the same
+    placements as the snapshot's placer would make (``nightly.synthetic_history``), so this can
+    run from the demo's start, beside the snapshot's generation."""
+    span = _history_span(spec, settings)
+    if span is None:
+        return []
+    return history_rows(
+        spec,
+        *span,
+        step=settings.history_step,
+        place=constrained_crowding_place(demo_crowded(spec)),
+        method=settings.settings.method,
+        workers=2,
+    )
+
+
 def _write_history(
     spec: SyntheticSpec,
     settings: DemoSettings,
     root: Path,
-    place: Placer,
+    rows: Background[list[list[DayRows]]],
     say: Callable[[str], None],
 ) -> list[date]:
-    """The coarse days before the snapshot: ``history_days`` − the snapshot's days of them."""
-    coarse = settings.history_days - int(spec.days)
-    if coarse <= 0:
+    """Write the coarse days' rows as ``rows`` gives them, oldest first; the days written."""
+    span = _history_span(spec, settings)
+    if span is None:
         return []
-    last = spec.start.date() - timedelta(days=1)
-    first = last - timedelta(days=coarse - 1)
+    first, last = span
     say(
-        f"history: {coarse} days before the snapshot ({first} to {last}), step {settings.history_step}s"
+        f"history: {(last - first).days + 1} days before the snapshot ({first} to {last}), "
+        f"step {settings.history_step}s"
     )
-    return write_synthetic_history(
-        spec,
-        root,
-        first,
-        last,
-        step=settings.history_step,
-        place=place,
-        method=settings.settings.method,
-        workers=2,
-        progress=say,
-    )
+    return write_rows(root, rows.result(), say)
 
 
 def _whatif_pages(
@@ -260,24 +278,31 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
     out = Path(settings.out)
     check_output_folder(out, DEMO_FILES, what="a demo folder", inside=True)
     spec = demo_spec(settings.seed, settings.nodes, settings.days, settings.step_seconds)
-    say(
-        f"generating a synthetic cluster: {spec.nodes} nodes × {spec.days:g} days, step {spec.step}s"
-    )
-    place = constrained_crowding_place(demo_crowded(spec))
-    snapshot = generate(spec, place=place).snapshot
-    snapshot_dir = write_snapshot(snapshot, out / "snapshot")
-    say(f"snapshot written to {snapshot_dir}")
-    # The what-if and the search read the snapshot alone and nothing below reads them: they
-    # replay in a forked process beside the history, the nightly reports and the monthly review
-    # (the second core is otherwise idle while one nightly page renders), and their pages are
-    # written there; the same computation as in line, in another process.
-    whatif_job = Background(_whatif_pages, snapshot, out, settings.settings.thresholds)
+    # The days before the snapshot do not depend on it: generated in a forked process (its own
+    # 2-worker pool) from now on, beside the snapshot's generation (one core, the other idle
+    # otherwise), and written in order once the history folder is checked.
+    history_job = Background(_history_rows, spec, settings)
+    whatif_job: Background[tuple[Path, str, Path, str]] | None = None
     try:
+        say(
+            f"generating a synthetic cluster: {spec.nodes} nodes × {spec.days:g} days, "
+            f"step {spec.step}s"
+        )
+        snapshot = generate(spec, place=constrained_crowding_place(demo_crowded(spec))).snapshot
+        snapshot_dir = write_snapshot(snapshot, out / "snapshot")
+        say(f"snapshot written to {snapshot_dir}")
+        # The what-if and the search read the snapshot alone and nothing below reads them: they
+        # replay in a forked process beside the history, the nightly reports and the monthly
+        # review (the second core is otherwise idle while one nightly page renders), and their
+        # pages are written there; the same computation as in line, in another process.
+        whatif_job = Background(_whatif_pages, snapshot, out, settings.settings.thresholds)
         return _after_snapshot(
-            settings, spec, snapshot, snapshot_dir, place, whatif_job, say, began
+            settings, spec, snapshot, snapshot_dir, history_job, whatif_job, say, began
         )
     finally:
-        whatif_job.stop()
+        history_job.stop()
+        if whatif_job is not None:
+            whatif_job.stop()
 
 
 def _after_snapshot(
@@ -285,7 +310,7 @@ def _after_snapshot(
     spec: SyntheticSpec,
     snapshot: Snapshot,
     snapshot_dir: Path,
-    place: Placer,
+    history_job: Background[list[list[DayRows]]],
     whatif_job: Background[tuple[Path, str, Path, str]],
     say: Callable[[str], None],
     began: float,
@@ -297,7 +322,7 @@ def _after_snapshot(
     identity = identity_for(snapshot.meta.source, None)
     check_identity(reports_dir / "history", identity)
     adopt(reports_dir / "history", identity)
-    history = _write_history(spec, settings, reports_dir / "history", place, say)
+    history = _write_history(spec, settings, reports_dir / "history", history_job, say)
 
     at = pd.Timestamp(snapshot.node_usage["timestamp"].max())
     durations: list[timedelta] = list(DEFAULT_DURATIONS)

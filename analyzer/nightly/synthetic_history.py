@@ -17,12 +17,20 @@ The step shows in the rows: ``used_samples`` counts the day's sample times (24 a
 ones). Requests are exact at any step: they are time-weighted over the pods' lifetimes.
 
 ``workers`` > 1 generates chunks in parallel processes (fork: the placer is inherited, never
-pickled); the rows are written in day order by the calling process.
+pickled); the rows are written in day order by the calling process. ``history_rows`` computes
+them without writing (``write_rows`` writes them later), so the demo computes them in a forked
+process from its start, beside its snapshot's generation (``cli/demo.py``).
+
+The placer's own memory (``constrained_placement.RequiredFilters``: the required anti-affinity
+terms seen, its core state) never changes where a pod goes, only which pods are checked by the
+filters: a pod no placed pod's term selects passes them everywhere. So a fresh placer, one that
+placed the snapshot's pods first, or one that placed other chunks in the same worker place a
+chunk's pods alike (each worker already places several chunks in turn).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import date
 from pathlib import Path
@@ -102,6 +110,39 @@ def _rows(
         yield from pool.map(_chunk_rows, *zip(*chunks, strict=True))
 
 
+def history_rows(
+    spec: SyntheticSpec,
+    first: date,
+    last: date,
+    *,
+    step: int = 3600,
+    chunk_days: int = 7,
+    place: Placer | None = None,
+    method: str = "nearest-rank",
+    workers: int = 1,
+) -> list[list[DayRows]]:
+    """The rows of the days ``first``..``last`` of ``spec``'s cluster, one list per chunk, oldest
+    first, not written (``write_rows`` writes them): so that a caller can compute them in
+    another process while it does something else (``cli/demo.py``)."""
+    chunks = chunk_specs(spec, first, last, step=step, chunk_days=chunk_days)
+    return list(_rows(chunks, place, method, workers))
+
+
+def write_rows(
+    root: Path, chunks: Iterable[list[DayRows]], progress: Callable[[str], None] | None = None
+) -> list[date]:
+    """Store each chunk's day rows under ``root`` in order; returns the days written."""
+    say = progress or (lambda _msg: None)
+    written: list[date] = []
+    for rows in chunks:
+        for day, pools, workloads, shapes in rows:
+            write_tables(Path(root), day, {"pools": pools, "workloads": workloads})
+            write_headroom(Path(root), day, shapes)
+            written.append(day)
+        say(f"history: {rows[0][0]} to {rows[-1][0]} written ({len(written)} days)")
+    return written
+
+
 def write_synthetic_history(
     spec: SyntheticSpec,
     root: Path,
@@ -117,13 +158,5 @@ def write_synthetic_history(
 ) -> list[date]:
     """Store the pool and workload rows of the days ``first``..``last`` of ``spec``'s cluster
     under ``root``; returns the days written, oldest first (see the module docstring)."""
-    say = progress or (lambda _msg: None)
     chunks = chunk_specs(spec, first, last, step=step, chunk_days=chunk_days)
-    written: list[date] = []
-    for rows in _rows(chunks, place, method, workers):
-        for day, pools, workloads, shapes in rows:
-            write_tables(Path(root), day, {"pools": pools, "workloads": workloads})
-            write_headroom(Path(root), day, shapes)
-            written.append(day)
-        say(f"history: {rows[0][0]} to {rows[-1][0]} written ({len(written)} days)")
-    return written
+    return write_rows(root, _rows(chunks, place, method, workers), progress)

@@ -54,12 +54,13 @@ class RequiredFilters:
     _kinds: dict[tuple[str, str, str], tuple[AffinityTerm, ...] | None] = field(
         default_factory=dict, repr=False
     )
-    # required anti-affinity terms of the constrained pods seen so far (they bind other pods too)
+    # required anti-affinity terms of the constrained pods seen so far (they bind other pods too),
+    # as a set and in the order they came (a term is only ever added)
     _anti: set[AffinityTerm] = field(default_factory=set, repr=False)
-    # (namespace, labels cell) -> whether a term of ``_anti`` selects it, for ``_anti`` as it was
-    # when it had ``_seen`` terms
-    _selects: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False)
-    _seen: int = 0
+    _anti_order: list[AffinityTerm] = field(default_factory=list, repr=False)
+    # (namespace, labels cell) -> (whether a term of ``_anti`` selects it, how many terms of
+    # ``_anti_order`` were checked): a "no" is extended to the terms added since, never redone
+    _selects: dict[tuple[str, str], tuple[bool, int]] = field(default_factory=dict, repr=False)
 
     def _required(self, pod: PlacementRequest) -> tuple[AffinityTerm, ...] | None:
         cells = pod.cells
@@ -82,19 +83,26 @@ class RequiredFilters:
     def _selected(self, pod: PlacementRequest) -> bool:
         """Whether a seen required anti-affinity term may select ``pod`` (a namespace selector
         is not resolved here: such a term counts as selecting)."""
-        if not self._anti:
+        terms = self._anti_order
+        if not terms:
             return False
-        if self._seen != len(self._anti):
-            self._selects, self._seen = {}, len(self._anti)
         key = (pod.namespace, pod.cells.get("labels", "{}"))
-        found = self._selects.get(key)
-        if found is None:
-            labels = labels_from_cell(key[1])
-            found = self._selects[key] = any(
-                t.namespace_selector is not NOTHING or t.matches(pod.namespace, labels, None)
-                for t in self._anti
-            )
+        found, checked = self._selects.get(key, (False, 0))
+        if found or checked == len(terms):
+            return found
+        labels = labels_from_cell(key[1])
+        found = any(
+            t.namespace_selector is not NOTHING or t.matches(pod.namespace, labels, None)
+            for t in terms[checked:]
+        )
+        self._selects[key] = (found, len(terms))
         return found
+
+    def _add_anti(self, terms: tuple[AffinityTerm, ...]) -> None:
+        for term in terms:
+            if term not in self._anti:
+                self._anti.add(term)
+                self._anti_order.append(term)
 
     def __call__(self, pod: PlacementRequest, state: ClusterState) -> np.ndarray | None:
         if pod.daemonset:  # a DaemonSet pod keeps its one node
@@ -103,7 +111,7 @@ class RequiredFilters:
         if anti is None and not self._selected(pod):
             return None
         if anti:
-            self._anti.update(anti)
+            self._add_anti(anti)
         core = self.mirror.state(state)
         demand = self.mirror.demand(pod, core)
         feasible = np.ones(core.node_count, dtype=bool)

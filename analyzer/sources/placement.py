@@ -63,6 +63,11 @@ class ClusterState:
     # every bind (+1) and unbind (-1) in order: (node, step, pod), so a placer keeping its own
     # state (placed pods' labels for spread and affinity) can follow incrementally
     log: list[tuple[int, int, PlacementRequest]] = field(default_factory=list)
+    # each placed pod's request vector (``vector``), built once for its fit, bind and unbind;
+    # keyed by the request's id, the request kept so that the id stays its own
+    _needs: dict[int, tuple[PlacementRequest, np.ndarray]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def empty(
@@ -82,21 +87,30 @@ class ClusterState:
         """A resource map as an int64 vector in ``resources`` order (absent = 0)."""
         return np.array([values.get(r, 0) for r in self.resources], dtype=np.int64)
 
+    def _need(self, pod: PlacementRequest) -> np.ndarray:
+        """``vector(pod.requests)``, built once per request (read-only: it is shared)."""
+        found = self._needs.get(id(pod))
+        if found is None or found[0] is not pod:
+            need = self.vector(pod.requests)
+            need.flags.writeable = False
+            found = self._needs[id(pod)] = (pod, need)
+        return found[1]
+
     def bind(self, node: int, pod: PlacementRequest) -> None:
         """Account ``pod`` on ``node``."""
-        self.requested[node] += self.vector(pod.requests)
+        self.requested[node] += self._need(pod)
         self.non_zero_requested[node] += (pod.non_zero["cpu"], pod.non_zero["memory"])
         self.log.append((node, 1, pod))
 
     def unbind(self, node: int, pod: PlacementRequest) -> None:
         """Release ``pod`` from ``node``."""
-        self.requested[node] -= self.vector(pod.requests)
+        self.requested[node] -= self._need(pod)
         self.non_zero_requested[node] -= (pod.non_zero["cpu"], pod.non_zero["memory"])
         self.log.append((node, -1, pod))
 
     def fits(self, pod: PlacementRequest) -> np.ndarray:
         """Bool mask of nodes where ``pod`` fits (NodeResourcesFit filter) and is allowed."""
-        need = self.vector(pod.requests)
+        need = self._need(pod)
         room = (self.requested + need <= self.allocatable) | (need == 0)
         result: np.ndarray = room.all(axis=1) & pod.allowed
         return result

@@ -271,20 +271,27 @@ def _describer(spec: SyntheticSpec) -> Callable[[Pod], dict[str, str]]:
     """A pod's snapshot cells — ``labels``, ``tolerations``, ``node_selector`` and (with
     ``pod_constraints``) ``affinity``, ``topology_spread`` — as JSON text, for the pod table and
     for the placement requests (an exact placer sees what a replay of the snapshot sees)."""
-    by_template: dict[int, tuple[str, str]] = {}
+    # The cells depend on the pod's template and workload name only, and every pod of a
+    # workload asks (twice: placement request and pod table): JSON-encoded once per workload.
+    # The template is kept in the value so that its id cannot be reused by another one.
+    by_workload: dict[tuple[int, str], tuple[object, dict[str, str]]] = {}
 
     def describe(pod: Pod) -> dict[str, str]:
-        found = by_template.get(id(pod.template))
+        key = (id(pod.template), pod.workload_name)
+        found = by_workload.get(key)
         if found is None:
             tolerations, selector = template_constraints(pod.template, spec.dedicated_pools)
-            found = (json.dumps(tolerations), json.dumps(selector, sort_keys=True))
-            by_template[id(pod.template)] = found
-        out = {"labels": pod_labels(pod), "tolerations": found[0], "node_selector": found[1]}
-        if spec.pod_constraints:
-            out["affinity"], out["topology_spread"] = constraint_columns(
-                pod.template, pod.workload_name, spec.zones
-            )
-        return out
+            cells = {
+                "labels": pod_labels(pod),
+                "tolerations": json.dumps(tolerations),
+                "node_selector": json.dumps(selector, sort_keys=True),
+            }
+            if spec.pod_constraints:
+                cells["affinity"], cells["topology_spread"] = constraint_columns(
+                    pod.template, pod.workload_name, spec.zones
+                )
+            found = by_workload[key] = (pod.template, cells)
+        return dict(found[1])  # a copy: callers own their cells
 
     return describe
 
