@@ -24,13 +24,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import load_json
 from analyzer.core.text import escaped, shortened
 
 DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(parquet|json)$")
@@ -281,3 +282,26 @@ def make_readable(path: Path) -> None:
     mask = os.umask(0)  # reading the umask means setting it; set it back at once
     os.umask(mask)
     path.chmod(0o644 & ~mask)
+
+
+def read_month_record(path: Path, newest: int) -> dict[str, Any] | None:
+    """A month's JSON record of the history (a stored forecast, a ledger): None when the file is
+    absent; one line naming the file and the fix when it is not a JSON object with a
+    ``schema_version`` this analyzer reads (``newest`` or older). The caller checks its shape."""
+    if not path.is_file():
+        return None
+    try:  # core.structured: bounded nesting, one line naming the file
+        data = load_json(path, what="history:")
+    except InputError as exc:
+        raise InputError(f"{exc}; {DELETE}") from None
+    if not isinstance(data, dict):
+        refuse(path, "does not hold a JSON object")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        refuse(path, "has no schema_version number")
+    if version > newest:
+        raise InputError(
+            f"history: {path} has schema version {version}, newer than this analyzer reads "
+            f"({newest}); upgrade analyzer to read it"
+        )
+    return data

@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.atomic import atomic_write_text
-from analyzer.core.errors import InputError
-from analyzer.core.structured import load_json
-from analyzer.history.files import MAX_QUANTITY, make_readable, refuse
+from analyzer.history.files import MAX_QUANTITY, make_readable, read_month_record, refuse
 
 SCHEMA_VERSION = 1
 FOLDER = "forecasts"
@@ -47,22 +45,9 @@ def write_forecast(root: Path | str, month: str, payload: dict[str, Any]) -> Pat
 def read_forecast(root: Path | str, month: str) -> dict[str, Any] | None:
     """The forecast stored for ``month``, or None when there is none."""
     path = forecast_path(root, month)
-    if not path.is_file():
+    data = read_month_record(path, SCHEMA_VERSION)
+    if data is None:
         return None
-    try:  # core.structured: bounded nesting, one line naming the file
-        data = load_json(path, what="history:")
-    except InputError as exc:
-        raise InputError(f"{exc}; delete that file") from None
-    if not isinstance(data, dict):
-        raise InputError(f"history: {path} does not hold a JSON object; delete that file")
-    version = data.get("schema_version")
-    if not isinstance(version, int):
-        raise InputError(f"history: {path} has no schema_version number; delete that file")
-    if version > SCHEMA_VERSION:
-        raise InputError(
-            f"history: {path} has schema version {version}, newer than this analyzer reads "
-            f"({SCHEMA_VERSION}); upgrade analyzer to read it"
-        )
     check_forecast(path, data, month)
     return data
 

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.atomic import atomic_write_text
-from analyzer.core.errors import InputError
-from analyzer.core.structured import load_json
-from analyzer.history.files import MAX_QUANTITY, make_readable, refuse
+from analyzer.history.files import MAX_QUANTITY, make_readable, read_month_record, refuse
 
 SCHEMA_VERSION = 1
 FOLDER = "ledger"
@@ -62,22 +60,9 @@ def write_ledger(root: Path | str, month: str, payload: dict[str, Any]) -> Path:
 def read_ledger(root: Path | str, month: str) -> dict[str, Any] | None:
     """The recommendations stored for ``month``, or None when that month recorded none."""
     path = ledger_path(root, month)
-    if not path.is_file():
+    data = read_month_record(path, SCHEMA_VERSION)
+    if data is None:
         return None
-    try:  # core.structured: bounded nesting, one line naming the file
-        data = load_json(path, what="history:")
-    except InputError as exc:
-        raise InputError(f"{exc}; delete that file") from None
-    if not isinstance(data, dict):
-        refuse(path, "does not hold a JSON object")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        refuse(path, "has no schema_version number")
-    if version > SCHEMA_VERSION:
-        raise InputError(
-            f"history: {path} has schema version {version}, newer than this analyzer reads "
-            f"({SCHEMA_VERSION}); upgrade analyzer to read it"
-        )
     check_ledger(path, data, month)
     return data
 
