@@ -15,24 +15,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-TODAY, RIGHTSIZE, REPACK, BOTH = "today", "right-size only", "repack only", "both"
-
-
-def _nodes(n: int) -> str:
-    return f"{n} node{'s' if n != 1 else ''}"
+from analyzer.report.monthly_decision import (
+    BOTH,
+    REPACK,
+    RIGHTSIZE,
+    nodes_text,
+    scenario_change,
+)
 
 
 def _how(sim: Mapping[str, Any]) -> str:
     """The best scenario's change, as a clause: "after repacking with most-allocated"."""
-    scenario, strategy = sim["scenario"], sim["strategy"]
-    workloads = int(sim.get("workloads") or 0)
-    rightsize = f"right-sizing {workloads} workload{'s' if workloads != 1 else ''}"
-    if scenario == REPACK:
-        return f"after repacking with {strategy}"
-    if scenario == RIGHTSIZE:
-        return f"after {rightsize}"
-    if scenario == BOTH:
-        return f"after {rightsize} and repacking with {strategy}"
+    if sim["scenario"] in (RIGHTSIZE, REPACK, BOTH):
+        return f"after {scenario_change(sim)}"
     return "with today's scheduler and requests"
 
 
@@ -56,12 +51,12 @@ def autoscaled_decision(
         f"{figures['node_hours']:,.1f} node-hours against {figures['observed_node_hours']:,.1f} "
         f"in the data, {figures['nodes_removed']} removed, {figures['nodes_added']} added, "
         f"{figures['pods_evicted']} pods evicted by scale-down; without an autoscaler "
-        f"{_nodes(empty)} {'was' if empty == 1 else 'were'} left empty at the pool's peak"
+        f"{nodes_text(empty)} {'was' if empty == 1 else 'were'} left empty at the pool's peak"
     )
     if n == 0:
         sentence = f"No release: {autoscaler} would release no node {_how(sim)} ({facts})."
     else:
-        sentence = f"{autoscaler} would release {_nodes(n)} {_how(sim)} ({facts})."
+        sentence = f"{autoscaler} would release {nodes_text(n)} {_how(sim)} ({facts})."
     return {
         **sim,
         "action": action,

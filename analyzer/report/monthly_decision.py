@@ -29,11 +29,12 @@ from analyzer.whatif.capacity import money_text
 RIGHTSIZE, REPACK, BOTH, TODAY = "right-size only", "repack only", "both", "today"
 
 
-def _nodes(n: int) -> str:
+def nodes_text(n: int) -> str:
+    """ "1 node" / "5 nodes"."""
     return f"{n} node{'s' if n != 1 else ''}"
 
 
-def _how(sim: Mapping[str, Any]) -> str:
+def scenario_change(sim: Mapping[str, Any]) -> str:
     """The change the best scenario makes, as the subject of "would let N go"."""
     scenario, strategy = sim["scenario"], sim["strategy"]
     workloads = int(sim.get("workloads") or 0)
@@ -90,9 +91,9 @@ def pool_decision(
     freed = _capacity(best_row, currency) if sim and n and not scaler else ""
     at_today = (
         (
-            f"{_how(sim)} would let {scaler} release {_nodes(n)} at today's demand{freed}"
+            f"{scenario_change(sim)} would let {scaler} release {nodes_text(n)} at today's demand{freed}"
             if scaler
-            else f"{_how(sim)} would let {_nodes(n)} go at today's demand{freed}"
+            else f"{scenario_change(sim)} would let {nodes_text(n)} go at today's demand{freed}"
         )
         if sim and n
         else ""
@@ -100,15 +101,19 @@ def pool_decision(
     when = f"by {forecast['by_date']}" if forecast.get("by_date") else "now"
     if action == "add":
         tail = (
-            f"; at today's demand {_how(sim)} would "
-            + (f"let {scaler} release {_nodes(n)}" if scaler else f"leave {_nodes(n)} empty")
+            f"; at today's demand {scenario_change(sim)} would "
+            + (
+                f"let {scaler} release {nodes_text(n)}"
+                if scaler
+                else f"leave {nodes_text(n)} empty"
+            )
             + f"{freed}, but that "
             "replay covers the busiest week, not the growth ahead"
             if sim and n
             else ""
         )
-        return _out("add", k, f"add {_nodes(k)} {when}", "bad",
-                    f"Add {_nodes(k)} {when}{_binds(forecast)}{tail}.")  # fmt: skip
+        return _out("add", k, f"add {nodes_text(k)} {when}", "bad",
+                    f"Add {nodes_text(k)} {when}{_binds(forecast)}{tail}.")  # fmt: skip
     if action == "release" and sim is not None and n < k:
         if n == 0:
             return _out("none", 0, "no release", "",
@@ -117,17 +122,17 @@ def pool_decision(
                            if scaler else
                            "no scenario left a node empty at the busiest week's peak without "
                            "more violations or waiting pods than today."))  # fmt: skip
-        change = "" if sim["scenario"] == TODAY else f" after {_how(sim)}"
-        return _out("release", n, f"release {_nodes(n)}{change}", "good",
-                    f"Release {_nodes(n)}{change}{freed}: "
+        change = "" if sim["scenario"] == TODAY else f" after {scenario_change(sim)}"
+        return _out("release", n, f"release {nodes_text(n)}{change}", "good",
+                    f"Release {nodes_text(n)}{change}{freed}: "
                     + (f"{scaler} would release no more in the busiest week's replay"
                        if scaler else "the busiest week's replay left no more empty at its peak")
                     + f", though the forecast allows {k}.")  # fmt: skip
     if action == "release":
         more = f"; {at_today}" if at_today and n > k else ""
         same = "; the busiest week's replay confirms it" if sim and n == k else ""
-        return _out("release", k, f"release {_nodes(k)} now", "good",
-                    f"Release {_nodes(k)} now{_binds(forecast)}{more}{same}.")  # fmt: skip
+        return _out("release", k, f"release {nodes_text(k)} now", "good",
+                    f"Release {nodes_text(k)} now{_binds(forecast)}{more}{same}.")  # fmt: skip
     why = (
         "no forecast yet (under 21 days of history)"
         if forecast["rule"] == "no_forecast"
