@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from analyzer.cli.base import AnalyzerGroup, is_terminal, main
 from analyzer.cli.clusters import (
@@ -29,12 +30,16 @@ from analyzer.cli.collect import (
 )
 from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.cli.report_cmds import analysis_options, cluster_option, day_source, nightly_settings
-from analyzer.core.durations import parse_day
-from analyzer.core.errors import InputError
+from analyzer.core.durations import format_duration, parse_day
+from analyzer.core.errors import InputError, SourceError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.history.identity import check_identity, identity_for
 from analyzer.nightly.backfill import NO_DATA, SKIPPED, DayOutcome, backfill_days, run_backfill
 from analyzer.nightly.run import NightlySettings
+from analyzer.prom.client import PromClient
+from analyzer.prom.recording_rules import CPU_RULE, check_cpu_rule
+
+STEP_DEFAULT = "5m"  # every backfill range (docs/history.md, "The step")
 
 
 @main.group("history", cls=AnalyzerGroup)
@@ -65,7 +70,7 @@ def _bar(done: int, total: int, last: str) -> None:
               help="How far back: the complete UTC days of this duration ending with --until "
               "(90d = 90 days).")  # fmt: skip
 @click.option("--until", help="Last day to backfill, YYYY-MM-DD (default: yesterday, UTC).")
-@click.option("--step", default="5m", show_default=True,
+@click.option("--step", default=STEP_DEFAULT, show_default=True,
               help="Resolution of the collected usage (a nightly run's default is 1m).")  # fmt: skip
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output folder of the nightly reports: writes OUT/history/.")  # fmt: skip
@@ -163,5 +168,22 @@ def _backfill_one(
         click.echo("", err=True)
     record_metrics(ctx, backfill_metrics(outcome))
     click.echo(f"history: {history}")
+    given = ctx.get_parameter_source("step") is not ParameterSource.DEFAULT
+    click.echo(_step_line(given, source.step_seconds))
+    end = datetime.combine(days[-1] + timedelta(days=1), time(), UTC).timestamp()
+    try:
+        with PromClient(source.settings) as client:  # two instant queries, whatever the range
+            check = check_cpu_rule(client, end)
+    except SourceError as exc:  # the days are written: a failed cross-check does not undo them
+        click.echo(f"recording rule {CPU_RULE}: not checked ({exc})")
+        check = None
+    if check is not None:
+        click.echo(check.line())
     click.echo(outcome.line())
     return outcome.exit_code
+
+
+def _step_line(given: bool, step_seconds: int) -> str:
+    """What the run read: the usage step, and whether it was the user's or the default."""
+    how = "--step" if given else f"the backfill default for any range ({STEP_DEFAULT})"
+    return f"read: usage at a {format_duration(timedelta(seconds=step_seconds))} step ({how})"

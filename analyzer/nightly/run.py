@@ -104,6 +104,7 @@ class NightlySummary:
     stranded_memory_gib: float
     coverage_pct: float
     exit_code: int
+    step_seconds: int = 0  # the step the day's usage was read at (300 = 5m); 0: not known
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready numbers (NaN → None)."""
@@ -319,6 +320,7 @@ def _summary(
         stranded_memory_gib=_mean(over, "memory", "stranded") / 2**30,
         coverage_pct=quality.coverage * 100.0,
         exit_code=exit_code,
+        step_seconds=quality.step_seconds,
     )
 
 
