@@ -107,6 +107,7 @@ class KarpenterAutoscaler:
             p for p, d in enumerate(inp.demands) if d.annotations.get(DO_NOT_DISRUPT) == "true"
         }
         self.costs: dict[int, float] = {}
+        self.needs: dict[int, np.ndarray[Any, Any]] = {}  # per pod, for the fast simulation
 
     # -- the engine's side ---------------------------------------------------------------------
     @property
@@ -431,5 +432,5 @@ class KarpenterAutoscaler:
         moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
-            self.pools.shapes[int(self.of[slots[0]])], seconds,
+            self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,
         )  # fmt: skip
