@@ -8,7 +8,9 @@ for each strategy:
 - the replay with Karpenter: ``with_shapes`` (spare slots per pool and shape) and
   ``replay(k, strategy, autoscaler=(pools, settings))`` with Karpenter's defaults
   (WhenEmptyOrUnderutilized, consolidateAfter 0s, budget 10 %), unpriced (shapes ranked by
-  capacity).
+  capacity);
+- with ``--plain``, the same Karpenter replay with the simulation's shortcuts off
+  (``KarpenterSettings.fast`` False): the speed-up of the fast path is plain / Karpenter.
 
 Each is timed in CPU seconds of this process (other jobs on a shared machine do not count), the
 best of ``--repeat`` runs. The ratio Karpenter / baseline is the figure. Prints a human line per
@@ -16,12 +18,13 @@ strategy and a JSON line::
 
     {"nodes": N, "days": D, "strategy": S, "cpu_s": C, "karpenter_cpu_s": K, "ratio": K / C, ...}
 
-    .venv/bin/python bench/karpenter.py [--nodes 500] [--days 1] [--repeat 1]
+    .venv/bin/python bench/karpenter.py [--nodes 500] [--days 1] [--repeat 1] [--plain]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import time
@@ -51,6 +54,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--strategy", action="append", default=None)
+    parser.add_argument(
+        "--plain", action="store_true", help="also time the plain simulation (settings.fast off)"
+    )
     args = parser.parse_args()
     t0 = time.process_time()
     cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
@@ -67,6 +73,14 @@ def main() -> None:
             args.repeat,
         )
         outcome = outcome_of(karpenter, inp, result)
+        plain_cpu = None
+        if args.plain:  # the same replay without the simulation's shortcuts (issue karpfast)
+            off = dataclasses.replace(settings, fast=False)
+            plain_cpu, plain = _cpu(
+                lambda s=strategy, o=off: replay(karpenter, s, 0, autoscaler=(pools, o)),
+                args.repeat,
+            )
+            assert plain.autoscaler.removed == result.autoscaler.removed  # the same decisions
         row = {
             "nodes": args.nodes,
             "days": args.days,
@@ -76,6 +90,8 @@ def main() -> None:
             "cpu_s": round(base_cpu, 2),
             "karpenter_cpu_s": round(k_cpu, 2),
             "ratio": round(k_cpu / base_cpu, 2),
+            "plain_cpu_s": None if plain_cpu is None else round(plain_cpu, 2),
+            "plain_ratio": None if plain_cpu is None else round(plain_cpu / base_cpu, 2),
             "nodes_removed": outcome.total.nodes_removed,
             "nodes_added": outcome.total.nodes_added,
             "pods_evicted": outcome.total.pods_evicted,

@@ -106,7 +106,9 @@ class KarpenterAutoscaler:
         self.keep = {
             p for p, d in enumerate(inp.demands) if d.annotations.get(DO_NOT_DISRUPT) == "true"
         }
-        self.costs: dict[int, float] = {}
+        # a list read in a comprehension: the pass sums it for every candidate's pods
+        self.costs = [pod_eviction_cost(d.annotations, d.priority) for d in inp.demands]
+        self.needs: dict[int, np.ndarray[Any, Any]] = {}  # per pod, for the fast simulation
 
     # -- the engine's side ---------------------------------------------------------------------
     @property
@@ -319,7 +321,8 @@ class KarpenterAutoscaler:
                 pool = self.pools.names[self.of[slot]]
                 shape = self.pools.shape_of[slot]
                 price = None if shape < 0 else self.pools.shapes[self.of[slot]][shape].price
-                cost = sum(self._cost(p) for p in pods)
+                costs = self.costs
+                cost = sum([costs[p] for p in pods])  # the same order: the same float sum
                 candidates.append(
                     Candidate(self.state.node_names[slot], pool, cost, not pods, price)
                 )
@@ -405,13 +408,6 @@ class KarpenterAutoscaler:
 
         return decide(ordered, allowed, self.settings.policy, shapes, leftover)
 
-    def _cost(self, pod: int) -> float:
-        found = self.costs.get(pod)
-        if found is None:
-            demand = self.inp.demands[pod]
-            found = self.costs[pod] = pod_eviction_cost(demand.annotations, demand.priority)
-        return found
-
     def _forget_freed(self) -> None:
         """Drop the kept answers a node that freed room since could change."""
         freed = [f for f in self.freed if self.active[f]]
@@ -431,5 +427,5 @@ class KarpenterAutoscaler:
         moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
-            self.pools.shapes[int(self.of[slots[0]])], seconds,
+            self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,
         )  # fmt: skip

@@ -88,6 +88,9 @@ class KarpenterSettings:
     batch_max: int = 10 * SECOND
     provisioning_delay: int = 120 * SECOND  # the autoscaler section's provisioning-delay
     poll: int = 10 * SECOND  # the disruption controller's polling period
+    # the exact shortcuts of the consolidation simulation (karpenter_simulate ``fast``); False:
+    # the plain path, kept for the test that both decide alike
+    fast: bool = True
 
 
 def _requirement(raw: Any, where: str) -> Requirement:
