@@ -10,7 +10,9 @@ table for table.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -291,3 +293,31 @@ def test_backfill_per_cluster_equals_the_nightly_days(
                 pd.read_parquet(nightly / name / "history" / table / "2026-11-01.parquet"),
                 obj=f"{name} {table}",
             )
+
+
+def test_the_portal_above_the_clusters_links_each_clusters_portal(
+    nightly: Path, tmp_path: Path
+) -> None:
+    from cdp_client import Chromium, require_chromium
+
+    root = nightly / "fleet"
+    page = (root / "index.html").read_text()
+    rows = re.findall(r"<tr data-cluster><td[^>]*>(.*?)</td>\s*<td[^>]*>(\d+)</td>", page, re.S)
+    assert [(re.sub("<[^>]+>", "", name), int(n)) for name, n in rows] == [("east", 1), ("west", 1)]
+    for name in ("east", "west"):  # each link is the cluster's own portal, which exists
+        assert f'href="cluster={name}/index.html"' in page
+        assert (root / f"cluster={name}" / "index.html").is_file()
+    require_chromium()
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(root / "index.html")
+        links = browser.evaluate(
+            "[...document.querySelectorAll('#clusters a')].map(a => a.href).join(' ')"
+        )
+        shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
+        errors = browser.console_errors()
+    finally:
+        browser.close()
+    assert links.count("/index.html") == 2 and "cluster=west/index.html" in links, links
+    assert not errors, errors
+    (Path(os.environ.get("ANALYZER_SHOTS", tmp_path)) / "clusters-portal.png").write_bytes(shot)
