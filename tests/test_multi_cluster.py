@@ -10,7 +10,9 @@ table for table.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -163,14 +165,44 @@ def nightly(servers: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -
     day = ["--date", "2026-11-01", "--step", "1m", "--min-coverage", "0.01"]
     for name in ("east", "west"):
         result = _run("report", "nightly", "--prometheus", servers[name], "--cluster", name,
-                      *day, "--out", str(out / name))  # fmt: skip
+                      *day, "--out", str(out / name),
+                      "--metrics-textfile", str(out / f"{name}.prom"))  # fmt: skip
         assert result.exit_code == 0, result.output
     result = _run(
         "report", "nightly", "--prometheus", servers["both"], "--cluster-label", "cluster",
         "--all-clusters", *day, "--out", str(out / "fleet"),
+        "--metrics-textfile", str(out / "fleet.prom"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     return out
+
+
+def _samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], str]:
+    """``(name, labels) -> value`` of a textfile's report series (the run's status, analyzer_run_*, left
+    out: one per run, unlabelled, and its time and duration differ from run to run)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        series, _, value = line.rpartition(" ")
+        name, _, labels = series.partition("{")
+        if line.startswith("#") or name.startswith("analyzer_run_"):
+            continue
+        out[(name, tuple(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels)))] = value
+    return out
+
+
+@pytest.mark.parametrize("cluster", ["east", "west"])
+def test_all_clusters_metrics_hold_each_cluster_labelled(nightly: Path, cluster: str) -> None:
+    text = (nightly / "fleet.prom").read_text()
+    helps = [line.split()[2] for line in text.splitlines() if line.startswith("# HELP")]
+    assert len(helps) == len(set(helps)), "a family's HELP twice: not valid text format"
+    every = _samples(nightly / "fleet.prom")
+    assert all(labels[0][0] == "cluster" for _, labels in every), "a report series unlabelled"
+    mine = {
+        (n, labels[1:]): v for (n, labels), v in every.items() if labels[0] == ("cluster", cluster)
+    }
+    alone = _samples(nightly / f"{cluster}.prom")
+    assert alone, "the single cluster's run published no report series"
+    assert mine == alone
 
 
 @pytest.mark.parametrize("cluster", ["east", "west"])
@@ -261,3 +293,31 @@ def test_backfill_per_cluster_equals_the_nightly_days(
                 pd.read_parquet(nightly / name / "history" / table / "2026-11-01.parquet"),
                 obj=f"{name} {table}",
             )
+
+
+def test_the_portal_above_the_clusters_links_each_clusters_portal(
+    nightly: Path, tmp_path: Path
+) -> None:
+    from cdp_client import Chromium, require_chromium
+
+    root = nightly / "fleet"
+    page = (root / "index.html").read_text()
+    rows = re.findall(r"<tr data-cluster><td[^>]*>(.*?)</td>\s*<td[^>]*>(\d+)</td>", page, re.S)
+    assert [(re.sub("<[^>]+>", "", name), int(n)) for name, n in rows] == [("east", 1), ("west", 1)]
+    for name in ("east", "west"):  # each link is the cluster's own portal, which exists
+        assert f'href="cluster={name}/index.html"' in page
+        assert (root / f"cluster={name}" / "index.html").is_file()
+    require_chromium()
+    browser = Chromium(tmp_path / "profile")
+    try:
+        browser.open(root / "index.html")
+        links = browser.evaluate(
+            "[...document.querySelectorAll('#clusters a')].map(a => a.href).join(' ')"
+        )
+        shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
+        errors = browser.console_errors()
+    finally:
+        browser.close()
+    assert links.count("/index.html") == 2 and "cluster=west/index.html" in links, links
+    assert not errors, errors
+    (Path(os.environ.get("ANALYZER_SHOTS", tmp_path)) / "clusters-portal.png").write_bytes(shot)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import click
 
+from analyzer.cli.publish_options import CLUSTER_KEY as METRICS_CLUSTER
 from analyzer.core.errors import AnalyzerError, InputError
 from analyzer.core.text import one_line
 from analyzer.history.fleet_source import cluster_dir
@@ -186,6 +187,8 @@ def for_each_cluster(
                out_key: Path(options[out_key]) / cluster_dir(value)}  # fmt: skip
         if len(values) > 1:
             click.echo(f"cluster {one_line(value, 80)}: {sub[out_key]}")
+        # record_metrics labels this run's metrics with its cluster (cli/publish_options.py)
+        click.get_current_context().meta[METRICS_CLUSTER] = value
         try:
             code = run(sub)
         except AnalyzerError as exc:

@@ -38,9 +38,23 @@ _KEY = "analyzer.metrics"  # ctx.meta key the command's numbers are handed over 
 _OPTIONS = ("metrics_textfile", "pushgateway", "pushgateway_token_file", "pushgateway_token_env")
 
 
+CLUSTER_KEY = "analyzer.metrics.cluster"  # ctx.meta: the cluster of a --cluster-label run
+
+
 def record_metrics(ctx: click.Context, families: Sequence[Any]) -> None:
-    """Hand over the report's metric families (``report/metrics.py``) once the output is written."""
-    ctx.meta[_KEY] = list(families)
+    """Hand over the report's metric families (``report/metrics.py``) once the output is written.
+
+    In a ``--cluster-label`` run (``cli/clusters.py`` sets ``ctx.meta[CLUSTER_KEY]`` before each
+    cluster's run) every sample gets a ``cluster`` label and each cluster's samples are added to
+    the ones before: ``--all-clusters`` publishes every cluster's numbers in one textfile (and one
+    push), not only the last cluster's."""
+    cluster = ctx.meta.get(CLUSTER_KEY)
+    if cluster is None:
+        ctx.meta[_KEY] = list(families)
+        return
+    from analyzer.report.metrics import with_label
+
+    ctx.meta[_KEY] = with_label(ctx.meta.get(_KEY, []), families, "cluster", str(cluster))
 
 
 def _check_textfile(path: Path) -> None:

@@ -174,7 +174,13 @@ def nightly_cmd(ctx: click.Context, /, snapshot: Path | None, **opts: Any) -> No
     if values is None:
         code = _nightly_one(ctx, snapshot, opts)
     else:
+        from analyzer.report.portal import check_portal_target, write_portal
+
+        if Path(opts["out"]).is_dir():  # a foreign OUT/index.html: refused before any work
+            check_portal_target(opts["out"])
         code = for_each_cluster(opts, values, "out", lambda o: _nightly_one(ctx, None, o))
+        # OUT/index.html above the clusters' folders: each cluster's portal, the fleet page
+        click.echo(f"index: {write_portal(opts['out'])}")
     if code:
         ctx.exit(code)
 

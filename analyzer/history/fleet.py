@@ -30,6 +30,12 @@ import pandas as pd
 
 from analyzer.core.errors import InputError
 from analyzer.core.text import one_line
+from analyzer.history.fleet_checks import (
+    POOL_QUANTITIES,
+    ROLLUP_QUANTITIES,
+    check_footers,
+    check_rows,
+)
 from analyzer.history.fleet_source import ClusterHistory, FleetSource
 
 GIB = float(2**30)
@@ -135,6 +141,12 @@ def fleet_month(source: FleetSource, month: str | None = None) -> FleetMonth:
             "that month; give a month with history (default: the newest)"
         )
     con = source.connect()
+    # The store's per-file checks (version, stamp, day, bounds) before any figure (docs/fleet.md)
+    check_footers(source, in_month)
+    for table, columns in (("pools", POOL_QUANTITIES), ("rollups", ROLLUP_QUANTITIES)):
+        relation = _relation(source, in_month, table, "read_parquet",
+                             ", union_by_name=true, filename=true")  # fmt: skip
+        check_rows(con, relation, columns, lambda c, sql: _query(c, sql, source.root))
     names = {c.key: c.name for c in in_month}
     pools = _pools(con, source, in_month, start, end)
     pools.insert(0, "cluster", pools.pop("cluster_key").map(names))

@@ -68,6 +68,7 @@ class ClusterHistory:
     path: str  # the history folder (local path or URL)
     hive: bool
     files: dict[str, list[str]] = field(default_factory=dict)  # table → day/month files
+    stamped: str | None = None  # cluster.json's name: every day file's stamp must be it
 
 
 class FleetSource:
@@ -177,10 +178,11 @@ class FleetSource:
             for t, listing in entries.items()
         }
         name = unquote(key) if key else ""
+        stamped = None
         try:
             data = json.loads(self.read_text(f"{path}/cluster.json"))
             if isinstance(data, dict) and isinstance(data.get("cluster"), str):
-                name = data["cluster"]
+                name = stamped = data["cluster"]
         except FileNotFoundError:
             pass
         except (OSError, ValueError) as exc:
@@ -189,7 +191,9 @@ class FleetSource:
                 f"({one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); "
                 "fix or delete it"
             ) from None
-        return ClusterHistory(key=key, name=name or "(unnamed)", path=path, hive=hive, files=files)
+        return ClusterHistory(
+            key=key, name=name or "(unnamed)", path=path, hive=hive, files=files, stamped=stamped
+        )
 
     def connect(self) -> Any:
         """A DuckDB connection that reads this root (its fsspec filesystem registered)."""

@@ -79,6 +79,21 @@ def gauge(name: str, help_text: str, value: float, **labels: str) -> Family:
     return Family(name, help_text, (Sample(tuple(labels.items()), float(value)),))
 
 
+def with_label(
+    before: Sequence[Family], families: Iterable[Family], name: str, value: str
+) -> list[Family]:
+    """``before`` with ``families``' samples added, each labelled ``name="value"`` first: a
+    family named in both keeps one HELP and holds both sets of samples (one run, many clusters)."""
+    merged = {f.name: f for f in before}
+    for family in families:
+        samples = tuple(Sample(((name, value), *s.labels), s.value) for s in family.samples)
+        old = merged.get(family.name)
+        merged[family.name] = Family(
+            family.name, family.help, (old.samples if old else ()) + samples
+        )
+    return list(merged.values())
+
+
 def escape_label_value(value: str) -> str:
     """A label value as the text format wants it: ``\\``, ``"`` and line feed escaped."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

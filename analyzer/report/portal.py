@@ -1,5 +1,7 @@
 """``OUT/index.html``: one front door to every report analyzer wrote into a folder.
 
+Above ``OUT/cluster=NAME/`` folders (``--all-clusters``, docs/fleet.md) it first links each
+cluster's own portal (``cluster=NAME/index.html``) with its nightly runs' count and newest day.
 The portal lists, newest first and each with its headline figure, the nightly runs
 (``OUT/<YYYY-MM-DD>/``), the fleet pages (``report fleet``), the monthly reviews, the what-if comparisons and the configuration searches
 found under ``OUT`` — by what their ``report.json`` / ``search.json`` hold, not by folder names, so a
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
@@ -74,6 +77,16 @@ class PortalEntry:
     headline: str
 
 
+@dataclass(frozen=True)
+class ClusterLink:
+    """A ``cluster=NAME`` folder directly under ``OUT`` (``--all-clusters``): its own portal."""
+
+    name: str  # the cluster's name (its history's cluster.json, else the folder's), shown
+    href: str | None  # its portal, ``cluster=NAME/index.html``, None when it has none yet
+    runs: int  # its nightly runs
+    newest: str  # its newest nightly run's day ("" without)
+
+
 @dataclass
 class Portal:
     """Everything under ``OUT`` the portal lists."""
@@ -82,6 +95,34 @@ class Portal:
     entries: dict[str, list[PortalEntry]] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)  # relative paths of unreadable reports
     truncated: bool = False
+    clusters: list[ClusterLink] = field(default_factory=list)  # OUT/cluster=NAME/ folders
+
+
+def _clusters(out: Path) -> list[ClusterLink]:
+    """The ``cluster=NAME`` folders directly under ``out``, by name (docs/fleet.md)."""
+    links = []
+    try:
+        folders = sorted(e.name for e in os.scandir(out) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    for name in folders[:MAX_REPORTS]:
+        if not name.startswith("cluster="):
+            continue
+        shown_name = unquote(name[len("cluster=") :])
+        data = _load(out / name / "history" / "cluster.json")
+        if data is not None and isinstance(data.get("cluster"), str):
+            shown_name = data["cluster"]
+        runs = list_runs(out / name)
+        index = out / name / "index.html"
+        links.append(
+            ClusterLink(
+                name=_text(shown_name),
+                href=f"{quote(name, safe='=')}/index.html" if index.is_file() else None,
+                runs=len(runs),
+                newest=max((r.day for r in runs), default=""),
+            )
+        )
+    return links
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -224,6 +265,7 @@ def scan(out: Path) -> Portal:
             shown = run.day if prefix == "." else f"{prefix}/{run.day}"
             portal.runs.append(replace(run, report=href, day=shown))
     portal.runs.sort(key=lambda r: (r.day.rsplit("/", 1)[-1], r.day), reverse=True)
+    portal.clusters = _clusters(out)
     return portal
 
 
