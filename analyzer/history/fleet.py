@@ -21,7 +21,6 @@ month's stored ``forecasts/MONTH.json`` (written by ``report monthly``), when th
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import parse_json_text
 from analyzer.core.text import one_line
 from analyzer.history.fleet_checks import (
     POOL_QUANTITIES,
@@ -255,12 +255,14 @@ def _forecasts(source: FleetSource, clusters: list[ClusterHistory], month: str) 
         path = next((p for p in c.files.get("forecasts", []) if p.endswith(f"/{month}.json")), None)
         if path is None:
             continue
-        try:
-            data = json.loads(source.read_text(path) if path else "{}")
-        except (OSError, ValueError) as exc:
+        fix = "delete that file (the next `report monthly` stores a new one)"
+        try:  # core.structured's parser: bounded nesting, one line naming the file
+            data = parse_json_text(source.read_text(path), f"HISTORY_ROOT: {one_line(path)}")
+        except InputError as exc:
+            raise InputError(f"{exc}; {fix}") from None
+        except OSError as exc:
             raise InputError(
-                f"HISTORY_ROOT: {one_line(path)} cannot be read ({one_line(str(exc), 120)}); "
-                "delete that file (the next `report monthly` stores a new one)"
+                f"HISTORY_ROOT: {one_line(path)} cannot be read ({one_line(str(exc), 120)}); {fix}"
             ) from None
         pools = data.get("pools") if isinstance(data, dict) else None
         decisions = data.get("decisions") if isinstance(data, dict) else None

@@ -17,7 +17,6 @@ the protocol's filesystem is registered with DuckDB; without the package that pr
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from analyzer.core.errors import InputError
+from analyzer.core.structured import parse_json_text
 from analyzer.core.text import one_line
 from analyzer.history.files import DAY_FILE, MONTH_FILE
 
@@ -180,12 +180,15 @@ class FleetSource:
         name = unquote(key) if key else ""
         stamped = None
         try:
-            data = json.loads(self.read_text(f"{path}/cluster.json"))
+            label = f"HISTORY_ROOT: {one_line(path)}/cluster.json"
+            data = parse_json_text(self.read_text(f"{path}/cluster.json"), label)
             if isinstance(data, dict) and isinstance(data.get("cluster"), str):
                 name = stamped = data["cluster"]
         except FileNotFoundError:
             pass
-        except (OSError, ValueError) as exc:
+        except InputError as exc:  # bad JSON or nested past the bound: one line naming it
+            raise InputError(f"{exc}; fix or delete it") from None
+        except OSError as exc:
             raise InputError(
                 f"HISTORY_ROOT: {one_line(path)}/cluster.json cannot be read "
                 f"({one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}); "

@@ -73,7 +73,7 @@ def _objects(cells: list[str]) -> list[dict[str, Any]]:
     for raw in cells:
         try:
             value = json.loads(raw) if raw else {}
-        except ValueError:  # an unreadable cell is no evidence either way
+        except (ValueError, RecursionError):  # an unreadable cell is no evidence either way
             value = {}
         out.append(value if isinstance(value, dict) else {})
     return out
@@ -85,7 +85,7 @@ def _taint_keys(nodes: pd.DataFrame, snapshot: Snapshot) -> dict[str, str]:
     for node, raw in zip(nodes["node"].tolist(), _column(nodes, "taints", "[]"), strict=True):
         try:
             taints = json.loads(raw) if raw else []
-        except ValueError:
+        except (ValueError, RecursionError):
             taints = []
         for t in taints if isinstance(taints, list) else []:
             if isinstance(t, dict) and t.get("key") in CA_TAINTS:
