@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzer.core.atomic import atomic_write_text
 from analyzer.core.errors import InputError
 from analyzer.core.structured import load_json
 from analyzer.core.text import escaped, shortened
@@ -305,3 +306,11 @@ def read_month_record(path: Path, newest: int) -> dict[str, Any] | None:
             f"({newest}); upgrade analyzer to read it"
         )
     return data
+
+
+def write_month_record(path: Path, record: dict[str, Any]) -> Path:
+    """Store a month's JSON record atomically, readable like the day files; returns ``path``."""
+    text = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"  # compact: C encoder
+    atomic_write_text(path, text)
+    make_readable(path)
+    return path

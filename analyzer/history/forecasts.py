@@ -10,15 +10,18 @@ Files are written atomically (``analyzer.core.atomic``): a crashed run leaves th
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from analyzer.core.atomic import atomic_write_text
-from analyzer.history.files import MAX_QUANTITY, make_readable, read_month_record, refuse
+from analyzer.history.files import (
+    MAX_QUANTITY,
+    read_month_record,
+    refuse,
+    write_month_record,
+)
 
 SCHEMA_VERSION = 1
 FOLDER = "forecasts"
@@ -36,10 +39,7 @@ def write_forecast(root: Path | str, month: str, payload: dict[str, Any]) -> Pat
     """Store (or replace) ``month``'s forecast ``payload`` atomically; returns the file."""
     path = forecast_path(root, month)
     record = {"schema_version": SCHEMA_VERSION, "month": month, **payload}
-    text = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"  # compact: C encoder
-    atomic_write_text(path, text)
-    make_readable(path)
-    return path
+    return write_month_record(path, record)
 
 
 def read_forecast(root: Path | str, month: str) -> dict[str, Any] | None:

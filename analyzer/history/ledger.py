@@ -13,14 +13,17 @@ it); the shape is checked where it is read: a damaged or foreign file names itse
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
-from analyzer.core.atomic import atomic_write_text
-from analyzer.history.files import MAX_QUANTITY, make_readable, read_month_record, refuse
+from analyzer.history.files import (
+    MAX_QUANTITY,
+    read_month_record,
+    refuse,
+    write_month_record,
+)
 
 SCHEMA_VERSION = 1
 FOLDER = "ledger"
@@ -52,9 +55,7 @@ def write_ledger(root: Path | str, month: str, payload: dict[str, Any]) -> Path:
     path = ledger_path(root, month)
     record = {"schema_version": SCHEMA_VERSION, "month": month, **payload}
     check_ledger(path, record, month)  # never store what the next review would refuse
-    atomic_write_text(path, json.dumps(record, sort_keys=True, allow_nan=False) + "\n")
-    make_readable(path)
-    return path
+    return write_month_record(path, record)
 
 
 def read_ledger(root: Path | str, month: str) -> dict[str, Any] | None:
