@@ -78,11 +78,7 @@ def leftover(
                     break
             hits = np.flatnonzero(feasible)
             if not len(hits):
-                left.append(demand.request_map)
-                for k, v in demand.request_map.items():
-                    total[k] = total.get(k, 0) + v
-                total["pods"] = len(left)
-                if not any(holds(shape, total) for shape in shapes):
+                if _left_over(demand, left, total, shapes):
                     return [*left, *(demands[q].request_map for q in order[i + 1 :])]
                 continue
             target = int(hits[0])
@@ -150,11 +146,7 @@ def _place_fast(
                         break
                 hits = np.flatnonzero(feasible)
             if not len(hits):
-                left.append(demand.request_map)
-                for k, v in demand.request_map.items():
-                    total[k] = total.get(k, 0) + v
-                total["pods"] = len(left)
-                if not any(holds(shape, total) for shape in shapes):
+                if _left_over(demand, left, total, shapes):
                     return [*left, *(demands[q].request_map for q in order[i + 1 :])]
                 continue
             target = int(hits[0])
@@ -189,3 +181,15 @@ def stale_answers(
                 out.append(key)
                 break
     return out
+
+
+def _left_over(
+    demand: Any, left: list[Mapping[str, int]], total: dict[str, int], shapes: Sequence[Shape]
+) -> bool:
+    """Count ``demand`` among the pods left over; True when no launchable shape holds them all
+    any more (the try is lost: the caller stops placing)."""
+    left.append(demand.request_map)
+    for k, v in demand.request_map.items():
+        total[k] = total.get(k, 0) + v
+    total["pods"] = len(left)
+    return not any(holds(shape, total) for shape in shapes)
