@@ -19,6 +19,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import DemoRun
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from monthly_history import PoolTruth, WorkloadTruth, const, write_history
 from reliability_doc import documented_exit
 
@@ -261,3 +263,31 @@ def test_the_demo_scores_the_month_before_and_says_what_it_did(default_demo: Dem
     for w in led["workloads"]:
         for side in ("predicted", "realised"):
             assert all(math.isfinite(v) for v in w[side].values())
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=12), kids, max_size=4)
+    ),
+    max_leaves=20,
+)
+_LEDGER_KEYS = ("schema_version", "month", "history_end", "workloads", "pools", "scheduler")
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(values=st.dictionaries(st.sampled_from(_LEDGER_KEYS), _JSON, max_size=6))
+def test_any_ledger_file_is_read_or_refused_in_one_line(tmp_path: Path, values: dict) -> None:
+    """Whatever a ledger file holds, the reader returns it checked or ends in one InputError line
+    naming the file: never another exception (the next review would crash on it)."""
+    (tmp_path / "ledger").mkdir(exist_ok=True)
+    path = tmp_path / "ledger" / "2026-09.json"
+    path.write_text(json.dumps(values, allow_nan=True))
+    try:
+        data = read_ledger(tmp_path, "2026-09")
+    except InputError as exc:
+        assert "2026-09.json" in str(exc) and "\n" not in str(exc)
+        return
+    assert data is not None and data["history_end"] and isinstance(data.get("workloads", []), list)
