@@ -183,6 +183,23 @@ def test_unreachable_scheduler_is_one_line_naming_it(snap: Path) -> None:
     assert len(lines) == 1 and address in lines[0] and "Traceback" not in proc.stderr
 
 
+def test_a_scheduler_without_workers_is_one_line_not_a_hang(snap: Path) -> None:
+    # a scheduler accepts tasks with no worker to run them: without a bound the sweep never ends
+    with distributed.LocalCluster(
+        n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as empty:
+        address = empty.scheduler_address.removeprefix("tcp://")
+        proc = subprocess.run(
+            [sys.executable, "-m", "analyzer", "whatif", str(snap), "--strategy", "most-allocated",
+             "--executor", f"dask://{address}"],
+            capture_output=True, text=True, timeout=120,
+            env={**__import__("os").environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"},
+        )  # fmt: skip
+    assert proc.returncode == documented_exit("dask-no-workers") == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and address in lines[0] and "no worker" in lines[0], proc.stderr
+
+
 def test_without_the_extra_dask_is_refused_with_the_install_line(snap: Path) -> None:
     # the interpreter as it is without distributed: the import fails as on a plain install
     code = (

@@ -237,6 +237,15 @@ def _dask_client(address: str) -> Iterator[Any]:
             f"({type(exc).__name__}); start one ('dask scheduler') or check the address"
         ) from None
     try:
+        # a scheduler with no worker accepts tasks and never runs them: the sweep would wait
+        # forever, so the same timeout bounds the wait for a first worker
+        try:
+            client.wait_for_workers(1, timeout=timeout)  # type: ignore[no-untyped-call]
+        except (OSError, TimeoutError):
+            raise AnalyzerError(
+                f"{OPTION} {DASK_SCHEME}{address}: the dask scheduler has no worker (none joined "
+                f"in {timeout}); start one ('dask worker tcp://{address}') or check the address"
+            ) from None
         yield client
     finally:
         client.close()  # type: ignore[no-untyped-call]
