@@ -240,7 +240,7 @@ def _dask_client(address: str) -> Iterator[Any]:
         # a scheduler with no worker accepts tasks and never runs them: the sweep would wait
         # forever, so the same timeout bounds the wait for a first worker
         try:
-            client.wait_for_workers(1, timeout=timeout)  # type: ignore[no-untyped-call]
+            client.wait_for_workers(1, timeout=timeout)
         except (OSError, TimeoutError):
             raise AnalyzerError(
                 f"{OPTION} {DASK_SCHEME}{address}: the dask scheduler has no worker (none joined "
