@@ -60,13 +60,15 @@ def run_finalists(
     settings: SearchSettings,
     progress: Callable[[str, int, int], None] | None = None,
     source: Path | None = None,
+    count: int = FINALISTS,
 ) -> SearchResult:
-    """The search under Karpenter in two rounds (module docstring)."""
+    """The search under Karpenter in two rounds (module docstring); ``count``: the searched
+    configurations among the finalists (``FINALISTS``; the benchmark raises it to all)."""
     fixed = replace(settings, autoscaler="none")
     with grid_files(settings.grid.configs()) as files:
         first = run_whatif(snapshot, search_settings(fixed, list(files)), progress, source)
         ranked = search_result(first, files, fixed, snapshot)
-        chosen = finalists(ranked.rows)
+        chosen = finalists(ranked.rows, count)
         names = {r.name for r in chosen}
         paths = [path for path, config in files.items() if config.name in names]
         # observed and the finalists' plain replays run again beside the Karpenter ones: a
