@@ -213,6 +213,9 @@ def test_monthly_scenarios_say_what_karpenter_would_release(month: Path, tmp_pat
     assert "evicted by consolidation" in sim["sentence"]
     assert payload["simulation"]["autoscaler"] == "karpenter"
     assert sim["sentence"] in run.output
+    page = (review / "report.html").read_text()
+    assert "Each scenario was also replayed under karpenter" in page
+    assert "Nodes released by karpenter" in page and "Pods evicted by consolidation" in page
 
 
 BAD_POLICY = "autoscaler:\n  karpenter:\n    disruption: {consolidationPolicy: WhenIdle}\n"
