@@ -6,7 +6,7 @@ is generated once; then, in the same process and run, one worker (so the process
 the whole search's), the default grid (8 configurations and the kube-default baseline):
 
 - the baseline: the search on the data's nodes (``--autoscaler none``);
-- finalists: the search under Karpenter as ``run_search`` runs it (``search_finalists``: the
+- finalists: the search under Karpenter as ``whatif --search`` runs it (``search_finalists``: the
   baseline and the 3 best configurations replayed under Karpenter);
 - every row: the same two rounds with all 8 configurations as finalists — what replaying the
   grid point by point under Karpenter would cost.
@@ -30,7 +30,7 @@ from typing import Any
 from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.search import SearchSettings, run_search
-from analyzer.whatif.search_finalists import run_finalists
+from analyzer.whatif.search_finalists import run_any, run_finalists
 
 
 def _cpu(func: Any, repeat: int) -> tuple[float, Any]:
@@ -53,7 +53,7 @@ def main() -> None:
     plain = SearchSettings(workers=1)
     karpenter = SearchSettings(workers=1, autoscaler="karpenter", autoscaling=KarpenterSettings())
     cpu, result = _cpu(lambda: run_search(snapshot, plain), args.repeat)
-    fin_cpu, fin = _cpu(lambda: run_search(snapshot, karpenter), args.repeat)
+    fin_cpu, fin = _cpu(lambda: run_any(snapshot, karpenter), args.repeat)
     configs = plain.grid.count()
     all_cpu, every = _cpu(lambda: run_finalists(snapshot, karpenter, count=configs), args.repeat)
     line = {

@@ -301,9 +301,9 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         DEFAULT_MAX_CONFIGURATIONS,
         SearchSettings,
         check_search_size,
-        run_search,
         search_size,
     )
+    from analyzer.whatif.search_finalists import run_any
     from analyzer.whatif.search_grid import load_grid
 
     if opts["out"] is not None:
@@ -343,7 +343,7 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         say(f"search: each replayed again under {settings.autoscaler}, one at a time")
     say(f"search: {size.line()} (and observed, the reference); replaying...")
     progress = _estimator(say, base.workers)
-    result = run_search(data, settings, progress, source=snapshot)
+    result = run_any(data, settings, progress, source=snapshot)
     if choice is not None:
         result.autoscaler_choice = choice.to_dict()
 

@@ -365,12 +365,9 @@ def run_search(
     """Replay every configuration of the grid and every baseline; front and recommendation.
 
     ``progress(strategy, done, total)`` after each replay (``run_whatif``'s); ``source``: the
-    snapshot's directory, which a Dask executor's workers read (``run_whatif``). Under
-    Karpenter only the finalists are replayed under it (``search_finalists``)."""
-    if settings.autoscaler == "karpenter":
-        from analyzer.whatif.search_finalists import run_finalists  # it builds on this module
-
-        return run_finalists(snapshot, settings, progress, source)
+    snapshot's directory, which a Dask executor's workers read (``run_whatif``). Every row is
+    replayed under ``settings.autoscaler``: under Karpenter the command runs
+    ``search_finalists.run_any`` instead, which replays only the finalists under it."""
     with grid_files(settings.grid.configs()) as files:
         whatif = run_whatif(snapshot, search_settings(settings, list(files)), progress, source)
     return search_result(whatif, files, settings, snapshot)

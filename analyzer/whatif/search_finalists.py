@@ -32,6 +32,7 @@ from analyzer.whatif.search import (
     SearchSettings,
     grid_files,
     plural,
+    run_search,
     search_result,
     search_settings,
 )
@@ -93,3 +94,16 @@ def run_finalists(
         "slower; docs/whatif.md). The other rows show their fixed-node figures, off the front.",
     )
     return result
+
+
+def run_any(
+    snapshot: Snapshot,
+    settings: SearchSettings,
+    progress: Callable[[str, int, int], None] | None = None,
+    source: Path | None = None,
+) -> SearchResult:
+    """The search as ``whatif --search`` runs it: the finalists only under Karpenter
+    (``run_finalists``), every row under any other autoscaler or none (``run_search``)."""
+    if settings.autoscaler == "karpenter":
+        return run_finalists(snapshot, settings, progress, source)
+    return run_search(snapshot, settings, progress, source)
