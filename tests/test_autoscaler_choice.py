@@ -6,9 +6,8 @@ saying which and why (``analyzer.whatif.autoscaler_choice``).
   (``analyzer.sources.node_events``): only CA writes those, so auto picks CA.
 - The same day without node events: eight nodes all day, none joining or leaving → none.
 - Hand-built two-hour clusters: GKE node-pool labels with a node joining at 0:30 → CA (a managed
-  node group that scaled); Karpenter's ``karpenter.sh/nodepool`` label → Karpenter, which is not
-  in the replay yet, so it falls back (to CA, since a node left) in the same line; a node leaving
-  with nothing naming an autoscaler → none.
+  node group that scaled); Karpenter's ``karpenter.sh/nodepool`` label → Karpenter (its replay
+  runs: the page's rows are Karpenter's); a node leaving with nothing naming an autoscaler → none.
 """
 
 from __future__ import annotations
@@ -103,7 +102,7 @@ def _labelled(tmp: Path, labels: str, nodes: list[N]) -> Path:
         ('{"cloud.google.com/gke-nodepool": "pool"}', [N("a"), N("b", first=30)],
          "cluster-autoscaler", ["cloud.google.com/gke-nodepool", "1 node joined and 0 left"]),
         ('{"karpenter.sh/nodepool": "default"}', [N("a"), N("b", last=60)],
-         "cluster-autoscaler", ["karpenter", "does not choose Karpenter yet", "cluster-autoscaler"]),
+         "karpenter", ["2 nodes labelled karpenter.sh/nodepool", "replayed with Karpenter"]),
         ("{}", [N("a"), N("b", last=60)],
          "none", ["0 nodes joined and 1 left", "no node label, taint or annotation"]),
     ],
@@ -117,3 +116,4 @@ def test_labels_and_churn_decide(
     for word in words:
         assert word in choice["why"]
     assert ("autoscaled" in page) == (chosen != "none")
+    assert all(row["autoscaler"] == chosen for row in page.get("autoscaled", []))

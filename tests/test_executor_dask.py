@@ -105,6 +105,33 @@ def test_search_grid_is_identical_on_dask(snap: Path, scheduler: str, tmp_path: 
     assert len(_json_tail(local_text)["rows"]) == 1 + 2 + 2  # observed, 2 baselines, 2 configs
 
 
+def test_search_under_karpenter_is_identical_on_dask(scheduler: str, tmp_path: Path) -> None:
+    # both rounds (the grid on fixed nodes, the finalists under Karpenter) on the executor;
+    # half an hour of three nodes (Karpenter polls every 10 s: a day would cost a minute here)
+    from replay_fixtures import GI, N, P, build
+
+    small = build(
+        [N("a"), N("b"), N("c")],
+        [P(f"p{i}", n, cpu=1500, memory=GI) for i, n in enumerate("abc")],
+        minutes=30,
+    )
+    snap = write_snapshot(small, tmp_path / "snap")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        "scoring: [MostAllocated, LeastAllocated]\n"
+        "resourceWeights: [{cpu: 1, memory: 1}, {cpu: 2, memory: 1}]\n"
+        "loadAwareThresholds: [null]\n"
+    )
+    args = ["whatif", str(snap), "--search", "--search-grid", str(grid), "--format", "json",
+            "--autoscaler", "karpenter"]  # fmt: skip
+    local = _json_tail(_invoke(*args, "--workers", "2"))
+    remote = _json_tail(_invoke(*args, "--executor", scheduler))
+    assert remote == local
+    # kube-default and 3 of the 4 configurations replayed under Karpenter, one left out
+    assert len(local["finalists"]) == 4
+    assert sum("autoscaled" in r for r in local["rows"][1:]) == 4
+
+
 def _json_tail(text: str) -> Any:
     """The JSON document of a search's output (after its progress lines, if any)."""
     return json.loads(text[text.index("{") :])

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from reliability_doc import documented_exit
 from replay_fixtures import GI, N, P, build
 
 from analyzer.cli import main
@@ -128,18 +127,3 @@ def test_without_autoscaler_the_search_ranks_on_fixed_nodes(tmp_path: Path) -> N
     assert page["ranked_on"] == "fixed nodes"
     assert all("autoscaled" not in r for r in page["rows"])
     assert not page["sentence"].startswith("Ranked on")
-
-
-def test_karpenter_is_refused_by_the_search_in_one_line(
-    searched: tuple[Path, dict[str, Any], str], tmp_path: Path
-) -> None:
-    """The search ranks on cluster-autoscaler's replay only: Karpenter there is one line, exit 2,
-    before any replay, nothing written."""
-    snap = searched[0].parent / "snap"
-    grid = searched[0].parent / "grid.yaml"
-    run = CliRunner().invoke(main, ["whatif", str(snap), "--search", "--search-grid", str(grid),
-                                    "--autoscaler", "karpenter", "--out", str(tmp_path / "o")])  # fmt: skip
-    assert run.exit_code == documented_exit("autoscaler-karpenter-search"), run.output
-    lines = run.output.strip().splitlines()
-    assert len(lines) == 1 and "--autoscaler karpenter" in lines[0] and "--search" in lines[0]
-    assert not (tmp_path / "o").exists()

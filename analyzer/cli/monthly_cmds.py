@@ -118,15 +118,10 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         )
     if opts["snapshot"] is None and opts["autoscaler"] != "none":
         raise InputError("--autoscaler: only with --snapshot SNAP (the scenarios it replays)")
-    if opts["autoscaler"] == "karpenter":
-        raise InputError(
-            "--autoscaler karpenter: Karpenter is replayed in the comparison of strategies only "
-            "(whatif --autoscaler karpenter), not in the monthly scenarios yet; use "
-            "--autoscaler cluster-autoscaler, auto or none"
-        )
-    from analyzer.replay.autoscale_setup import parse_settings
+    from analyzer.replay.karpenter_setup import autoscaler_settings
 
-    autoscaling = parse_settings((ctx.obj or {}).get("config", {}).get("autoscaler"))
+    section = (ctx.obj or {}).get("config", {}).get("autoscaler")
+    autoscaling = autoscaler_settings(section, opts["autoscaler"])  # checked before any work
     if opts["workers"] is not None and opts["workers"] < 1:
         raise InputError(f"--workers: {opts['workers']} must be at least 1")
     root = history_root(history_dir)
@@ -151,6 +146,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
             snapshot = read_snapshot(opts["snapshot"])
             choice = choose_autoscaler(snapshot)
             autoscaler = choice.chosen
+            autoscaling = autoscaler_settings(section, autoscaler)
         joint = replace(joint, autoscaler=autoscaler, autoscaling=autoscaling)
         from analyzer.whatif.compare import resolve_strategy
 

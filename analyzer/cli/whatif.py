@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,9 @@ from analyzer.core.errors import InputError
 from analyzer.core.executor import parse_executor
 from analyzer.core.snapshot import read_snapshot
 from analyzer.core.text import escaped
-from analyzer.replay.autoscale_setup import AUTOSCALERS, AutoscalerSettings, parse_settings
+from analyzer.replay.autoscale_setup import AUTOSCALERS
 from analyzer.replay.input import ARRIVALS
-from analyzer.replay.karpenter_setup import KarpenterSettings, parse_karpenter
+from analyzer.replay.karpenter_setup import autoscaler_settings
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.autoscaler_choice import resolve_autoscaler
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
@@ -52,15 +51,9 @@ def _settings(ctx: click.Context, opts: dict[str, Any], *, search: bool = False)
 
     autoscaler = opts.get("autoscaler") or "none"
     section = (ctx.obj or {}).get("config", {}).get("autoscaler")
-    karpenter = section.get("karpenter") if isinstance(section, Mapping) else None
-    if isinstance(section, Mapping):  # the karpenter: sub-section is Karpenter's, not CA's flags
-        section = {k: v for k, v in section.items() if k != "karpenter"}
-    autoscaling: AutoscalerSettings | KarpenterSettings = parse_settings(section)
-    if autoscaler == "karpenter":
-        autoscaling = parse_karpenter(karpenter, autoscaling.provisioning_delay)
     return WhatIfSettings(
         autoscaler=autoscaler,
-        autoscaling=autoscaling,
+        autoscaling=autoscaler_settings(section, autoscaler),
         prices=None if opts["prices"] is None else load_prices(opts["prices"]),
         strategies=strategies,
         seeds=opts["seeds"],
@@ -128,23 +121,23 @@ def _options(func: Any) -> Any:
     return func
 
 
-def _ca_only(settings: AutoscalerSettings | KarpenterSettings, flag: str) -> AutoscalerSettings:
-    """The search and the scenarios replay cluster-autoscaler only: Karpenter is refused there."""
-    if isinstance(settings, KarpenterSettings):
-        raise InputError(
-            f"--autoscaler karpenter: not with {flag} yet (Karpenter is replayed in the comparison "
-            "of strategies only); use --autoscaler cluster-autoscaler or none"
-        )
-    return settings
+def _chosen(ctx: click.Context, settings: Any, chosen: str) -> Any:
+    """``settings`` (a what-if's or a search's) with ``--autoscaler auto``'s choice and that
+    autoscaler's options from the config's section (``_settings`` checked both before any
+    work)."""
+    section = (ctx.obj or {}).get("config", {}).get("autoscaler")
+    return replace(settings, autoscaler=chosen, autoscaling=autoscaler_settings(section, chosen))
 
 
-def _run(path: Path, settings: WhatIfSettings, opts: dict[str, Any]) -> WhatIfResult:
+def _run(
+    ctx: click.Context, path: Path, settings: WhatIfSettings, opts: dict[str, Any]
+) -> WhatIfResult:
     """The what-if, on requests right-sized first when --rightsize names a recipe; with
     ``--autoscaler auto`` the autoscaler the data suggests, the result saying which and why."""
     snapshot = read_snapshot(path)
     choice = resolve_autoscaler(settings.autoscaler, snapshot)
     if choice is not None:
-        settings = replace(settings, autoscaler=choice.chosen)
+        settings = _chosen(ctx, settings, choice.chosen)
     chosen = None if choice is None else choice.to_dict()
     if opts["rightsize"] is None:
         if opts["rightsize_history"] is not None:
@@ -251,7 +244,7 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         if opts[flag] is not None:
             raise InputError(f"--{flag.replace('_', '-')}: only with --search")
     settings = _settings(ctx, opts)
-    result = _run(snapshot, settings, opts)
+    result = _run(ctx, snapshot, settings, opts)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean  # JSON cleaning shared with the report
 
@@ -291,7 +284,7 @@ def report_whatif_cmd(
     check_whatif_out(out)  # before the replays: never lose a run, nor a user's folder
     pdf = pdf_request(opts, out)  # no browser, a bad PATH: refused before the replays (exit 2)
     settings = _settings(ctx, opts)
-    result = _run(snapshot, settings, opts)
+    result = _run(ctx, snapshot, settings, opts)
     paths = write_whatif_report(result, out, templates_dir=templates_dir)
     portal = refresh_parent_portal(out, templates_dir=templates_dir)
     click.echo(result.recommendation)
@@ -308,9 +301,9 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         DEFAULT_MAX_CONFIGURATIONS,
         SearchSettings,
         check_search_size,
-        run_search,
         search_size,
     )
+    from analyzer.whatif.search_finalists import run_any
     from analyzer.whatif.search_grid import load_grid
 
     if opts["out"] is not None:
@@ -329,7 +322,7 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         workers=base.workers,
         prices=base.prices,
         autoscaler=base.autoscaler,
-        autoscaling=_ca_only(base.autoscaling, "--search"),
+        autoscaling=base.autoscaling,
         executor=base.executor,
     )
     size = search_size(settings)
@@ -339,13 +332,18 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     data = read_snapshot(snapshot)
     choice = resolve_autoscaler(settings.autoscaler, data)
     if choice is not None:
-        settings = replace(settings, autoscaler=choice.chosen)
+        settings = _chosen(ctx, settings, choice.chosen)
         say(choice.why)
-    if settings.autoscaler != "none":
+    if settings.autoscaler == "karpenter":
+        from analyzer.whatif.search_finalists import FINALISTS
+
+        say(f"search: then the baselines and the {FINALISTS} best replayed again under karpenter "
+            "(finalists only: its replay is slow; docs/whatif.md)")  # fmt: skip
+    elif settings.autoscaler != "none":
         say(f"search: each replayed again under {settings.autoscaler}, one at a time")
     say(f"search: {size.line()} (and observed, the reference); replaying...")
     progress = _estimator(say, base.workers)
-    result = run_search(data, settings, progress, source=snapshot)
+    result = run_any(data, settings, progress, source=snapshot)
     if choice is not None:
         result.autoscaler_choice = choice.to_dict()
 
@@ -361,6 +359,7 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
 
         click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
         return
+    short = "ca" if result.autoscaler == "cluster-autoscaler" else result.autoscaler
     rows = [
         {
             "configuration": r.name,
@@ -375,8 +374,8 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
                 {}
                 if r.autoscaled is None
                 else {
-                    "node_hours_ca": round(r.autoscaled["node_hours"], 1),
-                    "released_ca_%": round(
+                    f"node_hours_{short}": round(r.autoscaled["node_hours"], 1),
+                    f"released_{short}_%": round(
                         (
                             r.autoscaled["core_hours_released_pct"]
                             + r.autoscaled["gib_hours_released_pct"]
@@ -384,7 +383,7 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
                         / 2,
                         1,
                     ),
-                    "pending_end_ca": r.autoscaled["pending_pods_at_end"],
+                    f"pending_end_{short}": r.autoscaled["pending_pods_at_end"],
                 }
             ),
             "front": "*" if r.on_front else "",
@@ -468,7 +467,7 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         seed=0,
         drain=opts["blocked"] or opts["fmt"] == "json",
         autoscaler=base.autoscaler,
-        autoscaling=_ca_only(base.autoscaling, "--recommendations"),
+        autoscaling=base.autoscaling,
         executor=base.executor,
     )
     from analyzer.core.workloads import read_recommendations
@@ -480,7 +479,7 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     data = read_snapshot(snapshot)
     choice = resolve_autoscaler(settings.autoscaler, data)
     if choice is not None:
-        settings = replace(settings, autoscaler=choice.chosen)
+        settings = _chosen(ctx, settings, choice.chosen)
     result = run_joint(data, recs, settings, source=snapshot)
     if opts["fmt"] == "json":
         from analyzer.report.whatif import _clean

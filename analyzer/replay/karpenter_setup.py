@@ -39,6 +39,7 @@ from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.prices import Prices
 from analyzer.core.structured import plain, preview
+from analyzer.replay.autoscale_setup import AutoscalerSettings, parse_settings
 from analyzer.replay.input import NEVER, ReplayInput, rebuild_events
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.state import ClusterState
@@ -138,6 +139,22 @@ def parse_karpenter(
     return KarpenterSettings(
         policy, never, after * SECOND, rules, requirements, idle, most, provisioning_delay
     )
+
+
+def autoscaler_settings(section: Any, autoscaler: str) -> AutoscalerSettings | KarpenterSettings:
+    """The config's ``autoscaler:`` section as ``autoscaler``'s settings: cluster-autoscaler's
+    flags (every key but ``karpenter``), or for ``karpenter`` its sub-section (with the
+    section's ``provisioning-delay``). With ``auto`` both are checked, so a bad key fails
+    before any work whichever autoscaler the data suggests later (called again with its name)."""
+    karpenter = section.get("karpenter") if isinstance(section, Mapping) else None
+    if isinstance(section, Mapping):  # the karpenter: sub-section is Karpenter's, not CA's flags
+        section = {k: v for k, v in section.items() if k != "karpenter"}
+    flags = parse_settings(section)
+    if autoscaler in ("karpenter", "auto"):
+        chosen = parse_karpenter(karpenter, flags.provisioning_delay)
+        if autoscaler == "karpenter":
+            return chosen
+    return flags
 
 
 @dataclass

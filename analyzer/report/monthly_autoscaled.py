@@ -4,8 +4,8 @@
 left empty at the pool's peak. With ``--autoscaler`` every scenario was also replayed with the
 autoscaler driving the nodes (``analyzer.whatif.joint_autoscaled``): the decision's ``nodes``
 becomes the best scenario's ``nodes_released`` under it (how many fewer nodes the pool ran on
-average, to the nearest whole node: ``analyzer.whatif.joint_autoscaled``), its sentence says "cluster-autoscaler would release N" with
-the peak it kept, and the empty count stays beside it (``nodes_empty``) for the reader who
+average, to the nearest whole node: ``analyzer.whatif.joint_autoscaled``), its sentence says "cluster-autoscaler (or karpenter) would release N"
+with the peak it kept, and the empty count stays beside it (``nodes_empty``) for the reader who
 compares. The best scenario itself is chosen as without an autoscaler (capacity released, no
 more violations or waiting pods than today).
 """
@@ -45,12 +45,13 @@ def autoscaled_decision(
         action = "change-scheduler" if sim["scenario"] in (REPACK, BOTH) else "release"
     else:
         action = sim["action"]
+    by = "consolidation" if autoscaler == "karpenter" else "scale-down"
     facts = (
         f"replayed over the busiest week under {autoscaler}, the pool ran "
         f"{figures['nodes_released_mean']:.1f} fewer nodes on average: "
         f"{figures['node_hours']:,.1f} node-hours against {figures['observed_node_hours']:,.1f} "
         f"in the data, {figures['nodes_removed']} removed, {figures['nodes_added']} added, "
-        f"{figures['pods_evicted']} pods evicted by scale-down; without an autoscaler "
+        f"{figures['pods_evicted']} pods evicted by {by}; without an autoscaler "
         f"{nodes_text(empty)} {'was' if empty == 1 else 'were'} left empty at the pool's peak"
     )
     if n == 0:

@@ -311,7 +311,11 @@ def _autoscaled_columns(payload: dict[str, Any]) -> list[Column]:
         Column("nodes_released", f"Nodes released by {name}", "int"),
         Column("as_peak_nodes", f"Peak nodes under {name}", "int"),
         Column("as_node_hours", f"Node-hours under {name}", "num", 1),
-        Column("as_pods_evicted", "Pods evicted by scale-down", "int"),
+        Column(
+            "as_pods_evicted",
+            f"Pods evicted by {'consolidation' if name == 'karpenter' else 'scale-down'}",
+            "int",
+        ),
     ]
 
 

@@ -138,7 +138,10 @@ def _table(result: SearchResult) -> TableView:
                 "never_placed": row.never_placed,
                 **_autoscaled_cells(row),
                 "front": "★" if row.on_front else "",
-                "eligible": row.eligible if row.kind != "observed" else None,
+                # none for observed, and for a row the autoscaler's ranking left out (finalists)
+                "eligible": None
+                if row.kind == "observed" or (result.autoscaler != "none" and not row.autoscaled)
+                else row.eligible,
                 "recommended": row.recommended,
             }
         )
@@ -229,7 +232,8 @@ def front_chart(result: SearchResult) -> Chart:
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.6), layout="constrained")
         ax = fig.add_subplot()
-        rows = result.rows[1:]
+        # under an autoscaler the rows it replayed (Karpenter: the finalists), on one scale
+        rows = [r for r in result.rows[1:] if result.autoscaler == "none" or r.autoscaled]
         other = [r for r in rows if not r.on_front]
         front = sorted((r for r in rows if r.on_front), key=lambda r: r.released)
         ax.scatter(

@@ -4,10 +4,9 @@ The evidence, strongest first (the first that holds decides):
 
 1. **Karpenter**: a node labelled ``karpenter.sh/nodepool``, ``karpenter.sh/capacity-type`` or
    ``karpenter.sh/provisioner-name`` (Karpenter labels every node it launches; the last is its
-   pre-v1 name). auto does not choose Karpenter yet (the comparison of strategies replays it only
-   when named, ``--autoscaler karpenter``; the search and the monthly scenarios do not): the
-   choice falls back to cluster-autoscaler when the nodes also come and go, else to none, and the
-   line says so.
+   pre-v1 name): replayed with Karpenter (the comparison, the search's finalists and the
+   monthly scenarios alike), whether or not nodes came and went during the data (a Karpenter
+   cluster whose nodes stayed is still one whose nodes Karpenter would consolidate).
 2. **cluster-autoscaler's own marks**: a node tainted ``ToBeDeletedByClusterAutoscaler`` or
    ``DeletionCandidateOfClusterAutoscaler`` (in the nodes table or the node-state intervals), or
    annotated ``cluster-autoscaler.kubernetes.io/...``: only CA writes these.
@@ -128,18 +127,11 @@ def choose_autoscaler(snapshot: Snapshot) -> AutoscalerChoice:
     ]
     if karpenter:
         key = next(k for k in KARPENTER_LABELS if any(k in lab for lab in labels))
-        fallback = "cluster-autoscaler" if churn else "none"
         return AutoscalerChoice(
             "auto",
-            fallback,
+            "karpenter",
             f"--autoscaler auto: karpenter ({_plural(len(karpenter), 'node')} labelled {key}, "
-            f"e.g. {_first(karpenter)}), but auto does not choose Karpenter yet (the comparison "
-            "replays it when named: --autoscaler karpenter), so "
-            + (
-                f"replayed with cluster-autoscaler instead ({moved})"
-                if churn
-                else "replayed without an autoscaler"
-            ),
+            f"e.g. {_first(karpenter)}; {moved}), so replayed with Karpenter driving the nodes",
         )
     tainted = _taint_keys(nodes, snapshot)
     if tainted:

@@ -46,6 +46,7 @@ from analyzer.core.workloads import apply_recommendations, changed_pods
 from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, replay
 from analyzer.replay.input import ReplayInput, prepare
+from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.replay.projection import UsageMatrices, attribute, usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.cluster_version import snapshot_version
@@ -112,7 +113,7 @@ class JointSettings:
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
     # ``--autoscaler``: every scenario also replayed under it (``analyzer.whatif.joint_autoscaled``)
     autoscaler: str = "none"
-    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
+    autoscaling: AutoscalerSettings | KarpenterSettings = field(default_factory=AutoscalerSettings)
 
     def scenario(self, name: str) -> tuple[str, bool]:
         """(strategy name, right-sized requests?) of a scenario."""

@@ -30,6 +30,7 @@ from analyzer.core.prices import Prices
 from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED
 from analyzer.replay.input import ReplayInput
+from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.whatif.autoscaled import AutoscaledOutcome, run_autoscaled
 from analyzer.whatif.compare import resolve_strategy
 
@@ -45,10 +46,11 @@ def run_scenario(
     baseline: str,
     kubernetes_version: str | None,
     seed: int,
-    autoscaling: AutoscalerSettings,
+    autoscaling: AutoscalerSettings | KarpenterSettings,
     prices: Prices | None,
 ) -> AutoscaledOutcome:
-    """One scenario replayed with cluster-autoscaler driving the nodes."""
+    """One scenario replayed with the node autoscaler (cluster-autoscaler or Karpenter, by its
+    settings) driving the nodes."""
     name = scenario_strategy(strategy, baseline)
     return run_autoscaled(
         inp, resolve_strategy(name, kubernetes_version), seed, autoscaling, prices

@@ -33,6 +33,7 @@ from analyzer.core.prices import Prices
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy
+from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
 from analyzer.usage.thresholds import ThresholdConfig
@@ -73,7 +74,7 @@ class SearchSettings:
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # ``--executor``
     # ``--autoscaler``: every row also replayed under it and ranked on that (search_autoscaled)
     autoscaler: str = "none"
-    autoscaling: AutoscalerSettings = field(default_factory=AutoscalerSettings)
+    autoscaling: AutoscalerSettings | KarpenterSettings = field(default_factory=AutoscalerSettings)
 
 
 @dataclass
@@ -94,6 +95,8 @@ class SearchResult:
     prices: dict[str, Any] | None = None  # the what-if's ``prices`` block (``--prices``)
     autoscaler: str = "none"  # the rows' ``autoscaled`` figures and the ranking are under it
     autoscaler_choice: dict[str, str] | None = None  # ``--autoscaler auto``: which and why
+    # under Karpenter only these rows were replayed under it and ranked (search_finalists)
+    finalists: list[str] | None = None
 
     @property
     def observed(self) -> SearchRow:
@@ -154,6 +157,7 @@ class SearchResult:
             "thresholds": self.thresholds.to_dict(),
             "rule": RULE if self.autoscaler == "none" else autoscaled_rule(self.autoscaler),
             "ranked_on": "fixed nodes" if self.autoscaler == "none" else self.autoscaler,
+            **({} if self.finalists is None else {"finalists": list(self.finalists)}),
             **(
                 {}
                 if self.autoscaler_choice is None
@@ -263,6 +267,8 @@ def search_result(
         strategy_of = {c.name: path for path, c in files.items()}
         strategy_of.update({r.name: r.name for r in candidates if r.kind == "baseline"})
         attach(rows, whatif.autoscaled, strategy_of)
+        # ranked on the rows replayed under it: all under CA, the finalists under Karpenter
+        candidates = [r for r in candidates if r.autoscaled is not None]
     for row, front in zip(
         candidates, pareto_front([r.objectives for r in candidates]), strict=True
     ):
@@ -359,7 +365,9 @@ def run_search(
     """Replay every configuration of the grid and every baseline; front and recommendation.
 
     ``progress(strategy, done, total)`` after each replay (``run_whatif``'s); ``source``: the
-    snapshot's directory, which a Dask executor's workers read (``run_whatif``)."""
+    snapshot's directory, which a Dask executor's workers read (``run_whatif``). Every row is
+    replayed under ``settings.autoscaler``: under Karpenter the command runs
+    ``search_finalists.run_any`` instead, which replays only the finalists under it."""
     with grid_files(settings.grid.configs()) as files:
         whatif = run_whatif(snapshot, search_settings(settings, list(files)), progress, source)
     return search_result(whatif, files, settings, snapshot)

@@ -1,5 +1,6 @@
-"""``whatif --search --autoscaler cluster-autoscaler``: each searched row's outcome under the
-node autoscaler, which the front and the recommendation then rank on.
+"""``whatif --search --autoscaler cluster-autoscaler|karpenter``: each searched row's outcome
+under the node autoscaler, which the front and the recommendation then rank on (under Karpenter
+only the finalists' rows: ``search_finalists``).
 
 With a node autoscaler a team pays for the nodes that exist, not for the active ones: so every
 configuration (and baseline) is also replayed with the autoscaler driving the nodes
@@ -112,15 +113,19 @@ def attach(
     outcomes: Sequence[AutoscaledOutcome],
     strategy_of: Mapping[str, str],
 ) -> None:
-    """Fill every row's ``autoscaled`` figures: ``strategy_of`` maps a row's name to the strategy
-    the comparison replayed (a grid configuration's file, a baseline's own name)."""
+    """Fill the ``autoscaled`` figures of every row replayed under the autoscaler (all under
+    cluster-autoscaler, the finalists under Karpenter: ``search_finalists``); ``strategy_of``
+    maps a row's name to the strategy the comparison replayed (a grid configuration's file, a
+    baseline's own name)."""
     by: dict[str, list[AutoscaledOutcome]] = {}
     for o in outcomes:
         by.setdefault(o.strategy, []).append(o)
     for row in rows[1:]:
-        row.autoscaled = autoscaled_figures(by[strategy_of[row.name]])
-    if len(rows) > 1 and rows[1].autoscaled is not None:
-        rows[0].autoscaled = observed_figures(rows[1].autoscaled)
+        mine = by.get(strategy_of[row.name])
+        row.autoscaled = None if mine is None else autoscaled_figures(mine)
+    first = next((r.autoscaled for r in rows[1:] if r.autoscaled is not None), None)
+    if first is not None:
+        rows[0].autoscaled = observed_figures(first)
 
 
 def rule(autoscaler: str) -> str:
