@@ -78,7 +78,7 @@ def main() -> None:
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",
-                dashboard_address=None,
+                dashboard_address="127.0.0.1:0",
                 preload=list(preload),
             ) as cluster:
                 name = "warm" if preload else "cold"

@@ -41,7 +41,7 @@ def scheduler() -> Iterator[str]:
         processes=True,
         threads_per_worker=1,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",
     ) as cluster:
         yield "dask://" + cluster.scheduler_address.removeprefix("tcp://")
 
@@ -213,7 +213,7 @@ def test_unreachable_scheduler_is_one_line_naming_it(snap: Path) -> None:
 def test_a_scheduler_without_workers_is_one_line_not_a_hang(snap: Path) -> None:
     # a scheduler accepts tasks with no worker to run them: without a bound the sweep never ends
     with distributed.LocalCluster(
-        n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None
+        n_workers=0, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
     ) as empty:
         address = empty.scheduler_address.removeprefix("tcp://")
         proc = subprocess.run(
