@@ -13,6 +13,9 @@ bench/collect.py's ``_build``). Then, one after another on that server:
   and dropped (no parsing, no processing);
 - ``analyzer collect`` at a tight budget (``--max-points-per-request 120 --max-in-flight 2``).
 
+``--rounds 2`` runs the three phases again with the plain read first (the order alternates, so
+neither side always follows the other's memory); every round is reported, the ratios per round.
+
 During each phase a sampler reads the server's ``/proc/PID/stat`` (user + system CPU) and
 ``/proc/PID/status`` (``VmRSS`` every 50 ms; ``VmHWM`` after resetting it through
 ``/proc/PID/clear_refs`` at the phase's start, so it is that phase's peak). The collector's own
@@ -158,6 +161,42 @@ def _measured(cmd: list[str]) -> dict[str, Any]:
     }
 
 
+def _round(
+    pid: int,
+    order: list[str],
+    base: list[str],
+    url: str,
+    start: int,
+    end: int,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """The phases in ``order``, each watched; their figures and the ratios to the plain read."""
+    phases: dict[str, dict[str, Any]] = {}
+    for name in order:
+        out = args.workdir / name
+        load = round(os.getloadavg()[0], 2)
+        with ServerWatch(pid) as watch:
+            if name == "plain_range_read":
+                result: dict[str, Any] = plain_read(url, start, end, args.step)
+            else:
+                extra = TIGHT if name == "collect_tight_budget" else ()
+                result = _measured([*base, "--out", str(out), *extra])
+        phases[name] = {"load_avg_before": load, **watch.figures(), **result}
+        print(f"{name}: {json.dumps(phases[name])}", file=sys.stderr, flush=True)
+        shutil.rmtree(out, ignore_errors=True)
+    plain = phases["plain_range_read"]
+    ratios = {}
+    for name in ("collect", "collect_tight_budget"):
+        phase = phases[name]
+        ratios[f"{name}_server_cpu"] = round(
+            phase["server_cpu_seconds"] / max(plain["server_cpu_seconds"], 0.1), 2
+        )
+        ratios[f"{name}_server_peak_rss"] = round(
+            phase["server_peak_rss_hwm_mb"] / max(plain["server_peak_rss_hwm_mb"], 1), 2
+        )
+    return {"order": order, "phases": phases, "ratios_to_plain_read": ratios}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100)
@@ -165,6 +204,7 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=60)
     parser.add_argument("--pods-per-node", type=float, default=3.0)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/analyzer-bench-promserver"))
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     # bench/collect.py's builder reads these
     args.node_exporter_cpus, args.constant_step, args.stream_days = 1, 300, 0.0
@@ -195,29 +235,12 @@ def main() -> None:
     base += ["--end", str(end), "--step", f"{args.step}s"]
     try:
         plain_read(server.url, start, end, args.step)  # warm-up: the page cache, not counted
-        phases: dict[str, dict[str, Any]] = {}
-        for name in ("collect", "plain_range_read", "collect_tight_budget"):
-            figures[f"load_avg_before_{name}"] = round(os.getloadavg()[0], 2)
-            out = args.workdir / name
-            with ServerWatch(pid) as watch:
-                if name == "plain_range_read":
-                    result: dict[str, Any] = plain_read(server.url, start, end, args.step)
-                else:
-                    extra = TIGHT if name == "collect_tight_budget" else ()
-                    result = _measured([*base, "--out", str(out), *extra])
-            phases[name] = {**watch.figures(), **result}
-            print(f"{name}: {json.dumps(phases[name])}", file=sys.stderr, flush=True)
-            shutil.rmtree(out, ignore_errors=True)
-        figures["phases"] = phases
-        plain = phases["plain_range_read"]
-        for name in ("collect", "collect_tight_budget"):
-            phase = phases[name]
-            figures[f"{name}_server_cpu_ratio"] = round(
-                phase["server_cpu_seconds"] / max(plain["server_cpu_seconds"], 0.1), 2
-            )
-            figures[f"{name}_server_peak_rss_ratio"] = round(
-                phase["server_peak_rss_hwm_mb"] / max(plain["server_peak_rss_hwm_mb"], 1), 2
-            )
+        figures["rounds"] = []
+        for number in range(args.rounds):
+            order = ["collect", "plain_range_read", "collect_tight_budget"]
+            if number % 2:
+                order[:2] = order[1::-1]
+            figures["rounds"].append(_round(pid, order, base, server.url, start, end, args))
     finally:
         stop_prometheus(server)
         shutil.rmtree(args.workdir, ignore_errors=True)
