@@ -184,3 +184,20 @@ def test_an_unknown_key_in_the_query_section_is_one_line(tmp_path: Path) -> None
     result = run_cli("--config", str(config), "collect", "--prometheus", "http://127.0.0.1:9",
                      "--out", str(tmp_path / "s"), *RANGE)  # fmt: skip
     assert "unknown option query.max-points" in _one_line(result)
+
+
+def test_report_nightly_keeps_the_budget_and_its_json_says_it(tmp_path: Path, target: str) -> None:
+    # The small cluster holds one hour of 2026-11-01 (its nodes' whole life: complete data);
+    # the day is collected through the budget, and the report's JSON records the budget kept.
+    with recording_proxy(target) as (url, seen):
+        result = run_cli(
+            "report", "nightly", "--prometheus", url, "--date", "2026-11-01",
+            "--scrape-interval", "1m", "--out", str(tmp_path / "out"),
+            "--max-points-per-request", "300", "--max-in-flight", "3",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert seen.peak_points <= 300 and seen.peak_in_flight <= 3
+    (report,) = (tmp_path / "out").glob("*/report.json")
+    budget = json.loads(report.read_text())["quality"]["query_budget"]
+    assert (budget["max_points_per_request"], budget["max_in_flight"]) == (300, 3)
+    assert budget["requests"] == seen.requests  # no probe: --scrape-interval
