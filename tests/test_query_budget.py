@@ -8,6 +8,7 @@ points of every series in every answer, and the snapshots of different budgets a
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -26,6 +27,8 @@ from reliability_doc import documented_exit
 
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
+from analyzer.prom.fetch import FetchPlan, make_grid, range_reach
+from analyzer.prom.profile import QuerySpec
 
 pytestmark = pytest.mark.prometheus
 
@@ -201,3 +204,29 @@ def test_report_nightly_keeps_the_budget_and_its_json_says_it(tmp_path: Path, ta
     budget = json.loads(report.read_text())["quality"]["query_budget"]
     assert (budget["max_points_per_request"], budget["max_in_flight"]) == (300, 3)
     assert budget["requests"] == seen.requests  # no probe: --scrape-interval
+
+
+@pytest.mark.parametrize("points", [2, 7, 11, 720])
+def test_every_planned_request_keeps_the_budget_even_ending_on_a_midnight(points: int) -> None:
+    # A day ending on a UTC midnight (a nightly day): a range request ending there is sent one
+    # step longer (range_reach, for VictoriaMetrics), and must still hold at most N points
+    # (11: the day's 1,441 grid points are 131 full chunks, the last one ending on the midnight).
+    grid = make_grid(sc.T0 - 86_400, sc.T0, 60)  # sc.T0 is 2026-11-01T00:00:00Z
+    # window_points 10: 144 window evaluations, 36 per request were there no budget
+    plan = FetchPlan(
+        grid, chunk_points=points, window_points=10, scrape_seconds=(("cadvisor", 30),)
+    )
+    kinds = {"range": "x", "window": "max_over_time(x[{{span}}])", "samples": "x[{{span}}]"}
+    for kind, expr in kinds.items():
+        extra = {"dedupe": ("a",), "sum_by": ("a",)} if kind == "samples" else {}
+        requests = plan.requests_for(QuerySpec("q", expr, kind=kind, **extra))  # type: ignore[arg-type]
+        for start, end, step in requests:
+            if kind == "range":
+                assert (range_reach(end, step) - start) // step + 1 <= points
+            elif kind == "window":
+                assert (end - start) // step + 1 <= points
+            else:  # raw: N - 1 scrape intervals of 30 s (finer than the step), + 1 s either side
+                assert end - start <= (points - 1) * 30
+        if kind == "range":  # contiguous, every grid point once
+            assert requests[0][0] == grid.start and requests[-1][1] == grid.end
+            assert all(b[0] == a[1] + 60 for a, b in itertools.pairwise(requests))
