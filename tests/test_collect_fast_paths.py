@@ -50,8 +50,10 @@ def test_raw_requests_cover_exactly_what_the_grid_needs() -> None:
     grid = make_grid(0, 86400, 60)
     plan = FetchPlan(grid, chunk_points=720)
     requests = plan.requests_for(spec)
-    # Back to the 5 m lookback before the first step, 12 h per request, contiguous, no more.
-    assert requests == [(-300, 0, 0), (0, 43200, 0), (43200, 86400, 0)]
+    # Back to the 5 m lookback before the first step, contiguous, no more; 719 steps per request
+    # (12 h less one minute): a series scraped every step has at most 720 samples in one (the
+    # query budget), its window being the span plus 1 s either side.
+    assert requests == [(-300, 120, 0), (120, 43260, 0), (43260, 86400, 0)]
     times = replace(spec, kind="times", by=("a",), combine="min")
     assert plan.requests_for(times) == requests
 

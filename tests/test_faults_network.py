@@ -345,7 +345,7 @@ def test_net_422_too_many_points_suggests_chunk_points(tmp_path: Path, servers: 
     stub = servers.enter_context(serve(lambda r: reply))
     proc = run_cli(*collect_args(stub.url, out, *FAST))
     last = assert_one_line_failure(
-        proc, documented_exit("net-422-points"), "(HTTP 422):", "--chunk-points", out=out
+        proc, documented_exit("net-422-points"), "(HTTP 422):", "--max-points-per-request", out=out
     )
     assert "422, 422" not in last
 

@@ -311,7 +311,9 @@ def test_429_honours_retry_after_then_reports_parallelism() -> None:
         pytest.raises(SourceError) as info,
     ):
         client.query_range("up", 1, 1, 1, what="query q")
-    assert "HTTP 429 Too Many Requests (3 tries); lower --parallelism" in str(info.value)
+    assert "HTTP 429 Too Many Requests (3 tries); lower --max-in-flight (--parallelism)" in str(
+        info.value
+    )
     assert len(stub.requests) == 3
 
 

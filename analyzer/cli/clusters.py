@@ -10,7 +10,7 @@ runs' (a partial cluster does not hide a failing one).
 A Prometheus per cluster: the config file's ``clusters:`` list, each entry a ``name`` and that
 cluster's connection settings (``prometheus``, ``token_file``, ``token_env``,
 ``basic_auth_user``, ``basic_auth_password_env``, ``ca_bundle``, ``insecure_skip_verify``,
-``headers``, ``timeout``, ``parallelism``). ``--all-clusters`` then runs every entry with its own
+``headers``, ``timeout``, ``parallelism``, ``max_points``). ``--all-clusters`` then runs every entry with its own
 connection, ``--cluster NAME`` the one named. Secrets stay names of files or variables (checked
 as every connection's are); no value of an entry is ever printed, only its key.
 """
@@ -53,7 +53,7 @@ def cluster_label_options(func: F) -> F:
 
 # The connection settings a ``clusters:`` entry may set (the option names, underscored).
 ENTRY_KEYS = ("prometheus", "token_file", "token_env", "basic_auth_user", "basic_auth_password_env",
-              "ca_bundle", "insecure_skip_verify", "headers", "timeout", "parallelism")  # fmt: skip
+              "ca_bundle", "insecure_skip_verify", "headers", "timeout", "parallelism", "max_points")  # fmt: skip
 _PATHS = ("token_file", "ca_bundle")
 
 

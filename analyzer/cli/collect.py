@@ -31,11 +31,12 @@ from analyzer.core.errors import EXIT_PARTIAL, InputError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.core.paths import queries_dir as profile_folder
 from analyzer.core.snapshot import check_snapshot_out, write_snapshot
-from analyzer.prom.fetch import DEFAULT_CHUNK_POINTS, make_grid
+from analyzer.prom.fetch import make_grid
 from analyzer.prom.profile import load_profile
 from analyzer.prom.selectors import check_label
 from analyzer.prom.settings import (
     DEFAULT_DEADLINE_SECONDS,
+    DEFAULT_MAX_POINTS,
     DEFAULT_PARALLELISM,
     DEFAULT_TIMEOUT_SECONDS,
     PromSettings,
@@ -95,11 +96,23 @@ def connection_options(func: F) -> F:
             help="Per-request timeout, seconds.",
         ),
         click.option(
+            "--max-in-flight",
             "--parallelism",
+            "parallelism",
             type=int,
             default=DEFAULT_PARALLELISM,
             show_default=True,
-            help="Concurrent requests.",
+            help="Query budget: requests in flight at most, 1-64 (docs/collect.md).",
+        ),
+        click.option(
+            "--max-points-per-request",
+            "--chunk-points",
+            "max_points",
+            type=int,
+            default=DEFAULT_MAX_POINTS,
+            show_default=True,
+            help="Query budget: points of one series per response at most, 2-11000; range "
+            "requests span N - 1 steps, raw-sample requests N - 1 scrape intervals.",
         ),
         click.option(
             "--thanos",
@@ -153,6 +166,7 @@ def settings_from(options: dict[str, Any]) -> PromSettings:
         # ``or DEFAULT`` would turn an explicit 0 into the default: 0 is an error, not "unset".
         timeout=float(_given(options, "timeout", DEFAULT_TIMEOUT_SECONDS)),
         parallelism=int(_given(options, "parallelism", DEFAULT_PARALLELISM)),
+        max_points=int(_given(options, "max_points", DEFAULT_MAX_POINTS)),
         deadline=duration(str(_given(options, "deadline", _DEFAULT_DEADLINE)), "--deadline"),
         thanos=_thanos(options),
         select=_select(options),
@@ -305,13 +319,6 @@ def _progress_bar(done: int, total: int) -> None:
     help="Own query profile folder.",
 )
 @click.option(
-    "--chunk-points",
-    type=int,
-    default=DEFAULT_CHUNK_POINTS,
-    show_default=True,
-    help="Points per range request.",
-)
-@click.option(
     "--max-requests",
     type=int,
     default=DEFAULT_MAX_REQUESTS,
@@ -376,7 +383,6 @@ def _collect_one(options: dict[str, Any], start: datetime, end: datetime, object
         end=end,
         step_seconds=_step_seconds(options["step"]),
         queries_dir=options["queries_dir"],
-        chunk_points=options["chunk_points"],
         extra_resources=tuple(options["extended_resources"]),
         priority_classes=_priority_classes(options["priority_classes"]),
         max_requests=options["max_requests"],

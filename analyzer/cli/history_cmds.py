@@ -37,7 +37,7 @@ from analyzer.history.identity import check_identity, identity_for
 from analyzer.nightly.backfill import NO_DATA, SKIPPED, DayOutcome, backfill_days, run_backfill
 from analyzer.nightly.run import NightlySettings
 from analyzer.prom.client import PromClient
-from analyzer.prom.recording_rules import CPU_RULE, check_cpu_rule
+from analyzer.prom.recording_rules import RULES, check_rule
 
 STEP_DEFAULT = "5m"  # every backfill range (docs/history.md, "The step")
 
@@ -171,14 +171,15 @@ def _backfill_one(
     given = ctx.get_parameter_source("step") is not ParameterSource.DEFAULT
     click.echo(_step_line(given, source.step_seconds))
     end = datetime.combine(days[-1] + timedelta(days=1), time(), UTC).timestamp()
-    try:
-        with PromClient(source.settings) as client:  # two instant queries, whatever the range
-            check = check_cpu_rule(client, end)
-    except SourceError as exc:  # the days are written: a failed cross-check does not undo them
-        click.echo(f"recording rule {CPU_RULE}: not checked ({exc})")
-        check = None
-    if check is not None:
-        click.echo(check.line())
+    for rule in RULES:  # cpu, then memory: at most two instant queries each, whatever the range
+        try:
+            with PromClient(source.settings) as client:
+                check = check_rule(client, rule, end)
+        except SourceError as exc:  # the days are written: a failed cross-check does not undo them
+            click.echo(f"recording rule {rule.name}: not checked ({exc})")
+            check = None
+        if check is not None:
+            click.echo(check.line())
     click.echo(outcome.line())
     return outcome.exit_code
 

@@ -38,7 +38,6 @@ from analyzer.core.paths import queries_dir
 from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import (
-    DEFAULT_CHUNK_POINTS,
     DEFAULT_WINDOW_POINTS,
     FetchPlan,
     QueryResult,
@@ -92,7 +91,7 @@ class CollectRequest:
     end: datetime
     step_seconds: int = 60
     queries_dir: Path | None = None
-    chunk_points: int = DEFAULT_CHUNK_POINTS
+    chunk_points: int | None = None  # None: the budget's ``settings.max_points``
     window_points: int = DEFAULT_WINDOW_POINTS
     extra_resources: tuple[str, ...] = ()
     priority_classes: tuple[tuple[str, int], ...] = ()  # PriorityClass name → value
@@ -177,7 +176,7 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     )
     plan = FetchPlan(
         grid=grid,
-        chunk_points=request.chunk_points,
+        chunk_points=request.chunk_points or request.settings.max_points,
         window_points=request.window_points,
         parallelism=request.settings.parallelism,
     )
@@ -225,11 +224,23 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     context = replace(context, warnings=tuple(warnings))
     result = finish_snapshot(inventory, usage_results, grid, context)
     result.step_note = step_note(grid.step, intervals)
+    result.snapshot.meta.extra["query_budget"] = query_budget_meta(plan, total)
     if request.settings.thanos is not None:  # at which resolution the data was read
         result.snapshot.meta.extra["thanos"] = request.settings.thanos.to_meta()
     if request.kube_objects is not None:
         result.snapshot, _ = enrich_snapshot(result.snapshot, request.kube_objects)
     return result
+
+
+def query_budget_meta(plan: FetchPlan, requests: int) -> dict[str, int]:
+    """``meta.extra["query_budget"]``: the budget the run kept (``--max-points-per-request``,
+    ``--max-in-flight``), the seconds of raw samples one request spans, and the requests sent."""
+    return {
+        "max_points_per_request": plan.chunk_points,
+        "max_in_flight": plan.parallelism,
+        "raw_span_seconds": plan.sample_span,
+        "requests": requests,
+    }
 
 
 def scrape_intervals(

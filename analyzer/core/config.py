@@ -3,6 +3,8 @@
 A config file (YAML or TOML, ``--config FILE`` or ``$ANALYZER_CONFIG``) holds option values by
 option name, either at top level (apply to every command that has that option) or in a section
 named after a command (``collect:``, ``violations:``; ``report nightly`` is ``report-nightly``).
+The ``query:`` section holds the query budget (``max-points-per-request``, ``max-in-flight``) for
+every command that reads Prometheus (collect, check, aggregate, report nightly, history backfill).
 Flags always win over the file (click ``default_map``). A few top-level sections carry structured
 settings that are not flags (see ``STRUCTURED_SECTIONS``). An unknown key is an error naming it.
 Secrets come from files or environment variables, never from the config file in clear.
@@ -27,6 +29,16 @@ from analyzer.core.structured import describe_value, load_toml, load_yaml, plain
 STRUCTURED_SECTIONS = frozenset(
     {"thresholds", "node_thresholds", "autoscaler", "headroom", "clusters"}
 )
+
+
+# ``query:``: the query budget's keys (either spelling of each option) → the click parameter.
+QUERY_SECTION = "query"
+QUERY_KEYS = {
+    "max_points_per_request": "max_points",
+    "chunk_points": "max_points",
+    "max_in_flight": "parallelism",
+    "parallelism": "parallelism",
+}
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -72,6 +84,8 @@ def build_default_map(
                 result[key][param] = sub_value
         elif key in STRUCTURED_SECTIONS:
             continue
+        elif key == QUERY_SECTION:
+            _query_section(value, commands, result, source)
         elif norm in all_keys:
             for name, options in commands.items():
                 if norm in options:
@@ -81,3 +95,28 @@ def build_default_map(
                 f"{source}: unknown option {preview(key)}; see 'analyzer --help' for option names"
             )
     return result
+
+
+def _query_section(
+    value: Any,
+    commands: Mapping[str, Mapping[str, str]],
+    result: dict[str, dict[str, Any]],
+    source: str,
+) -> None:
+    """``query:``: the budget's values as defaults of every command that takes them (a
+    command's own section still wins)."""
+    if not isinstance(value, dict):
+        raise InputError(
+            f"{source}: section query: expected a mapping such as {{max-points-per-request: "
+            f"720, max-in-flight: 4}}, not {describe_value(value)}"
+        )
+    for sub_key, sub_value in value.items():
+        param = QUERY_KEYS.get(str(sub_key).replace("-", "_"))
+        if param is None:
+            raise InputError(
+                f"{source}: unknown option query.{plain(sub_key)} (the query section holds "
+                "max-points-per-request and max-in-flight)"
+            )
+        for name, options in commands.items():
+            if param in options.values():
+                result[name].setdefault(param, sub_value)

@@ -41,6 +41,7 @@ from analyzer.monthly.decisions import decide
 from analyzer.monthly.forecast import Forecast, forecast
 from analyzer.monthly.headroom_trend import headroom_trend
 from analyzer.monthly.months import Month, last_complete_month, trend_months
+from analyzer.monthly.read_note import read_note
 from analyzer.monthly.series import SERIES
 from analyzer.monthly.workloads import workload_months, workload_records, workload_table
 
@@ -329,6 +330,8 @@ def build_review(path: Path, settings: ReviewSettings) -> Review:
         "cluster": cluster_entry,
         "workloads": workload_records(table),
         "notes": notes,
+        # what the review read: the history's days of the window, and their Prometheus step
+        "read": read_note(root, [d for d in all_days if start <= d <= end]),
         # headroom per pod shape from the nightly runs' daily series (docs/headroom.md)
         "headroom": headroom_trend(read_headroom(root, start, end), month),
     }

@@ -80,6 +80,10 @@ class DataQuality:
     # meta.extra["scrape"] of a collected snapshot: source → interval_seconds (None: not
     # measured), method, rate_window_seconds; empty when the snapshot does not record it
     scrape: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # meta.extra["query_budget"] of a collected snapshot (docs/collect.md "Query budget"): the
+    # points per request and requests in flight it kept; empty for a snapshot read from disk
+    # that does not record it
+    query_budget: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -277,7 +281,16 @@ def _quality(day: Snapshot, settings: NightlySettings, start: pd.Timestamp) -> D
             for k, v in ((day.meta.extra or {}).get("scrape") or {}).items()
             if isinstance(v, dict)
         },
+        query_budget=_query_budget((day.meta.extra or {}).get("query_budget")),
     )
+
+
+def _query_budget(raw: object) -> dict[str, int]:
+    """The recorded query budget's whole-number fields (anything else in a hand-edited meta.json
+    is left out, not shown)."""
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _pct(numerator: float, denominator: float) -> float:

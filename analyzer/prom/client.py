@@ -99,8 +99,8 @@ def _size_hint(error: str) -> str:
     """A fix for errors that mean one request asked for too many points or samples."""
     if _TOO_BIG.search(error):
         return (
-            "; each request asked for too many points: lower --chunk-points (points per "
-            "request; raw samples are fetched --chunk-points × --step at a time)"
+            "; each request asked for too many points: lower --max-points-per-request "
+            "(--chunk-points; points of a series per request, raw samples included)"
         )
     return ""
 
@@ -360,7 +360,7 @@ class PromClient:
             return _Transient(
                 lambda tries: (
                     f"{url} answered {what} with HTTP 429 Too Many Requests "
-                    f"({_tries(tries)}); lower --parallelism or retry later"
+                    f"({_tries(tries)}); lower --max-in-flight (--parallelism) or retry later"
                 ),
                 retries=self.settings.retries,
                 retry_after=response.headers.get("Retry-After"),

@@ -1,7 +1,11 @@
 """Run the query profile: split every query into requests, run them in a bounded thread pool, merge.
 
-Range queries are split in time so no request exceeds Prometheus' 11,000 points per series (and
-so each response stays small enough to parse while the server works on the next). Window queries
+The query budget (``PromSettings.max_points``/``parallelism``, ``--max-points-per-request`` and
+``--max-in-flight``): no response holds more than N points of one series, and no more than M
+requests are in flight. Range queries are split in time into requests of at most N grid points
+(never more than Prometheus' 11,000), so each response stays small enough to parse while the
+server works on the next; raw-sample requests span N - 1 scrape intervals (or steps, when the step
+is the finer), so they hold at most N samples per series. Window queries
 (one summary over the whole range) are evaluated every ``span`` seconds back from the end and the
 points merged by the caller (``last``/``min``/``max``). Chunks of one series are concatenated and
 HA duplicates (equal label sets, e.g. after a replica label is aggregated away) merged. Raw kinds
@@ -31,13 +35,14 @@ from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
 from analyzer.prom.samples import SampleRule, sample_times, time_bounds
 from analyzer.prom.scrape_interval import rate_window
+from analyzer.prom.settings import DEFAULT_MAX_POINTS, MAX_POINTS_LIMIT
 
 # Raw-sample requests reach this much further back and forward than their chunk (see
 # ``run_profile``).
 EDGE_OVERLAP_SECONDS = 1
 DAY_SECONDS = 86_400
-MAX_POINTS = 11_000  # Prometheus: end-start/step must not exceed this many intervals
-DEFAULT_CHUNK_POINTS = 720  # 12 h at 1 m: small responses, many requests to run in parallel
+MAX_POINTS = MAX_POINTS_LIMIT  # Prometheus: end-start/step must not exceed this many intervals
+DEFAULT_CHUNK_POINTS = DEFAULT_MAX_POINTS  # 12 h at 1 m: small responses, many in parallel
 DEFAULT_WINDOW_POINTS = 1440  # inner subquery points per window evaluation (bounded server memory)
 
 # Kinds fetched as raw samples (instant queries of selector[span]) and evaluated here.
@@ -112,6 +117,22 @@ def range_chunks(
     return chunks
 
 
+def budget_chunks(grid: TimeGrid, points: int) -> list[tuple[int, int]]:
+    """``range_chunks`` of ``grid`` whose requests hold at most ``points`` points each, counting
+    the extra step a request ending on a UTC midnight is sent with (``range_reach``): such a
+    chunk ends one step earlier, and the next one starts at the midnight."""
+    limit = min(max(2, points), MAX_POINTS)
+    chunks = []
+    s = grid.start
+    while s <= grid.end:
+        e = min(grid.end, s + (limit - 1) * grid.step)
+        if range_reach(e, grid.step) != e and e - s >= (limit - 1) * grid.step:
+            e -= grid.step  # sent with one step more: still ``limit`` points
+        chunks.append((s, e))
+        s = e + grid.step
+    return chunks
+
+
 @dataclass
 class QueryResult:
     """A query's merged series, or the error that stopped it."""
@@ -157,8 +178,11 @@ class FetchPlan:
 
     @property
     def sample_span(self) -> int:
-        """Seconds of raw samples per request of a ``samples`` or ``times`` query."""
-        return self.chunk_points * self.grid.step
+        """Seconds of raw samples per request of a ``samples`` or ``times`` query: N - 1 times
+        the finer of the step and the finest measured scrape interval, so one request holds at
+        most N samples per series (the request window is this plus 2 s, see ``run_profile``)."""
+        finest = min([self.grid.step, *(s for _, s in self.scrape_seconds if s > 0)])
+        return max(1, self.chunk_points - 1) * finest
 
     @property
     def raw_start(self) -> int:
@@ -183,14 +207,12 @@ class FetchPlan:
                 ends.append(ends[-1] - self.sample_span)
             return [(max(need, e - self.sample_span), e, 0) for e in reversed(ends)]
         if spec.kind == "range":
-            return [
-                (s, e, grid.step)
-                for s, e in range_chunks(grid.start, grid.end, grid.step, self.chunk_points)
-            ]
+            return [(s, e, grid.step) for s, e in budget_chunks(grid, self.chunk_points)]
         span = self.span
         count = math.ceil((grid.end - grid.start) / span)
         first = grid.end - (count - 1) * span
-        per = max(1, math.ceil(count / self.parallelism))
+        # one request per worker, unless that would exceed the budget's points per request
+        per = min(max(1, math.ceil(count / self.parallelism)), self.chunk_points)
         return [(s, e, span) for s, e in range_chunks(first, grid.end, span, per)]
 
 

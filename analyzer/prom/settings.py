@@ -20,6 +20,12 @@ from analyzer.prom.thanos import ThanosParams
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_PARALLELISM = 4
+# The query budget (docs/collect.md "Query budget"): at most this many points per series in one
+# response (12 h at 1 m: small responses, many requests to run in parallel) and never more than
+# Prometheus' own limit of 11,000; at most 64 requests in flight.
+DEFAULT_MAX_POINTS = 720
+MAX_POINTS_LIMIT = 11_000
+MAX_IN_FLIGHT_LIMIT = 64
 DEFAULT_RETRIES = 3
 # The whole run's time limit: generous (a 5,000-node week takes minutes), yet a hung server ends a
 # nightly job the same night.
@@ -45,7 +51,8 @@ class PromSettings:
     insecure_skip_verify: bool = False
     headers: tuple[tuple[str, str], ...] = ()
     timeout: float = DEFAULT_TIMEOUT_SECONDS
-    parallelism: int = DEFAULT_PARALLELISM
+    parallelism: int = DEFAULT_PARALLELISM  # ``--max-in-flight``: requests in flight at most
+    max_points: int = DEFAULT_MAX_POINTS  # ``--max-points-per-request``: points per series at most
     retries: int = DEFAULT_RETRIES  # further tries of a request after a 5xx, 429 or broken body
     backoff: float = 0.5  # seconds before the first retry; doubled on every further one
     deadline: float = DEFAULT_DEADLINE_SECONDS  # seconds for the whole run (``--deadline``)
@@ -192,10 +199,20 @@ def check_settings(settings: PromSettings) -> None:
 
 
 def check_limits(settings: PromSettings) -> None:
-    """``--timeout``, ``--deadline`` and ``--parallelism``: positive and finite (0 is no default)."""
+    """``--timeout``, ``--deadline`` and the query budget (``--max-in-flight``,
+    ``--max-points-per-request``): positive and finite (0 is no default)."""
     if not (math.isfinite(settings.timeout) and settings.timeout > 0):
         raise InputError(f"--timeout: {settings.timeout:g} must be a number of seconds > 0")
     if not (math.isfinite(settings.deadline) and settings.deadline > 0):
         raise InputError(f"--deadline: {settings.deadline:g}s must be a duration > 0 (e.g. 30m)")
-    if not 1 <= settings.parallelism <= 64:
-        raise InputError(f"--parallelism: {settings.parallelism} must be between 1 and 64")
+    if not 1 <= settings.parallelism <= MAX_IN_FLIGHT_LIMIT:
+        raise InputError(
+            f"--max-in-flight (--parallelism): {settings.parallelism} must be between 1 and "
+            f"{MAX_IN_FLIGHT_LIMIT} requests (default {DEFAULT_PARALLELISM})"
+        )
+    # 2 at least: a raw-sample request spans (N - 1) scrape intervals (``prom.fetch``).
+    if not 2 <= settings.max_points <= MAX_POINTS_LIMIT:
+        raise InputError(
+            f"--max-points-per-request (--chunk-points): {settings.max_points} must be between 2 "
+            f"and {MAX_POINTS_LIMIT:,} (Prometheus' own limit; default {DEFAULT_MAX_POINTS})"
+        )

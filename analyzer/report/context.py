@@ -494,6 +494,9 @@ def build_context(
         "warnings": list(q.warnings) + list(result.violations.warnings),
         "step_seconds": q.step_seconds,
         "scrape_sentence": scrape_sentence(q.scrape, q.step_seconds),
+        # the collect's query budget (--max-points-per-request, --max-in-flight); null when the
+        # day was read from a snapshot that does not record it
+        "query_budget": q.query_budget or None,
         "percentile_method": result.settings.method,
         "exit_code": result.exit_code,
     }

@@ -89,6 +89,7 @@ class MonthlyContext:
     period: str
     generated_at: str
     history: str
+    read_sentence: str  # what the review read, and the step its days' usage was read at
     headline: list[str]
     decisions: list[dict[str, Any]]
     n1_sentence: str
@@ -283,6 +284,7 @@ def build_monthly_context(
         generated_at=p["generated_at"],
         history=p["history"]
         + (f" · cluster {p['history_cluster']}" if p.get("history_cluster") else ""),
+        read_sentence=str(p.get("read", {}).get("sentence", "")),
         headline=_headline(p),
         decisions=_decisions(p),
         n1_sentence=_n1_sentence(p),
