@@ -40,6 +40,7 @@ from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 from analyzer.monthly.series import BY_NAME
 from analyzer.report import format as fmt
 from analyzer.report import monthly_headroom as mhr
+from analyzer.report.whatif_growth import growth_view
 from analyzer.report import monthly_ledger as mlg
 from analyzer.report import monthly_rightsize as mrs
 from analyzer.report import monthly_scenarios as msc
@@ -55,6 +56,7 @@ from analyzer.report.views import TableView, json_value
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.capacity import UNIT_LINE
 from analyzer.whatif.joint import JointSettings
+from analyzer.whatif.growth import GrowthResult
 
 # ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write;
 # ``report.pdf``: --pdf's default, printed after the folder is in place.
@@ -397,8 +399,12 @@ def write_monthly_report(
     strategies: Sequence[str] = (),
     joint: JointSettings | None = None,
     autoscaler_choice: dict[str, str] | None = None,
+    growth: GrowthResult | None = None,
 ) -> MonthlyPaths:
     """Write the review into ``out`` atomically, then store its forecast under ``history``.
+
+    ``growth``: the growth replay of the month's busiest window (``analyzer.whatif.growth``),
+    shown as the page's "Growth replayed" section, in ``report.json`` and ``growth.csv``.
 
     ``recipe``: the right-sizing recipe (``vpa``, ``krr``, ``percentile:...``; default krr).
     ``snapshot`` (a Snapshot or its folder): the month's busiest week, replayed in the four
@@ -413,8 +419,14 @@ def write_monthly_report(
         msc.scenarios_review(review, rightsizing, snapshot, settings, autoscaler_choice)
     add_pool_decisions(review.payload)
     context = build_monthly_context(review, rightsizing)
+    view = None
+    if growth is not None:
+        view = growth_view(growth)
+        review.payload["growth"] = growth.to_dict()
     html = render(
-        "monthly.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
+        "monthly.html.j2",
+        {"ctx": context, "version": __version__, "growth": view},
+        user_dir=templates_dir,
     ).encode("utf-8")
     # Compact: with an indent, json falls back to its pure-Python encoder (seconds on a big review).
     payload = json.dumps(_clean(review.payload), sort_keys=True, allow_nan=False)
@@ -423,6 +435,8 @@ def write_monthly_report(
         for name, table in context.tables.items():
             write_csv(table.csv_frame(), tmp / f"{name}.csv")
         write_csv(review.workloads, tmp / "workloads.csv")
+        if view is not None:
+            write_csv(view.table.csv_frame(), tmp / "growth.csv")
         write_csv(_forecast_frame(review), tmp / "forecast.csv")
         (tmp / "rightsizing.csv").write_text(recommendations_csv(rightsizing.frame))
         (tmp / PATCHES).write_text(patches_yaml(rightsizing.frame))

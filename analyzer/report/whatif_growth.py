@@ -33,7 +33,7 @@ COLUMNS = [
     Column("capacity_memory_gib", "capacity (GiB)", "num"),
     Column("requested_peak_memory_gib", "requested peak (GiB)", "num"),
     Column("n_plus_1", "N+1 holds", "bool"),
-    Column("waiting_pods", "pods waiting", "int"),
+    Column("waiting_pods", "pods waiting (no node added)", "int"),
     Column("nodes_to_add", "nodes to add", "int"),
 ]
 
@@ -102,7 +102,9 @@ def write_growth_report(
 ) -> Path:
     """Write ``OUT/growth.{csv,json,html}`` (the page last, once what it links to is there)."""
     view = growth_view(result)
-    html = render("growth.html.j2", {"g": view, "version": __version__}, user_dir=templates_dir)
+    html = render(
+        "growth.html.j2", {"growth": view, "version": __version__}, user_dir=templates_dir
+    )
     payload = json.dumps(_clean(result.to_dict()), indent=1, sort_keys=True, allow_nan=False)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

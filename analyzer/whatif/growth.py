@@ -370,8 +370,13 @@ def run_growth(
     *,
     days: int = 7,
     progress: Callable[[int], None] | None = None,
+    search_nodes: bool = True,
+    stop_at_first_wait: bool = False,
 ) -> GrowthResult:
-    """Months 0..``plan.months`` of ``snapshot``'s busiest ``days`` replayed (module docstring)."""
+    """Months 0..``plan.months`` of ``snapshot``'s busiest ``days`` replayed (module docstring).
+
+    ``search_nodes=False`` skips the nodes-to-add search (0 is reported); ``stop_at_first_wait``
+    ends at the first month a pod waits (the benchmark needs no more)."""
     start, end = busiest_window(snapshot, days)
     rp = _Replayer(cut(snapshot, start, end), plan, strategy, autoscaling)
     growing = all(c.rate >= 0 and c.count >= 0 for c in plan.changes)
@@ -381,7 +386,7 @@ def run_growth(
     for month in range(plan.months + 1):
         run = rp.run(month, {})
         hopeless: set[str] = set()
-        if autoscaling is None and rp.waiting_pools(run):
+        if autoscaling is None and search_nodes and rp.waiting_pools(run):
             # growth only adds pods: last month's nodes are still needed, start there
             ks, hopeless = _search(rp, month, ks if growing else {})
             for pool in sorted(hopeless):
@@ -393,6 +398,8 @@ def run_growth(
         months.append(_month(rp, month, run, ks, hopeless))
         if progress is not None:
             progress(month)
+        if stop_at_first_wait and months[-1].waiting_pods:
+            break
     notes.append(f"{rp.replays} replays of the window {start.isoformat()} .. {end.isoformat()}")
     return GrowthResult(
         strategy=strategy.name,
