@@ -137,7 +137,7 @@ def main() -> None:
         assert isinstance(rates, list)
         config = {"growth": [{"namespace": f"ns{w}", "replicas": f"+{g * 100:.1f}%"}
                              for w, g in enumerate(rates)]}  # fmt: skip
-        plan = parse_growth(config, Path("."), args.months)
+        plan = parse_growth(config, Path(), args.months)
         result = run_growth(snapshot(h), plan, strategy, days=1, search_nodes=False,
                             stop_at_first_wait=True)  # fmt: skip
         found = result.first_wait_month()

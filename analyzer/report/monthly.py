@@ -40,7 +40,6 @@ from analyzer.monthly.rightsize_patches import patches_yaml, recommendations_csv
 from analyzer.monthly.series import BY_NAME
 from analyzer.report import format as fmt
 from analyzer.report import monthly_headroom as mhr
-from analyzer.report.whatif_growth import growth_view
 from analyzer.report import monthly_ledger as mlg
 from analyzer.report import monthly_rightsize as mrs
 from analyzer.report import monthly_scenarios as msc
@@ -53,10 +52,11 @@ from analyzer.report.output import make_readable
 from analyzer.report.refusal_groups import blocked_groups
 from analyzer.report.render import render
 from analyzer.report.views import TableView, json_value
+from analyzer.report.whatif_growth import growth_view
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.capacity import UNIT_LINE
-from analyzer.whatif.joint import JointSettings
 from analyzer.whatif.growth import GrowthResult
+from analyzer.whatif.joint import JointSettings
 
 # ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write;
 # ``report.pdf``: --pdf's default, printed after the folder is in place.
