@@ -123,3 +123,17 @@ def test_bad_growth_config_is_one_line_exit_2(
     lines = out.strip().splitlines()
     assert len(lines) == 1 and named in lines[0] and "Traceback" not in out
     assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+def test_cluster_autoscaler_adds_the_nodes(snapshot: Path, tmp_path: Path) -> None:
+    """Under cluster-autoscaler (maxSize 3 × 4 nodes) the pods beyond 16 wait for its scale-up:
+    2 pods of 1 core in month 5 need one more 4-core node, 6 in month 7 two."""
+    config = "growth:\n  - {namespace: default, replicas: '+2'}\n"
+    code, out = _run(tmp_path, snapshot, config, "--months", "7", "--format", "json",
+                     "--autoscaler", "cluster-autoscaler")  # fmt: skip
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["autoscaler"] == "cluster-autoscaler"
+    assert data["first_wait_month"] == 5  # waiting for the new node to be ready
+    assert [m["pools"][0]["nodes_to_add"] for m in data["months"]] == [0] * 5 + [1, 1, 2]
+    assert "kube-default and cluster-autoscaler" in data["sentence"]

@@ -41,6 +41,7 @@ from analyzer.replay.autoscale_setup import (
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import NEVER, ReplayInput, prepare
 from analyzer.replay.result import ReplayResult
+from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
 from analyzer.whatif.autoscaled import outcome_of
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.explain import node_pools
@@ -135,7 +136,8 @@ class GrowthResult:
             if (b := self.first_n1_break(pool)) is not None
         ]
         holds = "N+1 holds in every pool" if not breaks else "; ".join(breaks)
-        return f"Growth replayed with {self.strategy}: {wait}; {holds}."
+        scheduler = self.strategy + ("" if self.autoscaler == "none" else f" and {self.autoscaler}")
+        return f"Growth replayed with {scheduler}: {wait}; {holds}."
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per month and pool (the CSV)."""
@@ -250,9 +252,19 @@ class _Replayer:
         counts = pd.Series(self.base_pools).value_counts()
         self.fallback = str(sorted(counts[counts == counts.max()].index)[0]) if len(counts) else ""
         self.replays = 0
+        self._last: tuple[tuple[int, tuple[tuple[str, int], ...]], _Run] | None = None
 
     def run(self, month: int, extra: dict[str, int]) -> _Run:
-        """Month ``month`` with ``extra`` nodes per pool, replayed."""
+        """Month ``month`` with ``extra`` nodes per pool, replayed (the last replay is kept: the
+        search's check of its own answer is that same replay)."""
+        key = (month, tuple(sorted((p, k) for p, k in extra.items() if k)))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        done = self._replay(month, extra)
+        self._last = (key, done)
+        return done
+
+    def _replay(self, month: int, extra: dict[str, int]) -> _Run:
         snap, home = grown(self.window, self.plan, month, extra, self.lanes)
         inp = prepare(snap)
         node_pool = node_pools(inp)
@@ -378,7 +390,14 @@ def run_growth(
     ``search_nodes=False`` skips the nodes-to-add search (0 is reported); ``stop_at_first_wait``
     ends at the first month a pod waits (the benchmark needs no more)."""
     start, end = busiest_window(snapshot, days)
-    rp = _Replayer(cut(snapshot, start, end), plan, strategy, autoscaling)
+    window = cut(snapshot, start, end)
+    profile = strategy.profile
+    plugins = [] if profile is None else [*profile.filters, *(w.plugin for w in profile.scorers)]
+    if profile is not None and not any(isinstance(p, LoadAwareScheduling) for p in plugins):
+        # no usage-aware plugin: the samples would only be copied along with every pod copy
+        window = replace(window, pod_usage=window.pod_usage.iloc[0:0],
+                         node_usage=window.node_usage.iloc[0:0])  # fmt: skip
+    rp = _Replayer(window, plan, strategy, autoscaling)
     growing = all(c.rate >= 0 and c.count >= 0 for c in plan.changes)
     months: list[GrowthMonth] = []
     ks: dict[str, int] = {}
