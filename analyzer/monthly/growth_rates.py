@@ -1,8 +1,11 @@
 """Monthly growth rates per namespace, fitted from the history store's workload rows, for
 ``analyzer whatif --growth --history DIR`` (docs/whatif.md "Growth replayed").
 
-A namespace's daily series is its requested CPU: Σ over its workloads of ``replicas_mean`` ×
-``cpu_request_millicores`` (docs/history.md), in cores. The series goes through the monthly
+A namespace's daily series is its requested CPU at today's requests: Σ over its workloads of the
+day's ``replicas_mean`` × the workload's ``cpu_request_millicores`` on its last day in the history
+(docs/history.md), in cores. Requests are held at today's so that a right-sizing applied during
+the history (requests cut, replicas unchanged) is not read as the namespace shrinking: the growth
+replayed is more replicas of today's pods. The series goes through the monthly
 review's forecast (``analyzer.monthly.forecast``: level shifts found and fitted after the last
 one, outlier days left out); its slope per day × 30.4375 days, divided by the fitted level on the
 last day, is the namespace's rate: the share of today's replicas it gains each month (linear, as
@@ -12,6 +15,7 @@ significant trend grows at 0 and the reason is kept.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,14 +41,28 @@ def namespace_rates(root: Path) -> list[FittedRate]:
     rows = read_workloads(root)
     if rows.empty:
         return []
-    cores = rows["replicas_mean"].astype(float) * rows["cpu_request_millicores"].astype(float)
     day = pd.to_datetime(rows["day"], utc=True).dt.normalize()
+    key = (
+        rows["namespace"].astype(str)
+        + "\0"
+        + rows["owner_kind"].astype(str)
+        + "\0"
+        + rows["owner_name"].astype(str)
+    )
+    request = rows["cpu_request_millicores"].astype(float)
+    today = request.groupby(key).last() if day.is_monotonic_increasing else None
+    if today is None:  # the reader returns days oldest first; sort when it ever does not
+        order = day.sort_values(kind="stable").index
+        today = request.loc[order].groupby(key.loc[order]).last()
+    cores = rows["replicas_mean"].astype(float) * key.map(today).astype(float)
     frame = pd.DataFrame({"namespace": rows["namespace"].astype(str), "day": day, "v": cores / 1e3})
     out = []
     for namespace, mine in frame.groupby("namespace", sort=True):
         series = mine.groupby("day")["v"].sum()
         series.index = pd.DatetimeIndex(series.index).tz_localize(None)
-        fit = forecast(series, 1e15, horizon_days=31, resource="requested_cpu_cores")
+        with warnings.catch_warnings():  # a flat series (a namespace that never changes) makes
+            warnings.simplefilter("ignore", RuntimeWarning)  # statsmodels divide 0 by 0: no trend
+            fit = forecast(series, 1e15, horizon_days=31, resource="requested_cpu_cores")
         if fit.slope_per_day is None or not fit.points:
             out.append(FittedRate(str(namespace), 0.0, fit.method_reason))
             continue
