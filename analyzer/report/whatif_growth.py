@@ -2,8 +2,9 @@
 ``growth.csv``) and the small section the monthly page shows (docs/whatif.md "Growth replayed").
 
 The page opens with the short answer (``GrowthResult.sentence``: the first month a pod waits, the
-first month each pool's N+1 breaks), then one line per pool — the nodes to add by month — and
-folds the month × pool table away. Every name from the data is autoescaped by the templates.
+first month each pool's N+1 breaks), then one line per pool — the nodes to add by month; the pools
+in trouble first (earliest month a pod waits, N+1 breaks or nodes are needed), two before the fold
+— and folds the month × pool table away. Every name from the data is autoescaped by the templates.
 """
 
 from __future__ import annotations
@@ -67,10 +68,22 @@ def _adds(result: GrowthResult, pool: str) -> str:
     return ", ".join(parts) if parts else "none"
 
 
+def _first_trouble(result: GrowthResult, pool: str) -> int:
+    """The first month the pool breaks N+1, has pods waiting or needs nodes (the page's pools
+    come in this order, so the two lines before the fold are the ones that need action)."""
+    months = [
+        m.month
+        for m in result.months
+        for p in m.pools
+        if p.pool == pool and (not p.n_plus_1 or p.waiting_pods or p.nodes_to_add != 0)
+    ]
+    return min(months, default=len(result.months) + 1)
+
+
 def growth_view(result: GrowthResult) -> GrowthView:
     """The view of ``result`` (module docstring)."""
     lines = []
-    for pool in result.pools():
+    for pool in sorted(result.pools(), key=lambda p: (_first_trouble(result, p), p)):
         broken = result.first_n1_break(pool)
         n1 = "N+1 holds" if broken is None else f"N+1 breaks in month {broken}"
         lines.append(f"{pool}: {n1}; nodes to add by month: {_adds(result, pool)}")
