@@ -40,6 +40,9 @@ def growth_cmd(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None
     """Run the growth replay, print its answer (or JSON), write ``--out`` when given."""
     from analyzer.whatif.compare import resolve_strategy
 
+    for flag in ("search", "recommendations", "rightsize", "blocked"):
+        if opts[flag]:
+            raise InputError(f"--growth: not with --{flag} (run them separately)")
     names = tuple(opts["strategies"])
     if len(names) > 1:
         raise InputError("--strategy: with --growth name one (the cluster's scheduler)")
