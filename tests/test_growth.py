@@ -141,16 +141,16 @@ def test_cluster_autoscaler_adds_the_nodes(snapshot: Path, tmp_path: Path) -> No
 
 def test_rates_fitted_from_a_history(snapshot: Path, tmp_path: Path) -> None:
     """A history where namespace default's web grows by 0.4 replicas a month on its last-day
-    level of 8 (a straight line, 60 days): rate 0.05 a month, so month m runs
+    level of 8 (a straight line, 30 days): rate 0.05 a month, so month m runs
     floor(8 + 0.4 m + 0.5) = 8, 8, 9, 9, 10, 10, 10, 11, 11 pods; all fit (≤ 12: N+1 holds)."""
     from datetime import date
 
     from monthly_history import PoolTruth, WorkloadTruth, line, write_history
 
     per_day = 0.4 / 30.4375
-    write_history(tmp_path / "history", date(2026, 9, 1), 60, [PoolTruth("pool")],
+    write_history(tmp_path / "history", date(2026, 10, 1), 30, [PoolTruth("pool")],
                   [WorkloadTruth("web", "pool", namespace="default",
-                                 replicas=line(8 - 59 * per_day, per_day))])  # fmt: skip
+                                 replicas=line(8 - 29 * per_day, per_day))])  # fmt: skip
     code, out = _run(tmp_path, snapshot, "{}\n", "--months", "8", "--format", "json",
                      "--history", str(tmp_path / "history"))  # fmt: skip
     assert code == 0, out
