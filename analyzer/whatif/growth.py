@@ -414,6 +414,8 @@ def run_growth(
                              "(a constraint those nodes do not meet?): no node count given")  # fmt: skip
         elif autoscaling is None:
             ks = {}
+            if not search_nodes:  # not searched: no count to give where pods wait
+                hopeless = set(rp.waiting_pools(run))
         months.append(_month(rp, month, run, ks, hopeless))
         if progress is not None:
             progress(month)
