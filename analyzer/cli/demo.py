@@ -365,12 +365,15 @@ def _after_snapshot(
     review = build_review(reports_dir / "history", review_settings)
     if ledger_note:
         review.payload["notes"].append(ledger_note)
+    from analyzer.cli.demo_growth import demo_growth
+
     monthly = write_monthly_report(
         review,
         out / "monthly",
         history=reports_dir / "history",
         snapshot=snapshot,
         joint=joint_settings(review, (), thresholds=thresholds),
+        growth=demo_growth(snapshot, reports_dir / "history"),
     )
     say(f"monthly review of {review.month} written to {monthly.html}")
 

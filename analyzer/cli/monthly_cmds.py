@@ -64,6 +64,28 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
               "release. auto: the one the snapshot suggests (docs/autoscaling.md).")  # fmt: skip
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
+@click.option(
+    "--growth-snapshot",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Replay this snapshot's busiest window month by month with the "
+    "growth fitted from HISTORY_DIR (and the config's growth: section): the page's "
+    "'Growth replayed' section (docs/whatif.md).",
+)
+@click.option(
+    "--growth-months",
+    type=click.IntRange(1, 120),
+    default=12,
+    show_default=True,
+    help="With --growth-snapshot: months replayed.",
+)
+@click.option(
+    "--growth-days",
+    type=click.IntRange(1, 31),
+    default=7,
+    show_default=True,
+    help="With --growth-snapshot: whole days of its busiest window replayed.",
+)
 @pdf_options
 @notify_options
 @metrics_options
@@ -127,7 +149,25 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     root = history_root(history_dir)
     # The run stores its forecast under the history afterwards: refuse a read-only one up front.
     check_writable(root / "forecasts" / "x", "HISTORY_DIR")
+    growth_plan = None
+    if opts["growth_snapshot"] is not None:  # a bad growth: section fails before the review
+        from analyzer.cli.whatif_growth import growth_plan as plan_of
+
+        growth_plan = plan_of(ctx, opts["growth_months"], root)
     review = build_review(root, replace(settings))
+    growth = None
+    if growth_plan is not None:
+        from analyzer.core.snapshot import read_snapshot
+        from analyzer.whatif.compare import resolve_strategy
+        from analyzer.whatif.growth import run_growth
+
+        names = opts["strategies"]
+        growth = run_growth(
+            read_snapshot(opts["growth_snapshot"]),
+            growth_plan,
+            resolve_strategy(names[0] if names else "kube-default"),
+            days=opts["growth_days"],
+        )
     joint, choice, snapshot = None, None, opts["snapshot"]
     if opts["snapshot"] is not None:
         joint = joint_settings(
@@ -161,6 +201,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
         snapshot=snapshot,
         joint=joint,
         autoscaler_choice=None if choice is None else choice.to_dict(),
+        growth=growth,
     )
     from analyzer.report.portal import refresh_parent_portal
 

@@ -204,7 +204,8 @@ def _table(result: WhatIfResult) -> str:
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    help="With --search: write OUT/search.html (+ JSON, CSV, scheduler YAML).",
+    help="With --search: write OUT/search.html (+ JSON, CSV, scheduler YAML); with --growth: "
+    "OUT/growth.html, growth.json, growth.csv.",
 )
 @click.option("--templates-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder searched before the bundled templates.")  # fmt: skip
@@ -217,6 +218,35 @@ def _table(result: WhatIfResult) -> str:
 )
 @click.option("--blocked", is_flag=True,
               help="With --recommendations: print why each node still needed cannot go.")  # fmt: skip
+@click.option(
+    "--growth",
+    is_flag=True,
+    help="Apply growth month by month (the config's growth: section and/or rates "
+    "fitted from --history) to the busiest window and replay it with the cluster's "
+    "strategy: the first month a pod waits, N+1 per pool, nodes to add (docs/whatif.md).",
+)
+@click.option(
+    "--months",
+    type=Count(1, 120),
+    default=12,
+    show_default=True,
+    help="With --growth: months to replay.",
+)
+@click.option(
+    "--history",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="With --growth: fit each namespace's monthly growth from this "
+    "history store (a nightly OUT or OUT/history).",
+)
+@click.option(
+    "--growth-days",
+    "days",
+    type=int,
+    default=7,
+    show_default=True,
+    help="With --growth: whole days of the busiest window replayed.",
+)
 @click.pass_context
 def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     """Replay SNAPSHOT's pods under other scheduling strategies and compare the outcomes.
@@ -227,6 +257,14 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     imbalance and the share of pods moved. With --search: a grid of configurations instead, its
     Pareto front (capacity released, violations, waiting pods) and the configuration to apply.
     """
+    if opts["growth"]:
+        from analyzer.cli.whatif_growth import growth_cmd
+
+        growth_cmd(ctx, snapshot, opts)
+        return
+    for flag in ("history",):
+        if opts[flag] is not None:
+            raise InputError(f"--{flag}: only with --growth")
     if opts["arrivals"] != ARRIVALS[0] and (opts["search"] or opts["recommendations"]):
         raise InputError("--arrivals: only for the comparison of strategies (not with --search "
                          "or --recommendations yet)")  # fmt: skip

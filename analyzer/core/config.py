@@ -25,9 +25,10 @@ from analyzer.core.structured import describe_value, load_toml, load_yaml, plain
 # thresholds (``usage/thresholds.py``), the replay's node autoscaler (``replay/autoscale_setup.py``)
 # and the nightly's ``headroom:`` pod shapes (``nightly/headroom_shapes.py``). A section nothing
 # reads is an unknown key like any other.
-# ``clusters:`` is the list of clusters with their own connection (``cli/clusters.py``).
+# ``clusters:`` is the list of clusters with their own connection (``cli/clusters.py``);
+# ``growth:`` the changes ``whatif --growth`` replays (``whatif/growth_plan.py``).
 STRUCTURED_SECTIONS = frozenset(
-    {"thresholds", "node_thresholds", "autoscaler", "headroom", "clusters"}
+    {"thresholds", "node_thresholds", "autoscaler", "headroom", "clusters", "growth"}
 )
 
 

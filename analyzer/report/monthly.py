@@ -52,8 +52,10 @@ from analyzer.report.output import make_readable
 from analyzer.report.refusal_groups import blocked_groups
 from analyzer.report.render import render
 from analyzer.report.views import TableView, json_value
+from analyzer.report.whatif_growth import growth_view
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.capacity import UNIT_LINE
+from analyzer.whatif.growth import GrowthResult
 from analyzer.whatif.joint import JointSettings
 
 # ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write;
@@ -399,8 +401,12 @@ def write_monthly_report(
     strategies: Sequence[str] = (),
     joint: JointSettings | None = None,
     autoscaler_choice: dict[str, str] | None = None,
+    growth: GrowthResult | None = None,
 ) -> MonthlyPaths:
     """Write the review into ``out`` atomically, then store its forecast under ``history``.
+
+    ``growth``: the growth replay of the month's busiest window (``analyzer.whatif.growth``),
+    shown as the page's "Growth replayed" section, in ``report.json`` and ``growth.csv``.
 
     ``recipe``: the right-sizing recipe (``vpa``, ``krr``, ``percentile:...``; default krr).
     ``snapshot`` (a Snapshot or its folder): the month's busiest week, replayed in the four
@@ -415,8 +421,14 @@ def write_monthly_report(
         msc.scenarios_review(review, rightsizing, snapshot, settings, autoscaler_choice)
     add_pool_decisions(review.payload)
     context = build_monthly_context(review, rightsizing)
+    view = None
+    if growth is not None:
+        view = growth_view(growth)
+        review.payload["growth"] = growth.to_dict()
     html = render(
-        "monthly.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
+        "monthly.html.j2",
+        {"ctx": context, "version": __version__, "growth": view},
+        user_dir=templates_dir,
     ).encode("utf-8")
     # Compact: with an indent, json falls back to its pure-Python encoder (seconds on a big review).
     payload = json.dumps(_clean(review.payload), sort_keys=True, allow_nan=False)
@@ -425,6 +437,8 @@ def write_monthly_report(
         for name, table in context.tables.items():
             write_csv(table.csv_frame(), tmp / f"{name}.csv")
         write_csv(review.workloads, tmp / "workloads.csv")
+        if view is not None:
+            write_csv(view.table.csv_frame(), tmp / "growth.csv")
         write_csv(_forecast_frame(review), tmp / "forecast.csv")
         (tmp / "rightsizing.csv").write_text(recommendations_csv(rightsizing.frame))
         (tmp / PATCHES).write_text(patches_yaml(rightsizing.frame))

@@ -75,7 +75,7 @@ _OUT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|index\.html|history|whatif|deliveri
 # --pdf's default); the report replaces it as a whole.
 WHATIF_FILES = names_matching(
     ("report.html", "report.json", "*.csv", "search.html", "search.json", "search-scheduler.yaml",
-     "report.pdf")
+     "report.pdf", "growth.html", "growth.json")
 )  # fmt: skip
 
 

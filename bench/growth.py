@@ -1,0 +1,161 @@
+"""Benchmark: is the month of the first waiting pod of ``whatif --growth`` the real one?
+
+50 seeded growth histories from a small generator of this file's own. Each is a one-pool cluster
+of 3–8 identical nodes (4, 8 or 16 cores; 16, 32 or 64 GiB) running two Deployments in two
+namespaces for one day (1-hour step: the pods run the whole day, so the step only sets the grid),
+each Deployment a seeded pod shape (0.5–2 cores, 0.5–4 GiB) and replica count (together 45–75 %
+of the pool's CPU or memory today), growing at a seeded rate of 8–40 % of today's replicas a
+month (declared as the config's ``growth:`` rates). The generator's demand in month m is
+floor(r0 + g·r0·m + 0.5) replicas of each.
+
+**Truth**, computed independently of the replay: the first month whose demand has no placement at
+all — an exact check over every node (dynamic programming over the (pods of A, pods of B) a node
+can hold within its CPU, memory and 110 pods). The analyzer's answer is the first month a pod
+waits when ``run_growth`` replays the month with kube-default. A history scores when the two are
+within ±1 month (a horizon of 12 months; "none within 12" counts as month 13 on both sides).
+
+    .venv/bin/python bench/growth.py [--histories 50] [--months 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
+from analyzer.whatif.compare import resolve_strategy
+from analyzer.whatif.growth import run_growth
+from analyzer.whatif.growth_plan import parse_growth
+
+T0 = pd.Timestamp("2026-11-01T00:00:00Z")
+GI = 2**30
+MAX_PODS = 110
+
+
+def history(seed: int) -> dict[str, object]:
+    """One seeded history: nodes, the two workloads' shapes, replicas and monthly rates."""
+    rng = np.random.default_rng(seed)
+    cpu = int(rng.choice([4000, 8000, 16000]))
+    memory = int(rng.choice([16, 32, 64])) * GI
+    nodes = int(rng.integers(3, 9))
+    shapes = [
+        (int(rng.choice([500, 1000, 1500, 2000])), int(rng.choice([1, 2, 4, 8])) * GI // 2)
+        for _ in range(2)
+    ]
+    load = rng.uniform(0.45, 0.75)
+    # replicas so that together they hold ``load`` of the binding resource today
+    share = rng.uniform(0.3, 0.7)
+    replicas = []
+    for (c, m), part in zip(shapes, (share, 1 - share), strict=True):
+        per = max(c / (cpu * nodes), m / (memory * nodes))
+        replicas.append(max(1, int(load * part / per)))
+    rates = [round(float(rng.uniform(0.08, 0.40)), 3) for _ in range(2)]
+    return {"cpu": cpu, "memory": memory, "nodes": nodes, "shapes": shapes,
+            "replicas": replicas, "rates": rates}  # fmt: skip
+
+
+def demand(h: dict[str, object], month: int) -> list[int]:
+    """The generator's replicas of each workload in ``month``."""
+    replicas, rates = h["replicas"], h["rates"]
+    assert isinstance(replicas, list) and isinstance(rates, list)
+    return [int(r + g * r * month + 0.5) for r, g in zip(replicas, rates, strict=True)]
+
+
+def fits(h: dict[str, object], wanted: list[int]) -> bool:
+    """Whether ``wanted`` pods of the two shapes have any placement on the nodes (exact)."""
+    (ca, ma), (cb, mb) = h["shapes"]  # type: ignore[misc]
+    cpu, memory, nodes = int(h["cpu"]), int(h["memory"]), int(h["nodes"])  # type: ignore[call-overload]
+    a_max, b_max = wanted
+    per_node = [
+        (x, y)
+        for x in range(a_max + 1)
+        for y in range(b_max + 1)
+        if x * ca + y * cb <= cpu and x * ma + y * mb <= memory and x + y <= MAX_PODS
+    ]
+    reach = {(0, 0)}
+    for _ in range(nodes):
+        reach = {(min(a + x, a_max), min(b + y, b_max)) for a, b in reach for x, y in per_node}
+        if (a_max, b_max) in reach:
+            return True
+    return (a_max, b_max) in reach
+
+
+def truth(h: dict[str, object], months: int) -> int:
+    """The first month whose demand does not fit (months + 1: none within the horizon)."""
+    return next((m for m in range(months + 1) if not fits(h, demand(h, m))), months + 1)
+
+
+def snapshot(h: dict[str, object]) -> Snapshot:
+    """The history's busiest day as a snapshot: every pod runs the whole day on a real node
+    (spread round-robin; the replay places them afresh)."""
+    end = T0 + pd.Timedelta(days=1)
+    meta = SnapshotMeta(source="bench:growth", start=T0.isoformat(), end=end.isoformat(),
+                        step_seconds=3600, collected_at=T0.isoformat(), analyzer_version="bench")  # fmt: skip
+    count = int(h["nodes"])  # type: ignore[call-overload]
+    names = [f"node-{i}" for i in range(count)]
+    nodes = pd.DataFrame({
+        "node": names, "pool": ["pool"] * count, "labels": ["{}"] * count,
+        "first_seen": [T0] * count, "last_seen": [end] * count,
+        "allocatable:cpu": [h["cpu"]] * count, "allocatable:memory": [h["memory"]] * count,
+        "allocatable:pods": [MAX_PODS] * count,
+    })  # fmt: skip
+    rows = []
+    for w, ((c, m), r) in enumerate(zip(h["shapes"], h["replicas"], strict=True)):  # type: ignore[call-overload]
+        for i in range(r):
+            rows.append({
+                "uid": f"w{w}-{i}", "namespace": f"ns{w}", "name": f"app{w}-{i}",
+                "node": names[(i + w) % count], "owner_kind": "ReplicaSet",
+                "owner_name": f"app{w}-rs", "workload_kind": "Deployment",
+                "workload_name": f"app{w}", "qos_class": "Burstable", "labels": "{}",
+                "created": T0, "scheduled": T0, "started": T0, "last_seen": end,
+                "requests:cpu": c, "requests:memory": m, "nonzero_requests:cpu": c,
+                "nonzero_requests:memory": m, "limits:cpu": 0, "limits:memory": 0,
+            })  # fmt: skip
+    empty = pd.DataFrame({"node": [], "timestamp": [], "cpu": [], "memory": []})
+    usage = pd.DataFrame({"uid": [], "timestamp": [], "cpu": [], "memory": []})
+    return make_snapshot(meta, nodes, pd.DataFrame(rows), empty, usage)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--histories", type=int, default=50)
+    parser.add_argument("--months", type=int, default=12)
+    args = parser.parse_args()
+    strategy = resolve_strategy("kube-default")
+    began, cpu0 = time.monotonic(), time.process_time()
+    rows = []
+    for seed in range(args.histories):
+        h = history(seed)
+        rates = h["rates"]
+        assert isinstance(rates, list)
+        config = {"growth": [{"namespace": f"ns{w}", "replicas": f"+{g * 100:.1f}%"}
+                             for w, g in enumerate(rates)]}  # fmt: skip
+        plan = parse_growth(config, Path(), args.months)
+        result = run_growth(snapshot(h), plan, strategy, days=1, search_nodes=False,
+                            stop_at_first_wait=True)  # fmt: skip
+        found = result.first_wait_month()
+        got = args.months + 1 if found is None else found
+        real = truth(h, args.months)
+        rows.append({"seed": seed, "truth": real, "analyzer": got, "ok": abs(got - real) <= 1})
+    hits = sum(r["ok"] for r in rows)
+    exact = sum(r["truth"] == r["analyzer"] for r in rows)
+    print(json.dumps({
+        "histories": args.histories, "months": args.months,
+        "within_one_month": hits, "share_within_one_month_pct": round(100 * hits / len(rows), 1),
+        "exact": exact, "misses": [r for r in rows if not r["ok"]],
+        "truth_months": sorted(r["truth"] for r in rows),
+        "wall_s": round(time.monotonic() - began, 1),
+        "cpu_s": round(time.process_time() - cpu0, 1),
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
+    }, indent=1))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
