@@ -20,6 +20,7 @@ one a given CA run picks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -120,6 +121,10 @@ class RemovalSimulator:
         self.walks: list[tuple[int, int]] | None = None
         # a caller that knows some filters pass everywhere for every pod it moves names them here
         self.skip: frozenset[str] = frozenset()
+        # True: NodeResourcesFit asked of the walk's nodes in order until one fits (the same
+        # node as the full mask's first from ``last_index``); False: every slot, as the plain path
+        self.first_fit = False
+        self._columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]] = {}
         # a caller may keep ``GetPodsToMove``'s answers here between passes, by the pods' object
         # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
         self.drains: dict[tuple[object, ...], PodsToMove] | None = None
@@ -155,8 +160,12 @@ class RemovalSimulator:
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
         feasible = allowed & self.schedulable
+        fit = None
         for plugin in self.profile.filters:
             name = getattr(plugin, "name", "")
+            if name == "NodeResourcesFit" and self.first_fit and hasattr(plugin, "fits_on"):
+                fit = plugin  # asked below of the walk's first nodes only
+                continue
             if name == "NodePorts" and not demand.host_ports:
                 continue  # a pod without host ports conflicts with no port anywhere
             if name in self.skip:
@@ -171,6 +180,15 @@ class RemovalSimulator:
             feasible &= mask
         count = self.state.node_count
         start = self.last_index
+        if fit is not None:
+            i = self._first_fit(fit, demand, feasible, start)
+            if i is None:
+                return None
+            step = (i - start) % count
+            self.last_index = (i + 1) % count
+            if self.walks is not None:
+                self.walks.append((start, step + 1))
+            return i
         # the first feasible node from ``start`` on, wrapping round
         ahead = np.flatnonzero(feasible[start:])
         if len(ahead):
@@ -185,6 +203,43 @@ class RemovalSimulator:
         if self.walks is not None:
             self.walks.append((start, step + 1))
         return i
+
+    def _first_fit(
+        self, fit: Any, demand: PodDemand, feasible: np.ndarray, start: int
+    ) -> int | None:
+        """The first node from ``start`` on (round-robin) that ``feasible`` allows and
+        NodeResourcesFit accepts: the node ``_place``'s full mask would give. The walk mostly
+        stops at the first nodes it looks at, so those are asked one by one (a few integer
+        comparisons) and only the rest at once (``fits_on``)."""
+        nodes = np.flatnonzero(feasible)
+        if not len(nodes):
+            return None
+        cut = int(np.searchsorted(nodes, start))
+        order = np.concatenate((nodes[cut:], nodes[:cut])) if cut else nodes
+        columns = self._fit_columns(fit, demand)
+        if columns is None:  # a resource no node offers: fits nowhere
+            return None
+        state = self.state
+        alloc, used, count, allowed = (
+            state.allocatable, state.requested, state.pod_count, state.allowed_pods
+        )
+        for i in order[:4].tolist():
+            if count.item(i) >= allowed.item(i):
+                continue
+            if all(alloc.item(i, j) - used.item(i, j) >= r for j, r in columns):
+                return int(i)
+        rest = order[4:]
+        if not len(rest):
+            return None
+        ok = fit.fits_on(state, demand, rest)
+        return int(rest[int(np.argmax(ok))]) if ok.any() else None
+
+    def _fit_columns(self, fit: Any, demand: PodDemand) -> list[tuple[int, int]] | None:
+        """``fit.compared`` for ``demand``, kept per demand object for the simulator's pass."""
+        found = self._columns.get(id(demand))
+        if found is None:  # the demand is kept with its answer, so its id is not reused
+            found = self._columns[id(demand)] = (demand, fit.compared(self.state, demand))
+        return found[1]
 
     def restore(self) -> None:
         """Undo every kept simulation on the state (a live state is as it was before the pass)."""

@@ -363,6 +363,8 @@ class ClusterAutoscaler:
         memo, state = self.sims, self.state
         memo.start_pass()
         columns = (self.cpu or 0, self.mem or 0)
+        # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
+        simulator.first_fit = self.settings.reuse
         if self.reuse:
             # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
             simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
