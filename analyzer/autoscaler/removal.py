@@ -65,6 +65,8 @@ class LiveState:
 # filters whose answer depends on the node's labels, taints and cordon and the pod's constraints
 # (tolerations, node selector and affinity), never on the pods placed
 STATIC_FILTERS = frozenset({"NodeUnschedulable", "TaintToleration", "NodeAffinity"})
+# how far past the walk's start ``_first_fit`` looks for its first few nodes before the rest
+NEAR = 32
 
 
 def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
@@ -124,7 +126,9 @@ class RemovalSimulator:
         # True: NodeResourcesFit asked of the walk's nodes in order until one fits (the same
         # node as the full mask's first from ``last_index``); False: every slot, as the plain path
         self.first_fit = False
-        self._columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]] = {}
+        # ``NodeResourcesFit.compared`` per demand object (with the demand, so its id stays
+        # its own); a caller whose state keeps its resource axis may share one across passes
+        self.columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]] = {}
         # a caller may keep ``GetPodsToMove``'s answers here between passes, by the pods' object
         # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
         self.drains: dict[tuple[object, ...], PodsToMove] | None = None
@@ -211,11 +215,6 @@ class RemovalSimulator:
         NodeResourcesFit accepts: the node ``_place``'s full mask would give. The walk mostly
         stops at the first nodes it looks at, so those are asked one by one (a few integer
         comparisons) and only the rest at once (``fits_on``)."""
-        nodes = np.flatnonzero(feasible)
-        if not len(nodes):
-            return None
-        cut = int(np.searchsorted(nodes, start))
-        order = np.concatenate((nodes[cut:], nodes[:cut])) if cut else nodes
         columns = self._fit_columns(fit, demand)
         if columns is None:  # a resource no node offers: fits nowhere
             return None
@@ -223,22 +222,26 @@ class RemovalSimulator:
         alloc, used, count, allowed = (
             state.allocatable, state.requested, state.pod_count, state.allowed_pods
         )
-        for i in order[:4].tolist():
-            if count.item(i) >= allowed.item(i):
-                continue
-            if all(alloc.item(i, j) - used.item(i, j) >= r for j, r in columns):
+        near = (np.flatnonzero(feasible[start : start + NEAR]) + start).tolist()
+        for i in near[:4]:
+            if count.item(i) < allowed.item(i) and all(
+                alloc.item(i, j) - used.item(i, j) >= r for j, r in columns
+            ):
                 return int(i)
-        rest = order[4:]
-        if not len(rest):
+        # the rest of the walk, in its order, at once
+        nodes = np.flatnonzero(feasible)
+        cut = int(np.searchsorted(nodes, start))
+        order = np.concatenate((nodes[cut:], nodes[:cut]))[len(near[:4]) :]
+        if not len(order):
             return None
-        ok = fit.fits_on(state, demand, rest)
-        return int(rest[int(np.argmax(ok))]) if ok.any() else None
+        ok = fit.fits_on(state, demand, order)
+        return int(order[int(np.argmax(ok))]) if ok.any() else None
 
     def _fit_columns(self, fit: Any, demand: PodDemand) -> list[tuple[int, int]] | None:
-        """``fit.compared`` for ``demand``, kept per demand object for the simulator's pass."""
-        found = self._columns.get(id(demand))
+        """``fit.compared`` for ``demand``, kept per demand object (``columns``)."""
+        found = self.columns.get(id(demand))
         if found is None:  # the demand is kept with its answer, so its id is not reused
-            found = self._columns[id(demand)] = (demand, fit.compared(self.state, demand))
+            found = self.columns[id(demand)] = (demand, fit.compared(self.state, demand))
         return found[1]
 
     def restore(self) -> None:

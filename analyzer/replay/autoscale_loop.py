@@ -103,6 +103,7 @@ class ClusterAutoscaler:
         self.membership: tuple[Any, dict[str, NodeGroup]] = (None, {})
         self.position = {name: i for i, name in enumerate(state.node_names)}
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
+        self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
         # slot -> (its pods, unremovable reason, empty): eligibility as of those pods
         self.judged: dict[int, tuple[tuple[int, ...], str, bool]] = {}
         self.group_of = np.array(groups.of_node, dtype=np.int64)
@@ -364,7 +365,7 @@ class ClusterAutoscaler:
         memo.start_pass()
         columns = (self.cpu or 0, self.mem or 0)
         # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
-        simulator.first_fit = self.settings.reuse
+        simulator.first_fit, simulator.columns = self.settings.reuse, self.columns
         if self.reuse:
             # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
             simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
