@@ -97,6 +97,42 @@ def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDeman
     return state, demands
 
 
+def first_fitting(
+    state: ClusterState,
+    fit: Any,
+    demand: PodDemand,
+    columns: list[tuple[int, int]] | None,
+    feasible: np.ndarray,
+    start: int,
+) -> int | None:
+    """The first node from ``start`` on (round-robin) that ``feasible`` (the other filters)
+    allows and NodeResourcesFit ``fit`` accepts (``columns``: ``fit.compared`` for ``demand``):
+    the first node of the full filter mask. The walk mostly stops at the first nodes it looks
+    at, so those are asked one by one (a few integer comparisons), the rest at once."""
+    if columns is None:  # a resource no node offers: fits nowhere
+        return None
+    alloc, used, count, allowed = (
+        state.allocatable,
+        state.requested,
+        state.pod_count,
+        state.allowed_pods,
+    )
+    near = (np.flatnonzero(feasible[start : start + NEAR]) + start).tolist()[:4]
+    for i in near:
+        if count.item(i) < allowed.item(i) and all(
+            alloc.item(i, j) - used.item(i, j) >= r for j, r in columns
+        ):
+            return int(i)
+    # the rest of the walk, in its order, at once
+    nodes = np.flatnonzero(feasible)
+    cut = int(np.searchsorted(nodes, start))
+    order = np.concatenate((nodes[cut:], nodes[:cut]))[len(near) :]
+    if not len(order):
+        return None
+    ok = fit.fits_on(state, demand, order)
+    return int(order[int(np.argmax(ok))]) if ok.any() else None
+
+
 class RemovalSimulator:
     """Simulates node removals one after another on one scheduler state."""
 
@@ -211,31 +247,11 @@ class RemovalSimulator:
     def _first_fit(
         self, fit: Any, demand: PodDemand, feasible: np.ndarray, start: int
     ) -> int | None:
-        """The first node from ``start`` on (round-robin) that ``feasible`` allows and
-        NodeResourcesFit accepts: the node ``_place``'s full mask would give. The walk mostly
-        stops at the first nodes it looks at, so those are asked one by one (a few integer
-        comparisons) and only the rest at once (``fits_on``)."""
-        columns = self._fit_columns(fit, demand)
-        if columns is None:  # a resource no node offers: fits nowhere
-            return None
-        state = self.state
-        alloc, used, count, allowed = (
-            state.allocatable, state.requested, state.pod_count, state.allowed_pods
+        """``first_fitting`` for ``demand`` from ``start``: the node ``_place``'s full mask
+        would give."""
+        return first_fitting(
+            self.state, fit, demand, self._fit_columns(fit, demand), feasible, start
         )
-        near = (np.flatnonzero(feasible[start : start + NEAR]) + start).tolist()
-        for i in near[:4]:
-            if count.item(i) < allowed.item(i) and all(
-                alloc.item(i, j) - used.item(i, j) >= r for j, r in columns
-            ):
-                return int(i)
-        # the rest of the walk, in its order, at once
-        nodes = np.flatnonzero(feasible)
-        cut = int(np.searchsorted(nodes, start))
-        order = np.concatenate((nodes[cut:], nodes[:cut]))[len(near[:4]) :]
-        if not len(order):
-            return None
-        ok = fit.fits_on(state, demand, order)
-        return int(order[int(np.argmax(ok))]) if ok.any() else None
 
     def _fit_columns(self, fit: Any, demand: PodDemand) -> list[tuple[int, int]] | None:
         """``fit.compared`` for ``demand``, kept per demand object (``columns``)."""

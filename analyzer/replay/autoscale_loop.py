@@ -35,7 +35,13 @@ from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
 from analyzer.autoscaler.planner import is_empty, select
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
-from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
+from analyzer.autoscaler.removal import (
+    STATIC_FILTERS,
+    LiveState,
+    Outcome,
+    RemovalSimulator,
+    first_fitting,
+)
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
@@ -47,7 +53,7 @@ from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
-from analyzer.scheduling.state import ClusterState
+from analyzer.scheduling.state import ClusterState, PodDemand
 
 SECOND = 1_000_000_000
 
@@ -201,21 +207,25 @@ class ClusterAutoscaler:
         self.sims.touch(node, freed)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _group_nodes(self, group: int) -> list[int]:
-        """The group's nodes: present and being provisioned (its target size)."""
-        mine = self.active & (self.group_of == group)
-        return [*np.flatnonzero(mine).tolist(),
-                *(s for s in self.provisioning if self.groups.of_node[s] == group)]  # fmt: skip
-
-    def _free_slot(self, group: int) -> list[int]:
-        """The group's spare slots that do not exist now (a deleted one may be used again)."""
-        unused = self.groups.spare & ~self.active & (self.group_of == group)
+    def _free_slots(self) -> list[list[int]]:
+        """Each group's spare slots that do not exist now (a deleted one may be used again)."""
+        unused = self.groups.spare & ~self.active
         # a drain that ended frees its slot for good
         self.draining = {s: until for s, until in self.draining.items() if until > self.clock}
         busy = [*self.provisioning, *self.draining]
         if busy:
             unused[busy] = False
-        return np.flatnonzero(unused).tolist()
+        slots = np.flatnonzero(unused)
+        of = self.group_of[slots]
+        return [slots[of == g].tolist() for g in range(len(self.groups.names))]
+
+    def _sizes(self) -> list[int]:
+        """Each group's target size: its present nodes and those being provisioned."""
+        count = len(self.groups.names)
+        sizes = np.bincount(self.group_of[self.active], minlength=count).tolist()
+        for slot in self.provisioning:
+            sizes[self.groups.of_node[slot]] += 1
+        return sizes  # type: ignore[no-any-return]
 
     def _ca_pod(self, pod: int) -> CAPod:
         found = self.pods.get(pod)
@@ -302,7 +312,7 @@ class ClusterAutoscaler:
         # a group already at its minSize can lose no node: its candidates are not simulated
         # (upstream simulates them and refuses them afterwards; their simulated moves would only
         # take room from the later candidates)
-        sizes = {g: len(self._group_nodes(g)) for g in {self.groups.of_node[c] for c in candidates}}
+        sizes = self._sizes() if candidates else []
         at_min = [c for c in candidates
                   if sizes[self.groups.of_node[c]] <= self.groups.min_size[self.groups.of_node[c]]]  # fmt: skip
         if at_min:
@@ -347,8 +357,10 @@ class ClusterAutoscaler:
         columns = [self.cpu, self.mem]
         alloc = self.state.allocatable[nodes][:, columns].astype(np.float64)
         used = self.state.requested[nodes][:, columns].astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)  # type: ignore[no-any-return]
+        # a resource the node does not offer counts 0 (used / 0 is not a ratio)
+        out = np.zeros(alloc.shape, dtype=np.float64)
+        np.divide(used, alloc, out=out, where=alloc > 0)
+        return out.max(axis=1)  # type: ignore[no-any-return]
 
     def _simulate(
         self,
@@ -452,13 +464,10 @@ class ClusterAutoscaler:
                 out.append(pod)
                 continue
             demand = self.inp.demands[pod]
-            feasible = self.active.copy()
-            for plugin in self.profile.filters:
-                feasible &= plugin.filter(state, demand, seconds).feasible
-            nodes = np.flatnonzero(feasible)
-            if len(nodes):
-                state.bind(int(nodes[0]), demand)
-                placed.append((int(nodes[0]), demand))
+            node = self._first_node(demand, seconds)
+            if node is not None:
+                state.bind(node, demand)
+                placed.append((node, demand))
             else:
                 nowhere.add(keys[pod])
                 out.append(pod)
@@ -466,16 +475,47 @@ class ClusterAutoscaler:
             state.unbind(node, demand)
         return out
 
+    def _first_node(self, demand: PodDemand, seconds: float) -> int | None:
+        """The first present node (in slot order) whose filters pass for ``demand``. The fast
+        path (``settings.reuse``) takes the static filters' masks kept between runs (as the
+        removal simulation does), skips NodePorts for a pod without host ports, and asks
+        NodeResourcesFit of the first candidate nodes only (``first_fitting``): the same node."""
+        state, fast = self.state, self.settings.reuse
+        static = self.static if self.inp.snapshot.node_state is None else None
+        feasible = self.active.copy()
+        fit = None
+        for plugin in self.profile.filters:
+            name = getattr(plugin, "name", "")
+            if fast and name == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
+                fit = plugin
+                continue
+            if fast and name == "NodePorts" and not demand.host_ports:
+                continue  # a pod without host ports conflicts with no port anywhere
+            if fast and static is not None and name in STATIC_FILTERS:
+                key = (name, id(demand.constraints))
+                mask = static.get(key)
+                if mask is None:
+                    mask = static[key] = plugin.filter(state, demand, seconds).feasible
+                feasible &= mask
+                continue
+            feasible &= plugin.filter(state, demand, seconds).feasible
+        if fit is not None:
+            found = self.columns.get(id(demand))
+            if found is None:
+                found = self.columns[id(demand)] = (demand, fit.compared(state, demand))
+            return first_fitting(state, fit, demand, found[1], feasible, 0)
+        nodes = np.flatnonzero(feasible)
+        return int(nodes[0]) if len(nodes) else None
+
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
-        count = len(self.groups.names)
-        room = [self.groups.max_size[g] - len(self._group_nodes(g)) for g in range(count)]
+        room = [self.groups.max_size[g] - size for g, size in enumerate(self._sizes())]
         choice = plan_scale_up(
             self.state,
             self.profile,
             self.inp.demands,
             waiting,
-            [self._free_slot(g) for g in range(count)],
+            self._free_slots(),
             sorted(self.provisioning),
             room,
             self.settings,

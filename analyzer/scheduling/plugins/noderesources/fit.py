@@ -297,7 +297,9 @@ class NodeResourcesFit:
             if pod.requests[j] > 0 and self._checked(r)
         ]
 
-    def fits_on(self, state: ClusterState, pod: PodDemand, nodes: Int64Array) -> np.ndarray[Any, Any]:
+    def fits_on(
+        self, state: ClusterState, pod: PodDemand, nodes: Int64Array
+    ) -> np.ndarray[Any, Any]:
         """``filter``'s answer on ``nodes`` only (the same integer comparisons): for a caller that
         wants the first fitting node in some order and would look at few of them."""
         columns = self.compared(state, pod)
