@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.autoscaler.cluster import Cluster
-from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, pods_to_move
+from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, pods_to_move
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.scheduling.framework import Profile
@@ -162,6 +162,11 @@ class RemovalSimulator:
         # True: NodeResourcesFit asked of the walk's nodes in order until one fits (the same
         # node as the full mask's first from ``last_index``); False: every slot, as the plain path
         self.first_fit = False
+        # True: a simulated move updates only what the filters it runs read (requests, pod
+        # count, host ports), not the scores' non-zero requests nor the pod index that
+        # spreading and pod affinity read; for a caller that skips those filters (``skip``)
+        # and restores the state after the pass (the moves are undone the same light way)
+        self.light = False
         # ``NodeResourcesFit.compared`` per demand object (with the demand, so its id stays
         # its own); a caller whose state keeps its resource axis may share one across passes
         self.columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]] = {}
@@ -169,6 +174,8 @@ class RemovalSimulator:
         # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
         self.drains: dict[tuple[object, ...], PodsToMove] | None = None
         self.drain_key: object = None
+        # a caller may keep each pod's drain verdict here (``pods_to_move``'s ``verdicts``)
+        self.verdicts: dict[int, tuple[CAPod, Status]] | None = None
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -260,13 +267,33 @@ class RemovalSimulator:
             found = self.columns[id(demand)] = (demand, fit.compared(self.state, demand))
         return found[1]
 
+    def _bind(self, node: int, demand: PodDemand) -> None:
+        """Account ``demand`` on ``node`` for the simulation (``light``: what filters read)."""
+        if not self.light:
+            self.state.bind(node, demand)
+            return
+        self.state.requested[node] += demand.requests
+        self.state.pod_count[node] += 1
+        if demand.host_ports:
+            self.state.ports.add(node, demand.host_ports)
+
+    def _unbind(self, node: int, demand: PodDemand) -> None:
+        """Undo ``_bind``."""
+        if not self.light:
+            self.state.unbind(node, demand)
+            return
+        self.state.requested[node] -= demand.requests
+        self.state.pod_count[node] -= 1
+        if demand.host_ports:
+            self.state.ports.remove(node, demand.host_ports)
+
     def restore(self) -> None:
         """Undo every kept simulation on the state (a live state is as it was before the pass)."""
         for bound, node, demand in reversed(self.journal):
             if bound:
-                self.state.unbind(node, demand)
+                self._unbind(node, demand)
             else:
-                self.state.bind(node, demand)
+                self._bind(node, demand)
         self.journal.clear()
 
     def apply(self, node: str, outcome: Outcome, targets: list[int]) -> None:
@@ -275,8 +302,8 @@ class RemovalSimulator:
         index = self.position[node]
         for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]
-            self.state.unbind(index, demand)
-            self.state.bind(target, demand)
+            self._unbind(index, demand)
+            self._bind(target, demand)
             self.journal.append((False, index, demand))
             self.journal.append((True, target, demand))
             self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
@@ -293,7 +320,9 @@ class RemovalSimulator:
         key = (tuple(id(p) for p in pods), self.drain_key, tuple(pdbs.remaining))
         found = None if self.drains is None else self.drains.get(key)
         if found is None:
-            found = pods_to_move(pods, self.options, pdbs, self.now, self.cluster.controllers)
+            found = pods_to_move(
+                pods, self.options, pdbs, self.now, self.cluster.controllers, self.verdicts
+            )
             if self.drains is not None:
                 self.drains[key] = found
         if found.blocking is not None:
@@ -303,18 +332,18 @@ class RemovalSimulator:
         allowed[index] = False
         done: list[tuple[int, PodDemand]] = []
         for pod in found.pods:
-            self.state.unbind(index, self.demand_of[id(pod)])
+            self._unbind(index, self.demand_of[id(pod)])
         placed: dict[str, str] = {}
         for pod in found.pods:
             demand = self.demand_of[id(pod)]
             target = self._place(demand, allowed)
             if target is None:
                 for i, moved in done:  # Revert(): undo the forked simulation
-                    self.state.unbind(i, moved)
+                    self._unbind(i, moved)
                 for back in found.pods:
-                    self.state.bind(index, self.demand_of[id(back)])
+                    self._bind(index, self.demand_of[id(back)])
                 return Outcome(node, False, "NoPlaceToMovePods")
-            self.state.bind(target, demand)
+            self._bind(target, demand)
             done.append((target, demand))
             placed[pod.key] = self.cluster.nodes[target].name
         self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)

@@ -110,6 +110,8 @@ class ClusterAutoscaler:
         self.position = {name: i for i, name in enumerate(state.node_names)}
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
+        self.verdicts: dict[int, Any] = {}  # each CA pod's drain verdict (``pods_to_move``)
+        self.pod_lists: dict[int, tuple[tuple[int, ...], list[CAPod]]] = {}  # ``_pods_on``
         # slot -> (its pods, unremovable reason, empty): eligibility as of those pods
         self.judged: dict[int, tuple[tuple[int, ...], str, bool]] = {}
         self.group_of = np.array(groups.of_node, dtype=np.int64)
@@ -257,8 +259,16 @@ class ClusterAutoscaler:
             members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
             self.membership = (version, {names[slot]: self.kinds[of[slot]] for slot in members})
         groups = self.membership[1]
-        pods = {names[s]: [self._ca_pod(p) for p in sorted(self.on_node[s])] for s in candidates}
-        return Cluster(self.nodes, pods, groups)
+        return Cluster(self.nodes, {names[s]: self._pods_on(s) for s in candidates}, groups)
+
+    def _pods_on(self, slot: int) -> list[CAPod]:
+        """The CA pods on ``slot`` in pod order, kept while its pods stay (nothing mutates it:
+        the simulator copies the lists it changes)."""
+        key = tuple(sorted(self.on_node[slot]))
+        known = self.pod_lists.get(slot)
+        if known is None or known[0] != key:
+            known = self.pod_lists[slot] = (key, [self._ca_pod(p) for p in key])
+        return known[1]
 
     # -- scale-down ----------------------------------------------------------------------------
     def _update_unneeded(self, now: int) -> None:
@@ -381,6 +391,8 @@ class ClusterAutoscaler:
         if self.reuse:
             # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
             simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
+            simulator.light = True
+            simulator.verdicts = self.verdicts
             simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
         outcomes: dict[int, Outcome] = {}
         context: tuple[Any, ...] = ()
