@@ -308,7 +308,7 @@ class NodeResourcesFit:
         ok = state.pod_count[nodes] < state.allowed_pods[nodes]
         for j, request in columns:
             ok &= state.allocatable[nodes, j] - state.requested[nodes, j] >= request
-        return ok  # type: ignore[no-any-return]
+        return ok
 
     # ---------------------------------------------------------------- score
     def _legacy_columns(self, state: ClusterState, pod: PodDemand) -> ResourceColumns:
