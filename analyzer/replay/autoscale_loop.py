@@ -13,8 +13,10 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
   decreasing on the requests: ``estimator.BinpackingNodeEstimator``), capped at ``maxSize``; the
   expander picks one group (``random``, seeded; ``least-waste``: least idle cpu + memory
   fraction; ``priority``: the highest-priority groups, then random); its nodes join after
-  ``provisioning-delay``;
-- **scale-down** (``Planner.UpdateClusterState`` / ``NodesToDelete``): every present node through
+  ``provisioning-delay`` (``analyzer.replay.autoscale_scaleup``, with the waiting pods that
+  fit an existing node filtered out first: ``unschedulable``);
+- **scale-down** (``Planner.UpdateClusterState`` / ``NodesToDelete``, in
+  ``analyzer.replay.autoscale_scaledown``): every present node through
   ``analyzer.autoscaler.eligibility`` (utilisation and threshold), the candidates through
   ``analyzer.autoscaler.removal`` on the replay's own state (drain rules, PDBs with the
   disruptions allowed now, re-placement on the scheduler's filters), empty ones first; a node
@@ -31,31 +33,21 @@ from typing import Any
 import numpy as np
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
-from analyzer.autoscaler.drainability import PdbTracker
-from analyzer.autoscaler.eligibility import check
-from analyzer.autoscaler.planner import is_empty, select
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
-from analyzer.autoscaler.removal import (
-    STATIC_FILTERS,
-    LiveState,
-    Outcome,
-    RemovalSimulator,
-    first_fitting,
-)
+from analyzer.autoscaler.removal import Outcome
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
-from analyzer.replay.autoscale_reuse import Entry, SimulationMemo, local, walked
-from analyzer.replay.autoscale_scaleup import plan_scale_up
-from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
+from analyzer.replay.autoscale_reuse import SimulationMemo, local
+from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
+from analyzer.replay.autoscale_scaleup import plan_scale_up, unschedulable
+from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
-from analyzer.scheduling.state import ClusterState, PodDemand
-
-SECOND = 1_000_000_000
+from analyzer.scheduling.state import ClusterState
 
 
 class ClusterAutoscaler:
@@ -175,12 +167,12 @@ class ClusterAutoscaler:
         asked = (tuple(waiting), len(self.record.presence), len(self.record.removed))
         if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
             self.asked = asked
-            if self._scale_up(now, self._unschedulable(waiting, now)):
+            if self._scale_up(now, unschedulable(self, waiting, now)):
                 self.last_add = now
         if self.dirty:
-            self._update_unneeded(now)
+            update_unneeded(self, now)
             self.dirty = False
-        return self._to_delete(now)
+        return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
         """The engine deleted ``slot`` and evicted ``evicted`` from it (pending from now). A
@@ -221,7 +213,7 @@ class ClusterAutoscaler:
         of = self.group_of[slots]
         return [slots[of == g].tolist() for g in range(len(self.groups.names))]
 
-    def _sizes(self) -> list[int]:
+    def sizes(self) -> list[int]:
         """Each group's target size: its present nodes and those being provisioned."""
         count = len(self.groups.names)
         sizes = np.bincount(self.group_of[self.active], minlength=count).tolist()
@@ -229,7 +221,7 @@ class ClusterAutoscaler:
             sizes[self.groups.of_node[slot]] += 1
         return sizes  # type: ignore[no-any-return]
 
-    def _ca_pod(self, pod: int) -> CAPod:
+    def ca_pod(self, pod: int) -> CAPod:
         found = self.pods.get(pod)
         if found is None:
             d = self.inp.demands[pod]
@@ -250,7 +242,7 @@ class ClusterAutoscaler:
             self.pods[pod] = found
         return found
 
-    def _cluster(self, candidates: list[int]) -> Cluster:
+    def cluster(self, candidates: list[int]) -> Cluster:
         names = self.state.node_names
         version = (len(self.record.presence), len(self.record.removed), len(self.provisioning),
                    len(self.record.added))  # fmt: skip
@@ -267,261 +259,13 @@ class ClusterAutoscaler:
         key = tuple(sorted(self.on_node[slot]))
         known = self.pod_lists.get(slot)
         if known is None or known[0] != key:
-            known = self.pod_lists[slot] = (key, [self._ca_pod(p) for p in key])
+            known = self.pod_lists[slot] = (key, [self.ca_pod(p) for p in key])
         return known[1]
 
-    # -- scale-down ----------------------------------------------------------------------------
-    def _update_unneeded(self, now: int) -> None:
-        """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
-        opts, state = self.options, self.state
-        present = np.flatnonzero(self.active)
-        reasons: dict[str, int] = {}
-        if self.cpu is None or self.mem is None or not len(present):
-            self.unneeded, self.outcomes = {}, {}
-            self.record.reasons.append((now, reasons))
-            return
-        threshold = min(opts.scale_down_utilization_threshold, 1.0)
-        special = self.gpu | self.disabled
-        columns = (self.cpu, self.mem)
-        if self.reuse and self.sims.unchanged(
-            state, self._ratio, threshold, special, len(self.provisioning), columns
-        ):  # the same answer as the last pass: its unneeded nodes and reasons stand
-            self.record.skipped += 1
-            self.record.reasons.append((now, dict(self.sims.summary.reasons)))  # type: ignore[union-attr]
-            return
-        ratio = self._ratio(present)
-        # a margin over the threshold: the exact check below decides (float sums differ)
-        maybe = (ratio < threshold + 1e-6) | self.gpu[present] | self.disabled[present]
-        look = present[maybe].tolist()
-        reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
-        cluster = self._cluster(look)
-        seconds = now / SECOND
-        candidates, empty = [], set()
-        for slot in look:
-            name = self.nodes[slot].name
-            key = tuple(sorted(self.on_node[slot]))
-            known = self.judged.get(slot)
-            if known is None or known[0] != key:  # its pods changed: judge it again
-                node = CANode(name, self._allocatable(slot), self.nodes[slot].labels,
-                              self.nodes[slot].annotations)  # fmt: skip
-                # no pod of the replay is terminating nor any node being deleted, so the
-                # verdicts depend on the node's pods only (``now`` reads neither)
-                elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
-                known = (
-                    key,
-                    elig.reason,
-                    not elig.reason and is_empty(cluster, name, opts, seconds),
-                )
-                self.judged[slot] = known
-            if known[1]:
-                reasons[known[1]] = reasons.get(known[1], 0) + 1
-            else:
-                candidates.append(slot)
-                if known[2]:
-                    empty.add(slot)
-        # a group already at its minSize can lose no node: its candidates are not simulated
-        # (upstream simulates them and refuses them afterwards; their simulated moves would only
-        # take room from the later candidates)
-        sizes = self._sizes() if candidates else []
-        at_min = [c for c in candidates
-                  if sizes[self.groups.of_node[c]] <= self.groups.min_size[self.groups.of_node[c]]]  # fmt: skip
-        if at_min:
-            reasons["NodeGroupMinSizeReached"] = len(at_min)
-            candidates = [c for c in candidates if c not in set(at_min)]
-        empty_first = sorted(candidates, key=lambda s: s not in empty)
-        on = [p for s in candidates for p in self.on_node[s]]
-        covering = self.budgets.covering(on) if self.budgets else []
-        node_of = np.array(self.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
-        pdbs = PdbTracker(self.budgets.at(now, node_of, covering) if covering else [])
-        destinations = self.active.copy()
-        if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
-            destinations &= ~np.array(state.node_unschedulable, dtype=bool)
-        # without node-state intervals nodes keep their labels, taints and cordons all along
-        static = self.static if self.inp.snapshot.node_state is None else {}
-        live = LiveState(
-            state,
-            {id(self._ca_pod(p)): self.inp.demands[p] for p in on},
-            destinations,
-            static,
-            self.position,
-        )
-        simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
-        outcomes = self._simulate(simulator, empty_first, pdbs, covering, reasons)
-        simulator.restore()
-        self.outcomes = outcomes
-        self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
-        # nodes the group's minSize would keep however long they stay unneeded
-        _, _, kept = select(list(outcomes.values()), cluster, self.options)
-        if kept:
-            reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
-        reasons["Unneeded"] = len(outcomes) - len(kept)
-        kept_reasons = {k: v for k, v in reasons.items() if v}
-        self.record.reasons.append((now, kept_reasons))
-        if self.reuse:
-            looked = np.zeros(len(self.active), dtype=bool)
-            looked[look] = True
-            self.sims.summarise(looked, len(self.provisioning), bool(covering), kept_reasons)
-
-    def _ratio(self, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
-        columns = [self.cpu, self.mem]
-        alloc = self.state.allocatable[nodes][:, columns].astype(np.float64)
-        used = self.state.requested[nodes][:, columns].astype(np.float64)
-        # a resource the node does not offer counts 0 (used / 0 is not a ratio)
-        out = np.zeros(alloc.shape, dtype=np.float64)
-        np.divide(used, alloc, out=out, where=alloc > 0)
-        return out.max(axis=1)  # type: ignore[no-any-return]
-
-    def _simulate(
-        self,
-        simulator: RemovalSimulator,
-        order: list[int],
-        pdbs: PdbTracker,
-        covering: list[int],
-        reasons: dict[str, int],
-    ) -> dict[int, Outcome]:
-        """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
-        the simulation for the next), or its earlier answer when nothing it read changed
-        (``analyzer.replay.autoscale_reuse``). The removable ones, in pass order."""
-        memo, state = self.sims, self.state
-        memo.start_pass()
-        columns = (self.cpu or 0, self.mem or 0)
-        # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
-        simulator.first_fit, simulator.columns = self.settings.reuse, self.columns
-        if self.reuse:
-            # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
-            simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
-            simulator.light = True
-            simulator.verdicts = self.verdicts
-            simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
-        outcomes: dict[int, Outcome] = {}
-        context: tuple[Any, ...] = ()
-        for slot in order:
-            name = self.nodes[slot].name
-            pods = tuple(id(p) for p in simulator.current.get(name, []))
-            budget = (*covering, -1, *pdbs.remaining)
-            start = simulator.last_index
-            allowed = simulator.destinations.copy()
-            allowed[slot] = False
-            entry = None
-            if self.reuse:
-                entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
-            if entry is not None:
-                memo.reused += 1
-                memo.used.append(entry)
-                outcome, targets = entry.outcome, entry.targets
-                if outcome.removable:
-                    simulator.apply(name, outcome, targets)
-                if outcome.reason != "BlockedByPod":  # a blocked one moved nothing
-                    simulator.last_index = entry.end
-            else:
-                memo.simulated += 1
-                mark = len(simulator.journal)
-                simulator.walks = []
-                outcome = simulator.simulate(name, pdbs)
-                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
-                if self.reuse:
-                    rows = []
-                    if outcome.reason == "NoPlaceToMovePods":
-                        rows = [simulator.demand_of[id(p)].requests
-                                for p in simulator.current.get(name, [])]  # fmt: skip
-                    memo.keep(slot, Entry(
-                        memo.passes, memo.epoch, context, pods, budget, start,
-                        simulator.last_index, outcome, targets,
-                        walked(simulator.walks, state.node_count), rows,
-                    ))  # fmt: skip
-            context = (*context, (slot, outcome.reason, tuple(targets)))
-            if not outcome.removable:
-                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
-                continue
-            simulator.drop(outcome.node)
-            pdbs.remove(outcome.moved)
-            outcomes[slot] = outcome
-        self.record.simulated, self.record.reused = memo.simulated, memo.reused
-        return outcomes
-
-    def _allocatable(self, slot: int) -> dict[str, int]:
-        row = self.state.allocatable[slot]
-        return {r: int(v) for r, v in zip(self.state.resources, row.tolist(), strict=True) if v}
-
-    def _to_delete(self, now: int) -> list[int]:
-        """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up."""
-        if now - self.last_add < self.settings.delay_after_add:
-            return []
-        due = [
-            self.outcomes[s]
-            for s in self.outcomes
-            if now - self.unneeded[s] >= self.settings.unneeded_time
-        ]
-        if not due:
-            return []
-        position = {self.nodes[s].name: s for s in self.outcomes}
-        empty, drained, _ = select(due, self._cluster([]), self.options)
-        return [position[name] for name in empty + drained]
-
     # -- scale-up ------------------------------------------------------------------------------
-    def _unschedulable(self, waiting: list[int], now: int) -> list[int]:
-        """``FilterOutSchedulablePodListProcessor``: the waiting pods that fit on no existing node
-        (each that fits is placed there in the simulation, so the next sees it), e.g. pods the
-        scheduler has not retried yet since a node became Ready."""
-        state, seconds = self.state, now / SECOND
-        placed: list[tuple[int, Any]] = []
-        out = []
-        nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
-        keys = self.inp.shape_keys
-        for pod in waiting:
-            if self.inp.pinned[pod]:
-                continue
-            if keys[pod] in nowhere:
-                out.append(pod)
-                continue
-            demand = self.inp.demands[pod]
-            node = self._first_node(demand, seconds)
-            if node is not None:
-                state.bind(node, demand)
-                placed.append((node, demand))
-            else:
-                nowhere.add(keys[pod])
-                out.append(pod)
-        for node, demand in reversed(placed):
-            state.unbind(node, demand)
-        return out
-
-    def _first_node(self, demand: PodDemand, seconds: float) -> int | None:
-        """The first present node (in slot order) whose filters pass for ``demand``. The fast
-        path (``settings.reuse``) takes the static filters' masks kept between runs (as the
-        removal simulation does), skips NodePorts for a pod without host ports, and asks
-        NodeResourcesFit of the first candidate nodes only (``first_fitting``): the same node."""
-        state, fast = self.state, self.settings.reuse
-        static = self.static if self.inp.snapshot.node_state is None else None
-        feasible = self.active.copy()
-        fit = None
-        for plugin in self.profile.filters:
-            name = getattr(plugin, "name", "")
-            if fast and name == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
-                fit = plugin
-                continue
-            if fast and name == "NodePorts" and not demand.host_ports:
-                continue  # a pod without host ports conflicts with no port anywhere
-            if fast and static is not None and name in STATIC_FILTERS:
-                key = (name, id(demand.constraints))
-                mask = static.get(key)
-                if mask is None:
-                    mask = static[key] = plugin.filter(state, demand, seconds).feasible
-                feasible &= mask
-                continue
-            feasible &= plugin.filter(state, demand, seconds).feasible
-        if fit is not None:
-            found = self.columns.get(id(demand))
-            if found is None:
-                found = self.columns[id(demand)] = (demand, fit.compared(state, demand))
-            return first_fitting(state, fit, demand, found[1], feasible, 0)
-        nodes = np.flatnonzero(feasible)
-        return int(nodes[0]) if len(nodes) else None
-
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
-        room = [self.groups.max_size[g] - size for g, size in enumerate(self._sizes())]
+        room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
         choice = plan_scale_up(
             self.state,
             self.profile,
