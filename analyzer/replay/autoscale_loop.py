@@ -122,6 +122,11 @@ class ClusterAutoscaler:
             ], dtype=bool,
         )  # fmt: skip
         self.disabled = np.array([n.scale_down_disabled for n in self.nodes], dtype=bool)
+        self.special = self.gpu | self.disabled  # judged whatever their utilisation
+        # the cpu and memory allocatable as floats, and where they are offered (the screen)
+        columns = [self.cpu or 0, self.mem or 0]
+        self.capacity = state.allocatable[:, columns].astype(np.float64)
+        self.offered = self.capacity > 0
 
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:

@@ -39,7 +39,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.reasons.append((now, reasons))
         return
     threshold = min(opts.scale_down_utilization_threshold, 1.0)
-    special = ca.gpu | ca.disabled
+    special = ca.special
     columns = (ca.cpu, ca.mem)
     if ca.reuse and ca.sims.unchanged(
         state,
@@ -128,12 +128,11 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
 
 def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
-    columns = [ca.cpu, ca.mem]
-    alloc = ca.state.allocatable[nodes][:, columns].astype(np.float64)
-    used = ca.state.requested[nodes][:, columns].astype(np.float64)
-    # a resource the node does not offer counts 0 (used / 0 is not a ratio)
-    out = np.zeros(alloc.shape, dtype=np.float64)
-    np.divide(used, alloc, out=out, where=alloc > 0)
+    used = ca.state.requested[nodes][:, [ca.cpu, ca.mem]].astype(np.float64)
+    # a resource the node does not offer counts 0 (used / 0 is not a ratio); the allocatable
+    # columns as floats are kept (the replay never changes a node's allocatable)
+    out = np.zeros(used.shape, dtype=np.float64)
+    np.divide(used, ca.capacity[nodes], out=out, where=ca.offered[nodes])
     return out.max(axis=1)  # type: ignore[no-any-return]
 
 
