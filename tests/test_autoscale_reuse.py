@@ -142,15 +142,15 @@ def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
 def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None:
     # ``first_fitting`` (the fast path's walk) against the plain walk's own rule: the full
     # NodeResourcesFit mask and the other filters' mask, first set node from ``start`` round
-    # the ring. Random small states: free room around the pod's request, full pod slots,
-    # nodes the other filters refuse, a resource no node offers.
+    # the ring. Random small states: free room around the pod's request and exactly it, full
+    # pod slots, nodes the other filters refuse, a resource no node offers.
     rng = np.random.default_rng(7)
     fit = next(
         f
         for f in load_strategy("kube-default").filters
         if getattr(f, "name", "") == "NodeResourcesFit"
     )
-    for case in range(300):
+    for case in range(150):
         count = int(rng.integers(1, 60))
         state = ClusterState.from_nodes(
             [f"n{i}" for i in range(count)],
@@ -164,6 +164,12 @@ def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None
                 }
                 state.bind(node, make_demand(state.resources, load, load, name="l", namespace="d"))
         ask = {"cpu": int(rng.integers(1, 2500)), "memory": int(rng.integers(1, 3 * 2**30))}
+        if case % 3 == 0:  # exactly one node's free room: the comparison's boundary
+            free = state.allocatable - state.requested
+            k = int(rng.integers(0, count))
+            cpu, memory = state.index_of("cpu"), state.index_of("memory")
+            assert cpu is not None and memory is not None
+            ask = {"cpu": max(1, int(free[k, cpu])), "memory": max(1, int(free[k, memory]))}
         if case % 50 == 0:
             ask["example.com/fpga"] = 1  # offered by no node: fits nowhere
         demand = make_demand(state.resources, ask, ask, name="p", namespace="d")
