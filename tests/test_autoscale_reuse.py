@@ -20,9 +20,11 @@ import numpy as np
 import pytest
 from replay_fixtures import N, P, build
 
+from analyzer.autoscaler.removal import first_fitting
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
+from analyzer.scheduling.state import ClusterState, make_demand
 from analyzer.scheduling.strategies import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 
@@ -56,11 +58,15 @@ def _same_decisions(fast: Any, plain: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seed", "strategy"), [(1, "kube-default"), (2, "most-allocated"), (3, "kube-default")]
+    ("seed", "strategy"),
+    [(1, "kube-default"), (2, "most-allocated"), (3, "kube-default"), (5, "most-allocated")],
 )
 def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str) -> None:
     fast, plain = _run(seed, strategy)
     _same_decisions(fast, plain)
+    if strategy == "most-allocated":
+        # packing leaves pods waiting: the fast FilterOutSchedulable was exercised
+        assert plain.autoscaler.scale_ups, "no scale-up: the seed exercises too little"
     a, b = fast.autoscaler, plain.autoscaler
     assert b.reused == 0 and b.skipped == 0
     assert a.reused + a.skipped > 0, "nothing was reused: the comparison would prove nothing"
@@ -131,3 +137,47 @@ def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
     # at 0:10 p0 fits b (p2 comes at 1:00), at 1:00 it no longer does, at 20:00 it does again:
     # three answers, none taken again
     assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (3, 0)
+
+
+def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None:
+    # ``first_fitting`` (the fast path's walk) against the plain walk's own rule: the full
+    # NodeResourcesFit mask and the other filters' mask, first set node from ``start`` round
+    # the ring. Random small states: free room around the pod's request and exactly it, full
+    # pod slots, nodes the other filters refuse, a resource no node offers.
+    rng = np.random.default_rng(7)
+    fit = next(
+        f
+        for f in load_strategy("kube-default").filters
+        if getattr(f, "name", "") == "NodeResourcesFit"
+    )
+    for case in range(150):
+        count = int(rng.integers(1, 60))
+        state = ClusterState.from_nodes(
+            [f"n{i}" for i in range(count)],
+            [{"cpu": 4000, "memory": 8 * 2**30, "pods": int(rng.integers(1, 4))}] * count,
+        )
+        for node in range(count):
+            for _ in range(int(rng.integers(0, 3))):
+                load = {
+                    "cpu": int(rng.integers(0, 2000)),
+                    "memory": int(rng.integers(0, 4 * 2**30)),
+                }
+                state.bind(node, make_demand(state.resources, load, load, name="l", namespace="d"))
+        ask = {"cpu": int(rng.integers(1, 2500)), "memory": int(rng.integers(1, 3 * 2**30))}
+        if case % 3 == 0:  # exactly one node's free room: the comparison's boundary
+            free = state.allocatable - state.requested
+            k = int(rng.integers(0, count))
+            cpu, memory = state.index_of("cpu"), state.index_of("memory")
+            assert cpu is not None and memory is not None
+            ask = {"cpu": max(1, int(free[k, cpu])), "memory": max(1, int(free[k, memory]))}
+        if case % 50 == 0:
+            ask["example.com/fpga"] = 1  # offered by no node: fits nowhere
+        demand = make_demand(state.resources, ask, ask, name="p", namespace="d")
+        feasible = rng.random(count) < 0.8
+        start = int(rng.integers(0, count))
+        full = feasible & fit.filter(state, demand, 0.0).feasible
+        ahead = np.flatnonzero(full[start:])
+        behind = np.flatnonzero(full[:start])
+        expected = start + int(ahead[0]) if len(ahead) else int(behind[0]) if len(behind) else None
+        got = first_fitting(state, fit, demand, fit.compared(state, demand), feasible, start)
+        assert got == expected, f"case {case}"

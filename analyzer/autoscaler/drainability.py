@@ -160,12 +160,22 @@ def pods_to_move(
     pdbs: PdbTracker,
     now: float,
     controllers: Controllers | None = None,
+    verdicts: dict[int, tuple[CAPod, Status]] | None = None,
 ) -> PodsToMove:
-    """Sort a node's pods by ``drainable``: the first blocked pod stops the walk."""
+    """Sort a node's pods by ``drainable``: the first blocked pod stops the walk.
+    ``verdicts``: a caller's dict (same ``options`` every call) keeping each pod's verdict where
+    it reads nothing but the pod and the options: no budgets, no controllers, not deleted."""
     move: list[CAPod] = []
     daemons: list[CAPod] = []
+    keep = verdicts is not None and not pdbs.budgets and controllers is None
     for pod in pods:
-        status = drainable(pod, options, pdbs, now, controllers)
+        if keep and pod.deletion_time is None:
+            known = verdicts.get(id(pod))  # type: ignore[union-attr]
+            if known is None:  # the pod is kept with its verdict, so its id stays its own
+                known = verdicts[id(pod)] = (pod, drainable(pod, options, pdbs, now))  # type: ignore[index]
+            status = known[1]
+        else:
+            status = drainable(pod, options, pdbs, now, controllers)
         if status.outcome == BLOCK:
             return PodsToMove(blocking=pod, reason=status.reason)
         if status.outcome in (UNDEFINED, DRAIN_OK):

@@ -20,11 +20,12 @@ one a given CA run picks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from analyzer.autoscaler.cluster import Cluster
-from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, pods_to_move
+from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, pods_to_move
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.scheduling.framework import Profile
@@ -64,6 +65,8 @@ class LiveState:
 # filters whose answer depends on the node's labels, taints and cordon and the pod's constraints
 # (tolerations, node selector and affinity), never on the pods placed
 STATIC_FILTERS = frozenset({"NodeUnschedulable", "TaintToleration", "NodeAffinity"})
+# how far past the walk's start ``_first_fit`` looks for its first few nodes before the rest
+NEAR = 32
 
 
 def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
@@ -94,6 +97,42 @@ def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDeman
     return state, demands
 
 
+def first_fitting(
+    state: ClusterState,
+    fit: Any,
+    demand: PodDemand,
+    columns: list[tuple[int, int]] | None,
+    feasible: np.ndarray,
+    start: int,
+) -> int | None:
+    """The first node from ``start`` on (round-robin) that ``feasible`` (the other filters)
+    allows and NodeResourcesFit ``fit`` accepts (``columns``: ``fit.compared`` for ``demand``):
+    the first node of the full filter mask. The walk mostly stops at the first nodes it looks
+    at, so those are asked one by one (a few integer comparisons), the rest at once."""
+    if columns is None:  # a resource no node offers: fits nowhere
+        return None
+    alloc, used, count, allowed = (
+        state.allocatable,
+        state.requested,
+        state.pod_count,
+        state.allowed_pods,
+    )
+    near = (np.flatnonzero(feasible[start : start + NEAR]) + start).tolist()[:4]
+    for i in near:
+        if count.item(i) < allowed.item(i) and all(
+            alloc.item(i, j) - used.item(i, j) >= r for j, r in columns
+        ):
+            return int(i)
+    # the rest of the walk, in its order, at once
+    nodes = np.flatnonzero(feasible)
+    cut = int(np.searchsorted(nodes, start))
+    order = np.concatenate((nodes[cut:], nodes[:cut]))[len(near) :]
+    if not len(order):
+        return None
+    ok = fit.fits_on(state, demand, order)
+    return int(order[int(np.argmax(ok))]) if ok.any() else None
+
+
 class RemovalSimulator:
     """Simulates node removals one after another on one scheduler state."""
 
@@ -120,10 +159,23 @@ class RemovalSimulator:
         self.walks: list[tuple[int, int]] | None = None
         # a caller that knows some filters pass everywhere for every pod it moves names them here
         self.skip: frozenset[str] = frozenset()
+        # True: NodeResourcesFit asked of the walk's nodes in order until one fits (the same
+        # node as the full mask's first from ``last_index``); False: every slot, as the plain path
+        self.first_fit = False
+        # True: a simulated move updates only what the filters it runs read (requests, pod
+        # count, host ports), not the scores' non-zero requests nor the pod index that
+        # spreading and pod affinity read; for a caller that skips those filters (``skip``)
+        # and restores the state after the pass (the moves are undone the same light way)
+        self.light = False
+        # ``NodeResourcesFit.compared`` per demand object (with the demand, so its id stays
+        # its own); a caller whose state keeps its resource axis may share one across passes
+        self.columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]] = {}
         # a caller may keep ``GetPodsToMove``'s answers here between passes, by the pods' object
         # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
         self.drains: dict[tuple[object, ...], PodsToMove] | None = None
         self.drain_key: object = None
+        # a caller may keep each pod's drain verdict here (``pods_to_move``'s ``verdicts``)
+        self.verdicts: dict[int, tuple[CAPod, Status]] | None = None
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -155,8 +207,12 @@ class RemovalSimulator:
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
         feasible = allowed & self.schedulable
+        fit = None
         for plugin in self.profile.filters:
             name = getattr(plugin, "name", "")
+            if name == "NodeResourcesFit" and self.first_fit and hasattr(plugin, "fits_on"):
+                fit = plugin  # asked below of the walk's first nodes only
+                continue
             if name == "NodePorts" and not demand.host_ports:
                 continue  # a pod without host ports conflicts with no port anywhere
             if name in self.skip:
@@ -171,6 +227,15 @@ class RemovalSimulator:
             feasible &= mask
         count = self.state.node_count
         start = self.last_index
+        if fit is not None:
+            i = self._first_fit(fit, demand, feasible, start)
+            if i is None:
+                return None
+            step = (i - start) % count
+            self.last_index = (i + 1) % count
+            if self.walks is not None:
+                self.walks.append((start, step + 1))
+            return i
         # the first feasible node from ``start`` on, wrapping round
         ahead = np.flatnonzero(feasible[start:])
         if len(ahead):
@@ -186,13 +251,49 @@ class RemovalSimulator:
             self.walks.append((start, step + 1))
         return i
 
+    def _first_fit(
+        self, fit: Any, demand: PodDemand, feasible: np.ndarray, start: int
+    ) -> int | None:
+        """``first_fitting`` for ``demand`` from ``start``: the node ``_place``'s full mask
+        would give."""
+        return first_fitting(
+            self.state, fit, demand, self._fit_columns(fit, demand), feasible, start
+        )
+
+    def _fit_columns(self, fit: Any, demand: PodDemand) -> list[tuple[int, int]] | None:
+        """``fit.compared`` for ``demand``, kept per demand object (``columns``)."""
+        found = self.columns.get(id(demand))
+        if found is None:  # the demand is kept with its answer, so its id is not reused
+            found = self.columns[id(demand)] = (demand, fit.compared(self.state, demand))
+        return found[1]
+
+    def _bind(self, node: int, demand: PodDemand) -> None:
+        """Account ``demand`` on ``node`` for the simulation (``light``: what filters read)."""
+        if not self.light:
+            self.state.bind(node, demand)
+            return
+        self.state.requested[node] += demand.requests
+        self.state.pod_count[node] += 1
+        if demand.host_ports:
+            self.state.ports.add(node, demand.host_ports)
+
+    def _unbind(self, node: int, demand: PodDemand) -> None:
+        """Undo ``_bind``."""
+        if not self.light:
+            self.state.unbind(node, demand)
+            return
+        self.state.requested[node] -= demand.requests
+        self.state.pod_count[node] -= 1
+        if demand.host_ports:
+            self.state.ports.remove(node, demand.host_ports)
+
     def restore(self) -> None:
         """Undo every kept simulation on the state (a live state is as it was before the pass)."""
         for bound, node, demand in reversed(self.journal):
             if bound:
-                self.state.unbind(node, demand)
+                self._unbind(node, demand)
             else:
-                self.state.bind(node, demand)
+                self._bind(node, demand)
         self.journal.clear()
 
     def apply(self, node: str, outcome: Outcome, targets: list[int]) -> None:
@@ -201,8 +302,8 @@ class RemovalSimulator:
         index = self.position[node]
         for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]
-            self.state.unbind(index, demand)
-            self.state.bind(target, demand)
+            self._unbind(index, demand)
+            self._bind(target, demand)
             self.journal.append((False, index, demand))
             self.journal.append((True, target, demand))
             self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
@@ -219,7 +320,9 @@ class RemovalSimulator:
         key = (tuple(id(p) for p in pods), self.drain_key, tuple(pdbs.remaining))
         found = None if self.drains is None else self.drains.get(key)
         if found is None:
-            found = pods_to_move(pods, self.options, pdbs, self.now, self.cluster.controllers)
+            found = pods_to_move(
+                pods, self.options, pdbs, self.now, self.cluster.controllers, self.verdicts
+            )
             if self.drains is not None:
                 self.drains[key] = found
         if found.blocking is not None:
@@ -229,18 +332,18 @@ class RemovalSimulator:
         allowed[index] = False
         done: list[tuple[int, PodDemand]] = []
         for pod in found.pods:
-            self.state.unbind(index, self.demand_of[id(pod)])
+            self._unbind(index, self.demand_of[id(pod)])
         placed: dict[str, str] = {}
         for pod in found.pods:
             demand = self.demand_of[id(pod)]
             target = self._place(demand, allowed)
             if target is None:
                 for i, moved in done:  # Revert(): undo the forked simulation
-                    self.state.unbind(i, moved)
+                    self._unbind(i, moved)
                 for back in found.pods:
-                    self.state.bind(index, self.demand_of[id(back)])
+                    self._bind(index, self.demand_of[id(back)])
                 return Outcome(node, False, "NoPlaceToMovePods")
-            self.state.bind(target, demand)
+            self._bind(target, demand)
             done.append((target, demand))
             placed[pod.key] = self.cluster.nodes[target].name
         self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)

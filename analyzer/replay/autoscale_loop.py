@@ -13,8 +13,10 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
   decreasing on the requests: ``estimator.BinpackingNodeEstimator``), capped at ``maxSize``; the
   expander picks one group (``random``, seeded; ``least-waste``: least idle cpu + memory
   fraction; ``priority``: the highest-priority groups, then random); its nodes join after
-  ``provisioning-delay``;
-- **scale-down** (``Planner.UpdateClusterState`` / ``NodesToDelete``): every present node through
+  ``provisioning-delay`` (``analyzer.replay.autoscale_scaleup``, with the waiting pods that
+  fit an existing node filtered out first: ``unschedulable``);
+- **scale-down** (``Planner.UpdateClusterState`` / ``NodesToDelete``, in
+  ``analyzer.replay.autoscale_scaledown``): every present node through
   ``analyzer.autoscaler.eligibility`` (utilisation and threshold), the candidates through
   ``analyzer.autoscaler.removal`` on the replay's own state (drain rules, PDBs with the
   disruptions allowed now, re-placement on the scheduler's filters), empty ones first; a node
@@ -31,25 +33,21 @@ from typing import Any
 import numpy as np
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
-from analyzer.autoscaler.drainability import PdbTracker
-from analyzer.autoscaler.eligibility import check
-from analyzer.autoscaler.planner import is_empty, select
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
-from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
+from analyzer.autoscaler.removal import Outcome
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
-from analyzer.replay.autoscale_reuse import Entry, SimulationMemo, local, walked
-from analyzer.replay.autoscale_scaleup import plan_scale_up
-from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
+from analyzer.replay.autoscale_reuse import SimulationMemo, local
+from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
+from analyzer.replay.autoscale_scaleup import plan_scale_up, unschedulable
+from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.state import ClusterState
-
-SECOND = 1_000_000_000
 
 
 class ClusterAutoscaler:
@@ -103,6 +101,9 @@ class ClusterAutoscaler:
         self.membership: tuple[Any, dict[str, NodeGroup]] = (None, {})
         self.position = {name: i for i, name in enumerate(state.node_names)}
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
+        self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
+        self.verdicts: dict[int, Any] = {}  # each CA pod's drain verdict (``pods_to_move``)
+        self.pod_lists: dict[int, tuple[tuple[int, ...], list[CAPod]]] = {}  # ``_pods_on``
         # slot -> (its pods, unremovable reason, empty): eligibility as of those pods
         self.judged: dict[int, tuple[tuple[int, ...], str, bool]] = {}
         self.group_of = np.array(groups.of_node, dtype=np.int64)
@@ -121,6 +122,11 @@ class ClusterAutoscaler:
             ], dtype=bool,
         )  # fmt: skip
         self.disabled = np.array([n.scale_down_disabled for n in self.nodes], dtype=bool)
+        self.special = self.gpu | self.disabled  # judged whatever their utilisation
+        # the cpu and memory allocatable as floats, and where they are offered (the screen)
+        columns = [self.cpu or 0, self.mem or 0]
+        self.capacity = state.allocatable[:, columns].astype(np.float64)
+        self.offered = self.capacity > 0
 
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:
@@ -166,12 +172,12 @@ class ClusterAutoscaler:
         asked = (tuple(waiting), len(self.record.presence), len(self.record.removed))
         if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
             self.asked = asked
-            if self._scale_up(now, self._unschedulable(waiting, now)):
+            if self._scale_up(now, unschedulable(self, waiting, now)):
                 self.last_add = now
         if self.dirty:
-            self._update_unneeded(now)
+            update_unneeded(self, now)
             self.dirty = False
-        return self._to_delete(now)
+        return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
         """The engine deleted ``slot`` and evicted ``evicted`` from it (pending from now). A
@@ -200,23 +206,27 @@ class ClusterAutoscaler:
         self.sims.touch(node, freed)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _group_nodes(self, group: int) -> list[int]:
-        """The group's nodes: present and being provisioned (its target size)."""
-        mine = self.active & (self.group_of == group)
-        return [*np.flatnonzero(mine).tolist(),
-                *(s for s in self.provisioning if self.groups.of_node[s] == group)]  # fmt: skip
-
-    def _free_slot(self, group: int) -> list[int]:
-        """The group's spare slots that do not exist now (a deleted one may be used again)."""
-        unused = self.groups.spare & ~self.active & (self.group_of == group)
+    def _free_slots(self) -> list[list[int]]:
+        """Each group's spare slots that do not exist now (a deleted one may be used again)."""
+        unused = self.groups.spare & ~self.active
         # a drain that ended frees its slot for good
         self.draining = {s: until for s, until in self.draining.items() if until > self.clock}
         busy = [*self.provisioning, *self.draining]
         if busy:
             unused[busy] = False
-        return np.flatnonzero(unused).tolist()
+        slots = np.flatnonzero(unused)
+        of = self.group_of[slots]
+        return [slots[of == g].tolist() for g in range(len(self.groups.names))]
 
-    def _ca_pod(self, pod: int) -> CAPod:
+    def sizes(self) -> list[int]:
+        """Each group's target size: its present nodes and those being provisioned."""
+        count = len(self.groups.names)
+        sizes = np.bincount(self.group_of[self.active], minlength=count).tolist()
+        for slot in self.provisioning:
+            sizes[self.groups.of_node[slot]] += 1
+        return sizes  # type: ignore[no-any-return]
+
+    def ca_pod(self, pod: int) -> CAPod:
         found = self.pods.get(pod)
         if found is None:
             d = self.inp.demands[pod]
@@ -237,7 +247,7 @@ class ClusterAutoscaler:
             self.pods[pod] = found
         return found
 
-    def _cluster(self, candidates: list[int]) -> Cluster:
+    def cluster(self, candidates: list[int]) -> Cluster:
         names = self.state.node_names
         version = (len(self.record.presence), len(self.record.removed), len(self.provisioning),
                    len(self.record.added))  # fmt: skip
@@ -246,233 +256,27 @@ class ClusterAutoscaler:
             members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
             self.membership = (version, {names[slot]: self.kinds[of[slot]] for slot in members})
         groups = self.membership[1]
-        pods = {names[s]: [self._ca_pod(p) for p in sorted(self.on_node[s])] for s in candidates}
-        return Cluster(self.nodes, pods, groups)
+        return Cluster(self.nodes, {names[s]: self._pods_on(s) for s in candidates}, groups)
 
-    # -- scale-down ----------------------------------------------------------------------------
-    def _update_unneeded(self, now: int) -> None:
-        """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
-        opts, state = self.options, self.state
-        present = np.flatnonzero(self.active)
-        reasons: dict[str, int] = {}
-        if self.cpu is None or self.mem is None or not len(present):
-            self.unneeded, self.outcomes = {}, {}
-            self.record.reasons.append((now, reasons))
-            return
-        threshold = min(opts.scale_down_utilization_threshold, 1.0)
-        special = self.gpu | self.disabled
-        columns = (self.cpu, self.mem)
-        if self.reuse and self.sims.unchanged(
-            state, self._ratio, threshold, special, len(self.provisioning), columns
-        ):  # the same answer as the last pass: its unneeded nodes and reasons stand
-            self.record.skipped += 1
-            self.record.reasons.append((now, dict(self.sims.summary.reasons)))  # type: ignore[union-attr]
-            return
-        ratio = self._ratio(present)
-        # a margin over the threshold: the exact check below decides (float sums differ)
-        maybe = (ratio < threshold + 1e-6) | self.gpu[present] | self.disabled[present]
-        look = present[maybe].tolist()
-        reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
-        cluster = self._cluster(look)
-        seconds = now / SECOND
-        candidates, empty = [], set()
-        for slot in look:
-            name = self.nodes[slot].name
-            key = tuple(sorted(self.on_node[slot]))
-            known = self.judged.get(slot)
-            if known is None or known[0] != key:  # its pods changed: judge it again
-                node = CANode(name, self._allocatable(slot), self.nodes[slot].labels,
-                              self.nodes[slot].annotations)  # fmt: skip
-                # no pod of the replay is terminating nor any node being deleted, so the
-                # verdicts depend on the node's pods only (``now`` reads neither)
-                elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
-                known = (
-                    key,
-                    elig.reason,
-                    not elig.reason and is_empty(cluster, name, opts, seconds),
-                )
-                self.judged[slot] = known
-            if known[1]:
-                reasons[known[1]] = reasons.get(known[1], 0) + 1
-            else:
-                candidates.append(slot)
-                if known[2]:
-                    empty.add(slot)
-        # a group already at its minSize can lose no node: its candidates are not simulated
-        # (upstream simulates them and refuses them afterwards; their simulated moves would only
-        # take room from the later candidates)
-        sizes = {g: len(self._group_nodes(g)) for g in {self.groups.of_node[c] for c in candidates}}
-        at_min = [c for c in candidates
-                  if sizes[self.groups.of_node[c]] <= self.groups.min_size[self.groups.of_node[c]]]  # fmt: skip
-        if at_min:
-            reasons["NodeGroupMinSizeReached"] = len(at_min)
-            candidates = [c for c in candidates if c not in set(at_min)]
-        empty_first = sorted(candidates, key=lambda s: s not in empty)
-        on = [p for s in candidates for p in self.on_node[s]]
-        covering = self.budgets.covering(on) if self.budgets else []
-        node_of = np.array(self.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
-        pdbs = PdbTracker(self.budgets.at(now, node_of, covering) if covering else [])
-        destinations = self.active.copy()
-        if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
-            destinations &= ~np.array(state.node_unschedulable, dtype=bool)
-        # without node-state intervals nodes keep their labels, taints and cordons all along
-        static = self.static if self.inp.snapshot.node_state is None else {}
-        live = LiveState(
-            state,
-            {id(self._ca_pod(p)): self.inp.demands[p] for p in on},
-            destinations,
-            static,
-            self.position,
-        )
-        simulator = RemovalSimulator(cluster, self.profile, opts, seconds, live)
-        outcomes = self._simulate(simulator, empty_first, pdbs, covering, reasons)
-        simulator.restore()
-        self.outcomes = outcomes
-        self.unneeded = {s: self.unneeded.get(s, now) for s in outcomes}
-        # nodes the group's minSize would keep however long they stay unneeded
-        _, _, kept = select(list(outcomes.values()), cluster, self.options)
-        if kept:
-            reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
-        reasons["Unneeded"] = len(outcomes) - len(kept)
-        kept_reasons = {k: v for k, v in reasons.items() if v}
-        self.record.reasons.append((now, kept_reasons))
-        if self.reuse:
-            looked = np.zeros(len(self.active), dtype=bool)
-            looked[look] = True
-            self.sims.summarise(looked, len(self.provisioning), bool(covering), kept_reasons)
-
-    def _ratio(self, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
-        columns = [self.cpu, self.mem]
-        alloc = self.state.allocatable[nodes][:, columns].astype(np.float64)
-        used = self.state.requested[nodes][:, columns].astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.nan_to_num(used / alloc, nan=0.0, posinf=0.0).max(axis=1)  # type: ignore[no-any-return]
-
-    def _simulate(
-        self,
-        simulator: RemovalSimulator,
-        order: list[int],
-        pdbs: PdbTracker,
-        covering: list[int],
-        reasons: dict[str, int],
-    ) -> dict[int, Outcome]:
-        """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
-        the simulation for the next), or its earlier answer when nothing it read changed
-        (``analyzer.replay.autoscale_reuse``). The removable ones, in pass order."""
-        memo, state = self.sims, self.state
-        memo.start_pass()
-        columns = (self.cpu or 0, self.mem or 0)
-        if self.reuse:
-            # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
-            simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
-            simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
-        outcomes: dict[int, Outcome] = {}
-        context: tuple[Any, ...] = ()
-        for slot in order:
-            name = self.nodes[slot].name
-            pods = tuple(id(p) for p in simulator.current.get(name, []))
-            budget = (*covering, -1, *pdbs.remaining)
-            start = simulator.last_index
-            allowed = simulator.destinations.copy()
-            allowed[slot] = False
-            entry = None
-            if self.reuse:
-                entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
-            if entry is not None:
-                memo.reused += 1
-                memo.used.append(entry)
-                outcome, targets = entry.outcome, entry.targets
-                if outcome.removable:
-                    simulator.apply(name, outcome, targets)
-                if outcome.reason != "BlockedByPod":  # a blocked one moved nothing
-                    simulator.last_index = entry.end
-            else:
-                memo.simulated += 1
-                mark = len(simulator.journal)
-                simulator.walks = []
-                outcome = simulator.simulate(name, pdbs)
-                targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
-                if self.reuse:
-                    rows = []
-                    if outcome.reason == "NoPlaceToMovePods":
-                        rows = [simulator.demand_of[id(p)].requests
-                                for p in simulator.current.get(name, [])]  # fmt: skip
-                    memo.keep(slot, Entry(
-                        memo.passes, memo.epoch, context, pods, budget, start,
-                        simulator.last_index, outcome, targets,
-                        walked(simulator.walks, state.node_count), rows,
-                    ))  # fmt: skip
-            context = (*context, (slot, outcome.reason, tuple(targets)))
-            if not outcome.removable:
-                reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
-                continue
-            simulator.drop(outcome.node)
-            pdbs.remove(outcome.moved)
-            outcomes[slot] = outcome
-        self.record.simulated, self.record.reused = memo.simulated, memo.reused
-        return outcomes
-
-    def _allocatable(self, slot: int) -> dict[str, int]:
-        row = self.state.allocatable[slot]
-        return {r: int(v) for r, v in zip(self.state.resources, row.tolist(), strict=True) if v}
-
-    def _to_delete(self, now: int) -> list[int]:
-        """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up."""
-        if now - self.last_add < self.settings.delay_after_add:
-            return []
-        due = [
-            self.outcomes[s]
-            for s in self.outcomes
-            if now - self.unneeded[s] >= self.settings.unneeded_time
-        ]
-        if not due:
-            return []
-        position = {self.nodes[s].name: s for s in self.outcomes}
-        empty, drained, _ = select(due, self._cluster([]), self.options)
-        return [position[name] for name in empty + drained]
+    def _pods_on(self, slot: int) -> list[CAPod]:
+        """The CA pods on ``slot`` in pod order, kept while its pods stay (nothing mutates it:
+        the simulator copies the lists it changes)."""
+        key = tuple(sorted(self.on_node[slot]))
+        known = self.pod_lists.get(slot)
+        if known is None or known[0] != key:
+            known = self.pod_lists[slot] = (key, [self.ca_pod(p) for p in key])
+        return known[1]
 
     # -- scale-up ------------------------------------------------------------------------------
-    def _unschedulable(self, waiting: list[int], now: int) -> list[int]:
-        """``FilterOutSchedulablePodListProcessor``: the waiting pods that fit on no existing node
-        (each that fits is placed there in the simulation, so the next sees it), e.g. pods the
-        scheduler has not retried yet since a node became Ready."""
-        state, seconds = self.state, now / SECOND
-        placed: list[tuple[int, Any]] = []
-        out = []
-        nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
-        keys = self.inp.shape_keys
-        for pod in waiting:
-            if self.inp.pinned[pod]:
-                continue
-            if keys[pod] in nowhere:
-                out.append(pod)
-                continue
-            demand = self.inp.demands[pod]
-            feasible = self.active.copy()
-            for plugin in self.profile.filters:
-                feasible &= plugin.filter(state, demand, seconds).feasible
-            nodes = np.flatnonzero(feasible)
-            if len(nodes):
-                state.bind(int(nodes[0]), demand)
-                placed.append((int(nodes[0]), demand))
-            else:
-                nowhere.add(keys[pod])
-                out.append(pod)
-        for node, demand in reversed(placed):
-            state.unbind(node, demand)
-        return out
-
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
-        count = len(self.groups.names)
-        room = [self.groups.max_size[g] - len(self._group_nodes(g)) for g in range(count)]
+        room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
         choice = plan_scale_up(
             self.state,
             self.profile,
             self.inp.demands,
             waiting,
-            [self._free_slot(g) for g in range(count)],
+            self._free_slots(),
             sorted(self.provisioning),
             room,
             self.settings,

@@ -227,4 +227,8 @@ def walked(walks: Sequence[tuple[int, int]], count: int) -> np.ndarray[Any, np.d
     """The node indices of ``walks`` ((start, length) round-robin spans over ``count`` nodes)."""
     if not walks:
         return np.zeros(0, dtype=np.int64)
-    return np.concatenate([np.arange(a, a + n, dtype=np.int64) % count for a, n in walks])
+    # most walks stop at their first node: one list of indices, not an array per walk
+    out: list[int] = []
+    for a, n in walks:
+        out.extend(range(a, a + n))
+    return np.array(out, dtype=np.int64) % count

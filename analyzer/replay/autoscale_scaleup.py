@@ -18,9 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.autoscale_setup import AutoscalerSettings
+from analyzer.autoscaler.removal import STATIC_FILTERS, first_fitting
+from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState, PodDemand
+
+# ``ca`` below is the loop's ``ClusterAutoscaler`` (its state, groups, record and caches); typed
+# Any because importing that class here would make an import circle (tests/test_layout.py)
+ClusterAutoscaler = Any
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -184,3 +189,64 @@ def plan_scale_up(
     if not options:
         return None
     return choose(options, settings, names, rng)
+
+
+def unschedulable(ca: ClusterAutoscaler, waiting: list[int], now: int) -> list[int]:
+    """``FilterOutSchedulablePodListProcessor``: the waiting pods that fit on no existing node
+    (each that fits is placed there in the simulation, so the next sees it), e.g. pods the
+    scheduler has not retried yet since a node became Ready."""
+    state, seconds = ca.state, now / SECOND
+    placed: list[tuple[int, Any]] = []
+    out = []
+    nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
+    keys = ca.inp.shape_keys
+    for pod in waiting:
+        if ca.inp.pinned[pod]:
+            continue
+        if keys[pod] in nowhere:
+            out.append(pod)
+            continue
+        demand = ca.inp.demands[pod]
+        node = _first_node(ca, demand, seconds)
+        if node is not None:
+            state.bind(node, demand)
+            placed.append((node, demand))
+        else:
+            nowhere.add(keys[pod])
+            out.append(pod)
+    for node, demand in reversed(placed):
+        state.unbind(node, demand)
+    return out
+
+
+def _first_node(ca: ClusterAutoscaler, demand: PodDemand, seconds: float) -> int | None:
+    """The first present node (in slot order) whose filters pass for ``demand``. The fast
+    path (``settings.reuse``) takes the static filters' masks kept between runs (as the
+    removal simulation does), skips NodePorts for a pod without host ports, and asks
+    NodeResourcesFit of the first candidate nodes only (``first_fitting``): the same node."""
+    state, fast = ca.state, ca.settings.reuse
+    static = ca.static if ca.inp.snapshot.node_state is None else None
+    feasible = ca.active.copy()
+    fit: Any = None
+    for plugin in ca.profile.filters:
+        name = getattr(plugin, "name", "")
+        if fast and name == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
+            fit = plugin
+            continue
+        if fast and name == "NodePorts" and not demand.host_ports:
+            continue  # a pod without host ports conflicts with no port anywhere
+        if fast and static is not None and name in STATIC_FILTERS:
+            key = (name, id(demand.constraints))
+            mask = static.get(key)
+            if mask is None:
+                mask = static[key] = plugin.filter(state, demand, seconds).feasible
+            feasible &= mask
+            continue
+        feasible &= plugin.filter(state, demand, seconds).feasible
+    if fit is not None:
+        found = ca.columns.get(id(demand))
+        if found is None:
+            found = ca.columns[id(demand)] = (demand, fit.compared(state, demand))
+        return first_fitting(state, fit, demand, found[1], feasible, 0)
+    nodes = np.flatnonzero(feasible)
+    return int(nodes[0]) if len(nodes) else None

@@ -286,6 +286,30 @@ class NodeResourcesFit:
 
         return FilterResult(~infeasible, reasons)
 
+    def compared(self, state: ClusterState, pod: PodDemand) -> list[tuple[int, int]] | None:
+        """The (resource column, request) pairs ``filter`` compares for ``pod``; None when the
+        pod requests a checked resource no node offers (it fits nowhere)."""
+        if any(self._checked(r) for r in pod.off_axis_requests(state.resources)):
+            return None
+        return [
+            (j, int(pod.requests[j]))
+            for j, r in enumerate(state.resources)
+            if pod.requests[j] > 0 and self._checked(r)
+        ]
+
+    def fits_on(
+        self, state: ClusterState, pod: PodDemand, nodes: Int64Array
+    ) -> np.ndarray[Any, Any]:
+        """``filter``'s answer on ``nodes`` only (the same integer comparisons): for a caller that
+        wants the first fitting node in some order and would look at few of them."""
+        columns = self.compared(state, pod)
+        if columns is None:
+            return np.zeros(len(nodes), dtype=bool)
+        ok = state.pod_count[nodes] < state.allowed_pods[nodes]
+        for j, request in columns:
+            ok &= state.allocatable[nodes, j] - state.requested[nodes, j] >= request
+        return ok
+
     # ---------------------------------------------------------------- score
     def _legacy_columns(self, state: ClusterState, pod: PodDemand) -> ResourceColumns:
         specs = [ResourceSpec("cpu"), ResourceSpec("memory")]

@@ -1,0 +1,222 @@
+"""cluster-autoscaler's scale-down in the replay's loop (``analyzer.replay.autoscale_loop``).
+
+One pass (``Planner.UpdateClusterState``): every present node through
+``analyzer.autoscaler.eligibility`` (utilisation and threshold), the candidates through
+``analyzer.autoscaler.removal``'s ``SimulateNodeRemoval`` on the replay's own state (drain rules,
+PDBs with the disruptions allowed now, re-placement on the scheduler's filters), empty ones
+first, each answer taken again where nothing it read changed (``analyzer.replay.autoscale_reuse``);
+then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, outside
+``scale-down-delay-after-add``, within the groups' ``minSize`` and the parallelism budgets
+(``analyzer.autoscaler.planner.select``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.autoscaler.cluster import CANode
+from analyzer.autoscaler.drainability import PdbTracker
+from analyzer.autoscaler.eligibility import check
+from analyzer.autoscaler.planner import is_empty, select
+from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
+from analyzer.replay.autoscale_reuse import Entry, walked
+from analyzer.replay.autoscale_setup import SECOND
+
+# ``ca`` below is the loop's ``ClusterAutoscaler`` (its state, groups, record and caches); typed
+# Any because importing that class here would make an import circle (tests/test_layout.py)
+ClusterAutoscaler = Any
+
+
+def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
+    """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
+    opts, state = ca.options, ca.state
+    present = np.flatnonzero(ca.active)
+    reasons: dict[str, int] = {}
+    if ca.cpu is None or ca.mem is None or not len(present):
+        ca.unneeded, ca.outcomes = {}, {}
+        ca.record.reasons.append((now, reasons))
+        return
+    threshold = min(opts.scale_down_utilization_threshold, 1.0)
+    special = ca.special
+    columns = (ca.cpu, ca.mem)
+    if ca.reuse and ca.sims.unchanged(
+        state,
+        lambda nodes: utilization(ca, nodes),
+        threshold,
+        special,
+        len(ca.provisioning),
+        columns,
+    ):  # the same answer as the last pass: its unneeded nodes and reasons stand
+        ca.record.skipped += 1
+        ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
+        return
+    ratio = utilization(ca, present)
+    # a margin over the threshold: the exact check below decides (float sums differ)
+    maybe = (ratio < threshold + 1e-6) | ca.gpu[present] | ca.disabled[present]
+    look = present[maybe].tolist()
+    reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
+    cluster = ca.cluster(look)
+    seconds = now / SECOND
+    candidates, empty = [], set()
+    for slot in look:
+        name = ca.nodes[slot].name
+        key = tuple(sorted(ca.on_node[slot]))
+        known = ca.judged.get(slot)
+        if known is None or known[0] != key:  # its pods changed: judge it again
+            node = CANode(name, _allocatable(ca, slot), ca.nodes[slot].labels,
+                          ca.nodes[slot].annotations)  # fmt: skip
+            # no pod of the replay is terminating nor any node being deleted, so the
+            # verdicts depend on the node's pods only (``now`` reads neither)
+            elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
+            known = (
+                key,
+                elig.reason,
+                not elig.reason and is_empty(cluster, name, opts, seconds),
+            )
+            ca.judged[slot] = known
+        if known[1]:
+            reasons[known[1]] = reasons.get(known[1], 0) + 1
+        else:
+            candidates.append(slot)
+            if known[2]:
+                empty.add(slot)
+    # a group already at its minSize can lose no node: its candidates are not simulated
+    # (upstream simulates them and refuses them afterwards; their simulated moves would only
+    # take room from the later candidates)
+    sizes = ca.sizes() if candidates else []
+    at_min = [c for c in candidates
+              if sizes[ca.groups.of_node[c]] <= ca.groups.min_size[ca.groups.of_node[c]]]  # fmt: skip
+    if at_min:
+        reasons["NodeGroupMinSizeReached"] = len(at_min)
+        candidates = [c for c in candidates if c not in set(at_min)]
+    empty_first = sorted(candidates, key=lambda s: s not in empty)
+    on = [p for s in candidates for p in ca.on_node[s]]
+    covering = ca.budgets.covering(on) if ca.budgets else []
+    node_of = np.array(ca.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
+    pdbs = PdbTracker(ca.budgets.at(now, node_of, covering) if covering else [])
+    destinations = ca.active.copy()
+    if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
+        destinations &= ~np.array(state.node_unschedulable, dtype=bool)
+    # without node-state intervals nodes keep their labels, taints and cordons all along
+    static = ca.static if ca.inp.snapshot.node_state is None else {}
+    live = LiveState(
+        state,
+        {id(ca.ca_pod(p)): ca.inp.demands[p] for p in on},
+        destinations,
+        static,
+        ca.position,
+    )
+    simulator = RemovalSimulator(cluster, ca.profile, opts, seconds, live)
+    outcomes = _simulate(ca, simulator, empty_first, pdbs, covering, reasons)
+    simulator.restore()
+    ca.outcomes = outcomes
+    ca.unneeded = {s: ca.unneeded.get(s, now) for s in outcomes}
+    # nodes the group's minSize would keep however long they stay unneeded
+    _, _, kept = select(list(outcomes.values()), cluster, ca.options)
+    if kept:
+        reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
+    reasons["Unneeded"] = len(outcomes) - len(kept)
+    kept_reasons = {k: v for k, v in reasons.items() if v}
+    ca.record.reasons.append((now, kept_reasons))
+    if ca.reuse:
+        looked = np.zeros(len(ca.active), dtype=bool)
+        looked[look] = True
+        ca.sims.summarise(looked, len(ca.provisioning), bool(covering), kept_reasons)
+
+
+def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
+    used = ca.state.requested[nodes][:, [ca.cpu, ca.mem]].astype(np.float64)
+    # a resource the node does not offer counts 0 (used / 0 is not a ratio); the allocatable
+    # columns as floats are kept (the replay never changes a node's allocatable)
+    out = np.zeros(used.shape, dtype=np.float64)
+    np.divide(used, ca.capacity[nodes], out=out, where=ca.offered[nodes])
+    return out.max(axis=1)  # type: ignore[no-any-return]
+
+
+def _simulate(
+    ca: ClusterAutoscaler,
+    simulator: RemovalSimulator,
+    order: list[int],
+    pdbs: PdbTracker,
+    covering: list[int],
+    reasons: dict[str, int],
+) -> dict[int, Outcome]:
+    """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
+    the simulation for the next), or its earlier answer when nothing it read changed
+    (``analyzer.replay.autoscale_reuse``). The removable ones, in pass order."""
+    memo, state = ca.sims, ca.state
+    memo.start_pass()
+    columns = (ca.cpu or 0, ca.mem or 0)
+    # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
+    simulator.first_fit, simulator.columns = ca.settings.reuse, ca.columns
+    if ca.reuse:
+        # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
+        simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
+        simulator.light = True
+        simulator.verdicts = ca.verdicts
+        simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
+    outcomes: dict[int, Outcome] = {}
+    context: tuple[Any, ...] = ()
+    for slot in order:
+        name = ca.nodes[slot].name
+        pods = tuple(id(p) for p in simulator.current.get(name, []))
+        budget = (*covering, -1, *pdbs.remaining)
+        start = simulator.last_index
+        allowed = simulator.destinations.copy()
+        allowed[slot] = False
+        entry = None
+        if ca.reuse:
+            entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
+        if entry is not None:
+            memo.reused += 1
+            memo.used.append(entry)
+            outcome, targets = entry.outcome, entry.targets
+            if outcome.removable:
+                simulator.apply(name, outcome, targets)
+            if outcome.reason != "BlockedByPod":  # a blocked one moved nothing
+                simulator.last_index = entry.end
+        else:
+            memo.simulated += 1
+            mark = len(simulator.journal)
+            simulator.walks = []
+            outcome = simulator.simulate(name, pdbs)
+            targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
+            if ca.reuse:
+                rows = []
+                if outcome.reason == "NoPlaceToMovePods":
+                    rows = [simulator.demand_of[id(p)].requests
+                            for p in simulator.current.get(name, [])]  # fmt: skip
+                memo.keep(slot, Entry(
+                    memo.passes, memo.epoch, context, pods, budget, start,
+                    simulator.last_index, outcome, targets,
+                    walked(simulator.walks, state.node_count), rows,
+                ))  # fmt: skip
+        context = (*context, (slot, outcome.reason, tuple(targets)))
+        if not outcome.removable:
+            reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
+            continue
+        simulator.drop(outcome.node)
+        pdbs.remove(outcome.moved)
+        outcomes[slot] = outcome
+    ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
+    return outcomes
+
+
+def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:
+    row = ca.state.allocatable[slot]
+    return {r: int(v) for r, v in zip(ca.state.resources, row.tolist(), strict=True) if v}
+
+
+def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
+    """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up."""
+    if now - ca.last_add < ca.settings.delay_after_add:
+        return []
+    due = [ca.outcomes[s] for s in ca.outcomes if now - ca.unneeded[s] >= ca.settings.unneeded_time]
+    if not due:
+        return []
+    position = {ca.nodes[s].name: s for s in ca.outcomes}
+    empty, drained, _ = select(due, ca.cluster([]), ca.options)
+    return [position[name] for name in empty + drained]
