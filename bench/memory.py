@@ -47,7 +47,7 @@ def _group_rss(pgid: int) -> int:
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat") as handle:
+            with Path(f"/proc/{entry.name}/stat").open() as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
             if int(fields[2]) != pgid:  # field 5 (pgrp), after pid, comm, state
                 continue
