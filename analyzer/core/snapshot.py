@@ -663,7 +663,8 @@ _META_REQUIRED = ("source", "start", "end", "step_seconds", "collected_at", "ana
 def read_table(path: Path, table: str) -> pd.DataFrame:
     """Read one parquet table, check its columns and types, and coerce it to the schema."""
     try:
-        frame = pd.read_parquet(path)
+        # usage tables (tens of millions of rows) through daygroups' one-copy read
+        frame = read_window(path) if table.endswith("_usage") else pd.read_parquet(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise _unreadable(path, exc) from None
     return _checked(frame, path, table)
