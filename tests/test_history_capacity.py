@@ -388,6 +388,26 @@ def test_grouped_percentiles_match_a_per_group_reference(method: str) -> None:
     assert np.isnan(fast["max"][42]) and np.isnan(fast["p99"][42])
 
 
+@pytest.mark.parametrize("block", [1, 50, 333, 10**9])
+def test_grouped_stats_in_blocks_equal_one_sort(block: int) -> None:
+    """Bounded memory (memstream): groups taken in blocks of ~``block`` samples give exactly
+    the figures of one sort of everything — a group's samples all land in one block, in the
+    same value order; blocks smaller than a group (1, 50) and empty groups included."""
+    rng = np.random.default_rng(11)
+    ids = rng.integers(0, 40, 3000)
+    ids[ids == 5] = 6  # group 5 empty amid full ones
+    values = np.round(rng.random(3000) * 100)  # ties
+    values[::7] = np.nan
+    whole = grouped_stats(ids, values, 45, "nearest-rank", block_samples=10**9)
+    for method in ("nearest-rank", "linear"):
+        blocked = grouped_stats(ids, values, 45, method, block_samples=block)
+        reference = grouped_stats(ids, values, 45, method, block_samples=10**9)
+        assert set(blocked) == set(reference)
+        for name, column in reference.items():
+            np.testing.assert_array_equal(blocked[name], column, err_msg=name)
+    assert whole["count"][5] == 0 and np.isnan(whole["p50"][5])
+
+
 def test_a_day_whose_data_stops_at_2355_still_counts_whole_nodes_and_pods() -> None:
     # Collected just after midnight: every node and pod last seen at 23:55, no sample after.
     # Nothing is known to have left, so nothing leaves (else 2 nodes would read 1.9965).

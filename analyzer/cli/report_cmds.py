@@ -24,7 +24,7 @@ from analyzer.cli.params import Count
 from analyzer.cli.publish_options import metrics_options, record_metrics
 from analyzer.core.durations import parse_day, parse_duration
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot, check_snapshot_out, read_snapshot, write_snapshot
+from analyzer.core.snapshot import Snapshot, check_snapshot_out, write_snapshot
 from analyzer.history.identity import check_identity, identity_for
 from analyzer.nightly.collect_day import DaySource, collect_day
 from analyzer.nightly.headroom_shapes import HeadroomShape, parse_headroom
@@ -198,7 +198,10 @@ def _nightly_one(ctx: click.Context, snapshot: Path | None, opts: dict[str, Any]
     notify = notify_settings(opts)  # secrets read and checked before any work (exit 2)
     history = Path(opts["out"]) / "history"
     if snapshot is not None:
-        data = read_snapshot(snapshot)
+        from analyzer.nightly.read_day import read_nightly_snapshot
+
+        # only the day and its lookback: a week of a large cluster's pod usage stays on disk
+        data, settings = read_nightly_snapshot(snapshot, settings)
         cluster = identity_for(data.meta.source, opts["cluster"])
         note = check_identity(history, cluster)
     elif opts["prometheus"]:

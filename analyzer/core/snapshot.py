@@ -11,6 +11,9 @@ Layout::
       pods.parquet      one row per pod (key: uid; names are reused)
       node_usage.parquet  long table: node, timestamp, cpu, memory
       pod_usage.parquet   long table: uid, timestamp, cpu, memory
+                          (both in row groups that never span a UTC day: core/daygroups.py,
+                          meta.json extra.usage_layout = "day-row-groups"; older snapshots'
+                          row groups may span days and read the same, without the skipping)
       node_state.parquet  optional: taint / cordon / not-ready intervals per node (version in
                           meta.json extra.node_state_version; absent in older snapshots)
 
@@ -24,16 +27,25 @@ Times are timezone-aware UTC (``datetime64[ns, UTC]``); a missing time is NaT.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from analyzer.core.atomic import atomic_directory
+from analyzer.core.daygroups import (
+    DAY_LAYOUT,
+    iter_days,
+    read_window,
+    time_bounds,
+    write_day_groups,
+)
 from analyzer.core.errors import InputError
 from analyzer.core.frames import utc
 from analyzer.core.outdir import check_output_folder, names_matching
@@ -371,7 +383,9 @@ def write_snapshot(snapshot: Snapshot, directory: Path, option: str = "--out") -
         with ThreadPoolExecutor(max_workers=2) as pool:
             writes = [
                 pool.submit(
-                    getattr(snapshot, table).to_parquet, tmp / f"{table}.parquet", index=False
+                    write_day_groups if table.endswith("_usage") else _write_plain,
+                    getattr(snapshot, table),
+                    tmp / f"{table}.parquet",
                 )
                 for table in sorted(TABLES, key=lambda t: not t.endswith("_usage"))
             ]
@@ -380,6 +394,7 @@ def write_snapshot(snapshot: Snapshot, directory: Path, option: str = "--out") -
         if snapshot.node_state is not None:
             snapshot.meta.extra["node_state_version"] = NODE_STATE_VERSION
             snapshot.node_state.to_parquet(tmp / f"{NODE_STATE_TABLE}.parquet", index=False)
+        snapshot.meta.extra["usage_layout"] = DAY_LAYOUT
         if snapshot.objects:
             (tmp / KUBE_OBJECTS_FILE).write_text(
                 json.dumps(snapshot.objects, indent=1, sort_keys=True) + "\n"
@@ -390,13 +405,28 @@ def write_snapshot(snapshot: Snapshot, directory: Path, option: str = "--out") -
     return directory
 
 
-def read_snapshot(directory: Path) -> Snapshot:
+def _write_plain(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_parquet(path, index=False)
+
+
+UsageWindow = tuple[pd.Timestamp | None, pd.Timestamp | None]
+
+
+def read_snapshot(
+    directory: Path, *, window: UsageWindow | None = None, pod_usage: bool = True
+) -> Snapshot:
     """Load and validate a snapshot directory; a clear ``InputError`` if it is not one.
 
     Everything read is checked before it is used: ``meta.json`` must be an object whose fields
     have their types, every table must be readable parquet with the schema's columns in a
     compatible type. The error names the file and what is wrong (a corrupted snapshot must never
     read as an empty one, nor end in a traceback).
+
+    Bounded memory (docs/snapshot.md "Day partitions"): ``window=(start, end)`` reads only the
+    usage samples with ``start < timestamp <= end`` (row groups outside it are skipped unread);
+    ``pod_usage=False`` reads no pod usage at all (the table is empty, for commands that never
+    look at it: the file is still checked to be a parquet table of the schema). The rest (meta,
+    nodes, pods, objects) is read whole either way.
     """
     directory = Path(directory)
     meta_path = directory / "meta.json"
@@ -410,11 +440,66 @@ def read_snapshot(directory: Path) -> Snapshot:
         path = directory / f"{table}.parquet"
         if not path.is_file():
             raise InputError(f"{directory}: snapshot lacks {path.name}; re-create the snapshot")
-        tables[table] = read_table(path, table)
+        if table.endswith("_usage") and (window is not None or not pod_usage):
+            tables[table] = _read_usage_part(path, table, window, pod_usage)
+        else:
+            tables[table] = read_table(path, table)
     snapshot = Snapshot(meta=meta, **tables, objects=read_objects(directory / KUBE_OBJECTS_FILE))
     snapshot.node_state = read_node_state(directory, meta)
     validate(snapshot, where=str(directory))
     return snapshot
+
+
+def _read_usage_part(
+    path: Path, table: str, window: UsageWindow | None, pod_usage: bool
+) -> pd.DataFrame:
+    """The window of one usage table (or none of the pod usage), checked as ``read_table``."""
+    try:
+        # the schema first: a window's filter on a timestamp of the wrong type must end in the
+        # schema's one line naming the column, not in Arrow's message about the filter
+        empty = pq.read_schema(path).empty_table().to_pandas()
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise _unreadable(path, exc) from None
+    check_table_schema(empty, table, str(path))
+    if table == "pod_usage" and not pod_usage:
+        return _checked(empty, path, table)
+    start, end = window or (None, None)
+    try:
+        frame = read_window(path, start, end)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise _unreadable(path, exc) from None
+    return _checked(frame, path, table)
+
+
+def read_usage(
+    directory: Path, table: str, start: pd.Timestamp | None, end: pd.Timestamp | None
+) -> pd.DataFrame:
+    """The ``table`` ("node_usage" | "pod_usage") rows of a snapshot with start < t <= end."""
+    return _read_usage_part(Path(directory) / f"{table}.parquet", table, (start, end), True)
+
+
+def usage_bounds(directory: Path, table: str) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """First and last timestamp of a snapshot's usage ``table`` (None: no rows), reading the
+    timestamp column only; a damaged or foreign file is the one-line ``InputError``."""
+    path = Path(directory) / f"{table}.parquet"
+    try:
+        empty = pq.read_schema(path).empty_table().to_pandas()
+        check_table_schema(empty, table, str(path))
+        return time_bounds(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise _unreadable(path, exc) from None
+
+
+def iter_usage(
+    directory: Path, table: str, days: list[date]
+) -> Iterator[tuple[date, pd.DataFrame]]:
+    """``(day, that day's rows of table)`` for each UTC day in ``days``, one day in memory."""
+    path = Path(directory) / f"{table}.parquet"
+    try:
+        for day, frame in iter_days(path, days):
+            yield day, _checked(frame, path, table)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise _unreadable(path, exc) from None
 
 
 _PDB_STATUS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
@@ -578,13 +663,23 @@ _META_REQUIRED = ("source", "start", "end", "step_seconds", "collected_at", "ana
 def read_table(path: Path, table: str) -> pd.DataFrame:
     """Read one parquet table, check its columns and types, and coerce it to the schema."""
     try:
-        frame = pd.read_parquet(path)
+        # usage tables (tens of millions of rows) through daygroups' one-copy read
+        frame = read_window(path) if table.endswith("_usage") else pd.read_parquet(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise InputError(
-            f"{path}: not a readable parquet table ({first}); the file is damaged or truncated, "
-            "re-create the snapshot"
-        ) from None
+        raise _unreadable(path, exc) from None
+    return _checked(frame, path, table)
+
+
+def _unreadable(path: Path, exc: BaseException) -> InputError:
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return InputError(
+        f"{path}: not a readable parquet table ({first}); the file is damaged or truncated, "
+        "re-create the snapshot"
+    )
+
+
+def _checked(frame: pd.DataFrame, path: Path, table: str) -> pd.DataFrame:
+    """``frame`` read from ``path``: its columns and types checked, coerced to the schema."""
     check_table_schema(frame, table, str(path))
     try:
         return _coerce(frame, table)

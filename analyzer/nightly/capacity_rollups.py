@@ -103,9 +103,10 @@ def _ns(times: pd.Series) -> np.ndarray:
 def _uid_positions(uids: pd.Series, wanted: pd.Index) -> np.ndarray:
     """Position in ``wanted`` of each usage row's uid (-1: not wanted), via the categories."""
     categorical = pd.Categorical(uids) if not isinstance(uids.dtype, pd.CategoricalDtype) else uids
-    codes = np.asarray(pd.Series(categorical).cat.codes, dtype=np.int64)
+    codes = np.asarray(pd.Series(categorical).cat.codes)  # int32 or narrower: 4 bytes a row
     categories = pd.Series(categorical).cat.categories.astype(str)
-    per_category = np.append(wanted.get_indexer(categories), -1)  # code -1 (NaN) → -1
+    # code -1 (NaN) → -1; int32 positions (a pod count never reaches 2**31)
+    per_category = np.append(wanted.get_indexer(categories), -1).astype(np.int32)
     positions: np.ndarray = per_category[codes]
     return positions
 
@@ -258,10 +259,14 @@ def workload_rollups(
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[f"{resource}_{label}_{unit}"] = weighted / pod_time
 
-    usage = day.pod_usage[in_period(day.pod_usage["timestamp"], start, end)]
+    # One mask over the usage rows and two value columns picked through it: the day's pod usage
+    # is the largest table of a nightly run (63 M rows at 5,000 nodes), so it is never copied
+    # whole (bench/memory.py; the values and their order are those of a copied table)
+    usage = day.pod_usage
     uid_codes = _uid_positions(usage["uid"], pd.Index(intervals["uid"].astype(str)))
-    known = uid_codes >= 0
-    ids = codes[uid_codes[known]]
+    known = (uid_codes >= 0) & in_period(usage["timestamp"], start, end).to_numpy(dtype=bool)
+    ids = codes[uid_codes[known]].astype(np.int32 if n < 2**31 else np.int64)
+    del uid_codes
     cpu = grouped_stats(ids, usage["cpu"].to_numpy(dtype=np.float64)[known], n, method)
     for stat in ("p50", "p90", "p95", "p99", "max"):
         out[f"cpu_used_{stat}_millicores"] = cpu[stat]

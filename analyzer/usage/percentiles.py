@@ -76,12 +76,49 @@ def quantile(samples: npt.ArrayLike, q: float, method: str = "nearest-rank") -> 
     return float(sorted_quantile(data, counts, q, check_method(method)))
 
 
+# Samples sorted at once by grouped_stats: above this, the groups are taken in blocks of about
+# this many samples (a sort's working set is ~40 bytes a sample: 8 M samples ~ 0.3 GB).
+BLOCK_SAMPLES = 1 << 23
+
+
 def grouped_stats(
-    group_ids: IntArray, values: FloatArray, n_groups: int, method: str
+    group_ids: IntArray,
+    values: FloatArray,
+    n_groups: int,
+    method: str,
+    *,
+    block_samples: int = BLOCK_SAMPLES,
 ) -> dict[str, FloatArray]:
     """avg/p50/p90/p95/p99/max per group (``group_ids`` in ``0..n_groups-1``), NaN dropped.
 
     Returns ``{"count": ..., "avg": ..., "p50": ..., "max": ...}`` arrays of length ``n_groups``.
+
+    Exact, in bounded memory: consecutive groups are taken together in blocks of about
+    ``block_samples`` samples (a group larger than that is a block of its own), each block
+    sorted on its own. Every group's samples are all in its block and in the same order as in
+    one sort of everything, so the results are the same whatever the block size.
+    """
+    if len(values) <= block_samples or n_groups <= 1:
+        return _block_stats(group_ids, values, n_groups, method)
+    ends = np.cumsum(np.bincount(group_ids, minlength=n_groups))
+    targets = np.arange(block_samples, int(ends[-1]), block_samples)
+    cuts = np.searchsorted(ends, targets, side="left") + 1  # a block ends after that group
+    edges = np.unique(np.concatenate(([0], np.minimum(cuts, n_groups), [n_groups])))
+    out: dict[str, FloatArray] = {}
+    for first, last in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        rows = np.flatnonzero((group_ids >= first) & (group_ids < last))
+        part = _block_stats(group_ids[rows] - first, values[rows], last - first, method)
+        del rows
+        for name, column in part.items():
+            out.setdefault(name, np.empty(n_groups))[first:last] = column
+    return out
+
+
+def _block_stats(
+    group_ids: IntArray, values: FloatArray, n_groups: int, method: str
+) -> dict[str, FloatArray]:
+    """``grouped_stats`` of one block, sorted at once.
+
     The samples are put in (group, value) order by one float sort followed by a stable sort of
     the group ids, which numpy does as a radix sort for 16-bit ids: on the millions of samples
     of a day's pod usage this is about twice as fast as ``np.lexsort``, with the same order of
@@ -90,10 +127,15 @@ def grouped_stats(
     keep = ~np.isnan(values)
     ids = group_ids[keep]
     vals = values[keep]
+    del keep
     by_value = np.argsort(vals)
     narrow = np.int16 if n_groups <= np.iinfo(np.int16).max else np.int32
     order = by_value[np.argsort(ids[by_value].astype(narrow), kind="stable")]
+    # intermediates freed as soon as they are used: on a large cluster's day (tens of millions
+    # of samples) each is hundreds of MB, and together they were the nightly run's peak
+    del by_value
     ids, vals = ids[order], vals[order]
+    del order
     counts = np.bincount(ids, minlength=n_groups).astype(np.int64)
     sums = np.bincount(ids, weights=vals, minlength=n_groups)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
