@@ -27,6 +27,11 @@ The what-if comparison and the search read only the snapshot and nothing after t
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
 written, beside the history, the nightly reports and the monthly review, and write their pages
 there; the portal is written once they are done. ``bench/demo.py`` times every phase.
+
+The what-if, the search and the monthly scenarios replay the snapshot's busiest 2 whole days
+(``DemoSettings.replay_days``, ``analyzer demo --window``; ``whatif/busiest.py``), not all 7:
+the replays were over half the demo's CPU and cost about in proportion to the window. Each page
+says which days it replayed.
 """
 
 from __future__ import annotations
