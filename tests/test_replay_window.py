@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from reliability_doc import documented_exit
 from replay_fixtures import T0, N, P, build
 
 from analyzer.cli import main
@@ -72,7 +73,18 @@ def test_without_window_the_whole_range_is_replayed(three_days: Path) -> None:
 def test_a_bad_window_is_one_line_naming_the_option(three_days: Path, value: str) -> None:
     args = ["whatif", str(three_days), "--strategy", "most-allocated", "--window", value]
     result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2
+    assert result.exit_code == documented_exit("window-days")
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "--window" in lines[0] and "2d" in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_monthly_window_needs_a_snapshot(tmp_path: Path) -> None:
+    """``report monthly --window`` replays a snapshot's days: without one it is refused first."""
+    args = ["report", "monthly", str(tmp_path), "--out", str(tmp_path / "m"), "--window", "2d"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == documented_exit("window-no-snapshot"), result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].endswith("--window: only with --snapshot SNAP (the window it replays)")
+    assert not (tmp_path / "m").exists()
