@@ -11,7 +11,7 @@ change that takes). They answer different questions, so neither overrules the ot
 - **forecast releases k, the replay frees n < k** → release n: the pods did not fit on fewer
   nodes at the busiest week's peak, whatever the forecast allows (n = 0: no release);
 - **forecast adds** → add, by its date; the replay's n is said as today's slack, not netted
-  against the addition (the replay covers the busiest week, not the growth to that date);
+  against the addition (the replay is of today's demand, not the growth to that date);
 - **forecast holds or has no forecast** → no action from the forecast; the replay's n is named.
 
 Capacity comes from the best scenario's row (core-hours and GiB-hours freed over the window, and
@@ -110,8 +110,8 @@ def pool_decision(
                 if scaler
                 else f"leave {nodes_text(n)} empty"
             )
-            + f"{freed}, but that "
-            f"replay covers {window}, not the growth ahead"
+            # said short (a first-screen answer is 3 lines); ``freed`` names the window
+            + f"{freed}; the replay is of today's demand, not the growth ahead"
             if sim and n
             else ""
         )
