@@ -81,15 +81,24 @@ def test_demo_runs_the_search_and_names_its_answer(default_demo: DemoRun) -> Non
     assert list(zones[general.index][:3]) == ["europe-west4-a", "europe-west4-b", "europe-west4-c"]
     # spread constraints and pod (anti-)affinity on some pods, PDBs and PriorityClasses as objects
     pods = snapshot.pods
-    spreading = int((pods["topology_spread"] != "[]").sum())
-    anti = int(pods["affinity"].str.contains('"podAntiAffinity"').sum())
-    affine = int(pods["affinity"].str.contains('"podAffinity"').sum())
+    report = json.loads((out / "whatif" / "report.json").read_text())
+    # the pages replayed the busiest 2 days (--window 2d): the pods alive in (start, end]
+    start, end = (pd.Timestamp(report["comparison"][k]) for k in ("start", "end"))
+    began = pd.to_datetime(pods["created"], utc=True).fillna(
+        pd.to_datetime(pods["first_seen"], utc=True)
+    )
+    ended = pd.to_datetime(pods["finished"], utc=True).fillna(
+        pd.to_datetime(pods["last_seen"], utc=True)
+    )
+    replayed = pods[(began.isna() | (began <= end)) & (ended.isna() | (ended > start))]
+    spreading = int((replayed["topology_spread"] != "[]").sum())
+    anti = int(replayed["affinity"].str.contains('"podAntiAffinity"').sum())
+    affine = int(replayed["affinity"].str.contains('"podAffinity"').sum())
     assert spreading > 0 and anti > 0 and affine > 0
-    terms = int(pods["affinity"].str.contains('"podAffinity"|"podAntiAffinity"').sum())
+    terms = int(replayed["affinity"].str.contains('"podAffinity"|"podAntiAffinity"').sum())
     assert snapshot.objects["PodDisruptionBudget"] and snapshot.objects["PriorityClass"]
     # each page's notes count them and name only the strategies on that page, a searched
     # configuration by its label (never the temporary file the comparison read it from)
-    report = json.loads((out / "whatif" / "report.json").read_text())
     notes = {"report.json": report["notes"], "search.json": data["search"]["notes"]}
     for name, said in notes.items():
         text = " ".join(said)
@@ -151,3 +160,31 @@ def test_anti_affinity_breaks_by_hand() -> None:
     # carrying a term and bound: a1–a6 but c1 (6); beside an excluded pod: a1 and a2
     assert anti_affinity_breaks(pods) == (2, 6)
     assert anti_affinity_breaks(pods[pods["uid"] != "a2"]) == (0, 5)
+
+
+def test_demo_pages_say_the_window_they_replayed(default_demo: DemoRun) -> None:
+    """The demo replays the snapshot's busiest 2 whole days (``--window 2d``): the what-if, the
+    search and the monthly scenarios each say so, with the same dates."""
+    out = default_demo.out
+    snapshot = read_snapshot(out / "snapshot")
+    report = json.loads((out / "whatif" / "report.json").read_text())
+    search = json.loads((out / "whatif" / "search.json").read_text())["search"]
+    start, end = (pd.Timestamp(report["comparison"][k]) for k in ("start", "end"))
+    assert end - start == pd.Timedelta(days=2)
+    assert snapshot.start <= start and end <= snapshot.end
+    assert (start - snapshot.start) % pd.Timedelta(days=1) == pd.Timedelta(0)  # whole days
+    assert (search["start"], search["end"]) == (
+        report["comparison"]["start"],
+        report["comparison"]["end"],
+    )
+    said = f"Replayed the busiest 2 days of the snapshot, {start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M} UTC"
+    assert report["notes"][0].startswith(said) and search["notes"][0].startswith(said)
+    for page in ("report.html", "search.html"):
+        assert said in (out / "whatif" / page).read_text()
+    monthly = json.loads((out / "monthly" / "report.json").read_text())
+    simulation = monthly["simulation"]
+    assert (simulation["start"], simulation["end"]) == (
+        report["comparison"]["start"],
+        report["comparison"]["end"],
+    )
+    assert "over the busiest 2 days of it" in (out / "monthly" / "report.html").read_text()

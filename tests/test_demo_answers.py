@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from cdp_client import Chromium, require_chromium
 from conftest import DemoRun
@@ -115,6 +116,8 @@ def test_monthly_gives_one_decision_per_pool_with_the_tables_figures(
     seen = _open(page, tmp_path, DECISIONS)
     payload = json.loads((demo / "monthly" / "report.json").read_text())
     pools = {p["name"]: p for p in payload["pools"]}
+    replayed = payload["simulation"]
+    days = round((pd.Timestamp(replayed["end"]) - pd.Timestamp(replayed["start"])).days)
     heads = seen["heads"]
     rows = [dict(zip(heads, r, strict=True)) for r in seen["cells"]]
     assert [d["pool"] for d in seen["decisions"]] == list(pools)
@@ -130,6 +133,7 @@ def test_monthly_gives_one_decision_per_pool_with_the_tables_figures(
         if "cost_released" in best:  # priced: the table's 2 decimals, the sentence's whole units
             allowed |= {best["cost_released"], best["cost_released"].split(".")[0]}
         allowed |= set(re.findall(r"right-sizing ([\d,]+) workloads", d["simulated"] or ""))
+        allowed |= {str(days)}  # "over the busiest 2 days": the replayed window, named
         figures = NUMBER.findall(DATE.sub("", sentence))
         assert figures and set(figures) <= allowed, (sentence, allowed)
         # the decision's count is the forecast's or the replay's, never their sum

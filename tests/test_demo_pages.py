@@ -20,6 +20,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from anti_affinity_facts import anti_affinity_breaks
 from capacity_checks import capacity_problems, pct_shown, split_pool_mix
@@ -231,6 +232,16 @@ def test_whatif_pages_show_the_constraints_in_play(demo: Path, tmp_path: Path) -
     pods = read_snapshot(demo / "snapshot").pods
     breaking, carrying = anti_affinity_breaks(pods)
     assert carrying > 500 and breaking == 0
+    # the pages replayed the busiest 2 days (--window 2d): they count the pods alive then
+    window = json.loads((demo / "whatif" / "report.json").read_text())["comparison"]
+    start, end = pd.Timestamp(window["start"]), pd.Timestamp(window["end"])
+    began = pd.to_datetime(pods["created"], utc=True).fillna(
+        pd.to_datetime(pods["first_seen"], utc=True)
+    )
+    ended = pd.to_datetime(pods["finished"], utc=True).fillna(
+        pd.to_datetime(pods["last_seen"], utc=True)
+    )
+    pods = pods[(began.isna() | (began <= end)) & (ended.isna() | (ended > start))]
     spreading = int((pods["topology_spread"] != "[]").sum())
     terms = int(pods["affinity"].str.contains('"podAffinity"|"podAntiAffinity"').sum())
     assert spreading > 1000 and terms > 1000  # a fifth of the pods or so, not a handful

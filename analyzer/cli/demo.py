@@ -27,6 +27,11 @@ The what-if comparison and the search read only the snapshot and nothing after t
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
 written, beside the history, the nightly reports and the monthly review, and write their pages
 there; the portal is written once they are done. ``bench/demo.py`` times every phase.
+
+The what-if, the search and the monthly scenarios replay the snapshot's busiest 2 whole days
+(``DemoSettings.replay_days``, ``analyzer demo --window``; ``whatif/busiest.py``), not all 7:
+the replays were over half the demo's CPU and cost about in proportion to the window. Each page
+says which days it replayed.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from analyzer.usage.aggregate import DEFAULT_DURATIONS, to_nodemetrics, window_a
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import find_violations
 from analyzer.whatif.autoscaled import run_autoscaled
+from analyzer.whatif.busiest import replay_window
 from analyzer.whatif.compare import resolve_strategy, run_whatif
 from analyzer.whatif.search import (
     SearchSettings,
@@ -98,6 +104,10 @@ DEMO_FAST_GROWTH = (("renderer", 0.20),)
 DEMO_TEAMS = (("media", 0.25), ("analytics", 0.25))
 DEMO_ZONES = 3
 DEMO_AUTOSCALED = "most-allocated"  # the what-if's one row under cluster-autoscaler
+# The demo replays its snapshot's busiest 2 days, not all 7: the replays' cost is about
+# proportional to the window, and they were over half the demo's CPU (docs/benchmarks.md
+# "demo60b"); the pages say which days.
+DEMO_REPLAY_DAYS = 2
 
 
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
@@ -165,6 +175,10 @@ class DemoSettings:
     # the days before the snapshot are generated at ``history_step``.
     history_days: int = 90
     history_step: int = 3600
+    # The replays (what-if, search, the monthly scenarios) cover the snapshot's busiest this many
+    # whole days (``--window``), each page saying which; None: the what-if replays the whole
+    # snapshot and the monthly review its busiest week (a user's defaults).
+    replay_days: int | None = DEMO_REPLAY_DAYS
 
 
 @dataclass(frozen=True)
@@ -244,11 +258,14 @@ def _write_history(
 
 
 def _whatif_pages(
-    snapshot: Snapshot, out: Path, thresholds: ThresholdConfig
+    whole: Snapshot, out: Path, thresholds: ThresholdConfig, replay_days: int | None
 ) -> tuple[Path, str, Path, str]:
     """The what-if page of the presets and the search page of the demo's grid, from one
-    comparison (one process pool, observed and kube-default replayed once), split in two:
+    comparison (one process pool, observed and kube-default replayed once) over the busiest
+    ``replay_days`` of the snapshot (``--window``; None: all of it), split in two:
     (what-if page, its recommendation, search page, its sentence)."""
+    snapshot, window = replay_window(whole, replay_days)
+    said = [window] if window else []  # both pages say which days they replayed, first
     search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=thresholds)
     with grid_files(DEMO_GRID.configs()) as files:
         combined = run_whatif(
@@ -263,8 +280,14 @@ def _whatif_pages(
         0,
         parse_settings(None),
     )
-    whatif = replace(whatif, autoscaler="cluster-autoscaler", autoscaled=[ca_row])
+    whatif = replace(
+        whatif,
+        autoscaler="cluster-autoscaler",
+        autoscaled=[ca_row],
+        notes=[*said, *whatif.notes],
+    )
     search = search_result(combined, files, search_settings_, snapshot)
+    search.notes = [*said, *search.notes]
     whatif_paths = write_whatif_report(whatif, out / FOLDER, search=search.first_screen())
     # written after the what-if report, which replaces OUT/whatif/ as a whole
     search_paths = write_search_report(search, out / FOLDER)
@@ -295,7 +318,9 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         # replay in a forked process beside the history, the nightly reports and the monthly
         # review (the second core is otherwise idle while one nightly page renders), and their
         # pages are written there; the same computation as in line, in another process.
-        whatif_job = Background(_whatif_pages, snapshot, out, settings.settings.thresholds)
+        whatif_job = Background(
+            _whatif_pages, snapshot, out, settings.settings.thresholds, settings.replay_days
+        )
         return _after_snapshot(
             settings, spec, snapshot, snapshot_dir, history_job, whatif_job, say, began
         )
@@ -372,7 +397,7 @@ def _after_snapshot(
         out / "monthly",
         history=reports_dir / "history",
         snapshot=snapshot,
-        joint=joint_settings(review, (), thresholds=thresholds),
+        joint=joint_settings(review, (), thresholds=thresholds, days=settings.replay_days),
         growth=demo_growth(snapshot, reports_dir / "history"),
     )
     say(f"monthly review of {review.month} written to {monthly.html}")

@@ -51,6 +51,9 @@ def _pct(_ctx: click.Context, param: click.Parameter, value: int | None) -> int 
               default=None,
               help="A snapshot of the month's busiest week: replayed as today / right-size only / "
               "repack only / both per pool, with the nodes that cannot go and why.")  # fmt: skip
+@click.option("--window", default=None, metavar="DAYS",
+              help="With --snapshot: replay its busiest DAYS whole days (e.g. 2d; default 7d, "
+              "the busiest week); the page says which days.")  # fmt: skip
 @click.option("--strategy", "strategies", multiple=True,
               help="With --snapshot: today's scheduler, then the repack configuration (preset or "
               "KubeSchedulerConfiguration file; default kube-default, most-allocated-loadaware).")  # fmt: skip
@@ -132,12 +135,17 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
     settings.check()
     parse_recipe(opts["recipe"])  # a bad recipe fails before any work
     executor = parse_executor(opts["executor"])
+    from analyzer.whatif.busiest import parse_window
+
+    window = None if opts["window"] is None else parse_window(opts["window"])
     if opts["snapshot"] is None and (
         opts["strategies"] or opts["workers"] is not None or executor.is_dask
     ):
         raise InputError(
             "--strategy/--workers/--executor: only with --snapshot SNAP (the scenarios)"
         )
+    if opts["snapshot"] is None and opts["window"] is not None:
+        raise InputError("--window: only with --snapshot SNAP (the window it replays)")
     if opts["snapshot"] is None and opts["autoscaler"] != "none":
         raise InputError("--autoscaler: only with --snapshot SNAP (the scenarios it replays)")
     from analyzer.replay.karpenter_setup import autoscaler_settings
@@ -177,6 +185,7 @@ def report_monthly_cmd(ctx: click.Context, /, history_dir: Path, out: Path, **op
             workers=opts["workers"],
             prices=prices,
             executor=executor,
+            days=window,
         )
         autoscaler = opts["autoscaler"]
         if autoscaler == "auto":  # the snapshot read once, for the choice and the scenarios

@@ -259,11 +259,24 @@ def _print_outcome(breaches: int, partial: bool, html: Path, index: Path) -> Non
 @click.option("--history-days", type=Count(0), default=90, show_default=True,
               help="Days of pool and workload history (the monthly review's), --days included; "
                    "the days before the snapshot are generated at a 1-hour step.")  # fmt: skip
+@click.option("--window", default="2d", show_default=True, metavar="DAYS",
+              help="The what-if, the search and the monthly scenarios replay the snapshot's "
+                   "busiest DAYS whole days (their pages say which); 'all' replays every day "
+                   "(the what-if; the monthly scenarios then replay the busiest week).")  # fmt: skip
 def demo_cmd(
-    out: Path, seed: int, nodes: int, days: int, step_seconds: int, history_days: int
+    out: Path,
+    seed: int,
+    nodes: int,
+    days: int,
+    step_seconds: int,
+    history_days: int,
+    window: str,
 ) -> None:
     """Run the whole pipeline on a synthetic cluster, no Prometheus needed, and print where it went."""
     from analyzer.cli.demo import DemoSettings, run_demo
+    from analyzer.whatif.busiest import parse_window
+
+    replay_days = None if window.strip().lower() == "all" else parse_window(window)
 
     settings = DemoSettings(
         out=out,
@@ -272,6 +285,7 @@ def demo_cmd(
         days=days,
         step_seconds=step_seconds,
         history_days=history_days,
+        replay_days=replay_days,
     )
     say = (lambda msg: click.echo(f"  {msg}", err=True)) if is_terminal() else None
     result = run_demo(settings, say)

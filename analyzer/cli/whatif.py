@@ -22,6 +22,7 @@ from analyzer.replay.input import ARRIVALS
 from analyzer.replay.karpenter_setup import autoscaler_settings
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.autoscaler_choice import resolve_autoscaler
+from analyzer.whatif.busiest import cut, parse_window, replay_window
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
 
 # Tie-break seeds per strategy: the spread shows after a few; beyond 100 a typo asks for hours.
@@ -108,6 +109,11 @@ def _options(func: Any) -> Any:
                          help="When the strategies' pods arrive: when they were scheduled (the "
                          "data's waits and preemptions as recorded) or when they were created "
                          "(the replay waits and preempts by itself; docs/scheduling.md)."),
+            click.option("--window", default=None, metavar="DAYS",
+                         help="Replay only the busiest DAYS whole days of the snapshot (e.g. "
+                         "2d: the days with the highest CPU-request peak, whatif/busiest.py) "
+                         "instead of its whole range; the pages say which days. Default: the "
+                         "whole range (with --recommendations: the busiest week)."),
             click.option("--autoscaler", type=click.Choice((*AUTOSCALERS, "auto")),
                          default="none", show_default=True,
                          help="Also replay each strategy with this node autoscaler adding and "
@@ -134,7 +140,9 @@ def _run(
 ) -> WhatIfResult:
     """The what-if, on requests right-sized first when --rightsize names a recipe; with
     ``--autoscaler auto`` the autoscaler the data suggests, the result saying which and why."""
-    snapshot = read_snapshot(path)
+    whole = read_snapshot(path)
+    snapshot, window = replay_window(whole, _window(opts))
+    notes = [window] if window else []
     choice = resolve_autoscaler(settings.autoscaler, snapshot)
     if choice is not None:
         settings = _chosen(ctx, settings, choice.chosen)
@@ -142,15 +150,24 @@ def _run(
     if opts["rightsize"] is None:
         if opts["rightsize_history"] is not None:
             raise InputError("--rightsize-history: only with --rightsize RECIPE")
-        # source: a Dask worker reads the snapshot there
-        return replace(run_whatif(snapshot, settings, source=path), autoscaler_choice=chosen)
+        # source: a Dask worker reads the snapshot there (not a window of it: refused there)
+        result = run_whatif(snapshot, settings, source=None if window else path)
+        return replace(result, notes=[*notes, *result.notes], autoscaler_choice=chosen)
     from analyzer.cli.rightsize_cmds import rightsize_snapshot
 
-    resized, facts, note = rightsize_snapshot(
-        snapshot, opts["rightsize"], opts["rightsize_history"]
-    )
+    # recommended from the whole snapshot's usage, then cut to the same window
+    resized, facts, note = rightsize_snapshot(whole, opts["rightsize"], opts["rightsize_history"])
+    if window:
+        resized = cut(resized, snapshot.start, snapshot.end)
     result = run_whatif(resized, settings)
-    return replace(result, rightsized=facts, notes=[note, *result.notes], autoscaler_choice=chosen)
+    return replace(
+        result, rightsized=facts, notes=[note, *notes, *result.notes], autoscaler_choice=chosen
+    )
+
+
+def _window(opts: dict[str, Any]) -> int | None:
+    """``--window``'s whole days, None without it (the whole range)."""
+    return None if opts.get("window") is None else parse_window(opts["window"])
 
 
 def _table(result: WhatIfResult) -> str:
@@ -367,7 +384,9 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
     limit = opts["max_configurations"] or DEFAULT_MAX_CONFIGURATIONS
     check_search_size(size, limit)  # before reading the snapshot: counted from the grid alone
     say = _announcer(opts["fmt"])
-    data = read_snapshot(snapshot)
+    data, window = replay_window(read_snapshot(snapshot), _window(opts))
+    if window:
+        say(window)
     choice = resolve_autoscaler(settings.autoscaler, data)
     if choice is not None:
         settings = _chosen(ctx, settings, choice.chosen)
@@ -381,9 +400,11 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         say(f"search: each replayed again under {settings.autoscaler}, one at a time")
     say(f"search: {size.line()} (and observed, the reference); replaying...")
     progress = _estimator(say, base.workers)
-    result = run_any(data, settings, progress, source=snapshot)
+    result = run_any(data, settings, progress, source=None if window else snapshot)
     if choice is not None:
         result.autoscaler_choice = choice.to_dict()
+    if window:
+        result.notes = [window, *result.notes]
 
     paths = None
     if opts["out"] is not None:
@@ -504,6 +525,7 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         workers=base.workers,
         seed=0,
         drain=opts["blocked"] or opts["fmt"] == "json",
+        days=_window(opts) or defaults.days,
         autoscaler=base.autoscaler,
         autoscaling=base.autoscaling,
         executor=base.executor,

@@ -44,7 +44,7 @@ RULES = {
     "of the largest size (at least two nodes left): release k",
     "hold": "every upper 95 % band stays under its line over the horizon, but not with one node "
     "fewer: no action",
-    "simulation": "replaying the busiest week of a snapshot: release the nodes the pool's best "
+    "simulation": "replaying the busiest week of a snapshot (or the days --window names): release the nodes the pool's best "
     "scenario (the fewest nodes at peak with no more violations and waiting pods than today, in "
     "the pool and in the whole cluster) "
     "left empty at its peak; each row is its own replay, never a sum of savings",
@@ -270,9 +270,11 @@ def simulated_decision(
     forecast_action: str = "none",
     both_worse_because: str = "",
     cluster: Mapping[str, Mapping[str, int]] | None = None,
+    window: str = "the busiest week",
 ) -> dict[str, Any]:
     """The pool's decision from its simulated scenario rows (``name``, ``nodes_peak``,
-    ``nodes_removable``, ``violations``, ``pods_waited``) and its best scenario's name.
+    ``nodes_removable``, ``violations``, ``pods_waited``) and its best scenario's name
+    (``window``: the replayed window's name, "the busiest 2 days").
 
     ``action``: ``release`` (the best scenario keeps today's scheduler), ``change-scheduler``
     (it repacks) or ``none``; ``nodes`` is the best row's ``nodes_removable`` — a simulated
@@ -284,7 +286,7 @@ def simulated_decision(
     observed = int(row["nodes_peak"]) + n
     facts = (
         f"in scenario '{best}' the pool needed {row['nodes_peak']} of its {observed} nodes at its "
-        f"peak of the busiest week (today: {today['nodes_peak']}), with {row['violations']} "
+        f"peak of {window} (today: {today['nodes_peak']}), with {row['violations']} "
         f"violations and {row['pods_waited']} pods waiting (today: {today['violations']} and "
         f"{today['pods_waited']})"
     )
@@ -331,7 +333,7 @@ def simulated_decision(
     sentence += _passed_over(rows, by, best, cluster)
     if forecast_action == "add" and n > 0:
         sentence += (
-            " The forecast decision asks to add nodes: the simulation covers the busiest week "
+            f" The forecast decision asks to add nodes: the simulation covers {window} "
             "of the snapshot, not the growth ahead."
         )
     return {

@@ -54,6 +54,7 @@ from analyzer.report.render import render
 from analyzer.report.views import TableView, json_value
 from analyzer.report.whatif_growth import growth_view
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.busiest import busiest_words
 from analyzer.whatif.capacity import UNIT_LINE
 from analyzer.whatif.growth import GrowthResult
 from analyzer.whatif.joint import JointSettings
@@ -158,12 +159,15 @@ def add_pool_decisions(p: dict[str, Any]) -> None:
     """``pools[].pool_decision``: the one decision per pool (``report.monthly_decision``) from
     the forecast decision and, when a snapshot was replayed, the simulated one."""
     currency = (p.get("prices") or {}).get("currency")
+    replayed = p.get("simulation") or {}
+    # "the busiest week" / "the busiest 2 days": the replayed window the decisions speak of
+    window = busiest_words(replayed["start"], replayed["end"]) if "start" in replayed else None
     for pool in p["pools"]:
         sim = pool.get("simulated_decision")
         best = next(
             (r for r in pool.get("scenarios") or [] if sim and r["name"] == sim["scenario"]), None
         )
-        pool["pool_decision"] = pool_decision(pool["decision"], sim, best, currency)
+        pool["pool_decision"] = pool_decision(pool["decision"], sim, best, currency, window)
 
 
 def _decisions(p: dict[str, Any]) -> list[dict[str, Any]]:
@@ -371,6 +375,7 @@ def joint_settings(
     workers: int | None = None,
     prices: Prices | None = None,
     executor: ExecutorSpec | None = None,
+    days: int | None = None,
 ) -> JointSettings:
     """The scenarios' settings: ``strategies`` = (baseline[, repack]); thresholds default to the
     review's usage thresholds."""
@@ -387,6 +392,7 @@ def joint_settings(
         workers=workers,
         prices=prices,
         executor=executor or ExecutorSpec(),
+        days=days or defaults.days,  # the busiest window's whole days (``--window``)
     )
 
 

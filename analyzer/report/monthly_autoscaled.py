@@ -32,10 +32,14 @@ def _how(sim: Mapping[str, Any]) -> str:
 
 
 def autoscaled_decision(
-    sim: dict[str, Any], rows: Sequence[Mapping[str, Any]], autoscaler: str
+    sim: dict[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    autoscaler: str,
+    window: str = "the busiest week",
 ) -> dict[str, Any]:
     """``sim`` (the pool's simulated decision) with the nodes ``autoscaler`` would release in
-    its best scenario (``rows``: the pool's scenario rows, each with its ``autoscaler`` block)."""
+    its best scenario (``rows``: the pool's scenario rows, each with its ``autoscaler`` block;
+    ``window``: the replayed window's name, "the busiest 2 days")."""
     row = next(r for r in rows if r["name"] == sim["scenario"])
     figures = row["autoscaler"]
     n, empty = int(figures["nodes_released"]), int(sim["nodes"])
@@ -47,7 +51,7 @@ def autoscaled_decision(
         action = sim["action"]
     by = "consolidation" if autoscaler == "karpenter" else "scale-down"
     facts = (
-        f"replayed over the busiest week under {autoscaler}, the pool ran "
+        f"replayed over {window} under {autoscaler}, the pool ran "
         f"{figures['nodes_released_mean']:.1f} fewer nodes on average: "
         f"{figures['node_hours']:,.1f} node-hours against {figures['observed_node_hours']:,.1f} "
         f"in the data, {figures['nodes_removed']} removed, {figures['nodes_added']} added, "

@@ -11,7 +11,7 @@ change that takes). They answer different questions, so neither overrules the ot
 - **forecast releases k, the replay frees n < k** → release n: the pods did not fit on fewer
   nodes at the busiest week's peak, whatever the forecast allows (n = 0: no release);
 - **forecast adds** → add, by its date; the replay's n is said as today's slack, not netted
-  against the addition (the replay covers the busiest week, not the growth to that date);
+  against the addition (the replay is of today's demand, not the growth to that date);
 - **forecast holds or has no forecast** → no action from the forecast; the replay's n is named.
 
 Capacity comes from the best scenario's row (core-hours and GiB-hours freed over the window, and
@@ -48,14 +48,14 @@ def scenario_change(sim: Mapping[str, Any]) -> str:
     return "today's scheduler and requests"
 
 
-def _capacity(row: Mapping[str, Any] | None, currency: str | None) -> str:
+def _capacity(row: Mapping[str, Any] | None, currency: str | None, window: str) -> str:
     """ "(93,395 core-hours and 171,314 GiB-hours freed over the busiest week[, 1,234 EUR])"."""
     if not row:
         return ""
     money = money_text(row.get("cost_released"), currency)
     return (
         f" ({row['core_hours_released']:,.0f} core-hours and {row['gib_hours_released']:,.0f} "
-        f"GiB-hours freed over the busiest week{', ' + money if money else ''})"
+        f"GiB-hours freed over {window}{', ' + money if money else ''})"
     )
 
 
@@ -78,17 +78,20 @@ def pool_decision(
     sim: Mapping[str, Any] | None,
     best_row: Mapping[str, Any] | None,
     currency: str | None,
+    window: str | None = None,
 ) -> dict[str, Any]:
     """``{action, nodes, label, state, sentence}`` of one pool (module docstring's rules).
 
     ``forecast`` is ``Decision.to_dict()``, ``sim`` the pool's ``simulated_decision`` (None when
-    no snapshot was replayed) and ``best_row`` its best scenario's row.
+    no snapshot was replayed) and ``best_row`` its best scenario's row; ``window`` names the
+    replayed window ("the busiest 2 days"; default "the busiest week").
     """
+    window = window or "the busiest week"
     action, k = forecast["action"], int(forecast["nodes"])
     n = int(sim["nodes"]) if sim else 0
     scaler = sim.get("autoscaler") if sim else None  # the scenarios replayed under it
     # the row's capacity freed is the fixed-node replay's: not said beside the autoscaler's count
-    freed = _capacity(best_row, currency) if sim and n and not scaler else ""
+    freed = _capacity(best_row, currency, window) if sim and n and not scaler else ""
     at_today = (
         (
             f"{scenario_change(sim)} would let {scaler} release {nodes_text(n)} at today's demand{freed}"
@@ -107,8 +110,8 @@ def pool_decision(
                 if scaler
                 else f"leave {nodes_text(n)} empty"
             )
-            + f"{freed}, but that "
-            "replay covers the busiest week, not the growth ahead"
+            # said short (a first-screen answer is 3 lines); ``freed`` names the window
+            + f"{freed}; the replay is of today's demand, not the growth ahead"
             if sim and n
             else ""
         )
@@ -118,19 +121,19 @@ def pool_decision(
         if n == 0:
             return _out("none", 0, "no release", "",
                         f"No release: the forecast allows {k}{_binds(forecast)}, but "
-                        + (f"{scaler} would release no node in the busiest week's best scenario."
+                        + (f"{scaler} would release no node in the best scenario of {window}."
                            if scaler else
-                           "no scenario left a node empty at the busiest week's peak without "
+                           f"no scenario left a node empty at the peak of {window} without "
                            "more violations or waiting pods than today."))  # fmt: skip
         change = "" if sim["scenario"] == TODAY else f" after {scenario_change(sim)}"
         return _out("release", n, f"release {nodes_text(n)}{change}", "good",
                     f"Release {nodes_text(n)}{change}{freed}: "
-                    + (f"{scaler} would release no more in the busiest week's replay"
-                       if scaler else "the busiest week's replay left no more empty at its peak")
+                    + (f"{scaler} would release no more in the replay of {window}"
+                       if scaler else f"the replay of {window} left no more empty at its peak")
                     + f", though the forecast allows {k}.")  # fmt: skip
     if action == "release":
         more = f"; {at_today}" if at_today and n > k else ""
-        same = "; the busiest week's replay confirms it" if sim and n == k else ""
+        same = f"; the replay of {window} confirms it" if sim and n == k else ""
         return _out("release", k, f"release {nodes_text(k)} now", "good",
                     f"Release {nodes_text(k)} now{_binds(forecast)}{more}{same}.")  # fmt: skip
     why = (

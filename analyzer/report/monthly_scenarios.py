@@ -34,6 +34,7 @@ from analyzer.monthly.review import Review
 from analyzer.report.monthly_autoscaled import autoscaled_decision
 from analyzer.report.monthly_rightsize import Rightsizing
 from analyzer.report.views import Column, TableView
+from analyzer.whatif.busiest import busiest_words
 from analyzer.whatif.capacity import money_text, pct_text, pool_mix_sentence
 from analyzer.whatif.compare import UNITS
 from analyzer.whatif.joint import BOTH, JointResult, JointSettings, run_joint
@@ -108,6 +109,7 @@ def scenarios_review(
             repack=result.repack,
             forecast_action=pool["decision"]["action"],
             both_worse_because=result.kept_refused,
+            window=busiest_words(result.start, result.end),
             cluster={
                 run.name: {"violations": run.violations, "pods_waited": run.pods_waited}
                 for run in result.scenarios
@@ -115,7 +117,10 @@ def scenarios_review(
         )
         if result.autoscaled:
             pool["simulated_decision"] = autoscaled_decision(
-                pool["simulated_decision"], pool["scenarios"], result.autoscaler
+                pool["simulated_decision"],
+                pool["scenarios"],
+                result.autoscaler,
+                busiest_words(result.start, result.end),
             )
     reviewed = {p["name"] for p in review.payload["pools"]}
     notes += [
@@ -193,7 +198,8 @@ def sentence(payload: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"Replayed {s['snapshot']} over its busiest window {_when(s['start'])} – "
+        f"Replayed {s['snapshot']} over {busiest_words(s['start'], s['end'])} of it, "
+        f"{_when(s['start'])} – "
         f"{_when(s['end'])} UTC with "
         f"today's scheduler {s['baseline']} and the repack configuration {s['repack']}; "
         f"{s['changed_pods']:,} pods got the {s['recipe']} recommendations in the right-sized "

@@ -97,3 +97,43 @@ def cut(snapshot: Snapshot, start: pd.Timestamp, end: pd.Timestamp) -> Snapshot:
         node_usage=inside(snapshot.node_usage),
         pod_usage=inside(snapshot.pod_usage),
     )
+
+
+def parse_window(text: str, option: str = "--window") -> int:
+    """Whole days of ``--window`` (``2d`` or ``2``); one line naming ``option`` when it is not."""
+    from analyzer.core.errors import InputError
+
+    raw = text.strip().lower()
+    digits = raw[:-1] if raw.endswith("d") else raw
+    if not digits.isdigit() or not 1 <= int(digits) <= 366:
+        raise InputError(
+            f"{option}: {text!r} is not a number of whole days; give e.g. 2d (the busiest 2 days "
+            "of the snapshot are replayed) or leave it out to replay the whole range"
+        )
+    return int(digits)
+
+
+def busiest_words(start: pd.Timestamp | str, end: pd.Timestamp | str) -> str:
+    """ "the busiest week" / "the busiest 2 days": how a page names a replayed window."""
+    days = round((pd.Timestamp(end) - pd.Timestamp(start)) / DAY)
+    if days == 7:
+        return "the busiest week"
+    return f"the busiest {days} day{'s' if days != 1 else ''}" if days >= 1 else "the window"
+
+
+def replay_window(snapshot: Snapshot, days: int | None) -> tuple[Snapshot, str | None]:
+    """The busiest ``days`` whole days of ``snapshot`` (module rule) and the sentence a page
+    states about them; ``(snapshot, None)`` when ``days`` is None or covers the whole range."""
+    if days is None:
+        return snapshot, None
+    start, end = busiest_window(snapshot, days)
+    if start <= snapshot.start and end >= snapshot.end:
+        return snapshot, None
+    whole = (snapshot.end - snapshot.start) / DAY
+    sentence = (
+        f"Replayed {busiest_words(start, end)} of the snapshot, {start:%Y-%m-%d %H:%M} – "
+        f"{end:%Y-%m-%d %H:%M} UTC (--window {days}d: the highest CPU-request peak), not its "
+        f"whole {round(whole, 1):g} days ({snapshot.start:%Y-%m-%d} – {snapshot.end:%Y-%m-%d}): every "
+        "figure on this page is over those days."
+    )
+    return cut(snapshot, start, end), sentence
