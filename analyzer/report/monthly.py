@@ -46,6 +46,7 @@ from analyzer.report import monthly_scenarios as msc
 from analyzer.report.charts import Chart
 from analyzer.report.monthly_charts import forecast_chart
 from analyzer.report.monthly_decision import pool_decision
+from analyzer.report.monthly_growth_check import growth_against_forecast
 from analyzer.report.monthly_tables import previous_month
 from analyzer.report.monthly_tables import tables as monthly_tables
 from analyzer.report.output import make_readable
@@ -430,7 +431,9 @@ def write_monthly_report(
     view = None
     if growth is not None:
         view = growth_view(growth)
-        review.payload["growth"] = growth.to_dict()
+        last_day = review.payload.get("history_last_day")
+        view.against_forecast = growth_against_forecast(review.payload["pools"], growth, last_day)
+        review.payload["growth"] = {**growth.to_dict(), "against_forecast": view.against_forecast}
     html = render(
         "monthly.html.j2",
         {"ctx": context, "version": __version__, "growth": view},

@@ -10,7 +10,7 @@ in trouble first (earliest month a pod waits, N+1 breaks or nodes are needed), t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,8 @@ class GrowthView:
     window: str
     strategy: str
     autoscaler: str
+    # the monthly page only: pools whose forecast decision and this replay disagree, and why
+    against_forecast: list[str] = field(default_factory=list)
 
 
 def _adds(result: GrowthResult, pool: str) -> str:
