@@ -51,6 +51,7 @@ class GrowthView:
     window: str
     strategy: str
     autoscaler: str
+    choice: str | None = None  # ``--autoscaler auto``: the one line saying which and why
 
 
 def _adds(result: GrowthResult, pool: str) -> str:
@@ -99,6 +100,7 @@ def growth_view(result: GrowthResult) -> GrowthView:
         window=f"{result.start:%Y-%m-%d %H:%M} .. {result.end:%Y-%m-%d %H:%M} UTC",
         strategy=result.strategy,
         autoscaler=result.autoscaler,
+        choice=None if result.autoscaler_choice is None else result.autoscaler_choice["why"],
     )
 
 
