@@ -13,6 +13,8 @@ import pandas as pd
 from analyzer.core.errors import InputError
 from analyzer.core.snapshot import read_snapshot
 from analyzer.core.text import escaped
+from analyzer.replay.karpenter_setup import autoscaler_settings
+from analyzer.whatif.autoscaler_choice import resolve_autoscaler
 from analyzer.whatif.growth import GrowthResult, run_growth
 from analyzer.whatif.growth_plan import Change, GrowthPlan, parse_growth
 
@@ -46,8 +48,6 @@ def growth_cmd(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None
     names = tuple(opts["strategies"])
     if len(names) > 1:
         raise InputError("--strategy: with --growth name one (the cluster's scheduler)")
-    if opts["autoscaler"] not in ("none", "cluster-autoscaler"):
-        raise InputError("--autoscaler: with --growth, none or cluster-autoscaler")
     if opts["days"] < 1:
         raise InputError(f"--growth-days: {opts['days']} must be at least 1")
     if opts["out"] is not None:
@@ -56,17 +56,17 @@ def growth_cmd(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None
         check_whatif_out(opts["out"])
     plan = growth_plan(ctx, opts["months"], opts["history"])
     strategy = resolve_strategy(names[0] if names else DEFAULT_STRATEGY, opts["kubernetes_version"])
-    autoscaling = None
-    if opts["autoscaler"] == "cluster-autoscaler":
-        from analyzer.replay.autoscale_setup import AutoscalerSettings, parse_settings
-
-        section = (ctx.obj or {}).get("config", {}).get("autoscaler")
-        if isinstance(section, dict):
-            section = {k: v for k, v in section.items() if k != "karpenter"}
-        parsed = parse_settings(section)
-        assert isinstance(parsed, AutoscalerSettings)
-        autoscaling = parsed
-    result = run_growth(read_snapshot(snapshot), plan, strategy, autoscaling, days=opts["days"])
+    asked = opts["autoscaler"]
+    section = (ctx.obj or {}).get("config", {}).get("autoscaler")
+    if asked != "none":  # a bad autoscaler: key fails here, before the snapshot is read
+        autoscaler_settings(section, asked)
+    data = read_snapshot(snapshot)
+    choice = resolve_autoscaler(asked, data)
+    chosen = asked if choice is None else choice.chosen
+    autoscaling = None if chosen == "none" else autoscaler_settings(section, chosen)
+    result = run_growth(data, plan, strategy, autoscaling, days=opts["days"])
+    if choice is not None:
+        result.autoscaler_choice = choice.to_dict()
     if opts["out"] is not None:
         from analyzer.report.whatif_growth import write_growth_report
 
@@ -76,6 +76,8 @@ def growth_cmd(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None
 
         click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
         return
+    if choice is not None:
+        click.echo(escaped(choice.why))
     click.echo(_table(result))
     click.echo("")
     click.echo(escaped(result.sentence()))

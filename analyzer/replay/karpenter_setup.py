@@ -230,10 +230,11 @@ def _pool_shapes(
 
 
 def with_shapes(
-    inp: ReplayInput, settings: KarpenterSettings, prices: Prices | None
+    inp: ReplayInput, settings: KarpenterSettings, prices: Prices | None, *, room: int = 1
 ) -> tuple[ReplayInput, KarpenterPools]:
     """``inp`` with each pool's spare slots per shape appended, the data's later joins and
-    leaves dropped (module docstring), and the pools."""
+    leaves dropped (module docstring), and the pools. ``room``: spare slots per shape as a
+    multiple of the pool's most nodes at once (the growth replay needs room to grow)."""
     nodes = inp.snapshot.nodes
     pools = (
         nodes["pool"].fillna("").astype(str).tolist()
@@ -256,7 +257,7 @@ def with_shapes(
         for m, k in member_shape.items():
             shape_of[m] = k
         shapes.append([s for _, s in found])
-        most = max(_most_at_once(inp, members), 1)
+        most = max(_most_at_once(inp, members), 1) * room
         for k, (row, _) in enumerate(found):
             spare_rows.extend([row] * most)
             spare_pool.extend([g] * most)

@@ -39,6 +39,7 @@ from analyzer.report.whatif_autoscaled import (
     node_count_series,
     reasons_table,
 )
+from analyzer.report.whatif_growth import carry_growth, growth_beside
 from analyzer.report.whatif_tables import (
     comparison_table,
     headroom_table,
@@ -128,6 +129,8 @@ class WhatIfContext:
     autoscaler_notes: list[str] = field(default_factory=list)  # its node groups' bounds
     autoscaler_choice: str = ""  # ``--autoscaler auto``: which autoscaler and why, in one line
     autoscaler: str = "none"  # which autoscaler (the page's explanation differs)
+    # a growth replay written into the same folder: {"sentence", "href"} (``growth_beside``)
+    growth: dict[str, str] | None = None
 
     def to_json(self, result: WhatIfResult) -> dict[str, Any]:
         """Every number shown (tables as records) plus the full comparison."""
@@ -147,6 +150,7 @@ class WhatIfContext:
             "why": self.why,
             "notes": self.notes,
             **({"autoscaler_choice": self.autoscaler_choice} if self.autoscaler_choice else {}),
+            **({"growth": self.growth} if self.growth else {}),
             "definitions": dict(self.definitions),
         }
 
@@ -428,6 +432,7 @@ def write_whatif_report(
     """
     target = Path(out)
     context = build_whatif_context(result, search=search)
+    context.growth = growth_beside(target)  # linked and kept: the folder is replaced as a whole
     html = render(
         "whatif.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     ).encode("utf-8")
@@ -447,6 +452,8 @@ def write_whatif_report(
         )
         write_csv(series, tmp / "series.csv")
         (tmp / "report.json").write_text(payload + "\n")
+        if context.growth is not None:
+            carry_growth(target, tmp)
         (tmp / "report.html").write_bytes(html)
         for path in [tmp, *tmp.iterdir()]:
             make_readable(path)

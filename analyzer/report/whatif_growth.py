@@ -10,6 +10,7 @@ in trouble first (earliest month a pod waits, N+1 breaks or nodes are needed), t
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ class GrowthView:
     window: str
     strategy: str
     autoscaler: str
+    choice: str | None = None  # ``--autoscaler auto``: the one line saying which and why
+    whatif_href: str | None = None  # the what-if page in the same folder, linked back
     # the monthly page only: pools whose forecast decision and this replay disagree, and why
     against_forecast: list[str] = field(default_factory=list)
 
@@ -101,6 +104,7 @@ def growth_view(result: GrowthResult) -> GrowthView:
         window=f"{result.start:%Y-%m-%d %H:%M} .. {result.end:%Y-%m-%d %H:%M} UTC",
         strategy=result.strategy,
         autoscaler=result.autoscaler,
+        choice=None if result.autoscaler_choice is None else result.autoscaler_choice["why"],
     )
 
 
@@ -117,6 +121,8 @@ def write_growth_report(
 ) -> Path:
     """Write ``OUT/growth.{csv,json,html}`` (the page last, once what it links to is there)."""
     view = growth_view(result)
+    if (Path(out) / "report.html").is_file():
+        view.whatif_href = "report.html"
     html = render(
         "growth.html.j2", {"growth": view, "version": __version__}, user_dir=templates_dir
     )
@@ -128,3 +134,29 @@ def write_growth_report(
         atomic_write_text(folder / name, text)
         make_readable(folder / name)
     return folder / HTML
+
+
+def growth_beside(folder: Path) -> dict[str, str] | None:
+    """The what-if page's link to a growth replay written into the same ``folder`` earlier:
+    ``{"sentence", "href"}`` from its ``growth.json``, None when there is none (or it is not a
+    readable growth.json with its page beside it: no link rather than a broken one)."""
+    page, data = folder / HTML, folder / JSON
+    if not (page.is_file() and data.is_file()):
+        return None
+    try:
+        payload = json.loads(data.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    sentence = payload.get("sentence") if isinstance(payload, dict) else None
+    if not isinstance(sentence, str) or not sentence:
+        return None
+    return {"sentence": sentence, "href": HTML}
+
+
+def carry_growth(folder: Path, into: Path) -> None:
+    """Copy a growth replay's files from ``folder`` into ``into`` (the what-if report's new
+    folder, which replaces ``folder`` as a whole: the growth run is another run, kept)."""
+    for name in (HTML, JSON, CSV):
+        source = folder / name
+        if source.is_file() and not source.is_symlink():
+            shutil.copyfile(source, into / name)

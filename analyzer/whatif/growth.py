@@ -2,8 +2,9 @@
 
 Month 0 is today's busiest window replayed as it is; month m (1..N) is the same window with the
 plan's growth by month m (``analyzer.whatif.growth_apply``), replayed with the cluster's strategy
-(default ``kube-default``; ``--strategy``) and, with ``--autoscaler cluster-autoscaler``, with
-the autoscaler driving the nodes. Per month and pool:
+(default ``kube-default``; ``--strategy``) and, with ``--autoscaler cluster-autoscaler`` or
+``karpenter``, with that autoscaler driving the nodes (``auto``: the one the snapshot's nodes
+suggest, ``analyzer.whatif.autoscaler_choice``). Per month and pool:
 
 - **capacity**: the summed allocatable of the pool's nodes in the window (cores, GiB);
 - **requested peak**: the most requests held at once by the pods the replay placed in the pool
@@ -19,7 +20,12 @@ the autoscaler driving the nodes. Per month and pool:
   answer until no pod of the pool waits, then bisected (pools searched one at a time, the others
   at their current count, at most ``ROUNDS`` rounds; a pool whose pods still wait at
   ``cap = max(8, 4 × its nodes)`` extra nodes has no answer: they wait for something nodes of
-  its shape do not give); with cluster-autoscaler, the nodes its scale-ups added in the pool.
+  its shape do not give); with cluster-autoscaler, the nodes its scale-ups added in the pool
+  (each group may reach 3 × its nodes unless the config sets its maxSize); with Karpenter, the
+  most nodes present at once in the pool on the replay's evaluation grid minus the most the data
+  had at once there, never below 0 (Karpenter also consolidates and replaces nodes, so counting
+  its launches would count replacements as growth; it may launch, per shape of the pool, 2 × the
+  pool's most nodes at once beyond the data's: ``with_shapes(room=…)``).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from analyzer.replay.autoscale_setup import (
 )
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import NEVER, ReplayInput, prepare
+from analyzer.replay.karpenter_setup import KarpenterSettings, with_shapes
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
 from analyzer.whatif.autoscaled import outcome_of
@@ -50,6 +57,7 @@ from analyzer.whatif.growth_plan import GrowthPlan
 
 WAIT_THRESHOLD_S = 0
 ROUNDS = 3
+KARPENTER_ROOM = 2  # spare slots per shape: 2 × the pool's most nodes at once (module docstring)
 GIB = float(2**30)
 
 
@@ -103,6 +111,8 @@ class GrowthResult:
     changes: list[str]
     months: list[GrowthMonth]
     notes: list[str] = field(default_factory=list)
+    # ``--autoscaler auto``: what was asked, chosen and the one line why (``AutoscalerChoice``)
+    autoscaler_choice: dict[str, str] | None = None
 
     def first_wait_month(self) -> int | None:
         """The first month (0 = today) in which a pod waits, None within the horizon."""
@@ -168,6 +178,11 @@ class GrowthResult:
                 for m in self.months
             ],
             "notes": list(self.notes),
+            **(
+                {}
+                if self.autoscaler_choice is None
+                else {"autoscaler_choice": self.autoscaler_choice}
+            ),
         }
 
 
@@ -179,7 +194,7 @@ class _Run:
     result: ReplayResult
     node_pool: list[str]
     pod_pool: list[str]
-    added: dict[str, int]  # cluster-autoscaler's nodes added per pool
+    added: dict[str, int]  # the autoscaler's nodes to add per pool (module docstring)
 
 
 def _pod_pools(
@@ -242,7 +257,7 @@ class _Replayer:
         window: Snapshot,
         plan: GrowthPlan,
         strategy: Strategy,
-        autoscaling: AutoscalerSettings | None,
+        autoscaling: AutoscalerSettings | KarpenterSettings | None,
     ) -> None:
         self.window, self.plan, self.strategy = window, plan, strategy
         self.autoscaling = autoscaling
@@ -273,13 +288,23 @@ class _Replayer:
         if self.autoscaling is None:
             result = replay(inp, self.strategy, 0)
         else:
-            auto, groups = with_node_groups(inp, self._room(inp))
-            result = replay(auto, self.strategy, 0, autoscaler=(groups, self.autoscaling))
+            if isinstance(self.autoscaling, KarpenterSettings):
+                auto, pools = with_shapes(inp, self.autoscaling, None, room=KARPENTER_ROOM)
+                result = replay(auto, self.strategy, 0, autoscaler=(pools, self.autoscaling))
+            else:
+                auto, groups = with_node_groups(inp, self._room(inp))
+                result = replay(auto, self.strategy, 0, autoscaler=(groups, self.autoscaling))
             outcome = outcome_of(auto, inp, result)
             record = result.autoscaler
             assert record is not None
-            node_pool = [record.groups[g] for g in record.of_node]
-            added = {name: fig.nodes_added for name, fig in outcome.pools.items()}
+            # the autoscalers call a node without a pool "default"; the pages say NO_POOL
+            named = {record.groups[record.of_node[s]]: node_pool[s] for s in range(len(node_pool))}
+            node_pool = [named.get(record.groups[g], record.groups[g]) for g in record.of_node]
+            if isinstance(self.autoscaling, KarpenterSettings):
+                added = {named.get(k, k): max(0, f.peak_nodes - f.observed_peak_nodes)
+                         for k, f in outcome.pools.items()}  # fmt: skip
+            else:
+                added = {named.get(k, k): f.nodes_added for k, f in outcome.pools.items()}
             inp = auto
         pod_pool = _pod_pools(inp, node_pool, home, self.fallback)
         return _Run(inp, result, node_pool, pod_pool, added)
@@ -287,7 +312,7 @@ class _Replayer:
     def _room(self, inp: ReplayInput) -> AutoscalerSettings:
         """The autoscaler's settings with room to grow: a group without a configured maxSize may
         reach 3 × its nodes in the data (the data's own maximum would forbid any growth)."""
-        assert self.autoscaling is not None
+        assert isinstance(self.autoscaling, AutoscalerSettings)
         groups = dict(self.autoscaling.groups)
         nodes = inp.snapshot.nodes
         pools = nodes["pool"].fillna("").astype(str) if "pool" in nodes.columns else None
@@ -378,7 +403,7 @@ def run_growth(
     snapshot: Snapshot,
     plan: GrowthPlan,
     strategy: Strategy,
-    autoscaling: AutoscalerSettings | None = None,
+    autoscaling: AutoscalerSettings | KarpenterSettings | None = None,
     *,
     days: int = 7,
     progress: Callable[[int], None] | None = None,
@@ -424,7 +449,11 @@ def run_growth(
     notes.append(f"{rp.replays} replays of the window {start.isoformat()} .. {end.isoformat()}")
     return GrowthResult(
         strategy=strategy.name,
-        autoscaler="none" if autoscaling is None else "cluster-autoscaler",
+        autoscaler="none"
+        if autoscaling is None
+        else "karpenter"
+        if isinstance(autoscaling, KarpenterSettings)
+        else "cluster-autoscaler",
         start=start,
         end=end,
         changes=[c.label() for c in plan.changes],
