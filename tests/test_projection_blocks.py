@@ -54,7 +54,7 @@ def _report(path: Path, out: Path) -> dict[str, object]:
     result = CliRunner().invoke(
         main,
         ["report", "whatif", str(path), "--out", str(out), "--strategy", "kube-default",
-         "--strategy", "most-allocated", "--strategy", "koord-loadaware", "--workers", "1"],
+         "--strategy", "koord-loadaware", "--workers", "1"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     data: dict[str, object] = json.loads((out / "report.json").read_text())
@@ -71,4 +71,4 @@ def test_whatif_report_identical_in_blocks_and_whole(
     blocks = _report(path, tmp_path / "blocks")
     assert blocks == whole
     rows = {r["strategy"]: r for r in whole["tables"]["comparison"]}  # type: ignore[index]
-    assert set(rows) >= {"observed", "kube-default", "most-allocated", "koord-loadaware"}
+    assert set(rows) >= {"observed", "kube-default", "koord-loadaware"}
