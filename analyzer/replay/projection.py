@@ -73,42 +73,114 @@ def _pod_positions(pod_index: pd.Index, uids: pd.Series) -> Int64Array:
     return positions
 
 
-def usage_matrices(inp: ReplayInput) -> UsageMatrices:
-    """Observed node and pod usage on the grid, and each node's overhead."""
-    snap = inp.snapshot
-    width = int((inp.end - inp.start) // inp.step) + 1
-    times = inp.start + inp.step * np.arange(width, dtype=np.int64)
-    n_nodes = len(inp.node_names)
-    node_index = pd.Index(inp.node_names)
-    usage = snap.node_usage
-    rows = node_index.get_indexer(usage["node"].astype(str))
+# Rows per block when the pod usage table is turned into grid rows: every temporary of the
+# conversion (times, grid columns, pod positions, masks, sort keys) is one block's, not the
+# whole range's (a 5,000-node day is 63 M rows; each whole-table temporary was 0.5 GB).
+BLOCK_ROWS = 4_194_304
+
+
+def _node_matrices(inp: ReplayInput, width: int) -> dict[str, FloatArray]:
+    """Observed node usage: resource -> nodes x times (NaN = no sample)."""
+    usage = inp.snapshot.node_usage
+    rows = pd.Index(inp.node_names).get_indexer(usage["node"].astype(str))
     cols = _columns(usage["timestamp"], inp.start, inp.step, width)
     keep = (rows >= 0) & (cols >= 0)
     node: dict[str, FloatArray] = {}
     for resource in RESOURCES:
-        matrix = np.full((n_nodes, width), np.nan)
+        matrix = np.full((len(inp.node_names), width), np.nan)
         matrix[rows[keep], cols[keep]] = usage[resource].to_numpy(dtype=np.float64)[keep]
         node[resource] = matrix
-    pod_usage = snap.pod_usage
-    pods = _pod_positions(pd.Index(inp.pod_uids), pod_usage["uid"])
-    pcols = _columns(pod_usage["timestamp"], inp.start, inp.step, width)
-    keep = (pods >= 0) & (pcols >= 0)
-    order = np.argsort(pcols[keep], kind="stable")
-    pod_rows: dict[str, np.ndarray[Any, Any]] = {
-        "pod": pods[keep][order].astype(np.int64),
-        "col": pcols[keep][order].astype(np.int64),
+    return node
+
+
+def _block_rows(inp: ReplayInput, width: int, a: int, b: int) -> tuple[Int64Array, Int64Array]:
+    """Pod position and grid column (-1: dropped) of pod usage rows ``a:b``."""
+    usage = inp.snapshot.pod_usage
+    pods = _pod_positions(pd.Index(inp.pod_uids), usage["uid"].iloc[a:b])
+    cols = _columns(usage["timestamp"].iloc[a:b], inp.start, inp.step, width)
+    cols[pods < 0] = -1
+    return pods, cols
+
+
+def _pod_rows(inp: ReplayInput, width: int) -> dict[str, np.ndarray[Any, Any]]:
+    """The kept pod usage rows sorted by grid column, ties in table order (a stable sort).
+
+    A counting sort in two passes over blocks of ``BLOCK_ROWS`` rows: the first counts each
+    column's rows, the second puts each block's rows at their column's next free places. Same
+    arrays as one stable ``argsort`` of the whole table (tested), without its whole-table
+    temporaries."""
+    usage = inp.snapshot.pod_usage
+    total = len(usage)
+    blocks = [(a, min(a + BLOCK_ROWS, total)) for a in range(0, total, BLOCK_ROWS)]
+    counts = np.zeros(width, dtype=np.int64)
+    for a, b in blocks:
+        _, cols = _block_rows(inp, width, a, b)
+        counts += np.bincount(cols[cols >= 0], minlength=width)
+    kept = int(counts.sum())
+    out: dict[str, np.ndarray[Any, Any]] = {
+        "pod": np.empty(kept, dtype=np.int64),
+        "col": np.empty(kept, dtype=np.int64),
+        **{r: np.empty(kept, dtype=np.float64) for r in RESOURCES},
     }
-    for resource in RESOURCES:
-        values = pod_usage[resource].to_numpy(dtype=np.float64)[keep][order]
-        pod_rows[resource] = np.nan_to_num(values, nan=0.0)
+    free = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    for a, b in blocks:
+        pods, cols = _block_rows(inp, width, a, b)
+        keep = np.flatnonzero(cols >= 0)
+        order = keep[np.argsort(cols[keep], kind="stable")]
+        sorted_cols = cols[order]
+        # rank of each row among its column's rows in this block
+        rank = np.arange(len(order)) - np.searchsorted(sorted_cols, sorted_cols, side="left")
+        dest = free[sorted_cols] + rank
+        out["pod"][dest] = pods[order]
+        out["col"][dest] = sorted_cols
+        for resource in RESOURCES:
+            values = usage[resource].iloc[a:b].to_numpy(dtype=np.float64)[order]
+            out[resource][dest] = np.nan_to_num(values, nan=0.0)
+        free += np.bincount(sorted_cols, minlength=width)
+    return out
+
+
+def column_blocks(cols: Int64Array, width: int) -> list[tuple[int, int]]:
+    """Row ranges of ``cols`` (sorted grid columns) of about ``BLOCK_ROWS`` rows that never split
+    a column: a sum per (node, column) over such blocks adds each cell's values in the same order
+    as one sum over all rows (bit-identical floats)."""
+    bounds = np.searchsorted(cols, np.arange(width + 1))
+    out: list[tuple[int, int]] = []
+    a = 0
+    while a < len(cols):
+        b = int(bounds[np.searchsorted(bounds, a + BLOCK_ROWS, side="right") - 1])
+        b = b if b > a else int(bounds[np.searchsorted(bounds, a, side="right")])
+        out.append((a, b))
+        a = b
+    return out
+
+
+def node_sums(
+    node_of_row: Int64Array, cols: Int64Array, weights: FloatArray, n_nodes: int, width: int
+) -> FloatArray:
+    """Sum of ``weights`` per (node, column) (rows with node -1 skipped), column block by block."""
+    sums = np.zeros(n_nodes * width, dtype=np.float64)
+    for a, b in column_blocks(cols, width):
+        node = node_of_row[a:b]
+        on = node >= 0
+        flat = node[on] * width + cols[a:b][on]
+        if len(flat):
+            lo, hi = int(flat.min()), int(flat.max()) + 1
+            sums[lo:hi] += np.bincount(flat - lo, weights=weights[a:b][on], minlength=hi - lo)
+    return sums.reshape(n_nodes, width)
+
+
+def usage_matrices(inp: ReplayInput) -> UsageMatrices:
+    """Observed node and pod usage on the grid, and each node's overhead."""
+    width = int((inp.end - inp.start) // inp.step) + 1
+    times = inp.start + inp.step * np.arange(width, dtype=np.int64)
+    n_nodes = len(inp.node_names)
+    node = _node_matrices(inp, width)
+    pod_rows = _pod_rows(inp, width)
     overhead: dict[str, FloatArray] = {}
-    real = inp.real_node[pod_rows["pod"]]
-    on_node = real >= 0
-    flat = real[on_node] * width + pod_rows["col"][on_node]
+    real: Int64Array = inp.real_node[pod_rows["pod"]]
     for resource in RESOURCES:
-        sums = np.bincount(
-            flat, weights=pod_rows[resource][on_node], minlength=n_nodes * width
-        ).reshape(n_nodes, width)
+        sums = node_sums(real, pod_rows["col"], pod_rows[resource], n_nodes, width)
         overhead[resource] = node[resource] - sums
     return UsageMatrices(times, node, pod_rows, overhead)
 
@@ -117,7 +189,6 @@ def attribute(inp: ReplayInput, result: ReplayResult, mats: UsageMatrices) -> In
     """For every pod usage row, the index of the run (segment) it belongs to, or -1 (dropped)."""
     seg = result.segments
     pod_rows = mats.pod_rows["pod"]
-    times = mats.times[mats.pod_rows["col"]]
     owner = np.full(len(pod_rows), -1, dtype=np.int64)
     if len(seg["pod"]) == 0:
         return owner
@@ -130,16 +201,20 @@ def attribute(inp: ReplayInput, result: ReplayResult, mats: UsageMatrices) -> In
     seg_of_pod = np.full(inp.pod_count, -1, dtype=np.int64)
     seg_of_pod[seg["pod"]] = np.arange(len(seg["pod"]))  # the last run of each pod
     single[ones] = seg_of_pod[ones]
-    candidate = single[pod_rows]
-    ok = candidate >= 0
-    inside = ok.copy()
-    inside[ok] = (lo[candidate[ok]] <= times[ok]) & (times[ok] < hi[candidate[ok]])
-    owner[inside] = candidate[inside]
+    for a in range(0, len(pod_rows), BLOCK_ROWS):  # block by block: temporaries stay small
+        b = min(a + BLOCK_ROWS, len(pod_rows))
+        candidate = single[pod_rows[a:b]]
+        ok = np.flatnonzero(candidate >= 0)
+        when = mats.times[mats.pod_rows["col"][a:b][ok]]
+        run = candidate[ok]
+        inside = ok[(lo[run] <= when) & (when < hi[run])]
+        owner[a + inside] = candidate[inside]
     for pod in np.flatnonzero(counts > 1):  # rare: pods evicted by a leaving node
         runs = np.flatnonzero(seg["pod"] == pod)
         mine = np.flatnonzero(pod_rows == pod)
+        times = mats.times[mats.pod_rows["col"][mine]]
         for run in runs:
-            hit = mine[(lo[run] <= times[mine]) & (times[mine] < hi[run])]
+            hit = mine[(lo[run] <= times) & (times < hi[run])]
             owner[hit] = run
     return owner
 
@@ -157,14 +232,11 @@ def project(
     owner = attribute(inp, result, mats) if owner is None else owner
     width = len(mats.times)
     n_nodes = len(inp.node_names)
-    placed = owner >= 0
-    nodes = result.segments["node"][owner[placed]]
-    flat = nodes * width + mats.pod_rows["col"][placed]
+    seg_node = np.append(result.segments["node"].astype(np.int64), -1)
+    node_of_row = seg_node[owner]  # owner -1 -> the appended -1: not placed
     out: dict[str, FloatArray] = {}
     for resource in RESOURCES:
-        sums = np.bincount(
-            flat, weights=mats.pod_rows[resource][placed], minlength=n_nodes * width
-        ).reshape(n_nodes, width)
+        sums = node_sums(node_of_row, mats.pod_rows["col"], mats.pod_rows[resource], n_nodes, width)
         projected = mats.overhead[resource] + sums
         out[resource] = np.where(np.isnan(projected), np.nan, np.maximum(projected, 0.0))
     return out
