@@ -110,3 +110,47 @@ def test_bad_karpenter_key_is_one_line_before_any_replay(folder: Path) -> None:
     lines = out.strip().splitlines()
     assert len(lines) == 1 and "consolidationPolicy" in lines[0] and "Traceback" not in out
     assert not (folder / "bad").exists()
+
+
+# Karpenter's default disruption (consolidateAfter 0s, WhenEmptyOrUnderutilized)
+DEFAULT = "growth:\n  - {namespace: default, replicas: '+2'}\n"
+
+
+def test_default_consolidation_gives_the_same_answer(folder: Path) -> None:
+    """With consolidation on, the answer is the ``consolidateAfter: Never`` one (the first test's
+    figures). Consolidation's simulation schedules the pending pods too (upstream
+    ``SimulateScheduling``): the data's 4 nodes are full (16 one-core pods) and the launched
+    nodes hold the 2k − 8 pods beyond them, 4 a node but the last (2 or 4), so no node's pods
+    fit on the others (the pending ones take the room first): they would need a new node of the
+    pool's one shape, which is not cheaper, and nothing is consolidated. Before, the simulation ignored the
+    pending pods and drained n0 onto the node launched for them: month 5 read 0 nodes to add."""
+    (folder / "default.yaml").write_text(DEFAULT)
+    code, out = _run(folder, "--format", "json", "--autoscaler", "karpenter",
+                     config="default.yaml")  # fmt: skip
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["first_wait_month"] == 5
+    assert [m["pools"][0]["nodes_to_add"] for m in data["months"]] == [0] * 5 + [1, 1, 2, 2]
+
+
+def test_no_node_is_swapped_while_pods_wait_for_it(tmp_path: Path) -> None:
+    """Month 5's hour replayed on its own: 18 one-core pods on the 4 nodes of 4 cores, so 2 wait
+    and Karpenter launches one node for them (the batch closes 1 s after they go pending, Ready
+    2 min later). No consolidation happens in the hour: no node removed, no pod evicted, one node
+    added, and no pod pending at the end (before the fix: 4 nodes swapped, 16 pods evicted, the 2
+    pods pending to the end)."""
+    snap = build([N(f"n{i}") for i in range(4)], [P(f"web-{i}", f"n{i % 4}") for i in range(18)])
+    snap.pods["owner_name"] = "web-5d9f"
+    snap.nodes["labels"] = LABELS
+    write_snapshot(snap, tmp_path / "snap")
+    (tmp_path / "k.yaml").write_text("autoscaler: {}\n")
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(tmp_path / "k.yaml"), "whatif", str(tmp_path / "snap"), "--strategy",
+         "kube-default", "--workers", "1", "--format", "json", "--autoscaler", "karpenter"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0
+    assert row["nodes_added"] == 1 and row["scale_ups"] == 1 and row["peak_nodes"] == 5
+    assert row["pending_pods_at_end"] == 0

@@ -37,7 +37,7 @@ from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
-from analyzer.replay.karpenter_provision import solve
+from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.karpenter_simulate import leftover, stale_answers
 from analyzer.scheduling.framework import Profile
@@ -109,6 +109,10 @@ class KarpenterAutoscaler:
         # a list read in a comprehension: the pass sums it for every candidate's pods
         self.costs = [pod_eviction_cost(d.annotations, d.priority) for d in inp.demands]
         self.needs: dict[int, np.ndarray[Any, Any]] = {}  # per pod, for the fast simulation
+        # the pods pending at this instant's tick, and those of them a pool could launch a node
+        # for: consolidation's simulation schedules these too (``_disrupt``)
+        self.pending: tuple[int, ...] = ()
+        self.launchable: tuple[int, ...] = ()
 
     # -- the engine's side ---------------------------------------------------------------------
     @property
@@ -203,6 +207,7 @@ class KarpenterAutoscaler:
     def _batch(self, now: int, waiting: list[int]) -> None:
         pinned = self.inp.pinned
         pending = [p for p in waiting if not pinned[p]]
+        self.pending = tuple(sorted(pending))
         self.known &= set(pending)
         new = [p for p in pending if p not in self.known]
         seen = now if self.mark is None else self.mark
@@ -286,6 +291,16 @@ class KarpenterAutoscaler:
         self.dirty = False
         seconds = now / SECOND
         self.later = self._next_edge(seconds)
+        # upstream's simulation schedules every pending pod, but one no pool can launch a node
+        # for only gives a scheduling error, which ``AllNonPendingPodsScheduled`` ignores: such
+        # a pod changes no answer, so it is left out
+        shapes = self.pools.shapes
+        self.launchable = tuple(
+            p for p in self.pending
+            if any(self._compatible(p, g) and any(holds(s, {**self.inp.demands[p].request_map,
+                                                              "pods": 1}) for s in shapes[g])
+                   for g in range(len(shapes)))
+        )  # fmt: skip
         reasons: dict[str, int] = {}
 
         def count(reason: str, n: int = 1) -> None:
@@ -397,7 +412,8 @@ class KarpenterAutoscaler:
 
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
             slots = tuple(position[n] for n in names)
-            key = tuple(tuple(sorted(self.on_node[s])) for s in slots)
+            # the answer holds while the candidates' pods and the pending pods are the same
+            key = (*(tuple(sorted(self.on_node[s])) for s in slots), self.launchable)
             known = self.kept.get(slots)
             if known is not None and known[0] == key:
                 return known[1]
@@ -413,19 +429,27 @@ class KarpenterAutoscaler:
         freed = [f for f in self.freed if self.active[f]]
         self.freed = set()
         if freed and self.kept:
-            pods = {k: [p for s in k for p in self.on_node[s] if not self.inp.pinned[p]]
-                    for k in self.kept}  # fmt: skip
+            # the pending pods too: room one of them could take changes what is left over
+            pods = {k: [*(p for s in k for p in self.on_node[s] if not self.inp.pinned[p]),
+                        *self.launchable] for k in self.kept}  # fmt: skip
             for key in stale_answers(self.state, self.inp.demands, freed, pods):
                 del self.kept[key]
 
     def _leftover(self, slots: list[int], seconds: float) -> list[Mapping[str, int]]:
-        """The requests of the pods of ``slots`` that fit on no node that stays."""
+        """The requests of the pods of ``slots`` that fit on no node that stays, and of the
+        pending pods that need a new node (``SimulateScheduling`` schedules them too: a node
+        whose room the pending pods need is not consolidated)."""
         allowed = self.active.copy()
         allowed[slots] = False
         for s in self.disrupting:
             allowed[s] = False
+        # the nodes still launching (for pending pods or as replacements): upstream's in-flight
+        # NodeClaims, which the pending pods may use and the candidates' pods may not
+        inflight = np.zeros_like(allowed)
+        inflight[list(self.provisioning)] = True
         moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
             self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,
+            self.launchable, inflight,
         )  # fmt: skip

@@ -2,6 +2,15 @@
 kubernetes-sigs/karpenter ``pkg/controllers/disruption/helpers.go``): which of the candidates'
 pods fit on no node that stays, and which kept answers a node that freed room could change.
 
+As upstream, the simulation schedules the cluster's pending pods together with the candidates'
+pods: the pending pods take room the candidates' pods could otherwise use (on a node launched for
+them and Ready, or on the nodes still launching: upstream's in-flight NodeClaims, which only
+pending pods may use; a candidate's pod placed on a node that is not initialized fails the
+command). A pending pod that fits nowhere needs a new node (upstream's ``NewNodeClaims``), so it
+counts among the requests left over, unless no shape of the pool holds it alone (upstream: a
+scheduling error of a pending pod, which ``AllNonPendingPodsScheduled`` ignores; the caller
+leaves out the pending pods no pool could launch a node for).
+
 The pods are re-placed largest first (cpu, then memory) on the first node that passes the
 resources they request and then the profile's filters, bound in the simulation so that the next
 pod sees them; every bind and unbind is undone before returning.
@@ -32,9 +41,12 @@ def leftover(
     seconds: float,
     fast: bool = True,
     needs: dict[int, np.ndarray[Any, Any]] | None = None,
+    pending: Sequence[int] = (),
+    inflight: np.ndarray[Any, Any] | None = None,
 ) -> list[Mapping[str, int]]:
     """The requests of the pods to move (``moves``: their node and pod) that fit on no
-    ``allowed`` node.
+    ``allowed`` node, and of the ``pending`` pods that fit on no ``allowed`` node nor on one
+    still launching (``inflight``, a node mask) and that a shape of ``shapes`` holds alone.
 
     ``fast`` (the default; ``KarpenterSettings.fast``) gives the same answer cheaper: the
     resource check runs on the ``allowed`` nodes and requested resources only, and the filters
@@ -46,7 +58,8 @@ def leftover(
     pods = [p for _, p in moves]
     if pods:
         # a necessary condition: what exceeds the room left on the staying nodes must fit one
-        # shape; if it fits none, the try fails whatever the placement
+        # shape; if it fits none, the try fails whatever the placement (pending pods only take
+        # more of that room: the condition holds with them too)
         need = np.sum([demands[p].requests for p in pods], axis=0)
         room = (state.allocatable[allowed] - state.requested[allowed]).clip(min=0)
         excess = (need - room.sum(axis=0)).clip(min=0).tolist()
@@ -60,26 +73,29 @@ def leftover(
         for slot, p in moves:
             state.unbind(slot, demands[p])
             undo.append((slot, demands[p], True))
+        waits = set(pending)
+        launching = np.zeros_like(allowed) if inflight is None else inflight & ~allowed
         if fast:
             cache = {} if needs is None else needs
-            return _place_fast(state, profile, demands, pods, allowed, shapes, seconds, cache)
+            return _place_fast(state, profile, demands, [*pods, *pending], allowed, shapes,
+                               seconds, cache, waits, launching)  # fmt: skip
         free = state.allocatable - state.requested  # kept in step with the binds below
-        order = sorted(pods, key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
-                                            -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
+        order = _order(demands, [*pods, *pending])
         for i, p in enumerate(order):
             demand = demands[p]
             # resources first (those it requests, as NodeResourcesFit): most pods that fit
             # nowhere fail here, without the filters
             need = demand.requests
-            feasible = allowed & np.all((free >= need) | (need == 0), axis=1)
+            rows = allowed | launching if p in waits else allowed
+            feasible = rows & np.all((free >= need) | (need == 0), axis=1)
             for plugin in profile.filters if feasible.any() else ():
                 feasible &= plugin.filter(state, demand, seconds).feasible
                 if not feasible.any():
                     break
             hits = np.flatnonzero(feasible)
             if not len(hits):
-                if _left_over(demand, left, total, shapes):
-                    return [*left, *(demands[q].request_map for q in order[i + 1 :])]
+                if _left_over(demand, left, total, shapes, p in waits):
+                    return [*left, *_requests(demands, order[i + 1 :], waits, shapes)]
                 continue
             target = int(hits[0])
             state.bind(target, demand)
@@ -105,10 +121,14 @@ def _place_fast(
     shapes: Sequence[Shape],
     seconds: float,
     needs: dict[int, np.ndarray[Any, Any]],
+    waits: set[int],
+    launching: np.ndarray[Any, Any],
 ) -> list[Mapping[str, int]]:
-    """``leftover``'s placement loop, same order and first-fit, on the ``allowed`` rows only;
-    the caller unbinds the moved pods before and undoes every bind after (it owns ``undo``)."""
-    rows = np.flatnonzero(allowed)
+    """``leftover``'s placement loop, same order and first-fit, on the ``allowed`` rows (and the
+    ``launching`` ones for the pending pods, ``waits``) only; the caller unbinds the moved pods
+    before, this undoes its own binds after."""
+    rows = np.flatnonzero(allowed | launching)
+    staying = allowed[rows]  # the rows a candidate's pod may use
     free = state.allocatable[rows] - state.requested[rows]  # kept in step with the binds
     static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
     dynamic = [f for f in profile.filters if getattr(f, "name", "") not in STATIC_FILTERS]
@@ -116,8 +136,7 @@ def _place_fast(
     bound: list[tuple[int, PodDemand]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
-    order = sorted(pods, key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
-                                        -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
+    order = _order(demands, pods)
     try:
         for i, p in enumerate(order):
             demand = demands[p]
@@ -127,7 +146,8 @@ def _place_fast(
                 # a resource it does not request passes whatever the node's room (as
                 # NodeResourcesFit): compared with the lowest integer it always does
                 low = needs[p] = np.where(need > 0, need, np.iinfo(need.dtype).min)
-            hits = rows[(free >= low).all(axis=1)]
+            fits = (free >= low).all(axis=1)
+            hits = rows[fits if p in waits else fits & staying]
             if len(hits) and static:
                 # AND is order-free: the static filters first, from a mask per constraints
                 mask = masks.get(demand.constraints)
@@ -146,8 +166,8 @@ def _place_fast(
                         break
                 hits = np.flatnonzero(feasible)
             if not len(hits):
-                if _left_over(demand, left, total, shapes):
-                    return [*left, *(demands[q].request_map for q in order[i + 1 :])]
+                if _left_over(demand, left, total, shapes, p in waits):
+                    return [*left, *_requests(demands, order[i + 1 :], waits, shapes)]
                 continue
             target = int(hits[0])
             state.bind(target, demand)
@@ -183,11 +203,38 @@ def stale_answers(
     return out
 
 
+def _order(demands: Sequence[PodDemand], pods: Sequence[int]) -> list[int]:
+    """``pods`` largest first, cpu then memory (upstream's ``byCPUAndMemoryDescending``)."""
+    return sorted(pods, key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
+                                       -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
+
+
+def _alone(demand: PodDemand, shapes: Sequence[Shape]) -> bool:
+    """Whether a shape holds the pod alone (a new node could take it)."""
+    return any(holds(s, {**demand.request_map, "pods": 1}) for s in shapes)
+
+
+def _requests(
+    demands: Sequence[PodDemand], rest: Sequence[int], waits: set[int], shapes: Sequence[Shape]
+) -> list[Mapping[str, int]]:
+    """The requests of the pods not placed yet once the try is lost (pending pods that no shape
+    holds alone excepted, as ``_left_over``)."""
+    return [demands[q].request_map for q in rest if q not in waits or _alone(demands[q], shapes)]
+
+
 def _left_over(
-    demand: Any, left: list[Mapping[str, int]], total: dict[str, int], shapes: Sequence[Shape]
+    demand: Any,
+    left: list[Mapping[str, int]],
+    total: dict[str, int],
+    shapes: Sequence[Shape],
+    waiting: bool = False,
 ) -> bool:
     """Count ``demand`` among the pods left over; True when no launchable shape holds them all
-    any more (the try is lost: the caller stops placing)."""
+    any more (the try is lost: the caller stops placing). A pending pod (``waiting``) that no
+    shape holds alone is not counted: it stays pending whatever the command (upstream's
+    ``AllNonPendingPodsScheduled`` ignores it)."""
+    if waiting and not _alone(demand, shapes):
+        return False
     left.append(demand.request_map)
     for k, v in demand.request_map.items():
         total[k] = total.get(k, 0) + v
