@@ -192,6 +192,11 @@ def main() -> None:
         out["fitted"] = score(rows, "fitted")
         errors = [f / g - 1 for r in rows
                   for f, g in zip(r["fitted_rates"], r["rates"], strict=True)]  # type: ignore[call-overload]  # fmt: skip
+        out["fitted_differs_from_declared"] = [
+            {k: r[k] for k in ("seed", "truth", "analyzer", "fitted")}
+            for r in rows
+            if r["fitted"] != r["analyzer"]
+        ]
         out["fitted_rate_error_pct"] = {
             "mean": round(100 * float(np.mean(errors)), 2),
             "median_abs": round(100 * float(np.median(np.abs(errors))), 2),
