@@ -14,7 +14,13 @@ can hold within its CPU, memory and 110 pods). The analyzer's answer is the firs
 waits when ``run_growth`` replays the month with kube-default. A history scores when the two are
 within ±1 month (a horizon of 12 months; "none within 12" counts as month 13 on both sides).
 
-    .venv/bin/python bench/growth.py [--histories 50] [--months 12]
+``--fitted`` also scores the path a user takes: each seed's growth written as a history store
+(``bench/growth_history.py``: eight weeks of daily rows on the generator's line, with a weekly
+cycle and day-to-day noise), the rates fitted from it by ``analyzer.monthly.growth_rates`` (what
+``whatif --growth --history DIR`` runs) and replayed the same way, scored against the same truth
+(the TRUE rates). Both figures come from the same run.
+
+    .venv/bin/python bench/growth.py [--histories 50] [--months 12] [--fitted]
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,7 +39,7 @@ import pandas as pd
 from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
 from analyzer.whatif.compare import resolve_strategy
 from analyzer.whatif.growth import run_growth
-from analyzer.whatif.growth_plan import parse_growth
+from analyzer.whatif.growth_plan import Change, GrowthPlan, parse_growth
 
 T0 = pd.Timestamp("2026-11-01T00:00:00Z")
 GI = 2**30
@@ -123,38 +130,83 @@ def snapshot(h: dict[str, object]) -> Snapshot:
     return make_snapshot(meta, nodes, pd.DataFrame(rows), empty, usage)
 
 
+def first_wait(h: dict[str, object], plan: GrowthPlan, months: int) -> int:
+    """The analyzer's first waiting month (months + 1: none within the horizon)."""
+    strategy = resolve_strategy("kube-default")
+    result = run_growth(snapshot(h), plan, strategy, days=1, search_nodes=False,
+                        stop_at_first_wait=True)  # fmt: skip
+    found = result.first_wait_month()
+    return months + 1 if found is None else found
+
+
+def fitted_plan(h: dict[str, object], seed: int, months: int) -> tuple[GrowthPlan, list[float]]:
+    """The plan ``whatif --growth --history`` builds from the seed's history store, and the rates."""
+    from growth_history import write  # the bench folder is on sys.path when run as a script
+
+    from analyzer.monthly.growth_rates import namespace_rates
+
+    with tempfile.TemporaryDirectory(prefix="growthfit-") as tmp:
+        root = Path(tmp) / "history"
+        write(root, h, seed)
+        rates = namespace_rates(root)
+    fitted = tuple(Change("history", r.namespace, rate=r.rate) for r in rates if r.rate)
+    by_ns = {r.namespace: r.rate for r in rates}
+    return parse_growth({}, Path(), months, fitted), [by_ns.get(f"ns{w}", 0.0) for w in range(2)]
+
+
+def score(rows: list[dict[str, object]], key: str) -> dict[str, object]:
+    """Within ±1 month, exact and misses of the answers under ``key``."""
+    ok = [r for r in rows if abs(int(r[key]) - int(r["truth"])) <= 1]  # type: ignore[call-overload]
+    return {
+        "within_one_month": len(ok), "share_within_one_month_pct": round(100 * len(ok) / len(rows), 1),
+        "exact": sum(r[key] == r["truth"] for r in rows),
+        "misses": [r for r in rows if r not in ok],
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--histories", type=int, default=50)
     parser.add_argument("--months", type=int, default=12)
+    parser.add_argument("--fitted", action="store_true", help="also rates fitted from a history")
     args = parser.parse_args()
-    strategy = resolve_strategy("kube-default")
     began, cpu0 = time.monotonic(), time.process_time()
-    rows = []
+    rows: list[dict[str, object]] = []
     for seed in range(args.histories):
         h = history(seed)
         rates = h["rates"]
         assert isinstance(rates, list)
         config = {"growth": [{"namespace": f"ns{w}", "replicas": f"+{g * 100:.1f}%"}
                              for w, g in enumerate(rates)]}  # fmt: skip
-        plan = parse_growth(config, Path(), args.months)
-        result = run_growth(snapshot(h), plan, strategy, days=1, search_nodes=False,
-                            stop_at_first_wait=True)  # fmt: skip
-        found = result.first_wait_month()
-        got = args.months + 1 if found is None else found
-        real = truth(h, args.months)
-        rows.append({"seed": seed, "truth": real, "analyzer": got, "ok": abs(got - real) <= 1})
-    hits = sum(r["ok"] for r in rows)
-    exact = sum(r["truth"] == r["analyzer"] for r in rows)
-    print(json.dumps({
-        "histories": args.histories, "months": args.months,
-        "within_one_month": hits, "share_within_one_month_pct": round(100 * hits / len(rows), 1),
-        "exact": exact, "misses": [r for r in rows if not r["ok"]],
-        "truth_months": sorted(r["truth"] for r in rows),
-        "wall_s": round(time.monotonic() - began, 1),
-        "cpu_s": round(time.process_time() - cpu0, 1),
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
-    }, indent=1))  # fmt: skip
+        row: dict[str, object] = {"seed": seed, "truth": truth(h, args.months)}
+        row["analyzer"] = first_wait(h, parse_growth(config, Path(), args.months), args.months)
+        if args.fitted:
+            plan, fitted = fitted_plan(h, seed, args.months)
+            row["fitted"] = first_wait(h, plan, args.months)
+            row["rates"] = rates
+            row["fitted_rates"] = [round(f, 4) for f in fitted]
+        rows.append(row)
+    out: dict[str, object] = {"histories": args.histories, "months": args.months}
+    out["declared"] = score(rows, "analyzer")
+    if args.fitted:
+        out["fitted"] = score(rows, "fitted")
+        errors = [f / g - 1 for r in rows
+                  for f, g in zip(r["fitted_rates"], r["rates"], strict=True)]  # type: ignore[call-overload]  # fmt: skip
+        out["fitted_differs_from_declared"] = [
+            {k: r[k] for k in ("seed", "truth", "analyzer", "fitted")}
+            for r in rows
+            if r["fitted"] != r["analyzer"]
+        ]
+        out["fitted_rate_error_pct"] = {
+            "mean": round(100 * float(np.mean(errors)), 2),
+            "median_abs": round(100 * float(np.median(np.abs(errors))), 2),
+            "max_abs": round(100 * float(np.max(np.abs(errors))), 2),
+        }
+    out["truth_months"] = sorted(int(r["truth"]) for r in rows)  # type: ignore[call-overload]
+    out["wall_s"] = round(time.monotonic() - began, 1)
+    out["cpu_s"] = round(time.process_time() - cpu0, 1)
+    out["machine"] = f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}"
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
