@@ -295,7 +295,8 @@ def lines(
         step = max(1, len(xs) // 12)
         shown = [xs[i] for i in range(0, len(xs), step)]
         named = bool(end_labels and len(series) > end_labels)
-        ax = fig.add_axes(_lines_rect(fig, title, shown, list(series), xlabel, named))
+        columns = _legend_columns(fig, list(series))
+        ax = fig.add_axes(_lines_rect(fig, title, shown, list(series), xlabel, named, columns))
         ends: list[tuple[float, int, str, Any]] = []
         for name, values in series.items():
             (line,) = ax.plot(xs, list(values), marker="o", markersize=3, label=name)
@@ -314,17 +315,31 @@ def lines(
         if series:  # below the plot, so long series names never cover the data
             height = float(fig.get_size_inches()[1]) * 72.0
             fig.legend(loc="lower center", bbox_to_anchor=(0.5, EDGE / height),
-                       ncols=min(len(series), 2), frameon=False)  # fmt: skip
+                       ncols=columns, frameon=False)  # fmt: skip
         return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))
 
 
+def _legend_columns(fig: Figure, names: list[str]) -> int:
+    """Two legend columns under the plot when two of the widest entries fit the figure's width,
+    else one (two 40-character names side by side can be wider than the figure)."""
+    entry = legend_width([short_label(n) for n in names], 10)
+    room = float(fig.get_size_inches()[0]) * 72.0 - 2 * EDGE
+    return max(1, min(len(names), 2 if 2 * entry <= room else 1))
+
+
 def _lines_rect(
-    fig: Figure, title: str, ticks: list[str], names: list[str], xlabel: str, named: bool
+    fig: Figure,
+    title: str,
+    ticks: list[str],
+    names: list[str],
+    xlabel: str,
+    named: bool,
+    columns: int,
 ) -> tuple[float, float, float, float]:
     """The plot area of ``lines``: the title above; below it the x tick labels (at 30°), the
     axis label and the legend (two columns); the line-end names (``named``) to the right."""
     top = figure_title(fig, short_label(title, TITLE_LIMIT))
-    rows = -(-len(names) // 2)
+    rows = -(-len(names) // columns)
     legend = rows * 17.0 + 10.0 if names else 0.0
     # the line-end names are free text (``fit_labels`` shortens them at TITLE_LIMIT)
     ends = [short_label(n, TITLE_LIMIT) for n in names]
@@ -341,9 +356,13 @@ def _label_line_ends(ax: Any, ends: list[tuple[float, int, str, Any]]) -> None:
     low, high = ax.get_ylim()
     gap = (high - low) * 0.05
     placed: list[float] = []
-    for y, x, name, color in sorted(ends):
-        spot = max(y, placed[-1] + gap) if placed else y
-        placed.append(spot)
+    for y, _x, _name, _color in sorted(ends):
+        placed.append(max(y, placed[-1] + gap) if placed else y)
+    # names pushed above the axis move down together: the margins (fixed, not constrained
+    # layout) leave no room above the plot for them
+    over = max(placed[-1] - high, 0.0) if placed else 0.0
+    for (y, x, name, color), spot in zip(sorted(ends), placed, strict=True):
+        spot -= over
         ax.annotate(name, (x, y), xytext=(x + 0.4, spot), textcoords="data", fontsize=9,
                     color=color, va="center", annotation_clip=False,
                     arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6})  # fmt: skip
