@@ -41,7 +41,7 @@ SHARE = re.compile(r"(?<![+\-−±\d.,])(\d{1,3}(?:,\d{3})*(?:\.\d+)?)\s?%")
 # Python's timedelta repr ("0:00:00", "1 day, 2:00:00") instead of a human duration.
 # A clock time after a date ("2026-11-25T11:30:14Z", "2026-11-25 11:30:14") is a timestamp.
 TIMEDELTA = re.compile(
-    r"(?<![\dT:-])(?<!\d{4}-\d{2}-\d{2} )\d{1,2}:\d{2}:\d{2}(?![\d:])|\bdays?, \d"
+    r"(?<![\dT:-])(?<!\d{4}-\d{2}-\d{2} )\d{1,2}:\d{2}:\d{2}(?![\d:])|\bdays?, \d{1,2}:\d{2}"
 )
 # Table cells under a header that names a count must be whole numbers ("2,762", never "2,762.0").
 COUNT_CELLS = """

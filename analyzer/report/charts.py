@@ -24,6 +24,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from analyzer.core.text import escaped
+from analyzer.report.chart_layout import (
+    EDGE,
+    LINE,
+    TICK,
+    Margins,
+    figure_title,
+    legend_width,
+    place_axes,
+    rotated_height,
+    text_width,
+    value_ticks_width,
+)
 
 _DPI = 80
 # Report chart style; other report modules draw inside ``mpl.rc_context(STYLE)`` too.
@@ -145,8 +157,19 @@ def heatmap(
     """Rows × columns of percentages (0–100+, NaN = no data) as a colour grid."""
     rows = max(len(row_labels), 1)
     with mpl.rc_context(READABLE):
-        fig = Figure(figsize=(11.0, 1.4 + 0.2 * rows), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(11.0, 1.4 + 0.2 * rows))
+        labels = [short_label(r) for r in row_labels]
+        top = figure_title(fig, short_label(title, TITLE_LIMIT))
+        bottom = EDGE + 10 * LINE + TICK + (11 * LINE + 4 if xlabel else 0)
+        # the colour bar: a gap, the bar (14 pt), its ticks and its label (11 pt, rotated)
+        bar = 12.0 + 14.0 + TICK + text_width(["100"], 10) + 4 + 11 * LINE + EDGE
+        rect = place_axes(fig, Margins(EDGE + text_width(labels, 9) + TICK, bar, bottom, top))
+        ax = fig.add_axes(rect)
+        width_in = float(fig.get_size_inches()[0])
+        cax = fig.add_axes(
+            (rect[0] + rect[2] + 12 / (72 * width_in), rect[1] + 0.1 * rect[3],
+             14 / (72 * width_in), 0.8 * rect[3])
+        )  # fmt: skip
         cmap = mpl.colormaps["YlOrRd"].with_extremes(bad="#dddddd")
         image = ax.imshow(
             np.ma.masked_invalid(values.astype(float)),
@@ -156,16 +179,13 @@ def heatmap(
             vmax=100,
             interpolation="nearest",
         )
-        ax.set_yticks(
-            range(len(row_labels)), labels=[short_label(r) for r in row_labels], fontsize=9
-        )
+        ax.set_yticks(range(len(row_labels)), labels=labels, fontsize=9)
         step = max(1, len(col_labels) // 12)
         ticks = list(range(0, len(col_labels), step))
         ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks])
-        ax.set_title(title)
         if xlabel:
             ax.set_xlabel(xlabel)
-        fig.colorbar(image, ax=ax, label=colorbar_label, shrink=0.8)
+        fig.colorbar(image, cax=cax, label=colorbar_label)
         return Chart(title=title, alt=alt, data_uri=encode_png(fig))
 
 
@@ -180,8 +200,14 @@ def breach_timeline(
     """Per-node horizontal bars for each breach interval (``node, resource, start, end``)."""
     rows = max(len(nodes), 1)
     with mpl.rc_context(READABLE):
-        fig = Figure(figsize=(11.0, 1.2 + 0.22 * rows), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(11.0, 1.2 + 0.22 * rows))
+        labels = [short_label(n) for n in nodes]
+        top = figure_title(fig, short_label(title, TITLE_LIMIT))
+        bottom = EDGE + 10 * LINE + TICK + 11 * LINE + 4
+        kinds = sorted(set(breaches["resource"])) if len(breaches) else []
+        right = EDGE + 8 + legend_width([f"{r} over threshold" for r in kinds], 10)
+        left = EDGE + text_width(labels, 9) + TICK
+        ax = fig.add_axes(place_axes(fig, Margins(left, right, bottom, top)))
         index = {name: i for i, name in enumerate(nodes)}
         shown = breaches[breaches["node"].isin(index)] if len(breaches) else breaches
         resources = sorted(set(shown["resource"])) if len(shown) else []
@@ -200,11 +226,10 @@ def breach_timeline(
                 color=RESOURCE_COLORS.get(resource, "#6a4c93"),
                 label=f"{resource} over threshold",
             )
-        ax.set_yticks(range(len(nodes)), labels=[short_label(n) for n in nodes], fontsize=9)
+        ax.set_yticks(range(len(nodes)), labels=labels, fontsize=9)
         ax.set_ylim(len(nodes) - 0.5, -0.5)
         ax.set_xlim(0, max((end - start).total_seconds() / 3600, 1))
         ax.set_xlabel(f"hours since {start:%Y-%m-%d %H:%M} UTC")
-        ax.set_title(title)
         _legend_outside(ax, len(resources))
         return Chart(
             title=title, alt=f"{title}: breach intervals per node", data_uri=encode_png(fig)
@@ -216,9 +241,14 @@ def scatter(
 ) -> Chart:
     """One dot per row (e.g. per node), coloured by ``group`` (e.g. pool), with a y = x line."""
     with mpl.rc_context(READABLE):
-        fig = Figure(figsize=(9.0, 5.0), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(9.0, 5.0))
         groups = sorted(frame[group].fillna("").astype(str).unique())
+        top = figure_title(fig, short_label(title, TITLE_LIMIT))
+        names = [short_label(g or "(none)") for g in groups]
+        right = EDGE + 8 + legend_width(names, 10, "pool") if groups else EDGE + 12
+        left = EDGE + 11 * LINE + 4 + value_ticks_width(10) + TICK
+        bottom = EDGE + 10 * LINE + TICK + 11 * LINE + 4
+        ax = fig.add_axes(place_axes(fig, Margins(left, right, bottom, top)))
         palette = mpl.colormaps["tab10"]
         for i, name in enumerate(groups):
             part = frame[frame[group].fillna("").astype(str) == name]
@@ -229,7 +259,6 @@ def scatter(
         ax.plot([0, top], [0, top], color="#888888", linewidth=0.8, linestyle="--")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.set_title(title)
         if groups:
             ax.legend(markerscale=1.5, title="pool", loc="upper left",
                       bbox_to_anchor=(1.01, 1.0), frameon=False)  # fmt: skip
@@ -261,9 +290,13 @@ def lines(
     each line is also named at its right end, so a reader can tell the lines apart.
     """
     with mpl.rc_context(READABLE):
-        fig = Figure(figsize=(11.0, 4.2), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(11.0, 4.2))
         xs = list(x)
+        step = max(1, len(xs) // 12)
+        shown = [xs[i] for i in range(0, len(xs), step)]
+        named = bool(end_labels and len(series) > end_labels)
+        columns = _legend_columns(fig, list(series))
+        ax = fig.add_axes(_lines_rect(fig, title, shown, list(series), xlabel, named, columns))
         ends: list[tuple[float, int, str, Any]] = []
         for name, values in series.items():
             (line,) = ax.plot(xs, list(values), marker="o", markersize=3, label=name)
@@ -275,15 +308,47 @@ def lines(
             ax.set_ylim(*ylim)
         if xlabel:
             ax.set_xlabel(xlabel)
-        ax.set_title(title)
-        if end_labels and len(series) > end_labels:
+        if named:
             _label_line_ends(ax, ends)
         ax.tick_params(axis="x", labelrotation=30)
-        step = max(1, len(xs) // 12)
-        ax.set_xticks(range(0, len(xs), step), labels=[xs[i] for i in range(0, len(xs), step)])
+        ax.set_xticks(range(0, len(xs), step), labels=shown)
         if series:  # below the plot, so long series names never cover the data
-            fig.legend(loc="outside lower center", ncols=min(len(series), 2), frameon=False)
+            height = float(fig.get_size_inches()[1]) * 72.0
+            fig.legend(loc="lower center", bbox_to_anchor=(0.5, EDGE / height),
+                       ncols=columns, frameon=False)  # fmt: skip
         return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))
+
+
+def _legend_columns(fig: Figure, names: list[str]) -> int:
+    """Two legend columns under the plot when two of the widest entries fit the figure's width,
+    else one (two 40-character names side by side can be wider than the figure)."""
+    entry = legend_width([short_label(n) for n in names], 10)
+    room = float(fig.get_size_inches()[0]) * 72.0 - 2 * EDGE
+    return max(1, min(len(names), 2 if 2 * entry <= room else 1))
+
+
+def _lines_rect(
+    fig: Figure,
+    title: str,
+    ticks: list[str],
+    names: list[str],
+    xlabel: str,
+    named: bool,
+    columns: int,
+) -> tuple[float, float, float, float]:
+    """The plot area of ``lines``: the title above; below it the x tick labels (at 30°), the
+    axis label and the legend (two columns); the line-end names (``named``) to the right."""
+    top = figure_title(fig, short_label(title, TITLE_LIMIT))
+    rows = -(-len(names) // columns)
+    legend = rows * 17.0 + 10.0 if names else 0.0
+    # the line-end names are free text (``fit_labels`` shortens them at TITLE_LIMIT)
+    ends = [short_label(n, TITLE_LIMIT) for n in names]
+    bottom = EDGE + legend + (11 * LINE + 4 if xlabel else 0) + rotated_height(ticks, 10, 30) + TICK
+    half_tick = text_width(ticks[-1:], 10) * 0.87 / 2  # a rotated label overhangs its tick
+    right = EDGE + max(text_width(ends, 9) + 8 if named else 12.0, half_tick)
+    left = EDGE + 11 * LINE + 4 + value_ticks_width(10) + TICK
+    left = max(left, EDGE + text_width(ticks[:1], 10) * 0.87 / 2)
+    return place_axes(fig, Margins(left, right, bottom, top))
 
 
 def _label_line_ends(ax: Any, ends: list[tuple[float, int, str, Any]]) -> None:
@@ -291,9 +356,13 @@ def _label_line_ends(ax: Any, ends: list[tuple[float, int, str, Any]]) -> None:
     low, high = ax.get_ylim()
     gap = (high - low) * 0.05
     placed: list[float] = []
-    for y, x, name, color in sorted(ends):
-        spot = max(y, placed[-1] + gap) if placed else y
-        placed.append(spot)
+    for y, _x, _name, _color in sorted(ends):
+        placed.append(max(y, placed[-1] + gap) if placed else y)
+    # names pushed above the axis move down together: the margins (fixed, not constrained
+    # layout) leave no room above the plot for them
+    over = max(placed[-1] - high, 0.0) if placed else 0.0
+    for (y, x, name, color), spot in zip(sorted(ends), placed, strict=True):
+        spot -= over
         ax.annotate(name, (x, y), xytext=(x + 0.4, spot), textcoords="data", fontsize=9,
                     color=color, va="center", annotation_clip=False,
                     arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6})  # fmt: skip
@@ -317,8 +386,15 @@ def grouped_bars(
 ) -> Chart:
     """Bars per group (e.g. per pool), one bar per series (e.g. avg, p50 … p99), values printed."""
     with mpl.rc_context(READABLE):
-        fig = Figure(figsize=(7.0, 4.0), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(7.0, 4.0))
+        top = figure_title(fig, short_label(title, TITLE_LIMIT))
+        names = [short_label(g) for g in groups]
+        left = EDGE + 11 * LINE + 4 + value_ticks_width(10) + TICK
+        right = EDGE + 8 + legend_width(list(series), 10)
+        # a long first or last group name overhangs the axes by up to half its width
+        left = max(left, EDGE + text_width(names[:1], 10) / 2)
+        right = max(right, EDGE + text_width(names[-1:], 10) / 2)
+        ax = fig.add_axes(place_axes(fig, Margins(left, right, EDGE + 10 * LINE + TICK, top)))
         width = 0.8 / max(len(series), 1)
         palette = mpl.colormaps["Blues"]
         for k, (name, values) in enumerate(series.items()):
@@ -330,6 +406,5 @@ def grouped_bars(
         ax.set_ylabel(ylabel)
         if ylim is not None:
             ax.set_ylim(*ylim)
-        ax.set_title(title)
         _legend_outside(ax, len(series))
         return Chart(title=title, alt=f"{title} ({', '.join(series)})", data_uri=encode_png(fig))
