@@ -20,6 +20,8 @@ import pandas as pd
 from analyzer import __version__
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.csvsafe import csv_text
+from analyzer.core.errors import InputError
+from analyzer.core.structured import load_json
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Column, TableView, json_value
@@ -144,8 +146,8 @@ def growth_beside(folder: Path) -> dict[str, str] | None:
     if not (page.is_file() and data.is_file()):
         return None
     try:
-        payload = json.loads(data.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        payload = load_json(data, what="growth replay")
+    except InputError:
         return None
     sentence = payload.get("sentence") if isinstance(payload, dict) else None
     if not isinstance(sentence, str) or not sentence:
