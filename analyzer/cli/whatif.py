@@ -301,9 +301,9 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
     settings = _settings(ctx, opts)
     result = _run(ctx, snapshot, settings, opts)
     if opts["fmt"] == "json":
-        from analyzer.report.whatif import _clean  # JSON cleaning shared with the report
+        from analyzer.report.views import json_tree  # JSON cleaning shared with the report
 
-        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        click.echo(json.dumps(json_tree(result.to_dict()), indent=1, allow_nan=False))
         return
     if result.rightsized:
         click.echo(result.notes[0])
@@ -414,9 +414,9 @@ def _search(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         paths = write_search_report(result, opts["out"], templates_dir=opts["templates_dir"])
         refresh_parent_portal(opts["out"], templates_dir=opts["templates_dir"])
     if opts["fmt"] == "json":
-        from analyzer.report.whatif import _clean
+        from analyzer.report.views import json_tree
 
-        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        click.echo(json.dumps(json_tree(result.to_dict()), indent=1, allow_nan=False))
         return
     short = "ca" if result.autoscaler == "cluster-autoscaler" else result.autoscaler
     rows = [
@@ -542,12 +542,12 @@ def _joint(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None:
         settings = _chosen(ctx, settings, choice.chosen)
     result = run_joint(data, recs, settings, source=snapshot)
     if opts["fmt"] == "json":
-        from analyzer.report.whatif import _clean
+        from analyzer.report.views import json_tree
 
         payload = result.to_dict()
         if choice is not None:
             payload["autoscaler_choice"] = choice.to_dict()
-        click.echo(json.dumps(_clean(payload), indent=1, allow_nan=False))
+        click.echo(json.dumps(json_tree(payload), indent=1, allow_nan=False))
         return
     click.echo(f"window {result.start} .. {result.end}; {result.changed_pods:,} pods right-sized")
     rows = [

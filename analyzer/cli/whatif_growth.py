@@ -72,9 +72,9 @@ def growth_cmd(ctx: click.Context, snapshot: Path, opts: dict[str, Any]) -> None
 
         page = write_growth_report(result, opts["out"], templates_dir=opts["templates_dir"])
     if opts["fmt"] == "json":
-        from analyzer.report.whatif_growth import _clean
+        from analyzer.report.views import json_tree
 
-        click.echo(json.dumps(_clean(result.to_dict()), indent=1, allow_nan=False))
+        click.echo(json.dumps(json_tree(result.to_dict()), indent=1, allow_nan=False))
         return
     if choice is not None:
         click.echo(escaped(choice.why))

@@ -29,7 +29,7 @@ from analyzer.report import format as fmt
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
-from analyzer.report.views import Card, Column, TableView, json_value
+from analyzer.report.views import Card, Column, TableView, json_tree
 from analyzer.whatif.capacity import UNIT_LINE
 from analyzer.whatif.search import SearchResult
 from analyzer.whatif.search_autoscaled import rule as autoscaled_rule
@@ -403,14 +403,6 @@ class SearchPaths:
     yaml: Path | None
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return json_value(value)
-
-
 def write_search_report(
     result: SearchResult, out: Path, *, templates_dir: Path | None = None
 ) -> SearchPaths:
@@ -419,7 +411,9 @@ def write_search_report(
     html = render(
         "search.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     )
-    payload = json.dumps(_clean(context.to_json(result)), indent=1, sort_keys=True, allow_nan=False)
+    payload = json.dumps(
+        json_tree(context.to_json(result)), indent=1, sort_keys=True, allow_nan=False
+    )
     table_csv = csv_text(context.table.csv_frame())  # names come from user files: formula-safe
     folder = Path(out)
     files = {CSV: table_csv, JSON: payload + "\n"}

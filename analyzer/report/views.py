@@ -103,6 +103,16 @@ def json_value(value: Any) -> Any:
     return value if isinstance(value, int | str) else str(value)
 
 
+def json_tree(value: Any) -> Any:
+    """``value`` made strict JSON all the way down: dict keys as strings, scalars by
+    ``json_value`` (NaN/NA → null, numpy → Python, times → RFC 3339)."""
+    if isinstance(value, dict):
+        return {str(k): json_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_tree(v) for v in value]
+    return json_value(value)
+
+
 def _cell(value: Any, column: Column) -> Cell:
     raw = json_value(value)
     if raw is None:

@@ -32,7 +32,7 @@ from analyzer.report import format as fmt
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
-from analyzer.report.views import TableView, json_value
+from analyzer.report.views import TableView, json_tree
 from analyzer.report.whatif_autoscaled import (
     autoscaled_sentence,
     autoscaled_table,
@@ -436,7 +436,9 @@ def write_whatif_report(
     html = render(
         "whatif.html.j2", {"ctx": context, "version": __version__}, user_dir=templates_dir
     ).encode("utf-8")
-    payload = json.dumps(_clean(context.to_json(result)), indent=1, sort_keys=True, allow_nan=False)
+    payload = json.dumps(
+        json_tree(context.to_json(result)), indent=1, sort_keys=True, allow_nan=False
+    )
     with atomic_directory(target, WHATIF_FILES) as tmp:
         for name, table in context.tables.items():
             write_csv(table.csv_frame(), tmp / f"{name}.csv")
@@ -461,12 +463,3 @@ def write_whatif_report(
 
 
 DEMO_STRATEGIES = ("kube-default", "most-allocated", "rtcr-binpack", "koord-loadaware")
-
-
-def _clean(value: Any) -> Any:
-    """Recursively make ``value`` strict-JSON (NaN → null, numpy → Python)."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return json_value(value)

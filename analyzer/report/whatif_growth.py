@@ -13,7 +13,6 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -24,7 +23,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.structured import load_json
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
-from analyzer.report.views import Column, TableView, json_value
+from analyzer.report.views import Column, TableView, json_tree
 from analyzer.whatif.growth import GrowthResult
 
 HTML, JSON, CSV = "growth.html", "growth.json", "growth.csv"
@@ -110,14 +109,6 @@ def growth_view(result: GrowthResult) -> GrowthView:
     )
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return json_value(value)
-
-
 def write_growth_report(
     result: GrowthResult, out: Path, *, templates_dir: Path | None = None
 ) -> Path:
@@ -128,7 +119,7 @@ def write_growth_report(
     html = render(
         "growth.html.j2", {"growth": view, "version": __version__}, user_dir=templates_dir
     )
-    payload = json.dumps(_clean(result.to_dict()), indent=1, sort_keys=True, allow_nan=False)
+    payload = json.dumps(json_tree(result.to_dict()), indent=1, sort_keys=True, allow_nan=False)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     files = {CSV: csv_text(pd.DataFrame(result.rows())), JSON: payload + "\n", HTML: html}
