@@ -97,6 +97,33 @@ def test_demo_writes_every_page(demo: Path) -> None:
     assert sum(1 for n in names if re.fullmatch(r"reports/\d{4}-\d{2}-\d{2}/report\.html", n)) == 7
 
 
+def test_in_page_links_reach_a_target(demo: Path) -> None:
+    """A link to ``#x`` on any demo page jumps somewhere: an element with id ``x`` exists."""
+    for page in _pages(demo):
+        html = page.read_text(encoding="utf-8")
+        ids = set(re.findall(r'\sid="([^"]+)"', html))
+        for target in re.findall(r'href="#([^"]+)"', html):
+            assert target in ids, f"{page.relative_to(demo)}: #{target} has no element"
+
+
+def test_navigation_reaches_every_section(demo: Path) -> None:
+    """The top navigation of the monthly review, the nightly pages, the what-if and the search
+    names every section the page has (the monthly's growth and headroom, the nightly's headroom
+    per pod shape included), so a reader can reach each from the first screen."""
+    pages = [demo / "monthly" / "report.html", demo / "whatif" / "report.html"]
+    pages += [demo / "whatif" / "search.html", *sorted(demo.glob("reports/*/report.html"))]
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        nav = re.search(r"<nav[^>]*>(.*?)</nav>", html, re.S)
+        assert nav is not None, page
+        linked = set(re.findall(r'href="#([^"]+)"', nav.group(1)))
+        sections = set(re.findall(r'<section id="([^"]+)"', html))
+        missing = sorted(sections - linked)
+        assert not missing, f"{page.relative_to(demo)}: sections missing from the nav: {missing}"
+    monthly = (demo / "monthly" / "report.html").read_text(encoding="utf-8")
+    assert '<section id="growth"' in monthly  # the demo carries a growth replay
+
+
 def test_side_files_hold_possible_values(demo: Path) -> None:
     snapshot = read_snapshot(demo / "snapshot")
     start, end = (
