@@ -65,7 +65,7 @@ class ClusterState:
     log: list[tuple[int, int, PlacementRequest]] = field(default_factory=list)
     # each placed pod's request vector (``vector``), built once for its fit, bind and unbind;
     # keyed by the request's id, the request kept so that the id stays its own
-    _needs: dict[int, tuple[PlacementRequest, np.ndarray, np.ndarray]] = field(
+    _needs: dict[int, tuple[PlacementRequest, np.ndarray, tuple[tuple[int, int], ...]]] = field(
         default_factory=dict, repr=False, compare=False
     )
     # ``allocatable``'s cpu and memory as floats, and where they are > 0 (``shares``): the
@@ -92,14 +92,17 @@ class ClusterState:
         """A resource map as an int64 vector in ``resources`` order (absent = 0)."""
         return np.array([values.get(r, 0) for r in self.resources], dtype=np.int64)
 
-    def _entry(self, pod: PlacementRequest) -> tuple[PlacementRequest, np.ndarray, np.ndarray]:
-        """(pod, ``vector(pod.requests)``, the resources it requests), built once per request
-        (read-only: they are shared)."""
+    def _entry(
+        self, pod: PlacementRequest
+    ) -> tuple[PlacementRequest, np.ndarray, tuple[tuple[int, int], ...]]:
+        """(pod, ``vector(pod.requests)``, (column, amount) of each resource it requests),
+        built once per request (read-only: they are shared)."""
         found = self._needs.get(id(pod))
         if found is None or found[0] is not pod:
             need = self.vector(pod.requests)
             need.flags.writeable = False
-            found = self._needs[id(pod)] = (pod, need, np.flatnonzero(need))
+            asked = tuple((k, int(need[k])) for k in np.flatnonzero(need).tolist())
+            found = self._needs[id(pod)] = (pod, need, asked)
         return found
 
     def _need(self, pod: PlacementRequest) -> np.ndarray:
@@ -129,11 +132,11 @@ class ClusterState:
 
     def fits(self, pod: PlacementRequest) -> np.ndarray:
         """Bool mask of nodes where ``pod`` fits (NodeResourcesFit filter) and is allowed."""
-        _, need, asked = self._entry(pod)
         # a resource the pod does not request never stops it (even on an overcommitted node):
-        # only the requested columns are compared
-        room = self.requested[:, asked] + need[asked] <= self.allocatable[:, asked]
-        result: np.ndarray = np.logical_and.reduce(room, axis=1) & pod.allowed
+        # only the requested columns are compared, one at a time (cheaper than the whole table)
+        result: np.ndarray = pod.allowed.copy()
+        for k, amount in self._entry(pod)[2]:
+            result &= self.requested[:, k] + amount <= self.allocatable[:, k]
         return result
 
 
