@@ -90,7 +90,7 @@ class _Names:
 
     def suffix(self, length: int) -> str:
         idx = self.rng.integers(0, len(_ALPHABET), size=length)
-        return "".join(_ALPHABET[i] for i in idx)
+        return "".join([_ALPHABET[i] for i in idx.tolist()])  # Python ints: no numpy scalars
 
 
 @dataclass
