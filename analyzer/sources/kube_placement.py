@@ -66,6 +66,8 @@ class CoreMirror:
     # parsed cells by their text: a workload's pods share them (the parsed values are frozen)
     _topology: dict[tuple[str, ...], tuple[Any, Any]] = field(default_factory=dict, repr=False)
     _constraints: dict[tuple[str, ...], PodConstraints] = field(default_factory=dict, repr=False)
+    # parsed labels cells by their text (a ReplicaSet's pods share one; read-only once parsed)
+    _labels: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
 
     def state(self, state: ClusterState) -> CoreState:
         """The core state of ``state`` now (built on first use, then followed incrementally)."""
@@ -109,7 +111,10 @@ class CoreMirror:
         if found is not None:
             return found
         cells = pod.cells
-        labels = labels_from_cell(cells.get("labels", "{}"))
+        labels_cell = cells.get("labels", "{}")
+        labels = self._labels.get(labels_cell)
+        if labels is None:
+            labels = self._labels[labels_cell] = labels_from_cell(labels_cell)
         affinity_cell, spread_cell = cells.get("affinity", ""), cells.get("topology_spread", "")
         key = (affinity_cell, spread_cell, pod.namespace, cells.get("labels", "{}"))
         topology = self._topology.get(key)

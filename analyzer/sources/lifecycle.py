@@ -16,7 +16,6 @@ order with the replay's queue semantics (waits, priorities, preemption). Workloa
 from __future__ import annotations
 
 import math
-import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -81,11 +80,17 @@ class _Names:
         self.rng = rng
 
     def uid(self) -> str:
-        return str(uuid.UUID(bytes=self.rng.bytes(16), version=4))
+        # ``str(uuid.UUID(bytes=..., version=4))`` without the UUID object: the version and
+        # variant bits set on the same 16 random bytes, the same text
+        raw = bytearray(self.rng.bytes(16))
+        raw[6] = (raw[6] & 0x0F) | 0x40
+        raw[8] = (raw[8] & 0x3F) | 0x80
+        h = raw.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def suffix(self, length: int) -> str:
         idx = self.rng.integers(0, len(_ALPHABET), size=length)
-        return "".join(_ALPHABET[i] for i in idx)
+        return "".join([_ALPHABET[i] for i in idx.tolist()])  # Python ints: no numpy scalars
 
 
 @dataclass
