@@ -29,14 +29,16 @@ from analyzer.scheduling.strategies import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 
 
-def _run(seed: int, strategy: str, constraints: bool = False) -> tuple[Any, Any]:
+def _run(
+    seed: int, strategy: str, constraints: bool = False, raw: Any = None
+) -> tuple[Any, Any]:
     cluster = generate(
         SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300, pod_constraints=constraints)
     )
     inp = prepare(cluster.snapshot)
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
     settings = dataclasses.replace(
-        parse_settings(None), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
     )
     auto, groups = with_node_groups(inp, settings)
     chosen = Strategy(strategy, load_strategy(strategy))
@@ -57,13 +59,41 @@ def _same_decisions(fast: Any, plain: Any) -> None:
     assert np.array_equal(fast.wait, plain.wait)
 
 
+def _reasons_add_up(record: Any) -> None:
+    """Every node the scale-down judges has exactly one reason: at each instant, the counts of
+    its last record sum to the nodes present then and not draining (a drained node runs on
+    until its pods are gone, outside CA's view), so node-hours per reason add up to those."""
+    last = {t: counts for t, counts in record.reasons}
+    drains = [(t, spans[-1][1]) for t, slot, drained in record.removed if drained
+              for spans in [[s for s in record.presence[slot] if s[0] <= t < s[1]]] if spans]  # fmt: skip
+    for t, counts in last.items():
+        present = sum(1 for spans in record.presence.values() for lo, hi in spans if lo <= t < hi)
+        draining = sum(1 for lo, hi in drains if lo <= t < hi)
+        assert all(v > 0 for v in counts.values())
+        assert sum(counts.values()) == present - draining, t
+
+
 @pytest.mark.parametrize(
-    ("seed", "strategy"),
-    [(1, "kube-default"), (2, "most-allocated"), (3, "kube-default"), (5, "most-allocated")],
-)
-def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str) -> None:
-    fast, plain = _run(seed, strategy)
+    ("seed", "strategy", "raw"),
+    [
+        (1, "kube-default", None),
+        (2, "most-allocated", None),
+        (3, "kube-default", None),
+        (5, "most-allocated", None),
+        # the candidates limit binds (2 x 1 on the first pass) and rechecks come every 2 minutes
+        (6, "kube-default", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),
+        (7, "most-allocated", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),
+    ],
+)  # fmt: skip
+def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str, raw: Any) -> None:
+    fast, plain = _run(seed, strategy, raw=raw)
     _same_decisions(fast, plain)
+    _reasons_add_up(plain.autoscaler)
+    _reasons_add_up(fast.autoscaler)
+    seen = {k for _, counts in plain.autoscaler.reasons for k in counts}
+    assert "RecentlyUnremovable" in seen, "no recheck skipped a node: the seed exercises too little"
+    if raw:
+        assert "UnneededNodesLimit" in seen, "the limit never stopped a pass"
     if strategy == "most-allocated":
         # packing leaves pods waiting: the fast FilterOutSchedulable was exercised
         assert plain.autoscaler.scale_ups, "no scale-up: the seed exercises too little"

@@ -150,10 +150,19 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca, simulator, order, pdbs, covering, reasons, limit
     )
     simulator.restore()
-    deadline = now + ca.settings.unremovable_node_recheck_timeout
+    timeout = ca.settings.unremovable_node_recheck_timeout
+    if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
+        found_unremovable = []
+    deadline = now + timeout
     for slot in found_unremovable:  # ``AddTimeout``: not simulated again before the deadline
         ca.recheck.add_timeout(slot, deadline)
     if found_unremovable:  # the next pass skips them: it may answer differently
+        ca.dirty = True
+    after = unneeded_limit(
+        opts.max_scale_down_parallelism, len(outcomes), ca.settings.unneeded_time,
+        ca.intervals.later,
+    )  # fmt: skip
+    if stopped and after != limit:  # the next pass may simulate the candidates left over
         ca.dirty = True
     ca.last_pass = (limit, stopped, bool(found_unremovable))
     ca.outcomes = outcomes
