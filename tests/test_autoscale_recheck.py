@@ -96,7 +96,7 @@ def test_the_limit_stops_the_first_pass_after_twice_the_parallelism() -> None:
     # interval is still scale-down-unneeded-time): limit min(0 + 2N, N * (600 // 600) + N) = 2N
     nodes = [N(f"e{i:02d}") for i in range(23)]
     pods = [P("p0", "e00", cpu=500, start=0)]
-    fast, plain, start = _replay(nodes, pods, None, minutes=12)
+    _, plain, start = _replay(nodes, pods, None, minutes=12)
     passes = _passes(plain, start)
     assert passes[10] == {"Unneeded": 20, "UnneededNodesLimit": 3}
     # second pass (0:20, interval 10 s): limit min(20 + 20, 10 * 60 + 10) = 40, all judged; the

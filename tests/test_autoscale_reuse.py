@@ -29,9 +29,7 @@ from analyzer.scheduling.strategies import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 
 
-def _run(
-    seed: int, strategy: str, constraints: bool = False, raw: Any = None
-) -> tuple[Any, Any]:
+def _run(seed: int, strategy: str, constraints: bool = False, raw: Any = None) -> tuple[Any, Any]:
     cluster = generate(
         SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300, pod_constraints=constraints)
     )
@@ -63,7 +61,7 @@ def _reasons_add_up(record: Any) -> None:
     """Every node the scale-down judges has exactly one reason: at each instant, the counts of
     its last record sum to the nodes present then and not draining (a drained node runs on
     until its pods are gone, outside CA's view), so node-hours per reason add up to those."""
-    last = {t: counts for t, counts in record.reasons}
+    last = dict(record.reasons)  # the last record of each instant
     drains = [(t, spans[-1][1]) for t, slot, drained in record.removed if drained
               for spans in [[s for s in record.presence[slot] if s[0] <= t < s[1]]] if spans]  # fmt: skip
     for t, counts in last.items():
