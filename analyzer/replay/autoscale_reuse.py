@@ -17,8 +17,11 @@ it again instead of simulating). What one simulation reads, and how each is chec
   since, or none that did has room for any of the candidate's pods (cpu, memory, a pod slot;
   the filters can only refuse more than that, and a bind only takes room);
 - a whole pass is not run when it would answer as the last (``unchanged``): the pods changed
-  only on nodes it did not judge, that are not near the threshold now and that no placement
-  walked (nor, freed, could take a pod that found no place);
+  only on nodes it did not judge (or skipped as recently unremovable), that are not near the
+  threshold now and that no placement walked (nor, freed, could take a pod that found no
+  place); the caller adds: no recheck deadline passed, the last pass found no node unremovable
+  and, if the candidates limit stopped it, the limit is the same
+  (``analyzer.autoscaler.recheck``);
 - a candidate blocked by a pod read its pods and the budgets only (any context, any start);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
   in which nothing earlier is reused.
