@@ -29,14 +29,14 @@ from analyzer.scheduling.strategies import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 
 
-def _run(seed: int, strategy: str, constraints: bool = False) -> tuple[Any, Any]:
+def _run(seed: int, strategy: str, constraints: bool = False, raw: Any = None) -> tuple[Any, Any]:
     cluster = generate(
         SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300, pod_constraints=constraints)
     )
     inp = prepare(cluster.snapshot)
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
     settings = dataclasses.replace(
-        parse_settings(None), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
     )
     auto, groups = with_node_groups(inp, settings)
     chosen = Strategy(strategy, load_strategy(strategy))
@@ -57,13 +57,41 @@ def _same_decisions(fast: Any, plain: Any) -> None:
     assert np.array_equal(fast.wait, plain.wait)
 
 
+def _reasons_add_up(record: Any) -> None:
+    """Every node the scale-down judges has exactly one reason: at each instant, the counts of
+    its last record sum to the nodes present then and not draining (a drained node runs on
+    until its pods are gone, outside CA's view), so node-hours per reason add up to those."""
+    last = dict(record.reasons)  # the last record of each instant
+    drains = [(t, spans[-1][1]) for t, slot, drained in record.removed if drained
+              for spans in [[s for s in record.presence[slot] if s[0] <= t < s[1]]] if spans]  # fmt: skip
+    for t, counts in last.items():
+        present = sum(1 for spans in record.presence.values() for lo, hi in spans if lo <= t < hi)
+        draining = sum(1 for lo, hi in drains if lo <= t < hi)
+        assert all(v > 0 for v in counts.values())
+        assert sum(counts.values()) == present - draining, t
+
+
 @pytest.mark.parametrize(
-    ("seed", "strategy"),
-    [(1, "kube-default"), (2, "most-allocated"), (3, "kube-default"), (5, "most-allocated")],
-)
-def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str) -> None:
-    fast, plain = _run(seed, strategy)
+    ("seed", "strategy", "raw"),
+    [
+        (1, "kube-default", None),
+        (2, "most-allocated", None),
+        (3, "kube-default", None),
+        (5, "most-allocated", None),
+        # the candidates limit binds (2 x 1 on the first pass) and rechecks come every 2 minutes
+        (6, "kube-default", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),
+        (7, "most-allocated", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),
+    ],
+)  # fmt: skip
+def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str, raw: Any) -> None:
+    fast, plain = _run(seed, strategy, raw=raw)
     _same_decisions(fast, plain)
+    _reasons_add_up(plain.autoscaler)
+    _reasons_add_up(fast.autoscaler)
+    seen = {k for _, counts in plain.autoscaler.reasons for k in counts}
+    assert "RecentlyUnremovable" in seen, "no recheck skipped a node: the seed exercises too little"
+    if raw:
+        assert "UnneededNodesLimit" in seen, "the limit never stopped a pass"
     if strategy == "most-allocated":
         # packing leaves pods waiting: the fast FilterOutSchedulable was exercised
         assert plain.autoscaler.scale_ups, "no scale-up: the seed exercises too little"
@@ -114,8 +142,11 @@ def test_a_target_that_filled_up_is_simulated_again() -> None:
     fast, plain = _by_hand(nodes, pods)
     _same_decisions(fast, plain)
     assert plain.autoscaler.removed == []
-    # the runs at 0:10 and 5:00 (the binds made the state dirty); the second not taken again
-    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (2, 0)
+    # the runs at 0:10 and 5:00 (the binds made the state dirty); the second not taken again.
+    # From 5:00 a is unremovable: judged again every 5 minutes (the recheck timeout), at 10:00,
+    # 15:00, ... 55:00 — nothing changed since 5:00, so those ten answers are taken again
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (2, 10)
+    assert plain.autoscaler.simulated == 12
 
 
 def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
@@ -134,9 +165,11 @@ def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
     _same_decisions(fast, plain)
     (removed,) = plain.autoscaler.removed
     assert removed[0] >= 30 * 60 * 10**9 + fast.autoscaler.presence[0][0][0]
-    # at 0:10 p0 fits b (p2 comes at 1:00), at 1:00 it no longer does, at 20:00 it does again:
-    # three answers, none taken again
-    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (3, 0)
+    # at 0:10 p0 fits b (p2 comes at 1:00), at 1:00 it no longer does: a is skipped as
+    # recently unremovable until 6:00, judged again at 6:00, 11:00 and 16:00 (nothing freed:
+    # the 1:00 answer taken again each time) and at 21:00, when p0 fits b again (b freed room at
+    # 20:00, inside a's 5 minutes): three answers simulated, three taken again
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (3, 3)
 
 
 def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None:

@@ -93,9 +93,12 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
     assert counts["nodes"][11] == 2 and counts["nodes"][-1] == 2  # 11:00 on: drained
     assert set(counts["observed_nodes"]) == {3}
     reasons = row["unremovable_reasons_node_hours"]
-    # 0:10-10:10 one node unneeded and two with no place; then the two left stay
+    # 0:10-10:10 one node unneeded and two with no place; then the two left stay. A node found
+    # with no place is skipped as recently unremovable for 5 minutes after each such answer
+    # (re-judged at 5:10, 10:10, ...): 10 s of each 5 minutes count as NoPlaceToMovePods
     assert reasons["Unneeded"] == pytest.approx(10 / 60, abs=1e-6)
-    assert reasons["NoPlaceToMovePods"] >= 2 * 10 / 60
+    assert reasons["NoPlaceToMovePods"] + reasons["RecentlyUnremovable"] >= 2 * 10 / 60
+    assert reasons["RecentlyUnremovable"] > 20 * reasons["NoPlaceToMovePods"] > 0
     assert row["pending_pods_at_end"] == 0
     # the bound set in the config is not called observed; the one taken from the data is
     assert "pool pool: minSize 0, maxSize 3 (maxSize from the data's observed range, the other " \
@@ -172,6 +175,8 @@ def test_figures_are_never_impossible(spread: Path, tmp_path: Path) -> None:
         ("autoscaler-config-bad", "autoscaler:\n  node-groups: {nope: {minSize: 1}}\n", (),
          "node-groups"),
         ("autoscaler-config-bad", "autoscaler:\n  expander: cheapest\n", (), "expander"),
+        ("autoscaler-config-bad", "autoscaler:\n  unremovable-node-recheck-timeout: -1m\n", (),
+         "autoscaler.unremovable-node-recheck-timeout"),
     ],
 )  # fmt: skip
 def test_bad_autoscaler_input_is_one_line(

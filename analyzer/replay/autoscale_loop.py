@@ -34,6 +34,7 @@ import numpy as np
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
+from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
 from analyzer.autoscaler.removal import Outcome
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
@@ -75,6 +76,13 @@ class ClusterAutoscaler:
         self.unneeded: dict[int, int] = {}  # slot -> since when
         self.outcomes: dict[int, Outcome] = {}  # the last pass's removable nodes, pass order
         self.last_add = -NEVER
+        # nodes found unremovable, skipped until their recheck deadline (``RecentlyUnremovable``)
+        self.recheck: UnremovableNodes[int] = UnremovableNodes()
+        self.intervals = PassIntervals(settings.unneeded_time, settings.scan_interval)
+        self.last_unneeded = 0  # nodes unneeded after the last pass (``unneededNodesLimit``)
+        # the last pass's candidates limit, whether it stopped the pass, and whether the pass
+        # found nodes unremovable (the next one skips them): when a pass may answer as the last
+        self.last_pass: tuple[int, bool, bool] = (-1, False, False)
         # the first run one scan after the start: at the start itself no pod is placed yet
         self.next_tick = inp.start + settings.scan_interval
         self.clock = inp.start
@@ -132,12 +140,20 @@ class ClusterAutoscaler:
     def next_time(self) -> int:
         """The next instant the autoscaler acts on its own (``NEVER``: none)."""
         ready = min(self.provisioning.values(), default=NEVER)
+        # the loop's runs are on a grid of scan-intervals from the start of the data
+        scan, start = self.settings.scan_interval, self.inp.start
+        expiry = self.recheck.next_expiry()
+        if expiry is not None:  # a node skipped as recently unremovable is judged again then
+            at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
+            ready = min(ready, max(self.next_tick, at))
         if self.dirty or self.waiting or self.unneeded:
-            # the loop's runs are on a grid of scan-intervals from the start of the data
-            scan, start = self.settings.scan_interval, self.inp.start
             grid = start + -(-(self.clock + 1 - start) // scan) * scan
             return min(ready, max(self.next_tick, grid))
         return ready
+
+    def _recheck_due(self, now: int) -> bool:
+        expiry = self.recheck.next_expiry()
+        return expiry is not None and expiry <= now
 
     def ready(self, now: int) -> list[int]:
         """Slots whose provisioning ends at ``now``: they join (the engine activates them)."""
@@ -156,7 +172,9 @@ class ClusterAutoscaler:
         """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
         after the scheduler tried them), then scale-down. Returns the slots to delete now."""
         self.clock = now
-        if now < self.next_tick or not (self.dirty or self.waiting or self.unneeded):
+        if now < self.next_tick:
+            return []
+        if not (self.dirty or self.waiting or self.unneeded or self._recheck_due(now)):
             return []
         self.next_tick = now + self.settings.scan_interval
         # CA's simulations bind and unbind on the live state and undo it all; per-GPU device
@@ -174,9 +192,9 @@ class ClusterAutoscaler:
             self.asked = asked
             if self._scale_up(now, unschedulable(self, waiting, now)):
                 self.last_add = now
-        if self.dirty:
-            update_unneeded(self, now)
+        if self.dirty or self._recheck_due(now):
             self.dirty = False
+            update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
@@ -193,6 +211,7 @@ class ClusterAutoscaler:
         self.record.evictions.extend((now, pod) for pod in evicted)
         self.unneeded.pop(slot, None)
         self.outcomes.pop(slot, None)
+        self.recheck.forget(slot)
         self.dirty = True
         self.sims.new_epoch()
         if self.record.reasons:  # the deleted node stops counting as unneeded at once

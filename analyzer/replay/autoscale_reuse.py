@@ -17,8 +17,11 @@ it again instead of simulating). What one simulation reads, and how each is chec
   since, or none that did has room for any of the candidate's pods (cpu, memory, a pod slot;
   the filters can only refuse more than that, and a bind only takes room);
 - a whole pass is not run when it would answer as the last (``unchanged``): the pods changed
-  only on nodes it did not judge, that are not near the threshold now and that no placement
-  walked (nor, freed, could take a pod that found no place);
+  only on nodes it did not judge (or skipped as recently unremovable), that are not near the
+  threshold now and that no placement walked (nor, freed, could take a pod that found no
+  place); the caller adds: no recheck deadline passed, the last pass found no node unremovable
+  and, if the candidates limit stopped it, the limit is the same
+  (``analyzer.autoscaler.recheck``);
 - a candidate blocked by a pod read its pods and the budgets only (any context, any start);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
   in which nothing earlier is reused.
@@ -155,12 +158,14 @@ class SimulationMemo:
         always: np.ndarray[Any, Any],
         provisioning: int,
         columns: tuple[int, int],
+        recent: np.ndarray[Any, Any],
     ) -> bool:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then, is not near the
         threshold now (``ratio_of``; ``always``: GPU and scale-down-disabled nodes, judged
-        whatever their ratio), was walked by no placement, and if it freed room, has none for a
-        pod that found no place."""
+        whatever their ratio) unless skipped as recently unremovable in both passes
+        (``recent``; the caller checks that the skipped set is the same), was walked by no
+        placement, and if it freed room, has none for a pod that found no place."""
         last = self.summary
         if last is None or last.epoch != self.epoch or last.provisioning != provisioning:
             return False
@@ -169,9 +174,12 @@ class SimulationMemo:
         nodes = np.flatnonzero(self.changed > self.passes)
         if not len(nodes):
             return True
-        if bool(last.look[nodes].any() or last.reads[nodes].any() or always[nodes].any()):
+        if bool(last.look[nodes].any() or last.reads[nodes].any()):
             return False
-        if bool((ratio_of(nodes) < threshold + 1e-6).any()):
+        judged = nodes[~recent[nodes]]  # a skipped node's own pods are not read
+        if bool(always[judged].any()):
+            return False
+        if len(judged) and bool((ratio_of(judged) < threshold + 1e-6).any()):
             return False
         opened = nodes[self.freed[nodes] > self.passes]
         if len(opened) and last.failed:

@@ -5,6 +5,8 @@ One pass (``Planner.UpdateClusterState``): every present node through
 ``analyzer.autoscaler.removal``'s ``SimulateNodeRemoval`` on the replay's own state (drain rules,
 PDBs with the disruptions allowed now, re-placement on the scheduler's filters), empty ones
 first, each answer taken again where nothing it read changed (``analyzer.replay.autoscale_reuse``);
+a node found unremovable skipped until its recheck deadline, the candidates in upstream's order
+and the pass stopped at ``unneededNodesLimit`` (``analyzer.autoscaler.recheck``);
 then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, outside
 ``scale-down-delay-after-add``, within the groups' ``minSize`` and the parallelism budgets
 (``analyzer.autoscaler.planner.select``).
@@ -20,6 +22,12 @@ from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
 from analyzer.autoscaler.planner import is_empty, select
+from analyzer.autoscaler.recheck import (
+    RECENTLY_UNREMOVABLE,
+    UNNEEDED_LIMIT,
+    candidate_order,
+    unneeded_limit,
+)
 from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
 from analyzer.replay.autoscale_reuse import Entry, walked
 from analyzer.replay.autoscale_setup import SECOND
@@ -32,25 +40,53 @@ ClusterAutoscaler = Any
 def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
     opts, state = ca.options, ca.state
+    # ``unremovable.Nodes.Update``: deadlines past (or of nodes gone) are dropped
+    expired = ca.recheck.update(now, lambda s: bool(ca.active[s]))
+    limit = unneeded_limit(
+        opts.max_scale_down_parallelism,
+        ca.last_unneeded,
+        ca.settings.unneeded_time,
+        ca.intervals.step(),
+    )
     present = np.flatnonzero(ca.active)
     reasons: dict[str, int] = {}
     if ca.cpu is None or ca.mem is None or not len(present):
-        ca.unneeded, ca.outcomes = {}, {}
+        ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, reasons))
         return
+    # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
+    recent = np.zeros(len(ca.active), dtype=bool)
+    if ca.recheck.deadlines:
+        recent[list(ca.recheck.deadlines)] = True
+        present = present[~recent[present]]
+        reasons[RECENTLY_UNREMOVABLE] = len(ca.recheck.deadlines)
     threshold = min(opts.scale_down_utilization_threshold, 1.0)
     special = ca.special
     columns = (ca.cpu, ca.mem)
-    if ca.reuse and ca.sims.unchanged(
-        state,
-        lambda nodes: utilization(ca, nodes),
-        threshold,
-        special,
-        len(ca.provisioning),
-        columns,
+    last_limit, stopped, added = ca.last_pass
+    if (
+        ca.reuse
+        # the same nodes skipped as recently unremovable as in the last pass
+        and not expired
+        and not added
+        and (not stopped or limit == last_limit)
+        and ca.sims.unchanged(
+            state,
+            lambda nodes: utilization(ca, nodes),
+            threshold,
+            special,
+            len(ca.provisioning),
+            columns,
+            recent,
+        )
     ):  # the same answer as the last pass: its unneeded nodes and reasons stand
         ca.record.skipped += 1
         ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
+        return
+    if not len(present):
+        ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
+        ca.last_pass = (limit, False, False)
+        ca.record.reasons.append((now, reasons))
         return
     ratio = utilization(ca, present)
     # a margin over the threshold: the exact check below decides (float sums differ)
@@ -91,7 +127,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if at_min:
         reasons["NodeGroupMinSizeReached"] = len(at_min)
         candidates = [c for c in candidates if c not in set(at_min)]
-    empty_first = sorted(candidates, key=lambda s: s not in empty)
+    # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
+    order = candidate_order(candidates, empty, ca.outcomes)
     on = [p for s in candidates for p in ca.on_node[s]]
     covering = ca.budgets.covering(on) if ca.budgets else []
     node_of = np.array(ca.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
@@ -109,9 +146,27 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.position,
     )
     simulator = RemovalSimulator(cluster, ca.profile, opts, seconds, live)
-    outcomes = _simulate(ca, simulator, empty_first, pdbs, covering, reasons)
+    outcomes, found_unremovable, stopped = _simulate(
+        ca, simulator, order, pdbs, covering, reasons, limit
+    )
     simulator.restore()
+    timeout = ca.settings.unremovable_node_recheck_timeout
+    if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
+        found_unremovable = []
+    deadline = now + timeout
+    for slot in found_unremovable:  # ``AddTimeout``: not simulated again before the deadline
+        ca.recheck.add_timeout(slot, deadline)
+    if found_unremovable:  # the next pass skips them: it may answer differently
+        ca.dirty = True
+    after = unneeded_limit(
+        opts.max_scale_down_parallelism, len(outcomes), ca.settings.unneeded_time,
+        ca.intervals.later,
+    )  # fmt: skip
+    if stopped and after != limit:  # the next pass may simulate the candidates left over
+        ca.dirty = True
+    ca.last_pass = (limit, stopped, bool(found_unremovable))
     ca.outcomes = outcomes
+    ca.last_unneeded = len(outcomes)
     ca.unneeded = {s: ca.unneeded.get(s, now) for s in outcomes}
     # nodes the group's minSize would keep however long they stay unneeded
     _, _, kept = select(list(outcomes.values()), cluster, ca.options)
@@ -143,10 +198,12 @@ def _simulate(
     pdbs: PdbTracker,
     covering: list[int],
     reasons: dict[str, int],
-) -> dict[int, Outcome]:
+    limit: int,
+) -> tuple[dict[int, Outcome], list[int], bool]:
     """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
     the simulation for the next), or its earlier answer when nothing it read changed
-    (``analyzer.replay.autoscale_reuse``). The removable ones, in pass order."""
+    (``analyzer.replay.autoscale_reuse``), until ``limit`` removable ones are found. The
+    removable ones in pass order, the unremovable ones, and whether the limit stopped it."""
     memo, state = ca.sims, ca.state
     memo.start_pass()
     columns = (ca.cpu or 0, ca.mem or 0)
@@ -159,8 +216,14 @@ def _simulate(
         simulator.verdicts = ca.verdicts
         simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
     outcomes: dict[int, Outcome] = {}
+    unremovable: list[int] = []
     context: tuple[Any, ...] = ()
-    for slot in order:
+    stopped = False
+    for i, slot in enumerate(order):
+        if len(outcomes) >= limit:  # ``unneededNodesLimit``: the rest are not simulated
+            reasons[UNNEEDED_LIMIT] = len(order) - i
+            stopped = True
+            break
         name = ca.nodes[slot].name
         pods = tuple(id(p) for p in simulator.current.get(name, []))
         budget = (*covering, -1, *pdbs.remaining)
@@ -197,12 +260,13 @@ def _simulate(
         context = (*context, (slot, outcome.reason, tuple(targets)))
         if not outcome.removable:
             reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
+            unremovable.append(slot)
             continue
         simulator.drop(outcome.node)
         pdbs.remove(outcome.moved)
         outcomes[slot] = outcome
     ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
-    return outcomes
+    return outcomes, unremovable, stopped
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

@@ -46,6 +46,8 @@ TIMINGS = {
     "scale-down-delay-after-add": 600,
     "provisioning-delay": 120,
     "max-graceful-termination": 600,
+    # how long a node the removal simulation found unremovable is skipped (RecentlyUnremovable)
+    "unremovable-node-recheck-timeout": 300,
 }
 DEFAULT_GROUP = "default"
 
@@ -69,6 +71,7 @@ class AutoscalerSettings:
     provisioning_delay: int = TIMINGS["provisioning-delay"] * SECOND
     # how long a drained node waits for its evicted pods at most (their own grace period first)
     max_graceful_termination: int = TIMINGS["max-graceful-termination"] * SECOND
+    unremovable_node_recheck_timeout: int = TIMINGS["unremovable-node-recheck-timeout"] * SECOND
     # False: every scale-down pass simulates every candidate afresh (the reference the exact
     # reuse of ``analyzer.replay.autoscale_reuse`` is tested against); not a config key
     reuse: bool = True

@@ -13,9 +13,14 @@ with CA's default flags:
   new nodes are Ready 120 s later (the replay's ``provisioning-delay``);
 - **scale-down**: a present node whose cpu and memory requests are both under half its
   allocatable is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
-  then in node order, are drained in a simulation: each pod onto the first other present node
-  with room, round-robin from where the previous placement stopped; a pod without a controller
-  or of kube-system blocks; a drained node's moves stay for the next candidate. A node removable
+  then the nodes unneeded after the last run, then in node order, are drained in a simulation:
+  each pod onto the first other present node with room, round-robin from where the previous
+  placement stopped; a pod without a controller or of kube-system blocks; a drained node's moves
+  stay for the next candidate. A node found not removable is skipped for 300 s
+  (``--unremovable-node-recheck-timeout``: not simulated again before then, whatever its
+  utilisation); a run stops simulating once it found ``min(U + 20, 10 * (600 // I) + 10)``
+  removable nodes (U: unneeded after the last run; I: 600 s at the first run, 10 s after:
+  ``unneededNodesLimit`` with parallelism 10). A node removable
   for 600 s (``--scale-down-unneeded-time``) is deleted, not within 600 s of a scale-up
   (``--scale-down-delay-after-add``), at most 10 empty nodes and 1 drained node per run, never
   below ``minSize``;
@@ -39,8 +44,9 @@ DELAY_AFTER_ADD = 600
 PROVISIONING = 120
 THRESHOLD = 0.5
 GRACE = 30
-MAX_EMPTY = 10
+MAX_EMPTY = 10  # max-scale-down-parallelism
 MAX_DRAINED = 1
+RECHECK = 300  # unremovable-node-recheck-timeout
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -69,6 +75,8 @@ class NodeAutoscaler:
         self.unneeded: dict[int, int] = {}  # slot -> since
         self.last_add: int | None = None
         self.next_tick = start + SCAN
+        self.recheck: dict[int, int] = {}  # slot -> skipped until (found not removable)
+        self.runs = 0
 
     def due(self) -> int:
         """The next instant the loop acts (a run, or a node becoming Ready)."""
@@ -170,17 +178,25 @@ class NodeAutoscaler:
         present = np.flatnonzero(self.present).tolist()
         size = len(present) + len(self.provisioning)
         found: dict[int, int] = {}
+        self.recheck = {n: t for n, t in self.recheck.items() if t > now and self.present[n]}
+        self.runs += 1
+        interval = UNNEEDED if self.runs == 1 else SCAN
+        limit = min(len(self.unneeded) + 2 * MAX_EMPTY,
+                    MAX_EMPTY * (UNNEEDED // interval) + MAX_EMPTY)  # fmt: skip
         if size > self.min_size:
             util = {n: max(requested[n, 0] / allocatable[n, 0], requested[n, 1] / allocatable[n, 1])
-                    for n in present}  # fmt: skip
-            candidates = [n for n in present if util[n] < THRESHOLD]
-            candidates.sort(key=lambda n: (bool(on_node[n]), n))
+                    for n in present if n not in self.recheck}  # fmt: skip
+            candidates = [n for n in util if util[n] < THRESHOLD]
+            candidates.sort(key=lambda n: (bool(on_node[n]), n not in self.unneeded, n))
             gone: set[int] = set()
             count = len(self.present)
             cursor = 0  # round-robin over the slots, as the scheduler's nodes
             for node in candidates:
+                if len(found) >= limit:
+                    break
                 pods = sorted(on_node[node])
                 if not all(movable(p) for p in pods):
+                    self.recheck[node] = now + RECHECK
                     continue
                 trial = free.copy()
                 moved = True
@@ -200,4 +216,6 @@ class NodeAutoscaler:
                     free = trial
                     gone.add(node)
                     found[node] = self.unneeded.get(node, now)
+                else:
+                    self.recheck[node] = now + RECHECK
         self.unneeded = found
