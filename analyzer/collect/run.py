@@ -223,8 +223,19 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     release_free_memory()  # the responses are gone; give their pages back before building
     context = replace(context, warnings=tuple(warnings))
     result = finish_snapshot(inventory, usage_results, grid, context)
-    result.step_note = step_note(grid.step, intervals)
-    result.snapshot.meta.extra["query_budget"] = query_budget_meta(plan, total)
+    return finish_result(result, request, plan, total, intervals)
+
+
+def finish_result(
+    result: CollectResult,
+    request: CollectRequest,
+    plan: FetchPlan,
+    requests: int,
+    intervals: dict[str, ScrapeInterval],
+) -> CollectResult:
+    """The step note, the query budget and Thanos entries of meta, and ``--kube-objects``."""
+    result.step_note = step_note(plan.grid.step, intervals)
+    result.snapshot.meta.extra["query_budget"] = query_budget_meta(plan, requests)
     if request.settings.thanos is not None:  # at which resolution the data was read
         result.snapshot.meta.extra["thanos"] = request.settings.thanos.to_meta()
     if request.kube_objects is not None:
@@ -305,7 +316,7 @@ def build_inventory(
     warnings = add_constraints(results, nodes, pods)
     mapper = NodeMapper.from_results(nodes, results)
     consumed = {n: r for n, r in results.items() if r.spec.kind in SUMMARY_KINDS}
-    queries = _query_coverage(consumed)
+    queries = query_coverage(consumed)
     failed = [
         f"optional query {r.spec.name} failed: {r.error}"
         for r in consumed.values()
@@ -325,31 +336,62 @@ def finish_snapshot(
 ) -> CollectResult:
     """Add the usage tables (from the range and samples queries of ``results``) and meta."""
     nodes, pods, mapper = inventory.nodes, inventory.pods, inventory.mapper
-    source = context.source
-    warnings = [*context.warnings, *inventory.warnings]
     usage = {n: r for n, r in results.items() if r.spec.kind not in SUMMARY_KINDS}
     # before the usage builders consume the sample tables
-    queries = {**inventory.queries, **_query_coverage(usage)}
+    queries = {**inventory.queries, **query_coverage(usage)}
     node_state = build_node_state(usage, nodes, grid)
     node_usage = build_node_usage(usage, mapper, grid)
-    _release_tables(usage, NODE_USAGE_QUERIES)  # node rows are in node_usage now
+    release_tables(usage, NODE_USAGE_QUERIES)  # node rows are in node_usage now
     pod_usage, unmatched = build_pod_usage(usage, pods, grid)
+    errors = [(r.spec.name, r.error) for r in usage.values() if r.error is not None]
+    tally = UsageTally(node_rows=node_row_counts(node_usage), pod_rows=len(pod_usage))
+    meta, problems = usage_meta(inventory, context, grid, queries, errors, tally, unmatched)
+    snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage, node_state=node_state)
+    return CollectResult(snapshot, partial=bool(problems), problems=problems)
+
+
+@dataclass
+class UsageTally:
+    """What meta says about the usage tables: rows with node CPU per node, pod-usage rows."""
+
+    node_rows: dict[str, int] = field(default_factory=dict)
+    pod_rows: int = 0
+
+    def add(self, node_rows: dict[str, int], pod_rows: int) -> None:
+        """Count one more part of the tables (a day of a streamed collect)."""
+        for node, count in node_rows.items():
+            self.node_rows[node] = self.node_rows.get(node, 0) + count
+        self.pod_rows += pod_rows
+
+
+def usage_meta(
+    inventory: Inventory,
+    context: BuildContext,
+    grid: TimeGrid,
+    queries: dict[str, dict[str, Any]],
+    errors: list[tuple[str, str]],
+    tally: UsageTally,
+    unmatched: int,
+) -> tuple[SnapshotMeta, list[str]]:
+    """``meta.json`` and the problems (exit 3) of a collect whose usage tables ``tally`` counts;
+    ``errors``: (query, error) of the usage queries that failed, in profile order."""
+    nodes, pods, mapper = inventory.nodes, inventory.pods, inventory.mapper
+    warnings = [*context.warnings, *inventory.warnings]
     problems = list(inventory.failed)
-    for result in usage.values():
-        if result.error is not None:
-            problems.append(f"optional query {result.spec.name} failed: {result.error}")
+    for name, error in errors:
+        problems.append(f"optional query {name} failed: {error}")
     if mapper.unmapped:
         sample = ", ".join(sorted(mapper.unmapped)[:3])
         problems.append(
             f"{len(mapper.unmapped)} node-exporter target(s) match no node (e.g. {sample})"
         )
-    coverage = _coverage(dict(sorted(queries.items())), nodes, node_usage, grid)
+    coverage = _coverage(dict(sorted(queries.items())), nodes, tally.node_rows, grid)
     missing_usage = coverage["nodes_without_usage"]
     if missing_usage:
         problems.append(
             f"{len(missing_usage)} node(s) have no node-exporter usage (e.g. {missing_usage[0]})"
         )
-    if len(pods) and pod_usage.empty:
+    if len(pods) and not tally.pod_rows:
         problems.append(
             f"no cAdvisor pod usage in the range for any of the {len(pods)} pods: scrape the "
             "kubelet's /metrics/cadvisor endpoint (container_cpu_usage_seconds_total, "
@@ -358,7 +400,7 @@ def finish_snapshot(
     if unmatched:
         warnings = [*warnings, f"{unmatched} cAdvisor series match no pod in kube_pod_info"]
     meta = SnapshotMeta(
-        source=source,
+        source=context.source,
         start=_iso(grid.start),
         end=_iso(grid.end),
         step_seconds=grid.step,
@@ -373,11 +415,10 @@ def finish_snapshot(
             **({"control_plane": inventory.control_plane} if inventory.control_plane else {}),
         },
     )
-    snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage, node_state=node_state)
-    return CollectResult(snapshot, partial=bool(problems), problems=problems)
+    return meta, problems
 
 
-def _release_tables(results: dict[str, QueryResult], names: tuple[str, ...]) -> None:
+def release_tables(results: dict[str, QueryResult], names: tuple[str, ...]) -> None:
     """Drop the sample tables of ``names`` that no other query's result shares."""
     keep = {id(r.table) for n, r in results.items() if n not in names and r.table is not None}
     for name in names:
@@ -386,7 +427,7 @@ def _release_tables(results: dict[str, QueryResult], names: tuple[str, ...]) -> 
             result.table = None
 
 
-def _query_coverage(results: dict[str, QueryResult]) -> dict[str, dict[str, Any]]:
+def query_coverage(results: dict[str, QueryResult]) -> dict[str, dict[str, Any]]:
     """Per query: series, requests, error, required."""
     return {
         name: {
@@ -399,19 +440,24 @@ def _query_coverage(results: dict[str, QueryResult]) -> dict[str, dict[str, Any]
     }
 
 
+def node_row_counts(node_usage: pd.DataFrame) -> dict[str, int]:
+    """Per node, its usage rows with a CPU value (what ``coverage`` divides by the grid)."""
+    if node_usage.empty:
+        return {}
+    # only the node column of the rows with cpu (dropna would copy the whole table)
+    counts = node_usage.loc[node_usage["cpu"].notna(), "node"].value_counts()
+    return {str(n): int(c) for n, c in counts.items() if c}
+
+
 def _coverage(
     queries: dict[str, dict[str, Any]],
     nodes: pd.DataFrame,
-    node_usage: pd.DataFrame,
+    node_rows: dict[str, int],
     grid: TimeGrid,
 ) -> dict[str, Any]:
-    """Per query (``_query_coverage``); per node: fraction of grid points with cpu usage."""
+    """Per query (``query_coverage``); per node: fraction of grid points with cpu usage."""
     points = grid.points
-    per_node: dict[str, float] = {}
-    if not node_usage.empty:
-        # only the node column of the rows with cpu (dropna would copy the whole table)
-        counts = node_usage.loc[node_usage["cpu"].notna(), "node"].value_counts()
-        per_node = {str(n): round(float(c) / points, 4) for n, c in counts.items()}
+    per_node = {n: round(float(c) / points, 4) for n, c in node_rows.items()}
     all_nodes = [str(n) for n in nodes["node"]] if not nodes.empty else []
     without = sorted(n for n in all_nodes if n not in per_node)
     values = np.array([per_node.get(n, 0.0) for n in all_nodes]) if all_nodes else np.zeros(0)
