@@ -14,6 +14,11 @@ earlier days' rows were already in the temporary folder).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime
@@ -38,6 +43,7 @@ from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 pytestmark = pytest.mark.prometheus
 STEP = 300
 HOUR = 3600
+ROOT = Path(__file__).resolve().parent.parent
 CADVISOR = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes")
 
 
@@ -174,8 +180,12 @@ def test_usage_files_have_day_row_groups(streamed: tuple[Path, Path, Result]) ->
         parquet = pq.ParquetFile(got / f"{table}.parquet")
         stamps = [
             pd.to_datetime(
-                [parquet.metadata.row_group(i).column(1).statistics.min,
-                 parquet.metadata.row_group(i).column(1).statistics.max], utc=True)  # fmt: skip
+                [
+                    parquet.metadata.row_group(i).column(1).statistics.min,
+                    parquet.metadata.row_group(i).column(1).statistics.max,
+                ],
+                utc=True,
+            )
             for i in range(parquet.num_row_groups)
         ]
         # each group's first and last sample lie in one UTC day (00:00 closes the day before)
@@ -231,7 +241,7 @@ def test_failure_on_the_last_day_leaves_nothing(
     tmp_path: Path,
     servers: ExitStack,
 ) -> None:
-    start, end = span
+    _start, end = span
     last_midnight = end - end % 86_400 - (86_400 if end % 86_400 == 0 else 0)
     seen: list[float] = []
 
@@ -259,3 +269,45 @@ def test_failure_on_the_last_day_leaves_nothing(
     # ... and nothing of this run is left: the old snapshot is untouched, no temporary folder
     assert sorted(p.read_bytes() for p in out.iterdir()) == before
     assert not list(tmp_path.glob(".snap*"))
+
+
+def test_sigterm_during_a_days_fetch_ends_at_once_and_leaves_nothing(
+    server_url: str, span: tuple[int, int], tmp_path: Path, servers: ExitStack
+) -> None:
+    # The temporary folder exists from the first day on; a signal while a later day's request
+    # hangs must not wait for it (unwinding would, up to --timeout): folder removed, exit 143.
+    _, end = span
+    last_midnight = end - 86_400 if end % 86_400 == 0 else end - end % 86_400
+    hanging, release = threading.Event(), threading.Event()
+    servers.callback(release.set)
+
+    def last_day_hangs(request: Recorded, answer: Answer) -> Reply:
+        query = " ".join(request.params.get("query", []))
+        at = float((request.params.get("time") or ["0"])[0])
+        if CADVISOR[0] in query and at % STEP == 1 and at > last_midnight + STEP:
+            hanging.set()
+            release.wait(60)
+        return passthrough(answer)
+
+    url = servers.enter_context(proxy(server_url, last_day_hangs))
+    out = tmp_path / "snap"
+    start, end = span
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer", "collect", "--prometheus", url, "--start", str(start),
+         "--end", str(end), "--step", f"{STEP}s", "--out", str(out)],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    try:
+        assert hanging.wait(60), "the last day's request never came"
+        assert list(tmp_path.glob(".snap.*.tmp")), "no temporary folder during the day loop"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)  # the request still hangs meanwhile
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143
+    assert stderr.strip().splitlines() == [
+        "analyzer: error: stopped by SIGTERM; nothing was written"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -23,34 +23,43 @@ request counts: a day's raw requests start at its midnight, so the range needs a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
 
 import numpy as np
 
+from analyzer.collect.collect_meta import (
+    BuildContext,
+    UsageTally,
+    node_row_counts,
+    query_coverage,
+    usage_meta,
+)
 from analyzer.collect.node_state import build_node_state
 from analyzer.collect.pod_usage import CPU_QUERY, MEMORY_QUERY, UnmatchedKey, pod_usage_rows
 from analyzer.collect.run import (
     CORE_QUERIES,
     SUMMARY_KINDS,
-    BuildContext,
     CollectRequest,
     CollectResult,
-    UsageTally,
     build_inventory,
     check_size,
     finish_result,
-    node_row_counts,
-    query_coverage,
     release_tables,
     scrape_intervals,
     scrape_meta,
-    usage_meta,
 )
 from analyzer.collect.usage import NODE_USAGE_QUERIES, build_node_usage
 from analyzer.core.atomic import atomic_directory
 from analyzer.core.daygroups import DAY_NS, DayGroupWriter
+from analyzer.core.errors import EXIT_SIGNAL_BASE
 from analyzer.core.memory import gc_paused, release_free_memory
 from analyzer.core.outdir import names_matching
 from analyzer.core.paths import queries_dir
@@ -201,7 +210,8 @@ def _collect_to(request: CollectRequest, out: Path, progress: Progress | None) -
             try:
                 done = first
                 for day in days:
-                    usage = run_profile(client, daily, day, _shifted(progress, done, total))
+                    with _exit_on_signal(tmp):
+                        usage = run_profile(client, daily, day, _shifted(progress, done, total))
                     done += request_count(daily, day)
                     seen.add(usage)
                     node_usage = build_node_usage(usage, inventory.mapper, day.grid)
@@ -240,6 +250,40 @@ def _collect_to(request: CollectRequest, out: Path, progress: Progress | None) -
             result = finish_result(result, request, plan, total, intervals)
             write_snapshot_files(result.snapshot, tmp, usage=False)
     return Streamed(result, node_file.rows, pod_file.rows)
+
+
+@contextlib.contextmanager
+def _exit_on_signal(tmp: Path) -> Iterator[None]:
+    """While a day's requests are out: SIGTERM/SIGINT remove the temporary folder and end the
+    run at once (exit 128 + signal, one line).
+
+    Inside an atomic write a signal normally unwinds (``analyzer.core.atomic``), and unwinding
+    here would wait for the requests in flight: up to ``--timeout`` on a server that hangs. No
+    file is being written during a fetch, so removing the folder is all the cleaning there is
+    (the earlier days' rows go with it; an earlier snapshot at ``--out`` is untouched).
+    """
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        shutil.rmtree(tmp, ignore_errors=True)
+        name = signal.Signals(signum).name
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.write(f"analyzer: error: stopped by {name}; nothing was written\n")
+            sys.stderr.flush()
+        os._exit(EXIT_SIGNAL_BASE + signum)
+
+    try:
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    except ValueError:  # not the main thread: signals go to the main thread's handlers
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _errors(
