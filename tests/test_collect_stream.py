@@ -30,6 +30,7 @@ import pytest
 from click.testing import CliRunner, Result
 from fault_servers import Answer, passthrough, proxy
 from http_stub import Recorded, Reply
+from reliability_doc import documented_exit
 
 from analyzer.cli import main
 from analyzer.collect.run import CollectRequest, collect
@@ -262,7 +263,7 @@ def test_failure_on_the_last_day_leaves_nothing(
     before = sorted(p.read_bytes() for p in out.iterdir())
     url = servers.enter_context(proxy(server_url, last_day_fails))
     result = collect_cli(url, out, span)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == documented_exit("collect-day-failed"), result.output
     assert "server error HTTP 500" in result.output
     # the first day was fetched first (its rows written to the temporary folder) ...
     assert any(at <= last_midnight + STEP for at in seen), (seen, last_midnight)
@@ -306,7 +307,7 @@ def test_sigterm_during_a_days_fetch_ends_at_once_and_leaves_nothing(
         release.set()
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 143
+    assert proc.returncode == documented_exit("collect-signal-mid-day") == 143
     assert stderr.strip().splitlines() == [
         "analyzer: error: stopped by SIGTERM; nothing was written"
     ]
