@@ -51,7 +51,7 @@ def main() -> None:
     from analyzer.core.memory import limit_heap_growth
     from analyzer.prom.settings import PromSettings
 
-    stack: list[str] = ["start"]
+    stack: list[str] = ["outside these steps"]
     peaks: dict[str, float] = {}
     calls: dict[str, int] = {}
     stop = threading.Event()
