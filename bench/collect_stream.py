@@ -88,6 +88,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, nargs="+", default=[1])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--compare", action="store_true")
+    parser.add_argument(
+        "--baseline-first", dest="branch_first", action="store_false", help="round 0 order"
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/analyzer-bench-stream"))
     args = parser.parse_args()
 
@@ -114,7 +117,8 @@ def main() -> None:
             start = recorded["start"]
             end = min(recorded["end"], start + days * DAY)
             for round_ in range(args.repeat):
-                order = ["branch", "baseline"] if round_ % 2 == 0 else ["baseline", "branch"]
+                first = ["branch", "baseline"] if args.branch_first else ["baseline", "branch"]
+                order = first if round_ % 2 == 0 else first[::-1]
                 for side in order:
                     out = args.workdir / f"{side}-{days}d"
                     shutil.rmtree(out, ignore_errors=True)
@@ -140,10 +144,13 @@ def main() -> None:
                            "load_before": load, "wrote": text.strip().splitlines()[-1][:200]}  # fmt: skip
                     figures["runs"].append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
-            if args.compare and days == max(args.days):
-                figures[f"equal_{days}d"] = same_snapshot(
-                    args.workdir / f"baseline-{days}d", args.workdir / f"branch-{days}d"
-                )
+        # Only after every run: the comparison grows this process, and a child forked from it
+        # starts with the parent's ``ru_maxrss`` (Linux keeps it across exec).
+        if args.compare:
+            days = max(args.days)
+            figures[f"equal_{days}d"] = same_snapshot(
+                args.workdir / f"baseline-{days}d", args.workdir / f"branch-{days}d"
+            )
     finally:
         stop_prometheus(server)
         shutil.rmtree(args.workdir, ignore_errors=True)
