@@ -201,6 +201,7 @@ def _collect_to(request: CollectRequest, out: Path, progress: Progress | None) -
         state = {n: r for n, r in results.items() if r.spec.kind not in SUMMARY_KINDS}
         del results
         node_state = build_node_state(state, inventory.nodes, grid)
+        release_free_memory()  # the summaries' series are gone: their pages back before day 1
         seen = _Seen({}, {}, {})
         tally = UsageTally()
         unmatched: set[UnmatchedKey] = set()
