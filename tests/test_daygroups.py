@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -166,3 +167,33 @@ def test_a_day_without_data_is_one_line(layouts: tuple[Path, Path], tmp_path: Pa
         "analyzer: error: --date: 2026-11-09 has no usage data"
     )
     assert "2026-10-31 to 2026-11-03" in lines[0]  # names the days that do have data
+
+
+def test_day_group_writer_writes_what_write_day_groups_writes(
+    layouts: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # A streamed collect appends one day at a time; the file must read back as the one
+    # write_day_groups makes from the whole table: same rows, same schema, same row groups.
+    from analyzer.core.daygroups import DayGroupWriter, day_codes, write_day_groups
+    from analyzer.core.snapshot import coerce_table, empty_table
+
+    usage = (
+        read_snapshot(layouts[0]).pod_usage.iloc[::20].reset_index(drop=True)
+    )  # every day, fewer rows
+    whole, streamed = tmp_path / "whole.parquet", tmp_path / "streamed.parquet"
+    write_day_groups(usage, whole)
+    writer = DayGroupWriter(streamed)
+    days = day_codes(usage["timestamp"])
+    for day in np.unique(days):
+        writer.append(coerce_table(usage[days == day], "pod_usage"))
+        writer.append(coerce_table(usage.iloc[:0], "pod_usage"))  # an empty day adds nothing
+    writer.close(empty_table("pod_usage"))
+    assert writer.rows == len(usage)
+    a, b = pq.ParquetFile(whole), pq.ParquetFile(streamed)
+    assert a.schema_arrow == b.schema_arrow
+    assert a.num_row_groups == b.num_row_groups == len(np.unique(days))
+    pd.testing.assert_frame_equal(pd.read_parquet(whole), pd.read_parquet(streamed))
+    # no day at all: the empty table of the schema, as write_day_groups writes an empty frame
+    nothing = DayGroupWriter(tmp_path / "empty.parquet")
+    nothing.close(empty_table("pod_usage"))
+    assert pd.read_parquet(tmp_path / "empty.parquet").empty

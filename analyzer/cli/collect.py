@@ -25,12 +25,13 @@ from analyzer.cli.clusters import (
 from analyzer.collect.check import format_table, run_check
 from analyzer.collect.kube_objects import read_kube_objects
 from analyzer.collect.run import DEFAULT_MAX_REQUESTS as DEFAULT_MAX_REQUESTS  # aggregate uses it
-from analyzer.collect.run import CollectRequest, collect
+from analyzer.collect.run import CollectRequest
+from analyzer.collect.stream import collect_to
 from analyzer.core.durations import format_duration, parse_duration, parse_time
 from analyzer.core.errors import EXIT_PARTIAL, InputError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.core.paths import queries_dir as profile_folder
-from analyzer.core.snapshot import check_snapshot_out, write_snapshot
+from analyzer.core.snapshot import check_snapshot_out
 from analyzer.prom.fetch import make_grid
 from analyzer.prom.profile import load_profile
 from analyzer.prom.selectors import check_label
@@ -391,15 +392,17 @@ def _collect_one(options: dict[str, Any], start: datetime, end: datetime, object
         range_option=range_option(options["start"], options["since"]),
     )
     limit_heap_growth()  # resident memory close to live data over a long fetch (glibc)
-    result = collect(request, _progress_bar if is_terminal() else None)
+    out = Path(options["out"])
+    # one UTC day of usage in memory at a time, written as it comes (analyzer.collect.stream)
+    streamed = collect_to(request, out, _progress_bar if is_terminal() else None)
     if is_terminal():
         click.echo("", err=True)
-    out = write_snapshot(result.snapshot, options["out"])
+    result = streamed.result
     print_step_note(result.step_note)
     snapshot = result.snapshot
     click.echo(
         f"wrote {out}: {len(snapshot.nodes)} nodes, {len(snapshot.pods)} pods, "
-        f"{len(snapshot.node_usage)} node-usage and {len(snapshot.pod_usage)} pod-usage rows, "
+        f"{streamed.node_usage_rows} node-usage and {streamed.pod_usage_rows} pod-usage rows, "
         f"{snapshot.meta.start} .. {snapshot.meta.end} step {snapshot.meta.step_seconds}s"
     )
     if request.settings.thanos is not None:

@@ -60,10 +60,22 @@ def _seconds(frame: pd.DataFrame, column: str) -> NDArray[np.float64]:
     return result
 
 
+UnmatchedKey = tuple[str, tuple[tuple[str, str], ...]]  # (query, the group's sorted labels)
+
+
 def build_pod_usage(
     results: dict[str, QueryResult], pods: pd.DataFrame, grid: TimeGrid
 ) -> tuple[pd.DataFrame, int]:
     """``pod_usage`` per uid on the step grid, and the number of cAdvisor series with no pod."""
+    frame, unmatched = pod_usage_rows(results, pods, grid)
+    return frame, len(unmatched)
+
+
+def pod_usage_rows(
+    results: dict[str, QueryResult], pods: pd.DataFrame, grid: TimeGrid
+) -> tuple[pd.DataFrame, set[UnmatchedKey]]:
+    """``pod_usage`` per uid on the step grid, and which cAdvisor series (query, labels) match
+    no pod: a collect read day by day counts a series once over its days, not once a day."""
     table = pod_samples(results, grid)
     for name in _SCALE:  # the results no longer hold the table: it is released as it is read
         if (result := results.get(name)) is not None:
@@ -119,7 +131,11 @@ def build_pod_usage(
         cpu[at : at + n] = values[CPU_QUERY][keep] * _SCALE[CPU_QUERY]
         memory[at : at + n] = values[MEMORY_QUERY][keep] * _SCALE[MEMORY_QUERY]
         at += n
-    unmatched = sum(int(np.count_nonzero(seen[name] & (single == _NONE))) for name in _SCALE)
+    unmatched = {
+        (name, tuple(sorted(table.groups[g].items())))
+        for name in _SCALE
+        for g in np.flatnonzero(seen[name] & (single == _NONE))
+    }
     frame = pd.DataFrame(
         {
             "uid": category_column(codes[:at], categories),

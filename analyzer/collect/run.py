@@ -15,14 +15,19 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from analyzer import __version__
+from analyzer.collect.collect_meta import (
+    BuildContext,
+    Inventory,
+    UsageTally,
+    iso_time,
+    node_row_counts,
+    query_coverage,
+    usage_meta,
+)
 from analyzer.collect.constraints import add_constraints
 from analyzer.collect.control_plane import control_plane_versions
 from analyzer.collect.enrich import enrich_snapshot
@@ -35,7 +40,7 @@ from analyzer.collect.usage import NODE_USAGE_QUERIES, NodeMapper, build_node_us
 from analyzer.core.errors import InputError, PartialDataError
 from analyzer.core.memory import gc_paused, release_free_memory
 from analyzer.core.paths import queries_dir
-from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
+from analyzer.core.snapshot import Snapshot, make_snapshot
 from analyzer.prom.client import PromClient
 from analyzer.prom.fetch import (
     DEFAULT_WINDOW_POINTS,
@@ -104,18 +109,6 @@ class CollectRequest:
     range_option: str = "--start/--end"
 
 
-@dataclass(frozen=True)
-class BuildContext:
-    """What ``build_snapshot`` needs besides the query results."""
-
-    source: str  # URL without credentials
-    warnings: tuple[str, ...] = ()
-    profile: str = ""
-    extra_resources: tuple[str, ...] = ()
-    priorities: tuple[tuple[str, int], ...] = ()
-    scrape: dict[str, Any] = field(default_factory=dict)  # meta.extra["scrape"]
-
-
 @dataclass
 class CollectResult:
     """The snapshot and whether it is partial (exit 3); ``step_note``: the one-line warning
@@ -127,27 +120,9 @@ class CollectResult:
     step_note: str | None = None
 
 
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
-
-
 # Summaries (one value per series over the range) are fetched first and become the pods and
 # nodes tables; the usage time series follow (see ``collect``).
 SUMMARY_KINDS = ("window", "times")
-
-
-@dataclass
-class Inventory:
-    """What the summary queries say: the pods and nodes tables, and how to map node-exporter
-    targets to nodes; built before the usage series so their results can be released first."""
-
-    pods: pd.DataFrame
-    nodes: pd.DataFrame
-    mapper: NodeMapper
-    warnings: list[str]
-    queries: dict[str, dict[str, Any]]  # coverage of the queries it consumed
-    failed: list[str]  # optional queries that failed
-    control_plane: dict[str, str] = field(default_factory=dict)  # component → git_version
 
 
 def collect(
@@ -223,8 +198,19 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
     release_free_memory()  # the responses are gone; give their pages back before building
     context = replace(context, warnings=tuple(warnings))
     result = finish_snapshot(inventory, usage_results, grid, context)
-    result.step_note = step_note(grid.step, intervals)
-    result.snapshot.meta.extra["query_budget"] = query_budget_meta(plan, total)
+    return finish_result(result, request, plan, total, intervals)
+
+
+def finish_result(
+    result: CollectResult,
+    request: CollectRequest,
+    plan: FetchPlan,
+    requests: int,
+    intervals: dict[str, ScrapeInterval],
+) -> CollectResult:
+    """The step note, the query budget and Thanos entries of meta, and ``--kube-objects``."""
+    result.step_note = step_note(plan.grid.step, intervals)
+    result.snapshot.meta.extra["query_budget"] = query_budget_meta(plan, requests)
     if request.settings.thanos is not None:  # at which resolution the data was read
         result.snapshot.meta.extra["thanos"] = request.settings.thanos.to_meta()
     if request.kube_objects is not None:
@@ -273,7 +259,7 @@ def check_size(requests: int, grid: TimeGrid, limit: int) -> None:
         raise InputError(f"--max-requests: {limit} must be at least 1")
     if requests > limit:
         raise InputError(
-            f"the range {_iso(grid.start)} .. {_iso(grid.end)} is {grid.points:,} steps of "
+            f"the range {iso_time(grid.start)} .. {iso_time(grid.end)} is {grid.points:,} steps of "
             f"{grid.step}s, {requests:,} requests (more than --max-requests {limit:,}); shorten "
             f"the range, raise --step, or pass --max-requests {requests} to fetch it all"
         )
@@ -297,15 +283,15 @@ def build_inventory(
     nodes = build_nodes(results, context.extra_resources)
     if pods.empty and nodes.empty:
         raise PartialDataError(
-            f"no kube-state-metrics data between {_iso(grid.start)} and {_iso(grid.end)} at "
+            f"no kube-state-metrics data between {iso_time(grid.start)} and {iso_time(grid.end)} at "
             f"{context.source} (kube_pod_info and kube_node_info are empty); check the range and "
             "that kube-state-metrics is scraped ('analyzer check')"
         )
-    check_info_answered(results, _iso(grid.start), _iso(grid.end), context.source)
+    check_info_answered(results, iso_time(grid.start), iso_time(grid.end), context.source)
     warnings = add_constraints(results, nodes, pods)
     mapper = NodeMapper.from_results(nodes, results)
     consumed = {n: r for n, r in results.items() if r.spec.kind in SUMMARY_KINDS}
-    queries = _query_coverage(consumed)
+    queries = query_coverage(consumed)
     failed = [
         f"optional query {r.spec.name} failed: {r.error}"
         for r in consumed.values()
@@ -325,103 +311,24 @@ def finish_snapshot(
 ) -> CollectResult:
     """Add the usage tables (from the range and samples queries of ``results``) and meta."""
     nodes, pods, mapper = inventory.nodes, inventory.pods, inventory.mapper
-    source = context.source
-    warnings = [*context.warnings, *inventory.warnings]
     usage = {n: r for n, r in results.items() if r.spec.kind not in SUMMARY_KINDS}
     # before the usage builders consume the sample tables
-    queries = {**inventory.queries, **_query_coverage(usage)}
+    queries = {**inventory.queries, **query_coverage(usage)}
     node_state = build_node_state(usage, nodes, grid)
     node_usage = build_node_usage(usage, mapper, grid)
-    _release_tables(usage, NODE_USAGE_QUERIES)  # node rows are in node_usage now
+    release_tables(usage, NODE_USAGE_QUERIES)  # node rows are in node_usage now
     pod_usage, unmatched = build_pod_usage(usage, pods, grid)
-    problems = list(inventory.failed)
-    for result in usage.values():
-        if result.error is not None:
-            problems.append(f"optional query {result.spec.name} failed: {result.error}")
-    if mapper.unmapped:
-        sample = ", ".join(sorted(mapper.unmapped)[:3])
-        problems.append(
-            f"{len(mapper.unmapped)} node-exporter target(s) match no node (e.g. {sample})"
-        )
-    coverage = _coverage(dict(sorted(queries.items())), nodes, node_usage, grid)
-    missing_usage = coverage["nodes_without_usage"]
-    if missing_usage:
-        problems.append(
-            f"{len(missing_usage)} node(s) have no node-exporter usage (e.g. {missing_usage[0]})"
-        )
-    if len(pods) and pod_usage.empty:
-        problems.append(
-            f"no cAdvisor pod usage in the range for any of the {len(pods)} pods: scrape the "
-            "kubelet's /metrics/cadvisor endpoint (container_cpu_usage_seconds_total, "
-            "container_memory_working_set_bytes)"
-        )
-    if unmatched:
-        warnings = [*warnings, f"{unmatched} cAdvisor series match no pod in kube_pod_info"]
-    meta = SnapshotMeta(
-        source=source,
-        start=_iso(grid.start),
-        end=_iso(grid.end),
-        step_seconds=grid.step,
-        collected_at=datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-        analyzer_version=__version__,
-        query_profile=context.profile,
-        instance_convention=mapper.convention,
-        warnings=[*warnings, *problems],
-        coverage=coverage,
-        extra={
-            **({"scrape": context.scrape} if context.scrape else {}),
-            **({"control_plane": inventory.control_plane} if inventory.control_plane else {}),
-        },
-    )
+    errors = [(r.spec.name, r.error) for r in usage.values() if r.error is not None]
+    tally = UsageTally(node_rows=node_row_counts(node_usage), pod_rows=len(pod_usage))
+    meta, problems = usage_meta(inventory, context, grid, queries, errors, tally, unmatched)
     snapshot = make_snapshot(meta, nodes, pods, node_usage, pod_usage, node_state=node_state)
     return CollectResult(snapshot, partial=bool(problems), problems=problems)
 
 
-def _release_tables(results: dict[str, QueryResult], names: tuple[str, ...]) -> None:
+def release_tables(results: dict[str, QueryResult], names: tuple[str, ...]) -> None:
     """Drop the sample tables of ``names`` that no other query's result shares."""
     keep = {id(r.table) for n, r in results.items() if n not in names and r.table is not None}
     for name in names:
         result = results.get(name)
         if result is not None and id(result.table) not in keep:
             result.table = None
-
-
-def _query_coverage(results: dict[str, QueryResult]) -> dict[str, dict[str, Any]]:
-    """Per query: series, requests, error, required."""
-    return {
-        name: {
-            "series": r.series_count,
-            "requests": r.requests,
-            "error": r.error,
-            "required": r.spec.required,
-        }
-        for name, r in sorted(results.items())
-    }
-
-
-def _coverage(
-    queries: dict[str, dict[str, Any]],
-    nodes: pd.DataFrame,
-    node_usage: pd.DataFrame,
-    grid: TimeGrid,
-) -> dict[str, Any]:
-    """Per query (``_query_coverage``); per node: fraction of grid points with cpu usage."""
-    points = grid.points
-    per_node: dict[str, float] = {}
-    if not node_usage.empty:
-        # only the node column of the rows with cpu (dropna would copy the whole table)
-        counts = node_usage.loc[node_usage["cpu"].notna(), "node"].value_counts()
-        per_node = {str(n): round(float(c) / points, 4) for n, c in counts.items()}
-    all_nodes = [str(n) for n in nodes["node"]] if not nodes.empty else []
-    without = sorted(n for n in all_nodes if n not in per_node)
-    values = np.array([per_node.get(n, 0.0) for n in all_nodes]) if all_nodes else np.zeros(0)
-    return {
-        "queries": queries,
-        "grid_points": points,
-        "node_usage_min": float(values.min()) if len(values) else 0.0,
-        "node_usage_mean": round(float(values.mean()), 4) if len(values) else 0.0,
-        "nodes_below_full": {
-            n: per_node.get(n, 0.0) for n in all_nodes if per_node.get(n, 0.0) < 1.0
-        },
-        "nodes_without_usage": without,
-    }

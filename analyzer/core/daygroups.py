@@ -68,6 +68,46 @@ def write_day_groups(frame: pd.DataFrame, path: Path) -> None:
             writer.close()
 
 
+class DayGroupWriter:
+    """Append a usage table to ``path`` one UTC day at a time, in the row groups of
+    ``write_day_groups``: for a writer that holds one day's rows, never the whole table.
+
+    Each ``append`` takes the rows of ONE day (the caller's promise; they are written as that
+    day's row groups). ``close`` finishes the file; a table that never got a row is written as
+    ``empty`` (the schema's columns), as ``write_day_groups`` writes an empty frame.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def append(self, frame: pd.DataFrame) -> None:
+        """Write ``frame`` (one day's rows, in the table's columns) as that day's row groups."""
+        if frame.empty:
+            return
+        schema = self._writer.schema if self._writer is not None else None
+        table = pa.Table.from_pandas(frame, preserve_index=False, schema=schema)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema)
+        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        self.rows += len(frame)
+
+    def close(self, empty: pd.DataFrame) -> None:
+        """Finish the file (``empty``: what to write when no day had a row)."""
+        if self._writer is None:
+            empty.to_parquet(self.path, index=False)
+            return
+        self._writer.close()
+        self._writer = None
+
+    def abort(self) -> None:
+        """Close the file after a failure (the caller removes its folder)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
 def read_window(
     path: Path, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None
 ) -> pd.DataFrame:

@@ -298,6 +298,12 @@ def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     return out
 
 
+def coerce_table(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """``frame`` in the columns and dtypes of ``table`` as ``make_snapshot`` stores it (a usage
+    table already in shape is selected, not copied)."""
+    return _coerce(frame, table)
+
+
 def empty_table(table: str, resources: Iterable[str] = ("cpu", "memory")) -> pd.DataFrame:
     """An empty table with the schema's columns (and resource columns for ``resources``)."""
     frame = pd.DataFrame(
@@ -378,31 +384,42 @@ def write_snapshot(snapshot: Snapshot, directory: Path, option: str = "--out") -
     directory = Path(directory)
     check_snapshot_out(directory, option)
     with atomic_directory(directory, names_matching(SNAPSHOT_FILES), option) as tmp:
-        # Arrow encodes and compresses without the GIL: the four tables are written side by
-        # side (a week of pod usage is most of the time; node usage overlaps it).
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            writes = [
-                pool.submit(
-                    write_day_groups if table.endswith("_usage") else _write_plain,
-                    getattr(snapshot, table),
-                    tmp / f"{table}.parquet",
-                )
-                for table in sorted(TABLES, key=lambda t: not t.endswith("_usage"))
-            ]
-            for done in writes:
-                done.result()
-        if snapshot.node_state is not None:
-            snapshot.meta.extra["node_state_version"] = NODE_STATE_VERSION
-            snapshot.node_state.to_parquet(tmp / f"{NODE_STATE_TABLE}.parquet", index=False)
-        snapshot.meta.extra["usage_layout"] = DAY_LAYOUT
-        if snapshot.objects:
-            (tmp / KUBE_OBJECTS_FILE).write_text(
-                json.dumps(snapshot.objects, indent=1, sort_keys=True) + "\n"
-            )
-        (tmp / "meta.json").write_text(
-            json.dumps(asdict(snapshot.meta), indent=2, sort_keys=True) + "\n"
-        )
+        write_snapshot_files(snapshot, tmp)
     return directory
+
+
+def write_snapshot_files(snapshot: Snapshot, folder: Path, *, usage: bool = True) -> None:
+    """Write ``snapshot``'s files into ``folder`` (the caller's temporary folder).
+
+    ``usage=False`` leaves out the two usage tables: a streamed collect
+    (``analyzer.collect.stream``) has written them day by day already, and everything else must
+    be written exactly as here for its snapshot to equal an in-memory one.
+    """
+    tables = [t for t in TABLES if usage or not t.endswith("_usage")]
+    # Arrow encodes and compresses without the GIL: the four tables are written side by
+    # side (a week of pod usage is most of the time; node usage overlaps it).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        writes = [
+            pool.submit(
+                write_day_groups if table.endswith("_usage") else _write_plain,
+                getattr(snapshot, table),
+                folder / f"{table}.parquet",
+            )
+            for table in sorted(tables, key=lambda t: not t.endswith("_usage"))
+        ]
+        for done in writes:
+            done.result()
+    if snapshot.node_state is not None:
+        snapshot.meta.extra["node_state_version"] = NODE_STATE_VERSION
+        snapshot.node_state.to_parquet(folder / f"{NODE_STATE_TABLE}.parquet", index=False)
+    snapshot.meta.extra["usage_layout"] = DAY_LAYOUT
+    if snapshot.objects:
+        (folder / KUBE_OBJECTS_FILE).write_text(
+            json.dumps(snapshot.objects, indent=1, sort_keys=True) + "\n"
+        )
+    (folder / "meta.json").write_text(
+        json.dumps(asdict(snapshot.meta), indent=2, sort_keys=True) + "\n"
+    )
 
 
 def _write_plain(frame: pd.DataFrame, path: Path) -> None:
