@@ -438,3 +438,26 @@ def test_folder_of_lists_and_missing_paths(tmp_path: Path) -> None:
         read_kube_objects(tmp_path)
     with pytest.raises(InputError, match="does not exist"):
         read_kube_objects(tmp_path / "nope.json")
+
+
+def test_node_state_intervals_are_kept() -> None:
+    """Enriching pods and nodes from objects keeps the collect's node-state intervals (a
+    cordon of n1 for an hour): dropping them would leave ``meta.extra`` claiming a table the
+    snapshot no longer has, and the replay would use the nodes' final taints instead."""
+    state = pd.DataFrame(
+        {
+            "node": ["n1"],
+            "kind": ["cordon"],
+            "key": [""],
+            "value": [""],
+            "effect": [""],
+            "start": [pd.Timestamp("2026-11-01T10:00:00Z")],
+            "end": [pd.Timestamp("2026-11-01T11:00:00Z")],
+        }
+    )
+    before = replace(_snapshot(), node_state=state)
+    got, _ = enrich_snapshot(before, _index(_objects()))
+    assert got.node_state is not None
+    assert got.node_state[["node", "kind"]].values.tolist() == [["n1", "cordon"]]
+    assert got.node_state["end"].iloc[0] - got.node_state["start"].iloc[0] == pd.Timedelta("1h")
+    assert "node_state_version" in got.meta.extra

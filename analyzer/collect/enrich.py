@@ -345,7 +345,15 @@ def enrich_snapshot(snapshot: Snapshot, objects: KubeObjects) -> tuple[Snapshot,
     # what kube_objects.json holds; ReplicaSets / RCs scaled to 0 and owning no pod are dropped
     extra["kube_objects"]["kept"] = {kind: len(items) for kind, items in sorted(kept.items())}
     meta = replace(snapshot.meta, extra=extra, warnings=[*snapshot.meta.warnings, *warnings])
+    # the node-state intervals (taints, cordons, not-ready over time) are the collect's, not the
+    # objects': kept as they are, or the replay would fall back to the nodes' last taints
     enriched = make_snapshot(
-        meta, nodes, pods, snapshot.node_usage, snapshot.pod_usage, objects=kept
+        meta,
+        nodes,
+        pods,
+        snapshot.node_usage,
+        snapshot.pod_usage,
+        objects=kept,
+        node_state=snapshot.node_state,
     )
     return enriched, warnings
