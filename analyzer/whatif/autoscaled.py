@@ -12,9 +12,12 @@ Figures, over the data's window ``[start, end]`` and per pool (node group) as we
 - **pending pod-seconds waiting for a new node**: the waits that ended with the pod placed on a
   node the autoscaler added (the scale-up's latency as the pods felt it);
 - **unremovable reasons over time**: node-hours per CA reason (``NotUnderutilized``,
-  ``BlockedByPod``, ``NoPlaceToMovePods``, ``NodeGroupMinSizeReached``… and ``Unneeded``: under
-  the threshold and drainable, waiting out ``scale-down-unneeded-time``), each pass's counts held
-  until the next pass;
+  ``BlockedByPod``, ``NoPlaceToMovePods``, ``NodeGroupMinSizeReached``, ``RecentlyUnremovable``:
+  found unremovable by a pass less than ``unremovable-node-recheck-timeout`` ago and not judged
+  again yet, ``UnneededNodesLimit``: not simulated because the pass already had
+  ``unneededNodesLimit`` removable nodes (analyzer's name; CA only logs it)… and ``Unneeded``:
+  under the threshold and drainable, waiting out ``scale-down-unneeded-time``), each pass's
+  counts held until the next pass;
 - **node count over time** on the evaluation grid, beside the observed count (the data's nodes
   present at each grid point).
 """
