@@ -47,6 +47,7 @@ import pandas as pd
 import yaml
 
 from analyzer.cli.background import Background
+from analyzer.cli.demo_growth import demo_growth
 from analyzer.cli.demo_ledger import seed_last_month
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
@@ -387,19 +388,24 @@ def _after_snapshot(
     ledger_note = seed_last_month(
         reports_dir / "history", month, _days(snapshot)[0], review_settings, DEFAULT_RECIPE
     )
-    review = build_review(reports_dir / "history", review_settings)
-    if ledger_note:
-        review.payload["notes"].append(ledger_note)
-    from analyzer.cli.demo_growth import demo_growth
-
-    monthly = write_monthly_report(
-        review,
-        out / "monthly",
-        history=reports_dir / "history",
-        snapshot=snapshot,
-        joint=joint_settings(review, (), thresholds=thresholds, days=settings.replay_days),
-        growth=demo_growth(snapshot, reports_dir / "history"),
-    )
+    # The growth replay reads the history's workloads, final from here on (the review below
+    # only adds its forecast): its seven one-core replays run in a forked process beside the
+    # review, its scenarios and its charts, and the page takes the answer when it needs it.
+    growth_job = Background(demo_growth, snapshot, reports_dir / "history")
+    try:
+        review = build_review(reports_dir / "history", review_settings)
+        if ledger_note:
+            review.payload["notes"].append(ledger_note)
+        monthly = write_monthly_report(
+            review,
+            out / "monthly",
+            history=reports_dir / "history",
+            snapshot=snapshot,
+            joint=joint_settings(review, (), thresholds=thresholds, days=settings.replay_days),
+            growth=growth_job.result,
+        )
+    finally:
+        growth_job.stop()
     say(f"monthly review of {review.month} written to {monthly.html}")
 
     whatif_html, recommendation, search_html, sentence = whatif_job.result()
