@@ -49,13 +49,14 @@ import yaml
 from analyzer.cli.background import Background
 from analyzer.cli.demo_growth import demo_growth
 from analyzer.cli.demo_ledger import seed_last_month
+from analyzer.cli.demo_nightly import nightly_results
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.months import last_complete_month
 from analyzer.monthly.review import ReviewSettings, build_review, history_days
-from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
+from analyzer.nightly.run import NightlyResult, NightlySettings
 from analyzer.nightly.synthetic_history import DayRows, history_rows, write_rows
 from analyzer.replay.autoscale_setup import parse_settings
 from analyzer.replay.input import prepare
@@ -372,8 +373,7 @@ def _after_snapshot(
         days = days[-settings.report_days :]
     latest: ReportPaths | None = None
     result: NightlyResult | None = None
-    for day in days:
-        result = run_nightly(snapshot, replace(settings.settings, day=day))
+    for day, result in zip(days, nightly_results(snapshot, settings.settings, days), strict=True):
         latest = write_nightly_report(result, reports_dir)
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
