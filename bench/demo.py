@@ -13,7 +13,10 @@ change of load hits both. A run reports:
 - per phase: wall and CPU (self + reaped children) between the demo's own progress lines,
   grouped by what the line says (generate, history, aggregates and violations, nightly reports,
   monthly review, what-if and search, portal). The child process records them with
-  ``getrusage`` at each line; a pool's CPU is counted in the phase that shuts it down.
+  ``getrusage`` at each line; a pool's CPU is counted in the phase that shuts it down, and a
+  finished forked process's (the what-if's) in the phase that reaps it: ``multiprocessing``
+  reaps every finished child whenever it starts a new process, so compare the sum of the
+  phases that start or reap processes (nightly, monthly) rather than each alone.
 
 The load average before and after is printed: the machine is shared, so the CPU figures are the
 comparable ones and the wall figures say how loaded it was.

@@ -26,7 +26,10 @@ snapshot's generation, and written in day order once the snapshot is.
 The what-if comparison and the search read only the snapshot and nothing after them reads their
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
 written, beside the history, the nightly reports and the monthly review, and write their pages
-there; the portal is written once they are done. ``bench/demo.py`` times every phase.
+there; the portal is written once they are done. The nightly days are computed one forked
+worker ahead of the pages (``cli/demo_nightly.py``), and the monthly review's growth replay
+(``cli/demo_growth.py``) runs in a forked process beside the review's scenarios and charts, from
+the moment the history is final. ``bench/demo.py`` times every phase.
 
 The what-if, the search and the monthly scenarios replay the snapshot's busiest 2 whole days
 (``DemoSettings.replay_days``, ``analyzer demo --window``; ``whatif/busiest.py``), not all 7:
@@ -47,14 +50,16 @@ import pandas as pd
 import yaml
 
 from analyzer.cli.background import Background
+from analyzer.cli.demo_growth import demo_growth
 from analyzer.cli.demo_ledger import seed_last_month
+from analyzer.cli.demo_nightly import nightly_results
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
 from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.months import last_complete_month
 from analyzer.monthly.review import ReviewSettings, build_review, history_days
-from analyzer.nightly.run import NightlyResult, NightlySettings, run_nightly
+from analyzer.nightly.run import NightlyResult, NightlySettings
 from analyzer.nightly.synthetic_history import DayRows, history_rows, write_rows
 from analyzer.replay.autoscale_setup import parse_settings
 from analyzer.replay.input import prepare
@@ -371,8 +376,7 @@ def _after_snapshot(
         days = days[-settings.report_days :]
     latest: ReportPaths | None = None
     result: NightlyResult | None = None
-    for day in days:
-        result = run_nightly(snapshot, replace(settings.settings, day=day))
+    for day, result in zip(days, nightly_results(snapshot, settings.settings, days), strict=True):
         latest = write_nightly_report(result, reports_dir)
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
@@ -387,19 +391,24 @@ def _after_snapshot(
     ledger_note = seed_last_month(
         reports_dir / "history", month, _days(snapshot)[0], review_settings, DEFAULT_RECIPE
     )
-    review = build_review(reports_dir / "history", review_settings)
-    if ledger_note:
-        review.payload["notes"].append(ledger_note)
-    from analyzer.cli.demo_growth import demo_growth
-
-    monthly = write_monthly_report(
-        review,
-        out / "monthly",
-        history=reports_dir / "history",
-        snapshot=snapshot,
-        joint=joint_settings(review, (), thresholds=thresholds, days=settings.replay_days),
-        growth=demo_growth(snapshot, reports_dir / "history"),
-    )
+    # The growth replay reads the history's workloads, final from here on (the review below
+    # only adds its forecast): its seven one-core replays run in a forked process beside the
+    # review, its scenarios and its charts, and the page takes the answer when it needs it.
+    growth_job = Background(demo_growth, snapshot, reports_dir / "history")
+    try:
+        review = build_review(reports_dir / "history", review_settings)
+        if ledger_note:
+            review.payload["notes"].append(ledger_note)
+        monthly = write_monthly_report(
+            review,
+            out / "monthly",
+            history=reports_dir / "history",
+            snapshot=snapshot,
+            joint=joint_settings(review, (), thresholds=thresholds, days=settings.replay_days),
+            growth=growth_job.result,
+        )
+    finally:
+        growth_job.stop()
     say(f"monthly review of {review.month} written to {monthly.html}")
 
     whatif_html, recommendation, search_html, sentence = whatif_job.result()

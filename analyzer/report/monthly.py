@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -408,12 +408,14 @@ def write_monthly_report(
     strategies: Sequence[str] = (),
     joint: JointSettings | None = None,
     autoscaler_choice: dict[str, str] | None = None,
-    growth: GrowthResult | None = None,
+    growth: GrowthResult | Callable[[], GrowthResult | None] | None = None,
 ) -> MonthlyPaths:
     """Write the review into ``out`` atomically, then store its forecast under ``history``.
 
     ``growth``: the growth replay of the month's busiest window (``analyzer.whatif.growth``),
-    shown as the page's "Growth replayed" section, in ``report.json`` and ``growth.csv``.
+    shown as the page's "Growth replayed" section, in ``report.json`` and ``growth.csv``; or a
+    function that returns it, called once the scenarios and the page's charts are done (the demo
+    replays the growth in another process meanwhile).
 
     ``recipe``: the right-sizing recipe (``vpa``, ``krr``, ``percentile:...``; default krr).
     ``snapshot`` (a Snapshot or its folder): the month's busiest week, replayed in the four
@@ -428,6 +430,8 @@ def write_monthly_report(
         msc.scenarios_review(review, rightsizing, snapshot, settings, autoscaler_choice)
     add_pool_decisions(review.payload)
     context = build_monthly_context(review, rightsizing)
+    if callable(growth):
+        growth = growth()
     view = None
     if growth is not None:
         view = growth_view(growth)
