@@ -80,3 +80,21 @@ def figure_title(fig: Figure, text: str, size: float = 12.0) -> float:
 def value_ticks_width(size: float) -> float:
     """The width (points) of numeric tick labels of a 0–1000 axis (``100``, ``1000``, ``-20``)."""
     return text_width(["1000", "-100"], size)
+
+
+# the widest label matplotlib's automatic date axis writes (hourly ticks over a few days)
+DATE_TICK = "2026-11-07 00:00"
+
+
+def peak_ticks_width(peak: float, size: float) -> float:
+    """The width (points) of the numeric tick labels of an axis reaching ``peak`` (either sign):
+    its integer digits with a minus sign and one decimal (``-1200.5``), never less than
+    ``value_ticks_width``; matplotlib writes scientific notation only from 10⁶ on."""
+    digits = f"-{abs(peak):.0f}.5" if math.isfinite(peak) else "-100.5"
+    return max(text_width([digits], size), value_ticks_width(size))
+
+
+def fitted_size(text: str, size: float, room: float) -> float:
+    """``size`` shrunk so that ``text`` is at most ``room`` points wide."""
+    measured = text_width([text], size)
+    return size * room / measured if measured > room else size

@@ -29,6 +29,17 @@ from analyzer.core.atomic import atomic_directory
 from analyzer.core.csvsafe import write_csv
 from analyzer.core.errors import InputError
 from analyzer.report import format as fmt
+from analyzer.report.chart_layout import (
+    DATE_TICK,
+    EDGE,
+    LINE,
+    TICK,
+    Margins,
+    peak_ticks_width,
+    place_axes,
+    rotated_height,
+    text_width,
+)
 from analyzer.report.charts import STYLE, Chart, encode_png
 from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
@@ -171,15 +182,25 @@ def time_lines(
 ) -> Chart:
     """One line per strategy over real time (dates on the x axis)."""
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(6.5, 3.0), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(6.5, 3.0))
+        drawn = []
         peak = 0.0
-        for name, (x, y) in series.items():
+        for x, y in series.values():
             times = pd.to_datetime(pd.Series(x), utc=True).dt.tz_localize(None)
             values = np.asarray(y, dtype=float)
-            ax.plot(times.to_numpy(), values, linewidth=1.2, label=name)
+            drawn.append((times.to_numpy(), values))
             if np.isfinite(values).any():
                 peak = max(peak, float(np.nanmax(np.abs(values))))
+        # fixed margins sized from the labels (chart_layout), not constrained layout's two
+        # measuring passes; the legend sits inside the plot, the title above it
+        size = float(STYLE["font.size"])
+        top = EDGE + float(STYLE["axes.titlesize"]) * LINE + 6.0
+        left = EDGE + size * LINE + 4 + peak_ticks_width(peak * 1.05, size) + TICK
+        half_tick = text_width([DATE_TICK], 7) * 0.87 / 2  # a rotated label overhangs its tick
+        bottom = EDGE + rotated_height([DATE_TICK], 7, 30) + TICK
+        ax = fig.add_axes(place_axes(fig, Margins(left, EDGE + half_tick, bottom, top)))
+        for name, (times_x, values) in zip(series, drawn, strict=True):
+            ax.plot(times_x, values, linewidth=1.2, label=name)
         if peak == 0:
             ax.set_ylim(0, 1)  # all zero (e.g. no pod ever pending): no negative counts on the axis
         ax.set_ylabel(ylabel)
