@@ -23,7 +23,7 @@ from analyzer.monthly.series import SERIES
 from analyzer.report import charts
 from analyzer.report.charts import Chart, encode_png
 from analyzer.report.monthly_charts import forecast_chart
-from analyzer.report.search import front_chart
+from analyzer.report.search_chart import front_chart
 from analyzer.report.whatif import time_lines
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.search import SearchResult
