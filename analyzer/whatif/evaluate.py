@@ -44,6 +44,7 @@ from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.preemption import BANDS, band, pod_priorities
 from analyzer.replay.projection import (
     RESOURCES,
+    Attribution,
     UsageMatrices,
     attribute,
     project,
@@ -257,7 +258,7 @@ def evaluate(
     *,
     fragmentation_times: list[pd.Timestamp] | None = None,
     prices: NodePrices | None = None,
-    owner: Int64Array | None = None,
+    owner: Attribution | None = None,
 ) -> Outcome:
     """All outcome metrics of ``result`` (see the module docstring for the definitions).
 

@@ -1,0 +1,257 @@
+"""The pod usage rows of a replay on its step grid, one day of grid columns at a time.
+
+The replay's projection (``analyzer.replay.projection``), LoadAwareScheduling's feed
+(``analyzer.replay.loadfeed``) and the what-if's pool figures read the snapshot's pod usage as
+*grid rows*: the rows of known pods on the grid, sorted by grid column with ties in table order
+(a stable sort), as four arrays ``pod`` (position in ``ReplayInput.pod_uids``), ``col`` (grid
+column), ``cpu`` and ``memory`` (NaN read as 0).
+
+A week of a 5,000-node cluster is 445 M such rows (~11 GB as grid rows): too many to hold. Every
+reader only ever needs sums over a grid column's rows (per node, per pod) or the rows of a few
+consecutive columns, so ``PodRows`` hands them out in **chunks of whole grid columns**:
+
+- a snapshot held in memory (``Snapshot.pod_usage``): one chunk, every column, kept (as before);
+- a snapshot whose pod usage was left on disk (``Snapshot.pod_usage_dir``, set by the what-if's
+  reader): one chunk per UTC day of grid columns (a column at ``t`` belongs to the day of
+  ``t − 1 ns``, as docs/snapshot.md "Day partitions"), read from the day's row groups when asked
+  and dropped afterwards.
+
+Exactness: a chunk holds a column's rows in the same order as the whole range would (rows are
+filtered from the table, never reordered across days), and no column is split between chunks, so
+a sum per (node, column) or per pod over a column's rows adds the same values in the same order —
+bit-identical floats (tests/test_projection_blocks.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from analyzer.core.daygroups import DAY_NS
+from analyzer.core.errors import InputError
+from analyzer.core.snapshot import Snapshot, read_snapshot, read_usage
+from analyzer.replay.input import ReplayInput
+
+RESOURCES = ("cpu", "memory")
+Int64Array = np.ndarray[Any, np.dtype[np.int64]]
+Rows = dict[str, np.ndarray[Any, Any]]
+
+# Rows per block when a pod usage table is turned into grid rows: every temporary of the
+# conversion (times, grid columns, pod positions, masks, sort keys) is one block's, not the
+# whole table's (a 5,000-node day is 63 M rows; each whole-table temporary was 0.5 GB).
+BLOCK_ROWS = 4_194_304
+
+
+def grid_columns(stamps: pd.Series, start: int, step: int, width: int) -> Int64Array:
+    """The grid column of each timestamp (-1: outside the grid)."""
+    ns = np.asarray(pd.to_datetime(stamps, utc=True).to_numpy(dtype="datetime64[ns]"))
+    cols: Int64Array = np.rint((ns.astype(np.int64) - start) / step).astype(np.int64)
+    cols[(cols < 0) | (cols >= width)] = -1
+    return cols
+
+
+def pod_positions(pod_index: pd.Index, uids: pd.Series) -> Int64Array:
+    """Each usage row's pod position (-1: not a pod of the snapshot). The uid column is
+    categorical (``POD_USAGE_COLUMNS``): look up each category once, then gather by code — a
+    week's millions of rows cast to strings took seconds."""
+    if isinstance(uids.dtype, pd.CategoricalDtype):
+        found = pod_index.get_indexer(uids.cat.categories.astype(str))
+        codes = uids.cat.codes.to_numpy()
+        return np.where(codes >= 0, found[codes], -1).astype(np.int64)
+    positions: Int64Array = pod_index.get_indexer(uids.astype(str)).astype(np.int64)
+    return positions
+
+
+class _Grid:
+    """What turning a table into grid rows needs: pod index, grid start, step and width."""
+
+    def __init__(self, pod_uids: list[str], start: int, step: int, width: int) -> None:
+        self.pods = pd.Index(pod_uids)
+        self.start, self.step, self.width = start, step, width
+
+    def block(self, usage: pd.DataFrame, a: int, b: int, c0: int, c1: int) -> tuple[Any, Any]:
+        """Pod position and grid column of rows ``a:b`` (column -1: dropped — an unknown pod,
+        off the grid, or a column outside ``[c0, c1)``)."""
+        pods = pod_positions(self.pods, usage["uid"].iloc[a:b])
+        cols = grid_columns(usage["timestamp"].iloc[a:b], self.start, self.step, self.width)
+        cols[(pods < 0) | (cols < c0) | (cols >= c1)] = -1
+        return pods, cols
+
+    def rows(self, usage: pd.DataFrame, c0: int, c1: int) -> Rows:
+        """The grid rows of ``usage`` in columns ``[c0, c1)``, sorted by column, ties in table
+        order (a stable sort).
+
+        A counting sort in two passes over blocks of ``BLOCK_ROWS`` rows: the first counts each
+        column's rows, the second puts each block's rows at their column's next free places. Same
+        arrays as one stable ``argsort`` of the whole table (tested), without its whole-table
+        temporaries. Pod positions and columns are int32 (a week's rows: 8 bytes a row less)."""
+        total, span = len(usage), c1 - c0
+        blocks = [(a, min(a + BLOCK_ROWS, total)) for a in range(0, total, BLOCK_ROWS)]
+        counts = np.zeros(span, dtype=np.int64)
+        for a, b in blocks:
+            _, cols = self.block(usage, a, b, c0, c1)
+            counts += np.bincount(cols[cols >= 0] - c0, minlength=span)
+        kept = int(counts.sum())
+        out: Rows = {
+            "pod": np.empty(kept, dtype=np.int32),
+            "col": np.empty(kept, dtype=np.int32),
+            **{r: np.empty(kept, dtype=np.float64) for r in RESOURCES},
+        }
+        free = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+        for a, b in blocks:
+            pods, cols = self.block(usage, a, b, c0, c1)
+            keep = np.flatnonzero(cols >= 0)
+            order = keep[np.argsort(cols[keep], kind="stable")]
+            local = cols[order] - c0
+            # rank of each row among its column's rows in this block
+            rank = np.arange(len(order)) - np.searchsorted(local, local, side="left")
+            dest = free[local] + rank
+            out["pod"][dest] = pods[order]
+            out["col"][dest] = cols[order]
+            for resource in RESOURCES:
+                values = usage[resource].iloc[a:b].to_numpy(dtype=np.float64)[order]
+                out[resource][dest] = np.nan_to_num(values, nan=0.0)
+            free += np.bincount(local, minlength=span)
+        return out
+
+
+def day_chunks(times: Int64Array) -> list[tuple[int, int]]:
+    """Column ranges ``[c0, c1)`` of ``times`` (ns, ascending) that fall on one UTC day each
+    (the day of ``t − 1 ns``: a column at 00:00 closes the day before)."""
+    if len(times) == 0:
+        return []
+    days = (times - 1) // DAY_NS
+    edges = np.flatnonzero(np.diff(days)) + 1
+    bounds = [0, *edges.tolist(), len(times)]
+    return list(itertools.pairwise(bounds))
+
+
+def _slice(rows: Rows, c0: int, c1: int) -> Rows:
+    """The rows of columns ``[c0, c1)`` (views)."""
+    a, b = np.searchsorted(rows["col"], [c0, c1])
+    return {key: values[a:b] for key, values in rows.items()}
+
+
+class PodRows:
+    """A replay's grid rows, handed out in chunks of whole grid columns (module docstring).
+
+    ``pod_uids``, ``start``, ``step``: the replay input's; ``times``: its grid; ``table``: the
+    snapshot's pod usage when held in memory; ``directory``: the snapshot to read it from day by
+    day otherwise."""
+
+    def __init__(
+        self,
+        pod_uids: list[str],
+        times: Int64Array,
+        step: int,
+        table: pd.DataFrame,
+        directory: Path | None,
+    ) -> None:
+        start = int(times[0]) if len(times) else 0
+        self.grid = _Grid(pod_uids, start, step, len(times))
+        self.times, self.step = times, step
+        self.table, self.directory = table, directory
+        self.chunks = [(0, len(times))] if directory is None else day_chunks(times)
+        self._cache: dict[int, Rows] = {}
+
+    def _load(self, k: int) -> Rows:
+        c0, c1 = self.chunks[k]
+        if self.directory is None:
+            return self.grid.rows(self.table, c0, c1)
+        # every sample whose nearest grid point is a column of the chunk lies within one step
+        # of its first and last column (row groups of other days are skipped unread)
+        lo = pd.Timestamp(int(self.times[c0]) - self.step, tz="UTC")
+        hi = pd.Timestamp(int(self.times[c1 - 1]) + self.step, tz="UTC")
+        frame = read_usage(self.directory, "pod_usage", lo, hi)
+        return self.grid.rows(frame, c0, c1)
+
+    def chunk(self, k: int) -> Rows:
+        """Chunk ``k``'s rows, kept for the next call; a streamed snapshot keeps at most this
+        chunk and the one before it (the feed's windows cross midnight)."""
+        if k not in self._cache:
+            if self.directory is not None:
+                for old in [j for j in self._cache if j != k - 1]:
+                    del self._cache[old]
+            self._cache[k] = self._load(k)
+        return self._cache[k]
+
+    def each(self) -> Iterator[tuple[int, int, Rows]]:
+        """``(c0, c1, rows)`` of every chunk in column order; a streamed chunk is read for the
+        pass and not kept (a whole pass holds one day's rows at a time)."""
+        for k, (c0, c1) in enumerate(self.chunks):
+            rows = self._cache.get(k)
+            if rows is None:
+                rows = self._load(k) if self.directory is not None else self.chunk(k)
+            yield c0, c1, rows
+            del rows
+
+    def span(self, c0: int, c1: int) -> Rows:
+        """The rows of grid columns ``[c0, c1)`` in column order (views when one chunk holds
+        them)."""
+        parts = [
+            _slice(self.chunk(k), max(c0, a), min(c1, b))
+            for k, (a, b) in enumerate(self.chunks)
+            if a < c1 and c0 < b
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return {key: np.zeros(0, dtype=dtype) for key, dtype in _DTYPES.items()}
+        return {key: np.concatenate([p[key] for p in parts]) for key in _DTYPES}
+
+    def whole(self) -> Rows:
+        """Every grid row (the whole range in memory: for small snapshots and tests)."""
+        return self.span(0, len(self.times))
+
+
+_DTYPES = {"pod": np.int32, "col": np.int32, "cpu": np.float64, "memory": np.float64}
+
+
+def pod_rows_for(inp: ReplayInput, times: Int64Array) -> PodRows:
+    """The ``PodRows`` of a ``ReplayInput`` (its snapshot's table, or its directory when the
+    pod usage was left on disk)."""
+    snap = inp.snapshot
+    return PodRows(list(inp.pod_uids), times, inp.step, snap.pod_usage, snap.pod_usage_dir)
+
+
+def sampled_uids(directory: Path, uids: pd.Series) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Which of ``uids`` have at least one row in the snapshot's pod usage at ``directory``,
+    reading the uid column one row group at a time (never the table)."""
+    path = Path(directory) / "pod_usage.parquet"
+    wanted = pa.array(uids.astype(str).tolist(), type=pa.string())
+    found = np.zeros(len(uids), dtype=bool)
+    try:
+        source = pq.ParquetFile(path)
+        for group in range(source.num_row_groups):
+            column = source.read_row_group(group, columns=["uid"]).column("uid")
+            seen = pc.unique(column.combine_chunks())
+            if pa.types.is_dictionary(seen.type):  # only the values used, not the dictionary
+                seen = seen.dictionary.take(seen.indices)
+            seen = pc.cast(seen, pa.string())
+            found |= pc.is_in(wanted, value_set=seen).to_numpy(zero_copy_only=False)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(f"{path}: unreadable pod usage ({exc}); re-create the snapshot") from None
+    return found
+
+
+# The what-if reads a snapshot's pod usage day by day (False: whole, as before; tests compare).
+BY_DAY = True
+
+
+def read_for_replay(directory: Path) -> Snapshot:
+    """The snapshot at ``directory`` for a replay: everything but the pod usage, which
+    ``PodRows`` then reads one day at a time (``Snapshot.pod_usage_dir``); the table's schema is
+    still checked here. With ``BY_DAY`` off, the whole snapshot as ``read_snapshot``."""
+    if not BY_DAY:
+        return read_snapshot(directory)
+    snapshot = read_snapshot(directory, pod_usage=False)
+    snapshot.pod_usage_dir = Path(directory)
+    return snapshot
