@@ -11,7 +11,7 @@ reader only ever needs sums over a grid column's rows (per node, per pod) or the
 consecutive columns, so ``PodRows`` hands them out in **chunks of whole grid columns**:
 
 - a snapshot held in memory (``Snapshot.pod_usage``): one chunk, every column, kept (as before);
-- a snapshot whose pod usage was left on disk (``Snapshot.pod_usage_dir``, set by the what-if's
+- a snapshot whose pod usage was left on disk (``Snapshot.usage_dir``, set by the what-if's
   reader): one chunk per UTC day of grid columns (a column at ``t`` belongs to the day of
   ``t − 1 ns``, as docs/snapshot.md "Day partitions"), read from the day's row groups when asked
   and dropped afterwards.
@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from analyzer.core.daygroups import DAY_NS
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot, read_snapshot, read_usage
+from analyzer.core.snapshot import Snapshot, read_meta, read_snapshot, read_usage
 from analyzer.replay.input import ReplayInput
 
 RESOURCES = ("cpu", "memory")
@@ -134,6 +134,17 @@ def day_chunks(times: Int64Array) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
+def read_chunk(
+    directory: Path, table: str, times: Int64Array, step: int, c0: int, c1: int
+) -> pd.DataFrame:
+    """The rows of usage ``table`` that can fall on grid columns ``[c0, c1)``: every sample whose
+    nearest grid point is one of them lies within one step of the first and the last (row
+    groups of other days are skipped unread; the caller drops rows of other columns)."""
+    lo = pd.Timestamp(int(times[c0]) - step, tz="UTC")
+    hi = pd.Timestamp(int(times[c1 - 1]) + step, tz="UTC")
+    return read_usage(directory, table, lo, hi)
+
+
 def _slice(rows: Rows, c0: int, c1: int) -> Rows:
     """The rows of columns ``[c0, c1)`` (views)."""
     a, b = np.searchsorted(rows["col"], [c0, c1])
@@ -166,11 +177,7 @@ class PodRows:
         c0, c1 = self.chunks[k]
         if self.directory is None:
             return self.grid.rows(self.table, c0, c1)
-        # every sample whose nearest grid point is a column of the chunk lies within one step
-        # of its first and last column (row groups of other days are skipped unread)
-        lo = pd.Timestamp(int(self.times[c0]) - self.step, tz="UTC")
-        hi = pd.Timestamp(int(self.times[c1 - 1]) + self.step, tz="UTC")
-        frame = read_usage(self.directory, "pod_usage", lo, hi)
+        frame = read_chunk(self.directory, "pod_usage", self.times, self.step, c0, c1)
         return self.grid.rows(frame, c0, c1)
 
     def chunk(self, k: int) -> Rows:
@@ -187,11 +194,14 @@ class PodRows:
         """``(c0, c1, rows)`` of every chunk in column order; a streamed chunk is read for the
         pass and not kept (a whole pass holds one day's rows at a time)."""
         for k, (c0, c1) in enumerate(self.chunks):
-            rows = self._cache.get(k)
-            if rows is None:
-                rows = self._load(k) if self.directory is not None else self.chunk(k)
+            kept = self._cache.get(k)
+            if kept is None and self.directory is None:
+                kept = self.chunk(k)
+            rows = dict(kept) if kept is not None else self._load(k)
             yield c0, c1, rows
-            del rows
+            # the caller's loop variable still holds this dict while the next day is read:
+            # emptying it frees a streamed day's arrays first (a kept chunk's stay cached)
+            rows.clear()
 
     def span(self, c0: int, c1: int) -> Rows:
         """The rows of grid columns ``[c0, c1)`` in column order (views when one chunk holds
@@ -219,7 +229,7 @@ def pod_rows_for(inp: ReplayInput, times: Int64Array) -> PodRows:
     """The ``PodRows`` of a ``ReplayInput`` (its snapshot's table, or its directory when the
     pod usage was left on disk)."""
     snap = inp.snapshot
-    return PodRows(list(inp.pod_uids), times, inp.step, snap.pod_usage, snap.pod_usage_dir)
+    return PodRows(list(inp.pod_uids), times, inp.step, snap.pod_usage, snap.usage_dir)
 
 
 def sampled_uids(directory: Path, uids: pd.Series) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -247,11 +257,16 @@ BY_DAY = True
 
 
 def read_for_replay(directory: Path) -> Snapshot:
-    """The snapshot at ``directory`` for a replay: everything but the pod usage, which
-    ``PodRows`` then reads one day at a time (``Snapshot.pod_usage_dir``); the table's schema is
-    still checked here. With ``BY_DAY`` off, the whole snapshot as ``read_snapshot``."""
-    if not BY_DAY:
+    """The snapshot at ``directory`` for a replay: everything but its usage tables, which the
+    replay then reads one day at a time (``Snapshot.usage_dir``); their schemas are still
+    checked here. With ``BY_DAY`` off, or a snapshot without ``step_seconds`` (its step is
+    inferred from the node usage), the whole snapshot as ``read_snapshot``."""
+    directory = Path(directory)
+    meta_path = directory / "meta.json"
+    if not BY_DAY or not meta_path.is_file() or not read_meta(meta_path).step_seconds:
         return read_snapshot(directory)
-    snapshot = read_snapshot(directory, pod_usage=False)
-    snapshot.pod_usage_dir = Path(directory)
+    end = pd.Timestamp(read_meta(meta_path).end)
+    # an empty window: no usage row is decoded (row groups are skipped on their statistics)
+    snapshot = read_snapshot(directory, window=(end, end), pod_usage=False)
+    snapshot.usage_dir = directory
     return snapshot

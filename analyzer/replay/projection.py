@@ -58,16 +58,38 @@ class UsageMatrices:
 
 def _node_matrices(inp: ReplayInput, width: int) -> dict[str, FloatArray]:
     """Observed node usage: resource -> nodes x times (NaN = no sample)."""
-    usage = inp.snapshot.node_usage
-    rows = pd.Index(inp.node_names).get_indexer(usage["node"].astype(str))
-    cols = grid_columns(usage["timestamp"], inp.start, inp.step, width)
-    keep = (rows >= 0) & (cols >= 0)
-    node: dict[str, FloatArray] = {}
-    for resource in RESOURCES:
-        matrix = np.full((len(inp.node_names), width), np.nan)
-        matrix[rows[keep], cols[keep]] = usage[resource].to_numpy(dtype=np.float64)[keep]
-        node[resource] = matrix
+    node = {r: np.full((len(inp.node_names), width), np.nan) for r in RESOURCES}
+    directory = inp.snapshot.usage_dir
+    if directory is None:
+        _fill_nodes(node, inp, inp.snapshot.node_usage, 0, width)
+        return node
+    times = inp.start + inp.step * np.arange(width, dtype=np.int64)
+    for c0, c1 in podrows.day_chunks(times):  # one day's node usage in memory at a time
+        frame = podrows.read_chunk(directory, "node_usage", times, inp.step, c0, c1)
+        _fill_nodes(node, inp, frame, c0, c1)
+        del frame
     return node
+
+
+def _fill_nodes(
+    node: dict[str, FloatArray], inp: ReplayInput, usage: pd.DataFrame, c0: int, c1: int
+) -> None:
+    """Put ``usage``'s samples of grid columns ``[c0, c1)`` into the ``node`` matrices, in table
+    order (a later sample of the same node and column wins, as in one assignment)."""
+    width = node["cpu"].shape[1]
+    # each distinct node name looked up once (a week of 5,000 nodes is 50 M rows: turning every
+    # row's name into a Python string to look it up took gigabytes)
+    codes, names = pd.factorize(usage["node"])
+    found = pd.Index(inp.node_names).get_indexer(pd.Index(names).astype(str))
+    for a in range(0, len(usage), podrows.BLOCK_ROWS):  # temporaries of one block, in order
+        b = min(a + podrows.BLOCK_ROWS, len(usage))
+        block = codes[a:b]
+        rows = np.where(block >= 0, found[block] if len(found) else -1, -1)
+        cols = grid_columns(usage["timestamp"].iloc[a:b], inp.start, inp.step, width)
+        keep = (rows >= 0) & (cols >= c0) & (cols < c1)
+        for resource in RESOURCES:
+            values = usage[resource].iloc[a:b].to_numpy(dtype=np.float64)[keep]
+            node[resource][rows[keep], cols[keep]] = values
 
 
 def column_blocks(cols: np.ndarray[Any, Any], width: int) -> list[tuple[int, int]]:

@@ -473,8 +473,8 @@ def data_notes(snapshot: Snapshot) -> list[str]:
     ran = bound.to_numpy(dtype=bool) & workload
     # The distinct uids first (a categorical's unique values): converting every usage row's uid
     # to str cost seconds per comparison on the demo's 4.6 million rows, for ~10,000 names.
-    if snapshot.pod_usage_dir is not None:  # left on disk: its uid column, a group at a time
-        sampled = sampled_uids(snapshot.pod_usage_dir, pods["uid"])
+    if snapshot.usage_dir is not None:  # left on disk: its uid column, a group at a time
+        sampled = sampled_uids(snapshot.usage_dir, pods["uid"])
     else:
         seen = pd.Series(snapshot.pod_usage["uid"].unique()).astype(str)
         sampled = pods["uid"].astype(str).isin(set(seen)).to_numpy()
