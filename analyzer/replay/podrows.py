@@ -77,27 +77,34 @@ class _Grid:
         self.pods = pd.Index(pod_uids)
         self.start, self.step, self.width = start, step, width
 
-    def block(self, usage: pd.DataFrame, a: int, b: int, c0: int, c1: int) -> tuple[Any, Any]:
-        """Pod position and grid column of rows ``a:b`` (column -1: dropped — an unknown pod,
-        off the grid, or a column outside ``[c0, c1)``)."""
-        pods = pod_positions(self.pods, usage["uid"].iloc[a:b])
-        cols = grid_columns(usage["timestamp"].iloc[a:b], self.start, self.step, self.width)
+    def block(self, part: pd.DataFrame, c0: int, c1: int) -> tuple[Any, Any]:
+        """Pod position and grid column of the rows of ``part`` (column -1: dropped — an unknown
+        pod, off the grid, or a column outside ``[c0, c1)``)."""
+        pods = pod_positions(self.pods, part["uid"])
+        cols = grid_columns(part["timestamp"], self.start, self.step, self.width)
         cols[(pods < 0) | (cols < c0) | (cols >= c1)] = -1
         return pods, cols
 
-    def rows(self, usage: pd.DataFrame, c0: int, c1: int) -> Rows:
+    def rows(self, usage: pd.DataFrame | pa.Table, c0: int, c1: int) -> Rows:
         """The grid rows of ``usage`` in columns ``[c0, c1)``, sorted by column, ties in table
         order (a stable sort).
 
         A counting sort in two passes over blocks of ``BLOCK_ROWS`` rows: the first counts each
         column's rows, the second puts each block's rows at their column's next free places. Same
         arrays as one stable ``argsort`` of the whole table (tested), without its whole-table
-        temporaries. Pod positions and columns are int32 (a week's rows: 8 bytes a row less)."""
+        temporaries. Pod positions and columns are int32 (a week's rows: 8 bytes a row less).
+        ``usage``: a frame, or an Arrow table converted a block at a time (never whole)."""
         total, span = len(usage), c1 - c0
         blocks = [(a, min(a + BLOCK_ROWS, total)) for a in range(0, total, BLOCK_ROWS)]
+
+        def part(a: int, b: int, columns: list[str]) -> pd.DataFrame:
+            if isinstance(usage, pa.Table):
+                return usage.select(columns).slice(a, b - a).to_pandas()
+            return usage.iloc[a:b]
+
         counts = np.zeros(span, dtype=np.int64)
         for a, b in blocks:
-            _, cols = self.block(usage, a, b, c0, c1)
+            _, cols = self.block(part(a, b, ["uid", "timestamp"]), c0, c1)
             counts += np.bincount(cols[cols >= 0] - c0, minlength=span)
         kept = int(counts.sum())
         out: Rows = {
@@ -107,7 +114,8 @@ class _Grid:
         }
         free = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
         for a, b in blocks:
-            pods, cols = self.block(usage, a, b, c0, c1)
+            frame = part(a, b, ["uid", "timestamp", *RESOURCES])
+            pods, cols = self.block(frame, c0, c1)
             keep = np.flatnonzero(cols >= 0)
             order = keep[np.argsort(cols[keep], kind="stable")]
             local = cols[order] - c0
@@ -117,7 +125,7 @@ class _Grid:
             out["pod"][dest] = pods[order]
             out["col"][dest] = cols[order]
             for resource in RESOURCES:
-                values = usage[resource].iloc[a:b].to_numpy(dtype=np.float64)[order]
+                values = frame[resource].to_numpy(dtype=np.float64)[order]
                 out[resource][dest] = np.nan_to_num(values, nan=0.0)
             free += np.bincount(local, minlength=span)
         return out
@@ -143,6 +151,39 @@ def read_chunk(
     lo = pd.Timestamp(int(times[c0]) - step, tz="UTC")
     hi = pd.Timestamp(int(times[c1 - 1]) + step, tz="UTC")
     return read_usage(directory, table, lo, hi)
+
+
+def read_groups(
+    directory: Path, table: str, times: Int64Array, step: int, c0: int, c1: int
+) -> pa.Table:
+    """The row groups of usage ``table`` that can hold samples of grid columns ``[c0, c1)``, as
+    one Arrow table in file order (the caller drops the rows of other columns).
+
+    Picked on the row groups' timestamp statistics and read directly: a filtered dataset read
+    of a 5,000-node day held ~5 GB of buffers for 1.8 GB of rows. A group without statistics is
+    read."""
+    path = Path(directory) / f"{table}.parquet"
+    # a millisecond of slack: statistics may come back at microsecond precision
+    lo = int(times[c0]) - step - 1_000_000
+    hi = int(times[c1 - 1]) + step + 1_000_000
+    try:
+        source = pq.ParquetFile(path)
+        where = source.schema_arrow.get_field_index("timestamp")
+        groups = []
+        for k in range(source.num_row_groups):
+            stats = source.metadata.row_group(k).column(where).statistics
+            if stats is None or not stats.has_min_max:
+                groups.append(k)
+                continue
+            first, last = pd.Timestamp(stats.min), pd.Timestamp(stats.max)
+            first = first.tz_localize("UTC") if first.tzinfo is None else first
+            last = last.tz_localize("UTC") if last.tzinfo is None else last
+            if first.value <= hi and last.value > lo:
+                groups.append(k)
+        columns = ["uid" if table == "pod_usage" else "node", "timestamp", *RESOURCES]
+        return source.read_row_groups(groups, columns=columns, use_threads=False)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(f"{path}: unreadable usage ({exc}); re-create the snapshot") from None
 
 
 def _slice(rows: Rows, c0: int, c1: int) -> Rows:
@@ -177,8 +218,8 @@ class PodRows:
         c0, c1 = self.chunks[k]
         if self.directory is None:
             return self.grid.rows(self.table, c0, c1)
-        frame = read_chunk(self.directory, "pod_usage", self.times, self.step, c0, c1)
-        return self.grid.rows(frame, c0, c1)
+        table = read_groups(self.directory, "pod_usage", self.times, self.step, c0, c1)
+        return self.grid.rows(table, c0, c1)
 
     def chunk(self, k: int) -> Rows:
         """Chunk ``k``'s rows, kept for the next call; a streamed snapshot keeps at most this
