@@ -25,7 +25,7 @@ bit-identical floats (tests/test_projection_blocks.py).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,14 @@ import pyarrow.parquet as pq
 
 from analyzer.core.daygroups import DAY_NS
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot, read_meta, read_snapshot, read_usage
+from analyzer.core.snapshot import Snapshot, read_meta, read_snapshot
 from analyzer.replay.input import ReplayInput
 
 RESOURCES = ("cpu", "memory")
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 Rows = dict[str, np.ndarray[Any, Any]]
+# columns -> the consecutive blocks of a usage table (as frames) with those columns
+Parts = Callable[[list[str]], Iterator[pd.DataFrame]]
 
 # Rows per block when a pod usage table is turned into grid rows: every temporary of the
 # conversion (times, grid columns, pod positions, masks, sort keys) is one block's, not the
@@ -85,26 +87,18 @@ class _Grid:
         cols[(pods < 0) | (cols < c0) | (cols >= c1)] = -1
         return pods, cols
 
-    def rows(self, usage: pd.DataFrame | pa.Table, c0: int, c1: int) -> Rows:
-        """The grid rows of ``usage`` in columns ``[c0, c1)``, sorted by column, ties in table
-        order (a stable sort).
+    def rows(self, parts: Parts, c0: int, c1: int) -> Rows:
+        """The grid rows in columns ``[c0, c1)`` of the table that ``parts(columns)`` yields in
+        consecutive blocks, sorted by column, ties in table order (a stable sort).
 
-        A counting sort in two passes over blocks of ``BLOCK_ROWS`` rows: the first counts each
-        column's rows, the second puts each block's rows at their column's next free places. Same
-        arrays as one stable ``argsort`` of the whole table (tested), without its whole-table
-        temporaries. Pod positions and columns are int32 (a week's rows: 8 bytes a row less).
-        ``usage``: a frame, or an Arrow table converted a block at a time (never whole)."""
-        total, span = len(usage), c1 - c0
-        blocks = [(a, min(a + BLOCK_ROWS, total)) for a in range(0, total, BLOCK_ROWS)]
-
-        def part(a: int, b: int, columns: list[str]) -> pd.DataFrame:
-            if isinstance(usage, pa.Table):
-                return usage.select(columns).slice(a, b - a).to_pandas()
-            return usage.iloc[a:b]
-
+        A counting sort in two passes over the blocks: the first counts each column's rows, the
+        second puts each block's rows at their column's next free places. Same arrays as one
+        stable ``argsort`` of the whole table (tested), without its whole-table temporaries. Pod
+        positions and columns are int32 (a week's rows: 8 bytes a row less)."""
+        span = c1 - c0
         counts = np.zeros(span, dtype=np.int64)
-        for a, b in blocks:
-            _, cols = self.block(part(a, b, ["uid", "timestamp"]), c0, c1)
+        for frame in parts(["uid", "timestamp"]):
+            _, cols = self.block(frame, c0, c1)
             counts += np.bincount(cols[cols >= 0] - c0, minlength=span)
         kept = int(counts.sum())
         out: Rows = {
@@ -113,8 +107,7 @@ class _Grid:
             **{r: np.empty(kept, dtype=np.float64) for r in RESOURCES},
         }
         free = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-        for a, b in blocks:
-            frame = part(a, b, ["uid", "timestamp", *RESOURCES])
+        for frame in parts(["uid", "timestamp", *RESOURCES]):
             pods, cols = self.block(frame, c0, c1)
             keep = np.flatnonzero(cols >= 0)
             order = keep[np.argsort(cols[keep], kind="stable")]
@@ -142,48 +135,49 @@ def day_chunks(times: Int64Array) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def read_chunk(
+def frame_blocks(usage: pd.DataFrame) -> Parts:
+    """``parts`` of a frame held in memory: blocks of ``BLOCK_ROWS`` rows."""
+
+    def parts(columns: list[str]) -> Iterator[pd.DataFrame]:
+        for a in range(0, len(usage), BLOCK_ROWS):
+            yield usage.iloc[a : a + BLOCK_ROWS]
+
+    return parts
+
+
+def group_blocks(
     directory: Path, table: str, times: Int64Array, step: int, c0: int, c1: int
-) -> pd.DataFrame:
-    """The rows of usage ``table`` that can fall on grid columns ``[c0, c1)``: every sample whose
-    nearest grid point is one of them lies within one step of the first and the last (row
-    groups of other days are skipped unread; the caller drops rows of other columns)."""
-    lo = pd.Timestamp(int(times[c0]) - step, tz="UTC")
-    hi = pd.Timestamp(int(times[c1 - 1]) + step, tz="UTC")
-    return read_usage(directory, table, lo, hi)
+) -> Parts:
+    """``parts`` of the row groups of usage ``table`` that can hold samples of grid columns
+    ``[c0, c1)``, read one row group at a time in file order (the caller drops the rows of
+    other columns).
 
-
-def read_groups(
-    directory: Path, table: str, times: Int64Array, step: int, c0: int, c1: int
-) -> pa.Table:
-    """The row groups of usage ``table`` that can hold samples of grid columns ``[c0, c1)``, as
-    one Arrow table in file order (the caller drops the rows of other columns).
-
-    Picked on the row groups' timestamp statistics and read directly: a filtered dataset read
-    of a 5,000-node day held ~5 GB of buffers for 1.8 GB of rows. A group without statistics is
-    read."""
+    Picked on the row groups' timestamp statistics and read directly, one at a time: a filtered
+    read of a 5,000-node day held ~5 GB of buffers for 1.8 GB of rows, a read of its row groups
+    at once ~4 GB. A group without statistics is read."""
     path = Path(directory) / f"{table}.parquet"
     # a millisecond of slack: statistics may come back at microsecond precision
     lo = int(times[c0]) - step - 1_000_000
     hi = int(times[c1 - 1]) + step + 1_000_000
-    try:
-        source = pq.ParquetFile(path)
-        where = source.schema_arrow.get_field_index("timestamp")
-        groups = []
-        for k in range(source.num_row_groups):
-            stats = source.metadata.row_group(k).column(where).statistics
-            if stats is None or not stats.has_min_max:
-                groups.append(k)
-                continue
-            first, last = pd.Timestamp(stats.min), pd.Timestamp(stats.max)
-            first = first.tz_localize("UTC") if first.tzinfo is None else first
-            last = last.tz_localize("UTC") if last.tzinfo is None else last
-            if first.value <= hi and last.value > lo:
-                groups.append(k)
-        columns = ["uid" if table == "pod_usage" else "node", "timestamp", *RESOURCES]
-        return source.read_row_groups(groups, columns=columns, use_threads=False)
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise InputError(f"{path}: unreadable usage ({exc}); re-create the snapshot") from None
+
+    def parts(columns: list[str]) -> Iterator[pd.DataFrame]:
+        try:
+            source = pq.ParquetFile(path)
+            where = source.schema_arrow.get_field_index("timestamp")
+            for k in range(source.num_row_groups):
+                stats = source.metadata.row_group(k).column(where).statistics
+                if stats is not None and stats.has_min_max:
+                    first, last = pd.Timestamp(stats.min), pd.Timestamp(stats.max)
+                    first = first.tz_localize("UTC") if first.tzinfo is None else first
+                    last = last.tz_localize("UTC") if last.tzinfo is None else last
+                    if first.value > hi or last.value <= lo:
+                        continue
+                group = source.read_row_group(k, columns=columns, use_threads=False)
+                yield group.to_pandas(self_destruct=True, split_blocks=True)
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise InputError(f"{path}: unreadable usage ({exc}); re-create the snapshot") from None
+
+    return parts
 
 
 def _slice(rows: Rows, c0: int, c1: int) -> Rows:
@@ -217,9 +211,9 @@ class PodRows:
     def _load(self, k: int) -> Rows:
         c0, c1 = self.chunks[k]
         if self.directory is None:
-            return self.grid.rows(self.table, c0, c1)
-        table = read_groups(self.directory, "pod_usage", self.times, self.step, c0, c1)
-        return self.grid.rows(table, c0, c1)
+            return self.grid.rows(frame_blocks(self.table), c0, c1)
+        parts = group_blocks(self.directory, "pod_usage", self.times, self.step, c0, c1)
+        return self.grid.rows(parts, c0, c1)
 
     def chunk(self, k: int) -> Rows:
         """Chunk ``k``'s rows, kept for the next call; a streamed snapshot keeps at most this

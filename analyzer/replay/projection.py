@@ -65,9 +65,9 @@ def _node_matrices(inp: ReplayInput, width: int) -> dict[str, FloatArray]:
         return node
     times = inp.start + inp.step * np.arange(width, dtype=np.int64)
     for c0, c1 in podrows.day_chunks(times):  # one day's node usage in memory at a time
-        frame = podrows.read_chunk(directory, "node_usage", times, inp.step, c0, c1)
-        _fill_nodes(node, inp, frame, c0, c1)
-        del frame
+        parts = podrows.group_blocks(directory, "node_usage", times, inp.step, c0, c1)
+        for frame in parts(["node", "timestamp", *RESOURCES]):  # a row group at a time
+            _fill_nodes(node, inp, frame, c0, c1)
     return node
 
 
