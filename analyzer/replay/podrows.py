@@ -43,8 +43,9 @@ from analyzer.replay.input import ReplayInput
 RESOURCES = ("cpu", "memory")
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 Rows = dict[str, np.ndarray[Any, Any]]
-# columns -> the consecutive blocks of a usage table (as frames) with those columns
-Parts = Callable[[list[str]], Iterator[pd.DataFrame]]
+# with values? -> the consecutive blocks of a pod usage table: pod positions ("pod"), times in ns
+# ("ns") and, with values, one float array per resource
+Parts = Callable[[bool], Iterator["Rows"]]
 
 # Rows per block when a pod usage table is turned into grid rows: every temporary of the
 # conversion (times, grid columns, pod positions, masks, sort keys) is one block's, not the
@@ -79,17 +80,17 @@ class _Grid:
         self.pods = pd.Index(pod_uids)
         self.start, self.step, self.width = start, step, width
 
-    def block(self, part: pd.DataFrame, c0: int, c1: int) -> tuple[Any, Any]:
-        """Pod position and grid column of the rows of ``part`` (column -1: dropped — an unknown
-        pod, off the grid, or a column outside ``[c0, c1)``)."""
-        pods = pod_positions(self.pods, part["uid"])
-        cols = grid_columns(part["timestamp"], self.start, self.step, self.width)
-        cols[(pods < 0) | (cols < c0) | (cols >= c1)] = -1
-        return pods, cols
+    def columns(self, ns: Int64Array, pods: Int64Array, c0: int, c1: int) -> Int64Array:
+        """Grid column of each row (-1: dropped — an unknown pod, off the grid, or a column
+        outside ``[c0, c1)``); ``ns``: the rows' times, ``pods``: their pod positions."""
+        cols: Int64Array = np.rint((ns - self.start) / self.step).astype(np.int64)
+        cols[(pods < 0) | (cols < c0) | (cols >= c1) | (cols >= self.width)] = -1
+        return cols
 
     def rows(self, parts: Parts, c0: int, c1: int) -> Rows:
-        """The grid rows in columns ``[c0, c1)`` of the table that ``parts(columns)`` yields in
-        consecutive blocks, sorted by column, ties in table order (a stable sort).
+        """The grid rows in columns ``[c0, c1)`` of the table that ``parts(values)`` yields in
+        consecutive blocks (``pod`` positions, ``ns`` times and, with ``values``, the
+        resources), sorted by column, ties in table order (a stable sort).
 
         A counting sort in two passes over the blocks: the first counts each column's rows, the
         second puts each block's rows at their column's next free places. Same arrays as one
@@ -97,8 +98,8 @@ class _Grid:
         positions and columns are int32 (a week's rows: 8 bytes a row less)."""
         span = c1 - c0
         counts = np.zeros(span, dtype=np.int64)
-        for frame in parts(["uid", "timestamp"]):
-            _, cols = self.block(frame, c0, c1)
+        for block in parts(False):
+            cols = self.columns(block["ns"], block["pod"], c0, c1)
             counts += np.bincount(cols[cols >= 0] - c0, minlength=span)
         kept = int(counts.sum())
         out: Rows = {
@@ -107,8 +108,9 @@ class _Grid:
             **{r: np.empty(kept, dtype=np.float64) for r in RESOURCES},
         }
         free = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-        for frame in parts(["uid", "timestamp", *RESOURCES]):
-            pods, cols = self.block(frame, c0, c1)
+        for block in parts(True):
+            pods = block["pod"]
+            cols = self.columns(block["ns"], pods, c0, c1)
             keep = np.flatnonzero(cols >= 0)
             order = keep[np.argsort(cols[keep], kind="stable")]
             local = cols[order] - c0
@@ -118,8 +120,7 @@ class _Grid:
             out["pod"][dest] = pods[order]
             out["col"][dest] = cols[order]
             for resource in RESOURCES:
-                values = frame[resource].to_numpy(dtype=np.float64)[order]
-                out[resource][dest] = np.nan_to_num(values, nan=0.0)
+                out[resource][dest] = np.nan_to_num(block[resource][order], nan=0.0)
             free += np.bincount(local, minlength=span)
         return out
 
@@ -135,20 +136,68 @@ def day_chunks(times: Int64Array) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def frame_blocks(usage: pd.DataFrame) -> Parts:
-    """``parts`` of a frame held in memory: blocks of ``BLOCK_ROWS`` rows."""
+def _ns(stamps: Any) -> Int64Array:
+    """Timestamps (a pandas series or a numpy datetime array) as UTC ns (NaT: int64 min)."""
+    if isinstance(stamps, pd.Series):
+        stamps = pd.to_datetime(stamps, utc=True).to_numpy(dtype="datetime64[ns]")
+    ns: Int64Array = np.asarray(stamps).astype("datetime64[ns]").astype(np.int64)
+    return ns
 
-    def parts(columns: list[str]) -> Iterator[pd.DataFrame]:
+
+def frame_blocks(usage: pd.DataFrame, pod_index: pd.Index) -> Parts:
+    """``parts`` of a pod usage frame held in memory: blocks of ``BLOCK_ROWS`` rows."""
+
+    def parts(values: bool) -> Iterator[Rows]:
         for a in range(0, len(usage), BLOCK_ROWS):
-            yield usage.iloc[a : a + BLOCK_ROWS]
+            frame = usage.iloc[a : a + BLOCK_ROWS]
+            block = {"pod": pod_positions(pod_index, frame["uid"]), "ns": _ns(frame["timestamp"])}
+            for resource in RESOURCES if values else ():
+                block[resource] = frame[resource].to_numpy(dtype=np.float64)
+            yield block
+
+    return parts
+
+
+def _positions(column: pa.ChunkedArray, wanted: pa.Array) -> Int64Array:
+    """Each row's position in ``wanted`` (the pods' uids; -1: none), looked up once per
+    dictionary value when the column is dictionary-encoded (as the snapshot writes it)."""
+    array = column.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        found = pc.index_in(pc.cast(array.dictionary, pa.string()), value_set=wanted)
+        lookup = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        if len(lookup) == 0:
+            return np.full(len(codes), -1, dtype=np.int64)
+        return np.where(codes >= 0, lookup[np.maximum(codes, 0)], -1)
+    found = pc.index_in(pc.cast(array, pa.string()), value_set=wanted)
+    positions: Int64Array = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return positions
+
+
+def pod_groups(
+    directory: Path, pod_uids: list[str], times: Int64Array, step: int, c0: int, c1: int
+) -> Parts:
+    """``parts`` of the pod usage row groups that can hold samples of grid columns
+    ``[c0, c1)``, read one row group at a time in file order and converted straight from Arrow
+    (uids looked up per dictionary value, no frame)."""
+    wanted = pa.array([str(u) for u in pod_uids], type=pa.string())
+    groups = group_blocks(directory, "pod_usage", times, step, c0, c1)
+
+    def parts(values: bool) -> Iterator[Rows]:
+        for group in groups(["uid", "timestamp", *(RESOURCES if values else ())]):
+            block = {"pod": _positions(group.column("uid"), wanted)}
+            block["ns"] = _ns(group.column("timestamp").to_numpy())
+            for resource in RESOURCES if values else ():
+                block[resource] = group.column(resource).to_numpy().astype(np.float64)
+            yield block
 
     return parts
 
 
 def group_blocks(
     directory: Path, table: str, times: Int64Array, step: int, c0: int, c1: int
-) -> Parts:
-    """``parts`` of the row groups of usage ``table`` that can hold samples of grid columns
+) -> Callable[[list[str]], Iterator[pa.Table]]:
+    """The row groups of usage ``table`` that can hold samples of grid columns
     ``[c0, c1)``, read one row group at a time in file order (the caller drops the rows of
     other columns).
 
@@ -160,7 +209,7 @@ def group_blocks(
     lo = int(times[c0]) - step - 1_000_000
     hi = int(times[c1 - 1]) + step + 1_000_000
 
-    def parts(columns: list[str]) -> Iterator[pd.DataFrame]:
+    def parts(columns: list[str]) -> Iterator[pa.Table]:
         try:
             source = pq.ParquetFile(path)
             where = source.schema_arrow.get_field_index("timestamp")
@@ -172,8 +221,7 @@ def group_blocks(
                     last = last.tz_localize("UTC") if last.tzinfo is None else last
                     if first.value > hi or last.value <= lo:
                         continue
-                group = source.read_row_group(k, columns=columns, use_threads=False)
-                yield group.to_pandas(self_destruct=True, split_blocks=True)
+                yield source.read_row_group(k, columns=columns, use_threads=False)
         except (OSError, ValueError, pa.ArrowException) as exc:
             raise InputError(f"{path}: unreadable usage ({exc}); re-create the snapshot") from None
 
@@ -203,6 +251,7 @@ class PodRows:
     ) -> None:
         start = int(times[0]) if len(times) else 0
         self.grid = _Grid(pod_uids, start, step, len(times))
+        self.uids = pod_uids
         self.times, self.step = times, step
         self.table, self.directory = table, directory
         self.chunks = [(0, len(times))] if directory is None else day_chunks(times)
@@ -211,8 +260,8 @@ class PodRows:
     def _load(self, k: int) -> Rows:
         c0, c1 = self.chunks[k]
         if self.directory is None:
-            return self.grid.rows(frame_blocks(self.table), c0, c1)
-        parts = group_blocks(self.directory, "pod_usage", self.times, self.step, c0, c1)
+            return self.grid.rows(frame_blocks(self.table, self.grid.pods), c0, c1)
+        parts = pod_groups(self.directory, self.uids, self.times, self.step, c0, c1)
         return self.grid.rows(parts, c0, c1)
 
     def chunk(self, k: int) -> Rows:

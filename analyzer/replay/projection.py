@@ -66,8 +66,8 @@ def _node_matrices(inp: ReplayInput, width: int) -> dict[str, FloatArray]:
     times = inp.start + inp.step * np.arange(width, dtype=np.int64)
     for c0, c1 in podrows.day_chunks(times):  # one day's node usage in memory at a time
         parts = podrows.group_blocks(directory, "node_usage", times, inp.step, c0, c1)
-        for frame in parts(["node", "timestamp", *RESOURCES]):  # a row group at a time
-            _fill_nodes(node, inp, frame, c0, c1)
+        for group in parts(["node", "timestamp", *RESOURCES]):  # a row group at a time
+            _fill_nodes(node, inp, group.to_pandas(self_destruct=True), c0, c1)
     return node
 
 
