@@ -158,13 +158,19 @@ def frame_blocks(usage: pd.DataFrame, pod_index: pd.Index) -> Parts:
     return parts
 
 
-def _positions(column: pa.ChunkedArray, wanted: pa.Array) -> Int64Array:
+def _positions(column: pa.ChunkedArray, wanted: pa.Array, known: list[Any]) -> Int64Array:
     """Each row's position in ``wanted`` (the pods' uids; -1: none), looked up once per
-    dictionary value when the column is dictionary-encoded (as the snapshot writes it)."""
+    dictionary value when the column is dictionary-encoded (as the snapshot writes it).
+    ``known``: [dictionary, its lookup] of the previous row group (row groups written from one
+    categorical share the dictionary: looked up once, not per group)."""
     array = column.combine_chunks()
     if pa.types.is_dictionary(array.type):
-        found = pc.index_in(pc.cast(array.dictionary, pa.string()), value_set=wanted)
-        lookup = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        if known and known[0].equals(array.dictionary):
+            lookup = known[1]
+        else:
+            found = pc.index_in(pc.cast(array.dictionary, pa.string()), value_set=wanted)
+            lookup = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            known[:] = [array.dictionary, lookup]
         codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         if len(lookup) == 0:
             return np.full(len(codes), -1, dtype=np.int64)
@@ -181,11 +187,12 @@ def pod_groups(
     ``[c0, c1)``, read one row group at a time in file order and converted straight from Arrow
     (uids looked up per dictionary value, no frame)."""
     wanted = pa.array([str(u) for u in pod_uids], type=pa.string())
+    known: list[Any] = []
     groups = group_blocks(directory, "pod_usage", times, step, c0, c1)
 
     def parts(values: bool) -> Iterator[Rows]:
         for group in groups(["uid", "timestamp", *(RESOURCES if values else ())]):
-            block = {"pod": _positions(group.column("uid"), wanted)}
+            block = {"pod": _positions(group.column("uid"), wanted, known)}
             block["ns"] = _ns(group.column("timestamp").to_numpy())
             for resource in RESOURCES if values else ():
                 block[resource] = group.column(resource).to_numpy().astype(np.float64)
@@ -286,6 +293,25 @@ class PodRows:
             # the caller's loop variable still holds this dict while the next day is read:
             # emptying it frees a streamed day's arrays first (a kept chunk's stay cached)
             rows.clear()
+
+    def stream(self) -> Iterator[Rows]:
+        """Every grid row of the range, **unsorted** (table order), a block at a time (a row
+        group when streamed): ``pod``, ``col`` and the resources (NaN read as 0). For sums per
+        cell that add each cell's rows in table order (``np.add.at``): the same order as the
+        column-sorted rows, so the same floats, without sorting or holding a day."""
+        width = len(self.times)
+        if self.directory is None:
+            parts = frame_blocks(self.table, self.grid.pods)
+        else:
+            parts = pod_groups(self.directory, self.uids, self.times, self.step, 0, width)
+        for block in parts(True):
+            cols = self.grid.columns(block["ns"], block["pod"], 0, width)
+            keep = cols >= 0
+            yield {
+                "pod": block["pod"][keep],
+                "col": cols[keep],
+                **{r: np.nan_to_num(block[r][keep], nan=0.0) for r in RESOURCES},
+            }
 
     def span(self, c0: int, c1: int) -> Rows:
         """The rows of grid columns ``[c0, c1)`` in column order (views when one chunk holds

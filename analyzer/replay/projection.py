@@ -18,6 +18,7 @@ LoadAwareScheduling's view during the replay (the NodeMetric built from projecte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -146,13 +147,29 @@ def usage_matrices(inp: ReplayInput) -> UsageMatrices:
     n_nodes = len(inp.node_names)
     node = _node_matrices(inp, width)
     rows = pod_rows_for(inp, times)
-    overhead = {r: np.full((n_nodes, width), np.nan) for r in RESOURCES}
-    for c0, c1, part in rows.each():
-        real: Int64Array = inp.real_node[part["pod"]]
-        sums = chunk_sums(real, part, c0, c1, n_nodes)
-        for resource in RESOURCES:
-            overhead[resource][:, c0:c1] = node[resource][:, c0:c1] - sums[resource]
+    real: Int64Array = inp.real_node
+    sums = stream_sums(rows, lambda part: real[part["pod"]], n_nodes, width)
+    overhead = {r: node[r] - sums.pop(r) for r in RESOURCES}
     return UsageMatrices(times, node, rows, overhead)
+
+
+def stream_sums(
+    rows: PodRows, node_of: Callable[[Rows], Int64Array], n_nodes: int, width: int
+) -> dict[str, FloatArray]:
+    """Per resource, the sum of every grid row's value per (node, column), the node of each row
+    given by ``node_of(block)`` (-1: skipped). One pass over the rows in table order, a block at
+    a time: ``np.add.at`` adds each cell's values one by one in that order, from 0 — the same
+    floats as ``np.bincount`` over the column-sorted rows (a stable sort keeps table order
+    within a cell), bit for bit."""
+    sums = {r: np.zeros(n_nodes * width, dtype=np.float64) for r in RESOURCES}
+    for part in rows.stream():
+        node = node_of(part)
+        on = node >= 0
+        flat = node[on] * width + part["col"][on]
+        for resource in RESOURCES:
+            np.add.at(sums[resource], flat, part[resource][on])
+        del part, node, on, flat
+    return {r: sums[r].reshape(n_nodes, width) for r in RESOURCES}
 
 
 @dataclass
@@ -220,12 +237,10 @@ def project(
     """
     owner = attribute(inp, result, mats) if owner is None else owner
     n_nodes = len(inp.node_names)
-    sums = {r: np.zeros((n_nodes, len(mats.times))) for r in RESOURCES}
-    for c0, c1, part in mats.rows.each():
-        node_of_row = owner.node[owner.owners(part, mats.times)]  # -1 -> -1: not placed
-        chunk = chunk_sums(node_of_row, part, c0, c1, n_nodes)
-        for resource in RESOURCES:
-            sums[resource][:, c0:c1] = chunk[resource]
+    # the node of each row's run; owner -1 -> the appended -1: not placed
+    sums = stream_sums(
+        mats.rows, lambda part: owner.node[owner.owners(part, mats.times)], n_nodes, len(mats.times)
+    )
     out: dict[str, FloatArray] = {}
     for resource in RESOURCES:
         projected = mats.overhead[resource] + sums.pop(resource)

@@ -30,7 +30,13 @@ import numpy as np
 import pandas as pd
 
 from analyzer.replay.input import ReplayInput
-from analyzer.replay.projection import RESOURCES, Attribution, UsageMatrices, attribute
+from analyzer.replay.projection import (
+    RESOURCES,
+    Attribution,
+    UsageMatrices,
+    attribute,
+    stream_sums,
+)
 from analyzer.replay.result import ReplayResult
 from analyzer.whatif.capacity import NodePrices, allocatable_units
 from analyzer.whatif.evaluate import HOUR_NS, Outcome, _active_matrix, _merged_active
@@ -75,19 +81,10 @@ def _per_node_columns(
 
 
 def _used(inp: ReplayInput, mats: UsageMatrices, owner: Attribution) -> dict[str, FloatArray]:
-    """Per resource, the placed pods' usage per (node, column), a chunk of whole grid columns at
-    a time (each cell adds its rows in the same order as one pass over every row)."""
-    n_nodes = len(inp.node_names)
-    used = {r: np.zeros((n_nodes, len(mats.times))) for r in RESOURCES}
-    for c0, c1, part in mats.rows.each():
-        runs = owner.owners(part, mats.times)
-        placed = runs >= 0
-        span = c1 - c0
-        flat = owner.node[runs[placed]] * span + (part["col"][placed].astype(np.int64) - c0)
-        for r in RESOURCES:
-            sums = np.bincount(flat, weights=part[r][placed], minlength=n_nodes * span)
-            used[r][:, c0:c1] = sums.reshape(n_nodes, span)
-    return used
+    """Per resource, the placed pods' usage per (node, column), one pass over the rows a block at
+    a time (each cell adds its rows in table order, as one ``bincount`` over every row)."""
+    n_nodes, width = len(inp.node_names), len(mats.times)
+    return stream_sums(mats.rows, lambda p: owner.node[owner.owners(p, mats.times)], n_nodes, width)
 
 
 def pool_figures(
