@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -23,7 +25,7 @@ from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.replay import podrows
 from analyzer.replay.engine import OBSERVED_STRATEGY, replay
 from analyzer.replay.input import prepare
-from analyzer.replay.podrows import day_chunks, read_for_replay, sampled_uids
+from analyzer.replay.podrows import day_chunks, group_blocks, read_for_replay, sampled_uids
 from analyzer.replay.projection import attribute, project, projected_snapshot, usage_matrices
 from analyzer.sources import SyntheticSpec, generate
 
@@ -98,6 +100,19 @@ def test_projection_and_projected_pod_usage_equal(snap_path: Path) -> None:
         assert np.array_equal(out[0][0][r], out[1][0][r], equal_nan=True)
     assert len(out[0][1]) > 1000
     pd.testing.assert_frame_equal(out[0][1], out[1][1])
+
+
+def test_a_day_reads_only_the_row_groups_near_it(snap_path: Path) -> None:
+    lazy, _ = _pair(snap_path)
+    inp = prepare(lazy)
+    mats = usage_matrices(inp)
+    total = pq.ParquetFile(snap_path / "pod_usage.parquet").num_row_groups
+    assert total >= 3  # one or more row groups per UTC day (docs/snapshot.md "Day partitions")
+    c0, c1 = mats.rows.chunks[0]
+    groups = list(group_blocks(snap_path, "pod_usage", mats.times, inp.step, c0, c1)(["timestamp"]))
+    assert 1 <= len(groups) < total  # the last day's row groups are skipped unread
+    last = max(int(pc.max(g.column("timestamp")).value) for g in groups)
+    assert last > int(mats.times[c1 - 1])  # the next day's first group: within one step
 
 
 def test_sampled_uids_match_the_table(snap_path: Path) -> None:

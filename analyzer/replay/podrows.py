@@ -16,6 +16,10 @@ consecutive columns, so ``PodRows`` hands them out in **chunks of whole grid col
   ``t − 1 ns``, as docs/snapshot.md "Day partitions"), read from the day's row groups when asked
   and dropped afterwards.
 
+Sums per (node, column) need no sorting: ``PodRows.stream`` hands out every row in table order a
+row group at a time, and ``np.add.at`` adds each cell's values one by one in that order — the
+order a stable sort by column keeps within a cell — so the sums are the same floats.
+
 Exactness: a chunk holds a column's rows in the same order as the whole range would (rows are
 filtered from the table, never reordered across days), and no column is split between chunks, so
 a sum per (node, column) or per pod over a column's rows adds the same values in the same order —
