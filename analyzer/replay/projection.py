@@ -47,7 +47,7 @@ class UsageMatrices:
     """
 
     times: Int64Array
-    node: dict[str, FloatArray]
+    node: dict[str, FloatArray]  # empty when the usage is streamed (``Snapshot.usage_dir``)
     rows: PodRows
     overhead: dict[str, FloatArray]
 
@@ -150,6 +150,10 @@ def usage_matrices(inp: ReplayInput) -> UsageMatrices:
     real: Int64Array = inp.real_node
     sums = stream_sums(rows, lambda part: real[part["pod"]], n_nodes, width)
     overhead = {r: node[r] - sums.pop(r) for r in RESOURCES}
+    if inp.snapshot.usage_dir is not None:
+        # streamed (a large range): only the overhead is read later, keep it alone (a
+        # 5,000-node week: 0.8 GB less for the whole run)
+        node = {}
     return UsageMatrices(times, node, rows, overhead)
 
 
