@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot, make_snapshot
+from analyzer.core.snapshot import NODE_USAGE_COLUMNS, Snapshot, make_snapshot
 from analyzer.replay import podrows
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.podrows import PodRows, Rows, grid_columns, pod_rows_for
@@ -259,6 +259,27 @@ def _stamp(values: Int64Array) -> pd.Series:
     return series
 
 
+def _projected_node_usage(
+    inp: ReplayInput, times: Int64Array, usage: dict[str, FloatArray]
+) -> pd.DataFrame:
+    """The projected matrices as a node usage table (samples where either resource has one,
+    node by node, time by time), built in the snapshot's dtypes so that ``make_snapshot`` keeps
+    it as is; one temporary at a time (a 5,000-node week is 50 M rows: each column 0.4 GB)."""
+    width = len(times)
+    flat = np.flatnonzero(~np.isnan(usage["cpu"]) | ~np.isnan(usage["memory"]))
+    rows, cols = np.divmod(flat, width)  # row-major: the order of np.nonzero
+    names = pd.array(np.array(inp.node_names, dtype=object), dtype=NODE_USAGE_COLUMNS["node"])
+    columns: dict[str, Any] = {"node": names.take(rows)}
+    del rows
+    stamps = pd.to_datetime(times[cols], utc=True)
+    columns["timestamp"] = stamps.astype(NODE_USAGE_COLUMNS["timestamp"]).array
+    del cols, stamps
+    for resource in RESOURCES:
+        columns[resource] = usage[resource].ravel()[flat]
+    del flat
+    return pd.DataFrame(columns, copy=False)
+
+
 def _projected_pod_usage(
     mats: UsageMatrices, owner: Attribution, run_uid: np.ndarray[Any, Any], wanted: bool
 ) -> pd.DataFrame:
@@ -324,19 +345,9 @@ def projected_snapshot(
     unplaced["scheduled"] = pd.NaT
     unplaced["phase"] = "Pending"
     all_pods = pd.concat([runs, unplaced], ignore_index=True)
-    width = len(mats.times)
-    node_rows, node_cols = np.nonzero(~np.isnan(usage["cpu"]) | ~np.isnan(usage["memory"]))
-    node_usage = pd.DataFrame(
-        {
-            "node": np.array(inp.node_names, dtype=object)[node_rows],
-            "timestamp": pd.to_datetime(mats.times[node_cols], utc=True),
-            "cpu": usage["cpu"][node_rows, node_cols],
-            "memory": usage["memory"][node_rows, node_cols],
-        }
-    )
+    node_usage = _projected_node_usage(inp, mats.times, usage)
     owner = attribute(inp, result, mats) if owner is None else owner
     pod_usage = _projected_pod_usage(mats, owner, run_uid, with_pod_usage)
-    del width
     meta = replace(
         snap.meta, source=f"{snap.meta.source} | replay {result.strategy} seed {result.seed}"
     )
