@@ -93,52 +93,6 @@ def _fill_nodes(
             node[resource][rows[keep], cols[keep]] = values
 
 
-def column_blocks(cols: np.ndarray[Any, Any], width: int) -> list[tuple[int, int]]:
-    """Row ranges of ``cols`` (sorted grid columns) of about ``BLOCK_ROWS`` rows that never split
-    a column: a sum per (node, column) over such blocks adds each cell's values in the same order
-    as one sum over all rows (bit-identical floats)."""
-    bounds = np.searchsorted(cols, np.arange(width + 1))
-    limit = podrows.BLOCK_ROWS
-    out: list[tuple[int, int]] = []
-    a = 0
-    while a < len(cols):
-        b = int(bounds[np.searchsorted(bounds, a + limit, side="right") - 1])
-        b = b if b > a else int(bounds[np.searchsorted(bounds, a, side="right")])
-        out.append((a, b))
-        a = b
-    return out
-
-
-def node_sums(
-    node_of_row: Int64Array,
-    cols: np.ndarray[Any, Any],
-    weights: FloatArray,
-    n_nodes: int,
-    width: int,
-) -> FloatArray:
-    """Sum of ``weights`` per (node, column) (rows with node -1 skipped), column block by block.
-    ``cols``: sorted columns in ``[0, width)``."""
-    sums = np.zeros(n_nodes * width, dtype=np.float64)
-    for a, b in column_blocks(cols, width):
-        node = node_of_row[a:b]
-        on = node >= 0
-        flat = node[on] * width + cols[a:b][on]
-        if len(flat):
-            lo, hi = int(flat.min()), int(flat.max()) + 1
-            sums[lo:hi] += np.bincount(flat - lo, weights=weights[a:b][on], minlength=hi - lo)
-    return sums.reshape(n_nodes, width)
-
-
-def chunk_sums(
-    node_of_row: Int64Array, rows: Rows, c0: int, c1: int, n_nodes: int
-) -> dict[str, FloatArray]:
-    """Per resource, the sum of the chunk's rows per (node, column of ``[c0, c1)``): a chunk
-    holds whole columns, so each cell adds the same values in the same order as one sum over
-    the whole range."""
-    local = rows["col"].astype(np.int64) - c0
-    return {r: node_sums(node_of_row, local, rows[r], n_nodes, c1 - c0) for r in RESOURCES}
-
-
 def usage_matrices(inp: ReplayInput) -> UsageMatrices:
     """Observed node and pod usage on the grid, and each node's overhead (one pass over the pod
     usage, a chunk of grid columns at a time)."""
