@@ -225,7 +225,8 @@ def _projected_node_usage(
     names = pd.array(np.array(inp.node_names, dtype=object), dtype=NODE_USAGE_COLUMNS["node"])
     columns: dict[str, Any] = {"node": names.take(rows)}
     del rows
-    stamps = pd.to_datetime(times[cols], utc=True)
+    # ns as UTC instants without pd.to_datetime's per-value parse (~75 bytes a row at its peak)
+    stamps = pd.DatetimeIndex(times[cols].view("datetime64[ns]")).tz_localize("UTC")
     columns["timestamp"] = stamps.astype(NODE_USAGE_COLUMNS["timestamp"]).array
     del cols, stamps
     for resource in RESOURCES:
@@ -253,7 +254,9 @@ def _projected_pod_usage(
     return pd.DataFrame(
         {
             "uid": joined["uid"],
-            "timestamp": pd.to_datetime(mats.times[joined["col"].astype(np.int64)], utc=True),
+            "timestamp": pd.DatetimeIndex(
+                mats.times[joined["col"].astype(np.int64)].view("datetime64[ns]")
+            ).tz_localize("UTC"),
             "cpu": joined["cpu"],
             "memory": joined["memory"],
         }
