@@ -126,6 +126,8 @@ def main() -> None:
     parser.add_argument("--commands", default="nightly,aggregate,whatif")
     parser.add_argument("--kill-gb", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--scratch", type=Path, default=Path("/work/ms-bench"),
+                        help="where each run's --out directory is made (and removed)")  # fmt: skip
     args = parser.parse_args()
     trees = [("this", HERE)] + ([("baseline", args.baseline_tree)] if args.baseline_tree else [])
     rows = []
@@ -133,7 +135,7 @@ def main() -> None:
         rows_n = pq.ParquetFile(snapshot / "pod_usage.parquet").metadata.num_rows
         for name in args.commands.split(","):
             for label, tree in trees:
-                with tempfile.TemporaryDirectory(dir="/work/ms-bench") as tmp:
+                with tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
                     cmd = _command(name, snapshot.resolve(), Path(tmp) / "out")
                     load = os.getloadavg()[0]
                     result = run(tree, cmd, int(args.kill_gb * 2**30), args.timeout)

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from analyzer.cli import main
 from analyzer.core.snapshot import Snapshot, write_snapshot
-from analyzer.replay import projection
+from analyzer.replay import podrows, projection
 from analyzer.replay.input import prepare
 from analyzer.sources import SyntheticSpec, generate
 
@@ -35,7 +35,7 @@ def test_pod_rows_are_the_stable_sort_of_the_table(
     snap: Snapshot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     inp = prepare(snap)
-    monkeypatch.setattr(projection, "BLOCK_ROWS", TINY)
+    monkeypatch.setattr(podrows, "BLOCK_ROWS", TINY)
     rows = projection.usage_matrices(inp).pod_rows
     assert len(snap.pod_usage) > 20 * TINY  # many blocks
     # the definition: the table's rows of known pods on the grid, stably sorted by grid column
@@ -67,7 +67,7 @@ def test_whatif_report_identical_in_blocks_and_whole(
 ) -> None:
     path = write_snapshot(snap, tmp_path / "snap")
     whole = _report(path, tmp_path / "whole")  # default BLOCK_ROWS: one block here
-    monkeypatch.setattr(projection, "BLOCK_ROWS", TINY)
+    monkeypatch.setattr(podrows, "BLOCK_ROWS", TINY)
     blocks = _report(path, tmp_path / "blocks")
     assert blocks == whole
     rows = {r["strategy"]: r for r in whole["tables"]["comparison"]}  # type: ignore[index]

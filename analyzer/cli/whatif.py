@@ -20,6 +20,7 @@ from analyzer.core.text import escaped
 from analyzer.replay.autoscale_setup import AUTOSCALERS
 from analyzer.replay.input import ARRIVALS
 from analyzer.replay.karpenter_setup import autoscaler_settings
+from analyzer.replay.podrows import read_for_replay
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.autoscaler_choice import resolve_autoscaler
 from analyzer.whatif.busiest import cut, parse_window, replay_window
@@ -140,7 +141,9 @@ def _run(
 ) -> WhatIfResult:
     """The what-if, on requests right-sized first when --rightsize names a recipe; with
     ``--autoscaler auto`` the autoscaler the data suggests, the result saying which and why."""
-    whole = read_snapshot(path)
+    # without a window or right-sizing the replay streams the pod usage a day at a time
+    plain = _window(opts) is None and opts["rightsize"] is None
+    whole = read_for_replay(path) if plain else read_snapshot(path)
     snapshot, window = replay_window(whole, _window(opts))
     notes = [window] if window else []
     choice = resolve_autoscaler(settings.autoscaler, snapshot)

@@ -240,6 +240,9 @@ class Snapshot:
     # node_state_intervals (NODE_STATE_COLUMNS); None: the snapshot has no interval data (older
     # snapshots, generated ones without node events): replays use nodes.taints as before
     node_state: pd.DataFrame | None = None
+    # set when both usage tables were left unread (empty) because the reader streams them one
+    # day at a time from this snapshot directory (the what-if's replay: analyzer.replay.podrows)
+    usage_dir: Path | None = None
 
     @property
     def start(self) -> pd.Timestamp:

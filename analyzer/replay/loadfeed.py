@@ -90,7 +90,6 @@ class LoadFeed:
         self.prod_delta = np.zeros(shape, dtype=np.int64)
         self.prod_usage = np.zeros(shape, dtype=np.int64)
         self.projected = {r: np.full((count, width), np.nan) for r in RESOURCES}
-        self.bounds = mats.column_bounds()
         self.next_col = 0
         self.next_time = int(mats.times[0]) if len(mats.times) else NEVER  # times[next_col]
         self.last_report = -1
@@ -228,15 +227,14 @@ class LoadFeed:
 
     def _finalise(self, c0: int, c1: int) -> None:
         """Projected usage of grid columns ``c0..c1-1`` from the pods bound now."""
-        rows = self.mats.pod_rows
-        a, b = int(self.bounds[c0]), int(self.bounds[c1])
-        nodes = self.node_of[rows["pod"][a:b]]
+        rows = self.mats.rows.span(c0, c1)  # the columns' rows (read by day when streamed)
+        nodes = self.node_of[rows["pod"]]
         ok = nodes >= 0
         span = c1 - c0
-        flat = nodes[ok] * span + (rows["col"][a:b][ok] - c0)
+        flat = nodes[ok] * span + (rows["col"][ok] - c0)
         count = len(self.inp.node_names)
         for r in RESOURCES:
-            sums = np.bincount(flat, weights=rows[r][a:b][ok], minlength=count * span)
+            sums = np.bincount(flat, weights=rows[r][ok], minlength=count * span)
             value = self.mats.overhead[r][:, c0:c1] + sums.reshape(count, span)
             self.projected[r][:, c0:c1] = np.where(np.isnan(value), np.nan, np.maximum(value, 0))
 
@@ -333,11 +331,11 @@ class LoadFeed:
         if self.incremental and seen is not None and seen[1:] == (window.start, window.stop):
             self._pod_cache_since(seen[0], report, fresh)
             return
-        load, rows, mats = self.inputs, self.mats.pod_rows, self.mats
+        load, mats = self.inputs, self.mats
+        rows = mats.rows.span(window.start, window.stop)
         pods_total = self.inp.pod_count
-        a, b = int(self.bounds[window.start]), int(self.bounds[window.stop])
-        pods = rows["pod"][a:b]
-        ok = (self.node_of[pods] >= 0) & (self.bind_time[pods] <= mats.times[rows["col"][a:b]])
+        pods = rows["pod"]
+        ok = (self.node_of[pods] >= 0) & (self.bind_time[pods] <= mats.times[rows["col"]])
         counts = np.bincount(pods[ok], minlength=pods_total)
         bound = np.flatnonzero(self.node_of >= 0)
         reported = counts[bound] > 0
@@ -360,7 +358,7 @@ class LoadFeed:
         u = np.zeros((len(bound), len(self.resources)), dtype=np.int64)
         chosen, per_row = pods[ok], counts[bound]
         for j, r in self.usage_slots:
-            sums = np.bincount(chosen, weights=rows[r][a:b][ok], minlength=pods_total)
+            sums = np.bincount(chosen, weights=rows[r][ok], minlength=pods_total)
             u[:, j] = np.rint(sums[bound] / np.maximum(per_row, 1)).astype(np.int64)
         self.reported[bound], self.used[bound] = reported, u
         self._contributions(report, bound)

@@ -18,14 +18,17 @@ LoadAwareScheduling's view during the replay (the NodeMetric built from projecte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot, make_snapshot
+from analyzer.core.snapshot import NODE_USAGE_COLUMNS, Snapshot, make_snapshot
+from analyzer.replay import podrows
 from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.podrows import PodRows, Rows, grid_columns, pod_rows_for
 from analyzer.replay.result import ReplayResult
 
 RESOURCES = ("cpu", "memory")
@@ -38,206 +41,167 @@ class UsageMatrices:
     """Observed usage on the snapshot's step grid.
 
     ``times``: grid times (ns, ``start + k·step``). ``node``: resource → nodes × times (NaN = no
-    sample). ``pod_rows``: pod_usage rows sorted by grid column — ``pod`` (index), ``col``, and
-    one float array per resource. ``overhead``: resource → nodes × times.
+    sample). ``rows``: the pod usage as grid rows, in chunks of whole columns
+    (``analyzer.replay.podrows``: one chunk in memory, or one day at a time from disk).
+    ``overhead``: resource → nodes × times.
     """
 
     times: Int64Array
-    node: dict[str, FloatArray]
-    pod_rows: dict[str, np.ndarray[Any, Any]]
+    node: dict[str, FloatArray]  # empty when the usage is streamed (``Snapshot.usage_dir``)
+    rows: PodRows
     overhead: dict[str, FloatArray]
 
-    def column_bounds(self) -> Int64Array:
-        """Row offsets of each grid column in ``pod_rows`` (length times + 1)."""
-        bounds = np.searchsorted(self.pod_rows["col"], np.arange(len(self.times) + 1))
-        result: Int64Array = np.asarray(bounds, dtype=np.int64)
-        return result
-
-
-def _columns(stamps: pd.Series, start: int, step: int, width: int) -> Int64Array:
-    ns = np.asarray(pd.to_datetime(stamps, utc=True).to_numpy(dtype="datetime64[ns]"))
-    cols: Int64Array = np.rint((ns.astype(np.int64) - start) / step).astype(np.int64)
-    cols[(cols < 0) | (cols >= width)] = -1
-    return cols
-
-
-def _pod_positions(pod_index: pd.Index, uids: pd.Series) -> Int64Array:
-    """Each usage row's pod position (-1: not a pod of the snapshot). The uid column is
-    categorical (``POD_USAGE_COLUMNS``): look up each category once, then gather by code — a
-    week's millions of rows cast to strings took seconds."""
-    if isinstance(uids.dtype, pd.CategoricalDtype):
-        found = pod_index.get_indexer(uids.cat.categories.astype(str))
-        codes = uids.cat.codes.to_numpy()
-        return np.where(codes >= 0, found[codes], -1).astype(np.int64)
-    positions: Int64Array = pod_index.get_indexer(uids.astype(str)).astype(np.int64)
-    return positions
-
-
-# Rows per block when the pod usage table is turned into grid rows: every temporary of the
-# conversion (times, grid columns, pod positions, masks, sort keys) is one block's, not the
-# whole range's (a 5,000-node day is 63 M rows; each whole-table temporary was 0.5 GB).
-BLOCK_ROWS = 4_194_304
+    @property
+    def pod_rows(self) -> Rows:
+        """Every grid row at once (the whole range in memory: small snapshots and tests)."""
+        return self.rows.whole()
 
 
 def _node_matrices(inp: ReplayInput, width: int) -> dict[str, FloatArray]:
     """Observed node usage: resource -> nodes x times (NaN = no sample)."""
-    usage = inp.snapshot.node_usage
-    rows = pd.Index(inp.node_names).get_indexer(usage["node"].astype(str))
-    cols = _columns(usage["timestamp"], inp.start, inp.step, width)
-    keep = (rows >= 0) & (cols >= 0)
-    node: dict[str, FloatArray] = {}
-    for resource in RESOURCES:
-        matrix = np.full((len(inp.node_names), width), np.nan)
-        matrix[rows[keep], cols[keep]] = usage[resource].to_numpy(dtype=np.float64)[keep]
-        node[resource] = matrix
+    node = {r: np.full((len(inp.node_names), width), np.nan) for r in RESOURCES}
+    directory = inp.snapshot.usage_dir
+    if directory is None:
+        _fill_nodes(node, inp, inp.snapshot.node_usage, 0, width)
+        return node
+    times = inp.start + inp.step * np.arange(width, dtype=np.int64)
+    for c0, c1 in podrows.day_chunks(times):  # one day's node usage in memory at a time
+        parts = podrows.group_blocks(directory, "node_usage", times, inp.step, c0, c1)
+        for group in parts(["node", "timestamp", *RESOURCES]):  # a row group at a time
+            _fill_nodes(node, inp, group.to_pandas(self_destruct=True), c0, c1)
     return node
 
 
-def _block_rows(inp: ReplayInput, width: int, a: int, b: int) -> tuple[Int64Array, Int64Array]:
-    """Pod position and grid column (-1: dropped) of pod usage rows ``a:b``."""
-    usage = inp.snapshot.pod_usage
-    pods = _pod_positions(pd.Index(inp.pod_uids), usage["uid"].iloc[a:b])
-    cols = _columns(usage["timestamp"].iloc[a:b], inp.start, inp.step, width)
-    cols[pods < 0] = -1
-    return pods, cols
-
-
-def _pod_rows(inp: ReplayInput, width: int) -> dict[str, np.ndarray[Any, Any]]:
-    """The kept pod usage rows sorted by grid column, ties in table order (a stable sort).
-
-    A counting sort in two passes over blocks of ``BLOCK_ROWS`` rows: the first counts each
-    column's rows, the second puts each block's rows at their column's next free places. Same
-    arrays as one stable ``argsort`` of the whole table (tested), without its whole-table
-    temporaries."""
-    usage = inp.snapshot.pod_usage
-    total = len(usage)
-    blocks = [(a, min(a + BLOCK_ROWS, total)) for a in range(0, total, BLOCK_ROWS)]
-    counts = np.zeros(width, dtype=np.int64)
-    for a, b in blocks:
-        _, cols = _block_rows(inp, width, a, b)
-        counts += np.bincount(cols[cols >= 0], minlength=width)
-    kept = int(counts.sum())
-    out: dict[str, np.ndarray[Any, Any]] = {
-        "pod": np.empty(kept, dtype=np.int64),
-        "col": np.empty(kept, dtype=np.int64),
-        **{r: np.empty(kept, dtype=np.float64) for r in RESOURCES},
-    }
-    free = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    for a, b in blocks:
-        pods, cols = _block_rows(inp, width, a, b)
-        keep = np.flatnonzero(cols >= 0)
-        order = keep[np.argsort(cols[keep], kind="stable")]
-        sorted_cols = cols[order]
-        # rank of each row among its column's rows in this block
-        rank = np.arange(len(order)) - np.searchsorted(sorted_cols, sorted_cols, side="left")
-        dest = free[sorted_cols] + rank
-        out["pod"][dest] = pods[order]
-        out["col"][dest] = sorted_cols
+def _fill_nodes(
+    node: dict[str, FloatArray], inp: ReplayInput, usage: pd.DataFrame, c0: int, c1: int
+) -> None:
+    """Put ``usage``'s samples of grid columns ``[c0, c1)`` into the ``node`` matrices, in table
+    order (a later sample of the same node and column wins, as in one assignment)."""
+    width = node["cpu"].shape[1]
+    # each distinct node name looked up once (a week of 5,000 nodes is 50 M rows: turning every
+    # row's name into a Python string to look it up took gigabytes)
+    codes, names = pd.factorize(usage["node"])
+    found = pd.Index(inp.node_names).get_indexer(pd.Index(names).astype(str))
+    for a in range(0, len(usage), podrows.BLOCK_ROWS):  # temporaries of one block, in order
+        b = min(a + podrows.BLOCK_ROWS, len(usage))
+        block = codes[a:b]
+        rows = np.where(block >= 0, found[block] if len(found) else -1, -1)
+        cols = grid_columns(usage["timestamp"].iloc[a:b], inp.start, inp.step, width)
+        keep = (rows >= 0) & (cols >= c0) & (cols < c1)
         for resource in RESOURCES:
-            values = usage[resource].iloc[a:b].to_numpy(dtype=np.float64)[order]
-            out[resource][dest] = np.nan_to_num(values, nan=0.0)
-        free += np.bincount(sorted_cols, minlength=width)
-    return out
-
-
-def column_blocks(cols: Int64Array, width: int) -> list[tuple[int, int]]:
-    """Row ranges of ``cols`` (sorted grid columns) of about ``BLOCK_ROWS`` rows that never split
-    a column: a sum per (node, column) over such blocks adds each cell's values in the same order
-    as one sum over all rows (bit-identical floats)."""
-    bounds = np.searchsorted(cols, np.arange(width + 1))
-    out: list[tuple[int, int]] = []
-    a = 0
-    while a < len(cols):
-        b = int(bounds[np.searchsorted(bounds, a + BLOCK_ROWS, side="right") - 1])
-        b = b if b > a else int(bounds[np.searchsorted(bounds, a, side="right")])
-        out.append((a, b))
-        a = b
-    return out
-
-
-def node_sums(
-    node_of_row: Int64Array, cols: Int64Array, weights: FloatArray, n_nodes: int, width: int
-) -> FloatArray:
-    """Sum of ``weights`` per (node, column) (rows with node -1 skipped), column block by block."""
-    sums = np.zeros(n_nodes * width, dtype=np.float64)
-    for a, b in column_blocks(cols, width):
-        node = node_of_row[a:b]
-        on = node >= 0
-        flat = node[on] * width + cols[a:b][on]
-        if len(flat):
-            lo, hi = int(flat.min()), int(flat.max()) + 1
-            sums[lo:hi] += np.bincount(flat - lo, weights=weights[a:b][on], minlength=hi - lo)
-    return sums.reshape(n_nodes, width)
+            values = usage[resource].iloc[a:b].to_numpy(dtype=np.float64)[keep]
+            node[resource][rows[keep], cols[keep]] = values
 
 
 def usage_matrices(inp: ReplayInput) -> UsageMatrices:
-    """Observed node and pod usage on the grid, and each node's overhead."""
+    """Observed node and pod usage on the grid, and each node's overhead (one pass over the pod
+    usage, a chunk of grid columns at a time)."""
     width = int((inp.end - inp.start) // inp.step) + 1
     times = inp.start + inp.step * np.arange(width, dtype=np.int64)
     n_nodes = len(inp.node_names)
     node = _node_matrices(inp, width)
-    pod_rows = _pod_rows(inp, width)
-    overhead: dict[str, FloatArray] = {}
-    real: Int64Array = inp.real_node[pod_rows["pod"]]
-    for resource in RESOURCES:
-        sums = node_sums(real, pod_rows["col"], pod_rows[resource], n_nodes, width)
-        overhead[resource] = node[resource] - sums
-    return UsageMatrices(times, node, pod_rows, overhead)
+    rows = pod_rows_for(inp, times)
+    real: Int64Array = inp.real_node
+    sums = stream_sums(rows, lambda part: real[part["pod"]], n_nodes, width)
+    overhead = {r: node[r] - sums.pop(r) for r in RESOURCES}
+    if inp.snapshot.usage_dir is not None:
+        # streamed (a large range): only the overhead is read later, keep it alone (a
+        # 5,000-node week: 0.8 GB less for the whole run)
+        node = {}
+    return UsageMatrices(times, node, rows, overhead)
 
 
-def attribute(inp: ReplayInput, result: ReplayResult, mats: UsageMatrices) -> Int64Array:
-    """For every pod usage row, the index of the run (segment) it belongs to, or -1 (dropped)."""
-    seg = result.segments
-    pod_rows = mats.pod_rows["pod"]
-    owner = np.full(len(pod_rows), -1, dtype=np.int64)
-    if len(seg["pod"]) == 0:
+def stream_sums(
+    rows: PodRows, node_of: Callable[[Rows], Int64Array], n_nodes: int, width: int
+) -> dict[str, FloatArray]:
+    """Per resource, the sum of every grid row's value per (node, column), the node of each row
+    given by ``node_of(block)`` (-1: skipped). One pass over the rows in table order, a block at
+    a time: ``np.add.at`` adds each cell's values one by one in that order, from 0 — the same
+    floats as ``np.bincount`` over the column-sorted rows (a stable sort keeps table order
+    within a cell), bit for bit."""
+    sums = {r: np.zeros(n_nodes * width, dtype=np.float64) for r in RESOURCES}
+    for part in rows.stream():
+        node = node_of(part)
+        on = node >= 0
+        flat = node[on] * width + part["col"][on]
+        for resource in RESOURCES:
+            np.add.at(sums[resource], flat, part[resource][on])
+        del part, node, on, flat
+    return {r: sums[r].reshape(n_nodes, width) for r in RESOURCES}
+
+
+@dataclass
+class Attribution:
+    """Which run (segment) of a replay each pod usage row belongs to (``attribute``); applied
+    to a chunk of grid rows at a time by ``owners``."""
+
+    lo: Int64Array  # per run: first instant it takes samples (min int: since the pod's start)
+    hi: Int64Array  # per run: the instant it stops taking samples (NEVER: until the end)
+    single: Int64Array  # per pod: its only run, -1 when it has none or several
+    several: list[tuple[int, Int64Array]]  # (pod, its runs) of pods with more than one run
+    node: Int64Array  # per run: its node, then -1 (the node of owner -1: not placed)
+
+    def owners(self, rows: Rows, times: Int64Array) -> Int64Array:
+        """For every row of ``rows``, the index of its run, or -1 (dropped)."""
+        pods = rows["pod"]
+        owner = np.full(len(pods), -1, dtype=np.int64)
+        if len(self.node) == 1:  # no run at all
+            return owner
+        lo, hi = self.lo, self.hi
+        for a in range(0, len(pods), podrows.BLOCK_ROWS):  # block by block: small temporaries
+            b = min(a + podrows.BLOCK_ROWS, len(pods))
+            candidate = self.single[pods[a:b]]
+            ok = np.flatnonzero(candidate >= 0)
+            when = times[rows["col"][a:b][ok]]
+            run = candidate[ok]
+            inside = ok[(lo[run] <= when) & (when < hi[run])]
+            owner[a + inside] = candidate[inside]
+        for pod, runs in self.several:  # rare: pods evicted by a leaving node
+            mine = np.flatnonzero(pods == pod)
+            when = times[rows["col"][mine]]
+            for run in runs:
+                hit = mine[(lo[run] <= when) & (when < hi[run])]
+                owner[hit] = run
         return owner
+
+
+def attribute(inp: ReplayInput, result: ReplayResult, mats: UsageMatrices) -> Attribution:
+    """The rule that gives every pod usage row its run (``Attribution.owners``)."""
+    seg = result.segments
     natural = seg["end"] >= inp.departure[seg["pod"]]  # ended with the pod's real departure
-    lo = np.where(seg["first"], np.iinfo(np.int64).min, seg["start"])
-    hi = np.where(natural, NEVER, seg["end"])
+    lo = np.where(seg["first"], np.iinfo(np.int64).min, seg["start"]).astype(np.int64)
+    hi = np.where(natural, NEVER, seg["end"]).astype(np.int64)
     counts = np.bincount(seg["pod"], minlength=inp.pod_count)
     single = np.full(inp.pod_count, -1, dtype=np.int64)
     ones = np.flatnonzero(counts == 1)
     seg_of_pod = np.full(inp.pod_count, -1, dtype=np.int64)
     seg_of_pod[seg["pod"]] = np.arange(len(seg["pod"]))  # the last run of each pod
     single[ones] = seg_of_pod[ones]
-    for a in range(0, len(pod_rows), BLOCK_ROWS):  # block by block: temporaries stay small
-        b = min(a + BLOCK_ROWS, len(pod_rows))
-        candidate = single[pod_rows[a:b]]
-        ok = np.flatnonzero(candidate >= 0)
-        when = mats.times[mats.pod_rows["col"][a:b][ok]]
-        run = candidate[ok]
-        inside = ok[(lo[run] <= when) & (when < hi[run])]
-        owner[a + inside] = candidate[inside]
-    for pod in np.flatnonzero(counts > 1):  # rare: pods evicted by a leaving node
-        runs = np.flatnonzero(seg["pod"] == pod)
-        mine = np.flatnonzero(pod_rows == pod)
-        times = mats.times[mats.pod_rows["col"][mine]]
-        for run in runs:
-            hit = mine[(lo[run] <= times) & (times < hi[run])]
-            owner[hit] = run
-    return owner
+    several = [(int(p), np.flatnonzero(seg["pod"] == p)) for p in np.flatnonzero(counts > 1)]
+    node = np.append(seg["node"].astype(np.int64), -1)
+    del mats  # the rule depends on the runs only; rows are attributed chunk by chunk
+    return Attribution(lo, hi, single, several, node)
 
 
 def project(
     inp: ReplayInput,
     result: ReplayResult,
     mats: UsageMatrices,
-    owner: Int64Array | None = None,
+    owner: Attribution | None = None,
 ) -> dict[str, FloatArray]:
     """Projected node usage (resource → nodes × times) under ``result``'s placement.
 
     ``owner``: ``attribute(inp, result, mats)`` when the caller already has it.
     """
     owner = attribute(inp, result, mats) if owner is None else owner
-    width = len(mats.times)
     n_nodes = len(inp.node_names)
-    seg_node = np.append(result.segments["node"].astype(np.int64), -1)
-    node_of_row = seg_node[owner]  # owner -1 -> the appended -1: not placed
+    # the node of each row's run; owner -1 -> the appended -1: not placed
+    sums = stream_sums(
+        mats.rows, lambda part: owner.node[owner.owners(part, mats.times)], n_nodes, len(mats.times)
+    )
     out: dict[str, FloatArray] = {}
     for resource in RESOURCES:
-        sums = node_sums(node_of_row, mats.pod_rows["col"], mats.pod_rows[resource], n_nodes, width)
-        projected = mats.overhead[resource] + sums
+        projected = mats.overhead[resource] + sums.pop(resource)
         out[resource] = np.where(np.isnan(projected), np.nan, np.maximum(projected, 0.0))
     return out
 
@@ -249,13 +213,63 @@ def _stamp(values: Int64Array) -> pd.Series:
     return series
 
 
+def _projected_node_usage(
+    inp: ReplayInput, times: Int64Array, usage: dict[str, FloatArray]
+) -> pd.DataFrame:
+    """The projected matrices as a node usage table (samples where either resource has one,
+    node by node, time by time), built in the snapshot's dtypes so that ``make_snapshot`` keeps
+    it as is; one temporary at a time (a 5,000-node week is 50 M rows: each column 0.4 GB)."""
+    width = len(times)
+    flat = np.flatnonzero(~np.isnan(usage["cpu"]) | ~np.isnan(usage["memory"]))
+    rows, cols = np.divmod(flat, width)  # row-major: the order of np.nonzero
+    names = pd.array(np.array(inp.node_names, dtype=object), dtype=NODE_USAGE_COLUMNS["node"])
+    columns: dict[str, Any] = {"node": names.take(rows)}
+    del rows
+    # ns as UTC instants without pd.to_datetime's per-value parse (~75 bytes a row at its peak)
+    stamps = pd.DatetimeIndex(times[cols].view("datetime64[ns]")).tz_localize("UTC")
+    columns["timestamp"] = stamps.astype(NODE_USAGE_COLUMNS["timestamp"]).array
+    del cols, stamps
+    for resource in RESOURCES:
+        columns[resource] = usage[resource].ravel()[flat]
+    del flat
+    return pd.DataFrame(columns, copy=False)
+
+
+def _projected_pod_usage(
+    mats: UsageMatrices, owner: Attribution, run_uid: np.ndarray[Any, Any], wanted: bool
+) -> pd.DataFrame:
+    """The placed rows as pod usage of their runs (empty when not ``wanted``), chunk by chunk."""
+    parts: dict[str, list[np.ndarray[Any, Any]]] = {k: [] for k in ("uid", "col", *RESOURCES)}
+    for _c0, _c1, part in mats.rows.each() if wanted else iter(()):
+        runs = owner.owners(part, mats.times)
+        placed = runs >= 0
+        parts["uid"].append(run_uid[runs[placed]] if len(run_uid) else np.zeros(0, object))
+        parts["col"].append(part["col"][placed])
+        for resource in RESOURCES:
+            parts[resource].append(part[resource][placed])
+    if not parts["col"]:
+        parts = {"uid": [np.zeros(0, object)], "col": [np.zeros(0, np.int64)],
+                 "cpu": [np.zeros(0)], "memory": [np.zeros(0)]}  # fmt: skip
+    joined = {k: np.concatenate(v) for k, v in parts.items()}
+    return pd.DataFrame(
+        {
+            "uid": joined["uid"],
+            "timestamp": pd.DatetimeIndex(
+                mats.times[joined["col"].astype(np.int64)].view("datetime64[ns]")
+            ).tz_localize("UTC"),
+            "cpu": joined["cpu"],
+            "memory": joined["memory"],
+        }
+    )
+
+
 def projected_snapshot(
     inp: ReplayInput,
     result: ReplayResult,
     mats: UsageMatrices,
     usage: dict[str, FloatArray],
     *,
-    owner: Int64Array | None = None,
+    owner: Attribution | None = None,
     with_pod_usage: bool = True,
 ) -> Snapshot:
     """The snapshot as it would have been under ``result``: pods' nodes and usage re-attributed.
@@ -288,27 +302,9 @@ def projected_snapshot(
     unplaced["scheduled"] = pd.NaT
     unplaced["phase"] = "Pending"
     all_pods = pd.concat([runs, unplaced], ignore_index=True)
-    width = len(mats.times)
-    node_rows, node_cols = np.nonzero(~np.isnan(usage["cpu"]) | ~np.isnan(usage["memory"]))
-    node_usage = pd.DataFrame(
-        {
-            "node": np.array(inp.node_names, dtype=object)[node_rows],
-            "timestamp": pd.to_datetime(mats.times[node_cols], utc=True),
-            "cpu": usage["cpu"][node_rows, node_cols],
-            "memory": usage["memory"][node_rows, node_cols],
-        }
-    )
+    node_usage = _projected_node_usage(inp, mats.times, usage)
     owner = attribute(inp, result, mats) if owner is None else owner
-    placed = (owner >= 0) & with_pod_usage
-    pod_usage = pd.DataFrame(
-        {
-            "uid": run_uid[owner[placed]] if len(run_uid) else np.zeros(0, dtype=object),
-            "timestamp": pd.to_datetime(mats.times[mats.pod_rows["col"][placed]], utc=True),
-            "cpu": mats.pod_rows["cpu"][placed],
-            "memory": mats.pod_rows["memory"][placed],
-        }
-    )
-    del width
+    pod_usage = _projected_pod_usage(mats, owner, run_uid, with_pod_usage)
     meta = replace(
         snap.meta, source=f"{snap.meta.source} | replay {result.strategy} seed {result.seed}"
     )

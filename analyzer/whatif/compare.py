@@ -30,11 +30,12 @@ import numpy as np
 from analyzer.core.errors import InputError
 from analyzer.core.executor import ExecutorSpec, Shared, open_session
 from analyzer.core.prices import Prices
-from analyzer.core.snapshot import Snapshot, read_snapshot
+from analyzer.core.snapshot import Snapshot
 from analyzer.replay.autoscale_setup import AutoscalerSettings
 from analyzer.replay.engine import OBSERVED, OBSERVED_STRATEGY, Strategy, replay
 from analyzer.replay.input import ARRIVALS, ReplayInput, prepare
 from analyzer.replay.karpenter_setup import KarpenterSettings
+from analyzer.replay.podrows import read_for_replay
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version
 from analyzer.scheduling.strategies import STRATEGIES, load_strategy
@@ -292,7 +293,7 @@ Progress = Callable[[str, int, int], None]
 def snapshot_inputs(path: Path, arrivals: str) -> Inputs:
     """A worker's loader: the snapshot at ``path`` read and prepared (module level: pickled by
     name, with only the path and the arrivals rule)."""
-    return _inputs(read_snapshot(path), arrivals)
+    return _inputs(read_for_replay(path), arrivals)
 
 
 def shared_inputs(

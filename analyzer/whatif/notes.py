@@ -31,6 +31,7 @@ import pandas as pd
 from analyzer.core.snapshot import Snapshot, pinned_pods
 from analyzer.replay.engine import Strategy
 from analyzer.replay.input import NEVER_PREEMPT, preemption_policies
+from analyzer.replay.podrows import sampled_uids
 from analyzer.replay.topology import objects_of
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.node_sampling import MIN_FEASIBLE_NODES_TO_FIND, num_feasible_nodes_to_find
@@ -472,8 +473,11 @@ def data_notes(snapshot: Snapshot) -> list[str]:
     ran = bound.to_numpy(dtype=bool) & workload
     # The distinct uids first (a categorical's unique values): converting every usage row's uid
     # to str cost seconds per comparison on the demo's 4.6 million rows, for ~10,000 names.
-    seen = pd.Series(snapshot.pod_usage["uid"].unique()).astype(str)
-    sampled = pods["uid"].astype(str).isin(set(seen)).to_numpy()
+    if snapshot.usage_dir is not None:  # left on disk: its uid column, a group at a time
+        sampled = sampled_uids(snapshot.usage_dir, pods["uid"])
+    else:
+        seen = pd.Series(snapshot.pod_usage["uid"].unique()).astype(str)
+        sampled = pods["uid"].astype(str).isin(set(seen)).to_numpy()
     without = int((ran & ~sampled).sum())
     if without:
         notes.append(

@@ -30,7 +30,13 @@ import numpy as np
 import pandas as pd
 
 from analyzer.replay.input import ReplayInput
-from analyzer.replay.projection import RESOURCES, UsageMatrices, attribute
+from analyzer.replay.projection import (
+    RESOURCES,
+    Attribution,
+    UsageMatrices,
+    attribute,
+    stream_sums,
+)
 from analyzer.replay.result import ReplayResult
 from analyzer.whatif.capacity import NodePrices, allocatable_units
 from analyzer.whatif.evaluate import HOUR_NS, Outcome, _active_matrix, _merged_active
@@ -74,13 +80,20 @@ def _per_node_columns(
     return out
 
 
+def _used(inp: ReplayInput, mats: UsageMatrices, owner: Attribution) -> dict[str, FloatArray]:
+    """Per resource, the placed pods' usage per (node, column), one pass over the rows a block at
+    a time (each cell adds its rows in table order, as one ``bincount`` over every row)."""
+    n_nodes, width = len(inp.node_names), len(mats.times)
+    return stream_sums(mats.rows, lambda p: owner.node[owner.owners(p, mats.times)], n_nodes, width)
+
+
 def pool_figures(
     inp: ReplayInput,
     result: ReplayResult,
     mats: UsageMatrices,
     outcome: Outcome,
     prices: NodePrices | None = None,
-    owner: Int64Array | None = None,
+    owner: Attribution | None = None,
 ) -> dict[str, PoolFigures]:
     """Every pool's figures under ``result`` (``outcome``: its ``evaluate`` outcome; ``owner``:
     ``attribute(inp, result, mats)`` when the caller already has it)."""
@@ -98,18 +111,13 @@ def pool_figures(
     seg_pod, seg_node = seg["pod"][ran], seg["node"][ran]
     seg_start, seg_end = seg["start"][ran], seg["end"][ran]
     owner = attribute(inp, result, mats) if owner is None else owner
-    placed = owner >= 0
-    used_node = seg["node"][owner[placed]]
+    used = _used(inp, mats, owner)
     alloc_all = inp.template.allocatable
     requested: dict[str, FloatArray] = {}
-    used: dict[str, FloatArray] = {}
     for r in RESOURCES:
         j = inp.template.resources.index(r)
         weights = np.array([inp.demands[p].requests[j] for p in seg_pod.tolist()], np.float64)
         requested[r] = _per_node_columns(n_nodes, times, seg_node, seg_start, seg_end, weights)
-        flat = used_node * len(times) + mats.pod_rows["col"][placed]
-        sums = np.bincount(flat, weights=mats.pod_rows[r][placed], minlength=n_nodes * len(times))
-        used[r] = sums.astype(np.float64).reshape(n_nodes, len(times))
     breaches = outcome.violation_result.breaches if outcome.violation_result else pd.DataFrame()
     breach_pools = (
         breaches["node"].astype(str).map(dict(zip(inp.node_names, pools, strict=True)))
