@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import NODE_USAGE_COLUMNS, Snapshot, make_snapshot
+from analyzer.core.snapshot import NODE_USAGE_COLUMNS, Snapshot, empty_table, make_snapshot
 from analyzer.replay import podrows
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.podrows import PodRows, Rows, grid_columns, pod_rows_for
@@ -271,10 +271,13 @@ def projected_snapshot(
     *,
     owner: Attribution | None = None,
     with_pod_usage: bool = True,
+    with_node_usage: bool = True,
 ) -> Snapshot:
     """The snapshot as it would have been under ``result``: pods' nodes and usage re-attributed.
 
-    ``with_pod_usage=False`` leaves ``pod_usage`` empty (only prod thresholds read it).
+    ``with_pod_usage=False`` leaves ``pod_usage`` empty (only prod thresholds read it);
+    ``with_node_usage=False`` leaves ``node_usage`` empty (a caller that reads the projected
+    node usage from ``usage`` itself: the what-if's violations, ``usage.grid.matrix_grid``).
     """
     snap = inp.snapshot
     seg = result.segments
@@ -302,7 +305,11 @@ def projected_snapshot(
     unplaced["scheduled"] = pd.NaT
     unplaced["phase"] = "Pending"
     all_pods = pd.concat([runs, unplaced], ignore_index=True)
-    node_usage = _projected_node_usage(inp, mats.times, usage)
+    node_usage = (
+        _projected_node_usage(inp, mats.times, usage)
+        if with_node_usage
+        else empty_table("node_usage")
+    )
     owner = attribute(inp, result, mats) if owner is None else owner
     pod_usage = _projected_pod_usage(mats, owner, run_uid, with_pod_usage)
     meta = replace(

@@ -289,10 +289,19 @@ def _checks(
     return checks
 
 
-def find_violations(snapshot: Snapshot, config: ThresholdConfig) -> ViolationResult:
-    """All threshold breaches of every node along the snapshot's period (see module docstring)."""
-    step = snapshot_step(snapshot)
-    grid = usage_grid(snapshot.node_usage, step=step, keys=list(snapshot.nodes["node"].astype(str)))
+def find_violations(
+    snapshot: Snapshot, config: ThresholdConfig, grid: UsageGrid | None = None
+) -> ViolationResult:
+    """All threshold breaches of every node along the snapshot's period (see module docstring).
+
+    ``grid``: the node usage already on the snapshot's grid (``usage_grid`` of its node usage
+    over its nodes; the what-if has it as matrices), instead of reading ``node_usage``."""
+    if grid is None:
+        step = snapshot_step(snapshot)
+        keys = list(snapshot.nodes["node"].astype(str))
+        grid = usage_grid(snapshot.node_usage, step=step, keys=keys)
+    else:
+        step = grid.step
     nodes = snapshot.nodes.set_index("node")
     annotations = nodes["annotations"].reindex(grid.keys)
     profiles: list[ThresholdProfile] = []
