@@ -121,11 +121,15 @@ TABLE_EDGES = """(() => ({
 }))()"""
 
 # font-size of every element that holds text of its own, by a path the two media share.
+# Each text element keyed by its position among all text elements, numbered before the visible
+# ones are picked: an element hidden in one medium (the nav, hidden in print) must not shift the
+# keys of those after it, or screen and print would pair different elements.
 FONT_SIZES = """(() => [...document.querySelectorAll('body *')]
   .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
-  .filter(e => e.getClientRects().length)
-  .map((e, i) => [e.tagName + '.' + e.className + ':' + i, parseFloat(getComputedStyle(e).fontSize),
-                  e.currentCSSZoom]))()"""
+  .map((e, i) => [e, i])
+  .filter(([e]) => e.getClientRects().length)
+  .map(([e, i]) => [e.tagName + '.' + e.className + ':' + i, parseFloat(getComputedStyle(e).fontSize),
+                    e.currentCSSZoom]))()"""
 
 
 def _in_print(browser: Chromium, page: Path, width: int) -> None:
