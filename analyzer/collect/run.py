@@ -51,7 +51,7 @@ from analyzer.prom.fetch import (
     request_count,
     run_profile,
 )
-from analyzer.prom.profile import load_profile, require
+from analyzer.prom.profile import QuerySpec, load_profile, require
 from analyzer.prom.scrape_interval import (
     PROBES,
     ScrapeInterval,
@@ -139,7 +139,9 @@ def collect(
         return _collect(request, progress)
 
 
-def _collect(request: CollectRequest, progress: Callable[[int, int], None] | None) -> CollectResult:
+def fetch_plan(request: CollectRequest) -> tuple[Path, dict[str, QuerySpec], TimeGrid, FetchPlan]:
+    """The request's query folder, its profile (core queries checked), time grid and fetch plan,
+    before any request: shared by the whole-range collect and the day-by-day one (``stream``)."""
     folder = queries_dir(request.queries_dir)
     profile = load_profile(request.queries_dir)
     require(profile, CORE_QUERIES, str(folder))
@@ -155,6 +157,11 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
         window_points=request.window_points,
         parallelism=request.settings.parallelism,
     )
+    return folder, profile, grid, plan
+
+
+def _collect(request: CollectRequest, progress: Callable[[int, int], None] | None) -> CollectResult:
+    folder, profile, grid, plan = fetch_plan(request)
     summaries = [spec for spec in profile.values() if spec.kind in SUMMARY_KINDS]
     series = [spec for spec in profile.values() if spec.kind not in SUMMARY_KINDS]
     first = request_count(summaries, plan)

@@ -45,12 +45,12 @@ from analyzer.collect.collect_meta import (
 from analyzer.collect.node_state import build_node_state
 from analyzer.collect.pod_usage import CPU_QUERY, MEMORY_QUERY, UnmatchedKey, pod_usage_rows
 from analyzer.collect.run import (
-    CORE_QUERIES,
     SUMMARY_KINDS,
     CollectRequest,
     CollectResult,
     build_inventory,
     check_size,
+    fetch_plan,
     finish_result,
     release_tables,
     scrape_intervals,
@@ -62,7 +62,6 @@ from analyzer.core.daygroups import DAY_NS, DayGroupWriter
 from analyzer.core.errors import EXIT_SIGNAL_BASE
 from analyzer.core.memory import gc_paused, release_free_memory
 from analyzer.core.outdir import names_matching
-from analyzer.core.paths import queries_dir
 from analyzer.core.snapshot import (
     SNAPSHOT_FILES,
     coerce_table,
@@ -72,14 +71,12 @@ from analyzer.core.snapshot import (
 )
 from analyzer.prom.client import PromClient, series_key
 from analyzer.prom.fetch import (
-    FetchPlan,
     QueryResult,
     TimeGrid,
-    make_grid,
     request_count,
     run_profile,
 )
-from analyzer.prom.profile import QuerySpec, load_profile, require
+from analyzer.prom.profile import QuerySpec
 
 DAY_SECONDS = DAY_NS // 10**9
 # The queries whose rows are fetched and built one day at a time: the two usage tables'.
@@ -161,21 +158,7 @@ def collect_to(request: CollectRequest, out: Path, progress: Progress | None = N
 
 
 def _collect_to(request: CollectRequest, out: Path, progress: Progress | None) -> Streamed:
-    folder = queries_dir(request.queries_dir)
-    profile = load_profile(request.queries_dir)
-    require(profile, CORE_QUERIES, str(folder))
-    grid = make_grid(
-        request.start.timestamp(),
-        request.end.timestamp(),
-        request.step_seconds,
-        range_option=request.range_option,
-    )
-    plan = FetchPlan(
-        grid=grid,
-        chunk_points=request.chunk_points or request.settings.max_points,
-        window_points=request.window_points,
-        parallelism=request.settings.parallelism,
-    )
+    folder, profile, grid, plan = fetch_plan(request)
     daily = [s for s in profile.values() if s.name in DAILY_QUERIES]
     whole = [s for s in profile.values() if s.name not in DAILY_QUERIES]
     # the same refusal as ``collect`` (the whole-range plan), before any request
