@@ -57,7 +57,7 @@ from analyzer.collect.run import (
     scrape_meta,
 )
 from analyzer.collect.usage import NODE_USAGE_QUERIES, build_node_usage
-from analyzer.core.atomic import atomic_directory
+from analyzer.core.atomic import atomic_directory, signal_handler
 from analyzer.core.daygroups import DAY_NS, DayGroupWriter
 from analyzer.core.errors import EXIT_SIGNAL_BASE
 from analyzer.core.memory import gc_paused, release_free_memory
@@ -258,16 +258,8 @@ def _exit_on_signal(tmp: Path) -> Iterator[None]:
             sys.stderr.flush()
         os._exit(EXIT_SIGNAL_BASE + signum)
 
-    try:
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    except ValueError:  # not the main thread: signals go to the main thread's handlers
+    with signal_handler(on_signal):
         yield
-        return
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _errors(

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from analyzer.core.errors import EXIT_SIGNAL_BASE, Terminated
 from analyzer.core.outdir import Owned, check_not_foreign
@@ -296,13 +297,21 @@ def handle_termination() -> Iterator[None]:
     The previous handlers are restored on the way out. Outside the main thread this does nothing
     (Python delivers signals to the main thread only).
     """
+    with signal_handler(_on_signal):
+        yield
+
+
+@contextlib.contextmanager
+def signal_handler(handler: Any) -> Iterator[None]:
+    """While inside: ``handler`` for SIGTERM and SIGINT, the previous handlers restored on the
+    way out; outside the main thread nothing (Python delivers signals to the main thread only)."""
     try:
-        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
