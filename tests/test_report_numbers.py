@@ -191,3 +191,18 @@ def test_template_filters_old_and_new() -> None:
         "{{ x | num(1) }}|{{ none | num }}|{{ 30500 | cores }}|{{ 40.06 | pct }}"
     ).render(x=1234.56)
     assert text == "2,762|2 h 14 min|+1.5|-2|1,234.6|–|30.5 cores|40.1 %"
+
+
+def test_table_cells_show_no_sign_on_a_value_that_rounds_to_zero() -> None:
+    """The what-if table printed koord-loadaware's -69 of 183,436 core-hours as "-0.0 %": a loss
+    the page's own rounding hides; the cells follow ``number``'s rule, a real loss keeps its sign."""
+    import pandas as pd
+
+    from analyzer.report.views import Column, TableView
+
+    frame = pd.DataFrame({"share": [-0.04, -0.06, 0.0], "count": [-0.3, -1.6, 2.0]})
+    view = TableView(
+        "t", "T", [Column("share", "Share", "pct"), Column("count", "Count", "int")], frame
+    )
+    texts = [[cell.text for cell in cells] for _, cells in view.rows()]
+    assert texts == [["0.0 %", "0"], ["-0.1 %", "-2"], ["0.0 %", "2"]]

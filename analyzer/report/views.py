@@ -128,7 +128,8 @@ def _cell(value: Any, column: Column) -> Cell:
     if column.kind in ("int", "num", "pct"):
         number = float(raw)
         digits = 0 if column.kind == "int" else column.digits
-        text = f"{number:,.{digits}f}" + (" %" if column.kind == "pct" else "")
+        # the pages' one number convention: a value that rounds to zero shows no sign ("-0.0")
+        text = fmt.number(number, digits) + (" %" if column.kind == "pct" else "")
         return Cell(text, repr(number), True)
     return Cell(str(raw), "", False)
 
