@@ -54,6 +54,23 @@ def test_whatif_report_in_chromium(report: Path, tmp_path: Path) -> None:
         browser.evaluate(f"{headers}[{peak}].click()")
         peaks = browser.evaluate(f"{rows}.map(r => Number(r.cells[{peak}].dataset.v))")
         assert peaks == sorted(peaks) and peaks[0] == 1.0
+        # the table is wider than the page: scrolled to its right end, the strategy names stay
+        # in view at the box's left edge, and the recommended row keeps its highlight there
+        wrap = "document.querySelector('table[data-table=comparison]').closest('.table-wrap')"
+        assert browser.evaluate(f"{wrap}.scrollWidth > {wrap}.clientWidth")
+        browser.evaluate(f"{wrap}.scrollLeft = {wrap}.scrollWidth")
+        assert browser.evaluate(f"{wrap}.scrollLeft > 0")
+        lefts = browser.evaluate(
+            f"{rows}.map(r => Math.round(r.cells[0].getBoundingClientRect().left"
+            f" - {wrap}.getBoundingClientRect().left))"
+        )
+        assert lefts == [0, 0, 0]
+        backgrounds = browser.evaluate(
+            f"{rows}.map(r => getComputedStyle(r.cells[0]).backgroundColor)"
+        )
+        hot = browser.evaluate(f"{rows}.findIndex(r => r.classList.contains('hot'))")
+        assert backgrounds[hot] == "rgb(230, 244, 234)"  # #e6f4ea, the recommendation's row
+        assert all(b == "rgb(255, 255, 255)" for i, b in enumerate(backgrounds) if i != hot)
         browser.call("Runtime.evaluate", expression="0")  # drain queued events
     finally:
         browser.close()
