@@ -17,8 +17,9 @@ placement) honours the required ones as a real cluster does: a pod with required
 
 Before the nightly reports it stores ~90 days of pool and workload history
 (``OUT/reports/history/pools|workloads``, ``history_days``): the days before the snapshot are the
-same growing cluster generated a week at a time at a 1-hour step
-(``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
+same growing cluster generated a week at a time at a 1-hour step, its Deployments rolled out once
+every 10 days on average instead of every 2 (``DemoSettings.history_rollouts``: rollouts were
+most of the history's pod placements, its cost) (``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
 the monthly review has months of trend to show. They do not depend on the snapshot: they are
 generated in a forked process (``cli/background.py``) from the demo's start, beside the
 snapshot's generation, and written in day order once the snapshot is.
@@ -113,6 +114,11 @@ DEMO_AUTOSCALED = "most-allocated"  # the what-if's one row under cluster-autosc
 # proportional to the window, and they were over half the demo's CPU (docs/benchmarks.md
 # "demo60b"); the pages say which days.
 DEMO_REPLAY_DAYS = 2
+# The coarse history days roll each Deployment out once every 10 days on average, not every 2
+# days as the snapshot's do: the history's CPU is its pod placements and rollouts were most of
+# them (0.52x the history's CPU); the pool figures move by about 1 % (docs/benchmarks.md
+# "demohist2"), Job arrivals and every workload's replicas and growth are the same.
+DEMO_HISTORY_ROLLOUTS = 0.1
 
 
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
@@ -180,6 +186,10 @@ class DemoSettings:
     # the days before the snapshot are generated at ``history_step``.
     history_days: int = 90
     history_step: int = 3600
+    # Rollouts per Deployment per day on those days (the snapshot's days keep the spec's churn,
+    # 0.5): each rollout places every replica again, and placements are the history's cost
+    # (docs/benchmarks.md "demohist2"); None: the spec's churn.
+    history_rollouts: float | None = DEMO_HISTORY_ROLLOUTS
     # The replays (what-if, search, the monthly scenarios) cover the snapshot's busiest this many
     # whole days (``--window``), each page saying which; None: the what-if replays the whole
     # snapshot and the monthly review its busiest week (a user's defaults).
@@ -226,6 +236,12 @@ def _history_span(spec: SyntheticSpec, settings: DemoSettings) -> tuple[date, da
     return last - timedelta(days=coarse - 1), last
 
 
+def history_spec(spec: SyntheticSpec, settings: DemoSettings) -> SyntheticSpec:
+    """The cluster of the coarse days: ``spec`` with the history's rollout rate
+    (``DemoSettings.history_rollouts``); the step and the days are set per chunk."""
+    return replace(spec, rollouts=settings.history_rollouts)
+
+
 def _history_rows(spec: SyntheticSpec, settings: DemoSettings) -> list[list[DayRows]]:
     """The coarse days' rows, computed (not written) with a placer of their own: the same
     placements as the snapshot's placer would make (``nightly.synthetic_history``), so this can
@@ -234,7 +250,7 @@ def _history_rows(spec: SyntheticSpec, settings: DemoSettings) -> list[list[DayR
     if span is None:
         return []
     return history_rows(
-        spec,
+        history_spec(spec, settings),
         *span,
         step=settings.history_step,
         place=constrained_crowding_place(demo_crowded(spec)),
@@ -258,6 +274,11 @@ def _write_history(
     say(
         f"history: {(last - first).days + 1} days before the snapshot ({first} to {last}), "
         f"step {settings.history_step}s"
+        + (
+            f", {settings.history_rollouts:g} rollouts per Deployment a day"
+            if settings.history_rollouts is not None
+            else ""
+        )
     )
     return write_rows(root, rows.result(), say)
 
