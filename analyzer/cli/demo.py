@@ -15,14 +15,15 @@ placement) honours the required ones as a real cluster does: a pod with required
 (anti-)affinity or a DoNotSchedule spread constraint only goes where kube-default's filters allow
 (``sources/constrained_placement.py``); the preferred ones are left to the replays' scoring.
 
-Before the nightly reports it stores ~90 days of pool and workload history
-(``OUT/reports/history/pools|workloads``, ``history_days``): the days before the snapshot are the
-same growing cluster generated a week at a time at a 1-hour step, its Deployments rolled out once
-every 10 days on average instead of every 2 (``DemoSettings.history_rollouts``: rollouts were
-most of the history's pod placements, its cost) (``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
-the monthly review has months of trend to show. They do not depend on the snapshot: they are
+The demo stores ~90 days of pool and workload history (``OUT/reports/history/pools|workloads``,
+``history_days``): the days before the snapshot are the same growing cluster generated a week at
+a time at a 1-hour step (``nightly.synthetic_history``), its Deployments rolled out once every 10
+days on average instead of every 2 (``DemoSettings.history_rollouts``: rollouts were most of the
+history's pod placements, its cost), so that the last days come from the nightly runs themselves
+and the monthly review has months of trend to show. They do not depend on the snapshot: they are
 generated in a forked process (``cli/background.py``) from the demo's start, beside the
-snapshot's generation, and written in day order once the snapshot is.
+snapshot's generation and the nightly pages (which read no coarse day), and written in day order
+once the nightly pages are.
 
 The what-if comparison and the search read only the snapshot and nothing after them reads their
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
@@ -373,7 +374,6 @@ def _after_snapshot(
     identity = identity_for(snapshot.meta.source, None)
     check_identity(reports_dir / "history", identity)
     adopt(reports_dir / "history", identity)
-    history = _write_history(spec, settings, reports_dir / "history", history_job, say)
 
     at = pd.Timestamp(snapshot.node_usage["timestamp"].max())
     durations: list[timedelta] = list(DEFAULT_DURATIONS)
@@ -401,6 +401,11 @@ def _after_snapshot(
         latest = write_nightly_report(result, reports_dir)
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
+    # The coarse days are written only now: a nightly page reads the store's earlier *reports*
+    # (summaries and node rollups, which the coarse days do not have), never its pools, workloads
+    # or headroom, so the pages above were written while the history's process still ran; the
+    # monthly review below is the first reader of the coarse days.
+    history = _write_history(spec, settings, reports_dir / "history", history_job, say)
     # The monthly review of the last complete month of that history (the coarse days above, then
     # the nightly days just written), with the snapshot's week replayed in the four scenarios.
     thresholds = settings.settings.thresholds
