@@ -260,7 +260,8 @@ def test_the_synthetic_days_record_headroom_per_pod_shape(history: Path) -> None
 
 def test_rollouts_set_apart_from_churn_change_the_rollouts_only() -> None:
     """``rollouts`` replaces ``churn`` as the Deployments' rollout rate only (the demo's coarse
-    days roll out once every 10 days): at the churn's own value it is the same cluster; at 0
+    days may roll out less, docs/monthly.md "The demo"): at the churn's own value it is the same
+    cluster; at 0
     every Deployment keeps its one ReplicaSet, while the hourly CronJob still runs every hour
     (48 Jobs over 2 days) and the ETL Jobs still arrive."""
     base = SyntheticSpec(seed=3, nodes=8, days=2, step=3600, churn=0.5)

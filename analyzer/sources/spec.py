@@ -41,8 +41,8 @@ class SyntheticSpec:
     - ``days``/``step`` (seconds)/``start`` (UTC): the observed range and sample grid;
     - ``churn``: Deployment rollouts per Deployment per day, and the scale of Job arrivals;
     - ``rollouts``: Deployment rollouts per Deployment per day when not ``churn`` (None: ``churn``);
-      Job arrivals keep ``churn``. The demo's coarse history days roll out less (each rollout
-      places every replica again, the history's main cost; docs/demo.md "The history's days");
+      Job arrivals keep ``churn`` (each rollout places every replica again: fewer rollouts make
+      a long history cheaper to generate, docs/monthly.md "The demo");
     - ``pods_per_node``: mean long-running app pods per node (DaemonSet pods come on top);
     - ``hot_nodes``: fraction of non-GPU nodes whose CPU runs above 65 % of allocatable for hours
       every day (at least one when there are 4 or more nodes);
