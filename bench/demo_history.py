@@ -9,12 +9,18 @@ new, ...) so that a change of the shared machine's load hits both. Reports the C
 (``time.process_time``, imports excluded) of each run and the ratio new/base of the medians, and
 whether both trees computed the same rows (every frame compared exactly, dtypes included).
 
+Each tree's own coarse-day cluster (``cli/demo.history_spec`` where it exists).
+``--new-rollouts R`` measures an option not taken (docs/benchmarks.md "demohist2"): this tree's
+coarse days with R rollouts per Deployment a day (``SyntheticSpec.rollouts``) instead of the
+churn's 0.5. Whenever the rows differ, the largest relative difference of each pool column is
+printed instead of the exact check.
+
 ``--new-placer crowding`` measures an option not taken (docs/benchmarks.md "demohist"): this
 tree's history placed by the crowding heuristic alone, without the required constraints' filters
 (``constrained_placement.RequiredFilters``); the rows then differ and the largest relative
 difference of each pool column is printed instead.
 
-    .venv/bin/python bench/demo_history.py --base /tmp/base [--days 14] [--runs 3]
+    .venv/bin/python bench/demo_history.py --base /tmp/base [--days 14] [--runs 3] [--new-rollouts 0.1]
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ NEW = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, pickle, sys, time
+from dataclasses import replace
 from datetime import timedelta
+from analyzer.cli import demo
 from analyzer.cli.demo import DemoSettings, _history_span, demo_crowded, demo_spec
 from analyzer.nightly.synthetic_history import history_rows
 from analyzer.sources.constrained_placement import constrained_crowding_place
@@ -43,8 +51,12 @@ settings = DemoSettings(out="unused")
 spec = demo_spec(settings.seed, settings.nodes, settings.days, settings.step_seconds)
 first, last = _history_span(spec, settings)
 first = max(first, last - timedelta(days=int(sys.argv[1]) - 1))
+# the coarse days' own cluster where the tree has one (cli/demo.history_spec)
+history = getattr(demo, "history_spec", lambda spec, _settings: spec)(spec, settings)
+if sys.argv[4] != "-":
+    history = replace(history, rollouts=float(sys.argv[4]))
 began = time.process_time()
-rows = history_rows(spec, first, last, step=settings.history_step,
+rows = history_rows(history, first, last, step=settings.history_step,
                     place=(crowding_place(demo_crowded(spec)) if sys.argv[3] == "crowding"
                            else constrained_crowding_place(demo_crowded(spec))),
                     method=settings.settings.method, workers=1)
@@ -55,10 +67,11 @@ print(json.dumps({"seconds": seconds, "days": sum(len(chunk) for chunk in rows)}
 """
 
 
-def run(tree: Path, days: int, rows: Path, placer: str) -> float:
-    """One fresh process in ``tree``: the history rows' CPU seconds (rows pickled to ``rows``)."""
+def run(tree: Path, days: int, rows: Path, placer: str, rollouts: str = "-") -> float:
+    """One fresh process in ``tree``: the history rows' CPU seconds (rows pickled to ``rows``;
+    ``rollouts``: a rollout rate for the coarse days, "-" for the tree's own)."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(days), str(rows), placer],
+        [sys.executable, "-c", CHILD, str(days), str(rows), placer, rollouts],
         cwd=tree, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, check=True,
     )  # fmt: skip
@@ -102,19 +115,21 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=14, help="the last N coarse days (max 83)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--new-placer", choices=("constrained", "crowding"), default="constrained")
+    parser.add_argument("--new-rollouts", default="-", help="rollouts a day (default: the tree's)")
     args = parser.parse_args()
     placers = {"base": "constrained", "new": args.new_placer}
     times: dict[str, list[float]] = {"base": [], "new": []}
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.runs):
             for name, tree in (("base", args.base), ("new", NEW)):
-                seconds = run(tree, args.days, Path(tmp) / f"{name}.pkl", placers[name])
+                rollouts = args.new_rollouts if name == "new" else "-"
+                seconds = run(tree, args.days, Path(tmp) / f"{name}.pkl", placers[name], rollouts)
                 times[name].append(seconds)
                 print(f"run {k + 1} {name}: {seconds:.2f} s CPU", flush=True)
-        if args.new_placer == "constrained":
+        try:
             frames = same_rows(Path(tmp) / "base.pkl", Path(tmp) / "new.pkl")
             said = f"rows: {frames} frames identical (pools, workloads, headroom of each day)"
-        else:
+        except AssertionError:
             differences = pool_differences(Path(tmp) / "base.pkl", Path(tmp) / "new.pkl")
             said = "rows differ; largest relative difference per pool column:\n" + "\n".join(
                 f"  {column}: {value:.2%}" for column, value in differences.items() if value

@@ -256,3 +256,26 @@ def test_the_synthetic_days_record_headroom_per_pod_shape(history: Path) -> None
     assert (frame["copies_min"] >= 0).all()
     assert (frame["copies_min"] <= frame["copies_now"]).all()
     assert set(frame["source"]) == {"common"}
+
+
+def test_rollouts_set_apart_from_churn_change_the_rollouts_only() -> None:
+    """``rollouts`` replaces ``churn`` as the Deployments' rollout rate only (the demo's coarse
+    days may roll out less, docs/monthly.md "The demo"): at the churn's own value it is the same
+    cluster; at 0
+    every Deployment keeps its one ReplicaSet, while the hourly CronJob still runs every hour
+    (48 Jobs over 2 days) and the ETL Jobs still arrive."""
+    base = SyntheticSpec(seed=3, nodes=8, days=2, step=3600, churn=0.5)
+    pods = generate(base).snapshot.pods
+    same = generate(replace(base, rollouts=0.5)).snapshot.pods
+    pd.testing.assert_frame_equal(pods, same)
+    still = generate(replace(base, rollouts=0.0)).snapshot.pods
+    for frame, rolled in ((pods, True), (still, False)):
+        deployments = frame[frame["workload_kind"] == "Deployment"]
+        sets = deployments.groupby("workload_name")["owner_name"].nunique()
+        assert bool(sets.max() > 1) == rolled
+        crons = frame[frame["workload_kind"] == "CronJob"]["owner_name"].nunique()
+        assert crons == 48
+        assert (frame["workload_kind"] == "Job").sum() > 0
+    assert "rollouts" not in generate(base).snapshot.meta.extra["generator"]
+    with pytest.raises(InputError, match=r"rollouts: -1.0 must be >= 0"):
+        SyntheticSpec(rollouts=-1.0)

@@ -15,13 +15,14 @@ placement) honours the required ones as a real cluster does: a pod with required
 (anti-)affinity or a DoNotSchedule spread constraint only goes where kube-default's filters allow
 (``sources/constrained_placement.py``); the preferred ones are left to the replays' scoring.
 
-Before the nightly reports it stores ~90 days of pool and workload history
-(``OUT/reports/history/pools|workloads``, ``history_days``): the days before the snapshot are the
-same growing cluster generated a week at a time at a 1-hour step
-(``nightly.synthetic_history``), so that the last days come from the nightly runs themselves and
-the monthly review has months of trend to show. They do not depend on the snapshot: they are
-generated in a forked process (``cli/background.py``) from the demo's start, beside the
-snapshot's generation, and written in day order once the snapshot is.
+The demo stores ~90 days of pool and workload history (``OUT/reports/history/pools|workloads``,
+``history_days``): the days before the snapshot are the same growing cluster generated a week at
+a time at a 1-hour step (``nightly.synthetic_history``; ``DemoSettings.history_rollouts`` could
+roll them out less often, at a price in the forecasts: ``DEMO_HISTORY_ROLLOUTS``), so that the
+last days come from the nightly runs themselves and the monthly review has months of trend to
+show. They do not depend on the snapshot: they are generated in a forked process
+(``cli/background.py``) from the demo's start, beside the snapshot's generation and the nightly
+pages (which read no coarse day), and written in day order once the nightly pages are.
 
 The what-if comparison and the search read only the snapshot and nothing after them reads their
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
@@ -113,6 +114,13 @@ DEMO_AUTOSCALED = "most-allocated"  # the what-if's one row under cluster-autosc
 # proportional to the window, and they were over half the demo's CPU (docs/benchmarks.md
 # "demo60b"); the pages say which days.
 DEMO_REPLAY_DAYS = 2
+# The coarse history days' rollouts per Deployment a day: None, the snapshot's churn (every 2
+# days). Measured (docs/benchmarks.md "demohist2"): 0.1 (every 10 days) places ~5,000 pods a
+# week instead of ~10,200 and costs 0.55x the history's CPU, but the days' request peaks get
+# more correlated from day to day (pods stay where a week's start put them), and the monthly
+# review then no longer finds the general pool's level shift at the demo's adoption (2026-10-07):
+# its forecast is fitted through the step and its decision moves from 27 to 37 nodes. Not taken.
+DEMO_HISTORY_ROLLOUTS: float | None = None
 
 
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
@@ -180,6 +188,10 @@ class DemoSettings:
     # the days before the snapshot are generated at ``history_step``.
     history_days: int = 90
     history_step: int = 3600
+    # Rollouts per Deployment per day on those days (None: the spec's churn, 0.5, as on the
+    # snapshot's days): each rollout places every replica again, the history's main cost; fewer
+    # change the monthly review's forecasts (DEMO_HISTORY_ROLLOUTS says how).
+    history_rollouts: float | None = DEMO_HISTORY_ROLLOUTS
     # The replays (what-if, search, the monthly scenarios) cover the snapshot's busiest this many
     # whole days (``--window``), each page saying which; None: the what-if replays the whole
     # snapshot and the monthly review its busiest week (a user's defaults).
@@ -226,6 +238,12 @@ def _history_span(spec: SyntheticSpec, settings: DemoSettings) -> tuple[date, da
     return last - timedelta(days=coarse - 1), last
 
 
+def history_spec(spec: SyntheticSpec, settings: DemoSettings) -> SyntheticSpec:
+    """The cluster of the coarse days: ``spec`` with the history's rollout rate
+    (``DemoSettings.history_rollouts``); the step and the days are set per chunk."""
+    return replace(spec, rollouts=settings.history_rollouts)
+
+
 def _history_rows(spec: SyntheticSpec, settings: DemoSettings) -> list[list[DayRows]]:
     """The coarse days' rows, computed (not written) with a placer of their own: the same
     placements as the snapshot's placer would make (``nightly.synthetic_history``), so this can
@@ -234,7 +252,7 @@ def _history_rows(spec: SyntheticSpec, settings: DemoSettings) -> list[list[DayR
     if span is None:
         return []
     return history_rows(
-        spec,
+        history_spec(spec, settings),
         *span,
         step=settings.history_step,
         place=constrained_crowding_place(demo_crowded(spec)),
@@ -258,6 +276,11 @@ def _write_history(
     say(
         f"history: {(last - first).days + 1} days before the snapshot ({first} to {last}), "
         f"step {settings.history_step}s"
+        + (
+            f", {settings.history_rollouts:g} rollouts per Deployment a day"
+            if settings.history_rollouts is not None
+            else ""
+        )
     )
     return write_rows(root, rows.result(), say)
 
@@ -352,7 +375,6 @@ def _after_snapshot(
     identity = identity_for(snapshot.meta.source, None)
     check_identity(reports_dir / "history", identity)
     adopt(reports_dir / "history", identity)
-    history = _write_history(spec, settings, reports_dir / "history", history_job, say)
 
     at = pd.Timestamp(snapshot.node_usage["timestamp"].max())
     durations: list[timedelta] = list(DEFAULT_DURATIONS)
@@ -380,6 +402,11 @@ def _after_snapshot(
         latest = write_nightly_report(result, reports_dir)
         say(f"nightly report for {day} written to {latest.html}")
     assert latest is not None and result is not None  # a snapshot always has at least one day
+    # The coarse days are written only now: a nightly page reads the store's earlier *reports*
+    # (summaries and node rollups, which the coarse days do not have), never its pools, workloads
+    # or headroom, so the pages above were written while the history's process still ran; the
+    # monthly review below is the first reader of the coarse days.
+    history = _write_history(spec, settings, reports_dir / "history", history_job, say)
     # The monthly review of the last complete month of that history (the coarse days above, then
     # the nightly days just written), with the snapshot's week replayed in the four scenarios.
     thresholds = settings.settings.thresholds

@@ -185,9 +185,10 @@ class _Builder:
                 for _ in range(replicas)
             ]
         rollouts: list[int] = []
-        if template.name != KSM_TEMPLATE.name and self.spec.churn > 0:
+        per_day = self.spec.churn if self.spec.rollouts is None else self.spec.rollouts
+        if template.name != KSM_TEMPLATE.name and per_day > 0:
             span = self.t1 - self.t0
-            count = self.rng.poisson(self.spec.churn * span / 86400)
+            count = self.rng.poisson(per_day * span / 86400)
             rollouts = [int(at) for at in np.sort(self.rng.integers(self.t0, self.t1, size=count))]
         # (time, 0 = scale-up | 1 = rollout): a scale-up at the instant of a rollout comes first
         for at, kind in sorted([(t, 0) for t in ups] + [(t, 1) for t in rollouts]):

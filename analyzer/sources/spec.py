@@ -28,6 +28,7 @@ OPTIONAL_FIELDS.update({"zones": 0, "pod_constraints": False})
 OPTIONAL_FIELDS["kubelet_version"] = KUBELET_VERSION
 OPTIONAL_FIELDS["node_events"] = False
 OPTIONAL_FIELDS["autoscaled"] = False
+OPTIONAL_FIELDS["rollouts"] = None
 MONTH_SECONDS = 30 * 86400  # a growth rate is per 30 days
 ANY_POOL = "*"  # ``growth`` key of the workloads free to run in any open pool
 
@@ -39,6 +40,9 @@ class SyntheticSpec:
     - ``nodes``: node count, split over the pools of ``catalog.POOLS``;
     - ``days``/``step`` (seconds)/``start`` (UTC): the observed range and sample grid;
     - ``churn``: Deployment rollouts per Deployment per day, and the scale of Job arrivals;
+    - ``rollouts``: Deployment rollouts per Deployment per day when not ``churn`` (None: ``churn``);
+      Job arrivals keep ``churn`` (each rollout places every replica again: fewer rollouts make
+      a long history cheaper to generate, docs/monthly.md "The demo");
     - ``pods_per_node``: mean long-running app pods per node (DaemonSet pods come on top);
     - ``hot_nodes``: fraction of non-GPU nodes whose CPU runs above 65 % of allocatable for hours
       every day (at least one when there are 4 or more nodes);
@@ -117,6 +121,7 @@ class SyntheticSpec:
     kubelet_version: str = KUBELET_VERSION
     node_events: bool = False
     autoscaled: bool = False
+    rollouts: float | None = None
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -127,6 +132,8 @@ class SyntheticSpec:
             raise InputError(f"--days: {self.days} must cover at least two steps")
         if self.churn < 0:
             raise InputError(f"--churn: {self.churn} must be >= 0")
+        if self.rollouts is not None and self.rollouts < 0:
+            raise InputError(f"rollouts: {self.rollouts} must be >= 0 (rollouts per day)")
         if not 0 <= self.hot_nodes <= 1:
             raise InputError(f"--hot-nodes: {self.hot_nodes} must be a fraction in [0, 1]")
         if self.pods_per_node < 0:
