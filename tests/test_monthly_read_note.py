@@ -15,6 +15,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from monthly_history import PoolTruth, write_history
+from reliability_doc import documented_exit
 
 from analyzer.cli import main
 
@@ -59,3 +60,37 @@ def test_the_page_and_json_say_what_was_read_at_which_step(tmp_path: Path) -> No
         "day of the history in the month and its trend months). Their usage was read from Prometheus at 1m on 18 days and "
         "at 5m on 10 days. 2 days do not record their step."
     )
+
+
+def test_generated_days_are_said_as_generated_and_a_summary_wins(tmp_path: Path) -> None:
+    """The demo's months before its snapshot are generated (no summary: they are no nightly run).
+    Recorded as generated at 1 h for 2026-09-25..30, the two days without a step (29: no
+    summary, 30: no field) are said as generated; 25-28 keep their own summaries' 1m."""
+    from analyzer.history.generated import write_generated
+
+    _history(tmp_path / "h")
+    write_generated(tmp_path / "h", date(2026, 9, 25), date(2026, 9, 30), 3600, "synthetic:seed=1")
+    run = CliRunner().invoke(
+        main, ["report", "monthly", str(tmp_path / "h"), "--out", str(tmp_path / "r")]
+    )
+    assert run.exit_code == 0, run.output
+    read = json.loads((tmp_path / "r" / "report.json").read_text())["read"]
+    assert read["steps"] == [{"step_seconds": 60, "days": 18}, {"step_seconds": 300, "days": 10}]
+    assert read["generated"] == [{"step_seconds": 3600, "days": 2}]
+    assert read["days_step_unknown"] == 0
+    assert read["sentence"].endswith(
+        "Their usage was read from Prometheus at 1m on 18 days and at 5m on 10 days. "
+        "Generated (synthetic, not read from Prometheus) at 1h on 2 days."
+    )
+
+
+def test_a_damaged_generated_record_is_one_line_exit_2(tmp_path: Path) -> None:
+    _history(tmp_path / "h")
+    (tmp_path / "h" / "generated.json").write_text('{"spans": [{"first": "yesterday"}]}')
+    run = CliRunner().invoke(
+        main, ["report", "monthly", str(tmp_path / "h"), "--out", str(tmp_path / "r")]
+    )
+    assert run.exit_code == documented_exit("history-generated-damaged")
+    line = run.output.strip()
+    assert "\n" not in line and "generated.json" in line and "delete that file" in line
+    assert not (tmp_path / "r").exists()

@@ -61,7 +61,12 @@ from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.months import last_complete_month
 from analyzer.monthly.review import ReviewSettings, build_review, history_days
 from analyzer.nightly.run import NightlyResult, NightlySettings
-from analyzer.nightly.synthetic_history import DayRows, history_rows, write_rows
+from analyzer.nightly.synthetic_history import (
+    DayRows,
+    generated_source,
+    history_rows,
+    write_rows,
+)
 from analyzer.replay.autoscale_setup import parse_settings
 from analyzer.replay.input import prepare
 from analyzer.report.monthly import joint_settings, write_monthly_report
@@ -282,7 +287,9 @@ def _write_history(
             else ""
         )
     )
-    return write_rows(root, rows.result(), say)
+    return write_rows(
+        root, rows.result(), say, step=settings.history_step, source=generated_source(spec)
+    )
 
 
 def _whatif_pages(

@@ -7,6 +7,9 @@ history's, recorded one day at a time by the nightly runs (their ``--step``, 1m 
 step, so the page can say, e.g., "usage read from Prometheus at 5m on 61 days (history backfill's
 default) and at 1m on 31". A day whose summary is missing, unreadable or older than the field
 counts as "step not recorded": the sentence is a description, and a review is not refused for it.
+Days the store records as generated (``history/generated.py``: the demo's months before its
+snapshot) are said as such, with the step they were generated at: they were never read from
+Prometheus.
 """
 
 from __future__ import annotations
@@ -18,15 +21,7 @@ from typing import Any
 from analyzer.core.durations import format_duration
 from analyzer.core.errors import InputError
 from analyzer.history.files import read_json
-
-
-def read_steps(root: Path, days: list[date]) -> dict[int, int]:
-    """Step seconds → number of ``days`` read at it (0: the step is not recorded)."""
-    counts: dict[int, int] = {}
-    for day in days:
-        step = _step(root / "summary" / f"{day.isoformat()}.json")
-        counts[step] = counts.get(step, 0) + 1
-    return counts
+from analyzer.history.generated import generated_steps
 
 
 def _step(path: Path) -> int:
@@ -45,7 +40,16 @@ def _step(path: Path) -> int:
 
 def read_note(root: Path, days: list[date]) -> dict[str, Any]:
     """The review's ``read`` entry: the days it read, the steps they were read at, a sentence."""
-    steps = read_steps(root, days)
+    # a day's own summary wins (a nightly run over a generated day read it from Prometheus)
+    made = generated_steps(root)
+    summary = {day: _step(root / "summary" / f"{day.isoformat()}.json") for day in days}
+    steps: dict[int, int] = {}
+    generated: dict[int, int] = {}
+    for day, step in summary.items():
+        if not step and day in made:
+            generated[made[day]] = generated.get(made[day], 0) + 1
+        else:
+            steps[step] = steps.get(step, 0) + 1
     known = sorted((s for s in steps if s), key=lambda s: (-steps[s], s))
     parts = [f"at {_span(s)} on {_days(steps[s])}" for s in known]
     first, last = (days[0], days[-1]) if days else (None, None)
@@ -56,6 +60,9 @@ def read_note(root: Path, days: list[date]) -> dict[str, Any]:
     )
     if parts:
         sentence += " Their usage was read from Prometheus " + _join(parts) + "."
+    if generated:
+        made_parts = [f"at {_span(s)} on {_days(n)}" for s, n in sorted(generated.items())]
+        sentence += " Generated (synthetic, not read from Prometheus) " + _join(made_parts) + "."
     if steps.get(0):
         verb = "does not record its" if steps[0] == 1 else "do not record their"
         sentence += f" {_days(steps[0]).capitalize()} {verb} step."
@@ -66,6 +73,7 @@ def read_note(root: Path, days: list[date]) -> dict[str, Any]:
         "last_day": None if last is None else last.isoformat(),
         "steps": [{"step_seconds": s, "days": steps[s]} for s in known],
         "days_step_unknown": steps.get(0, 0),
+        "generated": [{"step_seconds": s, "days": n} for s, n in sorted(generated.items())],
         "sentence": sentence,
     }
 

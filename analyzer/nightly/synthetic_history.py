@@ -39,6 +39,7 @@ import pandas as pd
 
 from analyzer.core.snapshot import Snapshot
 from analyzer.history.capacity import write_tables
+from analyzer.history.generated import write_generated
 from analyzer.history.headroom import write_headroom
 from analyzer.nightly.capacity_rollups import pool_rollups, workload_rollups
 from analyzer.nightly.headroom import ObservedPlacement, headroom_day
@@ -129,9 +130,16 @@ def history_rows(
 
 
 def write_rows(
-    root: Path, chunks: Iterable[list[DayRows]], progress: Callable[[str], None] | None = None
+    root: Path,
+    chunks: Iterable[list[DayRows]],
+    progress: Callable[[str], None] | None = None,
+    *,
+    step: int,
+    source: str,
 ) -> list[date]:
-    """Store each chunk's day rows under ``root`` in order; returns the days written."""
+    """Store each chunk's day rows under ``root`` in order; returns the days written. The days
+    are recorded as generated at ``step`` seconds from ``source`` (``history/generated.py``), so
+    the monthly review says so instead of "step not recorded"."""
     say = progress or (lambda _msg: None)
     written: list[date] = []
     for rows in chunks:
@@ -140,6 +148,8 @@ def write_rows(
             write_headroom(Path(root), day, shapes)
             written.append(day)
         say(f"history: {rows[0][0]} to {rows[-1][0]} written ({len(written)} days)")
+    if written:
+        write_generated(Path(root), min(written), max(written), step, source)
     return written
 
 
@@ -159,4 +169,10 @@ def write_synthetic_history(
     """Store the pool and workload rows of the days ``first``..``last`` of ``spec``'s cluster
     under ``root``; returns the days written, oldest first (see the module docstring)."""
     chunks = chunk_specs(spec, first, last, step=step, chunk_days=chunk_days)
-    return write_rows(root, _rows(chunks, place, method, workers), progress)
+    rows = _rows(chunks, place, method, workers)
+    return write_rows(root, rows, progress, step=step, source=generated_source(spec))
+
+
+def generated_source(spec: SyntheticSpec) -> str:
+    """How the generated days name their cluster (the snapshot's ``source`` without its days)."""
+    return f"synthetic:seed={spec.seed},nodes={spec.nodes}"
