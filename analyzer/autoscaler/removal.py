@@ -29,6 +29,7 @@ from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, pod
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 
@@ -95,6 +96,11 @@ def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDeman
             state.bind(i, demand)
             demands[node.name].append(demand)
     return state, demands
+
+
+def hint_key(pod: CAPod) -> str:
+    """``HintKeyFromPod``: the pod's UID, else ``namespace/name``."""
+    return pod.obj.uid or pod.key
 
 
 def first_fitting(
@@ -176,6 +182,13 @@ class RemovalSimulator:
         self.drain_key: object = None
         # a caller may keep each pod's drain verdict here (``pods_to_move``'s ``verdicts``)
         self.verdicts: dict[int, tuple[CAPod, Status]] | None = None
+        # CA's scheduling hints, kept by a caller across passes (the replay; one instant has no
+        # earlier pass, so ``analyzer autoscale`` has none): each pod tries its hinted node first
+        self.hints: Hints[str, str] | None = None
+        self.hint_log: list[tuple[str, str]] = []  # every hint set, in order
+        self.looked: dict[str, str | None] = {}  # each pod's hint at its first look this pass
+        self.look_log: list[tuple[str, str | None]] = []  # every look, in order
+        self.hinted = 0  # pods placed on their hinted node
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -204,8 +217,9 @@ class RemovalSimulator:
             for pod, demand in zip(pods, self.demands[name], strict=True)
         }
 
-    def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
-        """The first node from ``last_index`` on whose filters pass (round-robin)."""
+    def _mask(self, demand: PodDemand, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The nodes ``allowed`` whose filters pass for ``demand``, but NodeResourcesFit when
+        ``first_fit`` (returned apart, to be asked node by node)."""
         feasible = allowed & self.schedulable
         fit = None
         for plugin in self.profile.filters:
@@ -225,6 +239,40 @@ class RemovalSimulator:
             else:
                 mask = plugin.filter(self.state, demand, self.now).feasible
             feasible &= mask
+        return feasible, fit
+
+    def _hinted(self, pod: CAPod, demand: PodDemand, allowed: np.ndarray) -> int | None:
+        """``tryScheduleUsingHints``: the node the pod's hint names if it exists, is acceptable
+        (``allowed``, not cordoned) and its filters pass; ``last_index`` does not move."""
+        assert self.hints is not None
+        hint = self.hints.get(hint_key(pod))
+        if hint is None:
+            return None
+        index = self.position.get(hint)
+        if index is None or not (allowed[index] and self.schedulable[index]):
+            return None  # gone or not a destination now: search
+        if self.walks is not None:
+            self.walks.append((index, 1))  # what the check read
+        one = np.zeros(len(allowed), dtype=bool)
+        one[index] = True
+        feasible, fit = self._mask(demand, one)
+        if not feasible[index]:
+            return None
+        if fit is not None:
+            columns = self._fit_columns(fit, demand)
+            state = self.state
+            if columns is None or state.pod_count.item(index) >= state.allowed_pods.item(index):
+                return None
+            if not all(
+                state.allocatable.item(index, j) - state.requested.item(index, j) >= r
+                for j, r in columns
+            ):
+                return None
+        return index
+
+    def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
+        """The first node from ``last_index`` on whose filters pass (round-robin)."""
+        feasible, fit = self._mask(demand, allowed)
         count = self.state.node_count
         start = self.last_index
         if fit is not None:
@@ -310,6 +358,15 @@ class RemovalSimulator:
         gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
 
+    def stable(self) -> bool:
+        """Whether a pass on the same state would now read the same hints as this one did:
+        every pod it looked up was placed where its hint said (or had none and found no place),
+        so the hints this pass leaves are those it read (``drop_old`` not yet called)."""
+        if self.hints is None:
+            return True
+        current = self.hints.current
+        return all(current.get(key) == hint for key, hint in self.looked.items())
+
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""
         self.destinations[self.position[node]] = False
@@ -334,9 +391,23 @@ class RemovalSimulator:
         for pod in found.pods:
             self._unbind(index, self.demand_of[id(pod)])
         placed: dict[str, str] = {}
+        hints = self.hints
         for pod in found.pods:
             demand = self.demand_of[id(pod)]
-            target = self._place(demand, allowed)
+            target = None
+            if hints is not None:  # ``HintingSimulator.TrySchedulePods``: the hint first
+                pod_key = hint_key(pod)
+                hint = hints.get(pod_key)
+                self.look_log.append((pod_key, hint))
+                self.looked.setdefault(pod_key, hint)  # the first look of this pass (``stable``)
+                target = self._hinted(pod, demand, allowed)
+                self.hinted += target is not None
+            if target is None:
+                target = self._place(demand, allowed)
+            if target is not None and hints is not None:  # kept even if a later pod fails
+                name = self.cluster.nodes[target].name
+                hints.set(hint_key(pod), name)
+                self.hint_log.append((hint_key(pod), name))
             if target is None:
                 for i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)

@@ -35,7 +35,7 @@ import numpy as np
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
-from analyzer.autoscaler.removal import Outcome
+from analyzer.autoscaler.removal import Outcome, hint_key
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
@@ -48,6 +48,7 @@ from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
+from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import ClusterState
 
 
@@ -102,6 +103,10 @@ class ClusterAutoscaler:
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         self.pods: dict[int, CAPod] = {}
+        # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
+        # pass left the hints it read (a pass on the same state would then answer the same)
+        self.hints: Hints[str, str] = Hints()
+        self.hints_stable = True
         self.kinds = [
             NodeGroup(name, groups.min_size[g], groups.max_size[g])
             for g, name in enumerate(groups.names)
@@ -209,6 +214,8 @@ class ClusterAutoscaler:
             self.draining[slot] = now + drain
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
+        for pod in evicted:  # upstream's replacement pod has a new UID: no hint
+            self.hints.forget(hint_key(self.ca_pod(pod)))
         self.unneeded.pop(slot, None)
         self.outcomes.pop(slot, None)
         self.recheck.forget(slot)

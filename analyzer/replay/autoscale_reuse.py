@@ -88,6 +88,8 @@ class Entry:
     targets: list[int]
     reads: np.ndarray[Any, np.dtype[np.int64]]  # node indices its placements looked at
     rows: list[np.ndarray[Any, Any]]  # a failed one's pods' requests (cpu, memory)
+    looks: list[tuple[str, str | None]]  # each pod's scheduling hint as it read it, in order
+    sets: list[tuple[str, str]]  # the hints it set, in order
 
 
 @dataclass
