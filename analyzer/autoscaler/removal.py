@@ -59,7 +59,7 @@ class LiveState:
     destinations: np.ndarray
     # the filters that read only the node and the pod's own constraints, kept per
     # (plugin, constraints object) while the caller's node labels, taints and cordons stay
-    static: dict[tuple[str, int], np.ndarray] | None = None
+    static: dict[tuple[Any, ...], Any] | None = None
     position: dict[str, int] | None = None  # node name -> index in ``cluster.nodes``, if known
 
 
@@ -156,10 +156,11 @@ class RemovalSimulator:
         self.now = now
         known = None if live is None else live.position
         self.position = known or {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.names = [n.name for n in cluster.nodes]
         self.last_index = 0
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []
-        self.static: dict[tuple[str, int], np.ndarray] | None = None
+        self.static: dict[tuple[Any, ...], Any] | None = None
         # a caller that reuses simulations sets a list here: each successful placement's walk
         # (start index, nodes looked at) is appended, what the placement read of the nodes
         self.walks: list[tuple[int, int]] | None = None
@@ -197,7 +198,7 @@ class RemovalSimulator:
             self.state = live.state
             self.demands: dict[str, list[PodDemand]] = {}
             self.current = {name: list(pods) for name, pods in cluster.pods.items()}
-            self.demand_of = dict(live.demand_of)
+            self.demand_of = live.demand_of  # read only: the caller's, not copied
             return
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
         # the nodes pods may move to: every node but those being deleted and those found
@@ -241,34 +242,66 @@ class RemovalSimulator:
             feasible &= mask
         return feasible, fit
 
-    def _hinted(self, pod: CAPod, demand: PodDemand, allowed: np.ndarray) -> int | None:
-        """``tryScheduleUsingHints``: the node the pod's hint names if it exists, is acceptable
+    def _hinted(self, hint: str, demand: PodDemand, allowed: np.ndarray) -> int | None:
+        """``tryScheduleUsingHints``: the node ``hint`` names if it exists, is acceptable
         (``allowed``, not cordoned) and its filters pass; ``last_index`` does not move."""
-        assert self.hints is not None
-        hint = self.hints.get(hint_key(pod))
-        if hint is None:
-            return None
         index = self.position.get(hint)
         if index is None or not (allowed[index] and self.schedulable[index]):
             return None  # gone or not a destination now: search
         if self.walks is not None:
             self.walks.append((index, 1))  # what the check read
-        one = np.zeros(len(allowed), dtype=bool)
-        one[index] = True
-        feasible, fit = self._mask(demand, one)
-        if not feasible[index]:
-            return None
+        found = self._static_only(demand)
+        if found is None:  # some filter reads more than the node's labels, taints and cordon
+            one = np.zeros(len(allowed), dtype=bool)
+            one[index] = True
+            feasible, fit = self._mask(demand, one)
+            if not feasible[index]:
+                return None
+        else:
+            mask, fit = found
+            if not mask.item(index):
+                return None
         if fit is not None:
             columns = self._fit_columns(fit, demand)
             state = self.state
             if columns is None or state.pod_count.item(index) >= state.allowed_pods.item(index):
                 return None
-            if not all(
-                state.allocatable.item(index, j) - state.requested.item(index, j) >= r
-                for j, r in columns
-            ):
-                return None
+            alloc, used = state.allocatable, state.requested
+            for j, r in columns:
+                if alloc.item(index, j) - used.item(index, j) < r:
+                    return None
         return index
+
+    def _static_only(self, demand: PodDemand) -> tuple[np.ndarray, Any] | None:
+        """Where every filter ``_mask`` runs for ``demand`` is a kept static mask (and
+        NodeResourcesFit is asked apart): their conjunction and NodeResourcesFit, kept with the
+        static masks; else None."""
+        if self.static is None or not self.first_fit:
+            return None
+        key = ("*", id(demand.constraints), bool(demand.host_ports))
+        found = self.static.get(key)
+        if found is not None:
+            return found[0], found[1]
+        mask = np.ones(self.state.node_count, dtype=bool)
+        fit = None
+        for plugin in self.profile.filters:
+            name = getattr(plugin, "name", "")
+            if name == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
+                fit = plugin
+            elif (name == "NodePorts" and not demand.host_ports) or name in self.skip:
+                continue
+            elif name in STATIC_FILTERS:
+                part = self.static.get((name, id(demand.constraints)))
+                if part is None:
+                    part = self.static[(name, id(demand.constraints))] = plugin.filter(
+                        self.state, demand, self.now
+                    ).feasible
+                mask &= part
+            else:
+                return None
+        # kept with the constraints object, so its id is not reused while the entry lives
+        self.static[key] = (mask, fit, demand.constraints)
+        return mask, fit
 
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
@@ -350,9 +383,10 @@ class RemovalSimulator:
         index = self.position[node]
         for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]
-            self._unbind(index, demand)
+            if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
+                self._unbind(index, demand)
+                self.journal.append((False, index, demand))
             self._bind(target, demand)
-            self.journal.append((False, index, demand))
             self.journal.append((True, target, demand))
             self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
         gone = {id(pod) for pod in outcome.moved}
@@ -388,36 +422,44 @@ class RemovalSimulator:
         allowed = self.destinations.copy()
         allowed[index] = False
         done: list[tuple[int, PodDemand]] = []
-        for pod in found.pods:
-            self._unbind(index, self.demand_of[id(pod)])
+        # the candidate is no destination in this simulation, nor (removable) later in the
+        # pass: in a light simulation its own counts are left as they are (never read again
+        # before ``restore``)
+        own = not self.light
+        if own:
+            for pod in found.pods:
+                self._unbind(index, self.demand_of[id(pod)])
         placed: dict[str, str] = {}
-        hints = self.hints
+        hints, names = self.hints, self.names
         for pod in found.pods:
             demand = self.demand_of[id(pod)]
             target = None
+            pod_key = ""
             if hints is not None:  # ``HintingSimulator.TrySchedulePods``: the hint first
-                pod_key = hint_key(pod)
+                pod_key = pod.obj.uid or pod.key  # ``hint_key``
                 hint = hints.get(pod_key)
                 self.look_log.append((pod_key, hint))
                 self.looked.setdefault(pod_key, hint)  # the first look of this pass (``stable``)
-                target = self._hinted(pod, demand, allowed)
-                self.hinted += target is not None
+                if hint is not None:
+                    target = self._hinted(hint, demand, allowed)
+                    self.hinted += target is not None
             if target is None:
                 target = self._place(demand, allowed)
             if target is not None and hints is not None:  # kept even if a later pod fails
-                name = self.cluster.nodes[target].name
-                hints.set(hint_key(pod), name)
-                self.hint_log.append((hint_key(pod), name))
+                hints.set(pod_key, names[target])
+                self.hint_log.append((pod_key, names[target]))
             if target is None:
                 for i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)
-                for back in found.pods:
-                    self._bind(index, self.demand_of[id(back)])
+                if own:
+                    for back in found.pods:
+                        self._bind(index, self.demand_of[id(back)])
                 return Outcome(node, False, "NoPlaceToMovePods")
             self._bind(target, demand)
             done.append((target, demand))
-            placed[pod.key] = self.cluster.nodes[target].name
-        self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
+            placed[pod.key] = names[target]
+        if own:
+            self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
         self.journal.extend((True, target, demand) for target, demand in done)
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in self.current[node] if id(p) not in gone]

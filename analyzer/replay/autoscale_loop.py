@@ -28,6 +28,7 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -103,6 +104,7 @@ class ClusterAutoscaler:
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         self.pods: dict[int, CAPod] = {}
+        self.demand_by_id: dict[int, Any] = {}  # each CA pod object's demand, by ``id``
         # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
         # pass left the hints it read (a pass on the same state would then answer the same)
         self.hints: Hints[str, str] = Hints()
@@ -111,7 +113,7 @@ class ClusterAutoscaler:
             NodeGroup(name, groups.min_size[g], groups.max_size[g])
             for g, name in enumerate(groups.names)
         ]
-        self.membership: tuple[Any, dict[str, NodeGroup]] = (None, {})
+        self.membership: tuple[Any, dict[str, NodeGroup], dict[str, int]] = (None, {}, {})
         self.position = {name: i for i, name in enumerate(state.node_names)}
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
@@ -270,7 +272,8 @@ class ClusterAutoscaler:
                     uid=d.uid,
                 )
             )
-            self.pods[pod] = found
+            self.pods[pod] = found  # kept for the replay: its id stays its own
+            self.demand_by_id[id(found)] = d
         return found
 
     def cluster(self, candidates: list[int]) -> Cluster:
@@ -280,9 +283,12 @@ class ClusterAutoscaler:
         if self.membership[0] != version:  # the group members change with joins and removals
             of = self.groups.of_node
             members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
-            self.membership = (version, {names[slot]: self.kinds[of[slot]] for slot in members})
-        groups = self.membership[1]
-        return Cluster(self.nodes, {names[s]: self._pods_on(s) for s in candidates}, groups)
+            member = {names[slot]: self.kinds[of[slot]] for slot in members}
+            sizes = dict(Counter(group.name for group in member.values()))
+            self.membership = (version, member, sizes)
+        _, groups, sizes = self.membership
+        pods = {names[s]: self._pods_on(s) for s in candidates}
+        return Cluster(self.nodes, pods, groups, sizes=sizes)
 
     def _pods_on(self, slot: int) -> list[CAPod]:
         """The CA pods on ``slot`` in pod order, kept while its pods stay (nothing mutates it:

@@ -145,7 +145,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     static = ca.static if ca.inp.snapshot.node_state is None else {}
     live = LiveState(
         state,
-        {id(ca.ca_pod(p)): ca.inp.demands[p] for p in on},
+        ca.demand_by_id,  # every CA pod made so far (``ca.cluster`` made those of ``on``)
         destinations,
         static,
         ca.position,
