@@ -102,6 +102,13 @@ def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str, raw: 
     assert a.simulated + a.reused <= b.simulated
     assert a.skipped > 0 or a.simulated + a.reused == b.simulated
     assert a.removed, "CA removed no node: the seed exercises too little"
+    # CA's scheduling hints were used by both paths (the plain one simulates each)
+    assert b.hinted > 0 and a.hinted > 0
+    assert a.reused_by_hints <= a.reused and b.reused_by_hints == 0
+    if seed == 3:
+        # answers placed by hints alone taken again by the hints check (any context and start;
+        # 43 in this seed): exercised, and the decisions above are the plain path's
+        assert a.reused_by_hints > 0
 
 
 def test_pods_with_spreading_are_always_simulated() -> None:

@@ -19,6 +19,7 @@ one a given CA run picks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,6 +272,43 @@ class RemovalSimulator:
                 if alloc.item(index, j) - used.item(index, j) < r:
                     return None
         return index
+
+    def fits_as_hinted(
+        self, moved: Sequence[CAPod], targets: Sequence[int], allowed: np.ndarray
+    ) -> bool:
+        """Whether ``simulate`` would now put each of ``moved`` (in order) on its ``targets``
+        node through its hint (the hints being those names): each target a destination, its
+        static filters passing and NodeResourcesFit's check passing with the earlier pods of
+        ``moved`` bound. False also where that cannot be told this way (then simulate)."""
+        state = self.state
+        alloc, used, count, cap = (
+            state.allocatable,
+            state.requested,
+            state.pod_count,
+            state.allowed_pods,
+        )
+        added: dict[int, Any] = {}  # target -> the requests of this list's pods bound there
+        for pod, t in zip(moved, targets, strict=True):
+            if not (allowed[t] and self.schedulable[t]):
+                return False
+            demand = self.demand_of[id(pod)]
+            found = self._static_only(demand)
+            if found is None or found[1] is None or not found[0].item(t):
+                return False
+            columns = self._fit_columns(found[1], demand)
+            before = added.get(t)
+            if columns is None or count.item(t) + (0 if before is None else before[0]) >= cap.item(
+                t
+            ):
+                return False
+            for j, r in columns:
+                if alloc.item(t, j) - used.item(t, j) - (0 if before is None else before[1][j]) < r:
+                    return False
+            if before is None:
+                added[t] = (1, demand.requests.copy())
+            else:
+                added[t] = (before[0] + 1, before[1] + demand.requests)
+        return True
 
     def _static_only(self, demand: PodDemand) -> tuple[np.ndarray, Any] | None:
         """Where every filter ``_mask`` runs for ``demand`` is a kept static mask (and

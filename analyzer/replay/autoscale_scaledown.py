@@ -249,6 +249,9 @@ def _simulate(
             entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
             if entry is not None and any(ca.hints.get(k) != h for k, h in entry.looks):
                 entry = None  # a pod's hint changed since: it may go elsewhere
+            if entry is None:
+                entry = _by_hints_again(ca, simulator, slot, pods, budget, allowed)
+                ca.record.reused_by_hints += entry is not None
         if entry is not None:
             memo.reused += 1
             memo.used.append(entry)
@@ -259,12 +262,14 @@ def _simulate(
                 ca.hints.set(key, node)
             if outcome.removable:
                 simulator.apply(name, outcome, targets)
-            if outcome.reason != "BlockedByPod":  # a blocked one moved nothing
+            # a blocked one moved nothing; one placed by hints alone did not move the start
+            if outcome.reason != "BlockedByPod" and not entry.by_hints:
                 simulator.last_index = entry.end
         else:
             memo.simulated += 1
             mark = len(simulator.journal)
             looks, sets = len(simulator.look_log), len(simulator.hint_log)
+            hinted = simulator.hinted
             simulator.walks = []
             outcome = simulator.simulate(name, pdbs)
             targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
@@ -278,6 +283,8 @@ def _simulate(
                     simulator.last_index, outcome, targets,
                     walked(simulator.walks, state.node_count), rows,
                     simulator.look_log[looks:], simulator.hint_log[sets:],
+                    # removable with every pod on its hinted node: no search, start unread
+                    outcome.removable and simulator.hinted - hinted == len(outcome.moved),
                 ))  # fmt: skip
         context = (*context, (slot, outcome.reason, tuple(targets)))
         if not outcome.removable:
@@ -289,6 +296,32 @@ def _simulate(
         outcomes[slot] = outcome
     ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
     return outcomes, unremovable, stopped
+
+
+def _by_hints_again(
+    ca: ClusterAutoscaler,
+    simulator: RemovalSimulator,
+    slot: int,
+    pods: tuple[int, ...],
+    budget: tuple[int, ...],
+    allowed: np.ndarray[Any, Any],
+) -> Entry | None:
+    """``slot``'s last answer if it placed every pod on its hinted node and would again now:
+    the same pods and budgets (the same pods to move), the same hints, and each hinted node
+    still a destination with room for its pods in turn (``fits_as_hinted``). Such a simulation
+    read nothing else (no search: neither the round-robin start nor the other nodes), so
+    whatever the pass did before it, simulating it now gives that answer."""
+    memo = ca.sims
+    entry: Entry | None = memo.entries.get(slot)
+    if entry is None or not entry.by_hints or entry.epoch != memo.epoch:
+        return None
+    if (entry.pods, entry.pdbs) != (pods, budget):
+        return None
+    if any(ca.hints.get(k) != h for k, h in entry.looks):
+        return None
+    if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
+        return None
+    return entry
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:
