@@ -12,6 +12,13 @@ destination is the one that node's entry shows). The removed node and nodes alre
 removal are not destinations;
 ``spec.unschedulable`` nodes are skipped as upstream's runner skips them.
 
+With ``hints`` (a caller that runs passes one after another: the replay), each pod first tries
+the node its hint names, as ``HintingSimulator.TrySchedulePods`` (simulator/scheduling/
+hinting_simulator.go): if that node exists, is a destination and its filters pass, the pod goes
+there and ``lastIndex`` stays; else the round-robin search. Every placement sets the pod's hint,
+also in a simulation that then fails. The caller drops the old hints once per pass
+(``analyzer.scheduling.sim_hints``). One instant (``analyzer autoscale``) has no hints.
+
 Upstream keeps its node list in a Go map (random order); this walks the scenario's node order, so
 where several nodes fit, the destination is one valid choice of upstream's, not necessarily the
 one a given CA run picks.
