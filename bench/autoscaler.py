@@ -89,6 +89,9 @@ def main() -> None:
             "simulated": result.autoscaler.simulated,
             "reused": result.autoscaler.reused,
             "skipped_passes": result.autoscaler.skipped,
+            "passes": result.autoscaler.passes,
+            "hinted": result.autoscaler.hinted,
+            "reused_by_hints": result.autoscaler.reused_by_hints,
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
         print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "

@@ -70,11 +70,14 @@ def test_a_node_found_unremovable_is_not_simulated_again_before_the_timeout() ->
     assert passes[1200] == {"RecentlyUnremovable": 1, "NotUnderutilized": 2}
     # ... and at 21:10 p0 fits b again: unneeded
     assert passes[1270] == {"NotUnderutilized": 2, "Unneeded": 1}
-    # no pass between those judged a: each pass that judged a simulated it once
+    # no pass between those judged a but the ones CA's scheduling hints add: 0:20 and 21:20
+    # (the pass before searched p0 onto b and set its hint b, which the next pass reads:
+    # docs/autoscaling.md "scheduling hints"); each pass that judged a simulated it once
+    assert passes[20] == passes[1280] == {"NotUnderutilized": 2, "Unneeded": 1}
     judged = [t for t, c in passes.items() if "RecentlyUnremovable" not in c]
-    assert judged == [10, 70, 370, 670, 970, 1270]
-    assert plain.simulated == 6
-    assert fast.simulated + fast.reused == 6  # the 5-minute rechecks of the 1:10 answer reused
+    assert judged == [10, 20, 70, 370, 670, 970, 1270, 1280]
+    assert plain.simulated == 8
+    assert fast.simulated + fast.reused == 8  # the 5-minute rechecks of the 1:10 answer reused
 
 
 def test_the_recheck_timeout_is_the_flag() -> None:
@@ -82,12 +85,14 @@ def test_the_recheck_timeout_is_the_flag() -> None:
     _, plain, start = _replay(*BLOCKED, {"unremovable-node-recheck-timeout": "2m"}, minutes=10)
     passes = _passes(plain, start)
     judged = [t for t, c in passes.items() if "RecentlyUnremovable" not in c and t < 600]
-    assert judged == [10, 70, 190, 310, 430, 550]
+    assert judged == [10, 20, 70, 190, 310, 430, 550]  # 0:20: the hint p0 -> b (above)
     _, plain, start = _replay(*BLOCKED, {"unremovable-node-recheck-timeout": "0s"}, minutes=10)
     assert all("RecentlyUnremovable" not in c for _, c in plain.reasons)
     # without a deadline nothing changes after 1:10 until p2 leaves (20:00; the replay runs on
-    # to its last pod's end), so no pass runs between, and at 20:00 p0 fits b again
-    assert [(t - start) / S for t, _ in plain.reasons] == [10, 70, 1200]
+    # to its last pod's end), so no pass runs between but 1:20: the 1:10 pass tried p0's hint b
+    # (set at 0:10, read at 0:20) and set none, so 1:20 reads no hint (then the hints stand);
+    # at 20:00 p0 fits b again
+    assert [(t - start) / S for t, _ in plain.reasons] == [10, 20, 70, 80, 1200]
     assert plain.reasons[-1][1] == {"NotUnderutilized": 2, "Unneeded": 1}
 
 

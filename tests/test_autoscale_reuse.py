@@ -102,6 +102,13 @@ def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str, raw: 
     assert a.simulated + a.reused <= b.simulated
     assert a.skipped > 0 or a.simulated + a.reused == b.simulated
     assert a.removed, "CA removed no node: the seed exercises too little"
+    # CA's scheduling hints were used by both paths (the plain one simulates each)
+    assert b.hinted > 0 and a.hinted > 0
+    assert a.reused_by_hints <= a.reused and b.reused_by_hints == 0
+    if seed == 3:
+        # answers placed by hints alone taken again by the hints check (any context and start;
+        # 43 in this seed): exercised, and the decisions above are the plain path's
+        assert a.reused_by_hints > 0
 
 
 def test_pods_with_spreading_are_always_simulated() -> None:
@@ -143,10 +150,14 @@ def test_a_target_that_filled_up_is_simulated_again() -> None:
     _same_decisions(fast, plain)
     assert plain.autoscaler.removed == []
     # the runs at 0:10 and 5:00 (the binds made the state dirty); the second not taken again.
-    # From 5:00 a is unremovable: judged again every 5 minutes (the recheck timeout), at 10:00,
-    # 15:00, ... 55:00 — nothing changed since 5:00, so those ten answers are taken again
-    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (2, 10)
-    assert plain.autoscaler.simulated == 12
+    # CA's scheduling hints add two: at 0:10 p0 (no hint yet) is searched onto b and gets the
+    # hint b, so the pass at 0:20 reads a hint the first did not (simulated: p0 goes to b by
+    # its hint; from then the hints stand still). At 5:00 the hint b fails, the search too; the
+    # 5:10 pass skips a (recently unremovable) and drops p0's hint, so at 10:00 a is simulated
+    # without it (its 5:00 answer read a hint: not taken again). From 10:00 on, every 5 minutes
+    # (the recheck timeout), at 15:00, ... 55:00 nothing changed: those nine are taken again
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (4, 9)
+    assert plain.autoscaler.simulated == 13
 
 
 def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
@@ -168,8 +179,13 @@ def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
     # at 0:10 p0 fits b (p2 comes at 1:00), at 1:00 it no longer does: a is skipped as
     # recently unremovable until 6:00, judged again at 6:00, 11:00 and 16:00 (nothing freed:
     # the 1:00 answer taken again each time) and at 21:00, when p0 fits b again (b freed room at
-    # 20:00, inside a's 5 minutes): three answers simulated, three taken again
-    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (3, 3)
+    # 20:00, inside a's 5 minutes): three answers simulated, three taken again — before
+    # CA's scheduling hints. With them: at 0:10 p0 is searched onto b and gets the hint b, so
+    # 0:20 is simulated too (p0 to b by its hint); at 1:00 the hint fails and so does the
+    # search; 1:10 skips a and drops p0's hint, so the 6:00 answer (no hint) is not the 1:00
+    # one (hint b): simulated; 11:00 and 16:00 taken again; 21:00 searches p0 onto b (hint b
+    # set) and 21:10 places it by that hint: six simulated, two taken again
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (6, 2)
 
 
 def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None:

@@ -6,6 +6,7 @@ item 2) would build from its own state at each autoscaler tick: plain data, no I
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -65,10 +66,11 @@ class Cluster:
     groups: dict[str, NodeGroup]  # node name -> its group (absent: not autoscaled)
     budgets: list[DisruptionBudget] = field(default_factory=list)
     controllers: Controllers | None = None  # None: no listers (no ``objects:``)
+    # ``group_sizes`` as a caller that keeps ``groups`` between calls counted it (None: count)
+    sizes: dict[str, int] | None = None
 
     def group_sizes(self) -> dict[str, int]:
         """Each group's current size: the nodes that belong to it."""
-        sizes: dict[str, int] = {}
-        for group in self.groups.values():
-            sizes[group.name] = sizes.get(group.name, 0) + 1
-        return sizes
+        if self.sizes is not None:
+            return dict(self.sizes)
+        return dict(Counter(group.name for group in self.groups.values()))

@@ -71,6 +71,8 @@ class PdbTracker:
 
     def in_parallel(self, pods: Sequence[CAPod]) -> bool:
         """``CanRemovePods``' second answer: every budget allows all its pods at once."""
+        if not self.budgets:  # nothing to count
+            return True
         counts = [0] * len(self.budgets)
         for pod in pods:
             for i in self.matching(pod):
@@ -79,6 +81,8 @@ class PdbTracker:
 
     def remove(self, pods: Sequence[CAPod]) -> None:
         """``RemovePods``: each covered pod takes one disruption from each of its budgets."""
+        if not self.budgets:
+            return
         for pod in pods:
             for i in self.matching(pod):
                 self.remaining[i] -= 1

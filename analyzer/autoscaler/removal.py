@@ -12,6 +12,13 @@ destination is the one that node's entry shows). The removed node and nodes alre
 removal are not destinations;
 ``spec.unschedulable`` nodes are skipped as upstream's runner skips them.
 
+With ``hints`` (a caller that runs passes one after another: the replay), each pod first tries
+the node its hint names, as ``HintingSimulator.TrySchedulePods`` (simulator/scheduling/
+hinting_simulator.go): if that node exists, is a destination and its filters pass, the pod goes
+there and ``lastIndex`` stays; else the round-robin search. Every placement sets the pod's hint,
+also in a simulation that then fails. The caller drops the old hints once per pass
+(``analyzer.scheduling.sim_hints``). One instant (``analyzer autoscale``) has no hints.
+
 Upstream keeps its node list in a Go map (random order); this walks the scenario's node order, so
 where several nodes fit, the destination is one valid choice of upstream's, not necessarily the
 one a given CA run picks.
@@ -19,6 +26,7 @@ one a given CA run picks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +37,7 @@ from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, pod
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 
@@ -58,7 +67,7 @@ class LiveState:
     destinations: np.ndarray
     # the filters that read only the node and the pod's own constraints, kept per
     # (plugin, constraints object) while the caller's node labels, taints and cordons stay
-    static: dict[tuple[str, int], np.ndarray] | None = None
+    static: dict[tuple[Any, ...], Any] | None = None
     position: dict[str, int] | None = None  # node name -> index in ``cluster.nodes``, if known
 
 
@@ -95,6 +104,11 @@ def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDeman
             state.bind(i, demand)
             demands[node.name].append(demand)
     return state, demands
+
+
+def hint_key(pod: CAPod) -> str:
+    """``HintKeyFromPod``: the pod's UID, else ``namespace/name``."""
+    return pod.obj.uid or pod.key
 
 
 def first_fitting(
@@ -150,10 +164,11 @@ class RemovalSimulator:
         self.now = now
         known = None if live is None else live.position
         self.position = known or {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.names = [n.name for n in cluster.nodes]
         self.last_index = 0
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []
-        self.static: dict[tuple[str, int], np.ndarray] | None = None
+        self.static: dict[tuple[Any, ...], Any] | None = None
         # a caller that reuses simulations sets a list here: each successful placement's walk
         # (start index, nodes looked at) is appended, what the placement read of the nodes
         self.walks: list[tuple[int, int]] | None = None
@@ -176,6 +191,13 @@ class RemovalSimulator:
         self.drain_key: object = None
         # a caller may keep each pod's drain verdict here (``pods_to_move``'s ``verdicts``)
         self.verdicts: dict[int, tuple[CAPod, Status]] | None = None
+        # CA's scheduling hints, kept by a caller across passes (the replay; one instant has no
+        # earlier pass, so ``analyzer autoscale`` has none): each pod tries its hinted node first
+        self.hints: Hints[str, str] | None = None
+        self.hint_log: list[tuple[str, str]] = []  # every hint set, in order
+        self.looked: dict[str, str | None] = {}  # each pod's hint at its first look this pass
+        self.look_log: list[tuple[str, str | None]] = []  # every look, in order
+        self.hinted = 0  # pods placed on their hinted node
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -184,7 +206,7 @@ class RemovalSimulator:
             self.state = live.state
             self.demands: dict[str, list[PodDemand]] = {}
             self.current = {name: list(pods) for name, pods in cluster.pods.items()}
-            self.demand_of = dict(live.demand_of)
+            self.demand_of = live.demand_of  # read only: the caller's, not copied
             return
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
         # the nodes pods may move to: every node but those being deleted and those found
@@ -204,8 +226,9 @@ class RemovalSimulator:
             for pod, demand in zip(pods, self.demands[name], strict=True)
         }
 
-    def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
-        """The first node from ``last_index`` on whose filters pass (round-robin)."""
+    def _mask(self, demand: PodDemand, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The nodes ``allowed`` whose filters pass for ``demand``, but NodeResourcesFit when
+        ``first_fit`` (returned apart, to be asked node by node)."""
         feasible = allowed & self.schedulable
         fit = None
         for plugin in self.profile.filters:
@@ -225,6 +248,109 @@ class RemovalSimulator:
             else:
                 mask = plugin.filter(self.state, demand, self.now).feasible
             feasible &= mask
+        return feasible, fit
+
+    def _hinted(self, hint: str, demand: PodDemand, allowed: np.ndarray) -> int | None:
+        """``tryScheduleUsingHints``: the node ``hint`` names if it exists, is acceptable
+        (``allowed``, not cordoned) and its filters pass; ``last_index`` does not move."""
+        index = self.position.get(hint)
+        if index is None or not (allowed[index] and self.schedulable[index]):
+            return None  # gone or not a destination now: search
+        if self.walks is not None:
+            self.walks.append((index, 1))  # what the check read
+        found = self._static_only(demand)
+        if found is None:  # some filter reads more than the node's labels, taints and cordon
+            one = np.zeros(len(allowed), dtype=bool)
+            one[index] = True
+            feasible, fit = self._mask(demand, one)
+            if not feasible[index]:
+                return None
+        else:
+            mask, fit = found
+            if not mask.item(index):
+                return None
+        if fit is not None:
+            columns = self._fit_columns(fit, demand)
+            state = self.state
+            if columns is None or state.pod_count.item(index) >= state.allowed_pods.item(index):
+                return None
+            alloc, used = state.allocatable, state.requested
+            for j, r in columns:
+                if alloc.item(index, j) - used.item(index, j) < r:
+                    return None
+        return index
+
+    def fits_as_hinted(
+        self, moved: Sequence[CAPod], targets: Sequence[int], allowed: np.ndarray
+    ) -> bool:
+        """Whether ``simulate`` would now put each of ``moved`` (in order) on its ``targets``
+        node through its hint (the hints being those names): each target a destination, its
+        static filters passing and NodeResourcesFit's check passing with the earlier pods of
+        ``moved`` bound. False also where that cannot be told this way (then simulate)."""
+        state = self.state
+        alloc, used, count, cap = (
+            state.allocatable,
+            state.requested,
+            state.pod_count,
+            state.allowed_pods,
+        )
+        added: dict[int, Any] = {}  # target -> the requests of this list's pods bound there
+        for pod, t in zip(moved, targets, strict=True):
+            if not (allowed[t] and self.schedulable[t]):
+                return False
+            demand = self.demand_of[id(pod)]
+            found = self._static_only(demand)
+            if found is None or found[1] is None or not found[0].item(t):
+                return False
+            columns = self._fit_columns(found[1], demand)
+            before = added.get(t)
+            if columns is None or count.item(t) + (0 if before is None else before[0]) >= cap.item(
+                t
+            ):
+                return False
+            for j, r in columns:
+                if alloc.item(t, j) - used.item(t, j) - (0 if before is None else before[1][j]) < r:
+                    return False
+            if before is None:
+                added[t] = (1, demand.requests.copy())
+            else:
+                added[t] = (before[0] + 1, before[1] + demand.requests)
+        return True
+
+    def _static_only(self, demand: PodDemand) -> tuple[np.ndarray, Any] | None:
+        """Where every filter ``_mask`` runs for ``demand`` is a kept static mask (and
+        NodeResourcesFit is asked apart): their conjunction and NodeResourcesFit, kept with the
+        static masks; else None."""
+        if self.static is None or not self.first_fit:
+            return None
+        key = ("*", id(demand.constraints), bool(demand.host_ports))
+        found = self.static.get(key)
+        if found is not None:
+            return found[0], found[1]
+        mask = np.ones(self.state.node_count, dtype=bool)
+        fit = None
+        for plugin in self.profile.filters:
+            name = getattr(plugin, "name", "")
+            if name == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
+                fit = plugin
+            elif (name == "NodePorts" and not demand.host_ports) or name in self.skip:
+                continue
+            elif name in STATIC_FILTERS:
+                part = self.static.get((name, id(demand.constraints)))
+                if part is None:
+                    part = self.static[(name, id(demand.constraints))] = plugin.filter(
+                        self.state, demand, self.now
+                    ).feasible
+                mask &= part
+            else:
+                return None
+        # kept with the constraints object, so its id is not reused while the entry lives
+        self.static[key] = (mask, fit, demand.constraints)
+        return mask, fit
+
+    def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
+        """The first node from ``last_index`` on whose filters pass (round-robin)."""
+        feasible, fit = self._mask(demand, allowed)
         count = self.state.node_count
         start = self.last_index
         if fit is not None:
@@ -302,13 +428,23 @@ class RemovalSimulator:
         index = self.position[node]
         for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]
-            self._unbind(index, demand)
+            if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
+                self._unbind(index, demand)
+                self.journal.append((False, index, demand))
             self._bind(target, demand)
-            self.journal.append((False, index, demand))
             self.journal.append((True, target, demand))
             self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
         gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
+
+    def stable(self) -> bool:
+        """Whether a pass on the same state would now read the same hints as this one did:
+        every pod it looked up was placed where its hint said (or had none and found no place),
+        so the hints this pass leaves are those it read (``drop_old`` not yet called)."""
+        if self.hints is None:
+            return True
+        current = self.hints.current
+        return all(current.get(key) == hint for key, hint in self.looked.items())
 
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""
@@ -331,22 +467,44 @@ class RemovalSimulator:
         allowed = self.destinations.copy()
         allowed[index] = False
         done: list[tuple[int, PodDemand]] = []
-        for pod in found.pods:
-            self._unbind(index, self.demand_of[id(pod)])
+        # the candidate is no destination in this simulation, nor (removable) later in the
+        # pass: in a light simulation its own counts are left as they are (never read again
+        # before ``restore``)
+        own = not self.light
+        if own:
+            for pod in found.pods:
+                self._unbind(index, self.demand_of[id(pod)])
         placed: dict[str, str] = {}
+        hints, names = self.hints, self.names
         for pod in found.pods:
             demand = self.demand_of[id(pod)]
-            target = self._place(demand, allowed)
+            target = None
+            pod_key = ""
+            if hints is not None:  # ``HintingSimulator.TrySchedulePods``: the hint first
+                pod_key = pod.obj.uid or pod.key  # ``hint_key``
+                hint = hints.get(pod_key)
+                self.look_log.append((pod_key, hint))
+                self.looked.setdefault(pod_key, hint)  # the first look of this pass (``stable``)
+                if hint is not None:
+                    target = self._hinted(hint, demand, allowed)
+                    self.hinted += target is not None
+            if target is None:
+                target = self._place(demand, allowed)
+            if target is not None and hints is not None:  # kept even if a later pod fails
+                hints.set(pod_key, names[target])
+                self.hint_log.append((pod_key, names[target]))
             if target is None:
                 for i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)
-                for back in found.pods:
-                    self._bind(index, self.demand_of[id(back)])
+                if own:
+                    for back in found.pods:
+                        self._bind(index, self.demand_of[id(back)])
                 return Outcome(node, False, "NoPlaceToMovePods")
             self._bind(target, demand)
             done.append((target, demand))
-            placed[pod.key] = self.cluster.nodes[target].name
-        self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
+            placed[pod.key] = names[target]
+        if own:
+            self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
         self.journal.extend((True, target, demand) for target, demand in done)
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in self.current[node] if id(p) not in gone]

@@ -28,6 +28,7 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ import numpy as np
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
-from analyzer.autoscaler.removal import Outcome
+from analyzer.autoscaler.removal import Outcome, hint_key
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
@@ -48,6 +49,7 @@ from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
+from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import ClusterState
 
 
@@ -102,11 +104,16 @@ class ClusterAutoscaler:
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         self.pods: dict[int, CAPod] = {}
+        self.demand_by_id: dict[int, Any] = {}  # each CA pod object's demand, by ``id``
+        # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
+        # pass left the hints it read (a pass on the same state would then answer the same)
+        self.hints: Hints[str, str] = Hints()
+        self.hints_stable = True
         self.kinds = [
             NodeGroup(name, groups.min_size[g], groups.max_size[g])
             for g, name in enumerate(groups.names)
         ]
-        self.membership: tuple[Any, dict[str, NodeGroup]] = (None, {})
+        self.membership: tuple[Any, dict[str, NodeGroup], dict[str, int]] = (None, {}, {})
         self.position = {name: i for i, name in enumerate(state.node_names)}
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
@@ -209,6 +216,8 @@ class ClusterAutoscaler:
             self.draining[slot] = now + drain
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
+        for pod in evicted:  # upstream's replacement pod has a new UID: no hint
+            self.hints.forget(hint_key(self.ca_pod(pod)))
         self.unneeded.pop(slot, None)
         self.outcomes.pop(slot, None)
         self.recheck.forget(slot)
@@ -263,7 +272,8 @@ class ClusterAutoscaler:
                     uid=d.uid,
                 )
             )
-            self.pods[pod] = found
+            self.pods[pod] = found  # kept for the replay: its id stays its own
+            self.demand_by_id[id(found)] = d
         return found
 
     def cluster(self, candidates: list[int]) -> Cluster:
@@ -273,9 +283,12 @@ class ClusterAutoscaler:
         if self.membership[0] != version:  # the group members change with joins and removals
             of = self.groups.of_node
             members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
-            self.membership = (version, {names[slot]: self.kinds[of[slot]] for slot in members})
-        groups = self.membership[1]
-        return Cluster(self.nodes, {names[s]: self._pods_on(s) for s in candidates}, groups)
+            member = {names[slot]: self.kinds[of[slot]] for slot in members}
+            sizes = dict(Counter(group.name for group in member.values()))
+            self.membership = (version, member, sizes)
+        _, groups, sizes = self.membership
+        pods = {names[s]: self._pods_on(s) for s in candidates}
+        return Cluster(self.nodes, pods, groups, sizes=sizes)
 
     def _pods_on(self, slot: int) -> list[CAPod]:
         """The CA pods on ``slot`` in pod order, kept while its pods stay (nothing mutates it:

@@ -32,6 +32,9 @@ class AutoscalerRecord:
     simulated: int = 0
     reused: int = 0
     skipped: int = 0  # scale-down passes not run: the same answer as the last (exact)
+    passes: int = 0  # scale-down passes run
+    hinted: int = 0  # pods a simulation placed on their hinted node (CA's scheduling hints)
+    reused_by_hints: int = 0  # of ``reused``: answers placed by hints alone, checked again
 
     def joined(self, slot: int, now: int) -> None:
         """``slot`` exists from ``now``."""

@@ -23,6 +23,10 @@ it again instead of simulating). What one simulation reads, and how each is chec
   and, if the candidates limit stopped it, the limit is the same
   (``analyzer.autoscaler.recheck``);
 - a candidate blocked by a pod read its pods and the budgets only (any context, any start);
+- a removable candidate whose pods all went to their hinted nodes (CA's scheduling hints) read
+  its pods, the budgets, the hints and those nodes only (no search: not the start, not the
+  others): taken again, whatever the context and start, when those are equal and each hinted
+  node is still a destination with room for its pods in turn (checked on the state now);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
   in which nothing earlier is reused.
 
@@ -88,6 +92,9 @@ class Entry:
     targets: list[int]
     reads: np.ndarray[Any, np.dtype[np.int64]]  # node indices its placements looked at
     rows: list[np.ndarray[Any, Any]]  # a failed one's pods' requests (cpu, memory)
+    looks: list[tuple[str, str | None]]  # each pod's scheduling hint as it read it, in order
+    sets: list[tuple[str, str]]  # the hints it set, in order
+    by_hints: bool = False  # removable, every pod placed on its hinted node (no search)
 
 
 @dataclass

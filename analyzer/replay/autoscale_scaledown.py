@@ -53,6 +53,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if ca.cpu is None or ca.mem is None or not len(present):
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, reasons))
+        ca.hints.drop_old()
+        ca.hints_stable = True  # none looked up
         return
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
     recent = np.zeros(len(ca.active), dtype=bool)
@@ -68,6 +70,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.reuse
         # the same nodes skipped as recently unremovable as in the last pass
         and not expired
+        and ca.hints_stable  # the hints it would read are those the last pass read
         and not added
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(
@@ -87,6 +90,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.last_pass = (limit, False, False)
         ca.record.reasons.append((now, reasons))
+        ca.hints.drop_old()
+        ca.hints_stable = True  # none looked up
         return
     ratio = utilization(ca, present)
     # a margin over the threshold: the exact check below decides (float sums differ)
@@ -140,7 +145,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     static = ca.static if ca.inp.snapshot.node_state is None else {}
     live = LiveState(
         state,
-        {id(ca.ca_pod(p)): ca.inp.demands[p] for p in on},
+        ca.demand_by_id,  # every CA pod made so far (``ca.cluster`` made those of ``on``)
         destinations,
         static,
         ca.position,
@@ -150,6 +155,14 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca, simulator, order, pdbs, covering, reasons, limit
     )
     simulator.restore()
+    ca.record.passes += 1
+    ca.record.hinted += simulator.hinted
+    # a pass on the same state would read the hints this one set: if they differ from those
+    # it read, it may answer differently (and is run); then ``DropOldHints``
+    ca.hints_stable = simulator.stable()
+    if not ca.hints_stable:
+        ca.dirty = True
+    ca.hints.drop_old()
     timeout = ca.settings.unremovable_node_recheck_timeout
     if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
         found_unremovable = []
@@ -209,6 +222,7 @@ def _simulate(
     columns = (ca.cpu or 0, ca.mem or 0)
     # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
     simulator.first_fit, simulator.columns = ca.settings.reuse, ca.columns
+    simulator.hints = ca.hints  # kept across passes, as upstream's RemovalSimulator keeps them
     if ca.reuse:
         # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
         simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
@@ -233,17 +247,29 @@ def _simulate(
         entry = None
         if ca.reuse:
             entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
+            if entry is not None and any(ca.hints.get(k) != h for k, h in entry.looks):
+                entry = None  # a pod's hint changed since: it may go elsewhere
+            if entry is None:
+                entry = _by_hints_again(ca, simulator, slot, pods, budget, allowed)
+                ca.record.reused_by_hints += entry is not None
         if entry is not None:
             memo.reused += 1
             memo.used.append(entry)
             outcome, targets = entry.outcome, entry.targets
+            for key, hint in entry.looks:  # the hints it read and set, as simulating would
+                simulator.looked.setdefault(key, hint)
+            for key, node in entry.sets:
+                ca.hints.set(key, node)
             if outcome.removable:
                 simulator.apply(name, outcome, targets)
-            if outcome.reason != "BlockedByPod":  # a blocked one moved nothing
+            # a blocked one moved nothing; one placed by hints alone did not move the start
+            if outcome.reason != "BlockedByPod" and not entry.by_hints:
                 simulator.last_index = entry.end
         else:
             memo.simulated += 1
             mark = len(simulator.journal)
+            looks, sets = len(simulator.look_log), len(simulator.hint_log)
+            hinted = simulator.hinted
             simulator.walks = []
             outcome = simulator.simulate(name, pdbs)
             targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
@@ -256,6 +282,9 @@ def _simulate(
                     memo.passes, memo.epoch, context, pods, budget, start,
                     simulator.last_index, outcome, targets,
                     walked(simulator.walks, state.node_count), rows,
+                    simulator.look_log[looks:], simulator.hint_log[sets:],
+                    # removable with every pod on its hinted node: no search, start unread
+                    outcome.removable and simulator.hinted - hinted == len(outcome.moved),
                 ))  # fmt: skip
         context = (*context, (slot, outcome.reason, tuple(targets)))
         if not outcome.removable:
@@ -267,6 +296,32 @@ def _simulate(
         outcomes[slot] = outcome
     ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
     return outcomes, unremovable, stopped
+
+
+def _by_hints_again(
+    ca: ClusterAutoscaler,
+    simulator: RemovalSimulator,
+    slot: int,
+    pods: tuple[int, ...],
+    budget: tuple[int, ...],
+    allowed: np.ndarray[Any, Any],
+) -> Entry | None:
+    """``slot``'s last answer if it placed every pod on its hinted node and would again now:
+    the same pods and budgets (the same pods to move), the same hints, and each hinted node
+    still a destination with room for its pods in turn (``fits_as_hinted``). Such a simulation
+    read nothing else (no search: neither the round-robin start nor the other nodes), so
+    whatever the pass did before it, simulating it now gives that answer."""
+    memo = ca.sims
+    entry: Entry | None = memo.entries.get(slot)
+    if entry is None or not entry.by_hints or entry.epoch != memo.epoch:
+        return None
+    if (entry.pods, entry.pdbs) != (pods, budget):
+        return None
+    if any(ca.hints.get(k) != h for k, h in entry.looks):
+        return None
+    if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
+        return None
+    return entry
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

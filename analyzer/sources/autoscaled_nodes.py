@@ -14,8 +14,11 @@ with CA's default flags:
 - **scale-down**: a present node whose cpu and memory requests are both under half its
   allocatable is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
   then the nodes unneeded after the last run, then in node order, are drained in a simulation:
-  each pod onto the first other present node with room, round-robin from where the previous
-  placement stopped; a pod without a controller or of kube-system blocks; a drained node's moves
+  each pod onto the node the previous run's simulation put it on if that node is still present,
+  not the candidate nor removed in this run and has room (CA's scheduling hints,
+  ``analyzer.scheduling.sim_hints``, shared with the replay's CA), else the first other present
+  node with room, round-robin from where the previous search stopped (a hinted placement does
+  not move it); a pod without a controller or of kube-system blocks; a drained node's moves
   stay for the next candidate. A node found not removable is skipped for 300 s
   (``--unremovable-node-recheck-timeout``: not simulated again before then, whatever its
   utilisation); a run stops simulating once it found ``min(U + 20, 10 * (600 // I) + 10)``
@@ -37,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from analyzer.scheduling.sim_hints import Hints
 
 SCAN = 10
 UNNEEDED = 600
@@ -76,6 +81,7 @@ class NodeAutoscaler:
         self.last_add: int | None = None
         self.next_tick = start + SCAN
         self.recheck: dict[int, int] = {}  # slot -> skipped until (found not removable)
+        self.hints: Hints[int, int] = Hints()  # pod -> the slot a simulation last put it on
         self.runs = 0
 
     def due(self) -> int:
@@ -202,12 +208,20 @@ class NodeAutoscaler:
                 moved = True
                 for pod in pods:
                     row = need(pod)
+                    # the node the pod was last simulated onto first, without moving the cursor
+                    hint = self.hints.get(pod)
+                    if (hint is not None and self.present[hint] and hint != node
+                            and hint not in gone and bool(np.all(row <= trial[hint]))):  # fmt: skip
+                        trial[hint] -= row
+                        self.hints.set(pod, hint)
+                        continue
                     for step in range(count):
                         n = (cursor + step) % count
                         if (self.present[n] and n != node and n not in gone
                                 and bool(np.all(row <= trial[n]))):  # fmt: skip
                             trial[n] -= row
                             cursor = (n + 1) % count
+                            self.hints.set(pod, n)  # kept even if a later pod finds no place
                             break
                     else:
                         moved = False
@@ -219,3 +233,4 @@ class NodeAutoscaler:
                 else:
                     self.recheck[node] = now + RECHECK
         self.unneeded = found
+        self.hints.drop_old()  # ``DropOldHints``: once per run
