@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.lines import TICKLEFT, TICKRIGHT, Line2D
+from matplotlib.lines import Line2D
+from matplotlib.markers import TICKLEFT, TICKRIGHT
 
 from analyzer.core.text import escaped
 from analyzer.report.chart_layout import (
