@@ -207,7 +207,7 @@ def row_ticks(ax: Any, labels: Sequence[str], *, fontsize: float) -> None:
     rc = mpl.rcParams
     color = rc["ytick.color"]
     size, direction = float(rc["ytick.major.size"]), rc["ytick.direction"]
-    marker = {"out": TICKLEFT, "in": TICKRIGHT, "inout": "_"}[direction]
+    marker: Any = {"out": TICKLEFT, "in": TICKRIGHT, "inout": "_"}[direction]
     rows = np.arange(len(labels), dtype=float)
     marks = Line2D(np.zeros(len(labels)), rows, transform=ax.get_yaxis_transform("tick1"),
                    color=color, linestyle="none", marker=marker, markeredgecolor=color,
