@@ -1,4 +1,4 @@
-"""The heatmap's and the breach timeline's row labels (``charts.row_ticks``) look exactly like
+"""The heatmap's and the breach timeline's row labels (``report/chart_ticks.py``) look exactly like
 matplotlib's own y ticks.
 
 ``row_ticks`` draws one marker line and plain texts instead of matplotlib's ``Tick`` objects
@@ -20,7 +20,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from PIL import Image
 
-from analyzer.report.charts import READABLE, encode_png, row_ticks, short_label
+from analyzer.report.chart_ticks import row_ticks
+from analyzer.report.charts import READABLE, encode_png, short_label
 
 NAMES = [short_label(n) for n in ["W" * 60 + "-0", "node-1\r", "pool general (mean)", "g"]]
 

@@ -22,8 +22,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.markers import TICKLEFT, TICKRIGHT
 
 from analyzer.core.text import escaped
 from analyzer.report.chart_layout import (
@@ -38,6 +36,7 @@ from analyzer.report.chart_layout import (
     text_width,
     value_ticks_width,
 )
+from analyzer.report.chart_ticks import row_ticks
 
 _DPI = 80
 # Report chart style; other report modules draw inside ``mpl.rc_context(STYLE)`` too.
@@ -189,41 +188,6 @@ def heatmap(
             ax.set_xlabel(xlabel)
         fig.colorbar(image, cax=cax, label=colorbar_label)
         return Chart(title=title, alt=alt, data_uri=encode_png(fig))
-
-
-def row_ticks(ax: Any, labels: Sequence[str], *, fontsize: float) -> None:
-    """One y tick and label per row (row ``i`` at ``y = i``), drawn as matplotlib's ticks look
-    (the ``ytick.*`` style: marks out of the left spine, labels right-aligned a pad away)
-    but without its ``Tick`` objects.
-
-    Why: a ``Tick`` is five artists built and styled one by one and measured again at every
-    draw; at 40-200 rows they were most of a heatmap's CPU. Here the marks are one line of
-    markers and the labels plain texts, at the same places (the axis's own transforms), so
-    the picture is the same. The labels are ``ax.texts``, so ``fit_labels`` still checks them.
-    """
-    ax.set_yticks([])
-    if not labels:
-        return
-    rc = mpl.rcParams
-    color = rc["ytick.color"]
-    size, direction = float(rc["ytick.major.size"]), rc["ytick.direction"]
-    marker: Any = {"out": TICKLEFT, "in": TICKRIGHT, "inout": "_"}[direction]
-    rows = np.arange(len(labels), dtype=float)
-    marks = Line2D(np.zeros(len(labels)), rows, transform=ax.get_yaxis_transform("tick1"),
-                   color=color, linestyle="none", marker=marker, markeredgecolor=color,
-                   markersize=size, markeredgewidth=rc["ytick.major.width"],
-                   zorder=ax.yaxis.get_zorder(), clip_on=False)  # fmt: skip
-    if rc["ytick.left"]:
-        ax.add_artist(marks)
-    # the label's offset from the spine: the tick's pad plus the part of the mark outside
-    outside = {"out": 1.0, "in": 0.0, "inout": 0.5}[direction] * size
-    transform, va, ha = ax.get_yaxis_text1_transform(float(rc["ytick.major.pad"]) + outside)
-    labelcolor = rc["ytick.labelcolor"]
-    if labelcolor == "inherit":
-        labelcolor = color
-    for row, label in zip(rows, labels, strict=True):
-        ax.text(0, row, label, transform=transform, va=va, ha=ha, fontsize=fontsize,
-                color=labelcolor, zorder=ax.yaxis.get_zorder(), clip_on=False)  # fmt: skip
 
 
 def breach_timeline(
