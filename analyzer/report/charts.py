@@ -36,6 +36,7 @@ from analyzer.report.chart_layout import (
     text_width,
     value_ticks_width,
 )
+from analyzer.report.chart_ticks import row_ticks
 
 _DPI = 80
 # Report chart style; other report modules draw inside ``mpl.rc_context(STYLE)`` too.
@@ -179,7 +180,7 @@ def heatmap(
             vmax=100,
             interpolation="nearest",
         )
-        ax.set_yticks(range(len(row_labels)), labels=labels, fontsize=9)
+        row_ticks(ax, labels, fontsize=9)
         step = max(1, len(col_labels) // 12)
         ticks = list(range(0, len(col_labels), step))
         ax.set_xticks(ticks, labels=[col_labels[i] for i in ticks])
@@ -226,8 +227,8 @@ def breach_timeline(
                 color=RESOURCE_COLORS.get(resource, "#6a4c93"),
                 label=f"{resource} over threshold",
             )
-        ax.set_yticks(range(len(nodes)), labels=labels, fontsize=9)
         ax.set_ylim(len(nodes) - 0.5, -0.5)
+        row_ticks(ax, labels, fontsize=9)
         ax.set_xlim(0, max((end - start).total_seconds() / 3600, 1))
         ax.set_xlabel(f"hours since {start:%Y-%m-%d %H:%M} UTC")
         _legend_outside(ax, len(resources))
