@@ -206,3 +206,17 @@ def test_table_cells_show_no_sign_on_a_value_that_rounds_to_zero() -> None:
     )
     texts = [[cell.text for cell in cells] for _, cells in view.rows()]
     assert texts == [["0.0 %", "0"], ["-0.1 %", "-2"], ["0.0 %", "2"]]
+
+
+def test_nightly_chart_titles_fit_on_their_image(early: dict[str, Any]) -> None:
+    """A chart title over ``TITLE_LIMIT`` characters is cut in its middle where it is drawn
+    (``charts.fit_labels``): the demo's memory heatmap read "… — 30 no…s with the highest p95 …".
+    Every nightly chart's title, with the longest resource name, fits whole."""
+    from analyzer.report.charts import TITLE_LIMIT
+    from analyzer.report.nightly_charts import build_charts
+
+    result = early["results"][DAY2]
+    titles = [chart.title for chart in build_charts(result, {}).values()]
+    assert any("memory" in t and "hourly MEAN" in t for t in titles)
+    too_long = [t for t in titles if len(t) > TITLE_LIMIT]
+    assert too_long == []

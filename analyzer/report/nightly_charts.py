@@ -119,8 +119,9 @@ def build_charts(
                 matrix,
                 labels,
                 hours,
-                title=f"{name}: hourly MEAN usage (not a percentile) — {HEATMAP_TOP} nodes with "
-                "the highest p95, then one mean row per pool",
+                # within charts.TITLE_LIMIT: a longer title is cut in its middle on the image
+                title=f"{name}: hourly MEAN usage (not a percentile), the {HEATMAP_TOP} nodes of "
+                "highest p95 + a mean row per pool",
                 alt=f"heatmap of hourly mean {name} usage per node",
                 xlabel="hour starting (UTC)",
                 colorbar_label=f"{name} used, mean % of allocatable",
@@ -218,8 +219,8 @@ def daily_heatmap(
         matrix,
         labels,
         day_labels,
-        title=f"{name} {stat} per day: {HEATMAP_TOP} hottest nodes over the stored days, "
-        "then one mean row per pool",
+        title=f"{name} {stat} per day: the {HEATMAP_TOP} hottest nodes over the stored days + "
+        "a mean row per pool",
         alt=f"heatmap of daily {name} {stat} per node",
         xlabel="day (UTC, month-day)",
         colorbar_label=f"{name} used {stat}, % of allocatable",
