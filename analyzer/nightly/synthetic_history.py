@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot import Snapshot, pod_intervals
 from analyzer.history.capacity import write_tables
 from analyzer.history.headroom import write_headroom
 from analyzer.nightly.capacity_rollups import pool_rollups, workload_rollups
@@ -60,9 +60,10 @@ def day_rows(
     start = pd.Timestamp(day, tz="UTC")
     end = start + DAY
     today = slice_snapshot(snapshot, start, end)
+    intervals = pod_intervals(today)  # read by both rollups: built once
     return (
-        pool_rollups(today, start, end, method=method),
-        workload_rollups(today, start, end, method=method),
+        pool_rollups(today, start, end, method=method, intervals=intervals),
+        workload_rollups(today, start, end, method=method, intervals=intervals),
     )
 
 
