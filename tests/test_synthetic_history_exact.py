@@ -5,7 +5,8 @@
   which an interval starts, for random intervals in several groups, some groups empty.
 - ``synthetic_history.day_rows`` (the day's pod intervals built once and read by both rollups)
   gives, frame for frame, exactly what ``pool_rollups``/``workload_rollups`` give when each
-  builds its own, on every day of a small two-day cluster.
+  builds its own, on every day of a small two-day cluster; and the same again on
+  ``rollup_view`` (the snapshot with only the pod columns the rollups read), which drops columns.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analyzer.core.snapshot import Snapshot
 from analyzer.nightly.capacity_rollups import interval_mean_peak, pool_rollups, workload_rollups
 from analyzer.nightly.run import DAY, slice_snapshot
-from analyzer.nightly.synthetic_history import day_rows
+from analyzer.nightly.synthetic_history import day_rows, rollup_view
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
 
@@ -52,20 +54,33 @@ def test_interval_peak_per_group_equals_the_brute_force_peak(seed: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> object:
+def cluster() -> Snapshot:
     return generate(SyntheticSpec(seed=4, nodes=6, days=2, step=3600)).snapshot
 
 
-def test_day_rows_equal_each_rollup_on_its_own(cluster: object) -> None:
+def test_day_rows_equal_each_rollup_on_its_own(cluster: Snapshot) -> None:
     snapshot = cluster
-    first = pd.Timestamp(snapshot.start).floor("D")  # type: ignore[attr-defined]
+    first = pd.Timestamp(snapshot.start).floor("D")
     days = [first + k * DAY for k in range(3)]  # the range's two days and their neighbours
     checked = 0
     for start in days:
         day = date(start.year, start.month, start.day)
-        pools, workloads = day_rows(snapshot, day)  # type: ignore[arg-type]
-        today = slice_snapshot(snapshot, start, start + DAY)  # type: ignore[arg-type]
+        pools, workloads = day_rows(snapshot, day)
+        today = slice_snapshot(snapshot, start, start + DAY)
         pd.testing.assert_frame_equal(pools, pool_rollups(today, start, start + DAY))
         pd.testing.assert_frame_equal(workloads, workload_rollups(today, start, start + DAY))
         checked += len(workloads) > 0
     assert checked >= 2  # the cluster's days had workloads to compare
+
+
+def test_rollups_of_the_narrow_view_equal_those_of_the_whole_snapshot(cluster: Snapshot) -> None:
+    snapshot = cluster
+    narrow = rollup_view(snapshot)
+    assert len(narrow.pods.columns) < len(snapshot.pods.columns)
+    first = pd.Timestamp(snapshot.start).floor("D")
+    for k in range(3):
+        start = first + k * DAY
+        day = date(start.year, start.month, start.day)
+        whole, part = day_rows(snapshot, day), day_rows(narrow, day)
+        for a, b in zip(whole, part, strict=True):
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
