@@ -21,6 +21,11 @@ pickled); the rows are written in day order by the calling process. ``history_ro
 them without writing (``write_rows`` writes them later), so the demo computes them in a forked
 process from its start, beside its snapshot's generation (``cli/demo.py``).
 
+The rollups read ``rollup_view`` of the chunk (only the pod columns they use: each day's slice
+copies a third fewer columns) and ``day_rows`` builds the day's pod intervals once for both; the
+rows are those of the whole snapshot (tests/test_synthetic_history_exact.py, docs/benchmarks.md
+"histexact").
+
 The placer's own memory (``constrained_placement.RequiredFilters``: the required anti-affinity
 terms seen, its core state) never changes where a pod goes, only which pods are checked by the
 filters: a pod no placed pod's term selects passes them everywhere. So a fresh placer, one that
