@@ -63,9 +63,12 @@ def interval_mean_peak(
     ev_delta = np.concatenate([w, -w])
     order = np.lexsort((ev_start, ev_time, ev_group))
     # Every interval closes inside [lo, hi], so the running total is back at 0 between groups.
-    running = pd.Series(np.cumsum(ev_delta[order]))
-    highest = running.groupby(ev_group[order]).max()
-    peak[highest.index.to_numpy()] = highest.to_numpy()
+    running = np.cumsum(ev_delta[order])
+    # The events are sorted by group: each group's maximum over its own run of the array (an
+    # integer maximum, the same as a group-by's; without building a pandas group-by per call).
+    sorted_group = ev_group[order]
+    first = np.flatnonzero(np.concatenate(([True], sorted_group[1:] != sorted_group[:-1])))
+    peak[sorted_group[first]] = np.maximum.reduceat(running, first)
     return mean, peak
 
 
@@ -122,12 +125,14 @@ def pool_rollups(
     *,
     method: str = "nearest-rank",
     usage: PoolUsage | None = None,
+    intervals: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per pool for the day ``(start, end]`` of ``day`` (a snapshot sliced to the day).
 
     Columns as ``analyzer.history.capacity.POOL_SCHEMA`` (without ``schema_version``). ``usage``:
     the pools' usage stats of that day when the caller has them (the nightly run computes them
-    once for its pool table too), else computed here.
+    once for its pool table too), else computed here. ``intervals``: ``pod_intervals(day)`` when
+    the caller has it (``workload_rollups`` of the same day reads it too), never modified.
     """
     nodes = day.nodes.reset_index(drop=True)
     pool_of = node_pools(nodes)
@@ -144,7 +149,8 @@ def pool_rollups(
     )
     out["nodes_mean"], out["nodes_max"] = count_mean, count_peak
 
-    intervals = pod_intervals(day)
+    if intervals is None:
+        intervals = pod_intervals(day)
     pods = day.pods.set_index("uid").loc[intervals["uid"]].reset_index()
     node_idx = names.get_indexer(intervals["node"].astype(str))
     on_known = node_idx >= 0
@@ -208,15 +214,22 @@ def pool_rollups(
 
 
 def workload_rollups(
-    day: Snapshot, start: pd.Timestamp, end: pd.Timestamp, *, method: str = "nearest-rank"
+    day: Snapshot,
+    start: pd.Timestamp,
+    end: pd.Timestamp,
+    *,
+    method: str = "nearest-rank",
+    intervals: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per workload that held a node during the day ``(start, end]`` of ``day``.
 
     Columns as ``analyzer.history.capacity.WORKLOAD_SCHEMA`` (without ``schema_version``).
-    ``restarts`` and ``oom_kills`` are null: the snapshot does not record them.
+    ``restarts`` and ``oom_kills`` are null: the snapshot does not record them. ``intervals``:
+    ``pod_intervals(day)`` when the caller has it (never modified).
     """
     lo, hi = _day_bounds(start, end)
-    intervals = pod_intervals(day)
+    if intervals is None:
+        intervals = pod_intervals(day)
     p_start = np.clip(_ns(utc(intervals["start"])), lo, hi)
     p_end = np.clip(
         _to_day_end(_ns(utc(intervals["end"])), _last_data(day, start, end), hi), lo, hi

@@ -21,6 +21,11 @@ pickled); the rows are written in day order by the calling process. ``history_ro
 them without writing (``write_rows`` writes them later), so the demo computes them in a forked
 process from its start, beside its snapshot's generation (``cli/demo.py``).
 
+The rollups read ``rollup_view`` of the chunk (only the pod columns they use: each day's slice
+copies a third fewer columns) and ``day_rows`` builds the day's pod intervals once for both; the
+rows are those of the whole snapshot (tests/test_synthetic_history_exact.py, docs/benchmarks.md
+"histexact").
+
 The placer's own memory (``constrained_placement.RequiredFilters``: the required anti-affinity
 terms seen, its core state) never changes where a pod goes, only which pods are checked by the
 filters: a pod no placed pod's term selects passes them everywhere. So a fresh placer, one that
@@ -32,12 +37,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot import Snapshot, pod_intervals
 from analyzer.history.capacity import write_tables
 from analyzer.history.generated import write_generated
 from analyzer.history.headroom import write_headroom
@@ -61,10 +67,30 @@ def day_rows(
     start = pd.Timestamp(day, tz="UTC")
     end = start + DAY
     today = slice_snapshot(snapshot, start, end)
+    intervals = pod_intervals(today)  # read by both rollups: built once
     return (
-        pool_rollups(today, start, end, method=method),
-        workload_rollups(today, start, end, method=method),
+        pool_rollups(today, start, end, method=method, intervals=intervals),
+        workload_rollups(today, start, end, method=method, intervals=intervals),
     )
+
+
+# The pod columns the day's rollups read (slice_snapshot, pod_intervals, pool_rollups,
+# workload_rollups, workload_keys), besides every requests:/limits: column.
+ROLLUP_POD_COLUMNS = frozenset(
+    {"uid", "name", "namespace", "node", "workload_kind", "workload_name", "owner_kind",
+     "created", "first_seen", "scheduled", "started", "finished", "last_seen"}
+)  # fmt: skip
+
+
+def rollup_view(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with only the pod columns the day's rollups read: each day's slice then
+    copies a third fewer string columns (the rows are the same, tests/test_synthetic_history_exact.py)."""
+    keep = [
+        c
+        for c in snapshot.pods.columns
+        if c in ROLLUP_POD_COLUMNS or str(c).startswith(("requests:", "limits:"))
+    ]
+    return replace(snapshot, pods=snapshot.pods[keep])
 
 
 # What a worker process needs besides its chunk (set by the pool's initializer, inherited on fork).
@@ -81,13 +107,14 @@ def _chunk_rows(days: list[date], chunk: SyntheticSpec) -> list[DayRows]:
     method = str(_WORKER.get("method", "nearest-rank"))
     snapshot = generate(chunk, place=place if callable(place) else None).snapshot
     placement = ObservedPlacement(snapshot)  # one state for the chunk, moved hour by hour
+    narrow = rollup_view(snapshot)  # the headroom reads the whole snapshot, the rollups these
     rows: list[DayRows] = []
     for day in days:
         start = pd.Timestamp(day, tz="UTC")
         marks = [start + pd.Timedelta(hours=h) for h in range(HEADROOM_EVERY, 25, HEADROOM_EVERY)]
         times = [t for t in marks if t <= snapshot.end]
         shapes = headroom_day(snapshot, times, placement=placement).shapes
-        rows.append((day, *day_rows(snapshot, day, method=method), shapes))
+        rows.append((day, *day_rows(narrow, day, method=method), shapes))
     return rows
 
 
