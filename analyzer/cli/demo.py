@@ -26,10 +26,13 @@ snapshot's generation, and written in day order once the snapshot is.
 The what-if comparison and the search read only the snapshot and nothing after them reads their
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
 written, beside the history, the nightly reports and the monthly review, and write their pages
-there; the portal is written once they are done. The nightly days are computed one forked
-worker ahead of the pages (``cli/demo_nightly.py``), and the monthly review's growth replay
-(``cli/demo_growth.py``) runs in a forked process beside the review's scenarios and charts, from
-the moment the history is final. ``bench/demo.py`` times every phase.
+there; the portal is written once they are done. That process is niced (``WHATIF_NICE``): it
+takes the cores the main line leaves idle, not half of those the main line waits on. It
+prepares the replayed window once and forks its comparison's pool and its cluster-autoscaler
+row (beside that pool) with it. The nightly days are computed one forked worker ahead of the
+pages (``cli/demo_nightly.py``), and the monthly review's growth replay (``cli/demo_growth.py``,
+its months in two processes) runs in a forked process beside the review's scenarios and charts,
+from the moment the history is final. ``bench/demo.py`` times every phase.
 
 The what-if, the search and the monthly scenarios replay the snapshot's busiest 2 whole days
 (``DemoSettings.replay_days``, ``analyzer demo --window``; ``whatif/busiest.py``), not all 7:
