@@ -3,6 +3,7 @@ its exception or its death come back to the caller as a call in the caller would
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 
@@ -51,3 +52,19 @@ def test_stop_ends_a_child_still_running() -> None:
     job.stop()
     assert time.monotonic() - began < 30  # terminated, not waited for (it sleeps 60 s)
     assert not job._process.is_alive()
+
+
+def _niceness_and_pool_niceness() -> tuple[int, int]:
+    """This process's niceness, and that of a process it starts (a pool worker would be one)."""
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        inherited = pool.apply(os.nice, (0,))
+    return os.nice(0), inherited
+
+
+def test_nice_lowers_the_child_and_what_it_starts_but_not_the_caller() -> None:
+    before = os.nice(0)
+    child, grandchild = Background(_niceness_and_pool_niceness, nice=5).result()
+    # the kernel caps niceness at 19: a caller already at 15 or more ends there
+    assert child == grandchild == min(before + 5, 19)
+    assert os.nice(0) == before  # the caller keeps its own priority

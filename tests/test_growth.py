@@ -158,3 +158,30 @@ def test_rates_fitted_from_a_history(snapshot: Path, tmp_path: Path) -> None:
     assert [m["pods"] for m in data["months"]] == [8, 8, 9, 9, 10, 10, 10, 11, 11]
     assert data["first_wait_month"] is None and data["first_n_plus_1_break"] == {"pool": None}
     assert data["changes"] == ["history: default +5.0 % per month from month 1"]
+
+
+def test_months_replayed_ahead_in_a_pool_give_the_same_answers(snapshot: Path) -> None:
+    """``run_growth(workers=2)`` (the demo's) replays the months in two processes first and
+    replays a month whose pods wait again in order, with its search: the hand-worked answers of
+    ``test_two_more_replicas_a_month`` hold either way, and so does the replay count (9 months
+    + the searches' extra replays, counted once)."""
+    from analyzer.core.snapshot import read_snapshot
+    from analyzer.whatif.compare import resolve_strategy
+    from analyzer.whatif.growth import run_growth
+    from analyzer.whatif.growth_plan import Change, GrowthPlan
+
+    plan = GrowthPlan((Change("growth[0]", "default", count=2),), 8)
+    result = run_growth(
+        read_snapshot(snapshot), plan, resolve_strategy("kube-default"), days=1, workers=2
+    ).to_dict()
+    months = {m["month"]: m for m in result["months"]}
+    assert [months[k]["pods"] for k in range(9)] == [8 + 2 * k for k in range(9)]
+    assert [months[k]["pools"][0]["nodes_to_add"] for k in range(9)] == [0] * 5 + [1, 1, 2, 2]
+    assert [months[k]["waiting_pods"] for k in range(9)] == [0] * 5 + [2, 4, 6, 8]
+    # the sequential run (workers=1) is the reference: the same count of replays, every figure
+    replays = int(result["notes"][-1].split()[0])
+    sequential = run_growth(
+        read_snapshot(snapshot), plan, resolve_strategy("kube-default"), days=1
+    ).to_dict()
+    assert replays == int(sequential["notes"][-1].split()[0])
+    assert result == sequential

@@ -10,11 +10,17 @@ pickling them. It is an ordinary (non-daemon) process, so it may start its own p
 ``run_whatif`` does. Its return value and any exception it raises are pickled back;
 ``result()`` returns the one or raises the other, as a call in the caller would. ``stop()`` ends
 the child if it is still running (the caller failed first: nothing waits for it).
+
+``nice``: the child lowers its own scheduling priority by that much first (``os.nice``; the
+processes it starts inherit it). The demo's what-if and search are needed only at its very end:
+niced, they take the cores the demo's main line (history, nightly pages, monthly review) leaves
+idle rather than half of those it needs, and still every core once nothing else runs.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Generic, TypeVar
@@ -24,8 +30,10 @@ from analyzer.core.errors import AnalyzerError
 T = TypeVar("T")
 
 
-def _child(send: Connection, target: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _child(send: Connection, target: Callable[..., Any], args: tuple[Any, ...], nice: int) -> None:
     try:
+        if nice:
+            os.nice(nice)
         answer: tuple[bool, Any] = (True, target(*args))
     except BaseException as error:
         answer = (False, error)
@@ -38,10 +46,10 @@ def _child(send: Connection, target: Callable[..., Any], args: tuple[Any, ...]) 
 class Background(Generic[T]):
     """``target(*args)`` running in a forked child from construction on (module docstring)."""
 
-    def __init__(self, target: Callable[..., T], *args: Any) -> None:
+    def __init__(self, target: Callable[..., T], *args: Any, nice: int = 0) -> None:
         context = multiprocessing.get_context("fork")
         self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_child, args=(send, target, args))
+        self._process = context.Process(target=_child, args=(send, target, args, nice))
         self._process.start()
         send.close()  # the child holds the only writing end: its exit reads as end of file
 

@@ -27,10 +27,13 @@ pages (which read no coarse day), and written in day order once the nightly page
 The what-if comparison and the search read only the snapshot and nothing after them reads their
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
 written, beside the history, the nightly reports and the monthly review, and write their pages
-there; the portal is written once they are done. The nightly days are computed one forked
-worker ahead of the pages (``cli/demo_nightly.py``), and the monthly review's growth replay
-(``cli/demo_growth.py``) runs in a forked process beside the review's scenarios and charts, from
-the moment the history is final. ``bench/demo.py`` times every phase.
+there; the portal is written once they are done. That process is niced (``WHATIF_NICE``): it
+takes the cores the main line leaves idle, not half of those the main line waits on. It
+prepares the replayed window once and forks its comparison's pool and its cluster-autoscaler
+row (beside that pool) with it. The nightly days are computed one forked worker ahead of the
+pages (``cli/demo_nightly.py``), and the monthly review's growth replay (``cli/demo_growth.py``,
+its months in two processes) runs in a forked process beside the review's scenarios and charts,
+from the moment the history is final. ``bench/demo.py`` times every phase.
 
 The what-if, the search and the monthly scenarios replay the snapshot's busiest 2 whole days
 (``DemoSettings.replay_days``, ``analyzer demo --window``; ``whatif/busiest.py``), not all 7:
@@ -68,13 +71,14 @@ from analyzer.nightly.synthetic_history import (
     write_rows,
 )
 from analyzer.replay.autoscale_setup import parse_settings
-from analyzer.replay.input import prepare
+from analyzer.replay.input import ARRIVALS
 from analyzer.report.monthly import joint_settings, write_monthly_report
 from analyzer.report.monthly_rightsize import DEFAULT_RECIPE
 from analyzer.report.nightly_report import ReportPaths, write_nightly_report
 from analyzer.report.portal import write_portal
 from analyzer.report.search import write_search_report
 from analyzer.report.whatif import DEMO_STRATEGIES, FOLDER, write_whatif_report
+from analyzer.scheduling.cluster_version import snapshot_version
 from analyzer.sources.constrained_placement import constrained_crowding_place
 from analyzer.sources.spec import SyntheticSpec
 from analyzer.sources.synthetic import generate
@@ -83,7 +87,7 @@ from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.usage.violations import find_violations
 from analyzer.whatif.autoscaled import run_autoscaled
 from analyzer.whatif.busiest import replay_window
-from analyzer.whatif.compare import resolve_strategy, run_whatif
+from analyzer.whatif.compare import prepared_inputs, resolve_strategy, run_whatif
 from analyzer.whatif.search import (
     SearchSettings,
     grid_files,
@@ -126,6 +130,10 @@ DEMO_REPLAY_DAYS = 2
 # review then no longer finds the general pool's level shift at the demo's adoption (2026-10-07):
 # its forecast is fitted through the step and its decision moves from 27 to 37 nodes. Not taken.
 DEMO_HISTORY_ROLLOUTS: float | None = None
+# The what-if and search process's niceness (``Background``): nothing reads its pages before the
+# demo's end, so it takes the cores the history, the nightly pages and the monthly review leave
+# idle (one while a nightly page renders alone) instead of half the cores they wait on.
+WHATIF_NICE = 10
 
 
 def demo_spec(seed: int, nodes: int, days: int, step: int) -> SyntheticSpec:
@@ -298,23 +306,33 @@ def _whatif_pages(
     """The what-if page of the presets and the search page of the demo's grid, from one
     comparison (one process pool, observed and kube-default replayed once) over the busiest
     ``replay_days`` of the snapshot (``--window``; None: all of it), split in two:
-    (what-if page, its recommendation, search page, its sentence)."""
+    (what-if page, its recommendation, search page, its sentence).
+
+    The window is prepared once, here: the comparison's pool processes and the
+    cluster-autoscaler row, replayed in a forked process beside that pool, are forked with it
+    (the same prepared input each used to prepare for itself)."""
     snapshot, window = replay_window(whole, replay_days)
     said = [window] if window else []  # both pages say which days they replayed, first
     search_settings_ = SearchSettings(grid=DEMO_GRID, thresholds=thresholds)
     with grid_files(DEMO_GRID.configs()) as files:
-        combined = run_whatif(
-            snapshot, search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
+        settings = search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
+        inputs = prepared_inputs(snapshot, settings.arrivals)
+        # one row under cluster-autoscaler (docs/autoscaling.md "In the replay"): most-allocated
+        # with CA's defaults and each pool's observed range; the page charts its node count
+        version = snapshot_version(snapshot, settings.kubernetes_version).version
+        ca_job = Background(
+            run_autoscaled,
+            inputs[ARRIVALS[0]][0],
+            resolve_strategy(DEMO_AUTOSCALED, version),
+            0,
+            parse_settings(None),
         )
+        try:
+            combined = run_whatif(snapshot, settings, inputs=inputs)
+            ca_row = ca_job.result()
+        finally:
+            ca_job.stop()
     whatif = restrict(combined, DEMO_STRATEGIES, snapshot, combined.kubernetes_version)
-    # one row under cluster-autoscaler (docs/autoscaling.md "In the replay"): most-allocated with
-    # CA's defaults and each pool's observed range; the page charts its node count
-    ca_row = run_autoscaled(
-        prepare(snapshot),
-        resolve_strategy(DEMO_AUTOSCALED, whatif.kubernetes_version),
-        0,
-        parse_settings(None),
-    )
     whatif = replace(
         whatif,
         autoscaler="cluster-autoscaler",
@@ -354,7 +372,12 @@ def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = No
         # review (the second core is otherwise idle while one nightly page renders), and their
         # pages are written there; the same computation as in line, in another process.
         whatif_job = Background(
-            _whatif_pages, snapshot, out, settings.settings.thresholds, settings.replay_days
+            _whatif_pages,
+            snapshot,
+            out,
+            settings.settings.thresholds,
+            settings.replay_days,
+            nice=WHATIF_NICE,
         )
         return _after_snapshot(
             settings, spec, snapshot, snapshot_dir, history_job, whatif_job, say, began

@@ -28,4 +28,5 @@ def demo_growth(snapshot: Snapshot, history: Path) -> GrowthResult | None:
     if not changes:
         return None
     plan = GrowthPlan(changes, DEMO_MONTHS, ("history",))
-    return run_growth(snapshot, plan, resolve_strategy("kube-default"), days=DEMO_DAYS)
+    # two processes replay the months (none waits in the demo: they are independent, run_growth)
+    return run_growth(snapshot, plan, resolve_strategy("kube-default"), days=DEMO_DAYS, workers=2)

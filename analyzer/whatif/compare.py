@@ -253,9 +253,9 @@ ARRIVALS_NOTE = (
 Inputs = dict[str, tuple[ReplayInput, UsageMatrices]]  # arrivals -> prepared input, matrices
 
 
-def _inputs(snapshot: Snapshot, arrivals: str) -> Inputs:
+def prepared_inputs(snapshot: Snapshot, arrivals: str) -> Inputs:
     """The prepared snapshot for observed (arrivals as recorded) and, when ``arrivals`` differs,
-    for the strategies."""
+    for the strategies: what every replay of a comparison reads (``run_whatif(inputs=...)``)."""
     out: Inputs = {}
     for how in dict.fromkeys((ARRIVALS[0], arrivals)):
         inp = prepare(snapshot, how)
@@ -293,14 +293,17 @@ Progress = Callable[[str, int, int], None]
 def snapshot_inputs(path: Path, arrivals: str) -> Inputs:
     """A worker's loader: the snapshot at ``path`` read and prepared (module level: pickled by
     name, with only the path and the arrivals rule)."""
-    return _inputs(read_for_replay(path), arrivals)
+    return prepared_inputs(read_for_replay(path), arrivals)
 
 
 def shared_inputs(
-    snapshot: Snapshot, settings: WhatIfSettings, source: Path | None
+    snapshot: Snapshot, settings: WhatIfSettings, source: Path | None, inputs: Inputs | None = None
 ) -> Shared[Inputs]:
-    """The sweep's input: prepared here for a local run; for a Dask one, read by each worker
-    from ``source`` (the snapshot's path, unchanged since it was read), which must be given."""
+    """The sweep's input: prepared here for a local run (``inputs``: already prepared, held by
+    every forked pool process as it is); for a Dask one, read by each worker from ``source`` (the
+    snapshot's path, unchanged since it was read), which must be given."""
+    if inputs is not None and not settings.executor.is_dask:
+        return Shared("whatif:memory", value=inputs)
     if settings.executor.is_dask:
         if source is None:
             raise InputError(
@@ -312,7 +315,7 @@ def shared_inputs(
         return Shared(f"whatif:{path}:{settings.arrivals}", partial(snapshot_inputs, path,
                                                                    settings.arrivals))  # fmt: skip
     # locally each pool process prepares the snapshot it is handed (in parallel, as ever)
-    return Shared("whatif:memory", partial(_inputs, snapshot, settings.arrivals))
+    return Shared("whatif:memory", partial(prepared_inputs, snapshot, settings.arrivals))
 
 
 def run_whatif(
@@ -320,6 +323,7 @@ def run_whatif(
     settings: WhatIfSettings,
     progress: Progress | None = None,
     source: Path | None = None,
+    inputs: Inputs | None = None,
 ) -> WhatIfResult:
     """Replay and evaluate every strategy × seed; observed first; pick the recommendation.
 
@@ -327,7 +331,10 @@ def run_whatif(
     given, else the data's: ``scheduling/cluster_version.py``); the result says which.
     ``progress`` is told of each finished replay (the search times its first one to estimate
     the rest). They run on ``settings.executor`` (``analyzer.core.executor``); with a Dask one
-    the workers read the snapshot from ``source``, its directory."""
+    the workers read the snapshot from ``source``, its directory. ``inputs``: ``snapshot``
+    already prepared (``prepared_inputs``) by a caller that replays it again besides (the demo's
+    autoscaler row): a local pool's processes are forked with it instead of each preparing its
+    own."""
     version = snapshot_version(snapshot, settings.kubernetes_version)
     settings = replace(settings, kubernetes_version=version.version)
     # fail fast on a bad name or file, before any work; resolved here, so a worker needs no file
@@ -337,7 +344,7 @@ def run_whatif(
     autoscaled = [(strategies[n], seed) for n in settings.strategies if n != OBSERVED
                   for seed in range(settings.seeds)] if settings.autoscaler != "none" else []  # fmt: skip
     workers = replay_workers(settings, len(tasks) + len(autoscaled))
-    shared = shared_inputs(snapshot, settings, source)
+    shared = shared_inputs(snapshot, settings, source, inputs)
     with open_session(settings.executor, workers, shared) as session:
         # the autoscaled rows are submitted first: they are the longest, so none waits last
         waiting = [session.submit(_run_autoscaled, s, seed, settings) for s, seed in autoscaled]

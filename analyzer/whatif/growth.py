@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.core.executor import ExecutorSpec, Shared, open_session
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.autoscale_setup import (
     DEFAULT_GROUP,
@@ -399,6 +400,23 @@ def _month(
     return GrowthMonth(month, run.inp.pod_count, int(_waiting(run.result).sum()), rows)
 
 
+def _month_ahead(rp: _Replayer, month: int) -> GrowthMonth | None:
+    """Month ``month`` replayed as it is, in a pool process: its row when no pod waits (then it
+    is all ``run_growth`` does with that month), None when pods wait (the month is replayed again
+    in order, with the nodes-to-add search, which starts from the month before's answer)."""
+    run = rp.run(month, {})
+    if rp.waiting_pools(run):
+        return None
+    return _month(rp, month, run, {}, set())
+
+
+def _months_ahead(rp: _Replayer, months: int, workers: int) -> list[GrowthMonth | None]:
+    """Every month's ``_month_ahead``, over ``workers`` forked processes (each inherits ``rp``:
+    the window and its preparation, not pickled)."""
+    with open_session(ExecutorSpec(), workers, Shared("growth:memory", value=rp)) as session:
+        return session.map(_month_ahead, [(month,) for month in range(months + 1)])
+
+
 def run_growth(
     snapshot: Snapshot,
     plan: GrowthPlan,
@@ -409,11 +427,16 @@ def run_growth(
     progress: Callable[[int], None] | None = None,
     search_nodes: bool = True,
     stop_at_first_wait: bool = False,
+    workers: int = 1,
 ) -> GrowthResult:
     """Months 0..``plan.months`` of ``snapshot``'s busiest ``days`` replayed (module docstring).
 
     ``search_nodes=False`` skips the nodes-to-add search (0 is reported); ``stop_at_first_wait``
-    ends at the first month a pod waits (the benchmark needs no more)."""
+    ends at the first month a pod waits (the benchmark needs no more). ``workers`` > 1: the
+    months are first replayed as they are in that many processes at once (each month's replay
+    is independent of the others'; only the nodes-to-add search reads the month before's
+    answer), and a month whose pods wait is replayed again in order with its search: the same
+    result, the same replay count, in less wall time when no month waits (the demo's)."""
     start, end = busiest_window(snapshot, days)
     window = cut(snapshot, start, end)
     profile = strategy.profile
@@ -427,7 +450,20 @@ def run_growth(
     months: list[GrowthMonth] = []
     ks: dict[str, int] = {}
     notes: list[str] = []
+    ahead = (
+        _months_ahead(rp, plan.months, workers)
+        if workers > 1 and not stop_at_first_wait
+        else [None] * (plan.months + 1)
+    )
     for month in range(plan.months + 1):
+        done = ahead[month]
+        if done is not None:  # no pod waited: the row below, replayed in a pool process
+            rp.replays += 1
+            ks = {}
+            months.append(done)
+            if progress is not None:
+                progress(month)
+            continue
         run = rp.run(month, {})
         hopeless: set[str] = set()
         if autoscaling is None and search_nodes and rp.waiting_pools(run):

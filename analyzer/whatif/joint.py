@@ -302,8 +302,14 @@ def _shared(
     """The scenarios' input: ``snapshots`` (today's and right-sized window) here for a local
     run; for a Dask one, built by each worker from ``source`` as ``run_joint`` built them."""
     if not settings.executor.is_dask:
-        # each pool process prepares both request sets from the two snapshots it is handed
-        return Shared("joint:memory", partial(_Context, *snapshots, settings))
+        # both request sets and the usage grid prepared once, here: the pool's processes are
+        # forked with them (each used to prepare whichever set its tasks needed first, and most
+        # often both in the end: the kept placement and the drains read the other)
+        context = _Context(*snapshots, settings)
+        context.input(False)
+        context.input(True)
+        _ = context.mats
+        return Shared("joint:memory", value=context)
     if source is None:
         raise InputError(
             f"--executor {settings.executor}: the scenarios need the snapshot's path for remote "
