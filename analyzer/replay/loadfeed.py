@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.replay.feedrows import RecentRows
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.projection import RESOURCES, UsageMatrices, usage_matrices
 from analyzer.scheduling.framework import Profile
@@ -90,6 +91,10 @@ class LoadFeed:
         self.prod_delta = np.zeros(shape, dtype=np.int64)
         self.prod_usage = np.zeros(shape, dtype=np.int64)
         self.projected = {r: np.full((count, width), np.nan) for r in RESOURCES}
+        # the rows read: a streamed snapshot's day at a time, plus the few columns before it
+        # that a usage window crossing midnight reads (``analyzer.replay.feedrows``)
+        keep = (NODE_USAGE_WINDOW_S + 2 * REPORT_INTERVAL_S) * SECOND + 2 * inp.step
+        self.recent = RecentRows(mats.rows, keep)
         self.next_col = 0
         self.next_time = int(mats.times[0]) if len(mats.times) else NEVER  # times[next_col]
         self.last_report = -1
@@ -226,8 +231,15 @@ class LoadFeed:
         return False
 
     def _finalise(self, c0: int, c1: int) -> None:
-        """Projected usage of grid columns ``c0..c1-1`` from the pods bound now."""
-        rows = self.mats.rows.span(c0, c1)  # the columns' rows (read by day when streamed)
+        """Projected usage of grid columns ``c0..c1-1`` from the pods bound now, a day's
+        columns at a time (each column's cells only ever get that column's rows)."""
+        for a, b in self.mats.rows.chunks:
+            if a < c1 and c0 < b:
+                for lo, hi, rows in self.recent.parts(max(a, c0), min(b, c1)):
+                    self._finalise_part(lo, hi, rows)
+
+    def _finalise_part(self, c0: int, c1: int, rows: dict[str, np.ndarray[Any, Any]]) -> None:
+        """``_finalise`` of the columns ``[c0, c1)`` whose rows are ``rows``."""
         nodes = self.node_of[rows["pod"]]
         ok = nodes >= 0
         span = c1 - c0
@@ -332,7 +344,7 @@ class LoadFeed:
             self._pod_cache_since(seen[0], report, fresh)
             return
         load, mats = self.inputs, self.mats
-        rows = mats.rows.span(window.start, window.stop)
+        rows = self.recent.span(window.start, window.stop)
         pods_total = self.inp.pod_count
         pods = rows["pod"]
         ok = (self.node_of[pods] >= 0) & (self.bind_time[pods] <= mats.times[rows["col"]])
