@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from analyzer.core.snapshot import read_snapshot, write_snapshot
-from analyzer.replay.feedrows import RecentRows
+from analyzer.replay.feedrows import RecentColumns, RecentRows
 from analyzer.replay.input import prepare
 from analyzer.replay.loadfeed import NODE_USAGE_WINDOW_S, REPORT_INTERVAL_S, SECOND
 from analyzer.replay.podrows import read_for_replay
@@ -75,3 +75,28 @@ def test_a_request_behind_the_tail_is_read_again_the_same(snap_path: Path) -> No
     got, expected = recent.span(0, 10), whole.span(0, 10)
     assert recent.rereads == 1
     assert all(np.array_equal(got[k], expected[k]) for k in KEYS)
+
+
+@pytest.mark.parametrize("keep", [1, 3, 40])
+def test_recent_columns_read_as_the_whole_matrix(keep: int) -> None:
+    """Writes of 1..1,500 columns at a time (a day's jump: written in pieces), each followed by reads of
+    every window the feed may still ask for: the same values as the whole matrix's slice."""
+    rng = np.random.default_rng(keep)
+    count, width = 4, 3000
+    whole = rng.normal(size=(2, count, width))
+    whole[rng.random(whole.shape) < 0.1] = np.nan
+    buffer = RecentColumns(("cpu", "memory"), count, width, keep)
+    assert buffer.capacity < width  # it must slide
+    done = 0
+    while done < width:
+        n = int(min(width - done, rng.choice([1, 2, 7, 90, 1500])))
+        buffer.put(
+            done, {"cpu": whole[0][:, done : done + n], "memory": whole[1][:, done : done + n]}
+        )
+        done += n
+        for lo in range(max(done - keep, 0), done + 1):
+            for k, r in enumerate(("cpu", "memory")):
+                got = buffer.get(r, slice(lo, done))
+                assert np.array_equal(got, whole[k][:, lo:done], equal_nan=True)
+    with pytest.raises(ValueError, match="older than the kept"):
+        buffer.get("cpu", slice(0, 5))

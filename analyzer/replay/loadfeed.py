@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.feedrows import RecentRows
+from analyzer.replay.feedrows import RecentColumns, RecentRows
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.projection import RESOURCES, UsageMatrices, usage_matrices
 from analyzer.scheduling.framework import Profile
@@ -90,7 +90,6 @@ class LoadFeed:
         self.delta = np.zeros(shape, dtype=np.int64)
         self.prod_delta = np.zeros(shape, dtype=np.int64)
         self.prod_usage = np.zeros(shape, dtype=np.int64)
-        self.projected = {r: np.full((count, width), np.nan) for r in RESOURCES}
         # the rows read: a streamed snapshot's day at a time, plus the few columns before it
         # that a usage window crossing midnight reads (``analyzer.replay.feedrows``)
         keep = (NODE_USAGE_WINDOW_S + 2 * REPORT_INTERVAL_S) * SECOND + 2 * inp.step
@@ -101,6 +100,11 @@ class LoadFeed:
         self.interval = REPORT_INTERVAL_S * SECOND
         self.due_at = self.next_due  # ``advance`` makes a report visible from this instant on
         self.windows = self._aggregation_keys()
+        # projected node usage of the columns a window can still read: the longest window
+        # plus the report's lag behind the clock (``feedrows.RecentColumns``)
+        longest = max([NODE_USAGE_WINDOW_S, *(seconds for _, seconds in self.windows)])
+        lag = (longest + 2 * REPORT_INTERVAL_S) * SECOND
+        self.projected = RecentColumns(RESOURCES, count, width, lag // max(inp.step, 1) + 2)
         self.system = np.zeros((count, len(self.resources)), dtype=np.int64)
         # prod usage is read only with prod thresholds (arguments or a node's annotation) or
         # scoreAccordingProdUsage; otherwise skip its bookkeeping
@@ -245,10 +249,12 @@ class LoadFeed:
         span = c1 - c0
         flat = nodes[ok] * span + (rows["col"][ok] - c0)
         count = len(self.inp.node_names)
+        columns = {}
         for r in RESOURCES:
             sums = np.bincount(flat, weights=rows[r][ok], minlength=count * span)
             value = self.mats.overhead[r][:, c0:c1] + sums.reshape(count, span)
-            self.projected[r][:, c0:c1] = np.where(np.isnan(value), np.nan, np.maximum(value, 0))
+            columns[r] = np.where(np.isnan(value), np.nan, np.maximum(value, 0))
+        self.projected.put(c0, columns)
 
     def _window(self, report: int, seconds: int) -> slice:
         times = self.mats.times
@@ -283,7 +289,7 @@ class LoadFeed:
         usage = np.zeros((len(inp.node_names), len(self.resources)), dtype=np.int64)
         with np.errstate(invalid="ignore"):
             for j, r in self.usage_slots:
-                block = self.projected[r][:, window]
+                block = self.projected.get(r, window)
                 samples = (~np.isnan(block)).sum(axis=1)
                 sampled &= samples > 0
                 mean = np.nansum(block, axis=1) / np.maximum(samples, 1)
@@ -299,7 +305,7 @@ class LoadFeed:
             table = np.zeros_like(load.node_usage)
             ok = present.copy()
             for j, r in self.usage_slots:
-                block = np.sort(self.projected[r][:, window], axis=1)  # NaN sort last
+                block = np.sort(self.projected.get(r, window), axis=1)  # NaN sort last
                 counts = (~np.isnan(block)).sum(axis=1)
                 ok &= counts * self.inp.step >= 0.5 * seconds * SECOND  # cold-start filter
                 if block.shape[1] == 0:  # a window before the first usage column: no sample
