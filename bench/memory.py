@@ -1,6 +1,7 @@
 """Peak memory of the snapshot consumers on large snapshots, this tree against a baseline tree.
 
-For each snapshot given and each command (``nightly``, ``aggregate``, ``whatif``), runs the
+For each snapshot given and each command (``nightly``, ``aggregate``, ``whatif``: one strategy;
+``whatif-loadaware``: koord-loadaware, one worker; ``whatif-loadaware-w2``: two), runs the
 command as a subprocess with this tree's interpreter and, as the same-run baseline, with
 ``--baseline-tree``'s (e.g. ``/work/main`` with its ``.venv``): peak RSS (``wait4``'s
 ``ru_maxrss`` of the process, children included), wall and CPU seconds, exit code. Every run is
@@ -72,6 +73,10 @@ def _command(name: str, snapshot: Path, out: Path) -> list[str]:
     if name == "whatif":
         return ["whatif", str(snapshot), "--strategy", "most-allocated", "--format", "json",
                 "--workers", "1"]  # fmt: skip
+    if name in ("whatif-loadaware", "whatif-loadaware-w2"):  # with LoadAwareScheduling's feed
+        workers = "2" if name.endswith("w2") else "1"
+        return ["whatif", str(snapshot), "--strategy", "koord-loadaware", "--format", "json",
+                "--workers", workers]  # fmt: skip
     raise SystemExit(f"--commands: unknown command {name!r}")
 
 
@@ -114,6 +119,9 @@ def run(tree: Path, args: list[str], kill_bytes: int, timeout: float) -> dict[st
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "wall_s": round(time.perf_counter() - wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        # the process group's resident memory summed over its processes (a pool's parent and
+        # workers together), sampled every 0.2 s: ``ru_maxrss`` is one process's peak
+        "group_peak_mb_sampled": round(watched_peak[0] / 2**20),
         "stderr_tail": stderr.strip().splitlines()[-1:] if code not in (0, 3, 4) else [],
     }
 

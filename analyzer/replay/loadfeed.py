@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.replay.feedrows import RecentColumns, RecentRows
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.projection import RESOURCES, UsageMatrices, usage_matrices
 from analyzer.scheduling.framework import Profile
@@ -89,13 +90,21 @@ class LoadFeed:
         self.delta = np.zeros(shape, dtype=np.int64)
         self.prod_delta = np.zeros(shape, dtype=np.int64)
         self.prod_usage = np.zeros(shape, dtype=np.int64)
-        self.projected = {r: np.full((count, width), np.nan) for r in RESOURCES}
+        # the rows read: a streamed snapshot's day at a time, plus the few columns before it
+        # that a usage window crossing midnight reads (``analyzer.replay.feedrows``)
+        keep = (NODE_USAGE_WINDOW_S + 2 * REPORT_INTERVAL_S) * SECOND + 2 * inp.step
+        self.recent = RecentRows(mats.rows, keep)
         self.next_col = 0
         self.next_time = int(mats.times[0]) if len(mats.times) else NEVER  # times[next_col]
         self.last_report = -1
         self.interval = REPORT_INTERVAL_S * SECOND
         self.due_at = self.next_due  # ``advance`` makes a report visible from this instant on
         self.windows = self._aggregation_keys()
+        # projected node usage of the columns a window can still read: the longest window
+        # plus the report's lag behind the clock (``feedrows.RecentColumns``)
+        longest = max([NODE_USAGE_WINDOW_S, *(seconds for _, seconds in self.windows)])
+        lag = (longest + 2 * REPORT_INTERVAL_S) * SECOND
+        self.projected = RecentColumns(RESOURCES, count, width, lag // max(inp.step, 1) + 2)
         self.system = np.zeros((count, len(self.resources)), dtype=np.int64)
         # prod usage is read only with prod thresholds (arguments or a node's annotation) or
         # scoreAccordingProdUsage; otherwise skip its bookkeeping
@@ -226,17 +235,26 @@ class LoadFeed:
         return False
 
     def _finalise(self, c0: int, c1: int) -> None:
-        """Projected usage of grid columns ``c0..c1-1`` from the pods bound now."""
-        rows = self.mats.rows.span(c0, c1)  # the columns' rows (read by day when streamed)
+        """Projected usage of grid columns ``c0..c1-1`` from the pods bound now, a day's
+        columns at a time (each column's cells only ever get that column's rows)."""
+        for a, b in self.mats.rows.chunks:
+            if a < c1 and c0 < b:
+                for lo, hi, rows in self.recent.parts(max(a, c0), min(b, c1)):
+                    self._finalise_part(lo, hi, rows)
+
+    def _finalise_part(self, c0: int, c1: int, rows: dict[str, np.ndarray[Any, Any]]) -> None:
+        """``_finalise`` of the columns ``[c0, c1)`` whose rows are ``rows``."""
         nodes = self.node_of[rows["pod"]]
         ok = nodes >= 0
         span = c1 - c0
         flat = nodes[ok] * span + (rows["col"][ok] - c0)
         count = len(self.inp.node_names)
+        columns = {}
         for r in RESOURCES:
             sums = np.bincount(flat, weights=rows[r][ok], minlength=count * span)
             value = self.mats.overhead[r][:, c0:c1] + sums.reshape(count, span)
-            self.projected[r][:, c0:c1] = np.where(np.isnan(value), np.nan, np.maximum(value, 0))
+            columns[r] = np.where(np.isnan(value), np.nan, np.maximum(value, 0))
+        self.projected.put(c0, columns)
 
     def _window(self, report: int, seconds: int) -> slice:
         times = self.mats.times
@@ -271,7 +289,7 @@ class LoadFeed:
         usage = np.zeros((len(inp.node_names), len(self.resources)), dtype=np.int64)
         with np.errstate(invalid="ignore"):
             for j, r in self.usage_slots:
-                block = self.projected[r][:, window]
+                block = self.projected.get(r, window)
                 samples = (~np.isnan(block)).sum(axis=1)
                 sampled &= samples > 0
                 mean = np.nansum(block, axis=1) / np.maximum(samples, 1)
@@ -287,7 +305,7 @@ class LoadFeed:
             table = np.zeros_like(load.node_usage)
             ok = present.copy()
             for j, r in self.usage_slots:
-                block = np.sort(self.projected[r][:, window], axis=1)  # NaN sort last
+                block = np.sort(self.projected.get(r, window), axis=1)  # NaN sort last
                 counts = (~np.isnan(block)).sum(axis=1)
                 ok &= counts * self.inp.step >= 0.5 * seconds * SECOND  # cold-start filter
                 if block.shape[1] == 0:  # a window before the first usage column: no sample
@@ -332,7 +350,7 @@ class LoadFeed:
             self._pod_cache_since(seen[0], report, fresh)
             return
         load, mats = self.inputs, self.mats
-        rows = mats.rows.span(window.start, window.stop)
+        rows = self.recent.span(window.start, window.stop)
         pods_total = self.inp.pod_count
         pods = rows["pod"]
         ok = (self.node_of[pods] >= 0) & (self.bind_time[pods] <= mats.times[rows["col"]])
