@@ -24,7 +24,6 @@ Three kinds of sentence, each true of this run:
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Sequence
 
 import pandas as pd
@@ -328,26 +327,8 @@ def _system_defaulted(profile: Profile) -> bool:
     return any(isinstance(p, PodTopologySpread) and p.system_defaulted for p in plugins)
 
 
-# The last snapshot ``_default_spread_pods`` counted, by weak reference, and its count: the demo's
-# comparison, its what-if page (``restrict``) and its search page ask the same snapshot in turn
-# (~0.5 s each at 200 nodes), and a weak reference keeps no snapshot alive for it. Its pods table
-# is part of the key: a snapshot whose table was swapped in place is counted again.
-_SPREAD_COUNTED: list[tuple[weakref.ref[Snapshot], weakref.ref[pd.DataFrame], int]] = []
-
-
 def _default_spread_pods(snapshot: Snapshot) -> int:
     """Pods without own spread constraints that a Service / RC / RS / StatefulSet selects."""
-    if _SPREAD_COUNTED:
-        counted, pods, count = _SPREAD_COUNTED[0]
-        if counted() is snapshot and pods() is snapshot.pods:
-            return count
-    count = _count_default_spread(snapshot)
-    _SPREAD_COUNTED[:] = [(weakref.ref(snapshot), weakref.ref(snapshot.pods), count)]
-    return count
-
-
-def _count_default_spread(snapshot: Snapshot) -> int:
-    """``_default_spread_pods``, counted."""
     pods = snapshot.pods
     held = objects_of(snapshot)
     own = pods["topology_spread"] if "topology_spread" in pods.columns else None
