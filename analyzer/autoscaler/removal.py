@@ -269,16 +269,27 @@ class RemovalSimulator:
             mask, fit = found
             if not mask.item(index):
                 return None
-        if fit is not None:
-            columns = self._fit_columns(fit, demand)
-            state = self.state
-            if columns is None or state.pod_count.item(index) >= state.allowed_pods.item(index):
-                return None
-            alloc, used = state.allocatable, state.requested
-            for j, r in columns:
-                if alloc.item(index, j) - used.item(index, j) < r:
-                    return None
+        if fit is not None and not self._has_room(index, self._fit_columns(fit, demand)):
+            return None
         return index
+
+    def _has_room(
+        self, node: int, columns: Any, pods: int = 0, requests: np.ndarray | None = None
+    ) -> bool:
+        """NodeResourcesFit's check on ``node`` alone: a pod slot and each of ``columns``'
+        (resource column, request) free, with ``pods`` more pods holding ``requests`` already
+        counted there. ``columns`` None: this check cannot tell (the caller searches)."""
+        if columns is None:
+            return False
+        state = self.state
+        if state.pod_count.item(node) + pods >= state.allowed_pods.item(node):
+            return False
+        alloc, used = state.allocatable, state.requested
+        for j, r in columns:
+            held = 0 if requests is None else requests[j]
+            if alloc.item(node, j) - used.item(node, j) - held < r:
+                return False
+        return True
 
     def fits_as_hinted(
         self, moved: Sequence[CAPod], targets: Sequence[int], allowed: np.ndarray
@@ -287,14 +298,7 @@ class RemovalSimulator:
         node through its hint (the hints being those names): each target a destination, its
         static filters passing and NodeResourcesFit's check passing with the earlier pods of
         ``moved`` bound. False also where that cannot be told this way (then simulate)."""
-        state = self.state
-        alloc, used, count, cap = (
-            state.allocatable,
-            state.requested,
-            state.pod_count,
-            state.allowed_pods,
-        )
-        added: dict[int, Any] = {}  # target -> the requests of this list's pods bound there
+        added: dict[int, Any] = {}  # target -> (pods, requests) of this list already there
         for pod, t in zip(moved, targets, strict=True):
             if not (allowed[t] and self.schedulable[t]):
                 return False
@@ -302,15 +306,10 @@ class RemovalSimulator:
             found = self._static_only(demand)
             if found is None or found[1] is None or not found[0].item(t):
                 return False
-            columns = self._fit_columns(found[1], demand)
             before = added.get(t)
-            if columns is None or count.item(t) + (0 if before is None else before[0]) >= cap.item(
-                t
-            ):
+            pods, held = (0, None) if before is None else before
+            if not self._has_room(t, self._fit_columns(found[1], demand), pods, held):
                 return False
-            for j, r in columns:
-                if alloc.item(t, j) - used.item(t, j) - (0 if before is None else before[1][j]) < r:
-                    return False
             if before is None:
                 added[t] = (1, demand.requests.copy())
             else:
