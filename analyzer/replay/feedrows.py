@@ -29,15 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.podrows import PodRows, Rows
+from analyzer.replay.podrows import PodRows, Rows, column_slice
 
 _KINDS = {"pod": np.int32, "col": np.int32, "cpu": np.float64, "memory": np.float64}
-
-
-def _cut(rows: Rows, c0: int, c1: int) -> Rows:
-    """The rows of columns ``[c0, c1)`` (views; ``rows`` sorted by column)."""
-    a, b = np.searchsorted(rows["col"], [c0, c1])
-    return {key: values[a:b] for key, values in rows.items()}
 
 
 class RecentRows:
@@ -79,7 +73,7 @@ class RecentRows:
             if c1 <= first:
                 continue
             lo = max(c0, first)
-            part = _cut(rows, lo, c1)
+            part = column_slice(rows, lo, c1)
             kept.append((lo, c1, {key: values.copy() for key, values in part.items()}))
         self.held.clear()  # the old arrays go before the copies are kept
         self.held.extend(kept)
@@ -95,7 +89,7 @@ class RecentRows:
             self.rereads += 1
             return [(c0, c1, self.rows.span(c0, c1))]
         return [
-            (max(c0, a), min(c1, b), _cut(rows, max(c0, a), min(c1, b)))
+            (max(c0, a), min(c1, b), column_slice(rows, max(c0, a), min(c1, b)))
             for a, b, rows in self.held
             if a < c1 and c0 < b
         ]
