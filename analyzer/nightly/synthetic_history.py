@@ -57,6 +57,7 @@ from analyzer.sources.synthetic import generate
 
 DayRows = tuple[date, pd.DataFrame, pd.DataFrame, pd.DataFrame]
 HEADROOM_EVERY = 6  # hours between the synthetic days' headroom points
+CHUNK_DAYS = 7  # days generated together (one chunk: one generation, one placer pass)
 
 
 def day_rows(
@@ -144,7 +145,7 @@ def history_rows(
     last: date,
     *,
     step: int = 3600,
-    chunk_days: int = 7,
+    chunk_days: int = CHUNK_DAYS,
     place: Placer | None = None,
     method: str = "nearest-rank",
     workers: int = 1,
@@ -163,10 +164,12 @@ def write_rows(
     *,
     step: int,
     source: str,
+    note: str | None = None,
 ) -> list[date]:
     """Store each chunk's day rows under ``root`` in order; returns the days written. The days
     are recorded as generated at ``step`` seconds from ``source`` (``history/generated.py``), so
-    the monthly review says so instead of "step not recorded"."""
+    the monthly review says so instead of "step not recorded"; ``note`` (rows shipped with the
+    package, ``cli/demo_shipped.py``) is recorded with them and said on the review."""
     say = progress or (lambda _msg: None)
     written: list[date] = []
     for rows in chunks:
@@ -176,7 +179,7 @@ def write_rows(
             written.append(day)
         say(f"history: {rows[0][0]} to {rows[-1][0]} written ({len(written)} days)")
     if written:
-        write_generated(Path(root), min(written), max(written), step, source)
+        write_generated(Path(root), min(written), max(written), step, source, note=note)
     return written
 
 
@@ -187,7 +190,7 @@ def write_synthetic_history(
     last: date,
     *,
     step: int = 3600,
-    chunk_days: int = 7,
+    chunk_days: int = CHUNK_DAYS,
     place: Placer | None = None,
     method: str = "nearest-rank",
     workers: int = 1,

@@ -219,6 +219,11 @@ def _classify(path: Path, data: dict[str, Any], out: Path) -> PortalEntry | None
         generated = str(data.get("generated_at") or "")
         cluster = data.get("cluster") if isinstance(data.get("cluster"), str) else None
         when = f"month {month}" + (f", cluster {_text(cluster)}" if cluster else "")
+        read = data.get("read")
+        if isinstance(read, dict) and read.get(
+            "generated_notes"
+        ):  # the demo's coarse days, shipped with the package
+            when += "; its generated days were shipped with the analyzer package"
         return PortalEntry(
             "monthly", link, title, when, f"{month} {generated}", _monthly_headline(data)
         )

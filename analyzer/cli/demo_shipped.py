@@ -1,0 +1,202 @@
+"""The default demo's coarse history, shipped with the package instead of generated on every run.
+
+The days before the demo's snapshot (83 of its 90 days of history, 1-hour step) depend only on
+the cluster's spec, the chunks they are generated in, the placer's crowded nodes, the rollups'
+percentile method and the code (``nightly.synthetic_history``) — never on the run. Generating
+them was over a third of the demo's CPU, the same rows every time. So the default demo's rows
+are package data (``analyzer/_demo_history/``: ``pools``, ``workloads`` and ``headroom`` parquet,
+zstd, the history store's own schemas with every day's rows one after another, and
+``manifest.json``), keyed by :func:`fingerprint` — a SHA-256 of every chunk's full
+``SyntheticSpec`` and days, the step, the method, the crowded nodes, the headroom marks and the
+tables' schema versions. ``analyzer demo`` with other settings (``--seed``, ``--nodes``,
+``--history-days`` ...) finds no matching fingerprint and generates as before;
+``--regenerate-history`` generates even when it matches.
+
+The rows are stored exactly as the history store writes them (``pa.Table.from_pandas`` with the
+table's schema): the demo's ``OUT/reports/history`` files written from the shipped rows are the
+bytes a generation writes (``bench/demo_compare.py`` compares two demo folders file by file).
+``tests/test_demo_shipped.py`` regenerates chunks and compares them with the shipped rows
+exactly. A change of the generator's code that changes its rows makes that test fail: rewrite
+the data with ``python -m analyzer.cli.demo_shipped`` (about a minute on two cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzer.core.atomic import atomic_write_bytes, atomic_write_text
+from analyzer.history import capacity, headroom
+from analyzer.nightly.synthetic_history import HEADROOM_EVERY, DayRows
+from analyzer.sources.history_chunks import chunk_specs
+from analyzer.sources.spec import SyntheticSpec
+
+SHIPPED = Path(__file__).resolve().parent.parent / "_demo_history"
+MANIFEST = "manifest.json"
+COMMAND = "python -m analyzer.cli.demo_shipped"
+# the stored tables: name -> the history store's schema for it
+SCHEMAS: dict[str, pa.Schema] = {
+    "pools": capacity.POOL_SCHEMA,
+    "workloads": capacity.WORKLOAD_SCHEMA,
+    "headroom": headroom.SCHEMA,
+}
+_VERSIONS = {"capacity": capacity.SCHEMA_VERSION, "headroom": headroom.SCHEMA_VERSION}
+
+
+def fingerprint(
+    spec: SyntheticSpec,
+    first: date,
+    last: date,
+    *,
+    step: int,
+    chunk_days: int,
+    method: str,
+    crowded: Iterable[str],
+) -> str:
+    """SHA-256 of what the coarse days' rows are computed from (the module docstring): the
+    chunks exactly as ``history_rows`` generates them, so any setting that changes a chunk's
+    spec changes the key."""
+    chunks = [
+        {"days": [str(d) for d in days], "spec": asdict(chunk)}
+        for days, chunk in chunk_specs(spec, first, last, step=step, chunk_days=chunk_days)
+    ]
+    key = {
+        "chunks": chunks,
+        "method": method,
+        "crowded": sorted(crowded),
+        "placer": "constrained_crowding_place",
+        "headroom_every_hours": HEADROOM_EVERY,
+        "schema_versions": _VERSIONS,
+    }
+    text = json.dumps(key, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def stored_form(name: str, frame: pd.DataFrame, day: date) -> pa.Table:
+    """``frame`` (one day's ``name`` rows) as the history store encodes it: the schema's
+    columns and types, ``day`` and ``schema_version`` set as its writers set them."""
+    schema = SCHEMAS[name]
+    if frame.empty:
+        return schema.empty_table()
+    version = headroom.SCHEMA_VERSION if name == "headroom" else capacity.SCHEMA_VERSION
+    frame = frame.assign(schema_version=version)
+    if name == "headroom":  # write_headroom sets the day; the rollups carry theirs
+        frame = frame.assign(day=pd.Timestamp(day, tz="UTC"))
+    return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+
+
+def _tables(chunks: Iterable[list[DayRows]]) -> dict[str, pa.Table]:
+    parts: dict[str, list[pa.Table]] = {name: [] for name in SCHEMAS}
+    for rows in chunks:
+        for day, pools, workloads, shapes in rows:
+            for name, frame in zip(SCHEMAS, (pools, workloads, shapes), strict=True):
+                parts[name].append(stored_form(name, frame, day))
+    return {name: pa.concat_tables(tables) for name, tables in parts.items()}
+
+
+def write_shipped(
+    folder: Path, chunks: list[list[DayRows]], key: str, settings: dict[str, object]
+) -> dict[str, int]:
+    """Store the rows of ``chunks`` under ``folder`` with ``key`` and a readable record of
+    ``settings``; returns each file's size in bytes."""
+    days = [row[0] for rows in chunks for row in rows]
+    sizes: dict[str, int] = {}
+    for name, table in _tables(chunks).items():
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, compression="zstd", compression_level=9)
+        atomic_write_bytes(folder / f"{name}.parquet", buffer.getvalue())
+        sizes[f"{name}.parquet"] = len(buffer.getvalue())
+    manifest = {
+        "fingerprint": key,
+        "first": str(min(days)),
+        "last": str(max(days)),
+        "days": len(days),
+        "chunks": [[str(r[0][0]), str(r[-1][0])] for r in chunks],
+        "command": COMMAND,
+        "settings": settings,
+    }
+    atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=1, default=str) + "\n")
+    return sizes
+
+
+def read_manifest(folder: Path = SHIPPED) -> dict[str, object] | None:
+    """The shipped rows' manifest, or None when there is none (a source tree without them)."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return record if isinstance(record, dict) else None
+
+
+def shipped_rows(
+    key: str, days: list[list[date]], folder: Path = SHIPPED
+) -> list[list[DayRows]] | None:
+    """The shipped rows grouped as ``days`` (the chunks' days) when the manifest's fingerprint
+    is ``key``, else None (other settings: the caller generates them)."""
+    manifest = read_manifest(folder)
+    if manifest is None or manifest.get("fingerprint") != key:
+        return None
+    frames = {name: pq.read_table(folder / f"{name}.parquet").to_pandas() for name in SCHEMAS}
+    by_day = {
+        name: {
+            pd.Timestamp(stamp).date(): rows.reset_index(drop=True)
+            for stamp, rows in frame.groupby("day", sort=False)
+        }
+        for name, frame in frames.items()
+    }
+
+    def one(name: str, day: date) -> pd.DataFrame:
+        found = by_day[name].get(day)
+        return SCHEMAS[name].empty_table().to_pandas() if found is None else found
+
+    return [
+        [(day, one("pools", day), one("workloads", day), one("headroom", day)) for day in chunk]
+        for chunk in days
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Regenerate the default demo's coarse history into the package data (or ``--out``)."""
+    from analyzer.cli.demo import (
+        DemoSettings,
+        coarse_days,
+        demo_history_key,
+        demo_spec,
+        generate_history_rows,
+    )
+
+    parser = argparse.ArgumentParser(prog=COMMAND, description=main.__doc__)
+    parser.add_argument("--out", type=Path, default=SHIPPED, help="folder (default: %(default)s)")
+    args = parser.parse_args(argv)
+    settings = DemoSettings()
+    spec = demo_spec(settings.seed, settings.nodes, settings.days, settings.step_seconds)
+    rows = generate_history_rows(spec, settings)
+    key = demo_history_key(spec, settings)
+    if key is None:
+        raise SystemExit("the default demo has no coarse days to ship")
+    record: dict[str, object] = {
+        "seed": settings.seed,
+        "nodes": settings.nodes,
+        "days": settings.days,
+        "history_days": settings.history_days,
+        "history_step_seconds": settings.history_step,
+        "history_rollouts": settings.history_rollouts,
+        "method": settings.settings.method,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    sizes = write_shipped(args.out, rows, key, record)
+    print(f"{len(coarse_days(spec, settings))} chunks written to {args.out}: {sizes}")
+
+
+if __name__ == "__main__":
+    main()
