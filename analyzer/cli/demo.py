@@ -20,9 +20,12 @@ The demo stores ~90 days of pool and workload history (``OUT/reports/history/poo
 a time at a 1-hour step (``nightly.synthetic_history``; ``DemoSettings.history_rollouts`` could
 roll them out less often, at a price in the forecasts: ``DEMO_HISTORY_ROLLOUTS``), so that the
 last days come from the nightly runs themselves and the monthly review has months of trend to
-show. They do not depend on the snapshot: they are generated in a forked process
+show. They do not depend on the run: at the default settings they are the package's
+(``cli/demo_shipped.py``: the same rows, read in a fraction of a second, said so on the terminal
+and the pages); other settings or ``--regenerate-history`` generate them in a forked process
 (``cli/background.py``) from the demo's start, beside the snapshot's generation and the nightly
-pages (which read no coarse day), and written in day order once the nightly pages are.
+pages (which read no coarse day). Either way they are written in day order once the nightly pages
+are.
 
 The what-if comparison and the search read only the snapshot and nothing after them reads their
 result: they run in a forked process (``cli/background.py``) from the moment the snapshot is
