@@ -45,6 +45,16 @@ def test_demo_writes_snapshot_aggregates_and_reports(default_demo: DemoRun) -> N
     reports = {day: json.loads((out / "reports" / day / "report.json").read_text()) for day in DAYS}
     assert [reports[day]["previous_day"] for day in DAYS[1:]] == DAYS[:-1]
     assert reports[DAYS[-1]]["summary"]["nodes"]["value"] == NODES
+    # The 83 days before the snapshot are the package's (cli/demo_shipped.py), and it says so:
+    # on the terminal, in the history's record and on the monthly review's "what it read" line.
+    assert "the days before the snapshot: shipped with the analyzer package" in output
+    assert "--regenerate-history" in output
+    [span] = json.loads((out / "reports" / "history" / "generated.json").read_text())["spans"]
+    assert (span["first"], span["last"], span["step_seconds"]) == ("2026-08-10", "2026-10-31", 3600)
+    assert "python -m analyzer.cli.demo_shipped" in span["note"]
+    monthly = json.loads((out / "monthly" / "report.json").read_text())["read"]
+    assert monthly["generated_notes"] == [span["note"]]
+    assert "Those days were shipped with the analyzer package" in monthly["sentence"]
     html = latest.read_text()
     for question in (
         "Which nodes ran hot?",

@@ -221,9 +221,16 @@ def test_over_requesting_teams_use_a_small_share_of_their_requests(history: Path
 def test_demo_writes_history_days_before_its_nightly_days(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     args = ["demo", "--out", str(out), "--nodes", "12", "--days", "2", "--step", "600"]
-    run = CliRunner().invoke(main, [*args, "--history-days", "10"], catch_exceptions=False)
+    # other settings than the default demo's (and --regenerate-history, accepted): generated
+    # by this run, so neither the terminal nor the history's record says "shipped"
+    run = CliRunner().invoke(
+        main, [*args, "--history-days", "10", "--regenerate-history"], catch_exceptions=False
+    )
     assert run.exit_code == 0, run.output
     assert "history:       10 day(s)" in run.output
+    assert "shipped" not in run.output
+    [span] = json.loads((out / "reports" / "history" / "generated.json").read_text())["spans"]
+    assert "note" not in span and span["step_seconds"] == 3600
     pools = read_pools(out / "reports" / "history")
     days = sorted({pd.Timestamp(d).date() for d in pools["day"]})
     assert days == [date(2026, 10, 24) + timedelta(days=k) for k in range(10)]

@@ -16,13 +16,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.cli.demo import (
-    DemoSettings,
+from analyzer.cli.demo import DemoSettings, demo_spec
+from analyzer.cli.demo_coarse import (
     coarse_days,
     demo_crowded,
     demo_history_key,
-    demo_spec,
     history_spec,
+    shipped_history,
 )
 from analyzer.cli.demo_shipped import SHIPPED, read_manifest, shipped_rows, stored_form
 from analyzer.nightly.synthetic_history import DayRows, history_rows, write_rows
@@ -81,9 +81,7 @@ def test_other_settings_do_not_read_the_shipped_rows() -> None:
         assert shipped_rows(key, coarse_days(spec, settings)) is None
     assert demo_history_key(SPEC, DemoSettings(history_days=7)) is None  # no coarse days
     # --regenerate-history: the default settings, generated anyway
-    from analyzer.cli.demo import _shipped_history
-
-    assert _shipped_history(SPEC, DemoSettings(regenerate_history=True)) is None
+    assert shipped_history(SPEC, DemoSettings(regenerate_history=True)) is None
 
 
 def test_shipped_rows_are_a_regeneration_of_the_last_chunk(

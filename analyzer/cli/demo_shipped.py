@@ -167,13 +167,8 @@ def shipped_rows(
 
 def main(argv: list[str] | None = None) -> None:
     """Regenerate the default demo's coarse history into the package data (or ``--out``)."""
-    from analyzer.cli.demo import (
-        DemoSettings,
-        coarse_days,
-        demo_history_key,
-        demo_spec,
-        generate_history_rows,
-    )
+    from analyzer.cli.demo import DemoSettings, demo_spec
+    from analyzer.cli.demo_coarse import coarse_days, demo_history_key, generate_history_rows
 
     parser = argparse.ArgumentParser(prog=COMMAND, description=main.__doc__)
     parser.add_argument("--out", type=Path, default=SHIPPED, help="folder (default: %(default)s)")
