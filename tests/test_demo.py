@@ -51,7 +51,7 @@ def test_demo_writes_snapshot_aggregates_and_reports(default_demo: DemoRun) -> N
     assert "--regenerate-history" in output
     [span] = json.loads((out / "reports" / "history" / "generated.json").read_text())["spans"]
     assert (span["first"], span["last"], span["step_seconds"]) == ("2026-08-10", "2026-10-31", 3600)
-    assert "python -m analyzer.cli.demo_shipped" in span["note"]
+    assert "python -m analyzer.cli.demo_regenerate" in span["note"]
     monthly = json.loads((out / "monthly" / "report.json").read_text())["read"]
     assert monthly["generated_notes"] == [span["note"]]
     assert "Those days were shipped with the analyzer package" in monthly["sentence"]

@@ -6,7 +6,7 @@ order), so regenerating one chunk and comparing it with the shipped rows of its 
 check of those days. The test regenerates the LAST chunk (the 6 days before the snapshot, the
 most grown cluster; ~6 s of one core) — not all 12 (~90 CPU s): a change of the generator that
 changes any day's rows almost surely changes these too, and then the data must be rewritten with
-``python -m analyzer.cli.demo_shipped``.
+``python -m analyzer.cli.demo_regenerate``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_the_package_ships_the_default_demos_rows_under_their_fingerprint() -> N
     manifest = read_manifest()
     assert manifest is not None, f"no {SHIPPED}/manifest.json"
     assert manifest["fingerprint"] == demo_history_key(SPEC, SETTINGS), (
-        "the demo's coarse-history settings changed: run python -m analyzer.cli.demo_shipped"
+        "the demo's coarse-history settings changed: run python -m analyzer.cli.demo_regenerate"
     )
     chunks = coarse_days(SPEC, SETTINGS)
     # 90 days of history − the 7-day snapshot = 83 coarse days: 11 weeks and 6 days

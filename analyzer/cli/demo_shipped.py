@@ -17,12 +17,11 @@ table's schema): the demo's ``OUT/reports/history`` files written from the shipp
 bytes a generation writes (``bench/demo_compare.py`` compares two demo folders file by file).
 ``tests/test_demo_shipped.py`` regenerates chunks and compares them with the shipped rows
 exactly. A change of the generator's code that changes its rows makes that test fail: rewrite
-the data with ``python -m analyzer.cli.demo_shipped`` (about a minute on two cores).
+the data with ``python -m analyzer.cli.demo_regenerate`` (about a minute on two cores).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
@@ -43,7 +42,7 @@ from analyzer.sources.spec import SyntheticSpec
 
 SHIPPED = Path(__file__).resolve().parent.parent / "_demo_history"
 MANIFEST = "manifest.json"
-COMMAND = "python -m analyzer.cli.demo_shipped"
+COMMAND = "python -m analyzer.cli.demo_regenerate"  # rewrites the rows
 # the stored tables: name -> the history store's schema for it
 SCHEMAS: dict[str, pa.Schema] = {
     "pools": capacity.POOL_SCHEMA,
@@ -163,35 +162,3 @@ def shipped_rows(
         [(day, one("pools", day), one("workloads", day), one("headroom", day)) for day in chunk]
         for chunk in days
     ]
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Regenerate the default demo's coarse history into the package data (or ``--out``)."""
-    from analyzer.cli.demo import DemoSettings, demo_spec
-    from analyzer.cli.demo_coarse import coarse_days, demo_history_key, generate_history_rows
-
-    parser = argparse.ArgumentParser(prog=COMMAND, description=main.__doc__)
-    parser.add_argument("--out", type=Path, default=SHIPPED, help="folder (default: %(default)s)")
-    args = parser.parse_args(argv)
-    settings = DemoSettings()
-    spec = demo_spec(settings.seed, settings.nodes, settings.days, settings.step_seconds)
-    rows = generate_history_rows(spec, settings)
-    key = demo_history_key(spec, settings)
-    if key is None:
-        raise SystemExit("the default demo has no coarse days to ship")
-    record: dict[str, object] = {
-        "seed": settings.seed,
-        "nodes": settings.nodes,
-        "days": settings.days,
-        "history_days": settings.history_days,
-        "history_step_seconds": settings.history_step,
-        "history_rollouts": settings.history_rollouts,
-        "method": settings.settings.method,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    sizes = write_shipped(args.out, rows, key, record)
-    print(f"{len(coarse_days(spec, settings))} chunks written to {args.out}: {sizes}")
-
-
-if __name__ == "__main__":
-    main()
