@@ -78,9 +78,7 @@ from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.months import last_complete_month
 from analyzer.monthly.review import ReviewSettings, build_review, history_days
 from analyzer.nightly.run import NightlyResult, NightlySettings
-from analyzer.nightly.synthetic_history import (
-    DayRows,
-)
+from analyzer.nightly.synthetic_history import DayRows
 from analyzer.replay.autoscale_setup import parse_settings
 from analyzer.replay.input import ARRIVALS
 from analyzer.report.monthly import joint_settings, write_monthly_report
