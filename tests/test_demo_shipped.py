@@ -110,3 +110,28 @@ def test_history_files_from_shipped_rows_are_the_generated_files(
     assert made == read and len(made) == 3 * 6  # pools, workloads, headroom of 6 days
     for path in made:
         assert (tmp_path / "made" / path).read_bytes() == (tmp_path / "shipped" / path).read_bytes()
+
+
+def test_a_damaged_shipped_file_is_named_and_not_read(tmp_path: Path) -> None:
+    """A shipped parquet whose bytes differ from the manifest's SHA-256 (a damaged install) is
+    named, not read: the demo then generates the rows (``shipped_history``) instead of reading
+    rows that are not the shipped ones or stopping in a pyarrow traceback."""
+    import shutil
+
+    from analyzer.cli.demo_shipped import ShippedDamaged
+
+    folder = tmp_path / "shipped"
+    shutil.copytree(SHIPPED, folder)
+    key = demo_history_key(SPEC, SETTINGS)
+    assert key is not None
+    days = coarse_days(SPEC, SETTINGS)
+    assert shipped_rows(key, days, folder) is not None  # the intact copy reads
+    damaged = folder / "workloads.parquet"
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(ShippedDamaged, match=r"workloads\.parquet"):
+        shipped_rows(key, days, folder)
+    damaged.unlink()
+    with pytest.raises(ShippedDamaged, match=r"workloads\.parquet is missing"):
+        shipped_rows(key, days, folder)

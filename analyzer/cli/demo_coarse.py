@@ -17,7 +17,15 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Protocol
 
-from analyzer.cli.demo_shipped import COMMAND, fingerprint, read_manifest, shipped_rows
+import click
+
+from analyzer.cli.demo_shipped import (
+    COMMAND,
+    ShippedDamaged,
+    fingerprint,
+    read_manifest,
+    shipped_rows,
+)
 from analyzer.nightly.run import NightlySettings
 from analyzer.nightly.synthetic_history import (
     CHUNK_DAYS,
@@ -133,7 +141,16 @@ def shipped_history(spec: SyntheticSpec, settings: DemoSettings) -> list[list[Da
     key = demo_history_key(spec, settings)
     if key is None or settings.regenerate_history:
         return None
-    return shipped_rows(key, coarse_days(spec, settings))
+    try:
+        return shipped_rows(key, coarse_days(spec, settings))
+    except ShippedDamaged as damaged:
+        # the demo can still run: the rows are generated as for other settings, said on stderr
+        click.echo(
+            f"analyzer demo: warning: the shipped history is damaged ({damaged}); generating "
+            "it instead (reinstall analyzer to restore it)",
+            err=True,
+        )
+        return None
 
 
 def shipped_note() -> str:

@@ -110,13 +110,16 @@ def write_shipped(
     ``settings``; returns each file's size in bytes."""
     days = [row[0] for rows in chunks for row in rows]
     sizes: dict[str, int] = {}
+    digests: dict[str, str] = {}
     for name, table in _tables(chunks).items():
         buffer = io.BytesIO()
         pq.write_table(table, buffer, compression="zstd", compression_level=9)
         atomic_write_bytes(folder / f"{name}.parquet", buffer.getvalue())
         sizes[f"{name}.parquet"] = len(buffer.getvalue())
+        digests[f"{name}.parquet"] = hashlib.sha256(buffer.getvalue()).hexdigest()
     manifest = {
         "fingerprint": key,
+        "sha256": digests,
         "first": str(min(days)),
         "last": str(max(days)),
         "days": len(days),
@@ -137,6 +140,25 @@ def read_manifest(folder: Path = SHIPPED) -> dict[str, object] | None:
     return record if isinstance(record, dict) else None
 
 
+class ShippedDamaged(Exception):
+    """A shipped file is missing or its bytes are not those its manifest records."""
+
+
+def check_files(folder: Path, manifest: dict[str, object]) -> None:
+    """Raise ``ShippedDamaged`` naming the first shipped file that is missing or whose SHA-256
+    differs from the manifest's (a damaged install: pyarrow would otherwise stop in a traceback,
+    or read rows that are not the shipped ones)."""
+    digests = manifest.get("sha256")
+    if not isinstance(digests, dict):
+        raise ShippedDamaged(f"{folder / MANIFEST} records no checksums")
+    for name in SCHEMAS:
+        path = folder / f"{name}.parquet"
+        if not path.is_file():
+            raise ShippedDamaged(f"{path} is missing")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != digests.get(path.name):
+            raise ShippedDamaged(f"{path}'s checksum differs from {MANIFEST}'s")
+
+
 def shipped_rows(
     key: str, days: list[list[date]], folder: Path = SHIPPED
 ) -> list[list[DayRows]] | None:
@@ -145,6 +167,7 @@ def shipped_rows(
     manifest = read_manifest(folder)
     if manifest is None or manifest.get("fingerprint") != key:
         return None
+    check_files(folder, manifest)
     frames = {name: pq.read_table(folder / f"{name}.parquet").to_pandas() for name in SCHEMAS}
     by_day = {
         name: {
