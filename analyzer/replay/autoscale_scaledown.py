@@ -254,6 +254,7 @@ def _simulate(
                 ca.record.reused_by_hints += entry is not None
         if entry is not None:
             memo.reused += 1
+            ca.record.reused_over_epochs += entry.epoch != memo.epoch
             memo.used.append(entry)
             outcome, targets = entry.outcome, entry.targets
             for key, hint in entry.looks:  # the hints it read and set, as simulating would
@@ -313,7 +314,8 @@ def _by_hints_again(
     whatever the pass did before it, simulating it now gives that answer."""
     memo = ca.sims
     entry: Entry | None = memo.entries.get(slot)
-    if entry is None or not entry.by_hints or entry.epoch != memo.epoch:
+    # any epoch: such an answer read nothing of the node set (``autoscale_reuse.lasting``)
+    if entry is None or not entry.by_hints:
         return None
     if (entry.pods, entry.pdbs) != (pods, budget):
         return None
