@@ -168,6 +168,8 @@ class RemovalSimulator:
         self.last_index = 0
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []
+        # moves ``apply`` made in one step (light only): (target per pod, request rows)
+        self.batches: list[tuple[np.ndarray, np.ndarray]] = []
         self.static: dict[tuple[Any, ...], Any] | None = None
         # a caller that reuses simulations sets a list here: each successful placement's walk
         # (start index, nodes looked at) is appended, what the placement read of the nodes
@@ -420,19 +422,41 @@ class RemovalSimulator:
             else:
                 self._bind(node, demand)
         self.journal.clear()
+        # light moves are additions of requests and pod counts only: any order undoes them
+        for where, requests in self.batches:
+            np.subtract.at(self.state.requested, where, requests)
+            np.subtract.at(self.state.pod_count, where, 1)
+        self.batches.clear()
 
-    def apply(self, node: str, outcome: Outcome, targets: list[int]) -> None:
+    def apply(
+        self,
+        node: str,
+        outcome: Outcome,
+        targets: list[int],
+        requests: np.ndarray | None = None,
+    ) -> None:
         """A removable ``outcome`` of ``node`` found earlier on the same inputs, applied again
-        without re-placing: its moved pods go to ``targets`` (node indices) as they did."""
+        without re-placing: its moved pods go to ``targets`` (node indices) as they did.
+        ``requests`` (the moved pods' request rows, in order): a light simulator adds them in
+        one step (no moved pod has host ports there: ``light`` callers exclude them)."""
         index = self.position[node]
-        for pod, target in zip(outcome.moved, targets, strict=True):
-            demand = self.demand_of[id(pod)]
-            if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
-                self._unbind(index, demand)
-                self.journal.append((False, index, demand))
-            self._bind(target, demand)
-            self.journal.append((True, target, demand))
-            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
+        nodes = self.cluster.nodes
+        if requests is not None and self.light:
+            where = np.array(targets, dtype=np.int64)
+            np.add.at(self.state.requested, where, requests)
+            np.add.at(self.state.pod_count, where, 1)
+            self.batches.append((where, requests))
+            for pod, target in zip(outcome.moved, targets, strict=True):
+                self.current.setdefault(nodes[target].name, []).append(pod)
+        else:
+            for pod, target in zip(outcome.moved, targets, strict=True):
+                demand = self.demand_of[id(pod)]
+                if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
+                    self._unbind(index, demand)
+                    self.journal.append((False, index, demand))
+                self._bind(target, demand)
+                self.journal.append((True, target, demand))
+                self.current.setdefault(nodes[target].name, []).append(pod)
         gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
 

@@ -96,6 +96,7 @@ class Entry:
     looks: list[tuple[str, str | None]]  # each pod's scheduling hint as it read it, in order
     sets: list[tuple[str, str]]  # the hints it set, in order
     by_hints: bool = False  # removable, every pod placed on its hinted node (no search)
+    plan: Any = None  # ``autoscaler.hinted.plan`` of a by-hints answer (False: none possible)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.autoscaler import hinted
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
@@ -262,7 +263,8 @@ def _simulate(
             for key, node in entry.sets:
                 ca.hints.set(key, node)
             if outcome.removable:
-                simulator.apply(name, outcome, targets)
+                plan = entry.plan if entry.by_hints else None
+                simulator.apply(name, outcome, targets, plan.requests if plan else None)
             # a blocked one moved nothing; one placed by hints alone did not move the start
             if outcome.reason != "BlockedByPod" and not entry.by_hints:
                 simulator.last_index = entry.end
@@ -321,7 +323,12 @@ def _by_hints_again(
         return None
     if any(ca.hints.get(k) != h for k, h in entry.looks):
         return None
-    if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
+    if entry.plan is None:  # the part of the check the answer fixes, made once
+        entry.plan = hinted.plan(simulator, entry.outcome.moved, entry.targets) or False
+    if entry.plan is False:
+        if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
+            return None
+    elif not hinted.fits(simulator, entry.plan, allowed):
         return None
     return entry
 
