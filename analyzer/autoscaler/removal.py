@@ -207,7 +207,9 @@ class RemovalSimulator:
             self.destinations = live.destinations.copy()
             self.state = live.state
             self.demands: dict[str, list[PodDemand]] = {}
-            self.current = {name: list(pods) for name, pods in cluster.pods.items()}
+            # the caller's lists, not copies: changed by replacing them (``_add_pod``), so a
+            # caller may tell an unchanged node's list by its identity
+            self.current = dict(cluster.pods)
             self.demand_of = live.demand_of  # read only: the caller's, not copied
             return
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
@@ -447,7 +449,7 @@ class RemovalSimulator:
             np.add.at(self.state.pod_count, where, 1)
             self.batches.append((where, requests))
             for pod, target in zip(outcome.moved, targets, strict=True):
-                self.current.setdefault(nodes[target].name, []).append(pod)
+                self._add_pod(nodes[target].name, pod)
         else:
             for pod, target in zip(outcome.moved, targets, strict=True):
                 demand = self.demand_of[id(pod)]
@@ -456,9 +458,13 @@ class RemovalSimulator:
                     self.journal.append((False, index, demand))
                 self._bind(target, demand)
                 self.journal.append((True, target, demand))
-                self.current.setdefault(nodes[target].name, []).append(pod)
+                self._add_pod(nodes[target].name, pod)
         gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
+
+    def _add_pod(self, node: str, pod: CAPod) -> None:
+        """``pod`` moved onto ``node`` in the simulation: a new list (never the caller's)."""
+        self.current[node] = [*self.current.get(node, ()), pod]
 
     def stable(self) -> bool:
         """Whether a pass on the same state would now read the same hints as this one did:
@@ -532,6 +538,6 @@ class RemovalSimulator:
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in self.current[node] if id(p) not in gone]
         for pod, (target, _) in zip(found.pods, done, strict=True):
-            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
+            self._add_pod(self.cluster.nodes[target].name, pod)
         risky = not pdbs.in_parallel(found.pods)
         return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)

@@ -104,7 +104,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     candidates, empty = [], set()
     for slot in look:
         name = ca.nodes[slot].name
-        key = tuple(sorted(ca.on_node[slot]))
+        key = ca.version[slot]  # its pods are the same while this is
         known = ca.judged.get(slot)
         if known is None or known[0] != key:  # its pods changed: judge it again
             node = CANode(name, _allocatable(ca, slot), ca.nodes[slot].labels,
@@ -240,7 +240,7 @@ def _simulate(
             stopped = True
             break
         name = ca.nodes[slot].name
-        pods = tuple(id(p) for p in simulator.current.get(name, []))
+        pods = ca.pod_ids(slot, simulator.current.get(name, []))
         budget = (*covering, -1, *pdbs.remaining)
         start = simulator.last_index
         allowed = simulator.destinations.copy()
