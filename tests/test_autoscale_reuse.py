@@ -18,9 +18,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from autoscale_cases import node as node_doc
+from autoscale_cases import pod as pod_doc
 from replay_fixtures import N, P, build
 
-from analyzer.autoscaler.removal import first_fitting
+from analyzer.autoscaler import hinted
+from analyzer.autoscaler.removal import RemovalSimulator, first_fitting
+from analyzer.autoscaler.scenario import build as build_scenario
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -109,6 +113,10 @@ def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str, raw: 
         # answers placed by hints alone taken again by the hints check (any context and start;
         # 43 in this seed): exercised, and the decisions above are the plain path's
         assert a.reused_by_hints > 0
+    if seed in (1, 3):
+        # answers blocked by a pod or placed by hints alone taken again after nodes joined or
+        # left (``autoscale_reuse.lasting``): exercised, the decisions above the plain path's
+        assert a.reused_over_epochs > 0
 
 
 def test_pods_with_spreading_are_always_simulated() -> None:
@@ -230,3 +238,87 @@ def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None
         expected = start + int(ahead[0]) if len(ahead) else int(behind[0]) if len(behind) else None
         got = first_fitting(state, fit, demand, fit.compared(state, demand), feasible, start)
         assert got == expected, f"case {case}"
+
+
+def test_an_answer_kept_over_a_join_is_checked_on_the_state_now() -> None:
+    # An answer placed by hints alone is kept over a join (``autoscale_reuse.lasting``) only
+    # because it is asked again on the state now. 4-core nodes: a (one pod slot) holds p0
+    # (1.5 cores); b (two slots) 2 cores of DaemonSet, c (two slots) 3.5. From 0:10 a is
+    # unneeded, p0 going to b (by search, then by its hint). At 5:00 a 3-core pod fits no node:
+    # a scale-up (no deletion for 10 minutes after it); node d joins at 7:00 and takes it (a new
+    # epoch). a's answer is taken again then (p0 still fits b by its hint). At 9:00 three small
+    # pods take the last slots of b, c and d: from then p0 fits nowhere and a must stay. Taking
+    # the answer again without asking b would delete a (and evict p0) at 15:00.
+    nodes = [N("a", pods=1), N("b", pods=2), N("c", pods=2)]
+    pods = [
+        P("ds-b", "b", cpu=2000, owner="DaemonSet"),
+        P("ds-c", "c", cpu=3500, owner="DaemonSet"),
+        P("p0", "a", cpu=1500, start=0),
+        P("huge", None, cpu=3000, start=5),
+        *(P(f"late{i}", None, cpu=100, start=9) for i in range(3)),
+    ]
+    snap = build(nodes, pods, minutes=60)
+    snap.pods["owner_name"] = np.where(snap.pods["owner_kind"] == "DaemonSet", "ds", "web-5d9f")
+    inp = prepare(snap)
+    settings = dataclasses.replace(
+        parse_settings(None), groups={"pool": GroupBounds(min_size=0, max_size=4)}
+    )
+    auto, groups = with_node_groups(inp, settings)
+    chosen = Strategy("kube-default", load_strategy("kube-default"))
+    fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
+    plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
+    _same_decisions(fast, plain)
+    assert len(plain.autoscaler.added) == 1 and plain.autoscaler.removed == []
+    assert fast.autoscaler.reused_over_epochs > 0
+
+
+def test_the_one_step_hinted_check_is_the_pod_by_pod_one() -> None:
+    # ``hinted.fits`` (the answer's fixed part made once, then one comparison of arrays) against
+    # ``RemovalSimulator.fits_as_hinted`` (pod by pod, its earlier pods counted on the same node)
+    # on random states: a candidate's 1-5 pods sent to random targets (repeats: the earlier pods'
+    # requests and slots count), nodes of 1-4 pod slots, free room around and exactly at the
+    # requests, nodes not a destination; the state changed after the plan was made.
+    rng = np.random.default_rng(11)
+    now = "2026-11-01T12:00:00Z"
+    rs = ["ReplicaSet", "rs", "apps/v1"]
+    agree = {True: 0, False: 0}
+    profile = load_strategy("kube-default")
+    for case in range(60):
+        count = int(rng.integers(2, 6))
+        nodes = [node_doc(f"n{i}", {"cpu": 1000, "memory": 4000}) for i in range(count)]
+        for n in nodes:
+            n["status"]["allocatable"]["pods"] = str(int(rng.integers(1, 5)))
+        moved = int(rng.integers(1, 6))
+        asks = [(int(rng.integers(1, 500)), int(rng.integers(1, 2000))) for _ in range(moved)]
+        pods = [pod_doc(f"p{k}", {"cpu": c, "memory": m, "owner": rs}, now, "n0")
+                for k, (c, m) in enumerate(asks)]  # fmt: skip
+        nodes[0]["status"]["allocatable"]["pods"] = "110"
+        for i in range(1, count):
+            for k in range(int(rng.integers(0, 3))):
+                load = {"cpu": int(rng.integers(0, 600)), "memory": int(rng.integers(0, 2500))}
+                pods.append(pod_doc(f"f{i}-{k}", {**load, "owner": rs}, now, f"n{i}"))
+        scenario = build_scenario({"autoscaler": "cluster-autoscaler", "now": now,
+                                   "nodes": nodes, "pods": pods})  # fmt: skip
+        sim = RemovalSimulator(scenario.cluster, scenario.profile, scenario.options, scenario.now)
+        # as the replay's: its strategy's filters, kept static masks, first fit, and spreading
+        # and pod affinity skipped (no pod has them: ``autoscale_reuse.local``)
+        sim.profile = profile
+        sim.static, sim.first_fit = {}, True
+        sim.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
+        candidates = scenario.cluster.pods["n0"]
+        targets = [int(rng.integers(1, count)) for _ in candidates]
+        plan = hinted.plan(sim, candidates, targets)
+        assert plan is not None  # no taints, affinity or ports: every filter is static or fit
+        # the state moves after the plan: a pod bound or freed on a target, or exactly the room
+        t = targets[0]
+        demand = sim.demand_of[id(candidates[0])]
+        if case % 3 == 0:
+            free = sim.state.allocatable[t] - sim.state.requested[t]
+            sim.state.requested[t] += np.maximum(free - demand.requests, 0)  # exactly its room
+        elif case % 3 == 1:
+            sim.state.pod_count[t] += 1
+        allowed = rng.random(count) < 0.9
+        expected = sim.fits_as_hinted(candidates, targets, allowed)
+        assert hinted.fits(sim, plan, allowed) == expected, f"case {case}"
+        agree[expected] += 1
+    assert min(agree.values()) > 5, agree  # both verdicts exercised

@@ -168,6 +168,8 @@ class RemovalSimulator:
         self.last_index = 0
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []
+        # moves ``apply`` made in one step (light only): (target per pod, request rows)
+        self.batches: list[tuple[np.ndarray, np.ndarray]] = []
         self.static: dict[tuple[Any, ...], Any] | None = None
         # a caller that reuses simulations sets a list here: each successful placement's walk
         # (start index, nodes looked at) is appended, what the placement read of the nodes
@@ -205,7 +207,9 @@ class RemovalSimulator:
             self.destinations = live.destinations.copy()
             self.state = live.state
             self.demands: dict[str, list[PodDemand]] = {}
-            self.current = {name: list(pods) for name, pods in cluster.pods.items()}
+            # the caller's lists, not copies: changed by replacing them (``_add_pod``), so a
+            # caller may tell an unchanged node's list by its identity
+            self.current = dict(cluster.pods)
             self.demand_of = live.demand_of  # read only: the caller's, not copied
             return
         self.schedulable = np.array([not n.unschedulable for n in cluster.nodes], dtype=bool)
@@ -420,21 +424,47 @@ class RemovalSimulator:
             else:
                 self._bind(node, demand)
         self.journal.clear()
+        # light moves are additions of requests and pod counts only: any order undoes them
+        for where, requests in self.batches:
+            np.subtract.at(self.state.requested, where, requests)
+            np.subtract.at(self.state.pod_count, where, 1)
+        self.batches.clear()
 
-    def apply(self, node: str, outcome: Outcome, targets: list[int]) -> None:
+    def apply(
+        self,
+        node: str,
+        outcome: Outcome,
+        targets: list[int],
+        requests: np.ndarray | None = None,
+    ) -> None:
         """A removable ``outcome`` of ``node`` found earlier on the same inputs, applied again
-        without re-placing: its moved pods go to ``targets`` (node indices) as they did."""
+        without re-placing: its moved pods go to ``targets`` (node indices) as they did.
+        ``requests`` (the moved pods' request rows, in order): a light simulator adds them in
+        one step (no moved pod has host ports there: ``light`` callers exclude them)."""
         index = self.position[node]
-        for pod, target in zip(outcome.moved, targets, strict=True):
-            demand = self.demand_of[id(pod)]
-            if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
-                self._unbind(index, demand)
-                self.journal.append((False, index, demand))
-            self._bind(target, demand)
-            self.journal.append((True, target, demand))
-            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
+        nodes = self.cluster.nodes
+        if requests is not None and self.light:
+            where = np.array(targets, dtype=np.int64)
+            np.add.at(self.state.requested, where, requests)
+            np.add.at(self.state.pod_count, where, 1)
+            self.batches.append((where, requests))
+            for pod, target in zip(outcome.moved, targets, strict=True):
+                self._add_pod(nodes[target].name, pod)
+        else:
+            for pod, target in zip(outcome.moved, targets, strict=True):
+                demand = self.demand_of[id(pod)]
+                if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
+                    self._unbind(index, demand)
+                    self.journal.append((False, index, demand))
+                self._bind(target, demand)
+                self.journal.append((True, target, demand))
+                self._add_pod(nodes[target].name, pod)
         gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
+
+    def _add_pod(self, node: str, pod: CAPod) -> None:
+        """``pod`` moved onto ``node`` in the simulation: a new list (never the caller's)."""
+        self.current[node] = [*self.current.get(node, ()), pod]
 
     def stable(self) -> bool:
         """Whether a pass on the same state would now read the same hints as this one did:
@@ -508,6 +538,6 @@ class RemovalSimulator:
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in self.current[node] if id(p) not in gone]
         for pod, (target, _) in zip(found.pods, done, strict=True):
-            self.current.setdefault(self.cluster.nodes[target].name, []).append(pod)
+            self._add_pod(self.cluster.nodes[target].name, pod)
         risky = not pdbs.in_parallel(found.pods)
         return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)

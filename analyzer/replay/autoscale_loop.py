@@ -118,9 +118,13 @@ class ClusterAutoscaler:
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
         self.verdicts: dict[int, Any] = {}  # each CA pod's drain verdict (``pods_to_move``)
-        self.pod_lists: dict[int, tuple[tuple[int, ...], list[CAPod]]] = {}  # ``_pods_on``
-        # slot -> (its pods, unremovable reason, empty): eligibility as of those pods
-        self.judged: dict[int, tuple[tuple[int, ...], str, bool]] = {}
+        # ``_pods_on``: slot -> (its version, its CA pods in pod order, their object ids)
+        self.pod_lists: dict[int, tuple[int, list[CAPod], tuple[int, ...]]] = {}
+        # per slot, how many times the replay bound or unbound a pod there (``touch``): its pods
+        # are the same while this is (every change of ``on_node`` goes through ``touch``)
+        self.version = [0] * len(state.node_names)
+        # slot -> (its version, unremovable reason, empty): eligibility as of those pods
+        self.judged: dict[int, tuple[int, str, bool]] = {}
         self.group_of = np.array(groups.of_node, dtype=np.int64)
         self.nodes = [
             CANode(name, {}, labels=state.node_labels[i] if state.node_labels else {},
@@ -231,6 +235,7 @@ class ClusterAutoscaler:
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
         self.dirty = True
+        self.version[node] += 1
         self.sims.touch(node, freed)
 
     # -- helpers -------------------------------------------------------------------------------
@@ -293,11 +298,20 @@ class ClusterAutoscaler:
     def _pods_on(self, slot: int) -> list[CAPod]:
         """The CA pods on ``slot`` in pod order, kept while its pods stay (nothing mutates it:
         the simulator copies the lists it changes)."""
-        key = tuple(sorted(self.on_node[slot]))
+        version = self.version[slot]
         known = self.pod_lists.get(slot)
-        if known is None or known[0] != key:
-            known = self.pod_lists[slot] = (key, [self.ca_pod(p) for p in key])
+        if known is None or known[0] != version:
+            pods = [self.ca_pod(p) for p in sorted(self.on_node[slot])]
+            known = self.pod_lists[slot] = (version, pods, tuple(id(p) for p in pods))
         return known[1]
+
+    def pod_ids(self, slot: int, pods: list[CAPod]) -> tuple[int, ...]:
+        """The object ids of ``pods``, the list a pass holds for ``slot``: kept with the slot's
+        list while the pass has not changed it (the same list object)."""
+        known = self.pod_lists.get(slot)
+        if known is not None and known[1] is pods:
+            return known[2]
+        return tuple(id(p) for p in pods)
 
     # -- scale-up ------------------------------------------------------------------------------
     def _scale_up(self, now: int, waiting: list[int]) -> bool:

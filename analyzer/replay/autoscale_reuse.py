@@ -28,7 +28,8 @@ it again instead of simulating). What one simulation reads, and how each is chec
   others): taken again, whatever the context and start, when those are equal and each hinted
   node is still a destination with room for its pods in turn (checked on the state now);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
-  in which nothing earlier is reused.
+  in which no earlier answer that read the node set is reused (the two kinds above that read
+  none of it, blocked and placed by hints, are kept: ``lasting``).
 
 This holds only where each node's verdict depends on that node alone (``local``): no pod with
 topology spread, pod (anti-)affinity or host ports, no DoNotSchedule default spreading, no
@@ -95,6 +96,7 @@ class Entry:
     looks: list[tuple[str, str | None]]  # each pod's scheduling hint as it read it, in order
     sets: list[tuple[str, str]]  # the hints it set, in order
     by_hints: bool = False  # removable, every pod placed on its hinted node (no search)
+    plan: Any = None  # ``autoscaler.hinted.plan`` of a by-hints answer (False: none possible)
 
 
 @dataclass
@@ -132,9 +134,10 @@ class SimulationMemo:
             self.freed[node] = self.passes + 1
 
     def new_epoch(self) -> None:
-        """Nodes joined or left, or a scale-up changed the groups' sizes: nothing is reused."""
+        """Nodes joined or left, or a scale-up changed the groups' sizes: no answer that read
+        the node set is reused. Two kinds read none of it and are kept (``lasting``)."""
         self.epoch += 1
-        self.entries = {}
+        self.entries = {slot: e for slot, e in self.entries.items() if lasting(e)}
         if len(self.drains) > 10_000:  # keyed by pods that may be long gone: bounded
             self.drains = {}
 
@@ -212,10 +215,12 @@ class SimulationMemo:
     ) -> Entry | None:
         """The entry for ``slot`` if its answer holds now (module docstring), else None."""
         entry = self.entries.get(slot)
-        if entry is None or entry.epoch != self.epoch:
+        if entry is None:
             return None
         if entry.outcome.reason == "BlockedByPod":  # the drain rules read its pods and budgets
             return entry if (entry.pods, entry.pdbs) == (pods, pdbs) else None
+        if entry.epoch != self.epoch:
+            return None
         if (entry.context, entry.pods, entry.pdbs, entry.start) != (context, pods, pdbs, start):
             return None
         if len(entry.reads) and int(self.changed[entry.reads].max()) > entry.made:
@@ -236,6 +241,26 @@ class SimulationMemo:
         """Remember ``slot``'s simulation of this pass."""
         self.entries[slot] = entry
         self.used.append(entry)
+
+
+def lasting(entry: Entry) -> bool:
+    """Whether ``entry``'s answer read nothing of the node set, so that it may be taken again
+    after nodes joined or left (a new epoch), on the checks it is taken by at any time:
+
+    - ``BlockedByPod``: ``GetPodsToMove`` read the candidate's pods, the flags and the budgets'
+      disruptions left, nothing of any other node (``find`` compares those);
+    - removable with every pod on its hinted node (``by_hints``): each placement read its pod's
+      hint and that one node (``tryScheduleUsingHints``: ``GetNodeInfo`` of the hinted node, its
+      filters; no list of nodes, no ``lastIndex``). ``_by_hints_again`` compares the pods, the
+      budgets and the hints, and asks each hinted node again on the state now
+      (``fits_as_hinted``: still present and a destination, its static filters, its room with
+      the earlier pods counted). A node that left is no destination, so a hint naming it fails
+      there and the candidate is simulated; a node that joined is not read by such an answer
+      (only a search would walk it). The groups' sizes are read before any simulation (a group
+      at its minSize is not simulated), not by the answer.
+
+    So whatever joined or left since, where those checks pass, simulating gives this answer."""
+    return entry.by_hints or entry.outcome.reason == "BlockedByPod"
 
 
 def walked(walks: Sequence[tuple[int, int]], count: int) -> np.ndarray[Any, np.dtype[np.int64]]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.autoscaler import hinted
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
@@ -103,7 +104,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     candidates, empty = [], set()
     for slot in look:
         name = ca.nodes[slot].name
-        key = tuple(sorted(ca.on_node[slot]))
+        key = ca.version[slot]  # its pods are the same while this is
         known = ca.judged.get(slot)
         if known is None or known[0] != key:  # its pods changed: judge it again
             node = CANode(name, _allocatable(ca, slot), ca.nodes[slot].labels,
@@ -239,7 +240,7 @@ def _simulate(
             stopped = True
             break
         name = ca.nodes[slot].name
-        pods = tuple(id(p) for p in simulator.current.get(name, []))
+        pods = ca.pod_ids(slot, simulator.current.get(name, []))
         budget = (*covering, -1, *pdbs.remaining)
         start = simulator.last_index
         allowed = simulator.destinations.copy()
@@ -254,6 +255,7 @@ def _simulate(
                 ca.record.reused_by_hints += entry is not None
         if entry is not None:
             memo.reused += 1
+            ca.record.reused_over_epochs += entry.epoch != memo.epoch
             memo.used.append(entry)
             outcome, targets = entry.outcome, entry.targets
             for key, hint in entry.looks:  # the hints it read and set, as simulating would
@@ -261,7 +263,8 @@ def _simulate(
             for key, node in entry.sets:
                 ca.hints.set(key, node)
             if outcome.removable:
-                simulator.apply(name, outcome, targets)
+                plan = entry.plan if entry.by_hints else None
+                simulator.apply(name, outcome, targets, plan.requests if plan else None)
             # a blocked one moved nothing; one placed by hints alone did not move the start
             if outcome.reason != "BlockedByPod" and not entry.by_hints:
                 simulator.last_index = entry.end
@@ -313,13 +316,19 @@ def _by_hints_again(
     whatever the pass did before it, simulating it now gives that answer."""
     memo = ca.sims
     entry: Entry | None = memo.entries.get(slot)
-    if entry is None or not entry.by_hints or entry.epoch != memo.epoch:
+    # any epoch: such an answer read nothing of the node set (``autoscale_reuse.lasting``)
+    if entry is None or not entry.by_hints:
         return None
     if (entry.pods, entry.pdbs) != (pods, budget):
         return None
     if any(ca.hints.get(k) != h for k, h in entry.looks):
         return None
-    if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
+    if entry.plan is None:  # the part of the check the answer fixes, made once
+        entry.plan = hinted.plan(simulator, entry.outcome.moved, entry.targets) or False
+    if entry.plan is False:
+        if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
+            return None
+    elif not hinted.fits(simulator, entry.plan, allowed):
         return None
     return entry
 

@@ -160,6 +160,21 @@ def plan_scale_up(
     pods = [p for p in waiting if p not in upcoming]
     if not pods:
         return None
+    # pods of one shape key and kind of verdict (kept between calls or not) share
+    # ``fits_group``'s answer (it stores one per key and group): asked once per class and group
+    classes: dict[tuple[bytes, bool], int] = {}
+    first: list[int] = []  # a pod of each class
+    of: list[int] = []  # each pod's class
+    for p in pods:
+        if keys:
+            demand = demands[p]
+            lasting = memo is not None and demand.affinity is None and not demand.spread
+            c = classes.setdefault((keys[p], lasting), len(first))
+        else:  # no shape keys: every pod judged alone
+            c = len(first)
+        if c == len(first):
+            first.append(p)
+        of.append(c)
     options = []
     for group, slots in enumerate(free_slots):
         bins = min(room[group], len(slots))
@@ -167,7 +182,8 @@ def plan_scale_up(
             continue
         probe = slots[0]
         capacity = state.allocatable[probe]
-        fits = [p for p in pods if fits_group(p, group, probe)]
+        verdicts = [fits_group(p, group, probe) for p in first]
+        fits = [p for p, c in zip(pods, of, strict=True) if verdicts[c]]
         if not fits:
             continue
         share = [
