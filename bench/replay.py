@@ -11,7 +11,9 @@ The baseline runs the same engine with every pod scored by a straightforward per
 of the same plugins — ``analyzer.scheduling.reference.kube_default_loop`` (the scheduling core's
 own reference, written the way the Go code reads) for kube-default and most-allocated, the
 replay's per-node scorer ``analyzer.replay.rows.score_rows`` over all nodes for rtcr-binpack —
-over the first ``--baseline-pods`` scored pods of the same replay. The loop's choices are checked
+over the first ``--baseline-pods`` scored pods of the same replay. Above 100 nodes the loop, as
+kube-scheduler (percentageOfNodesToScore), scores only the feasible nodes it finds walking the node
+list from its rotating start index (``reference.walk_found``). The loop's choices are checked
 against the fast path's. With ``--pod-constraints`` (workloads with spread constraints and pod
 (anti-)affinity, 3 zones) the baseline is ``Profile.evaluate`` over all nodes for every pod,
 since the loop knows neither PodTopologySpread nor InterPodAffinity. The load-aware strategies (``*-loadaware``) replay the whole day
