@@ -11,7 +11,9 @@ The baseline runs the same engine with every pod scored by a straightforward per
 of the same plugins — ``analyzer.scheduling.reference.kube_default_loop`` (the scheduling core's
 own reference, written the way the Go code reads) for kube-default and most-allocated, the
 replay's per-node scorer ``analyzer.replay.rows.score_rows`` over all nodes for rtcr-binpack —
-over the first ``--baseline-pods`` scored pods of the same replay. The loop's choices are checked
+over the first ``--baseline-pods`` scored pods of the same replay. Above 100 nodes the loop, as
+kube-scheduler (percentageOfNodesToScore), scores only the feasible nodes it finds walking the node
+list from its rotating start index (``reference.walk_found``). The loop's choices are checked
 against the fast path's. With ``--pod-constraints`` (workloads with spread constraints and pod
 (anti-)affinity, 3 zones) the baseline is ``Profile.evaluate`` over all nodes for every pod,
 since the loop knows neither PodTopologySpread nor InterPodAffinity. The load-aware strategies (``*-loadaware``) replay the whole day
@@ -44,6 +46,7 @@ import platform
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +56,14 @@ import analyzer.replay.engine as replay_module
 from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import ReplayInput, prepare
+from analyzer.replay.node_tree import NodeSampler
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.rows import score_rows
 from analyzer.replay.scoring import ScoreCache, _Kernel
 from analyzer.replay.topology import InertIndex
 from analyzer.scheduling import ClusterState, PodDemand, Profile, load_strategy
-from analyzer.scheduling.reference import allowed_by_constraints, kube_default_loop
+from analyzer.scheduling.reference import allowed_by_constraints, kube_default_loop, walk_found
 from analyzer.sources import SyntheticSpec, generate
 
 STRATEGIES = (
@@ -77,20 +81,55 @@ class _Enough(Exception):
 
 
 def _loop_choice(
-    profile: Profile, state: ClusterState, pod: PodDemand, active: np.ndarray, name: str
+    profile: Profile,
+    state: ClusterState,
+    pod: PodDemand,
+    active: np.ndarray,
+    name: str,
+    find: Callable[[list[bool]], list[bool]] | None,
 ) -> tuple[list[bool], list[int]]:
+    """Feasibility and totals of every node by the per-node loop; with ``find`` (more than 100
+    nodes: percentageOfNodesToScore) only the nodes the scheduler finds are feasible and scored
+    over, as upstream and the fast path."""
     if not isinstance(state.pod_index, InertIndex):
         # spread constraints / pod affinity in play (--pod-constraints): the loop knows neither
         # plugin, so the baseline is the profile's own evaluation of every node for every pod
         evaluation = profile.evaluate(state, pod)
-        return evaluation.feasible.tolist(), evaluation.total.tolist()
+        feasible = evaluation.feasible.tolist()
+        if find is None or not any(feasible):
+            return feasible, evaluation.total.tolist()
+        found = np.array(find(feasible))  # scored and normalised over the nodes found only
+        evaluation = profile.evaluate(state, pod, mask=found)
+        return (evaluation.feasible & found).tolist(), evaluation.total.tolist()
     if name in ("kube-default", "most-allocated"):
-        return kube_default_loop(state, pod, most=name == "most-allocated", taint_affinity=True)
+        return kube_default_loop(
+            state, pod, most=name == "most-allocated", taint_affinity=True, find=find
+        )
     plan = _Kernel(profile).plan(state, pod)
     rows = score_rows(state, plan.rows, list(range(state.node_count)), np.ones_like(active))
     # the constraint filters, node by node as the Go plugins do
     allowed = [allowed_by_constraints(state, pod, i) for i in range(state.node_count)]
-    return [ok and a for (ok, _), a in zip(rows, allowed, strict=True)], [t for _, t in rows]
+    feasible = [ok and a for (ok, _), a in zip(rows, allowed, strict=True)]
+    if find is not None:
+        feasible = find(feasible)
+    return feasible, [t for _, t in rows]
+
+
+def _walker(sampler: NodeSampler, active: np.ndarray) -> Callable[[list[bool]], list[bool]]:
+    """The nodes kube-scheduler finds, by ``reference.walk_found`` over the replay's node list
+    (``sampler.tree``: the order nodes joined) from the loop's own start index, which it
+    advances by the nodes processed (this replay's sampler serves only the loop)."""
+
+    def find(feasible: list[bool]) -> list[bool]:
+        order = sampler.tree.order().tolist()
+        start = sampler.start % len(order) if order else 0
+        present = [ok and bool(a) for ok, a in zip(feasible, active.tolist(), strict=True)]
+        found, processed = walk_found(present, order, start, sampler.wanted)
+        if order:
+            sampler.start = (start + processed) % len(order)
+        return found
+
+    return find
 
 
 def baseline_cache(name: str, limit: int, fast: dict[int, int | None]) -> type[ScoreCache]:
@@ -104,7 +143,11 @@ def baseline_cache(name: str, limit: int, fast: dict[int, int | None]) -> type[S
             self, key: bytes, demand: PodDemand, now: float, rng: np.random.Generator
         ) -> int | None:
             started = time.process_time()
-            feasible, totals = _loop_choice(self.profile, self.state, demand, self.active, name)
+            sampler = self.sampler if self.sampler is not None and self.sampler.active else None
+            find = None if sampler is None else _walker(sampler, self.active)
+            feasible, totals = _loop_choice(
+                self.profile, self.state, demand, self.active, name, find
+            )
             best, ties = None, []
             for i, (ok, total) in enumerate(zip(feasible, totals, strict=True)):
                 if not ok or not self.active[i]:
@@ -260,6 +303,13 @@ def main() -> None:
     inp = prepare(snapshot)
     built = time.process_time()
     mats = usage_matrices(inp)
+    if mats.rows.directory is None:
+        # the pod usage rows sorted by grid column, as the usage matrices held them before
+        # 2026-11-29: built once per snapshot outside the timed replays (PodRows keeps them;
+        # otherwise the first replay of --repeat 1 would pay ~4 CPU s at 5,000 nodes that later
+        # replays, and a what-if's later strategies and seeds, do not)
+        for k in range(len(mats.rows.chunks)):
+            mats.rows.chunk(k)
     print(
         f"usage matrices (NodeMetric feed input, once per snapshot): "
         f"{time.process_time() - built:.1f} CPU s",

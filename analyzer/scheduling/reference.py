@@ -6,13 +6,16 @@ vectorised plugins in the property tests. Covers TaintToleration and NodeAffinit
 with ``taint_affinity`` their scores: PreferNoSchedule count, preferred terms' weights, normalised
 over the feasible nodes), NodeResourcesFit (filter; LeastAllocated /
 MostAllocated / RequestedToCapacityRatio scoring, current scale) and BalancedAllocation (1.23+
-std and 1.36+ delta).
+std and 1.36+ delta). Above 100 nodes kube-scheduler scores only the feasible nodes it finds
+walking its node list from a rotating start index (percentageOfNodesToScore): ``walk_found`` is
+that walk, node by node, and ``kube_default_loop(find=...)`` scores and normalises over the nodes
+found only.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from analyzer.scheduling.arith import round_half_away_div
 from analyzer.scheduling.plugins.noderesources.fit import broken_linear, scaled_utilization
@@ -161,6 +164,27 @@ def _normalised(raw: list[int], feasible: list[bool], reverse: bool) -> list[int
     return out
 
 
+def walk_found(
+    feasible: Sequence[bool], order: Sequence[int], start: int, wanted: int
+) -> tuple[list[bool], int]:
+    """findNodesThatPassFilters run serially: walk the node list ``order`` (state rows) from
+    position ``start``, wrapping round, until ``wanted`` feasible nodes are found. Returns the
+    mask (over state rows) of the nodes found and how many nodes were processed (every node in
+    the list when fewer than ``wanted`` are feasible); the scheduler's next start index is
+    ``(start + processed) % len(order)``."""
+    found = [False] * len(feasible)
+    count = processed = 0
+    for i in range(len(order)):
+        row = order[(start + i) % len(order)]
+        processed += 1
+        if feasible[row]:
+            found[row] = True
+            count += 1
+            if count == wanted:
+                break
+    return found, processed
+
+
 def kube_default_loop(
     state: ClusterState,
     pod: PodDemand,
@@ -168,16 +192,25 @@ def kube_default_loop(
     delta: bool = True,
     shape: Sequence[tuple[int, int]] | None = None,
     taint_affinity: bool = False,
+    find: Callable[[list[bool]], list[bool]] | None = None,
 ) -> tuple[list[bool], list[int]]:
     """Feasibility and total (Fit + Balanced, weights 1/1, cpu+memory) for every node, one by one.
 
     ``most`` selects MostAllocated, ``shape`` (0–100 scale) RequestedToCapacityRatio;
     ``taint_affinity`` adds 3 × TaintToleration + 2 × NodeAffinity (the kube-default preset).
+    ``find``: given the filters' mask, the nodes the scheduler finds (percentageOfNodesToScore,
+    e.g. ``walk_found``); only those are returned feasible, scored and normalised over (a node
+    not found gets total 0), as upstream scores only the nodes ``findNodesThatFitPod`` returns.
     """
     specs = (ResourceSpec("cpu"), ResourceSpec("memory"))
-    feasible, totals = [], []
+    feasible = [fits(state, pod, node) for node in range(state.node_count)]
+    if find is not None:
+        feasible = find(feasible)
+    totals = []
     for node in range(state.node_count):
-        feasible.append(fits(state, pod, node))
+        if find is not None and not feasible[node]:
+            totals.append(0)  # not found: never scored
+            continue
         skip_balanced = pod.request("cpu") == 0 and pod.request("memory") == 0
         balanced = 0 if skip_balanced else balanced_score(state, pod, node, specs, delta)
         if shape is not None:
