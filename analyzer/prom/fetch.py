@@ -444,6 +444,7 @@ def run_profile(
             for future in pending:
                 future.cancel()
             raise
+    client.forget_labels([f"query {name}" for name in results])  # their last labels: not needed
     unique = {id(a): a for a in accumulators.values()}  # one per family; finish() hands over
     tables = {key: accumulator.finish() for key, accumulator in unique.items()}
     for name, result in results.items():

@@ -38,7 +38,7 @@ from analyzer.prom.series import LabelKey, Series, series_key
 Order = tuple[int, int]  # (chunk index, position in that chunk's response)
 
 
-@dataclass
+@dataclass(slots=True)
 class ValueRuns:
     """One range-query series as runs of equal values over consecutive grid points.
 
