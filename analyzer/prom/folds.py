@@ -107,6 +107,23 @@ class _Keyed:
         return sorted(self.first, key=self.first.__getitem__)
 
 
+def _summary(ts: list[float], values: list[float]) -> tuple[float, float, float, float]:
+    """(latest time, the largest value at it, smallest value, largest value) of one response's
+    points, NaN values ignored where another is there. Plain floats: a window response has one
+    or two points per series, where numpy's per-call cost would be most of the fold's time."""
+    if len(ts) == 1:
+        return ts[0], values[0], values[0], values[0]
+    top = max(ts)
+    at = [v for t, v in zip(ts, values, strict=True) if t == top and v == v]
+    real = [v for v in values if v == v]  # NaN != NaN
+    return (
+        top,
+        max(at) if at else math.nan,
+        min(real) if real else math.nan,
+        max(real) if real else math.nan,
+    )
+
+
 def _nan_aware(pick: Callable[[float, float], float], held: float, new: float) -> float:
     """``pick`` of two values where NaN means none (``nanmin``/``nanmax`` over both)."""
     if math.isnan(held):
@@ -129,12 +146,7 @@ class WindowFold(_Keyed):
             if len(ts) == 0:
                 continue  # ``window_values`` skips a series without points
             key = series_key(one)
-            last = int(np.argmax(ts))  # ascending: the last; ties below
-            top = float(ts[last])
-            at = values[ts == top]
-            value = float(np.nanmax(at)) if not np.all(np.isnan(at)) else math.nan
-            low = float(np.nanmin(values)) if not np.all(np.isnan(values)) else math.nan
-            high = float(np.nanmax(values)) if not np.all(np.isnan(values)) else math.nan
+            top, value, low, high = _summary(ts.tolist(), values.tolist())
             if self.seen(key, one.labels, (index, position)):
                 self.state[key] = [top, value, low, high]
                 continue
@@ -175,7 +187,7 @@ class TimesFold(_Keyed):
             values = tuple(one.labels.get(name, "") for name in self.by)
             labels = {name: v for name, v in zip(self.by, values, strict=True) if v}
             key: LabelKey = tuple(zip(self.by, values, strict=True))
-            time = float(self.pick(one.timestamps.min(), one.timestamps.max()))
+            time = float(self.pick(one.timestamps.tolist()))
             if self.seen(key, labels, (index, position)):
                 self.best[key] = time
             else:
