@@ -13,7 +13,7 @@ keeps only what its consumer reads:
   (``max``) sample time — ``samples.sample_times`` of the merged series;
 - ``RunsFold`` (``kind: range`` of the node-state queries): per series, its runs of equal values
   over consecutive grid points (``ValueRuns``) — enough for ``collect.node_state`` to find every
-  interval a taint, cordon or not-ready state held;
+  interval a taint, cordon or not-ready state held.
 
 Range queries whose consumer reads every point (node CPU) are still kept whole
 (``fetch.merge_series``).
