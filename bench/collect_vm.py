@@ -19,7 +19,11 @@ JSON lines, and VictoriaMetrics's own CPU seconds and peak RSS during each colle
         --baseline-tree /tmp/bigmem-main            # load, then collect
     .venv/bin/python bench/collect_vm.py --data /tmp/bigmem-vm/d500 --skip-load ...
 
-``--load-only`` stops after the import (prints the import's rate: samples per second).
+``--load-only`` stops after the import (prints the import's rate: samples per second, and
+``blocked_on_server_s``: how long the rendering waited for VictoriaMetrics to take the next
+chunk — near 0 means the rendering is the bottleneck). ``--collect-days X`` collects only the
+store's first X days; with a baseline tree the two snapshots of the first round are compared
+file by file (``bench/collect_compare.py``).
 """
 
 from __future__ import annotations
@@ -53,31 +57,62 @@ from analyzer.sources.omtext import SeriesWriter  # noqa: E402
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
+_NAME_AT = re.compile(r'(^|",)([A-Za-z_][A-Za-z0-9_]*)="')
+_AS_KEY = r'\1"\2":"'
+_SLOW = re.compile(r"[\\\x00-\x1f]")  # a backslash or a control character: the slow path
+
+
 def _metric_json(head: str) -> str:
-    """``name{k="v",...}`` as VictoriaMetrics's ``metric`` object (JSON text)."""
+    """``name{k="v",...}`` as VictoriaMetrics's ``metric`` object (JSON text).
+
+    OpenMetrics escapes a label value's backslash, double quote and newline as JSON does, so a
+    value's text is the same in both: only the names are rewritten (``k="`` → ``"k":"``). A
+    value with a backslash takes the slow path (an escaped quote could look like a name's end).
+    """
     name, _, body = head.partition("{")
-    labels = {"__name__": name}
-    for key, value in _LABEL.findall(body[:-1] if body else ""):
-        labels[key] = value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-    return json.dumps(labels, separators=(",", ":"))
+    body = body[:-1] if body else ""
+    if _SLOW.search(body):
+        labels = {"__name__": name}
+        for key, value in _LABEL.findall(body):
+            labels[key] = value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        return json.dumps(labels, separators=(",", ":"))
+    if not body:
+        return f'{{"__name__":"{name}"}}'
+    return f'{{"__name__":"{name}",{_NAME_AT.sub(_AS_KEY, body)}}}'
 
 
 class JsonLinesWriter(SeriesWriter):
-    """The exporter's series as ``/api/v1/import`` JSON lines (a line per series and call)."""
+    """The exporter's series as ``/api/v1/import`` JSON lines (a line per series and call).
 
-    def __init__(self, handle: Any, times: np.ndarray) -> None:
+    Rendering was the import's bottleneck (docs/benchmarks.md "collectweek": ≈ 190,000 samples/s
+    rendered against ≈ 620,000/s ingested by VictoriaMetrics), so the per-sample work is kept in
+    C: counters are written as their integer millicore-seconds with an ``e-3`` exponent (the
+    same float as ``repr(ms / 1000)``: both are the double nearest the exact decimal) instead of
+    a ``repr`` per sample, the timestamps of a whole slice are joined once and reused by every
+    series that spans it, and each series' ``metric`` object is rendered once per run, not once
+    per slice (``heads`` is shared across the slices' writers).
+    """
+
+    def __init__(self, handle: Any, times: np.ndarray, heads: dict[str, str]) -> None:
         super().__init__(handle, times)
-        self.ms = [str(int(t) * 1000) for t in times]
-        self.heads: dict[str, str] = {}
+        self.ms = [str(int(t)) + "000" for t in times]
+        self.heads = heads
+        self.joined: dict[tuple[int, int], str] = {}  # (first, last) grid index → their stamps
 
-    def _line(self, head: str, values: list[str], stamps: list[str]) -> None:
+    def _line(self, head: str, values: str, stamps: str) -> None:
         metric = self.heads.get(head)
         if metric is None:
             metric = self.heads[head] = _metric_json(self._with_extra(head))
-        self._put(
-            f'{{"metric":{metric},"values":[{",".join(values)}],'
-            f'"timestamps":[{",".join(stamps)}]}}\n'
-        )
+        self._put(f'{{"metric":{metric},"values":[{values}],"timestamps":[{stamps}]}}\n')
+
+    def _stamps_ms(self, first: int, last: int) -> str:
+        key = (first, last)
+        text = self.joined.get(key)
+        if text is None:
+            text = ",".join(self.ms[first : last + 1])
+            if len(self.joined) < 64:  # the slice's common spans; a pod's own span is one-off
+                self.joined[key] = text
+        return text
 
     def const(self, head: str, value: str, lo: int, hi: int, *, new: bool = True) -> None:
         """One value at grid indices ``lo..hi`` (every grid point: no stride here)."""
@@ -85,10 +120,15 @@ class JsonLinesWriter(SeriesWriter):
         if hi < lo:
             return
         # the text writer's points (strided runs keep both ends); seconds + "000" = ms
-        stamps = [t + "000" for t in self._stamps(lo, hi)]
-        self._line(head, [value] * len(stamps), stamps)
+        stamps = self._stamps(lo, hi)
+        self._line(head, ",".join([value] * len(stamps)), "000,".join(stamps) + "000")
         self.series += new
         self.samples += len(stamps)
+
+    def _texts(self, head: str, texts: str, first: int, last: int) -> None:
+        self._line(head, texts, self._stamps_ms(first, last))
+        self.series += 1
+        self.samples += last - first + 1
 
     def values(self, head: str, values: Any, lo: int, count: int) -> None:
         """One series with a value per grid index ``lo..lo+count−1`` (cut to the window)."""
@@ -96,9 +136,24 @@ class JsonLinesWriter(SeriesWriter):
         if last < first:
             return
         texts = list(values)[first - lo : last - lo + 1]
-        self._line(head, texts, self.ms[first : last + 1])
-        self.series += 1
-        self.samples += len(texts)
+        self._texts(head, ",".join(texts), first, last)
+
+    def counter(self, head: str, millicore_seconds: np.ndarray, lo: int) -> None:
+        """Core-seconds as integer millicore-seconds times ``e-3`` (exact, see the class)."""
+        part, first = self._clip(millicore_seconds, lo)
+        if len(part):
+            ints = part.astype(np.int64)
+            if not np.array_equal(ints, part):  # not whole millicore-seconds: the exact repr
+                self.values(head, map(repr, (part / 1000).tolist()), first, len(part))
+                return
+            text = "e-3,".join(map(str, ints.tolist())) + "e-3"
+            self._texts(head, text, first, first + len(part) - 1)
+
+    def gauge(self, head: str, integers: np.ndarray, lo: int) -> None:
+        """An integer-valued gauge series."""
+        part, first = self._clip(integers, lo)
+        if len(part):
+            self._texts(head, ",".join(map(str, part.tolist())), first, first + len(part) - 1)
 
     def close(self) -> None:
         """Flush (no ``# EOF`` in JSON lines)."""
@@ -112,6 +167,7 @@ class _Pipe:
         self.chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
         self.status: list[Any] = []
         self.bytes = 0
+        self.wait_s = 0.0  # time ``write`` blocked on a full queue: VictoriaMetrics behind
 
         def post() -> None:
             conn = http.client.HTTPConnection(host, port, timeout=3600)
@@ -125,7 +181,9 @@ class _Pipe:
     def write(self, text: str) -> None:
         data = text.encode()
         self.bytes += len(data)
+        t = time.perf_counter()
         self.chunks.put(data)
+        self.wait_s += time.perf_counter() - t
 
     def finish(self) -> None:
         self.chunks.put(None)
@@ -189,16 +247,19 @@ def load(args: argparse.Namespace, port: int) -> dict[str, Any]:
     times = cluster.grid.times
     chunk = int(args.slice_hours * 3600)
     samples = sent = 0
+    waited = 0.0
+    heads: dict[str, str] = {}
     t = time.perf_counter()
     for lo in range(int(times[0]), int(times[-1]) + 1, chunk):
         pipe = _Pipe("127.0.0.1", port, "/api/v1/import")
-        out = JsonLinesWriter(pipe, times)
+        out = JsonLinesWriter(pipe, times, heads)
         out.stride = options.stride(cluster.grid.step)
         _render(out, cluster, replace(options, start_s=lo, end_s=lo + chunk - 1))
         out.close()
         pipe.finish()
         samples += out.samples
         sent += pipe.bytes
+        waited += pipe.wait_s
         rate = samples / (time.perf_counter() - t)
         print(f"slice from {lo}: {samples} samples so far, {rate:,.0f}/s", file=sys.stderr,
               flush=True)  # fmt: skip
@@ -210,6 +271,8 @@ def load(args: argparse.Namespace, port: int) -> dict[str, Any]:
         json_bytes=sent,
         import_s=round(seconds, 1),
         samples_per_s=round(samples / seconds),
+        # the rendering's share: the import's wall less the time it waited for the server
+        blocked_on_server_s=round(waited, 1),
         start=int(truth.start.timestamp()),
         end=int(truth.end.timestamp()),
         nodes=args.nodes,
@@ -239,16 +302,18 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=60)
     parser.add_argument("--pods-per-node", type=int, default=3)
     parser.add_argument("--constant-step", type=int, default=300)
-    parser.add_argument("--slice-hours", type=float, default=2)
+    parser.add_argument("--slice-hours", type=float, default=24)
     parser.add_argument("--data", type=Path, required=True, help="VictoriaMetrics's data folder")
     parser.add_argument("--port", type=int, default=18428)
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--load-only", action="store_true")
     parser.add_argument("--baseline-tree", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/bigmem-vm/work"))
+    parser.add_argument("--collect-days", type=float, default=None, help="collect the first days")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/collectweek-vm/work"))
     args = parser.parse_args()
 
+    from collect_compare import compare
     from collect_stream import run as run_collect  # same measurement as collectstream
 
     record = args.data.with_name(args.data.name + ".json")
@@ -267,6 +332,9 @@ def main() -> None:
             trees["baseline"] = args.baseline_tree.resolve()
         shutil.rmtree(args.workdir, ignore_errors=True)
         args.workdir.mkdir(parents=True)
+        end = recorded["end"]
+        if args.collect_days is not None:  # the first days of the store only
+            end = min(end, recorded["start"] + round(args.collect_days * 86_400))
         for round_ in range(args.repeat):
             order = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
             for side in order:
@@ -276,12 +344,13 @@ def main() -> None:
                 load1 = round(os.getloadavg()[0], 2)
                 wall, rss, cpu, text = run_collect(trees[side], [
                     "collect", "--prometheus", url, "--start", str(recorded["start"]),
-                    "--end", str(recorded["end"]), "--step", f"{recorded['step']}s",
+                    "--end", str(end), "--step", f"{recorded['step']}s",
                     "--out", str(out),
                 ])  # fmt: skip
                 after = _server_usage(server.pid)
                 row = {
-                    "nodes": recorded["nodes"], "days": recorded["days"], "side": side,
+                    "nodes": recorded["nodes"], "days": round((end - recorded["start"]) / 86_400, 3),
+                    "side": side,
                     "round": round_, "peak_rss_mb": round(rss), "cpu_s": round(cpu, 1),
                     "wall_s": round(wall, 1), "load_before": load1,
                     "vm_cpu_s": round(after[0] - before[0], 1),
@@ -289,7 +358,11 @@ def main() -> None:
                     "wrote": text.strip().splitlines()[-1][:200] if text.strip() else "",
                 }  # fmt: skip
                 print(json.dumps(row), flush=True)
-                shutil.rmtree(out, ignore_errors=True)
+            if round_ == 0 and len(trees) == 2:  # both snapshots: the same files?
+                print(json.dumps({"compare": compare(args.workdir / "baseline",
+                                                     args.workdir / "branch")}), flush=True)  # fmt: skip
+            for side in trees:
+                shutil.rmtree(args.workdir / side, ignore_errors=True)
     finally:
         server.terminate()
         server.wait(timeout=120)

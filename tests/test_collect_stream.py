@@ -34,7 +34,7 @@ from reliability_doc import documented_exit
 
 from analyzer.cli import main
 from analyzer.collect.run import CollectRequest, collect
-from analyzer.collect.stream import day_grids
+from analyzer.collect.stream import collect_to, day_grids
 from analyzer.core.daygroups import day_codes
 from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.prom.fetch import TimeGrid
@@ -192,6 +192,31 @@ def test_usage_files_have_day_row_groups(streamed: tuple[Path, Path, Result]) ->
         # each group's first and last sample lie in one UTC day (00:00 closes the day before)
         assert all(len(set(day_codes(pd.Series(s)))) == 1 for s in stamps)
         assert parquet.num_row_groups == 2  # one per day at this size
+
+
+def test_whole_range_tables_are_the_same_read_in_many_windows(
+    streamed: tuple[Path, Path, Result], server_url: str, span: tuple[int, int], tmp_path: Path
+) -> None:
+    """The whole-range part folds each response as it arrives (``analyzer.prom.folds``): read
+    in 1-hour windows, 12-point range requests and 55-minute raw requests (≈ 50 responses per
+    query over the two days, arriving in any order) it gives the pods, nodes and node-state
+    tables the CLI's default read gives (one window, 720-point requests)."""
+    _, got, _ = streamed
+    start, end = (datetime.fromtimestamp(t, tz=UTC) for t in span)
+    request = CollectRequest(PromSettings(server_url), start, end, step_seconds=STEP,
+                             window_points=HOUR // STEP, chunk_points=HOUR // STEP)  # fmt: skip
+    small = collect_to(request, tmp_path / "small")
+    assert small.result.snapshot.meta.extra["query_budget"]["requests"] > 300  # many responses
+    one, many = read_snapshot(got), read_snapshot(tmp_path / "small")
+    assert len(one.pods) > 20 and one.node_state is not None and len(one.node_state) > 0
+    for table in ("nodes", "pods"):
+        pd.testing.assert_frame_equal(
+            _sorted(getattr(one, table), KEYS[table]),
+            _sorted(getattr(many, table), KEYS[table]),
+            check_exact=True,
+        )
+    assert many.node_state is not None
+    pd.testing.assert_frame_equal(one.node_state, many.node_state, check_exact=True)
 
 
 def _without_cadvisor(request: Recorded, answer: Answer) -> Reply:

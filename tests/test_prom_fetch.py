@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.core.errors import InputError
@@ -17,6 +17,7 @@ from analyzer.prom.profile import QuerySpec, load_profile, parse_query_file
 from analyzer.prom.samples import SampleRule, evaluate
 
 
+@settings(deadline=None)  # 50,000-step grids: a loaded shared machine took 0.2-0.5 s per example
 @given(
     start=st.integers(0, 10**6),
     steps=st.integers(0, 50_000),

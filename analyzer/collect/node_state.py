@@ -23,6 +23,7 @@ import pandas as pd
 
 from analyzer.collect.common import label
 from analyzer.prom.fetch import QueryResult, TimeGrid
+from analyzer.prom.folds import ValueRuns, value_runs
 from analyzer.prom.series import Series
 
 TAINT_QUERY = "node_taint_intervals"
@@ -31,42 +32,54 @@ READY_QUERY = "node_ready"
 NODE_STATE_QUERIES = (TAINT_QUERY, CORDON_QUERY, READY_QUERY)
 
 
-def _runs(times: np.ndarray, step: int) -> list[tuple[float, float]]:
-    """Consecutive grid points (gaps of one step) as (first, last) pairs."""
-    if len(times) == 0:
+def _runs(series: ValueRuns, held: np.ndarray, step: int) -> list[tuple[float, float]]:
+    """The grid points of the runs marked ``held`` in stretches of consecutive points (gaps of
+    one step) as (first, last) pairs: consecutive held runs at most 1.5 steps apart are one."""
+    firsts, lasts = series.firsts[held], series.lasts[held]
+    if len(firsts) == 0:
         return []
-    ordered = np.sort(times)
-    breaks = np.flatnonzero(np.diff(ordered) > step * 1.5)
-    firsts = [ordered[0], *ordered[breaks + 1]]
-    lasts = [*ordered[breaks], ordered[-1]]
-    return [(float(a), float(b)) for a, b in zip(firsts, lasts, strict=True)]
+    breaks = np.flatnonzero(firsts[1:] - lasts[:-1] > step * 1.5)
+    starts = [firsts[0], *firsts[breaks + 1]]
+    ends = [*lasts[breaks], lasts[-1]]
+    return [(float(a), float(b)) for a, b in zip(starts, ends, strict=True)]
 
 
 def _exported(results: Iterable[QueryResult | None]) -> set[str]:
     names: set[str] = set()
     for result in results:
-        for series in [] if result is None else result.series:
-            names.update(k[len("exported_") :] for k in series.labels if k.startswith("exported_"))
+        if result is None:
+            continue
+        items: Iterable[ValueRuns | Series] = result.series if result.runs is None else result.runs
+        for item in items:
+            names.update(k[len("exported_") :] for k in item.labels if k.startswith("exported_"))
     return names
 
 
-def _answered(result: QueryResult | None) -> list[Series]:
-    return [] if result is None or result.error is not None else result.series
+def _answered(result: QueryResult | None, step: int) -> list[ValueRuns]:
+    """The result's series as runs (``run_profile(as_runs=NODE_STATE_QUERIES)`` folded them
+    on arrival; series built elsewhere, e.g. by tests, are turned into runs here)."""
+    if result is None or result.error is not None:
+        return []
+    if result.runs is not None:
+        return result.runs
+    return [value_runs(series, step) for series in result.series]
 
 
 def build_node_state(
     results: dict[str, QueryResult], nodes: pd.DataFrame, grid: TimeGrid
 ) -> pd.DataFrame | None:
     """The node_state_intervals rows (None: none of the three queries returned a series)."""
-    taints, cordons, ready = (_answered(results.get(n)) for n in NODE_STATE_QUERIES)
+    taints, cordons, ready = (_answered(results.get(n), grid.step) for n in NODE_STATE_QUERIES)
     if not (taints or cordons or ready):
         return None
     exported = _exported(results.get(n) for n in NODE_STATE_QUERIES)
     last = float(grid.end)
     rows: list[tuple[str, str, str, str, str, float, float | None]] = []
 
-    def add(node: str, kind: str, key: str, value: str, effect: str, times: np.ndarray) -> None:
-        for first, final in _runs(times, grid.step):
+    def add(
+        node: str, kind: str, key: str, value: str, effect: str, runs: ValueRuns, held: np.ndarray
+    ) -> None:
+        for first, final in _runs(runs, held, grid.step):
             end = None if final >= last else final + grid.step
             rows.append((node, kind, key, value, effect, first, end))
 
@@ -74,21 +87,20 @@ def build_node_state(
         node = label(series.labels, "node", exported)
         key = series.labels.get("key", "")
         if node and key:
-            held = series.timestamps[~np.isnan(series.values)]
             add(node, "taint", key, series.labels.get("value", ""),
-                series.labels.get("effect", ""), held)  # fmt: skip
+                series.labels.get("effect", ""), series, ~np.isnan(series.values))  # fmt: skip
     for series in cordons:
         node = label(series.labels, "node", exported)
         if node:
-            add(node, "cordon", "", "", "", series.timestamps[series.values == 1])
+            add(node, "cordon", "", "", "", series, series.values == 1)
     first_ready: dict[str, float] = {}
     for series in ready:
         node = label(series.labels, "node", exported)
         if not node:
             continue
-        add(node, "not-ready", "", "", "", series.timestamps[series.values == 0])
+        add(node, "not-ready", "", "", "", series, series.values == 0)
         if (series.values == 1).any():
-            seen = float(series.timestamps[series.values == 1].min())
+            seen = float(series.firsts[series.values == 1].min())
             first_ready[node] = min(seen, first_ready.get(node, seen))
     joined = _first_seen(nodes)
     for node, seen in sorted(first_ready.items()):

@@ -33,7 +33,7 @@ from analyzer.collect.control_plane import control_plane_versions
 from analyzer.collect.enrich import enrich_snapshot
 from analyzer.collect.info_answered import check_info_answered
 from analyzer.collect.kube_objects import KubeObjects
-from analyzer.collect.node_state import build_node_state
+from analyzer.collect.node_state import NODE_STATE_QUERIES, build_node_state
 from analyzer.collect.pod_usage import build_pod_usage
 from analyzer.collect.pods import build_pods
 from analyzer.collect.usage import NODE_USAGE_QUERIES, NodeMapper, build_node_usage, build_nodes
@@ -191,7 +191,9 @@ def _collect(request: CollectRequest, progress: Callable[[int, int], None] | Non
         )
         cancel = threading.Event()
         with ThreadPoolExecutor(max_workers=1) as runner:
-            usage = runner.submit(run_profile, client, series, plan, shifted(first), cancel)
+            usage = runner.submit(
+                run_profile, client, series, plan, shifted(first), cancel, NODE_STATE_QUERIES
+            )
             try:
                 inventory = build_inventory(results, grid, context)
             except BaseException:

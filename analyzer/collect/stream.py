@@ -42,7 +42,7 @@ from analyzer.collect.collect_meta import (
     query_coverage,
     usage_meta,
 )
-from analyzer.collect.node_state import build_node_state
+from analyzer.collect.node_state import NODE_STATE_QUERIES, build_node_state
 from analyzer.collect.pod_usage import CPU_QUERY, MEMORY_QUERY, UnmatchedKey, pod_usage_rows
 from analyzer.collect.run import (
     SUMMARY_KINDS,
@@ -172,7 +172,9 @@ def _collect_to(request: CollectRequest, out: Path, progress: Progress | None) -
         days = [replace(plan, grid=part) for part in day_grids(grid)]
         first = request_count(whole, plan)
         total = first + sum(request_count(daily, day) for day in days)
-        results = run_profile(client, whole, plan, _shifted(progress, 0, total))
+        results = run_profile(
+            client, whole, plan, _shifted(progress, 0, total), as_runs=NODE_STATE_QUERIES
+        )
         context = BuildContext(
             source=client.public_url,
             profile=str(folder),

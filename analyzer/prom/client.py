@@ -185,6 +185,13 @@ class PromClient:
         self.clock.close()
         self._connect.close()
 
+    def forget_labels(self, whats: list[str]) -> None:
+        """Drop the label caches of these queries (``what``): kept for the next chunk of the same
+        query, they would otherwise live as long as the client — a whole-range query's last
+        response's labels through every day of a streamed collect."""
+        for what in whats:
+            self._labels.pop(what, None)
+
     def __enter__(self) -> PromClient:
         return self
 

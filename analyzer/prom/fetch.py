@@ -31,9 +31,10 @@ from analyzer.core.errors import InputError, SourceError
 from analyzer.core.memory import release_free_memory
 from analyzer.prom.client import PromClient, Series, Stopped, series_key
 from analyzer.prom.faults import ServerFault
+from analyzer.prom.folds import RunsFold, TimesFold, ValueRuns, WindowFold
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
-from analyzer.prom.samples import SampleRule, sample_times, time_bounds
+from analyzer.prom.samples import SampleRule, time_bounds
 from analyzer.prom.scrape_interval import rate_window
 from analyzer.prom.settings import DEFAULT_MAX_POINTS, MAX_POINTS_LIMIT
 
@@ -146,12 +147,17 @@ class QueryResult:
     # the same ``sum`` labels (``series`` stays empty: a week of pod usage as Series would double
     # the memory).
     table: SampleTable | None = None
+    # a range query asked for as runs (``run_profile``'s ``as_runs``): each series' runs of equal
+    # values, its points never held (``series`` stays empty)
+    runs: list[ValueRuns] | None = None
 
     @property
     def series_count(self) -> int:
         """Series in the result (label groups with a value, for ``samples`` queries)."""
         if self.table is not None and self.spec.name in self.table.names:
             return self.table.series_count(self.spec.name)
+        if self.runs is not None:
+            return len(self.runs)
         return len(self.series)
 
 
@@ -299,11 +305,15 @@ def run_profile(
     plan: FetchPlan,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    as_runs: tuple[str, ...] = (),
 ) -> dict[str, QueryResult]:
     """Run every query of ``specs``; a failing required query raises, an optional one is recorded.
 
     Setting ``cancel`` (from another thread) stops it: nothing new is sent, and it raises
-    ``Cancelled`` once the requests in flight have returned.
+    ``Cancelled`` once the requests in flight have returned. Each response of a ``window`` or
+    ``times`` query, and of the range queries named in ``as_runs`` (their ``runs``, not their
+    ``series``), is folded as it arrives (``analyzer.prom.folds``): none of them holds every
+    chunk's series until the end.
     """
     results = {
         spec.name: QueryResult(
@@ -318,6 +328,14 @@ def run_profile(
     }
     tasks = _tasks(specs, plan)
     chunks: dict[str, dict[int, list[Series]]] = {name: {} for name in results}
+    folds: dict[str, WindowFold | TimesFold | RunsFold] = {}
+    for spec in specs:
+        if spec.kind == "window":
+            folds[spec.name] = WindowFold(spec.combine)
+        elif spec.kind == "times":
+            folds[spec.name] = TimesFold(spec.by, spec.combine)
+        elif spec.kind == "range" and spec.name in as_runs:
+            folds[spec.name] = RunsFold(plan.grid.step)
     sampled = [spec for spec in specs if spec.kind == "samples"]
     ends = [float(e) for _, e, _ in plan.requests_for(sampled[0])] if sampled else []
     # One joined table per set of ``sum`` labels: queries grouped alike (pod CPU and memory by
@@ -404,6 +422,9 @@ def run_profile(
                             if result.spec.kind == "samples":
                                 if result.error is None:  # evaluated now, raw samples dropped
                                     accumulators[name].add(name, index, future.result())
+                            elif name in folds:
+                                if result.error is None:  # reduced now, the response dropped
+                                    folds[name].add(index, future.result())
                             else:
                                 chunks[name][index] = future.result()
                         except SourceError as exc:
@@ -423,16 +444,21 @@ def run_profile(
             for future in pending:
                 future.cancel()
             raise
+    client.forget_labels([f"query {name}" for name in results])  # their last labels: not needed
     unique = {id(a): a for a in accumulators.values()}  # one per family; finish() hands over
     tables = {key: accumulator.finish() for key, accumulator in unique.items()}
     for name, result in results.items():
         if result.spec.kind == "samples":
             result.table = tables[id(accumulators[name])] if result.error is None else None
+        elif result.error is None and name in folds:
+            fold = folds[name]
+            if isinstance(fold, RunsFold):
+                result.runs = fold.finish()
+            else:
+                result.series = fold.finish()
         elif result.error is None:
             ordered = [chunks[name][i] for i in sorted(chunks[name])]
             result.series = merge_series(ordered)
-            if result.spec.kind == "times":
-                result.series = sample_times(result.series, result.spec.by, result.spec.combine)
     return results
 
 

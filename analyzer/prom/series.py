@@ -9,7 +9,7 @@ import numpy as np
 LabelKey = tuple[tuple[str, str], ...]
 
 
-@dataclass
+@dataclass(slots=True)  # no per-object __dict__: a long range's summaries are many small series
 class Series:
     """One result series: its labels and samples (unix seconds, float values).
 
