@@ -23,7 +23,8 @@ from autoscale_cases import pod as pod_doc
 from replay_fixtures import N, P, build
 
 from analyzer.autoscaler import hinted
-from analyzer.autoscaler.removal import RemovalSimulator, first_fitting
+from analyzer.autoscaler.removal import RemovalSimulator
+from analyzer.autoscaler.removal_state import first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay

@@ -37,7 +37,7 @@ from analyzer.autoscaler.cron import active
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.nodepool import Shape
 from analyzer.autoscaler.pods import CAPod
-from analyzer.autoscaler.removal import build_state
+from analyzer.autoscaler.removal_state import build_state
 from analyzer.autoscaler.result import finite
 from analyzer.autoscaler.scenario import AutoscaleScenario
 from analyzer.autoscaler.utilization import calculate

@@ -23,7 +23,8 @@ from analyzer.autoscaler.cluster import Cluster
 from analyzer.autoscaler.drainability import PdbTracker, pods_to_move
 from analyzer.autoscaler.eligibility import Eligibility, check
 from analyzer.autoscaler.options import CAOptions
-from analyzer.autoscaler.removal import Outcome, RemovalSimulator
+from analyzer.autoscaler.removal import RemovalSimulator
+from analyzer.autoscaler.removal_state import Outcome
 from analyzer.scheduling.framework import Profile
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
-from analyzer.autoscaler.removal import Outcome, hint_key
+from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord

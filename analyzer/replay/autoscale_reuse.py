@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.autoscaler.removal import Outcome
+from analyzer.autoscaler.removal_state import Outcome
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState, PodDemand
 

@@ -29,7 +29,8 @@ from analyzer.autoscaler.recheck import (
     candidate_order,
     unneeded_limit,
 )
-from analyzer.autoscaler.removal import LiveState, Outcome, RemovalSimulator
+from analyzer.autoscaler.removal import RemovalSimulator
+from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_reuse import Entry, walked
 from analyzer.replay.autoscale_setup import SECOND
 

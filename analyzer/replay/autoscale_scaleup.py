@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.autoscaler.removal import STATIC_FILTERS, first_fitting
+from analyzer.autoscaler.removal_state import STATIC_FILTERS, first_fitting
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState, PodDemand
