@@ -59,9 +59,10 @@ def baseline(url: str, start: int, end: int, step: int) -> None:
     """The plain loop: every profile query, day by day, sequentially, default DataFrame conversion."""
     from prometheus_api_client import MetricRangeDataFrame, PrometheusConnect
 
-    from analyzer.prom.fetch import FetchPlan, make_grid, sample_rule
+    from analyzer.prom.fetch import FetchPlan, sample_rule
     from analyzer.prom.profile import load_profile
     from analyzer.prom.samples import equivalent_promql, subquery_promql
+    from analyzer.prom.time_grid import make_grid
 
     grid = make_grid(start, end, step)
     plan = FetchPlan(grid)

@@ -108,9 +108,10 @@ class ServerWatch:
 def plain_read(url: str, start: int, end: int, step: int) -> dict[str, int]:
     """Every profile query as plain PromQL, one range request per query per day, sequentially;
     bodies read and dropped."""
-    from analyzer.prom.fetch import FetchPlan, make_grid, sample_rule
+    from analyzer.prom.fetch import FetchPlan, sample_rule
     from analyzer.prom.profile import load_profile
     from analyzer.prom.samples import equivalent_promql, subquery_promql
+    from analyzer.prom.time_grid import make_grid
 
     grid = make_grid(start, end, step)
     plan = FetchPlan(grid)

@@ -18,10 +18,11 @@ import small_cluster as sc
 from analyzer.collect.usage import MEM_AVAILABLE, MEM_TOTAL, NodeMapper, build_node_usage
 from analyzer.core.columns import category_column, codes_dtype, utc_column
 from analyzer.prom.client import PromClient, Series
-from analyzer.prom.fetch import Cancelled, FetchPlan, QueryResult, make_grid, run_profile
+from analyzer.prom.fetch import Cancelled, FetchPlan, QueryResult, run_profile
 from analyzer.prom.profile import QuerySpec, load_profile
 from analyzer.prom.sample_table import SampleTable
 from analyzer.prom.settings import PromSettings
+from analyzer.prom.time_grid import make_grid
 
 GRID = make_grid(600, 1200, 60)  # 11 steps
 

@@ -23,10 +23,11 @@ import small_cluster as sc
 
 from analyzer.core.errors import InputError
 from analyzer.prom.client import PromClient, Series
-from analyzer.prom.fetch import FetchPlan, make_grid, run_profile, sample_rule
+from analyzer.prom.fetch import FetchPlan, run_profile, sample_rule
 from analyzer.prom.profile import QuerySpec, load_profile, parse_query_file
 from analyzer.prom.samples import equivalent_promql, sample_times, subquery_promql, time_bounds
 from analyzer.prom.settings import PromSettings, is_loopback
+from analyzer.prom.time_grid import make_grid
 
 T = sc.T0
 M = sc.STEP

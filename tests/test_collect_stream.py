@@ -37,8 +37,8 @@ from analyzer.collect.run import CollectRequest, collect
 from analyzer.collect.stream import collect_to, day_grids
 from analyzer.core.daygroups import day_codes
 from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
-from analyzer.prom.fetch import TimeGrid
 from analyzer.prom.settings import PromSettings
+from analyzer.prom.time_grid import TimeGrid
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
 pytestmark = pytest.mark.prometheus

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from analyzer.core.errors import InputError
 from analyzer.prom.client import Series
-from analyzer.prom.fetch import MAX_POINTS, FetchPlan, make_grid, merge_series, range_chunks
+from analyzer.prom.fetch import FetchPlan, merge_series
 from analyzer.prom.profile import QuerySpec, load_profile, parse_query_file
 from analyzer.prom.samples import SampleRule, evaluate
+from analyzer.prom.time_grid import MAX_POINTS, make_grid, range_chunks
 
 
 @settings(deadline=None)  # 50,000-step grids: a loaded shared machine took 0.2-0.5 s per example

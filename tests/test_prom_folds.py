@@ -19,11 +19,12 @@ import pytest
 
 from analyzer.collect.common import window_values
 from analyzer.collect.node_state import NODE_STATE_QUERIES, build_node_state
-from analyzer.prom.fetch import QueryResult, TimeGrid, merge_series
+from analyzer.prom.fetch import QueryResult, merge_series
 from analyzer.prom.folds import RunsFold, TimesFold, ValueRuns, WindowFold, value_runs
 from analyzer.prom.profile import QuerySpec
 from analyzer.prom.samples import sample_times
 from analyzer.prom.series import Series
+from analyzer.prom.time_grid import TimeGrid
 
 STEP = 60
 START = 1_800_000_000 - 1_800_000_000 % STEP

@@ -11,10 +11,11 @@ import small_cluster as sc
 from analyzer.collect.pods import cadvisor_containers
 from analyzer.collect.usage import node_memory_series
 from analyzer.prom.client import PromClient
-from analyzer.prom.fetch import FetchPlan, make_grid, run_profile, sample_rule
+from analyzer.prom.fetch import FetchPlan, run_profile, sample_rule
 from analyzer.prom.profile import QuerySpec, load_profile
 from analyzer.prom.samples import equivalent_promql
 from analyzer.prom.settings import PromSettings
+from analyzer.prom.time_grid import make_grid
 
 pytestmark = pytest.mark.prometheus
 

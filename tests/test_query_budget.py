@@ -27,8 +27,9 @@ from reliability_doc import documented_exit
 
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
-from analyzer.prom.fetch import FetchPlan, make_grid, range_reach
+from analyzer.prom.fetch import FetchPlan
 from analyzer.prom.profile import QuerySpec
+from analyzer.prom.time_grid import make_grid, range_reach
 
 pytestmark = pytest.mark.prometheus
 

@@ -22,10 +22,11 @@ from click.testing import CliRunner
 from analyzer.cli import main
 from analyzer.collect.run import CollectRequest, CollectResult, collect
 from analyzer.core.snapshot import Snapshot
-from analyzer.prom.fetch import FetchPlan, TimeGrid
+from analyzer.prom.fetch import FetchPlan
 from analyzer.prom.profile import load_profile
 from analyzer.prom.scrape_interval import ScrapeInterval, rate_window, step_note
 from analyzer.prom.settings import PromSettings
+from analyzer.prom.time_grid import TimeGrid
 from analyzer.report.context import scrape_sentence
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 

@@ -28,9 +28,10 @@ from victoria import import_openmetrics, require_victoria, start_victoria, stop_
 from analyzer.collect.run import CollectRequest, collect
 from analyzer.core.snapshot import Snapshot
 from analyzer.prom.client import PromClient
-from analyzer.prom.fetch import FetchPlan, make_grid, run_profile
+from analyzer.prom.fetch import FetchPlan, run_profile
 from analyzer.prom.profile import QuerySpec
 from analyzer.prom.settings import PromSettings
+from analyzer.prom.time_grid import make_grid
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 
 pytestmark = pytest.mark.prometheus

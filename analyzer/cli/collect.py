@@ -32,7 +32,6 @@ from analyzer.core.errors import EXIT_PARTIAL, InputError
 from analyzer.core.memory import limit_heap_growth
 from analyzer.core.paths import queries_dir as profile_folder
 from analyzer.core.snapshot import check_snapshot_out
-from analyzer.prom.fetch import make_grid
 from analyzer.prom.profile import load_profile
 from analyzer.prom.selectors import check_label
 from analyzer.prom.settings import (
@@ -45,6 +44,7 @@ from analyzer.prom.settings import (
     parse_headers,
 )
 from analyzer.prom.thanos import AUTO, RESOLUTIONS, ThanosParams
+from analyzer.prom.time_grid import make_grid
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULT_DEADLINE = format_duration(timedelta(seconds=DEFAULT_DEADLINE_SECONDS))

@@ -24,10 +24,10 @@ from analyzer.collect.usage import NodeMapper
 from analyzer.core.durations import format_duration
 from analyzer.core.quantity import sanitize_resource_name
 from analyzer.prom.client import PromClient
-from analyzer.prom.fetch import TimeGrid
 from analyzer.prom.identify import identify_server
 from analyzer.prom.scrape_interval import detect_intervals, rate_window
 from analyzer.prom.settings import PromSettings
+from analyzer.prom.time_grid import TimeGrid
 
 # (source, metric, required by the collector)
 METRICS: tuple[tuple[str, str, bool], ...] = (

@@ -14,7 +14,8 @@ import pandas as pd
 from analyzer import __version__
 from analyzer.collect.usage import NodeMapper
 from analyzer.core.snapshot import SnapshotMeta
-from analyzer.prom.fetch import QueryResult, TimeGrid
+from analyzer.prom.fetch import QueryResult
+from analyzer.prom.time_grid import TimeGrid
 
 
 def iso_time(seconds: float) -> str:

@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from analyzer.collect.common import label
-from analyzer.prom.fetch import QueryResult, TimeGrid
+from analyzer.prom.fetch import QueryResult
 from analyzer.prom.folds import ValueRuns, value_runs
 from analyzer.prom.series import Series
+from analyzer.prom.time_grid import TimeGrid
 
 TAINT_QUERY = "node_taint_intervals"
 CORDON_QUERY = "node_unschedulable"

@@ -22,8 +22,9 @@ from numpy.typing import NDArray
 from analyzer.collect.common import label
 from analyzer.core.columns import category_column, codes_dtype, utc_column
 from analyzer.prom.client import Series
-from analyzer.prom.fetch import QueryResult, TimeGrid
+from analyzer.prom.fetch import QueryResult
 from analyzer.prom.sample_table import SampleTable
+from analyzer.prom.time_grid import TimeGrid
 
 CPU_QUERY = "pod_cpu_usage"
 MEMORY_QUERY = "pod_memory_working_set"

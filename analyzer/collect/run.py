@@ -46,8 +46,6 @@ from analyzer.prom.fetch import (
     DEFAULT_WINDOW_POINTS,
     FetchPlan,
     QueryResult,
-    TimeGrid,
-    make_grid,
     request_count,
     run_profile,
 )
@@ -60,6 +58,7 @@ from analyzer.prom.scrape_interval import (
     step_note,
 )
 from analyzer.prom.settings import PromSettings
+from analyzer.prom.time_grid import TimeGrid, make_grid
 
 # Queries the collector cannot do without (it looks them up by file name).
 CORE_QUERIES = (

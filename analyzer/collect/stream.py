@@ -70,13 +70,9 @@ from analyzer.core.snapshot import (
     write_snapshot_files,
 )
 from analyzer.prom.client import PromClient, series_key
-from analyzer.prom.fetch import (
-    QueryResult,
-    TimeGrid,
-    request_count,
-    run_profile,
-)
+from analyzer.prom.fetch import QueryResult, request_count, run_profile
 from analyzer.prom.profile import QuerySpec
+from analyzer.prom.time_grid import TimeGrid
 
 DAY_SECONDS = DAY_NS // 10**9
 # The queries whose rows are fetched and built one day at a time: the two usage tables'.

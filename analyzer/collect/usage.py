@@ -22,8 +22,9 @@ from analyzer.core.columns import utc_column
 from analyzer.core.quantity import sanitize_resource_name
 from analyzer.core.snapshot import ALLOCATABLE, CAPACITY, resource_column
 from analyzer.prom.client import Series
-from analyzer.prom.fetch import QueryResult, TimeGrid
+from analyzer.prom.fetch import QueryResult
 from analyzer.prom.sample_table import FloatArray, Int32Array, IntArray, SampleTable
+from analyzer.prom.time_grid import TimeGrid
 from analyzer.scheduling.cluster_version import newer_version
 
 # Node labels that name a node pool, most specific first (matched after KSM sanitising).
