@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analyzer.report.monthly_growth_check import growth_against_forecast
-from analyzer.whatif.growth import GrowthMonth, GrowthResult, PoolMonth
+from analyzer.whatif.growth_result import GrowthMonth, GrowthResult, PoolMonth
 
 
 def _row(pool: str, add: int) -> PoolMonth:

@@ -13,8 +13,9 @@ from pathlib import Path
 from analyzer.core.snapshot import Snapshot
 from analyzer.monthly.growth_rates import namespace_rates
 from analyzer.whatif.compare import resolve_strategy
-from analyzer.whatif.growth import GrowthResult, run_growth
+from analyzer.whatif.growth import run_growth
 from analyzer.whatif.growth_plan import Change, GrowthPlan
+from analyzer.whatif.growth_result import GrowthResult
 
 DEMO_MONTHS = 6
 DEMO_DAYS = 1

@@ -15,8 +15,9 @@ from analyzer.core.snapshot import read_snapshot
 from analyzer.core.text import escaped
 from analyzer.replay.karpenter_setup import autoscaler_settings
 from analyzer.whatif.autoscaler_choice import resolve_autoscaler
-from analyzer.whatif.growth import GrowthResult, run_growth
+from analyzer.whatif.growth import run_growth
 from analyzer.whatif.growth_plan import Change, GrowthPlan, parse_growth
+from analyzer.whatif.growth_result import GrowthResult
 
 DEFAULT_STRATEGY = "kube-default"  # the what-if's "today" scheduler (whatif --recommendations)
 

@@ -57,7 +57,7 @@ from analyzer.report.whatif_growth import growth_view
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.busiest import busiest_words
 from analyzer.whatif.capacity import UNIT_LINE
-from analyzer.whatif.growth import GrowthResult
+from analyzer.whatif.growth_result import GrowthResult
 from analyzer.whatif.joint import JointSettings
 
 # ``deliveries``: --notify's records (analyzer/deliver/record.py), carried into every re-write;

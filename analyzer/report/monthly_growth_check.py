@@ -16,7 +16,7 @@ import math
 from datetime import date
 from typing import Any
 
-from analyzer.whatif.growth import GrowthResult
+from analyzer.whatif.growth_result import GrowthResult
 
 MONTH_DAYS = 365.25 / 12
 

@@ -24,7 +24,7 @@ from analyzer.core.structured import load_json
 from analyzer.report.output import make_readable
 from analyzer.report.render import render
 from analyzer.report.views import Column, TableView, json_tree
-from analyzer.whatif.growth import GrowthResult
+from analyzer.whatif.growth_result import GrowthResult
 
 HTML, JSON, CSV = "growth.html", "growth.json", "growth.csv"
 COLUMNS = [
