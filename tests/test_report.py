@@ -226,6 +226,25 @@ def test_templates_dir_override_wins(tmp_path: Path) -> None:
     assert 'data-card="breaches"' in html  # super() kept the built-in block
 
 
+def test_an_edited_template_is_read_again_in_the_same_process(tmp_path: Path) -> None:
+    """The environment is kept per templates folder (``report.render``): a template changed
+    between two renders must still be the one rendered (jinja2 checks its file each time)."""
+    import os
+
+    custom = tmp_path / "templates"
+    custom.mkdir()
+    page = custom / "nightly.html.j2"
+    result = run_nightly(tiny_cluster(), NightlySettings())
+    for n, word in enumerate(("first", "second")):
+        page.write_text(
+            '{% extends "default:nightly.html.j2" %}'
+            f"{{% block summary %}}<p id=custom>{word} edit</p>{{% endblock %}}"
+        )
+        os.utime(page, (1_000_000 + n, 1_000_000 + n))  # distinct mtimes, whatever the clock
+        html = write_nightly_report(result, tmp_path / f"out{n}", templates_dir=custom)
+        assert f"<p id=custom>{word} edit</p>" in html.html.read_text()
+
+
 def _cli(args: list[str]) -> Any:
     return CliRunner().invoke(main, args, catch_exceptions=False)
 

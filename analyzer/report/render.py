@@ -8,6 +8,7 @@ pod and namespace names come from the cluster and must never become markup.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,19 @@ def make_environment(user_dir: Path | None = None) -> jinja2.Environment:
     return env
 
 
+@functools.lru_cache(maxsize=8)
+def _environment(user_dir: str | None) -> jinja2.Environment:
+    # one environment per templates folder and process: its template cache then compiles each
+    # template once (a fresh environment per page compiled ~57 templates in the demo); jinja2
+    # still checks each template's file for changes at every load (``auto_reload``)
+    return make_environment(None if user_dir is None else Path(user_dir))
+
+
 def render(template: str, context: dict[str, Any], *, user_dir: Path | None = None) -> str:
     """Render ``template`` with ``context``; template problems become one-line ``InputError``s."""
-    env = make_environment(user_dir)
+    if user_dir is not None and not Path(user_dir).is_dir():
+        raise InputError(f"--templates-dir: {user_dir} is not a folder")
+    env = _environment(None if user_dir is None else str(Path(user_dir).resolve()))
     try:
         return env.get_template(template).render(**context)
     except jinja2.TemplateNotFound as exc:
