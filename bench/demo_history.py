@@ -9,7 +9,7 @@ new, ...) so that a change of the shared machine's load hits both. Reports the C
 (``time.process_time``, imports excluded) of each run and the ratio new/base of the medians, and
 whether both trees computed the same rows (every frame compared exactly, dtypes included).
 
-Each tree's own coarse-day cluster (``cli/demo.history_spec`` where it exists).
+Each tree's own coarse-day cluster (``cli/demo_coarse.history_spec`` or ``cli/demo.history_spec`` where it exists).
 ``--new-rollouts R`` measures an option not taken (docs/benchmarks.md "demohist2"): this tree's
 coarse days with R rollouts per Deployment a day (``SyntheticSpec.rollouts``) instead of the
 churn's 0.5. Whenever the rows differ, the largest relative difference of each pool column is
@@ -43,16 +43,21 @@ import json, pickle, sys, time
 from dataclasses import replace
 from datetime import timedelta
 from analyzer.cli import demo
-from analyzer.cli.demo import DemoSettings, _history_span, demo_crowded, demo_spec
+from analyzer.cli.demo import DemoSettings, demo_crowded, demo_spec
+try:  # where the tree keeps the coarse days' span and cluster (cli/demo_coarse since demoship)
+    from analyzer.cli import demo_coarse as coarse
+except ImportError:
+    coarse = demo
 from analyzer.nightly.synthetic_history import history_rows
 from analyzer.sources.constrained_placement import constrained_crowding_place
 from analyzer.sources.placement import crowding_place
 settings = DemoSettings(out="unused")
 spec = demo_spec(settings.seed, settings.nodes, settings.days, settings.step_seconds)
-first, last = _history_span(spec, settings)
+span_of = coarse.history_span if hasattr(coarse, "history_span") else coarse._history_span
+first, last = span_of(spec, settings)
 first = max(first, last - timedelta(days=int(sys.argv[1]) - 1))
-# the coarse days' own cluster where the tree has one (cli/demo.history_spec)
-history = getattr(demo, "history_spec", lambda spec, _settings: spec)(spec, settings)
+# the coarse days' own cluster where the tree has one (cli/demo_coarse or cli/demo.history_spec)
+history = getattr(coarse, "history_spec", lambda spec, _settings: spec)(spec, settings)
 if sys.argv[4] != "-":
     history = replace(history, rollouts=float(sys.argv[4]))
 began = time.process_time()

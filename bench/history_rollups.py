@@ -32,15 +32,20 @@ CHILD = r"""
 import json, pickle, statistics, sys, time
 from datetime import timedelta
 from analyzer.cli import demo
-from analyzer.cli.demo import DemoSettings, _history_span, demo_crowded, demo_spec
+from analyzer.cli.demo import DemoSettings, demo_crowded, demo_spec
+try:  # where the tree keeps the coarse days' span and cluster (cli/demo_coarse since demoship)
+    from analyzer.cli import demo_coarse as coarse
+except ImportError:
+    coarse = demo
 from analyzer.nightly import synthetic_history as sh
 from analyzer.sources.constrained_placement import constrained_crowding_place
 from analyzer.sources.history_chunks import chunk_specs
 from analyzer.sources.synthetic import generate
 settings = DemoSettings(out="unused")
 spec = demo_spec(settings.seed, settings.nodes, settings.days, settings.step_seconds)
-first, last = _history_span(spec, settings)
-history = getattr(demo, "history_spec", lambda spec, _settings: spec)(spec, settings)
+span_of = coarse.history_span if hasattr(coarse, "history_span") else coarse._history_span
+first, last = span_of(spec, settings)
+history = getattr(coarse, "history_spec", lambda spec, _settings: spec)(spec, settings)
 (days, chunk), = chunk_specs(history, last - timedelta(days=6), last,
                              step=settings.history_step, chunk_days=7)
 snapshot = generate(chunk, place=constrained_crowding_place(demo_crowded(spec))).snapshot

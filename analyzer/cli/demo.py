@@ -66,14 +66,13 @@ from analyzer.cli.demo_coarse import (
     shipped_note,
     write_history,
 )
-from analyzer.cli.demo_coarse import history_span as _history_span  # noqa: F401  (bench/demo_history.py, any tree)
-from analyzer.cli.demo_coarse import history_spec as history_spec  # (bench/*.py read it here)
 from analyzer.cli.demo_growth import demo_growth
 from analyzer.cli.demo_ledger import seed_last_month
 from analyzer.cli.demo_nightly import nightly_results
 from analyzer.core.atomic import atomic_write_text
 from analyzer.core.outdir import check_output_folder, names_matching
 from analyzer.core.snapshot import Snapshot, write_snapshot
+from analyzer.core.yamltext import SAFE_DUMPER
 from analyzer.history.identity import adopt, check_identity, identity_for
 from analyzer.monthly.months import last_complete_month
 from analyzer.monthly.review import ReviewSettings, build_review, history_days
@@ -348,7 +347,7 @@ def _after_snapshot(
     spec: SyntheticSpec,
     snapshot: Snapshot,
     snapshot_dir: Path,
-    history_rows_: History,
+    coarse: History,
     whatif_job: Background[tuple[Path, str, Path, str]],
     say: Callable[[str], None],
     began: float,
@@ -370,8 +369,7 @@ def _after_snapshot(
     nodemetrics = out / "nodemetrics.yaml"
     # libyaml's emitter (1.2 s less of the demo's critical path than PyYAML's pure-Python one);
     # on the generator's names and numbers it writes the same bytes (tests/test_demo.py)
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    atomic_write_text(nodemetrics, yaml.dump_all(objects, Dumper=dumper, sort_keys=False))
+    atomic_write_text(nodemetrics, yaml.dump_all(objects, Dumper=SAFE_DUMPER, sort_keys=False))
     say(f"NodeMetric aggregates at {at:%Y-%m-%d %H:%M} UTC written to {nodemetrics}")
 
     violations = find_violations(snapshot, settings.settings.thresholds)
@@ -394,9 +392,7 @@ def _after_snapshot(
     # (summaries and node rollups, which the coarse days do not have), never its pools, workloads
     # or headroom, so the pages above were written while the history's process still ran; the
     # monthly review below is the first reader of the coarse days.
-    history = write_history(
-        spec, settings, reports_dir / "history", history_rows_.rows, say, history_rows_.note
-    )
+    history = write_history(spec, settings, reports_dir / "history", coarse.rows, say, coarse.note)
     # The monthly review of the last complete month of that history (the coarse days above, then
     # the nightly days just written), with the snapshot's week replayed in the four scenarios.
     thresholds = settings.settings.thresholds
@@ -444,7 +440,7 @@ def _after_snapshot(
         whatif_html=whatif_html,
         whatif_recommendation=recommendation,
         history_days=len(history) + len(days),
-        history_note=history_rows_.note,
+        history_note=coarse.note,
         monthly_html=monthly.html,
         search_html=search_html,
         search_sentence=sentence,

@@ -35,6 +35,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzer.core.atomic import atomic_write_bytes, atomic_write_text
+from analyzer.core.errors import InputError
+from analyzer.core.structured import load_json
 from analyzer.history import capacity, headroom
 from analyzer.nightly.synthetic_history import HEADROOM_EVERY, DayRows
 from analyzer.sources.history_chunks import chunk_specs
@@ -136,7 +138,7 @@ def read_manifest(folder: Path = SHIPPED) -> dict[str, object] | None:
     path = folder / MANIFEST
     if not path.is_file():
         return None
-    record = json.loads(path.read_text())
+    record = load_json(path, what="the shipped demo history's manifest")
     return record if isinstance(record, dict) else None
 
 
@@ -144,19 +146,24 @@ class ShippedDamaged(Exception):
     """A shipped file is missing or its bytes are not those its manifest records."""
 
 
-def check_files(folder: Path, manifest: dict[str, object]) -> None:
-    """Raise ``ShippedDamaged`` naming the first shipped file that is missing or whose SHA-256
-    differs from the manifest's (a damaged install: pyarrow would otherwise stop in a traceback,
-    or read rows that are not the shipped ones)."""
+def checked_files(folder: Path, manifest: dict[str, object]) -> dict[str, bytes]:
+    """Each shipped table's bytes, read once: ``ShippedDamaged`` names the first file that is
+    missing or whose SHA-256 differs from the manifest's (a damaged install: pyarrow would
+    otherwise stop in a traceback, or read rows that are not the shipped ones). The tables are
+    parsed from these bytes, so what is parsed is what was checked."""
     digests = manifest.get("sha256")
     if not isinstance(digests, dict):
         raise ShippedDamaged(f"{folder / MANIFEST} records no checksums")
+    found: dict[str, bytes] = {}
     for name in SCHEMAS:
         path = folder / f"{name}.parquet"
         if not path.is_file():
             raise ShippedDamaged(f"{path} is missing")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != digests.get(path.name):
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != digests.get(path.name):
             raise ShippedDamaged(f"{path}'s checksum differs from {MANIFEST}'s")
+        found[name] = data
+    return found
 
 
 def shipped_rows(
@@ -164,11 +171,16 @@ def shipped_rows(
 ) -> list[list[DayRows]] | None:
     """The shipped rows grouped as ``days`` (the chunks' days) when the manifest's fingerprint
     is ``key``, else None (other settings: the caller generates them)."""
-    manifest = read_manifest(folder)
+    try:
+        manifest = read_manifest(folder)
+    except InputError as unreadable:  # the package's own file: damaged, not the user's input
+        raise ShippedDamaged(str(unreadable)) from None
     if manifest is None or manifest.get("fingerprint") != key:
         return None
-    check_files(folder, manifest)
-    frames = {name: pq.read_table(folder / f"{name}.parquet").to_pandas() for name in SCHEMAS}
+    frames = {
+        name: pq.read_table(pa.BufferReader(data)).to_pandas()
+        for name, data in checked_files(folder, manifest).items()
+    }
     by_day = {
         name: {
             pd.Timestamp(stamp).date(): rows.reset_index(drop=True)

@@ -23,7 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import yaml
+
 from analyzer.core.text import escaped
+
+# libyaml's safe dumper when PyYAML has it: the text ``yaml.safe_dump`` writes, ~5-10x faster
+# (the monthly review's patches, the demo's NodeMetrics)
+SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def comment_text(text: object) -> str:

@@ -35,13 +35,10 @@ import pandas as pd
 import yaml
 
 from analyzer.core.csvsafe import csv_text
-from analyzer.core.yamltext import comment, comment_block
+from analyzer.core.yamltext import SAFE_DUMPER, comment, comment_block
 from analyzer.monthly.rightsize import MIB, PATCHABLE
 
 API_VERSION = "apps/v1"
-# libyaml's safe dumper when PyYAML has it: the same text as yaml.safe_dump, ~10× faster (the
-# monthly review writes the patches of every workload)
-DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # apimachinery's validation: a namespace is a DNS-1123 label (IsDNS1123Label), a Deployment,
 # StatefulSet or DaemonSet name a DNS-1123 subdomain (NameIsDNSSubdomain)
 _LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
@@ -162,7 +159,7 @@ def patches_yaml(recommendations: pd.DataFrame) -> str:
         if not valid_kubernetes_name(row["namespace"], row["owner_name"]):
             left_out.append(f"{row['namespace']}/{row['owner_name']}")
             continue
-        body = yaml.dump(document, Dumper=DUMPER, sort_keys=False, default_flow_style=False)
+        body = yaml.dump(document, Dumper=SAFE_DUMPER, sort_keys=False, default_flow_style=False)
         documents.append(f"{_header(row)}\n{body}")
     text = (
         "---\n".join(documents)

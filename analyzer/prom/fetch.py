@@ -208,6 +208,11 @@ class Cancelled(Exception):
     """``run_profile`` stopped because its ``cancel`` event was set."""
 
 
+def _what(name: str) -> str:
+    """A profile query's requests as the client names them (its label cache's key)."""
+    return f"query {name}"
+
+
 def run_profile(
     client: PromClient,
     specs: list[QuerySpec],
@@ -283,13 +288,13 @@ def run_profile(
                 span_seconds=span,
                 rate_window_seconds=plan.rate_window(spec),
             )
-            raw = client.query(expr, at, what=f"query {name}")
+            raw = client.query(expr, at, what=_what(name))
             first = start <= plan.raw_start
             raw = [_until(_from(series, start, closed=first), end) for series in raw]
             return time_bounds(raw, since) if kind == "times" else raw
         expr = results[name].expr
         reach = range_reach(end, step)
-        answer = client.query_range(expr, start, reach, step, what=f"query {name}")
+        answer = client.query_range(expr, start, reach, step, what=_what(name))
         if reach == end:
             return answer
         kept = [_until(series, end) for series in answer]
@@ -353,7 +358,7 @@ def run_profile(
             for future in pending:
                 future.cancel()
             raise
-    client.forget_labels([f"query {name}" for name in results])  # their last labels: not needed
+    client.forget_labels([_what(name) for name in results])  # their last labels: not needed
     unique = {id(a): a for a in accumulators.values()}  # one per family; finish() hands over
     tables = {key: accumulator.finish() for key, accumulator in unique.items()}
     for name, result in results.items():

@@ -220,9 +220,8 @@ def _classify(path: Path, data: dict[str, Any], out: Path) -> PortalEntry | None
         cluster = data.get("cluster") if isinstance(data.get("cluster"), str) else None
         when = f"month {month}" + (f", cluster {_text(cluster)}" if cluster else "")
         read = data.get("read")
-        if isinstance(read, dict) and read.get(
-            "generated_notes"
-        ):  # the demo's coarse days, shipped with the package
+        shipped = isinstance(read, dict) and bool(read.get("generated_notes"))
+        if shipped:  # the demo's coarse days, shipped with the package
             when += "; its generated days were shipped with the analyzer package"
         return PortalEntry(
             "monthly", link, title, when, f"{month} {generated}", _monthly_headline(data)

@@ -24,8 +24,7 @@ def make_environment(user_dir: Path | None = None) -> jinja2.Environment:
     bundled = jinja2.FileSystemLoader(str(templates_dir()))
     loaders: list[jinja2.BaseLoader] = []
     if user_dir is not None:
-        if not Path(user_dir).is_dir():
-            raise InputError(f"--templates-dir: {user_dir} is not a folder")
+        _check_folder(user_dir)
         loaders.append(jinja2.FileSystemLoader(str(user_dir)))
     loaders.append(bundled)
     # "default:x.html.j2" always means the bundled template, so an override can extend it.
@@ -41,6 +40,11 @@ def make_environment(user_dir: Path | None = None) -> jinja2.Environment:
     return env
 
 
+def _check_folder(user_dir: Path) -> None:
+    if not Path(user_dir).is_dir():
+        raise InputError(f"--templates-dir: {user_dir} is not a folder")
+
+
 @functools.lru_cache(maxsize=8)
 def _environment(user_dir: str | None) -> jinja2.Environment:
     # one environment per templates folder and process: its template cache then compiles each
@@ -51,8 +55,8 @@ def _environment(user_dir: str | None) -> jinja2.Environment:
 
 def render(template: str, context: dict[str, Any], *, user_dir: Path | None = None) -> str:
     """Render ``template`` with ``context``; template problems become one-line ``InputError``s."""
-    if user_dir is not None and not Path(user_dir).is_dir():
-        raise InputError(f"--templates-dir: {user_dir} is not a folder")
+    if user_dir is not None:
+        _check_folder(user_dir)  # each time: the environment is kept once made
     env = _environment(None if user_dir is None else str(Path(user_dir).resolve()))
     try:
         return env.get_template(template).render(**context)
