@@ -64,7 +64,8 @@ class RemovalSimulator:
         self.now = now
         known = None if live is None else live.position
         self.position = known or {n.name: i for i, n in enumerate(cluster.nodes)}
-        self.names = [n.name for n in cluster.nodes]
+        given = None if live is None else live.names
+        self.names: Sequence[str] = given if given is not None else [n.name for n in cluster.nodes]
         self.last_index = 0
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []

@@ -9,6 +9,7 @@ scale-up side's). Split from ``removal`` so that module holds the simulator alon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ class LiveState:
     # (plugin, constraints object) while the caller's node labels, taints and cordons stay
     static: dict[tuple[Any, ...], Any] | None = None
     position: dict[str, int] | None = None  # node name -> index in ``cluster.nodes``, if known
+    names: Sequence[str] | None = None  # the names of ``cluster.nodes`` in order, if known (read only)
 
 
 # filters whose answer depends on the node's labels, taints and cordon and the pod's constraints

@@ -123,6 +123,10 @@ class ClusterAutoscaler:
         # per slot, how many times the replay bound or unbound a pod there (``touch``): its pods
         # are the same while this is (every change of ``on_node`` goes through ``touch``)
         self.version = [0] * len(state.node_names)
+        # CA's utilisation screen per slot (``autoscale_scaledown.ratios``), up to date but for
+        # the slots in ``stale`` (touched since: only a bind or unbind changes a node's requests)
+        self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
+        self.stale: set[int] = set(range(len(state.node_names)))
         # slot -> (its version, unremovable reason, empty): eligibility as of those pods
         self.judged: dict[int, tuple[int, str, bool]] = {}
         self.group_of = np.array(groups.of_node, dtype=np.int64)
@@ -236,6 +240,7 @@ class ClusterAutoscaler:
         """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
         self.dirty = True
         self.version[node] += 1
+        self.stale.add(node)
         self.sims.touch(node, freed)
 
     # -- helpers -------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(
             state,
-            lambda nodes: utilization(ca, nodes),
+            lambda nodes: ratios(ca)[nodes],
             threshold,
             special,
             len(ca.provisioning),
@@ -95,7 +95,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.hints.drop_old()
         ca.hints_stable = True  # none looked up
         return
-    ratio = utilization(ca, present)
+    ratio = ratios(ca)[present]
     # a margin over the threshold: the exact check below decides (float sums differ)
     maybe = (ratio < threshold + 1e-6) | ca.gpu[present] | ca.disabled[present]
     look = present[maybe].tolist()
@@ -151,6 +151,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         destinations,
         static,
         ca.position,
+        state.node_names,
     )
     simulator = RemovalSimulator(cluster, ca.profile, opts, seconds, live)
     outcomes, found_unremovable, stopped = _simulate(
@@ -204,6 +205,16 @@ def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarra
     out = np.zeros(used.shape, dtype=np.float64)
     np.divide(used, ca.capacity[nodes], out=out, where=ca.offered[nodes])
     return out.max(axis=1)  # type: ignore[no-any-return]
+
+
+def ratios(ca: ClusterAutoscaler) -> np.ndarray[Any, Any]:
+    """``utilization`` of every slot, kept across passes: only the slots touched since the last
+    call (``ca.stale``) are computed again (the same float expression per node)."""
+    if ca.stale:
+        nodes = np.fromiter(ca.stale, dtype=np.int64, count=len(ca.stale))
+        ca.ratio[nodes] = utilization(ca, nodes)
+        ca.stale.clear()
+    return ca.ratio  # type: ignore[no-any-return]
 
 
 def _simulate(
