@@ -7,8 +7,8 @@ counted). For a caller whose static filter masks are kept for the run (the repla
 their labels, taints and cordons) everything in that check but the nodes' free room and pod
 counts is fixed by the answer itself: the targets, each pod's compared columns and requests, the
 static masks, and how much of the answer's own earlier pods sits on the same target before each
-pod. ``plan`` computes those once per answer; ``fits`` is then one comparison of arrays on the
-state now, the same verdict as the pod-by-pod check (tests/test_autoscale_reuse.py compares the
+pod. ``plan`` computes those once per answer, per distinct target; ``fits`` is then a few integer
+comparisons per target on the state now, the same verdict as the pod-by-pod check (tests/test_autoscale_reuse.py compares the
 two on random states).
 """
 
@@ -25,26 +25,33 @@ from analyzer.autoscaler.pods import CAPod
 
 @dataclass
 class HintedPlan:
-    """What ``fits`` compares, fixed by the answer (module docstring)."""
+    """What ``fits`` compares and ``RemovalSimulator.apply`` adds, fixed by the answer (module
+    docstring), per distinct target node."""
 
-    targets: np.ndarray[Any, Any]  # node index per pod
-    asks: np.ndarray[Any, Any]  # pods x resources: the compared requests (0 where not compared)
-    compared: np.ndarray[Any, Any]  # pods x resources: NodeResourcesFit compares this column
-    held: np.ndarray[Any, Any]  # pods x resources: the answer's earlier pods on the same target
-    before: np.ndarray[Any, Any]  # per pod: how many of the answer's earlier pods on its target
-    requests: np.ndarray[Any, Any]  # pods x resources: each pod's requests (for the moves)
+    # per distinct target: (node, its pods of the answer less one, [(compared column, the most
+    # any of its pods needs free there: its request plus the answer's earlier pods' requests)])
+    checks: list[tuple[int, int, list[tuple[int, int]]]]
+    where: np.ndarray[Any, Any]  # the distinct targets
+    sums: np.ndarray[Any, Any]  # targets x resources: the requests the answer adds to each
+    counts: np.ndarray[Any, Any]  # per target: the pods the answer adds to it
+    groups: list[tuple[int, list[CAPod]]]  # per target: its pods of the answer, in order
+    gone: frozenset[int]  # the object ids of the moved pods
 
 
 def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> HintedPlan | None:
     """The fixed part of ``fits_as_hinted`` for ``moved`` on ``targets``, or None where the
     check cannot be made this way (a filter beyond the kept static masks, no NodeResourcesFit
-    columns, a target a static filter refuses): the caller asks pod by pod."""
+    columns, a target a static filter refuses): the caller asks pod by pod.
+
+    Each pod's check is ``free - held >= ask`` per compared column and ``pods + before <
+    allowed`` (``held``, ``before``: the answer's earlier pods on its target); all of a target's
+    pods pass exactly when the largest ``ask + held`` per column and the largest ``before`` (its
+    pods less one) pass, so one check per target is kept."""
     width = simulator.state.requested.shape[1]
-    count = len(moved)
-    asks = np.zeros((count, width), dtype=np.int64)
-    compared = np.zeros((count, width), dtype=bool)
-    requests = np.zeros((count, width), dtype=np.int64)
-    for i, (pod, t) in enumerate(zip(moved, targets, strict=True)):
+    held: dict[int, list[int]] = {}  # target -> the requests of the answer's pods so far
+    needs: dict[int, dict[int, int]] = {}  # target -> column -> the most needed free
+    groups: dict[int, list[CAPod]] = {}
+    for pod, t in zip(moved, targets, strict=True):
         demand = simulator.demand_of[id(pod)]
         found = simulator._static_only(demand)
         if found is None or found[1] is None or not found[0].item(t):
@@ -52,27 +59,42 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
         columns = simulator._fit_columns(found[1], demand)
         if columns is None:
             return None
-        for j, r in columns:
-            asks[i, j] = r
-            compared[i, j] = True
-        requests[i] = demand.requests
-    where = np.array(targets, dtype=np.int64)
-    # earlier[i, k]: pod k comes before pod i in the answer and went to the same node
-    earlier = np.tril(where[:, None] == where[None, :], k=-1)
-    held = earlier.astype(np.int64) @ requests
-    before = earlier.sum(axis=1)
-    return HintedPlan(where, asks, compared, held, before, requests)
+        before = held.get(t)
+        if before is None:
+            before = held[t] = [0] * width
+            needs[t], groups[t] = {}, []
+        most = needs[t]
+        for j, r in dict(columns).items():  # a column named twice: its last request, as fit's
+            need = r + before[j]
+            if need > most.get(j, need - 1):
+                most[j] = need
+        for j, r in enumerate(demand.requests.tolist()):
+            before[j] += r
+        groups[t].append(pod)
+    order = list(held)
+    return HintedPlan(
+        checks=[(t, len(groups[t]) - 1, sorted(needs[t].items())) for t in order],
+        where=np.array(order, dtype=np.int64),
+        sums=np.array([held[t] for t in order], dtype=np.int64).reshape(len(order), width),
+        counts=np.array([len(groups[t]) for t in order], dtype=np.int64),
+        groups=[(t, groups[t]) for t in order],
+        gone=frozenset(id(pod) for pod in moved),
+    )
 
 
 def fits(simulator: Any, plan: HintedPlan, allowed: np.ndarray[Any, Any]) -> bool:
     """``fits_as_hinted`` on the state now through ``plan``: every target a destination and
     schedulable, a pod slot for each pod after the answer's earlier pods on it, and each compared
     column's free room (less those pods' requests) at least the pod's request."""
-    t = plan.targets
-    if not (allowed[t].all() and simulator.schedulable[t].all()):
-        return False
-    state = simulator.state
-    if not bool((state.pod_count[t] + plan.before < state.allowed_pods[t]).all()):
-        return False
-    free = state.allocatable[t] - state.requested[t] - plan.held
-    return bool(((free >= plan.asks) | ~plan.compared).all())
+    state, schedulable = simulator.state, simulator.schedulable
+    count, most = state.pod_count, state.allowed_pods
+    alloc, used = state.allocatable, state.requested
+    for t, before, needs in plan.checks:
+        if not (allowed.item(t) and schedulable.item(t)):
+            return False
+        if count.item(t) + before >= most.item(t):
+            return False
+        for j, need in needs:
+            if alloc.item(t, j) - used.item(t, j) < need:
+                return False
+    return True

@@ -26,13 +26,14 @@ one a given CA run picks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import Any
 
 import numpy as np
 
 from analyzer.autoscaler.cluster import Cluster
 from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, pods_to_move
+from analyzer.autoscaler.hinted import HintedPlan
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal_state import (
@@ -69,8 +70,9 @@ class RemovalSimulator:
         self.last_index = 0
         # every bind/unbind a kept simulation made, so a caller's live state can be restored
         self.journal: list[tuple[bool, int, PodDemand]] = []
-        # moves ``apply`` made in one step (light only): (target per pod, request rows)
-        self.batches: list[tuple[np.ndarray, np.ndarray]] = []
+        # moves ``apply`` made in one step (light only): (distinct targets, their added
+        # requests, their added pod counts)
+        self.batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.static: dict[tuple[Any, ...], Any] | None = None
         # a caller that reuses simulations sets a list here: each successful placement's walk
         # (start index, nodes looked at) is appended, what the placement read of the nodes
@@ -326,9 +328,9 @@ class RemovalSimulator:
                 self._bind(node, demand)
         self.journal.clear()
         # light moves are additions of requests and pod counts only: any order undoes them
-        for where, requests in self.batches:
-            np.subtract.at(self.state.requested, where, requests)
-            np.subtract.at(self.state.pod_count, where, 1)
+        for where, sums, counts in self.batches:  # distinct nodes per batch
+            self.state.requested[where] -= sums
+            self.state.pod_count[where] -= counts
         self.batches.clear()
 
     def apply(
@@ -336,22 +338,25 @@ class RemovalSimulator:
         node: str,
         outcome: Outcome,
         targets: list[int],
-        requests: np.ndarray | None = None,
+        plan: HintedPlan | None = None,
     ) -> None:
         """A removable ``outcome`` of ``node`` found earlier on the same inputs, applied again
         without re-placing: its moved pods go to ``targets`` (node indices) as they did.
-        ``requests`` (the moved pods' request rows, in order): a light simulator adds them in
+        ``plan`` (``hinted.plan`` of the answer): a light simulator adds each target's pods in
         one step (no moved pod has host ports there: ``light`` callers exclude them)."""
         index = self.position[node]
-        nodes = self.cluster.nodes
-        if requests is not None and self.light:
-            where = np.array(targets, dtype=np.int64)
-            np.add.at(self.state.requested, where, requests)
-            np.add.at(self.state.pod_count, where, 1)
-            self.batches.append((where, requests))
-            for pod, target in zip(outcome.moved, targets, strict=True):
-                self._add_pod(nodes[target].name, pod)
+        if plan is not None and self.light:
+            where, state = plan.where, self.state
+            state.requested[where] += plan.sums  # distinct targets: no index twice
+            state.pod_count[where] += plan.counts
+            self.batches.append((where, plan.sums, plan.counts))
+            current, names = self.current, self.names
+            for target, pods in plan.groups:  # as ``_add_pod`` pod by pod: a new list each
+                name = names[target]
+                current[name] = [*current.get(name, ()), *pods]
+            gone: Set[int] = plan.gone
         else:
+            nodes = self.cluster.nodes
             for pod, target in zip(outcome.moved, targets, strict=True):
                 demand = self.demand_of[id(pod)]
                 if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
@@ -360,7 +365,7 @@ class RemovalSimulator:
                 self._bind(target, demand)
                 self.journal.append((True, target, demand))
                 self._add_pod(nodes[target].name, pod)
-        gone = {id(pod) for pod in outcome.moved}
+            gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
 
     def _add_pod(self, node: str, pod: CAPod) -> None:

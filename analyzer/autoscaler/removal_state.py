@@ -48,7 +48,9 @@ class LiveState:
     # (plugin, constraints object) while the caller's node labels, taints and cordons stay
     static: dict[tuple[Any, ...], Any] | None = None
     position: dict[str, int] | None = None  # node name -> index in ``cluster.nodes``, if known
-    names: Sequence[str] | None = None  # the names of ``cluster.nodes`` in order, if known (read only)
+    names: Sequence[str] | None = (
+        None  # the names of ``cluster.nodes`` in order, if known (read only)
+    )
 
 
 # filters whose answer depends on the node's labels, taints and cordon and the pod's constraints

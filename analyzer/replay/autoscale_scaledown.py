@@ -210,10 +210,18 @@ def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarra
 def ratios(ca: ClusterAutoscaler) -> np.ndarray[Any, Any]:
     """``utilization`` of every slot, kept across passes: only the slots touched since the last
     call (``ca.stale``) are computed again (the same float expression per node)."""
-    if ca.stale:
+    if len(ca.stale) > 16:
         nodes = np.fromiter(ca.stale, dtype=np.int64, count=len(ca.stale))
         ca.ratio[nodes] = utilization(ca, nodes)
-        ca.stale.clear()
+    elif ca.stale:  # a few: as Python floats (the same IEEE division, 0 where not offered)
+        used, capacity, ratio = ca.state.requested, ca.capacity, ca.ratio
+        cpu, mem = ca.cpu, ca.mem
+        for s in ca.stale:
+            a, b = capacity.item(s, 0), capacity.item(s, 1)
+            x = used.item(s, cpu) / a if a > 0 else 0.0
+            y = used.item(s, mem) / b if b > 0 else 0.0
+            ratio[s] = x if x >= y else y
+    ca.stale.clear()
     return ca.ratio  # type: ignore[no-any-return]
 
 
@@ -260,7 +268,7 @@ def _simulate(
         entry = None
         if ca.reuse:
             entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
-            if entry is not None and any(ca.hints.get(k) != h for k, h in entry.looks):
+            if entry is not None and not _same_hints(ca.hints, entry.looks):
                 entry = None  # a pod's hint changed since: it may go elsewhere
             if entry is None:
                 entry = _by_hints_again(ca, simulator, slot, pods, budget, allowed)
@@ -276,7 +284,7 @@ def _simulate(
                 ca.hints.set(key, node)
             if outcome.removable:
                 plan = entry.plan if entry.by_hints else None
-                simulator.apply(name, outcome, targets, plan.requests if plan else None)
+                simulator.apply(name, outcome, targets, plan or None)
             # a blocked one moved nothing; one placed by hints alone did not move the start
             if outcome.reason != "BlockedByPod" and not entry.by_hints:
                 simulator.last_index = entry.end
@@ -333,7 +341,7 @@ def _by_hints_again(
         return None
     if (entry.pods, entry.pdbs) != (pods, budget):
         return None
-    if any(ca.hints.get(k) != h for k, h in entry.looks):
+    if not _same_hints(ca.hints, entry.looks):
         return None
     if entry.plan is None:  # the part of the check the answer fixes, made once
         entry.plan = hinted.plan(simulator, entry.outcome.moved, entry.targets) or False
@@ -343,6 +351,19 @@ def _by_hints_again(
     elif not hinted.fits(simulator, entry.plan, allowed):
         return None
     return entry
+
+
+def _same_hints(hints: Any, looks: list[tuple[str, str | None]]) -> bool:
+    """Whether every hint of ``looks`` reads the same now (``Hints.get`` inlined: the current
+    generation, else the old one)."""
+    current, old = hints.current, hints.old
+    for key, hint in looks:
+        found = current.get(key)
+        if found is None:
+            found = old.get(key)
+        if found != hint:
+            return False
+    return True
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:
