@@ -36,6 +36,8 @@ class HintedPlan:
     counts: np.ndarray[Any, Any]  # per target: the pods the answer adds to it
     groups: list[tuple[int, list[CAPod]]]  # per target: its pods of the answer, in order
     gone: frozenset[int]  # the object ids of the moved pods
+    # the candidate's pods list as last applied, and that list without the moved pods
+    left: tuple[list[CAPod], list[CAPod]] | None = None
 
 
 def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> HintedPlan | None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
+from analyzer.core.resources import pod_requests
 from analyzer.scheduling.fields import listing, mapping, optional_integer, text
 from analyzer.scheduling.objects import PodObject, parse_pod
 
@@ -44,6 +46,12 @@ class CAPod:
     deletion_time: float | None = None  # metadata.deletionTimestamp, unix seconds
     grace_seconds: int = DEFAULT_GRACE_SECONDS  # spec.terminationGracePeriodSeconds
     restart_policy: str = "Always"
+
+    @cached_property
+    def requests(self) -> Mapping[str, int]:
+        """``PodRequests`` of its spec, made once (the spec of a frozen pod object never
+        changes; read only)."""
+        return pod_requests(self.obj.spec)
 
     @property
     def key(self) -> str:

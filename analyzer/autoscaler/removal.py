@@ -26,7 +26,7 @@ one a given CA run picks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -103,6 +103,9 @@ class RemovalSimulator:
         self.looked: dict[str, str | None] = {}  # each pod's hint at its first look this pass
         self.look_log: list[tuple[str, str | None]] = []  # every look, in order
         self.hinted = 0  # pods placed on their hinted node
+        # pods moved onto each node in the pass and not yet in ``current`` (``pods_on`` adds
+        # them when the node's pods are read: most targets' never are)
+        self.added: dict[str, list[CAPod]] = {}
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -350,27 +353,47 @@ class RemovalSimulator:
             state.requested[where] += plan.sums  # distinct targets: no index twice
             state.pod_count[where] += plan.counts
             self.batches.append((where, plan.sums, plan.counts))
-            current, names = self.current, self.names
-            for target, pods in plan.groups:  # as ``_add_pod`` pod by pod: a new list each
+            added, names = self.added, self.names
+            for target, pods in plan.groups:  # as ``_add_pod`` pod by pod
                 name = names[target]
-                current[name] = [*current.get(name, ()), *pods]
-            gone: Set[int] = plan.gone
-        else:
-            nodes = self.cluster.nodes
-            for pod, target in zip(outcome.moved, targets, strict=True):
-                demand = self.demand_of[id(pod)]
-                if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
-                    self._unbind(index, demand)
-                    self.journal.append((False, index, demand))
-                self._bind(target, demand)
-                self.journal.append((True, target, demand))
-                self._add_pod(nodes[target].name, pod)
-            gone = {id(pod) for pod in outcome.moved}
-        self.current[node] = [p for p in self.current.get(node, []) if id(p) not in gone]
+                found = added.get(name)
+                if found is None:
+                    added[name] = list(pods)
+                else:
+                    found.extend(pods)
+            before = self.pods_on(node)
+            if plan.left is None or plan.left[0] is not before:  # its list as the pass holds it
+                plan.left = (before, [p for p in before if id(p) not in plan.gone])
+            self.current[node] = plan.left[1]  # lists are replaced, never changed: shared
+            return
+        nodes = self.cluster.nodes
+        for pod, target in zip(outcome.moved, targets, strict=True):
+            demand = self.demand_of[id(pod)]
+            if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
+                self._unbind(index, demand)
+                self.journal.append((False, index, demand))
+            self._bind(target, demand)
+            self.journal.append((True, target, demand))
+            self._add_pod(nodes[target].name, pod)
+        gone = {id(pod) for pod in outcome.moved}
+        self.current[node] = [p for p in self.pods_on(node) if id(p) not in gone]
 
     def _add_pod(self, node: str, pod: CAPod) -> None:
-        """``pod`` moved onto ``node`` in the simulation: a new list (never the caller's)."""
-        self.current[node] = [*self.current.get(node, ()), pod]
+        """``pod`` moved onto ``node`` in the simulation (after its pods, ``pods_on``)."""
+        found = self.added.get(node)
+        if found is None:
+            self.added[node] = [pod]
+        else:
+            found.append(pod)
+
+    def pods_on(self, node: str) -> list[CAPod]:
+        """``node``'s pods in the simulation now: its own, then those moved onto it in order.
+        A node that took pods gets a new list (never the caller's: lists are not changed)."""
+        pods = self.current.get(node, [])
+        extra = self.added.pop(node, None)
+        if extra:
+            pods = self.current[node] = [*pods, *extra]
+        return pods
 
     def stable(self) -> bool:
         """Whether a pass on the same state would now read the same hints as this one did:
@@ -387,7 +410,7 @@ class RemovalSimulator:
 
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
-        pods = self.current.get(node, [])
+        pods = self.pods_on(node)
         key = (tuple(id(p) for p in pods), self.drain_key, tuple(pdbs.remaining))
         found = None if self.drains is None else self.drains.get(key)
         if found is None:
@@ -442,7 +465,7 @@ class RemovalSimulator:
             self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
         self.journal.extend((True, target, demand) for target, demand in done)
         gone = {id(pod) for pod in found.pods}
-        self.current[node] = [p for p in self.current[node] if id(p) not in gone]
+        self.current[node] = [p for p in pods if id(p) not in gone]
         for pod, (target, _) in zip(found.pods, done, strict=True):
             self._add_pod(self.cluster.nodes[target].name, pod)
         risky = not pdbs.in_parallel(found.pods)

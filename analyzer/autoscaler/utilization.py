@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from analyzer.autoscaler.pods import CAPod
-from analyzer.core.resources import pod_requests
 
 GPU_RESOURCE = "nvidia.com/gpu"
 # the cloud providers' GPU node labels (GetNodeGpuConfig: a node with the provider's GPU label)
@@ -64,7 +63,7 @@ def resource_utilization(
     requested = 0
     taken_off = 0
     for pod in pods:
-        value = _milli(resource, pod_requests(pod.obj.spec).get(resource, 0))
+        value = _milli(resource, pod.requests.get(resource, 0))
         if (ignore_daemonsets and pod.daemonset) or (ignore_mirror and pod.mirror):
             taken_off += value
             continue

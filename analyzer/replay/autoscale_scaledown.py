@@ -260,7 +260,7 @@ def _simulate(
             stopped = True
             break
         name = ca.nodes[slot].name
-        pods = ca.pod_ids(slot, simulator.current.get(name, []))
+        pods = ca.pod_ids(slot, simulator.pods_on(name))
         budget = (*covering, -1, *pdbs.remaining)
         start = simulator.last_index
         allowed = simulator.destinations.copy()
@@ -300,7 +300,7 @@ def _simulate(
                 rows = []
                 if outcome.reason == "NoPlaceToMovePods":
                     rows = [simulator.demand_of[id(p)].requests
-                            for p in simulator.current.get(name, [])]  # fmt: skip
+                            for p in simulator.pods_on(name)]  # fmt: skip
                 memo.keep(slot, Entry(
                     memo.passes, memo.epoch, context, pods, budget, start,
                     simulator.last_index, outcome, targets,
