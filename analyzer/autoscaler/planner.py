@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analyzer.autoscaler.cluster import Cluster
-from analyzer.autoscaler.drainability import PdbTracker, pods_to_move
+from analyzer.autoscaler.drainability import PdbTracker, Status, pods_to_move
 from analyzer.autoscaler.eligibility import Eligibility, check
 from analyzer.autoscaler.options import CAOptions
+from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome
 from analyzer.scheduling.framework import Profile
@@ -54,9 +55,16 @@ class Plan:
     drained: list[str] = field(default_factory=list)
 
 
-def is_empty(cluster: Cluster, name: str, options: CAOptions, now: float) -> bool:
-    """``EmptySorting``: no pod to move (judged without PDBs or controllers)."""
-    found = pods_to_move(cluster.pods.get(name, []), options, PdbTracker([]), now, None)
+def is_empty(
+    cluster: Cluster,
+    name: str,
+    options: CAOptions,
+    now: float,
+    verdicts: dict[int, tuple[CAPod, Status]] | None = None,
+) -> bool:
+    """``EmptySorting``: no pod to move (judged without PDBs or controllers). ``verdicts``: a
+    caller's kept drain verdicts (``drainability.pods_to_move``; the same ``options``)."""
+    found = pods_to_move(cluster.pods.get(name, []), options, PdbTracker([]), now, None, verdicts)
     return found.blocking is None and not found.pods
 
 

@@ -297,7 +297,15 @@ class ClusterAutoscaler:
             sizes = dict(Counter(group.name for group in member.values()))
             self.membership = (version, member, sizes)
         _, groups, sizes = self.membership
-        pods = {names[s]: self._pods_on(s) for s in candidates}
+        lists, versions = self.pod_lists, self.version
+        pods: dict[str, list[CAPod]] = {}
+        for slot in candidates:  # ``_pods_on`` inlined for the kept lists (most of them)
+            known = lists.get(slot)
+            pods[names[slot]] = (
+                known[1]
+                if known is not None and known[0] == versions[slot]
+                else self._pods_on(slot)
+            )
         return Cluster(self.nodes, pods, groups, sizes=sizes)
 
     def _pods_on(self, slot: int) -> list[CAPod]:

@@ -101,6 +101,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     look = present[maybe].tolist()
     reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
     cluster = ca.cluster(look)
+    verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
     seconds = now / SECOND
     candidates, empty = [], set()
     for slot in look:
@@ -116,7 +117,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
             known = (
                 key,
                 elig.reason,
-                not elig.reason and is_empty(cluster, name, opts, seconds),
+                not elig.reason and is_empty(cluster, name, opts, seconds, verdicts),
             )
             ca.judged[slot] = known
         if known[1]:
