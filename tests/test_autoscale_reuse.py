@@ -24,7 +24,7 @@ from replay_fixtures import N, P, build
 
 from analyzer.autoscaler import hinted
 from analyzer.autoscaler.removal import RemovalSimulator
-from analyzer.autoscaler.removal_state import first_fitting
+from analyzer.autoscaler.removal_state import Outcome, first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
@@ -323,3 +323,82 @@ def test_the_one_step_hinted_check_is_the_pod_by_pod_one() -> None:
         assert hinted.fits(sim, plan, allowed) == expected, f"case {case}"
         agree[expected] += 1
     assert min(agree.values()) > 5, agree  # both verdicts exercised
+
+
+def test_the_kept_utilisation_screen_is_the_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``autoscale_scaledown.ratios`` keeps each slot's screen across passes and computes again
+    # only the slots the engine touched since (a few as Python floats, many as one array
+    # expression): at every pass, bit for bit the array expression over every present node.
+    # Fails if a bind or unbind does not mark its slot (a stale ratio) or if the Python
+    # floats differ from numpy's.
+    from analyzer.replay import autoscale_loop, autoscale_scaledown
+
+    passes = {"small": 0, "large": 0}
+    run = autoscale_scaledown.update_unneeded
+
+    def checked(ca: Any, now: int) -> None:
+        present = np.flatnonzero(ca.active)
+        passes["small" if len(ca.stale) <= 16 else "large"] += 1
+        kept = autoscale_scaledown.ratios(ca)[present]
+        assert np.array_equal(kept, autoscale_scaledown.utilization(ca, present)), now
+        run(ca, now)
+
+    monkeypatch.setattr(autoscale_loop, "update_unneeded", checked)
+    fast, plain = _run(1, "kube-default")
+    _same_decisions(fast, plain)
+    assert passes["small"] > 50 and passes["large"] >= 2, passes  # both ways exercised
+
+
+def test_an_answer_applied_by_its_plan_is_the_pod_by_pod_apply() -> None:
+    # ``RemovalSimulator.apply`` with a by-hints answer's plan (``hinted.plan``: each distinct
+    # target's requests and pod count added in one step, the moved pods added to a target's
+    # list only when it is read, after those an earlier candidate moved there) against the
+    # pod-by-pod apply on the same simulator: the same
+    # requests and pod counts everywhere, every node's pods the same objects in the same order,
+    # and ``restore`` brings the state back both times. Repeated targets included.
+    rng = np.random.default_rng(5)
+    now = "2026-11-01T12:00:00Z"
+    rs = ["ReplicaSet", "rs", "apps/v1"]
+    for case in range(20):
+        count = int(rng.integers(2, 6))
+        nodes = [node_doc(f"n{i}", {"cpu": 4000, "memory": 16000}) for i in range(count)]
+        moved = int(rng.integers(1, 7))
+        pods = [pod_doc(f"p{k}", {"cpu": int(rng.integers(1, 500)),
+                                  "memory": int(rng.integers(1, 2000)), "owner": rs}, now, "n0")
+                for k in range(moved)]  # fmt: skip
+        for i in range(1, count):
+            for k in range(int(rng.integers(0, 3))):
+                pods.append(pod_doc(f"f{i}-{k}", {"cpu": 100, "owner": rs}, now, f"n{i}"))
+        scenario = build_scenario({"autoscaler": "cluster-autoscaler", "now": now,
+                                   "nodes": nodes, "pods": pods})  # fmt: skip
+        sim = RemovalSimulator(scenario.cluster, scenario.profile, scenario.options, scenario.now)
+        sim.profile = load_strategy("kube-default")
+        sim.static, sim.first_fit, sim.light = {}, True, True
+        sim.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
+        candidates = tuple(scenario.cluster.pods["n0"])
+        targets = [int(rng.integers(1, count)) for _ in candidates]
+        outcome = Outcome("n0", True, moved=candidates)
+        plan = hinted.plan(sim, candidates, targets)
+        assert plan is not None
+        before = (sim.state.requested.copy(), sim.state.pod_count.copy())
+        names = [n.name for n in scenario.cluster.nodes]
+        expected = {name: [id(p) for p in scenario.cluster.pods.get(name, [])] for name in names}
+        # an earlier candidate of the pass moved a pod onto the first target, not yet read
+        expected[names[targets[0]]].append(id(candidates[-1]))
+        for pod, t in zip(candidates, targets, strict=True):
+            expected[names[t]].append(id(pod))
+        expected["n0"] = []
+        seen = []
+        for way in (None, plan, plan):  # the plan twice: its kept remaining list taken again
+            sim._add_pod(names[targets[0]], candidates[-1])
+            sim.apply("n0", outcome, targets, way)
+            lists = {name: [id(p) for p in sim.pods_on(name)] for name in names}
+            assert lists == expected, f"case {case}"
+            seen.append((sim.state.requested.copy(), sim.state.pod_count.copy()))
+            sim.restore()
+            sim.current = dict(scenario.cluster.pods)
+            assert np.array_equal(sim.state.requested, before[0]), f"case {case}"
+            assert np.array_equal(sim.state.pod_count, before[1]), f"case {case}"
+        for requested, pod_count in seen[1:]:
+            assert np.array_equal(requested, seen[0][0]) and np.array_equal(pod_count, seen[0][1])
+        assert not np.array_equal(seen[0][1], before[1])  # the moves did count

@@ -314,7 +314,8 @@ class ClusterAutoscaler:
         version = self.version[slot]
         known = self.pod_lists.get(slot)
         if known is None or known[0] != version:
-            pods = [self.ca_pod(p) for p in sorted(self.on_node[slot])]
+            made = self.pods  # ``ca_pod`` inlined for the pods already made (most)
+            pods = [made.get(p) or self.ca_pod(p) for p in sorted(self.on_node[slot])]
             known = self.pod_lists[slot] = (version, pods, tuple(id(p) for p in pods))
         return known[1]
 

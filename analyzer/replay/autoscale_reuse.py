@@ -120,6 +120,7 @@ class SimulationMemo:
         self.epoch = 0
         self.changed = np.zeros(nodes, dtype=np.int64)  # pass after which it last changed
         self.freed = np.zeros(nodes, dtype=np.int64)  # ... last lost a pod (or joined)
+        self.touched: set[int] = set()  # the nodes changed since the last pass began
         self.entries: dict[int, Entry] = {}
         self.reused = 0
         self.simulated = 0
@@ -130,6 +131,7 @@ class SimulationMemo:
     def touch(self, node: int, freed: bool) -> None:
         """The replay bound (``freed`` False) or unbound a pod on ``node``."""
         self.changed[node] = self.passes + 1
+        self.touched.add(node)
         if freed:
             self.freed[node] = self.passes + 1
 
@@ -144,6 +146,7 @@ class SimulationMemo:
     def start_pass(self) -> None:
         """A scale-down pass begins (stamps after this refer to changes after it)."""
         self.passes += 1
+        self.touched.clear()
         self.used = []
 
     def summarise(
@@ -181,9 +184,10 @@ class SimulationMemo:
             return False
         if last.budgets:
             return False
-        nodes = np.flatnonzero(self.changed > self.passes)
-        if not len(nodes):
+        if not self.touched:  # nothing changed since: ``changed > passes`` nowhere
             return True
+        # ``changed > passes`` (only ``any`` of them is asked below: any order)
+        nodes = np.fromiter(self.touched, dtype=np.int64, count=len(self.touched))
         if bool(last.look[nodes].any() or last.reads[nodes].any()):
             return False
         judged = nodes[~recent[nodes]]  # a skipped node's own pods are not read

@@ -281,8 +281,7 @@ def _simulate(
             outcome, targets = entry.outcome, entry.targets
             for key, hint in entry.looks:  # the hints it read and set, as simulating would
                 simulator.looked.setdefault(key, hint)
-            for key, node in entry.sets:
-                ca.hints.set(key, node)
+            ca.hints.current.update(entry.sets)  # ``Hints.set`` of each, in order
             if outcome.removable:
                 plan = entry.plan if entry.by_hints else None
                 simulator.apply(name, outcome, targets, plan or None)
