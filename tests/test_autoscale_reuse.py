@@ -353,9 +353,10 @@ def test_an_answer_applied_by_its_plan_is_the_pod_by_pod_apply() -> None:
     # ``RemovalSimulator.apply`` with a by-hints answer's plan (``hinted.plan``: each distinct
     # target's requests and pod count added in one step, the moved pods added to a target's
     # list only when it is read, after those an earlier candidate moved there) against the
-    # pod-by-pod apply on the same simulator: the same
-    # requests and pod counts everywhere, every node's pods the same objects in the same order,
-    # and ``restore`` brings the state back both times. Repeated targets included.
+    # pod-by-pod apply on the same simulator: the same requests and pod counts everywhere,
+    # every node's pods the same objects in the same order, and ``restore`` brings the state
+    # back each time (the third from a ``checkpoint``: the counts copied back). Repeated
+    # targets included.
     rng = np.random.default_rng(5)
     now = "2026-11-01T12:00:00Z"
     rs = ["ReplicaSet", "rs", "apps/v1"]
@@ -389,7 +390,10 @@ def test_an_answer_applied_by_its_plan_is_the_pod_by_pod_apply() -> None:
             expected[names[t]].append(id(pod))
         expected["n0"] = []
         seen = []
-        for way in (None, plan, plan):  # the plan twice: its kept remaining list taken again
+        # the plan twice: its kept remaining list taken again, and undone from a checkpoint
+        for k, way in enumerate((None, plan, plan)):
+            if k == 2:
+                sim.checkpoint()
             sim._add_pod(names[targets[0]], candidates[-1])
             sim.apply("n0", outcome, targets, way)
             lists = {name: [id(p) for p in sim.pods_on(name)] for name in names}

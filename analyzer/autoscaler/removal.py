@@ -73,6 +73,7 @@ class RemovalSimulator:
         # moves ``apply`` made in one step (light only): (distinct targets, their added
         # requests, their added pod counts)
         self.batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.saved: tuple[np.ndarray, np.ndarray] | None = None  # ``checkpoint``
         self.static: dict[tuple[Any, ...], Any] | None = None
         # a caller that reuses simulations sets a list here: each successful placement's walk
         # (start index, nodes looked at) is appended, what the placement read of the nodes
@@ -322,8 +323,21 @@ class RemovalSimulator:
         if demand.host_ports:
             self.state.ports.remove(node, demand.host_ports)
 
+    def checkpoint(self) -> None:
+        """A light simulator about to move pods: keep the requests and pod counts now, the only
+        state its moves change (no host ports: ``light``), for ``restore`` to copy back."""
+        assert self.light and not self.journal and not self.batches
+        self.saved = (self.state.requested.copy(), self.state.pod_count.copy())
+
     def restore(self) -> None:
         """Undo every kept simulation on the state (a live state is as it was before the pass)."""
+        if self.saved is not None:  # ``checkpoint``: the counts as they were, in two copies
+            self.state.requested[...] = self.saved[0]
+            self.state.pod_count[...] = self.saved[1]
+            self.saved = None
+            self.journal.clear()
+            self.batches.clear()
+            return
         for bound, node, demand in reversed(self.journal):
             if bound:
                 self._unbind(node, demand)

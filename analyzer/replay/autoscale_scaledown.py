@@ -249,6 +249,7 @@ def _simulate(
         # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
         simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
         simulator.light = True
+        simulator.checkpoint()  # light moves: ``restore`` copies the counts back
         simulator.verdicts = ca.verdicts
         simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
     outcomes: dict[int, Outcome] = {}
