@@ -39,7 +39,7 @@ every candidate is simulated (the plain path, also ``AutoscalerSettings.reuse`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,18 +166,18 @@ class SimulationMemo:
     def unchanged(
         self,
         state: ClusterState,
-        ratio_of: Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]],
+        ratio_of: Callable[[], np.ndarray[Any, Any]],
         threshold: float,
         always: np.ndarray[Any, Any],
         provisioning: int,
         columns: tuple[int, int],
-        recent: np.ndarray[Any, Any],
+        recent: Container[int],
     ) -> bool:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then, is not near the
-        threshold now (``ratio_of``; ``always``: GPU and scale-down-disabled nodes, judged
+        threshold now (``ratio_of``: every slot's screen; ``always``: GPU and scale-down-disabled nodes, judged
         whatever their ratio) unless skipped as recently unremovable in both passes
-        (``recent``; the caller checks that the skipped set is the same), was walked by no
+        (in ``recent``; the caller checks that the skipped set is the same), was walked by no
         placement, and if it freed room, has none for a pod that found no place."""
         last = self.summary
         if last is None or last.epoch != self.epoch or last.provisioning != provisioning:
@@ -186,17 +186,24 @@ class SimulationMemo:
             return False
         if not self.touched:  # nothing changed since: ``changed > passes`` nowhere
             return True
-        # ``changed > passes`` (only ``any`` of them is asked below: any order)
-        nodes = np.fromiter(self.touched, dtype=np.int64, count=len(self.touched))
-        if bool(last.look[nodes].any() or last.reads[nodes].any()):
-            return False
-        judged = nodes[~recent[nodes]]  # a skipped node's own pods are not read
-        if bool(always[judged].any()):
-            return False
-        if len(judged) and bool((ratio_of(judged) < threshold + 1e-6).any()):
-            return False
-        opened = nodes[self.freed[nodes] > self.passes]
-        if len(opened) and last.failed:
+        # ``changed > passes``, node by node (a few: Python integers, no arrays)
+        look, reads, freed, passes = last.look, last.reads, self.freed, self.passes
+        judged = []
+        for node in self.touched:
+            if look.item(node) or reads.item(node):
+                return False
+            if node not in recent:  # a skipped node's own pods are not read
+                if always.item(node):
+                    return False
+                judged.append(node)
+        if judged:
+            ratio, near = ratio_of(), threshold + 1e-6
+            if any(ratio.item(node) < near for node in judged):
+                return False
+        if not last.failed:  # no pod found no place: room freed anywhere changes nothing
+            return True
+        opened = np.array([n for n in self.touched if freed.item(n) > passes], dtype=np.int64)
+        if len(opened):
             cpu, memory = columns
             room = state.allocatable[opened] - state.requested[opened]
             slots = state.pod_count[opened] < state.allowed_pods[opened]

@@ -50,23 +50,15 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.settings.unneeded_time,
         ca.intervals.step(),
     )
-    present = np.flatnonzero(ca.active)
-    reasons: dict[str, int] = {}
-    if ca.cpu is None or ca.mem is None or not len(present):
+    if ca.cpu is None or ca.mem is None or not ca.active.any():
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
-        ca.record.reasons.append((now, reasons))
+        ca.record.reasons.append((now, {}))
         ca.hints.drop_old()
         ca.hints_stable = True  # none looked up
         return
-    # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
-    recent = np.zeros(len(ca.active), dtype=bool)
-    if ca.recheck.deadlines:
-        recent[list(ca.recheck.deadlines)] = True
-        present = present[~recent[present]]
-        reasons[RECENTLY_UNREMOVABLE] = len(ca.recheck.deadlines)
     threshold = min(opts.scale_down_utilization_threshold, 1.0)
-    special = ca.special
-    columns = (ca.cpu, ca.mem)
+    # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
+    deadlines = ca.recheck.deadlines
     last_limit, stopped, added = ca.last_pass
     if (
         ca.reuse
@@ -77,17 +69,24 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(
             state,
-            lambda nodes: ratios(ca)[nodes],
+            lambda: ratios(ca),
             threshold,
-            special,
+            ca.special,
             len(ca.provisioning),
-            columns,
-            recent,
+            (ca.cpu, ca.mem),
+            deadlines,
         )
     ):  # the same answer as the last pass: its unneeded nodes and reasons stand
         ca.record.skipped += 1
         ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
         return
+    present = np.flatnonzero(ca.active)
+    reasons: dict[str, int] = {}
+    if deadlines:
+        recent = np.zeros(len(ca.active), dtype=bool)
+        recent[list(deadlines)] = True
+        present = present[~recent[present]]
+        reasons[RECENTLY_UNREMOVABLE] = len(deadlines)
     if not len(present):
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.last_pass = (limit, False, False)
