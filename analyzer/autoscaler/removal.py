@@ -364,7 +364,11 @@ class RemovalSimulator:
         index = self.position[node]
         if plan is not None and self.light:
             where, state = plan.where, self.state
-            state.requested[where] += plan.sums  # distinct targets: no index twice
+            requested = state.requested
+            if requested.flags.c_contiguous:  # one 1-D step (a view of the same rows)
+                requested.reshape(-1)[plan.flat] += plan.sums.reshape(-1)
+            else:
+                requested[where] += plan.sums  # distinct targets: no index twice
             state.pod_count[where] += plan.counts
             self.batches.append((where, plan.sums, plan.counts))
             added, names = self.added, self.names

@@ -221,7 +221,7 @@ class SimulationMemo:
         pdbs: tuple[int, ...],
         start: int,
         state: ClusterState,
-        allowed: np.ndarray[Any, Any],
+        destinations: np.ndarray[Any, Any],
         columns: tuple[int, int],
     ) -> Entry | None:
         """The entry for ``slot`` if its answer holds now (module docstring), else None."""
@@ -237,6 +237,8 @@ class SimulationMemo:
         if len(entry.reads) and int(self.changed[entry.reads].max()) > entry.made:
             return None
         if entry.outcome.reason == "NoPlaceToMovePods":
+            allowed = destinations.copy()  # where its pods may go: not the candidate itself
+            allowed[slot] = False
             opened = np.flatnonzero((self.freed > entry.made) & allowed)
             if len(opened):
                 cpu, memory = columns

@@ -264,15 +264,15 @@ def _simulate(
         pods = ca.pod_ids(slot, simulator.pods_on(name))
         budget = (*covering, -1, *pdbs.remaining)
         start = simulator.last_index
-        allowed = simulator.destinations.copy()
-        allowed[slot] = False
+        # where its pods may go: the destinations but itself (made where read: ``allowed``)
+        destinations = simulator.destinations
         entry = None
         if ca.reuse:
-            entry = memo.find(slot, context, pods, budget, start, state, allowed, columns)
+            entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
             if entry is not None and not _same_hints(ca.hints, entry.looks):
                 entry = None  # a pod's hint changed since: it may go elsewhere
             if entry is None:
-                entry = _by_hints_again(ca, simulator, slot, pods, budget, allowed)
+                entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations)
                 ca.record.reused_by_hints += entry is not None
         if entry is not None:
             memo.reused += 1
@@ -327,7 +327,7 @@ def _by_hints_again(
     slot: int,
     pods: tuple[int, ...],
     budget: tuple[int, ...],
-    allowed: np.ndarray[Any, Any],
+    destinations: np.ndarray[Any, Any],
 ) -> Entry | None:
     """``slot``'s last answer if it placed every pod on its hinted node and would again now:
     the same pods and budgets (the same pods to move), the same hints, and each hinted node
@@ -343,6 +343,9 @@ def _by_hints_again(
         return None
     if not _same_hints(ca.hints, entry.looks):
         return None
+    # the nodes its pods may go to: the destinations but ``slot``, which no target of its own
+    # simulation is (copied with ``slot`` refused only if one were)
+    allowed = allowed_but(destinations, slot) if slot in entry.targets else destinations
     if entry.plan is None:  # the part of the check the answer fixes, made once
         entry.plan = hinted.plan(simulator, entry.outcome.moved, entry.targets) or False
     if entry.plan is False:
@@ -351,6 +354,13 @@ def _by_hints_again(
     elif not hinted.fits(simulator, entry.plan, allowed):
         return None
     return entry
+
+
+def allowed_but(destinations: np.ndarray[Any, Any], slot: int) -> np.ndarray[Any, Any]:
+    """``destinations`` with ``slot`` refused (a copy): where a candidate's pods may go."""
+    allowed = destinations.copy()
+    allowed[slot] = False
+    return allowed
 
 
 def _same_hints(hints: Any, looks: list[tuple[str, str | None]]) -> bool:
