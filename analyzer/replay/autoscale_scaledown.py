@@ -136,8 +136,9 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         candidates = [c for c in candidates if c not in set(at_min)]
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
-    on = [p for s in candidates for p in ca.on_node[s]]
-    covering = ca.budgets.covering(on) if ca.budgets else []
+    covering = (
+        ca.budgets.covering([p for s in candidates for p in ca.on_node[s]]) if ca.budgets else []
+    )  # the budgets over the candidates' pods
     node_of = np.array(ca.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
     pdbs = PdbTracker(ca.budgets.at(now, node_of, covering) if covering else [])
     destinations = ca.active.copy()
@@ -147,7 +148,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     static = ca.static if ca.inp.snapshot.node_state is None else {}
     live = LiveState(
         state,
-        ca.demand_by_id,  # every CA pod made so far (``ca.cluster`` made those of ``on``)
+        ca.demand_by_id,  # every CA pod made so far (``ca.cluster`` made the candidates')
         destinations,
         static,
         ca.position,
