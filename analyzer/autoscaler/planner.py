@@ -17,6 +17,7 @@ nodes.go) and ``ScaleDownBudgetProcessor.CropNodes`` (core/scaledown/budgets/bud
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from analyzer.autoscaler.cluster import Cluster
@@ -62,9 +63,19 @@ def is_empty(
     now: float,
     verdicts: dict[int, tuple[CAPod, Status]] | None = None,
 ) -> bool:
-    """``EmptySorting``: no pod to move (judged without PDBs or controllers). ``verdicts``: a
-    caller's kept drain verdicts (``drainability.pods_to_move``; the same ``options``)."""
-    found = pods_to_move(cluster.pods.get(name, []), options, PdbTracker([]), now, None, verdicts)
+    """``EmptySorting``: no pod to move (judged without PDBs or controllers)."""
+    return has_no_pod_to_move(cluster.pods.get(name, []), options, now, verdicts)
+
+
+def has_no_pod_to_move(
+    pods: Sequence[CAPod],
+    options: CAOptions,
+    now: float,
+    verdicts: dict[int, tuple[CAPod, Status]] | None = None,
+) -> bool:
+    """``is_empty`` of a node with ``pods``. ``verdicts``: a caller's kept drain verdicts
+    (``drainability.pods_to_move``; the same ``options``)."""
+    found = pods_to_move(pods, options, PdbTracker([]), now, None, verdicts)
     return found.blocking is None and not found.pods
 
 

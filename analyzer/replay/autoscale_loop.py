@@ -286,17 +286,22 @@ class ClusterAutoscaler:
             self.demand_by_id[id(found)] = d
         return found
 
-    def cluster(self, candidates: list[int]) -> Cluster:
-        names = self.state.node_names
+    def member_groups(self) -> tuple[dict[str, NodeGroup], dict[str, int]]:
+        """Each member node's group (present and being provisioned) and each group's size."""
         version = (len(self.record.presence), len(self.record.removed), len(self.provisioning),
                    len(self.record.added))  # fmt: skip
         if self.membership[0] != version:  # the group members change with joins and removals
-            of = self.groups.of_node
+            names, of = self.state.node_names, self.groups.of_node
             members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
             member = {names[slot]: self.kinds[of[slot]] for slot in members}
             sizes = dict(Counter(group.name for group in member.values()))
             self.membership = (version, member, sizes)
-        _, groups, sizes = self.membership
+        return self.membership[1], self.membership[2]
+
+    def cluster(self, candidates: list[int]) -> Cluster:
+        """CA's view with the pods of ``candidates`` (the nodes whose pods the pass reads)."""
+        names = self.state.node_names
+        groups, sizes = self.member_groups()
         lists, versions = self.pod_lists, self.version
         pods: dict[str, list[CAPod]] = {}
         for slot in candidates:  # ``_pods_on`` inlined for the kept lists (most of them)
@@ -307,6 +312,10 @@ class ClusterAutoscaler:
                 else self._pods_on(slot)
             )
         return Cluster(self.nodes, pods, groups, sizes=sizes)
+
+    def pods_of(self, slot: int) -> list[CAPod]:
+        """The CA pods on ``slot`` in pod order (``_pods_on``; read only)."""
+        return self._pods_on(slot)
 
     def _pods_on(self, slot: int) -> list[CAPod]:
         """The CA pods on ``slot`` in pod order, kept while its pods stay (nothing mutates it:

@@ -22,7 +22,7 @@ from analyzer.autoscaler import hinted
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
-from analyzer.autoscaler.planner import is_empty, select
+from analyzer.autoscaler.planner import has_no_pod_to_move, select
 from analyzer.autoscaler.recheck import (
     RECENTLY_UNREMOVABLE,
     UNNEEDED_LIMIT,
@@ -99,7 +99,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     maybe = (ratio < threshold + 1e-6) | ca.gpu[present] | ca.disabled[present]
     look = present[maybe].tolist()
     reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
-    cluster = ca.cluster(look)
+    groups, _ = ca.member_groups()
     verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
     seconds = now / SECOND
     candidates, empty = [], set()
@@ -112,11 +112,12 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
                           ca.nodes[slot].annotations)  # fmt: skip
             # no pod of the replay is terminating nor any node being deleted, so the
             # verdicts depend on the node's pods only (``now`` reads neither)
-            elig = check(node, cluster.pods[name], cluster.groups.get(name), opts, seconds)
+            pods = ca.pods_of(slot)
+            elig = check(node, pods, groups.get(name), opts, seconds)
             known = (
                 key,
                 elig.reason,
-                not elig.reason and is_empty(cluster, name, opts, seconds, verdicts),
+                not elig.reason and has_no_pod_to_move(pods, opts, seconds, verdicts),
             )
             ca.judged[slot] = known
         if known[1]:
@@ -136,6 +137,9 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         candidates = [c for c in candidates if c not in set(at_min)]
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
+    # the pass reads the pods of its candidates only (a moved pod's target's list is read only
+    # if that node is simulated later in the pass: a candidate)
+    cluster = ca.cluster(candidates)
     covering = (
         ca.budgets.covering([p for s in candidates for p in ca.on_node[s]]) if ca.budgets else []
     )  # the budgets over the candidates' pods
