@@ -28,6 +28,7 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -147,10 +148,13 @@ class ClusterAutoscaler:
         self.capacity = state.allocatable[:, columns].astype(np.float64)
         self.offered = self.capacity > 0
 
+    # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
+    _ready_at = NEVER
+
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:
         """The next instant the autoscaler acts on its own (``NEVER``: none)."""
-        ready = min(self.provisioning.values(), default=NEVER)
+        ready = self._ready_at
         # the loop's runs are on a grid of scan-intervals from the start of the data
         scan, start = self.settings.scan_interval, self.inp.start
         expiry = self.recheck.next_expiry()
@@ -169,11 +173,14 @@ class ClusterAutoscaler:
     def ready(self, now: int) -> list[int]:
         """Slots whose provisioning ends at ``now``: they join (the engine activates them)."""
         self.clock = now
+        if self._ready_at > now:  # none due (most instants)
+            return []
         joining = sorted(s for s, at in self.provisioning.items() if at <= now)
         for slot in joining:
             del self.provisioning[slot]
             self.record.joined(slot, now)
             self.record.added.append((now, slot))
+        self._ready_at = min(self.provisioning.values(), default=NEVER)
         if joining:
             self.dirty = True
             self.sims.new_epoch()
@@ -198,7 +205,9 @@ class ClusterAutoscaler:
 
     def _run(self, now: int, waiting: list[int]) -> list[int]:
         """The run of the loop at ``now`` (``tick``)."""
-        asked = (tuple(waiting), len(self.record.presence), len(self.record.removed))
+        # ``waiting`` is the queue's list, the same object while the queue did not change: the
+        # comparison below is then one identity check, not one per pod
+        asked = (waiting, len(self.record.presence), len(self.record.removed))
         if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
             self.asked = asked
             if self._scale_up(now, unschedulable(self, waiting, now)):
@@ -314,6 +323,11 @@ class ClusterAutoscaler:
         return tuple(id(p) for p in pods)
 
     # -- scale-up ------------------------------------------------------------------------------
+    @functools.cached_property
+    def pinned_rows(self) -> list[bool]:
+        """``inp.pinned`` as a list (read per waiting pod at every scale-up)."""
+        return self.inp.pinned.tolist()  # type: ignore[no-any-return]
+
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
         room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
@@ -337,5 +351,6 @@ class ClusterAutoscaler:
         group, slots = choice.group, choice.slots
         for slot in slots:
             self.provisioning[slot] = now + self.settings.provisioning_delay
+        self._ready_at = min(self.provisioning.values())
         self.record.scale_ups.append((now, group, len(slots)))
         return True

@@ -71,19 +71,35 @@ def _pack(
 
 
 def _upcoming(
-    state: ClusterState, demands: Sequence[PodDemand], pods: list[int], slots: list[int]
+    state: ClusterState,
+    demands: Sequence[PodDemand],
+    pods: list[int],
+    slots: list[int],
+    keys: Sequence[bytes] = (),
 ) -> set[int]:
-    """The pods (of ``pods``) that fit on the nodes already being provisioned (first fit)."""
+    """The pods (of ``pods``) that fit on the nodes already being provisioned (first fit).
+
+    ``keys``: each pod's shape key (same requests): a shape that fitted none of the nodes is not
+    tried again (their room only shrinks while pods are taken)."""
+    taken: set[int] = set()
+    if not slots:
+        return taken
     free = {s: state.allocatable[s] - state.requested[s] for s in slots}
     counts = {s: int(state.allowed_pods[s] - state.pod_count[s]) for s in slots}
-    taken: set[int] = set()
+    missed: set[bytes] = set()
     for pod in pods:
+        if keys:
+            if keys[pod] in missed:
+                continue
+            missed.add(keys[pod])  # dropped below when the pod is taken
         row = demands[pod].requests
         for slot in slots:
             if counts[slot] > 0 and bool(np.all(row <= free[slot])):
                 free[slot] = free[slot] - row
                 counts[slot] -= 1
                 taken.add(pod)
+                if keys:
+                    missed.discard(keys[pod])
                 break
     return taken
 
@@ -156,25 +172,25 @@ def plan_scale_up(
             found = store[key] = _fits_empty(state, profile, demand, probe, now)
         return found
 
-    upcoming = _upcoming(state, demands, list(waiting), provisioning)
-    pods = [p for p in waiting if p not in upcoming]
+    upcoming = _upcoming(state, demands, list(waiting), provisioning, keys)
+    pods = [p for p in waiting if p not in upcoming] if upcoming else list(waiting)
     if not pods:
         return None
     # pods of one shape key and kind of verdict (kept between calls or not) share
     # ``fits_group``'s answer (it stores one per key and group): asked once per class and group
-    classes: dict[tuple[bytes, bool], int] = {}
-    first: list[int] = []  # a pod of each class
-    of: list[int] = []  # each pod's class
-    for p in pods:
-        if keys:
-            demand = demands[p]
-            lasting = memo is not None and demand.affinity is None and not demand.spread
-            c = classes.setdefault((keys[p], lasting), len(first))
-        else:  # no shape keys: every pod judged alone
-            c = len(first)
-        if c == len(first):
-            first.append(p)
-        of.append(c)
+    kinds: list[Any]
+    if keys:
+        kinds = [
+            (keys[p], memo is not None and demands[p].affinity is None and not demands[p].spread)
+            for p in pods
+        ]
+        # each class's first pod (a dict built backwards keeps the earliest pod of each key),
+        # the classes in the order their first pod waits
+        earliest = dict(zip(reversed(kinds), reversed(pods), strict=True))
+        first = {c: earliest[c] for c in dict.fromkeys(kinds)}
+    else:  # no shape keys: every pod judged alone
+        kinds = list(range(len(pods)))
+        first = dict(zip(kinds, pods, strict=True))
     options = []
     for group, slots in enumerate(free_slots):
         bins = min(room[group], len(slots))
@@ -182,10 +198,10 @@ def plan_scale_up(
             continue
         probe = slots[0]
         capacity = state.allocatable[probe]
-        verdicts = [fits_group(p, group, probe) for p in first]
-        fits = [p for p, c in zip(pods, of, strict=True) if verdicts[c]]
-        if not fits:
-            continue
+        verdicts = {c: fits_group(p, group, probe) for c, p in first.items()}
+        if not any(verdicts.values()):
+            continue  # no waiting pod fits an empty node of this group
+        fits = [p for p, c in zip(pods, kinds, strict=True) if verdicts[c]]
         share = [
             sum(
                 float(demands[p].requests[j]) / float(capacity[j])
@@ -215,9 +231,9 @@ def unschedulable(ca: ClusterAutoscaler, waiting: list[int], now: int) -> list[i
     placed: list[tuple[int, Any]] = []
     out = []
     nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
-    keys = ca.inp.shape_keys
+    keys, pinned = ca.inp.shape_keys, ca.pinned_rows
     for pod in waiting:
-        if ca.inp.pinned[pod]:
+        if pinned[pod]:
             continue
         if keys[pod] in nowhere:
             out.append(pod)

@@ -466,6 +466,7 @@ def replay(
     starts = np.concatenate([[0], bounds]).astype(np.int64).tolist() if len(times) else []
     stops = [*bounds.tolist(), len(times)] if len(times) else []
     kinds_list, index_list = kinds.tolist(), index.tolist()
+    first_times = times[starts].tolist() if len(times) else []  # each instant's time, as ints
     instants = len(starts)
     at = 0  # the next instant of the event list
 
@@ -476,16 +477,20 @@ def replay(
             later = min(later, scaler.next_time())
         return later if timeline is None else min(later, timeline.next_time())
 
-    while at < instants or between() <= inp.end:
+    while True:
         # the next instant: of the event list, or a termination / node-state change in between
+        # (``between`` read once per instant: nothing changes between its reads here)
+        later = between()
+        if at >= instants and later > inp.end:
+            break
         lo = starts[at] if at < instants else len(times)
         if stop_after is not None and lo >= stop_after:
             rec.notes.append(f"stopped after {lo} of {len(times)} events (partial replay)")
             break
-        now = int(times[lo]) if at < instants else NEVER
+        now = first_times[at] if at < instants else NEVER
         hi = lo
-        if between() < now:
-            now = between()
+        if later < now:
+            now = later
         else:
             hi = stops[at]
             at += 1
