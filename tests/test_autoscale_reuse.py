@@ -26,6 +26,7 @@ from analyzer.autoscaler import hinted
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
+from analyzer.replay import autoscale_loop, autoscale_scaleup
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -323,3 +324,46 @@ def test_the_one_step_hinted_check_is_the_pod_by_pod_one() -> None:
         assert hinted.fits(sim, plan, allowed) == expected, f"case {case}"
         agree[expected] += 1
     assert min(agree.values()) > 5, agree  # both verdicts exercised
+
+
+@pytest.mark.parametrize(("seed", "nodes"), [(2, 24), (5, 24), (1, 60)])
+def test_filter_out_schedulable_keeps_shapes_found_on_no_node_exactly(
+    seed: int, nodes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every run of FilterOutSchedulable on the fast path (a shape found on no node by the last
+    # run asked only of the nodes that lost a pod or joined since) against the full walk on the
+    # same state at that moment: the same pods left unschedulable, at every call
+    real = autoscale_scaleup.unschedulable
+    real_room = autoscale_scaleup._room_on
+    seen = {"calls": 0, "asked": 0, "room": 0}
+
+    def room(ca: Any, demand: Any, opened: Any) -> bool:
+        seen["asked"] += 1
+        answer = real_room(ca, demand, opened)
+        seen["room"] += answer
+        return answer
+
+    def both(ca: Any, waiting: list[int], now: int) -> list[int]:
+        assert ca.reuse, "the seed's pods are not local: the fast path is not taken"
+        fast = real(ca, waiting, now)  # reads and updates ``ca.nowhere``
+        ca.reuse = False
+        try:
+            plain = real(ca, waiting, now)  # the full walk; ``ca.nowhere`` left as it is
+        finally:
+            ca.reuse = True
+        assert fast == plain, now
+        seen["calls"] += 1
+        return fast
+
+    monkeypatch.setattr(autoscale_scaleup, "_room_on", room)
+    monkeypatch.setattr(autoscale_loop, "unschedulable", both)
+    cluster = generate(SyntheticSpec(seed=seed, nodes=nodes, days=0.5, step=300))
+    inp = prepare(cluster.snapshot)
+    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    settings = dataclasses.replace(
+        parse_settings(None), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+    )
+    auto, groups = with_node_groups(inp, settings)
+    replay(auto, Strategy("most-allocated", load_strategy("most-allocated")), seed,
+           autoscaler=(groups, settings))  # fmt: skip
+    assert seen["calls"] > 0 and seen["asked"] > 0, seen  # the kept shapes were asked again

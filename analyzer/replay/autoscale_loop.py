@@ -150,6 +150,9 @@ class ClusterAutoscaler:
 
     # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
     _ready_at = NEVER
+    # the last ``unschedulable`` call's scale-down pass count, present nodes and the shapes it
+    # found on no node before any simulated placement (its fast path, ``reuse``)
+    nowhere: tuple[int, Any, set[bytes]] | None = None
 
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:
@@ -327,6 +330,14 @@ class ClusterAutoscaler:
     def pinned_rows(self) -> list[bool]:
         """``inp.pinned`` as a list (read per waiting pod at every scale-up)."""
         return self.inp.pinned.tolist()  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def resources_fit(self) -> Any:
+        """The profile's NodeResourcesFit filter with ``fits_on`` (None: it has none)."""
+        for plugin in self.profile.filters:
+            if getattr(plugin, "name", "") == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
+                return plugin
+        return None
 
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""

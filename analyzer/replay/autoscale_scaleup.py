@@ -226,29 +226,75 @@ def plan_scale_up(
 def unschedulable(ca: ClusterAutoscaler, waiting: list[int], now: int) -> list[int]:
     """``FilterOutSchedulablePodListProcessor``: the waiting pods that fit on no existing node
     (each that fits is placed there in the simulation, so the next sees it), e.g. pods the
-    scheduler has not retried yet since a node became Ready."""
+    scheduler has not retried yet since a node became Ready.
+
+    Fast path (``ca.reuse``: every filter's verdict on a node reads that node alone, and a bind
+    only shrinks what a node accepts): a shape found on no node by the last call, before any
+    simulated placement, is asked only of the nodes that may accept more since — those that lost
+    a pod (``ca.sims.freed`` stamped after that call) or became present; the others refused it
+    then and have only gained pods. Fitting none of those, it fits nowhere (the same answer as
+    the full walk, which finds no node either)."""
     state, seconds = ca.state, now / SECOND
     placed: list[tuple[int, Any]] = []
     out = []
     nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
     keys, pinned = ca.inp.shape_keys, ca.pinned_rows
+    before = ca.nowhere if ca.reuse else None
+    opened: Any = None  # the nodes that may accept more than at the last call
+    kept: set[bytes] = set()  # shapes on no node with nothing placed yet (for the next call)
     for pod in waiting:
         if pinned[pod]:
             continue
-        if keys[pod] in nowhere:
+        key = keys[pod]
+        if key in nowhere:
             out.append(pod)
             continue
         demand = ca.inp.demands[pod]
-        node = _first_node(ca, demand, seconds)
+        if before is not None and key in before[2]:
+            if opened is None:
+                opened = np.flatnonzero(ca.active & ((ca.sims.freed > before[0]) | ~before[1]))
+            node = None
+            if _room_on(ca, demand, opened):  # may fit there: the walk from the first node
+                node = _first_node(ca, demand, seconds)
+        else:
+            node = _first_node(ca, demand, seconds)
         if node is not None:
             state.bind(node, demand)
             placed.append((node, demand))
         else:
-            nowhere.add(keys[pod])
+            nowhere.add(key)
             out.append(pod)
+            if not placed:
+                kept.add(key)
     for node, demand in reversed(placed):
         state.unbind(node, demand)
+    if ca.reuse:
+        ca.nowhere = (ca.sims.passes, ca.active.copy(), kept)
     return out
+
+
+def _room_on(ca: ClusterAutoscaler, demand: PodDemand, nodes: IntArray) -> bool:
+    """Whether NodeResourcesFit may pass for ``demand`` on one of ``nodes`` (False: it fails
+    on all, so every filter pass does; True also when the profile has no such filter)."""
+    fit = ca.resources_fit
+    if fit is None:
+        return True
+    state = ca.state
+    found = ca.columns.get(id(demand))
+    if found is None:
+        found = ca.columns[id(demand)] = (demand, fit.compared(state, demand))
+    columns = found[1]
+    if columns is None:  # a resource no node offers
+        return False
+    alloc, used, count, allowed = (
+        state.allocatable, state.requested, state.pod_count, state.allowed_pods,
+    )  # fmt: skip
+    for i in nodes.tolist():
+        if count.item(i) < allowed.item(i) and all(
+            alloc.item(i, j) - used.item(i, j) >= r for j, r in columns
+        ):
+            return True
+    return False
 
 
 def _first_node(ca: ClusterAutoscaler, demand: PodDemand, seconds: float) -> int | None:
