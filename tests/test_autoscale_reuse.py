@@ -13,6 +13,7 @@ its reuses are at most the plain path's simulations.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -27,6 +28,7 @@ from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
 from analyzer.replay import autoscale_loop, autoscale_scaleup
+from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -367,3 +369,32 @@ def test_filter_out_schedulable_keeps_shapes_found_on_no_node_exactly(
     replay(auto, Strategy("most-allocated", load_strategy("most-allocated")), seed,
            autoscaler=(groups, settings))  # fmt: skip
     assert seen["calls"] > 0 and seen["asked"] > 0, seen  # the kept shapes were asked again
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_a_scale_up_skipped_as_hopeless_would_have_found_no_option(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each time the fast path skips a scale-up (every waiting shape's kept verdict: no empty
+    # node of a group with room takes it), the full plan on the same state answers None too
+    real = ClusterAutoscaler._hopeless
+    seen = {"skipped": 0, "planned": 0}
+
+    def checked(ca: Any, waiting: list[int], room: list[int]) -> bool:
+        answer = real(ca, waiting, room)
+        if answer:
+            seen["skipped"] += 1
+            plan = autoscale_scaleup.plan_scale_up(
+                ca.state, ca.profile, ca.inp.demands, waiting, ca._free_slots(),
+                sorted(ca.provisioning), room, ca.settings, ca.groups.names,
+                copy.deepcopy(ca.rng), ca.clock / 1e9, ca.inp.shape_keys, dict(ca.memo),
+            )  # fmt: skip
+            assert plan is None
+        else:
+            seen["planned"] += 1
+        return answer
+
+    monkeypatch.setattr(ClusterAutoscaler, "_hopeless", checked)
+    fast, plain = _run(seed, "most-allocated")
+    _same_decisions(fast, plain)
+    assert seen["skipped"] > 0 and seen["planned"] > 0, seen

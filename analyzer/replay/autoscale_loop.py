@@ -43,7 +43,7 @@ from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
 from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
-from analyzer.replay.autoscale_scaleup import plan_scale_up, unschedulable
+from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
@@ -332,6 +332,11 @@ class ClusterAutoscaler:
         return self.inp.pinned.tolist()  # type: ignore[no-any-return]
 
     @functools.cached_property
+    def spare_groups(self) -> list[int]:
+        """The groups with spare slots (the others can never grow)."""
+        return sorted(set(self.group_of[self.groups.spare].tolist()))
+
+    @functools.cached_property
     def resources_fit(self) -> Any:
         """The profile's NodeResourcesFit filter with ``fits_on`` (None: it has none)."""
         for plugin in self.profile.filters:
@@ -339,9 +344,21 @@ class ClusterAutoscaler:
                 return plugin
         return None
 
+    def _hopeless(self, waiting: list[int], room: list[int]) -> bool:
+        """No group with ``room`` may take any of ``waiting``: their shapes' kept verdicts say
+        they fit no empty node of the others (``undecided``)."""
+        left = undecided(
+            waiting, self.inp.shape_keys, self.inp.demands, self.spare_groups, self.memo
+        )
+        return left is not None and all(room[g] <= 0 for g in left)
+
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
+        if not waiting:
+            return False
         room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
+        if self.settings.reuse and self._hopeless(waiting, room):
+            return False  # no option: ``plan_scale_up`` would answer None (and draw nothing)
         choice = plan_scale_up(
             self.state,
             self.profile,

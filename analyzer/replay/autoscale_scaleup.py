@@ -180,10 +180,9 @@ def plan_scale_up(
     # ``fits_group``'s answer (it stores one per key and group): asked once per class and group
     kinds: list[Any]
     if keys:
-        kinds = [
-            (keys[p], memo is not None and demands[p].affinity is None and not demands[p].spread)
-            for p in pods
-        ]
+        # a shape's pods share their spreading and affinity terms (with terms anywhere they are
+        # in the key), hence whether their verdicts are kept: one class per shape key
+        kinds = list(map(keys.__getitem__, pods))
         # each class's first pod (a dict built backwards keeps the earliest pod of each key),
         # the classes in the order their first pod waits
         earliest = dict(zip(reversed(kinds), reversed(pods), strict=True))
@@ -242,9 +241,12 @@ def unschedulable(ca: ClusterAutoscaler, waiting: list[int], now: int) -> list[i
     before = ca.nowhere if ca.reuse else None
     opened: Any = None  # the nodes that may accept more than at the last call
     kept: set[bytes] = set()  # shapes on no node with nothing placed yet (for the next call)
-    for pod in waiting:
-        if pinned[pod]:
-            continue
+    pods = [p for p in waiting if not pinned[p]]
+    shapes = len(set(map(keys.__getitem__, pods)))
+    for i, pod in enumerate(pods):
+        if len(nowhere) == shapes:  # every shape fits nowhere: so do the rest
+            out.extend(pods[i:])
+            break
         key = keys[pod]
         if key in nowhere:
             out.append(pod)
@@ -254,8 +256,10 @@ def unschedulable(ca: ClusterAutoscaler, waiting: list[int], now: int) -> list[i
             if opened is None:
                 opened = np.flatnonzero(ca.active & ((ca.sims.freed > before[0]) | ~before[1]))
             node = None
-            if _room_on(ca, demand, opened):  # may fit there: the walk from the first node
-                node = _first_node(ca, demand, seconds)
+            if len(opened):
+                may = opened[_static_mask(ca, demand, seconds)[opened]]
+                if _room_on(ca, demand, may):  # may fit there: the walk from the first node
+                    node = _first_node(ca, demand, seconds)
         else:
             node = _first_node(ca, demand, seconds)
         if node is not None:
@@ -271,6 +275,53 @@ def unschedulable(ca: ClusterAutoscaler, waiting: list[int], now: int) -> list[i
     if ca.reuse:
         ca.nowhere = (ca.sims.passes, ca.active.copy(), kept)
     return out
+
+
+def undecided(
+    pods: Sequence[int],
+    keys: Sequence[bytes],
+    demands: Sequence[PodDemand],
+    groups: Sequence[int],
+    memo: dict[tuple[bytes, int], bool],
+) -> set[int] | None:
+    """The groups (of ``groups``) that ``plan_scale_up`` may still find an option in for
+    ``pods``: those where some pod's shape has no kept verdict on an empty node (``memo``);
+    a group where every shape's kept verdict is "fits no empty node" offers none. None when
+    some shape's verdict is kept "fits" or is never kept (spreading, affinity): plan in full.
+    (A shape's pods share their spreading and affinity terms — with terms anywhere they are in
+    the shape key — so one pod of a shape tells whether its verdicts are kept.)"""
+    first = dict(zip(map(keys.__getitem__, pods), pods, strict=True))
+    open_groups: set[int] = set()
+    for key, pod in first.items():
+        if demands[pod].affinity is not None or demands[pod].spread:
+            return None  # judged afresh at every call
+        for g in groups:
+            verdict = memo.get((key, g))
+            if verdict:
+                return None
+            if verdict is None:
+                open_groups.add(g)
+    return open_groups
+
+
+def _static_mask(ca: ClusterAutoscaler, demand: PodDemand, seconds: float) -> Any:
+    """The nodes the static filters (labels, taints, cordons: fixed without node-state
+    intervals) pass for ``demand``, kept per constraints object as ``_first_node``'s masks."""
+    key = ("*", id(demand.constraints))
+    mask = ca.static.get(key)
+    if mask is None:
+        mask = np.ones(ca.state.node_count, dtype=bool)
+        for plugin in ca.profile.filters:
+            name = getattr(plugin, "name", "")
+            if name in STATIC_FILTERS:
+                one = ca.static.get((name, id(demand.constraints)))
+                if one is None:
+                    one = ca.static[(name, id(demand.constraints))] = plugin.filter(
+                        ca.state, demand, seconds
+                    ).feasible
+                mask &= one
+        ca.static[key] = mask
+    return mask
 
 
 def _room_on(ca: ClusterAutoscaler, demand: PodDemand, nodes: IntArray) -> bool:
