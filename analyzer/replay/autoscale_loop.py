@@ -153,6 +153,7 @@ class ClusterAutoscaler:
     # the last ``unschedulable`` call's scale-down pass count, present nodes and the shapes it
     # found on no node before any simulated placement (its fast path, ``reuse``)
     nowhere: tuple[int, Any, set[bytes]] | None = None
+    _expiry_kept: tuple[int, int | None] | None = None  # deadlines' count, earliest (``_expiry``)
 
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:
@@ -160,7 +161,12 @@ class ClusterAutoscaler:
         ready = self._ready_at
         # the loop's runs are on a grid of scan-intervals from the start of the data
         scan, start = self.settings.scan_interval, self.inp.start
-        expiry = self.recheck.next_expiry()
+        kept = self._expiry_kept  # ``_expiry`` inlined (read at every instant of the replay)
+        expiry = (
+            kept[1]
+            if kept is not None and kept[0] == len(self.recheck.deadlines)
+            else self._expiry()
+        )
         if expiry is not None:  # a node skipped as recently unremovable is judged again then
             at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
             ready = min(ready, max(self.next_tick, at))
@@ -170,8 +176,17 @@ class ClusterAutoscaler:
         return ready
 
     def _recheck_due(self, now: int) -> bool:
-        expiry = self.recheck.next_expiry()
+        expiry = self._expiry()
         return expiry is not None and expiry <= now
+
+    def _expiry(self) -> int | None:
+        """``recheck.next_expiry()``, kept while the deadlines cannot have changed: they change
+        in a scale-down pass (``_run`` drops the kept value after it) and when a node is
+        removed (``forget``: one fewer deadline)."""
+        size = len(self.recheck.deadlines)
+        if self._expiry_kept is None or self._expiry_kept[0] != size:
+            self._expiry_kept = (size, self.recheck.next_expiry())
+        return self._expiry_kept[1]
 
     def ready(self, now: int) -> list[int]:
         """Slots whose provisioning ends at ``now``: they join (the engine activates them)."""
@@ -218,6 +233,7 @@ class ClusterAutoscaler:
         if self.dirty or self._recheck_due(now):
             self.dirty = False
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
+            self._expiry_kept = None  # the pass may have changed the recheck deadlines
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:

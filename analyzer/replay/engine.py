@@ -407,9 +407,12 @@ def replay(
         """One pass over this instant's arrivals and the pending pods that may fit now, merged in
         queue order (``analyzer.scheduling.queue_order``); a pending pod's failure ends its
         group's turn, arrivals are always tried; pods that fail wait."""
+        retry = bool((changed or everything) and queue and cache is not None)
+        if not retry and not arriving:
+            return  # nothing to try (e.g. an instant of the autoscaler's own)
         failed: set[bytes] = set()
         pending: Iterator[int] = iter(())
-        if (changed or everything) and queue and cache is not None:
+        if retry and cache is not None:
             heads = queue.representatives()
             hopeful = heads if everything else cache.may_fit(heads, inp.demands, changed)
             pending = queue.in_order({queue.group_of(p) for p in hopeful}, failed)
