@@ -398,3 +398,66 @@ def test_a_scale_up_skipped_as_hopeless_would_have_found_no_option(
     fast, plain = _run(seed, "most-allocated")
     _same_decisions(fast, plain)
     assert seen["skipped"] > 0 and seen["planned"] > 0, seen
+
+
+class _Caught(Exception):
+    pass
+
+
+def test_filter_out_schedulable_keeps_only_shapes_judged_before_any_simulated_placement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the live state of CA's first run, then: only node a has room (3 cores), for "big" (2
+    # cores) or "small" (1.5) but not both. Waiting [big, small]: big is placed on a in the
+    # simulation, so small fits nowhere — a verdict that depends on that simulated placement,
+    # so it must not be kept: asked again alone, small fits a. Then a shape judged on the real
+    # state (a full) is kept, and is found again once a frees room (the engine's ``touch``)
+    caught: list[Any] = []
+
+    def run(ca: Any, now: int, waiting: list[int]) -> list[int]:
+        caught.append(ca)
+        raise _Caught
+
+    monkeypatch.setattr(ClusterAutoscaler, "_run", run)
+    nodes = [N("a"), N("b")]
+    pods = [P("big", "a", cpu=2000), P("small", "b", cpu=1500)]
+    snap = build(nodes, pods, minutes=60)
+    snap.pods["owner_name"] = "web-5d9f"
+    settings = dataclasses.replace(parse_settings(None), groups={"pool": GroupBounds(min_size=0)})
+    auto, groups = with_node_groups(prepare(snap), settings)
+    with pytest.raises(_Caught):
+        replay(auto, Strategy("kube-default", load_strategy("kube-default")), 0,
+               autoscaler=(groups, settings))  # fmt: skip
+    (ca,) = caught
+    assert ca.reuse
+    state, cpu = ca.state, ca.state.index_of("cpu")
+    big, small = ca.inp.pod_uids.index("big"), ca.inp.pod_uids.index("small")
+    a, b = ca.state.node_names.index("a"), ca.state.node_names.index("b")
+
+    def ballast(node: int, leave: int) -> Any:
+        free = int(state.allocatable[node, cpu] - state.requested[node, cpu])
+        demand = make_demand(state.resources, {"cpu": free - leave}, {}, name="x", namespace="d")
+        state.bind(node, demand)
+        return demand
+
+    def both(waiting: list[int]) -> list[int]:
+        fast = autoscale_scaleup.unschedulable(ca, waiting, ca.clock)
+        ca.reuse = False
+        try:
+            assert autoscale_scaleup.unschedulable(ca, waiting, ca.clock) == fast
+        finally:
+            ca.reuse = True
+        return fast
+
+    ballast(b, 0)
+    on_a = ballast(a, 3000)
+    assert both([big, small]) == [small]  # small judged after big's simulated placement
+    assert both([small]) == []  # not kept: asked of every node, it fits a
+    state.unbind(a, on_a)
+    on_a = ballast(a, 1000)
+    assert both([small]) == [small]  # on the real state: kept
+    assert both([small]) == [small]
+    state.unbind(a, on_a)
+    ca.touch(a, True)  # a lost a pod: asked again there
+    ballast(a, 2000)
+    assert both([small]) == []
