@@ -505,7 +505,8 @@ def replay(
             if refreshed and cache is not None:
                 cache.reloaded(now / 1e9)
         changed: list[int] = []
-        back = terminate(now, changed)
+        # ``later`` <= every termination's end: none ends at an instant before it
+        back = terminate(now, changed) if later <= now else []
         k = lo
         while k < hi and kinds_list[k] != ARRIVE:
             kind, item = kinds_list[k], index_list[k]
