@@ -13,6 +13,7 @@ its reuses are at most the plain path's simulations.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -26,6 +27,8 @@ from analyzer.autoscaler import hinted
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome, first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
+from analyzer.replay import autoscale_loop, autoscale_scaleup
+from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -406,3 +409,138 @@ def test_an_answer_applied_by_its_plan_is_the_pod_by_pod_apply() -> None:
         for requested, pod_count in seen[1:]:
             assert np.array_equal(requested, seen[0][0]) and np.array_equal(pod_count, seen[0][1])
         assert not np.array_equal(seen[0][1], before[1])  # the moves did count
+
+
+@pytest.mark.parametrize(("seed", "nodes"), [(2, 24), (5, 24), (1, 60)])
+def test_filter_out_schedulable_keeps_shapes_found_on_no_node_exactly(
+    seed: int, nodes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every run of FilterOutSchedulable on the fast path (a shape found on no node by the last
+    # run asked only of the nodes that lost a pod or joined since) against the full walk on the
+    # same state at that moment: the same pods left unschedulable, at every call
+    real = autoscale_scaleup.unschedulable
+    real_room = autoscale_scaleup._room_on
+    seen = {"calls": 0, "asked": 0, "room": 0}
+
+    def room(ca: Any, demand: Any, opened: Any) -> bool:
+        seen["asked"] += 1
+        answer = real_room(ca, demand, opened)
+        seen["room"] += answer
+        return answer
+
+    def both(ca: Any, waiting: list[int], now: int) -> list[int]:
+        assert ca.reuse, "the seed's pods are not local: the fast path is not taken"
+        fast = real(ca, waiting, now)  # reads and updates ``ca.nowhere``
+        ca.reuse = False
+        try:
+            plain = real(ca, waiting, now)  # the full walk; ``ca.nowhere`` left as it is
+        finally:
+            ca.reuse = True
+        assert fast == plain, now
+        seen["calls"] += 1
+        return fast
+
+    monkeypatch.setattr(autoscale_scaleup, "_room_on", room)
+    monkeypatch.setattr(autoscale_loop, "unschedulable", both)
+    cluster = generate(SyntheticSpec(seed=seed, nodes=nodes, days=0.5, step=300))
+    inp = prepare(cluster.snapshot)
+    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    settings = dataclasses.replace(
+        parse_settings(None), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+    )
+    auto, groups = with_node_groups(inp, settings)
+    replay(auto, Strategy("most-allocated", load_strategy("most-allocated")), seed,
+           autoscaler=(groups, settings))  # fmt: skip
+    assert seen["calls"] > 0 and seen["asked"] > 0, seen  # the kept shapes were asked again
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_a_scale_up_skipped_as_hopeless_would_have_found_no_option(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each time the fast path skips a scale-up (every waiting shape's kept verdict: no empty
+    # node of a group with room takes it), the full plan on the same state answers None too
+    real = ClusterAutoscaler._hopeless
+    seen = {"skipped": 0, "planned": 0}
+
+    def checked(ca: Any, waiting: list[int], room: list[int]) -> bool:
+        answer = real(ca, waiting, room)
+        if answer:
+            seen["skipped"] += 1
+            plan = autoscale_scaleup.plan_scale_up(
+                ca.state, ca.profile, ca.inp.demands, waiting, ca._free_slots(),
+                sorted(ca.provisioning), room, ca.settings, ca.groups.names,
+                copy.deepcopy(ca.rng), ca.clock / 1e9, ca.inp.shape_keys, dict(ca.memo),
+            )  # fmt: skip
+            assert plan is None
+        else:
+            seen["planned"] += 1
+        return answer
+
+    monkeypatch.setattr(ClusterAutoscaler, "_hopeless", checked)
+    fast, plain = _run(seed, "most-allocated")
+    _same_decisions(fast, plain)
+    assert seen["skipped"] > 0 and seen["planned"] > 0, seen
+
+
+class _Caught(Exception):
+    pass
+
+
+def test_filter_out_schedulable_keeps_only_shapes_judged_before_any_simulated_placement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the live state of CA's first run, then: only node a has room (3 cores), for "big" (2
+    # cores) or "small" (1.5) but not both. Waiting [big, small]: big is placed on a in the
+    # simulation, so small fits nowhere — a verdict that depends on that simulated placement,
+    # so it must not be kept: asked again alone, small fits a. Then a shape judged on the real
+    # state (a full) is kept, and is found again once a frees room (the engine's ``touch``)
+    caught: list[Any] = []
+
+    def run(ca: Any, now: int, waiting: list[int]) -> list[int]:
+        caught.append(ca)
+        raise _Caught
+
+    monkeypatch.setattr(ClusterAutoscaler, "_run", run)
+    nodes = [N("a"), N("b")]
+    pods = [P("big", "a", cpu=2000), P("small", "b", cpu=1500)]
+    snap = build(nodes, pods, minutes=60)
+    snap.pods["owner_name"] = "web-5d9f"
+    settings = dataclasses.replace(parse_settings(None), groups={"pool": GroupBounds(min_size=0)})
+    auto, groups = with_node_groups(prepare(snap), settings)
+    with pytest.raises(_Caught):
+        replay(auto, Strategy("kube-default", load_strategy("kube-default")), 0,
+               autoscaler=(groups, settings))  # fmt: skip
+    (ca,) = caught
+    assert ca.reuse
+    state, cpu = ca.state, ca.state.index_of("cpu")
+    big, small = ca.inp.pod_uids.index("big"), ca.inp.pod_uids.index("small")
+    a, b = ca.state.node_names.index("a"), ca.state.node_names.index("b")
+
+    def ballast(node: int, leave: int) -> Any:
+        free = int(state.allocatable[node, cpu] - state.requested[node, cpu])
+        demand = make_demand(state.resources, {"cpu": free - leave}, {}, name="x", namespace="d")
+        state.bind(node, demand)
+        return demand
+
+    def both(waiting: list[int]) -> list[int]:
+        fast = autoscale_scaleup.unschedulable(ca, waiting, ca.clock)
+        ca.reuse = False
+        try:
+            assert autoscale_scaleup.unschedulable(ca, waiting, ca.clock) == fast
+        finally:
+            ca.reuse = True
+        return fast
+
+    ballast(b, 0)
+    on_a = ballast(a, 3000)
+    assert both([big, small]) == [small]  # small judged after big's simulated placement
+    assert both([small]) == []  # not kept: asked of every node, it fits a
+    state.unbind(a, on_a)
+    on_a = ballast(a, 1000)
+    assert both([small]) == [small]  # on the real state: kept
+    assert both([small]) == [small]
+    state.unbind(a, on_a)
+    ca.touch(a, True)  # a lost a pod: asked again there
+    ballast(a, 2000)
+    assert both([small]) == []

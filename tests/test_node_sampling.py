@@ -18,6 +18,7 @@ from analyzer.scheduling.config import parse_kube_scheduler_configuration
 from analyzer.scheduling.node_sampling import (
     found_nodes,
     num_feasible_nodes_to_find,
+    round_robin,
     zone_key,
 )
 from analyzer.scheduling.strategies import document_profile
@@ -200,3 +201,30 @@ def test_score_scenario_scores_only_the_nodes_a_scheduler_finds(tmp_path: Path) 
     assert payload["chosen"] in found
     explained = CliRunner().invoke(main, ["score", str(path), "--explain"])
     assert f"{examined} examined from index 0, 100 scored" in explained.stdout
+
+
+def _plain_round_robin(zones: list[list[int]]) -> list[int]:
+    out = []
+    for depth in range(max((len(z) for z in zones), default=0)):
+        out.extend(z[depth] for z in zones if depth < len(z))
+    return out
+
+
+def test_node_tree_order_is_the_plain_round_robin_after_random_joins_and_leaves() -> None:
+    # the order is one sort by (place in zone, zone); against the node-by-node walk of the
+    # zones after every join or leave (zones of very different sizes, zones emptied and re-made)
+    rng = np.random.default_rng(5)
+    zones = ["a", "b", "c", "d", ""]
+    labels = [
+        {"topology.kubernetes.io/zone": z} if z else {}
+        for z in rng.choice(zones, size=400, p=[0.5, 0.3, 0.1, 0.05, 0.05]).tolist()
+    ]
+    tree = NodeTree(labels)
+    for _ in range(1_500):
+        node = int(rng.integers(400))
+        if node in tree.members and rng.random() < 0.5:
+            tree.remove(node)
+        else:
+            tree.add(node)
+        assert tree.order().tolist() == _plain_round_robin(list(tree.zones.values()))
+    assert round_robin([]) == [] and round_robin([[], [3]]) == [3]

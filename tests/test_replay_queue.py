@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from analyzer.replay.queue import PendingQueue
@@ -38,3 +40,35 @@ def test_remove_keeps_order_and_unknown_pods_raise() -> None:
     queue.remove(0)
     queue.remove(2)
     assert len(queue) == 0 and queue.representatives() == []
+
+
+def _plain_fifo(seq: list[int], pending: set[int]) -> list[int]:
+    return sorted(pending, key=seq.__getitem__)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_kept_fifo_list_is_the_sort_of_the_pending_pods_after_random_adds_and_removes(
+    seed: int,
+) -> None:
+    # ranks unique (as the engine's: their last field is a position), groups of a few shapes;
+    # after every operation the kept list equals the plain sort, and the same list object is
+    # handed out again only when nothing changed in between
+    rng = random.Random(seed)
+    seq = rng.sample(range(10_000), 300)
+    queue = PendingQueue(seq, lambda pod: b"g%d" % (pod % 7))
+    pending: set[int] = set()
+    last = queue.pods()
+    for _ in range(2_000):
+        if pending and rng.random() < 0.45:
+            pod = rng.choice(sorted(pending))
+            queue.remove(pod)
+            pending.discard(pod)
+        elif len(pending) < len(seq):
+            pod = rng.choice([p for p in range(len(seq)) if p not in pending])
+            queue.add(pod)
+            pending.add(pod)
+        listed = queue.pods()
+        assert listed == _plain_fifo(seq, pending)
+        assert listed is not last  # it changed: a new list (the old one kept as it was)
+        assert queue.pods() is listed  # nothing changed since: the same object
+        last = listed

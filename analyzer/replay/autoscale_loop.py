@@ -28,6 +28,7 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -42,7 +43,7 @@ from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
 from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
-from analyzer.replay.autoscale_scaleup import plan_scale_up, unschedulable
+from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
@@ -151,13 +152,25 @@ class ClusterAutoscaler:
         self.capacity = state.allocatable[:, columns].astype(np.float64)
         self.offered = self.capacity > 0
 
+    # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
+    _ready_at = NEVER
+    # the last ``unschedulable`` call's scale-down pass count, present nodes and the shapes it
+    # found on no node before any simulated placement (its fast path, ``reuse``)
+    nowhere: tuple[int, Any, set[bytes]] | None = None
+    _expiry_kept: tuple[int, int | None] | None = None  # deadlines' count, earliest (``_expiry``)
+
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:
         """The next instant the autoscaler acts on its own (``NEVER``: none)."""
-        ready = min(self.provisioning.values(), default=NEVER)
+        ready = self._ready_at
         # the loop's runs are on a grid of scan-intervals from the start of the data
         scan, start = self.settings.scan_interval, self.inp.start
-        expiry = self.recheck.next_expiry()
+        kept = self._expiry_kept  # ``_expiry`` inlined (read at every instant of the replay)
+        expiry = (
+            kept[1]
+            if kept is not None and kept[0] == len(self.recheck.deadlines)
+            else self._expiry()
+        )
         if expiry is not None:  # a node skipped as recently unremovable is judged again then
             at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
             ready = min(ready, max(self.next_tick, at))
@@ -167,17 +180,29 @@ class ClusterAutoscaler:
         return ready
 
     def _recheck_due(self, now: int) -> bool:
-        expiry = self.recheck.next_expiry()
+        expiry = self._expiry()
         return expiry is not None and expiry <= now
+
+    def _expiry(self) -> int | None:
+        """``recheck.next_expiry()``, kept while the deadlines cannot have changed: they change
+        in a scale-down pass (``_run`` drops the kept value after it) and when a node is
+        removed (``forget``: one fewer deadline)."""
+        size = len(self.recheck.deadlines)
+        if self._expiry_kept is None or self._expiry_kept[0] != size:
+            self._expiry_kept = (size, self.recheck.next_expiry())
+        return self._expiry_kept[1]
 
     def ready(self, now: int) -> list[int]:
         """Slots whose provisioning ends at ``now``: they join (the engine activates them)."""
         self.clock = now
+        if self._ready_at > now:  # none due (most instants)
+            return []
         joining = sorted(s for s, at in self.provisioning.items() if at <= now)
         for slot in joining:
             del self.provisioning[slot]
             self.record.joined(slot, now)
             self.record.added.append((now, slot))
+        self._ready_at = min(self.provisioning.values(), default=NEVER)
         if joining:
             self.dirty = True
             self.sims.new_epoch()
@@ -202,7 +227,9 @@ class ClusterAutoscaler:
 
     def _run(self, now: int, waiting: list[int]) -> list[int]:
         """The run of the loop at ``now`` (``tick``)."""
-        asked = (tuple(waiting), len(self.record.presence), len(self.record.removed))
+        # ``waiting`` is the queue's list, the same object while the queue did not change: the
+        # comparison below is then one identity check, not one per pod
+        asked = (waiting, len(self.record.presence), len(self.record.removed))
         if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
             self.asked = asked
             if self._scale_up(now, unschedulable(self, waiting, now)):
@@ -210,6 +237,7 @@ class ClusterAutoscaler:
         if self.dirty or self._recheck_due(now):
             self.dirty = False
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
+            self._expiry_kept = None  # the pass may have changed the recheck deadlines
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
@@ -337,9 +365,39 @@ class ClusterAutoscaler:
         return tuple(id(p) for p in pods)
 
     # -- scale-up ------------------------------------------------------------------------------
+    @functools.cached_property
+    def pinned_rows(self) -> list[bool]:
+        """``inp.pinned`` as a list (read per waiting pod at every scale-up)."""
+        return self.inp.pinned.tolist()  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def spare_groups(self) -> list[int]:
+        """The groups with spare slots (the others can never grow)."""
+        return sorted(set(self.group_of[self.groups.spare].tolist()))
+
+    @functools.cached_property
+    def resources_fit(self) -> Any:
+        """The profile's NodeResourcesFit filter with ``fits_on`` (None: it has none)."""
+        for plugin in self.profile.filters:
+            if getattr(plugin, "name", "") == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
+                return plugin
+        return None
+
+    def _hopeless(self, waiting: list[int], room: list[int]) -> bool:
+        """No group with ``room`` may take any of ``waiting``: their shapes' kept verdicts say
+        they fit no empty node of the others (``undecided``)."""
+        left = undecided(
+            waiting, self.inp.shape_keys, self.inp.demands, self.spare_groups, self.memo
+        )
+        return left is not None and all(room[g] <= 0 for g in left)
+
     def _scale_up(self, now: int, waiting: list[int]) -> bool:
         """One scale-up for the waiting pods; True if nodes were ordered."""
+        if not waiting:
+            return False
         room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
+        if self.settings.reuse and self._hopeless(waiting, room):
+            return False  # no option: ``plan_scale_up`` would answer None (and draw nothing)
         choice = plan_scale_up(
             self.state,
             self.profile,
@@ -360,5 +418,6 @@ class ClusterAutoscaler:
         group, slots = choice.group, choice.slots
         for slot in slots:
             self.provisioning[slot] = now + self.settings.provisioning_delay
+        self._ready_at = min(self.provisioning.values())
         self.record.scale_ups.append((now, group, len(slots)))
         return True

@@ -71,19 +71,35 @@ def _pack(
 
 
 def _upcoming(
-    state: ClusterState, demands: Sequence[PodDemand], pods: list[int], slots: list[int]
+    state: ClusterState,
+    demands: Sequence[PodDemand],
+    pods: list[int],
+    slots: list[int],
+    keys: Sequence[bytes] = (),
 ) -> set[int]:
-    """The pods (of ``pods``) that fit on the nodes already being provisioned (first fit)."""
+    """The pods (of ``pods``) that fit on the nodes already being provisioned (first fit).
+
+    ``keys``: each pod's shape key (same requests): a shape that fitted none of the nodes is not
+    tried again (their room only shrinks while pods are taken)."""
+    taken: set[int] = set()
+    if not slots:
+        return taken
     free = {s: state.allocatable[s] - state.requested[s] for s in slots}
     counts = {s: int(state.allowed_pods[s] - state.pod_count[s]) for s in slots}
-    taken: set[int] = set()
+    missed: set[bytes] = set()
     for pod in pods:
+        if keys:
+            if keys[pod] in missed:
+                continue
+            missed.add(keys[pod])  # dropped below when the pod is taken
         row = demands[pod].requests
         for slot in slots:
             if counts[slot] > 0 and bool(np.all(row <= free[slot])):
                 free[slot] = free[slot] - row
                 counts[slot] -= 1
                 taken.add(pod)
+                if keys:
+                    missed.discard(keys[pod])
                 break
     return taken
 
@@ -156,25 +172,24 @@ def plan_scale_up(
             found = store[key] = _fits_empty(state, profile, demand, probe, now)
         return found
 
-    upcoming = _upcoming(state, demands, list(waiting), provisioning)
-    pods = [p for p in waiting if p not in upcoming]
+    upcoming = _upcoming(state, demands, list(waiting), provisioning, keys)
+    pods = [p for p in waiting if p not in upcoming] if upcoming else list(waiting)
     if not pods:
         return None
     # pods of one shape key and kind of verdict (kept between calls or not) share
     # ``fits_group``'s answer (it stores one per key and group): asked once per class and group
-    classes: dict[tuple[bytes, bool], int] = {}
-    first: list[int] = []  # a pod of each class
-    of: list[int] = []  # each pod's class
-    for p in pods:
-        if keys:
-            demand = demands[p]
-            lasting = memo is not None and demand.affinity is None and not demand.spread
-            c = classes.setdefault((keys[p], lasting), len(first))
-        else:  # no shape keys: every pod judged alone
-            c = len(first)
-        if c == len(first):
-            first.append(p)
-        of.append(c)
+    kinds: list[Any]
+    if keys:
+        # a shape's pods share their spreading and affinity terms (with terms anywhere they are
+        # in the key), hence whether their verdicts are kept: one class per shape key
+        kinds = list(map(keys.__getitem__, pods))
+        # each class's first pod (a dict built backwards keeps the earliest pod of each key),
+        # the classes in the order their first pod waits
+        earliest = dict(zip(reversed(kinds), reversed(pods), strict=True))
+        first = {c: earliest[c] for c in dict.fromkeys(kinds)}
+    else:  # no shape keys: every pod judged alone
+        kinds = list(range(len(pods)))
+        first = dict(zip(kinds, pods, strict=True))
     options = []
     for group, slots in enumerate(free_slots):
         bins = min(room[group], len(slots))
@@ -182,10 +197,10 @@ def plan_scale_up(
             continue
         probe = slots[0]
         capacity = state.allocatable[probe]
-        verdicts = [fits_group(p, group, probe) for p in first]
-        fits = [p for p, c in zip(pods, of, strict=True) if verdicts[c]]
-        if not fits:
-            continue
+        verdicts = {c: fits_group(p, group, probe) for c, p in first.items()}
+        if not any(verdicts.values()):
+            continue  # no waiting pod fits an empty node of this group
+        fits = [p for p, c in zip(pods, kinds, strict=True) if verdicts[c]]
         share = [
             sum(
                 float(demands[p].requests[j]) / float(capacity[j])
@@ -210,29 +225,127 @@ def plan_scale_up(
 def unschedulable(ca: ClusterAutoscaler, waiting: list[int], now: int) -> list[int]:
     """``FilterOutSchedulablePodListProcessor``: the waiting pods that fit on no existing node
     (each that fits is placed there in the simulation, so the next sees it), e.g. pods the
-    scheduler has not retried yet since a node became Ready."""
+    scheduler has not retried yet since a node became Ready.
+
+    Fast path (``ca.reuse``: every filter's verdict on a node reads that node alone, and a bind
+    only shrinks what a node accepts): a shape found on no node by the last call, before any
+    simulated placement, is asked only of the nodes that may accept more since — those that lost
+    a pod (``ca.sims.freed`` stamped after that call) or became present; the others refused it
+    then and have only gained pods. Fitting none of those, it fits nowhere (the same answer as
+    the full walk, which finds no node either)."""
     state, seconds = ca.state, now / SECOND
     placed: list[tuple[int, Any]] = []
     out = []
     nowhere: set[bytes] = set()  # shapes that fit no node: the rest of the shape neither
-    keys = ca.inp.shape_keys
-    for pod in waiting:
-        if ca.inp.pinned[pod]:
-            continue
-        if keys[pod] in nowhere:
+    keys, pinned = ca.inp.shape_keys, ca.pinned_rows
+    before = ca.nowhere if ca.reuse else None
+    opened: Any = None  # the nodes that may accept more than at the last call
+    kept: set[bytes] = set()  # shapes on no node with nothing placed yet (for the next call)
+    pods = [p for p in waiting if not pinned[p]]
+    shapes = len(set(map(keys.__getitem__, pods)))
+    for i, pod in enumerate(pods):
+        if len(nowhere) == shapes:  # every shape fits nowhere: so do the rest
+            out.extend(pods[i:])
+            break
+        key = keys[pod]
+        if key in nowhere:
             out.append(pod)
             continue
         demand = ca.inp.demands[pod]
-        node = _first_node(ca, demand, seconds)
+        if before is not None and key in before[2]:
+            if opened is None:
+                opened = np.flatnonzero(ca.active & ((ca.sims.freed > before[0]) | ~before[1]))
+            node = None
+            if len(opened):
+                may = opened[_static_mask(ca, demand, seconds)[opened]]
+                if _room_on(ca, demand, may):  # may fit there: the walk from the first node
+                    node = _first_node(ca, demand, seconds)
+        else:
+            node = _first_node(ca, demand, seconds)
         if node is not None:
             state.bind(node, demand)
             placed.append((node, demand))
         else:
-            nowhere.add(keys[pod])
+            nowhere.add(key)
             out.append(pod)
+            if not placed:
+                kept.add(key)
     for node, demand in reversed(placed):
         state.unbind(node, demand)
+    if ca.reuse:
+        ca.nowhere = (ca.sims.passes, ca.active.copy(), kept)
     return out
+
+
+def undecided(
+    pods: Sequence[int],
+    keys: Sequence[bytes],
+    demands: Sequence[PodDemand],
+    groups: Sequence[int],
+    memo: dict[tuple[bytes, int], bool],
+) -> set[int] | None:
+    """The groups (of ``groups``) that ``plan_scale_up`` may still find an option in for
+    ``pods``: those where some pod's shape has no kept verdict on an empty node (``memo``);
+    a group where every shape's kept verdict is "fits no empty node" offers none. None when
+    some shape's verdict is kept "fits" or is never kept (spreading, affinity): plan in full.
+    (A shape's pods share their spreading and affinity terms — with terms anywhere they are in
+    the shape key — so one pod of a shape tells whether its verdicts are kept.)"""
+    first = dict(zip(map(keys.__getitem__, pods), pods, strict=True))
+    open_groups: set[int] = set()
+    for key, pod in first.items():
+        if demands[pod].affinity is not None or demands[pod].spread:
+            return None  # judged afresh at every call
+        for g in groups:
+            verdict = memo.get((key, g))
+            if verdict:
+                return None
+            if verdict is None:
+                open_groups.add(g)
+    return open_groups
+
+
+def _static_mask(ca: ClusterAutoscaler, demand: PodDemand, seconds: float) -> Any:
+    """The nodes the static filters (labels, taints, cordons: fixed without node-state
+    intervals) pass for ``demand``, kept per constraints object as ``_first_node``'s masks."""
+    key = ("*", id(demand.constraints))
+    mask = ca.static.get(key)
+    if mask is None:
+        mask = np.ones(ca.state.node_count, dtype=bool)
+        for plugin in ca.profile.filters:
+            name = getattr(plugin, "name", "")
+            if name in STATIC_FILTERS:
+                one = ca.static.get((name, id(demand.constraints)))
+                if one is None:
+                    one = ca.static[(name, id(demand.constraints))] = plugin.filter(
+                        ca.state, demand, seconds
+                    ).feasible
+                mask &= one
+        ca.static[key] = mask
+    return mask
+
+
+def _room_on(ca: ClusterAutoscaler, demand: PodDemand, nodes: IntArray) -> bool:
+    """Whether NodeResourcesFit may pass for ``demand`` on one of ``nodes`` (False: it fails
+    on all, so every filter pass does; True also when the profile has no such filter)."""
+    fit = ca.resources_fit
+    if fit is None:
+        return True
+    state = ca.state
+    found = ca.columns.get(id(demand))
+    if found is None:
+        found = ca.columns[id(demand)] = (demand, fit.compared(state, demand))
+    columns = found[1]
+    if columns is None:  # a resource no node offers
+        return False
+    alloc, used, count, allowed = (
+        state.allocatable, state.requested, state.pod_count, state.allowed_pods,
+    )  # fmt: skip
+    for i in nodes.tolist():
+        if count.item(i) < allowed.item(i) and all(
+            alloc.item(i, j) - used.item(i, j) >= r for j, r in columns
+        ):
+            return True
+    return False
 
 
 def _first_node(ca: ClusterAutoscaler, demand: PodDemand, seconds: float) -> int | None:

@@ -407,9 +407,12 @@ def replay(
         """One pass over this instant's arrivals and the pending pods that may fit now, merged in
         queue order (``analyzer.scheduling.queue_order``); a pending pod's failure ends its
         group's turn, arrivals are always tried; pods that fail wait."""
+        retry = bool((changed or everything) and queue and cache is not None)
+        if not retry and not arriving:
+            return  # nothing to try (e.g. an instant of the autoscaler's own)
         failed: set[bytes] = set()
         pending: Iterator[int] = iter(())
-        if (changed or everything) and queue and cache is not None:
+        if retry and cache is not None:
             heads = queue.representatives()
             hopeful = heads if everything else cache.may_fit(heads, inp.demands, changed)
             pending = queue.in_order({queue.group_of(p) for p in hopeful}, failed)
@@ -466,6 +469,7 @@ def replay(
     starts = np.concatenate([[0], bounds]).astype(np.int64).tolist() if len(times) else []
     stops = [*bounds.tolist(), len(times)] if len(times) else []
     kinds_list, index_list = kinds.tolist(), index.tolist()
+    first_times = times[starts].tolist() if len(times) else []  # each instant's time, as ints
     instants = len(starts)
     at = 0  # the next instant of the event list
 
@@ -476,16 +480,20 @@ def replay(
             later = min(later, scaler.next_time())
         return later if timeline is None else min(later, timeline.next_time())
 
-    while at < instants or between() <= inp.end:
+    while True:
         # the next instant: of the event list, or a termination / node-state change in between
+        # (``between`` read once per instant: nothing changes between its reads here)
+        later = between()
+        if at >= instants and later > inp.end:
+            break
         lo = starts[at] if at < instants else len(times)
         if stop_after is not None and lo >= stop_after:
             rec.notes.append(f"stopped after {lo} of {len(times)} events (partial replay)")
             break
-        now = int(times[lo]) if at < instants else NEVER
+        now = first_times[at] if at < instants else NEVER
         hi = lo
-        if between() < now:
-            now = between()
+        if later < now:
+            now = later
         else:
             hi = stops[at]
             at += 1
@@ -497,7 +505,8 @@ def replay(
             if refreshed and cache is not None:
                 cache.reloaded(now / 1e9)
         changed: list[int] = []
-        back = terminate(now, changed)
+        # ``later`` <= every termination's end: none ends at an instant before it
+        back = terminate(now, changed) if later <= now else []
         k = lo
         while k < hi and kinds_list[k] != ARRIVE:
             kind, item = kinds_list[k], index_list[k]

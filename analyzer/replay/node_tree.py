@@ -26,7 +26,7 @@ from analyzer.replay.tree_mirror import TreeMirror
 from analyzer.scheduling.node_sampling import (
     found_nodes,
     num_feasible_nodes_to_find,
-    round_robin,
+    round_robin_array,
     zone_key,
 )
 
@@ -70,7 +70,7 @@ class NodeTree:
     def order(self) -> Int64Array:
         """The node list (``nodeTree.list()``) as state rows; rebuilt only after a change."""
         if self._order is None:
-            self._order = np.array(round_robin(list(self.zones.values())), dtype=np.int64)
+            self._order = round_robin_array(list(self.zones.values()))
         return self._order
 
     def doubled(self) -> Int64Array:

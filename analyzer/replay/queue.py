@@ -8,6 +8,11 @@ pod of a group fails, every later pod of that group would fail too. ``in_order``
 the pods of the asked groups merged by arrival rank and lets the caller drop a group at its first
 failure: a retry round costs the placements it makes plus one try per group, not one try per
 pending pod (thousands of pods wait under packing strategies on large clusters).
+
+``pods`` (every pending pod in FIFO order, which the autoscalers read at every instant) comes
+from one rank-sorted list kept across instants by bisection (ranks are unique: the last field of
+both queue ranks is a position), and the same list object is handed out while nothing was added
+or removed: a caller may compare it by identity with the one it had.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ class PendingQueue:
         self._pods: dict[bytes, list[int]] = {}
         self._ranks: dict[bytes, list[int]] = {}
         self._count = 0
+        # every pending pod by rank (``pods``), the ranks beside them; the list last handed out
+        self._all_ranks: list[int] = []
+        self._all_pods: list[int] = []
+        self._listed: list[int] | None = None
 
     def __len__(self) -> int:
         return self._count
@@ -36,6 +45,10 @@ class PendingQueue:
         at = bisect.bisect(ranks, self._seq[pod])
         ranks.insert(at, self._seq[pod])
         self._pods.setdefault(group, []).insert(at, pod)
+        at = bisect.bisect(self._all_ranks, self._seq[pod])
+        self._all_ranks.insert(at, self._seq[pod])
+        self._all_pods.insert(at, pod)
+        self._listed = None
         self._count += 1
 
     def remove(self, pod: int) -> None:
@@ -48,11 +61,17 @@ class PendingQueue:
         del self._pods[group][at]
         if not ranks:
             del self._ranks[group], self._pods[group]
+        at = bisect.bisect_left(self._all_ranks, self._seq[pod])
+        del self._all_ranks[at], self._all_pods[at]
+        self._listed = None
         self._count -= 1
 
     def pods(self) -> list[int]:
-        """Every pending pod, in FIFO order."""
-        return sorted((p for pods in self._pods.values() for p in pods), key=self._seq.__getitem__)
+        """Every pending pod, in FIFO order: the same list object until the queue changes (the
+        caller must not modify it)."""
+        if self._listed is None:
+            self._listed = self._all_pods.copy()
+        return self._listed
 
     def representatives(self) -> list[int]:
         """The first pending pod of each group."""
