@@ -29,6 +29,9 @@ SHORT = {
     "unremovable-node-recheck-timeout": "2m",
     "scan-interval": "7s",  # the replay's instants (a 5-minute step) fall off the loop's grid
 }
+# recheck deadlines that fall between the runs of a sequence off the 7-second grid: the pass at
+# the first run after the deadline, not at an instant of its own
+RECHECK = {"unremovable-node-recheck-timeout": "1m", "scan-interval": "7s"}
 
 
 def _replay(seed: int, strategy: str, raw: Any) -> tuple[Any, Any]:
@@ -49,6 +52,9 @@ def _replay(seed: int, strategy: str, raw: Any) -> tuple[Any, Any]:
         (2, "most-allocated", None),
         (3, "kube-default", SHORT),
         (5, "most-allocated", SHORT),
+        # failed when a left-out stretch ended at the recheck deadline's own instant (read with
+        # ``next_tick`` not caught up): the pass came one run late
+        (2, "kube-default", RECHECK),
     ],
 )
 def test_runs_left_out_change_nothing(
@@ -88,5 +94,5 @@ def test_runs_left_out_change_nothing(
     for name, column in every.preemptions.items():
         assert np.array_equal(fast.preemptions[name], column)
     assert fast_ticks < ticks["n"], (fast_ticks, ticks["n"])
-    if raw is SHORT:  # instants off the grid after runs left out: ``next_tick`` caught up
+    if raw is not None:  # instants off the grid after runs left out: ``next_tick`` caught up
         assert moved > 0

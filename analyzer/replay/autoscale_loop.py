@@ -179,21 +179,25 @@ class ClusterAutoscaler:
             if kept is not None and kept[0] == len(self.recheck.deadlines)
             else self._expiry()
         )
+        recheck = NEVER
         if expiry is not None:  # a node skipped as recently unremovable is judged again then
             at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
-            ready = min(ready, max(self.next_tick, at))
+            recheck = max(self.next_tick, at)
         self.idle_from = None
         if self.dirty or self.waiting or self.unneeded:
             grid = start + -(-(self.clock + 1 - start) // scan) * scan
-            first = max(self.next_tick, grid)
+            first = max(self.next_tick, grid)  # never after ``recheck`` (both on the grid)
             if self.queued is not None and not self.dirty:
-                # the runs before ``until`` do nothing: left out (``autoscale_idle``)
+                # the runs before ``until`` do nothing: left out (``autoscale_idle``); the
+                # recheck is the first run at or after the deadline (``until`` reads it), not
+                # ``recheck`` (``next_tick`` is not caught up before the next instant)
                 due = until(self, expiry)
                 if due > first:
                     self.idle_from = first
                     first = NEVER if due >= NEVER else first + -(-(due - first) // scan) * scan
-            return min(ready, first)
-        return ready
+                    return min(ready, first)
+            return min(ready, recheck, first)
+        return min(ready, recheck)
 
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()
