@@ -258,8 +258,10 @@ class ClusterAutoscaler:
                 self.last_add = now
         if self.dirty or self._recheck_due(now):
             self.dirty = False
+            passes = self.record.passes
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
-            self._expiry_kept = None  # the pass may have changed the recheck deadlines
+            if self.record.passes != passes:  # the pass may have changed the recheck deadlines
+                self._expiry_kept = None  # (else only dropped some: ``_expiry`` sees the count)
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
