@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,7 @@ from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
 from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
+from analyzer.replay.autoscale_idle import catch_up, until
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
 from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
@@ -158,6 +160,12 @@ class ClusterAutoscaler:
     # found on no node before any simulated placement (its fast path, ``reuse``)
     nowhere: tuple[int, Any, set[bytes]] | None = None
     _expiry_kept: tuple[int, int | None] | None = None  # deadlines' count, earliest (``_expiry``)
+    # runs that do nothing left out (``autoscale_idle``): the engine's queue's ``pods`` where
+    # allowed (None: every run is an instant), the first run left out after the last instant,
+    # and ``to_delete``'s first possible time as of (outcomes, their count, ``last_add``)
+    queued: Callable[[], list[int]] | None = None
+    idle_from: int | None = None
+    deletable_kept: tuple[Any, int, int, int] | None = None
 
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:
@@ -171,13 +179,25 @@ class ClusterAutoscaler:
             if kept is not None and kept[0] == len(self.recheck.deadlines)
             else self._expiry()
         )
+        recheck = NEVER
         if expiry is not None:  # a node skipped as recently unremovable is judged again then
             at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
-            ready = min(ready, max(self.next_tick, at))
+            recheck = max(self.next_tick, at)
+        self.idle_from = None
         if self.dirty or self.waiting or self.unneeded:
             grid = start + -(-(self.clock + 1 - start) // scan) * scan
-            return min(ready, max(self.next_tick, grid))
-        return ready
+            first = max(self.next_tick, grid)  # never after ``recheck`` (both on the grid)
+            if self.queued is not None and not self.dirty:
+                # the runs before ``until`` do nothing: left out (``autoscale_idle``); the
+                # recheck is the first run at or after the deadline (``until`` reads it), not
+                # ``recheck`` (``next_tick`` is not caught up before the next instant)
+                due = until(self, expiry)
+                if due > first:
+                    self.idle_from = first
+                    first = NEVER if due >= NEVER else first + -(-(due - first) // scan) * scan
+                    return min(ready, first)
+            return min(ready, recheck, first)
+        return min(ready, recheck)
 
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()
@@ -212,6 +232,8 @@ class ClusterAutoscaler:
         """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
         after the scheduler tried them), then scale-down. Returns the slots to delete now."""
         self.clock = now
+        if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
+            catch_up(self, now)
         if now < self.next_tick:
             return []
         if not (self.dirty or self.waiting or self.unneeded or self._recheck_due(now)):
@@ -236,8 +258,10 @@ class ClusterAutoscaler:
                 self.last_add = now
         if self.dirty or self._recheck_due(now):
             self.dirty = False
+            passes = self.record.passes
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
-            self._expiry_kept = None  # the pass may have changed the recheck deadlines
+            if self.record.passes != passes:  # the pass may have changed the recheck deadlines
+                self._expiry_kept = None  # (else only dropped some: ``_expiry`` sees the count)
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:

@@ -121,6 +121,13 @@ class SimulationMemo:
         self.changed = np.zeros(nodes, dtype=np.int64)  # pass after which it last changed
         self.freed = np.zeros(nodes, dtype=np.int64)  # ... last lost a pod (or joined)
         self.touched: set[int] = set()  # the nodes changed since the last pass began
+        # ``unchanged`` verifies each touched node once per summary: ``pending`` are those
+        # touched since its last True answer (or since the summary), ``leaning`` the verified
+        # ones that passed only as recently unremovable (checked again at each call: the
+        # skipped set is read then); ``incremental`` False verifies every touched node anew
+        self.pending: set[int] = set()
+        self.leaning: set[int] = set()
+        self.incremental = True
         self.entries: dict[int, Entry] = {}
         self.reused = 0
         self.simulated = 0
@@ -132,6 +139,7 @@ class SimulationMemo:
         """The replay bound (``freed`` False) or unbound a pod on ``node``."""
         self.changed[node] = self.passes + 1
         self.touched.add(node)
+        self.pending.add(node)
         if freed:
             self.freed[node] = self.passes + 1
 
@@ -139,7 +147,12 @@ class SimulationMemo:
         """Nodes joined or left, or a scale-up changed the groups' sizes: no answer that read
         the node set is reused. Two kinds read none of it and are kept (``lasting``)."""
         self.epoch += 1
-        self.entries = {slot: e for slot, e in self.entries.items() if lasting(e)}
+        # ``lasting`` inlined (hundreds of entries per epoch, hundreds of epochs)
+        self.entries = {
+            slot: e
+            for slot, e in self.entries.items()
+            if e.by_hints or e.outcome.reason == "BlockedByPod"
+        }
         if len(self.drains) > 10_000:  # keyed by pods that may be long gone: bounded
             self.drains = {}
 
@@ -147,6 +160,8 @@ class SimulationMemo:
         """A scale-down pass begins (stamps after this refer to changes after it)."""
         self.passes += 1
         self.touched.clear()
+        self.pending.clear()
+        self.leaning.clear()
         self.used = []
 
     def summarise(
@@ -162,6 +177,9 @@ class SimulationMemo:
         self.summary = PassSummary(
             self.epoch, provisioning, look, reads, failed, budgets, dict(reasons)
         )
+        # a new summary: every node touched since the pass began is verified against it
+        self.pending = set(self.touched)
+        self.leaning.clear()
 
     def unchanged(
         self,
@@ -184,15 +202,28 @@ class SimulationMemo:
             return False
         if last.budgets:
             return False
-        if not self.touched:  # nothing changed since: ``changed > passes`` nowhere
+        if self.incremental:
+            # a node verified since the summary keeps its verdict until touched again (then it
+            # is in ``pending``): every input of its check is its own pods and room, the
+            # summary's arrays and rows (fixed with the summary) and ``always`` (fixed) — but
+            # for one that passed as skipped, whether it still is (``leaning``)
+            nodes = self.pending
+            gone = [n for n in self.leaning if n not in recent] if self.leaning else []
+            if gone:
+                nodes = nodes.union(gone)
+        else:
+            nodes = self.touched
+        if not nodes:  # nothing changed since, or all verified
             return True
-        # ``changed > passes``, node by node (a few: Python integers, no arrays)
         look, reads, freed, passes = last.look, last.reads, self.freed, self.passes
         judged = []
-        for node in self.touched:
+        skipped = []
+        for node in nodes:
             if look.item(node) or reads.item(node):
                 return False
-            if node not in recent:  # a skipped node's own pods are not read
+            if node in recent:  # a skipped node's own pods are not read
+                skipped.append(node)
+            else:
                 if always.item(node):
                     return False
                 judged.append(node)
@@ -200,17 +231,20 @@ class SimulationMemo:
             ratio, near = ratio_of(), threshold + 1e-6
             if any(ratio.item(node) < near for node in judged):
                 return False
-        if not last.failed:  # no pod found no place: room freed anywhere changes nothing
-            return True
-        opened = np.array([n for n in self.touched if freed.item(n) > passes], dtype=np.int64)
-        if len(opened):
-            cpu, memory = columns
-            room = state.allocatable[opened] - state.requested[opened]
-            slots = state.pod_count[opened] < state.allowed_pods[opened]
-            for row in last.failed:
-                fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
-                if bool(fits.any()):
-                    return False
+        if last.failed:  # else no pod found no place: room freed anywhere changes nothing
+            opened = np.array([n for n in nodes if freed.item(n) > passes], dtype=np.int64)
+            if len(opened):
+                cpu, memory = columns
+                room = state.allocatable[opened] - state.requested[opened]
+                slots = state.pod_count[opened] < state.allowed_pods[opened]
+                for row in last.failed:
+                    fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
+                    if bool(fits.any()):
+                        return False
+        if self.incremental:  # all verified: only later touches (and ``leaning``) are asked
+            self.leaning.difference_update(judged)
+            self.leaning.update(skipped)
+            self.pending = set()
         return True
 
     def find(

@@ -274,6 +274,10 @@ def replay(
             inp, *autoscaler, profile, state, active, on_node, bound, budgets_of(inp, state),
             np.random.default_rng([seed, AUTOSCALER_STREAM]),
         )  # fmt: skip
+    if isinstance(scaler, ClusterAutoscaler) and feed is None:
+        # an instant with nothing to do is nothing to the scheduler: the loop's idle runs may
+        # be left out (``analyzer.replay.autoscale_idle``)
+        scaler.queued = queue.pods
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)

@@ -1,0 +1,61 @@
+"""The cluster-autoscaler loop's runs that do nothing, left out of the replay's instants.
+
+While pods wait or nodes are unneeded, the loop runs every ``scan-interval`` (``next_time``).
+Such a run does nothing but move ``next_tick`` on when the state did not change since the last
+pass (no ``dirty``), no recheck deadline passed, the waiting pods are those the last scale-up
+was asked about (the same queue, nodes and removals: ``_run`` does not ask again) and no unneeded
+node can be deleted yet (``to_delete``: none unneeded for ``scale-down-unneeded-time``, or within
+``scale-down-delay-after-add`` of the last scale-up). Between two instants of the replay nothing
+changes, so every run of the loop before the first at which one of those may no longer hold
+does nothing: ``next_time`` answers that run (``until``), and ``tick`` at the next instant sets
+``next_tick`` as the runs left out would have (``catch_up``). The runs are at ``first``,
+``first + scan``, … (``first``: the run ``next_time`` would have answered).
+
+Only where an instant with nothing to do is nothing to the scheduler too: no load-aware feed
+(a reload at an instant retries the pending pods); the engine says so (``queued`` set).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzer.replay.input import NEVER
+
+# ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
+ClusterAutoscaler = Any
+
+
+def until(ca: ClusterAutoscaler, expiry: int | None) -> int:
+    """The first time a run of the loop may do more than move ``next_tick`` on, given the
+    state now and no change before (NEVER: none; at most now when it may at once)."""
+    if ca.dirty:
+        return -NEVER
+    if ca.waiting and (ca.queued(), len(ca.record.presence), len(ca.record.removed)) != ca.asked:
+        return -NEVER  # the scale-up is asked again
+    settings = ca.settings
+    outcomes, last_add = ca.outcomes, ca.last_add
+    kept = ca.deletable_kept
+    if kept is None or kept[0] is not outcomes or kept[1] != len(outcomes) or kept[2] != last_add:
+        # ``to_delete`` answers nothing before this: every unneeded node's time, the cool-down
+        if outcomes:
+            since = min(ca.unneeded[s] for s in outcomes)
+            first = max(last_add + settings.delay_after_add, since + settings.unneeded_time)
+        else:
+            first = NEVER
+        kept = ca.deletable_kept = (outcomes, len(outcomes), last_add, first)
+    deletable: int = kept[3]
+    if expiry is not None:  # ``_recheck_due``: a pass at the first run at or after it
+        return min(deletable, expiry)
+    return deletable
+
+
+def catch_up(ca: ClusterAutoscaler, now: int) -> None:
+    """At an instant ``now`` after runs left out (at ``ca.idle_from`` + k × scan before now),
+    ``next_tick`` as they would have left it: one scan after the last of them."""
+    first = ca.idle_from
+    if first is None or now <= first:
+        return
+    scan = ca.settings.scan_interval
+    last = first + (now - first) // scan * scan
+    if last < now:  # the run at ``now`` itself (on the grid) is run as it would be
+        ca.next_tick = last + scan
