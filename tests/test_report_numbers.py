@@ -208,6 +208,27 @@ def test_table_cells_show_no_sign_on_a_value_that_rounds_to_zero() -> None:
     assert texts == [["0.0 %", "0"], ["-0.1 %", "-2"], ["0.0 %", "2"]]
 
 
+def test_a_table_built_from_no_rows_keeps_its_columns() -> None:
+    """The monthly back-test's table is ``pd.DataFrame(rows)``; with no row (a stored forecast with
+    no day in common with the month) that frame has no columns, and writing its CSV raised
+    KeyError, stopping ``analyzer demo --nodes 60 --days 3 --history-days 45`` (the container
+    test's demo) on some dates. An empty table keeps its header; a table with rows still
+    must hold every column it shows."""
+    import pandas as pd
+    import pytest
+
+    from analyzer.report.views import Column, TableView
+
+    columns = [Column("pool", "Pool"), Column("days", "Days", "int")]
+    view = TableView("backtest", "B", columns, pd.DataFrame([]))
+    assert list(view.csv_frame().columns) == ["pool", "days"]
+    assert view.csv_frame().empty and view.records() == [] and view.rows() == []
+    assert view.total_rows == 0
+    partial = TableView("t", "T", columns, pd.DataFrame({"pool": ["a"]}))
+    with pytest.raises(KeyError):
+        partial.csv_frame()
+
+
 def test_nightly_chart_titles_fit_on_their_image(early: dict[str, Any]) -> None:
     """A chart title over ``TITLE_LIMIT`` characters is cut in its middle where it is drawn
     (``charts.fit_labels``): the demo's memory heatmap read "… — 30 no…s with the highest p95 …".

@@ -49,6 +49,14 @@ class TableView:
     hot: str | None = None  # bool column: highlight the row
     in_json: bool = True  # False: CSV only (e.g. raw hourly series a chart already summarises)
 
+    def __post_init__(self) -> None:
+        # a table with no rows built from an empty list has no columns either (``pd.DataFrame([])``,
+        # e.g. a back-test with no day in common): it is the empty table with its columns, so its
+        # CSV keeps its header and its JSON is []. A table with rows must have every column.
+        keys = [c.key for c in self.columns]
+        if self.frame.empty and not set(keys) <= set(self.frame.columns):
+            self.frame = pd.DataFrame(columns=keys)
+
     @property
     def total_rows(self) -> int:
         return len(self.frame)
