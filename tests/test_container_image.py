@@ -39,7 +39,9 @@ pytestmark = [pytest.mark.container, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 UID = 10001  # the Containerfile's fixed UID (deploy/ sets the same runAsUser)
-MAX_IMAGE_BYTES = 700 * 10**6
+# 662 MB before DuckDB became a dependency (`report fleet`, e92a6e2); duckdb 2.0.1's one
+# extension module is 66 MB: 738 MB measured 2026-11-29 (docs/deploy.md). The budget leaves ~60 MB.
+MAX_IMAGE_BYTES = 800 * 10**6
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 MMDEBSTRAP = (
     "mmdebstrap",
@@ -208,7 +210,7 @@ def test_image_is_small_and_declares_how_it_runs(podman: Podman, image: Built) -
     data = _inspect(podman, image.tag)
     size = int(str(data["Size"]))
     print(f"image {image.tag}: {size / 1e6:.0f} MB, built in {image.seconds:.0f} s")
-    assert size < MAX_IMAGE_BYTES, f"image is {size / 1e6:.0f} MB, over 700 MB"
+    assert size < MAX_IMAGE_BYTES, f"image is {size / 1e6:.0f} MB, over {MAX_IMAGE_BYTES / 1e6:.0f} MB"
     config = data["Config"]
     assert isinstance(config, dict)
     assert config["User"] == f"{UID}:{UID}"  # numeric: kubelet can verify runAsNonRoot
