@@ -210,7 +210,9 @@ def test_image_is_small_and_declares_how_it_runs(podman: Podman, image: Built) -
     data = _inspect(podman, image.tag)
     size = int(str(data["Size"]))
     print(f"image {image.tag}: {size / 1e6:.0f} MB, built in {image.seconds:.0f} s")
-    assert size < MAX_IMAGE_BYTES, f"image is {size / 1e6:.0f} MB, over {MAX_IMAGE_BYTES / 1e6:.0f} MB"
+    assert size < MAX_IMAGE_BYTES, (
+        f"image is {size / 1e6:.0f} MB, over {MAX_IMAGE_BYTES / 1e6:.0f} MB"
+    )
     config = data["Config"]
     assert isinstance(config, dict)
     assert config["User"] == f"{UID}:{UID}"  # numeric: kubelet can verify runAsNonRoot
