@@ -241,3 +241,32 @@ def test_nightly_chart_titles_fit_on_their_image(early: dict[str, Any]) -> None:
     assert any("memory" in t and "hourly MEAN" in t for t in titles)
     too_long = [t for t in titles if len(t) > TITLE_LIMIT]
     assert too_long == []
+
+
+def test_a_stored_forecast_with_no_series_is_said_so_not_no_day_in_common() -> None:
+    """The 60-node demo's September review had 15 days of history and stored a forecast with no
+    series; October's back-test then said "has no day in common", which is not why. The sentence
+    names the real reason, and a forecast with series but no common day keeps the old one."""
+    import datetime as dt
+
+    import pandas as pd
+
+    from analyzer.monthly.backtest import score_forecast
+    from analyzer.monthly.months import Month
+    from analyzer.report.monthly import _backtest_sentence
+
+    daily = pd.DataFrame(
+        {"day": [dt.date(2026, 10, d) for d in range(1, 32)], "pool": "general",
+         "requested_peak_cpu": 40.0}
+    )  # fmt: skip
+    empty = {"month": "2026-09", "pools": {"general": {}, "gpu": {}}}
+    b = score_forecast(empty, daily, Month(2026, 10))
+    assert b["days_scored"] == 0 and b["series_stored"] == 0 and b["rows"] == []
+    text = _backtest_sentence({"backtest": b, "month": "2026-10"})
+    assert "holds no forecast series" in text and "no day in common" not in text
+    point = {"lo80": 0, "hi80": 1, "lo95": 0, "hi95": 1, "mean": 0.5}
+    november = {"month": "2026-09", "pools": {"general": {"requested_cpu_cores": {
+        "method": "linear", "series": [{**point, "date": "2026-11-02"}]}}}}  # fmt: skip
+    b = score_forecast(november, daily, Month(2026, 10))
+    assert b["days_scored"] == 0 and b["series_stored"] == 1
+    assert "no day in common" in _backtest_sentence({"backtest": b, "month": "2026-10"})

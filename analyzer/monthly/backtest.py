@@ -68,8 +68,15 @@ def score_forecast(stored: dict[str, Any], daily: pd.DataFrame, month: Month) ->
             inside80 += int(in80.sum())
             inside95 += int(in95.sum())
             total += len(both)
+    stored_series = sum(
+        1 for entries in pools.values() for entry in (entries or {}).values()
+        if (entry or {}).get("series")
+    )  # fmt: skip
     return {
         "forecast_month": stored.get("month"),
+        # how many (pool, series) forecasts the stored file holds: 0 when its review had too
+        # little history to forecast anything, which is why nothing could be scored
+        "series_stored": stored_series,
         "forecast_history_end": stored.get("history_end"),
         "scored_month": str(month),
         "rows": rows,

@@ -209,6 +209,12 @@ def _backtest_sentence(p: dict[str, Any]) -> str:
             f"{previous_month(p['month'])} (a monthly review of that month stores one), so there is "
             "nothing to score yet. This run stores its own for next month."
         )
+    if not b["days_scored"] and b.get("series_stored") == 0:
+        return (
+            f"The forecast stored for {b['forecast_month']} holds no forecast series (that "
+            "review had too little history to forecast), so nothing of "
+            f"{b['scored_month']} could be scored."
+        )
     if not b["days_scored"]:
         return (
             f"The forecast stored for {b['forecast_month']} has no day in common with "
