@@ -36,7 +36,6 @@ class HintedPlan:
     counts: np.ndarray[Any, Any]  # per target: the pods the answer adds to it
     groups: list[tuple[int, list[CAPod]]]  # per target: its pods of the answer, in order
     gone: frozenset[int]  # the object ids of the moved pods
-    flat: np.ndarray[Any, Any]  # ``sums``' cells as indices into the flattened request rows
     # the candidate's pods list as last applied, and that list without the moved pods
     left: tuple[list[CAPod], list[CAPod]] | None = None
 
@@ -82,7 +81,6 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
         counts=np.array([len(groups[t]) for t in order], dtype=np.int64),
         groups=[(t, groups[t]) for t in order],
         gone=frozenset(id(pod) for pod in moved),
-        flat=(np.array(order, dtype=np.int64)[:, None] * width + np.arange(width)).ravel(),
     )
 
 

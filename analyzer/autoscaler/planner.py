@@ -56,15 +56,9 @@ class Plan:
     drained: list[str] = field(default_factory=list)
 
 
-def is_empty(
-    cluster: Cluster,
-    name: str,
-    options: CAOptions,
-    now: float,
-    verdicts: dict[int, tuple[CAPod, Status]] | None = None,
-) -> bool:
+def is_empty(cluster: Cluster, name: str, options: CAOptions, now: float) -> bool:
     """``EmptySorting``: no pod to move (judged without PDBs or controllers)."""
-    return has_no_pod_to_move(cluster.pods.get(name, []), options, now, verdicts)
+    return has_no_pod_to_move(cluster.pods.get(name, []), options, now)
 
 
 def has_no_pod_to_move(

@@ -363,22 +363,12 @@ class RemovalSimulator:
         one step (no moved pod has host ports there: ``light`` callers exclude them)."""
         index = self.position[node]
         if plan is not None and self.light:
-            where, state = plan.where, self.state
-            requested = state.requested
-            if requested.flags.c_contiguous:  # one 1-D step (a view of the same rows)
-                requested.reshape(-1)[plan.flat] += plan.sums.reshape(-1)
-            else:
-                requested[where] += plan.sums  # distinct targets: no index twice
-            state.pod_count[where] += plan.counts
+            where = plan.where
+            self.state.requested[where] += plan.sums  # distinct targets: no index twice
+            self.state.pod_count[where] += plan.counts
             self.batches.append((where, plan.sums, plan.counts))
-            added, names = self.added, self.names
-            for target, pods in plan.groups:  # as ``_add_pod`` pod by pod
-                name = names[target]
-                found = added.get(name)
-                if found is None:
-                    added[name] = list(pods)
-                else:
-                    found.extend(pods)
+            for target, pods in plan.groups:
+                self._add_pods(self.names[target], pods)
             before = self.pods_on(node)
             if plan.left is None or plan.left[0] is not before:  # its list as the pass holds it
                 plan.left = (before, [p for p in before if id(p) not in plan.gone])
@@ -398,11 +388,15 @@ class RemovalSimulator:
 
     def _add_pod(self, node: str, pod: CAPod) -> None:
         """``pod`` moved onto ``node`` in the simulation (after its pods, ``pods_on``)."""
+        self._add_pods(node, (pod,))
+
+    def _add_pods(self, node: str, pods: Sequence[CAPod]) -> None:
+        """``pods`` moved onto ``node`` in the simulation, in order (after its pods)."""
         found = self.added.get(node)
         if found is None:
-            self.added[node] = [pod]
+            self.added[node] = list(pods)
         else:
-            found.append(pod)
+            found.extend(pods)
 
     def pods_on(self, node: str) -> list[CAPod]:
         """``node``'s pods in the simulation now: its own, then those moved onto it in order.

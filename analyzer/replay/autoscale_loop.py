@@ -173,12 +173,7 @@ class ClusterAutoscaler:
         ready = self._ready_at
         # the loop's runs are on a grid of scan-intervals from the start of the data
         scan, start = self.settings.scan_interval, self.inp.start
-        kept = self._expiry_kept  # ``_expiry`` inlined (read at every instant of the replay)
-        expiry = (
-            kept[1]
-            if kept is not None and kept[0] == len(self.recheck.deadlines)
-            else self._expiry()
-        )
+        expiry = self._expiry()
         recheck = NEVER
         if expiry is not None:  # a node skipped as recently unremovable is judged again then
             at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
@@ -354,15 +349,7 @@ class ClusterAutoscaler:
         """CA's view with the pods of ``candidates`` (the nodes whose pods the pass reads)."""
         names = self.state.node_names
         groups, sizes = self.member_groups()
-        lists, versions = self.pod_lists, self.version
-        pods: dict[str, list[CAPod]] = {}
-        for slot in candidates:  # ``_pods_on`` inlined for the kept lists (most of them)
-            known = lists.get(slot)
-            pods[names[slot]] = (
-                known[1]
-                if known is not None and known[0] == versions[slot]
-                else self._pods_on(slot)
-            )
+        pods = {names[slot]: self._pods_on(slot) for slot in candidates}
         return Cluster(self.nodes, pods, groups, sizes=sizes)
 
     def pods_of(self, slot: int) -> list[CAPod]:

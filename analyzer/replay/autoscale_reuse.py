@@ -147,12 +147,7 @@ class SimulationMemo:
         """Nodes joined or left, or a scale-up changed the groups' sizes: no answer that read
         the node set is reused. Two kinds read none of it and are kept (``lasting``)."""
         self.epoch += 1
-        # ``lasting`` inlined (hundreds of entries per epoch, hundreds of epochs)
-        self.entries = {
-            slot: e
-            for slot, e in self.entries.items()
-            if e.by_hints or e.outcome.reason == "BlockedByPod"
-        }
+        self.entries = {slot: e for slot, e in self.entries.items() if lasting(e)}
         if len(self.drains) > 10_000:  # keyed by pods that may be long gone: bounded
             self.drains = {}
 
@@ -233,14 +228,8 @@ class SimulationMemo:
                 return False
         if last.failed:  # else no pod found no place: room freed anywhere changes nothing
             opened = np.array([n for n in nodes if freed.item(n) > passes], dtype=np.int64)
-            if len(opened):
-                cpu, memory = columns
-                room = state.allocatable[opened] - state.requested[opened]
-                slots = state.pod_count[opened] < state.allowed_pods[opened]
-                for row in last.failed:
-                    fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
-                    if bool(fits.any()):
-                        return False
+            if room_for_any(state, opened, last.failed, columns):
+                return False
         if self.incremental:  # all verified: only later touches (and ``leaning``) are asked
             self.leaning.difference_update(judged)
             self.leaning.update(skipped)
@@ -271,23 +260,43 @@ class SimulationMemo:
         if len(entry.reads) and int(self.changed[entry.reads].max()) > entry.made:
             return None
         if entry.outcome.reason == "NoPlaceToMovePods":
-            allowed = destinations.copy()  # where its pods may go: not the candidate itself
-            allowed[slot] = False
+            allowed = allowed_but(destinations, slot)  # where its pods may go
             opened = np.flatnonzero((self.freed > entry.made) & allowed)
-            if len(opened):
-                cpu, memory = columns
-                room = state.allocatable[opened] - state.requested[opened]
-                slots = state.pod_count[opened] < state.allowed_pods[opened]
-                for row in entry.rows:
-                    fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
-                    if bool(fits.any()):
-                        return None
+            if room_for_any(state, opened, entry.rows, columns):
+                return None
         return entry
 
     def keep(self, slot: int, entry: Entry) -> None:
         """Remember ``slot``'s simulation of this pass."""
         self.entries[slot] = entry
         self.used.append(entry)
+
+
+def allowed_but(destinations: np.ndarray[Any, Any], slot: int) -> np.ndarray[Any, Any]:
+    """``destinations`` with ``slot`` refused (a copy): where a candidate's pods may go."""
+    allowed = destinations.copy()
+    allowed[slot] = False
+    return allowed
+
+
+def room_for_any(
+    state: ClusterState,
+    nodes: np.ndarray[Any, Any],
+    rows: Sequence[np.ndarray[Any, Any]],
+    columns: tuple[int, int],
+) -> bool:
+    """Whether one of ``nodes`` has cpu, memory (``columns``) and a pod slot for one of
+    ``rows`` (request rows of pods that found no place)."""
+    if not len(nodes):
+        return False
+    cpu, memory = columns
+    room = state.allocatable[nodes] - state.requested[nodes]
+    slots = state.pod_count[nodes] < state.allowed_pods[nodes]
+    for row in rows:
+        fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
+        if bool(fits.any()):
+            return True
+    return False
 
 
 def lasting(entry: Entry) -> bool:

@@ -31,7 +31,7 @@ from analyzer.autoscaler.recheck import (
 )
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
-from analyzer.replay.autoscale_reuse import Entry, walked
+from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 from analyzer.replay.autoscale_setup import SECOND
 
 # ``ca`` below is the loop's ``ClusterAutoscaler`` (its state, groups, record and caches); typed
@@ -274,7 +274,7 @@ def _simulate(
         entry = None
         if ca.reuse:
             entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
-            if entry is not None and not _same_hints(ca.hints, entry.looks):
+            if entry is not None and not ca.hints.same(entry.looks):
                 entry = None  # a pod's hint changed since: it may go elsewhere
             if entry is None:
                 entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations)
@@ -286,7 +286,7 @@ def _simulate(
             outcome, targets = entry.outcome, entry.targets
             for key, hint in entry.looks:  # the hints it read and set, as simulating would
                 simulator.looked.setdefault(key, hint)
-            ca.hints.current.update(entry.sets)  # ``Hints.set`` of each, in order
+            ca.hints.set_all(entry.sets)
             if outcome.removable:
                 plan = entry.plan if entry.by_hints else None
                 simulator.apply(name, outcome, targets, plan or None)
@@ -346,7 +346,7 @@ def _by_hints_again(
         return None
     if (entry.pods, entry.pdbs) != (pods, budget):
         return None
-    if not _same_hints(ca.hints, entry.looks):
+    if not ca.hints.same(entry.looks):
         return None
     # the nodes its pods may go to: the destinations but ``slot``, which no target of its own
     # simulation is (copied with ``slot`` refused only if one were)
@@ -359,26 +359,6 @@ def _by_hints_again(
     elif not hinted.fits(simulator, entry.plan, allowed):
         return None
     return entry
-
-
-def allowed_but(destinations: np.ndarray[Any, Any], slot: int) -> np.ndarray[Any, Any]:
-    """``destinations`` with ``slot`` refused (a copy): where a candidate's pods may go."""
-    allowed = destinations.copy()
-    allowed[slot] = False
-    return allowed
-
-
-def _same_hints(hints: Any, looks: list[tuple[str, str | None]]) -> bool:
-    """Whether every hint of ``looks`` reads the same now (``Hints.get`` inlined: the current
-    generation, else the old one)."""
-    current, old = hints.current, hints.old
-    for key, hint in looks:
-        found = current.get(key)
-        if found is None:
-            found = old.get(key)
-        if found != hint:
-            return False
-    return True
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

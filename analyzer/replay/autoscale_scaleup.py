@@ -312,16 +312,32 @@ def _static_mask(ca: ClusterAutoscaler, demand: PodDemand, seconds: float) -> An
     if mask is None:
         mask = np.ones(ca.state.node_count, dtype=bool)
         for plugin in ca.profile.filters:
-            name = getattr(plugin, "name", "")
-            if name in STATIC_FILTERS:
-                one = ca.static.get((name, id(demand.constraints)))
-                if one is None:
-                    one = ca.static[(name, id(demand.constraints))] = plugin.filter(
-                        ca.state, demand, seconds
-                    ).feasible
-                mask &= one
+            if getattr(plugin, "name", "") in STATIC_FILTERS:
+                mask &= _static_filter(ca.static, plugin, ca.state, demand, seconds)
         ca.static[key] = mask
     return mask
+
+
+def _static_filter(
+    static: dict[tuple[Any, ...], Any], plugin: Any, state: ClusterState, demand: PodDemand,
+    seconds: float,
+) -> Any:  # fmt: skip
+    """A static filter's verdict per node for ``demand``, kept in ``static`` per (filter,
+    constraints object) while the nodes keep their labels, taints and cordons."""
+    key = (plugin.name, id(demand.constraints))
+    mask = static.get(key)
+    if mask is None:
+        mask = static[key] = plugin.filter(state, demand, seconds).feasible
+    return mask
+
+
+def _compared(ca: ClusterAutoscaler, fit: Any, demand: PodDemand) -> Any:
+    """NodeResourcesFit's compared (column, request) pairs for ``demand``, kept per demand
+    (None: it asks a resource no node offers)."""
+    found = ca.columns.get(id(demand))
+    if found is None:
+        found = ca.columns[id(demand)] = (demand, fit.compared(ca.state, demand))
+    return found[1]
 
 
 def _room_on(ca: ClusterAutoscaler, demand: PodDemand, nodes: IntArray) -> bool:
@@ -331,10 +347,7 @@ def _room_on(ca: ClusterAutoscaler, demand: PodDemand, nodes: IntArray) -> bool:
     if fit is None:
         return True
     state = ca.state
-    found = ca.columns.get(id(demand))
-    if found is None:
-        found = ca.columns[id(demand)] = (demand, fit.compared(state, demand))
-    columns = found[1]
+    columns = _compared(ca, fit, demand)
     if columns is None:  # a resource no node offers
         return False
     alloc, used, count, allowed = (
@@ -359,23 +372,16 @@ def _first_node(ca: ClusterAutoscaler, demand: PodDemand, seconds: float) -> int
     fit: Any = None
     for plugin in ca.profile.filters:
         name = getattr(plugin, "name", "")
-        if fast and name == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
+        if fast and plugin is ca.resources_fit:
             fit = plugin
             continue
         if fast and name == "NodePorts" and not demand.host_ports:
             continue  # a pod without host ports conflicts with no port anywhere
         if fast and static is not None and name in STATIC_FILTERS:
-            key = (name, id(demand.constraints))
-            mask = static.get(key)
-            if mask is None:
-                mask = static[key] = plugin.filter(state, demand, seconds).feasible
-            feasible &= mask
+            feasible &= _static_filter(static, plugin, state, demand, seconds)
             continue
         feasible &= plugin.filter(state, demand, seconds).feasible
     if fit is not None:
-        found = ca.columns.get(id(demand))
-        if found is None:
-            found = ca.columns[id(demand)] = (demand, fit.compared(state, demand))
-        return first_fitting(state, fit, demand, found[1], feasible, 0)
+        return first_fitting(state, fit, demand, _compared(ca, fit, demand), feasible, 0)
     nodes = np.flatnonzero(feasible)
     return int(nodes[0]) if len(nodes) else None

@@ -17,6 +17,7 @@ identifier a caller keeps per pod; values are whatever names a node for the call
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -40,6 +41,21 @@ class Hints(Generic[K, V]):
     def set(self, key: K, node: V) -> None:
         """``Set``: the pod was just placed on ``node``."""
         self.current[key] = node
+
+    def same(self, looks: Iterable[tuple[K, V | None]]) -> bool:
+        """Whether ``get`` of every key of ``looks`` reads its hint now."""
+        current, old = self.current, self.old
+        for key, hint in looks:
+            found = current.get(key)
+            if found is None:
+                found = old.get(key)
+            if found != hint:
+                return False
+        return True
+
+    def set_all(self, pairs: Iterable[tuple[K, V]]) -> None:
+        """``set`` of each (key, node), in order."""
+        self.current.update(pairs)
 
     def drop_old(self) -> None:
         """``DropOld``: forget what the loop before the last one set."""
