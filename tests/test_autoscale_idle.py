@@ -34,8 +34,10 @@ SHORT = {
 RECHECK = {"unremovable-node-recheck-timeout": "1m", "scan-interval": "7s"}
 
 
-def _replay(seed: int, strategy: str, raw: Any) -> tuple[Any, Any]:
-    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
+def _replay(
+    seed: int, strategy: str, raw: Any, nodes: int = 24, days: float = 0.5
+) -> tuple[Any, Any]:
+    cluster = generate(SyntheticSpec(seed=seed, nodes=nodes, days=days, step=300))
     inp = prepare(cluster.snapshot)
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
     settings = dataclasses.replace(
@@ -96,3 +98,65 @@ def test_runs_left_out_change_nothing(
     assert fast_ticks < ticks["n"], (fast_ticks, ticks["n"])
     if raw is not None:  # instants off the grid after runs left out: ``next_tick`` caught up
         assert moved > 0
+
+
+@pytest.mark.parametrize(
+    ("seed", "strategy", "raw"),
+    [
+        (1, "kube-default", None),
+        (6, "most-allocated", None),  # (packing: in most seeds pods wait, nothing is settled)
+        (3, "kube-default", SHORT),
+        (7, "most-allocated", SHORT),
+        (2, "kube-default", RECHECK),
+        # the candidates limit binds and rechecks come every 2 minutes
+        (6, "kube-default", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),
+        # 60 nodes over two days: a recheck after a settled run left out (failed when
+        # ``next_time`` put it one scan early); a settled run moved on by a later instant that
+        # made none (failed when kept at the time first found)
+        (1, "most-allocated", "60x2"),
+        (2, "kube-default", "60x2"),
+    ],
+)  # fmt: skip
+def test_passes_settled_at_their_instant_change_nothing(
+    seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a change whose scale-down pass would answer as the last is settled at the end of its
+    # instant (``ClusterAutoscaler.settle``): no run of the loop is an instant for it. Against
+    # the replay in which it is not (``settle`` doing nothing: the run is made, its pass
+    # skipped there): every result the same, the counters too (each settled pass is counted
+    # skipped at the run it stands for, the run's interval kept), fewer instants of the loop.
+    # Fails if a settled run left out does not move ``next_tick`` on (a later run comes at an
+    # instant off the grid), or if ``next_time`` puts a recheck before that run's next one.
+    size = {"nodes": 60, "days": 2.0} if raw == "60x2" else {}
+    auto, scaler = _replay(seed, strategy, None if size else raw, **size)
+    chosen = Strategy(strategy, load_strategy(strategy))
+    ticks = {"n": 0, "settled": 0}
+    real_tick, real_settle = (
+        autoscale_loop.ClusterAutoscaler.tick,
+        autoscale_loop.ClusterAutoscaler.settle,
+    )
+
+    def tick(ca: Any, now: int, waiting: list[int]) -> list[int]:
+        ticks["n"] += 1
+        return real_tick(ca, now, waiting)
+
+    def settle(ca: Any) -> None:
+        dirty = ca.dirty
+        real_settle(ca)
+        ticks["settled"] += dirty and not ca.dirty
+
+    monkeypatch.setattr(autoscale_loop.ClusterAutoscaler, "tick", tick)
+    monkeypatch.setattr(autoscale_loop.ClusterAutoscaler, "settle", settle)
+    settled = replay(auto, chosen, seed, autoscaler=scaler)
+    assert ticks["settled"] > 0, "nothing settled: the comparison would prove nothing"
+    settled_ticks, ticks["n"] = ticks["n"], 0
+    monkeypatch.setattr(autoscale_loop.ClusterAutoscaler, "settle", lambda ca: None)
+    plain = replay(auto, chosen, seed, autoscaler=scaler)
+    assert settled.autoscaler == plain.autoscaler  # every record and count
+    assert settled.autoscaler.removed, "CA removed no node: the seed exercises too little"
+    assert settled.autoscaler.skipped > 0
+    assert np.array_equal(settled.node, plain.node)
+    assert np.array_equal(settled.placed_at, plain.placed_at)
+    assert np.array_equal(settled.wait, plain.wait)
+    assert settled.refusals == plain.refusals and settled.evicted == plain.evicted
+    assert settled_ticks < ticks["n"], (settled_ticks, ticks["n"])

@@ -99,6 +99,10 @@ class PassIntervals:
         self.passes += 1
         return self.first if self.passes == 1 else self.later
 
+    def peek(self) -> int:
+        """What ``step`` would answer for the next pass (without counting it)."""
+        return self.first if self.passes == 0 else self.later
+
 
 def candidate_order(
     candidates: Iterable[K], empty: Collection[K], previous: Collection[K]

@@ -28,8 +28,8 @@ ClusterAutoscaler = Any
 def until(ca: ClusterAutoscaler, expiry: int | None) -> int:
     """The first time a run of the loop may do more than move ``next_tick`` on, given the
     state now and no change before (NEVER: none; at most now when it may at once)."""
-    if ca.dirty:
-        return -NEVER
+    if ca.dirty or (ca.waiting and ca.settled is not None):
+        return -NEVER  # a pass, or a settled change's run that asks the scale-up again
     if ca.waiting and (ca.queued(), len(ca.record.presence), len(ca.record.removed)) != ca.asked:
         return -NEVER  # the scale-up is asked again
     settings = ca.settings

@@ -37,14 +37,14 @@ import numpy as np
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
-from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
+from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes, unneeded_limit
 from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_idle import catch_up, until
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
-from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
+from analyzer.replay.autoscale_scaledown import stands, to_delete, update_unneeded
 from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
@@ -166,6 +166,12 @@ class ClusterAutoscaler:
     queued: Callable[[], list[int]] | None = None
     idle_from: int | None = None
     deletable_kept: tuple[Any, int, int, int] | None = None
+    # the run at which a change settled at the end of its instant (``settle``) would have made
+    # a scale-down pass that answers as the last (None: no such run due)
+    settled: int | None = None
+    # a change ``settle`` left to the next run (its pass may differ): not asked again before
+    # that run, which decides it (``update_unneeded``; later changes only add to it)
+    undecided = False
 
     # -- the engine's side ---------------------------------------------------------------------
     def next_time(self) -> int:
@@ -177,7 +183,10 @@ class ClusterAutoscaler:
         recheck = NEVER
         if expiry is not None:  # a node skipped as recently unremovable is judged again then
             at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
-            recheck = max(self.next_tick, at)
+            after = self.next_tick
+            if self.settled is not None and at > self.settled:  # that run comes first
+                after = max(after, self.settled + scan)
+            recheck = max(after, at)
         self.idle_from = None
         if self.dirty or self.waiting or self.unneeded:
             grid = start + -(-(self.clock + 1 - start) // scan) * scan
@@ -193,6 +202,65 @@ class ClusterAutoscaler:
                     return min(ready, first)
             return min(ready, recheck, first)
         return min(ready, recheck)
+
+    def settle(self) -> None:
+        """The end of an instant (the engine has placed its pods and set ``waiting``): if the
+        state changed since the last scale-down pass (``dirty``) but the pass that change calls
+        for would answer as the last one (``autoscale_scaledown.stands``), decide so now, so
+        that no run of the loop need be an instant for it (``autoscale_idle``).
+
+        That run is the loop's next: at the first instant at or after ``next_tick``, else at
+        ``next_time``'s next run (``_first_run``, kept in ``settled`` and moved on at each
+        instant's end, as ``next_time`` would). Nothing changes before it but at another
+        instant, which settles again (or leaves ``dirty``). So the pass's test reads what it
+        would read there, but for what the run itself does before its pass: a recheck deadline
+        at or before it (not settled: the pass is run), and a scale-up (only while pods wait:
+        not settled; pods that start to wait later make that run an instant, ``until``, and a
+        scale-up there has its pass run, ``_run``). That run counts the pass skipped
+        (``_skipped_at``)."""
+        if self.settled is not None:
+            self.settled = self._first_run()
+        if not self.dirty or self.waiting or self.queued is None or not self.reuse:
+            return
+        if self.undecided:  # asked since the last run and left to it (as it will be again)
+            return
+        self.undecided = True
+        run = self._first_run()
+        for slot, deadline in self.recheck.deadlines.items():
+            if deadline <= run or not self.active[slot]:  # the pass there drops it: run
+                return
+        limit = unneeded_limit(
+            self.options.max_scale_down_parallelism,
+            self.last_unneeded,
+            self.settings.unneeded_time,
+            self.intervals.peek(),
+        )
+        if stands(self, limit):
+            self.dirty = False
+            self.settled = run
+            self.undecided = False
+
+    def finish(self, end: int) -> None:
+        """The replay ended at ``end``: a settled change's run before it was left out."""
+        if self.settled is not None and self.settled <= end:
+            self._skipped_at(self.settled)
+
+    def _first_run(self) -> int:
+        """The next run of the loop ``next_time`` answers while ``dirty`` (one scan interval
+        after the last, on the grid of scans from the start, after the last instant)."""
+        scan, start = self.settings.scan_interval, self.inp.start
+        return max(self.next_tick, start + -(-(self.clock + 1 - start) // scan) * scan)
+
+    def _skipped_at(self, run: int) -> None:
+        """The settled change's run at ``run`` (made or left out): its pass stood as the last
+        one (recorded and counted skipped, as ``update_unneeded`` does) and the next run is a
+        scan later."""
+        self.settled = None
+        assert self.sims.summary is not None  # ``stands`` held: a pass was summarised
+        self.record.reasons.append((run, dict(self.sims.summary.reasons)))
+        self.record.skipped += 1
+        self.intervals.step()
+        self.next_tick = max(self.next_tick, run + self.settings.scan_interval)
 
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()
@@ -229,9 +297,13 @@ class ClusterAutoscaler:
         self.clock = now
         if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
             catch_up(self, now)
+        if self.settled is not None and self.settled < now:  # its run was left out
+            self._skipped_at(self.settled)
         if now < self.next_tick:
             return []
         if not (self.dirty or self.waiting or self.unneeded or self._recheck_due(now)):
+            if self.settled is not None:  # the settled change's run: nothing else to do
+                self._skipped_at(now)
             return []
         self.next_tick = now + self.settings.scan_interval
         # CA's simulations bind and unbind on the live state and undo it all; per-GPU device
@@ -247,16 +319,22 @@ class ClusterAutoscaler:
         # ``waiting`` is the queue's list, the same object while the queue did not change: the
         # comparison below is then one identity check, not one per pod
         asked = (waiting, len(self.record.presence), len(self.record.removed))
-        if waiting and (self.dirty or asked != self.asked):  # else the same answer as before
+        # a settled change: as ``dirty`` for the scale-up; its pass stands but after one
+        settled, self.settled = self.settled is not None, None
+        scaled = False
+        if waiting and (self.dirty or settled or asked != self.asked):  # else as before
             self.asked = asked
-            if self._scale_up(now, unschedulable(self, waiting, now)):
+            if self._scale_up(now, waiting):
                 self.last_add = now
-        if self.dirty or self._recheck_due(now):
-            self.dirty = False
+                scaled = True
+        if self.dirty or self._recheck_due(now) or (settled and scaled):
+            self.dirty = self.undecided = False
             passes = self.record.passes
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
             if self.record.passes != passes:  # the pass may have changed the recheck deadlines
                 self._expiry_kept = None  # (else only dropped some: ``_expiry`` sees the count)
+        elif settled:  # ... (run above: it reads the groups' sizes): skipped
+            self._skipped_at(now)
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
@@ -402,11 +480,17 @@ class ClusterAutoscaler:
         )
         return left is not None and all(room[g] <= 0 for g in left)
 
-    def _scale_up(self, now: int, waiting: list[int]) -> bool:
-        """One scale-up for the waiting pods; True if nodes were ordered."""
+    def _scale_up(self, now: int, queued: list[int]) -> bool:
+        """One scale-up for the pods waiting in ``queued`` that fit no existing node
+        (``unschedulable``); True if nodes were ordered."""
+        room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
+        # no option for any pod queued: none for those of them that fit nowhere either (their
+        # shapes are some of these), so the filter need not run
+        if self.settings.reuse and self._hopeless(queued, room):
+            return False
+        waiting = unschedulable(self, queued, now)
         if not waiting:
             return False
-        room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
         if self.settings.reuse and self._hopeless(waiting, room):
             return False  # no option: ``plan_scale_up`` would answer None (and draw nothing)
         choice = plan_scale_up(

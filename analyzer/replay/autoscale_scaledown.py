@@ -59,24 +59,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     threshold = min(opts.scale_down_utilization_threshold, 1.0)
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
     deadlines = ca.recheck.deadlines
-    last_limit, stopped, added = ca.last_pass
-    if (
-        ca.reuse
-        # the same nodes skipped as recently unremovable as in the last pass
-        and not expired
-        and ca.hints_stable  # the hints it would read are those the last pass read
-        and not added
-        and (not stopped or limit == last_limit)
-        and ca.sims.unchanged(
-            state,
-            lambda: ratios(ca),
-            threshold,
-            ca.special,
-            len(ca.provisioning),
-            (ca.cpu, ca.mem),
-            deadlines,
-        )
-    ):  # the same answer as the last pass: its unneeded nodes and reasons stand
+    # the same nodes skipped as recently unremovable as in the last pass (none expired)
+    if ca.reuse and not expired and stands(ca, limit):
         ca.record.skipped += 1
         ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
         return
@@ -200,6 +184,33 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         looked = np.zeros(len(ca.active), dtype=bool)
         looked[look] = True
         ca.sims.summarise(looked, len(ca.provisioning), bool(covering), kept_reasons)
+
+
+def stands(ca: ClusterAutoscaler, limit: int) -> bool:
+    """Whether a pass now, with candidates ``limit`` and the same recheck deadlines as the last
+    pass, would answer as the last one did (``SimulationMemo.unchanged``; the caller knows that
+    no deadline expired): the hints it would read are those the last pass left, the last pass
+    found no node unremovable (this one would skip it) and, if the limit stopped it, the limit
+    is the same. True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
+    present is never such a pass: ``unchanged`` holds only in the epoch of a pass that judged
+    present nodes, and the node set changes only with a new epoch.)"""
+    if ca.cpu is None or ca.mem is None:
+        return False
+    last_limit, stopped, added = ca.last_pass
+    return bool(
+        ca.hints_stable
+        and not added
+        and (not stopped or limit == last_limit)
+        and ca.sims.unchanged(
+            ca.state,
+            lambda: ratios(ca),
+            min(ca.options.scale_down_utilization_threshold, 1.0),
+            ca.special,
+            len(ca.provisioning),
+            (ca.cpu, ca.mem),
+            ca.recheck.deadlines,
+        )
+    )
 
 
 def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

@@ -551,12 +551,14 @@ def replay(
         step(now, changed, refreshed, arriving)
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
+            scaler.settle()
     for pod in queue.pods():
         why.ended(pod)
     result = rec.result(strategy.name, seed, queue.pods())
     result.refusals = {pod: why.last[pod] for pod in np.flatnonzero(result.waited).tolist()}
     result.evicted = evicted
     if scaler is not None:
+        scaler.finish(inp.end)
         result.autoscaler = scaler.record
     result.preemptions = {
         name: np.array(column, dtype=np.int64)

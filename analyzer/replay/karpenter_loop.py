@@ -129,6 +129,13 @@ class KarpenterAutoscaler:
         if value and self.mark is None and self.clock != self.looked:
             self.mark = self.clock
 
+    def settle(self) -> None:
+        """The end of an instant (the engine's call, as to cluster-autoscaler's loop): nothing
+        to decide early here."""
+
+    def finish(self, end: int) -> None:
+        """The replay ended (the engine's call, as to cluster-autoscaler's loop): nothing left."""
+
     def next_time(self) -> int:
         """The next instant Karpenter acts on its own (``NEVER``: none)."""
         times = [min(self.provisioning.values(), default=NEVER)]
