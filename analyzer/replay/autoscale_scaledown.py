@@ -14,6 +14,7 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,10 @@ from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 from analyzer.replay.autoscale_setup import SECOND
+
+# a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
+# it through the simulator as any other (tests compare the two)
+SHORTCUT = True
 
 # ``ca`` below is the loop's ``ClusterAutoscaler`` (its state, groups, record and caches); typed
 # Any because importing that class here would make an import circle (tests/test_layout.py)
@@ -99,33 +104,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     maybe = (ratio < threshold + 1e-6) | ca.gpu[present] | ca.disabled[present]
     look = present[maybe].tolist()
     reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
-    groups, _ = ca.member_groups()
-    verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
-    seconds = now / SECOND
-    candidates, empty = [], set()
-    for slot in look:
-        name = ca.nodes[slot].name
-        key = ca.version[slot]  # its pods are the same while this is
-        known = ca.judged.get(slot)
-        if known is None or known[0] != key:  # its pods changed: judge it again
-            node = CANode(name, _allocatable(ca, slot), ca.nodes[slot].labels,
-                          ca.nodes[slot].annotations)  # fmt: skip
-            # no pod of the replay is terminating nor any node being deleted, so the
-            # verdicts depend on the node's pods only (``now`` reads neither)
-            pods = ca.pods_of(slot)
-            elig = check(node, pods, groups.get(name), opts, seconds)
-            known = (
-                key,
-                elig.reason,
-                not elig.reason and has_no_pod_to_move(pods, opts, seconds, verdicts),
-            )
-            ca.judged[slot] = known
-        if known[1]:
-            reasons[known[1]] = reasons.get(known[1], 0) + 1
-        else:
-            candidates.append(slot)
-            if known[2]:
-                empty.add(slot)
+    candidates, empty = _judge(ca, look, reasons, now)
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
     # take room from the later candidates)
@@ -137,6 +116,13 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         candidates = [c for c in candidates if c not in set(at_min)]
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
+    if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_settle``)
+        ca.sims.start_pass()
+        ca.record.passes += 1
+        ca.hints_stable = True  # none looked up
+        ca.hints.drop_old()
+        _settle(ca, now, limit, {}, [], False, [], len(at_min), reasons, look, False)
+        return
     # the pass reads the pods of its candidates only (a moved pod's target's list is read only
     # if that node is simulated later in the pass: a candidate)
     cluster = ca.cluster(candidates)
@@ -158,7 +144,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.position,
         state.node_names,
     )
-    simulator = RemovalSimulator(cluster, ca.profile, opts, seconds, live)
+    simulator = RemovalSimulator(cluster, ca.profile, opts, now / SECOND, live)
     outcomes, found_unremovable, stopped = _simulate(
         ca, simulator, order, pdbs, covering, reasons, limit
     )
@@ -171,6 +157,64 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if not ca.hints_stable:
         ca.dirty = True
     ca.hints.drop_old()
+    # nodes the group's minSize would keep however long they stay unneeded
+    _, _, kept = select(list(outcomes.values()), cluster, ca.options)
+    _settle(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
+            look, bool(covering))  # fmt: skip
+
+
+def _judge(
+    ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now: int
+) -> tuple[list[int], set[int]]:
+    """Each node of ``look`` through ``eligibility.check`` (its reason counted in ``reasons``,
+    in slot order of first appearance): the candidates and those of them with no pod to move.
+    A node's verdict is kept with its pods' version (``ca.judged``) and judged again only when
+    its pods changed: no pod of the replay is terminating nor any node being deleted, so the
+    verdicts depend on the node's pods only (``now`` reads neither)."""
+    judged, version = ca.judged, ca.version
+    fresh = [s for s in look if (judged.get(s) or _NEVER_JUDGED)[0] != version[s]]
+    if fresh:
+        opts, seconds = ca.options, now / SECOND
+        groups, _ = ca.member_groups()
+        verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
+        for slot in fresh:
+            ca_node = ca.nodes[slot]
+            node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
+                          ca_node.annotations)  # fmt: skip
+            pods = ca.pods_of(slot)
+            elig = check(node, pods, groups.get(ca_node.name), opts, seconds)
+            empty = not elig.reason and has_no_pod_to_move(pods, opts, seconds, verdicts)
+            judged[slot] = (version[slot], elig.reason, empty)
+    known = [judged[s] for s in look]
+    candidates = [s for s, k in zip(look, known, strict=True) if not k[1]]
+    empty = {s for s, k in zip(look, known, strict=True) if k[2]}  # only candidates are empty
+    if len(candidates) < len(look):  # the others' reasons, in order of first appearance
+        for reason, count in Counter(k[1] for k in known if k[1]).items():
+            reasons[reason] = reasons.get(reason, 0) + count
+    return candidates, empty
+
+
+_NEVER_JUDGED = (-1, "", False)
+
+
+def _settle(
+    ca: ClusterAutoscaler,
+    now: int,
+    limit: int,
+    outcomes: dict[int, Outcome],
+    found_unremovable: list[int],
+    stopped: bool,
+    kept: list[str],
+    at_min: int,
+    reasons: dict[str, int],
+    look: list[int],
+    covering: bool,
+) -> None:
+    """The end of a pass that ran, with or without a simulation: the recheck deadlines of the
+    nodes found unremovable, whether the next pass may differ (``dirty``), the unneeded nodes
+    and the pass's reasons, and (``reuse``) what the pass read (``SimulationMemo.summarise``:
+    the next pass's skip test compares the state with it). ``kept``: removable nodes the
+    groups' minSize keeps; ``at_min``: candidates not simulated for that reason."""
     timeout = ca.settings.unremovable_node_recheck_timeout
     if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
         found_unremovable = []
@@ -179,27 +223,26 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.recheck.add_timeout(slot, deadline)
     if found_unremovable:  # the next pass skips them: it may answer differently
         ca.dirty = True
-    after = unneeded_limit(
-        opts.max_scale_down_parallelism, len(outcomes), ca.settings.unneeded_time,
-        ca.intervals.later,
-    )  # fmt: skip
-    if stopped and after != limit:  # the next pass may simulate the candidates left over
-        ca.dirty = True
+    if stopped:
+        after = unneeded_limit(
+            ca.options.max_scale_down_parallelism, len(outcomes), ca.settings.unneeded_time,
+            ca.intervals.later,
+        )  # fmt: skip
+        if after != limit:  # the next pass may simulate the candidates left over
+            ca.dirty = True
     ca.last_pass = (limit, stopped, bool(found_unremovable))
     ca.outcomes = outcomes
     ca.last_unneeded = len(outcomes)
     ca.unneeded = {s: ca.unneeded.get(s, now) for s in outcomes}
-    # nodes the group's minSize would keep however long they stay unneeded
-    _, _, kept = select(list(outcomes.values()), cluster, ca.options)
     if kept:
-        reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
+        reasons["NodeGroupMinSizeReached"] = len(kept) + at_min
     reasons["Unneeded"] = len(outcomes) - len(kept)
     kept_reasons = {k: v for k, v in reasons.items() if v}
     ca.record.reasons.append((now, kept_reasons))
     if ca.reuse:
         looked = np.zeros(len(ca.active), dtype=bool)
         looked[look] = True
-        ca.sims.summarise(looked, len(ca.provisioning), bool(covering), kept_reasons)
+        ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons)
 
 
 def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
