@@ -14,7 +14,8 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 
 from __future__ import annotations
 
-from collections import Counter
+from itertools import compress
+from operator import itemgetter, not_
 from typing import Any
 
 import numpy as np
@@ -166,35 +167,42 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
 def _judge(
     ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now: int
 ) -> tuple[list[int], set[int]]:
-    """Each node of ``look`` through ``eligibility.check`` (its reason counted in ``reasons``,
-    in slot order of first appearance): the candidates and those of them with no pod to move.
-    A node's verdict is kept with its pods' version (``ca.judged``) and judged again only when
-    its pods changed: no pod of the replay is terminating nor any node being deleted, so the
-    verdicts depend on the node's pods only (``now`` reads neither)."""
-    judged, version = ca.judged, ca.version
-    fresh = [s for s in look if (judged.get(s) or _NEVER_JUDGED)[0] != version[s]]
-    if fresh:
+    """Each node of ``look`` (slot order) through ``eligibility.check``, its reason counted in
+    ``reasons`` (in order of first appearance, as a loop over ``look`` adds them): the
+    candidates and those of them with no pod to move. A node's verdict is kept with its pods'
+    version (``ca.judged_at``) and judged again only when its pods changed: no pod of the
+    replay is terminating nor any node being deleted, so the verdicts depend on the node's pods
+    only (``now`` reads neither). The kept ones are read by ``itemgetter`` (no Python loop)."""
+    if not look:
+        return [], set()
+    version, at = ca.version, ca.judged_at
+    get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
+    now_v, then_v = get(version), get(at)
+    if now_v != then_v:  # some node's pods changed since it was judged
         opts, seconds = ca.options, now / SECOND
         groups, _ = ca.member_groups()
         verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
-        for slot in fresh:
+        for slot, v, w in zip(look, now_v, then_v, strict=True):
+            if v == w:
+                continue
             ca_node = ca.nodes[slot]
             node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
                           ca_node.annotations)  # fmt: skip
             pods = ca.pods_of(slot)
             elig = check(node, pods, groups.get(ca_node.name), opts, seconds)
-            empty = not elig.reason and has_no_pod_to_move(pods, opts, seconds, verdicts)
-            judged[slot] = (version[slot], elig.reason, empty)
-    known = [judged[s] for s in look]
-    candidates = [s for s, k in zip(look, known, strict=True) if not k[1]]
-    empty = {s for s, k in zip(look, known, strict=True) if k[2]}  # only candidates are empty
+            at[slot] = v
+            ca.unfit_reason[slot] = elig.reason
+            ca.no_pod_to_move[slot] = not elig.reason and has_no_pod_to_move(
+                pods, opts, seconds, verdicts
+            )
+    unfit = get(ca.unfit_reason)
+    candidates = list(compress(look, map(not_, unfit)))
+    empty = set(compress(look, get(ca.no_pod_to_move)))  # only a candidate has none to move
     if len(candidates) < len(look):  # the others' reasons, in order of first appearance
-        for reason, count in Counter(k[1] for k in known if k[1]).items():
-            reasons[reason] = reasons.get(reason, 0) + count
+        for reason in dict.fromkeys(unfit):
+            if reason:
+                reasons[reason] = reasons.get(reason, 0) + unfit.count(reason)
     return candidates, empty
-
-
-_NEVER_JUDGED = (-1, "", False)
 
 
 def _settle(
