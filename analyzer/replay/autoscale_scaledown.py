@@ -86,25 +86,28 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.skipped += 1
         ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
         return
-    present = np.flatnonzero(ca.active)
+    present = ca.active
     reasons: dict[str, int] = {}
     if deadlines:
-        recent = np.zeros(len(ca.active), dtype=bool)
-        recent[list(deadlines)] = True
-        present = present[~recent[present]]
+        present = present.copy()
+        present[list(deadlines)] = False
         reasons[RECENTLY_UNREMOVABLE] = len(deadlines)
-    if not len(present):
+    count = int(np.count_nonzero(present))
+    if not count:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.last_pass = (limit, False, False)
         ca.record.reasons.append((now, reasons))
         ca.hints.drop_old()
         ca.hints_stable = True  # none looked up
         return
-    ratio = ratios(ca)[present]
-    # a margin over the threshold: the exact check below decides (float sums differ)
-    maybe = (ratio < threshold + 1e-6) | ca.gpu[present] | ca.disabled[present]
-    look = present[maybe].tolist()
-    reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
+    # a margin over the threshold: the exact check below decides (float sums differ); GPU and
+    # scale-down-disabled nodes are judged whatever their ratio. One mask over every slot
+    # (``looked``: kept in the pass's summary), the nodes in slot order
+    looked = ratios(ca) < threshold + 1e-6
+    looked |= ca.special
+    looked &= present
+    look = np.flatnonzero(looked).tolist()
+    reasons["NotUnderutilized"] = count - len(look)
     candidates, empty = _judge(ca, look, reasons, now)
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
@@ -122,7 +125,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.passes += 1
         ca.hints_stable = True  # none looked up
         ca.hints.drop_old()
-        _settle(ca, now, limit, {}, [], False, [], len(at_min), reasons, look, False)
+        _settle(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, False)
         return
     # the pass reads the pods of its candidates only (a moved pod's target's list is read only
     # if that node is simulated later in the pass: a candidate)
@@ -161,7 +164,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # nodes the group's minSize would keep however long they stay unneeded
     _, _, kept = select(list(outcomes.values()), cluster, ca.options)
     _settle(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
-            look, bool(covering))  # fmt: skip
+            looked, bool(covering))  # fmt: skip
 
 
 def _judge(
@@ -215,7 +218,7 @@ def _settle(
     kept: list[str],
     at_min: int,
     reasons: dict[str, int],
-    look: list[int],
+    looked: np.ndarray[Any, Any],
     covering: bool,
 ) -> None:
     """The end of a pass that ran, with or without a simulation: the recheck deadlines of the
@@ -248,8 +251,6 @@ def _settle(
     kept_reasons = {k: v for k, v in reasons.items() if v}
     ca.record.reasons.append((now, kept_reasons))
     if ca.reuse:
-        looked = np.zeros(len(ca.active), dtype=bool)
-        looked[look] = True
         ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons)
 
 
