@@ -121,3 +121,48 @@ def test_a_pass_with_no_candidate_leaves_the_state_of_a_full_one(
     assert a.autoscaler.removed, "CA removed no node: the seed exercises too little"
     assert a.autoscaler.reasons == b.autoscaler.reasons
     assert np.array_equal(a.node, b.node)
+
+
+@pytest.mark.parametrize(("seed", "strategy"), [(1, "kube-default"), (2, "most-allocated")])
+def test_the_kept_eligibility_verdicts_are_fresh_ones(
+    seed: int, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``_judge`` judges a node again only when its pods' version moved: at every pass, its
+    # candidates, empty ones and reasons (with their order) against every node of the pass
+    # judged afresh (``eligibility.check``, ``has_no_pod_to_move``) in a plain loop. Fails if a
+    # verdict is kept past a change of the node's pods (mutant tried: no node judged again once
+    # judged).
+    from analyzer.autoscaler.eligibility import check
+    from analyzer.autoscaler.planner import has_no_pod_to_move
+
+    real = autoscale_scaledown._judge
+    calls = {"passes": 0, "candidates": 0}
+
+    def fresh(ca: Any, look: list[int], reasons: dict[str, int], now: int) -> Any:
+        expected = dict(reasons)
+        candidates, empty = [], set()
+        groups, _ = ca.member_groups()
+        seconds = now / autoscale_scaledown.SECOND
+        for slot in look:
+            node = ca.nodes[slot]
+            node = type(node)(node.name, autoscale_scaledown._allocatable(ca, slot),
+                              node.labels, node.annotations)  # fmt: skip
+            pods = ca.pods_of(slot)
+            elig = check(node, pods, groups.get(node.name), ca.options, seconds)
+            if elig.reason:
+                expected[elig.reason] = expected.get(elig.reason, 0) + 1
+                continue
+            candidates.append(slot)
+            if has_no_pod_to_move(pods, ca.options, seconds):
+                empty.add(slot)
+        got = real(ca, look, reasons, now)
+        assert got == (candidates, empty), now
+        assert list(reasons.items()) == list(expected.items()), now
+        calls["passes"] += 1
+        calls["candidates"] += len(candidates)
+        return got
+
+    monkeypatch.setattr(autoscale_scaledown, "_judge", fresh)
+    _, _, result = _passes(seed, strategy, None, True, monkeypatch)
+    assert result.autoscaler.removed
+    assert calls["passes"] > 20 and calls["candidates"] > 20, calls

@@ -161,8 +161,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if not ca.hints_stable:
         ca.dirty = True
     ca.hints.drop_old()
-    # nodes the group's minSize would keep however long they stay unneeded
-    _, _, kept = select(list(outcomes.values()), cluster, ca.options)
+    # nodes the group's minSize would keep however long they stay unneeded (none of none)
+    kept = select(list(outcomes.values()), cluster, ca.options)[2] if outcomes else []
     _settle(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
             looked, bool(covering))  # fmt: skip
 
@@ -185,15 +185,13 @@ def _judge(
         opts, seconds = ca.options, now / SECOND
         groups, _ = ca.member_groups()
         verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
-        for slot, v, w in zip(look, now_v, then_v, strict=True):
-            if v == w:
-                continue
+        for slot in [s for s, v, w in zip(look, now_v, then_v, strict=True) if v != w]:
             ca_node = ca.nodes[slot]
             node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
                           ca_node.annotations)  # fmt: skip
             pods = ca.pods_of(slot)
             elig = check(node, pods, groups.get(ca_node.name), opts, seconds)
-            at[slot] = v
+            at[slot] = version[slot]
             ca.unfit_reason[slot] = elig.reason
             ca.no_pod_to_move[slot] = not elig.reason and has_no_pod_to_move(
                 pods, opts, seconds, verdicts
