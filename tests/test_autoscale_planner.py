@@ -308,3 +308,50 @@ def test_gpu_threshold_and_per_group_options(tmp_path: Path) -> None:
     assert nodes["g"]["unremovableReason"] == "NotUnderutilized"  # 0.5 ≥ 0.4
     assert nodes["a"]["candidate"] is True  # 0.6 < the group's 0.8
     assert nodes["b"]["unremovableReason"] == "NotUnderutilized"  # 0.6 ≥ the global 0.5
+
+
+def test_the_short_empty_walk_answers_as_the_full_one() -> None:
+    # ``has_no_pod_to_move`` stops ``pods_to_move``'s walk at the first pod that blocks or is to
+    # be moved (``first``): on random pod lists of every drain kind (DaemonSet, mirror,
+    # replicated, not replicated, safe-to-evict true/false, terminal), with and without kept
+    # verdicts, its answer is the full walk's (no blocking pod and no pod to move), and every
+    # verdict it kept is the pod's fresh one. Fails if the walk stopped at a DaemonSet pod or
+    # at a pod that is skipped (mutants tried: ``first`` returning at any drainable pod).
+    import random
+
+    from analyzer.autoscaler.drainability import PdbTracker, drainable, pods_to_move
+    from analyzer.autoscaler.options import CAOptions
+    from analyzer.autoscaler.planner import has_no_pod_to_move
+    from analyzer.autoscaler.pods import MIRROR_ANNOTATION, SAFE_TO_EVICT, CAPod
+    from analyzer.core.resources import Container, PodSpecResources
+    from analyzer.scheduling.objects import PodObject
+    from analyzer.scheduling.spread_types import OwnerRef
+
+    def one(i: int, kind: str) -> CAPod:
+        owner = {
+            "ds": OwnerRef("apps/v1", "DaemonSet", "d"),
+            "rs": OwnerRef("apps/v1", "ReplicaSet", "r"),
+        }
+        annotations = {"mirror": {MIRROR_ANNOTATION: "x"}, "safe": {SAFE_TO_EVICT: "true"},
+                       "unsafe": {SAFE_TO_EVICT: "false"}}.get(kind, {})  # fmt: skip
+        ref = owner.get(kind, owner["rs"] if kind in ("unsafe", "done") else None)
+        return CAPod(PodObject(
+            name=f"p{i}", namespace="default", spec=PodSpecResources((Container("main", {"cpu": 10}),)),
+            annotations=annotations, controller=ref, phase="Failed" if kind == "done" else "Running",
+        ), restart_policy="Never" if kind == "done" else "Always")  # fmt: skip
+
+    rng = random.Random(7)
+    kinds = ["ds", "mirror", "rs", "bare", "safe", "unsafe", "done"]
+    options = CAOptions()
+    answers = set()
+    for case in range(400):
+        pods = [one(i, rng.choice(kinds)) for i in range(rng.randrange(0, 6))]
+        full = pods_to_move(pods, options, PdbTracker([]), 0.0)
+        expected = full.blocking is None and not full.pods
+        verdicts: dict[int, Any] = {}
+        assert has_no_pod_to_move(pods, options, 0.0) == expected, case
+        assert has_no_pod_to_move(pods, options, 0.0, verdicts) == expected, case
+        for pod_, status in verdicts.values():
+            assert status == drainable(pod_, options, PdbTracker([]), 0.0)
+        answers.add(expected)
+    assert answers == {True, False}

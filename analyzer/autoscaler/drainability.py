@@ -165,10 +165,13 @@ def pods_to_move(
     now: float,
     controllers: Controllers | None = None,
     verdicts: dict[int, tuple[CAPod, Status]] | None = None,
+    first: bool = False,
 ) -> PodsToMove:
     """Sort a node's pods by ``drainable``: the first blocked pod stops the walk.
     ``verdicts``: a caller's dict (same ``options`` every call) keeping each pod's verdict where
-    it reads nothing but the pod and the options: no budgets, no controllers, not deleted."""
+    it reads nothing but the pod and the options: no budgets, no controllers, not deleted.
+    ``first``: the first pod to move also stops the walk (its answer then holds that pod alone:
+    for a caller that asks only whether the node has a pod to move or a blocking one)."""
     move: list[CAPod] = []
     daemons: list[CAPod] = []
     keep = verdicts is not None and not pdbs.budgets and controllers is None
@@ -183,5 +186,10 @@ def pods_to_move(
         if status.outcome == BLOCK:
             return PodsToMove(blocking=pod, reason=status.reason)
         if status.outcome in (UNDEFINED, DRAIN_OK):
-            (daemons if pod.daemonset else move).append(pod)
+            if pod.daemonset:
+                daemons.append(pod)
+            elif first:
+                return PodsToMove((pod,), tuple(daemons))
+            else:
+                move.append(pod)
     return PodsToMove(tuple(move), tuple(daemons))

@@ -68,8 +68,9 @@ def has_no_pod_to_move(
     verdicts: dict[int, tuple[CAPod, Status]] | None = None,
 ) -> bool:
     """``is_empty`` of a node with ``pods``. ``verdicts``: a caller's kept drain verdicts
-    (``drainability.pods_to_move``; the same ``options``)."""
-    found = pods_to_move(pods, options, PdbTracker([]), now, None, verdicts)
+    (``drainability.pods_to_move``; the same ``options``). The walk stops at the first pod that
+    blocks or is to be moved: either answers False, whatever the pods after it."""
+    found = pods_to_move(pods, options, PdbTracker([]), now, None, verdicts, first=True)
     return found.blocking is None and not found.pods
 
 

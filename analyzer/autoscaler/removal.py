@@ -260,7 +260,11 @@ class RemovalSimulator:
 
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
-        feasible, fit = self._mask(demand, allowed)
+        found = self._static_only(demand)
+        if found is not None:  # the filters ``_mask`` would run are the kept static ones
+            feasible, fit = allowed & self.schedulable & found[0], found[1]
+        else:
+            feasible, fit = self._mask(demand, allowed)
         count = self.state.node_count
         start = self.last_index
         if fit is not None:

@@ -130,8 +130,11 @@ class ClusterAutoscaler:
         # the slots in ``stale`` (touched since: only a bind or unbind changes a node's requests)
         self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
         self.stale: set[int] = set(range(len(state.node_names)))
-        # slot -> (its version, unremovable reason, empty): eligibility as of those pods
-        self.judged: dict[int, tuple[int, str, bool]] = {}
+        # per slot, eligibility as of its pods' version ``judged_at`` (-1: never judged): its
+        # unremovable reason ("": a candidate) and whether it has no pod to move
+        self.judged_at = [-1] * len(state.node_names)
+        self.unfit_reason = [""] * len(state.node_names)
+        self.no_pod_to_move = [False] * len(state.node_names)
         self.group_of = np.array(groups.of_node, dtype=np.int64)
         self.nodes = [
             CANode(name, {}, labels=state.node_labels[i] if state.node_labels else {},

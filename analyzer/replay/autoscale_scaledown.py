@@ -14,6 +14,8 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import itemgetter, not_
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,10 @@ from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 from analyzer.replay.autoscale_setup import SECOND
+
+# a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
+# it through the simulator as any other (tests compare the two)
+SHORTCUT = True
 
 # ``ca`` below is the loop's ``ClusterAutoscaler`` (its state, groups, record and caches); typed
 # Any because importing that class here would make an import circle (tests/test_layout.py)
@@ -64,52 +70,29 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.skipped += 1
         ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
         return
-    present = np.flatnonzero(ca.active)
+    present = ca.active
     reasons: dict[str, int] = {}
     if deadlines:
-        recent = np.zeros(len(ca.active), dtype=bool)
-        recent[list(deadlines)] = True
-        present = present[~recent[present]]
+        present = present.copy()
+        present[list(deadlines)] = False
         reasons[RECENTLY_UNREMOVABLE] = len(deadlines)
-    if not len(present):
+    count = int(np.count_nonzero(present))
+    if not count:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.last_pass = (limit, False, False)
         ca.record.reasons.append((now, reasons))
         ca.hints.drop_old()
         ca.hints_stable = True  # none looked up
         return
-    ratio = ratios(ca)[present]
-    # a margin over the threshold: the exact check below decides (float sums differ)
-    maybe = (ratio < threshold + 1e-6) | ca.gpu[present] | ca.disabled[present]
-    look = present[maybe].tolist()
-    reasons["NotUnderutilized"] = int(np.count_nonzero(~maybe))
-    groups, _ = ca.member_groups()
-    verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
-    seconds = now / SECOND
-    candidates, empty = [], set()
-    for slot in look:
-        name = ca.nodes[slot].name
-        key = ca.version[slot]  # its pods are the same while this is
-        known = ca.judged.get(slot)
-        if known is None or known[0] != key:  # its pods changed: judge it again
-            node = CANode(name, _allocatable(ca, slot), ca.nodes[slot].labels,
-                          ca.nodes[slot].annotations)  # fmt: skip
-            # no pod of the replay is terminating nor any node being deleted, so the
-            # verdicts depend on the node's pods only (``now`` reads neither)
-            pods = ca.pods_of(slot)
-            elig = check(node, pods, groups.get(name), opts, seconds)
-            known = (
-                key,
-                elig.reason,
-                not elig.reason and has_no_pod_to_move(pods, opts, seconds, verdicts),
-            )
-            ca.judged[slot] = known
-        if known[1]:
-            reasons[known[1]] = reasons.get(known[1], 0) + 1
-        else:
-            candidates.append(slot)
-            if known[2]:
-                empty.add(slot)
+    # a margin over the threshold: the exact check below decides (float sums differ); GPU and
+    # scale-down-disabled nodes are judged whatever their ratio. One mask over every slot
+    # (``looked``: kept in the pass's summary), the nodes in slot order
+    looked = ratios(ca) < threshold + 1e-6
+    looked |= ca.special
+    looked &= present
+    look = np.flatnonzero(looked).tolist()
+    reasons["NotUnderutilized"] = count - len(look)
+    candidates, empty = _judge(ca, look, reasons, now)
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
     # take room from the later candidates)
@@ -121,6 +104,13 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         candidates = [c for c in candidates if c not in set(at_min)]
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
+    if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_end_pass``)
+        ca.sims.start_pass()
+        ca.record.passes += 1
+        ca.hints_stable = True  # none looked up
+        ca.hints.drop_old()
+        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, False)
+        return
     # the pass reads the pods of its candidates only (a moved pod's target's list is read only
     # if that node is simulated later in the pass: a candidate)
     cluster = ca.cluster(candidates)
@@ -142,7 +132,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.position,
         state.node_names,
     )
-    simulator = RemovalSimulator(cluster, ca.profile, opts, seconds, live)
+    simulator = RemovalSimulator(cluster, ca.profile, opts, now / SECOND, live)
     outcomes, found_unremovable, stopped = _simulate(
         ca, simulator, order, pdbs, covering, reasons, limit
     )
@@ -155,6 +145,69 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if not ca.hints_stable:
         ca.dirty = True
     ca.hints.drop_old()
+    # nodes the group's minSize would keep however long they stay unneeded (none of none)
+    kept = select(list(outcomes.values()), cluster, ca.options)[2] if outcomes else []
+    _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
+            looked, bool(covering))  # fmt: skip
+
+
+def _judge(
+    ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now: int
+) -> tuple[list[int], set[int]]:
+    """Each node of ``look`` (slot order) through ``eligibility.check``, its reason counted in
+    ``reasons`` (in order of first appearance, as a loop over ``look`` adds them): the
+    candidates and those of them with no pod to move. A node's verdict is kept with its pods'
+    version (``ca.judged_at``) and judged again only when its pods changed: no pod of the
+    replay is terminating nor any node being deleted, so the verdicts depend on the node's pods
+    only (``now`` reads neither). The kept ones are read by ``itemgetter`` (no Python loop)."""
+    if not look:
+        return [], set()
+    version, at = ca.version, ca.judged_at
+    get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
+    now_v, then_v = get(version), get(at)
+    if now_v != then_v:  # some node's pods changed since it was judged
+        opts, seconds = ca.options, now / SECOND
+        groups, _ = ca.member_groups()
+        verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
+        for slot in [s for s, v, w in zip(look, now_v, then_v, strict=True) if v != w]:
+            ca_node = ca.nodes[slot]
+            node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
+                          ca_node.annotations)  # fmt: skip
+            pods = ca.pods_of(slot)
+            elig = check(node, pods, groups.get(ca_node.name), opts, seconds)
+            at[slot] = version[slot]
+            ca.unfit_reason[slot] = elig.reason
+            ca.no_pod_to_move[slot] = not elig.reason and has_no_pod_to_move(
+                pods, opts, seconds, verdicts
+            )
+    unfit = get(ca.unfit_reason)
+    candidates = list(compress(look, map(not_, unfit)))
+    empty = set(compress(look, get(ca.no_pod_to_move)))  # only a candidate has none to move
+    if len(candidates) < len(look):  # the others' reasons, in order of first appearance
+        for reason in dict.fromkeys(unfit):
+            if reason:
+                reasons[reason] = reasons.get(reason, 0) + unfit.count(reason)
+    return candidates, empty
+
+
+def _end_pass(
+    ca: ClusterAutoscaler,
+    now: int,
+    limit: int,
+    outcomes: dict[int, Outcome],
+    found_unremovable: list[int],
+    stopped: bool,
+    kept: list[str],
+    at_min: int,
+    reasons: dict[str, int],
+    looked: np.ndarray[Any, Any],
+    covering: bool,
+) -> None:
+    """The end of a pass that ran, with or without a simulation: the recheck deadlines of the
+    nodes found unremovable, whether the next pass may differ (``dirty``), the unneeded nodes
+    and the pass's reasons, and (``reuse``) what the pass read (``SimulationMemo.summarise``:
+    the next pass's skip test compares the state with it). ``kept``: removable nodes the
+    groups' minSize keeps; ``at_min``: candidates not simulated for that reason."""
     timeout = ca.settings.unremovable_node_recheck_timeout
     if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
         found_unremovable = []
@@ -163,27 +216,24 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.recheck.add_timeout(slot, deadline)
     if found_unremovable:  # the next pass skips them: it may answer differently
         ca.dirty = True
-    after = unneeded_limit(
-        opts.max_scale_down_parallelism, len(outcomes), ca.settings.unneeded_time,
-        ca.intervals.later,
-    )  # fmt: skip
-    if stopped and after != limit:  # the next pass may simulate the candidates left over
-        ca.dirty = True
+    if stopped:
+        after = unneeded_limit(
+            ca.options.max_scale_down_parallelism, len(outcomes), ca.settings.unneeded_time,
+            ca.intervals.later,
+        )  # fmt: skip
+        if after != limit:  # the next pass may simulate the candidates left over
+            ca.dirty = True
     ca.last_pass = (limit, stopped, bool(found_unremovable))
     ca.outcomes = outcomes
     ca.last_unneeded = len(outcomes)
     ca.unneeded = {s: ca.unneeded.get(s, now) for s in outcomes}
-    # nodes the group's minSize would keep however long they stay unneeded
-    _, _, kept = select(list(outcomes.values()), cluster, ca.options)
     if kept:
-        reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
+        reasons["NodeGroupMinSizeReached"] = len(kept) + at_min
     reasons["Unneeded"] = len(outcomes) - len(kept)
     kept_reasons = {k: v for k, v in reasons.items() if v}
     ca.record.reasons.append((now, kept_reasons))
     if ca.reuse:
-        looked = np.zeros(len(ca.active), dtype=bool)
-        looked[look] = True
-        ca.sims.summarise(looked, len(ca.provisioning), bool(covering), kept_reasons)
+        ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons)
 
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:
