@@ -37,15 +37,16 @@ import numpy as np
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
-from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes, unneeded_limit
+from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
 from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_idle import catch_up, until
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
-from analyzer.replay.autoscale_scaledown import stands, to_delete, update_unneeded
+from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
 from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
+from analyzer.replay.autoscale_settle import finish, settle, skipped_at
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
@@ -207,63 +208,13 @@ class ClusterAutoscaler:
         return min(ready, recheck)
 
     def settle(self) -> None:
-        """The end of an instant (the engine has placed its pods and set ``waiting``): if the
-        state changed since the last scale-down pass (``dirty``) but the pass that change calls
-        for would answer as the last one (``autoscale_scaledown.stands``), decide so now, so
-        that no run of the loop need be an instant for it (``autoscale_idle``).
-
-        That run is the loop's next: at the first instant at or after ``next_tick``, else at
-        ``next_time``'s next run (``_first_run``, kept in ``settled`` and moved on at each
-        instant's end, as ``next_time`` would). Nothing changes before it but at another
-        instant, which settles again (or leaves ``dirty``). So the pass's test reads what it
-        would read there, but for what the run itself does before its pass: a recheck deadline
-        at or before it (not settled: the pass is run), and a scale-up (only while pods wait:
-        not settled; pods that start to wait later make that run an instant, ``until``, and a
-        scale-up there has its pass run, ``_run``). That run counts the pass skipped
-        (``_skipped_at``)."""
-        if self.settled is not None:
-            self.settled = self._first_run()
-        if not self.dirty or self.waiting or self.queued is None or not self.reuse:
-            return
-        if self.undecided:  # asked since the last run and left to it (as it will be again)
-            return
-        self.undecided = True
-        run = self._first_run()
-        for slot, deadline in self.recheck.deadlines.items():
-            if deadline <= run or not self.active[slot]:  # the pass there drops it: run
-                return
-        limit = unneeded_limit(
-            self.options.max_scale_down_parallelism,
-            self.last_unneeded,
-            self.settings.unneeded_time,
-            self.intervals.peek(),
-        )
-        if stands(self, limit):
-            self.dirty = False
-            self.settled = run
-            self.undecided = False
+        """The end of an instant: a change whose pass would answer as the last is settled
+        (``autoscale_settle.settle``)."""
+        settle(self)
 
     def finish(self, end: int) -> None:
-        """The replay ended at ``end``: a settled change's run before it was left out."""
-        if self.settled is not None and self.settled <= end:
-            self._skipped_at(self.settled)
-
-    def _first_run(self) -> int:
-        """The next run of the loop ``next_time`` answers while ``dirty`` (one scan interval
-        after the last, on the grid of scans from the start, after the last instant)."""
-        scan, start = self.settings.scan_interval, self.inp.start
-        return max(self.next_tick, start + -(-(self.clock + 1 - start) // scan) * scan)
-
-    def _skipped_at(self, run: int) -> None:
-        """The settled change's run at ``run`` (made or left out): its pass stood as the last
-        one (recorded and counted skipped, as ``update_unneeded`` does) and the next run is a
-        scan later."""
-        self.settled = None
-        assert self.sims.summary is not None  # ``stands`` held: a pass was summarised
-        self.record.reasons.append((run, dict(self.sims.summary.reasons)))
-        self.record.skipped += 1
-        self.intervals.step()
-        self.next_tick = max(self.next_tick, run + self.settings.scan_interval)
+        """The replay ended at ``end`` (``autoscale_settle.finish``)."""
+        finish(self, end)
 
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()
@@ -301,12 +252,12 @@ class ClusterAutoscaler:
         if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
             catch_up(self, now)
         if self.settled is not None and self.settled < now:  # its run was left out
-            self._skipped_at(self.settled)
+            skipped_at(self, self.settled)
         if now < self.next_tick:
             return []
         if not (self.dirty or self.waiting or self.unneeded or self._recheck_due(now)):
             if self.settled is not None:  # the settled change's run: nothing else to do
-                self._skipped_at(now)
+                skipped_at(self, now)
             return []
         self.next_tick = now + self.settings.scan_interval
         # CA's simulations bind and unbind on the live state and undo it all; per-GPU device
@@ -337,7 +288,7 @@ class ClusterAutoscaler:
             if self.record.passes != passes:  # the pass may have changed the recheck deadlines
                 self._expiry_kept = None  # (else only dropped some: ``_expiry`` sees the count)
         elif settled:  # ... (run above: it reads the groups' sizes): skipped
-            self._skipped_at(now)
+            skipped_at(self, now)
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:

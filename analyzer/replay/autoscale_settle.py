@@ -1,0 +1,86 @@
+"""A change whose scale-down pass would answer as the last, settled at the end of its instant.
+
+The cluster-autoscaler loop (``analyzer.replay.autoscale_loop``) runs a pass at its next run after
+the replay bound or unbound a pod (``dirty``); most such passes answer as the last one did
+(``autoscale_scaledown.stands``) and are skipped there. Asked at the end of the instant that
+made the change instead (``settle``), the answer is the same, and the run need not be an instant
+of the replay: with ``dirty`` cleared, it is one of the runs that do nothing
+(``autoscale_idle``).
+
+That run is the loop's next: at the first instant at or after ``next_tick``, else at the run
+``next_time`` would answer (``first_run``, kept in ``ca.settled`` and moved on at each
+instant's end, as ``next_time`` would move it). Nothing changes before it but at another
+instant, which settles again (or leaves ``dirty``). So the pass's test reads what it would read
+at that run, but for what the run itself does before its pass:
+
+- a recheck deadline at or before it (or of a node gone): not settled, the pass is run there;
+- a scale-up (only while pods wait): not settled while pods wait; pods that start to wait later
+  make that run an instant (``until``), which asks the scale-up again as a change would, and a
+  scale-up there has the pass run (``ClusterAutoscaler._run``).
+
+The run the change stands for, made or left out, records the pass's reasons at its time, counts
+it skipped and moves ``next_tick`` on (``skipped_at``), as a skipped pass does; ``finish``
+accounts for one due before the replay's end. Only on the fast path (``ca.reuse``) and where
+an instant with nothing to do is nothing to the scheduler (``ca.queued`` set).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzer.autoscaler.recheck import unneeded_limit
+from analyzer.replay.autoscale_scaledown import stands
+
+# ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
+ClusterAutoscaler = Any
+
+
+def settle(ca: ClusterAutoscaler) -> None:
+    """The end of an instant (the engine has placed its pods and set ``waiting``): settle a
+    change whose pass would answer as the last (module docstring)."""
+    if ca.settled is not None:
+        ca.settled = first_run(ca)
+    if not ca.dirty or ca.waiting or ca.queued is None or not ca.reuse:
+        return
+    if ca.undecided:  # asked since the last run and left to it (as it will be again)
+        return
+    ca.undecided = True
+    run = first_run(ca)
+    for slot, deadline in ca.recheck.deadlines.items():
+        if deadline <= run or not ca.active[slot]:  # the pass there drops it: run
+            return
+    limit = unneeded_limit(
+        ca.options.max_scale_down_parallelism,
+        ca.last_unneeded,
+        ca.settings.unneeded_time,
+        ca.intervals.peek(),
+    )
+    if stands(ca, limit):
+        ca.dirty = False
+        ca.settled = run
+        ca.undecided = False
+
+
+def finish(ca: ClusterAutoscaler, end: int) -> None:
+    """The replay ended at ``end``: a settled change's run before it was left out."""
+    if ca.settled is not None and ca.settled <= end:
+        skipped_at(ca, ca.settled)
+
+
+def first_run(ca: ClusterAutoscaler) -> int:
+    """The next run of the loop ``next_time`` answers while ``dirty`` (one scan interval after
+    the last, on the grid of scans from the start, after the last instant)."""
+    scan, start = ca.settings.scan_interval, ca.inp.start
+    return max(ca.next_tick, start + -(-(ca.clock + 1 - start) // scan) * scan)  # type: ignore[no-any-return]
+
+
+def skipped_at(ca: ClusterAutoscaler, run: int) -> None:
+    """The settled change's run at ``run`` (made or left out): its pass stood as the last one
+    (recorded and counted skipped, as ``update_unneeded`` does) and the next run is a scan
+    later."""
+    ca.settled = None
+    assert ca.sims.summary is not None  # ``stands`` held: a pass was summarised
+    ca.record.reasons.append((run, dict(ca.sims.summary.reasons)))
+    ca.record.skipped += 1
+    ca.intervals.step()
+    ca.next_tick = max(ca.next_tick, run + ca.settings.scan_interval)
