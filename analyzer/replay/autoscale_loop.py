@@ -273,7 +273,8 @@ class ClusterAutoscaler:
         # ``waiting`` is the queue's list, the same object while the queue did not change: the
         # comparison below is then one identity check, not one per pod
         asked = (waiting, len(self.record.presence), len(self.record.removed))
-        # a settled change: as ``dirty`` for the scale-up; its pass stands but after one
+        # a settled change (``autoscale_settle``) asks the scale-up again as ``dirty`` does; its
+        # pass stands unless a scale-up here changed what the pass reads (the groups' sizes)
         settled, self.settled = self.settled is not None, None
         scaled = False
         if waiting and (self.dirty or settled or asked != self.asked):  # else as before
@@ -287,7 +288,7 @@ class ClusterAutoscaler:
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
             if self.record.passes != passes:  # the pass may have changed the recheck deadlines
                 self._expiry_kept = None  # (else only dropped some: ``_expiry`` sees the count)
-        elif settled:  # ... (run above: it reads the groups' sizes): skipped
+        elif settled:  # it stood: recorded and counted skipped at this run
             skipped_at(self, now)
         return to_delete(self, now)
 
