@@ -96,8 +96,9 @@ class PassIntervals:
 
     def step(self) -> int:
         """A pass runs: the smallest interval as that pass sees it."""
+        interval = self.peek()
         self.passes += 1
-        return self.first if self.passes == 1 else self.later
+        return interval
 
     def peek(self) -> int:
         """What ``step`` would answer for the next pass (without counting it)."""

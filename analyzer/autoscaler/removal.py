@@ -140,6 +140,9 @@ class RemovalSimulator:
     def _mask(self, demand: PodDemand, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
         """The nodes ``allowed`` whose filters pass for ``demand``, but NodeResourcesFit when
         ``first_fit`` (returned apart, to be asked node by node)."""
+        found = self._static_only(demand)
+        if found is not None:  # every filter it would run is a kept static one
+            return allowed & self.schedulable & found[0], found[1]
         feasible = allowed & self.schedulable
         fit = None
         for plugin in self.profile.filters:
@@ -235,8 +238,8 @@ class RemovalSimulator:
             return None
         key = ("*", id(demand.constraints), bool(demand.host_ports))
         found = self.static.get(key)
-        if found is not None:
-            return found[0], found[1]
+        if found is not None:  # (None, ...): some filter is not a kept static one
+            return None if found[0] is None else (found[0], found[1])
         mask = np.ones(self.state.node_count, dtype=bool)
         fit = None
         for plugin in self.profile.filters:
@@ -252,7 +255,8 @@ class RemovalSimulator:
                         self.state, demand, self.now
                     ).feasible
                 mask &= part
-            else:
+            else:  # kept as such too (asked again at every placement otherwise)
+                self.static[key] = (None, None, demand.constraints)
                 return None
         # kept with the constraints object, so its id is not reused while the entry lives
         self.static[key] = (mask, fit, demand.constraints)
@@ -260,11 +264,7 @@ class RemovalSimulator:
 
     def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
         """The first node from ``last_index`` on whose filters pass (round-robin)."""
-        found = self._static_only(demand)
-        if found is not None:  # the filters ``_mask`` would run are the kept static ones
-            feasible, fit = allowed & self.schedulable & found[0], found[1]
-        else:
-            feasible, fit = self._mask(demand, allowed)
+        feasible, fit = self._mask(demand, allowed)
         count = self.state.node_count
         start = self.last_index
         if fit is not None:

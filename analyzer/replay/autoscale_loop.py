@@ -122,7 +122,7 @@ class ClusterAutoscaler:
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
         self.verdicts: dict[int, Any] = {}  # each CA pod's drain verdict (``pods_to_move``)
-        # ``_pods_on``: slot -> (its version, its CA pods in pod order, their object ids)
+        # ``pods_of``: slot -> (its version, its CA pods in pod order, their object ids)
         self.pod_lists: dict[int, tuple[int, list[CAPod], tuple[int, ...]]] = {}
         # per slot, how many times the replay bound or unbound a pod there (``touch``): its pods
         # are the same while this is (every change of ``on_node`` goes through ``touch``)
@@ -193,8 +193,7 @@ class ClusterAutoscaler:
             recheck = max(after, at)
         self.idle_from = None
         if self.dirty or self.waiting or self.unneeded:
-            grid = start + -(-(self.clock + 1 - start) // scan) * scan
-            first = max(self.next_tick, grid)  # never after ``recheck`` (both on the grid)
+            first = self.first_run()  # never after ``recheck`` (both on the grid)
             if self.queued is not None and not self.dirty:
                 # the runs before ``until`` do nothing: left out (``autoscale_idle``); the
                 # recheck is the first run at or after the deadline (``until`` reads it), not
@@ -206,6 +205,12 @@ class ClusterAutoscaler:
                     return min(ready, first)
             return min(ready, recheck, first)
         return min(ready, recheck)
+
+    def first_run(self) -> int:
+        """The next run of the loop while one is due: one scan interval after the last run, on
+        the grid of scans from the start of the data, after the last instant."""
+        scan, start = self.settings.scan_interval, self.inp.start
+        return max(self.next_tick, start + -(-(self.clock + 1 - start) // scan) * scan)
 
     def settle(self) -> None:
         """The end of an instant: a change whose pass would answer as the last is settled
@@ -382,16 +387,12 @@ class ClusterAutoscaler:
         """CA's view with the pods of ``candidates`` (the nodes whose pods the pass reads)."""
         names = self.state.node_names
         groups, sizes = self.member_groups()
-        pods = {names[slot]: self._pods_on(slot) for slot in candidates}
+        pods = {names[slot]: self.pods_of(slot) for slot in candidates}
         return Cluster(self.nodes, pods, groups, sizes=sizes)
 
     def pods_of(self, slot: int) -> list[CAPod]:
-        """The CA pods on ``slot`` in pod order (``_pods_on``; read only)."""
-        return self._pods_on(slot)
-
-    def _pods_on(self, slot: int) -> list[CAPod]:
-        """The CA pods on ``slot`` in pod order, kept while its pods stay (nothing mutates it:
-        the simulator copies the lists it changes)."""
+        """The CA pods on ``slot`` in pod order, kept while its pods stay (read only: the
+        simulator copies the lists it changes)."""
         version = self.version[slot]
         known = self.pod_lists.get(slot)
         if known is None or known[0] != version:

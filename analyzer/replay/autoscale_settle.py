@@ -8,7 +8,7 @@ of the replay: with ``dirty`` cleared, it is one of the runs that do nothing
 (``autoscale_idle``).
 
 That run is the loop's next: at the first instant at or after ``next_tick``, else at the run
-``next_time`` would answer (``first_run``, kept in ``ca.settled`` and moved on at each
+``next_time`` would answer (``ClusterAutoscaler.first_run``, kept in ``ca.settled`` and moved on at each
 instant's end, as ``next_time`` would move it). Nothing changes before it but at another
 instant, which settles again (or leaves ``dirty``). So the pass's test reads what it would read
 at that run, but for what the run itself does before its pass:
@@ -38,14 +38,14 @@ ClusterAutoscaler = Any
 def settle(ca: ClusterAutoscaler) -> None:
     """The end of an instant (the engine has placed its pods and set ``waiting``): settle a
     change whose pass would answer as the last (module docstring)."""
+    run = ca.first_run()
     if ca.settled is not None:
-        ca.settled = first_run(ca)
+        ca.settled = run
     if not ca.dirty or ca.waiting or ca.queued is None or not ca.reuse:
         return
     if ca.undecided:  # asked since the last run and left to it (as it will be again)
         return
     ca.undecided = True
-    run = first_run(ca)
     for slot, deadline in ca.recheck.deadlines.items():
         if deadline <= run or not ca.active[slot]:  # the pass there drops it: run
             return
@@ -65,13 +65,6 @@ def finish(ca: ClusterAutoscaler, end: int) -> None:
     """The replay ended at ``end``: a settled change's run before it was left out."""
     if ca.settled is not None and ca.settled <= end:
         skipped_at(ca, ca.settled)
-
-
-def first_run(ca: ClusterAutoscaler) -> int:
-    """The next run of the loop ``next_time`` answers while ``dirty`` (one scan interval after
-    the last, on the grid of scans from the start, after the last instant)."""
-    scan, start = ca.settings.scan_interval, ca.inp.start
-    return max(ca.next_tick, start + -(-(ca.clock + 1 - start) // scan) * scan)  # type: ignore[no-any-return]
 
 
 def skipped_at(ca: ClusterAutoscaler, run: int) -> None:
