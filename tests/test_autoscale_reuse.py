@@ -119,7 +119,7 @@ def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str, raw: 
         assert a.reused_by_hints > 0
     if seed in (1, 3):
         # answers blocked by a pod or placed by hints alone taken again after nodes joined or
-        # left (``autoscale_reuse.lasting``): exercised, the decisions above the plain path's
+        # left (``SimulationMemo.new_epoch``): exercised, the decisions above the plain path's
         assert a.reused_over_epochs > 0
 
 
@@ -245,7 +245,7 @@ def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None
 
 
 def test_an_answer_kept_over_a_join_is_checked_on_the_state_now() -> None:
-    # An answer placed by hints alone is kept over a join (``autoscale_reuse.lasting``) only
+    # An answer placed by hints alone is kept over a join (``SimulationMemo.new_epoch``) only
     # because it is asked again on the state now. 4-core nodes: a (one pod slot) holds p0
     # (1.5 cores); b (two slots) 2 cores of DaemonSet, c (two slots) 3.5. From 0:10 a is
     # unneeded, p0 going to b (by search, then by its hint). At 5:00 a 3-core pod fits no node:
@@ -460,11 +460,19 @@ def test_a_scale_up_skipped_as_hopeless_would_have_found_no_option(
 ) -> None:
     # each time the fast path skips a scale-up (every waiting shape's kept verdict: no empty
     # node of a group with room takes it), the full plan on the same state answers None too
+    # (the queue's answer is kept while the queue's list and the kept verdicts are the same:
+    # each answer also equals the one asked afresh)
     real = ClusterAutoscaler._hopeless
-    seen = {"skipped": 0, "planned": 0}
+    seen = {"skipped": 0, "planned": 0, "kept": 0}
 
-    def checked(ca: Any, waiting: list[int], room: list[int]) -> bool:
-        answer = real(ca, waiting, room)
+    def checked(ca: Any, waiting: list[int], room: list[int], queue: bool = False) -> bool:
+        kept = ca._undecided_kept
+        seen["kept"] += queue and kept is not None and kept[0] is waiting
+        answer = real(ca, waiting, room, queue)
+        left = autoscale_scaleup.undecided(
+            waiting, ca.inp.shape_keys, ca.inp.demands, ca.spare_groups, ca.memo
+        )
+        assert answer == (left is not None and all(room[g] <= 0 for g in left))
         if answer:
             seen["skipped"] += 1
             plan = autoscale_scaleup.plan_scale_up(
@@ -480,7 +488,7 @@ def test_a_scale_up_skipped_as_hopeless_would_have_found_no_option(
     monkeypatch.setattr(ClusterAutoscaler, "_hopeless", checked)
     fast, plain = _run(seed, "most-allocated")
     _same_decisions(fast, plain)
-    assert seen["skipped"] > 0 and seen["planned"] > 0, seen
+    assert seen["skipped"] > 0 and seen["planned"] > 0 and seen["kept"] > 0, seen
 
 
 class _Caught(Exception):

@@ -52,6 +52,8 @@ class UnremovableNodes(Generic[K]):
     def update(self, now: int, exists: Callable[[K], bool]) -> bool:
         """Start of a pass at ``now``: drop deadlines not after ``now`` and nodes gone. True if
         any was dropped (the pass may then differ from the last)."""
+        if not self.deadlines:  # none to drop (most passes)
+            return False
         kept = {k: t for k, t in self.deadlines.items() if t > now and exists(k)}
         dropped = len(kept) != len(self.deadlines)
         self.deadlines = kept

@@ -428,12 +428,24 @@ class ClusterAutoscaler:
                 return plugin
         return None
 
-    def _hopeless(self, waiting: list[int], room: list[int]) -> bool:
+    # the queue's list ``_hopeless`` last asked about, the kept verdicts' count then and its
+    # ``undecided`` answer (the list is not changed while it is the queue's; verdicts are only
+    # added, never changed: the same list and count give the same answer)
+    _undecided_kept: tuple[list[int], int, set[int] | None] | None = None
+
+    def _hopeless(self, waiting: list[int], room: list[int], queue: bool = False) -> bool:
         """No group with ``room`` may take any of ``waiting``: their shapes' kept verdicts say
-        they fit no empty node of the others (``undecided``)."""
-        left = undecided(
-            waiting, self.inp.shape_keys, self.inp.demands, self.spare_groups, self.memo
-        )
+        they fit no empty node of the others (``undecided``). ``queue``: ``waiting`` is the
+        queue's list (its answer is kept)."""
+        kept = self._undecided_kept
+        if queue and kept is not None and kept[0] is waiting and kept[1] == len(self.memo):
+            left = kept[2]
+        else:
+            left = undecided(
+                waiting, self.inp.shape_keys, self.inp.demands, self.spare_groups, self.memo
+            )
+            if queue:
+                self._undecided_kept = (waiting, len(self.memo), left)
         return left is not None and all(room[g] <= 0 for g in left)
 
     def _scale_up(self, now: int, queued: list[int]) -> bool:
@@ -442,7 +454,7 @@ class ClusterAutoscaler:
         room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
         # no option for any pod queued: none for those of them that fit nowhere either (their
         # shapes are some of these), so the filter need not run
-        if self.settings.reuse and self._hopeless(queued, room):
+        if self.settings.reuse and self._hopeless(queued, room, queue=True):
             return False
         waiting = unschedulable(self, queued, now)
         if not waiting:

@@ -29,7 +29,7 @@ it again instead of simulating). What one simulation reads, and how each is chec
   node is still a destination with room for its pods in turn (checked on the state now);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
   in which no earlier answer that read the node set is reused (the two kinds above that read
-  none of it, blocked and placed by hints, are kept: ``lasting``).
+  none of it, blocked and placed by hints, are kept: ``new_epoch``).
 
 This holds only where each node's verdict depends on that node alone (``local``): no pod with
 topology spread, pod (anti-)affinity or host ports, no DoNotSchedule default spreading, no
@@ -145,9 +145,25 @@ class SimulationMemo:
 
     def new_epoch(self) -> None:
         """Nodes joined or left, or a scale-up changed the groups' sizes: no answer that read
-        the node set is reused. Two kinds read none of it and are kept (``lasting``)."""
+        the node set is reused (``find`` refuses an entry of another epoch). Two kinds read
+        none of it and are taken again at any epoch, on the checks they are taken by at any
+        time (the entries stay; the others of earlier epochs are never taken again):
+
+        - ``BlockedByPod``: ``GetPodsToMove`` read the candidate's pods, the flags and the
+          budgets' disruptions left, nothing of any other node (``find`` compares those first);
+        - removable with every pod on its hinted node (``by_hints``): each placement read its
+          pod's hint and that one node (``tryScheduleUsingHints``: ``GetNodeInfo`` of the hinted
+          node, its filters; no list of nodes, no ``lastIndex``). ``_by_hints_again`` compares
+          the pods, the budgets and the hints, and asks each hinted node again on the state now
+          (``fits_as_hinted``: still present and a destination, its static filters, its room
+          with the earlier pods counted). A node that left is no destination, so a hint naming
+          it fails there and the candidate is simulated; a node that joined is not read by such
+          an answer (only a search would walk it). The groups' sizes are read before any
+          simulation (a group at its minSize is not simulated), not by the answer.
+
+        So whatever joined or left since, where those checks pass, simulating gives the same
+        answer."""
         self.epoch += 1
-        self.entries = {slot: e for slot, e in self.entries.items() if lasting(e)}
         if len(self.drains) > 10_000:  # keyed by pods that may be long gone: bounded
             self.drains = {}
 
@@ -224,8 +240,9 @@ class SimulationMemo:
                 judged.append(node)
         if judged:
             ratio, near = ratio_of(), threshold + 1e-6
-            if any(ratio.item(node) < near for node in judged):
-                return False
+            for node in judged:
+                if ratio.item(node) < near:
+                    return False
         if last.failed:  # else no pod found no place: room freed anywhere changes nothing
             opened = np.array([n for n in nodes if freed.item(n) > passes], dtype=np.int64)
             if room_for_any(state, opened, last.failed, columns):
@@ -297,26 +314,6 @@ def room_for_any(
         if bool(fits.any()):
             return True
     return False
-
-
-def lasting(entry: Entry) -> bool:
-    """Whether ``entry``'s answer read nothing of the node set, so that it may be taken again
-    after nodes joined or left (a new epoch), on the checks it is taken by at any time:
-
-    - ``BlockedByPod``: ``GetPodsToMove`` read the candidate's pods, the flags and the budgets'
-      disruptions left, nothing of any other node (``find`` compares those);
-    - removable with every pod on its hinted node (``by_hints``): each placement read its pod's
-      hint and that one node (``tryScheduleUsingHints``: ``GetNodeInfo`` of the hinted node, its
-      filters; no list of nodes, no ``lastIndex``). ``_by_hints_again`` compares the pods, the
-      budgets and the hints, and asks each hinted node again on the state now
-      (``fits_as_hinted``: still present and a destination, its static filters, its room with
-      the earlier pods counted). A node that left is no destination, so a hint naming it fails
-      there and the candidate is simulated; a node that joined is not read by such an answer
-      (only a search would walk it). The groups' sizes are read before any simulation (a group
-      at its minSize is not simulated), not by the answer.
-
-    So whatever joined or left since, where those checks pass, simulating gives this answer."""
-    return entry.by_hints or entry.outcome.reason == "BlockedByPod"
 
 
 def walked(walks: Sequence[tuple[int, int]], count: int) -> np.ndarray[Any, np.dtype[np.int64]]:

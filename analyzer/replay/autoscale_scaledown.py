@@ -56,6 +56,12 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.settings.unneeded_time,
         ca.intervals.step(),
     )
+    # the same nodes skipped as recently unremovable as in the last pass (none expired); asked
+    # first: a pass that stands had present nodes (``stands``), so the test below is False then
+    if ca.reuse and not expired and stands(ca, limit):
+        ca.record.skipped += 1
+        ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
+        return
     if ca.cpu is None or ca.mem is None or not ca.active.any():
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, {}))
@@ -65,11 +71,6 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     threshold = min(opts.scale_down_utilization_threshold, 1.0)
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
     deadlines = ca.recheck.deadlines
-    # the same nodes skipped as recently unremovable as in the last pass (none expired)
-    if ca.reuse and not expired and stands(ca, limit):
-        ca.record.skipped += 1
-        ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
-        return
     present = ca.active
     reasons: dict[str, int] = {}
     if deadlines:
@@ -241,7 +242,7 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
     pass, would answer as the last one did (``SimulationMemo.unchanged``; the caller knows that
     no deadline expired): the hints it would read are those the last pass left, the last pass
     found no node unremovable (this one would skip it) and, if the limit stopped it, the limit
-    is the same. True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
+    is the same (``limit`` is read only then). True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
     present is never such a pass: ``unchanged`` holds only in the epoch of a pass that judged
     present nodes, and the node set changes only with a new epoch.)"""
     if ca.cpu is None or ca.mem is None:
@@ -402,7 +403,7 @@ def _by_hints_again(
     whatever the pass did before it, simulating it now gives that answer."""
     memo = ca.sims
     entry: Entry | None = memo.entries.get(slot)
-    # any epoch: such an answer read nothing of the node set (``autoscale_reuse.lasting``)
+    # any epoch: such an answer read nothing of the node set (``SimulationMemo.new_epoch``)
     if entry is None or not entry.by_hints:
         return None
     if (entry.pods, entry.pdbs) != (pods, budget):

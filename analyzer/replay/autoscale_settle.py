@@ -38,23 +38,26 @@ ClusterAutoscaler = Any
 def settle(ca: ClusterAutoscaler) -> None:
     """The end of an instant (the engine has placed its pods and set ``waiting``): settle a
     change whose pass would answer as the last (module docstring)."""
-    run = ca.first_run()
     if ca.settled is not None:
-        ca.settled = run
+        ca.settled = ca.first_run()
     if not ca.dirty or ca.waiting or ca.queued is None or not ca.reuse:
         return
     if ca.undecided:  # asked since the last run and left to it (as it will be again)
         return
     ca.undecided = True
+    run = ca.first_run()
     for slot, deadline in ca.recheck.deadlines.items():
         if deadline <= run or not ca.active[slot]:  # the pass there drops it: run
             return
-    limit = unneeded_limit(
-        ca.options.max_scale_down_parallelism,
-        ca.last_unneeded,
-        ca.settings.unneeded_time,
-        ca.intervals.peek(),
-    )
+    # the candidates limit: read by ``stands`` only when the limit stopped the last pass
+    limit = -1
+    if ca.last_pass[1]:
+        limit = unneeded_limit(
+            ca.options.max_scale_down_parallelism,
+            ca.last_unneeded,
+            ca.settings.unneeded_time,
+            ca.intervals.peek(),
+        )
     if stands(ca, limit):
         ca.dirty = False
         ca.settled = run
