@@ -24,10 +24,12 @@ from autoscale_cases import pod as pod_doc
 from replay_fixtures import N, P, build
 
 from analyzer.autoscaler import hinted
+from analyzer.autoscaler.cluster import CANode
+from analyzer.autoscaler.eligibility import check
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome, first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
-from analyzer.replay import autoscale_loop, autoscale_scaleup
+from analyzer.replay import autoscale_loop, autoscale_scaledown, autoscale_scaleup
 from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
@@ -597,3 +599,68 @@ def test_the_incremental_whole_pass_check_is_the_full_one(
     # both answers given, and many True ones asked fewer nodes than the full check
     assert seen["true"] > 20 and seen["calls"] - seen["true"] > 5, seen
     assert seen["fewer"] > 10, seen
+
+
+def _judge_checked(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Has every judging of the fast path checked: each judged node's kept reason is the one
+    ``eligibility.check`` gives from its pods. Counts the nodes judged by their screen ratio
+    (``ClusterAutoscaler.ratio_is_utilization``) and those of them exactly at the threshold."""
+    real = autoscale_scaledown._judge
+    seen = {"by_ratio": 0, "at_threshold": 0}
+
+    def checked(ca: Any, look: list[int], reasons: dict[str, int], now: int) -> Any:
+        out = real(ca, look, reasons, now)
+        groups, _ = ca.member_groups()
+        threshold = ca.options.scale_down_utilization_threshold
+        for slot in look:
+            node = ca.nodes[slot]
+            allocatable = autoscale_scaledown._allocatable(ca, slot)
+            elig = check(
+                CANode(node.name, allocatable, node.labels, node.annotations),
+                ca.pods_of(slot), groups.get(node.name), ca.options, now / 1e9,
+            )  # fmt: skip
+            assert ca.unfit_reason[slot] == elig.reason, (slot, elig)
+            if ca.ratio_is_utilization[slot]:
+                seen["by_ratio"] += 1
+                seen["at_threshold"] += elig.utilization.utilization == threshold
+        return out
+
+    monkeypatch.setattr(autoscale_scaledown, "_judge", checked)
+    return seen
+
+
+@pytest.mark.parametrize(("seed", "strategy"), [(1, "kube-default"), (2, "most-allocated")])
+def test_nodes_judged_by_their_ratio_get_the_reason_eligibility_gives(
+    seed: int, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the fast path judges a node whose utilisation is its screen ratio by that ratio, not by
+    # summing its pods (``_judge``): on seeded clusters every such verdict is check()'s
+    seen = _judge_checked(monkeypatch)
+    fast, plain = _run(seed, strategy)
+    _same_decisions(fast, plain)
+    assert seen["by_ratio"] > 0, seen
+
+
+def test_a_node_exactly_at_the_threshold_is_not_underutilized(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # three pods of 2 of 4 cores (memory far lower) packed by most-allocated: one node full,
+    # one at utilisation 0.5 — the default threshold, so CA finds it NotUnderutilized
+    # (utilisation >= threshold) although its screen ratio is within the screen's margin —
+    # and one empty (a candidate, unneeded)
+    seen = _judge_checked(monkeypatch)
+    nodes = [N("a"), N("b"), N("c")]
+    pods = [P(f"p{i}", "abc"[i], cpu=2000) for i in range(3)]
+    snap = build(nodes, pods, minutes=60)
+    inp = prepare(snap)
+    settings = dataclasses.replace(
+        parse_settings(None), groups={"pool": GroupBounds(min_size=0, max_size=4)}
+    )
+    auto, groups = with_node_groups(inp, settings)
+    chosen = Strategy("most-allocated", load_strategy("most-allocated"))
+    fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
+    plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
+    _same_decisions(fast, plain)
+    assert seen["at_threshold"] > 0, seen
+    first = fast.autoscaler.reasons[0][1]
+    assert first == {"NotUnderutilized": 2, "Unneeded": 1}

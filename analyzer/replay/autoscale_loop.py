@@ -29,7 +29,6 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -341,13 +340,49 @@ class ClusterAutoscaler:
         of = self.group_of[slots]
         return [slots[of == g].tolist() for g in range(len(self.groups.names))]
 
+    def _members_version(self) -> tuple[int, int, int, int]:
+        """Changes whenever a node joins or is removed or provisioning starts or ends (the
+        group members: present nodes and those being provisioned)."""
+        return (len(self.record.presence), len(self.record.removed), len(self.provisioning),
+                len(self.record.added))  # fmt: skip
+
     def sizes(self) -> list[int]:
-        """Each group's target size: its present nodes and those being provisioned."""
-        count = len(self.groups.names)
-        sizes = np.bincount(self.group_of[self.active], minlength=count).tolist()
-        for slot in self.provisioning:
-            sizes[self.groups.of_node[slot]] += 1
-        return sizes  # type: ignore[no-any-return]
+        """Each group's target size: its present nodes and those being provisioned (kept while
+        the members are the same; read only)."""
+        version = self._members_version()
+        if self._sizes_kept[0] != version:
+            count = len(self.groups.names)
+            sizes = np.bincount(self.group_of[self.active], minlength=count).tolist()
+            for slot in self.provisioning:
+                sizes[self.groups.of_node[slot]] += 1
+            self._sizes_kept = (version, sizes)
+        return self._sizes_kept[1]
+
+    _sizes_kept: tuple[Any, list[int]] = (None, [])
+
+    @functools.cached_property
+    def ratio_is_utilization(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Slots whose CA utilisation (``utilization.calculate``) is their screen ratio
+        (``autoscale_scaledown.ratios``) exactly, so that ``_judge`` need not sum their pods:
+        neither GPU nor scale-down-disabled (``special``), cpu and memory offered, no group
+        options and no pod left out of the utilisation (``ignore-daemonsets-utilization`` and
+        ``ignore-mirror-pods-utilization`` false; no replay pod is long terminating). CA divides
+        millis as floats: for integers below 2**53 that is the correctly rounded quotient of
+        the same two integers, as the ratio is; a slot whose millis may not be is left out
+        (the caller also checks the requests)."""
+        opts = self.options
+        if opts.ignore_daemonsets_utilization or opts.ignore_mirror_pods_utilization:
+            return np.zeros(len(self.nodes), dtype=bool)
+        if any(kind.options is not None for kind in self.kinds) or not self.reuse:
+            return np.zeros(len(self.nodes), dtype=bool)
+        exact = (self.capacity * 1000 < 2.0**53).all(axis=1)
+        return exact & self.offered.all(axis=1) & ~self.special  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def slot_groups(self) -> dict[str, NodeGroup]:
+        """Every slot's group by node name (the groups of the members are read from it)."""
+        names, of = self.state.node_names, self.groups.of_node
+        return {names[slot]: self.kinds[of[slot]] for slot in range(len(of))}
 
     def ca_pod(self, pod: int) -> CAPod:
         found = self.pods.get(pod)
@@ -372,15 +407,13 @@ class ClusterAutoscaler:
         return found
 
     def member_groups(self) -> tuple[dict[str, NodeGroup], dict[str, int]]:
-        """Each member node's group (present and being provisioned) and each group's size."""
-        version = (len(self.record.presence), len(self.record.removed), len(self.provisioning),
-                   len(self.record.added))  # fmt: skip
+        """Each node's group by name (read for members only: present nodes and those being
+        provisioned) and each group's size (its members; groups with none left out)."""
+        version = self._members_version()
         if self.membership[0] != version:  # the group members change with joins and removals
-            names, of = self.state.node_names, self.groups.of_node
-            members = [*np.flatnonzero(self.active).tolist(), *self.provisioning]
-            member = {names[slot]: self.kinds[of[slot]] for slot in members}
-            sizes = dict(Counter(group.name for group in member.values()))
-            self.membership = (version, member, sizes)
+            names = self.groups.names
+            sizes = {names[g]: n for g, n in enumerate(self.sizes()) if n}
+            self.membership = (version, self.slot_groups, sizes)
         return self.membership[1], self.membership[2]
 
     def cluster(self, candidates: list[int]) -> Cluster:

@@ -170,15 +170,27 @@ def _judge(
         opts, seconds = ca.options, now / SECOND
         groups, _ = ca.member_groups()
         verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
+        # a node whose utilisation is its ratio (computed by the caller for every slot) is
+        # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
+        plain, ratio, used = ca.ratio_is_utilization, ca.ratio, ca.state.requested
+        threshold, most = opts.scale_down_utilization_threshold, 2**53 // 1000
         for slot in [s for s, v, w in zip(look, now_v, then_v, strict=True) if v != w]:
-            ca_node = ca.nodes[slot]
-            node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
-                          ca_node.annotations)  # fmt: skip
-            pods = ca.pods_of(slot)
-            elig = check(node, pods, groups.get(ca_node.name), opts, seconds)
+            if (
+                plain.item(slot)
+                and used.item(slot, ca.mem) < most
+                and used.item(slot, ca.cpu) < most
+            ):
+                reason = "NotUnderutilized" if ratio.item(slot) >= threshold else ""
+                pods = ca.pods_of(slot) if not reason else []
+            else:
+                ca_node = ca.nodes[slot]
+                node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
+                              ca_node.annotations)  # fmt: skip
+                pods = ca.pods_of(slot)
+                reason = check(node, pods, groups.get(ca_node.name), opts, seconds).reason
             at[slot] = version[slot]
-            ca.unfit_reason[slot] = elig.reason
-            ca.no_pod_to_move[slot] = not elig.reason and has_no_pod_to_move(
+            ca.unfit_reason[slot] = reason
+            ca.no_pod_to_move[slot] = not reason and has_no_pod_to_move(
                 pods, opts, seconds, verdicts
             )
     unfit = get(ca.unfit_reason)
