@@ -134,14 +134,22 @@ class SimulationMemo:
         self.drains: dict[tuple[object, ...], Any] = {}  # ``GetPodsToMove`` answers (same reads)
         self.used: list[Entry] = []  # the entries of the current pass (made or taken again)
         self.summary: PassSummary | None = None
+        # nodes a bind need not have verified against the summary (``touch``): none without one
+        self.clear = np.zeros(nodes, dtype=bool)
 
     def touch(self, node: int, freed: bool) -> None:
-        """The replay bound (``freed`` False) or unbound a pod on ``node``."""
+        """The replay bound (``freed`` False) or unbound a pod on ``node``. A bind on a node
+        ``clear`` of the summary is not verified by ``unchanged`` (not ``pending``): it only
+        raises the node's requests, so its ratio stays at or above the threshold's margin, and
+        it frees no room; whether the summary judged or walked it does not change. (A node
+        already ``pending`` stays so.)"""
         self.changed[node] = self.passes + 1
         self.touched.add(node)
-        self.pending.add(node)
         if freed:
             self.freed[node] = self.passes + 1
+            self.pending.add(node)
+        elif not self.clear.item(node):
+            self.pending.add(node)
 
     def new_epoch(self) -> None:
         """Nodes joined or left, or a scale-up changed the groups' sizes: no answer that read
@@ -176,9 +184,16 @@ class SimulationMemo:
         self.used = []
 
     def summarise(
-        self, look: np.ndarray[Any, Any], provisioning: int, budgets: bool, reasons: dict[str, int]
+        self,
+        look: np.ndarray[Any, Any],
+        provisioning: int,
+        budgets: bool,
+        reasons: dict[str, int],
+        under: np.ndarray[Any, Any],
     ) -> None:
-        """Keep what the pass just run read (``unchanged`` compares the next state with it)."""
+        """Keep what the pass just run read (``unchanged`` compares the next state with it).
+        ``under``: the slots near or under the threshold then, or judged whatever their ratio
+        (``always``); the others that no placement walked are ``clear`` (``touch``)."""
         reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
         for entry in self.used:
@@ -188,6 +203,7 @@ class SimulationMemo:
         self.summary = PassSummary(
             self.epoch, provisioning, look, reads, failed, budgets, dict(reasons)
         )
+        self.clear = ~(under | reads)
         # a new summary: every node touched since the pass began is verified against it
         self.pending = set(self.touched)
         self.leaning.clear()

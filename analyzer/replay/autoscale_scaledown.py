@@ -88,9 +88,9 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # a margin over the threshold: the exact check below decides (float sums differ); GPU and
     # scale-down-disabled nodes are judged whatever their ratio. One mask over every slot
     # (``looked``: kept in the pass's summary), the nodes in slot order
-    looked = ratios(ca) < threshold + 1e-6
-    looked |= ca.special
-    looked &= present
+    under = ratios(ca) < threshold + 1e-6
+    under |= ca.special
+    looked = under & present
     look = np.flatnonzero(looked).tolist()
     reasons["NotUnderutilized"] = count - len(look)
     candidates, empty = _judge(ca, look, reasons, now)
@@ -110,7 +110,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.passes += 1
         ca.hints_stable = True  # none looked up
         ca.hints.drop_old()
-        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, False)
+        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False)
         return
     # the pass reads the pods of its candidates only (a moved pod's target's list is read only
     # if that node is simulated later in the pass: a candidate)
@@ -149,7 +149,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # nodes the group's minSize would keep however long they stay unneeded (none of none)
     kept = select(list(outcomes.values()), cluster, ca.options)[2] if outcomes else []
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
-            looked, bool(covering))  # fmt: skip
+            looked, under, bool(covering))  # fmt: skip
 
 
 def _judge(
@@ -214,13 +214,15 @@ def _end_pass(
     at_min: int,
     reasons: dict[str, int],
     looked: np.ndarray[Any, Any],
+    under: np.ndarray[Any, Any],
     covering: bool,
 ) -> None:
     """The end of a pass that ran, with or without a simulation: the recheck deadlines of the
     nodes found unremovable, whether the next pass may differ (``dirty``), the unneeded nodes
     and the pass's reasons, and (``reuse``) what the pass read (``SimulationMemo.summarise``:
     the next pass's skip test compares the state with it). ``kept``: removable nodes the
-    groups' minSize keeps; ``at_min``: candidates not simulated for that reason."""
+    groups' minSize keeps; ``at_min``: candidates not simulated for that reason; ``under``:
+    the slots near or under the threshold or judged whatever their ratio (present or not)."""
     timeout = ca.settings.unremovable_node_recheck_timeout
     if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
         found_unremovable = []
@@ -246,7 +248,7 @@ def _end_pass(
     kept_reasons = {k: v for k, v in reasons.items() if v}
     ca.record.reasons.append((now, kept_reasons))
     if ca.reuse:
-        ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons)
+        ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons, under)
 
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:
