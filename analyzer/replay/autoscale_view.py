@@ -1,0 +1,187 @@
+"""cluster-autoscaler's view of the replay's live state (``analyzer.replay.autoscale_loop``).
+
+CA reads the replay's nodes and pods through objects of its own (``analyzer.autoscaler``): a
+``CANode`` per slot, a ``CAPod`` per replay pod (made once, when a pass first reads its node),
+each node's pods in pod order, each slot's node group and the groups' sizes, and the per-slot
+facts its utilisation screen reads (cpu and memory allocatable, GPU and scale-down-disabled
+nodes). Kept across passes while what they are made of is the same: a node's pods while its
+version (binds and unbinds, ``touch``) is, the groups' sizes while no node joins or is removed
+and no provisioning starts or ends.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
+from analyzer.autoscaler.options import CAOptions
+from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
+from analyzer.autoscaler.utilization import is_gpu_node
+from analyzer.core.resources import Container, PodSpecResources
+from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.autoscale_setup import NodeGroups
+from analyzer.replay.input import ReplayInput
+from analyzer.scheduling.objects import PodObject
+from analyzer.scheduling.state import ClusterState
+
+
+class ReplayView:
+    """CA's nodes, pods and groups over one replay's live state (module docstring)."""
+
+    # set by the loop (``ClusterAutoscaler``) and read here: what it recorded (joins, removals,
+    # additions), the slots being provisioned, and whether it takes the fast path
+    record: AutoscalerRecord
+    provisioning: dict[int, int]
+    reuse: bool
+
+    def __init__(
+        self,
+        inp: ReplayInput,
+        groups: NodeGroups,
+        options: CAOptions,
+        state: ClusterState,
+        active: np.ndarray[Any, Any],
+        on_node: list[set[int]],
+    ) -> None:
+        self.inp, self.groups, self.options = inp, groups, options
+        self.state, self.active, self.on_node = state, active, on_node
+        self.pods: dict[int, CAPod] = {}
+        self.demand_by_id: dict[int, Any] = {}  # each CA pod object's demand, by ``id``
+        self.kinds = [
+            NodeGroup(name, groups.min_size[g], groups.max_size[g])
+            for g, name in enumerate(groups.names)
+        ]
+        self.membership: tuple[Any, dict[str, NodeGroup], dict[str, int]] = (None, {}, {})
+        self.position = {name: i for i, name in enumerate(state.node_names)}
+        # ``pods_of``: slot -> (its version, its CA pods in pod order, their object ids)
+        self.pod_lists: dict[int, tuple[int, list[CAPod], tuple[int, ...]]] = {}
+        # per slot, how many times the replay bound or unbound a pod there (``touch``): its pods
+        # are the same while this is (every change of ``on_node`` goes through ``touch``)
+        self.version = [0] * len(state.node_names)
+        self.group_of = np.array(groups.of_node, dtype=np.int64)
+        self.nodes = [
+            CANode(name, {}, labels=state.node_labels[i] if state.node_labels else {},
+                   annotations=state.node_annotations[i] if state.node_annotations else {})
+            for i, name in enumerate(state.node_names)
+        ]  # fmt: skip
+        self.cpu, self.mem = state.index_of("cpu"), state.index_of("memory")
+        self.gpu = np.array(
+            [
+                is_gpu_node({"nvidia.com/gpu": 1} if "nvidia.com/gpu" in state.resources
+                            and state.allocatable[i, state.resources.index("nvidia.com/gpu")]
+                            else {}, labels)
+                for i, labels in enumerate(state.node_labels or [{}] * state.node_count)
+            ], dtype=bool,
+        )  # fmt: skip
+        self.disabled = np.array([n.scale_down_disabled for n in self.nodes], dtype=bool)
+        self.special = self.gpu | self.disabled  # judged whatever their utilisation
+        # the cpu and memory allocatable as floats, and where they are offered (the screen)
+        columns = [self.cpu or 0, self.mem or 0]
+        self.capacity = state.allocatable[:, columns].astype(np.float64)
+        self.offered = self.capacity > 0
+
+    def _members_version(self) -> tuple[int, int, int, int]:
+        """Changes whenever a node joins or is removed or provisioning starts or ends (the
+        group members: present nodes and those being provisioned)."""
+        return (len(self.record.presence), len(self.record.removed), len(self.provisioning),
+                len(self.record.added))  # fmt: skip
+
+    def sizes(self) -> list[int]:
+        """Each group's target size: its present nodes and those being provisioned (kept while
+        the members are the same; read only)."""
+        version = self._members_version()
+        if self._sizes_kept[0] != version:
+            count = len(self.groups.names)
+            sizes = np.bincount(self.group_of[self.active], minlength=count).tolist()
+            for slot in self.provisioning:
+                sizes[self.groups.of_node[slot]] += 1
+            self._sizes_kept = (version, sizes)
+        return self._sizes_kept[1]
+
+    _sizes_kept: tuple[Any, list[int]] = (None, [])
+
+    @functools.cached_property
+    def ratio_is_utilization(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Slots whose CA utilisation (``utilization.calculate``) is their screen ratio
+        (``autoscale_scaledown.ratios``) exactly, so that ``_judge`` need not sum their pods:
+        neither GPU nor scale-down-disabled (``special``), cpu and memory offered, no group
+        options and no pod left out of the utilisation (``ignore-daemonsets-utilization`` and
+        ``ignore-mirror-pods-utilization`` false; no replay pod is long terminating). CA divides
+        millis as floats: for integers below 2**53 that is the correctly rounded quotient of
+        the same two integers, as the ratio is; a slot whose millis may not be is left out
+        (the caller also checks the requests)."""
+        opts = self.options
+        if opts.ignore_daemonsets_utilization or opts.ignore_mirror_pods_utilization:
+            return np.zeros(len(self.nodes), dtype=bool)
+        if any(kind.options is not None for kind in self.kinds) or not self.reuse:
+            return np.zeros(len(self.nodes), dtype=bool)
+        exact = (self.capacity * 1000 < 2.0**53).all(axis=1)
+        return exact & self.offered.all(axis=1) & ~self.special  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def slot_groups(self) -> dict[str, NodeGroup]:
+        """Every slot's group by node name (the groups of the members are read from it)."""
+        names, of = self.state.node_names, self.groups.of_node
+        return {names[slot]: self.kinds[of[slot]] for slot in range(len(of))}
+
+    def ca_pod(self, pod: int) -> CAPod:
+        """The CA pod of replay pod ``pod`` (made once: its object id names it to the caches)."""
+        found = self.pods.get(pod)
+        if found is None:
+            d = self.inp.demands[pod]
+            kind = "" if d.controller is None else d.controller.kind
+            found = CAPod(
+                PodObject(
+                    name=d.name,
+                    namespace=d.namespace,
+                    spec=PodSpecResources((Container("main", dict(d.request_map)),)),
+                    labels=d.labels,
+                    annotations={MIRROR_ANNOTATION: "replay"} if kind == "Node" else {},
+                    owner_kinds=(kind,) if kind else (),
+                    phase="Running",
+                    controller=d.controller,
+                    uid=d.uid,
+                )
+            )
+            self.pods[pod] = found  # kept for the replay: its id stays its own
+            self.demand_by_id[id(found)] = d
+        return found
+
+    def member_groups(self) -> tuple[dict[str, NodeGroup], dict[str, int]]:
+        """Each node's group by name (read for members only: present nodes and those being
+        provisioned) and each group's size (its members; groups with none left out)."""
+        version = self._members_version()
+        if self.membership[0] != version:  # the group members change with joins and removals
+            names = self.groups.names
+            sizes = {names[g]: n for g, n in enumerate(self.sizes()) if n}
+            self.membership = (version, self.slot_groups, sizes)
+        return self.membership[1], self.membership[2]
+
+    def cluster(self, candidates: list[int]) -> Cluster:
+        """CA's view with the pods of ``candidates`` (the nodes whose pods the pass reads)."""
+        names = self.state.node_names
+        groups, sizes = self.member_groups()
+        pods = {names[slot]: self.pods_of(slot) for slot in candidates}
+        return Cluster(self.nodes, pods, groups, sizes=sizes)
+
+    def pods_of(self, slot: int) -> list[CAPod]:
+        """The CA pods on ``slot`` in pod order, kept while its pods stay (read only: the
+        simulator copies the lists it changes)."""
+        version = self.version[slot]
+        known = self.pod_lists.get(slot)
+        if known is None or known[0] != version:
+            made = self.pods  # ``ca_pod`` inlined for the pods already made (most)
+            pods = [made.get(p) or self.ca_pod(p) for p in sorted(self.on_node[slot])]
+            known = self.pod_lists[slot] = (version, pods, tuple(id(p) for p in pods))
+        return known[1]
+
+    def pod_ids(self, slot: int, pods: list[CAPod]) -> tuple[int, ...]:
+        """The object ids of ``pods``, the list a pass holds for ``slot``: kept with the slot's
+        list while the pass has not changed it (the same list object)."""
+        known = self.pod_lists.get(slot)
+        if known is not None and known[1] is pods:
+            return known[2]
+        return tuple(id(p) for p in pods)
