@@ -20,20 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.autoscaler import hinted
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
 from analyzer.autoscaler.planner import has_no_pod_to_move, select
 from analyzer.autoscaler.recheck import (
     RECENTLY_UNREMOVABLE,
-    UNNEEDED_LIMIT,
     candidate_order,
     unneeded_limit,
 )
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
-from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
+from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_setup import SECOND
 
 # a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
@@ -134,7 +132,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         state.node_names,
     )
     simulator = RemovalSimulator(cluster, ca.profile, opts, now / SECOND, live)
-    outcomes, found_unremovable, stopped = _simulate(
+    outcomes, found_unremovable, stopped = simulate_candidates(
         ca, simulator, order, pdbs, covering, reasons, limit
     )
     simulator.restore()
@@ -304,137 +302,6 @@ def ratios(ca: ClusterAutoscaler) -> np.ndarray[Any, Any]:
             ratio[s] = x if x >= y else y
     ca.stale.clear()
     return ca.ratio  # type: ignore[no-any-return]
-
-
-def _simulate(
-    ca: ClusterAutoscaler,
-    simulator: RemovalSimulator,
-    order: list[int],
-    pdbs: PdbTracker,
-    covering: list[int],
-    reasons: dict[str, int],
-    limit: int,
-) -> tuple[dict[int, Outcome], list[int], bool]:
-    """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
-    the simulation for the next), or its earlier answer when nothing it read changed
-    (``analyzer.replay.autoscale_reuse``), until ``limit`` removable ones are found. The
-    removable ones in pass order, the unremovable ones, and whether the limit stopped it."""
-    memo, state = ca.sims, ca.state
-    memo.start_pass()
-    columns = (ca.cpu or 0, ca.mem or 0)
-    # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
-    simulator.first_fit, simulator.columns = ca.settings.reuse, ca.columns
-    simulator.hints = ca.hints  # kept across passes, as upstream's RemovalSimulator keeps them
-    if ca.reuse:
-        # local: no pod has spreading or pod (anti-)affinity, so these filters pass everywhere
-        simulator.skip = frozenset({"PodTopologySpread", "InterPodAffinity"})
-        simulator.light = True
-        simulator.checkpoint()  # light moves: ``restore`` copies the counts back
-        simulator.verdicts = ca.verdicts
-        simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
-    outcomes: dict[int, Outcome] = {}
-    unremovable: list[int] = []
-    context: tuple[Any, ...] = ()
-    stopped = False
-    for i, slot in enumerate(order):
-        if len(outcomes) >= limit:  # ``unneededNodesLimit``: the rest are not simulated
-            reasons[UNNEEDED_LIMIT] = len(order) - i
-            stopped = True
-            break
-        name = ca.nodes[slot].name
-        pods = ca.pod_ids(slot, simulator.pods_on(name))
-        budget = (*covering, -1, *pdbs.remaining)
-        start = simulator.last_index
-        # where its pods may go: the destinations but itself (made where read: ``allowed``)
-        destinations = simulator.destinations
-        entry = None
-        if ca.reuse:
-            entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
-            if entry is not None and not ca.hints.same(entry.looks):
-                entry = None  # a pod's hint changed since: it may go elsewhere
-            if entry is None:
-                entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations)
-                ca.record.reused_by_hints += entry is not None
-        if entry is not None:
-            memo.reused += 1
-            ca.record.reused_over_epochs += entry.epoch != memo.epoch
-            memo.used.append(entry)
-            outcome, targets = entry.outcome, entry.targets
-            for key, hint in entry.looks:  # the hints it read and set, as simulating would
-                simulator.looked.setdefault(key, hint)
-            ca.hints.set_all(entry.sets)
-            if outcome.removable:
-                plan = entry.plan if entry.by_hints else None
-                simulator.apply(name, outcome, targets, plan or None)
-            # a blocked one moved nothing; one placed by hints alone did not move the start
-            if outcome.reason != "BlockedByPod" and not entry.by_hints:
-                simulator.last_index = entry.end
-        else:
-            memo.simulated += 1
-            mark = len(simulator.journal)
-            looks, sets = len(simulator.look_log), len(simulator.hint_log)
-            hinted = simulator.hinted
-            simulator.walks = []
-            outcome = simulator.simulate(name, pdbs)
-            targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
-            if ca.reuse:
-                rows = []
-                if outcome.reason == "NoPlaceToMovePods":
-                    rows = [simulator.demand_of[id(p)].requests
-                            for p in simulator.pods_on(name)]  # fmt: skip
-                memo.keep(slot, Entry(
-                    memo.passes, memo.epoch, context, pods, budget, start,
-                    simulator.last_index, outcome, targets,
-                    walked(simulator.walks, state.node_count), rows,
-                    simulator.look_log[looks:], simulator.hint_log[sets:],
-                    # removable with every pod on its hinted node: no search, start unread
-                    outcome.removable and simulator.hinted - hinted == len(outcome.moved),
-                ))  # fmt: skip
-        context = (*context, (slot, outcome.reason, tuple(targets)))
-        if not outcome.removable:
-            reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
-            unremovable.append(slot)
-            continue
-        simulator.drop(outcome.node)
-        pdbs.remove(outcome.moved)
-        outcomes[slot] = outcome
-    ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
-    return outcomes, unremovable, stopped
-
-
-def _by_hints_again(
-    ca: ClusterAutoscaler,
-    simulator: RemovalSimulator,
-    slot: int,
-    pods: tuple[int, ...],
-    budget: tuple[int, ...],
-    destinations: np.ndarray[Any, Any],
-) -> Entry | None:
-    """``slot``'s last answer if it placed every pod on its hinted node and would again now:
-    the same pods and budgets (the same pods to move), the same hints, and each hinted node
-    still a destination with room for its pods in turn (``fits_as_hinted``). Such a simulation
-    read nothing else (no search: neither the round-robin start nor the other nodes), so
-    whatever the pass did before it, simulating it now gives that answer."""
-    memo = ca.sims
-    entry: Entry | None = memo.entries.get(slot)
-    # any epoch: such an answer read nothing of the node set (``SimulationMemo.new_epoch``)
-    if entry is None or not entry.by_hints:
-        return None
-    if (entry.pods, entry.pdbs) != (pods, budget):
-        return None
-    if not ca.hints.same(entry.looks):
-        return None
-    # the nodes its pods may go to: the destinations but ``slot``, which no target of its own
-    # simulation is (copied with ``slot`` refused only if one were)
-    allowed = allowed_but(destinations, slot) if slot in entry.targets else destinations
-    if entry.plan is None:  # the part of the check the answer fixes, made once
-        entry.plan = hinted.plan(simulator, entry.outcome.moved, entry.targets) or False
-    if entry.plan is False:
-        if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
-            return None
-    elif not hinted.fits(simulator, entry.plan, allowed):
-        return None
-    return entry
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:
