@@ -36,20 +36,20 @@ from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, pod
 from analyzer.autoscaler.hinted import HintedPlan
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
+from analyzer.autoscaler.removal_place import Placement
 from analyzer.autoscaler.removal_state import (
-    STATIC_FILTERS,
     LiveState,
     Outcome,
     build_state,
-    first_fitting,
 )
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import PodDemand
 
 
-class RemovalSimulator:
-    """Simulates node removals one after another on one scheduler state."""
+class RemovalSimulator(Placement):
+    """Simulates node removals one after another on one scheduler state (its pods' placements:
+    ``Placement``)."""
 
     def __init__(
         self,
@@ -136,176 +136,6 @@ class RemovalSimulator:
             if name in self.demands
             for pod, demand in zip(pods, self.demands[name], strict=True)
         }
-
-    def _mask(self, demand: PodDemand, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
-        """The nodes ``allowed`` whose filters pass for ``demand``, but NodeResourcesFit when
-        ``first_fit`` (returned apart, to be asked node by node)."""
-        found = self._static_only(demand)
-        if found is not None:  # every filter it would run is a kept static one
-            return allowed & self.schedulable & found[0], found[1]
-        feasible = allowed & self.schedulable
-        fit = None
-        for plugin in self.profile.filters:
-            name = getattr(plugin, "name", "")
-            if name == "NodeResourcesFit" and self.first_fit and hasattr(plugin, "fits_on"):
-                fit = plugin  # asked below of the walk's first nodes only
-                continue
-            if name == "NodePorts" and not demand.host_ports:
-                continue  # a pod without host ports conflicts with no port anywhere
-            if name in self.skip:
-                continue
-            if self.static is not None and name in STATIC_FILTERS:
-                key = (name, id(demand.constraints))
-                mask = self.static.get(key)
-                if mask is None:
-                    mask = self.static[key] = plugin.filter(self.state, demand, self.now).feasible
-            else:
-                mask = plugin.filter(self.state, demand, self.now).feasible
-            feasible &= mask
-        return feasible, fit
-
-    def _hinted(self, hint: str, demand: PodDemand, allowed: np.ndarray) -> int | None:
-        """``tryScheduleUsingHints``: the node ``hint`` names if it exists, is acceptable
-        (``allowed``, not cordoned) and its filters pass; ``last_index`` does not move."""
-        index = self.position.get(hint)
-        if index is None or not (allowed[index] and self.schedulable[index]):
-            return None  # gone or not a destination now: search
-        if self.walks is not None:
-            self.walks.append((index, 1))  # what the check read
-        found = self._static_only(demand)
-        if found is None:  # some filter reads more than the node's labels, taints and cordon
-            one = np.zeros(len(allowed), dtype=bool)
-            one[index] = True
-            feasible, fit = self._mask(demand, one)
-            if not feasible[index]:
-                return None
-        else:
-            mask, fit = found
-            if not mask.item(index):
-                return None
-        if fit is not None and not self._has_room(index, self._fit_columns(fit, demand)):
-            return None
-        return index
-
-    def _has_room(
-        self, node: int, columns: Any, pods: int = 0, requests: np.ndarray | None = None
-    ) -> bool:
-        """NodeResourcesFit's check on ``node`` alone: a pod slot and each of ``columns``'
-        (resource column, request) free, with ``pods`` more pods holding ``requests`` already
-        counted there. ``columns`` None: this check cannot tell (the caller searches)."""
-        if columns is None:
-            return False
-        state = self.state
-        if state.pod_count.item(node) + pods >= state.allowed_pods.item(node):
-            return False
-        alloc, used = state.allocatable, state.requested
-        for j, r in columns:
-            held = 0 if requests is None else requests[j]
-            if alloc.item(node, j) - used.item(node, j) - held < r:
-                return False
-        return True
-
-    def fits_as_hinted(
-        self, moved: Sequence[CAPod], targets: Sequence[int], allowed: np.ndarray
-    ) -> bool:
-        """Whether ``simulate`` would now put each of ``moved`` (in order) on its ``targets``
-        node through its hint (the hints being those names): each target a destination, its
-        static filters passing and NodeResourcesFit's check passing with the earlier pods of
-        ``moved`` bound. False also where that cannot be told this way (then simulate)."""
-        added: dict[int, Any] = {}  # target -> (pods, requests) of this list already there
-        for pod, t in zip(moved, targets, strict=True):
-            if not (allowed[t] and self.schedulable[t]):
-                return False
-            demand = self.demand_of[id(pod)]
-            found = self._static_only(demand)
-            if found is None or found[1] is None or not found[0].item(t):
-                return False
-            before = added.get(t)
-            pods, held = (0, None) if before is None else before
-            if not self._has_room(t, self._fit_columns(found[1], demand), pods, held):
-                return False
-            if before is None:
-                added[t] = (1, demand.requests.copy())
-            else:
-                added[t] = (before[0] + 1, before[1] + demand.requests)
-        return True
-
-    def _static_only(self, demand: PodDemand) -> tuple[np.ndarray, Any] | None:
-        """Where every filter ``_mask`` runs for ``demand`` is a kept static mask (and
-        NodeResourcesFit is asked apart): their conjunction and NodeResourcesFit, kept with the
-        static masks; else None."""
-        if self.static is None or not self.first_fit:
-            return None
-        key = ("*", id(demand.constraints), bool(demand.host_ports))
-        found = self.static.get(key)
-        if found is not None:  # (None, ...): some filter is not a kept static one
-            return None if found[0] is None else (found[0], found[1])
-        mask = np.ones(self.state.node_count, dtype=bool)
-        fit = None
-        for plugin in self.profile.filters:
-            name = getattr(plugin, "name", "")
-            if name == "NodeResourcesFit" and hasattr(plugin, "fits_on"):
-                fit = plugin
-            elif (name == "NodePorts" and not demand.host_ports) or name in self.skip:
-                continue
-            elif name in STATIC_FILTERS:
-                part = self.static.get((name, id(demand.constraints)))
-                if part is None:
-                    part = self.static[(name, id(demand.constraints))] = plugin.filter(
-                        self.state, demand, self.now
-                    ).feasible
-                mask &= part
-            else:  # kept as such too (asked again at every placement otherwise)
-                self.static[key] = (None, None, demand.constraints)
-                return None
-        # kept with the constraints object, so its id is not reused while the entry lives
-        self.static[key] = (mask, fit, demand.constraints)
-        return mask, fit
-
-    def _place(self, demand: PodDemand, allowed: np.ndarray) -> int | None:
-        """The first node from ``last_index`` on whose filters pass (round-robin)."""
-        feasible, fit = self._mask(demand, allowed)
-        count = self.state.node_count
-        start = self.last_index
-        if fit is not None:
-            i = self._first_fit(fit, demand, feasible, start)
-            if i is None:
-                return None
-            step = (i - start) % count
-            self.last_index = (i + 1) % count
-            if self.walks is not None:
-                self.walks.append((start, step + 1))
-            return i
-        # the first feasible node from ``start`` on, wrapping round
-        ahead = np.flatnonzero(feasible[start:])
-        if len(ahead):
-            step = int(ahead[0])
-        else:
-            behind = np.flatnonzero(feasible[:start])
-            if not len(behind):
-                return None
-            step = count - start + int(behind[0])
-        i = (start + step) % count
-        self.last_index = (i + 1) % count
-        if self.walks is not None:
-            self.walks.append((start, step + 1))
-        return i
-
-    def _first_fit(
-        self, fit: Any, demand: PodDemand, feasible: np.ndarray, start: int
-    ) -> int | None:
-        """``first_fitting`` for ``demand`` from ``start``: the node ``_place``'s full mask
-        would give."""
-        return first_fitting(
-            self.state, fit, demand, self._fit_columns(fit, demand), feasible, start
-        )
-
-    def _fit_columns(self, fit: Any, demand: PodDemand) -> list[tuple[int, int]] | None:
-        """``fit.compared`` for ``demand``, kept per demand object (``columns``)."""
-        found = self.columns.get(id(demand))
-        if found is None:  # the demand is kept with its answer, so its id is not reused
-            found = self.columns[id(demand)] = (demand, fit.compared(self.state, demand))
-        return found[1]
 
     def _bind(self, node: int, demand: PodDemand) -> None:
         """Account ``demand`` on ``node`` for the simulation (``light``: what filters read)."""
