@@ -39,7 +39,7 @@ from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.replay.autoscale_idle import catch_up, until
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
-from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
+from analyzer.replay.autoscale_scaledown import ratios, to_delete, update_unneeded
 from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
 from analyzer.replay.autoscale_settle import finish, settle, skipped_at
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
@@ -112,6 +112,10 @@ class ClusterAutoscaler(ReplayView):
         # CA's utilisation screen per slot (``autoscale_scaledown.ratios``), up to date but for
         # the slots in ``stale`` (touched since: only a bind or unbind changes a node's requests)
         self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
+        # what the skip test reads of the screen (``autoscale_scaledown.stands``), made once
+        self.ratio_of = functools.partial(ratios, self)
+        self.screen = (self.cpu or 0, self.mem or 0)
+        self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
         self.stale: set[int] = set(range(len(state.node_names)))
         # per slot, eligibility as of its pods' version ``judged_at`` (-1: never judged): its
         # unremovable reason ("": a candidate) and whether it has no pod to move
@@ -173,14 +177,10 @@ class ClusterAutoscaler(ReplayView):
         scan, start = self.settings.scan_interval, self.inp.start
         return max(self.next_tick, start + -(-(self.clock + 1 - start) // scan) * scan)
 
-    def settle(self) -> None:
-        """The end of an instant: a change whose pass would answer as the last is settled
-        (``autoscale_settle.settle``)."""
-        settle(self)
-
-    def finish(self, end: int) -> None:
-        """The replay ended at ``end`` (``autoscale_settle.finish``)."""
-        finish(self, end)
+    # the end of an instant: a change whose pass would answer as the last is settled; the end
+    # of the replay (``autoscale_settle``'s functions, called as methods: one call per instant)
+    settle = settle
+    finish = finish
 
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()

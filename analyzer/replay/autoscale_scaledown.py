@@ -266,11 +266,11 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(
             ca.state,
-            lambda: ratios(ca),
-            min(ca.options.scale_down_utilization_threshold, 1.0),
+            ca.ratio_of,
+            ca.screen_threshold,
             ca.special,
             len(ca.provisioning),
-            (ca.cpu, ca.mem),
+            ca.screen,
             ca.recheck.deadlines,
         )
     )
