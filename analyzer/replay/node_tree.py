@@ -112,15 +112,16 @@ class NodeSampler:
         self._refresh()
 
     def membership(self, node: int, present: bool) -> None:
-        """Node ``node`` joined (appended to its zone) or left (removed)."""
+        """Node ``node`` joined (appended to its zone) or left (removed); the node list is
+        re-read at its next use (cluster-autoscaler adds and removes several at one instant)."""
         if present:
             self.tree.add(node)
         else:
             self.tree.remove(node)
-        self._refresh()
 
     def _refresh(self) -> None:
-        """Re-read the node list after a change (joins and leaves come a few per instant)."""
+        """Re-read the node list after a change, at its first use after it (``wanted``,
+        ``active``, ``rows`` through ``wanted``, ``choose``)."""
         tree = self.tree
         if tree.version == self.version:
             return
@@ -136,6 +137,7 @@ class NodeSampler:
     @property
     def wanted(self) -> int:
         """numFeasibleNodesToFind for the present node count."""
+        self._refresh()
         return self._wanted
 
     @property
@@ -161,6 +163,7 @@ class NodeSampler:
         (``tree_mirror``): the nodes processed are one bisection of its feasible positions
         (the ``wanted``-th from the start index), the window's highest total comes from its
         listed top rows. O(log n) per choice instead of a read of the window."""
+        self._refresh()
         if mirror.version != self.version:
             if mirror.version >= 0:  # only nodes joined or left since it was built
                 moved = self.tree.moved[mirror.version : self.version]
