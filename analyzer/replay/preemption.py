@@ -387,8 +387,8 @@ class ReplayPreemption:
         for node in nodes:
             if not self.active[node] or not static[node]:
                 continue  # absent, or refused for good (taints, affinity)
-            if not any(at[p] == node and prio[p] < priority for p in self.on_node[node]):
-                continue  # nothing to evict here
+            if not any(prio[p] < priority and at[p] == node for p in self.on_node[node]):
+                continue  # nothing to evict here (most pods fail the first test)
             view = node_view(self.state, node)
             first = next(
                 (f for f in per_node if not f.filter(view, demand, seconds).feasible[0]), None
@@ -508,7 +508,7 @@ class ReplayPreemption:
         """The placed pods on ``node`` with a priority below ``priority`` as preemption sees them
         (on node index ``at``), in the order the replay bound them."""
         where, prio = self.at, self.priority
-        pods = [p for p in self.on_node[node] if where[p] == node and prio[p] < priority]
+        pods = [p for p in self.on_node[node] if prio[p] < priority and where[p] == node]
         pods.sort(key=lambda p: (self.since[p], p))
         out = []
         for p in pods:
