@@ -499,6 +499,7 @@ class ScoreCache:
 
     def _refresh(self, entry: _Entry) -> None:
         assert self.kernel is not None
+        count = self.state.node_count
         changed = len(self.log) - entry.position
         if entry.position >= 0 and changed <= SCALAR_ROWS:
             rows = list(dict.fromkeys(self.log[entry.position :]))
@@ -506,16 +507,11 @@ class ScoreCache:
                 values = self._scalar(entry, rows)
                 entry.pending.update(zip(rows, values, strict=True))
                 _track_best(entry, rows, values)
-            entry.position = len(self.log)
-            return
-        # the present nodes only: an absent one is infeasible (LOWEST) whatever its state — the
-        # rows cluster-autoscaler keeps for nodes it may add are absent until they join
-        present = np.flatnonzero(self.active)
-        if entry.position < 0 or changed > FULL_RECOMPUTE_SHARE * len(present):
-            feasible, total = _evaluate_rows(self.kernel, self.state, entry, present, self.active)
+        elif entry.position < 0 or changed > FULL_RECOMPUTE_SHARE * count:
+            every = np.arange(count)
+            feasible, total = _evaluate_rows(self.kernel, self.state, entry, every, self.active)
             entry.pending.clear()
-            entry.masked.fill(LOWEST)
-            entry.masked[present] = np.where(feasible, total, LOWEST)
+            entry.masked[:] = np.where(feasible, total, LOWEST)
             entry.rewritten()
         else:
             stale = np.array(sorted(set(self.log[entry.position :])), dtype=np.int64)
