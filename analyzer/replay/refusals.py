@@ -90,7 +90,6 @@ class _Shape:
     last_change: int = -1  # the journal's change count when ``last`` was made
     last_now: float = 0.0
     present: int = 0
-    moved: bool = False  # the present nodes changed since ``last`` (its count is stale)
     static_counts: tuple[tuple[str, int], ...] = ()
     passing: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
@@ -197,19 +196,12 @@ class RefusalCounter:
         return shape
 
     def _present_view(self, shape: _Shape) -> None:
-        """Refresh the shape's static counts and passing mask when the present nodes changed.
-        Kept reason bits stay: the nodes that left drop theirs, those that came get theirs
-        (cluster-autoscaler's joins and removals; every other node's bits are as they were)."""
+        """Refresh the shape's static counts and passing mask when the present nodes changed."""
         marks = self.active.tobytes()
         if marks == shape.active_bytes:
             return
-        flipped: list[int] | None = None
-        if shape.bits is not None and len(marks) == len(shape.active_bytes):
-            was = np.frombuffer(shape.active_bytes, dtype=bool)
-            flipped = np.flatnonzero(was != self.active).tolist()
-        else:
-            shape.last = None
-            shape.bits = None
+        shape.last = None
+        shape.bits = None
         present = shape.codes[self.active]
         tally = np.bincount(present, minlength=len(shape.texts) + 1)
         shape.static_counts = tuple(
@@ -218,9 +210,6 @@ class RefusalCounter:
         shape.passing = self.active & (shape.codes == 0)
         shape.present = int(self.active.sum())
         shape.active_bytes = marks
-        if flipped is not None:
-            self._revisit(shape, flipped)
-            shape.moved = True  # the kept count is stale even with no node touched since
 
     def _touched(self, shape: _Shape) -> list[int] | None:
         """The nodes the shape could use that were touched since its last count (``None``:
@@ -241,22 +230,21 @@ class RefusalCounter:
         shape = self._shape(key, pod)
         self._present_view(shape)
         touched = self._touched(shape)
-        if touched is not None and shape.last is not None and not shape.moved:
+        if touched is not None and shape.last is not None:
             if self._local and not touched:
                 return shape.last  # nothing the count depends on changed
             unchanged = self.journal is not None and shape.last_change == self.journal.changes
             if unchanged and now == shape.last_now:  # same state, same instant: load-aware too
                 return shape.last
         if shape.bits is not None and touched is not None:
-            self._revisit(shape, touched)  # only the nodes touched since the last count
-            counts = self._bit_counts(shape)
+            counts = self._update_bits(shape, touched)
         elif self._simple and not shape.fit[len(self.profile.filters) - 1][3]:
             counts = self._count_bits(shape)
         else:
             counts = self._count(shape, pod, now)
         ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         refusal = Refusal(shape.present, tuple(ordered))
-        shape.last, shape.last_now, shape.moved = refusal, now, False
+        shape.last, shape.last_now = refusal, now
         shape.last_change = self.journal.changes if self.journal is not None else -1
         return refusal
 
@@ -308,23 +296,20 @@ class RefusalCounter:
         ]
         return self._bit_counts(shape)
 
-    def _revisit(self, shape: _Shape, nodes: list[int]) -> None:
-        """Move ``nodes``' old reason bits out of the counts and their current ones in (0 for a
-        node not passing: absent or refused by a static filter), in plain Python per node (a
-        handful of nodes costs less than numpy's per-call overhead)."""
+    def _update_bits(self, shape: _Shape, touched: list[int]) -> dict[str, int]:
+        """Revisit only ``touched`` nodes: move their old reason bits out of the counts (plain
+        Python per node: a handful of nodes costs less than numpy's per-call overhead)."""
         assert shape.bits is not None
         state = self.state
         axis, requests, _, _ = shape.fit[len(self.profile.filters) - 1]
         pods, allowed = state.pod_count, state.allowed_pods
         allocatable, requested = state.allocatable, state.requested
-        bits, counts, passing = shape.bits, shape.bit_counts, shape.passing
-        for node in nodes:
-            after = 0
-            if passing[node]:
-                after = 1 if pods[node] >= allowed[node] else 0
-                for k, (j, request) in enumerate(zip(axis, requests, strict=True)):
-                    if allocatable[node, j] - requested[node, j] < request:
-                        after |= 2 << k
+        bits, counts = shape.bits, shape.bit_counts
+        for node in touched:
+            after = 1 if pods[node] >= allowed[node] else 0
+            for k, (j, request) in enumerate(zip(axis, requests, strict=True)):
+                if allocatable[node, j] - requested[node, j] < request:
+                    after |= 2 << k
             before = int(bits[node])
             change, b = before ^ after, 0
             while change:
@@ -333,6 +318,7 @@ class RefusalCounter:
                 change >>= 1
                 b += 1
             bits[node] = after
+        return self._bit_counts(shape)
 
     def _fit(
         self,
