@@ -238,8 +238,9 @@ def test_reused_counts_equal_fresh_counts(
 
 def test_counts_follow_nodes_joining_and_leaving() -> None:
     # Under cluster-autoscaler nodes join and leave between two counts of a shape; the counter
-    # keeps each node's NodeResourcesFit reason bits and moves only the nodes that came or went
-    # (and the touched ones). Every count must equal a fresh counter's on the same state.
+    # keeps each node's NodeResourcesFit reason bits and revisits only the touched nodes while
+    # the present nodes stay, and reuses a count while no usable node was touched. Whatever
+    # the mix of binds, unbinds, joins and leaves, every count must equal a fresh counter's.
     base = resolve_strategy("kube-default").profile
     assert base is not None
     profile = dataclasses.replace(
