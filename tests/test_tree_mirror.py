@@ -15,6 +15,7 @@ import pytest
 
 from analyzer.replay.node_tree import NodeSampler
 from analyzer.replay.tree_mirror import TOP_MOST, TreeMirror
+from analyzer.scheduling.node_sampling import num_feasible_nodes_to_find
 
 LOWEST = int(np.iinfo(np.int64).min)
 ZONE = "topology.kubernetes.io/zone"
@@ -54,7 +55,8 @@ def test_the_mirror_answers_as_a_plain_walk_of_the_node_list(seed: int, churn: f
     labels = [{ZONE: f"z{int(rng.integers(zones))}"} for _ in range(rows)]
     names = [f"node-{i:04d}" for i in range(rows)]
     present = rng.random(rows) < 0.85
-    sampler = NodeSampler(int(rng.choice([0, 10, 30])), labels, names)
+    percentage = int(rng.choice([0, 10, 30]))
+    sampler = NodeSampler(percentage, labels, names)
     sampler.begin(present)
     spread = int(rng.choice([3, 40, 1000]))  # few distinct totals: wide ties
     totals = np.where(rng.random(rows) < 0.6, rng.integers(0, spread, rows), LOWEST)
@@ -88,8 +90,9 @@ def test_the_mirror_answers_as_a_plain_walk_of_the_node_list(seed: int, churn: f
             # else its total stays as it was: the list alone decides whether it is read
             sampler.membership(row, bool(present[row]))
         start = sampler.start
-        order = sampler.tree.order().tolist()
-        expected, processed = plain(order, totals, start % len(order), sampler.wanted)
+        order = sampler.tree.order().tolist()  # (the tree's own list: no sampler state read)
+        wanted = num_feasible_nodes_to_find(len(order), percentage)
+        expected, processed = plain(order, totals, start % len(order), wanted)
         got = sampler.choose(mirror)
         assert got == expected, f"step {step}"
         moved = 0 if not expected else processed % len(order)
