@@ -25,9 +25,17 @@ from analyzer.replay.input import NEVER, prepare
 from analyzer.replay.preemption import ReplayPreemption, band, queue_rank
 from analyzer.replay.projection import usage_matrices
 from analyzer.replay.result import ReplayResult
+from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.plugins.defaultpreemption import BoundPod, node_statuses, preempt
+from analyzer.scheduling.plugins.helper.node_constraints import (
+    NodeAffinityFilter,
+    TaintTolerationFilter,
+)
+from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
+from analyzer.scheduling.plugins.nodeunschedulable import CACHE_KEY as CORDONED_KEY
+from analyzer.scheduling.plugins.nodeunschedulable import NodeUnschedulable
 from analyzer.scheduling.state import ClusterState, PodDemand, make_demand
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.sources.kube_placement import kube_placer
@@ -378,6 +386,55 @@ def test_remembered_failures_give_the_same_replay(
     _same(quick, full)
     for column in quick.preemptions:
         assert np.array_equal(quick.preemptions[column], full.preemptions[column])
+
+
+def test_a_remembered_failure_sees_a_node_uncordoned_since() -> None:
+    """The dry run over the nodes touched since a failure keeps the static filters' mask per
+    queue group while node taints and cordons stay (the score cache's ``epoch``). Two 2-core
+    nodes, each full with a priority-0 pod, both cordoned: a 2-core pod of priority 10 finds
+    no candidate (remembered); n0 is touched and still refuses it; then n0 is uncordoned (a
+    node-state change: a new epoch, n0 touched) — its pod is the victim now. A mask kept across
+    the epoch would still refuse n0 and nominate nobody."""
+    base = load_strategy("kube-default")
+    static = (NodeUnschedulable, TaintTolerationFilter, NodeAffinityFilter, NodeResourcesFit)
+    profile = dataclasses.replace(
+        base, filters=[f for f in base.filters if isinstance(f, static)]
+    )  # only filters reading a node's own state: failures are remembered (``memo``)
+    state = ClusterState.from_nodes(["n0", "n1"], [{"cpu": 2000, "memory": 8 * GI, "pods": 10}] * 2)
+    state.node_unschedulable = [True, True]
+
+    def demand(i: int, priority: int) -> PodDemand:
+        return make_demand(state.resources, {"cpu": 2000, "memory": GI},
+                           {"cpu": 2000, "memory": GI}, name=f"p{i}", namespace="default",
+                           priority=priority)  # fmt: skip
+
+    demands = [demand(0, 0), demand(1, 0), demand(2, 10)]
+    active = np.ones(2, dtype=bool)
+    cache = ScoreCache(profile, state, active)
+    on_node: list[set[int]] = [set(), set()]
+    pre = ReplayPreemption.for_profile(profile, state, active, demands, [0, 0, 10], on_node, cache)
+    assert pre is not None
+    for pod in (0, 1):
+        state.bind(pod, demands[pod])
+        on_node[pod].add(pod)
+        pre.bound(pod, pod, 0)
+        cache.touch(pod)
+    narrow: list[list[int]] = []
+    on = pre._on
+
+    def counting(nodes: list[int], *args: Any) -> Any:
+        narrow.append(nodes)
+        return on(nodes, *args)
+
+    pre._on = counting  # type: ignore[method-assign]
+    assert pre.attempt(2, 0, b"group") is None  # both cordoned: no candidate (every node)
+    cache.touch(0)
+    assert pre.attempt(2, 0, b"group") is None  # n0 touched, still cordoned
+    state.node_unschedulable[0] = False
+    state.cache.pop(CORDONED_KEY, None)
+    cache.node_state_changed([0])
+    assert pre.attempt(2, 0, b"group") == (0, [0])
+    assert narrow == [[0], [0]]  # both later attempts tried only the touched node
 
 
 @pytest.mark.parametrize("name", ["koord-loadaware", "fgd"])

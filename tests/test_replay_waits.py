@@ -10,6 +10,7 @@ filter).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -23,13 +24,16 @@ from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, prepare
 from analyzer.replay.projection import usage_matrices
 from analyzer.replay.refusals import RefusalCounter
+from analyzer.replay.scoring import ScoreCache
 from analyzer.scheduling import ClusterState, PodDemand, Profile
+from analyzer.scheduling.state import make_demand
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.usage.thresholds import ThresholdConfig
 from analyzer.whatif.compare import resolve_strategy
 from analyzer.whatif.evaluate import evaluate
 
 MINUTE_NS = 60 * 10**9
+SIMPLE_FILTERS = ("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit")
 
 
 def pending_integral(outcome_series: pd.DataFrame, step_s: float) -> float:
@@ -230,3 +234,52 @@ def test_reused_counts_equal_fresh_counts(
             patch.setattr(refusals, "REUSE_SCAN", 0)
             fresh = replay(inp, resolve_strategy(name)).refusals
         assert len(reused) > 10 and reused == fresh, name
+
+
+def test_counts_follow_nodes_joining_and_leaving() -> None:
+    # Under cluster-autoscaler nodes join and leave between two counts of a shape; the counter
+    # keeps each node's NodeResourcesFit reason bits and revisits only the touched nodes while
+    # the present nodes stay, and reuses a count while no usable node was touched. Whatever
+    # the mix of binds, unbinds, joins and leaves, every count must equal a fresh counter's.
+    base = resolve_strategy("kube-default").profile
+    assert base is not None
+    profile = dataclasses.replace(
+        base, filters=[f for f in base.filters if f.name in SIMPLE_FILTERS]
+    )  # static filters then NodeResourcesFit: the kept-bits path
+    rng = np.random.default_rng(3)
+    count = 12
+    state = ClusterState.from_nodes(
+        [f"n{i}" for i in range(count)], [{"cpu": 4000, "memory": 8 * GI, "pods": 4}] * count
+    )
+    active = np.arange(count) < 8
+    cache = ScoreCache(profile, state, active)
+    counter = RefusalCounter(profile, state, active, cache)
+
+    def demand(cpu: int, memory: int) -> PodDemand:
+        need = {"cpu": cpu, "memory": memory}
+        return make_demand(state.resources, need, need, name="p", namespace="default")
+
+    # ... and one that fits no node, empty or not (a node's bits are not 0 when it is empty)
+    shapes = [(b"small", demand(1000, GI)), (b"large", demand(3000, 6 * GI))]
+    huge = (b"huge", demand(5000, GI))
+    on: list[list[PodDemand]] = [[] for _ in range(count)]
+    moved = 0
+    for step in range(400):
+        node = int(rng.integers(count))
+        action = rng.random()
+        if action < 0.45 and active[node]:
+            pod = shapes[int(rng.integers(2))][1]
+            state.bind(node, pod)
+            on[node].append(pod)
+        elif action < 0.7 and on[node]:
+            state.unbind(node, on[node].pop())
+        elif action >= 0.7:  # joins or leaves (its pods go with it, as the engine's drain)
+            while on[node]:
+                state.unbind(node, on[node].pop())
+            active[node] = not active[node]
+            moved += 1
+        cache.touch(node)
+        for key, pod in [*shapes, huge]:
+            fresh = RefusalCounter(profile, state, active).refusal(key, pod, 0.0)
+            assert counter.refusal(key, pod, 0.0) == fresh, step
+    assert moved > 50

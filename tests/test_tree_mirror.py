@@ -15,6 +15,7 @@ import pytest
 
 from analyzer.replay.node_tree import NodeSampler
 from analyzer.replay.tree_mirror import TOP_MOST, TreeMirror
+from analyzer.scheduling.node_sampling import num_feasible_nodes_to_find
 
 LOWEST = int(np.iinfo(np.int64).min)
 ZONE = "topology.kubernetes.io/zone"
@@ -43,15 +44,19 @@ def plain(order: list[int], totals: np.ndarray, start: int, wanted: int) -> tupl
     return sorted(r for r in window if totals[r] == peak), processed
 
 
+@pytest.mark.parametrize("churn", [0.05, 0.3])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_mirror_answers_as_a_plain_walk_of_the_node_list(seed: int) -> None:
+def test_the_mirror_answers_as_a_plain_walk_of_the_node_list(seed: int, churn: float) -> None:
+    """``churn``: the share of steps where a node joins or leaves (cluster-autoscaler's node
+    set changes; the mirror is then relisted, not rebuilt)."""
     rng = np.random.default_rng(seed)
     rows = int(rng.integers(120, 400))
     zones = int(rng.integers(1, 4))
     labels = [{ZONE: f"z{int(rng.integers(zones))}"} for _ in range(rows)]
     names = [f"node-{i:04d}" for i in range(rows)]
     present = rng.random(rows) < 0.85
-    sampler = NodeSampler(int(rng.choice([0, 10, 30])), labels, names)
+    percentage = int(rng.choice([0, 10, 30]))
+    sampler = NodeSampler(percentage, labels, names)
     sampler.begin(present)
     spread = int(rng.choice([3, 40, 1000]))  # few distinct totals: wide ties
     totals = np.where(rng.random(rows) < 0.6, rng.integers(0, spread, rows), LOWEST)
@@ -75,16 +80,19 @@ def test_the_mirror_answers_as_a_plain_walk_of_the_node_list(seed: int) -> None:
             totals[~present] = LOWEST
             masked[:] = totals
             mirror.invalidate()
-        elif action < 0.7:  # a node joins or leaves (its totals go with it)
+        elif action < 0.65 + churn:  # a node joins or leaves
             row = int(rng.integers(rows))
             present[row] = not present[row]
-            value = int(rng.integers(spread)) if present[row] else LOWEST
-            totals[row] = masked[row] = value
-            mirror.write([row], [value])
+            if rng.random() < 0.7:  # its totals go with it (the engine's refresh writes them)
+                value = int(rng.integers(spread)) if present[row] else LOWEST
+                totals[row] = masked[row] = value
+                mirror.write([row], [value])
+            # else its total stays as it was: the list alone decides whether it is read
             sampler.membership(row, bool(present[row]))
         start = sampler.start
-        order = sampler.tree.order().tolist()
-        expected, processed = plain(order, totals, start % len(order), sampler.wanted)
+        order = sampler.tree.order().tolist()  # (the tree's own list: no sampler state read)
+        wanted = num_feasible_nodes_to_find(len(order), percentage)
+        expected, processed = plain(order, totals, start % len(order), wanted)
         got = sampler.choose(mirror)
         assert got == expected, f"step {step}"
         moved = 0 if not expected else processed % len(order)

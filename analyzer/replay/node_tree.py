@@ -44,6 +44,7 @@ class NodeTree:
         self._order: Int64Array | None = None
         self._doubled: Int64Array | None = None
         self.version = 0  # changes of the node list so far
+        self.moved: list[int] = []  # the row of each change (``version`` long)
 
     def add(self, node: int) -> None:
         """Upstream's ``addNode``: append to its zone (a new zone goes last)."""
@@ -53,6 +54,7 @@ class NodeTree:
         self.zones.setdefault(self.keys[node], []).append(node)
         self._order = self._doubled = None
         self.version += 1
+        self.moved.append(node)
 
     def remove(self, node: int) -> None:
         """Upstream's ``removeNode``: out of its zone's list; an emptied zone is dropped."""
@@ -66,6 +68,7 @@ class NodeTree:
             del self.zones[key]
         self._order = self._doubled = None
         self.version += 1
+        self.moved.append(node)
 
     def order(self) -> Int64Array:
         """The node list (``nodeTree.list()``) as state rows; rebuilt only after a change."""
@@ -109,15 +112,16 @@ class NodeSampler:
         self._refresh()
 
     def membership(self, node: int, present: bool) -> None:
-        """Node ``node`` joined (appended to its zone) or left (removed)."""
+        """Node ``node`` joined (appended to its zone) or left (removed); the node list is
+        re-read at its next use (cluster-autoscaler adds and removes several at one instant)."""
         if present:
             self.tree.add(node)
         else:
             self.tree.remove(node)
-        self._refresh()
 
     def _refresh(self) -> None:
-        """Re-read the node list after a change (joins and leaves come a few per instant)."""
+        """Re-read the node list after a change, at its first use after it (``wanted``,
+        ``active``, ``rows`` through ``wanted``, ``choose``)."""
         tree = self.tree
         if tree.version == self.version:
             return
@@ -133,6 +137,7 @@ class NodeSampler:
     @property
     def wanted(self) -> int:
         """numFeasibleNodesToFind for the present node count."""
+        self._refresh()
         return self._wanted
 
     @property
@@ -158,8 +163,13 @@ class NodeSampler:
         (``tree_mirror``): the nodes processed are one bisection of its feasible positions
         (the ``wanted``-th from the start index), the window's highest total comes from its
         listed top rows. O(log n) per choice instead of a read of the window."""
+        self._refresh()
         if mirror.version != self.version:
-            mirror.rebuild(self.version, self.position, self.doubled)
+            if mirror.version >= 0:  # only nodes joined or left since it was built
+                moved = self.tree.moved[mirror.version : self.version]
+                mirror.relist(self.version, self.position, self.doubled, moved)
+            else:
+                mirror.rebuild(self.version, self.position, self.doubled)
         n = self.size
         feasible = mirror.feasible
         count = len(feasible)

@@ -221,6 +221,10 @@ class ReplayPreemption:
         }
         count = len(demands)
         self.node = np.full(count, -1, dtype=np.int64)  # where each placed pod runs now
+        self.at = [-1] * count  # the same as a list (read per pod: no numpy scalar)
+        # group key -> (the journal's taint/cordon ``epoch``, the static filters' mask): node
+        # labels are fixed and taints/cordons change only with a new epoch (``ScoreCache``)
+        self.static_masks: dict[bytes, tuple[int, BoolArray]] = {}
         self.since = [0] * count  # ns: when the replay last bound it (its start time)
         self.prio = np.array(self.priority, dtype=np.int64)
         self.requests = (
@@ -260,12 +264,14 @@ class ReplayPreemption:
     def bound(self, pod: int, node: int, now: int) -> None:
         """``pod`` now runs on ``node`` (since ``now``, ns)."""
         self.node[pod] = node
+        self.at[pod] = node
         self.since[pod] = now
         self.running[self.priority[pod]] += 1
 
     def unbound(self, pod: int) -> None:
         """``pod`` left its node."""
         self.node[pod] = -1
+        self.at[pod] = -1
         self.deleting[pod] = False
         priority = self.priority[pod]
         self.running[priority] -= 1
@@ -287,7 +293,7 @@ class ReplayPreemption:
         if touched is None:
             found = self._everywhere(demand, priority, now)
         else:
-            found = self._on(sorted(touched), demand, priority, now)
+            found = self._on(sorted(touched), demand, priority, now, key)
         if found is None and self.journal is not None and memo:
             self.failed[key] = self.journal.changes
             if self.load_rows is not None:
@@ -369,21 +375,20 @@ class ReplayPreemption:
         return self._dry_run(tried, wanted, demand, priority, now)
 
     def _on(
-        self, nodes: list[int], demand: PodDemand, priority: int, now: int
+        self, nodes: list[int], demand: PodDemand, priority: int, now: int, key: bytes = b""
     ) -> tuple[int, list[int]] | None:
-        """The dry run over ``nodes`` only: the static filters' cached masks of the whole state,
-        the others on each node's one-node copy."""
-        filters, seconds = self.profile.filters, now / 1e9
+        """The dry run over ``nodes`` only: the static filters' mask of the whole state (kept
+        per group ``key``), the others on each node's one-node copy."""
+        seconds = now / 1e9
         per_node = self._filters(self.per_node, demand)
-        static = [f.filter(self.state, demand, seconds).feasible for f in filters if
-                  isinstance(f, _STATIC)]  # fmt: skip
+        static = self._static_mask(demand, seconds, key)
+        at, prio = self.at, self.priority
         tried = []
         for node in nodes:
-            if not self.active[node] or not all(mask[node] for mask in static):
+            if not self.active[node] or not static[node]:
                 continue  # absent, or refused for good (taints, affinity)
-            if not any(self.node[p] == node and self.priority[p] < priority
-                       for p in self.on_node[node]):  # fmt: skip
-                continue  # nothing to evict here
+            if not any(prio[p] < priority and at[p] == node for p in self.on_node[node]):
+                continue  # nothing to evict here (most pods fail the first test)
             view = node_view(self.state, node)
             first = next(
                 (f for f in per_node if not f.filter(view, demand, seconds).feasible[0]), None
@@ -399,6 +404,22 @@ class ReplayPreemption:
             offset, _ = self.plugin.offset_and_count(len(tried), self.rng)
             tried = rotated(tried, offset)
         return self._dry_run(tried, wanted, demand, priority, now)
+
+    def _static_mask(self, demand: PodDemand, seconds: float, key: bytes) -> BoolArray:
+        """Where the static filters pass ``demand`` (every row), kept per group ``key`` while the
+        journal's taint/cordon epoch stays (not kept without a key or an epoch)."""
+        epoch = getattr(self.journal, "epoch", None)
+        if key and epoch is not None:
+            kept = self.static_masks.get(key)
+            if kept is not None and kept[0] == epoch:
+                return kept[1]
+        mask = np.ones(self.state.node_count, dtype=bool)
+        for f in self.profile.filters:
+            if isinstance(f, _STATIC):
+                mask &= f.filter(self.state, demand, seconds).feasible
+        if key and epoch is not None:
+            self.static_masks[key] = (epoch, mask)
+        return mask
 
     def _dry_run(
         self, nodes: list[int], wanted: int, demand: PodDemand, priority: int, now: int
@@ -486,9 +507,8 @@ class ReplayPreemption:
     def _lower_on(self, node: int, priority: int, at: int) -> list[tuple[int, BoundPod]]:
         """The placed pods on ``node`` with a priority below ``priority`` as preemption sees them
         (on node index ``at``), in the order the replay bound them."""
-        pods = [
-            p for p in self.on_node[node] if self.node[p] == node and self.priority[p] < priority
-        ]
+        where, prio = self.at, self.priority
+        pods = [p for p in self.on_node[node] if prio[p] < priority and where[p] == node]
         pods.sort(key=lambda p: (self.since[p], p))
         out = []
         for p in pods:

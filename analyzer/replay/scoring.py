@@ -670,7 +670,7 @@ def _choose_sampled(entry: _Entry, rng: np.random.Generator, sampler: NodeSample
     mirror = entry.mirror
     if mirror is None:
         mirror = entry.mirror = TreeMirror(entry.masked, LOWEST)
-    if mirror.version != sampler.version:
+    if mirror.version != sampler.version:  # (``sampler.active`` re-read a changed list)
         entry.flush()  # the mirror is rebuilt from ``masked``
     ties = sampler.choose(mirror)
     if not ties:

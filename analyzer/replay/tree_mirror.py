@@ -16,7 +16,10 @@ what the window's answer needs current under the few rows each bind changes:
   list had to be given up (more rows tied at the top than is worth walking), one slice of
   ``values`` answers instead.
 
-Rebuilt from the entry's row-order totals after a bulk rewrite or a node list change.
+Rebuilt from the entry's row-order totals after a bulk rewrite. A node list change (a node
+joining or leaving: cluster-autoscaler's scale-ups and removals) moves positions but no total:
+``relist`` re-reads ``values`` and ``feasible`` and keeps ``top`` (it holds totals and rows, no
+positions), adding or dropping only the rows that joined or left.
 """
 
 from __future__ import annotations
@@ -65,6 +68,36 @@ class TreeMirror:
         self.values = self.masked[doubled]
         self.feasible = np.flatnonzero(self.values[: self.size] != self.lowest).tolist()
         self.refill()
+
+    def relist(
+        self, version: int, position: list[int], doubled: Int64Array, moved: Sequence[int]
+    ) -> None:
+        """As ``rebuild`` after a node list change only (rows ``moved`` joined or left; every
+        total is mirrored): ``top`` is kept, the rows that left leave it, those that joined
+        enter it when at or above the floor — the same set a full scan above the floor finds.
+        A mirror not built, or whose last refill met a wide tie, is rebuilt."""
+        if self.version < 0 or self.wide:
+            self.rebuild(version, position, doubled)
+            return
+        old, floor, top, mirrored = self.position, self.floor, self.top, self.values
+        for row in set(moved):
+            was, now = old[row] >= 0, position[row] >= 0
+            if was and not now:
+                value = int(mirrored[old[row]])
+                if value >= floor:  # listed (every listed row is at or above the floor)
+                    del top[bisect.bisect_left(top, (-value, row))]
+            elif now and not was:
+                value = int(self.masked[row])
+                if value >= floor:  # the floor is above ``lowest``: a feasible row
+                    bisect.insort(top, (-value, row))
+        self.version = version
+        self.size = len(doubled) // 2
+        self.position = position
+        self.doubled = doubled
+        self.values = self.masked[doubled]
+        self.feasible = np.flatnonzero(self.values[: self.size] != self.lowest).tolist()
+        if len(top) < TOP_LEAST:
+            self.refill_due = True
 
     def refill(self) -> None:
         """``top`` from the whole list: the TOP_ROWS highest totals and every row tied with
@@ -115,7 +148,9 @@ class TreeMirror:
     def highest(self, start: int, processed: int) -> list[int]:
         """The rows (ascending) holding the highest total among positions ``start`` ..
         ``start + processed - 1`` (wrapping round), at least one of them feasible."""
-        if self.refill_due:
+        if self.refill_due and len(self.top) < len(self.feasible):
+            # (every listed row is feasible: as many as feasible rows is all of them, which a
+            # refill would list again — under cluster-autoscaler most refills were such)
             self.refill()
         n, position = self.size, self.position
         top = self.top
