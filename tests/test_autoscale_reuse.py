@@ -134,13 +134,17 @@ def test_pods_with_spreading_are_always_simulated() -> None:
     assert fast.autoscaler.simulated == plain.autoscaler.simulated > 0
 
 
-def _by_hand(nodes: list[N], pods: list[P]) -> tuple[Any, Any]:
+def _by_hand(
+    nodes: list[N], pods: list[P], strategy: str = "kube-default", max_size: int | None = None
+) -> tuple[Any, Any]:
+    """An hour of hand-made nodes and pods replayed with CA on the fast and the plain path."""
     snap = build(nodes, pods, minutes=60)
     snap.pods["owner_name"] = np.where(snap.pods["owner_kind"] == "DaemonSet", "ds", "web-5d9f")
     inp = prepare(snap)
-    settings = dataclasses.replace(parse_settings(None), groups={"pool": GroupBounds(min_size=0)})
+    bounds = GroupBounds(min_size=0, max_size=max_size)
+    settings = dataclasses.replace(parse_settings(None), groups={"pool": bounds})
     auto, groups = with_node_groups(inp, settings)
-    chosen = Strategy("kube-default", load_strategy("kube-default"))
+    chosen = Strategy(strategy, load_strategy(strategy))
     fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
     plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
     return fast, plain
@@ -263,16 +267,7 @@ def test_an_answer_kept_over_a_join_is_checked_on_the_state_now() -> None:
         P("huge", None, cpu=3000, start=5),
         *(P(f"late{i}", None, cpu=100, start=9) for i in range(3)),
     ]
-    snap = build(nodes, pods, minutes=60)
-    snap.pods["owner_name"] = np.where(snap.pods["owner_kind"] == "DaemonSet", "ds", "web-5d9f")
-    inp = prepare(snap)
-    settings = dataclasses.replace(
-        parse_settings(None), groups={"pool": GroupBounds(min_size=0, max_size=4)}
-    )
-    auto, groups = with_node_groups(inp, settings)
-    chosen = Strategy("kube-default", load_strategy("kube-default"))
-    fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
-    plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
+    fast, plain = _by_hand(nodes, pods, max_size=4)
     _same_decisions(fast, plain)
     assert len(plain.autoscaler.added) == 1 and plain.autoscaler.removed == []
     assert fast.autoscaler.reused_over_epochs > 0
@@ -651,15 +646,7 @@ def test_a_node_exactly_at_the_threshold_is_not_underutilized(
     seen = _judge_checked(monkeypatch)
     nodes = [N("a"), N("b"), N("c")]
     pods = [P(f"p{i}", "abc"[i], cpu=2000) for i in range(3)]
-    snap = build(nodes, pods, minutes=60)
-    inp = prepare(snap)
-    settings = dataclasses.replace(
-        parse_settings(None), groups={"pool": GroupBounds(min_size=0, max_size=4)}
-    )
-    auto, groups = with_node_groups(inp, settings)
-    chosen = Strategy("most-allocated", load_strategy("most-allocated"))
-    fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
-    plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
+    fast, plain = _by_hand(nodes, pods, "most-allocated", max_size=4)
     _same_decisions(fast, plain)
     assert seen["at_threshold"] > 0, seen
     first = fast.autoscaler.reasons[0][1]

@@ -61,13 +61,17 @@ class TreeMirror:
 
     def rebuild(self, version: int, position: list[int], doubled: Int64Array) -> None:
         """Copy the totals into the node list order ``doubled`` (its rows twice)."""
+        self._list(version, position, doubled)
+        self.refill()
+
+    def _list(self, version: int, position: list[int], doubled: Int64Array) -> None:
+        """The node list ``version`` (positions, rows twice) and the totals in its order."""
         self.version = version
         self.size = len(doubled) // 2
         self.position = position
         self.doubled = doubled
         self.values = self.masked[doubled]
         self.feasible = np.flatnonzero(self.values[: self.size] != self.lowest).tolist()
-        self.refill()
 
     def relist(
         self, version: int, position: list[int], doubled: Int64Array, moved: Sequence[int]
@@ -90,12 +94,7 @@ class TreeMirror:
                 value = int(self.masked[row])
                 if value >= floor:  # the floor is above ``lowest``: a feasible row
                     bisect.insort(top, (-value, row))
-        self.version = version
-        self.size = len(doubled) // 2
-        self.position = position
-        self.doubled = doubled
-        self.values = self.masked[doubled]
-        self.feasible = np.flatnonzero(self.values[: self.size] != self.lowest).tolist()
+        self._list(version, position, doubled)
         if len(top) < TOP_LEAST:
             self.refill_due = True
 
