@@ -38,7 +38,7 @@ def simulate_candidates(
     removable ones in pass order, the unremovable ones, and whether the limit stopped it."""
     memo, state = ca.sims, ca.state
     memo.start_pass()
-    columns = (ca.cpu or 0, ca.mem or 0)
+    columns = ca.screen
     # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
     simulator.first_fit, simulator.columns = ca.settings.reuse, ca.columns
     simulator.hints = ca.hints  # kept across passes, as upstream's RemovalSimulator keeps them

@@ -147,11 +147,11 @@ class ClusterAutoscaler(ReplayView):
         """The next instant the autoscaler acts on its own (``NEVER``: none)."""
         ready = self._ready_at
         # the loop's runs are on a grid of scan-intervals from the start of the data
-        scan, start = self.settings.scan_interval, self.inp.start
+        scan = self.settings.scan_interval
         expiry = self._expiry()
         recheck = NEVER
         if expiry is not None:  # a node skipped as recently unremovable is judged again then
-            at = start + -(-(max(expiry, self.clock + 1) - start) // scan) * scan
+            at = self._on_grid(max(expiry, self.clock + 1))
             after = self.next_tick
             if self.settled is not None and at > self.settled:  # that run comes first
                 after = max(after, self.settled + scan)
@@ -174,8 +174,13 @@ class ClusterAutoscaler(ReplayView):
     def first_run(self) -> int:
         """The next run of the loop while one is due: one scan interval after the last run, on
         the grid of scans from the start of the data, after the last instant."""
+        return max(self.next_tick, self._on_grid(self.clock + 1))
+
+    def _on_grid(self, time: int) -> int:
+        """The first run of the loop's grid (scan-intervals from the start of the data) at or
+        after ``time``."""
         scan, start = self.settings.scan_interval, self.inp.start
-        return max(self.next_tick, start + -(-(self.clock + 1 - start) // scan) * scan)
+        return start + -(-(time - start) // scan) * scan
 
     # the end of an instant: a change whose pass would answer as the last is settled; the end
     # of the replay (``autoscale_settle``'s functions, called as methods: one call per instant)

@@ -57,8 +57,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # the same nodes skipped as recently unremovable as in the last pass (none expired); asked
     # first: a pass that stands had present nodes (``stands``), so the test below is False then
     if ca.reuse and not expired and stands(ca, limit):
-        ca.record.skipped += 1
-        ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
+        stood(ca, now)
         return
     if ca.cpu is None or ca.mem is None or not ca.active.any():
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
@@ -66,7 +65,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.hints.drop_old()
         ca.hints_stable = True  # none looked up
         return
-    threshold = min(opts.scale_down_utilization_threshold, 1.0)
+    threshold = ca.screen_threshold
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
     deadlines = ca.recheck.deadlines
     present = ca.active
@@ -100,7 +99,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
               if sizes[ca.groups.of_node[c]] <= ca.groups.min_size[ca.groups.of_node[c]]]  # fmt: skip
     if at_min:
         reasons["NodeGroupMinSizeReached"] = len(at_min)
-        candidates = [c for c in candidates if c not in set(at_min)]
+        refused = set(at_min)
+        candidates = [c for c in candidates if c not in refused]
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
     if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_end_pass``)
@@ -247,6 +247,14 @@ def _end_pass(
     ca.record.reasons.append((now, kept_reasons))
     if ca.reuse:
         ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons, under)
+
+
+def stood(ca: ClusterAutoscaler, now: int) -> None:
+    """A pass at ``now`` answered as the last one (``stands``): its reasons recorded again and
+    counted skipped."""
+    assert ca.sims.summary is not None  # ``stands`` held: a pass was summarised
+    ca.record.skipped += 1
+    ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
 
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzer.autoscaler.recheck import unneeded_limit
-from analyzer.replay.autoscale_scaledown import stands
+from analyzer.replay.autoscale_scaledown import stands, stood
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
 ClusterAutoscaler = Any
@@ -75,8 +75,6 @@ def skipped_at(ca: ClusterAutoscaler, run: int) -> None:
     (recorded and counted skipped, as ``update_unneeded`` does) and the next run is a scan
     later."""
     ca.settled = None
-    assert ca.sims.summary is not None  # ``stands`` held: a pass was summarised
-    ca.record.reasons.append((run, dict(ca.sims.summary.reasons)))
-    ca.record.skipped += 1
+    stood(ca, run)
     ca.intervals.step()
     ca.next_tick = max(ca.next_tick, run + ca.settings.scan_interval)
