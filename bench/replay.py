@@ -60,7 +60,8 @@ from analyzer.replay.node_tree import NodeSampler
 from analyzer.replay.projection import UsageMatrices, usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.rows import score_rows
-from analyzer.replay.scoring import ScoreCache, _Kernel
+from analyzer.replay.score_plan import Kernel
+from analyzer.replay.scoring import ScoreCache
 from analyzer.replay.topology import InertIndex
 from analyzer.scheduling import ClusterState, PodDemand, Profile, load_strategy
 from analyzer.scheduling.reference import allowed_by_constraints, kube_default_loop, walk_found
@@ -105,7 +106,7 @@ def _loop_choice(
         return kube_default_loop(
             state, pod, most=name == "most-allocated", taint_affinity=True, find=find
         )
-    plan = _Kernel(profile).plan(state, pod)
+    plan = Kernel(profile).plan(state, pod)
     rows = score_rows(state, plan.rows, list(range(state.node_count)), np.ones_like(active))
     # the constraint filters, node by node as the Go plugins do
     allowed = [allowed_by_constraints(state, pod, i) for i in range(state.node_count)]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from analyzer.replay.rows import pair_form, score_rows, score_rows_pair
-from analyzer.replay.scoring import ScoreCache, _Kernel, evaluate_all
+from analyzer.replay.score_plan import Kernel
+from analyzer.replay.scoring import ScoreCache, evaluate_all
 from analyzer.scheduling import ClusterState, PodDemand, load_strategy, make_demand
 
 PRESETS = ("kube-default", "most-allocated", "rtcr-binpack")
@@ -97,7 +98,7 @@ def test_row_scorers_equal_profile_evaluate(preset: str) -> None:
         pod = random_pod(rng, state, k)
         state.bind(int(rng.integers(60)), pod)
     active = np.ones(60, dtype=bool)
-    kernel = _Kernel(profile)
+    kernel = Kernel(profile)
     rows = list(range(60))
     for k in range(60):
         pod = random_pod(rng, state, 1000 + k)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from analyzer.replay.default_spread import DefaultSpread
-from analyzer.replay.scoring import LOWEST, _track_best
+from analyzer.replay.score_entry import LOWEST, track_best
 from analyzer.replay.zone_bests import ZoneBests, nth
 from analyzer.scheduling import ClusterState, PodDemand, make_demand
 from analyzer.scheduling.constraint_types import constraints_from_json
@@ -27,7 +27,7 @@ APPS = ("web", "db")
 
 @dataclass
 class _Entry:
-    """What ``kept_ties`` and ``_track_best`` read of a score-cache entry."""
+    """What ``kept_ties`` and ``track_best`` read of a score-cache entry."""
 
     best: int | None = None
     ties: list[int] = field(default_factory=list)
@@ -138,7 +138,7 @@ def test_kept_ties_equal_the_reference_as_rows_change(seed: int) -> None:
                 else:
                     values.append(int(100 + 10 * rng.integers(0, 5)))
         masked[rows] = values
-        _track_best(entry, rows, values)  # what ScoreCache._refresh calls
+        track_best(entry, rows, values)  # what ScoreCache._refresh calls
         if rng.random() < 0.4:
             if placed and rng.random() < 0.5:
                 node, gone = placed.pop(int(rng.integers(len(placed))))
@@ -148,7 +148,7 @@ def test_kept_ties_equal_the_reference_as_rows_change(seed: int) -> None:
                 new = _pod(state, f"q{step}", APPS[int(rng.integers(2))])
                 state.bind(node, new)
                 placed.append((node, new))
-        if rng.random() < 0.05:  # a bulk rewrite (ScoreCache: _Entry.rewritten)
+        if rng.random() < 0.05:  # a bulk rewrite (ScoreCache: Entry.rewritten)
             entry.best, entry.spread = None, None
 
 

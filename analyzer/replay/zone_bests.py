@@ -6,7 +6,7 @@ its own value for the group's few occupied nodes. The highest total is therefore
 occupied node's or, in some zone, the zone's best resource total among its feasible nodes that
 are not occupied. ``ZoneBests`` keeps per zone slot of one entry: the feasible-node count and the
 best total with its ascending tie list, updated on the cache's small refreshes (``update``, from
-``scoring._track_best``) the way ``_track_best`` keeps the entry's overall best; a zone whose tie
+``score_entry.track_best``) the way ``track_best`` keeps the entry's overall best; a zone whose tie
 list empties is recomputed from the array when next asked (``best``). An entry rewritten in bulk
 drops its ``ZoneBests`` (built again on the next spread pod).
 
@@ -28,8 +28,8 @@ LOWEST = int(np.iinfo(np.int64).min)  # the cache's "infeasible" row value (scor
 
 
 class Kept(Protocol):
-    """The score-cache entry (``scoring._Entry``): its overall best total and ascending ties
-    (None: unknown), kept by ``scoring._track_best``; its ``ZoneBests`` (None: not built)."""
+    """The score-cache entry (``score_entry.Entry``): its overall best total and ascending ties
+    (None: unknown), kept by ``score_entry.track_best``; its ``ZoneBests`` (None: not built)."""
 
     best: int | None
     ties: list[int]
