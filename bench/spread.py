@@ -45,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.core.snapshot import Snapshot, kept_objects, read_snapshot, write_snapshot
+from analyzer.core.kube_objects import kept_objects
+from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
 from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import ReplayInput, prepare

@@ -33,7 +33,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzer.core.snapshot import SnapshotMeta, pod_intervals
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import SnapshotMeta
 from analyzer.sources import SyntheticSpec, generate
 
 DAY_NS = 86_400 * 10**9

@@ -19,7 +19,8 @@ from h4_snapshots import GI, T0, build
 
 from analyzer.cli import main
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import pod_intervals, write_snapshot
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import write_snapshot
 from analyzer.usage.aggregate import (
     daily_rollups,
     rolling_aggregates,

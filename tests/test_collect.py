@@ -17,7 +17,8 @@ import pytest
 import small_cluster as sc
 
 from analyzer.collect.run import CollectRequest, collect
-from analyzer.core.snapshot import read_snapshot, resource_map, write_snapshot
+from analyzer.core.snapshot import read_snapshot, write_snapshot
+from analyzer.core.snapshot_schema import resource_map
 from analyzer.prom.settings import PromSettings
 
 pytestmark = pytest.mark.prometheus

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from analyzer.collect.run import CollectRequest, CollectResult, collect
-from analyzer.core.snapshot import Snapshot, resources_in
+from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot_schema import resources_in
 from analyzer.prom.settings import PromSettings
 from analyzer.sources import SyntheticSpec, generate, write_openmetrics
 

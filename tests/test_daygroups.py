@@ -175,7 +175,7 @@ def test_day_group_writer_writes_what_write_day_groups_writes(
     # A streamed collect appends one day at a time; the file must read back as the one
     # write_day_groups makes from the whole table: same rows, same schema, same row groups.
     from analyzer.core.daygroups import DayGroupWriter, day_codes, write_day_groups
-    from analyzer.core.snapshot import coerce_table, empty_table
+    from analyzer.core.snapshot_schema import coerce_table, empty_table
 
     usage = (
         read_snapshot(layouts[0]).pod_usage.iloc[::20].reset_index(drop=True)

@@ -18,13 +18,8 @@ import pytest
 from analyzer.collect.enrich import enrich_snapshot
 from analyzer.collect.kube_objects import KubeObjects, add_object, read_kube_objects
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import (
-    SnapshotMeta,
-    empty_table,
-    make_snapshot,
-    read_snapshot,
-    write_snapshot,
-)
+from analyzer.core.snapshot import SnapshotMeta, make_snapshot, read_snapshot, write_snapshot
+from analyzer.core.snapshot_schema import empty_table
 from analyzer.scheduling.constraint_types import constraints_from_json
 from analyzer.scheduling.kube_objects import from_kept
 

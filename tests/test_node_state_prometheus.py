@@ -22,7 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import main
-from analyzer.core.snapshot import Snapshot, pinned_pods, read_snapshot
+from analyzer.core.pod_intervals import pinned_pods
+from analyzer.core.snapshot import Snapshot, read_snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import NEVER, prepare
 from analyzer.scheduling import load_strategy

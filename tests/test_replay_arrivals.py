@@ -19,7 +19,8 @@ from replay_fixtures import T0, N, P, build
 from test_replay_preemption import kube_default, runs, with_priorities
 
 from analyzer.cli import main
-from analyzer.core.snapshot import END_PREEMPTED, Snapshot, read_snapshot, write_snapshot
+from analyzer.core.snapshot import Snapshot, read_snapshot, write_snapshot
+from analyzer.core.snapshot_schema import END_PREEMPTED
 from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, prepare
 from analyzer.whatif.compare import ARRIVALS_NOTE

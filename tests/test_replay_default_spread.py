@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from analyzer.core.snapshot import kept_objects
+from analyzer.core.kube_objects import kept_objects
 from analyzer.replay.default_spread import UNHANDLED, DefaultSpread
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare

@@ -17,8 +17,9 @@ import pytest
 from replay_fixtures import N, P, build
 from test_replay_preemption import kube_default, runs, with_priorities
 
+from analyzer.core.kube_objects import kept_objects
 from analyzer.core.resources import PodSpecResources
-from analyzer.core.snapshot import END_PREEMPTED, kept_objects
+from analyzer.core.snapshot_schema import END_PREEMPTED
 from analyzer.replay.engine import replay
 from analyzer.replay.input import NEVER, ReplayInput, prepare
 from analyzer.replay.result import ReplayResult

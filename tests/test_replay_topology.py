@@ -189,7 +189,7 @@ def test_predicate_follows_placed_terms_and_default_selectors() -> None:
 
 
 def test_snapshot_objects_reach_the_state() -> None:
-    # kube_objects.json's kept form (core.snapshot.kept_objects) becomes the plugins' objects
+    # kube_objects.json's kept form (core.kube_objects.kept_objects) becomes the plugins' objects
     snap = generate(SyntheticSpec(seed=1, nodes=4, days=1, step=300, pod_constraints=True)).snapshot
     objects = objects_of(snap)
     assert "system-cluster-critical" in objects.priority_classes

@@ -391,7 +391,8 @@ def test_collect_kube_objects_gives_node_and_pod_images() -> None:
     # whose images the metrics gave keeps them ("metrics"); a node without an object has none
     from analyzer.collect.enrich import enrich_snapshot
     from analyzer.collect.kube_objects import KubeObjects, add_object
-    from analyzer.core.snapshot import SnapshotMeta, empty_table, make_snapshot
+    from analyzer.core.snapshot import SnapshotMeta, make_snapshot
+    from analyzer.core.snapshot_schema import empty_table
 
     pods = pd.DataFrame(
         {

@@ -9,15 +9,9 @@ import pandas as pd
 import pytest
 
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import (
-    SCHEMA_VERSION,
-    SnapshotMeta,
-    make_snapshot,
-    pinned_pods,
-    read_snapshot,
-    resource_map,
-    write_snapshot,
-)
+from analyzer.core.pod_intervals import pinned_pods
+from analyzer.core.snapshot import SnapshotMeta, make_snapshot, read_snapshot, write_snapshot
+from analyzer.core.snapshot_schema import SCHEMA_VERSION, resource_map
 
 T0 = pd.Timestamp("2026-11-01T00:00:00Z")
 

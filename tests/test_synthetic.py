@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from analyzer.cli import main
 from analyzer.core.errors import InputError
 from analyzer.core.resources import pod_limits, pod_requests
-from analyzer.core.snapshot import read_snapshot, resource_map
+from analyzer.core.snapshot import read_snapshot
+from analyzer.core.snapshot_schema import resource_map
 from analyzer.sources import (
     PRIORITY_CLASSES,
     ClusterState,

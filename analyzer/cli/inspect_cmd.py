@@ -13,7 +13,8 @@ from analyzer import __version__
 from analyzer.cli.base import main
 from analyzer.core.csvsafe import csv_text
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import NODE_STATE_TABLE, TABLES, Snapshot, read_snapshot
+from analyzer.core.snapshot import Snapshot, read_snapshot
+from analyzer.core.snapshot_schema import NODE_STATE_TABLE, TABLES
 from analyzer.core.summary import SnapshotSummary, summarize
 from analyzer.replay.node_state import summary as node_state_summary
 from analyzer.scheduling.cluster_version import ClusterVersion, snapshot_version

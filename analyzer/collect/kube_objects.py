@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import kept_objects
+from analyzer.core.kube_objects import kept_objects
 from analyzer.core.structured import load_json, plain
 from analyzer.scheduling.affinity_types import parse_pod_affinity
 from analyzer.scheduling.constraint_types import parse_pod_constraints, parse_taints
@@ -139,7 +139,7 @@ class KubeObjects:
     def kept(
         self, owners: set[tuple[str, str, str]] | None = None
     ) -> dict[str, list[dict[str, Any]]]:
-        """The ``KEPT_KINDS``, trimmed to what scheduling reads (``core.snapshot.kept_objects``).
+        """The ``KEPT_KINDS``, trimmed to what scheduling reads (``core.kube_objects.kept_objects``).
 
         ``owners``: the snapshot pods' (owner kind, namespace, owner name); a ReplicaSet or
         ReplicationController with 0 replicas that none of them names is left out (None: keep

@@ -23,7 +23,7 @@ import pandas as pd
 
 from analyzer.collect.common import exported_names, label, resource_names, to_units, window_values
 from analyzer.core.resources import Container, PodSpecResources, pod_limits, pod_requests, qos_class
-from analyzer.core.snapshot import (
+from analyzer.core.snapshot_schema import (
     LIMITS,
     NONZERO_REQUESTS,
     POD_COLUMNS,

@@ -62,13 +62,8 @@ from analyzer.core.daygroups import DAY_NS, DayGroupWriter
 from analyzer.core.errors import EXIT_SIGNAL_BASE
 from analyzer.core.memory import gc_paused, release_free_memory
 from analyzer.core.outdir import names_matching
-from analyzer.core.snapshot import (
-    SNAPSHOT_FILES,
-    coerce_table,
-    empty_table,
-    make_snapshot,
-    write_snapshot_files,
-)
+from analyzer.core.snapshot import SNAPSHOT_FILES, make_snapshot, write_snapshot_files
+from analyzer.core.snapshot_schema import coerce_table, empty_table
 from analyzer.prom.client import PromClient, series_key
 from analyzer.prom.fetch import QueryResult, request_count, run_profile
 from analyzer.prom.profile import QuerySpec

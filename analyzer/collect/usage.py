@@ -20,7 +20,7 @@ import pyarrow as pa
 from analyzer.collect.common import exported_names, label, resource_names, to_units, window_values
 from analyzer.core.columns import utc_column
 from analyzer.core.quantity import sanitize_resource_name
-from analyzer.core.snapshot import ALLOCATABLE, CAPACITY, resource_column
+from analyzer.core.snapshot_schema import ALLOCATABLE, CAPACITY, resource_column
 from analyzer.prom.client import Series
 from analyzer.prom.fetch import QueryResult
 from analyzer.prom.sample_table import FloatArray, Int32Array, IntArray, SampleTable

@@ -1,7 +1,10 @@
 """The snapshot: a directory holding what a cluster did over a time range.
 
-Everything after ``collect`` works on a snapshot (DESIGN.md "Snapshot contract"). This module is
-the one place the schema is defined; ``docs/snapshot.md`` describes it for users.
+Everything after ``collect`` works on a snapshot (DESIGN.md "Snapshot contract"). This module
+holds the snapshot object and reads and writes its files; the schema (columns, dtypes, checks) is
+defined in one place, ``analyzer.core.snapshot_schema``; ``docs/snapshot.md`` describes it for
+users. The kept Kubernetes objects: ``analyzer.core.kube_objects``; when pods held their nodes:
+``analyzer.core.pod_intervals``.
 
 Layout::
 
@@ -27,7 +30,7 @@ Times are timezone-aware UTC (``datetime64[ns, UTC]``); a missing time is NaT.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import date
@@ -47,164 +50,23 @@ from analyzer.core.daygroups import (
     write_day_groups,
 )
 from analyzer.core.errors import InputError
-from analyzer.core.frames import utc
+from analyzer.core.kube_objects import read_objects
 from analyzer.core.outdir import check_output_folder, names_matching
+from analyzer.core.snapshot_schema import (
+    FIXED_COLUMNS,
+    JSON_DEFAULTS,
+    KUBE_OBJECTS_FILE,
+    NODE_STATE_KINDS,
+    NODE_STATE_TABLE,
+    NODE_STATE_VERSION,
+    REQUIRED_RESOURCE_COLUMNS,
+    SCHEMA_VERSION,
+    TABLES,
+    check_table_schema,
+    coerce_table,
+    empty_table,
+)
 from analyzer.core.structured import load_json
-
-SCHEMA_VERSION = 1
-
-ALLOCATABLE = "allocatable"
-CAPACITY = "capacity"
-REQUESTS = "requests"
-LIMITS = "limits"
-NONZERO_REQUESTS = "nonzero_requests"  # kube-scheduler NonZeroRequested: cpu and memory only
-
-NODE_COLUMNS: dict[str, str] = {
-    "node": "string",
-    "pool": "string",
-    "host_ip": "string",
-    "labels": "string",  # JSON object
-    "annotations": "string",  # JSON object
-    "first_seen": "datetime64[ns, UTC]",
-    "last_seen": "datetime64[ns, UTC]",
-    "taints": "string",  # JSON list of {key, value, effect}; "[]" when absent
-    "images": "string",  # JSON list of {names, sizeBytes} (Node status.images); "[]" when unknown
-    # kube_node_info{kubelet_version} ("v1.33.4"), the highest seen in the range; "" = unknown
-    "kubelet_version": "string",
-}
-POD_COLUMNS: dict[str, str] = {
-    "uid": "string",
-    "namespace": "string",
-    "name": "string",
-    "node": "string",  # <NA> = never scheduled
-    "owner_kind": "string",  # controller ownerRef kind ("" if none); "Node" = static/mirror pod
-    "owner_name": "string",
-    "workload_kind": "string",  # ReplicaSet resolved to Deployment, Job to CronJob where known
-    "workload_name": "string",
-    "priority_class": "string",
-    "priority": "Int64",
-    "qos_class": "string",  # Guaranteed | Burstable | BestEffort
-    "phase": "string",  # last known phase
-    "labels": "string",  # JSON object
-    "created": "datetime64[ns, UTC]",
-    "scheduled": "datetime64[ns, UTC]",
-    "started": "datetime64[ns, UTC]",
-    "finished": "datetime64[ns, UTC]",  # completion or deletion; NaT = still running at the end
-    "first_seen": "datetime64[ns, UTC]",
-    "last_seen": "datetime64[ns, UTC]",
-    "tolerations": "string",  # JSON list of {key, operator, value, effect}; "[]" when absent
-    "node_selector": "string",  # JSON object; "{}" when absent
-    # From Kubernetes objects (collect --kube-objects) or the generator; "{}"/"[]" when unknown.
-    "affinity": "string",  # JSON object: the pod spec's affinity (node/pod affinity, anti-affinity)
-    "topology_spread": "string",  # JSON list: topologySpreadConstraints
-    "field_sources": "string",  # JSON object: field -> metrics | objects | inferred (FIELD_SOURCES)
-    # JSON object {"containers": [image, ...], "initContainers": [...]}; "{}" when unknown
-    "container_images": "string",
-    # JSON list [[protocol, hostIP, port], ...]: host ports (NodePorts); "[]" when none or unknown
-    "host_ports": "string",
-    # why the pod ended, when a source knows: "preempted" (deleted by the scheduler's
-    # DefaultPreemption to make room; the generator), "" otherwise or unknown (collected data:
-    # no kube-state-metrics series says so, docs/snapshot.md)
-    "end_reason": "string",
-}
-# Columns added later (scheduling constraints, end_reason): old snapshots lack them, so they
-# default (never NA).
-JSON_DEFAULTS: dict[str, str] = {
-    "taints": "[]",
-    "tolerations": "[]",
-    "node_selector": "{}",
-    "affinity": "{}",
-    "topology_spread": "[]",
-    "field_sources": "{}",
-    "images": "[]",
-    "kubelet_version": "",
-    "container_images": "{}",
-    "host_ports": "[]",
-    "end_reason": "",
-}
-END_PREEMPTED = "preempted"  # pods.end_reason of a preemption victim
-# Where a pod's field came from (pods.field_sources values; meta.json extra.field_sources counts):
-# "metrics" = observed in Prometheus (kube-state-metrics), "objects" = read from the Kubernetes
-# objects given to collect --kube-objects, "inferred" = derived by a documented rule (naming
-# conventions, a globalDefault PriorityClass), "none" = no source said anything (the default).
-FIELD_SOURCES = ("metrics", "objects", "inferred", "none")
-# Kubernetes objects a snapshot keeps besides its tables (kube_objects.json; optional file).
-KUBE_OBJECTS_FILE = "kube_objects.json"
-USAGE_VALUE_COLUMNS: dict[str, str] = {
-    "timestamp": "datetime64[ns, UTC]",
-    "cpu": "float64",
-    "memory": "float64",
-}
-NODE_USAGE_COLUMNS: dict[str, str] = {"node": "string", **USAGE_VALUE_COLUMNS}
-# uid is categorical: a week of pod usage is tens of millions of rows, and a 36-character uid
-# string per row would be most of the table's memory (codes are 4 bytes).
-POD_USAGE_COLUMNS: dict[str, str] = {"uid": "category", **USAGE_VALUE_COLUMNS}
-
-TABLES = ("nodes", "pods", "node_usage", "pod_usage")
-# node_state_intervals (file node_state.parquet): when a node carried a taint, was cordoned or not
-# ready, one row per interval [start, end). Optional: a snapshot without the file has no interval
-# data and every reader behaves as before it existed. NODE_STATE_VERSION is written to
-# meta.json ``extra.node_state_version`` with the file; a later version is refused on read.
-NODE_STATE_TABLE = "node_state"
-NODE_STATE_VERSION = 1
-NODE_STATE_KINDS = ("taint", "cordon", "not-ready")
-NODE_STATE_COLUMNS: dict[str, str] = {
-    "node": "string",
-    "kind": "string",  # one of NODE_STATE_KINDS
-    "key": "string",  # taint key ("" for cordon / not-ready)
-    "value": "string",
-    "effect": "string",  # NoSchedule | PreferNoSchedule | NoExecute ("" for cordon / not-ready)
-    "start": "datetime64[ns, UTC]",  # first sample the state held
-    "end": "datetime64[ns, UTC]",  # exclusive: the first sample it no longer held (or data end)
-}
-OPEN_END = pd.Timestamp("2200-01-01T00:00:00Z")  # end of a pod still running when the data ends
-_FIXED_COLUMNS = {
-    "nodes": NODE_COLUMNS,
-    "pods": POD_COLUMNS,
-    "node_usage": NODE_USAGE_COLUMNS,
-    "pod_usage": POD_USAGE_COLUMNS,
-    NODE_STATE_TABLE: NODE_STATE_COLUMNS,
-}
-_RESOURCE_KINDS = {
-    "nodes": (ALLOCATABLE, CAPACITY),
-    "pods": (REQUESTS, LIMITS, NONZERO_REQUESTS),
-    "node_usage": (),
-    "pod_usage": (),
-    NODE_STATE_TABLE: (),
-}
-REQUIRED_RESOURCE_COLUMNS = {
-    "nodes": (f"{ALLOCATABLE}:cpu", f"{ALLOCATABLE}:memory"),
-    "pods": (
-        f"{REQUESTS}:cpu",
-        f"{REQUESTS}:memory",
-        f"{NONZERO_REQUESTS}:cpu",
-        f"{NONZERO_REQUESTS}:memory",
-    ),
-    "node_usage": (),
-    "pod_usage": (),
-    NODE_STATE_TABLE: (),
-}
-
-
-def resource_column(kind: str, resource: str) -> str:
-    """Column name for a resource quantity: ``resource_column("requests", "cpu")`` → ``requests:cpu``."""
-    return f"{kind}:{resource}"
-
-
-def resources_in(frame: pd.DataFrame, kind: str) -> list[str]:
-    """Resource names that have a ``<kind>:<resource>`` column in ``frame``, in column order."""
-    prefix = f"{kind}:"
-    return [col[len(prefix) :] for col in frame.columns if col.startswith(prefix)]
-
-
-def resource_map(row: pd.Series, kind: str) -> dict[str, int]:
-    """``{resource: int}`` of one row's ``<kind>:*`` columns (zeros kept)."""
-    prefix = f"{kind}:"
-    return {
-        str(col)[len(prefix) :]: int(value)
-        for col, value in row.items()
-        if str(col).startswith(prefix)
-    }
 
 
 @dataclass
@@ -264,67 +126,12 @@ class Snapshot:
         return frame
 
 
-def _coerce(frame: pd.DataFrame, table: str) -> pd.DataFrame:
-    """Return ``frame`` with the schema's columns in order and dtypes; extra resource columns kept."""
-    fixed = _FIXED_COLUMNS[table]
-    if not _RESOURCE_KINDS[table] and all(
-        name in frame.columns and str(frame[name].dtype) == dtype for name, dtype in fixed.items()
-    ):
-        # Usage tables already in shape (the collector's): select, do not copy tens of
-        # millions of rows column by column.
-        return frame[list(fixed)]
-    out = pd.DataFrame(index=range(len(frame)))
-    for name, dtype in fixed.items():
-        if name in frame.columns:
-            column = frame[name]
-            if dtype.startswith("datetime64"):
-                # .array, not .to_numpy(): tz-aware to_numpy() builds an object array of
-                # Timestamps, which takes seconds per million rows.
-                out[name] = pd.to_datetime(column, utc=True).astype(dtype).array
-            else:
-                # .array keeps pandas' (Arrow-backed) string storage; .to_numpy() would make one
-                # Python str object per row (~100 bytes each: 1.3 GB for 12.7 M pod-usage rows).
-                out[name] = column.astype(dtype).array
-            if name in JSON_DEFAULTS:
-                out[name] = out[name].fillna(JSON_DEFAULTS[name])
-        elif name in JSON_DEFAULTS:
-            # built like a present column (astype + .array) so both paths get the same dtype
-            out[name] = pd.Series(JSON_DEFAULTS[name], index=out.index).astype(dtype).array
-        else:
-            out[name] = pd.Series(
-                pd.NA if dtype != "float64" else float("nan"), index=out.index
-            ).astype(dtype)
-    for kind in _RESOURCE_KINDS[table]:
-        for resource in resources_in(frame, kind):
-            col = resource_column(kind, resource)
-            out[col] = frame[col].fillna(0).astype("int64").to_numpy()
-    return out
-
-
-def coerce_table(frame: pd.DataFrame, table: str) -> pd.DataFrame:
-    """``frame`` in the columns and dtypes of ``table`` as ``make_snapshot`` stores it (a usage
-    table already in shape is selected, not copied)."""
-    return _coerce(frame, table)
-
-
-def empty_table(table: str, resources: Iterable[str] = ("cpu", "memory")) -> pd.DataFrame:
-    """An empty table with the schema's columns (and resource columns for ``resources``)."""
-    frame = pd.DataFrame(
-        {name: pd.Series(dtype=dtype) for name, dtype in _FIXED_COLUMNS[table].items()}
-    )
-    for kind in _RESOURCE_KINDS[table]:
-        names = ("cpu", "memory") if kind == NONZERO_REQUESTS else tuple(resources)
-        for resource in names:
-            frame[resource_column(kind, resource)] = pd.Series(dtype="int64")
-    return frame
-
-
 def validate(snapshot: Snapshot, where: str = "snapshot") -> None:
     """Raise ``InputError`` naming the table and column if the snapshot breaks the contract."""
     for table in TABLES:
         frame = getattr(snapshot, table)
         missing = [
-            c for c in _FIXED_COLUMNS[table] if c not in frame.columns and c not in JSON_DEFAULTS
+            c for c in FIXED_COLUMNS[table] if c not in frame.columns and c not in JSON_DEFAULTS
         ]
         missing += [c for c in REQUIRED_RESOURCE_COLUMNS[table] if c not in frame.columns]
         if missing:
@@ -352,12 +159,12 @@ def make_snapshot(
     """
     snapshot = Snapshot(
         meta=meta,
-        nodes=_coerce(nodes, "nodes"),
-        pods=_coerce(pods, "pods"),
-        node_usage=_coerce(node_usage, "node_usage"),
-        pod_usage=_coerce(pod_usage, "pod_usage"),
+        nodes=coerce_table(nodes, "nodes"),
+        pods=coerce_table(pods, "pods"),
+        node_usage=coerce_table(node_usage, "node_usage"),
+        pod_usage=coerce_table(pod_usage, "pod_usage"),
         objects=dict(objects or {}),
-        node_state=None if node_state is None else _coerce(node_state, NODE_STATE_TABLE),
+        node_state=None if node_state is None else coerce_table(node_state, NODE_STATE_TABLE),
     )
     if node_state is not None:
         snapshot.meta.extra["node_state_version"] = NODE_STATE_VERSION
@@ -522,65 +329,6 @@ def iter_usage(
         raise _unreadable(path, exc) from None
 
 
-_PDB_STATUS = ("currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods")
-
-
-# kinds kept for PodTopologySpread's system default selector (helper.DefaultSelector): name,
-# namespace and selector only (Service / ReplicationController: the map; ReplicaSet / StatefulSet:
-# the LabelSelector), sorted by (namespace, name) so the file does not depend on input order
-SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
-
-
-def kept_objects(objects: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The ``kube_objects.json`` form of the objects scheduling reads (others are left out):
-    kind -> ``[{namespace, name, spec, status}]`` for PDBs (status only the counts),
-    ``[{name, value, globalDefault, preemptionPolicy}]`` for PriorityClasses,
-    ``[{namespace, name, selector}]`` for ``SELECTOR_KINDS`` (a Service without a selector
-    selects no pod and is left out) and ``[{name, labels}]`` for Namespaces."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for obj in objects:
-        meta = obj.get("metadata") or {}
-        kind = obj.get("kind")
-        if kind == "PodDisruptionBudget":
-            status = obj.get("status") or {}
-            out.setdefault("PodDisruptionBudget", []).append(
-                {
-                    "namespace": str(meta.get("namespace", "")),
-                    "name": str(meta.get("name", "")),
-                    "spec": obj.get("spec") or {},
-                    "status": {k: v for k, v in status.items() if k in _PDB_STATUS},
-                }
-            )
-        elif kind == "PriorityClass":
-            out.setdefault("PriorityClass", []).append(
-                {
-                    "name": str(meta.get("name", "")),
-                    "value": obj.get("value", 0),
-                    "globalDefault": bool(obj.get("globalDefault", False)),
-                    "preemptionPolicy": str(obj.get("preemptionPolicy") or "PreemptLowerPriority"),
-                }
-            )
-        elif kind in SELECTOR_KINDS:
-            selector = (obj.get("spec") or {}).get("selector")
-            if selector is None and kind == "Service":
-                continue
-            out.setdefault(str(kind), []).append(
-                {
-                    "namespace": str(meta.get("namespace") or "default"),
-                    "name": str(meta.get("name", "")),
-                    "selector": selector,
-                }
-            )
-        elif kind == "Namespace":
-            out.setdefault("Namespace", []).append(
-                {"name": str(meta.get("name", "")), "labels": dict(meta.get("labels") or {})}
-            )
-    for kind in (*SELECTOR_KINDS, "Namespace"):
-        if kind in out:
-            out[kind].sort(key=lambda o: (o.get("namespace", ""), o["name"]))
-    return out
-
-
 def read_node_state(directory: Path, meta: SnapshotMeta) -> pd.DataFrame | None:
     """``node_state.parquet`` (None when absent: a snapshot without interval data)."""
     path = directory / f"{NODE_STATE_TABLE}.parquet"
@@ -600,23 +348,6 @@ def read_node_state(directory: Path, meta: SnapshotMeta) -> pd.DataFrame | None:
             f"{', '.join(NODE_STATE_KINDS)}; re-create the snapshot"
         )
     return frame
-
-
-def read_objects(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """``kube_objects.json`` (kind -> list of objects); absent = none (older snapshots)."""
-    if not path.is_file():
-        return {}
-    try:  # core.structured: nesting bounded, one line naming the file
-        raw = load_json(path)
-    except InputError as exc:
-        raise InputError(f"{exc}; re-create the snapshot") from None
-    if not isinstance(raw, dict) or not all(
-        isinstance(v, list) and all(isinstance(o, dict) for o in v) for v in raw.values()
-    ):
-        raise InputError(
-            f"{path}: expected an object of kind -> list of objects; re-create the snapshot"
-        )
-    return {str(k): list(v) for k, v in raw.items()}
 
 
 def read_meta(meta_path: Path) -> SnapshotMeta:
@@ -702,76 +433,7 @@ def _checked(frame: pd.DataFrame, path: Path, table: str) -> pd.DataFrame:
     """``frame`` read from ``path``: its columns and types checked, coerced to the schema."""
     check_table_schema(frame, table, str(path))
     try:
-        return _coerce(frame, table)
+        return coerce_table(frame, table)
     except (ValueError, TypeError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise InputError(f"{path}: a column has values of the wrong type ({first})") from None
-
-
-def _type_fits(series: pd.Series, dtype: str) -> bool:
-    """Whether a column read from parquet can stand for the schema's ``dtype``."""
-    kind = series.dtype
-    if dtype.startswith("datetime64"):
-        return bool(pd.api.types.is_datetime64_any_dtype(kind))
-    if dtype in ("string", "category"):
-        if isinstance(kind, pd.CategoricalDtype):
-            return bool(pd.api.types.is_string_dtype(kind.categories.dtype))
-        return bool(pd.api.types.is_string_dtype(kind)) or bool(series.isna().all())
-    # numeric: float64, Int64, int64 resource columns
-    return bool(pd.api.types.is_numeric_dtype(kind)) and not pd.api.types.is_bool_dtype(kind)
-
-
-def check_table_schema(frame: pd.DataFrame, table: str, where: str) -> None:
-    """Raise ``InputError`` if ``frame`` lacks a schema column or holds one of a wrong type."""
-    fixed = _FIXED_COLUMNS[table]
-    missing = [c for c in fixed if c not in frame.columns and c not in JSON_DEFAULTS]
-    missing += [c for c in REQUIRED_RESOURCE_COLUMNS[table] if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{where}: table {table} lacks column(s) {', '.join(missing)}; "
-            "not a snapshot table of this schema, re-create the snapshot"
-        )
-    expected = dict(fixed)
-    for kind in _RESOURCE_KINDS[table]:
-        expected.update({resource_column(kind, r): "int64" for r in resources_in(frame, kind)})
-    wrong = [
-        f"{name} is {frame[name].dtype}, expected {dtype}"
-        for name, dtype in expected.items()
-        if name in frame.columns and not _type_fits(frame[name], dtype)
-    ]
-    if wrong:
-        raise InputError(f"{where}: table {table}: column {wrong[0]}; re-create the snapshot")
-
-
-def pinned_pods(pods: pd.DataFrame) -> pd.Series:
-    """Pods that stay on their node in every strategy: DaemonSet and static/mirror pods."""
-    kind = pods["owner_kind"].fillna("")
-    return (kind == "DaemonSet") | (kind == "Node")
-
-
-def pod_intervals(snapshot: Snapshot) -> pd.DataFrame:
-    """When each pod held its node: columns ``uid``, ``node``, ``start``, ``end`` (UTC, ``[start, end)``).
-
-    start = scheduled, else started, first_seen, created; end = finished, else last_seen when the
-    pod vanished before the snapshot's end; a pod still there at the end runs on (``OPEN_END``).
-    Pods never bound to a node are left out.
-    """
-    pods = snapshot.pods
-    bound = pods["node"].notna().to_numpy()
-    col = {name: utc(pods[name]) for name in ("scheduled", "started", "first_seen", "created")}
-    start = col["scheduled"].fillna(col["started"]).fillna(col["first_seen"])
-    start = start.fillna(col["created"]).fillna(snapshot.start)
-    last_seen = utc(pods["last_seen"])
-    vanished = last_seen.where(last_seen < snapshot.end)
-    end = utc(pods["finished"]).fillna(vanished).fillna(OPEN_END)
-    frame = pd.DataFrame(
-        {
-            "uid": pods["uid"].to_numpy(),
-            "node": pods["node"].to_numpy(),
-            # the arrays themselves: ``to_numpy()`` of a tz-aware column is an object array of
-            # Timestamps, built one by one (a tenth of a history day's rollups)
-            "start": start.array,
-            "end": end.array,
-        }
-    )
-    return frame.loc[bound].reset_index(drop=True)

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from analyzer.core.durations import format_duration
-from analyzer.core.snapshot import Snapshot, pinned_pods
+from analyzer.core.pod_intervals import pinned_pods
+from analyzer.core.snapshot import Snapshot
 
 
 @dataclass(frozen=True)

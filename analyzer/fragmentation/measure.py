@@ -32,8 +32,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from analyzer.core.frames import frame_records, utc
+from analyzer.core.pod_intervals import pinned_pods, pod_intervals
 from analyzer.core.quantity import format_quantity
-from analyzer.core.snapshot import Snapshot, pinned_pods, pod_intervals, resources_in
+from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot_schema import resources_in
 
 IntMatrix = npt.NDArray[np.int64]
 COVERAGE = 0.95

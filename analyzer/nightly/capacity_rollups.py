@@ -5,7 +5,7 @@ Everything is computed with numpy group-bys over the day's snapshot (no loop ove
 - A node belongs to its pool (``tables.node_pools``); a pod to the pool of its node.
 - *Time-weighted mean* of a quantity over the day = Σ value × (time it was present in the day)
   ÷ 24 h; *peak* = the highest total at any instant of the day (an interval ending at t and one
-  starting at t do not overlap). Pods hold their node over ``core.snapshot.pod_intervals``;
+  starting at t do not overlap). Pods hold their node over ``core.pod_intervals.pod_intervals``;
   nodes exist from ``first_seen`` to ``last_seen`` (unknown = the whole day). What is still
   there at the day's last usage sample counts to midnight (data stopping at 23:55 is not a
   cluster emptying at 23:55).
@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.frames import utc
-from analyzer.core.snapshot import Snapshot, pod_intervals
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import Snapshot
 from analyzer.core.workloads import workload_keys
 from analyzer.nightly.tables import PoolUsage, in_period, node_pools, pool_usage
 from analyzer.usage.percentiles import grouped_stats

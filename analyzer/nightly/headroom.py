@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.frames import frame_records, utc
-from analyzer.core.snapshot import Snapshot, pod_intervals
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import Snapshot
 from analyzer.nightly.headroom_count import LIMIT, count_copies
 from analyzer.nightly.headroom_shapes import HeadroomShape, common_shapes
 from analyzer.replay.input import ReplayInput, prepare

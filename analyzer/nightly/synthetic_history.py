@@ -43,7 +43,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot, pod_intervals
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import Snapshot
 from analyzer.history.capacity import write_tables
 from analyzer.history.generated import write_generated
 from analyzer.history.headroom import write_headroom

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import ALLOCATABLE, resource_column
+from analyzer.core.snapshot_schema import ALLOCATABLE, resource_column
 from analyzer.usage.percentiles import grouped_stats
 
 RESOURCES = ("cpu", "memory")

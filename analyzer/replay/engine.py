@@ -6,7 +6,7 @@ Semantics (DESIGN.md "Replay", normative):
   start), pod departures at the finished time (else last seen, when that is before the end of the
   data), nodes joining at ``first_seen`` and leaving at ``last_seen``; at one instant departures
   come first, then nodes leaving, nodes joining, and arrivals last;
-- DaemonSet and static/mirror pods (``analyzer.core.snapshot.pinned_pods``) stay on their real node in
+- DaemonSet and static/mirror pods (``analyzer.core.pod_intervals.pinned_pods``) stay on their real node in
   every strategy;
 - a pod that fits nowhere waits in a pending queue, FIFO by arrival like the scheduling queue
   (PrioritySort profiles: priority first, then the queue timestamp — the pod's creation — then

@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import END_PREEMPTED, Snapshot, pinned_pods, resources_in
+from analyzer.core.pod_intervals import pinned_pods
+from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot_schema import END_PREEMPTED, resources_in
 from analyzer.replay.topology import TOPOLOGY_MARK, InertIndex, in_play, objects_of
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
 from analyzer.scheduling.gpu.devices import workload_of

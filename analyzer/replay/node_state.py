@@ -1,5 +1,5 @@
 """Node taints, cordons and readiness in time: the replay's side of the snapshot's
-``node_state_intervals`` table (``analyzer.core.snapshot.NODE_STATE_COLUMNS``).
+``node_state_intervals`` table (``analyzer.core.snapshot_schema.NODE_STATE_COLUMNS``).
 
 A snapshot with the table replays each taint, cordon and not-ready period only while it held
 (docs/scheduling.md "Node state in time"); the static ``nodes.taints`` column (every taint seen in

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import NODE_USAGE_COLUMNS, Snapshot, empty_table, make_snapshot
+from analyzer.core.snapshot import Snapshot, make_snapshot
+from analyzer.core.snapshot_schema import NODE_USAGE_COLUMNS, empty_table
 from analyzer.replay import podrows
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.podrows import PodRows, Rows, grid_columns, pod_rows_for

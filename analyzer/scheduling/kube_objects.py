@@ -13,7 +13,7 @@ ReplicaSet or StatefulSet, add the requirements of its ``spec.selector``. Lookup
 an index by namespace (Services) and by (namespace, name) (controllers), built on first use and
 rebuilt when a list grows: a 5,000-node cluster has tens of thousands of ReplicaSets.
 
-``from_kept`` reads a snapshot's ``kube_objects.json`` (``core.snapshot.kept_objects``: the
+``from_kept`` reads a snapshot's ``kube_objects.json`` (``core.kube_objects.kept_objects``: the
 selector kinds as ``{namespace, name, selector}``, Namespaces as ``{name, labels}``).
 """
 

@@ -25,7 +25,8 @@ from numpy.typing import NDArray
 
 from analyzer import __version__
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot, SnapshotMeta, empty_table, make_snapshot
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
+from analyzer.core.snapshot_schema import empty_table
 from analyzer.scheduling.gpu.model import MILLI, GpuDemand, GpuNodes
 
 TRACES_DIR = Path(__file__).resolve().parent.parent / "_traces" / "alibaba-gpu-v2023"

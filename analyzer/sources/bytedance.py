@@ -20,7 +20,8 @@ from numpy.typing import NDArray
 
 from analyzer import __version__
 from analyzer.core.errors import InputError
-from analyzer.core.snapshot import Snapshot, SnapshotMeta, empty_table, make_snapshot
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
+from analyzer.core.snapshot_schema import empty_table
 from analyzer.core.structured import load_json
 
 DEFAULT_M3 = Path(__file__).resolve().parent.parent / "_traces" / "bytedance-m3" / "M3.json"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import NODE_STATE_COLUMNS
+from analyzer.core.snapshot_schema import NODE_STATE_COLUMNS
 from analyzer.sources.spec import Grid, SyntheticSpec
 
 CANDIDATE = "DeletionCandidateOfClusterAutoscaler"

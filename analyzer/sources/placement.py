@@ -57,7 +57,7 @@ class ClusterState:
     # the snapshot's node cells (JSON text), for exact placers; empty: not given
     node_labels: tuple[str, ...] = ()
     node_taints: tuple[str, ...] = ()
-    # the snapshot's kube_objects.json (``core.snapshot.kept_objects``): the ReplicaSets and
+    # the snapshot's kube_objects.json (``core.kube_objects.kept_objects``): the ReplicaSets and
     # StatefulSets an exact placer's default spreading reads; empty: none
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # every bind (+1) and unbind (-1) in order: (node, step, pod), so a placer keeping its own

@@ -19,18 +19,16 @@ import numpy as np
 import pandas as pd
 
 from analyzer import __version__
+from analyzer.core.kube_objects import kept_objects
 from analyzer.core.resources import PodSpecResources, qos_class
-from analyzer.core.snapshot import (
+from analyzer.core.snapshot import Snapshot, SnapshotMeta, make_snapshot
+from analyzer.core.snapshot_schema import (
     ALLOCATABLE,
     CAPACITY,
     END_PREEMPTED,
     LIMITS,
     NONZERO_REQUESTS,
     REQUESTS,
-    Snapshot,
-    SnapshotMeta,
-    kept_objects,
-    make_snapshot,
     resource_column,
 )
 from analyzer.sources.autoscaled_nodes import NodeAutoscaler

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from analyzer.core.durations import go_duration
-from analyzer.core.snapshot import Snapshot, pod_intervals
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import Snapshot
 from analyzer.usage.grid import NODE_USAGE_WINDOW, RESOURCES, STATS
 from analyzer.usage.koord import koord_priority_class, koord_qos
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot, pod_intervals
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import Snapshot
 from analyzer.usage.grid import DAY, RESOURCES, STATS, index_in, missing_mask, snapshot_step
 from analyzer.usage.percentiles import check_method, grouped_stats
 

@@ -2,7 +2,7 @@
 
 Rule: the snapshot's range is cut into whole days from its start; a window is ``days``
 consecutive ones. Its requested peak is the highest sum of CPU requests of the pods holding a node
-at any instant inside it (``analyzer.core.snapshot.pod_intervals``, DaemonSet pods included: they
+at any instant inside it (``analyzer.core.pod_intervals.pod_intervals``, DaemonSet pods included: they
 hold capacity too); memory requests break ties, then the earlier window. A snapshot no longer
 than ``days`` is its own window. The cut keeps the nodes and pods alive in ``(start, end]`` and
 the usage samples inside it.
@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import OPEN_END, Snapshot, pod_intervals
+from analyzer.core.pod_intervals import pod_intervals
+from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot_schema import OPEN_END
 
 DAY = pd.Timedelta(days=1)
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]

@@ -23,7 +23,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot, pinned_pods, resource_column
+from analyzer.core.pod_intervals import pinned_pods
+from analyzer.core.snapshot import Snapshot
+from analyzer.core.snapshot_schema import resource_column
 from analyzer.whatif.growth_plan import GrowthPlan
 
 COPY_MARK = "~g"  # copies' uids: <uid>~g<month>.<k>; never a Kubernetes uid character

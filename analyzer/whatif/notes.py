@@ -28,7 +28,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analyzer.core.snapshot import Snapshot, pinned_pods
+from analyzer.core.pod_intervals import pinned_pods
+from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import Strategy
 from analyzer.replay.input import NEVER_PREEMPT, preemption_policies
 from analyzer.replay.podrows import sampled_uids
