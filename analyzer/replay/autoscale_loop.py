@@ -106,6 +106,9 @@ class ClusterAutoscaler(ReplayView):
         # pass left the hints it read (a pass on the same state would then answer the same)
         self.hints: Hints[str, str] = Hints()
         self.hints_stable = True
+        # ... or that it placed each pod once, so that a pass on the same state reading the
+        # hints it set places them there again (``autoscale_scaledown.repeats``)
+        self.hints_repeat = False
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
         self.verdicts: dict[int, Any] = {}  # each CA pod's drain verdict (``pods_to_move``)

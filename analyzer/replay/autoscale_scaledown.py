@@ -32,11 +32,15 @@ from analyzer.autoscaler.recheck import (
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_candidates import simulate_candidates
+from analyzer.replay.autoscale_reuse import Entry
 from analyzer.replay.autoscale_setup import SECOND
 
 # a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
 # it through the simulator as any other (tests compare the two)
 SHORTCUT = True
+# a pass that would place every pod again where the last pass placed it stands (``repeats``);
+# False runs it (tests of the answers such passes keep turn it off)
+REPEAT = True
 
 # ``ca`` below is the loop's ``ClusterAutoscaler`` (its state, groups, record and caches); typed
 # Any because importing that class here would make an import circle (tests/test_layout.py)
@@ -63,7 +67,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, {}))
         ca.hints.drop_old()
-        ca.hints_stable = True  # none looked up
+        ca.hints_stable, ca.hints_repeat = True, False  # none looked up
         return
     threshold = ca.screen_threshold
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
@@ -80,7 +84,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.last_pass = (limit, False, False)
         ca.record.reasons.append((now, reasons))
         ca.hints.drop_old()
-        ca.hints_stable = True  # none looked up
+        ca.hints_stable, ca.hints_repeat = True, False  # none looked up
         return
     # a margin over the threshold: the exact check below decides (float sums differ); GPU and
     # scale-down-disabled nodes are judged whatever their ratio. One mask over every slot
@@ -106,7 +110,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_end_pass``)
         ca.sims.start_pass()
         ca.record.passes += 1
-        ca.hints_stable = True  # none looked up
+        ca.hints_stable, ca.hints_repeat = True, False  # none looked up
         ca.hints.drop_old()
         _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False)
         return
@@ -138,9 +142,15 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     simulator.restore()
     ca.record.passes += 1
     ca.record.hinted += simulator.hinted
-    # a pass on the same state would read the hints this one set: if they differ from those
-    # it read, it may answer differently (and is run); then ``DropOldHints``
-    ca.hints_stable = simulator.stable()
+    # a pass on the same state orders its candidates by this pass's unneeded nodes
+    # (``PreviousCandidates``): in another order it may answer differently (and is run)
+    same_order = order == candidate_order(candidates, empty, outcomes)
+    # ... and reads the hints this one set: if they differ from those it read, it may answer
+    # differently too (and is run), unless each pod is placed again where this pass placed it
+    # (``repeats``); then ``DropOldHints``
+    stable = simulator.stable()
+    ca.hints_stable = stable and same_order
+    ca.hints_repeat = REPEAT and not stable and same_order and ca.reuse and repeats(ca.sims.used)
     if not ca.hints_stable:
         ca.dirty = True
     ca.hints.drop_old()
@@ -251,10 +261,37 @@ def _end_pass(
 
 def stood(ca: ClusterAutoscaler, now: int) -> None:
     """A pass at ``now`` answered as the last one (``stands``): its reasons recorded again and
-    counted skipped."""
+    counted skipped. One that stood for a pass placing its pods again where the last one did
+    (``hints_repeat``) read the hints the last one left and set them again: the next reads the
+    hints it read (``hints_stable``)."""
     assert ca.sims.summary is not None  # ``stands`` held: a pass was summarised
     ca.record.skipped += 1
     ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
+    if ca.hints_repeat:
+        ca.hints_stable, ca.hints_repeat = True, False
+
+
+def repeats(used: list[Entry]) -> bool:
+    """Whether a pass on the same state as the one whose answers are ``used`` (made or taken
+    again, in order) places every pod where that one placed it, and so answers the same, when
+    the hints it reads are those that one left (set over its own, and ``DropOldHints`` after).
+
+    True when no pod was placed on two different nodes in that pass (a pod moved onto a later
+    candidate and moved again). Then, candidate by candidate in the same order (the caller
+    checks the order), the state at each candidate's turn is the same in both passes: each pod
+    placed in the first now has its hint naming the node it went to, tries that node first and
+    it passes, on the same state, as it passed there (``tryScheduleUsingHints``: filters only);
+    a pod that found no place has no hint now (older ones were dropped with the first pass's
+    ``DropOldHints``), or one naming a node it did not fit then (its search walked every
+    destination), and again finds none. So no
+    placement searches with success, and the round-robin start (``lastIndex``), which only a
+    successful search's answer reads, changes nothing; the hints set are the same."""
+    placed: dict[str, str] = {}
+    for entry in used:
+        for key, node in entry.sets:
+            if placed.setdefault(key, node) != node:
+                return False
+    return True
 
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:
@@ -269,7 +306,7 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
         return False
     last_limit, stopped, added = ca.last_pass
     return bool(
-        ca.hints_stable
+        (ca.hints_stable or ca.hints_repeat)
         and not added
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(

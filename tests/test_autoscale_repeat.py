@@ -1,0 +1,66 @@
+"""A scale-down pass whose hints the last pass changed, but which would place every pod again
+where the last one placed it, answers as the last one (``autoscale_scaledown.repeats``): the
+fast path skips it, and decides as the plain path (every pass run).
+
+Mutants tried: ``repeats`` always True (a pod moved onto a later candidate and moved again
+counted as placed once) fails ``test_a_pod_placed_on_two_nodes_is_no_repeat``, and three of
+``tests/test_autoscale_reuse.py``'s hand-made cases. Not caught by a test: the candidates'
+order guard (``same_order`` in ``update_unneeded``: a pass orders its candidates by the last
+pass's unneeded nodes, so after a pass that found new ones the next may simulate them in
+another order). No seeded case here has a pass whose answer that order changes; the guard only
+runs passes that would otherwise stand (in the 500-node week it ran one more, deciding the
+same), so it cannot make a decision wrong.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from test_autoscale_reuse import _run, _same_decisions
+
+from analyzer.autoscaler.recheck import candidate_order
+from analyzer.replay import autoscale_scaledown, autoscale_settle
+from analyzer.replay.autoscale_scaledown import repeats
+
+
+def _entry(*sets: tuple[str, str]) -> Any:
+    return SimpleNamespace(sets=list(sets))
+
+
+def test_a_pod_placed_on_two_nodes_is_no_repeat() -> None:
+    # a pod moved from one candidate onto a later one, then moved again: its hint now names
+    # the second node, so a pass reading it would try that node at the first candidate's turn
+    assert not repeats([_entry(("ns/a", "n1")), _entry(("ns/b", "n2"), ("ns/a", "n3"))])
+    assert repeats([_entry(("ns/a", "n1")), _entry(("ns/b", "n2"), ("ns/c", "n1"))])
+    assert repeats([])
+
+
+def test_the_next_order_is_the_previous_candidates_first() -> None:
+    # the next pass orders by this pass's unneeded nodes: b was unneeded before, a and b now,
+    # so a pass with the same candidates would simulate a before b (the reason a pass is run)
+    before = candidate_order([1, 2], set(), {2})
+    after = candidate_order([1, 2], set(), {1, 2})
+    assert before == [2, 1] and after == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("seed", "strategy"), [(1, "kube-default"), (3, "kube-default"), (2, "most-allocated")]
+)
+def test_a_pass_repeating_the_last_ones_placements_stands(
+    seed: int, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stood_for_repeat = 0
+    real = autoscale_scaledown.stood
+
+    def counting(ca: Any, now: int) -> None:
+        nonlocal stood_for_repeat
+        stood_for_repeat += bool(ca.hints_repeat and not ca.hints_stable)
+        real(ca, now)
+
+    monkeypatch.setattr(autoscale_scaledown, "stood", counting)
+    monkeypatch.setattr(autoscale_settle, "stood", counting)
+    fast, plain = _run(seed, strategy)
+    _same_decisions(fast, plain)
+    assert stood_for_repeat > 0, "no pass stood for a repeat: the seed exercises nothing"
