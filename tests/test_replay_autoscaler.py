@@ -119,6 +119,30 @@ def test_the_observed_minimum_keeps_every_node(spread: Path, tmp_path: Path) -> 
     assert row["unremovable_reasons_node_hours"]["NodeGroupMinSizeReached"] > 1.9
 
 
+def test_the_sentence_says_how_long_the_minimum_kept_nodes(spread: Path, tmp_path: Path) -> None:
+    # the observed range (one size) keeps every node: the page's sentence says "0 removed" and
+    # why, with the reasons table's NodeGroupMinSizeReached node-hours
+    out = tmp_path / "report"
+    run = CliRunner().invoke(
+        main,
+        ["report", "whatif", str(spread), "--out", str(out), "--strategy", "kube-default",
+         "--workers", "1", "--autoscaler", "cluster-autoscaler"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads((out / "report.json").read_text())["comparison"]["autoscaled"]
+    held = row["unremovable_reasons_node_hours"]["NodeGroupMinSizeReached"]
+    html = (out / "report.html").read_text()
+    start = html.index('<p data-answer="autoscaler">')
+    sentence = html[start : html.index("</p>", start)]
+    assert "0 added, 0 removed" in sentence
+    assert (
+        f"Nodes it found under-used stayed {held:,.1f} node-hours because their pool was at its "
+        "minSize (NodeGroupMinSizeReached" in sentence
+    )
+    # at most the hours the three nodes existed
+    assert 0 < held <= row["node_hours"]
+
+
 def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
     tmp_path: Path,
 ) -> None:

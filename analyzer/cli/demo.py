@@ -78,7 +78,12 @@ from analyzer.monthly.months import last_complete_month
 from analyzer.monthly.review import ReviewSettings, build_review, history_days
 from analyzer.nightly.run import NightlyResult, NightlySettings
 from analyzer.nightly.synthetic_history import DayRows
-from analyzer.replay.autoscale_setup import parse_settings
+from analyzer.replay.autoscale_setup import (
+    DEFAULT_GROUP,
+    AutoscalerSettings,
+    GroupBounds,
+    parse_settings,
+)
 from analyzer.replay.input import ARRIVALS
 from analyzer.report.monthly import joint_settings, write_monthly_report
 from analyzer.report.monthly_rightsize import DEFAULT_RECIPE
@@ -127,6 +132,15 @@ DEMO_FAST_GROWTH = (("renderer", 0.20),)
 DEMO_TEAMS = (("media", 0.25), ("analytics", 0.25))
 DEMO_ZONES = 3
 DEMO_AUTOSCALED = "most-allocated"  # the what-if's one row under cluster-autoscaler
+# The demo cluster's node count never changes, so each pool's observed range (the default
+# bounds of its node group) would be one size, at which CA may remove no node: the demo lets
+# it go down to none, and says so on the page.
+DEMO_AUTOSCALER_NOTE = (
+    "The demo's cluster-autoscaler row lets each pool go down to no node (autoscaler.node-groups "
+    "minSize 0, set by the demo; maxSize stays the pool's observed size). With a snapshot of "
+    "your cluster both bounds default to each pool's observed range: a pool whose node count "
+    "never changed keeps all its nodes under the autoscaler unless you set its minSize."
+)
 # The demo replays its snapshot's busiest 2 days, not all 7: the replays' cost is about
 # proportional to the window, and they were over half the demo's CPU (docs/benchmarks.md
 # "demo60b"); the pages say which days.
@@ -264,14 +278,14 @@ def _whatif_pages(
         settings = search_settings(search_settings_, list(files), *DEMO_STRATEGIES)
         inputs = prepared_inputs(snapshot, settings.arrivals)
         # one row under cluster-autoscaler (docs/autoscaling.md "In the replay"): most-allocated
-        # with CA's defaults and each pool's observed range; the page charts its node count
+        # with CA's defaults; the page charts its node count against the observed
         version = snapshot_version(snapshot, settings.kubernetes_version).version
         ca_job = Background(
             run_autoscaled,
             inputs[ARRIVALS[0]][0],
             resolve_strategy(DEMO_AUTOSCALED, version),
             0,
-            parse_settings(None),
+            demo_autoscaler(snapshot),
         )
         try:
             combined = run_whatif(snapshot, settings, inputs=inputs)
@@ -283,7 +297,7 @@ def _whatif_pages(
         whatif,
         autoscaler="cluster-autoscaler",
         autoscaled=[ca_row],
-        notes=[*said, *whatif.notes],
+        notes=[*said, DEMO_AUTOSCALER_NOTE, *whatif.notes],
     )
     search = search_result(combined, files, search_settings_, snapshot)
     search.notes = [*said, *search.notes]
@@ -291,6 +305,16 @@ def _whatif_pages(
     # written after the what-if report, which replaces OUT/whatif/ as a whole
     search_paths = write_search_report(search, out / FOLDER)
     return whatif_paths.html, whatif.recommendation, search_paths.html, search.sentence
+
+
+def demo_autoscaler(snapshot: Snapshot) -> AutoscalerSettings:
+    """CA's defaults with every pool's minSize 0 (``DEMO_AUTOSCALER_NOTE``)."""
+    pools = set(snapshot.nodes["pool"].fillna("").astype(str))
+    return replace(
+        parse_settings(None),
+        groups={pool or DEFAULT_GROUP: GroupBounds(min_size=0) for pool in pools},
+        groups_from="the demo",
+    )
 
 
 def run_demo(settings: DemoSettings, progress: Callable[[str], None] | None = None) -> DemoResult:

@@ -78,6 +78,9 @@ class AutoscalerSettings:
     expander: str = "random"
     priorities: tuple[tuple[int, tuple[str, ...]], ...] = ()  # highest first
     groups: Mapping[str, GroupBounds] = field(default_factory=dict)
+    # who set ``groups``' bounds, for the pools' notes (``analyzer demo`` sets its own); not a
+    # config key
+    groups_from: str = "the config"
 
 
 def _seconds(raw: Any, where: str) -> int:
@@ -231,7 +234,8 @@ def with_node_groups(
             source = (
                 "the data's observed range"
                 if len(from_data) == 2
-                else f"{from_data[0]} from the data's observed range, the other from the config"
+                else f"{from_data[0]} from the data's observed range, the other from "
+                f"{settings.groups_from}"
             )
             notes.append(
                 f"pool {name}: minSize {mins[-1]}, maxSize {maxes[-1]}"

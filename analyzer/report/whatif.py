@@ -394,7 +394,9 @@ def build_whatif_context(
         notes=notes,
         search=_with_scope(_check_search(search), result.best),
         compared=len(result.strategies) - 1,
-        autoscaled=autoscaled_sentence(table) if (table := autoscaled_table(result)) else "",
+        autoscaled=autoscaled_sentence(table, result)
+        if (table := autoscaled_table(result))
+        else "",
         autoscaler_notes=sorted({n for o in result.autoscaled for n in o.notes}),
         autoscaler_choice=(result.autoscaler_choice or {}).get("why", ""),
         autoscaler=result.autoscaler,

@@ -87,8 +87,9 @@ def reasons_table(result: WhatIfResult) -> WhatIfTable | None:
     return WhatIfTable("autoscaler_reasons", "Why nodes stayed", columns, frame, limit=None)
 
 
-def autoscaled_sentence(table: WhatIfTable) -> str:
-    """The first row in words (the same figures the table shows)."""
+def autoscaled_sentence(table: WhatIfTable, result: WhatIfResult) -> str:
+    """The first row in words (the same figures the table shows); when its pools' minSize kept
+    under-used nodes, how long (the reasons table's ``NodeGroupMinSizeReached``)."""
     row = table.frame.iloc[0]
     autoscaler = row["strategy"].split(" + ")[1]
     by = "consolidation" if autoscaler == "karpenter" else "scale-down"
@@ -104,7 +105,18 @@ def autoscaled_sentence(table: WhatIfTable) -> str:
         f"{fmt.number(row['observed_node_hours'], 1)} observed, peaking at "
         f"{fmt.count(row['peak_nodes'])} nodes: {fmt.count(row['nodes_added'])} added, "
         f"{fmt.count(row['nodes_removed'])} removed, {fmt.count(row['pods_evicted'])} "
-        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by {by}."
+        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by {by}.{_held(result)}"
+    )
+
+
+def _held(result: WhatIfResult) -> str:
+    """The first row's node-hours kept at a pool's minSize, in words ("" when none)."""
+    hours = result.autoscaled[0].reasons_node_hours.get("NodeGroupMinSizeReached", 0.0)
+    if fmt.number(hours, 1) == fmt.number(0.0, 1):
+        return ""
+    return (
+        f" Nodes it found under-used stayed {fmt.number(hours, 1)} node-hours because their pool "
+        "was at its minSize (NodeGroupMinSizeReached; each pool's bounds are listed below)."
     )
 
 
