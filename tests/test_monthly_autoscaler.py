@@ -151,3 +151,30 @@ def test_autoscaler_without_snapshot_is_one_line(base: Path) -> None:
     lines = run.output.strip().splitlines()
     assert len(lines) == 1 and "--autoscaler" in lines[0] and "Traceback" not in run.output
     assert not (base / "bad-no-snapshot").exists()  # refused before anything was written
+
+
+def test_a_pool_held_at_its_observed_size_says_so(base: Path) -> None:
+    # without node-groups the pool's bounds are the data's observed range, 3 to 3 nodes: CA may
+    # remove none in any scenario, and the decision says that is why, not that none was idle
+    out, snap, review = base / "out", base / "snap", base / "review-held"
+    run = CliRunner().invoke(
+        main,
+        ["report", "monthly", str(out), "--out", str(review), "--month", MONTH, "--snapshot",
+         str(snap), "--strategy", STRATEGIES[0], "--strategy", STRATEGIES[1], "--workers", "1",
+         "--autoscaler", "cluster-autoscaler"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    pool = json.loads((review / "report.json").read_text())["pools"][0]
+    for row in pool["scenarios"]:
+        figures = row["autoscaler"]
+        assert figures["min_size"] == figures["observed_peak_nodes"] == 3
+        assert figures["nodes_removed"] == 0 and figures["nodes_released"] == 0
+    sim = pool["simulated_decision"]
+    assert sim["held_at_min"] and sim["nodes"] == 0
+    assert (
+        "the pool's minSize, 3, is as many nodes as it ran at its peak in the data"
+        in (sim["sentence"])
+    )
+    decision = pool["pool_decision"]["sentence"]
+    if "would release no node" in decision:
+        assert decision.endswith(": the pool's minSize is its size in the data.")

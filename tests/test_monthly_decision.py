@@ -99,3 +99,19 @@ def test_blocked_nodes_group_by_kind_of_refusal_and_add_up() -> None:
     assert reason_kind("node(s) didn't match Pod's node affinity/selector") == (
         "its node affinity/selector"
     )
+
+
+def test_no_release_under_an_autoscaler_held_at_its_minimum_says_why() -> None:
+    # the forecast allows 4, the replay under cluster-autoscaler released none because the
+    # pool's minSize is the size it ran at in the data (``autoscaled_decision``'s held_at_min)
+    held = {**_sim(0), "autoscaler": "cluster-autoscaler", "held_at_min": True}
+    d = pool_decision(_forecast("release", 4), held, ROW, None)
+    assert (d["action"], d["nodes"]) == ("none", 0)
+    assert d["sentence"] == (
+        "No release: the forecast allows 4, but cluster-autoscaler would release no node in the "
+        "best scenario of the busiest week: the pool's minSize is its size in the data."
+    )
+    free = pool_decision(_forecast("release", 4), {**held, "held_at_min": False}, ROW, None)
+    assert free["sentence"].endswith(
+        "would release no node in the best scenario of the busiest week."
+    )

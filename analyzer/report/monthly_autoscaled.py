@@ -58,6 +58,12 @@ def autoscaled_decision(
         f"{figures['pods_evicted']} pods evicted by {by}; without an autoscaler "
         f"{nodes_text(empty)} {'was' if empty == 1 else 'were'} left empty at the pool's peak"
     )
+    held = _held_at_min(figures)
+    if held:
+        facts += (
+            f"; the pool's minSize, {figures['min_size']}, is as many nodes as it ran at its "
+            f"peak in the data (set autoscaler.node-groups to let {autoscaler} go lower)"
+        )
     if n == 0:
         sentence = f"No release: {autoscaler} would release no node {_how(sim)} ({facts})."
     else:
@@ -70,4 +76,14 @@ def autoscaled_decision(
         "autoscaler": autoscaler,
         "sentence": sentence[0].upper() + sentence[1:] if n == 0 else sentence,
         "fixed_nodes_sentence": sim["sentence"],
+        "held_at_min": held,
     }
+
+
+def _held_at_min(figures: Mapping[str, Any]) -> bool:
+    """Whether the pool's node group could lose no node: its minSize (cluster-autoscaler; by
+    default the data's observed range) at least the most nodes it ran in the data, and none
+    removed."""
+    low = figures.get("min_size")
+    peak = int(figures.get("observed_peak_nodes", 0))
+    return low is not None and peak > 0 and low >= peak and not figures["nodes_removed"]

@@ -121,7 +121,9 @@ def pool_decision(
         if n == 0:
             return _out("none", 0, "no release", "",
                         f"No release: the forecast allows {k}{_binds(forecast)}, but "
-                        + (f"{scaler} would release no node in the best scenario of {window}."
+                        + (f"{scaler} would release no node in the best scenario of {window}"
+                           + (": the pool's minSize is its size in the data."
+                              if sim.get("held_at_min") else ".")
                            if scaler else
                            f"no scenario left a node empty at the peak of {window} without "
                            "more violations or waiting pods than today."))  # fmt: skip

@@ -25,6 +25,7 @@ Figures, over the data's window ``[start, end]`` and per pool (node group) as we
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,8 @@ class PoolFigures:
     # the most nodes present at once on the evaluation grid, under the autoscaler and in the data
     peak_nodes: int = 0
     observed_peak_nodes: int = 0
+    # cluster-autoscaler: the pool's node group minSize (None: the whole cluster, or Karpenter)
+    min_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -143,9 +146,11 @@ def outcome_of(
     observed_inp: ReplayInput,
     result: ReplayResult,
     prices: Prices | None = None,
+    min_size: Sequence[int] | None = None,
 ) -> AutoscaledOutcome:
     """The figures of an autoscaled replay ``result`` of ``inp`` (``with_node_groups``'s);
-    ``observed_inp``: the plain input, for the observed node count."""
+    ``observed_inp``: the plain input, for the observed node count; ``min_size``: each group's
+    minSize (cluster-autoscaler's ``NodeGroups``), kept with its pool's figures."""
     record = result.autoscaler
     assert record is not None
     start, end = inp.start, inp.end
@@ -158,6 +163,9 @@ def outcome_of(
         name: PoolFigures(cost=None if unpriced else 0.0, observed_cost=None if unpriced else 0.0)
         for name in record.groups
     }
+    if min_size is not None:
+        for name, size in zip(record.groups, min_size, strict=True):
+            pools[name].min_size = int(size)
     for slot, spans in record.presence.items():
         fig = pools[record.groups[record.of_node[slot]]]
         for lo, hi in spans:
@@ -317,4 +325,4 @@ def run_autoscaled(
         return outcome_of(karpenter, inp, done, prices)
     auto, groups = with_node_groups(inp, settings)
     result = replay(auto, strategy, seed, autoscaler=(groups, settings))
-    return outcome_of(auto, inp, result, prices)
+    return outcome_of(auto, inp, result, prices, groups.min_size)

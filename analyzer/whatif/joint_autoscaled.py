@@ -68,7 +68,7 @@ def pool_release(outcome: AutoscaledOutcome, pool: str) -> dict[str, Any]:
             "autoscaler": outcome.autoscaler, "nodes_released": 0, "nodes_released_mean": 0.0,
             "peak_nodes": 0,
             "observed_peak_nodes": 0, "node_hours": 0.0, "observed_node_hours": 0.0,
-            "nodes_added": 0, "nodes_removed": 0, "pods_evicted": 0,
+            "nodes_added": 0, "nodes_removed": 0, "pods_evicted": 0, "min_size": None,
         }  # fmt: skip
     mean = (fig.observed_node_hours - fig.node_hours) / hours
     return {
@@ -82,4 +82,5 @@ def pool_release(outcome: AutoscaledOutcome, pool: str) -> dict[str, Any]:
         "nodes_added": fig.nodes_added,
         "nodes_removed": fig.nodes_removed,
         "pods_evicted": fig.pods_evicted,
+        "min_size": fig.min_size,
     }
