@@ -338,3 +338,19 @@ def test_groups_stay_within_their_bounds(generated: Path, tmp_path: Path) -> Non
             assert row[key] == pytest.approx(sum(p[key] for p in pools.values()), abs=1e-5)
         # a node can only be removed after it existed: removals <= initial nodes + additions
         assert row["nodes_removed"] <= 8 + row["nodes_added"]
+
+
+def test_the_text_output_says_why_no_node_went(spread: Path, tmp_path: Path) -> None:
+    # the table's autoscaled row has no fixed-node figures ("-", never NaN), and the page's
+    # sentence and the pools' bounds follow it
+    run = CliRunner().invoke(
+        main,
+        ["whatif", str(spread), "--strategy", "kube-default", "--workers", "1",
+         "--autoscaler", "cluster-autoscaler"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    assert "NaN" not in run.output
+    assert "kube-default + cluster-autoscaler" in run.output
+    assert "0 added, 0 removed" in run.output
+    assert "because their pool was at its minSize (NodeGroupMinSizeReached" in run.output
+    assert "pool pool: minSize 3, maxSize 3 (the data's observed range;" in run.output

@@ -77,7 +77,8 @@ def _table(result: WhatIfResult) -> str:
             }
         )
     with pd.option_context("display.max_columns", None, "display.width", 250):
-        text: str = pd.DataFrame(rows).to_string(index=False)
+        # a figure a row does not have (an autoscaled row's fixed-node figures): "-", not NaN
+        text: str = pd.DataFrame(rows).to_string(index=False, na_rep="-")
         return text
 
 
@@ -199,6 +200,14 @@ def whatif_cmd(ctx: click.Context, /, snapshot: Path, **opts: Any) -> None:
         click.echo(result.version.sentence)
     if result.autoscaler_choice is not None:
         click.echo(result.autoscaler_choice["why"])
+    if result.autoscaled:  # the page's sentence (why none went, when a pool's minSize held)
+        from analyzer.report.whatif_autoscaled import autoscaled_sentence, autoscaled_table
+
+        table = autoscaled_table(result)
+        assert table is not None
+        click.echo(autoscaled_sentence(table, result))
+        for note in dict.fromkeys(n for o in result.autoscaled for n in o.notes):
+            click.echo(note)
     if settings.seeds > 1:
         click.echo("(every figure is the strategy's worst tie-break seed, as in the verdict)")
     click.echo("")
