@@ -127,3 +127,21 @@ def test_without_autoscaler_the_search_ranks_on_fixed_nodes(tmp_path: Path) -> N
     assert page["ranked_on"] == "fixed nodes"
     assert all("autoscaled" not in r for r in page["rows"])
     assert not page["sentence"].startswith("Ranked on")
+
+
+def test_pools_held_at_their_observed_size_are_named_as_the_reason(
+    searched: tuple[Path, dict[str, Any], str], tmp_path: Path
+) -> None:
+    # the same cluster without node-groups: its one pool's bounds are its observed range, 3 to
+    # 3 nodes, so under CA no configuration can remove one; the sentence says so (with minSize
+    # 0, above, it does not)
+    snap = searched[0].parent / "snap"
+    run = CliRunner().invoke(
+        main,
+        ["whatif", str(snap), "--search", "--search-grid", str(searched[0].parent / "grid.yaml"),
+         "--workers", "1", "--autoscaler", "cluster-autoscaler", "--format", "json"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    held = "no configuration could remove a node: every pool's minSize is as many nodes"
+    assert held in json.loads(run.output)["sentence"]
+    assert held not in searched[1]["sentence"]

@@ -22,6 +22,7 @@ from analyzer.report.monthly_decision import (
     nodes_text,
     scenario_change,
 )
+from analyzer.whatif.autoscaled import held_at_min
 
 
 def _how(sim: Mapping[str, Any]) -> str:
@@ -58,7 +59,7 @@ def autoscaled_decision(
         f"{figures['pods_evicted']} pods evicted by {by}; without an autoscaler "
         f"{nodes_text(empty)} {'was' if empty == 1 else 'were'} left empty at the pool's peak"
     )
-    held = _held_at_min(figures)
+    held = held_at_min(figures)
     if held:
         facts += (
             f"; the pool's minSize, {figures['min_size']}, is as many nodes as it ran at its "
@@ -78,12 +79,3 @@ def autoscaled_decision(
         "fixed_nodes_sentence": sim["sentence"],
         "held_at_min": held,
     }
-
-
-def _held_at_min(figures: Mapping[str, Any]) -> bool:
-    """Whether the pool's node group could lose no node: its minSize (cluster-autoscaler; by
-    default the data's observed range) at least the most nodes it ran in the data, and none
-    removed."""
-    low = figures.get("min_size")
-    peak = int(figures.get("observed_peak_nodes", 0))
-    return low is not None and peak > 0 and low >= peak and not figures["nodes_removed"]

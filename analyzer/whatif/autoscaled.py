@@ -25,7 +25,7 @@ Figures, over the data's window ``[start, end]`` and per pool (node group) as we
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +139,22 @@ def _unit_prices(
             return None
         out[g] = unit
     return out
+
+
+def held_at_min(figures: Mapping[str, Any]) -> bool:
+    """Whether a pool's node group could lose no node (its figures, ``PoolFigures.to_dict()`` or
+    the monthly scenarios' ``pool_release``): its minSize (cluster-autoscaler; by default the
+    data's observed range) at least the most nodes it ran in the data, and none removed."""
+    low = figures.get("min_size")
+    peak = int(figures.get("observed_peak_nodes", 0))
+    return low is not None and peak > 0 and low >= peak and not figures["nodes_removed"]
+
+
+def all_held(outcome: AutoscaledOutcome) -> bool:
+    """Whether every pool that ran nodes in the data was held at its minSize (``held_at_min``):
+    the autoscaler could remove no node under any strategy."""
+    pools = [f.to_dict() for f in outcome.pools.values() if f.observed_peak_nodes]
+    return bool(pools) and all(held_at_min(f) for f in pools)
 
 
 def outcome_of(

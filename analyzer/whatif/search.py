@@ -37,6 +37,7 @@ from analyzer.replay.karpenter_setup import KarpenterSettings
 from analyzer.scheduling.cluster_version import ClusterVersion
 from analyzer.scheduling.strategies import STRATEGIES, document_profile
 from analyzer.usage.thresholds import ThresholdConfig
+from analyzer.whatif.autoscaled import all_held
 from analyzer.whatif.capacity import Capacity, released
 from analyzer.whatif.compare import (
     UNITS,
@@ -280,6 +281,12 @@ def search_result(
             f"Ranked on the replay under {whatif.autoscaler} (the nodes a team running it pays "
             f"for, not the active ones): {sentence}"
         )
+        if all(all_held(o) for o in whatif.autoscaled):
+            sentence += (
+                f" Under {whatif.autoscaler} no configuration could remove a node: every pool's "
+                "minSize is as many nodes as it ran in the data (by default its observed "
+                "range; set autoscaler.node-groups to let it go lower)."
+            )
     return SearchResult(
         autoscaler=whatif.autoscaler if whatif.autoscaled else "none",
         prices=whatif.prices,
