@@ -7,9 +7,10 @@ it again instead of simulating). What one simulation reads, and how each is chec
 
 - the candidate's pods (the keys of its pod objects, moved-in pods of this pass included) and the
   PodDisruptionBudgets' disruptions left at its turn: equal keys;
-- what the pass did before it (each earlier candidate's verdict and moves): an equal context, so
-  the scheduler state at its turn differs from the earlier pass's only by the replay's own binds
-  and unbinds since;
+- what the pass did before it (each earlier candidate's verdict and moves, but for those blocked
+  by a pod, which changed nothing: ``simulate_candidates``): an equal context, so the scheduler
+  state at its turn differs from the earlier pass's only by the replay's own binds and unbinds
+  since;
 - the round-robin start (``lastIndex``) at its turn: equal;
 - the nodes each successful placement looked at (from the start to the node it took): none of
   them bound or unbound a pod since (a per-node stamp of the last pass before its change);
