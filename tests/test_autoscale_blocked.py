@@ -16,7 +16,12 @@ from typing import Any
 import pytest
 from test_autoscale_reuse import _same_decisions
 
-from analyzer.replay import autoscale_candidates
+from analyzer.replay import (
+    autoscale_candidates,
+    autoscale_loop,
+    autoscale_scaledown,
+    autoscale_settle,
+)
 from analyzer.replay.autoscale_reuse import SimulationMemo
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
@@ -87,3 +92,84 @@ def test_an_answer_is_taken_again_after_other_blocked_candidates(
     _same_decisions(fast, plain)
     assert seen["taken"] > 20, seen
     assert seen["other_blocked"] > 0, seen
+
+
+def _after_each_pass(
+    seed: int, strategy: str, raw: Any, lever: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[tuple[Any, ...]], int, Any]:
+    """What the later passes and the loop read after every pass (run, stood or settled: each
+    ``update_unneeded`` and ``skipped_at``), how many stood after a pass that found only nodes
+    blocked by a pod, and the result. ``lever`` False: such a pass is run (``_blocked_only``
+    always False)."""
+    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
+    inp = prepare(cluster.snapshot)
+    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    settings = dataclasses.replace(
+        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+    )
+    auto, groups = with_node_groups(inp, settings)
+    seen: list[tuple[Any, ...]] = []
+    skipped = [0]
+    update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
+    skip_blocked = autoscale_scaledown._skip_blocked
+
+    def state(ca: Any, now: int, run: bool) -> None:
+        summary = ca.sims.summary
+        seen.append((
+            now, ca.dirty if run else None, ca.hints_stable, ca.last_pass, ca.last_unneeded, list(ca.outcomes),
+            dict(ca.unneeded), dict(ca.recheck.deadlines), dict(ca.hints.current),
+            dict(ca.hints.old), list(ca.record.reasons[-1][1].items()),
+            list(summary.reasons.items()) if summary is not None else None,
+        ))  # fmt: skip
+
+    def update_then(ca: Any, now: int) -> None:
+        update(ca, now)
+        state(ca, now, True)
+
+    def skipped_at_then(ca: Any, run: int) -> None:
+        skipped_at(ca, run)
+        state(ca, run, False)
+
+    def counted(ca: Any, summary: Any) -> None:
+        skipped[0] += 1
+        skip_blocked(ca, summary)
+
+    with monkeypatch.context() as m:
+        m.setattr(autoscale_loop, "update_unneeded", update_then)
+        m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
+        m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
+        m.setattr(autoscale_scaledown, "_skip_blocked", counted)
+        if not lever:
+            m.setattr(autoscale_scaledown, "_blocked_only", lambda ca: False)
+        result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
+                        autoscaler=(groups, settings))  # fmt: skip
+    return seen, skipped[0], result
+
+
+@pytest.mark.parametrize(
+    ("seed", "strategy", "raw"),
+    [(1, "kube-default", None), (1, "kube-default", RECHECK), (7, "kube-default", None),
+     (8, "kube-default", RECHECK)],
+)  # fmt: skip
+def test_a_pass_after_one_that_found_only_blocked_nodes_leaves_the_state_of_a_full_one(
+    seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pass after one whose only nodes found unremovable were blocked by a pod stands
+    # (``_skip_blocked``) against the same pass run: after every pass the reasons recorded
+    # (keys, values and their order), the summary's reasons later stood passes record, the
+    # candidates limit and whether deadlines were added, the unneeded nodes, the deadlines,
+    # ``dirty`` (where both were passes of a run: a settled pass is recorded at a later
+    # instant, ``skipped_at``, when ``dirty`` may have been set again), both generations of the hints and whether they stand are equal, pass by pass.
+    # Mutants caught: ``RecentlyUnremovable`` added after the other reasons (not first), the
+    # ``BlockedByPod`` count kept at 0, ``last_pass`` left saying deadlines were added (the
+    # next pass moves the reasons again), ``hints.drop_old()`` called as a run pass does.
+    fast, skipped, a = _after_each_pass(seed, strategy, raw, True, monkeypatch)
+    full, none, b = _after_each_pass(seed, strategy, raw, False, monkeypatch)
+    assert none == 0 and skipped > 5, skipped
+    assert len(fast) == len(full)
+    for i, (x, y) in enumerate(zip(fast, full, strict=True)):
+        if x[1] is None or y[1] is None:
+            x, y = x[:1] + x[2:], y[:1] + y[2:]
+        assert x == y, i
+    assert a.autoscaler.passes < b.autoscaler.passes
+    _same_decisions(a, b)

@@ -111,6 +111,9 @@ class PassSummary:
     failed: list[np.ndarray[Any, Any]]  # the pods' requests of its NoPlaceToMovePods answers
     budgets: bool  # PodDisruptionBudgets covered its candidates' pods
     reasons: dict[str, int]
+    # the nodes it found unremovable (given recheck deadlines) if every one was blocked by a
+    # pod, else None (``autoscale_scaledown.stands``: the next pass may stand with them skipped)
+    blocked: tuple[int, ...] | None = None
 
 
 class SimulationMemo:
@@ -191,10 +194,12 @@ class SimulationMemo:
         budgets: bool,
         reasons: dict[str, int],
         under: np.ndarray[Any, Any],
+        blocked: tuple[int, ...] | None = None,
     ) -> None:
         """Keep what the pass just run read (``unchanged`` compares the next state with it).
         ``under``: the slots near or under the threshold then, or judged whatever their ratio
-        (``always``); the others that no placement walked are ``clear`` (``touch``)."""
+        (``always``); the others that no placement walked are ``clear`` (``touch``).
+        ``blocked``: ``PassSummary.blocked``."""
         reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
         for entry in self.used:
@@ -202,7 +207,7 @@ class SimulationMemo:
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
         self.summary = PassSummary(
-            self.epoch, provisioning, look, reads, failed, budgets, dict(reasons)
+            self.epoch, provisioning, look, reads, failed, budgets, dict(reasons), blocked
         )
         self.clear = ~(under | reads)
         # a new summary: every node touched since the pass began is verified against it
