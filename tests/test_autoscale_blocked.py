@@ -99,7 +99,7 @@ def _after_each_pass(
 ) -> tuple[list[tuple[Any, ...]], int, Any]:
     """What the later passes and the loop read after every pass (run, stood or settled: each
     ``update_unneeded`` and ``skipped_at``), how many stood after a pass that found only nodes
-    blocked by a pod, and the result. ``lever`` False: such a pass is run (``_blocked_only``
+    blocked by a pod, and the result. ``lever`` False: such a pass is run (``blocked_only``
     always False)."""
     cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
     inp = prepare(cluster.snapshot)
@@ -111,12 +111,13 @@ def _after_each_pass(
     seen: list[tuple[Any, ...]] = []
     skipped = [0]
     update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
-    skip_blocked = autoscale_scaledown._skip_blocked
+    skip_blocked = autoscale_scaledown.skip_blocked
 
     def state(ca: Any, now: int, run: bool) -> None:
         summary = ca.sims.summary
         seen.append((
-            now, ca.dirty if run else None, ca.hints_stable, ca.last_pass, ca.last_unneeded, list(ca.outcomes),
+            now, ca.dirty if run else None, ca.hints_stable, ca.last_pass, ca.last_unneeded,
+            list(ca.outcomes),
             dict(ca.unneeded), dict(ca.recheck.deadlines), dict(ca.hints.current),
             dict(ca.hints.old), list(ca.record.reasons[-1][1].items()),
             list(summary.reasons.items()) if summary is not None else None,
@@ -138,9 +139,9 @@ def _after_each_pass(
         m.setattr(autoscale_loop, "update_unneeded", update_then)
         m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
         m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_scaledown, "_skip_blocked", counted)
+        m.setattr(autoscale_scaledown, "skip_blocked", counted)
         if not lever:
-            m.setattr(autoscale_scaledown, "_blocked_only", lambda ca: False)
+            m.setattr(autoscale_scaledown, "blocked_only", lambda ca: False)
         result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
                         autoscaler=(groups, settings))  # fmt: skip
     return seen, skipped[0], result
@@ -155,11 +156,12 @@ def test_a_pass_after_one_that_found_only_blocked_nodes_leaves_the_state_of_a_fu
     seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The pass after one whose only nodes found unremovable were blocked by a pod stands
-    # (``_skip_blocked``) against the same pass run: after every pass the reasons recorded
-    # (keys, values and their order), the summary's reasons later stood passes record, the
-    # candidates limit and whether deadlines were added, the unneeded nodes, the deadlines,
-    # ``dirty`` (where both were passes of a run: a settled pass is recorded at a later
-    # instant, ``skipped_at``, when ``dirty`` may have been set again), both generations of the hints and whether they stand are equal, pass by pass.
+    # (``autoscale_steady.skip_blocked``) against the same pass run: after every pass the
+    # reasons recorded (keys, values and their order), the summary's reasons later stood
+    # passes record, the candidates limit and whether deadlines were added, the unneeded
+    # nodes, the deadlines, ``dirty`` (where both were passes of a run: a settled pass is
+    # recorded at a later instant, ``skipped_at``, when ``dirty`` may have been set again),
+    # both generations of the hints and whether they stand are equal, pass by pass.
     # Mutants caught: ``RecentlyUnremovable`` added after the other reasons (not first), the
     # ``BlockedByPod`` count kept at 0, ``last_pass`` left saying deadlines were added (the
     # next pass moves the reasons again), ``hints.drop_old()`` called as a run pass does.

@@ -32,10 +32,8 @@ from analyzer.autoscaler.recheck import (
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_candidates import simulate_candidates
-from analyzer.replay.autoscale_reuse import PassSummary
 from analyzer.replay.autoscale_setup import SECOND
-
-BLOCKED = "BlockedByPod"
+from analyzer.replay.autoscale_steady import BLOCKED, blocked_only, skip_blocked, steady
 
 # a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
 # it through the simulator as any other (tests compare the two)
@@ -94,6 +92,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     look = np.flatnonzero(looked).tolist()
     reasons["NotUnderutilized"] = count - len(look)
     candidates, empty = _judge(ca, look, reasons, now)
+    kept_verdicts = steady(ca, look) if ca.reuse else None
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
     # take room from the later candidates)
@@ -111,7 +110,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.passes += 1
         ca.hints_stable = True  # none looked up
         ca.hints.drop_old()
-        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False)
+        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False,
+                  kept_verdicts)  # fmt: skip
         return
     # the pass reads the pods of its candidates only (a moved pod's target's list is read only
     # if that node is simulated later in the pass: a candidate)
@@ -150,7 +150,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # nodes the group's minSize would keep however long they stay unneeded (none of none)
     kept = select(list(outcomes.values()), cluster, ca.options)[2] if outcomes else []
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
-            looked, under, bool(covering))  # fmt: skip
+            looked, under, bool(covering), kept_verdicts)  # fmt: skip
 
 
 def _judge(
@@ -217,13 +217,15 @@ def _end_pass(
     looked: np.ndarray[Any, Any],
     under: np.ndarray[Any, Any],
     covering: bool,
+    kept_verdicts: np.ndarray[Any, Any] | None = None,
 ) -> None:
     """The end of a pass that ran, with or without a simulation: the recheck deadlines of the
     nodes found unremovable, whether the next pass may differ (``dirty``), the unneeded nodes
     and the pass's reasons, and (``reuse``) what the pass read (``SimulationMemo.summarise``:
     the next pass's skip test compares the state with it). ``kept``: removable nodes the
     groups' minSize keeps; ``at_min``: candidates not simulated for that reason; ``under``:
-    the slots near or under the threshold or judged whatever their ratio (present or not)."""
+    the slots near or under the threshold or judged whatever their ratio (present or not);
+    ``kept_verdicts``: ``autoscale_steady.steady``'s nodes."""
     timeout = ca.settings.unremovable_node_recheck_timeout
     if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
         found_unremovable = []
@@ -254,48 +256,22 @@ def _end_pass(
         blocked = None
         if reasons.get(BLOCKED, 0) == len(found_unremovable):
             blocked = tuple(found_unremovable)
-        ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons, under, blocked)
+        ca.sims.summarise(
+            looked, len(ca.provisioning), covering, kept_reasons, under, blocked, kept_verdicts
+        )
 
 
 def stood(ca: ClusterAutoscaler, now: int) -> None:
     """A pass at ``now`` answered as the last one (``stands``): its reasons recorded again and
     counted skipped. After a pass whose only nodes found unremovable were blocked by a pod,
     it answers as that pass with them skipped (``stands``): what that pass would leave is
-    left (``_skip_blocked``)."""
+    left (``autoscale_steady.skip_blocked``)."""
     summary = ca.sims.summary
     assert summary is not None  # ``stands`` held: a pass was summarised
     if ca.last_pass[2]:
-        _skip_blocked(ca, summary)
+        skip_blocked(ca, summary)
     ca.record.skipped += 1
     ca.record.reasons.append((now, dict(summary.reasons)))
-
-
-def _skip_blocked(ca: ClusterAutoscaler, summary: PassSummary) -> None:
-    """The pass after one that found only ``summary.blocked`` unremovable, all blocked by a
-    pod, ran as that one with them skipped (``stands``). A pass run would find: the
-    ``RecentlyUnremovable`` count (the first reason of a pass with deadlines) up by them, each
-    out of ``present`` and of ``look`` alike (``NotUnderutilized``, the count less the nodes
-    looked at, the same), not a candidate (its ``BlockedByPod`` count gone: a reason left at
-    0 is not recorded), the other candidates in the same order, each answering as before (a
-    blocked answer is no part of their context, ``simulate_candidates``): the same removable
-    nodes, none found unremovable (no deadline added: ``last_pass``'s third field False), the
-    same hints read and set (a blocked candidate reads and sets none: no ``drop_old`` as for
-    any pass that stands), the same limit and stop. The summary then describes it with the
-    skipped nodes out of what it judged (``look``): a later touch of one is checked as of a
-    node skipped (``unchanged``)."""
-    blocked = summary.blocked
-    assert blocked is not None  # ``stands`` held
-    k = len(blocked)
-    reasons = {RECENTLY_UNREMOVABLE: summary.reasons.get(RECENTLY_UNREMOVABLE, 0) + k}
-    for key, value in summary.reasons.items():
-        left = value - k if key == BLOCKED else value
-        if key != RECENTLY_UNREMOVABLE and left:
-            reasons[key] = left
-    summary.reasons = reasons
-    summary.look = summary.look.copy()  # the pass's mask, not changed in place
-    summary.look[list(blocked)] = False
-    summary.blocked = ()
-    ca.last_pass = (*ca.last_pass[:2], False)
 
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:
@@ -303,15 +279,15 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
     (the caller knows that no deadline expired) and those it added, would answer as the last
     one did (``SimulationMemo.unchanged``): the hints it would read are those the last pass
     left, the last pass found no node unremovable (this one would skip it) or only nodes
-    blocked by a pod (``_blocked_only``: then it answers as the last with them skipped,
-    ``stood``) and, if the limit stopped it, the limit is the same (``limit`` is read only
-    then). True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
+    blocked by a pod (``autoscale_steady.blocked_only``: then it answers as the last with them
+    skipped, ``stood``) and, if the limit stopped it, the limit is the same (``limit`` is read
+    only then). True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
     present is never such a pass: ``unchanged`` holds only in the epoch of a pass that judged
     present nodes, and the node set changes only with a new epoch.)"""
     if ca.cpu is None or ca.mem is None:
         return False
     last_limit, stopped, added = ca.last_pass
-    if added and not _blocked_only(ca):
+    if added and not blocked_only(ca):
         return False
     return bool(
         ca.hints_stable
@@ -326,19 +302,6 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
             ca.recheck.deadlines,
         )
     )
-
-
-def _blocked_only(ca: ClusterAutoscaler) -> bool:
-    """Whether the nodes the last pass found unremovable (``added``) were all blocked by a pod,
-    and a pass now, skipping them, would still judge a present node (else it ends as a pass
-    with none, which keeps no summary). Then (``stands``' other tests holding: every node
-    touched since outside what the last pass judged and walked, so not one of them) it
-    answers as the last pass with them skipped (``_skip_blocked``)."""
-    summary = ca.sims.summary
-    if summary is None or not summary.blocked:
-        return False
-    # the deadlines are of present nodes (``recheck.update``, ``settle``)
-    return int(np.count_nonzero(ca.active)) > len(ca.recheck.deadlines)
 
 
 def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
