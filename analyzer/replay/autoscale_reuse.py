@@ -114,6 +114,9 @@ class PassSummary:
     # the nodes it found unremovable (given recheck deadlines) if every one was blocked by a
     # pod, else None (``autoscale_scaledown.stands``: the next pass may stand with them skipped)
     blocked: tuple[int, ...] | None = None
+    # the nodes a later pass skipped as ``blocked`` (``autoscale_steady.skip_blocked``) and the
+    # reasons this pass recorded before: at their deadline, a pass may answer as this one
+    rechecks: tuple[tuple[int, ...], dict[str, int]] | None = None
     # nodes judged with a verdict a bind keeps (``autoscale_scaledown.steady``): None, none
     steady: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
@@ -211,7 +214,15 @@ class SimulationMemo:
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
         self.summary = PassSummary(
-            self.epoch, provisioning, look, reads, failed, budgets, dict(reasons), blocked, steady
+            self.epoch,
+            provisioning,
+            look,
+            reads,
+            failed,
+            budgets,
+            dict(reasons),
+            blocked,
+            steady=steady,
         )
         self.clear = ~(under | reads) if steady is None else ~((under & ~steady) | reads)
         # a new summary: every node touched since the pass began is verified against it

@@ -33,7 +33,14 @@ from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_setup import SECOND
-from analyzer.replay.autoscale_steady import BLOCKED, blocked_only, skip_blocked, steady
+from analyzer.replay.autoscale_steady import (
+    BLOCKED,
+    blocked_only,
+    rechecked,
+    restore_blocked,
+    skip_blocked,
+    steady,
+)
 
 # a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
 # it through the simulator as any other (tests compare the two)
@@ -48,6 +55,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
     opts, state = ca.options, ca.state
     # ``unremovable.Nodes.Update``: deadlines past (or of nodes gone) are dropped
+    before = len(ca.recheck.deadlines)
     expired = ca.recheck.update(now, lambda s: bool(ca.active[s]))
     limit = unneeded_limit(
         opts.max_scale_down_parallelism,
@@ -55,10 +63,11 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.settings.unneeded_time,
         ca.intervals.step(),
     )
-    # the same nodes skipped as recently unremovable as in the last pass (none expired); asked
-    # first: a pass that stands had present nodes (``stands``), so the test below is False then
-    if ca.reuse and not expired and stands(ca, limit):
-        stood(ca, now)
+    # the same nodes skipped as recently unremovable as in the last pass (none expired, or
+    # only nodes it skipped as blocked: ``autoscale_steady.rechecked``); asked first: a pass
+    # that stands had present nodes (``stands``), so the test below is False then
+    if ca.reuse and (not expired or rechecked(ca, before)) and stands(ca, limit):
+        stood(ca, now, expired)
         return
     if ca.cpu is None or ca.mem is None or not ca.active.any():
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
@@ -261,14 +270,17 @@ def _end_pass(
         )
 
 
-def stood(ca: ClusterAutoscaler, now: int) -> None:
+def stood(ca: ClusterAutoscaler, now: int, expired: bool = False) -> None:
     """A pass at ``now`` answered as the last one (``stands``): its reasons recorded again and
     counted skipped. After a pass whose only nodes found unremovable were blocked by a pod,
     it answers as that pass with them skipped (``stands``): what that pass would leave is
-    left (``autoscale_steady.skip_blocked``)."""
+    left (``autoscale_steady.skip_blocked``); at their deadline (``expired``), as the pass that
+    found them blocked (``autoscale_steady.restore_blocked``)."""
     summary = ca.sims.summary
     assert summary is not None  # ``stands`` held: a pass was summarised
-    if ca.last_pass[2]:
+    if expired:
+        restore_blocked(ca, summary, now)
+    elif ca.last_pass[2]:
         skip_blocked(ca, summary)
     ca.record.skipped += 1
     ca.record.reasons.append((now, dict(summary.reasons)))
@@ -276,7 +288,8 @@ def stood(ca: ClusterAutoscaler, now: int) -> None:
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:
     """Whether a pass now, with candidates ``limit`` and the recheck deadlines of the last pass
-    (the caller knows that no deadline expired) and those it added, would answer as the last
+    (the caller knows that no deadline expired but, ``autoscale_steady.rechecked``, those of
+    nodes it skipped as blocked) and those it added, would answer as the last
     one did (``SimulationMemo.unchanged``): the hints it would read are those the last pass
     left, the last pass found no node unremovable (this one would skip it) or only nodes
     blocked by a pod (``autoscale_steady.blocked_only``: then it answers as the last with them

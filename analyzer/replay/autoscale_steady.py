@@ -4,7 +4,8 @@
 - after a pass whose only nodes found unremovable were blocked by a pod, the next pass skips
   them (``RecentlyUnremovable``) and answers as that one otherwise (``blocked_only``; a blocked
   answer changed nothing the other candidates read: ``autoscale_candidates``): it stands with
-  its reasons moved (``skip_blocked``);
+  its reasons moved (``skip_blocked``); at their deadline, if none of them changed, the pass
+  answers as the one that found them blocked (``rechecked``, ``restore_blocked``);
 - a node judged with a verdict a bind keeps (``steady``) is not verified again after a bind
   (``SimulationMemo.touch``'s ``clear``).
 """
@@ -88,8 +89,8 @@ def skip_blocked(ca: ClusterAutoscaler, summary: PassSummary) -> None:
     pod, ran as that one with them skipped (``autoscale_scaledown.stands``). A pass run would
     find: the ``RecentlyUnremovable`` count (the first reason of a pass with deadlines) up by
     them, each out of ``present`` and of ``look`` alike (``NotUnderutilized``, the count less
-    the nodes looked at, the same), not a candidate (its ``BlockedByPod`` count gone: a reason left at
-    0 is not recorded), the other candidates in the same order, each answering as before (a
+    the nodes looked at, the same), not a candidate (its ``BlockedByPod`` count gone: a
+    reason left at 0 is not recorded), the other candidates in the same order, each answering as before (a
     blocked answer is no part of their context, ``simulate_candidates``): the same removable
     nodes, none found unremovable (no deadline added: ``last_pass``'s third field False), the
     same hints read and set (a blocked candidate reads and sets none: no ``drop_old`` as for
@@ -104,8 +105,55 @@ def skip_blocked(ca: ClusterAutoscaler, summary: PassSummary) -> None:
         left = value - k if key == BLOCKED else value
         if key != RECENTLY_UNREMOVABLE and left:
             reasons[key] = left
+    summary.rechecks = (blocked, summary.reasons)
     summary.reasons = reasons
     summary.look = summary.look.copy()  # the pass's mask, not changed in place
     summary.look[list(blocked)] = False
     summary.blocked = ()
     ca.last_pass = (*ca.last_pass[:2], False)
+
+
+def rechecked(ca: ClusterAutoscaler, before: int) -> bool:
+    """Whether the deadlines a pass just dropped (``before``: their count until then) are
+    exactly those of the nodes ``skip_blocked`` moved to skipped, and none of those nodes had
+    its pods changed since the pass that found them blocked (``SimulationMemo.changed``: none
+    stamped after the summarised pass began). Such a pass judges them as that pass did (the
+    same pods: the same verdict, candidates again), and if ``autoscale_scaledown.stands``
+    holds on the deadlines left (the ones that pass skipped: any other expiry or any pass run
+    since replaced the summary), answers as that pass: each blocked again (``find``'s first
+    test: the same pods, moved-in ones included, and the same budgets; no budget covered the
+    pass, or it would not stand), the others as before (their context has no blocked answer).
+    ``restore_blocked`` leaves what it would."""
+    summary = ca.sims.summary
+    if summary is None or summary.rechecks is None:
+        return False
+    nodes = summary.rechecks[0]
+    deadlines = ca.recheck.deadlines
+    if len(deadlines) != before - len(nodes) or any(n in deadlines for n in nodes):
+        return False
+    memo = ca.sims
+    return bool(int(memo.changed[list(nodes)].max()) <= memo.passes)
+
+
+def restore_blocked(ca: ClusterAutoscaler, summary: PassSummary, now: int) -> None:
+    """A pass at ``now`` answered as the one that found ``summary.rechecks``' nodes blocked
+    (``rechecked``): its reasons recorded again (as it recorded them: the
+    ``RecentlyUnremovable`` count back, ``BlockedByPod`` in its place), the nodes judged
+    again (``look``) and found blocked (``blocked``: the next pass may skip them again), new
+    deadlines from ``now`` in the order they were found, ``dirty`` (the next pass skips them)
+    and ``last_pass`` saying deadlines were added, as ``_end_pass`` leaves them."""
+    assert summary.rechecks is not None
+    nodes, reasons = summary.rechecks
+    summary.reasons = reasons
+    summary.look = summary.look.copy()
+    summary.look[list(nodes)] = True
+    summary.blocked = nodes
+    summary.rechecks = None
+    deadline = now + ca.settings.unremovable_node_recheck_timeout
+    for slot in nodes:
+        ca.recheck.add_timeout(slot, deadline)
+    ca.dirty = True
+    ca.last_pass = (*ca.last_pass[:2], True)
+    # the loop keeps the next expiry by the deadlines' count, which is back where it was: it
+    # is dropped, as after a pass run (``ClusterAutoscaler._run``)
+    ca._expiry_kept = None
