@@ -54,10 +54,10 @@ def test_a_pass_repeating_the_last_ones_placements_stands(
     stood_for_repeat = 0
     real = autoscale_scaledown.stood
 
-    def counting(ca: Any, now: int) -> None:
+    def counting(ca: Any, now: int, *more: Any) -> None:
         nonlocal stood_for_repeat
         stood_for_repeat += bool(ca.hints_repeat and not ca.hints_stable)
-        real(ca, now)
+        real(ca, now, *more)
 
     monkeypatch.setattr(autoscale_scaledown, "stood", counting)
     monkeypatch.setattr(autoscale_settle, "stood", counting)

@@ -35,7 +35,18 @@ def simulate_candidates(
     """Each candidate of ``order`` through ``SimulateNodeRemoval`` (a removable one is kept in
     the simulation for the next), or its earlier answer when nothing it read changed
     (``analyzer.replay.autoscale_reuse``), until ``limit`` removable ones are found. The
-    removable ones in pass order, the unremovable ones, and whether the limit stopped it."""
+    removable ones in pass order, the unremovable ones, and whether the limit stopped it.
+
+    ``context`` (what the pass did before a candidate, part of what its answer read) holds each
+    earlier answer but those blocked by a pod: a ``BlockedByPod`` answer changed nothing a later
+    simulation reads. ``simulate`` returns it from ``GetPodsToMove`` alone, before any
+    placement: no bind or unbind (no ``journal``), no hint looked up or set (no ``look_log``
+    nor ``hint_log``), ``last_index`` not moved; the budgets are not taken from (``pdbs.remove``
+    is for removable ones) and the node stays a destination (``drop`` likewise). Taken again, it
+    sets and moves nothing either (its entry has no looks nor sets; ``last_index`` is kept for
+    it below). What it leaves are caches that give equal answers (``drains``, ``verdicts``, the
+    node's merged pod list in ``pods_on``). So the state every later candidate's simulation
+    reads is the same with or without it before them, and so is its answer."""
     memo, state = ca.sims, ca.state
     memo.start_pass()
     columns = ca.screen
@@ -107,7 +118,8 @@ def simulate_candidates(
                     # removable with every pod on its hinted node: no search, start unread
                     outcome.removable and simulator.hinted - hinted == len(outcome.moved),
                 ))  # fmt: skip
-        context = (*context, (slot, outcome.reason, tuple(targets)))
+        if outcome.reason != "BlockedByPod":  # a blocked answer is no part of it (docstring)
+            context = (*context, (slot, outcome.reason, tuple(targets)))
         if not outcome.removable:
             reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
             unremovable.append(slot)

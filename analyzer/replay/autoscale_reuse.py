@@ -7,9 +7,10 @@ it again instead of simulating). What one simulation reads, and how each is chec
 
 - the candidate's pods (the keys of its pod objects, moved-in pods of this pass included) and the
   PodDisruptionBudgets' disruptions left at its turn: equal keys;
-- what the pass did before it (each earlier candidate's verdict and moves): an equal context, so
-  the scheduler state at its turn differs from the earlier pass's only by the replay's own binds
-  and unbinds since;
+- what the pass did before it (each earlier candidate's verdict and moves, but for those blocked
+  by a pod, which changed nothing: ``simulate_candidates``): an equal context, so the scheduler
+  state at its turn differs from the earlier pass's only by the replay's own binds and unbinds
+  since;
 - the round-robin start (``lastIndex``) at its turn: equal;
 - the nodes each successful placement looked at (from the start to the node it took): none of
   them bound or unbound a pod since (a per-node stamp of the last pass before its change);
@@ -110,6 +111,14 @@ class PassSummary:
     failed: list[np.ndarray[Any, Any]]  # the pods' requests of its NoPlaceToMovePods answers
     budgets: bool  # PodDisruptionBudgets covered its candidates' pods
     reasons: dict[str, int]
+    # the nodes it found unremovable (given recheck deadlines) if every one was blocked by a
+    # pod, else None (``autoscale_scaledown.stands``: the next pass may stand with them skipped)
+    blocked: tuple[int, ...] | None = None
+    # the nodes a later pass skipped as ``blocked`` (``autoscale_steady.skip_blocked``) and the
+    # reasons this pass recorded before: at their deadline, a pass may answer as this one
+    rechecks: tuple[tuple[int, ...], dict[str, int]] | None = None
+    # nodes judged with a verdict a bind keeps (``autoscale_scaledown.steady``): None, none
+    steady: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
 
 class SimulationMemo:
@@ -190,10 +199,14 @@ class SimulationMemo:
         budgets: bool,
         reasons: dict[str, int],
         under: np.ndarray[Any, Any],
+        blocked: tuple[int, ...] | None = None,
+        steady: np.ndarray[Any, Any] | None = None,
     ) -> None:
         """Keep what the pass just run read (``unchanged`` compares the next state with it).
         ``under``: the slots near or under the threshold then, or judged whatever their ratio
-        (``always``); the others that no placement walked are ``clear`` (``touch``)."""
+        (``always``); the others that no placement walked are ``clear`` (``touch``).
+        ``blocked``: ``PassSummary.blocked``; ``steady``: nodes judged whose verdict a bind
+        keeps (``PassSummary.steady``), ``clear`` too where no placement walked them."""
         reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
         for entry in self.used:
@@ -201,9 +214,17 @@ class SimulationMemo:
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
         self.summary = PassSummary(
-            self.epoch, provisioning, look, reads, failed, budgets, dict(reasons)
+            self.epoch,
+            provisioning,
+            look,
+            reads,
+            failed,
+            budgets,
+            dict(reasons),
+            blocked,
+            steady=steady,
         )
-        self.clear = ~(under | reads)
+        self.clear = ~(under | reads) if steady is None else ~((under & ~steady) | reads)
         # a new summary: every node touched since the pass began is verified against it
         self.pending = set(self.touched)
         self.leaning.clear()
@@ -219,9 +240,10 @@ class SimulationMemo:
         recent: Container[int],
     ) -> bool:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
-        PDB since, and every node whose pods changed since was not judged then, is not near the
-        threshold now (``ratio_of``: every slot's screen; ``always``: GPU and scale-down-disabled nodes, judged
-        whatever their ratio) unless skipped as recently unremovable in both passes
+        PDB since, and every node whose pods changed since was not judged then (or was judged
+        with a verdict a bind keeps, ``PassSummary.steady``, and only bound to), is not near the
+        threshold now (``ratio_of``: every slot's screen; ``always``: GPU and scale-down-disabled
+        nodes, judged whatever their ratio) unless skipped as recently unremovable in both passes
         (in ``recent``; the caller checks that the skipped set is the same), was walked by no
         placement, and if it freed room, has none for a pod that found no place."""
         last = self.summary
@@ -243,10 +265,16 @@ class SimulationMemo:
         if not nodes:  # nothing changed since, or all verified
             return True
         look, reads, freed, passes = last.look, last.reads, self.freed, self.passes
+        steady = last.steady
         judged = []
         skipped = []
         for node in nodes:
-            if look.item(node) or reads.item(node):
+            if reads.item(node):
+                return False
+            if look.item(node):
+                # judged with a verdict a bind keeps, and only bound to since: the same verdict
+                if steady is not None and steady.item(node) and freed.item(node) <= passes:
+                    continue
                 return False
             if node in recent:  # a skipped node's own pods are not read
                 skipped.append(node)

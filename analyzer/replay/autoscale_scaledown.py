@@ -34,6 +34,14 @@ from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_reuse import Entry
 from analyzer.replay.autoscale_setup import SECOND
+from analyzer.replay.autoscale_steady import (
+    BLOCKED,
+    blocked_only,
+    rechecked,
+    restore_blocked,
+    skip_blocked,
+    steady,
+)
 
 # a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
 # it through the simulator as any other (tests compare the two)
@@ -51,6 +59,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
     opts, state = ca.options, ca.state
     # ``unremovable.Nodes.Update``: deadlines past (or of nodes gone) are dropped
+    before = len(ca.recheck.deadlines)
     expired = ca.recheck.update(now, lambda s: bool(ca.active[s]))
     limit = unneeded_limit(
         opts.max_scale_down_parallelism,
@@ -58,10 +67,11 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.settings.unneeded_time,
         ca.intervals.step(),
     )
-    # the same nodes skipped as recently unremovable as in the last pass (none expired); asked
-    # first: a pass that stands had present nodes (``stands``), so the test below is False then
-    if ca.reuse and not expired and stands(ca, limit):
-        stood(ca, now)
+    # the same nodes skipped as recently unremovable as in the last pass (none expired, or
+    # only nodes it skipped as blocked: ``autoscale_steady.rechecked``); asked first: a pass
+    # that stands had present nodes (``stands``), so the test below is False then
+    if ca.reuse and (not expired or rechecked(ca, before)) and stands(ca, limit):
+        stood(ca, now, expired)
         return
     if ca.cpu is None or ca.mem is None or not ca.active.any():
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
@@ -95,6 +105,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     look = np.flatnonzero(looked).tolist()
     reasons["NotUnderutilized"] = count - len(look)
     candidates, empty = _judge(ca, look, reasons, now)
+    kept_verdicts = steady(ca, look) if ca.reuse else None
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
     # take room from the later candidates)
@@ -112,7 +123,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.passes += 1
         ca.hints_stable, ca.hints_repeat = True, False  # none looked up
         ca.hints.drop_old()
-        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False)
+        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False,
+                  kept_verdicts)  # fmt: skip
         return
     # the pass reads the pods of its candidates only (a moved pod's target's list is read only
     # if that node is simulated later in the pass: a candidate)
@@ -157,7 +169,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # nodes the group's minSize would keep however long they stay unneeded (none of none)
     kept = select(list(outcomes.values()), cluster, ca.options)[2] if outcomes else []
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
-            looked, under, bool(covering))  # fmt: skip
+            looked, under, bool(covering), kept_verdicts)  # fmt: skip
 
 
 def _judge(
@@ -224,13 +236,15 @@ def _end_pass(
     looked: np.ndarray[Any, Any],
     under: np.ndarray[Any, Any],
     covering: bool,
+    kept_verdicts: np.ndarray[Any, Any] | None = None,
 ) -> None:
     """The end of a pass that ran, with or without a simulation: the recheck deadlines of the
     nodes found unremovable, whether the next pass may differ (``dirty``), the unneeded nodes
     and the pass's reasons, and (``reuse``) what the pass read (``SimulationMemo.summarise``:
     the next pass's skip test compares the state with it). ``kept``: removable nodes the
     groups' minSize keeps; ``at_min``: candidates not simulated for that reason; ``under``:
-    the slots near or under the threshold or judged whatever their ratio (present or not)."""
+    the slots near or under the threshold or judged whatever their ratio (present or not);
+    ``kept_verdicts``: ``autoscale_steady.steady``'s nodes."""
     timeout = ca.settings.unremovable_node_recheck_timeout
     if timeout <= ca.settings.scan_interval:  # over before the next pass: it skips nothing
         found_unremovable = []
@@ -256,17 +270,32 @@ def _end_pass(
     kept_reasons = {k: v for k, v in reasons.items() if v}
     ca.record.reasons.append((now, kept_reasons))
     if ca.reuse:
-        ca.sims.summarise(looked, len(ca.provisioning), covering, kept_reasons, under)
+        # every node given a deadline blocked by a pod: ``BlockedByPod`` comes only from the
+        # simulations (``eligibility.check`` gives none), one count per such candidate
+        blocked = None
+        if reasons.get(BLOCKED, 0) == len(found_unremovable):
+            blocked = tuple(found_unremovable)
+        ca.sims.summarise(
+            looked, len(ca.provisioning), covering, kept_reasons, under, blocked, kept_verdicts
+        )
 
 
-def stood(ca: ClusterAutoscaler, now: int) -> None:
+def stood(ca: ClusterAutoscaler, now: int, expired: bool = False) -> None:
     """A pass at ``now`` answered as the last one (``stands``): its reasons recorded again and
-    counted skipped. One that stood for a pass placing its pods again where the last one did
-    (``hints_repeat``) read the hints the last one left and set them again: the next reads the
-    hints it read (``hints_stable``)."""
-    assert ca.sims.summary is not None  # ``stands`` held: a pass was summarised
+    counted skipped. After a pass whose only nodes found unremovable were blocked by a pod,
+    it answers as that pass with them skipped (``stands``): what that pass would leave is
+    left (``autoscale_steady.skip_blocked``); at their deadline (``expired``), as the pass that
+    found them blocked (``autoscale_steady.restore_blocked``). One that stood for a pass placing
+    its pods again where the last one did (``hints_repeat``) read the hints the last one left
+    and set them again: the next reads the hints it read (``hints_stable``)."""
+    summary = ca.sims.summary
+    assert summary is not None  # ``stands`` held: a pass was summarised
+    if expired:
+        restore_blocked(ca, summary, now)
+    elif ca.last_pass[2]:
+        skip_blocked(ca, summary)
     ca.record.skipped += 1
-    ca.record.reasons.append((now, dict(ca.sims.summary.reasons)))
+    ca.record.reasons.append((now, dict(summary.reasons)))
     if ca.hints_repeat:
         ca.hints_stable, ca.hints_repeat = True, False
 
@@ -295,19 +324,23 @@ def repeats(used: list[Entry]) -> bool:
 
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:
-    """Whether a pass now, with candidates ``limit`` and the same recheck deadlines as the last
-    pass, would answer as the last one did (``SimulationMemo.unchanged``; the caller knows that
-    no deadline expired): the hints it would read are those the last pass left, the last pass
-    found no node unremovable (this one would skip it) and, if the limit stopped it, the limit
-    is the same (``limit`` is read only then). True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
+    """Whether a pass now, with candidates ``limit`` and the recheck deadlines of the last pass
+    (the caller knows that no deadline expired but, ``autoscale_steady.rechecked``, those of
+    nodes it skipped as blocked) and those it added, would answer as the last
+    one did (``SimulationMemo.unchanged``): the hints it would read are those the last pass
+    left, the last pass found no node unremovable (this one would skip it) or only nodes
+    blocked by a pod (``autoscale_steady.blocked_only``: then it answers as the last with them
+    skipped, ``stood``) and, if the limit stopped it, the limit is the same (``limit`` is read
+    only then). True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
     present is never such a pass: ``unchanged`` holds only in the epoch of a pass that judged
     present nodes, and the node set changes only with a new epoch.)"""
     if ca.cpu is None or ca.mem is None:
         return False
     last_limit, stopped, added = ca.last_pass
+    if added and not blocked_only(ca):
+        return False
     return bool(
         (ca.hints_stable or ca.hints_repeat)
-        and not added
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(
             ca.state,

@@ -1,0 +1,159 @@
+"""What lets a scale-down pass answer as the last one beyond an unchanged state
+(``analyzer.replay.autoscale_scaledown.stands``; issue 25 item 5):
+
+- after a pass whose only nodes found unremovable were blocked by a pod, the next pass skips
+  them (``RecentlyUnremovable``) and answers as that one otherwise (``blocked_only``; a blocked
+  answer changed nothing the other candidates read: ``autoscale_candidates``): it stands with
+  its reasons moved (``skip_blocked``); at their deadline, if none of them changed, the pass
+  answers as the one that found them blocked (``rechecked``, ``restore_blocked``);
+- a node judged with a verdict a bind keeps (``steady``) is not verified again after a bind
+  (``SimulationMemo.touch``'s ``clear``).
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from analyzer.autoscaler.recheck import RECENTLY_UNREMOVABLE
+from analyzer.replay.autoscale_reuse import PassSummary
+
+# ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
+ClusterAutoscaler = Any
+
+BLOCKED = "BlockedByPod"
+NOT_UNDERUTILIZED = "NotUnderutilized"
+# ``eligibility.check``'s reasons decided before any pod is read (``CurrentlyBeingDeleted``
+# reads the time: left out)
+STATIC = frozenset({"ScaleDownDisabledAnnotation", "NotAutoscaled"})
+
+
+def steady(ca: ClusterAutoscaler, look: list[int]) -> np.ndarray[Any, Any] | None:
+    """The nodes of ``look`` just judged (``autoscale_scaledown._judge``) whose verdict a bind
+    on them keeps, and keeps them looked at, so that the pass's reasons stay (None: none):
+
+    - ``NotUnderutilized``: a bind only adds requests, and CA's utilisation (each resource's
+      requests over the allocatable, the highest; a GPU node's GPU ratio) only rises with
+      them, so it stays at or over the threshold — unless pods' requests are taken off the
+      allocatable (``ignore-daemonsets-utilization``, ``ignore-mirror-pods-utilization``,
+      globally or in a group's options): then none. Risen over the screen's margin, the node
+      is no longer looked at and counts ``NotUnderutilized`` all the same (the reason's
+      place is the second, fixed before any node is judged);
+    - ``ScaleDownDisabledAnnotation`` and ``NotAutoscaled`` of a node judged whatever its
+      ratio (``special``): decided before any pod is read (``eligibility.check``), the
+      annotation and group fixed (no node-state changes where reuse is on). (Another node
+      with such a reason leaves ``look`` when a bind lifts it over the screen, counted
+      ``NotUnderutilized`` then: not steady.)
+
+    An unbind is verified as before (``SimulationMemo.touch``); a node a placement walked is
+    not ``clear`` either (``summarise``)."""
+    if not look:
+        return None
+    opts = ca.options
+    rising = not (
+        opts.ignore_daemonsets_utilization
+        or opts.ignore_mirror_pods_utilization
+        or any(k.options is not None and k.options.ignore_daemonsets_utilization for k in ca.kinds)
+    )
+    get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
+    special = ca.special
+    slots = [
+        s
+        for s, r in zip(look, get(ca.unfit_reason), strict=True)
+        if r and ((rising and r == NOT_UNDERUTILIZED) or (r in STATIC and special.item(s)))
+    ]
+    if not slots:
+        return None
+    mask = np.zeros(len(ca.unfit_reason), dtype=bool)
+    mask[slots] = True
+    return mask
+
+
+def blocked_only(ca: ClusterAutoscaler) -> bool:
+    """Whether the nodes the last pass found unremovable (``added``) were all blocked by a pod,
+    and a pass now, skipping them, would still judge a present node (else it ends as a pass
+    with none, which keeps no summary). Then (``autoscale_scaledown.stands``' other tests
+    holding: every node touched since outside what the last pass judged and walked, so not
+    one of them) it answers as the last pass with them skipped (``skip_blocked``)."""
+    summary = ca.sims.summary
+    if summary is None or not summary.blocked:
+        return False
+    # the deadlines are of present nodes (``recheck.update``, ``settle``)
+    return int(np.count_nonzero(ca.active)) > len(ca.recheck.deadlines)
+
+
+def skip_blocked(ca: ClusterAutoscaler, summary: PassSummary) -> None:
+    """The pass after one that found only ``summary.blocked`` unremovable, all blocked by a
+    pod, ran as that one with them skipped (``autoscale_scaledown.stands``). A pass run would
+    find: the ``RecentlyUnremovable`` count (the first reason of a pass with deadlines) up by
+    them, each out of ``present`` and of ``look`` alike (``NotUnderutilized``, the count less
+    the nodes looked at, the same), not a candidate (its ``BlockedByPod`` count gone: a
+    reason left at 0 is not recorded), the other candidates in the same order, each answering as before (a
+    blocked answer is no part of their context, ``simulate_candidates``): the same removable
+    nodes, none found unremovable (no deadline added: ``last_pass``'s third field False), the
+    same hints read and set (a blocked candidate reads and sets none: no ``drop_old`` as for
+    any pass that stands), the same limit and stop. The summary then describes it with the
+    skipped nodes out of what it judged (``look``): a later touch of one is checked as of a
+    node skipped (``unchanged``)."""
+    blocked = summary.blocked
+    assert blocked is not None  # ``stands`` held
+    k = len(blocked)
+    reasons = {RECENTLY_UNREMOVABLE: summary.reasons.get(RECENTLY_UNREMOVABLE, 0) + k}
+    for key, value in summary.reasons.items():
+        left = value - k if key == BLOCKED else value
+        if key != RECENTLY_UNREMOVABLE and left:
+            reasons[key] = left
+    summary.rechecks = (blocked, summary.reasons)
+    summary.reasons = reasons
+    summary.look = summary.look.copy()  # the pass's mask, not changed in place
+    summary.look[list(blocked)] = False
+    summary.blocked = ()
+    ca.last_pass = (*ca.last_pass[:2], False)
+
+
+def rechecked(ca: ClusterAutoscaler, before: int) -> bool:
+    """Whether the deadlines a pass just dropped (``before``: their count until then) are
+    exactly those of the nodes ``skip_blocked`` moved to skipped, and none of those nodes had
+    its pods changed since the pass that found them blocked (``SimulationMemo.changed``: none
+    stamped after the summarised pass began). Such a pass judges them as that pass did (the
+    same pods: the same verdict, candidates again), and if ``autoscale_scaledown.stands``
+    holds on the deadlines left (the ones that pass skipped: any other expiry or any pass run
+    since replaced the summary), answers as that pass: each blocked again (``find``'s first
+    test: the same pods, moved-in ones included, and the same budgets; no budget covered the
+    pass, or it would not stand), the others as before (their context has no blocked answer).
+    ``restore_blocked`` leaves what it would."""
+    summary = ca.sims.summary
+    if summary is None or summary.rechecks is None:
+        return False
+    nodes = summary.rechecks[0]
+    deadlines = ca.recheck.deadlines
+    if len(deadlines) != before - len(nodes) or any(n in deadlines for n in nodes):
+        return False
+    memo = ca.sims
+    return bool(int(memo.changed[list(nodes)].max()) <= memo.passes)
+
+
+def restore_blocked(ca: ClusterAutoscaler, summary: PassSummary, now: int) -> None:
+    """A pass at ``now`` answered as the one that found ``summary.rechecks``' nodes blocked
+    (``rechecked``): its reasons recorded again (as it recorded them: the
+    ``RecentlyUnremovable`` count back, ``BlockedByPod`` in its place), the nodes judged
+    again (``look``) and found blocked (``blocked``: the next pass may skip them again), new
+    deadlines from ``now`` in the order they were found, ``dirty`` (the next pass skips them)
+    and ``last_pass`` saying deadlines were added, as ``_end_pass`` leaves them."""
+    assert summary.rechecks is not None
+    nodes, reasons = summary.rechecks
+    summary.reasons = reasons
+    summary.look = summary.look.copy()
+    summary.look[list(nodes)] = True
+    summary.blocked = nodes
+    summary.rechecks = None
+    deadline = now + ca.settings.unremovable_node_recheck_timeout
+    for slot in nodes:
+        ca.recheck.add_timeout(slot, deadline)
+    ca.dirty = True
+    ca.last_pass = (*ca.last_pass[:2], True)
+    # the loop keeps the next expiry by the deadlines' count, which is back where it was: it
+    # is dropped, as after a pass run (``ClusterAutoscaler._run``)
+    ca._expiry_kept = None
