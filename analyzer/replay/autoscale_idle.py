@@ -32,21 +32,28 @@ def until(ca: ClusterAutoscaler, expiry: int | None) -> int:
         return -NEVER  # a pass, or a settled change's run that asks the scale-up again
     if ca.waiting and (ca.queued(), len(ca.record.presence), len(ca.record.removed)) != ca.asked:
         return -NEVER  # the scale-up is asked again
-    settings = ca.settings
+    first = deletable(ca)
+    if expiry is not None:  # ``_recheck_due``: a pass at the first run at or after it
+        return min(first, expiry)
+    return first
+
+
+def deletable(ca: ClusterAutoscaler) -> int:
+    """The first time ``to_delete`` may answer a node (NEVER: none unneeded): the earliest
+    unneeded node's time and the cool-down after the last scale-up; before it ``to_delete``
+    answers nothing. Kept as of (the outcomes, their count, ``last_add``): the unneeded times
+    change only with them (a pass makes new outcomes, a removal drops one)."""
     outcomes, last_add = ca.outcomes, ca.last_add
     kept = ca.deletable_kept
     if kept is None or kept[0] is not outcomes or kept[1] != len(outcomes) or kept[2] != last_add:
-        # ``to_delete`` answers nothing before this: every unneeded node's time, the cool-down
         if outcomes:
+            settings = ca.settings
             since = min(ca.unneeded[s] for s in outcomes)
             first = max(last_add + settings.delay_after_add, since + settings.unneeded_time)
         else:
             first = NEVER
         kept = ca.deletable_kept = (outcomes, len(outcomes), last_add, first)
-    deletable: int = kept[3]
-    if expiry is not None:  # ``_recheck_due``: a pass at the first run at or after it
-        return min(deletable, expiry)
-    return deletable
+    return kept[3]  # type: ignore[no-any-return]
 
 
 def catch_up(ca: ClusterAutoscaler, now: int) -> None:
