@@ -48,7 +48,7 @@ def deletable(ca: ClusterAutoscaler) -> int:
     if kept is None or kept[0] is not outcomes or kept[1] != len(outcomes) or kept[2] != last_add:
         if outcomes:
             settings = ca.settings
-            since = min(ca.unneeded[s] for s in outcomes)
+            since = min(map(ca.unneeded.__getitem__, outcomes))
             first = max(last_add + settings.delay_after_add, since + settings.unneeded_time)
         else:
             first = NEVER

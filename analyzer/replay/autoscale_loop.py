@@ -221,9 +221,16 @@ class ClusterAutoscaler(ReplayView):
     def ready(self, now: int) -> list[int]:
         """Slots whose provisioning ends at ``now``: they join (the engine activates them). The
         engine's first call at each instant: the loop's clock is ``now`` from here on."""
-        if now != self.clock:
-            self.clock = now
-            self.grid_after = self._on_grid(now + 1)
+        # the first run after the last instant is the first after ``now`` too if it is later
+        # than ``now``; else most often the next one
+        after = self.grid_after
+        if now < self.clock:  # an instant before the data's start (where the clock begins)
+            after = self._on_grid(now + 1)
+        elif now >= after:
+            after += self.settings.scan_interval
+            if now >= after:
+                after = self._on_grid(now + 1)
+        self.clock, self.grid_after = now, after
         if self._ready_at > now:  # none due (most instants)
             return []
         joining = sorted(s for s, at in self.provisioning.items() if at <= now)
