@@ -161,3 +161,54 @@ def test_to_delete_answers_nothing_before_deletable(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(autoscale_loop, "deletable", deletable)
     _replay(3, "kube-default", SHORT)
     assert seen["before"] > 0 and seen["deleting"] > 0, seen
+
+
+def test_kept_runs_on_chosen_clocks_and_deadlines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the loop of a finished replay, put at chosen instants (through ``ready``: on the grid,
+    # just after, mid-scan, one before the next run; steps of none, one and several scans, an
+    # instant before the data's start) with chosen recheck deadlines (long past, at the clock,
+    # just after, on and off the grid ahead), ``next_tick`` before, inside and after the scan
+    # and settled runs: ``next_time`` answers as the plain computation. Fails if a deadline
+    # at or before the clock reads the kept run of the deadline (mutant: ``at = kept[2]``
+    # whatever the deadline: a recheck answered before the next run), or if ``ready`` does
+    # not recompute ``grid_after`` after several scans or before the start (mutants above)
+    loops = []
+    real_init = autoscale_loop.ClusterAutoscaler.__init__
+
+    def init(ca: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(ca, *args, **kwargs)
+        loops.append(ca)
+
+    monkeypatch.setattr(autoscale_loop.ClusterAutoscaler, "__init__", init)
+    _replay(2, "kube-default", RECHECK)
+    ca = loops[0]
+    start, scan = ca.inp.start, ca.settings.scan_interval
+    ca._ready_at, ca.provisioning, ca.queued = NEVER, {}, None
+    ca.dirty = ca.waiting = False
+    ca.unneeded = {}
+    slot = next(iter(np.flatnonzero(ca.active).tolist()))
+    compared = 0
+    clocks = [start - 3 * scan - 2, start, start + 5 * scan, start + 5 * scan + 1]
+    clocks += [start + 6 * scan - 1, start + 6 * scan - 1, start + 9 * scan + scan // 2]
+    clocks += [start + 10 * scan, start + 40 * scan + 3]
+    for clock in clocks:
+        assert ca.ready(clock) == []
+        assert ca.grid_after == ca._on_grid(clock + 1), clock
+        after = ca.grid_after
+        for next_tick in (clock - scan, clock + 1, clock + scan // 3, after, after + scan):
+            for expiry in (
+                clock - 2 * scan,
+                clock,
+                clock + 1,
+                clock + 2,
+                after,
+                after + 3 * scan + 1,
+            ):
+                for settled in (None, clock + 1, after):
+                    ca.next_tick, ca.settled = next_tick, settled
+                    ca.recheck.deadlines = {slot: expiry}
+                    ca._expiry_kept = None
+                    answer, _ = _plain_next_time(ca)
+                    assert ca.next_time() == answer, (clock, next_tick, expiry, settled)
+                    compared += 1
+    assert compared == len(clocks) * 5 * 6 * 3
