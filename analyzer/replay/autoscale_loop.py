@@ -36,7 +36,7 @@ import numpy as np
 
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
 from analyzer.autoscaler.removal_state import Outcome, hint_key
-from analyzer.replay.autoscale_idle import catch_up, deletable, until
+from analyzer.replay.autoscale_idle import catch_up, deletable, next_time
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
 from analyzer.replay.autoscale_scaledown import ratios, to_delete, update_unneeded
@@ -146,44 +146,9 @@ class ClusterAutoscaler(ReplayView):
     undecided = False
 
     # -- the engine's side ---------------------------------------------------------------------
-    def next_time(self) -> int:
-        """The next instant the autoscaler acts on its own (``NEVER``: none). Read once per
-        instant: the kept values (``grid_after``, ``_expiry``) are read without a call."""
-        ready = self._ready_at
-        kept = self._expiry_kept
-        if kept is None or kept[0] != len(self.recheck.deadlines):
-            self._expiry()
-            kept = self._expiry_kept
-            assert kept is not None
-        expiry = kept[1]
-        self.idle_from = None
-        busy = self.dirty or self.waiting or self.unneeded
-        recheck = NEVER
-        if expiry is not None:  # a node skipped as recently unremovable is judged again then
-            # the run on the grid at or after the deadline and after the last instant
-            at = self.grid_after if expiry <= self.clock + 1 else kept[2]
-            after = self.next_tick
-            settled = self.settled
-            if settled is not None and at > settled:  # that run comes first
-                after = max(after, settled + self.settings.scan_interval)
-            recheck = after if after > at else at
-        if not busy:
-            return ready if ready < recheck else recheck
-        # ``first_run`` (never after ``recheck``: both on the grid)
-        first = self.next_tick
-        if first < self.grid_after:
-            first = self.grid_after
-        if self.queued is not None and not self.dirty:
-            # the runs before ``until`` do nothing: left out (``autoscale_idle``); the
-            # recheck is the first run at or after the deadline (``until`` reads it), not
-            # ``recheck`` (``next_tick`` is not caught up before the next instant)
-            due = until(self, expiry)
-            if due > first:
-                scan = self.settings.scan_interval
-                self.idle_from = first
-                first = NEVER if due >= NEVER else first + -(-(due - first) // scan) * scan
-                return ready if ready < first else first
-        return min(ready, recheck, first)
+    # the next instant the autoscaler acts on its own (``autoscale_idle.next_time``, called as
+    # a method: once per instant)
+    next_time = next_time
 
     def first_run(self) -> int:
         """The next run of the loop while one is due: one scan interval after the last run, on
