@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analyzer.replay import autoscale_loop
+from analyzer.replay import autoscale_idle, autoscale_loop
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import NEVER, prepare
@@ -85,7 +85,7 @@ def test_runs_left_out_change_nothing(
     fast = replay(auto, chosen, seed, autoscaler=scaler)
     fast_ticks, moved = ticks["n"], ticks["moved"]
     ticks["n"] = 0
-    monkeypatch.setattr(autoscale_loop, "until", lambda ca, expiry: -NEVER)  # every run
+    monkeypatch.setattr(autoscale_idle, "until", lambda ca, expiry: -NEVER)  # every run
     every = replay(auto, chosen, seed, autoscaler=scaler)
     assert fast.autoscaler == every.autoscaler  # presence, scale-ups, removals, reasons, counts
     assert fast.autoscaler.removed, "CA removed no node: the seed exercises too little"

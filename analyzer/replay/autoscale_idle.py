@@ -1,4 +1,5 @@
-"""The cluster-autoscaler loop's runs that do nothing, left out of the replay's instants.
+"""The cluster-autoscaler loop's runs that do nothing, left out of the replay's instants, and
+the loop's next instant (``next_time``, a method of ``ClusterAutoscaler``).
 
 While pods wait or nodes are unneeded, the loop runs every ``scan-interval`` (``next_time``).
 Such a run does nothing but move ``next_tick`` on when the state did not change since the last
@@ -25,6 +26,48 @@ from analyzer.replay.input import NEVER
 ClusterAutoscaler = Any
 
 
+def next_time(ca: ClusterAutoscaler) -> int:
+    """The next instant the loop acts on its own (``NEVER``: none): a node ready, a recheck
+    deadline's run, or while one is due (the state changed, pods wait or nodes are unneeded)
+    its next run, after the runs that do nothing (``until``). Read once per instant: the kept
+    values (``grid_after``, ``_expiry``'s) without a call."""
+    ready: int = ca._ready_at
+    kept = ca._expiry_kept
+    if kept is None or kept[0] != len(ca.recheck.deadlines):
+        ca._expiry()
+        kept = ca._expiry_kept
+        assert kept is not None
+    expiry = kept[1]
+    ca.idle_from = None
+    busy = ca.dirty or ca.waiting or ca.unneeded
+    recheck = NEVER
+    if expiry is not None:  # a node skipped as recently unremovable is judged again then
+        # the run on the grid at or after the deadline and after the last instant
+        at = ca.grid_after if expiry <= ca.clock + 1 else kept[2]
+        after = ca.next_tick
+        settled = ca.settled
+        if settled is not None and at > settled:  # that run comes first
+            after = max(after, settled + ca.settings.scan_interval)
+        recheck = after if after > at else at
+    if not busy:
+        return ready if ready < recheck else recheck
+    # ``first_run`` (never after ``recheck``: both on the grid)
+    first: int = ca.next_tick
+    if first < ca.grid_after:
+        first = ca.grid_after
+    if ca.queued is not None and not ca.dirty:
+        # the runs before ``until`` do nothing: left out (module docstring); the recheck is
+        # the first run at or after the deadline (``until`` reads it), not ``recheck``
+        # (``next_tick`` is not caught up before the next instant)
+        due = until(ca, expiry)
+        if due > first:
+            scan = ca.settings.scan_interval
+            ca.idle_from = first
+            first = NEVER if due >= NEVER else first + -(-(due - first) // scan) * scan
+            return ready if ready < first else first
+    return min(ready, recheck, first)
+
+
 def until(ca: ClusterAutoscaler, expiry: int | None) -> int:
     """The first time a run of the loop may do more than move ``next_tick`` on, given the
     state now and no change before (NEVER: none; at most now when it may at once)."""
@@ -32,21 +75,28 @@ def until(ca: ClusterAutoscaler, expiry: int | None) -> int:
         return -NEVER  # a pass, or a settled change's run that asks the scale-up again
     if ca.waiting and (ca.queued(), len(ca.record.presence), len(ca.record.removed)) != ca.asked:
         return -NEVER  # the scale-up is asked again
-    settings = ca.settings
+    first = deletable(ca)
+    if expiry is not None:  # ``_recheck_due``: a pass at the first run at or after it
+        return min(first, expiry)
+    return first
+
+
+def deletable(ca: ClusterAutoscaler) -> int:
+    """The first time ``to_delete`` may answer a node (NEVER: none unneeded): the earliest
+    unneeded node's time and the cool-down after the last scale-up; before it ``to_delete``
+    answers nothing. Kept as of (the outcomes, their count, ``last_add``): the unneeded times
+    change only with them (a pass makes new outcomes, a removal drops one)."""
     outcomes, last_add = ca.outcomes, ca.last_add
     kept = ca.deletable_kept
     if kept is None or kept[0] is not outcomes or kept[1] != len(outcomes) or kept[2] != last_add:
-        # ``to_delete`` answers nothing before this: every unneeded node's time, the cool-down
         if outcomes:
-            since = min(ca.unneeded[s] for s in outcomes)
+            settings = ca.settings
+            since = min(map(ca.unneeded.__getitem__, outcomes))
             first = max(last_add + settings.delay_after_add, since + settings.unneeded_time)
         else:
             first = NEVER
         kept = ca.deletable_kept = (outcomes, len(outcomes), last_add, first)
-    deletable: int = kept[3]
-    if expiry is not None:  # ``_recheck_due``: a pass at the first run at or after it
-        return min(deletable, expiry)
-    return deletable
+    return kept[3]  # type: ignore[no-any-return]
 
 
 def catch_up(ca: ClusterAutoscaler, now: int) -> None:

@@ -36,7 +36,7 @@ import numpy as np
 
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
 from analyzer.autoscaler.removal_state import Outcome, hint_key
-from analyzer.replay.autoscale_idle import catch_up, until
+from analyzer.replay.autoscale_idle import catch_up, deletable, next_time
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
 from analyzer.replay.autoscale_scaledown import ratios, to_delete, update_unneeded
@@ -87,6 +87,8 @@ class ClusterAutoscaler(ReplayView):
         # the first run one scan after the start: at the start itself no pod is placed yet
         self.next_tick = inp.start + settings.scan_interval
         self.clock = inp.start
+        # the first run of the loop's grid after ``clock`` (``_on_grid``), set with it
+        self.grid_after = self._on_grid(inp.start + 1)
         self.dirty = True
         self.waiting = False  # pods wait after the scheduler's last pass (the engine sets it)
         # the removal simulations taken again when nothing they read changed (exact)
@@ -131,7 +133,8 @@ class ClusterAutoscaler(ReplayView):
     # the last ``unschedulable`` call's scale-down pass count, present nodes and the shapes it
     # found on no node before any simulated placement (its fast path, ``reuse``)
     nowhere: tuple[int, Any, set[bytes]] | None = None
-    _expiry_kept: tuple[int, int | None] | None = None  # deadlines' count, earliest (``_expiry``)
+    # the deadlines' count, the earliest and the loop's first run at or after it (``_expiry``)
+    _expiry_kept: tuple[int, int | None, int] | None = None
     # runs that do nothing left out (``autoscale_idle``): the engine's queue's ``pods`` where
     # allowed (None: every run is an instant), the first run left out after the last instant,
     # and ``to_delete``'s first possible time as of (outcomes, their count, ``last_add``)
@@ -146,38 +149,14 @@ class ClusterAutoscaler(ReplayView):
     undecided = False
 
     # -- the engine's side ---------------------------------------------------------------------
-    def next_time(self) -> int:
-        """The next instant the autoscaler acts on its own (``NEVER``: none)."""
-        ready = self._ready_at
-        # the loop's runs are on a grid of scan-intervals from the start of the data
-        scan = self.settings.scan_interval
-        expiry = self._expiry()
-        recheck = NEVER
-        if expiry is not None:  # a node skipped as recently unremovable is judged again then
-            at = self._on_grid(max(expiry, self.clock + 1))
-            after = self.next_tick
-            if self.settled is not None and at > self.settled:  # that run comes first
-                after = max(after, self.settled + scan)
-            recheck = max(after, at)
-        self.idle_from = None
-        if self.dirty or self.waiting or self.unneeded:
-            first = self.first_run()  # never after ``recheck`` (both on the grid)
-            if self.queued is not None and not self.dirty:
-                # the runs before ``until`` do nothing: left out (``autoscale_idle``); the
-                # recheck is the first run at or after the deadline (``until`` reads it), not
-                # ``recheck`` (``next_tick`` is not caught up before the next instant)
-                due = until(self, expiry)
-                if due > first:
-                    self.idle_from = first
-                    first = NEVER if due >= NEVER else first + -(-(due - first) // scan) * scan
-                    return min(ready, first)
-            return min(ready, recheck, first)
-        return min(ready, recheck)
+    # the next instant the autoscaler acts on its own (``autoscale_idle.next_time``, called as
+    # a method: once per instant)
+    next_time = next_time
 
     def first_run(self) -> int:
         """The next run of the loop while one is due: one scan interval after the last run, on
         the grid of scans from the start of the data, after the last instant."""
-        return max(self.next_tick, self._on_grid(self.clock + 1))
+        return max(self.next_tick, self.grid_after)
 
     def _on_grid(self, time: int) -> int:
         """The first run of the loop's grid (scan-intervals from the start of the data) at or
@@ -197,15 +176,35 @@ class ClusterAutoscaler(ReplayView):
     def _expiry(self) -> int | None:
         """``recheck.next_expiry()``, kept while the deadlines cannot have changed: they change
         in a scale-down pass (``_run`` drops the kept value after it) and when a node is
-        removed (``forget``: one fewer deadline)."""
+        removed (``forget``: one fewer deadline). Kept with it: the first run of the loop's
+        grid at or after it (``next_time``)."""
         size = len(self.recheck.deadlines)
-        if self._expiry_kept is None or self._expiry_kept[0] != size:
-            self._expiry_kept = (size, self.recheck.next_expiry())
-        return self._expiry_kept[1]
+        kept = self._expiry_kept
+        if kept is None or kept[0] != size:
+            expiry = self.recheck.next_expiry()
+            kept = (size, expiry, NEVER if expiry is None else self._on_grid(expiry))
+            self._expiry_kept = kept
+        return kept[1]
+
+    def deadlines_changed(self) -> None:
+        """The recheck deadlines were set again (a pass, or one that stood as the pass that
+        set them: ``autoscale_steady.restore_blocked``): ``_expiry`` computes the earliest
+        again, which their count alone may not show."""
+        self._expiry_kept = None
 
     def ready(self, now: int) -> list[int]:
-        """Slots whose provisioning ends at ``now``: they join (the engine activates them)."""
-        self.clock = now
+        """Slots whose provisioning ends at ``now``: they join (the engine activates them). The
+        engine's first call at each instant: the loop's clock is ``now`` from here on."""
+        # the first run after the last instant is the first after ``now`` too if it is later
+        # than ``now``; else most often the next one
+        after = self.grid_after
+        if now < self.clock:  # an instant before the data's start (where the clock begins)
+            after = self._on_grid(now + 1)
+        elif now >= after:
+            after += self.settings.scan_interval
+            if now >= after:
+                after = self._on_grid(now + 1)
+        self.clock, self.grid_after = now, after
         if self._ready_at > now:  # none due (most instants)
             return []
         joining = sorted(s for s, at in self.provisioning.items() if at <= now)
@@ -221,19 +220,28 @@ class ClusterAutoscaler(ReplayView):
 
     def tick(self, now: int, waiting: list[int]) -> list[int]:
         """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
-        after the scheduler tried them), then scale-down. Returns the slots to delete now."""
-        self.clock = now
+        after the scheduler tried them), then scale-down. Returns the slots to delete now
+        (``ready(now)`` was called before, at the same instant)."""
         if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
             catch_up(self, now)
-        if self.settled is not None and self.settled < now:  # its run was left out
-            skipped_at(self, self.settled)
+        settled = self.settled
+        if settled is not None and settled < now:  # its run was left out
+            skipped_at(self, settled)
         if now < self.next_tick:
             return []
-        if not (self.dirty or self.waiting or self.unneeded or self._recheck_due(now)):
+        recheck = self._recheck_due(now)
+        if not (self.dirty or self.waiting or self.unneeded or recheck):
             if self.settled is not None:  # the settled change's run: nothing else to do
                 skipped_at(self, now)
             return []
         self.next_tick = now + self.settings.scan_interval
+        if not (waiting or self.dirty or recheck):
+            # no scale-up and no pass: ``_run`` records a settled change's run and asks
+            # ``to_delete``, which answers nothing before ``deletable`` (most such runs)
+            if self.settled is not None:
+                skipped_at(self, now)
+            if now < deletable(self):
+                return []
         # CA's simulations bind and unbind on the live state and undo it all; per-GPU device
         # state (GPU-sharing profiles) is left out of them, as CA knows no shared GPUs
         devices, self.state.devices = self.state.devices, None
@@ -244,26 +252,29 @@ class ClusterAutoscaler(ReplayView):
 
     def _run(self, now: int, waiting: list[int]) -> list[int]:
         """The run of the loop at ``now`` (``tick``)."""
-        # ``waiting`` is the queue's list, the same object while the queue did not change: the
-        # comparison below is then one identity check, not one per pod
-        asked = (waiting, len(self.record.presence), len(self.record.removed))
         # a settled change (``autoscale_settle``) asks the scale-up again as ``dirty`` does; its
         # pass stands unless a scale-up here changed what the pass reads (the groups' sizes)
         settled, self.settled = self.settled is not None, None
         scaled = False
-        if waiting and (self.dirty or settled or asked != self.asked):  # else as before
-            self.asked = asked
-            if self._scale_up(now, waiting):
-                self.last_add = now
-                scaled = True
+        if waiting:
+            # ``waiting`` is the queue's list, the same object while the queue did not change:
+            # the comparison below is then one identity check, not one per pod
+            asked = (waiting, len(self.record.presence), len(self.record.removed))
+            if self.dirty or settled or asked != self.asked:  # else as before
+                self.asked = asked
+                if self._scale_up(now, waiting):
+                    self.last_add = now
+                    scaled = True
         if self.dirty or self._recheck_due(now) or (settled and scaled):
             self.dirty = self.undecided = False
             passes = self.record.passes
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
             if self.record.passes != passes:  # the pass may have changed the recheck deadlines
-                self._expiry_kept = None  # (else only dropped some: ``_expiry`` sees the count)
+                self.deadlines_changed()  # (else only dropped some: ``_expiry`` sees the count)
         elif settled:  # it stood: recorded and counted skipped at this run
             skipped_at(self, now)
+        if now < deletable(self):  # none unneeded long enough, or in the cool-down: none
+            return []
         return to_delete(self, now)
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:

@@ -38,14 +38,15 @@ ClusterAutoscaler = Any
 def settle(ca: ClusterAutoscaler) -> None:
     """The end of an instant (the engine has placed its pods and set ``waiting``): settle a
     change whose pass would answer as the last (module docstring)."""
+    # ``ca.first_run()`` (written out: once per instant)
+    run = ca.next_tick
+    if run < ca.grid_after:
+        run = ca.grid_after
     if ca.settled is not None:
-        ca.settled = ca.first_run()
-    if not ca.dirty or ca.waiting or ca.queued is None or not ca.reuse:
-        return
-    if ca.undecided:  # asked since the last run and left to it (as it will be again)
-        return
+        ca.settled = run
+    if not ca.dirty or ca.waiting or ca.undecided or ca.queued is None or not ca.reuse:
+        return  # (``undecided``: asked since the last run and left to it, as it will be again)
     ca.undecided = True
-    run = ca.first_run()
     for slot, deadline in ca.recheck.deadlines.items():
         if deadline <= run or not ca.active[slot]:  # the pass there drops it: run
             return

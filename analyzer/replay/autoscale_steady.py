@@ -155,5 +155,5 @@ def restore_blocked(ca: ClusterAutoscaler, summary: PassSummary, now: int) -> No
     ca.dirty = True
     ca.last_pass = (*ca.last_pass[:2], True)
     # the loop keeps the next expiry by the deadlines' count, which is back where it was: it
-    # is dropped, as after a pass run (``ClusterAutoscaler._run``)
-    ca._expiry_kept = None
+    # is computed again, as after a pass run (``ClusterAutoscaler._run``)
+    ca.deadlines_changed()
