@@ -105,11 +105,12 @@ class ClusterAutoscaler(ReplayView):
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
-        # pass left the hints it read (a pass on the same state would then answer the same)
+        # pass left the hints it read, its candidates in the order a pass on the same state
+        # would take them (that pass would then answer the same)
         self.hints: Hints[str, str] = Hints()
         self.hints_stable = True
-        # ... or that it placed each pod once, so that a pass on the same state reading the
-        # hints it set places them there again (``autoscale_scaledown.repeats``)
+        # ... or, in that order, placed each pod once, so that a pass on the same state reading
+        # the hints it set places them there again (``autoscale_scaledown.repeats``)
         self.hints_repeat = False
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
