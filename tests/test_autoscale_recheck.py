@@ -79,7 +79,7 @@ def test_a_node_found_unremovable_is_not_simulated_again_before_the_timeout() ->
     assert plain.simulated == 8
     # the fast path: the 5-minute rechecks of the 1:10 answer reused, and no answer at 0:20
     # nor 21:20 (each would place p0 by the hint the pass before set, where it went there:
-    # those passes stand, ``autoscale_scaledown.repeats``)
+    # those passes stand, ``autoscale_steady.repeats``)
     assert fast.simulated + fast.reused == 6
 
 

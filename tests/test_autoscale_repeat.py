@@ -1,15 +1,13 @@
 """A scale-down pass whose hints the last pass changed, but which would place every pod again
-where the last one placed it, answers as the last one (``autoscale_scaledown.repeats``): the
+where the last one placed it, answers as the last one (``autoscale_steady.repeats``): the
 fast path skips it, and decides as the plain path (every pass run).
 
 Mutants tried: ``repeats`` always True (a pod moved onto a later candidate and moved again
-counted as placed once) fails ``test_a_pod_placed_on_two_nodes_is_no_repeat``, and three of
-``tests/test_autoscale_reuse.py``'s hand-made cases. Not caught by a test: the candidates'
-order guard (``same_order`` in ``update_unneeded``: a pass orders its candidates by the last
-pass's unneeded nodes, so after a pass that found new ones the next may simulate them in
-another order). No seeded case here has a pass whose answer that order changes; the guard only
-runs passes that would otherwise stand (in the 500-node week it ran one more, deciding the
-same), so it cannot make a decision wrong.
+counted as placed once) fails ``test_a_pod_placed_on_two_nodes_is_no_repeat`` and three of
+``tests/test_autoscale_reuse.py``'s hand-made cases; ``next_order_same`` always True fails
+``test_the_next_order_is_the_previous_candidates_first``. No seeded case here has a pass whose
+answer the order changes (in the 500-node week the guard ran one more pass, deciding the
+same): it only runs passes that would otherwise stand, so it cannot make a decision wrong.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from test_autoscale_reuse import _run, _same_decisions
 
 from analyzer.autoscaler.recheck import candidate_order
 from analyzer.replay import autoscale_scaledown, autoscale_settle
-from analyzer.replay.autoscale_scaledown import repeats
+from analyzer.replay.autoscale_steady import next_order_same, repeats
 
 
 def _entry(*sets: tuple[str, str]) -> Any:
@@ -38,11 +36,20 @@ def test_a_pod_placed_on_two_nodes_is_no_repeat() -> None:
 
 
 def test_the_next_order_is_the_previous_candidates_first() -> None:
-    # the next pass orders by this pass's unneeded nodes: b was unneeded before, a and b now,
-    # so a pass with the same candidates would simulate a before b (the reason a pass is run)
+    # the next pass orders by this pass's unneeded nodes: 2 was unneeded before, 1 and 2 now,
+    # so a pass with the same candidates would simulate 1 before 2 (the reason a pass is run)
     before = candidate_order([1, 2], set(), {2})
     after = candidate_order([1, 2], set(), {1, 2})
     assert before == [2, 1] and after == [1, 2]
+    assert not next_order_same(before, [1, 2], set(), {2}, {1, 2})
+    # 3 newly unneeded after 2, which was before: the same order either way
+    order = candidate_order([1, 2, 3], set(), {2})
+    assert order == [2, 1, 3] and not next_order_same(order, [1, 2, 3], set(), {2}, {2, 3})
+    assert next_order_same([2, 3, 1], [1, 2, 3], set(), {2, 3}, {2, 3})
+    # empty candidates go first, among themselves the last pass's unneeded ones first too
+    assert next_order_same([3, 1, 2], [1, 2, 3], {3}, {3}, {3})
+    order = candidate_order([1, 2, 3], {1, 3}, {3})
+    assert order == [3, 1, 2] and not next_order_same(order, [1, 2, 3], {1, 3}, {3}, {1, 3})
 
 
 @pytest.mark.parametrize(

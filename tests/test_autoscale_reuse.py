@@ -172,7 +172,7 @@ def test_a_target_that_filled_up_is_simulated_again() -> None:
     # the runs at 0:10 and 5:00 (the binds made the state dirty); the second not taken again.
     # CA's scheduling hints add one: at 0:10 p0 (no hint yet) is searched onto b and gets the
     # hint b; the pass at 0:20 reads a hint the first did not, but would place p0 on b again by
-    # it (``autoscale_scaledown.repeats``): it stands, from then the hints stand still. At 5:00
+    # it (``autoscale_steady.repeats``): it stands, from then the hints stand still. At 5:00
     # the hint b fails, the search too; the 5:10 pass skips a (recently unremovable) and drops
     # p0's hint, so at 10:00 a is simulated without it (its 5:00 answer read a hint: not taken
     # again). From 10:00 on, every 5 minutes (the recheck timeout), at 15:00, ... 55:00 nothing

@@ -110,7 +110,7 @@ class ClusterAutoscaler(ReplayView):
         self.hints: Hints[str, str] = Hints()
         self.hints_stable = True
         # ... or, in that order, placed each pod once, so that a pass on the same state reading
-        # the hints it set places them there again (``autoscale_scaledown.repeats``)
+        # the hints it set places them there again (``autoscale_steady.repeats``)
         self.hints_repeat = False
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand

@@ -32,12 +32,13 @@ from analyzer.autoscaler.recheck import (
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay.autoscale_candidates import simulate_candidates
-from analyzer.replay.autoscale_reuse import Entry
 from analyzer.replay.autoscale_setup import SECOND
 from analyzer.replay.autoscale_steady import (
     BLOCKED,
     blocked_only,
+    next_order_same,
     rechecked,
+    repeats,
     restore_blocked,
     skip_blocked,
     steady,
@@ -156,7 +157,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     ca.record.hinted += simulator.hinted
     # a pass on the same state orders its candidates by this pass's unneeded nodes
     # (``PreviousCandidates``): in another order it may answer differently (and is run)
-    same_order = order == candidate_order(candidates, empty, outcomes)
+    same_order = next_order_same(order, candidates, empty, ca.outcomes, outcomes)
     # ... and reads the hints this one set: if they differ from those it read, it may answer
     # differently too (and is run), unless each pod is placed again where this pass placed it
     # (``repeats``); then ``DropOldHints``
@@ -298,29 +299,6 @@ def stood(ca: ClusterAutoscaler, now: int, expired: bool = False) -> None:
     ca.record.reasons.append((now, dict(summary.reasons)))
     if ca.hints_repeat:
         ca.hints_stable, ca.hints_repeat = True, False
-
-
-def repeats(used: list[Entry]) -> bool:
-    """Whether a pass on the same state as the one whose answers are ``used`` (made or taken
-    again, in order) places every pod where that one placed it, and so answers the same, when
-    the hints it reads are those that one left (set over its own, and ``DropOldHints`` after).
-
-    True when no pod was placed on two different nodes in that pass (a pod moved onto a later
-    candidate and moved again). Then, candidate by candidate in the same order (the caller
-    checks the order), the state at each candidate's turn is the same in both passes: each pod
-    placed in the first now has its hint naming the node it went to, tries that node first and
-    it passes, on the same state, as it passed there (``tryScheduleUsingHints``: filters only);
-    a pod that found no place has no hint now (older ones were dropped with the first pass's
-    ``DropOldHints``), or one naming a node it did not fit then (its search walked every
-    destination), and again finds none. So no
-    placement searches with success, and the round-robin start (``lastIndex``), which only a
-    successful search's answer reads, changes nothing; the hints set are the same."""
-    placed: dict[str, str] = {}
-    for entry in used:
-        for key, node in entry.sets:
-            if placed.setdefault(key, node) != node:
-                return False
-    return True
 
 
 def stands(ca: ClusterAutoscaler, limit: int) -> bool:

@@ -7,18 +7,22 @@
   its reasons moved (``skip_blocked``); at their deadline, if none of them changed, the pass
   answers as the one that found them blocked (``rechecked``, ``restore_blocked``);
 - a node judged with a verdict a bind keeps (``steady``) is not verified again after a bind
-  (``SimulationMemo.touch``'s ``clear``).
+  (``SimulationMemo.touch``'s ``clear``);
+- after a pass that set hints other than those it read, the next pass answers as that one if
+  it takes the candidates in the same order (``next_order_same``) and no pod was placed on two
+  nodes in it (``repeats``): each pod then goes by its new hint where it went.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from analyzer.autoscaler.recheck import RECENTLY_UNREMOVABLE
-from analyzer.replay.autoscale_reuse import PassSummary
+from analyzer.autoscaler.recheck import RECENTLY_UNREMOVABLE, candidate_order
+from analyzer.replay.autoscale_reuse import Entry, PassSummary
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
 ClusterAutoscaler = Any
@@ -157,3 +161,40 @@ def restore_blocked(ca: ClusterAutoscaler, summary: PassSummary, now: int) -> No
     # the loop keeps the next expiry by the deadlines' count, which is back where it was: it
     # is computed again, as after a pass run (``ClusterAutoscaler._run``)
     ca.deadlines_changed()
+
+
+def repeats(used: list[Entry]) -> bool:
+    """Whether a pass on the same state as the one whose answers are ``used`` (made or taken
+    again, in order) places every pod where that one placed it, and so answers the same, when
+    the hints it reads are those that one left (set over its own, and ``DropOldHints`` after).
+
+    True when no pod was placed on two different nodes in that pass (a pod moved onto a later
+    candidate and moved again). Then, candidate by candidate in the same order (the caller
+    checks the order), the state at each candidate's turn is the same in both passes: each pod
+    placed in the first now has its hint naming the node it went to, tries that node first and
+    it passes, on the same state, as it passed there (``tryScheduleUsingHints``: filters only);
+    a pod that found no place has no hint now (older ones were dropped with the first pass's
+    ``DropOldHints``), or one naming a node it did not fit then (its search walked every
+    destination), and again finds none. So no
+    placement searches with success, and the round-robin start (``lastIndex``), which only a
+    successful search's answer reads, changes nothing; the hints set are the same."""
+    pairs = [pair for entry in used for pair in entry.sets]
+    # each pod's placements all on one node: as many distinct (pod, node) pairs as pods
+    return len(set(pairs)) == len(dict(pairs))
+
+
+def next_order_same(
+    order: list[int],
+    candidates: list[int],
+    empty: set[int],
+    previous: Collection[int],
+    outcomes: Collection[int],
+) -> bool:
+    """Whether a pass with the same ``candidates`` and ``empty`` ones, ordering them by this
+    pass's unneeded nodes (``outcomes``), takes them in ``order``, which this pass took by the
+    last pass's (``previous``; ``candidate_order``). Only a candidate in one of the two and not
+    the other can move (the empty ones too are ordered by it, among themselves): with none,
+    the two sorts have the same keys and the orders are one (no sort)."""
+    if all((c in previous) == (c in outcomes) for c in candidates):
+        return True
+    return order == candidate_order(candidates, empty, outcomes)
