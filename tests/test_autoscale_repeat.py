@@ -35,21 +35,30 @@ def test_a_pod_placed_on_two_nodes_is_no_repeat() -> None:
     assert repeats([])
 
 
+def _unneeded(*slots: int) -> Any:
+    """A pass's unneeded nodes as ``next_order_same`` reads them: its outcomes' keys."""
+    return dict.fromkeys(slots).keys()
+
+
 def test_the_next_order_is_the_previous_candidates_first() -> None:
     # the next pass orders by this pass's unneeded nodes: 2 was unneeded before, 1 and 2 now,
     # so a pass with the same candidates would simulate 1 before 2 (the reason a pass is run)
     before = candidate_order([1, 2], set(), {2})
     after = candidate_order([1, 2], set(), {1, 2})
     assert before == [2, 1] and after == [1, 2]
-    assert not next_order_same(before, [1, 2], set(), {2}, {1, 2})
-    # 3 newly unneeded after 2, which was before: the same order either way
+    assert not next_order_same(before, [1, 2], set(), _unneeded(2), _unneeded(1, 2))
+    # 3 newly unneeded after 2, which was before: 3 comes before 1 now
     order = candidate_order([1, 2, 3], set(), {2})
-    assert order == [2, 1, 3] and not next_order_same(order, [1, 2, 3], set(), {2}, {2, 3})
-    assert next_order_same([2, 3, 1], [1, 2, 3], set(), {2, 3}, {2, 3})
+    assert order == [2, 1, 3]
+    assert not next_order_same(order, [1, 2, 3], set(), _unneeded(2), _unneeded(2, 3))
+    assert next_order_same([2, 3, 1], [1, 2, 3], set(), _unneeded(2, 3), _unneeded(2, 3))
+    # a node unneeded that is no candidate now (gone from the pass) moves nothing
+    assert next_order_same([2, 1], [1, 2], set(), _unneeded(2, 7), _unneeded(2))
     # empty candidates go first, among themselves the last pass's unneeded ones first too
-    assert next_order_same([3, 1, 2], [1, 2, 3], {3}, {3}, {3})
+    assert next_order_same([3, 1, 2], [1, 2, 3], {3}, _unneeded(3), _unneeded(3))
     order = candidate_order([1, 2, 3], {1, 3}, {3})
-    assert order == [3, 1, 2] and not next_order_same(order, [1, 2, 3], {1, 3}, {3}, {1, 3})
+    assert order == [3, 1, 2]
+    assert not next_order_same(order, [1, 2, 3], {1, 3}, _unneeded(3), _unneeded(1, 3))
 
 
 @pytest.mark.parametrize(

@@ -155,15 +155,16 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     simulator.restore()
     ca.record.passes += 1
     ca.record.hinted += simulator.hinted
-    # a pass on the same state orders its candidates by this pass's unneeded nodes
-    # (``PreviousCandidates``): in another order it may answer differently (and is run)
-    same_order = next_order_same(order, candidates, empty, ca.outcomes, outcomes)
-    # ... and reads the hints this one set: if they differ from those it read, it may answer
-    # differently too (and is run), unless each pod is placed again where this pass placed it
-    # (``repeats``); then ``DropOldHints``
+    # a pass on the same state reads the hints this one set: if they differ from those it
+    # read, it may answer differently (and is run), unless each pod is placed again where this
+    # pass placed it (``repeats``); and it orders its candidates by this pass's unneeded nodes
+    # (``PreviousCandidates``): in another order it may answer differently too (and is run);
+    # then ``DropOldHints``
     stable = simulator.stable()
-    ca.hints_stable = stable and same_order
-    ca.hints_repeat = REPEAT and not stable and same_order and ca.reuse and repeats(ca.sims.used)
+    again = stable or (REPEAT and ca.reuse and repeats(ca.sims.used))
+    if again and not next_order_same(order, candidates, empty, ca.outcomes.keys(), outcomes.keys()):
+        again = False
+    ca.hints_stable, ca.hints_repeat = stable and again, again and not stable
     if not ca.hints_stable:
         ca.dirty = True
     ca.hints.drop_old()

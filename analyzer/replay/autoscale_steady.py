@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import KeysView
 from operator import itemgetter
 from typing import Any
 
@@ -187,14 +187,15 @@ def next_order_same(
     order: list[int],
     candidates: list[int],
     empty: set[int],
-    previous: Collection[int],
-    outcomes: Collection[int],
+    previous: KeysView[int],
+    outcomes: KeysView[int],
 ) -> bool:
     """Whether a pass with the same ``candidates`` and ``empty`` ones, ordering them by this
     pass's unneeded nodes (``outcomes``), takes them in ``order``, which this pass took by the
     last pass's (``previous``; ``candidate_order``). Only a candidate in one of the two and not
     the other can move (the empty ones too are ordered by it, among themselves): with none,
     the two sorts have the same keys and the orders are one (no sort)."""
-    if all((c in previous) == (c in outcomes) for c in candidates):
+    moved = previous ^ outcomes
+    if not moved or moved.isdisjoint(candidates):
         return True
     return order == candidate_order(candidates, empty, outcomes)
