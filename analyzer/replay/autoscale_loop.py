@@ -112,6 +112,7 @@ class ClusterAutoscaler(ReplayView):
         # ... or, in that order, placed each pod once, so that a pass on the same state reading
         # the hints it set places them there again (``autoscale_steady.repeats``)
         self.hints_repeat = False
+        self.repeat_check: Any = None  # what ``repeat_again`` asks, until asked
         self.static: dict[tuple[str, int], Any] = {}  # static filter masks (``LiveState.static``)
         self.columns: dict[int, Any] = {}  # NodeResourcesFit's compared columns per demand
         self.verdicts: dict[int, Any] = {}  # each CA pod's drain verdict (``pods_to_move``)

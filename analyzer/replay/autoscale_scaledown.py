@@ -78,7 +78,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, {}))
         ca.hints.drop_old()
-        ca.hints_stable, ca.hints_repeat = True, False  # none looked up
+        ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
         return
     threshold = ca.screen_threshold
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
@@ -95,7 +95,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.last_pass = (limit, False, False)
         ca.record.reasons.append((now, reasons))
         ca.hints.drop_old()
-        ca.hints_stable, ca.hints_repeat = True, False  # none looked up
+        ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
         return
     # a margin over the threshold: the exact check below decides (float sums differ); GPU and
     # scale-down-disabled nodes are judged whatever their ratio. One mask over every slot
@@ -122,7 +122,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_end_pass``)
         ca.sims.start_pass()
         ca.record.passes += 1
-        ca.hints_stable, ca.hints_repeat = True, False  # none looked up
+        ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
         ca.hints.drop_old()
         _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False,
                   kept_verdicts)  # fmt: skip
@@ -160,11 +160,12 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # pass placed it (``repeats``); and it orders its candidates by this pass's unneeded nodes
     # (``PreviousCandidates``): in another order it may answer differently too (and is run);
     # then ``DropOldHints``
+    # (the repeat is asked only where a pass could stand for the next: ``repeat_again``)
     stable = simulator.stable()
-    again = stable or (REPEAT and ca.reuse and repeats(ca.sims.used))
-    if again and not next_order_same(order, candidates, empty, ca.outcomes.keys(), outcomes.keys()):
-        again = False
-    ca.hints_stable, ca.hints_repeat = stable and again, again and not stable
+    orders = (order, candidates, empty, frozenset(ca.outcomes), frozenset(outcomes))
+    ca.hints_stable = stable and next_order_same(*orders)
+    ca.hints_repeat = False
+    ca.repeat_check = (orders, ca.sims.used) if not stable and REPEAT and ca.reuse else None
     if not ca.hints_stable:
         ca.dirty = True
     ca.hints.drop_old()
@@ -319,7 +320,7 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
     if added and not blocked_only(ca):
         return False
     return bool(
-        (ca.hints_stable or ca.hints_repeat)
+        (ca.hints_stable or ca.hints_repeat or ca.repeat_check is not None)
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(
             ca.state,
@@ -330,7 +331,21 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
             ca.screen,
             ca.recheck.deadlines,
         )
+        and (ca.hints_stable or ca.hints_repeat or repeat_again(ca))
     )
+
+
+def repeat_again(ca: ClusterAutoscaler) -> bool:
+    """Whether a pass now, on the state of the last one that set hints other than it read,
+    answers as it did (``autoscale_steady.repeats`` and ``next_order_same``), asked once, when
+    every other test of ``stands`` held (a pass after which the state changed is not asked)."""
+    check = ca.repeat_check
+    if check is None:
+        return False
+    ca.repeat_check = None
+    orders, used = check
+    ca.hints_repeat = repeats(used) and next_order_same(*orders)
+    return bool(ca.hints_repeat)
 
 
 def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import KeysView
+from collections.abc import Set as AbstractSet
 from operator import itemgetter
 from typing import Any
 
@@ -187,8 +187,8 @@ def next_order_same(
     order: list[int],
     candidates: list[int],
     empty: set[int],
-    previous: KeysView[int],
-    outcomes: KeysView[int],
+    previous: AbstractSet[int],
+    outcomes: AbstractSet[int],
 ) -> bool:
     """Whether a pass with the same ``candidates`` and ``empty`` ones, ordering them by this
     pass's unneeded nodes (``outcomes``), takes them in ``order``, which this pass took by the
