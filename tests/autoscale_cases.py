@@ -108,3 +108,22 @@ def run(tmp: Path, scenario: dict[str, Any], *args: str) -> dict[str, Any]:
 def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The result's nodes by name."""
     return {n["name"]: n for n in result["nodes"]}
+
+
+def seeded_autoscaled(seed: int, raw: Any = None) -> tuple[Any, Any, Any]:
+    """A generated cluster (24 nodes, half a day at a 5-minute step, seed ``seed``) prepared for
+    a replay under cluster-autoscaler with the flags ``raw`` and each pool's minSize 0, so that
+    CA removes and adds nodes: (the autoscaled input, its node groups, the settings)."""
+    import dataclasses
+
+    from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
+    from analyzer.replay.input import prepare
+    from analyzer.sources import SyntheticSpec, generate
+
+    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
+    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    settings = dataclasses.replace(
+        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+    )
+    auto, groups = with_node_groups(prepare(cluster.snapshot), settings)
+    return auto, groups, settings

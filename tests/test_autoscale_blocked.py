@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from autoscale_cases import seeded_autoscaled
 from test_autoscale_reuse import _same_decisions
 
 from analyzer.replay import (
@@ -23,23 +24,14 @@ from analyzer.replay import (
     autoscale_settle,
 )
 from analyzer.replay.autoscale_reuse import SimulationMemo
-from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
-from analyzer.replay.input import prepare
 from analyzer.scheduling.strategies import load_strategy
-from analyzer.sources import SyntheticSpec, generate
 
 RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}
 
 
 def _run(seed: int, strategy: str, raw: Any = None) -> tuple[Any, Any]:
-    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
-    inp = prepare(cluster.snapshot)
-    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
-    settings = dataclasses.replace(
-        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
-    )
-    auto, groups = with_node_groups(inp, settings)
+    auto, groups, settings = seeded_autoscaled(seed, raw)
     chosen = Strategy(strategy, load_strategy(strategy))
     fast = replay(auto, chosen, seed, autoscaler=(groups, settings))
     plain = replay(
@@ -102,13 +94,7 @@ def _after_each_pass(
     blocked by a pod and how many at those nodes' deadline, and the result. ``lever`` False:
     such passes are run (``blocked_only`` always False: no node is skipped as blocked, so
     none is rechecked either)."""
-    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
-    inp = prepare(cluster.snapshot)
-    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
-    settings = dataclasses.replace(
-        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
-    )
-    auto, groups = with_node_groups(inp, settings)
+    auto, groups, settings = seeded_autoscaled(seed, raw)
     seen: list[tuple[Any, ...]] = []
     skipped = [0, 0]
     update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at

@@ -14,20 +14,18 @@ instants off the loop's grid (runs left out, instants between runs) and recheck 
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
+from autoscale_cases import seeded_autoscaled
 
 from analyzer.replay import autoscale_idle, autoscale_loop
 from analyzer.replay.autoscale_scaledown import to_delete
-from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
-from analyzer.replay.input import NEVER, prepare
+from analyzer.replay.input import NEVER
 from analyzer.scheduling.strategies import load_strategy
-from analyzer.sources import SyntheticSpec, generate
 
 SHORT = {
     "scale-down-unneeded-time": "2m",
@@ -47,13 +45,7 @@ CASES = [
 
 
 def _replay(seed: int, strategy: str, raw: Any) -> Any:
-    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
-    inp = prepare(cluster.snapshot)
-    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
-    settings = dataclasses.replace(
-        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
-    )
-    auto, groups = with_node_groups(inp, settings)
+    auto, groups, settings = seeded_autoscaled(seed, raw)
     return replay(
         auto, Strategy(strategy, load_strategy(strategy)), seed, autoscaler=(groups, settings)
     )

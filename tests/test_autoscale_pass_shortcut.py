@@ -18,19 +18,16 @@ the pass (the summary's ``budgets`` differs)."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
+from autoscale_cases import seeded_autoscaled
 
 from analyzer.autoscaler import removal
 from analyzer.replay import autoscale_loop, autoscale_scaledown
-from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
-from analyzer.replay.input import prepare
 from analyzer.scheduling.strategies import load_strategy
-from analyzer.sources import SyntheticSpec, generate
 
 
 def _state(ca: Any, now: int) -> tuple[Any, ...]:
@@ -70,13 +67,7 @@ def _passes(
 ) -> tuple[list[tuple[Any, ...]], int, Any]:
     """The state after every ``update_unneeded`` call of one replay, the simulators built, and
     the result."""
-    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
-    inp = prepare(cluster.snapshot)
-    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
-    settings = dataclasses.replace(
-        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
-    )
-    auto, groups = with_node_groups(inp, settings)
+    auto, groups, settings = seeded_autoscaled(seed, raw)
     seen: list[tuple[Any, ...]] = []
     built = [0]
     real, real_init = autoscale_scaledown.update_unneeded, removal.RemovalSimulator.__init__
