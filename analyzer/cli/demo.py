@@ -79,9 +79,9 @@ from analyzer.monthly.review import ReviewSettings, build_review, history_days
 from analyzer.nightly.run import NightlyResult, NightlySettings
 from analyzer.nightly.synthetic_history import DayRows
 from analyzer.replay.autoscale_setup import (
-    DEFAULT_GROUP,
     AutoscalerSettings,
     GroupBounds,
+    node_pools,
     parse_settings,
 )
 from analyzer.replay.input import ARRIVALS
@@ -309,10 +309,9 @@ def _whatif_pages(
 
 def demo_autoscaler(snapshot: Snapshot) -> AutoscalerSettings:
     """CA's defaults with every pool's minSize 0 (``DEMO_AUTOSCALER_NOTE``)."""
-    pools = set(snapshot.nodes["pool"].fillna("").astype(str))
     return replace(
         parse_settings(None),
-        groups={pool or DEFAULT_GROUP: GroupBounds(min_size=0) for pool in pools},
+        groups={pool: GroupBounds(min_size=0) for pool in set(node_pools(snapshot.nodes))},
         groups_from="the demo",
     )
 

@@ -117,7 +117,7 @@ class PassSummary:
     # the nodes a later pass skipped as ``blocked`` (``autoscale_steady.skip_blocked``) and the
     # reasons this pass recorded before: at their deadline, a pass may answer as this one
     rechecks: tuple[tuple[int, ...], dict[str, int]] | None = None
-    # nodes judged with a verdict a bind keeps (``autoscale_scaledown.steady``): None, none
+    # nodes judged with a verdict a bind keeps (``autoscale_steady.steady``): None, none
     steady: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
 

@@ -202,18 +202,21 @@ def _shape(frame: pd.DataFrame, rows: np.ndarray[Any, Any], inp: ReplayInput) ->
     return int(rows[first[int(np.argmax(counts))]])
 
 
+def node_pools(nodes: pd.DataFrame) -> list[str]:
+    """Each node's group: its pool, ``DEFAULT_GROUP`` where it has none (the names the config's
+    ``autoscaler.node-groups`` keys are checked against)."""
+    if "pool" not in nodes.columns:
+        return [DEFAULT_GROUP] * len(nodes)
+    return [p or DEFAULT_GROUP for p in nodes["pool"].fillna("").astype(str).tolist()]
+
+
 def with_node_groups(
     inp: ReplayInput, settings: AutoscalerSettings
 ) -> tuple[ReplayInput, NodeGroups]:
     """``inp`` with the spare slots appended and the data's later joins and leaves dropped
     (module docstring), and the node groups."""
     nodes = inp.snapshot.nodes
-    pools = (
-        nodes["pool"].fillna("").astype(str).tolist()
-        if "pool" in nodes.columns
-        else [""] * len(nodes)
-    )
-    pools = [p or DEFAULT_GROUP for p in pools]
+    pools = node_pools(nodes)
     names = sorted(set(pools))
     of_node = [names.index(p) for p in pools]
     mins, maxes, shapes, notes = [], [], [], []

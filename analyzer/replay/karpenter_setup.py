@@ -39,7 +39,7 @@ from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.prices import Prices
 from analyzer.core.structured import plain, preview
-from analyzer.replay.autoscale_setup import AutoscalerSettings, parse_settings
+from analyzer.replay.autoscale_setup import AutoscalerSettings, node_pools, parse_settings
 from analyzer.replay.input import NEVER, ReplayInput, rebuild_events
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.state import ClusterState
@@ -236,12 +236,7 @@ def with_shapes(
     leaves dropped (module docstring), and the pools. ``room``: spare slots per shape as a
     multiple of the pool's most nodes at once (the growth replay needs room to grow)."""
     nodes = inp.snapshot.nodes
-    pools = (
-        nodes["pool"].fillna("").astype(str).tolist()
-        if "pool" in nodes.columns
-        else [""] * len(nodes)
-    )
-    pools = [p or "default" for p in pools]
+    pools = node_pools(nodes)
     names = sorted(set(pools))
     of_node = [names.index(p) for p in pools]
     shapes: list[list[Shape]] = []
