@@ -93,7 +93,8 @@ def _passes(
 @pytest.mark.parametrize(
     ("seed", "strategy", "raw"),
     [
-        (1, "kube-default", None),
+        # (seed 1 runs 17 passes since the passes at a recheck deadline stand: too few)
+        (4, "kube-default", None),
         (2, "most-allocated", None),
         # the candidates limit binds and rechecks come every 2 minutes
         (6, "kube-default", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),
@@ -114,7 +115,7 @@ def test_a_pass_with_no_candidate_leaves_the_state_of_a_full_one(
     assert np.array_equal(a.node, b.node)
 
 
-@pytest.mark.parametrize(("seed", "strategy"), [(1, "kube-default"), (2, "most-allocated")])
+@pytest.mark.parametrize(("seed", "strategy"), [(4, "kube-default"), (2, "most-allocated")])
 def test_the_kept_eligibility_verdicts_are_fresh_ones(
     seed: int, strategy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

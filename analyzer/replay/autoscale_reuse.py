@@ -238,14 +238,19 @@ class SimulationMemo:
         provisioning: int,
         columns: tuple[int, int],
         recent: Container[int],
+        verified: Container[int] = (),
     ) -> bool:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then (or was judged
         with a verdict a bind keeps, ``PassSummary.steady``, and only bound to), is not near the
         threshold now (``ratio_of``: every slot's screen; ``always``: GPU and scale-down-disabled
-        nodes, judged whatever their ratio) unless skipped as recently unremovable in both passes
-        (in ``recent``; the caller checks that the skipped set is the same), was walked by no
-        placement, and if it freed room, has none for a pod that found no place."""
+        nodes, judged whatever their ratio) unless skipped as recently unremovable now (in
+        ``recent``: its own pods are not read; the caller checks that the skipped set is the
+        last pass's, or, for nodes that pass judged and found blocked by a pod, that it answers
+        as that pass with them skipped: ``autoscale_steady.blocked_only``), was walked by no
+        placement, and if it freed room, has none for a pod that found no place. A node of
+        ``verified`` is not asked whether it was or is judged: the caller checked what a pass
+        now judges of it (``autoscale_expiry.classify``)."""
         last = self.summary
         if last is None or last.epoch != self.epoch or last.provisioning != provisioning:
             return False
@@ -271,13 +276,15 @@ class SimulationMemo:
         for node in nodes:
             if reads.item(node):
                 return False
-            if look.item(node):
+            if node in verified:
+                continue
+            if node in recent:  # a skipped node's own pods are not read (one the last pass
+                skipped.append(node)  # judged was found blocked by it: ``blocked_only``)
+            elif look.item(node):
                 # judged with a verdict a bind keeps, and only bound to since: the same verdict
                 if steady is not None and steady.item(node) and freed.item(node) <= passes:
                     continue
                 return False
-            if node in recent:  # a skipped node's own pods are not read
-                skipped.append(node)
             else:
                 if always.item(node):
                     return False

@@ -31,6 +31,7 @@ from analyzer.autoscaler.recheck import (
 )
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
+from analyzer.replay import autoscale_expiry
 from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_setup import SECOND
 from analyzer.replay.autoscale_steady import (
@@ -51,6 +52,10 @@ SHORTCUT = True
 # False runs it (tests of the answers such passes keep turn it off)
 REPEAT = True
 
+# a pass at the deadline of nodes skipped as recently unremovable, each now over the threshold
+# or blocked by a pod again, stands (``autoscale_expiry``); False runs it (tests compare them)
+EXPIRY = True
+
 # ``ca`` below is the loop's ``ClusterAutoscaler`` (its state, groups, record and caches); typed
 # Any because importing that class here would make an import circle (tests/test_layout.py)
 ClusterAutoscaler = Any
@@ -60,7 +65,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
     opts, state = ca.options, ca.state
     # ``unremovable.Nodes.Update``: deadlines past (or of nodes gone) are dropped
-    before = len(ca.recheck.deadlines)
+    held = ca.recheck.deadlines  # ``update`` replaces the dict: this one is kept as it was
+    before = len(held)
     expired = ca.recheck.update(now, lambda s: bool(ca.active[s]))
     limit = unneeded_limit(
         opts.max_scale_down_parallelism,
@@ -69,11 +75,16 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.intervals.step(),
     )
     # the same nodes skipped as recently unremovable as in the last pass (none expired, or
-    # only nodes it skipped as blocked: ``autoscale_steady.rechecked``); asked first: a pass
-    # that stands had present nodes (``stands``), so the test below is False then
-    if ca.reuse and (not expired or rechecked(ca, before)) and stands(ca, limit):
-        stood(ca, now, expired)
-        return
+    # only nodes it skipped as blocked: ``autoscale_steady.rechecked``), or at the deadline of
+    # others each now over the threshold or blocked again (``autoscale_expiry``); asked first:
+    # a pass that stands had present nodes (``stands``), so the test below is False then
+    if ca.reuse:
+        if not expired or rechecked(ca, before):
+            if stands(ca, limit):
+                stood(ca, now, expired)
+                return
+        elif EXPIRY and _expiry_stands(ca, held, now, limit):
+            return
     if ca.cpu is None or ca.mem is None or not ca.active.any():
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, {}))
@@ -303,7 +314,30 @@ def stood(ca: ClusterAutoscaler, now: int, expired: bool = False) -> None:
         ca.hints_stable, ca.hints_repeat = True, False
 
 
-def stands(ca: ClusterAutoscaler, limit: int) -> bool:
+def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit: int) -> bool:
+    """Whether the pass at ``now``, whose ``held`` deadlines (before ``Update``) some passed,
+    answers as the last one with those nodes over the threshold or blocked again
+    (``autoscale_expiry``); if so it is recorded as such (``expire``) and counted skipped."""
+    summary = ca.sims.summary
+    if not autoscale_expiry.applicable(ca):
+        return False
+    gone = [slot for slot in held if slot not in ca.recheck.deadlines]
+    if summary.reasons.get(RECENTLY_UNREMOVABLE, 0) < len(gone):  # each skipped by that pass
+        return False
+    found = autoscale_expiry.classify(
+        ca, gone, ratios(ca), lambda look: _judge(ca, look, {}, now), now
+    )
+    if found is None or not stands(ca, limit, tuple(gone)):
+        return False
+    autoscale_expiry.expire(ca, *found, limit, now)
+    ca.record.skipped += 1
+    ca.record.reasons.append((now, dict(summary.reasons)))
+    if ca.hints_repeat:  # as ``stood``
+        ca.hints_stable, ca.hints_repeat = True, False
+    return True
+
+
+def stands(ca: ClusterAutoscaler, limit: int, verified: tuple[int, ...] = ()) -> bool:
     """Whether a pass now, with candidates ``limit`` and the recheck deadlines of the last pass
     (the caller knows that no deadline expired but, ``autoscale_steady.rechecked``, those of
     nodes it skipped as blocked) and those it added, would answer as the last
@@ -313,7 +347,9 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
     skipped, ``stood``) and, if the limit stopped it, the limit is the same (``limit`` is read
     only then). True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
     present is never such a pass: ``unchanged`` holds only in the epoch of a pass that judged
-    present nodes, and the node set changes only with a new epoch.)"""
+    present nodes, and the node set changes only with a new epoch.) ``verified``: nodes whose
+    own judging the caller checked (``_expiry_stands``); ``unchanged``'s other checks of them
+    (read by a placement, room freed for a pod that found none) still apply."""
     if ca.cpu is None or ca.mem is None:
         return False
     last_limit, stopped, added = ca.last_pass
@@ -330,6 +366,7 @@ def stands(ca: ClusterAutoscaler, limit: int) -> bool:
             len(ca.provisioning),
             ca.screen,
             ca.recheck.deadlines,
+            verified,
         )
         and (ca.hints_stable or ca.hints_repeat or repeat_again(ca))
     )

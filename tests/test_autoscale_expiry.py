@@ -1,0 +1,162 @@
+"""A scale-down pass at the recheck deadline of nodes the last pass skipped as recently
+unremovable stands when each of them is over the threshold by then or blocked by a pod again
+(``analyzer.replay.autoscale_expiry``): it leaves what the pass run would.
+
+Seeded generator clusters (24 nodes, half a day at a 5-minute step, each pool's minSize 0), the
+lever on against off (``autoscale_scaledown.EXPIRY``) in the same process, compared after every
+pass, and the reasons' order of ``expire`` on a hand-made summary.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from autoscale_cases import seeded_autoscaled
+from test_autoscale_reuse import _same_decisions
+
+from analyzer.autoscaler.recheck import RECENTLY_UNREMOVABLE, UnremovableNodes
+from analyzer.replay import autoscale_expiry, autoscale_loop, autoscale_scaledown, autoscale_settle
+from analyzer.replay.autoscale_reuse import PassSummary
+from analyzer.replay.engine import Strategy, replay
+from analyzer.scheduling.strategies import load_strategy
+
+RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}
+
+
+def _after_each_pass(
+    seed: int, strategy: str, raw: Any, lever: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, int]], Any]:
+    """The loop's state after every pass, the (over, blocked) counts of each pass that stood
+    at a deadline (``expire``), and the result."""
+    auto, groups, settings = seeded_autoscaled(seed, raw)
+    seen: list[tuple[Any, ...]] = []
+    fired: list[tuple[int, int]] = []
+    update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
+    expire = autoscale_expiry.expire
+
+    def state(ca: Any, now: int, run: bool) -> None:
+        summary = ca.sims.summary
+        seen.append((
+            now, ca.dirty if run else None, ca.hints_stable, ca.last_pass, ca.last_unneeded,
+            list(ca.outcomes), dict(ca.unneeded), list(ca.recheck.deadlines.items()),
+            dict(ca.hints.current), dict(ca.hints.old), list(ca.record.reasons[-1][1].items()),
+            list(summary.reasons.items()) if summary is not None else None,
+            summary.blocked if summary is not None else None,
+        ))  # fmt: skip
+
+    def update_then(ca: Any, now: int) -> None:
+        update(ca, now)
+        state(ca, now, True)
+
+    def skipped_at_then(ca: Any, run: int) -> None:
+        skipped_at(ca, run)
+        state(ca, run, False)
+
+    def counted(ca: Any, over: list[int], blocked: list[int], limit: int, now: int) -> None:
+        fired.append((len(over), len(blocked)))
+        expire(ca, over, blocked, limit, now)
+
+    with monkeypatch.context() as m:
+        m.setattr(autoscale_loop, "update_unneeded", update_then)
+        m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
+        m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
+        m.setattr(autoscale_expiry, "expire", counted)
+        m.setattr(autoscale_scaledown, "EXPIRY", lever)
+        result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
+                        autoscaler=(groups, settings))  # fmt: skip
+    return seen, fired, result
+
+
+@pytest.mark.parametrize(
+    ("seed", "strategy", "raw"),
+    [(1, "kube-default", None), (7, "kube-default", None), (2, "kube-default", RECHECK),
+     (8, "kube-default", RECHECK), (9, "most-allocated", RECHECK)],
+)  # fmt: skip
+def test_a_pass_at_a_deadline_that_stands_leaves_the_state_of_the_pass_run(
+    seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After every pass (run, or stood at a deadline) the reasons recorded and the summary's
+    # (keys, values and their order), the nodes found blocked, the deadlines (and their
+    # order), ``dirty``, ``last_pass``, the unneeded nodes and both generations of the hints
+    # are those of the same pass run; the decisions are the same and fewer passes run.
+    # Mutants caught: a node whose pods can move taken as blocked (``classify`` without the
+    # drain rules), the blocked ones' deadlines not added, ``dirty`` not set, ``last_pass``
+    # saying no deadline was added (the next pass then runs instead of skipping them), the
+    # ``NotUnderutilized`` count not raised for a node over the threshold.
+    fast, fired, a = _after_each_pass(seed, strategy, raw, True, monkeypatch)
+    full, none, b = _after_each_pass(seed, strategy, raw, False, monkeypatch)
+    assert not none and fired, fired
+    assert any(o for o, _ in fired) and (strategy != "kube-default" or any(k for _, k in fired))
+    assert len(fast) == len(full)
+    for i, (x, y) in enumerate(zip(fast, full, strict=True)):
+        assert x == y, i
+    # as many passes, fewer run (a pass after a stood one may run where the one after a run
+    # pass stands: it is checked against the older summary, which read more)
+    x, y = a.autoscaler, b.autoscaler
+    assert x.passes + x.skipped == y.passes + y.skipped and x.passes < y.passes
+    _same_decisions(a, b)
+
+
+def _loop(reasons: dict[str, int], deadlines: dict[int, int]) -> Any:
+    """The loop's state ``expire`` reads and writes: a summary with ``reasons`` that found no
+    node unremovable, four slots, the recheck deadlines left."""
+    summary = PassSummary(
+        epoch=0, provisioning=0, look=np.zeros(4, dtype=bool), reads=np.zeros(4, dtype=bool),
+        failed=[], budgets=False, reasons=dict(reasons), blocked=(),
+    )  # fmt: skip
+    recheck: UnremovableNodes[int] = UnremovableNodes()
+    recheck.deadlines = dict(deadlines)
+    changed: list[int] = []
+    return SimpleNamespace(
+        sims=SimpleNamespace(summary=summary, clear=np.ones(4, dtype=bool)),
+        recheck=recheck,
+        settings=SimpleNamespace(unremovable_node_recheck_timeout=300),
+        dirty=False,
+        last_pass=(7, False, False),
+        deadlines_changed=lambda: changed.append(1),
+        changed=changed,
+    )
+
+
+def test_expire_records_the_reasons_in_the_order_a_pass_adds_them() -> None:
+    # A pass adds its reasons in this order (``autoscale_scaledown.update_unneeded``):
+    # ``RecentlyUnremovable`` (the deadlines left), ``NotUnderutilized``, the judged nodes'
+    # other reasons, its simulations' (here ``BlockedByPod``), ``Unneeded``; a reason at 0 is
+    # not recorded. Three nodes were skipped; at their deadline one (slot 0) is over the
+    # threshold and two (3, 1) are blocked again: none is skipped now, one more counts
+    # ``NotUnderutilized``, two are blocked, judged (``look``), found unremovable in slot
+    # order and skipped again until the next deadline.
+    ca = _loop(
+        {RECENTLY_UNREMOVABLE: 3, "NotUnderutilized": 5, "ScaleDownDisabledAnnotation": 1,
+         "Unneeded": 2},
+        {2: 900},
+    )  # fmt: skip
+    autoscale_expiry.expire(ca, [0], [1, 3], 12, 1_000)
+    summary = ca.sims.summary
+    assert list(summary.reasons.items()) == [
+        ("NotUnderutilized", 6), ("ScaleDownDisabledAnnotation", 1), ("BlockedByPod", 2),
+        ("Unneeded", 2),
+    ]  # fmt: skip
+    assert summary.blocked == (1, 3) and summary.look.tolist() == [False, True, False, True]
+    assert list(ca.recheck.deadlines.items()) == [(2, 900), (1, 1_300), (3, 1_300)]
+    assert ca.dirty and ca.last_pass == (12, False, True) and ca.changed == [1]
+    assert ca.sims.clear.tolist() == [True, False, True, False]
+
+
+def test_expire_with_nodes_over_the_threshold_only_adds_no_deadline() -> None:
+    # Two of three skipped nodes over the threshold at their deadline, the third still
+    # skipped: ``RecentlyUnremovable`` 1 (first), ``NotUnderutilized`` from 0 (not recorded)
+    # to 2 (second), no simulation reason, nothing found unremovable, so no deadline added,
+    # ``dirty`` left as it was and ``last_pass`` saying none was added.
+    ca = _loop({RECENTLY_UNREMOVABLE: 3, "Unneeded": 4}, {2: 900})
+    autoscale_expiry.expire(ca, [0, 1], [], 12, 1_000)
+    summary = ca.sims.summary
+    assert list(summary.reasons.items()) == [
+        (RECENTLY_UNREMOVABLE, 1), ("NotUnderutilized", 2), ("Unneeded", 4),
+    ]  # fmt: skip
+    assert summary.blocked == () and not summary.look.any()
+    assert list(ca.recheck.deadlines.items()) == [(2, 900)]
+    assert not ca.dirty and ca.last_pass == (12, False, False)
