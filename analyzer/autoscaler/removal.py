@@ -257,7 +257,7 @@ class RemovalSimulator(Placement):
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
         pods = self.pods_on(node)
-        key = (tuple(id(p) for p in pods), self.drain_key, tuple(pdbs.remaining))
+        key = (tuple(map(id, pods)), self.drain_key, tuple(pdbs.remaining))
         found = None if self.drains is None else self.drains.get(key)
         if found is None:
             found = pods_to_move(
@@ -270,18 +270,24 @@ class RemovalSimulator(Placement):
         index = self.position[node]
         allowed = self.destinations.copy()
         allowed[index] = False
-        done: list[tuple[int, PodDemand]] = []
+        demand_of = self.demand_of
+        moving = [(pod, demand_of[id(pod)]) for pod in found.pods]
         # the candidate is no destination in this simulation, nor (removable) later in the
         # pass: in a light simulation its own counts are left as they are (never read again
         # before ``restore``)
         own = not self.light
         if own:
-            for pod in found.pods:
-                self._unbind(index, self.demand_of[id(pod)])
+            for _, demand in moving:
+                self._unbind(index, demand)
+        # kept static masks and NodeResourcesFit asked apart: a pod whose filters are those
+        # (``_quick``) is placed on ``allowed & schedulable`` (made once) and its masks
+        quick = self.static is not None and self.first_fit
+        base = allowed & self.schedulable if quick else allowed
+        done: list[tuple[int, PodDemand]] = []
         placed: dict[str, str] = {}
         hints, names = self.hints, self.names
-        for pod in found.pods:
-            demand = self.demand_of[id(pod)]
+        for pod, demand in moving:
+            masks = self._quick(demand) if quick else None
             target = None
             pod_key = ""
             if hints is not None:  # ``HintingSimulator.TrySchedulePods``: the hint first
@@ -290,29 +296,39 @@ class RemovalSimulator(Placement):
                 self.look_log.append((pod_key, hint))
                 self.looked.setdefault(pod_key, hint)  # the first look of this pass (``stable``)
                 if hint is not None:
-                    target = self._hinted(hint, demand, allowed)
+                    if masks is None:
+                        target = self._hinted(hint, demand, allowed)
+                    else:
+                        target = self._hinted_in(hint, base, masks)
                     self.hinted += target is not None
             if target is None:
-                target = self._place(demand, allowed)
-            if target is not None and hints is not None:  # kept even if a later pod fails
-                hints.set(pod_key, names[target])
-                self.hint_log.append((pod_key, names[target]))
+                if masks is None:
+                    target = self._place(demand, allowed)
+                else:
+                    target = self._place_in(base, masks)
             if target is None:
                 for i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)
                 if own:
-                    for back in found.pods:
-                        self._bind(index, self.demand_of[id(back)])
+                    for _, back in moving:
+                        self._bind(index, back)
                 return Outcome(node, False, "NoPlaceToMovePods")
+            name = names[target]
+            if hints is not None:  # kept even if a later pod fails
+                hints.set(pod_key, name)
+                self.hint_log.append((pod_key, name))
             self._bind(target, demand)
             done.append((target, demand))
-            placed[pod.key] = names[target]
+            placed[pod.key] = name
         if own:
-            self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
+            self.journal.extend((False, index, demand) for _, demand in moving)
         self.journal.extend((True, target, demand) for target, demand in done)
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in pods if id(p) not in gone]
+        onto: dict[int, list[CAPod]] = {}  # each target's pods in order (``_add_pods``)
         for pod, (target, _) in zip(found.pods, done, strict=True):
-            self._add_pod(self.cluster.nodes[target].name, pod)
+            onto.setdefault(target, []).append(pod)
+        for target, group in onto.items():
+            self._add_pods(names[target], group)
         risky = not pdbs.in_parallel(found.pods)
         return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)
