@@ -128,9 +128,10 @@ def drainable(
     """``rules.Default(options).Drainable``: the first rule with an answer."""
     if pod.mirror:
         return _SKIP
-    if pod.long_terminating(now):
+    if pod.deletion_time is not None and pod.long_terminating(now):
         return _SKIP  # deleted long enough ago to count as gone
-    if options.skip_nodes_with_custom_controller_pods:
+    # without listers (``controllers`` None) the replica-count rule has no answer
+    if options.skip_nodes_with_custom_controller_pods and controllers is not None:
         status = _replica_count(pod, options, controllers)
         if status.outcome != UNDEFINED:
             return status

@@ -89,8 +89,9 @@ class RemovalSimulator(Placement):
         # and restores the state after the pass (the moves are undone the same light way)
         self.light = False
         # ``NodeResourcesFit.compared`` per demand object (with the demand, so its id stays
-        # its own); a caller whose state keeps its resource axis may share one across passes
-        self.columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]] = {}
+        # its own) and per demand shape (``_fit_columns``); a caller whose state keeps its
+        # resource axis may share one across passes
+        self.columns: dict[Any, tuple[PodDemand | None, list[tuple[int, int]] | None]] = {}
         # a caller may keep ``GetPodsToMove``'s answers here between passes, by the pods' object
         # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
         self.drains: dict[tuple[object, ...], PodsToMove] | None = None
@@ -271,30 +272,31 @@ class RemovalSimulator(Placement):
         allowed = self.destinations.copy()
         allowed[index] = False
         demand_of = self.demand_of
-        moving = [(pod, demand_of[id(pod)]) for pod in found.pods]
+        moving = [demand_of[id(pod)] for pod in found.pods]
         # the candidate is no destination in this simulation, nor (removable) later in the
         # pass: in a light simulation its own counts are left as they are (never read again
         # before ``restore``)
         own = not self.light
         if own:
-            for _, demand in moving:
+            for demand in moving:
                 self._unbind(index, demand)
         # kept static masks and NodeResourcesFit asked apart: a pod whose filters are those
         # (``_quick``) is placed on ``allowed & schedulable`` (made once) and its masks
         quick = self.static is not None and self.first_fit
         base = allowed & self.schedulable if quick else allowed
-        done: list[tuple[int, PodDemand]] = []
+        done: list[tuple[bool, int, PodDemand]] = []  # the journal's entries of the moves
         placed: dict[str, str] = {}
         hints, names = self.hints, self.names
-        for pod, demand in moving:
+        look, first_look = self.look_log.append, self.looked.setdefault
+        for pod, demand in zip(found.pods, moving, strict=True):
             masks = self._quick(demand) if quick else None
             target = None
             pod_key = ""
             if hints is not None:  # ``HintingSimulator.TrySchedulePods``: the hint first
                 pod_key = pod.obj.uid or pod.key  # ``hint_key``
                 hint = hints.get(pod_key)
-                self.look_log.append((pod_key, hint))
-                self.looked.setdefault(pod_key, hint)  # the first look of this pass (``stable``)
+                look((pod_key, hint))
+                first_look(pod_key, hint)  # the first look of this pass (``stable``)
                 if hint is not None:
                     if masks is None:
                         target = self._hinted(hint, demand, allowed)
@@ -307,10 +309,10 @@ class RemovalSimulator(Placement):
                 else:
                     target = self._place_in(base, masks)
             if target is None:
-                for i, moved in done:  # Revert(): undo the forked simulation
+                for _, i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)
                 if own:
-                    for _, back in moving:
+                    for back in moving:
                         self._bind(index, back)
                 return Outcome(node, False, "NoPlaceToMovePods")
             name = names[target]
@@ -318,15 +320,15 @@ class RemovalSimulator(Placement):
                 hints.set(pod_key, name)
                 self.hint_log.append((pod_key, name))
             self._bind(target, demand)
-            done.append((target, demand))
+            done.append((True, target, demand))
             placed[pod.key] = name
         if own:
-            self.journal.extend((False, index, demand) for _, demand in moving)
-        self.journal.extend((True, target, demand) for target, demand in done)
+            self.journal.extend((False, index, demand) for demand in moving)
+        self.journal.extend(done)
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in pods if id(p) not in gone]
         onto: dict[int, list[CAPod]] = {}  # each target's pods in order (``_add_pods``)
-        for pod, (target, _) in zip(found.pods, done, strict=True):
+        for pod, (_, target, _) in zip(found.pods, done, strict=True):
             onto.setdefault(target, []).append(pod)
         for target, group in onto.items():
             self._add_pods(names[target], group)

@@ -34,7 +34,8 @@ class Placement:
     walks: list[tuple[int, int]] | None
     skip: frozenset[str]
     first_fit: bool
-    columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]]
+    # by demand id (with the demand) and by shape (``_fit_columns``; no demand)
+    columns: dict[Any, tuple[PodDemand | None, list[tuple[int, int]] | None]]
     demand_of: dict[int, PodDemand]
 
     def _mask(self, demand: PodDemand, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -253,8 +254,22 @@ class Placement:
         )
 
     def _fit_columns(self, fit: Any, demand: PodDemand) -> list[tuple[int, int]] | None:
-        """``fit.compared`` for ``demand``, kept per demand object (``columns``)."""
+        """``fit.compared`` for ``demand``, kept per demand object (``columns``). A demand not
+        seen yet takes the answer of an earlier one of the same shape: ``compared`` reads the
+        pod's requests on the axis and the resources it requests off the axis, nothing else
+        of it (the shape's entry, under a tuple key, holds no demand: a list shared, read
+        only)."""
         found = self.columns.get(id(demand))
         if found is None:  # the demand is kept with its answer, so its id is not reused
-            found = self.columns[id(demand)] = (demand, fit.compared(self.state, demand))
+            requests = demand.requests
+            shape = (
+                "shape",
+                requests.dtype.str,
+                requests.tobytes(),
+                tuple(k for k, v in demand.request_map.items() if v > 0),
+            )
+            same = self.columns.get(shape)
+            if same is None:
+                same = self.columns[shape] = (None, fit.compared(self.state, demand))
+            found = self.columns[id(demand)] = (demand, same[1])
         return found[1]
