@@ -269,7 +269,12 @@ class RemovalSimulator(Placement):
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
         index = self.position[node]
-        allowed = self.destinations.copy()
+        # kept static masks and NodeResourcesFit asked apart: a pod whose filters are those
+        # (``_quick``) is placed on the allowed nodes that are not cordoned and its masks; the
+        # plain path's (``_hinted``, ``_place``) answers are the same on those (it reads
+        # ``allowed & schedulable`` only)
+        quick = self.static is not None and self.first_fit
+        allowed = self.destinations & self.schedulable if quick else self.destinations.copy()
         allowed[index] = False
         demand_of = self.demand_of
         moving = [demand_of[id(pod)] for pod in found.pods]
@@ -280,10 +285,6 @@ class RemovalSimulator(Placement):
         if own:
             for demand in moving:
                 self._unbind(index, demand)
-        # kept static masks and NodeResourcesFit asked apart: a pod whose filters are those
-        # (``_quick``) is placed on ``allowed & schedulable`` (made once) and its masks
-        quick = self.static is not None and self.first_fit
-        base = allowed & self.schedulable if quick else allowed
         done: list[tuple[bool, int, PodDemand]] = []  # the journal's entries of the moves
         placed: dict[str, str] = {}
         hints, names = self.hints, self.names
@@ -301,13 +302,13 @@ class RemovalSimulator(Placement):
                     if masks is None:
                         target = self._hinted(hint, demand, allowed)
                     else:
-                        target = self._hinted_in(hint, base, masks)
+                        target = self._hinted_in(hint, allowed, masks)
                     self.hinted += target is not None
             if target is None:
                 if masks is None:
                     target = self._place(demand, allowed)
                 else:
-                    target = self._place_in(base, masks)
+                    target = self._place_in(allowed, masks)
             if target is None:
                 for _, i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)
