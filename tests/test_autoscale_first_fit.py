@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analyzer.autoscaler.removal_place import Placement
 from analyzer.autoscaler.removal_state import NEAR, first_fit_from, first_fitting
 from analyzer.scheduling.state import ClusterState, make_demand
 from analyzer.scheduling.strategies import load_strategy
@@ -89,3 +90,28 @@ def test_the_walk_finds_the_full_masks_first_node_from_the_start() -> None:
             near += 1
     # every part of the walk was exercised
     assert min(far, wrapped, near, none) >= 10, (far, wrapped, near, none)
+
+
+def test_compared_columns_kept_per_shape_are_each_demands_own() -> None:
+    """``Placement._fit_columns`` takes a new demand's columns from an earlier demand of the
+    same shape: the same requests on the axis and the same requested resource names. Two
+    demands with equal requests on the axis, one also asking a resource no node offers (it fits
+    nowhere: None), each get ``compared``'s own answer in either order; so does a third with
+    other requests. Catches the shape taken from the axis requests alone (the off-axis name
+    left out of the key: the second demand would get the first one's columns)."""
+    fit = _fit()
+    state = ClusterState.from_nodes(["a", "b"], [{"cpu": 4000, "memory": 2**33, "pods": 10}] * 2)
+    ask = {"cpu": 500, "memory": 2**30}
+    plain = make_demand(state.resources, ask, ask, name="p", namespace="d")
+    odd = {**ask, "example.com/fpga": 1}
+    offaxis = make_demand(state.resources, odd, ask, name="q", namespace="d")
+    other = make_demand(state.resources, {"cpu": 700}, {"cpu": 700}, name="r", namespace="d")
+    assert np.array_equal(plain.requests, offaxis.requests)  # the same on the axis
+    for order in ((plain, offaxis, other), (offaxis, plain, other)):
+        placement = Placement.__new__(Placement)
+        placement.state, placement.columns = state, {}
+        for demand in order:
+            got = placement._fit_columns(fit, demand)
+            assert got == fit.compared(state, demand)  # type: ignore[attr-defined]
+        assert placement._fit_columns(fit, offaxis) is None
+        assert placement._fit_columns(fit, plain) == [(0, 500), (1, 2**30)]
