@@ -41,6 +41,10 @@ class Status:
     reason: str = ""
 
 
+# the answers without a reason, made once (equal to any ``Status`` of the same outcome)
+_UNDEFINED, _DRAIN_OK, _SKIP = Status(UNDEFINED), Status(DRAIN_OK), Status(SKIP)
+
+
 @dataclass(frozen=True)
 class Controllers:
     """The controllers a lister would find: (kind, namespace, name) → ``spec.replicas`` (None:
@@ -63,6 +67,8 @@ class PdbTracker:
 
     def matching(self, pod: CAPod) -> list[int]:
         """Indices of the budgets covering ``pod`` (same namespace, selector matches)."""
+        if not self.budgets:
+            return []
         return [
             i
             for i, b in enumerate(self.budgets)
@@ -91,7 +97,7 @@ class PdbTracker:
 def _replica_count(pod: CAPod, options: CAOptions, controllers: Controllers | None) -> Status:
     ref = pod.obj.controller
     if controllers is None or ref is None:
-        return Status(UNDEFINED)
+        return _UNDEFINED
     found, replicas = controllers.get(ref.kind, pod.obj.namespace, ref.name)
     too_few = replicas is not None and replicas < options.min_replica_count
     # upstream's if / else-if chain: ReplicationController, DaemonSet pod, Job, ReplicaSet, ...
@@ -109,7 +115,7 @@ def _replica_count(pod: CAPod, options: CAOptions, controllers: Controllers | No
             return Status(BLOCK, "ControllerNotFound")
         if ref.kind == "ReplicaSet" and too_few:
             return Status(BLOCK, "MinReplicasReached")
-    return Status(UNDEFINED)
+    return _UNDEFINED
 
 
 def drainable(
@@ -121,15 +127,16 @@ def drainable(
 ) -> Status:
     """``rules.Default(options).Drainable``: the first rule with an answer."""
     if pod.mirror:
-        return Status(SKIP)
-    if pod.long_terminating(now):
-        return Status(SKIP)  # deleted long enough ago to count as gone
-    if options.skip_nodes_with_custom_controller_pods:
+        return _SKIP
+    if pod.deletion_time is not None and pod.long_terminating(now):
+        return _SKIP  # deleted long enough ago to count as gone
+    # without listers (``controllers`` None) the replica-count rule has no answer
+    if options.skip_nodes_with_custom_controller_pods and controllers is not None:
         status = _replica_count(pod, options, controllers)
         if status.outcome != UNDEFINED:
             return status
     if pod.daemonset or pod.safe_to_evict or pod.terminal:
-        return Status(DRAIN_OK)
+        return _DRAIN_OK
     ref = pod.obj.controller
     replicated = ref is not None
     if options.skip_nodes_with_custom_controller_pods:
@@ -143,9 +150,9 @@ def drainable(
         return Status(BLOCK, "NotSafeToEvictAnnotation")
     if options.skip_nodes_with_local_storage and pod.blocking_local_storage:
         return Status(BLOCK, "LocalStorageRequested")
-    if any(pdbs.remaining[i] < 1 for i in matching):
+    if matching and any(pdbs.remaining[i] < 1 for i in matching):
         return Status(BLOCK, "NotEnoughPdb")
-    return Status(UNDEFINED)
+    return _UNDEFINED
 
 
 @dataclass(frozen=True)
@@ -183,9 +190,10 @@ def pods_to_move(
             status = known[1]
         else:
             status = drainable(pod, options, pdbs, now, controllers)
-        if status.outcome == BLOCK:
+        outcome = status.outcome
+        if outcome == BLOCK:
             return PodsToMove(blocking=pod, reason=status.reason)
-        if status.outcome in (UNDEFINED, DRAIN_OK):
+        if outcome != SKIP:  # UNDEFINED or DRAIN_OK: moved, or a DaemonSet pod evicted
             if pod.daemonset:
                 daemons.append(pod)
             elif first:

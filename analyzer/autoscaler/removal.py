@@ -89,8 +89,9 @@ class RemovalSimulator(Placement):
         # and restores the state after the pass (the moves are undone the same light way)
         self.light = False
         # ``NodeResourcesFit.compared`` per demand object (with the demand, so its id stays
-        # its own); a caller whose state keeps its resource axis may share one across passes
-        self.columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]] = {}
+        # its own) and per demand shape (``_fit_columns``); a caller whose state keeps its
+        # resource axis may share one across passes
+        self.columns: dict[Any, tuple[PodDemand | None, list[tuple[int, int]] | None]] = {}
         # a caller may keep ``GetPodsToMove``'s answers here between passes, by the pods' object
         # ids, ``drain_key`` (what else it read: the budgets) and the disruptions left
         self.drains: dict[tuple[object, ...], PodsToMove] | None = None
@@ -257,7 +258,7 @@ class RemovalSimulator(Placement):
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
         pods = self.pods_on(node)
-        key = (tuple(id(p) for p in pods), self.drain_key, tuple(pdbs.remaining))
+        key = (tuple(map(id, pods)), self.drain_key, tuple(pdbs.remaining))
         found = None if self.drains is None else self.drains.get(key)
         if found is None:
             found = pods_to_move(
@@ -268,51 +269,69 @@ class RemovalSimulator(Placement):
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)
         index = self.position[node]
-        allowed = self.destinations.copy()
+        # kept static masks and NodeResourcesFit asked apart: a pod whose filters are those
+        # (``_quick``) is placed on the allowed nodes that are not cordoned and its masks; the
+        # plain path's (``_hinted``, ``_place``) answers are the same on those (it reads
+        # ``allowed & schedulable`` only)
+        quick = self.static is not None and self.first_fit
+        allowed = self.destinations & self.schedulable if quick else self.destinations.copy()
         allowed[index] = False
-        done: list[tuple[int, PodDemand]] = []
+        demand_of = self.demand_of
+        moving = [demand_of[id(pod)] for pod in found.pods]
         # the candidate is no destination in this simulation, nor (removable) later in the
         # pass: in a light simulation its own counts are left as they are (never read again
         # before ``restore``)
         own = not self.light
         if own:
-            for pod in found.pods:
-                self._unbind(index, self.demand_of[id(pod)])
+            for demand in moving:
+                self._unbind(index, demand)
+        done: list[tuple[bool, int, PodDemand]] = []  # the journal's entries of the moves
         placed: dict[str, str] = {}
         hints, names = self.hints, self.names
-        for pod in found.pods:
-            demand = self.demand_of[id(pod)]
+        look, first_look = self.look_log.append, self.looked.setdefault
+        for pod, demand in zip(found.pods, moving, strict=True):
+            masks = self._quick(demand) if quick else None
             target = None
             pod_key = ""
             if hints is not None:  # ``HintingSimulator.TrySchedulePods``: the hint first
                 pod_key = pod.obj.uid or pod.key  # ``hint_key``
                 hint = hints.get(pod_key)
-                self.look_log.append((pod_key, hint))
-                self.looked.setdefault(pod_key, hint)  # the first look of this pass (``stable``)
+                look((pod_key, hint))
+                first_look(pod_key, hint)  # the first look of this pass (``stable``)
                 if hint is not None:
-                    target = self._hinted(hint, demand, allowed)
+                    if masks is None:
+                        target = self._hinted(hint, demand, allowed)
+                    else:
+                        target = self._hinted_in(hint, allowed, masks)
                     self.hinted += target is not None
             if target is None:
-                target = self._place(demand, allowed)
-            if target is not None and hints is not None:  # kept even if a later pod fails
-                hints.set(pod_key, names[target])
-                self.hint_log.append((pod_key, names[target]))
+                if masks is None:
+                    target = self._place(demand, allowed)
+                else:
+                    target = self._place_in(allowed, masks)
             if target is None:
-                for i, moved in done:  # Revert(): undo the forked simulation
+                for _, i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)
                 if own:
-                    for back in found.pods:
-                        self._bind(index, self.demand_of[id(back)])
+                    for back in moving:
+                        self._bind(index, back)
                 return Outcome(node, False, "NoPlaceToMovePods")
+            name = names[target]
+            if hints is not None:  # kept even if a later pod fails
+                hints.set(pod_key, name)
+                self.hint_log.append((pod_key, name))
             self._bind(target, demand)
-            done.append((target, demand))
-            placed[pod.key] = names[target]
+            done.append((True, target, demand))
+            placed[pod.key] = name
         if own:
-            self.journal.extend((False, index, self.demand_of[id(pod)]) for pod in found.pods)
-        self.journal.extend((True, target, demand) for target, demand in done)
+            self.journal.extend((False, index, demand) for demand in moving)
+        self.journal.extend(done)
         gone = {id(pod) for pod in found.pods}
         self.current[node] = [p for p in pods if id(p) not in gone]
-        for pod, (target, _) in zip(found.pods, done, strict=True):
-            self._add_pod(self.cluster.nodes[target].name, pod)
+        onto: dict[int, list[CAPod]] = {}  # each target's pods in order (``_add_pods``)
+        for pod, (_, target, _) in zip(found.pods, done, strict=True):
+            onto.setdefault(target, []).append(pod)
+        for target, group in onto.items():
+            self._add_pods(names[target], group)
         risky = not pdbs.in_parallel(found.pods)
         return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)

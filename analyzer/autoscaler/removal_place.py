@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.autoscaler.pods import CAPod
-from analyzer.autoscaler.removal_state import STATIC_FILTERS, first_fitting
+from analyzer.autoscaler.removal_state import STATIC_FILTERS, first_fit_from, first_fitting
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState, PodDemand
 
@@ -34,7 +34,8 @@ class Placement:
     walks: list[tuple[int, int]] | None
     skip: frozenset[str]
     first_fit: bool
-    columns: dict[int, tuple[PodDemand, list[tuple[int, int]] | None]]
+    # by demand id (with the demand) and by shape (``_fit_columns``; no demand)
+    columns: dict[Any, tuple[PodDemand | None, list[tuple[int, int]] | None]]
     demand_of: dict[int, PodDemand]
 
     def _mask(self, demand: PodDemand, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -86,6 +87,58 @@ class Placement:
         if fit is not None and not self._has_room(index, self._fit_columns(fit, demand)):
             return None
         return index
+
+    def _quick(self, demand: PodDemand) -> tuple[np.ndarray, list[tuple[int, int]] | None] | None:
+        """Where every filter ``_mask`` runs for ``demand`` is a kept static mask and
+        NodeResourcesFit is asked apart (``_static_only`` with the plugin): that mask and the
+        plugin's compared columns, what ``_hinted_in`` and ``_place_in`` read; else None. For a
+        simulator with kept static masks and ``first_fit`` only."""
+        assert self.static is not None and self.first_fit
+        key = ("*", id(demand.constraints), bool(demand.host_ports))  # ``_static_only``'s
+        found = self.static.get(key)
+        if found is None:
+            if self._static_only(demand) is None:
+                return None
+            found = self.static[key]
+        mask, fit = found[0], found[1]
+        if mask is None or fit is None:
+            return None
+        columns = self.columns.get(id(demand))  # ``_fit_columns`` read in place
+        return mask, columns[1] if columns is not None else self._fit_columns(fit, demand)
+
+    def _hinted_in(self, hint: str, base: np.ndarray, quick: tuple[np.ndarray, Any]) -> int | None:
+        """``_hinted`` for a pod with a ``_quick`` answer; ``base``: the simulation's allowed
+        nodes that are not cordoned (``allowed & schedulable``). NodeResourcesFit's check on
+        the one node is ``_has_room``'s."""
+        index = self.position.get(hint)
+        if index is None or not base.item(index):
+            return None  # gone or not a destination now: search
+        if self.walks is not None:
+            self.walks.append((index, 1))  # what the check read
+        mask, columns = quick
+        if columns is None or not mask.item(index):
+            return None
+        state = self.state
+        if state.pod_count.item(index) >= state.allowed_pods.item(index):
+            return None
+        free, held = state.allocatable.item, state.requested.item
+        for j, r in columns:
+            if free(index, j) - held(index, j) < r:
+                return None
+        return index
+
+    def _place_in(self, base: np.ndarray, quick: tuple[np.ndarray, Any]) -> int | None:
+        """``_place`` for a pod with a ``_quick`` answer (``base`` as ``_hinted_in``'s): the
+        first node from ``last_index`` on that both masks allow and NodeResourcesFit accepts,
+        asked node by node from the start (``first_fit_from``) without the full mask."""
+        start = self.last_index
+        i = first_fit_from(self.state, quick[1], base, quick[0], start)
+        if i is None:
+            return None
+        self.last_index = (i + 1) % len(base)
+        if self.walks is not None:
+            self.walks.append((start, (i - start) % len(base) + 1))
+        return i
 
     def _has_room(
         self, node: int, columns: Any, pods: int = 0, requests: np.ndarray | None = None
@@ -201,8 +254,22 @@ class Placement:
         )
 
     def _fit_columns(self, fit: Any, demand: PodDemand) -> list[tuple[int, int]] | None:
-        """``fit.compared`` for ``demand``, kept per demand object (``columns``)."""
+        """``fit.compared`` for ``demand``, kept per demand object (``columns``). A demand not
+        seen yet takes the answer of an earlier one of the same shape: ``compared`` reads the
+        pod's requests on the axis and the resources it requests off the axis, nothing else
+        of it (the shape's entry, under a tuple key, holds no demand: a list shared, read
+        only)."""
         found = self.columns.get(id(demand))
         if found is None:  # the demand is kept with its answer, so its id is not reused
-            found = self.columns[id(demand)] = (demand, fit.compared(self.state, demand))
+            requests = demand.requests
+            shape = (
+                "shape",
+                requests.dtype.str,
+                requests.tobytes(),
+                tuple(k for k, v in demand.request_map.items() if v > 0),
+            )
+            same = self.columns.get(shape)
+            if same is None:
+                same = self.columns[shape] = (None, fit.compared(self.state, demand))
+            found = self.columns[id(demand)] = (demand, same[1])
         return found[1]

@@ -56,7 +56,7 @@ class LiveState:
 # filters whose answer depends on the node's labels, taints and cordon and the pod's constraints
 # (tolerations, node selector and affinity), never on the pods placed
 STATIC_FILTERS = frozenset({"NodeUnschedulable", "TaintToleration", "NodeAffinity"})
-# how far past the walk's start ``_first_fit`` looks for its first few nodes before the rest
+# how many nodes from the walk's start ``first_fit_from`` asks one by one before the rest at once
 NEAR = 32
 
 
@@ -103,8 +103,23 @@ def first_fitting(
 ) -> int | None:
     """The first node from ``start`` on (round-robin) that ``feasible`` (the other filters)
     allows and NodeResourcesFit ``fit`` accepts (``columns``: ``fit.compared`` for ``demand``):
-    the first node of the full filter mask. The walk mostly stops at the first nodes it looks
-    at, so those are asked one by one (a few integer comparisons), the rest at once."""
+    the first node of the full filter mask (``first_fit_from`` with one mask)."""
+    return first_fit_from(state, columns, feasible, None, start)
+
+
+def first_fit_from(
+    state: ClusterState,
+    columns: list[tuple[int, int]] | None,
+    base: np.ndarray,
+    mask: np.ndarray | None,
+    start: int,
+) -> int | None:
+    """The first node from ``start`` on (round-robin) that ``base`` and ``mask`` (the other
+    filters; ``mask`` None: ``base`` alone) allow and NodeResourcesFit accepts (``columns``:
+    its ``compared`` for the pod; None: fits nowhere): a pod slot free and each column's
+    ``allocatable - requested >= request``, as ``NodeResourcesFit.fits_on``. The walk mostly
+    stops within a few nodes of its start, so the ``NEAR`` nodes from ``start`` are asked one
+    by one (a few integer reads each, no array made); the rest of the ring at once."""
     if columns is None:  # a resource no node offers: fits nowhere
         return None
     alloc, used, count, allowed = (
@@ -113,17 +128,25 @@ def first_fitting(
         state.pod_count,
         state.allowed_pods,
     )
-    near = (np.flatnonzero(feasible[start : start + NEAR]) + start).tolist()[:4]
-    for i in near:
-        if count.item(i) < allowed.item(i) and all(
-            alloc.item(i, j) - used.item(i, j) >= r for j, r in columns
-        ):
-            return int(i)
-    # the rest of the walk, in its order, at once
-    nodes = np.flatnonzero(feasible)
-    cut = int(np.searchsorted(nodes, start))
-    order = np.concatenate((nodes[cut:], nodes[:cut]))[len(near) :]
-    if not len(order):
-        return None
-    ok = fit.fits_on(state, demand, order)
-    return int(order[int(np.argmax(ok))]) if ok.any() else None
+    stop = min(start + NEAR, len(base))
+    on_base = base.item
+    on_mask = on_base if mask is None else mask.item
+    pods, slots, free, held = count.item, allowed.item, alloc.item, used.item
+    for i in range(start, stop):
+        if on_base(i) and on_mask(i) and pods(i) < slots(i):
+            for j, r in columns:
+                if free(i, j) - held(i, j) < r:
+                    break
+            else:
+                return i
+    # the rest of the ring, in its order: after the walked nodes, then from 0 up to ``start``
+    ok = base & (count < allowed)
+    if mask is not None:
+        ok &= mask
+    for j, r in columns:
+        ok &= alloc[:, j] - used[:, j] >= r
+    ahead = np.flatnonzero(ok[stop:])
+    if len(ahead):
+        return stop + int(ahead[0])
+    behind = np.flatnonzero(ok[:start])
+    return int(behind[0]) if len(behind) else None
