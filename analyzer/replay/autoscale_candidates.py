@@ -81,7 +81,7 @@ def simulate_candidates(
         entry = None
         if ca.reuse:
             entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
-            if entry is not None and not ca.hints.same_first(entry.first_looks(), entry.looks):
+            if entry is not None and not ca.hints.same(entry.looks):
                 entry = None  # a pod's hint changed since: it may go elsewhere
             if entry is None:
                 entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations, views)
@@ -91,12 +91,8 @@ def simulate_candidates(
             ca.record.reused_over_epochs += entry.epoch != memo.epoch
             memo.used.append(entry)
             outcome, targets = entry.outcome, entry.targets
-            looked, first = simulator.looked, entry.first_looks()
-            if looked.keys().isdisjoint(first):  # none looked at before in this pass
-                looked.update(first)
-            else:
-                for key, hint in entry.looks:  # the hints it read and set, as simulating would
-                    looked.setdefault(key, hint)
+            for key, hint in entry.looks:  # the hints it read and set, as simulating would
+                simulator.looked.setdefault(key, hint)
             ca.hints.set_all(entry.sets)
             if outcome.removable:
                 plan = entry.plan if entry.by_hints else None
@@ -165,7 +161,7 @@ def _by_hints_again(
         return None
     if (entry.pods, entry.pdbs) != (pods, budget):
         return None
-    if not ca.hints.same_first(entry.first_looks(), entry.looks):
+    if not ca.hints.same(entry.looks):
         return None
     # the nodes its pods may go to: the destinations but ``slot``, which no target of its own
     # simulation is (copied with ``slot`` refused only if one were)

@@ -98,20 +98,9 @@ class Entry:
     sets: list[tuple[str, str]]  # the hints it set, in order
     by_hints: bool = False  # removable, every pod placed on its hinted node (no search)
     plan: Any = None  # ``autoscaler.hinted.plan`` of a by-hints answer (False: none possible)
-    # what taking it again reads of it, made at its first time (``looks`` and the answer are
-    # never changed): its part of a later candidate's context, and ``first_looks``
+    # its part of a later candidate's context (slot, reason, targets), made at its first turn:
+    # the answer is never changed
     said: tuple[Any, ...] | None = None
-    first: dict[str, str | None] | None = None
-
-    def first_looks(self) -> dict[str, str | None]:
-        """Each key of ``looks`` with its first hint (``dict.setdefault`` in order: what taking
-        the answer again adds to the pass's first looks)."""
-        if self.first is None:
-            first: dict[str, str | None] = {}
-            for key, hint in self.looks:
-                first.setdefault(key, hint)
-            self.first = first
-        return self.first
 
 
 @dataclass

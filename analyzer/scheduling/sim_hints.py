@@ -17,7 +17,7 @@ identifier a caller keeps per pod; values are whatever names a node for the call
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -52,14 +52,6 @@ class Hints(Generic[K, V]):
             if found != hint:
                 return False
         return True
-
-    def same_first(self, first: dict[K, V | None], looks: Sequence[tuple[K, V | None]]) -> bool:
-        """``same(looks)``, given ``first``: each key of ``looks`` with its first hint. Where no
-        key is repeated and none is in the current generation, ``get`` of each is the old
-        generation's: one comparison of lists."""
-        if len(first) == len(looks) and self.current.keys().isdisjoint(first):
-            return list(map(self.old.get, first)) == list(first.values())
-        return self.same(looks)
 
     def set_all(self, pairs: Iterable[tuple[K, V]]) -> None:
         """``set`` of each (key, node), in order."""
