@@ -37,8 +37,10 @@ class HintedPlan:
     # the answer's earlier pods' requests on that node)
     room: list[tuple[int, int]]
     width: int  # the resources axis the flat indices were made for
-    # per distinct target and column it adds to: (the flat index, the requests it adds)
-    adds: list[tuple[int, int]]
+    # the flat indices of the (target, column) cells the answer adds requests to (non-zero
+    # ones: distinct cells), and those requests
+    cells: np.ndarray[Any, Any]
+    adds: np.ndarray[Any, Any]
     where: np.ndarray[Any, Any]  # the distinct targets
     sums: np.ndarray[Any, Any]  # targets x resources: the requests the answer adds to each
     counts: np.ndarray[Any, Any]  # per target: the pods the answer adds to it
@@ -93,7 +95,10 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
         slots=[(t, len(groups[t]) - 1) for t in order],
         room=[(t * width + j, need) for t in order for j, need in sorted(needs[t].items())],
         width=width,
-        adds=[(t * width + j, r) for t in order for j, r in enumerate(held[t]) if r],
+        cells=np.array(
+            [t * width + j for t in order for j, r in enumerate(held[t]) if r], dtype=np.int64
+        ),
+        adds=np.array([r for t in order for r in held[t] if r], dtype=np.int64),
         where=np.array(order, dtype=np.int64),
         sums=np.array([held[t] for t in order], dtype=np.int64).reshape(len(order), width),
         counts=np.array([len(groups[t]) for t in order], dtype=np.int64),

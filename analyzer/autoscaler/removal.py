@@ -198,16 +198,12 @@ class RemovalSimulator(Placement):
         if plan is not None and self.light:
             requested, counts = self.state.requested, self.state.pod_count
             if requested.flags.c_contiguous and requested.shape[1] == plan.width:
-                # a Python int addition per non-zero request and per target through views of
-                # the arrays' memory: the sums of ``requested[where] += sums`` without its copies
-                flat, count = requested.reshape(-1).data, counts.data
-                for f, r in plan.adds:
-                    flat[f] += r
-                for t, earlier in plan.slots:  # its pods there: the earlier ones and itself
-                    count[t] += earlier + 1
+                # the non-zero sums on the flat array (a view of the same memory in row order),
+                # one index per cell: ``requested[where] += sums`` in one 1-D step
+                requested.reshape(-1)[plan.cells] += plan.adds
             else:
                 requested[plan.where] += plan.sums  # distinct targets: no index twice
-                counts[plan.where] += plan.counts
+            counts[plan.where] += plan.counts
             self.batches.append((plan.where, plan.sums, plan.counts))
             added, names = self.added, self.names
             for target, pods in plan.groups:  # ``_add_pods`` of each, in order
