@@ -11,7 +11,8 @@ pod. ``plan`` computes those once per answer, per distinct target; ``fits`` is t
 comparisons per target on the state now, the same verdict as the pod-by-pod check
 (tests/test_autoscale_reuse.py compares the two on random states). ``fits`` reads the state's
 arrays through memoryviews (``Views``: Python ints and bools, as ``ndarray.item`` gives them,
-without its per-call cost), one kept per simulator while its arrays are the same objects.
+without its per-call cost), kept by the caller (the replay: one per pass) and made again
+when the arrays are not the same objects.
 """
 
 from __future__ import annotations
