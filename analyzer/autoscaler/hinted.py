@@ -1,4 +1,4 @@
-"""One numpy check of a removal answer placed by CA's scheduling hints alone (issue 25 item 5).
+"""One check of a removal answer placed by CA's scheduling hints alone (issue 25 item 5).
 
 ``RemovalSimulator.fits_as_hinted`` asks, pod by pod, whether each pod of an earlier removable
 answer would go to its hinted node again now (``tryScheduleUsingHints``: the node a
@@ -8,8 +8,11 @@ their labels, taints and cordons) everything in that check but the nodes' free r
 counts is fixed by the answer itself: the targets, each pod's compared columns and requests, the
 static masks, and how much of the answer's own earlier pods sits on the same target before each
 pod. ``plan`` computes those once per answer, per distinct target; ``fits`` is then a few integer
-comparisons per target on the state now, the same verdict as the pod-by-pod check (tests/test_autoscale_reuse.py compares the
-two on random states).
+comparisons per target on the state now, the same verdict as the pod-by-pod check
+(tests/test_autoscale_reuse.py compares the two on random states). ``fits`` reads the state's
+arrays through memoryviews (``Views``: Python ints and bools, as ``ndarray.item`` gives them,
+without its per-call cost), kept by the caller (the replay: one per pass) and made again
+when the arrays are not the same objects.
 """
 
 from __future__ import annotations
@@ -28,9 +31,17 @@ class HintedPlan:
     """What ``fits`` compares and ``RemovalSimulator.apply`` adds, fixed by the answer (module
     docstring), per distinct target node."""
 
-    # per distinct target: (node, its pods of the answer less one, [(compared column, the most
-    # any of its pods needs free there: its request plus the answer's earlier pods' requests)])
-    checks: list[tuple[int, int, list[tuple[int, int]]]]
+    # per distinct target: (node, its pods of the answer less one)
+    slots: list[tuple[int, int]]
+    # per distinct target and compared column: (the flat index ``node * width + column`` into
+    # the nodes x resources arrays, the most any of its pods needs free there: its request plus
+    # the answer's earlier pods' requests on that node)
+    room: list[tuple[int, int]]
+    width: int  # the resources axis the flat indices were made for
+    # the flat indices of the (target, column) cells the answer adds requests to (non-zero
+    # ones: distinct cells), and those requests
+    cells: np.ndarray[Any, Any]
+    adds: np.ndarray[Any, Any]
     where: np.ndarray[Any, Any]  # the distinct targets
     sums: np.ndarray[Any, Any]  # targets x resources: the requests the answer adds to each
     counts: np.ndarray[Any, Any]  # per target: the pods the answer adds to it
@@ -50,32 +61,45 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
     pods pass exactly when the largest ``ask + held`` per column and the largest ``before`` (its
     pods less one) pass, so one check per target is kept."""
     width = simulator.state.requested.shape[1]
+    demand_of, static_only, fit_columns = (
+        simulator.demand_of,
+        simulator._static_only,
+        simulator._fit_columns,
+    )
     held: dict[int, list[int]] = {}  # target -> the requests of the answer's pods so far
     needs: dict[int, dict[int, int]] = {}  # target -> column -> the most needed free
     groups: dict[int, list[CAPod]] = {}
     for pod, t in zip(moved, targets, strict=True):
-        demand = simulator.demand_of[id(pod)]
-        found = simulator._static_only(demand)
+        demand = demand_of[id(pod)]
+        found = static_only(demand)
         if found is None or found[1] is None or not found[0].item(t):
             return None
-        columns = simulator._fit_columns(found[1], demand)
+        columns = fit_columns(found[1], demand)
         if columns is None:
             return None
+        requests = demand.requests.tolist()
         before = held.get(t)
-        if before is None:
-            before = held[t] = [0] * width
-            needs[t], groups[t] = {}, []
+        if before is None:  # its first pod: nothing of the answer's before it there
+            held[t] = requests
+            needs[t] = dict(columns)  # a column named twice: its last request, as fit's
+            groups[t] = [pod]
+            continue
         most = needs[t]
-        for j, r in dict(columns).items():  # a column named twice: its last request, as fit's
+        for j, r in dict(columns).items():
             need = r + before[j]
             if need > most.get(j, need - 1):
                 most[j] = need
-        for j, r in enumerate(demand.requests.tolist()):
-            before[j] += r
+        held[t] = [a + b for a, b in zip(before, requests, strict=True)]
         groups[t].append(pod)
     order = list(held)
     return HintedPlan(
-        checks=[(t, len(groups[t]) - 1, sorted(needs[t].items())) for t in order],
+        slots=[(t, len(groups[t]) - 1) for t in order],
+        room=[(t * width + j, need) for t in order for j, need in sorted(needs[t].items())],
+        width=width,
+        cells=np.array(
+            [t * width + j for t in order for j, r in enumerate(held[t]) if r], dtype=np.int64
+        ),
+        adds=np.array([r for t in order for r in held[t] if r], dtype=np.int64),
         where=np.array(order, dtype=np.int64),
         sums=np.array([held[t] for t in order], dtype=np.int64).reshape(len(order), width),
         counts=np.array([len(groups[t]) for t in order], dtype=np.int64),
@@ -84,19 +108,91 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
     )
 
 
-def fits(simulator: Any, plan: HintedPlan, allowed: np.ndarray[Any, Any]) -> bool:
+class Views:
+    """Memoryviews of the arrays ``fits`` reads (the simulator's ``schedulable``, the state's
+    pod counts, allowed pods, allocatable and requested; the last two flat, row after row), and
+    the arrays they were made of: ``of`` makes them again when one of those is no longer the
+    simulator's (a view reads its array's memory, changed in place, so it reads it as it is)."""
+
+    def __init__(self) -> None:
+        self.arrays: tuple[Any, ...] = ()
+        self.views: tuple[memoryview, ...] = ()
+        self.width = -1
+
+    def of(self, simulator: Any) -> tuple[memoryview, ...] | None:
+        """The views of ``simulator``'s arrays now, or None where one cannot be read flat (a 2-D
+        array not in row order): ``fits`` then reads the arrays by ``item``."""
+        state, kept = simulator.state, self.arrays
+        if (
+            kept
+            and kept[0] is simulator.schedulable
+            and kept[1] is state.pod_count
+            and kept[2] is state.allowed_pods
+            and kept[3] is state.allocatable
+            and kept[4] is state.requested
+        ):
+            return self.views
+        arrays = (
+            simulator.schedulable,
+            state.pod_count,
+            state.allowed_pods,
+            state.allocatable,
+            state.requested,
+        )
+        alloc, used = arrays[3], arrays[4]
+        if not (alloc.flags.c_contiguous and used.flags.c_contiguous and alloc.shape == used.shape):
+            return None
+        self.arrays, self.width = arrays, used.shape[1]
+        self.views = (
+            arrays[0].data,
+            arrays[1].data,
+            arrays[2].data,
+            alloc.reshape(-1).data,  # row order: a view of the same memory, not a copy
+            used.reshape(-1).data,
+        )
+        return self.views
+
+
+def fits(
+    simulator: Any,
+    plan: HintedPlan,
+    allowed: np.ndarray[Any, Any],
+    views: Views | None = None,
+) -> bool:
     """``fits_as_hinted`` on the state now through ``plan``: every target a destination and
     schedulable, a pod slot for each pod after the answer's earlier pods on it, and each compared
-    column's free room (less those pods' requests) at least the pod's request."""
+    column's free room (less those pods' requests) at least the pod's request. ``views``: the
+    caller's kept ``Views`` (else made here)."""
+    kept = views if views is not None else Views()
+    found = kept.of(simulator)
+    if found is None or kept.width != plan.width:
+        return _fits_by_item(simulator, plan, allowed)
+    schedulable, count, most, alloc, used = found
+    ok = allowed.data
+    for t, before in plan.slots:
+        if not (ok[t] and schedulable[t]) or count[t] + before >= most[t]:
+            return False
+    for f, need in plan.room:  # a loop, not ``all`` over a generator: this is the hot path
+        if alloc[f] - used[f] < need:
+            break
+    else:
+        return True
+    return False
+
+
+def _fits_by_item(simulator: Any, plan: HintedPlan, allowed: np.ndarray[Any, Any]) -> bool:
+    """``fits`` through ``ndarray.item`` (arrays a flat view cannot read)."""
     state, schedulable = simulator.state, simulator.schedulable
     count, most = state.pod_count, state.allowed_pods
     alloc, used = state.allocatable, state.requested
-    for t, before, needs in plan.checks:
+    width = plan.width
+    for t, before in plan.slots:
         if not (allowed.item(t) and schedulable.item(t)):
             return False
         if count.item(t) + before >= most.item(t):
             return False
-        for j, need in needs:
-            if alloc.item(t, j) - used.item(t, j) < need:
-                return False
+    for f, need in plan.room:
+        t, j = divmod(f, width)
+        if alloc.item(t, j) - used.item(t, j) < need:
+            return False
     return True

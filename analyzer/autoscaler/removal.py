@@ -196,19 +196,30 @@ class RemovalSimulator(Placement):
         without re-placing: its moved pods go to ``targets`` (node indices) as they did.
         ``plan`` (``hinted.plan`` of the answer): a light simulator adds each target's pods in
         one step (no moved pod has host ports there: ``light`` callers exclude them)."""
-        index = self.position[node]
         if plan is not None and self.light:
-            where = plan.where
-            self.state.requested[where] += plan.sums  # distinct targets: no index twice
-            self.state.pod_count[where] += plan.counts
-            self.batches.append((where, plan.sums, plan.counts))
-            for target, pods in plan.groups:
-                self._add_pods(self.names[target], pods)
+            requested, counts = self.state.requested, self.state.pod_count
+            if requested.flags.c_contiguous and requested.shape[1] == plan.width:
+                # the non-zero sums on the flat array (a view of the same memory in row order),
+                # one index per cell: ``requested[where] += sums`` in one 1-D step
+                requested.reshape(-1)[plan.cells] += plan.adds
+            else:
+                requested[plan.where] += plan.sums  # distinct targets: no index twice
+            counts[plan.where] += plan.counts
+            self.batches.append((plan.where, plan.sums, plan.counts))
+            added, names = self.added, self.names
+            for target, pods in plan.groups:  # ``_add_pods`` of each, in order
+                name = names[target]
+                found = added.get(name)
+                if found is None:
+                    added[name] = list(pods)
+                else:
+                    found.extend(pods)
             before = self.pods_on(node)
             if plan.left is None or plan.left[0] is not before:  # its list as the pass holds it
                 plan.left = (before, [p for p in before if id(p) not in plan.gone])
             self.current[node] = plan.left[1]  # lists are replaced, never changed: shared
             return
+        index = self.position[node]
         nodes = self.cluster.nodes
         for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]

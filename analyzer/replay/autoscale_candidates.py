@@ -64,6 +64,10 @@ def simulate_candidates(
     unremovable: list[int] = []
     context: tuple[Any, ...] = ()
     stopped = False
+    views = hinted.Views()  # ``hinted.fits``'s reads of this pass's arrays
+    # the PodDisruptionBudgets' disruptions left (read by every answer): changed only by
+    # ``pdbs.remove`` below, so made again only after it
+    budget = (*covering, -1, *pdbs.remaining)
     for i, slot in enumerate(order):
         if len(outcomes) >= limit:  # ``unneededNodesLimit``: the rest are not simulated
             reasons[UNNEEDED_LIMIT] = len(order) - i
@@ -71,7 +75,6 @@ def simulate_candidates(
             break
         name = ca.nodes[slot].name
         pods = ca.pod_ids(slot, simulator.pods_on(name))
-        budget = (*covering, -1, *pdbs.remaining)
         start = simulator.last_index
         # where its pods may go: the destinations but itself (made where read: ``allowed``)
         destinations = simulator.destinations
@@ -81,7 +84,7 @@ def simulate_candidates(
             if entry is not None and not ca.hints.same(entry.looks):
                 entry = None  # a pod's hint changed since: it may go elsewhere
             if entry is None:
-                entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations)
+                entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations, views)
                 ca.record.reused_by_hints += entry is not None
         if entry is not None:
             memo.reused += 1
@@ -101,7 +104,7 @@ def simulate_candidates(
             memo.simulated += 1
             mark = len(simulator.journal)
             looks, sets = len(simulator.look_log), len(simulator.hint_log)
-            hinted = simulator.hinted
+            by_hint = simulator.hinted
             simulator.walks = []
             outcome = simulator.simulate(name, pdbs)
             targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
@@ -116,16 +119,22 @@ def simulate_candidates(
                     walked(simulator.walks, state.node_count), rows,
                     simulator.look_log[looks:], simulator.hint_log[sets:],
                     # removable with every pod on its hinted node: no search, start unread
-                    outcome.removable and simulator.hinted - hinted == len(outcome.moved),
+                    outcome.removable and simulator.hinted - by_hint == len(outcome.moved),
                 ))  # fmt: skip
         if outcome.reason != "BlockedByPod":  # a blocked answer is no part of it (docstring)
-            context = (*context, (slot, outcome.reason, tuple(targets)))
+            said = None if entry is None else entry.said
+            if said is None:  # what it adds to a later candidate's context (kept with it)
+                said = (slot, outcome.reason, tuple(targets))
+                if entry is not None:
+                    entry.said = said
+            context = (*context, said)
         if not outcome.removable:
             reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
             unremovable.append(slot)
             continue
         simulator.drop(outcome.node)
         pdbs.remove(outcome.moved)
+        budget = (*covering, -1, *pdbs.remaining)
         outcomes[slot] = outcome
     ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
     return outcomes, unremovable, stopped
@@ -138,6 +147,7 @@ def _by_hints_again(
     pods: tuple[int, ...],
     budget: tuple[int, ...],
     destinations: np.ndarray[Any, Any],
+    views: hinted.Views | None = None,
 ) -> Entry | None:
     """``slot``'s last answer if it placed every pod on its hinted node and would again now:
     the same pods and budgets (the same pods to move), the same hints, and each hinted node
@@ -161,6 +171,6 @@ def _by_hints_again(
     if entry.plan is False:
         if not simulator.fits_as_hinted(entry.outcome.moved, entry.targets, allowed):
             return None
-    elif not hinted.fits(simulator, entry.plan, allowed):
+    elif not hinted.fits(simulator, entry.plan, allowed, views):
         return None
     return entry

@@ -98,6 +98,9 @@ class Entry:
     sets: list[tuple[str, str]]  # the hints it set, in order
     by_hints: bool = False  # removable, every pod placed on its hinted node (no search)
     plan: Any = None  # ``autoscaler.hinted.plan`` of a by-hints answer (False: none possible)
+    # its part of a later candidate's context (slot, reason, targets), made at its first turn:
+    # the answer is never changed
+    said: tuple[Any, ...] | None = None
 
 
 @dataclass
