@@ -3,7 +3,8 @@
 ``PodObject`` (``scheduling/objects.py``) keeps what the scheduler needs; the drain rules also
 read the volumes (hostPath, emptyDir and its medium), ``metadata.deletionTimestamp`` with
 ``spec.terminationGracePeriodSeconds``, ``spec.restartPolicy`` and ``status.phase``, which are
-parsed here from the same raw object.
+parsed here from the same raw object. ``RunningPods`` makes the CA pods of a replay's running
+pods cheaply (equal to those its constructors would make).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Any
 
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
-from analyzer.core.resources import pod_requests
+from analyzer.core.resources import Container, PodSpecResources, pod_requests
 from analyzer.scheduling.fields import listing, mapping, optional_integer, text
 from analyzer.scheduling.objects import PodObject, parse_pod
+from analyzer.scheduling.spread_types import OwnerRef
 
 DEFAULT_GRACE_SECONDS = 30  # apiv1.DefaultTerminationGracePeriodSeconds
 LONG_TERMINATING_EXTRA = 30  # drain.PodLongTerminatingExtraThreshold (seconds)
@@ -162,3 +164,50 @@ def parse_ca_pod(raw: Any, where: str) -> CAPod:
         grace_seconds=DEFAULT_GRACE_SECONDS if grace is None else grace,
         restart_policy=text(spec.get("restartPolicy"), f"{where}.spec.restartPolicy") or "Always",
     )
+
+
+class RunningPods:
+    """CA pods of running pods with one container (``main``, the pod's requests), made without
+    the dataclasses' ``__init__``: each equals, field for field,
+    ``CAPod(PodObject(name, namespace, PodSpecResources((Container("main", dict(requests)),)),
+    labels=labels, annotations=annotations, owner_kinds=owner_kinds, phase="Running",
+    controller=controller, uid=uid))`` (tests/test_autoscale_capods.py). The other fields take
+    the values a constructor gives them; what is the same for many pods is one object shared by
+    them, as a pod's own fields are read only in CA: the defaults (the empty dicts among them),
+    and per request map (its items in order) the spec and its ``requests`` (``CAPod.requests``,
+    set here as its first read would)."""
+
+    def __init__(self) -> None:
+        self.pod_fields = dict(vars(PodObject("", "", PodSpecResources(), phase="Running")))
+        self.ca_fields = dict(vars(CAPod(PodObject("", "", PodSpecResources()))))
+        self.specs: dict[tuple[tuple[str, int], ...], tuple[PodSpecResources, Mapping[str, int]]]
+        self.specs = {}
+
+    def make(
+        self,
+        name: str,
+        namespace: str,
+        requests: Mapping[str, int],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str],
+        owner_kinds: tuple[str, ...],
+        controller: OwnerRef | None,
+        uid: str,
+    ) -> CAPod:
+        """The CA pod of a running pod (class docstring)."""
+        items = tuple(requests.items())
+        spec = self.specs.get(items)
+        if spec is None:
+            made = PodSpecResources((Container("main", dict(requests)),))
+            spec = self.specs[items] = (made, pod_requests(made))
+        obj = object.__new__(PodObject)
+        fields = vars(obj)
+        fields.update(self.pod_fields)
+        fields["name"], fields["namespace"], fields["spec"] = name, namespace, spec[0]
+        fields["labels"], fields["annotations"] = labels, annotations
+        fields["owner_kinds"], fields["controller"], fields["uid"] = owner_kinds, controller, uid
+        pod = object.__new__(CAPod)
+        fields = vars(pod)
+        fields.update(self.ca_fields)
+        fields["obj"], fields["requests"] = obj, spec[1]
+        return pod
