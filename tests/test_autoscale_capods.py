@@ -10,6 +10,7 @@ one value only or in their order).
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
@@ -85,7 +86,7 @@ def test_ca_pods_equal_the_constructors(seed: int) -> None:
     (``tuple(requests)`` as the key: the second made pod would get the first's spec), the
     ``requests`` set from another spec, a field of ``PodObject`` left at a default the
     constructor would not give (``phase``), the annotations of a Node-controlled pod not those
-    of a mirror."""
+    of a mirror, ``daemonset`` set to what ``mirror`` reads."""
     demands = _demands(seed)
     view = _view(demands)
     kinds = set()
@@ -95,7 +96,9 @@ def test_ca_pods_equal_the_constructors(seed: int) -> None:
         assert pod == want
         assert vars(pod.obj) == vars(want.obj)
         assert pod.requests == pod_requests(want.obj.spec)
-        assert pod.mirror == want.mirror and pod.daemonset == want.daemonset
+        assert pod.key == f"{d.namespace}/{d.name}"
+        for name in ("requests", "key", "mirror", "daemonset"):  # set by ``RunningPods``
+            assert vars(pod)[name] == getattr(want, name), name
         assert ReplayView.ca_pod(view, i) is pod  # made once
         assert view.demand_by_id[id(pod)] is d
         kinds.add(pod.obj.owner_kinds)
@@ -112,5 +115,6 @@ def test_shared_defaults_are_the_constructors() -> None:
     made = RunningPods().make("a", "b", {"cpu": 1}, {}, {}, (), None, "u")
     plain = CAPod(PodObject("a", "b", PodSpecResources((Container("main", {"cpu": 1}),))))
     assert vars(made.obj) == {**vars(plain.obj), "phase": "Running", "uid": "u"}
-    assert {**vars(made), "obj": plain.obj, "requests": None} == {**vars(plain), "requests": None}
+    names = [f.name for f in dataclasses.fields(CAPod) if f.name != "obj"]
+    assert [getattr(made, n) for n in names] == [getattr(plain, n) for n in names]
     assert made.requests == {"cpu": 1}

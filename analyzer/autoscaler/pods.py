@@ -9,7 +9,7 @@ pods cheaply (equal to those its constructors would make).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -55,9 +55,10 @@ class CAPod:
         changes; read only)."""
         return pod_requests(self.obj.spec)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """``namespace/name``, the form the output names pods by."""
+        """``namespace/name``, the form the output names pods by (made once, as are ``mirror``
+        and ``daemonset``: what they read of a frozen pod object never changes)."""
         return f"{self.obj.namespace}/{self.obj.name}"
 
     @property
@@ -65,12 +66,12 @@ class CAPod:
         """The pod's annotations."""
         return self.obj.annotations
 
-    @property
+    @cached_property
     def mirror(self) -> bool:
         """``pod_util.IsMirrorPod``: a static pod's API mirror."""
         return MIRROR_ANNOTATION in self.obj.annotations
 
-    @property
+    @cached_property
     def daemonset(self) -> bool:
         """``pod_util.IsDaemonSetPod``: controlled by a DaemonSet, or annotated as one."""
         ref = self.obj.controller
@@ -175,7 +176,7 @@ class RunningPods:
     the values a constructor gives them; what is the same for many pods is one object shared by
     them, as a pod's own fields are read only in CA: the defaults (the empty dicts among them),
     and per request map (its items in order) the spec and its ``requests`` (``CAPod.requests``,
-    set here as its first read would)."""
+    set here as its first read would, as are ``key``, ``mirror`` and ``daemonset``)."""
 
     def __init__(self) -> None:
         self.pod_fields = dict(vars(PodObject("", "", PodSpecResources(), phase="Running")))
@@ -210,4 +211,16 @@ class RunningPods:
         fields = vars(pod)
         fields.update(self.ca_fields)
         fields["obj"], fields["requests"] = obj, spec[1]
+        fields["key"], fields["mirror"] = _KEY(pod), _MIRROR(pod)
+        fields["daemonset"] = _DAEMONSET(pod)
         return pod
+
+
+def _first_read(name: str) -> Callable[[CAPod], Any]:
+    """What the first read of ``CAPod``'s cached property ``name`` computes."""
+    prop: cached_property[Any] = vars(CAPod)[name]
+    return prop.func
+
+
+# what ``RunningPods`` sets as the first read of these ``CAPod`` properties would
+_KEY, _MIRROR, _DAEMONSET = _first_read("key"), _first_read("mirror"), _first_read("daemonset")
