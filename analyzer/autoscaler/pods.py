@@ -108,7 +108,10 @@ class CAPod:
     @property
     def blocking_local_storage(self) -> bool:
         """``drain.HasBlockingLocalStorage``: a hostPath or non-memory emptyDir volume not named in
-        the ``safe-to-evict-local-volumes`` annotation."""
+        the ``safe-to-evict-local-volumes`` annotation (none without volumes: the replay's
+        pods have none)."""
+        if not self.volumes:
+            return False
         named = self.obj.annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES, "")
         allowed = set(named.split(",")) if named else set()
         return any(
