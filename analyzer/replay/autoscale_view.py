@@ -175,7 +175,7 @@ class ReplayView:
         if known is None or known[0] != version:
             made = self.pods  # ``ca_pod`` inlined for the pods already made (most)
             pods = [made.get(p) or self.ca_pod(p) for p in sorted(self.on_node[slot])]
-            known = self.pod_lists[slot] = (version, pods, tuple(id(p) for p in pods))
+            known = self.pod_lists[slot] = (version, pods, tuple(map(id, pods)))
         return known[1]
 
     def pod_ids(self, slot: int, pods: list[CAPod]) -> tuple[int, ...]:
@@ -184,4 +184,4 @@ class ReplayView:
         known = self.pod_lists.get(slot)
         if known is not None and known[1] is pods:
             return known[2]
-        return tuple(id(p) for p in pods)
+        return tuple(map(id, pods))
