@@ -3,21 +3,23 @@
 ``PodObject`` (``scheduling/objects.py``) keeps what the scheduler needs; the drain rules also
 read the volumes (hostPath, emptyDir and its medium), ``metadata.deletionTimestamp`` with
 ``spec.terminationGracePeriodSeconds``, ``spec.restartPolicy`` and ``status.phase``, which are
-parsed here from the same raw object.
+parsed here from the same raw object. ``RunningPods`` makes the CA pods of a replay's running
+pods cheaply (equal to those its constructors would make).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
-from analyzer.core.resources import pod_requests
+from analyzer.core.resources import Container, PodSpecResources, pod_requests
 from analyzer.scheduling.fields import listing, mapping, optional_integer, text
 from analyzer.scheduling.objects import PodObject, parse_pod
+from analyzer.scheduling.spread_types import OwnerRef
 
 DEFAULT_GRACE_SECONDS = 30  # apiv1.DefaultTerminationGracePeriodSeconds
 LONG_TERMINATING_EXTRA = 30  # drain.PodLongTerminatingExtraThreshold (seconds)
@@ -53,9 +55,10 @@ class CAPod:
         changes; read only)."""
         return pod_requests(self.obj.spec)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """``namespace/name``, the form the output names pods by."""
+        """``namespace/name``, the form the output names pods by (made once, as are ``mirror``
+        and ``daemonset``: what they read of a frozen pod object never changes)."""
         return f"{self.obj.namespace}/{self.obj.name}"
 
     @property
@@ -63,12 +66,12 @@ class CAPod:
         """The pod's annotations."""
         return self.obj.annotations
 
-    @property
+    @cached_property
     def mirror(self) -> bool:
         """``pod_util.IsMirrorPod``: a static pod's API mirror."""
         return MIRROR_ANNOTATION in self.obj.annotations
 
-    @property
+    @cached_property
     def daemonset(self) -> bool:
         """``pod_util.IsDaemonSetPod``: controlled by a DaemonSet, or annotated as one."""
         ref = self.obj.controller
@@ -105,7 +108,10 @@ class CAPod:
     @property
     def blocking_local_storage(self) -> bool:
         """``drain.HasBlockingLocalStorage``: a hostPath or non-memory emptyDir volume not named in
-        the ``safe-to-evict-local-volumes`` annotation."""
+        the ``safe-to-evict-local-volumes`` annotation (none without volumes: the replay's
+        pods have none)."""
+        if not self.volumes:
+            return False
         named = self.obj.annotations.get(SAFE_TO_EVICT_LOCAL_VOLUMES, "")
         allowed = set(named.split(",")) if named else set()
         return any(
@@ -162,3 +168,62 @@ def parse_ca_pod(raw: Any, where: str) -> CAPod:
         grace_seconds=DEFAULT_GRACE_SECONDS if grace is None else grace,
         restart_policy=text(spec.get("restartPolicy"), f"{where}.spec.restartPolicy") or "Always",
     )
+
+
+class RunningPods:
+    """CA pods of running pods with one container (``main``, the pod's requests), made without
+    the dataclasses' ``__init__``: each equals, field for field,
+    ``CAPod(PodObject(name, namespace, PodSpecResources((Container("main", dict(requests)),)),
+    labels=labels, annotations=annotations, owner_kinds=owner_kinds, phase="Running",
+    controller=controller, uid=uid))`` (tests/test_autoscale_capods.py). The other fields take
+    the values a constructor gives them; what is the same for many pods is one object shared by
+    them, as a pod's own fields are read only in CA: the defaults (the empty dicts among them),
+    and per request map (its items in order) the spec and its ``requests`` (``CAPod.requests``,
+    set here as its first read would, as are ``key``, ``mirror`` and ``daemonset``)."""
+
+    def __init__(self) -> None:
+        self.pod_fields = dict(vars(PodObject("", "", PodSpecResources(), phase="Running")))
+        self.ca_fields = dict(vars(CAPod(PodObject("", "", PodSpecResources()))))
+        self.specs: dict[tuple[tuple[str, int], ...], tuple[PodSpecResources, Mapping[str, int]]]
+        self.specs = {}
+
+    def make(
+        self,
+        name: str,
+        namespace: str,
+        requests: Mapping[str, int],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str],
+        owner_kinds: tuple[str, ...],
+        controller: OwnerRef | None,
+        uid: str,
+    ) -> CAPod:
+        """The CA pod of a running pod (class docstring)."""
+        items = tuple(requests.items())
+        spec = self.specs.get(items)
+        if spec is None:
+            made = PodSpecResources((Container("main", dict(requests)),))
+            spec = self.specs[items] = (made, pod_requests(made))
+        obj = object.__new__(PodObject)
+        fields = vars(obj)
+        fields.update(self.pod_fields)
+        fields["name"], fields["namespace"], fields["spec"] = name, namespace, spec[0]
+        fields["labels"], fields["annotations"] = labels, annotations
+        fields["owner_kinds"], fields["controller"], fields["uid"] = owner_kinds, controller, uid
+        pod = object.__new__(CAPod)
+        fields = vars(pod)
+        fields.update(self.ca_fields)
+        fields["obj"], fields["requests"] = obj, spec[1]
+        fields["key"], fields["mirror"] = _KEY(pod), _MIRROR(pod)
+        fields["daemonset"] = _DAEMONSET(pod)
+        return pod
+
+
+def _first_read(name: str) -> Callable[[CAPod], Any]:
+    """What the first read of ``CAPod``'s cached property ``name`` computes."""
+    prop: cached_property[Any] = vars(CAPod)[name]
+    return prop.func
+
+
+# what ``RunningPods`` sets as the first read of these ``CAPod`` properties would
+_KEY, _MIRROR, _DAEMONSET = _first_read("key"), _first_read("mirror"), _first_read("daemonset")

@@ -1,12 +1,12 @@
 """cluster-autoscaler's view of the replay's live state (``analyzer.replay.autoscale_loop``).
 
 CA reads the replay's nodes and pods through objects of its own (``analyzer.autoscaler``): a
-``CANode`` per slot, a ``CAPod`` per replay pod (made once, when a pass first reads its node),
-each node's pods in pod order, each slot's node group and the groups' sizes, and the per-slot
-facts its utilisation screen reads (cpu and memory allocatable, GPU and scale-down-disabled
-nodes). Kept across passes while what they are made of is the same: a node's pods while its
-version (binds and unbinds, ``touch``) is, the groups' sizes while no node joins or is removed
-and no provisioning starts or ends.
+``CANode`` per slot, a ``CAPod`` per replay pod (made once, when a pass first reads its node,
+by ``pods.RunningPods``), each node's pods in pod order, each slot's node group and the groups'
+sizes, and the per-slot facts its utilisation screen reads (cpu and memory allocatable, GPU and
+scale-down-disabled nodes). Kept across passes while what they are made of is the same: a node's
+pods while its version (binds and unbinds, ``touch``) is, the groups' sizes while no node joins
+or is removed and no provisioning starts or ends.
 """
 
 from __future__ import annotations
@@ -18,14 +18,16 @@ import numpy as np
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.options import CAOptions
-from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod
+from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
 from analyzer.autoscaler.utilization import is_gpu_node
-from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_setup import NodeGroups
 from analyzer.replay.input import ReplayInput
-from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.state import ClusterState
+
+# a replay pod's annotations: a static pod's mirror (controlled by its Node) or none (read only)
+MIRRORED = {MIRROR_ANNOTATION: "replay"}
+NO_ANNOTATIONS: dict[str, str] = {}
 
 
 class ReplayView:
@@ -49,6 +51,7 @@ class ReplayView:
         self.inp, self.groups, self.options = inp, groups, options
         self.state, self.active, self.on_node = state, active, on_node
         self.pods: dict[int, CAPod] = {}
+        self.running = RunningPods()  # how ``ca_pod`` makes them
         self.demand_by_id: dict[int, Any] = {}  # each CA pod object's demand, by ``id``
         self.kinds = [
             NodeGroup(name, groups.min_size[g], groups.max_size[g])
@@ -133,18 +136,15 @@ class ReplayView:
         if found is None:
             d = self.inp.demands[pod]
             kind = "" if d.controller is None else d.controller.kind
-            found = CAPod(
-                PodObject(
-                    name=d.name,
-                    namespace=d.namespace,
-                    spec=PodSpecResources((Container("main", dict(d.request_map)),)),
-                    labels=d.labels,
-                    annotations={MIRROR_ANNOTATION: "replay"} if kind == "Node" else {},
-                    owner_kinds=(kind,) if kind else (),
-                    phase="Running",
-                    controller=d.controller,
-                    uid=d.uid,
-                )
+            found = self.running.make(
+                d.name,
+                d.namespace,
+                d.request_map,
+                d.labels,
+                MIRRORED if kind == "Node" else NO_ANNOTATIONS,
+                (kind,) if kind else (),
+                d.controller,
+                d.uid,
             )
             self.pods[pod] = found  # kept for the replay: its id stays its own
             self.demand_by_id[id(found)] = d
@@ -175,7 +175,7 @@ class ReplayView:
         if known is None or known[0] != version:
             made = self.pods  # ``ca_pod`` inlined for the pods already made (most)
             pods = [made.get(p) or self.ca_pod(p) for p in sorted(self.on_node[slot])]
-            known = self.pod_lists[slot] = (version, pods, tuple(id(p) for p in pods))
+            known = self.pod_lists[slot] = (version, pods, tuple(map(id, pods)))
         return known[1]
 
     def pod_ids(self, slot: int, pods: list[CAPod]) -> tuple[int, ...]:
@@ -184,4 +184,4 @@ class ReplayView:
         known = self.pod_lists.get(slot)
         if known is not None and known[1] is pods:
             return known[2]
-        return tuple(id(p) for p in pods)
+        return tuple(map(id, pods))
