@@ -127,3 +127,21 @@ def seeded_autoscaled(seed: int, raw: Any = None) -> tuple[Any, Any, Any]:
     )
     auto, groups = with_node_groups(prepare(cluster.snapshot), settings)
     return auto, groups, settings
+
+
+def random_ask(rng: Any, state: Any, case: int) -> Any:
+    """A pod's demand for the first-fit walks' random states: random cpu and memory; every
+    third case exactly one node's free room (the comparison's boundary); every fiftieth also
+    a resource no node offers (it fits nowhere)."""
+    from analyzer.scheduling.state import make_demand
+
+    ask = {"cpu": int(rng.integers(1, 2500)), "memory": int(rng.integers(1, 3 * 2**30))}
+    if case % 3 == 0:
+        free = state.allocatable - state.requested
+        k = int(rng.integers(0, state.node_count))
+        cpu, memory = state.index_of("cpu"), state.index_of("memory")
+        assert cpu is not None and memory is not None
+        ask = {"cpu": max(1, int(free[k, cpu])), "memory": max(1, int(free[k, memory]))}
+    if case % 50 == 0:
+        ask["example.com/fpga"] = 1
+    return make_demand(state.resources, ask, ask, name="p", namespace="d")

@@ -7,6 +7,7 @@ set node of the full filter mask (``fit.filter``'s answer and the masks) from th
 from __future__ import annotations
 
 import numpy as np
+from autoscale_cases import random_ask
 
 from analyzer.autoscaler.removal_place import Placement
 from analyzer.autoscaler.removal_state import NEAR, first_fit_from, first_fitting
@@ -58,16 +59,7 @@ def test_the_walk_finds_the_full_masks_first_node_from_the_start() -> None:
                     state.bind(
                         node, make_demand(state.resources, load, load, name="l", namespace="d")
                     )
-        ask = {"cpu": int(rng.integers(1, 2500)), "memory": int(rng.integers(1, 3 * 2**30))}
-        if case % 3 == 0:  # exactly one node's free room: the comparison's boundary
-            free = state.allocatable - state.requested
-            k = int(rng.integers(0, count))
-            cpu, memory = state.index_of("cpu"), state.index_of("memory")
-            assert cpu is not None and memory is not None
-            ask = {"cpu": max(1, int(free[k, cpu])), "memory": max(1, int(free[k, memory]))}
-        if case % 50 == 0:
-            ask["example.com/fpga"] = 1  # offered by no node: fits nowhere
-        demand = make_demand(state.resources, ask, ask, name="p", namespace="d")
+        demand = random_ask(rng, state, case)
         base = rng.random(count) < rng.uniform(0.3, 1.0)
         mask = rng.random(count) < rng.uniform(0.3, 1.0)
         start = int(rng.integers(0, count))

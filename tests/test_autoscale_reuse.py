@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from autoscale_cases import node as node_doc
 from autoscale_cases import pod as pod_doc
+from autoscale_cases import random_ask
 from replay_fixtures import N, P, build
 
 from analyzer.autoscaler import hinted
@@ -233,16 +234,7 @@ def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None
                     "memory": int(rng.integers(0, 4 * 2**30)),
                 }
                 state.bind(node, make_demand(state.resources, load, load, name="l", namespace="d"))
-        ask = {"cpu": int(rng.integers(1, 2500)), "memory": int(rng.integers(1, 3 * 2**30))}
-        if case % 3 == 0:  # exactly one node's free room: the comparison's boundary
-            free = state.allocatable - state.requested
-            k = int(rng.integers(0, count))
-            cpu, memory = state.index_of("cpu"), state.index_of("memory")
-            assert cpu is not None and memory is not None
-            ask = {"cpu": max(1, int(free[k, cpu])), "memory": max(1, int(free[k, memory]))}
-        if case % 50 == 0:
-            ask["example.com/fpga"] = 1  # offered by no node: fits nowhere
-        demand = make_demand(state.resources, ask, ask, name="p", namespace="d")
+        demand = random_ask(rng, state, case)
         feasible = rng.random(count) < 0.8
         start = int(rng.integers(0, count))
         full = feasible & fit.filter(state, demand, 0.0).feasible
