@@ -30,7 +30,8 @@ def test_a_bind_on_a_node_judged_with_a_verdict_it_keeps_is_not_verified(
     # to, steady). Mutants caught: an unbind on a steady node not verified either (``touch``
     # leaves it out of ``pending``: the incremental answer True where the full one is False),
     # and the full check passing a steady node whatever was unbound from it (the other way).
-    # Fails on the branch point (no steady node: no such True answer).
+    # Fails on the branch point (no steady node: no such True answer), and with ``steady``
+    # giving no node (mutant tried: ``NotUnderutilized`` left out of its mask).
     real = SimulationMemo.unchanged
     seen = {"calls": 0, "steady": 0}
 
@@ -41,7 +42,12 @@ def test_a_bind_on_a_node_judged_with_a_verdict_it_keeps_is_not_verified(
         finally:
             memo.incremental = True
         look = memo.summary.look if memo.summary is not None else None
-        judged = look is not None and any(look.item(n) for n in memo.touched)
+        # a judged node not skipped now (a skipped one is a skipped node's case) nor verified
+        # by the caller (``autoscale_expiry``): only ``steady`` lets such an answer be True
+        recent, verified = args[6], args[7] if len(args) > 7 else ()
+        judged = look is not None and any(
+            look.item(n) and n not in recent and n not in verified for n in memo.touched
+        )
         answer = real(memo, *args)
         assert answer == full, seen["calls"]
         seen["calls"] += 1

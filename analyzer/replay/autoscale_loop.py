@@ -129,6 +129,8 @@ class ClusterAutoscaler(ReplayView):
         self.judged_at = [-1] * len(state.node_names)
         self.unfit_reason = [""] * len(state.node_names)
         self.no_pod_to_move = [False] * len(state.node_names)
+        # per slot, its reason's kind (``autoscale_steady.verdict_kind``), kept with it
+        self.verdict_kind = np.zeros(len(state.node_names), dtype=np.int8)
 
     # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
     _ready_at = NEVER

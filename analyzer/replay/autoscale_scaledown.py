@@ -43,6 +43,7 @@ from analyzer.replay.autoscale_steady import (
     restore_blocked,
     skip_blocked,
     steady,
+    verdict_kind,
 )
 
 # a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
@@ -117,7 +118,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     look = np.flatnonzero(looked).tolist()
     reasons["NotUnderutilized"] = count - len(look)
     candidates, empty = _judge(ca, look, reasons, now)
-    kept_verdicts = steady(ca, look) if ca.reuse else None
+    kept_verdicts = steady(ca, looked) if ca.reuse else None
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
     # take room from the later candidates)
@@ -224,6 +225,7 @@ def _judge(
                 reason = check(node, pods, groups.get(ca_node.name), opts, seconds).reason
             at[slot] = version[slot]
             ca.unfit_reason[slot] = reason
+            ca.verdict_kind[slot] = verdict_kind(reason)
             ca.no_pod_to_move[slot] = not reason and has_no_pod_to_move(
                 pods, opts, seconds, verdicts
             )

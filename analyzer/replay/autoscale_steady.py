@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -32,11 +31,15 @@ NOT_UNDERUTILIZED = "NotUnderutilized"
 # ``eligibility.check``'s reasons decided before any pod is read (``CurrentlyBeingDeleted``
 # reads the time: left out)
 STATIC = frozenset({"ScaleDownDisabledAnnotation", "NotAutoscaled"})
+# each slot's verdict kind (``ClusterAutoscaler.verdict_kind``, ``verdict_kind``): a reason a
+# bind keeps, a reason decided before any pod is read; 0 for the others and candidates
+BIND_KEEPS, STATIC_KIND = 1, 2
 
 
-def steady(ca: ClusterAutoscaler, look: list[int]) -> np.ndarray[Any, Any] | None:
-    """The nodes of ``look`` just judged (``autoscale_scaledown._judge``) whose verdict a bind
-    on them keeps, and keeps them looked at, so that the pass's reasons stay (None: none):
+def steady(ca: ClusterAutoscaler, looked: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | None:
+    """The nodes of ``looked`` (a mask over slots: those just judged,
+    ``autoscale_scaledown._judge``) whose verdict a bind on them keeps, and keeps them looked
+    at, so that the pass's reasons stay (None: none):
 
     - ``NotUnderutilized``: a bind only adds requests, and CA's utilisation (each resource's
       requests over the allocatable, the highest; a GPU node's GPU ratio) only rises with
@@ -51,28 +54,28 @@ def steady(ca: ClusterAutoscaler, look: list[int]) -> np.ndarray[Any, Any] | Non
       with such a reason leaves ``look`` when a bind lifts it over the screen, counted
       ``NotUnderutilized`` then: not steady.)
 
-    An unbind is verified as before (``SimulationMemo.touch``); a node a placement walked is
-    not ``clear`` either (``summarise``)."""
-    if not look:
-        return None
+    Read from each slot's verdict kind (``verdict_kind``, kept by ``_judge`` with its reason:
+    current for every node judged now), over every slot at once. An unbind is verified as
+    before (``SimulationMemo.touch``); a node a placement walked is not ``clear`` either
+    (``summarise``)."""
     opts = ca.options
     rising = not (
         opts.ignore_daemonsets_utilization
         or opts.ignore_mirror_pods_utilization
         or any(k.options is not None and k.options.ignore_daemonsets_utilization for k in ca.kinds)
     )
-    get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
-    special = ca.special
-    slots = [
-        s
-        for s, r in zip(look, get(ca.unfit_reason), strict=True)
-        if r and ((rising and r == NOT_UNDERUTILIZED) or (r in STATIC and special.item(s)))
-    ]
-    if not slots:
-        return None
-    mask = np.zeros(len(ca.unfit_reason), dtype=bool)
-    mask[slots] = True
-    return mask
+    kind = ca.verdict_kind
+    mask = (kind == STATIC_KIND) & ca.special
+    if rising:
+        mask |= kind == BIND_KEEPS
+    mask &= looked
+    return mask if mask.any() else None
+
+
+def verdict_kind(reason: str) -> int:
+    """A verdict's kind as ``steady`` reads it: ``BIND_KEEPS`` (``NotUnderutilized``),
+    ``STATIC_KIND`` (decided before any pod is read) or 0."""
+    return BIND_KEEPS if reason == NOT_UNDERUTILIZED else STATIC_KIND if reason in STATIC else 0
 
 
 def blocked_only(ca: ClusterAutoscaler) -> bool:
