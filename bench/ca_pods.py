@@ -22,12 +22,10 @@ from typing import Any
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
 from analyzer.core.memory import gc_frozen
 from analyzer.core.resources import Container, PodSpecResources
+from analyzer.replay.autoscale_view import running_ca_pod
 from analyzer.replay.input import prepare
 from analyzer.scheduling.objects import PodObject
 from analyzer.sources import SyntheticSpec, generate
-
-MIRRORED = {MIRROR_ANNOTATION: "replay"}
-NONE: dict[str, str] = {}
 
 
 def _constructors(demands: list[Any]) -> list[CAPod]:
@@ -54,15 +52,8 @@ def _constructors(demands: list[Any]) -> list[CAPod]:
 
 
 def _running_pods(demands: list[Any]) -> list[CAPod]:
-    made, out = RunningPods(), []
-    for d in demands:
-        kind = "" if d.controller is None else d.controller.kind
-        annotations = MIRRORED if kind == "Node" else NONE
-        out.append(
-            made.make(d.name, d.namespace, d.request_map, d.labels, annotations,
-                      (kind,) if kind else (), d.controller, d.uid)
-        )  # fmt: skip
-    return out
+    made = RunningPods()
+    return [running_ca_pod(made, d) for d in demands]
 
 
 def main() -> None:

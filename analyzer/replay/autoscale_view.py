@@ -23,11 +23,27 @@ from analyzer.autoscaler.utilization import is_gpu_node
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_setup import NodeGroups
 from analyzer.replay.input import ReplayInput
-from analyzer.scheduling.state import ClusterState
+from analyzer.scheduling.state import ClusterState, PodDemand
 
 # a replay pod's annotations: a static pod's mirror (controlled by its Node) or none (read only)
 MIRRORED = {MIRROR_ANNOTATION: "replay"}
 NO_ANNOTATIONS: dict[str, str] = {}
+
+
+def running_ca_pod(running: RunningPods, d: PodDemand) -> CAPod:
+    """The CA pod of the replay's running pod ``d``, made by ``running``: its requests in one
+    container, its controller as its owner, a Node-controlled (static) pod a mirror."""
+    kind = "" if d.controller is None else d.controller.kind
+    return running.make(
+        d.name,
+        d.namespace,
+        d.request_map,
+        d.labels,
+        MIRRORED if kind == "Node" else NO_ANNOTATIONS,
+        (kind,) if kind else (),
+        d.controller,
+        d.uid,
+    )
 
 
 class ReplayView:
@@ -135,17 +151,7 @@ class ReplayView:
         found = self.pods.get(pod)
         if found is None:
             d = self.inp.demands[pod]
-            kind = "" if d.controller is None else d.controller.kind
-            found = self.running.make(
-                d.name,
-                d.namespace,
-                d.request_map,
-                d.labels,
-                MIRRORED if kind == "Node" else NO_ANNOTATIONS,
-                (kind,) if kind else (),
-                d.controller,
-                d.uid,
-            )
+            found = running_ca_pod(self.running, d)
             self.pods[pod] = found  # kept for the replay: its id stays its own
             self.demand_by_id[id(found)] = d
         return found
