@@ -47,6 +47,10 @@ class HintedPlan:
     counts: np.ndarray[Any, Any]  # per target: the pods the answer adds to it
     groups: list[tuple[int, list[CAPod]]]  # per target: its pods of the answer, in order
     gone: frozenset[int]  # the object ids of the moved pods
+    # ``cells`` with ``adds`` and ``where`` with ``counts`` as Python (index, addition) pairs,
+    # for a simulator that adds them through memoryviews (``RemovalSimulator.apply``)
+    cell_adds: list[tuple[int, int]]
+    target_counts: list[tuple[int, int]]
     # the candidate's pods list as last applied, and that list without the moved pods
     left: tuple[list[CAPod], list[CAPod]] | None = None
 
@@ -61,50 +65,57 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
     pods pass exactly when the largest ``ask + held`` per column and the largest ``before`` (its
     pods less one) pass, so one check per target is kept."""
     width = simulator.state.requested.shape[1]
-    demand_of, static_only, fit_columns = (
-        simulator.demand_of,
-        simulator._static_only,
-        simulator._fit_columns,
-    )
-    held: dict[int, list[int]] = {}  # target -> the requests of the answer's pods so far
+    demand_of = simulator.demand_of
+    # ``_record`` (kept static mask, compared columns, non-zero requests) is ``_static_only``
+    # and ``_fit_columns`` in one kept answer, where those can be kept (else none: ask pod by pod)
+    kept = simulator.static is not None and simulator.first_fit
+    records = simulator.static.setdefault(("records",), {}) if kept else {}
+    held: dict[int, dict[int, int]] = {}  # target -> column -> the answer's pods' requests so far
     needs: dict[int, dict[int, int]] = {}  # target -> column -> the most needed free
     groups: dict[int, list[CAPod]] = {}
     for pod, t in zip(moved, targets, strict=True):
+        if not kept:
+            return None
         demand = demand_of[id(pod)]
-        found = static_only(demand)
-        if found is None or found[1] is None or not found[0].item(t):
+        found = records.get(id(demand))
+        record = found[1] if found is not None else simulator._record(demand)
+        if record is None or not record[0][t]:
             return None
-        columns = fit_columns(found[1], demand)
-        if columns is None:
-            return None
-        requests = demand.requests.tolist()
+        columns, adds = record[1], record[2]
         before = held.get(t)
         if before is None:  # its first pod: nothing of the answer's before it there
-            held[t] = requests
+            held[t] = dict(adds)
             needs[t] = dict(columns)  # a column named twice: its last request, as fit's
             groups[t] = [pod]
             continue
         most = needs[t]
         for j, r in dict(columns).items():
-            need = r + before[j]
+            need = r + before.get(j, 0)
             if need > most.get(j, need - 1):
                 most[j] = need
-        held[t] = [a + b for a, b in zip(before, requests, strict=True)]
+        for j, r in adds:
+            before[j] = before.get(j, 0) + r
         groups[t].append(pod)
     order = list(held)
+    cell_adds = [(t * width + j, r) for t in order for j, r in sorted(held[t].items()) if r]
+    target_counts = [(t, len(groups[t])) for t in order]
+    sums = np.zeros((len(order), width), dtype=np.int64)
+    for row, t in enumerate(order):
+        for j, r in held[t].items():
+            sums[row, j] = r
     return HintedPlan(
         slots=[(t, len(groups[t]) - 1) for t in order],
         room=[(t * width + j, need) for t in order for j, need in sorted(needs[t].items())],
         width=width,
-        cells=np.array(
-            [t * width + j for t in order for j, r in enumerate(held[t]) if r], dtype=np.int64
-        ),
-        adds=np.array([r for t in order for r in held[t] if r], dtype=np.int64),
+        cells=np.array([c for c, _ in cell_adds], dtype=np.int64),
+        adds=np.array([r for _, r in cell_adds], dtype=np.int64),
         where=np.array(order, dtype=np.int64),
-        sums=np.array([held[t] for t in order], dtype=np.int64).reshape(len(order), width),
-        counts=np.array([len(groups[t]) for t in order], dtype=np.int64),
+        sums=sums,
+        counts=np.array([k for _, k in target_counts], dtype=np.int64),
         groups=[(t, groups[t]) for t in order],
         gone=frozenset(id(pod) for pod in moved),
+        cell_adds=cell_adds,
+        target_counts=target_counts,
     )
 
 

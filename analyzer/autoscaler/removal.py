@@ -196,15 +196,24 @@ class RemovalSimulator(Placement):
         without re-placing: its moved pods go to ``targets`` (node indices) as they did.
         ``plan`` (``hinted.plan`` of the answer): a light simulator adds each target's pods in
         one step (no moved pod has host ports there: ``light`` callers exclude them)."""
+        views = None if self.views is None or not self.light else self.views.of(self)
         if plan is not None and self.light:
             requested, counts = self.state.requested, self.state.pod_count
-            if requested.flags.c_contiguous and requested.shape[1] == plan.width:
+            if views is not None and self.views.width == plan.width:
+                # a few cells: Python ints through the flat memoryviews (the same sums)
+                count, used = views[1], views[4]
+                for cell, add in plan.cell_adds:
+                    used[cell] += add
+                for target, more in plan.target_counts:
+                    count[target] += more
+            elif requested.flags.c_contiguous and requested.shape[1] == plan.width:
                 # the non-zero sums on the flat array (a view of the same memory in row order),
                 # one index per cell: ``requested[where] += sums`` in one 1-D step
                 requested.reshape(-1)[plan.cells] += plan.adds
+                counts[plan.where] += plan.counts
             else:
                 requested[plan.where] += plan.sums  # distinct targets: no index twice
-            counts[plan.where] += plan.counts
+                counts[plan.where] += plan.counts
             self.batches.append((plan.where, plan.sums, plan.counts))
             added, names = self.added, self.names
             for target, pods in plan.groups:  # ``_add_pods`` of each, in order
@@ -221,12 +230,24 @@ class RemovalSimulator(Placement):
             return
         index = self.position[node]
         nodes = self.cluster.nodes
+        # a light quick simulator with ``views``: a pod with a ``_record`` bound through them
+        fast = views is not None and self.static is not None and self.first_fit
+        width = self.state.requested.shape[1]
         for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]
             if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
                 self._unbind(index, demand)
                 self.journal.append((False, index, demand))
-            self._bind(target, demand)
+            record = self._record(demand) if fast else None
+            if record is not None and not record[3]:  # ``_bind`` (light) on the memoryviews
+                assert views is not None
+                at = target * width
+                used = views[4]
+                for j, r in record[2]:
+                    used[at + j] += r
+                views[1][target] += 1
+            else:
+                self._bind(target, demand)
             self.journal.append((True, target, demand))
             self._add_pod(nodes[target].name, pod)
         gone = {id(pod) for pod in outcome.moved}
@@ -289,6 +310,20 @@ class RemovalSimulator(Placement):
         allowed[index] = False
         demand_of = self.demand_of
         moving = [demand_of[id(pod)] for pod in found.pods]
+        # a light quick simulation with ``views``: a pod with a ``_record`` is placed and bound
+        # through the memoryviews (the same reads and sums as ``_hinted_in``, ``_place_in`` and
+        # ``_bind`` on the same memory)
+        kept_views = self.views if quick and self.light else None
+        found_views = None if kept_views is None else kept_views.of(self)
+        fast = found_views is not None
+        views: tuple[memoryview, ...] = found_views or ()
+        records: dict[int, Any] = {}
+        if fast:
+            assert self.static is not None
+            records = self.static.setdefault(("records",), {})
+            ok = allowed.data
+            count, used = views[1], views[4]
+            width = self.state.requested.shape[1]
         # the candidate is no destination in this simulation, nor (removable) later in the
         # pass: in a light simulation its own counts are left as they are (never read again
         # before ``restore``)
@@ -298,10 +333,14 @@ class RemovalSimulator(Placement):
                 self._unbind(index, demand)
         done: list[tuple[bool, int, PodDemand]] = []  # the journal's entries of the moves
         placed: dict[str, str] = {}
-        hints, names = self.hints, self.names
+        hints, names, position = self.hints, self.names, self.position
         look, first_look = self.look_log.append, self.looked.setdefault
         for pod, demand in zip(found.pods, moving, strict=True):
-            masks = self._quick(demand) if quick else None
+            record = None
+            if fast:
+                kept = records.get(id(demand))
+                record = kept[1] if kept is not None else self._record(demand)
+            masks = self._quick(demand) if quick and record is None else None
             target = None
             pod_key = ""
             if hints is not None:  # ``HintingSimulator.TrySchedulePods``: the hint first
@@ -310,13 +349,19 @@ class RemovalSimulator(Placement):
                 look((pod_key, hint))
                 first_look(pod_key, hint)  # the first look of this pass (``stable``)
                 if hint is not None:
-                    if masks is None:
+                    if record is not None:
+                        spot = position.get(hint)
+                        if self._hinted_views(spot, ok, record, views):
+                            target = spot
+                    elif masks is None:
                         target = self._hinted(hint, demand, allowed)
                     else:
                         target = self._hinted_in(hint, allowed, masks)
                     self.hinted += target is not None
             if target is None:
-                if masks is None:
+                if record is not None:
+                    target = self._place_views(allowed, ok, record, views)
+                elif masks is None:
                     target = self._place(demand, allowed)
                 else:
                     target = self._place_in(allowed, masks)
@@ -331,7 +376,13 @@ class RemovalSimulator(Placement):
             if hints is not None:  # kept even if a later pod fails
                 hints.set(pod_key, name)
                 self.hint_log.append((pod_key, name))
-            self._bind(target, demand)
+            if record is not None and not record[3]:  # ``_bind`` (light) on the memoryviews
+                at = target * width
+                for j, r in record[2]:
+                    used[at + j] += r
+                count[target] += 1
+            else:
+                self._bind(target, demand)
             done.append((True, target, demand))
             placed[pod.key] = name
         if own:

@@ -15,9 +15,13 @@ from typing import Any
 import numpy as np
 
 from analyzer.autoscaler.pods import CAPod
-from analyzer.autoscaler.removal_state import STATIC_FILTERS, first_fit_from, first_fitting
+from analyzer.autoscaler.removal_state import NEAR, STATIC_FILTERS, first_fit_from, first_fitting
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState, PodDemand
+
+# a pod's ``Placement._record``: its ``_quick`` mask (a memoryview) and compared columns, its
+# non-zero requests as (column, request), whether it has host ports, and the mask itself
+Record = tuple[memoryview, list[tuple[int, int]], list[tuple[int, int]], bool, np.ndarray]
 
 
 class Placement:
@@ -37,6 +41,10 @@ class Placement:
     # by demand id (with the demand) and by shape (``_fit_columns``; no demand)
     columns: dict[Any, tuple[PodDemand | None, list[tuple[int, int]] | None]]
     demand_of: dict[int, PodDemand]
+    # a light simulator's caller may keep ``hinted.Views`` of the state's arrays here (flat
+    # memoryviews: Python ints read and written without ``ndarray.item``'s per-call cost); the
+    # placements and binds of pods with a ``_record`` then go through them (``simulate``)
+    views: Any = None
 
     def _mask(self, demand: PodDemand, allowed: np.ndarray) -> tuple[np.ndarray, Any]:
         """The nodes ``allowed`` whose filters pass for ``demand``, but NodeResourcesFit when
@@ -105,6 +113,77 @@ class Placement:
             return None
         columns = self.columns.get(id(demand))  # ``_fit_columns`` read in place
         return mask, columns[1] if columns is not None else self._fit_columns(fit, demand)
+
+    def _record(self, demand: PodDemand) -> Record | None:
+        """``_quick``'s answer for ``demand`` with what a light bind adds (``Record``), or None
+        where ``_quick`` has none; kept in ``static`` per demand object (with it, so its id is
+        not reused; under the key ``("records",)``, by the demand's id): ``_quick`` reads the kept static masks and the demand's compared columns,
+        both fixed while they are kept, and the requests, fixed with the demand."""
+        assert self.static is not None
+        kept: dict[int, tuple[PodDemand, Record | None]]
+        kept = self.static.setdefault(("records",), {})
+        found = kept.get(id(demand))
+        if found is None:
+            quick = self._quick(demand)
+            record: Record | None = None
+            if quick is not None and quick[1] is not None:
+                mask, columns = quick[0], quick[1]
+                adds = [(j, r) for j, r in enumerate(demand.requests.tolist()) if r]
+                record = (mask.data, columns, adds, bool(demand.host_ports), mask)
+            found = kept[id(demand)] = (demand, record)
+        return found[1]
+
+    def _hinted_views(
+        self, index: int | None, ok: memoryview, record: Record, views: tuple[memoryview, ...]
+    ) -> bool:
+        """``_hinted_in`` on ``views`` (``hinted.Views.of``) for a pod with a ``_record`` whose
+        hinted node is ``index`` (None: no such node); ``ok``: the simulation's allowed nodes
+        that are not cordoned, a memoryview. Whether the pod goes there."""
+        if index is None or not ok[index]:
+            return False  # gone or not a destination now: search
+        if self.walks is not None:
+            self.walks.append((index, 1))  # what the check read
+        mask, columns = record[0], record[1]
+        if not mask[index]:
+            return False
+        count, most, alloc, used = views[1], views[2], views[3], views[4]
+        if count[index] >= most[index]:
+            return False
+        at = index * self.state.requested.shape[1]
+        for j, r in columns:  # a loop, not ``all`` over a generator: this is the hot path
+            if alloc[at + j] - used[at + j] < r:
+                break
+        else:
+            return True
+        return False
+
+    def _place_views(
+        self, base: np.ndarray, ok: memoryview, record: Record, views: tuple[memoryview, ...]
+    ) -> int | None:
+        """``_place_in`` on ``views`` for a pod with a ``_record`` (``ok``: ``base`` as a
+        memoryview): the same walk, its first ``NEAR`` nodes read through the memoryviews."""
+        start, count = self.last_index, len(base)
+        mask, columns = record[0], record[1]
+        width = self.state.requested.shape[1]
+        pods, most, alloc, used = views[1], views[2], views[3], views[4]
+        i: int | None = None
+        for n in range(start, min(start + NEAR, count)):
+            if ok[n] and mask[n] and pods[n] < most[n]:
+                at = n * width
+                for j, r in columns:
+                    if alloc[at + j] - used[at + j] < r:
+                        break
+                else:
+                    i = n
+                    break
+        else:  # none of the near nodes: ``first_fit_from``'s walk (the near ones again)
+            i = first_fit_from(self.state, columns, base, record[4], start)
+        if i is None:
+            return None
+        self.last_index = (i + 1) % count
+        if self.walks is not None:
+            self.walks.append((start, (i - start) % count + 1))
+        return i
 
     def _hinted_in(self, hint: str, base: np.ndarray, quick: tuple[np.ndarray, Any]) -> int | None:
         """``_hinted`` for a pod with a ``_quick`` answer; ``base``: the simulation's allowed

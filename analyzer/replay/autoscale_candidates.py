@@ -49,6 +49,8 @@ def simulate_candidates(
     reads is the same with or without it before them, and so is its answer."""
     memo, state = ca.sims, ca.state
     memo.start_pass()
+    # ``hinted.fits``'s reads of this pass's arrays, and the light simulation's (``views``)
+    views = hinted.Views()
     columns = ca.screen
     # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
     simulator.first_fit, simulator.columns = ca.settings.reuse, ca.columns
@@ -60,11 +62,11 @@ def simulate_candidates(
         simulator.checkpoint()  # light moves: ``restore`` copies the counts back
         simulator.verdicts = ca.verdicts
         simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
+        simulator.views = views
     outcomes: dict[int, Outcome] = {}
     unremovable: list[int] = []
     context: tuple[Any, ...] = ()
     stopped = False
-    views = hinted.Views()  # ``hinted.fits``'s reads of this pass's arrays
     # the PodDisruptionBudgets' disruptions left (read by every answer): changed only by
     # ``pdbs.remove`` below, so made again only after it
     budget = (*covering, -1, *pdbs.remaining)
@@ -81,22 +83,26 @@ def simulate_candidates(
         entry = None
         if ca.reuse:
             entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
-            if entry is not None and not ca.hints.same(entry.looks):
-                entry = None  # a pod's hint changed since: it may go elsewhere
             if entry is None:
                 entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations, views)
                 ca.record.reused_by_hints += entry is not None
+            elif not ca.hints.same(entry.looks):
+                # a pod's hint changed since: it may go elsewhere; ``_by_hints_again`` would
+                # find this entry (the slot's) and refuse it on the same hints
+                entry = None
         if entry is not None:
             memo.reused += 1
             ca.record.reused_over_epochs += entry.epoch != memo.epoch
             memo.used.append(entry)
             outcome, targets = entry.outcome, entry.targets
+            first_look = simulator.looked.setdefault
             for key, hint in entry.looks:  # the hints it read and set, as simulating would
-                simulator.looked.setdefault(key, hint)
+                first_look(key, hint)
             ca.hints.set_all(entry.sets)
             if outcome.removable:
-                plan = entry.plan if entry.by_hints else None
-                simulator.apply(name, outcome, targets, plan or None)
+                if entry.plan is None and simulator.light:  # its moves added in one step
+                    entry.plan = hinted.plan(simulator, outcome.moved, targets) or False
+                simulator.apply(name, outcome, targets, entry.plan or None)
             # a blocked one moved nothing; one placed by hints alone did not move the start
             if outcome.reason != "BlockedByPod" and not entry.by_hints:
                 simulator.last_index = entry.end

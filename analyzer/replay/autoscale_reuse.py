@@ -97,7 +97,9 @@ class Entry:
     looks: list[tuple[str, str | None]]  # each pod's scheduling hint as it read it, in order
     sets: list[tuple[str, str]]  # the hints it set, in order
     by_hints: bool = False  # removable, every pod placed on its hinted node (no search)
-    plan: Any = None  # ``autoscaler.hinted.plan`` of a by-hints answer (False: none possible)
+    # ``autoscaler.hinted.plan`` of a removable answer, made at its first reuse (False: none
+    # possible): its moves added in one step, and for a by-hints one its check's fixed part
+    plan: Any = None
     # its part of a later candidate's context (slot, reason, targets), made at its first turn:
     # the answer is never changed
     said: tuple[Any, ...] | None = None
