@@ -47,10 +47,6 @@ class HintedPlan:
     counts: np.ndarray[Any, Any]  # per target: the pods the answer adds to it
     groups: list[tuple[int, list[CAPod]]]  # per target: its pods of the answer, in order
     gone: frozenset[int]  # the object ids of the moved pods
-    # ``cells`` with ``adds`` and ``where`` with ``counts`` as Python (index, addition) pairs,
-    # for a simulator that adds them through memoryviews (``RemovalSimulator.apply``)
-    cell_adds: list[tuple[int, int]]
-    target_counts: list[tuple[int, int]]
     # the candidate's pods list as last applied, and that list without the moved pods
     left: tuple[list[CAPod], list[CAPod]] | None = None
 
@@ -98,7 +94,6 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
         groups[t].append(pod)
     order = list(held)
     cell_adds = [(t * width + j, r) for t in order for j, r in sorted(held[t].items()) if r]
-    target_counts = [(t, len(groups[t])) for t in order]
     sums = np.zeros((len(order), width), dtype=np.int64)
     for row, t in enumerate(order):
         for j, r in held[t].items():
@@ -111,11 +106,9 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
         adds=np.array([r for _, r in cell_adds], dtype=np.int64),
         where=np.array(order, dtype=np.int64),
         sums=sums,
-        counts=np.array([k for _, k in target_counts], dtype=np.int64),
+        counts=np.array([len(groups[t]) for t in order], dtype=np.int64),
         groups=[(t, groups[t]) for t in order],
         gone=frozenset(id(pod) for pod in moved),
-        cell_adds=cell_adds,
-        target_counts=target_counts,
     )
 
 

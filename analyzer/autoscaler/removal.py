@@ -196,24 +196,15 @@ class RemovalSimulator(Placement):
         without re-placing: its moved pods go to ``targets`` (node indices) as they did.
         ``plan`` (``hinted.plan`` of the answer): a light simulator adds each target's pods in
         one step (no moved pod has host ports there: ``light`` callers exclude them)."""
-        views = None if self.views is None or not self.light else self.views.of(self)
         if plan is not None and self.light:
             requested, counts = self.state.requested, self.state.pod_count
-            if views is not None and self.views.width == plan.width:
-                # a few cells: Python ints through the flat memoryviews (the same sums)
-                count, used = views[1], views[4]
-                for cell, add in plan.cell_adds:
-                    used[cell] += add
-                for target, more in plan.target_counts:
-                    count[target] += more
-            elif requested.flags.c_contiguous and requested.shape[1] == plan.width:
+            if requested.flags.c_contiguous and requested.shape[1] == plan.width:
                 # the non-zero sums on the flat array (a view of the same memory in row order),
                 # one index per cell: ``requested[where] += sums`` in one 1-D step
                 requested.reshape(-1)[plan.cells] += plan.adds
-                counts[plan.where] += plan.counts
             else:
                 requested[plan.where] += plan.sums  # distinct targets: no index twice
-                counts[plan.where] += plan.counts
+            counts[plan.where] += plan.counts
             self.batches.append((plan.where, plan.sums, plan.counts))
             added, names = self.added, self.names
             for target, pods in plan.groups:  # ``_add_pods`` of each, in order
@@ -230,24 +221,12 @@ class RemovalSimulator(Placement):
             return
         index = self.position[node]
         nodes = self.cluster.nodes
-        # a light quick simulator with ``views``: a pod with a ``_record`` bound through them
-        fast = views is not None and self.static is not None and self.first_fit
-        width = self.state.requested.shape[1]
         for pod, target in zip(outcome.moved, targets, strict=True):
             demand = self.demand_of[id(pod)]
             if not self.light:  # as ``simulate``: a light one leaves the candidate's counts
                 self._unbind(index, demand)
                 self.journal.append((False, index, demand))
-            record = self._record(demand) if fast else None
-            if record is not None and not record[3]:  # ``_bind`` (light) on the memoryviews
-                assert views is not None
-                at = target * width
-                used = views[4]
-                for j, r in record[2]:
-                    used[at + j] += r
-                views[1][target] += 1
-            else:
-                self._bind(target, demand)
+            self._bind(target, demand)
             self.journal.append((True, target, demand))
             self._add_pod(nodes[target].name, pod)
         gone = {id(pod) for pod in outcome.moved}

@@ -116,21 +116,37 @@ class Placement:
 
     def _record(self, demand: PodDemand) -> Record | None:
         """``_quick``'s answer for ``demand`` with what a light bind adds (``Record``), or None
-        where ``_quick`` has none; kept in ``static`` per demand object (with it, so its id is
-        not reused; under the key ``("records",)``, by the demand's id): ``_quick`` reads the kept static masks and the demand's compared columns,
-        both fixed while they are kept, and the requests, fixed with the demand."""
+        where ``_quick`` has none; kept in ``static`` (under the key ``("records",)``) per
+        demand object (with it, so its id is not reused) and per constraints object and
+        requests shape: ``_quick`` reads the kept static masks and the compared columns, both
+        fixed while they are kept, and the requests, fixed with the demand."""
         assert self.static is not None
-        kept: dict[int, tuple[PodDemand, Record | None]]
+        kept: dict[Any, tuple[Any, Record | None]]
         kept = self.static.setdefault(("records",), {})
         found = kept.get(id(demand))
         if found is None:
-            quick = self._quick(demand)
-            record: Record | None = None
-            if quick is not None and quick[1] is not None:
-                mask, columns = quick[0], quick[1]
-                adds = [(j, r) for j, r in enumerate(demand.requests.tolist()) if r]
-                record = (mask.data, columns, adds, bool(demand.host_ports), mask)
-            found = kept[id(demand)] = (demand, record)
+            # a demand not seen yet takes the record of an earlier one with the same constraints
+            # object and host-ports flag (``_quick``'s static mask) and requests shape (its
+            # compared columns, ``_fit_columns``, and its non-zero requests)
+            requests = demand.requests
+            shape = (
+                id(demand.constraints),
+                bool(demand.host_ports),
+                requests.dtype.str,
+                requests.tobytes(),
+                tuple(k for k, v in demand.request_map.items() if v > 0),
+            )
+            same = kept.get(shape)
+            if same is None:
+                quick = self._quick(demand)
+                record: Record | None = None
+                if quick is not None and quick[1] is not None:
+                    mask, columns = quick[0], quick[1]
+                    adds = [(j, r) for j, r in enumerate(requests.tolist()) if r]
+                    record = (mask.data, columns, adds, bool(demand.host_ports), mask)
+                # with the constraints object, so its id is not reused while the entry lives
+                same = kept[shape] = (demand.constraints, record)
+            found = kept[id(demand)] = (demand, same[1])
         return found[1]
 
     def _hinted_views(
