@@ -7,8 +7,9 @@ shortcut would go wrong.
   reads the array's memory as it is now, and a view of an array the state no longer holds is
   made again. Mutants it fails: ``Views.of`` returning its kept views without the identity
   check, or without the check of ``requested`` or of ``pod_count`` alone (a replaced array read
-  stale); ``of`` without the row-order check (a flat view of a copy, stale after an in-place
-  change); the ``item`` fallback's flat index split the wrong way round.
+  stale), or keeping the view of a replaced ``schedulable`` (a pass's new simulator); ``of``
+  without the row-order check (a flat view of a copy, stale after an in-place change); the
+  ``item`` fallback's flat index split the wrong way round.
 - ``apply``'s plan path adds the requests in one step on a flat view of ``requested``. Mutants it
   fails: the row-order guard dropped (``reshape`` of a Fortran-ordered array is a copy: nothing
   added); the plan's cells or sums with the zero cells kept in one and not the other.
@@ -67,10 +68,11 @@ def _simulator(rng: np.random.Generator, count: int, moved: int) -> tuple[Any, A
 def test_kept_views_read_the_state_now_and_follow_a_replaced_array() -> None:
     # One ``Views`` kept over changes of the state (as over a pass): in-place binds; the state's
     # ``requested`` replaced by a new array (C order), then its ``pod_count``, each with a target
-    # full in the new array only (the old one fits more); ``requested`` in Fortran order (no flat
-    # view reads it: the ``item`` fallback), then filled in place. After each, ``fits`` with the
-    # kept views and with fresh ones is ``fits_as_hinted`` pod by pod. Both verdicts occur, and
-    # the changes turn a fitting answer into one that does not.
+    # full in the new array only (the old one fits more); the simulator's ``schedulable`` replaced
+    # by a copy with the target cordoned (a pass's new simulator on the same state); ``requested``
+    # in Fortran order (no flat view reads it: the ``item`` fallback), then filled in place.
+    # After each, ``fits`` with the kept views and with fresh ones is ``fits_as_hinted`` pod by
+    # pod. Both verdicts occur, and the changes turn a fitting answer into one that does not.
     rng = np.random.default_rng(3)
     verdicts = {True: 0, False: 0}
     flips = 0
@@ -82,7 +84,7 @@ def test_kept_views_read_the_state_now_and_follow_a_replaced_array() -> None:
         allowed = np.ones(len(sim.schedulable), dtype=bool)
         allowed[0] = False
         last = None
-        for step in range(6):
+        for step in range(7):
             state = sim.state
             t = targets[step % len(targets)]
             if step == 1:  # in place: the kept views see it
@@ -96,10 +98,14 @@ def test_kept_views_read_the_state_now_and_follow_a_replaced_array() -> None:
                 state.pod_count = state.pod_count.copy()
                 if case % 3 == 0:
                     state.pod_count[t] = state.allowed_pods[t]
-            elif step == 4:  # Fortran order: read by ``item``
+            elif step == 4:  # a new simulator's mask on the same state (a pass's): made again
+                sim.schedulable = sim.schedulable.copy()
+                if case % 2 == 0:
+                    sim.schedulable[t] = False
+            elif step == 5:  # Fortran order: read by ``item``
                 state.requested = np.asfortranarray(state.requested)
                 assert not state.requested.flags.c_contiguous
-            elif step == 5 and case % 2 == 0:  # in place on it
+            elif step == 6 and case % 2 == 0:  # in place on it
                 state.requested[t] = state.allocatable[t]
             expected = sim.fits_as_hinted(candidates, targets, allowed)
             assert hinted.fits(sim, plan, allowed, views) == expected, (case, step)

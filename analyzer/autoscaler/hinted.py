@@ -129,12 +129,16 @@ class Views:
         state, kept = simulator.state, self.arrays
         if (
             kept
-            and kept[0] is simulator.schedulable
             and kept[1] is state.pod_count
             and kept[2] is state.allowed_pods
             and kept[3] is state.allocatable
             and kept[4] is state.requested
         ):
+            schedulable = simulator.schedulable
+            if kept[0] is not schedulable:  # another simulator on the same state (the replay
+                # makes one per pass): its mask's view alone made again
+                self.arrays = (schedulable, *kept[1:])
+                self.views = (schedulable.data, *self.views[1:])
             return self.views
         arrays = (
             simulator.schedulable,

@@ -49,8 +49,10 @@ def simulate_candidates(
     reads is the same with or without it before them, and so is its answer."""
     memo, state = ca.sims, ca.state
     memo.start_pass()
-    # ``hinted.fits``'s reads of this pass's arrays, and the light simulation's (``views``)
-    views = hinted.Views()
+    # ``hinted.fits``'s reads of the state's arrays, and the light simulation's (``views``)
+    views = memo.views
+    if views is None:
+        views = memo.views = hinted.Views()
     columns = ca.screen
     # the plain path (``settings.reuse`` False) keeps every slot's fit, the reference
     simulator.first_fit, simulator.columns = ca.settings.reuse, ca.columns

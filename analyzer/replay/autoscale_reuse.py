@@ -129,6 +129,10 @@ class PassSummary:
 class SimulationMemo:
     """The last simulation per candidate and the per-node change stamps they are checked by."""
 
+    # ``autoscaler.hinted.Views`` of the state's arrays, kept across passes by
+    # ``simulate_candidates`` (made again where an array is not the same object)
+    views: Any = None
+
     def __init__(self, nodes: int) -> None:
         self.passes = 0
         self.epoch = 0
