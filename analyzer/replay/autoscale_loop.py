@@ -205,9 +205,11 @@ class ClusterAutoscaler(ReplayView):
         if now < self.clock:  # an instant before the data's start (where the clock begins)
             after = self._on_grid(now + 1)
         elif now >= after:
-            after += self.settings.scan_interval
-            if now >= after:
-                after = self._on_grid(now + 1)
+            scan = self.settings.scan_interval
+            after += scan
+            if now >= after:  # ``_on_grid(now + 1)``, written out (most instants come here)
+                start = self.inp.start
+                after = start + -(-(now + 1 - start) // scan) * scan
         self.clock, self.grid_after = now, after
         if self._ready_at > now:  # none due (most instants)
             return []
