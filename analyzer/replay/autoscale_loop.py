@@ -174,8 +174,12 @@ class ClusterAutoscaler(ReplayView):
     finish = finish
 
     def _recheck_due(self, now: int) -> bool:
-        expiry = self._expiry()
-        return expiry is not None and expiry <= now
+        kept = self._expiry_kept  # ``_expiry()``'s kept value read without a call when it holds
+        if kept is None or kept[0] != len(self.recheck.deadlines):
+            self._expiry()
+            kept = self._expiry_kept
+            assert kept is not None
+        return kept[1] is not None and kept[1] <= now
 
     def _expiry(self) -> int | None:
         """``recheck.next_expiry()``, kept while the deadlines cannot have changed: they change

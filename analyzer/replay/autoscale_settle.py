@@ -81,4 +81,6 @@ def skipped_at(ca: ClusterAutoscaler, run: int) -> None:
     ca.settled = None
     stood(ca, run)
     ca.intervals.step()
-    ca.next_tick = max(ca.next_tick, run + ca.settings.scan_interval)
+    after = run + ca.settings.scan_interval
+    if after > ca.next_tick:
+        ca.next_tick = after
