@@ -119,8 +119,6 @@ class ClusterAutoscaler(ReplayView):
         # CA's utilisation screen per slot (``autoscale_scaledown.ratios``), up to date but for
         # the slots in ``stale`` (touched since: only a bind or unbind changes a node's requests)
         self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
-        # what the skip test reads of the screen (``autoscale_scaledown.stands``), made once
-        self.ratio_of = functools.partial(ratios, self)
         self.screen = (self.cpu or 0, self.mem or 0)
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
         self.stale: set[int] = set(range(len(state.node_names)))
@@ -151,6 +149,14 @@ class ClusterAutoscaler(ReplayView):
     # a change ``settle`` left to the next run (its pass may differ): not asked again before
     # that run, which decides it (``update_unneeded``; later changes only add to it)
     undecided = False
+
+    def ratio_of(self) -> np.ndarray[Any, Any]:
+        """The screen per slot, up to date (``autoscale_scaledown.ratios``): what the skip test
+        reads of it (``autoscale_scaledown.stands``). A method: a ``functools.partial`` of
+        ``ratios`` kept on the instance made the autoscaler a reference cycle, so its state
+        (~90k objects a week at 500 nodes) waited for the cycle collector when the replay
+        ended; without one it is freed as the replay returns."""
+        return ratios(self)
 
     # -- the engine's side ---------------------------------------------------------------------
     # the next instant the autoscaler acts on its own (``autoscale_idle.next_time``, called as
