@@ -193,7 +193,9 @@ class _Recorder:
 # No cycle collection while it runs: the replay makes no cyclic garbage in its loop (none found
 # over the seeded runs, with and without an autoscaler), so every collection there was spent
 # walking live objects — under cluster-autoscaler its state, ~100k containers, ~0.1 s a week at
-# 500 nodes; reference counting frees all as usual (``core.memory.gc_paused``)
+# 500 nodes; reference counting frees all as usual (``core.memory.gc_paused``). Process-wide:
+# replays overlapping on a Dask worker's threads may run with it on again once the first ends
+# (slower, the same result); it is never left off
 @gc_paused()
 def replay(
     inp: ReplayInput,
