@@ -4,8 +4,8 @@ against the dataclasses' constructors (how ``ca_pod`` made them before), in the 
 A synthetic cluster (``--nodes`` nodes, ``--days`` days at a 5-minute step, generator seed 1) is
 prepared; the CA pods of its first ``--pods`` demands (the kube-default week at 500 nodes makes
 8,296) are made both ways, each the best of ``--repeat`` runs in CPU seconds, alternating, with
-the input set aside from the garbage collector as the replay does (``gc_frozen``). Prints a human
-line and a JSON line::
+the cycle collector paused as in the replay (``gc_paused``). Prints a human line and a JSON
+line::
 
     {"pods": P, "constructors_s": C, "running_pods_s": R, "ratio": R / C}
 
@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
-from analyzer.core.memory import gc_frozen
+from analyzer.core.memory import gc_paused
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.replay.autoscale_view import running_ca_pod
 from analyzer.replay.input import prepare
@@ -68,7 +68,7 @@ def main() -> None:
     demands = list(prepare(cluster.snapshot).demands[: args.pods])
     assert _constructors(demands) == _running_pods(demands)  # the same pods, field for field
     best = {"constructors": float("inf"), "running_pods": float("inf")}
-    with gc_frozen():
+    with gc_paused():
         for _ in range(args.repeat):
             for name, make in (("constructors", _constructors), ("running_pods", _running_pods)):
                 t0 = time.process_time()

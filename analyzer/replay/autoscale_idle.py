@@ -65,7 +65,9 @@ def next_time(ca: ClusterAutoscaler) -> int:
             ca.idle_from = first
             first = NEVER if due >= NEVER else first + -(-(due - first) // scan) * scan
             return ready if ready < first else first
-    return min(ready, recheck, first)
+    if recheck < first:  # min(ready, recheck, first), written out (once per instant)
+        first = recheck
+    return ready if ready < first else first
 
 
 def until(ca: ClusterAutoscaler, expiry: int | None) -> int:

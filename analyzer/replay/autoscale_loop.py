@@ -119,8 +119,6 @@ class ClusterAutoscaler(ReplayView):
         # CA's utilisation screen per slot (``autoscale_scaledown.ratios``), up to date but for
         # the slots in ``stale`` (touched since: only a bind or unbind changes a node's requests)
         self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
-        # what the skip test reads of the screen (``autoscale_scaledown.stands``), made once
-        self.ratio_of = functools.partial(ratios, self)
         self.screen = (self.cpu or 0, self.mem or 0)
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
         self.stale: set[int] = set(range(len(state.node_names)))
@@ -152,6 +150,14 @@ class ClusterAutoscaler(ReplayView):
     # that run, which decides it (``update_unneeded``; later changes only add to it)
     undecided = False
 
+    def ratio_of(self) -> np.ndarray[Any, Any]:
+        """The screen per slot, up to date (``autoscale_scaledown.ratios``): what the skip test
+        reads of it (``autoscale_scaledown.stands``). A method: a ``functools.partial`` of
+        ``ratios`` kept on the instance made the autoscaler a reference cycle, so its state
+        (~90k objects a week at 500 nodes) waited for the cycle collector when the replay
+        ended; without one it is freed as the replay returns."""
+        return ratios(self)
+
     # -- the engine's side ---------------------------------------------------------------------
     # the next instant the autoscaler acts on its own (``autoscale_idle.next_time``, called as
     # a method: once per instant)
@@ -174,8 +180,12 @@ class ClusterAutoscaler(ReplayView):
     finish = finish
 
     def _recheck_due(self, now: int) -> bool:
-        expiry = self._expiry()
-        return expiry is not None and expiry <= now
+        kept = self._expiry_kept  # ``_expiry()``'s kept value read without a call when it holds
+        if kept is None or kept[0] != len(self.recheck.deadlines):
+            self._expiry()
+            kept = self._expiry_kept
+            assert kept is not None
+        return kept[1] is not None and kept[1] <= now
 
     def _expiry(self) -> int | None:
         """``recheck.next_expiry()``, kept while the deadlines cannot have changed: they change
@@ -205,9 +215,11 @@ class ClusterAutoscaler(ReplayView):
         if now < self.clock:  # an instant before the data's start (where the clock begins)
             after = self._on_grid(now + 1)
         elif now >= after:
-            after += self.settings.scan_interval
-            if now >= after:
-                after = self._on_grid(now + 1)
+            scan = self.settings.scan_interval
+            after += scan
+            if now >= after:  # ``_on_grid(now + 1)``, written out (most instants come here)
+                start = self.inp.start
+                after = start + -(-(now + 1 - start) // scan) * scan
         self.clock, self.grid_after = now, after
         if self._ready_at > now:  # none due (most instants)
             return []

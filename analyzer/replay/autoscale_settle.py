@@ -47,9 +47,12 @@ def settle(ca: ClusterAutoscaler) -> None:
     if not ca.dirty or ca.waiting or ca.undecided or ca.queued is None or not ca.reuse:
         return  # (``undecided``: asked since the last run and left to it, as it will be again)
     ca.undecided = True
-    for slot, deadline in ca.recheck.deadlines.items():
-        if deadline <= run or not ca.active[slot]:  # the pass there drops it: run
-            return
+    deadlines = ca.recheck.deadlines
+    if deadlines:  # (none at most calls)
+        active = ca.active
+        for slot, deadline in deadlines.items():
+            if deadline <= run or not active.item(slot):  # the pass there drops it: run
+                return
     # the candidates limit: read by ``stands`` only when the limit stopped the last pass
     limit = -1
     if ca.last_pass[1]:
@@ -78,4 +81,6 @@ def skipped_at(ca: ClusterAutoscaler, run: int) -> None:
     ca.settled = None
     stood(ca, run)
     ca.intervals.step()
-    ca.next_tick = max(ca.next_tick, run + ca.settings.scan_interval)
+    after = run + ca.settings.scan_interval
+    if after > ca.next_tick:
+        ca.next_tick = after

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.core.memory import gc_frozen
+from analyzer.core.memory import gc_paused
 from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import AutoscalerSettings, NodeGroups
 from analyzer.replay.budgets import budgets_of
@@ -190,7 +190,13 @@ class _Recorder:
         )
 
 
-@gc_frozen()  # the input is alive throughout: the cycle collector skips it
+# No cycle collection while it runs: the replay makes no cyclic garbage in its loop (none found
+# over the seeded runs, with and without an autoscaler), so every collection there was spent
+# walking live objects — under cluster-autoscaler its state, ~100k containers, ~0.1 s a week at
+# 500 nodes; reference counting frees all as usual (``core.memory.gc_paused``). Process-wide:
+# replays overlapping on a Dask worker's threads may run with it on again once the first ends
+# (slower, the same result); it is never left off
+@gc_paused()
 def replay(
     inp: ReplayInput,
     strategy: Strategy,
@@ -278,6 +284,8 @@ def replay(
         # an instant with nothing to do is nothing to the scheduler: the loop's idle runs may
         # be left out (``analyzer.replay.autoscale_idle``)
         scaler.queued = queue.pods
+    # the autoscaler's ``touch`` (per bind and unbind), looked up once
+    scaler_touch = None if scaler is None else scaler.touch
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
@@ -291,8 +299,8 @@ def replay(
         on_node[node].add(pod)
         bound[pod] = node
         rec.place(pod, node, now)
-        if scaler is not None:
-            scaler.touch(node, False)
+        if scaler_touch is not None:
+            scaler_touch(node, False)
         if pre is not None and not pinned[pod]:
             pre.bound(pod, node, now)
         if timeline is not None and not pinned[pod] and state.node_taints[node]:
@@ -314,8 +322,8 @@ def replay(
             timeline.forget(pod)
         bound[pod] = -1
         rec.end_segment(pod, now)
-        if scaler is not None:
-            scaler.touch(node, True)
+        if scaler_touch is not None:
+            scaler_touch(node, True)
         if pre is not None and not pinned[pod]:
             pre.unbound(pod)
         if cache is not None:
@@ -477,17 +485,24 @@ def replay(
     instants = len(starts)
     at = 0  # the next instant of the event list
 
-    def between() -> int:
-        """The next instant a termination ends or a node's state changes (NEVER: none)."""
-        later = ending.next_time()
-        if scaler is not None:
-            later = min(later, scaler.next_time())
-        return later if timeline is None else min(later, timeline.next_time())
+    # what may come between the event list's instants: a termination's end, the autoscaler's
+    # own instant, a node's state change (each ``next_time``, NEVER: none)
+    ending_next = ending.next_time
+    scaler_next = None if scaler is None else scaler.next_time
+    timeline_next = None if timeline is None else timeline.next_time
 
     while True:
-        # the next instant: of the event list, or a termination / node-state change in between
-        # (``between`` read once per instant: nothing changes between its reads here)
-        later = between()
+        # the next instant: of the event list, or one of those in between (read once per
+        # instant: nothing changes between the reads here)
+        later = ending_next()
+        if scaler_next is not None:
+            after = scaler_next()
+            if after < later:
+                later = after
+        if timeline_next is not None:
+            after = timeline_next()
+            if after < later:
+                later = after
         if at >= instants and later > inp.end:
             break
         lo = starts[at] if at < instants else len(times)
