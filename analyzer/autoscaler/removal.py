@@ -46,6 +46,18 @@ from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import PodDemand
 
+_ALL: dict[int, np.ndarray[Any, np.dtype[np.bool_]]] = {}
+
+
+def _all_schedulable(count: int) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """A mask of ``count`` True slots, one read-only array per size (never written: a live
+    caller's own mask says which nodes are destinations)."""
+    found = _ALL.get(count)
+    if found is None:
+        found = _ALL[count] = np.ones(count, dtype=bool)
+        found.flags.writeable = False
+    return found
+
 
 class RemovalSimulator(Placement):
     """Simulates node removals one after another on one scheduler state (its pods' placements:
@@ -111,7 +123,7 @@ class RemovalSimulator(Placement):
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
-            self.schedulable = np.ones(len(cluster.nodes), dtype=bool)
+            self.schedulable = _all_schedulable(len(cluster.nodes))
             self.destinations = live.destinations.copy()
             self.state = live.state
             self.demands: dict[str, list[PodDemand]] = {}
@@ -259,8 +271,10 @@ class RemovalSimulator(Placement):
         so the hints this pass leaves are those it read (``drop_old`` not yet called)."""
         if self.hints is None:
             return True
-        current = self.hints.current
-        return all(current.get(key) == hint for key, hint in self.looked.items())
+        # each key's hint now against the one it read, in one comparison of two lists (hints
+        # are strings or None: equal ones compare equal whether or not the same object)
+        looked = self.looked
+        return list(map(self.hints.current.get, looked)) == list(looked.values())
 
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""

@@ -213,7 +213,8 @@ class SimulationMemo:
         reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
         for entry in self.used:
-            reads[entry.reads] = True
+            if len(entry.reads):
+                reads[entry.reads] = True
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
         self.summary = PassSummary(
@@ -227,7 +228,11 @@ class SimulationMemo:
             blocked,
             steady=steady,
         )
-        self.clear = ~(under | reads) if steady is None else ~((under & ~steady) | reads)
+        # ~((under & ~steady) | reads), in one array (``greater`` of two masks: ``a & ~b``)
+        clear = under | reads if steady is None else np.greater(under, steady)
+        if steady is not None:
+            clear |= reads
+        self.clear = np.logical_not(clear, out=clear)
         # a new summary: every node touched since the pass began is verified against it
         self.pending = set(self.touched)
         self.leaning.clear()

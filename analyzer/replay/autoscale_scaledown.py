@@ -14,8 +14,7 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 
 from __future__ import annotations
 
-from itertools import compress
-from operator import itemgetter, not_
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ import numpy as np
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
-from analyzer.autoscaler.planner import has_no_pod_to_move, select
+from analyzer.autoscaler.planner import admit, has_no_pod_to_move, select
 from analyzer.autoscaler.recheck import (
     RECENTLY_UNREMOVABLE,
     candidate_order,
@@ -36,7 +35,9 @@ from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_setup import SECOND
 from analyzer.replay.autoscale_steady import (
     BLOCKED,
+    NOT_UNDERUTILIZED,
     blocked_only,
+    keeps,
     next_order_same,
     rechecked,
     repeats,
@@ -86,7 +87,11 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
                 return
         elif EXPIRY and _expiry_stands(ca, held, now, limit):
             return
-    if ca.cpu is None or ca.mem is None or not ca.active.any():
+    # the present nodes not skipped as recently unremovable: every deadline left is of a
+    # present node (``recheck.update`` dropped the others)
+    deadlines = ca.recheck.deadlines
+    count = int(np.count_nonzero(ca.active))
+    if ca.cpu is None or ca.mem is None or not count:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, {}))
         ca.hints.drop_old()
@@ -94,14 +99,10 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         return
     threshold = ca.screen_threshold
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
-    deadlines = ca.recheck.deadlines
-    present = ca.active
     reasons: dict[str, int] = {}
     if deadlines:
-        present = present.copy()
-        present[list(deadlines)] = False
         reasons[RECENTLY_UNREMOVABLE] = len(deadlines)
-    count = int(np.count_nonzero(present))
+        count -= len(deadlines)
     if not count:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.last_pass = (limit, False, False)
@@ -114,8 +115,10 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # (``looked``: kept in the pass's summary), the nodes in slot order
     under = ratios(ca) < threshold + 1e-6
     under |= ca.special
-    looked = under & present
-    look = np.flatnonzero(looked).tolist()
+    looked = under & ca.active
+    if deadlines:
+        looked[list(deadlines)] = False
+    look = looked.nonzero()[0].tolist()
     reasons["NotUnderutilized"] = count - len(look)
     candidates, empty = _judge(ca, look, reasons, now)
     kept_verdicts = steady(ca, looked) if ca.reuse else None
@@ -182,7 +185,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.dirty = True
     ca.hints.drop_old()
     # nodes the group's minSize would keep however long they stay unneeded (none of none)
-    kept = select(list(outcomes.values()), cluster, ca.options)[2] if outcomes else []
+    kept = admit(list(outcomes.values()), cluster)[2] if outcomes else []
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
             looked, under, bool(covering), kept_verdicts)  # fmt: skip
 
@@ -201,6 +204,7 @@ def _judge(
     version, at = ca.version, ca.judged_at
     get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
     now_v, then_v = get(version), get(at)
+    candidate = ca.candidate
     if now_v != then_v:  # some node's pods changed since it was judged
         opts, seconds = ca.options, now / SECOND
         groups, _ = ca.member_groups()
@@ -209,13 +213,14 @@ def _judge(
         # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
         plain, ratio, used = ca.ratio_is_utilization, ca.ratio, ca.state.requested
         threshold, most = opts.scale_down_utilization_threshold, 2**53 // 1000
+        special, rises = ca.special, ca.bind_rises
         for slot in [s for s, v, w in zip(look, now_v, then_v, strict=True) if v != w]:
             if (
                 plain.item(slot)
                 and used.item(slot, ca.mem) < most
                 and used.item(slot, ca.cpu) < most
             ):
-                reason = "NotUnderutilized" if ratio.item(slot) >= threshold else ""
+                reason = NOT_UNDERUTILIZED if ratio.item(slot) >= threshold else ""
                 pods = ca.pods_of(slot) if not reason else []
             else:
                 ca_node = ca.nodes[slot]
@@ -225,17 +230,27 @@ def _judge(
                 reason = check(node, pods, groups.get(ca_node.name), opts, seconds).reason
             at[slot] = version[slot]
             ca.unfit_reason[slot] = reason
-            ca.verdict_kind[slot] = verdict_kind(reason)
+            candidate[slot] = not reason
+            ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)
             ca.no_pod_to_move[slot] = not reason and has_no_pod_to_move(
                 pods, opts, seconds, verdicts
             )
-    unfit = get(ca.unfit_reason)
-    candidates = list(compress(look, map(not_, unfit)))
-    empty = set(compress(look, get(ca.no_pod_to_move)))  # only a candidate has none to move
-    if len(candidates) < len(look):  # the others' reasons, in order of first appearance
-        for reason in dict.fromkeys(unfit):
-            if reason:
-                reasons[reason] = reasons.get(reason, 0) + unfit.count(reason)
+    candidates = [s for s in look if candidate[s]]
+    if not candidates:
+        empty: set[int] = set()
+    else:
+        no_pod = ca.no_pod_to_move
+        empty = {s for s in candidates if no_pod[s]}  # only a candidate has none to move
+    left = len(look) - len(candidates)
+    if left:  # the others' reasons, in order of first appearance
+        unfit = get(ca.unfit_reason)
+        same = unfit.count(NOT_UNDERUTILIZED)
+        if same == left:  # the only reason (most passes): ``NotUnderutilized``
+            reasons[NOT_UNDERUTILIZED] = reasons.get(NOT_UNDERUTILIZED, 0) + same
+        else:
+            for reason in dict.fromkeys(unfit):
+                if reason:
+                    reasons[reason] = reasons.get(reason, 0) + unfit.count(reason)
     return candidates, empty
 
 

@@ -101,6 +101,11 @@ class ReplayView:
         columns = [self.cpu or 0, self.mem or 0]
         self.capacity = state.allocatable[:, columns].astype(np.float64)
         self.offered = self.capacity > 0
+        # per slot, whether its kept verdict (``autoscale_scaledown._judge``) is one a bind on it
+        # keeps (``autoscale_steady.steady``), kept with the verdict
+        self.keeps = np.zeros(len(state.node_names), dtype=bool)
+        # ... and whether that verdict makes it a candidate (no unremovable reason)
+        self.candidate = [False] * len(state.node_names)
 
     def _members_version(self) -> tuple[int, int, int, int]:
         """Changes whenever a node joins or is removed or provisioning starts or ends (the
@@ -139,6 +144,22 @@ class ReplayView:
             return np.zeros(len(self.nodes), dtype=bool)
         exact = (self.capacity * 1000 < 2.0**53).all(axis=1)
         return exact & self.offered.all(axis=1) & ~self.special  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def bind_rises(self) -> bool:
+        """Whether a bind on a node only raises CA's utilisation of it: no pod's requests are
+        taken off the allocatable (``ignore-daemonsets-utilization``,
+        ``ignore-mirror-pods-utilization``, globally or in a group's options; both fixed for
+        the replay), ``autoscale_steady.steady``."""
+        opts = self.options
+        return not (
+            opts.ignore_daemonsets_utilization
+            or opts.ignore_mirror_pods_utilization
+            or any(
+                k.options is not None and k.options.ignore_daemonsets_utilization
+                for k in self.kinds
+            )
+        )
 
     @functools.cached_property
     def slot_groups(self) -> dict[str, NodeGroup]:
