@@ -240,7 +240,7 @@ class SimulationMemo:
     def unchanged(
         self,
         state: ClusterState,
-        ratio_of: Callable[[], np.ndarray[Any, Any]],
+        ratio_of: Callable[[list[int]], np.ndarray[Any, Any]],
         threshold: float,
         always: np.ndarray[Any, Any],
         provisioning: int,
@@ -251,8 +251,9 @@ class SimulationMemo:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then (or was judged
         with a verdict a bind keeps, ``PassSummary.steady``, and only bound to), is not near the
-        threshold now (``ratio_of``: every slot's screen; ``always``: GPU and scale-down-disabled
-        nodes, judged whatever their ratio) unless skipped as recently unremovable now (in
+        threshold now (``ratio_of``: the screen of every slot, up to date for the nodes it is
+        given; ``always``: GPU and scale-down-disabled nodes, judged whatever their ratio)
+        unless skipped as recently unremovable now (in
         ``recent``: its own pods are not read; the caller checks that the skipped set is the
         last pass's, or, for nodes that pass judged and found blocked by a pod, that it answers
         as that pass with them skipped: ``autoscale_steady.blocked_only``), was walked by no
@@ -298,7 +299,7 @@ class SimulationMemo:
                     return False
                 judged.append(node)
         if judged:
-            ratio, near = ratio_of(), threshold + 1e-6
+            ratio, near = ratio_of(judged), threshold + 1e-6
             for node in judged:
                 if ratio.item(node) < near:
                     return False

@@ -14,6 +14,7 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -69,7 +70,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # ``unremovable.Nodes.Update``: deadlines past (or of nodes gone) are dropped
     held = ca.recheck.deadlines  # ``update`` replaces the dict: this one is kept as it was
     before = len(held)
-    expired = ca.recheck.update(now, lambda s: bool(ca.active[s]))
+    expired = ca.recheck.update(now, ca.active.item)  # present: a Python bool per slot
     limit = unneeded_limit(
         opts.max_scale_down_parallelism,
         ca.last_unneeded,
@@ -150,9 +151,9 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     )  # the budgets over the candidates' pods
     node_of = np.array(ca.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
     pdbs = PdbTracker(ca.budgets.at(now, node_of, covering) if covering else [])
-    destinations = ca.active.copy()
+    destinations = ca.active  # copied by the simulator
     if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
-        destinations &= ~np.array(state.node_unschedulable, dtype=bool)
+        destinations = destinations & ~np.array(state.node_unschedulable, dtype=bool)
     # without node-state intervals nodes keep their labels, taints and cordons all along
     static = ca.static if ca.inp.snapshot.node_state is None else {}
     live = LiveState(
@@ -213,6 +214,9 @@ def _judge(
         # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
         plain, ratio, used = ca.ratio_is_utilization, ca.ratio, ca.state.requested
         threshold, most = opts.scale_down_utilization_threshold, 2**53 // 1000
+        # GPU nodes judged by their GPU requests (``ReplayView.gpu_by_requests``)
+        by_gpu, gpu, allocatable = ca.gpu_by_requests, ca.gpu_column, ca.state.allocatable
+        gpu_threshold = opts.scale_down_gpu_utilization_threshold
         special, rises = ca.special, ca.bind_rises
         for slot in [s for s, v, w in zip(look, now_v, then_v, strict=True) if v != w]:
             if (
@@ -221,6 +225,15 @@ def _judge(
                 and used.item(slot, ca.cpu) < most
             ):
                 reason = NOT_UNDERUTILIZED if ratio.item(slot) >= threshold else ""
+                pods = ca.pods_of(slot) if not reason else []
+            elif by_gpu.item(slot) and (gpu is None or used.item(slot, gpu) < most):
+                # a GPU node's utilisation as CA computes it (``utilization.calculate``): the
+                # requests' millis over the allocatable's (0 where it offers none)
+                offered = 0 if gpu is None else allocatable.item(slot, gpu)
+                value = (
+                    float(used.item(slot, gpu) * 1000) / float(offered * 1000) if offered else 0.0
+                )
+                reason = NOT_UNDERUTILIZED if value >= gpu_threshold else ""
                 pods = ca.pods_of(slot) if not reason else []
             else:
                 ca_node = ca.nodes[slot]
@@ -412,22 +425,36 @@ def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarra
     return out.max(axis=1)  # type: ignore[no-any-return]
 
 
-def ratios(ca: ClusterAutoscaler) -> np.ndarray[Any, Any]:
-    """``utilization`` of every slot, kept across passes: only the slots touched since the last
-    call (``ca.stale``) are computed again (the same float expression per node)."""
-    if len(ca.stale) > 16:
-        nodes = np.fromiter(ca.stale, dtype=np.int64, count=len(ca.stale))
+def ratios(ca: ClusterAutoscaler, only: Iterable[int] | None = None) -> np.ndarray[Any, Any]:
+    """``utilization`` of every slot, kept across passes: only the slots touched since they were
+    last computed (``ca.stale``) are computed again (the same float expression per node).
+    ``only``: the slots the caller reads, the only ones brought up to date then (the others
+    stay in ``stale`` for a later call: a node touched again before it is computed once)."""
+    stale = ca.stale
+    if only is not None:
+        for s in only:
+            if s in stale:
+                stale.discard(s)
+                _one_ratio(ca, s)
+        return ca.ratio  # type: ignore[no-any-return]
+    if len(stale) > 16:
+        nodes = np.fromiter(stale, dtype=np.int64, count=len(stale))
         ca.ratio[nodes] = utilization(ca, nodes)
-    elif ca.stale:  # a few: as Python floats (the same IEEE division, 0 where not offered)
-        used, capacity, ratio = ca.state.requested, ca.capacity, ca.ratio
-        cpu, mem = ca.cpu, ca.mem
-        for s in ca.stale:
-            a, b = capacity.item(s, 0), capacity.item(s, 1)
-            x = used.item(s, cpu) / a if a > 0 else 0.0
-            y = used.item(s, mem) / b if b > 0 else 0.0
-            ratio[s] = x if x >= y else y
-    ca.stale.clear()
+    else:  # a few: as Python floats
+        for s in stale:
+            _one_ratio(ca, s)
+    stale.clear()
     return ca.ratio  # type: ignore[no-any-return]
+
+
+def _one_ratio(ca: ClusterAutoscaler, s: int) -> None:
+    """``utilization`` of slot ``s`` as Python floats (the same IEEE division, 0 where the
+    resource is not offered) into ``ca.ratio``."""
+    used, capacity, cpu, mem = ca.state.requested, ca.capacity, ca.cpu, ca.mem
+    a, b = capacity.item(s, 0), capacity.item(s, 1)
+    x = used.item(s, cpu) / a if a > 0 else 0.0
+    y = used.item(s, mem) / b if b > 0 else 0.0
+    ca.ratio[s] = x if x >= y else y
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

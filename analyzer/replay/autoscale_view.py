@@ -19,7 +19,7 @@ import numpy as np
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
-from analyzer.autoscaler.utilization import is_gpu_node
+from analyzer.autoscaler.utilization import GPU_RESOURCE, is_gpu_node
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_setup import NodeGroups
 from analyzer.replay.input import ReplayInput
@@ -87,6 +87,7 @@ class ReplayView:
             for i, name in enumerate(state.node_names)
         ]  # fmt: skip
         self.cpu, self.mem = state.index_of("cpu"), state.index_of("memory")
+        self.gpu_column = state.index_of(GPU_RESOURCE)
         self.gpu = np.array(
             [
                 is_gpu_node({"nvidia.com/gpu": 1} if "nvidia.com/gpu" in state.resources
@@ -144,6 +145,25 @@ class ReplayView:
             return np.zeros(len(self.nodes), dtype=bool)
         exact = (self.capacity * 1000 < 2.0**53).all(axis=1)
         return exact & self.offered.all(axis=1) & ~self.special  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def gpu_by_requests(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """GPU nodes whose CA utilisation (``utilization.calculate``: a GPU node's is its GPU
+        ratio alone, 0 where it offers no GPU) is their GPU requests over their GPU allocatable
+        in millis as floats, so that ``_judge`` need not sum their pods: not scale-down-disabled
+        (judged by their annotation), the allocatable's millis below 2**53 (the caller checks
+        the requests'), no group options and no pod left out of the utilisation (as
+        ``ratio_is_utilization``)."""
+        opts = self.options
+        if opts.ignore_daemonsets_utilization or opts.ignore_mirror_pods_utilization:
+            return np.zeros(len(self.nodes), dtype=bool)
+        if any(kind.options is not None for kind in self.kinds) or not self.reuse:
+            return np.zeros(len(self.nodes), dtype=bool)
+        column = self.gpu_column
+        exact = np.ones(len(self.nodes), dtype=bool)
+        if column is not None:
+            exact = self.state.allocatable[:, column] < 2**53 // 1000
+        return self.gpu & ~self.disabled & exact  # type: ignore[no-any-return]
 
     @functools.cached_property
     def bind_rises(self) -> bool:
