@@ -186,9 +186,26 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.dirty = True
     ca.hints.drop_old()
     # nodes the group's minSize would keep however long they stay unneeded (none of none)
-    kept = admit(list(outcomes.values()), cluster)[2] if outcomes else []
+    kept = _kept(ca, outcomes, sizes, cluster)
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
             looked, under, bool(covering), kept_verdicts)  # fmt: skip
+
+
+def _kept(
+    ca: ClusterAutoscaler, outcomes: dict[int, Outcome], sizes: list[int], cluster: Any
+) -> list[str]:
+    """The removable nodes of ``outcomes`` their group's minSize keeps (``planner.admit``;
+    ``sizes``: each group's size by index, ``ca.sizes()``). None where each of their groups is
+    larger than its minSize by at least as many nodes as there are removable ones: taking
+    them one by one, each group is still above its minSize at each one's turn."""
+    if not outcomes:
+        return []
+    of_node, min_size, count = ca.groups.of_node, ca.groups.min_size, len(outcomes)
+    for slot in outcomes:
+        group = of_node[slot]
+        if sizes[group] - min_size[group] < count:
+            return admit(list(outcomes.values()), cluster)[2]
+    return []
 
 
 def _judge(
@@ -208,7 +225,6 @@ def _judge(
     candidate = ca.candidate
     if now_v != then_v:  # some node's pods changed since it was judged
         opts, seconds = ca.options, now / SECOND
-        groups, _ = ca.member_groups()
         verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
         # a node whose utilisation is its ratio (computed by the caller for every slot) is
         # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
@@ -240,7 +256,8 @@ def _judge(
                 node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
                               ca_node.annotations)  # fmt: skip
                 pods = ca.pods_of(slot)
-                reason = check(node, pods, groups.get(ca_node.name), opts, seconds).reason
+                group = ca.member_groups()[0].get(ca_node.name)
+                reason = check(node, pods, group, opts, seconds).reason
             at[slot] = version[slot]
             ca.unfit_reason[slot] = reason
             candidate[slot] = not reason
@@ -432,29 +449,29 @@ def ratios(ca: ClusterAutoscaler, only: Iterable[int] | None = None) -> np.ndarr
     stay in ``stale`` for a later call: a node touched again before it is computed once)."""
     stale = ca.stale
     if only is not None:
-        for s in only:
-            if s in stale:
-                stale.discard(s)
-                _one_ratio(ca, s)
+        todo = [s for s in only if s in stale]
+        if todo:
+            stale.difference_update(todo)
+            _refresh(ca, todo)
         return ca.ratio  # type: ignore[no-any-return]
     if len(stale) > 16:
         nodes = np.fromiter(stale, dtype=np.int64, count=len(stale))
         ca.ratio[nodes] = utilization(ca, nodes)
-    else:  # a few: as Python floats
-        for s in stale:
-            _one_ratio(ca, s)
+    elif stale:  # a few: as Python floats
+        _refresh(ca, stale)
     stale.clear()
     return ca.ratio  # type: ignore[no-any-return]
 
 
-def _one_ratio(ca: ClusterAutoscaler, s: int) -> None:
-    """``utilization`` of slot ``s`` as Python floats (the same IEEE division, 0 where the
+def _refresh(ca: ClusterAutoscaler, slots: Iterable[int]) -> None:
+    """``utilization`` of ``slots`` as Python floats (the same IEEE division, 0 where the
     resource is not offered) into ``ca.ratio``."""
-    used, capacity, cpu, mem = ca.state.requested, ca.capacity, ca.cpu, ca.mem
-    a, b = capacity.item(s, 0), capacity.item(s, 1)
-    x = used.item(s, cpu) / a if a > 0 else 0.0
-    y = used.item(s, mem) / b if b > 0 else 0.0
-    ca.ratio[s] = x if x >= y else y
+    used, rows, ratio, cpu, mem = ca.state.requested, ca.capacity_rows, ca.ratio, ca.cpu, ca.mem
+    for s in slots:
+        a, b = rows[s]
+        x = used.item(s, cpu) / a if a > 0 else 0.0
+        y = used.item(s, mem) / b if b > 0 else 0.0
+        ratio[s] = x if x >= y else y
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

@@ -47,8 +47,9 @@ def settle(ca: ClusterAutoscaler) -> None:
     if not ca.dirty or ca.waiting or ca.undecided or ca.queued is None or not ca.reuse:
         return  # (``undecided``: asked since the last run and left to it, as it will be again)
     ca.undecided = True
+    present = ca.active.item
     for slot, deadline in ca.recheck.deadlines.items():
-        if deadline <= run or not ca.active[slot]:  # the pass there drops it: run
+        if deadline <= run or not present(slot):  # the pass there drops it: run
             return
     # the candidates limit: read by ``stands`` only when the limit stopped the last pass
     limit = -1

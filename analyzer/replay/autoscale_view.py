@@ -102,6 +102,7 @@ class ReplayView:
         columns = [self.cpu or 0, self.mem or 0]
         self.capacity = state.allocatable[:, columns].astype(np.float64)
         self.offered = self.capacity > 0
+        self.capacity_rows = self.capacity.tolist()  # per slot (cpu, memory) as Python floats
         # per slot, whether its kept verdict (``autoscale_scaledown._judge``) is one a bind on it
         # keeps (``autoscale_steady.steady``), kept with the verdict
         self.keeps = np.zeros(len(state.node_names), dtype=bool)
