@@ -27,6 +27,7 @@ one a given CA run picks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import eq
 from typing import Any
 
 import numpy as np
@@ -271,10 +272,8 @@ class RemovalSimulator(Placement):
         so the hints this pass leaves are those it read (``drop_old`` not yet called)."""
         if self.hints is None:
             return True
-        # each key's hint now against the one it read, in one comparison of two lists (hints
-        # are strings or None: equal ones compare equal whether or not the same object)
-        looked = self.looked
-        return list(map(self.hints.current.get, looked)) == list(looked.values())
+        looked = self.looked  # each key's hint now against the one it read (no Python loop)
+        return all(map(eq, map(self.hints.current.get, looked), looked.values()))
 
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""

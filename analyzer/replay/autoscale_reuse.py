@@ -212,11 +212,14 @@ class SimulationMemo:
         keeps (``PassSummary.steady``), ``clear`` too where no placement walked them."""
         reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
+        walks = []
         for entry in self.used:
             if len(entry.reads):
-                reads[entry.reads] = True
+                walks.append(entry.reads)
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
+        if walks:  # one assignment of every walked index
+            reads[walks[0] if len(walks) == 1 else np.concatenate(walks)] = True
         self.summary = PassSummary(
             self.epoch,
             provisioning,

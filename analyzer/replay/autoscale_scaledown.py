@@ -15,7 +15,8 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 from __future__ import annotations
 
 from collections.abc import Iterable
-from operator import itemgetter
+from itertools import compress
+from operator import itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -234,7 +235,7 @@ def _judge(
         by_gpu, gpu, allocatable = ca.gpu_by_requests, ca.gpu_column, ca.state.allocatable
         gpu_threshold = opts.scale_down_gpu_utilization_threshold
         special, rises = ca.special, ca.bind_rises
-        for slot in [s for s, v, w in zip(look, now_v, then_v, strict=True) if v != w]:
+        for slot in list(compress(look, map(ne, now_v, then_v))):  # those changed
             if (
                 plain.item(slot)
                 and used.item(slot, ca.mem) < most
