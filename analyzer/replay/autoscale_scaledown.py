@@ -14,7 +14,6 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
@@ -34,6 +33,8 @@ from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay import autoscale_expiry
 from analyzer.replay.autoscale_candidates import simulate_candidates
+from analyzer.replay.autoscale_screen import ratios as ratios  # (the loop's, tests')
+from analyzer.replay.autoscale_screen import utilization as utilization
 from analyzer.replay.autoscale_setup import SECOND
 from analyzer.replay.autoscale_steady import (
     BLOCKED,
@@ -150,8 +151,11 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     covering = (
         ca.budgets.covering([p for s in candidates for p in ca.on_node[s]]) if ca.budgets else []
     )  # the budgets over the candidates' pods
-    node_of = np.array(ca.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
-    pdbs = PdbTracker(ca.budgets.at(now, node_of, covering) if covering else [])
+    if covering:
+        node_of = np.array(ca.bound, dtype=np.int64)
+        pdbs = PdbTracker(ca.budgets.at(now, node_of, covering))
+    else:
+        pdbs = PdbTracker([])
     destinations = ca.active  # copied by the simulator
     if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
         destinations = destinations & ~np.array(state.node_unschedulable, dtype=bool)
@@ -431,48 +435,6 @@ def repeat_again(ca: ClusterAutoscaler) -> bool:
     orders, used = check
     ca.hints_repeat = repeats(used) and next_order_same(*orders)
     return bool(ca.hints_repeat)
-
-
-def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
-    used = ca.state.requested[nodes][:, [ca.cpu, ca.mem]].astype(np.float64)
-    # a resource the node does not offer counts 0 (used / 0 is not a ratio); the allocatable
-    # columns as floats are kept (the replay never changes a node's allocatable)
-    out = np.zeros(used.shape, dtype=np.float64)
-    np.divide(used, ca.capacity[nodes], out=out, where=ca.offered[nodes])
-    return out.max(axis=1)  # type: ignore[no-any-return]
-
-
-def ratios(ca: ClusterAutoscaler, only: Iterable[int] | None = None) -> np.ndarray[Any, Any]:
-    """``utilization`` of every slot, kept across passes: only the slots touched since they were
-    last computed (``ca.stale``) are computed again (the same float expression per node).
-    ``only``: the slots the caller reads, the only ones brought up to date then (the others
-    stay in ``stale`` for a later call: a node touched again before it is computed once)."""
-    stale = ca.stale
-    if only is not None:
-        todo = [s for s in only if s in stale]
-        if todo:
-            stale.difference_update(todo)
-            _refresh(ca, todo)
-        return ca.ratio  # type: ignore[no-any-return]
-    if len(stale) > 16:
-        nodes = np.fromiter(stale, dtype=np.int64, count=len(stale))
-        ca.ratio[nodes] = utilization(ca, nodes)
-    elif stale:  # a few: as Python floats
-        _refresh(ca, stale)
-    stale.clear()
-    return ca.ratio  # type: ignore[no-any-return]
-
-
-def _refresh(ca: ClusterAutoscaler, slots: Iterable[int]) -> None:
-    """``utilization`` of ``slots`` as Python floats (the same IEEE division, 0 where the
-    resource is not offered) into ``ca.ratio``."""
-    used, rows, ratio, cpu, mem = ca.state.requested, ca.capacity_rows, ca.ratio, ca.cpu, ca.mem
-    for s in slots:
-        a, b = rows[s]
-        x = used.item(s, cpu) / a if a > 0 else 0.0
-        y = used.item(s, mem) / b if b > 0 else 0.0
-        ratio[s] = x if x >= y else y
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

@@ -132,7 +132,7 @@ class ReplayView:
     @functools.cached_property
     def ratio_is_utilization(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Slots whose CA utilisation (``utilization.calculate``) is their screen ratio
-        (``autoscale_scaledown.ratios``) exactly, so that ``_judge`` need not sum their pods:
+        (``autoscale_screen.ratios``) exactly, so that ``_judge`` need not sum their pods:
         neither GPU nor scale-down-disabled (``special``), cpu and memory offered, no group
         options and no pod left out of the utilisation (``ignore-daemonsets-utilization`` and
         ``ignore-mirror-pods-utilization`` false; no replay pod is long terminating). CA divides
