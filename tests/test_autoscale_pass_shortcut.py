@@ -158,3 +158,47 @@ def test_the_kept_eligibility_verdicts_are_fresh_ones(
     _, _, result = _passes(seed, strategy, None, True, monkeypatch)
     assert result.autoscaler.removed
     assert calls["passes"] > 20 and calls["candidates"] > 20, calls
+
+
+@pytest.mark.parametrize("seed", [2, 5, 7])
+def test_the_min_size_check_is_left_out_only_where_it_refuses_none(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``_kept`` answers "none kept" without ``planner.admit`` where each removable node's group
+    # is above its minSize by at least as many nodes as are removable: at every pass with
+    # removable nodes, its answer against ``admit``'s. Each pool's minSize is its size at the
+    # start less one, so groups reach it and ``admit`` keeps nodes. Counted: passes answered
+    # without ``admit`` and passes where it keeps some. Mutants caught: the bound one short
+    # (``< count - 1``: ``admit`` left out where a group has one node too few above its
+    # minSize for every removable one; each seed here has such a pass), and ``admit`` never
+    # asked.
+    import dataclasses
+
+    from analyzer.autoscaler.planner import admit
+    from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
+    from analyzer.replay.input import prepare
+    from analyzer.sources import SyntheticSpec, generate
+
+    cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
+    pools = cluster.snapshot.nodes["pool"].fillna("default").astype(str).replace("", "default")
+    bounds = {p: GroupBounds(min_size=max(n - 1, 0)) for p, n in pools.value_counts().items()}
+    settings = dataclasses.replace(parse_settings(None), groups=bounds)
+    auto, groups = with_node_groups(prepare(cluster.snapshot), settings)
+    real = autoscale_scaledown._kept
+    seen = {"passes": 0, "without": 0, "kept": 0}
+
+    def checked(ca: Any, outcomes: Any, sizes: list[int], cluster: Any) -> list[str]:
+        got = real(ca, outcomes, sizes, cluster)
+        if outcomes:
+            expected = admit(list(outcomes.values()), cluster)[2]
+            assert got == expected, (got, expected)
+            of, low = ca.groups.of_node, ca.groups.min_size
+            seen["passes"] += 1
+            seen["without"] += all(sizes[of[s]] - low[of[s]] >= len(outcomes) for s in outcomes)
+            seen["kept"] += bool(expected)
+        return got
+
+    monkeypatch.setattr(autoscale_scaledown, "_kept", checked)
+    chosen = Strategy("kube-default", load_strategy("kube-default"))
+    replay(auto, chosen, seed, autoscaler=(groups, settings))
+    assert seen["without"] > 0 and seen["kept"] > 0, seen

@@ -599,11 +599,14 @@ def test_the_incremental_whole_pass_check_is_the_full_one(
 def _judge_checked(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Has every judging of the fast path checked: each judged node's kept reason is the one
     ``eligibility.check`` gives from its pods. Counts the nodes judged by their screen ratio
-    (``ClusterAutoscaler.ratio_is_utilization``) and those of them exactly at the threshold."""
+    (``ClusterAutoscaler.ratio_is_utilization``) and those of them exactly at the threshold,
+    and the GPU nodes judged again by their GPU requests (``ReplayView.gpu_by_requests``)."""
     real = autoscale_scaledown._judge
-    seen = {"by_ratio": 0, "at_threshold": 0}
+    seen = {"by_ratio": 0, "at_threshold": 0, "by_gpu": 0}
 
     def checked(ca: Any, look: list[int], reasons: dict[str, int], now: int) -> Any:
+        again = [s for s in look if ca.version[s] != ca.judged_at[s]]
+        seen["by_gpu"] += sum(bool(ca.gpu_by_requests[s]) for s in again)
         out = real(ca, look, reasons, now)
         groups, _ = ca.member_groups()
         threshold = ca.options.scale_down_utilization_threshold
@@ -630,10 +633,12 @@ def test_nodes_judged_by_their_ratio_get_the_reason_eligibility_gives(
 ) -> None:
     # the fast path judges a node whose utilisation is its screen ratio by that ratio, not by
     # summing its pods (``_judge``): on seeded clusters every such verdict is check()'s
+    # (a GPU node's by its GPU requests, ``ReplayView.gpu_by_requests``: mutant caught, ``>``
+    # for ``>=`` against the GPU threshold — seed 1 has a GPU node exactly at it)
     seen = _judge_checked(monkeypatch)
     fast, plain = _run(seed, strategy)
     _same_decisions(fast, plain)
-    assert seen["by_ratio"] > 0, seen
+    assert seen["by_ratio"] > 0 and seen["by_gpu"] > 0, seen
 
 
 def test_a_node_exactly_at_the_threshold_is_not_underutilized(

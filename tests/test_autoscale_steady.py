@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from test_autoscale_blocked import RECHECK, _run
 from test_autoscale_reuse import _same_decisions
 
+from analyzer.replay import autoscale_scaledown
 from analyzer.replay.autoscale_reuse import SimulationMemo
+from analyzer.replay.autoscale_steady import BIND_KEEPS, STATIC_KIND, verdict_kind
 
 
 @pytest.mark.parametrize(
@@ -58,3 +61,49 @@ def test_a_bind_on_a_node_judged_with_a_verdict_it_keeps_is_not_verified(
     fast, plain = _run(seed, strategy, raw)
     _same_decisions(fast, plain)
     assert seen["steady"] > 0, seen
+
+
+@pytest.mark.parametrize("seed", [5, 7, 12])
+def test_the_kept_flags_are_those_of_the_kept_verdicts(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``_judge`` keeps, with each slot's verdict, whether it is a candidate
+    # (``ReplayView.candidate``, read for the pass's candidates) and whether a bind keeps it
+    # (``ReplayView.keeps``, read by ``steady``): at every pass, each node looked at has the
+    # flags of its kept reason, and ``steady``'s mask is the one made afresh from those
+    # reasons (their kind, ``verdict_kind``: ``NotUnderutilized`` where a bind only raises
+    # utilisation, or a static reason of a node judged whatever its ratio). Counted: flags
+    # that changed since an earlier pass looked at the node (a verdict judged again to
+    # another kind). Mutants caught: ``_judge`` setting ``keeps`` only where it finds a reason
+    # (a node once ``NotUnderutilized`` kept steady as a candidate), and setting ``candidate``
+    # only where it finds none (a former candidate judged ``NotUnderutilized`` still one).
+    real = autoscale_scaledown.steady
+    seen = {"passes": 0, "keeps": 0, "candidate": 0}
+    before: dict[int, tuple[bool, bool]] = {}
+
+    def checked(ca: Any, looked: np.ndarray[Any, Any]) -> Any:
+        got = real(ca, looked)
+        expected = np.zeros(len(looked), dtype=bool)
+        for slot in np.flatnonzero(looked).tolist():
+            reason = ca.unfit_reason[slot]
+            assert ca.candidate[slot] == (not reason), (slot, reason)
+            kind = verdict_kind(reason)
+            expected[slot] = (kind == BIND_KEEPS and ca.bind_rises) or (
+                kind == STATIC_KIND and bool(ca.special[slot])
+            )
+            flags = (bool(expected[slot]), not reason)
+            last = before.get(slot, flags)
+            seen["keeps"] += last[0] != flags[0]
+            seen["candidate"] += last[1] != flags[1]
+            before[slot] = flags
+        if expected.any():
+            assert got is not None and np.array_equal(got, expected), seen
+        else:
+            assert got is None, seen
+        seen["passes"] += 1
+        return got
+
+    monkeypatch.setattr(autoscale_scaledown, "steady", checked)
+    fast, plain = _run(seed, "kube-default")
+    _same_decisions(fast, plain)
+    assert seen["passes"] > 20 and seen["keeps"] > 0 and seen["candidate"] > 0, seen

@@ -122,11 +122,11 @@ def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> 
     return Plan(decisions, empty_now + drain_now, empty_now, drain_now)
 
 
-def select(
-    unneeded: list[Outcome], cluster: Cluster, options: CAOptions
-) -> tuple[list[str], list[str], list[str]]:
-    """Steps 3 and 4 of the pass over nodes unneeded long enough: (empty nodes deleted now,
-    drained nodes deleted now, nodes refused as ``NodeGroupMinSizeReached``)."""
+def admit(
+    unneeded: Sequence[Outcome], cluster: Cluster
+) -> tuple[list[str], list[Outcome], list[str]]:
+    """Step 3 of the pass over nodes unneeded long enough: (empty nodes, drained nodes'
+    outcomes, nodes refused as ``NodeGroupMinSizeReached``), before the budgets."""
     sizes = cluster.group_sizes()
     empty: list[str] = []
     drain: list[Outcome] = []
@@ -141,6 +141,15 @@ def select(
             drain.append(outcome)
         else:
             empty.append(outcome.node)
+    return empty, drain, refused
+
+
+def select(
+    unneeded: list[Outcome], cluster: Cluster, options: CAOptions
+) -> tuple[list[str], list[str], list[str]]:
+    """Steps 3 (``admit``) and 4 of the pass over nodes unneeded long enough: (empty nodes
+    deleted now, drained nodes deleted now, nodes refused as ``NodeGroupMinSizeReached``)."""
+    empty, drain, refused = admit(unneeded, cluster)
     drain_order = [o.node for o in drain if not o.risky] + [o.node for o in drain if o.risky]
     budget = options.max_scale_down_parallelism
     empty_now = _crop(_by_group(empty, cluster), budget)

@@ -111,4 +111,7 @@ def candidate_order(
     candidates: Iterable[K], empty: Collection[K], previous: Collection[K]
 ) -> list[K]:
     """Empty first, then the last pass's unneeded nodes, each part in the given order."""
-    return sorted(candidates, key=lambda k: (k not in empty, k not in previous))
+    listed = list(candidates)
+    if len(listed) < 2:  # one order (most passes have one or two candidates)
+        return listed
+    return sorted(listed, key=lambda k: (k not in empty, k not in previous))

@@ -27,6 +27,7 @@ one a given CA run picks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import eq
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,18 @@ from analyzer.autoscaler.removal_state import (
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import PodDemand
+
+_ALL: dict[int, np.ndarray[Any, np.dtype[np.bool_]]] = {}
+
+
+def _all_schedulable(count: int) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """A mask of ``count`` True slots, one read-only array per size (never written: a live
+    caller's own mask says which nodes are destinations)."""
+    found = _ALL.get(count)
+    if found is None:
+        found = _ALL[count] = np.ones(count, dtype=bool)
+        found.flags.writeable = False
+    return found
 
 
 class RemovalSimulator(Placement):
@@ -111,7 +124,7 @@ class RemovalSimulator(Placement):
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
-            self.schedulable = np.ones(len(cluster.nodes), dtype=bool)
+            self.schedulable = _all_schedulable(len(cluster.nodes))
             self.destinations = live.destinations.copy()
             self.state = live.state
             self.demands: dict[str, list[PodDemand]] = {}
@@ -259,8 +272,8 @@ class RemovalSimulator(Placement):
         so the hints this pass leaves are those it read (``drop_old`` not yet called)."""
         if self.hints is None:
             return True
-        current = self.hints.current
-        return all(current.get(key) == hint for key, hint in self.looked.items())
+        looked = self.looked  # each key's hint now against the one it read (no Python loop)
+        return all(map(eq, map(self.hints.current.get, looked), looked.values()))
 
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""

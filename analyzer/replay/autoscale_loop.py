@@ -127,8 +127,6 @@ class ClusterAutoscaler(ReplayView):
         self.judged_at = [-1] * len(state.node_names)
         self.unfit_reason = [""] * len(state.node_names)
         self.no_pod_to_move = [False] * len(state.node_names)
-        # per slot, its reason's kind (``autoscale_steady.verdict_kind``), kept with it
-        self.verdict_kind = np.zeros(len(state.node_names), dtype=np.int8)
 
     # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
     _ready_at = NEVER
@@ -150,13 +148,13 @@ class ClusterAutoscaler(ReplayView):
     # that run, which decides it (``update_unneeded``; later changes only add to it)
     undecided = False
 
-    def ratio_of(self) -> np.ndarray[Any, Any]:
-        """The screen per slot, up to date (``autoscale_scaledown.ratios``): what the skip test
-        reads of it (``autoscale_scaledown.stands``). A method: a ``functools.partial`` of
-        ``ratios`` kept on the instance made the autoscaler a reference cycle, so its state
-        (~90k objects a week at 500 nodes) waited for the cycle collector when the replay
-        ended; without one it is freed as the replay returns."""
-        return ratios(self)
+    def ratio_of(self, only: list[int] | None = None) -> np.ndarray[Any, Any]:
+        """The screen per slot, up to date (``autoscale_screen.ratios``; ``only``: for those
+        slots alone): what the skip test reads of it (``autoscale_scaledown.stands``). A
+        method: a ``functools.partial`` of ``ratios`` kept on the instance made the autoscaler
+        a reference cycle, so its state (~90k objects a week at 500 nodes) waited for the cycle
+        collector when the replay ended; without one it is freed as the replay returns."""
+        return ratios(self, only)
 
     # -- the engine's side ---------------------------------------------------------------------
     # the next instant the autoscaler acts on its own (``autoscale_idle.next_time``, called as

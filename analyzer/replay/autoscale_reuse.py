@@ -218,10 +218,14 @@ class SimulationMemo:
         keeps (``PassSummary.steady``), ``clear`` too where no placement walked them."""
         reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
+        walks = []
         for entry in self.used:
-            reads[entry.reads] = True
+            if len(entry.reads):
+                walks.append(entry.reads)
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
+        if walks:  # one assignment of every walked index
+            reads[walks[0] if len(walks) == 1 else np.concatenate(walks)] = True
         self.summary = PassSummary(
             self.epoch,
             provisioning,
@@ -233,7 +237,11 @@ class SimulationMemo:
             blocked,
             steady=steady,
         )
-        self.clear = ~(under | reads) if steady is None else ~((under & ~steady) | reads)
+        # ~((under & ~steady) | reads), in one array (``greater`` of two masks: ``a & ~b``)
+        clear = under | reads if steady is None else np.greater(under, steady)
+        if steady is not None:
+            clear |= reads
+        self.clear = np.logical_not(clear, out=clear)
         # a new summary: every node touched since the pass began is verified against it
         self.pending = set(self.touched)
         self.leaning.clear()
@@ -241,7 +249,7 @@ class SimulationMemo:
     def unchanged(
         self,
         state: ClusterState,
-        ratio_of: Callable[[], np.ndarray[Any, Any]],
+        ratio_of: Callable[[list[int]], np.ndarray[Any, Any]],
         threshold: float,
         always: np.ndarray[Any, Any],
         provisioning: int,
@@ -252,8 +260,9 @@ class SimulationMemo:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then (or was judged
         with a verdict a bind keeps, ``PassSummary.steady``, and only bound to), is not near the
-        threshold now (``ratio_of``: every slot's screen; ``always``: GPU and scale-down-disabled
-        nodes, judged whatever their ratio) unless skipped as recently unremovable now (in
+        threshold now (``ratio_of``: the screen of every slot, up to date for the nodes it is
+        given; ``always``: GPU and scale-down-disabled nodes, judged whatever their ratio)
+        unless skipped as recently unremovable now (in
         ``recent``: its own pods are not read; the caller checks that the skipped set is the
         last pass's, or, for nodes that pass judged and found blocked by a pod, that it answers
         as that pass with them skipped: ``autoscale_steady.blocked_only``), was walked by no
@@ -299,7 +308,7 @@ class SimulationMemo:
                     return False
                 judged.append(node)
         if judged:
-            ratio, near = ratio_of(), threshold + 1e-6
+            ratio, near = ratio_of(judged), threshold + 1e-6
             for node in judged:
                 if ratio.item(node) < near:
                     return False

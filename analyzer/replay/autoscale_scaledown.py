@@ -15,7 +15,7 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 from __future__ import annotations
 
 from itertools import compress
-from operator import itemgetter, not_
+from operator import itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ import numpy as np
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.eligibility import check
-from analyzer.autoscaler.planner import has_no_pod_to_move, select
+from analyzer.autoscaler.planner import admit, has_no_pod_to_move, select
 from analyzer.autoscaler.recheck import (
     RECENTLY_UNREMOVABLE,
     candidate_order,
@@ -33,10 +33,14 @@ from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay import autoscale_expiry
 from analyzer.replay.autoscale_candidates import simulate_candidates
+from analyzer.replay.autoscale_screen import ratios as ratios  # (the loop's, tests')
+from analyzer.replay.autoscale_screen import utilization as utilization
 from analyzer.replay.autoscale_setup import SECOND
 from analyzer.replay.autoscale_steady import (
     BLOCKED,
+    NOT_UNDERUTILIZED,
     blocked_only,
+    keeps,
     next_order_same,
     rechecked,
     repeats,
@@ -68,7 +72,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # ``unremovable.Nodes.Update``: deadlines past (or of nodes gone) are dropped
     held = ca.recheck.deadlines  # ``update`` replaces the dict: this one is kept as it was
     before = len(held)
-    expired = ca.recheck.update(now, lambda s: bool(ca.active[s]))
+    expired = ca.recheck.update(now, ca.active.item)  # present: a Python bool per slot
     limit = unneeded_limit(
         opts.max_scale_down_parallelism,
         ca.last_unneeded,
@@ -86,7 +90,11 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
                 return
         elif EXPIRY and _expiry_stands(ca, held, now, limit):
             return
-    if ca.cpu is None or ca.mem is None or not ca.active.any():
+    # the present nodes not skipped as recently unremovable: every deadline left is of a
+    # present node (``recheck.update`` dropped the others)
+    deadlines = ca.recheck.deadlines
+    count = int(np.count_nonzero(ca.active))
+    if ca.cpu is None or ca.mem is None or not count:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, {}))
         ca.hints.drop_old()
@@ -94,14 +102,10 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         return
     threshold = ca.screen_threshold
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
-    deadlines = ca.recheck.deadlines
-    present = ca.active
     reasons: dict[str, int] = {}
     if deadlines:
-        present = present.copy()
-        present[list(deadlines)] = False
         reasons[RECENTLY_UNREMOVABLE] = len(deadlines)
-    count = int(np.count_nonzero(present))
+        count -= len(deadlines)
     if not count:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.last_pass = (limit, False, False)
@@ -114,8 +118,10 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # (``looked``: kept in the pass's summary), the nodes in slot order
     under = ratios(ca) < threshold + 1e-6
     under |= ca.special
-    looked = under & present
-    look = np.flatnonzero(looked).tolist()
+    looked = under & ca.active
+    if deadlines:
+        looked[list(deadlines)] = False
+    look = looked.nonzero()[0].tolist()
     reasons["NotUnderutilized"] = count - len(look)
     candidates, empty = _judge(ca, look, reasons, now)
     kept_verdicts = steady(ca, looked) if ca.reuse else None
@@ -145,11 +151,14 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     covering = (
         ca.budgets.covering([p for s in candidates for p in ca.on_node[s]]) if ca.budgets else []
     )  # the budgets over the candidates' pods
-    node_of = np.array(ca.bound, dtype=np.int64) if covering else np.zeros(0, np.int64)
-    pdbs = PdbTracker(ca.budgets.at(now, node_of, covering) if covering else [])
-    destinations = ca.active.copy()
+    if covering:
+        node_of = np.array(ca.bound, dtype=np.int64)
+        pdbs = PdbTracker(ca.budgets.at(now, node_of, covering))
+    else:
+        pdbs = PdbTracker([])
+    destinations = ca.active  # copied by the simulator
     if state.node_unschedulable:  # cordoned nodes take no pods (upstream's runner skips them)
-        destinations &= ~np.array(state.node_unschedulable, dtype=bool)
+        destinations = destinations & ~np.array(state.node_unschedulable, dtype=bool)
     # without node-state intervals nodes keep their labels, taints and cordons all along
     static = ca.static if ca.inp.snapshot.node_state is None else {}
     live = LiveState(
@@ -182,9 +191,26 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.dirty = True
     ca.hints.drop_old()
     # nodes the group's minSize would keep however long they stay unneeded (none of none)
-    kept = select(list(outcomes.values()), cluster, ca.options)[2] if outcomes else []
+    kept = _kept(ca, outcomes, sizes, cluster)
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
             looked, under, bool(covering), kept_verdicts)  # fmt: skip
+
+
+def _kept(
+    ca: ClusterAutoscaler, outcomes: dict[int, Outcome], sizes: list[int], cluster: Any
+) -> list[str]:
+    """The removable nodes of ``outcomes`` their group's minSize keeps (``planner.admit``;
+    ``sizes``: each group's size by index, ``ca.sizes()``). None where each of their groups is
+    larger than its minSize by at least as many nodes as there are removable ones: taking
+    them one by one, each group is still above its minSize at each one's turn."""
+    if not outcomes:
+        return []
+    of_node, min_size, count = ca.groups.of_node, ca.groups.min_size, len(outcomes)
+    for slot in outcomes:
+        group = of_node[slot]
+        if sizes[group] - min_size[group] < count:
+            return admit(list(outcomes.values()), cluster)[2]
+    return []
 
 
 def _judge(
@@ -201,41 +227,65 @@ def _judge(
     version, at = ca.version, ca.judged_at
     get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
     now_v, then_v = get(version), get(at)
+    candidate = ca.candidate
     if now_v != then_v:  # some node's pods changed since it was judged
         opts, seconds = ca.options, now / SECOND
-        groups, _ = ca.member_groups()
         verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
         # a node whose utilisation is its ratio (computed by the caller for every slot) is
         # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
         plain, ratio, used = ca.ratio_is_utilization, ca.ratio, ca.state.requested
         threshold, most = opts.scale_down_utilization_threshold, 2**53 // 1000
-        for slot in [s for s, v, w in zip(look, now_v, then_v, strict=True) if v != w]:
+        # GPU nodes judged by their GPU requests (``ReplayView.gpu_by_requests``)
+        by_gpu, gpu, allocatable = ca.gpu_by_requests, ca.gpu_column, ca.state.allocatable
+        gpu_threshold = opts.scale_down_gpu_utilization_threshold
+        special, rises = ca.special, ca.bind_rises
+        for slot in list(compress(look, map(ne, now_v, then_v))):  # those changed
             if (
                 plain.item(slot)
                 and used.item(slot, ca.mem) < most
                 and used.item(slot, ca.cpu) < most
             ):
-                reason = "NotUnderutilized" if ratio.item(slot) >= threshold else ""
+                reason = NOT_UNDERUTILIZED if ratio.item(slot) >= threshold else ""
+                pods = ca.pods_of(slot) if not reason else []
+            elif by_gpu.item(slot) and (gpu is None or used.item(slot, gpu) < most):
+                # a GPU node's utilisation as CA computes it (``utilization.calculate``): the
+                # requests' millis over the allocatable's (0 where it offers none)
+                offered = 0 if gpu is None else allocatable.item(slot, gpu)
+                value = (
+                    float(used.item(slot, gpu) * 1000) / float(offered * 1000) if offered else 0.0
+                )
+                reason = NOT_UNDERUTILIZED if value >= gpu_threshold else ""
                 pods = ca.pods_of(slot) if not reason else []
             else:
                 ca_node = ca.nodes[slot]
                 node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
                               ca_node.annotations)  # fmt: skip
                 pods = ca.pods_of(slot)
-                reason = check(node, pods, groups.get(ca_node.name), opts, seconds).reason
+                group = ca.member_groups()[0].get(ca_node.name)
+                reason = check(node, pods, group, opts, seconds).reason
             at[slot] = version[slot]
             ca.unfit_reason[slot] = reason
-            ca.verdict_kind[slot] = verdict_kind(reason)
+            candidate[slot] = not reason
+            ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)
             ca.no_pod_to_move[slot] = not reason and has_no_pod_to_move(
                 pods, opts, seconds, verdicts
             )
-    unfit = get(ca.unfit_reason)
-    candidates = list(compress(look, map(not_, unfit)))
-    empty = set(compress(look, get(ca.no_pod_to_move)))  # only a candidate has none to move
-    if len(candidates) < len(look):  # the others' reasons, in order of first appearance
-        for reason in dict.fromkeys(unfit):
-            if reason:
-                reasons[reason] = reasons.get(reason, 0) + unfit.count(reason)
+    candidates = [s for s in look if candidate[s]]
+    if not candidates:
+        empty: set[int] = set()
+    else:
+        no_pod = ca.no_pod_to_move
+        empty = {s for s in candidates if no_pod[s]}  # only a candidate has none to move
+    left = len(look) - len(candidates)
+    if left:  # the others' reasons, in order of first appearance
+        unfit = get(ca.unfit_reason)
+        same = unfit.count(NOT_UNDERUTILIZED)
+        if same == left:  # the only reason (most passes): ``NotUnderutilized``
+            reasons[NOT_UNDERUTILIZED] = reasons.get(NOT_UNDERUTILIZED, 0) + same
+        else:
+            for reason in dict.fromkeys(unfit):
+                if reason:
+                    reasons[reason] = reasons.get(reason, 0) + unfit.count(reason)
     return candidates, empty
 
 
@@ -385,34 +435,6 @@ def repeat_again(ca: ClusterAutoscaler) -> bool:
     orders, used = check
     ca.hints_repeat = repeats(used) and next_order_same(*orders)
     return bool(ca.hints_repeat)
-
-
-def utilization(ca: ClusterAutoscaler, nodes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """CA's utilisation screen of ``nodes``: the higher of the cpu and memory request ratios."""
-    used = ca.state.requested[nodes][:, [ca.cpu, ca.mem]].astype(np.float64)
-    # a resource the node does not offer counts 0 (used / 0 is not a ratio); the allocatable
-    # columns as floats are kept (the replay never changes a node's allocatable)
-    out = np.zeros(used.shape, dtype=np.float64)
-    np.divide(used, ca.capacity[nodes], out=out, where=ca.offered[nodes])
-    return out.max(axis=1)  # type: ignore[no-any-return]
-
-
-def ratios(ca: ClusterAutoscaler) -> np.ndarray[Any, Any]:
-    """``utilization`` of every slot, kept across passes: only the slots touched since the last
-    call (``ca.stale``) are computed again (the same float expression per node)."""
-    if len(ca.stale) > 16:
-        nodes = np.fromiter(ca.stale, dtype=np.int64, count=len(ca.stale))
-        ca.ratio[nodes] = utilization(ca, nodes)
-    elif ca.stale:  # a few: as Python floats (the same IEEE division, 0 where not offered)
-        used, capacity, ratio = ca.state.requested, ca.capacity, ca.ratio
-        cpu, mem = ca.cpu, ca.mem
-        for s in ca.stale:
-            a, b = capacity.item(s, 0), capacity.item(s, 1)
-            x = used.item(s, cpu) / a if a > 0 else 0.0
-            y = used.item(s, mem) / b if b > 0 else 0.0
-            ratio[s] = x if x >= y else y
-    ca.stale.clear()
-    return ca.ratio  # type: ignore[no-any-return]
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

@@ -31,7 +31,7 @@ NOT_UNDERUTILIZED = "NotUnderutilized"
 # ``eligibility.check``'s reasons decided before any pod is read (``CurrentlyBeingDeleted``
 # reads the time: left out)
 STATIC = frozenset({"ScaleDownDisabledAnnotation", "NotAutoscaled"})
-# each slot's verdict kind (``ClusterAutoscaler.verdict_kind``, ``verdict_kind``): a reason a
+# a verdict's kind (``verdict_kind``, kept per slot as ``ReplayView.keeps``): a reason a
 # bind keeps, a reason decided before any pod is read; 0 for the others and candidates
 BIND_KEEPS, STATIC_KIND = 1, 2
 
@@ -54,22 +54,18 @@ def steady(ca: ClusterAutoscaler, looked: np.ndarray[Any, Any]) -> np.ndarray[An
       with such a reason leaves ``look`` when a bind lifts it over the screen, counted
       ``NotUnderutilized`` then: not steady.)
 
-    Read from each slot's verdict kind (``verdict_kind``, kept by ``_judge`` with its reason:
-    current for every node judged now), over every slot at once. An unbind is verified as
-    before (``SimulationMemo.touch``); a node a placement walked is not ``clear`` either
-    (``summarise``)."""
-    opts = ca.options
-    rising = not (
-        opts.ignore_daemonsets_utilization
-        or opts.ignore_mirror_pods_utilization
-        or any(k.options is not None and k.options.ignore_daemonsets_utilization for k in ca.kinds)
-    )
-    kind = ca.verdict_kind
-    mask = (kind == STATIC_KIND) & ca.special
-    if rising:
-        mask |= kind == BIND_KEEPS
-    mask &= looked
-    return mask if mask.any() else None
+    Read from each slot's kept flag (``ReplayView.keeps``, set by ``_judge`` with the slot's
+    verdict from its kind, ``keeps``: current for every node judged now): one mask over every
+    slot. An unbind is verified as before (``SimulationMemo.touch``); a node a placement walked
+    is not ``clear`` either (``summarise``)."""
+    mask = ca.keeps & looked
+    return mask if np.count_nonzero(mask) else None
+
+
+def keeps(kind: int, special: bool, rises: bool) -> bool:
+    """Whether a verdict of ``kind`` (``verdict_kind``) on a node (``special``: judged whatever
+    its ratio) is one a bind keeps (``steady``; ``rises``: ``ReplayView.bind_rises``)."""
+    return (kind == BIND_KEEPS and rises) or (kind == STATIC_KIND and special)
 
 
 def verdict_kind(reason: str) -> int:

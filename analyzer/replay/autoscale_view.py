@@ -19,7 +19,7 @@ import numpy as np
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
-from analyzer.autoscaler.utilization import is_gpu_node
+from analyzer.autoscaler.utilization import GPU_RESOURCE, is_gpu_node
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_setup import NodeGroups
 from analyzer.replay.input import ReplayInput
@@ -87,6 +87,7 @@ class ReplayView:
             for i, name in enumerate(state.node_names)
         ]  # fmt: skip
         self.cpu, self.mem = state.index_of("cpu"), state.index_of("memory")
+        self.gpu_column = state.index_of(GPU_RESOURCE)
         self.gpu = np.array(
             [
                 is_gpu_node({"nvidia.com/gpu": 1} if "nvidia.com/gpu" in state.resources
@@ -101,6 +102,12 @@ class ReplayView:
         columns = [self.cpu or 0, self.mem or 0]
         self.capacity = state.allocatable[:, columns].astype(np.float64)
         self.offered = self.capacity > 0
+        self.capacity_rows = self.capacity.tolist()  # per slot (cpu, memory) as Python floats
+        # per slot, whether its kept verdict (``autoscale_scaledown._judge``) is one a bind on it
+        # keeps (``autoscale_steady.steady``), kept with the verdict
+        self.keeps = np.zeros(len(state.node_names), dtype=bool)
+        # ... and whether that verdict makes it a candidate (no unremovable reason)
+        self.candidate = [False] * len(state.node_names)
 
     def _members_version(self) -> tuple[int, int, int, int]:
         """Changes whenever a node joins or is removed or provisioning starts or ends (the
@@ -125,7 +132,7 @@ class ReplayView:
     @functools.cached_property
     def ratio_is_utilization(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Slots whose CA utilisation (``utilization.calculate``) is their screen ratio
-        (``autoscale_scaledown.ratios``) exactly, so that ``_judge`` need not sum their pods:
+        (``autoscale_screen.ratios``) exactly, so that ``_judge`` need not sum their pods:
         neither GPU nor scale-down-disabled (``special``), cpu and memory offered, no group
         options and no pod left out of the utilisation (``ignore-daemonsets-utilization`` and
         ``ignore-mirror-pods-utilization`` false; no replay pod is long terminating). CA divides
@@ -139,6 +146,41 @@ class ReplayView:
             return np.zeros(len(self.nodes), dtype=bool)
         exact = (self.capacity * 1000 < 2.0**53).all(axis=1)
         return exact & self.offered.all(axis=1) & ~self.special  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def gpu_by_requests(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """GPU nodes whose CA utilisation (``utilization.calculate``: a GPU node's is its GPU
+        ratio alone, 0 where it offers no GPU) is their GPU requests over their GPU allocatable
+        in millis as floats, so that ``_judge`` need not sum their pods: not scale-down-disabled
+        (judged by their annotation), the allocatable's millis below 2**53 (the caller checks
+        the requests'), no group options and no pod left out of the utilisation (as
+        ``ratio_is_utilization``)."""
+        opts = self.options
+        if opts.ignore_daemonsets_utilization or opts.ignore_mirror_pods_utilization:
+            return np.zeros(len(self.nodes), dtype=bool)
+        if any(kind.options is not None for kind in self.kinds) or not self.reuse:
+            return np.zeros(len(self.nodes), dtype=bool)
+        column = self.gpu_column
+        exact = np.ones(len(self.nodes), dtype=bool)
+        if column is not None:
+            exact = self.state.allocatable[:, column] < 2**53 // 1000
+        return self.gpu & ~self.disabled & exact  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def bind_rises(self) -> bool:
+        """Whether a bind on a node only raises CA's utilisation of it: no pod's requests are
+        taken off the allocatable (``ignore-daemonsets-utilization``,
+        ``ignore-mirror-pods-utilization``, globally or in a group's options; both fixed for
+        the replay), ``autoscale_steady.steady``."""
+        opts = self.options
+        return not (
+            opts.ignore_daemonsets_utilization
+            or opts.ignore_mirror_pods_utilization
+            or any(
+                k.options is not None and k.options.ignore_daemonsets_utilization
+                for k in self.kinds
+            )
+        )
 
     @functools.cached_property
     def slot_groups(self) -> dict[str, NodeGroup]:
