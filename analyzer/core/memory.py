@@ -85,24 +85,3 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-@contextmanager
-def gc_frozen() -> Iterator[None]:
-    """Set the objects alive now aside from the cyclic garbage collector for the duration.
-
-    A replay allocates many small containers per pod, so the collector runs often, and each
-    collection of the oldest generation walks every tracked object — among them the hundreds of
-    thousands of the replay's input (demands, label dicts), alive for the whole replay. Frozen
-    (``gc.freeze``), they are skipped; objects made inside are collected as usual (unlike
-    ``gc_paused``, cycles made inside do not wait), and the frozen ones go back to the oldest
-    generation at the end. A caller's own freeze is left alone. Usable as a decorator.
-    """
-    if gc.get_freeze_count():  # someone froze objects already: theirs to undo
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
