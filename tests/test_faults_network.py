@@ -447,3 +447,19 @@ def test_net_left_open_windows_give_the_same_samples(
     # the pods seen before the range are first seen at the earliest sample collect reads
     first_seen = a.pods["first_seen"].dropna().min()
     assert first_seen == pd.Timestamp(sc.T0 + 600 - 300, unit="s", tz="UTC")
+
+
+def test_net_5xx_on_buildinfo_is_not_taken_for_a_404_by_the_url(
+    tmp_path: Path, servers: ExitStack
+) -> None:
+    # buildinfo takes a 404 or a non-API answer as "no build info here" (VictoriaMetrics,
+    # some proxies). It once decided on the error's text, which holds the URL: a server at a
+    # port such as 40441 (or a path with 404 in it, as here) answering 503 had its failure
+    # swallowed after the run had stopped, and `check` said only that "another request
+    # failed". The 503 must be the message whatever the URL holds.
+    stub = servers.enter_context(serve(lambda r: Reply(503, b"busy", "text/plain")))
+    args = ("check", "--prometheus", f"{stub.url}/p404", "--token-env", TOKEN_ENV, *FAST)
+    last = assert_one_line_failure(
+        run_cli(*args, "--since", "1h"), documented_exit("net-5xx"), "server error HTTP 503 from"
+    )
+    assert "buildinfo" in last and "after 4 tries" in last

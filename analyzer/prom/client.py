@@ -58,6 +58,18 @@ class Stopped(ServerFault):
     """A request cut short because the run is stopping for another request's fault."""
 
 
+class AnswerError(SourceError):
+    """An answer that is not a success: ``status`` its HTTP status, ``envelope`` whether it was
+    a Prometheus JSON envelope (an error one) at all. Callers that take some answers as "not
+    offered here" decide on these fields, never on the message (it holds the URL: a port such
+    as 40441 reads as a 404)."""
+
+    def __init__(self, message: str, status: int, *, envelope: bool) -> None:
+        super().__init__(message)
+        self.status = status
+        self.envelope = envelope
+
+
 class _Transient(Exception):
     """A try that failed in a way that may heal; ``final(tries)`` is the error once tries run out."""
 
@@ -412,21 +424,27 @@ class PromClient:
             )
         if not isinstance(body, dict) or "status" not in body:
             if status == 404:
-                raise SourceError(
+                raise AnswerError(
                     f"{self.public_url}{path} not found (404); wrong URL path? give the API root, "
-                    "e.g. http://host:9090 or http://mimir/prometheus"
+                    "e.g. http://host:9090 or http://mimir/prometheus",
+                    status,
+                    envelope=False,
                 )
-            raise SourceError(
+            raise AnswerError(
                 f"{self.public_url} is not a Prometheus API: {path} answered HTTP {status} "
-                f"with {kind}, not a Prometheus JSON response"
+                f"with {kind}, not a Prometheus JSON response",
+                status,
+                envelope=False,
             )
         for warning in body.get("warnings") or []:
             self._warn(f"{what}: {warning}")
         if body.get("status") != "success":
             error_type, error = _error_fields(body, status)
-            raise SourceError(
+            raise AnswerError(
                 f"{self.public_url} rejected {what} (HTTP {status}{error_type}): {error}"
-                + _size_hint(error)
+                + _size_hint(error),
+                status,
+                envelope=True,
             )
         data = body.get("data")
         if data is None:
@@ -502,8 +520,8 @@ class PromClient:
         """``/api/v1/status/buildinfo`` (version, revision); ``{}`` where a backend lacks it."""
         try:
             data = self.request("/api/v1/status/buildinfo", {}, what="buildinfo", post=False)
-        except SourceError as exc:
-            if "404" in str(exc) or "not a Prometheus API" in str(exc):
+        except AnswerError as exc:  # no build info here: an endpoint not found or not the API's
+            if exc.status == 404 or not exc.envelope:
                 return {}
             raise
         return dict(data) if isinstance(data, dict) else {}
