@@ -65,16 +65,13 @@ def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> Hint
     # ``_record`` (kept static mask, compared columns, non-zero requests) is ``_static_only``
     # and ``_fit_columns`` in one kept answer, where those can be kept (else none: ask pod by pod)
     kept = simulator.static is not None and simulator.first_fit
-    records = simulator.static.setdefault(("records",), {}) if kept else {}
     held: dict[int, dict[int, int]] = {}  # target -> column -> the answer's pods' requests so far
     needs: dict[int, dict[int, int]] = {}  # target -> column -> the most needed free
     groups: dict[int, list[CAPod]] = {}
     for pod, t in zip(moved, targets, strict=True):
         if not kept:
             return None
-        demand = demand_of[id(pod)]
-        found = records.get(id(demand))
-        record = found[1] if found is not None else simulator._record(demand)
+        record = simulator._record(demand_of[id(pod)])
         if record is None or not record[0][t]:
             return None
         columns, adds = record[1], record[2]

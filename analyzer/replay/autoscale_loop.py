@@ -178,12 +178,8 @@ class ClusterAutoscaler(ReplayView):
     finish = finish
 
     def _recheck_due(self, now: int) -> bool:
-        kept = self._expiry_kept  # ``_expiry()``'s kept value read without a call when it holds
-        if kept is None or kept[0] != len(self.recheck.deadlines):
-            self._expiry()
-            kept = self._expiry_kept
-            assert kept is not None
-        return kept[1] is not None and kept[1] <= now
+        expiry = self._expiry()
+        return expiry is not None and expiry <= now
 
     def _expiry(self) -> int | None:
         """``recheck.next_expiry()``, kept while the deadlines cannot have changed: they change
@@ -213,11 +209,9 @@ class ClusterAutoscaler(ReplayView):
         if now < self.clock:  # an instant before the data's start (where the clock begins)
             after = self._on_grid(now + 1)
         elif now >= after:
-            scan = self.settings.scan_interval
-            after += scan
-            if now >= after:  # ``_on_grid(now + 1)``, written out (most instants come here)
-                start = self.inp.start
-                after = start + -(-(now + 1 - start) // scan) * scan
+            after += self.settings.scan_interval
+            if now >= after:
+                after = self._on_grid(now + 1)
         self.clock, self.grid_after = now, after
         if self._ready_at > now:  # none due (most instants)
             return []
