@@ -32,6 +32,7 @@ from analyzer.autoscaler.removal_state import Outcome, first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
 from analyzer.replay import autoscale_loop, autoscale_scaledown, autoscale_scaleup
 from analyzer.replay.autoscale_loop import ClusterAutoscaler
+from analyzer.replay.autoscale_reuse import LONG_WALK, walked
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -656,3 +657,25 @@ def test_a_node_exactly_at_the_threshold_is_not_underutilized(
     assert seen["at_threshold"] > 0, seen
     first = fast.autoscaler.reasons[0][1]
     assert first == {"NotUnderutilized": 2, "Unneeded": 1}
+
+
+def test_walked_nodes_are_each_span_node_by_node() -> None:
+    """``walked`` (the nodes a simulation's placements read, checked against later changes) is
+    each (start, length) span's nodes in order, modulo the node count, on random walks mixing
+    single nodes, short spans, spans of ``LONG_WALK`` and more (made as ``arange``), and spans
+    that pass the last node. Mutants that fail it: the modulo left out (a wrapping long span
+    keeps indices past the last node), a long span one node short (``arange(a, a + n - 1)``),
+    the short ones after a long one dropped (``out`` not flushed at the end)."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        count = int(rng.integers(40, 300))
+        walks = []
+        for _ in range(int(rng.integers(1, 12))):
+            kind = int(rng.integers(0, 4))
+            n = 1 if kind == 0 else int(rng.integers(2, LONG_WALK if kind == 1 else count + 1))
+            walks.append((int(rng.integers(0, count)), n))
+        expected = [(a + k) % count for a, n in walks for k in range(n)]
+        found = walked(walks, count)
+        assert found.dtype == np.int64
+        assert found.tolist() == expected
+    assert walked([], 10).tolist() == []

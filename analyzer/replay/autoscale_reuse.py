@@ -385,12 +385,36 @@ def room_for_any(
     return False
 
 
+# a walk at least this long is one ``arange`` in ``walked``, not a list of ints
+LONG_WALK = 32
+
+
 def walked(walks: Sequence[tuple[int, int]], count: int) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """The node indices of ``walks`` ((start, length) round-robin spans over ``count`` nodes)."""
+    """The node indices of ``walks`` ((start, length) round-robin spans over ``count`` nodes,
+    each start below ``count``), in order."""
     if not walks:
         return np.zeros(0, dtype=np.int64)
-    # most walks stop at their first node: one list of indices, not an array per walk
+    # most walks stop at their first node (one list of ints for the short ones); a search past
+    # the near nodes walks hundreds (an ``arange``: 464 of 26,564 walks in the 500-node week
+    # held ~140k of its ~179k indices); the modulo only where a span passes the last node
+    pieces: list[np.ndarray[Any, np.dtype[np.int64]]] = []
     out: list[int] = []
+    wraps = False
     for a, n in walks:
-        out.extend(range(a, a + n))
-    return np.array(out, dtype=np.int64) % count
+        if n == 1 and a < count:
+            out.append(a)
+            continue
+        wraps = wraps or a + n > count
+        if n < LONG_WALK:
+            out.extend(range(a, a + n))
+            continue
+        if out:
+            pieces.append(np.array(out, dtype=np.int64))
+            out = []
+        pieces.append(np.arange(a, a + n, dtype=np.int64))
+    if out or not pieces:
+        pieces.append(np.array(out, dtype=np.int64))
+    found = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    if wraps:
+        found %= count
+    return found
