@@ -177,6 +177,27 @@ class ClusterAutoscaler(ReplayView):
     settle = settle
     finish = finish
 
+    # before it (with ``clock`` at or before the instant) ``tick`` does nothing and ``ready``
+    # only moves the clock on (``end_instant``); 0: not known, ask them
+    wake = 0
+
+    def end_instant(self, waiting: bool) -> int:
+        """The engine's one call at the end of an instant (it placed the instant's pods;
+        ``waiting``: pods are left waiting): ``settle``, then ``next_time`` (nothing changes
+        before the next instant's top, where the engine would read it). Sets ``wake``: at an
+        instant before it ``tick`` would do nothing (no run due before ``next_tick``; the runs
+        left out, ``idle_from``, and a settled change's run, ``settled``, are on or after
+        ``first_run`` — at or after ``next_tick``), nor would ``ready`` but move the clock on
+        (no provisioning ends before ``_ready_at``): the engine calls ``ready`` alone then."""
+        self.waiting = waiting
+        self.settle()
+        at = self.next_time()
+        wake = self.next_tick
+        if self._ready_at < wake:
+            wake = self._ready_at
+        self.wake = wake
+        return at
+
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()
         return expiry is not None and expiry <= now
