@@ -1,10 +1,9 @@
-"""cluster-autoscaler's quiet instants (``ClusterAutoscaler.end_instant``, ``wake``): at an instant
-before ``wake`` the engine calls ``ready`` alone (``tick`` would do nothing: no run due before
-``next_tick``, no provisioning ending before ``_ready_at``), and its end-of-instant calls
-(``settle``, ``next_time``) are made in one. The replay with them equals the replay that calls
-``ready``, ``tick``, ``settle`` and ``next_time`` at every instant (``CA_QUIET_INSTANTS`` False):
-every record (presence, scale-ups, removals, evictions, every (time, reasons) entry, the
-counters), every placement.
+"""cluster-autoscaler's quiet instants (``engine.CA_QUIET_INSTANTS``): at an instant before
+``next_tick`` and before ``_ready_at`` the engine calls ``ready`` alone (it only moves the clock
+on) and leaves ``tick`` out (it would do nothing: the runs left out and a settled change's run
+are at or after ``next_tick``). The replay with them equals the replay that calls ``ready`` and
+``tick`` at every instant: every record (presence, scale-ups, removals, evictions, every (time,
+reasons) entry, the counters), every placement.
 
 Seeded generator clusters (24 nodes, half a day at a 5-minute step, each pool's minSize 0), both
 strategies, default timings and short ones with a 7-second scan interval (instants off the
@@ -52,10 +51,10 @@ def _replay(seed: int, strategy: str, raw: Any) -> Any:
 def test_quiet_instants_change_nothing(
     seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Fails if ``wake`` leaves out ``_ready_at`` (mutant: ``wake = self.next_tick``: a node
-    # Ready before the next run joins the record but not the engine's node set, later or never)
-    # or ``next_tick`` (mutant: ``wake = self._ready_at``: the runs at event instants are not
-    # made); the quiet path is taken (fewer ``tick`` calls than instants with it off)
+    # Fails if the engine's test leaves out ``_ready_at`` (mutant: ``now < ca.next_tick``
+    # alone: a node Ready before the next run joins the record but not the engine's node set)
+    # or ``next_tick`` (mutant: ``now < ca._ready_at`` alone: the runs due at event instants are
+    # not made); the quiet path is taken (fewer ``tick`` calls than with it off)
     ticks: Counter[bool] = Counter()
     real_tick = autoscale_loop.ClusterAutoscaler.tick
 
@@ -82,7 +81,7 @@ def test_quiet_instants_change_nothing(
 def test_nodes_ready_between_runs_are_reached() -> None:
     # what the first test's ``_ready_at`` mutant needs to fail: in one of its cases (short
     # timings, 45 s provisioning on a 7 s scan) a node becomes Ready at an instant before the
-    # next run of the loop, which ``next_tick`` alone would call quiet
+    # next run of the loop, one that ``now < next_tick`` alone would call quiet
     between: Counter[str] = Counter()
     real_ready = autoscale_loop.ClusterAutoscaler.ready
 

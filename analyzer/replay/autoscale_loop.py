@@ -129,6 +129,7 @@ class ClusterAutoscaler(ReplayView):
         self.no_pod_to_move = [False] * len(state.node_names)
 
     # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
+    # (the engine reads it: before it and ``next_tick``, ``ready`` alone is called)
     _ready_at = NEVER
     # the last ``unschedulable`` call's scale-down pass count, present nodes and the shapes it
     # found on no node before any simulated placement (its fast path, ``reuse``)
@@ -176,27 +177,6 @@ class ClusterAutoscaler(ReplayView):
     # of the replay (``autoscale_settle``'s functions, called as methods: one call per instant)
     settle = settle
     finish = finish
-
-    # before it (with ``clock`` at or before the instant) ``tick`` does nothing and ``ready``
-    # only moves the clock on (``end_instant``); 0: not known, ask them
-    wake = 0
-
-    def end_instant(self, waiting: bool) -> int:
-        """The engine's one call at the end of an instant (it placed the instant's pods;
-        ``waiting``: pods are left waiting): ``settle``, then ``next_time`` (nothing changes
-        before the next instant's top, where the engine would read it). Sets ``wake``: at an
-        instant before it ``tick`` would do nothing (no run due before ``next_tick``; the runs
-        left out, ``idle_from``, and a settled change's run, ``settled``, are on or after
-        ``first_run`` — at or after ``next_tick``), nor would ``ready`` but move the clock on
-        (no provisioning ends before ``_ready_at``): the engine calls ``ready`` alone then."""
-        self.waiting = waiting
-        self.settle()
-        at = self.next_time()
-        wake = self.next_tick
-        if self._ready_at < wake:
-            wake = self._ready_at
-        self.wake = wake
-        return at
 
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()
@@ -250,7 +230,10 @@ class ClusterAutoscaler(ReplayView):
     def tick(self, now: int, waiting: list[int]) -> list[int]:
         """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
         after the scheduler tried them), then scale-down. Returns the slots to delete now
-        (``ready(now)`` was called before, at the same instant)."""
+        (``ready(now)`` was called before, at the same instant). Before ``next_tick`` it does
+        nothing: the runs left out (from ``idle_from``) and a settled change's run
+        (``settled``) are at or after ``first_run``, so at or after ``next_tick`` (both are
+        set from it, and it moves only here); the engine does not call it then."""
         if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
             catch_up(self, now)
         settled = self.settled

@@ -79,9 +79,9 @@ OBSERVED = "observed"
 # the second word of the seed of DefaultPreemption's candidate offsets (a stream of their own)
 PREEMPTION_STREAM = 1
 AUTOSCALER_STREAM = 2  # the expander's random choices
-# cluster-autoscaler's quiet instants left to ``ready`` alone and its end-of-instant calls made
-# in one (``ClusterAutoscaler.end_instant``); False: every call made at every instant (the
-# reference the tests compare it with, the same decisions)
+# cluster-autoscaler's quiet instants (no node Ready, no run due) left to its ``ready`` alone;
+# False: ``ready`` and ``tick`` called at every instant (the reference the tests compare it
+# with: the same decisions)
 CA_QUIET_INSTANTS = True
 
 
@@ -290,8 +290,7 @@ def replay(
         scaler.queued = queue.pods
     # the autoscaler's ``touch`` (per bind and unbind), looked up once
     scaler_touch = None if scaler is None else scaler.touch
-    # cluster-autoscaler's per-instant calls in one at the end of the instant, and its quiet
-    # instants (``ClusterAutoscaler.end_instant``, ``wake``)
+    # cluster-autoscaler, whose quiet instants skip ``tick`` (``ClusterAutoscaler.tick``)
     ca = scaler if isinstance(scaler, ClusterAutoscaler) and CA_QUIET_INSTANTS else None
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
@@ -493,18 +492,19 @@ def replay(
     at = 0  # the next instant of the event list
 
     # what may come between the event list's instants: a termination's end, the autoscaler's
-    # own instant, a node's state change (each ``next_time``, NEVER: none); the autoscaler's
-    # is read at the end of each instant (nothing changes it before the next one's top)
+    # own instant, a node's state change (each ``next_time``, NEVER: none)
     ending_next = ending.next_time
-    scaler_at = NEVER if scaler is None else scaler.next_time()
+    scaler_next = None if scaler is None else scaler.next_time
     timeline_next = None if timeline is None else timeline.next_time
 
     while True:
         # the next instant: of the event list, or one of those in between (read once per
         # instant: nothing changes between the reads here)
         later = ending_next()
-        if scaler_at < later:
-            later = scaler_at
+        if scaler_next is not None:
+            after = scaler_next()
+            if after < later:
+                later = after
         if timeline_next is not None:
             after = timeline_next()
             if after < later:
@@ -565,20 +565,19 @@ def replay(
         if timeline is not None and timeline.next_time() <= now:  # most instants: nothing due
             node_states(now, changed)
         if scaler is not None:
-            if ca is not None and now < ca.wake:  # a quiet instant: ``tick`` would do nothing
-                ca.ready(now)  # (returns no slot: none is ready before ``wake``)
+            if ca is not None and now < ca.next_tick and now < ca._ready_at:
+                # a third of the instants: no node becomes Ready (``ready`` only moves the
+                # clock on) and ``tick`` would do nothing (no run due before ``next_tick``)
+                ca.ready(now)
             else:
                 back.extend(autoscale(now, changed))
         arriving = [*index_list[k:hi], *back]
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
         step(now, changed, refreshed, arriving)
-        if ca is not None:  # pods left waiting: the autoscaler's next run looks at them
-            scaler_at = ca.end_instant(bool(queue))
-        elif scaler is not None:  # (as ``end_instant`` does)
+        if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
             scaler.settle()
-            scaler_at = scaler.next_time()
     for pod in queue.pods():
         why.ended(pod)
     result = rec.result(strategy.name, seed, queue.pods())
