@@ -233,7 +233,8 @@ class ClusterAutoscaler(ReplayView):
         (``ready(now)`` was called before, at the same instant). Before ``next_tick`` it does
         nothing: the runs left out (from ``idle_from``) and a settled change's run
         (``settled``) are at or after ``first_run``, so at or after ``next_tick`` (both are
-        set from it, and it moves only here); the engine does not call it then."""
+        set from it, and it moves only in here: ``catch_up``, ``skipped_at``, a run); the
+        engine does not call it then."""
         if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
             catch_up(self, now)
         settled = self.settled
