@@ -129,6 +129,7 @@ class ClusterAutoscaler(ReplayView):
         self.no_pod_to_move = [False] * len(state.node_names)
 
     # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
+    # (the engine reads it: before it and ``next_tick``, ``ready`` alone is called)
     _ready_at = NEVER
     # the last ``unschedulable`` call's scale-down pass count, present nodes and the shapes it
     # found on no node before any simulated placement (its fast path, ``reuse``)
@@ -229,7 +230,11 @@ class ClusterAutoscaler(ReplayView):
     def tick(self, now: int, waiting: list[int]) -> list[int]:
         """One run of the loop at ``now`` if one is due: scale-up for ``waiting`` (pods pending
         after the scheduler tried them), then scale-down. Returns the slots to delete now
-        (``ready(now)`` was called before, at the same instant)."""
+        (``ready(now)`` was called before, at the same instant). Before ``next_tick`` it does
+        nothing: the runs left out (from ``idle_from``) and a settled change's run
+        (``settled``) are at or after ``first_run``, so at or after ``next_tick`` (both are
+        set from it, and it moves only in here: ``catch_up``, ``skipped_at``, a run); the
+        engine does not call it then."""
         if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
             catch_up(self, now)
         settled = self.settled
