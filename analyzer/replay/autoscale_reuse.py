@@ -249,7 +249,7 @@ class SimulationMemo:
     def unchanged(
         self,
         state: ClusterState,
-        ratio_of: Callable[[list[int]], np.ndarray[Any, Any]],
+        under: Callable[[list[int], float], bool],
         threshold: float,
         always: np.ndarray[Any, Any],
         provisioning: int,
@@ -260,8 +260,8 @@ class SimulationMemo:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then (or was judged
         with a verdict a bind keeps, ``PassSummary.steady``, and only bound to), is not near the
-        threshold now (``ratio_of``: the screen of every slot, up to date for the nodes it is
-        given; ``always``: GPU and scale-down-disabled nodes, judged whatever their ratio)
+        threshold now (``under``: whether the screen of one of the nodes it is given is under
+        a limit, ``autoscale_screen.under``; ``always``: GPU and scale-down-disabled nodes, judged whatever their ratio)
         unless skipped as recently unremovable now (in
         ``recent``: its own pods are not read; the caller checks that the skipped set is the
         last pass's, or, for nodes that pass judged and found blocked by a pod, that it answers
@@ -307,11 +307,8 @@ class SimulationMemo:
                 if always.item(node):
                     return False
                 judged.append(node)
-        if judged:
-            ratio, near = ratio_of(judged), threshold + 1e-6
-            for node in judged:
-                if ratio.item(node) < near:
-                    return False
+        if judged and under(judged, threshold + 1e-6):
+            return False
         if last.failed:  # else no pod found no place: room freed anywhere changes nothing
             opened = np.array([n for n in nodes if freed.item(n) > passes], dtype=np.int64)
             if room_for_any(state, opened, last.failed, columns):
