@@ -391,8 +391,9 @@ def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit:
     gone = [slot for slot in held if slot not in ca.recheck.deadlines]
     if summary.reasons.get(RECENTLY_UNREMOVABLE, 0) < len(gone):  # each skipped by that pass
         return False
+    # the screen of ``gone`` only: ``classify`` reads theirs, ``_judge`` those of some of them
     found = autoscale_expiry.classify(
-        ca, gone, ratios(ca), lambda look: _judge(ca, look, {}, now), now
+        ca, gone, ratios(ca, gone), lambda look: _judge(ca, look, {}, now), now
     )
     if found is None or not stands(ca, limit, tuple(gone)):
         return False
