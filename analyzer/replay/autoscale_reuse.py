@@ -154,6 +154,9 @@ class SimulationMemo:
         self.summary: PassSummary | None = None
         # nodes a bind need not have verified against the summary (``touch``): none without one
         self.clear = np.zeros(nodes, dtype=bool)
+        # ``PassSummary.reads`` of a pass whose placements walked no node (read only: shared)
+        self.no_reads = np.zeros(nodes, dtype=bool)
+        self.no_reads.flags.writeable = False
 
     def touch(self, node: int, freed: bool) -> None:
         """The replay bound (``freed`` False) or unbound a pod on ``node``. A bind on a node
@@ -216,7 +219,6 @@ class SimulationMemo:
         (``always``); the others that no placement walked are ``clear`` (``touch``).
         ``blocked``: ``PassSummary.blocked``; ``steady``: nodes judged whose verdict a bind
         keeps (``PassSummary.steady``), ``clear`` too where no placement walked them."""
-        reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
         walks = []
         for entry in self.used:
@@ -225,7 +227,11 @@ class SimulationMemo:
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
         if walks:  # one assignment of every walked index
-            reads[walks[0] if len(walks) == 1 else np.concatenate(walks)] = True
+            walked = walks[0] if len(walks) == 1 else np.concatenate(walks)
+            reads = np.zeros(len(self.changed), dtype=bool)
+            reads[walked] = True
+        else:  # no placement walked a node (most passes): the shared mask of none
+            reads = self.no_reads
         self.summary = PassSummary(
             self.epoch,
             provisioning,
@@ -237,11 +243,11 @@ class SimulationMemo:
             blocked,
             steady=steady,
         )
-        # ~((under & ~steady) | reads), in one array (``greater`` of two masks: ``a & ~b``)
-        clear = under | reads if steady is None else np.greater(under, steady)
-        if steady is not None:
-            clear |= reads
-        self.clear = np.logical_not(clear, out=clear)
+        # ~((under & ~steady) | reads): ``~under | steady`` (``less_equal`` of two masks), the
+        # walked nodes then set False
+        self.clear = np.logical_not(under) if steady is None else np.less_equal(under, steady)
+        if walks:
+            self.clear[walked] = False
         # a new summary: every node touched since the pass began is verified against it
         self.pending = set(self.touched)
         self.leaning.clear()
