@@ -320,8 +320,10 @@ class SimulationMemo:
             if room_for_any(state, opened, last.failed, columns):
                 return False
         if self.incremental:  # all verified: only later touches (and ``leaning``) are asked
-            self.leaning.difference_update(judged)
-            self.leaning.update(skipped)
+            if judged and self.leaning:
+                self.leaning.difference_update(judged)
+            if skipped:
+                self.leaning.update(skipped)
             self.pending = set()
         return True
 
