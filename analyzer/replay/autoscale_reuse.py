@@ -267,8 +267,8 @@ class SimulationMemo:
         PDB since, and every node whose pods changed since was not judged then (or was judged
         with a verdict a bind keeps, ``PassSummary.steady``, and only bound to), is not near the
         threshold now (``under``: whether the screen of one of the nodes it is given is under
-        a limit, ``autoscale_screen.under``; ``always``: GPU and scale-down-disabled nodes, judged whatever their ratio)
-        unless skipped as recently unremovable now (in
+        a limit, ``autoscale_screen.under``; ``always``: GPU and scale-down-disabled nodes,
+        judged whatever their ratio) unless skipped as recently unremovable now (in
         ``recent``: its own pods are not read; the caller checks that the skipped set is the
         last pass's, or, for nodes that pass judged and found blocked by a pod, that it answers
         as that pass with them skipped: ``autoscale_steady.blocked_only``), was walked by no
