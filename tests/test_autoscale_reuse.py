@@ -679,3 +679,42 @@ def test_walked_nodes_are_each_span_node_by_node() -> None:
         assert found.dtype == np.int64
         assert found.tolist() == expected
     assert walked([], 10).tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("seed", "raw"),
+    [
+        (3, {"max-scale-down-parallelism": 1, "scale-down-unneeded-time": "1m"}),
+        (8, {"max-scale-down-parallelism": 1, "scale-down-unneeded-time": "1m"}),
+    ],
+)
+def test_a_pass_after_a_stopped_one_is_asked_with_its_limit(
+    seed: int, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``update_unneeded`` computes the candidates limit only where it is read: ``stands`` reads
+    # it only when the limit stopped the last pass. At every such call from the loop, the
+    # limit given is ``unneededNodesLimit`` now (the scan interval: a pass that stopped was
+    # not the first), and passes after a stopped one stand. Mutant caught: the limit not
+    # computed for a pass after a stopped one (-1 given: no such pass stands, the counters
+    # differ from the branch point's though every decision is the same).
+    from analyzer.autoscaler.recheck import unneeded_limit
+
+    real = autoscale_scaledown.stands
+    seen = {"stopped": 0, "stood": 0}
+
+    def checked(ca: Any, limit: int, verified: tuple[int, ...] = ()) -> bool:
+        if ca.last_pass[1]:
+            want = unneeded_limit(
+                ca.options.max_scale_down_parallelism, ca.last_unneeded,
+                ca.settings.unneeded_time, ca.intervals.later,
+            )  # fmt: skip
+            assert limit == want
+            seen["stopped"] += 1
+        answer = real(ca, limit, verified)
+        seen["stood"] += answer and ca.last_pass[1]
+        return answer
+
+    monkeypatch.setattr(autoscale_scaledown, "stands", checked)
+    fast, plain = _run(seed, "most-allocated", raw=raw)
+    _same_decisions(fast, plain)
+    assert seen["stood"] > 0, seen

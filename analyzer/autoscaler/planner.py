@@ -70,8 +70,13 @@ def has_no_pod_to_move(
     """``is_empty`` of a node with ``pods``. ``verdicts``: a caller's kept drain verdicts
     (``drainability.pods_to_move``; the same ``options``). The walk stops at the first pod that
     blocks or is to be moved: either answers False, whatever the pods after it."""
-    found = pods_to_move(pods, options, PdbTracker([]), now, None, verdicts, first=True)
+    found = pods_to_move(pods, options, _NO_BUDGETS, now, None, verdicts, first=True)
     return found.blocking is None and not found.pods
+
+
+# the budgets ``has_no_pod_to_move`` judges with: none (one tracker, never changed: with no
+# budget nothing is matched, counted or removed)
+_NO_BUDGETS = PdbTracker([])
 
 
 def _by_group(names: list[str], cluster: Cluster) -> list[list[str]]:

@@ -52,9 +52,12 @@ class UnremovableNodes(Generic[K]):
     def update(self, now: int, exists: Callable[[K], bool]) -> bool:
         """Start of a pass at ``now``: drop deadlines not after ``now`` and nodes gone. True if
         any was dropped (the pass may then differ from the last)."""
-        if not self.deadlines:  # none to drop (most passes)
+        deadlines = self.deadlines
+        if not deadlines:  # none to drop (most passes)
             return False
-        kept = {k: t for k, t in self.deadlines.items() if t > now and exists(k)}
+        if min(deadlines.values()) > now and all(map(exists, deadlines)):
+            return False  # none to drop: the dict kept as it is
+        kept = {k: t for k, t in deadlines.items() if t > now and exists(k)}
         dropped = len(kept) != len(self.deadlines)
         self.deadlines = kept
         return dropped
@@ -98,7 +101,7 @@ class PassIntervals:
 
     def step(self) -> int:
         """A pass runs: the smallest interval as that pass sees it."""
-        interval = self.peek()
+        interval = self.first if self.passes == 0 else self.later  # ``peek``, written out
         self.passes += 1
         return interval
 

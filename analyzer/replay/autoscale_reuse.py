@@ -154,6 +154,9 @@ class SimulationMemo:
         self.summary: PassSummary | None = None
         # nodes a bind need not have verified against the summary (``touch``): none without one
         self.clear = np.zeros(nodes, dtype=bool)
+        # ``PassSummary.reads`` of a pass whose placements walked no node (read only: shared)
+        self.no_reads = np.zeros(nodes, dtype=bool)
+        self.no_reads.flags.writeable = False
 
     def touch(self, node: int, freed: bool) -> None:
         """The replay bound (``freed`` False) or unbound a pod on ``node``. A bind on a node
@@ -216,7 +219,6 @@ class SimulationMemo:
         (``always``); the others that no placement walked are ``clear`` (``touch``).
         ``blocked``: ``PassSummary.blocked``; ``steady``: nodes judged whose verdict a bind
         keeps (``PassSummary.steady``), ``clear`` too where no placement walked them."""
-        reads = np.zeros(len(self.changed), dtype=bool)
         failed = []
         walks = []
         for entry in self.used:
@@ -225,7 +227,11 @@ class SimulationMemo:
             if entry.outcome.reason == "NoPlaceToMovePods":
                 failed.extend(entry.rows)
         if walks:  # one assignment of every walked index
-            reads[walks[0] if len(walks) == 1 else np.concatenate(walks)] = True
+            walked = walks[0] if len(walks) == 1 else np.concatenate(walks)
+            reads = np.zeros(len(self.changed), dtype=bool)
+            reads[walked] = True
+        else:  # no placement walked a node (most passes): the shared mask of none
+            reads = self.no_reads
         self.summary = PassSummary(
             self.epoch,
             provisioning,
@@ -237,11 +243,11 @@ class SimulationMemo:
             blocked,
             steady=steady,
         )
-        # ~((under & ~steady) | reads), in one array (``greater`` of two masks: ``a & ~b``)
-        clear = under | reads if steady is None else np.greater(under, steady)
-        if steady is not None:
-            clear |= reads
-        self.clear = np.logical_not(clear, out=clear)
+        # ~((under & ~steady) | reads): ``~under | steady`` (``less_equal`` of two masks), the
+        # walked nodes then set False
+        self.clear = np.logical_not(under) if steady is None else np.less_equal(under, steady)
+        if walks:
+            self.clear[walked] = False
         # a new summary: every node touched since the pass began is verified against it
         self.pending = set(self.touched)
         self.leaning.clear()
@@ -249,7 +255,7 @@ class SimulationMemo:
     def unchanged(
         self,
         state: ClusterState,
-        ratio_of: Callable[[list[int]], np.ndarray[Any, Any]],
+        under: Callable[[list[int], float], bool],
         threshold: float,
         always: np.ndarray[Any, Any],
         provisioning: int,
@@ -260,9 +266,9 @@ class SimulationMemo:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then (or was judged
         with a verdict a bind keeps, ``PassSummary.steady``, and only bound to), is not near the
-        threshold now (``ratio_of``: the screen of every slot, up to date for the nodes it is
-        given; ``always``: GPU and scale-down-disabled nodes, judged whatever their ratio)
-        unless skipped as recently unremovable now (in
+        threshold now (``under``: whether the screen of one of the nodes it is given is under
+        a limit, ``autoscale_screen.under``; ``always``: GPU and scale-down-disabled nodes,
+        judged whatever their ratio) unless skipped as recently unremovable now (in
         ``recent``: its own pods are not read; the caller checks that the skipped set is the
         last pass's, or, for nodes that pass judged and found blocked by a pod, that it answers
         as that pass with them skipped: ``autoscale_steady.blocked_only``), was walked by no
@@ -307,18 +313,17 @@ class SimulationMemo:
                 if always.item(node):
                     return False
                 judged.append(node)
-        if judged:
-            ratio, near = ratio_of(judged), threshold + 1e-6
-            for node in judged:
-                if ratio.item(node) < near:
-                    return False
+        if judged and under(judged, threshold + 1e-6):
+            return False
         if last.failed:  # else no pod found no place: room freed anywhere changes nothing
             opened = np.array([n for n in nodes if freed.item(n) > passes], dtype=np.int64)
             if room_for_any(state, opened, last.failed, columns):
                 return False
         if self.incremental:  # all verified: only later touches (and ``leaning``) are asked
-            self.leaning.difference_update(judged)
-            self.leaning.update(skipped)
+            if judged and self.leaning:
+                self.leaning.difference_update(judged)
+            if skipped:
+                self.leaning.update(skipped)
             self.pending = set()
         return True
 

@@ -70,26 +70,30 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     """``UpdateClusterState``: the unneeded nodes now, keeping when each became unneeded."""
     opts, state = ca.options, ca.state
     # ``unremovable.Nodes.Update``: deadlines past (or of nodes gone) are dropped
-    held = ca.recheck.deadlines  # ``update`` replaces the dict: this one is kept as it was
+    held = ca.recheck.deadlines  # ``update`` replaces the dict if it drops one: kept as it was
     before = len(held)
     expired = ca.recheck.update(now, ca.active.item)  # present: a Python bool per slot
-    limit = unneeded_limit(
-        opts.max_scale_down_parallelism,
-        ca.last_unneeded,
-        ca.settings.unneeded_time,
-        ca.intervals.step(),
-    )
+    interval = ca.intervals.step()  # every pass counts, run or standing
+    # the candidates limit (``unneeded_limit``), computed where read: a pass that stands reads
+    # it only when the limit stopped the last pass (``stands``; -1: not read), as ``settle``
+    limit = -1
     # the same nodes skipped as recently unremovable as in the last pass (none expired, or
     # only nodes it skipped as blocked: ``autoscale_steady.rechecked``), or at the deadline of
     # others each now over the threshold or blocked again (``autoscale_expiry``); asked first:
     # a pass that stands had present nodes (``stands``), so the test below is False then
     if ca.reuse:
         if not expired or rechecked(ca, before):
+            if ca.last_pass[1]:
+                limit = _limit(ca, interval)
             if stands(ca, limit):
                 stood(ca, now, expired)
                 return
-        elif EXPIRY and _expiry_stands(ca, held, now, limit):
-            return
+        elif EXPIRY:
+            limit = _limit(ca, interval)
+            if _expiry_stands(ca, held, now, limit):
+                return
+    if limit < 0:  # (``unneeded_limit`` is never negative)
+        limit = _limit(ca, interval)
     # the present nodes not skipped as recently unremovable: every deadline left is of a
     # present node (``recheck.update`` dropped the others)
     deadlines = ca.recheck.deadlines
@@ -194,6 +198,17 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     kept = _kept(ca, outcomes, sizes, cluster)
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
             looked, under, bool(covering), kept_verdicts)  # fmt: skip
+
+
+def _limit(ca: ClusterAutoscaler, interval: int) -> int:
+    """``unneededNodesLimit`` of a pass after the last one (``ca.last_unneeded``) with the
+    smallest interval between passes ``interval`` (``PassIntervals.step``)."""
+    return unneeded_limit(
+        ca.options.max_scale_down_parallelism,
+        ca.last_unneeded,
+        ca.settings.unneeded_time,
+        interval,
+    )
 
 
 def _kept(
@@ -376,8 +391,9 @@ def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit:
     gone = [slot for slot in held if slot not in ca.recheck.deadlines]
     if summary.reasons.get(RECENTLY_UNREMOVABLE, 0) < len(gone):  # each skipped by that pass
         return False
+    # the screen of ``gone`` only: ``classify`` reads theirs, ``_judge`` those of some of them
     found = autoscale_expiry.classify(
-        ca, gone, ratios(ca), lambda look: _judge(ca, look, {}, now), now
+        ca, gone, ratios(ca, gone), lambda look: _judge(ca, look, {}, now), now
     )
     if found is None or not stands(ca, limit, tuple(gone)):
         return False
@@ -412,7 +428,7 @@ def stands(ca: ClusterAutoscaler, limit: int, verified: tuple[int, ...] = ()) ->
         and (not stopped or limit == last_limit)
         and ca.sims.unchanged(
             ca.state,
-            ca.ratio_of,
+            ca.screen_under,
             ca.screen_threshold,
             ca.special,
             len(ca.provisioning),

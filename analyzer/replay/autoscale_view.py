@@ -21,6 +21,7 @@ from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
 from analyzer.autoscaler.utilization import GPU_RESOURCE, is_gpu_node
 from analyzer.replay.autoscale_record import AutoscalerRecord
+from analyzer.replay.autoscale_screen import under
 from analyzer.replay.autoscale_setup import NodeGroups
 from analyzer.replay.input import ReplayInput
 from analyzer.scheduling.state import ClusterState, PodDemand
@@ -108,6 +109,10 @@ class ReplayView:
         self.keeps = np.zeros(len(state.node_names), dtype=bool)
         # ... and whether that verdict makes it a candidate (no unremovable reason)
         self.candidate = [False] * len(state.node_names)
+
+    # whether the screen of one of the nodes given is under a limit (``autoscale_screen.under``,
+    # as a method: the screen's arrays are the loop's, ``ClusterAutoscaler``)
+    screen_under = under
 
     def _members_version(self) -> tuple[int, int, int, int]:
         """Changes whenever a node joins or is removed or provisioning starts or ends (the
