@@ -39,7 +39,7 @@ from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.replay.autoscale_idle import catch_up, deletable, next_time
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
-from analyzer.replay.autoscale_scaledown import ratios, to_delete, update_unneeded
+from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
 from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
 from analyzer.replay.autoscale_settle import finish, settle, skipped_at
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
@@ -148,14 +148,6 @@ class ClusterAutoscaler(ReplayView):
     # a change ``settle`` left to the next run (its pass may differ): not asked again before
     # that run, which decides it (``update_unneeded``; later changes only add to it)
     undecided = False
-
-    def ratio_of(self, only: list[int] | None = None) -> np.ndarray[Any, Any]:
-        """The screen per slot, up to date (``autoscale_screen.ratios``; ``only``: for those
-        slots alone): what the skip test reads of it (``autoscale_scaledown.stands``). A
-        method: a ``functools.partial`` of ``ratios`` kept on the instance made the autoscaler
-        a reference cycle, so its state (~90k objects a week at 500 nodes) waited for the cycle
-        collector when the replay ended; without one it is freed as the replay returns."""
-        return ratios(self, only)
 
     # -- the engine's side ---------------------------------------------------------------------
     # the next instant the autoscaler acts on its own (``autoscale_idle.next_time``, called as

@@ -33,7 +33,7 @@ from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
 from analyzer.replay import autoscale_expiry
 from analyzer.replay.autoscale_candidates import simulate_candidates
-from analyzer.replay.autoscale_screen import ratios as ratios  # (the loop's, tests')
+from analyzer.replay.autoscale_screen import ratios as ratios  # (tests read it here)
 from analyzer.replay.autoscale_screen import utilization as utilization
 from analyzer.replay.autoscale_setup import SECOND
 from analyzer.replay.autoscale_steady import (
