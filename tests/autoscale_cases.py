@@ -129,6 +129,41 @@ def seeded_autoscaled(seed: int, raw: Any = None) -> tuple[Any, Any, Any]:
     return auto, groups, settings
 
 
+# timings for the seeded clusters (``seeded_autoscaled``): short ones with a 7-second scan (instants
+# off the loop's grid, nodes unneeded and deleted within the half day) and a short recheck
+SHORT_TIMINGS = {
+    "scale-down-unneeded-time": "2m",
+    "scale-down-delay-after-add": "3m",
+    "unremovable-node-recheck-timeout": "2m",
+    "scan-interval": "7s",
+}
+RECHECK_TIMINGS = {"unremovable-node-recheck-timeout": "1m", "scan-interval": "7s"}
+
+
+def seeded_cases(short: dict[str, str]) -> list[tuple[int, str, dict[str, str] | None]]:
+    """(seed, strategy, flags) of the seeded clusters: both strategies with CA's default
+    timings, ``short`` ones and a short recheck."""
+    return [
+        (1, "kube-default", None),
+        (2, "most-allocated", None),
+        (3, "kube-default", short),
+        (5, "most-allocated", short),
+        (2, "kube-default", RECHECK_TIMINGS),
+        (4, "most-allocated", RECHECK_TIMINGS),
+    ]
+
+
+def replay_seeded(seed: int, strategy: str, raw: Any) -> Any:
+    """The replay of ``seeded_autoscaled(seed, raw)`` under cluster-autoscaler with ``strategy``."""
+    from analyzer.replay.engine import Strategy, replay
+    from analyzer.scheduling.strategies import load_strategy
+
+    auto, groups, settings = seeded_autoscaled(seed, raw)
+    return replay(
+        auto, Strategy(strategy, load_strategy(strategy)), seed, autoscaler=(groups, settings)
+    )
+
+
 def random_ask(rng: Any, state: Any, case: int) -> Any:
     """A pod's demand for the first-fit walks' random states: random cpu and memory; every
     third case exactly one node's free room (the comparison's boundary); every fiftieth also

@@ -19,36 +19,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-from autoscale_cases import seeded_autoscaled
+from autoscale_cases import (
+    RECHECK_TIMINGS,
+    SHORT_TIMINGS,
+    replay_seeded,
+    seeded_cases,
+)
 
 from analyzer.replay import autoscale_idle, autoscale_loop
 from analyzer.replay.autoscale_scaledown import to_delete
-from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import NEVER
-from analyzer.scheduling.strategies import load_strategy
 
-SHORT = {
-    "scale-down-unneeded-time": "2m",
-    "scale-down-delay-after-add": "3m",
-    "unremovable-node-recheck-timeout": "2m",
-    "scan-interval": "7s",
-}
-RECHECK = {"unremovable-node-recheck-timeout": "1m", "scan-interval": "7s"}
-CASES = [
-    (1, "kube-default", None),
-    (2, "most-allocated", None),
-    (3, "kube-default", SHORT),
-    (5, "most-allocated", SHORT),
-    (2, "kube-default", RECHECK),
-    (4, "most-allocated", RECHECK),
-]
-
-
-def _replay(seed: int, strategy: str, raw: Any) -> Any:
-    auto, groups, settings = seeded_autoscaled(seed, raw)
-    return replay(
-        auto, Strategy(strategy, load_strategy(strategy)), seed, autoscaler=(groups, settings)
-    )
+SHORT = SHORT_TIMINGS
+RECHECK = RECHECK_TIMINGS
+CASES = seeded_cases(SHORT)
+_replay = replay_seeded
 
 
 def _plain_next_time(ca: Any) -> tuple[int, int | None]:
