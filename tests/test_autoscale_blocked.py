@@ -1,7 +1,7 @@
 """A candidate blocked by a pod (``BlockedByPod``) changed nothing a later simulation of its pass
 reads (``analyzer.replay.autoscale_candidates.simulate_candidates``): it is no part of the
 context a kept answer is taken again by, and a pass after one whose only new unremovable nodes
-were blocked answers as that one with them skipped (``autoscale_scaledown.stands``).
+were blocked answers as that one with them skipped (``autoscale_stands.stands``).
 
 Seeded generator clusters (24 nodes, half a day at a 5-minute step, each pool's minSize 0), the
 fast path against the plain path (every candidate simulated at every pass) in the same process:
@@ -22,6 +22,7 @@ from analyzer.replay import (
     autoscale_loop,
     autoscale_scaledown,
     autoscale_settle,
+    autoscale_stands,
 )
 from analyzer.replay.autoscale_reuse import SimulationMemo
 from analyzer.replay.engine import Strategy, replay
@@ -98,8 +99,8 @@ def _after_each_pass(
     seen: list[tuple[Any, ...]] = []
     skipped = [0, 0]
     update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
-    skip_blocked = autoscale_scaledown.skip_blocked
-    restore_blocked = autoscale_scaledown.restore_blocked
+    skip_blocked = autoscale_stands.skip_blocked
+    restore_blocked = autoscale_stands.restore_blocked
 
     def state(ca: Any, now: int, run: bool) -> None:
         summary = ca.sims.summary
@@ -131,10 +132,10 @@ def _after_each_pass(
         m.setattr(autoscale_loop, "update_unneeded", update_then)
         m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
         m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_scaledown, "skip_blocked", counted)
-        m.setattr(autoscale_scaledown, "restore_blocked", restored)
+        m.setattr(autoscale_stands, "skip_blocked", counted)
+        m.setattr(autoscale_stands, "restore_blocked", restored)
         if not lever:
-            m.setattr(autoscale_scaledown, "blocked_only", lambda ca: False)
+            m.setattr(autoscale_stands, "blocked_only", lambda ca: False)
         result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
                         autoscaler=(groups, settings))  # fmt: skip
     return seen, (skipped[0], skipped[1]), result

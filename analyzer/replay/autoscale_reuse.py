@@ -117,7 +117,7 @@ class PassSummary:
     budgets: bool  # PodDisruptionBudgets covered its candidates' pods
     reasons: dict[str, int]
     # the nodes it found unremovable (given recheck deadlines) if every one was blocked by a
-    # pod, else None (``autoscale_scaledown.stands``: the next pass may stand with them skipped)
+    # pod, else None (``autoscale_stands.stands``: the next pass may stand with them skipped)
     blocked: tuple[int, ...] | None = None
     # the nodes a later pass skipped as ``blocked`` (``autoscale_steady.skip_blocked``) and the
     # reasons this pass recorded before: at their deadline, a pass may answer as this one

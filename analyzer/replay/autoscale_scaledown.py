@@ -36,16 +36,13 @@ from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_screen import ratios as ratios  # (tests read it here)
 from analyzer.replay.autoscale_screen import utilization as utilization
 from analyzer.replay.autoscale_setup import SECOND
+from analyzer.replay.autoscale_stands import stands, stood
 from analyzer.replay.autoscale_steady import (
     BLOCKED,
     NOT_UNDERUTILIZED,
-    blocked_only,
     keeps,
     next_order_same,
     rechecked,
-    repeats,
-    restore_blocked,
-    skip_blocked,
     steady,
     verdict_kind,
 )
@@ -361,26 +358,6 @@ def _end_pass(
         )
 
 
-def stood(ca: ClusterAutoscaler, now: int, expired: bool = False) -> None:
-    """A pass at ``now`` answered as the last one (``stands``): its reasons recorded again and
-    counted skipped. After a pass whose only nodes found unremovable were blocked by a pod,
-    it answers as that pass with them skipped (``stands``): what that pass would leave is
-    left (``autoscale_steady.skip_blocked``); at their deadline (``expired``), as the pass that
-    found them blocked (``autoscale_steady.restore_blocked``). One that stood for a pass placing
-    its pods again where the last one did (``hints_repeat``) read the hints the last one left
-    and set them again: the next reads the hints it read (``hints_stable``)."""
-    summary = ca.sims.summary
-    assert summary is not None  # ``stands`` held: a pass was summarised
-    if expired:
-        restore_blocked(ca, summary, now)
-    elif ca.last_pass[2]:
-        skip_blocked(ca, summary)
-    ca.record.skipped += 1
-    ca.record.reasons.append((now, dict(summary.reasons)))
-    if ca.hints_repeat:
-        ca.hints_stable, ca.hints_repeat = True, False
-
-
 def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit: int) -> bool:
     """Whether the pass at ``now``, whose ``held`` deadlines (before ``Update``) some passed,
     answers as the last one with those nodes over the threshold or blocked again
@@ -403,54 +380,6 @@ def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit:
     if ca.hints_repeat:  # as ``stood``
         ca.hints_stable, ca.hints_repeat = True, False
     return True
-
-
-def stands(ca: ClusterAutoscaler, limit: int, verified: tuple[int, ...] = ()) -> bool:
-    """Whether a pass now, with candidates ``limit`` and the recheck deadlines of the last pass
-    (the caller knows that no deadline expired but, ``autoscale_steady.rechecked``, those of
-    nodes it skipped as blocked) and those it added, would answer as the last
-    one did (``SimulationMemo.unchanged``): the hints it would read are those the last pass
-    left, the last pass found no node unremovable (this one would skip it) or only nodes
-    blocked by a pod (``autoscale_steady.blocked_only``: then it answers as the last with them
-    skipped, ``stood``) and, if the limit stopped it, the limit is the same (``limit`` is read
-    only then). True verifies the nodes touched since (``unchanged``'s bookkeeping). (No node
-    present is never such a pass: ``unchanged`` holds only in the epoch of a pass that judged
-    present nodes, and the node set changes only with a new epoch.) ``verified``: nodes whose
-    own judging the caller checked (``_expiry_stands``); ``unchanged``'s other checks of them
-    (read by a placement, room freed for a pod that found none) still apply."""
-    if ca.cpu is None or ca.mem is None:
-        return False
-    last_limit, stopped, added = ca.last_pass
-    if added and not blocked_only(ca):
-        return False
-    return bool(
-        (ca.hints_stable or ca.hints_repeat or ca.repeat_check is not None)
-        and (not stopped or limit == last_limit)
-        and ca.sims.unchanged(
-            ca.state,
-            ca.screen_under,
-            ca.screen_threshold,
-            ca.special,
-            len(ca.provisioning),
-            ca.screen,
-            ca.recheck.deadlines,
-            verified,
-        )
-        and (ca.hints_stable or ca.hints_repeat or repeat_again(ca))
-    )
-
-
-def repeat_again(ca: ClusterAutoscaler) -> bool:
-    """Whether a pass now, on the state of the last one that set hints other than it read,
-    answers as it did (``autoscale_steady.repeats`` and ``next_order_same``), asked once, when
-    every other test of ``stands`` held (a pass after which the state changed is not asked)."""
-    check = ca.repeat_check
-    if check is None:
-        return False
-    ca.repeat_check = None
-    orders, used = check
-    ca.hints_repeat = repeats(used) and next_order_same(*orders)
-    return bool(ca.hints_repeat)
 
 
 def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:

@@ -2,7 +2,7 @@
 
 The cluster-autoscaler loop (``analyzer.replay.autoscale_loop``) runs a pass at its next run after
 the replay bound or unbound a pod (``dirty``); most such passes answer as the last one did
-(``autoscale_scaledown.stands``) and are skipped there. Asked at the end of the instant that
+(``autoscale_stands.stands``) and are skipped there. Asked at the end of the instant that
 made the change instead (``settle``), the answer is the same, and the run need not be an instant
 of the replay: with ``dirty`` cleared, it is one of the runs that do nothing
 (``autoscale_idle``).
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzer.autoscaler.recheck import unneeded_limit
-from analyzer.replay.autoscale_scaledown import stands, stood
+from analyzer.replay.autoscale_stands import stands, stood
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
 ClusterAutoscaler = Any

@@ -1,5 +1,5 @@
 """What lets a scale-down pass answer as the last one beyond an unchanged state
-(``analyzer.replay.autoscale_scaledown.stands``; issue 25 item 5):
+(``analyzer.replay.autoscale_stands.stands``; issue 25 item 5):
 
 - after a pass whose only nodes found unremovable were blocked by a pod, the next pass skips
   them (``RecentlyUnremovable``) and answers as that one otherwise (``blocked_only``; a blocked
@@ -77,7 +77,7 @@ def verdict_kind(reason: str) -> int:
 def blocked_only(ca: ClusterAutoscaler) -> bool:
     """Whether the nodes the last pass found unremovable (``added``) were all blocked by a pod,
     and a pass now, skipping them, would still judge a present node (else it ends as a pass
-    with none, which keeps no summary). Then (``autoscale_scaledown.stands``' other tests
+    with none, which keeps no summary). Then (``autoscale_stands.stands``' other tests
     holding: every node touched since outside what the last pass judged and walked, so not
     one of them) it answers as the last pass with them skipped (``skip_blocked``)."""
     summary = ca.sims.summary
@@ -89,7 +89,7 @@ def blocked_only(ca: ClusterAutoscaler) -> bool:
 
 def skip_blocked(ca: ClusterAutoscaler, summary: PassSummary) -> None:
     """The pass after one that found only ``summary.blocked`` unremovable, all blocked by a
-    pod, ran as that one with them skipped (``autoscale_scaledown.stands``). A pass run would
+    pod, ran as that one with them skipped (``autoscale_stands.stands``). A pass run would
     find: the ``RecentlyUnremovable`` count (the first reason of a pass with deadlines) up by
     them, each out of ``present`` and of ``look`` alike (``NotUnderutilized``, the count less
     the nodes looked at, the same), not a candidate (its ``BlockedByPod`` count gone: a
@@ -121,7 +121,7 @@ def rechecked(ca: ClusterAutoscaler, before: int) -> bool:
     exactly those of the nodes ``skip_blocked`` moved to skipped, and none of those nodes had
     its pods changed since the pass that found them blocked (``SimulationMemo.changed``: none
     stamped after the summarised pass began). Such a pass judges them as that pass did (the
-    same pods: the same verdict, candidates again), and if ``autoscale_scaledown.stands``
+    same pods: the same verdict, candidates again), and if ``autoscale_stands.stands``
     holds on the deadlines left (the ones that pass skipped: any other expiry or any pass run
     since replaced the summary), answers as that pass: each blocked again (``find``'s first
     test: the same pods, moved-in ones included, and the same budgets; no budget covered the
