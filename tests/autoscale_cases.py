@@ -164,6 +164,19 @@ def replay_seeded(seed: int, strategy: str, raw: Any) -> Any:
     )
 
 
+def assert_same_replay(fast: Any, plain: Any) -> None:
+    """Two replays under cluster-autoscaler equal: every record of the autoscaler (presence,
+    scale-ups, removals, evictions, every (time, reasons) entry, the counters), every pod's
+    node, placement time and wait, the refusals and the evictions."""
+    import numpy as np
+
+    assert fast.autoscaler == plain.autoscaler
+    assert np.array_equal(fast.node, plain.node)
+    assert np.array_equal(fast.placed_at, plain.placed_at)
+    assert np.array_equal(fast.wait, plain.wait)
+    assert fast.refusals == plain.refusals and fast.evicted == plain.evicted
+
+
 def random_ask(rng: Any, state: Any, case: int) -> Any:
     """A pod's demand for the first-fit walks' random states: random cpu and memory; every
     third case exactly one node's free room (the comparison's boundary); every fiftieth also

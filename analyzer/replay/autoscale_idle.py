@@ -31,7 +31,7 @@ def next_time(ca: ClusterAutoscaler) -> int:
     deadline's run, or while one is due (the state changed, pods wait or nodes are unneeded)
     its next run, after the runs that do nothing (``until``). Read once per instant: the kept
     values (``grid_after``, ``_expiry``'s) without a call."""
-    ready: int = ca._ready_at
+    ready: int = ca.ready_at
     kept = ca._expiry_kept
     if kept is None or kept[0] != len(ca.recheck.deadlines):
         ca._expiry()

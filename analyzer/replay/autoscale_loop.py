@@ -130,7 +130,7 @@ class ClusterAutoscaler(ReplayView):
 
     # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
     # (the engine reads it: before it and ``next_tick``, ``ready`` alone is called)
-    _ready_at = NEVER
+    ready_at = NEVER
     # the last ``unschedulable`` call's scale-down pass count, present nodes and the shapes it
     # found on no node before any simulated placement (its fast path, ``reuse``)
     nowhere: tuple[int, Any, set[bytes]] | None = None
@@ -206,14 +206,14 @@ class ClusterAutoscaler(ReplayView):
             if now >= after:
                 after = self._on_grid(now + 1)
         self.clock, self.grid_after = now, after
-        if self._ready_at > now:  # none due (most instants)
+        if self.ready_at > now:  # none due (most instants)
             return []
         joining = sorted(s for s, at in self.provisioning.items() if at <= now)
         for slot in joining:
             del self.provisioning[slot]
             self.record.joined(slot, now)
             self.record.added.append((now, slot))
-        self._ready_at = min(self.provisioning.values(), default=NEVER)
+        self.ready_at = min(self.provisioning.values(), default=NEVER)
         if joining:
             self.dirty = True
             self.sims.new_epoch()
@@ -398,6 +398,6 @@ class ClusterAutoscaler(ReplayView):
         group, slots = choice.group, choice.slots
         for slot in slots:
             self.provisioning[slot] = now + self.settings.provisioning_delay
-        self._ready_at = min(self.provisioning.values())
+        self.ready_at = min(self.provisioning.values())
         self.record.scale_ups.append((now, group, len(slots)))
         return True

@@ -36,7 +36,7 @@ from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_screen import ratios as ratios  # (tests read it here)
 from analyzer.replay.autoscale_screen import utilization as utilization
 from analyzer.replay.autoscale_setup import SECOND
-from analyzer.replay.autoscale_stands import stands, stood
+from analyzer.replay.autoscale_stands import candidates_limit, stands, stood
 from analyzer.replay.autoscale_steady import (
     BLOCKED,
     NOT_UNDERUTILIZED,
@@ -81,16 +81,16 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if ca.reuse:
         if not expired or rechecked(ca, before):
             if ca.last_pass[1]:
-                limit = _limit(ca, interval)
+                limit = candidates_limit(ca, interval)
             if stands(ca, limit):
                 stood(ca, now, expired)
                 return
         elif EXPIRY:
-            limit = _limit(ca, interval)
+            limit = candidates_limit(ca, interval)
             if _expiry_stands(ca, held, now, limit):
                 return
     if limit < 0:  # (``unneeded_limit`` is never negative)
-        limit = _limit(ca, interval)
+        limit = candidates_limit(ca, interval)
     # the present nodes not skipped as recently unremovable: every deadline left is of a
     # present node (``recheck.update`` dropped the others)
     deadlines = ca.recheck.deadlines
@@ -195,17 +195,6 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     kept = _kept(ca, outcomes, sizes, cluster)
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
             looked, under, bool(covering), kept_verdicts)  # fmt: skip
-
-
-def _limit(ca: ClusterAutoscaler, interval: int) -> int:
-    """``unneededNodesLimit`` of a pass after the last one (``ca.last_unneeded``) with the
-    smallest interval between passes ``interval`` (``PassIntervals.step``)."""
-    return unneeded_limit(
-        ca.options.max_scale_down_parallelism,
-        ca.last_unneeded,
-        ca.settings.unneeded_time,
-        interval,
-    )
 
 
 def _kept(

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer.autoscaler.recheck import unneeded_limit
-from analyzer.replay.autoscale_stands import stands, stood
+from analyzer.replay.autoscale_stands import candidates_limit, stands, stood
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
 ClusterAutoscaler = Any
@@ -56,12 +55,7 @@ def settle(ca: ClusterAutoscaler) -> None:
     # the candidates limit: read by ``stands`` only when the limit stopped the last pass
     limit = -1
     if ca.last_pass[1]:
-        limit = unneeded_limit(
-            ca.options.max_scale_down_parallelism,
-            ca.last_unneeded,
-            ca.settings.unneeded_time,
-            ca.intervals.peek(),
-        )
+        limit = candidates_limit(ca, ca.intervals.peek())
     if stands(ca, limit):
         ca.dirty = False
         ca.settled = run

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analyzer.autoscaler.recheck import unneeded_limit
 from analyzer.replay.autoscale_steady import (
     blocked_only,
     next_order_same,
@@ -94,3 +95,16 @@ def repeat_again(ca: ClusterAutoscaler) -> bool:
     orders, used = check
     ca.hints_repeat = repeats(used) and next_order_same(*orders)
     return bool(ca.hints_repeat)
+
+
+def candidates_limit(ca: ClusterAutoscaler, interval: int) -> int:
+    """``unneededNodesLimit`` of a pass after the last one (``ca.last_unneeded`` nodes
+    unneeded) with ``interval`` the smallest interval between passes as that pass sees it
+    (``PassIntervals.step`` for a pass now, ``peek`` to ask without counting one). ``stands``
+    reads it only when the limit stopped the last pass."""
+    return unneeded_limit(
+        ca.options.max_scale_down_parallelism,
+        ca.last_unneeded,
+        ca.settings.unneeded_time,
+        interval,
+    )

@@ -565,7 +565,7 @@ def replay(
         if timeline is not None and timeline.next_time() <= now:  # most instants: nothing due
             node_states(now, changed)
         if scaler is not None:
-            if ca is not None and now < ca.next_tick and now < ca._ready_at:
+            if ca is not None and now < ca.next_tick and now < ca.ready_at:
                 # a third of the instants: no node becomes Ready (``ready`` only moves the
                 # clock on) and ``tick`` would do nothing (no run due before ``next_tick``)
                 ca.ready(now)
