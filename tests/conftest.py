@@ -139,18 +139,29 @@ def stop_prometheus(server: PrometheusServer) -> None:
 def prometheus_from_openmetrics(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., PrometheusServer]]:
-    """Factory: ``prometheus_from_openmetrics(path, *extra_args) -> PrometheusServer`` (shared)."""
+    """Factory: ``prometheus_from_openmetrics(path, *extra_args, keep=False) -> PrometheusServer``.
+
+    Servers are shared per file and arguments. The OpenMetrics file is promtool's input only: once
+    backfilled, a file under the session's temporary folder is deleted unless ``keep`` (a caller
+    that reads it again, e.g. to import it elsewhere, passes ``keep=True`` and deletes it itself).
+    Those files are the suite's bulk (17 of them are 150-410 MB, 5.5 GB in all) and a CI disk ran
+    out under them; the blocks, a tenth of the size, are kept.
+    """
     servers: dict[tuple[str, tuple[str, ...]], PrometheusServer] = {}
     blocks_cache: dict[str, Path] = {}
+    basetemp = tmp_path_factory.getbasetemp().resolve()
 
-    def factory(path: Path, *extra_args: str) -> PrometheusServer:
+    def factory(path: Path, *extra_args: str, keep: bool = False) -> PrometheusServer:
         require_prometheus()
-        key = (str(Path(path).resolve()), tuple(extra_args))
+        source = Path(path).resolve()
+        key = (str(source), tuple(extra_args))
         if key not in servers:
             if key[0] not in blocks_cache:
                 blocks = tmp_path_factory.mktemp("blocks")
-                backfill(Path(path), blocks)
+                backfill(source, blocks)
                 blocks_cache[key[0]] = blocks
+                if not keep and source.is_relative_to(basetemp):
+                    source.unlink()
             workdir = tmp_path_factory.mktemp("prometheus")
             servers[key] = start_prometheus(blocks_cache[key[0]], workdir, tuple(extra_args))
         return servers[key]
@@ -170,12 +181,15 @@ def small_prometheus(
     """Factory: a server holding tests/small_cluster.py written with ``write_small_cluster(**options)``."""
     import small_cluster
 
+    written: set[str] = set()
+
     def factory(**options: object) -> PrometheusServer:
         require_prometheus()
         name = "-".join(f"{k}={v}" for k, v in sorted(options.items())) or "default"
         path = tmp_path_factory.getbasetemp() / f"small-{name}.om"
-        if not path.exists():
+        if name not in written:  # the file itself is gone once backfilled
             small_cluster.write_small_cluster(path, **options)  # type: ignore[arg-type]
+            written.add(name)
         return prometheus_from_openmetrics(path)
 
     return factory

@@ -45,7 +45,7 @@ def servers(
     folder = tmp_path_factory.mktemp("rules")
     plain = folder / "cluster.om"
     write_openmetrics(generate(SyntheticSpec(seed=11, nodes=3, days=1, step=300)), plain)
-    bare = str(prometheus_from_openmetrics(plain).url)
+    bare = str(prometheus_from_openmetrics(plain, keep=True).url)  # read again below
     lines = []
     for rule in (CPU, MEMORY):
         reply = requests.get(
@@ -62,6 +62,7 @@ def servers(
                 f"{rule.name}{{{labels}}} {row['value'][1]} {END - 60 * k:.0f}" for k in (1, 0)
             ]
     text = plain.read_text()
+    plain.unlink()
     assert text.rstrip().endswith("# EOF")
     ruled = folder / "cluster-rules.om"
     ruled.write_text(text.rstrip()[: -len("# EOF")] + "\n".join(lines) + "\n# EOF\n")

@@ -74,12 +74,13 @@ def pair(
     path = tmp_path_factory.mktemp("om") / f"{convention}.om"
     write_openmetrics(cluster, path, instance_convention=convention)  # type: ignore[arg-type]
     truth: Snapshot = cluster.snapshot  # type: ignore[attr-defined]
-    prometheus = prometheus_from_openmetrics(path)
+    prometheus = prometheus_from_openmetrics(path, keep=True)  # VictoriaMetrics imports it too
     require_victoria()
     # A fresh server per convention: the two data sets must not share series.
     server = start_victoria(tmp_path_factory.mktemp(f"victoria-{convention}"))
     try:
         assert import_openmetrics(server, path) > 0
+        path.unlink()  # ~200 MB, read by both servers now
         from_prom = _collect(prometheus.url, truth)  # type: ignore[attr-defined]
         from_vm = _collect(server.url, truth)
     finally:
