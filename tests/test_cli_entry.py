@@ -55,10 +55,17 @@ def test_a_usage_error_keeps_its_code_and_its_line() -> None:
 
 
 def test_python_m_analyzer_enters_through_run() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "analyzer", "--version"], capture_output=True, text=True, timeout=60
+    # ``analyzer/__main__.py`` run as ``python -m analyzer`` does: through ``run``, the handler
+    # never prints (with ``main()`` there, click's sys.exit would run it)
+    probe = (
+        "import atexit, runpy, sys\n"
+        "atexit.register(lambda: print('TEARDOWN', file=sys.stderr, flush=True))\n"
+        "sys.argv = ['analyzer', '--version']\n"
+        "runpy.run_module('analyzer', run_name='__main__', alter_sys=True)\n"
     )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("analyzer, version "), proc.stderr
+    assert "TEARDOWN" not in proc.stderr
 
 
 @pytest.mark.parametrize(

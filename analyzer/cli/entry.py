@@ -2,10 +2,12 @@
 once with its code.
 
 A finished run skips the interpreter's teardown (``os._exit``). That teardown destroys native
-libraries' thread pools (pyarrow's, loaded with pandas) while their worker threads may still be
-alive; now and then that aborts the process with "terminate called without an active
-exception" (SIGABRT, exit -6 / 134) after its work and its output were complete: seen once in
-this project's CI on ``analyzer check``, and reported upstream (apache/arrow#34314). A nightly
+libraries' thread pools while their worker threads may still be alive (at the end of ``analyzer
+check`` the process holds six native threads besides Python's one: jemalloc's and those of the
+libraries pandas loads, pyarrow among them); now and then that aborts the process with
+"terminate called without an active exception" (SIGABRT, exit -6 / 134) after its work and its
+output were complete: seen once in this project's CI on ``analyzer check``, as reported
+upstream for pyarrow (apache/arrow#34314). A nightly
 cron job would count that as a failed run. Nothing is lost by skipping it: every file is written
 atomically and closed before ``main`` returns, thread and process pools are joined by the
 ``with`` blocks that own them, and this function flushes stdout, stderr and the logging handlers
