@@ -7,11 +7,10 @@ check`` the process holds six native threads besides Python's one: jemalloc's an
 libraries pandas loads, pyarrow among them); now and then that aborts the process with
 "terminate called without an active exception" (SIGABRT, exit -6 / 134) after its work and its
 output were complete: seen once in this project's CI on ``analyzer check``, as reported
-upstream for pyarrow (apache/arrow#34314). A nightly
-cron job would count that as a failed run. Nothing is lost by skipping it: every file is written
-atomically and closed before ``main`` returns, thread and process pools are joined by the
-``with`` blocks that own them, and this function flushes stdout, stderr and the logging handlers
-itself. Tests call ``main`` in-process (click's runner); only the process entry goes this way.
+upstream for pyarrow (apache/arrow#34314). A nightly cron job would count that as a failed run.
+Nothing is lost by skipping it: every file is written atomically and closed before ``main``
+returns, thread and process pools are joined by the ``with`` blocks that own them, and this
+function flushes stdout, stderr and the logging handlers itself. Tests call ``main`` in-process (click's runner); only the process entry goes this way.
 """
 
 from __future__ import annotations
