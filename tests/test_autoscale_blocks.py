@@ -43,11 +43,26 @@ def _split(rng: np.random.Generator, pods: list[Any], targets: list[int]) -> lis
     return [(pods[a:b], targets[a:b]) for a, b in pairwise(edges) if b > a]
 
 
+def _entries(answers: list[Any]) -> tuple[Any, ...]:
+    """Kept answers placed by hints alone for ``answers`` ((pods, targets) each)."""
+    made = []
+    for moved, targets in answers:
+        sets = [(hint_key(p), f"n{t}") for p, t in zip(moved, targets, strict=True)]
+        looks: list[tuple[str, str | None]] = list(sets)
+        made.append(Entry(
+            0, 0, (), tuple(map(id, moved)), (-1,), 0, 0,
+            Outcome("n0", True, moved=tuple(moved)), list(targets), np.zeros(0, dtype=np.int64),
+            [], looks, sets, by_hints=True,
+        ))  # fmt: skip
+    return tuple(made)
+
+
 def test_one_check_of_the_block_is_each_answer_checked_in_turn() -> None:
     # Random fills, a candidate's pods cut into two to four answers with random targets
-    # (targets shared between answers included). The block's plan fits on the state exactly when
-    # every answer's own plan fits on the state with the earlier answers' moves added; where it
-    # fits, adding the block's moves in one step leaves the state the answers leave one by one.
+    # (targets shared between answers included). The block's plan, made from the answers' own
+    # plans (``_make``), fits on the state (``_fits``) exactly when every answer's own plan fits
+    # on the state with the earlier answers' moves added; where it fits, adding the block's
+    # moves in one step leaves the state the answers leave one by one.
     rng = np.random.default_rng(11)
     verdicts = {True: 0, False: 0}
     shared = 0
@@ -60,35 +75,56 @@ def test_one_check_of_the_block_is_each_answer_checked_in_turn() -> None:
         for _, ts in answers:
             shared += bool(seen & set(ts))
             seen |= set(ts)
-        allowed = np.ones(len(sim.schedulable), dtype=bool)
-        allowed[0] = False
-        block = hinted.plan(sim, pods, targets)
-        assert block is not None
+        sim.destinations[0] = False  # the candidate's node
+        entries = _entries(answers)
+        block = autoscale_blocks.Block([100 + j for j in range(len(entries))], entries)
+        autoscale_blocks._make(sim, block)
+        assert block.plan is not False
         requested, counts = sim.state.requested.copy(), sim.state.pod_count.copy()
-        at_once = hinted.fits(sim, block, allowed)
+        at_once = autoscale_blocks._fits(sim, block)
+        assert at_once == hinted.fits(sim, block.plan, sim.destinations), case
         sim.checkpoint()
         one_by_one = True
         for moved, ts in answers:
             own = hinted.plan(sim, moved, ts)
             assert own is not None
-            if not hinted.fits(sim, own, allowed):
+            if not hinted.fits(sim, own, sim.destinations):
                 one_by_one = False
                 break
             sim.apply_plan(own)
         assert at_once == one_by_one, case
         verdicts[at_once] += 1
         if not at_once:
+            sim.restore()
             continue
         after = sim.state.requested.copy(), sim.state.pod_count.copy()
         sim.restore()
         assert np.array_equal(sim.state.requested, requested)
         assert np.array_equal(sim.state.pod_count, counts)
         sim.checkpoint()
-        sim.apply_plan(block)
+        sim.apply_plan(block.plan)
         assert np.array_equal(sim.state.requested, after[0]), case
         assert np.array_equal(sim.state.pod_count, after[1]), case
         sim.restore()
     assert min(verdicts.values()) > 15 and shared > 15, (verdicts, shared)
+
+
+def test_a_block_with_a_target_among_its_nodes_is_not_made() -> None:
+    # An answer moving a pod onto another answer's node (or a pod in two answers): the one
+    # check would read that node's room before its removal, so the block is not taken at once.
+    rng = np.random.default_rng(5)
+    sim, pods, _ = _simulator(rng, 5, 4)
+    entries = _entries([(pods[:2], [1, 2]), (pods[2:], [3, 4])])
+    block = autoscale_blocks.Block([2, 7], entries)  # slot 2 is a target of the first
+    autoscale_blocks._make(sim, block)
+    assert block.plan is False
+    twice = _entries([(pods[:2], [1, 2]), (pods[1:3], [3, 4])])
+    block = autoscale_blocks.Block([7, 8], twice)
+    autoscale_blocks._make(sim, block)
+    assert block.plan is False
+    fine = autoscale_blocks.Block([7, 8], _entries([(pods[:2], [1, 2]), (pods[2:], [3, 4])]))
+    autoscale_blocks._make(sim, fine)
+    assert fine.plan is not False
 
 
 @pytest.mark.parametrize(
@@ -205,7 +241,7 @@ def test_a_block_is_taken_only_where_each_answer_would_be() -> None:
     ca, sim, memo, entries = _block_case()
     block = _offer(ca, entries)
     before = sim.state.requested.copy()
-    assert autoscale_blocks.take(ca, sim, block, [0, 1, 2], 0, 3, (-1,), None)
+    assert autoscale_blocks.take(ca, sim, block, [0, 1, 2], 0, 3, (-1,))
     cpu = sim.state.index_of("cpu")
     assert sim.state.requested[4, cpu] - before[4, cpu] == 900
     assert sim.state.requested[3, cpu] - before[3, cpu] == 900
@@ -219,7 +255,7 @@ def test_a_block_is_taken_only_where_each_answer_would_be() -> None:
         block = _offer(ca, entries)
         change(ca, sim, entries)
         requested = sim.state.requested.copy()
-        assert not autoscale_blocks.take(ca, sim, block, order or [0, 1, 2], 0, room, (-1,), None)
+        assert not autoscale_blocks.take(ca, sim, block, order or [0, 1, 2], 0, room, (-1,))
         assert np.array_equal(sim.state.requested, requested)
         assert sim.destinations[[0, 1, 2]].all() and memo.reused == 0
         assert 0 not in memo.blocks.at or order is not None or room < 3

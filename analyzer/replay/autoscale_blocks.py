@@ -8,28 +8,30 @@ them one after another (500 nodes x 7 days: 9,000 of ~10,000 in runs of five or 
 88 a pass), each checked and applied on its own.
 
 A run seen in one pass is kept (``Blocks.close``) and, when a later pass reaches its first slot
-with the same slots next in its order and the same answers kept for them, it is taken again in one
-step (``take``) where its checks pass as one:
+with the same slots next in its order, it is taken again in one step (``take``) where its checks
+pass as one:
 
 - each answer is still the slot's kept one (the same object: an answer is replaced only when its
-  slot is simulated again), its pods are those it moved (the same pod objects, in order) and the
-  budgets are those it read: no PodDisruptionBudget covers the pass's candidates, so each read
-  the same disruptions left;
-- the hints of all its pods read as each answer read them (``Hints.same`` over their looks, in
-  one call). The answers' pods are distinct and none is moved onto a node of the block (checked
-  when the block is made), so no answer's hints nor pods are set or moved by another's;
-- the room, in one check of the answers' moves taken in order (``hinted.plan`` of all of them:
-  per target, the largest request plus the block's earlier pods' requests there, and its pod
-  count). Pod by pod, each answer's check reads its targets' room with the block's earlier moves
-  counted; every pod passes exactly when the largest need per target and column passes, so the
-  one check is the answers' checks in turn. No target is a node of the block, so the nodes the
+  slot is simulated again), its pods are those it moved (the same pod objects, in order), the
+  budgets are those it read (no PodDisruptionBudget covers the pass's candidates, so each read
+  the same disruptions left) and its pods' hints read as it read them (``Hints.same``). The
+  answers' pods are distinct and none is moved onto a node of the block (checked when the block's
+  plan is made), so no answer's hints nor pods are set or moved by another's;
+- the room, in one check of the answers' moves taken in order. The block's plan is made once from
+  the answers' own plans (``hinted.plan``, kept with each answer as the one-by-one path keeps it):
+  per target its pods of the block, and per compared cell the largest of an answer's need there
+  plus what the block's earlier answers add to it. Pod by pod, each answer's check reads its
+  targets' room with the block's earlier moves counted; every pod passes exactly when the largest
+  need per target and cell and the pod count pass, so the one check is the answers' checks in
+  turn. It is made in array steps (``_fits``). No target is a node of the block, so the nodes the
   block's earlier removals take out of the destinations are none of them.
 
 Taken, the block does what its answers taken one by one do: their hints looked and set, their
 moves added (one step), each node dropped from the destinations, each answer counted as reused
 and added to the pass's context, the round-robin start unmoved (placements by hints do not move
-it). Where a check fails, the pass takes the answers one by one as before (and the block is
-dropped: the run the pass then makes is kept instead).
+it). A block taken ends the run before it and starts none: the answers after it make their own.
+Where a check fails, the pass takes the answers one by one as before and the block is dropped
+(the run the pass then makes is kept instead). Measured in docs/benchmarks.md ("cablock").
 """
 
 from __future__ import annotations
@@ -59,13 +61,18 @@ class Block:
 
     slots: list[int]
     entries: tuple[Entry, ...]
+    # ``hinted.HintedPlan`` of every answer's moves in order (None: not made yet; False: none
+    # possible), made from the answers' own plans (``_make``)
+    plan: Any = None
+    # the plan's checks as arrays (``_fits``): its distinct targets and each one's pods of the
+    # block less one; the flat (node, column) cells compared and the free room each needs
+    targets: Any = None
+    before: Any = None
+    cells: Any = None
+    needs: Any = None
     looks: list[tuple[str, str | None]] = field(default_factory=list)
     sets: list[tuple[str, str]] = field(default_factory=list)
-    # ``hinted.plan`` of every answer's moves in order (None: not made yet; False: none possible)
-    plan: Any = None
     where: np.ndarray[Any, Any] | None = None  # the slots, to drop from the destinations at once
-    # per answer, its node's pods list as last taken and that list without its moved pods
-    lefts: list[tuple[list[Any], list[Any]] | None] = field(default_factory=list)
 
 
 class Blocks:
@@ -100,22 +107,84 @@ class Blocks:
 
 
 def _make(simulator: RemovalSimulator, block: Block) -> None:
-    """The block's looks, sets and plan, once (``plan`` False where it cannot be taken at
-    once: a node of the block among its targets, a pod in two answers, or no plan)."""
-    moved: list[Any] = []
-    targets: list[int] = []
+    """The block's plan from its answers' own (``hinted.plan``, kept with each answer as the
+    one-by-one path keeps it), once: per target, its pods of the block and, per compared cell,
+    the largest need of an answer there plus the requests the block's earlier answers add to it
+    (an answer's own earlier pods are in its need already). ``plan`` False where the block cannot
+    be taken at once: a node of the block among its targets, a pod in two answers, an answer
+    with no plan."""
+    width = simulator.state.requested.shape[1]
+    slots = set(block.slots)
+    held: dict[int, int] = {}  # flat cell -> what the block's answers so far add to it
+    needs: dict[int, int] = {}  # flat cell -> the most free room it must have
+    pods: dict[int, int] = {}  # target -> the block's pods on it
+    groups: dict[int, list[Any]] = {}
     for entry in block.entries:
-        moved.extend(entry.outcome.moved)
-        targets.extend(entry.targets)
+        plan = entry.plan
+        if plan is None:
+            plan = entry.plan = hinted.plan(simulator, entry.outcome.moved, entry.targets) or False
+        if plan is False or plan.width != width or not slots.isdisjoint(plan.where.tolist()):
+            block.plan = False
+            return
+        for f, need in plan.room:
+            need += held.get(f, 0)
+            if need > needs.get(f, -1):
+                needs[f] = need
+        for f, add in zip(plan.cells.tolist(), plan.adds.tolist(), strict=True):
+            held[f] = held.get(f, 0) + add
+        for (t, _), n in zip(plan.slots, plan.counts.tolist(), strict=True):
+            pods[t] = pods.get(t, 0) + n
+        for t, group in plan.groups:
+            found = groups.get(t)
+            if found is None:
+                groups[t] = list(group)
+            else:
+                found.extend(group)
         block.looks.extend(entry.looks)
         block.sets.extend(entry.sets)
-    keys = {key for key, _ in block.looks}
-    if len(keys) != len(block.looks) or not set(block.slots).isdisjoint(targets):
+    if len({key for key, _ in block.looks}) != len(block.looks):
         block.plan = False
         return
-    block.plan = hinted.plan(simulator, moved, targets) or False
+    order = list(pods)
+    sums = np.zeros((len(order), width), dtype=np.int64)
+    for row, t in enumerate(order):
+        for j in range(width):
+            sums[row, j] = held.get(t * width + j, 0)
+    cells = sorted(held)
+    block.plan = hinted.HintedPlan(
+        slots=[(t, pods[t] - 1) for t in order],
+        room=sorted(needs.items()),
+        width=width,
+        cells=np.array(cells, dtype=np.int64),
+        adds=np.array([held[f] for f in cells], dtype=np.int64),
+        where=np.array(order, dtype=np.int64),
+        sums=sums,
+        counts=np.array([pods[t] for t in order], dtype=np.int64),
+        groups=[(t, groups[t]) for t in order],
+        gone=frozenset(),
+    )
+    block.targets = block.plan.where
+    block.before = block.plan.counts - 1
+    block.cells = np.array(list(needs), dtype=np.int64)
+    block.needs = np.array(list(needs.values()), dtype=np.int64)
     block.where = np.array(block.slots, dtype=np.int64)
-    block.lefts = [None] * len(block.slots)
+
+
+def _fits(simulator: RemovalSimulator, block: Block) -> bool:
+    """``hinted.fits`` of the block's plan in array steps: every target a destination and
+    schedulable with a pod slot for its pods of the block, and each compared cell's free room
+    at least its need."""
+    state = simulator.state
+    alloc, used = state.allocatable, state.requested
+    if not (alloc.flags.c_contiguous and used.flags.c_contiguous):
+        return hinted.fits(simulator, block.plan, simulator.destinations)
+    t = block.targets
+    if not (simulator.destinations[t].all() and simulator.schedulable[t].all()):
+        return False
+    if (state.pod_count[t] + block.before >= state.allowed_pods[t]).any():
+        return False
+    cells = block.cells
+    return bool((alloc.reshape(-1)[cells] - used.reshape(-1)[cells] >= block.needs).all())
 
 
 def take(
@@ -126,7 +195,6 @@ def take(
     at: int,
     room: int,
     budget: tuple[int, ...],
-    views: hinted.Views | None,
 ) -> bool:
     """Take ``block`` at ``order[at]`` if its checks pass (module docstring); ``room``: how
     many more removable answers the pass may find (``unneededNodesLimit``), ``budget``: the
@@ -136,12 +204,7 @@ def take(
     count = len(slots)
     if count > room or order[at : at + count] != slots:
         return False
-    if block.plan is None:
-        _make(simulator, block)
-    if block.plan is False:
-        del ca.sims.blocks.at[slots[0]]
-        return False
-    kept, names = memo.entries, ca.nodes
+    kept, names, same = memo.entries, ca.nodes, ca.hints.same
     lists = []
     for slot, entry in zip(slots, entries, strict=True):
         pods = simulator.pods_on(names[slot].name)
@@ -149,13 +212,14 @@ def take(
             kept.get(slot) is not entry
             or entry.pdbs != budget
             or ca.pod_ids(slot, pods) != entry.pods
+            or not same(entry.looks)
         ):
             del memo.blocks.at[slots[0]]
             return False
         lists.append(pods)
-    if not ca.hints.same(block.looks) or not hinted.fits(
-        simulator, block.plan, simulator.destinations, views
-    ):
+    if block.plan is None:
+        _make(simulator, block)
+    if block.plan is False or not _fits(simulator, block):
         del memo.blocks.at[slots[0]]
         return False
     # taken: as each answer taken one by one (``simulate_candidates``)
@@ -170,12 +234,11 @@ def take(
         first_look(key, hint)
     ca.hints.set_all(block.sets)
     simulator.apply_plan(block.plan)
-    current, lefts = simulator.current, block.lefts
-    for j, (slot, entry, before) in enumerate(zip(slots, entries, lists, strict=True)):
-        left = lefts[j]
-        if left is None or left[0] is not before:
-            gone = {id(p) for p in entry.outcome.moved}
-            left = lefts[j] = (before, [p for p in before if id(p) not in gone])
-        current[names[slot].name] = left[1]
+    current = simulator.current
+    for slot, entry, before in zip(slots, entries, lists, strict=True):
+        plan = entry.plan  # its node's list without its moved pods, kept as ``apply`` keeps it
+        if plan.left is None or plan.left[0] is not before:
+            plan.left = (before, [p for p in before if id(p) not in plan.gone])
+        current[names[slot].name] = plan.left[1]
     simulator.destinations[block.where] = False  # ``drop`` of each
     return True

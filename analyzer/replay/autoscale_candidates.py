@@ -95,15 +95,15 @@ def simulate_candidates(
         if blocks is not None:
             block = blocks.at.get(slot)
             if block is not None and take_block(
-                ca, simulator, block, order, i, limit - len(outcomes), budget, views
+                ca, simulator, block, order, i, limit - len(outcomes), budget
             ):
+                blocks.close()  # the run before it ends; the block stays as it is kept
                 for s, entry in zip(block.slots, block.entries, strict=True):
                     said = entry.said
                     if said is None:
                         said = entry.said = (s, entry.outcome.reason, tuple(entry.targets))
                     context = (*context, said)
                     outcomes[s] = entry.outcome
-                    blocks.extend(s, entry)
                 skip = len(block.slots) - 1
                 continue
         name = ca.nodes[slot].name
