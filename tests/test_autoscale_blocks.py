@@ -57,12 +57,17 @@ def _entries(answers: list[Any]) -> tuple[Any, ...]:
     return tuple(made)
 
 
-def test_one_check_of_the_block_is_each_answer_checked_in_turn() -> None:
+@pytest.mark.parametrize("array_cells", [0, 10**9])
+def test_one_check_of_the_block_is_each_answer_checked_in_turn(
+    monkeypatch: pytest.MonkeyPatch, array_cells: int
+) -> None:
     # Random fills, a candidate's pods cut into two to four answers with random targets
     # (targets shared between answers included). The block's plan, made from the answers' own
-    # plans (``_make``), fits on the state (``_fits``) exactly when every answer's own plan fits
-    # on the state with the earlier answers' moves added; where it fits, adding the block's
-    # moves in one step leaves the state the answers leave one by one.
+    # plans (``_make``), fits on the state (``_fits``: in array steps, and by ``hinted.fits``)
+    # exactly when every answer's own plan fits on the state with the earlier answers' moves
+    # added; where it fits, adding the block's moves in one step leaves the state the answers
+    # leave one by one.
+    monkeypatch.setattr(autoscale_blocks, "ARRAY_CELLS", array_cells)
     rng = np.random.default_rng(11)
     verdicts = {True: 0, False: 0}
     shared = 0

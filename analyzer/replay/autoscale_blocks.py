@@ -170,14 +170,19 @@ def _make(simulator: RemovalSimulator, block: Block) -> None:
     block.where = np.array(block.slots, dtype=np.int64)
 
 
-def _fits(simulator: RemovalSimulator, block: Block) -> bool:
-    """``hinted.fits`` of the block's plan in array steps: every target a destination and
-    schedulable with a pod slot for its pods of the block, and each compared cell's free room
-    at least its need."""
+# a plan with fewer compared cells than this is checked by ``hinted.fits`` (memoryviews, a few
+# integer comparisons a cell), a larger one in array steps (about ten calls whatever its size)
+ARRAY_CELLS = 48
+
+
+def _fits(simulator: RemovalSimulator, block: Block, views: hinted.Views | None = None) -> bool:
+    """``hinted.fits`` of the block's plan: every target a destination and schedulable with a
+    pod slot for its pods of the block, and each compared cell's free room at least its need;
+    in array steps for a large plan (``ARRAY_CELLS``)."""
     state = simulator.state
     alloc, used = state.allocatable, state.requested
-    if not (alloc.flags.c_contiguous and used.flags.c_contiguous):
-        return hinted.fits(simulator, block.plan, simulator.destinations)
+    if len(block.cells) < ARRAY_CELLS or not (alloc.flags.c_contiguous and used.flags.c_contiguous):
+        return hinted.fits(simulator, block.plan, simulator.destinations, views)
     t = block.targets
     if not (simulator.destinations[t].all() and simulator.schedulable[t].all()):
         return False
@@ -195,10 +200,12 @@ def take(
     at: int,
     room: int,
     budget: tuple[int, ...],
+    views: hinted.Views | None = None,
 ) -> bool:
     """Take ``block`` at ``order[at]`` if its checks pass (module docstring); ``room``: how
     many more removable answers the pass may find (``unneededNodesLimit``), ``budget``: the
-    budgets now. False (nothing done, the block dropped) where a check fails."""
+    budgets now; ``views``: the pass's kept ``hinted.Views``. False (nothing done, the block
+    dropped) where a check fails."""
     memo = ca.sims
     slots, entries = block.slots, block.entries
     count = len(slots)
@@ -219,7 +226,7 @@ def take(
         lists.append(pods)
     if block.plan is None:
         _make(simulator, block)
-    if block.plan is False or not _fits(simulator, block):
+    if block.plan is False or not _fits(simulator, block, views):
         del memo.blocks.at[slots[0]]
         return False
     # taken: as each answer taken one by one (``simulate_candidates``)

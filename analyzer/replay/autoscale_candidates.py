@@ -95,7 +95,7 @@ def simulate_candidates(
         if blocks is not None:
             block = blocks.at.get(slot)
             if block is not None and take_block(
-                ca, simulator, block, order, i, limit - len(outcomes), budget
+                ca, simulator, block, order, i, limit - len(outcomes), budget, views
             ):
                 blocks.close()  # the run before it ends; the block stays as it is kept
                 for s, entry in zip(block.slots, block.entries, strict=True):
