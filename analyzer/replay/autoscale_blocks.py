@@ -73,37 +73,46 @@ class Block:
     looks: list[tuple[str, str | None]] = field(default_factory=list)
     sets: list[tuple[str, str]] = field(default_factory=list)
     where: np.ndarray[Any, Any] | None = None  # the slots, to drop from the destinations at once
+    # what it was made of until its plan is made (``_make``): answers and blocks taken before,
+    # whose plans it merges (None: its entries)
+    parts: list[Any] | None = None
 
 
 class Blocks:
-    """The runs kept by their first slot, and the run the current pass is making."""
+    """The runs kept by their first slot, and the run the current pass is making: its parts,
+    each an answer taken one by one or a block taken at once."""
 
     def __init__(self) -> None:
         self.at: dict[int, Block] = {}
-        self.run: list[tuple[int, Entry]] = []
+        self.run: list[Entry | Block] = []
+        self.slots: list[int] = []
 
     def extend(self, slot: int, entry: Entry) -> None:
         """``slot``'s answer, removable and placed by hints alone, was taken again."""
-        self.run.append((slot, entry))
+        self.run.append(entry)
+        self.slots.append(slot)
+
+    def add(self, block: Block) -> None:
+        """``block`` was taken at once: the run goes on through it."""
+        self.run.append(block)
+        self.slots.extend(block.slots)
 
     def close(self) -> None:
         """The run ends (an answer of another kind, or the pass's end): kept if long enough,
-        unless the same answers are kept as a block already (its plan made)."""
-        run = self.run
+        unless it is one block kept already (its plan made)."""
+        run, slots = self.run, self.slots
         if not run:
             return
-        self.run = []
-        if len(run) < MIN_BLOCK:
+        self.run, self.slots = [], []
+        if len(slots) < MIN_BLOCK or (len(run) == 1 and isinstance(run[0], Block)):
             return
-        first = run[0][0]
-        kept = self.at.get(first)
-        if (
-            kept is not None
-            and len(kept.entries) == len(run)
-            and all(a is b for a, (_, b) in zip(kept.entries, run, strict=True))
-        ):
-            return
-        self.at[first] = Block([s for s, _ in run], tuple(e for _, e in run))
+        entries: list[Entry] = []
+        for part in run:
+            if isinstance(part, Block):
+                entries.extend(part.entries)
+            else:
+                entries.append(part)
+        self.at[slots[0]] = Block(slots, tuple(entries), parts=run)
 
 
 def _make(simulator: RemovalSimulator, block: Block) -> None:
@@ -119,10 +128,16 @@ def _make(simulator: RemovalSimulator, block: Block) -> None:
     needs: dict[int, int] = {}  # flat cell -> the most free room it must have
     pods: dict[int, int] = {}  # target -> the block's pods on it
     groups: dict[int, list[Any]] = {}
-    for entry in block.entries:
-        plan = entry.plan
-        if plan is None:
-            plan = entry.plan = hinted.plan(simulator, entry.outcome.moved, entry.targets) or False
+    parts, block.parts = block.parts or block.entries, None
+    for part in parts:
+        if isinstance(part, Block):  # taken at once before: its plan made and checked
+            plan = part.plan
+            looks, sets = part.looks, part.sets
+        else:
+            plan = part.plan
+            if plan is None:
+                plan = part.plan = hinted.plan(simulator, part.outcome.moved, part.targets) or False
+            looks, sets = part.looks, part.sets
         if plan is False or plan.width != width or not slots.isdisjoint(plan.where.tolist()):
             block.plan = False
             return
@@ -140,8 +155,8 @@ def _make(simulator: RemovalSimulator, block: Block) -> None:
                 groups[t] = list(group)
             else:
                 found.extend(group)
-        block.looks.extend(entry.looks)
-        block.sets.extend(entry.sets)
+        block.looks.extend(looks)
+        block.sets.extend(sets)
     if len({key for key, _ in block.looks}) != len(block.looks):
         block.plan = False
         return

@@ -97,7 +97,7 @@ def simulate_candidates(
             if block is not None and take_block(
                 ca, simulator, block, order, i, limit - len(outcomes), budget, views
             ):
-                blocks.close()  # the run before it ends; the block stays as it is kept
+                blocks.add(block)  # the run goes on through it
                 for s, entry in zip(block.slots, block.entries, strict=True):
                     said = entry.said
                     if said is None:
