@@ -104,7 +104,6 @@ def main() -> None:
             "hinted": result.autoscaler.hinted,
             "reused_by_hints": result.autoscaler.reused_by_hints,
             "reused_over_epochs": result.autoscaler.reused_over_epochs,
-            "reused_in_blocks": result.autoscaler.reused_in_blocks,
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
         print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "

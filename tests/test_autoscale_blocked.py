@@ -18,7 +18,6 @@ from autoscale_cases import seeded_autoscaled
 from test_autoscale_reuse import _same_decisions
 
 from analyzer.replay import (
-    autoscale_blocks,
     autoscale_candidates,
     autoscale_loop,
     autoscale_scaledown,
@@ -57,8 +56,7 @@ def test_an_answer_is_taken_again_after_other_blocked_candidates(
     seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Answers placed by hints alone are taken again whatever the context
-    # (``_by_hints_again``, and in runs: ``autoscale_blocks``): both turned off here, every
-    # answer taken again went through ``find``'s
+    # (``_by_hints_again``): turned off here, every answer taken again went through ``find``'s
     # context test. Counted: answers taken again in a pass whose blocked candidates before them
     # differ from those of the pass that made them (only possible with blocked answers left out
     # of the context). Fails on the branch point (blocked answers in the context: no such
@@ -83,7 +81,6 @@ def test_an_answer_is_taken_again_after_other_blocked_candidates(
     monkeypatch.setattr(SimulationMemo, "find", find)
     monkeypatch.setattr(SimulationMemo, "keep", keep)
     monkeypatch.setattr(autoscale_candidates, "_by_hints_again", lambda *a: None)
-    monkeypatch.setattr(autoscale_blocks, "BLOCKS", False)
     fast, plain = _run(seed, strategy, raw)
     _same_decisions(fast, plain)
     assert seen["taken"] > 20, seen

@@ -210,7 +210,23 @@ class RemovalSimulator(Placement):
         ``plan`` (``hinted.plan`` of the answer): a light simulator adds each target's pods in
         one step (no moved pod has host ports there: ``light`` callers exclude them)."""
         if plan is not None and self.light:
-            self.apply_plan(plan)
+            requested, counts = self.state.requested, self.state.pod_count
+            if requested.flags.c_contiguous and requested.shape[1] == plan.width:
+                # the non-zero sums on the flat array (a view of the same memory in row order),
+                # one index per cell: ``requested[where] += sums`` in one 1-D step
+                requested.reshape(-1)[plan.cells] += plan.adds
+            else:
+                requested[plan.where] += plan.sums  # distinct targets: no index twice
+            counts[plan.where] += plan.counts
+            self.batches.append((plan.where, plan.sums, plan.counts))
+            added, names = self.added, self.names
+            for target, pods in plan.groups:  # ``_add_pods`` of each, in order
+                name = names[target]
+                found = added.get(name)
+                if found is None:
+                    added[name] = list(pods)
+                else:
+                    found.extend(pods)
             before = self.pods_on(node)
             if plan.left is None or plan.left[0] is not before:  # its list as the pass holds it
                 plan.left = (before, [p for p in before if id(p) not in plan.gone])
@@ -228,30 +244,6 @@ class RemovalSimulator(Placement):
             self._add_pod(nodes[target].name, pod)
         gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.pods_on(node) if id(p) not in gone]
-
-    def apply_plan(self, plan: HintedPlan) -> None:
-        """The moves of ``plan`` (``hinted.plan`` of one answer's or several answers' moves in
-        order) added in one step on a light simulator: each target's requests and pod count,
-        and its pods after those already moved onto it (no moved pod has host ports there:
-        ``light`` callers exclude them). The moved pods' own nodes are the caller's."""
-        assert self.light
-        requested, counts = self.state.requested, self.state.pod_count
-        if requested.flags.c_contiguous and requested.shape[1] == plan.width:
-            # the non-zero sums on the flat array (a view of the same memory in row order),
-            # one index per cell: ``requested[where] += sums`` in one 1-D step
-            requested.reshape(-1)[plan.cells] += plan.adds
-        else:
-            requested[plan.where] += plan.sums  # distinct targets: no index twice
-        counts[plan.where] += plan.counts
-        self.batches.append((plan.where, plan.sums, plan.counts))
-        added, names = self.added, self.names
-        for target, pods in plan.groups:  # ``_add_pods`` of each, in order
-            name = names[target]
-            found = added.get(name)
-            if found is None:
-                added[name] = list(pods)
-            else:
-                found.extend(pods)
 
     def _add_pod(self, node: str, pod: CAPod) -> None:
         """``pod`` moved onto ``node`` in the simulation (after its pods, ``pods_on``)."""

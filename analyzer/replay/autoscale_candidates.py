@@ -17,9 +17,6 @@ from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.recheck import UNNEEDED_LIMIT
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome
-from analyzer.replay import autoscale_blocks
-from analyzer.replay.autoscale_blocks import Blocks
-from analyzer.replay.autoscale_blocks import take as take_block
 from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
@@ -75,37 +72,11 @@ def simulate_candidates(
     # the PodDisruptionBudgets' disruptions left (read by every answer): changed only by
     # ``pdbs.remove`` below, so made again only after it
     budget = (*covering, -1, *pdbs.remaining)
-    # runs of answers placed by hints alone, taken again at once (``autoscale_blocks``): where
-    # no PodDisruptionBudget covers the candidates (the budgets then read the same all along)
-    blocks = None
-    if ca.reuse and not covering and autoscale_blocks.BLOCKS:
-        blocks = memo.blocks
-        if blocks is None:
-            blocks = memo.blocks = Blocks()
-        blocks.run = []
-    skip = 0  # the slots of a block just taken
     for i, slot in enumerate(order):
-        if skip:
-            skip -= 1
-            continue
         if len(outcomes) >= limit:  # ``unneededNodesLimit``: the rest are not simulated
             reasons[UNNEEDED_LIMIT] = len(order) - i
             stopped = True
             break
-        if blocks is not None:
-            block = blocks.at.get(slot)
-            if block is not None and take_block(
-                ca, simulator, block, order, i, limit - len(outcomes), budget, views
-            ):
-                blocks.add(block)  # the run goes on through it
-                for s, entry in zip(block.slots, block.entries, strict=True):
-                    said = entry.said
-                    if said is None:
-                        said = entry.said = (s, entry.outcome.reason, tuple(entry.targets))
-                    context = (*context, said)
-                    outcomes[s] = entry.outcome
-                skip = len(block.slots) - 1
-                continue
         name = ca.nodes[slot].name
         pods = ca.pod_ids(slot, simulator.pods_on(name))
         start = simulator.last_index
@@ -158,11 +129,6 @@ def simulate_candidates(
                     # removable with every pod on its hinted node: no search, start unread
                     outcome.removable and simulator.hinted - by_hint == len(outcome.moved),
                 ))  # fmt: skip
-        if blocks is not None:  # the run of answers placed by hints alone goes on, or ends
-            if entry is not None and entry.by_hints and outcome.removable:
-                blocks.extend(slot, entry)
-            else:
-                blocks.close()
         if outcome.reason != "BlockedByPod":  # a blocked answer is no part of it (docstring)
             said = None if entry is None else entry.said
             if said is None:  # what it adds to a later candidate's context (kept with it)
@@ -178,8 +144,6 @@ def simulate_candidates(
         pdbs.remove(outcome.moved)
         budget = (*covering, -1, *pdbs.remaining)
         outcomes[slot] = outcome
-    if blocks is not None:
-        blocks.close()
     ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
     return outcomes, unremovable, stopped
 

@@ -35,7 +35,6 @@ class AutoscalerRecord:
     passes: int = 0  # scale-down passes run
     hinted: int = 0  # pods a simulation placed on their hinted node (CA's scheduling hints)
     reused_by_hints: int = 0  # of ``reused``: answers placed by hints alone, checked again
-    reused_in_blocks: int = 0  # of ``reused_by_hints``: taken as runs (``autoscale_blocks``)
     reused_over_epochs: int = 0  # of ``reused``: answers kept over a join or removal (lasting)
 
     def joined(self, slot: int, now: int) -> None:

@@ -132,8 +132,6 @@ class SimulationMemo:
     # ``autoscaler.hinted.Views`` of the state's arrays, kept across passes by
     # ``simulate_candidates`` (made again where an array is not the same object)
     views: Any = None
-    # ``autoscale_blocks.Blocks``: runs of answers placed by hints alone, kept across passes
-    blocks: Any = None
 
     def __init__(self, nodes: int) -> None:
         self.passes = 0
