@@ -11,8 +11,6 @@ the user must fix. Credentials never appear in messages.
 
 from __future__ import annotations
 
-import json
-import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +23,9 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from analyzer.core.errors import SourceError
+from analyzer.prom.envelope import error_fields, is_series, json_or_none, size_hint, to_floats
+from analyzer.prom.envelope import parse_matrix as parse_matrix
+from analyzer.prom.envelope import parse_vector as parse_vector
 from analyzer.prom.faults import RunClock, ServerFault, backoff_seconds, describe_seconds
 from analyzer.prom.matrix_text import scan_matrix
 from analyzer.prom.selectors import check_label, with_matcher
@@ -45,13 +46,6 @@ from analyzer.prom.settings import (
 # Statuses worth retrying: 429 and every 5xx (proxies and overloaded servers recover); other 4xx
 # (and 422, a query the server refuses) never do.
 RETRY_STATUSES = (429, *range(500, 600))
-# Server messages that mean one request asked for too much (Prometheus' 11,000-point limit and
-# sample limit; VictoriaMetrics' -search.maxPointsPerTimeseries / -search.maxSamplesPerQuery).
-_TOO_BIG = re.compile(
-    r"too many (points|samples)|maximum resolution|maxPointsPerTimeseries|maxSamplesPer"
-    r"|would load too many samples",
-    re.IGNORECASE,
-)
 
 
 class Stopped(ServerFault):
@@ -87,64 +81,6 @@ class _Transient(Exception):
 
 def _tries(count: int) -> str:
     return "1 try" if count == 1 else f"{count} tries"
-
-
-def _json_or_none(content: bytes) -> Any:
-    try:
-        return json.loads(content)
-    except ValueError:
-        return None
-
-
-def _error_fields(body: dict[str, Any], status: int) -> tuple[str, str]:
-    """(``, errorType`` or ``""``, the first line of ``error``) of a Prometheus error envelope.
-
-    VictoriaMetrics puts the HTTP status into ``errorType`` (``"422"``): not said twice.
-    """
-    error_type = str(body.get("errorType") or "")
-    shown = f", {error_type}" if error_type and error_type != str(status) else ""
-    text = str(body.get("error") or "")
-    return shown, (text.splitlines()[0] if text else "no error text")
-
-
-def _size_hint(error: str) -> str:
-    """A fix for errors that mean one request asked for too many points or samples."""
-    if _TOO_BIG.search(error):
-        return (
-            "; each request asked for too many points: lower --max-points-per-request "
-            "(--chunk-points; points of a series per request, raw samples included)"
-        )
-    return ""
-
-
-def _to_floats(strings: list[str]) -> np.ndarray:
-    """Prometheus sends values as strings (``"NaN"``, ``"+Inf"`` included); numpy parses them all."""
-    return np.array(strings, dtype=np.float64)
-
-
-def parse_matrix(result: list[dict[str, Any]]) -> list[Series]:
-    """``data.result`` of a matrix into ``Series`` with numpy arrays."""
-    out: list[Series] = []
-    for item in result:
-        points = item.get("values") or []
-        timestamps = np.fromiter((p[0] for p in points), dtype=np.float64, count=len(points))
-        values = _to_floats([p[1] for p in points])
-        out.append(Series(dict(item.get("metric", {})), timestamps, values))
-    return out
-
-
-def parse_vector(result: list[dict[str, Any]]) -> list[Series]:
-    """``data.result`` of a vector into one-sample ``Series``."""
-    out: list[Series] = []
-    for item in result:
-        ts, value = item["value"]
-        out.append(Series(dict(item.get("metric", {})), np.array([float(ts)]), _to_floats([value])))
-    return out
-
-
-def _parsed(data: Any) -> bool:
-    """True for the fast path's series (a JSON ``data`` that is a list is a shape error)."""
-    return isinstance(data, list) and all(isinstance(item, Series) for item in data)
 
 
 def _timed_out(exc: requests.exceptions.RequestException) -> bool:
@@ -374,7 +310,7 @@ class PromClient:
     ) -> _Transient:
         """A 5xx or 429 answer: tried again; its final message says what the server said."""
         url, status = self.public_url, response.status_code
-        body = _json_or_none(content)
+        body = json_or_none(content)
         if status == 429:
             return _Transient(
                 lambda tries: (
@@ -385,7 +321,7 @@ class PromClient:
                 retry_after=response.headers.get("Retry-After"),
             )
         if isinstance(body, dict) and body.get("status") == "error":
-            error_type, error = _error_fields(body, status)
+            error_type, error = error_fields(body, status)
             return _Transient(
                 lambda tries: (
                     f"{url} failed {what} (HTTP {status}{error_type}, {_tries(tries)}): {error}"
@@ -414,7 +350,7 @@ class PromClient:
                 f"{self.public_url} answered 403 Forbidden; the credentials lack access (Mimir/"
                 "Cortex need --header X-Scope-OrgID=TENANT)"
             )
-        body = _json_or_none(content)
+        body = json_or_none(content)
         kind = response.headers.get("Content-Type", "unknown content").split(";")[0].strip()
         if body is None and (kind == "application/json" or content.lstrip()[:1] in (b"{", b"[")):
             raise SourceError(
@@ -439,10 +375,10 @@ class PromClient:
         for warning in body.get("warnings") or []:
             self._warn(f"{what}: {warning}")
         if body.get("status") != "success":
-            error_type, error = _error_fields(body, status)
+            error_type, error = error_fields(body, status)
             raise AnswerError(
                 f"{self.public_url} rejected {what} (HTTP {status}{error_type}): {error}"
-                + _size_hint(error),
+                + size_hint(error),
                 status,
                 envelope=True,
             )
@@ -472,7 +408,7 @@ class PromClient:
         """Instant query at unix time ``at``; a scalar becomes one series without labels."""
         params = {"query": self.scoped(expr), "time": f"{at:.3f}"}
         data = self.request("/api/v1/query", params, what=what, fast_matrix=True)
-        if _parsed(data):  # a range vector, parsed from bytes
+        if is_series(data):  # a range vector, parsed from bytes
             return data  # type: ignore[no-any-return]
         with self._shape(what):
             kind = data.get("resultType")
@@ -480,7 +416,7 @@ class PromClient:
                 return parse_vector(data.get("result") or [])
             if kind == "scalar":
                 ts, value = data["result"]
-                return [Series({}, np.array([float(ts)]), _to_floats([value]))]
+                return [Series({}, np.array([float(ts)]), to_floats([value]))]
             if kind == "matrix":
                 return parse_matrix(data.get("result") or [])
         raise SourceError(f"{self.public_url} returned a {kind} for {what}; expected a vector")
@@ -494,7 +430,7 @@ class PromClient:
             "step": f"{step:g}",
         }  # fmt: skip
         data = self.request("/api/v1/query_range", params, what=what, fast_matrix=True)
-        if _parsed(data):
+        if is_series(data):
             return data  # type: ignore[no-any-return]
         with self._shape(what):
             kind = data.get("resultType")
