@@ -19,6 +19,8 @@ Three kinds of sentence, each true of this run:
 - **missing data**: pods that ran without usage samples, pods never bound in reality;
 - **field sources**: which pod fields were observed in Prometheus, read from Kubernetes objects
   (``collect --kube-objects``) or inferred (``meta.json`` ``extra.field_sources``).
+
+The last two are ``analyzer.whatif.data_notes``'s (with the counting helpers shared here).
 """
 
 from __future__ import annotations
@@ -28,11 +30,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analyzer.core.pod_intervals import pinned_pods
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import Strategy
 from analyzer.replay.input import NEVER_PREEMPT, preemption_policies
-from analyzer.replay.podrows import sampled_uids
 from analyzer.replay.topology import objects_of
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.node_sampling import MIN_FEASIBLE_NODES_TO_FIND, num_feasible_nodes_to_find
@@ -41,6 +41,11 @@ from analyzer.scheduling.plugins.helper.node_constraints import AFFINITY_NAME, T
 from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_cells import controller_from_owner
 from analyzer.scheduling.priority_class import parse_priority_class
+from analyzer.whatif.data_notes import counted as _pl
+from analyzer.whatif.data_notes import data_notes as data_notes
+from analyzer.whatif.data_notes import field_source_notes as field_source_notes
+from analyzer.whatif.data_notes import non_empty as _non_empty
+from analyzer.whatif.data_notes import origin as _origin
 from analyzer.whatif.node_state_notes import node_state_notes
 from analyzer.whatif.port_notes import port_notes
 
@@ -73,16 +78,6 @@ def _tainted(nodes: pd.DataFrame, effects: Sequence[str] = FILTERING_EFFECTS) ->
         if any(isinstance(t, dict) and t.get("effect") in effects for t in taints):
             count += 1
     return count
-
-
-def _non_empty(column: pd.Series) -> int:
-    """Rows whose JSON text is a non-empty list or object."""
-    text = column.fillna("").astype(str).str.strip()
-    return int((~text.isin(["", "[]", "{}", "null"])).sum())
-
-
-def _pl(count: int, one: str, many: str) -> str:
-    return f"{count:,} {one if count == 1 else many}"
 
 
 def whatif_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
@@ -394,111 +389,3 @@ def _required_node_affinity(pods: pd.DataFrame) -> int:
         if isinstance(node, dict) and node.get("requiredDuringSchedulingIgnoredDuringExecution"):
             count += rows
     return count
-
-
-# pods.field_sources values in the words of the notes
-_SOURCE_WORDS = {
-    "metrics": "observed in Prometheus",
-    "objects": "read from Kubernetes objects",
-    "inferred": "inferred",
-    "none": "unknown",
-}
-_FIELD_WORDS = {
-    "tolerations": "tolerations",
-    "node_selector": "nodeSelectors",
-    "affinity": "affinity",
-    "topology_spread": "topology spread constraints",
-    "labels": "pod labels",
-    "priority": "priorities",
-    "container_images": "container images",
-    "host_ports": "host ports",
-}
-
-
-def _origin(snapshot: Snapshot) -> str:
-    """Where a snapshot's pod constraints came from: the generator's, or Kubernetes objects."""
-    synthetic = snapshot.meta.source.startswith("synthetic:")
-    return "generated with the synthetic cluster" if synthetic else "from Kubernetes objects"
-
-
-def field_source_notes(snapshot: Snapshot) -> list[str]:
-    """Which scheduling fields of the pods were observed, read from objects or inferred."""
-    pods = snapshot.pods
-    spread = _non_empty(pods["topology_spread"]) if "topology_spread" in pods.columns else 0
-    affinity = _non_empty(pods["affinity"]) if "affinity" in pods.columns else 0
-    sources = snapshot.meta.extra.get("field_sources")
-    pod_sources = sources.get("pods") if isinstance(sources, dict) else None
-    if not isinstance(pod_sources, dict):
-        if snapshot.meta.source.startswith("synthetic:"):
-            return [
-                "Pod fields are the generator's ground truth: "
-                f"{_pl(affinity, 'pod has', 'pods have')} affinity terms and "
-                f"{_pl(spread, 'pod has', 'pods have')} topology spread constraints."
-            ]
-        return [
-            "The snapshot was collected without Kubernetes objects (collect --kube-objects): pod "
-            "affinity and topology spread constraints are unknown; tolerations and nodeSelectors "
-            "are what kube-state-metrics exported, priorities come from PriorityClass names "
-            "(built-in values and --priority-class)."
-        ]
-    parts = []
-    for name, words in _FIELD_WORDS.items():
-        counts = pod_sources.get(name)
-        if not isinstance(counts, dict) or not counts:
-            continue
-        ordered = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
-        said = ", ".join(f"{int(n):,} {_SOURCE_WORDS.get(str(k), str(k))}" for k, n in ordered)
-        parts.append(f"{words}: {said}")
-    notes = [
-        f"Where the {len(pods):,} pods' scheduling fields come from (pods): "
-        + "; ".join(parts)
-        + "."
-    ]
-    node_sources = sources.get("nodes") if isinstance(sources, dict) else None
-    if isinstance(node_sources, dict) and isinstance(node_sources.get("labels"), dict):
-        from_objects = int(node_sources["labels"].get("objects", 0))
-        rest = (
-            "; the others' are what kube-state-metrics exported"
-            if from_objects < len(snapshot.nodes)
-            else ""
-        )
-        notes.append(
-            f"Node labels and taints of {_pl(from_objects, 'node', 'nodes')} of "
-            f"{len(snapshot.nodes):,} were read from Node objects{rest}."
-        )
-    notes.append(
-        f"{_pl(affinity, 'pod has', 'pods have')} affinity terms and "
-        f"{_pl(spread, 'pod has', 'pods have')} topology spread constraints in the snapshot."
-    )
-    return notes
-
-
-def data_notes(snapshot: Snapshot) -> list[str]:
-    """Gaps in the snapshot that change what the replay can say."""
-    pods = snapshot.pods
-    notes: list[str] = []
-    bound = pods["node"].notna() & (pods["node"].astype(str) != "")
-    workload = ~pinned_pods(pods).to_numpy(dtype=bool)
-    ran = bound.to_numpy(dtype=bool) & workload
-    # The distinct uids first (a categorical's unique values): converting every usage row's uid
-    # to str cost seconds per comparison on the demo's 4.6 million rows, for ~10,000 names.
-    if snapshot.usage_dir is not None:  # left on disk: its uid column, a group at a time
-        sampled = sampled_uids(snapshot.usage_dir, pods["uid"])
-    else:
-        seen = pd.Series(snapshot.pod_usage["uid"].unique()).astype(str)
-        sampled = pods["uid"].astype(str).isin(set(seen)).to_numpy()
-    without = int((ran & ~sampled).sum())
-    if without:
-        notes.append(
-            f"No usage samples for {_pl(without, 'pod', 'pods')} of {int(ran.sum()):,} that ran: "
-            "under every strategy their real usage stays on the node they really ran on (in its "
-            "overhead), and they add none where a strategy puts them."
-        )
-    unbound = int((~bound.to_numpy(dtype=bool)).sum())
-    if unbound:
-        notes.append(
-            f"{_pl(unbound, 'pod was', 'pods were')} never bound to a node in the data: observed "
-            f"counts {'it' if unbound == 1 else 'them'} as never placed; the strategies try to "
-            f"place {'it' if unbound == 1 else 'them'}."
-        )
-    return notes
