@@ -22,7 +22,8 @@ from replay_fixtures import GI, N, P, build
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import NEVER, prepare
-from analyzer.replay.preemption import ReplayPreemption, band, queue_rank
+from analyzer.replay.preemption import ReplayPreemption
+from analyzer.replay.priority_order import band, queue_rank
 from analyzer.replay.projection import usage_matrices
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache

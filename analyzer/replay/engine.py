@@ -60,12 +60,8 @@ from analyzer.replay.karpenter_loop import KarpenterAutoscaler
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.loadfeed import LoadFeed
 from analyzer.replay.node_state import TAINT_EVICTED, NodeStateTimeline
-from analyzer.replay.preemption import (
-    ReplayPreemption,
-    by_priority,
-    pod_priorities,
-    queue_rank,
-)
+from analyzer.replay.preemption import ReplayPreemption
+from analyzer.replay.priority_order import by_priority, pod_priorities, queue_rank
 from analyzer.replay.queue import PendingQueue
 from analyzer.replay.recorder import Recorder
 from analyzer.replay.refusals import NODE_LEFT, Refusal, RefusalCounter, WaitReasons

@@ -42,7 +42,7 @@ import pandas as pd
 from analyzer.core.frames import frame_records
 from analyzer.fragmentation.measure import FragmentationResult, fragmentation
 from analyzer.replay.input import NEVER, ReplayInput
-from analyzer.replay.preemption import BANDS, band, pod_priorities
+from analyzer.replay.priority_order import BANDS, band, pod_priorities
 from analyzer.replay.projection import (
     RESOURCES,
     Attribution,
