@@ -51,14 +51,12 @@ from analyzer.sources.placement import ClusterState, Placer, least_allocated_pla
 from analyzer.sources.pod_constraints import (
     constraint_columns,
     pdb_objects,
-    priority_class_objects,
     zone_labels,
     zone_of,
 )
-from analyzer.sources.pod_constraints import (
-    selector as app_selector,
-)
 from analyzer.sources.spec import OPTIONAL_FIELDS, Grid, SyntheticSpec
+from analyzer.sources.synthetic_objects import budget_workloads, snapshot_objects
+from analyzer.sources.synthetic_objects import selector_objects as selector_objects
 from analyzer.sources.usage import NodeShape, Usage, generate_usage
 
 POD_RESOURCES = ("cpu", "memory", "ephemeral-storage", GPU)
@@ -327,44 +325,6 @@ def _iso(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def _budget_workloads(pods: list[Pod]) -> list[tuple[str, str, str, int]]:
-    """(kind, namespace, name, replicas) of every workload, ``replicas`` being its pods at the end
-    of the range as the builder made them (not deleted nor replaced by a rollout): what the
-    PodDisruptionBudgets are sized by, known before the loop places the pods (the loop's
-    preemption honours them)."""
-    replaced = {p.replaces for p in pods if p.replaces is not None}
-    running: dict[tuple[str, str, str], int] = {}
-    for i, pod in enumerate(pods):
-        key = (pod.workload_kind, pod.template.namespace, pod.workload_name)
-        running[key] = running.get(key, 0) + int(pod.deleted is None and i not in replaced)
-    return [(*key, count) for key, count in running.items()]
-
-
-def _kept_objects(
-    pods: list[Pod], budgets: list[dict[str, Any]]
-) -> dict[str, list[dict[str, Any]]]:
-    """The snapshot's ``kube_objects.json``: the PDBs of the replicated services (``budgets``,
-    ``_budget_workloads``), the PriorityClasses and the pods' ReplicaSets and StatefulSets
-    (``selector_objects``), as ``collect --kube-objects`` keeps them."""
-    return kept_objects([*budgets, *priority_class_objects(), *selector_objects(pods)])
-
-
-def selector_objects(pods: list[Pod]) -> list[dict[str, Any]]:
-    """The ReplicaSets and StatefulSets owning ``pods`` (selector ``app=<workload>``, as
-    ``sources.kube_objects`` renders them): what PodTopologySpread's system default constraints
-    take their selector from. The generator has no Services or ReplicationControllers."""
-    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for pod in pods:
-        key = (pod.owner_kind, pod.template.namespace, pod.owner_name)
-        if pod.owner_kind in ("ReplicaSet", "StatefulSet") and key not in seen:
-            seen[key] = {
-                "kind": pod.owner_kind,
-                "metadata": {"name": pod.owner_name, "namespace": pod.template.namespace},
-                "spec": {"selector": app_selector(pod.workload_name)},
-            }
-    return list(seen.values())
-
-
 DAY_NOISE_STREAM = 1  # the per-day usage level: seeded by (seed, this, day number)
 
 
@@ -444,7 +404,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
     budgets: list[dict[str, Any]] = []
     if spec.pod_constraints:  # what an exact placer reads for default spreading and for
         # preemption (PodDisruptionBudgets), as the replay
-        budgets = pdb_objects(_budget_workloads(pods))
+        budgets = pdb_objects(budget_workloads(pods))
         state.objects = kept_objects([*budgets, *selector_objects(pods)])
     run_lifecycles(
         pods, state, place, rng, window, closed=closed, describe=describe, autoscaler=autoscaler
@@ -499,7 +459,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
         _pod_table(pods, nodes, grid, spec),
         node_usage,
         pod_usage,
-        objects=_kept_objects(pods, budgets) if spec.pod_constraints else None,
+        objects=snapshot_objects(pods, budgets) if spec.pod_constraints else None,
         node_state=event_table(events, [n.name for n in nodes], grid) if spec.node_events else None,
     )
     return SyntheticCluster(
