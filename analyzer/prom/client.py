@@ -12,7 +12,7 @@ the user must fix. Credentials never appear in messages.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,7 +26,15 @@ from analyzer.core.errors import SourceError
 from analyzer.prom.envelope import error_fields, is_series, json_or_none, size_hint, to_floats
 from analyzer.prom.envelope import parse_matrix as parse_matrix
 from analyzer.prom.envelope import parse_vector as parse_vector
-from analyzer.prom.faults import RunClock, ServerFault, backoff_seconds, describe_seconds
+from analyzer.prom.faults import (
+    RunClock,
+    ServerFault,
+    Stopped,
+    Transient,
+    backoff_seconds,
+    count_tries,
+    describe_seconds,
+)
 from analyzer.prom.matrix_text import scan_matrix
 from analyzer.prom.selectors import check_label, with_matcher
 from analyzer.prom.series import LabelCache as LabelCache
@@ -48,10 +56,6 @@ from analyzer.prom.settings import (
 RETRY_STATUSES = (429, *range(500, 600))
 
 
-class Stopped(ServerFault):
-    """A request cut short because the run is stopping for another request's fault."""
-
-
 class AnswerError(SourceError):
     """An answer that is not a success: ``status`` its HTTP status, ``envelope`` whether it was
     a Prometheus JSON envelope (an error one) at all. Callers that take some answers as "not
@@ -62,25 +66,6 @@ class AnswerError(SourceError):
         super().__init__(message)
         self.status = status
         self.envelope = envelope
-
-
-class _Transient(Exception):
-    """A try that failed in a way that may heal; ``final(tries)`` is the error once tries run out."""
-
-    def __init__(
-        self, message: Callable[[int], str], *, retries: int, retry_after: str | None = None
-    ) -> None:
-        super().__init__()
-        self.message = message
-        self.retries = retries
-        self.retry_after = retry_after
-
-    def final(self, tries: int) -> ServerFault:
-        return ServerFault(self.message(tries))
-
-
-def _tries(count: int) -> str:
-    return "1 try" if count == 1 else f"{count} tries"
 
 
 def _timed_out(exc: requests.exceptions.RequestException) -> bool:
@@ -164,7 +149,7 @@ class PromClient:
         """Call ``<url><path>`` and return the envelope's ``data``; raise one-line errors.
 
         A try that failed in a way that can heal is tried again after a doubling backoff (see
-        ``_Transient``), never past the run's deadline nor once the run is stopping.
+        ``Transient``), never past the run's deadline nor once the run is stopping.
         """
         tries = 0
         while True:
@@ -175,7 +160,7 @@ class PromClient:
                 raise Stopped(f"{what} not sent: another request to {self.public_url} failed")
             try:
                 return self._try(path, params, what, fast_matrix, post=post)
-            except _Transient as fault:
+            except Transient as fault:
                 if self.clock.expired:
                     raise self.clock.deadline_error(what) from None
                 if tries > fault.retries or self.clock.stopped:
@@ -247,17 +232,17 @@ class PromClient:
             if self.clock.expired:
                 raise self.clock.deadline_error(what) from None
             if not _timed_out(exc):
-                raise _Transient(
+                raise Transient(
                     lambda tries: (
-                        f"cannot reach {url} (connection failed, {_tries(tries)}); "
+                        f"cannot reach {url} (connection failed, {count_tries(tries)}); "
                         "check --prometheus and that the server is up"
                     ),
                     retries=min(1, self.settings.retries),  # a refused port rarely heals at once
                 ) from None
             seconds = describe_seconds(self.settings.timeout)
-            raise _Transient(
+            raise Transient(
                 lambda tries: (
-                    f"{url} did not answer {what} within {seconds} ({_tries(tries)}); "
+                    f"{url} did not answer {what} within {seconds} ({count_tries(tries)}); "
                     "raise --timeout or check the server's load"
                 ),
                 retries=min(1, self.settings.retries),  # a hung server: one more try at most
@@ -281,10 +266,10 @@ class PromClient:
             if self.clock.expired:
                 raise self.clock.deadline_error(what) from None
             seconds = describe_seconds(self.settings.timeout)
-            raise _Transient(
+            raise Transient(
                 lambda tries: (
                     f"{url} did not finish sending {what} within {seconds} "
-                    f"({_tries(tries)}); raise --timeout or check the server's load"
+                    f"({count_tries(tries)}); raise --timeout or check the server's load"
                 ),
                 retries=min(1, self.settings.retries),
             ) from None
@@ -295,9 +280,9 @@ class PromClient:
             if self.clock.stopped:
                 raise Stopped(f"{what} stopped: another request to {url} failed") from None
             name = type(exc).__name__
-            raise _Transient(
+            raise Transient(
                 lambda tries: (
-                    f"{url} broke off {what} mid-response ({name}, {_tries(tries)}); "
+                    f"{url} broke off {what} mid-response ({name}, {count_tries(tries)}); "
                     "retry, or check a proxy between here and the server"
                 ),
                 retries=self.settings.retries,
@@ -307,32 +292,32 @@ class PromClient:
 
     def _server_error(
         self, response: requests.Response, content: bytes, path: str, what: str
-    ) -> _Transient:
+    ) -> Transient:
         """A 5xx or 429 answer: tried again; its final message says what the server said."""
         url, status = self.public_url, response.status_code
         body = json_or_none(content)
         if status == 429:
-            return _Transient(
+            return Transient(
                 lambda tries: (
                     f"{url} answered {what} with HTTP 429 Too Many Requests "
-                    f"({_tries(tries)}); lower --max-in-flight (--parallelism) or retry later"
+                    f"({count_tries(tries)}); lower --max-in-flight (--parallelism) or retry later"
                 ),
                 retries=self.settings.retries,
                 retry_after=response.headers.get("Retry-After"),
             )
         if isinstance(body, dict) and body.get("status") == "error":
             error_type, error = error_fields(body, status)
-            return _Transient(
+            return Transient(
                 lambda tries: (
-                    f"{url} failed {what} (HTTP {status}{error_type}, {_tries(tries)}): {error}"
+                    f"{url} failed {what} (HTTP {status}{error_type}, {count_tries(tries)}): {error}"
                 ),
                 retries=self.settings.retries,
                 retry_after=response.headers.get("Retry-After"),
             )
-        return _Transient(
+        return Transient(
             lambda tries: (
                 f"server error HTTP {status} from {url}{path} ({what}) after "
-                f"{_tries(tries)}; check the server (or a proxy in front of it) and retry later"
+                f"{count_tries(tries)}; check the server (or a proxy in front of it) and retry later"
             ),
             retries=self.settings.retries,
             retry_after=response.headers.get("Retry-After"),
@@ -471,7 +456,7 @@ class PromClient:
         timeout = max(0.001, min(self.settings.timeout, self.clock.left()))
         try:
             response = self._send(path, {}, what, timeout, post=False)
-        except (_Transient, SourceError):
+        except (Transient, SourceError):
             return None
         try:
             if response.status_code != 200:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Any
@@ -39,6 +39,31 @@ class ServerFault(SourceError):
 
 class DeadlineExceeded(ServerFault):
     """The run's ``--deadline`` passed."""
+
+
+class Stopped(ServerFault):
+    """A request cut short because the run is stopping for another request's fault."""
+
+
+class Transient(Exception):
+    """A try that failed in a way that may heal; ``final(tries)`` is the error once tries run out."""
+
+    def __init__(
+        self, message: Callable[[int], str], *, retries: int, retry_after: str | None = None
+    ) -> None:
+        super().__init__()
+        self.message = message
+        self.retries = retries
+        self.retry_after = retry_after
+
+    def final(self, tries: int) -> ServerFault:
+        """The error to raise once ``tries`` tries have failed this way."""
+        return ServerFault(self.message(tries))
+
+
+def count_tries(count: int) -> str:
+    """ "1 try", "3 tries": how many tries a message says were made."""
+    return "1 try" if count == 1 else f"{count} tries"
 
 
 def describe_seconds(seconds: float) -> str:

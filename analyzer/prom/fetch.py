@@ -29,8 +29,8 @@ import numpy as np
 
 from analyzer.core.errors import SourceError
 from analyzer.core.memory import release_free_memory
-from analyzer.prom.client import PromClient, Series, Stopped, series_key
-from analyzer.prom.faults import ServerFault
+from analyzer.prom.client import PromClient, Series, series_key
+from analyzer.prom.faults import ServerFault, Stopped
 from analyzer.prom.folds import RunsFold, TimesFold, ValueRuns, WindowFold
 from analyzer.prom.profile import LOOKBACK_SECONDS, QuerySpec
 from analyzer.prom.sample_table import SampleAccumulator, SampleTable
