@@ -3,7 +3,7 @@
 ``PrometheusConnect`` owns the session (auth, headers, TLS). Its query helpers drop the response
 ``warnings`` (Thanos partial responses) and its DataFrame helpers build one Python dict per sample,
 so we send the requests through its session ourselves and parse the JSON envelope into numpy
-arrays. Retries are ours, not urllib3's, so that they end with the run (``analyzer.prom.faults``:
+arrays (``analyzer.prom.envelope``). Retries are ours, not urllib3's, so that they end with the run (``analyzer.prom.faults``:
 tries, backoff, the deadline). Every failure becomes one line: ``SourceError`` (exit 1) for the
 server side (``ServerFault`` when the server itself failed), ``InputError`` (exit 2) for settings
 the user must fix. Credentials never appear in messages.

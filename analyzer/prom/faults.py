@@ -62,7 +62,7 @@ class Transient(Exception):
 
 
 def count_tries(count: int) -> str:
-    """ "1 try", "3 tries": how many tries a message says were made."""
+    """How many tries a message says were made: ``1 try``, ``3 tries``."""
     return "1 try" if count == 1 else f"{count} tries"
 
 

@@ -44,12 +44,6 @@ _FIELD_WORDS = {
 }
 
 
-def origin(snapshot: Snapshot) -> str:
-    """Where a snapshot's pod constraints came from: the generator's, or Kubernetes objects."""
-    synthetic = snapshot.meta.source.startswith("synthetic:")
-    return "generated with the synthetic cluster" if synthetic else "from Kubernetes objects"
-
-
 def field_source_notes(snapshot: Snapshot) -> list[str]:
     """Which scheduling fields of the pods were observed, read from objects or inferred."""
     pods = snapshot.pods

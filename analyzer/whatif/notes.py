@@ -45,7 +45,6 @@ from analyzer.whatif.data_notes import counted as _pl
 from analyzer.whatif.data_notes import data_notes as data_notes
 from analyzer.whatif.data_notes import field_source_notes as field_source_notes
 from analyzer.whatif.data_notes import non_empty as _non_empty
-from analyzer.whatif.data_notes import origin as _origin
 from analyzer.whatif.node_state_notes import node_state_notes
 from analyzer.whatif.port_notes import port_notes
 
@@ -78,6 +77,12 @@ def _tainted(nodes: pd.DataFrame, effects: Sequence[str] = FILTERING_EFFECTS) ->
         if any(isinstance(t, dict) and t.get("effect") in effects for t in taints):
             count += 1
     return count
+
+
+def _origin(snapshot: Snapshot) -> str:
+    """Where a snapshot's pod constraints came from: the generator's, or Kubernetes objects."""
+    synthetic = snapshot.meta.source.startswith("synthetic:")
+    return "generated with the synthetic cluster" if synthetic else "from Kubernetes objects"
 
 
 def whatif_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list[str]:
