@@ -85,12 +85,22 @@ def backfill(openmetrics: Path, blocks: Path) -> None:
         raise RuntimeError(f"promtool failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
 
 
+def _link_or_copy(source: str, target: str) -> None:
+    """A hard link of a block file (no second copy on disk: a block's files are immutable, and
+    Prometheus replaces a file by writing a new one and renaming it, never in place); a copy
+    where linking fails (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
 def start_prometheus(
     blocks: Path, workdir: Path, extra_args: tuple[str, ...] = ()
 ) -> PrometheusServer:
     """Start prometheus on a copy of ``blocks`` and wait until it is ready."""
     data = workdir / "data"
-    shutil.copytree(blocks, data)
+    shutil.copytree(blocks, data, copy_function=_link_or_copy)
     config = workdir / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 15s\n")  # no scrape_configs
     log = workdir / "prometheus.log"
