@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -67,12 +66,13 @@ from analyzer.replay.recorder import Recorder
 from analyzer.replay.refusals import NODE_LEFT, Refusal, RefusalCounter, WaitReasons
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache
+from analyzer.replay.strategy import OBSERVED as OBSERVED
+from analyzer.replay.strategy import OBSERVED_STRATEGY as OBSERVED_STRATEGY
+from analyzer.replay.strategy import Strategy as Strategy
 from analyzer.replay.terminations import Terminations
-from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.gpu.devices import attach_devices
 from analyzer.scheduling.queue_order import queue_rank as priority_rank
 
-OBSERVED = "observed"
 # the second word of the seed of DefaultPreemption's candidate offsets (a stream of their own)
 PREEMPTION_STREAM = 1
 AUTOSCALER_STREAM = 2  # the expander's random choices
@@ -80,23 +80,6 @@ AUTOSCALER_STREAM = 2  # the expander's random choices
 # False: ``ready`` and ``tick`` called at every instant (the reference the tests compare it
 # with: the same decisions)
 CA_QUIET_INSTANTS = True
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """A named placement strategy: a scheduler profile, or ``None`` for ``observed``."""
-
-    name: str
-    profile: Profile | None = None
-    source: str = ""  # preset name or the configuration file it came from
-
-    @property
-    def observed(self) -> bool:
-        """True for the baseline that keeps every pod on its real node."""
-        return self.profile is None
-
-
-OBSERVED_STRATEGY = Strategy(OBSERVED, None, "built-in")
 
 
 # No cycle collection while it runs: the replay makes no cyclic garbage in its loop (none found
