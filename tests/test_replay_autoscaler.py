@@ -170,6 +170,35 @@ def test_a_longer_provisioning_delay_is_the_pods_longer_wait(tmp_path: Path) -> 
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(310.0)
 
 
+def test_a_scale_up_lifts_the_minimum_at_its_own_run(tmp_path: Path) -> None:
+    # three 4-core nodes at the pool's minSize 3, their pods at 40 %, 90 % and 20 % cpu (kube-default
+    # spreads them one a node); a 3.4-core pod at 30:00 fits none, so the run at 30:10 orders a
+    # node (the group's target size 4). Upstream's planner simulates nodes whatever their group's
+    # size (the minimum is checked when deleting, RemovableAt), so the 40 % node, whose pod fits
+    # on the 20 % one, has been unneeded since the first run; it is deleted once
+    # scale-down-delay-after-add ends, 10 minutes after the scale-up: at 40:10, its pod's 30 s of
+    # grace after. (Waiting for the new node to be Ready at 32:10 before judging it again
+    # would delete it at 42:10.)
+    pods = [
+        P("p40", "a", cpu=1600, memory=GI),
+        P("p90", "b", cpu=3600, memory=GI),
+        P("p20", "c", cpu=800, memory=GI),
+        P("burst", "a", cpu=3400, memory=GI, start=30),
+    ]
+    snap = _snapshot(tmp_path, [N("a"), N("b"), N("c")], pods)
+    config = "autoscaler:\n  node-groups: {pool: {minSize: 3, maxSize: 5}}\n"
+    row = _row(_whatif(tmp_path, snap, config, "--autoscaler", "cluster-autoscaler"))
+    assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
+    assert row["pods_evicted"] == 1  # the 40 % node's pod, placed again on the 20 % node
+    counts = row["node_count"]["nodes"]
+    assert counts[32] == 3 and counts[33] == 4  # the new node Ready at 32:10
+    assert counts[40] == 4 and counts[41] == 3  # the drained node gone at 40:40
+    # two nodes all along, the drained one for 40 m 40 s, the new one from 32:10 to 2:00:00
+    assert row["node_hours"] == pytest.approx(
+        2 * 2 + (40 * 60 + 40 + 87 * 60 + 50) / 3600, abs=1e-6
+    )
+
+
 def test_none_is_todays_whatif(spread: Path, tmp_path: Path) -> None:
     plain = _whatif(tmp_path, spread, None)
     none = _whatif(tmp_path, spread, None, "--autoscaler", "none")

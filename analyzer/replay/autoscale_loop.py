@@ -258,7 +258,12 @@ class ClusterAutoscaler(ReplayView):
     def _run(self, now: int, waiting: list[int]) -> list[int]:
         """The run of the loop at ``now`` (``tick``)."""
         # a settled change (``autoscale_settle``) asks the scale-up again as ``dirty`` does; its
-        # pass stands unless a scale-up here changed what the pass reads (the groups' sizes)
+        # pass stands unless a scale-up here changed what the pass reads (the groups' sizes).
+        # A scale-up always has this run's pass run, settled or not: upstream's ``RunOnce``
+        # calls UpdateClusterState after a successful scale-up, on the groups' new target
+        # sizes. A candidate of a group that was at its minSize (not simulated here, simulated
+        # all along upstream) becomes unneeded at this run; upstream may delete it first when
+        # ``scale-down-delay-after-add`` ends, from this run too (docs/autoscaling.md, "min size")
         settled, self.settled = self.settled is not None, None
         scaled = False
         if waiting:
@@ -270,7 +275,7 @@ class ClusterAutoscaler(ReplayView):
                 if self._scale_up(now, waiting):
                     self.last_add = now
                     scaled = True
-        if self.dirty or self._recheck_due(now) or (settled and scaled):
+        if self.dirty or self._recheck_due(now) or scaled:
             self.dirty = self.undecided = False
             passes = self.record.passes
             update_unneeded(self, now)  # sets ``dirty`` again when the next pass may differ
