@@ -22,6 +22,7 @@ worked out by hand with its defaults (scan every 10 s from the start, scale-down
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -160,6 +161,39 @@ def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
     assert row["pods_evicted"] == 0  # the new node was empty when it went
     assert max(row["node_count"]["nodes"]) == 3
     assert row["node_count"]["nodes"][31] == 2 and row["node_count"]["nodes"][33] == 3
+
+
+def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(tmp_path: Path) -> None:
+    # three 4-core nodes: w1 (app=web, 1 core) alone on one, 3-core pods on the others; a budget
+    # on app=web with maxUnavailable 1. w1 fits beside either 3-core pod, so its node is unneeded
+    # from the first run (expected 1, healthy 1: 1 disruption allowed). At 5:00 w2 (app=web, 3.5
+    # cores) arrives and fits nowhere, and maxSize 3 allows no new node: the disruption
+    # controller now expects 2 web pods with 1 healthy, so 0 disruptions are allowed (desired
+    # healthy 2 - 1 = 1) and CA's pass at 5:10 finds w1's node blocked (NotEnoughPdb). No bind
+    # or unbind happened: a replay that ran passes only after binds kept the node unneeded and
+    # deleted it at 10:10, evicting w1 against its budget
+    web = '{"app": "web"}'
+    pods = [
+        P("w1", "a", cpu=1000, memory=GI, labels=web),
+        P("big-b", "b", cpu=3000, memory=GI),
+        P("big-c", "c", cpu=3000, memory=GI),
+        P("w2", "a", cpu=3500, memory=GI, start=5, labels=web),
+    ]
+    snap = build([N("a"), N("b"), N("c")], pods, minutes=60)
+    snap.pods["owner_name"] = "web-5d9f"
+    pdb = {"namespace": "default", "name": "web",
+           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}  # fmt: skip
+    snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
+    write_snapshot(snap, tmp_path / "snap")
+    config = "autoscaler:\n  node-groups: {pool: {minSize: 0, maxSize: 3}}\n"
+    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0 and row["scale_ups"] == 0
+    assert row["pending_pods_at_end"] == 1  # w2: no room, no node to add
+    reasons = row["unremovable_reasons_node_hours"]
+    # w1's node unneeded from 0:10 to 5:10, then blocked by its pod (re-judged every 5 minutes,
+    # skipped as recently unremovable in between)
+    assert reasons["Unneeded"] == pytest.approx(5 / 60, abs=1e-6)
+    assert reasons["BlockedByPod"] > 0 and reasons["RecentlyUnremovable"] > 0
 
 
 def test_a_longer_provisioning_delay_is_the_pods_longer_wait(tmp_path: Path) -> None:

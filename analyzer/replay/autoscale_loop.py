@@ -311,6 +311,14 @@ class ClusterAutoscaler(ReplayView):
             counts["Unneeded"] = counts.get("Unneeded", 1) - 1
             self.record.reasons.append((now, {k: v for k, v in counts.items() if v > 0}))
 
+    def queue_changed(self) -> None:
+        """The pending queue changed at this instant (the engine calls it only where
+        PodDisruptionBudgets exist): a budget counts a pod that waits as expected, not healthy
+        (``ReplayBudgets.at``), so a pod that starts or stops waiting without any bind or unbind
+        changes the disruptions a scale-down pass reads; the next run's pass is run (upstream's
+        runs at every loop, on the budgets' status then)."""
+        self.dirty = True
+
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
         self.dirty = True

@@ -180,6 +180,10 @@ def replay(
     scaler_touch = None if scaler is None else scaler.touch
     # cluster-autoscaler, whose quiet instants skip ``tick`` (``ClusterAutoscaler.tick``)
     ca = scaler if isinstance(scaler, ClusterAutoscaler) and CA_QUIET_INSTANTS else None
+    # PodDisruptionBudgets count a waiting pod as expected (``budgets.ReplayBudgets.at``): a
+    # change of the pending queue alone changes what the autoscaler's next pass reads
+    queue_budgets = scaler is not None and bool(scaler.budgets)
+    listed: list[int] | None = None  # the queue's list at the last instant's end (identity)
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
@@ -465,6 +469,9 @@ def replay(
         step(now, changed, refreshed, arriving)
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
+            if queue_budgets and queue.pods() is not listed:  # the same list while unchanged
+                listed = queue.pods()
+                scaler.queue_changed()
             scaler.settle()
     for pod in queue.pods():
         why.ended(pod)

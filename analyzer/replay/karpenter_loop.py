@@ -200,6 +200,12 @@ class KarpenterAutoscaler:
         self.disrupting.discard(slot)
         self.dirty = True
 
+    def queue_changed(self) -> None:
+        """The pending queue changed at this instant (called only where PodDisruptionBudgets
+        exist): the budgets' disruptions the next disruption pass reads count waiting pods as
+        expected (``ReplayBudgets.at``), so that pass is run."""
+        self.dirty = True
+
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound or unbound a pod on ``node``: a pod event (``consolidateAfter``)."""
         if freed:
