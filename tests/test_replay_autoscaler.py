@@ -28,11 +28,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 from reliability_doc import documented_exit
-from replay_fixtures import GI, N, P, build
+from replay_fixtures import GI, N, P, at, build
 
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot, write_snapshot
@@ -194,6 +195,34 @@ def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(tmp_path: Path)
     # skipped as recently unremovable in between)
     assert reasons["Unneeded"] == pytest.approx(5 / 60, abs=1e-6)
     assert reasons["BlockedByPod"] > 0 and reasons["RecentlyUnremovable"] > 0
+
+
+def test_a_cordon_alone_takes_the_destinations_away(tmp_path: Path) -> None:
+    # 3-core pods at 0:00 on two of three 4-core nodes, w1 (1 core) at 1:00 on the third (the
+    # emptiest): its node is unneeded from 0:10 (empty, then w1 fits beside either 3-core pod).
+    # At 5:00 all three nodes are cordoned (the snapshot's node-state intervals, to the end):
+    # no pod is evicted, but a cordoned node takes no pod, so CA's pass that run finds w1 with no
+    # place (NoPlaceToMovePods) and the node stays. No bind or unbind happened: a replay that ran
+    # passes only after binds kept the node unneeded and deleted it at 10:10
+    pods = [
+        P("big1", "b", cpu=3000, memory=GI),
+        P("big2", "c", cpu=3000, memory=GI),
+        P("w1", "a", cpu=1000, memory=GI, start=1),
+    ]
+    snap = build([N("a"), N("b"), N("c")], pods, minutes=60)
+    snap.pods["owner_name"] = "web-5d9f"
+    rows = [(n, "cordon", "", "", "", at(5), None) for n in "abc"]
+    state = pd.DataFrame(rows, columns=["node", "kind", "key", "value", "effect", "start", "end"])
+    state["end"] = pd.to_datetime(state["end"], utc=True)
+    snap.node_state = state
+    write_snapshot(snap, tmp_path / "snap")
+    config = "autoscaler:\n  node-groups: {pool: {minSize: 0, maxSize: 3}}\n"
+    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0 and row["scale_ups"] == 0
+    reasons = row["unremovable_reasons_node_hours"]
+    # unneeded from 0:10 to the run at 5:00 (the cordons apply before that instant's run)
+    assert reasons["Unneeded"] == pytest.approx(290 / 3600, abs=1e-6)
+    assert reasons["NoPlaceToMovePods"] > 0 and reasons["RecentlyUnremovable"] > 0
 
 
 def test_a_longer_provisioning_delay_is_the_pods_longer_wait(tmp_path: Path) -> None:

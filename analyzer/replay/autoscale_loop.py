@@ -311,6 +311,12 @@ class ClusterAutoscaler(ReplayView):
             counts["Unneeded"] = counts.get("Unneeded", 1) - 1
             self.record.reasons.append((now, {k: v for k, v in counts.items() if v > 0}))
 
+    def node_state_changed(self) -> None:
+        """Nodes' cordons or taints changed at this instant (the snapshot's node-state
+        intervals): which nodes a removal simulation may move pods to, and their filters,
+        changed without any bind; the next run's pass is run (upstream's runs at every loop)."""
+        self.dirty = True
+
     def queue_changed(self) -> None:
         """The pending queue changed at this instant (the engine calls it only where
         PodDisruptionBudgets exist): a budget counts a pod that waits as expected, not healthy

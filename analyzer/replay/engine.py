@@ -180,10 +180,9 @@ def replay(
     scaler_touch = None if scaler is None else scaler.touch
     # cluster-autoscaler, whose quiet instants skip ``tick`` (``ClusterAutoscaler.tick``)
     ca = scaler if isinstance(scaler, ClusterAutoscaler) and CA_QUIET_INSTANTS else None
-    # PodDisruptionBudgets count a waiting pod as expected (``budgets.ReplayBudgets.at``): a
-    # change of the pending queue alone changes what the autoscaler's next pass reads
-    queue_budgets = scaler is not None and bool(scaler.budgets)
-    listed: list[int] | None = None  # the queue's list at the last instant's end (identity)
+    # budgets count a waiting pod as expected (``ReplayBudgets.at``): a queue change alone
+    # changes what the autoscaler's next pass reads; ``listed``: the queue's list then
+    queue_budgets, listed = scaler is not None and bool(scaler.budgets), None
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
@@ -297,6 +296,8 @@ def replay(
                 cache.node_state_changed(nodes)
             if counter is not None:
                 counter.static_changed()
+            if scaler is not None:  # which nodes take pods (cordons, taints) changed
+                scaler.node_state_changed()
         going: list[int] = list(timeline.due(now))
         for node in nodes:
             for pod in sorted(on_node[node], key=lambda p: seq[p]):

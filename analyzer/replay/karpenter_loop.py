@@ -200,6 +200,11 @@ class KarpenterAutoscaler:
         self.disrupting.discard(slot)
         self.dirty = True
 
+    def node_state_changed(self) -> None:
+        """Nodes' cordons or taints changed at this instant (the snapshot's node-state
+        intervals): the next disruption pass is run."""
+        self.dirty = True
+
     def queue_changed(self) -> None:
         """The pending queue changed at this instant (called only where PodDisruptionBudgets
         exist): the budgets' disruptions the next disruption pass reads count waiting pods as
