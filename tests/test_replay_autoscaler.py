@@ -34,6 +34,7 @@ from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 from reliability_doc import documented_exit
 from replay_fixtures import GI, N, P, at, build
+from test_replay_preemption import with_priorities
 
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot, write_snapshot
@@ -195,6 +196,35 @@ def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(tmp_path: Path)
     # skipped as recently unremovable in between)
     assert reasons["Unneeded"] == pytest.approx(5 / 60, abs=1e-6)
     assert reasons["BlockedByPod"] > 0 and reasons["RecentlyUnremovable"] > 0
+
+
+def test_a_terminating_victim_spends_its_budgets_disruption(tmp_path: Path) -> None:
+    # two 4-core nodes, one web pod (1 core) on each: w2 (priority 1) and w1 (priority 2); a
+    # budget on app=web with maxUnavailable 1 (2 expected, 2 healthy: 1 disruption). The first
+    # candidate in node order is unneeded from 0:10 (its pod fits beside the other). At 5:00 h
+    # (priority 100, 3.5 cores) fits nowhere and preempts w2 (the node whose highest victim
+    # priority is lowest); w2 terminates for 30 s. The disruption controller counts a pod being
+    # deleted as not healthy: 1 healthy of 2 expected, 0 disruptions, so CA's pass at 5:10
+    # finds both nodes blocked by their web pod (NotEnoughPdb); the unneeded time ends at 5:10,
+    # not at the first pass after w2 is gone (5:40)
+    web = '{"app": "web"}'
+    pods = [
+        P("w2", "b", cpu=1000, memory=GI, labels=web),
+        P("w1", "a", cpu=1000, memory=GI, labels=web),
+        P("h", "a", cpu=3500, memory=GI, start=5),
+    ]
+    snap = with_priorities(build([N("a"), N("b")], pods, minutes=60), {"w2": 1, "w1": 2, "h": 100})
+    snap.pods["owner_name"] = "web-5d9f"
+    pdb = {"namespace": "default", "name": "web",
+           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}  # fmt: skip
+    snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
+    write_snapshot(snap, tmp_path / "snap")
+    config = "autoscaler:\n  node-groups: {pool: {minSize: 0, maxSize: 2}}\n"
+    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0
+    reasons = row["unremovable_reasons_node_hours"]
+    assert reasons["Unneeded"] == pytest.approx(5 / 60, abs=1e-6)  # 0:10 to 5:10
+    assert reasons["BlockedByPod"] > 0
 
 
 def test_a_cordon_alone_takes_the_destinations_away(tmp_path: Path) -> None:

@@ -128,6 +128,9 @@ class ClusterAutoscaler(ReplayView):
         self.unfit_reason = [""] * len(state.node_names)
         self.no_pod_to_move = [False] * len(state.node_names)
 
+    # the replay's preemption victims terminating and deleted for good, per pod (set by the
+    # engine where it preempts): not healthy, and not expected, in the budgets (``budgets.at``)
+    terminating: tuple[Any, Any] = (None, None)
     # the earliest time in ``provisioning`` (``NEVER``: none), kept by ``ready`` and ``_scale_up``
     # (the engine reads it: before it and ``next_tick``, ``ready`` alone is called)
     ready_at = NEVER
@@ -317,12 +320,12 @@ class ClusterAutoscaler(ReplayView):
         changed without any bind; the next run's pass is run (upstream's runs at every loop)."""
         self.dirty = True
 
-    def queue_changed(self) -> None:
-        """The pending queue changed at this instant (the engine calls it only where
-        PodDisruptionBudgets exist): a budget counts a pod that waits as expected, not healthy
-        (``ReplayBudgets.at``), so a pod that starts or stops waiting without any bind or unbind
-        changes the disruptions a scale-down pass reads; the next run's pass is run (upstream's
-        runs at every loop, on the budgets' status then)."""
+    def budgets_changed(self) -> None:
+        """What PodDisruptionBudgets count changed at this instant without a bind or unbind (the
+        engine calls it only where budgets exist): a pod started or stopped waiting (expected,
+        not healthy: ``ReplayBudgets.at``) or a preemption victim started terminating (not
+        healthy: ``terminating``). The disruptions a scale-down pass reads changed, so the next
+        run's pass is run (upstream's runs at every loop, on the budgets' status then)."""
         self.dirty = True
 
     def touch(self, node: int, freed: bool) -> None:

@@ -154,7 +154,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     )  # the budgets over the candidates' pods
     if covering:
         node_of = np.array(ca.bound, dtype=np.int64)
-        pdbs = PdbTracker(ca.budgets.at(now, node_of, covering))
+        pdbs = PdbTracker(ca.budgets.at(now, node_of, covering, *ca.terminating))
     else:
         pdbs = PdbTracker([])
     destinations = ca.active  # copied by the simulator

@@ -82,12 +82,10 @@ AUTOSCALER_STREAM = 2  # the expander's random choices
 CA_QUIET_INSTANTS = True
 
 
-# No cycle collection while it runs: the replay makes no cyclic garbage in its loop (none found
-# over the seeded runs, with and without an autoscaler), so every collection there was spent
-# walking live objects — under cluster-autoscaler its state, ~100k containers, ~0.1 s a week at
-# 500 nodes; reference counting frees all as usual (``core.memory.gc_paused``). Process-wide:
-# replays overlapping on a Dask worker's threads may run with it on again once the first ends
-# (slower, the same result); it is never left off
+# No cycle collection while it runs: its loop makes no cyclic garbage (none in the seeded runs,
+# with and without an autoscaler), so collections only walked live objects (under CA ~100k
+# containers, ~0.1 s a week at 500 nodes); reference counting frees all (``gc_paused``).
+# Process-wide, never left off: replays overlapping on a Dask worker may run with it on (slower)
 @gc_paused()
 def replay(
     inp: ReplayInput,
@@ -172,6 +170,8 @@ def replay(
             inp, *autoscaler, profile, state, active, on_node, bound, budgets_of(inp, state),
             np.random.default_rng([seed, AUTOSCALER_STREAM]),
         )  # fmt: skip
+    if scaler is not None and pre is not None:  # victims count in the budgets it reads
+        scaler.terminating = (pre.deleting, pre.gone)
     if isinstance(scaler, ClusterAutoscaler) and feed is None:
         # an instant with nothing to do is nothing to the scheduler: the loop's idle runs may
         # be left out (``analyzer.replay.autoscale_idle``)
@@ -180,8 +180,7 @@ def replay(
     scaler_touch = None if scaler is None else scaler.touch
     # cluster-autoscaler, whose quiet instants skip ``tick`` (``ClusterAutoscaler.tick``)
     ca = scaler if isinstance(scaler, ClusterAutoscaler) and CA_QUIET_INSTANTS else None
-    # budgets count a waiting pod as expected (``ReplayBudgets.at``): a queue change alone
-    # changes what the autoscaler's next pass reads; ``listed``: the queue's list then
+    # budgets count waiting pods (``ReplayBudgets.at``); ``listed``: the queue at the last end
     queue_budgets, listed = scaler is not None and bool(scaler.budgets), None
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
@@ -260,6 +259,8 @@ def replay(
             for column, value in zip(victim_rows, (victim, pod, node, now), strict=True):
                 column.append(value)
         pre.deleting[victims] = True
+        if queue_budgets and scaler is not None:  # victims: not healthy in their budgets
+            scaler.budgets_changed()
         ending.preempted(pod, victims, now)
         return True
 
@@ -470,9 +471,9 @@ def replay(
         step(now, changed, refreshed, arriving)
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
-            if queue_budgets and queue.pods() is not listed:  # the same list while unchanged
+            if queue_budgets and queue.pods() is not listed:  # a new list: the queue changed
                 listed = queue.pods()
-                scaler.queue_changed()
+                scaler.budgets_changed()
             scaler.settle()
     for pod in queue.pods():
         why.ended(pod)

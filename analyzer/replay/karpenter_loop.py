@@ -69,6 +69,9 @@ class KarpenterAutoscaler:
         self.inp, self.pools, self.settings, self.profile = inp, pools, settings, profile
         self.state, self.active, self.on_node, self.bound = state, active, on_node, bound
         self.budgets = budgets
+        # preemption victims terminating and deleted for good (the engine sets them where it
+        # preempts): not healthy, and not expected, in the budgets
+        self.terminating: tuple[Any, Any] = (None, None)
         self.nodepool = NodePool(settings.policy, settings.never, rules=settings.rules)
         self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready
         self.replacing: dict[int, list[int]] = {}  # replacement slot -> candidates to delete
@@ -205,10 +208,10 @@ class KarpenterAutoscaler:
         intervals): the next disruption pass is run."""
         self.dirty = True
 
-    def queue_changed(self) -> None:
-        """The pending queue changed at this instant (called only where PodDisruptionBudgets
-        exist): the budgets' disruptions the next disruption pass reads count waiting pods as
-        expected (``ReplayBudgets.at``), so that pass is run."""
+    def budgets_changed(self) -> None:
+        """What PodDisruptionBudgets count changed at this instant without a bind or unbind
+        (called only where budgets exist: a pod started or stopped waiting, a preemption victim
+        started terminating): the next disruption pass is run."""
         self.dirty = True
 
     def touch(self, node: int, freed: bool) -> None:
@@ -401,7 +404,7 @@ class KarpenterAutoscaler:
         if not covering:
             return set()
         node_of = np.array(self.bound, dtype=np.int64)
-        status = self.budgets.at(now, node_of, covering)
+        status = self.budgets.at(now, node_of, covering, *self.terminating)
         closed = {i for i, b in zip(covering, status, strict=True) if b.disruptions_allowed < 1}
         return {p for p in on if closed & set(self.budgets.of_pod.get(p, ()))}
 
