@@ -165,6 +165,18 @@ def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
     assert row["node_count"]["nodes"][31] == 2 and row["node_count"]["nodes"][33] == 3
 
 
+def _with_web_budget(tmp_path: Path, snap: Any) -> dict[str, Any]:
+    """The CA row of ``snap``'s what-if (ReplicaSet pods, every node present all along: minSize 0,
+    maxSize the node count) with a PodDisruptionBudget on app=web allowing 1 unavailable."""
+    snap.pods["owner_name"] = "web-5d9f"
+    pdb = {"namespace": "default", "name": "web",
+           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}  # fmt: skip
+    snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
+    write_snapshot(snap, tmp_path / "snap")
+    config = "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n"
+    return _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+
+
 def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(tmp_path: Path) -> None:
     # three 4-core nodes: w1 (app=web, 1 core) alone on one, 3-core pods on the others; a budget
     # on app=web with maxUnavailable 1. w1 fits beside either 3-core pod, so its node is unneeded
@@ -181,14 +193,7 @@ def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(tmp_path: Path)
         P("big-c", "c", cpu=3000, memory=GI),
         P("w2", "a", cpu=3500, memory=GI, start=5, labels=web),
     ]
-    snap = build([N("a"), N("b"), N("c")], pods, minutes=60)
-    snap.pods["owner_name"] = "web-5d9f"
-    pdb = {"namespace": "default", "name": "web",
-           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}  # fmt: skip
-    snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
-    write_snapshot(snap, tmp_path / "snap")
-    config = "autoscaler:\n  node-groups: {pool: {minSize: 0, maxSize: 3}}\n"
-    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    row = _with_web_budget(tmp_path, build([N("a"), N("b"), N("c")], pods, minutes=60))
     assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0 and row["scale_ups"] == 0
     assert row["pending_pods_at_end"] == 1  # w2: no room, no node to add
     reasons = row["unremovable_reasons_node_hours"]
@@ -214,13 +219,7 @@ def test_a_terminating_victim_spends_its_budgets_disruption(tmp_path: Path) -> N
         P("h", "a", cpu=3500, memory=GI, start=5),
     ]
     snap = with_priorities(build([N("a"), N("b")], pods, minutes=60), {"w2": 1, "w1": 2, "h": 100})
-    snap.pods["owner_name"] = "web-5d9f"
-    pdb = {"namespace": "default", "name": "web",
-           "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}  # fmt: skip
-    snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
-    write_snapshot(snap, tmp_path / "snap")
-    config = "autoscaler:\n  node-groups: {pool: {minSize: 0, maxSize: 2}}\n"
-    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    row = _with_web_budget(tmp_path, snap)
     assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0
     reasons = row["unremovable_reasons_node_hours"]
     assert reasons["Unneeded"] == pytest.approx(5 / 60, abs=1e-6)  # 0:10 to 5:10
