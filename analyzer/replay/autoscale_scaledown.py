@@ -130,12 +130,14 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
     # take room from the later candidates)
     sizes = ca.sizes() if candidates else []
-    at_min = [c for c in candidates
-              if sizes[ca.groups.of_node[c]] <= ca.groups.min_size[ca.groups.of_node[c]]]  # fmt: skip
+    low = [g for g, size in enumerate(sizes) if size <= ca.groups.min_size[g]]
+    at_min: list[int] = []
+    if low:  # (most passes of a cluster at its observed bounds: every group, every candidate)
+        of = ca.groups.of_node
+        at_min = candidates if len(low) == len(sizes) else [c for c in candidates if of[c] in low]
     if at_min:
         reasons["NodeGroupMinSizeReached"] = len(at_min)
-        refused = set(at_min)
-        candidates = [c for c in candidates if c not in refused]
+        candidates = [] if at_min is candidates else [c for c in candidates if of[c] not in low]
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
     if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_end_pass``)
