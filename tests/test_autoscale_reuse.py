@@ -41,14 +41,21 @@ from analyzer.scheduling.strategies import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 
 
-def _run(seed: int, strategy: str, constraints: bool = False, raw: Any = None) -> tuple[Any, Any]:
+def _run(
+    seed: int, strategy: str, constraints: bool = False, raw: Any = None, below: int | None = None
+) -> tuple[Any, Any]:
+    """The replay under CA with the fast path and with the plain one. Each pool's minSize 0, or
+    ``below`` its node count (0: the default bounds, the pools' observed range: every pool at
+    its minimum all along)."""
     cluster = generate(
         SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300, pod_constraints=constraints)
     )
     inp = prepare(cluster.snapshot)
-    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    pools = cluster.snapshot.nodes["pool"].fillna("default").astype(str)
+    sizes = pools.value_counts().to_dict()
+    low = {p: 0 if below is None else max(0, int(n) - below) for p, n in sizes.items()}
     settings = dataclasses.replace(
-        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+        parse_settings(raw), groups={p or "default": GroupBounds(min_size=low[p]) for p in low}
     )
     auto, groups = with_node_groups(inp, settings)
     chosen = Strategy(strategy, load_strategy(strategy))
@@ -127,6 +134,38 @@ def test_the_fast_path_decides_as_the_plain_path(seed: int, strategy: str, raw: 
         # answers blocked by a pod or placed by hints alone taken again after nodes joined or
         # left (``SimulationMemo.new_epoch``): exercised, the decisions above the plain path's
         assert a.reused_over_epochs > 0
+
+
+@pytest.mark.parametrize(
+    ("seed", "strategy", "below"),
+    [(1, "kube-default", 0), (2, "most-allocated", 0), (3, "kube-default", 2), (4, "most-allocated", 2)],
+)  # fmt: skip
+def test_passes_that_refuse_every_candidate_for_the_minimum_stand_exactly(
+    seed: int, strategy: str, below: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pools at (0) or reaching (2 nodes below their size) their minSize: a pass refuses those
+    # groups' candidates without simulating them; one that would refuse the same nodes again
+    # (each still a candidate, the groups' sizes the same) stands for it. The records, the
+    # reasons at each run among them, are the plain path's, which runs every such pass
+    asked = []
+    judge = autoscale_scaledown.still_candidates
+
+    def still_candidates(ca: Any, nodes: list[int]) -> bool:
+        asked.append(judge(ca, nodes))
+        return asked[-1]
+
+    monkeypatch.setattr(ClusterAutoscaler, "still_candidates", still_candidates)
+    fast, plain = _run(seed, strategy, below=below)
+    _same_decisions(fast, plain)
+    _reasons_add_up(fast.autoscaler)
+    a, b = fast.autoscaler, plain.autoscaler
+    assert any("NodeGroupMinSizeReached" in counts for _, counts in b.reasons)
+    # refused nodes touched since the last pass, found candidates still (the pass stood) and
+    # not (it ran): both answers given
+    assert True in asked and False in asked
+    assert a.skipped > 0 and a.passes < b.passes, "no pass stood: the case proves nothing"
+    if below:
+        assert a.removed, "no node reached the minimum by removals: the case exercises too little"
 
 
 def test_pods_with_spreading_are_always_simulated() -> None:

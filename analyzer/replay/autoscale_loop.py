@@ -39,7 +39,7 @@ from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.replay.autoscale_idle import catch_up, deletable, next_time
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
-from analyzer.replay.autoscale_scaledown import to_delete, update_unneeded
+from analyzer.replay.autoscale_scaledown import still_candidates, to_delete, update_unneeded
 from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
 from analyzer.replay.autoscale_settle import finish, settle, skipped_at
 from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
@@ -172,6 +172,9 @@ class ClusterAutoscaler(ReplayView):
     # of the replay (``autoscale_settle``'s functions, called as methods: one call per instant)
     settle = settle
     finish = finish
+    # whether the nodes given are candidates now (``autoscale_scaledown.still_candidates``, a
+    # method: ``stands`` passes it to ``SimulationMemo.unchanged``)
+    still_candidates = still_candidates
 
     def _recheck_due(self, now: int) -> bool:
         expiry = self._expiry()

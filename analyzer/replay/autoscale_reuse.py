@@ -124,6 +124,8 @@ class PassSummary:
     rechecks: tuple[tuple[int, ...], dict[str, int]] | None = None
     # nodes judged with a verdict a bind keeps (``autoscale_steady.steady``): None, none
     steady: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+    # candidates refused because their group was at its minSize (never simulated): None, none
+    at_min: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
 
 class SimulationMemo:
@@ -213,12 +215,14 @@ class SimulationMemo:
         under: np.ndarray[Any, Any],
         blocked: tuple[int, ...] | None = None,
         steady: np.ndarray[Any, Any] | None = None,
+        at_min: list[int] | None = None,
     ) -> None:
         """Keep what the pass just run read (``unchanged`` compares the next state with it).
         ``under``: the slots near or under the threshold then, or judged whatever their ratio
         (``always``); the others that no placement walked are ``clear`` (``touch``).
         ``blocked``: ``PassSummary.blocked``; ``steady``: nodes judged whose verdict a bind
-        keeps (``PassSummary.steady``), ``clear`` too where no placement walked them."""
+        keeps (``PassSummary.steady``), ``clear`` too where no placement walked them.
+        ``at_min``: the candidates refused for their group's minSize (``PassSummary.at_min``)."""
         failed = []
         walks = []
         for entry in self.used:
@@ -243,6 +247,10 @@ class SimulationMemo:
             blocked,
             steady=steady,
         )
+        if at_min:
+            refused = np.zeros(len(self.changed), dtype=bool)
+            refused[at_min] = True
+            self.summary.at_min = refused
         # ~((under & ~steady) | reads): ``~under | steady`` (``less_equal`` of two masks), the
         # walked nodes then set False
         self.clear = np.logical_not(under) if steady is None else np.less_equal(under, steady)
@@ -262,6 +270,7 @@ class SimulationMemo:
         columns: tuple[int, int],
         recent: Container[int],
         verified: Container[int] = (),
+        candidates: Callable[[list[int]], bool] | None = None,
     ) -> bool:
         """Whether a pass now would answer as the last one did: no join, removal, scale-up or
         PDB since, and every node whose pods changed since was not judged then (or was judged
@@ -274,7 +283,10 @@ class SimulationMemo:
         as that pass with them skipped: ``autoscale_steady.blocked_only``), was walked by no
         placement, and if it freed room, has none for a pod that found no place. A node of
         ``verified`` is not asked whether it was or is judged: the caller checked what a pass
-        now judges of it (``autoscale_expiry.classify``)."""
+        now judges of it (``autoscale_expiry.classify``). ``candidates``: whether each node it
+        is given is a candidate now; a node the summary refused for its group's minSize (no
+        join, removal or scale-up since: the same sizes) is refused again while it is one, so
+        a pass reads nothing else of it (``autoscale_scaledown.still_candidates``)."""
         last = self.summary
         if last is None or last.epoch != self.epoch or last.provisioning != provisioning:
             return False
@@ -294,9 +306,10 @@ class SimulationMemo:
         if not nodes:  # nothing changed since, or all verified
             return True
         look, reads, freed, passes = last.look, last.reads, self.freed, self.passes
-        steady = last.steady
+        steady, at_min = last.steady, last.at_min if candidates is not None else None
         judged = []
         skipped = []
+        refused = []
         for node in nodes:
             if reads.item(node):
                 return False
@@ -308,12 +321,17 @@ class SimulationMemo:
                 # judged with a verdict a bind keeps, and only bound to since: the same verdict
                 if steady is not None and steady.item(node) and freed.item(node) <= passes:
                     continue
+                if at_min is not None and at_min.item(node):
+                    refused.append(node)  # refused again if still a candidate (below)
+                    continue
                 return False
             else:
                 if always.item(node):
                     return False
                 judged.append(node)
         if judged and under(judged, threshold + 1e-6):
+            return False
+        if refused and candidates is not None and not candidates(refused):
             return False
         if last.failed:  # else no pod found no place: room freed anywhere changes nothing
             opened = np.array([n for n in nodes if freed.item(n) > passes], dtype=np.int64)

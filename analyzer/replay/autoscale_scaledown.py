@@ -145,7 +145,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.record.passes += 1
         ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
         ca.hints.drop_old()
-        _end_pass(ca, now, limit, {}, [], False, [], len(at_min), reasons, looked, under, False,
+        _end_pass(ca, now, limit, {}, [], False, [], at_min, reasons, looked, under, False,
                   kept_verdicts)  # fmt: skip
         return
     # the pass reads the pods of its candidates only (a moved pod's target's list is read only
@@ -195,7 +195,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     ca.hints.drop_old()
     # nodes the group's minSize would keep however long they stay unneeded (none of none)
     kept = _kept(ca, outcomes, sizes, cluster)
-    _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, len(at_min), reasons,
+    _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, at_min, reasons,
             looked, under, bool(covering), kept_verdicts)  # fmt: skip
 
 
@@ -292,6 +292,15 @@ def _judge(
     return candidates, empty
 
 
+def still_candidates(ca: ClusterAutoscaler, nodes: list[int]) -> bool:
+    """Whether each of ``nodes`` is a candidate now (``_judge``: its kept verdict, judged again
+    where its pods changed, on its screen brought up to date): ``SimulationMemo.unchanged``
+    asks it of nodes the last pass refused for their group's minSize."""
+    ratios(ca, nodes)
+    found, _ = _judge(ca, sorted(nodes), {}, ca.clock)
+    return len(found) == len(nodes)
+
+
 def _end_pass(
     ca: ClusterAutoscaler,
     now: int,
@@ -300,7 +309,7 @@ def _end_pass(
     found_unremovable: list[int],
     stopped: bool,
     kept: list[str],
-    at_min: int,
+    at_min: list[int],
     reasons: dict[str, int],
     looked: np.ndarray[Any, Any],
     under: np.ndarray[Any, Any],
@@ -334,7 +343,7 @@ def _end_pass(
     ca.last_unneeded = len(outcomes)
     ca.unneeded = {s: ca.unneeded.get(s, now) for s in outcomes}
     if kept:
-        reasons["NodeGroupMinSizeReached"] = len(kept) + at_min
+        reasons["NodeGroupMinSizeReached"] = len(kept) + len(at_min)
     reasons["Unneeded"] = len(outcomes) - len(kept)
     kept_reasons = {k: v for k, v in reasons.items() if v}
     ca.record.reasons.append((now, kept_reasons))
@@ -345,8 +354,9 @@ def _end_pass(
         if reasons.get(BLOCKED, 0) == len(found_unremovable):
             blocked = tuple(found_unremovable)
         ca.sims.summarise(
-            looked, len(ca.provisioning), covering, kept_reasons, under, blocked, kept_verdicts
-        )
+            looked, len(ca.provisioning), covering, kept_reasons, under, blocked, kept_verdicts,
+            at_min,
+        )  # fmt: skip
 
 
 def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit: int) -> bool:

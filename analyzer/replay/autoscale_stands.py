@@ -79,6 +79,7 @@ def stands(ca: ClusterAutoscaler, limit: int, verified: tuple[int, ...] = ()) ->
             ca.screen,
             ca.recheck.deadlines,
             verified,
+            ca.still_candidates,
         )
         and (ca.hints_stable or ca.hints_repeat or repeat_again(ca))
     )
