@@ -317,18 +317,13 @@ class ClusterAutoscaler(ReplayView):
             counts["Unneeded"] = counts.get("Unneeded", 1) - 1
             self.record.reasons.append((now, {k: v for k, v in counts.items() if v > 0}))
 
-    def node_state_changed(self) -> None:
-        """Nodes' cordons or taints changed at this instant (the snapshot's node-state
-        intervals): which nodes a removal simulation may move pods to, and their filters,
-        changed without any bind; the next run's pass is run (upstream's runs at every loop)."""
-        self.dirty = True
-
-    def budgets_changed(self) -> None:
-        """What PodDisruptionBudgets count changed at this instant without a bind or unbind (the
-        engine calls it only where budgets exist): a pod started or stopped waiting (expected,
-        not healthy: ``ReplayBudgets.at``) or a preemption victim started terminating (not
-        healthy: ``terminating``). The disruptions a scale-down pass reads changed, so the next
-        run's pass is run (upstream's runs at every loop, on the budgets' status then)."""
+    def reads_changed(self) -> None:
+        """Something a scale-down pass reads changed at this instant without a bind or unbind
+        (the engine says so): nodes' cordons or taints (the snapshot's node-state intervals:
+        where pods may move), or, where PodDisruptionBudgets exist, what they count — a pod
+        started or stopped waiting (expected, not healthy: ``ReplayBudgets.at``) or a
+        preemption victim started terminating (not healthy: ``terminating``). The next run's
+        pass is run (upstream's runs at every loop)."""
         self.dirty = True
 
     def touch(self, node: int, freed: bool) -> None:

@@ -130,14 +130,16 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
     # take room from the later candidates)
     sizes = ca.sizes() if candidates else []
-    low = [g for g, size in enumerate(sizes) if size <= ca.groups.min_size[g]]
+    low = {g for g, size in enumerate(sizes) if size <= ca.groups.min_size[g]}
     at_min: list[int] = []
-    if low:  # (most passes of a cluster at its observed bounds: every group, every candidate)
+    if len(low) == len(sizes):  # every group (most passes of a cluster at its observed bounds)
+        at_min, candidates = candidates, []
+    elif low:
         of = ca.groups.of_node
-        at_min = candidates if len(low) == len(sizes) else [c for c in candidates if of[c] in low]
+        at_min = [c for c in candidates if of[c] in low]
+        candidates = [c for c in candidates if of[c] not in low]
     if at_min:
         reasons["NodeGroupMinSizeReached"] = len(at_min)
-        candidates = [] if at_min is candidates else [c for c in candidates if of[c] not in low]
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
     if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_end_pass``)

@@ -180,8 +180,8 @@ def replay(
     scaler_touch = None if scaler is None else scaler.touch
     # cluster-autoscaler, whose quiet instants skip ``tick`` (``ClusterAutoscaler.tick``)
     ca = scaler if isinstance(scaler, ClusterAutoscaler) and CA_QUIET_INSTANTS else None
-    # budgets count waiting pods (``ReplayBudgets.at``); ``listed``: the queue at the last end
-    queue_budgets, listed = scaler is not None and bool(scaler.budgets), None
+    # the autoscaler where budgets count waiting pods and victims; the queue's list at the last end
+    watcher, listed = (scaler if scaler is not None and scaler.budgets else None), None
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
@@ -259,8 +259,8 @@ def replay(
             for column, value in zip(victim_rows, (victim, pod, node, now), strict=True):
                 column.append(value)
         pre.deleting[victims] = True
-        if queue_budgets and scaler is not None:  # victims: not healthy in their budgets
-            scaler.budgets_changed()
+        if watcher is not None:  # victims: not healthy in their budgets
+            watcher.reads_changed()
         ending.preempted(pod, victims, now)
         return True
 
@@ -298,7 +298,7 @@ def replay(
             if counter is not None:
                 counter.static_changed()
             if scaler is not None:  # which nodes take pods (cordons, taints) changed
-                scaler.node_state_changed()
+                scaler.reads_changed()
         going: list[int] = list(timeline.due(now))
         for node in nodes:
             for pod in sorted(on_node[node], key=lambda p: seq[p]):
@@ -471,9 +471,9 @@ def replay(
         step(now, changed, refreshed, arriving)
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
-            if queue_budgets and queue.pods() is not listed:  # a new list: the queue changed
-                listed = queue.pods()
-                scaler.budgets_changed()
+            if watcher is not None and (pending := queue.pods()) is not listed:
+                listed = pending  # a new list: the queue changed
+                watcher.reads_changed()
             scaler.settle()
     for pod in queue.pods():
         why.ended(pod)

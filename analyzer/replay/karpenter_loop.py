@@ -203,15 +203,10 @@ class KarpenterAutoscaler:
         self.disrupting.discard(slot)
         self.dirty = True
 
-    def node_state_changed(self) -> None:
-        """Nodes' cordons or taints changed at this instant (the snapshot's node-state
-        intervals): the next disruption pass is run."""
-        self.dirty = True
-
-    def budgets_changed(self) -> None:
-        """What PodDisruptionBudgets count changed at this instant without a bind or unbind
-        (called only where budgets exist: a pod started or stopped waiting, a preemption victim
-        started terminating): the next disruption pass is run."""
+    def reads_changed(self) -> None:
+        """Something the disruption pass reads changed at this instant without a bind or
+        unbind: nodes' cordons or taints, or what PodDisruptionBudgets count (a pod started or
+        stopped waiting, a preemption victim started terminating). The next pass is run."""
         self.dirty = True
 
     def touch(self, node: int, freed: bool) -> None:
