@@ -119,11 +119,12 @@ def test_a_pass_with_no_candidate_leaves_the_state_of_a_full_one(
 def test_the_kept_eligibility_verdicts_are_fresh_ones(
     seed: int, strategy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # ``_judge`` judges a node again only when its pods' version moved: at every pass, its
-    # candidates, empty ones and reasons (with their order) against every node of the pass
-    # judged afresh (``eligibility.check``, ``has_no_pod_to_move``) in a plain loop. Fails if a
-    # verdict is kept past a change of the node's pods (mutant tried: no node judged again once
-    # judged).
+    # ``_judge`` judges a node again only when its pods' version moved, and ``empty_ones``
+    # asks a candidate's emptiness again likewise: at every pass, the candidates, empty ones
+    # and reasons (with their order) against every node of the pass judged afresh
+    # (``eligibility.check``, ``has_no_pod_to_move``) in a plain loop. Fails if a verdict is
+    # kept past a change of the node's pods (mutants tried: no node judged again once judged;
+    # no candidate's emptiness asked again once asked).
     from analyzer.autoscaler.eligibility import check
     from analyzer.autoscaler.planner import has_no_pod_to_move
 
@@ -148,7 +149,8 @@ def test_the_kept_eligibility_verdicts_are_fresh_ones(
             if has_no_pod_to_move(pods, ca.options, seconds):
                 empty.add(slot)
         got = real(ca, look, reasons, now)
-        assert got == (candidates, empty), now
+        assert got == candidates, now
+        assert autoscale_scaledown.empty_ones(ca, got, now) == empty, now
         assert list(reasons.items()) == list(expected.items()), now
         calls["passes"] += 1
         calls["candidates"] += len(candidates)

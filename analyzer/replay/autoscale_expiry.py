@@ -62,17 +62,17 @@ def classify(
     ca: ClusterAutoscaler,
     gone: Sequence[int],
     ratio: np.ndarray[Any, Any],
-    judge: Callable[[list[int]], tuple[list[int], set[int]]],
+    judge: Callable[[list[int]], list[int]],
     now: int,
 ) -> tuple[list[int], list[int]] | None:
     """The nodes of ``gone`` (their deadline passed) that a pass now counts
     ``NotUnderutilized`` and those it finds ``BlockedByPod``, each in slot order; None if one
     is neither (or gone from the cluster). ``ratio``: every slot's screen ratio;
-    ``judge``: ``_judge`` of a list of slots (the candidates and the empty ones among them).
+    ``judge``: ``_judge`` of a list of slots (the candidates among them).
 
     Blocked again: present, near or under the threshold (or judged whatever its ratio),
-    ``_judge``'s verdict a candidate and not empty (an empty one is ordered first and its
-    answer is another), its group above its minSize (else refused before any simulation),
+    ``_judge``'s verdict a candidate, its group above its minSize (else refused before any
+    simulation),
     no budget covering its pods (the summarised pass had none, or the pass could not stand:
     one now would change every candidate's budgets) and ``GetPodsToMove`` on its pods now,
     as the pass's simulator asks it (no budgets, no controllers, the pods' kept verdicts),
@@ -91,8 +91,9 @@ def classify(
             look.append(node)
     if not look:
         return over, look
-    candidates, empty = judge(look)
-    if len(candidates) != len(look) or empty:
+    # (not empty either: a node with a blocking pod has a pod that stops the emptiness walk,
+    # ``has_no_pod_to_move``, so an empty one, ordered first, fails the last check below)
+    if len(judge(look)) != len(look):
         return None
     sizes, of_node, min_size = ca.sizes(), ca.groups.of_node, ca.groups.min_size
     if any(sizes[of_node[s]] <= min_size[of_node[s]] for s in look):

@@ -123,9 +123,12 @@ class ClusterAutoscaler(ReplayView):
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
         self.stale: set[int] = set(range(len(state.node_names)))
         # per slot, eligibility as of its pods' version ``judged_at`` (-1: never judged): its
-        # unremovable reason ("": a candidate) and whether it has no pod to move
+        # unremovable reason ("": a candidate); and whether it has no pod to move, as of the
+        # version ``emptied_at`` (asked only of candidates that are ordered: ``autoscale_
+        # scaledown.empty_ones``)
         self.judged_at = [-1] * len(state.node_names)
         self.unfit_reason = [""] * len(state.node_names)
+        self.emptied_at = [-1] * len(state.node_names)
         self.no_pod_to_move = [False] * len(state.node_names)
 
     # the replay's preemption victims terminating and deleted for good, per pod (set by the

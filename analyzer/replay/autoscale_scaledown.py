@@ -124,7 +124,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         looked[list(deadlines)] = False
     look = looked.nonzero()[0].tolist()
     reasons["NotUnderutilized"] = count - len(look)
-    candidates, empty = _judge(ca, look, reasons, now)
+    candidates = _judge(ca, look, reasons, now)
     kept_verdicts = steady(ca, looked) if ca.reuse else None
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
@@ -140,6 +140,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         candidates = [c for c in candidates if of[c] not in low]
     if at_min:
         reasons["NodeGroupMinSizeReached"] = len(at_min)
+    empty = empty_ones(ca, candidates, now)  # of those ordered only: at-min ones are not
     # ``EmptySorting`` then ``PreviousCandidates`` (the last pass's unneeded nodes)
     order = candidate_order(candidates, empty, ca.outcomes)
     if not order and ca.reuse and SHORTCUT:  # nothing to simulate: no simulator (``_end_pass``)
@@ -218,24 +219,23 @@ def _kept(
     return []
 
 
-def _judge(
-    ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now: int
-) -> tuple[list[int], set[int]]:
+def _judge(ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now: int) -> list[int]:
     """Each node of ``look`` (slot order) through ``eligibility.check``, its reason counted in
     ``reasons`` (in order of first appearance, as a loop over ``look`` adds them): the
-    candidates and those of them with no pod to move. A node's verdict is kept with its pods'
-    version (``ca.judged_at``) and judged again only when its pods changed: no pod of the
-    replay is terminating nor any node being deleted, so the verdicts depend on the node's pods
-    only (``now`` reads neither). The kept ones are read by ``itemgetter`` (no Python loop)."""
+    candidates. A node's verdict is kept with its pods' version (``ca.judged_at``) and judged
+    again only when its pods changed: no pod of the replay is terminating nor any node being
+    deleted, so the verdicts depend on the node's pods only (``now`` reads neither). The kept
+    ones are read by ``itemgetter`` (no Python loop). Which candidates have no pod to move is
+    ``empty_ones``, asked apart: most passes order none of them (every group at its minimum),
+    and a candidate's CA pods are then never made."""
     if not look:
-        return [], set()
+        return []
     version, at = ca.version, ca.judged_at
     get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
     now_v, then_v = get(version), get(at)
     candidate = ca.candidate
     if now_v != then_v:  # some node's pods changed since it was judged
         opts, seconds = ca.options, now / SECOND
-        verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
         # a node whose utilisation is its ratio (computed by the caller for every slot) is
         # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
         plain, ratio, used = ca.ratio_is_utilization, ca.ratio, ca.state.requested
@@ -251,7 +251,6 @@ def _judge(
                 and used.item(slot, ca.cpu) < most
             ):
                 reason = NOT_UNDERUTILIZED if ratio.item(slot) >= threshold else ""
-                pods = ca.pods_of(slot) if not reason else []
             elif by_gpu.item(slot) and (gpu is None or used.item(slot, gpu) < most):
                 # a GPU node's utilisation as CA computes it (``utilization.calculate``): the
                 # requests' millis over the allocatable's (0 where it offers none)
@@ -260,7 +259,6 @@ def _judge(
                     float(used.item(slot, gpu) * 1000) / float(offered * 1000) if offered else 0.0
                 )
                 reason = NOT_UNDERUTILIZED if value >= gpu_threshold else ""
-                pods = ca.pods_of(slot) if not reason else []
             else:
                 ca_node = ca.nodes[slot]
                 node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
@@ -272,15 +270,7 @@ def _judge(
             ca.unfit_reason[slot] = reason
             candidate[slot] = not reason
             ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)
-            ca.no_pod_to_move[slot] = not reason and has_no_pod_to_move(
-                pods, opts, seconds, verdicts
-            )
     candidates = [s for s in look if candidate[s]]
-    if not candidates:
-        empty: set[int] = set()
-    else:
-        no_pod = ca.no_pod_to_move
-        empty = {s for s in candidates if no_pod[s]}  # only a candidate has none to move
     left = len(look) - len(candidates)
     if left:  # the others' reasons, in order of first appearance
         unfit = get(ca.unfit_reason)
@@ -291,7 +281,22 @@ def _judge(
             for reason in dict.fromkeys(unfit):
                 if reason:
                     reasons[reason] = reasons.get(reason, 0) + unfit.count(reason)
-    return candidates, empty
+    return candidates
+
+
+def empty_ones(ca: ClusterAutoscaler, candidates: list[int], now: int) -> set[int]:
+    """Those of ``candidates`` with no pod to move (``has_no_pod_to_move``: ``EmptySorting``
+    orders them first), each answer kept with its pods' version (``ca.emptied_at``) as
+    ``_judge`` keeps its verdicts."""
+    if not candidates:
+        return set()
+    version, at, no_pod = ca.version, ca.emptied_at, ca.no_pod_to_move
+    verdicts = ca.verdicts if ca.reuse else None  # the plain path judges each pod anew
+    for slot in candidates:
+        if at[slot] != version[slot]:
+            at[slot] = version[slot]
+            no_pod[slot] = has_no_pod_to_move(ca.pods_of(slot), ca.options, now / SECOND, verdicts)
+    return {s for s in candidates if no_pod[s]}
 
 
 def still_candidates(ca: ClusterAutoscaler, nodes: list[int]) -> bool:
@@ -299,8 +304,7 @@ def still_candidates(ca: ClusterAutoscaler, nodes: list[int]) -> bool:
     where its pods changed, on its screen brought up to date): ``SimulationMemo.unchanged``
     asks it of nodes the last pass refused for their group's minSize."""
     ratios(ca, nodes)
-    found, _ = _judge(ca, sorted(nodes), {}, ca.clock)
-    return len(found) == len(nodes)
+    return len(_judge(ca, sorted(nodes), {}, ca.clock)) == len(nodes)
 
 
 def _end_pass(
