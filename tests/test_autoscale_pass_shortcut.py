@@ -131,7 +131,7 @@ def test_the_kept_eligibility_verdicts_are_fresh_ones(
     real = autoscale_scaledown._judge
     calls = {"passes": 0, "candidates": 0}
 
-    def fresh(ca: Any, look: list[int], reasons: dict[str, int], now: int) -> Any:
+    def fresh(ca: Any, look: list[int], reasons: dict[str, int], now: int, *mask: Any) -> Any:
         expected = dict(reasons)
         candidates, empty = [], set()
         groups, _ = ca.member_groups()
@@ -148,7 +148,7 @@ def test_the_kept_eligibility_verdicts_are_fresh_ones(
             candidates.append(slot)
             if has_no_pod_to_move(pods, ca.options, seconds):
                 empty.add(slot)
-        got = real(ca, look, reasons, now)
+        got = real(ca, look, reasons, now, *mask)
         assert got == candidates, now
         assert autoscale_scaledown.empty_ones(ca, got, now) == empty, now
         assert list(reasons.items()) == list(expected.items()), now

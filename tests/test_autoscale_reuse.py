@@ -644,10 +644,10 @@ def _judge_checked(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     real = autoscale_scaledown._judge
     seen = {"by_ratio": 0, "at_threshold": 0, "by_gpu": 0}
 
-    def checked(ca: Any, look: list[int], reasons: dict[str, int], now: int) -> Any:
+    def checked(ca: Any, look: list[int], reasons: dict[str, int], now: int, *mask: Any) -> Any:
         again = [s for s in look if ca.version[s] != ca.judged_at[s]]
         seen["by_gpu"] += sum(bool(ca.gpu_by_requests[s]) for s in again)
-        out = real(ca, look, reasons, now)
+        out = real(ca, look, reasons, now, *mask)
         groups, _ = ca.member_groups()
         threshold = ca.options.scale_down_utilization_threshold
         for slot in look:

@@ -333,6 +333,7 @@ class ClusterAutoscaler(ReplayView):
         """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
         self.dirty = True
         self.version[node] += 1
+        self.unjudged[node] = True
         self.stale.add(node)
         self.sims.touch(node, freed)
 

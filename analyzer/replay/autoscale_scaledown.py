@@ -14,8 +14,6 @@ then ``NodesToDelete``: the nodes unneeded for ``scale-down-unneeded-time``, out
 
 from __future__ import annotations
 
-from itertools import compress
-from operator import itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -124,7 +122,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         looked[list(deadlines)] = False
     look = looked.nonzero()[0].tolist()
     reasons["NotUnderutilized"] = count - len(look)
-    candidates = _judge(ca, look, reasons, now)
+    candidates = _judge(ca, look, reasons, now, looked)
     kept_verdicts = steady(ca, looked) if ca.reuse else None
     # a group already at its minSize can lose no node: its candidates are not simulated
     # (upstream simulates them and refuses them afterwards; their simulated moves would only
@@ -219,22 +217,33 @@ def _kept(
     return []
 
 
-def _judge(ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now: int) -> list[int]:
+def _judge(
+    ca: ClusterAutoscaler,
+    look: list[int],
+    reasons: dict[str, int],
+    now: int,
+    looked: np.ndarray[Any, Any] | None = None,
+) -> list[int]:
     """Each node of ``look`` (slot order) through ``eligibility.check``, its reason counted in
     ``reasons`` (in order of first appearance, as a loop over ``look`` adds them): the
     candidates. A node's verdict is kept with its pods' version (``ca.judged_at``) and judged
     again only when its pods changed: no pod of the replay is terminating nor any node being
-    deleted, so the verdicts depend on the node's pods only (``now`` reads neither). The kept
-    ones are read by ``itemgetter`` (no Python loop). Which candidates have no pod to move is
-    ``empty_ones``, asked apart: most passes order none of them (every group at its minimum),
-    and a candidate's CA pods are then never made."""
+    deleted, so the verdicts depend on the node's pods only (``now`` reads neither). Given
+    ``looked`` (``look`` as a mask over the slots: a whole pass's), the slots to judge again
+    and the candidates are found on masks (``ca.unjudged``, ``ca.candidate``), not by a Python
+    loop over ``look``. Which candidates have no pod to move is ``empty_ones``, asked apart:
+    most passes order none of them (every group at its minimum), and a candidate's CA pods are
+    then never made."""
     if not look:
         return []
     version, at = ca.version, ca.judged_at
-    get = itemgetter(*look) if len(look) > 1 else lambda a: (a[look[0]],)
-    now_v, then_v = get(version), get(at)
-    candidate = ca.candidate
-    if now_v != then_v:  # some node's pods changed since it was judged
+    candidate, unjudged = ca.candidate, ca.unjudged
+    if looked is None:  # a few nodes (``still_candidates``, ``classify``): plain loops
+        changed = [s for s in look if unjudged.item(s)]
+    else:
+        changed = np.flatnonzero(looked & unjudged).tolist()
+    if changed:  # some node's pods changed since it was judged
+        unjudged[changed] = False
         opts, seconds = ca.options, now / SECOND
         # a node whose utilisation is its ratio (computed by the caller for every slot) is
         # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
@@ -244,7 +253,7 @@ def _judge(ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now:
         by_gpu, gpu, allocatable = ca.gpu_by_requests, ca.gpu_column, ca.state.allocatable
         gpu_threshold = opts.scale_down_gpu_utilization_threshold
         special, rises = ca.special, ca.bind_rises
-        for slot in list(compress(look, map(ne, now_v, then_v))):  # those changed
+        for slot in changed:
             if (
                 plain.item(slot)
                 and used.item(slot, ca.mem) < most
@@ -270,10 +279,17 @@ def _judge(ca: ClusterAutoscaler, look: list[int], reasons: dict[str, int], now:
             ca.unfit_reason[slot] = reason
             candidate[slot] = not reason
             ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)
-    candidates = [s for s in look if candidate[s]]
+    if looked is None:
+        candidates = [s for s in look if candidate.item(s)]
+    else:
+        candidates = np.flatnonzero(looked & candidate).tolist()
     left = len(look) - len(candidates)
     if left:  # the others' reasons, in order of first appearance
-        unfit = get(ca.unfit_reason)
+        reason_of = ca.unfit_reason
+        if looked is None:
+            unfit = [reason_of[s] for s in look if not candidate.item(s)]
+        else:
+            unfit = [reason_of[s] for s in np.flatnonzero(looked > candidate).tolist()]
         same = unfit.count(NOT_UNDERUTILIZED)
         if same == left:  # the only reason (most passes): ``NotUnderutilized``
             reasons[NOT_UNDERUTILIZED] = reasons.get(NOT_UNDERUTILIZED, 0) + same

@@ -108,7 +108,10 @@ class ReplayView:
         # keeps (``autoscale_steady.steady``), kept with the verdict
         self.keeps = np.zeros(len(state.node_names), dtype=bool)
         # ... and whether that verdict makes it a candidate (no unremovable reason)
-        self.candidate = [False] * len(state.node_names)
+        self.candidate = np.zeros(len(state.node_names), dtype=bool)
+        # the slots whose pods changed since their verdict (``touch``; all at first): judged
+        # again when looked at
+        self.unjudged = np.ones(len(state.node_names), dtype=bool)
 
     # whether the screen of one of the nodes given is under a limit (``autoscale_screen.under``,
     # as a method: the screen's arrays are the loop's, ``ClusterAutoscaler``)
