@@ -333,7 +333,7 @@ class ClusterAutoscaler(ReplayView):
         """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
         self.dirty = True
         self.version[node] += 1
-        self.unjudged[node] = True
+        self.unjudged_flags[node] = 1
         self.stale.add(node)
         self.sims.touch(node, freed)
 

@@ -237,13 +237,14 @@ def _judge(
     if not look:
         return []
     version, at = ca.version, ca.judged_at
-    candidate, unjudged = ca.candidate, ca.unjudged
+    candidate, unjudged = ca.candidate_flags, ca.unjudged_flags  # (bytes: the masks' own)
     if looked is None:  # a few nodes (``still_candidates``, ``classify``): plain loops
-        changed = [s for s in look if unjudged.item(s)]
+        changed = [s for s in look if unjudged[s]]
     else:
-        changed = np.flatnonzero(looked & unjudged).tolist()
+        changed = np.flatnonzero(looked & ca.unjudged).tolist()
     if changed:  # some node's pods changed since it was judged
-        unjudged[changed] = False
+        for slot in changed:
+            unjudged[slot] = 0
         opts, seconds = ca.options, now / SECOND
         # a node whose utilisation is its ratio (computed by the caller for every slot) is
         # judged by it: CA's remaining checks are then its threshold (``eligibility.check``)
@@ -277,19 +278,19 @@ def _judge(
                 reason = check(node, pods, group, opts, seconds).reason
             at[slot] = version[slot]
             ca.unfit_reason[slot] = reason
-            candidate[slot] = not reason
+            candidate[slot] = not reason  # (a bool: 0 or 1)
             ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)
     if looked is None:
-        candidates = [s for s in look if candidate.item(s)]
+        candidates = [s for s in look if candidate[s]]
     else:
-        candidates = np.flatnonzero(looked & candidate).tolist()
+        candidates = np.flatnonzero(looked & ca.candidate).tolist()
     left = len(look) - len(candidates)
     if left:  # the others' reasons, in order of first appearance
         reason_of = ca.unfit_reason
         if looked is None:
-            unfit = [reason_of[s] for s in look if not candidate.item(s)]
+            unfit = [reason_of[s] for s in look if not candidate[s]]
         else:
-            unfit = [reason_of[s] for s in np.flatnonzero(looked > candidate).tolist()]
+            unfit = [reason_of[s] for s in np.flatnonzero(looked > ca.candidate).tolist()]
         same = unfit.count(NOT_UNDERUTILIZED)
         if same == left:  # the only reason (most passes): ``NotUnderutilized``
             reasons[NOT_UNDERUTILIZED] = reasons.get(NOT_UNDERUTILIZED, 0) + same

@@ -107,11 +107,15 @@ class ReplayView:
         # per slot, whether its kept verdict (``autoscale_scaledown._judge``) is one a bind on it
         # keeps (``autoscale_steady.steady``), kept with the verdict
         self.keeps = np.zeros(len(state.node_names), dtype=bool)
-        # ... and whether that verdict makes it a candidate (no unremovable reason)
-        self.candidate = np.zeros(len(state.node_names), dtype=bool)
-        # the slots whose pods changed since their verdict (``touch``; all at first): judged
-        # again when looked at
-        self.unjudged = np.ones(len(state.node_names), dtype=bool)
+        # ... and whether that verdict makes it a candidate (no unremovable reason); and the
+        # slots whose pods changed since their verdict (``touch``; all at first), judged again
+        # when looked at. Each a bytearray (a slot's flag read and set from Python at list
+        # speed) and a numpy view of the same bytes (masks over every slot)
+        count = len(state.node_names)
+        self.candidate_flags = bytearray(count)
+        self.candidate = np.frombuffer(self.candidate_flags, dtype=bool)
+        self.unjudged_flags = bytearray(b"\x01" * count)
+        self.unjudged = np.frombuffer(self.unjudged_flags, dtype=bool)
 
     # whether the screen of one of the nodes given is under a limit (``autoscale_screen.under``,
     # as a method: the screen's arrays are the loop's, ``ClusterAutoscaler``)
