@@ -7,17 +7,20 @@ for each strategy:
 - the baseline: ``replay(inp, strategy)`` — today's replay, the data's nodes as observed;
 - the replay with CA: ``with_node_groups`` (spare slots, groups) and
   ``replay(auto, strategy, autoscaler=...)`` with the config's node groups at ``minSize 0`` (so
-  CA may remove nodes; with the data's own minimum it may not go below it and has little to do).
+  CA may remove nodes: ``--bounds zero``, the default), or with no ``node-groups`` in the config
+  (``--bounds observed``: each pool's minSize and maxSize the data's observed range, the
+  product's default; the generator's node count is constant, so every pool sits at its minimum
+  and CA removes nothing: what watching the cluster costs).
 
 Each is timed in CPU seconds of this process (other jobs on a shared machine do not count), the
 best of ``--repeat`` runs; the two alternate round by round (``rounds`` in the JSON line). The
 ratio CA / baseline is the figure (issue 25: ≤ 2× for 500 nodes × 7 days). Prints a human line
 per strategy and a JSON line::
 
-    {"nodes": N, "days": D, "strategy": S, "cpu_s": C, "ca_cpu_s": A, "ratio": A / C,
+    {"nodes": N, "days": D, "bounds": B, "strategy": S, "cpu_s": C, "ca_cpu_s": A, "ratio": A / C,
      "nodes_removed": R, "nodes_added": U, "node_hours": H, "observed_node_hours": O}
 
-    .venv/bin/python bench/autoscaler.py [--nodes 500] [--days 1] [--repeat 1]
+    .venv/bin/python bench/autoscaler.py [--nodes 500] [--days 1] [--repeat 1] [--bounds zero]
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--strategy", action="append", default=None)
+    parser.add_argument("--bounds", choices=("zero", "observed"), default="zero")
     args = parser.parse_args()
     t0 = time.process_time()
     cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
@@ -60,9 +64,10 @@ def main() -> None:
           f"{len(inp.node_names)} nodes, {inp.pod_count} pods")  # fmt: skip
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str)) or {"default"}
     settings = parse_settings(None)
-    settings = type(settings)(
-        **{**vars(settings), "groups": {p or "default": GroupBounds(min_size=0) for p in pools}}
-    )
+    if args.bounds == "zero":
+        settings = type(settings)(
+            **{**vars(settings), "groups": {p or "default": GroupBounds(min_size=0) for p in pools}}
+        )
     for name in args.strategy or ["kube-default", "most-allocated"]:
         strategy = Strategy(name, load_strategy(name))
         auto, groups = with_node_groups(inp, settings)
@@ -86,6 +91,7 @@ def main() -> None:
         row = {
             "nodes": args.nodes,
             "days": args.days,
+            "bounds": args.bounds,
             "pods": inp.pod_count,
             "strategy": name,
             "cpu_s": round(base_cpu, 2),
