@@ -115,16 +115,19 @@ def test_a_pass_with_no_candidate_leaves_the_state_of_a_full_one(
     assert np.array_equal(a.node, b.node)
 
 
+@pytest.mark.parametrize("few", [64, 0])
 @pytest.mark.parametrize(("seed", "strategy"), [(4, "kube-default"), (2, "most-allocated")])
 def test_the_kept_eligibility_verdicts_are_fresh_ones(
-    seed: int, strategy: str, monkeypatch: pytest.MonkeyPatch
+    seed: int, strategy: str, few: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # ``_judge`` judges a node again only when its pods' version moved, and ``empty_ones``
     # asks a candidate's emptiness again likewise: at every pass, the candidates, empty ones
     # and reasons (with their order) against every node of the pass judged afresh
     # (``eligibility.check``, ``has_no_pod_to_move``) in a plain loop. Fails if a verdict is
     # kept past a change of the node's pods (mutants tried: no node judged again once judged;
-    # no candidate's emptiness asked again once asked).
+    # no candidate's emptiness asked again once asked; every node looked at taken for a
+    # candidate on the masks). ``few``: ``FEW_LOOKED``, 0 to have every pass's judging on the
+    # masks (these 24-node clusters look at fewer nodes than the default 64: plain loops).
     from analyzer.autoscaler.eligibility import check
     from analyzer.autoscaler.planner import has_no_pod_to_move
 
@@ -157,6 +160,7 @@ def test_the_kept_eligibility_verdicts_are_fresh_ones(
         return got
 
     monkeypatch.setattr(autoscale_scaledown, "_judge", fresh)
+    monkeypatch.setattr(autoscale_scaledown, "FEW_LOOKED", few)
     _, _, result = _passes(seed, strategy, None, True, monkeypatch)
     assert result.autoscaler.removed
     assert calls["passes"] > 20 and calls["candidates"] > 20, calls

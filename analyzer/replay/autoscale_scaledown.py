@@ -48,6 +48,10 @@ from analyzer.replay.autoscale_steady import (
 # a pass with no candidate to simulate (``reuse``) ends without building a simulator; False runs
 # it through the simulator as any other (tests compare the two)
 SHORTCUT = True
+# a pass's judging with at most this many nodes looked at loops over them in Python, above it
+# masks every slot (``_judge``): ~60 element reads cost about one numpy step's overhead
+FEW_LOOKED = 64
+
 # a pass that would place every pod again where the last pass placed it stands (``repeats``);
 # False runs it (tests of the answers such passes keep turn it off)
 REPEAT = True
@@ -229,8 +233,8 @@ def _judge(
     candidates. A node's verdict is kept with its pods' version (``ca.judged_at``) and judged
     again only when its pods changed: no pod of the replay is terminating nor any node being
     deleted, so the verdicts depend on the node's pods only (``now`` reads neither). Given
-    ``looked`` (``look`` as a mask over the slots: a whole pass's), the slots to judge again
-    and the candidates are found on masks (``ca.unjudged``, ``ca.candidate``), not by a Python
+    ``looked`` (``look`` as a mask over the slots: a whole pass's) and more than FEW_LOOKED
+    nodes, the slots to judge again and the candidates are found on masks (``ca.unjudged``, ``ca.candidate``), not by a Python
     loop over ``look``. Which candidates have no pod to move is ``empty_ones``, asked apart:
     most passes order none of them (every group at its minimum), and a candidate's CA pods are
     then never made."""
@@ -238,7 +242,9 @@ def _judge(
         return []
     version, at = ca.version, ca.judged_at
     candidate, unjudged = ca.candidate_flags, ca.unjudged_flags  # (bytes: the masks' own)
-    if looked is None:  # a few nodes (``still_candidates``, ``classify``): plain loops
+    if len(look) <= FEW_LOOKED:  # plain loops: cheaper than numpy's steps over every slot
+        looked = None
+    if looked is None:
         changed = [s for s in look if unjudged[s]]
     else:
         changed = np.flatnonzero(looked & ca.unjudged).tolist()
