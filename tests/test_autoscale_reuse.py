@@ -645,7 +645,7 @@ def _judge_checked(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     seen = {"by_ratio": 0, "at_threshold": 0, "by_gpu": 0}
 
     def checked(ca: Any, look: list[int], reasons: dict[str, int], now: int, *mask: Any) -> Any:
-        again = [s for s in look if ca.version[s] != ca.judged_at[s]]
+        again = [s for s in look if ca.unjudged[s]]
         seen["by_gpu"] += sum(bool(ca.gpu_by_requests[s]) for s in again)
         out = real(ca, look, reasons, now, *mask)
         groups, _ = ca.member_groups()

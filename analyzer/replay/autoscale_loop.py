@@ -122,11 +122,10 @@ class ClusterAutoscaler(ReplayView):
         self.screen = (self.cpu or 0, self.mem or 0)
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
         self.stale: set[int] = set(range(len(state.node_names)))
-        # per slot, eligibility as of its pods' version ``judged_at`` (-1: never judged): its
-        # unremovable reason ("": a candidate); and whether it has no pod to move, as of the
-        # version ``emptied_at`` (asked only of candidates that are ordered: ``autoscale_
-        # scaledown.empty_ones``)
-        self.judged_at = [-1] * len(state.node_names)
+        # per slot, its kept eligibility (judged again where ``unjudged``): its unremovable
+        # reason ("": a candidate); and whether it has no pod to move, as of its pods' version
+        # ``emptied_at`` (asked only of candidates that are ordered: ``autoscale_scaledown.
+        # empty_ones``)
         self.unfit_reason = [""] * len(state.node_names)
         self.emptied_at = [-1] * len(state.node_names)
         self.no_pod_to_move = [False] * len(state.node_names)

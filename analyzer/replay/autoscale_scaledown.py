@@ -230,17 +230,16 @@ def _judge(
 ) -> list[int]:
     """Each node of ``look`` (slot order) through ``eligibility.check``, its reason counted in
     ``reasons`` (in order of first appearance, as a loop over ``look`` adds them): the
-    candidates. A node's verdict is kept with its pods' version (``ca.judged_at``) and judged
-    again only when its pods changed: no pod of the replay is terminating nor any node being
+    candidates. A node's verdict is kept and judged again only when its pods changed since
+    (``ca.unjudged``, set by ``touch``): no pod of the replay is terminating nor any node being
     deleted, so the verdicts depend on the node's pods only (``now`` reads neither). Given
     ``looked`` (``look`` as a mask over the slots: a whole pass's) and more than FEW_LOOKED
-    nodes, the slots to judge again and the candidates are found on masks (``ca.unjudged``, ``ca.candidate``), not by a Python
-    loop over ``look``. Which candidates have no pod to move is ``empty_ones``, asked apart:
+    nodes, the slots to judge again and the candidates are found on masks (``ca.unjudged``,
+    ``ca.candidate``), not by a Python loop over ``look``. Which candidates have no pod to move is ``empty_ones``, asked apart:
     most passes order none of them (every group at its minimum), and a candidate's CA pods are
     then never made."""
     if not look:
         return []
-    version, at = ca.version, ca.judged_at
     candidate, unjudged = ca.candidate_flags, ca.unjudged_flags  # (bytes: the masks' own)
     if len(look) <= FEW_LOOKED:  # plain loops: cheaper than numpy's steps over every slot
         looked = None
@@ -282,7 +281,6 @@ def _judge(
                 pods = ca.pods_of(slot)
                 group = ca.member_groups()[0].get(ca_node.name)
                 reason = check(node, pods, group, opts, seconds).reason
-            at[slot] = version[slot]
             ca.unfit_reason[slot] = reason
             candidate[slot] = not reason  # (a bool: 0 or 1)
             ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)
