@@ -116,6 +116,10 @@ class ReplayView:
         self.candidate = np.frombuffer(self.candidate_flags, dtype=bool)
         self.unjudged_flags = bytearray(b"\x01" * count)
         self.unjudged = np.frombuffer(self.unjudged_flags, dtype=bool)
+        # per replay pod, the cpu and memory requests CA takes off its utilisation (``left_out``,
+        # made on first read by ``autoscale_screen.taken_off``); None where no option takes any
+        ignoring = options.ignore_daemonsets_utilization or options.ignore_mirror_pods_utilization
+        self.taken_off: dict[int, tuple[int, int]] | None = {} if ignoring else None
 
     # whether the screen of one of the nodes given is under a limit (``autoscale_screen.under``,
     # as a method: the screen's arrays are the loop's, ``ClusterAutoscaler``)
@@ -209,6 +213,22 @@ class ReplayView:
             self.pods[pod] = found  # kept for the replay: its id stays its own
             self.demand_by_id[id(found)] = d
         return found
+
+    def left_out(self, pod: int) -> tuple[int, int]:
+        """The cpu and memory requests of replay pod ``pod`` (the state's units) that CA's
+        utilisation takes off (``utilization.resource_utilization``): a DaemonSet pod's with
+        ``ignore-daemonsets-utilization``, a mirror pod's with ``ignore-mirror-pods-utilization``;
+        (0, 0) for any other pod."""
+        opts, found = self.options, self.ca_pod(pod)
+        if not (
+            (opts.ignore_daemonsets_utilization and found.daemonset)
+            or (opts.ignore_mirror_pods_utilization and found.mirror)
+        ):
+            return 0, 0
+        requests = self.inp.demands[pod].requests
+        cpu = 0 if self.cpu is None else int(requests[self.cpu])
+        mem = 0 if self.mem is None else int(requests[self.mem])
+        return cpu, mem
 
     def member_groups(self) -> tuple[dict[str, NodeGroup], dict[str, int]]:
         """Each node's group by name (read for members only: present nodes and those being

@@ -1,0 +1,132 @@
+"""The replay under cluster-autoscaler with ``ignore-daemonsets-utilization``: CA's utilisation of
+a node then takes its DaemonSet pods' requests off both sides,
+``(requested - ds) / (allocatable - ds)`` (``CalculateUtilizationOfResource``,
+simulator/utilization/info.go), which is below the plain ratio ``requested / allocatable``. A node
+whose plain ratio is at or over the threshold may be under it that way: the replay must judge it
+(its screen of the nodes near the threshold must not leave it out)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from replay_fixtures import GI, N, P, build
+
+from analyzer.autoscaler.cluster import CANode
+from analyzer.autoscaler.eligibility import check
+from analyzer.cli import main
+from analyzer.core.snapshot import write_snapshot
+from analyzer.replay import autoscale_scaledown
+from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
+from analyzer.replay.engine import Strategy, replay
+from analyzer.replay.input import prepare
+from analyzer.scheduling.strategies import load_strategy
+from analyzer.sources import SyntheticSpec, generate
+
+MI = 2**20
+
+
+def _two_nodes(tmp_path: Path) -> Path:
+    """Two 4-core nodes, each with a 1.2-core DaemonSet pod and a 1-core ReplicaSet pod: each
+    node's plain cpu ratio is 2.2 / 4 = 0.55, over the default threshold 0.5; with the
+    DaemonSet pods taken off it is 1.0 / 2.8 = 0.357, under it. Either node's app pod fits on
+    the other (3.2 of 4 cores)."""
+    pods = []
+    for n in "ab":
+        pods.append(P(f"ds-{n}", n, cpu=1200, memory=100 * MI, owner="DaemonSet"))
+        pods.append(P(f"web-{n}", n, cpu=1000, memory=GI))
+    snap = build([N("a"), N("b")], pods, minutes=120)
+    snap.pods["owner_name"] = ["node-agent" if n.startswith("ds-") else "web-5d9f"
+                               for n in snap.pods["uid"]]  # fmt: skip
+    out = tmp_path / "snap"
+    write_snapshot(snap, out)
+    return out
+
+
+def _removed(tmp_path: Path, snap: Path, ignore: bool) -> dict[str, Any]:
+    config = tmp_path / f"config-{ignore}.yaml"
+    config.write_text(
+        "autoscaler:\n"
+        f"  ignore-daemonsets-utilization: {str(ignore).lower()}\n"
+        "  node-groups: {pool: {minSize: 0}}\n"
+    )
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(config), "whatif", str(snap), "--strategy", "kube-default",
+         "--workers", "1", "--format", "json", "--autoscaler", "cluster-autoscaler"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    return dict(row)
+
+
+def test_a_node_under_the_threshold_only_without_its_daemonsets_is_removed(
+    tmp_path: Path,
+) -> None:
+    snap = _two_nodes(tmp_path)
+    # plain ratios 0.55: no node is a candidate, none goes; both count NotUnderutilized from
+    # the first pass (at the first scan, 10 s in) to the end of the 2 hours
+    kept = _removed(tmp_path, snap, ignore=False)
+    assert kept["nodes_removed"] == 0
+    assert kept["unremovable_reasons_node_hours"] == {
+        "NotUnderutilized": pytest.approx(2 * (2 - 10 / 3600), abs=1e-5)
+    }
+    # DaemonSet pods taken off: both 0.357, both candidates; the first simulated is removable
+    # (its app pod fits on the other), the second then has nowhere to go (the first is no
+    # destination once removable): one node goes, after scale-down-unneeded-time
+    gone = _removed(tmp_path, snap, ignore=True)
+    assert gone["nodes_removed"] == 1 and gone["pods_evicted"] == 1
+    assert gone["node_count"]["nodes"][-1] == 1
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_every_node_under_the_threshold_is_judged(reuse: bool) -> None:
+    """On a generated cluster whose DaemonSet pods request 1.5 cores, every pass judges each
+    present node that CA's own check (``eligibility.check``, the DaemonSet pods taken off)
+    would not call ``NotUnderutilized``: none is left out as over the threshold."""
+    cluster = generate(SyntheticSpec(seed=2015, nodes=24, days=0.1, step=300))
+    pods = cluster.snapshot.pods
+    daemons = pods["owner_kind"] == "DaemonSet"
+    pods.loc[daemons, "requests:cpu"] = 1500.0
+    pods.loc[daemons, "nonzero_requests:cpu"] = 1500.0
+    inp = prepare(cluster.snapshot)
+    settings = parse_settings({"ignore-daemonsets-utilization": True})
+    pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    settings = dataclasses.replace(
+        settings, groups={p: GroupBounds(min_size=0) for p in pools}, reuse=reuse
+    )
+    auto, groups = with_node_groups(inp, settings)
+    missed: list[tuple[int, int]] = []
+    passes = [0]
+    judge = autoscale_scaledown._judge
+
+    def checked(ca: Any, look: list[int], reasons: Any, now: int, looked: Any = None) -> Any:
+        if looked is not None or len(look) > 3:  # a whole pass (not a recheck of a few nodes)
+            passes[0] += 1
+            seen = set(look) | set(ca.recheck.deadlines)
+            for slot in np.flatnonzero(ca.active).tolist():
+                if slot in seen:
+                    continue
+                node = ca.nodes[slot]
+                alloc = autoscale_scaledown._allocatable(ca, slot)
+                group = ca.member_groups()[0].get(node.name)
+                verdict = check(CANode(node.name, alloc, node.labels, node.annotations),
+                                ca.pods_of(slot), group, ca.options, now / 1e9)  # fmt: skip
+                if verdict.reason != "NotUnderutilized":
+                    missed.append((now, slot))
+        return judge(ca, look, reasons, now, looked)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(autoscale_scaledown, "_judge", checked)
+    try:
+        replay(auto, Strategy("kube-default", load_strategy("kube-default")), 0,
+               autoscaler=(groups, settings))  # fmt: skip
+    finally:
+        mp.undo()
+    assert passes[0] > 0
+    assert missed == []
