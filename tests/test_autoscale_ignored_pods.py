@@ -82,6 +82,9 @@ def test_a_node_under_the_threshold_only_without_its_daemonsets_is_removed(
     gone = _removed(tmp_path, snap, ignore=True)
     assert gone["nodes_removed"] == 1 and gone["pods_evicted"] == 1
     assert gone["node_count"]["nodes"][-1] == 1
+    # the drain rules the data cannot feed are named (no volumes nor annotations in a snapshot)
+    (note,) = [n for n in gone["notes"] if "volumes and annotations" in n]
+    assert "skip-nodes-with-local-storage" in note and "safe-to-evict" in note
 
 
 @pytest.mark.parametrize("reuse", [True, False])

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
 from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.replay.autoscale_idle import catch_up, deletable, next_time
@@ -102,6 +103,7 @@ class ClusterAutoscaler(ReplayView):
             "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
         )
         self.record.notes.extend(groups.notes)
+        self.record.notes.append(unseen_pod_fields(settings.options))
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
@@ -424,3 +426,19 @@ class ClusterAutoscaler(ReplayView):
         self.ready_at = min(self.provisioning.values())
         self.record.scale_ups.append((now, group, len(slots)))
         return True
+
+
+def unseen_pod_fields(options: CAOptions) -> str:
+    """The note every CA replay carries: the drain rules that read what a snapshot's pods table
+    does not hold (volumes, annotations) are not applied, so the replay may remove a node
+    upstream keeps (docs/autoscaling.md, "Not modelled")."""
+    storage = (
+        "local storage (an emptyDir or hostPath volume, skip-nodes-with-local-storage) or "
+        if options.skip_nodes_with_local_storage
+        else ""
+    )
+    return (
+        "pods' volumes and annotations are not in the data: no pod blocked a drain for "
+        f'{storage}a cluster-autoscaler.kubernetes.io/safe-to-evict: "false" annotation, so '
+        "a node CA keeps for such a pod may be removed here"
+    )
