@@ -83,6 +83,10 @@ class NodeAutoscaler:
         self.recheck: dict[int, int] = {}  # slot -> skipped until (found not removable)
         self.hints: Hints[int, int] = Hints()  # pod -> the slot a simulation last put it on
         self.runs = 0
+        # where the round-robin search starts: kept from run to run, as upstream's
+        # ``SchedulerPluginRunner.lastIndex`` lives as long as the process (it was reset at
+        # each run before 2026-11-30, which parted the data from the replay's CA in some seeds)
+        self.cursor = 0
 
     def due(self) -> int:
         """The next instant the loop acts (a run, or a node becoming Ready)."""
@@ -196,7 +200,7 @@ class NodeAutoscaler:
             candidates.sort(key=lambda n: (bool(on_node[n]), n not in self.unneeded, n))
             gone: set[int] = set()
             count = len(self.present)
-            cursor = 0  # round-robin over the slots, as the scheduler's nodes
+            cursor = self.cursor  # round-robin over the slots, from where the last one stopped
             for node in candidates:
                 if len(found) >= limit:
                     break
@@ -233,4 +237,6 @@ class NodeAutoscaler:
                 else:
                     self.recheck[node] = now + RECHECK
         self.unneeded = found
+        if size > self.min_size:  # (else no search ran)
+            self.cursor = cursor
         self.hints.drop_old()  # ``DropOldHints``: once per run
