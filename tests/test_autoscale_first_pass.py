@@ -119,7 +119,7 @@ def test_the_first_pass_is_the_planners(
     settings = dataclasses.replace(settings, groups={p: GroupBounds(min_size=0) for p in pools})
     auto, groups = with_node_groups(inp, settings)
     seen: dict[str, Any] = {}
-    update = autoscale_loop.update_unneeded
+    update = autoscale_scaledown.update_unneeded
 
     def first_pass(ca: Any, now: int) -> None:
         update(ca, now)

@@ -133,3 +133,46 @@ def test_every_node_under_the_threshold_is_judged(reuse: bool) -> None:
         mp.undo()
     assert passes[0] > 0
     assert missed == []
+
+
+@pytest.mark.parametrize(
+    ("seed", "nodes", "hours", "churn", "raw", "below"),
+    [
+        (2015, 120, 3, 4.0, {"max-scale-down-parallelism": 5}, None),
+        (2040, 40, 48, 0.5, {"max-empty-bulk-delete": 1}, 2),
+    ],
+)
+def test_the_fast_path_decides_as_the_plain_path_with_daemonsets_left_out(
+    seed: int, nodes: int, hours: int, churn: float, raw: dict[str, Any], below: int | None
+) -> None:
+    """The replay's reuse of answers and passes (``AutoscalerSettings.reuse``) against every
+    candidate simulated at every pass, with ``ignore-daemonsets-utilization``: the same
+    decisions and the same reasons at every pass. Two of the configurations where a random
+    sweep of 1,500 found the reasons apart before the screen took the DaemonSet pods off
+    (``None``: the default bounds, each pool at its observed minimum)."""
+    spec = SyntheticSpec(seed=seed, nodes=nodes, days=hours / 24, step=300, churn=churn)
+    cluster = generate(spec)
+    inp = prepare(cluster.snapshot)
+    settings = parse_settings({"ignore-daemonsets-utilization": True, **raw})
+    if below is not None:
+        sizes = cluster.snapshot.nodes["pool"].fillna("default").astype(str).value_counts()
+        settings = dataclasses.replace(
+            settings,
+            groups={p: GroupBounds(min_size=max(0, int(n) - below)) for p, n in sizes.items()},
+        )
+    auto, groups = with_node_groups(inp, settings)
+    chosen = Strategy("kube-default", load_strategy("kube-default"))
+    fast = replay(auto, chosen, seed, autoscaler=(groups, settings))
+    plain = replay(auto, chosen, seed,
+                   autoscaler=(groups, dataclasses.replace(settings, reuse=False)))  # fmt: skip
+    a, b = fast.autoscaler, plain.autoscaler
+    assert a is not None and b is not None
+    assert a.reused + a.skipped > 0, "nothing was reused: the comparison would prove nothing"
+    assert a.reasons == b.reasons
+    assert (a.presence, a.removed, a.added, a.evictions) == (
+        b.presence,
+        b.removed,
+        b.added,
+        b.evictions,
+    )
+    assert np.array_equal(fast.node, plain.node) and np.array_equal(fast.wait, plain.wait)
