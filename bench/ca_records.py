@@ -5,7 +5,9 @@ Each run is the generator's cluster (``--nodes`` nodes, ``--hours`` hours, 5-min
 seed, one strategy and one bound: each pool's minSize 0, 2 under its size, at its size, or the
 default bounds (the data's observed range; with this generator every pool at its minimum). Every
 third seed sets ``max-scale-down-parallelism 1`` and a 2-minute unremovable recheck (the limit and
-the rechecks act), every fourth adds pod constraints (spreading, affinity). The records: the
+the rechecks act), every fourth adds pod constraints (spreading, affinity), every fifth (since
+2026-11-30) sets ``ignore-daemonsets-utilization`` with DaemonSet pods of 1.5 cores (the screen
+takes them off: ``autoscale_screen.taken_off``). The records: the
 node trajectory (presence, removals, additions, scale-ups), the evictions, the per-run reasons,
 the pass counters, and every pod's node, placement time and wait.
 
@@ -44,8 +46,15 @@ def run(seed: int, strategy: str, below: int | None, nodes: int, hours: float) -
     spec = SyntheticSpec(seed=seed, nodes=nodes, days=hours / 24, step=300,
                          pod_constraints=seed % 4 == 1)  # fmt: skip
     cluster = generate(spec)
+    flags = dict(LIMITED) if seed % 3 == 0 else {}
+    if seed % 5 == 0:
+        pods = cluster.snapshot.pods
+        daemons = pods["owner_kind"] == "DaemonSet"
+        pods.loc[daemons, "requests:cpu"] = 1500.0
+        pods.loc[daemons, "nonzero_requests:cpu"] = 1500.0
+        flags["ignore-daemonsets-utilization"] = True
     inp = prepare(cluster.snapshot)
-    settings = parse_settings(LIMITED if seed % 3 == 0 else None)
+    settings = parse_settings(flags or None)
     if below is not None:
         sizes = cluster.snapshot.nodes["pool"].fillna("default").astype(str).value_counts()
         groups = {p or "default": GroupBounds(min_size=max(0, int(n) - below))
