@@ -176,3 +176,42 @@ def test_the_fast_path_decides_as_the_plain_path_with_daemonsets_left_out(
         b.evictions,
     )
     assert np.array_equal(fast.node, plain.node) and np.array_equal(fast.wait, plain.wait)
+
+
+def test_a_daemonset_pod_that_takes_all_memory_has_the_node_judged_again() -> None:
+    """Two 4-core, 16 GiB nodes. ``batch`` (2 cores, ends at minute 20) lands first, on one node
+    (call it b); ``web-a`` (2.5 cores, no memory) then takes the emptier one, a; ``web-b`` (1
+    core, 10 GiB) takes b (the less allocated). Until minute 30 neither is under the threshold
+    (a's cpu 0.625: over it, so a bind on a need not be verified, as a bind only raises a
+    ratio; b's memory 0.625 after batch ends). At minute 30 a DaemonSet pod requesting all of
+    a's memory lands on a: with DaemonSet pods taken off, CA's memory utilisation of a is 0 / 0
+    (NaN) and, the cpu ratio not being above NaN in Go's comparison, the node's utilisation:
+    under any threshold, a candidate whose pod fits on b (3.5 cores, 10 GiB). The fast path
+    must judge a again (its screen reads -inf) as the plain path does: a goes after the
+    unneeded time."""
+    nodes = [N("a", cpu=4000, memory=16 * GI), N("b", cpu=4000, memory=16 * GI)]
+    pods = [
+        P("batch", "b", cpu=2000, memory=0, end=20),
+        P("web-a", "a", cpu=2500, memory=0, start=0.5),
+        P("web-b", "b", cpu=1000, memory=10 * GI, start=1),
+        P("ds-a", "a", cpu=100, memory=16 * GI, start=30, owner="DaemonSet"),
+    ]
+    snap = build(nodes, pods, minutes=90)
+    snap.pods["owner_name"] = [
+        "node-agent" if n == "ds-a" else f"{n}-5d9f" for n in snap.pods["uid"]
+    ]
+    inp = prepare(snap)
+    settings = parse_settings({"ignore-daemonsets-utilization": True})
+    settings = dataclasses.replace(settings, groups={"pool": GroupBounds(min_size=0)})
+    auto, groups = with_node_groups(inp, settings)
+    chosen = Strategy("kube-default", load_strategy("kube-default"))
+    fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
+    plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
+    a, b = fast.autoscaler, plain.autoscaler
+    assert a is not None and b is not None
+    where = {inp.demands[p].name: auto.node_names[n] for p, n in enumerate(plain.node.tolist())}
+    assert where["web-a"] == where["ds-a"] != where["web-b"] == where["batch"]
+    ((when, slot, drained),) = b.removed
+    assert auto.node_names[slot] == where["ds-a"] and drained
+    assert when >= inp.start + 40 * 60 * 10**9  # judged from minute 30, unneeded for 10 minutes
+    assert (a.removed, a.reasons) == (b.removed, b.reasons)
