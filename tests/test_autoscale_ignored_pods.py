@@ -91,7 +91,9 @@ def test_a_node_under_the_threshold_only_without_its_daemonsets_is_removed(
 def test_every_node_under_the_threshold_is_judged(reuse: bool) -> None:
     """On a generated cluster whose DaemonSet pods request 1.5 cores, every pass judges each
     present node that CA's own check (``eligibility.check``, the DaemonSet pods taken off)
-    would not call ``NotUnderutilized``: none is left out as over the threshold."""
+    would not call ``NotUnderutilized``: none is left out as over the threshold; and each node
+    it judges gets that check's verdict (its kept verdict, judged again where its pods
+    changed)."""
     cluster = generate(SyntheticSpec(seed=2015, nodes=24, days=0.1, step=300))
     pods = cluster.snapshot.pods
     daemons = pods["owner_kind"] == "DaemonSet"
@@ -105,24 +107,30 @@ def test_every_node_under_the_threshold_is_judged(reuse: bool) -> None:
     )
     auto, groups = with_node_groups(inp, settings)
     missed: list[tuple[int, int]] = []
+    misjudged: list[tuple[int, int, str, str]] = []
     passes = [0]
     judge = autoscale_scaledown._judge
+
+    def verdict(ca: Any, slot: int, now: int) -> str:
+        node = ca.nodes[slot]
+        alloc = autoscale_scaledown._allocatable(ca, slot)
+        group = ca.member_groups()[0].get(node.name)
+        return check(CANode(node.name, alloc, node.labels, node.annotations),
+                     ca.pods_of(slot), group, ca.options, now / 1e9).reason  # fmt: skip
 
     def checked(ca: Any, look: list[int], reasons: Any, now: int, looked: Any = None) -> Any:
         if looked is not None or len(look) > 3:  # a whole pass (not a recheck of a few nodes)
             passes[0] += 1
             seen = set(look) | set(ca.recheck.deadlines)
             for slot in np.flatnonzero(ca.active).tolist():
-                if slot in seen:
-                    continue
-                node = ca.nodes[slot]
-                alloc = autoscale_scaledown._allocatable(ca, slot)
-                group = ca.member_groups()[0].get(node.name)
-                verdict = check(CANode(node.name, alloc, node.labels, node.annotations),
-                                ca.pods_of(slot), group, ca.options, now / 1e9)  # fmt: skip
-                if verdict.reason != "NotUnderutilized":
+                if slot not in seen and verdict(ca, slot, now) != "NotUnderutilized":
                     missed.append((now, slot))
-        return judge(ca, look, reasons, now, looked)
+        candidates = judge(ca, look, reasons, now, looked)
+        for slot in look:
+            got = "" if slot in candidates else ca.unfit_reason[slot]
+            if got != (want := verdict(ca, slot, now)):
+                misjudged.append((now, slot, want, got))
+        return candidates
 
     mp = pytest.MonkeyPatch()
     mp.setattr(autoscale_scaledown, "_judge", checked)
@@ -132,7 +140,7 @@ def test_every_node_under_the_threshold_is_judged(reuse: bool) -> None:
     finally:
         mp.undo()
     assert passes[0] > 0
-    assert missed == []
+    assert missed == [] and misjudged == []
 
 
 @pytest.mark.parametrize(
