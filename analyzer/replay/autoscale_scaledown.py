@@ -380,11 +380,12 @@ def _end_pass(
         blocked = None
         if reasons.get(BLOCKED, 0) == len(found_unremovable):
             blocked = tuple(found_unremovable)
-        if ca.taken_off is not None:
+        if not ca.bind_rises:
             # a node over the screen is ``clear`` (a bind on it not verified) because a bind
-            # only raises its ratio; with pods taken off (``autoscale_screen``) a DaemonSet or
-            # mirror pod's bind that leaves nothing of a resource's allocatable turns its screen
-            # to -inf (judged): no node is clear then, each touched node's screen is read again
+            # only raises its ratio, the assumption ``steady`` rests on too; with pods taken off
+            # (``autoscale_screen``) a DaemonSet or mirror pod's bind that leaves nothing of a
+            # resource's allocatable turns its screen to -inf (judged): no node is clear then,
+            # each touched node's screen is read again
             under = np.ones_like(under)
         ca.sims.summarise(
             looked, len(ca.provisioning), covering, kept_reasons, under, blocked, kept_verdicts,

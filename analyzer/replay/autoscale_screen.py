@@ -51,11 +51,6 @@ def ratios(ca: ClusterAutoscaler, only: Iterable[int] | None = None) -> np.ndarr
     ``only``: the slots the caller reads, the only ones brought up to date then (the others
     stay in ``stale`` for a later call: a node touched again before it is computed once)."""
     stale = ca.stale
-    if ca.taken_off is not None:  # the pods taken off summed per slot: in Python (``_refresh``)
-        todo = [s for s in only if s in stale] if only is not None else list(stale)
-        stale.difference_update(todo)
-        _refresh(ca, todo)
-        return ca.ratio  # type: ignore[no-any-return]
     if only is not None:
         todo = [s for s in only if s in stale]
         if todo:
