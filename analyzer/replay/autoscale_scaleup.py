@@ -129,8 +129,10 @@ def choose(
         best = min(o.waste for o in pool)
         pool = [o for o in pool if o.waste <= best + 1e-12]
     elif settings.expander == "priority":
-        for _, patterns in settings.priorities:  # highest priority first
-            matched = [o for o in pool if any(re.fullmatch(p, names[o.group]) for p in patterns)]
+        # highest priority first; a regex matches anywhere in the group's name, as upstream's
+        # ``groupIDMatchesList`` (Go's ``FindStringIndex``): ``gpu-`` matches ``pool-gpu-a``
+        for _, patterns in settings.priorities:
+            matched = [o for o in pool if any(re.search(p, names[o.group]) for p in patterns)]
             if matched:
                 pool = matched
                 break
