@@ -31,9 +31,9 @@ from analyzer.scheduling.strategies import load_strategy
 RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}
 
 
-def _run(seed: int, strategy: str, raw: Any = None) -> tuple[Any, Any]:
+def _run(seed: int, strategy: str, raw: Any = None, version: str | None = None) -> tuple[Any, Any]:
     auto, groups, settings = seeded_autoscaled(seed, raw)
-    chosen = Strategy(strategy, load_strategy(strategy))
+    chosen = Strategy(strategy, load_strategy(strategy, version))
     fast = replay(auto, chosen, seed, autoscaler=(groups, settings))
     plain = replay(
         auto, chosen, seed, autoscaler=(groups, dataclasses.replace(settings, reuse=False))

@@ -178,7 +178,11 @@ def test_pods_with_spreading_are_always_simulated() -> None:
 
 
 def _by_hand(
-    nodes: list[N], pods: list[P], strategy: str = "kube-default", max_size: int | None = None
+    nodes: list[N],
+    pods: list[P],
+    strategy: str = "kube-default",
+    max_size: int | None = None,
+    version: str | None = None,
 ) -> tuple[Any, Any]:
     """An hour of hand-made nodes and pods replayed with CA on the fast and the plain path."""
     snap = build(nodes, pods, minutes=60)
@@ -187,21 +191,21 @@ def _by_hand(
     bounds = GroupBounds(min_size=0, max_size=max_size)
     settings = dataclasses.replace(parse_settings(None), groups={"pool": bounds})
     auto, groups = with_node_groups(inp, settings)
-    chosen = Strategy(strategy, load_strategy(strategy))
+    chosen = Strategy(strategy, load_strategy(strategy, version))
     fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
     plain = replay(auto, chosen, 0, autoscaler=(groups, dataclasses.replace(settings, reuse=False)))
     return fast, plain
 
 
 def test_a_target_that_filled_up_is_simulated_again() -> None:
-    # 4-core nodes; DaemonSet ballast (pinned) 2 cores on b, 3.5 on c. p0 (1.5 cores) goes to the
-    # emptiest node, a (one pod slot). CA's first run (0:10): a is under 0.5, its pod fits b
-    # (2 cores, one slot left): unneeded. At 5:00 a 0.1-core pod can only go to b (a and c have no
+    # 4-core nodes; DaemonSet ballast (pinned) 2.1 cores on b (over CA's 0.5: never a
+    # candidate), 3.5 on c. p0 (1.5 cores) goes to the emptiest node, a (one pod slot). CA's
+    # first run (0:10): a is under 0.5, its pod fits b (1.9 cores, one slot left): unneeded. At 5:00 a 0.1-core pod can only go to b (a and c have no
     # pod slot left), taking b's last slot: from then p0 fits nowhere, a stays. Taking the first
     # answer again would delete a at 10:10.
     nodes = [N("a", pods=1), N("b", pods=2), N("c", pods=2)]
     pods = [
-        P("ds-b", "b", cpu=2000, owner="DaemonSet"),
+        P("ds-b", "b", cpu=2100, owner="DaemonSet"),
         P("ds-c", "c", cpu=3500, owner="DaemonSet"),
         P("p0", "a", cpu=1500, start=0),
         P("late", "b", cpu=100, start=5),
@@ -655,7 +659,7 @@ def _judge_checked(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
             allocatable = autoscale_scaledown._allocatable(ca, slot)
             elig = check(
                 CANode(node.name, allocatable, node.labels, node.annotations),
-                ca.pods_of(slot), groups.get(node.name), ca.options, now / 1e9,
+                ca.pods_of(slot), groups.get(node.name), ca.options, now / 1e9, ca.at_threshold,
             )  # fmt: skip
             assert ca.unfit_reason[slot] == elig.reason, (slot, elig)
             if ca.ratio_is_utilization[slot]:
@@ -681,21 +685,31 @@ def test_nodes_judged_by_their_ratio_get_the_reason_eligibility_gives(
     assert seen["by_ratio"] > 0 and seen["by_gpu"] > 0, seen
 
 
-def test_a_node_exactly_at_the_threshold_is_not_underutilized(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("version", "reasons"),
+    [
+        # CA 1.36+ (isNodeAtOrBelowUtilizationThreshold): the node at 0.5 is a candidate; the
+        # empty one is simulated first (EmptySorting) and removable, so no longer a
+        # destination, and the full one has no room: the half-full one's pod has nowhere to go
+        ("1.36", {"NotUnderutilized": 1, "NoPlaceToMovePods": 1, "Unneeded": 1}),
+        # CA 1.35 and before (utilisation >= threshold): NotUnderutilized, although its screen
+        # ratio is within the screen's margin
+        ("1.35", {"NotUnderutilized": 2, "Unneeded": 1}),
+    ],
+)
+def test_a_node_exactly_at_the_threshold_by_version(
+    monkeypatch: pytest.MonkeyPatch, version: str, reasons: dict[str, int]
 ) -> None:
     # three pods of 2 of 4 cores (memory far lower) packed by most-allocated: one node full,
-    # one at utilisation 0.5 — the default threshold, so CA finds it NotUnderutilized
-    # (utilisation >= threshold) although its screen ratio is within the screen's margin —
-    # and one empty (a candidate, unneeded)
+    # one at utilisation 0.5 (the default threshold) and one empty (a candidate, unneeded)
     seen = _judge_checked(monkeypatch)
     nodes = [N("a"), N("b"), N("c")]
     pods = [P(f"p{i}", "abc"[i], cpu=2000) for i in range(3)]
-    fast, plain = _by_hand(nodes, pods, "most-allocated", max_size=4)
+    fast, plain = _by_hand(nodes, pods, "most-allocated", max_size=4, version=version)
     _same_decisions(fast, plain)
     assert seen["at_threshold"] > 0, seen
     first = fast.autoscaler.reasons[0][1]
-    assert first == {"NotUnderutilized": 2, "Unneeded": 1}
+    assert first == reasons
 
 
 def test_walked_nodes_are_each_span_node_by_node() -> None:

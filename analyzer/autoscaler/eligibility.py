@@ -4,8 +4,9 @@
 In upstream's order: a node CA is already deleting (``CurrentlyBeingDeleted``), the
 ``scale-down-disabled`` annotation (``ScaleDownDisabledAnnotation``), no node group
 (``NotAutoscaled``), then utilisation (the group's ``ignore-daemonsets-utilization``) against the
-group's threshold — the GPU threshold for GPU nodes — where utilisation ≥ threshold is
-``NotUnderutilized``. Unready nodes are not modelled (``scale-down-unready-enabled`` defaults to
+group's threshold — the GPU threshold for GPU nodes — where utilisation above the threshold
+is ``NotUnderutilized`` (cluster-autoscaler 1.36+, ``isNodeAtOrBelowUtilizationThreshold``; up
+to 1.35 a node at the threshold was too: ``at_threshold``). Unready nodes are not modelled (``scale-down-unready-enabled`` defaults to
 true, so upstream does not skip them either).
 """
 
@@ -17,6 +18,8 @@ from analyzer.autoscaler.cluster import CANode, NodeGroup
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.utilization import UtilizationInfo, calculate, is_gpu_node
+from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.versions import parse_version
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,11 @@ def check(
     group: NodeGroup | None,
     options: CAOptions,
     now: float,
+    at_threshold: bool = True,
 ) -> Eligibility:
-    """Whether ``node`` is a scale-down candidate, and its utilisation (shown in any case)."""
+    """Whether ``node`` is a scale-down candidate, and its utilisation (shown in any case).
+    ``at_threshold``: a node at the threshold is a candidate (cluster-autoscaler 1.36+:
+    ``eligible_at_threshold``); False, CA 1.35 and before."""
     opts = group.options if group is not None and group.options is not None else options
     info = calculate(
         node.allocatable,
@@ -54,6 +60,21 @@ def check(
     threshold = (
         opts.scale_down_gpu_utilization_threshold if gpu else opts.scale_down_utilization_threshold
     )
-    if info.utilization >= threshold:
+    if over_threshold(info.utilization, threshold, at_threshold):
         return Eligibility(info, "NotUnderutilized")
     return Eligibility(info, "")
+
+
+def over_threshold(utilization: float, threshold: float, at_threshold: bool) -> bool:
+    """Whether ``utilization`` makes a node ``NotUnderutilized``: above ``threshold``, or at it
+    too where ``at_threshold`` is False (CA 1.35 and before). NaN (a resource all taken off by
+    ignored pods) is over neither way, as upstream's comparisons of NaN are false."""
+    return utilization > threshold if at_threshold else utilization >= threshold
+
+
+def eligible_at_threshold(profile: Profile) -> bool:
+    """Whether a node at the threshold is a candidate for the cluster-autoscaler that goes with
+    ``profile``'s Kubernetes version (CA's minor follows Kubernetes'; 1.36+: yes); a profile
+    built by hand (no version) takes the default version's rule."""
+    version = profile.version if profile.version is not None else parse_version(None)
+    return version.ca_at_threshold_eligible

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from analyzer.autoscaler.cluster import Cluster
 from analyzer.autoscaler.drainability import PdbTracker, Status, pods_to_move
-from analyzer.autoscaler.eligibility import Eligibility, check
+from analyzer.autoscaler.eligibility import Eligibility, check, eligible_at_threshold
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal import RemovalSimulator
@@ -101,10 +101,10 @@ def _crop(groups: list[list[str]], budget: int) -> list[str]:
 def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> Plan:
     """The scale-down decision at ``now``."""
     decisions = []
+    at_threshold = eligible_at_threshold(profile)
     for node in cluster.nodes:
-        elig = check(
-            node, cluster.pods.get(node.name, []), cluster.groups.get(node.name), options, now
-        )
+        pods = cluster.pods.get(node.name, [])
+        elig = check(node, pods, cluster.groups.get(node.name), options, now, at_threshold)
         decisions.append(NodeDecision(node.name, elig, not elig.reason, reason=elig.reason))
     by_name = {d.name: d for d in decisions}
     candidates = [d.name for d in decisions if d.candidate]

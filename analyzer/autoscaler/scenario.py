@@ -3,7 +3,7 @@
 Scenario (YAML or JSON; issue 25; extra keys are noted and ignored)::
 
     autoscaler: cluster-autoscaler        # or karpenter
-    kubernetesVersion: "1.33"             # optional: the scheduler filters' version
+    kubernetesVersion: "1.33"             # optional: the scheduler filters' and CA's version
     now: "2026-11-01T12:00:00Z"           # optional: for long-terminating pods (default: clock)
     options: {flag: value, ...}           # CA flags by name (``options.FLAGS``)
     nodeGroups: [{name, minSize, maxSize, nodes: [...], options: {...}}]

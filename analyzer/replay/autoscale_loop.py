@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.autoscaler.eligibility import eligible_at_threshold
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
 from analyzer.autoscaler.removal_state import Outcome, hint_key
@@ -123,6 +124,8 @@ class ClusterAutoscaler(ReplayView):
         self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
         self.screen = (self.cpu or 0, self.mem or 0)
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
+        # a node at the threshold is a candidate: the CA of the profile's version (1.36+)
+        self.at_threshold = eligible_at_threshold(profile)
         self.stale: set[int] = set(range(len(state.node_names)))
         # per slot, its kept eligibility (judged again where ``unjudged``): its unremovable
         # reason ("": a candidate); and whether it has no pod to move, as of its pods' version

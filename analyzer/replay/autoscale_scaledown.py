@@ -20,7 +20,7 @@ import numpy as np
 
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
-from analyzer.autoscaler.eligibility import check
+from analyzer.autoscaler.eligibility import check, over_threshold
 from analyzer.autoscaler.planner import admit, has_no_pod_to_move, select
 from analyzer.autoscaler.recheck import (
     RECENTLY_UNREMOVABLE,
@@ -259,13 +259,16 @@ def _judge(
         by_gpu, gpu, allocatable = ca.gpu_by_requests, ca.gpu_column, ca.state.allocatable
         gpu_threshold = opts.scale_down_gpu_utilization_threshold
         special, rises = ca.special, ca.bind_rises
+        at = ca.at_threshold  # a node at the threshold is a candidate (CA 1.36+)
         for slot in changed:
             if (
                 plain.item(slot)
                 and used.item(slot, ca.mem) < most
                 and used.item(slot, ca.cpu) < most
             ):
-                reason = NOT_UNDERUTILIZED if ratio.item(slot) >= threshold else ""
+                over = ratio.item(slot)
+                over = over > threshold if at else over >= threshold  # (``over_threshold``)
+                reason = NOT_UNDERUTILIZED if over else ""
             elif by_gpu.item(slot) and (gpu is None or used.item(slot, gpu) < most):
                 # a GPU node's utilisation as CA computes it (``utilization.calculate``): the
                 # requests' millis over the allocatable's (0 where it offers none)
@@ -273,14 +276,14 @@ def _judge(
                 value = (
                     float(used.item(slot, gpu) * 1000) / float(offered * 1000) if offered else 0.0
                 )
-                reason = NOT_UNDERUTILIZED if value >= gpu_threshold else ""
+                reason = NOT_UNDERUTILIZED if over_threshold(value, gpu_threshold, at) else ""
             else:
                 ca_node = ca.nodes[slot]
                 node = CANode(ca_node.name, _allocatable(ca, slot), ca_node.labels,
                               ca_node.annotations)  # fmt: skip
                 pods = ca.pods_of(slot)
                 group = ca.member_groups()[0].get(ca_node.name)
-                reason = check(node, pods, group, opts, seconds).reason
+                reason = check(node, pods, group, opts, seconds, at).reason
             ca.unfit_reason[slot] = reason
             candidate[slot] = not reason  # (a bool: 0 or 1)
             ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)

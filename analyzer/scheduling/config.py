@@ -388,4 +388,5 @@ def build_profile(spec: ProfileSpec, version: KubeVersion, description: str = ""
         post_filters=[instance(n) for n in spec.post_filters],
         queue_sort=spec.queue_sort[0] if spec.queue_sort else "",
         percentage_of_nodes_to_score=spec.percentage_of_nodes_to_score,
+        version=version,
     )

@@ -17,6 +17,7 @@ import numpy as np
 
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.state import ClusterState, PodDemand
+from analyzer.scheduling.versions import KubeVersion
 
 ReasonFn = Callable[[int], list[str]]
 SUCCESS, UNSCHEDULABLE, UNRESOLVABLE = "Success", "Unschedulable", "UnschedulableAndUnresolvable"
@@ -136,6 +137,9 @@ class Profile:
     queue_sort: str = ""  # "PrioritySort" when the profile orders its queue by priority
     # percentageOfNodesToScore in effect (0: adaptive, 100: every node; ``node_sampling``)
     percentage_of_nodes_to_score: int = 0
+    # the Kubernetes version the plugins were built for (None: built by hand, the default's
+    # behaviour); cluster-autoscaler's rules that changed by version read it too
+    version: KubeVersion | None = None
 
     def evaluate(
         self, state: ClusterState, pod: PodDemand, now: float = 0.0, mask: BoolArray | None = None

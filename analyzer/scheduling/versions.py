@@ -66,6 +66,14 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, 36)
 
     @property
+    def ca_at_threshold_eligible(self) -> bool:
+        """cluster-autoscaler 1.36+ (its minor follows Kubernetes'; commit 8704d355): a node whose
+        utilisation equals the scale-down threshold is underutilised
+        (``isNodeAtOrBelowUtilizationThreshold``); before, only one below it
+        (``isNodeBelowUtilizationThreshold``)."""
+        return (self.major, self.minor) >= (1, 36)
+
+    @property
     def preemption_sampling(self) -> bool:
         """1.20+ (PR #94814): preemption gathers candidates from a random offset over the
         potential nodes and stops at ``max(n · pct / 100, abs)``; before, every node was tried."""

@@ -11,8 +11,8 @@ with CA's default flags:
   present node or on a node being provisioned (first fit), each packed first-fit decreasing (by
   cpu + memory share) onto new nodes of the pool's shape, at most ``maxSize`` nodes in all; the
   new nodes are Ready 120 s later (the replay's ``provisioning-delay``);
-- **scale-down**: a present node whose cpu and memory requests are both under half its
-  allocatable is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
+- **scale-down**: a present node whose cpu and memory requests are both at most half its
+  allocatable (CA 1.36+: a node at the threshold is underutilised) is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
   then the nodes unneeded after the last run, then in node order, are drained in a simulation:
   each pod onto the node the previous run's simulation put it on if that node is still present,
   not the candidate nor removed in this run and has room (CA's scheduling hints,
@@ -196,7 +196,8 @@ class NodeAutoscaler:
         if size > self.min_size:
             util = {n: max(requested[n, 0] / allocatable[n, 0], requested[n, 1] / allocatable[n, 1])
                     for n in present if n not in self.recheck}  # fmt: skip
-            candidates = [n for n in util if util[n] < THRESHOLD]
+            # at or under the threshold: cluster-autoscaler 1.36+ (the default version's)
+            candidates = [n for n in util if util[n] <= THRESHOLD]
             candidates.sort(key=lambda n: (bool(on_node[n]), n not in self.unneeded, n))
             gone: set[int] = set()
             count = len(self.present)

@@ -1,0 +1,89 @@
+"""A node exactly at cluster-autoscaler's scale-down threshold, by CA version.
+
+CA 1.36 (upstream commit 8704d355, eligibility.go ``isNodeAtOrBelowUtilizationThreshold``) made
+a node whose utilisation equals the threshold underutilised; up to 1.35
+(``isNodeBelowUtilizationThreshold``, ``utilization >= threshold`` refused) it was
+``NotUnderutilized``. CA's minor version follows Kubernetes', so the rule follows the scenario's
+``kubernetesVersion`` (default 1.36) in ``analyzer autoscale``, and the profile's version in the
+replay (tests/test_autoscale_reuse.py ``test_a_node_exactly_at_the_threshold_by_version``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from autoscale_cases import by_name, node, pod, run
+
+NOW = "2026-11-01T12:00:00Z"
+RS = {"owner": ["ReplicaSet", "rs", "apps/v1"]}
+# takes any moved pod, never a candidate itself
+SINK = {
+    "cpu": 64000,
+    "memory": 2**36,
+    "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"},
+}
+
+
+def _judge(tmp_path: Path, version: str, facts: dict[str, Any], pods: list[Any],
+           options: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    scenario = {
+        "autoscaler": "cluster-autoscaler",
+        "kubernetesVersion": version,
+        "now": NOW,
+        "options": options or {},
+        "nodes": [node("n", facts), node("sink", SINK)],
+        "pods": [pod(f"p{i}", p, NOW, "n") for i, p in enumerate(pods)],
+    }
+    return by_name(run(tmp_path, scenario))["n"]
+
+
+@pytest.mark.parametrize(
+    ("version", "candidate"), [("1.36", True), ("1.37", True), ("1.35", False), ("1.30", False)]
+)
+def test_a_node_at_the_threshold_is_a_candidate_from_ca_1_36(
+    tmp_path: Path, version: str, candidate: bool
+) -> None:
+    # 500m of 1000m cpu, memory far lower: utilisation 0.5, the default threshold
+    got = _judge(
+        tmp_path, version, {"cpu": 1000, "memory": 2**30}, [{"cpu": 500, "memory": 1, **RS}]
+    )
+    assert got["utilization"] == 0.5
+    assert got["candidate"] is candidate
+    if candidate:  # its pod goes to the sink: removable
+        assert got["removable"] and got["unremovableReason"] is None
+    else:
+        assert got["unremovableReason"] == "NotUnderutilized"
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36"])
+def test_a_node_just_over_the_threshold_is_not_underutilized(tmp_path: Path, version: str) -> None:
+    got = _judge(
+        tmp_path, version, {"cpu": 1000, "memory": 2**30}, [{"cpu": 501, "memory": 1, **RS}]
+    )
+    assert got["utilization"] == pytest.approx(0.501)
+    assert got["unremovableReason"] == "NotUnderutilized"
+
+
+@pytest.mark.parametrize(("version", "candidate"), [("1.36", True), ("1.35", False)])
+def test_a_gpu_node_at_the_gpu_threshold(tmp_path: Path, version: str, candidate: bool) -> None:
+    # a GPU node is judged by its GPU ratio against the GPU threshold: 1 of 2 GPUs, 0.5
+    facts = {"cpu": 8000, "memory": 2**34, "gpus": 2}
+    got = _judge(tmp_path, version, facts, [{"cpu": 100, "memory": 1, "gpus": 1, **RS}])
+    assert got["utilization"] == 0.5
+    assert got["candidate"] is candidate
+
+
+@pytest.mark.parametrize(("version", "candidate"), [("1.36", True), ("1.35", False)])
+def test_only_daemonset_pods_at_a_zero_threshold(
+    tmp_path: Path, version: str, candidate: bool
+) -> None:
+    # upstream's "only daemonsets pods on this nodes" (eligibility_test.go, with 8704d355):
+    # with ignore-daemonsets-utilization the DaemonSet pod is taken off, utilisation 0, at a
+    # threshold of 0: underutilised from 1.36; before, 0 >= 0 refused it (the bug it fixed)
+    options = {"ignore-daemonsets-utilization": True, "scale-down-utilization-threshold": 0}
+    ds = {"cpu": 500, "memory": 0, "owner": ["DaemonSet", "ds", "apps/v1"]}
+    got = _judge(tmp_path, version, {"cpu": 1000, "memory": 10}, [ds], options)
+    assert got["utilization"] == 0.0
+    assert got["candidate"] is candidate
