@@ -190,10 +190,16 @@ class ScoreCache:
                 entry.pending.update(zip(rows, values, strict=True))
                 track_best(entry, rows, values)
         elif entry.position < 0 or changed > FULL_RECOMPUTE_SHARE * count:
-            every = np.arange(count)
-            feasible, total = _evaluate_rows(self.kernel, self.state, entry, every, self.active)
+            # the present rows only: an absent one is infeasible (LOWEST), and an autoscaled
+            # replay's state holds as many spare slots as nodes (``with_node_groups``)
+            present = np.flatnonzero(self.active)
+            feasible, total = _evaluate_rows(self.kernel, self.state, entry, present, self.active)
             entry.pending.clear()
-            entry.masked[:] = np.where(feasible, total, LOWEST)
+            if len(present) == count:
+                entry.masked[:] = np.where(feasible, total, LOWEST)
+            else:
+                entry.masked.fill(LOWEST)
+                entry.masked[present] = np.where(feasible, total, LOWEST)
             entry.rewritten()
         else:
             stale = np.array(sorted(set(self.log[entry.position :])), dtype=np.int64)
