@@ -110,10 +110,12 @@ def test_the_limit_stops_the_first_pass_after_twice_the_parallelism() -> None:
     # second pass (0:20, interval 10 s): limit min(20 + 20, 10 * 60 + 10) = 40, all judged; the
     # pod's node is last (not empty) and every other node is already removable: no place
     assert passes[20] == {"Unneeded": 22, "NoPlaceToMovePods": 1}
-    # the first 20 were unneeded from 0:10 (the previous candidates kept first): 10 go at 10:10
-    # (max-scale-down-parallelism), the rest as the budget allows
+    # the first 20 were unneeded from 0:10 (the previous candidates kept first): 10 go at the
+    # first run when they have been unneeded longer than 10 minutes, 10:20 (upstream's
+    # ``since + unneededTime`` strictly before the loop's time; max-scale-down-parallelism),
+    # the rest as the budget allows
     removed = [(t - start) / S for t, _, _ in plain.removed]
-    assert removed.count(610) == 10 and min(removed) == 610
+    assert removed.count(620) == 10 and min(removed) == 620
     assert sum(plain.reasons[0][1].values()) == 23  # every node has one reason
 
     _, plain, start = _replay(nodes, pods, {"max-scale-down-parallelism": 2}, minutes=1)

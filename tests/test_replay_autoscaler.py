@@ -87,7 +87,10 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
                        "--autoscaler", "cluster-autoscaler"))  # fmt: skip
     assert row["nodes_removed"] == 1 and row["nodes_added"] == 0
     assert row["pods_evicted"] == 1 and row["evicted_twice_within_hour"] == 0
-    assert row["node_hours"] == pytest.approx(2 * 2 + 640 / 3600, abs=1e-6)
+    # unneeded from the first run (0:10), deleted at the first run when that is strictly more
+    # than 10 minutes (10:20: upstream's ``since + unneededTime`` before the loop's time), gone
+    # after its pod's 30 s of grace: 650 s
+    assert row["node_hours"] == pytest.approx(2 * 2 + 650 / 3600, abs=1e-6)
     assert row["core_hours"] == pytest.approx(4 * row["node_hours"], abs=1e-5)
     assert row["gib_hours"] == pytest.approx(16 * row["node_hours"], abs=1e-4)
     assert row["observed_node_hours"] == pytest.approx(6.0)
@@ -96,10 +99,10 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
     assert counts["nodes"][11] == 2 and counts["nodes"][-1] == 2  # 11:00 on: drained
     assert set(counts["observed_nodes"]) == {3}
     reasons = row["unremovable_reasons_node_hours"]
-    # 0:10-10:10 one node unneeded and two with no place; then the two left stay. A node found
+    # 0:10-10:20 one node unneeded and two with no place; then the two left stay. A node found
     # with no place is skipped as recently unremovable for 5 minutes after each such answer
     # (re-judged at 5:10, 10:10, ...): 10 s of each 5 minutes count as NoPlaceToMovePods
-    assert reasons["Unneeded"] == pytest.approx(10 / 60, abs=1e-6)
+    assert reasons["Unneeded"] == pytest.approx(610 / 3600, abs=1e-6)
     assert reasons["NoPlaceToMovePods"] + reasons["RecentlyUnremovable"] >= 2 * 10 / 60
     assert reasons["RecentlyUnremovable"] > 20 * reasons["NoPlaceToMovePods"] > 0
     assert row["pending_pods_at_end"] == 0
@@ -112,8 +115,9 @@ def test_a_drained_node_runs_until_its_pods_terminate(spread: Path, tmp_path: Pa
     config = "autoscaler:\n  max-graceful-termination: 10s\n  node-groups: {pool: {minSize: 0}}\n"
     row = _row(_whatif(tmp_path, spread, config, "--autoscaler", "cluster-autoscaler"))
     assert row["nodes_removed"] == 1 and row["pods_evicted"] == 1
-    # 10 s of grace instead of the pod's 30 s: 10 m 10 s unneeded + 10 s of drain
-    assert row["node_hours"] == pytest.approx(2 * 2 + 620 / 3600, abs=1e-6)
+    # 10 s of grace instead of the pod's 30 s: deleted at 10:20 (unneeded from 0:10 for more
+    # than 10 minutes) + 10 s of drain
+    assert row["node_hours"] == pytest.approx(2 * 2 + 630 / 3600, abs=1e-6)
 
 
 def test_the_observed_minimum_keeps_every_node(spread: Path, tmp_path: Path) -> None:
@@ -159,7 +163,7 @@ def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
                        "--autoscaler", "cluster-autoscaler"))  # fmt: skip
     assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(130.0)
-    assert row["node_hours"] == pytest.approx(2 * 2 + (67 * 60 + 50) / 3600, abs=1e-6)
+    assert row["node_hours"] == pytest.approx(2 * 2 + 68 * 60 / 3600, abs=1e-6)
     assert row["pods_evicted"] == 0  # the new node was empty when it went
     assert max(row["node_count"]["nodes"]) == 3
     assert row["node_count"]["nodes"][31] == 2 and row["node_count"]["nodes"][33] == 3
@@ -267,10 +271,12 @@ def test_a_scale_up_lifts_the_minimum_at_its_own_run(tmp_path: Path) -> None:
     # spreads them one a node); a 3.4-core pod at 30:00 fits none, so the run at 30:10 orders a
     # node (the group's target size 4). Upstream's planner simulates nodes whatever their group's
     # size (the minimum is checked when deleting, RemovableAt), so the 40 % node, whose pod fits
-    # on the 20 % one, has been unneeded since the first run; it is deleted once
-    # scale-down-delay-after-add ends, 10 minutes after the scale-up: at 40:10, its pod's 30 s of
-    # grace after. (Waiting for the new node to be Ready at 32:10 before judging it again
-    # would delete it at 42:10.)
+    # on the 20 % one, has been unneeded since the first run; upstream deletes it once
+    # scale-down-delay-after-add ends, 10 minutes after the scale-up: at 40:10. The replay does
+    # not simulate a group at its minimum (docs/autoscaling.md, "min size"): the node is
+    # unneeded from the scale-up's own run, 30:10, and deleted when that is strictly more than
+    # 10 minutes, at 40:20 (one run after upstream), its pod's 30 s of grace after. (Waiting for
+    # the new node to be Ready at 32:10 before judging it again would delete it at 42:20.)
     pods = [
         P("p40", "a", cpu=1600, memory=GI),
         P("p90", "b", cpu=3600, memory=GI),
@@ -284,10 +290,10 @@ def test_a_scale_up_lifts_the_minimum_at_its_own_run(tmp_path: Path) -> None:
     assert row["pods_evicted"] == 1  # the 40 % node's pod, placed again on the 20 % node
     counts = row["node_count"]["nodes"]
     assert counts[32] == 3 and counts[33] == 4  # the new node Ready at 32:10
-    assert counts[40] == 4 and counts[41] == 3  # the drained node gone at 40:40
-    # two nodes all along, the drained one for 40 m 40 s, the new one from 32:10 to 2:00:00
+    assert counts[40] == 4 and counts[41] == 3  # the drained node gone at 40:50
+    # two nodes all along, the drained one for 40 m 50 s, the new one from 32:10 to 2:00:00
     assert row["node_hours"] == pytest.approx(
-        2 * 2 + (40 * 60 + 40 + 87 * 60 + 50) / 3600, abs=1e-6
+        2 * 2 + (40 * 60 + 50 + 87 * 60 + 50) / 3600, abs=1e-6
     )
 
 

@@ -3,10 +3,10 @@ also replayed under CA, and the front and the recommendation rank on what a team
 
 The cluster (as tests/test_replay_autoscaler.py's): three 4-core nodes, three 1.5-core ReplicaSet
 pods for two hours (1-minute step), node group minSize 0. Under CA with its defaults (scan every
-10 s, unneeded 10 m) one node goes at 10:10 whatever the scheduler: kube-default spreads the pods
+10 s, unneeded 10 m) one node goes at 10:20 whatever the scheduler: kube-default spreads the pods
 one per node and CA drains the first (its pod fits beside another: 3 of 4 cores); MostAllocated
-packs two on one node from the start, so the third node is empty and goes at 10:10 as well. Both
-then pay for 2 × 2 h + 10 m 10 s = 4.1694 node-hours against the data's 6 (three nodes all
+packs two on one node from the start, so the third node is empty and goes at 10:20 as well. Both
+then pay for 2 × 2 h + 10 m 20 s = 4.1722 node-hours against the data's 6 (three nodes all
 along), and kube-default 30 s more: its drained node runs until its evicted pod has terminated
 (the default 30 s grace, under max-graceful-termination's 600 s), the empty one goes at once.
 """
@@ -25,7 +25,9 @@ from replay_fixtures import GI, N, P, build
 from analyzer.cli import main
 from analyzer.core.snapshot import write_snapshot
 
-CA_HOURS = 4 + (10 * 60 + 10) / 3600  # two nodes all along, the third until 10:10
+# two nodes all along, the third until 10:20 (unneeded from 0:10, deleted at the first run when
+# that is strictly more than 10 minutes: upstream's ``since + unneededTime`` before the time)
+CA_HOURS = 4 + (10 * 60 + 20) / 3600
 DRAIN_HOURS = 30 / 3600  # a drained node's evicted pod terminating (30 s grace)
 CONFIG = "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n"
 

@@ -94,7 +94,9 @@ def deletable(ca: ClusterAutoscaler) -> int:
         if outcomes:
             settings = ca.settings
             since = min(map(ca.unneeded.__getitem__, outcomes))
-            first = max(last_add + settings.delay_after_add, since + settings.unneeded_time)
+            # unneeded strictly longer than the time (``to_delete``), at once with none
+            wait = settings.unneeded_time
+            first = max(last_add + settings.delay_after_add, since + wait + (1 if wait else 0))
         else:
             first = NEVER
         kept = ca.deletable_kept = (outcomes, len(outcomes), last_add, first)

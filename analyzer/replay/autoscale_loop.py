@@ -12,7 +12,8 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
   filters on an empty node of the group's shape, and how many new nodes they need (first-fit
   decreasing on the requests: ``estimator.BinpackingNodeEstimator``), capped at ``maxSize``; the
   expander picks one group (``random``, seeded; ``least-waste``: least idle cpu + memory
-  fraction; ``priority``: the highest-priority groups, then random); its nodes join after
+  fraction; ``priority``: the highest-priority groups, then random; by default the version's
+  CA's: ``least-waste`` from 1.33, ``random`` before); its nodes join after
   ``provisioning-delay`` (``analyzer.replay.autoscale_scaleup``, with the waiting pods that
   fit an existing node filtered out first: ``unschedulable``);
 - **scale-down** (``Planner.UpdateClusterState`` / ``NodesToDelete``, in
@@ -28,6 +29,7 @@ of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -44,7 +46,12 @@ from analyzer.replay.autoscale_reuse import SimulationMemo, local
 from analyzer.replay.autoscale_scaledown import still_candidates, to_delete, update_unneeded
 from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
 from analyzer.replay.autoscale_settle import finish, settle, skipped_at
-from analyzer.replay.autoscale_setup import SECOND, AutoscalerSettings, NodeGroups
+from analyzer.replay.autoscale_setup import (
+    SECOND,
+    AutoscalerSettings,
+    NodeGroups,
+    default_expander,
+)
 from analyzer.replay.autoscale_view import ReplayView
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
@@ -72,6 +79,8 @@ class ClusterAutoscaler(ReplayView):
         rng: np.random.Generator,
     ) -> None:
         super().__init__(inp, groups, settings.options, state, active, on_node)
+        if not settings.expander:  # not set: the default of the profile's version's CA
+            settings = dataclasses.replace(settings, expander=default_expander(profile.version))
         self.settings, self.profile, self.bound = settings, profile, bound
         self.budgets, self.rng = budgets, rng
         self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready

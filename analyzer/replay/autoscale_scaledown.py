@@ -426,10 +426,14 @@ def _allocatable(ca: ClusterAutoscaler, slot: int) -> dict[str, int]:
 
 
 def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
-    """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up."""
+    """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up. Long
+    enough is strictly longer than ``scale-down-unneeded-time`` (``unneeded.Nodes.
+    unremovableReason``: ``NotUnneededLongEnough`` unless ``since + time`` is before now), or
+    at once where that time is 0."""
     if now - ca.last_add < ca.settings.delay_after_add:
         return []
-    due = [ca.outcomes[s] for s in ca.outcomes if now - ca.unneeded[s] >= ca.settings.unneeded_time]
+    wait = ca.settings.unneeded_time
+    due = [ca.outcomes[s] for s in ca.outcomes if not wait or now - ca.unneeded[s] > wait]
     if not due:
         return []
     position = {ca.nodes[s].name: s for s in ca.outcomes}

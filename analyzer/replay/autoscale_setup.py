@@ -35,6 +35,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.structured import plain, preview
 from analyzer.replay.input import NEVER, ReplayInput, rebuild_events
 from analyzer.scheduling.state import ClusterState
+from analyzer.scheduling.versions import KubeVersion, parse_version
 
 AUTOSCALERS = ("none", "cluster-autoscaler", "karpenter")
 EXPANDERS = ("random", "least-waste", "priority")
@@ -75,7 +76,10 @@ class AutoscalerSettings:
     # False: every scale-down pass simulates every candidate afresh (the reference the exact
     # reuse of ``analyzer.replay.autoscale_reuse`` is tested against); not a config key
     reuse: bool = True
-    expander: str = "random"
+    # "" (not set): the default of the CA that goes with the cluster's Kubernetes version,
+    # ``least-waste`` from 1.33 (upstream commit f8a68efe63), ``random`` before
+    # (``default_expander``, read by the loop)
+    expander: str = ""
     priorities: tuple[tuple[int, tuple[str, ...]], ...] = ()  # highest first
     groups: Mapping[str, GroupBounds] = field(default_factory=dict)
     # who set ``groups``' bounds, for the pools' notes (``analyzer demo`` sets its own); not a
@@ -295,3 +299,11 @@ def with_node_groups(
         notes=notes,
     )
     return out, groups
+
+
+def default_expander(version: KubeVersion | None) -> str:
+    """cluster-autoscaler's default ``--expander`` for the CA of Kubernetes ``version`` (CA's
+    minor follows Kubernetes'; None: the default version): ``least-waste`` from 1.33 (upstream
+    commit f8a68efe63, main.go/flags.go), ``random`` up to 1.32."""
+    found = version if version is not None else parse_version(None)
+    return "least-waste" if (found.major, found.minor) >= (1, 33) else "random"

@@ -24,7 +24,7 @@ with CA's default flags:
   utilisation); a run stops simulating once it found ``min(U + 20, 10 * (600 // I) + 10)``
   removable nodes (U: unneeded after the last run; I: 600 s at the first run, 10 s after:
   ``unneededNodesLimit`` with parallelism 10). A node removable
-  for 600 s (``--scale-down-unneeded-time``) is deleted, not within 600 s of a scale-up
+  for more than 600 s (``--scale-down-unneeded-time``) is deleted, not within 600 s of a scale-up
   (``--scale-down-delay-after-add``), at most 10 empty nodes and 1 drained node per run, never
   below ``minSize``;
 - a deleted node's pods are evicted: they end then and their controller makes a new pod at once
@@ -119,7 +119,8 @@ class NodeAutoscaler:
         self._update_unneeded(now, allocatable, requested, free.copy(), on_node, need, movable)
         if self.last_add is not None and now - self.last_add < DELAY_AFTER_ADD:
             return out
-        due = [s for s, since in self.unneeded.items() if now - since >= UNNEEDED]
+        # unneeded strictly longer than the time, as upstream's ``unremovableReason``
+        due = [s for s, since in self.unneeded.items() if now - since > UNNEEDED]
         size = int(self.present.sum()) + len(self.provisioning)
         empty = [s for s in due if not on_node[s]][:MAX_EMPTY]
         drained = [s for s in due if on_node[s]][:MAX_DRAINED]
