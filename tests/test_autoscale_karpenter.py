@@ -19,6 +19,7 @@ from analyzer.cli import main
 
 NOW = "2026-11-01T12:00:00Z"
 TYPE = "node.kubernetes.io/instance-type"
+OFFERING = {"karpenter.sh/capacity-type": "on-demand", "topology.kubernetes.io/zone": "z1"}
 SHAPES = [
     {"name": "small", "cpu": "2", "memory": "4Gi", "price": 0.05},
     {"name": "medium", "cpu": "4", "memory": "16Gi", "price": 0.2},
@@ -29,7 +30,8 @@ RS = ["ReplicaSet", "rs", "apps/v1"]
 
 def _node(name: str, shape: str, **extra: Any) -> dict[str, Any]:
     cpu = {"small": 2000, "medium": 4000, "large": 8000}[shape]
-    labels = {TYPE: shape, **extra.pop("labels", {})}
+    # a Karpenter node carries its capacity type and zone (consolidation needs both for its price)
+    labels = {TYPE: shape, **OFFERING, **extra.pop("labels", {})}
     return node(name, {"cpu": cpu, "memory": 16 * 2**30, "labels": labels, **extra})
 
 
@@ -117,7 +119,8 @@ def test_no_replacement_of_the_candidates_own_type(tmp_path: Path) -> None:
 
 
 def test_disruption_cost_orders_candidates(tmp_path: Path) -> None:
-    """EvictionCost: 1 + priority / 2^25 per pod; the cheaper node is consolidated first."""
+    """EvictionCost: 1 + priority / 2^25 per pod; of nodes of one price, the one whose pods cost
+    less to evict has the higher savings ratio and is consolidated first."""
     scenario = _scenario(
         [_node("a", "large"), _node("b", "large"), _node("c", "large")],
         [_pod("hi", "a", 500, priority=2**25), _pod("lo", "b", 500), _pod("big", "c", 7000)],
@@ -214,3 +217,133 @@ def test_a_scheduled_zero_budget_blocks_only_within_its_window(tmp_path: Path) -
         ]
         result = run(tmp_path, _scenario(nodes, pods, budgets=budgets))
         assert result["decision"]["type"] == kind, hours
+
+
+def _pdb(name: str, app: str, allowed: int) -> dict[str, Any]:
+    return {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": app}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def test_savings_ratio_orders_candidates_and_caps_by_the_options_types(tmp_path: Path) -> None:
+    """v1.14.0: price / (1 + Σ EvictionCost) highest first: host (0.4 / 2), big (0.4 / 3), tiny
+    (0.05 / 2). Taking all three, their four 1-cpu pods fit nowhere: one medium (4 cpu, 0.2)
+    holds them; filterOutSameInstanceType caps it by large (0.4), the one candidate type among
+    the options (a small holds no 4 cpu), so the three go for a medium."""
+    scenario = _scenario(
+        [_node("tiny", "small"), _node("big", "large"), _node("host", "large")],
+        [
+            _pod("t", "tiny", 1000),
+            _pod("b1", "big", 1000),
+            _pod("b2", "big", 1000),
+            _pod("h", "host", 1000),
+        ],
+    )
+    decision = run(tmp_path, scenario)["decision"]
+    assert decision["type"] == "multi"
+    assert decision["nodes"] == ["host", "big", "tiny"]
+    assert decision["replacement"] == {"instanceType": "medium", "price": 0.2}
+
+
+def test_karpenter_disruption_cost_annotation_is_not_read(tmp_path: Path) -> None:
+    """EvictionCost reads pod-deletion-cost and priority only."""
+    scenario = _scenario(
+        [_node("a", "large"), _node("b", "large")],
+        [
+            _pod("x", "a", 500, annotations={"karpenter.sh/disruption-cost": "1000000000"}),
+            _pod("y", "b", 500, annotations={"controller.kubernetes.io/pod-deletion-cost": "0"}),
+        ],
+    )
+    nodes = by_name(run(tmp_path, scenario))
+    assert nodes["a"]["disruptionCost"] == 1.0 == nodes["b"]["disruptionCost"]
+
+
+def test_a_node_whose_pods_cost_nothing_to_evict_is_empty(tmp_path: Path) -> None:
+    """Candidate.IsEmpty (v1.14.0): no pod to move with an EvictionCost above 0; a pod of priority
+    -2^25 costs 1 - 1 = 0, so its node goes by emptiness (under the Empty budget)."""
+    scenario = _scenario(
+        [_node("busy", "large"), _node("cheap", "small")],
+        [_pod("w", "busy", 1000), _pod("batch", "cheap", 500, priority=-(2**25))],
+    )
+    decision = run(tmp_path, scenario)["decision"]
+    assert decision["type"] == "empty" and decision["nodes"] == ["cheap"]
+
+
+def test_empty_nodes_are_left_to_the_empty_budget(tmp_path: Path) -> None:
+    """consolidation.ShouldDisrupt refuses empty nodes: with the Empty budget at 0 no method
+    deletes the idle node, though the Underutilized budget is open."""
+    scenario = _scenario(
+        [_node("busy", "large"), _node("idle", "small")],
+        [_pod("w", "busy", 7000)],
+        budgets=[{"nodes": "0", "reasons": ["Empty"]}, {"nodes": "100%"}],
+    )
+    decision = run(tmp_path, scenario)["decision"]
+    assert decision["type"] == "none" and decision["nodes"] == []
+
+
+def test_do_not_disrupt_duration_counts_from_the_pod_start(tmp_path: Path) -> None:
+    """pod.IsDoNotDisruptActive (since v1.12.0): a duration blocks while the pod is younger than
+    it (NOW is 12:00: started 11:30 with 1h blocks, started 10:00 does not); an annotation that is
+    neither "true" nor a duration is ignored."""
+    nodes = [_node("young", "large"), _node("old", "large"), _node("odd", "large")]
+    pods = [
+        _pod("y", "young", 500, annotations={"karpenter.sh/do-not-disrupt": "1h"}),
+        _pod("o", "old", 500, annotations={"karpenter.sh/do-not-disrupt": "1h"}),
+        _pod("d", "odd", 500, annotations={"karpenter.sh/do-not-disrupt": "soon"}),
+    ]
+    pods[0]["status"]["startTime"] = "2026-11-01T11:30:00Z"
+    pods[1]["status"]["startTime"] = "2026-11-01T10:00:00Z"
+    pods[2]["status"]["startTime"] = "2026-11-01T11:59:00Z"
+    result = by_name(run(tmp_path, _scenario(nodes, pods)))
+    assert result["young"]["candidate"] is False
+    assert "do-not-disrupt" in result["young"]["notCandidateReason"]
+    assert result["old"]["candidate"] is True and result["odd"]["candidate"] is True
+
+
+def test_pdbs_of_daemonset_pods_and_of_two_budgets_block(tmp_path: Path) -> None:
+    """pdb.Limits.isEvictable: a pod matched by two PDBs blocks (eviction refuses it) even if
+    both allow; a DaemonSet pod's PDB counts too, unless the pod tolerates the
+    karpenter.sh/disruption taint (then it is not evicted)."""
+    ds = ["DaemonSet", "agent", "apps/v1"]
+    nodes = [_node(n, "large") for n in ("two", "ds", "tolerant", "free")]
+    tolerate = {"tolerations": [{"operator": "Exists"}]}
+    pods = [
+        _pod("w", "two", 500, labels={"app": "web", "tier": "front"}),
+        _pod("d", "ds", 100, labels={"app": "agent"}, owner=ds),
+        _pod("t", "tolerant", 100, labels={"app": "agent"}, owner=ds),
+        _pod("f", "free", 500),
+    ]
+    pods[2]["spec"].update(tolerate)
+    scenario = _scenario(nodes, pods)
+    scenario["objects"] = [
+        _pdb("web", "web", 5),
+        {**_pdb("front", "web", 5), "spec": {"selector": {"matchLabels": {"tier": "front"}}}},
+        _pdb("agent", "agent", 0),
+    ]
+    result = by_name(run(tmp_path, scenario))
+    assert "more than one PodDisruptionBudget" in result["two"]["notCandidateReason"]
+    assert "PodDisruptionBudget" in result["ds"]["notCandidateReason"]
+    assert result["tolerant"]["candidate"] is True and result["free"]["candidate"] is True
+
+
+def test_consolidation_needs_the_capacity_type_and_zone_labels(tmp_path: Path) -> None:
+    """consolidation.ShouldDisrupt: without karpenter.sh/capacity-type or
+    topology.kubernetes.io/zone a node is no consolidation candidate (its price is unknown);
+    emptiness still takes such a node when it is empty."""
+    bare = {TYPE: "large"}
+    nodes = [
+        node("nolabels", {"cpu": 8000, "memory": 16 * 2**30, "labels": bare}),
+        node("idle", {"cpu": 2000, "memory": 16 * 2**30, "labels": {TYPE: "small"}}),
+        _node("host", "large"),
+    ]
+    scenario = _scenario(nodes, [_pod("w", "nolabels", 500), _pod("h", "host", 500)])
+    result = run(tmp_path, scenario)
+    assert "karpenter.sh/capacity-type" in by_name(result)["nolabels"]["notCandidateReason"]
+    assert result["decision"]["type"] == "empty" and result["decision"]["nodes"] == ["idle"]
+    scenario["nodes"] = [nodes[0], nodes[2]]
+    decision = run(tmp_path, scenario)["decision"]
+    # only host may be consolidated: its pod fits on the unlabelled node
+    assert decision["type"] == "single" and decision["nodes"] == ["host"]

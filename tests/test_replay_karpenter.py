@@ -9,7 +9,8 @@ than an 8-core / 32 GiB one and two nodes of one shape cost the same):
 - **delete**: three 4-core nodes each with a 1.5-core pod. At 0:10 every node is a candidate but
   the budget (10 % of 3 → 1) lets one go: multi-node needs two, so single-node takes the first,
   whose pod fits on the second (3 ≤ 4 cores): deleted, its pod evicted and placed again. Then
-  neither remaining node's pod fits on the other (4.5 > 4) and no shape is cheaper.
+  neither remaining node's pod fits on the other (4.5 > 4) and no shape is cheaper: single-node
+  tries both (a budget above 0 is not counted down per candidate).
 - **replace**: an 8-core node with a 3-core pod, then a 4-core node with a 3-core pod: the big
   node's pod fits nowhere (6 > 4), but the 4-core shape holds it and is strictly cheaper: a 4-core
   node launches at 0:10, is Ready at 2:10 and the big node goes then.
@@ -89,10 +90,12 @@ def test_a_node_whose_pods_fit_on_the_others_is_deleted(default_row: dict[str, A
     counts = row["node_count"]["nodes"]
     assert counts[0] == 3 and counts[1] == 2 and counts[-1] == 2
     reasons = row["unremovable_reasons_node_hours"]
-    # the 0:10 pass: one node goes, the budget holds the two others back (10 s each); from the
-    # 0:20 pass on one node's pod fits nowhere and the budget (10 % of 2 → 1) holds the other
-    assert reasons["NotCheaper"] == pytest.approx(2 - 20 / 3600, abs=1e-6)
-    assert reasons["BudgetExhausted"] == pytest.approx(2 * 10 / 3600 + 2 - 20 / 3600, abs=1e-6)
+    # the 0:10 pass: one node goes, the two others are not tried (10 s each); from the 0:20 pass
+    # on single-node consolidation tries both (the budget, 10 % of 2 → 1, is not 0 and is not
+    # counted down per candidate: singlenodeconsolidation.go) and neither's pod fits
+    assert reasons["Consolidatable"] == pytest.approx(2 * 10 / 3600, abs=1e-6)
+    assert reasons["NotCheaper"] == pytest.approx(2 * (2 - 20 / 3600), abs=1e-6)
+    assert reasons.get("BudgetExhausted", 0) == 0
 
 
 def test_a_budget_of_zero_nodes_blocks_all_disruption(spread: Path, tmp_path: Path) -> None:
@@ -309,3 +312,16 @@ def test_budget_schedules_are_cron_in_utc() -> None:
     assert active(weekdays, 8 * 3600, t0) and active(weekdays, 8 * 3600, t0 + 8 * 3600 - 1)
     assert not active(weekdays, 8 * 3600, t0 - 1) and not active(weekdays, 8 * 3600, t0 + 8 * 3600)
     assert windows(weekdays, 8 * 3600, t0 - 3600, t0 + 86400) == [(t0, t0 + 8 * 3600)]
+
+
+def test_no_pod_moves_onto_a_node_within_its_consolidate_after(tmp_path: Path) -> None:
+    """v1.14.0 (scheduler.go ``addToExistingNode``, upstream's test "should not consolidate pods
+    onto a destination node that is under its consolidateAfter window"): two 4-core nodes with a
+    1-core pod each; a third 1-core pod arrives at 20:00 on one of them (X), whose window then
+    runs to 50:00. The other (Y) is consolidatable from 30:00, but its pod may move only onto X:
+    not before 50:00, when Y goes (it has the fewer pods: the higher savings ratio)."""
+    pods = [P("p0", "a", cpu=1000), P("p1", "b", cpu=1000), P("late", "a", cpu=1000, start=20)]
+    snap = _snapshot(tmp_path, [N("a"), N("b")], pods)
+    row = _row(_whatif(tmp_path, snap, _karpenter("{consolidateAfter: 30m}")))
+    assert row["nodes_removed"] == 1 and row["pods_evicted"] == 1
+    assert row["node_hours"] == pytest.approx(2 + 50 / 60, abs=1e-6)

@@ -4,30 +4,38 @@ pkg/controllers/disruption: ``emptiness.go``, ``multinodeconsolidation.go``,
 ``pkg/apis/v1/nodepool.go``).
 
 - **Candidates**: every node of the pool except one annotated ``karpenter.sh/do-not-disrupt:
-  "true"``, one running a pod with that annotation, or one with a pod whose PodDisruptionBudget
-  allows no eviction now. DaemonSet and mirror pods and terminal pods need no new home.
+  "true"``, one running an active pod whose annotation is ``"true"`` or a duration (``"1h"``)
+  not yet elapsed since the pod started, or one with a pod covered by more than one
+  PodDisruptionBudget or by one that allows no eviction now (DaemonSet pods count; static pods
+  and pods tolerating Karpenter's disruption taint do not). DaemonSet, static, terminal and
+  terminating (but StatefulSet) pods need no new home.
 - **Budgets**: ``disruption.budgets[].nodes`` (an integer or a percentage of the pool's nodes,
   rounded up; default ``10%``), the smallest one; ``consolidateAfter: Never`` disables it.
-- **Order**: candidates by disruption cost, lowest first: Σ over the pods to move of
-  ``EvictionCost`` (1 + pod-deletion-cost / 2^27 + priority / 2^25, clamped to [-10, 10]).
-- **Emptiness**: the empty candidates, up to the budget → ``empty``.
+- **Order** (v1.14.0): by savings ratio, highest first: the node's price over
+  1 + Σ max(0, ``EvictionCost``) of its pods to move (``EvictionCost``: 1 + pod-deletion-cost /
+  2^27 + priority / 2^25, clamped to [-10, 10]).
+- **Emptiness**: the empty candidates (no pod to move with an ``EvictionCost`` above 0), up to
+  the ``Empty`` budget → ``empty``. Consolidation never takes an empty node.
 - **Multi-node** (``WhenEmptyOrUnderutilized`` only): the longest prefix of ≥ 2 candidates (up to
-  100, binary search) whose pods fit on the nodes that stay, with at most one new node cheaper
-  than the prefix's price → ``multi``.
-- **Single-node**: the first candidate that can be deleted, or replaced by a cheaper shape →
-  ``single``.
+  101, binary search, within each pool's budget) whose pods fit on the nodes that stay, with at
+  most one new node cheaper than the prefix's price and than the cheapest candidate of any type
+  among the new node's options → ``multi``.
+- **Single-node**: the first candidate of a pool whose budget is not 0 that can be deleted, or
+  replaced by a cheaper shape → ``single``.
 
 "Fits" on the existing nodes is analyzer's scheduler filters (first fit, as the CA simulation);
 on the replacement only the pods' summed cpu, memory and pod count against the shape (the new
 node's labels and taints are not modelled). Prices come from ``nodePool.instanceTypes`` by the
 nodes' ``node.kubernetes.io/instance-type`` label; as upstream's ``ShouldDisrupt``, a node of a
-type not listed there goes only by emptiness (consolidation needs its price).
+type not listed there, or without the ``karpenter.sh/capacity-type`` or
+``topology.kubernetes.io/zone`` label, goes only by emptiness (consolidation needs its price).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,12 +51,22 @@ from analyzer.autoscaler.scenario import AutoscaleScenario
 from analyzer.autoscaler.utilization import calculate
 from analyzer.core.resources import pod_requests
 from analyzer.core.structured import preview
+from analyzer.scheduling.constraint_types import Taint
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-DISRUPTION_COST = "karpenter.sh/disruption-cost"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-MULTI_LIMIT = 100  # MultiNodeConsolidation considers at most 100 candidates
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+ZONE = "topology.kubernetes.io/zone"
+# MultiNodeConsolidation: at most 100 candidates in ``maxParallel``, but its binary search tries
+# the first ``max + 1`` of them (``firstNConsolidationOption``), so up to 101
+MULTI_LIMIT = 101
+# the taint Karpenter puts on a node it disrupts: a pod that tolerates it is not evicted
+# (``pod.IsEvictable``), so its PodDisruptionBudget does not count
+DISRUPTED_TAINT = Taint("karpenter.sh/disruption", "disrupting", "NoSchedule")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+             "h": 3600.0}  # fmt: skip
+_GO_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 @dataclass
@@ -71,10 +89,10 @@ def eviction_cost(pod: CAPod) -> float:
 
 
 def pod_eviction_cost(annotations: Mapping[str, str], priority: int | None) -> float:
-    """``disruptionutils.EvictionCost``: 1, plus the pod's ``karpenter.sh/disruption-cost`` (else
-    its ``pod-deletion-cost``) / 2^27, plus its priority / 2^25, clamped to [-10, 10]."""
+    """``disruptionutils.EvictionCost``: 1, plus the pod's ``pod-deletion-cost`` / 2^27, plus its
+    priority / 2^25, clamped to [-10, 10] (no other annotation counts)."""
     cost = 1.0
-    raw = annotations.get(DISRUPTION_COST, annotations.get(DELETION_COST))
+    raw = annotations.get(DELETION_COST)
     if raw is not None:
         # upstream logs and ignores an annotation that is not a number
         with contextlib.suppress(ValueError):
@@ -84,8 +102,92 @@ def pod_eviction_cost(annotations: Mapping[str, str], priority: int | None) -> f
     return min(10.0, max(-10.0, cost))
 
 
+def reschedule_cost(costs: Iterable[float]) -> float:
+    """``computeRescheduleDisruptionCost`` (v1.14.0): 1 (the node's own) plus the positive
+    ``EvictionCost`` of each pod to move, in order."""
+    total = 1.0
+    for cost in costs:
+        total += max(0.0, cost)
+    return total
+
+
+def go_duration(text: str) -> float | None:
+    """Go's ``time.ParseDuration`` in seconds (``"1h"``, ``"1h30m"``, ``"1.5s"``; None: not a
+    duration)."""
+    body = text[1:] if text[:1] in "+-" else text
+    if text == "0" or not body:
+        return 0.0 if text == "0" else None
+    at, seconds = 0, 0.0
+    while at < len(body):
+        found = _GO_PART.match(body, at)
+        if found is None:
+            return None
+        seconds += float(found.group(1)) * _GO_UNITS[found.group(2)]
+        at = found.end()
+    return -seconds if text[0] == "-" else seconds
+
+
+def do_not_disrupt_until(value: str | None, start: float | None) -> float | None:
+    """``pod.IsDoNotDisruptActive`` of a pod's ``karpenter.sh/do-not-disrupt`` annotation: until
+    when (seconds) it blocks disruption; inf: for ever (``"true"``, or a duration without a
+    start time); None: not at all (absent, or neither ``"true"`` nor a positive duration)."""
+    if value is None:
+        return None
+    if value == "true":
+        return float("inf")
+    seconds = go_duration(value)
+    if seconds is None or seconds <= 0:
+        return None  # upstream emits an event and ignores the annotation
+    return float("inf") if start is None else start + seconds
+
+
+def _by_node(pod: CAPod) -> bool:
+    """``pod.IsOwnedByNode``: a static pod's mirror."""
+    return pod.mirror or "Node" in pod.obj.owner_kinds
+
+
+def _active(pod: CAPod) -> bool:
+    """``pod.IsActive``: neither terminal (Succeeded, Failed) nor terminating."""
+    return not (pod.obj.terminated or pod.obj.terminating)
+
+
 def _moves(pods: Sequence[CAPod]) -> list[CAPod]:
-    return [p for p in pods if not (p.daemonset or p.mirror or p.terminal)]
+    """``pod.IsReschedulable``: active (or a terminating StatefulSet pod), neither a DaemonSet's
+    nor a static pod."""
+    return [
+        p
+        for p in pods
+        if not (p.daemonset or _by_node(p))
+        and (_active(p) or (p.obj.terminating and "StatefulSet" in p.obj.owner_kinds))
+    ]
+
+
+def _blocking_pod(pods: Sequence[CAPod], pdbs: PdbTracker, now: float) -> str:
+    """``StateNode.ValidatePodsDisruptable``: why a pod keeps the node ("" if none): an active
+    pod's ``karpenter.sh/do-not-disrupt`` (DaemonSet and static pods too), then each evictable
+    pod's PodDisruptionBudgets (``pdb.Limits.CanEvictPods``: DaemonSet pods too, not static
+    pods nor those tolerating Karpenter's disruption taint): more than one, or one allowing no
+    eviction now."""
+    for p in pods:
+        if not _active(p):
+            continue
+        start = None if p.obj.start_time_ns is None else p.obj.start_time_ns / 1e9
+        value = p.annotations.get(DO_NOT_DISRUPT)
+        until = do_not_disrupt_until(value, start)
+        if until is not None and now < until:
+            how = "" if value == "true" else f" ({preview(value)} from its start)"
+            return f"a pod has the karpenter.sh/do-not-disrupt annotation{how}"
+    for p in pods:
+        if not _active(p) or _by_node(p):
+            continue
+        if any(t.tolerates(DISRUPTED_TAINT) for t in p.obj.constraints.tolerations):
+            continue
+        matching = pdbs.matching(p)
+        if len(matching) > 1:
+            return "a pod is covered by more than one PodDisruptionBudget (eviction refuses it)"
+        if matching and pdbs.remaining[matching[0]] < 1:
+            return "a PodDisruptionBudget prevents evicting a pod"
+    return ""
 
 
 class _Fitter:
@@ -137,37 +239,62 @@ def summed(requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
     return need
 
 
+def fitting(
+    requests: Sequence[Mapping[str, int]], shapes: Sequence[Shape], below: float = float("inf")
+) -> list[Shape]:
+    """The shapes of ``shapes`` (cheapest first) priced under ``below`` that hold every pod of
+    ``requests`` (their summed requests; the pod count only where the shape gives one): the new
+    NodeClaim's instance type options after ``RemoveInstanceTypeOptionsByPriceAndMinValues``."""
+    need = summed(requests)
+    out = []
+    for shape in shapes:
+        if shape.price >= below:
+            break
+        fits = all(shape.allocatable.get(k, 0) >= v for k, v in need.items() if v and k != "pods")
+        if fits and shape.allocatable.get("pods", len(requests)) >= len(requests):
+            out.append(shape)
+    return out
+
+
 def cheapest_fit(
     requests: Sequence[Mapping[str, int]], shapes: Sequence[Shape], below: float = float("inf")
 ) -> Shape | None:
-    """The cheapest of ``shapes`` (cheapest first) priced under ``below`` that holds every pod of
-    ``requests`` (their summed requests; the pod count only where the shape gives one)."""
-    need = summed(requests)
-    for shape in shapes:
-        if shape.price >= below:
-            return None
-        fits = all(shape.allocatable.get(k, 0) >= v for k, v in need.items() if v and k != "pods")
-        if fits and shape.allocatable.get("pods", len(requests)) >= len(requests):
-            return shape
-    return None
+    """The cheapest of ``fitting`` (None: no shape)."""
+    found = fitting(requests, shapes, below)
+    return found[0] if found else None
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A node that may be disrupted: its pool, disruption cost, emptiness and price (None: its
-    instance type is unknown, so only emptiness may take it)."""
+    """A node that may be disrupted: its pool, disruption cost, emptiness, price (None: its
+    instance type is unknown, or it lacks a label consolidation needs, so only emptiness may
+    take it), instance type and ``RescheduleDisruptionCost``."""
 
     name: str
     pool: str
     cost: float
     empty: bool
     price: float | None
+    kind: str = ""  # instance type (filterOutSameInstanceType)
+    reschedule: float = 1.0  # 1 + the positive EvictionCost of its pods to move
+
+    @property
+    def ratio(self) -> float:
+        """``Candidate.SavingsRatio``: price (0 when unknown) per unit of disruption."""
+        return (self.price or 0.0) / self.reschedule
+
+
+def savings_order(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """``consolidation.sortCandidates`` (v1.14.0): the highest savings ratio first (ties: in the
+    order given; upstream's sort is not stable)."""
+    return sorted(candidates, key=lambda c: -c.ratio)
 
 
 def _within_budget(
     candidates: Sequence[Candidate], allowed: Callable[[str, str], int], reason: str
 ) -> list[Candidate]:
-    """``filterByBudget``: per pool, the first candidates its budget for ``reason`` allows."""
+    """Per pool, the first candidates its budget for ``reason`` allows, counting down (as
+    emptiness and multi-node consolidation do)."""
     used: dict[str, int] = {}
     out = []
     for c in candidates:
@@ -184,7 +311,7 @@ def decide(
     shapes: Callable[[Sequence[Candidate]], Sequence[Shape]],
     leftover: Callable[[list[str]], list[Mapping[str, int]]],
 ) -> Decision:
-    """The disruption controller's command for the candidates ``ordered`` by disruption cost:
+    """The disruption controller's command for the candidates ``ordered`` by ``savings_order``:
     emptiness, then multi-node, then single-node consolidation (module docstring).
 
     ``allowed(pool, reason)``: the disruptions the pool's budgets allow now for ``Empty`` or
@@ -205,13 +332,14 @@ def decide(
             else "consolidationPolicy WhenEmpty and no candidate is empty"
         )
         return decision
-    # ShouldDisrupt: consolidation needs the candidate's instance type (its price); an empty
-    # node of an unknown type could still go by emptiness, above
-    priced = [c for c in ordered if c.price is not None]
-    within = _within_budget(priced, allowed, "Underutilized")
-    held = set(decision.blocked)
-    decision.blocked += [c.name for c in priced if c not in within and c.name not in held]
-    if not within:
+    # ShouldDisrupt: consolidation needs the candidate's price (instance type, capacity type and
+    # zone) and leaves empty nodes to emptiness and its Empty budget
+    priced = [c for c in ordered if c.price is not None and not c.empty]
+    # single-node skips a candidate whose pool's budget is 0 now, without counting down (one
+    # node per command); multi-node takes the first ones each pool's budget allows
+    open_ = [c for c in priced if allowed(c.pool, "Underutilized") > 0]
+    decision.blocked += [c.name for c in priced if c not in open_]
+    if not open_:
         decision.reason = (
             "the disruption budget allows no node now"
             if priced or decision.blocked
@@ -224,15 +352,19 @@ def decide(
         if not left:
             return True, None
         known = [float(c.price or 0.0) for c in group]
-        below = sum(known)
-        if len(group) > 1:
-            # filterOutSameInstanceType: replacing several nodes by one of a type among them must
-            # beat the cheapest of those, or deleting fewer nodes would disrupt less
-            below = min([below, *known])
-        shape = cheapest_fit(left, shapes(group), below)
-        return shape is not None, shape
+        options = fitting(left, shapes(group), sum(known))
+        if len(group) > 1 and options:
+            # filterOutSameInstanceType: when the replacement's options include a type among the
+            # candidates, it must beat the cheapest candidate of such a type, or deleting fewer
+            # nodes would do with less disruption
+            own: dict[str, float] = {}
+            for c, price in zip(group, known, strict=True):
+                own[c.kind] = min(own.get(c.kind, price), price)
+            cap = min((own[s.name] for s in options if s.name in own), default=float("inf"))
+            options = [s for s in options if s.price < cap]
+        return bool(options), (options[0] if options else None)
 
-    multi = within[:MULTI_LIMIT]
+    multi = _within_budget(priced, allowed, "Underutilized")[:MULTI_LIMIT]
     low, high, best = 2, len(multi), None
     while low <= high:  # the longest prefix that consolidates
         mid = (low + high) // 2
@@ -250,7 +382,7 @@ def decide(
             else f"replaced by one cheaper {best[1].name}"
         )
         return decision
-    for c in within:
+    for c in open_:
         ok, shape = option([c])
         if ok:
             decision.kind, decision.nodes, decision.replacement = "single", [c.name], shape
@@ -280,23 +412,29 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         reason = ""
         if node.annotations.get(DO_NOT_DISRUPT) == "true":
             reason = "node has the karpenter.sh/do-not-disrupt annotation"
-        elif any(p.annotations.get(DO_NOT_DISRUPT) == "true" for p in pods):
-            reason = "a pod has the karpenter.sh/do-not-disrupt annotation"
-        elif any(pdbs.remaining[i] < 1 for p in _moves(pods) for i in pdbs.matching(p)):
-            reason = "a PodDisruptionBudget prevents evicting a pod"
+        else:
+            reason = _blocking_pod(pods, pdbs, scenario.now)
         notes[node.name] = reason
-        costs[node.name] = sum(eviction_cost(p) for p in _moves(pods))
+        moves = [eviction_cost(p) for p in _moves(pods)]
+        costs[node.name] = sum(moves)
         if reason:
             continue
-        empty = not _moves(pods)
+        rescheduling = reschedule_cost(moves)
+        empty = rescheduling <= 1.0  # Candidate.IsEmpty: no pod to move costs above 0
         price = prices.get(types[node.name])
+        missing = [k for k in (CAPACITY_TYPE, ZONE) if k not in node.labels]
         if price is None and not empty:
             notes[node.name] = (
                 f"instance type {preview(types[node.name])} is not in nodePool.instanceTypes "
                 "(consolidation needs its price)"
             )
-        ordered.append(Candidate(node.name, "", costs[node.name], empty, price))
-    ordered.sort(key=lambda c: c.cost)
+        elif missing and not empty:
+            price = None  # ShouldDisrupt: the offering's price needs both labels
+            notes[node.name] = f"node has no {missing[0]} label (consolidation needs its price)"
+        ordered.append(
+            Candidate(node.name, "", costs[node.name], empty, price, types[node.name], rescheduling)
+        )
+    ordered = savings_order(ordered)
     if pool.never:
         decision = Decision("none", reason="consolidateAfter: Never disables consolidation")
     else:

@@ -8,14 +8,17 @@ kubernetes-sigs/karpenter (docs/autoscaling.md "Karpenter in the replay"):
   when it closes the NodeClaims are launched, Ready after ``provisioning-delay``;
 - **disruption** (``pkg/controllers/disruption/controller.go``), every 10 s while anything may
   change its answer: the candidates (``types.go NewCandidate``, ``helpers.go``): present nodes not
-  being disrupted, without ``karpenter.sh/do-not-disrupt`` on the node or one of its pods, no pod
-  whose PodDisruptionBudget allows no eviction now, and consolidatable (``consolidateAfter``
-  since the node's last pod event: ``nodeclaim/disruption/consolidation.go``); ordered by
-  disruption cost (Σ ``EvictionCost`` of the pods to move); then the command of
+  being disrupted, without ``karpenter.sh/do-not-disrupt`` on the node or one of its pods (a pod's
+  ``"true"``, or a duration not yet elapsed since the pod was bound), no pod a
+  PodDisruptionBudget keeps (more than one budget, or one allowing no eviction now; DaemonSet
+  pods too), and consolidatable (``consolidateAfter`` since the node's last pod event:
+  ``nodeclaim/disruption/consolidation.go``); ordered by savings ratio (price over 1 + Σ of the
+  positive ``EvictionCost`` of the pods to move); then the command of
   ``analyzer.autoscaler.karpenter.decide`` (emptiness, multi-node, single-node consolidation,
   budgets per pool and reason, ``orchestration``): deletions happen now, their pods evicted back
   to the replay's scheduler; a replacement is launched first and the candidates are deleted
-  when it is Ready (``orchestration/queue.go``).
+  when it is Ready (``orchestration/queue.go``). The simulation moves no candidate's pod onto a
+  node within its own ``consolidateAfter`` window.
 """
 
 from __future__ import annotations
@@ -27,11 +30,15 @@ import numpy as np
 
 from analyzer.autoscaler.cron import active as cron_active
 from analyzer.autoscaler.karpenter import (
+    DISRUPTED_TAINT,
     DO_NOT_DISRUPT,
     Candidate,
     Decision,
     decide,
+    do_not_disrupt_until,
     pod_eviction_cost,
+    reschedule_cost,
+    savings_order,
 )
 from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
 from analyzer.replay.autoscale_record import AutoscalerRecord
@@ -109,6 +116,29 @@ class KarpenterAutoscaler:
         self.keep = {
             p for p, d in enumerate(inp.demands) if d.annotations.get(DO_NOT_DISRUPT) == "true"
         }
+        # those annotated with a duration ("1h"): they keep their node that long after they
+        # started on it (``pod.IsDoNotDisruptActive``); when each was bound, pod -> (node, when)
+        self.timed = {
+            p: span
+            for p, d in enumerate(inp.demands)
+            if p not in self.keep
+            and (span := do_not_disrupt_until(d.annotations.get(DO_NOT_DISRUPT), 0.0)) is not None
+        }
+        self.started: dict[int, tuple[int, int]] = {}
+        self.unstarted: list[int] = []  # bound before this instant's ``ready``: started then
+        # the pods a PodDisruptionBudget cannot evict or hold: static pods and those tolerating
+        # Karpenter's disruption taint (``pod.IsEvictable``)
+        tolerant: dict[int, bool] = {}  # per constraints object (shared by many pods)
+        self.unevictable = set()
+        for p, d in enumerate(inp.demands):
+            found = tolerant.get(id(d.constraints))
+            if found is None:
+                found = tolerant[id(d.constraints)] = any(
+                    t.tolerates(DISRUPTED_TAINT) for t in d.constraints.tolerations
+                )
+            if found or (inp.pinned[p] and not d.daemonset):
+                self.unevictable.add(p)
+        self.under: set[int] = set()  # the nodes within consolidateAfter at the last pass
         # a list read in a comprehension: the pass sums it for every candidate's pods
         self.costs = [pod_eviction_cost(d.annotations, d.priority) for d in inp.demands]
         self.needs: dict[int, np.ndarray[Any, Any]] = {}  # per pod, for the fast simulation
@@ -160,6 +190,10 @@ class KarpenterAutoscaler:
         for node in self.stale:
             self.last_event[node] = now
         self.stale = set()
+        for pod in self.unstarted:
+            if pod in self.started:
+                self.started[pod] = (self.started[pod][0], now)
+        self.unstarted = []
         joining = sorted(s for s, at in self.provisioning.items() if at <= now)
         for slot in joining:
             del self.provisioning[slot]
@@ -218,6 +252,22 @@ class KarpenterAutoscaler:
             self.last_event[node] = self.clock
         else:  # a departure or a node's leave handled before this instant's ``ready``
             self.stale.add(node)
+        if self.timed:
+            self._track_starts(node, freed)
+
+    def _track_starts(self, node: int, freed: bool) -> None:
+        """When each pod annotated ``do-not-disrupt: <duration>`` started on its node (its
+        ``status.startTime``): set as it is bound, dropped as it leaves."""
+        if freed:
+            for pod in [p for p, (n, _) in self.started.items() if n == node]:
+                if pod not in self.on_node[node]:
+                    del self.started[pod]
+            return
+        for pod in self.on_node[node]:
+            if pod in self.timed and self.started.get(pod, (-1, 0))[0] != node:
+                self.started[pod] = (node, self.clock)
+                if not self.live:
+                    self.unstarted.append(pod)
 
     # -- provisioning --------------------------------------------------------------------------
     def _batch(self, now: int, waiting: list[int]) -> None:
@@ -324,6 +374,7 @@ class KarpenterAutoscaler:
 
         present: list[int] = np.flatnonzero(self.active).tolist()
         blocked = self._pdb_blocked(now, present)
+        self._destinations(now, present)
         annotations = self.state.node_annotations
         candidates: list[Candidate] = []
         for slot in present:
@@ -339,9 +390,9 @@ class KarpenterAutoscaler:
                 count("ConsolidateAfterNever")
             elif annotations and annotations[slot].get(DO_NOT_DISRUPT) == "true":
                 count("DoNotDisruptNode")
-            elif self.keep and any(p in self.keep for p in pods):
+            elif (self.keep or self.timed) and self._kept(slot, now):
                 count("DoNotDisruptPod")
-            elif any(p in blocked for p in pods):
+            elif blocked and any(p in blocked for p in self.on_node[slot]):
                 count("PodDisruptionBudget")
             elif now - int(self.last_event[slot]) < self.settings.consolidate_after:
                 count("ConsolidateAfter")
@@ -351,13 +402,21 @@ class KarpenterAutoscaler:
             else:
                 pool = self.pools.names[self.of[slot]]
                 shape = self.pools.shape_of[slot]
-                price = None if shape < 0 else self.pools.shapes[self.of[slot]][shape].price
-                costs = self.costs
-                cost = sum([costs[p] for p in pods])  # the same order: the same float sum
+                kind, price = "", None
+                if shape >= 0:
+                    found = self.pools.shapes[self.of[slot]][shape]
+                    kind, price = found.name, found.price
+                costs = [self.costs[p] for p in pods]
+                cost = sum(costs)  # the same order: the same float sum
+                rescheduling = reschedule_cost(costs)
+                # Candidate.IsEmpty: no pod to move with an eviction cost above 0
+                empty = rescheduling <= 1.0
                 candidates.append(
-                    Candidate(self.state.node_names[slot], pool, cost, not pods, price)
+                    Candidate(
+                        self.state.node_names[slot], pool, cost, empty, price, kind, rescheduling
+                    )
                 )
-        candidates.sort(key=lambda c: c.cost)  # stable: equal costs keep the node order
+        candidates = savings_order(candidates)  # stable: equal ratios keep the node order
         position = {self.state.node_names[s]: s for s in present}
         decision = self._decide(now, candidates, position) if candidates else Decision("none")
         chosen = {position[n] for n in decision.nodes}
@@ -390,18 +449,59 @@ class KarpenterAutoscaler:
         self.disrupting.update(chosen)
         return []
 
+    def _kept(self, slot: int, now: int) -> bool:
+        """Whether a pod on ``slot`` has an active ``karpenter.sh/do-not-disrupt`` (``"true"``,
+        or a duration not yet elapsed since it started there: then the pass after it elapses is
+        due); DaemonSet and static pods count too (``StateNode.ValidatePodsDisruptable``)."""
+        held = False
+        for pod in self.on_node[slot]:
+            if pod in self.keep:
+                return True
+            span = self.timed.get(pod)
+            if span is None:
+                continue
+            start = self.started.get(pod, (slot, self.inp.start))[1]
+            until = start + int(span * SECOND)
+            if now < until:
+                held = True
+                self.later = min(self.later, until)
+        return held
+
     def _pdb_blocked(self, now: int, present: list[int]) -> set[int]:
-        """The pods whose PodDisruptionBudget allows no eviction now."""
+        """The pods whose eviction a PodDisruptionBudget refuses now (``pdb.Limits``
+        ``CanEvictPods``): covered by more than one budget, or by one that allows no eviction.
+        DaemonSet pods count; static pods and those tolerating the disruption taint do not."""
         if not self.budgets:
             return set()
-        on = [p for s in present for p in self.on_node[s] if not self.inp.pinned[p]]
+        skip = self.unevictable
+        on = [p for s in present for p in self.on_node[s] if p not in skip]
         covering = self.budgets.covering(on)
         if not covering:
             return set()
         node_of = np.array(self.bound, dtype=np.int64)
         status = self.budgets.at(now, node_of, covering, *self.terminating)
         closed = {i for i, b in zip(covering, status, strict=True) if b.disruptions_allowed < 1}
-        return {p for p in on if closed & set(self.budgets.of_pod.get(p, ()))}
+        of_pod = self.budgets.of_pod
+        return {p for p in on if len(of_pod.get(p, ())) > 1 or closed & set(of_pod.get(p, ()))}
+
+    def _destinations(self, now: int, present: list[int]) -> None:
+        """The nodes within their ``consolidateAfter`` window now (``IsUnderConsolidateAfter``):
+        the simulation moves no candidate's pod onto them (v1.14.0 ``scheduler.go``
+        ``addToExistingNode``; pending pods may use them). A node whose window ended since the
+        last pass counts as freed room (kept answers may change); the next end is due."""
+        after = self.settings.consolidate_after
+        if self.settings.never or after <= 0:
+            return
+        under = set()
+        for slot in present:
+            end = int(self.last_event[slot]) + after
+            if now < end:
+                under.add(slot)
+                self.later = min(self.later, end)
+        self.freed.update(self.under - under)
+        if under - self.under:  # fewer destinations: an answer kept may have left too little
+            self.kept.clear()
+        self.under = under
 
     def _decide(self, now: int, ordered: list[Candidate], position: dict[str, int]) -> Decision:
         seconds = now / SECOND
@@ -460,9 +560,14 @@ class KarpenterAutoscaler:
         for s in self.disrupting:
             allowed[s] = False
         # the nodes still launching (for pending pods or as replacements): upstream's in-flight
-        # NodeClaims, which the pending pods may use and the candidates' pods may not
+        # NodeClaims, which the pending pods may use and the candidates' pods may not; so too
+        # the nodes within their consolidateAfter window (``_destinations``)
         inflight = np.zeros_like(allowed)
         inflight[list(self.provisioning)] = True
+        if self.under:
+            within = list(self.under)
+            inflight[within] |= allowed[within]
+            allowed[within] = False
         moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,

@@ -46,7 +46,8 @@ def leftover(
 ) -> list[Mapping[str, int]]:
     """The requests of the pods to move (``moves``: their node and pod) that fit on no
     ``allowed`` node, and of the ``pending`` pods that fit on no ``allowed`` node nor on one
-    still launching (``inflight``, a node mask) and that a shape of ``shapes`` holds alone.
+    of ``inflight`` (a node mask: nodes only pending pods may use, those still launching or
+    within their consolidateAfter window) and that a shape of ``shapes`` holds alone.
 
     ``fast`` (the default; ``KarpenterSettings.fast``) gives the same answer cheaper: the
     resource check runs on the ``allowed`` nodes and requested resources only, and the filters
