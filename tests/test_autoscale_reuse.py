@@ -94,7 +94,9 @@ def _reasons_add_up(record: Any) -> None:
     ("seed", "strategy", "raw"),
     [
         (1, "kube-default", None),
-        (2, "most-allocated", None),
+        # (seed 10: seed 2 placed no pod by a hint on the plain path once CA 1.36's threshold
+        # rule and the strict unneeded time came in, 2026-11-30)
+        (10, "most-allocated", None),
         (3, "kube-default", None),
         (5, "most-allocated", None),
         # the candidates limit binds (2 x 1 on the first pass) and rechecks come every 2 minutes
