@@ -64,7 +64,8 @@ def test_the_next_order_is_the_previous_candidates_first() -> None:
 @pytest.mark.parametrize(
     # most-allocated seed 10: seed 2 had no pass stand for a repeat once CA 1.36's threshold rule
     # and the strict unneeded time came in (2026-11-30)
-    ("seed", "strategy"), [(1, "kube-default"), (3, "kube-default"), (10, "most-allocated")]
+    ("seed", "strategy"),
+    [(1, "kube-default"), (3, "kube-default"), (10, "most-allocated")],
 )
 def test_a_pass_repeating_the_last_ones_placements_stands(
     seed: int, strategy: str, monkeypatch: pytest.MonkeyPatch
