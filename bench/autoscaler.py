@@ -21,6 +21,7 @@ per strategy and a JSON line::
      "nodes_removed": R, "nodes_added": U, "node_hours": H, "observed_node_hours": O}
 
     .venv/bin/python bench/autoscaler.py [--nodes 500] [--days 1] [--repeat 1] [--bounds zero]
+        [--kubernetes-version 1.35]
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--strategy", action="append", default=None)
     parser.add_argument("--bounds", choices=("zero", "observed"), default="zero")
+    # the cluster's Kubernetes version: its scheduler plugins and its cluster-autoscaler's rules
+    # (1.36: a node at the threshold is a candidate, least-waste the default expander)
+    parser.add_argument("--kubernetes-version", default=None)
     args = parser.parse_args()
     t0 = time.process_time()
     cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
@@ -69,7 +73,7 @@ def main() -> None:
             **{**vars(settings), "groups": {p or "default": GroupBounds(min_size=0) for p in pools}}
         )
     for name in args.strategy or ["kube-default", "most-allocated"]:
-        strategy = Strategy(name, load_strategy(name))
+        strategy = Strategy(name, load_strategy(name, args.kubernetes_version))
         auto, groups = with_node_groups(inp, settings)
         # the two replays alternate, round by round: a VM that slows down or speeds up during
         # the run (seen here: the same replay 0.98 s in one hour, 1.06-1.18 s in another) then
@@ -92,6 +96,7 @@ def main() -> None:
             "nodes": args.nodes,
             "days": args.days,
             "bounds": args.bounds,
+            "kubernetes_version": str(strategy.profile.version if strategy.profile else ""),
             "pods": inp.pod_count,
             "strategy": name,
             "cpu_s": round(base_cpu, 2),

@@ -111,6 +111,27 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
         "from the config" in " ".join(row["notes"])  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("extra", "config", "said"),
+    [
+        ((), "", "cluster-autoscaler 1.36's rules: expander least-waste (CA's default for this "
+         "version); a node exactly at the scale-down threshold is a candidate (CA 1.36+)"),
+        (("--kubernetes-version", "1.32"), "", "cluster-autoscaler 1.32's rules: expander random "
+         "(CA's default for this version); a node exactly at the scale-down threshold is "
+         "NotUnderutilized (CA before 1.36)"),
+        ((), "  expander: random\n", "expander random (as set in the config)"),
+    ],
+)  # fmt: skip
+def test_the_row_says_which_version_rules_it_followed(
+    spread: Path, tmp_path: Path, extra: tuple[str, ...], config: str, said: str
+) -> None:
+    # the expander and the threshold rule depend on CA's version (its minor follows Kubernetes':
+    # least-waste the default from 1.33, a node at the threshold a candidate from 1.36)
+    text = f"autoscaler:\n{config}  node-groups: {{pool: {{minSize: 0}}}}\n"
+    row = _row(_whatif(tmp_path, spread, text, "--autoscaler", "cluster-autoscaler", *extra))
+    assert said in " ".join(row["notes"])
+
+
 def test_a_drained_node_runs_until_its_pods_terminate(spread: Path, tmp_path: Path) -> None:
     config = "autoscaler:\n  max-graceful-termination: 10s\n  node-groups: {pool: {minSize: 0}}\n"
     row = _row(_whatif(tmp_path, spread, config, "--autoscaler", "cluster-autoscaler"))

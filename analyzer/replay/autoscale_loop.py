@@ -59,6 +59,7 @@ from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import ClusterState
+from analyzer.scheduling.versions import parse_version
 
 
 class ClusterAutoscaler(ReplayView):
@@ -79,7 +80,8 @@ class ClusterAutoscaler(ReplayView):
         rng: np.random.Generator,
     ) -> None:
         super().__init__(inp, groups, settings.options, state, active, on_node)
-        if not settings.expander:  # not set: the default of the profile's version's CA
+        given = settings.expander
+        if not given:  # not set: the default of the profile's version's CA
             settings = dataclasses.replace(settings, expander=default_expander(profile.version))
         self.settings, self.profile, self.bound = settings, profile, bound
         self.budgets, self.rng = budgets, rng
@@ -114,6 +116,7 @@ class ClusterAutoscaler(ReplayView):
         )
         self.record.notes.extend(groups.notes)
         self.record.notes.append(unseen_pod_fields(settings.options))
+        self.record.notes.append(version_rules(profile, settings.expander, bool(given)))
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
@@ -454,3 +457,17 @@ def unseen_pod_fields(options: CAOptions) -> str:
         f'{storage}a cluster-autoscaler.kubernetes.io/safe-to-evict: "false" annotation, so '
         "a node CA keeps for such a pod may be removed here"
     )
+
+
+def version_rules(profile: Profile, expander: str, given: bool) -> str:
+    """The page's note of the cluster-autoscaler rules that depend on its version (CA's minor
+    follows Kubernetes'; the profile's, else the default): the expander and whether a node at
+    the scale-down threshold is a candidate."""
+    version = profile.version if profile.version is not None else parse_version(None)
+    how = "as set in the config" if given else "CA's default for this version"
+    at = (
+        "a node exactly at the scale-down threshold is a candidate (CA 1.36+)"
+        if version.ca_at_threshold_eligible
+        else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.36)"
+    )
+    return f"cluster-autoscaler {version}'s rules: expander {expander} ({how}); {at}"
