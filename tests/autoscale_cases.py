@@ -68,6 +68,10 @@ def pod(name: str, facts: dict[str, Any], now: str, node_name: str) -> dict[str,
         meta["ownerReferences"] = [
             {"kind": kind, "name": owner, "apiVersion": api, "controller": True}
         ]
+    if "createdSecondsAgo" in facts:
+        stamp = datetime.fromisoformat(now.replace("Z", "+00:00")).astimezone(UTC)
+        created = stamp - timedelta(seconds=facts["createdSecondsAgo"])
+        meta["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
     if "deletedSecondsAgo" in facts:
         stamp = datetime.fromisoformat(now.replace("Z", "+00:00")).astimezone(UTC)
         deleted = stamp - timedelta(seconds=facts["deletedSecondsAgo"])

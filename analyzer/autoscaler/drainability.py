@@ -12,7 +12,8 @@ answer that is not undefined wins, in upstream's order:
 7. replicated (no controller, or with the custom-controller flag a kind other than
    ReplicationController/Job/ReplicaSet/StatefulSet: ``NotReplicated``);
 8. system (with ``skip-nodes-with-system-pods``: a kube-system pod no PDB covers:
-   ``UnmovableKubeSystemPod``); 9. ``safe-to-evict: "false"``: ``NotSafeToEvictAnnotation``;
+   ``UnmovableKubeSystemPod``, or drainable once older than
+   ``blocking-system-pod-distruption-timeout``, CA 1.33+); 9. ``safe-to-evict: "false"``: ``NotSafeToEvictAnnotation``;
 10. local storage (with ``skip-nodes-with-local-storage``: ``LocalStorageRequested``);
 11. PDB: a covering budget with fewer than 1 disruption left: ``NotEnoughPdb``.
 
@@ -145,6 +146,11 @@ def drainable(
         return Status(BLOCK, "NotReplicated")
     matching = pdbs.matching(pod)
     if options.skip_nodes_with_system_pods and pod.obj.namespace == "kube-system" and not matching:
+        # ``isBspPassedDisruptionTimeout``: created (a creation time given) longer ago than the
+        # timeout, strictly: drainable, and no later rule is asked
+        timeout, created = options.blocking_system_pod_distruption_timeout, pod.creation_time
+        if timeout is not None and created is not None and now > created + timeout:
+            return _DRAIN_OK
         return Status(BLOCK, "UnmovableKubeSystemPod")
     if pod.not_safe_to_evict:
         return Status(BLOCK, "NotSafeToEvictAnnotation")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.structured import plain, preview
 
@@ -31,6 +32,10 @@ class CAOptions:
     max_scale_down_parallelism: int = 10
     max_drain_parallelism: int = 1
     min_replica_count: int = 0
+    # ``--blocking-system-pod-distruption-timeout`` (upstream's spelling; CA 1.33+, commit
+    # 696af986ed): a kube-system pod no PDB covers is drainable once older than this (seconds);
+    # None: never (CA before 1.33, whose system rule had no timeout)
+    blocking_system_pod_distruption_timeout: float | None = 3600.0
 
 
 _FLOATS = ("scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold")
@@ -47,7 +52,8 @@ _INTS = (
     "max-drain-parallelism",
     "min-replica-count",
 )
-FLAGS = (*_FLOATS, *_BOOLS, *_INTS)
+_DURATIONS = ("blocking-system-pod-distruption-timeout",)
+FLAGS = (*_FLOATS, *_BOOLS, *_INTS, *_DURATIONS)
 
 
 def _value(flag: str, raw: Any, where: str) -> Any:
@@ -56,6 +62,20 @@ def _value(flag: str, raw: Any, where: str) -> Any:
         if not isinstance(raw, bool):
             raise InputError(f"{at}: {preview(raw)} is not true or false")
         return raw
+    if flag in _DURATIONS:
+        if raw is None:  # (a scenario's group options echo the version's "none")
+            return None
+        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+            raise InputError(f"{at}: {preview(raw)} is not a duration like 1h or 30m")
+        # a number is seconds (a scenario's group options echo the scenario's so)
+        seconds = (
+            float(raw)
+            if not isinstance(raw, str)
+            else parse_duration(raw, field=at).total_seconds()
+        )
+        if not 0 <= seconds <= 7 * 86400:
+            raise InputError(f"{at}: {preview(raw)} must be between 0s and 7d")
+        return float(seconds)
     if flag in _FLOATS:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
             raise InputError(f"{at}: {preview(raw)} is not a ratio between 0 and 1 (e.g. 0.5)")

@@ -48,6 +48,9 @@ class CAPod:
     deletion_time: float | None = None  # metadata.deletionTimestamp, unix seconds
     grace_seconds: int = DEFAULT_GRACE_SECONDS  # spec.terminationGracePeriodSeconds
     restart_policy: str = "Always"
+    # metadata.creationTimestamp, unix seconds (None: not given, upstream's zero time; the
+    # replay's pods carry none)
+    creation_time: float | None = None
 
     @cached_property
     def requests(self) -> Mapping[str, int]:
@@ -140,7 +143,7 @@ def _volumes(raw: Any, where: str) -> tuple[Volume, ...]:
     return tuple(out)
 
 
-def _deletion_time(raw: Any, where: str) -> float | None:
+def _timestamp(raw: Any, where: str) -> float | None:
     if raw is None:
         return None
     if hasattr(raw, "timestamp"):  # YAML turns an unquoted timestamp into a datetime
@@ -162,11 +165,14 @@ def parse_ca_pod(raw: Any, where: str) -> CAPod:
     return CAPod(
         obj=obj,
         volumes=_volumes(spec.get("volumes"), f"{where}.spec.volumes"),
-        deletion_time=_deletion_time(
+        deletion_time=_timestamp(
             meta.get("deletionTimestamp"), f"{where}.metadata.deletionTimestamp"
         ),
         grace_seconds=DEFAULT_GRACE_SECONDS if grace is None else grace,
         restart_policy=text(spec.get("restartPolicy"), f"{where}.spec.restartPolicy") or "Always",
+        creation_time=_timestamp(
+            meta.get("creationTimestamp"), f"{where}.metadata.creationTimestamp"
+        ),
     )
 
 

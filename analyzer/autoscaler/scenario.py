@@ -21,6 +21,7 @@ snapshot (its scheduled-pod lister selects them out) and are noted and left out.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -158,6 +159,13 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
         )
     version = parse_version(doc.get("kubernetesVersion"), field=f"{where}.kubernetesVersion")
     options = parse_options(doc.get("options"), f"{where}.options")
+    if not version.ca_system_pod_timeout:  # CA before 1.33: kube-system pods always block
+        if "blocking-system-pod-distruption-timeout" in (doc.get("options") or {}):
+            notes.append(
+                f"options.blocking-system-pod-distruption-timeout: cluster-autoscaler "
+                f"{version} has no such flag (1.33+); ignored"
+            )
+        options = dataclasses.replace(options, blocking_system_pod_distruption_timeout=None)
     raw_nodes = _items(doc.get("nodes"), f"{where}.nodes")
     if not raw_nodes:
         raise InputError(f"{where}.nodes: at least one Node is needed")

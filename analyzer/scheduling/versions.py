@@ -74,6 +74,13 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, 36)
 
     @property
+    def ca_system_pod_timeout(self) -> bool:
+        """cluster-autoscaler 1.33+ (commit 696af986ed): a kube-system pod no PDB covers is
+        drainable once older than ``--blocking-system-pod-distruption-timeout``; before, it
+        always blocked a drain."""
+        return (self.major, self.minor) >= (1, 33)
+
+    @property
     def preemption_sampling(self) -> bool:
         """1.20+ (PR #94814): preemption gathers candidates from a random offset over the
         potential nodes and stops at ``max(n · pct / 100, abs)``; before, every node was tried."""
