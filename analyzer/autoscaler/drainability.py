@@ -13,7 +13,8 @@ answer that is not undefined wins, in upstream's order:
    ReplicationController/Job/ReplicaSet/StatefulSet: ``NotReplicated``);
 8. system (with ``skip-nodes-with-system-pods``: a kube-system pod no PDB covers:
    ``UnmovableKubeSystemPod``, or drainable once older than
-   ``blocking-system-pod-distruption-timeout``, CA 1.33+); 9. ``safe-to-evict: "false"``: ``NotSafeToEvictAnnotation``;
+   ``blocking-system-pod-distruption-timeout``, CA 1.33+);
+9. ``safe-to-evict: "false"``: ``NotSafeToEvictAnnotation``;
 10. local storage (with ``skip-nodes-with-local-storage``: ``LocalStorageRequested``);
 11. PDB: a covering budget with fewer than 1 disruption left: ``NotEnoughPdb``.
 

@@ -6,8 +6,8 @@ In upstream's order: a node CA is already deleting (``CurrentlyBeingDeleted``), 
 (``NotAutoscaled``), then utilisation (the group's ``ignore-daemonsets-utilization``) against the
 group's threshold — the GPU threshold for GPU nodes — where utilisation above the threshold
 is ``NotUnderutilized`` (cluster-autoscaler 1.36+, ``isNodeAtOrBelowUtilizationThreshold``; up
-to 1.35 a node at the threshold was too: ``at_threshold``). Unready nodes are not modelled (``scale-down-unready-enabled`` defaults to
-true, so upstream does not skip them either).
+to 1.35 a node at the threshold was too: ``at_threshold``). Unready nodes are not modelled
+(``scale-down-unready-enabled`` defaults to true, so upstream does not skip them either).
 """
 
 from __future__ import annotations
