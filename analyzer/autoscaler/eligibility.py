@@ -19,7 +19,7 @@ from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.utilization import UtilizationInfo, calculate, is_gpu_node
 from analyzer.scheduling.framework import Profile
-from analyzer.scheduling.versions import parse_version
+from analyzer.scheduling.versions import or_default
 
 
 @dataclass(frozen=True)
@@ -76,5 +76,4 @@ def eligible_at_threshold(profile: Profile) -> bool:
     """Whether a node at the threshold is a candidate for the cluster-autoscaler that goes with
     ``profile``'s Kubernetes version (CA's minor follows Kubernetes'; 1.36+: yes); a profile
     built by hand (no version) takes the default version's rule."""
-    version = profile.version if profile.version is not None else parse_version(None)
-    return version.ca_at_threshold_eligible
+    return or_default(profile.version).ca_at_threshold_eligible

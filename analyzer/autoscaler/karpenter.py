@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -256,14 +256,6 @@ def fitting(
     return out
 
 
-def cheapest_fit(
-    requests: Sequence[Mapping[str, int]], shapes: Sequence[Shape], below: float = float("inf")
-) -> Shape | None:
-    """The cheapest of ``fitting`` (None: no shape)."""
-    found = fitting(requests, shapes, below)
-    return found[0] if found else None
-
-
 @dataclass(frozen=True)
 class Candidate:
     """A node that may be disrupted: its pool, disruption cost, emptiness, price (None: its
@@ -282,6 +274,16 @@ class Candidate:
     def ratio(self) -> float:
         """``Candidate.SavingsRatio``: price (0 when unknown) per unit of disruption."""
         return (self.price or 0.0) / self.reschedule
+
+    @classmethod
+    def of(
+        cls, name: str, pool: str, costs: Sequence[float], price: float | None, kind: str
+    ) -> Candidate:
+        """The candidate whose pods to move have the ``EvictionCost``s ``costs`` (in pod
+        order: their sum is the cost), empty when none of them is above 0
+        (``Candidate.IsEmpty``: a ``RescheduleDisruptionCost`` of 1)."""
+        reschedule = reschedule_cost(costs)
+        return cls(name, pool, sum(costs), reschedule <= 1.0, price, kind, reschedule)
 
 
 def savings_order(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -409,7 +411,6 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
     ordered: list[Candidate] = []
     for node in cluster.nodes:
         pods = cluster.pods.get(node.name, [])
-        reason = ""
         if node.annotations.get(DO_NOT_DISRUPT) == "true":
             reason = "node has the karpenter.sh/do-not-disrupt annotation"
         else:
@@ -419,21 +420,18 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         costs[node.name] = sum(moves)
         if reason:
             continue
-        rescheduling = reschedule_cost(moves)
-        empty = rescheduling <= 1.0  # Candidate.IsEmpty: no pod to move costs above 0
-        price = prices.get(types[node.name])
+        kind = types[node.name]
+        candidate = Candidate.of(node.name, "", moves, prices.get(kind), kind)
         missing = [k for k in (CAPACITY_TYPE, ZONE) if k not in node.labels]
-        if price is None and not empty:
+        if candidate.price is None and not candidate.empty:
             notes[node.name] = (
-                f"instance type {preview(types[node.name])} is not in nodePool.instanceTypes "
+                f"instance type {preview(kind)} is not in nodePool.instanceTypes "
                 "(consolidation needs its price)"
             )
-        elif missing and not empty:
-            price = None  # ShouldDisrupt: the offering's price needs both labels
+        elif missing and not candidate.empty:  # ShouldDisrupt: the price needs both labels
+            candidate = replace(candidate, price=None)
             notes[node.name] = f"node has no {missing[0]} label (consolidation needs its price)"
-        ordered.append(
-            Candidate(node.name, "", costs[node.name], empty, price, types[node.name], rescheduling)
-        )
+        ordered.append(candidate)
     ordered = savings_order(ordered)
     if pool.never:
         decision = Decision("none", reason="consolidateAfter: Never disables consolidation")

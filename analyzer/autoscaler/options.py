@@ -56,6 +56,20 @@ _DURATIONS = ("blocking-system-pod-distruption-timeout",)
 FLAGS = (*_FLOATS, *_BOOLS, *_INTS, *_DURATIONS)
 
 
+def duration_seconds(raw: Any, where: str) -> float:
+    """A duration setting in seconds: a string like ``10m``, ``30s`` or ``1h30m``, or a number
+    of seconds, from 0s to 7d (``InputError`` naming ``where`` otherwise)."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise InputError(f"{where}: {preview(raw)} is not a duration like 10m or 30s")
+    if isinstance(raw, str):
+        seconds = parse_duration(raw, field=where).total_seconds()
+    else:
+        seconds = float(raw)
+    if not 0 <= seconds <= 7 * 86400:
+        raise InputError(f"{where}: {preview(raw)} must be between 0s and 7d")
+    return seconds
+
+
 def _value(flag: str, raw: Any, where: str) -> Any:
     at = f"{where}.{flag}"
     if flag in _BOOLS:
@@ -65,17 +79,8 @@ def _value(flag: str, raw: Any, where: str) -> Any:
     if flag in _DURATIONS:
         if raw is None:  # (a scenario's group options echo the version's "none")
             return None
-        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-            raise InputError(f"{at}: {preview(raw)} is not a duration like 1h or 30m")
         # a number is seconds (a scenario's group options echo the scenario's so)
-        seconds = (
-            float(raw)
-            if not isinstance(raw, str)
-            else parse_duration(raw, field=at).total_seconds()
-        )
-        if not 0 <= seconds <= 7 * 86400:
-            raise InputError(f"{at}: {preview(raw)} must be between 0s and 7d")
-        return float(seconds)
+        return duration_seconds(raw, at)
     if flag in _FLOATS:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
             raise InputError(f"{at}: {preview(raw)} is not a ratio between 0 and 1 (e.g. 0.5)")

@@ -59,7 +59,7 @@ from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import ClusterState
-from analyzer.scheduling.versions import parse_version
+from analyzer.scheduling.versions import or_default
 
 
 class ClusterAutoscaler(ReplayView):
@@ -116,7 +116,6 @@ class ClusterAutoscaler(ReplayView):
         )
         self.record.notes.extend(groups.notes)
         self.record.notes.append(unseen_pod_fields(settings.options))
-        self.record.notes.append(version_rules(profile, settings.expander, bool(given)))
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
@@ -138,6 +137,9 @@ class ClusterAutoscaler(ReplayView):
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
         # a node at the threshold is a candidate: the CA of the profile's version (1.36+)
         self.at_threshold = eligible_at_threshold(profile)
+        self.record.notes.append(
+            version_rules(profile, settings.expander, bool(given), self.at_threshold)
+        )
         self.stale: set[int] = set(range(len(state.node_names)))
         # per slot, its kept eligibility (judged again where ``unjudged``): its unremovable
         # reason ("": a candidate); and whether it has no pod to move, as of its pods' version
@@ -459,15 +461,16 @@ def unseen_pod_fields(options: CAOptions) -> str:
     )
 
 
-def version_rules(profile: Profile, expander: str, given: bool) -> str:
+def version_rules(profile: Profile, expander: str, given: bool, at_threshold: bool) -> str:
     """The page's note of the cluster-autoscaler rules that depend on its version (CA's minor
-    follows Kubernetes'; the profile's, else the default): the expander and whether a node at
-    the scale-down threshold is a candidate."""
-    version = profile.version if profile.version is not None else parse_version(None)
+    follows Kubernetes'; the profile's, else the default): the ``expander`` (``given`` in the
+    config or the version's default) and whether a node at the scale-down threshold is a
+    candidate (``eligible_at_threshold``)."""
     how = "as set in the config" if given else "CA's default for this version"
     at = (
         "a node exactly at the scale-down threshold is a candidate (CA 1.36+)"
-        if version.ca_at_threshold_eligible
+        if at_threshold
         else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.36)"
     )
+    version = or_default(profile.version)
     return f"cluster-autoscaler {version}'s rules: expander {expander} ({how}); {at}"

@@ -266,8 +266,7 @@ def _judge(
                 and used.item(slot, ca.mem) < most
                 and used.item(slot, ca.cpu) < most
             ):
-                over = ratio.item(slot)
-                over = over > threshold if at else over >= threshold  # (``over_threshold``)
+                over = over_threshold(ratio.item(slot), threshold, at)
                 reason = NOT_UNDERUTILIZED if over else ""
             elif by_gpu.item(slot) and (gpu is None or used.item(slot, gpu) < most):
                 # a GPU node's utilisation as CA computes it (``utilization.calculate``): the

@@ -29,13 +29,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.autoscaler.options import CAOptions, parse_options
-from analyzer.core.durations import parse_duration
+from analyzer.autoscaler.options import CAOptions, duration_seconds, parse_options
 from analyzer.core.errors import InputError
 from analyzer.core.structured import plain, preview
 from analyzer.replay.input import NEVER, ReplayInput, rebuild_events
 from analyzer.scheduling.state import ClusterState
-from analyzer.scheduling.versions import KubeVersion, parse_version
+from analyzer.scheduling.versions import KubeVersion, or_default
 
 AUTOSCALERS = ("none", "cluster-autoscaler", "karpenter")
 EXPANDERS = ("random", "least-waste", "priority")
@@ -88,13 +87,9 @@ class AutoscalerSettings:
 
 
 def _seconds(raw: Any, where: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+    if isinstance(raw, float):  # the section's durations are strings or whole seconds
         raise InputError(f"{where}: {preview(raw)} is not a duration like 10m or 30s")
-    text = f"{raw}s" if isinstance(raw, int) else raw
-    seconds = parse_duration(text, field=where).total_seconds()
-    if not 0 <= seconds <= 7 * 86400:
-        raise InputError(f"{where}: {preview(raw)} must be between 0s and 7d")
-    return int(seconds * SECOND)
+    return int(duration_seconds(raw, where) * SECOND)
 
 
 def _priorities(raw: Any, where: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
@@ -305,5 +300,4 @@ def default_expander(version: KubeVersion | None) -> str:
     """cluster-autoscaler's default ``--expander`` for the CA of Kubernetes ``version`` (CA's
     minor follows Kubernetes'; None: the default version): ``least-waste`` from 1.33 (upstream
     commit f8a68efe63, main.go/flags.go), ``random`` up to 1.32."""
-    found = version if version is not None else parse_version(None)
-    return "least-waste" if (found.major, found.minor) >= (1, 33) else "random"
+    return "least-waste" if or_default(version).ca_least_waste_default else "random"

@@ -37,7 +37,6 @@ from analyzer.autoscaler.karpenter import (
     decide,
     do_not_disrupt_until,
     pod_eviction_cost,
-    reschedule_cost,
     savings_order,
 )
 from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
@@ -406,15 +405,9 @@ class KarpenterAutoscaler:
                 if shape >= 0:
                     found = self.pools.shapes[self.of[slot]][shape]
                     kind, price = found.name, found.price
-                costs = [self.costs[p] for p in pods]
-                cost = sum(costs)  # the same order: the same float sum
-                rescheduling = reschedule_cost(costs)
-                # Candidate.IsEmpty: no pod to move with an eviction cost above 0
-                empty = rescheduling <= 1.0
+                costs = [self.costs[p] for p in pods]  # in pod order: the same float sum
                 candidates.append(
-                    Candidate(
-                        self.state.node_names[slot], pool, cost, empty, price, kind, rescheduling
-                    )
+                    Candidate.of(self.state.node_names[slot], pool, costs, price, kind)
                 )
         candidates = savings_order(candidates)  # stable: equal ratios keep the node order
         position = {self.state.node_names[s]: s for s in present}

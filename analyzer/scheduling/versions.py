@@ -74,6 +74,12 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, 36)
 
     @property
+    def ca_least_waste_default(self) -> bool:
+        """cluster-autoscaler 1.33+ (commit f8a68efe63): ``--expander`` defaults to
+        ``least-waste``; before, to ``random``."""
+        return (self.major, self.minor) >= (1, 33)
+
+    @property
     def ca_system_pod_timeout(self) -> bool:
         """cluster-autoscaler 1.33+ (commit 696af986ed): a kube-system pod no PDB covers is
         drainable once older than ``--blocking-system-pod-distruption-timeout``; before, it
@@ -107,3 +113,8 @@ def parse_version(text: str | float | None, *, field: str = "kubernetesVersion")
             f"{field}: {preview(text)} is not supported (use 1.10 .. 1.36 or newer 1.x)"
         )
     return version
+
+
+def or_default(version: KubeVersion | None) -> KubeVersion:
+    """``version``, or the default version where there is none (a profile built by hand)."""
+    return version if version is not None else parse_version(None)
