@@ -28,12 +28,12 @@ RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": 
 
 def _after_each_pass(
     seed: int, strategy: str, raw: Any, lever: bool, monkeypatch: pytest.MonkeyPatch
-) -> tuple[list[tuple[Any, ...]], list[tuple[int, int]], Any]:
-    """The loop's state after every pass, the (over, blocked) counts of each pass that stood
-    at a deadline (``expire``), and the result."""
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, int]], Any]:
+    """The loop's state after every pass, the (over, blocked, no place) counts of each pass
+    that stood at a deadline (``expire``), and the result."""
     auto, groups, settings = seeded_autoscaled(seed, raw)
     seen: list[tuple[Any, ...]] = []
-    fired: list[tuple[int, int]] = []
+    fired: list[tuple[int, int, int]] = []
     update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
     expire = autoscale_expiry.expire
 
@@ -55,9 +55,11 @@ def _after_each_pass(
         skipped_at(ca, run)
         state(ca, run, False)
 
-    def counted(ca: Any, over: list[int], blocked: list[int], limit: int, now: int) -> None:
-        fired.append((len(over), len(blocked)))
-        expire(ca, over, blocked, limit, now)
+    def counted(
+        ca: Any, over: list[int], blocked: list[int], limit: int, now: int, inert: Any = ()
+    ) -> None:
+        fired.append((len(over), len(blocked), len(inert)))
+        expire(ca, over, blocked, limit, now, inert)
 
     with monkeypatch.context() as m:
         m.setattr(autoscale_loop, "update_unneeded", update_then)
@@ -89,7 +91,8 @@ def test_a_pass_at_a_deadline_that_stands_leaves_the_state_of_the_pass_run(
     fast, fired, a = _after_each_pass(seed, strategy, raw, True, monkeypatch)
     full, none, b = _after_each_pass(seed, strategy, raw, False, monkeypatch)
     assert not none and fired, fired
-    assert any(o for o, _ in fired) and (strategy != "kube-default" or any(k for _, k in fired))
+    assert any(o for o, _, _ in fired)
+    assert strategy != "kube-default" or any(k or n for _, k, n in fired)
     assert len(fast) == len(full)
     for i, (x, y) in enumerate(zip(fast, full, strict=True)):
         assert x == y, i
@@ -160,3 +163,24 @@ def test_expire_with_nodes_over_the_threshold_only_adds_no_deadline() -> None:
     assert summary.blocked == () and not summary.look.any()
     assert list(ca.recheck.deadlines.items()) == [(2, 900)]
     assert not ca.dirty and ca.last_pass == (12, False, False)
+
+
+def test_expire_orders_the_simulations_reasons_as_the_nodes_are_found() -> None:
+    # At their deadline slot 0 is over the threshold, slot 3 blocked by a pod and slot 1 finds
+    # no place for its first pod (its requests ``row``). The pass simulates 1 then 3 (slot
+    # order: neither empty nor unneeded before), so ``NoPlaceToMovePods`` is recorded before
+    # ``BlockedByPod``; both are found unremovable (``blocked`` in that order, one of them
+    # ``no_place``), given deadlines in that order, and the first pod's requests join the
+    # summary's ``failed`` rows (room for it would change 1's answer).
+    ca = _loop({RECENTLY_UNREMOVABLE: 4, "NotUnderutilized": 5, "Unneeded": 2}, {2: 900})
+    row = np.array([1500, 2**30, 0])
+    autoscale_expiry.expire(ca, [0], [3], 12, 1_000, [(1, row)])
+    summary = ca.sims.summary
+    assert list(summary.reasons.items()) == [
+        (RECENTLY_UNREMOVABLE, 1), ("NotUnderutilized", 6), ("NoPlaceToMovePods", 1),
+        ("BlockedByPod", 1), ("Unneeded", 2),
+    ]  # fmt: skip
+    assert summary.blocked == (1, 3) and summary.no_place == 1
+    assert len(summary.failed) == 1 and summary.failed[0] is row
+    assert list(ca.recheck.deadlines.items()) == [(2, 900), (1, 1_300), (3, 1_300)]
+    assert ca.dirty and ca.last_pass == (12, False, True)

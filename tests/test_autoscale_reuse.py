@@ -221,10 +221,13 @@ def test_a_target_that_filled_up_is_simulated_again() -> None:
     # hint b; the pass at 0:20 reads a hint the first did not, but would place p0 on b again by
     # it (``autoscale_steady.repeats``): it stands, from then the hints stand still. At 5:00
     # the hint b fails, the search too; the 5:10 pass skips a (recently unremovable) and drops
-    # p0's hint, so at 10:00 a is simulated without it (its 5:00 answer read a hint: not taken
-    # again). From 10:00 on, every 5 minutes (the recheck timeout), at 15:00, ... 55:00 nothing
-    # changed: those nine are taken again
-    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (3, 9)
+    # p0's hint. At 10:00, a's deadline, p0 (a's first pod to move) has room on no other node
+    # (b and c have no pod slot): a pass then finds a unremovable on its first pod, changing
+    # nothing the others read, so it stands as the 5:10 pass with a found unremovable
+    # (``autoscale_expiry``); every 5 minutes after (the recheck timeout), at 15:00, ...
+    # 55:00, nothing changed: each stands as the one that found a unremovable
+    # (``autoscale_steady.rechecked``). Simulated: 0:10 and 5:00
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (2, 0)
     assert plain.autoscaler.simulated == 13
 
 
@@ -250,10 +253,14 @@ def test_a_failed_move_is_simulated_again_when_room_frees() -> None:
     # 20:00, inside a's 5 minutes): three answers simulated, three taken again — before
     # CA's scheduling hints. With them: at 0:10 p0 is searched onto b and gets the hint b (the
     # 0:20 pass would place it there again by that hint: it stands, ``repeats``); at 1:00 the
-    # hint fails and so does the search; 1:10 skips a and drops p0's hint, so the 6:00 answer
-    # (no hint) is not the 1:00 one (hint b): simulated; 11:00 and 16:00 taken again; 21:00
-    # searches p0 onto b (hint b set; 21:10 stands likewise): four simulated, two taken again
-    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (4, 2)
+    # hint fails and so does the search; 1:10 skips a and drops p0's hint. At 6:00 p0, a's
+    # first pod to move, has room on no other node: the pass finds a unremovable on its first
+    # pod, changing nothing the others read, and stands as the 1:10 one with a found so
+    # (``autoscale_expiry``); 11:00 and 16:00 stand as that one (nothing freed:
+    # ``autoscale_steady.rechecked``). 20:00 runs (b freed room for p0; a still skipped) and
+    # 21:00 searches p0 onto b (hint b set; 21:10 stands likewise): three simulated (0:10,
+    # 1:00, 21:00), none taken again
+    assert (fast.autoscaler.simulated, fast.autoscaler.reused) == (3, 0)
 
 
 def test_the_first_fitting_node_is_the_full_masks_first_from_the_start() -> None:

@@ -118,6 +118,7 @@ class RemovalSimulator(Placement):
         self.looked: dict[str, str | None] = {}  # each pod's hint at its first look this pass
         self.look_log: list[tuple[str, str | None]] = []  # every look, in order
         self.hinted = 0  # pods placed on their hinted node
+        self.unplaced: Any = None  # the ``PodDemand`` that found no place in the last failure
         # pods moved onto each node in the pass and not yet in ``current`` (``pods_on`` adds
         # them when the node's pods are read: most targets' never are)
         self.added: dict[str, list[CAPod]] = {}
@@ -358,6 +359,7 @@ class RemovalSimulator(Placement):
                 else:
                     target = self._place_in(allowed, masks)
             if target is None:
+                self.unplaced = demand  # the pod that found no place (its requests are read)
                 for _, i, moved in done:  # Revert(): undo the forked simulation
                     self._unbind(i, moved)
                 if own:

@@ -17,6 +17,7 @@ from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.recheck import UNNEEDED_LIMIT
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome
+from analyzer.replay import autoscale_reuse
 from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
@@ -38,8 +39,10 @@ def simulate_candidates(
     removable ones in pass order, the unremovable ones, and whether the limit stopped it.
 
     ``context`` (what the pass did before a candidate, part of what its answer read) holds each
-    earlier answer but those blocked by a pod: a ``BlockedByPod`` answer changed nothing a later
-    simulation reads. ``simulate`` returns it from ``GetPodsToMove`` alone, before any
+    earlier answer but the quiet ones (``Entry.quiet``): a ``BlockedByPod`` answer changed
+    nothing a later simulation reads, nor did a ``NoPlaceToMovePods`` one whose first pod found
+    no place (no pod placed: no bind kept, no hint set, ``last_index`` not moved, no node
+    dropped, no budget taken from). ``simulate`` returns it from ``GetPodsToMove`` alone, before any
     placement: no bind or unbind (no ``journal``), no hint looked up or set (no ``look_log``
     nor ``hint_log``), ``last_index`` not moved; the budgets are not taken from (``pdbs.remove``
     is for removable ones) and the node stays a destination (``drop`` likewise). Taken again, it
@@ -119,9 +122,18 @@ def simulate_candidates(
             if ca.reuse:
                 rows = []
                 if outcome.reason == "NoPlaceToMovePods":
-                    rows = [simulator.demand_of[id(p)].requests
-                            for p in simulator.pods_on(name)]  # fmt: skip
-                memo.keep(slot, Entry(
+                    if (
+                        autoscale_reuse.NO_PLACE_QUIET
+                        and len(simulator.hint_log) == sets
+                        and simulator.last_index == start
+                    ):
+                        # no pod placed (``Entry.quiet``): it holds while its first pod finds
+                        # no place, so only room for that pod can change it
+                        rows = [simulator.unplaced.requests]
+                    else:
+                        rows = [simulator.demand_of[id(p)].requests
+                                for p in simulator.pods_on(name)]  # fmt: skip
+                memo.keep(slot, entry := Entry(
                     memo.passes, memo.epoch, context, pods, budget, start,
                     simulator.last_index, outcome, targets,
                     walked(simulator.walks, state.node_count), rows,
@@ -129,7 +141,9 @@ def simulate_candidates(
                     # removable with every pod on its hinted node: no search, start unread
                     outcome.removable and simulator.hinted - by_hint == len(outcome.moved),
                 ))  # fmt: skip
-        if outcome.reason != "BlockedByPod":  # a blocked answer is no part of it (docstring)
+        # a quiet answer (blocked, or no place for its first pod) is no part of it (docstring)
+        quiet = outcome.reason == "BlockedByPod" if entry is None else entry.quiet
+        if not quiet:
             said = None if entry is None else entry.said
             if said is None:  # what it adds to a later candidate's context (kept with it)
                 said = (slot, outcome.reason, tuple(targets))

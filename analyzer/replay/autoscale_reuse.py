@@ -50,6 +50,11 @@ from analyzer.autoscaler.removal_state import Outcome
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState, PodDemand
 
+# a ``NoPlaceToMovePods`` answer on a candidate's first pod is quiet as a blocked one is
+# (``Entry.quiet``: out of later answers' context, skipped and rechecked as blocked ones are,
+# ``autoscale_steady``, ``autoscale_expiry``); False keeps it loud (tests compare the two)
+NO_PLACE_QUIET = True
+
 # filters whose verdict on a node reads only that node (given the conditions of ``local``)
 LOCAL_FILTERS = frozenset(
     {
@@ -104,6 +109,20 @@ class Entry:
     # the answer is never changed
     said: tuple[Any, ...] | None = None
 
+    @property
+    def quiet(self) -> bool:
+        """Whether the answer changed nothing a later simulation of the pass reads: blocked by
+        a pod (``GetPodsToMove`` alone, before any placement), or ``NoPlaceToMovePods`` on its
+        first pod (``inert``: no pod placed, so no hint set and the round-robin start where it
+        was; the first pod's placements bound nothing, and a failed one is reverted)."""
+        reason = self.outcome.reason
+        return reason == "BlockedByPod" or (
+            NO_PLACE_QUIET
+            and reason == "NoPlaceToMovePods"
+            and not self.sets
+            and self.end == self.start
+        )
+
 
 @dataclass
 class PassSummary:
@@ -116,12 +135,16 @@ class PassSummary:
     failed: list[np.ndarray[Any, Any]]  # the pods' requests of its NoPlaceToMovePods answers
     budgets: bool  # PodDisruptionBudgets covered its candidates' pods
     reasons: dict[str, int]
-    # the nodes it found unremovable (given recheck deadlines) if every one was blocked by a
-    # pod, else None (``autoscale_stands.stands``: the next pass may stand with them skipped)
+    # the nodes it found unremovable (given recheck deadlines) if every answer was ``quiet``
+    # (blocked by a pod, or no place for its first pod), else None
+    # (``autoscale_stands.stands``: the next pass may stand with them skipped)
     blocked: tuple[int, ...] | None = None
-    # the nodes a later pass skipped as ``blocked`` (``autoscale_steady.skip_blocked``) and the
-    # reasons this pass recorded before: at their deadline, a pass may answer as this one
-    rechecks: tuple[tuple[int, ...], dict[str, int]] | None = None
+    # how many of ``blocked`` found no place for their first pod (the others: blocked by a pod)
+    no_place: int = 0
+    # the nodes a later pass skipped as ``blocked`` (``autoscale_steady.skip_blocked``), the
+    # reasons this pass recorded before and ``no_place``: at their deadline, a pass may answer
+    # as this one
+    rechecks: tuple[tuple[int, ...], dict[str, int], int] | None = None
     # nodes judged with a verdict a bind keeps (``autoscale_steady.steady``): None, none
     steady: np.ndarray[Any, np.dtype[np.bool_]] | None = None
     # candidates refused because their group was at its minSize (never simulated): None, none
@@ -394,8 +417,9 @@ def room_for_any(
     rows: Sequence[np.ndarray[Any, Any]],
     columns: tuple[int, int],
 ) -> bool:
-    """Whether one of ``nodes`` has cpu, memory (``columns``) and a pod slot for one of
-    ``rows`` (request rows of pods that found no place)."""
+    """Whether one of ``nodes`` has a pod slot and room for each resource one of ``rows``
+    (request rows of pods that found no place) requests: cpu and memory (``columns``) and any
+    other (a GPU pod's GPUs: cpu and memory room alone would say a full GPU node has room)."""
     if not len(nodes):
         return False
     cpu, memory = columns
@@ -403,6 +427,10 @@ def room_for_any(
     slots = state.pod_count[nodes] < state.allowed_pods[nodes]
     for row in rows:
         fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
+        if len(row) > 2:
+            for j in np.flatnonzero(row).tolist():
+                if j != cpu and j != memory:
+                    fits &= row[j] <= room[:, j]
         if bool(fits.any()):
             return True
     return False

@@ -377,11 +377,18 @@ def _end_pass(
     kept_reasons = {k: v for k, v in reasons.items() if v}
     ca.record.reasons.append((now, kept_reasons))
     if ca.reuse:
-        # every node given a deadline blocked by a pod: ``BlockedByPod`` comes only from the
-        # simulations (``eligibility.check`` gives none), one count per such candidate
-        blocked = None
-        if reasons.get(BLOCKED, 0) == len(found_unremovable):
-            blocked = tuple(found_unremovable)
+        # every node given a deadline with a quiet answer (``Entry.quiet``: blocked by a pod,
+        # or no place for its first pod), each this pass's entry of its slot
+        blocked: tuple[int, ...] | None = None
+        no_place = 0
+        if not found_unremovable:  # ``BlockedByPod`` comes only from the simulations
+            if not reasons.get(BLOCKED, 0):
+                blocked = ()
+        else:
+            entries = ca.sims.entries
+            if all(entries[s].quiet for s in found_unremovable):
+                blocked = tuple(found_unremovable)
+                no_place = len(blocked) - reasons.get(BLOCKED, 0)
         if not ca.bind_rises:
             # a node over the screen is ``clear`` (a bind on it not verified) because a bind
             # only raises its ratio, the assumption ``steady`` rests on too; with pods taken off
@@ -393,6 +400,7 @@ def _end_pass(
             looked, len(ca.provisioning), covering, kept_reasons, under, blocked, kept_verdicts,
             at_min,
         )  # fmt: skip
+        ca.sims.summary.no_place = no_place
 
 
 def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit: int) -> bool:
@@ -407,11 +415,12 @@ def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit:
         return False
     # the screen of ``gone`` only: ``classify`` reads theirs, ``_judge`` those of some of them
     found = autoscale_expiry.classify(
-        ca, gone, ratios(ca, gone), lambda look: _judge(ca, look, {}, now), now
+        ca, gone, ratios(ca, gone), lambda look: _judge(ca, look, {}, now), now, limit
     )
     if found is None or not stands(ca, limit, tuple(gone)):
         return False
-    autoscale_expiry.expire(ca, *found, limit, now)
+    over, blocked, inert = found
+    autoscale_expiry.expire(ca, over, blocked, limit, now, inert)
     ca.record.skipped += 1
     ca.record.reasons.append((now, dict(summary.reasons)))
     if ca.hints_repeat:  # as ``stood``

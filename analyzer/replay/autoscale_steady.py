@@ -1,11 +1,13 @@
 """What lets a scale-down pass answer as the last one beyond an unchanged state
 (``analyzer.replay.autoscale_stands.stands``; issue 25 item 5):
 
-- after a pass whose only nodes found unremovable were blocked by a pod, the next pass skips
-  them (``RecentlyUnremovable``) and answers as that one otherwise (``blocked_only``; a blocked
+- after a pass whose only nodes found unremovable gave quiet answers (blocked by a pod, or no
+  place for their first pod: ``Entry.quiet``), the next pass skips them
+  (``RecentlyUnremovable``) and answers as that one otherwise (``blocked_only``; a quiet
   answer changed nothing the other candidates read: ``autoscale_candidates``): it stands with
-  its reasons moved (``skip_blocked``); at their deadline, if none of them changed, the pass
-  answers as the one that found them blocked (``rechecked``, ``restore_blocked``);
+  its reasons moved (``skip_blocked``); at their deadline, if none of them changed (and no
+  node freed room for a first pod that found none: ``SimulationMemo.unchanged``'s ``failed``
+  rows), the pass answers as the one that found them (``rechecked``, ``restore_blocked``);
 - a node judged with a verdict a bind keeps (``steady``) is not verified again after a bind
   (``SimulationMemo.touch``'s ``clear``);
 - after a pass that set hints other than those it read, the next pass answers as that one if
@@ -27,6 +29,7 @@ from analyzer.replay.autoscale_reuse import Entry, PassSummary
 ClusterAutoscaler = Any
 
 BLOCKED = "BlockedByPod"
+NO_PLACE = "NoPlaceToMovePods"
 NOT_UNDERUTILIZED = "NotUnderutilized"
 # ``eligibility.check``'s reasons decided before any pod is read (``CurrentlyBeingDeleted``
 # reads the time: left out)
@@ -75,11 +78,12 @@ def verdict_kind(reason: str) -> int:
 
 
 def blocked_only(ca: ClusterAutoscaler) -> bool:
-    """Whether the nodes the last pass found unremovable (``added``) were all blocked by a pod,
-    and a pass now, skipping them, would still judge a present node (else it ends as a pass
-    with none, which keeps no summary). Then (``autoscale_stands.stands``' other tests
-    holding: every node touched since outside what the last pass judged and walked, so not
-    one of them) it answers as the last pass with them skipped (``skip_blocked``)."""
+    """Whether the nodes the last pass found unremovable (``added``) all gave quiet answers
+    (blocked by a pod, or no place for their first pod: ``Entry.quiet``), and a pass now, skipping
+    them, would still judge a present node (else it ends as a pass with none, which keeps no
+    summary). Then (``autoscale_stands.stands``' other tests holding: every node touched since
+    outside what the last pass judged and walked, so not one of them) it answers as the last pass
+    with them skipped (``skip_blocked``)."""
     summary = ca.sims.summary
     if summary is None or not summary.blocked:
         return False
@@ -88,31 +92,32 @@ def blocked_only(ca: ClusterAutoscaler) -> bool:
 
 
 def skip_blocked(ca: ClusterAutoscaler, summary: PassSummary) -> None:
-    """The pass after one that found only ``summary.blocked`` unremovable, all blocked by a
-    pod, ran as that one with them skipped (``autoscale_stands.stands``). A pass run would
-    find: the ``RecentlyUnremovable`` count (the first reason of a pass with deadlines) up by
-    them, each out of ``present`` and of ``look`` alike (``NotUnderutilized``, the count less
-    the nodes looked at, the same), not a candidate (its ``BlockedByPod`` count gone: a
-    reason left at 0 is not recorded), the other candidates in the same order, each answering as before (a
-    blocked answer is no part of their context, ``simulate_candidates``): the same removable
-    nodes, none found unremovable (no deadline added: ``last_pass``'s third field False), the
-    same hints read and set (a blocked candidate reads and sets none: no ``drop_old`` as for
-    any pass that stands), the same limit and stop. The summary then describes it with the
-    skipped nodes out of what it judged (``look``): a later touch of one is checked as of a
-    node skipped (``unchanged``)."""
+    """The pass after one that found only ``summary.blocked`` unremovable, all with quiet
+    answers, ran as that one with them skipped (``autoscale_stands.stands``). A pass run would find:
+    the ``RecentlyUnremovable`` count (the first reason of a pass with deadlines) up by them, each
+    out of ``present`` and of ``look`` alike (``NotUnderutilized``, the count less the nodes looked
+    at, the same), not a candidate (its ``BlockedByPod`` or, for the ``no_place`` ones,
+    ``NoPlaceToMovePods`` count gone: a reason left at 0 is not recorded), the other candidates in
+    the same order, each answering as before (a quiet answer is no part of their context,
+    ``simulate_candidates``): the same removable nodes, none found unremovable (no deadline added:
+    ``last_pass``'s third field False), the same hints read and set (a quiet candidate sets none: no
+    ``drop_old`` as for any pass that stands), the same limit and stop. The summary then describes
+    it with the skipped nodes out of what it judged (``look``): a later touch of one is checked as
+    of a node skipped (``unchanged``)."""
     blocked = summary.blocked
     assert blocked is not None  # ``stands`` held
-    k = len(blocked)
+    k, no_place = len(blocked), summary.no_place
+    taken = {BLOCKED: k - no_place, NO_PLACE: no_place}
     reasons = {RECENTLY_UNREMOVABLE: summary.reasons.get(RECENTLY_UNREMOVABLE, 0) + k}
     for key, value in summary.reasons.items():
-        left = value - k if key == BLOCKED else value
+        left = value - taken.get(key, 0)
         if key != RECENTLY_UNREMOVABLE and left:
             reasons[key] = left
-    summary.rechecks = (blocked, summary.reasons)
+    summary.rechecks = (blocked, summary.reasons, no_place)
     summary.reasons = reasons
     summary.look = summary.look.copy()  # the pass's mask, not changed in place
     summary.look[list(blocked)] = False
-    summary.blocked = ()
+    summary.blocked, summary.no_place = (), 0
     ca.last_pass = (*ca.last_pass[:2], False)
 
 
@@ -125,7 +130,10 @@ def rechecked(ca: ClusterAutoscaler, before: int) -> bool:
     holds on the deadlines left (the ones that pass skipped: any other expiry or any pass run
     since replaced the summary), answers as that pass: each blocked again (``find``'s first
     test: the same pods, moved-in ones included, and the same budgets; no budget covered the
-    pass, or it would not stand), the others as before (their context has no blocked answer).
+    pass, or it would not stand), or with no place for its first pod again (the same turn in
+    the same order on the same state but the replay's binds, which only take room, and its
+    unbinds, each checked by ``unchanged`` for room for that pod: the summary's ``failed``),
+    the others as before (their context has no quiet answer).
     ``restore_blocked`` leaves what it would."""
     summary = ca.sims.summary
     if summary is None or summary.rechecks is None:
@@ -146,11 +154,11 @@ def restore_blocked(ca: ClusterAutoscaler, summary: PassSummary, now: int) -> No
     deadlines from ``now`` in the order they were found, ``dirty`` (the next pass skips them)
     and ``last_pass`` saying deadlines were added, as ``_end_pass`` leaves them."""
     assert summary.rechecks is not None
-    nodes, reasons = summary.rechecks
+    nodes, reasons, no_place = summary.rechecks
     summary.reasons = reasons
     summary.look = summary.look.copy()
     summary.look[list(nodes)] = True
-    summary.blocked = nodes
+    summary.blocked, summary.no_place = nodes, no_place
     summary.rechecks = None
     deadline = now + ca.settings.unremovable_node_recheck_timeout
     for slot in nodes:
