@@ -427,6 +427,8 @@ def room_for_any(
     slots = state.pod_count[nodes] < state.allowed_pods[nodes]
     for row in rows:
         fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
+        if not fits.any():  # (most rows: the other resources need not be read)
+            continue
         if len(row) > 2:
             for j in np.flatnonzero(row).tolist():
                 if j != cpu and j != memory:
