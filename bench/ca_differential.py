@@ -124,7 +124,9 @@ def karpenter(seed: int) -> tuple[dict[str, Any], list[str]]:
     strategy = rng.choice(["kube-default", "most-allocated"])
     disruption: dict[str, Any] = {}
     if rng.random() < 0.4:
-        disruption["consolidationPolicy"] = rng.choice(["WhenEmpty", "WhenEmptyOrUnderutilized"])
+        disruption["consolidationPolicy"] = rng.choice(
+            ["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
+        )
     if rng.random() < 0.4:
         disruption["consolidateAfter"] = rng.choice(["0s", "30s", "5m", "1h"])
     if rng.random() < 0.3:

@@ -22,6 +22,9 @@ pkg/controllers/disruption: ``emptiness.go``, ``multinodeconsolidation.go``,
   among the new node's options → ``multi``.
 - **Single-node**: the first candidate of a pool whose budget is not 0 that can be deleted, or
   replaced by a cheaper shape → ``single``.
+- **Balanced** (v1.14.0, ``balanced.go``): as WhenEmptyOrUnderutilized, but a consolidation move
+  passes only when its share of the pool's cost saved over its share of the pool's disruption
+  is at least 1/k, k = 2 (``move_score``, ``PoolTotals``).
 
 "Fits" on the existing nodes is analyzer's scheduler filters (first fit, as the CA simulation);
 on the replacement only the pods' summed cpu, memory and pod count against the shape (the new
@@ -34,6 +37,7 @@ type not listed there, or without the ``karpenter.sh/capacity-type`` or
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -61,6 +65,10 @@ ZONE = "topology.kubernetes.io/zone"
 # MultiNodeConsolidation: at most 100 candidates in ``maxParallel``, but its binary search tries
 # the first ``max + 1`` of them (``firstNConsolidationOption``), so up to 101
 MULTI_LIMIT = 101
+# the ``Balanced`` consolidation policy (v1.14.0, ``pkg/apis/v1/nodepool.go`` ``BalancedK``): a
+# move passes when its savings fraction over its disruption fraction is at least 1/k
+BALANCED = "Balanced"
+BALANCED_K = 2
 # the taint Karpenter puts on a node it disrupts: a pod that tolerates it is not evicted
 # (``pod.IsEvictable``), so its PodDisruptionBudget does not count
 DISRUPTED_TAINT = Taint("karpenter.sh/disruption", "disrupting", "NoSchedule")
@@ -81,6 +89,49 @@ class Decision:
     costs: dict[str, float] = field(default_factory=dict)
     blocked: list[str] = field(default_factory=list)  # candidates the budgets held back
     failed: list[str] = field(default_factory=list)  # tried alone: not deletable, not cheaper
+    # ``Balanced``: candidates whose move its score refused (under 1/k), and the command's score
+    # (its pools' lowest; None: not scored)
+    refused: list[str] = field(default_factory=list)
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class PoolTotals:
+    """A NodePool's ``NodePoolTotals`` (``balanced.go`` ``computeNodePoolTotals``): the price of
+    all its nodes (``ClusterCost.GetNodepoolCost``; the candidates' prices where that is 0) and
+    the disruption cost of all its nodes (a candidate's ``RescheduleDisruptionCost``, another
+    node's 1 + the positive ``EvictionCost`` of its pods but DaemonSet ones)."""
+
+    cost: float
+    disruption: float
+
+
+def pool_totals(
+    cluster_cost: float, candidates: Sequence[Candidate], others: Iterable[float]
+) -> PoolTotals:
+    """``computeNodePoolTotals`` of one pool: ``cluster_cost`` (``ClusterCost``'s price of all
+    its nodes; where not positive, the candidates' prices instead), the candidates'
+    ``RescheduleDisruptionCost`` and ``others``, each other node's ``StateNode.DisruptionCost``."""
+    cost = cluster_cost if cluster_cost > 0 else sum(float(c.price or 0.0) for c in candidates)
+    return PoolTotals(cost, sum(c.reschedule for c in candidates) + sum(others))
+
+
+def move_score(savings: float, disruption: float, totals: PoolTotals | None) -> float:
+    """``ScoreMove(...).Score()``: the share of the pool's cost a move saves over the share of
+    its disruption it causes; 0 where the totals are not positive (nothing to normalise
+    against) or the move saves nothing, +inf where it disrupts nothing."""
+    if totals is None or totals.cost <= 0 or totals.disruption <= 0:
+        return 0.0
+    saved = savings / totals.cost
+    if saved <= 0:
+        return 0.0
+    share = disruption / totals.disruption
+    return math.inf if share == 0 else saved / share
+
+
+def approved(score: float) -> bool:
+    """``ScoreResult.Approved``: the score at least ``1 / BalancedK``."""
+    return score >= 1.0 / BALANCED_K
 
 
 def eviction_cost(pod: CAPod) -> float:
@@ -312,13 +363,16 @@ def decide(
     policy: str,
     shapes: Callable[[Sequence[Candidate]], Sequence[Shape]],
     leftover: Callable[[list[str]], list[Mapping[str, int]]],
+    totals: Mapping[str, PoolTotals] | None = None,
 ) -> Decision:
     """The disruption controller's command for the candidates ``ordered`` by ``savings_order``:
     emptiness, then multi-node, then single-node consolidation (module docstring).
 
     ``allowed(pool, reason)``: the disruptions the pool's budgets allow now for ``Empty`` or
     ``Underutilized``; ``shapes(candidates)``: the shapes a replacement may take, cheapest first;
-    ``leftover(names)``: the requests of the pods of ``names`` that fit on no node that stays."""
+    ``leftover(names)``: the requests of the pods of ``names`` that fit on no node that stays;
+    ``totals``: each pool's ``PoolTotals``, read under the ``Balanced`` policy (a pool without
+    them scores 0)."""
     decision = Decision("none")
     empty = _within_budget([c for c in ordered if c.empty], allowed, "Empty")
     if empty:
@@ -349,6 +403,36 @@ def decide(
         )
         return decision
 
+    balanced = policy == BALANCED
+    kept = totals or {}
+
+    def scored(group: Sequence[Candidate], shape: Shape | None) -> float:
+        """``EvaluateBalancedMove``: each pool's score of the move (the savings split by the
+        pools' shares of the candidates' price where it spans several), the lowest: every
+        pool must approve it."""
+        prices = [float(c.price or 0.0) for c in group]
+        source = sum(prices)
+        savings = source - (0.0 if shape is None else shape.price)
+        members: dict[str, list[int]] = {}
+        for i, c in enumerate(group):
+            members.setdefault(c.pool, []).append(i)
+        lowest = math.inf
+        for pool, idx in members.items():
+            share = savings
+            if source > 0 and len(members) > 1:
+                share = savings * (sum(prices[i] for i in idx) / source)
+            cost = sum(group[i].reschedule for i in idx)
+            lowest = min(lowest, move_score(share, cost, kept.get(pool)))
+        return lowest
+
+    def can_pass(c: Candidate) -> bool:
+        """``CanPassThreshold``: deleting it (its whole price saved, nothing launched) would
+        pass, the best any of its moves can score; a pool without positive totals passes."""
+        pool = kept.get(c.pool)
+        if pool is None or pool.cost <= 0:
+            return True
+        return approved(move_score(float(c.price or 0.0), c.reschedule, pool))
+
     def option(group: list[Candidate]) -> tuple[bool, Shape | None]:
         left = leftover([c.name for c in group])
         if not left:
@@ -367,36 +451,70 @@ def decide(
         return bool(options), (options[0] if options else None)
 
     multi = _within_budget(priced, allowed, "Underutilized")[:MULTI_LIMIT]
-    low, high, best = 2, len(multi), None
-    while low <= high:  # the longest prefix that consolidates
+    low, high = 2, len(multi)
+    best: tuple[int, Shape | None, float | None] | None = None
+    while low <= high:  # the longest prefix that consolidates (and, Balanced, scores enough)
         mid = (low + high) // 2
         ok, shape = option(multi[:mid])
+        score = None
+        if ok and balanced:
+            score = scored(multi[:mid], shape)
+            ok = approved(score)
         if ok:
-            best, low = (mid, shape), mid + 1
+            best, low = (mid, shape, score), mid + 1
         else:
             high = mid - 1
     if best is not None:
         decision.kind, decision.nodes = "multi", [c.name for c in multi[: best[0]]]
-        decision.replacement = best[1]
+        decision.replacement, decision.score = best[1], best[2]
         decision.reason = (
             "pods fit on the remaining nodes"
             if best[1] is None
             else f"replaced by one cheaper {best[1].name}"
-        )
+        ) + _scored(best[2])
         return decision
     for c in open_:
+        if balanced and not can_pass(c):  # not even deleting it would score enough
+            decision.refused.append(c.name)
+            continue
         ok, shape = option([c])
+        score = None
+        if ok and balanced:
+            score = scored([c], shape)
+            if not approved(score):
+                decision.refused.append(c.name)
+                continue
         if ok:
             decision.kind, decision.nodes, decision.replacement = "single", [c.name], shape
+            decision.score = score
             decision.reason = (
                 "pods fit on the remaining nodes"
                 if shape is None
                 else f"replaced by a cheaper {shape.name}"
-            )
+            ) + _scored(score)
             return decision
         decision.failed.append(c.name)
-    decision.reason = "no candidate's pods fit elsewhere or on a cheaper shape"
+    if decision.refused and not decision.failed:
+        decision.reason = (
+            f"consolidationPolicy Balanced: no move scores {1 / BALANCED_K:g} or more (the "
+            "share of the pool's cost saved over the share of its disruption)"
+        )
+    elif decision.refused:
+        decision.reason = (
+            "no candidate's pods fit elsewhere or on a cheaper shape, and the Balanced score "
+            f"refused the moves that did (under {1 / BALANCED_K:g})"
+        )
+    else:
+        decision.reason = "no candidate's pods fit elsewhere or on a cheaper shape"
     return decision
+
+
+def _scored(score: float | None) -> str:
+    """The Balanced score's part of a decision's reason ("" when not scored)."""
+    if score is None:
+        return ""
+    shown = "inf" if math.isinf(score) else f"{score:.3g}"
+    return f" (Balanced score {shown} ≥ {1 / BALANCED_K:g})"
 
 
 def consolidate(scenario: AutoscaleScenario) -> Decision:
@@ -451,11 +569,41 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
             return [pod_requests(p.obj.spec) for p in fitter.leftover(names) or []]
 
-        decision = decide(ordered, allowed, pool.policy, lambda _c: pool.shapes, leftover)
+        totals = None
+        if pool.policy == BALANCED:
+            totals = {"": _pool_totals(scenario, prices, ordered)}
+        decision = decide(ordered, allowed, pool.policy, lambda _c: pool.shapes, leftover, totals)
         if decision.kind == "none" and not ordered and not decision.reason:
             decision.reason = "no candidate"
     decision.candidates, decision.costs = notes, costs
     return decision
+
+
+def _pool_totals(
+    scenario: AutoscaleScenario, prices: Mapping[str, float], candidates: Sequence[Candidate]
+) -> PoolTotals:
+    """The NodePool's ``PoolTotals`` over every node of the scenario: the price of each node of
+    a listed instance type with the capacity-type and zone labels (``ClusterCost`` counts no
+    NodeClaim missing them; the candidates' prices where none is), and the disruption cost of
+    each node: a candidate's ``RescheduleDisruptionCost``, another's ``StateNode.
+    DisruptionCost`` (1 + the positive ``EvictionCost`` of its pods but DaemonSet and terminal
+    ones: the state tracks a terminating pod until it is gone)."""
+    cluster = scenario.cluster
+    chosen = {c.name for c in candidates}
+    cost = 0.0
+    others = []
+    for node in cluster.nodes:
+        kind = node.labels.get(INSTANCE_TYPE, "")
+        if kind in prices and CAPACITY_TYPE in node.labels and ZONE in node.labels:
+            cost += prices[kind]
+        if node.name in chosen:
+            continue
+        own = 1.0
+        for pod in cluster.pods.get(node.name, []):
+            if "DaemonSet" not in pod.obj.owner_kinds and not pod.obj.terminated:
+                own += max(0.0, eviction_cost(pod))
+        others.append(own)
+    return pool_totals(cost, candidates, others)
 
 
 def karpenter_json(scenario: AutoscaleScenario, decision: Decision) -> dict[str, Any]:
@@ -492,16 +640,23 @@ def karpenter_json(scenario: AutoscaleScenario, decision: Decision) -> dict[str,
             "instanceType": decision.replacement.name,
             "price": decision.replacement.price,
         }
+    verdict: dict[str, Any] = {
+        "type": decision.kind,
+        "nodes": decision.nodes,
+        "replacement": replacement,
+        "reason": decision.reason,
+    }
+    if scenario.node_pool.policy == BALANCED:
+        # the command's score (the share of the pool's cost saved over the share of its
+        # disruption; passes at 1/k = 0.5) and the candidates whose move scored less
+        score = decision.score
+        verdict["score"] = score if score is not None and math.isfinite(score) else None
+        verdict["refusedByScore"] = decision.refused
     return {
         "autoscaler": "karpenter",
         "kubernetesVersion": str(scenario.version),
         "nodes": nodes,
-        "decision": {
-            "type": decision.kind,
-            "nodes": decision.nodes,
-            "replacement": replacement,
-            "reason": decision.reason,
-        },
+        "decision": verdict,
         "removed": decision.nodes,
         "notes": scenario.notes,
     }

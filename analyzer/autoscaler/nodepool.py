@@ -1,7 +1,9 @@
 """A Karpenter NodePool as ``analyzer autoscale`` and the replay read it (``nodePool:`` of a
 scenario, ``autoscaler.karpenter:`` of the config file).
 
-``disruption.consolidationPolicy`` (WhenEmpty | WhenEmptyOrUnderutilized, default the latter),
+``disruption.consolidationPolicy`` (WhenEmpty | WhenEmptyOrUnderutilized | Balanced, default
+WhenEmptyOrUnderutilized; Balanced, Karpenter v1.14.0, scores each move:
+``analyzer.autoscaler.karpenter.move_score``),
 ``disruption.consolidateAfter`` (a duration or ``Never``; default ``0s`` as upstream's v1 API),
 ``disruption.budgets[]``: ``nodes`` (a count or a percentage; default one budget of ``10%``),
 optionally ``schedule`` (cron, UTC) with ``duration`` (the budget counts only in the window after
@@ -24,7 +26,7 @@ from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.objects import resource_list
 from analyzer.scheduling.pdb import scaled
 
-POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 REASONS = ("Empty", "Underutilized", "Drifted")
 
 

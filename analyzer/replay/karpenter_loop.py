@@ -30,13 +30,16 @@ import numpy as np
 
 from analyzer.autoscaler.cron import active as cron_active
 from analyzer.autoscaler.karpenter import (
+    BALANCED,
     DISRUPTED_TAINT,
     DO_NOT_DISRUPT,
     Candidate,
     Decision,
+    PoolTotals,
     decide,
     do_not_disrupt_until,
     pod_eviction_cost,
+    pool_totals,
     savings_order,
 )
 from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
@@ -417,9 +420,11 @@ class KarpenterAutoscaler:
         # each candidate under one reason: chosen, else held back by a budget, else tried alone
         held = set(decision.blocked) - set(decision.nodes)
         failed = set(decision.failed) - held - set(decision.nodes)
+        refused = set(decision.refused) - held - failed - set(decision.nodes)
         count("BudgetExhausted", len(held))
         count("NotCheaper", len(failed))
-        rest = len(candidates) - len(chosen) - len(held) - len(failed)
+        count("BalancedScore", len(refused))
+        rest = len(candidates) - len(chosen) - len(held) - len(failed) - len(refused)
         if decision.kind == "none" and self.settings.policy == "WhenEmpty":
             count("WhenEmptyPolicy", rest)
         else:
@@ -531,7 +536,36 @@ class KarpenterAutoscaler:
                 self.kept[slots] = (key, left)
             return left
 
-        return decide(ordered, allowed, self.settings.policy, shapes, leftover)
+        totals = self._totals(ordered) if self.settings.policy == BALANCED else None
+        return decide(ordered, allowed, self.settings.policy, shapes, leftover, totals)
+
+    def _totals(self, candidates: Sequence[Candidate]) -> dict[str, PoolTotals]:
+        """Each pool's ``PoolTotals`` (``balanced.go`` ``computeNodePoolTotals``) over its nodes
+        present or being launched: their prices (the candidates' where those sum to 0), and
+        each one's disruption cost — a candidate's ``RescheduleDisruptionCost``, another's 1 +
+        the positive ``EvictionCost`` of its pods but DaemonSet ones (``StateNode.
+        DisruptionCost``; a node being launched holds none)."""
+        chosen = {c.name for c in candidates}
+        cost: dict[str, float] = {}
+        others: dict[str, list[float]] = {}
+        demands, costs, names = self.inp.demands, self.costs, self.state.node_names
+        for slot in [*np.flatnonzero(self.active).tolist(), *self.provisioning]:
+            group = int(self.of[slot])
+            pool = self.pools.names[group]
+            shape = self.pools.shape_of[slot]
+            if shape >= 0:
+                cost[pool] = cost.get(pool, 0.0) + self.pools.shapes[group][shape].price
+            rest = others.setdefault(pool, [])
+            if names[slot] not in chosen:
+                own = 1.0
+                for pod in self.on_node[slot]:
+                    if not demands[pod].daemonset:
+                        own += max(0.0, costs[pod])
+                rest.append(own)
+        return {
+            pool: pool_totals(cost.get(pool, 0.0), [c for c in candidates if c.pool == pool], rest)
+            for pool, rest in others.items()
+        }
 
     def _forget_freed(self) -> None:
         """Drop the kept answers a node that freed room since could change."""

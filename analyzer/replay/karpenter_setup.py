@@ -7,7 +7,7 @@ applied to every pool of the snapshot (each pool is a NodePool)::
       provisioning-delay: 2m              # launch + registration until the node is Ready
       karpenter:
         disruption:                       # the NodePool's spec.disruption (upstream defaults)
-          consolidationPolicy: WhenEmptyOrUnderutilized   # or WhenEmpty
+          consolidationPolicy: WhenEmptyOrUnderutilized   # or WhenEmpty, Balanced
           consolidateAfter: 0s            # or Never
           budgets: [{nodes: "10%"}]       # nodes N or N%, schedule + duration, reasons
         requirements:                     # the NodePool's spec.template.spec.requirements
@@ -264,6 +264,14 @@ def with_shapes(
         )
         if not found:
             notes.append(f"pool {name}: no node shape meets autoscaler.karpenter.requirements")
+    if settings.policy == "Balanced":
+        notes.append(
+            "consolidationPolicy Balanced (Karpenter v1.14.0): a consolidation move is made only "
+            "when its share of the pool's cost saved is at least half its share of the pool's "
+            "disruption (1 per node plus each moved pod's eviction cost)"
+        )
+    elif settings.policy == "WhenEmpty":
+        notes.append("consolidationPolicy WhenEmpty: only empty nodes are deleted")
     spare_names = [f"{names[g]}-karpenter-{i}" for i, g in enumerate(spare_pool)]
     taken = set(inp.node_names) & set(spare_names)
     if taken:
