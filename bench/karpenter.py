@@ -19,6 +19,10 @@ strategy and a JSON line::
     {"nodes": N, "days": D, "strategy": S, "cpu_s": C, "karpenter_cpu_s": K, "ratio": K / C, ...}
 
     .venv/bin/python bench/karpenter.py [--nodes 500] [--days 1] [--repeat 1] [--plain]
+        [--policy Balanced]
+
+``--policy``: the NodePool's ``consolidationPolicy`` (default WhenEmptyOrUnderutilized; Balanced
+scores each move against the pool's totals, made at every disruption pass).
 """
 
 from __future__ import annotations
@@ -57,13 +61,15 @@ def main() -> None:
     parser.add_argument(
         "--plain", action="store_true", help="also time the plain simulation (settings.fast off)"
     )
+    parser.add_argument("--policy", default=None, help="the NodePool's consolidationPolicy")
     args = parser.parse_args()
     t0 = time.process_time()
     cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
     inp = prepare(cluster.snapshot)
     print(f"generated and prepared in {time.process_time() - t0:.1f} s CPU: "
           f"{len(inp.node_names)} nodes, {inp.pod_count} pods")  # fmt: skip
-    settings = parse_karpenter(None, 120 * 1_000_000_000)
+    raw = None if args.policy is None else {"disruption": {"consolidationPolicy": args.policy}}
+    settings = parse_karpenter(raw, 120 * 1_000_000_000)
     karpenter, pools = with_shapes(inp, settings, None)
     for name in args.strategy or ["kube-default", "most-allocated"]:
         strategy = Strategy(name, load_strategy(name))
@@ -87,6 +93,7 @@ def main() -> None:
             "pods": inp.pod_count,
             "slots": len(karpenter.node_names),
             "strategy": name,
+            "policy": settings.policy,
             "cpu_s": round(base_cpu, 2),
             "karpenter_cpu_s": round(k_cpu, 2),
             "ratio": round(k_cpu / base_cpu, 2),
