@@ -197,3 +197,76 @@ def random_ask(rng: Any, state: Any, case: int) -> Any:
     if case % 50 == 0:
         ask["example.com/fpga"] = 1
     return make_demand(state.resources, ask, ask, name="p", namespace="d")
+
+
+def after_each_pass(
+    seed: int,
+    strategy: str,
+    raw: Any,
+    levers: dict[tuple[Any, str], Any],
+    monkeypatch: Any,
+    *,
+    loop_state: bool = True,
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, int]], Any]:
+    """The seeded cluster (``seeded_autoscaled``) replayed under cluster-autoscaler with the
+    module attributes ``levers`` set (``{(module, name): value}``): the loop's state after every
+    pass, run or stood (its reasons and the summary's, in order, the deadlines in order, the
+    unneeded nodes, both generations of the hints, ``last_pass``), the (over the threshold,
+    blocked, no place for a first pod) counts of each pass that stood at a deadline
+    (``autoscale_expiry.expire``), and the result. ``loop_state`` False leaves out what only
+    says which of the loop's paths answered: ``dirty``, and the candidates limit where it did
+    not stop the pass (read only then)."""
+    from analyzer.replay import (
+        autoscale_expiry,
+        autoscale_loop,
+        autoscale_scaledown,
+        autoscale_settle,
+    )
+    from analyzer.replay.engine import Strategy, replay
+    from analyzer.scheduling.strategies import load_strategy
+
+    auto, groups, settings = seeded_autoscaled(seed, raw)
+    seen: list[tuple[Any, ...]] = []
+    fired: list[tuple[int, int, int]] = []
+    update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
+    expire = autoscale_expiry.expire
+
+    def state(ca: Any, now: int, run: bool) -> None:
+        summary = ca.sims.summary
+        limit, stopped, added = ca.last_pass
+        if loop_state:
+            head: tuple[Any, ...] = (ca.dirty if run else None, ca.last_pass)
+        else:
+            head = ((limit if stopped else None, stopped, added),)
+        seen.append((
+            now, *head, ca.hints_stable, ca.last_unneeded, list(ca.outcomes), dict(ca.unneeded),
+            list(ca.recheck.deadlines.items()), dict(ca.hints.current), dict(ca.hints.old),
+            list(ca.record.reasons[-1][1].items()),
+            list(summary.reasons.items()) if summary is not None else None,
+            summary.blocked if summary is not None and loop_state else None,
+        ))  # fmt: skip
+
+    def update_then(ca: Any, now: int) -> None:
+        update(ca, now)
+        state(ca, now, True)
+
+    def skipped_at_then(ca: Any, run: int) -> None:
+        skipped_at(ca, run)
+        state(ca, run, False)
+
+    def counted(
+        ca: Any, over: list[int], blocked: list[int], limit: int, now: int, inert: Any = ()
+    ) -> None:
+        fired.append((len(over), len(blocked), len(inert)))
+        expire(ca, over, blocked, limit, now, inert)
+
+    with monkeypatch.context() as m:
+        m.setattr(autoscale_loop, "update_unneeded", update_then)
+        m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
+        m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
+        m.setattr(autoscale_expiry, "expire", counted)
+        for (module, name), value in levers.items():
+            m.setattr(module, name, value)
+        result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
+                        autoscaler=(groups, settings))  # fmt: skip
+    return seen, fired, result

@@ -14,16 +14,10 @@ import dataclasses
 from typing import Any
 
 import pytest
-from autoscale_cases import seeded_autoscaled
+from autoscale_cases import after_each_pass, seeded_autoscaled
 from test_autoscale_reuse import _same_decisions
 
-from analyzer.replay import (
-    autoscale_candidates,
-    autoscale_loop,
-    autoscale_scaledown,
-    autoscale_settle,
-    autoscale_stands,
-)
+from analyzer.replay import autoscale_candidates, autoscale_stands
 from analyzer.replay.autoscale_reuse import SimulationMemo
 from analyzer.replay.engine import Strategy, replay
 from analyzer.scheduling.strategies import load_strategy
@@ -95,30 +89,9 @@ def _after_each_pass(
     blocked by a pod and how many at those nodes' deadline, and the result. ``lever`` False:
     such passes are run (``blocked_only`` always False: no node is skipped as blocked, so
     none is rechecked either)."""
-    auto, groups, settings = seeded_autoscaled(seed, raw)
-    seen: list[tuple[Any, ...]] = []
     skipped = [0, 0]
-    update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
     skip_blocked = autoscale_stands.skip_blocked
     restore_blocked = autoscale_stands.restore_blocked
-
-    def state(ca: Any, now: int, run: bool) -> None:
-        summary = ca.sims.summary
-        seen.append((
-            now, ca.dirty if run else None, ca.hints_stable, ca.last_pass, ca.last_unneeded,
-            list(ca.outcomes),
-            dict(ca.unneeded), dict(ca.recheck.deadlines), dict(ca.hints.current),
-            dict(ca.hints.old), list(ca.record.reasons[-1][1].items()),
-            list(summary.reasons.items()) if summary is not None else None,
-        ))  # fmt: skip
-
-    def update_then(ca: Any, now: int) -> None:
-        update(ca, now)
-        state(ca, now, True)
-
-    def skipped_at_then(ca: Any, run: int) -> None:
-        skipped_at(ca, run)
-        state(ca, run, False)
 
     def counted(ca: Any, summary: Any) -> None:
         skipped[0] += 1
@@ -128,16 +101,13 @@ def _after_each_pass(
         skipped[1] += 1
         restore_blocked(ca, summary, now)
 
-    with monkeypatch.context() as m:
-        m.setattr(autoscale_loop, "update_unneeded", update_then)
-        m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_stands, "skip_blocked", counted)
-        m.setattr(autoscale_stands, "restore_blocked", restored)
-        if not lever:
-            m.setattr(autoscale_stands, "blocked_only", lambda ca: False)
-        result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
-                        autoscaler=(groups, settings))  # fmt: skip
+    levers: dict[tuple[Any, str], Any] = {
+        (autoscale_stands, "skip_blocked"): counted,
+        (autoscale_stands, "restore_blocked"): restored,
+    }
+    if not lever:
+        levers[(autoscale_stands, "blocked_only")] = lambda ca: False
+    seen, _, result = after_each_pass(seed, strategy, raw, levers, monkeypatch)
     return seen, (skipped[0], skipped[1]), result
 
 

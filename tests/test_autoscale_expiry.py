@@ -14,14 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from autoscale_cases import seeded_autoscaled
+from autoscale_cases import after_each_pass
 from test_autoscale_reuse import _same_decisions
 
 from analyzer.autoscaler.recheck import RECENTLY_UNREMOVABLE, UnremovableNodes
-from analyzer.replay import autoscale_expiry, autoscale_loop, autoscale_scaledown, autoscale_settle
+from analyzer.replay import autoscale_expiry, autoscale_scaledown
 from analyzer.replay.autoscale_reuse import PassSummary
-from analyzer.replay.engine import Strategy, replay
-from analyzer.scheduling.strategies import load_strategy
 
 RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}
 
@@ -29,47 +27,9 @@ RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": 
 def _after_each_pass(
     seed: int, strategy: str, raw: Any, lever: bool, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, int]], Any]:
-    """The loop's state after every pass, the (over, blocked, no place) counts of each pass
-    that stood at a deadline (``expire``), and the result."""
-    auto, groups, settings = seeded_autoscaled(seed, raw)
-    seen: list[tuple[Any, ...]] = []
-    fired: list[tuple[int, int, int]] = []
-    update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
-    expire = autoscale_expiry.expire
-
-    def state(ca: Any, now: int, run: bool) -> None:
-        summary = ca.sims.summary
-        seen.append((
-            now, ca.dirty if run else None, ca.hints_stable, ca.last_pass, ca.last_unneeded,
-            list(ca.outcomes), dict(ca.unneeded), list(ca.recheck.deadlines.items()),
-            dict(ca.hints.current), dict(ca.hints.old), list(ca.record.reasons[-1][1].items()),
-            list(summary.reasons.items()) if summary is not None else None,
-            summary.blocked if summary is not None else None,
-        ))  # fmt: skip
-
-    def update_then(ca: Any, now: int) -> None:
-        update(ca, now)
-        state(ca, now, True)
-
-    def skipped_at_then(ca: Any, run: int) -> None:
-        skipped_at(ca, run)
-        state(ca, run, False)
-
-    def counted(
-        ca: Any, over: list[int], blocked: list[int], limit: int, now: int, inert: Any = ()
-    ) -> None:
-        fired.append((len(over), len(blocked), len(inert)))
-        expire(ca, over, blocked, limit, now, inert)
-
-    with monkeypatch.context() as m:
-        m.setattr(autoscale_loop, "update_unneeded", update_then)
-        m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_expiry, "expire", counted)
-        m.setattr(autoscale_scaledown, "EXPIRY", lever)
-        result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
-                        autoscaler=(groups, settings))  # fmt: skip
-    return seen, fired, result
+    """``after_each_pass`` with ``autoscale_scaledown.EXPIRY`` set to ``lever``."""
+    levers = {(autoscale_scaledown, "EXPIRY"): lever}
+    return after_each_pass(seed, strategy, raw, levers, monkeypatch)
 
 
 @pytest.mark.parametrize(

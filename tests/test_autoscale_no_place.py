@@ -16,19 +16,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from autoscale_cases import seeded_autoscaled
+from autoscale_cases import after_each_pass
 from test_autoscale_reuse import _same_decisions
 
-from analyzer.replay import (
-    autoscale_expiry,
-    autoscale_loop,
-    autoscale_reuse,
-    autoscale_scaledown,
-    autoscale_settle,
-)
+from analyzer.replay import autoscale_reuse
 from analyzer.replay.autoscale_reuse import Entry
-from analyzer.replay.engine import Strategy, replay
-from analyzer.scheduling.strategies import load_strategy
 
 RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}
 
@@ -36,49 +28,15 @@ RECHECK = {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": 
 def _after_each_pass(
     seed: int, strategy: str, raw: Any, lever: bool, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[tuple[Any, ...]], int, Any]:
-    """The loop's state after every pass (run or stood), how many passes stood at a deadline
-    with a node found with no place for its first pod, and the result."""
-    auto, groups, settings = seeded_autoscaled(seed, raw)
-    seen: list[tuple[Any, ...]] = []
-    inert_expiries = [0]
-    update, skipped_at = autoscale_scaledown.update_unneeded, autoscale_settle.skipped_at
-    expire = autoscale_expiry.expire
-
-    # (not ``dirty``: with the lever on, a pass may stand at the end of its instant,
-    # ``autoscale_settle``, where with it off the tick runs it; which path is the loop's own)
-    def state(ca: Any, now: int) -> None:
-        summary = ca.sims.summary
-        limit, stopped, added = ca.last_pass  # the limit is read only where it stopped a pass
-        seen.append((
-            now, ca.hints_stable, (limit if stopped else None, stopped, added), ca.last_unneeded,
-            list(ca.outcomes), dict(ca.unneeded), list(ca.recheck.deadlines.items()),
-            dict(ca.hints.current), dict(ca.hints.old), list(ca.record.reasons[-1][1].items()),
-            list(summary.reasons.items()) if summary is not None else None,
-        ))  # fmt: skip
-
-    def update_then(ca: Any, now: int) -> None:
-        update(ca, now)
-        state(ca, now)
-
-    def skipped_at_then(ca: Any, run: int) -> None:
-        skipped_at(ca, run)
-        state(ca, run)
-
-    def counted(
-        ca: Any, over: list[int], blocked: list[int], limit: int, now: int, inert: Any = ()
-    ) -> None:
-        inert_expiries[0] += bool(inert)
-        expire(ca, over, blocked, limit, now, inert)
-
-    with monkeypatch.context() as m:
-        m.setattr(autoscale_loop, "update_unneeded", update_then)
-        m.setattr(autoscale_loop, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_settle, "skipped_at", skipped_at_then)
-        m.setattr(autoscale_expiry, "expire", counted)
-        m.setattr(autoscale_reuse, "NO_PLACE_QUIET", lever)
-        result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
-                        autoscaler=(groups, settings))  # fmt: skip
-    return seen, inert_expiries[0], result
+    """``after_each_pass`` with ``autoscale_reuse.NO_PLACE_QUIET`` set to ``lever``, without
+    the loop's own state (with the lever on, a pass may stand at the end of its instant,
+    ``autoscale_settle``, where with it off the tick runs it): the states, how many passes
+    stood at a deadline with a node found with no place for its first pod, the result."""
+    levers = {(autoscale_reuse, "NO_PLACE_QUIET"): lever}
+    seen, fired, result = after_each_pass(
+        seed, strategy, raw, levers, monkeypatch, loop_state=False
+    )
+    return seen, sum(1 for _, _, inert in fired if inert), result
 
 
 @pytest.mark.parametrize(
