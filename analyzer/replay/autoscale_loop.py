@@ -465,7 +465,8 @@ def version_rules(profile: Profile, expander: str, given: bool, at_threshold: bo
     """The page's note of the cluster-autoscaler rules that depend on its version (CA's minor
     follows Kubernetes'; the profile's, else the default): the ``expander`` (``given`` in the
     config or the version's default) and whether a node at the scale-down threshold is a
-    candidate (``eligible_at_threshold``)."""
+    candidate (``eligible_at_threshold``); from CA 1.35 on, that its frequent loops are not
+    modelled (``KubeVersion.ca_frequent_loops_default``)."""
     how = "as set in the config" if given else "CA's default for this version"
     at = (
         "a node exactly at the scale-down threshold is a candidate (CA 1.36+)"
@@ -473,4 +474,11 @@ def version_rules(profile: Profile, expander: str, given: bool, at_threshold: bo
         else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.36)"
     )
     version = or_default(profile.version)
-    return f"cluster-autoscaler {version}'s rules: expander {expander} ({how}); {at}"
+    loops = ""
+    if version.ca_frequent_loops_default:
+        loops = (
+            "; not modelled: its frequent loops (CA 1.35+ runs again at once after a scale-up, "
+            "a deletion or a newly unschedulable pod; here every scan-interval, so a scale-up "
+            "may come up to one scan later)"
+        )
+    return f"cluster-autoscaler {version}'s rules: expander {expander} ({how}); {at}{loops}"

@@ -80,6 +80,14 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, 33)
 
     @property
+    def ca_frequent_loops_default(self) -> bool:
+        """cluster-autoscaler 1.35+ (commit 7b9a707f5f): ``--frequent-loops-enabled`` defaults to
+        true: the next loop starts at once after a scale-up or a scale-down deletion, or when a
+        pod becomes unschedulable (``loop/trigger.go``). Not modelled by the replay (its loop
+        runs every ``scan-interval``): the page says so for these versions."""
+        return (self.major, self.minor) >= (1, 35)
+
+    @property
     def ca_system_pod_timeout(self) -> bool:
         """cluster-autoscaler 1.33+ (commit 696af986ed): a kube-system pod no PDB covers is
         drainable once older than ``--blocking-system-pod-distruption-timeout``; before, it
