@@ -17,7 +17,6 @@ from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.recheck import UNNEEDED_LIMIT
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome
-from analyzer.replay import autoscale_reuse
 from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
@@ -120,27 +119,23 @@ def simulate_candidates(
             outcome = simulator.simulate(name, pdbs)
             targets = [t for bound, t, _ in simulator.journal[mark:] if bound]
             if ca.reuse:
-                rows = []
-                if outcome.reason == "NoPlaceToMovePods":
-                    if (
-                        autoscale_reuse.NO_PLACE_QUIET
-                        and len(simulator.hint_log) == sets
-                        and simulator.last_index == start
-                    ):
-                        # no pod placed (``Entry.quiet``): it holds while its first pod finds
-                        # no place, so only room for that pod can change it
-                        rows = [simulator.unplaced.requests]
-                    else:
-                        rows = [simulator.demand_of[id(p)].requests
-                                for p in simulator.pods_on(name)]  # fmt: skip
-                memo.keep(slot, entry := Entry(
+                entry = Entry(
                     memo.passes, memo.epoch, context, pods, budget, start,
                     simulator.last_index, outcome, targets,
-                    walked(simulator.walks, state.node_count), rows,
+                    walked(simulator.walks, state.node_count), [],
                     simulator.look_log[looks:], simulator.hint_log[sets:],
                     # removable with every pod on its hinted node: no search, start unread
                     outcome.removable and simulator.hinted - by_hint == len(outcome.moved),
-                ))  # fmt: skip
+                )  # fmt: skip
+                if outcome.reason == "NoPlaceToMovePods":
+                    # a quiet one placed no pod: it holds while its first pod finds no place,
+                    # so only room for that pod can change it; another, room for any of its pods
+                    entry.rows = (
+                        [simulator.unplaced.requests]
+                        if entry.quiet
+                        else [simulator.demand_of[id(p)].requests for p in simulator.pods_on(name)]
+                    )
+                memo.keep(slot, entry)
         # a quiet answer (blocked, or no place for its first pod) is no part of it (docstring)
         quiet = outcome.reason == "BlockedByPod" if entry is None else entry.quiet
         if not quiet:

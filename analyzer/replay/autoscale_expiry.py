@@ -40,6 +40,7 @@ import numpy as np
 from analyzer.autoscaler.drainability import PdbTracker, pods_to_move
 from analyzer.autoscaler.recheck import RECENTLY_UNREMOVABLE, UNNEEDED_LIMIT
 from analyzer.replay import autoscale_reuse
+from analyzer.replay.autoscale_reuse import room_for_any
 from analyzer.replay.autoscale_setup import SECOND
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
@@ -153,14 +154,7 @@ def _room_anywhere(ca: ClusterAutoscaler, node: int, demand: Any) -> bool:
     kept = ca.static.get(("*", id(demand.constraints), bool(demand.host_ports)))
     if kept is not None and kept[0] is not None:
         allowed &= kept[0]
-    state, row = ca.state, demand.requests
-    nodes = np.flatnonzero(allowed)
-    if not len(nodes):
-        return False
-    fits = state.pod_count[nodes] < state.allowed_pods[nodes]
-    for j in np.flatnonzero(row).tolist():  # every resource it requests (a GPU pod's GPUs)
-        fits &= state.allocatable[nodes, j] - state.requested[nodes, j] >= row[j]
-    return bool(fits.any())
+    return room_for_any(ca.state, np.flatnonzero(allowed), [demand.requests], ca.screen)
 
 
 def expire(

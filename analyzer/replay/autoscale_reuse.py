@@ -239,11 +239,12 @@ class SimulationMemo:
         blocked: tuple[int, ...] | None = None,
         steady: np.ndarray[Any, Any] | None = None,
         at_min: list[int] | None = None,
+        no_place: int = 0,
     ) -> None:
         """Keep what the pass just run read (``unchanged`` compares the next state with it).
         ``under``: the slots near or under the threshold then, or judged whatever their ratio
         (``always``); the others that no placement walked are ``clear`` (``touch``).
-        ``blocked``: ``PassSummary.blocked``; ``steady``: nodes judged whose verdict a bind
+        ``blocked``, ``no_place``: ``PassSummary``'s; ``steady``: nodes judged whose verdict a bind
         keeps (``PassSummary.steady``), ``clear`` too where no placement walked them.
         ``at_min``: the candidates refused for their group's minSize (``PassSummary.at_min``)."""
         failed = []
@@ -268,6 +269,7 @@ class SimulationMemo:
             budgets,
             dict(reasons),
             blocked,
+            no_place,
             steady=steady,
         )
         if at_min:
@@ -418,21 +420,26 @@ def room_for_any(
     columns: tuple[int, int],
 ) -> bool:
     """Whether one of ``nodes`` has a pod slot and room for each resource one of ``rows``
-    (request rows of pods that found no place) requests: cpu and memory (``columns``) and any
-    other (a GPU pod's GPUs: cpu and memory room alone would say a full GPU node has room)."""
+    (request rows of pods that found no place) requests: cpu, memory and any other (a GPU pod's
+    GPUs: cpu and memory room alone would say a full GPU node has room). Only requested
+    resources are compared, as NodeResourcesFit does: a pod that requests none of one fits an
+    overcommitted node. cpu and memory (``columns``) are compared first: most rows fit nowhere
+    on them, and the others are then not read."""
     if not len(nodes):
         return False
     cpu, memory = columns
     room = state.allocatable[nodes] - state.requested[nodes]
     slots = state.pod_count[nodes] < state.allowed_pods[nodes]
     for row in rows:
-        fits = (row[cpu] <= room[:, cpu]) & (row[memory] <= room[:, memory]) & slots
-        if not fits.any():  # (most rows: the other resources need not be read)
+        fits = slots
+        for j in columns:
+            if row[j] > 0:
+                fits = fits & (row[j] <= room[:, j])
+        if not fits.any():
             continue
-        if len(row) > 2:
-            for j in np.flatnonzero(row).tolist():
-                if j != cpu and j != memory:
-                    fits &= row[j] <= room[:, j]
+        for j in np.flatnonzero(row).tolist():
+            if j != cpu and j != memory:
+                fits = fits & (row[j] <= room[:, j])
         if bool(fits.any()):
             return True
     return False

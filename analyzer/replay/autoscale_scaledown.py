@@ -398,9 +398,8 @@ def _end_pass(
             under = np.ones_like(under)
         ca.sims.summarise(
             looked, len(ca.provisioning), covering, kept_reasons, under, blocked, kept_verdicts,
-            at_min,
+            at_min, no_place,
         )  # fmt: skip
-        ca.sims.summary.no_place = no_place
 
 
 def _expiry_stands(ca: ClusterAutoscaler, held: dict[int, int], now: int, limit: int) -> bool:
