@@ -213,9 +213,11 @@ def after_each_pass(
     pass, run or stood (its reasons and the summary's, in order, the deadlines in order, the
     unneeded nodes, both generations of the hints, ``last_pass``), the (over the threshold,
     blocked, no place for a first pod) counts of each pass that stood at a deadline
-    (``autoscale_expiry.expire``), and the result. ``loop_state`` False leaves out what only
-    says which of the loop's paths answered: ``dirty``, and the candidates limit where it did
-    not stop the pass (read only then)."""
+    (``autoscale_expiry.expire``), and the result. The candidates limit is compared only where
+    it stopped the pass: only then is it read (``stands``), and a pass that stands keeps the
+    limit of the last pass run, computed from the unneeded count before that pass (a pass run
+    now would compute it from that pass's count; both let it find what it found). ``loop_state``
+    False leaves out what only says which of the loop's paths answered: ``dirty``."""
     from analyzer.replay import (
         autoscale_expiry,
         autoscale_loop,
@@ -234,10 +236,9 @@ def after_each_pass(
     def state(ca: Any, now: int, run: bool) -> None:
         summary = ca.sims.summary
         limit, stopped, added = ca.last_pass
+        head: tuple[Any, ...] = ((limit if stopped else None, stopped, added),)
         if loop_state:
-            head: tuple[Any, ...] = (ca.dirty if run else None, ca.last_pass)
-        else:
-            head = ((limit if stopped else None, stopped, added),)
+            head = (ca.dirty if run else None, *head)
         seen.append((
             now, *head, ca.hints_stable, ca.last_unneeded, list(ca.outcomes), dict(ca.unneeded),
             list(ca.recheck.deadlines.items()), dict(ca.hints.current), dict(ca.hints.old),

@@ -63,10 +63,12 @@ def _scenario(
 @pytest.mark.parametrize("case", BUDGETS["cases"], ids=lambda c: c["name"])
 def test_budgets_match_upstream(tmp_path: Path, case: dict[str, Any]) -> None:
     """Empty nodes up to the parallelism, drained ones up to what is left of it and of the drain
-    parallelism, the first node group first."""
-    result = run(
-        tmp_path, _scenario(case.get("empty", {}), case.get("drain", {}), BUDGETS["options"])
-    )
+    parallelism, the first node group first; deletions in progress take from both budgets."""
+    scenario = _scenario(case.get("empty", {}), case.get("drain", {}), BUDGETS["options"])
+    if "inProgress" in case:
+        scenario["deletionsInProgress"] = case["inProgress"]
+    result = run(tmp_path, scenario)
+    assert result["deletionsInProgress"] == {"empty": 0, "drain": 0, **case.get("inProgress", {})}
     want_empty = [
         f"{g}-empty-{i}" for g, n in case["want"].get("empty", {}).items() for i in range(n)
     ]
@@ -79,6 +81,28 @@ def test_budgets_match_upstream(tmp_path: Path, case: dict[str, Any]) -> None:
     # every node of the case is removable; the budget only says how many go now
     nodes = by_name(result)
     assert all(nodes[n]["removable"] for n in nodes if n != "sink")
+
+
+def test_the_table_says_which_deletions_took_the_budgets(tmp_path: Path) -> None:
+    """Two removable drained nodes, one drain in progress and max-drain-parallelism 2: one goes,
+    and the table names the deletion in progress that took the other's place; without one in
+    progress, the line is not printed."""
+    scenario = _scenario({}, {"ng": 2}, {"max-drain-parallelism": 2})
+    scenario["deletionsInProgress"] = {"drain": 1}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    table = CliRunner().invoke(main, ["autoscale", str(path), "--format", "table"])
+    assert table.exit_code == 0, table.output
+    assert "removed now, in order: ng-drain-0\n" in table.stdout
+    assert (
+        "deletions in progress: 0 empty, 1 drained; taken from the budgets "
+        "(max-scale-down-parallelism 10, max-drain-parallelism 2)"
+    ) in table.stdout
+    del scenario["deletionsInProgress"]
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    table = CliRunner().invoke(main, ["autoscale", str(path), "--format", "table"])
+    assert "removed now, in order: ng-drain-0, ng-drain-1\n" in table.stdout
+    assert "deletions in progress" not in table.stdout
 
 
 def test_node_group_min_size_keeps_the_last_nodes(tmp_path: Path) -> None:
@@ -215,6 +239,20 @@ BAD = [
         "nodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"
         "nodeGroups: [{name: g, nodes: [b]}]\n",
         "nodeGroups[0].nodes[0]: 'b' is not one of the nodes",
+    ),
+    (
+        "autoscale-deletions-in-progress",
+        documented_exit("autoscale-deletions-in-progress"),
+        "nodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"
+        "deletionsInProgress: {drain: -1}\n",
+        "deletionsInProgress.drain: -1 is below 0",
+    ),
+    (
+        "autoscale-deletions-in-progress",
+        documented_exit("autoscale-deletions-in-progress"),
+        "nodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"
+        "deletionsInProgress: {drained: 1}\n",
+        "deletionsInProgress.drained: not a kind of deletion",
     ),
 ]
 

@@ -147,6 +147,28 @@ def test_a_drained_node_runs_until_its_pods_terminate(spread: Path, tmp_path: Pa
     assert row["node_hours"] == pytest.approx(2 * 2 + 630 / 3600, abs=1e-6)
 
 
+def test_a_drain_in_progress_takes_the_drain_budget(tmp_path: Path) -> None:
+    # b and c each hold one 0.5-core pod that fits on a or d (3 of 4 cores taken): both are
+    # unneeded from the first run (0:10). At 10:20 both are due, and max-drain-parallelism 1
+    # lets one drain: b. Its pod's 30 s of grace keep that drain in progress (upstream's
+    # ``CropNodes`` takes ``DeletionsInProgress`` off the budgets) until 10:50, so the runs at
+    # 10:30 and 10:40 drain nothing and c goes at 10:50, not at 10:30: b runs 650 s, c 680 s
+    pods = [P(f"p{n}", n, cpu=3000 if n in "ad" else 500, memory=GI) for n in "abcd"]
+    snap = _snapshot(tmp_path, [N(n) for n in "abcd"], pods)
+    row = _row(_whatif(tmp_path, snap, "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n",
+                       "--autoscaler", "cluster-autoscaler"))  # fmt: skip
+    # b's evicted pod goes back to the scheduler, which puts it on the least allocated node,
+    # c: c's drain evicts it again (2 + 1 evictions, one pod evicted twice within the hour)
+    assert row["nodes_removed"] == 2 and row["pods_evicted"] == 3
+    assert row["evicted_twice_within_hour"] == 1
+    assert row["node_hours"] == pytest.approx(2 * 2 + (650 + 680) / 3600, abs=1e-6)
+    # with a drain parallelism of 2, both go at 10:20
+    config = "autoscaler:\n  max-drain-parallelism: 2\n  node-groups: {pool: {minSize: 0}}\n"
+    both = _row(_whatif(tmp_path, snap, config, "--autoscaler", "cluster-autoscaler"))
+    assert both["nodes_removed"] == 2 and both["pods_evicted"] == 2
+    assert both["node_hours"] == pytest.approx(2 * 2 + 2 * 650 / 3600, abs=1e-6)
+
+
 def test_the_observed_minimum_keeps_every_node(spread: Path, tmp_path: Path) -> None:
     row = _row(_whatif(tmp_path, spread, None, "--autoscaler", "cluster-autoscaler"))
     assert row["nodes_removed"] == 0 and row["node_hours"] == pytest.approx(6.0)

@@ -15,5 +15,12 @@ def decide(scenario: AutoscaleScenario) -> dict[str, Any]:
     if scenario.autoscaler == "karpenter":
         return karpenter_json(scenario, consolidate(scenario))
     return ca_json(
-        scenario, plan(scenario.cluster, scenario.profile, scenario.options, scenario.now)
+        scenario,
+        plan(
+            scenario.cluster,
+            scenario.profile,
+            scenario.options,
+            scenario.now,
+            scenario.in_progress,
+        ),
     )

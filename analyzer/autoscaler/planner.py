@@ -12,7 +12,9 @@ nodes.go) and ``ScaleDownBudgetProcessor.CropNodes`` (core/scaledown/budgets/bud
    nodes whose PDBs do not allow all their pods at once go last (``sortByRisk``);
 4. the budgets: empty nodes up to ``max-scale-down-parallelism`` (``max-empty-bulk-delete``), then
    drained nodes up to ``max-drain-parallelism`` within what is left, both grouped by node group
-   in first-seen order. ``removed`` is that list, in that order.
+   in first-seen order, each budget less the deletions still in progress
+   (``NodeDeletionTracker.DeletionsInProgress``: every one counts against the parallelism, a
+   drained one against the drain parallelism too). ``removed`` is that list, in that order.
 """
 
 from __future__ import annotations
@@ -98,8 +100,15 @@ def _crop(groups: list[list[str]], budget: int) -> list[str]:
     return out
 
 
-def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> Plan:
-    """The scale-down decision at ``now``."""
+def plan(
+    cluster: Cluster,
+    profile: Profile,
+    options: CAOptions,
+    now: float,
+    in_progress: tuple[int, int] = (0, 0),
+) -> Plan:
+    """The scale-down decision at ``now``, with ``in_progress`` (empty, drained) deletions not
+    yet done (``select``)."""
     decisions = []
     at_threshold = eligible_at_threshold(profile)
     for node in cluster.nodes:
@@ -121,7 +130,7 @@ def plan(cluster: Cluster, profile: Profile, options: CAOptions, now: float) -> 
         simulator.drop(name)
         pdbs.remove(outcome.moved)
         unneeded.append(outcome)
-    empty_now, drain_now, refused = select(unneeded, cluster, options)
+    empty_now, drain_now, refused = select(unneeded, cluster, options, in_progress)
     for name in refused:
         by_name[name].reason = "NodeGroupMinSizeReached"
     return Plan(decisions, empty_now + drain_now, empty_now, drain_now)
@@ -150,14 +159,21 @@ def admit(
 
 
 def select(
-    unneeded: list[Outcome], cluster: Cluster, options: CAOptions
+    unneeded: list[Outcome],
+    cluster: Cluster,
+    options: CAOptions,
+    in_progress: tuple[int, int] = (0, 0),
 ) -> tuple[list[str], list[str], list[str]]:
     """Steps 3 (``admit``) and 4 of the pass over nodes unneeded long enough: (empty nodes
-    deleted now, drained nodes deleted now, nodes refused as ``NodeGroupMinSizeReached``)."""
+    deleted now, drained nodes deleted now, nodes refused as ``NodeGroupMinSizeReached``).
+    ``in_progress``: the (empty, drained) deletions started earlier and not yet done
+    (``CropNodes``: the parallelism less both, the drain parallelism less the drained ones; a
+    budget below 1 takes no node)."""
     empty, drain, refused = admit(unneeded, cluster)
     drain_order = [o.node for o in drain if not o.risky] + [o.node for o in drain if o.risky]
-    budget = options.max_scale_down_parallelism
+    empty_going, drain_going = in_progress
+    budget = options.max_scale_down_parallelism - empty_going - drain_going
     empty_now = _crop(_by_group(empty, cluster), budget)
-    drain_budget = min(budget - len(empty_now), options.max_drain_parallelism)
+    drain_budget = min(budget - len(empty_now), options.max_drain_parallelism - drain_going)
     drain_now = _crop(_by_group(drain_order, cluster), drain_budget)
     return empty_now, drain_now, refused

@@ -59,6 +59,7 @@ def ca_json(scenario: AutoscaleScenario, plan: Plan) -> dict[str, Any]:
         "autoscaler": scenario.autoscaler,
         "kubernetesVersion": str(scenario.version),
         "options": options_json(scenario.options),
+        "deletionsInProgress": dict(zip(("empty", "drain"), scenario.in_progress, strict=True)),
         "nodes": nodes,
         "removed": plan.removed,
         "removedEmpty": plan.empty,
@@ -98,6 +99,15 @@ def table_text(result: dict[str, Any]) -> str:
     ]
     lines.append("")
     lines.append(f"removed now, in order: {', '.join(result['removed']) or 'none'}")
+    going = result.get("deletionsInProgress") or {}
+    if any(going.values()):
+        options = result.get("options") or {}
+        lines.append(
+            f"deletions in progress: {going.get('empty', 0)} empty, {going.get('drain', 0)} "
+            f"drained; taken from the budgets (max-scale-down-parallelism "
+            f"{options.get('max-scale-down-parallelism')}, max-drain-parallelism "
+            f"{options.get('max-drain-parallelism')})"
+        )
     for note in result.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ Scenario (YAML or JSON; issue 25; extra keys are noted and ignored)::
     now: "2026-11-01T12:00:00Z"           # optional: for long-terminating pods (default: clock)
     options: {flag: value, ...}           # CA flags by name (``options.FLAGS``)
     nodeGroups: [{name, minSize, maxSize, nodes: [...], options: {...}}]
+    deletionsInProgress: {empty: 0, drain: 0}  # CA's deletions started earlier, not yet done
     nodes: [Node, ...]
     pods: [Pod, ...]                      # spec.nodeName binds them
     objects: [PodDisruptionBudget, ReplicaSet, StatefulSet, Job, DaemonSet, ...]
@@ -51,6 +52,7 @@ KEYS = (
     "now",
     "options",
     "nodeGroups",
+    "deletionsInProgress",
     "nodes",
     "pods",
     "objects",
@@ -71,6 +73,9 @@ class AutoscaleScenario:
     now: float
     node_pool: NodePool = field(default_factory=NodePool)
     notes: list[str] = field(default_factory=list)
+    # (empty, drained) deletions CA started at earlier loops and has not finished: they take
+    # from this loop's budgets (``planner.select``)
+    in_progress: tuple[int, int] = (0, 0)
 
 
 def _items(raw: Any, where: str) -> list[Any]:
@@ -125,6 +130,25 @@ def _groups(raw: Any, names: list[str], options: CAOptions, where: str) -> dict[
                 raise InputError(f"{at}.nodes[{j}]: node {preview(node)} is in two node groups")
             out[node] = group
     return out
+
+
+def _in_progress(raw: Any, where: str) -> tuple[int, int]:
+    """``deletionsInProgress``: ``{empty: N, drain: M}``, counts ≥ 0 (omitted: 0)."""
+    if raw is None:
+        return (0, 0)
+    body = mapping(raw, where)
+    for key in body:
+        if key not in ("empty", "drain"):
+            raise InputError(
+                f"{where}.{plain(key)}: not a kind of deletion; use empty and drain (counts)"
+            )
+    counts = []
+    for key in ("empty", "drain"):
+        count = optional_integer(body.get(key), f"{where}.{key}") or 0
+        if count < 0:
+            raise InputError(f"{where}.{key}: {count} is below 0; give a count of deletions")
+        counts.append(count)
+    return counts[0], counts[1]
 
 
 def _flags(options: CAOptions) -> dict[str, Any]:
@@ -222,6 +246,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
         _now(doc.get("now"), f"{where}.now"),
         parse_node_pool(doc.get("nodePool"), f"{where}.nodePool"),
         notes,
+        _in_progress(doc.get("deletionsInProgress"), f"{where}.deletionsInProgress"),
     )
 
 

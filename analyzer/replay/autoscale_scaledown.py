@@ -436,7 +436,10 @@ def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
     """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up. Long
     enough is strictly longer than ``scale-down-unneeded-time`` (``unneeded.Nodes.
     unremovableReason``: ``NotUnneededLongEnough`` unless ``since + time`` is before now), or
-    at once where that time is 0."""
+    at once where that time is 0. The budgets are less the drains still in progress
+    (``CropNodes``' ``DeletionsInProgress``): a drained node is deleted when its evicted pods
+    are gone (``ClusterAutoscaler.removed``: ``draining`` until then); an empty one at once,
+    so none is in progress at a later run."""
     if now - ca.last_add < ca.settings.delay_after_add:
         return []
     wait = ca.settings.unneeded_time
@@ -444,5 +447,6 @@ def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
     if not due:
         return []
     position = {ca.nodes[s].name: s for s in ca.outcomes}
-    empty, drained, _ = select(due, ca.cluster([]), ca.options)
+    drains = sum(until > now for until in ca.draining.values())
+    empty, drained, _ = select(due, ca.cluster([]), ca.options, (0, drains))
     return [position[name] for name in empty + drained]

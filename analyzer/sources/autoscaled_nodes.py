@@ -25,8 +25,9 @@ with CA's default flags:
   removable nodes (U: unneeded after the last run; I: 600 s at the first run, 10 s after:
   ``unneededNodesLimit`` with parallelism 10). A node removable
   for more than 600 s (``--scale-down-unneeded-time``) is deleted, not within 600 s of a scale-up
-  (``--scale-down-delay-after-add``), at most 10 empty nodes and 1 drained node per run, never
-  below ``minSize``;
+  (``--scale-down-delay-after-add``), at most 10 empty nodes and 1 drained node per run less the
+  drains still in progress (a drained node's 30 s; ``--max-scale-down-parallelism``,
+  ``--max-drain-parallelism``), never below ``minSize``;
 - a deleted node's pods are evicted: they end then and their controller makes a new pod at once
   (pending from the eviction); the node runs on for their 30 s grace period.
 
@@ -122,8 +123,12 @@ class NodeAutoscaler:
         # unneeded strictly longer than the time, as upstream's ``unremovableReason``
         due = [s for s, since in self.unneeded.items() if now - since > UNNEEDED]
         size = int(self.present.sum()) + len(self.provisioning)
-        empty = [s for s in due if not on_node[s]][:MAX_EMPTY]
-        drained = [s for s in due if on_node[s]][:MAX_DRAINED]
+        # the budgets less the drains still in progress (a drained node runs on until its
+        # pods' grace period ends; an empty one goes at once): ``CropNodes``
+        going = sum(1 for t in self.left if t is not None and t > now)
+        empty = [s for s in due if not on_node[s]][: max(MAX_EMPTY - going, 0)]
+        room = min(MAX_EMPTY - going - len(empty), MAX_DRAINED - going)
+        drained = [s for s in due if on_node[s]][: max(room, 0)]
         for slot in empty + drained:
             if size <= self.min_size:
                 break
