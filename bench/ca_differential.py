@@ -8,7 +8,8 @@ request up to 4 cores) is replayed twice under the same autoscaler, with random 
   ``AutoscalerSettings.reuse``) and the plain one (every candidate simulated at every pass), CA
   flags drawn from the candidates limit, recheck timeout, unneeded time, delay after add,
   threshold, ``ignore-daemonsets-utilization``, ``ignore-mirror-pods-utilization``, empty bulk
-  delete, scan interval, expander and the two ``skip-nodes-with-*`` flags; node groups at minSize
+  delete, scan interval, expander, frequent loops and the two ``skip-nodes-with-*`` flags; node
+  groups at minSize
   0, a few under their size, or the data's observed range;
 - ``--autoscaler karpenter``: the consolidation's exact shortcuts (``KarpenterSettings.fast``)
   and the plain path, with a random consolidation policy, ``consolidateAfter`` and budget.
@@ -56,6 +57,7 @@ CA_FLAGS: list[tuple[float, str, list[Any]]] = [
     (0.2, "expander", ["least-waste", "random"]),
     (0.15, "skip-nodes-with-local-storage", [False]),
     (0.15, "skip-nodes-with-system-pods", [False]),
+    (0.3, "frequent-loops-enabled", [False]),  # on by default (the default version, 1.36)
 ]
 
 

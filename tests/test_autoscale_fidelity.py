@@ -4,7 +4,8 @@
 its own CA (``analyzer.sources.autoscaled_nodes``: resources only, written apart from the replay's
 ``analyzer.replay.autoscale_loop`` on the scheduling core). Replaying that data with the same
 strategy (kube-default, which the generator's exact placer also follows) and cluster-autoscaler
-with the same bounds (minSize 1, maxSize twice the starting nodes) and CA's defaults, pods
+with the same bounds (minSize 1, maxSize twice the starting nodes) and CA's defaults but
+frequent loops, off in both (the generator's loop runs every scan-interval), pods
 arriving when created (the data's waits for new nodes are the replay's to make), reproduces the
 data's node count within one node in at least 95 % of the 10-minute buckets and its node-hours
 within 2 %. Three seeds, 8 nodes at the start, one day, 16 pods per node, full churn; each seed's
@@ -52,8 +53,9 @@ def test_the_replay_reproduces_the_generated_autoscaled_cluster(tmp_path: Path, 
     joined = int(np.count_nonzero(inp.node_join > start))
     left = int(np.count_nonzero(inp.node_leave < end))
     assert joined > 0 and left > 0, "the data's CA did nothing both ways"
+    # the generator's CA runs every scan-interval, frequent loops off: so does the replay's
     settings = dataclasses.replace(
-        parse_settings(None), groups={"general": GroupBounds(1, 2 * NODES)}
+        parse_settings(None), groups={"general": GroupBounds(1, 2 * NODES)}, frequent_loops=False
     )
     auto, groups = with_node_groups(inp, settings)
     strategy = Strategy("kube-default", load_strategy("kube-default"))

@@ -119,10 +119,16 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
         (("--kubernetes-version", "1.32"), "", "cluster-autoscaler 1.32's rules: expander random "
          "(CA's default for this version); a node exactly at the scale-down threshold is "
          "NotUnderutilized (CA before 1.36)"),
-        # frequent loops (on by default from CA 1.35, upstream 7b9a707f5f) are not modelled:
-        # said from 1.35, not before
-        (("--kubernetes-version", "1.35"), "", "NotUnderutilized (CA before 1.36); not modelled: "
-         "its frequent loops (CA 1.35+ runs again at once after a scale-up"),
+        # frequent loops: on by default from CA 1.35 (upstream 7b9a707f5f), off before
+        (("--kubernetes-version", "1.35"), "", "NotUnderutilized (CA before 1.36); frequent loops "
+         "(CA's default for this version): a run at once after a scale-up or a deletion and "
+         "when a pod becomes unschedulable, else every scan-interval"),
+        (("--kubernetes-version", "1.32"), "", "; the loop runs every scan-interval (frequent "
+         "loops off: CA's default for this version)"),
+        ((), "  frequent-loops-enabled: false\n", "; the loop runs every scan-interval (frequent "
+         "loops off: as set in the config)"),
+        (("--kubernetes-version", "1.32"), "  frequent-loops-enabled: true\n", "frequent loops "
+         "(as set in the config): a run at once"),
         ((), "  expander: random\n", "expander random (as set in the config)"),
     ],
 )  # fmt: skip
@@ -135,7 +141,10 @@ def test_the_row_says_which_version_rules_it_followed(
     row = _row(_whatif(tmp_path, spread, text, "--autoscaler", "cluster-autoscaler", *extra))
     notes = " ".join(row["notes"])
     assert said in notes
-    assert ("frequent loops" in notes) == ("1.32" not in extra)
+    on = "frequent-loops-enabled: true" in config or (
+        "1.32" not in extra and "frequent-loops-enabled: false" not in config
+    )
+    assert ("frequent loops (" in notes) == on
 
 
 def test_a_drained_node_runs_until_its_pods_terminate(spread: Path, tmp_path: Path) -> None:
@@ -169,6 +178,20 @@ def test_a_drain_in_progress_takes_the_drain_budget(tmp_path: Path) -> None:
     assert both["node_hours"] == pytest.approx(2 * 2 + 2 * 650 / 3600, abs=1e-6)
 
 
+def test_a_change_between_two_runs_waits_for_the_next_run(tmp_path: Path) -> None:
+    # b's only pod ends at 30:15, between two runs of the loop's timer (every 10 s from the
+    # start, as upstream's ``time.After(scanInterval)``). CA sees b empty at its next run, 30:20
+    # (not at 30:15: no run there), so b is unneeded from 30:20 and deleted at the first run
+    # more than 10 minutes later, 40:30 (an empty node: gone at once). Frequent loops (on: the
+    # default of CA 1.35+) start no run for a pod that ends
+    pods = [P("pa", "a", cpu=3000, memory=GI), P("pb", "b", cpu=3000, memory=GI, end=30.25)]
+    snap = _snapshot(tmp_path, [N("a"), N("b")], pods)
+    config = "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n"
+    row = _row(_whatif(tmp_path, snap, config, "--autoscaler", "cluster-autoscaler"))
+    assert row["nodes_removed"] == 1 and row["pods_evicted"] == 0
+    assert row["node_hours"] == pytest.approx(2 + (40 * 60 + 30) / 3600, abs=1e-6)
+
+
 def test_the_observed_minimum_keeps_every_node(spread: Path, tmp_path: Path) -> None:
     row = _row(_whatif(tmp_path, spread, None, "--autoscaler", "cluster-autoscaler"))
     assert row["nodes_removed"] == 0 and row["node_hours"] == pytest.approx(6.0)
@@ -199,8 +222,22 @@ def test_the_sentence_says_how_long_the_minimum_kept_nodes(spread: Path, tmp_pat
     assert 0 < held <= row["node_hours"]
 
 
+def _loops(frequent: bool | None) -> str:
+    """The ``autoscaler:`` line setting ``frequent-loops-enabled`` (None: the version's default,
+    on from CA 1.35; the default version is 1.36)."""
+    return "" if frequent is None else f"  frequent-loops-enabled: {str(frequent).lower()}\n"
+
+
+# (frequent loops, the burst's wait, the new node's seconds): with frequent loops (CA 1.35+'s
+# default) the pod that becomes unschedulable at 30:00 starts a run at once, which orders the
+# node (Ready at 32:00: a 120 s wait); without, the loop's next run is 30:10 (Ready at 32:10).
+# The node goes empty when the burst ends at 90:00, is unneeded from the run at 90:00 and
+# deleted at the first run more than 10 minutes later, 100:10
+@pytest.mark.parametrize(
+    ("frequent", "wait", "seconds"), [(False, 130.0, 68 * 60), (None, 120.0, 68 * 60 + 10)]
+)
 def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
-    tmp_path: Path,
+    tmp_path: Path, frequent: bool | None, wait: float, seconds: int
 ) -> None:
     pods = [
         P("p0", "a", cpu=3000, memory=GI),
@@ -208,29 +245,38 @@ def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
         P("burst", "a", cpu=3000, memory=GI, start=30, end=90),
     ]
     snap = _snapshot(tmp_path, [N("a"), N("b")], pods)
-    row = _row(_whatif(tmp_path, snap, "autoscaler:\n  node-groups: {pool: {maxSize: 5}}\n",
-                       "--autoscaler", "cluster-autoscaler"))  # fmt: skip
+    config = f"autoscaler:\n{_loops(frequent)}  node-groups: {{pool: {{maxSize: 5}}}}\n"
+    row = _row(_whatif(tmp_path, snap, config, "--autoscaler", "cluster-autoscaler"))
     assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
-    assert row["pending_pod_seconds_scale_up"] == pytest.approx(130.0)
-    assert row["node_hours"] == pytest.approx(2 * 2 + 68 * 60 / 3600, abs=1e-6)
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(wait)
+    assert row["node_hours"] == pytest.approx(2 * 2 + seconds / 3600, abs=1e-6)
     assert row["pods_evicted"] == 0  # the new node was empty when it went
     assert max(row["node_count"]["nodes"]) == 3
     assert row["node_count"]["nodes"][31] == 2 and row["node_count"]["nodes"][33] == 3
 
 
-def _with_web_budget(tmp_path: Path, snap: Any) -> dict[str, Any]:
+def _with_web_budget(tmp_path: Path, snap: Any, frequent: bool | None = None) -> dict[str, Any]:
     """The CA row of ``snap``'s what-if (ReplicaSet pods, every node present all along: minSize 0,
-    maxSize the node count) with a PodDisruptionBudget on app=web allowing 1 unavailable."""
+    maxSize the node count) with a PodDisruptionBudget on app=web allowing 1 unavailable;
+    ``frequent``: ``frequent-loops-enabled`` (``_loops``)."""
     snap.pods["owner_name"] = "web-5d9f"
     pdb = {"namespace": "default", "name": "web",
            "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}  # fmt: skip
     snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
     write_snapshot(snap, tmp_path / "snap")
-    config = "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n"
+    config = f"autoscaler:\n{_loops(frequent)}  node-groups: {{pool: {{minSize: 0}}}}\n"
     return _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
 
 
-def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(tmp_path: Path) -> None:
+# the pass that finds the budget spent: at the loop's next run (5:10), or, with frequent loops,
+# at the run the pod that became unschedulable at 5:00 starts at once (5:00)
+BUDGET_SPENT = [(False, 5 * 60), (None, 4 * 60 + 50)]
+
+
+@pytest.mark.parametrize(("frequent", "unneeded"), BUDGET_SPENT)
+def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(
+    tmp_path: Path, frequent: bool | None, unneeded: int
+) -> None:
     # three 4-core nodes: w1 (app=web, 1 core) alone on one, 3-core pods on the others; a budget
     # on app=web with maxUnavailable 1. w1 fits beside either 3-core pod, so its node is unneeded
     # from the first run (expected 1, healthy 1: 1 disruption allowed). At 5:00 w2 (app=web, 3.5
@@ -246,17 +292,21 @@ def test_a_pod_that_starts_waiting_spends_its_budgets_disruption(tmp_path: Path)
         P("big-c", "c", cpu=3000, memory=GI),
         P("w2", "a", cpu=3500, memory=GI, start=5, labels=web),
     ]
-    row = _with_web_budget(tmp_path, build([N("a"), N("b"), N("c")], pods, minutes=60))
+    snap = build([N("a"), N("b"), N("c")], pods, minutes=60)
+    row = _with_web_budget(tmp_path, snap, frequent)
     assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0 and row["scale_ups"] == 0
     assert row["pending_pods_at_end"] == 1  # w2: no room, no node to add
     reasons = row["unremovable_reasons_node_hours"]
-    # w1's node unneeded from 0:10 to 5:10, then blocked by its pod (re-judged every 5 minutes,
-    # skipped as recently unremovable in between)
-    assert reasons["Unneeded"] == pytest.approx(5 / 60, abs=1e-6)
+    # w1's node unneeded from 0:10 to 5:10 (5:00 with frequent loops), then blocked by its pod
+    # (re-judged every 5 minutes, skipped as recently unremovable in between)
+    assert reasons["Unneeded"] == pytest.approx(unneeded / 3600, abs=1e-6)
     assert reasons["BlockedByPod"] > 0 and reasons["RecentlyUnremovable"] > 0
 
 
-def test_a_terminating_victim_spends_its_budgets_disruption(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("frequent", "unneeded"), BUDGET_SPENT)
+def test_a_terminating_victim_spends_its_budgets_disruption(
+    tmp_path: Path, frequent: bool | None, unneeded: int
+) -> None:
     # two 4-core nodes, one web pod (1 core) on each: w2 (priority 1) and w1 (priority 2); a
     # budget on app=web with maxUnavailable 1 (2 expected, 2 healthy: 1 disruption). The first
     # candidate in node order is unneeded from 0:10 (its pod fits beside the other). At 5:00 h
@@ -264,7 +314,8 @@ def test_a_terminating_victim_spends_its_budgets_disruption(tmp_path: Path) -> N
     # priority is lowest); w2 terminates for 30 s. The disruption controller counts a pod being
     # deleted as not healthy: 1 healthy of 2 expected, 0 disruptions, so CA's pass at 5:10
     # finds both nodes blocked by their web pod (NotEnoughPdb); the unneeded time ends at 5:10,
-    # not at the first pass after w2 is gone (5:40)
+    # not at the first pass after w2 is gone (5:40). With frequent loops h, unschedulable at
+    # 5:00 (nominated, still pending), starts a run at once: the pass is at 5:00
     web = '{"app": "web"}'
     pods = [
         P("w2", "b", cpu=1000, memory=GI, labels=web),
@@ -272,10 +323,10 @@ def test_a_terminating_victim_spends_its_budgets_disruption(tmp_path: Path) -> N
         P("h", "a", cpu=3500, memory=GI, start=5),
     ]
     snap = with_priorities(build([N("a"), N("b")], pods, minutes=60), {"w2": 1, "w1": 2, "h": 100})
-    row = _with_web_budget(tmp_path, snap)
+    row = _with_web_budget(tmp_path, snap, frequent)
     assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0
     reasons = row["unremovable_reasons_node_hours"]
-    assert reasons["Unneeded"] == pytest.approx(5 / 60, abs=1e-6)  # 0:10 to 5:10
+    assert reasons["Unneeded"] == pytest.approx(unneeded / 3600, abs=1e-6)  # 0:10 to the pass
     assert reasons["BlockedByPod"] > 0
 
 
@@ -307,15 +358,29 @@ def test_a_cordon_alone_takes_the_destinations_away(tmp_path: Path) -> None:
     assert reasons["NoPlaceToMovePods"] > 0 and reasons["RecentlyUnremovable"] > 0
 
 
-def test_a_longer_provisioning_delay_is_the_pods_longer_wait(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("frequent", "wait"), [(False, 310.0), (None, 300.0)])
+def test_a_longer_provisioning_delay_is_the_pods_longer_wait(
+    tmp_path: Path, frequent: bool | None, wait: float
+) -> None:
+    # the node ordered at the next run (30:10), or at once with frequent loops (30:00)
     pods = [P("p0", "a", cpu=3000, memory=GI), P("burst", "a", cpu=3000, start=30, end=90)]
     snap = _snapshot(tmp_path, [N("a")], pods)
-    config = "autoscaler:\n  provisioning-delay: 5m\n  node-groups: {pool: {maxSize: 2}}\n"
+    config = (
+        f"autoscaler:\n{_loops(frequent)}  provisioning-delay: 5m\n"
+        "  node-groups: {pool: {maxSize: 2}}\n"
+    )
     row = _row(_whatif(tmp_path, snap, config, "--autoscaler", "cluster-autoscaler"))
-    assert row["pending_pod_seconds_scale_up"] == pytest.approx(310.0)
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(wait)
 
 
-def test_a_scale_up_lifts_the_minimum_at_its_own_run(tmp_path: Path) -> None:
+# (frequent loops, the scale-up's run, the new node's minute at its first count, the drained
+# node's seconds): the run at 30:10, or with frequent loops the one the burst starts at 30:00
+@pytest.mark.parametrize(
+    ("frequent", "ready", "drained"), [(False, 33, 40 * 60 + 50), (None, 32, 40 * 60 + 40)]
+)
+def test_a_scale_up_lifts_the_minimum_at_its_own_run(
+    tmp_path: Path, frequent: bool | None, ready: int, drained: int
+) -> None:
     # three 4-core nodes at the pool's minSize 3, their pods at 40 %, 90 % and 20 % cpu (kube-default
     # spreads them one a node); a 3.4-core pod at 30:00 fits none, so the run at 30:10 orders a
     # node (the group's target size 4). Upstream's planner simulates nodes whatever their group's
@@ -326,6 +391,9 @@ def test_a_scale_up_lifts_the_minimum_at_its_own_run(tmp_path: Path) -> None:
     # unneeded from the scale-up's own run, 30:10, and deleted when that is strictly more than
     # 10 minutes, at 40:20 (one run after upstream), its pod's 30 s of grace after. (Waiting for
     # the new node to be Ready at 32:10 before judging it again would delete it at 42:20.)
+    # With frequent loops the burst, unschedulable at 30:00, starts a run then: ordered at
+    # 30:00, Ready at 32:00, the node unneeded from 30:00 and deleted at 40:10 (upstream: at
+    # 40:00, when the delay after add ends), gone at 40:40
     pods = [
         P("p40", "a", cpu=1600, memory=GI),
         P("p90", "b", cpu=3600, memory=GI),
@@ -333,17 +401,16 @@ def test_a_scale_up_lifts_the_minimum_at_its_own_run(tmp_path: Path) -> None:
         P("burst", "a", cpu=3400, memory=GI, start=30),
     ]
     snap = _snapshot(tmp_path, [N("a"), N("b"), N("c")], pods)
-    config = "autoscaler:\n  node-groups: {pool: {minSize: 3, maxSize: 5}}\n"
+    config = f"autoscaler:\n{_loops(frequent)}  node-groups: {{pool: {{minSize: 3, maxSize: 5}}}}\n"
     row = _row(_whatif(tmp_path, snap, config, "--autoscaler", "cluster-autoscaler"))
     assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
     assert row["pods_evicted"] == 1  # the 40 % node's pod, placed again on the 20 % node
     counts = row["node_count"]["nodes"]
-    assert counts[32] == 3 and counts[33] == 4  # the new node Ready at 32:10
-    assert counts[40] == 4 and counts[41] == 3  # the drained node gone at 40:50
-    # two nodes all along, the drained one for 40 m 50 s, the new one from 32:10 to 2:00:00
-    assert row["node_hours"] == pytest.approx(
-        2 * 2 + (40 * 60 + 50 + 87 * 60 + 50) / 3600, abs=1e-6
-    )
+    assert counts[ready - 1] == 3 and counts[ready] == 4  # the new node Ready (32:10 or 32:00)
+    assert counts[40] == 4 and counts[41] == 3  # the drained node gone (40:50 or 40:40)
+    # two nodes all along, the drained one until it is gone, the new one from Ready to 2:00:00
+    new = 120 * 60 - (ready * 60 - 50 if frequent is False else ready * 60)
+    assert row["node_hours"] == pytest.approx(2 * 2 + (drained + new) / 3600, abs=1e-6)
 
 
 def test_none_is_todays_whatif(spread: Path, tmp_path: Path) -> None:

@@ -105,6 +105,12 @@ class PassIntervals:
         self.passes += 1
         return interval
 
+    def shorter(self, gap: int) -> None:
+        """A pass ``gap`` after the last one (frequent loops start runs off the scan-interval
+        grid): the smallest interval is at most that, and at least 1 (0: two runs at one
+        instant, apart by a run's duration, which is not known)."""
+        self.later = max(min(self.later, gap), 1)
+
     def peek(self) -> int:
         """What ``step`` would answer for the next pass (without counting it)."""
         return self.first if self.passes == 0 else self.later

@@ -31,6 +31,9 @@ def next_time(ca: ClusterAutoscaler) -> int:
     deadline's run, or while one is due (the state changed, pods wait or nodes are unneeded)
     its next run, after the runs that do nothing (``until``). Read once per instant: the kept
     values (``grid_after``, ``_expiry``'s) without a call."""
+    if ca.again:  # a run frequent loops start at once: at this instant, again
+        ca.idle_from = None  # (caught up with at this instant's first call of ``tick``)
+        return ca.clock  # type: ignore[no-any-return]
     ready: int = ca.ready_at
     kept = ca._expiry_kept
     if kept is None or kept[0] != len(ca.recheck.deadlines):

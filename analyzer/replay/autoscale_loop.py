@@ -84,9 +84,17 @@ class ClusterAutoscaler(ReplayView):
         if not given:  # not set: the default of the profile's version's CA
             settings = dataclasses.replace(settings, expander=default_expander(profile.version))
         self.settings, self.profile, self.bound = settings, profile, bound
+        # ``--frequent-loops-enabled`` (``loop/trigger.go``): set, or the version's CA's default
+        frequent = settings.frequent_loops
+        if frequent is None:
+            frequent = or_default(profile.version).ca_frequent_loops_default
+        self.frequent = frequent
         self.budgets, self.rng = budgets, rng
         self.provisioning: dict[int, int] = {}  # slot -> when it becomes Ready
         self.draining: dict[int, int] = {}  # deleted slot -> until when it still runs
+        # (when, how many) empty nodes were deleted at the last instant that deleted one: in
+        # progress for a run at that instant (frequent loops run again at once after a deletion)
+        self.emptied = (-NEVER, 0)
         self.unneeded: dict[int, int] = {}  # slot -> since when
         self.outcomes: dict[int, Outcome] = {}  # the last pass's removable nodes, pass order
         self.last_add = -NEVER
@@ -100,6 +108,17 @@ class ClusterAutoscaler(ReplayView):
         # the first run one scan after the start: at the start itself no pod is placed yet
         self.next_tick = inp.start + settings.scan_interval
         self.clock = inp.start
+        # the loop's timer: its runs are at ``anchor`` + k × ``scan-interval`` (upstream's
+        # ``time.After(scanInterval)`` after each run, a run taking no time here), whether a
+        # run does anything or not; a run off that grid only where frequent loops start one
+        # at once (``again``: ``autoscale_settle.trigger``), which then restarts the timer
+        self.anchor = inp.start
+        self.again = False
+        # what starts a run at once with frequent loops, at the end of an instant
+        # (``autoscale_settle.trigger``): a run of it ordered a scale-up or started a deletion
+        # (``productive``), or a pod became unschedulable in it (the engine sets that)
+        self.productive = False
+        self.unschedulable = False
         # the first run of the loop's grid after ``clock`` (``_on_grid``), set with it
         self.grid_after = self._on_grid(inp.start + 1)
         self.dirty = True
@@ -138,7 +157,13 @@ class ClusterAutoscaler(ReplayView):
         # a node at the threshold is a candidate: the CA of the profile's version (1.36+)
         self.at_threshold = eligible_at_threshold(profile)
         self.record.notes.append(
-            version_rules(profile, settings.expander, bool(given), self.at_threshold)
+            version_rules(
+                profile,
+                settings.expander,
+                bool(given),
+                self.at_threshold,
+                (self.frequent, settings.frequent_loops is not None),
+            )
         )
         self.stale: set[int] = set(range(len(state.node_names)))
         # per slot, its kept eligibility (judged again where ``unjudged``): its unremovable
@@ -181,12 +206,14 @@ class ClusterAutoscaler(ReplayView):
     def first_run(self) -> int:
         """The next run of the loop while one is due: one scan interval after the last run, on
         the grid of scans from the start of the data, after the last instant."""
+        if self.again:  # frequent loops start one at once, at this instant
+            return self.clock
         return max(self.next_tick, self.grid_after)
 
     def _on_grid(self, time: int) -> int:
-        """The first run of the loop's grid (scan-intervals from the start of the data) at or
-        after ``time``."""
-        scan, start = self.settings.scan_interval, self.inp.start
+        """The first run of the loop's grid (scan-intervals from ``anchor``: the start of the
+        data, or the last run frequent loops started at once) at or after ``time``."""
+        scan, start = self.settings.scan_interval, self.anchor
         return start + -(-(time - start) // scan) * scan
 
     # the end of an instant: a change whose pass would answer as the last is settled; the end
@@ -254,13 +281,21 @@ class ClusterAutoscaler(ReplayView):
         (``settled``) are at or after ``first_run``, so at or after ``next_tick`` (both are
         set from it, and it moves only in here: ``catch_up``, ``skipped_at``, a run); the
         engine does not call it then."""
-        if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
-            catch_up(self, now)
-        settled = self.settled
-        if settled is not None and settled < now:  # its run was left out
-            skipped_at(self, settled)
-        if now < self.next_tick:
-            return []
+        if self.again:
+            # a run frequent loops start at once, at this instant (``autoscale_settle.trigger``:
+            # ``next_tick`` and a settled change's run are this instant; runs left out before
+            # it were caught up with at this instant's first call)
+            self.again = False
+        else:
+            if self.idle_from is not None:  # runs were left out before now (``autoscale_idle``)
+                catch_up(self, now)
+            settled = self.settled
+            if settled is not None and settled < now:  # its run was left out
+                skipped_at(self, settled)
+            if now < self.next_tick:
+                return []
+            if (now - self.anchor) % self.settings.scan_interval:
+                return []  # between two runs of the loop's timer: the change waits for the next
         recheck = self._recheck_due(now)
         if not (self.dirty or self.waiting or self.unneeded or recheck):
             if self.settled is not None:  # the settled change's run: nothing else to do
@@ -311,8 +346,12 @@ class ClusterAutoscaler(ReplayView):
         elif settled:  # it stood: recorded and counted skipped at this run
             skipped_at(self, now)
         if now < deletable(self):  # none unneeded long enough, or in the cool-down: none
+            self.productive = scaled
             return []
-        return to_delete(self, now)
+        going = to_delete(self, now)
+        # upstream's ``lastScaleUpTime`` / ``lastScaleDownDeleteTime`` set by this run
+        self.productive = scaled or bool(going)
+        return going
 
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
         """The engine deleted ``slot`` and evicted ``evicted`` from it (pending from now). A
@@ -324,6 +363,9 @@ class ClusterAutoscaler(ReplayView):
         self.record.left(slot, now + drain)
         if drain:
             self.draining[slot] = now + drain
+        else:  # an empty node goes at once, after the runs at this instant (``to_delete``)
+            at, count = self.emptied
+            self.emptied = (now, count + 1 if at == now else 1)
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
         for pod in evicted:  # upstream's replacement pod has a new UID: no hint
@@ -461,12 +503,19 @@ def unseen_pod_fields(options: CAOptions) -> str:
     )
 
 
-def version_rules(profile: Profile, expander: str, given: bool, at_threshold: bool) -> str:
+def version_rules(
+    profile: Profile,
+    expander: str,
+    given: bool,
+    at_threshold: bool,
+    frequent: tuple[bool, bool] = (False, False),
+) -> str:
     """The page's note of the cluster-autoscaler rules that depend on its version (CA's minor
     follows Kubernetes'; the profile's, else the default): the ``expander`` (``given`` in the
-    config or the version's default) and whether a node at the scale-down threshold is a
-    candidate (``eligible_at_threshold``); from CA 1.35 on, that its frequent loops are not
-    modelled (``KubeVersion.ca_frequent_loops_default``)."""
+    config or the version's default), whether a node at the scale-down threshold is a
+    candidate (``eligible_at_threshold``) and whether its loop runs at once on a scale-up, a
+    deletion or a newly unschedulable pod (``frequent``: on, and whether the config set it;
+    the version's default is on from CA 1.35, ``KubeVersion.ca_frequent_loops_default``)."""
     how = "as set in the config" if given else "CA's default for this version"
     at = (
         "a node exactly at the scale-down threshold is a candidate (CA 1.36+)"
@@ -474,11 +523,12 @@ def version_rules(profile: Profile, expander: str, given: bool, at_threshold: bo
         else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.36)"
     )
     version = or_default(profile.version)
-    loops = ""
-    if version.ca_frequent_loops_default:
-        loops = (
-            "; not modelled: its frequent loops (CA 1.35+ runs again at once after a scale-up, "
-            "a deletion or a newly unschedulable pod; here every scan-interval, so a scale-up "
-            "may come up to one scan later)"
-        )
+    on, set_here = frequent
+    said = "as set in the config" if set_here else "CA's default for this version"
+    loops = (
+        f"; frequent loops ({said}): a run at once after a scale-up or a deletion and when a "
+        "pod becomes unschedulable, else every scan-interval"
+        if on
+        else f"; the loop runs every scan-interval (frequent loops off: {said})"
+    )
     return f"cluster-autoscaler {version}'s rules: expander {expander} ({how}); {at}{loops}"

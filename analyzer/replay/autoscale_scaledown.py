@@ -436,10 +436,12 @@ def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
     """``NodesToDelete``: unneeded long enough, outside the cool-down after a scale-up. Long
     enough is strictly longer than ``scale-down-unneeded-time`` (``unneeded.Nodes.
     unremovableReason``: ``NotUnneededLongEnough`` unless ``since + time`` is before now), or
-    at once where that time is 0. The budgets are less the drains still in progress
+    at once where that time is 0. The budgets are less the deletions still in progress
     (``CropNodes``' ``DeletionsInProgress``): a drained node is deleted when its evicted pods
-    are gone (``ClusterAutoscaler.removed``: ``draining`` until then); an empty one at once,
-    so none is in progress at a later run."""
+    are gone (``ClusterAutoscaler.removed``: ``draining`` until then); an empty one when the
+    cloud provider's call returns, taken as at once: in progress only for another run at the
+    same instant (``emptied``: frequent loops run again at once after a deletion; the call
+    takes longer than the start of that run), done by the next run of the timer."""
     if now - ca.last_add < ca.settings.delay_after_add:
         return []
     wait = ca.settings.unneeded_time
@@ -448,5 +450,8 @@ def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
         return []
     position = {ca.nodes[s].name: s for s in ca.outcomes}
     drains = sum(until > now for until in ca.draining.values())
-    empty, drained, _ = select(due, ca.cluster([]), ca.options, (0, drains))
+    at, empties = ca.emptied
+    empty, drained, _ = select(
+        due, ca.cluster([]), ca.options, (empties if at == now else 0, drains)
+    )
     return [position[name] for name in empty + drained]

@@ -34,12 +34,51 @@ from analyzer.replay.autoscale_stands import candidates_limit, stands, stood
 ClusterAutoscaler = Any
 
 
+def trigger(ca: ClusterAutoscaler) -> None:
+    """Frequent loops (``--frequent-loops-enabled``, ``loop/trigger.go`` ``LoopTrigger.Wait``):
+    the loop runs again at once, at this instant after the scheduler's pass, when a run of it
+    ordered a scale-up or started a deletion (``lastScaleUpTime`` / ``lastScaleDownDeleteTime``
+    not before the run; upstream checks against the run before the last, so two runs follow
+    a productive one; the second changes nothing here when the first did not scale, as no time
+    passes between them) or a pod became unschedulable at this instant (the pod informer's
+    signal: a pod whose ``PodScheduled=False/Unschedulable`` condition is newer than 10 s; the
+    engine sets ``unschedulable`` for a pod that started waiting now). That run restarts the
+    timer: the next ones are a scan-interval apart from it (``anchor``). It is also a pass
+    soon after the last run (``Planner.minUpdateInterval``: the interval since the loop's last
+    run, a run of its timer before it or one at this instant; two runs at one instant are
+    apart by the first's duration, not known here: taken as 1 ns)."""
+    if not (ca.productive or ca.unschedulable):
+        return
+    ca.productive = ca.unschedulable = False
+    now = ca.clock
+    if now < ca.inp.start:  # before the data's window the loop does not run (its first run
+        return  # is a scan after the start: ``ClusterAutoscaler``)
+    if ca.intervals.passes:  # upstream's first pass does not set it
+        ca.intervals.shorter((now - ca.anchor) % ca.settings.scan_interval)
+    ca.anchor = ca.next_tick = now
+    ca.grid_after = now + ca.settings.scan_interval  # the timer's next run after the clock
+    ca.again = True
+    ca.deadlines_changed()  # the kept run at a recheck deadline is on the old grid
+
+
 def settle(ca: ClusterAutoscaler) -> None:
-    """The end of an instant (the engine has placed its pods and set ``waiting``): settle a
-    change whose pass would answer as the last (module docstring)."""
+    """The end of an instant (the engine has placed its pods and set ``waiting``): with frequent
+    loops, a run at once if one is due (``trigger``); then settle a change whose pass would
+    answer as the last (``settle_change``)."""
+    if ca.frequent:
+        trigger(ca)
+    else:
+        ca.productive = False
+    settle_change(ca)
+
+
+def settle_change(ca: ClusterAutoscaler) -> None:
+    """Settle a change whose pass would answer as the last (module docstring)."""
     # ``ca.first_run()`` (written out: once per instant)
     run = ca.next_tick
-    if run < ca.grid_after:
+    if ca.again:  # the run frequent loops start at once, at this instant
+        run = ca.clock
+    elif run < ca.grid_after:
         run = ca.grid_after
     if ca.settled is not None:
         ca.settled = run

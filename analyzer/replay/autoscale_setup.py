@@ -2,7 +2,8 @@
 
 ``AutoscalerSettings`` is the config file's ``autoscaler:`` section: cluster-autoscaler's flags by
 their flag names (the scale-down ones through ``analyzer.autoscaler.options.parse_options``, the
-loop's timings here), ``expander``, ``priorities`` (the priority expander's ConfigMap:
+loop's timings here), ``frequent-loops-enabled`` (default: the version's CA's, true from 1.35),
+``expander``, ``priorities`` (the priority expander's ConfigMap:
 priority → list of node-group name regexes), ``provisioning-delay`` (not a CA flag: how long a
 new node takes to become Ready), ``max-graceful-termination`` (how long a drained node may wait
 for its evicted pods to terminate) and ``node-groups`` (pool → ``{minSize, maxSize}``).
@@ -79,6 +80,9 @@ class AutoscalerSettings:
     # ``least-waste`` from 1.33 (upstream commit f8a68efe63), ``random`` before
     # (``default_expander``, read by the loop)
     expander: str = ""
+    # ``--frequent-loops-enabled``; None (not set): the default of the version's CA, true from
+    # 1.35 (``KubeVersion.ca_frequent_loops_default``, read by the loop)
+    frequent_loops: bool | None = None
     priorities: tuple[tuple[int, tuple[str, ...]], ...] = ()  # highest first
     groups: Mapping[str, GroupBounds] = field(default_factory=dict)
     # who set ``groups``' bounds, for the pools' notes (``analyzer demo`` sets its own); not a
@@ -153,6 +157,10 @@ def parse_settings(raw: Any, where: str = "config autoscaler") -> AutoscalerSett
             if value not in EXPANDERS:
                 raise InputError(f"{at}: {preview(value)} is not one of {', '.join(EXPANDERS)}")
             values["expander"] = value
+        elif name == "frequent-loops-enabled":
+            if not isinstance(value, bool):
+                raise InputError(f"{at}: {preview(value)} is not true or false")
+            values["frequent_loops"] = value
         elif name == "priorities":
             values["priorities"] = _priorities(value, at)
         elif name == "node-groups":

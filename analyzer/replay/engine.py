@@ -176,6 +176,11 @@ def replay(
         # an instant with nothing to do is nothing to the scheduler: the loop's idle runs may
         # be left out (``analyzer.replay.autoscale_idle``)
         scaler.queued = queue.pods
+    # pods that started waiting at this instant, where cluster-autoscaler's frequent loops run
+    # it again at once for a pod that became unschedulable (``autoscale_settle.trigger``)
+    fresh: list[int] | None = (
+        [] if isinstance(scaler, ClusterAutoscaler) and scaler.frequent else None
+    )
     # the autoscaler's ``touch`` (per bind and unbind), looked up once
     scaler_touch = None if scaler is None else scaler.touch
     # cluster-autoscaler, whose quiet instants skip ``tick`` (``ClusterAutoscaler.tick``)
@@ -232,6 +237,8 @@ def replay(
         queue.add(pod)
         rec.start_wait(pod, now)
         why.waits(pod, reason)
+        if fresh is not None:
+            fresh.append(pod)
 
     def try_place(pod: int, now: int) -> bool:
         if pinned[pod] or cache is None:  # pinned pods and `observed`: the real node
@@ -471,6 +478,11 @@ def replay(
         step(now, changed, refreshed, arriving)
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
+            if fresh:  # one still waiting became unschedulable now (not placed since)
+                since = rec.wait_since
+                if any(since.get(pod) == now for pod in fresh):
+                    scaler.unschedulable = True  # type: ignore[union-attr]
+                fresh.clear()
             if watcher is not None and (pending := queue.pods()) is not listed:
                 listed = pending  # a new list: the queue changed
                 watcher.reads_changed()

@@ -83,8 +83,8 @@ class KubeVersion:
     def ca_frequent_loops_default(self) -> bool:
         """cluster-autoscaler 1.35+ (commit 7b9a707f5f): ``--frequent-loops-enabled`` defaults to
         true: the next loop starts at once after a scale-up or a scale-down deletion, or when a
-        pod becomes unschedulable (``loop/trigger.go``). Not modelled by the replay (its loop
-        runs every ``scan-interval``): the page says so for these versions."""
+        pod becomes unschedulable (``loop/trigger.go``); the replay's loop follows it
+        (``analyzer.replay.autoscale_settle.trigger``) unless the config sets the flag."""
         return (self.major, self.minor) >= (1, 35)
 
     @property

@@ -6,7 +6,9 @@ core): here a node's room is its allocatable less its requests (cpu, memory, pod
 so that replaying the data under the replay's CA compares two implementations of the same rules,
 with CA's default flags:
 
-- the loop runs every 10 s from the start of the range (``--scan-interval``);
+- the loop runs every 10 s from the start of the range (``--scan-interval``), frequent loops off
+  (``--frequent-loops-enabled=false``, CA's default before 1.35: no run at once after a scale-up,
+  a deletion or a newly unschedulable pod);
 - **scale-up**: the pods pending after the scheduler's last pass, less those that fit on a
   present node or on a node being provisioned (first fit), each packed first-fit decreasing (by
   cpu + memory share) onto new nodes of the pool's shape, at most ``maxSize`` nodes in all; the
