@@ -4,8 +4,11 @@ The engine (``analyzer.replay.engine``) calls this at every instant it handles, 
 that instant's pods; the autoscaler's own instants (its ticks, a node becoming Ready) are instants
 of the loop too (``next_time``). Rules, each after upstream (docs/autoscaling.md "In the replay"):
 
-- **the loop** runs every ``scan-interval`` (``StaticAutoscaler.RunOnce``) while anything may
-  change its answer: the state changed since the last pass, pods wait, or nodes are unneeded;
+- **the loop** runs every ``scan-interval`` (``StaticAutoscaler.RunOnce``; a change between two
+  runs waits for the next) while anything may change its answer: the state changed since the
+  last pass, pods wait, or nodes are unneeded; with frequent loops (``--frequent-loops-enabled``,
+  CA 1.35+'s default) also at once after a run that scaled and when a pod becomes unschedulable,
+  the timer restarting there (``analyzer.replay.autoscale_settle.trigger``);
 - **scale-up** (``ScaleUpOrchestrator.ScaleUp``): the pods that wait after the scheduler tried
   them; those that fit on nodes already being provisioned are left to them (upstream's upcoming
   nodes); for each group with room below ``maxSize``, which of the rest pass the scheduler's
@@ -205,7 +208,8 @@ class ClusterAutoscaler(ReplayView):
 
     def first_run(self) -> int:
         """The next run of the loop while one is due: one scan interval after the last run, on
-        the grid of scans from the start of the data, after the last instant."""
+        the timer's grid (from ``anchor``), after the last instant; or the run frequent loops
+        start at once, at the clock (``again``)."""
         if self.again:  # frequent loops start one at once, at this instant
             return self.clock
         return max(self.next_tick, self.grid_after)
