@@ -444,6 +444,8 @@ def test_figures_are_never_impossible(spread: Path, tmp_path: Path) -> None:
         ("autoscaler-config-bad", "autoscaler:\n  expander: cheapest\n", (), "expander"),
         ("autoscaler-config-bad", "autoscaler:\n  unremovable-node-recheck-timeout: -1m\n", (),
          "autoscaler.unremovable-node-recheck-timeout"),
+        ("autoscaler-config-bad", "autoscaler:\n  frequent-loops-enabled: \"yes\"\n", (),
+         "autoscaler.frequent-loops-enabled: 'yes' is not true or false"),
     ],
 )  # fmt: skip
 def test_bad_autoscaler_input_is_one_line(
