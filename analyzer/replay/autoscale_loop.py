@@ -357,6 +357,17 @@ class ClusterAutoscaler(ReplayView):
         self.productive = scaled or bool(going)
         return going
 
+    def deletions_in_progress(self, now: int) -> tuple[int, int]:
+        """(empty, drained) deletions started and not done at ``now`` (``CropNodes``'
+        ``DeletionsInProgress``): a drained node's until its evicted pods are gone
+        (``draining``); an empty node's when the cloud provider's call returns, taken as at
+        once: in progress only for another run at the same instant (frequent loops run again
+        at once after a deletion, sooner than such a call returns), done by the timer's next
+        run (``emptied``)."""
+        at, empties = self.emptied
+        drains = sum(until > now for until in self.draining.values())
+        return (empties if at == now else 0, drains)
+
     def removed(self, slot: int, now: int, evicted: list[int]) -> None:
         """The engine deleted ``slot`` and evicted ``evicted`` from it (pending from now). A
         drained node keeps running until its evicted pods are gone: their grace period
@@ -512,7 +523,7 @@ def version_rules(
     expander: str,
     given: bool,
     at_threshold: bool,
-    frequent: tuple[bool, bool] = (False, False),
+    frequent: tuple[bool, bool],
 ) -> str:
     """The page's note of the cluster-autoscaler rules that depend on its version (CA's minor
     follows Kubernetes'; the profile's, else the default): the ``expander`` (``given`` in the

@@ -437,11 +437,7 @@ def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
     enough is strictly longer than ``scale-down-unneeded-time`` (``unneeded.Nodes.
     unremovableReason``: ``NotUnneededLongEnough`` unless ``since + time`` is before now), or
     at once where that time is 0. The budgets are less the deletions still in progress
-    (``CropNodes``' ``DeletionsInProgress``): a drained node is deleted when its evicted pods
-    are gone (``ClusterAutoscaler.removed``: ``draining`` until then); an empty one when the
-    cloud provider's call returns, taken as at once: in progress only for another run at the
-    same instant (``emptied``: frequent loops run again at once after a deletion; the call
-    takes longer than the start of that run), done by the next run of the timer."""
+    (``ClusterAutoscaler.deletions_in_progress``)."""
     if now - ca.last_add < ca.settings.delay_after_add:
         return []
     wait = ca.settings.unneeded_time
@@ -449,9 +445,6 @@ def to_delete(ca: ClusterAutoscaler, now: int) -> list[int]:
     if not due:
         return []
     position = {ca.nodes[s].name: s for s in ca.outcomes}
-    drains = sum(until > now for until in ca.draining.values())
-    at, empties = ca.emptied
-    empty, drained, _ = select(
-        due, ca.cluster([]), ca.options, (empties if at == now else 0, drains)
-    )
+    going = ca.deletions_in_progress(now)
+    empty, drained, _ = select(due, ca.cluster([]), ca.options, going)
     return [position[name] for name in empty + drained]

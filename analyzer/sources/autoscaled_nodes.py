@@ -124,6 +124,8 @@ class NodeAutoscaler:
             return out
         # unneeded strictly longer than the time, as upstream's ``unremovableReason``
         due = [s for s, since in self.unneeded.items() if now - since > UNNEEDED]
+        if not due:  # (most runs: the budgets below are not read)
+            return out
         size = int(self.present.sum()) + len(self.provisioning)
         # the budgets less the drains still in progress (a drained node runs on until its
         # pods' grace period ends; an empty one goes at once): ``CropNodes``
