@@ -115,6 +115,7 @@ def main() -> None:
             "hinted": result.autoscaler.hinted,
             "reused_by_hints": result.autoscaler.reused_by_hints,
             "reused_over_epochs": result.autoscaler.reused_over_epochs,
+            "reused_unread": result.autoscaler.reused_unread,
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
         print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "

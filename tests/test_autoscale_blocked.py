@@ -17,7 +17,7 @@ import pytest
 from autoscale_cases import after_each_pass, seeded_autoscaled
 from test_autoscale_reuse import _same_decisions
 
-from analyzer.replay import autoscale_candidates, autoscale_stands
+from analyzer.replay import autoscale_candidates, autoscale_reuse, autoscale_stands
 from analyzer.replay.autoscale_reuse import SimulationMemo
 from analyzer.replay.engine import Strategy, replay
 from analyzer.scheduling.strategies import load_strategy
@@ -50,8 +50,8 @@ def test_an_answer_is_taken_again_after_other_blocked_candidates(
     seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Answers placed by hints alone are taken again whatever the context
-    # (``_by_hints_again``): turned off here, every answer taken again went through ``find``'s
-    # context test. Counted: answers taken again in a pass whose blocked candidates before them
+    # (``_by_hints_again``, and unread: ``UNREAD_TAKES``): both turned off here, every answer
+    # taken again went through ``find``'s context test. Counted: answers taken again in a pass whose blocked candidates before them
     # differ from those of the pass that made them (only possible with blocked answers left out
     # of the context). Fails on the branch point (blocked answers in the context: no such
     # answer is taken again). The decisions are the plain path's; note that on these seeds
@@ -75,6 +75,7 @@ def test_an_answer_is_taken_again_after_other_blocked_candidates(
     monkeypatch.setattr(SimulationMemo, "find", find)
     monkeypatch.setattr(SimulationMemo, "keep", keep)
     monkeypatch.setattr(autoscale_candidates, "_by_hints_again", lambda *a: None)
+    monkeypatch.setattr(autoscale_reuse, "UNREAD_TAKES", False)
     fast, plain = _run(seed, strategy, raw)
     _same_decisions(fast, plain)
     assert seen["taken"] > 20, seen

@@ -49,6 +49,15 @@ class HintedPlan:
     gone: frozenset[int]  # the object ids of the moved pods
     # the candidate's pods list as last applied, and that list without the moved pods
     left: tuple[list[CAPod], list[CAPod]] | None = None
+    # ``slots`` and ``room`` against the node's fixed part (``fits``): per target (node, the
+    # most pods it may hold before these: its allowed pods less the answer's others), per cell
+    # (flat index, the most its requests may be: allocatable less the need); and the
+    # allowed-pods and allocatable arrays they were made of (made again for others)
+    caps: tuple[list[tuple[int, int]], list[tuple[int, int]]] | None = None
+    caps_of: tuple[Any, Any] | None = None
+    # ``groups`` by the targets' names (``RemovalSimulator.apply``), and the names it was made of
+    by_name: dict[str, list[CAPod]] | None = None
+    by_name_of: Any = None
 
 
 def plan(simulator: Any, moved: Sequence[CAPod], targets: Sequence[int]) -> HintedPlan | None:
@@ -173,12 +182,24 @@ def fits(
     if found is None or kept.width != plan.width:
         return _fits_by_item(simulator, plan, allowed)
     schedulable, count, most, alloc, used = found
+    # a node's allowed pods and allocatable are fixed while the arrays are the same objects
+    # (nothing writes them during a replay), so each comparison's fixed side is made once:
+    # ``count + before < most`` is ``count < most - before``, ``alloc - used >= need`` is
+    # ``used <= alloc - need``
+    fixed = kept.arrays[2], kept.arrays[3]
+    caps, made = plan.caps, plan.caps_of
+    if caps is None or made is None or made[0] is not fixed[0] or made[1] is not fixed[1]:
+        caps = plan.caps = (
+            [(t, most[t] - before) for t, before in plan.slots],
+            [(f, alloc[f] - need) for f, need in plan.room],
+        )
+        plan.caps_of = fixed
     ok = allowed.data
-    for t, before in plan.slots:
-        if not (ok[t] and schedulable[t]) or count[t] + before >= most[t]:
+    for t, cap in caps[0]:
+        if not (ok[t] and schedulable[t]) or count[t] >= cap:
             return False
-    for f, need in plan.room:  # a loop, not ``all`` over a generator: this is the hot path
-        if alloc[f] - used[f] < need:
+    for f, cap in caps[1]:  # a loop, not ``all`` over a generator: this is the hot path
+        if used[f] > cap:
             break
     else:
         return True

@@ -122,6 +122,9 @@ class RemovalSimulator(Placement):
         # pods moved onto each node in the pass and not yet in ``current`` (``pods_on`` adds
         # them when the node's pods are read: most targets' never are)
         self.added: dict[str, list[CAPod]] = {}
+        # the nodes whose pods a caller reads in the pass (``pods_on``; the replay: its
+        # candidates), or None: any. ``apply`` keeps the pods it moves onto the others nowhere
+        self.readers: set[str] | None = None
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -219,15 +222,9 @@ class RemovalSimulator(Placement):
             else:
                 requested[plan.where] += plan.sums  # distinct targets: no index twice
             counts[plan.where] += plan.counts
-            self.batches.append((plan.where, plan.sums, plan.counts))
-            added, names = self.added, self.names
-            for target, pods in plan.groups:  # ``_add_pods`` of each, in order
-                name = names[target]
-                found = added.get(name)
-                if found is None:
-                    added[name] = list(pods)
-                else:
-                    found.extend(pods)
+            if self.saved is None:  # (``checkpoint``'s copies undo it otherwise)
+                self.batches.append((plan.where, plan.sums, plan.counts))
+            self._add_moved(plan)
             before = self.pods_on(node)
             if plan.left is None or plan.left[0] is not before:  # its list as the pass holds it
                 plan.left = (before, [p for p in before if id(p) not in plan.gone])
@@ -245,6 +242,58 @@ class RemovalSimulator(Placement):
             self._add_pod(nodes[target].name, pod)
         gone = {id(pod) for pod in outcome.moved}
         self.current[node] = [p for p in self.pods_on(node) if id(p) not in gone]
+
+    def apply_many(self, plans: Sequence[HintedPlan]) -> None:
+        """``apply`` of removable answers found earlier, each by its ``plan``, in order, on a
+        light simulator whose counts ``checkpoint`` keeps (``restore`` copies them back): their
+        moves added in one step (a sum: the order of additions does not matter), and the pods
+        moved onto each node whose pods the pass reads (``readers``), in order. The removed
+        candidates' own lists are left as they are: a removable candidate takes no more pods
+        (``drop``) and no later turn reads its pods (each candidate has one turn)."""
+        assert self.light and self.saved is not None
+        requested, counts = self.state.requested, self.state.pod_count
+        if len(plans) == 1:
+            cells, adds, where, many = (
+                plans[0].cells,
+                plans[0].adds,
+                plans[0].where,
+                plans[0].counts,
+            )
+        else:
+            cells = np.concatenate([p.cells for p in plans])
+            adds = np.concatenate([p.adds for p in plans])
+            where = np.concatenate([p.where for p in plans])
+            many = np.concatenate([p.counts for p in plans])
+        if requested.flags.c_contiguous and all(p.width == requested.shape[1] for p in plans):
+            np.add.at(requested.reshape(-1), cells, adds)  # a cell named twice: added twice
+        else:
+            for p in plans:
+                requested[p.where] += p.sums  # distinct targets within a plan
+        np.add.at(counts, where, many)
+        for plan in plans:
+            self._add_moved(plan)
+
+    def _add_moved(self, plan: HintedPlan) -> None:
+        """``_add_pods`` of ``plan``'s pods on each target whose pods the pass reads (any order of
+        targets: each target's pods in order)."""
+        added, readers = self.added, self.readers
+        by_name = self.by_name(plan)
+        for name in by_name if readers is None else readers.intersection(by_name):
+            pods = by_name[name]
+            found = added.get(name)
+            if found is None:
+                added[name] = list(pods)
+            else:
+                found.extend(pods)
+
+    def by_name(self, plan: HintedPlan) -> dict[str, list[CAPod]]:
+        """``plan``'s pods per target, by the targets' names (made once for these names)."""
+        names = self.names
+        found = plan.by_name
+        if found is None or plan.by_name_of is not names:
+            found = plan.by_name = {names[t]: pods for t, pods in plan.groups}
+            plan.by_name_of = names
+        return found
 
     def _add_pod(self, node: str, pod: CAPod) -> None:
         """``pod`` moved onto ``node`` in the simulation (after its pods, ``pods_on``)."""

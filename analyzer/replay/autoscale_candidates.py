@@ -67,6 +67,11 @@ def simulate_candidates(
         simulator.verdicts = ca.verdicts
         simulator.drains, simulator.drain_key = memo.drains, tuple(covering)
         simulator.views = views
+        memo.starting(simulator.destinations, order)
+    drops = ca.hints.drops  # ``drop_old`` calls so far (``SimulationMemo.unread``)
+    # the pass reads the pods of its candidates only (``pods_on``): moves onto other nodes
+    # are kept in the counts alone
+    simulator.readers = {ca.nodes[slot].name for slot in order}
     outcomes: dict[int, Outcome] = {}
     unremovable: list[int] = []
     context: tuple[Any, ...] = ()
@@ -74,23 +79,45 @@ def simulate_candidates(
     # the PodDisruptionBudgets' disruptions left (read by every answer): changed only by
     # ``pdbs.remove`` below, so made again only after it
     budget = (*covering, -1, *pdbs.remaining)
+    # the plans of unread takes whose moves are not added yet: nothing reads the counts until
+    # an answer is checked or simulated, or a node they moved pods onto has its turn (``waiting``:
+    # those nodes' names); then added in one step (``RemovalSimulator.apply_many``). What is
+    # left at the end the checkpoint's restore undoes anyway
+    deferred: list[Any] = []
+    waiting: set[str] = set()
     for i, slot in enumerate(order):
         if len(outcomes) >= limit:  # ``unneededNodesLimit``: the rest are not simulated
             reasons[UNNEEDED_LIMIT] = len(order) - i
             stopped = True
             break
         name = ca.nodes[slot].name
+        if name in waiting:  # its pods include moved ones not added yet
+            simulator.apply_many(deferred)
+            deferred, waiting = [], set()
         pods = ca.pod_ids(slot, simulator.pods_on(name))
         start = simulator.last_index
         # where its pods may go: the destinations but itself (made where read: ``allowed``)
         destinations = simulator.destinations
-        entry = None
+        entry = last = None
+        unread = False
         if ca.reuse:
-            entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
-            if entry is None:
+            entry = memo.entries.get(slot)
+            if entry is not None and entry.seen == memo.passes - 1 and entry.outcome.removable:
+                last = entry  # its removable answer in the last pass
+            if entry is not None and memo.unread(entry, pods, budget, drops):
+                unread = True  # nothing it read changed since the last pass: its answer
+                ca.record.reused_unread += 1
+            else:
+                if deferred:  # what follows reads the counts
+                    simulator.apply_many(deferred)
+                    deferred, waiting = [], set()
+                entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
+            if unread:
+                pass
+            elif entry is None:
                 entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations, views)
                 ca.record.reused_by_hints += entry is not None
-            elif not ca.hints.same(entry.looks):
+            elif not ca.hints.same_keys(*_keys(entry)):
                 # a pod's hint changed since: it may go elsewhere; ``_by_hints_again`` would
                 # find this entry (the slot's) and refuse it on the same hints
                 entry = None
@@ -99,11 +126,23 @@ def simulate_candidates(
             ca.record.reused_over_epochs += entry.epoch != memo.epoch
             memo.used.append(entry)
             outcome, targets = entry.outcome, entry.targets
-            first_look = simulator.looked.setdefault
-            for key, hint in entry.looks:  # the hints it read and set, as simulating would
-                first_look(key, hint)
-            ca.hints.set_all(entry.sets)
-            if outcome.removable:
+            # the hints it read and set, as simulating would: each key's first look kept
+            # (``setdefault`` in order; one step where none of its keys was looked at yet in
+            # the pass), its sets in order (one dict: each key's last)
+            read = entry.hints_read()
+            looked = simulator.looked
+            if looked.keys().isdisjoint(read.first):
+                looked.update(read.first)
+            else:
+                for key, hint in read.first.items():
+                    looked.setdefault(key, hint)
+            ca.hints.current.update(read.sets)
+            if unread:  # its moves added when something reads the counts (``deferred``)
+                deferred.append(entry.plan)
+                reached = simulator.readers.intersection(simulator.by_name(entry.plan))
+                if reached:
+                    waiting.update(reached)
+            elif outcome.removable:
                 if entry.plan is None and simulator.light:  # its moves added in one step
                     entry.plan = hinted.plan(simulator, outcome.moved, targets) or False
                 simulator.apply(name, outcome, targets, entry.plan or None)
@@ -136,6 +175,13 @@ def simulate_candidates(
                         else [simulator.demand_of[id(p)].requests for p in simulator.pods_on(name)]
                     )
                 memo.keep(slot, entry)
+        if entry is not None:  # (``ca.reuse``) what an unread take reads
+            if not unread:
+                memo.claim(entry)
+                memo.answered(slot, last, entry)
+            entry.seen, entry.hint_drops = memo.passes, drops
+            if outcome.removable:
+                memo.removable.append((slot, entry))
         # a quiet answer (blocked, or no place for its first pod) is no part of it (docstring)
         quiet = outcome.reason == "BlockedByPod" if entry is None else entry.quiet
         if not quiet:
@@ -178,7 +224,7 @@ def _by_hints_again(
         return None
     if (entry.pods, entry.pdbs) != (pods, budget):
         return None
-    if not ca.hints.same(entry.looks):
+    if not ca.hints.same_keys(*_keys(entry)):
         return None
     # the nodes its pods may go to: the destinations but ``slot``, which no target of its own
     # simulation is (copied with ``slot`` refused only if one were)
@@ -191,3 +237,9 @@ def _by_hints_again(
     elif not hinted.fits(simulator, entry.plan, allowed, views):
         return None
     return entry
+
+
+def _keys(entry: Entry) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    """``entry``'s hint looks as ``Hints.same_keys`` reads them."""
+    read = entry.hints_read()
+    return read.keys, read.hints

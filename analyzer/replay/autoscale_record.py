@@ -36,6 +36,9 @@ class AutoscalerRecord:
     hinted: int = 0  # pods a simulation placed on their hinted node (CA's scheduling hints)
     reused_by_hints: int = 0  # of ``reused``: answers placed by hints alone, checked again
     reused_over_epochs: int = 0  # of ``reused``: answers kept over a join or removal (lasting)
+    # of ``reused``: answers placed by hints alone taken again without a check, nothing they
+    # read having changed since the last pass (``autoscale_reuse.SimulationMemo.unread``)
+    reused_unread: int = 0
 
     def joined(self, slot: int, now: int) -> None:
         """``slot`` exists from ``now``."""

@@ -55,6 +55,10 @@ from analyzer.scheduling.state import ClusterState, PodDemand
 # ``autoscale_steady``, ``autoscale_expiry``); False keeps it loud (tests compare the two)
 NO_PLACE_QUIET = True
 
+# an answer placed by hints alone whose reads did not change since the last pass is taken again
+# without its check (``SimulationMemo.unread``); False checks every one (tests compare the two)
+UNREAD_TAKES = True
+
 # filters whose verdict on a node reads only that node (given the conditions of ``local``)
 LOCAL_FILTERS = frozenset(
     {
@@ -85,6 +89,19 @@ def local(profile: Profile, demands: Sequence[PodDemand], node_states: bool) -> 
 
 
 @dataclass
+class HintsRead:
+    """An answer's hint looks and sets as taking it again reads them: the keys and hints it
+    read in order (``Hints.same_keys``), each key's first look (what a simulation's
+    ``looked.setdefault`` in order leaves, in that order) and its sets as one dict (what
+    ``set`` of each in order leaves: a key's last node, at its first key's place)."""
+
+    keys: tuple[str, ...]
+    hints: tuple[str | None, ...]
+    first: dict[str, str | None]
+    sets: dict[str, str]
+
+
+@dataclass
 class Entry:
     """One simulation's answer and what it read."""
 
@@ -108,6 +125,35 @@ class Entry:
     # its part of a later candidate's context (slot, reason, targets), made at its first turn:
     # the answer is never changed
     said: tuple[Any, ...] | None = None
+    # ``hints_read`` made at its first reuse (None: not yet)
+    _hints: HintsRead | None = None
+    # what an unread take reads (``SimulationMemo.unread``): the last pass it was used in,
+    # ``Hints.drops`` then, its distinct targets (made where first read), and the last pass
+    # in which a later answer set one of its pods' hints
+    seen: int = -1
+    hint_drops: int = -1
+    distinct: list[int] | None = None
+    disturbed: int = -1
+
+    def targets_once(self) -> list[int]:
+        """Its distinct targets, in order."""
+        found = self.distinct
+        if found is None:
+            found = self.distinct = list(dict.fromkeys(self.targets))
+        return found
+
+    def hints_read(self) -> HintsRead:
+        """Its looks and sets in the forms taking it again reads (made once: never changed)."""
+        found = self._hints
+        if found is None:
+            first: dict[str, str | None] = {}
+            for key, hint in self.looks:
+                first.setdefault(key, hint)
+            found = self._hints = HintsRead(
+                tuple(k for k, _ in self.looks), tuple(h for _, h in self.looks), first,
+                dict(self.sets),
+            )  # fmt: skip
+        return found
 
     @property
     def quiet(self) -> bool:
@@ -182,6 +228,16 @@ class SimulationMemo:
         # ``PassSummary.reads`` of a pass whose placements walked no node (read only: shared)
         self.no_reads = np.zeros(nodes, dtype=bool)
         self.no_reads.flags.writeable = False
+        # what ``unread`` reads: this pass's removable answers in order (slot, entry) and the
+        # last pass's; the nodes whose counts or destination at a candidate's turn may differ
+        # from the last pass's at the same candidate's turn (``diverged``: ``start_pass``,
+        # ``starting``, ``answered``); the destinations as the last pass began
+        self.removable: list[tuple[int, Entry]] = []
+        self.last_removable: list[tuple[int, Entry]] = []
+        self.diverged: set[int] = set()
+        self.starts: np.ndarray[Any, Any] | None = None
+        # each pod hint key's by-hints answer that last set it (``claim``)
+        self.owner: dict[str, Entry] = {}
 
     def touch(self, node: int, freed: bool) -> None:
         """The replay bound (``freed`` False) or unbound a pod on ``node``. A bind on a node
@@ -223,6 +279,9 @@ class SimulationMemo:
 
     def start_pass(self) -> None:
         """A scale-down pass begins (stamps after this refer to changes after it)."""
+        # the nodes whose pods changed since the last pass began
+        self.diverged = set(self.touched)
+        self.last_removable, self.removable = self.removable, []
         self.passes += 1
         self.touched.clear()
         self.pending.clear()
@@ -399,6 +458,83 @@ class SimulationMemo:
             if room_for_any(state, opened, entry.rows, columns):
                 return None
         return entry
+
+    def starting(self, destinations: np.ndarray[Any, Any], order: Sequence[int]) -> None:
+        """The pass's destinations as it begins and its candidates' ``order``. Diverge: the
+        nodes that became or stopped being a destination since the last pass began, and the
+        targets (and own node) of each of the last pass's removable answers that this pass
+        will not reach in the same order relative to the others (not a candidate now, or
+        ordered before one that was before it): the moves onto a node before a candidate's
+        turn are then those of the last pass, unless an answer changes (``answered``)."""
+        diverged, last = self.diverged, self.starts
+        if last is not None and last.shape == destinations.shape:
+            diverged.update(np.flatnonzero(last != destinations).tolist())
+        self.starts = destinations.copy()
+        before = self.last_removable
+        if not before:
+            return
+        where = np.full(len(destinations), -1, dtype=np.int64)
+        where[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+        at = where[np.array([slot for slot, _ in before], dtype=np.int64)]
+        # absent, or after one that was after it in the last pass
+        for i in np.flatnonzero((at < 0) | (at < np.maximum.accumulate(at))).tolist():
+            slot, entry = before[i]
+            diverged.update(entry.targets_once())
+            diverged.add(slot)
+
+    def answered(self, slot: int, last: Entry | None, entry: Entry) -> None:
+        """``slot``'s answer in this pass (``entry``), its answer in the last pass ``last`` if it
+        was a removable one (else None). Where they differ, the moves onto their targets and
+        the drop of ``slot`` differ from the last pass's from here on: those nodes diverge."""
+        if entry is last:
+            return
+        diverged = self.diverged
+        if last is not None:
+            diverged.update(last.targets_once())
+            diverged.add(slot)
+        if entry.outcome.removable:
+            diverged.update(entry.targets_once())
+            diverged.add(slot)
+
+    def claim(self, entry: Entry) -> None:
+        """``entry`` (simulated, or taken again after a check) set its pods' hints: an
+        answer placed by hints alone whose pods' hints another answer set is ``disturbed``
+        (the next pass reads those, not its own); a by-hints ``entry`` owns its keys."""
+        sets = entry.hints_read().sets
+        owner, passes = self.owner, self.passes
+        for key in sets:
+            found = owner.get(key)
+            if found is not None and found is not entry:
+                found.disturbed = passes
+        if entry.by_hints:
+            owner.update(dict.fromkeys(sets, entry))
+
+    def unread(
+        self, entry: Entry, pods: tuple[int, ...], pdbs: tuple[int, ...], drops: int
+    ) -> bool:
+        """Whether ``entry`` (its slot's) would pass ``_by_hints_again``'s check now, with nothing
+        of it read: a removable answer placed by hints alone, used in the last pass, whose
+        pods' hints are those it set there (it placed each pod on its hint, so it set each to
+        the hint it read; no later answer of that pass set one: not ``disturbed``; one
+        ``drop_old`` since, which keeps what that pass set: ``drops``, ``Hints.drops`` now);
+        the same pods and budgets; and no target ``diverged``: each one's pods and destination
+        as when the last pass began, and the same answers moved pods onto it before this one's
+        turn (``starting``, ``answered``). Each target's room and pod slots are then those it
+        had at this answer's turn in the last pass, where the check passed: so does it now.
+        (``seen`` and ``drops`` agree but where a pass ends with no node to look at: it drops
+        the old hints and starts no pass.)"""
+        last = self.passes - 1
+        return bool(
+            UNREAD_TAKES
+            and entry.by_hints
+            and entry.plan
+            and entry.seen == last
+            and entry.disturbed < last
+            and entry.hint_drops + 1 == drops
+            and entry.pods == pods
+            and entry.pdbs == pdbs
+            and self.diverged.isdisjoint(entry.targets_once())
+        )
 
     def keep(self, slot: int, entry: Entry) -> None:
         """Remember ``slot``'s simulation of this pass."""

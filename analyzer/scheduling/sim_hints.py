@@ -30,6 +30,7 @@ class Hints(Generic[K, V]):
     def __init__(self) -> None:
         self.current: dict[K, V] = {}
         self.old: dict[K, V] = {}
+        self.drops = 0  # ``drop_old`` calls so far (a caller tells the generations apart)
 
     def get(self, key: K) -> V | None:
         """``Get``: the current generation's hint, else the old one's, else None."""
@@ -53,6 +54,16 @@ class Hints(Generic[K, V]):
                 return False
         return True
 
+    def same_keys(self, keys: tuple[K, ...], hints: tuple[V | None, ...]) -> bool:
+        """``same`` of ``zip(keys, hints)``. Where no key has a hint of the current generation
+        (an answer taken again reads its own pods' hints, which nothing before it in the pass
+        set: most calls), ``get`` is the old generation's ``get`` for each key, compared in one
+        step; else key by key."""
+        current = self.current
+        if current and not current.keys().isdisjoint(keys):
+            return self.same(zip(keys, hints, strict=True))
+        return tuple(map(self.old.get, keys)) == hints
+
     def set_all(self, pairs: Iterable[tuple[K, V]]) -> None:
         """``set`` of each (key, node), in order."""
         self.current.update(pairs)
@@ -60,6 +71,7 @@ class Hints(Generic[K, V]):
     def drop_old(self) -> None:
         """``DropOld``: forget what the loop before the last one set."""
         self.old, self.current = self.current, {}
+        self.drops += 1
 
     def forget(self, key: K) -> None:
         """Drop ``key`` in both generations (a caller whose pod keeps its key after an eviction,
