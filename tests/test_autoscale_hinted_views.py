@@ -166,7 +166,9 @@ def test_an_answer_keeps_its_part_of_later_contexts(monkeypatch: pytest.MonkeyPa
         if entry.said is not None:
             assert entry.said == (slot, entry.outcome.reason, tuple(entry.targets)), slot
             kept += 1
-        for item in entry.context:
-            assert isinstance(item, tuple) and len(item) == 3 and isinstance(item[2], tuple)
-            assert item[1] != "BlockedByPod"
-    assert kept > 0
+    # the contexts by number (``SimulationMemo.extend``): each the one before and an item
+    for before, item in memo.contexts:
+        assert isinstance(before, int)
+        assert isinstance(item, tuple) and len(item) == 3 and isinstance(item[2], tuple)
+        assert item[1] != "BlockedByPod"
+    assert kept > 0 and memo.contexts

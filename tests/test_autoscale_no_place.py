@@ -83,7 +83,7 @@ def _entry(reason: str, sets: list[tuple[str, str]], start: int, end: int) -> En
     from analyzer.autoscaler.removal_state import Outcome
 
     return Entry(
-        made=1, epoch=0, context=(), pods=(1,), pdbs=(), start=start, end=end,
+        made=1, epoch=0, context=0, pods=(1,), pdbs=(), start=start, end=end,
         outcome=Outcome("a", False, reason), targets=[], reads=np.zeros(0, dtype=np.int64),
         rows=[], looks=[], sets=sets,
     )  # fmt: skip

@@ -129,8 +129,7 @@ def test_the_summary_masks_are_their_expressions() -> None:
         steady = (rng.random(count) < 0.3) & under if case % 2 else None
         walks = [rng.integers(0, count, int(rng.integers(1, 6))) for _ in range(case % 4)]
         memo.used = [
-            Entry(0, 0, (), (), (), 0, 0, Outcome("n", True), [], walk, [], [], [])
-            for walk in walks
+            Entry(0, 0, 0, (), (), 0, 0, Outcome("n", True), [], walk, [], [], []) for walk in walks
         ]
         memo.summarise(under.copy(), 0, False, {}, under, None, steady)
         reads = np.zeros(count, dtype=bool)

@@ -106,7 +106,7 @@ def test_a_lingering_scale_down_decides_as_the_plain_path() -> None:
 def _entry(targets: list[int], *, by_hints: bool = True) -> Entry:
     outcome = Outcome("n", True)
     entry = Entry(
-        0, 0, (), (1, 2), (-1,), 0, 0, outcome, targets, np.zeros(0, dtype=np.int64), [],
+        0, 0, 0, (1, 2), (-1,), 0, 0, outcome, targets, np.zeros(0, dtype=np.int64), [],
         [], [], by_hints,
     )  # fmt: skip
     entry.plan = object()  # a plan was made: its moves can be applied in one step
@@ -203,3 +203,70 @@ def test_an_answer_setting_anothers_pods_hints_disturbs_it() -> None:
     later.sets = [("default/p", "n3"), ("default/q", "n3")]
     memo.claim(later)
     assert owner.disturbed == memo.passes
+
+
+def test_an_answer_made_again_with_the_same_moves_changes_nothing_later() -> None:
+    # Simulated again, an answer moving the same pod objects to the same targets adds the same
+    # counts and pods: its targets do not diverge. Other pods to the same targets do.
+    pod_a, pod_b = object(), object()
+    last = _entry([4, 5])
+    last.outcome = Outcome("n", True, moved=(pod_a, pod_b))  # type: ignore[arg-type]
+    memo = _memo_after_one_pass([(1, last)])
+    memo.starting(np.ones(10, dtype=bool), [1])
+    again = _entry([4, 5])
+    again.outcome = Outcome("n", True, moved=(pod_a, pod_b))  # type: ignore[arg-type]
+    memo.answered(1, last, again)
+    assert not memo.diverged
+    other = _entry([4, 5])
+    other.outcome = Outcome("n", True, moved=(pod_b, pod_a))  # type: ignore[arg-type]
+    memo.answered(1, last, other)
+    assert memo.diverged == {1, 4, 5}
+
+
+def test_stable_reads_the_first_looks_kept_out_of_looked() -> None:
+    # Unread takes keep their first looks out of the simulator's ``looked``; those of an unread
+    # answer whose pods' hints a later answer set are handed to ``stable`` (``also_looked``),
+    # which must compare them too. (The seeded clusters above never had such a pass: an
+    # answer taken unread was used in the last pass with no later answer setting its hints,
+    # so a later one doing it now needs that one's own answer to have changed.)
+    from autoscale_cases import node as node_doc
+
+    from analyzer.autoscaler.removal import RemovalSimulator
+    from analyzer.autoscaler.scenario import build as build_scenario
+    from analyzer.scheduling.sim_hints import Hints
+
+    scenario = build_scenario(
+        {"autoscaler": "cluster-autoscaler", "now": "2026-11-01T12:00:00Z",
+         "nodes": [node_doc("n0", {"cpu": 1000, "memory": 4000})], "pods": []}
+    )  # fmt: skip
+    sim = RemovalSimulator(scenario.cluster, scenario.profile, scenario.options, scenario.now)
+    sim.hints = Hints()
+    sim.hints.set("default/a", "n1")
+    sim.hints.set("default/b", "n2")
+    sim.looked = {"default/a": "n1"}
+    assert sim.stable()
+    sim.also_looked = [{"default/b": "n2"}]
+    assert sim.stable()
+    sim.also_looked = [{"default/b": "n3"}]  # read n3, a later answer set n2
+    assert not sim.stable()
+
+
+def test_contexts_by_number_are_equal_exactly_when_their_items_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ``SimulationMemo.extend`` numbers what a pass did before a candidate (``find`` compares
+    # a kept answer's context by it): the same items in the same order give the same number,
+    # any other sequence another one, also one ending with the same item; once the table is
+    # emptied, a sequence made again gets a number no earlier one had.
+    memo = SimulationMemo(4)
+    a, b, c = (1, "", (2,)), (2, "", (3,)), (3, "NoPlaceToMovePods", ())
+    ab = memo.extend(memo.extend(0, a), b)
+    assert memo.extend(memo.extend(0, a), b) == ab
+    assert memo.extend(memo.extend(0, b), a) != ab
+    assert memo.extend(0, b) != ab
+    assert memo.extend(memo.extend(memo.extend(0, c), a), b) != ab
+    numbers = {ab, memo.extend(0, a), memo.extend(0, b)}
+    monkeypatch.setattr(autoscale_reuse, "CONTEXTS_KEPT", 1)
+    memo.extend(0, (9, "", ()))  # a new one: the table is full, emptied first
+    again = memo.extend(memo.extend(0, a), b)
+    assert again not in numbers

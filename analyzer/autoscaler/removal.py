@@ -116,6 +116,9 @@ class RemovalSimulator(Placement):
         self.hints: Hints[str, str] | None = None
         self.hint_log: list[tuple[str, str]] = []  # every hint set, in order
         self.looked: dict[str, str | None] = {}  # each pod's hint at its first look this pass
+        # first looks a caller kept out of ``looked`` that ``stable`` must read too (the
+        # replay: answers taken again unread whose pods' hints a later answer set)
+        self.also_looked: list[dict[str, str | None]] = []
         self.look_log: list[tuple[str, str | None]] = []  # every look, in order
         self.hinted = 0  # pods placed on their hinted node
         self.unplaced: Any = None  # the ``PodDemand`` that found no place in the last failure
@@ -322,8 +325,12 @@ class RemovalSimulator(Placement):
         so the hints this pass leaves are those it read (``drop_old`` not yet called)."""
         if self.hints is None:
             return True
-        looked = self.looked  # each key's hint now against the one it read (no Python loop)
-        return all(map(eq, map(self.hints.current.get, looked), looked.values()))
+        current = self.hints.current
+        for looked in (self.looked, *self.also_looked):
+            # each key's hint now against the one it read (no Python loop)
+            if not all(map(eq, map(current.get, looked), looked.values())):
+                return False
+        return True
 
     def drop(self, node: str) -> None:
         """``delete(podDestinations, node)``: a removable node takes no more pods."""

@@ -74,7 +74,7 @@ def simulate_candidates(
     simulator.readers = {ca.nodes[slot].name for slot in order}
     outcomes: dict[int, Outcome] = {}
     unremovable: list[int] = []
-    context: tuple[Any, ...] = ()
+    context = 0  # ``memo.extend``'s number for what the pass did so far (0: nothing)
     stopped = False
     # the PodDisruptionBudgets' disruptions left (read by every answer): changed only by
     # ``pdbs.remove`` below, so made again only after it
@@ -85,6 +85,7 @@ def simulate_candidates(
     # left at the end the checkpoint's restore undoes anyway
     deferred: list[Any] = []
     waiting: set[str] = set()
+    taken_unread: list[Entry] = []
     for i, slot in enumerate(order):
         if len(outcomes) >= limit:  # ``unneededNodesLimit``: the rest are not simulated
             reasons[UNNEEDED_LIMIT] = len(order) - i
@@ -128,14 +129,20 @@ def simulate_candidates(
             outcome, targets = entry.outcome, entry.targets
             # the hints it read and set, as simulating would: each key's first look kept
             # (``setdefault`` in order; one step where none of its keys was looked at yet in
-            # the pass), its sets in order (one dict: each key's last)
+            # the pass), its sets in order (one dict: each key's last). An unread one's first
+            # looks are its sets (each pod placed on its hint), and nothing before it in the
+            # pass looked at its pods' keys: ``stable`` reads them only if a later answer set
+            # one (``claim`` marks it ``disturbed``), else they hold (below, ``also_looked``)
             read = entry.hints_read()
-            looked = simulator.looked
-            if looked.keys().isdisjoint(read.first):
-                looked.update(read.first)
+            if unread:
+                taken_unread.append(entry)
             else:
-                for key, hint in read.first.items():
-                    looked.setdefault(key, hint)
+                looked = simulator.looked
+                if looked.keys().isdisjoint(read.first):
+                    looked.update(read.first)
+                else:
+                    for key, hint in read.first.items():
+                        looked.setdefault(key, hint)
             ca.hints.current.update(read.sets)
             if unread:  # its moves added when something reads the counts (``deferred``)
                 deferred.append(entry.plan)
@@ -190,7 +197,7 @@ def simulate_candidates(
                 said = (slot, outcome.reason, tuple(targets))
                 if entry is not None:
                     entry.said = said
-            context = (*context, said)
+            context = memo.extend(context, said) if ca.reuse else 0
         if not outcome.removable:
             reasons[outcome.reason] = reasons.get(outcome.reason, 0) + 1
             unremovable.append(slot)
@@ -199,6 +206,10 @@ def simulate_candidates(
         pdbs.remove(outcome.moved)
         budget = (*covering, -1, *pdbs.remaining)
         outcomes[slot] = outcome
+    # the unread answers' first looks that a later answer's sets may have changed
+    simulator.also_looked = [
+        e.hints_read().first for e in taken_unread if e.disturbed == memo.passes
+    ]
     ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
     return outcomes, unremovable, stopped
 

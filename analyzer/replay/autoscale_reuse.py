@@ -40,6 +40,7 @@ every candidate is simulated (the plain path, also ``AutoscalerSettings.reuse`` 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,10 @@ NO_PLACE_QUIET = True
 # an answer placed by hints alone whose reads did not change since the last pass is taken again
 # without its check (``SimulationMemo.unread``); False checks every one (tests compare the two)
 UNREAD_TAKES = True
+
+# ``SimulationMemo.extend``'s table is emptied at this many contexts (a later one gets a new
+# number: an answer that read one made before is not taken again by ``find``)
+CONTEXTS_KEPT = 200_000
 
 # filters whose verdict on a node reads only that node (given the conditions of ``local``)
 LOCAL_FILTERS = frozenset(
@@ -107,7 +112,7 @@ class Entry:
 
     made: int  # the pass whose state it read (changes stamped later make it stale)
     epoch: int
-    context: tuple[Any, ...]
+    context: int  # ``SimulationMemo.extend``'s number for what the pass did before it
     pods: tuple[int, ...]
     pdbs: tuple[int, ...]
     start: int  # lastIndex before
@@ -236,6 +241,11 @@ class SimulationMemo:
         self.last_removable: list[tuple[int, Entry]] = []
         self.diverged: set[int] = set()
         self.starts: np.ndarray[Any, Any] | None = None
+        # contexts by number (``extend``): (the context before, the item added) -> its number;
+        # numbers are never given twice, so one made before the table was emptied equals none
+        # made after it
+        self.contexts: dict[tuple[int, tuple[Any, ...]], int] = {}
+        self.context_numbers = itertools.count(1)
         # each pod hint key's by-hints answer that last set it (``claim``)
         self.owner: dict[str, Entry] = {}
 
@@ -432,7 +442,7 @@ class SimulationMemo:
     def find(
         self,
         slot: int,
-        context: tuple[Any, ...],
+        context: int,
         pods: tuple[int, ...],
         pdbs: tuple[int, ...],
         start: int,
@@ -458,6 +468,19 @@ class SimulationMemo:
             if room_for_any(state, opened, entry.rows, columns):
                 return None
         return entry
+
+    def extend(self, context: int, said: tuple[Any, ...]) -> int:
+        """The number of ``context`` (a number of this method's, 0: what an empty pass did)
+        followed by ``said``: equal numbers are equal sequences of items, so a kept answer's
+        context is compared in one step however long the pass (a tuple of the items made
+        again at each turn would cost the pass's length each time)."""
+        key = (context, said)
+        found = self.contexts.get(key)
+        if found is None:
+            if len(self.contexts) >= CONTEXTS_KEPT:
+                self.contexts = {}
+            found = self.contexts[key] = next(self.context_numbers)
+        return found
 
     def starting(self, destinations: np.ndarray[Any, Any], order: Sequence[int]) -> None:
         """The pass's destinations as it begins and its candidates' ``order``. Diverge: the
@@ -486,7 +509,7 @@ class SimulationMemo:
         """``slot``'s answer in this pass (``entry``), its answer in the last pass ``last`` if it
         was a removable one (else None). Where they differ, the moves onto their targets and
         the drop of ``slot`` differ from the last pass's from here on: those nodes diverge."""
-        if entry is last:
+        if entry is last or (last is not None and same_moves(last, entry)):
             return
         diverged = self.diverged
         if last is not None:
@@ -540,6 +563,19 @@ class SimulationMemo:
         """Remember ``slot``'s simulation of this pass."""
         self.entries[slot] = entry
         self.used.append(entry)
+
+
+def same_moves(a: Entry, b: Entry) -> bool:
+    """Whether two removable answers move the same pods (the same objects, in order) to the same
+    targets: the same additions to the counts, the same pods moved onto each node."""
+    x, y = a.outcome, b.outcome
+    return bool(
+        x.removable
+        and y.removable
+        and a.targets == b.targets
+        and len(x.moved) == len(y.moved)
+        and all(p is q for p, q in zip(x.moved, y.moved, strict=True))
+    )
 
 
 def allowed_but(destinations: np.ndarray[Any, Any], slot: int) -> np.ndarray[Any, Any]:
