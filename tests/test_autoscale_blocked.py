@@ -50,8 +50,8 @@ def test_an_answer_is_taken_again_after_other_blocked_candidates(
     seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Answers placed by hints alone are taken again whatever the context
-    # (``_by_hints_again``, and unread: ``UNREAD_TAKES``): both turned off here, every answer
-    # taken again went through ``find``'s context test. Counted: answers taken again in a pass whose blocked candidates before them
+    # (``_by_hints_again``, asked alone: ``HINTED_ALONE``, and unread: ``UNREAD_TAKES``): all
+    # turned off here, every answer taken again went through ``find``'s context test. Counted: answers taken again in a pass whose blocked candidates before them
     # differ from those of the pass that made them (only possible with blocked answers left out
     # of the context). Fails on the branch point (blocked answers in the context: no such
     # answer is taken again). The decisions are the plain path's; note that on these seeds
@@ -76,6 +76,7 @@ def test_an_answer_is_taken_again_after_other_blocked_candidates(
     monkeypatch.setattr(SimulationMemo, "keep", keep)
     monkeypatch.setattr(autoscale_candidates, "_by_hints_again", lambda *a: None)
     monkeypatch.setattr(autoscale_reuse, "UNREAD_TAKES", False)
+    monkeypatch.setattr(autoscale_reuse, "HINTED_ALONE", False)
     fast, plain = _run(seed, strategy, raw)
     _same_decisions(fast, plain)
     assert seen["taken"] > 20, seen

@@ -64,6 +64,30 @@ def test_unread_takes_leave_what_checked_takes_leave(
     _same_decisions(a, b)
 
 
+@pytest.mark.parametrize(("seed", "strategy", "raw"), CASES[:4])
+def test_answers_by_hints_asked_alone_leave_what_find_first_leaves(
+    seed: int, strategy: str, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An answer placed by hints alone asked by its hints only (``HINTED_ALONE``), its moves
+    # added when something reads those counts (``Deferred``), against ``find`` first and every
+    # move added at once: the same state after every pass, the same decisions and the same
+    # answers taken again (unread takes off in both, so that each is checked).
+    def run(alone: bool) -> Any:
+        levers = {
+            (autoscale_reuse, "UNREAD_TAKES"): False,
+            (autoscale_reuse, "HINTED_ALONE"): alone,
+        }
+        return after_each_pass(seed, strategy, raw, levers, monkeypatch)
+
+    fast, _, a = run(True)
+    full, _, b = run(False)
+    assert fast == full
+    x, y = a.autoscaler, b.autoscaler
+    assert (x.passes, x.simulated, x.reused) == (y.passes, y.simulated, y.reused)
+    assert x.reused_by_hints >= y.reused_by_hints
+    _same_decisions(a, b)
+
+
 def test_the_seeded_clusters_take_answers_unread(monkeypatch: pytest.MonkeyPatch) -> None:
     # The comparison above is not empty: its clusters take answers again unread.
     total = 0

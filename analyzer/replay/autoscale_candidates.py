@@ -17,6 +17,7 @@ from analyzer.autoscaler.drainability import PdbTracker
 from analyzer.autoscaler.recheck import UNNEEDED_LIMIT
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome
+from analyzer.replay import autoscale_reuse
 from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
@@ -79,12 +80,7 @@ def simulate_candidates(
     # the PodDisruptionBudgets' disruptions left (read by every answer): changed only by
     # ``pdbs.remove`` below, so made again only after it
     budget = (*covering, -1, *pdbs.remaining)
-    # the plans of unread takes whose moves are not added yet: nothing reads the counts until
-    # an answer is checked or simulated, or a node they moved pods onto has its turn (``waiting``:
-    # those nodes' names); then added in one step (``RemovalSimulator.apply_many``). What is
-    # left at the end the checkpoint's restore undoes anyway
-    deferred: list[Any] = []
-    waiting: set[str] = set()
+    deferred = Deferred(simulator)
     taken_unread: list[Entry] = []
     for i, slot in enumerate(order):
         if len(outcomes) >= limit:  # ``unneededNodesLimit``: the rest are not simulated
@@ -92,9 +88,8 @@ def simulate_candidates(
             stopped = True
             break
         name = ca.nodes[slot].name
-        if name in waiting:  # its pods include moved ones not added yet
-            simulator.apply_many(deferred)
-            deferred, waiting = [], set()
+        if name in deferred.waiting:  # its pods include moved ones not added yet
+            deferred.flush()
         pods = ca.pod_ids(slot, simulator.pods_on(name))
         start = simulator.last_index
         # where its pods may go: the destinations but itself (made where read: ``allowed``)
@@ -108,20 +103,24 @@ def simulate_candidates(
             if entry is not None and memo.unread(entry, pods, budget, drops):
                 unread = True  # nothing it read changed since the last pass: its answer
                 ca.record.reused_unread += 1
-            else:
-                if deferred:  # what follows reads the counts
-                    simulator.apply_many(deferred)
-                    deferred, waiting = [], set()
-                entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
-            if unread:
-                pass
-            elif entry is None:
+            elif entry is not None and entry.by_hints and autoscale_reuse.HINTED_ALONE:
+                # an answer placed by hints alone read no search: where ``find`` would take it
+                # (nothing it read changed) its simulation places each pod on its hint again,
+                # so ``_by_hints_again``'s check passes too; asked alone, it reads the counts
+                # of its targets only
+                deferred.flush_if(entry.targets_once())
                 entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations, views)
                 ca.record.reused_by_hints += entry is not None
-            elif not ca.hints.same_keys(*_keys(entry)):
-                # a pod's hint changed since: it may go elsewhere; ``_by_hints_again`` would
-                # find this entry (the slot's) and refuse it on the same hints
-                entry = None
+            else:
+                deferred.flush()  # what follows reads the counts
+                entry = memo.find(slot, context, pods, budget, start, state, destinations, columns)
+                if entry is None:
+                    entry = _by_hints_again(ca, simulator, slot, pods, budget, destinations, views)
+                    ca.record.reused_by_hints += entry is not None
+                elif not ca.hints.same_keys(*_keys(entry)):
+                    # a pod's hint changed since: it may go elsewhere; ``_by_hints_again``
+                    # would find this entry (the slot's) and refuse it on the same hints
+                    entry = None
         if entry is not None:
             memo.reused += 1
             ca.record.reused_over_epochs += entry.epoch != memo.epoch
@@ -144,11 +143,8 @@ def simulate_candidates(
                     for key, hint in read.first.items():
                         looked.setdefault(key, hint)
             ca.hints.current.update(read.sets)
-            if unread:  # its moves added when something reads the counts (``deferred``)
-                deferred.append(entry.plan)
-                reached = simulator.readers.intersection(simulator.by_name(entry.plan))
-                if reached:
-                    waiting.update(reached)
+            if entry.by_hints and entry.plan and simulator.light:
+                deferred.add(entry)  # its moves added when something reads those counts
             elif outcome.removable:
                 if entry.plan is None and simulator.light:  # its moves added in one step
                     entry.plan = hinted.plan(simulator, outcome.moved, targets) or False
@@ -157,6 +153,7 @@ def simulate_candidates(
             if outcome.reason != "BlockedByPod" and not entry.by_hints:
                 simulator.last_index = entry.end
         else:
+            deferred.flush()  # a simulation reads the counts
             memo.simulated += 1
             mark = len(simulator.journal)
             looks, sets = len(simulator.look_log), len(simulator.hint_log)
@@ -212,6 +209,43 @@ def simulate_candidates(
     ]
     ca.record.simulated, ca.record.reused = memo.simulated, memo.reused
     return outcomes, unremovable, stopped
+
+
+class Deferred:
+    """The moves of answers placed by hints alone, taken again in a pass and not added yet
+    (``plans``): nothing reads the counts until an answer is simulated or checked by ``find``,
+    a check by hints reads one of their targets (``nodes``), or a node they moved pods onto
+    has its turn (``waiting``: its pods); then they are added in one step
+    (``RemovalSimulator.apply_many``; addition: the order does not matter). What is left at the
+    end of the pass the checkpoint's restore undoes anyway."""
+
+    def __init__(self, simulator: RemovalSimulator) -> None:
+        self.simulator = simulator
+        self.plans: list[Any] = []
+        self.nodes: set[int] = set()
+        self.waiting: set[str] = set()
+
+    def add(self, entry: Entry) -> None:
+        """``entry``'s moves (its plan made), added later."""
+        simulator = self.simulator
+        self.plans.append(entry.plan)
+        self.nodes.update(entry.targets_once())
+        readers = simulator.readers
+        assert readers is not None  # (``simulate_candidates`` names them)
+        reached = readers.intersection(simulator.by_name(entry.plan))
+        if reached:
+            self.waiting.update(reached)
+
+    def flush(self) -> None:
+        """Add every move kept."""
+        if self.plans:
+            self.simulator.apply_many(self.plans)
+            self.plans, self.nodes, self.waiting = [], set(), set()
+
+    def flush_if(self, nodes: list[int]) -> None:
+        """Add every move kept if one is onto ``nodes``."""
+        if self.plans and not self.nodes.isdisjoint(nodes):
+            self.flush()
 
 
 def _by_hints_again(

@@ -60,6 +60,11 @@ NO_PLACE_QUIET = True
 # without its check (``SimulationMemo.unread``); False checks every one (tests compare the two)
 UNREAD_TAKES = True
 
+# an answer placed by hints alone is asked again by its hints only (``_by_hints_again``), not by
+# ``find`` first (which takes it only where that check passes too); False asks ``find`` first
+# (tests that count ``find``'s answers)
+HINTED_ALONE = True
+
 # ``SimulationMemo.extend``'s table is emptied at this many contexts (a later one gets a new
 # number: an answer that read one made before is not taken again by ``find``)
 CONTEXTS_KEPT = 200_000
