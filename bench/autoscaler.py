@@ -53,7 +53,7 @@ def main() -> None:
     """Run the benchmark (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--days", type=int, default=1)
+    parser.add_argument("--days", type=float, default=1)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--strategy", action="append", default=None)
     parser.add_argument("--bounds", choices=("zero", "observed"), default="zero")
@@ -115,7 +115,8 @@ def main() -> None:
             "hinted": result.autoscaler.hinted,
             "reused_by_hints": result.autoscaler.reused_by_hints,
             "reused_over_epochs": result.autoscaler.reused_over_epochs,
-            "reused_unread": result.autoscaler.reused_unread,
+            # (getattr: a tree from before the counter, run with PYTHONPATH set to it)
+            "reused_unread": getattr(result.autoscaler, "reused_unread", None),
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
         print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "
