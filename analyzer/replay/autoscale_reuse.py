@@ -28,6 +28,9 @@ it again instead of simulating). What one simulation reads, and how each is chec
   its pods, the budgets, the hints and those nodes only (no search: not the start, not the
   others): taken again, whatever the context and start, when those are equal and each hinted
   node is still a destination with room for its pods in turn (checked on the state now);
+- such an answer used in the last pass, when nothing it read changed since (its pods, budgets
+  and hints, and on each target its pods, whether it is a destination and the answers that
+  moved pods onto it before its turn), is taken without the check (``SimulationMemo.unread``);
 - the set of nodes, groups and provisioning: any join, removal or scale-up starts a new epoch
   in which no earlier answer that read the node set is reused (the two kinds above that read
   none of it, blocked and placed by hints, are kept: ``new_epoch``).
