@@ -100,6 +100,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if ca.cpu is None or ca.mem is None or not count:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.record.reasons.append((now, {}))
+        ca.sims.summary = None  # no pass: the last one's summary no longer describes the last run
         ca.hints.drop_old()
         ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
         return
@@ -113,6 +114,10 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
         ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
         ca.last_pass = (limit, False, False)
         ca.record.reasons.append((now, reasons))
+        # every present node skipped as recently unremovable: no pass, so no summary. The last
+        # pass's would let a later run stand on it and record its reasons, where a run then
+        # records these (``stood``; found by bench/ca_differential.py seed 160)
+        ca.sims.summary = None
         ca.hints.drop_old()
         ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
         return
