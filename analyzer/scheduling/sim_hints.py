@@ -64,10 +64,6 @@ class Hints(Generic[K, V]):
             return self.same(zip(keys, hints, strict=True))
         return tuple(map(self.old.get, keys)) == hints
 
-    def set_all(self, pairs: Iterable[tuple[K, V]]) -> None:
-        """``set`` of each (key, node), in order."""
-        self.current.update(pairs)
-
     def drop_old(self) -> None:
         """``DropOld``: forget what the loop before the last one set."""
         self.old, self.current = self.current, {}
