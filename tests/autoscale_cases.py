@@ -271,3 +271,11 @@ def after_each_pass(
         result = replay(auto, Strategy(strategy, load_strategy(strategy)), seed,
                         autoscaler=(groups, settings))  # fmt: skip
     return seen, fired, result
+
+
+def same_after_each_pass(fast: list[Any], full: list[Any]) -> None:
+    """Two ``after_each_pass`` state lists are equal pass by pass (the first differing pass's
+    index in the failure)."""
+    assert len(fast) == len(full)
+    for i, (x, y) in enumerate(zip(fast, full, strict=True)):
+        assert x == y, i

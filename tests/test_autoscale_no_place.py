@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from autoscale_cases import after_each_pass
+from autoscale_cases import after_each_pass, same_after_each_pass
 from test_autoscale_reuse import _same_decisions
 
 from analyzer.replay import autoscale_reuse
@@ -57,9 +57,7 @@ def test_a_first_pod_without_a_place_leaves_what_the_pass_run_would(
     fast, _fired, a = _after_each_pass(seed, strategy, raw, True, monkeypatch)
     full, none, b = _after_each_pass(seed, strategy, raw, False, monkeypatch)
     assert none == 0
-    assert len(fast) == len(full)
-    for i, (x, y) in enumerate(zip(fast, full, strict=True)):
-        assert x == y, i
+    same_after_each_pass(fast, full)
     x, y = a.autoscaler, b.autoscaler
     assert x.passes + x.skipped == y.passes + y.skipped and x.passes <= y.passes
     _same_decisions(a, b)

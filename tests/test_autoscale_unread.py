@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from autoscale_cases import SHORT_TIMINGS, after_each_pass
+from autoscale_cases import SHORT_TIMINGS, after_each_pass, same_after_each_pass
 from test_autoscale_reuse import _same_decisions
 
 from analyzer.autoscaler.removal_state import Outcome
@@ -50,9 +50,7 @@ def test_unread_takes_leave_what_checked_takes_leave(
     # again: an unread take is a checked take that skipped its check.
     fast, _, a = _passes(seed, strategy, raw, True, monkeypatch)
     full, _, b = _passes(seed, strategy, raw, False, monkeypatch)
-    assert len(fast) == len(full)
-    for i, (x, y) in enumerate(zip(fast, full, strict=True)):
-        assert x == y, i
+    same_after_each_pass(fast, full)
     x, y = a.autoscaler, b.autoscaler
     assert (x.passes, x.skipped, x.simulated, x.reused) == (
         y.passes,

@@ -256,12 +256,8 @@ class RemovalSimulator(Placement):
         assert self.light and self.saved is not None
         requested, counts = self.state.requested, self.state.pod_count
         if len(plans) == 1:
-            cells, adds, where, many = (
-                plans[0].cells,
-                plans[0].adds,
-                plans[0].where,
-                plans[0].counts,
-            )
+            one = plans[0]
+            cells, adds, where, many = one.cells, one.adds, one.where, one.counts
         else:
             cells = np.concatenate([p.cells for p in plans])
             adds = np.concatenate([p.adds for p in plans])

@@ -509,9 +509,7 @@ class SimulationMemo:
         at = where[np.array([slot for slot, _ in before], dtype=np.int64)]
         # absent, or after one that was after it in the last pass
         for i in np.flatnonzero((at < 0) | (at < np.maximum.accumulate(at))).tolist():
-            slot, entry = before[i]
-            diverged.update(entry.targets_once())
-            diverged.add(slot)
+            self._diverge(*before[i])
 
     def answered(self, slot: int, last: Entry | None, entry: Entry) -> None:
         """``slot``'s answer in this pass (``entry``), its answer in the last pass ``last`` if it
@@ -519,13 +517,16 @@ class SimulationMemo:
         the drop of ``slot`` differ from the last pass's from here on: those nodes diverge."""
         if entry is last or (last is not None and same_moves(last, entry)):
             return
-        diverged = self.diverged
         if last is not None:
-            diverged.update(last.targets_once())
-            diverged.add(slot)
+            self._diverge(slot, last)
         if entry.outcome.removable:
-            diverged.update(entry.targets_once())
-            diverged.add(slot)
+            self._diverge(slot, entry)
+
+    def _diverge(self, slot: int, entry: Entry) -> None:
+        """``slot``'s removable ``entry`` moves or drops differently from here on: its targets
+        and ``slot`` diverge."""
+        self.diverged.update(entry.targets_once())
+        self.diverged.add(slot)
 
     def claim(self, entry: Entry) -> None:
         """``entry`` (simulated, or taken again after a check) set its pods' hints: an

@@ -98,11 +98,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     deadlines = ca.recheck.deadlines
     count = int(np.count_nonzero(ca.active))
     if ca.cpu is None or ca.mem is None or not count:
-        ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
-        ca.record.reasons.append((now, {}))
-        ca.sims.summary = None  # no pass: the last one's summary no longer describes the last run
-        ca.hints.drop_old()
-        ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
+        _no_pass(ca, now, {})
         return
     threshold = ca.screen_threshold
     # skipped before any other check (``FilterOutUnremovable``): not judged in this pass
@@ -110,16 +106,9 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     if deadlines:
         reasons[RECENTLY_UNREMOVABLE] = len(deadlines)
         count -= len(deadlines)
-    if not count:
-        ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
+    if not count:  # every present node skipped as recently unremovable
         ca.last_pass = (limit, False, False)
-        ca.record.reasons.append((now, reasons))
-        # every present node skipped as recently unremovable: no pass, so no summary. The last
-        # pass's would let a later run stand on it and record its reasons, where a run then
-        # records these (``stood``; found by bench/ca_differential.py seed 160)
-        ca.sims.summary = None
-        ca.hints.drop_old()
-        ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
+        _no_pass(ca, now, reasons)
         return
     # a margin over the threshold: the exact check below decides (float sums differ); GPU and
     # scale-down-disabled nodes are judged whatever their ratio. One mask over every slot
@@ -207,6 +196,18 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     kept = _kept(ca, outcomes, sizes, cluster)
     _end_pass(ca, now, limit, outcomes, found_unremovable, stopped, kept, at_min, reasons,
             looked, under, bool(covering), kept_verdicts)  # fmt: skip
+
+
+def _no_pass(ca: ClusterAutoscaler, now: int, reasons: dict[str, int]) -> None:
+    """A run with no node to judge (none present, or every one skipped as recently
+    unremovable): nothing unneeded, ``reasons`` recorded, the old hints dropped, and no pass
+    summary. The last pass's would let a later run stand on it and record its reasons, where a
+    run then records these (``stood``; found by bench/ca_differential.py seed 160)."""
+    ca.unneeded, ca.outcomes, ca.last_unneeded = {}, {}, 0
+    ca.record.reasons.append((now, reasons))
+    ca.sims.summary = None
+    ca.hints.drop_old()
+    ca.hints_stable, ca.hints_repeat, ca.repeat_check = True, False, None  # none looked up
 
 
 def _kept(
