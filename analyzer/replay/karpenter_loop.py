@@ -143,7 +143,7 @@ class KarpenterAutoscaler:
         self.under: set[int] = set()  # the nodes within consolidateAfter at the last pass
         # a list read in a comprehension: the pass sums it for every candidate's pods
         self.costs = [pod_eviction_cost(d.annotations, d.priority) for d in inp.demands]
-        self.needs: dict[int, np.ndarray[Any, Any]] = {}  # per pod, for the fast simulation
+        self.needs: dict[int, Any] = {}  # per pod, for the fast simulation (``_need``)
         # the pods pending at this instant's tick, and those of them a pool could launch a node
         # for: consolidation's simulation schedules these too (``_disrupt``)
         self.pending: tuple[int, ...] = ()

@@ -40,7 +40,7 @@ def leftover(
     shapes: Sequence[Shape],
     seconds: float,
     fast: bool = True,
-    needs: dict[int, np.ndarray[Any, Any]] | None = None,
+    needs: dict[int, Any] | None = None,
     pending: Sequence[int] = (),
     inflight: np.ndarray[Any, Any] | None = None,
 ) -> list[Mapping[str, int]]:
@@ -121,7 +121,7 @@ def _place_fast(
     allowed: np.ndarray[Any, Any],
     shapes: Sequence[Shape],
     seconds: float,
-    needs: dict[int, np.ndarray[Any, Any]],
+    needs: dict[int, Any],
     waits: set[int],
     launching: np.ndarray[Any, Any],
 ) -> list[Mapping[str, int]]:
@@ -133,6 +133,7 @@ def _place_fast(
     free = state.allocatable[rows] - state.requested[rows]  # kept in step with the binds
     static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
     dynamic = [f for f in profile.filters if getattr(f, "name", "") not in STATIC_FILTERS]
+    counts, allowed_pods, index = state.pod_count, state.allowed_pods, state.pod_index
     masks: dict[Any, np.ndarray[Any, Any]] = {}
     bound: list[tuple[int, PodDemand]] = []
     left: list[Mapping[str, int]] = []
@@ -142,11 +143,10 @@ def _place_fast(
         for i, p in enumerate(order):
             demand = demands[p]
             need = demand.requests
-            low = needs.get(p)
-            if low is None:
-                # a resource it does not request passes whatever the node's room (as
-                # NodeResourcesFit): compared with the lowest integer it always does
-                low = needs[p] = np.where(need > 0, need, np.iinfo(need.dtype).min)
+            known = needs.get(p)
+            if known is None:
+                known = needs[p] = _need(state, demand, dynamic)
+            low, plugins, lone = known
             fits = (free >= low).all(axis=1)
             hits = rows[fits if p in waits else fits & staying]
             if len(hits) and static:
@@ -158,10 +158,16 @@ def _place_fast(
                         mask &= plugin.filter(state, demand, seconds).feasible
                     masks[demand.constraints] = mask
                 hits = hits[mask[hits]]
-            if len(hits) and dynamic:
+            run = dynamic
+            if plugins is not None:  # (``_need``) NodeResourcesFit: the pod count left
+                hits = hits[counts[hits] < allowed_pods[hits]]
+                run = plugins
+                if lone is not None and index is not None and index.affinity_groups:
+                    run = [*plugins, lone]  # a placed pod has affinity terms: it runs
+            if len(hits) and run:
                 feasible = np.zeros(state.node_count, dtype=bool)
                 feasible[hits] = True
-                for plugin in dynamic:
+                for plugin in run:
                     feasible &= plugin.filter(state, demand, seconds).feasible
                     if not feasible.any():
                         break
@@ -178,6 +184,58 @@ def _place_fast(
         for node, demand in reversed(bound):
             state.unbind(node, demand)
     return left
+
+
+def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> tuple[Any, Any, Any]:
+    """What ``_place_fast`` checks for a pod, fixed for the replay (its requests, the profile's
+    filters and the state's resource axis do not change): the row for the resource check (a
+    resource it does not request passes whatever the node's room, as NodeResourcesFit:
+    compared with the lowest integer it always does); the dynamic filters still to run after
+    that check and the pod count's, or None (that check only, then every dynamic filter); and
+    InterPodAffinity where it runs only while a placed pod has affinity terms (else None).
+
+    Each filter left out passes every node that check leaves, as its own code answers:
+
+    - NodeResourcesFit, where it compares exactly the resources the pod requests (none ignored
+      or untracked, none off the state's axis): its verdict on a node is that resource check and
+      a pod slot left (``pods on node + 1 > allowed``);
+    - NodePorts, for a pod with no host port (its PreFilter Skip);
+    - PodTopologySpread, for a pod with no DoNotSchedule constraint of its own, or with none of
+      its own and no DoNotSchedule default (its filter has no constraint then);
+    - InterPodAffinity, for a pod with no required (anti-)affinity term, while no placed pod has
+      affinity terms (``PodIndex.affinity_groups`` empty: no existing pod's anti-affinity can
+      match it; its PreFilter Skip)."""
+    need = demand.requests
+    low = np.where(need > 0, need, np.iinfo(need.dtype).min)
+    fit = next((f for f in dynamic if getattr(f, "name", "") == "NodeResourcesFit"), None)
+    compared = None if fit is None else fit.compared(state, demand)
+    if compared is None or {j for j, _ in compared} != set(np.flatnonzero(need > 0).tolist()):
+        return low, None, None
+    rest, lone = [], None
+    for plugin in dynamic:
+        name = getattr(plugin, "name", "")
+        if plugin is fit or (name == "NodePorts" and not demand.host_ports):
+            continue
+        if name == "PodTopologySpread" and not _hard_spread(plugin, demand):
+            continue
+        affinity = demand.affinity
+        if (
+            name == "InterPodAffinity"
+            and state.pod_index is not None
+            and (affinity is None or not (affinity.required or affinity.required_anti))
+        ):
+            lone = plugin
+            continue
+        rest.append(plugin)
+    return low, rest, lone
+
+
+def _hard_spread(plugin: Any, demand: PodDemand) -> bool:
+    """Whether PodTopologySpread's filter may have a DoNotSchedule constraint for the pod: one
+    of its own, or (with none of its own) one of the plugin's defaults."""
+    if demand.spread:
+        return any(c.when_unsatisfiable == "DoNotSchedule" for c in demand.spread)
+    return any(c.when_unsatisfiable == "DoNotSchedule" for c in getattr(plugin, "defaults", ()))
 
 
 def stale_answers(
