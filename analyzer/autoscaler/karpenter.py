@@ -394,7 +394,8 @@ def decide(
     # single-node skips a candidate whose pool's budget is 0 now, without counting down (one
     # node per command); multi-node takes the first ones each pool's budget allows
     open_ = [c for c in priced if allowed(c.pool, "Underutilized") > 0]
-    decision.blocked += [c.name for c in priced if c not in open_]
+    taken = {id(c) for c in open_}  # (names are unique: identity is equality here)
+    decision.blocked += [c.name for c in priced if id(c) not in taken]
     if not open_:
         decision.reason = (
             "the disruption budget allows no node now"

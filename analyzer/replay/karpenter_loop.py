@@ -518,9 +518,16 @@ class KarpenterAutoscaler:
             )
             return max(0, rules - busy.get(pool, 0))
 
+        launchable: dict[int, list[Shape]] = {}  # per pool: nothing launches during ``decide``
+
         def shapes(group: Sequence[Candidate]) -> list[Shape]:
             pool = int(self.of[position[group[0].name]])
-            return [s for k, s in enumerate(self.pools.shapes[pool]) if self._free(pool, k) > 0]
+            found = launchable.get(pool)
+            if found is None:
+                found = launchable[pool] = [
+                    s for k, s in enumerate(self.pools.shapes[pool]) if self._free(pool, k) > 0
+                ]
+            return found
 
         self._forget_freed()
 

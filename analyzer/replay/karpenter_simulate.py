@@ -130,7 +130,10 @@ def _place_fast(
     before, this undoes its own binds after."""
     rows = np.flatnonzero(allowed | launching)
     staying = allowed[rows]  # the rows a candidate's pod may use
-    free = state.allocatable[rows] - state.requested[rows]  # kept in step with the binds
+    # the room per resource (a row each: one contiguous comparison per requested resource),
+    # kept in step with the binds
+    free = (state.allocatable[rows] - state.requested[rows]).T.copy()
+    everywhere = np.ones(len(rows), dtype=bool)
     static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
     dynamic = [f for f in profile.filters if getattr(f, "name", "") not in STATIC_FILTERS]
     counts, allowed_pods, index = state.pod_count, state.allowed_pods, state.pod_index
@@ -146,8 +149,10 @@ def _place_fast(
             known = needs.get(p)
             if known is None:
                 known = needs[p] = _need(state, demand, dynamic)
-            low, plugins, lone = known
-            fits = (free >= low).all(axis=1)
+            asked, plugins, lone = known
+            fits = everywhere
+            for j, request in asked:  # a resource it does not request passes (NodeResourcesFit)
+                fits = fits & (free[j] >= request)
             hits = rows[fits if p in waits else fits & staying]
             if len(hits) and static:
                 # AND is order-free: the static filters first, from a mask per constraints
@@ -179,7 +184,7 @@ def _place_fast(
             target = int(hits[0])
             state.bind(target, demand)
             bound.append((target, demand))
-            free[int(np.searchsorted(rows, target))] -= need
+            free[:, int(np.searchsorted(rows, target))] -= need
     finally:
         for node, demand in reversed(bound):
             state.unbind(node, demand)
@@ -188,9 +193,9 @@ def _place_fast(
 
 def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> tuple[Any, Any, Any]:
     """What ``_place_fast`` checks for a pod, fixed for the replay (its requests, the profile's
-    filters and the state's resource axis do not change): the row for the resource check (a
-    resource it does not request passes whatever the node's room, as NodeResourcesFit:
-    compared with the lowest integer it always does); the dynamic filters still to run after
+    filters and the state's resource axis do not change): the resource check's (column,
+    request) pairs, the resources it requests (one it does not request passes whatever the
+    node's room, as NodeResourcesFit); the dynamic filters still to run after
     that check and the pod count's, or None (that check only, then every dynamic filter); and
     InterPodAffinity where it runs only while a placed pod has affinity terms (else None).
 
@@ -206,11 +211,11 @@ def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> tuple[A
       affinity terms (``PodIndex.affinity_groups`` empty: no existing pod's anti-affinity can
       match it; its PreFilter Skip)."""
     need = demand.requests
-    low = np.where(need > 0, need, np.iinfo(need.dtype).min)
+    asked = [(j, int(need[j])) for j in np.flatnonzero(need > 0).tolist()]
     fit = next((f for f in dynamic if getattr(f, "name", "") == "NodeResourcesFit"), None)
     compared = None if fit is None else fit.compared(state, demand)
-    if compared is None or {j for j, _ in compared} != set(np.flatnonzero(need > 0).tolist()):
-        return low, None, None
+    if compared is None or {j for j, _ in compared} != {j for j, _ in asked}:
+        return asked, None, None
     rest, lone = [], None
     for plugin in dynamic:
         name = getattr(plugin, "name", "")
@@ -227,7 +232,7 @@ def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> tuple[A
             lone = plugin
             continue
         rest.append(plugin)
-    return low, rest, lone
+    return asked, rest, lone
 
 
 def _hard_spread(plugin: Any, demand: PodDemand) -> bool:
