@@ -67,6 +67,13 @@ def leftover(
         over = dict(zip(state.resources, excess, strict=True))
         if any(over.values()) and not any(holds(s, over) for s in shapes):
             return [demands[p].request_map for p in pods]
+    if fast:
+        cache = {} if needs is None else needs
+        launching = np.zeros_like(allowed) if inflight is None else inflight & ~allowed
+        order = _order(demands, [*pods, *pending])
+        if _detached(state, profile, demands, order, cache):
+            return _place_detached(state, profile, demands, moves, order, allowed, shapes,
+                                   seconds, cache, set(pending), launching)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
@@ -135,7 +142,7 @@ def _place_fast(
     free = (state.allocatable[rows] - state.requested[rows]).T.copy()
     everywhere = np.ones(len(rows), dtype=bool)
     static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
-    dynamic = [f for f in profile.filters if getattr(f, "name", "") not in STATIC_FILTERS]
+    dynamic = _dynamic(profile)
     counts, allowed_pods, index = state.pod_count, state.allowed_pods, state.pod_index
     masks: dict[Any, np.ndarray[Any, Any]] = {}
     bound: list[tuple[int, PodDemand]] = []
@@ -188,6 +195,96 @@ def _place_fast(
     finally:
         for node, demand in reversed(bound):
             state.unbind(node, demand)
+    return left
+
+
+def _dynamic(profile: Profile) -> list[Any]:
+    """The profile's filters that read the pods placed (``STATIC_FILTERS`` do not)."""
+    return [f for f in profile.filters if getattr(f, "name", "") not in STATIC_FILTERS]
+
+
+def _detached(
+    state: ClusterState,
+    profile: Profile,
+    demands: Sequence[PodDemand],
+    order: list[int],
+    needs: dict[int, Any],
+) -> bool:
+    """Whether the fast placement of ``order`` reads of the placed pods only the room and pod
+    counts it can keep itself (``_place_detached``): every pod's dynamic filters all left out
+    by ``_need`` (InterPodAffinity too: no placed pod has affinity terms now, and none of these
+    pods has any, so none will while they move), and no per-GPU device state."""
+    if state.devices is not None:
+        return False
+    dynamic: list[Any] | None = None
+    lone = False
+    for p in order:
+        known = needs.get(p)
+        if known is None:
+            if dynamic is None:
+                dynamic = _dynamic(profile)
+            known = needs[p] = _need(state, demands[p], dynamic)
+        if known[1] != [] or demands[p].affinity is not None:
+            return False
+        lone = lone or known[2] is not None
+    index = state.pod_index
+    return not (lone and index is not None and index.affinity_groups)
+
+
+def _place_detached(
+    state: ClusterState,
+    profile: Profile,
+    demands: Sequence[PodDemand],
+    moves: Sequence[tuple[int, int]],
+    order: list[int],
+    allowed: np.ndarray[Any, Any],
+    shapes: Sequence[Shape],
+    seconds: float,
+    needs: dict[int, Any],
+    waits: set[int],
+    launching: np.ndarray[Any, Any],
+) -> list[Mapping[str, int]]:
+    """``_place_fast`` where ``_detached`` holds: the same order and first fit, with the room and
+    pod counts kept here (the moved pods taken off their nodes, each placed pod added) and the
+    state left as it is (no bind nor unbind: nothing else this placement reads changes)."""
+    rows = np.flatnonzero(allowed | launching)
+    staying = allowed[rows]
+    free = (state.allocatable[rows] - state.requested[rows]).T.copy()
+    counts = state.pod_count[rows].copy()
+    limits = state.allowed_pods[rows]
+    for slot, p in moves:  # a candidate among the rows only as a node still launching
+        i = int(np.searchsorted(rows, slot))
+        if i < len(rows) and rows[i] == slot:
+            free[:, i] += demands[p].requests
+            counts[i] -= 1
+    everywhere = np.ones(len(rows), dtype=bool)
+    static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
+    masks: dict[Any, np.ndarray[Any, Any]] = {}
+    left: list[Mapping[str, int]] = []
+    total: dict[str, int] = {}
+    for i, p in enumerate(order):
+        demand = demands[p]
+        fits = everywhere
+        for j, request in needs[p][0]:
+            fits = fits & (free[j] >= request)
+        at = np.flatnonzero(fits if p in waits else fits & staying)
+        if len(at) and static:
+            mask = masks.get(demand.constraints)
+            if mask is None:
+                mask = np.ones(state.node_count, dtype=bool)
+                for plugin in static:
+                    mask &= plugin.filter(state, demand, seconds).feasible
+                masks[demand.constraints] = mask
+            at = at[mask[rows[at]]]
+        if len(at):  # NodeResourcesFit: a pod slot left
+            at = at[counts[at] < limits[at]]
+        if not len(at):
+            if _left_over(demand, left, total, shapes, p in waits):
+                return [*left, *_requests(demands, order[i + 1 :], waits, shapes)]
+            continue
+        target = int(at[0])
+        free[:, target] -= demand.requests
+        counts[target] += 1
     return left
 
 
