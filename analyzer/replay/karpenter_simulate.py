@@ -248,43 +248,43 @@ def _place_detached(
     pod counts kept here (the moved pods taken off their nodes, each placed pod added) and the
     state left as it is (no bind nor unbind: nothing else this placement reads changes)."""
     rows = np.flatnonzero(allowed | launching)
-    staying = allowed[rows]
     free = (state.allocatable[rows] - state.requested[rows]).T.copy()
     counts = state.pod_count[rows].copy()
     limits = state.allowed_pods[rows]
-    for slot, p in moves:  # a candidate among the rows only as a node still launching
-        i = int(np.searchsorted(rows, slot))
-        if i < len(rows) and rows[i] == slot:
+    for slot, p in moves:  # (a candidate among the rows only as a node still launching)
+        if allowed[slot] or launching[slot]:
+            i = int(np.searchsorted(rows, slot))
             free[:, i] += demands[p].requests
             counts[i] -= 1
-    everywhere = np.ones(len(rows), dtype=bool)
+    # the rows with a pod slot left: for a pending pod, and for a candidate's (staying only)
+    slots = {True: counts < limits}
+    slots[False] = slots[True] & allowed[rows]
     static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
-    masks: dict[Any, np.ndarray[Any, Any]] = {}
+    masks: dict[Any, np.ndarray[Any, Any]] = {}  # the static filters' verdict per row
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
     for i, p in enumerate(order):
         demand = demands[p]
-        fits = everywhere
-        for j, request in needs[p][0]:
-            fits = fits & (free[j] >= request)
-        at = np.flatnonzero(fits if p in waits else fits & staying)
-        if len(at) and static:
+        ok = slots[p in waits]
+        for j, request in needs[p][0]:  # the resources it requests (NodeResourcesFit)
+            ok = ok & (free[j] >= request)
+        if static:
             mask = masks.get(demand.constraints)
             if mask is None:
-                mask = np.ones(state.node_count, dtype=bool)
+                whole = np.ones(state.node_count, dtype=bool)
                 for plugin in static:
-                    mask &= plugin.filter(state, demand, seconds).feasible
-                masks[demand.constraints] = mask
-            at = at[mask[rows[at]]]
-        if len(at):  # NodeResourcesFit: a pod slot left
-            at = at[counts[at] < limits[at]]
-        if not len(at):
+                    whole &= plugin.filter(state, demand, seconds).feasible
+                mask = masks[demand.constraints] = whole[rows]
+            ok = ok & mask
+        target = int(ok.argmax()) if len(ok) else 0  # the first row that passes (node order)
+        if not len(ok) or not ok[target]:
             if _left_over(demand, left, total, shapes, p in waits):
                 return [*left, *_requests(demands, order[i + 1 :], waits, shapes)]
             continue
-        target = int(at[0])
         free[:, target] -= demand.requests
         counts[target] += 1
+        if counts[target] >= limits[target]:
+            slots[True][target] = slots[False][target] = False
     return left
 
 
