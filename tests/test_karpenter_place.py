@@ -131,9 +131,11 @@ def test_the_fast_placement_leaves_what_the_plain_one_leaves(seed: int) -> None:
     fast = leftover(state, profile, demands, moves, allowed, SHAPES, 0.0, fast=True,
                     needs=needs, pending=pending, inflight=inflight)  # fmt: skip
     assert [dict(m) for m in fast] == [dict(m) for m in plain]
-    # asked again with the per-pod answers kept (``needs``): the same
+    # asked again with the per-pod answers kept (``needs``) and the requests as one matrix (the
+    # replay's loop passes it): the same
+    requests = np.stack([d.requests for d in demands])
     again = leftover(state, profile, demands, moves, allowed, SHAPES, 0.0, fast=True,
-                     needs=needs, pending=pending, inflight=inflight)  # fmt: skip
+                     needs=needs, pending=pending, inflight=inflight, requests=requests)  # fmt: skip
     assert [dict(m) for m in again] == [dict(m) for m in plain]
     # every bind and unbind undone
     assert np.array_equal(state.requested, before[0])

@@ -144,6 +144,8 @@ class KarpenterAutoscaler:
         # a list read in a comprehension: the pass sums it for every candidate's pods
         self.costs = [pod_eviction_cost(d.annotations, d.priority) for d in inp.demands]
         self.needs: dict[int, Any] = {}  # per pod, for the fast simulation (``_need``)
+        # every pod's requests, a row each: the simulation sums the moved pods' (``leftover``)
+        self.requests = np.stack([d.requests for d in inp.demands]) if len(inp.demands) else None
         # the pods pending at this instant's tick, and those of them a pool could launch a node
         # for: consolidation's simulation schedules these too (``_disrupt``)
         self.pending: tuple[int, ...] = ()
@@ -606,5 +608,5 @@ class KarpenterAutoscaler:
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
             self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,
-            self.launchable, inflight,
+            self.launchable, inflight, self.requests,
         )  # fmt: skip

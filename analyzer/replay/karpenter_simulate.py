@@ -43,6 +43,7 @@ def leftover(
     needs: dict[int, Any] | None = None,
     pending: Sequence[int] = (),
     inflight: np.ndarray[Any, Any] | None = None,
+    requests: np.ndarray[Any, Any] | None = None,
 ) -> list[Mapping[str, int]]:
     """The requests of the pods to move (``moves``: their node and pod) that fit on no
     ``allowed`` node, and of the ``pending`` pods that fit on no ``allowed`` node nor on one
@@ -52,7 +53,8 @@ def leftover(
     ``fast`` (the default; ``KarpenterSettings.fast``) gives the same answer cheaper: the
     resource check runs on the ``allowed`` nodes and requested resources only, and the filters
     that read only a node's labels, taints and cordon (fixed during one call) run once per pod
-    constraints; ``fast=False`` is the plain path the tests compare it with.
+    constraints; ``fast=False`` is the plain path the tests compare it with. ``requests``: every
+    pod's requests as a row of one matrix (``demands``' order), for the sum below.
 
     Once the pods left fit no shape of ``shapes`` the answer is every pod not placed yet too:
     the try fails whatever they do (no replacement can hold what is left)."""
@@ -61,17 +63,28 @@ def leftover(
         # a necessary condition: what exceeds the room left on the staying nodes must fit one
         # shape; if it fits none, the try fails whatever the placement (pending pods only take
         # more of that room: the condition holds with them too)
-        need = np.sum([demands[p].requests for p in pods], axis=0)
-        room = (state.allocatable[allowed] - state.requested[allowed]).clip(min=0)
-        excess = (need - room.sum(axis=0)).clip(min=0).tolist()
+        if requests is None:
+            need = np.sum([demands[p].requests for p in pods], axis=0)
+        else:
+            need = requests[pods].sum(axis=0)
+        room = state.allocatable[allowed] - state.requested[allowed]
+        excess = np.maximum(need - np.maximum(room, 0).sum(axis=0), 0).tolist()
         over = dict(zip(state.resources, excess, strict=True))
         if any(over.values()) and not any(holds(s, over) for s in shapes):
             return [demands[p].request_map for p in pods]
     if fast:
         cache = {} if needs is None else needs
         launching = np.zeros_like(allowed) if inflight is None else inflight & ~allowed
-        order = _order(demands, [*pods, *pending])
-        if _detached(state, profile, demands, order, cache):
+        everyone = [*pods, *pending]
+        dynamic: list[Any] | None = None
+        for p in everyone:
+            if p not in cache:
+                if dynamic is None:
+                    dynamic = _dynamic(profile)
+                cache[p] = _need(state, demands[p], dynamic)
+        # ``_order``'s order, from each pod's kept key
+        order = sorted(everyone, key=lambda p: (cache[p][3], p))
+        if _detached(state, demands, order, cache):
             return _place_detached(state, profile, demands, moves, order, allowed, shapes,
                                    seconds, cache, set(pending), launching)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
@@ -83,10 +96,9 @@ def leftover(
             undo.append((slot, demands[p], True))
         waits = set(pending)
         launching = np.zeros_like(allowed) if inflight is None else inflight & ~allowed
-        if fast:
-            cache = {} if needs is None else needs
-            return _place_fast(state, profile, demands, [*pods, *pending], allowed, shapes,
-                               seconds, cache, waits, launching)  # fmt: skip
+        if fast:  # (``order`` and ``cache`` made above)
+            return _place_fast(state, profile, demands, order, allowed, shapes, seconds, cache,
+                               waits, launching)  # fmt: skip
         free = state.allocatable - state.requested  # kept in step with the binds below
         order = _order(demands, [*pods, *pending])
         for i, p in enumerate(order):
@@ -124,7 +136,7 @@ def _place_fast(
     state: ClusterState,
     profile: Profile,
     demands: Sequence[PodDemand],
-    pods: list[int],
+    order: list[int],
     allowed: np.ndarray[Any, Any],
     shapes: Sequence[Shape],
     seconds: float,
@@ -132,7 +144,7 @@ def _place_fast(
     waits: set[int],
     launching: np.ndarray[Any, Any],
 ) -> list[Mapping[str, int]]:
-    """``leftover``'s placement loop, same order and first-fit, on the ``allowed`` rows (and the
+    """``leftover``'s placement loop, in its ``order`` (``_order``'s) and first-fit, on the ``allowed`` rows (and the
     ``launching`` ones for the pending pods, ``waits``) only; the caller unbinds the moved pods
     before, this undoes its own binds after."""
     rows = np.flatnonzero(allowed | launching)
@@ -148,15 +160,11 @@ def _place_fast(
     bound: list[tuple[int, PodDemand]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
-    order = _order(demands, pods)
     try:
         for i, p in enumerate(order):
             demand = demands[p]
             need = demand.requests
-            known = needs.get(p)
-            if known is None:
-                known = needs[p] = _need(state, demand, dynamic)
-            asked, plugins, lone = known
+            asked, plugins, lone, _ = needs[p]  # (made by ``leftover``)
             fits = everywhere
             for j, request in asked:  # a resource it does not request passes (NodeResourcesFit)
                 fits = fits & (free[j] >= request)
@@ -204,11 +212,7 @@ def _dynamic(profile: Profile) -> list[Any]:
 
 
 def _detached(
-    state: ClusterState,
-    profile: Profile,
-    demands: Sequence[PodDemand],
-    order: list[int],
-    needs: dict[int, Any],
+    state: ClusterState, demands: Sequence[PodDemand], order: list[int], needs: dict[int, Any]
 ) -> bool:
     """Whether the fast placement of ``order`` reads of the placed pods only the room and pod
     counts it can keep itself (``_place_detached``): every pod's dynamic filters all left out
@@ -216,14 +220,9 @@ def _detached(
     pods has any, so none will while they move), and no per-GPU device state."""
     if state.devices is not None:
         return False
-    dynamic: list[Any] | None = None
     lone = False
     for p in order:
-        known = needs.get(p)
-        if known is None:
-            if dynamic is None:
-                dynamic = _dynamic(profile)
-            known = needs[p] = _need(state, demands[p], dynamic)
+        known = needs[p]  # (made by ``leftover``)
         if known[1] != [] or demands[p].affinity is not None:
             return False
         lone = lone or known[2] is not None
@@ -288,7 +287,9 @@ def _place_detached(
     return left
 
 
-def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> tuple[Any, Any, Any]:
+def _need(
+    state: ClusterState, demand: PodDemand, dynamic: list[Any]
+) -> tuple[Any, Any, Any, tuple[int, int]]:
     """What ``_place_fast`` checks for a pod, fixed for the replay (its requests, the profile's
     filters and the state's resource axis do not change): the resource check's (column,
     request) pairs, the resources it requests (one it does not request passes whatever the
@@ -309,10 +310,11 @@ def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> tuple[A
       match it; its PreFilter Skip)."""
     need = demand.requests
     asked = [(j, int(need[j])) for j in np.flatnonzero(need > 0).tolist()]
+    key = _key(demand)
     fit = next((f for f in dynamic if getattr(f, "name", "") == "NodeResourcesFit"), None)
     compared = None if fit is None else fit.compared(state, demand)
     if compared is None or {j for j, _ in compared} != {j for j, _ in asked}:
-        return asked, None, None
+        return asked, None, None, key
     rest, lone = [], None
     for plugin in dynamic:
         name = getattr(plugin, "name", "")
@@ -329,7 +331,7 @@ def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> tuple[A
             lone = plugin
             continue
         rest.append(plugin)
-    return asked, rest, lone
+    return asked, rest, lone, key
 
 
 def _hard_spread(plugin: Any, demand: PodDemand) -> bool:
@@ -365,9 +367,14 @@ def stale_answers(
 
 
 def _order(demands: Sequence[PodDemand], pods: Sequence[int]) -> list[int]:
-    """``pods`` largest first, cpu then memory (upstream's ``byCPUAndMemoryDescending``)."""
-    return sorted(pods, key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
-                                       -int(demands[p].request_map.get("memory", 0)), p))  # fmt: skip
+    """``pods`` largest first, cpu then memory (upstream's ``byCPUAndMemoryDescending``), then
+    in pod order."""
+    return sorted(pods, key=lambda p: (_key(demands[p]), p))
+
+
+def _key(demand: PodDemand) -> tuple[int, int]:
+    """A pod's place in ``_order`` before its number: largest cpu first, then memory."""
+    return (-int(demand.request_map.get("cpu", 0)), -int(demand.request_map.get("memory", 0)))
 
 
 def _alone(demand: PodDemand, shapes: Sequence[Shape]) -> bool:
