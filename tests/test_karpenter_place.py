@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from analyzer.autoscaler.nodepool import Shape
-from analyzer.replay.karpenter_simulate import leftover
+from analyzer.replay.karpenter_simulate import Need, leftover
 from analyzer.scheduling import ClusterState, load_strategy
 from analyzer.scheduling.objects import parse_pod
 from analyzer.scheduling.state import PodDemand
@@ -127,7 +127,7 @@ def test_the_fast_placement_leaves_what_the_plain_one_leaves(seed: int) -> None:
     before = (state.requested.copy(), state.pod_count.copy())
     plain = leftover(state, profile, demands, moves, allowed, SHAPES, 0.0, fast=False,
                      pending=pending, inflight=inflight)  # fmt: skip
-    needs: dict[int, Any] = {}
+    needs: dict[int, Need] = {}
     fast = leftover(state, profile, demands, moves, allowed, SHAPES, 0.0, fast=True,
                     needs=needs, pending=pending, inflight=inflight)  # fmt: skip
     assert [dict(m) for m in fast] == [dict(m) for m in plain]
@@ -171,7 +171,7 @@ def test_a_placed_pods_anti_affinity_refuses_a_pod_without_terms() -> None:
     demands = [parse_pod(p, "pod").demand(state.resources) for p in (guard, moved)]
     profile = load_strategy("kube-default")
     allowed = np.array([False, True])
-    needs: dict[int, Any] = {}
+    needs: dict[int, Need] = {}
     state.bind(0, demands[1])  # the moved pod on the candidate, nothing on b: it fits there
     assert leftover(state, profile, demands, [(0, 1)], allowed, SHAPES, 0.0, needs=needs) == []
     state.bind(1, demands[0])  # the guard on b: its anti-affinity refuses the moved pod

@@ -48,7 +48,7 @@ from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
-from analyzer.replay.karpenter_simulate import leftover, stale_answers
+from analyzer.replay.karpenter_simulate import Need, leftover, stale_answers
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState
 
@@ -143,7 +143,7 @@ class KarpenterAutoscaler:
         self.under: set[int] = set()  # the nodes within consolidateAfter at the last pass
         # a list read in a comprehension: the pass sums it for every candidate's pods
         self.costs = [pod_eviction_cost(d.annotations, d.priority) for d in inp.demands]
-        self.needs: dict[int, Any] = {}  # per pod, for the fast simulation (``_need``)
+        self.needs: dict[int, Need] = {}  # per pod, for the fast simulation (``Need``)
         # every pod's requests, a row each: the simulation sums the moved pods' (``leftover``)
         self.requests = np.stack([d.requests for d in inp.demands]) if len(inp.demands) else None
         # the pods pending at this instant's tick, and those of them a pool could launch a node

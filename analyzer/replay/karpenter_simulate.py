@@ -19,13 +19,14 @@ pod sees them; every bind and unbind is undone before returning.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from analyzer.autoscaler.nodepool import Shape
 from analyzer.replay.karpenter_provision import holds
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.spread_types import DO_NOT_SCHEDULE
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 Key = TypeVar("Key", bound=Hashable)
@@ -40,7 +41,7 @@ def leftover(
     shapes: Sequence[Shape],
     seconds: float,
     fast: bool = True,
-    needs: dict[int, Any] | None = None,
+    needs: dict[int, Need] | None = None,
     pending: Sequence[int] = (),
     inflight: np.ndarray[Any, Any] | None = None,
     requests: np.ndarray[Any, Any] | None = None,
@@ -83,7 +84,7 @@ def leftover(
                     dynamic = _dynamic(profile)
                 cache[p] = _need(state, demands[p], dynamic)
         # ``_order``'s order, from each pod's kept key
-        order = sorted(everyone, key=lambda p: (cache[p][3], p))
+        order = sorted(everyone, key=lambda p: (cache[p].key, p))
         if _detached(state, demands, order, cache):
             return _place_detached(state, profile, demands, moves, order, allowed, shapes,
                                    seconds, cache, set(pending), launching)  # fmt: skip
@@ -140,7 +141,7 @@ def _place_fast(
     allowed: np.ndarray[Any, Any],
     shapes: Sequence[Shape],
     seconds: float,
-    needs: dict[int, Any],
+    needs: dict[int, Need],
     waits: set[int],
     launching: np.ndarray[Any, Any],
 ) -> list[Mapping[str, int]]:
@@ -153,7 +154,7 @@ def _place_fast(
     # kept in step with the binds
     free = (state.allocatable[rows] - state.requested[rows]).T.copy()
     everywhere = np.ones(len(rows), dtype=bool)
-    static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
+    static = _static(profile)
     dynamic = _dynamic(profile)
     counts, allowed_pods, index = state.pod_count, state.allowed_pods, state.pod_index
     masks: dict[Any, np.ndarray[Any, Any]] = {}
@@ -173,10 +174,7 @@ def _place_fast(
                 # AND is order-free: the static filters first, from a mask per constraints
                 mask = masks.get(demand.constraints)
                 if mask is None:
-                    mask = np.ones(state.node_count, dtype=bool)
-                    for plugin in static:
-                        mask &= plugin.filter(state, demand, seconds).feasible
-                    masks[demand.constraints] = mask
+                    mask = masks[demand.constraints] = _static_mask(state, static, demand, seconds)
                 hits = hits[mask[hits]]
             run = dynamic
             if plugins is not None:  # (``_need``) NodeResourcesFit: the pod count left
@@ -206,13 +204,29 @@ def _place_fast(
     return left
 
 
+def _static(profile: Profile) -> list[Any]:
+    """The profile's ``STATIC_FILTERS``, in its order."""
+    return [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
+
+
 def _dynamic(profile: Profile) -> list[Any]:
     """The profile's filters that read the pods placed (``STATIC_FILTERS`` do not)."""
     return [f for f in profile.filters if getattr(f, "name", "") not in STATIC_FILTERS]
 
 
+def _static_mask(
+    state: ClusterState, static: list[Any], demand: PodDemand, seconds: float
+) -> np.ndarray[Any, Any]:
+    """The nodes every filter of ``static`` passes for ``demand`` (one mask per pod
+    constraints: none of them reads the pods placed)."""
+    mask = np.ones(state.node_count, dtype=bool)
+    for plugin in static:
+        mask &= plugin.filter(state, demand, seconds).feasible
+    return mask
+
+
 def _detached(
-    state: ClusterState, demands: Sequence[PodDemand], order: list[int], needs: dict[int, Any]
+    state: ClusterState, demands: Sequence[PodDemand], order: list[int], needs: dict[int, Need]
 ) -> bool:
     """Whether the fast placement of ``order`` reads of the placed pods only the room and pod
     counts it can keep itself (``_place_detached``): every pod's dynamic filters all left out
@@ -222,10 +236,10 @@ def _detached(
         return False
     lone = False
     for p in order:
-        known = needs[p]  # (made by ``leftover``)
-        if known[1] != [] or demands[p].affinity is not None:
+        need = needs[p]  # (made by ``leftover``)
+        if need.plugins != [] or demands[p].affinity is not None:
             return False
-        lone = lone or known[2] is not None
+        lone = lone or need.lone is not None
     index = state.pod_index
     return not (lone and index is not None and index.affinity_groups)
 
@@ -239,7 +253,7 @@ def _place_detached(
     allowed: np.ndarray[Any, Any],
     shapes: Sequence[Shape],
     seconds: float,
-    needs: dict[int, Any],
+    needs: dict[int, Need],
     waits: set[int],
     launching: np.ndarray[Any, Any],
 ) -> list[Mapping[str, int]]:
@@ -258,21 +272,19 @@ def _place_detached(
     # the rows with a pod slot left: for a pending pod, and for a candidate's (staying only)
     slots = {True: counts < limits}
     slots[False] = slots[True] & allowed[rows]
-    static = [f for f in profile.filters if getattr(f, "name", "") in STATIC_FILTERS]
+    static = _static(profile)
     masks: dict[Any, np.ndarray[Any, Any]] = {}  # the static filters' verdict per row
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
     for i, p in enumerate(order):
         demand = demands[p]
         ok = slots[p in waits]
-        for j, request in needs[p][0]:  # the resources it requests (NodeResourcesFit)
+        for j, request in needs[p].asked:  # the resources it requests (NodeResourcesFit)
             ok = ok & (free[j] >= request)
         if static:
             mask = masks.get(demand.constraints)
             if mask is None:
-                whole = np.ones(state.node_count, dtype=bool)
-                for plugin in static:
-                    whole &= plugin.filter(state, demand, seconds).feasible
+                whole = _static_mask(state, static, demand, seconds)
                 mask = masks[demand.constraints] = whole[rows]
             ok = ok & mask
         target = int(ok.argmax()) if len(ok) else 0  # the first row that passes (node order)
@@ -287,17 +299,22 @@ def _place_detached(
     return left
 
 
-def _need(
-    state: ClusterState, demand: PodDemand, dynamic: list[Any]
-) -> tuple[Any, Any, Any, tuple[int, int]]:
-    """What ``_place_fast`` checks for a pod, fixed for the replay (its requests, the profile's
-    filters and the state's resource axis do not change): the resource check's (column,
-    request) pairs, the resources it requests (one it does not request passes whatever the
-    node's room, as NodeResourcesFit); the dynamic filters still to run after
-    that check and the pod count's, or None (that check only, then every dynamic filter); and
-    InterPodAffinity where it runs only while a placed pod has affinity terms (else None).
+class Need(NamedTuple):
+    """What the fast placement checks for a pod, fixed for the replay (its requests, the
+    profile's filters and the state's resource axis do not change; ``_need``)."""
 
-    Each filter left out passes every node that check leaves, as its own code answers:
+    # the resource check: (column, request) of each resource the pod requests (one it does not
+    # request passes whatever the node's room, as NodeResourcesFit)
+    asked: list[tuple[int, int]]
+    # the dynamic filters still to run after that check and the pod count's; None: that check
+    # only, then every dynamic filter
+    plugins: list[Any] | None
+    lone: Any  # InterPodAffinity where it runs only while a placed pod has affinity terms
+    key: tuple[int, int]  # its place in ``_order`` before its number (``_key``)
+
+
+def _need(state: ClusterState, demand: PodDemand, dynamic: list[Any]) -> Need:
+    """The pod's ``Need``. Each filter left out passes every node that check leaves, as its own code answers:
 
     - NodeResourcesFit, where it compares exactly the resources the pod requests (none ignored
       or untracked, none off the state's axis): its verdict on a node is that resource check and
@@ -314,7 +331,7 @@ def _need(
     fit = next((f for f in dynamic if getattr(f, "name", "") == "NodeResourcesFit"), None)
     compared = None if fit is None else fit.compared(state, demand)
     if compared is None or {j for j, _ in compared} != {j for j, _ in asked}:
-        return asked, None, None, key
+        return Need(asked, None, None, key)
     rest, lone = [], None
     for plugin in dynamic:
         name = getattr(plugin, "name", "")
@@ -331,15 +348,15 @@ def _need(
             lone = plugin
             continue
         rest.append(plugin)
-    return asked, rest, lone, key
+    return Need(asked, rest, lone, key)
 
 
 def _hard_spread(plugin: Any, demand: PodDemand) -> bool:
     """Whether PodTopologySpread's filter may have a DoNotSchedule constraint for the pod: one
     of its own, or (with none of its own) one of the plugin's defaults."""
     if demand.spread:
-        return any(c.when_unsatisfiable == "DoNotSchedule" for c in demand.spread)
-    return any(c.when_unsatisfiable == "DoNotSchedule" for c in getattr(plugin, "defaults", ()))
+        return any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in demand.spread)
+    return any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in getattr(plugin, "defaults", ()))
 
 
 def stale_answers(
