@@ -12,7 +12,9 @@ request up to 4 cores) is replayed twice under the same autoscaler, with random 
   groups at minSize
   0, a few under their size, or the data's observed range;
 - ``--autoscaler karpenter``: the consolidation's exact shortcuts (``KarpenterSettings.fast``)
-  and the plain path, with a random consolidation policy, ``consolidateAfter`` and budget.
+  and the plain path, with a random consolidation policy, ``consolidateAfter`` and budget,
+  sometimes a second node shape in one pool (a share of its nodes with their cpu and memory
+  scaled: replacements by a cheaper shape) and sometimes prices per core-hour and GiB-hour.
 
 Each run prints one line (``ok`` or ``DIFF`` and the records that differ: node presence,
 removals, additions, scale-ups, evictions, reasons, every pod's node, placement time and wait)
@@ -34,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from analyzer.core.prices import PoolPrice, Prices
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -119,6 +122,19 @@ def cluster_autoscaler(seed: int) -> tuple[dict[str, Any], list[str]]:
     return drawn, _differ(fast, plain)
 
 
+def _mixed_shapes(rng: random.Random, nodes: Any) -> list[Any]:
+    """Scale the cpu and memory of a random share of one pool's nodes (a second shape in that
+    pool, larger or smaller); returns what was drawn."""
+    pool = rng.choice(sorted(nodes["pool"].fillna("default").astype(str).unique()))
+    members = nodes.index[nodes["pool"].fillna("default").astype(str) == pool]
+    chosen = [i for i in members if rng.random() < 0.5]
+    factor = rng.choice([0.5, 0.75, 1.5, 2.0])
+    for column in ("allocatable:cpu", "allocatable:memory", "capacity:cpu", "capacity:memory"):
+        if column in nodes:
+            nodes.loc[chosen, column] = (nodes.loc[chosen, column] * factor).round()
+    return [pool, len(chosen), factor]
+
+
 def karpenter(seed: int) -> tuple[dict[str, Any], list[str]]:
     """One Karpenter configuration: what was drawn, and the records that differ."""
     rng = random.Random(seed)
@@ -133,9 +149,16 @@ def karpenter(seed: int) -> tuple[dict[str, Any], list[str]]:
         disruption["consolidateAfter"] = rng.choice(["0s", "30s", "5m", "1h"])
     if rng.random() < 0.3:
         disruption["budgets"] = [{"nodes": rng.choice(["1", "2", "20%", "50%", "100%"])}]
+    if rng.random() < 0.4:  # several shapes in a pool: replacements by a cheaper one
+        spec["shapes"] = _mixed_shapes(rng, cluster.snapshot.nodes)
+    prices = None
+    if rng.random() < 0.4:
+        core, gib = rng.choice([(0.03, 0.004), (0.05, 0.002), (0.02, 0.01)])
+        prices = Prices("USD", {}, PoolPrice(core_hour=core, gib_hour=gib), "drawn")
+        spec["prices"] = [core, gib]
     inp = prepare(cluster.snapshot)
     settings = parse_karpenter({"disruption": disruption} if disruption else None, 120 * 10**9)
-    auto, pools = with_shapes(inp, settings, None)
+    auto, pools = with_shapes(inp, settings, prices)
     chosen = Strategy(strategy, load_strategy(strategy))
     fast = replay(auto, chosen, seed, autoscaler=(pools, settings))
     plain = replay(

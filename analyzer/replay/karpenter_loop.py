@@ -96,11 +96,10 @@ class KarpenterAutoscaler:
         self.looked = -1  # the last instant that was only such a look
         self.live = False  # within an instant, after ``tick`` (pod events are stamped now)
         self.stale: set[int] = set()  # nodes with a pod event before this instant's ``ready``
-        # answers kept between passes: candidate slots -> (their pods then, the pods that fit
-        # nowhere); dropped when a node that freed room since could take one of their pods
-        self.kept: dict[
-            tuple[int, ...], tuple[tuple[tuple[int, ...], ...], list[Mapping[str, int]]]
-        ] = {}
+        # answers kept between passes: candidate slots -> (their pods, the pending pods and
+        # the shapes a replacement could take then; the pods that fit nowhere); dropped when a
+        # node that freed room since could take one of their pods
+        self.kept: dict[tuple[int, ...], tuple[tuple[Any, ...], list[Mapping[str, int]]]] = {}
         self.freed: set[int] = set()  # nodes that freed room (a pod left, or joined) since
         self.known: set[int] = set()  # pending pods already in a batch
         self.batch: tuple[int, int] | None = None  # (first, last) pending pod of the batch
@@ -533,14 +532,30 @@ class KarpenterAutoscaler:
 
         self._forget_freed()
 
+        by_name = {c.name: c for c in ordered}
+
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
             slots = tuple(position[n] for n in names)
-            # the answer holds while the candidates' pods and the pending pods are the same
-            key = (*(tuple(sorted(self.on_node[s])) for s in slots), self.launchable)
+            group = [by_name[n] for n in names]
+            # the shapes a replacement may take: launchable and strictly cheaper than the group
+            # (``decide``'s ``fitting``, the same sum); the try is lost once none holds the pods
+            # left, so with none at the first pod left (a node of its pool's cheapest shape).
+            # The plain path (``fast`` off) tries on against every shape of the pool
+            within = None
+            if self.settings.fast:
+                below = sum(float(c.price or 0.0) for c in group)
+                within = [s for s in shapes(group) if s.price < below]
+            # the answer holds while the candidates' pods, the pending pods and those shapes
+            # are the same
+            key = (
+                *(tuple(sorted(self.on_node[s])) for s in slots),
+                self.launchable,
+                None if within is None else tuple(map(id, within)),
+            )
             known = self.kept.get(slots)
             if known is not None and known[0] == key:
                 return known[1]
-            left = self._leftover(list(slots), seconds)
+            left = self._leftover(list(slots), seconds, within)
             if left:  # pods that fit nowhere: the same answer until room frees for one of them
                 self.kept[slots] = (key, left)
             return left
@@ -584,13 +599,16 @@ class KarpenterAutoscaler:
             # the pending pods too: room one of them could take changes what is left over
             pods = {k: [*(p for s in k for p in self.on_node[s] if not self.inp.pinned[p]),
                         *self.launchable] for k in self.kept}  # fmt: skip
-            for key in stale_answers(self.state, self.inp.demands, freed, pods):
+            for key in stale_answers(self.state, self.inp.demands, freed, pods, self.requests):
                 del self.kept[key]
 
-    def _leftover(self, slots: list[int], seconds: float) -> list[Mapping[str, int]]:
+    def _leftover(
+        self, slots: list[int], seconds: float, within: Sequence[Shape] | None = None
+    ) -> list[Mapping[str, int]]:
         """The requests of the pods of ``slots`` that fit on no node that stays, and of the
         pending pods that need a new node (``SimulateScheduling`` schedules them too: a node
-        whose room the pending pods need is not consolidated)."""
+        whose room the pending pods need is not consolidated). ``within``: the shapes a
+        replacement may take (``leftover``'s; default: the pool's)."""
         allowed = self.active.copy()
         allowed[slots] = False
         for s in self.disrupting:
@@ -601,12 +619,12 @@ class KarpenterAutoscaler:
         inflight = np.zeros_like(allowed)
         inflight[list(self.provisioning)] = True
         if self.under:
-            within = list(self.under)
-            inflight[within] |= allowed[within]
-            allowed[within] = False
+            waiting = list(self.under)
+            inflight[waiting] |= allowed[waiting]
+            allowed[waiting] = False
         moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
             self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,
-            self.launchable, inflight, self.requests,
+            self.launchable, inflight, self.requests, within,
         )  # fmt: skip

@@ -45,6 +45,7 @@ def leftover(
     pending: Sequence[int] = (),
     inflight: np.ndarray[Any, Any] | None = None,
     requests: np.ndarray[Any, Any] | None = None,
+    within: Sequence[Shape] | None = None,
 ) -> list[Mapping[str, int]]:
     """The requests of the pods to move (``moves``: their node and pod) that fit on no
     ``allowed`` node, and of the ``pending`` pods that fit on no ``allowed`` node nor on one
@@ -57,13 +58,17 @@ def leftover(
     constraints; ``fast=False`` is the plain path the tests compare it with. ``requests``: every
     pod's requests as a row of one matrix (``demands``' order), for the sum below.
 
-    Once the pods left fit no shape of ``shapes`` the answer is every pod not placed yet too:
-    the try fails whatever they do (no replacement can hold what is left)."""
+    Once the pods left fit no shape of ``within`` (default ``shapes``: the shapes a replacement
+    may take; the caller's are those strictly cheaper than the candidates) the answer is every
+    pod not placed yet too: the try fails whatever they do (no replacement can hold what is
+    left, and more pods left only need more). With no such shape that is at the first pod left.
+    """
+    lost = Lost(shapes, shapes if within is None else within)
     pods = [p for _, p in moves]
     if pods:
         # a necessary condition: what exceeds the room left on the staying nodes must fit one
-        # shape; if it fits none, the try fails whatever the placement (pending pods only take
-        # more of that room: the condition holds with them too)
+        # shape a replacement may take; if it fits none, the try fails whatever the placement
+        # (pending pods only take more of that room: the condition holds with them too)
         if requests is None:
             need = np.sum([demands[p].requests for p in pods], axis=0)
         else:
@@ -71,7 +76,7 @@ def leftover(
         room = state.allocatable[allowed] - state.requested[allowed]
         excess = np.maximum(need - np.maximum(room, 0).sum(axis=0), 0).tolist()
         over = dict(zip(state.resources, excess, strict=True))
-        if any(over.values()) and not any(holds(s, over) for s in shapes):
+        if any(over.values()) and not any(holds(s, over) for s in lost.replacing):
             return [demands[p].request_map for p in pods]
     if fast:
         cache = {} if needs is None else needs
@@ -86,7 +91,7 @@ def leftover(
         # ``_order``'s order, from each pod's kept key
         order = sorted(everyone, key=lambda p: (cache[p].key, p))
         if _detached(state, demands, order, cache):
-            return _place_detached(state, profile, demands, moves, order, allowed, shapes,
+            return _place_detached(state, profile, demands, moves, order, allowed, lost,
                                    seconds, cache, set(pending), launching)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
     left: list[Mapping[str, int]] = []
@@ -98,7 +103,7 @@ def leftover(
         waits = set(pending)
         launching = np.zeros_like(allowed) if inflight is None else inflight & ~allowed
         if fast:  # (``order`` and ``cache`` made above)
-            return _place_fast(state, profile, demands, order, allowed, shapes, seconds, cache,
+            return _place_fast(state, profile, demands, order, allowed, lost, seconds, cache,
                                waits, launching)  # fmt: skip
         free = state.allocatable - state.requested  # kept in step with the binds below
         order = _order(demands, [*pods, *pending])
@@ -115,8 +120,8 @@ def leftover(
                     break
             hits = np.flatnonzero(feasible)
             if not len(hits):
-                if _left_over(demand, left, total, shapes, p in waits):
-                    return [*left, *_requests(demands, order[i + 1 :], waits, shapes)]
+                if _left_over(demand, left, total, lost, p in waits):
+                    return [*left, *_requests(demands, order[i + 1 :], waits, lost.pool)]
                 continue
             target = int(hits[0])
             state.bind(target, demand)
@@ -139,7 +144,7 @@ def _place_fast(
     demands: Sequence[PodDemand],
     order: list[int],
     allowed: np.ndarray[Any, Any],
-    shapes: Sequence[Shape],
+    lost: Lost,
     seconds: float,
     needs: dict[int, Need],
     waits: set[int],
@@ -191,8 +196,8 @@ def _place_fast(
                         break
                 hits = np.flatnonzero(feasible)
             if not len(hits):
-                if _left_over(demand, left, total, shapes, p in waits):
-                    return [*left, *_requests(demands, order[i + 1 :], waits, shapes)]
+                if _left_over(demand, left, total, lost, p in waits):
+                    return [*left, *_requests(demands, order[i + 1 :], waits, lost.pool)]
                 continue
             target = int(hits[0])
             state.bind(target, demand)
@@ -251,7 +256,7 @@ def _place_detached(
     moves: Sequence[tuple[int, int]],
     order: list[int],
     allowed: np.ndarray[Any, Any],
-    shapes: Sequence[Shape],
+    lost: Lost,
     seconds: float,
     needs: dict[int, Need],
     waits: set[int],
@@ -289,14 +294,23 @@ def _place_detached(
             ok = ok & mask
         target = int(ok.argmax()) if len(ok) else 0  # the first row that passes (node order)
         if not len(ok) or not ok[target]:
-            if _left_over(demand, left, total, shapes, p in waits):
-                return [*left, *_requests(demands, order[i + 1 :], waits, shapes)]
+            if _left_over(demand, left, total, lost, p in waits):
+                return [*left, *_requests(demands, order[i + 1 :], waits, lost.pool)]
             continue
         free[:, target] -= demand.requests
         counts[target] += 1
         if counts[target] >= limits[target]:
             slots[True][target] = slots[False][target] = False
     return left
+
+
+class Lost(NamedTuple):
+    """The shapes a try reads: ``pool``, the pool's (a pending pod none of them holds alone is
+    left out); ``replacing``, those a replacement may take (the try is lost once the pods left
+    fit none of them)."""
+
+    pool: Sequence[Shape]
+    replacing: Sequence[Shape]
 
 
 class Need(NamedTuple):
@@ -364,23 +378,24 @@ def stale_answers(
     demands: Sequence[PodDemand],
     freed: Sequence[int],
     pods: Mapping[Key, Sequence[int]],
+    requests: np.ndarray[Any, Any] | None = None,
 ) -> list[Key]:
     """The kept answers (key → the pods they moved) that a node of ``freed`` could change: one
     of their pods fits that node's room now (resources only; as cluster-autoscaler's loop, the
-    effects of pods bound elsewhere on spread and affinity are ignored)."""
+    effects of pods bound elsewhere on spread and affinity are ignored). ``requests``: every
+    pod's requests as a row of one matrix (``demands``' order), else read from ``demands``."""
+    distinct = sorted({p for moved in pods.values() for p in moved})
+    if not distinct:
+        return []
     rooms = state.allocatable[list(freed)] - state.requested[list(freed)]
-    fits: dict[int, bool] = {}
-    out = []
-    for key, moved in pods.items():
-        for p in moved:
-            found = fits.get(p)
-            if found is None:
-                need = demands[p].requests
-                found = fits[p] = bool(np.any(np.all((rooms >= need) | (need == 0), axis=1)))
-            if found:
-                out.append(key)
-                break
-    return out
+    if requests is None:
+        need = np.stack([demands[p].requests for p in distinct])
+    else:
+        need = requests[distinct]
+    # pod × freed node × resource: a resource it does not request passes
+    passes = (rooms[np.newaxis, :, :] >= need[:, np.newaxis, :]) | (need[:, np.newaxis, :] == 0)
+    fits = set(np.asarray(distinct)[passes.all(axis=2).any(axis=1)].tolist())
+    return [key for key, moved in pods.items() if not fits.isdisjoint(moved)]
 
 
 def _order(demands: Sequence[PodDemand], pods: Sequence[int]) -> list[int]:
@@ -411,17 +426,17 @@ def _left_over(
     demand: Any,
     left: list[Mapping[str, int]],
     total: dict[str, int],
-    shapes: Sequence[Shape],
+    lost: Lost,
     waiting: bool = False,
 ) -> bool:
-    """Count ``demand`` among the pods left over; True when no launchable shape holds them all
-    any more (the try is lost: the caller stops placing). A pending pod (``waiting``) that no
-    shape holds alone is not counted: it stays pending whatever the command (upstream's
-    ``AllNonPendingPodsScheduled`` ignores it)."""
-    if waiting and not _alone(demand, shapes):
+    """Count ``demand`` among the pods left over; True when no shape a replacement may take
+    holds them all any more (the try is lost: the caller stops placing). A pending pod
+    (``waiting``) that no shape of the pool holds alone is not counted: it stays pending
+    whatever the command (upstream's ``AllNonPendingPodsScheduled`` ignores it)."""
+    if waiting and not _alone(demand, lost.pool):
         return False
     left.append(demand.request_map)
     for k, v in demand.request_map.items():
         total[k] = total.get(k, 0) + v
     total["pods"] = len(left)
-    return not any(holds(shape, total) for shape in shapes)
+    return not any(holds(shape, total) for shape in lost.replacing)
