@@ -55,7 +55,7 @@ def main() -> None:
     """Run the benchmark (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--days", type=int, default=1)
+    parser.add_argument("--days", type=float, default=1)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--strategy", action="append", default=None)
     parser.add_argument(

@@ -101,6 +101,10 @@ class KarpenterAutoscaler:
         # node that freed room since could take one of their pods
         self.kept: dict[tuple[int, ...], tuple[tuple[Any, ...], list[Mapping[str, int]]]] = {}
         self.freed: set[int] = set()  # nodes that freed room (a pod left, or joined) since
+        # the pass's staying nodes and their room (``_room``), None until its first try
+        self.room: tuple[Any, Any, Any] | None = None
+        # the static filters' verdicts per pod constraints during the pass (``leftover``)
+        self.masks: dict[Any, np.ndarray[Any, Any]] = {}
         self.known: set[int] = set()  # pending pods already in a batch
         self.batch: tuple[int, int] | None = None  # (first, last) pending pod of the batch
         self.next_poll = inp.start + settings.poll
@@ -531,6 +535,8 @@ class KarpenterAutoscaler:
             return found
 
         self._forget_freed()
+        self.room = None  # (``_room``: made at this pass's first try)
+        self.masks = {}  # nodes' labels, taints and cordons are the same during the pass
 
         by_name = {c.name: c for c in ordered}
 
@@ -613,6 +619,12 @@ class KarpenterAutoscaler:
         allowed[slots] = False
         for s in self.disrupting:
             allowed[s] = False
+        spare = None
+        if self.settings.fast:  # the staying nodes' room: the pass's sum less the candidates'
+            if self.room is None:
+                self.room = self._room()
+            staying, positive, total = self.room
+            spare = total - positive[[s for s in slots if staying[s]]].sum(axis=0)
         # the nodes still launching (for pending pods or as replacements): upstream's in-flight
         # NodeClaims, which the pending pods may use and the candidates' pods may not; so too
         # the nodes within their consolidateAfter window (``_destinations``)
@@ -626,5 +638,16 @@ class KarpenterAutoscaler:
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
             self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,
-            self.launchable, inflight, self.requests, within,
+            self.launchable, inflight, self.requests, within, spare, self.masks,
         )  # fmt: skip
+
+    def _room(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """For this pass (the state is the same at each of its tries: they undo their binds):
+        the nodes a candidate's pod may move to when no candidate leaves (present, not being
+        disrupted, not within consolidateAfter), each node's room with negative room as 0, and
+        that room summed per resource over those nodes."""
+        staying = self.active.copy()
+        staying[list(self.disrupting)] = False
+        staying[list(self.under)] = False
+        positive = np.maximum(self.state.allocatable - self.state.requested, 0)
+        return staying, positive, positive[staying].sum(axis=0)

@@ -46,6 +46,8 @@ def leftover(
     inflight: np.ndarray[Any, Any] | None = None,
     requests: np.ndarray[Any, Any] | None = None,
     within: Sequence[Shape] | None = None,
+    spare: np.ndarray[Any, Any] | None = None,
+    masks: dict[Any, np.ndarray[Any, Any]] | None = None,
 ) -> list[Mapping[str, int]]:
     """The requests of the pods to move (``moves``: their node and pod) that fit on no
     ``allowed`` node, and of the ``pending`` pods that fit on no ``allowed`` node nor on one
@@ -59,9 +61,14 @@ def leftover(
     pod's requests as a row of one matrix (``demands``' order), for the sum below.
 
     Once the pods left fit no shape of ``within`` (default ``shapes``: the shapes a replacement
-    may take; the caller's are those strictly cheaper than the candidates) the answer is every
-    pod not placed yet too: the try fails whatever they do (no replacement can hold what is
-    left, and more pods left only need more). With no such shape that is at the first pod left.
+    may take; the caller's are those strictly cheaper than the candidates) the try fails
+    whatever the pods not placed yet do (no replacement can hold what is left, and more pods
+    left only need more): the answer is the pods left so far, the rest not tried. With no such
+    shape that is at the first pod left. ``spare``: the room left on the ``allowed`` nodes
+    summed per resource, a node's negative room counted as 0 (the caller may have it at hand;
+    computed here when None). ``masks``: the static filters' verdict on every node per pod
+    constraints (``_static_mask``), kept by the caller while no node's labels, taints or
+    cordon change (filled here).
     """
     lost = Lost(shapes, shapes if within is None else within)
     pods = [p for _, p in moves]
@@ -73,8 +80,10 @@ def leftover(
             need = np.sum([demands[p].requests for p in pods], axis=0)
         else:
             need = requests[pods].sum(axis=0)
-        room = state.allocatable[allowed] - state.requested[allowed]
-        excess = np.maximum(need - np.maximum(room, 0).sum(axis=0), 0).tolist()
+        if spare is None:
+            room = state.allocatable[allowed] - state.requested[allowed]
+            spare = np.maximum(room, 0).sum(axis=0)
+        excess = np.maximum(need - spare, 0).tolist()
         over = dict(zip(state.resources, excess, strict=True))
         if any(over.values()) and not any(holds(s, over) for s in lost.replacing):
             return [demands[p].request_map for p in pods]
@@ -92,7 +101,7 @@ def leftover(
         order = sorted(everyone, key=lambda p: (cache[p].key, p))
         if _detached(state, demands, order, cache):
             return _place_detached(state, profile, demands, moves, order, allowed, lost,
-                                   seconds, cache, set(pending), launching)  # fmt: skip
+                                   seconds, cache, set(pending), launching, masks)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
@@ -104,10 +113,10 @@ def leftover(
         launching = np.zeros_like(allowed) if inflight is None else inflight & ~allowed
         if fast:  # (``order`` and ``cache`` made above)
             return _place_fast(state, profile, demands, order, allowed, lost, seconds, cache,
-                               waits, launching)  # fmt: skip
+                               waits, launching, masks)  # fmt: skip
         free = state.allocatable - state.requested  # kept in step with the binds below
         order = _order(demands, [*pods, *pending])
-        for i, p in enumerate(order):
+        for p in order:
             demand = demands[p]
             # resources first (those it requests, as NodeResourcesFit): most pods that fit
             # nowhere fail here, without the filters
@@ -121,7 +130,7 @@ def leftover(
             hits = np.flatnonzero(feasible)
             if not len(hits):
                 if _left_over(demand, left, total, lost, p in waits):
-                    return [*left, *_requests(demands, order[i + 1 :], waits, lost.pool)]
+                    return left
                 continue
             target = int(hits[0])
             state.bind(target, demand)
@@ -149,6 +158,7 @@ def _place_fast(
     needs: dict[int, Need],
     waits: set[int],
     launching: np.ndarray[Any, Any],
+    masks: dict[Any, np.ndarray[Any, Any]] | None = None,
 ) -> list[Mapping[str, int]]:
     """``leftover``'s placement loop, in its ``order`` (``_order``'s) and first-fit, on the ``allowed`` rows (and the
     ``launching`` ones for the pending pods, ``waits``) only; the caller unbinds the moved pods
@@ -162,12 +172,12 @@ def _place_fast(
     static = _static(profile)
     dynamic = _dynamic(profile)
     counts, allowed_pods, index = state.pod_count, state.allowed_pods, state.pod_index
-    masks: dict[Any, np.ndarray[Any, Any]] = {}
+    masks = {} if masks is None else masks  # the static filters' verdict per node
     bound: list[tuple[int, PodDemand]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
     try:
-        for i, p in enumerate(order):
+        for p in order:
             demand = demands[p]
             need = demand.requests
             asked, plugins, lone, _ = needs[p]  # (made by ``leftover``)
@@ -197,7 +207,7 @@ def _place_fast(
                 hits = np.flatnonzero(feasible)
             if not len(hits):
                 if _left_over(demand, left, total, lost, p in waits):
-                    return [*left, *_requests(demands, order[i + 1 :], waits, lost.pool)]
+                    return left
                 continue
             target = int(hits[0])
             state.bind(target, demand)
@@ -261,6 +271,7 @@ def _place_detached(
     needs: dict[int, Need],
     waits: set[int],
     launching: np.ndarray[Any, Any],
+    masks: dict[Any, np.ndarray[Any, Any]] | None = None,
 ) -> list[Mapping[str, int]]:
     """``_place_fast`` where ``_detached`` holds: the same order and first fit, with the room and
     pod counts kept here (the moved pods taken off their nodes, each placed pod added) and the
@@ -278,24 +289,27 @@ def _place_detached(
     slots = {True: counts < limits}
     slots[False] = slots[True] & allowed[rows]
     static = _static(profile)
-    masks: dict[Any, np.ndarray[Any, Any]] = {}  # the static filters' verdict per row
+    whole = {} if masks is None else masks  # the static filters' verdict per node
+    local: dict[Any, np.ndarray[Any, Any]] = {}  # and per row of ``rows``
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
-    for i, p in enumerate(order):
+    for p in order:
         demand = demands[p]
         ok = slots[p in waits]
         for j, request in needs[p].asked:  # the resources it requests (NodeResourcesFit)
             ok = ok & (free[j] >= request)
         if static:
-            mask = masks.get(demand.constraints)
+            mask = local.get(demand.constraints)
             if mask is None:
-                whole = _static_mask(state, static, demand, seconds)
-                mask = masks[demand.constraints] = whole[rows]
+                every = whole.get(demand.constraints)
+                if every is None:
+                    every = whole[demand.constraints] = _static_mask(state, static, demand, seconds)
+                mask = local[demand.constraints] = every[rows]
             ok = ok & mask
         target = int(ok.argmax()) if len(ok) else 0  # the first row that passes (node order)
         if not len(ok) or not ok[target]:
             if _left_over(demand, left, total, lost, p in waits):
-                return [*left, *_requests(demands, order[i + 1 :], waits, lost.pool)]
+                return left
             continue
         free[:, target] -= demand.requests
         counts[target] += 1
@@ -412,14 +426,6 @@ def _key(demand: PodDemand) -> tuple[int, int]:
 def _alone(demand: PodDemand, shapes: Sequence[Shape]) -> bool:
     """Whether a shape holds the pod alone (a new node could take it)."""
     return any(holds(s, {**demand.request_map, "pods": 1}) for s in shapes)
-
-
-def _requests(
-    demands: Sequence[PodDemand], rest: Sequence[int], waits: set[int], shapes: Sequence[Shape]
-) -> list[Mapping[str, int]]:
-    """The requests of the pods not placed yet once the try is lost (pending pods that no shape
-    holds alone excepted, as ``_left_over``)."""
-    return [demands[q].request_map for q in rest if q not in waits or _alone(demands[q], shapes)]
 
 
 def _left_over(
