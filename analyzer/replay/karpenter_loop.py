@@ -46,9 +46,10 @@ from analyzer.autoscaler.nodepool import BudgetRule, NodePool, Shape
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.budgets import ReplayBudgets
 from analyzer.replay.input import NEVER, ReplayInput
+from analyzer.replay.karpenter_kept import KeptAnswers
 from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
-from analyzer.replay.karpenter_simulate import Need, leftover, stale_answers
+from analyzer.replay.karpenter_simulate import Need, Reads, leftover
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState
 
@@ -96,11 +97,6 @@ class KarpenterAutoscaler:
         self.looked = -1  # the last instant that was only such a look
         self.live = False  # within an instant, after ``tick`` (pod events are stamped now)
         self.stale: set[int] = set()  # nodes with a pod event before this instant's ``ready``
-        # answers kept between passes: candidate slots -> (their pods, the pending pods and
-        # the shapes a replacement could take then; the pods that fit nowhere); dropped when a
-        # node that freed room since could take one of their pods
-        self.kept: dict[tuple[int, ...], tuple[tuple[Any, ...], list[Mapping[str, int]]]] = {}
-        self.freed: set[int] = set()  # nodes that freed room (a pod left, or joined) since
         # the pass's staying nodes and their room (``_room``), None until its first try
         self.room: tuple[Any, Any, Any] | None = None
         # the static filters' verdicts per pod constraints during the pass (``leftover``)
@@ -149,6 +145,8 @@ class KarpenterAutoscaler:
         self.needs: dict[int, Need] = {}  # per pod, for the fast simulation (``Need``)
         # every pod's requests, a row each: the simulation sums the moved pods' (``leftover``)
         self.requests = np.stack([d.requests for d in inp.demands]) if len(inp.demands) else None
+        # consolidation answers kept between passes (``karpenter_kept``)
+        self.kept = KeptAnswers(state, active, on_node, inp.pinned, inp.demands, self.requests)
         # the pods pending at this instant's tick, and those of them a pool could launch a node
         # for: consolidation's simulation schedules these too (``_disrupt``)
         self.pending: tuple[int, ...] = ()
@@ -207,7 +205,6 @@ class KarpenterAutoscaler:
             self.record.joined(slot, now)
             self.record.added.append((now, slot))
             self.last_event[slot] = now
-            self.freed.add(slot)
             if slot in self.launched:
                 self.launched.discard(slot)
                 self.nominated[slot] = now + max(2 * self.settings.batch_max, MIN_NOMINATION)
@@ -249,11 +246,11 @@ class KarpenterAutoscaler:
         unbind: nodes' cordons or taints, or what PodDisruptionBudgets count (a pod started or
         stopped waiting, a preemption victim started terminating). The next pass is run."""
         self.dirty = True
+        self.kept.recheck = True
 
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound or unbound a pod on ``node``: a pod event (``consolidateAfter``)."""
-        if freed:
-            self.freed.add(node)
+        self.kept.touch(node, freed)
         self.dirty = True
         if self.live:
             self.last_event[node] = self.clock
@@ -501,7 +498,7 @@ class KarpenterAutoscaler:
             if now < end:
                 under.add(slot)
                 self.later = min(self.later, end)
-        self.freed.update(self.under - under)
+        self.kept.freed.update(self.under - under)
         if under - self.under:  # fewer destinations: an answer kept may have left too little
             self.kept.clear()
         self.under = under
@@ -534,7 +531,7 @@ class KarpenterAutoscaler:
                 ]
             return found
 
-        self._forget_freed()
+        self.kept.refresh(self.disrupting, self.provisioning, self.launchable)
         self.room = None  # (``_room``: made at this pass's first try)
         self.masks = {}  # nodes' labels, taints and cordons are the same during the pass
 
@@ -558,12 +555,15 @@ class KarpenterAutoscaler:
                 self.launchable,
                 None if within is None else tuple(map(id, within)),
             )
-            known = self.kept.get(slots)
-            if known is not None and known[0] == key:
-                return known[1]
-            left = self._leftover(list(slots), seconds, within)
-            if left:  # pods that fit nowhere: the same answer until room frees for one of them
-                self.kept[slots] = (key, left)
+            if not self.settings.fast:  # the plain path: every try simulated
+                return self._leftover(list(slots), seconds, within)
+            known = self.kept.get(slots, key)
+            if known is not None:
+                return known
+            reads = Reads()
+            left = self._leftover(list(slots), seconds, within, reads)
+            if left:  # pods that fit nowhere: the same answer while what it read is the same
+                self.kept.put(slots, key, left, reads)
             return left
 
         totals = self._totals(ordered) if self.settings.policy == BALANCED else None
@@ -597,19 +597,12 @@ class KarpenterAutoscaler:
             for pool, rest in others.items()
         }
 
-    def _forget_freed(self) -> None:
-        """Drop the kept answers a node that freed room since could change."""
-        freed = [f for f in self.freed if self.active[f]]
-        self.freed = set()
-        if freed and self.kept:
-            # the pending pods too: room one of them could take changes what is left over
-            pods = {k: [*(p for s in k for p in self.on_node[s] if not self.inp.pinned[p]),
-                        *self.launchable] for k in self.kept}  # fmt: skip
-            for key in stale_answers(self.state, self.inp.demands, freed, pods, self.requests):
-                del self.kept[key]
-
     def _leftover(
-        self, slots: list[int], seconds: float, within: Sequence[Shape] | None = None
+        self,
+        slots: list[int],
+        seconds: float,
+        within: Sequence[Shape] | None = None,
+        reads: Reads | None = None,
     ) -> list[Mapping[str, int]]:
         """The requests of the pods of ``slots`` that fit on no node that stays, and of the
         pending pods that need a new node (``SimulateScheduling`` schedules them too: a node
@@ -638,7 +631,7 @@ class KarpenterAutoscaler:
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
             self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,
-            self.launchable, inflight, self.requests, within, spare, self.masks,
+            self.launchable, inflight, self.requests, within, spare, self.masks, reads,
         )  # fmt: skip
 
     def _room(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:

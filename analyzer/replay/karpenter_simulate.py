@@ -19,6 +19,7 @@ pod sees them; every bind and unbind is undone before returning.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -48,6 +49,7 @@ def leftover(
     within: Sequence[Shape] | None = None,
     spare: np.ndarray[Any, Any] | None = None,
     masks: dict[Any, np.ndarray[Any, Any]] | None = None,
+    reads: Reads | None = None,
 ) -> list[Mapping[str, int]]:
     """The requests of the pods to move (``moves``: their node and pod) that fit on no
     ``allowed`` node, and of the ``pending`` pods that fit on no ``allowed`` node nor on one
@@ -68,10 +70,12 @@ def leftover(
     summed per resource, a node's negative room counted as 0 (the caller may have it at hand;
     computed here when None). ``masks``: the static filters' verdict on every node per pod
     constraints (``_static_mask``), kept by the caller while no node's labels, taints or
-    cordon change (filled here).
+    cordon change (filled here). ``reads``: filled with what the answer read (``Reads``).
     """
     lost = Lost(shapes, shapes if within is None else within)
     pods = [p for _, p in moves]
+    if reads is not None:
+        reads.pending = bool(pending)
     if pods:
         # a necessary condition: what exceeds the room left on the staying nodes must fit one
         # shape a replacement may take; if it fits none, the try fails whatever the placement
@@ -86,6 +90,8 @@ def leftover(
         excess = np.maximum(need - spare, 0).tolist()
         over = dict(zip(state.resources, excess, strict=True))
         if any(over.values()) and not any(holds(s, over) for s in lost.replacing):
+            if reads is not None:
+                reads.rooms = True  # the room summed: less of it anywhere only adds to this
             return [demands[p].request_map for p in pods]
     if fast:
         cache = {} if needs is None else needs
@@ -100,8 +106,12 @@ def leftover(
         # ``_order``'s order, from each pod's kept key
         order = sorted(everyone, key=lambda p: (cache[p].key, p))
         if _detached(state, demands, order, cache):
+            took = None
+            if reads is not None:
+                reads.rooms, took = True, reads.took
             return _place_detached(state, profile, demands, moves, order, allowed, lost,
-                                   seconds, cache, set(pending), launching, masks)  # fmt: skip
+                                   seconds, cache, set(pending), launching, masks,
+                                   took)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
@@ -272,10 +282,12 @@ def _place_detached(
     waits: set[int],
     launching: np.ndarray[Any, Any],
     masks: dict[Any, np.ndarray[Any, Any]] | None = None,
+    took: set[int] | None = None,
 ) -> list[Mapping[str, int]]:
     """``_place_fast`` where ``_detached`` holds: the same order and first fit, with the room and
     pod counts kept here (the moved pods taken off their nodes, each placed pod added) and the
-    state left as it is (no bind nor unbind: nothing else this placement reads changes)."""
+    state left as it is (no bind nor unbind: nothing else this placement reads changes).
+    ``took``: filled with the nodes that took a pod."""
     rows = np.flatnonzero(allowed | launching)
     free = (state.allocatable[rows] - state.requested[rows]).T.copy()
     counts = state.pod_count[rows].copy()
@@ -313,9 +325,23 @@ def _place_detached(
             continue
         free[:, target] -= demand.requests
         counts[target] += 1
+        if took is not None:
+            took.add(int(rows[target]))
         if counts[target] >= limits[target]:
             slots[True][target] = slots[False][target] = False
     return left
+
+
+@dataclass
+class Reads:
+    """What a try's answer read of the state (``karpenter_kept``): ``rooms``, the staying
+    nodes' room and pod counts only (the room pre-check, or ``_place_detached``), and then
+    ``took``, the nodes that took one of its pods; ``pending``, whether it scheduled pending
+    pods too."""
+
+    rooms: bool = False
+    took: set[int] = field(default_factory=set)
+    pending: bool = False
 
 
 class Lost(NamedTuple):
