@@ -223,3 +223,30 @@ def test_an_answer_that_read_spreading_is_dropped_by_a_bind_anywhere() -> None:
     assert _try(state, demands, [(2, 0)], allowed)[0] == []
     kept.refresh((), (), ())
     assert kept.get((2,), "k") is None
+
+
+def test_room_freed_for_the_pod_left_over_drops_the_answer() -> None:
+    """B (12 GiB) finds no node: n0 has 16 GiB less a 6 GiB pod. That pod leaving frees the
+    room B needs; a pod leaving n1 (2 GiB: B fits there whatever) does not."""
+    state, demands, kept, _, allowed = _anomaly()
+    other = _demand(state, "y", 100, GIB)
+    demands.append(other)
+    state.bind(0, demands[2])
+    extra = _demand(state, "z", 100, 6 * GIB)
+    demands.append(extra)
+    state.bind(0, extra)
+    state.bind(1, other)
+    moves = [(3, 1)]
+    left, reads = _try(state, demands, moves, allowed)
+    assert [m["memory"] for m in left] == [12 * GIB] and reads.tried == [(1, -1)]
+    kept.refresh((), (), ())
+    kept.put((3,), "k", left, reads)
+    state.unbind(1, other)
+    kept.touch(1, True)
+    kept.refresh((), (), ())
+    assert kept.get((3,), "k") == left == _try(state, demands, moves, allowed)[0]
+    state.unbind(0, extra)
+    kept.touch(0, True)
+    assert _try(state, demands, moves, allowed)[0] == []
+    kept.refresh((), (), ())
+    assert kept.get((3,), "k") is None

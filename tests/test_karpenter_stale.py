@@ -1,8 +1,10 @@
 """Which kept consolidation answers a node that freed room could change
-(``analyzer.replay.karpenter_simulate.stale_answers``): exactly those with a pod that fits one
-freed node's room now, a resource the pod does not request passing whatever the room (as
-NodeResourcesFit). Checked pod by pod against that definition on random small states, with the
-requests read from the pods and from the replay's requests matrix alike."""
+(``analyzer.replay.karpenter_simulate.stale_answers``): exactly those with a pod that fits the
+room now of a freed node numbered below the pod's bound (the node that took it in a first-fit
+placement; ``FREED_ANYWHERE`` for a pod left over), a resource the pod does not request passing
+whatever the room (as NodeResourcesFit). Checked pod by pod against that definition on random
+small states, with the requests read from the pods and from the replay's requests matrix
+alike."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 from test_karpenter_place import _case
 
-from analyzer.replay.karpenter_simulate import stale_answers
+from analyzer.replay.karpenter_simulate import FREED_ANYWHERE, stale_answers
 
 
 def _fits(room: np.ndarray, need: np.ndarray) -> bool:
@@ -26,14 +28,21 @@ def test_an_answer_is_stale_when_one_of_its_pods_fits_a_freed_node(seed: int) ->
     count = state.node_count
     freed = sorted(rng.sample(range(count), rng.randint(1, count)))
     kept = {
-        (k,): rng.sample(range(len(demands)), rng.randint(0, min(4, len(demands))))
+        (k,): [
+            (p, rng.choice([FREED_ANYWHERE, rng.randrange(count + 1)]))
+            for p in rng.sample(range(len(demands)), rng.randint(0, min(4, len(demands))))
+        ]
         for k in range(rng.randint(1, 6))
     }
-    rooms = [state.allocatable[f] - state.requested[f] for f in freed]
+    rooms = {f: state.allocatable[f] - state.requested[f] for f in freed}
     expected = [
         key
         for key, moved in kept.items()
-        if any(_fits(room, demands[p].requests) for p in moved for room in rooms)
+        if any(
+            f < bound and _fits(room, demands[p].requests)
+            for p, bound in moved
+            for f, room in rooms.items()
+        )
     ]
     assert stale_answers(state, demands, freed, kept) == expected
     matrix = np.stack([d.requests for d in demands])

@@ -11,9 +11,12 @@ Only answers with pods left over are kept (a try that passes ends the pass). Wha
   a node that took none of its pods changes nothing (every pod that passed that node still
   does not fit it; first fit is not monotone, so room taken on a node that took one of its pods
   may change where the next ones go, and so may that node leaving or starting to be
-  disrupted). Room freed on a node, or a node joining, changes it only where one of its pods
-  (or a pending pod it placed) fits that node's room now (``stale_answers``). A node starting
-  to launch is room for the pending pods: it drops the answers that placed pending pods.
+  disrupted). Room freed on a node, or a node joining, changes it only where a pod it tried
+  fits that node's room now and the node comes before the one that took the pod (first fit:
+  a pod left over, anywhere), or for the pre-check's answer where any of its pods or the
+  pending pods fits there (``stale_answers``); the pods after the one that lost the try were
+  never tried. A node starting to launch is room for the pending pods: it drops the answers
+  that scheduled pending pods.
 - **more** (a pod with spreading, inter-pod affinity or host ports): any bind, unbind or
   change of the node set drops it.
 
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.karpenter_simulate import Reads, stale_answers
+from analyzer.replay.karpenter_simulate import FREED_ANYWHERE, Reads, stale_answers
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 Slots = tuple[int, ...]
@@ -74,6 +77,15 @@ class KeptAnswers:
         """A pod was unbound from (``freed``) or bound to ``node``."""
         (self.freed if freed else self.taken).add(node)
 
+    def _bounded(self, slots: Slots, reads: Reads, pending: Sequence[int]) -> list[tuple[int, int]]:
+        """The answer's pods that freed room may move, each with the node numbered below which
+        it would: a placed pod, before the node that took it (first fit); a pod left over, or
+        every pod of an answer the pre-check gave (it summed all the room), anywhere."""
+        if reads.tried is None:
+            moved = [p for s in slots for p in self.on_node[s] if not self.pinned[p]]
+            return [(p, FREED_ANYWHERE) for p in [*moved, *pending]]
+        return [(p, node if node >= 0 else FREED_ANYWHERE) for p, node in reads.tried]
+
     def _node_states(self) -> tuple[list[Any], list[bool]]:
         return list(self.state.node_taints), list(self.state.node_unschedulable)
 
@@ -113,10 +125,7 @@ class KeptAnswers:
                 continue
             keep[slots] = answer
         if freed and keep:
-            pods = {
-                k: [*(p for s in k for p in self.on_node[s] if not self.pinned[p]), *pending]
-                for k in keep
-            }
+            pods = {k: self._bounded(k, reads, pending) for k, (_, _, reads) in keep.items()}
             for k in stale_answers(self.state, self.demands, freed, pods, self.requests):
                 del keep[k]
         self.answers = keep

@@ -146,7 +146,8 @@ class KarpenterAutoscaler:
         # every pod's requests, a row each: the simulation sums the moved pods' (``leftover``)
         self.requests = np.stack([d.requests for d in inp.demands]) if len(inp.demands) else None
         # consolidation answers kept between passes (``karpenter_kept``)
-        self.kept = KeptAnswers(state, active, on_node, inp.pinned, inp.demands, self.requests)
+        self.pinned: list[bool] = inp.pinned.tolist()  # (a list: read per pod in the passes)
+        self.kept = KeptAnswers(state, active, on_node, self.pinned, inp.demands, self.requests)
         # the pods pending at this instant's tick, and those of them a pool could launch a node
         # for: consolidation's simulation schedules these too (``_disrupt``)
         self.pending: tuple[int, ...] = ()
@@ -389,7 +390,6 @@ class KarpenterAutoscaler:
                 count("Nominated")
                 self.later = min(self.later, self.nominated[slot])
                 continue
-            pods = [p for p in self.on_node[slot] if not self.inp.pinned[p]]
             if self.settings.never:
                 count("ConsolidateAfterNever")
             elif annotations and annotations[slot].get(DO_NOT_DISRUPT) == "true":
@@ -410,7 +410,9 @@ class KarpenterAutoscaler:
                 if shape >= 0:
                     found = self.pools.shapes[self.of[slot]][shape]
                     kind, price = found.name, found.price
-                costs = [self.costs[p] for p in pods]  # in pod order: the same float sum
+                pinned, cost_of = self.pinned, self.costs
+                # in pod order: the same float sum
+                costs = [cost_of[p] for p in self.on_node[slot] if not pinned[p]]
                 candidates.append(
                     Candidate.of(self.state.node_names[slot], pool, costs, price, kind)
                 )
@@ -513,12 +515,17 @@ class KarpenterAutoscaler:
             if slot in self.disrupting:
                 busy[name] = busy.get(name, 0) + 1
 
+        counted: dict[tuple[str, str], int] = {}  # nothing it reads changes during ``decide``
+
         def allowed(pool: str, reason: str) -> int:
             # GetAllowedDisruptionsByReason less the nodes of the pool being disrupted now
-            rules = self.nodepool.allowed(
-                sizes.get(pool, 0), reason, lambda r: self._rule_active(r, seconds)
-            )
-            return max(0, rules - busy.get(pool, 0))
+            found = counted.get((pool, reason))
+            if found is None:
+                rules = self.nodepool.allowed(
+                    sizes.get(pool, 0), reason, lambda r: self._rule_active(r, seconds)
+                )
+                found = counted[(pool, reason)] = max(0, rules - busy.get(pool, 0))
+            return found
 
         launchable: dict[int, list[Shape]] = {}  # per pool: nothing launches during ``decide``
 
@@ -627,7 +634,7 @@ class KarpenterAutoscaler:
             waiting = list(self.under)
             inflight[waiting] |= allowed[waiting]
             allowed[waiting] = False
-        moves = [(s, p) for s in slots for p in self.on_node[s] if not self.inp.pinned[p]]
+        moves = [(s, p) for s in slots for p in self.on_node[s] if not self.pinned[p]]
         return leftover(
             self.state, self.profile, self.inp.demands, moves, allowed,
             self.pools.shapes[int(self.of[slots[0]])], seconds, self.settings.fast, self.needs,

@@ -19,7 +19,7 @@ pod sees them; every bind and unbind is undone before returning.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -31,6 +31,8 @@ from analyzer.scheduling.spread_types import DO_NOT_SCHEDULE
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 Key = TypeVar("Key", bound=Hashable)
+# a bound above every node number (``stale_answers``): room freed on any node counts
+FREED_ANYWHERE = 1 << 62
 
 
 def leftover(
@@ -106,12 +108,13 @@ def leftover(
         # ``_order``'s order, from each pod's kept key
         order = sorted(everyone, key=lambda p: (cache[p].key, p))
         if _detached(state, demands, order, cache):
-            took = None
+            tried: list[tuple[int, int]] | None = None
             if reads is not None:
-                reads.rooms, took = True, reads.took
+                reads.rooms, tried = True, []
+                reads.tried = tried
             return _place_detached(state, profile, demands, moves, order, allowed, lost,
                                    seconds, cache, set(pending), launching, masks,
-                                   took)  # fmt: skip
+                                   tried)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
@@ -282,12 +285,12 @@ def _place_detached(
     waits: set[int],
     launching: np.ndarray[Any, Any],
     masks: dict[Any, np.ndarray[Any, Any]] | None = None,
-    took: set[int] | None = None,
+    tried: list[tuple[int, int]] | None = None,
 ) -> list[Mapping[str, int]]:
     """``_place_fast`` where ``_detached`` holds: the same order and first fit, with the room and
     pod counts kept here (the moved pods taken off their nodes, each placed pod added) and the
     state left as it is (no bind nor unbind: nothing else this placement reads changes).
-    ``took``: filled with the nodes that took a pod."""
+    ``tried``: filled with each pod tried and the node that took it (-1: none), in order."""
     rows = np.flatnonzero(allowed | launching)
     free = (state.allocatable[rows] - state.requested[rows]).T.copy()
     counts = state.pod_count[rows].copy()
@@ -320,13 +323,15 @@ def _place_detached(
             ok = ok & mask
         target = int(ok.argmax()) if len(ok) else 0  # the first row that passes (node order)
         if not len(ok) or not ok[target]:
+            if tried is not None:
+                tried.append((p, -1))
             if _left_over(demand, left, total, lost, p in waits):
                 return left
             continue
         free[:, target] -= demand.requests
         counts[target] += 1
-        if took is not None:
-            took.add(int(rows[target]))
+        if tried is not None:
+            tried.append((p, int(rows[target])))
         if counts[target] >= limits[target]:
             slots[True][target] = slots[False][target] = False
     return left
@@ -335,13 +340,19 @@ def _place_detached(
 @dataclass
 class Reads:
     """What a try's answer read of the state (``karpenter_kept``): ``rooms``, the staying
-    nodes' room and pod counts only (the room pre-check, or ``_place_detached``), and then
-    ``took``, the nodes that took one of its pods; ``pending``, whether it scheduled pending
-    pods too."""
+    nodes' room and pod counts only (the room pre-check, or ``_place_detached``); ``tried``,
+    for a placement, each pod it tried, in order, and the node that took it (-1: none; None:
+    the pre-check, which read every pod's requests and the room summed); ``pending``, whether
+    it scheduled pending pods too."""
 
     rooms: bool = False
-    took: set[int] = field(default_factory=set)
+    tried: list[tuple[int, int]] | None = None
     pending: bool = False
+
+    @property
+    def took(self) -> set[int]:
+        """The nodes that took one of its pods."""
+        return {node for _, node in self.tried or () if node >= 0}
 
 
 class Lost(NamedTuple):
@@ -417,25 +428,31 @@ def stale_answers(
     state: ClusterState,
     demands: Sequence[PodDemand],
     freed: Sequence[int],
-    pods: Mapping[Key, Sequence[int]],
+    pods: Mapping[Key, Sequence[tuple[int, int]]],
     requests: np.ndarray[Any, Any] | None = None,
 ) -> list[Key]:
-    """The kept answers (key → the pods they moved) that a node of ``freed`` could change: one
-    of their pods fits that node's room now (resources only; as cluster-autoscaler's loop, the
-    effects of pods bound elsewhere on spread and affinity are ignored). ``requests``: every
-    pod's requests as a row of one matrix (``demands``' order), else read from ``demands``."""
-    distinct = sorted({p for moved in pods.values() for p in moved})
+    """The kept answers a node of ``freed`` could change: ``pods`` gives each answer's pods,
+    each with a bound: the answer is stale when one of its pods fits the room now of a freed
+    node numbered below its bound (resources only; a first-fit placement's pod moves only to
+    a node before the one that took it; ``FREED_ANYWHERE``: any). ``requests``: every pod's
+    requests as a row of one matrix (``demands``' order), else read from ``demands``."""
+    distinct = sorted({p for moved in pods.values() for p, _ in moved})
     if not distinct:
         return []
-    rooms = state.allocatable[list(freed)] - state.requested[list(freed)]
+    order = sorted(freed)
+    rooms = state.allocatable[order] - state.requested[order]
     if requests is None:
         need = np.stack([demands[p].requests for p in distinct])
     else:
         need = requests[distinct]
     # pod × freed node × resource: a resource it does not request passes
     passes = (rooms[np.newaxis, :, :] >= need[:, np.newaxis, :]) | (need[:, np.newaxis, :] == 0)
-    fits = set(np.asarray(distinct)[passes.all(axis=2).any(axis=1)].tolist())
-    return [key for key, moved in pods.items() if not fits.isdisjoint(moved)]
+    fits = passes.all(axis=2)
+    # each pod's lowest freed node with room for it (FREED_ANYWHERE: none)
+    nodes = np.append(np.asarray(order, dtype=np.int64), FREED_ANYWHERE)
+    first = nodes[np.where(fits.any(axis=1), fits.argmax(axis=1), len(order))].tolist()
+    lowest = dict(zip(distinct, first, strict=True))
+    return [key for key, moved in pods.items() if any(lowest[p] < b for p, b in moved)]
 
 
 def _order(demands: Sequence[PodDemand], pods: Sequence[int]) -> list[int]:
