@@ -325,3 +325,17 @@ def test_no_pod_moves_onto_a_node_within_its_consolidate_after(tmp_path: Path) -
     row = _row(_whatif(tmp_path, snap, _karpenter("{consolidateAfter: 30m}")))
     assert row["nodes_removed"] == 1 and row["pods_evicted"] == 1
     assert row["node_hours"] == pytest.approx(2 + 50 / 60, abs=1e-6)
+
+
+def test_a_node_being_replaced_takes_no_new_pod(tmp_path: Path) -> None:
+    """Karpenter taints its candidates (karpenter.sh/disruption=disrupting:NoSchedule) before
+    the replacement launches. As in the replacement case above, a 4-core node is launched at
+    0:20 for the 8-core one and Ready at 2:20; a 1-core pod arriving at 1:00 finds only the
+    tainted node: it waits for the replacement (Karpenter counts the node still launching as
+    room for it, so launches nothing more) and is not evicted with the 8-core node."""
+    nodes = [N("big", cpu=8000, memory=32 * GI), N("small")]
+    pods = [P("p0", "big", cpu=3000), P("late", "big", cpu=1000, start=1, end=100)]
+    row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), None))
+    assert row["nodes_added"] == 1 and row["nodes_removed"] == 2
+    assert row["pods_evicted"] == 1  # p0 alone; untainted, "late" would have gone with it
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(140.0 - 60.0)

@@ -395,6 +395,11 @@ class ClusterAutoscaler(ReplayView):
             counts["Unneeded"] = counts.get("Unneeded", 1) - 1
             self.record.reasons.append((now, {k: v for k, v in counts.items() if v > 0}))
 
+    def node_changes(self) -> list[int]:
+        """The nodes whose taints the autoscaler changed since the last call: none here (a
+        deletion takes no time in the replay, so CA's ToBeDeleted taint has no window)."""
+        return []
+
     def reads_changed(self) -> None:
         """Something a scale-down pass reads changed at this instant without a bind or unbind
         (the engine says so): nodes' cordons or taints (the snapshot's node-state intervals:

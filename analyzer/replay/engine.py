@@ -372,7 +372,14 @@ def replay(
             changed.append(slot)
             cache.touch(slot)
         drained: list[int] = []
-        for slot in scaler.tick(now, queue.pods()):
+        removing = scaler.tick(now, queue.pods())
+        tainted = scaler.node_changes()
+        if tainted:  # the autoscaler tainted nodes (Karpenter's candidates being replaced)
+            cache.node_state_changed(tainted)
+            if counter is not None:
+                counter.static_changed()
+            scaler.reads_changed()
+        for slot in removing:
             active[slot] = False
             cache.touch(slot)
             gone = []

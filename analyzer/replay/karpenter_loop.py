@@ -50,6 +50,7 @@ from analyzer.replay.karpenter_kept import KeptAnswers
 from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.karpenter_simulate import Need, Reads, leftover
+from analyzer.replay.node_state import set_node_taints
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState
 
@@ -146,6 +147,7 @@ class KarpenterAutoscaler:
         # every pod's requests, a row each: the simulation sums the moved pods' (``leftover``)
         self.requests = np.stack([d.requests for d in inp.demands]) if len(inp.demands) else None
         # consolidation answers kept between passes (``karpenter_kept``)
+        self.tainted: list[int] = []  # nodes tainted since the engine last asked
         self.pinned: list[bool] = inp.pinned.tolist()  # (a list: read per pod in the passes)
         self.kept = KeptAnswers(state, active, on_node, self.pinned, inp.demands, self.requests)
         # the pods pending at this instant's tick, and those of them a pool could launch a node
@@ -241,6 +243,12 @@ class KarpenterAutoscaler:
         self.record.evictions.extend((now, pod) for pod in evicted)
         self.disrupting.discard(slot)
         self.dirty = True
+
+    def node_changes(self) -> list[int]:
+        """The nodes whose taints Karpenter changed since the last call (the engine's, after
+        ``tick``: its score cache and refusal counts follow them)."""
+        out, self.tainted = self.tainted, []
+        return out
 
     def reads_changed(self) -> None:
         """Something the disruption pass reads changed at this instant without a bind or
@@ -449,6 +457,17 @@ class KarpenterAutoscaler:
         self.record.scale_ups.append((now, int(pool), 1))
         self.replacing[slot] = sorted(chosen)
         self.disrupting.update(chosen)
+        # the candidates are tainted karpenter.sh/disruption=disrupting:NoSchedule before the
+        # replacement launches (upstream's disruption control flow, step 3): no new pod lands
+        # on them while it does, but one tolerating the taint
+        taints = self.state.node_taints
+        fresh = sorted(chosen)
+        set_node_taints(
+            self.state,
+            fresh,
+            [(*(taints[s] if taints else ()), DISRUPTED_TAINT) for s in fresh],
+        )
+        self.tainted.extend(fresh)
         return []
 
     def _kept(self, slot: int, now: int) -> bool:

@@ -223,6 +223,21 @@ def eviction_delay(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -
     return max(0, min(bounded))
 
 
+def set_node_taints(
+    state: ClusterState, nodes: Sequence[int], taints: Sequence[tuple[Taint, ...]]
+) -> None:
+    """Give ``nodes`` the ``taints`` (an autoscaler's own: Karpenter's disruption taint on the
+    nodes it is about to replace), the per-taint-set caches following them as at a change of
+    the snapshot's node states. The caller tells the score cache (``node_state_changed``)."""
+    if not state.node_taints:  # no node was tainted: every node's list made first
+        state.node_taints = [() for _ in range(state.node_count)]
+        _forget_caches(state)
+    for node, value in zip(nodes, taints, strict=True):
+        state.node_taints[node] = value
+    retaint_filter(state, list(nodes))
+    retaint_score(state, list(nodes))
+
+
 def _forget_caches(state: ClusterState) -> None:
     """Drop the per-taint-set masks TaintToleration keeps in ``state.cache`` (rebuilt lazily)."""
     state.cache.pop(CONSTRAINTS_KEY, None)
