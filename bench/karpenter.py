@@ -21,7 +21,10 @@ strategy and a JSON line::
     .venv/bin/python bench/karpenter.py [--nodes 500] [--days 1] [--repeat 1] [--plain]
         [--policy Balanced]
 
-``--policy``: the NodePool's ``consolidationPolicy`` (default WhenEmptyOrUnderutilized; Balanced
+``--seed``, ``--second-shape F`` (every other node of the general pool with its cpu and memory
+scaled by F: a second shape, so replacements by a cheaper one happen) and ``--prices C,G`` (per
+core-hour and GiB-hour, every pool) vary the cluster. ``--policy``: the NodePool's
+``consolidationPolicy`` (default WhenEmptyOrUnderutilized; Balanced
 scores each move against the pool's totals, made at every disruption pass).
 """
 
@@ -34,6 +37,7 @@ import platform
 import time
 from typing import Any
 
+from analyzer.core.prices import PoolPrice, Prices
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
 from analyzer.replay.karpenter_setup import parse_karpenter, with_shapes
@@ -62,15 +66,35 @@ def main() -> None:
         "--plain", action="store_true", help="also time the plain simulation (settings.fast off)"
     )
     parser.add_argument("--policy", default=None, help="the NodePool's consolidationPolicy")
+    parser.add_argument("--seed", type=int, default=1, help="the generator's seed")
+    parser.add_argument(
+        "--second-shape",
+        type=float,
+        default=None,
+        help="scale cpu and memory of every other node of the general pool by this factor "
+        "(a second shape: replacements by a cheaper one)",
+    )
+    parser.add_argument(
+        "--prices", default=None, help="CORE_HOUR,GIB_HOUR for every pool (default: unpriced)"
+    )
     args = parser.parse_args()
     t0 = time.process_time()
-    cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
+    cluster = generate(SyntheticSpec(seed=args.seed, nodes=args.nodes, days=args.days, step=300))
+    if args.second_shape is not None:
+        nodes = cluster.snapshot.nodes
+        half = nodes.index[nodes["pool"] == "general"][::2]
+        for column in ("allocatable:cpu", "allocatable:memory", "capacity:cpu", "capacity:memory"):
+            nodes.loc[half, column] = (nodes.loc[half, column] * args.second_shape).round()
+    prices = None
+    if args.prices is not None:
+        core, gib = (float(x) for x in args.prices.split(","))
+        prices = Prices("USD", {}, PoolPrice(core_hour=core, gib_hour=gib), "--prices")
     inp = prepare(cluster.snapshot)
     print(f"generated and prepared in {time.process_time() - t0:.1f} s CPU: "
           f"{len(inp.node_names)} nodes, {inp.pod_count} pods")  # fmt: skip
     raw = None if args.policy is None else {"disruption": {"consolidationPolicy": args.policy}}
     settings = parse_karpenter(raw, 120 * 1_000_000_000)
-    karpenter, pools = with_shapes(inp, settings, None)
+    karpenter, pools = with_shapes(inp, settings, prices)
     for name in args.strategy or ["kube-default", "most-allocated"]:
         strategy = Strategy(name, load_strategy(name))
         base_cpu, _ = _cpu(lambda s=strategy: replay(inp, s, 0), args.repeat)
@@ -102,6 +126,7 @@ def main() -> None:
             "nodes_removed": outcome.total.nodes_removed,
             "nodes_added": outcome.total.nodes_added,
             "pods_evicted": outcome.total.pods_evicted,
+            "scale_ups": len(result.autoscaler.scale_ups),
             "node_hours": round(outcome.total.node_hours, 1),
             "observed_node_hours": round(outcome.total.observed_node_hours, 1),
             "machine": f"{platform.machine()} {platform.python_version()}",
