@@ -102,7 +102,7 @@ class KeptAnswers:
         gone |= now_disrupting - self.disrupting  # no destination any more
         launched = bool(now_launching - self.launching)
         freed = [f for f in self.freed if present[f]] + joined
-        changed = bool(freed or self.taken or gone or launched or now_launching != self.launching)
+        changed = bool(freed or self.taken or gone or now_launching != self.launching)
         taken = self.taken | gone
         self.present = present.copy()
         self.disrupting, self.launching = now_disrupting, now_launching

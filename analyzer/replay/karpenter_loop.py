@@ -146,9 +146,9 @@ class KarpenterAutoscaler:
         self.needs: dict[int, Need] = {}  # per pod, for the fast simulation (``Need``)
         # every pod's requests, a row each: the simulation sums the moved pods' (``leftover``)
         self.requests = np.stack([d.requests for d in inp.demands]) if len(inp.demands) else None
-        # consolidation answers kept between passes (``karpenter_kept``)
         self.tainted: list[int] = []  # nodes tainted since the engine last asked
         self.pinned: list[bool] = inp.pinned.tolist()  # (a list: read per pod in the passes)
+        # consolidation answers kept between passes (``karpenter_kept``)
         self.kept = KeptAnswers(state, active, on_node, self.pinned, inp.demands, self.requests)
         # the pods pending at this instant's tick, and those of them a pool could launch a node
         # for: consolidation's simulation schedules these too (``_disrupt``)
@@ -565,24 +565,21 @@ class KarpenterAutoscaler:
 
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
             slots = tuple(position[n] for n in names)
-            group = [by_name[n] for n in names]
+            if not self.settings.fast:  # the plain path: every try simulated, every shape tried
+                return self._leftover(list(slots), seconds)
             # the shapes a replacement may take: launchable and strictly cheaper than the group
             # (``decide``'s ``fitting``, the same sum); the try is lost once none holds the pods
-            # left, so with none at the first pod left (a node of its pool's cheapest shape).
-            # The plain path (``fast`` off) tries on against every shape of the pool
-            within = None
-            if self.settings.fast:
-                below = sum(float(c.price or 0.0) for c in group)
-                within = [s for s in shapes(group) if s.price < below]
+            # left, so with none at the first pod left (a node of its pool's cheapest shape)
+            group = [by_name[n] for n in names]
+            below = sum(float(c.price or 0.0) for c in group)
+            within = [s for s in shapes(group) if s.price < below]
             # the answer holds while the candidates' pods, the pending pods and those shapes
             # are the same
             key = (
                 *(tuple(sorted(self.on_node[s])) for s in slots),
                 self.launchable,
-                None if within is None else tuple(map(id, within)),
+                tuple(map(id, within)),
             )
-            if not self.settings.fast:  # the plain path: every try simulated
-                return self._leftover(list(slots), seconds, within)
             known = self.kept.get(slots, key)
             if known is not None:
                 return known

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -349,9 +350,9 @@ class Reads:
     tried: list[tuple[int, int]] | None = None
     pending: bool = False
 
-    @property
+    @cached_property
     def took(self) -> set[int]:
-        """The nodes that took one of its pods."""
+        """The nodes that took one of its pods (read once the placement is done: kept)."""
         return {node for _, node in self.tried or () if node >= 0}
 
 
