@@ -68,6 +68,10 @@ def main() -> None:
     parser.add_argument("--policy", default=None, help="the NodePool's consolidationPolicy")
     parser.add_argument("--seed", type=int, default=1, help="the generator's seed")
     parser.add_argument(
+        "--validation", type=float, default=15.0,
+        help="seconds between a command and its validation (upstream: 15; 0: at once)",
+    )  # fmt: skip
+    parser.add_argument(
         "--second-shape",
         type=float,
         default=None,
@@ -94,6 +98,7 @@ def main() -> None:
           f"{len(inp.node_names)} nodes, {inp.pod_count} pods")  # fmt: skip
     raw = None if args.policy is None else {"disruption": {"consolidationPolicy": args.policy}}
     settings = parse_karpenter(raw, 120 * 1_000_000_000)
+    settings = dataclasses.replace(settings, validation=int(args.validation * 1_000_000_000))
     karpenter, pools = with_shapes(inp, settings, prices)
     for name in args.strategy or ["kube-default", "most-allocated"]:
         strategy = Strategy(name, load_strategy(name))
@@ -127,6 +132,8 @@ def main() -> None:
             "nodes_added": outcome.total.nodes_added,
             "pods_evicted": outcome.total.pods_evicted,
             "scale_ups": len(result.autoscaler.scale_ups),
+            "validation_s": args.validation,
+            "abandoned": result.autoscaler.abandoned,
             "node_hours": round(outcome.total.node_hours, 1),
             "observed_node_hours": round(outcome.total.observed_node_hours, 1),
             "machine": f"{platform.machine()} {platform.python_version()}",

@@ -4,20 +4,22 @@ Small clusters over two hours (1-minute data step), where what Karpenter does ca
 hand with its defaults (disruption polled every 10 s from the start, consolidateAfter 0s, one
 budget of 10 % of the pool's nodes rounded up, batches closing after 1 s idle, a node Ready 2 m
 after launch; without --prices a shape costs by capacity, so a 4-core / 16 GiB node is cheaper
-than an 8-core / 32 GiB one and two nodes of one shape cost the same):
+than an 8-core / 32 GiB one and two nodes of one shape cost the same). A command runs 15 s after
+the pass that made it, once validated (``commandValidationDelay``), and the next pass follows at
+once (``RequeueImmediately``):
 
 - **delete**: three 4-core nodes each with a 1.5-core pod. At 0:10 every node is a candidate but
   the budget (10 % of 3 → 1) lets one go: multi-node needs two, so single-node takes the first,
-  whose pod fits on the second (3 ≤ 4 cores): deleted, its pod evicted and placed again. Then
-  neither remaining node's pod fits on the other (4.5 > 4) and no shape is cheaper: single-node
-  tries both (a budget above 0 is not counted down per candidate).
+  whose pod fits on the second (3 ≤ 4 cores): deleted at 0:25, its pod evicted and placed
+  again. Then neither remaining node's pod fits on the other (4.5 > 4) and no shape is cheaper:
+  single-node tries both (a budget above 0 is not counted down per candidate).
 - **replace**: an 8-core node with a 3-core pod, then a 4-core node with a 3-core pod: the big
   node's pod fits nowhere (6 > 4), but the 4-core shape holds it and is strictly cheaper: a 4-core
-  node launches at 0:10, is Ready at 2:10 and the big node goes then.
+  node launches at 0:25, is Ready at 2:25 and the big node goes then.
 - **provision**: an 8-core node with a 7-core pod and a 4-core node with a 3-core pod; a 3-core
   pod from 30:00 to 90:00 fits nowhere: the batch closes 1 s after it went pending (30:01), the
   cheapest shape that holds it (4-core) is Ready at 32:01; at 90:00 the pod ends, the node is
-  empty and emptiness deletes it at once.
+  empty and emptiness deletes it after the validation, at 90:15.
 """
 
 from __future__ import annotations
@@ -85,16 +87,19 @@ def test_a_node_whose_pods_fit_on_the_others_is_deleted(default_row: dict[str, A
     row = default_row
     assert row["nodes_removed"] == 1 and row["nodes_added"] == 0
     assert row["pods_evicted"] == 1 and row["evicted_twice_within_hour"] == 0
-    assert row["node_hours"] == pytest.approx(2 * 2 + 10 / 3600, abs=1e-6)
+    # the command made at the 0:10 pass runs at 0:25, after its validation
+    assert row["node_hours"] == pytest.approx(2 * 2 + 25 / 3600, abs=1e-6)
     assert row["observed_node_hours"] == pytest.approx(6.0)
     counts = row["node_count"]["nodes"]
     assert counts[0] == 3 and counts[1] == 2 and counts[-1] == 2
     reasons = row["unremovable_reasons_node_hours"]
-    # the 0:10 pass: one node goes, the two others are not tried (10 s each); from the 0:20 pass
-    # on single-node consolidation tries both (the budget, 10 % of 2 → 1, is not 0 and is not
-    # counted down per candidate: singlenodeconsolidation.go) and neither's pod fits
-    assert reasons["Consolidatable"] == pytest.approx(2 * 10 / 3600, abs=1e-6)
-    assert reasons["NotCheaper"] == pytest.approx(2 * (2 - 20 / 3600), abs=1e-6)
+    # the 0:10 pass: one node chosen, the two others not tried, for the 15 s of the validation;
+    # from the pass right after the deletion (0:25) single-node consolidation tries both (the
+    # budget, 10 % of 2 → 1, is not 0 and is not counted down per candidate:
+    # singlenodeconsolidation.go) and neither's pod fits
+    assert reasons["Disrupting"] == pytest.approx(15 / 3600, abs=1e-6)
+    assert reasons["Consolidatable"] == pytest.approx(2 * 15 / 3600, abs=1e-6)
+    assert reasons["NotCheaper"] == pytest.approx(2 * (2 - 25 / 3600), abs=1e-6)
     assert reasons.get("BudgetExhausted", 0) == 0
 
 
@@ -110,11 +115,11 @@ def test_a_budget_of_zero_nodes_blocks_all_disruption(spread: Path, tmp_path: Pa
 
 def test_a_scheduled_budget_blocks_only_in_its_window(spread: Path, tmp_path: Path) -> None:
     # the data starts at midnight (replay_fixtures.T0): a 0-node budget from 00:00 for 30m, then
-    # the default applies and the first node goes at the 30:00 pass
+    # the default applies and the first node is chosen at the 30:00 pass, deleted at 30:15
     rule = "{budgets: [{nodes: '0', schedule: '0 0 * * *', duration: 30m}, {nodes: '10%'}]}"
     row = _row(_whatif(tmp_path, spread, _karpenter(rule)))
     assert row["nodes_removed"] == 1
-    assert row["node_hours"] == pytest.approx(2 * 2 + 30 / 60, abs=1e-6)
+    assert row["node_hours"] == pytest.approx(2 * 2 + (30 * 60 + 15) / 3600, abs=1e-6)
 
 
 def test_when_empty_never_removes_a_non_empty_node(spread: Path, tmp_path: Path) -> None:
@@ -131,16 +136,18 @@ def _two(tmp_path: Path, keep: str = "{}") -> Path:
 
 
 def test_an_empty_node_goes_after_consolidate_after(tmp_path: Path) -> None:
-    # b empties at 30:00 and is consolidatable at 35:00: emptiness deletes it then
+    # b empties at 30:00 and is consolidatable at 35:00: emptiness chooses it then and deletes
+    # it at 35:15, after the validation
     row = _row(_whatif(tmp_path, _two(tmp_path), _karpenter("{consolidateAfter: 5m}")))
     assert row["nodes_removed"] == 1 and row["pods_evicted"] == 0
-    assert row["node_hours"] == pytest.approx(2 + 35 / 60, abs=1e-6)
-    assert row["node_count"]["nodes"][34] == 2 and row["node_count"]["nodes"][35] == 1
-    # with the default (0s) at the 30:00 pass
+    assert row["node_hours"] == pytest.approx(2 + (35 * 60 + 15) / 3600, abs=1e-6)
+    counts = row["node_count"]["nodes"]
+    assert counts[35] == 2 and counts[36] == 1
+    # with the default (0s) chosen at the 30:00 pass, deleted at 30:15
     again = tmp_path / "default"
     again.mkdir()
     row = _row(_whatif(again, _two(again), None))
-    assert row["node_hours"] == pytest.approx(2 + 30 / 60, abs=1e-6)
+    assert row["node_hours"] == pytest.approx(2 + (30 * 60 + 15) / 3600, abs=1e-6)
 
 
 def test_do_not_disrupt_on_the_node_blocks_it(tmp_path: Path) -> None:
@@ -153,14 +160,15 @@ def test_do_not_disrupt_on_the_node_blocks_it(tmp_path: Path) -> None:
 
 def test_a_node_is_replaced_only_by_a_strictly_cheaper_shape(tmp_path: Path) -> None:
     # kube-default puts the 3-core pod on the 8-core node (more room left); the empty 4-core node
-    # goes at 0:10 (emptiness), then at 0:20 a 4-core node (cheaper, holds the pod) is launched
-    # for the 8-core one, Ready at 2:20, when the 8-core node is deleted and its pod evicted
+    # is chosen at 0:10 (emptiness) and deleted at 0:25; the pass right after chooses the 8-core
+    # one for a 4-core replacement (cheaper, holds the pod), launched at 0:40 after the
+    # validation and Ready at 2:40, when the 8-core node is deleted and its pod evicted
     nodes = [N("big", cpu=8000, memory=32 * GI), N("small")]
     row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, [P("p0", "big", cpu=3000)]), None))
     assert row["nodes_added"] == 1 and row["nodes_removed"] == 2 and row["pods_evicted"] == 1
     assert row["scale_ups"] == 1
-    assert row["node_hours"] == pytest.approx((10 + 140 + 7200 - 140) / 3600, abs=1e-6)
-    cores = (4 * 10 + 8 * 140 + 4 * (7200 - 140)) / 3600
+    assert row["node_hours"] == pytest.approx((25 + 160 + 7200 - 160) / 3600, abs=1e-6)
+    cores = (4 * 25 + 8 * 160 + 4 * (7200 - 160)) / 3600
     assert row["core_hours"] == pytest.approx(cores, abs=1e-5)
     # two nodes of one shape with a 3-core pod each: neither is cheaper, nothing happens
     other = tmp_path / "same"
@@ -183,8 +191,9 @@ def test_pending_pods_get_the_cheapest_fitting_shape_after_the_launch_delay(
     row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), None))
     assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(121.0)
-    # the 4-core shape (cheaper than the 8-core one): 4 core-hours per node-hour
-    added = (90 * 60 - (32 * 60 + 1)) / 3600
+    # the 4-core shape (cheaper than the 8-core one): 4 core-hours per node-hour; from 32:01
+    # to 90:15, when emptiness's command runs after its validation
+    added = (90 * 60 + 15 - (32 * 60 + 1)) / 3600
     assert row["node_hours"] == pytest.approx(4 + added, abs=1e-6)
     assert row["core_hours"] == pytest.approx(8 * 2 + 4 * 2 + 4 * added, abs=1e-5)
 
@@ -319,23 +328,71 @@ def test_no_pod_moves_onto_a_node_within_its_consolidate_after(tmp_path: Path) -
     onto a destination node that is under its consolidateAfter window"): two 4-core nodes with a
     1-core pod each; a third 1-core pod arrives at 20:00 on one of them (X), whose window then
     runs to 50:00. The other (Y) is consolidatable from 30:00, but its pod may move only onto X:
-    not before 50:00, when Y goes (it has the fewer pods: the higher savings ratio)."""
+    not before 50:00, when Y is chosen (it has the fewer pods: the higher savings ratio), and
+    deleted at 50:15, after the validation."""
     pods = [P("p0", "a", cpu=1000), P("p1", "b", cpu=1000), P("late", "a", cpu=1000, start=20)]
     snap = _snapshot(tmp_path, [N("a"), N("b")], pods)
     row = _row(_whatif(tmp_path, snap, _karpenter("{consolidateAfter: 30m}")))
     assert row["nodes_removed"] == 1 and row["pods_evicted"] == 1
-    assert row["node_hours"] == pytest.approx(2 + 50 / 60, abs=1e-6)
+    assert row["node_hours"] == pytest.approx(2 + (50 * 60 + 15) / 3600, abs=1e-6)
 
 
 def test_a_node_being_replaced_takes_no_new_pod(tmp_path: Path) -> None:
     """Karpenter taints its candidates (karpenter.sh/disruption=disrupting:NoSchedule) before
-    the replacement launches. As in the replacement case above, a 4-core node is launched at
-    0:20 for the 8-core one and Ready at 2:20; a 1-core pod arriving at 1:00 finds only the
-    tainted node: it waits for the replacement (Karpenter counts the node still launching as
-    room for it, so launches nothing more) and is not evicted with the 8-core node."""
+    the replacement launches (after the command's validation). As in the replacement case
+    above, a 4-core node is launched at 0:40 for the 8-core one and Ready at 2:40; a 1-core pod
+    arriving at 1:00 finds only the tainted node: it waits for the replacement, 100 s
+    (Karpenter counts the node still launching as room for it, so launches nothing more), and
+    is not evicted with the 8-core node."""
     nodes = [N("big", cpu=8000, memory=32 * GI), N("small")]
     pods = [P("p0", "big", cpu=3000), P("late", "big", cpu=1000, start=1, end=100)]
     row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), None))
     assert row["nodes_added"] == 1 and row["nodes_removed"] == 2
     assert row["pods_evicted"] == 1  # p0 alone; untainted, "late" would have gone with it
-    assert row["pending_pod_seconds_scale_up"] == pytest.approx(140.0 - 60.0)
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(160.0 - 60.0)
+
+
+def _late(tmp_path: Path, pods: list[P], config: str | None = None) -> dict[str, Any]:
+    """Two 4-core nodes a and b with ``pods``, and a 3-core pod arriving at 0:20 (kube-default
+    places it on the emptier node): the cluster replayed under Karpenter."""
+    late = P("late", None, cpu=3000, start=20 / 60)
+    return _row(_whatif(tmp_path, _snapshot(tmp_path, [N("a"), N("b")], [*pods, late]), config))
+
+
+def test_an_empty_node_taking_a_pod_during_the_validation_stays(tmp_path: Path) -> None:
+    """Emptiness chooses the empty node b at the 0:10 pass; the 3-core pod lands on it at 0:20,
+    within the 15 s before the command runs (``EmptinessValidator``: the candidate is no longer
+    empty), so the command is abandoned and b stays. Consolidation finds nothing then or later:
+    neither node's pods fit beside the other's (1.5 + 3 > 4 cores) and there is no cheaper
+    shape. Acting at once instead, b would go at 0:10 and the late pod, fitting nowhere, would
+    have a node launched for it."""
+    row = _late(tmp_path, [P("p0", "a", cpu=1500)])
+    assert row["nodes_removed"] == 0 and row["nodes_added"] == 0 and row["scale_ups"] == 0
+    assert row["node_hours"] == pytest.approx(4.0)
+    assert row["pending_pod_seconds_scale_up"] == 0
+    # b was the command's candidate for the 15 s of the validation (0:10 to 0:25)
+    held = row["unremovable_reasons_node_hours"]
+    assert held["Disrupting"] == pytest.approx(15 / 3600, abs=1e-6)
+
+
+def test_a_consolidation_whose_pods_no_longer_fit_is_abandoned(tmp_path: Path) -> None:
+    """Single-node consolidation chooses a (1 core) at the 0:10 pass: its pod fits beside b's
+    (0.5 core). The 3-core pod lands on b at 0:20 (the emptier node), so when the command is
+    validated at 0:25 the simulation leaves a's pod over (0.5 + 3 + 1 > 4) with no replacement
+    planned (``validateCommand``): abandoned, and nothing consolidates later either."""
+    row = _late(tmp_path, [P("p0", "a", cpu=1000), P("p1", "b", cpu=500)])
+    assert row["nodes_removed"] == 0 and row["nodes_added"] == 0 and row["pods_evicted"] == 0
+    assert row["node_hours"] == pytest.approx(4.0)
+    assert row["unremovable_reasons_node_hours"]["Disrupting"] == pytest.approx(15 / 3600, abs=1e-6)
+
+
+def test_an_emptiness_command_runs_for_the_candidates_still_empty(tmp_path: Path) -> None:
+    """With a budget of 2 nodes, emptiness chooses the empty nodes b and c at the 0:10 pass;
+    the 3-core pod lands on one of them at 0:20. The validation drops that one and the command
+    runs for the other at 0:25 (``EmptinessValidator`` keeps the candidates still valid)."""
+    nodes = [N("a"), N("b"), N("c")]
+    pods = [P("p0", "a", cpu=1500), P("late", None, cpu=3000, start=20 / 60)]
+    config = _karpenter("{budgets: [{nodes: '2'}]}")
+    row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), config))
+    assert row["nodes_removed"] == 1 and row["nodes_added"] == 0 and row["pods_evicted"] == 0
+    assert row["node_hours"] == pytest.approx(2 * 2 + 25 / 3600, abs=1e-6)

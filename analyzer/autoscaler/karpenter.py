@@ -65,6 +65,8 @@ ZONE = "topology.kubernetes.io/zone"
 # MultiNodeConsolidation: at most 100 candidates in ``maxParallel``, but its binary search tries
 # the first ``max + 1`` of them (``firstNConsolidationOption``), so up to 101
 MULTI_LIMIT = 101
+# the disruption controller's methods in its order (``controller.go`` ``NewMethods``)
+METHODS = ("empty", "multi", "single")
 # the ``Balanced`` consolidation policy (v1.14.0, ``pkg/apis/v1/nodepool.go`` ``BalancedK``): a
 # move passes when its savings fraction over its disruption fraction is at least 1/k
 BALANCED = "Balanced"
@@ -93,6 +95,9 @@ class Decision:
     # (its pools' lowest; None: not scored)
     refused: list[str] = field(default_factory=list)
     score: float | None = None
+    # the replacement's instance type options (cheapest first; ``replacement`` is the first):
+    # the validation after ``commandValidationDelay`` needs them all to still hold the pods
+    options: list[Shape] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -364,6 +369,7 @@ def decide(
     shapes: Callable[[Sequence[Candidate]], Sequence[Shape]],
     leftover: Callable[[list[str]], list[Mapping[str, int]]],
     totals: Mapping[str, PoolTotals] | None = None,
+    first: str = "empty",
 ) -> Decision:
     """The disruption controller's command for the candidates ``ordered`` by ``savings_order``:
     emptiness, then multi-node, then single-node consolidation (module docstring).
@@ -372,14 +378,16 @@ def decide(
     ``Underutilized``; ``shapes(candidates)``: the shapes a replacement may take, cheapest first;
     ``leftover(names)``: the requests of the pods of ``names`` that fit on no node that stays;
     ``totals``: each pool's ``PoolTotals``, read under the ``Balanced`` policy (a pool without
-    them scores 0)."""
+    them scores 0). ``first``: the method to start from (``METHODS``): the controller goes on
+    with the next method, at the same run, when a command fails its validation."""
     decision = Decision("none")
-    empty = _within_budget([c for c in ordered if c.empty], allowed, "Empty")
+    start = METHODS.index(first)
+    empty = _within_budget([c for c in ordered if c.empty], allowed, "Empty") if start == 0 else []
     if empty:
         decision.kind, decision.nodes = "empty", [c.name for c in empty]
         decision.reason = f"{len(decision.nodes)} empty node(s) deleted (emptiness)"
         return decision
-    if any(c.empty for c in ordered):
+    if start == 0 and any(c.empty for c in ordered):
         decision.blocked = [c.name for c in ordered if c.empty]
     if policy == "WhenEmpty":
         decision.reason = (
@@ -434,10 +442,10 @@ def decide(
             return True
         return approved(move_score(float(c.price or 0.0), c.reschedule, pool))
 
-    def option(group: list[Candidate]) -> tuple[bool, Shape | None]:
+    def option(group: list[Candidate]) -> tuple[bool, list[Shape]]:
         left = leftover([c.name for c in group])
         if not left:
-            return True, None
+            return True, []
         known = [float(c.price or 0.0) for c in group]
         options = fitting(left, shapes(group), sum(known))
         if len(group) > 1 and options:
@@ -449,36 +457,38 @@ def decide(
                 own[c.kind] = min(own.get(c.kind, price), price)
             cap = min((own[s.name] for s in options if s.name in own), default=float("inf"))
             options = [s for s in options if s.price < cap]
-        return bool(options), (options[0] if options else None)
+        return bool(options), options
 
-    multi = _within_budget(priced, allowed, "Underutilized")[:MULTI_LIMIT]
+    multi = _within_budget(priced, allowed, "Underutilized")[:MULTI_LIMIT] if start < 2 else []
     low, high = 2, len(multi)
-    best: tuple[int, Shape | None, float | None] | None = None
+    best: tuple[int, list[Shape], float | None] | None = None
     while low <= high:  # the longest prefix that consolidates (and, Balanced, scores enough)
         mid = (low + high) // 2
-        ok, shape = option(multi[:mid])
+        ok, options = option(multi[:mid])
         score = None
         if ok and balanced:
-            score = scored(multi[:mid], shape)
+            score = scored(multi[:mid], options[0] if options else None)
             ok = approved(score)
         if ok:
-            best, low = (mid, shape, score), mid + 1
+            best, low = (mid, options, score), mid + 1
         else:
             high = mid - 1
     if best is not None:
         decision.kind, decision.nodes = "multi", [c.name for c in multi[: best[0]]]
-        decision.replacement, decision.score = best[1], best[2]
+        decision.options, decision.score = best[1], best[2]
+        decision.replacement = best[1][0] if best[1] else None
         decision.reason = (
             "pods fit on the remaining nodes"
-            if best[1] is None
-            else f"replaced by one cheaper {best[1].name}"
+            if not best[1]
+            else f"replaced by one cheaper {best[1][0].name}"
         ) + _scored(best[2])
         return decision
     for c in open_:
         if balanced and not can_pass(c):  # not even deleting it would score enough
             decision.refused.append(c.name)
             continue
-        ok, shape = option([c])
+        ok, options = option([c])
+        shape = options[0] if options else None
         score = None
         if ok and balanced:
             score = scored([c], shape)
@@ -487,7 +497,7 @@ def decide(
                 continue
         if ok:
             decision.kind, decision.nodes, decision.replacement = "single", [c.name], shape
-            decision.score = score
+            decision.options, decision.score = options, score
             decision.reason = (
                 "pods fit on the remaining nodes"
                 if shape is None

@@ -39,6 +39,8 @@ class AutoscalerRecord:
     # of ``reused``: answers placed by hints alone taken again without a check, nothing they
     # read having changed since the last pass (``autoscale_reuse.SimulationMemo.unread``)
     reused_unread: int = 0
+    # Karpenter: commands abandoned by their validation 15 s after they were made
+    abandoned: int = 0
 
     def joined(self, slot: int, now: int) -> None:
         """``slot`` exists from ``now``."""

@@ -15,15 +15,16 @@ kubernetes-sigs/karpenter (docs/autoscaling.md "Karpenter in the replay"):
   ``nodeclaim/disruption/consolidation.go``); ordered by savings ratio (price over 1 + Σ of the
   positive ``EvictionCost`` of the pods to move); then the command of
   ``analyzer.autoscaler.karpenter.decide`` (emptiness, multi-node, single-node consolidation,
-  budgets per pool and reason, ``orchestration``): deletions happen now, their pods evicted back
-  to the replay's scheduler; a replacement is launched first and the candidates are deleted
-  when it is Ready (``orchestration/queue.go``). The simulation moves no candidate's pod onto a
+  budgets per pool and reason, ``orchestration``), run 15 s later if it still holds
+  (``analyzer.replay.karpenter_validate``): deletions then, their pods evicted back to the
+  replay's scheduler; a replacement is launched first and the candidates are deleted when it is
+  Ready (``orchestration/queue.go``). The simulation moves no candidate's pod onto a
   node within its own ``consolidateAfter`` window.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ from analyzer.replay.karpenter_kept import KeptAnswers
 from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.karpenter_simulate import Need, Reads, leftover
+from analyzer.replay.karpenter_validate import Pending, validate
 from analyzer.replay.node_state import set_node_taints
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.state import ClusterState
@@ -154,6 +156,10 @@ class KarpenterAutoscaler:
         # for: consolidation's simulation schedules these too (``_disrupt``)
         self.pending: tuple[int, ...] = ()
         self.launchable: tuple[int, ...] = ()
+        # the command waiting for its validation (``karpenter_validate``), and the instant of
+        # the pass that follows a command at once (upstream's ``RequeueImmediately``)
+        self.validating: Pending | None = None
+        self.requeue: int | None = None
 
     # -- the engine's side ---------------------------------------------------------------------
     @property
@@ -185,6 +191,10 @@ class KarpenterAutoscaler:
         if self.batch is not None:
             first, last = self.batch
             times.append(min(last + self.settings.batch_idle, first + self.settings.batch_max))
+        if self.validating is not None:  # the controller waits for the command's validation
+            return min(*times, self.validating.due)
+        if self.requeue is not None:
+            times.append(self.requeue)
         due = min(self.later, NEVER if not self.dirty else self.clock)
         if due < NEVER:  # the disruption controller polls on a 10 s grid from the start
             poll, start = self.settings.poll, self.inp.start
@@ -229,7 +239,14 @@ class KarpenterAutoscaler:
             out = []
             for slot in [s for s in self.replacing if self.active[s]]:
                 out.extend(self.replacing.pop(slot))
-            if now >= self.next_poll and (self.dirty or now >= self.later):
+            if self.validating is not None:
+                if now >= self.validating.due:
+                    self.next_poll = now + self.settings.poll
+                    out.extend(validate(self, now))
+            elif (self.requeue is not None and now >= self.requeue) or (
+                now >= self.next_poll and (self.dirty or now >= self.later)
+            ):
+                self.requeue = None
                 self.next_poll = now + self.settings.poll
                 out.extend(self._disrupt(now))
             return out
@@ -365,21 +382,13 @@ class KarpenterAutoscaler:
         edges = [e for _, spans in self.edges for span in spans for e in span if e > seconds]
         return int(min(edges) * SECOND) if edges else NEVER
 
-    def _disrupt(self, now: int) -> list[int]:
-        """One pass of the disruption controller; the slots to delete now."""
+    def _disrupt(self, now: int, first: str = "empty") -> list[int]:
+        """One pass of the disruption controller, its methods from ``first`` on; the slots to
+        delete now. A command waits for its validation (``karpenter_validate``) first."""
         self.dirty = False
         seconds = now / SECOND
         self.later = self._next_edge(seconds)
-        # upstream's simulation schedules every pending pod, but one no pool can launch a node
-        # for only gives a scheduling error, which ``AllNonPendingPodsScheduled`` ignores: such
-        # a pod changes no answer, so it is left out
-        shapes = self.pools.shapes
-        self.launchable = tuple(
-            p for p in self.pending
-            if any(self._compatible(p, g) and any(holds(s, {**self.inp.demands[p].request_map,
-                                                              "pods": 1}) for s in shapes[g])
-                   for g in range(len(shapes)))
-        )  # fmt: skip
+        self._look_pending()
         reasons: dict[str, int] = {}
 
         def count(reason: str, n: int = 1) -> None:
@@ -388,45 +397,18 @@ class KarpenterAutoscaler:
         present: list[int] = np.flatnonzero(self.active).tolist()
         blocked = self._pdb_blocked(now, present)
         self._destinations(now, present)
-        annotations = self.state.node_annotations
         candidates: list[Candidate] = []
         for slot in present:
-            if slot in self.disrupting:
-                count("Disrupting")
-                continue
-            if self.nominated.get(slot, NEVER) > now and slot in self.nominated:
-                count("Nominated")
-                self.later = min(self.later, self.nominated[slot])
-                continue
-            if self.settings.never:
-                count("ConsolidateAfterNever")
-            elif annotations and annotations[slot].get(DO_NOT_DISRUPT) == "true":
-                count("DoNotDisruptNode")
-            elif (self.keep or self.timed) and self._kept(slot, now):
-                count("DoNotDisruptPod")
-            elif blocked and any(p in blocked for p in self.on_node[slot]):
-                count("PodDisruptionBudget")
-            elif now - int(self.last_event[slot]) < self.settings.consolidate_after:
-                count("ConsolidateAfter")
-                self.later = min(
-                    self.later, int(self.last_event[slot]) + self.settings.consolidate_after
-                )
+            why = self._held(slot, now, blocked)
+            if why:
+                count(why)
             else:
-                pool = self.pools.names[self.of[slot]]
-                shape = self.pools.shape_of[slot]
-                kind, price = "", None
-                if shape >= 0:
-                    found = self.pools.shapes[self.of[slot]][shape]
-                    kind, price = found.name, found.price
-                pinned, cost_of = self.pinned, self.costs
-                # in pod order: the same float sum
-                costs = [cost_of[p] for p in self.on_node[slot] if not pinned[p]]
-                candidates.append(
-                    Candidate.of(self.state.node_names[slot], pool, costs, price, kind)
-                )
+                candidates.append(self._candidate(slot))
         candidates = savings_order(candidates)  # stable: equal ratios keep the node order
         position = {self.state.node_names[s]: s for s in present}
-        decision = self._decide(now, candidates, position) if candidates else Decision("none")
+        decision = (
+            self._decide(now, candidates, position, first) if candidates else Decision("none")
+        )
         chosen = {position[n] for n in decision.nodes}
         count("Disrupting", len(chosen))
         # each candidate under one reason: chosen, else held back by a budget, else tried alone
@@ -444,8 +426,19 @@ class KarpenterAutoscaler:
         self.record.reasons.append((now, {k: v for k, v in reasons.items() if v > 0}))
         if decision.kind == "none":
             return []
+        if self.settings.validation > 0:  # (``commandValidationDelay``)
+            self.validating = Pending(decision, sorted(chosen), now + self.settings.validation)
+            return []
+        return self.execute(decision, sorted(chosen))
+
+    def execute(self, decision: Decision, chosen: list[int]) -> list[int]:
+        """Start the command ``decision`` on the slots ``chosen``: the slots to delete now, or
+        none while their replacement launches. The next pass follows at once (upstream's
+        ``RequeueImmediately`` after a command): at the next instant, once the engine has
+        deleted the nodes and placed their pods."""
+        self.requeue = self.clock + 1
         if decision.replacement is None:
-            return sorted(chosen)
+            return chosen
         # the replacement is of the first candidate's pool (``shapes`` in ``_decide``)
         pool = self.of[self.state.node_names.index(decision.nodes[0])]
         shape = self.pools.shapes[pool].index(decision.replacement)
@@ -453,22 +446,70 @@ class KarpenterAutoscaler:
             s for s in self.pools.slots(int(pool), shape)
             if not self.active[s] and s not in self.provisioning
         )  # fmt: skip
-        self.provisioning[slot] = now + self.settings.provisioning_delay
-        self.record.scale_ups.append((now, int(pool), 1))
-        self.replacing[slot] = sorted(chosen)
+        self.provisioning[slot] = self.clock + self.settings.provisioning_delay
+        self.record.scale_ups.append((self.clock, int(pool), 1))
+        self.replacing[slot] = chosen
         self.disrupting.update(chosen)
         # the candidates are tainted karpenter.sh/disruption=disrupting:NoSchedule before the
         # replacement launches (upstream's disruption control flow, step 3): no new pod lands
         # on them while it does, but one tolerating the taint
         taints = self.state.node_taints
-        fresh = sorted(chosen)
         set_node_taints(
             self.state,
-            fresh,
-            [(*(taints[s] if taints else ()), DISRUPTED_TAINT) for s in fresh],
+            chosen,
+            [(*(taints[s] if taints else ()), DISRUPTED_TAINT) for s in chosen],
         )
-        self.tainted.extend(fresh)
+        self.tainted.extend(chosen)
         return []
+
+    def _look_pending(self) -> None:
+        """The pending pods a pool could launch a node for (``launchable``). Upstream's
+        simulation schedules every pending pod, but one no pool can launch a node for only
+        gives a scheduling error, which ``AllNonPendingPodsScheduled`` ignores: such a pod
+        changes no answer, so it is left out."""
+        shapes = self.pools.shapes
+        self.launchable = tuple(
+            p for p in self.pending
+            if any(self._compatible(p, g) and any(holds(s, {**self.inp.demands[p].request_map,
+                                                              "pods": 1}) for s in shapes[g])
+                   for g in range(len(shapes)))
+        )  # fmt: skip
+
+    def _held(self, slot: int, now: int, blocked: set[int]) -> str:
+        """Why ``slot`` is no disruption candidate now ("": it is one), the reason's name as
+        recorded; a node consolidatable later has that pass due."""
+        if slot in self.disrupting:
+            return "Disrupting"
+        if self.nominated.get(slot, NEVER) > now and slot in self.nominated:
+            self.later = min(self.later, self.nominated[slot])
+            return "Nominated"
+        annotations = self.state.node_annotations
+        if self.settings.never:
+            return "ConsolidateAfterNever"
+        if annotations and annotations[slot].get(DO_NOT_DISRUPT) == "true":
+            return "DoNotDisruptNode"
+        if (self.keep or self.timed) and self._kept(slot, now):
+            return "DoNotDisruptPod"
+        if blocked and any(p in blocked for p in self.on_node[slot]):
+            return "PodDisruptionBudget"
+        if now - int(self.last_event[slot]) < self.settings.consolidate_after:
+            self.later = min(
+                self.later, int(self.last_event[slot]) + self.settings.consolidate_after
+            )
+            return "ConsolidateAfter"
+        return ""
+
+    def _candidate(self, slot: int) -> Candidate:
+        """The disruption candidate ``slot``: its pool, price and pods' eviction costs."""
+        pool = self.pools.names[self.of[slot]]
+        shape = self.pools.shape_of[slot]
+        kind, price = "", None
+        if shape >= 0:
+            found = self.pools.shapes[self.of[slot]][shape]
+            kind, price = found.name, found.price
+        pinned, cost_of = self.pinned, self.costs
+        costs = [cost_of[p] for p in self.on_node[slot] if not pinned[p]]  # in pod order
+        return Candidate.of(self.state.node_names[slot], pool, costs, price, kind)
 
     def _kept(self, slot: int, now: int) -> bool:
         """Whether a pod on ``slot`` has an active ``karpenter.sh/do-not-disrupt`` (``"true"``,
@@ -524,7 +565,10 @@ class KarpenterAutoscaler:
             self.kept.clear()
         self.under = under
 
-    def _decide(self, now: int, ordered: list[Candidate], position: dict[str, int]) -> Decision:
+    def allowed(self, now: int) -> Callable[[str, str], int]:
+        """The disruptions each pool's budgets allow now per reason (``Empty``,
+        ``Underutilized``): ``GetAllowedDisruptionsByReason`` less the pool's nodes being
+        disrupted now (``BuildDisruptionBudgetMapping``)."""
         seconds = now / SECOND
         sizes: dict[str, int] = {}
         busy: dict[str, int] = {}
@@ -534,10 +578,9 @@ class KarpenterAutoscaler:
             if slot in self.disrupting:
                 busy[name] = busy.get(name, 0) + 1
 
-        counted: dict[tuple[str, str], int] = {}  # nothing it reads changes during ``decide``
+        counted: dict[tuple[str, str], int] = {}  # nothing it reads changes meanwhile
 
         def allowed(pool: str, reason: str) -> int:
-            # GetAllowedDisruptionsByReason less the nodes of the pool being disrupted now
             found = counted.get((pool, reason))
             if found is None:
                 rules = self.nodepool.allowed(
@@ -546,15 +589,24 @@ class KarpenterAutoscaler:
                 found = counted[(pool, reason)] = max(0, rules - busy.get(pool, 0))
             return found
 
+        return allowed
+
+    def launchable_shapes(self, pool: int) -> list[Shape]:
+        """The shapes a node of ``pool`` may be launched in now (a slot of it is free)."""
+        return [s for k, s in enumerate(self.pools.shapes[pool]) if self._free(pool, k) > 0]
+
+    def _decide(
+        self, now: int, ordered: list[Candidate], position: dict[str, int], first: str
+    ) -> Decision:
+        seconds = now / SECOND
+        allowed = self.allowed(now)
         launchable: dict[int, list[Shape]] = {}  # per pool: nothing launches during ``decide``
 
         def shapes(group: Sequence[Candidate]) -> list[Shape]:
             pool = int(self.of[position[group[0].name]])
             found = launchable.get(pool)
             if found is None:
-                found = launchable[pool] = [
-                    s for k, s in enumerate(self.pools.shapes[pool]) if self._free(pool, k) > 0
-                ]
+                found = launchable[pool] = self.launchable_shapes(pool)
             return found
 
         self.kept.refresh(self.disrupting, self.provisioning, self.launchable)
@@ -590,7 +642,7 @@ class KarpenterAutoscaler:
             return left
 
         totals = self._totals(ordered) if self.settings.policy == BALANCED else None
-        return decide(ordered, allowed, self.settings.policy, shapes, leftover, totals)
+        return decide(ordered, allowed, self.settings.policy, shapes, leftover, totals, first)
 
     def _totals(self, candidates: Sequence[Candidate]) -> dict[str, PoolTotals]:
         """Each pool's ``PoolTotals`` (``balanced.go`` ``computeNodePoolTotals``) over its nodes
@@ -619,6 +671,12 @@ class KarpenterAutoscaler:
             pool: pool_totals(cost.get(pool, 0.0), [c for c in candidates if c.pool == pool], rest)
             for pool, rest in others.items()
         }
+
+    def resimulate(self, slots: list[int], now: int) -> list[Mapping[str, int]]:
+        """The requests left over when ``slots`` go (``_leftover``), simulated afresh at
+        ``now`` with every shape of their pool (a validation's ``SimulateScheduling``)."""
+        self.room, self.masks = None, {}
+        return self._leftover(slots, now / SECOND)
 
     def _leftover(
         self,

@@ -89,6 +89,9 @@ class KarpenterSettings:
     batch_max: int = 10 * SECOND
     provisioning_delay: int = 120 * SECOND  # the autoscaler section's provisioning-delay
     poll: int = 10 * SECOND  # the disruption controller's polling period
+    # ``commandValidationDelay``: a command is checked again this long after it was made and
+    # runs only if it still holds (0: at once, as the replay did before it modelled this)
+    validation: int = 15 * SECOND
     # the exact shortcuts of the consolidation simulation (karpenter_simulate ``fast``); False:
     # the plain path, kept for the test that both decide alike
     fast: bool = True
