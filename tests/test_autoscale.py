@@ -41,20 +41,27 @@ def test_utilization_matches_upstream(tmp_path: Path, case: dict[str, Any]) -> N
         assert got["utilizationByResource"]["cpu"] == case["cpu"]  # bit-exact float64
     if "exact" in case:
         assert got["utilization"] == case["exact"]
-    if "error" in case:  # upstream returns an error; the eligibility checker carries on with 0
+    if "error" in case:  # upstream returns an error: UnexpectedError since CA 1.32 (714ab661ca)
         result = run(tmp_path, scenario)
-        assert got["utilization"] == 0.0
+        assert got["utilization"] == 0.0 and got["unremovableReason"] == "UnexpectedError"
+        assert not got["candidate"]
         assert any(case["error"] in note for note in result["notes"])
+        # before 1.32 the eligibility checker logged it and carried on with 0: a candidate
+        old = by_name(run(tmp_path, {**scenario, "kubernetesVersion": "1.31"}))[facts["name"]]
+        assert old["utilization"] == 0.0 and old["candidate"]
 
 
 @pytest.mark.parametrize("case", ELIG["cases"], ids=lambda c: c["name"])
 def test_eligibility_matches_upstream(tmp_path: Path, case: dict[str, Any]) -> None:
-    """TestFilterOutUnremovable: which nodes stay candidates, and why the others do not."""
+    """TestFilterOutUnremovable: which nodes stay candidates, and why the others do not. The
+    upstream test calls the eligibility checker alone, with its group ng1 at minSize 1; a whole
+    pass (``analyzer autoscale``) filters a group at its minSize out before that check
+    (``GetScaleDownCandidates``), so the scenario's ng1 has minSize 0."""
     scenario = {
         "autoscaler": "cluster-autoscaler",
         "now": ELIG["now"],
         "options": case.get("options", {}),
-        "nodeGroups": [{"name": "ng1", "minSize": 1, "maxSize": 10, "nodes": case["nodes"]}],
+        "nodeGroups": [{"name": "ng1", "minSize": 0, "maxSize": 10, "nodes": case["nodes"]}],
         "nodes": [node(name, ELIG["nodes"][name]) for name in case["nodes"]],
         "pods": [
             pod(name, ELIG["pods"][name], ELIG["now"], ELIG["pods"][name]["node"])

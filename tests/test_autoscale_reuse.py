@@ -26,7 +26,7 @@ from replay_fixtures import N, P, build
 
 from analyzer.autoscaler import hinted
 from analyzer.autoscaler.cluster import CANode
-from analyzer.autoscaler.eligibility import check
+from analyzer.autoscaler.eligibility import Rules, check
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import Outcome, first_fitting
 from analyzer.autoscaler.scenario import build as build_scenario
@@ -668,7 +668,8 @@ def _judge_checked(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
             allocatable = autoscale_scaledown._allocatable(ca, slot)
             elig = check(
                 CANode(node.name, allocatable, node.labels, node.annotations),
-                ca.pods_of(slot), groups.get(node.name), ca.options, now / 1e9, ca.at_threshold,
+                ca.pods_of(slot), groups.get(node.name), ca.options, now / 1e9,
+                Rules(at_threshold=ca.at_threshold, gpu_vendors=False),
             )  # fmt: skip
             assert ca.unfit_reason[slot] == elig.reason, (slot, elig)
             if ca.ratio_is_utilization[slot]:

@@ -383,17 +383,15 @@ def test_a_scale_up_lifts_the_minimum_at_its_own_run(
 ) -> None:
     # three 4-core nodes at the pool's minSize 3, their pods at 40 %, 90 % and 20 % cpu (kube-default
     # spreads them one a node); a 3.4-core pod at 30:00 fits none, so the run at 30:10 orders a
-    # node (the group's target size 4). Upstream's planner simulates nodes whatever their group's
-    # size (the minimum is checked when deleting, RemovableAt), so the 40 % node, whose pod fits
-    # on the 20 % one, has been unneeded since the first run; upstream deletes it once
-    # scale-down-delay-after-add ends, 10 minutes after the scale-up: at 40:10. The replay does
-    # not simulate a group at its minimum (docs/autoscaling.md, "min size"): the node is
-    # unneeded from the scale-up's own run, 30:10, and deleted when that is strictly more than
-    # 10 minutes, at 40:20 (one run after upstream), its pod's 30 s of grace after. (Waiting for
-    # the new node to be Ready at 32:10 before judging it again would delete it at 42:20.)
-    # With frequent loops the burst, unschedulable at 30:00, starts a run then: ordered at
-    # 30:00, Ready at 32:00, the node unneeded from 30:00 and deleted at 40:10 (upstream: at
-    # 40:00, when the delay after add ends), gone at 40:40
+    # node (the group's target size 4). Until then no node is a scale-down candidate: CA drops
+    # a node whose group is at its minSize before the planner (GetScaleDownCandidates,
+    # pre_filtering_processor.go). RunOnce scales up before it asks for the candidates, so the
+    # 40 % node, whose pod fits on the 20 % one, is unneeded from the scale-up's own run, 30:10,
+    # and deleted when that is strictly more than 10 minutes, at 40:20, its pod's 30 s of grace
+    # after. (Waiting for the new node to be Ready at 32:10 before judging it again would
+    # delete it at 42:20.) With frequent loops the burst, unschedulable at 30:00, starts a run
+    # then: ordered at 30:00, Ready at 32:00, the node unneeded from 30:00 and deleted at 40:10,
+    # gone at 40:40
     pods = [
         P("p40", "a", cpu=1600, memory=GI),
         P("p90", "b", cpu=3600, memory=GI),

@@ -6,6 +6,7 @@ item 2) would build from its own state at each autoscaler tick: plain data, no I
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,9 +43,23 @@ class CANode:
         second it was added, is younger than ``MaxCloudProviderNodeDeletionTime`` (5 min); a
         value that is not a number is no deletion time (``taints.GetToBeDeletedTime``)."""
         for taint in self.taints:
-            if taint.key == TO_BE_DELETED_TAINT and taint.value.isdigit():
-                return now - int(taint.value) < MAX_NODE_DELETION_SECONDS
+            if taint.key == TO_BE_DELETED_TAINT:
+                since = go_int(taint.value)
+                if since is not None:
+                    return now - since < MAX_NODE_DELETION_SECONDS
         return False
+
+
+def go_int(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 64)``: an optional sign and ASCII digits within int64;
+    None where it fails."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)

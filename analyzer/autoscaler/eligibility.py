@@ -6,8 +6,10 @@ In upstream's order: a node CA is already deleting (``CurrentlyBeingDeleted``), 
 (``NotAutoscaled``), then utilisation (the group's ``ignore-daemonsets-utilization``) against the
 group's threshold — the GPU threshold for GPU nodes — where utilisation above the threshold
 is ``NotUnderutilized`` (cluster-autoscaler 1.36+, ``isNodeAtOrBelowUtilizationThreshold``; up
-to 1.35 a node at the threshold was too: ``at_threshold``). Unready nodes are not modelled
-(``scale-down-unready-enabled`` defaults to true, so upstream does not skip them either).
+to 1.35 a node at the threshold was too: ``Rules.at_threshold``), and a utilisation upstream
+cannot calculate (a missing or zero cpu or memory allocatable) is ``UnexpectedError`` (1.32+;
+before, it read as 0). Unready nodes are not modelled (``scale-down-unready-enabled`` defaults
+to true, so upstream does not skip them either).
 """
 
 from __future__ import annotations
@@ -20,6 +22,27 @@ from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.utilization import UtilizationInfo, calculate, is_gpu_node
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.versions import or_default
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The rules of the eligibility check that changed between cluster-autoscaler versions
+    (``rules_for``); the defaults are the default version's."""
+
+    at_threshold: bool = True  # 1.36+: a node at the threshold is a candidate
+    gpu_vendors: bool = True  # 1.35+: every GPU vendor's resource makes a GPU node
+    error_unremovable: bool = True  # 1.32+: a utilisation error is ``UnexpectedError``
+
+
+def rules_for(profile: Profile) -> Rules:
+    """The eligibility rules of the cluster-autoscaler that goes with ``profile``'s Kubernetes
+    version (CA's minor follows Kubernetes'); a profile built by hand takes the default's."""
+    version = or_default(profile.version)
+    return Rules(
+        version.ca_at_threshold_eligible,
+        (version.major, version.minor) >= (1, 35),
+        (version.major, version.minor) >= (1, 32),
+    )
 
 
 @dataclass(frozen=True)
@@ -36,11 +59,10 @@ def check(
     group: NodeGroup | None,
     options: CAOptions,
     now: float,
-    at_threshold: bool = True,
+    rules: Rules = Rules(),
 ) -> Eligibility:
-    """Whether ``node`` is a scale-down candidate, and its utilisation (shown in any case).
-    ``at_threshold``: a node at the threshold is a candidate (cluster-autoscaler 1.36+:
-    ``eligible_at_threshold``); False, CA 1.35 and before."""
+    """Whether ``node`` is a scale-down candidate, and its utilisation (shown in any case), by
+    the version's ``rules``."""
     opts = group.options if group is not None and group.options is not None else options
     info = calculate(
         node.allocatable,
@@ -49,6 +71,7 @@ def check(
         ignore_daemonsets=opts.ignore_daemonsets_utilization,
         ignore_mirror=options.ignore_mirror_pods_utilization,  # a global flag upstream
         now=now,
+        vendors=rules.gpu_vendors,
     )
     if node.being_deleted(now):
         return Eligibility(info, "CurrentlyBeingDeleted")
@@ -56,11 +79,13 @@ def check(
         return Eligibility(info, "ScaleDownDisabledAnnotation")
     if group is None:
         return Eligibility(info, "NotAutoscaled")
-    gpu = is_gpu_node(node.allocatable, node.labels)
+    if info.error and rules.error_unremovable:
+        return Eligibility(info, "UnexpectedError")
+    gpu = is_gpu_node(node.allocatable, node.labels, rules.gpu_vendors)
     threshold = (
         opts.scale_down_gpu_utilization_threshold if gpu else opts.scale_down_utilization_threshold
     )
-    if over_threshold(info.utilization, threshold, at_threshold):
+    if over_threshold(info.utilization, threshold, rules.at_threshold):
         return Eligibility(info, "NotUnderutilized")
     return Eligibility(info, "")
 

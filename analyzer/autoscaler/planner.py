@@ -2,13 +2,18 @@
 (core/scaledown/planner/planner.go), ``unneeded.Nodes.RemovableAt`` (core/scaledown/unneeded/
 nodes.go) and ``ScaleDownBudgetProcessor.CropNodes`` (core/scaledown/budgets/budgets.go).
 
-1. every node: utilisation and eligibility (``eligibility.check``);
+1. every node: utilisation and eligibility (``eligibility.check``); a node whose group is at or
+   below its minSize is no candidate (``NodeGroupMinSizeReached``), never simulated and still a
+   destination (``PreFilteringScaleDownNodeProcessor.GetScaleDownCandidates``, processors/nodes/
+   pre_filtering_processor.go, which runs before the planner);
 2. the candidates, empty ones first (``EmptySorting``: no pod to move, judged without PDBs or
    controllers), each simulated in turn (``removal``); a removable node stops being a destination
    and its moved pods take their PDBs' disruptions (``RemainingPdbTracker.RemovePods``);
 3. the unneeded nodes are assumed unneeded for ``scale-down-unneeded-time`` already (one instant);
    empty ones first, then those that need a drain, each refused with ``NodeGroupMinSizeReached``
-   when its group would fall to its minimum (sizes counted down as nodes are accepted); drained
+   when its group, less its nodes CA is deleting now (``verifyMinSize``: ``DeletionsCount``; here
+   its nodes with a fresh ToBeDeleted taint), would fall to its minimum (sizes counted down as
+   nodes are accepted); drained
    nodes whose PDBs do not allow all their pods at once go last (``sortByRisk``);
 4. the budgets: empty nodes up to ``max-scale-down-parallelism`` (``max-empty-bulk-delete``), then
    drained nodes up to ``max-drain-parallelism`` within what is left, both grouped by node group
@@ -24,7 +29,7 @@ from dataclasses import dataclass, field
 
 from analyzer.autoscaler.cluster import Cluster
 from analyzer.autoscaler.drainability import PdbTracker, Status, pods_to_move
-from analyzer.autoscaler.eligibility import Eligibility, check, eligible_at_threshold
+from analyzer.autoscaler.eligibility import Eligibility, check, rules_for
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal import RemovalSimulator
@@ -110,12 +115,17 @@ def plan(
     """The scale-down decision at ``now``, with ``in_progress`` (empty, drained) deletions not
     yet done (``select``)."""
     decisions = []
-    at_threshold = eligible_at_threshold(profile)
+    rules = rules_for(profile)
     for node in cluster.nodes:
         pods = cluster.pods.get(node.name, [])
-        elig = check(node, pods, cluster.groups.get(node.name), options, now, at_threshold)
+        elig = check(node, pods, cluster.groups.get(node.name), options, now, rules)
         decisions.append(NodeDecision(node.name, elig, not elig.reason, reason=elig.reason))
     by_name = {d.name: d for d in decisions}
+    sizes = cluster.group_sizes()
+    for d in decisions:
+        group = cluster.groups.get(d.name)
+        if d.candidate and group is not None and sizes[group.name] <= group.min_size:
+            d.candidate, d.reason = False, "NodeGroupMinSizeReached"
     candidates = [d.name for d in decisions if d.candidate]
     empty_first = sorted(candidates, key=lambda n: not is_empty(cluster, n, options, now))
     pdbs = PdbTracker(cluster.budgets)
@@ -130,18 +140,26 @@ def plan(
         simulator.drop(name)
         pdbs.remove(outcome.moved)
         unneeded.append(outcome)
-    empty_now, drain_now, refused = select(unneeded, cluster, options, in_progress)
+    deleting: dict[str, int] = {}
+    for node in cluster.nodes:
+        group = cluster.groups.get(node.name)
+        if group is not None and node.being_deleted(now):
+            deleting[group.name] = deleting.get(group.name, 0) + 1
+    empty_now, drain_now, refused = select(unneeded, cluster, options, in_progress, deleting)
     for name in refused:
         by_name[name].reason = "NodeGroupMinSizeReached"
     return Plan(decisions, empty_now + drain_now, empty_now, drain_now)
 
 
 def admit(
-    unneeded: Sequence[Outcome], cluster: Cluster
+    unneeded: Sequence[Outcome], cluster: Cluster, deleting: dict[str, int] | None = None
 ) -> tuple[list[str], list[Outcome], list[str]]:
     """Step 3 of the pass over nodes unneeded long enough: (empty nodes, drained nodes'
-    outcomes, nodes refused as ``NodeGroupMinSizeReached``), before the budgets."""
+    outcomes, nodes refused as ``NodeGroupMinSizeReached``), before the budgets. ``deleting``:
+    per group, its deletions in progress (``DeletionsCount``; none by default)."""
     sizes = cluster.group_sizes()
+    for name, count in (deleting or {}).items():
+        sizes[name] -= count
     empty: list[str] = []
     drain: list[Outcome] = []
     refused: list[str] = []
@@ -163,13 +181,14 @@ def select(
     cluster: Cluster,
     options: CAOptions,
     in_progress: tuple[int, int] = (0, 0),
+    deleting: dict[str, int] | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """Steps 3 (``admit``) and 4 of the pass over nodes unneeded long enough: (empty nodes
     deleted now, drained nodes deleted now, nodes refused as ``NodeGroupMinSizeReached``).
     ``in_progress``: the (empty, drained) deletions started earlier and not yet done
     (``CropNodes``: the parallelism less both, the drain parallelism less the drained ones; a
-    budget below 1 takes no node)."""
-    empty, drain, refused = admit(unneeded, cluster)
+    budget below 1 takes no node); ``deleting``: ``admit``'s."""
+    empty, drain, refused = admit(unneeded, cluster, deleting)
     drain_order = [o.node for o in drain if not o.risky] + [o.node for o in drain if o.risky]
     empty_going, drain_going = in_progress
     budget = options.max_scale_down_parallelism - empty_going - drain_going

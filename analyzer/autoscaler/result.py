@@ -50,10 +50,15 @@ def ca_json(scenario: AutoscaleScenario, plan: Plan) -> dict[str, Any]:
                 "empty": outcome is not None and outcome.removable and not outcome.moved,
             }
         )
-        if info.error:
+        if info.error and decision.reason == "UnexpectedError":
+            scenario.notes.append(
+                f"node {decision.name}: {info.error}: cluster-autoscaler cannot calculate its "
+                "utilization (UnexpectedError since 1.32; shown as 0)"
+            )
+        elif info.error:
             scenario.notes.append(
                 f"node {decision.name}: {info.error}; utilization read as 0 "
-                "as cluster-autoscaler does"
+                "as cluster-autoscaler before 1.32 does"
             )
     return {
         "autoscaler": scenario.autoscaler,

@@ -6,9 +6,13 @@ and overhead) divided by the node's allocatable. With ``ignore-daemonsets-utiliz
 added to the requests; long-terminating pods count for nothing. The node's utilisation is the
 higher of cpu and memory (memory on a tie); a GPU node's is its GPU ratio alone. Both quantities
 enter as ``MilliValue()`` (memory bytes × 1000) and divide in float64, so the ratio is bit-equal
-with upstream's. A missing or zero allocatable is an error upstream: the eligibility checker logs
-it and carries on with utilisation 0, and so does this (``error`` says why); an unready GPU
-(allocatable 0) reads as 0 as upstream.
+with upstream's. A missing or zero allocatable is an error upstream (``error`` says why): the
+eligibility checker makes the node ``UnexpectedError`` (cluster-autoscaler 1.32+, commit
+714ab661ca) or, before, logs it and carries on with utilisation 0. A GPU node
+(``GetNodeGPUFromCloudProvider``) carries a cloud provider's GPU label or offers a non-zero GPU
+allocatable: ``nvidia.com/gpu`` up to 1.34, any vendor's from 1.35 (commit 285c687421,
+``GPUVendorResourceNames``, the first non-zero one named); an unready GPU (its resource missing
+or 0) reads as 0 as upstream.
 """
 
 from __future__ import annotations
@@ -20,11 +24,24 @@ from dataclasses import dataclass, field
 from analyzer.autoscaler.pods import CAPod
 
 GPU_RESOURCE = "nvidia.com/gpu"
-# the cloud providers' GPU node labels (GetNodeGpuConfig: a node with the provider's GPU label)
+# ``gpu.GPUVendorResourceNames`` (1.35+), in its order
+GPU_VENDOR_RESOURCES = (
+    GPU_RESOURCE,
+    "habana.ai/gaudi",
+    "gpu.intel.com/xe",
+    "amd.com/gpu",
+    "microsoft.com/directx",
+)
+# the cloud providers' GPU node labels (each provider's ``GPULabel()``; the cloud provider is not
+# modelled, so a node with any of them is a GPU node; the bare ``accelerator`` some providers use
+# is left out as too generic to mean a GPU on another provider)
 GPU_LABELS = (
-    "cloud.google.com/gke-accelerator",
-    "k8s.amazonaws.com/accelerator",
-    "cloud.google.com/gke-gpu",
+    "cloud.google.com/gke-accelerator",  # GCE, and the providers modelled on it
+    "k8s.amazonaws.com/accelerator",  # AWS
+    "kubernetes.azure.com/accelerator",  # Azure
+    "cluster-api/accelerator",  # Cluster API
+    "aliyun.accelerator/nvidia_name",  # Alibaba Cloud
+    "cloud.tencent.com/tke-accelerator",  # Tencent Cloud
 )
 
 
@@ -38,9 +55,23 @@ class UtilizationInfo:
     error: str = ""
 
 
-def is_gpu_node(allocatable: Mapping[str, int], labels: Mapping[str, str]) -> bool:
-    """``GetNodeGpuConfig`` != nil: the node advertises a GPU resource or carries a GPU label."""
-    return GPU_RESOURCE in allocatable or any(label in labels for label in GPU_LABELS)
+def gpu_resource(
+    allocatable: Mapping[str, int], labels: Mapping[str, str], vendors: bool = True
+) -> str | None:
+    """``GetNodeGPUFromCloudProvider``: the node's GPU resource name, None for no GPU node. A
+    GPU node offers a non-zero GPU allocatable or carries a GPU label; ``vendors``: every
+    vendor's resource counts (1.35+), else ``nvidia.com/gpu`` alone."""
+    for name in GPU_VENDOR_RESOURCES if vendors else (GPU_RESOURCE,):
+        if allocatable.get(name, 0):
+            return name
+    return GPU_RESOURCE if any(label in labels for label in GPU_LABELS) else None
+
+
+def is_gpu_node(
+    allocatable: Mapping[str, int], labels: Mapping[str, str], vendors: bool = True
+) -> bool:
+    """``GetNodeGpuConfig`` != nil (``gpu_resource``)."""
+    return gpu_resource(allocatable, labels, vendors) is not None
 
 
 def _milli(resource: str, value: int) -> int:
@@ -86,8 +117,9 @@ def calculate(
     ignore_daemonsets: bool,
     ignore_mirror: bool,
     now: float,
+    vendors: bool = True,
 ) -> UtilizationInfo:
-    """The node's utilisation as the eligibility checker sees it."""
+    """The node's utilisation as the eligibility checker sees it (``vendors``: ``gpu_resource``)."""
 
     def ratio(resource: str) -> float | None:
         return resource_utilization(
@@ -99,10 +131,11 @@ def calculate(
             now=now,
         )
 
-    if is_gpu_node(allocatable, labels):
-        gpu = ratio(GPU_RESOURCE)
+    name = gpu_resource(allocatable, labels, vendors)
+    if name is not None:
+        gpu = ratio(name)
         value = 0.0 if gpu is None else gpu  # an unready GPU reads as 0 upstream
-        return UtilizationInfo(value, GPU_RESOURCE, {GPU_RESOURCE: value})
+        return UtilizationInfo(value, name, {name: value})
     cpu = ratio("cpu")
     mem = ratio("memory")
     if cpu is None or mem is None:

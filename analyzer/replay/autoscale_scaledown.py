@@ -20,7 +20,7 @@ import numpy as np
 
 from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.drainability import PdbTracker
-from analyzer.autoscaler.eligibility import check, over_threshold
+from analyzer.autoscaler.eligibility import Rules, check, over_threshold
 from analyzer.autoscaler.planner import admit, has_no_pod_to_move, select
 from analyzer.autoscaler.recheck import (
     RECENTLY_UNREMOVABLE,
@@ -122,9 +122,8 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     reasons["NotUnderutilized"] = count - len(look)
     candidates = _judge(ca, look, reasons, now, looked)
     kept_verdicts = steady(ca, looked) if ca.reuse else None
-    # a group already at its minSize can lose no node: its candidates are not simulated
-    # (upstream simulates them and refuses them afterwards; their simulated moves would only
-    # take room from the later candidates)
+    # a group already at its minSize can lose no node: its candidates are not simulated and
+    # stay destinations (upstream's ``GetScaleDownCandidates`` drops them before the planner)
     sizes = ca.sizes() if candidates else []
     low = {g for g, size in enumerate(sizes) if size <= ca.groups.min_size[g]}
     at_min: list[int] = []
@@ -288,7 +287,9 @@ def _judge(
                               ca_node.annotations)  # fmt: skip
                 pods = ca.pods_of(slot)
                 group = ca.member_groups()[0].get(ca_node.name)
-                reason = check(node, pods, group, opts, seconds, at).reason
+                # (the replay's GPU nodes are those offering nvidia.com/gpu: ``ReplayView.gpu``)
+                rules = Rules(at_threshold=at, gpu_vendors=False)
+                reason = check(node, pods, group, opts, seconds, rules).reason
             ca.unfit_reason[slot] = reason
             candidate[slot] = not reason  # (a bool: 0 or 1)
             ca.keeps[slot] = keeps(verdict_kind(reason), special.item(slot), rises)
