@@ -32,6 +32,8 @@ class CANode:
     annotations: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False  # spec.unschedulable: never a destination
+    # status.conditions' Ready status ("True", "False", "Unknown"; None: no such condition given)
+    ready: str | None = None
 
     @property
     def scale_down_disabled(self) -> bool:

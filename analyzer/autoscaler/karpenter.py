@@ -241,49 +241,84 @@ def _blocking_pod(pods: Sequence[CAPod], pdbs: PdbTracker, now: float) -> str:
         matching = pdbs.matching(p)
         if len(matching) > 1:
             return "a pod is covered by more than one PodDisruptionBudget (eviction refuses it)"
+        if matching and pdbs.budgets[matching[0]].always_allow_unhealthy and p.obj.not_ready:
+            continue  # unhealthyPodEvictionPolicy AlwaysAllow: a pod not Ready is evictable
         if matching and pdbs.remaining[matching[0]] < 1:
             return "a PodDisruptionBudget prevents evicting a pod"
     return ""
 
 
-class _Fitter:
-    """Places pods of removed nodes on the nodes that stay (scheduler filters, first fit)."""
+def queue_key(pod: CAPod) -> tuple[int, int, float, str]:
+    """The scheduling simulation's order (``scheduling/queue.go`` ``byCPUAndMemoryDescending``):
+    the most cpu first, then the most memory, then the oldest (a pod without a creation time
+    has Go's zero time, the oldest), then by UID."""
+    requests = pod.requests
+    created = -math.inf if pod.creation_time is None else pod.creation_time
+    return (-requests.get("cpu", 0), -requests.get("memory", 0), created, pod.obj.uid)
 
-    def __init__(self, scenario: AutoscaleScenario) -> None:
+
+class _Fitter:
+    """Places pods of removed nodes, and the pending pods a node could be launched for, on the
+    nodes that stay (scheduler filters, first fit, in ``queue_key`` order)."""
+
+    def __init__(self, scenario: AutoscaleScenario, shapes: Sequence[Shape]) -> None:
         self.scenario = scenario
-        self.state, self.demands = build_state(scenario.cluster)
+        self.state, self.demands = build_state(scenario.cluster, scenario.pending)
         self.position = {n.name: i for i, n in enumerate(scenario.cluster.nodes)}
+        # a pending pod no instance type holds only gives a scheduling error upstream, which
+        # ``AllNonPendingPodsScheduled`` ignores: it changes no answer, so it is left out
+        self.pending = [
+            (p, p.obj.demand(self.state.resources))
+            for p in scenario.pending
+            if any(_holds(s, {**p.requests, "pods": 1}) for s in shapes)
+        ]
+        for p in scenario.pending:
+            held = any(p is q for q, _ in self.pending)
+            scenario.notes.append(
+                f"pod {p.key} is pending: the consolidation simulation schedules it with the "
+                "candidates' pods"
+                if held
+                else f"pod {p.key} is pending and no instance type holds it; left out"
+            )
 
     def leftover(self, removed: Sequence[str]) -> list[CAPod] | None:
-        """The moved pods that fit on no staying node (state restored afterwards)."""
+        """The moved and pending pods that fit on no staying node (state restored afterwards)."""
         cluster = self.scenario.cluster
         allowed = np.array(
             [n.name not in removed and not n.unschedulable for n in cluster.nodes], dtype=bool
         )
         undo: list[tuple[int, Any, bool]] = []
         left: list[CAPod] = []
+        queue = list(self.pending)
         for name in removed:
             i = self.position[name]
             for pod, demand in zip(cluster.pods[name], self.demands[name], strict=True):
                 if pod in _moves([pod]):
                     self.state.unbind(i, demand)
                     undo.append((i, demand, True))
-        for name in removed:
-            for pod, demand in zip(cluster.pods[name], self.demands[name], strict=True):
-                if pod not in _moves([pod]):
-                    continue
-                feasible = allowed.copy()
-                for plugin in self.scenario.profile.filters:
-                    feasible &= plugin.filter(self.state, demand, self.scenario.now).feasible
-                hits = np.flatnonzero(feasible)
-                if len(hits):
-                    self.state.bind(int(hits[0]), demand)
-                    undo.append((int(hits[0]), demand, False))
-                else:
-                    left.append(pod)
+                    queue.append((pod, demand))
+        queue.sort(key=lambda item: queue_key(item[0]))
+        for pod, demand in queue:
+            feasible = allowed.copy()
+            for plugin in self.scenario.profile.filters:
+                feasible &= plugin.filter(self.state, demand, self.scenario.now).feasible
+            hits = np.flatnonzero(feasible)
+            if len(hits):
+                self.state.bind(int(hits[0]), demand)
+                undo.append((int(hits[0]), demand, False))
+            else:
+                left.append(pod)
         for i, demand, was_unbound in reversed(undo):
             (self.state.bind if was_unbound else self.state.unbind)(i, demand)
         return left
+
+
+def _holds(shape: Shape, requests: Mapping[str, int]) -> bool:
+    """Whether an empty node of ``shape`` holds ``requests`` (the pod count only where the
+    shape gives one)."""
+    return all(
+        shape.allocatable.get(k, 0) >= v for k, v in requests.items() if v and k != "pods"
+    ) and shape.allocatable.get("pods", 1) >= requests.get("pods", 0)
 
 
 def summed(requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
@@ -567,15 +602,19 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
     else:
         seconds = scenario.now
         count = len(cluster.nodes)
+        # a node whose Ready condition is not True takes from the budgets
+        # (``BuildDisruptionBudgetMapping``); a node given without conditions counts as Ready
+        unready = sum(n.ready not in (None, "True") for n in cluster.nodes)
 
         def allowed(_pool: str, reason: str) -> int:
-            return pool.allowed(
+            rules = pool.allowed(
                 count,
                 reason,
                 lambda r: r.schedule is None or active(r.schedule, r.duration, seconds),
             )
+            return max(0, rules - unready)
 
-        fitter = _Fitter(scenario)
+        fitter = _Fitter(scenario, pool.shapes)
 
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
             return [pod_requests(p.obj.spec) for p in fitter.leftover(names) or []]

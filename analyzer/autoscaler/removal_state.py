@@ -60,11 +60,14 @@ STATIC_FILTERS = frozenset({"NodeUnschedulable", "TaintToleration", "NodeAffinit
 NEAR = 32
 
 
-def build_state(cluster: Cluster) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
-    """The scheduler state with every pod bound where it runs, and each node's demands."""
+def build_state(
+    cluster: Cluster, pending: Sequence[CAPod] = ()
+) -> tuple[ClusterState, dict[str, list[PodDemand]]]:
+    """The scheduler state with every pod bound where it runs, and each node's demands
+    (``pending``: pods not bound, whose resources the state must count too)."""
     extra = {
         r
-        for pods in cluster.pods.values()
+        for pods in (*cluster.pods.values(), pending)
         for pod in pods
         for c in (*pod.obj.spec.containers, *pod.obj.spec.init_containers)
         for r in c.requests

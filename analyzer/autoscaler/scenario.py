@@ -76,6 +76,20 @@ class AutoscaleScenario:
     # (empty, drained) deletions CA started at earlier loops and has not finished: they take
     # from this loop's budgets (``planner.select``)
     in_progress: tuple[int, int] = (0, 0)
+    # pods not bound (no spec.nodeName), neither finished nor being deleted: Karpenter's
+    # consolidation simulation schedules them with the candidates' pods (``SimulateScheduling``)
+    pending: list[CAPod] = field(default_factory=list)
+
+
+def _ready(raw: Any) -> str | None:
+    """A node's ``Ready`` condition status as given (None: no such condition; the node's
+    status was checked a mapping by ``parse_node``)."""
+    status = raw.get("status") if isinstance(raw, Mapping) else None
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for cond in conditions if isinstance(conditions, list) else []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return str(cond.get("status"))
+    return None
 
 
 def _items(raw: Any, where: str) -> list[Any]:
@@ -209,13 +223,18 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 obj.annotations,
                 obj.taints,
                 unschedulable=spec.get("unschedulable") is True,
+                ready=_ready(raw),
             )
         )
     names = [n.name for n in nodes]
     pods: dict[str, list[CAPod]] = {name: [] for name in names}
+    pending: list[CAPod] = []
     for i, raw in enumerate(_items(doc.get("pods"), f"{where}.pods")):
         pod = parse_ca_pod(raw, f"{where}.pods[{i}]")
-        if not pod.obj.node_name:
+        waiting = pod.obj.phase not in ("Succeeded", "Failed") and not pod.obj.terminating
+        if not pod.obj.node_name and autoscaler == "karpenter" and waiting:
+            pending.append(pod)  # (the note is ``karpenter.consolidate``'s)
+        elif not pod.obj.node_name:
             notes.append(f"pod {pod.key} is not bound (no spec.nodeName); ignored")
         elif pod.obj.node_name not in pods:
             notes.append(f"pod {pod.key} is bound to unknown node {pod.obj.node_name}; ignored")
@@ -247,6 +266,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
         parse_node_pool(doc.get("nodePool"), f"{where}.nodePool"),
         notes,
         _in_progress(doc.get("deletionsInProgress"), f"{where}.deletionsInProgress"),
+        pending,
     )
 
 

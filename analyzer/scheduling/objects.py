@@ -86,6 +86,7 @@ class PodObject:
     images: tuple[str, ...] = ()  # spec.containers[].image
     init_images: tuple[str, ...] = ()  # spec.initContainers[].image
     host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' host ports (NodePorts)
+    not_ready: bool = False  # a Ready condition with status False
 
     @property
     def terminated(self) -> bool:
@@ -202,6 +203,15 @@ def _containers(raw: Any, where: str, init: bool) -> tuple[Container, ...]:
     return tuple(out)
 
 
+def _not_ready(conditions: Any) -> bool:
+    """Whether the pod's ``Ready`` condition has status False (the conditions are a list of
+    mappings where ``_condition_time`` read them)."""
+    for cond in conditions if isinstance(conditions, list) else []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "False"
+    return False
+
+
 def _condition_time(conditions: Any, kind: str, where: str) -> float | None:
     for i, cond in enumerate(conditions or []):
         cond = mapping(cond, f"{where}[{i}]")
@@ -252,6 +262,7 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         scheduler_name=text(spec.get("schedulerName"), f"{where}.spec.schedulerName")
         or "default-scheduler",
         scheduled_time=_condition_time(conditions, "PodScheduled", f"{where}.status.conditions"),
+        not_ready=_not_ready(conditions),
         initialized_time=_condition_time(conditions, "Initialized", f"{where}.status.conditions"),
         pod_requests={k: v for k, v in level_requests.items() if k in POD_LEVEL_RESOURCES},
         pod_limits={k: v for k, v in level_limits.items() if k in POD_LEVEL_RESOURCES},

@@ -43,6 +43,8 @@ class DisruptionBudget:
     disrupted_pods: frozenset[str] = frozenset()
     min_available: int | str | None = None  # spec.minAvailable: an integer or "N%"
     max_unavailable: int | str | None = None  # spec.maxUnavailable: an integer or "N%"
+    # spec.unhealthyPodEvictionPolicy is AlwaysAllow: a pod not Ready may always be evicted
+    always_allow_unhealthy: bool = False
 
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """Whether the budget covers a pod of ``namespace`` with ``labels``."""
@@ -73,6 +75,7 @@ def parse_pdb(obj: Any, where: str) -> DisruptionBudget:
         disrupted_pods=frozenset(str(k) for k in disrupted),
         min_available=minimum,
         max_unavailable=maximum,
+        always_allow_unhealthy=spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow",
     )
 
 
