@@ -30,6 +30,7 @@ class N:
     last: float | None = None
     pods: int | None = None
     annotations: str = "{}"
+    labels: str = "{}"
 
 
 @dataclass
@@ -72,7 +73,7 @@ def build(
             "node": [n.name for n in nodes],
             "pool": ["pool"] * len(nodes),
             "annotations": [n.annotations for n in nodes],
-            "labels": ["{}"] * len(nodes),
+            "labels": [n.labels for n in nodes],
             "first_seen": [at(n.first if n.first is not None else 0) for n in nodes],
             "last_seen": [at(n.last if n.last is not None else minutes) for n in nodes],
             "allocatable:cpu": [n.cpu for n in nodes],

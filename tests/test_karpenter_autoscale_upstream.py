@@ -140,3 +140,25 @@ def test_always_allow_lets_a_pod_not_ready_go(tmp_path: Path) -> None:
         pods = [_pod("web", 1000, "a", **extra), _pod("fill", 1000, "b")]
         got = _decide(tmp_path, nodes, pods, objects=pdb(policy))
         assert got["type"] == kind, (policy, extra, got)
+
+
+def test_a_spot_node_is_not_replaced_by_a_spot_node(tmp_path: Path) -> None:
+    """``computeConsolidation``: candidates all spot, and a pool that may launch spot (no
+    capacity-type requirement), go to spot-to-spot consolidation, which is off by default
+    (``SpotToSpotConsolidation``): no replacement. Candidate c (medium) holds a 1-core pod that
+    fits nowhere else: on-demand, a small node replaces it; spot, nothing happens. A spot node
+    whose pods all fit elsewhere is still deleted (no new node needed)."""
+
+    def spot(node: dict[str, Any]) -> dict[str, Any]:
+        node["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"
+        return node
+
+    full = [_pod("fill", 8000, "stay"), _pod("p", 1000, "c")]
+    got = _decide(tmp_path, [_node("c", "medium"), _node("stay", "large", keep=True)], full)
+    assert got["type"] == "single" and got["replacement"]["instanceType"] == "small"
+    nodes = [spot(_node("c", "medium")), _node("stay", "large", keep=True)]
+    got = _decide(tmp_path, nodes, full)
+    assert got["type"] == "none" and "SpotToSpotConsolidation" in got["reason"]
+    roomy = [_pod("fill", 5000, "stay"), _pod("p", 1000, "c")]
+    got = _decide(tmp_path, nodes, roomy)
+    assert got["type"] == "single" and got["replacement"] is None

@@ -396,3 +396,18 @@ def test_an_emptiness_command_runs_for_the_candidates_still_empty(tmp_path: Path
     row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), config))
     assert row["nodes_removed"] == 1 and row["nodes_added"] == 0 and row["pods_evicted"] == 0
     assert row["node_hours"] == pytest.approx(2 * 2 + 25 / 3600, abs=1e-6)
+
+
+def test_spot_nodes_are_not_replaced_by_spot_nodes(tmp_path: Path) -> None:
+    """As in the replacement case, an 8-core node with a 3-core pod beside an empty 4-core
+    node, both labelled ``karpenter.sh/capacity-type: spot``: the empty node goes (emptiness,
+    0:25), but the 8-core node, whose pod fits on no other node, is not replaced by the cheaper
+    4-core shape: its pool may launch spot (no requirement excludes it) and spot-to-spot
+    consolidation is off by default upstream. Unlabelled (on-demand), the same cluster has it
+    replaced (``test_a_node_is_replaced_only_by_a_strictly_cheaper_shape``)."""
+    spot = '{"karpenter.sh/capacity-type": "spot"}'
+    nodes = [N("big", cpu=8000, memory=32 * GI, labels=spot), N("small", labels=spot)]
+    snap = _snapshot(tmp_path, nodes, [P("p0", "big", cpu=3000)])
+    row = _row(_whatif(tmp_path, snap, None))
+    assert row["nodes_removed"] == 1 and row["nodes_added"] == 0 and row["pods_evicted"] == 0
+    assert row["node_hours"] == pytest.approx(2 + 25 / 3600, abs=1e-6)

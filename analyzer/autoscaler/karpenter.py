@@ -360,6 +360,7 @@ class Candidate:
     price: float | None
     kind: str = ""  # instance type (filterOutSameInstanceType)
     reschedule: float = 1.0  # 1 + the positive EvictionCost of its pods to move
+    spot: bool = False  # labelled karpenter.sh/capacity-type: spot
 
     @property
     def ratio(self) -> float:
@@ -368,13 +369,19 @@ class Candidate:
 
     @classmethod
     def of(
-        cls, name: str, pool: str, costs: Sequence[float], price: float | None, kind: str
+        cls,
+        name: str,
+        pool: str,
+        costs: Sequence[float],
+        price: float | None,
+        kind: str,
+        spot: bool = False,
     ) -> Candidate:
         """The candidate whose pods to move have the ``EvictionCost``s ``costs`` (in pod
         order: their sum is the cost), empty when none of them is above 0
         (``Candidate.IsEmpty``: a ``RescheduleDisruptionCost`` of 1)."""
         reschedule = reschedule_cost(costs)
-        return cls(name, pool, sum(costs), reschedule <= 1.0, price, kind, reschedule)
+        return cls(name, pool, sum(costs), reschedule <= 1.0, price, kind, reschedule, spot)
 
 
 def savings_order(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -405,6 +412,7 @@ def decide(
     leftover: Callable[[list[str]], list[Mapping[str, int]]],
     totals: Mapping[str, PoolTotals] | None = None,
     first: str = "empty",
+    spot_launchable: bool = True,
 ) -> Decision:
     """The disruption controller's command for the candidates ``ordered`` by ``savings_order``:
     emptiness, then multi-node, then single-node consolidation (module docstring).
@@ -414,8 +422,12 @@ def decide(
     ``leftover(names)``: the requests of the pods of ``names`` that fit on no node that stays;
     ``totals``: each pool's ``PoolTotals``, read under the ``Balanced`` policy (a pool without
     them scores 0). ``first``: the method to start from (``METHODS``): the controller goes on
-    with the next method, at the same run, when a command fails its validation."""
+    with the next method, at the same run, when a command fails its validation.
+    ``spot_launchable``: the pool may launch spot nodes (no capacity-type requirement excludes
+    spot); then candidates that are all spot get no replacement (``computeConsolidation`` hands
+    them to spot-to-spot consolidation, off by default: ``SpotToSpotConsolidation``)."""
     decision = Decision("none")
+    spot_refused = False
     start = METHODS.index(first)
     empty = _within_budget([c for c in ordered if c.empty], allowed, "Empty") if start == 0 else []
     if empty:
@@ -478,9 +490,13 @@ def decide(
         return approved(move_score(float(c.price or 0.0), c.reschedule, pool))
 
     def option(group: list[Candidate]) -> tuple[bool, list[Shape]]:
+        nonlocal spot_refused
         left = leftover([c.name for c in group])
         if not left:
             return True, []
+        if spot_launchable and all(c.spot for c in group):
+            spot_refused = True
+            return False, []
         known = [float(c.price or 0.0) for c in group]
         options = fitting(left, shapes(group), sum(known))
         if len(group) > 1 and options:
@@ -552,6 +568,10 @@ def decide(
         )
     else:
         decision.reason = "no candidate's pods fit elsewhere or on a cheaper shape"
+    if spot_refused:
+        decision.reason += (
+            "; a spot node is not replaced by a spot node (SpotToSpotConsolidation, off by default)"
+        )
     return decision
 
 
@@ -585,7 +605,8 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         if reason:
             continue
         kind = types[node.name]
-        candidate = Candidate.of(node.name, "", moves, prices.get(kind), kind)
+        spot = node.labels.get(CAPACITY_TYPE) == "spot"
+        candidate = Candidate.of(node.name, "", moves, prices.get(kind), kind, spot)
         missing = [k for k in (CAPACITY_TYPE, ZONE) if k not in node.labels]
         if candidate.price is None and not candidate.empty:
             notes[node.name] = (

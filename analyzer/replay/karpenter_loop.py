@@ -32,6 +32,7 @@ import numpy as np
 from analyzer.autoscaler.cron import active as cron_active
 from analyzer.autoscaler.karpenter import (
     BALANCED,
+    CAPACITY_TYPE,
     DISRUPTED_TAINT,
     DO_NOT_DISRUPT,
     Candidate,
@@ -160,6 +161,13 @@ class KarpenterAutoscaler:
         # the pass that follows a command at once (upstream's ``RequeueImmediately``)
         self.validating: Pending | None = None
         self.requeue: int | None = None
+        # whether the pool may launch spot nodes (no capacity-type requirement excludes spot):
+        # then candidates that are all spot get no replacement (``decide``)
+        self.spot_launchable = all(
+            r.allows({CAPACITY_TYPE: "spot"})
+            for r in settings.requirements
+            if r.key == CAPACITY_TYPE
+        )
 
     # -- the engine's side ---------------------------------------------------------------------
     @property
@@ -509,7 +517,9 @@ class KarpenterAutoscaler:
             kind, price = found.name, found.price
         pinned, cost_of = self.pinned, self.costs
         costs = [cost_of[p] for p in self.on_node[slot] if not pinned[p]]  # in pod order
-        return Candidate.of(self.state.node_names[slot], pool, costs, price, kind)
+        labels = self.state.node_labels
+        spot = bool(labels) and labels[slot].get(CAPACITY_TYPE) == "spot"
+        return Candidate.of(self.state.node_names[slot], pool, costs, price, kind, spot)
 
     def _kept(self, slot: int, now: int) -> bool:
         """Whether a pod on ``slot`` has an active ``karpenter.sh/do-not-disrupt`` (``"true"``,
@@ -642,7 +652,10 @@ class KarpenterAutoscaler:
             return left
 
         totals = self._totals(ordered) if self.settings.policy == BALANCED else None
-        return decide(ordered, allowed, self.settings.policy, shapes, leftover, totals, first)
+        return decide(
+            ordered, allowed, self.settings.policy, shapes, leftover, totals, first,
+            self.spot_launchable,
+        )  # fmt: skip
 
     def _totals(self, candidates: Sequence[Candidate]) -> dict[str, PoolTotals]:
         """Each pool's ``PoolTotals`` (``balanced.go`` ``computeNodePoolTotals``) over its nodes
