@@ -1,5 +1,5 @@
-"""``analyzer autoscale``: node-group minimums, GPU nodes and CA's deletion taint, by upstream's
-rules (cluster-autoscaler, paths under cluster-autoscaler/ before the 2026 move to
+"""``analyzer autoscale``: node-group minimums, GPU nodes, pod-level requests and CA's deletion
+taint, by upstream's rules (cluster-autoscaler, paths under cluster-autoscaler/ before the 2026 move to
 sigs.k8s.io/cluster-autoscaler).
 
 - A node whose group is at or below its minSize is no scale-down candidate at all: CA's
@@ -11,6 +11,8 @@ sigs.k8s.io/cluster-autoscaler).
 - A GPU node offers a non-zero GPU allocatable (``nvidia.com/gpu`` up to 1.34, any vendor's from
   1.35: utils/gpu/gpu.go ``GPUVendorResourceNames``) or carries a provider's GPU label.
 - The ToBeDeleted taint's value is read with Go's ``strconv.ParseInt``.
+- Utilisation reads ``PodRequests`` (component-helpers): pod-level ``spec.resources`` requests
+  replace the containers' sum for cpu and memory (PodLevelResources, on by default from 1.34).
 """
 
 from __future__ import annotations
@@ -173,3 +175,21 @@ def test_the_deletion_taint_is_read_as_go_reads_it(tmp_path: Path) -> None:
     got = by_name(run(tmp_path, _ca(nodes, [], None)))
     assert got["plus"]["unremovableReason"] == "CurrentlyBeingDeleted"
     assert got["other"]["candidate"] and got["other"]["removable"]
+
+
+def test_pod_level_requests_count_in_the_utilisation(tmp_path: Path) -> None:
+    """A pod whose containers request 100m but whose pod-level requests say 800m, on a 1-core
+    node: 0.8 of its cpu (NotUnderutilized), not 0.1."""
+    spec = {
+        "nodeName": "n",
+        "resources": {"requests": {"cpu": "800m", "memory": "1Mi"}},
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+    }
+    scenario = _ca(
+        [node("n", {"cpu": 1000, "memory": 2**30})],
+        [{"metadata": {"name": "p", "namespace": "default"}, "spec": spec}],
+        None,
+    )
+    got = by_name(run(tmp_path, scenario))["n"]
+    assert got["utilizationByResource"]["cpu"] == 0.8
+    assert got["unremovableReason"] == "NotUnderutilized"

@@ -53,7 +53,6 @@ from analyzer.autoscaler.removal_state import build_state
 from analyzer.autoscaler.result import finite
 from analyzer.autoscaler.scenario import AutoscaleScenario
 from analyzer.autoscaler.utilization import calculate
-from analyzer.core.resources import pod_requests
 from analyzer.core.structured import preview
 from analyzer.scheduling.constraint_types import Taint
 
@@ -638,7 +637,7 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         fitter = _Fitter(scenario, pool.shapes)
 
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
-            return [pod_requests(p.obj.spec) for p in fitter.leftover(names) or []]
+            return [dict(p.requests) for p in fitter.leftover(names) or []]
 
         totals = None
         if pool.policy == BALANCED:

@@ -55,8 +55,14 @@ class CAPod:
     @cached_property
     def requests(self) -> Mapping[str, int]:
         """``PodRequests`` of its spec, made once (the spec of a frozen pod object never
-        changes; read only)."""
-        return pod_requests(self.obj.spec)
+        changes; read only): pod-level ``spec.resources`` requests (PodLevelResources, on by
+        default from Kubernetes 1.34) replace the containers' sum for cpu and memory, overhead
+        still added, as the scheduler's ``PodObject.demand`` reads them."""
+        requests = pod_requests(self.obj.spec)
+        overhead = self.obj.spec.overhead
+        for name, value in self.obj.pod_requests.items():
+            requests[name] = value + overhead.get(name, 0)
+        return requests
 
     @cached_property
     def key(self) -> str:
