@@ -25,7 +25,10 @@ Semantics (DESIGN.md "Replay", normative):
   (``ReplayInput.replaced``, arrivals "created": then it is simply gone). With arrivals
   "created" nobody preempts before the data's start (pods deleted before it are not in the data,
   so the cluster then held more than the replay knows);
-- pods on a node that leaves go back to the queue (they keep their place by arrival);
+- pods on a node that leaves are tried again at once, as arrivals (their controllers' new pods,
+  which kube-scheduler's active queue takes at once), keeping their place by arrival; those that
+  fit nowhere wait in the queue (until 2026-12-01 they went to the queue untried, and waited
+  until capacity freed somewhere they fit, however much room other nodes had);
 - with the snapshot's node-state intervals, taints, cordons and not-ready periods hold only
   while they did, and NoExecute taints evict (``analyzer.replay.node_state``);
 - ties are broken with a seeded ``numpy`` Generator, so the same seed gives the same result;
@@ -63,7 +66,7 @@ from analyzer.replay.preemption import ReplayPreemption
 from analyzer.replay.priority_order import by_priority, pod_priorities, queue_rank
 from analyzer.replay.queue import PendingQueue
 from analyzer.replay.recorder import Recorder
-from analyzer.replay.refusals import NODE_LEFT, Refusal, RefusalCounter, WaitReasons
+from analyzer.replay.refusals import Refusal, RefusalCounter, WaitReasons
 from analyzer.replay.result import ReplayResult
 from analyzer.replay.scoring import ScoreCache
 from analyzer.replay.strategy import OBSERVED as OBSERVED
@@ -463,7 +466,7 @@ def replay(
                             pre.gone[pod] = True
                         if not pinned[pod] and not gone:
                             evicted += 1
-                            enqueue(pod, now, NODE_LEFT)
+                            back.append(pod)  # tried at once with the arrivals
             else:  # NODE_JOIN
                 active[item] = True
                 changed.append(item)

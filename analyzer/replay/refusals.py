@@ -63,7 +63,6 @@ class Refusal:
 # Reasons that are not a filter's (no node count): a pod the replay could not try to place.
 NOT_BOUND = Refusal(0, (("not bound to any node in the data (observed keeps it unplaced)", 0),))
 PINNED_NODE_ABSENT = Refusal(0, (("its own node is not present (DaemonSet/static pod)", 0),))
-NODE_LEFT = Refusal(0, (("its node left the cluster; waiting for capacity to free", 0),))
 
 
 @dataclass

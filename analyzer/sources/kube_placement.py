@@ -96,6 +96,7 @@ class CoreMirror:
             # another cluster (e.g. the next history chunk) may reuse uids with other requests
             self._source, self._applied, self._demands = state, 0, {}
         core = self._core
+        core.present = state.present
         for node, step, pod in state.log[self._applied :]:
             demand = self.demand(pod, core)
             if step > 0:

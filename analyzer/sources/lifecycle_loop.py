@@ -122,6 +122,8 @@ def run_lifecycles(
     ``describe`` gives each placement request the pod's snapshot cells (``PlacementRequest.cells``).
     """
     begin, end = window
+    if autoscaler is not None:  # the same array, updated in place as nodes join and leave
+        state.present = autoscaler.present
     pools_arr = np.array(state.pools)
     names = _Names(rng)
     preempter = preempter_of(place)

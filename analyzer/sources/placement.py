@@ -63,6 +63,9 @@ class ClusterState:
     # every bind (+1) and unbind (-1) in order: (node, step, pod), so a placer keeping its own
     # state (placed pods' labels for spread and affinity) can follow incrementally
     log: list[tuple[int, int, PlacementRequest]] = field(default_factory=list)
+    # the nodes that exist now (an autoscaled cluster's, updated in place; None: every node):
+    # an exact placer's PodTopologySpread counts only these as domains, as upstream does
+    present: np.ndarray | None = None
     # each placed pod's request vector (``vector``), built once for its fit, bind and unbind;
     # keyed by the request's id, the request kept so that the id stays its own
     _needs: dict[int, tuple[PlacementRequest, np.ndarray, tuple[tuple[int, int], ...]]] = field(

@@ -204,13 +204,18 @@ class PodTopologySpread:
         return state.pod_index.match_counts(c.selector, pod.namespace)
 
     def _included(self, state: ClusterState, pod: PodDemand, c: _Constraint) -> BoolArray:
-        """Nodes whose pods count for ``c`` (inclusion policies; legacy: node affinity)."""
+        """Nodes whose pods count for ``c`` (inclusion policies; legacy: node affinity), among
+        the nodes that exist (``state.present``: upstream counts the snapshot's nodes, so a
+        replay's node that has not joined yet or has left is no domain)."""
         count = state.node_count
         if not self.node_inclusion:
-            return affinity_mask(state, pod)
-        mask = affinity_mask(state, pod) if c.affinity_honor else np.ones(count, dtype=bool)
-        if c.taints_honor:
-            mask = mask & taint_mask(state, pod)[0]
+            mask = affinity_mask(state, pod)
+        else:
+            mask = affinity_mask(state, pod) if c.affinity_honor else np.ones(count, dtype=bool)
+            if c.taints_honor:
+                mask = mask & taint_mask(state, pod)[0]
+        if state.present is not None:
+            mask = mask & state.present
         return mask
 
     # ------------------------------------------------------------------ filter
