@@ -33,6 +33,7 @@ from analyzer.autoscaler.eligibility import Eligibility, check, rules_for
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal import RemovalSimulator
+from analyzer.autoscaler.removal_snapshot import rules_for as snapshot_rules
 from analyzer.autoscaler.removal_state import Outcome
 from analyzer.scheduling.framework import Profile
 
@@ -130,6 +131,7 @@ def plan(
     empty_first = sorted(candidates, key=lambda n: not is_empty(cluster, n, options, now))
     pdbs = PdbTracker(cluster.budgets)
     simulator = RemovalSimulator(cluster, profile, options, now)
+    simulator.snapshot = snapshot_rules(profile.version)
     unneeded: list[Outcome] = []
     for name in empty_first:
         outcome = simulator.simulate(name, pdbs)

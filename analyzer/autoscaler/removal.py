@@ -38,6 +38,7 @@ from analyzer.autoscaler.hinted import HintedPlan
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal_place import Placement
+from analyzer.autoscaler.removal_snapshot import NO_RULES, SnapshotRules, enter, leave
 from analyzer.autoscaler.removal_state import (
     LiveState,
     Outcome,
@@ -128,6 +129,9 @@ class RemovalSimulator(Placement):
         # the nodes whose pods a caller reads in the pass (``pods_on``; the replay: its
         # candidates), or None: any. ``apply`` keeps the pods it moves onto the others nowhere
         self.readers: set[str] | None = None
+        # what CA's snapshot holds of a simulated node (``removal_snapshot``); a caller sets the
+        # version's rules (``analyzer autoscale``), the replay leaves them off
+        self.snapshot: SnapshotRules = NO_RULES
         if live is not None:
             self.static = live.static  # the replay's own state (its pods already bound): no copy
             # the caller's mask says which nodes exist, are schedulable and not being deleted
@@ -333,7 +337,17 @@ class RemovalSimulator(Placement):
         self.destinations[self.position[node]] = False
 
     def simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
-        """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move."""
+        """``SimulateNodeRemoval``: drain rules first, then re-place the pods to move; the
+        version's snapshot rules around it where a caller set them (``snapshot``)."""
+        if not self.snapshot.active:
+            return self._simulate(node, pdbs)
+        index = self.position[node]
+        before = enter(self.state, index, self.snapshot, self.now)
+        outcome = self._simulate(node, pdbs)
+        leave(self.state, index, self.snapshot, before, outcome.removable)
+        return outcome
+
+    def _simulate(self, node: str, pdbs: PdbTracker) -> Outcome:
         pods = self.pods_on(node)
         key = (tuple(map(id, pods)), self.drain_key, tuple(pdbs.remaining))
         found = None if self.drains is None else self.drains.get(key)

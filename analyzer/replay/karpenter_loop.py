@@ -53,8 +53,8 @@ from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
 from analyzer.replay.karpenter_simulate import Need, Reads, leftover
 from analyzer.replay.karpenter_validate import Pending, validate
-from analyzer.replay.node_state import set_node_taints
 from analyzer.scheduling.framework import Profile
+from analyzer.scheduling.node_taints import set_node_taints
 from analyzer.scheduling.state import ClusterState
 
 SECOND = 1_000_000_000

@@ -37,10 +37,10 @@ import pandas as pd
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.refusals import Refusal
 from analyzer.scheduling.constraint_types import AUTOSCALER_TAINT_KEYS, Taint, Toleration
-from analyzer.scheduling.plugins.helper.node_constraints import _CACHE_KEY as CONSTRAINTS_KEY
+from analyzer.scheduling.node_taints import forget_taint_caches
+from analyzer.scheduling.node_taints import set_node_taints as set_node_taints
 from analyzer.scheduling.plugins.helper.node_constraints import retaint as retaint_filter
 from analyzer.scheduling.plugins.nodeunschedulable import CACHE_KEY as CORDONED_KEY
-from analyzer.scheduling.plugins.tainttoleration import _CACHE_KEY as TAINT_SCORE_KEY
 from analyzer.scheduling.plugins.tainttoleration import retaint as retaint_score
 from analyzer.scheduling.state import ClusterState
 
@@ -139,7 +139,7 @@ class NodeStateTimeline:
             state.node_taints[node] = value.taints
             state.node_unschedulable[node] = value.unschedulable
             self._next += 1
-        _forget_caches(state)
+        forget_taint_caches(state)
 
     def next_time(self) -> int:
         """The next instant a node's state changes or an eviction is due (``NEVER``: none)."""
@@ -221,28 +221,6 @@ def eviction_delay(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -
     if not bounded:
         return None
     return max(0, min(bounded))
-
-
-def set_node_taints(
-    state: ClusterState, nodes: Sequence[int], taints: Sequence[tuple[Taint, ...]]
-) -> None:
-    """Give ``nodes`` the ``taints`` (an autoscaler's own: Karpenter's disruption taint on the
-    nodes it is about to replace), the per-taint-set caches following them as at a change of
-    the snapshot's node states. The caller tells the score cache (``node_state_changed``)."""
-    if not state.node_taints:  # no node was tainted: every node's list made first
-        state.node_taints = [() for _ in range(state.node_count)]
-        _forget_caches(state)
-    for node, value in zip(nodes, taints, strict=True):
-        state.node_taints[node] = value
-    retaint_filter(state, list(nodes))
-    retaint_score(state, list(nodes))
-
-
-def _forget_caches(state: ClusterState) -> None:
-    """Drop the per-taint-set masks TaintToleration keeps in ``state.cache`` (rebuilt lazily)."""
-    state.cache.pop(CONSTRAINTS_KEY, None)
-    state.cache.pop(TAINT_SCORE_KEY, None)
-    state.cache.pop(CORDONED_KEY, None)
 
 
 def summary(snapshot: Snapshot) -> dict[str, dict[str, float]]:
