@@ -28,10 +28,12 @@ SHAPES = [
 CPU = {"small": 2, "medium": 4, "large": 8, "c64": 64}
 
 
-def _node(name: str, shape: str, ready: str | None = None, keep: bool = False) -> dict[str, Any]:
+def _node(
+    name: str, shape: str, ready: str | None = None, keep: bool = False, memory: str = "64Gi"
+) -> dict[str, Any]:
     labels = {"node.kubernetes.io/instance-type": shape, "karpenter.sh/capacity-type": "on-demand",
               "topology.kubernetes.io/zone": "z1", "karpenter.sh/nodepool": "default"}  # fmt: skip
-    status: dict[str, Any] = {"allocatable": {"cpu": str(CPU[shape]), "memory": "64Gi",
+    status: dict[str, Any] = {"allocatable": {"cpu": str(CPU[shape]), "memory": memory,
                                               "pods": "110"}}  # fmt: skip
     if ready is not None:
         status["conditions"] = [{"type": "Ready", "status": ready}]
@@ -41,12 +43,14 @@ def _node(name: str, shape: str, ready: str | None = None, keep: bool = False) -
     return {"kind": "Node", "metadata": meta, "status": status}
 
 
-def _pod(name: str, cpu: int, node: str | None, **extra: Any) -> dict[str, Any]:
+def _pod(
+    name: str, cpu: int, node: str | None, memory: str = "1Mi", **extra: Any
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": {"app": name},
                             "ownerReferences": [{"kind": "ReplicaSet", "name": "rs",
                                                  "apiVersion": "apps/v1", "controller": True}]}  # fmt: skip
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {
-        "requests": {"cpu": f"{cpu}m", "memory": "1Mi"}}}]}  # fmt: skip
+        "requests": {"cpu": f"{cpu}m", "memory": memory}}}]}  # fmt: skip
     if node is not None:
         spec["nodeName"] = node
     status = {"phase": "Running" if node else "Pending", **extra}
@@ -162,3 +166,17 @@ def test_a_spot_node_is_not_replaced_by_a_spot_node(tmp_path: Path) -> None:
     roomy = [_pod("fill", 5000, "stay"), _pod("p", 1000, "c")]
     got = _decide(tmp_path, nodes, roomy)
     assert got["type"] == "single" and got["replacement"] is None
+
+
+def test_the_staying_nodes_are_tried_by_name(tmp_path: Path) -> None:
+    """``sortExistingNodes``: initialized nodes first, then by name. Candidate c holds p1 (2
+    cores, 1 GiB) and p2 (1 core, 3 GiB); a-node (listed last) has 2 cores and 1 GiB free,
+    b-node 3 cores and 3 GiB. By name p1 takes a-node and p2 b-node: c is deleted. Tried in
+    the listed order, p1 would take b-node's room and p2 fit nowhere (a replacement)."""
+    nodes = [_node("b-node", "medium", keep=True, memory="4Gi"), _node("c", "medium"),
+             _node("a-node", "medium", keep=True, memory="2Gi")]  # fmt: skip
+    pods = [_pod("fill-b", 1000, "b-node", memory="1Gi"),
+            _pod("fill-a", 2000, "a-node", memory="1Gi"),
+            _pod("p1", 2000, "c", memory="1Gi"), _pod("p2", 1000, "c", memory="3Gi")]  # fmt: skip
+    got = _decide(tmp_path, nodes, pods)
+    assert got["type"] == "single" and got["nodes"] == ["c"] and got["replacement"] is None

@@ -258,12 +258,17 @@ def queue_key(pod: CAPod) -> tuple[int, int, float, str]:
 
 class _Fitter:
     """Places pods of removed nodes, and the pending pods a node could be launched for, on the
-    nodes that stay (scheduler filters, first fit, in ``queue_key`` order)."""
+    nodes that stay (scheduler filters, in ``queue_key`` order, each on the first node by name
+    that fits)."""
 
     def __init__(self, scenario: AutoscaleScenario, shapes: Sequence[Shape]) -> None:
         self.scenario = scenario
         self.state, self.demands = build_state(scenario.cluster, scenario.pending)
         self.position = {n.name: i for i, n in enumerate(scenario.cluster.nodes)}
+        # the staying nodes are tried by name (``Scheduler.sortExistingNodes``: initialized
+        # first, as every node of a scenario is, then by name), not in the scenario's order
+        names = [n.name for n in scenario.cluster.nodes]
+        self.by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
         # a pending pod no instance type holds only gives a scheduling error upstream, which
         # ``AllNonPendingPodsScheduled`` ignores: it changes no answer, so it is left out
         self.pending = [
@@ -301,7 +306,7 @@ class _Fitter:
             feasible = allowed.copy()
             for plugin in self.scenario.profile.filters:
                 feasible &= plugin.filter(self.state, demand, self.scenario.now).feasible
-            hits = np.flatnonzero(feasible)
+            hits = self.by_name[feasible[self.by_name]]
             if len(hits):
                 self.state.bind(int(hits[0]), demand)
                 undo.append((int(hits[0]), demand, False))
