@@ -487,11 +487,23 @@ def test_the_page_shows_the_rows_and_the_node_count_chart(spread: Path, tmp_path
             "[...document.querySelectorAll('img.chart')].filter(i => i.alt.startsWith("
             "'Nodes over time')).map(i => i.complete && i.naturalWidth > 0)"
         )
+        # every reason of the "Why nodes stayed" table, and the paragraph that explains them
+        reasons = browser.evaluate(
+            "[...document.querySelectorAll('table[data-table=autoscaler_reasons] tbody tr')]"
+            ".map(r => r.cells[2].textContent)"
+        )
+        explained = browser.evaluate(
+            "[...document.querySelectorAll('p')].map(p => p.textContent)"
+            ".filter(t => t.startsWith('Why nodes stayed')).join(' ')"
+        )
         browser.call("Runtime.evaluate", expression="0")
     finally:
         browser.close()
     assert browser.console_errors() == []
     assert chart == [True]
+    # each reason the table shows is explained on the page
+    assert {"NotUnderutilized", "NoPlaceToMovePods"} <= set(reasons), reasons
+    assert all(f"{reason}:" in explained for reason in reasons), (reasons, explained)
     (row,) = cells
     shown = dict(zip((h.rstrip(" ↕") for h in heads), row, strict=True))
     assert shown["Strategy + autoscaler"] == "kube-default + cluster-autoscaler"

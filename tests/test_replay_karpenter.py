@@ -268,6 +268,15 @@ def test_the_page_shows_the_karpenter_row_and_the_node_count_chart(
             "'Nodes over time')).map(i => i.complete && i.naturalWidth > 0)"
         )
         notes = browser.evaluate("document.querySelector('[data-notes=autoscaler]').textContent")
+        # every reason of the "Why nodes stayed" table, and the paragraph that explains them
+        reasons = browser.evaluate(
+            "[...document.querySelectorAll('table[data-table=autoscaler_reasons] tbody tr')]"
+            ".map(r => r.cells[2].textContent)"
+        )
+        explained = browser.evaluate(
+            "[...document.querySelectorAll('p')].map(p => p.textContent)"
+            ".filter(t => t.startsWith('Why nodes stayed')).join(' ')"
+        )
         browser.call("Runtime.evaluate", expression="0")
     finally:
         browser.close()
@@ -276,7 +285,7 @@ def test_the_page_shows_the_karpenter_row_and_the_node_count_chart(
     (row,) = cells
     shown = dict(zip((h.rstrip(" ↕") for h in heads), row, strict=True))
     assert shown["Strategy + autoscaler"] == "kube-default + karpenter"
-    # the hand-worked figures (first test): 4 h 10 s of nodes, one removed, one evicted
+    # the hand-worked figures (first test): 4 h 25 s of nodes, one removed, one evicted
     assert shown["Node-hours"] == "4.0" and shown["Nodes removed"] == "1"
     assert shown["Pods evicted by scale-down or consolidation"] == "1"
     assert answer == (
@@ -285,6 +294,10 @@ def test_the_page_shows_the_karpenter_row_and_the_node_count_chart(
     )
     # unpriced: the page says what ranks the shapes
     assert "ranked by capacity" in notes
+    # each reason the table shows is explained on the page (this cluster: Disrupting,
+    # Consolidatable, NotCheaper)
+    assert {"Disrupting", "Consolidatable", "NotCheaper"} <= set(reasons)
+    assert all(f"{reason}:" in explained for reason in reasons), (reasons, explained)
 
 
 def test_none_is_unchanged_by_a_karpenter_section(spread: Path, tmp_path: Path) -> None:
