@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from autoscaler_page import reasons_and_explanation
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 from reliability_doc import documented_exit
@@ -487,15 +488,7 @@ def test_the_page_shows_the_rows_and_the_node_count_chart(spread: Path, tmp_path
             "[...document.querySelectorAll('img.chart')].filter(i => i.alt.startsWith("
             "'Nodes over time')).map(i => i.complete && i.naturalWidth > 0)"
         )
-        # every reason of the "Why nodes stayed" table, and the paragraph that explains them
-        reasons = browser.evaluate(
-            "[...document.querySelectorAll('table[data-table=autoscaler_reasons] tbody tr')]"
-            ".map(r => r.cells[2].textContent)"
-        )
-        explained = browser.evaluate(
-            "[...document.querySelectorAll('p')].map(p => p.textContent)"
-            ".filter(t => t.startsWith('Why nodes stayed')).join(' ')"
-        )
+        reasons, explained = reasons_and_explanation(browser)
         browser.call("Runtime.evaluate", expression="0")
     finally:
         browser.close()

@@ -1,0 +1,18 @@
+"""What the what-if page's "Why nodes stayed" part shows, read in a real browser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def reasons_and_explanation(browser: Any) -> tuple[list[str], str]:
+    """The reasons in the "Why nodes stayed" table, and the paragraph that explains them."""
+    reasons = browser.evaluate(
+        "[...document.querySelectorAll('table[data-table=autoscaler_reasons] tbody tr')]"
+        ".map(r => r.cells[2].textContent)"
+    )
+    explained = browser.evaluate(
+        "[...document.querySelectorAll('p')].map(p => p.textContent)"
+        ".filter(t => t.startsWith('Why nodes stayed')).join(' ')"
+    )
+    return list(reasons), str(explained)
