@@ -90,6 +90,19 @@ class AutoscalerSettings:
     groups_from: str = "the config"
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def spare_labels(labels: dict[str, str], name: str) -> dict[str, str]:
+    """A new node's labels copied from its template node: its own ``kubernetes.io/hostname``
+    (its name) where the template has one, as cluster-autoscaler's sanitized template node
+    (``simulator/node_info_utils.go`` ``createSanitizedNode``) and a launched node have; with
+    the template's, a new node would share its hostname domain (spreading, anti-affinity)."""
+    if HOSTNAME not in labels:
+        return labels
+    return {**labels, HOSTNAME: name}
+
+
 def _seconds(raw: Any, where: str) -> int:
     if isinstance(raw, float):  # the section's durations are strings or whole seconds
         raise InputError(f"{where}: {preview(raw)} is not a duration like 10m or 30s")
@@ -264,6 +277,11 @@ def with_node_groups(
         raise InputError(f"snapshot: node {sorted(taken)[0]} clashes with the autoscaler's names")
     t = inp.template
     rows = np.array(spare_rows, dtype=np.int64)
+    labels = (
+        [spare_labels(t.node_labels[r], n) for r, n in zip(spare_rows, spare_names, strict=True)]
+        if t.node_labels
+        else []
+    )
     template = ClusterState(
         resources=t.resources,
         node_names=(*t.node_names, *spare_names),
@@ -272,7 +290,7 @@ def with_node_groups(
         nonzero_requested=np.zeros((t.node_count + len(rows), 2), dtype=np.int64),
         pod_count=np.zeros(t.node_count + len(rows), dtype=np.int64),
         allowed_pods=np.concatenate([t.allowed_pods, t.allowed_pods[rows]]),
-        node_labels=[*t.node_labels, *(t.node_labels[r] for r in spare_rows)],
+        node_labels=[*t.node_labels, *labels],
         node_annotations=[*t.node_annotations, *(t.node_annotations[r] for r in spare_rows)],
         node_taints=[*t.node_taints, *(t.node_taints[r] for r in spare_rows)]
         if t.node_taints

@@ -39,7 +39,12 @@ from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.prices import Prices
 from analyzer.core.structured import plain, preview
-from analyzer.replay.autoscale_setup import AutoscalerSettings, node_pools, parse_settings
+from analyzer.replay.autoscale_setup import (
+    AutoscalerSettings,
+    node_pools,
+    parse_settings,
+    spare_labels,
+)
 from analyzer.replay.input import NEVER, ReplayInput, rebuild_events
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.state import ClusterState
@@ -315,7 +320,12 @@ def _extended(t: ClusterState, rows: list[int], names: list[str]) -> ClusterStat
         nonzero_requested=np.zeros((total, 2), dtype=np.int64),
         pod_count=np.zeros(total, dtype=np.int64),
         allowed_pods=np.concatenate([t.allowed_pods, t.allowed_pods[idx]]),
-        node_labels=[*t.node_labels, *(t.node_labels[r] for r in rows)],
+        node_labels=[
+            *t.node_labels,
+            *(spare_labels(t.node_labels[r], n) for r, n in zip(rows, names, strict=True)),
+        ]
+        if t.node_labels
+        else [],
         node_annotations=[*t.node_annotations, *(t.node_annotations[r] for r in rows)],
         node_taints=[*t.node_taints, *(t.node_taints[r] for r in rows)] if t.node_taints else [],
         node_unschedulable=[*t.node_unschedulable, *([False] * len(rows))]
