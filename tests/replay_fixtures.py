@@ -31,6 +31,7 @@ class N:
     pods: int | None = None
     annotations: str = "{}"
     labels: str = "{}"
+    pool: str = "pool"
 
 
 @dataclass
@@ -71,7 +72,7 @@ def build(
     node_frame = pd.DataFrame(
         {
             "node": [n.name for n in nodes],
-            "pool": ["pool"] * len(nodes),
+            "pool": [n.pool for n in nodes],
             "annotations": [n.annotations for n in nodes],
             "labels": [n.labels for n in nodes],
             "first_seen": [at(n.first if n.first is not None else 0) for n in nodes],

@@ -417,3 +417,53 @@ def test_spot_nodes_are_not_replaced_by_spot_nodes(tmp_path: Path) -> None:
     row = _row(_whatif(tmp_path, snap, None))
     assert row["nodes_removed"] == 1 and row["nodes_added"] == 0 and row["pods_evicted"] == 0
     assert row["node_hours"] == pytest.approx(2 + 25 / 3600, abs=1e-6)
+
+
+def test_a_pool_whose_first_launched_node_is_busy_still_launches(tmp_path: Path) -> None:
+    """Two full 4-core nodes; P1 (3 cores) pends at 10:00 and gets a new 4-core node (Ready at
+    12:01); P2 (2 cores) pends at 15:00 and fits nowhere (1 core left on the new node), so a
+    second node is launched at 15:01, Ready at 17:01: 121 s of waiting each. Upstream asks its
+    NodeClaim template whether the pool may hold a pod; the replay asked the pool's first slot,
+    which by then ran P1 and failed the resource fit, and that answer was kept: P2 waited to
+    its end."""
+    fill = [P("f1", "n1", cpu=4000), P("f2", "n2", cpu=4000)]
+    late = [P("P1", None, cpu=3000, start=10, end=110), P("P2", None, cpu=2000, start=15, end=110)]
+    snap = _snapshot(tmp_path, [N("n1"), N("n2")], [*fill, *late])
+    row = _row(_whatif(tmp_path, snap, _karpenter("{consolidateAfter: Never}")))
+    assert row["scale_ups"] == 2 and row["nodes_added"] == 2
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(2 * 121.0)
+
+
+def test_a_pod_joins_the_open_node_claim_with_the_fewest_pods(tmp_path: Path) -> None:
+    """A full 4-core and a full 8-core node (the pool's two shapes; the 4-core node's pod comes
+    a moment later, so the 8-core pod takes the 8-core node); pods of 3, 3, 3 and 2 cores pend
+    together at 10:00. Largest first: the first two 3-core pods share a claim (6 of
+    8 cores), the third opens a second; the 2-core pod fits both claims and joins the one with
+    fewer pods (``Scheduler.add``), so both claims hold 5–6 cores: two 8-core nodes, Ready at
+    12:01 and kept to the end (consolidation off). Joining the first claim (8 cores, then a
+    4-core node for the lone 3-core pod) would give 12 cores instead of 16."""
+    fill = [P("f1", "small", cpu=4000, start=0.1), P("f2", "big", cpu=8000)]
+    burst = [P(f"c{i}", None, cpu=3000, start=10, end=100) for i in range(3)]
+    burst.append(P("d", None, cpu=2000, start=10, end=100))
+    nodes = [N("small"), N("big", cpu=8000, memory=32 * GI)]
+    row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, [*fill, *burst]),
+                       _karpenter("{consolidateAfter: Never}")))  # fmt: skip
+    assert row["nodes_added"] == 2 and row["pending_pod_seconds_scale_up"] == pytest.approx(4 * 121)
+    ready = (120 * 60 - (10 * 60 + 121)) / 3600
+    assert row["core_hours"] == pytest.approx(4 * 2 + 8 * 2 + 2 * 8 * ready, abs=1e-4)
+
+
+def test_equal_weight_pools_are_tried_by_name_descending(tmp_path: Path) -> None:
+    """Two pools, a and b, one full 4-core node each; a 1-core pod pends at 10:00 and either
+    pool could launch a node for it. Upstream orders NodePools by weight, equal weights by name
+    descending (``nodepool.OrderByWeight``): pool b's node is launched."""
+    nodes = [N("a1", pool="a"), N("b1", pool="b")]
+    pods = [P("fa", "a1", cpu=4000), P("fb", "b1", cpu=4000, start=0.1),
+            P("x", None, cpu=1000, start=10, end=100)]  # fmt: skip
+    run = _whatif(
+        tmp_path, _snapshot(tmp_path, nodes, pods), _karpenter("{consolidateAfter: Never}")
+    )
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    assert row["nodes_added"] == 1
+    assert row["pools"]["b"]["nodes_added"] == 1 and row["pools"]["a"]["nodes_added"] == 0

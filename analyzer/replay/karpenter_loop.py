@@ -335,12 +335,24 @@ class KarpenterAutoscaler:
         )
 
     def _compatible(self, pod: int, pool: int) -> bool:
+        """Whether a new node of ``pool`` passes ``pod``'s scheduler filters: asked of a free
+        (empty, absent) slot of each shape, as upstream asks its NodeClaim template, never of a
+        node that runs (its pods would fail the resource fit for a reason a new node does not
+        have). Kept per pod shape where the answer reads nothing that changes (no spreading nor
+        pod affinity, and a free slot asked); no free slot: no new node now."""
         key = (self.inp.shape_keys[pod], pool)
         found = self.memo.get(key)
         demand = self.inp.demands[pod]
         if found is None or demand.affinity is not None or demand.spread:
-            probes = [s for k in range(len(self.pools.shapes[pool]))
-                      for s in self.pools.slots(pool, k)[:1]]  # fmt: skip
+            probes = []
+            for k in range(len(self.pools.shapes[pool])):
+                free = [
+                    s for s in self.pools.slots(pool, k)
+                    if not self.active[s] and s not in self.provisioning
+                ][:1]  # fmt: skip
+                probes.extend(free)
+            if not probes:
+                return False
             seconds = self.clock / SECOND
             found = any(
                 all(bool(p.filter(self.state, demand, seconds).feasible[s])

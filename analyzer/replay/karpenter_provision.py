@@ -6,8 +6,10 @@ the first (``batcher.go``); then ``Provisioner.Schedule`` / ``scheduling.Schedul
 (``scheduler.go``): pods by cpu then memory, largest first (``byCPUAndMemoryDescending``), each
 onto an existing node that passes the scheduler's filters (left to the scheduler), else a node
 already launching with room (its resources), else an open new NodeClaim of a compatible pool
-whose contents with the pod still fit one of the pool's shapes, else a new NodeClaim of the first
-compatible pool (pools by name: the data carries no NodePool weights). A pool is compatible when
+whose contents with the pod still fit one of the pool's shapes, the claims holding the fewest
+pods tried first (``Scheduler.add`` sorts them so before ``addToInflightNode``), else a new
+NodeClaim of the first compatible pool (``OrderByWeight``: the data carries no NodePool weights,
+so equal weights, ordered by name descending). A pool is compatible when
 the scheduler's filters pass on an empty node of its shape (labels, taints). Each NodeClaim is
 launched as the cheapest shape that holds its pods and has a free slot (the cloud provider's
 ``Create`` picks the cheapest offering); it is Ready after ``provisioning-delay``.
@@ -104,7 +106,7 @@ def solve(
                 count[upcoming] -= 1
                 continue
             target = None
-            for claim in claims:
+            for claim in sorted(claims, key=lambda c: len(c.pods)):  # stable: ties by age
                 if not compatible(pod, claim.pool):
                     continue
                 need = claim.with_pod(demand)
@@ -113,7 +115,7 @@ def solve(
                     target = claim
                     break
             if target is None:
-                for g in range(len(shapes)):
+                for g in reversed(range(len(shapes))):  # the pools are in name order
                     alone = Claim(g).with_pod(demand)
                     if compatible(pod, g) and any(
                         holds(s, alone) and left[(g, k)] > 0 for k, s in enumerate(shapes[g])
