@@ -602,3 +602,31 @@ def test_the_text_output_says_why_no_node_went(spread: Path, tmp_path: Path) -> 
     assert "0 added, 0 removed" in run.output
     assert "because their pool was at its minSize (NodeGroupMinSizeReached" in run.output
     assert "pool pool: minSize 3, maxSize 3 (the data's observed range;" in run.output
+
+
+def test_a_node_being_provisioned_takes_only_the_pods_its_group_may_hold(tmp_path: Path) -> None:
+    """Pools small (a 2-core node labelled pool=small) and big (an 8-core node, pool=big), both
+    full. X (1 core) waits from 30:00: least-waste orders a small node at the run at 30:10.
+    Y (1 core, nodeSelector pool=big) waits from 30:30: the small node still being provisioned
+    could hold it by its resources, but not by its selector; upstream puts template copies of
+    the upcoming nodes in its snapshot and runs every filter on them
+    (``filter_out_schedulable.go``), so Y gets a big node at the run at 30:40, Ready at 32:40:
+    130 s of waiting each. Counted by resources alone, Y waited for the small node to be Ready
+    (32:10) before its own scale-up."""
+    nodes = [
+        N("a", cpu=2000, pool="small", labels=json.dumps({"pool": "small"})),
+        N("b", cpu=8000, memory=64 * GI, pool="big", labels=json.dumps({"pool": "big"})),
+    ]
+    pods = [P("fa", "a", cpu=2000, start=1), P("fb", "b", cpu=8000),
+            P("x", "a", cpu=1000, start=30), P("y", "b", cpu=1000, start=30.5)]  # fmt: skip
+    snap = build(nodes, pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"
+    snap.pods["node_selector"] = ["{}", "{}", "{}", json.dumps({"pool": "big"})]
+    write_snapshot(snap, tmp_path / "snap")
+    config = (
+        "autoscaler:\n  frequent-loops-enabled: false\n  expander: least-waste\n"
+        "  node-groups: {small: {minSize: 1, maxSize: 3}, big: {minSize: 1, maxSize: 3}}\n"
+    )
+    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    assert row["scale_ups"] == 2 and row["nodes_added"] == 2
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(2 * 130.0)

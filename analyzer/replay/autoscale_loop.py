@@ -496,6 +496,7 @@ class ClusterAutoscaler(ReplayView):
             now / SECOND,
             self.inp.shape_keys,
             self.memo,
+            self.groups.of_node,
         )
         if choice is None:
             return False

@@ -1,7 +1,8 @@
 """cluster-autoscaler's scale-up in the replay: which group grows, and by how many nodes.
 
 After ``ScaleUpOrchestrator.ScaleUp`` (core/scaleup/orchestrator/orchestrator.go): pods that fit
-on nodes already being provisioned are left to them; per group with room, the pods that pass the
+on nodes already being provisioned are left to them (the scheduler's filters pass on such a
+node, as on upstream's template copies of the upcoming nodes, and it has room left); per group with room, the pods that pass the
 scheduler's filters on an empty node of the group's shape (an unused spare slot of the group, so
 its labels, taints and allocatable are the group's) are packed first-fit decreasing onto new nodes
 (``estimator.BinpackingNodeEstimator``: pods by decreasing cpu+memory share, each onto the first
@@ -76,11 +77,13 @@ def _upcoming(
     pods: list[int],
     slots: list[int],
     keys: Sequence[bytes] = (),
+    fits: Any = None,
 ) -> set[int]:
     """The pods (of ``pods``) that fit on the nodes already being provisioned (first fit).
 
-    ``keys``: each pod's shape key (same requests): a shape that fitted none of the nodes is not
-    tried again (their room only shrinks while pods are taken)."""
+    ``keys``: each pod's shape key (same requests and constraints): a shape that fitted none of
+    the nodes is not tried again (their room only shrinks while pods are taken). ``fits(pod,
+    slot)``: the scheduler's filters pass for the pod on that empty node (None: not asked)."""
     taken: set[int] = set()
     if not slots:
         return taken
@@ -94,7 +97,11 @@ def _upcoming(
             missed.add(keys[pod])  # dropped below when the pod is taken
         row = demands[pod].requests
         for slot in slots:
-            if counts[slot] > 0 and bool(np.all(row <= free[slot])):
+            if (
+                counts[slot] > 0
+                and bool(np.all(row <= free[slot]))
+                and (fits is None or fits(pod, slot))
+            ):
                 free[slot] = free[slot] - row
                 counts[slot] -= 1
                 taken.add(pod)
@@ -153,13 +160,16 @@ def plan_scale_up(
     now: float,
     keys: Sequence[bytes] = (),
     memo: dict[tuple[bytes, int], bool] | None = None,
+    group_of: Sequence[int] | None = None,
 ) -> Option | None:
     """One scale-up for ``waiting``: per group its unused slots ``free_slots[g]`` and ``room[g]``
     (``maxSize`` less its nodes and nodes being provisioned). None: no group helps.
 
     ``keys``: each pod's shape key (the replay's ``shape_keys``) and ``memo`` a dict kept between
     calls: a pod shape's verdict on an empty node of a group is kept when its filters read nothing
-    of other pods (no spread constraints, no pod (anti-)affinity); others are judged afresh."""
+    of other pods (no spread constraints, no pod (anti-)affinity); others are judged afresh.
+    ``group_of``: each slot's group, so a node being provisioned takes only the pods its group's
+    filters pass (None: by their requests alone)."""
     fresh: dict[tuple[bytes, int], bool] = {}
 
     def fits_group(pod: int, group: int, probe: int) -> bool:
@@ -174,7 +184,14 @@ def plan_scale_up(
             found = store[key] = _fits_empty(state, profile, demand, probe, now)
         return found
 
-    upcoming = _upcoming(state, demands, list(waiting), provisioning, keys)
+    def fits_upcoming(pod: int, slot: int) -> bool:
+        assert group_of is not None
+        return fits_group(pod, group_of[slot], slot)
+
+    upcoming = _upcoming(
+        state, demands, list(waiting), provisioning, keys,
+        fits_upcoming if group_of is not None else None,
+    )  # fmt: skip
     pods = [p for p in waiting if p not in upcoming] if upcoming else list(waiting)
     if not pods:
         return None
