@@ -630,3 +630,26 @@ def test_a_node_being_provisioned_takes_only_the_pods_its_group_may_hold(tmp_pat
     row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
     assert row["scale_ups"] == 2 and row["nodes_added"] == 2
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(2 * 130.0)
+
+
+def test_the_estimator_asks_the_filters_on_its_new_nodes(tmp_path: Path) -> None:
+    """Two 4-core nodes, each nearly full (3.6 cores); three 0.5-core pods asking for host
+    port 8080 wait from 30:00. Upstream's binpacking estimator runs every filter on its new
+    nodes (``tryToScheduleOnNewNodes``): the second pod's port clashes on the first new node,
+    and so on, so the run at 30:10 orders 3 nodes at once, Ready at 32:10: 3 × 130 s. Packed
+    by resources alone, the three went onto one new node, two of them then fit nowhere, and
+    each needed a scale-up of its own, 2 minutes apart."""
+    port = json.dumps([["TCP", "0.0.0.0", 8080]])
+    pods = [P("fa", "a", cpu=3600), P("fb", "b", cpu=3600)]
+    pods += [P(f"h{i}", "a", cpu=500, start=30) for i in range(3)]
+    snap = build([N("a"), N("b")], pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"
+    snap.pods["host_ports"] = ["[]"] * 2 + [port] * 3
+    write_snapshot(snap, tmp_path / "snap")
+    config = (
+        "autoscaler:\n  frequent-loops-enabled: false\n"
+        "  node-groups: {pool: {minSize: 2, maxSize: 6}}\n"
+    )
+    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    assert row["scale_ups"] == 1 and row["nodes_added"] == 3
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(3 * 130.0)

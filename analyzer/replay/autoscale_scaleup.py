@@ -6,7 +6,9 @@ node, as on upstream's template copies of the upcoming nodes, and it has room le
 scheduler's filters on an empty node of the group's shape (an unused spare slot of the group, so
 its labels, taints and allocatable are the group's) are packed first-fit decreasing onto new nodes
 (``estimator.BinpackingNodeEstimator``: pods by decreasing cpu+memory share, each onto the first
-new node with room, a new node when none has), capped at ``maxSize``; the expander
+new node with room, a new node when none has; where a pod has host ports, pod (anti-)affinity
+or spreading, every scheduler filter is asked on the new nodes with the pods packed so far on
+them, as upstream's ``tryToScheduleOnNewNodes``: ``_pack_exact``), capped at ``maxSize``; the expander
 (``expander/random``, ``expander/waste``, ``expander/priority``) picks one option.
 """
 
@@ -71,6 +73,53 @@ def _pack(
     return packed, len(free)
 
 
+def _constrained(demand: PodDemand) -> bool:
+    """Whether a pod's fit on a node depends on the other pods there (host ports, pod
+    (anti-)affinity, spreading): packing it by resources alone may be wrong."""
+    return bool(demand.host_ports or demand.affinity is not None or demand.spread)
+
+
+def _pack_exact(
+    state: ClusterState,
+    profile: Profile,
+    demands: Sequence[PodDemand],
+    order: list[int],
+    slots: list[int],
+    present: Any,
+    now: float,
+) -> tuple[list[int], int]:
+    """``_pack`` with every scheduler filter asked on the new nodes: the group's unused
+    ``slots`` in turn, the pods packed so far bound on them and the opened ones present (as
+    upstream's estimator adds its new nodes and pods to the snapshot). The state is left as it
+    was. (Indices into ``order`` of the pods packed, nodes used.)"""
+    opened: list[int] = []
+    bound: list[tuple[int, PodDemand]] = []
+    packed: list[int] = []
+    try:
+        for i, pod in enumerate(order):
+            demand = demands[pod]
+            for slot in [*opened, *slots[len(opened) : len(opened) + 1]]:
+                fresh = slot not in opened
+                if fresh and present is not None:
+                    present[slot] = True
+                if _fits_empty(state, profile, demand, slot, now):
+                    if fresh:
+                        opened.append(slot)
+                    state.bind(slot, demand)
+                    bound.append((slot, demand))
+                    packed.append(i)
+                    break
+                if fresh and present is not None:
+                    present[slot] = False
+    finally:
+        for slot, demand in reversed(bound):
+            state.unbind(slot, demand)
+        if present is not None:
+            for slot in opened:
+                present[slot] = False
+    return packed, len(opened)
+
+
 def _upcoming(
     state: ClusterState,
     demands: Sequence[PodDemand],
@@ -78,36 +127,59 @@ def _upcoming(
     slots: list[int],
     keys: Sequence[bytes] = (),
     fits: Any = None,
+    exact: tuple[Profile, float] | None = None,
 ) -> set[int]:
     """The pods (of ``pods``) that fit on the nodes already being provisioned (first fit).
 
     ``keys``: each pod's shape key (same requests and constraints): a shape that fitted none of
     the nodes is not tried again (their room only shrinks while pods are taken). ``fits(pod,
-    slot)``: the scheduler's filters pass for the pod on that empty node (None: not asked)."""
+    slot)``: the scheduler's filters pass for the pod on that empty node (None: not asked).
+    ``exact`` (profile, now): a pod whose fit depends on the pods beside it (``_constrained``)
+    is asked every filter on the node with the pods taken so far bound there and the nodes
+    present, as upstream's snapshot holds the upcoming nodes; the state is left as it was."""
     taken: set[int] = set()
     if not slots:
         return taken
     free = {s: state.allocatable[s] - state.requested[s] for s in slots}
     counts = {s: int(state.allowed_pods[s] - state.pod_count[s]) for s in slots}
     missed: set[bytes] = set()
-    for pod in pods:
-        if keys:
-            if keys[pod] in missed:
-                continue
-            missed.add(keys[pod])  # dropped below when the pod is taken
-        row = demands[pod].requests
-        for slot in slots:
-            if (
-                counts[slot] > 0
-                and bool(np.all(row <= free[slot]))
-                and (fits is None or fits(pod, slot))
-            ):
+    bound: list[tuple[int, PodDemand]] = []
+    present = state.present if exact is not None else None
+    shown = [s for s in slots if present is not None and not present[s]]
+    try:
+        for slot in shown:
+            present[slot] = True  # type: ignore[index]
+        for pod in pods:
+            if keys:
+                if keys[pod] in missed:
+                    continue
+                missed.add(keys[pod])  # dropped below when the pod is taken
+            demand = demands[pod]
+            row = demand.requests
+            closely = exact is not None and _constrained(demand)
+            for slot in slots:
+                if counts[slot] <= 0 or not bool(np.all(row <= free[slot])):
+                    continue
+                if closely:
+                    assert exact is not None
+                    if not _fits_empty(state, exact[0], demand, slot, exact[1]):
+                        continue
+                elif fits is not None and not fits(pod, slot):
+                    continue
                 free[slot] = free[slot] - row
                 counts[slot] -= 1
                 taken.add(pod)
+                if exact is not None:
+                    state.bind(slot, demand)
+                    bound.append((slot, demand))
                 if keys:
                     missed.discard(keys[pod])
                 break
+    finally:
+        for slot, demand in reversed(bound):
+            state.unbind(slot, demand)
+        for slot in shown:
+            present[slot] = False  # type: ignore[index]
     return taken
 
 
@@ -191,6 +263,7 @@ def plan_scale_up(
     upcoming = _upcoming(
         state, demands, list(waiting), provisioning, keys,
         fits_upcoming if group_of is not None else None,
+        (profile, now) if group_of is not None else None,
     )  # fmt: skip
     pods = [p for p in waiting if p not in upcoming] if upcoming else list(waiting)
     if not pods:
@@ -230,7 +303,12 @@ def plan_scale_up(
         ]
         order = [fits[i] for i in sorted(range(len(fits)), key=lambda i: -share[i])]
         rows = [demands[p].requests for p in order]
-        packed, used = _pack(rows, capacity, int(state.allowed_pods[probe]), bins)
+        if any(_constrained(demands[p]) for p in order):
+            packed, used = _pack_exact(
+                state, profile, demands, order, slots[:bins], state.present, now
+            )
+        else:
+            packed, used = _pack(rows, capacity, int(state.allowed_pods[probe]), bins)
         if not used:
             continue
         helped = [order[i] for i in packed]
