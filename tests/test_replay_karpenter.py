@@ -467,3 +467,23 @@ def test_equal_weight_pools_are_tried_by_name_descending(tmp_path: Path) -> None
     (row,) = json.loads(run.output)["autoscaled"]
     assert row["nodes_added"] == 1
     assert row["pools"]["b"]["nodes_added"] == 1 and row["pools"]["a"]["nodes_added"] == 0
+
+
+def test_a_launching_node_is_room_only_for_pods_its_pool_may_hold(tmp_path: Path) -> None:
+    """Pools a and b (nodes labelled pool=a / pool=b), each with one full 4-core node. x
+    (nodeSelector pool=a) pends at 10:00 and gets a pool-a node (Ready 12:01); y (nodeSelector
+    pool=b) pends at 10:30. The launching pool-a node has room for y but fails its selector
+    (upstream checks an in-flight node as an existing one, ``existingnode.go`` ``CanAdd``), so
+    pool b launches for y at 10:31, Ready 12:31: 121 s each. Counted onto the pool-a node by its
+    resources, y waited for that node's Ready before its own launch."""
+    nodes = [N("a1", pool="a", labels=json.dumps({"pool": "a"})),
+             N("b1", pool="b", labels=json.dumps({"pool": "b"}))]  # fmt: skip
+    pods = [P("fa", "a1", cpu=4000), P("fb", "b1", cpu=4000, start=0.1),
+            P("x", None, cpu=1000, start=10, end=100), P("y", None, cpu=1000, start=10.5, end=100)]  # fmt: skip
+    snap = build(nodes, pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"
+    snap.pods["node_selector"] = ["{}", "{}", json.dumps({"pool": "a"}), json.dumps({"pool": "b"})]
+    write_snapshot(snap, tmp_path / "snap")
+    row = _row(_whatif(tmp_path, tmp_path / "snap", _karpenter("{consolidateAfter: Never}")))
+    assert row["pools"]["a"]["nodes_added"] == 1 and row["pools"]["b"]["nodes_added"] == 1
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(2 * 121.0)

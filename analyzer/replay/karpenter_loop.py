@@ -367,7 +367,7 @@ class KarpenterAutoscaler:
         launch = solve(
             self.state, self.profile, self.inp.demands, pending, self.active,
             sorted(self.provisioning), self._compatible, self.pools.shapes, self._free,
-            now / SECOND,
+            now / SECOND, self.of,
         )  # fmt: skip
         for pool, shape, _ in launch:
             slot = next(

@@ -73,12 +73,15 @@ def solve(
     shapes: Sequence[Sequence[Shape]],
     free: Any,
     now: float,
+    pool_of: Any = None,
 ) -> list[tuple[int, int, list[int]]]:
     """The NodeClaims to launch for ``pending``: ``(pool, shape index, pods)`` each.
 
     ``compatible(pod, pool)``: the filters pass on an empty node of the pool;
-    ``free(pool, shape)``: how many slots of that shape may still launch. The live ``state`` is
-    left as it was."""
+    ``free(pool, shape)``: how many slots of that shape may still launch; ``pool_of[slot]``: a
+    launching node's pool, whose filters it must pass too (``existingnode.go`` ``CanAdd``: an
+    in-flight node is checked as an existing one; None: its resources alone). The live
+    ``state`` is left as it was."""
     order = sorted(
         pending,
         key=lambda p: (-int(demands[p].request_map.get("cpu", 0)),
@@ -98,9 +101,13 @@ def solve(
                 placed.append((node, demand))
                 continue
             upcoming = next(
-                (s for s in launching if count[s] > 0 and bool(np.all(demand.requests <= room[s]))),
+                (
+                    s for s in launching
+                    if count[s] > 0 and bool(np.all(demand.requests <= room[s]))
+                    and (pool_of is None or compatible(pod, int(pool_of[s])))
+                ),
                 None,
-            )
+            )  # fmt: skip
             if upcoming is not None:
                 room[upcoming] = room[upcoming] - demand.requests
                 count[upcoming] -= 1
