@@ -229,13 +229,15 @@ def _loops(frequent: bool | None) -> str:
     return "" if frequent is None else f"  frequent-loops-enabled: {str(frequent).lower()}\n"
 
 
-# (frequent loops, the burst's wait, the new node's seconds): with frequent loops (CA 1.35+'s
-# default) the pod that becomes unschedulable at 30:00 starts a run at once, which orders the
-# node (Ready at 32:00: a 120 s wait); without, the loop's next run is 30:10 (Ready at 32:10).
-# The node goes empty when the burst ends at 90:00, is unneeded from the run at 90:00 and
-# deleted at the first run more than 10 minutes later, 100:10
+# (frequent loops, the burst's wait, the new node's seconds): without frequent loops the loop's
+# next run is 30:10, which orders the node (Ready at 32:10: a 130 s wait). With them (CA
+# 1.35+'s default) the pod that becomes unschedulable at 30:00 starts a run at once, but that
+# run finds it younger than 2 s (``allPodsAreNew``) and waits one loop: the node is ordered at
+# 30:10 too (before 2026-12-01 the replay ordered it at 30:00). The node goes empty when the
+# burst ends at 90:00, is unneeded from the run at 90:00 and deleted at the first run more
+# than 10 minutes later, 100:10
 @pytest.mark.parametrize(
-    ("frequent", "wait", "seconds"), [(False, 130.0, 68 * 60), (None, 120.0, 68 * 60 + 10)]
+    ("frequent", "wait", "seconds"), [(False, 130.0, 68 * 60), (None, 130.0, 68 * 60)]
 )
 def test_a_pod_that_fits_nowhere_gets_one_node_after_the_provisioning_delay(
     tmp_path: Path, frequent: bool | None, wait: float, seconds: int
@@ -359,11 +361,12 @@ def test_a_cordon_alone_takes_the_destinations_away(tmp_path: Path) -> None:
     assert reasons["NoPlaceToMovePods"] > 0 and reasons["RecentlyUnremovable"] > 0
 
 
-@pytest.mark.parametrize(("frequent", "wait"), [(False, 310.0), (None, 300.0)])
+@pytest.mark.parametrize(("frequent", "wait"), [(False, 310.0), (None, 310.0)])
 def test_a_longer_provisioning_delay_is_the_pods_longer_wait(
     tmp_path: Path, frequent: bool | None, wait: float
 ) -> None:
-    # the node ordered at the next run (30:10), or at once with frequent loops (30:00)
+    # the node ordered at the next run (30:10); with frequent loops the run at 30:00 finds the
+    # pod younger than 2 s and waits one loop (``allPodsAreNew``): 30:10 too
     pods = [P("p0", "a", cpu=3000, memory=GI), P("burst", "a", cpu=3000, start=30, end=90)]
     snap = _snapshot(tmp_path, [N("a")], pods)
     config = (
@@ -374,10 +377,11 @@ def test_a_longer_provisioning_delay_is_the_pods_longer_wait(
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(wait)
 
 
-# (frequent loops, the scale-up's run, the new node's minute at its first count, the drained
-# node's seconds): the run at 30:10, or with frequent loops the one the burst starts at 30:00
+# (frequent loops, the new node's minute at its first count, the drained node's seconds): the
+# scale-up's run is 30:10 either way (with frequent loops the run the burst starts at 30:00
+# finds it younger than 2 s and waits one loop, ``allPodsAreNew``)
 @pytest.mark.parametrize(
-    ("frequent", "ready", "drained"), [(False, 33, 40 * 60 + 50), (None, 32, 40 * 60 + 40)]
+    ("frequent", "ready", "drained"), [(False, 33, 40 * 60 + 50), (None, 33, 40 * 60 + 50)]
 )
 def test_a_scale_up_lifts_the_minimum_at_its_own_run(
     tmp_path: Path, frequent: bool | None, ready: int, drained: int
@@ -391,8 +395,8 @@ def test_a_scale_up_lifts_the_minimum_at_its_own_run(
     # and deleted when that is strictly more than 10 minutes, at 40:20, its pod's 30 s of grace
     # after. (Waiting for the new node to be Ready at 32:10 before judging it again would
     # delete it at 42:20.) With frequent loops the burst, unschedulable at 30:00, starts a run
-    # then: ordered at 30:00, Ready at 32:00, the node unneeded from 30:00 and deleted at 40:10,
-    # gone at 40:40
+    # then, which waits one loop for more pods (it is younger than 2 s) and deletes nothing:
+    # the same 30:10 order and 40:20 deletion
     pods = [
         P("p40", "a", cpu=1600, memory=GI),
         P("p90", "b", cpu=3600, memory=GI),
@@ -405,10 +409,10 @@ def test_a_scale_up_lifts_the_minimum_at_its_own_run(
     assert row["scale_ups"] == 1 and row["nodes_added"] == 1 and row["nodes_removed"] == 1
     assert row["pods_evicted"] == 1  # the 40 % node's pod, placed again on the 20 % node
     counts = row["node_count"]["nodes"]
-    assert counts[ready - 1] == 3 and counts[ready] == 4  # the new node Ready (32:10 or 32:00)
-    assert counts[40] == 4 and counts[41] == 3  # the drained node gone (40:50 or 40:40)
+    assert counts[ready - 1] == 3 and counts[ready] == 4  # the new node Ready (32:10)
+    assert counts[40] == 4 and counts[41] == 3  # the drained node gone (40:50)
     # two nodes all along, the drained one until it is gone, the new one from Ready to 2:00:00
-    new = 120 * 60 - (ready * 60 - 50 if frequent is False else ready * 60)
+    new = 120 * 60 - (ready * 60 - 50)
     assert row["node_hours"] == pytest.approx(2 * 2 + (drained + new) / 3600, abs=1e-6)
 
 
@@ -653,3 +657,35 @@ def test_the_estimator_asks_the_filters_on_its_new_nodes(tmp_path: Path) -> None
     row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
     assert row["scale_ups"] == 1 and row["nodes_added"] == 3
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(3 * 130.0)
+
+
+@pytest.mark.parametrize(
+    ("start", "frequent", "gpu", "wait"),
+    [
+        # arrives 1.2 s before the timer's run at 30:00: too young there; ordered at 30:10
+        (29.98, False, False, 131.2),
+        # asks for a GPU: 30 s of buffer, the runs at 30:00 (frequent), 30:10 and 30:20 wait;
+        # ordered at 30:30, Ready at 32:30
+        (30, None, True, 150.0),
+        (30, False, True, 150.0),
+    ],
+)
+def test_a_scale_up_waits_while_every_pod_to_help_is_very_new(
+    tmp_path: Path, start: float, frequent: bool | None, gpu: bool, wait: float
+) -> None:
+    """``allPodsAreNew`` (static_autoscaler.go): a run whose oldest pod to help was created
+    less than 2 s ago (30 s for a pod asking for a GPU) orders nothing and deletes nothing,
+    waiting one loop for more pods. Two 4-core nodes with a 3-core pod each; a 3-core pod
+    arrives at ``start`` minutes and fits nowhere."""
+    pods = [P("p0", "a", cpu=3000, memory=GI), P("p1", "b", cpu=3000, memory=GI),
+            P("burst", "a", cpu=3000, memory=GI, start=start, end=90)]  # fmt: skip
+    snap = build([N("a"), N("b")], pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"
+    if gpu:
+        snap.nodes["allocatable:nvidia.com/gpu"] = [1, 1]
+        snap.pods["requests:nvidia.com/gpu"] = [1, 1, 1]
+    write_snapshot(snap, tmp_path / "snap")
+    config = f"autoscaler:\n{_loops(frequent)}  node-groups: {{pool: {{maxSize: 5}}}}\n"
+    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    assert row["scale_ups"] == 1
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(wait)

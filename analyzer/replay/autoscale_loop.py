@@ -64,6 +64,10 @@ from analyzer.scheduling.sim_hints import Hints
 from analyzer.scheduling.state import ClusterState
 from analyzer.scheduling.versions import or_default
 
+# ``static_autoscaler.go``: ``unschedulablePodTimeBuffer``, ``unschedulablePodWithGpuTimeBuffer``
+NEW_POD_BUFFER = 2 * SECOND
+NEW_GPU_POD_BUFFER = 30 * SECOND
+
 
 class ClusterAutoscaler(ReplayView):
     """cluster-autoscaler's loop over one replay's live state (module docstring); its view of
@@ -132,6 +136,12 @@ class ClusterAutoscaler(ReplayView):
             profile, inp.demands, inp.snapshot.node_state is not None
         )
         self.asked: tuple[Any, ...] = ()  # what the last scale-up was asked about
+        # the young-pod buffer (``allPodsAreNew``) held this run's scale-up back: no deletion
+        # at this run either (``DisableScaleDownForLoop``)
+        self.young = False
+        # pods CA evicted and their controllers created again: when (upstream's new pod's
+        # creation); the others' creation is the data's (``ReplayInput.queued``)
+        self.recreated: dict[int, int] = {}
         self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
         self.record = AutoscalerRecord(
             "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
@@ -332,6 +342,7 @@ class ClusterAutoscaler(ReplayView):
         # ``scale-down-delay-after-add`` ends, from this run too (docs/autoscaling.md, "min size")
         settled, self.settled = self.settled is not None, None
         scaled = False
+        self.young = False
         if waiting:
             # ``waiting`` is the queue's list, the same object while the queue did not change:
             # the comparison below is then one identity check, not one per pod
@@ -349,8 +360,8 @@ class ClusterAutoscaler(ReplayView):
                 self.deadlines_changed()  # (else only dropped some: ``_expiry`` sees the count)
         elif settled:  # it stood: recorded and counted skipped at this run
             skipped_at(self, now)
-        if now < deletable(self):  # none unneeded long enough, or in the cool-down: none
-            self.productive = scaled
+        if now < deletable(self) or self.young:  # none unneeded long enough, in the
+            self.productive = scaled  # cool-down, or a loop whose pods were too young: none
             return []
         going = to_delete(self, now)
         # upstream's ``lastScaleUpTime`` / ``lastScaleDownDeleteTime`` set by this run
@@ -383,6 +394,8 @@ class ClusterAutoscaler(ReplayView):
             self.emptied = (now, count + 1 if at == now else 1)
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
+        for pod in evicted:  # their controllers' new pods, created now
+            self.recreated[pod] = now
         for pod in evicted:  # upstream's replacement pod has a new UID: no hint
             self.hints.forget(hint_key(self.ca_pod(pod)))
         self.unneeded.pop(slot, None)
@@ -469,6 +482,24 @@ class ClusterAutoscaler(ReplayView):
                 self._undecided_kept = (waiting, len(self.memo), left)
         return left is not None and all(room[g] <= 0 for g in left)
 
+    def _all_new(self, waiting: list[int], now: int) -> bool:
+        """``allPodsAreNew`` (static_autoscaler.go): the oldest pod to help was created less
+        than 2 s ago, or the oldest of them asking for a GPU less than 30 s ago: upstream waits
+        one loop for more pods, and makes no deletion in this one."""
+        created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
+        again = self.recreated
+
+        def born(pod: int) -> int:
+            return again.get(pod, int(created[pod]))
+
+        if min(map(born, waiting)) + NEW_POD_BUFFER > now:
+            return True
+        gpu = self.gpu_column
+        if gpu is None:
+            return False
+        asking = [p for p in waiting if self.inp.demands[p].requests[gpu] > 0]
+        return bool(asking) and min(map(born, asking)) + NEW_GPU_POD_BUFFER > now
+
     def _scale_up(self, now: int, queued: list[int]) -> bool:
         """One scale-up for the pods waiting in ``queued`` that fit no existing node
         (``unschedulable``); True if nodes were ordered."""
@@ -479,6 +510,9 @@ class ClusterAutoscaler(ReplayView):
             return False
         waiting = unschedulable(self, queued, now)
         if not waiting:
+            return False
+        if self._all_new(waiting, now):  # asked again at the next run, whatever changes
+            self.young, self.asked = True, ()
             return False
         if self.settings.reuse and self._hopeless(waiting, room):
             return False  # no option: ``plan_scale_up`` would answer None (and draw nothing)
