@@ -72,6 +72,13 @@ def _row(run: Any) -> dict[str, Any]:
     return dict(row)
 
 
+def _ca_row(tmp_path: Path, snap: Any, config: str) -> dict[str, Any]:
+    """The CA row of ``snap`` (ReplicaSet pods) replayed under ``config``'s autoscaler section."""
+    snap.pods["owner_name"] = "web-5d9f"
+    write_snapshot(snap, tmp_path / "snap")
+    return _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+
+
 @pytest.fixture(scope="module")
 def spread(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three nodes, three 1.5-core pods for the whole window."""
@@ -624,14 +631,12 @@ def test_a_node_being_provisioned_takes_only_the_pods_its_group_may_hold(tmp_pat
     pods = [P("fa", "a", cpu=2000, start=1), P("fb", "b", cpu=8000),
             P("x", "a", cpu=1000, start=30), P("y", "b", cpu=1000, start=30.5)]  # fmt: skip
     snap = build(nodes, pods, minutes=120)
-    snap.pods["owner_name"] = "web-5d9f"
     snap.pods["node_selector"] = ["{}", "{}", "{}", json.dumps({"pool": "big"})]
-    write_snapshot(snap, tmp_path / "snap")
     config = (
         "autoscaler:\n  frequent-loops-enabled: false\n  expander: least-waste\n"
         "  node-groups: {small: {minSize: 1, maxSize: 3}, big: {minSize: 1, maxSize: 3}}\n"
     )
-    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    row = _ca_row(tmp_path, snap, config)
     assert row["scale_ups"] == 2 and row["nodes_added"] == 2
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(2 * 130.0)
 
@@ -647,14 +652,9 @@ def test_the_estimator_asks_the_filters_on_its_new_nodes(tmp_path: Path) -> None
     pods = [P("fa", "a", cpu=3600), P("fb", "b", cpu=3600)]
     pods += [P(f"h{i}", "a", cpu=500, start=30) for i in range(3)]
     snap = build([N("a"), N("b")], pods, minutes=120)
-    snap.pods["owner_name"] = "web-5d9f"
     snap.pods["host_ports"] = ["[]"] * 2 + [port] * 3
-    write_snapshot(snap, tmp_path / "snap")
-    config = (
-        "autoscaler:\n  frequent-loops-enabled: false\n"
-        "  node-groups: {pool: {minSize: 2, maxSize: 6}}\n"
-    )
-    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    config = "autoscaler:\n  frequent-loops-enabled: false\n  node-groups: {pool: {minSize: 2, maxSize: 6}}\n"
+    row = _ca_row(tmp_path, snap, config)
     assert row["scale_ups"] == 1 and row["nodes_added"] == 3
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(3 * 130.0)
 
@@ -680,12 +680,10 @@ def test_a_scale_up_waits_while_every_pod_to_help_is_very_new(
     pods = [P("p0", "a", cpu=3000, memory=GI), P("p1", "b", cpu=3000, memory=GI),
             P("burst", "a", cpu=3000, memory=GI, start=start, end=90)]  # fmt: skip
     snap = build([N("a"), N("b")], pods, minutes=120)
-    snap.pods["owner_name"] = "web-5d9f"
     if gpu:
         snap.nodes["allocatable:nvidia.com/gpu"] = [1, 1]
         snap.pods["requests:nvidia.com/gpu"] = [1, 1, 1]
-    write_snapshot(snap, tmp_path / "snap")
     config = f"autoscaler:\n{_loops(frequent)}  node-groups: {{pool: {{maxSize: 5}}}}\n"
-    row = _row(_whatif(tmp_path, tmp_path / "snap", config, "--autoscaler", "cluster-autoscaler"))
+    row = _ca_row(tmp_path, snap, config)
     assert row["scale_ups"] == 1
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(wait)
