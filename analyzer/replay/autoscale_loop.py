@@ -482,16 +482,26 @@ class ClusterAutoscaler(ReplayView):
                 self._undecided_kept = (waiting, len(self.memo), left)
         return left is not None and all(room[g] <= 0 for g in left)
 
+    def _born(self, pod: int) -> int:
+        """When ``pod`` was created (``_all_new``)."""
+        created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
+        return self.recreated.get(pod, int(created[pod]))
+
+    def _any_young(self, pods: list[int], now: int) -> bool:
+        """Whether a pod of ``pods`` was created within the young-pod buffer (its GPU one for a
+        pod asking for a GPU): else no subset of them is all new."""
+        gpu = self.gpu_column
+        for pod in pods:
+            asks = gpu is not None and self.inp.demands[pod].requests[gpu] > 0
+            if self._born(pod) + (NEW_GPU_POD_BUFFER if asks else NEW_POD_BUFFER) > now:
+                return True
+        return False
+
     def _all_new(self, waiting: list[int], now: int) -> bool:
         """``allPodsAreNew`` (static_autoscaler.go): the oldest pod to help was created less
         than 2 s ago, or the oldest of them asking for a GPU less than 30 s ago: upstream waits
         one loop for more pods, and makes no deletion in this one."""
-        created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
-        again = self.recreated
-
-        def born(pod: int) -> int:
-            return again.get(pod, int(created[pod]))
-
+        born = self._born
         if min(map(born, waiting)) + NEW_POD_BUFFER > now:
             return True
         gpu = self.gpu_column
@@ -505,8 +515,13 @@ class ClusterAutoscaler(ReplayView):
         (``unschedulable``); True if nodes were ordered."""
         room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
         # no option for any pod queued: none for those of them that fit nowhere either (their
-        # shapes are some of these), so the filter need not run
-        if self.settings.reuse and self._hopeless(queued, room, queue=True):
+        # shapes are some of these), so the filter need not run (unless a queued pod is young
+        # enough for the young-pod buffer, which needs the pods to help: ``_all_new``)
+        if (
+            self.settings.reuse
+            and not self._any_young(queued, now)
+            and self._hopeless(queued, room, queue=True)
+        ):
             return False
         waiting = unschedulable(self, queued, now)
         if not waiting:

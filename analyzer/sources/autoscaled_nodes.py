@@ -12,7 +12,9 @@ with CA's default flags:
 - **scale-up**: the pods pending after the scheduler's last pass, less those that fit on a
   present node or on a node being provisioned (first fit), each packed first-fit decreasing (by
   cpu + memory share) onto new nodes of the pool's shape, at most ``maxSize`` nodes in all; the
-  new nodes are Ready 120 s later (the replay's ``provisioning-delay``);
+  new nodes are Ready 120 s later (the replay's ``provisioning-delay``); a run whose oldest pod
+  to help was created less than 2 s ago orders nothing and deletes nothing
+  (``allPodsAreNew``);
 - **scale-down**: a present node whose cpu and memory requests are both at most half its
   allocatable (CA 1.36+: a node at the threshold is underutilised) is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
   then the nodes unneeded after the last run, then in node order, are drained in a simulation:
@@ -50,6 +52,7 @@ SCAN = 10
 UNNEEDED = 600
 DELAY_AFTER_ADD = 600
 PROVISIONING = 120
+NEW_POD_BUFFER = 2  # ``unschedulablePodTimeBuffer`` (the generated cluster has no GPUs)
 THRESHOLD = 0.5
 GRACE = 30
 MAX_EMPTY = 10  # max-scale-down-parallelism
@@ -104,10 +107,12 @@ class NodeAutoscaler:
         pending: Sequence[int],
         need: Callable[[int], IntArray],
         movable: Callable[[int], bool],
+        created: Callable[[int], int] | None = None,
     ) -> Decision:
         """Run at ``now``: nodes Ready now join; on the scan grid, scale-up for ``pending`` then
         scale-down. ``need(pod)``: its requests on the columns of ``allocatable`` (cpu, memory,
-        pods); ``movable(pod)``: it has a controller and is not in kube-system."""
+        pods); ``movable(pod)``: it has a controller and is not in kube-system; ``created(pod)``:
+        its creation (None: the young-pod buffer is not applied)."""
         out = Decision()
         for slot in sorted(s for s, at in self.provisioning.items() if at <= now):
             del self.provisioning[slot]
@@ -118,9 +123,9 @@ class NodeAutoscaler:
             return out
         self.next_tick = now + SCAN
         free = allocatable - requested
-        self._scale_up(now, allocatable, free.copy(), pending, need)
+        young = self._scale_up(now, allocatable, free.copy(), pending, need, created)
         self._update_unneeded(now, allocatable, requested, free.copy(), on_node, need, movable)
-        if self.last_add is not None and now - self.last_add < DELAY_AFTER_ADD:
+        if young or (self.last_add is not None and now - self.last_add < DELAY_AFTER_ADD):
             return out
         # unneeded strictly longer than the time, as upstream's ``unremovableReason``
         due = [s for s, since in self.unneeded.items() if now - since > UNNEEDED]
@@ -151,22 +156,30 @@ class NodeAutoscaler:
         free: IntArray,
         pending: Sequence[int],
         need: Callable[[int], IntArray],
-    ) -> None:
+        created: Callable[[int], int] | None = None,
+    ) -> bool:
+        """The scale-up of this run; True when the pods to help were all too young for it
+        (``allPodsAreNew``: no deletion at this run either)."""
         present = np.flatnonzero(self.present).tolist()
         upcoming = sorted(self.provisioning)
         shape = allocatable[0]
         rest = []
+        helped: list[int] = []  # the pods that fit no node: the pods to help
         for pod in pending:
             row = need(pod)
             # first fit on a present node, then on one being provisioned
             spot = next((n for n in [*present, *upcoming] if bool(np.all(row <= free[n]))), None)
             if spot is not None:
                 free[spot] -= row
-            elif bool(np.all(row <= shape)):
+                continue
+            helped.append(pod)
+            if bool(np.all(row <= shape)):
                 rest.append(row)
+        if created is not None and helped and min(map(created, helped)) + NEW_POD_BUFFER > now:
+            return True
         room = self.max_size - len(present) - len(upcoming)
         if not rest or room <= 0:
-            return
+            return False
         share = [float(r[0]) / shape[0] + float(r[1]) / shape[1] for r in rest]
         order = [rest[i] for i in sorted(range(len(rest)), key=lambda i: -share[i])]
         bins: list[IntArray] = []
@@ -184,6 +197,7 @@ class NodeAutoscaler:
             self.unused += 1
         if count:
             self.last_add = now
+        return False
 
     def _update_unneeded(
         self,

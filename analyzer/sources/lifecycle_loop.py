@@ -294,6 +294,7 @@ def run_lifecycles(
             sorted(pending, key=rank),
             need,
             movable,
+            lambda j: pods[j].created,
         )
         changed.extend(decision.joined)
         replacements = []
