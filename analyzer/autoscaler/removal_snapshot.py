@@ -37,7 +37,9 @@ class SnapshotRules:
 
     ghost: bool = False  # 1.36+: the candidate a tainted pod-less copy while simulated
     candidate_gone: bool = False  # 1.33–1.35: the candidate out of the snapshot while simulated
-    gone_after: bool = False  # 1.33+: a removable node out of the snapshot for later candidates
+    # 1.33+: a removable node out of the snapshot for later candidates (``candidate_gone``
+    # always comes with it: its fork is committed)
+    gone_after: bool = False
 
     @property
     def active(self) -> bool:
@@ -89,4 +91,4 @@ def leave(
     assert state.present is not None
     if before is not None:
         set_node_taints(state, [node], [before])
-    state.present[node] = not (removable and (rules.gone_after or rules.candidate_gone))
+    state.present[node] = not (removable and rules.gone_after)

@@ -487,15 +487,18 @@ class ClusterAutoscaler(ReplayView):
         created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
         return self.recreated.get(pod, int(created[pod]))
 
+    def _asks_gpu(self, pod: int) -> bool:
+        """Whether ``pod`` requests a GPU (the young-pod buffer's longer wait)."""
+        gpu = self.gpu_column
+        return gpu is not None and self.inp.demands[pod].requests[gpu] > 0
+
     def _any_young(self, pods: list[int], now: int) -> bool:
         """Whether a pod of ``pods`` was created within the young-pod buffer (its GPU one for a
         pod asking for a GPU): else no subset of them is all new."""
-        gpu = self.gpu_column
-        for pod in pods:
-            asks = gpu is not None and self.inp.demands[pod].requests[gpu] > 0
-            if self._born(pod) + (NEW_GPU_POD_BUFFER if asks else NEW_POD_BUFFER) > now:
-                return True
-        return False
+        return any(
+            self._born(pod) + (NEW_GPU_POD_BUFFER if self._asks_gpu(pod) else NEW_POD_BUFFER) > now
+            for pod in pods
+        )
 
     def _all_new(self, waiting: list[int], now: int) -> bool:
         """``allPodsAreNew`` (static_autoscaler.go): the oldest pod to help was created less
@@ -504,10 +507,7 @@ class ClusterAutoscaler(ReplayView):
         born = self._born
         if min(map(born, waiting)) + NEW_POD_BUFFER > now:
             return True
-        gpu = self.gpu_column
-        if gpu is None:
-            return False
-        asking = [p for p in waiting if self.inp.demands[p].requests[gpu] > 0]
+        asking = [p for p in waiting if self._asks_gpu(p)]
         return bool(asking) and min(map(born, asking)) + NEW_GPU_POD_BUFFER > now
 
     def _scale_up(self, now: int, queued: list[int]) -> bool:

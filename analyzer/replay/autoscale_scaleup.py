@@ -1,15 +1,16 @@
 """cluster-autoscaler's scale-up in the replay: which group grows, and by how many nodes.
 
 After ``ScaleUpOrchestrator.ScaleUp`` (core/scaleup/orchestrator/orchestrator.go): pods that fit
-on nodes already being provisioned are left to them (the scheduler's filters pass on such a
-node, as on upstream's template copies of the upcoming nodes, and it has room left); per group with room, the pods that pass the
-scheduler's filters on an empty node of the group's shape (an unused spare slot of the group, so
-its labels, taints and allocatable are the group's) are packed first-fit decreasing onto new nodes
-(``estimator.BinpackingNodeEstimator``: pods by decreasing cpu+memory share, each onto the first
-new node with room, a new node when none has; where a pod has host ports, pod (anti-)affinity
-or spreading, every scheduler filter is asked on the new nodes with the pods packed so far on
-them, as upstream's ``tryToScheduleOnNewNodes``: ``_pack_exact``), capped at ``maxSize``; the expander
-(``expander/random``, ``expander/waste``, ``expander/priority``) picks one option.
+on nodes already being provisioned are left to them (the scheduler's filters pass on such a node,
+as on upstream's template copies of the upcoming nodes, and it has room left); per group with
+room, the pods that pass the scheduler's filters on an empty node of the group's shape (an unused
+spare slot of the group, so its labels, taints and allocatable are the group's) are packed
+first-fit decreasing onto new nodes (``estimator.BinpackingNodeEstimator``: pods by decreasing
+cpu+memory share, each onto the first new node with room, a new node when none has; where a pod
+has host ports, pod (anti-)affinity or spreading, every scheduler filter is asked on the new
+nodes with the pods packed so far on them, as upstream's ``tryToScheduleOnNewNodes``:
+``_pack_exact``), capped at ``maxSize``; the expander (``expander/random``, ``expander/waste``,
+``expander/priority``) picks one option.
 """
 
 from __future__ import annotations
@@ -79,13 +80,53 @@ def _constrained(demand: PodDemand) -> bool:
     return bool(demand.host_ports or demand.affinity is not None or demand.spread)
 
 
+class _Tentative:
+    """Pods bound and nodes made present on the live state for one simulated snapshot (the
+    estimator's new nodes, the upcoming nodes), every change undone on exit."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.bound: list[tuple[int, PodDemand]] = []
+        self.shown: list[int] = []
+
+    def show(self, slot: int) -> None:
+        """``slot`` present (in the snapshot) until exit."""
+        present = self.state.present
+        if present is not None and not present[slot]:
+            present[slot] = True
+            self.shown.append(slot)
+
+    def hide(self, slot: int) -> None:
+        """Undo ``show(slot)`` now."""
+        if slot in self.shown:
+            self.shown.remove(slot)
+            assert self.state.present is not None
+            self.state.present[slot] = False
+
+    def bind(self, slot: int, demand: PodDemand) -> None:
+        """``demand`` bound on ``slot`` until exit."""
+        self.state.bind(slot, demand)
+        self.bound.append((slot, demand))
+
+    def __enter__(self) -> _Tentative:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for slot, demand in reversed(self.bound):
+            self.state.unbind(slot, demand)
+        present = self.state.present
+        if present is not None:
+            for slot in self.shown:
+                present[slot] = False
+        self.bound, self.shown = [], []
+
+
 def _pack_exact(
     state: ClusterState,
     profile: Profile,
     demands: Sequence[PodDemand],
     order: list[int],
     slots: list[int],
-    present: Any,
     now: float,
 ) -> tuple[list[int], int]:
     """``_pack`` with every scheduler filter asked on the new nodes: the group's unused
@@ -93,30 +134,21 @@ def _pack_exact(
     upstream's estimator adds its new nodes and pods to the snapshot). The state is left as it
     was. (Indices into ``order`` of the pods packed, nodes used.)"""
     opened: list[int] = []
-    bound: list[tuple[int, PodDemand]] = []
     packed: list[int] = []
-    try:
+    with _Tentative(state) as sim:
         for i, pod in enumerate(order):
             demand = demands[pod]
             for slot in [*opened, *slots[len(opened) : len(opened) + 1]]:
                 fresh = slot not in opened
-                if fresh and present is not None:
-                    present[slot] = True
+                sim.show(slot)
                 if _fits_empty(state, profile, demand, slot, now):
                     if fresh:
                         opened.append(slot)
-                    state.bind(slot, demand)
-                    bound.append((slot, demand))
+                    sim.bind(slot, demand)
                     packed.append(i)
                     break
-                if fresh and present is not None:
-                    present[slot] = False
-    finally:
-        for slot, demand in reversed(bound):
-            state.unbind(slot, demand)
-        if present is not None:
-            for slot in opened:
-                present[slot] = False
+                if fresh:
+                    sim.hide(slot)
     return packed, len(opened)
 
 
@@ -143,12 +175,10 @@ def _upcoming(
     free = {s: state.allocatable[s] - state.requested[s] for s in slots}
     counts = {s: int(state.allowed_pods[s] - state.pod_count[s]) for s in slots}
     missed: set[bytes] = set()
-    bound: list[tuple[int, PodDemand]] = []
-    present = state.present if exact is not None else None
-    shown = [s for s in slots if present is not None and not present[s]]
-    try:
-        for slot in shown:
-            present[slot] = True  # type: ignore[index]
+    with _Tentative(state) as sim:
+        if exact is not None:
+            for slot in slots:
+                sim.show(slot)
         for pod in pods:
             if keys:
                 if keys[pod] in missed:
@@ -170,16 +200,10 @@ def _upcoming(
                 counts[slot] -= 1
                 taken.add(pod)
                 if exact is not None:
-                    state.bind(slot, demand)
-                    bound.append((slot, demand))
+                    sim.bind(slot, demand)
                 if keys:
                     missed.discard(keys[pod])
                 break
-    finally:
-        for slot, demand in reversed(bound):
-            state.unbind(slot, demand)
-        for slot in shown:
-            present[slot] = False  # type: ignore[index]
     return taken
 
 
@@ -304,9 +328,7 @@ def plan_scale_up(
         order = [fits[i] for i in sorted(range(len(fits)), key=lambda i: -share[i])]
         rows = [demands[p].requests for p in order]
         if any(_constrained(demands[p]) for p in order):
-            packed, used = _pack_exact(
-                state, profile, demands, order, slots[:bins], state.present, now
-            )
+            packed, used = _pack_exact(state, profile, demands, order, slots[:bins], now)
         else:
             packed, used = _pack(rows, capacity, int(state.allowed_pods[probe]), bins)
         if not used:

@@ -24,7 +24,7 @@ kubernetes-sigs/karpenter (docs/autoscaling.md "Karpenter in the replay"):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -327,12 +327,13 @@ class KarpenterAutoscaler:
         self.batch = None
         self._provision(now, pending)
 
+    def _unused(self, pool: int, shape: int) -> Iterator[int]:
+        """The slots of ``pool``'s ``shape`` neither present nor launching: free to launch."""
+        provisioning, active = self.provisioning, self.active
+        return (s for s in self.pools.slots(pool, shape) if not active[s] and s not in provisioning)
+
     def _free(self, pool: int, shape: int) -> int:
-        return sum(
-            1
-            for s in self.pools.slots(pool, shape)
-            if not self.active[s] and s not in self.provisioning
-        )
+        return sum(1 for _ in self._unused(pool, shape))
 
     def _compatible(self, pod: int, pool: int) -> bool:
         """Whether a new node of ``pool`` passes ``pod``'s scheduler filters: asked of a free
@@ -344,13 +345,8 @@ class KarpenterAutoscaler:
         found = self.memo.get(key)
         demand = self.inp.demands[pod]
         if found is None or demand.affinity is not None or demand.spread:
-            probes = []
-            for k in range(len(self.pools.shapes[pool])):
-                free = [
-                    s for s in self.pools.slots(pool, k)
-                    if not self.active[s] and s not in self.provisioning
-                ][:1]  # fmt: skip
-                probes.extend(free)
+            shapes = range(len(self.pools.shapes[pool]))
+            probes = [s for k in shapes if (s := next(self._unused(pool, k), None)) is not None]
             if not probes:
                 return False
             seconds = self.clock / SECOND
@@ -370,10 +366,7 @@ class KarpenterAutoscaler:
             now / SECOND, self.of,
         )  # fmt: skip
         for pool, shape, _ in launch:
-            slot = next(
-                s for s in self.pools.slots(pool, shape)
-                if not self.active[s] and s not in self.provisioning
-            )  # fmt: skip
+            slot = next(self._unused(pool, shape))
             self.provisioning[slot] = now + self.settings.provisioning_delay
             self.launched.add(slot)
             self.record.scale_ups.append((now, pool, 1))
@@ -462,10 +455,7 @@ class KarpenterAutoscaler:
         # the replacement is of the first candidate's pool (``shapes`` in ``_decide``)
         pool = self.of[self.state.node_names.index(decision.nodes[0])]
         shape = self.pools.shapes[pool].index(decision.replacement)
-        slot = next(
-            s for s in self.pools.slots(int(pool), shape)
-            if not self.active[s] and s not in self.provisioning
-        )  # fmt: skip
+        slot = next(self._unused(int(pool), shape))
         self.provisioning[slot] = self.clock + self.settings.provisioning_delay
         self.record.scale_ups.append((self.clock, int(pool), 1))
         self.replacing[slot] = chosen

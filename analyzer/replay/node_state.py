@@ -38,7 +38,6 @@ from analyzer.core.snapshot import Snapshot
 from analyzer.replay.refusals import Refusal
 from analyzer.scheduling.constraint_types import AUTOSCALER_TAINT_KEYS, Taint, Toleration
 from analyzer.scheduling.node_taints import forget_taint_caches
-from analyzer.scheduling.node_taints import set_node_taints as set_node_taints
 from analyzer.scheduling.plugins.helper.node_constraints import retaint as retaint_filter
 from analyzer.scheduling.plugins.nodeunschedulable import CACHE_KEY as CORDONED_KEY
 from analyzer.scheduling.plugins.tainttoleration import retaint as retaint_score
