@@ -204,18 +204,13 @@ class PodTopologySpread:
         return state.pod_index.match_counts(c.selector, pod.namespace)
 
     def _included(self, state: ClusterState, pod: PodDemand, c: _Constraint) -> BoolArray:
-        """Nodes whose pods count for ``c`` (inclusion policies; legacy: node affinity), among
-        the nodes that exist (``state.present``: upstream counts the snapshot's nodes, so a
-        replay's node that has not joined yet or has left is no domain)."""
+        """Nodes whose pods count for ``c`` (inclusion policies; legacy: node affinity)."""
         count = state.node_count
         if not self.node_inclusion:
-            mask = affinity_mask(state, pod)
-        else:
-            mask = affinity_mask(state, pod) if c.affinity_honor else np.ones(count, dtype=bool)
-            if c.taints_honor:
-                mask = mask & taint_mask(state, pod)[0]
-        if state.present is not None:
-            mask = mask & state.present
+            return affinity_mask(state, pod)
+        mask = affinity_mask(state, pod) if c.affinity_honor else np.ones(count, dtype=bool)
+        if c.taints_honor:
+            mask = mask & taint_mask(state, pod)[0]
         return mask
 
     # ------------------------------------------------------------------ filter
@@ -232,6 +227,11 @@ class PodTopologySpread:
         ids = [domains(state, c.key).ids for c in constraints]
         has_all = np.logical_and.reduce([i >= 0 for i in ids])
         unresolvable = np.zeros(count, dtype=bool)
+        # only the nodes that exist are domains (``state.present``: upstream counts its
+        # snapshot's nodes, so a replay's node that has not joined yet or has left is none; the
+        # score needs no such mask: it sums pods, and an absent node holds none)
+        if state.present is not None:
+            has_all = has_all & state.present
         for c, node_ids in zip(constraints, ids, strict=True):
             included = has_all & self._included(state, pod, c)
             counts = self._counts(state, pod, c)
