@@ -233,8 +233,12 @@ def choose(
         pool = [o for o in pool if o.waste <= best + 1e-12]
     elif settings.expander == "priority":
         # highest priority first; a regex matches anywhere in the group's name, as upstream's
-        # ``groupIDMatchesList`` (Go's ``FindStringIndex``): ``gpu-`` matches ``pool-gpu-a``
-        for _, patterns in settings.priorities:
+        # ``groupIDMatchesList`` (Go's ``FindStringIndex``): ``gpu-`` matches ``pool-gpu-a``.
+        # Upstream's ``BestOptions`` starts from ``maxPrio := -1``: a match below -1 is never
+        # taken, and with none at -1 or above every option stays (then the random fallback)
+        for level, patterns in settings.priorities:
+            if level < -1:
+                break
             matched = [o for o in pool if any(re.search(p, names[o.group]) for p in patterns)]
             if matched:
                 pool = matched
