@@ -36,6 +36,13 @@ class CAOptions:
     # 696af986ed): a kube-system pod no PDB covers is drainable once older than this (seconds);
     # None: never (CA before 1.33, whose system rule had no timeout)
     blocking_system_pod_distruption_timeout: float | None = 3600.0
+    # ``--expendable-pods-priority-cutoff``: a pod whose spec.priority is below it is expendable
+    # (``core/utils/expendable.go IsExpendablePod``; a pod without a priority never is): it is
+    # not in CA's cluster snapshot (``static_autoscaler.go``: ``FilterOutExpendablePods`` before
+    # ``SetClusterState``), so it counts in no utilisation, is neither moved nor blocking in a
+    # drain, leaves its room free to moved pods, and triggers no scale-up
+    # (``podlistprocessor/filter_out_expendable.go``)
+    expendable_pods_priority_cutoff: int = -10
 
 
 _FLOATS = ("scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold")
@@ -53,7 +60,8 @@ _INTS = (
     "min-replica-count",
 )
 _DURATIONS = ("blocking-system-pod-distruption-timeout",)
-FLAGS = (*_FLOATS, *_BOOLS, *_INTS, *_DURATIONS)
+_SIGNED = ("expendable-pods-priority-cutoff",)  # Go ints that may be below 0
+FLAGS = (*_FLOATS, *_BOOLS, *_INTS, *_DURATIONS, *_SIGNED)
 
 
 def duration_seconds(raw: Any, where: str) -> float:
@@ -81,6 +89,10 @@ def _value(flag: str, raw: Any, where: str) -> Any:
             return None
         # a number is seconds (a scenario's group options echo the scenario's so)
         return duration_seconds(raw, at)
+    if flag in _SIGNED:
+        if isinstance(raw, bool) or not isinstance(raw, int) or not -(2**63) <= raw < 2**63:
+            raise InputError(f"{at}: {preview(raw)} is not a whole number (e.g. -10)")
+        return raw
     if flag in _FLOATS:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
             raise InputError(f"{at}: {preview(raw)} is not a ratio between 0 and 1 (e.g. 0.5)")

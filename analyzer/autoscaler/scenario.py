@@ -17,7 +17,8 @@ Without ``nodeGroups`` every node is in one group ``default`` with minSize 0. Wi
 CA has no listers to ask, so the controller checks (``ControllerNotFound``,
 ``MinReplicasReached``) are skipped, as upstream does with nil listers; with ``objects`` a pod's
 controller missing from them is ``ControllerNotFound``. Succeeded and Failed pods are not in CA's
-snapshot (its scheduled-pod lister selects them out) and are noted and left out.
+snapshot (its scheduled-pod lister selects them out) and are noted and left out, as are, for
+cluster-autoscaler, expendable pods (spec.priority below ``expendable-pods-priority-cutoff``).
 """
 
 from __future__ import annotations
@@ -165,6 +166,12 @@ def _in_progress(raw: Any, where: str) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
+def _expendable(pod: CAPod, options: CAOptions) -> bool:
+    """``IsExpendablePod``: spec.priority set and below the cutoff (``CAOptions``)."""
+    priority = pod.obj.priority
+    return priority is not None and priority < options.expendable_pods_priority_cutoff
+
+
 def _flags(options: CAOptions) -> dict[str, Any]:
     """``options`` by flag name (what the output echoes)."""
     return {k.replace("_", "-"): v for k, v in vars(options).items()}
@@ -240,6 +247,13 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
             notes.append(f"pod {pod.key} is bound to unknown node {pod.obj.node_name}; ignored")
         elif pod.obj.phase in ("Succeeded", "Failed"):
             notes.append(f"pod {pod.key} is {pod.obj.phase}: not in the autoscaler's snapshot")
+        elif autoscaler == "cluster-autoscaler" and _expendable(pod, options):
+            notes.append(
+                f"pod {pod.key} has priority {pod.obj.priority}, below "
+                f"expendable-pods-priority-cutoff {options.expendable_pods_priority_cutoff}: "
+                "expendable, not in cluster-autoscaler's snapshot (not counted, not moved, "
+                "deleted with its node)"
+            )
         else:
             pods[pod.obj.node_name].append(pod)
     objects = _items(doc.get("objects"), f"{where}.objects")

@@ -148,6 +148,15 @@ class ClusterAutoscaler(ReplayView):
         )
         self.record.notes.extend(groups.notes)
         self.record.notes.append(unseen_pod_fields(settings.options))
+        # expendable pods (``IsExpendablePod``: priority set and below the cutoff) trigger no
+        # scale-up (``filter_out_expendable.go``); upstream's scale-down leaves them out of its
+        # snapshot too, which the replay's pass on the live state does not (the row's note)
+        cutoff = settings.options.expendable_pods_priority_cutoff
+        self.expendable = frozenset(
+            i for i, d in enumerate(inp.demands) if d.priority is not None and d.priority < cutoff
+        )
+        if self.expendable:
+            self.record.notes.append(expendable_note(len(self.expendable), cutoff))
         for slot in np.flatnonzero(active).tolist():
             self.record.joined(slot, inp.start)
         # CA's scheduling hints (``HintingSimulator``), kept across passes; whether the last
@@ -513,6 +522,10 @@ class ClusterAutoscaler(ReplayView):
     def _scale_up(self, now: int, queued: list[int]) -> bool:
         """One scale-up for the pods waiting in ``queued`` that fit no existing node
         (``unschedulable``); True if nodes were ordered."""
+        if self.expendable:
+            queued = [pod for pod in queued if pod not in self.expendable]
+            if not queued:
+                return False
         room = [self.groups.max_size[g] - size for g, size in enumerate(self.sizes())]
         # no option for any pod queued: none for those of them that fit nowhere either (their
         # shapes are some of these), so the filter need not run (unless a queued pod is young
@@ -570,6 +583,17 @@ def unseen_pod_fields(options: CAOptions) -> str:
         "pods' volumes and annotations are not in the data: no pod blocked a drain for "
         f'{storage}a cluster-autoscaler.kubernetes.io/safe-to-evict: "false" annotation, so '
         "a node CA keeps for such a pod may be removed here"
+    )
+
+
+def expendable_note(count: int, cutoff: int) -> str:
+    """The note of a CA replay whose data has ``count`` expendable pods (docs/autoscaling.md,
+    "Not modelled")."""
+    return (
+        f"{count} pods have a priority below expendable-pods-priority-cutoff ({cutoff}): as "
+        "upstream, none of them asked for a scale-up; upstream also leaves them out of its "
+        "scale-down (no utilisation, not moved, their room free), while the replay's scale-down "
+        "counts them as any pod, so it may keep nodes upstream would remove"
     )
 
 
