@@ -62,6 +62,11 @@ def _nodes_to_delete_scenario(case: dict[str, Any]) -> dict[str, Any]:
         for name, count in members.items():
             nodes.append(node(name, DELETE["node"]))
             pods += [pod(f"{name}-pod-{i}", DELETE["pod"], NOW, name) for i in range(count)]
+            waiting = case.get("on_completion", {}).get(name, 0)
+            pods += [
+                pod(f"{name}-on-completion-pod-{i}", DELETE["on_completion_pod"], NOW, name)
+                for i in range(waiting)
+            ]
         nodes += [node(name, _disabled(DELETE["node"])) for name in others]
     return {
         "autoscaler": "cluster-autoscaler",
@@ -84,6 +89,9 @@ def test_nodes_to_delete_match_upstream(tmp_path: Path, case: dict[str, Any]) ->
     assert {n for n in want if got[n]["empty"]} == set(case["want_empty"])
     for name in want:
         assert got[name]["unremovableReason"] is None, name
+    for name, count in case.get("on_completion", {}).items():
+        assert got[name]["unremovableReason"] == "BlockedByOnCompletionPod", name
+        assert len(got[name]["onCompletionPods"]) == count
 
 
 REASONS = PLANNER["removable_at_reasons"]
@@ -135,3 +143,24 @@ def test_empty_node_is_simulated_before_a_non_empty_one(tmp_path: Path) -> None:
     for name, reason in case["unremovable"].items():
         assert got[name]["unremovableReason"] == reason
     assert result["removed"] == case["removable"]
+
+
+def test_a_node_with_an_on_completion_pod_is_simulated_before_a_non_empty_one(
+    tmp_path: Path,
+) -> None:
+    """EmptySorting's "Node with on-completion pod earlier that non-empty node" (CA 1.36),
+    observed on a pass (planner.yaml ``empty_sorting.on_completion``)."""
+    case = PLANNER["empty_sorting"]["on_completion"]
+    scenario = {
+        "autoscaler": "cluster-autoscaler",
+        "now": NOW,
+        "nodes": [node(n, f) for n, f in case["nodes"].items()],
+        "pods": [pod(p, f, NOW, f["node"]) for p, f in case["pods"].items()],
+    }
+    assert list(case["nodes"]) == [case["later"], case["earlier"]]  # listed the other way round
+    result = run(tmp_path, scenario)
+    got = by_name(result)
+    for name, reason in case["unremovable"].items():
+        assert got[name]["unremovableReason"] == reason, name
+    assert got[case["earlier"]]["onCompletionPods"] == ["default/p2"]
+    assert result["removed"] == []

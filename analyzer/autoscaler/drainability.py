@@ -9,6 +9,8 @@ answer that is not undefined wins, in upstream's order:
    ``skip-nodes-with-custom-controller-pods`` and when the controllers are known:
    ``ControllerNotFound``, ``MinReplicasReached``);
 4. DaemonSet → drainable; 5. ``safe-to-evict: "true"`` → drainable; 6. terminal → drainable;
+6b. (CA 1.36+) ``safe-to-evict: "on-completion"`` → wait for completion: not moved, not
+   blocking, but its node is not deleted while the pod runs (``planner``);
 7. replicated (no controller, or with the custom-controller flag a kind other than
    ReplicationController/Job/ReplicaSet/StatefulSet: ``NotReplicated``);
 8. system (with ``skip-nodes-with-system-pods``: a kube-system pod no PDB covers:
@@ -32,6 +34,7 @@ from analyzer.autoscaler.pods import CAPod
 from analyzer.scheduling.pdb import DisruptionBudget
 
 UNDEFINED, DRAIN_OK, SKIP, BLOCK = "Undefined", "DrainOk", "SkipDrain", "BlockDrain"
+WAIT = "WaitForCompletion"
 REPLICATED_KINDS = ("ReplicationController", "Job", "ReplicaSet", "StatefulSet")
 
 
@@ -45,6 +48,7 @@ class Status:
 
 # the answers without a reason, made once (equal to any ``Status`` of the same outcome)
 _UNDEFINED, _DRAIN_OK, _SKIP = Status(UNDEFINED), Status(DRAIN_OK), Status(SKIP)
+_WAIT = Status(WAIT)
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,8 @@ def drainable(
             return status
     if pod.daemonset or pod.safe_to_evict or pod.terminal:
         return _DRAIN_OK
+    if options.on_completion_rule and pod.on_completion:
+        return _WAIT
     ref = pod.obj.controller
     replicated = ref is not None
     if options.skip_nodes_with_custom_controller_pods:
@@ -164,12 +170,14 @@ def drainable(
 
 @dataclass(frozen=True)
 class PodsToMove:
-    """``GetPodsToMove``: the pods to re-place, the DaemonSet pods, or the pod that blocks."""
+    """``GetPodsToMove`` (``PodMoveInfo``): the pods to re-place, the DaemonSet pods, the pods
+    left to finish (``OnCompletionPods``), or the pod that blocks."""
 
     pods: tuple[CAPod, ...] = ()
     daemonset_pods: tuple[CAPod, ...] = ()
     blocking: CAPod | None = None
     reason: str = ""
+    on_completion: tuple[CAPod, ...] = ()
 
 
 def pods_to_move(
@@ -188,6 +196,7 @@ def pods_to_move(
     for a caller that asks only whether the node has a pod to move or a blocking one)."""
     move: list[CAPod] = []
     daemons: list[CAPod] = []
+    waiting: list[CAPod] = []
     keep = verdicts is not None and not pdbs.budgets and controllers is None
     for pod in pods:
         if keep and pod.deletion_time is None:
@@ -200,11 +209,13 @@ def pods_to_move(
         outcome = status.outcome
         if outcome == BLOCK:
             return PodsToMove(blocking=pod, reason=status.reason)
-        if outcome != SKIP:  # UNDEFINED or DRAIN_OK: moved, or a DaemonSet pod evicted
+        if outcome == WAIT:
+            waiting.append(pod)
+        elif outcome != SKIP:  # UNDEFINED or DRAIN_OK: moved, or a DaemonSet pod evicted
             if pod.daemonset:
                 daemons.append(pod)
             elif first:
-                return PodsToMove((pod,), tuple(daemons))
+                return PodsToMove((pod,), tuple(daemons), on_completion=tuple(waiting))
             else:
                 move.append(pod)
-    return PodsToMove(tuple(move), tuple(daemons))
+    return PodsToMove(tuple(move), tuple(daemons), on_completion=tuple(waiting))

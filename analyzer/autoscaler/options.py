@@ -43,6 +43,12 @@ class CAOptions:
     # drain, leaves its room free to moved pods, and triggers no scale-up
     # (``podlistprocessor/filter_out_expendable.go``)
     expendable_pods_priority_cutoff: int = -10
+    # not a flag: whether the ``oncompletion`` drain rule exists (CA 1.36+; set from the
+    # scenario's Kubernetes version, ``KubeVersion.ca_on_completion``)
+    on_completion_rule: bool = True
+
+
+NOT_FLAGS = ("on_completion_rule",)  # fields of ``CAOptions`` that no flag sets
 
 
 _FLOATS = ("scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold")

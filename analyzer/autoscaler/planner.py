@@ -7,7 +7,7 @@ nodes.go) and ``ScaleDownBudgetProcessor.CropNodes`` (core/scaledown/budgets/bud
    destination (``PreFilteringScaleDownNodeProcessor.GetScaleDownCandidates``, processors/nodes/
    pre_filtering_processor.go, which runs before the planner);
 2. the candidates, empty ones first (``EmptySorting``: no pod to move, judged without PDBs or
-   controllers), each simulated in turn (``removal``); a removable node stops being a destination
+   controllers; from CA 1.36 those with a pod left to finish after the other empty ones), each simulated in turn (``removal``); a removable node stops being a destination
    and its moved pods take their PDBs' disruptions (``RemainingPdbTracker.RemovePods``);
 3. the unneeded nodes are assumed unneeded for ``scale-down-unneeded-time`` already (one instant);
    empty ones first, then those that need a drain, each refused with ``NodeGroupMinSizeReached``
@@ -15,6 +15,8 @@ nodes.go) and ``ScaleDownBudgetProcessor.CropNodes`` (core/scaledown/budgets/bud
    its nodes with a fresh ToBeDeleted taint), would fall to its minimum (sizes counted down as
    nodes are accepted); drained
    nodes whose PDBs do not allow all their pods at once go last (``sortByRisk``);
+3b. (CA 1.36+) an admitted node with a pod left to finish (``safe-to-evict: on-completion``)
+   is not deleted (``BlockedByOnCompletionPod``);
 4. the budgets: empty nodes up to ``max-scale-down-parallelism`` (``max-empty-bulk-delete``), then
    drained nodes up to ``max-drain-parallelism`` within what is left, both grouped by node group
    in first-seen order, each budget less the deletions still in progress
@@ -64,9 +66,14 @@ class Plan:
     drained: list[str] = field(default_factory=list)
 
 
-def is_empty(cluster: Cluster, name: str, options: CAOptions, now: float) -> bool:
-    """``EmptySorting``: no pod to move (judged without PDBs or controllers)."""
-    return has_no_pod_to_move(cluster.pods.get(name, []), options, now)
+def empty_rank(cluster: Cluster, name: str, options: CAOptions, now: float) -> int:
+    """``EmptySorting.ScaleDownEarlierThan`` as a sort key: 0 for an empty node (no pod to
+    move, judged without PDBs or controllers), 1 for an empty node with a pod left to finish
+    (CA 1.36+ ``safe-to-evict: on-completion``), 2 for the others."""
+    found = pods_to_move(cluster.pods.get(name, []), options, _NO_BUDGETS, now, first=True)
+    if found.blocking is not None or found.pods:
+        return 2
+    return 1 if found.on_completion else 0
 
 
 def has_no_pod_to_move(
@@ -128,7 +135,7 @@ def plan(
         if d.candidate and group is not None and sizes[group.name] <= group.min_size:
             d.candidate, d.reason = False, "NodeGroupMinSizeReached"
     candidates = [d.name for d in decisions if d.candidate]
-    empty_first = sorted(candidates, key=lambda n: not is_empty(cluster, n, options, now))
+    empty_first = sorted(candidates, key=lambda n: empty_rank(cluster, n, options, now))
     pdbs = PdbTracker(cluster.budgets)
     simulator = RemovalSimulator(cluster, profile, options, now)
     simulator.snapshot = snapshot_rules(profile.version)
@@ -147,9 +154,12 @@ def plan(
         group = cluster.groups.get(node.name)
         if group is not None and node.being_deleted(now):
             deleting[group.name] = deleting.get(group.name, 0) + 1
-    empty_now, drain_now, refused = select(unneeded, cluster, options, in_progress, deleting)
+    held: list[str] = []
+    empty_now, drain_now, refused = select(unneeded, cluster, options, in_progress, deleting, held)
     for name in refused:
         by_name[name].reason = "NodeGroupMinSizeReached"
+    for name in held:
+        by_name[name].reason = "BlockedByOnCompletionPod"
     return Plan(decisions, empty_now + drain_now, empty_now, drain_now)
 
 
@@ -184,13 +194,23 @@ def select(
     options: CAOptions,
     in_progress: tuple[int, int] = (0, 0),
     deleting: dict[str, int] | None = None,
+    held: list[str] | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """Steps 3 (``admit``) and 4 of the pass over nodes unneeded long enough: (empty nodes
     deleted now, drained nodes deleted now, nodes refused as ``NodeGroupMinSizeReached``).
     ``in_progress``: the (empty, drained) deletions started earlier and not yet done
     (``CropNodes``: the parallelism less both, the drain parallelism less the drained ones; a
-    budget below 1 takes no node); ``deleting``: ``admit``'s."""
+    budget below 1 takes no node); ``deleting``: ``admit``'s. An admitted node with pods left
+    to finish (CA 1.36+) is not deleted (``NodesToDelete``: ``BlockedByOnCompletionPod``,
+    after ``RemovableAt``, so it counted against its group's minimum, and before the
+    budgets): it is appended to ``held``, if given."""
     empty, drain, refused = admit(unneeded, cluster, deleting)
+    waiting = {o.node for o in unneeded if o.on_completion}
+    if waiting:
+        empty = [name for name in empty if name not in waiting]
+        drain = [o for o in drain if o.node not in waiting]
+        if held is not None:
+            held.extend(o.node for o in unneeded if o.node in waiting and o.node not in refused)
     drain_order = [o.node for o in drain if not o.risky] + [o.node for o in drain if o.risky]
     empty_going, drain_going = in_progress
     budget = options.max_scale_down_parallelism - empty_going - drain_going

@@ -110,6 +110,12 @@ class CAPod:
         return self.obj.annotations.get(SAFE_TO_EVICT) == "true"
 
     @property
+    def on_completion(self) -> bool:
+        """The ``safe-to-evict: "on-completion"`` annotation (``HasSafeToEvictOnCompletionAnnotation``,
+        CA 1.36+): the pod is left to finish before its node goes."""
+        return self.obj.annotations.get(SAFE_TO_EVICT) == "on-completion"
+
+    @property
     def not_safe_to_evict(self) -> bool:
         """The ``safe-to-evict: "false"`` annotation."""
         return self.obj.annotations.get(SAFE_TO_EVICT) == "false"

@@ -456,4 +456,11 @@ class RemovalSimulator(Placement):
         for target, group in onto.items():
             self._add_pods(names[target], group)
         risky = not pdbs.in_parallel(found.pods)
-        return Outcome(node, True, moved=found.pods, destinations=placed, risky=risky)
+        return Outcome(
+            node,
+            True,
+            moved=found.pods,
+            destinations=placed,
+            risky=risky,
+            on_completion=found.on_completion,
+        )

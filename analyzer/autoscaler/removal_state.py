@@ -32,6 +32,9 @@ class Outcome:
     moved: tuple[CAPod, ...] = ()
     destinations: dict[str, str] = field(default_factory=dict)
     risky: bool = False  # PDBs do not allow all its pods at once (sorted last)
+    # pods left to finish (CA 1.36+ ``safe-to-evict: on-completion``): a removable node with
+    # any is not deleted while they run (``BlockedByOnCompletionPod``, ``planner``)
+    on_completion: tuple[CAPod, ...] = ()
 
 
 @dataclass

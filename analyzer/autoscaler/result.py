@@ -48,6 +48,11 @@ def ca_json(scenario: AutoscaleScenario, plan: Plan) -> dict[str, Any]:
                 "blockingPod": blocking,
                 "destinations": {} if outcome is None else dict(outcome.destinations),
                 "empty": outcome is not None and outcome.removable and not outcome.moved,
+                # pods CA 1.36+ leaves to finish (``safe-to-evict: on-completion``): the node
+                # is not deleted while they run (``BlockedByOnCompletionPod``)
+                "onCompletionPods": []
+                if outcome is None
+                else [p.key for p in outcome.on_completion],
             }
         )
         if info.error and decision.reason == "UnexpectedError":
@@ -85,6 +90,8 @@ def table_text(result: dict[str, Any]) -> str:
         reason = node["unremovableReason"] or ""
         if node.get("blockingPod"):
             reason += f" ({node['blockingPod']['pod']}: {node['blockingPod']['reason']})"
+        elif node.get("onCompletionPods") and reason:
+            reason += f" ({', '.join(node['onCompletionPods'])})"
         by = node.get("utilizationByResource") or {}
         rows.append(
             (

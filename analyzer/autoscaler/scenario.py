@@ -33,7 +33,7 @@ from typing import Any
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
 from analyzer.autoscaler.drainability import Controllers
 from analyzer.autoscaler.nodepool import NodePool, parse_node_pool
-from analyzer.autoscaler.options import CAOptions, parse_options
+from analyzer.autoscaler.options import NOT_FLAGS, CAOptions, parse_options
 from analyzer.autoscaler.pods import CAPod, parse_ca_pod
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
@@ -136,7 +136,10 @@ def _groups(raw: Any, names: list[str], options: CAOptions, where: str) -> dict[
         group_options = None
         if own is not None:
             merged = {**_flags(options), **mapping(own, f"{at}.options")}
-            group_options = parse_options(merged, f"{at}.options")
+            group_options = dataclasses.replace(
+                parse_options(merged, f"{at}.options"),
+                on_completion_rule=options.on_completion_rule,
+            )
         group = NodeGroup(name, low, 1_000_000 if high is None else high, group_options)
         for j, node in enumerate(listing(body.get("nodes"), f"{at}.nodes")):
             if node not in names:
@@ -174,7 +177,7 @@ def _expendable(pod: CAPod, options: CAOptions) -> bool:
 
 def _flags(options: CAOptions) -> dict[str, Any]:
     """``options`` by flag name (what the output echoes)."""
-    return {k.replace("_", "-"): v for k, v in vars(options).items()}
+    return {k.replace("_", "-"): v for k, v in vars(options).items() if k not in NOT_FLAGS}
 
 
 def _now(raw: Any, where: str) -> float:
@@ -211,6 +214,8 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 f"{version} has no such flag (1.33+); ignored"
             )
         options = dataclasses.replace(options, blocking_system_pod_distruption_timeout=None)
+    if not version.ca_on_completion:  # CA before 1.36: "on-completion" is no known value
+        options = dataclasses.replace(options, on_completion_rule=False)
     raw_nodes = _items(doc.get("nodes"), f"{where}.nodes")
     if not raw_nodes:
         raise InputError(f"{where}.nodes: at least one Node is needed")
