@@ -100,11 +100,18 @@ class PdbTracker:
                 self.remaining[i] -= 1
 
 
+def _group(api_version: str) -> str:
+    """The API group of an ownerReference's ``apiVersion`` (``schema.ParseGroupVersion``:
+    ``apps/v1`` → ``apps``, ``v1`` → the core group, "")."""
+    return api_version.split("/")[0] if "/" in api_version else ""
+
+
 def _replica_count(pod: CAPod, options: CAOptions, controllers: Controllers | None) -> Status:
     ref = pod.obj.controller
     if controllers is None or ref is None:
         return _UNDEFINED
     found, replicas = controllers.get(ref.kind, pod.obj.namespace, ref.name)
+    statefulset_group = options.rules_version >= (1, 33)
     too_few = replicas is not None and replicas < options.min_replica_count
     # upstream's if / else-if chain: ReplicationController, DaemonSet pod, Job, ReplicaSet, ...
     if ref.kind == "ReplicationController":
@@ -113,9 +120,11 @@ def _replica_count(pod: CAPod, options: CAOptions, controllers: Controllers | No
         if too_few:
             return Status(BLOCK, "MinReplicasReached")
     elif pod.daemonset:
-        group = ref.api_version.split("/")[0] if "/" in ref.api_version else ""
-        if group == "apps" and ref.kind == "DaemonSet" and not found:
+        if _group(ref.api_version) == "apps" and ref.kind == "DaemonSet" and not found:
             return Status(BLOCK, "ControllerNotFound")
+    elif ref.kind == "StatefulSet" and _group(ref.api_version) != "apps" and statefulset_group:
+        # CA 1.33+ (commit cc3a9f5d10): no lister for another group's StatefulSet
+        return _UNDEFINED
     elif ref.kind in ("Job", "ReplicaSet", "StatefulSet"):
         if not found:
             return Status(BLOCK, "ControllerNotFound")
@@ -143,7 +152,7 @@ def drainable(
             return status
     if pod.daemonset or pod.safe_to_evict or pod.terminal:
         return _DRAIN_OK
-    if options.on_completion_rule and pod.on_completion:
+    if pod.on_completion and options.rules_version >= (1, 36):
         return _WAIT
     ref = pod.obj.controller
     replicated = ref is not None

@@ -43,12 +43,13 @@ class CAOptions:
     # drain, leaves its room free to moved pods, and triggers no scale-up
     # (``podlistprocessor/filter_out_expendable.go``)
     expendable_pods_priority_cutoff: int = -10
-    # not a flag: whether the ``oncompletion`` drain rule exists (CA 1.36+; set from the
-    # scenario's Kubernetes version, ``KubeVersion.ca_on_completion``)
-    on_completion_rule: bool = True
+    # not a flag: the (major, minor) of the CA whose drain rules apply (a scenario's
+    # ``kubernetesVersion``; CA's minor follows Kubernetes'): the ``oncompletion`` rule from
+    # 1.36, the replica-count rule's StatefulSet group check from 1.33
+    rules_version: tuple[int, int] = (1, 36)
 
 
-NOT_FLAGS = ("on_completion_rule",)  # fields of ``CAOptions`` that no flag sets
+NOT_FLAGS = ("rules_version",)  # fields of ``CAOptions`` that no flag sets
 
 
 _FLOATS = ("scale-down-utilization-threshold", "scale-down-gpu-utilization-threshold")

@@ -138,7 +138,7 @@ def _groups(raw: Any, names: list[str], options: CAOptions, where: str) -> dict[
             merged = {**_flags(options), **mapping(own, f"{at}.options")}
             group_options = dataclasses.replace(
                 parse_options(merged, f"{at}.options"),
-                on_completion_rule=options.on_completion_rule,
+                rules_version=options.rules_version,
             )
         group = NodeGroup(name, low, 1_000_000 if high is None else high, group_options)
         for j, node in enumerate(listing(body.get("nodes"), f"{at}.nodes")):
@@ -214,8 +214,8 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 f"{version} has no such flag (1.33+); ignored"
             )
         options = dataclasses.replace(options, blocking_system_pod_distruption_timeout=None)
-    if not version.ca_on_completion:  # CA before 1.36: "on-completion" is no known value
-        options = dataclasses.replace(options, on_completion_rule=False)
+    # the drain rules of the version's CA (``CAOptions.rules_version``)
+    options = dataclasses.replace(options, rules_version=(version.major, version.minor))
     raw_nodes = _items(doc.get("nodes"), f"{where}.nodes")
     if not raw_nodes:
         raise InputError(f"{where}.nodes: at least one Node is needed")

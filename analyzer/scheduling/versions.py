@@ -95,15 +95,6 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, 33)
 
     @property
-    def ca_on_completion(self) -> bool:
-        """cluster-autoscaler 1.36+ (commit f2b5b0394b): a pod annotated
-        ``cluster-autoscaler.kubernetes.io/safe-to-evict: on-completion`` is left to finish
-        (drainability rule ``oncompletion``): not moved, and its node, found unneeded, is not
-        deleted while it runs (``BlockedByOnCompletionPod``); before, that value meant
-        nothing."""
-        return (self.major, self.minor) >= (1, 36)
-
-    @property
     def preemption_sampling(self) -> bool:
         """1.20+ (PR #94814): preemption gathers candidates from a random offset over the
         potential nodes and stops at ``max(n · pct / 100, abs)``; before, every node was tried."""

@@ -1,0 +1,52 @@
+"""The replica-count drain rule and a StatefulSet of another API group (cluster-autoscaler
+1.33+, upstream commit cc3a9f5d10 "Allow draining when StatefulSet kind has custom API Group";
+simulator/drainability/rules/replicacount/rule.go): CA has a lister for ``apps`` StatefulSets
+only, so from 1.33 a pod owned by ``StatefulSet`` of ``example.com/v1`` is not looked up
+(``Undefined``) and goes on to the replicated rule, which takes the kind ``StatefulSet`` as
+replicated: the pod is moved. Up to 1.32 the rule looked it up among the StatefulSets and,
+not finding it, blocked the drain (``ControllerNotFound``). An ``apps/v1`` StatefulSet missing
+from the listers blocks at every version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from autoscale_cases import by_name, node, pod, run
+
+NOW = "2026-06-10T12:00:00Z"
+SPARE = {"cpu": 4000, "memory": 2**32,
+         "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}  # fmt: skip
+# the listers hold one ReplicaSet and no StatefulSet
+OBJECTS = [{"kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "default"},
+            "spec": {"replicas": 5}}]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("version", "api", "blocking"),
+    [
+        ("1.33", "example.com/v1", None),
+        ("1.36", "example.com/v1", None),
+        ("1.32", "example.com/v1", "ControllerNotFound"),
+        ("1.36", "apps/v1", "ControllerNotFound"),
+        ("1.32", "apps/v1", "ControllerNotFound"),
+    ],
+)
+def test_a_statefulset_of_another_group_is_not_looked_up(
+    tmp_path: Path, version: str, api: str, blocking: str | None
+) -> None:
+    facts = {"cpu": 100, "memory": 1, "owner": ["StatefulSet", "db", api]}
+    scenario = {
+        "autoscaler": "cluster-autoscaler",
+        "kubernetesVersion": version,
+        "now": NOW,
+        "nodes": [node("node", {"cpu": 1000, "memory": 2**30}), node("spare", SPARE)],
+        "pods": [pod("db-0", facts, NOW, "node")],
+        "objects": OBJECTS,
+    }
+    got = by_name(run(tmp_path, scenario))["node"]
+    if blocking is None:
+        assert got["removable"] and got["destinations"] == {"default/db-0": "spare"}
+    else:
+        assert got["blockingPod"] == {"pod": "default/db-0", "reason": blocking}
