@@ -117,13 +117,19 @@ def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def seeded_autoscaled(seed: int, raw: Any = None) -> tuple[Any, Any, Any]:
     """A generated cluster (24 nodes, half a day at a 5-minute step, seed ``seed``) prepared for
     a replay under cluster-autoscaler with the flags ``raw`` and each pool's minSize 0, so that
-    CA removes and adds nodes: (the autoscaled input, its node groups, the settings)."""
+    CA removes and adds nodes: (the autoscaled input, its node groups, the settings).
+
+    Unless ``raw`` sets it, ``blocking-system-pod-distruption-timeout`` is none: the clusters'
+    kube-system pods (coredns) block their nodes all along, as up to CA 1.32, so that the
+    shortcuts for nodes blocked by a pod are exercised on them (the 1.33+ timeout has its own
+    tests: ``tests/test_replay_autoscaler_system_pods.py``, and ``bench/ca_differential.py``)."""
     import dataclasses
 
     from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
     from analyzer.replay.input import prepare
     from analyzer.sources import SyntheticSpec, generate
 
+    raw = {"blocking-system-pod-distruption-timeout": None, **(raw or {})}
     cluster = generate(SyntheticSpec(seed=seed, nodes=24, days=0.5, step=300))
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
     settings = dataclasses.replace(

@@ -47,7 +47,11 @@ def _plain(d: Any) -> CAPod:
 def _view(demands: list[Any]) -> Any:
     """What ``ReplayView.ca_pod`` reads of its view (called on this as ``self``)."""
     return SimpleNamespace(
-        inp=SimpleNamespace(demands=demands), pods={}, demand_by_id={}, running=RunningPods()
+        inp=SimpleNamespace(demands=demands),
+        pods={},
+        demand_by_id={},
+        running=RunningPods(),
+        system_ages=False,  # no creation read (``tests/test_replay_autoscaler_system_pods.py``)
     )
 
 

@@ -108,8 +108,10 @@ def test_a_lingering_scale_down_decides_as_the_plain_path() -> None:
 
     cluster = generate(SyntheticSpec(seed=3, nodes=120, days=0.25, step=300))
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str))
+    # kube-system pods block all along (no timeout, as up to CA 1.32: ``seeded_autoscaled``)
+    raw = {"blocking-system-pod-distruption-timeout": None}
     settings = dataclasses.replace(
-        parse_settings(None), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+        parse_settings(raw), groups={p or "default": GroupBounds(min_size=0) for p in pools}
     )
     auto, groups = with_node_groups(prepare(cluster.snapshot), settings)
     strategy = Strategy("kube-default", load_strategy("kube-default"))

@@ -177,6 +177,18 @@ def drainable(
     return _UNDEFINED
 
 
+def ages(pod: CAPod, options: CAOptions) -> bool:
+    """Whether time alone may change ``pod``'s verdict: a kube-system pod with a creation time
+    under the system rule's timeout (CA 1.33+), blocking until it is old enough. A caller that
+    keeps verdicts keeps no blocking one of such a pod (``pods_to_move``, the replay's caches)."""
+    return (
+        pod.creation_time is not None
+        and pod.obj.namespace == "kube-system"
+        and options.skip_nodes_with_system_pods
+        and options.blocking_system_pod_distruption_timeout is not None
+    )
+
+
 @dataclass(frozen=True)
 class PodsToMove:
     """``GetPodsToMove`` (``PodMoveInfo``): the pods to re-place, the DaemonSet pods, the pods
@@ -200,7 +212,8 @@ def pods_to_move(
 ) -> PodsToMove:
     """Sort a node's pods by ``drainable``: the first blocked pod stops the walk.
     ``verdicts``: a caller's dict (same ``options`` every call) keeping each pod's verdict where
-    it reads nothing but the pod and the options: no budgets, no controllers, not deleted.
+    it reads nothing but the pod and the options: no budgets, no controllers, not deleted, and
+    not a blocking verdict that time may lift (``ages``).
     ``first``: the first pod to move also stops the walk (its answer then holds that pod alone:
     for a caller that asks only whether the node has a pod to move or a blocking one)."""
     move: list[CAPod] = []
@@ -211,7 +224,9 @@ def pods_to_move(
         if keep and pod.deletion_time is None:
             known = verdicts.get(id(pod))  # type: ignore[union-attr]
             if known is None:  # the pod is kept with its verdict, so its id stays its own
-                known = verdicts[id(pod)] = (pod, drainable(pod, options, pdbs, now))  # type: ignore[index]
+                known = (pod, drainable(pod, options, pdbs, now))
+                if known[1].outcome != BLOCK or not ages(pod, options):
+                    verdicts[id(pod)] = known  # type: ignore[index]
             status = known[1]
         else:
             status = drainable(pod, options, pdbs, now, controllers)

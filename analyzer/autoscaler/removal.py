@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.autoscaler.cluster import Cluster
-from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, pods_to_move
+from analyzer.autoscaler.drainability import PdbTracker, PodsToMove, Status, ages, pods_to_move
 from analyzer.autoscaler.hinted import HintedPlan
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
@@ -355,7 +355,10 @@ class RemovalSimulator(Placement):
             found = pods_to_move(
                 pods, self.options, pdbs, self.now, self.cluster.controllers, self.verdicts
             )
-            if self.drains is not None:
+            # (not an answer blocked by a pod that time may lift: ``drainability.ages``)
+            if self.drains is not None and (
+                found.blocking is None or not ages(found.blocking, self.options)
+            ):
                 self.drains[key] = found
         if found.blocking is not None:
             return Outcome(node, False, "BlockedByPod", found.blocking.key, found.reason)

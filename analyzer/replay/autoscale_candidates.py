@@ -20,6 +20,7 @@ from analyzer.autoscaler.removal_state import Outcome
 from analyzer.replay import autoscale_reuse
 from analyzer.replay.autoscale_reuse import Entry, allowed_but, walked
 
+SYSTEM_POD = "UnmovableKubeSystemPod"
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
 ClusterAutoscaler = Any
 
@@ -179,6 +180,10 @@ def simulate_candidates(
                         else [simulator.demand_of[id(p)].requests for p in simulator.pods_on(name)]
                     )
                 memo.keep(slot, entry)
+                if ca.system_ages and outcome.blocking_reason == SYSTEM_POD:
+                    # blocked by a kube-system pod until it is old enough (CA 1.33+): time
+                    # alone lifts it, so no later pass takes this answer again (``find``)
+                    entry.lasting = False
         if entry is not None:  # (``ca.reuse``) what an unread take reads
             if not unread:
                 memo.claim(entry)

@@ -86,6 +86,15 @@ class ClusterAutoscaler(ReplayView):
         budgets: ReplayBudgets,
         rng: np.random.Generator,
     ) -> None:
+        # the drain rules of the CA that goes with the cluster's version (CA's minor follows
+        # Kubernetes'): before 1.33 a kube-system pod no PodDisruptionBudget covers always blocks
+        version = or_default(profile.version)
+        options = dataclasses.replace(
+            settings.options, rules_version=(version.major, version.minor)
+        )
+        if not version.ca_system_pod_timeout:
+            options = dataclasses.replace(options, blocking_system_pod_distruption_timeout=None)
+        settings = dataclasses.replace(settings, options=options)
         super().__init__(inp, groups, settings.options, state, active, on_node)
         given = settings.expander
         if not given:  # not set: the default of the profile's version's CA
@@ -139,9 +148,6 @@ class ClusterAutoscaler(ReplayView):
         # the young-pod buffer (``allPodsAreNew``) held this run's scale-up back: no deletion
         # at this run either (``DisableScaleDownForLoop``)
         self.young = False
-        # pods CA evicted and their controllers created again: when (upstream's new pod's
-        # creation); the others' creation is the data's (``ReplayInput.queued``)
-        self.recreated: dict[int, int] = {}
         self.memo: dict[tuple[bytes, int], bool] = {}  # pod shape x group: fits an empty node
         self.record = AutoscalerRecord(
             "cluster-autoscaler", groups.names, groups.of_node, groups.data_nodes
@@ -404,7 +410,7 @@ class ClusterAutoscaler(ReplayView):
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
         for pod in evicted:  # their controllers' new pods, created now
-            self.recreated[pod] = now
+            self.recreate(pod, now)
         for pod in evicted:  # upstream's replacement pod has a new UID: no hint
             self.hints.forget(hint_key(self.ca_pod(pod)))
         self.unneeded.pop(slot, None)
@@ -491,11 +497,6 @@ class ClusterAutoscaler(ReplayView):
                 self._undecided_kept = (waiting, len(self.memo), left)
         return left is not None and all(room[g] <= 0 for g in left)
 
-    def _born(self, pod: int) -> int:
-        """When ``pod`` was created (``_all_new``)."""
-        created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
-        return self.recreated.get(pod, int(created[pod]))
-
     def _asks_gpu(self, pod: int) -> bool:
         """Whether ``pod`` requests a GPU (the young-pod buffer's longer wait)."""
         gpu = self.gpu_column
@@ -505,7 +506,7 @@ class ClusterAutoscaler(ReplayView):
         """Whether a pod of ``pods`` was created within the young-pod buffer (its GPU one for a
         pod asking for a GPU): else no subset of them is all new."""
         return any(
-            self._born(pod) + (NEW_GPU_POD_BUFFER if self._asks_gpu(pod) else NEW_POD_BUFFER) > now
+            self.born(pod) + (NEW_GPU_POD_BUFFER if self._asks_gpu(pod) else NEW_POD_BUFFER) > now
             for pod in pods
         )
 
@@ -513,7 +514,7 @@ class ClusterAutoscaler(ReplayView):
         """``allPodsAreNew`` (static_autoscaler.go): the oldest pod to help was created less
         than 2 s ago, or the oldest of them asking for a GPU less than 30 s ago: upstream waits
         one loop for more pods, and makes no deletion in this one."""
-        born = self._born
+        born = self.born
         if min(map(born, waiting)) + NEW_POD_BUFFER > now:
             return True
         asking = [p for p in waiting if self._asks_gpu(p)]

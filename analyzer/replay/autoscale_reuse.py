@@ -138,6 +138,9 @@ class Entry:
     # its part of a later candidate's context (slot, reason, targets), made at its first turn:
     # the answer is never changed
     said: tuple[Any, ...] | None = None
+    # False for an answer that time alone may change (blocked by a kube-system pod not yet old
+    # enough, CA 1.33+): ``find`` never takes it again
+    lasting: bool = True
     # ``hints_read`` made at its first reuse (None: not yet)
     _hints: HintsRead | None = None
     # what an unread take reads (``SimulationMemo.unread``): the last pass it was used in,
@@ -463,7 +466,9 @@ class SimulationMemo:
         if entry is None:
             return None
         if entry.outcome.reason == "BlockedByPod":  # the drain rules read its pods and budgets
-            return entry if (entry.pods, entry.pdbs) == (pods, pdbs) else None
+            # (and the time, for a pod whose block time lifts: not ``lasting``)
+            same = entry.lasting and (entry.pods, entry.pdbs) == (pods, pdbs)
+            return entry if same else None
         if entry.epoch != self.epoch:
             return None
         if (entry.context, entry.pods, entry.pdbs, entry.start) != (context, pods, pdbs, start):

@@ -81,7 +81,7 @@ def update_unneeded(ca: ClusterAutoscaler, now: int) -> None:
     # others each now over the threshold or blocked again (``autoscale_expiry``); asked first:
     # a pass that stands had present nodes (``stands``), so the test below is False then
     if ca.reuse:
-        if not expired or rechecked(ca, before):
+        if not expired or rechecked(ca, before, now):
             if ca.last_pass[1]:
                 limit = candidates_limit(ca, interval)
             if stands(ca, limit):

@@ -17,13 +17,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
 
+from analyzer.autoscaler.drainability import PdbTracker, pods_to_move
 from analyzer.autoscaler.recheck import RECENTLY_UNREMOVABLE, candidate_order
 from analyzer.replay.autoscale_reuse import Entry, PassSummary
+from analyzer.replay.autoscale_setup import SECOND
+
+_NO_BUDGETS = PdbTracker([])  # (never changed: with no budget nothing is counted)
 
 # ``ca`` is the loop's ``ClusterAutoscaler`` (typed Any: importing it here would make a circle)
 ClusterAutoscaler = Any
@@ -121,7 +126,7 @@ def skip_blocked(ca: ClusterAutoscaler, summary: PassSummary) -> None:
     ca.last_pass = (*ca.last_pass[:2], False)
 
 
-def rechecked(ca: ClusterAutoscaler, before: int) -> bool:
+def rechecked(ca: ClusterAutoscaler, before: int, now: int) -> bool:
     """Whether the deadlines a pass just dropped (``before``: their count until then) are
     exactly those of the nodes ``skip_blocked`` moved to skipped, and none of those nodes had
     its pods changed since the pass that found them blocked (``SimulationMemo.changed``: none
@@ -139,11 +144,30 @@ def rechecked(ca: ClusterAutoscaler, before: int) -> bool:
     if summary is None or summary.rechecks is None:
         return False
     nodes = summary.rechecks[0]
+    if ca.system_ages and not _still_blocked(ca, nodes, now):
+        return False
     deadlines = ca.recheck.deadlines
     if len(deadlines) != before - len(nodes) or any(n in deadlines for n in nodes):
         return False
     memo = ca.sims
     return bool(int(memo.changed[list(nodes)].max()) <= memo.passes)
+
+
+def _still_blocked(ca: ClusterAutoscaler, nodes: Sequence[int], now: int) -> bool:
+    """Whether each of ``nodes`` found blocked by a kube-system pod not old enough then
+    (``Entry.lasting`` False: CA 1.33+'s timeout) is blocked by a pod now (``GetPodsToMove`` as
+    the pass's simulator asks it: no budgets, no controllers, the kept verdicts), where time
+    alone may have lifted it; the other answers do not change with time (``rechecked``)."""
+    entries = ca.sims.entries
+    for slot in nodes:
+        entry = entries.get(slot)
+        if entry is None or entry.lasting:
+            continue
+        found = pods_to_move(ca.pods_of(slot), ca.options, _NO_BUDGETS, now / SECOND,
+                             None, ca.verdicts)  # fmt: skip
+        if found.blocking is None:
+            return False
+    return True
 
 
 def restore_blocked(ca: ClusterAutoscaler, summary: PassSummary, now: int) -> None:

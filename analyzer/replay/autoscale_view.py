@@ -22,7 +22,7 @@ from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
 from analyzer.autoscaler.utilization import GPU_RESOURCE, is_gpu_node
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_screen import under
-from analyzer.replay.autoscale_setup import NodeGroups
+from analyzer.replay.autoscale_setup import SECOND, NodeGroups
 from analyzer.replay.input import ReplayInput
 from analyzer.scheduling.state import ClusterState, PodDemand
 
@@ -69,6 +69,15 @@ class ReplayView:
         self.state, self.active, self.on_node = state, active, on_node
         self.pods: dict[int, CAPod] = {}
         self.running = RunningPods()  # how ``ca_pod`` makes them
+        # pods CA evicted and their controllers created again: when (upstream's new pod's
+        # creation); the others' creation is the data's (``ReplayInput.queued``)
+        self.recreated: dict[int, int] = {}
+        # a kube-system pod's creation matters (CA 1.33+: no PodDisruptionBudget covering it,
+        # it is drainable once created longer ago than the timeout; ``drainability``)
+        self.system_ages = (
+            options.skip_nodes_with_system_pods
+            and options.blocking_system_pod_distruption_timeout is not None
+        )
         self.demand_by_id: dict[int, Any] = {}  # each CA pod object's demand, by ``id``
         self.kinds = [
             NodeGroup(name, groups.min_size[g], groups.max_size[g])
@@ -210,9 +219,25 @@ class ReplayView:
         if found is None:
             d = self.inp.demands[pod]
             found = running_ca_pod(self.running, d)
+            if self.system_ages and d.namespace == "kube-system":
+                # (set as the constructor would: the field is read only afterwards)
+                vars(found)["creation_time"] = self.born(pod) / SECOND
             self.pods[pod] = found  # kept for the replay: its id stays its own
             self.demand_by_id[id(found)] = d
         return found
+
+    def born(self, pod: int) -> int:
+        """When ``pod`` was created: its controller's new pod's creation if CA evicted it, else
+        the data's (queued, else its arrival)."""
+        created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
+        return self.recreated.get(pod, int(created[pod]))
+
+    def recreate(self, pod: int, now: int) -> None:
+        """CA evicted ``pod`` at ``now``: its controller makes a new pod (a new object here when
+        its creation is read: a kube-system pod's)."""
+        self.recreated[pod] = now
+        if self.system_ages and self.inp.demands[pod].namespace == "kube-system":
+            self.pods.pop(pod, None)
 
     def left_out(self, pod: int) -> tuple[int, int]:
         """The cpu and memory requests of replay pod ``pod`` (the state's units) that CA's

@@ -22,7 +22,10 @@ with CA's default flags:
   not the candidate nor removed in this run and has room (CA's scheduling hints,
   ``analyzer.scheduling.sim_hints``, shared with the replay's CA), else the first other present
   node with room, round-robin from where the previous search stopped (a hinted placement does
-  not move it); a pod without a controller or of kube-system blocks; a drained node's moves
+  not move it); a pod without a controller blocks, as does one of kube-system up to CA 1.32 and,
+  from 1.33 (the data's kubelet version), one of kube-system created 3600 s ago or less
+  (``--blocking-system-pod-distruption-timeout``; the generated cluster has no
+  PodDisruptionBudgets where it is autoscaled); a drained node's moves
   stay for the next candidate. A node found not removable is skipped for 300 s
   (``--unremovable-node-recheck-timeout``: not simulated again before then, whatever its
   utilisation); a run stops simulating once it found ``min(U + 20, 10 * (600 // I) + 10)``
@@ -52,6 +55,7 @@ SCAN = 10
 UNNEEDED = 600
 DELAY_AFTER_ADD = 600
 PROVISIONING = 120
+SYSTEM_TIMEOUT = 3600  # ``--blocking-system-pod-distruption-timeout`` (CA 1.33+), seconds
 NEW_POD_BUFFER = 2  # ``unschedulablePodTimeBuffer`` (the generated cluster has no GPUs)
 THRESHOLD = 0.5
 GRACE = 30
@@ -75,7 +79,18 @@ class NodeAutoscaler:
     """The generator's CA over ``slots`` node slots of one shape; the first ``initial`` exist at
     ``start`` (unix seconds); a slot is used once (a deleted node's name is not reused)."""
 
-    def __init__(self, initial: int, slots: int, min_size: int, max_size: int, start: int) -> None:
+    def __init__(
+        self,
+        initial: int,
+        slots: int,
+        min_size: int,
+        max_size: int,
+        start: int,
+        system_timeout: int | None = SYSTEM_TIMEOUT,
+    ) -> None:
+        # a kube-system pod is movable once created longer ago than this (seconds; None: never,
+        # CA before 1.33); ``movable`` callers read it
+        self.system_timeout = system_timeout
         self.present = np.zeros(slots, dtype=bool)
         self.present[:initial] = True
         self.joined: list[int | None] = [start] * initial + [None] * (slots - initial)
@@ -111,7 +126,8 @@ class NodeAutoscaler:
     ) -> Decision:
         """Run at ``now``: nodes Ready now join; on the scan grid, scale-up for ``pending`` then
         scale-down. ``need(pod)``: its requests on the columns of ``allocatable`` (cpu, memory,
-        pods); ``movable(pod)``: it has a controller and is not in kube-system; ``created(pod)``:
+        pods); ``movable(pod)``: it has a controller and is not in kube-system, or was created
+        more than ``system_timeout`` before ``now``; ``created(pod)``:
         its creation (None: the young-pod buffer is not applied)."""
         out = Decision()
         for slot in sorted(s for s, at in self.provisioning.items() if at <= now):

@@ -280,12 +280,23 @@ def run_lifecycles(
         assert request is not None
         return np.array([request.requests.get(state.resources[c], 0) for c in scaled])
 
+    clock = [0]  # the autoscaler's run being made (``movable`` reads it)
+
     def movable(j: int) -> bool:
-        return bool(pods[j].owner_kind) and pods[j].template.namespace != "kube-system"
+        pod = pods[j]
+        if not pod.owner_kind:
+            return False
+        if pod.template.namespace != "kube-system":
+            return True
+        # CA 1.33+: a kube-system pod no PodDisruptionBudget covers is drainable once created
+        # longer ago than the timeout (strictly: ``isBspPassedDisruptionTimeout``)
+        timeout = autoscaler.system_timeout if autoscaler is not None else None
+        return timeout is not None and clock[0] > pod.created + timeout
 
     def autoscale(now: int, changed: list[int]) -> list[int]:
         """The autoscaler's run at ``now``; the replacement pods of the evicted ones."""
         assert autoscaler is not None
+        clock[0] = now
         decision = autoscaler.act(
             now,
             state.allocatable[:, scaled],

@@ -31,7 +31,8 @@ from analyzer.core.snapshot_schema import (
     REQUESTS,
     resource_column,
 )
-from analyzer.sources.autoscaled_nodes import NodeAutoscaler
+from analyzer.scheduling.versions import parse_version
+from analyzer.sources.autoscaled_nodes import SYSTEM_TIMEOUT, NodeAutoscaler
 from analyzer.sources.catalog import (
     GPU,
     POOLS,
@@ -377,7 +378,13 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
                           capacity, node_allocatable(capacity), hot=False)
             for k in range(4 * spec.nodes)
         ]  # fmt: skip
-        autoscaler = NodeAutoscaler(spec.nodes, len(nodes), 1, 2 * spec.nodes, spec.start_s)
+        # the CA of the data's version (CA's minor follows Kubernetes')
+        timeout = (
+            SYSTEM_TIMEOUT if parse_version(spec.kubelet_version).ca_system_pod_timeout else None
+        )
+        autoscaler = NodeAutoscaler(
+            spec.nodes, len(nodes), 1, 2 * spec.nodes, spec.start_s, system_timeout=timeout
+        )
     structure = rng
     if spec.grows:
         # The structure goes on from the seed alone; the events depend on the range's start.
