@@ -27,8 +27,11 @@ pkg/controllers/disruption: ``emptiness.go``, ``multinodeconsolidation.go``,
   is at least 1/k, k = 2 (``move_score``, ``PoolTotals``).
 
 "Fits" on the existing nodes is analyzer's scheduler filters (first fit, as the CA simulation);
-on the replacement only the pods' summed cpu, memory and pod count against the shape (the new
-node's labels and taints are not modelled). Prices come from ``nodePool.instanceTypes`` by the
+on the replacement the pods' summed cpu, memory and pod count against the shape, and each pod's
+nodeSelector and required node affinity against the labels a new node of the pool may carry
+(``new_node``: the template's labels and requirements, the well-known labels, the instance
+type among ``instanceTypes``); the new node's taints and the pods' spreading and affinity on it
+are not modelled. Prices come from ``nodePool.instanceTypes`` by the
 nodes' ``node.kubernetes.io/instance-type`` label; as upstream's ``ShouldDisrupt``, a node of a
 type not listed there, or without the ``karpenter.sh/capacity-type`` or
 ``topology.kubernetes.io/zone`` label, goes only by emptiness (consolidation needs its price).
@@ -40,13 +43,16 @@ import contextlib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from analyzer.autoscaler.cluster import CANode
 from analyzer.autoscaler.cron import active
 from analyzer.autoscaler.drainability import PdbTracker
+from analyzer.autoscaler.new_node import launchable
 from analyzer.autoscaler.nodepool import Shape
 from analyzer.autoscaler.pods import CAPod
 from analyzer.autoscaler.removal_state import build_state
@@ -61,6 +67,12 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
+NODEPOOL = "karpenter.sh/nodepool"
+# a leftover pod's request that no instance type offers: its node selection rules out every node
+# the pool launches (``new_node.launchable``)
+NO_NEW_NODE = "analyzer.io/no-new-node"
+NEW_NODE = "karpenter-replacement"  # the name (and hostname) a replacement is tried on
+HOSTNAME = "kubernetes.io/hostname"
 # MultiNodeConsolidation: at most 100 candidates in ``maxParallel``, but its binary search tries
 # the first ``max + 1`` of them (``firstNConsolidationOption``), so up to 101
 MULTI_LIMIT = 101
@@ -263,18 +275,48 @@ class _Fitter:
 
     def __init__(self, scenario: AutoscaleScenario, shapes: Sequence[Shape]) -> None:
         self.scenario = scenario
-        self.state, self.demands = build_state(scenario.cluster, scenario.pending)
+        cluster = scenario.cluster
+        # the node a replacement would be: one per zone the scenario's nodes are in (Karpenter
+        # pins a NodeClaim to one zone), each labelled as the pool's template, absent from the
+        # state but where ``_one_new_node`` tries a replacement (``leftover``)
+        zones = sorted({n.labels[ZONE] for n in cluster.nodes if ZONE in n.labels})
+        new = [
+            CANode(
+                f"{NEW_NODE}-{i}",
+                {},
+                {**scenario.node_pool.labels, **({ZONE: z} if z else {}), HOSTNAME: NEW_NODE},
+            )
+            for i, z in enumerate(zones or [""])
+        ]
+        extended = replace(
+            cluster,
+            nodes=[*cluster.nodes, *new],
+            pods={**cluster.pods, **{n.name: [] for n in new}},
+        )
+        self.state, self.demands = build_state(extended, scenario.pending)
+        real = len(cluster.nodes)
+        self.new = list(range(real, real + len(new)))
+        self.state.present = np.arange(real + len(new)) < real
+        # the filters a pod meets on a new node here: spreading, pod (anti-)affinity and host
+        # ports, which read the pods placed; its resources are the shapes' (``fitting``) and its
+        # node selection ``launchable``'s (a new node's labels are not all known)
+        self.on_new = [
+            p for p in scenario.profile.filters if p.name in ("PodTopologySpread",
+                                                              "InterPodAffinity", "NodePorts")
+        ]  # fmt: skip
+        self.one_node = True  # whether the last ``leftover``'s pods go on one new node
         self.position = {n.name: i for i, n in enumerate(scenario.cluster.nodes)}
         # the staying nodes are tried by name (``Scheduler.sortExistingNodes``: initialized
         # first, as every node of a scenario is, then by name), not in the scenario's order
         names = [n.name for n in scenario.cluster.nodes]
         self.by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
-        # a pending pod no instance type holds only gives a scheduling error upstream, which
+        # a pending pod no instance type holds, or whose node selection no node the pool
+        # launches meets (``new_node``), only gives a scheduling error upstream, which
         # ``AllNonPendingPodsScheduled`` ignores: it changes no answer, so it is left out
         self.pending = [
             (p, p.obj.demand(self.state.resources))
             for p in scenario.pending
-            if any(_holds(s, {**p.requests, "pods": 1}) for s in shapes)
+            if any(_holds(s, {**p.requests, "pods": 1}) for s in shapes) and self.launchable(p)
         ]
         for p in scenario.pending:
             held = any(p is q for q, _ in self.pending)
@@ -285,14 +327,22 @@ class _Fitter:
                 else f"pod {p.key} is pending and no instance type holds it; left out"
             )
 
+    def launchable(self, pod: CAPod) -> bool:
+        """Whether a node the pool launches could take ``pod`` by its node selection."""
+        pool = self.scenario.node_pool
+        types = [s.name for s in pool.shapes]
+        return launchable(pod.obj.constraints, pool.labels, types, pool.requirements)
+
     def leftover(self, removed: Sequence[str]) -> list[CAPod] | None:
         """The moved and pending pods that fit on no staying node (state restored afterwards)."""
         cluster = self.scenario.cluster
         allowed = np.array(
-            [n.name not in removed and not n.unschedulable for n in cluster.nodes], dtype=bool
+            [n.name not in removed and not n.unschedulable for n in cluster.nodes]
+            + [False] * len(self.new),
+            dtype=bool,
         )
         undo: list[tuple[int, Any, bool]] = []
-        left: list[CAPod] = []
+        left: list[tuple[CAPod, Any]] = []
         queue = list(self.pending)
         for name in removed:
             i = self.position[name]
@@ -311,10 +361,40 @@ class _Fitter:
                 self.state.bind(int(hits[0]), demand)
                 undo.append((int(hits[0]), demand, False))
             else:
-                left.append(pod)
+                left.append((pod, demand))
+        self.one_node = not left or self._one_new_node(left, removed)
         for i, demand, was_unbound in reversed(undo):
             (self.state.bind if was_unbound else self.state.unbind)(i, demand)
-        return left
+        return [pod for pod, _ in left]
+
+    def _one_new_node(self, left: list[tuple[CAPod, Any]], removed: Sequence[str]) -> bool:
+        """Whether ``left`` (in queue order) all go on one new node in some zone by the
+        filters that read the pods placed (``on_new``): the removed nodes gone, every zone's
+        new node a domain (Karpenter's topology knows the pool's zones), the one tried taking
+        the pods. Karpenter's consolidation launches at most one NodeClaim
+        (``computeConsolidation``); a spread the pods would break on one node needs more."""
+        state, now = self.state, self.scenario.now
+        present = state.present
+        assert present is not None
+        before = present.copy()
+        for name in removed:
+            present[self.position[name]] = False
+        present[self.new] = True
+        try:
+            for target in self.new:
+                bound: list[Any] = []
+                for _pod, demand in left:
+                    if not all(p.filter(state, demand, now).feasible[target] for p in self.on_new):
+                        break
+                    state.bind(target, demand)
+                    bound.append(demand)
+                for demand in reversed(bound):
+                    state.unbind(target, demand)
+                if len(bound) == len(left):
+                    return True
+            return False
+        finally:
+            present[:] = before
 
 
 def _holds(shape: Shape, requests: Mapping[str, int]) -> bool:
@@ -597,8 +677,17 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
     notes: dict[str, str] = {}
     costs: dict[str, float] = {}
     ordered: list[Candidate] = []
+    # Karpenter disrupts only the nodes it owns (``StateNode.ValidateNodeDisruptable``: a
+    # NodeClaim and the karpenter.sh/nodepool label); others stay destinations. A scenario
+    # whose nodes carry no such label at all is read as every node the NodePool's own
+    owned = [n for n in cluster.nodes if NODEPOOL in n.labels] or list(cluster.nodes)
+    mine = {n.name for n in owned}
     for node in cluster.nodes:
         pods = cluster.pods.get(node.name, [])
+        if node.name not in mine:
+            notes[node.name] = f"node is not managed by Karpenter (no {NODEPOOL} label)"
+            costs[node.name] = sum(eviction_cost(p) for p in _moves(pods))
+            continue
         if node.annotations.get(DO_NOT_DISRUPT) == "true":
             reason = "node has the karpenter.sh/do-not-disrupt annotation"
         else:
@@ -626,10 +715,10 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         decision = Decision("none", reason="consolidateAfter: Never disables consolidation")
     else:
         seconds = scenario.now
-        count = len(cluster.nodes)
+        count = len(owned)  # the NodePool's nodes (``BuildDisruptionBudgetMapping``)
         # a node whose Ready condition is not True takes from the budgets
         # (``BuildDisruptionBudgetMapping``); a node given without conditions counts as Ready
-        unready = sum(n.ready not in (None, "True") for n in cluster.nodes)
+        unready = sum(n.ready not in (None, "True") for n in owned)
 
         def allowed(_pool: str, reason: str) -> int:
             rules = pool.allowed(
@@ -642,11 +731,20 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         fitter = _Fitter(scenario, pool.shapes)
 
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
-            return [dict(p.requests) for p in fitter.leftover(names) or []]
+            # a pod no node the pool launches could take asks for a resource no shape offers,
+            # so no replacement holds it (``fitting``)
+            pods = fitter.leftover(names) or []
+            # (nor one they cannot share by their spreading, affinity or host ports)
+            return [
+                dict(p.requests)
+                if fitter.launchable(p) and fitter.one_node
+                else {**p.requests, NO_NEW_NODE: 1}
+                for p in pods
+            ]
 
         totals = None
         if pool.policy == BALANCED:
-            totals = {"": _pool_totals(scenario, prices, ordered)}
+            totals = {"": _pool_totals(scenario, prices, ordered, mine)}
         decision = decide(ordered, allowed, pool.policy, lambda _c: pool.shapes, leftover, totals)
         if decision.kind == "none" and not ordered and not decision.reason:
             decision.reason = "no candidate"
@@ -655,7 +753,10 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
 
 
 def _pool_totals(
-    scenario: AutoscaleScenario, prices: Mapping[str, float], candidates: Sequence[Candidate]
+    scenario: AutoscaleScenario,
+    prices: Mapping[str, float],
+    candidates: Sequence[Candidate],
+    mine: AbstractSet[str],
 ) -> PoolTotals:
     """The NodePool's ``PoolTotals`` over every node of the scenario: the price of each node of
     a listed instance type with the capacity-type and zone labels (``ClusterCost`` counts no
@@ -668,6 +769,8 @@ def _pool_totals(
     cost = 0.0
     others = []
     for node in cluster.nodes:
+        if node.name not in mine:  # (the NodePool's nodes only: ``mine``)
+            continue
         kind = node.labels.get(INSTANCE_TYPE, "")
         if kind in prices and CAPACITY_TYPE in node.labels and ZONE in node.labels:
             cost += prices[kind]

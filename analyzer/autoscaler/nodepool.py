@@ -9,7 +9,8 @@ WhenEmptyOrUnderutilized; Balanced, Karpenter v1.14.0, scores each move:
 optionally ``schedule`` (cron, UTC) with ``duration`` (the budget counts only in the window after
 each trigger) and ``reasons`` (Empty, Underutilized, Drifted: the methods it limits), and
 ``instanceTypes``: the shapes the pool may launch, ``{name, cpu, memory, pods, price}``, cheapest
-first. Parsed when read, so a bad field is one line naming the file and the field.
+first; ``template``: ``metadata.labels`` and ``spec.requirements`` of the nodes it launches (a
+pod whose node selection no such node meets is not launched for: ``new_node``). Parsed when read, so a bad field is one line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from analyzer.autoscaler.cron import Cron, parse_cron
 from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.structured import preview
+from analyzer.scheduling.constraint_types import Requirement, parse_requirements
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.objects import resource_list
 from analyzer.scheduling.pdb import scaled
@@ -63,6 +65,10 @@ class NodePool:
     shapes: tuple[Shape, ...] = field(default_factory=tuple)
     consolidate_after: int = 0  # seconds
     rules: tuple[BudgetRule, ...] = (BudgetRule("10%"),)
+    # ``template.metadata.labels`` and ``template.spec.requirements``: what a node it launches
+    # carries (``analyzer.autoscaler.new_node``)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    requirements: tuple[Requirement, ...] = ()
 
     def allowed(
         self,
@@ -155,6 +161,13 @@ def parse_node_pool(raw: Any, where: str = "nodePool") -> NodePool:
         _shape(s, f"{where}.instanceTypes[{i}]", i)
         for i, s in enumerate(listing(body.get("instanceTypes"), f"{where}.instanceTypes"))
     ]
+    template = mapping(body.get("template"), f"{where}.template")
+    meta = mapping(template.get("metadata"), f"{where}.template.metadata")
+    labels = mapping(meta.get("labels"), f"{where}.template.metadata.labels")
+    spec = mapping(template.get("spec"), f"{where}.template.spec")
+    requirements = parse_requirements(
+        spec.get("requirements"), f"{where}.template.spec.requirements"
+    )
     return NodePool(
         policy,
         never,
@@ -162,4 +175,6 @@ def parse_node_pool(raw: Any, where: str = "nodePool") -> NodePool:
         tuple(sorted(shapes, key=lambda s: s.price)),
         after,
         rules,
+        {str(k): str(v) for k, v in labels.items()},
+        requirements,
     )

@@ -245,6 +245,12 @@ def _requirements(raw: Any, where: str) -> tuple[Requirement, ...]:
     return tuple(out)
 
 
+def parse_requirements(raw: Any, where: str) -> tuple[Requirement, ...]:
+    """A list of NodeSelectorRequirements (``matchExpressions``; a Karpenter NodePool's
+    ``template.spec.requirements``)."""
+    return _requirements(raw, where)
+
+
 def parse_required_terms(required: Any, at: str) -> tuple[tuple[Requirement, ...], ...] | None:
     """``requiredDuringSchedulingIgnoredDuringExecution`` (a NodeSelector) → its terms, or None."""
     if required is None:
