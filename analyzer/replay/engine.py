@@ -391,7 +391,12 @@ def replay(
                 if not pinned[pod]:  # DaemonSet and static pods end with their node
                     gone.append(pod)
             scaler.removed(slot, now, gone)
-            drained.extend(gone)
+            # an evicted pod comes back (its controller's new pod) unless the data ends it
+            # within its termination grace: its replacement, if any, is a pod of the data (the
+            # data's own autoscaler evicted it at this instant), else it would end about as
+            # soon as it could be placed again
+            until = now + scaler.eviction_grace
+            drained.extend(pod for pod in gone if departure[pod] > until)
         return drained
 
     bounds = np.flatnonzero(np.diff(times)) + 1

@@ -55,6 +55,7 @@ from analyzer.replay.karpenter_simulate import Need, Reads, leftover
 from analyzer.replay.karpenter_validate import Pending, validate
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.node_taints import set_node_taints
+from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.state import ClusterState
 
 SECOND = 1_000_000_000
@@ -83,6 +84,8 @@ class KarpenterAutoscaler:
         self.inp, self.pools, self.settings, self.profile = inp, pools, settings, profile
         self.state, self.active, self.on_node, self.bound = state, active, on_node, bound
         self.budgets = budgets
+        # an evicted pod's termination: kube's default grace period
+        self.eviction_grace = TERMINATION_GRACE * SECOND
         # preemption victims terminating and deleted for good (the engine sets them where it
         # preempts): not healthy, and not expected, in the budgets
         self.terminating: tuple[Any, Any] = (None, None)
