@@ -120,7 +120,9 @@ def _replica_count(pod: CAPod, options: CAOptions, controllers: Controllers | No
         if too_few:
             return Status(BLOCK, "MinReplicasReached")
     elif pod.daemonset:
-        if _group(ref.api_version) == "apps" and ref.kind == "DaemonSet" and not found:
+        # a DaemonSet of the apps group only from CA 1.30; 1.29 looked any group's up
+        apps = _group(ref.api_version) == "apps" or options.rules_version < (1, 30)
+        if apps and ref.kind == "DaemonSet" and not found:
             return Status(BLOCK, "ControllerNotFound")
     elif ref.kind == "StatefulSet" and _group(ref.api_version) != "apps" and statefulset_group:
         # CA 1.33+ (commit cc3a9f5d10): no lister for another group's StatefulSet
@@ -216,6 +218,8 @@ def pods_to_move(
     not a blocking verdict that time may lift (``ages``).
     ``first``: the first pod to move also stops the walk (its answer then holds that pod alone:
     for a caller that asks only whether the node has a pod to move or a blocking one)."""
+    if options.rules_version < (1, 29):  # one function with its own order (``legacy``)
+        return _legacy_pods_to_move(pods, options, pdbs, now, controllers, first)
     move: list[CAPod] = []
     daemons: list[CAPod] = []
     waiting: list[CAPod] = []
@@ -243,3 +247,94 @@ def pods_to_move(
             else:
                 move.append(pod)
     return PodsToMove(tuple(move), tuple(daemons), on_completion=tuple(waiting))
+
+
+def _legacy_replicated(
+    pod: CAPod, options: CAOptions, controllers: Controllers | None
+) -> tuple[bool, bool, str]:
+    """CA up to 1.28's ``legacyCheckForReplicatedPods`` (utils/drain/drain.go, with
+    ``skip-nodes-with-custom-controller-pods``): (replicated, a DaemonSet pod, the blocking
+    reason or ""). Without listers (``controllers`` None) a ReplicationController, Job,
+    ReplicaSet or StatefulSet owner is replicated; with them it must be listed (else
+    ``ControllerNotFound``), a ReplicationController or ReplicaSet with at least
+    ``min-replica-count`` replicas (else ``MinReplicasReached``); a DaemonSet pod's DaemonSet
+    owner (any group) must be listed. Another kind is not replicated."""
+    ref = pod.obj.controller
+    kind = "" if ref is None else ref.kind
+    # upstream's if / else-if chain: ReplicationController, a DaemonSet pod, Job, ReplicaSet,
+    # StatefulSet
+    if pod.daemonset and kind != "ReplicationController":
+        lookup = ref is not None and kind == "DaemonSet" and controllers is not None
+        if lookup and not controllers.get(kind, pod.obj.namespace, ref.name)[0]:  # type: ignore[union-attr]
+            return False, True, "ControllerNotFound"
+        return False, True, ""
+    if ref is None or kind not in REPLICATED_KINDS:
+        return False, False, ""
+    if controllers is None:
+        return True, False, ""
+    found, replicas = controllers.get(kind, pod.obj.namespace, ref.name)
+    if not found:
+        return False, False, "ControllerNotFound"
+    few = replicas is not None and replicas < options.min_replica_count
+    if few and kind in ("ReplicationController", "ReplicaSet"):
+        return False, False, "MinReplicasReached"
+    return True, False, ""
+
+
+def _legacy_pods_to_move(
+    pods: Sequence[CAPod],
+    options: CAOptions,
+    pdbs: PdbTracker,
+    now: float,
+    controllers: Controllers | None,
+    first: bool,
+) -> PodsToMove:
+    """``GetPodsToMove`` up to CA 1.28 (simulator/drain.go): mirror pods skipped (its one
+    drainability rule), then utils/drain/drain.go ``GetPodsForDeletionOnNodeDrain`` pod by pod —
+    long-terminating ones skipped, the replicated check (``_legacy_replicated`` with
+    ``skip-nodes-with-custom-controller-pods``, else any controller), DaemonSet pods evicted,
+    and unless the pod is ``safe-to-evict: "true"`` or terminal: ``NotReplicated``, a
+    kube-system pod no PodDisruptionBudget covers (``UnmovableKubeSystemPod``), local storage
+    (``LocalStorageRequested``), then ``safe-to-evict: "false"`` (``NotSafeToEvictAnnotation``) —
+    and only after every pod ``checkPdbs``: for each budget in turn, the first pod to move it
+    covers blocks (``NotEnoughPdb``) when it allows fewer than 1 disruption."""
+    move: list[CAPod] = []
+    daemons: list[CAPod] = []
+    for pod in pods:
+        if pod.mirror or (pod.deletion_time is not None and pod.long_terminating(now)):
+            continue
+        if options.skip_nodes_with_custom_controller_pods:
+            replicated, daemon, reason = _legacy_replicated(pod, options, controllers)
+            if reason:
+                return PodsToMove(blocking=pod, reason=reason)
+        else:
+            replicated, daemon = pod.obj.controller is not None, pod.daemonset
+        if daemon:
+            daemons.append(pod)
+            continue
+        if not pod.safe_to_evict and not pod.terminal:
+            reason = ""
+            if not replicated:
+                reason = "NotReplicated"
+            elif (
+                options.skip_nodes_with_system_pods
+                and pod.obj.namespace == "kube-system"
+                and not pdbs.matching(pod)
+            ):
+                reason = "UnmovableKubeSystemPod"
+            elif options.skip_nodes_with_local_storage and pod.blocking_local_storage:
+                reason = "LocalStorageRequested"
+            elif pod.not_safe_to_evict:
+                reason = "NotSafeToEvictAnnotation"
+            if reason:
+                return PodsToMove(blocking=pod, reason=reason)
+        if first:
+            return PodsToMove((pod,), tuple(daemons))
+        move.append(pod)
+    for i, budget in enumerate(pdbs.budgets):
+        if pdbs.remaining[i] >= 1:
+            continue
+        for pod in move:
+            if budget.namespace == pod.obj.namespace and budget.selector.matches(pod.obj.labels):
+                return PodsToMove(blocking=pod, reason="NotEnoughPdb")
+    return PodsToMove(tuple(move), tuple(daemons))
