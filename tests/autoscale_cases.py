@@ -109,6 +109,27 @@ def run(tmp: Path, scenario: dict[str, Any], *args: str) -> dict[str, Any]:
     return loaded
 
 
+SPARE = {"cpu": 4000, "memory": 2**32,
+         "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}  # fmt: skip
+
+
+def beside_spare(
+    version: str, now: str, pods: dict[str, dict[str, Any]], objects: list[Any] | None
+) -> dict[str, Any]:
+    """A cluster-autoscaler scenario at ``version``: ``pods`` on node "node" (1000m, 1 GiB)
+    next to "spare" (scale-down-disabled, 4000m: never a candidate, always a destination)."""
+    scenario: dict[str, Any] = {
+        "autoscaler": "cluster-autoscaler",
+        "kubernetesVersion": version,
+        "now": now,
+        "nodes": [node("node", {"cpu": 1000, "memory": 2**30}), node("spare", SPARE)],
+        "pods": [pod(name, facts, now, "node") for name, facts in pods.items()],
+    }
+    if objects is not None:
+        scenario["objects"] = objects
+    return scenario
+
+
 def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The result's nodes by name."""
     return {n["name"]: n for n in result["nodes"]}

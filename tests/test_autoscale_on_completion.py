@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autoscale_cases import by_name, node, pod, run
+from autoscale_cases import beside_spare, by_name, run
 
 NOW = "2026-06-10T12:00:00Z"
 ON_COMPLETION = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "on-completion"}
@@ -26,17 +26,7 @@ OBJECTS = [{"kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "defau
 
 
 def _run(tmp_path: Path, pods: dict[str, dict[str, Any]], version: str = "1.36") -> Any:
-    spare = {"cpu": 4000, "memory": 2**32,
-             "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}  # fmt: skip
-    scenario = {
-        "autoscaler": "cluster-autoscaler",
-        "kubernetesVersion": version,
-        "now": NOW,
-        "nodes": [node("node", {"cpu": 1000, "memory": 2**30}), node("spare", spare)],
-        "pods": [pod(name, facts, NOW, "node") for name, facts in pods.items()],
-        "objects": OBJECTS,
-    }
-    result = run(tmp_path, scenario)
+    result = run(tmp_path, beside_spare(version, NOW, pods, OBJECTS))
     return result, by_name(result)["node"]
 
 

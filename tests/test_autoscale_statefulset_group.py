@@ -13,11 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from autoscale_cases import by_name, node, pod, run
+from autoscale_cases import beside_spare, by_name, run
 
 NOW = "2026-06-10T12:00:00Z"
-SPARE = {"cpu": 4000, "memory": 2**32,
-         "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}  # fmt: skip
 # the listers hold one ReplicaSet and no StatefulSet
 OBJECTS = [{"kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "default"},
             "spec": {"replicas": 5}}]  # fmt: skip
@@ -37,15 +35,7 @@ def test_a_statefulset_of_another_group_is_not_looked_up(
     tmp_path: Path, version: str, api: str, blocking: str | None
 ) -> None:
     facts = {"cpu": 100, "memory": 1, "owner": ["StatefulSet", "db", api]}
-    scenario = {
-        "autoscaler": "cluster-autoscaler",
-        "kubernetesVersion": version,
-        "now": NOW,
-        "nodes": [node("node", {"cpu": 1000, "memory": 2**30}), node("spare", SPARE)],
-        "pods": [pod("db-0", facts, NOW, "node")],
-        "objects": OBJECTS,
-    }
-    got = by_name(run(tmp_path, scenario))["node"]
+    got = by_name(run(tmp_path, beside_spare(version, NOW, {"db-0": facts}, OBJECTS)))["node"]
     if blocking is None:
         assert got["removable"] and got["destinations"] == {"default/db-0": "spare"}
     else:

@@ -124,11 +124,8 @@ def test_removable_at_reasons_match_upstream(tmp_path: Path, case: dict[str, Any
     assert got["unremovableReason"] == case["reason"]
 
 
-def test_empty_node_is_simulated_before_a_non_empty_one(tmp_path: Path) -> None:
-    """EmptySorting's "Empty node earlier that non-empty node", observed on a pass: the empty
-    node, listed second, is simulated first and is no destination afterwards, so the non-empty
-    node's pod has nowhere to go."""
-    case = PLANNER["empty_sorting"]
+def _sorting_pass(tmp_path: Path, case: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A pass over ``case``'s nodes, listed ``later`` first: the result and its nodes by name."""
     scenario = {
         "autoscaler": "cluster-autoscaler",
         "now": NOW,
@@ -137,7 +134,15 @@ def test_empty_node_is_simulated_before_a_non_empty_one(tmp_path: Path) -> None:
     }
     assert list(case["nodes"]) == [case["later"], case["earlier"]]  # listed the other way round
     result = run(tmp_path, scenario)
-    got = by_name(result)
+    return result, by_name(result)
+
+
+def test_empty_node_is_simulated_before_a_non_empty_one(tmp_path: Path) -> None:
+    """EmptySorting's "Empty node earlier that non-empty node", observed on a pass: the empty
+    node, listed second, is simulated first and is no destination afterwards, so the non-empty
+    node's pod has nowhere to go."""
+    case = PLANNER["empty_sorting"]
+    result, got = _sorting_pass(tmp_path, case)
     assert [n for n in got if got[n]["removable"]] == case["removable"]
     assert got[case["earlier"]]["empty"]
     for name, reason in case["unremovable"].items():
@@ -151,15 +156,7 @@ def test_a_node_with_an_on_completion_pod_is_simulated_before_a_non_empty_one(
     """EmptySorting's "Node with on-completion pod earlier that non-empty node" (CA 1.36),
     observed on a pass (planner.yaml ``empty_sorting.on_completion``)."""
     case = PLANNER["empty_sorting"]["on_completion"]
-    scenario = {
-        "autoscaler": "cluster-autoscaler",
-        "now": NOW,
-        "nodes": [node(n, f) for n, f in case["nodes"].items()],
-        "pods": [pod(p, f, NOW, f["node"]) for p, f in case["pods"].items()],
-    }
-    assert list(case["nodes"]) == [case["later"], case["earlier"]]  # listed the other way round
-    result = run(tmp_path, scenario)
-    got = by_name(result)
+    result, got = _sorting_pass(tmp_path, case)
     for name, reason in case["unremovable"].items():
         assert got[name]["unremovableReason"] == reason, name
     assert got[case["earlier"]]["onCompletionPods"] == ["default/p2"]

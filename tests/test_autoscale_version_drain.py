@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from autoscale_cases import by_name, node, pod, run
+from autoscale_cases import beside_spare, by_name, run
 
 NOW = "2026-06-10T12:00:00Z"
 RS = ["ReplicaSet", "rs", "apps/v1"]
-SPARE = {"cpu": 4000, "memory": 2**32,
-         "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}  # fmt: skip
 REPLICASET = {"kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "default"},
               "spec": {"replicas": 5}}  # fmt: skip
 PDB = {"kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
@@ -33,15 +31,7 @@ PDB = {"kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "
 
 
 def _blocking(tmp_path: Path, version: str, pods: dict[str, dict[str, Any]], objects: Any) -> Any:
-    scenario = {
-        "autoscaler": "cluster-autoscaler",
-        "kubernetesVersion": version,
-        "now": NOW,
-        "nodes": [node("node", {"cpu": 1000, "memory": 2**30}), node("spare", SPARE)],
-        "pods": [pod(name, facts, NOW, "node") for name, facts in pods.items()],
-        "objects": objects,
-    }
-    return by_name(run(tmp_path, scenario))["node"]["blockingPod"]
+    return by_name(run(tmp_path, beside_spare(version, NOW, pods, objects)))["node"]["blockingPod"]
 
 
 @pytest.mark.parametrize(
