@@ -72,6 +72,7 @@ class ReplayView:
         # pods CA evicted and their controllers created again: when (upstream's new pod's
         # creation); the others' creation is the data's (``ReplayInput.queued``)
         self.recreated: dict[int, int] = {}
+        self.retired: list[CAPod] = []  # CA pods ``recreate`` replaced (their ids stay taken)
         # a kube-system pod's creation matters (CA 1.33+: no PodDisruptionBudget covering it,
         # it is drainable once created longer ago than the timeout; ``drainability``)
         self.system_ages = (
@@ -237,7 +238,9 @@ class ReplayView:
         its creation is read: a kube-system pod's)."""
         self.recreated[pod] = now
         if self.system_ages and self.inp.demands[pod].namespace == "kube-system":
-            self.pods.pop(pod, None)
+            old = self.pods.pop(pod, None)
+            if old is not None:  # kept: the caches name pods by object id, so none is reused
+                self.retired.append(old)
 
     def left_out(self, pod: int) -> tuple[int, int]:
         """The cpu and memory requests of replay pod ``pod`` (the state's units) that CA's
