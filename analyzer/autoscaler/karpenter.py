@@ -30,8 +30,10 @@ pkg/controllers/disruption: ``emptiness.go``, ``multinodeconsolidation.go``,
 on the replacement the pods' summed cpu, memory and pod count against the shape, and each pod's
 nodeSelector and required node affinity against the labels a new node of the pool may carry
 (``new_node``: the template's labels and requirements, the well-known labels, the instance
-type among ``instanceTypes``); the new node's taints and the pods' spreading and affinity on it
-are not modelled. Prices come from ``nodePool.instanceTypes`` by the
+type among ``instanceTypes``), and together on one new node in some zone by their spreading,
+pod (anti-)affinity and host ports (``_Fitter._one_new_node``: consolidation launches at most
+one NodeClaim); the new node's taints are not modelled. Prices come from
+``nodePool.instanceTypes`` by the
 nodes' ``node.kubernetes.io/instance-type`` label; as upstream's ``ShouldDisrupt``, a node of a
 type not listed there, or without the ``karpenter.sh/capacity-type`` or
 ``topology.kubernetes.io/zone`` label, goes only by emptiness (consolidation needs its price).
