@@ -192,11 +192,15 @@ def _containers(raw: Any, where: str, init: bool) -> tuple[Container, ...]:
         at = f"{where}[{i}]"
         item = mapping(item, at)
         resources = mapping(item.get("resources"), f"{at}.resources")
+        requests = resource_list(resources.get("requests"), f"{at}.resources.requests")
+        limits = resource_list(resources.get("limits"), f"{at}.resources.limits")
         out.append(
             Container(
                 name=text(item.get("name", f"c{i}"), f"{at}.name"),
-                requests=resource_list(resources.get("requests"), f"{at}.resources.requests"),
-                limits=resource_list(resources.get("limits"), f"{at}.resources.limits"),
+                # the API server's defaulting (``SetDefaults_Pod``): a resource with a limit and
+                # no request is requested at its limit, as every pod a cluster holds
+                requests={**limits, **requests},
+                limits=limits,
                 sidecar=init and item.get("restartPolicy") == "Always",
             )
         )
