@@ -43,6 +43,7 @@ from analyzer.scheduling.fields import listing, mapping, optional_integer
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import parse_node
 from analyzer.scheduling.pdb import disruption_budgets
+from analyzer.scheduling.plugins.queuesort import priority_classes, resolve_priority
 from analyzer.scheduling.strategies import strategy_config
 from analyzer.scheduling.versions import KubeVersion, parse_version
 
@@ -241,8 +242,24 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
     names = [n.name for n in nodes]
     pods: dict[str, list[CAPod]] = {name: [] for name in names}
     pending: list[CAPod] = []
+    objects = _items(doc.get("objects"), f"{where}.objects")
+    # the Priority admission plugin sets spec.priority of every pod a cluster holds: from its
+    # priorityClassName's PriorityClass (the objects' or a system one), else the global default
+    # class, else 0
+    classes = priority_classes(objects, f"{where}.objects")
     for i, raw in enumerate(_items(doc.get("pods"), f"{where}.pods")):
         pod = parse_ca_pod(raw, f"{where}.pods[{i}]")
+        if pod.obj.priority is None and (pod.obj.priority_class or classes):
+            try:
+                resolved = resolve_priority(pod.obj, classes)
+            except InputError:  # its class is not among the objects: the value is unknown
+                notes.append(
+                    f"pod {pod.key}: priorityClassName {pod.obj.priority_class} has no "
+                    "PriorityClass object; its priority is read as unset (add the class or "
+                    "spec.priority)"
+                )
+            else:
+                pod = dataclasses.replace(pod, obj=dataclasses.replace(pod.obj, priority=resolved))
         waiting = pod.obj.phase not in ("Succeeded", "Failed") and not pod.obj.terminating
         if not pod.obj.node_name and autoscaler == "karpenter" and waiting:
             pending.append(pod)  # (the note is ``karpenter.consolidate``'s)
@@ -261,7 +278,6 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
             )
         else:
             pods[pod.obj.node_name].append(pod)
-    objects = _items(doc.get("objects"), f"{where}.objects")
     cluster = Cluster(
         nodes,
         pods,
