@@ -168,11 +168,16 @@ def parse_node(obj: Any, where: str) -> NodeObject:
     if not isinstance(name, str) or not name:
         raise InputError(f"{where}.metadata.name: every node needs a name")
     status = mapping(obj.get("status"), f"{where}.status")
-    if "allocatable" not in status:
-        raise InputError(f"{where}.status.allocatable: node {name} has no allocatable resources")
+    # the API server's defaulting (``SetDefaults_NodeStatus``): no allocatable, its capacity
+    field = "allocatable" if status.get("allocatable") is not None else "capacity"
+    if status.get(field) is None:
+        raise InputError(
+            f"{where}.status.allocatable: node {name} has no allocatable resources "
+            "(nor a capacity)"
+        )
     return NodeObject(
         name=name,
-        allocatable=resource_list(status.get("allocatable"), f"{where}.status.allocatable"),
+        allocatable=resource_list(status.get(field), f"{where}.status.{field}"),
         labels=string_map(meta.get("labels"), f"{where}.metadata.labels"),
         annotations=string_map(meta.get("annotations"), f"{where}.metadata.annotations"),
         taints=parse_taints(

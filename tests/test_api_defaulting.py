@@ -1,4 +1,6 @@
-"""A Pod object's container with a limit and no request for a resource is requested at its
+"""The API server's defaulting of the objects a scenario gives (a cluster stores them so).
+
+A Pod object's container with a limit and no request for a resource is requested at its
 limit: the API server's defaulting (kubernetes ``pkg/apis/core/v1/defaults.go``
 ``SetDefaults_Pod``; "If you specify a limit for a resource, but do not specify any request ...
 Kubernetes copies the limit you specified and uses it as the requested value", Kubernetes docs,
@@ -11,9 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from autoscale_cases import beside_spare, by_name, run
 
-from analyzer.scheduling.objects import parse_pod
+from analyzer.core.errors import InputError
+from analyzer.scheduling.objects import parse_node, parse_pod
 
 LIMITS_ONLY = {"limits": {"cpu": "800m", "memory": "100Mi"}}
 
@@ -53,3 +57,16 @@ def test_cluster_autoscaler_counts_the_defaulted_request(tmp_path: Path) -> None
     got = by_name(run(tmp_path, scenario))["node"]
     assert got["utilizationByResource"]["cpu"] == 0.8
     assert got["unremovableReason"] == "NotUnderutilized"
+
+
+def test_a_node_without_allocatable_offers_its_capacity() -> None:
+    """``SetDefaults_NodeStatus``: a Node whose status has a capacity and no allocatable is
+    stored with the capacity as its allocatable; with neither it is refused."""
+    capacity = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    node = parse_node({"metadata": {"name": "n"}, "status": {"capacity": capacity}}, "node")
+    assert node.allocatable["cpu"] == 4000 and node.allocatable["pods"] == 110
+    both = {"capacity": capacity, "allocatable": {"cpu": "3", "memory": "7Gi", "pods": "110"}}
+    node = parse_node({"metadata": {"name": "n"}, "status": both}, "node")
+    assert node.allocatable["cpu"] == 3000
+    with pytest.raises(InputError, match="no allocatable resources"):
+        parse_node({"metadata": {"name": "n"}, "status": {}}, "node")
