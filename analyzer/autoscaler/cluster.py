@@ -34,6 +34,10 @@ class CANode:
     unschedulable: bool = False  # spec.unschedulable: never a destination
     # status.conditions' Ready status ("True", "False", "Unknown"; None: no such condition given)
     ready: str | None = None
+    # ``kube_util.GetNodeReadiness``' answer where the scenario gives the node's conditions:
+    # Ready True, neither DiskPressure nor NetworkUnavailable True, no not-ready taint (a node
+    # without a Ready condition is not ready); None: not given (read as ready)
+    readiness: bool | None = None
 
     @property
     def scale_down_disabled(self) -> bool:

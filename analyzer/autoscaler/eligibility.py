@@ -81,6 +81,8 @@ def check(
         return Eligibility(info, "NotAutoscaled")
     if info.error and rules.error_unremovable:
         return Eligibility(info, "UnexpectedError")
+    if not options.scale_down_unready_enabled and node.readiness is False:
+        return Eligibility(info, "ScaleDownUnreadyDisabled")
     gpu = is_gpu_node(node.allocatable, node.labels, rules.gpu_vendors)
     threshold = (
         opts.scale_down_gpu_utilization_threshold if gpu else opts.scale_down_utilization_threshold

@@ -28,6 +28,8 @@ class CAOptions:
     skip_nodes_with_custom_controller_pods: bool = True
     ignore_daemonsets_utilization: bool = False
     ignore_mirror_pods_utilization: bool = False
+    # ``--scale-down-unready-enabled``: false keeps every unready node (``ScaleDownUnreadyDisabled``)
+    scale_down_unready_enabled: bool = True
     max_empty_bulk_delete: int = 10
     max_scale_down_parallelism: int = 10
     max_drain_parallelism: int = 1
@@ -59,6 +61,7 @@ _BOOLS = (
     "skip-nodes-with-custom-controller-pods",
     "ignore-daemonsets-utilization",
     "ignore-mirror-pods-utilization",
+    "scale-down-unready-enabled",
 )
 _INTS = (
     "max-empty-bulk-delete",

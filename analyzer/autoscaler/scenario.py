@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.structured import describe_value, load_yaml_or_json, plain, preview
 from analyzer.scheduling.config import build_profile
+from analyzer.scheduling.constraint_types import Taint
 from analyzer.scheduling.fields import listing, mapping, optional_integer
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import parse_node
@@ -92,6 +93,34 @@ def _ready(raw: Any) -> str | None:
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
             return str(cond.get("status"))
     return None
+
+
+NOT_READY_TAINTS = (
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/network-unavailable",
+)
+
+
+def _readiness(raw: Any, taints: Sequence[Taint]) -> bool:
+    """``kube_util.GetNodeReadiness``' ``Ready``: a Ready condition True, no DiskPressure or
+    NetworkUnavailable condition True, no not-ready taint; a node without a Ready condition is
+    not ready (upstream's zero answer)."""
+    status = raw.get("status") if isinstance(raw, Mapping) else None
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    found, ready = False, True
+    for cond in conditions if isinstance(conditions, list) else []:
+        if not isinstance(cond, Mapping):
+            continue
+        kind, value = cond.get("type"), cond.get("status")
+        if kind == "Ready":
+            found = True
+            ready = ready and value not in ("False", "Unknown")
+        elif kind in ("DiskPressure", "NetworkUnavailable") and value == "True":
+            ready = False
+    if any(t.key in NOT_READY_TAINTS for t in taints):
+        ready = False
+    return found and ready
 
 
 def _items(raw: Any, where: str) -> list[Any]:
@@ -237,6 +266,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 obj.taints,
                 unschedulable=spec.get("unschedulable") is True,
                 ready=_ready(raw),
+                readiness=_readiness(raw, obj.taints),
             )
         )
     names = [n.name for n in nodes]

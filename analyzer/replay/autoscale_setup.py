@@ -186,7 +186,13 @@ def parse_settings(raw: Any, where: str = "config autoscaler") -> AutoscalerSett
         raise InputError(
             f"{where}.priorities: the priority expander needs priorities: {{10: [.*]}}"
         )
-    return AutoscalerSettings(options=parse_options(flags, where), **values)
+    options = parse_options(flags, where)
+    if not options.scale_down_unready_enabled:  # a flag the replay would not honour: refused
+        raise InputError(
+            f"{where}.scale-down-unready-enabled: false is not modelled in the replay (its "
+            "nodes' not-ready periods are not CA's unready nodes); remove it"
+        )
+    return AutoscalerSettings(options=options, **values)
 
 
 @dataclass

@@ -172,8 +172,7 @@ def parse_node(obj: Any, where: str) -> NodeObject:
     field = "allocatable" if status.get("allocatable") is not None else "capacity"
     if status.get(field) is None:
         raise InputError(
-            f"{where}.status.allocatable: node {name} has no allocatable resources "
-            "(nor a capacity)"
+            f"{where}.status.allocatable: node {name} has no allocatable resources (nor a capacity)"
         )
     return NodeObject(
         name=name,
