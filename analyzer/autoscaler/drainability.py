@@ -179,6 +179,15 @@ def drainable(
     return _UNDEFINED
 
 
+def system_pods_age(options: CAOptions) -> bool:
+    """Whether the system rule reads a kube-system pod's age: it is on and has a timeout
+    (CA 1.33+)."""
+    return (
+        options.skip_nodes_with_system_pods
+        and options.blocking_system_pod_distruption_timeout is not None
+    )
+
+
 def ages(pod: CAPod, options: CAOptions) -> bool:
     """Whether time alone may change ``pod``'s verdict: a kube-system pod with a creation time
     under the system rule's timeout (CA 1.33+), blocking until it is old enough. A caller that
@@ -186,8 +195,7 @@ def ages(pod: CAPod, options: CAOptions) -> bool:
     return (
         pod.creation_time is not None
         and pod.obj.namespace == "kube-system"
-        and options.skip_nodes_with_system_pods
-        and options.blocking_system_pod_distruption_timeout is not None
+        and system_pods_age(options)
     )
 
 
@@ -264,8 +272,12 @@ def _legacy_replicated(
     # upstream's if / else-if chain: ReplicationController, a DaemonSet pod, Job, ReplicaSet,
     # StatefulSet
     if pod.daemonset and kind != "ReplicationController":
-        lookup = ref is not None and kind == "DaemonSet" and controllers is not None
-        if lookup and not controllers.get(kind, pod.obj.namespace, ref.name)[0]:  # type: ignore[union-attr]
+        if (
+            ref is not None
+            and kind == "DaemonSet"
+            and controllers is not None
+            and not controllers.get(kind, pod.obj.namespace, ref.name)[0]
+        ):
             return False, True, "ControllerNotFound"
         return False, True, ""
     if ref is None or kind not in REPLICATED_KINDS:

@@ -277,6 +277,7 @@ class _Fitter:
 
     def __init__(self, scenario: AutoscaleScenario, shapes: Sequence[Shape]) -> None:
         self.scenario = scenario
+        self.types = [s.name for s in shapes]  # the instance types a new node may be
         cluster = scenario.cluster
         # the node a replacement would be: one per zone the scenario's nodes are in (Karpenter
         # pins a NodeClaim to one zone), each labelled as the pool's template, absent from the
@@ -306,7 +307,6 @@ class _Fitter:
             p for p in scenario.profile.filters if p.name in ("PodTopologySpread",
                                                               "InterPodAffinity", "NodePorts")
         ]  # fmt: skip
-        self.one_node = True  # whether the last ``leftover``'s pods go on one new node
         self.position = {n.name: i for i, n in enumerate(scenario.cluster.nodes)}
         # the staying nodes are tried by name (``Scheduler.sortExistingNodes``: initialized
         # first, as every node of a scenario is, then by name), not in the scenario's order
@@ -332,11 +332,11 @@ class _Fitter:
     def launchable(self, pod: CAPod) -> bool:
         """Whether a node the pool launches could take ``pod`` by its node selection."""
         pool = self.scenario.node_pool
-        types = [s.name for s in pool.shapes]
-        return launchable(pod.obj.constraints, pool.labels, types, pool.requirements)
+        return launchable(pod.obj.constraints, pool.labels, self.types, pool.requirements)
 
-    def leftover(self, removed: Sequence[str]) -> list[CAPod] | None:
-        """The moved and pending pods that fit on no staying node (state restored afterwards)."""
+    def leftover(self, removed: Sequence[str]) -> tuple[list[CAPod], bool]:
+        """The moved and pending pods that fit on no staying node, and whether they all go on
+        one new node (``_one_new_node``; state restored afterwards)."""
         cluster = self.scenario.cluster
         allowed = np.array(
             [n.name not in removed and not n.unschedulable for n in cluster.nodes]
@@ -364,10 +364,10 @@ class _Fitter:
                 undo.append((int(hits[0]), demand, False))
             else:
                 left.append((pod, demand))
-        self.one_node = not left or self._one_new_node(left, removed)
+        one_node = not left or self._one_new_node(left, removed)
         for i, demand, was_unbound in reversed(undo):
             (self.state.bind if was_unbound else self.state.unbind)(i, demand)
-        return [pod for pod, _ in left]
+        return [pod for pod, _ in left], one_node
 
     def _one_new_node(self, left: list[tuple[CAPod, Any]], removed: Sequence[str]) -> bool:
         """Whether ``left`` (in queue order) all go on one new node in some zone by the
@@ -735,11 +735,11 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         def leftover(names: list[str]) -> list[Mapping[str, int]]:
             # a pod no node the pool launches could take asks for a resource no shape offers,
             # so no replacement holds it (``fitting``)
-            pods = fitter.leftover(names) or []
+            pods, one_node = fitter.leftover(names)
             # (nor one they cannot share by their spreading, affinity or host ports)
             return [
                 dict(p.requests)
-                if fitter.launchable(p) and fitter.one_node
+                if one_node and fitter.launchable(p)
                 else {**p.requests, NO_NEW_NODE: 1}
                 for p in pods
             ]

@@ -7,8 +7,9 @@ nodes.go) and ``ScaleDownBudgetProcessor.CropNodes`` (core/scaledown/budgets/bud
    destination (``PreFilteringScaleDownNodeProcessor.GetScaleDownCandidates``, processors/nodes/
    pre_filtering_processor.go, which runs before the planner);
 2. the candidates, empty ones first (``EmptySorting``: no pod to move, judged without PDBs or
-   controllers; from CA 1.36 those with a pod left to finish after the other empty ones), each simulated in turn (``removal``); a removable node stops being a destination
-   and its moved pods take their PDBs' disruptions (``RemainingPdbTracker.RemovePods``);
+   controllers; from CA 1.36 those with a pod left to finish after the other empty ones),
+   each simulated in turn (``removal``); a removable node stops being a destination and its
+   moved pods take their PDBs' disruptions (``RemainingPdbTracker.RemovePods``);
 3. the unneeded nodes are assumed unneeded for ``scale-down-unneeded-time`` already (one instant);
    empty ones first, then those that need a drain, each refused with ``NodeGroupMinSizeReached``
    when its group, less its nodes CA is deleting now (``verifyMinSize``: ``DeletionsCount``; here
@@ -207,10 +208,11 @@ def select(
     empty, drain, refused = admit(unneeded, cluster, deleting)
     waiting = {o.node for o in unneeded if o.on_completion}
     if waiting:
+        admitted = [*empty, *(o.node for o in drain)]
+        if held is not None:
+            held.extend(name for name in admitted if name in waiting)
         empty = [name for name in empty if name not in waiting]
         drain = [o for o in drain if o.node not in waiting]
-        if held is not None:
-            held.extend(o.node for o in unneeded if o.node in waiting and o.node not in refused)
     drain_order = [o.node for o in drain if not o.risky] + [o.node for o in drain if o.risky]
     empty_going, drain_going = in_progress
     budget = options.max_scale_down_parallelism - empty_going - drain_going

@@ -84,13 +84,13 @@ class AutoscaleScenario:
     pending: list[CAPod] = field(default_factory=list)
 
 
-def _ready(raw: Any) -> str | None:
-    """A node's ``Ready`` condition status as given (None: no such condition; the node's
-    status was checked a mapping by ``parse_node``)."""
+def _condition(raw: Any, kind: str) -> str | None:
+    """A node's ``kind`` condition status as given (None: no such condition; the node's status
+    was checked a mapping by ``parse_node``)."""
     status = raw.get("status") if isinstance(raw, Mapping) else None
     conditions = status.get("conditions") if isinstance(status, Mapping) else None
     for cond in conditions if isinstance(conditions, list) else []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+        if isinstance(cond, Mapping) and cond.get("type") == kind:
             return str(cond.get("status"))
     return None
 
@@ -103,24 +103,16 @@ NOT_READY_TAINTS = (
 
 
 def _readiness(raw: Any, taints: Sequence[Taint]) -> bool:
-    """``kube_util.GetNodeReadiness``' ``Ready``: a Ready condition True, no DiskPressure or
-    NetworkUnavailable condition True, no not-ready taint; a node without a Ready condition is
-    not ready (upstream's zero answer)."""
-    status = raw.get("status") if isinstance(raw, Mapping) else None
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    found, ready = False, True
-    for cond in conditions if isinstance(conditions, list) else []:
-        if not isinstance(cond, Mapping):
-            continue
-        kind, value = cond.get("type"), cond.get("status")
-        if kind == "Ready":
-            found = True
-            ready = ready and value not in ("False", "Unknown")
-        elif kind in ("DiskPressure", "NetworkUnavailable") and value == "True":
-            ready = False
-    if any(t.key in NOT_READY_TAINTS for t in taints):
-        ready = False
-    return found and ready
+    """``kube_util.GetNodeReadiness``' ``Ready``: a Ready condition neither False nor Unknown,
+    no DiskPressure or NetworkUnavailable condition True, no not-ready taint; a node without a
+    Ready condition is not ready (upstream's zero answer)."""
+    ready = _condition(raw, "Ready")
+    return (
+        ready is not None
+        and ready not in ("False", "Unknown")
+        and "True" not in (_condition(raw, "DiskPressure"), _condition(raw, "NetworkUnavailable"))
+        and not any(t.key in NOT_READY_TAINTS for t in taints)
+    )
 
 
 def _items(raw: Any, where: str) -> list[Any]:
@@ -265,7 +257,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 obj.annotations,
                 obj.taints,
                 unschedulable=spec.get("unschedulable") is True,
-                ready=_ready(raw),
+                ready=_condition(raw, "Ready"),
                 readiness=_readiness(raw, obj.taints),
             )
         )

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
+from analyzer.autoscaler.drainability import system_pods_age
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import MIRROR_ANNOTATION, CAPod, RunningPods
 from analyzer.autoscaler.utilization import GPU_RESOURCE, is_gpu_node
@@ -75,10 +76,7 @@ class ReplayView:
         self.retired: list[CAPod] = []  # CA pods ``recreate`` replaced (their ids stay taken)
         # a kube-system pod's creation matters (CA 1.33+: no PodDisruptionBudget covering it,
         # it is drainable once created longer ago than the timeout; ``drainability``)
-        self.system_ages = (
-            options.skip_nodes_with_system_pods
-            and options.blocking_system_pod_distruption_timeout is not None
-        )
+        self.system_ages = system_pods_age(options)
         self.demand_by_id: dict[int, Any] = {}  # each CA pod object's demand, by ``id``
         self.kinds = [
             NodeGroup(name, groups.min_size[g], groups.max_size[g])
