@@ -33,6 +33,7 @@ def _ca(rng: np.random.Generator, count: int, ignoring: bool = False) -> Any:
         offered=capacity > 0,
         capacity_rows=capacity.tolist(),
         taken_off=None,
+        daemons={},  # no spare node's DaemonSet pods (``ReplayView.daemons``)
     )
     if ignoring:  # one pod per node, its cpu and memory taken off (up to past the allocatable)
         off = rng.integers(0, 9000, (count, 2)).tolist()
@@ -89,6 +90,7 @@ def test_the_screen_with_pods_taken_off_is_cas_expression() -> None:
                            [0.0, 0.0]]),
         on_node=[{0, 1}, {2}, {3}, set()],
         taken_off={},
+        daemons={},
     )  # fmt: skip
     ca.offered = ca.capacity > 0
     ca.capacity_rows = ca.capacity.tolist()

@@ -334,7 +334,11 @@ def plan_scale_up(
         if any(_constrained(demands[p]) for p in order):
             packed, used = _pack_exact(state, profile, demands, order, slots[:bins], now)
         else:
-            packed, used = _pack(rows, capacity, int(state.allowed_pods[probe]), bins)
+            # a new node's room: its allocatable less its DaemonSet and static pods (the
+            # spare slot holds them, ``ReplayInput.baseline``), as upstream's template node
+            room_left = capacity - state.requested[probe]
+            allowed = int(state.allowed_pods[probe] - state.pod_count[probe])
+            packed, used = _pack(rows, room_left, allowed, bins)
         if not used:
             continue
         helped = [order[i] for i in packed]

@@ -130,7 +130,7 @@ def taken_off(ca: ClusterAutoscaler, slot: int) -> tuple[int, int]:
     """The cpu and memory requests of the pods on ``slot`` that CA leaves out of its utilisation
     (``ReplayView.left_out``: DaemonSet or mirror pods, by the options), in the state's units."""
     known = ca.taken_off
-    cpu = mem = 0
+    cpu, mem = ca.daemon_left_out(slot) if slot in ca.daemons else (0, 0)
     for pod in ca.on_node[slot]:
         pair = known.get(pod)
         if pair is None:

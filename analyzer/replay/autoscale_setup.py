@@ -16,7 +16,9 @@ for its evicted pods to terminate) and ``node-groups`` (pool → ``{minSize, max
 - the nodes present at the data's start are the group's initial nodes; the data's later joins and
   leaves are dropped (they were the real autoscaler's work, which the replay's replaces);
 - ``maxSize`` spare slots per group, nodes of the group's shape that do not exist until a
-  scale-up provisions them (named ``<group>-ca-<n>``); they carry no DaemonSet pods.
+  scale-up provisions them (named ``<group>-ca-<n>``); each holds the DaemonSet and static pods
+  of the group's shape node (``daemon_overhead``, ``ReplayInput.baseline``): their requests,
+  pod count and host ports, as the DaemonSet controller places them on a new node.
 """
 
 from __future__ import annotations
@@ -228,6 +230,28 @@ def _shape(frame: pd.DataFrame, rows: np.ndarray[Any, Any], inp: ReplayInput) ->
     return int(rows[first[int(np.argmax(counts))]])
 
 
+def daemon_overhead(inp: ReplayInput, row: int) -> list[int]:
+    """The DaemonSet and static pods (``pinned``) a new node copied from node ``row`` holds:
+    those on ``row`` at the first instant the most of them ran there at once within the
+    window, in pod order. Upstream's template node of a group is an existing node's with its
+    DaemonSet and mirror pods (``simulator/node_info_utils.go``
+    ``SanitizedTemplateNodeInfoFromNodeInfo``), and the DaemonSet controller puts them on a
+    new node as it registers."""
+    pods = np.flatnonzero(inp.pinned & (inp.real_node == row))
+    if not len(pods):
+        return []
+    starts = np.maximum(inp.arrival[pods], inp.start)
+    stops = np.minimum(inp.departure[pods], inp.end)
+    ran = starts < stops
+    pods, starts, stops = pods[ran], starts[ran], stops[ran]
+    best: list[int] = []
+    for t in np.unique(starts).tolist():  # the count rises only at a start
+        alive = pods[(starts <= t) & (stops > t)].tolist()
+        if len(alive) > len(best):
+            best = alive
+    return best
+
+
 def node_pools(nodes: pd.DataFrame) -> list[str]:
     """Each node's group: its pool, ``DEFAULT_GROUP`` where it has none (the names the config's
     ``autoscaler.node-groups`` keys are checked against)."""
@@ -316,6 +340,14 @@ def with_node_groups(
         template=template,
     )
     out.events = rebuild_events(out)
+    # each spare node holds its group's DaemonSet and static pods from its creation
+    overhead = [daemon_overhead(inp, shapes[g]) for g in range(len(names))]
+    first = t.node_count
+    out.baseline = tuple(
+        (first + i, pod)
+        for i, g in enumerate(g for g in range(len(names)) for _ in range(maxes[g]))
+        for pod in overhead[g]
+    )
     groups = NodeGroups(
         names=names,
         of_node=[*of_node, *(g for g in range(len(names)) for _ in range(maxes[g]))],

@@ -11,6 +11,7 @@ or is removed and no provisioning starts or ends.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -78,6 +79,12 @@ class ReplayView:
         # it is drainable once created longer ago than the timeout; ``drainability``)
         self.system_ages = system_pods_age(options)
         self.demand_by_id: dict[int, Any] = {}  # each CA pod object's demand, by ``id``
+        # spare slots' DaemonSet and static pods (``ReplayInput.baseline``): slot -> data pods
+        # whose copies they are, and their CA pods (``daemon_pods``)
+        self.daemons: dict[int, list[int]] = {}
+        for slot, pod in inp.baseline:
+            self.daemons.setdefault(slot, []).append(pod)
+        self.daemon_made: dict[int, list[CAPod]] = {}
         self.kinds = [
             NodeGroup(name, groups.min_size[g], groups.max_size[g])
             for g, name in enumerate(groups.names)
@@ -225,6 +232,31 @@ class ReplayView:
             self.demand_by_id[id(found)] = d
         return found
 
+    def daemon_pods(self, slot: int) -> list[CAPod]:
+        """The CA pods of spare node ``slot``'s DaemonSet and static pods
+        (``ReplayInput.baseline``: held in the state's requests, not replay pods), made once:
+        each a copy of its data pod, named for the node."""
+        found = self.daemon_made.get(slot)
+        if found is None:
+            found = self.daemon_made[slot] = []
+            node = self.state.node_names[slot]
+            for pod in self.daemons[slot]:
+                d = self.inp.demands[pod]
+                copy = dataclasses.replace(d, name=f"{d.name}-{node}", uid=f"{d.uid}-{node}")
+                made = running_ca_pod(self.running, copy)
+                self.demand_by_id[id(made)] = copy
+                found.append(made)
+        return found
+
+    def daemon_left_out(self, slot: int) -> tuple[int, int]:
+        """``left_out`` summed over spare node ``slot``'s DaemonSet and static pods."""
+        cpu = mem = 0
+        for pod in self.daemons.get(slot, ()):
+            pair = self.left_out(pod)
+            cpu += pair[0]
+            mem += pair[1]
+        return cpu, mem
+
     def born(self, pod: int) -> int:
         """When ``pod`` was created: its controller's new pod's creation if CA evicted it, else
         the data's (queued, else its arrival)."""
@@ -281,6 +313,8 @@ class ReplayView:
         if known is None or known[0] != version:
             made = self.pods  # ``ca_pod`` inlined for the pods already made (most)
             pods = [made.get(p) or self.ca_pod(p) for p in sorted(self.on_node[slot])]
+            if slot in self.daemons:  # a spare node's DaemonSet and static pods, after them
+                pods.extend(self.daemon_pods(slot))
             known = self.pod_lists[slot] = (version, pods, tuple(map(id, pods)))
         return known[1]
 

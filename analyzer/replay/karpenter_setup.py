@@ -22,7 +22,9 @@ pool's core-hour and GiB-hour prices × the shape's cores and GiB) or, without p
 capacity (half the shape's cores over the pool's mean cores per node plus half its GiB over the
 mean GiB: one average node costs 1). Per pool and shape as many spare slots as the pool's most
 nodes at once in the data (named ``<pool>-karpenter-<n>``); the data's later joins and leaves are
-dropped, as under cluster-autoscaler.
+dropped, as under cluster-autoscaler. A spare node holds the DaemonSet and static pods of the
+node it copies (``autoscale_setup.daemon_overhead``), and a shape's ``allocatable`` is what is
+left beside them (upstream's daemon overhead on every NodeClaim).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from analyzer.core.prices import Prices
 from analyzer.core.structured import plain, preview
 from analyzer.replay.autoscale_setup import (
     AutoscalerSettings,
+    daemon_overhead,
     node_pools,
     parse_settings,
     spare_labels,
@@ -227,6 +230,14 @@ def _pool_shapes(
             r: int(v) for r, v in zip(t.resources, t.allocatable[row].tolist(), strict=True)
         }
         alloc_map["pods"] = int(t.allowed_pods[row])
+        # what a new node of the shape holds beside its DaemonSet and static pods (its spare
+        # slots hold them: ``ReplayInput.baseline``), as upstream adds the NodePool's daemon
+        # overhead to every NodeClaim's requests (``scheduling/scheduler.go``
+        # ``buildDaemonOverheadGroups``)
+        for pod in daemon_overhead(inp, row):
+            for resource, value in inp.demands[pod].request_map.items():
+                alloc_map[resource] = alloc_map.get(resource, 0) - int(value)
+            alloc_map["pods"] -= 1
         label = labels.get(INSTANCE_TYPE) or f"{cores:g}c-{gib:.0f}Gi"
         found.append((k, row, Shape(label, alloc_map, cost)))
     found.sort(key=lambda f: (f[2].price, f[1]))
@@ -295,6 +306,11 @@ def with_shapes(
     )
     out.events = rebuild_events(out)
     count = inp.template.node_count
+    # each spare node holds the DaemonSet and static pods of the node it copies
+    overhead = {row: daemon_overhead(inp, row) for row in set(spare_rows)}
+    out.baseline = tuple(
+        (count + i, pod) for i, row in enumerate(spare_rows) for pod in overhead[row]
+    )
     return out, KarpenterPools(
         names=names,
         of_node=[*of_node, *spare_pool],

@@ -397,7 +397,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
     state.node_labels = tuple(json.dumps(node_labels(n), sort_keys=True) for n in nodes)
     state.node_taints = tuple(json.dumps(pool_taints(n.pool)) for n in nodes)
     pods = build_pods(spec, state.pools[: spec.nodes], rng, structure)
-    if autoscaler is not None:  # the replay's new nodes carry no DaemonSet pods: none at all
+    if autoscaler is not None:  # its own CA puts no DaemonSet pods on the nodes it adds: none
         pods = [p for p in pods if p.pin < 0]
     closed = ("gpu", *spec.dedicated_pools)  # tainted pools: only their own workloads go there
     window = (spec.start_s, spec.end_s)
