@@ -38,6 +38,7 @@ class CANode:
     # Ready True, neither DiskPressure nor NetworkUnavailable True, no not-ready taint (a node
     # without a Ready condition is not ready); None: not given (read as ready)
     readiness: bool | None = None
+    deleting: bool = False  # metadata.deletionTimestamp is set
 
     @property
     def scale_down_disabled(self) -> bool:

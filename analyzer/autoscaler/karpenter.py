@@ -70,6 +70,8 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
 NODEPOOL = "karpenter.sh/nodepool"
+# set "true" on a node Karpenter launched once it is initialized (``StateNode.Initialized``)
+INITIALIZED = "karpenter.sh/initialized"
 # a leftover pod's request that no instance type offers: its node selection rules out every node
 # the pool launches (``new_node.launchable``)
 NO_NEW_NODE = "analyzer.io/no-new-node"
@@ -308,10 +310,20 @@ class _Fitter:
                                                               "InterPodAffinity", "NodePorts")
         ]  # fmt: skip
         self.position = {n.name: i for i, n in enumerate(scenario.cluster.nodes)}
-        # the staying nodes are tried by name (``Scheduler.sortExistingNodes``: initialized
-        # first, as every node of a scenario is, then by name), not in the scenario's order
+        # a moved pod scheduled onto a node not yet initialized fails the simulation
+        # (``SimulateScheduling``: ``UninitializedNodeError``, unless the pod is from a node
+        # being deleted; ``AllNonPendingPodsScheduled`` then refuses the command)
+        ready = initialized_nodes(cluster.nodes)
+        self.uninitialized = {
+            i for i, n in enumerate(cluster.nodes) if n.name not in ready
+        }
+        # the staying nodes are tried initialized first, then by name
+        # (``Scheduler.sortExistingNodes``), not in the scenario's order
         names = [n.name for n in scenario.cluster.nodes]
-        self.by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+        self.by_name = np.array(
+            sorted(range(len(names)), key=lambda i: (i in self.uninitialized, names[i])),
+            dtype=np.int64,
+        )
         # a pending pod no instance type holds, or whose node selection no node the pool
         # launches meets (``new_node``), only gives a scheduling error upstream, which
         # ``AllNonPendingPodsScheduled`` ignores: it changes no answer, so it is left out
@@ -339,21 +351,28 @@ class _Fitter:
         one new node (``_one_new_node``; state restored afterwards)."""
         cluster = self.scenario.cluster
         allowed = np.array(
-            [n.name not in removed and not n.unschedulable for n in cluster.nodes]
-            + [False] * len(self.new),
+            [n.name not in removed and not n.unschedulable and not n.deleting
+             for n in cluster.nodes] + [False] * len(self.new),
             dtype=bool,
-        )
+        )  # fmt: skip
         undo: list[tuple[int, Any, bool]] = []
         left: list[tuple[CAPod, Any]] = []
         queue = list(self.pending)
-        for name in removed:
+        # the nodes being deleted are no destinations, and their pods are scheduled with the
+        # candidates' (``SimulateScheduling``: ``nodes.Active()``, ``Deleting()``'s pods)
+        leaving = [n.name for n in cluster.nodes if n.deleting and n.name not in removed]
+        moved: set[int] = set()  # the candidates' pods (ids): a pending one may go anywhere
+        for name in [*removed, *leaving]:
             i = self.position[name]
             for pod, demand in zip(cluster.pods[name], self.demands[name], strict=True):
                 if pod in _moves([pod]):
                     self.state.unbind(i, demand)
                     undo.append((i, demand, True))
                     queue.append((pod, demand))
+                    if name in removed:
+                        moved.add(id(pod))
         queue.sort(key=lambda item: queue_key(item[0]))
+        failed = False  # a candidate's pod went onto a node not yet initialized
         for pod, demand in queue:
             feasible = allowed.copy()
             for plugin in self.scenario.profile.filters:
@@ -362,9 +381,12 @@ class _Fitter:
             if len(hits):
                 self.state.bind(int(hits[0]), demand)
                 undo.append((int(hits[0]), demand, False))
+                if int(hits[0]) in self.uninitialized and id(pod) in moved:
+                    failed = True
+                    left.append((pod, demand))
             else:
                 left.append((pod, demand))
-        one_node = not left or self._one_new_node(left, removed)
+        one_node = not failed and (not left or self._one_new_node(left, removed))
         for i, demand, was_unbound in reversed(undo):
             (self.state.bind if was_unbound else self.state.unbind)(i, demand)
         return [pod for pod, _ in left], one_node
@@ -669,6 +691,18 @@ def _scored(score: float | None) -> str:
     return f" (Balanced score {shown} ≥ {1 / BALANCED_K:g})"
 
 
+def initialized_nodes(nodes: Sequence[CANode]) -> set[str]:
+    """The nodes Karpenter counts as initialized (``StateNode.Initialized``): one it manages
+    (``karpenter.sh/nodepool``) once labelled ``karpenter.sh/initialized: "true"``, any other
+    always. Where no managed node carries that label at all, every node (a scenario written
+    before 2026-12-01, or one that leaves the label out)."""
+    owned = [n for n in nodes if NODEPOOL in n.labels] or list(nodes)
+    if not any(INITIALIZED in n.labels for n in owned):
+        return {n.name for n in nodes}
+    mine = {n.name for n in owned}
+    return {n.name for n in nodes if n.name not in mine or n.labels.get(INITIALIZED) == "true"}
+
+
 def consolidate(scenario: AutoscaleScenario) -> Decision:
     """The command Karpenter's disruption controller would issue now."""
     pool = scenario.node_pool
@@ -684,13 +718,24 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
     # whose nodes carry no such label at all is read as every node the NodePool's own
     owned = [n for n in cluster.nodes if NODEPOOL in n.labels] or list(cluster.nodes)
     mine = {n.name for n in owned}
+    # a node Karpenter launched is initialized once labelled karpenter.sh/initialized "true"
+    # (``StateNode.Initialized``): no candidate before, and not among the pool's nodes its
+    # budgets count. A scenario none of whose nodes carries the label is read as every node
+    # initialized (scenarios written before 2026-12-01)
+    initialized = initialized_nodes(cluster.nodes)
+    ready = [n for n in owned if n.name in initialized]
     for node in cluster.nodes:
         pods = cluster.pods.get(node.name, [])
         if node.name not in mine:
             notes[node.name] = f"node is not managed by Karpenter (no {NODEPOOL} label)"
             costs[node.name] = sum(eviction_cost(p) for p in _moves(pods))
             continue
-        if node.annotations.get(DO_NOT_DISRUPT) == "true":
+        # ``StateNode.ValidateNodeDisruptable``, in its order
+        if node.name not in initialized:
+            reason = f"node isn't initialized (no {INITIALIZED}: \"true\" label)"
+        elif node.deleting:
+            reason = "node is deleting or marked for deletion"
+        elif node.annotations.get(DO_NOT_DISRUPT) == "true":
             reason = "node has the karpenter.sh/do-not-disrupt annotation"
         else:
             reason = _blocking_pod(pods, pdbs, scenario.now)
@@ -717,10 +762,11 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         decision = Decision("none", reason="consolidateAfter: Never disables consolidation")
     else:
         seconds = scenario.now
-        count = len(owned)  # the NodePool's nodes (``BuildDisruptionBudgetMapping``)
-        # a node whose Ready condition is not True takes from the budgets
-        # (``BuildDisruptionBudgetMapping``); a node given without conditions counts as Ready
-        unready = sum(n.ready not in (None, "True") for n in owned)
+        # the NodePool's initialized nodes (``BuildDisruptionBudgetMapping``); one whose Ready
+        # condition is not True, or being deleted, takes from the budgets (never below 0); a
+        # node given without conditions counts as Ready
+        count = len(ready)
+        unready = sum(n.ready not in (None, "True") or n.deleting for n in ready)
 
         def allowed(_pool: str, reason: str) -> int:
             rules = pool.allowed(

@@ -102,6 +102,12 @@ NOT_READY_TAINTS = (
 )
 
 
+def _deleting(raw: Any) -> bool:
+    """Whether a Node object's ``metadata.deletionTimestamp`` is set (its deletion began)."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    return isinstance(meta, dict) and meta.get("deletionTimestamp") is not None
+
+
 def _readiness(raw: Any, taints: Sequence[Taint]) -> bool:
     """``kube_util.GetNodeReadiness``' ``Ready``: a Ready condition neither False nor Unknown,
     no DiskPressure or NetworkUnavailable condition True, no not-ready taint; a node without a
@@ -259,6 +265,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 unschedulable=spec.get("unschedulable") is True,
                 ready=_condition(raw, "Ready"),
                 readiness=_readiness(raw, obj.taints),
+                deleting=_deleting(raw),
             )
         )
     names = [n.name for n in nodes]
