@@ -698,13 +698,13 @@ def test_nodes_judged_by_their_ratio_get_the_reason_eligibility_gives(
 @pytest.mark.parametrize(
     ("version", "reasons"),
     [
-        # CA 1.36+ (isNodeAtOrBelowUtilizationThreshold): the node at 0.5 is a candidate; the
+        # CA 1.35+ (isNodeAtOrBelowUtilizationThreshold): the node at 0.5 is a candidate; the
         # empty one is simulated first (EmptySorting) and removable, so no longer a
         # destination, and the full one has no room: the half-full one's pod has nowhere to go
-        ("1.36", {"NotUnderutilized": 1, "NoPlaceToMovePods": 1, "Unneeded": 1}),
-        # CA 1.35 and before (utilisation >= threshold): NotUnderutilized, although its screen
+        ("1.35", {"NotUnderutilized": 1, "NoPlaceToMovePods": 1, "Unneeded": 1}),
+        # CA 1.34 and before (utilisation >= threshold): NotUnderutilized, although its screen
         # ratio is within the screen's margin
-        ("1.35", {"NotUnderutilized": 2, "Unneeded": 1}),
+        ("1.34", {"NotUnderutilized": 2, "Unneeded": 1}),
     ],
 )
 def test_a_node_exactly_at_the_threshold_by_version(

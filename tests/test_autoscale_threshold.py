@@ -1,7 +1,8 @@
 """A node exactly at cluster-autoscaler's scale-down threshold, by CA version.
 
-CA 1.36 (upstream commit 8704d355, eligibility.go ``isNodeAtOrBelowUtilizationThreshold``) made
-a node whose utilisation equals the threshold underutilised; up to 1.35
+CA 1.35 (upstream commit 8704d355, on the 1.35 release branch as 66d2242f61, in tag
+cluster-autoscaler-1.35.0; eligibility.go ``isNodeAtOrBelowUtilizationThreshold``) made a node
+whose utilisation equals the threshold underutilised; up to 1.34
 (``isNodeBelowUtilizationThreshold``, ``utilization >= threshold`` refused) it was
 ``NotUnderutilized``. CA's minor version follows Kubernetes', so the rule follows the scenario's
 ``kubernetesVersion`` (default 1.36) in ``analyzer autoscale``, and the profile's version in the
@@ -40,9 +41,10 @@ def _judge(tmp_path: Path, version: str, facts: dict[str, Any], pods: list[Any],
 
 
 @pytest.mark.parametrize(
-    ("version", "candidate"), [("1.36", True), ("1.37", True), ("1.35", False), ("1.30", False)]
+    ("version", "candidate"),
+    [("1.36", True), ("1.37", True), ("1.35", True), ("1.34", False), ("1.30", False)],
 )
-def test_a_node_at_the_threshold_is_a_candidate_from_ca_1_36(
+def test_a_node_at_the_threshold_is_a_candidate_from_ca_1_35(
     tmp_path: Path, version: str, candidate: bool
 ) -> None:
     # 500m of 1000m cpu, memory far lower: utilisation 0.5, the default threshold
@@ -57,7 +59,7 @@ def test_a_node_at_the_threshold_is_a_candidate_from_ca_1_36(
         assert got["unremovableReason"] == "NotUnderutilized"
 
 
-@pytest.mark.parametrize("version", ["1.35", "1.36"])
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36"])
 def test_a_node_just_over_the_threshold_is_not_underutilized(tmp_path: Path, version: str) -> None:
     got = _judge(
         tmp_path, version, {"cpu": 1000, "memory": 2**30}, [{"cpu": 501, "memory": 1, **RS}]
@@ -66,7 +68,7 @@ def test_a_node_just_over_the_threshold_is_not_underutilized(tmp_path: Path, ver
     assert got["unremovableReason"] == "NotUnderutilized"
 
 
-@pytest.mark.parametrize(("version", "candidate"), [("1.36", True), ("1.35", False)])
+@pytest.mark.parametrize(("version", "candidate"), [("1.35", True), ("1.34", False)])
 def test_a_gpu_node_at_the_gpu_threshold(tmp_path: Path, version: str, candidate: bool) -> None:
     # a GPU node is judged by its GPU ratio against the GPU threshold: 1 of 2 GPUs, 0.5
     facts = {"cpu": 8000, "memory": 2**34, "gpus": 2}
@@ -75,13 +77,13 @@ def test_a_gpu_node_at_the_gpu_threshold(tmp_path: Path, version: str, candidate
     assert got["candidate"] is candidate
 
 
-@pytest.mark.parametrize(("version", "candidate"), [("1.36", True), ("1.35", False)])
+@pytest.mark.parametrize(("version", "candidate"), [("1.35", True), ("1.34", False)])
 def test_only_daemonset_pods_at_a_zero_threshold(
     tmp_path: Path, version: str, candidate: bool
 ) -> None:
     # upstream's "only daemonsets pods on this nodes" (eligibility_test.go, with 8704d355):
     # with ignore-daemonsets-utilization the DaemonSet pod is taken off, utilisation 0, at a
-    # threshold of 0: underutilised from 1.36; before, 0 >= 0 refused it (the bug it fixed)
+    # threshold of 0: underutilised from 1.35; before, 0 >= 0 refused it (the bug it fixed)
     options = {"ignore-daemonsets-utilization": True, "scale-down-utilization-threshold": 0}
     ds = {"cpu": 500, "memory": 0, "owner": ["DaemonSet", "ds", "apps/v1"]}
     got = _judge(tmp_path, version, {"cpu": 1000, "memory": 10}, [ds], options)

@@ -123,12 +123,12 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
     ("extra", "config", "said"),
     [
         ((), "", "cluster-autoscaler 1.36's rules: expander least-waste (CA's default for this "
-         "version); a node exactly at the scale-down threshold is a candidate (CA 1.36+)"),
+         "version); a node exactly at the scale-down threshold is a candidate (CA 1.35+)"),
         (("--kubernetes-version", "1.32"), "", "cluster-autoscaler 1.32's rules: expander random "
          "(CA's default for this version); a node exactly at the scale-down threshold is "
-         "NotUnderutilized (CA before 1.36)"),
+         "NotUnderutilized (CA before 1.35)"),
         # frequent loops: on by default from CA 1.35 (upstream 7b9a707f5f), off before
-        (("--kubernetes-version", "1.35"), "", "NotUnderutilized (CA before 1.36); frequent loops "
+        (("--kubernetes-version", "1.35"), "", "is a candidate (CA 1.35+); frequent loops "
          "(CA's default for this version): a run at once after a scale-up or a deletion and "
          "when a pod becomes unschedulable, else every scan-interval"),
         (("--kubernetes-version", "1.32"), "", "; the loop runs every scan-interval (frequent "

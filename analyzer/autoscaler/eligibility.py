@@ -5,8 +5,8 @@ In upstream's order: a node CA is already deleting (``CurrentlyBeingDeleted``), 
 ``scale-down-disabled`` annotation (``ScaleDownDisabledAnnotation``), no node group
 (``NotAutoscaled``), then utilisation (the group's ``ignore-daemonsets-utilization``) against the
 group's threshold — the GPU threshold for GPU nodes — where utilisation above the threshold
-is ``NotUnderutilized`` (cluster-autoscaler 1.36+, ``isNodeAtOrBelowUtilizationThreshold``; up
-to 1.35 a node at the threshold was too: ``Rules.at_threshold``), and a utilisation upstream
+is ``NotUnderutilized`` (cluster-autoscaler 1.35+, ``isNodeAtOrBelowUtilizationThreshold``; up
+to 1.34 a node at the threshold was too: ``Rules.at_threshold``), and a utilisation upstream
 cannot calculate (a missing or zero cpu or memory allocatable) is ``UnexpectedError`` (1.32+;
 before, it read as 0). Unready nodes are not modelled (``scale-down-unready-enabled`` defaults
 to true, so upstream does not skip them either).
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from analyzer.autoscaler.cluster import CANode, NodeGroup
 from analyzer.autoscaler.options import CAOptions
-from analyzer.autoscaler.pods import CAPod
+from analyzer.autoscaler.pods import POD_LEVEL, CAPod, request_mode
 from analyzer.autoscaler.utilization import UtilizationInfo, calculate, is_gpu_node
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.versions import or_default
@@ -29,9 +29,10 @@ class Rules:
     """The rules of the eligibility check that changed between cluster-autoscaler versions
     (``rules_for``); the defaults are the default version's."""
 
-    at_threshold: bool = True  # 1.36+: a node at the threshold is a candidate
+    at_threshold: bool = True  # 1.35+: a node at the threshold is a candidate
     gpu_vendors: bool = True  # 1.35+: every GPU vendor's resource makes a GPU node
     error_unremovable: bool = True  # 1.32+: a utilisation error is ``UnexpectedError``
+    requests: str = POD_LEVEL  # how the utilisation reads a pod's requests (``request_mode``)
 
 
 def rules_for(profile: Profile) -> Rules:
@@ -42,6 +43,7 @@ def rules_for(profile: Profile) -> Rules:
         version.ca_at_threshold_eligible,
         (version.major, version.minor) >= (1, 35),
         (version.major, version.minor) >= (1, 32),
+        request_mode((version.major, version.minor)),
     )
 
 
@@ -72,6 +74,7 @@ def check(
         ignore_mirror=options.ignore_mirror_pods_utilization,  # a global flag upstream
         now=now,
         vendors=rules.gpu_vendors,
+        requests=rules.requests,
     )
     if node.being_deleted(now):
         return Eligibility(info, "CurrentlyBeingDeleted")
@@ -101,6 +104,6 @@ def over_threshold(utilization: float, threshold: float, at_threshold: bool) -> 
 
 def eligible_at_threshold(profile: Profile) -> bool:
     """Whether a node at the threshold is a candidate for the cluster-autoscaler that goes with
-    ``profile``'s Kubernetes version (CA's minor follows Kubernetes'; 1.36+: yes); a profile
+    ``profile``'s Kubernetes version (CA's minor follows Kubernetes'; 1.35+: yes); a profile
     built by hand (no version) takes the default version's rule."""
     return or_default(profile.version).ca_at_threshold_eligible

@@ -314,9 +314,7 @@ class _Fitter:
         # (``SimulateScheduling``: ``UninitializedNodeError``, unless the pod is from a node
         # being deleted; ``AllNonPendingPodsScheduled`` then refuses the command)
         ready = initialized_nodes(cluster.nodes)
-        self.uninitialized = {
-            i for i, n in enumerate(cluster.nodes) if n.name not in ready
-        }
+        self.uninitialized = {i for i, n in enumerate(cluster.nodes) if n.name not in ready}
         # the staying nodes are tried initialized first, then by name
         # (``Scheduler.sortExistingNodes``), not in the scenario's order
         names = [n.name for n in scenario.cluster.nodes]
@@ -732,7 +730,7 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
             continue
         # ``StateNode.ValidateNodeDisruptable``, in its order
         if node.name not in initialized:
-            reason = f"node isn't initialized (no {INITIALIZED}: \"true\" label)"
+            reason = f'node isn\'t initialized (no {INITIALIZED}: "true" label)'
         elif node.deleting:
             reason = "node is deleting or marked for deletion"
         elif node.annotations.get(DO_NOT_DISRUPT) == "true":

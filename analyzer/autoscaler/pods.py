@@ -10,7 +10,7 @@ pods cheaply (equal to those its constructors would make).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -39,6 +39,28 @@ class Volume:
     medium: str = ""  # emptyDir.medium ("Memory" is not local storage)
 
 
+# how cluster-autoscaler's utilisation reads a pod's requests, by version (``request_mode``)
+POD_LEVEL = "requests"  # 1.34+: ``CAPod.requests`` (pod-level spec.resources count)
+REQUEST_MODES = (POD_LEVEL, "container_level_requests", "overhead_if_requested",
+                 "containers_requests")  # fmt: skip
+
+
+def request_mode(version: tuple[int, int]) -> str:
+    """The ``CAPod`` attribute CA ``version``'s utilisation reads (``CalculateUtilizationOfResource``
+    at each tag): 1.28 the containers alone; 1.29-1.31 ``PodRequests``; 1.32
+    ``GetResourceRequestQuantity`` (overhead only on a non-zero request); 1.33 ``PodRequests``
+    with pod-level resources off; 1.34+ with them on (the gate's default from Kubernetes 1.34).
+    Status resources (in-place resize, read from 1.33) are not modelled: a scenario's pods have
+    none."""
+    if version <= (1, 28):
+        return "containers_requests"
+    if version == (1, 32):
+        return "overhead_if_requested"
+    if version <= (1, 33):
+        return "container_level_requests"
+    return POD_LEVEL
+
+
 @dataclass(frozen=True)
 class CAPod:
     """A pod with the fields cluster-autoscaler's drain rules and utilisation read."""
@@ -63,6 +85,40 @@ class CAPod:
         for name, value in self.obj.pod_requests.items():
             requests[name] = value + overhead.get(name, 0)
         return requests
+
+    @cached_property
+    def containers_requests(self) -> Mapping[str, int]:
+        """cluster-autoscaler 1.28's utilisation reads of a pod: its ``spec.containers``'
+        requests summed, nothing else (``CalculateUtilizationOfResource`` before 54909eb9ff)."""
+        out: dict[str, int] = {}
+        for container in self.obj.spec.containers:
+            for name, value in container.requests.items():
+                out[name] = out.get(name, 0) + value
+        return out
+
+    @cached_property
+    def container_level_requests(self) -> Mapping[str, int]:
+        """``PodRequests`` with pod-level resources off (CA 1.29-1.31 and 1.33: the
+        PodLevelResources gate is off in their Kubernetes libraries): containers, init
+        containers, sidecars and overhead, no pod-level ``spec.resources``."""
+        return pod_requests(self.obj.spec)
+
+    @cached_property
+    def overhead_if_requested(self) -> Mapping[str, int]:
+        """CA 1.32's ``GetResourceRequestQuantity``: ``PodRequests`` without overhead, the
+        overhead of a resource added only where that sum is not zero."""
+        spec = self.obj.spec
+        out = pod_requests(replace(spec, overhead={}))
+        for name, value in spec.overhead.items():
+            if out.get(name, 0):
+                out[name] += value
+        return out
+
+    def requests_by(self, mode: str) -> Mapping[str, int]:
+        """The requests CA's utilisation reads, by the version's ``mode`` (``REQUEST_MODES``)."""
+        if mode == POD_LEVEL:
+            return self.requests
+        return getattr(self, mode)  # type: ignore[no-any-return]
 
     @cached_property
     def key(self) -> str:

@@ -44,7 +44,12 @@ from analyzer.scheduling.fields import listing, mapping, optional_integer
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.objects import parse_node
 from analyzer.scheduling.pdb import disruption_budgets
-from analyzer.scheduling.plugins.queuesort import priority_classes, resolve_priority
+from analyzer.scheduling.plugins.queuesort import (
+    priority_classes,
+    resolve_preemption_policy,
+    resolve_priority,
+)
+from analyzer.scheduling.priority_class import PriorityClass
 from analyzer.scheduling.strategies import strategy_config
 from analyzer.scheduling.versions import KubeVersion, parse_version
 
@@ -197,10 +202,24 @@ def _in_progress(raw: Any, where: str) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
-def _expendable(pod: CAPod, options: CAOptions) -> bool:
-    """``IsExpendablePod``: spec.priority set and below the cutoff (``CAOptions``)."""
+def _expendable(pod: CAPod, options: CAOptions, policy: str) -> bool:
+    """``IsExpendablePod``: spec.priority set and below the cutoff (``CAOptions``); in CA
+    1.30-1.33 also a pod that may preempt (``policy``, its preemptionPolicy as admission set
+    it, is not ``Never``: upstream 6632bab4c8 in 1.30, reverted by 6f0f000a20 in 1.34)."""
     priority = pod.obj.priority
-    return priority is not None and priority < options.expendable_pods_priority_cutoff
+    if priority is None or priority >= options.expendable_pods_priority_cutoff:
+        return False
+    return not ((1, 30) <= options.rules_version <= (1, 33) and policy == "Never")
+
+
+def _preemption_policy(pod: CAPod, classes: Mapping[str, PriorityClass]) -> str:
+    """The pod's spec.preemptionPolicy as the Priority admission plugin sets it: its own, else
+    its PriorityClass's, else ``PreemptLowerPriority`` (a class not among the objects: the
+    default)."""
+    try:
+        return resolve_preemption_policy(pod.obj, classes)
+    except InputError:
+        return pod.obj.preemption_policy or "PreemptLowerPriority"
 
 
 def _flags(options: CAOptions) -> dict[str, Any]:
@@ -298,7 +317,9 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
             notes.append(f"pod {pod.key} is bound to unknown node {pod.obj.node_name}; ignored")
         elif pod.obj.phase in ("Succeeded", "Failed"):
             notes.append(f"pod {pod.key} is {pod.obj.phase}: not in the autoscaler's snapshot")
-        elif autoscaler == "cluster-autoscaler" and _expendable(pod, options):
+        elif autoscaler == "cluster-autoscaler" and _expendable(
+            pod, options, _preemption_policy(pod, classes)
+        ):
             notes.append(
                 f"pod {pod.key} has priority {pod.obj.priority}, below "
                 f"expendable-pods-priority-cutoff {options.expendable_pods_priority_cutoff}: "

@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from analyzer.autoscaler.pods import CAPod
+from analyzer.autoscaler.pods import POD_LEVEL, CAPod
 
 GPU_RESOURCE = "nvidia.com/gpu"
 # ``gpu.GPUVendorResourceNames`` (1.35+), in its order
@@ -87,14 +87,17 @@ def resource_utilization(
     ignore_daemonsets: bool,
     ignore_mirror: bool,
     now: float,
+    requests: str = POD_LEVEL,
 ) -> float | None:
-    """``CalculateUtilizationOfResource``; None where upstream returns an error."""
+    """``CalculateUtilizationOfResource``; None where upstream returns an error. ``requests``:
+    how the version reads a pod's requests (``pods.request_mode``)."""
     if resource not in allocatable or allocatable[resource] == 0:
         return None
     requested = 0
     taken_off = 0
     for pod in pods:
-        value = _milli(resource, pod.requests.get(resource, 0))
+        asked = pod.requests if requests == POD_LEVEL else pod.requests_by(requests)
+        value = _milli(resource, asked.get(resource, 0))
         if (ignore_daemonsets and pod.daemonset) or (ignore_mirror and pod.mirror):
             taken_off += value
             continue
@@ -118,8 +121,10 @@ def calculate(
     ignore_mirror: bool,
     now: float,
     vendors: bool = True,
+    requests: str = POD_LEVEL,
 ) -> UtilizationInfo:
-    """The node's utilisation as the eligibility checker sees it (``vendors``: ``gpu_resource``)."""
+    """The node's utilisation as the eligibility checker sees it (``vendors``: ``gpu_resource``;
+    ``requests``: ``pods.request_mode``)."""
 
     def ratio(resource: str) -> float | None:
         return resource_utilization(
@@ -129,6 +134,7 @@ def calculate(
             ignore_daemonsets=ignore_daemonsets,
             ignore_mirror=ignore_mirror,
             now=now,
+            requests=requests,
         )
 
     name = gpu_resource(allocatable, labels, vendors)

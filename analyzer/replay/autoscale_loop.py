@@ -184,7 +184,7 @@ class ClusterAutoscaler(ReplayView):
         self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
         self.screen = (self.cpu or 0, self.mem or 0)
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
-        # a node at the threshold is a candidate: the CA of the profile's version (1.36+)
+        # a node at the threshold is a candidate: the CA of the profile's version (1.35+)
         self.at_threshold = eligible_at_threshold(profile)
         self.record.notes.append(
             version_rules(
@@ -615,9 +615,9 @@ def version_rules(
     the version's default is on from CA 1.35, ``KubeVersion.ca_frequent_loops_default``)."""
     how = "as set in the config" if given else "CA's default for this version"
     at = (
-        "a node exactly at the scale-down threshold is a candidate (CA 1.36+)"
+        "a node exactly at the scale-down threshold is a candidate (CA 1.35+)"
         if at_threshold
-        else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.36)"
+        else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.35)"
     )
     version = or_default(profile.version)
     on, set_here = frequent

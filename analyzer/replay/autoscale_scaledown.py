@@ -264,7 +264,7 @@ def _judge(
         by_gpu, gpu, allocatable = ca.gpu_by_requests, ca.gpu_column, ca.state.allocatable
         gpu_threshold = opts.scale_down_gpu_utilization_threshold
         special, rises = ca.special, ca.bind_rises
-        at = ca.at_threshold  # a node at the threshold is a candidate (CA 1.36+)
+        at = ca.at_threshold  # a node at the threshold is a candidate (CA 1.35+)
         for slot in changed:
             if (
                 plain.item(slot)

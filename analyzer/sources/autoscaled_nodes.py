@@ -16,7 +16,7 @@ with CA's default flags:
   to help was created less than 2 s ago orders nothing and deletes nothing
   (``allPodsAreNew``);
 - **scale-down**: a present node whose cpu and memory requests are both at most half its
-  allocatable (CA 1.36+: a node at the threshold is underutilised) is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
+  allocatable (CA 1.35+: a node at the threshold is underutilised) is a candidate unless its pool is at ``minSize``; candidates, empty ones first,
   then the nodes unneeded after the last run, then in node order, are drained in a simulation:
   each pod onto the node the previous run's simulation put it on if that node is still present,
   not the candidate nor removed in this run and has room (CA's scheduling hints,
@@ -236,7 +236,7 @@ class NodeAutoscaler:
         if size > self.min_size:
             util = {n: max(requested[n, 0] / allocatable[n, 0], requested[n, 1] / allocatable[n, 1])
                     for n in present if n not in self.recheck}  # fmt: skip
-            # at or under the threshold: cluster-autoscaler 1.36+ (the default version's)
+            # at or under the threshold: cluster-autoscaler 1.35+ (the default version's)
             candidates = [n for n in util if util[n] <= THRESHOLD]
             candidates.sort(key=lambda n: (bool(on_node[n]), n not in self.unneeded, n))
             gone: set[int] = set()
