@@ -358,6 +358,23 @@ def test_a_node_being_replaced_takes_no_new_pod(tmp_path: Path) -> None:
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(160.0 - 60.0)
 
 
+def test_the_provisioner_schedules_the_pods_of_the_nodes_being_replaced(tmp_path: Path) -> None:
+    """Upstream's ``Provisioner.Schedule`` schedules the pods of the nodes being deleted with
+    the pending ones (``nodes.Deleting()``'s reschedulable pods; the deleting nodes are no
+    destination). As above, the 4-core replacement for the 8-core node launches at 0:40, Ready
+    at 2:40; a 2-core pod arrives at 1:00. Largest first, p0 (3 cores, on the node being
+    replaced) takes the replacement's room and the 2-core pod gets a node of its own, launched
+    at 1:01 (the batch closes 1 s later), Ready at 3:01. At 2:40 the waiting 2-core pod lands on
+    the replacement, the 8-core node goes and p0 waits for the second node: 100 s + 21 s of
+    waiting (with the pending pod alone in the simulation, the second node would be launched
+    only once p0 waits, at 2:41, Ready at 4:41: 100 s + 121 s)."""
+    nodes = [N("big", cpu=8000, memory=32 * GI), N("small")]
+    pods = [P("p0", "big", cpu=3000), P("late", "big", cpu=2000, start=1, end=100)]
+    row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), None))
+    assert row["nodes_added"] == 2 and row["scale_ups"] == 2
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(100.0 + 21.0)
+
+
 def _late(tmp_path: Path, pods: list[P], config: str | None = None) -> dict[str, Any]:
     """Two 4-core nodes a and b with ``pods``, and a 3-core pod arriving at 0:20 (kube-default
     places it on the emptier node): the cluster replayed under Karpenter."""

@@ -363,8 +363,22 @@ class KarpenterAutoscaler:
         return found
 
     def _provision(self, now: int, pending: list[int]) -> None:
+        """``Provisioner.Schedule``: the pending pods and the pods of the nodes being deleted
+        (the candidates waiting for their replacement: ``nodes.Deleting()``'s reschedulable
+        pods), onto the nodes that stay (not those being deleted), the nodes launching and new
+        NodeClaims: a pending pod takes a replacement's room only where the candidates' pods
+        leave it some."""
+        existing = self.active
+        moving: list[int] = []
+        if self.disrupting:
+            existing = existing.copy()
+            existing[list(self.disrupting)] = False
+            pinned = self.inp.pinned
+            moving = [
+                p for s in sorted(self.disrupting) for p in sorted(self.on_node[s]) if not pinned[p]
+            ]
         launch = solve(
-            self.state, self.profile, self.inp.demands, pending, self.active,
+            self.state, self.profile, self.inp.demands, [*pending, *moving], existing,
             sorted(self.provisioning), self._compatible, self.pools.shapes, self._free,
             now / SECOND, self.of,
         )  # fmt: skip
