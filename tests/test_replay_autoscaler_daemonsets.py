@@ -112,3 +112,64 @@ def test_karpenter_launches_a_shape_that_holds_the_pod_beside_its_daemonset_pods
     assert row["nodes_added"] == 1 and row["scale_ups"] == 1, row
     added = (90 * 60 + 15 - (32 * 60 + 1)) / 3600
     assert row["core_hours"] == pytest.approx(8 * 2 + 4 * 2 + 8 * added, abs=1e-5)
+
+
+@pytest.mark.parametrize("autoscaler", ["cluster-autoscaler", "karpenter"])
+def test_a_gpu_device_strategy_replays_with_the_copies(tmp_path: Path, autoscaler: str) -> None:
+    """A GPU-device strategy (fgd) attaches its device state to an empty state: the copies are
+    held after it (``ReplayInput.hold_baseline``), as a pinned pod is bound. The scenario of
+    the first test: 3 new nodes whatever the scoring (3 pods fit beside the DaemonSet pod)."""
+    pods = [_ds("a", 1000), P("p0", "a", cpu=3000, memory=GI)]
+    pods += [P(f"w{i}", "a", cpu=1000, memory=GI, start=30, end=90) for i in range(7)]
+    snap = build([N("a")], pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"
+    write_snapshot(snap, tmp_path / "snap")
+    section = (
+        "  node-groups: {pool: {minSize: 1, maxSize: 5}}\n" if autoscaler != "karpenter" else ""
+    )
+    (tmp_path / "config.yaml").write_text(
+        f"autoscaler:\n{section}" if section else "autoscaler: {}\n"
+    )
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
+         "--strategy", "fgd", "--workers", "1", "--format", "json", "--autoscaler", autoscaler],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    assert row["pending_pods_at_end"] == 0
+    if autoscaler == "cluster-autoscaler":
+        assert row["nodes_added"] == 3, row
+
+
+def test_karpenter_asks_again_for_a_shape_it_had_no_free_slot_of(tmp_path: Path) -> None:
+    """Karpenter: whether a new node of a pool could take a pod is kept per pod shape only when
+    a free slot of every shape of the pool was asked. 8-core and 4-core nodes, each full with
+    its 1000m DaemonSet pod (two slots per shape: the pool's peak); b1 and b2 (7 cores, 10:00 to
+    40:00) take both 8-core slots; x (3.5 cores, 11:00) then finds only 4-core slots free,
+    3000m beside the DaemonSet pod: no node. Once the 8-core nodes have gone, y (3.5 cores,
+    50:00) gets an 8-core node: upstream recomputes the instance types at every Solve
+    (``scheduling/scheduler.go``). Kept from x's ask, the answer would leave y waiting."""
+    pods = [
+        _ds("big", 1000),
+        _ds("small", 1000),
+        P("p0", "big", cpu=7000),
+        P("p1", "small", cpu=3000),
+    ]
+    pods += [P("b1", "big", cpu=7000, start=10, end=40), P("b2", "big", cpu=7000, start=10, end=40)]
+    pods += [P("x", "big", cpu=3500, start=11, end=13), P("y", "big", cpu=3500, start=50, end=150)]
+    snap = build([N("big", cpu=8000, memory=32 * GI), N("small")], pods, minutes=180)
+    snap.pods["owner_name"] = "web-5d9f"
+    write_snapshot(snap, tmp_path / "snap")
+    (tmp_path / "config.yaml").write_text(
+        "autoscaler:\n  karpenter:\n    disruption: {consolidationPolicy: WhenEmpty}\n"
+    )
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
+         "--strategy", "kube-default", "--workers", "1", "--format", "json",
+         "--autoscaler", "karpenter"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    assert row["nodes_added"] >= 3 and row["pending_pods_at_end"] == 0, row

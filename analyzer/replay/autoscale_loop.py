@@ -99,7 +99,8 @@ class ClusterAutoscaler(ReplayView):
         given = settings.expander
         if not given:  # not set: the default of the profile's version's CA
             settings = dataclasses.replace(settings, expander=default_expander(profile.version))
-        self.settings, self.profile, self.bound = settings, profile, bound
+        # CA's simulations run its own scheduler: no GPU-sharing plugin (``without_devices``)
+        self.settings, self.profile, self.bound = settings, profile.without_devices(), bound
         # an evicted pod's termination: kube's default grace, capped by max-graceful-termination
         self.eviction_grace = min(TERMINATION_GRACE * SECOND, settings.max_graceful_termination)
         # ``--frequent-loops-enabled`` (``loop/trigger.go``): set, or the version's CA's default

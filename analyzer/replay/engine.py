@@ -123,6 +123,7 @@ def replay(
     devices = None
     if profile is not None and profile.uses_devices:  # GPU policies: track every GPU
         devices = attach_devices(state, inp.gpu_workload())
+    inp.hold_baseline(state)  # an autoscaler's spare nodes' DaemonSet and static pods
     active = inp.node_join <= inp.start
     state.present = active  # updated in place as nodes join and leave (ImageLocality's spread)
     feed = None

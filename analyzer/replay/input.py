@@ -101,8 +101,8 @@ class ReplayInput:
     events: tuple[Int64Array, Int64Array, Int64Array] = field(
         default_factory=lambda: (np.zeros(0, np.int64),) * 3
     )
-    # (slot, pod): ``pod``'s requests held on ``slot`` in every fresh state, whether or not the
-    # slot is present: an autoscaler's spare node's DaemonSet and static pods, copies of those
+    # (slot, pod): ``pod``'s requests held on ``slot`` in the replay's state (``hold_baseline``),
+    # whether or not the slot is present: an autoscaler's spare node's DaemonSet and static pods, copies of those
     # of a node of its shape (``autoscale_setup.daemon_overhead``), there from its creation
     baseline: tuple[tuple[int, int], ...] = ()
     _gpu_workload: TargetWorkload | None = field(default=None, repr=False)
@@ -146,14 +146,21 @@ class ReplayInput:
         # nothing bound yet: every placed pod is tracked (spread, affinity), unless no pod can
         # ever meet those plugins (``topology.in_play``): then an index that stays empty
         state.pod_index = PodIndex(t.node_count) if self.topology else InertIndex(t.node_count)
-        for slot, pod in self.baseline:  # requests, pod count and host ports (not in the index)
+        return state
+
+    def hold_baseline(self, state: ClusterState) -> None:
+        """Account the ``baseline`` pods on their slots of ``state`` (after its GPU devices are
+        attached: a pod's GPUs best-fit as a pinned pod's): requests, pod count, host ports and
+        GPUs, not the topology index."""
+        for slot, pod in self.baseline:
             demand = self.demands[pod]
             state.requested[slot] += demand.requests
             state.nonzero_requested[slot] += demand.nonzero
             state.pod_count[slot] += 1
+            if state.devices is not None:
+                state.devices.bind(slot, demand, None)
             if demand.host_ports:
                 state.ports.add(slot, demand.host_ports)
-        return state
 
 
 def _node_state(snapshot: Snapshot, pod_resources: list[str]) -> ClusterState:

@@ -81,7 +81,9 @@ class KarpenterAutoscaler:
         rng: np.random.Generator,
     ) -> None:
         del rng  # Karpenter's choices here are deterministic (cheapest first, cost order)
-        self.inp, self.pools, self.settings, self.profile = inp, pools, settings, profile
+        # Karpenter's simulations run its own scheduler: no GPU-sharing plugin
+        self.inp, self.pools, self.settings = inp, pools, settings
+        self.profile = profile.without_devices()
         self.state, self.active, self.on_node, self.bound = state, active, on_node, bound
         self.budgets = budgets
         # an evicted pod's termination: kube's default grace period
@@ -343,7 +345,7 @@ class KarpenterAutoscaler:
         (empty, absent) slot of each shape, as upstream asks its NodeClaim template, never of a
         node that runs (its pods would fail the resource fit for a reason a new node does not
         have). Kept per pod shape where the answer reads nothing that changes (no spreading nor
-        pod affinity, and a free slot asked); no free slot: no new node now."""
+        pod affinity, and a free slot of every shape asked); no free slot: no new node now."""
         key = (self.inp.shape_keys[pod], pool)
         found = self.memo.get(key)
         demand = self.inp.demands[pod]
@@ -358,7 +360,9 @@ class KarpenterAutoscaler:
                     for p in self.profile.filters)
                 for s in probes
             )  # fmt: skip
-            if demand.affinity is None and not demand.spread:
+            # kept only when every shape was asked: a shape with no free slot now may be the
+            # one that takes the pod once a slot of it is free again
+            if demand.affinity is None and not demand.spread and len(probes) == len(shapes):
                 self.memo[key] = found
         return found
 

@@ -9,6 +9,7 @@ would have scored. ``select`` only ever picks a feasible node.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -190,6 +191,18 @@ class Profile:
         """True when a plugin needs the per-GPU device state (``ClusterState.devices``)."""
         plugins = [*self.filters, *(w.plugin for w in self.scorers)]
         return any(getattr(p, "needs_devices", False) for p in plugins)
+
+    def without_devices(self) -> Profile:
+        """This profile without the plugins that need per-GPU device state (GPU-sharing
+        policies): what a node autoscaler's own scheduler simulation runs, as cluster-autoscaler
+        and Karpenter know extended resources (NodeResourcesFit), not shared GPUs."""
+        if not self.uses_devices:
+            return self
+        return dataclasses.replace(
+            self,
+            filters=[f for f in self.filters if not getattr(f, "needs_devices", False)],
+            scorers=[w for w in self.scorers if not getattr(w.plugin, "needs_devices", False)],
+        )
 
     def choose_gpus(
         self, state: ClusterState, pod: PodDemand, node: int, rng: np.random.Generator
