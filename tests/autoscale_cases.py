@@ -116,17 +116,22 @@ SPARE = {"cpu": 4000, "memory": 2**32,
 def beside_spare(
     version: str, now: str, pods: dict[str, dict[str, Any]], objects: list[Any] | None
 ) -> dict[str, Any]:
-    """A cluster-autoscaler scenario at ``version``: ``pods`` on node "node" (1000m, 1 GiB)
-    next to "spare" (scale-down-disabled, 4000m: never a candidate, always a destination)."""
+    """A cluster-autoscaler scenario at ``version`` (a Kubernetes minor, or a CA release
+    "1.x.y": its minor and ``clusterAutoscalerVersion``): ``pods`` on node "node" (1000m,
+    1 GiB) next to "spare" (scale-down-disabled, 4000m: never a candidate, always a
+    destination)."""
+    release = version if version.count(".") == 2 else None
     scenario: dict[str, Any] = {
         "autoscaler": "cluster-autoscaler",
-        "kubernetesVersion": version,
+        "kubernetesVersion": version.rsplit(".", 1)[0] if release else version,
         "now": now,
         "nodes": [node("node", {"cpu": 1000, "memory": 2**30}), node("spare", SPARE)],
         "pods": [pod(name, facts, now, "node") for name, facts in pods.items()],
     }
     if objects is not None:
         scenario["objects"] = objects
+    if release is not None:
+        scenario["clusterAutoscalerVersion"] = release
     return scenario
 
 

@@ -254,6 +254,19 @@ BAD = [
         "deletionsInProgress: {drained: 1}\n",
         "deletionsInProgress.drained: not a kind of deletion",
     ),
+    (
+        "autoscale-ca-release",
+        documented_exit("autoscale-ca-release"),
+        'kubernetesVersion: "1.33"\nclusterAutoscalerVersion: "1.32.5"\n'
+        "nodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n",
+        "clusterAutoscalerVersion: 1.32.5 does not go with Kubernetes 1.33",
+    ),
+    (
+        "autoscale-ca-release",
+        documented_exit("autoscale-ca-release"),
+        'clusterAutoscalerVersion: "1.33"\nnodes: [{metadata: {name: a}, status: {}}]\n',
+        "clusterAutoscalerVersion: '1.33' is not a cluster-autoscaler release",
+    ),
 ]
 
 

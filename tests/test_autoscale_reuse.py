@@ -185,13 +185,15 @@ def _by_hand(
     strategy: str = "kube-default",
     max_size: int | None = None,
     version: str | None = None,
+    release: str | None = None,
 ) -> tuple[Any, Any]:
-    """An hour of hand-made nodes and pods replayed with CA on the fast and the plain path."""
+    """An hour of hand-made nodes and pods replayed with CA on the fast and the plain path
+    (``release``: the config's ``cluster-autoscaler-version``)."""
     snap = build(nodes, pods, minutes=60)
     snap.pods["owner_name"] = np.where(snap.pods["owner_kind"] == "DaemonSet", "ds", "web-5d9f")
     inp = prepare(snap)
     bounds = GroupBounds(min_size=0, max_size=max_size)
-    settings = dataclasses.replace(parse_settings(None), groups={"pool": bounds})
+    settings = dataclasses.replace(parse_settings(None), groups={"pool": bounds}, release=release)
     auto, groups = with_node_groups(inp, settings)
     chosen = Strategy(strategy, load_strategy(strategy, version))
     fast = replay(auto, chosen, 0, autoscaler=(groups, settings))
@@ -696,26 +698,28 @@ def test_nodes_judged_by_their_ratio_get_the_reason_eligibility_gives(
 
 
 @pytest.mark.parametrize(
-    ("version", "reasons"),
+    ("version", "release", "reasons"),
     [
-        # CA 1.35+ (isNodeAtOrBelowUtilizationThreshold): the node at 0.5 is a candidate; the
-        # empty one is simulated first (EmptySorting) and removable, so no longer a
-        # destination, and the full one has no room: the half-full one's pod has nowhere to go
-        ("1.35", {"NotUnderutilized": 1, "NoPlaceToMovePods": 1, "Unneeded": 1}),
-        # CA 1.34 and before (utilisation >= threshold): NotUnderutilized, although its screen
-        # ratio is within the screen's margin
-        ("1.34", {"NotUnderutilized": 2, "Unneeded": 1}),
+        # CA 1.35+ (isNodeAtOrBelowUtilizationThreshold; backported to 1.34.3, and 1.34's
+        # newest release is the default): the node at 0.5 is a candidate; the empty one is
+        # simulated first (EmptySorting) and removable, so no longer a destination, and the
+        # full one has no room: the half-full one's pod has nowhere to go
+        ("1.35", None, {"NotUnderutilized": 1, "NoPlaceToMovePods": 1, "Unneeded": 1}),
+        ("1.34", None, {"NotUnderutilized": 1, "NoPlaceToMovePods": 1, "Unneeded": 1}),
+        # CA 1.34.2 and before (utilisation >= threshold): NotUnderutilized, although its
+        # screen ratio is within the screen's margin
+        ("1.34", "1.34.2", {"NotUnderutilized": 2, "Unneeded": 1}),
     ],
 )
 def test_a_node_exactly_at_the_threshold_by_version(
-    monkeypatch: pytest.MonkeyPatch, version: str, reasons: dict[str, int]
+    monkeypatch: pytest.MonkeyPatch, version: str, release: str | None, reasons: dict[str, int]
 ) -> None:
     # three pods of 2 of 4 cores (memory far lower) packed by most-allocated: one node full,
     # one at utilisation 0.5 (the default threshold) and one empty (a candidate, unneeded)
     seen = _judge_checked(monkeypatch)
     nodes = [N("a"), N("b"), N("c")]
     pods = [P(f"p{i}", "abc"[i], cpu=2000) for i in range(3)]
-    fast, plain = _by_hand(nodes, pods, "most-allocated", max_size=4, version=version)
+    fast, plain = _by_hand(nodes, pods, "most-allocated", 4, version, release)
     _same_decisions(fast, plain)
     assert seen["at_threshold"] > 0, seen
     first = fast.autoscaler.reasons[0][1]

@@ -13,6 +13,9 @@ The scenarios are in tests/data/autoscaler/snapshot/, each with its reasoning in
   1.33 (the fork committed), so its zone stops counting for the later candidates.
 - ``own_zone``: the candidate is its zone's only node: 1.33–1.35 drop the zone while its pods are
   placed; 1.36's ghost keeps it.
+
+The rules came in 1.33 and 1.36 and were backported (``analyzer.autoscaler.release``): the
+candidate out of the snapshot to 1.32.3, the ghost to 1.33.5, 1.34.4 and 1.35.1.
 """
 
 from __future__ import annotations
@@ -26,29 +29,64 @@ from autoscale_cases import by_name, run
 
 DATA = Path(__file__).parent / "data" / "autoscaler" / "snapshot"
 
-# (scenario, kubernetesVersion, the nodes removed now, a node's expected reason)
+# each scenario's answer under each set of rules (``removal_snapshot.rules_for``): the ghost
+# (1.36, and 1.33.5+, 1.34.4+, 1.35.1+), the candidate out of the snapshot (1.33, and 1.32.3+),
+# neither (up to 1.32.2)
+GHOST, GONE, NONE = "ghost", "gone", "none"
+ANSWERS: dict[tuple[str, str], tuple[list[str], tuple[str, Any]]] = {
+    ("honor", GHOST): (["topo-n1"], ("topo-n2", "NoPlaceToMovePods")),
+    ("honor", GONE): (["topo-n1"], ("topo-n2", "NoPlaceToMovePods")),
+    ("honor", NONE): ([], ("topo-n1", "NoPlaceToMovePods")),
+    ("phantom_zone", GHOST): ([], ("topo-n1", "NoPlaceToMovePods")),
+    ("phantom_zone", GONE): (["topo-n1"], ("topo-n1", None)),  # the domain gone with the node
+    ("phantom_zone", NONE): ([], ("topo-n1", "NoPlaceToMovePods")),
+    ("removed_node_domain", GHOST): (["z1", "a2"], ("a2", None)),
+    ("removed_node_domain", GONE): (["z1", "a2"], ("a2", None)),
+    ("removed_node_domain", NONE): (["z1"], ("a2", "NoPlaceToMovePods")),
+    ("own_zone", GHOST): ([], ("b1", "NoPlaceToMovePods")),
+    ("own_zone", GONE): (["b1"], ("b1", None)),
+}
+# (scenario, kubernetesVersion or a CA release "1.x.y", its rules); a minor alone is its newest
+# release known (``analyzer.autoscaler.release.NEWEST_PATCH``: 1.32.7, 1.33.6, 1.34.5, 1.35.2)
 CASES = [
-    ("honor", "1.36", ["topo-n1"], ("topo-n2", "NoPlaceToMovePods")),
-    ("honor", "1.35", ["topo-n1"], ("topo-n2", "NoPlaceToMovePods")),
-    ("honor", "1.32", [], ("topo-n1", "NoPlaceToMovePods")),
-    ("phantom_zone", "1.36", [], ("topo-n1", "NoPlaceToMovePods")),
-    ("phantom_zone", "1.35", ["topo-n1"], ("topo-n1", None)),  # the domain gone with the node
-    ("phantom_zone", "1.32", [], ("topo-n1", "NoPlaceToMovePods")),
-    ("removed_node_domain", "1.36", ["z1", "a2"], ("a2", None)),
-    ("removed_node_domain", "1.33", ["z1", "a2"], ("a2", None)),
-    ("removed_node_domain", "1.32", ["z1"], ("a2", "NoPlaceToMovePods")),
-    ("own_zone", "1.35", ["b1"], ("b1", None)),
-    ("own_zone", "1.33", ["b1"], ("b1", None)),
-    ("own_zone", "1.36", [], ("b1", "NoPlaceToMovePods")),
+    ("honor", "1.36", GHOST),
+    ("honor", "1.35.0", GONE),
+    ("honor", "1.32.0", NONE),
+    ("honor", "1.32.2", NONE),
+    ("honor", "1.32.3", GONE),
+    ("honor", "1.32", GONE),
+    ("phantom_zone", "1.36", GHOST),
+    ("phantom_zone", "1.35.0", GONE),
+    ("phantom_zone", "1.35.1", GHOST),
+    ("phantom_zone", "1.35", GHOST),
+    ("phantom_zone", "1.33.4", GONE),
+    ("phantom_zone", "1.33.5", GHOST),
+    ("phantom_zone", "1.32.0", NONE),
+    ("removed_node_domain", "1.36", GHOST),
+    ("removed_node_domain", "1.33.0", GONE),
+    ("removed_node_domain", "1.32.0", NONE),
+    ("removed_node_domain", "1.32.3", GONE),
+    ("own_zone", "1.35.0", GONE),
+    ("own_zone", "1.33.0", GONE),
+    ("own_zone", "1.34.3", GONE),
+    ("own_zone", "1.34", GHOST),
+    ("own_zone", "1.36", GHOST),
 ]
 
 
-@pytest.mark.parametrize(("name", "version", "removed", "reason"), CASES)
+@pytest.mark.parametrize(("name", "version", "rules"), CASES)
 def test_the_snapshot_holds_what_the_version_keeps(
-    tmp_path: Path, name: str, version: str, removed: list[str], reason: tuple[str, Any]
+    tmp_path: Path, name: str, version: str, rules: str
 ) -> None:
     scenario = yaml.safe_load((DATA / f"{name}.yaml").read_text(encoding="utf-8"))
-    result = run(tmp_path, {**scenario, "kubernetesVersion": version})
+    given = {"kubernetesVersion": version}
+    if version.count(".") == 2:  # a CA release: its minor, and the release itself
+        given = {
+            "kubernetesVersion": version.rsplit(".", 1)[0],
+            "clusterAutoscalerVersion": version,
+        }
+    result = run(tmp_path, {**scenario, **given})
+    removed, reason = ANSWERS[(name, rules)]
     assert result["removed"] == removed
     node, why = reason
     assert by_name(result)[node]["unremovableReason"] == why

@@ -3,8 +3,9 @@
 simulator/drainability/rules/replicacount/rule.go): CA has a lister for ``apps`` StatefulSets
 only, so from 1.33 a pod owned by ``StatefulSet`` of ``example.com/v1`` is not looked up
 (``Undefined``) and goes on to the replicated rule, which takes the kind ``StatefulSet`` as
-replicated: the pod is moved. Up to 1.32 the rule looked it up among the StatefulSets and,
-not finding it, blocked the drain (``ControllerNotFound``). An ``apps/v1`` StatefulSet missing
+replicated: the pod is moved. Before it (up to 1.32.1, 1.31.2, 1.30.4: the commit was
+backported to 1.32.2, 1.31.3 and 1.30.5; every 1.29 and older) the rule looked it up among the
+StatefulSets and, not finding it, blocked the drain (``ControllerNotFound``). An ``apps/v1`` StatefulSet missing
 from the listers blocks at every version.
 """
 
@@ -26,7 +27,15 @@ OBJECTS = [{"kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "defau
     [
         ("1.33", "example.com/v1", None),
         ("1.36", "example.com/v1", None),
-        ("1.32", "example.com/v1", "ControllerNotFound"),
+        ("1.32.0", "example.com/v1", "ControllerNotFound"),
+        ("1.32.1", "example.com/v1", "ControllerNotFound"),
+        ("1.32.2", "example.com/v1", None),  # backported: 1.30.5, 1.31.3, 1.32.2
+        ("1.32", "example.com/v1", None),  # 1.32's newest release known (1.32.7)
+        ("1.31.2", "example.com/v1", "ControllerNotFound"),
+        ("1.31.3", "example.com/v1", None),
+        ("1.30.4", "example.com/v1", "ControllerNotFound"),
+        ("1.30.5", "example.com/v1", None),
+        ("1.29", "example.com/v1", "ControllerNotFound"),
         ("1.36", "apps/v1", "ControllerNotFound"),
         ("1.32", "apps/v1", "ControllerNotFound"),
     ],

@@ -58,10 +58,11 @@ def test_a_bind_on_a_node_judged_with_a_verdict_it_keeps_is_not_verified(
         return answer
 
     monkeypatch.setattr(SimulationMemo, "unchanged", both)
-    # Kubernetes 1.34's cluster-autoscaler: a node exactly at the threshold is NotUnderutilized
-    # (1.35+: a candidate), and the generator's round requests put nodes there, judged (within
+    # cluster-autoscaler 1.34.2: a node exactly at the threshold is NotUnderutilized (1.35+,
+    # 1.34.3+: a candidate), and the generator's round requests put nodes there, judged (within
     # the screen's margin) with that verdict: the case this test needs
-    fast, plain = _run(seed, strategy, raw, "1.34")
+    pinned = {**(raw or {}), "cluster-autoscaler-version": "1.34.2"}
+    fast, plain = _run(seed, strategy, pinned, "1.34")
     _same_decisions(fast, plain)
     assert seen["steady"] > 0, seen
 

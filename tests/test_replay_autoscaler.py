@@ -122,13 +122,20 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
 @pytest.mark.parametrize(
     ("extra", "config", "said"),
     [
-        ((), "", "cluster-autoscaler 1.36's rules: expander least-waste (CA's default for this "
-         "version); a node exactly at the scale-down threshold is a candidate (CA 1.35+)"),
-        (("--kubernetes-version", "1.32"), "", "cluster-autoscaler 1.32's rules: expander random "
-         "(CA's default for this version); a node exactly at the scale-down threshold is "
-         "NotUnderutilized (CA before 1.35)"),
+        ((), "", "cluster-autoscaler 1.36.1's rules (the newest of its minor known here; "
+         "autoscaler.cluster-autoscaler-version pins one): expander least-waste (CA's default "
+         "for this version); a node exactly at the scale-down threshold is a candidate (CA "
+         "1.35+, 1.32.6+, 1.33.4+, 1.34.3+)"),
+        (("--kubernetes-version", "1.32"), "", "cluster-autoscaler 1.32.7's rules (the newest "
+         "of its minor known here; autoscaler.cluster-autoscaler-version pins one): expander "
+         "random (CA's default for this version); a node exactly at the scale-down threshold "
+         "is a candidate (CA 1.35+"),
+        (("--kubernetes-version", "1.32"), "  cluster-autoscaler-version: 1.32.5\n",
+         "cluster-autoscaler 1.32.5's rules (as set in the config): expander random (CA's "
+         "default for this version); a node exactly at the scale-down threshold is "
+         "NotUnderutilized (CA before 1.35 but for 1.32.6+, 1.33.4+, 1.34.3+)"),
         # frequent loops: on by default from CA 1.35 (upstream 7b9a707f5f), off before
-        (("--kubernetes-version", "1.35"), "", "is a candidate (CA 1.35+); frequent loops "
+        (("--kubernetes-version", "1.35"), "", "1.34.3+); frequent loops "
          "(CA's default for this version): a run at once after a scale-up or a deletion and "
          "when a pod becomes unschedulable, else every scan-interval"),
         (("--kubernetes-version", "1.32"), "", "; the loop runs every scan-interval (frequent "
@@ -143,8 +150,9 @@ def test_a_node_whose_pod_fits_elsewhere_goes_after_ten_minutes(
 def test_the_row_says_which_version_rules_it_followed(
     spread: Path, tmp_path: Path, extra: tuple[str, ...], config: str, said: str
 ) -> None:
-    # the expander and the threshold rule depend on CA's version (its minor follows Kubernetes':
-    # least-waste the default from 1.33, a node at the threshold a candidate from 1.36)
+    # the expander and the threshold rule depend on CA's release (its minor follows Kubernetes':
+    # least-waste the default from 1.33, a node at the threshold a candidate from 1.35 and in
+    # 1.32.6+, 1.33.4+, 1.34.3+; the newest release of the minor unless the config pins one)
     text = f"autoscaler:\n{config}  node-groups: {{pool: {{minSize: 0}}}}\n"
     row = _row(_whatif(tmp_path, spread, text, "--autoscaler", "cluster-autoscaler", *extra))
     notes = " ".join(row["notes"])

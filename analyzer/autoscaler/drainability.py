@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import CAPod
+from analyzer.autoscaler.release import STATEFULSET_ANY_GROUP, has
 from analyzer.scheduling.pdb import DisruptionBudget
 
 UNDEFINED, DRAIN_OK, SKIP, BLOCK = "Undefined", "DrainOk", "SkipDrain", "BlockDrain"
@@ -111,7 +112,7 @@ def _replica_count(pod: CAPod, options: CAOptions, controllers: Controllers | No
     if controllers is None or ref is None:
         return _UNDEFINED
     found, replicas = controllers.get(ref.kind, pod.obj.namespace, ref.name)
-    statefulset_group = options.rules_version >= (1, 33)
+    statefulset_group = has(options.rules_version, STATEFULSET_ANY_GROUP)
     too_few = replicas is not None and replicas < options.min_replica_count
     # upstream's if / else-if chain: ReplicationController, DaemonSet pod, Job, ReplicaSet, ...
     if ref.kind == "ReplicationController":

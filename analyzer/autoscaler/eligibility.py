@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from analyzer.autoscaler.cluster import CANode, NodeGroup
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import POD_LEVEL, CAPod, request_mode
+from analyzer.autoscaler.release import AT_THRESHOLD, Release, has
 from analyzer.autoscaler.utilization import UtilizationInfo, calculate, is_gpu_node
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.versions import or_default
@@ -29,18 +30,19 @@ class Rules:
     """The rules of the eligibility check that changed between cluster-autoscaler versions
     (``rules_for``); the defaults are the default version's."""
 
-    at_threshold: bool = True  # 1.35+: a node at the threshold is a candidate
+    at_threshold: bool = True  # 1.35+ (and backports): a node at the threshold is a candidate
     gpu_vendors: bool = True  # 1.35+: every GPU vendor's resource makes a GPU node
     error_unremovable: bool = True  # 1.32+: a utilisation error is ``UnexpectedError``
     requests: str = POD_LEVEL  # how the utilisation reads a pod's requests (``request_mode``)
 
 
-def rules_for(profile: Profile) -> Rules:
-    """The eligibility rules of the cluster-autoscaler that goes with ``profile``'s Kubernetes
-    version (CA's minor follows Kubernetes'); a profile built by hand takes the default's."""
+def rules_for(profile: Profile, release: Release) -> Rules:
+    """The eligibility rules of cluster-autoscaler ``release`` for a cluster of ``profile``'s
+    Kubernetes version (CA's minor follows Kubernetes'; a profile built by hand takes the
+    default's): the threshold rule by release (``release.AT_THRESHOLD``), the others by minor."""
     version = or_default(profile.version)
     return Rules(
-        version.ca_at_threshold_eligible,
+        has(release, AT_THRESHOLD),
         (version.major, version.minor) >= (1, 35),
         (version.major, version.minor) >= (1, 32),
         request_mode((version.major, version.minor)),
@@ -102,8 +104,7 @@ def over_threshold(utilization: float, threshold: float, at_threshold: bool) -> 
     return utilization > threshold if at_threshold else utilization >= threshold
 
 
-def eligible_at_threshold(profile: Profile) -> bool:
-    """Whether a node at the threshold is a candidate for the cluster-autoscaler that goes with
-    ``profile``'s Kubernetes version (CA's minor follows Kubernetes'; 1.35+: yes); a profile
-    built by hand (no version) takes the default version's rule."""
-    return or_default(profile.version).ca_at_threshold_eligible
+def eligible_at_threshold(release: Release) -> bool:
+    """Whether a node at the threshold is a candidate for cluster-autoscaler ``release``
+    (1.35+, and 1.32.6+, 1.33.4+, 1.34.3+: ``release.AT_THRESHOLD``)."""
+    return has(release, AT_THRESHOLD)

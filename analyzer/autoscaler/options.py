@@ -45,10 +45,11 @@ class CAOptions:
     # drain, leaves its room free to moved pods, and triggers no scale-up
     # (``podlistprocessor/filter_out_expendable.go``)
     expendable_pods_priority_cutoff: int = -10
-    # not a flag: the (major, minor) of the CA whose drain rules apply (a scenario's
-    # ``kubernetesVersion``; CA's minor follows Kubernetes'): the ``oncompletion`` rule from
-    # 1.36, the replica-count rule's StatefulSet group check from 1.33
-    rules_version: tuple[int, int] = (1, 36)
+    # not a flag: the CA release (major, minor, patch) whose rules apply (``release``: the
+    # scenario's ``kubernetesVersion`` minor, its newest patch unless given): the
+    # ``oncompletion`` rule from 1.36, the replica-count rule's StatefulSet group check from
+    # 1.33 (and its backports), the legacy drain order up to 1.28, ...
+    rules_version: tuple[int, int, int] = (1, 36, 1)
 
 
 NOT_FLAGS = ("rules_version",)  # fields of ``CAOptions`` that no flag sets

@@ -124,7 +124,7 @@ def plan(
     """The scale-down decision at ``now``, with ``in_progress`` (empty, drained) deletions not
     yet done (``select``)."""
     decisions = []
-    rules = rules_for(profile)
+    rules = rules_for(profile, options.rules_version)
     for node in cluster.nodes:
         pods = cluster.pods.get(node.name, [])
         elig = check(node, pods, cluster.groups.get(node.name), options, now, rules)
@@ -139,7 +139,7 @@ def plan(
     empty_first = sorted(candidates, key=lambda n: empty_rank(cluster, n, options, now))
     pdbs = PdbTracker(cluster.budgets)
     simulator = RemovalSimulator(cluster, profile, options, now)
-    simulator.snapshot = snapshot_rules(profile.version)
+    simulator.snapshot = snapshot_rules(options.rules_version)
     unneeded: list[Outcome] = []
     for name in empty_first:
         outcome = simulator.simulate(name, pdbs)

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analyzer.autoscaler.release import CANDIDATE_GONE, GHOST, Release, has
 from analyzer.scheduling.constraint_types import Taint
 from analyzer.scheduling.node_taints import set_node_taints
 from analyzer.scheduling.state import ClusterState
-from analyzer.scheduling.versions import KubeVersion, or_default
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 
@@ -50,13 +50,13 @@ class SnapshotRules:
 NO_RULES = SnapshotRules()
 
 
-def rules_for(version: KubeVersion | None) -> SnapshotRules:
-    """The rules of the cluster-autoscaler that goes with Kubernetes ``version``."""
-    v = or_default(version)
-    minor = (v.major, v.minor)
-    if minor >= (1, 36):
+def rules_for(release: Release) -> SnapshotRules:
+    """The rules of cluster-autoscaler ``release`` (``analyzer.autoscaler.release``: the ghost
+    from 1.36 and in 1.33.5, 1.34.4, 1.35.1; the candidate out of the snapshot from 1.33 and
+    in 1.32.3)."""
+    if has(release, GHOST):
         return SnapshotRules(ghost=True, gone_after=True)
-    if minor >= (1, 33):
+    if has(release, CANDIDATE_GONE):
         return SnapshotRules(candidate_gone=True, gone_after=True)
     return NO_RULES
 

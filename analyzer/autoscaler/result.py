@@ -68,6 +68,8 @@ def ca_json(scenario: AutoscaleScenario, plan: Plan) -> dict[str, Any]:
     return {
         "autoscaler": scenario.autoscaler,
         "kubernetesVersion": str(scenario.version),
+        # the CA release whose rules applied (``autoscaler.release``: given, else the newest)
+        "clusterAutoscalerVersion": ".".join(map(str, scenario.options.rules_version)),
         "options": options_json(scenario.options),
         "deletionsInProgress": dict(zip(("empty", "drain"), scenario.in_progress, strict=True)),
         "nodes": nodes,

@@ -35,6 +35,7 @@ from analyzer.autoscaler.drainability import Controllers
 from analyzer.autoscaler.nodepool import NodePool, parse_node_pool
 from analyzer.autoscaler.options import NOT_FLAGS, CAOptions, parse_options
 from analyzer.autoscaler.pods import CAPod, parse_ca_pod
+from analyzer.autoscaler.release import expendable_needs_preemption, parse_release
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.structured import describe_value, load_yaml_or_json, plain, preview
@@ -57,6 +58,7 @@ AUTOSCALERS = ("cluster-autoscaler", "karpenter")
 KEYS = (
     "autoscaler",
     "kubernetesVersion",
+    "clusterAutoscalerVersion",
     "now",
     "options",
     "nodeGroups",
@@ -204,12 +206,13 @@ def _in_progress(raw: Any, where: str) -> tuple[int, int]:
 
 def _expendable(pod: CAPod, options: CAOptions, policy: str) -> bool:
     """``IsExpendablePod``: spec.priority set and below the cutoff (``CAOptions``); in CA
-    1.30-1.33 also a pod that may preempt (``policy``, its preemptionPolicy as admission set
-    it, is not ``Never``: upstream 6632bab4c8 in 1.30, reverted by 6f0f000a20 in 1.34)."""
+    1.30.0 to 1.33.0 also a pod that may preempt (``policy``, its preemptionPolicy as admission
+    set it, is not ``Never``: upstream 6632bab4c8, reverted by 6f0f000a20 in 1.34 and in
+    1.30.5, 1.31.3, 1.32.2, 1.33.1: ``release.expendable_needs_preemption``)."""
     priority = pod.obj.priority
     if priority is None or priority >= options.expendable_pods_priority_cutoff:
         return False
-    return not ((1, 30) <= options.rules_version <= (1, 33) and policy == "Never")
+    return not (expendable_needs_preemption(options.rules_version) and policy == "Never")
 
 
 def _preemption_policy(pod: CAPod, classes: Mapping[str, PriorityClass]) -> str:
@@ -261,8 +264,12 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 f"{version} has no such flag (1.33+); ignored"
             )
         options = dataclasses.replace(options, blocking_system_pod_distruption_timeout=None)
-    # the drain rules of the version's CA (``CAOptions.rules_version``)
-    options = dataclasses.replace(options, rules_version=(version.major, version.minor))
+    # the rules of the version's CA release (``CAOptions.rules_version``): the minor's newest
+    # patch known here unless clusterAutoscalerVersion names one (``autoscaler.release``)
+    release = parse_release(
+        doc.get("clusterAutoscalerVersion"), version, f"{where}.clusterAutoscalerVersion"
+    )
+    options = dataclasses.replace(options, rules_version=release)
     raw_nodes = _items(doc.get("nodes"), f"{where}.nodes")
     if not raw_nodes:
         raise InputError(f"{where}.nodes: at least one Node is needed")

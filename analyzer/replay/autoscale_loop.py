@@ -42,6 +42,7 @@ import numpy as np
 from analyzer.autoscaler.eligibility import eligible_at_threshold
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.recheck import PassIntervals, UnremovableNodes
+from analyzer.autoscaler.release import expendable_needs_preemption, parse_release
 from analyzer.autoscaler.removal_state import Outcome, hint_key
 from analyzer.replay.autoscale_idle import catch_up, deletable, next_time
 from analyzer.replay.autoscale_record import AutoscalerRecord
@@ -89,9 +90,10 @@ class ClusterAutoscaler(ReplayView):
         # the drain rules of the CA that goes with the cluster's version (CA's minor follows
         # Kubernetes'): before 1.33 a kube-system pod no PodDisruptionBudget covers always blocks
         version = or_default(profile.version)
-        options = dataclasses.replace(
-            settings.options, rules_version=(version.major, version.minor)
+        release = parse_release(
+            settings.release, version, "config autoscaler.cluster-autoscaler-version"
         )
+        options = dataclasses.replace(settings.options, rules_version=release)
         if not version.ca_system_pod_timeout:
             options = dataclasses.replace(options, blocking_system_pod_distruption_timeout=None)
         settings = dataclasses.replace(settings, options=options)
@@ -160,9 +162,15 @@ class ClusterAutoscaler(ReplayView):
         # expendable pods (``IsExpendablePod``: priority set and below the cutoff) trigger no
         # scale-up (``filter_out_expendable.go``); upstream's scale-down leaves them out of its
         # snapshot too, which the replay's pass on the live state does not (the row's note)
+        # (in CA 1.30.0 to 1.33.0 only a pod whose preemptionPolicy is not Never)
         cutoff = settings.options.expendable_pods_priority_cutoff
+        never = expendable_needs_preemption(release)
         self.expendable = frozenset(
-            i for i, d in enumerate(inp.demands) if d.priority is not None and d.priority < cutoff
+            i
+            for i, d in enumerate(inp.demands)
+            if d.priority is not None
+            and d.priority < cutoff
+            and not (never and d.preemption_policy == "Never")
         )
         if self.expendable:
             self.record.notes.append(expendable_note(len(self.expendable), cutoff))
@@ -185,11 +193,12 @@ class ClusterAutoscaler(ReplayView):
         self.ratio = np.zeros(len(state.node_names), dtype=np.float64)
         self.screen = (self.cpu or 0, self.mem or 0)
         self.screen_threshold = min(self.options.scale_down_utilization_threshold, 1.0)
-        # a node at the threshold is a candidate: the CA of the profile's version (1.35+)
-        self.at_threshold = eligible_at_threshold(profile)
+        # a node at the threshold is a candidate: the CA release's rule (1.35+, backported)
+        self.at_threshold = eligible_at_threshold(release)
         self.record.notes.append(
             version_rules(
-                profile,
+                release,
+                settings.release is not None,
                 settings.expander,
                 bool(given),
                 self.at_threshold,
@@ -602,25 +611,34 @@ def expendable_note(count: int, cutoff: int) -> str:
 
 
 def version_rules(
-    profile: Profile,
+    release: tuple[int, int, int],
+    pinned: bool,
     expander: str,
     given: bool,
     at_threshold: bool,
     frequent: tuple[bool, bool],
 ) -> str:
-    """The page's note of the cluster-autoscaler rules that depend on its version (CA's minor
-    follows Kubernetes'; the profile's, else the default): the ``expander`` (``given`` in the
+    """The page's note of the cluster-autoscaler rules that depend on its release (CA's minor
+    follows Kubernetes'; the profile's, else the default; its patch the newest known unless
+    ``pinned`` by the config, ``analyzer.autoscaler.release``): the ``expander`` (``given`` in the
     config or the version's default), whether a node at the scale-down threshold is a
     candidate (``eligible_at_threshold``) and whether its loop runs at once on a scale-up, a
     deletion or a newly unschedulable pod (``frequent``: on, and whether the config set it;
     the version's default is on from CA 1.35, ``KubeVersion.ca_frequent_loops_default``)."""
     how = "as set in the config" if given else "CA's default for this version"
     at = (
-        "a node exactly at the scale-down threshold is a candidate (CA 1.35+)"
+        "a node exactly at the scale-down threshold is a candidate (CA 1.35+, 1.32.6+, 1.33.4+, "
+        "1.34.3+)"
         if at_threshold
-        else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.35)"
+        else "a node exactly at the scale-down threshold is NotUnderutilized (CA before 1.35 "
+        "but for 1.32.6+, 1.33.4+, 1.34.3+)"
     )
-    version = or_default(profile.version)
+    version = ".".join(map(str, release))
+    which = (
+        "as set in the config"
+        if pinned
+        else "the newest of its minor known here; autoscaler.cluster-autoscaler-version pins one"
+    )
     on, set_here = frequent
     said = "as set in the config" if set_here else "CA's default for this version"
     loops = (
@@ -629,4 +647,6 @@ def version_rules(
         if on
         else f"; the loop runs every scan-interval (frequent loops off: {said})"
     )
-    return f"cluster-autoscaler {version}'s rules: expander {expander} ({how}); {at}{loops}"
+    return (
+        f"cluster-autoscaler {version}'s rules ({which}): expander {expander} ({how}); {at}{loops}"
+    )

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.autoscaler.options import CAOptions, duration_seconds, parse_options
+from analyzer.autoscaler.release import release_of
 from analyzer.core.errors import InputError
 from analyzer.core.structured import plain, preview
 from analyzer.replay.input import NEVER, ReplayInput, rebuild_events
@@ -87,6 +88,10 @@ class AutoscalerSettings:
     frequent_loops: bool | None = None
     priorities: tuple[tuple[int, tuple[str, ...]], ...] = ()  # highest first
     groups: Mapping[str, GroupBounds] = field(default_factory=dict)
+    # ``cluster-autoscaler-version`` (not a CA flag): the CA release, e.g. "1.33.4", whose
+    # patch-level rules apply (``analyzer.autoscaler.release``); None: the newest patch of the
+    # cluster's minor known here. Checked against the cluster's version by the loop
+    release: str | None = None
     # who set ``groups``' bounds, for the pools' notes (``analyzer demo`` sets its own); not a
     # config key
     groups_from: str = "the config"
@@ -180,6 +185,10 @@ def parse_settings(raw: Any, where: str = "config autoscaler") -> AutoscalerSett
             values["priorities"] = _priorities(value, at)
         elif name == "node-groups":
             values["groups"] = _groups(value, at)
+        elif name == "cluster-autoscaler-version":
+            # its form now (its minor against the cluster's when the loop starts)
+            release_of(value, at)
+            values["release"] = value
         else:
             flags[name] = value
     if values.get("scan_interval") == 0:

@@ -66,15 +66,6 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, 36)
 
     @property
-    def ca_at_threshold_eligible(self) -> bool:
-        """cluster-autoscaler 1.35+ (its minor follows Kubernetes'; commit 8704d355 on master,
-        66d2242f61 on the 1.35 release branch, in tag cluster-autoscaler-1.35.0): a node whose
-        utilisation equals the scale-down threshold is underutilised
-        (``isNodeAtOrBelowUtilizationThreshold``); before, only one below it
-        (``isNodeBelowUtilizationThreshold``)."""
-        return (self.major, self.minor) >= (1, 35)
-
-    @property
     def ca_least_waste_default(self) -> bool:
         """cluster-autoscaler 1.33+ (commit f8a68efe63): ``--expander`` defaults to
         ``least-waste``; before, to ``random``."""
