@@ -134,6 +134,9 @@ def _gpu_node(tmp_path: Path, allocatable: dict[str, str], labels: dict[str, str
                   "spec": {"nodeName": "g",
                            "containers": [{"name": "c", "resources": {"requests": requests}}]}}],
     }  # fmt: skip
+    if version.count(".") == 2:  # a CA release: its minor, and the release itself
+        scenario["kubernetesVersion"] = version.rsplit(".", 1)[0]
+        scenario["clusterAutoscalerVersion"] = version
     return by_name(run(tmp_path, scenario))["g"]
 
 
@@ -149,9 +152,12 @@ def test_gpu_nodes_are_those_offering_a_gpu_or_labelled(tmp_path: Path) -> None:
     # the same node busy: 100 % of its GPU, NotUnderutilized
     got = _gpu_node(tmp_path, {"amd.com/gpu": "1"}, {}, gpus=1)
     assert got["utilization"] == 1.0 and got["unremovableReason"] == "NotUnderutilized"
-    # CA 1.34 knew nvidia.com/gpu alone: cpu decides
-    got = _gpu_node(tmp_path, {"amd.com/gpu": "1"}, {}, version="1.34")
+    # CA 1.34.2 knew nvidia.com/gpu alone: cpu decides (1.34.3 brought the other vendors but
+    # Intel's xe: 189594e95f, 53b9917efd)
+    got = _gpu_node(tmp_path, {"amd.com/gpu": "1"}, {}, version="1.34.2")
     assert got["utilizationResource"] == "cpu"
+    got = _gpu_node(tmp_path, {"amd.com/gpu": "1"}, {}, version="1.34.3")
+    assert got["utilizationResource"] == "amd.com/gpu"
     # a provider's GPU label without a GPU allocatable: a GPU node whose GPU is not ready (0 %)
     got = _gpu_node(tmp_path, {}, {"k8s.amazonaws.com/accelerator": "nvidia-tesla-t4"})
     assert got["utilizationResource"] == "nvidia.com/gpu" and got["utilization"] == 0.0

@@ -671,7 +671,7 @@ def _judge_checked(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
             elig = check(
                 CANode(node.name, allocatable, node.labels, node.annotations),
                 ca.pods_of(slot), groups.get(node.name), ca.options, now / 1e9,
-                Rules(at_threshold=ca.at_threshold, gpu_vendors=False),
+                Rules(at_threshold=ca.at_threshold, gpu_vendors=("nvidia.com/gpu",)),
             )  # fmt: skip
             assert ca.unfit_reason[slot] == elig.reason, (slot, elig)
             if ca.ratio_is_utilization[slot]:

@@ -13,7 +13,8 @@ pin on both sides are not repeated here (drain order 1.28/1.29 and the DaemonSet
   ``utilization.Calculate`` fails (a missing cpu or memory allocatable); at 1.31.0 it logged
   the error and went on with the zero ``utilization.Info``, utilisation 0, under the threshold.
   ``tests/test_autoscale.py`` compares 1.31 with the default 1.36; here 1.32 itself.
-- 1.34 → 1.35 (commit 285c687421 and the vendor additions after it): ``utils/gpu/gpu.go``
+- 1.34.2 → 1.34.3 → 1.35 (commit 285c687421 and the vendor additions after it, backported to
+  1.34.3 without Intel's xe): ``utils/gpu/gpu.go``
   ``NodeHasGpu`` / ``DetectNodeGPUResourceName`` read every resource of
   ``GPUVendorResourceNames`` (nvidia, habana gaudi, intel xe, amd, directx; the first non-zero
   one is judged, ``simulator/utilization/info.go`` ``Calculate`` with
@@ -67,13 +68,25 @@ def _gpu_node(tmp_path: Path, version: str, allocatable: dict[str, str],
                   "spec": {"nodeName": "g", "containers": [
                       {"name": "c", "resources": {"requests": {"cpu": "900m", **requests}}}]}}],
     }  # fmt: skip
+    if version.count(".") == 2:  # a CA release: its minor, and the release itself
+        scenario["kubernetesVersion"] = version.rsplit(".", 1)[0]
+        scenario["clusterAutoscalerVersion"] = version
     return by_name(run(tmp_path, scenario))["g"]
 
 
+GAUDI, XE, DIRECTX = "habana.ai/gaudi", "gpu.intel.com/xe", "microsoft.com/directx"
+
+
 @pytest.mark.parametrize(
-    "resource", ["habana.ai/gaudi", "gpu.intel.com/xe", "microsoft.com/directx"]
-)
-@pytest.mark.parametrize(("version", "gpu_node"), [("1.34", False), ("1.35", True)])
+    ("version", "resource", "gpu_node"),
+    [
+        ("1.34.2", GAUDI, False), ("1.34.2", XE, False), ("1.34.2", DIRECTX, False),
+        # backported to 1.34.3 (189594e95f, 53b9917efd) without Intel's xe, which came in 1.35
+        ("1.34.3", GAUDI, True), ("1.34.3", XE, False), ("1.34.3", DIRECTX, True),
+        ("1.34", GAUDI, True), ("1.34", XE, False),  # 1.34's newest release known, 1.34.5
+        ("1.35", GAUDI, True), ("1.35", XE, True), ("1.35", DIRECTX, True),
+    ],
+)  # fmt: skip
 def test_other_vendors_gpus_make_a_gpu_node_from_1_35(
     tmp_path: Path, resource: str, version: str, gpu_node: bool
 ) -> None:
@@ -81,23 +94,23 @@ def test_other_vendors_gpus_make_a_gpu_node_from_1_35(
     if gpu_node:  # judged by its GPU: 1 of 4, under the GPU threshold
         assert got["utilizationResource"] == resource and got["utilization"] == 0.25
         assert got["candidate"]
-    else:  # 1.34: no GPU node; cpu decides, 900m of 1000m
+    else:  # no GPU node; cpu decides, 900m of 1000m
         assert got["utilizationResource"] == "cpu" and got["utilization"] == 0.9
         assert got["unremovableReason"] == "NotUnderutilized"
 
 
 @pytest.mark.parametrize(
     ("version", "resource", "utilization", "candidate"),
-    [("1.35", "habana.ai/gaudi", 0.25, True), ("1.34", "cpu", 0.9, False)],
+    [("1.35", GAUDI, 0.25, True), ("1.34.3", GAUDI, 0.25, True), ("1.34.2", "cpu", 0.9, False)],
 )
 def test_the_first_vendor_in_upstreams_order_is_judged(
     tmp_path: Path, version: str, resource: str, utilization: float, candidate: bool
 ) -> None:
     """A node offering nvidia.com/gpu "0", 4 Habana Gaudi and 2 AMD GPUs, its pod taking one
     Gaudi and both AMD GPUs. 1.35: ``GPUVendorResourceNames`` skips the zero nvidia allocatable
-    and names habana.ai/gaudi before amd.com/gpu (1 of 4, not AMD's 2 of 2); 1.34:
-    ``NodeHasGpu`` finds a zero nvidia.com/gpu and no GPU label, so no GPU node, and cpu
-    decides (900m of 1000m)."""
+    and names habana.ai/gaudi before amd.com/gpu (1 of 4, not AMD's 2 of 2), as 1.34.3's list
+    (nvidia, Gaudi, AMD, DirectX) does; 1.34.2: ``NodeHasGpu`` finds a zero nvidia.com/gpu and
+    no GPU label, so no GPU node, and cpu decides (900m of 1000m)."""
     allocatable = {"nvidia.com/gpu": "0", "habana.ai/gaudi": "4", "amd.com/gpu": "2"}
     got = _gpu_node(tmp_path, version, allocatable, {"habana.ai/gaudi": "1", "amd.com/gpu": "2"})
     assert got["utilizationResource"] == resource

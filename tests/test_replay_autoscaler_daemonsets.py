@@ -173,3 +173,33 @@ def test_karpenter_asks_again_for_a_shape_it_had_no_free_slot_of(tmp_path: Path)
     assert run.exit_code == 0, run.output
     (row,) = json.loads(run.output)["autoscaled"]
     assert row["nodes_added"] >= 3 and row["pending_pods_at_end"] == 0, row
+
+
+@pytest.mark.parametrize("strategy", ["kube-default", "fgd"])
+def test_a_gpu_pods_node_stays_under_a_gpu_sharing_strategy(tmp_path: Path, strategy: str) -> None:
+    """A 4-GPU node holding a pod that asks for one GPU, beside a CPU node. CA's simulation
+    checks GPUs as an extended resource (its NodeResourcesFit: ``simulator/cluster.go``
+    ``findPlaceFor``): the pod has nowhere to go, so its node stays, under any strategy. The
+    GPU-sharing presets leave GPUs to their device filter (``ignoredResources``); the
+    autoscaler's profile, without that filter, counts them again (``Profile.without_devices``)."""
+    nodes = [
+        N("g", cpu=4000, memory=16 * GI, pool="gpu"),
+        N("c", cpu=8000, memory=32 * GI, pool="cpu"),
+    ]
+    pods = [P("gp", "g", cpu=500, memory=GI), P("cp", "c", cpu=1000, memory=GI)]
+    snap = build(nodes, pods, minutes=60)
+    snap.nodes["allocatable:nvidia.com/gpu"] = [4, 0]
+    snap.pods["requests:nvidia.com/gpu"] = [1, 0]
+    snap.pods["owner_name"] = "web-5d9f"
+    write_snapshot(snap, tmp_path / "snap")
+    groups = "{gpu: {minSize: 0, maxSize: 2}, cpu: {minSize: 1, maxSize: 2}}"
+    (tmp_path / "config.yaml").write_text(f"autoscaler:\n  node-groups: {groups}\n")
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
+         "--strategy", strategy, "--workers", "1", "--format", "json",
+         "--autoscaler", "cluster-autoscaler"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    assert row["nodes_removed"] == 0 and row["pending_pods_at_end"] == 0, row

@@ -19,8 +19,13 @@ from dataclasses import dataclass
 from analyzer.autoscaler.cluster import CANode, NodeGroup
 from analyzer.autoscaler.options import CAOptions
 from analyzer.autoscaler.pods import POD_LEVEL, CAPod, request_mode
-from analyzer.autoscaler.release import AT_THRESHOLD, Release, has
-from analyzer.autoscaler.utilization import UtilizationInfo, calculate, is_gpu_node
+from analyzer.autoscaler.release import AT_THRESHOLD, Release, gpu_vendor_resources, has
+from analyzer.autoscaler.utilization import (
+    GPU_VENDOR_RESOURCES,
+    UtilizationInfo,
+    calculate,
+    is_gpu_node,
+)
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.versions import or_default
 
@@ -31,7 +36,8 @@ class Rules:
     (``rules_for``); the defaults are the default version's."""
 
     at_threshold: bool = True  # 1.35+ (and backports): a node at the threshold is a candidate
-    gpu_vendors: bool = True  # 1.35+: every GPU vendor's resource makes a GPU node
+    # the resources that make a GPU node (``release.gpu_vendor_resources``)
+    gpu_vendors: tuple[str, ...] = GPU_VENDOR_RESOURCES
     error_unremovable: bool = True  # 1.32+: a utilisation error is ``UnexpectedError``
     requests: str = POD_LEVEL  # how the utilisation reads a pod's requests (``request_mode``)
 
@@ -39,11 +45,12 @@ class Rules:
 def rules_for(profile: Profile, release: Release) -> Rules:
     """The eligibility rules of cluster-autoscaler ``release`` for a cluster of ``profile``'s
     Kubernetes version (CA's minor follows Kubernetes'; a profile built by hand takes the
-    default's): the threshold rule by release (``release.AT_THRESHOLD``), the others by minor."""
+    default's): the threshold rule and the GPU vendors by release (``analyzer.autoscaler.release``),
+    the others by minor."""
     version = or_default(profile.version)
     return Rules(
         has(release, AT_THRESHOLD),
-        (version.major, version.minor) >= (1, 35),
+        gpu_vendor_resources(release),
         (version.major, version.minor) >= (1, 32),
         request_mode((version.major, version.minor)),
     )

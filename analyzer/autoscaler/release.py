@@ -18,16 +18,22 @@ the upstream commit among each release branch's tags):
 | the candidate out of the removal simulation's snapshot (ea1c308130) | 1.33 | 1.32.3 |
 | its tainted ghost instead (55f5bc2199) | 1.36 | 1.33.5, 1.34.4, 1.35.1 |
 | an expendable pod must not have preemptionPolicy ``Never`` (6632bab4c8, reverted by 6f0f000a20) | 1.30.0 to 1.33.0 | reverted in 1.30.5, 1.31.3, 1.32.2, 1.33.1 |
+| other vendors' GPU resources make a GPU node (285c687421; ``gpu_vendor_resources``) | 1.35 (five vendors) | 1.34.3 (all but Intel's xe) |
 
 The other version rules (drain order, DaemonSet group, kube-system timeout, ``UnexpectedError``,
-GPU vendors, the requests the utilisation reads, on-completion pods, expander and frequent-loop
-defaults) came in a minor's .0 release and were not backported: they follow the minor.
+the requests the utilisation reads, on-completion pods, expander and frequent-loop defaults)
+came in a minor's .0 release and were not backported: they follow the minor.
 """
 
 from __future__ import annotations
 
 import re
 
+from analyzer.autoscaler.utilization import (
+    GPU_RESOURCE,
+    GPU_VENDOR_RESOURCES,
+    GPU_VENDORS_1_34,
+)
 from analyzer.core.errors import InputError
 from analyzer.core.structured import preview
 from analyzer.scheduling.versions import KubeVersion
@@ -75,6 +81,17 @@ def parse_release(raw: object, kube: KubeVersion, where: str) -> Release:
             f"follows Kubernetes'); give a {kube}.x release or change the Kubernetes version"
         )
     return release
+
+
+def gpu_vendor_resources(release: Release) -> tuple[str, ...]:
+    """The resources that make a GPU node (``gpu.GPUVendorResourceNames``, in upstream's order):
+    every vendor's from 1.35 (285c687421 and the vendors added after it), all but Intel's xe
+    from 1.34.3 (189594e95f, 53b9917efd), ``nvidia.com/gpu`` alone before."""
+    if release[1] >= 35:
+        return GPU_VENDOR_RESOURCES
+    if release[1] == 34 and release[2] >= 3:
+        return GPU_VENDORS_1_34
+    return (GPU_RESOURCE,)
 
 
 def has(release: Release, rule: tuple[int, dict[int, int]]) -> bool:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from analyzer.autoscaler.pods import POD_LEVEL, CAPod
 
 GPU_RESOURCE = "nvidia.com/gpu"
-# ``gpu.GPUVendorResourceNames`` (1.35+), in its order
+# ``gpu.GPUVendorResourceNames`` (1.35+), in its order; 1.34.3 to 1.34.5 had it without Intel's
+# xe (``GPU_VENDORS_1_34``); before, ``nvidia.com/gpu`` alone (``release.gpu_vendor_resources``)
 GPU_VENDOR_RESOURCES = (
     GPU_RESOURCE,
     "habana.ai/gaudi",
@@ -32,6 +33,7 @@ GPU_VENDOR_RESOURCES = (
     "amd.com/gpu",
     "microsoft.com/directx",
 )
+GPU_VENDORS_1_34 = (GPU_RESOURCE, "habana.ai/gaudi", "amd.com/gpu", "microsoft.com/directx")
 # the cloud providers' GPU node labels (each provider's ``GPULabel()``; the cloud provider is not
 # modelled, so a node with any of them is a GPU node; the bare ``accelerator`` some providers use
 # is left out as too generic to mean a GPU on another provider)
@@ -56,19 +58,23 @@ class UtilizationInfo:
 
 
 def gpu_resource(
-    allocatable: Mapping[str, int], labels: Mapping[str, str], vendors: bool = True
+    allocatable: Mapping[str, int],
+    labels: Mapping[str, str],
+    vendors: Sequence[str] = GPU_VENDOR_RESOURCES,
 ) -> str | None:
     """``GetNodeGPUFromCloudProvider``: the node's GPU resource name, None for no GPU node. A
-    GPU node offers a non-zero GPU allocatable or carries a GPU label; ``vendors``: every
-    vendor's resource counts (1.35+), else ``nvidia.com/gpu`` alone."""
-    for name in GPU_VENDOR_RESOURCES if vendors else (GPU_RESOURCE,):
+    GPU node offers a non-zero allocatable of one of ``vendors`` (the release's GPU resource
+    names, in upstream's order: the first non-zero one) or carries a GPU label."""
+    for name in vendors:
         if allocatable.get(name, 0):
             return name
     return GPU_RESOURCE if any(label in labels for label in GPU_LABELS) else None
 
 
 def is_gpu_node(
-    allocatable: Mapping[str, int], labels: Mapping[str, str], vendors: bool = True
+    allocatable: Mapping[str, int],
+    labels: Mapping[str, str],
+    vendors: Sequence[str] = GPU_VENDOR_RESOURCES,
 ) -> bool:
     """``GetNodeGpuConfig`` != nil (``gpu_resource``)."""
     return gpu_resource(allocatable, labels, vendors) is not None
@@ -120,7 +126,7 @@ def calculate(
     ignore_daemonsets: bool,
     ignore_mirror: bool,
     now: float,
-    vendors: bool = True,
+    vendors: Sequence[str] = GPU_VENDOR_RESOURCES,
     requests: str = POD_LEVEL,
 ) -> UtilizationInfo:
     """The node's utilisation as the eligibility checker sees it (``vendors``: ``gpu_resource``;

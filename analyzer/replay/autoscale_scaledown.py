@@ -29,6 +29,7 @@ from analyzer.autoscaler.recheck import (
 )
 from analyzer.autoscaler.removal import RemovalSimulator
 from analyzer.autoscaler.removal_state import LiveState, Outcome
+from analyzer.autoscaler.utilization import GPU_RESOURCE
 from analyzer.replay import autoscale_expiry
 from analyzer.replay.autoscale_candidates import simulate_candidates
 from analyzer.replay.autoscale_screen import ratios as ratios  # (tests read it here)
@@ -288,7 +289,7 @@ def _judge(
                 pods = ca.pods_of(slot)
                 group = ca.member_groups()[0].get(ca_node.name)
                 # (the replay's GPU nodes are those offering nvidia.com/gpu: ``ReplayView.gpu``)
-                rules = Rules(at_threshold=at, gpu_vendors=False)
+                rules = Rules(at_threshold=at, gpu_vendors=(GPU_RESOURCE,))
                 reason = check(node, pods, group, opts, seconds, rules).reason
             ca.unfit_reason[slot] = reason
             candidate[slot] = not reason  # (a bool: 0 or 1)

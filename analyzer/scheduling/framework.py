@@ -194,14 +194,27 @@ class Profile:
 
     def without_devices(self) -> Profile:
         """This profile without the plugins that need per-GPU device state (GPU-sharing
-        policies): what a node autoscaler's own scheduler simulation runs, as cluster-autoscaler
-        and Karpenter know extended resources (NodeResourcesFit), not shared GPUs."""
+        policies) and with the GPU resources they took over counted again by the plugins that
+        left them out (a plugin's own ``without_devices``: NodeResourcesFit's
+        ``ignoredResources``): what a node autoscaler's own scheduler simulation runs, as
+        cluster-autoscaler and Karpenter know GPUs as extended resources, not shared GPUs."""
         if not self.uses_devices:
             return self
+
+        def counting(plugin: Any) -> Any:
+            again = getattr(plugin, "without_devices", None)
+            return plugin if again is None else again()
+
         return dataclasses.replace(
             self,
-            filters=[f for f in self.filters if not getattr(f, "needs_devices", False)],
-            scorers=[w for w in self.scorers if not getattr(w.plugin, "needs_devices", False)],
+            filters=[
+                counting(f) for f in self.filters if not getattr(f, "needs_devices", False)
+            ],
+            scorers=[
+                dataclasses.replace(w, plugin=counting(w.plugin))
+                for w in self.scorers
+                if not getattr(w.plugin, "needs_devices", False)
+            ],
         )
 
     def choose_gpus(

@@ -15,7 +15,7 @@ Upstream rules (research/kube-scoring.md §5, §6, §8, §10), all int64:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from analyzer.core.structured import preview
 from analyzer.scheduling.arith import Int64Array, go_div, go_div_array
 from analyzer.scheduling.fields import integer, listing, mapping
 from analyzer.scheduling.framework import ExplainRow, FilterResult
+from analyzer.scheduling.gpu.requests import GPU_RESOURCES
 from analyzer.scheduling.plugins.noderesources.resource_allocation import (
     ResourceColumns,
     ResourceSpec,
@@ -248,6 +249,15 @@ class NodeResourcesFit:
         scale = 1 if version.legacy_scale else version.max_node_score // MAX_CUSTOM_PRIORITY_SCORE
         # the API shape is 0–10; the plugin multiplies scores by MaxNodeScore/10 (v1.17+)
         self.scaled_shape = [(p.utilization, p.score * scale) for p in args.shape]
+
+    def without_devices(self) -> NodeResourcesFit:
+        """This plugin counting the GPU resources a GPU-sharing profile leaves to its device
+        filter (``ignoredResources``): what a node autoscaler's simulation checks once that
+        filter is gone (``Profile.without_devices``)."""
+        ignored = self.args.ignored_resources - frozenset(GPU_RESOURCES)
+        if ignored == self.args.ignored_resources:
+            return self
+        return NodeResourcesFit(replace(self.args, ignored_resources=ignored), self.version)
 
     # ---------------------------------------------------------------- filter
     def _checked(self, resource: str) -> bool:
