@@ -373,19 +373,35 @@ class KarpenterAutoscaler:
         NodeClaims: a pending pod takes a replacement's room only where the candidates' pods
         leave it some."""
         existing = self.active
-        moving: list[int] = []
+        moving: list[tuple[int, int]] = []  # (node being deleted, pod)
         if self.disrupting:
             existing = existing.copy()
             existing[list(self.disrupting)] = False
             pinned = self.inp.pinned
             moving = [
-                p for s in sorted(self.disrupting) for p in sorted(self.on_node[s]) if not pinned[p]
+                (s, p)
+                for s in sorted(self.disrupting)
+                for p in sorted(self.on_node[s])
+                if not pinned[p]
             ]
-        launch = solve(
-            self.state, self.profile, self.inp.demands, [*pending, *moving], existing,
-            sorted(self.provisioning), self._compatible, self.pools.shapes, self._free,
-            now / SECOND, self.of,
-        )  # fmt: skip
+        # the pods being moved are scheduled as if gone from their nodes: no spreading or pod
+        # (anti-)affinity counts them where they are (upstream's topology excludes the pods it
+        # schedules, ``scheduling/topology.go``); the state is as it was afterwards (the device
+        # state left out, as in CA's runs: nothing here takes GPUs)
+        state, demands = self.state, self.inp.demands
+        devices, state.devices = state.devices, None
+        for slot, pod in moving:
+            state.unbind(slot, demands[pod])
+        try:
+            launch = solve(
+                state, self.profile, demands, [*pending, *(p for _, p in moving)], existing,
+                sorted(self.provisioning), self._compatible, self.pools.shapes, self._free,
+                now / SECOND, self.of,
+            )  # fmt: skip
+        finally:
+            for slot, pod in reversed(moving):
+                state.bind(slot, demands[pod])
+            state.devices = devices
         for pool, shape, _ in launch:
             slot = next(self._unused(pool, shape))
             self.provisioning[slot] = now + self.settings.provisioning_delay

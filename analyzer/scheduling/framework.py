@@ -207,9 +207,7 @@ class Profile:
 
         return dataclasses.replace(
             self,
-            filters=[
-                counting(f) for f in self.filters if not getattr(f, "needs_devices", False)
-            ],
+            filters=[counting(f) for f in self.filters if not getattr(f, "needs_devices", False)],
             scorers=[
                 dataclasses.replace(w, plugin=counting(w.plugin))
                 for w in self.scorers
