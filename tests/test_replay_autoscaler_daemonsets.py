@@ -172,7 +172,10 @@ def test_karpenter_asks_again_for_a_shape_it_had_no_free_slot_of(tmp_path: Path)
     )  # fmt: skip
     assert run.exit_code == 0, run.output
     (row,) = json.loads(run.output)["autoscaled"]
-    assert row["nodes_added"] >= 3 and row["pending_pods_at_end"] == 0, row
+    # an 8-core node each for b1 and b2 (10:00, Ready 12:01) and for y (50:00, Ready 52:01):
+    # 121 s of waiting each; x gets none (it ends at 13:00, before an 8-core slot is free)
+    assert (row["nodes_added"], row["scale_ups"], row["pending_pods_at_end"]) == (3, 3, 0), row
+    assert row["pending_pod_seconds_scale_up"] == pytest.approx(3 * 121.0)
 
 
 @pytest.mark.parametrize("strategy", ["kube-default", "fgd"])
