@@ -190,6 +190,8 @@ def test_table_and_explain_agree_with_the_json(tmp_path: Path) -> None:
     sink = next(line for line in lines if line.startswith("sink "))
     assert "ScaleDownDisabledAnnotation" in sink and "no " in sink
     assert "removed now, in order: ng-empty-0, ng-drain-0" in table.stdout
+    # the release whose rules applied: the default version's newest known (1.36.1)
+    assert "rules of cluster-autoscaler 1.36.1 (Kubernetes 1.36;" in table.stdout
     explain = CliRunner().invoke(main, ["autoscale", str(path), "--explain"])
     assert "ng-drain-0: default/p-ng-drain-0 -> sink" in explain.stdout
     assert "ng-empty-0: empty (no pod to move)" in explain.stdout

@@ -113,6 +113,11 @@ def table_text(result: dict[str, Any]) -> str:
     ]
     lines.append("")
     lines.append(f"removed now, in order: {', '.join(result['removed']) or 'none'}")
+    if result.get("clusterAutoscalerVersion"):
+        lines.append(
+            f"rules of cluster-autoscaler {result['clusterAutoscalerVersion']} (Kubernetes "
+            f"{result['kubernetesVersion']}; clusterAutoscalerVersion picks another release)"
+        )
     going = result.get("deletionsInProgress") or {}
     if any(going.values()):
         options = result.get("options") or {}
