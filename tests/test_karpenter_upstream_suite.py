@@ -86,37 +86,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoscale_cases import by_name, run
+from autoscale_cases import by_name
+from test_karpenter_upstream_more import (  # the fake catalogue and clock, shared
+    APP,
+    ASSORTED,
+    LEAST,
+    MOST,
+    MOST_PRICE,
+    NOW,
+)
+from test_karpenter_upstream_more import _run as more_run
 
-COMMIT = "2266468104f36373ed002241afaee2d3bbc26078"
-NOW = "2026-11-01T12:00:00Z"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 NODEPOOL = "karpenter.sh/nodepool"
 TYPE = "node.kubernetes.io/instance-type"
 CAPACITY = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
-
-
-def _price(cpu: int, mem_gib: int) -> float:
-    """``fake.PriceFromResources``: 0.1 per core plus 0.1 per 1e9 bytes of memory."""
-    return 0.1 * cpu + 0.1 * (mem_gib * 2**30) / 1e9
-
-
-ASSORTED = [
-    {
-        "name": f"{cpu}-cpu-{mem}-mem",
-        "cpu": f"{cpu * 1000 - 100}m",
-        "memory": f"{mem * 1024 - 10}Mi",
-        "pods": "5",
-        "price": _price(cpu, mem),
-    }
-    for cpu in (1, 2, 4, 8, 16, 32, 64)
-    for mem in (1, 2, 4, 8, 16, 32, 64, 128)
-]
-MOST = "64-cpu-128-mem"  # mostExpensiveInstance
-LEAST = "1-cpu-1-mem"  # leastExpensiveInstance (leastExpensiveSpotInstance's shape too)
-MOST_PRICE = _price(64, 128)
-APP = {"app": "test"}
 TEST_VALUE = {"test": "value"}  # the Candidate Filtering pods' labels
 
 
@@ -202,20 +187,11 @@ def _run(
     shapes: list[dict[str, Any]] | None = None,
     objects: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    scenario: dict[str, Any] = {
-        "autoscaler": "karpenter",
-        "now": NOW,
-        "nodePool": {
-            "disruption": {"consolidationPolicy": policy, "consolidateAfter": "0s",
-                           "budgets": [{"nodes": budget}]},
-            "instanceTypes": shapes or ASSORTED,
-        },
-        "nodes": nodes,
-        "pods": pods,
-    }  # fmt: skip
-    if objects:
-        scenario["objects"] = objects
-    return run(tmp_path, scenario)
+    """``test_karpenter_upstream_more._run`` with this file's default budget (10 %: the
+    module docstring's NodePool)."""
+    return more_run(
+        tmp_path, nodes, pods, policy=policy, budget=budget, shapes=shapes, objects=objects
+    )
 
 
 def _candidacy(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -26,9 +27,30 @@ from test_replay_autoscaler import _ca_row
 from analyzer.cli import main
 from analyzer.core.snapshot import write_snapshot
 
+WHEN_EMPTY = "autoscaler:\n  karpenter:\n    disruption: {consolidationPolicy: WhenEmpty}\n"
+
 
 def _ds(node: str, cpu: int) -> P:
     return P(f"ds-{node}", node, cpu=cpu, memory=GI // 4, owner="DaemonSet")
+
+
+def _autoscaled_row(
+    tmp_path: Path, snap: Any, autoscaler: str, config: str, strategy: str = "kube-default"
+) -> dict[str, Any]:
+    """``snap`` (ReplicaSet pods but the DaemonSet ones) replayed under ``autoscaler`` with
+    the ``config`` file's text: the what-if's autoscaled row."""
+    snap.pods["owner_name"] = "web-5d9f"
+    write_snapshot(snap, tmp_path / "snap")
+    (tmp_path / "config.yaml").write_text(config)
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
+         "--strategy", strategy, "--workers", "1", "--format", "json",
+         "--autoscaler", autoscaler],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    return dict(row)
 
 
 def test_a_new_node_holds_what_is_left_beside_its_daemonset_pods(tmp_path: Path) -> None:
@@ -96,19 +118,7 @@ def test_karpenter_launches_a_shape_that_holds_the_pod_beside_its_daemonset_pods
     pods = [_ds("big", 1000), _ds("small", 1000), P("p0", "big", cpu=7000)]
     pods += [P("p1", "small", cpu=3000), P("burst", "small", cpu=3500, start=30, end=90)]
     snap = build([N("big", cpu=8000, memory=32 * GI), N("small")], pods, minutes=120)
-    snap.pods["owner_name"] = "web-5d9f"
-    write_snapshot(snap, tmp_path / "snap")
-    (tmp_path / "config.yaml").write_text(
-        "autoscaler:\n  karpenter:\n    disruption: {consolidationPolicy: WhenEmpty}\n"
-    )
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
-         "--strategy", "kube-default", "--workers", "1", "--format", "json",
-         "--autoscaler", "karpenter"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
+    row = _autoscaled_row(tmp_path, snap, "karpenter", WHEN_EMPTY)
     assert row["nodes_added"] == 1 and row["scale_ups"] == 1, row
     added = (90 * 60 + 15 - (32 * 60 + 1)) / 3600
     assert row["core_hours"] == pytest.approx(8 * 2 + 4 * 2 + 8 * added, abs=1e-5)
@@ -122,21 +132,12 @@ def test_a_gpu_device_strategy_replays_with_the_copies(tmp_path: Path, autoscale
     pods = [_ds("a", 1000), P("p0", "a", cpu=3000, memory=GI)]
     pods += [P(f"w{i}", "a", cpu=1000, memory=GI, start=30, end=90) for i in range(7)]
     snap = build([N("a")], pods, minutes=120)
-    snap.pods["owner_name"] = "web-5d9f"
-    write_snapshot(snap, tmp_path / "snap")
-    section = (
-        "  node-groups: {pool: {minSize: 1, maxSize: 5}}\n" if autoscaler != "karpenter" else ""
+    config = (
+        "autoscaler:\n  node-groups: {pool: {minSize: 1, maxSize: 5}}\n"
+        if autoscaler != "karpenter"
+        else "autoscaler: {}\n"
     )
-    (tmp_path / "config.yaml").write_text(
-        f"autoscaler:\n{section}" if section else "autoscaler: {}\n"
-    )
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
-         "--strategy", "fgd", "--workers", "1", "--format", "json", "--autoscaler", autoscaler],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
+    row = _autoscaled_row(tmp_path, snap, autoscaler, config, "fgd")
     assert row["pending_pods_at_end"] == 0
     if autoscaler == "cluster-autoscaler":
         assert row["nodes_added"] == 3, row
@@ -159,19 +160,7 @@ def test_karpenter_asks_again_for_a_shape_it_had_no_free_slot_of(tmp_path: Path)
     pods += [P("b1", "big", cpu=7000, start=10, end=40), P("b2", "big", cpu=7000, start=10, end=40)]
     pods += [P("x", "big", cpu=3500, start=11, end=13), P("y", "big", cpu=3500, start=50, end=150)]
     snap = build([N("big", cpu=8000, memory=32 * GI), N("small")], pods, minutes=180)
-    snap.pods["owner_name"] = "web-5d9f"
-    write_snapshot(snap, tmp_path / "snap")
-    (tmp_path / "config.yaml").write_text(
-        "autoscaler:\n  karpenter:\n    disruption: {consolidationPolicy: WhenEmpty}\n"
-    )
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
-         "--strategy", "kube-default", "--workers", "1", "--format", "json",
-         "--autoscaler", "karpenter"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
+    row = _autoscaled_row(tmp_path, snap, "karpenter", WHEN_EMPTY)
     # an 8-core node each for b1 and b2 (10:00, Ready 12:01) and for y (50:00, Ready 52:01):
     # 121 s of waiting each; x gets none (it ends at 13:00, before an 8-core slot is free)
     assert (row["nodes_added"], row["scale_ups"], row["pending_pods_at_end"]) == (3, 3, 0), row
@@ -193,16 +182,7 @@ def test_a_gpu_pods_node_stays_under_a_gpu_sharing_strategy(tmp_path: Path, stra
     snap = build(nodes, pods, minutes=60)
     snap.nodes["allocatable:nvidia.com/gpu"] = [4, 0]
     snap.pods["requests:nvidia.com/gpu"] = [1, 0]
-    snap.pods["owner_name"] = "web-5d9f"
-    write_snapshot(snap, tmp_path / "snap")
     groups = "{gpu: {minSize: 0, maxSize: 2}, cpu: {minSize: 1, maxSize: 2}}"
-    (tmp_path / "config.yaml").write_text(f"autoscaler:\n  node-groups: {groups}\n")
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
-         "--strategy", strategy, "--workers", "1", "--format", "json",
-         "--autoscaler", "cluster-autoscaler"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
+    config = f"autoscaler:\n  node-groups: {groups}\n"
+    row = _autoscaled_row(tmp_path, snap, "cluster-autoscaler", config, strategy)
     assert row["nodes_removed"] == 0 and row["pending_pods_at_end"] == 0, row
