@@ -112,3 +112,28 @@ def test_the_scale_up_plan_picks_upstreams_option(case: dict[str, Any]) -> None:
         assert len(plan.slots) == 1 and sorted(plan.pods) == list(range(len(demands)))
         picks.append(names[plan.group])
     _check_picks(case, picks)
+
+
+def test_the_estimate_orders_pods_by_cpu_and_memory_alone() -> None:
+    """``estimator/decreasing_pod_orderer.go`` ``calculatePodScore`` (cluster-autoscaler
+    1.36.0): a pod's score is its cpu share plus its memory share of the template's
+    allocatable, nothing else. One free node of 4 cores, 16 GiB and 2 GPUs: C (3.6 cores,
+    1 GiB) scores 0.9625 and G (0.5 cores, 1 GiB, both GPUs) 0.1875, so C is packed first and
+    G, 0.5 cores, no longer fits beside it (0.4 left): the option helps C alone. Counting the
+    GPU share too, G (1.1875) would come first and C would not fit."""
+    state = ClusterState.from_nodes(
+        ["gpu"], [{"cpu": 4000, "memory": 16 * 2**30, "nvidia.com/gpu": 2, "pods": 110}]
+    )
+    pods = {
+        "C": {"cpu": 3600, "memory": 2**30},
+        "G": {"cpu": 500, "memory": 2**30, "nvidia.com/gpu": 2},
+    }
+    demands = [
+        make_demand(state.resources, ask, ask, name=name, namespace="default")
+        for name, ask in pods.items()
+    ]
+    plan = plan_scale_up(
+        state, load_strategy("kube-default"), demands, [0, 1], [[0]], [], [1],
+        parse_settings(None), ["gpu"], np.random.default_rng(0), 0.0,
+    )  # fmt: skip
+    assert plan is not None and plan.pods == [0], plan

@@ -6,7 +6,7 @@ as on upstream's template copies of the upcoming nodes, and it has room left); p
 room, the pods that pass the scheduler's filters on an empty node of the group's shape (an unused
 spare slot of the group, so its labels, taints and allocatable are the group's) are packed
 first-fit decreasing onto new nodes (``estimator.BinpackingNodeEstimator``: pods by decreasing
-cpu+memory share, each onto the first new node with room, a new node when none has; where a pod
+cpu+memory share of the template's allocatable, ``DecreasingPodOrderer``, each onto the first new node with room, a new node when none has; where a pod
 has host ports, pod (anti-)affinity or spreading, every scheduler filter is asked on the new
 nodes with the pods packed so far on them, as upstream's ``tryToScheduleOnNewNodes``:
 ``_pack_exact``), capped at ``maxSize``; the expander (``expander/random``, ``expander/waste``,
@@ -311,6 +311,7 @@ def plan_scale_up(
         kinds = list(range(len(pods)))
         first = dict(zip(kinds, pods, strict=True))
     options = []
+    sized = [j for j in (state.index_of("cpu"), state.index_of("memory")) if j is not None]
     for group, slots in enumerate(free_slots):
         bins = min(room[group], len(slots))
         if bins <= 0:
@@ -321,11 +322,11 @@ def plan_scale_up(
         if not any(verdicts.values()):
             continue  # no waiting pod fits an empty node of this group
         fits = [p for p, c in zip(pods, kinds, strict=True) if verdicts[c]]
+        # ``DecreasingPodOrderer.calculatePodScore``: cpu and memory shares of the template's
+        # allocatable alone (no GPU nor other resource)
         share = [
             sum(
-                float(demands[p].requests[j]) / float(capacity[j])
-                for j in range(len(capacity))
-                if capacity[j] > 0
+                float(demands[p].requests[j]) / float(capacity[j]) for j in sized if capacity[j] > 0
             )
             for p in fits
         ]
