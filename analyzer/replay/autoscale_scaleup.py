@@ -7,8 +7,9 @@ room, the pods that pass the scheduler's filters on an empty node of the group's
 spare slot of the group, so its labels, taints and allocatable are the group's) are packed
 first-fit decreasing onto new nodes (``estimator.BinpackingNodeEstimator``: pods by decreasing
 cpu+memory share of the template's allocatable, ``DecreasingPodOrderer``, each onto the first
-new node with room, a new node when none has; where a pod has host ports, pod (anti-)affinity or spreading, every scheduler filter is asked on the new
-nodes with the pods packed so far on them, as upstream's ``tryToScheduleOnNewNodes``:
+new node with room, a new node when none has; where a pod has host ports, pod (anti-)affinity
+or spreading, every scheduler filter is asked on the new nodes with the pods packed so far on
+them, as upstream's ``tryToScheduleOnNewNodes``:
 ``_pack_exact``), capped at ``maxSize``; the expander (``expander/random``, ``expander/waste``,
 ``expander/priority``) picks one option.
 """

@@ -102,8 +102,9 @@ class ReplayInput:
         default_factory=lambda: (np.zeros(0, np.int64),) * 3
     )
     # (slot, pod): ``pod``'s requests held on ``slot`` in the replay's state (``hold_baseline``),
-    # whether or not the slot is present: an autoscaler's spare node's DaemonSet and static pods, copies of those
-    # of a node of its shape (``autoscale_setup.daemon_overhead``), there from its creation
+    # whether or not the slot is present: an autoscaler's spare node's DaemonSet and static
+    # pods, copies of those of a node of its shape (``autoscale_setup.daemon_overhead``), there
+    # from its creation
     baseline: tuple[tuple[int, int], ...] = ()
     _gpu_workload: TargetWorkload | None = field(default=None, repr=False)
 

@@ -386,10 +386,9 @@ class KarpenterAutoscaler:
             ]
         # the pods being moved are scheduled as if gone from their nodes: no spreading or pod
         # (anti-)affinity counts them where they are (upstream's topology excludes the pods it
-        # schedules, ``scheduling/topology.go``); the state is as it was afterwards (the device
-        # state left out, as in CA's runs: nothing here takes GPUs)
+        # schedules, ``scheduling/topology.go``); the state is as it was afterwards (``tick``
+        # has left the GPU device state out)
         state, demands = self.state, self.inp.demands
-        devices, state.devices = state.devices, None
         for slot, pod in moving:
             state.unbind(slot, demands[pod])
         try:
@@ -401,7 +400,6 @@ class KarpenterAutoscaler:
         finally:
             for slot, pod in reversed(moving):
                 state.bind(slot, demands[pod])
-            state.devices = devices
         for pool, shape, _ in launch:
             slot = next(self._unused(pool, shape))
             self.provisioning[slot] = now + self.settings.provisioning_delay

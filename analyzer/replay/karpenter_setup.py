@@ -205,8 +205,10 @@ def _pool_shapes(
     name: str,
     settings: KarpenterSettings,
     prices: Prices | None,
+    overheads: dict[int, list[int]],
 ) -> tuple[list[tuple[int, Shape]], dict[int, int]]:
-    """A pool's shapes (representative row, Shape) cheapest first, and each member's shape."""
+    """A pool's shapes (representative row, Shape) cheapest first, and each member's shape;
+    each representative row's DaemonSet and static pods go into ``overheads``."""
     t = inp.template
     alloc = t.allocatable[members]
     cpu, mem = t.resources.index("cpu"), t.resources.index("memory")
@@ -234,7 +236,8 @@ def _pool_shapes(
         # slots hold them: ``ReplayInput.baseline``), as upstream adds the NodePool's daemon
         # overhead to every NodeClaim's requests (``scheduling/scheduler.go``
         # ``buildDaemonOverheadGroups``)
-        for pod in daemon_overhead(inp, row):
+        overheads[row] = daemon_overhead(inp, row)
+        for pod in overheads[row]:
             for resource, value in inp.demands[pod].request_map.items():
                 alloc_map[resource] = alloc_map.get(resource, 0) - int(value)
             alloc_map["pods"] -= 1
@@ -260,6 +263,7 @@ def with_shapes(
     of_node = [names.index(p) for p in pools]
     shapes: list[list[Shape]] = []
     shape_of = [-1] * len(of_node)
+    overheads: dict[int, list[int]] = {}  # shape row -> its DaemonSet and static pods
     spare_rows: list[int] = []
     spare_pool: list[int] = []
     spare_shape: list[int] = []
@@ -267,7 +271,9 @@ def with_shapes(
     priced = prices is not None and all(prices.for_pool(n) is not None for n in names)
     for g, name in enumerate(names):
         members = np.flatnonzero(np.array(of_node) == g)
-        found, member_shape = _pool_shapes(inp, members, name, settings, prices if priced else None)
+        found, member_shape = _pool_shapes(
+            inp, members, name, settings, prices if priced else None, overheads
+        )
         for m, k in member_shape.items():
             shape_of[m] = k
         shapes.append([s for _, s in found])
@@ -307,9 +313,8 @@ def with_shapes(
     out.events = rebuild_events(out)
     count = inp.template.node_count
     # each spare node holds the DaemonSet and static pods of the node it copies
-    overhead = {row: daemon_overhead(inp, row) for row in set(spare_rows)}
     out.baseline = tuple(
-        (count + i, pod) for i, row in enumerate(spare_rows) for pod in overhead[row]
+        (count + i, pod) for i, row in enumerate(spare_rows) for pod in overheads[row]
     )
     return out, KarpenterPools(
         names=names,
