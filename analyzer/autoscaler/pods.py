@@ -41,8 +41,6 @@ class Volume:
 
 # how cluster-autoscaler's utilisation reads a pod's requests, by version (``request_mode``)
 POD_LEVEL = "requests"  # 1.34+: ``CAPod.requests`` (pod-level spec.resources count)
-REQUEST_MODES = (POD_LEVEL, "container_level_requests", "overhead_if_requested",
-                 "containers_requests")  # fmt: skip
 
 
 def request_mode(version: tuple[int, int]) -> str:
@@ -115,7 +113,7 @@ class CAPod:
         return out
 
     def requests_by(self, mode: str) -> Mapping[str, int]:
-        """The requests CA's utilisation reads, by the version's ``mode`` (``REQUEST_MODES``)."""
+        """The requests CA's utilisation reads, by the version's ``mode`` (``request_mode``)."""
         if mode == POD_LEVEL:
             return self.requests
         return getattr(self, mode)  # type: ignore[no-any-return]
