@@ -325,10 +325,12 @@ class _Fitter:
         # a pending pod no instance type holds, or whose node selection no node the pool
         # launches meets (``new_node``), only gives a scheduling error upstream, which
         # ``AllNonPendingPodsScheduled`` ignores: it changes no answer, so it is left out
+        extra = scenario.overhead
         self.pending = [
             (p, p.obj.demand(self.state.resources))
             for p in scenario.pending
-            if any(_holds(s, {**p.requests, "pods": 1}) for s in shapes) and self.launchable(p)
+            if any(_holds(s, {**p.requests, "pods": 1}, extra(s)) for s in shapes)
+            and self.launchable(p)
         ]
         for p in scenario.pending:
             held = any(p is q for q, _ in self.pending)
@@ -340,8 +342,11 @@ class _Fitter:
             )
 
     def launchable(self, pod: CAPod) -> bool:
-        """Whether a node the pool launches could take ``pod`` by its node selection."""
+        """Whether a node the pool launches could take ``pod`` by its node selection and the
+        template's taints (``NodeClaim.CanAdd``: ``PreferNoSchedule`` ones relaxed)."""
         pool = self.scenario.node_pool
+        if pod.obj.constraints.tolerates_all(pool.taints) is not None:
+            return False
         return launchable(pod.obj.constraints, pool.labels, self.types, pool.requirements)
 
     def leftover(self, removed: Sequence[str]) -> tuple[list[CAPod], bool]:
@@ -419,12 +424,15 @@ class _Fitter:
             present[:] = before
 
 
-def _holds(shape: Shape, requests: Mapping[str, int]) -> bool:
-    """Whether an empty node of ``shape`` holds ``requests`` (the pod count only where the
-    shape gives one)."""
+def _holds(
+    shape: Shape, requests: Mapping[str, int], extra: Mapping[str, int] | None = None
+) -> bool:
+    """Whether a new node of ``shape`` holds ``requests`` beside ``extra`` (its DaemonSet
+    pods' requests and count; the pod count only where the shape gives one)."""
+    need = summed([requests, extra]) if extra else requests
     return all(
-        shape.allocatable.get(k, 0) >= v for k, v in requests.items() if v and k != "pods"
-    ) and shape.allocatable.get("pods", 1) >= requests.get("pods", 0)
+        shape.allocatable.get(k, 0) >= v for k, v in need.items() if v and k != "pods"
+    ) and shape.allocatable.get("pods", 1 << 62) >= need.get("pods", 0)
 
 
 def summed(requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
@@ -437,18 +445,22 @@ def summed(requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
 
 
 def fitting(
-    requests: Sequence[Mapping[str, int]], shapes: Sequence[Shape], below: float = float("inf")
+    requests: Sequence[Mapping[str, int]],
+    shapes: Sequence[Shape],
+    below: float = float("inf"),
+    overhead: Callable[[Shape], Mapping[str, int]] | None = None,
 ) -> list[Shape]:
     """The shapes of ``shapes`` (cheapest first) priced under ``below`` that hold every pod of
-    ``requests`` (their summed requests; the pod count only where the shape gives one): the new
-    NodeClaim's instance type options after ``RemoveInstanceTypeOptionsByPriceAndMinValues``."""
-    need = summed(requests)
+    ``requests`` (their summed requests and count; the pod count only where the shape gives
+    one) beside ``overhead(shape)`` (its DaemonSet pods: ``daemon_overhead``; None: nothing):
+    the new NodeClaim's instance type options (``filterInstanceTypesByRequirements``) after
+    ``RemoveInstanceTypeOptionsByPriceAndMinValues``."""
+    need = {**summed(requests), "pods": len(requests)}
     out = []
     for shape in shapes:
         if shape.price >= below:
             break
-        fits = all(shape.allocatable.get(k, 0) >= v for k, v in need.items() if v and k != "pods")
-        if fits and shape.allocatable.get("pods", len(requests)) >= len(requests):
+        if _holds(shape, need, None if overhead is None else overhead(shape)):
             out.append(shape)
     return out
 
@@ -519,6 +531,7 @@ def decide(
     totals: Mapping[str, PoolTotals] | None = None,
     first: str = "empty",
     spot_launchable: bool = True,
+    overhead: Callable[[Shape], Mapping[str, int]] | None = None,
 ) -> Decision:
     """The disruption controller's command for the candidates ``ordered`` by ``savings_order``:
     emptiness, then multi-node, then single-node consolidation (module docstring).
@@ -531,7 +544,8 @@ def decide(
     with the next method, at the same run, when a command fails its validation.
     ``spot_launchable``: the pool may launch spot nodes (no capacity-type requirement excludes
     spot); then candidates that are all spot get no replacement (``computeConsolidation`` hands
-    them to spot-to-spot consolidation, off by default: ``SpotToSpotConsolidation``)."""
+    them to spot-to-spot consolidation, off by default: ``SpotToSpotConsolidation``).
+    ``overhead(shape)``: what a new node of ``shape`` holds beside the pods (``fitting``)."""
     decision = Decision("none")
     spot_refused = False
     start = METHODS.index(first)
@@ -604,7 +618,7 @@ def decide(
             spot_refused = True
             return False, []
         known = [float(c.price or 0.0) for c in group]
-        options = fitting(left, shapes(group), sum(known))
+        options = fitting(left, shapes(group), sum(known), overhead)
         if len(group) > 1 and options:
             # filterOutSameInstanceType: when the replacement's options include a type among the
             # candidates, it must beat the cheapest candidate of such a type, or deleting fewer
@@ -791,7 +805,15 @@ def consolidate(scenario: AutoscaleScenario) -> Decision:
         totals = None
         if pool.policy == BALANCED:
             totals = {"": _pool_totals(scenario, prices, ordered, mine)}
-        decision = decide(ordered, allowed, pool.policy, lambda _c: pool.shapes, leftover, totals)
+        decision = decide(
+            ordered,
+            allowed,
+            pool.policy,
+            lambda _c: pool.shapes,
+            leftover,
+            totals,
+            overhead=scenario.overhead,
+        )
         if decision.kind == "none" and not ordered and not decision.reason:
             decision.reason = "no candidate"
     decision.candidates, decision.costs = notes, costs

@@ -9,8 +9,10 @@ WhenEmptyOrUnderutilized; Balanced, Karpenter v1.14.0, scores each move:
 optionally ``schedule`` (cron, UTC) with ``duration`` (the budget counts only in the window after
 each trigger) and ``reasons`` (Empty, Underutilized, Drifted: the methods it limits), and
 ``instanceTypes``: the shapes the pool may launch, ``{name, cpu, memory, pods, price}``, cheapest
-first; ``template``: ``metadata.labels`` and ``spec.requirements`` of the nodes it launches (a
-pod whose node selection no such node meets is not launched for: ``new_node``). Parsed when read, so a bad field is one line naming the file and the field.
+first; ``template``: ``metadata.labels``, ``spec.requirements`` and ``spec.taints`` of the nodes
+it launches (a pod whose node selection no such node meets, or that does not tolerate a
+``NoSchedule`` or ``NoExecute`` taint of them, is not launched for: ``new_node``; the
+``startupTaints`` are not read, as Karpenter's scheduler does not). Parsed when read, so a bad field is one line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ from analyzer.autoscaler.cron import Cron, parse_cron
 from analyzer.core.durations import parse_duration
 from analyzer.core.errors import InputError
 from analyzer.core.structured import preview
-from analyzer.scheduling.constraint_types import Requirement, parse_requirements
+from analyzer.scheduling.constraint_types import (
+    Requirement,
+    Taint,
+    parse_requirements,
+    parse_taints,
+)
 from analyzer.scheduling.fields import listing, mapping
 from analyzer.scheduling.objects import resource_list
 from analyzer.scheduling.pdb import scaled
@@ -69,6 +76,9 @@ class NodePool:
     # carries (``analyzer.autoscaler.new_node``)
     labels: Mapping[str, str] = field(default_factory=dict)
     requirements: tuple[Requirement, ...] = ()
+    # ``template.spec.taints``: a pod (a DaemonSet's too) goes on a new node only if it
+    # tolerates them (``NodeClaim.CanAdd``, ``isDaemonPodCompatible``)
+    taints: tuple[Taint, ...] = ()
 
     def allowed(
         self,
@@ -168,6 +178,7 @@ def parse_node_pool(raw: Any, where: str = "nodePool") -> NodePool:
     requirements = parse_requirements(
         spec.get("requirements"), f"{where}.template.spec.requirements"
     )
+    taints = parse_taints(spec.get("taints"), f"{where}.template.spec.taints")
     return NodePool(
         policy,
         never,
@@ -177,4 +188,5 @@ def parse_node_pool(raw: Any, where: str = "nodePool") -> NodePool:
         rules,
         {str(k): str(v) for k, v in labels.items()},
         requirements,
+        taints,
     )

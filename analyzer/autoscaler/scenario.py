@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.autoscaler.cluster import CANode, Cluster, NodeGroup
+from analyzer.autoscaler.daemon_overhead import Daemon, daemons, overhead
 from analyzer.autoscaler.drainability import Controllers
-from analyzer.autoscaler.nodepool import NodePool, parse_node_pool
+from analyzer.autoscaler.nodepool import NodePool, Shape, parse_node_pool
 from analyzer.autoscaler.options import NOT_FLAGS, CAOptions, parse_options
 from analyzer.autoscaler.pods import CAPod, parse_ca_pod
 from analyzer.autoscaler.release import expendable_needs_preemption, parse_release
@@ -89,6 +90,39 @@ class AutoscaleScenario:
     # pods not bound (no spec.nodeName), neither finished nor being deleted: Karpenter's
     # consolidation simulation schedules them with the candidates' pods (``SimulateScheduling``)
     pending: list[CAPod] = field(default_factory=list)
+    # Karpenter: one pod per DaemonSet (``daemon_overhead.daemons``), what a new node holds
+    # beside the pods it is launched for
+    daemons: tuple[Daemon, ...] = ()
+    _overheads: dict[int, dict[str, int]] = field(default_factory=dict, repr=False)
+
+    def overhead(self, shape: Shape) -> dict[str, int]:
+        """The daemon overhead of a new node of ``shape`` (``daemon_overhead.overhead``)."""
+        found = self._overheads.get(id(shape))
+        if found is None:
+            found = self._overheads[id(shape)] = overhead(self.daemons, self.node_pool, shape)
+        return found
+
+
+def _not_provisionable(raw: Any, pod: CAPod) -> str:
+    """Why Karpenter would not schedule a pod that is not bound (``pod.IsProvisionable``), ""
+    where it would: owned by a DaemonSet or a Node, nominated to a node by a preemption
+    (``status.nominatedNodeName``), or with a ``PodScheduled`` condition whose reason is not
+    ``Unschedulable`` (not yet failed by the scheduler, or gated). A pod given with no such
+    condition is read as one the scheduler failed: a scenario's shorthand for a pending pod."""
+    owners = pod.obj.owner_kinds
+    if "DaemonSet" in owners or "Node" in owners:
+        return f"is owned by a {'DaemonSet' if 'DaemonSet' in owners else 'Node'}"
+    status = raw.get("status") if isinstance(raw, Mapping) else None
+    status = status if isinstance(status, Mapping) else {}
+    if status.get("nominatedNodeName"):
+        return f"is nominated to {status['nominatedNodeName']} (preempting)"
+    conditions = status.get("conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
+        if isinstance(cond, Mapping) and cond.get("type") == "PodScheduled":
+            if cond.get("reason") != "Unschedulable":
+                return f"its PodScheduled condition's reason is {preview(cond.get('reason'))}"
+            return ""
+    return ""
 
 
 def _condition(raw: Any, kind: str) -> str | None:
@@ -317,7 +351,11 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 pod = dataclasses.replace(pod, obj=dataclasses.replace(pod.obj, priority=resolved))
         waiting = pod.obj.phase not in ("Succeeded", "Failed") and not pod.obj.terminating
         if not pod.obj.node_name and autoscaler == "karpenter" and waiting:
-            pending.append(pod)  # (the note is ``karpenter.consolidate``'s)
+            why = _not_provisionable(raw, pod)
+            if why:
+                notes.append(f"pod {pod.key} is not bound and {why}: Karpenter leaves it out")
+            else:
+                pending.append(pod)  # (the note is ``karpenter.consolidate``'s)
         elif not pod.obj.node_name:
             notes.append(f"pod {pod.key} is not bound (no spec.nodeName); ignored")
         elif pod.obj.node_name not in pods:
@@ -335,6 +373,8 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
             )
         else:
             pods[pod.obj.node_name].append(pod)
+    every = [p for on_node in pods.values() for p in on_node]
+    found = daemons(objects, every, f"{where}.objects") if autoscaler == "karpenter" else ()
     cluster = Cluster(
         nodes,
         pods,
@@ -359,6 +399,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
         notes,
         _in_progress(doc.get("deletionsInProgress"), f"{where}.deletionsInProgress"),
         pending,
+        found,
     )
 
 
