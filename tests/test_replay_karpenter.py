@@ -29,6 +29,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from autoscaler_page import reasons_and_explanation
 from cdp_client import Chromium, require_chromium
@@ -504,3 +505,32 @@ def test_a_launching_node_is_room_only_for_pods_its_pool_may_hold(tmp_path: Path
     row = _row(_whatif(tmp_path, tmp_path / "snap", _karpenter("{consolidateAfter: Never}")))
     assert row["pools"]["a"]["nodes_added"] == 1 and row["pools"]["b"]["nodes_added"] == 1
     assert row["pending_pod_seconds_scale_up"] == pytest.approx(2 * 121.0)
+
+
+def test_the_pods_being_moved_are_counted_on_no_node_while_the_provisioner_solves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream's provisioner leaves the pods it schedules out of its topology counts
+    (``scheduling/topology.go``, ``excludedPods``): the replaced node's pods are scheduled as if
+    gone from it, so no spreading or pod (anti-)affinity counts them where they were. The case
+    above: at the 1:01 batch the 8-core node is being replaced and its pod p0 is scheduled with
+    the pending one; while the provisioner solves, that node holds no pod in the scheduler's
+    state, and it holds p0 again afterwards."""
+    from analyzer.replay import karpenter_loop
+
+    seen: list[tuple[list[int], list[int]]] = []
+    solve = karpenter_loop.solve
+
+    def spy(state: Any, profile: Any, demands: Any, pods: Any, existing: Any, *rest: Any) -> Any:
+        gone = [int(i) for i in np.flatnonzero(state.present & ~existing)]
+        seen.append((gone, [int(state.pod_count[i]) for i in gone]))
+        return solve(state, profile, demands, pods, existing, *rest)
+
+    monkeypatch.setattr(karpenter_loop, "solve", spy)
+    nodes = [N("big", cpu=8000, memory=32 * GI), N("small")]
+    pods = [P("p0", "big", cpu=3000), P("late", "big", cpu=2000, start=1, end=100)]
+    row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, pods), None))
+    assert row["nodes_added"] == 2  # (as above: the case ran its course)
+    during = [counts for gone, counts in seen if gone]
+    assert during, seen  # the batch while "big" was being replaced
+    assert all(count == 0 for counts in during for count in counts), during
