@@ -21,7 +21,15 @@ per strategy and a JSON line::
      "nodes_removed": R, "nodes_added": U, "node_hours": H, "observed_node_hours": O}
 
     .venv/bin/python bench/autoscaler.py [--nodes 500] [--days 1] [--repeat 1] [--bounds zero]
-        [--kubernetes-version 1.35]
+        [--kubernetes-version 1.35] [--breakdown]
+
+``--breakdown`` adds one more replay with CA, its parts timed (CPU s, in the JSON line's
+``breakdown``): ``tick`` (the autoscaler's runs: scale-up, the scale-down passes, deletions),
+within it ``simulate`` (the passes' candidates through ``SimulateNodeRemoval``, simulated or
+taken again: ``autoscale_candidates.simulate_candidates``), and ``outside`` the rest (the
+scheduler's passes, the evicted pods placed again, the loop's bookkeeping at each bind). Its
+``floor`` is (the replay with CA − ``simulate``) / the replay without: the ratio were the
+removal simulations free.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ import platform
 import time
 from typing import Any
 
+from analyzer.replay import autoscale_scaledown
+from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
@@ -49,6 +59,36 @@ def _cpu(func: Any, repeat: int) -> tuple[float, Any]:
     return best, out
 
 
+def _breakdown(run: Any) -> dict[str, float]:
+    """``run()`` (a replay with CA) with ``ClusterAutoscaler.tick`` and the scale-down's
+    ``simulate_candidates`` timed in CPU seconds (module docstring)."""
+    spent = {"tick": 0.0, "simulate": 0.0}
+    # (the module's own name for it, which ``update_unneeded`` calls)
+    names = vars(autoscale_scaledown)
+    tick, simulate = ClusterAutoscaler.tick, names["simulate_candidates"]
+
+    def timed(key: str, func: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            t0 = time.process_time()
+            try:
+                return func(*args)
+            finally:
+                spent[key] += time.process_time() - t0
+
+        return wrapper
+
+    ClusterAutoscaler.tick = timed("tick", tick)  # type: ignore[method-assign]
+    names["simulate_candidates"] = timed("simulate", simulate)
+    try:
+        t0 = time.process_time()
+        run()
+        total = time.process_time() - t0
+    finally:
+        ClusterAutoscaler.tick = tick  # type: ignore[method-assign]
+        names["simulate_candidates"] = simulate
+    return {"total": total, **spent, "outside": total - spent["tick"]}
+
+
 def main() -> None:
     """Run the benchmark (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -60,6 +100,7 @@ def main() -> None:
     # the cluster's Kubernetes version: its scheduler plugins and its cluster-autoscaler's rules
     # (1.36: a node at the threshold is a candidate, least-waste the default expander)
     parser.add_argument("--kubernetes-version", default=None)
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
     t0 = time.process_time()
     cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
@@ -119,6 +160,13 @@ def main() -> None:
             "reused_unread": getattr(result.autoscaler, "reused_unread", None),
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
+        if args.breakdown:
+            parts = _breakdown(
+                lambda s=strategy, a=auto, g=groups: replay(a, s, 0, autoscaler=(g, settings))
+            )
+            parts = {k: round(v, 2) for k, v in parts.items()}
+            parts["floor"] = round((ca_cpu - parts["simulate"]) / base_cpu, 2)
+            row["breakdown"] = parts
         print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "
               f"(x{ca_cpu / base_cpu:.2f}); CA removed {row['nodes_removed']}, added "
               f"{row['nodes_added']}; node-hours {row['node_hours']} vs observed "

@@ -41,6 +41,7 @@ def autoscaled_table(result: WhatIfResult) -> WhatIfTable | None:
                 "nodes_removed": t.nodes_removed,
                 "pods_evicted": t.pods_evicted,
                 "evicted_twice": o.evicted_twice_within_hour,
+                "ordered_for_evicted": o.ordered_for_evicted,
                 "scale_up_wait_s": o.pending_pod_seconds_scale_up,
                 "pending_at_end": o.pending_pods_at_end,
             }
@@ -59,6 +60,7 @@ def autoscaled_table(result: WhatIfResult) -> WhatIfTable | None:
         Column("nodes_removed", "Nodes removed", "int"),
         Column("pods_evicted", "Pods evicted by scale-down or consolidation", "int"),
         Column("evicted_twice", "Pods evicted twice within 1 h", "int"),
+        Column("ordered_for_evicted", "Nodes ordered for pods it had just evicted", "int"),
         Column("scale_up_wait_s", "Pending waiting for a new node (pod-time)", DURATION),
         Column("pending_at_end", "Pods pending at end", "int"),
     ]
@@ -105,7 +107,23 @@ def autoscaled_sentence(table: WhatIfTable, result: WhatIfResult) -> str:
         f"{fmt.number(row['observed_node_hours'], 1)} observed, peaking at "
         f"{fmt.count(row['peak_nodes'])} nodes: {fmt.count(row['nodes_added'])} added, "
         f"{fmt.count(row['nodes_removed'])} removed, {fmt.count(row['pods_evicted'])} "
-        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by {by}.{_held(result)}"
+        f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by {by}."
+        f"{_relaunched(row, by)}{_held(result)}"
+    )
+
+
+def _relaunched(row: Any, by: str) -> str:
+    """The row's nodes ordered for pods the autoscaler had just evicted, in words ("" when
+    none): its own drains left pods no room, which its simulation had counted on."""
+    count = int(row["ordered_for_evicted"])
+    if not count:
+        return ""
+    return (
+        f" {fmt.count(count)} node{' was' if count == 1 else 's were'} ordered for pods its own "
+        f"{by} had evicted in the 10 minutes before, which then found no room: the scheduler "
+        "placed the evicted pods otherwise than its simulation did. Repeated, this is the "
+        "delete-and-relaunch loop upstream's users report of Karpenter "
+        "(aws/karpenter-provider-aws#3921); the figures above include it."
     )
 
 

@@ -9,6 +9,13 @@ Figures, over the data's window ``[start, end]`` and per pool (node group) as we
   ``--prices`` (the pool's price per core-hour and GiB-hour, as the what-if's capacity figures);
 - **nodes added** (became Ready) and **removed**, **scale-ups**;
 - **pods evicted** by scale-down, and the pods **evicted twice within an hour**;
+- **nodes ordered for pods it had just evicted**: the nodes of the scale-ups (CA) or launches
+  (Karpenter) ordered while a pod the autoscaler had evicted at most ``RECENT`` (10 minutes)
+  before was still waiting since that eviction: its own drain left the pod no room, which the
+  scale-down's simulation had counted on. Repeated, this is the delete-and-relaunch loop
+  upstream's users report of Karpenter (aws/karpenter-provider-aws#3921, #4615;
+  kubernetes-sigs/karpenter#1851): the simulation places the pods one way, the scheduler
+  another;
 - **pending pod-seconds waiting for a new node**: the waits that ended with the pod placed on a
   node the autoscaler added (the scale-up's latency as the pods felt it);
 - **unremovable reasons over time**: node-hours per CA reason (``NotUnderutilized``,
@@ -42,6 +49,9 @@ from analyzer.replay.result import ReplayResult
 
 HOUR = 3600 * 1_000_000_000
 GIB = float(2**30)
+# a scale-up this soon after an eviction, while the evicted pod still waits, is counted as one
+# for the pods the autoscaler had just evicted (module docstring)
+RECENT = 600 * 1_000_000_000
 
 
 @dataclass
@@ -83,6 +93,8 @@ class AutoscaledOutcome:
     pools: dict[str, PoolFigures]
     scale_ups: int
     evicted_twice_within_hour: int
+    # nodes of the scale-ups ordered while a pod evicted at most ``RECENT`` before still waited
+    ordered_for_evicted: int
     pending_pod_seconds_scale_up: float
     pending_pods_at_end: int
     reasons_node_hours: dict[str, float]
@@ -98,6 +110,7 @@ class AutoscaledOutcome:
             **self.total.to_dict(),
             "scale_ups": self.scale_ups,
             "evicted_twice_within_hour": self.evicted_twice_within_hour,
+            "nodes_ordered_for_evicted": self.ordered_for_evicted,
             "pending_pod_seconds_scale_up": round(self.pending_pod_seconds_scale_up, 3),
             "pending_pods_at_end": self.pending_pods_at_end,
             "unremovable_reasons_node_hours": {
@@ -251,12 +264,40 @@ def outcome_of(
         pools=pools,
         scale_ups=len(record.scale_ups),
         evicted_twice_within_hour=twice,
+        ordered_for_evicted=ordered_for_evicted(record, result.waits),
         pending_pod_seconds_scale_up=_scale_up_wait(result, record),
         pending_pods_at_end=int(result.pending_at_end.sum()),
         reasons_node_hours=_reasons(record, start, end),
         series=series,
         notes=list(record.notes),
     )
+
+
+def ordered_for_evicted(record: AutoscalerRecord, waits: Mapping[str, Any]) -> int:
+    """The nodes of the scale-ups ordered while a pod the autoscaler had evicted at most
+    ``RECENT`` before was still waiting since that eviction (module docstring): its wait began
+    at the eviction (``waits``: pod, start, end of every pending interval) and had not ended
+    at the scale-up, which came no later than ``RECENT`` after it."""
+    if not record.evictions or not record.scale_ups:
+        return 0
+    evicted = set(record.evictions)  # (time, pod)
+    spans = sorted(
+        (start, end)
+        for pod, start, end in zip(
+            waits["pod"].tolist(), waits["start"].tolist(), waits["end"].tolist(), strict=True
+        )
+        if (start, pod) in evicted
+    )
+    if not spans:
+        return 0
+    starts = np.array([a for a, _ in spans], dtype=np.int64)
+    ends = np.array([b for _, b in spans], dtype=np.int64)
+    total = 0
+    for at, _group, nodes in record.scale_ups:
+        recent = (starts <= at) & (at - starts <= RECENT) & (ends > at)
+        if bool(recent.any()):
+            total += nodes
+    return total
 
 
 def _scale_up_wait(result: ReplayResult, record: AutoscalerRecord) -> float:
