@@ -45,28 +45,28 @@ WAITS = _waits([(7, 100 * S, 400 * S), (8, 100 * S, NEVER), (9, 50 * S, 200 * S)
 
 def test_a_scale_up_while_a_pod_it_evicted_waits_counts_its_nodes() -> None:
     # 130 s: pods 7 and 8 wait since their eviction 30 s before: the scale-up's 2 nodes count
-    assert ordered_for_evicted(_record([(130 * S, 0, 2)]), WAITS) == 2
+    assert sum(ordered_for_evicted(_record([(130 * S, 0, 2)]), WAITS).values()) == 2
     # 100 s, the eviction's own instant (a run right after the drain): counts
-    assert ordered_for_evicted(_record([(100 * S, 0, 1)]), WAITS) == 1
+    assert sum(ordered_for_evicted(_record([(100 * S, 0, 1)]), WAITS).values()) == 1
     # 500 s: pod 7 was placed at 400 s, pod 8 still waits since 400 s ago: counts
-    assert ordered_for_evicted(_record([(500 * S, 0, 1)]), WAITS) == 1
+    assert sum(ordered_for_evicted(_record([(500 * S, 0, 1)]), WAITS).values()) == 1
 
 
 def test_a_scale_up_for_other_pods_or_long_after_does_not_count() -> None:
     # 60 s: only pod 9 waits, which nobody evicted
-    assert ordered_for_evicted(_record([(60 * S, 0, 1)]), WAITS) == 0
+    assert sum(ordered_for_evicted(_record([(60 * S, 0, 1)]), WAITS).values()) == 0
     # 701 s: pod 8 still waits, but its eviction was 601 s before (more than 10 minutes)
-    assert ordered_for_evicted(_record([(701 * S, 0, 1)]), WAITS) == 0
+    assert sum(ordered_for_evicted(_record([(701 * S, 0, 1)]), WAITS).values()) == 0
     # 99 s: before any eviction
-    assert ordered_for_evicted(_record([(99 * S, 0, 3)]), WAITS) == 0
+    assert sum(ordered_for_evicted(_record([(99 * S, 0, 3)]), WAITS).values()) == 0
     # no wait began at pod 10's eviction: it never counts
     only_ten = _waits([(10, 150 * S, 300 * S)])
-    assert ordered_for_evicted(_record([(200 * S, 0, 1)]), only_ten) == 0
+    assert sum(ordered_for_evicted(_record([(200 * S, 0, 1)]), only_ten).values()) == 0
 
 
 def test_every_scale_up_is_judged_on_its_own() -> None:
     ups = [(60 * S, 0, 1), (130 * S, 0, 2), (500 * S, 0, 1), (701 * S, 0, 1)]
-    assert ordered_for_evicted(_record(ups), WAITS) == 3
+    assert sum(ordered_for_evicted(_record(ups), WAITS).values()) == 3
 
 
 def _outcome(ordered: int) -> AutoscaledOutcome:
@@ -111,3 +111,28 @@ def test_the_sentence_says_what_the_table_shows() -> None:
     assert cell == 1 and "1 node was ordered for pods" in sentence
     cell, sentence = _page(0)
     assert cell == 0 and "ordered for pods" not in sentence
+
+
+def test_the_nodes_are_counted_in_the_pool_that_ordered_them() -> None:
+    record = _record([(130 * S, 0, 2), (140 * S, 1, 1), (60 * S, 1, 1)])
+    record.groups = ["a", "b"]
+    assert ordered_for_evicted(record, WAITS) == {0: 2, 1: 1}
+
+
+def _monthly(ordered: int) -> str:
+    from analyzer.report.monthly_autoscaled import autoscaled_decision
+
+    figures = {
+        "autoscaler": "karpenter", "nodes_released": 3, "nodes_released_mean": 3.2,
+        "peak_nodes": 9, "observed_peak_nodes": 12, "node_hours": 1000.0,
+        "observed_node_hours": 1500.0, "nodes_added": 20, "nodes_removed": 23,
+        "pods_evicted": 300, "min_size": None, "ordered_for_evicted": ordered,
+    }  # fmt: skip
+    sim = {"scenario": "today", "nodes": 2, "action": "release", "sentence": "2 left empty."}
+    rows = [{"name": "today", "autoscaler": figures}]
+    return str(autoscaled_decision(sim, rows, "karpenter")["sentence"])
+
+
+def test_the_monthly_decision_says_when_nodes_were_ordered_for_evicted_pods() -> None:
+    assert "17 nodes were ordered for pods its own consolidation had evicted" in _monthly(17)
+    assert "ordered for pods" not in _monthly(0)

@@ -59,6 +59,13 @@ def autoscaled_decision(
         f"{figures['pods_evicted']} pods evicted by {by}; without an autoscaler "
         f"{nodes_text(empty)} {'was' if empty == 1 else 'were'} left empty at the pool's peak"
     )
+    relaunched = int(figures.get("ordered_for_evicted") or 0)
+    if relaunched:
+        facts += (
+            f"; {relaunched} node{' was' if relaunched == 1 else 's were'} ordered for pods its "
+            f"own {by} had evicted in the 10 minutes before (a delete-and-relaunch loop, counted "
+            "in these figures: docs/autoscaling.md)"
+        )
     held = held_at_min(figures)
     if held:
         facts += (

@@ -71,6 +71,8 @@ class PoolFigures:
     nodes_added: int = 0
     nodes_removed: int = 0
     pods_evicted: int = 0
+    # nodes ordered for pods the autoscaler had just evicted (``ordered_for_evicted``)
+    ordered_for_evicted: int = 0
     # the most nodes present at once on the evaluation grid, under the autoscaler and in the data
     peak_nodes: int = 0
     observed_peak_nodes: int = 0
@@ -234,6 +236,8 @@ def outcome_of(
         for times in evicted_at.values()
         if any(b - a <= HOUR for a, b in itertools.pairwise(times))
     )
+    for group, count in ordered_for_evicted(record, result.waits).items():
+        pools[record.groups[group]].ordered_for_evicted += count
     _peaks(inp, observed_inp, record, pools)
     total = PoolFigures(cost=None if unpriced else 0.0, observed_cost=None if unpriced else 0.0)
     for fig in pools.values():
@@ -249,6 +253,7 @@ def outcome_of(
         total.nodes_added += fig.nodes_added
         total.nodes_removed += fig.nodes_removed
         total.pods_evicted += fig.pods_evicted
+        total.ordered_for_evicted += fig.ordered_for_evicted
         if total.cost is not None and fig.cost is not None:
             total.cost += fig.cost
         if total.observed_cost is not None and fig.observed_cost is not None:
@@ -264,7 +269,7 @@ def outcome_of(
         pools=pools,
         scale_ups=len(record.scale_ups),
         evicted_twice_within_hour=twice,
-        ordered_for_evicted=ordered_for_evicted(record, result.waits),
+        ordered_for_evicted=total.ordered_for_evicted,
         pending_pod_seconds_scale_up=_scale_up_wait(result, record),
         pending_pods_at_end=int(result.pending_at_end.sum()),
         reasons_node_hours=_reasons(record, start, end),
@@ -273,13 +278,14 @@ def outcome_of(
     )
 
 
-def ordered_for_evicted(record: AutoscalerRecord, waits: Mapping[str, Any]) -> int:
-    """The nodes of the scale-ups ordered while a pod the autoscaler had evicted at most
-    ``RECENT`` before was still waiting since that eviction (module docstring): its wait began
-    at the eviction (``waits``: pod, start, end of every pending interval) and had not ended
-    at the scale-up, which came no later than ``RECENT`` after it."""
+def ordered_for_evicted(record: AutoscalerRecord, waits: Mapping[str, Any]) -> dict[int, int]:
+    """Per group index, the nodes of its scale-ups ordered while a pod the autoscaler had
+    evicted at most ``RECENT`` before was still waiting since that eviction (module docstring):
+    its wait began at the eviction (``waits``: pod, start, end of every pending interval) and
+    had not ended at the scale-up, which came no later than ``RECENT`` after it. Groups with
+    none are left out."""
     if not record.evictions or not record.scale_ups:
-        return 0
+        return {}
     evicted = set(record.evictions)  # (time, pod)
     spans = sorted(
         (start, end)
@@ -289,15 +295,15 @@ def ordered_for_evicted(record: AutoscalerRecord, waits: Mapping[str, Any]) -> i
         if (start, pod) in evicted
     )
     if not spans:
-        return 0
+        return {}
     starts = np.array([a for a, _ in spans], dtype=np.int64)
     ends = np.array([b for _, b in spans], dtype=np.int64)
-    total = 0
-    for at, _group, nodes in record.scale_ups:
+    out: dict[int, int] = {}
+    for at, group, nodes in record.scale_ups:
         recent = (starts <= at) & (at - starts <= RECENT) & (ends > at)
         if bool(recent.any()):
-            total += nodes
-    return total
+            out[group] = out.get(group, 0) + nodes
+    return out
 
 
 def _scale_up_wait(result: ReplayResult, record: AutoscalerRecord) -> float:

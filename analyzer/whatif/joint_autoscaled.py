@@ -69,6 +69,7 @@ def pool_release(outcome: AutoscaledOutcome, pool: str) -> dict[str, Any]:
             "peak_nodes": 0,
             "observed_peak_nodes": 0, "node_hours": 0.0, "observed_node_hours": 0.0,
             "nodes_added": 0, "nodes_removed": 0, "pods_evicted": 0, "min_size": None,
+            "ordered_for_evicted": 0,
         }  # fmt: skip
     mean = (fig.observed_node_hours - fig.node_hours) / hours
     return {
@@ -83,4 +84,5 @@ def pool_release(outcome: AutoscaledOutcome, pool: str) -> dict[str, Any]:
         "nodes_removed": fig.nodes_removed,
         "pods_evicted": fig.pods_evicted,
         "min_size": fig.min_size,
+        "ordered_for_evicted": fig.ordered_for_evicted,
     }
