@@ -27,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from autoscale_cases import run
 from test_karpenter_upstream_more import NOW, _node, _pod
 
@@ -233,3 +234,28 @@ def test_only_provisionable_pending_pods_are_scheduled(tmp_path: Path) -> None:
         assert got["decision"]["replacement"]["instanceType"] == "medium", got["decision"]
         name = pod["metadata"]["name"]
         assert any(f"default/{name} is not bound and" in n for n in got["notes"]), got["notes"]
+
+
+def test_the_karpenter_example_is_worked_as_its_comments_say(tmp_path: Path) -> None:
+    """examples/autoscale-karpenter.yaml (README): a is replaced by an m5.xlarge, b stays. Were
+    the log agents static pods (owned by their Node, no DaemonSet: no daemon overhead on a new
+    node, and still not moved), api-2 alone would need a new node and an m5.large would do
+    (1200m ≤ 1930m)."""
+    import yaml
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "autoscale-karpenter.yaml"
+    scenario = yaml.safe_load(example.read_text())
+    got = run(tmp_path, scenario)
+    decision = got["decision"]
+    assert (decision["type"], decision["nodes"]) == ("single", ["a"]), decision
+    assert decision["replacement"]["instanceType"] == "m5.xlarge"
+    util = {n["name"]: n["utilization"] for n in got["nodes"]}
+    assert util["a"] == pytest.approx(3200 / 7910) and util["b"] == pytest.approx(6300 / 7910)
+    for pod in scenario["pods"]:
+        if pod["metadata"]["name"].startswith("log-agent"):
+            pod["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node",
+                                                   "name": pod["spec"]["nodeName"],
+                                                   "controller": True}]  # fmt: skip
+    scenario["objects"] = []
+    bare = run(tmp_path, scenario)["decision"]
+    assert bare["replacement"]["instanceType"] == "m5.large", bare
