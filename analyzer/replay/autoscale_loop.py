@@ -159,6 +159,10 @@ class ClusterAutoscaler(ReplayView):
         )
         self.record.notes.extend(groups.notes)
         self.record.notes.append(unseen_pod_fields(settings.options))
+        # every pod's creation and whether it asks for a GPU, as arrays (``_births``)
+        self._born: np.ndarray[Any, Any] | None = None
+        self._gpu_pods: np.ndarray[Any, Any] | None = None
+        self._young_kept: tuple[list[int], int, int] | None = None  # (``_any_young``)
         # expendable pods (``IsExpendablePod``: priority set and below the cutoff) trigger no
         # scale-up (``filter_out_expendable.go``); upstream's scale-down leaves them out of its
         # snapshot too, which the replay's pass on the live state does not (the row's note)
@@ -509,28 +513,57 @@ class ClusterAutoscaler(ReplayView):
                 self._undecided_kept = (waiting, len(self.memo), left)
         return left is not None and all(room[g] <= 0 for g in left)
 
-    def _asks_gpu(self, pod: int) -> bool:
-        """Whether ``pod`` requests a GPU (the young-pod buffer's longer wait)."""
-        gpu = self.gpu_column
-        return gpu is not None and self.inp.demands[pod].requests[gpu] > 0
+    def _births(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """Every pod's creation (``born``: the data's, or its controller's new pod's after CA
+        evicted it) and whether it asks for a GPU (the young-pod buffer's longer wait), as
+        arrays; made at the first use, the creations kept up to date by ``recreate``."""
+        if self._born is None:
+            created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
+            self._born = np.array(created, dtype=np.int64)
+            for pod, at in self.recreated.items():
+                self._born[pod] = at
+            gpu = self.gpu_column
+            self._gpu_pods = (
+                np.zeros(len(self._born), dtype=bool)
+                if gpu is None
+                else np.array([d.requests[gpu] > 0 for d in self.inp.demands], dtype=bool)
+            )
+        assert self._gpu_pods is not None
+        return self._born, self._gpu_pods
+
+    def recreate(self, pod: int, now: int) -> None:
+        """``ReplayView.recreate``, the creations' array (``_births``) kept with it."""
+        super().recreate(pod, now)
+        if self._born is not None:
+            self._born[pod] = now
 
     def _any_young(self, pods: list[int], now: int) -> bool:
         """Whether a pod of ``pods`` was created within the young-pod buffer (its GPU one for a
-        pod asking for a GPU): else no subset of them is all new."""
-        return any(
-            self.born(pod) + (NEW_GPU_POD_BUFFER if self._asks_gpu(pod) else NEW_POD_BUFFER) > now
-            for pod in pods
-        )
+        pod asking for a GPU): else no subset of them is all new. The latest end of their
+        buffers is kept for the queue's list (the same object while the queue did not change;
+        a pod CA evicts, whose creation ``recreate`` moves, joins the queue anew)."""
+        if not pods:
+            return False
+        kept = self._young_kept
+        if kept is not None and kept[0] is pods and kept[1] == len(pods):
+            return kept[2] > now
+        born, gpu = self._births()
+        at = np.fromiter(pods, dtype=np.int64, count=len(pods))
+        latest = int((born[at] + np.where(gpu[at], NEW_GPU_POD_BUFFER, NEW_POD_BUFFER)).max())
+        self._young_kept = (pods, len(pods), latest)
+        return latest > now
 
     def _all_new(self, waiting: list[int], now: int) -> bool:
         """``allPodsAreNew`` (static_autoscaler.go): the oldest pod to help was created less
         than 2 s ago, or the oldest of them asking for a GPU less than 30 s ago: upstream waits
         one loop for more pods, and makes no deletion in this one."""
-        born = self.born
-        if min(map(born, waiting)) + NEW_POD_BUFFER > now:
+        born, gpu = self._births()
+        at = np.fromiter(waiting, dtype=np.int64, count=len(waiting))
+        created = born[at]
+        if int(created.min()) + NEW_POD_BUFFER > now:
             return True
-        asking = [p for p in waiting if self._asks_gpu(p)]
-        return bool(asking) and min(map(born, asking)) + NEW_GPU_POD_BUFFER > now
+        asking = created[gpu[at]]
+        return bool(len(asking)) and int(asking.min()) + NEW_GPU_POD_BUFFER > now
 
     def _scale_up(self, now: int, queued: list[int]) -> bool:
         """One scale-up for the pods waiting in ``queued`` that fit no existing node
