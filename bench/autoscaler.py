@@ -29,7 +29,7 @@ within it ``simulate`` (the passes' candidates through ``SimulateNodeRemoval``, 
 taken again: ``autoscale_candidates.simulate_candidates``), and ``outside`` the rest (the
 scheduler's passes, the evicted pods placed again, the loop's bookkeeping at each bind). Its
 ``floor`` is (the replay with CA − ``simulate``) / the replay without: the ratio were the
-removal simulations free.
+removal simulations free; ``by_hour``: ``tick`` and ``simulate`` by the hour of the data.
 """
 
 from __future__ import annotations
@@ -59,21 +59,26 @@ def _cpu(func: Any, repeat: int) -> tuple[float, Any]:
     return best, out
 
 
-def _breakdown(run: Any) -> dict[str, float]:
+def _breakdown(run: Any, start: int) -> tuple[dict[str, float], dict[int, list[float]]]:
     """``run()`` (a replay with CA) with ``ClusterAutoscaler.tick`` and the scale-down's
-    ``simulate_candidates`` timed in CPU seconds (module docstring)."""
+    ``simulate_candidates`` timed in CPU seconds (module docstring); and both by the hour of the
+    data (from ``start``, ns) at which the loop ran."""
     spent = {"tick": 0.0, "simulate": 0.0}
+    hours: dict[int, list[float]] = {}
     # (the module's own name for it, which ``update_unneeded`` calls)
     names = vars(autoscale_scaledown)
     tick, simulate = ClusterAutoscaler.tick, names["simulate_candidates"]
 
     def timed(key: str, func: Any) -> Any:
-        def wrapper(*args: Any) -> Any:
+        def wrapper(ca: Any, *args: Any) -> Any:
             t0 = time.process_time()
             try:
-                return func(*args)
+                return func(ca, *args)
             finally:
-                spent[key] += time.process_time() - t0
+                took = time.process_time() - t0
+                spent[key] += took
+                hour = hours.setdefault((ca.clock - start) // (3600 * 10**9), [0.0, 0.0])
+                hour[key == "simulate"] += took
 
         return wrapper
 
@@ -86,7 +91,7 @@ def _breakdown(run: Any) -> dict[str, float]:
     finally:
         ClusterAutoscaler.tick = tick  # type: ignore[method-assign]
         names["simulate_candidates"] = simulate
-    return {"total": total, **spent, "outside": total - spent["tick"]}
+    return {"total": total, **spent, "outside": total - spent["tick"]}, hours
 
 
 def main() -> None:
@@ -161,12 +166,15 @@ def main() -> None:
             "machine": f"{platform.machine()} {platform.python_version()}",
         }
         if args.breakdown:
-            parts = _breakdown(
-                lambda s=strategy, a=auto, g=groups: replay(a, s, 0, autoscaler=(g, settings))
+            parts, hours = _breakdown(
+                lambda s=strategy, a=auto, g=groups: replay(a, s, 0, autoscaler=(g, settings)),
+                inp.start,
             )
             parts = {k: round(v, 2) for k, v in parts.items()}
             parts["floor"] = round((ca_cpu - parts["simulate"]) / base_cpu, 2)
             row["breakdown"] = parts
+            # per hour of the data: [tick, of it simulations] CPU s
+            row["by_hour"] = {h: [round(a, 3), round(b, 3)] for h, (a, b) in sorted(hours.items())}
         print(f"{name}: without {base_cpu:.1f} s, with CA {ca_cpu:.1f} s CPU "
               f"(x{ca_cpu / base_cpu:.2f}); CA removed {row['nodes_removed']}, added "
               f"{row['nodes_added']}; node-hours {row['node_hours']} vs observed "
