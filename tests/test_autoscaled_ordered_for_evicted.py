@@ -111,6 +111,15 @@ def test_the_sentence_says_what_the_table_shows() -> None:
     assert cell == 1 and "1 node was ordered for pods" in sentence
     cell, sentence = _page(0)
     assert cell == 0 and "ordered for pods" not in sentence
+    # under cluster-autoscaler the same figure, said of its scale-down
+    outcome = _outcome(2)
+    outcome.autoscaler = "cluster-autoscaler"
+    result = SimpleNamespace(autoscaled=[outcome], prices=None)
+    table = autoscaled_table(result)  # type: ignore[arg-type]
+    assert table is not None
+    sentence = autoscaled_sentence(table, result)  # type: ignore[arg-type]
+    assert "2 nodes were ordered for pods its own scale-down had evicted" in sentence
+    assert "a scale-down and scale-up loop" in sentence and "karpenter" not in sentence.lower()
 
 
 def test_the_nodes_are_counted_in_the_pool_that_ordered_them() -> None:

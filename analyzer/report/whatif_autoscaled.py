@@ -118,12 +118,17 @@ def _relaunched(row: Any, by: str) -> str:
     count = int(row["ordered_for_evicted"])
     if not count:
         return ""
+    loop = (
+        "the delete-and-relaunch loop upstream's users report of Karpenter "
+        "(aws/karpenter-provider-aws#3921)"
+        if by == "consolidation"
+        else "a scale-down and scale-up loop"
+    )
     return (
         f" {fmt.count(count)} node{' was' if count == 1 else 's were'} ordered for pods its own "
         f"{by} had evicted in the 10 minutes before, which then found no room: the scheduler "
-        "placed the evicted pods otherwise than its simulation did. Repeated, this is the "
-        "delete-and-relaunch loop upstream's users report of Karpenter "
-        "(aws/karpenter-provider-aws#3921); the figures above include it."
+        f"placed the evicted pods otherwise than its simulation did. Repeated, this is {loop}; "
+        "the figures above include it."
     )
 
 
