@@ -60,7 +60,7 @@ def autoscaled_table(result: WhatIfResult) -> WhatIfTable | None:
         Column("nodes_removed", "Nodes removed", "int"),
         Column("pods_evicted", "Pods evicted by scale-down or consolidation", "int"),
         Column("evicted_twice", "Pods evicted twice within 1 h", "int"),
-        Column("ordered_for_evicted", "Nodes ordered for pods it had just evicted", "int"),
+        Column("ordered_for_evicted", "Nodes for pods it just evicted", "int"),
         Column("scale_up_wait_s", "Pending waiting for a new node (pod-time)", DURATION),
         Column("pending_at_end", "Pods pending at end", "int"),
     ]
