@@ -35,7 +35,7 @@ from typing import Any
 from analyzer.autoscaler.new_node import launchable
 from analyzer.autoscaler.nodepool import NodePool, Shape
 from analyzer.autoscaler.pods import CAPod, parse_ca_pod
-from analyzer.scheduling.constraint_types import PodConstraints, parse_required_terms
+from analyzer.scheduling.constraint_types import PodConstraints
 from analyzer.scheduling.fields import mapping
 
 DAEMONSET = "DaemonSet"
@@ -64,21 +64,16 @@ def _template_pod(body: Mapping[str, Any], namespace: str, name: str, at: str) -
     )
 
 
-def _template_terms(body: Mapping[str, Any], at: str) -> Any:
-    """The template's required node affinity (None: none)."""
-    spec = mapping(body.get("spec"), f"{at}.spec")
-    template = mapping(spec.get("template"), f"{at}.spec.template")
-    pod_spec = mapping(template.get("spec"), f"{at}.spec.template.spec")
-    affinity = mapping(pod_spec.get("affinity"), f"{at}.spec.template.spec.affinity")
-    node = mapping(affinity.get("nodeAffinity"), f"{at}.spec.template.spec.affinity.nodeAffinity")
-    where = f"{at}.spec.template.spec.affinity.nodeAffinity"
-    return parse_required_terms(node.get("requiredDuringSchedulingIgnoredDuringExecution"), where)
+def _created(pod: CAPod) -> float:
+    """``metadata.creationTimestamp`` (none given: upstream's zero time, before any)."""
+    return -math.inf if pod.creation_time is None else pod.creation_time
 
 
 def daemons(objects: Sequence[Any], pods: Iterable[CAPod], where: str) -> tuple[Daemon, ...]:
     """Each DaemonSet's pod (module docstring), in the order the DaemonSets are first named
     (the objects, then the pods)."""
-    listed: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
+    # each listed DaemonSet's template pod (None: no template), parsed once
+    listed: dict[tuple[str, str], CAPod | None] = {}
     for i, raw in enumerate(objects):
         at = f"{where}[{i}]"
         body = mapping(raw, at)
@@ -86,7 +81,8 @@ def daemons(objects: Sequence[Any], pods: Iterable[CAPod], where: str) -> tuple[
             continue
         meta = mapping(body.get("metadata"), f"{at}.metadata")
         key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
-        listed.setdefault(key, (body, at))
+        if key not in listed:
+            listed[key] = _template_pod(body, *key, at)
     newest: dict[tuple[str, str], CAPod] = {}
     order = list(listed)
     for pod in pods:
@@ -94,29 +90,27 @@ def daemons(objects: Sequence[Any], pods: Iterable[CAPod], where: str) -> tuple[
         if ref is None or ref.kind != DAEMONSET:
             continue
         key = (pod.obj.namespace, ref.name)
-        if key not in listed and key not in newest:
-            order.append(key)
         found = newest.get(key)
-        created = -math.inf if pod.creation_time is None else pod.creation_time
-        if found is None or created > (
-            -math.inf if found.creation_time is None else found.creation_time
-        ):
+        if found is None:
+            if key not in listed:
+                order.append(key)
+            newest[key] = pod
+        elif _created(pod) > _created(found):
             newest[key] = pod
     out = []
     for key in order:
-        body, at = listed.get(key, ({}, ""))
-        chosen = newest.get(key) or (_template_pod(body, *key, at) if body else None)
+        template = listed.get(key)
+        chosen = newest.get(key) or template
         if chosen is None:
             continue
-        pod = chosen
-        constraints = pod.obj.constraints
-        terms = _template_terms(body, at) if body else None
+        constraints = chosen.obj.constraints
+        terms = None if template is None else template.obj.constraints.required_terms
         if terms is not None:  # the template's required node affinity replaces the pod's
             constraints = dataclasses.replace(constraints, required_terms=terms)
         if constraints.required_terms is not None and not all(constraints.required_terms):
             # a term without matchExpressions (the controller's matchFields pin): no requirement
             constraints = dataclasses.replace(constraints, required_terms=None)
-        out.append(Daemon(f"{key[0]}/{key[1]}", pod.requests, constraints))
+        out.append(Daemon(f"{key[0]}/{key[1]}", chosen.requests, constraints))
     return tuple(out)
 
 

@@ -159,9 +159,8 @@ class ClusterAutoscaler(ReplayView):
         )
         self.record.notes.extend(groups.notes)
         self.record.notes.append(unseen_pod_fields(settings.options))
-        # every pod's creation and whether it asks for a GPU, as arrays (``_births``)
-        self._born: np.ndarray[Any, Any] | None = None
-        self._gpu_pods: np.ndarray[Any, Any] | None = None
+        # whether each pod asks for a GPU (the young-pod buffer's longer wait; ``_gpu_pods``)
+        self._gpu_asks: np.ndarray[Any, Any] | None = None
         self._young_kept: tuple[list[int], int, int] | None = None  # (``_any_young``)
         # expendable pods (``IsExpendablePod``: priority set and below the cutoff) trigger no
         # scale-up (``filter_out_expendable.go``); upstream's scale-down leaves them out of its
@@ -513,29 +512,17 @@ class ClusterAutoscaler(ReplayView):
                 self._undecided_kept = (waiting, len(self.memo), left)
         return left is not None and all(room[g] <= 0 for g in left)
 
-    def _births(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        """Every pod's creation (``born``: the data's, or its controller's new pod's after CA
-        evicted it) and whether it asks for a GPU (the young-pod buffer's longer wait), as
-        arrays; made at the first use, the creations kept up to date by ``recreate``."""
-        if self._born is None:
-            created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
-            self._born = np.array(created, dtype=np.int64)
-            for pod, at in self.recreated.items():
-                self._born[pod] = at
+    def _gpu_pods(self) -> np.ndarray[Any, Any]:
+        """Whether each pod asks for a GPU (the young-pod buffer's longer wait), made at the
+        first use."""
+        if self._gpu_asks is None:
             gpu = self.gpu_column
-            self._gpu_pods = (
-                np.zeros(len(self._born), dtype=bool)
+            self._gpu_asks = (
+                np.zeros(len(self.created), dtype=bool)
                 if gpu is None
                 else np.array([d.requests[gpu] > 0 for d in self.inp.demands], dtype=bool)
             )
-        assert self._gpu_pods is not None
-        return self._born, self._gpu_pods
-
-    def recreate(self, pod: int, now: int) -> None:
-        """``ReplayView.recreate``, the creations' array (``_births``) kept with it."""
-        super().recreate(pod, now)
-        if self._born is not None:
-            self._born[pod] = now
+        return self._gpu_asks
 
     def _any_young(self, pods: list[int], now: int) -> bool:
         """Whether a pod of ``pods`` was created within the young-pod buffer (its GPU one for a
@@ -547,7 +534,7 @@ class ClusterAutoscaler(ReplayView):
         kept = self._young_kept
         if kept is not None and kept[0] is pods and kept[1] == len(pods):
             return kept[2] > now
-        born, gpu = self._births()
+        born, gpu = self.created, self._gpu_pods()
         at = np.fromiter(pods, dtype=np.int64, count=len(pods))
         latest = int((born[at] + np.where(gpu[at], NEW_GPU_POD_BUFFER, NEW_POD_BUFFER)).max())
         self._young_kept = (pods, len(pods), latest)
@@ -557,7 +544,7 @@ class ClusterAutoscaler(ReplayView):
         """``allPodsAreNew`` (static_autoscaler.go): the oldest pod to help was created less
         than 2 s ago, or the oldest of them asking for a GPU less than 30 s ago: upstream waits
         one loop for more pods, and makes no deletion in this one."""
-        born, gpu = self._births()
+        born, gpu = self.created, self._gpu_pods()
         at = np.fromiter(waiting, dtype=np.int64, count=len(waiting))
         created = born[at]
         if int(created.min()) + NEW_POD_BUFFER > now:

@@ -71,9 +71,10 @@ class ReplayView:
         self.state, self.active, self.on_node = state, active, on_node
         self.pods: dict[int, CAPod] = {}
         self.running = RunningPods()  # how ``ca_pod`` makes them
-        # pods CA evicted and their controllers created again: when (upstream's new pod's
-        # creation); the others' creation is the data's (``ReplayInput.queued``)
-        self.recreated: dict[int, int] = {}
+        # every pod's creation: the data's (``ReplayInput.queued``, else its arrival), or, for a
+        # pod CA evicted, when its controller created it again (upstream's new pod's; ``recreate``)
+        created = inp.queued if inp.queued is not None else inp.arrival
+        self.created = np.array(created, dtype=np.int64)
         self.retired: list[CAPod] = []  # CA pods ``recreate`` replaced (their ids stay taken)
         # a kube-system pod's creation matters (CA 1.33+: no PodDisruptionBudget covering it,
         # it is drainable once created longer ago than the timeout; ``drainability``)
@@ -260,13 +261,12 @@ class ReplayView:
     def born(self, pod: int) -> int:
         """When ``pod`` was created: its controller's new pod's creation if CA evicted it, else
         the data's (queued, else its arrival)."""
-        created = self.inp.queued if self.inp.queued is not None else self.inp.arrival
-        return self.recreated.get(pod, int(created[pod]))
+        return int(self.created[pod])
 
     def recreate(self, pod: int, now: int) -> None:
         """CA evicted ``pod`` at ``now``: its controller makes a new pod (a new object here when
         its creation is read: a kube-system pod's)."""
-        self.recreated[pod] = now
+        self.created[pod] = now
         if self.system_ages and self.inp.demands[pod].namespace == "kube-system":
             old = self.pods.pop(pod, None)
             if old is not None:  # kept: the caches name pods by object id, so none is reused
