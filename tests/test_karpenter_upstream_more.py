@@ -204,12 +204,18 @@ def _pod(
     }
 
 
-def _pdb(namespace: str = "default") -> dict[str, Any]:
-    """``test.PodDisruptionBudget`` selecting app=test, maxUnavailable 0, 0 disruptions allowed."""
+def _pdb(
+    namespace: str = "default",
+    name: str = "pdb",
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """``test.PodDisruptionBudget`` selecting ``labels`` (default app=test), maxUnavailable 0, 0
+    disruptions allowed; ``spec``: more of its spec."""
     return {
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": "pdb", "namespace": namespace},
-        "spec": {"selector": {"matchLabels": APP}, "maxUnavailable": 0},
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": labels or APP}, "maxUnavailable": 0, **spec},
         "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
                    "expectedPods": 1},
     }  # fmt: skip

@@ -95,6 +95,7 @@ from test_karpenter_upstream_more import (  # the fake catalogue and clock, shar
     MOST_PRICE,
     NOW,
 )
+from test_karpenter_upstream_more import _pdb as more_pdb
 from test_karpenter_upstream_more import _run as more_run
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
@@ -167,14 +168,9 @@ def _pod(
 
 
 def _pdb(name: str = "pdb", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    """``test.PodDisruptionBudget`` with ``MaxUnavailable: 0``: no disruption allowed."""
-    return {
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"selector": {"matchLabels": labels or TEST_VALUE}, "maxUnavailable": 0, **spec},
-        "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
-                   "expectedPods": 1},
-    }  # fmt: skip
+    """``test.PodDisruptionBudget`` with ``MaxUnavailable: 0``: no disruption allowed (this
+    file's pods carry ``TEST_VALUE``)."""
+    return more_pdb(name=name, labels=labels or TEST_VALUE, **spec)
 
 
 def _run(

@@ -18,11 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from replay_fixtures import N, P, build
-
-from analyzer.cli import main
-from analyzer.core.snapshot import write_snapshot
+from test_replay_autoscaler_daemonsets import _autoscaled_row
 
 ANTI = json.dumps({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
     {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
@@ -34,18 +31,7 @@ def _row(tmp_path: Path, autoscaler: str, config: str) -> dict[str, Any]:
     nodes = [N("a", labels=json.dumps({"kubernetes.io/hostname": "a"}))]
     snap = build(nodes, [P("p1", "a", labels=WEB), P("p2", "a", labels=WEB, start=5)], minutes=60)
     snap.pods["affinity"] = ANTI
-    snap.pods["owner_name"] = "web-5d9f"
-    write_snapshot(snap, tmp_path / "snap")
-    (tmp_path / "config.yaml").write_text(config)
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(tmp_path / "config.yaml"), "whatif", str(tmp_path / "snap"),
-         "--strategy", "kube-default", "--workers", "1", "--format", "json",
-         "--autoscaler", autoscaler],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
-    return dict(row)
+    return _autoscaled_row(tmp_path, snap, autoscaler, config)
 
 
 @pytest.mark.parametrize(
