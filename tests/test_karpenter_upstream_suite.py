@@ -95,6 +95,7 @@ from test_karpenter_upstream_more import (  # the fake catalogue and clock, shar
     MOST_PRICE,
     NOW,
 )
+from test_karpenter_upstream_more import _node as more_node
 from test_karpenter_upstream_more import _pdb as more_pdb
 from test_karpenter_upstream_more import _run as more_run
 
@@ -110,25 +111,21 @@ def _node(
     name: str,
     itype: str = MOST,
     *,
-    capacity: str = "on-demand",
-    zone: str = "test-zone-1",
-    cpu: str = "32",
-    annotations: dict[str, str] | None = None,
-    managed: bool = True,
     drop: tuple[str, ...] = (),
     ready: str | None = None,
+    **more: Any,
 ) -> dict[str, Any]:
-    """``test.NodeClaimAndNode``'s node: the NodeClaim's labels (less ``drop``), annotations and
-    allocatable (``cpu``, 100 pods); ``managed`` False: ``test.Node()``, no Karpenter label."""
-    labels = {NODEPOOL: "default", TYPE: itype, CAPACITY: capacity, ZONE: zone}
-    labels = {k: v for k, v in labels.items() if k not in drop} if managed else {}
-    meta: dict[str, Any] = {"name": name, "labels": labels}
-    if annotations:
-        meta["annotations"] = annotations
-    status: dict[str, Any] = {"allocatable": {"cpu": cpu, "pods": "100"}}
+    """``test.NodeClaimAndNode``'s node (``test_karpenter_upstream_more._node``: the
+    NodeClaim's labels, annotations and allocatable, ``cpu`` and 100 pods; ``managed`` False:
+    ``test.Node()``, no Karpenter label) less the labels ``drop`` names, with a Ready
+    condition of status ``ready`` when given."""
+    node = more_node(name, itype, **more)
+    labels = node["metadata"]["labels"]
+    for key in drop:
+        labels.pop(key, None)
     if ready is not None:
-        status["conditions"] = [{"type": "Ready", "status": ready}]
-    return {"kind": "Node", "metadata": meta, "status": status}
+        node["status"]["conditions"] = [{"type": "Ready", "status": ready}]
+    return node
 
 
 def _pod(
