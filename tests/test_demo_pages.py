@@ -410,8 +410,25 @@ def test_whatif_has_one_row_under_cluster_autoscaler(demo: Path, tmp_path: Path)
             ".map(i => [i.alt, i.complete && i.naturalWidth > 0])"
         )
         answer = browser.evaluate("document.querySelector('[data-answer=autoscaler]').textContent")
+        # each table of the section: its name, whether it scrolls sideways at the browser's
+        # 1,280 px (a laptop's), and its columns' keys
+        tables = browser.evaluate(
+            "[...document.querySelectorAll('#autoscaler .table-wrap')].map(w => ["
+            "w.querySelector('table').dataset.table, w.scrollWidth > w.clientWidth, "
+            "[...w.querySelectorAll('th')].map(h => h.dataset.key)])"
+        )
     finally:
         browser.close()
+    # the demo's wide figures (GiB-hours in six digits) once pushed the last columns of one
+    # 16-column table out of sight: every table here fits, and the two parts of the autoscaled
+    # table show each column of its CSV once, beside the row's strategy and seed
+    assert [(name, scrolls) for name, scrolls, _ in tables] == [
+        ("autoscaled", False), ("autoscaled_churn", False), ("autoscaler_reasons", False)
+    ]  # fmt: skip
+    header = (demo / "whatif" / "autoscaled.csv").read_text().splitlines()[0].split(",")
+    shown = [k for _, _, keys in tables[:2] for k in keys if k not in ("strategy", "seed")]
+    assert sorted(shown) == sorted(k for k in header if k not in ("strategy", "seed"))
+    assert all(keys[:2] == ["strategy", "seed"] for _, _, keys in tables[:2])
     assert chart == [
         ["Nodes over time: autoscaler vs observed (observed, most-allocated + cluster-autoscaler)",
          True]

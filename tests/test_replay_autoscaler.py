@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from autoscaler_page import reasons_and_explanation
+from autoscaler_page import AUTOSCALED_PARTS, reasons_and_explanation
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 from reliability_doc import documented_exit
@@ -497,12 +497,8 @@ def test_the_page_shows_the_rows_and_the_node_count_chart(spread: Path, tmp_path
     try:
         browser.open(out / "report.html")
         answer = browser.evaluate("document.querySelector('[data-answer=autoscaler]').textContent")
-        rows = "[...document.querySelectorAll('table[data-table=autoscaled] tbody tr')]"
-        cells = browser.evaluate(f"{rows}.map(r => [...r.cells].map(c => c.textContent))")
-        heads = browser.evaluate(
-            "[...document.querySelectorAll('table[data-table=autoscaled] thead th')]"
-            ".map(h => h.textContent)"
-        )
+        # the row's table in its two parts (capacity; churn and waiting): headers and rows each
+        parts = browser.evaluate(AUTOSCALED_PARTS)
         chart = browser.evaluate(
             "[...document.querySelectorAll('img.chart')].filter(i => i.alt.startsWith("
             "'Nodes over time')).map(i => i.complete && i.naturalWidth > 0)"
@@ -516,8 +512,11 @@ def test_the_page_shows_the_rows_and_the_node_count_chart(spread: Path, tmp_path
     # each reason the table shows is explained on the page
     assert {"NotUnderutilized", "NoPlaceToMovePods"} <= set(reasons), reasons
     assert all(f"{reason}:" in explained for reason in reasons), (reasons, explained)
-    (row,) = cells
-    shown = dict(zip((h.rstrip(" ↕") for h in heads), row, strict=True))
+    assert [name for name, _, _ in parts] == ["autoscaled", "autoscaled_churn"]
+    shown = {}
+    for _, heads, rows in parts:
+        (row,) = rows
+        shown.update(zip((h.rstrip(" ↕") for h in heads), row, strict=True))
     assert shown["Strategy + autoscaler"] == "kube-default + cluster-autoscaler"
     # the hand-worked figures (first test): 4 h 10 min 10 s of nodes, one removed, one evicted
     assert shown["Node-hours"] == "4.2" and shown["Nodes removed"] == "1"

@@ -48,6 +48,8 @@ class TableView:
     note: str = ""
     hot: str | None = None  # bool column: highlight the row
     in_json: bool = True  # False: CSV only (e.g. raw hourly series a chart already summarises)
+    # the CSV its rows are in when not ``name``.csv (a view of some columns of another table)
+    csv: str = ""
 
     def __post_init__(self) -> None:
         # a table with no rows built from an empty list has no columns either (``pd.DataFrame([])``,

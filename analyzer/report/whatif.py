@@ -45,6 +45,7 @@ from analyzer.report.output import WHATIF_FILES, make_readable
 from analyzer.report.render import render
 from analyzer.report.views import TableView, json_tree
 from analyzer.report.whatif_autoscaled import (
+    autoscaled_parts,
     autoscaled_sentence,
     autoscaled_table,
     node_count_series,
@@ -52,6 +53,7 @@ from analyzer.report.whatif_autoscaled import (
 )
 from analyzer.report.whatif_growth import carry_growth, growth_beside
 from analyzer.report.whatif_tables import (
+    WhatIfTable,
     comparison_table,
     headroom_table,
     human_duration,
@@ -137,6 +139,8 @@ class WhatIfContext:
     kubernetes: str = ""  # which version's scheduler arithmetic the replays used, and why
     unit_line: str = UNIT_LINE  # what "capacity released" counts, under the verdict
     autoscaled: str = ""  # the node autoscaler's sentence ("": no --autoscaler)
+    # its table as the page shows it, in parts (``whatif_autoscaled.autoscaled_parts``)
+    autoscaled_parts: list[WhatIfTable] = field(default_factory=list)
     autoscaler_notes: list[str] = field(default_factory=list)  # its node groups' bounds
     autoscaler_choice: str = ""  # ``--autoscaler auto``: which autoscaler and why, in one line
     autoscaler: str = "none"  # which autoscaler (the page's explanation differs)
@@ -397,6 +401,7 @@ def build_whatif_context(
         autoscaled=autoscaled_sentence(table, result)
         if (table := autoscaled_table(result))
         else "",
+        autoscaled_parts=autoscaled_parts(table) if table else [],
         autoscaler_notes=sorted({n for o in result.autoscaled for n in o.notes}),
         autoscaler_choice=(result.autoscaler_choice or {}).get("why", ""),
         autoscaler=result.autoscaler,

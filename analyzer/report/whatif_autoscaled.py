@@ -7,6 +7,7 @@ first seed), so the two always agree.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -67,6 +68,31 @@ def autoscaled_table(result: WhatIfResult) -> WhatIfTable | None:
     return WhatIfTable(
         "autoscaled", "Strategy + autoscaler", columns, pd.DataFrame(rows), limit=None
     )
+
+
+# the page shows the autoscaled table in two parts, each narrow enough not to scroll sideways at
+# a laptop's width (one table of 16 columns did, hiding its last ones); its CSV and JSON keep
+# every column in one table
+CAPACITY = ("node_hours", "observed_node_hours", "node_hours_released", "core_hours",
+            "gib_hours", "cost", "peak_nodes")  # fmt: skip
+CHURN = ("nodes_added", "nodes_removed", "pods_evicted", "evicted_twice", "ordered_for_evicted",
+         "scale_up_wait_s", "pending_at_end")  # fmt: skip
+
+
+def autoscaled_parts(table: WhatIfTable) -> list[WhatIfTable]:
+    """``table`` (``autoscaled_table``) as the page shows it: the capacity the autoscaled
+    replay ran (``data-table="autoscaled"``), then its churn and waiting
+    (``"autoscaled_churn"``); each with the row's strategy and seed, both linking the one CSV."""
+    key_columns = [c for c in table.columns if c.key in ("strategy", "seed")]
+    parts = []
+    for name, title, keys in (
+        ("autoscaled", "Strategy + autoscaler: capacity", CAPACITY),
+        ("autoscaled_churn", "Strategy + autoscaler: nodes added and removed, evictions, waiting",
+         CHURN),
+    ):  # fmt: skip
+        columns = key_columns + [c for c in table.columns if c.key in keys]
+        parts.append(replace(table, name=name, title=title, columns=columns, csv=table.name))
+    return parts
 
 
 def reasons_table(result: WhatIfResult) -> WhatIfTable | None:
