@@ -8,7 +8,7 @@ with the same bounds (minSize 1, maxSize twice the starting nodes) and CA's defa
 frequent loops, off in both (the generator's loop runs every scan-interval), pods
 arriving when created (the data's waits for new nodes are the replay's to make), reproduces the
 data's node count within one node in at least 95 % of the 10-minute buckets and its node-hours
-within 2 %. Three seeds, 8 nodes at the start, one day, 16 pods per node, full churn; each seed's
+within 2 %. Three seeds (2, 3, 4), 8 nodes at the start, one day, 16 pods per node, full churn; each seed's
 data must have nodes joining and leaving, else it proves little.
 """
 
@@ -45,7 +45,9 @@ def _generate(tmp_path: Path, seed: int) -> Path:
     return out
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+# the first three seeds whose data has nodes both joining and leaving (seed 1 adds two and
+# removes none since the generator holds no pod back in an autoscaled cluster)
+@pytest.mark.parametrize("seed", [2, 3, 4])
 def test_the_replay_reproduces_the_generated_autoscaled_cluster(tmp_path: Path, seed: int) -> None:
     snap = read_snapshot(_generate(tmp_path, seed))
     inp = prepare(snap, arrivals="created")

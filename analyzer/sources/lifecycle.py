@@ -124,7 +124,10 @@ class _Builder:
     ) -> int:
         """Append one pod; returns its index."""
         delay = 0
-        if created >= self.t0 and self.rng.random() < self.spec.pending_fraction:
+        # (an autoscaled cluster holds none back: ``SyntheticSpec.autoscaled``; the draw is made
+        # all the same)
+        held = 0.0 if self.spec.autoscaled else self.spec.pending_fraction
+        if created >= self.t0 and self.rng.random() < held:
             delay = int(self.rng.integers(120, 1200))  # held back: e.g. a volume not yet bound
         spec = PodSpecResources(
             containers=template.containers,

@@ -86,7 +86,10 @@ class SyntheticSpec:
     (``analyzer.sources.node_events``; off by default).
     ``autoscaled``: one pool of general nodes (``nodes`` at the start, at least one, at most twice
     as many) whose nodes join and leave by cluster-autoscaler's rules, no DaemonSets
-    (``analyzer.sources.autoscaled_nodes``; off by default).
+    (``analyzer.sources.autoscaled_nodes``; off by default); no pod held back
+    (``pending_fraction`` read as 0: in the data a pod held back for minutes, e.g. by an unbound
+    volume, looks like one waiting for a node, so no replay could tell whether its autoscaler
+    should have added one; docs/autoscaling.md, "Fidelity").
 
     With ``growth`` or ``fast_growth`` set, the cluster's structure (nodes, workloads and their
     replicas at the anchor) comes from the seed alone and its events (pod creation times, rollouts,

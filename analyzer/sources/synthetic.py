@@ -364,6 +364,20 @@ def team_factor(spec: SyntheticSpec, pods: list[Pod]) -> np.ndarray | None:
     )
 
 
+def without_pinned(pods: list[Pod]) -> list[Pod]:
+    """``pods`` without the DaemonSet pods (``pin`` set), each ``replaces`` index (a position in
+    the list) moved to the kept pod's new position. (Kept as it was, a rollout's new pod deleted
+    whichever pod had come to that position: often one not created yet, which the snapshot then
+    showed pending from its creation until the next scrape.)"""
+    kept = [i for i, pod in enumerate(pods) if pod.pin < 0]
+    position = {old: new for new, old in enumerate(kept)}
+    out = [pods[i] for i in kept]
+    for pod in out:
+        if pod.replaces is not None:
+            pod.replaces = position.get(pod.replaces)  # (a DaemonSet pod is never replaced)
+    return out
+
+
 def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCluster:
     """Generate the cluster of ``spec``; ``place`` replaces the default least-allocated choice."""
     rng = np.random.default_rng(spec.seed)
@@ -398,7 +412,7 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
     state.node_taints = tuple(json.dumps(pool_taints(n.pool)) for n in nodes)
     pods = build_pods(spec, state.pools[: spec.nodes], rng, structure)
     if autoscaler is not None:  # its own CA puts no DaemonSet pods on the nodes it adds: none
-        pods = [p for p in pods if p.pin < 0]
+        pods = without_pinned(pods)
     closed = ("gpu", *spec.dedicated_pools)  # tainted pools: only their own workloads go there
     window = (spec.start_s, spec.end_s)
     if place is None:
