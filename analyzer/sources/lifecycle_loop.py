@@ -195,7 +195,11 @@ def run_lifecycles(
             if (req := pods[j].request) is not None
         ]
         protecting = budgets.at(now, lower) if budgets is not None else []
-        found = preempter.preempt(pod.request, state, now, bound, protecting)
+        request = pod.request
+        if autoscaler is not None:  # only nodes that exist now (as ``bind``): a node not there
+            # yet passes every filter, so the pod would seem to fit and preempt no one
+            request = dataclasses.replace(request, allowed=request.allowed & autoscaler.present)
+        found = preempter.preempt(request, state, now, bound, protecting)
         if found is None:
             return False
         by_uid = {pods[j].uid: j for j in lower}
