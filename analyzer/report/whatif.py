@@ -23,6 +23,7 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from analyzer import __version__
 from analyzer.core.atomic import atomic_directory
@@ -182,9 +183,15 @@ def _series(result: WhatIfResult, column: str) -> dict[str, tuple[pd.Series, pd.
 
 
 def time_lines(
-    series: Mapping[str, tuple[Sequence[Any], Sequence[float]]], *, title: str, ylabel: str
+    series: Mapping[str, tuple[Sequence[Any], Sequence[float]]],
+    *,
+    title: str,
+    ylabel: str,
+    counts: bool = False,
 ) -> Chart:
-    """One line per strategy over real time (dates on the x axis)."""
+    """One line per strategy over real time (dates on the x axis); ``counts``: the values count
+    whole things (nodes, pods), so the y axis ticks whole numbers only (matplotlib's default
+    locator puts 8.5 nodes between 8 and 11)."""
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.0))
         drawn = []
@@ -207,6 +214,8 @@ def time_lines(
             ax.plot(times_x, values, linewidth=1.2, label=name)
         if peak == 0:
             ax.set_ylim(0, 1)  # all zero (e.g. no pod ever pending): no negative counts on the axis
+        if counts:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
@@ -344,16 +353,23 @@ def build_whatif_context(
     ``report.json``); when ``None``, nothing is shown. Anything else raises ``InputError``.
     """
     charts = {
-        "active": time_lines(_series(result, "active_nodes"), title="Active nodes", ylabel="nodes"),
-        "pending": time_lines(_series(result, "pending_pods"), title="Pending pods", ylabel="pods"),
+        "active": time_lines(
+            _series(result, "active_nodes"), title="Active nodes", ylabel="nodes", counts=True
+        ),
+        "pending": time_lines(
+            _series(result, "pending_pods"), title="Pending pods", ylabel="pods", counts=True
+        ),
         "violations": time_lines(
-            _series(result, "nodes_in_violation"), title="Nodes in violation", ylabel="nodes"
+            _series(result, "nodes_in_violation"),
+            title="Nodes in violation",
+            ylabel="nodes",
+            counts=True,
         ),
     }
     counts = node_count_series(result)
     if counts:
         charts["nodes"] = time_lines(
-            counts, title="Nodes over time: autoscaler vs observed", ylabel="nodes"
+            counts, title="Nodes over time: autoscaler vs observed", ylabel="nodes", counts=True
         )
     frag = _frag_series(result)
     if frag:
