@@ -39,3 +39,37 @@ def test_a_count_chart_ticks_whole_numbers(monkeypatch: pytest.MonkeyPatch) -> N
     # the same data without ``counts`` (a share or a mean) keeps matplotlib's half steps: the
     # check above is not met by chance
     assert not all(float(t).is_integer() for t in _yticks(monkeypatch, values, counts=False))
+
+
+def test_the_search_front_ticks_whole_violations(monkeypatch: pytest.MonkeyPatch) -> None:
+    # threshold violations of 14-17 across the configurations (the demo's search has 14 and 18)
+    import analyzer.report.search_chart as search_chart
+    from analyzer.usage.thresholds import ThresholdConfig
+    from analyzer.whatif.search import SearchResult
+    from analyzer.whatif.search_grid import SearchGrid
+    from analyzer.whatif.search_rule import SearchRow
+
+    def row(name: str, released: float, violations: float, **flags: bool) -> SearchRow:
+        return SearchRow(name, "searched", {}, 10, 10, violations, 0, 0, 0.0, {},
+                         core_hours_released=released, gib_hours_released=released,
+                         core_hours_released_pct=released, gib_hours_released_pct=released,
+                         **flags)  # fmt: skip
+
+    drawn: dict[str, Any] = {}
+    encode = search_chart.encode_png
+
+    def keep(fig: Any) -> str:
+        drawn["fig"] = fig
+        return str(encode(fig))
+
+    monkeypatch.setattr(search_chart, "encode_png", keep)
+    rows = [row("observed", 0, 15), row("a", 30, 14, on_front=True), row("b", 10, 17),
+            row("c", 45, 16, recommended=True)]  # fmt: skip
+    search_chart.front_chart(SearchResult(
+        source="s", start="", end="", grid=SearchGrid(), seeds=1, thresholds=ThresholdConfig(),
+        rows=rows, recommended="c", sentence="",
+    ))  # fmt: skip
+    ax = drawn["fig"].axes[0]
+    low, high = ax.get_ylim()
+    ticks = [t for t in ax.get_yticks() if low <= t <= high]
+    assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks

@@ -10,6 +10,7 @@ from typing import Any
 import matplotlib as mpl
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from analyzer.core.text import one_line
 from analyzer.report import format as fmt
@@ -89,6 +90,7 @@ def headroom_chart(payload: dict[str, Any]) -> Chart | None:
             ax.plot(x, group["copies_min"].to_numpy(float), marker=".", lw=1.3,
                     label=short_label(one_line(shape)))  # fmt: skip
         ax.set_ylabel("copies (fewest of the day)")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: whole ticks
         ax.set_ylim(bottom=0)
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
         ax.legend(fontsize=8, loc="best")

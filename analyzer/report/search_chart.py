@@ -11,6 +11,7 @@ from typing import Any
 
 import matplotlib as mpl
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from analyzer.report.chart_layout import (
     EDGE,
@@ -115,6 +116,7 @@ def front_chart(result: SearchResult) -> Chart:
             )
         ax.set_xlabel(_front_xlabel(result), fontsize=_front_xlabel_size(fig, ax, result))
         ax.set_ylabel("threshold violations")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: whole ticks
         # beside the plot, never over a point
         ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         alt = (
