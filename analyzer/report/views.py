@@ -27,6 +27,9 @@ class Column:
     label: str
     kind: str = "text"  # text | int | num | pct | time | bool | duration (seconds, in words)
     digits: int = 1
+    # ``num``: a positive value too small for ``digits`` reads "< 0.1" (at 1 digit), not "0.0"
+    # (a row saying a reason held nodes "0.0 node-hours" is true but reads as none)
+    tiny: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ def _cell(value: Any, column: Column) -> Cell:
         digits = 0 if column.kind == "int" else column.digits
         # the pages' one number convention: a value that rounds to zero shows no sign ("-0.0")
         text = fmt.number(number, digits) + (" %" if column.kind == "pct" else "")
+        if column.tiny and 0 < number < 0.5 * 10**-digits:
+            text = f"< {fmt.number(10**-digits, digits)}"
         return Cell(text, repr(number), True)
     return Cell(str(raw), "", False)
 

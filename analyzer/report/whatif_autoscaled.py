@@ -109,7 +109,7 @@ def reasons_table(result: WhatIfResult) -> WhatIfTable | None:
         Column("strategy", "Strategy + autoscaler"),
         Column("seed", "Seed", "int"),
         Column("reason", "Reason (the autoscaler's name)"),
-        Column("node_hours", "Node-hours", "num", 1),
+        Column("node_hours", "Node-hours", "num", 1, tiny=True),
     ]
     frame = pd.DataFrame(rows, columns=["strategy", "seed", "reason", "node_hours"])
     return WhatIfTable("autoscaler_reasons", "Why nodes stayed", columns, frame, limit=None)
