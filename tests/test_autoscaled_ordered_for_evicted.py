@@ -71,8 +71,9 @@ def test_every_scale_up_is_judged_on_its_own() -> None:
 
 def _outcome(ordered: int) -> AutoscaledOutcome:
     total = PoolFigures(
-        node_hours=20.0, observed_node_hours=30.0, nodes_added=5, nodes_removed=7, pods_evicted=40
-    )
+        node_hours=20.0, observed_node_hours=30.0, nodes_added=5, nodes_removed=7, pods_evicted=40,
+        ordered_for_evicted=ordered,
+    )  # fmt: skip
     series = pd.DataFrame(
         {"time": pd.to_datetime(["2026-11-01T00:00:00Z"]), "nodes": [4], "observed_nodes": [5]}
     )
@@ -84,7 +85,6 @@ def _outcome(ordered: int) -> AutoscaledOutcome:
         pools={"pool": total},
         scale_ups=5,
         evicted_twice_within_hour=3,
-        ordered_for_evicted=ordered,
         pending_pod_seconds_scale_up=0.0,
         pending_pods_at_end=0,
         reasons_node_hours={},

@@ -366,10 +366,13 @@ def build_whatif_context(
             counts=True,
         ),
     }
-    counts = node_count_series(result)
-    if counts:
+    node_counts = node_count_series(result)
+    if node_counts:
         charts["nodes"] = time_lines(
-            counts, title="Nodes over time: autoscaler vs observed", ylabel="nodes", counts=True
+            node_counts,
+            title="Nodes over time: autoscaler vs observed",
+            ylabel="nodes",
+            counts=True,
         )
     frag = _frag_series(result)
     if frag:

@@ -95,13 +95,17 @@ class AutoscaledOutcome:
     pools: dict[str, PoolFigures]
     scale_ups: int
     evicted_twice_within_hour: int
-    # nodes of the scale-ups ordered while a pod evicted at most ``RECENT`` before still waited
-    ordered_for_evicted: int
     pending_pod_seconds_scale_up: float
     pending_pods_at_end: int
     reasons_node_hours: dict[str, float]
     series: pd.DataFrame  # time, nodes, observed_nodes
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def ordered_for_evicted(self) -> int:
+        """Nodes of the scale-ups ordered while a pod evicted at most ``RECENT`` before still
+        waited (the pools' sum, ``total``)."""
+        return self.total.ordered_for_evicted
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -269,7 +273,6 @@ def outcome_of(
         pools=pools,
         scale_ups=len(record.scale_ups),
         evicted_twice_within_hour=twice,
-        ordered_for_evicted=total.ordered_for_evicted,
         pending_pod_seconds_scale_up=_scale_up_wait(result, record),
         pending_pods_at_end=int(result.pending_at_end.sum()),
         reasons_node_hours=_reasons(record, start, end),
