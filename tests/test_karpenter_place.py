@@ -125,6 +125,10 @@ def test_the_fast_placement_leaves_what_the_plain_one_leaves(seed: int) -> None:
     state, demands, moves, allowed, pending, inflight = _case(seed)
     profile = load_strategy("kube-default")
     before = (state.requested.copy(), state.pod_count.copy())
+    index = state.pod_index
+    assert index is not None
+    groups = {k: dict(v) for k, v in index.live_groups()}
+    affinity = {k: dict(v) for k, v in index.affinity_groups.items()}
     plain = leftover(state, profile, demands, moves, allowed, SHAPES, 0.0, fast=False,
                      pending=pending, inflight=inflight)  # fmt: skip
     needs: dict[int, Need] = {}
@@ -140,6 +144,10 @@ def test_the_fast_placement_leaves_what_the_plain_one_leaves(seed: int) -> None:
     # every bind and unbind undone
     assert np.array_equal(state.requested, before[0])
     assert np.array_equal(state.pod_count, before[1])
+    # and so the pod index: each workload's pods per node, the pods with affinity terms
+    assert {k: dict(v) for k, v in index.live_groups()} == groups
+    assert {k: dict(v) for k, v in index.affinity_groups.items()} == affinity
+    assert index.affine == sum(sum(v.values()) for v in affinity.values())
 
 
 def test_a_pod_slot_is_what_refuses_a_node_with_room() -> None:
@@ -179,3 +187,36 @@ def test_a_placed_pods_anti_affinity_refuses_a_pod_without_terms() -> None:
         left = leftover(state, profile, demands, [(0, 1)], allowed, SHAPES, 0.0, fast=fast,
                         needs=needs)  # fmt: skip
         assert [dict(m) for m in left] == [demands[1].request_map]
+
+
+def test_a_try_lost_before_any_filter_reads_the_pods_leaves_the_state_untouched() -> None:
+    """The fast placement changes the state (unbinds the moved pods, binds the placed ones)
+    only once a filter that reads the placed pods is to run: in a try whose only pod, with a
+    DoNotSchedule spread, finds no staying node with room, the spread filter never runs, and the
+    pod index sees no bind nor unbind (the plain path unbinds the pod and binds it back). The
+    shape holds the pod, so the room's pre-check does not answer first."""
+    state = ClusterState.from_nodes(
+        ["a", "b"],
+        [
+            {"cpu": 8000, "memory": 16 << 30, "pods": 110},
+            {"cpu": 1000, "memory": 8 << 30, "pods": 110},
+        ],
+        labels=[{"zone": "z1"}, {"zone": "z2"}],
+    )
+    rng = random.Random(5)
+    big = _pod(rng, 0, "spread", app="a")
+    big["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "6", "memory": "1Gi"}
+    demands = [parse_pod(big, "pod").demand(state.resources)]
+    state.bind(0, demands[0])
+    index = state.pod_index
+    assert index is not None
+    version = index.version
+    small = [Shape("medium", {"cpu": 6000, "memory": 8 << 30, "pods": 110}, 1.0)]
+    allowed = np.array([False, True])
+    for fast in (True, False):
+        left = leftover(state, load_strategy("kube-default"), demands, [(0, 0)], allowed, small,
+                        0.0, fast=fast, needs={})  # fmt: skip
+        assert [dict(m) for m in left] == [demands[0].request_map]
+        if fast:  # the plain path unbinds and binds it back: two changes
+            assert index.version == version
+    assert index.version == version + 2

@@ -116,6 +116,8 @@ def leftover(
             return _place_detached(state, profile, demands, moves, order, allowed, lost,
                                    seconds, cache, set(pending), launching, masks,
                                    tried)  # fmt: skip
+        return _place_fast(state, profile, demands, moves, order, allowed, lost, seconds,
+                           cache, set(pending), launching, masks)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
@@ -125,9 +127,6 @@ def leftover(
             undo.append((slot, demands[p], True))
         waits = set(pending)
         launching = np.zeros_like(allowed) if inflight is None else inflight & ~allowed
-        if fast:  # (``order`` and ``cache`` made above)
-            return _place_fast(state, profile, demands, order, allowed, lost, seconds, cache,
-                               waits, launching, masks)  # fmt: skip
         free = state.allocatable - state.requested  # kept in step with the binds below
         order = _order(demands, [*pods, *pending])
         for p in order:
@@ -165,6 +164,7 @@ def _place_fast(
     state: ClusterState,
     profile: Profile,
     demands: Sequence[PodDemand],
+    moves: Sequence[tuple[int, int]],
     order: list[int],
     allowed: np.ndarray[Any, Any],
     lost: Lost,
@@ -174,43 +174,91 @@ def _place_fast(
     launching: np.ndarray[Any, Any],
     masks: dict[Any, np.ndarray[Any, Any]] | None = None,
 ) -> list[Mapping[str, int]]:
-    """``leftover``'s placement loop, in its ``order`` (``_order``'s) and first-fit, on the ``allowed`` rows (and the
-    ``launching`` ones for the pending pods, ``waits``) only; the caller unbinds the moved pods
-    before, this undoes its own binds after."""
+    """``leftover``'s placement loop, in its ``order`` (``_order``'s) and first-fit, on the
+    ``allowed`` rows (and the ``launching`` ones for the pending pods, ``waits``) only.
+
+    The room and pod counts of those rows are kept here (the ``moves`` taken off their nodes,
+    each placed pod added). The state itself changes only once a filter that reads it (a
+    dynamic one: ``_need``'s ``plugins``, or every dynamic filter where that is None) is
+    about to run: then the moved pods are unbound and the pods placed so far bound, in that
+    order, as if done from the start, and each later placement is bound too; every bind and
+    unbind is undone before returning. Most tries are lost before any such filter runs
+    (``_left_over``), so they leave the state untouched."""
     rows = np.flatnonzero(allowed | launching)
     staying = allowed[rows]  # the rows a candidate's pod may use
-    # the room per resource (a row each: one contiguous comparison per requested resource),
-    # kept in step with the binds
+    # the room per resource (a row each: one contiguous comparison per requested resource) and
+    # the pod counts, the moved pods taken off (a candidate is among the rows only as a node
+    # still launching), kept in step with each placement
     free = (state.allocatable[rows] - state.requested[rows]).T.copy()
+    counts = state.pod_count[rows].copy()
+    limits = state.allowed_pods[rows]
+    for slot, p in moves:
+        if allowed[slot] or launching[slot]:
+            i = int(np.searchsorted(rows, slot))
+            free[:, i] += demands[p].requests
+            counts[i] -= 1
     everywhere = np.ones(len(rows), dtype=bool)
     static = _static(profile)
     dynamic = _dynamic(profile)
-    counts, allowed_pods, index = state.pod_count, state.allowed_pods, state.pod_index
-    masks = {} if masks is None else masks  # the static filters' verdict per node
-    bound: list[tuple[int, PodDemand]] = []
+    index = state.pod_index
+    whole = {} if masks is None else masks  # the static filters' verdict per node
+    local: dict[Any, np.ndarray[Any, Any]] = {}  # and per row of ``rows``
+    placed: list[tuple[int, PodDemand]] = []  # (node, pod) placed, in order
+    live = False  # the state is the simulation's (a filter that reads it ran)
+    unbound = bound = 0  # the moves taken off the state, the placements bound on it, so far
+    # pods with affinity terms in the index less the moved ones' (None: not counted yet; a
+    # positive bound where the index holds more than the moves), and the placed ones with such
+    # terms
+    base: int | None = None
+    gained = 0
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
     try:
         for p in order:
             demand = demands[p]
-            need = demand.requests
             asked, plugins, lone, _ = needs[p]  # (made by ``leftover``)
             fits = everywhere
             for j, request in asked:  # a resource it does not request passes (NodeResourcesFit)
                 fits = fits & (free[j] >= request)
-            hits = rows[fits if p in waits else fits & staying]
-            if len(hits) and static:
-                # AND is order-free: the static filters first, from a mask per constraints
-                mask = masks.get(demand.constraints)
+            if p not in waits:
+                fits = fits & staying
+            if static and fits.any():
+                # AND is order-free: the static filters too, from a mask per constraints
+                mask = local.get(demand.constraints)
                 if mask is None:
-                    mask = masks[demand.constraints] = _static_mask(state, static, demand, seconds)
-                hits = hits[mask[hits]]
+                    every = whole.get(demand.constraints)
+                    if every is None:
+                        every = whole[demand.constraints] = _static_mask(
+                            state, static, demand, seconds
+                        )
+                    mask = local[demand.constraints] = every[rows]
+                fits = fits & mask
             run = dynamic
             if plugins is not None:  # (``_need``) NodeResourcesFit: the pod count left
-                hits = hits[counts[hits] < allowed_pods[hits]]
+                fits = fits & (counts < limits)
                 run = plugins
-                if lone is not None and index is not None and index.affinity_groups:
-                    run = [*plugins, lone]  # a placed pod has affinity terms: it runs
+                if lone is not None and index is not None:
+                    if live:
+                        affine = bool(index.affinity_groups)
+                    else:  # as it would be: the moved pods' off, the placed ones' on
+                        if base is None:
+                            base = index.affine  # (more than the moves: no need to count)
+                            if base <= len(moves):
+                                base -= sum(1 for _, m in moves if demands[m].affinity is not None)
+                        affine = base + gained > 0
+                    if affine:
+                        run = [*plugins, lone]  # a placed pod has affinity terms: it runs
+            hits = rows[fits]
+            if len(hits) and run and not live:
+                # the filter reads the state: make it the simulation's, then bind on it
+                live = True
+                while unbound < len(moves):
+                    slot, moved = moves[unbound]
+                    state.unbind(slot, demands[moved])
+                    unbound += 1
+                while bound < len(placed):
+                    state.bind(*placed[bound])
+                    bound += 1
             if len(hits) and run:
                 feasible = np.zeros(state.node_count, dtype=bool)
                 feasible[hits] = True
@@ -224,12 +272,19 @@ def _place_fast(
                     return left
                 continue
             target = int(hits[0])
-            state.bind(target, demand)
-            bound.append((target, demand))
-            free[:, int(np.searchsorted(rows, target))] -= need
+            at = int(np.searchsorted(rows, target))
+            free[:, at] -= demand.requests
+            counts[at] += 1
+            placed.append((target, demand))
+            gained += demand.affinity is not None
+            if live:  # the state is the simulation's: bind on it too
+                state.bind(target, demand)
+                bound += 1
     finally:
-        for node, demand in reversed(bound):
+        for node, demand in reversed(placed[:bound]):
             state.unbind(node, demand)
+        for slot, moved in reversed(moves[:unbound]):
+            state.bind(slot, demands[moved])
     return left
 
 

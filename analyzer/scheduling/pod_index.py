@@ -114,6 +114,7 @@ class PodIndex:
         # pods with pod (anti-)affinity terms (upstream ``NodeInfo.PodsWithAffinity``), grouped
         # by their terms (a workload's replicas share them): per node how many carry them
         self.affinity_groups: dict[PodAffinity, dict[int, int]] = {}
+        self.affine = 0  # how many pods those are (``affinity_groups`` non-empty iff > 0)
         # every distinct set of terms ever bound, in order of first bind (never shrinks), and per
         # incoming pod identity which of them match it (``terms_matching``)
         self.term_sets: list[PodAffinity] = []
@@ -155,6 +156,7 @@ class PodIndex:
         if pod.affinity is not None:
             if pod.affinity not in self._term_known:
                 self._new_term_set(pod.affinity)
+            self.affine += step
             per_node = self.affinity_groups.setdefault(pod.affinity, {})
             left = per_node.get(node, 0) + step
             if left:
