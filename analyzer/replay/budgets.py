@@ -75,6 +75,11 @@ class ReplayBudgets:
                 for i in found:
                     members[i].append(pod)
         self.members = [np.array(m, dtype=np.int64) for m in members]
+        # per pod: how many budgets select it, and the first one (-1: none)
+        self.count = np.zeros(len(demands), dtype=np.int64)
+        self.first = np.full(len(demands), -1, dtype=np.int64)
+        for pod, found in self.of_pod.items():
+            self.count[pod], self.first[pod] = len(found), found[0]
 
     def __bool__(self) -> bool:
         return bool(self.of_pod)

@@ -25,6 +25,7 @@ kubernetes-sigs/karpenter (docs/autoscaling.md "Karpenter in the replay"):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -139,7 +140,7 @@ class KarpenterAutoscaler:
         # the pods a PodDisruptionBudget cannot evict or hold: static pods and those tolerating
         # Karpenter's disruption taint (``pod.IsEvictable``)
         tolerant: dict[int, bool] = {}  # per constraints object (shared by many pods)
-        self.unevictable = set()
+        self.evictable = np.ones(len(inp.demands), dtype=bool)
         for p, d in enumerate(inp.demands):
             found = tolerant.get(id(d.constraints))
             if found is None:
@@ -147,7 +148,7 @@ class KarpenterAutoscaler:
                     t.tolerates(DISRUPTED_TAINT) for t in d.constraints.tolerations
                 )
             if found or (inp.pinned[p] and not d.daemonset):
-                self.unevictable.add(p)
+                self.evictable[p] = False
         self.under: set[int] = set()  # the nodes within consolidateAfter at the last pass
         # a list read in a comprehension: the pass sums it for every candidate's pods
         self.costs = [pod_eviction_cost(d.annotations, d.priority) for d in inp.demands]
@@ -580,18 +581,28 @@ class KarpenterAutoscaler:
         """The pods whose eviction a PodDisruptionBudget refuses now (``pdb.Limits``
         ``CanEvictPods``): covered by more than one budget, or by one that allows no eviction.
         DaemonSet pods count; static pods and those tolerating the disruption taint do not."""
-        if not self.budgets:
+        budgets = self.budgets
+        if not budgets:
             return set()
-        skip = self.unevictable
-        on = [p for s in present for p in self.on_node[s] if p not in skip]
-        covering = self.budgets.covering(on)
-        if not covering:
+        on = np.fromiter(chain.from_iterable(self.on_node[s] for s in present), dtype=np.int64)
+        on = on[budgets.count[on] > 0]
+        on = on[self.evictable[on]]
+        if not len(on):
             return set()
-        node_of = np.array(self.bound, dtype=np.int64)
-        status = self.budgets.at(now, node_of, covering, *self.terminating)
-        closed = {i for i, b in zip(covering, status, strict=True) if b.disruptions_allowed < 1}
-        of_pod = self.budgets.of_pod
-        return {p for p in on if len(of_pod.get(p, ())) > 1 or closed & set(of_pod.get(p, ()))}
+        # a pod under two budgets or more is refused whatever they allow; one under one budget
+        # where that budget allows no eviction now
+        many = budgets.count[on] > 1
+        first = budgets.first[on]
+        covering = np.unique(first[~many]).tolist()
+        refused = many
+        if covering:
+            node_of = np.array(self.bound, dtype=np.int64)
+            status = budgets.at(now, node_of, covering, *self.terminating)
+            closed = np.zeros(len(budgets.budgets), dtype=bool)
+            for i, b in zip(covering, status, strict=True):
+                closed[i] = b.disruptions_allowed < 1
+            refused = many | closed[first]
+        return set(on[refused].tolist())
 
     def _destinations(self, now: int, present: list[int]) -> None:
         """The nodes within their ``consolidateAfter`` window now (``IsUnderConsolidateAfter``):
