@@ -21,6 +21,7 @@ removals, additions, scale-ups, evictions, reasons, every pod's node, placement 
 and the command exits 1 if any differs. The same seed gives the same configuration.
 
     .venv/bin/python bench/ca_differential.py [--autoscaler cluster-autoscaler] [--seeds 1000:1100]
+        [--constraints]
 
 On the 2-core VM a CA run takes 0.1-2 s (the plain path simulates every candidate every pass).
 """
@@ -44,6 +45,7 @@ from analyzer.replay.karpenter_setup import parse_karpenter, with_shapes
 from analyzer.scheduling.strategies import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 
+CONSTRAINTS = 0.2  # the share of clusters with pod constraints (``--constraints``: all)
 RECORDS = ("presence", "removed", "added", "scale_ups", "evictions", "reasons")
 PER_POD = ("node", "placed_at", "wait")
 
@@ -71,7 +73,7 @@ def _cluster(rng: random.Random, seed: int, sizes: list[int], hours: list[int]) 
         "nodes": rng.choice(sizes),
         "days": rng.choice(hours) / 24,
         "step": 300,
-        "pod_constraints": rng.random() < 0.2,
+        "pod_constraints": rng.random() < CONSTRAINTS,
     }
     if rng.random() < 0.3:
         spec["churn"] = rng.choice([0.5, 2.0, 4.0])
@@ -174,7 +176,15 @@ def main() -> None:
         "--autoscaler", choices=("cluster-autoscaler", "karpenter"), default="cluster-autoscaler"
     )
     parser.add_argument("--seeds", default="1000:1100", help="FIRST:STOP (STOP not included)")
+    parser.add_argument(
+        "--constraints",
+        action="store_true",
+        help="every cluster with pod constraints (spread, affinity), not a fifth of them",
+    )
     args = parser.parse_args()
+    if args.constraints:
+        global CONSTRAINTS
+        CONSTRAINTS = 1.0
     first, stop = (int(x) for x in args.seeds.split(":"))
     run = cluster_autoscaler if args.autoscaler == "cluster-autoscaler" else karpenter
     differing = 0

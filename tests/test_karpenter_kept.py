@@ -43,6 +43,17 @@ def _demand(state: ClusterState, name: str, cpu: int, memory: int) -> PodDemand:
     return parse_pod(pod, name).demand(state.resources)
 
 
+def _anti(state: ClusterState, app: str) -> PodDemand:
+    """A small pod with a required anti-affinity to ``app`` over zones (label ``zone``)."""
+    term = {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": app}}}
+    spec = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    }
+    meta = {"name": f"anti-{app}", "namespace": "default", "labels": {"app": "guard"}}
+    return parse_pod({"metadata": meta, "spec": spec}, "anti").demand(state.resources)
+
+
 def _try(state: ClusterState, demands: list[PodDemand], moves: Any, allowed: Any, **kw: Any) -> Any:
     reads = Reads()
     left = leftover(
@@ -117,8 +128,9 @@ def test_a_node_that_took_a_pod_leaving_drops_the_answer() -> None:
 
 
 def test_a_kept_answer_is_the_simulations_answer_now() -> None:
-    """Random states, random changes (binds, unbinds, a node leaving or joining): every answer
-    still kept after ``refresh`` is what the simulation gives on the changed state."""
+    """Random states, random changes (binds, unbinds, a node leaving or joining, a pod with a
+    required anti-affinity over zones bound): every answer still kept after ``refresh`` is what
+    the simulation gives on the changed state."""
     outcomes = {"kept": 0, "dropped": 0}
     for seed in range(400):
         state, demands, moves, allowed, pending, inflight = _case(seed)
@@ -133,6 +145,8 @@ def test_a_kept_answer_is_the_simulations_answer_now() -> None:
         for n, p in moves:
             on_node[n].add(p)
         extra = [_demand(state, f"e{i}", rng.choice([250, 500, 1000]), GIB) for i in range(3)]
+        # and a pod whose required anti-affinity over zones refuses app=a or app=b pods
+        extra.append(_anti(state, rng.choice(["a", "b"])))
         everyone = [*demands, *extra]
         launching = [] if inflight is None else np.flatnonzero(inflight & ~allowed).tolist()
         kept = KeptAnswers(state, active, on_node, [False] * len(everyone), everyone, None)
@@ -149,11 +163,11 @@ def test_a_kept_answer_is_the_simulations_answer_now() -> None:
             continue
         kept.put(slots, "k", left, reads)
         for _ in range(rng.randint(1, 3)):
-            change = rng.choice(["bind", "unbind", "leave", "join"])
-            if change == "bind" and staying:
+            change = rng.choice(["bind", "unbind", "leave", "join", "anti"])
+            if change in ("bind", "anti") and staying:
                 node = rng.choice(staying)
                 if state.pod_count[node] < state.allowed_pods[node]:
-                    state.bind(node, extra[2])
+                    state.bind(node, extra[2 if change == "bind" else 3])
                     kept.touch(node, False)
             elif change == "unbind" and held:
                 node, pod = held.pop()
@@ -248,5 +262,57 @@ def test_room_freed_for_the_pod_left_over_drops_the_answer() -> None:
     state.unbind(0, extra)
     kept.touch(0, True)
     assert _try(state, demands, moves, allowed)[0] == []
+    kept.refresh((), (), ())
+    assert kept.get((3,), "k") is None
+
+
+def test_a_pod_with_anti_affinity_placed_anywhere_drops_an_answer_that_skipped_the_check() -> None:
+    """``_anomaly``'s first fit, with zones: n0 in z1, n1 and n2 in z2, and n3 (z1, no room for
+    A or B). While no placed pod has affinity terms the simulation leaves InterPodAffinity out
+    for A and B (they have none), so their answer reads room only: A on n0, B lost. Then x, with
+    a required anti-affinity to app=a over zones, is bound on n3, a node that took none of their
+    pods: A may not go to z1 any more, goes to n1, and B takes n0: the try passes. The kept
+    answer must go."""
+    state = ClusterState.from_nodes(
+        ["n0", "n1", "n2", "c", "n3"],
+        [
+            {"cpu": 1900, "memory": 16 * GIB, "pods": 110},
+            {"cpu": 2000, "memory": 2 * GIB, "pods": 110},
+            {"cpu": 4000, "memory": 4 * GIB, "pods": 110},
+            {"cpu": 4000, "memory": 16 * GIB, "pods": 110},
+            {"cpu": 300, "memory": GIB, "pods": 110},
+        ],
+        labels=[{"zone": "z1"}, {"zone": "z2"}, {"zone": "z2"}, {"zone": "z2"}, {"zone": "z1"}],
+    )
+
+    def pod(name: str, cpu: int, memory: int, app: str, anti: str | None = None) -> PodDemand:
+        spec: dict[str, Any] = {
+            "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": f"{cpu}m", "memory": str(memory)}}}
+            ]
+        }
+        if anti is not None:
+            term = {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": anti}}}
+            spec["affinity"] = {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            }
+        meta = {"name": name, "namespace": "default", "labels": {"app": app}}
+        return parse_pod({"metadata": meta, "spec": spec}, name).demand(state.resources)
+
+    demands = [pod("a", 1500, GIB, "a"), pod("b", 500, 12 * GIB, "b"), pod("x", 100, GIB, "x", "a")]
+    for p in (0, 1):
+        state.bind(3, demands[p])
+    active = np.ones(5, dtype=bool)
+    on_node: list[set[int]] = [set(), set(), set(), {0, 1}, set()]
+    kept = KeptAnswers(state, active, on_node, [False] * 3, demands, None)
+    allowed = np.array([True, True, True, False, True])
+    moves = [(3, 0), (3, 1)]
+    left, reads = _try(state, demands, moves, allowed)
+    assert [m["memory"] for m in left] == [12 * GIB] and reads.rooms and reads.took == {0}
+    kept.refresh((), (), ())
+    kept.put((3,), "k", left, reads)
+    state.bind(4, demands[2])
+    kept.touch(4, False)
+    assert _try(state, demands, moves, allowed)[0] == []  # the try passes now
     kept.refresh((), (), ())
     assert kept.get((3,), "k") is None

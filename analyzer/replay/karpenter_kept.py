@@ -21,7 +21,10 @@ Only answers with pods left over are kept (a try that passes ends the pass). Wha
   change of the node set drops it.
 
 Every answer is dropped when nodes' taints or cordons changed (the static filters), and by the
-caller when the nodes within their ``consolidateAfter`` window grow (fewer destinations).
+caller when the nodes within their ``consolidateAfter`` window grow (fewer destinations). A
+room-only answer made while no placed pod had pod (anti-)affinity terms left InterPodAffinity
+out for its pods (``Reads.alone``): it is dropped once a placed pod has such terms (a required
+anti-affinity over zones refuses pods on nodes that took none of them).
 """
 
 from __future__ import annotations
@@ -107,6 +110,13 @@ class KeptAnswers:
         self.present = present.copy()
         self.disrupting, self.launching = now_disrupting, now_launching
         self.freed, self.taken = set(), set()
+        index = self.state.pod_index
+        if index is not None and index.affine:
+            # a placed pod has affinity terms now: the answers that left InterPodAffinity out
+            # for lack of one may change (its terms may refuse their pods on any node)
+            alone = [k for k, (_, _, reads) in self.answers.items() if reads.alone]
+            for k in alone:
+                del self.answers[k]
         if self.recheck:
             self.recheck = False
             nodes = self._node_states()

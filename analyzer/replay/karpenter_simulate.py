@@ -113,11 +113,13 @@ def leftover(
             if reads is not None:
                 reads.rooms, tried = True, []
                 reads.tried = tried
+                # (``_detached``: a pod with ``lone`` only while no placed pod has terms)
+                reads.alone = any(cache[p].lone is not None for p in order)
             return _place_detached(state, profile, demands, moves, order, allowed, lost,
                                    seconds, cache, set(pending), launching, masks,
                                    tried)  # fmt: skip
         return _place_fast(state, profile, demands, moves, order, allowed, lost, seconds,
-                           cache, set(pending), launching, masks)  # fmt: skip
+                           cache, set(pending), launching, masks, reads)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
@@ -173,6 +175,7 @@ def _place_fast(
     waits: set[int],
     launching: np.ndarray[Any, Any],
     masks: dict[Any, np.ndarray[Any, Any]] | None = None,
+    reads: Reads | None = None,
 ) -> list[Mapping[str, int]]:
     """``leftover``'s placement loop, in its ``order`` (``_order``'s) and first-fit, on the
     ``allowed`` rows (and the ``launching`` ones for the pending pods, ``waits``) only.
@@ -183,7 +186,10 @@ def _place_fast(
     about to run: then the moved pods are unbound and the pods placed so far bound, in that
     order, as if done from the start, and each later placement is bound too; every bind and
     unbind is undone before returning. Most tries are lost before any such filter runs
-    (``_left_over``), so they leave the state untouched."""
+    (``_left_over``), so they leave the state untouched; such an answer read what
+    ``_place_detached``'s reads (the room, pod counts and static filters of the rows, first
+    fit), and whether a placed pod had affinity terms: ``reads`` says so (``rooms``, ``tried``,
+    ``alone``), and says nothing of an answer that ran a filter reading the state."""
     rows = np.flatnonzero(allowed | launching)
     staying = allowed[rows]  # the rows a candidate's pod may use
     # the room per resource (a row each: one contiguous comparison per requested resource) and
@@ -211,6 +217,8 @@ def _place_fast(
     # terms
     base: int | None = None
     gained = 0
+    alone = False  # InterPodAffinity left out for a pod without terms: no placed pod had any
+    tried: list[tuple[int, int]] = []  # each pod tried and the node that took it (-1: none)
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
     try:
@@ -246,6 +254,7 @@ def _place_fast(
                             if base <= len(moves):
                                 base -= sum(1 for _, m in moves if demands[m].affinity is not None)
                         affine = base + gained > 0
+                        alone = alone or not affine
                     if affine:
                         run = [*plugins, lone]  # a placed pod has affinity terms: it runs
             hits = rows[fits]
@@ -268,10 +277,12 @@ def _place_fast(
                         break
                 hits = np.flatnonzero(feasible)
             if not len(hits):
+                tried.append((p, -1))
                 if _left_over(demand, left, total, lost, p in waits):
                     return left
                 continue
             target = int(hits[0])
+            tried.append((p, target))
             at = int(np.searchsorted(rows, target))
             free[:, at] -= demand.requests
             counts[at] += 1
@@ -285,6 +296,8 @@ def _place_fast(
             state.unbind(node, demand)
         for slot, moved in reversed(moves[:unbound]):
             state.bind(slot, demands[moved])
+        if reads is not None and not live:
+            reads.rooms, reads.tried, reads.alone = True, tried, alone
     return left
 
 
@@ -399,11 +412,15 @@ class Reads:
     nodes' room and pod counts only (the room pre-check, or ``_place_detached``); ``tried``,
     for a placement, each pod it tried, in order, and the node that took it (-1: none; None:
     the pre-check, which read every pod's requests and the room summed); ``pending``, whether
-    it scheduled pending pods too."""
+    it scheduled pending pods too; ``alone``, whether it relied on no placed pod having affinity
+    terms (InterPodAffinity left out for its pods without terms)."""
 
     rooms: bool = False
     tried: list[tuple[int, int]] | None = None
     pending: bool = False
+    # InterPodAffinity was left out for a pod without terms because no placed pod had
+    # affinity terms (``_need``'s ``lone``): a pod with terms placed anywhere may change it
+    alone: bool = False
 
     @cached_property
     def took(self) -> set[int]:
