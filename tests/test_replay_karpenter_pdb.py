@@ -82,3 +82,19 @@ def test_only_the_node_of_the_budgets_pod_is_held(tmp_path: Path) -> None:
     assert row["nodes_removed"] == 1 and row["pods_evicted"] == 1
     held = row["unremovable_reasons_node_hours"]["PodDisruptionBudget"]
     assert held == pytest.approx(2 - 10 / 3600, abs=1e-6)
+
+
+def test_an_empty_selector_covers_every_pod_of_its_namespace(tmp_path: Path) -> None:
+    # policy/v1: selector {} selects every pod of the namespace (Karpenter reads it through
+    # LabelSelectorAsSelector), though kube-scheduler's preemption skips an empty selector; no
+    # pod here carries app=web
+    row = _row(tmp_path, [{"selector": {}, "maxUnavailable": 0}], labelled="")
+    assert row["nodes_removed"] == 0 and row["pods_evicted"] == 0
+    held = row["unremovable_reasons_node_hours"]["PodDisruptionBudget"]
+    assert held == pytest.approx(3 * (2 - 10 / 3600), abs=1e-6)
+
+
+def test_a_budget_without_a_selector_covers_no_pod(tmp_path: Path) -> None:
+    # a nil selector selects nothing: the node goes as with no budget
+    row = _row(tmp_path, [{"selector": None, "maxUnavailable": 0}])
+    assert row["nodes_removed"] == 1 and row["pods_evicted"] == 1

@@ -1,4 +1,4 @@
-"""PodDisruptionBudgets in the replay's preemption: each budget's ``disruptionsAllowed`` now.
+"""PodDisruptionBudgets in the replay (preemption, autoscalers' drains): ``disruptionsAllowed`` now.
 
 A snapshot keeps its PodDisruptionBudgets (``kube_objects.json``: namespace, name, spec and the
 status counts at collection time). The collected status describes the real cluster at one
@@ -7,8 +7,11 @@ write at the instant of each preemption attempt, from the budget's spec and the 
 (``analyzer.scheduling.pdb.disruptions_allowed_for``):
 
 - the budget's pods: the snapshot's pods of its namespace whose labels its ``spec.selector``
-  matches (a budget with an empty selector is left out: the scheduler's
-  ``filterPodsWithPDBViolation`` skips it);
+  matches as ``metav1.LabelSelectorAsSelector`` reads it, the autoscalers' reading
+  (cluster-autoscaler ``core/scaledown/pdb/basic.go``, Karpenter ``pkg/utils/pdb``): an empty
+  selector ``{}`` selects every pod of the namespace, a missing one none. The scheduler's
+  preemption skips a budget with an empty selector (``filterPodsWithPDBViolation``); it reads
+  each budget's own ``selects``, so such a budget, derived here, changes none of its choices;
 - expected pods: those of the budget's pods that exist at that instant — arrived and not yet
   departed in the snapshot, whether running, terminating or waiting (a preempted pod is
   recreated by its controller and waits: it is still expected), less the pods the replay itself
@@ -53,7 +56,7 @@ class ReplayBudgets:
         departure: Int64Array,
         pinned: BoolArray,
     ) -> None:
-        self.budgets = [b for b in budgets if not b.selector.empty]
+        self.budgets = [b for b in budgets if not b.selector.nothing]
         self.arrival, self.departure, self.pinned = arrival, departure, pinned
         # pods sharing a namespace and a labels object (input.py parses each distinct text
         # once) are matched once
@@ -67,7 +70,7 @@ class ReplayBudgets:
                 found = tuple(
                     i
                     for i, b in enumerate(self.budgets)
-                    if b.selects(demand.namespace, demand.labels)
+                    if b.namespace == demand.namespace and b.selector.matches(demand.labels)
                 )
                 seen[key] = found
             if found:
