@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -261,10 +263,10 @@ def _place_fast(
             if len(hits) and run and not live:
                 # the filter reads the state: make it the simulation's, then bind on it
                 live = True
-                while unbound < len(moves):
-                    slot, moved = moves[unbound]
-                    state.unbind(slot, demands[moved])
-                    unbound += 1
+                for slot, group in groupby(moves, key=itemgetter(0)):  # a candidate's pods
+                    taken = [demands[moved] for _, moved in group]
+                    state.unbind_many(slot, taken)
+                    unbound += len(taken)
                 while bound < len(placed):
                     state.bind(*placed[bound])
                     bound += 1
@@ -294,8 +296,8 @@ def _place_fast(
     finally:
         for node, demand in reversed(placed[:bound]):
             state.unbind(node, demand)
-        for slot, moved in reversed(moves[:unbound]):
-            state.bind(slot, demands[moved])
+        for slot, group in groupby(reversed(moves[:unbound]), key=itemgetter(0)):
+            state.bind_many(slot, [demands[moved] for _, moved in group])
         if reads is not None and not live:
             reads.rooms, reads.tried, reads.alone = True, tried, alone
     return left

@@ -144,6 +144,31 @@ class PodIndex:
                 self._track(node, removed, -1)
                 return
 
+    def remove_many(self, node: int, pods: list[PlacedPod]) -> None:
+        """``remove`` of each of ``pods`` from ``node`` in turn, the node's list walked once:
+        each takes the first entry with its namespace/name/uid not taken by an earlier one."""
+        wanted: dict[tuple[str, str, str], int] = {}
+        for pod in pods:
+            key = (pod.namespace, pod.name, pod.uid)
+            wanted[key] = wanted.get(key, 0) + 1
+        kept: list[PlacedPod] = []
+        found: dict[tuple[str, str, str], list[PlacedPod]] = {}
+        for other in self.pods[node]:
+            key = (other.namespace, other.name, other.uid)
+            if wanted.get(key, 0):
+                wanted[key] -= 1
+                found.setdefault(key, []).append(other)
+            else:
+                kept.append(other)
+        self.pods[node][:] = kept
+        for pod in pods:
+            entries = found.get((pod.namespace, pod.name, pod.uid))
+            if entries:
+                removed = entries.pop(0)
+                self.version += 1
+                self._update(node, removed, -1)
+                self._track(node, removed, -1)
+
     def _track(self, node: int, pod: PlacedPod, step: int) -> None:
         """Terminating pods' groups and the pods with affinity terms (nothing for most pods)."""
         if pod.terminating:
