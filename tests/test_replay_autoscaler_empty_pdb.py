@@ -14,15 +14,11 @@ deletes it ten minutes later.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
+from autoscaled_row import autoscaled_row
 from replay_fixtures import GI, N, P, build
-
-from analyzer.cli import main
-from analyzer.core.snapshot import write_snapshot
 
 
 def _row(tmp_path: Path, budget: dict[str, Any] | None, namespace: str = "default") -> Any:
@@ -32,18 +28,8 @@ def _row(tmp_path: Path, budget: dict[str, Any] | None, namespace: str = "defaul
     if budget is not None:
         pdb = {"namespace": namespace, "name": "all", "spec": budget}
         snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
-    write_snapshot(snap, tmp_path / "snap")
-    config = tmp_path / "config.yaml"
-    config.write_text("autoscaler:\n  node-groups: {pool: {minSize: 0}}\n")
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(config), "whatif", str(tmp_path / "snap"), "--strategy",
-         "kube-default", "--workers", "1", "--format", "json", "--autoscaler",
-         "cluster-autoscaler"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
-    return row
+    config = "autoscaler:\n  node-groups: {pool: {minSize: 0}}\n"
+    return autoscaled_row(tmp_path, snap, "cluster-autoscaler", config)
 
 
 def test_without_a_budget_one_node_goes(tmp_path: Path) -> None:

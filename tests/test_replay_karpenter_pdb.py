@@ -13,16 +13,12 @@ node goes (``test_replay_karpenter``: chosen at the 0:10 pass).
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from autoscaled_row import autoscaled_row
 from replay_fixtures import GI, N, P, build
-
-from analyzer.cli import main
-from analyzer.core.snapshot import write_snapshot
 
 WEB = '{"app": "web"}'
 
@@ -41,17 +37,7 @@ def _row(tmp_path: Path, budgets: list[dict[str, Any]], labelled: str = "abc") -
         for i, spec in enumerate(budgets)
     ]  # fmt: skip
     snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": objects})
-    write_snapshot(snap, tmp_path / "snap")
-    config = tmp_path / "config.yaml"
-    config.write_text("autoscaler: {}\n")
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(config), "whatif", str(tmp_path / "snap"), "--strategy",
-         "kube-default", "--workers", "1", "--format", "json", "--autoscaler", "karpenter"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
-    return dict(row)
+    return autoscaled_row(tmp_path, snap, "karpenter", "autoscaler: {}\n")
 
 
 def test_a_budget_that_allows_no_eviction_keeps_every_node(tmp_path: Path) -> None:
