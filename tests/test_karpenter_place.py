@@ -5,9 +5,9 @@ The plain path runs every filter of the profile on every node for each pod; the 
 the resource check on the allowed rows, the static filters once per pod constraints and, per pod,
 leaves out the dynamic filters whose own code passes every node then (``_need``: NodeResourcesFit
 reduced to the pod count, NodePorts without host ports, PodTopologySpread without a
-DoNotSchedule constraint, InterPodAffinity while no placed pod has affinity terms), and where
-every pod's dynamic filters are left out keeps the room and pod counts itself without binding
-(``_place_detached``). The states here exercise each of those: nodes one pod short of their pod
+DoNotSchedule constraint, InterPodAffinity while no placed pod has affinity terms), keeping
+the room and pod counts itself and binding only once a filter that reads the placed pods is to
+run (``_place_fast``). The states here exercise each of those: nodes one pod short of their pod
 limit, pods with a host port, pods with a DoNotSchedule spread over zones, pods with required
 anti-affinity placed on the staying nodes, pods asking for an extended resource few nodes
 offer, pending pods, nodes only pending pods may use (a candidate among them at times), and

@@ -6,8 +6,8 @@ again is the one the simulation would give now (``tests/test_karpenter_kept.py``
 Only answers with pods left over are kept (a try that passes ends the pass). What an answer read
 (``karpenter_simulate.Reads``):
 
-- **room only** (the room pre-check, or a placement whose pods have no filter that reads the
-  pods placed: ``_detached``): the staying nodes' room and pod counts, first fit. Fewer room on
+- **room only** (the room pre-check, or a placement that ran no filter reading the pods
+  placed: ``_place_fast``): the staying nodes' room and pod counts, first fit. Fewer room on
   a node that took none of its pods changes nothing (every pod that passed that node still
   does not fit it; first fit is not monotone, so room taken on a node that took one of its pods
   may change where the next ones go, and so may that node leaving or starting to be

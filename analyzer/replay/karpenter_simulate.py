@@ -110,16 +110,6 @@ def leftover(
                 cache[p] = _need(state, demands[p], dynamic)
         # ``_order``'s order, from each pod's kept key
         order = sorted(everyone, key=lambda p: (cache[p].key, p))
-        if _detached(state, demands, order, cache):
-            tried: list[tuple[int, int]] | None = None
-            if reads is not None:
-                reads.rooms, tried = True, []
-                reads.tried = tried
-                # (``_detached``: a pod with ``lone`` only while no placed pod has terms)
-                reads.alone = any(cache[p].lone is not None for p in order)
-            return _place_detached(state, profile, demands, moves, order, allowed, lost,
-                                   seconds, cache, set(pending), launching, masks,
-                                   tried)  # fmt: skip
         return _place_fast(state, profile, demands, moves, order, allowed, lost, seconds,
                            cache, set(pending), launching, masks, reads)  # fmt: skip
     undo: list[tuple[int, PodDemand, bool]] = []
@@ -188,10 +178,11 @@ def _place_fast(
     about to run: then the moved pods are unbound and the pods placed so far bound, in that
     order, as if done from the start, and each later placement is bound too; every bind and
     unbind is undone before returning. Most tries are lost before any such filter runs
-    (``_left_over``), so they leave the state untouched; such an answer read what
-    ``_place_detached``'s reads (the room, pod counts and static filters of the rows, first
-    fit), and whether a placed pod had affinity terms: ``reads`` says so (``rooms``, ``tried``,
-    ``alone``), and says nothing of an answer that ran a filter reading the state."""
+    (``_left_over``), and where every pod's dynamic filters are left out none runs at all:
+    such a try leaves the state untouched, and its answer read only the room, pod counts and
+    static filters of the rows (first fit) and whether a placed pod had affinity terms:
+    ``reads`` says so (``rooms``, ``tried``, ``alone``), and says nothing of an answer that
+    ran a filter reading the state."""
     rows = np.flatnonzero(allowed | launching)
     staying = allowed[rows]  # the rows a candidate's pod may use
     # the room per resource (a row each: one contiguous comparison per requested resource) and
@@ -324,94 +315,11 @@ def _static_mask(
     return mask
 
 
-def _detached(
-    state: ClusterState, demands: Sequence[PodDemand], order: list[int], needs: dict[int, Need]
-) -> bool:
-    """Whether the fast placement of ``order`` reads of the placed pods only the room and pod
-    counts it can keep itself (``_place_detached``): every pod's dynamic filters all left out
-    by ``_need`` (InterPodAffinity too: no placed pod has affinity terms now, and none of these
-    pods has any, so none will while they move), and no per-GPU device state."""
-    if state.devices is not None:
-        return False
-    lone = False
-    for p in order:
-        need = needs[p]  # (made by ``leftover``)
-        if need.plugins != [] or demands[p].affinity is not None:
-            return False
-        lone = lone or need.lone is not None
-    index = state.pod_index
-    return not (lone and index is not None and index.affinity_groups)
-
-
-def _place_detached(
-    state: ClusterState,
-    profile: Profile,
-    demands: Sequence[PodDemand],
-    moves: Sequence[tuple[int, int]],
-    order: list[int],
-    allowed: np.ndarray[Any, Any],
-    lost: Lost,
-    seconds: float,
-    needs: dict[int, Need],
-    waits: set[int],
-    launching: np.ndarray[Any, Any],
-    masks: dict[Any, np.ndarray[Any, Any]] | None = None,
-    tried: list[tuple[int, int]] | None = None,
-) -> list[Mapping[str, int]]:
-    """``_place_fast`` where ``_detached`` holds: the same order and first fit, with the room and
-    pod counts kept here (the moved pods taken off their nodes, each placed pod added) and the
-    state left as it is (no bind nor unbind: nothing else this placement reads changes).
-    ``tried``: filled with each pod tried and the node that took it (-1: none), in order."""
-    rows = np.flatnonzero(allowed | launching)
-    free = (state.allocatable[rows] - state.requested[rows]).T.copy()
-    counts = state.pod_count[rows].copy()
-    limits = state.allowed_pods[rows]
-    for slot, p in moves:  # (a candidate among the rows only as a node still launching)
-        if allowed[slot] or launching[slot]:
-            i = int(np.searchsorted(rows, slot))
-            free[:, i] += demands[p].requests
-            counts[i] -= 1
-    # the rows with a pod slot left: for a pending pod, and for a candidate's (staying only)
-    slots = {True: counts < limits}
-    slots[False] = slots[True] & allowed[rows]
-    static = _static(profile)
-    whole = {} if masks is None else masks  # the static filters' verdict per node
-    local: dict[Any, np.ndarray[Any, Any]] = {}  # and per row of ``rows``
-    left: list[Mapping[str, int]] = []
-    total: dict[str, int] = {}
-    for p in order:
-        demand = demands[p]
-        ok = slots[p in waits]
-        for j, request in needs[p].asked:  # the resources it requests (NodeResourcesFit)
-            ok = ok & (free[j] >= request)
-        if static:
-            mask = local.get(demand.constraints)
-            if mask is None:
-                every = whole.get(demand.constraints)
-                if every is None:
-                    every = whole[demand.constraints] = _static_mask(state, static, demand, seconds)
-                mask = local[demand.constraints] = every[rows]
-            ok = ok & mask
-        target = int(ok.argmax()) if len(ok) else 0  # the first row that passes (node order)
-        if not len(ok) or not ok[target]:
-            if tried is not None:
-                tried.append((p, -1))
-            if _left_over(demand, left, total, lost, p in waits):
-                return left
-            continue
-        free[:, target] -= demand.requests
-        counts[target] += 1
-        if tried is not None:
-            tried.append((p, int(rows[target])))
-        if counts[target] >= limits[target]:
-            slots[True][target] = slots[False][target] = False
-    return left
-
-
 @dataclass
 class Reads:
     """What a try's answer read of the state (``karpenter_kept``): ``rooms``, the staying
-    nodes' room and pod counts only (the room pre-check, or ``_place_detached``); ``tried``,
+    nodes' room and pod counts only (the room pre-check, or a placement that ran no filter
+    reading the placed pods); ``tried``,
     for a placement, each pod it tried, in order, and the node that took it (-1: none; None:
     the pre-check, which read every pod's requests and the room summed); ``pending``, whether
     it scheduled pending pods too; ``alone``, whether it relied on no placed pod having affinity
