@@ -73,8 +73,10 @@ from analyzer.replay.strategy import OBSERVED as OBSERVED
 from analyzer.replay.strategy import OBSERVED_STRATEGY as OBSERVED_STRATEGY
 from analyzer.replay.strategy import Strategy as Strategy
 from analyzer.replay.terminations import Terminations
+from analyzer.replay.topology import TopologyCheck
 from analyzer.scheduling.gpu.devices import attach_devices
 from analyzer.scheduling.queue_order import queue_rank as priority_rank
+from analyzer.scheduling.requeue import Requeue
 
 # the second word of the seed of DefaultPreemption's candidate offsets (a stream of their own)
 PREEMPTION_STREAM = 1
@@ -135,6 +137,12 @@ def replay(
         cache = ScoreCache(
             strategy.profile, state, active, dynamic=feed is not None, rescore_all=rescore_all
         )
+    # waiting pods the topology plugins refuse are retried when a pod they read moves
+    # (``analyzer.scheduling.requeue``), not only when room grows
+    requeue = None
+    if cache is not None and profile is not None and TopologyCheck(profile, state).present:
+        namespaces = state.objects.namespaces
+        requeue = Requeue(lambda ns: n.labels if (n := namespaces.get(ns)) is not None else None)
     rec = Recorder(inp.pod_count, inp.start, inp.end)
     on_node: list[set[int]] = [set() for _ in inp.node_names]
     bound = [-1] * inp.pod_count
@@ -215,6 +223,8 @@ def replay(
             )
         if cache is not None:
             cache.touch(node)
+        if requeue is not None:
+            requeue.note(demands[pod])
         if feed is not None:
             feed.bound(pod, node, now)
 
@@ -233,9 +243,16 @@ def replay(
             pre.unbound(pod)
         if cache is not None:
             cache.touch(node)
+        if requeue is not None:
+            requeue.note(demands[pod])
         if feed is not None:
             feed.unbound(pod, node, now)
         return node
+
+    def nodes_moved() -> None:
+        """A node joined, left, or its taints or cordon changed."""
+        if requeue is not None:
+            requeue.nodes_changed()
 
     def enqueue(pod: int, now: int, reason: Refusal) -> None:
         queue.add(pod)
@@ -304,6 +321,7 @@ def replay(
         nodes, opened = timeline.apply(state, now)
         changed.extend(opened)
         if nodes:
+            nodes_moved()
             if cache is not None:
                 cache.node_state_changed(nodes)
             if counter is not None:
@@ -330,14 +348,24 @@ def replay(
         """One pass over this instant's arrivals and the pending pods that may fit now, merged in
         queue order (``analyzer.scheduling.queue_order``); a pending pod's failure ends its
         group's turn, arrivals are always tried; pods that fail wait."""
-        retry = bool((changed or everything) and queue and cache is not None)
+        moved = requeue is not None and requeue.pending
+        retry = bool((changed or everything or moved) and queue and cache is not None)
+        if requeue is not None and not queue:
+            requeue.forget()
         if not retry and not arriving:
             return  # nothing to try (e.g. an instant of the autoscaler's own)
         failed: set[bytes] = set()
         pending: Iterator[int] = iter(())
         if retry and cache is not None:
             heads = queue.representatives()
-            hopeful = heads if everything else cache.may_fit(heads, inp.demands, changed)
+            if everything:
+                hopeful = heads
+            else:
+                hopeful = cache.may_fit(heads, inp.demands, changed) if changed else []
+            if requeue is not None:  # the topology plugins' hints (the record read either way)
+                fit = set(hopeful)
+                rest = [] if everything else [p for p in heads if p not in fit]
+                hopeful = [*hopeful, *requeue.admitted(rest, demands.__getitem__, queue.group_of)]
             pending = queue.in_order({queue.group_of(p) for p in hopeful}, failed)
         placed: list[int] = []
         waiting: list[tuple[int, Refusal]] = []
@@ -349,8 +377,12 @@ def replay(
                     why.ended(head)
                 else:
                     refused(head, now)
+                    if requeue is not None:
+                        requeue.tried(queue.group_of(head))
                     if not preempt(head, now):  # nominated: the rest of its group still try
-                        failed.add(queue.group_of(head))  # capacity only shrank: they fail too
+                        # capacity only shrank: they fail too (a bind that may open a node to
+                        # the topology plugins has the group tried again after the pass)
+                        failed.add(queue.group_of(head))
                 head = next(pending, None)
             if pod is None:
                 break
@@ -361,6 +393,8 @@ def replay(
                     rec.abandoned[pod] = True
             elif not try_place(pod, now):
                 waiting.append((pod, refused(pod, now)))
+                if requeue is not None:
+                    requeue.tried(queue.group_of(pod))
                 preempt(pod, now)
         for pod in placed:
             queue.remove(pod)
@@ -373,6 +407,7 @@ def replay(
         assert scaler is not None and cache is not None
         for slot in scaler.ready(now):
             active[slot] = True
+            nodes_moved()
             changed.append(slot)
             cache.touch(slot)
         drained: list[int] = []
@@ -380,11 +415,13 @@ def replay(
         tainted = scaler.node_changes()
         if tainted:  # the autoscaler tainted nodes (Karpenter's candidates being replaced)
             cache.node_state_changed(tainted)
+            nodes_moved()
             if counter is not None:
                 counter.static_changed()
             scaler.reads_changed()
         for slot in removing:
             active[slot] = False
+            nodes_moved()
             cache.touch(slot)
             gone = []
             for pod in sorted(on_node[slot], key=lambda p: seq[p]):
@@ -462,6 +499,7 @@ def replay(
                     why.ended(item)
             elif kind == NODE_LEAVE:
                 active[item] = False
+                nodes_moved()
                 if cache is not None:
                     cache.touch(item)
                     for pod in sorted(on_node[item], key=lambda p: seq[p]):
@@ -475,6 +513,7 @@ def replay(
                             back.append(pod)  # tried at once with the arrivals
             else:  # NODE_JOIN
                 active[item] = True
+                nodes_moved()
                 changed.append(item)
                 if cache is not None:
                     cache.touch(item)
@@ -492,6 +531,10 @@ def replay(
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
         step(now, changed, refreshed, arriving)
+        while requeue is not None and requeue.pending and queue:
+            # pods bound in the pass that may open a node to a waiting pod the topology plugins
+            # refused before them (kube-scheduler requeues it at the bind): one more pass
+            step(now, [], False, [])
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
             if fresh:  # one still waiting became unschedulable now (not placed since)

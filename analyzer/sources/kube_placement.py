@@ -20,7 +20,7 @@ evict lower-priority pods (``analyzer.sources.lifecycle_loop``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,12 +41,15 @@ from analyzer.scheduling.plugins.defaultpreemption import (
     node_statuses,
     preempt,
 )
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.pod_cells import (
     controller_from_owner,
     labels_from_cell,
     topology_from_cells,
 )
 from analyzer.scheduling.preemption_scenario import preemption_plugin
+from analyzer.scheduling.requeue import Requeue
 from analyzer.sources.placement import ClusterState, PlacementRequest, Running
 
 
@@ -167,6 +170,21 @@ class KubePlacer:
 
     def _demand(self, pod: PlacementRequest, core: CoreState) -> PodDemand:
         return self.mirror.demand(pod, core)
+
+    def requeue(
+        self, state: ClusterState
+    ) -> tuple[Requeue, Callable[[PlacementRequest], PodDemand]] | None:
+        """The topology plugins' retry rule for the generator's loop on ``state``
+        (``analyzer.scheduling.requeue``, as the replay runs it) and the demand of a request;
+        None when the profile has neither plugin."""
+        if not any(
+            isinstance(f, (PodTopologySpread, InterPodAffinity)) for f in self.profile.filters
+        ):
+            return None
+        core = self._state(state)
+        namespaces = core.objects.namespaces
+        rule = Requeue(lambda ns: n.labels if (n := namespaces.get(ns)) is not None else None)
+        return rule, lambda pod: self.mirror.demand(pod, core)
 
     def __call__(self, pod: PlacementRequest, state: ClusterState) -> int | None:
         if pod.daemonset:  # DaemonSet pods stay on their node, as in every replay

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from analyzer.scheduling.kube_objects import from_kept
 from analyzer.scheduling.queue_order import TERMINATION_GRACE, may_fit, queue_rank
+from analyzer.scheduling.requeue import Requeue
+from analyzer.scheduling.state import PodDemand
 from analyzer.sources.autoscaled_nodes import NodeAutoscaler
 from analyzer.sources.catalog import PRIORITY_CLASSES
 from analyzer.sources.lifecycle import JOB_TTL, Describe, Pod, SpecResources, _Names
@@ -146,6 +148,22 @@ def run_lifecycles(
     slots = state.resources.index("pods")
     on_node: list[set[int]] = [set() for _ in state.nodes]  # with an autoscaler: its pods
     scaled = [*columns, slots]  # the autoscaler's columns: cpu, memory, pods
+    # waiting pods the topology plugins refuse are retried when a pod they read moves, as in
+    # the replay (``analyzer.scheduling.requeue``); a placer without the plugins has no rule
+    topology = getattr(place, "requeue", None)
+    rule: tuple[Requeue, Callable[[PlacementRequest], PodDemand]] | None = (
+        None if topology is None else topology(state)
+    )
+    requeue = None if rule is None else rule[0]
+
+    def demand_of(j: int) -> PodDemand:
+        request = pods[j].request
+        assert rule is not None and request is not None  # pending and moved pods were offered
+        return rule[1](request)
+
+    def moved(i: int) -> None:
+        if requeue is not None:
+            requeue.note(demand_of(i))
 
     def rank(i: int) -> int:
         return queue_rank(priority(pods[i]), pods[i].created * _NS, i)
@@ -162,6 +180,7 @@ def run_lifecycles(
         if not 0 <= node < len(state.nodes):  # ``allowed`` is advice: a placer may ignore it
             raise ValueError(f"placer chose node {node} for pod {pod.uid}: no such node")
         state.bind(node, pod.request)
+        moved(i)
         pod.node = node
         pod.scheduled = now
         pod.started = now + int(rng.integers(2, 8)) + (30 if pod.spec.init_containers else 0)
@@ -246,6 +265,7 @@ def run_lifecycles(
         assert pod.request is not None
         freed = pod.node
         state.unbind(freed, pod.request)
+        moved(i)
         running.discard(i)
         on_node[freed].discard(i)
         pod.finished = now
@@ -312,11 +332,14 @@ def run_lifecycles(
             lambda j: pods[j].created,
         )
         changed.extend(decision.joined)
+        if requeue is not None and (decision.joined or decision.deleted):
+            requeue.nodes_changed()
         replacements = []
         for j in decision.evicted:  # not as a Job pod ending: no retry of it
             victim = pods[j]
             assert victim.request is not None
             state.unbind(victim.node, victim.request)  # its node takes no pods (it is going)
+            moved(j)
             running.discard(j)
             on_node[victim.node].discard(j)
             # terminating for its grace period, then gone
@@ -326,6 +349,19 @@ def run_lifecycles(
             pods.append(new)
             replacements.append(len(pods) - 1)
         return replacements
+
+    def admitted(requeue: Requeue, known: set[int]) -> set[int]:
+        """The pending pods of the groups ``requeue`` admits (one asked per group)."""
+        heads: dict[tuple[object, ...], int] = {}
+        members: dict[tuple[object, ...], list[int]] = {}
+        for j in pending:
+            if j in known:
+                continue
+            group = _group(pods[j])
+            heads.setdefault(group, j)
+            members.setdefault(group, []).append(j)
+        found = requeue.admitted(list(heads.values()), demand_of, lambda j: _group(pods[j]))
+        return {j for head in found for j in members[_group(pods[head])]}
 
     while events or (autoscaler is not None and autoscaler.due() <= end):
         now = events[0][0] if events else end + 1
@@ -349,17 +385,29 @@ def run_lifecycles(
             pod.request = _request(pod, pools_arr, closed, specs, masks, describe)
             fresh.append(i)
         retried = set(hopeful(changed))
-        dropped: set[tuple[object, ...]] = set()
-        for i in sorted([*fresh, *retried], key=rank):
-            if i in retried and _group(pods[i]) in dropped:
-                continue  # its group failed earlier in this pass
-            if bind(i, now):
-                pending.discard(i)
-                continue
-            nominated = preempt(i, now)
-            pending.add(i)
-            if i in retried and not nominated:
-                dropped.add(_group(pods[i]))
+        if requeue is not None and not pending:
+            requeue.forget()
+        while True:
+            if requeue is not None and requeue.pending and pending:
+                retried |= admitted(requeue, retried)
+            dropped: set[tuple[object, ...]] = set()
+            for i in sorted([*fresh, *retried], key=rank):
+                if i in retried and _group(pods[i]) in dropped:
+                    continue  # its group failed earlier in this pass
+                if bind(i, now):
+                    pending.discard(i)
+                    continue
+                nominated = preempt(i, now)
+                pending.add(i)
+                if requeue is not None:
+                    requeue.tried(_group(pods[i]))
+                if i in retried and not nominated:
+                    dropped.add(_group(pods[i]))
+            # pods bound in the pass that may open a node to a waiting pod the topology
+            # plugins refused before them: one more pass (the replay's rule)
+            if requeue is None or not requeue.pending or not pending:
+                break
+            fresh, retried = [], set()
     for pod in pods:
         if pod.deleted is not None and pod.deleted > end:
             pod.deleted = None
