@@ -192,6 +192,7 @@ class ReplayPreemption:
             else np.zeros((0, len(state.resources)), dtype=np.int64)
         )
         self.running: Counter[int] = Counter()  # priority -> placed pods running
+        self._freed_kept: _Freed | None = None  # ``_freed``'s last answer
         self.deleting = np.zeros(count, dtype=bool)  # victims terminating (still bound)
         self.gone = np.zeros(count, dtype=bool)  # victims deleted for good (budgets: not expected)
         self.attempts = 0
@@ -313,8 +314,13 @@ class ReplayPreemption:
         unschedulable = np.zeros(state.node_count, dtype=bool)
         undecided = np.ones(state.node_count, dtype=bool)  # refused by no filter so far
         static = np.ones(state.node_count, dtype=bool)
+        # the topology filters' answers of the failed choose just before, when still valid
+        filtered = getattr(self.journal, "filtered", None)
+        kept = filtered(demand, seconds) if filtered is not None else {}
         for plugin in self._filters(self.profile.filters, demand):
-            passed = plugin.filter(state, demand, seconds).feasible
+            passed = kept.get(id(plugin))
+            if passed is None:
+                passed = plugin.filter(state, demand, seconds).feasible
             feasible &= passed
             if plugin.name not in UNRESOLVABLE_FILTERS:  # node_statuses: the first refuser's code
                 unschedulable |= undecided & ~passed
@@ -448,20 +454,30 @@ class ReplayPreemption:
         ok = np.ones(count, dtype=bool)
         if not self.fit:
             return ok
-        lower = np.flatnonzero((self.node >= 0) & (self.prio < priority))
-        where = self.node[lower]
-        ok &= state.pod_count - np.bincount(where, minlength=count) < state.allowed_pods
+        freed = self._freed(priority)
+        ok &= freed.slots > 0
         for fit in self.fit:
             if any(fit._checked(r) for r in demand.off_axis_requests(state.resources)):
                 return np.zeros(count, dtype=bool)
             for j, resource in enumerate(state.resources):
                 if demand.requests[j] <= 0 or not fit._checked(resource):
                     continue
-                # float sums of int64 requests are exact below 2**53 (8 PiB of memory)
-                sums = np.bincount(where, weights=self.requests[lower, j], minlength=count)
-                room: Int64Array = state.allocatable[:, j] - state.requested[:, j]
-                ok &= room + sums.astype(np.int64) >= demand.requests[j]
+                ok &= freed.room(j) >= demand.requests[j]
         return ok
+
+    def _freed(self, priority: int) -> _Freed:
+        """The room every node would have without its pods of a priority below ``priority``;
+        kept while no node is touched (the journal's ``changes``): the retries of one pass, each
+        failing, ask it again and again."""
+        changes = getattr(self.journal, "changes", None)
+        kept = self._freed_kept
+        if kept is not None and changes is not None and kept.key == (priority, changes):
+            return kept
+        lower = np.flatnonzero((self.node >= 0) & (self.prio < priority))
+        freed = _Freed((priority, -1 if changes is None else changes), self.state,
+                       self.node[lower], self.requests[lower])  # fmt: skip
+        self._freed_kept = freed if changes is not None else None
+        return freed
 
     def _lower_on(self, node: int, priority: int, at: int) -> list[tuple[int, BoundPod]]:
         """The placed pods on ``node`` with a priority below ``priority`` as preemption sees them
@@ -475,3 +491,33 @@ class ReplayPreemption:
             out.append((p, BoundPod(at, d.name, d.namespace, self.priority[p], d, d.labels,
                                     self.since[p])))  # fmt: skip
         return out
+
+
+class _Freed:
+    """Per node, the pod slots and (per resource column, on demand) the room left once the
+    pods ``where`` / ``requests`` (the lower-priority ones) are gone."""
+
+    def __init__(
+        self, key: tuple[int, int], state: ClusterState, where: Int64Array, requests: Int64Array
+    ) -> None:
+        self.key = key
+        self.state = state
+        self.where = where
+        self.requests = requests
+        count = state.node_count
+        self.slots: Int64Array = state.allowed_pods - (
+            state.pod_count - np.bincount(where, minlength=count)
+        )
+        self._room: dict[int, Int64Array] = {}
+
+    def room(self, j: int) -> Int64Array:
+        """Resource column ``j``'s room per node."""
+        found = self._room.get(j)
+        if found is None:
+            state = self.state
+            # float sums of int64 requests are exact below 2**53 (8 PiB of memory)
+            sums = np.bincount(self.where, weights=self.requests[:, j], minlength=state.node_count)
+            found = self._room[j] = (
+                state.allocatable[:, j] - state.requested[:, j] + sums.astype(np.int64)
+            )
+        return found

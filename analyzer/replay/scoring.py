@@ -106,6 +106,7 @@ class ScoreCache:
         self.before: dict[int, int] = {}  # node -> BalancedAllocation score without a pod
         self.entries: dict[bytes, Entry] = {}
         self.epoch = 0  # node taint/cordon changes so far (``node_state_changed``)
+        self.filtered_at: tuple[int, int] = (-1, -1)  # (changes, epoch) at the topology filters
         self.notes: list[str] = []
         if self.kernel is None:
             self.notes.append(
@@ -300,6 +301,7 @@ class ScoreCache:
                     return self.topology.choose_defaults(
                         masked, entry.plan.static, self.state, demand, selector, now, rng, kept
                     )
+                self.filtered_at = (self.changes, self.epoch)
                 return self.topology.choose(
                     masked, entry.plan.static, self.state, demand, now, rng, sample
                 )
@@ -318,6 +320,19 @@ class ScoreCache:
         if len(ties) == 1:
             return ties[0]
         return ties[int(rng.integers(len(ties)))]
+
+    def filtered(self, demand: PodDemand, now: float) -> dict[int, BoolArray]:
+        """PodTopologySpread's and InterPodAffinity's filter answers over every node for
+        ``demand`` (by ``id(plugin)``) from its last ``choose``, when nothing they read changed
+        since (the same pod and time, no node touched, no taint or cordon changed); else none.
+        DefaultPreemption's dry run asks them right after a failed ``choose``."""
+        topology = self.topology
+        if topology is None or topology.last is None:
+            return {}
+        pod, at, answers = topology.last
+        if pod is not demand or at != now or self.filtered_at != (self.changes, self.epoch):
+            return {}
+        return answers
 
     def _fixed(self, demand: PodDemand) -> Int64Array | None:
         """Σ weight × score of the fixed plugins for the pod's images (None: 0 on every node),

@@ -125,6 +125,9 @@ class TopologyCheck:
         system = self.spread is not None and self.spread.system_defaulted
         self.default_weight = weights[0] if system and len(weights) == 1 else None
         self.fast: DefaultSpread | None = None
+        # the pod, time and answers (by plugin id) of the filters at the last ``choose``: a
+        # caller that knows nothing they read changed since may take them (``ScoreCache``)
+        self.last: tuple[PodDemand, float, dict[int, BoolArray]] | None = None
 
     @property
     def present(self) -> bool:
@@ -212,8 +215,12 @@ class TopologyCheck:
         ``sample``: keeps the feasible nodes kube-scheduler would find (percentageOfNodesToScore,
         ``node_tree``); only those are scored and normalised."""
         feasible = masked != LOWEST
+        answers = {}
         for plugin in self.filters:
-            feasible &= plugin.filter(state, pod, now).feasible
+            passed = plugin.filter(state, pod, now).feasible
+            answers[id(plugin)] = passed
+            feasible &= passed
+        self.last = (pod, now, answers)
         if not feasible.any():
             return None
         if sample is not None:
