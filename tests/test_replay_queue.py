@@ -1,12 +1,14 @@
-"""The pending queue merges groups in FIFO order and stops a group at its first failure."""
+"""The pending queue merges groups in FIFO order and a pass stops a group at its first failure."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 
 from analyzer.replay.queue import PendingQueue
+from analyzer.scheduling.queue_order import PassOrder
 
 
 def test_groups_merge_by_arrival_rank_and_dropped_groups_stop() -> None:
@@ -18,14 +20,42 @@ def test_groups_merge_by_arrival_rank_and_dropped_groups_stop() -> None:
     assert len(queue) == 6
     assert queue.pods() == [5, 1, 3, 4, 2, 0]
     assert sorted(queue.representatives()) == [1, 3, 5]  # the earliest pod of each group
-    assert list(queue.in_order({b"a", b"b"}, set())) == [1, 3, 4, 2, 0]
-    dropped: set[bytes] = set()
-    seen = []
-    for pod in queue.in_order({b"a", b"b"}, dropped):
-        seen.append(pod)
-        if pod == 3:  # group b fails at pod 3: pod 2 (also b) is never tried
-            dropped.add(b"b")
+    order = PassOrder(queue.members(), seq.__getitem__)
+    order.add([b"a", b"b"])
+    assert list(_drain(order)) == [1, 3, 4, 2, 0]
+    order = PassOrder(queue.members(), seq.__getitem__)
+    order.add([b"a", b"b"])
+    seen = list(
+        _drain(order, fail=frozenset({3}))
+    )  # group b fails at pod 3: pod 2 (also b) is not tried
     assert seen == [1, 3, 4, 0]
+    assert order.idle() == [3, 5]  # b's next untried pod is 3 again; c was never let in
+
+
+def test_a_group_let_in_mid_pass_goes_before_later_ranks() -> None:
+    # c's pod 5 ranks first: let in after pod 1 was placed, it is the next pod tried (a pod the
+    # hint moves to kube-scheduler's active queue is popped before later queue timestamps)
+    seq = [5, 1, 4, 2, 3, 0]
+    group = {0: b"a", 1: b"a", 2: b"b", 3: b"b", 4: b"a", 5: b"c"}
+    queue = PendingQueue(seq, group.__getitem__)
+    for pod in range(6):
+        queue.add(pod)
+    order = PassOrder(queue.members(), seq.__getitem__)
+    order.add([b"a"])
+    assert order.pop() == 1
+    order.advance()
+    order.add([b"c", b"a"])  # a is in already: no effect
+    assert [order.pop(), order.pop()] == [5, 4]
+
+
+def _drain(order: PassOrder[bytes], fail: frozenset[int] = frozenset()) -> Iterator[int]:
+    while (pod := order.peek()) is not None:
+        order.pop()
+        yield pod
+        if pod in fail:
+            order.stop()
+        else:
+            order.advance()
 
 
 def test_remove_keeps_order_and_unknown_pods_raise() -> None:

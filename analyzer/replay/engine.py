@@ -42,7 +42,6 @@ placement) goes through ``analyzer.replay.scoring.ScoreCache`` over the scheduli
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -75,6 +74,7 @@ from analyzer.replay.strategy import Strategy as Strategy
 from analyzer.replay.terminations import Terminations
 from analyzer.replay.topology import TopologyCheck
 from analyzer.scheduling.gpu.devices import attach_devices
+from analyzer.scheduling.queue_order import PassOrder
 from analyzer.scheduling.queue_order import queue_rank as priority_rank
 from analyzer.scheduling.requeue import Requeue
 
@@ -354,8 +354,7 @@ def replay(
             requeue.forget()
         if not retry and not arriving:
             return  # nothing to try (e.g. an instant of the autoscaler's own)
-        failed: set[bytes] = set()
-        pending: Iterator[int] = iter(())
+        order = PassOrder(queue.members(), seq.__getitem__)
         if retry and cache is not None:
             heads = queue.representatives()
             if everything:
@@ -366,24 +365,38 @@ def replay(
                 fit = set(hopeful)
                 rest = [] if everything else [p for p in heads if p not in fit]
                 hopeful = [*hopeful, *requeue.admitted(rest, demands.__getitem__, queue.group_of)]
-            pending = queue.in_order({queue.group_of(p) for p in hopeful}, failed)
+            order.add(queue.group_of(p) for p in hopeful)
+
+        mark = [requeue.clock if requeue is not None else 0]  # the record read so far
+
+        def readmit() -> None:
+            """A bind may let waiting groups in through the topology plugins: they join the
+            pass at their rank (kube-scheduler's hint moves them to the active queue)."""
+            if requeue is not None and requeue.last > mark[0]:
+                found = requeue.admitted(
+                    order.idle(), demands.__getitem__, queue.group_of, after=mark[0]
+                )
+                mark[0] = requeue.clock
+                order.add(queue.group_of(p) for p in found)
+
         placed: list[int] = []
         waiting: list[tuple[int, Refusal]] = []
-        head = next(pending, None)
         for pod in [*arriving, None]:
-            while head is not None and (pod is None or seq[head] < seq[pod]):
+            while (head := order.peek()) is not None and (pod is None or seq[head] < seq[pod]):
+                order.pop()
                 if try_place(head, now):
                     placed.append(head)
                     why.ended(head)
-                else:
-                    refused(head, now)
-                    if requeue is not None:
-                        requeue.tried(queue.group_of(head))
-                    if not preempt(head, now):  # nominated: the rest of its group still try
-                        # capacity only shrank: they fail too (a bind that may open a node to
-                        # the topology plugins has the group tried again after the pass)
-                        failed.add(queue.group_of(head))
-                head = next(pending, None)
+                    order.advance()
+                    readmit()
+                    continue
+                refused(head, now)
+                if requeue is not None:
+                    requeue.tried(queue.group_of(head))
+                if preempt(head, now):  # nominated: the rest of its group still try
+                    order.advance()
+                else:  # capacity only shrank: the rest fail too (unless a bind lets it in)
+                    order.stop()
             if pod is None:
                 break
             if departure[pod] <= now:  # gone the instant it came
@@ -391,7 +404,9 @@ def replay(
                     unbind(pod, now)
                 else:
                     rec.abandoned[pod] = True
-            elif not try_place(pod, now):
+            elif try_place(pod, now):
+                readmit()
+            else:
                 waiting.append((pod, refused(pod, now)))
                 if requeue is not None:
                     requeue.tried(queue.group_of(pod))

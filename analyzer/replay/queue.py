@@ -4,8 +4,9 @@ decides a pod's fate.
 kube-scheduler retries unschedulable pods in queue order when capacity frees. Pods of one
 *group* (same requests and constraints, i.e. the same replay shape key, and not pinned) fit or
 fail alike, and within one retry round capacity only shrinks (pods are only bound), so once a
-pod of a group fails, every later pod of that group would fail too. ``in_order`` therefore yields
-the pods of the asked groups merged by arrival rank and lets the caller drop a group at its first
+pod of a group fails, every later pod of that group would fail too (until a bind lets the group in
+again through the topology plugins: ``scheduling.requeue``). ``queue_order.PassOrder`` therefore
+takes the pods of the groups let in merged by arrival rank and stops a group at its first
 failure: a retry round costs the placements it makes plus one try per group, not one try per
 pending pod (thousands of pods wait under packing strategies on large clusters).
 
@@ -18,8 +19,7 @@ or removed: a caller may compare it by identity with the one it had.
 from __future__ import annotations
 
 import bisect
-import heapq
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Mapping
 
 
 class PendingQueue:
@@ -77,15 +77,7 @@ class PendingQueue:
         """The first pending pod of each group."""
         return [pods[0] for pods in self._pods.values()]
 
-    def in_order(self, groups: Collection[bytes], dropped: set[bytes]) -> Iterator[int]:
-        """Pods of ``groups`` merged by FIFO rank; a group added to ``dropped`` yields no more."""
-        heap = [(self._ranks[g][0], g, 0) for g in groups if g in self._ranks]
-        heapq.heapify(heap)
-        while heap:
-            _, group, i = heapq.heappop(heap)
-            if group in dropped:
-                continue
-            pods = self._pods[group]
-            yield pods[i]
-            if group not in dropped and i + 1 < len(pods):
-                heapq.heappush(heap, (self._ranks[group][i + 1], group, i + 1))
+    def members(self) -> Mapping[bytes, list[int]]:
+        """Each group's pending pods by rank (``queue_order.PassOrder`` reads them; the caller
+        must not modify them, and the queue does not change during a pass)."""
+        return self._pods

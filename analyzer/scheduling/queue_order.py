@@ -32,7 +32,9 @@ gone if it still fits nowhere.
 
 from __future__ import annotations
 
-from typing import Any
+import heapq
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -43,6 +45,9 @@ TIME_BITS = 64  # queue timestamps: nanoseconds since the epoch, below 2⁶⁴
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+G = TypeVar("G")  # a queue group's key
 
 
 def queue_rank(priority: int, timestamp_ns: int, position: int) -> int:
@@ -71,3 +76,73 @@ def may_fit(need: Int64Array, free: Int64Array, pod_room: BoolArray) -> BoolArra
     )
     result: BoolArray = ok.any(axis=1)
     return result
+
+
+class PassOrder(Generic[G]):
+    """The pending pods one pass tries, in rank order, as kube-scheduler pops its active queue.
+
+    ``members``: each queue group's pending pods sorted by rank (not changed during the pass).
+    A group joins at its next untried pod (``add``: the pass's start, or a bind that may let it
+    in: ``requeue``), leaves at a failure (``stop``: the rest fail alike), and goes on after a
+    success or a nomination (``advance``). A group that joins mid-pass with a lower rank than the
+    pods still to come is tried before them, as a pod moved to the active queue is popped before
+    pods of a later queue timestamp.
+    """
+
+    def __init__(self, members: Mapping[G, Sequence[int]], rank: Callable[[int], int]) -> None:
+        self.members = members
+        self.rank = rank
+        self._heap: list[tuple[int, int, G]] = []
+        self._next: dict[G, int] = {}  # a group's next untried pod (its index in ``members``)
+        self._queued: set[G] = set()
+        self._current: tuple[G, int] | None = None
+
+    def add(self, groups: Iterable[G]) -> None:
+        """Let ``groups`` in at their next untried pod (no effect on one already in)."""
+        for group in groups:
+            if group in self._queued:
+                continue
+            pods = self.members.get(group)
+            at = self._next.get(group, 0)
+            if pods is None or at >= len(pods):
+                continue
+            self._queued.add(group)
+            heapq.heappush(self._heap, (self.rank(pods[at]), at, group))
+
+    def peek(self) -> int | None:
+        """The next pod, or None."""
+        if not self._heap:
+            return None
+        _, at, group = self._heap[0]
+        return self.members[group][at]
+
+    def pop(self) -> int:
+        """Take the next pod (``advance`` or ``stop`` says how its try went)."""
+        _, at, group = heapq.heappop(self._heap)
+        self._queued.discard(group)
+        self._current = (group, at)
+        return self.members[group][at]
+
+    def advance(self) -> None:
+        """The pod taken was placed (or nominated): its group goes on with its next pod."""
+        assert self._current is not None
+        group, at = self._current
+        self._next[group] = at + 1
+        self.add([group])
+
+    def stop(self) -> None:
+        """The pod taken failed: its group stops here (it may join again at that pod)."""
+        assert self._current is not None
+        group, at = self._current
+        self._next[group] = at
+
+    def idle(self) -> list[int]:
+        """The next untried pod of each group not in the pass now."""
+        out = []
+        for group, pods in self.members.items():
+            if group in self._queued:
+                continue
+            at = self._next.get(group, 0)
+            if at < len(pods):
+                out.append(pods[at])
+        return out

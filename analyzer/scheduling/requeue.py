@@ -104,6 +104,7 @@ class Requeue:
     def __init__(self, ns_labels: NamespaceLabels) -> None:
         self.ns_labels = ns_labels
         self.clock = 0  # moves and tries so far
+        self.last = 0  # the clock at the latest move or node change
         self.moved: dict[tuple[object, ...], tuple[int, PodDemand]] = {}  # the latest move
         self.nodes = -1  # the clock at the last node change (-1: none since the last answer)
         self._tried: dict[Hashable, int] = {}
@@ -116,13 +117,14 @@ class Requeue:
     def note(self, pod: PodDemand) -> None:
         """``pod`` was bound or unbound."""
         self.clock += 1
+        self.last = self.clock
         key = _identity(pod)
         self.moved[key] = (self.clock, self._held.setdefault(key, pod))
 
     def nodes_changed(self) -> None:
         """A node joined, left, or its taints or cordon changed."""
         self.clock += 1
-        self.nodes = self.clock
+        self.last = self.nodes = self.clock
 
     def tried(self, group: Hashable) -> None:
         """A pod of ``group`` was tried and failed now."""
@@ -145,11 +147,21 @@ class Requeue:
         waiting: Sequence[int],
         demand_of: Callable[[int], PodDemand],
         group_of: Callable[[int], Hashable],
+        *,
+        after: int | None = None,
     ) -> list[int]:
         """The pods of ``waiting`` (one per group) that a move or a node change since their
-        group's last try may admit; the record starts again."""
+        group's last try may admit. Without ``after``, ``waiting`` holds every waiting group and
+        the record starts again; with it, only what came after the clock ``after`` is read and
+        the record is kept (a bind in a pass: the pods that fail in it wait only after it, and
+        the next pass reads the record for them)."""
         moved, nodes = list(self.moved.items()), self.nodes
-        self.moved, self.nodes = {}, -1
+        if after is None:
+            self.moved, self.nodes = {}, -1
+            after = 0
+        else:
+            moved = [entry for entry in moved if entry[1][0] > after]
+            nodes = nodes if nodes > after else -1
         if not waiting or not (moved or nodes >= 0):
             return []
         # a pod without own refusing constraints or terms reads only placed pods' required
@@ -167,7 +179,7 @@ class Requeue:
             candidates = moved if own else anti
             if not candidates and nodes < 0:
                 continue
-            since = tried.get(group_of(pod), 0)
+            since = max(tried.get(group_of(pod), 0), after)
             if nodes > since:
                 hit = spread.get(key)
                 if hit is None:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from analyzer.scheduling.kube_objects import from_kept
-from analyzer.scheduling.queue_order import TERMINATION_GRACE, may_fit, queue_rank
+from analyzer.scheduling.queue_order import TERMINATION_GRACE, PassOrder, may_fit, queue_rank
 from analyzer.scheduling.requeue import Requeue
 from analyzer.scheduling.state import PodDemand
 from analyzer.sources.autoscaled_nodes import NodeAutoscaler
@@ -363,6 +363,53 @@ def run_lifecycles(
         found = requeue.admitted(list(heads.values()), demand_of, lambda j: _group(pods[j]))
         return {j for head in found for j in members[_group(pods[head])]}
 
+    def one_pass(now: int, fresh: list[int], retried: set[int]) -> None:
+        """One pass in rank order over the arrivals ``fresh`` and the groups of the pending
+        pods ``retried``; a group stops at its first failure, and a bind may let waiting groups
+        in (``queue_order.PassOrder``, as the replay's pass)."""
+        members: dict[tuple[object, ...], list[int]] = {}
+        # every waiting group when a bind may let one in, else the groups retried
+        for j in sorted(pending if requeue is not None else retried, key=rank):
+            members.setdefault(_group(pods[j]), []).append(j)
+        order = PassOrder(members, rank)
+        order.add(_group(pods[j]) for j in retried)
+        mark = requeue.clock if requeue is not None else 0
+
+        def readmit() -> None:
+            nonlocal mark
+            if requeue is not None and requeue.last > mark:
+                found = requeue.admitted(
+                    order.idle(), demand_of, lambda j: _group(pods[j]), after=mark
+                )
+                mark = requeue.clock
+                order.add(_group(pods[j]) for j in found)
+
+        for pod in [*sorted(fresh, key=rank), None]:
+            while (head := order.peek()) is not None and (pod is None or rank(head) < rank(pod)):
+                order.pop()
+                if bind(head, now):
+                    pending.discard(head)
+                    order.advance()
+                    readmit()
+                    continue
+                nominated = preempt(head, now)
+                if requeue is not None:
+                    requeue.tried(_group(pods[head]))
+                if nominated:
+                    order.advance()
+                else:
+                    order.stop()
+            if pod is None:
+                break
+            if bind(pod, now):
+                pending.discard(pod)
+                readmit()
+                continue
+            preempt(pod, now)
+            pending.add(pod)
+            if requeue is not None:
+                requeue.tried(_group(pods[pod]))
+
     while events or (autoscaler is not None and autoscaler.due() <= end):
         now = events[0][0] if events else end + 1
         if autoscaler is not None:
@@ -390,21 +437,9 @@ def run_lifecycles(
         while True:
             if requeue is not None and requeue.pending and pending:
                 retried |= admitted(requeue, retried)
-            dropped: set[tuple[object, ...]] = set()
-            for i in sorted([*fresh, *retried], key=rank):
-                if i in retried and _group(pods[i]) in dropped:
-                    continue  # its group failed earlier in this pass
-                if bind(i, now):
-                    pending.discard(i)
-                    continue
-                nominated = preempt(i, now)
-                pending.add(i)
-                if requeue is not None:
-                    requeue.tried(_group(pods[i]))
-                if i in retried and not nominated:
-                    dropped.add(_group(pods[i]))
-            # pods bound in the pass that may open a node to a waiting pod the topology
-            # plugins refused before them: one more pass (the replay's rule)
+            one_pass(now, fresh, retried)
+            # pods that failed in the pass wait only after it: a bind in it may let them in
+            # (the replay's rule: one more pass)
             if requeue is None or not requeue.pending or not pending:
                 break
             fresh, retried = [], set()
