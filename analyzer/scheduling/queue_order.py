@@ -6,8 +6,9 @@ At every instant, after the departures (and nodes leaving or joining):
   room grew at this instant (``may_fit``: cpu, memory and pod count on a changed node — a pod that
   fitted nowhere before can only fit now where room grew; kube-scheduler requeues unschedulable
   pods on such cluster events), and those a pod bound or deleted since their last try may let in
-  through PodTopologySpread or InterPodAffinity (``requeue``: those plugins' queueing hints;
-  binds in the pass itself get one more pass at the instant);
+  through PodTopologySpread or InterPodAffinity (``requeue``: those plugins' queueing hints); a
+  bind in the pass lets such a group into the pass at its rank (``PassOrder``), and the pods that
+  failed in it get one more pass at the instant;
 - they are tried in one pass in ``PrioritySort`` order, ``queue_rank``: higher priority first,
   then the earlier queue timestamp (the pod's creation, when it entered the queue), then the
   earlier position in the input (the snapshot's row order, the generator's creation order);
