@@ -372,7 +372,7 @@ def replay(
         def readmit() -> None:
             """A bind may let waiting groups in through the topology plugins: they join the
             pass at their rank (kube-scheduler's hint moves them to the active queue)."""
-            if requeue is not None and requeue.last > mark[0]:
+            if requeue is not None and queue and requeue.last > mark[0]:
                 found = requeue.admitted(
                     order.idle(), demands.__getitem__, queue.group_of, after=mark[0]
                 )
