@@ -344,6 +344,17 @@ def replay(
             timeline.evicted += 1
             enqueue(pod, now, TAINT_EVICTED)
 
+    def readmit(requeue: Requeue, order: PassOrder[bytes], mark: list[int]) -> None:
+        """A bind may let waiting groups in through the topology plugins: they join the pass
+        at their rank (kube-scheduler's hint moves them to the active queue); ``mark``: the
+        record's clock read so far in this pass."""
+        if queue and requeue.last > mark[0]:
+            found = requeue.admitted(
+                order.idle(), demands.__getitem__, queue.group_of, after=mark[0]
+            )
+            mark[0] = requeue.clock
+            order.add(queue.group_of(p) for p in found)
+
     def step(now: int, changed: list[int], everything: bool, arriving: list[int]) -> None:
         """One pass over this instant's arrivals and the pending pods that may fit now, merged in
         queue order (``analyzer.scheduling.queue_order``); a pending pod's failure ends its
@@ -368,17 +379,6 @@ def replay(
             order.add(queue.group_of(p) for p in hopeful)
 
         mark = [requeue.clock if requeue is not None else 0]  # the record read so far
-
-        def readmit() -> None:
-            """A bind may let waiting groups in through the topology plugins: they join the
-            pass at their rank (kube-scheduler's hint moves them to the active queue)."""
-            if requeue is not None and queue and requeue.last > mark[0]:
-                found = requeue.admitted(
-                    order.idle(), demands.__getitem__, queue.group_of, after=mark[0]
-                )
-                mark[0] = requeue.clock
-                order.add(queue.group_of(p) for p in found)
-
         placed: list[int] = []
         waiting: list[tuple[int, Refusal]] = []
         for pod in [*arriving, None]:
@@ -388,7 +388,8 @@ def replay(
                     placed.append(head)
                     why.ended(head)
                     order.advance()
-                    readmit()
+                    if requeue is not None:
+                        readmit(requeue, order, mark)
                     continue
                 refused(head, now)
                 if requeue is not None:
@@ -405,7 +406,8 @@ def replay(
                 else:
                     rec.abandoned[pod] = True
             elif try_place(pod, now):
-                readmit()
+                if requeue is not None:
+                    readmit(requeue, order, mark)
             else:
                 waiting.append((pod, refused(pod, now)))
                 if requeue is not None:
