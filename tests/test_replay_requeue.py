@@ -24,6 +24,7 @@ from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
 from analyzer.scheduling import PodDemand, load_strategy, make_demand
 from analyzer.scheduling.affinity_types import parse_pod_affinity
+from analyzer.scheduling.kube_objects import Namespace
 from analyzer.scheduling.requeue import Requeue, may_admit
 from analyzer.scheduling.spread_types import parse_spread_constraints
 from analyzer.sources.catalog import GIB, Template
@@ -157,36 +158,37 @@ def _demand(
                        spread=parse_spread_constraints(spec, "pod"), affinity=terms)  # fmt: skip
 
 
-def _no_ns(_namespace: str) -> dict[str, str] | None:
-    return None
+NO_NAMESPACES: dict[str, Namespace] = {}  # no Namespace objects: no namespace labels
 
 
 def test_may_admit_reads_the_plugins_inputs_only() -> None:
     hard = _demand("shop", "s", spread=_spread("s"))
     soft = _demand("shop", "s", spread=_spread("s").replace("DoNotSchedule", "ScheduleAnyway"))
     same, other_ns, other_app = _demand("shop", "s"), _demand("web", "s"), _demand("shop", "t")
-    assert may_admit(hard, same, _no_ns)
-    assert not may_admit(hard, other_ns, _no_ns)  # spread: one namespace
-    assert not may_admit(hard, other_app, _no_ns)
-    assert not may_admit(soft, same, _no_ns)  # never refuses a node
+    assert may_admit(hard, same, NO_NAMESPACES)
+    assert not may_admit(hard, other_ns, NO_NAMESPACES)  # spread: one namespace
+    assert not may_admit(hard, other_app, NO_NAMESPACES)
+    assert not may_admit(soft, same, NO_NAMESPACES)  # never refuses a node
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("w")]}}
     keeps_away = _demand("shop", "p", affinity=anti)
-    assert may_admit(keeps_away, _demand("shop", "w"), _no_ns)
-    assert not may_admit(keeps_away, _demand("web", "w"), _no_ns)
+    assert may_admit(keeps_away, _demand("shop", "w"), NO_NAMESPACES)
+    assert not may_admit(keeps_away, _demand("web", "w"), NO_NAMESPACES)
     # a placed pod's required anti-affinity that matches the waiting pod
     assert may_admit(_demand("shop", "w"), _demand("shop", "q", affinity={
         "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("w")]}}),
-        _no_ns)  # fmt: skip
+        NO_NAMESPACES)  # fmt: skip
     preferred = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 10, "podAffinityTerm": _term("w")}]}}  # fmt: skip
-    assert not may_admit(_demand("shop", "p", affinity=preferred), _demand("shop", "w"), _no_ns)
+    assert not may_admit(
+        _demand("shop", "p", affinity=preferred), _demand("shop", "w"), NO_NAMESPACES
+    )
 
 
 def test_a_move_before_the_groups_last_try_does_not_count() -> None:
     waiting = _demand("shop", "s", spread=_spread("s"))
     mover = _demand("shop", "s")
     demands = [waiting, mover]
-    rule = Requeue(_no_ns)
+    rule = Requeue(NO_NAMESPACES)
     rule.note(mover)
     rule.tried("g")  # the group failed after the move: it saw it
     assert rule.admitted([0], demands.__getitem__, lambda _p: "g") == []

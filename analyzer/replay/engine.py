@@ -141,8 +141,7 @@ def replay(
     # (``analyzer.scheduling.requeue``), not only when room grows
     requeue = None
     if cache is not None and profile is not None and TopologyCheck(profile, state).present:
-        namespaces = state.objects.namespaces
-        requeue = Requeue(lambda ns: n.labels if (n := namespaces.get(ns)) is not None else None)
+        requeue = Requeue(state.objects.namespaces)
     rec = Recorder(inp.pod_count, inp.start, inp.end)
     on_node: list[set[int]] = [set() for _ in inp.node_names]
     bound = [-1] * inp.pod_count
@@ -372,11 +371,10 @@ def replay(
                 hopeful = heads
             else:
                 hopeful = cache.may_fit(heads, inp.demands, changed) if changed else []
-            if requeue is not None:  # the topology plugins' hints (the record read either way)
-                fit = set(hopeful)
-                rest = [] if everything else [p for p in heads if p not in fit]
-                hopeful = [*hopeful, *requeue.admitted(rest, demands.__getitem__, queue.group_of)]
             order.add(queue.group_of(p) for p in hopeful)
+            if requeue is not None:  # the topology plugins' hints (the record read either way)
+                found = requeue.admitted(order.idle(), demands.__getitem__, queue.group_of)
+                order.add(queue.group_of(p) for p in found)
 
         mark = [requeue.clock if requeue is not None else 0]  # the record read so far
         placed: list[int] = []

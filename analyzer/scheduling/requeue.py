@@ -35,10 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
+from analyzer.scheduling.kube_objects import Namespace
 from analyzer.scheduling.spread_types import DO_NOT_SCHEDULE
 from analyzer.scheduling.state import PodDemand
-
-NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 
 
 def refusing_spread(pod: PodDemand) -> bool:
@@ -59,9 +58,15 @@ def _anti(pod: PodDemand) -> bool:
     return pod.affinity is not None and bool(pod.affinity.required_anti)
 
 
-def may_admit(waiting: PodDemand, moved: PodDemand, ns_labels: NamespaceLabels) -> bool:
+def may_admit(waiting: PodDemand, moved: PodDemand, namespaces: Mapping[str, Namespace]) -> bool:
     """True when binding or unbinding ``moved`` may change a topology plugin's refusal of
-    ``waiting`` on some node (the module's rules)."""
+    ``waiting`` on some node (the module's rules); ``namespaces``: the cluster's, whose labels
+    the terms' namespace selectors read."""
+
+    def ns_labels(name: str) -> Mapping[str, str] | None:
+        found = namespaces.get(name)
+        return None if found is None else found.labels
+
     if moved.namespace == waiting.namespace:
         for constraint in waiting.spread:
             if constraint.when_unsatisfiable == DO_NOT_SCHEDULE and constraint.selector.matches(
@@ -101,16 +106,16 @@ class Requeue:
     moved) identity: a workload's pods share one.
     """
 
-    def __init__(self, ns_labels: NamespaceLabels) -> None:
-        self.ns_labels = ns_labels
+    def __init__(self, namespaces: Mapping[str, Namespace]) -> None:
+        self.namespaces = namespaces
         self.clock = 0  # moves and tries so far
         self.last = 0  # the clock at the latest move or node change
         self.moved: dict[tuple[object, ...], tuple[int, PodDemand]] = {}  # the latest move
         self.nodes = -1  # the clock at the last node change (-1: none since the last answer)
         self._tried: dict[Hashable, int] = {}
         self._answers: dict[tuple[tuple[object, ...], tuple[object, ...]], bool] = {}
-        self._spread: dict[tuple[object, ...], bool] = {}
-        self._own: dict[tuple[object, ...], bool] = {}
+        # per waiting identity: (its own constraints or terms may refuse, its spread may)
+        self._kinds: dict[tuple[object, ...], tuple[bool, bool]] = {}
         # one demand per identity seen, held so that no id in the keys is ever reused
         self._held: dict[tuple[object, ...], PodDemand] = {}
 
@@ -167,33 +172,29 @@ class Requeue:
         # a pod without own refusing constraints or terms reads only placed pods' required
         # anti-affinity: the other moves cannot admit it
         anti = [entry for entry in moved if _anti(entry[1][1])]
-        answers, spread, tried, found = self._answers, self._spread, self._tried, []
-        own_of = self._own
+        answers, kinds, tried, found = self._answers, self._kinds, self._tried, []
         for pod in waiting:
             demand = demand_of(pod)
             key = _identity(demand)
-            own = own_of.get(key)
-            if own is None:
-                own = own_of[key] = refusing_own(demand)
+            kind = kinds.get(key)
+            if kind is None:
+                kind = kinds[key] = (refusing_own(demand), refusing_spread(demand))
                 self._held.setdefault(key, demand)
+            own, spread = kind
             candidates = moved if own else anti
             if not candidates and nodes < 0:
                 continue
             since = max(tried.get(group_of(pod), 0), after)
-            if nodes > since:
-                hit = spread.get(key)
-                if hit is None:
-                    hit = spread[key] = refusing_spread(demand)
-                if hit:
-                    found.append(pod)
-                    continue
+            if nodes > since and spread:
+                found.append(pod)
+                continue
             for other, (at, theirs) in candidates:
                 if at <= since:
                     continue
                 pair = (key, other)
                 hit = answers.get(pair)
                 if hit is None:
-                    hit = answers[pair] = may_admit(demand, theirs, self.ns_labels)
+                    hit = answers[pair] = may_admit(demand, theirs, self.namespaces)
                 if hit:
                     found.append(pod)
                     break

@@ -182,9 +182,7 @@ class KubePlacer:
         ):
             return None
         core = self._state(state)
-        namespaces = core.objects.namespaces
-        rule = Requeue(lambda ns: n.labels if (n := namespaces.get(ns)) is not None else None)
-        return rule, lambda pod: self.mirror.demand(pod, core)
+        return Requeue(core.objects.namespaces), lambda pod: self.mirror.demand(pod, core)
 
     def __call__(self, pod: PlacementRequest, state: ClusterState) -> int | None:
         if pod.daemonset:  # DaemonSet pods stay on their node, as in every replay

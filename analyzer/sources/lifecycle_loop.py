@@ -350,34 +350,25 @@ def run_lifecycles(
             replacements.append(len(pods) - 1)
         return replacements
 
-    def admitted(requeue: Requeue, known: set[int]) -> set[int]:
-        """The pending pods of the groups ``requeue`` admits (one asked per group)."""
-        heads: dict[tuple[object, ...], int] = {}
-        members: dict[tuple[object, ...], list[int]] = {}
-        for j in pending:
-            if j in known:
-                continue
-            group = _group(pods[j])
-            heads.setdefault(group, j)
-            members.setdefault(group, []).append(j)
-        found = requeue.admitted(list(heads.values()), demand_of, lambda j: _group(pods[j]))
-        return {j for head in found for j in members[_group(pods[head])]}
-
     def one_pass(now: int, fresh: list[int], retried: set[int]) -> None:
         """One pass in rank order over the arrivals ``fresh`` and the groups of the pending
-        pods ``retried``; a group stops at its first failure, and a bind may let waiting groups
-        in (``queue_order.PassOrder``, as the replay's pass)."""
+        pods ``retried`` and of those a move since their last try may let in (``requeue``); a
+        group stops at its first failure, and a bind may let waiting groups in
+        (``queue_order.PassOrder``, as the replay's pass)."""
         members: dict[tuple[object, ...], list[int]] = {}
         # every waiting group when a bind may let one in, else the groups retried
         for j in sorted(pending if requeue is not None else retried, key=rank):
             members.setdefault(_group(pods[j]), []).append(j)
         order = PassOrder(members, rank)
         order.add(_group(pods[j]) for j in retried)
+        if requeue is not None and requeue.pending and pending:
+            found = requeue.admitted(order.idle(), demand_of, lambda j: _group(pods[j]))
+            order.add(_group(pods[j]) for j in found)
         mark = requeue.clock if requeue is not None else 0
 
         def readmit() -> None:
             nonlocal mark
-            if requeue is not None and requeue.last > mark:
+            if requeue is not None and pending and requeue.last > mark:
                 found = requeue.admitted(
                     order.idle(), demand_of, lambda j: _group(pods[j]), after=mark
                 )
@@ -435,8 +426,6 @@ def run_lifecycles(
         if requeue is not None and not pending:
             requeue.forget()
         while True:
-            if requeue is not None and requeue.pending and pending:
-                retried |= admitted(requeue, retried)
             one_pass(now, fresh, retried)
             # pods that failed in the pass wait only after it: a bind in it may let them in
             # (the replay's rule: one more pass)
