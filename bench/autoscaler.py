@@ -21,7 +21,12 @@ per strategy and a JSON line::
      "nodes_removed": R, "nodes_added": U, "node_hours": H, "observed_node_hours": O}
 
     .venv/bin/python bench/autoscaler.py [--nodes 500] [--days 1] [--repeat 1] [--bounds zero]
-        [--kubernetes-version 1.35] [--breakdown]
+        [--kubernetes-version 1.35] [--breakdown] [--autoscaled]
+
+``--autoscaled``: the generator's autoscaled cluster instead (``SyntheticSpec.autoscaled``: one
+pool, ``--nodes`` at the start, its nodes joining and leaving by cluster-autoscaler's rules, no
+DaemonSets) — data an autoscaler already shaped; with ``--bounds observed`` the product's
+default bounds on it (each pool's observed range).
 
 ``--breakdown`` adds one more replay with CA, its parts timed (CPU s, in the JSON line's
 ``breakdown``): ``tick`` (the autoscaler's runs: scale-up, the scale-down passes, deletions),
@@ -106,9 +111,16 @@ def main() -> None:
     # (1.36: a node at the threshold is a candidate, least-waste the default expander)
     parser.add_argument("--kubernetes-version", default=None)
     parser.add_argument("--breakdown", action="store_true")
+    # the generator's autoscaled cluster (``SyntheticSpec.autoscaled``: one pool whose nodes join
+    # and leave by CA's rules, no DaemonSets): data an autoscaler already shaped, as a recorded
+    # autoscaled cluster is; with ``--bounds observed`` the product's default on such data
+    parser.add_argument("--autoscaled", action="store_true")
     args = parser.parse_args()
     t0 = time.process_time()
-    cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
+    spec = SyntheticSpec(
+        seed=1, nodes=args.nodes, days=args.days, step=300, autoscaled=args.autoscaled
+    )
+    cluster = generate(spec)
     inp = prepare(cluster.snapshot)
     print(f"generated and prepared in {time.process_time() - t0:.1f} s CPU: "
           f"{len(inp.node_names)} nodes, {inp.pod_count} pods")  # fmt: skip
@@ -142,6 +154,7 @@ def main() -> None:
             "nodes": args.nodes,
             "days": args.days,
             "bounds": args.bounds,
+            "autoscaled": args.autoscaled,
             "kubernetes_version": str(strategy.profile.version if strategy.profile else ""),
             "pods": inp.pod_count,
             "strategy": name,

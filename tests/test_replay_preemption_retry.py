@@ -1,33 +1,54 @@
-"""When a waiting pod that may preempt is tried again (a known gap, kept as a strict xfail).
+"""A waiting pod that a deletion lets preempt is tried again at once, and a nominated node holds
+its preemptor's room (``queue_order.may_preempt``; ``ClusterState.reserve``).
 
-kube-scheduler requeues a pod NodeResourcesFit refused on any deletion of a scheduled pod
-(``isSchedulableAfterPodEvent`` in upstream's ``noderesources/fit.go``: "any deletion event to a
-scheduled pod could make the unscheduled pod schedulable"), so its DefaultPreemption runs again at
-that deletion. The replay and the generator's loop retry a waiting pod only where room grew
-enough for it to fit without evicting anyone (``queue_order.may_fit``). A pod that a deletion
-lets preempt — but not fit — waits in both loops until some later room.
+Upstream, in order:
 
-Not fixed yet, and why: retrying at such deletions alone (tried 2026-12-02) turns the generator's
-contended cluster (seed 1 of ``tests/test_replay_reproduction.py``) from 25 preemptions into 630,
-one pod preempting 205 times, a victim every 30 s. Each victim's replacement (smaller, lower
-priority) takes the room the victim's termination still leaves free, because neither loop
-reserves the nominated node for its preemptor (upstream's ``addNominatedPods``: a pod of lower or
-equal priority sees the nominated pod on that node), and when the victim is gone the preemptor
-no longer fits and preempts the replacement. The retry needs that reservation first, in both
-loops, and the replay of observed data (where preemptions are only the victims' deletions) cannot
-see nominations. docs/whatif.md ("Not modelled") says the same.
+- NodeResourcesFit's queueing hint (``isSchedulableAfterPodEvent``, ``noderesources/fit.go``)
+  requeues a pod it refused on any deletion of a scheduled pod, so the pod's DefaultPreemption
+  runs again at that deletion. Both loops retry it where the deletion made room enough once the
+  node's lower-priority pods are gone (the only change that can let it preempt).
+- While its victims terminate the preemptor is nominated to their node, and the scheduler counts
+  it there when it filters any pod of lower or equal priority (``addNominatedPods`` in
+  ``framework/runtime/framework.go``): a smaller pod cannot take the room the victims will free.
+
+Without the second, the first turns into a loop (tried 2026-12-02 on the generator's contended
+cluster, seed 1: 25 preemptions became 630, one pod preempting 205 times): each victim's smaller,
+lower-priority replacement took the room during the grace period, and the preemptor, no longer
+fitting when the victim was gone, preempted the replacement.
 """
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 from replay_fixtures import GI, N, P, build
-from test_replay_preemption import runs, with_priorities
+from test_replay_preemption import index_of, runs, with_priorities
 
+from analyzer.core.errors import InputError
+from analyzer.core.resources import Container, PodSpecResources
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
+from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import load_strategy
+from analyzer.scheduling.queue_order import may_preempt
+from analyzer.sources import SyntheticSpec, generate
+from analyzer.sources.catalog import GIB, Template
+from analyzer.sources.kube_placement import kube_placer
+from analyzer.sources.lifecycle import Pod
+from analyzer.sources.lifecycle_loop import run_lifecycles
+from analyzer.sources.placement import ClusterState
+
+MINUTE = 60 * 10**9
+GRACE = 30 * 10**9
+STRATEGIES = ["kube-default", "most-allocated"]
+
+
+def _replayed(snapshot: Snapshot, name: str) -> tuple[ReplayResult, int]:
+    inp = prepare(snapshot)
+    return replay(inp, Strategy(name, load_strategy(name)), seed=0), int(inp.start)
 
 
 def room_after_a_deletion() -> Snapshot:
@@ -41,22 +62,111 @@ def room_after_a_deletion() -> Snapshot:
     return with_priorities(build(nodes, pods, minutes=30), {"h": 100, "f": 100, "p": 100})
 
 
-@pytest.mark.xfail(strict=True, reason="not modelled: the retry on deletions (module docstring)")
-@pytest.mark.parametrize("name", ["kube-default", "most-allocated"])
+@pytest.mark.parametrize("name", STRATEGIES)
 def test_a_deletion_that_makes_room_to_preempt_retries_the_pod(name: str) -> None:
     snapshot = room_after_a_deletion()
-    result = replay(prepare(snapshot), Strategy(name, load_strategy(name)), seed=0)
-    # upstream: p preempts l at 5:00 and is bound on a when l's 30 s grace ends
+    result, start = _replayed(snapshot, name)
+    # p preempts l at 5:00 (before: p waited to the end, 3 cores never enough) and is bound
+    # on a when l's 30 s grace ends; l queues again as its controller's new pod (no room)
     assert runs(snapshot, result, "l") == [("a", 0, 5)]
     assert runs(snapshot, result, "p") == [("a", 5, -1)]
+    p = index_of(snapshot, "p")
+    assert result.placed_at[p] - start == 5 * MINUTE + GRACE
+    assert len(result.preemptions["victim"]) == 1
 
 
-@pytest.mark.parametrize("name", ["kube-default", "most-allocated"])
-def test_today_the_pod_waits_for_room_to_fit_without_preempting(name: str) -> None:
-    """What both loops do now (the gap above, pinned so a change to it is seen): nothing
-    preempts, p never runs in the 30 minutes, l keeps running."""
-    snapshot = room_after_a_deletion()
-    result = replay(prepare(snapshot), Strategy(name, load_strategy(name)), seed=0)
-    assert runs(snapshot, result, "p") == []
-    assert runs(snapshot, result, "l") == [("a", 0, -1)]
-    assert len(result.preemptions["victim"]) == 0
+def held_room() -> Snapshot:
+    """One 4-core node: f (priority 100, 2 cores) and v (priority 0, 1 core) from the start, 1
+    core free. x (priority 100, 2 cores) arrives at minute 1 and preempts v (1 + 1 core). r
+    (priority 0, 1 core) arrives at 1:12, while v terminates: the free core would take it, but
+    x is nominated there and counts for r (x's 2 cores on top of f and v: none left)."""
+    nodes = [N("a", cpu=4000, memory=64 * GI)]
+    pods = [P("f", "a", cpu=2000, start=0), P("v", "a", cpu=1000, start=0),
+            P("x", "a", cpu=2000, start=1), P("r", "a", cpu=1000, start=1.2)]  # fmt: skip
+    return with_priorities(build(nodes, pods, minutes=30), {"f": 100, "x": 100})
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_the_nominated_node_holds_the_preemptors_room(name: str) -> None:
+    snapshot = held_room()
+    result, start = _replayed(snapshot, name)
+    # x is bound at 1:30 when v is gone; r and v's new pod wait (the node is full). Without the
+    # hold r took the core at 1:12, x did not fit at 1:30 and preempted r too (bound at 2:00)
+    x = index_of(snapshot, "x")
+    assert result.placed_at[x] - start == MINUTE + GRACE
+    names = list(snapshot.pods["uid"])
+    assert [names[v] for v in result.preemptions["victim"]] == ["v"]
+    assert runs(snapshot, result, "r") == []
+
+
+def test_may_preempt_counts_only_the_lower_priority_pods_of_each_changed_node() -> None:
+    # two changed nodes, 1 core free each; node 0 holds a priority-0 pod of 2 cores, node 1 a
+    # priority-50 pod of 2 cores. Rows asked: 3 cores at priority 100 (node 0 or 1: 3 with the
+    # pod gone), 3 cores at priority 10 (node 0 only), 3 cores at priority 0 (none: equal is not
+    # lower), 4 cores at priority 100 (none: 3 at most), and no pod slot left on node 1 for the
+    # last (priority 40: node 1's pod is not lower, node 0 lacks the memory)
+    need = np.array([[3000, 1], [3000, 1], [3000, 1], [4000, 1], [1000, 8]], dtype=np.int64)
+    free = np.array([[1000, 4], [1000, 9]], dtype=np.int64)
+    slots = np.array([1, 0], dtype=np.int64)
+    lower = (np.array([0, 1]), np.array([0, 50]), np.array([[2000, 1], [2000, 1]]))
+    hits = may_preempt(need, [100, 10, 0, 100, 40], free, slots, lower)
+    assert hits.tolist() == [True, True, False, False, False]
+
+
+def _template(name: str, cpu: int, priority_class: str) -> Template:
+    app = Container(name="app", requests={"cpu": cpu, "memory": GIB}, limits={})
+    return Template(name, "Deployment", "shop", (app,), cpu_use=100, mem_use=GIB,
+                    priority_class=priority_class)  # fmt: skip
+
+
+def _pod(uid: str, template: Template, created: int) -> Pod:
+    return Pod(uid=uid, name=f"{template.name}-{uid}", template=template,
+               owner_kind="ReplicaSet", owner_name=f"{template.name}-rs",
+               workload_kind="Deployment", workload_name=template.name, created=created,
+               arrive=created + 1, spec=PodSpecResources(containers=template.containers))  # fmt: skip
+
+
+def test_the_generators_loop_holds_the_room_too() -> None:
+    # held_room through the generator's loop (seconds): f and v at 1, x arrives at 60 and
+    # preempts v (nominated to 90); v's new pod (at 60) and r (at 70) find no room while x is
+    # nominated; x is bound at 90, nobody else is preempted
+    alloc = np.array([[4000, 16 * GIB, 100 * GIB, 0, 110]], dtype=np.int64)
+    state = ClusterState.empty(("n0",), ("general",), alloc)
+    high, low = _template("x", 2000, "high"), _template("v", 1000, "")
+    pods = [_pod("f", _template("f", 2000, "high"), 0), _pod("v", low, 0),
+            _pod("x", high, 59), _pod("r", _template("r", 1000, ""), 69)]  # fmt: skip
+    run_lifecycles(pods, state, kube_placer("kube-default", seed=0), np.random.default_rng(0),
+                   (0, 1000))  # fmt: skip
+    by = {p.uid: p for p in pods}
+    assert by["v"].preempted == 60
+    assert (by["x"].node, by["x"].scheduled) == (0, 90)
+    assert [p.uid for p in pods if p.preempted is not None] == ["v"]
+    assert by["r"].node == -1 and by["r"].phase == "Pending"
+
+
+def test_the_generator_writes_its_nominations_and_the_replay_reads_them() -> None:
+    spec = SyntheticSpec(seed=1, nodes=20, days=1, step=300, churn=0.8, gpu_pool=False,
+                         pending_fraction=0.0, zones=3, pod_constraints=True,
+                         pods_per_node=20)  # fmt: skip
+    cluster = generate(spec, place=kube_placer("kube-default", seed=1))
+    pods = cluster.snapshot.pods
+    preemptors = [p for p in cluster.pods if p.preemptions]
+    assert preemptors
+    cells = dict(zip(pods["uid"], pods["nominated"], strict=True))
+    names = list(cluster.snapshot.nodes["node"])
+    for pod in preemptors:
+        assert json.loads(cells[pod.uid]) == [[names[n], t, t + 30] for t, n, _ in pod.preemptions]
+    inp = prepare(cluster.snapshot)
+    assert inp.nominations is not None
+    spans, marked = inp.nominations
+    assert len(spans) == sum(len(p.preemptions) for p in preemptors)
+    assert marked.sum() == sum(p.preempted is not None for p in cluster.pods)
+    # created arrivals: the replay makes the preemptions, the data's nominations are not read
+    assert prepare(cluster.snapshot, arrivals="created").nominations is None
+
+
+def test_a_malformed_nomination_names_the_pod() -> None:
+    snapshot = held_room()
+    snapshot.pods["nominated"] = ["[]", "[]", '[["a", 60]]', "[]"]
+    with pytest.raises(InputError, match=r"pods\.nominated of pod x"):
+        prepare(snapshot)

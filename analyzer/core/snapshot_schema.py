@@ -71,6 +71,10 @@ POD_COLUMNS: dict[str, str] = {
     # DefaultPreemption to make room; the generator), "" otherwise or unknown (collected data:
     # no kube-state-metrics series says so, docs/snapshot.md)
     "end_reason": "string",
+    # JSON list [[node, start, end], ...] (unix seconds): the nodes a preemptor was nominated to
+    # and when, its room held there for the pods of lower or equal priority (the generator);
+    # "[]" otherwise or unknown (collected data: ``analyzer collect`` reads no such field)
+    "nominated": "string",
 }
 # Columns added later (scheduling constraints, end_reason): old snapshots lack them, so they
 # default (never NA).
@@ -86,6 +90,7 @@ JSON_DEFAULTS: dict[str, str] = {
     "container_images": "{}",
     "host_ports": "[]",
     "end_reason": "",
+    "nominated": "[]",
 }
 END_PREEMPTED = "preempted"  # pods.end_reason of a preemption victim
 # Where a pod's field came from (pods.field_sources values; meta.json extra.field_sources counts):

@@ -201,6 +201,12 @@ def replay(
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
+    # nominated pods: pod -> (node, end of the nomination, ns), their room held there
+    reserved: dict[int, tuple[int, int]] = {}
+    # the data's nominations (arrivals "scheduled": the preemptions are the data's) and the next
+    noms, nom_at = inp.nominations, [0]
+    if noms is not None:
+        noms = (noms[0], noms[1].tolist())
     refused = why.failed
 
     def bind(pod: int, node: int, now: int) -> None:
@@ -260,14 +266,65 @@ def replay(
         if fresh is not None:
             fresh.append(pod)
 
+    def hold(pod: int, node: int, until: int) -> None:
+        """``pod``'s room held on ``node`` while it is nominated there (to ``until``, ns)."""
+        state.reserve(node, demands[pod])
+        reserved[pod] = (node, until)
+        if cache is not None:
+            cache.touch(node)
+        if scaler_touch is not None:
+            scaler_touch(node, False)
+
+    def unhold(pod: int) -> tuple[int, int] | None:
+        """Release ``pod``'s held room, if any: (node, until)."""
+        held = reserved.pop(pod, None)
+        if held is not None:
+            state.release(held[0], demands[pod])
+            if cache is not None:
+                cache.touch(held[0])
+            if scaler_touch is not None:
+                scaler_touch(held[0], True)
+        return held
+
+    def observed_nominations(now: int) -> list[tuple[int, int, int, int]]:
+        """The data's nominations starting by ``now`` not taken yet (``inp.nominations``), as
+        (rank, preemptor, node, end) in rank order: each is held (``nominate``) in the pass
+        where the preemptor's turn would come, as it preempted there; one that started before
+        this instant (no instant between) at once."""
+        if noms is None or nom_at[0] >= len(noms[0]) or noms[0][nom_at[0]][0] > now:
+            return []
+        spans, due = noms[0], []
+        while nom_at[0] < len(spans) and spans[nom_at[0]][0] <= now:
+            start, pod, node, until = spans[nom_at[0]]
+            nom_at[0] += 1
+            due.append((seq[pod] if start == now else -1, pod, node, until))
+        due.sort()
+        return due
+
+    def nominate(due: list[tuple[int, int, int, int]], before: int | None, now: int) -> None:
+        """Hold the room of the nominations of ``due`` ranked before ``before`` (None: all)
+        where their victims terminate in the replay too (a pod the data says was preempted,
+        ending with the nomination, on that node); taken off ``due``."""
+        assert noms is not None
+        marked = noms[1]
+        while due and (before is None or due[0][0] < before):
+            _, pod, node, until = due.pop(0)
+            if until <= now or bound[pod] >= 0 or pod in reserved or not active[node]:
+                continue
+            if any(marked[p] and departure[p] == until for p in on_node[node]):
+                hold(pod, node, until)
+
     def try_place(pod: int, now: int) -> bool:
         if pinned[pod] or cache is None:  # pinned pods and `observed`: the real node
             node = real_node[pod]
             if node < 0:
                 return False
         else:
+            held = unhold(pod) if reserved else None  # a nominated pod does not count itself
             choice = cache.choose(keys[pod], demands[pod], now / 1e9, rng)
             if choice is None:
+                if held is not None and now < held[1]:  # still nominated: held again
+                    hold(pod, *held)
                 return False
             node = choice
         bind(pod, node, now)
@@ -289,6 +346,10 @@ def replay(
         if watcher is not None:  # victims: not healthy in their budgets
             watcher.reads_changed()
         ending.preempted(pod, victims, now)
+        # the nominated node holds the pod's room for the pods of lower or equal priority
+        # (upstream's ``addNominatedPods``) until the nomination ends with the victims' grace
+        unhold(pod)  # a nomination the data gave it: this one replaces it
+        hold(pod, node, ending.nominated[pod])
         return True
 
     def terminate(now: int, changed: list[int]) -> list[int]:
@@ -371,6 +432,10 @@ def replay(
                 hopeful = heads
             else:
                 hopeful = cache.may_fit(heads, inp.demands, changed) if changed else []
+                if changed and pre is not None:  # room to preempt in: a retry, as upstream
+                    hit = set(hopeful)
+                    others = [p for p in heads if p not in hit and not pinned[p]]
+                    hopeful += pre.may_preempt(others, changed)
             order.add(queue.group_of(p) for p in hopeful)
             if requeue is not None:  # the topology plugins' hints (the record read either way)
                 found = requeue.admitted(order.idle(), demands.__getitem__, queue.group_of)
@@ -379,9 +444,12 @@ def replay(
         mark = [requeue.clock if requeue is not None else 0]  # the record read so far
         placed: list[int] = []
         waiting: list[tuple[int, Refusal]] = []
+        due = observed_nominations(now)
         for pod in [*arriving, None]:
             while (head := order.peek()) is not None and (pod is None or seq[head] < seq[pod]):
                 order.pop()
+                if due:
+                    nominate(due, seq[head], now)
                 if try_place(head, now):
                     placed.append(head)
                     why.ended(head)
@@ -396,6 +464,8 @@ def replay(
                     order.advance()
                 else:  # capacity only shrank: the rest fail too (unless a bind lets it in)
                     order.stop()
+            if due:
+                nominate(due, None if pod is None else seq[pod], now)
             if pod is None:
                 break
             if departure[pod] <= now:  # gone the instant it came
@@ -501,6 +571,11 @@ def replay(
         changed: list[int] = []
         # ``later`` <= every termination's end: none ends at an instant before it
         back = terminate(now, changed) if later <= now else []
+        if reserved:  # nominations ending now: their room is the preemptor's to take
+            for pod, (node, until) in list(reserved.items()):
+                if until <= now:
+                    unhold(pod)
+                    changed.append(node)
         k = lo
         while k < hi and kinds_list[k] != ARRIVE:
             kind, item = kinds_list[k], index_list[k]
@@ -508,6 +583,9 @@ def replay(
                 if bound[item] >= 0:
                     changed.append(unbind(item, now))
                 elif item in rec.wait_since:
+                    if item in reserved:  # a nominated pod deleted: its hold goes
+                        changed.append(reserved[item][0])
+                        unhold(item)
                     queue.remove(item)
                     rec.end_wait(item, now)
                     rec.abandoned[item] = True

@@ -20,6 +20,7 @@ Two ways to read arrivals (``prepare(..., arrivals=...)``, docs/scheduling.md):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.core.errors import InputError
 from analyzer.core.pod_intervals import pinned_pods
 from analyzer.core.snapshot import Snapshot
 from analyzer.core.snapshot_schema import END_PREEMPTED, resources_in
@@ -97,6 +99,11 @@ class ReplayInput:
     # arrivals="created": pods whose controller's replacement is in the data (preempted in it);
     # the replay deletes them when it preempts them instead of queueing them again. None: none
     replaced: BoolArray | None = None
+    # arrivals="scheduled": the data's nominations (``pods.nominated``, the generator's), each
+    # (start ns, preemptor row, node index, end ns) by start, with the rows of the pods the data
+    # says were preempted (``pods.end_reason``); the replay holds the preemptor's room on that
+    # node while its victims terminate there (``engine``). None: none in the data
+    nominations: tuple[list[tuple[int, int, int, int]], BoolArray] | None = None
     topology: bool = True  # PodTopologySpread / InterPodAffinity may act on a pod (``in_play``)
     events: tuple[Int64Array, Int64Array, Int64Array] = field(
         default_factory=lambda: (np.zeros(0, np.int64),) * 3
@@ -192,6 +199,37 @@ def _column(frame: pd.DataFrame, name: str, default: str) -> list[str]:
     if name not in frame.columns:
         return [default] * len(frame)
     return [str(v) for v in frame[name].fillna(default)]
+
+
+def _nominations(
+    pods: pd.DataFrame, node_names: tuple[str, ...]
+) -> tuple[list[tuple[int, int, int, int]], BoolArray] | None:
+    """``ReplayInput.nominations`` from ``pods.nominated`` (None: no pod has one). A node the
+    snapshot does not list is skipped; a malformed cell is an input error naming the pod."""
+    texts = _column(pods, "nominated", "[]")
+    if all(t == "[]" for t in texts):
+        return None
+    index = {name: i for i, name in enumerate(node_names)}
+    found = []
+    for row, text in enumerate(texts):
+        if text == "[]":
+            continue
+        try:
+            cells = json.loads(text)
+            spans = [(str(n), int(a), int(b)) for n, a, b in cells]
+        except (ValueError, TypeError) as err:
+            uid = pods["uid"].iloc[row]
+            raise InputError(
+                f"pods.nominated of pod {uid}: {text!r} is not a JSON list of "
+                "[node, start, end] (unix seconds); fix or drop the column"
+            ) from err
+        for name, start, end in spans:
+            node = index.get(name)
+            if node is not None and start < end:
+                found.append((start * 10**9, row, node, end * 10**9))
+    found.sort()
+    marked = np.array([r == END_PREEMPTED for r in _column(pods, "end_reason", "")], dtype=bool)
+    return (found, marked) if found else None
 
 
 def _demands(pods: pd.DataFrame, state: ClusterState) -> tuple[list[PodDemand], list[bytes]]:
@@ -370,6 +408,7 @@ def prepare(snapshot: Snapshot, arrivals: str = ARRIVALS[0]) -> ReplayInput:
     if arrivals == "created":
         replaced = np.array([r == END_PREEMPTED for r in _column(pods, "end_reason", "")], bool)
         departure[replaced] = NEVER  # it ends only if the replay preempts it
+    nominations = None if arrivals == "created" else _nominations(pods, node_names)
     pod_resources = sorted(set(resources_in(pods, "requests")))
     template = _node_state(snapshot, pod_resources)
     template.objects = objects_of(snapshot)
@@ -393,6 +432,7 @@ def prepare(snapshot: Snapshot, arrivals: str = ARRIVALS[0]) -> ReplayInput:
         queued=queued,
         arrivals=arrivals,
         replaced=replaced,
+        nominations=nominations,
     )
     inp.events, inp.instant = _events(inp)
     inp.topology = in_play(template.objects, demands)

@@ -74,6 +74,7 @@ from analyzer.scheduling.plugins.nodeports import NodePorts
 from analyzer.scheduling.plugins.noderesources.fit import NodeResourcesFit
 from analyzer.scheduling.plugins.nodeunschedulable import NodeUnschedulable
 from analyzer.scheduling.priority_class import PREEMPTION_POLICIES
+from analyzer.scheduling.queue_order import may_preempt as queue_may_preempt
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 NEVER = PREEMPTION_POLICIES[1]  # preemptionPolicy: Never
@@ -263,6 +264,36 @@ class ReplayPreemption:
         if found is not None:
             self.successes += 1
         return found
+
+    def may_preempt(self, pending: Sequence[int], changed: Sequence[int]) -> list[int]:
+        """The pods of ``pending`` (queue-group heads, none pinned) that may preempt on one of the
+        ``changed`` nodes now: fit there by cpu, memory and pod count once its lower-priority
+        placed pods are gone (``queue_order.may_preempt``: the retry rule both loops share)."""
+        running = self.running
+        if not running or not pending or not changed:
+            return []
+        low, demands, prio = min(running), self.demands, self.priority
+        asking = [p for p in pending if prio[p] > low and demands[p].preemption_policy != NEVER]
+        if not asking:
+            return []
+        rows = sorted(set(changed))
+        rows = [r for r in rows if self.active[r]]
+        if not rows:
+            return []
+        state, at = self.state, self.at
+        lower = [(i, p) for i, r in enumerate(rows) for p in self.on_node[r] if at[p] == r]
+        index = np.array(rows, dtype=np.int64)
+        free = state.allocatable[index, :2] - state.requested[index, :2]
+        slots = state.allowed_pods[index] - state.pod_count[index]
+        pods = np.array([p for _, p in lower], dtype=np.int64)
+        placed = (
+            np.array([i for i, _ in lower], dtype=np.int64),
+            self.prio[pods],
+            self.requests[pods, :2],
+        )
+        need = np.stack([demands[p].requests[:2] for p in asking])
+        hits = queue_may_preempt(need, [prio[p] for p in asking], free, slots, placed)
+        return [p for p, hit in zip(asking, hits.tolist(), strict=True) if hit]
 
     def _memo_ok(self, demand: PodDemand) -> bool:
         """Whether a failed attempt stays failed on untouched nodes for ``demand``: the filters

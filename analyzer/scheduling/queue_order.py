@@ -5,10 +5,13 @@ At every instant, after the departures (and nodes leaving or joining):
 - the pods to try are the pods arriving now and the pending pods that *may fit* on a node whose
   room grew at this instant (``may_fit``: cpu, memory and pod count on a changed node — a pod that
   fitted nowhere before can only fit now where room grew; kube-scheduler requeues unschedulable
-  pods on such cluster events), and those a pod bound or deleted since their last try may let in
-  through PodTopologySpread or InterPodAffinity (``requeue``: those plugins' queueing hints); a
-  bind in the pass lets such a group into the pass at its rank (``PassOrder``), and the pods that
-  failed in it get one more pass at the instant;
+  pods on such cluster events), those that *may preempt* there (``may_preempt``: they would fit
+  once that node's lower-priority pods are gone — NodeResourcesFit's hint requeues them on any
+  deletion of a scheduled pod, so upstream preempts at that deletion), and those a pod bound or
+  deleted since their last try may let in through PodTopologySpread or InterPodAffinity
+  (``requeue``: those plugins' queueing hints); a bind in the pass lets such a group into the
+  pass at its rank (``PassOrder``), and the pods that failed in it get one more pass at the
+  instant;
 - they are tried in one pass in ``PrioritySort`` order, ``queue_rank``: higher priority first,
   then the earlier queue timestamp (the pod's creation, when it entered the queue), then the
   earlier position in the input (the snapshot's row order, the generator's creation order);
@@ -19,16 +22,19 @@ At every instant, after the departures (and nodes leaving or joining):
 Preemption, in both loops as upstream: the victims are deleted with a graceful termination of
 ``TERMINATION_GRACE`` seconds (they hold their room until it ends), the preemptor is nominated and
 waits in the queue; it preempts no more while its victims terminate (upstream's
-``PodEligibleToPreemptOthers``) and is bound when room frees, normally when they are gone.
+``PodEligibleToPreemptOthers``) and is bound when room frees, normally when they are gone. While
+it is nominated its requests and a pod slot are held on the node (``ClusterState.reserve``):
+upstream's ``addNominatedPods`` counts it there when filtering pods of lower or equal priority,
+so a smaller pod cannot take the room its victims leave. The preemptor does not count itself.
 
 Simplifications kept by both loops: no backoff (a pod is retried at the instant room frees), the
-queue timestamp is not refreshed after a failed attempt, and a nominated node reserves no room
-and is not preferred on the next attempt: when the victims' room frees, the pods that may fit are
-tried in queue order, so only a pod ranked before the preemptor can take it first. Room that frees
-on the nominated node *while* the victims terminate (another pod ending there) can go to a
-lower-priority pod; upstream would count the nominated preemptor on that node for it
-(``addNominatedPods``), neither loop does. The preemptor then preempts again once its victims are
-gone if it still fits nowhere.
+queue timestamp is not refreshed after a failed attempt, and the nominated node is not preferred
+on the next attempt. The hold counts for every pod, of higher priority too (upstream: lower or
+equal only), for the resource filters only (not the spread and affinity counts, nor the scores,
+as upstream's scores), and ends with the victims' grace period, before the instant's pass (upstream
+keeps it until the preemptor's next attempt): a pod of equal priority ranked before the
+preemptor may then take the room first, which upstream's hold would refuse it. A preemptor that
+fits elsewhere during the grace period is bound there and its hold released, as upstream.
 """
 
 from __future__ import annotations
@@ -77,6 +83,40 @@ def may_fit(need: Int64Array, free: Int64Array, pod_room: BoolArray) -> BoolArra
     )
     result: BoolArray = ok.any(axis=1)
     return result
+
+
+def may_preempt(
+    need: Int64Array,
+    priority: Sequence[int],
+    free: Int64Array,
+    slots: Int64Array,
+    lower: tuple[Int64Array, Int64Array, Int64Array],
+) -> BoolArray:
+    """Which pending pods (rows of ``need``: cpu, memory requests; ``priority``) fit on one of
+    the changed nodes once every placed pod of a lower priority there is gone: rows of ``free``
+    (cpu, memory left), ``slots`` (pods the node takes more); ``lower``: the pods placed on those
+    nodes as (row of ``free``, priority, cpu and memory requests). Only the pods that may preempt
+    are to be asked.
+
+    The retry rule for DefaultPreemption. kube-scheduler requeues a pod NodeResourcesFit refused
+    on any deletion of a scheduled pod (its ``isSchedulableAfterPodEvent`` hint), so a pod that
+    failed to preempt tries again at once where a deletion made room enough once the
+    lower-priority pods are gone (``SelectVictimsOnNode``'s first check) — though not enough to
+    fit without evicting anyone (``may_fit``). No other change can let it preempt: a
+    lower-priority pod bound or ending leaves that room as it was. A necessary test only."""
+    hits = np.zeros(len(need), dtype=bool)
+    if len(need) == 0 or len(free) == 0:
+        return hits
+    ranks = np.asarray(priority, dtype=np.int64)
+    rows, prio, requests = lower
+    for value in np.unique(ranks).tolist():
+        gone = prio < value
+        freed, room = free.copy(), slots.copy()
+        np.add.at(freed, rows[gone], requests[gone])
+        np.add.at(room, rows[gone], 1)
+        asking = ranks == value
+        hits[asking] = may_fit(need[asking], freed, room > 0)
+    return hits
 
 
 class PassOrder(Generic[G]):

@@ -321,6 +321,20 @@ class ClusterState:
         if pod.host_ports:
             self.ports.remove(node_index, pod.host_ports)
 
+    def reserve(self, node_index: int, pod: PodDemand) -> None:
+        """Hold ``pod``'s requests and a pod slot on ``node_index`` while it is nominated there
+        (a preemptor whose victims terminate): kube-scheduler's ``addNominatedPods`` counts such
+        a pod in the filters of the pods of lower or equal priority. Not its labels (the pod
+        index), host ports nor non-zero requests (the scores read those without nominated
+        pods)."""
+        self.requested[node_index] += pod.requests
+        self.pod_count[node_index] += 1
+
+    def release(self, node_index: int, pod: PodDemand) -> None:
+        """Undo ``reserve``."""
+        self.requested[node_index] -= pod.requests
+        self.pod_count[node_index] -= 1
+
     def bind_many(self, node_index: int, pods: Sequence[PodDemand]) -> None:
         """``bind`` of each of ``pods`` on ``node_index`` in turn, the resource rows changed once
         (the same state: sums of int64 rows; with device state, pod by pod)."""

@@ -102,10 +102,14 @@ class CoreMirror:
         core.present = state.present
         for node, step, pod in state.log[self._applied :]:
             demand = self.demand(pod, core)
-            if step > 0:
+            if step == 1:
                 core.bind(node, demand)
-            else:
+            elif step == -1:
                 core.unbind(node, demand)
+            elif step == 2:  # a nominated pod's room (``ClusterState.reserve``)
+                core.reserve(node, demand)
+            else:
+                core.release(node, demand)
         self._applied = len(state.log)
         return core
 

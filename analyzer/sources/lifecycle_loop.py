@@ -35,7 +35,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from analyzer.scheduling.kube_objects import from_kept
-from analyzer.scheduling.queue_order import TERMINATION_GRACE, PassOrder, may_fit, queue_rank
+from analyzer.scheduling.queue_order import (
+    TERMINATION_GRACE,
+    PassOrder,
+    may_fit,
+    may_preempt,
+    queue_rank,
+)
 from analyzer.scheduling.requeue import Requeue
 from analyzer.scheduling.state import PodDemand
 from analyzer.sources.autoscaled_nodes import NodeAutoscaler
@@ -155,6 +161,8 @@ def run_lifecycles(
         None if topology is None else topology(state)
     )
     requeue = None if rule is None else rule[0]
+    # nominated pods: pod -> (node, end of the nomination), their room held there (``reserve``)
+    reserved: dict[int, tuple[int, int]] = {}
 
     def demand_of(j: int) -> PodDemand:
         request = pods[j].request
@@ -174,8 +182,14 @@ def run_lifecycles(
         request = pod.request
         if autoscaler is not None:  # only nodes that exist now
             request = dataclasses.replace(request, allowed=request.allowed & autoscaler.present)
+        held = reserved.pop(i, None)  # a nominated pod does not count itself
+        if held is not None:
+            state.release(held[0], pod.request)
         node = place(request, state)
         if node is None:
+            if held is not None and now < held[1]:  # still nominated (its victims terminate)
+                state.reserve(held[0], pod.request)
+                reserved[i] = held
             return False
         if not 0 <= node < len(state.nodes):  # ``allowed`` is advice: a placer may ignore it
             raise ValueError(f"placer chose node {node} for pod {pod.uid}: no such node")
@@ -223,6 +237,10 @@ def run_lifecycles(
             return False
         by_uid = {pods[j].uid: j for j in lower}
         pod.nominated_until = now + TERMINATION_GRACE
+        # the nominated node holds the pod's room for the pods of lower or equal priority
+        assert i not in reserved  # (it preempts only once its last nomination has ended)
+        state.reserve(found[0], pod.request)
+        reserved[i] = (found[0], pod.nominated_until)
         pod.preemptions.append((now, found[0], tuple(found[1])))
         for uid in found[1]:
             victim = by_uid[uid]
@@ -259,6 +277,13 @@ def run_lifecycles(
             return None  # terminating: it ends when its grace period does
         if pod.node < 0:  # deleted while pending
             pending.discard(i)
+            held = reserved.pop(i, None)  # a nominated pod: its hold goes with it
+            if held is not None:
+                assert pod.request is not None
+                state.release(held[0], pod.request)
+                pod.deleted = now
+                pod.phase = "Deleted"
+                return held[0]
             pod.deleted = now
             pod.phase = "Deleted"
             return None
@@ -297,7 +322,25 @@ def run_lifecycles(
         waiting = sorted(pending)
         need = np.array([cpu_memory(j) for j in waiting], dtype=np.int64)
         hits = may_fit(need, free, room)
-        return [j for j, hit in zip(waiting, hits.tolist(), strict=True) if hit]
+        found = [j for j, hit in zip(waiting, hits.tolist(), strict=True) if hit]
+        if preempter is None or not running:
+            return found
+        # room to preempt in (``queue_order.may_preempt``): retried as in the replay
+        hit = set(found)
+        asking = [j for j in waiting if j not in hit and pods[j].pin < 0]
+        if not asking:
+            return found
+        lower = [(r, j) for r, node in enumerate(rows.tolist()) for j in on_node[node]
+                 if j in running]  # fmt: skip
+        placed = (
+            np.array([r for r, _ in lower], dtype=np.int64),
+            np.array([priority(pods[j]) for _, j in lower], dtype=np.int64),
+            np.array([cpu_memory(j) for _, j in lower], dtype=np.int64).reshape(-1, 2),
+        )
+        slots_left = state.allocatable[rows, slots] - state.requested[rows, slots]
+        asked = np.array([cpu_memory(j) for j in asking], dtype=np.int64)
+        hits = may_preempt(asked, [priority(pods[j]) for j in asking], free, slots_left, placed)
+        return [*found, *(j for j, hit in zip(asking, hits.tolist(), strict=True) if hit)]
 
     def need(j: int) -> np.ndarray:
         request = pods[j].request
@@ -413,6 +456,13 @@ def run_lifecycles(
             _, kind, i = heapq.heappop(events)
             (departing if kind == _DEPART else arriving).append(i)
         changed = [node for i in departing if (node := depart(i, now)) is not None]
+        for i, (node, until) in list(reserved.items()):  # nominations ending now
+            if until <= now:
+                request = pods[i].request
+                assert request is not None
+                state.release(node, request)
+                del reserved[i]
+                changed.append(node)
         if autoscaler is not None and now == autoscaler.due():
             arriving.extend(autoscale(now, changed))
         fresh = []

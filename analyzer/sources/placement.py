@@ -133,6 +133,18 @@ class ClusterState:
         self.non_zero_requested[node] -= (pod.non_zero["cpu"], pod.non_zero["memory"])
         self.log.append((node, -1, pod))
 
+    def reserve(self, node: int, pod: PlacementRequest) -> None:
+        """Hold ``pod``'s requests on ``node`` for it while it is nominated there (a preemptor
+        whose victims terminate: ``lifecycle_loop``); its non-zero requests, which the scores
+        read, are not counted (kube-scheduler adds nominated pods for the filters only)."""
+        self.requested[node] += self._need(pod)
+        self.log.append((node, 2, pod))
+
+    def release(self, node: int, pod: PlacementRequest) -> None:
+        """Undo ``reserve``."""
+        self.requested[node] -= self._need(pod)
+        self.log.append((node, -2, pod))
+
     def fits(self, pod: PlacementRequest) -> np.ndarray:
         """Bool mask of nodes where ``pod`` fits (NodeResourcesFit filter) and is allowed."""
         # a resource the pod does not request never stops it (even on an overcommitted node):

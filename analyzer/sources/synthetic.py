@@ -31,6 +31,7 @@ from analyzer.core.snapshot_schema import (
     REQUESTS,
     resource_column,
 )
+from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.versions import parse_version
 from analyzer.sources.autoscaled_nodes import SYSTEM_TIMEOUT, NodeAutoscaler
 from analyzer.sources.catalog import (
@@ -239,6 +240,13 @@ def _pod_table(
         "last_seen": _times(last),
         # a victim deleted by preemption inside the range (``lifecycle_loop``)
         "end_reason": [END_PREEMPTED if p.preempted is not None else "" for p in pods],
+        # a preemptor's nominations: node, start, end (``lifecycle_loop``: its room held there)
+        "nominated": [
+            json.dumps([[nodes[n].name, t, t + TERMINATION_GRACE] for t, n, _ in p.preemptions])
+            if p.preemptions
+            else "[]"
+            for p in pods
+        ],
     }
     describe = _describer(spec)
     cells = [describe(p) for p in pods]
