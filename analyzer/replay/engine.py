@@ -496,7 +496,11 @@ def replay(
             changed.append(slot)
             cache.touch(slot)
         drained: list[int] = []
-        removing = scaler.tick(now, queue.pods())
+        waiting = queue.pods()
+        if reserved:  # a pod waiting for its victims to go asks no new node (upstream's CA
+            # ``FilterOutExpendableAndSplit``, Karpenter's ``IsProvisionable``): its node holds it
+            waiting = [p for p in waiting if p not in reserved]
+        removing = scaler.tick(now, waiting)
         tainted = scaler.node_changes()
         if tainted:  # the autoscaler tainted nodes (Karpenter's candidates being replaced)
             cache.node_state_changed(tainted)
@@ -571,11 +575,6 @@ def replay(
         changed: list[int] = []
         # ``later`` <= every termination's end: none ends at an instant before it
         back = terminate(now, changed) if later <= now else []
-        if reserved:  # nominations ending now: their room is the preemptor's to take
-            for pod, (node, until) in list(reserved.items()):
-                if until <= now:
-                    unhold(pod)
-                    changed.append(node)
         k = lo
         while k < hi and kinds_list[k] != ARRIVE:
             kind, item = kinds_list[k], index_list[k]
@@ -620,6 +619,12 @@ def replay(
                 ca.ready(now)
             else:
                 back.extend(autoscale(now, changed))
+        if reserved:  # nominations ending now: their room is the preemptor's to take (after
+            # the autoscaler's run, which counts a nominated pod on its node as upstream's does)
+            for pod, (node, until) in list(reserved.items()):
+                if until <= now:
+                    unhold(pod)
+                    changed.append(node)
         arriving = [*index_list[k:hi], *back]
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)

@@ -31,8 +31,8 @@ Simplifications kept by both loops: no backoff (a pod is retried at the instant 
 queue timestamp is not refreshed after a failed attempt, and the nominated node is not preferred
 on the next attempt. The hold counts for every pod, of higher priority too (upstream: lower or
 equal only), for the resource filters only (not the spread and affinity counts, nor the scores,
-as upstream's scores), and ends with the victims' grace period, before the instant's pass (upstream
-keeps it until the preemptor's next attempt): a pod of equal priority ranked before the
+as upstream's scores), and ends with the victims' grace period, after the autoscaler's run and
+before the scheduler's pass at that instant (upstream keeps it until the preemptor's next attempt): a pod of equal priority ranked before the
 preemptor may then take the room first, which upstream's hold would refuse it. A preemptor that
 fits elsewhere during the grace period is bound there and its hold released, as upstream.
 """

@@ -369,7 +369,9 @@ def run_lifecycles(
             state.allocatable[:, scaled],
             state.requested[:, scaled],
             on_node,
-            sorted(pending, key=rank),
+            # a pod waiting for its victims to go asks no new node (CA's
+            # ``FilterOutExpendableAndSplit``): its nominated node holds it
+            sorted((j for j in pending if j not in reserved), key=rank),
             need,
             movable,
             lambda j: pods[j].created,
@@ -456,15 +458,17 @@ def run_lifecycles(
             _, kind, i = heapq.heappop(events)
             (departing if kind == _DEPART else arriving).append(i)
         changed = [node for i in departing if (node := depart(i, now)) is not None]
-        for i, (node, until) in list(reserved.items()):  # nominations ending now
+        if autoscaler is not None and now == autoscaler.due():
+            arriving.extend(autoscale(now, changed))
+        # nominations ending now, after the autoscaler's run (it counts a nominated pod on its
+        # node, as upstream's does)
+        for i, (node, until) in list(reserved.items()):
             if until <= now:
                 request = pods[i].request
                 assert request is not None
                 state.release(node, request)
                 del reserved[i]
                 changed.append(node)
-        if autoscaler is not None and now == autoscaler.due():
-            arriving.extend(autoscale(now, changed))
         fresh = []
         for i in arriving:
             pod = pods[i]
