@@ -98,7 +98,9 @@ def _reasons_add_up(record: Any) -> None:
         # rule and the strict unneeded time came in, 2026-11-30)
         (10, "most-allocated", None),
         (3, "kube-default", None),
-        (5, "most-allocated", None),
+        # (seed 16: seed 5's plain path placed no pod by a hint once the nominated node held its
+        # preemptor's room, 2026-12-02)
+        (16, "most-allocated", None),
         # the candidates limit binds (2 x 1 on the first pass) and rechecks come every 2 minutes
         (6, "kube-default", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),
         (7, "most-allocated", {"max-scale-down-parallelism": 1, "unremovable-node-recheck-timeout": "2m"}),

@@ -204,7 +204,7 @@ def replay(
     # nominated pods: pod -> (node, end of the nomination, ns), their room held there
     reserved: dict[int, tuple[int, int]] = {}
     # the data's nominations (arrivals "scheduled": the preemptions are the data's) and the next
-    noms, nom_at = inp.nominations, [0]
+    noms, nom_at = (inp.nominations if cache is not None else None), [0]  # (observed: none)
     if noms is not None:
         noms = (noms[0], noms[1].tolist())
     refused = why.failed

@@ -277,16 +277,14 @@ def run_lifecycles(
             return None  # terminating: it ends when its grace period does
         if pod.node < 0:  # deleted while pending
             pending.discard(i)
-            held = reserved.pop(i, None)  # a nominated pod: its hold goes with it
-            if held is not None:
-                assert pod.request is not None
-                state.release(held[0], pod.request)
-                pod.deleted = now
-                pod.phase = "Deleted"
-                return held[0]
             pod.deleted = now
             pod.phase = "Deleted"
-            return None
+            held = reserved.pop(i, None)  # a nominated pod: its hold goes with it
+            if held is None:
+                return None
+            assert pod.request is not None
+            state.release(held[0], pod.request)
+            return held[0]
         assert pod.request is not None
         freed = pod.node
         state.unbind(freed, pod.request)
