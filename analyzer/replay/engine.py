@@ -19,7 +19,10 @@ Semantics (DESIGN.md "Replay", normative):
 - with DefaultPreemption a pod that fits nowhere may evict lower-priority pods
   (``analyzer.replay.preemption``), as kube-scheduler does (``analyzer.replay.terminations``): the
   victims are deleted and keep their room for their graceful termination, the preemptor is
-  nominated, waits in the queue and is bound when room frees (it preempts no more meanwhile).
+  nominated, waits in the queue and is bound when room frees (it preempts no more meanwhile);
+  while nominated, its requests are held on that node (``ClusterState.reserve``: upstream's
+  ``addNominatedPods``), and with observed arrivals the data's own nominations
+  (``ReplayInput.nominations``) are held likewise where their victims terminate.
   A victim whose termination ends leaves its node and queues again as its controller's new pod
   (queue timestamp: its deletion), unless the input says that pod is in the data
   (``ReplayInput.replaced``, arrivals "created": then it is simply gone). With arrivals
