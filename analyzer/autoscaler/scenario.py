@@ -125,6 +125,13 @@ def _not_provisionable(raw: Any, pod: CAPod) -> str:
     return ""
 
 
+def _nominated(raw: Any) -> str:
+    """The pod's ``status.nominatedNodeName`` ("" when none or not a string)."""
+    status = raw.get("status") if isinstance(raw, Mapping) else None
+    name = status.get("nominatedNodeName") if isinstance(status, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
 def _condition(raw: Any, kind: str) -> str | None:
     """A node's ``kind`` condition status as given (None: no such condition; the node's status
     was checked a mapping by ``parse_node``)."""
@@ -356,6 +363,22 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
                 notes.append(f"pod {pod.key} is not bound and {why}: Karpenter leaves it out")
             else:
                 pending.append(pod)  # (the note is ``karpenter.consolidate``'s)
+        elif (
+            not pod.obj.node_name
+            and autoscaler == "cluster-autoscaler"
+            and waiting
+            and (nominated := _nominated(raw)) in pods
+            and not _expendable(pod, options, _preemption_policy(pod, classes))
+        ):
+            # waiting for its preemption: cluster-autoscaler's snapshot holds it on that node
+            # (``FilterOutExpendableAndSplit``, ``addPreemptingPodsToSnapshot``: "considered
+            # during scale down"), and asks no new node for it
+            notes.append(
+                f"pod {pod.key} is not bound and is nominated to {nominated} (waiting for its "
+                f"preemption): cluster-autoscaler counts it on {nominated}"
+            )
+            on_it = dataclasses.replace(pod.obj, node_name=nominated)
+            pods[nominated].append(dataclasses.replace(pod, obj=on_it))
         elif not pod.obj.node_name:
             notes.append(f"pod {pod.key} is not bound (no spec.nodeName); ignored")
         elif pod.obj.node_name not in pods:
