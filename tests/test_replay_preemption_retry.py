@@ -20,9 +20,13 @@ fitting when the victim was gone, preempted the replacement.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
+from hostile_documents import mutated
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from replay_fixtures import GI, N, P, build
 from test_replay_preemption import index_of, runs, with_priorities
 
@@ -30,7 +34,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.resources import Container, PodSpecResources
 from analyzer.core.snapshot import Snapshot
 from analyzer.replay.engine import Strategy, replay
-from analyzer.replay.input import prepare
+from analyzer.replay.input import nominated_spans, prepare
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.queue_order import may_preempt
@@ -170,3 +174,21 @@ def test_a_malformed_nomination_names_the_pod() -> None:
     snapshot.pods["nominated"] = ["[]", "[]", '[["a", 60]]', "[]"]
     with pytest.raises(InputError, match=r"pods\.nominated of pod x"):
         prepare(snapshot)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(mutated([["n1", 60, 90], ["n2", 120, 150]]), st.text(max_size=40)))
+def test_a_hostile_nominated_cell_is_read_or_refused_in_one_line(cell: Any) -> None:
+    """The ``pods.nominated`` reader (``nominated_spans``, through the project's depth-bounded
+    JSON reader) meets wrong types, non-finite and huge numbers, nesting past the bound and
+    random text: it returns [node, start, end] spans of a string and two ints, or raises one
+    ``InputError`` line naming the cell."""
+    text = cell if isinstance(cell, str) else json.dumps(cell)
+    try:
+        spans = nominated_spans(text, "pods.nominated of pod x")
+    except InputError as err:
+        assert str(err).startswith("pods.nominated of pod x") and "\n" not in str(err)
+        return
+    for node, start, end in spans:
+        assert isinstance(node, str)
+        assert type(start) is int and type(end) is int

@@ -207,7 +207,7 @@ def replay(
     # nominated pods: pod -> (node, end of the nomination, ns), their room held there
     reserved: dict[int, tuple[int, int]] = {}
     # the data's nominations (arrivals "scheduled": the preemptions are the data's) and the next
-    noms, nom_at = (inp.nominations if cache is not None else None), [0]  # (observed: none)
+    noms, nom_at = (inp.nominations if cache is not None else None), 0  # (observed: none)
     if noms is not None:
         noms = (noms[0], noms[1].tolist())
     refused = why.failed
@@ -294,12 +294,13 @@ def replay(
         (rank, preemptor, node, end) in rank order: each is held (``nominate``) in the pass
         where the preemptor's turn would come, as it preempted there; one that started before
         this instant (no instant between) at once."""
-        if noms is None or nom_at[0] >= len(noms[0]) or noms[0][nom_at[0]][0] > now:
+        nonlocal nom_at
+        if noms is None or nom_at >= len(noms[0]) or noms[0][nom_at][0] > now:
             return []
         spans, due = noms[0], []
-        while nom_at[0] < len(spans) and spans[nom_at[0]][0] <= now:
-            start, pod, node, until = spans[nom_at[0]]
-            nom_at[0] += 1
+        while nom_at < len(spans) and spans[nom_at][0] <= now:
+            start, pod, node, until = spans[nom_at]
+            nom_at += 1
             due.append((seq[pod] if start == now else -1, pod, node, until))
         due.sort()
         return due

@@ -20,7 +20,6 @@ Two ways to read arrivals (``prepare(..., arrivals=...)``, docs/scheduling.md):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +31,10 @@ from analyzer.core.errors import InputError
 from analyzer.core.pod_intervals import pinned_pods
 from analyzer.core.snapshot import Snapshot
 from analyzer.core.snapshot_schema import END_PREEMPTED, resources_in
+from analyzer.core.structured import parse_json_text
 from analyzer.replay.topology import TOPOLOGY_MARK, InertIndex, in_play, objects_of
 from analyzer.scheduling.constraint_types import constraints_from_json, taints_from_json
+from analyzer.scheduling.fields import integer, listing
 from analyzer.scheduling.gpu.devices import workload_of
 from analyzer.scheduling.gpu.fragments import TargetWorkload
 from analyzer.scheduling.gpu.requests import GPU_SPEC_LABEL, pod_gpu_demand
@@ -201,6 +202,24 @@ def _column(frame: pd.DataFrame, name: str, default: str) -> list[str]:
     return [str(v) for v in frame[name].fillna(default)]
 
 
+def nominated_spans(cell: str, where: str) -> list[tuple[str, int, int]]:
+    """A ``pods.nominated`` cell: ``[[node, start, end], ...]`` (unix seconds; "[]": none),
+    read by the project's JSON reader (depth-bounded); anything else an ``InputError`` naming
+    ``where``."""
+    if not cell or cell == "[]":
+        return []
+    spans = []
+    for i, item in enumerate(listing(parse_json_text(cell, where), where)):
+        if not isinstance(item, list) or len(item) != 3:
+            raise InputError(f"{where}[{i}]: expected [node, start, end] (unix seconds)")
+        node = item[0]
+        if not isinstance(node, str):
+            raise InputError(f"{where}[{i}][0]: the node's name is not a string")
+        start, end = integer(item[1], f"{where}[{i}][1]"), integer(item[2], f"{where}[{i}][2]")
+        spans.append((node, start, end))
+    return spans
+
+
 def _nominations(
     pods: pd.DataFrame, node_names: tuple[str, ...]
 ) -> tuple[list[tuple[int, int, int, int]], BoolArray] | None:
@@ -211,19 +230,9 @@ def _nominations(
         return None
     index = {name: i for i, name in enumerate(node_names)}
     found = []
-    for row, text in enumerate(texts):
-        if text == "[]":
-            continue
-        try:
-            cells = json.loads(text)
-            spans = [(str(n), int(a), int(b)) for n, a, b in cells]
-        except (ValueError, TypeError) as err:
-            uid = pods["uid"].iloc[row]
-            raise InputError(
-                f"pods.nominated of pod {uid}: {text!r} is not a JSON list of "
-                "[node, start, end] (unix seconds); fix or drop the column"
-            ) from err
-        for name, start, end in spans:
+    for row, cell in enumerate(texts):
+        where = f"pods.nominated of pod {pods['uid'].iloc[row]}" if cell != "[]" else ""
+        for name, start, end in nominated_spans(cell, where):
             node = index.get(name)
             if node is not None and start < end:
                 found.append((start * 10**9, row, node, end * 10**9))
