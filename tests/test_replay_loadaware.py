@@ -417,14 +417,11 @@ def test_remembered_preemption_failures_give_the_same_replay(
     # reference path, which remembers nothing — gives the same replay. At offset 0: the paths
     # draw their random offsets over different node sets, so their streams part where the
     # counts differ (``test_replay_preemption.test_remembered_failures_give_the_same_replay``)
-    from analyzer.replay.preemption import ReplayPreemption
-    from analyzer.scheduling.plugins.defaultpreemption import DefaultPreemption, offset_and_count
+    from test_replay_preemption import offsets_at_zero
 
-    monkeypatch.setattr(
-        DefaultPreemption,
-        "offset_and_count",
-        lambda self, potential, rng: offset_and_count(self.args, potential, None, self.sampling),
-    )
+    from analyzer.replay.preemption import ReplayPreemption
+
+    offsets_at_zero(monkeypatch)
     inp = prepare(churn(seed))
     strategy = Strategy("tight", custom(args))
     narrowed: list[int] = []  # per remembered attempt: rows added by the load log alone

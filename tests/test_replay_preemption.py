@@ -352,6 +352,15 @@ def test_replay_preemption_matches_the_core_on_the_whole_state(
         assert [f"p{v}" for v in got[1]] == [v.name for v in want.victims]
 
 
+def offsets_at_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every DefaultPreemption dry run reads its nodes from offset 0 (no random draw)."""
+    monkeypatch.setattr(
+        DefaultPreemption,
+        "offset_and_count",
+        lambda self, potential, rng: offset_and_count(self.args, potential, None, self.sampling),
+    )
+
+
 def churn(seed: int) -> Snapshot:
     """Four 4-core nodes, 80 pods of 0.5–2.5 cores and priority -1 to 2 arriving over 50
     minutes, most of them leaving after 5–20 minutes: pods wait, preempt and fail to."""
@@ -381,11 +390,7 @@ def test_remembered_failures_give_the_same_replay(
     yield victims is the claim; the order of equal candidates is a draw."""
     inp = prepare(churn(seed))
     strategy = Strategy(name, load_strategy(name))
-    monkeypatch.setattr(
-        DefaultPreemption,
-        "offset_and_count",
-        lambda self, potential, rng: offset_and_count(self.args, potential, None, self.sampling),
-    )
+    offsets_at_zero(monkeypatch)
     # the kube presets carry PodTopologySpread and InterPodAffinity: these pods have no spread
     # or affinity terms, so failures are remembered all the same (``_memo_ok``) — count it
     remembered = []
