@@ -37,6 +37,21 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
             f"{sampling['feasibleNodesToFind']} feasible nodes to find; {sampling['examined']} "
             f"examined from index 0, {sampling['scored']} scored"
         )
+    tried = result.get("triedNominatedNode")
+    if isinstance(tried, dict):  # the pod's nominated node, tried alone first
+        lines.append(
+            f"nominated node {tried['name']} tried first: "
+            + (
+                "passes the filters, so the pod goes there and no other node is scored"
+                if tried["feasible"]
+                else "refused, so every node is examined"
+            )
+        )
+    unscored = (
+        "not scored (the nominated node passed first)"
+        if isinstance(tried, dict) and tried["feasible"]
+        else "not scored (not among the K found)"
+    )
     header = ("plugin", "resource", "requested", "allocatable", "utilisation", "score", "note")
     nodes = result["nodes"]
     assert isinstance(nodes, list)
@@ -50,7 +65,7 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
             + "; ".join(node["reasons"])
         )
         lines.append("")
-        total = node["total"] if node["total"] is not None else "not scored (not among the K found)"
+        total = node["total"] if node["total"] is not None else unscored
         lines.append(f"node {node['name']}  total {total}  ({status})")
         rows: list[ExplainRow] = scenario.profile.explain(
             scenario.state, scenario.pod, i, scenario.now
@@ -144,6 +159,9 @@ def score(
     fits nowhere and the profile has DefaultPreemption: "preemption" {nominatedNode, victims,
     candidates, status}; candidates are gathered from the first potential node, or from an
     offset drawn from --seed when it is given, as kube-scheduler draws it at random.
+    Pending pods nominated to a node by an earlier preemption (status.nominatedNodeName) count
+    there in the filters of pods of lower or equal priority; a pod with a nominated node tries
+    it first ("triedNominatedNode").
     """
     loaded = load_scenario(
         scenario,

@@ -5,7 +5,10 @@ A scenario's ``featureGates: {Name: true|false}`` overrides the default of its
 model are accepted with a note. Defaults (first minor where the gate is on by default, from the
 Kubernetes feature-gate reference): NodeInclusionPolicyInPodTopologySpread 1.26 (beta),
 MatchLabelKeysInPodTopologySpread 1.27 (beta), MinDomainsInPodTopologySpread 1.27 (beta; GA
-1.30), TaintTolerationComparisonOperators alpha in 1.35 (off).
+1.30), TaintTolerationComparisonOperators alpha in 1.35 (off), PreferNominatedNode 1.22 (beta; GA
+1.24: a pod's nominated node tried first, ``nominated_pods``), PodDisruptionConditions 1.26
+(beta; GA 1.31: only a victim the scheduler preempted — its ``DisruptionTarget`` condition —
+makes a preemptor wait, DefaultPreemption's ``PodEligibleToPreemptOthers``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ NODE_INCLUSION_POLICY = "NodeInclusionPolicyInPodTopologySpread"
 MATCH_LABEL_KEYS = "MatchLabelKeysInPodTopologySpread"
 MIN_DOMAINS = "MinDomainsInPodTopologySpread"
 TAINT_COMPARISON = "TaintTolerationComparisonOperators"
+PREFER_NOMINATED_NODE = "PreferNominatedNode"
+POD_DISRUPTION_CONDITIONS = "PodDisruptionConditions"
 
 # gate -> (major, minor) from which it is on by default; None: off in every modelled version
 GATES: dict[str, tuple[int, int] | None] = {
@@ -29,6 +34,8 @@ GATES: dict[str, tuple[int, int] | None] = {
     MATCH_LABEL_KEYS: (1, 27),
     MIN_DOMAINS: (1, 27),
     TAINT_COMPARISON: None,
+    PREFER_NOMINATED_NODE: (1, 22),
+    POD_DISRUPTION_CONDITIONS: (1, 26),
 }
 
 

@@ -87,6 +87,10 @@ class PodObject:
     init_images: tuple[str, ...] = ()  # spec.initContainers[].image
     host_ports: tuple[HostPort, ...] = ()  # containers' and sidecars' host ports (NodePorts)
     not_ready: bool = False  # a Ready condition with status False
+    # status.nominatedNodeName: the node an earlier preemption nominated ("" = none)
+    nominated_node_name: str = ""
+    # a DisruptionTarget condition True with reason PreemptionByScheduler (a preemption victim)
+    preempted: bool = False
 
     @property
     def terminated(self) -> bool:
@@ -220,6 +224,15 @@ def _not_ready(conditions: Any) -> bool:
     return False
 
 
+def _preempted(conditions: Any) -> bool:
+    """Whether the pod's ``DisruptionTarget`` condition says the scheduler preempted it
+    (upstream's ``podTerminatingByPreemption``: the first such condition decides)."""
+    for cond in conditions if isinstance(conditions, list) else []:
+        if isinstance(cond, Mapping) and cond.get("type") == "DisruptionTarget":
+            return cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
+    return False
+
+
 def _condition_time(conditions: Any, kind: str, where: str) -> float | None:
     for i, cond in enumerate(conditions or []):
         cond = mapping(cond, f"{where}[{i}]")
@@ -291,6 +304,10 @@ def parse_pod(obj: Any, where: str) -> PodObject:
         images=container_images(spec.get("containers"), f"{where}.spec.containers"),
         init_images=container_images(spec.get("initContainers"), f"{where}.spec.initContainers"),
         host_ports=pod_host_ports(spec, f"{where}.spec"),
+        nominated_node_name=text(
+            status.get("nominatedNodeName"), f"{where}.status.nominatedNodeName"
+        ),
+        preempted=_preempted(conditions),
     )
 
 

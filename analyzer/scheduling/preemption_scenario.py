@@ -16,7 +16,7 @@ then ``DryRunPreemption``'s and ``nominatedNode`` is ``SelectCandidate``'s choic
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.objects import PodObject
 from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.plugins.defaultpreemption import (
+    TERMINATING,
     UNRESOLVABLE,
     UNSCHEDULABLE,
     BoundPod,
@@ -113,6 +114,8 @@ def run_preemption(
     classes: Mapping[str, PriorityClass] | None = None,
     statuses: Mapping[int, str] | None = None,
     rng: np.random.Generator | None = None,
+    nominated: Mapping[int, Sequence[PodDemand]] | None = None,
+    waits: Callable[[Mapping[int, str]], bool] | None = None,
 ) -> PreemptionResult | None:
     """PostFilter for a scenario: None when the pod fits or the profile does not preempt.
 
@@ -123,25 +126,33 @@ def run_preemption(
     could differ from the ones it holds, so GPU profiles do not preempt here.
 
     ``rng`` draws the candidates' offset (None: offset 0, the first potential node).
+    ``nominated``: per node, the nominated pods its filters count (``nominated_pods``);
+    ``waits(statuses)``: whether the pod waits for a victim on its own nominated node
+    (``PodEligibleToPreemptOthers``, after the ``preemptionPolicy`` check).
     """
     plugin = preemption_plugin(profile)
     if plugin is None or state.devices is not None:
         return None
     if statuses is None and evaluation.feasible.any():
         return None
+    policy = resolve_preemption_policy(incoming, classes)
+    statuses = node_statuses(evaluation, profile.filters) if statuses is None else statuses
+    if policy != "Never" and waits is not None and waits(statuses):
+        return PreemptionResult(None, [], [], UNSCHEDULABLE, f"preemption: {TERMINATING}")
     return preempt(
         profile.filters,
         state,
         demand,
         resolve_priority(incoming, classes),
-        resolve_preemption_policy(incoming, classes),
-        node_statuses(evaluation, profile.filters) if statuses is None else statuses,
+        policy,
+        statuses,
         bound_pods(state, pods, classes),
         budgets,
         plugin.args,
         now,
         rng,
         plugin.sampling,
+        nominated,
     )
 
 

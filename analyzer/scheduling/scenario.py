@@ -5,7 +5,9 @@ Scenario (YAML, DESIGN.md "Interfaces")::
     kubernetesVersion: "1.36"     # optional (default 1.36)
     scheduler: {...} | path        # KubeSchedulerConfiguration v1 / Policy, or a preset name
     nodes: [Node, ...]             # status.allocatable (status.images for ImageLocality)
-    pods: [Pod, ...]               # bound pods (spec.nodeName); pending/terminated ones are ignored
+    pods: [Pod, ...]               # bound pods (spec.nodeName); pending ones count only when an
+                                   # earlier preemption nominated them (status.nominatedNodeName,
+                                   # ``nominated_pods``); terminated ones are ignored
     nodeMetrics: [NodeMetric, ...] # slo.koordinator.sh/v1alpha1, for LoadAwareScheduling
     pod: Pod                       # the incoming pod
     now: "2026-11-01T12:00:00Z"    # default: the newest NodeMetric updateTime, else the clock
@@ -37,9 +39,14 @@ import numpy as np
 from analyzer.core.durations import parse_time
 from analyzer.core.errors import InputError
 from analyzer.core.structured import describe_value, load_yaml_or_json, plain, preview
+from analyzer.scheduling import nominated_pods
 from analyzer.scheduling.arith import BoolArray
 from analyzer.scheduling.config import build_profile, parse_kube_scheduler_configuration
-from analyzer.scheduling.feature_gates import resolve_gates
+from analyzer.scheduling.feature_gates import (
+    POD_DISRUPTION_CONDITIONS,
+    PREFER_NOMINATED_NODE,
+    resolve_gates,
+)
 from analyzer.scheduling.fields import listing
 from analyzer.scheduling.framework import Evaluation, Profile
 from analyzer.scheduling.kube_objects import parse_objects
@@ -52,6 +59,7 @@ from analyzer.scheduling.plugins.loadaware.cache import (
     parse_node_metric,
 )
 from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
+from analyzer.scheduling.plugins.queuesort import resolve_priority
 from analyzer.scheduling.preemption_scenario import (
     parse_post_filter,
     preemption_json,
@@ -99,12 +107,37 @@ class Scenario:
     # percentageOfNodesToScore (``evaluate``): every node's filter verdict, and what was sampled
     filtered: Evaluation | None = None
     sampling: dict[str, Any] | None = None
+    # per node, the pods nominated there that the incoming pod's filters count (``nominated_pods``)
+    nominated: dict[int, list[PodDemand]] = field(default_factory=dict)
+    # the incoming pod's own nominated node (index), tried first (PreferNominatedNode); None: none
+    prefer: int | None = None
+    # ``evaluate``: {"name", "feasible"} of the nominated node tried first (None: not tried)
+    tried_nominated: dict[str, Any] | None = None
+    disruption_conditions: bool = True  # PodDisruptionConditions (``nominated_pods``)
+
+    def _evaluate(self, mask: BoolArray | None) -> Evaluation:
+        """The profile's evaluation, the nodes' nominated pods in their filters."""
+        return nominated_pods.evaluate(
+            self.profile, self.state, self.pod, self.now, mask, self.nominated
+        )
 
     def evaluate(self) -> Evaluation:
         """Score the incoming pod against every (candidate) node; above 100 nodes only the
         feasible nodes a freshly started kube-scheduler would find (``node_sampling``: node tree
-        from index 0, ``numFeasibleNodesToFind``) are scored and normalised, as upstream."""
-        full = self.profile.evaluate(self.state, self.pod, now=self.now, mask=self.candidates)
+        from index 0, ``numFeasibleNodesToFind``) are scored and normalised, as upstream. A pod
+        with a nominated node tries it alone first: if it passes the filters, it is the only
+        feasible node (``evaluateNominatedNode``), the other nodes' verdicts are shown unscored."""
+        prefer = self.prefer
+        if prefer is not None and (self.candidates is None or self.candidates[prefer]):
+            alone = np.zeros(self.state.node_count, dtype=bool)
+            alone[prefer] = True
+            first = self._evaluate(alone)
+            passed = bool(first.feasible[prefer])
+            self.tried_nominated = {"name": self.state.node_names[prefer], "feasible": passed}
+            if passed:
+                self.filtered = self._evaluate(self.candidates)
+                return first
+        full = self._evaluate(self.candidates)
         present = [True] * self.state.node_count if self.candidates is None else self.candidates
         order = initial_order(self.state.node_names, self.state.node_labels, list(present))
         percentage = self.profile.percentage_of_nodes_to_score
@@ -125,7 +158,7 @@ class Scenario:
             "examined": processed,
             "scored": int(found.sum()),
         }
-        return self.profile.evaluate(self.state, self.pod, now=self.now, mask=found)
+        return self._evaluate(found)
 
     def shown(self) -> list[int]:
         """Indices of the nodes the result lists: the candidates, else every node."""
@@ -230,6 +263,27 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
     state.load = _load_inputs(profile, state, metrics, bound, now)
     candidates = _candidates(doc.get("candidateNodes"), names, f"{where}.candidateNodes")
     pod = incoming.demand(state.resources)
+    classes = dict(objects.priority_classes)
+    queue = nominated_pods.nominees(
+        bound, state, classes, [incoming.scheduler_name, *(p.name for p in config.profiles)]
+    )
+    priority = resolve_priority(incoming, classes)
+    key = f"{incoming.namespace}/{incoming.name}"
+    counted = nominated_pods.counted_for(queue, priority, key, incoming.uid)
+    for n in queue:
+        if nominated_pods.same_pod(n.key, n.uid, key, incoming.uid):
+            continue
+        counts = n.node in counted and n.demand in counted[n.node]
+        notes.append(
+            f"pod {n.key} waits nominated to {names[n.node]} (priority {n.priority}): "
+            + (
+                "its filters count it there (addNominatedPods)"
+                if counts
+                else "not counted, its priority is below the incoming pod's"
+            )
+        )
+    position = {name: i for i, name in enumerate(names)}
+    prefer = position.get(incoming.nominated_node_name) if gates[PREFER_NOMINATED_NODE] else None
     return Scenario(
         version,
         profile,
@@ -241,8 +295,11 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
         incoming,
         bound,
         budgets=list(objects.pdbs),
-        classes=dict(objects.priority_classes),
+        classes=classes,
         statuses=parse_post_filter(doc.get("postFilter"), names, f"{where}.postFilter"),
+        nominated=counted,
+        prefer=prefer,
+        disruption_conditions=gates[POD_DISRUPTION_CONDITIONS],
     )
 
 
@@ -390,6 +447,12 @@ def result_json(
         if scenario.sampling is not None:
             node["scored"] = scored  # percentageOfNodesToScore: found among the first K
         nodes.append(node)
+    tried = scenario.tried_nominated
+    if tried is not None and tried["feasible"]:  # the nominated node alone was scored
+        for node in nodes:
+            node["scored"] = node["name"] == tried["name"]
+            if not node["scored"]:
+                node["scores"], node["total"] = {}, None
     return {
         "kubernetesVersion": str(scenario.version),
         "kubernetesVersionSource": scenario.version_source,
@@ -401,6 +464,7 @@ def result_json(
         "seed": seed,
         "notes": scenario.notes,
         **({} if scenario.sampling is None else {"sampling": scenario.sampling}),
+        **({} if tried is None else {"triedNominatedNode": tried}),
         **_preemption(scenario, evaluation, preemption_seed),
     }
 
@@ -409,13 +473,29 @@ def _preemption(
     scenario: Scenario, evaluation: Evaluation, seed: int | None = None
 ) -> dict[str, Any]:
     """The ``preemption`` block when the pod fits nowhere and the profile preempts."""
-    if scenario.incoming is None:
+    incoming = scenario.incoming
+    if incoming is None:
         return {}
+    node = {n: i for i, n in enumerate(scenario.state.node_names)}.get(incoming.nominated_node_name)
+
+    def waits(statuses: Mapping[int, str]) -> bool:
+        assert incoming is not None
+        return nominated_pods.waits_for_victims(
+            incoming,
+            resolve_priority(incoming, scenario.classes),
+            node,
+            None if node is None else statuses.get(node),
+            scenario.bound,
+            scenario.classes,
+            scenario.version,
+            scenario.disruption_conditions,
+        )
+
     result = run_preemption(
         scenario.profile,
         scenario.state,
         scenario.pod,
-        scenario.incoming,
+        incoming,
         scenario.bound,
         evaluation,
         scenario.now,
@@ -423,5 +503,7 @@ def _preemption(
         scenario.classes,
         scenario.statuses,
         None if seed is None else np.random.default_rng(seed),
+        scenario.nominated,
+        waits,
     )
     return preemption_json(result, evaluation.node_names)

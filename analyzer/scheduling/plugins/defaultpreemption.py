@@ -48,6 +48,7 @@ UNRESOLVABLE = "UnschedulableAndUnresolvable"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NEVER = "not eligible due to preemptionPolicy=Never."
+TERMINATING = "not eligible due to a terminating pod on the nominated node."
 PRIORITY_OFFSET = 1 << 31  # MaxInt32 + 1: every victim adds a positive amount to the sum
 # Filters whose refusal preemption cannot cure (their status is UnschedulableAndUnresolvable).
 UNRESOLVABLE_FILTERS = frozenset(
@@ -188,6 +189,30 @@ def filter_failure(
     return None
 
 
+def filter_failure_nominated(
+    filters: Sequence[FilterPlugin],
+    state: ClusterState,
+    pod: PodDemand,
+    node: int,
+    now: float,
+    nominated: Sequence[PodDemand] = (),
+) -> list[str] | None:
+    """``RunFilterPluginsWithNominatedPods`` on ``node``: with ``nominated`` (the pods nominated
+    there that count for ``pod``, ``nominated_pods.counted_for``) bound, then, when that passes,
+    without them; the first failure's reasons (None: both pass)."""
+    if nominated:
+        for p in nominated:
+            state.bind(node, p)
+        try:
+            reasons = filter_failure(filters, state, pod, node, now)
+        finally:
+            for p in reversed(nominated):
+                state.unbind(node, p)
+        if reasons is not None:
+            return reasons
+    return filter_failure(filters, state, pod, node, now)
+
+
 def node_statuses(evaluation: Evaluation, filters: Sequence[FilterPlugin]) -> dict[int, str]:
     """Each refused node's Filter status code, from the first refusing filter (upstream stops
     there): Unresolvable for taints/affinity, Unschedulable for the others."""
@@ -233,8 +258,10 @@ def select_victims(
     on_node: Sequence[BoundPod],
     budgets: Sequence[DisruptionBudget],
     now: float = 0.0,
+    nominated: Sequence[PodDemand] = (),
 ) -> tuple[list[BoundPod] | None, int, list[str]]:
-    """``SelectVictimsOnNode``: (victims most important first, PDB violations, failure reasons)."""
+    """``SelectVictimsOnNode``: (victims most important first, PDB violations, failure reasons);
+    ``nominated``: the pods nominated to ``node`` its filters count (``filter_failure_nominated``)."""
     potential = [p for p in on_node if p.priority < priority]
     if not potential:
         return None, 0, [NO_VICTIMS]
@@ -242,7 +269,7 @@ def select_victims(
         state.unbind(node, victim.demand)
     removed = {id(p): p for p in potential}  # unbound now: restored on the way out
     try:
-        reasons = filter_failure(filters, state, pod, node, now)
+        reasons = filter_failure_nominated(filters, state, pod, node, now, nominated)
         if reasons is not None:
             return None, 0, reasons
         ordered = sorted(potential, key=BoundPod.importance)
@@ -253,7 +280,7 @@ def select_victims(
             for candidate in group:
                 state.bind(node, candidate.demand)
                 del removed[id(candidate)]
-                if filter_failure(filters, state, pod, node, now) is not None:
+                if filter_failure_nominated(filters, state, pod, node, now, nominated) is not None:
                     state.unbind(node, candidate.demand)
                     removed[id(candidate)] = candidate
                     victims.append(candidate)
@@ -306,9 +333,11 @@ def dry_run(
     args: PreemptionArgs,
     now: float = 0.0,
     wanted: int | None = None,
+    nominated: Mapping[int, Sequence[PodDemand]] | None = None,
 ) -> tuple[list[Candidate], dict[int, list[str]]]:
     """``DryRunPreemption`` over ``nodes`` in order (already rotated to the offset): (candidates,
-    failure reasons per node); ``wanted`` defaults to ``args.candidates_wanted``."""
+    failure reasons per node); ``wanted`` defaults to ``args.candidates_wanted``; ``nominated``:
+    per node, the nominated pods its filters count."""
     if wanted is None:
         wanted = args.candidates_wanted(len(nodes))
     clean: list[Candidate] = []
@@ -316,8 +345,9 @@ def dry_run(
     failures: dict[int, list[str]] = {}
     for node in nodes:
         victims, violations, reasons = select_victims(
-            filters, state, pod, priority, node, pods_by_node.get(node, ()), budgets, now
-        )
+            filters, state, pod, priority, node, pods_by_node.get(node, ()), budgets, now,
+            (nominated or {}).get(node, ()),
+        )  # fmt: skip
         if victims:
             (violating if violations else clean).append(Candidate(node, victims, violations))
             if clean and len(clean) + len(violating) >= wanted:
@@ -353,6 +383,7 @@ def preempt(
     now: float = 0.0,
     rng: np.random.Generator | None = None,
     sampling: bool = True,
+    nominated: Mapping[int, Sequence[PodDemand]] | None = None,
 ) -> PreemptionResult:
     """``PostFilter``: try the ``Unschedulable`` nodes of ``statuses`` from an offset drawn
     from ``rng`` (0 without one; ``sampling`` False: pre-1.20, every node) and nominate one."""
@@ -366,7 +397,7 @@ def preempt(
     offset, wanted = offset_and_count(args, len(nodes), rng, sampling)
     candidates, failures = dry_run(
         filters, state, pod, priority, rotated(nodes, offset), pods_by_node, budgets, args, now,
-        wanted,
+        wanted, nominated,
     )  # fmt: skip
     chosen = pick_candidate(candidates)
     if chosen is None:
