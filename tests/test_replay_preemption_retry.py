@@ -103,6 +103,54 @@ def test_the_nominated_node_holds_the_preemptors_room(name: str) -> None:
     assert runs(snapshot, result, "r") == []
 
 
+def room_elsewhere_too() -> Snapshot:
+    """Nodes a and b, 4 cores each. DaemonSet pods (they keep their node) f on a (2 cores) and g
+    (3 cores, until 1:30) and w (1 core) on b, priority 100; v (priority 0, 2 cores) arrives with
+    them and only a has room. x (priority 100, 2 cores) arrives at minute 1, fits nowhere and
+    preempts v (b has no lower-priority pod). At 1:30 v is gone and so is g: a has 2 cores free,
+    b 3."""
+    nodes = [N("a", cpu=4000, memory=16 * GI), N("b", cpu=4000, memory=16 * GI)]
+    pods = [P("f", "a", cpu=2000, start=0, owner="DaemonSet"), P("v", "a", cpu=2000, start=0),
+            P("g", "b", cpu=3000, start=0, end=1.5, owner="DaemonSet"),
+            P("w", "b", cpu=1000, start=0, owner="DaemonSet"),
+            P("x", "a", cpu=2000, start=1)]  # fmt: skip
+    return with_priorities(build(nodes, pods, minutes=30), {"f": 100, "g": 100, "w": 100, "x": 100})
+
+
+def test_the_preemptor_tries_its_nominated_node_first() -> None:
+    # kube-default's LeastAllocated would score b (3 of 4 cores used with x) above a (4 of 4),
+    # but upstream's evaluateNominatedNode tries a alone first and x passes its filters there:
+    # bound on a at 1:30, unscored (before 2026-12-02 the replay scored every node: b)
+    snapshot = room_elsewhere_too()
+    result, start = _replayed(snapshot, "kube-default")
+    x = index_of(snapshot, "x")
+    assert result.preemptions["victim"].tolist() == [index_of(snapshot, "v")]
+    assert runs(snapshot, result, "x") == [("a", 1, -1)]
+    assert result.placed_at[x] - start == MINUTE + GRACE
+    # the victim's new pod (priority 0) goes where the room is left: b
+    assert runs(snapshot, result, "v") == [("a", 0, 1), ("b", 1, -1)]
+
+
+def test_a_preemption_that_finds_no_candidate_ends_the_nomination() -> None:
+    # a: f (DaemonSet, 2 cores) and v (priority 0, 2 cores); b: g (DaemonSet, 4 cores, until
+    # minute 10). x (priority 100, 2 cores) preempts v at 1:00; h (priority 200, 2 cores, until
+    # minute 10) arrives at 1:12 and preempts v too (x's hold does not count for a higher
+    # priority). At 1:30 h, first in the queue, takes a; x fits nowhere and its preemption finds
+    # no candidate (no running pod below 100): upstream clears its nominated node. At minute 10 h
+    # and g end: a has 2 cores free, b 4, and x, no longer nominated, is scored: b. (With the
+    # stale nomination it would go to a.)
+    nodes = [N("a", cpu=4000, memory=16 * GI), N("b", cpu=4000, memory=16 * GI)]
+    pods = [P("f", "a", cpu=2000, start=0, owner="DaemonSet"), P("v", "a", cpu=2000, start=0),
+            P("g", "b", cpu=4000, start=0, end=10, owner="DaemonSet"),
+            P("x", "a", cpu=2000, start=1), P("h", "a", cpu=2000, start=1.2, end=10)]  # fmt: skip
+    snapshot = with_priorities(
+        build(nodes, pods, minutes=30), {"f": 100, "g": 100, "x": 100, "h": 200}
+    )
+    result, _ = _replayed(snapshot, "kube-default")
+    assert runs(snapshot, result, "h") == [("a", 1, 10)]
+    assert runs(snapshot, result, "x") == [("b", 10, -1)]
+
+
 def test_may_preempt_counts_only_the_lower_priority_pods_of_each_changed_node() -> None:
     # two changed nodes, 1 core free each; node 0 holds a priority-0 pod of 2 cores, node 1 a
     # priority-50 pod of 2 cores. Rows asked: 3 cores at priority 100 (node 0 or 1: 3 with the

@@ -22,7 +22,10 @@ Semantics (DESIGN.md "Replay", normative):
   nominated, waits in the queue and is bound when room frees (it preempts no more meanwhile);
   while nominated, its requests are held on that node (``ClusterState.reserve``: upstream's
   ``addNominatedPods``), and with observed arrivals the data's own nominations
-  (``ReplayInput.nominations``) are held likewise where their victims terminate.
+  (``ReplayInput.nominations``) are held likewise where their victims terminate. A nominated
+  pod tries its nominated node alone first and goes there, unscored, when it passes the filters
+  (``evaluateNominatedNode``); the nomination lasts until the pod is bound or deleted, or a
+  preemption attempt of it finds no candidate.
   A victim whose termination ends leaves its node and queues again as its controller's new pod
   (queue timestamp: its deletion), unless the input says that pod is in the data
   (``ReplayInput.replaced``, arrivals "created": then it is simply gone). With arrivals
@@ -206,6 +209,8 @@ def replay(
     why = WaitReasons(counter, keys, demands, pinned)
     # nominated pods: pod -> (node, end of the nomination, ns), their room held there
     reserved: dict[int, tuple[int, int]] = {}
+    # a pending pod's nominated node (its status.nominatedNodeName), which it tries first
+    nominee_of: dict[int, int] = {}
     # the data's nominations (arrivals "scheduled": the preemptions are the data's) and the next
     noms, nom_at = (inp.nominations if cache is not None else None), 0  # (observed: none)
     if noms is not None:
@@ -219,6 +224,8 @@ def replay(
         state.bind(node, demands[pod], gpus)
         on_node[node].add(pod)
         bound[pod] = node
+        if nominee_of:
+            nominee_of.pop(pod, None)  # bound: its nomination is over
         rec.place(pod, node, now)
         if scaler_touch is not None:
             scaler_touch(node, False)
@@ -317,6 +324,7 @@ def replay(
                 continue
             if any(marked[p] and departure[p] == until for p in on_node[node]):
                 hold(pod, node, until)
+                nominee_of[pod] = node
 
     def try_place(pod: int, now: int) -> bool:
         if pinned[pod] or cache is None:  # pinned pods and `observed`: the real node
@@ -325,6 +333,10 @@ def replay(
                 return False
         else:
             held = unhold(pod) if reserved else None  # a nominated pod does not count itself
+            target = nominee_of.get(pod, -1) if nominee_of else -1
+            if target >= 0 and active[target] and cache.fits_alone(demands[pod], target, now / 1e9):
+                bind(pod, target, now)  # its nominated node, unscored (``evaluateNominatedNode``)
+                return True
             choice = cache.choose(keys[pod], demands[pod], now / 1e9, rng)
             if choice is None:
                 if held is not None and now < held[1]:  # still nominated: held again
@@ -340,7 +352,9 @@ def replay(
         if pre is None or pinned[pod] or not ending.may_preempt(pod, now):
             return False
         found = pre.attempt(pod, now, keys[pod])
-        if found is None:
+        if found is None:  # no candidate: upstream clears the pod's nominated node
+            if nominee_of:
+                nominee_of.pop(pod, None)
             return False
         node, victims = found
         for victim in victims:
@@ -354,6 +368,7 @@ def replay(
         # (upstream's ``addNominatedPods``) until the nomination ends with the victims' grace
         unhold(pod)  # a nomination the data gave it: this one replaces it
         hold(pod, node, ending.nominated[pod])
+        nominee_of[pod] = node
         return True
 
     def terminate(now: int, changed: list[int]) -> list[int]:
@@ -589,6 +604,7 @@ def replay(
                     if item in reserved:  # a nominated pod deleted: its hold goes
                         changed.append(reserved[item][0])
                         unhold(item)
+                    nominee_of.pop(item, None)
                     queue.remove(item)
                     rec.end_wait(item, now)
                     rec.abandoned[item] = True

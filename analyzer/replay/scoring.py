@@ -321,6 +321,15 @@ class ScoreCache:
             return ties[0]
         return ties[int(rng.integers(len(ties)))]
 
+    def fits_alone(self, demand: PodDemand, node: int, now: float) -> bool:
+        """Whether ``demand`` passes every filter on ``node`` alone: a pod's nominated node,
+        tried before the others (kube-scheduler's ``evaluateNominatedNode``). The profile's own
+        evaluation on the live state; the cache, the node sampler's start index and the
+        tie-break generator are left as they were."""
+        alone = np.zeros(self.state.node_count, dtype=bool)
+        alone[node] = True
+        return bool(self.profile.evaluate(self.state, demand, now, alone).feasible[node])
+
     def filtered(self, demand: PodDemand, now: float) -> dict[int, BoolArray]:
         """PodTopologySpread's and InterPodAffinity's filter answers over every node for
         ``demand`` (by ``id(plugin)``) from its last ``choose``, when nothing they read changed

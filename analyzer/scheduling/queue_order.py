@@ -28,8 +28,9 @@ upstream's ``addNominatedPods`` counts it there when filtering pods of lower or 
 so a smaller pod cannot take the room its victims leave. The preemptor does not count itself.
 
 Simplifications kept by both loops: no backoff (a pod is retried at the instant room frees), the
-queue timestamp is not refreshed after a failed attempt, and the nominated node is not preferred
-on the next attempt. The hold counts for every pod, of higher priority too (upstream: lower or
+queue timestamp is not refreshed after a failed attempt. (A nominated pod tries its nominated node
+alone first, as upstream's ``evaluateNominatedNode``: the replay's ``ScoreCache.fits_alone``, the
+generator's ``KubePlacer.fits_alone``.) The hold counts for every pod, of higher priority too (upstream: lower or
 equal only), for the resource filters only (not the spread and affinity counts, nor the scores,
 as upstream's scores), and ends with the victims' grace period, after the autoscaler's run and
 before the scheduler's pass at that instant (upstream keeps it until the preemptor's next attempt): a pod of equal priority ranked before the

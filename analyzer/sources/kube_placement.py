@@ -200,6 +200,20 @@ class KubePlacer:
         self.ties[pod.uid] = [int(i) for i in evaluation.best()]
         return self.profile.select(evaluation, self.rng)
 
+    def fits_alone(self, pod: PlacementRequest, state: ClusterState, node: int) -> bool:
+        """Whether ``pod`` passes every filter on ``node`` alone: its nominated node, tried
+        before the others (kube-scheduler's ``evaluateNominatedNode``, as the replay tries it);
+        no tie-break draw."""
+        core = self._state(state)
+        demand = self._demand(pod, core)
+        alone = np.zeros(len(state.nodes), dtype=bool)
+        alone[node] = True
+        evaluation = self.profile.evaluate(core, demand, float(pod.time), pod.allowed & alone)
+        if not evaluation.feasible[node]:
+            return False
+        self.ties[pod.uid] = [node]
+        return True
+
     def preempt(
         self,
         pod: PlacementRequest,

@@ -163,6 +163,10 @@ def run_lifecycles(
     requeue = None if rule is None else rule[0]
     # nominated pods: pod -> (node, end of the nomination), their room held there (``reserve``)
     reserved: dict[int, tuple[int, int]] = {}
+    # a pending pod's nominated node, tried alone first (``evaluateNominatedNode``) until the pod
+    # is bound or deleted, or a preemption attempt of it finds no candidate
+    nominee_of: dict[int, int] = {}
+    fits_alone = getattr(preempter, "fits_alone", None)
 
     def demand_of(j: int) -> PodDemand:
         request = pods[j].request
@@ -185,7 +189,11 @@ def run_lifecycles(
         held = reserved.pop(i, None)  # a nominated pod does not count itself
         if held is not None:
             state.release(held[0], pod.request)
-        node = place(request, state)
+        target = nominee_of.get(i, -1) if nominee_of else -1
+        if target >= 0 and fits_alone is not None and fits_alone(request, state, target):
+            node: int | None = target  # its nominated node, unscored
+        else:
+            node = place(request, state)
         if node is None:
             if held is not None and now < held[1]:  # still nominated (its victims terminate)
                 state.reserve(held[0], pod.request)
@@ -195,6 +203,7 @@ def run_lifecycles(
             raise ValueError(f"placer chose node {node} for pod {pod.uid}: no such node")
         state.bind(node, pod.request)
         moved(i)
+        nominee_of.pop(i, None)
         pod.node = node
         pod.scheduled = now
         pod.started = now + int(rng.integers(2, 8)) + (30 if pod.spec.init_containers else 0)
@@ -219,7 +228,8 @@ def run_lifecycles(
             return False  # before the range: see the module docstring
         assert pod.request is not None
         lower = [j for j in running if priority(pods[j]) < pod.request.priority]
-        if not lower:
+        if not lower:  # no candidate: upstream clears the pod's nominated node
+            nominee_of.pop(i, None)
             return False
         lower.sort(key=lambda j: (pods[j].scheduled, j))  # bound order, as the replay keeps it
         bound = [
@@ -234,6 +244,7 @@ def run_lifecycles(
             request = dataclasses.replace(request, allowed=request.allowed & autoscaler.present)
         found = preempter.preempt(request, state, now, bound, protecting)
         if found is None:
+            nominee_of.pop(i, None)
             return False
         by_uid = {pods[j].uid: j for j in lower}
         pod.nominated_until = now + TERMINATION_GRACE
@@ -241,6 +252,7 @@ def run_lifecycles(
         assert i not in reserved  # (it preempts only once its last nomination has ended)
         state.reserve(found[0], pod.request)
         reserved[i] = (found[0], pod.nominated_until)
+        nominee_of[i] = found[0]
         pod.preemptions.append((now, found[0], tuple(found[1])))
         for uid in found[1]:
             victim = by_uid[uid]
@@ -279,6 +291,7 @@ def run_lifecycles(
             pending.discard(i)
             pod.deleted = now
             pod.phase = "Deleted"
+            nominee_of.pop(i, None)
             held = reserved.pop(i, None)  # a nominated pod: its hold goes with it
             if held is None:
                 return None

@@ -9,8 +9,7 @@ Three kinds of sentence, each true of this run:
   count and how many pods may not preempt (``preemptionPolicy: Never``), or that the snapshot
   holds no such objects;
 - **not modelled**: what the replay never does (``analyzer.replay.engine``):
-  preferred node affinity outside the kube-based presets, a preemptor's nominated node tried
-  first, the extra nodes parallel filters find beyond percentageOfNodesToScore's count; required
+  preferred node affinity outside the kube-based presets, the extra nodes parallel filters find beyond percentageOfNodesToScore's count; required
   node affinity (from Kubernetes objects) is applied when the snapshot
   has it; PreferNoSchedule taints, when the snapshot has some, for the strategies without a
   TaintToleration score;
@@ -50,9 +49,7 @@ from analyzer.whatif.port_notes import port_notes
 
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 NOT_MODELLED = (
-    "Not modelled by any strategy here: a preemptor's nominated node tried before the others "
-    "(kube-scheduler's evaluateNominatedNode; the replay scores the preemptor like any pod) and "
-    "the few extra nodes kube-scheduler's 16 parallel filters may find beyond "
+    "Not modelled by any strategy here: the few extra nodes kube-scheduler's 16 parallel filters may find beyond "
     "percentageOfNodesToScore's count."
 )
 _SPREAD, _INTER_POD, _IMAGES = "PodTopologySpread", "InterPodAffinity", "ImageLocality"
