@@ -273,7 +273,7 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
     for n in queue:
         if nominated_pods.same_pod(n.key, n.uid, key, incoming.uid):
             continue
-        counts = n.node in counted and n.demand in counted[n.node]
+        counts = n.priority >= priority  # ``counted_for``'s rule, the pod itself excepted
         notes.append(
             f"pod {n.key} waits nominated to {names[n.node]} (priority {n.priority}): "
             + (
