@@ -10,6 +10,7 @@ import click
 from analyzer.cli.base import main
 from analyzer.scheduling.framework import ExplainRow
 from analyzer.scheduling.scenario import Scenario, load_scenario, result_json
+from analyzer.scheduling.state import PodDemand
 from analyzer.scheduling.strategies import available_strategies
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -67,6 +68,12 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
         lines.append("")
         total = node["total"] if node["total"] is not None else unscored
         lines.append(f"node {node['name']}  total {total}  ({status})")
+        held = scenario.nominated.get(i)
+        if held:  # nominated pods: in this node's filters (both runs), never in its scores
+            lines.append(
+                "  the filters also count the pods nominated here (the table's scores do not): "
+                + ", ".join(_nominee(scenario, d) for d in held)
+            )
         rows: list[ExplainRow] = scenario.profile.explain(
             scenario.state, scenario.pod, i, scenario.now
         )
@@ -99,6 +106,17 @@ def explain_text(scenario: Scenario, result: dict[str, object]) -> str:
     for note in scenario.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def _nominee(scenario: Scenario, demand: PodDemand) -> str:
+    """``namespace/name (cpu …m, memory … B)`` of a nominated pod."""
+    resources = scenario.state.resources
+    parts = [
+        f"{r} {int(demand.requests[resources.index(r)])}{'m' if r == 'cpu' else ' B'}"
+        for r in ("cpu", "memory")
+        if r in resources
+    ]
+    return f"{demand.namespace}/{demand.name} ({', '.join(parts)})"
 
 
 def preemption_lines(block: object) -> list[str]:
