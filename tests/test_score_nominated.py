@@ -332,3 +332,18 @@ def test_explain_names_the_nominated_pods_a_node_counts(tmp_path: Path) -> None:
     assert "default/preemptor (cpu 2000m" in lines[at + 1]
     n2 = next(line for line in lines if line.startswith("node n2 "))
     assert "nominated" not in lines[lines.index(n2) + 1]
+
+
+def test_the_worked_example(tmp_path: Path) -> None:
+    # examples/score-nominated.yaml works the numbers out in its comments
+    example = Path(__file__).parent.parent / "examples" / "score-nominated.yaml"
+    doc = yaml.safe_load(example.read_text())
+    out = _score(tmp_path, doc)
+    nodes = _by_name(out)
+    assert not nodes["node-a"]["feasible"] and nodes["node-a"]["reasons"] == ["Insufficient cpu"]
+    assert nodes["node-b"]["feasible"] and out["chosen"] == "node-b"
+    assert nodes["node-a"]["scores"]["NodeResourcesFit"] == 37
+    assert nodes["node-b"]["scores"]["NodeResourcesFit"] == 25
+    del doc["pods"][2]["status"]  # no nomination: a pending pod the scheduler ignores
+    out = _score(tmp_path, doc)
+    assert out["chosen"] == "node-a" and _by_name(out)["node-a"]["feasible"]
