@@ -144,23 +144,27 @@ def test_a_nominated_pod_counts_only_on_its_node_and_not_in_the_scores(tmp_path:
     assert sorted(out["selected"]) == ["n1", "n2"]
 
 
-def test_pod_affinity_to_a_nominated_pod_alone_is_not_met(tmp_path: Path) -> None:
-    # the second run (without nominated pods) decides: the only pod the incoming pod's required
-    # affinity can match is the nominee, so n1 fails although the first run passes
+def _toward_the_nominee(kind: str) -> dict[str, Any]:
+    """``_crowded`` with room for everyone (16-cpu nodes), the nominee labelled app=db, and the
+    incoming pod given a required ``kind`` (podAffinity / podAntiAffinity) term to app=db by
+    hostname."""
     scenario = _crowded(100, 1000)
     scenario["nodes"] = [_node("n1", cpu="16"), _node("n2", cpu="16")]
     scenario["pods"][2]["metadata"]["labels"] = {"app": "db"}
-    scenario["pod"]["spec"]["affinity"] = {
-        "podAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {"matchLabels": {"app": "db"}},
-                    "topologyKey": "kubernetes.io/hostname",
-                }
-            ]
-        }
+    term = {
+        "labelSelector": {"matchLabels": {"app": "db"}},
+        "topologyKey": "kubernetes.io/hostname",
     }
-    out = _score(tmp_path, scenario)
+    scenario["pod"]["spec"]["affinity"] = {
+        kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    }
+    return scenario
+
+
+def test_pod_affinity_to_a_nominated_pod_alone_is_not_met(tmp_path: Path) -> None:
+    # the second run (without nominated pods) decides: the only pod the incoming pod's required
+    # affinity can match is the nominee, so n1 fails although the first run passes
+    out = _score(tmp_path, _toward_the_nominee("podAffinity"))
     n1 = _by_name(out)["n1"]
     assert not n1["feasible"]
     assert any("affinity" in r for r in n1["reasons"])
@@ -168,20 +172,7 @@ def test_pod_affinity_to_a_nominated_pod_alone_is_not_met(tmp_path: Path) -> Non
 
 def test_anti_affinity_to_a_nominated_pod_refuses_its_node_only(tmp_path: Path) -> None:
     # the first run (with the nominee) refuses n1; n2 has no nominee and stays feasible
-    scenario = _crowded(100, 1000)
-    scenario["nodes"] = [_node("n1", cpu="16"), _node("n2", cpu="16")]
-    scenario["pods"][2]["metadata"]["labels"] = {"app": "db"}
-    scenario["pod"]["spec"]["affinity"] = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {"matchLabels": {"app": "db"}},
-                    "topologyKey": "kubernetes.io/hostname",
-                }
-            ]
-        }
-    }
-    out = _score(tmp_path, scenario)
+    out = _score(tmp_path, _toward_the_nominee("podAntiAffinity"))
     nodes = _by_name(out)
     assert not nodes["n1"]["feasible"]
     assert any("anti-affinity" in r for r in nodes["n1"]["reasons"])
