@@ -116,16 +116,11 @@ def evaluate(
             continue
         alone = np.zeros(state.node_count, dtype=bool)
         alone[node] = True
-        for p in pods:
-            state.bind(node, p)
-        try:
+        with state.bound_for_now(node, pods):
             first = profile.evaluate(state, pod, now=now, mask=alone)
             if not first.feasible[node]:  # the reasons read the state: taken while it holds them
                 said = [[] if ok[node] else fn(node) for ok, fn in first.reason_fns]
                 refused[node] = (first, said)
-        finally:
-            for p in reversed(pods):
-                state.unbind(node, p)
     if not refused:
         return profile.evaluate(state, pod, now=now, mask=mask)
     kept = np.ones(state.node_count, dtype=bool) if mask is None else mask.copy()

@@ -109,8 +109,8 @@ class Scenario:
     sampling: dict[str, Any] | None = None
     # per node, the pods nominated there that the incoming pod's filters count (``nominated_pods``)
     nominated: dict[int, list[PodDemand]] = field(default_factory=dict)
-    # the incoming pod's own nominated node (index), tried first (PreferNominatedNode); None: none
-    prefer: int | None = None
+    nominated_to: int | None = None  # the incoming pod's own nominated node (index), if known
+    prefer: bool = False  # PreferNominatedNode: that node is tried alone first
     # ``evaluate``: {"name", "feasible"} of the nominated node tried first (None: not tried)
     tried_nominated: dict[str, Any] | None = None
     disruption_conditions: bool = True  # PodDisruptionConditions (``nominated_pods``)
@@ -127,7 +127,7 @@ class Scenario:
         from index 0, ``numFeasibleNodesToFind``) are scored and normalised, as upstream. A pod
         with a nominated node tries it alone first: if it passes the filters, it is the only
         feasible node (``evaluateNominatedNode``), the other nodes' verdicts are shown unscored."""
-        prefer = self.prefer
+        prefer = self.nominated_to if self.prefer else None
         if prefer is not None and (self.candidates is None or self.candidates[prefer]):
             alone = np.zeros(self.state.node_count, dtype=bool)
             alone[prefer] = True
@@ -283,7 +283,6 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
             )
         )
     position = {name: i for i, name in enumerate(names)}
-    prefer = position.get(incoming.nominated_node_name) if gates[PREFER_NOMINATED_NODE] else None
     return Scenario(
         version,
         profile,
@@ -298,7 +297,8 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
         classes=classes,
         statuses=parse_post_filter(doc.get("postFilter"), names, f"{where}.postFilter"),
         nominated=counted,
-        prefer=prefer,
+        nominated_to=position.get(incoming.nominated_node_name),
+        prefer=gates[PREFER_NOMINATED_NODE],
         disruption_conditions=gates[POD_DISRUPTION_CONDITIONS],
     )
 
@@ -476,7 +476,7 @@ def _preemption(
     incoming = scenario.incoming
     if incoming is None:
         return {}
-    node = {n: i for i, n in enumerate(scenario.state.node_names)}.get(incoming.nominated_node_name)
+    node = scenario.nominated_to
 
     def waits(statuses: Mapping[int, str]) -> bool:
         assert incoming is not None

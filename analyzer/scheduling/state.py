@@ -11,7 +11,8 @@ Units: cpu millicores, everything else base units (bytes, counts) — exact int6
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -352,6 +353,16 @@ class ClusterState:
         for pod in pods:
             if pod.host_ports:
                 self.ports.add(node_index, pod.host_ports)
+
+    @contextmanager
+    def bound_for_now(self, node_index: int, pods: Sequence[PodDemand]) -> Iterator[None]:
+        """``pods`` bound on ``node_index`` inside the block, unbound after it (the state as it
+        was): a filter run that counts pods not placed, e.g. nominated ones."""
+        self.bind_many(node_index, pods)
+        try:
+            yield
+        finally:
+            self.unbind_many(node_index, pods)
 
     def unbind_many(self, node_index: int, pods: Sequence[PodDemand]) -> None:
         """``unbind`` of each of ``pods`` from ``node_index`` in turn, the resource rows changed

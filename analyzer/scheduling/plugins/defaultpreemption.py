@@ -201,13 +201,8 @@ def filter_failure_nominated(
     there that count for ``pod``, ``nominated_pods.counted_for``) bound, then, when that passes,
     without them; the first failure's reasons (None: both pass)."""
     if nominated:
-        for p in nominated:
-            state.bind(node, p)
-        try:
+        with state.bound_for_now(node, nominated):
             reasons = filter_failure(filters, state, pod, node, now)
-        finally:
-            for p in reversed(nominated):
-                state.unbind(node, p)
         if reasons is not None:
             return reasons
     return filter_failure(filters, state, pod, node, now)
