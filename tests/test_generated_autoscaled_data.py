@@ -76,7 +76,7 @@ def test_an_autoscaled_cluster_preempts_on_the_nodes_it_has(
     # data parted from its replay by 9 % of node-hours there); seed 10 has three now, none before
     pods, _ = _pods(monkeypatch, 10, autoscaled=True)
     by_uid = {p.uid: p for p in pods}
-    made = [(p, victims) for p in pods for _, _, victims in p.preemptions]
+    made = [(p, victims) for p in pods for _, _, victims, _ in p.preemptions]
     assert made
     for preemptor, victims in made:
         assert victims and all(

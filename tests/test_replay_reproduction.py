@@ -118,7 +118,7 @@ def test_the_generators_preemption_honours_disruption_budgets(budget: bool) -> N
     assert (by["b"].scheduled, by["c"].scheduled) == (101, 201)
     victim = "b" if budget else "c"
     node = by[victim].node
-    assert by["h"].preemptions == [(500, node, (victim,))]
+    assert by["h"].preemptions == [(500, node, (victim,), 530)]
     assert (by["h"].node, by["h"].scheduled) == (node, 530)
 
 
@@ -238,7 +238,7 @@ def test_the_replays_preemption_picks_the_generators_victims(seed: int) -> None:
     assert preemptors
     checked = 0
     for preemptor in preemptors:
-        when, node, victims = preemptor.preemptions[0]
+        when, node, victims, _ = preemptor.preemptions[0]
         pods = snapshot.pods.copy()
         row = list(pods["uid"]).index(preemptor.uid)
         pods.loc[row, "scheduled"] = pd.Timestamp(when, unit="s", tz="UTC")
@@ -281,7 +281,7 @@ def test_created_arrivals_reproduce_the_generators_preemptions(seed: int) -> Non
                                              strict=True):  # fmt: skip
         key = (time // 10**9, node, inp.pod_uids[preemptor])
         made.setdefault(key, set()).add(inp.pod_uids[victim])
-    want = {(t, n, p.uid): set(v) for p in ordered for t, n, v in p.preemptions}
+    want = {(t, n, p.uid): set(v) for p in ordered for t, n, v, _ in p.preemptions}
     assert len(want) >= 5 and made == want
     # a victim's run ends a grace period after its preemption, when the generator's did
     seg = result.segments

@@ -82,7 +82,7 @@ def retry_everything(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return list(waiting)
 
     with monkeypatch.context() as patch:
-        patch.setattr(ScoreCache, "may_fit", lambda self, pending, demands, changed: list(pending))
+        patch.setattr(ScoreCache, "may_fit", lambda self, pending, *_: list(pending))
         patch.setattr(Requeue, "admitted", every)
         yield
 

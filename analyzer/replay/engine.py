@@ -48,6 +48,7 @@ placement) goes through ``analyzer.replay.scoring.ScoreCache`` over the scheduli
 from __future__ import annotations
 
 import itertools
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -77,9 +78,10 @@ from analyzer.replay.scoring import ScoreCache
 from analyzer.replay.strategy import OBSERVED as OBSERVED
 from analyzer.replay.strategy import OBSERVED_STRATEGY as OBSERVED_STRATEGY
 from analyzer.replay.strategy import Strategy as Strategy
-from analyzer.replay.terminations import Terminations
+from analyzer.replay.terminations import GRACE_NS, Terminations
 from analyzer.replay.topology import TopologyCheck
 from analyzer.scheduling.gpu.devices import attach_devices
+from analyzer.scheduling.nominated_holds import Holds
 from analyzer.scheduling.queue_order import PassOrder
 from analyzer.scheduling.queue_order import queue_rank as priority_rank
 from analyzer.scheduling.requeue import Requeue
@@ -91,6 +93,7 @@ AUTOSCALER_STREAM = 2  # the expander's random choices
 # False: ``ready`` and ``tick`` called at every instant (the reference the tests compare it
 # with: the same decisions)
 CA_QUIET_INSTANTS = True
+NO_HOLDS = nullcontext()  # no nominated pod holds room: nothing to set aside
 
 
 # No cycle collection while it runs: its loop makes no cyclic garbage (none in the seeded runs,
@@ -207,8 +210,6 @@ def replay(
     evicted = 0
     counter = None if profile is None else RefusalCounter(profile, state, active, cache)
     why = WaitReasons(counter, keys, demands, pinned)
-    # nominated pods: pod -> (node, end of the nomination, ns), their room held there
-    reserved: dict[int, tuple[int, int]] = {}
     # a pending pod's nominated node (its status.nominatedNodeName), which it tries first
     nominee_of: dict[int, int] = {}
     # the data's nominations (arrivals "scheduled": the preemptions are the data's) and the next
@@ -276,29 +277,24 @@ def replay(
         if fresh is not None:
             fresh.append(pod)
 
-    def hold(pod: int, node: int, until: int) -> None:
-        """``pod``'s room held on ``node`` while it is nominated there (to ``until``, ns)."""
+    def reserve(pod: int, node: int) -> None:
         state.reserve(node, demands[pod])
-        reserved[pod] = (node, until)
         if cache is not None:
             cache.touch(node)
-        if scaler_touch is not None:
-            scaler_touch(node, False)
 
-    def unhold(pod: int) -> tuple[int, int] | None:
-        """Release ``pod``'s held room, if any: (node, until)."""
-        held = reserved.pop(pod, None)
-        if held is not None:
-            state.release(held[0], demands[pod])
-            if cache is not None:
-                cache.touch(held[0])
-            if scaler_touch is not None:
-                scaler_touch(held[0], True)
-        return held
+    def release(pod: int, node: int) -> None:
+        state.release(node, demands[pod])
+        if cache is not None:
+            cache.touch(node)
 
-    def observed_nominations(now: int) -> list[tuple[int, int, int, int]]:
+    # nominated pods: pod -> (node, end of the nomination, ns), their room held there for the
+    # pods of lower or equal priority (``nominated_holds``)
+    holds = Holds(priorities.__getitem__, reserve, release, scaler_touch)
+    dropped: list[int] = []  # pods a preemption at this try took the nomination of
+
+    def observed_nominations(now: int) -> list[tuple[int, int, int, int, int]]:
         """The data's nominations starting by ``now`` not taken yet (``inp.nominations``), as
-        (rank, preemptor, node, end) in rank order: each is held (``nominate``) in the pass
+        (rank, preemptor, node, start, end) in rank order: each is held (``nominate``) in the pass
         where the preemptor's turn would come, as it preempted there; one that started before
         this instant (no instant between) at once."""
         nonlocal nom_at
@@ -308,22 +304,27 @@ def replay(
         while nom_at < len(spans) and spans[nom_at][0] <= now:
             start, pod, node, until = spans[nom_at]
             nom_at += 1
-            due.append((seq[pod] if start == now else -1, pod, node, until))
+            due.append((seq[pod] if start == now else -1, pod, node, start, until))
         due.sort()
         return due
 
-    def nominate(due: list[tuple[int, int, int, int]], before: int | None, now: int) -> None:
+    def nominate(due: list[tuple[int, int, int, int, int]], before: int | None, now: int) -> None:
         """Hold the room of the nominations of ``due`` ranked before ``before`` (None: all)
         where their victims terminate in the replay too (a pod the data says was preempted,
-        ending with the nomination, on that node); taken off ``due``."""
+        ending with the nomination, on that node); taken off ``due``. An entry of node -1
+        releases its pod's hold if it has ended (``ripe``)."""
         assert noms is not None
         marked = noms[1]
         while due and (before is None or due[0][0] < before):
-            _, pod, node, until = due.pop(0)
-            if until <= now or bound[pod] >= 0 or pod in reserved or not active[node]:
+            _, pod, node, start, until = due.pop(0)
+            if pod in holds and holds.held[pod][1] <= now:
+                holds.unhold(pod)  # ended: at the preemptor's turn, or replaced by a new one
+            if node < 0 or until <= now or bound[pod] >= 0 or pod in holds or not active[node]:
                 continue
-            if any(marked[p] and departure[p] == until for p in on_node[node]):
-                hold(pod, node, until)
+            # its victims: the pods the data says were preempted, terminating there since the
+            # nomination started (its end is earlier if a preemption took it over)
+            if any(marked[p] and departure[p] == start + GRACE_NS for p in on_node[node]):
+                holds.hold(pod, node, until)
                 nominee_of[pod] = node
 
     def try_place(pod: int, now: int) -> bool:
@@ -332,7 +333,7 @@ def replay(
             if node < 0:
                 return False
         else:
-            held = unhold(pod) if reserved else None  # a nominated pod does not count itself
+            held = holds.unhold(pod) if holds else None  # a nominee does not count itself
             target = nominee_of.get(pod, -1) if nominee_of else -1
             if target >= 0 and active[target] and cache.fits_alone(demands[pod], target, now / 1e9):
                 bind(pod, target, now)  # its nominated node, unscored (``evaluateNominatedNode``)
@@ -340,7 +341,7 @@ def replay(
             choice = cache.choose(keys[pod], demands[pod], now / 1e9, rng)
             if choice is None:
                 if held is not None and now < held[1]:  # still nominated: held again
-                    hold(pod, *held)
+                    holds.hold(pod, *held)
                 return False
             node = choice
         bind(pod, node, now)
@@ -366,9 +367,15 @@ def replay(
         ending.preempted(pod, victims, now)
         # the nominated node holds the pod's room for the pods of lower or equal priority
         # (upstream's ``addNominatedPods``) until the nomination ends with the victims' grace
-        unhold(pod)  # a nomination the data gave it: this one replaces it
-        hold(pod, node, ending.nominated[pod])
+        holds.unhold(pod)  # a nomination the data gave it: this one replaces it
+        holds.hold(pod, node, ending.nominated[pod])
         nominee_of[pod] = node
+        # the pods of lower priority nominated there lose their nomination (``prepareCandidate``):
+        # tried again, they may preempt again
+        for other in holds.displaced(priorities[pod], node):
+            nominee_of.pop(other, None)
+            ending.nominated[other] = now
+            dropped.append(other)
         return True
 
     def terminate(now: int, changed: list[int]) -> list[int]:
@@ -450,11 +457,13 @@ def replay(
             if everything:
                 hopeful = heads
             else:
-                hopeful = cache.may_fit(heads, inp.demands, changed) if changed else []
+                hopeful = (
+                    cache.may_fit(heads, demands, changed, holds, priorities) if changed else []
+                )
                 if changed and pre is not None:  # room to preempt in: a retry, as upstream
                     hit = set(hopeful)
                     others = [p for p in heads if p not in hit and not pinned[p]]
-                    hopeful += pre.may_preempt(others, changed)
+                    hopeful += pre.may_preempt(others, changed, holds)
             order.add(queue.group_of(p) for p in hopeful)
             if requeue is not None:  # the topology plugins' hints (the record read either way)
                 found = requeue.admitted(order.idle(), demands.__getitem__, queue.group_of)
@@ -464,42 +473,59 @@ def replay(
         placed: list[int] = []
         waiting: list[tuple[int, Refusal]] = []
         due = observed_nominations(now)
+        if holds and noms is not None:
+            ripe = [(seq[p], p, -1, 0, 0) for p, (_, until) in holds.held.items()
+                    if until <= now and p not in queue]  # fmt: skip
+            if ripe:  # the data's nominations that ended, their preemptor not waiting here:
+                # released at its turn in the pass, as its own try would (``try_place``)
+                due = sorted(due + ripe)
         for pod in [*arriving, None]:
             while (head := order.peek()) is not None and (pod is None or seq[head] < seq[pod]):
                 order.pop()
                 if due:
                     nominate(due, seq[head], now)
-                if try_place(head, now):
-                    placed.append(head)
-                    why.ended(head)
-                    order.advance()
+                # the holds of nominated pods of lower priority do not count for it
+                with holds.aside(priorities[head]) if holds else NO_HOLDS:
+                    if try_place(head, now):
+                        placed.append(head)
+                        why.ended(head)
+                        order.advance()
+                        if requeue is not None:
+                            readmit(requeue, order, mark)
+                        continue
+                    refused(head, now)
                     if requeue is not None:
-                        readmit(requeue, order, mark)
-                    continue
-                refused(head, now)
-                if requeue is not None:
-                    requeue.tried(queue.group_of(head))
-                if preempt(head, now):  # nominated: the rest of its group still try
+                        requeue.tried(queue.group_of(head))
+                    nominated = preempt(head, now)
+                if nominated:  # nominated: the rest of its group still try
                     order.advance()
                 else:  # capacity only shrank: the rest fail too (unless a bind lets it in)
                     order.stop()
+                if dropped:  # nominations it took over: those pods try again
+                    order.add(queue.group_of(p) for p in dropped if p in queue)
+                    dropped.clear()
             if due:
                 nominate(due, None if pod is None else seq[pod], now)
             if pod is None:
                 break
-            if departure[pod] <= now:  # gone the instant it came
+            with holds.aside(priorities[pod]) if holds else NO_HOLDS:
+                if departure[pod] <= now:  # gone the instant it came
+                    if try_place(pod, now):
+                        unbind(pod, now)
+                    else:
+                        rec.abandoned[pod] = True
+                    continue
                 if try_place(pod, now):
-                    unbind(pod, now)
-                else:
-                    rec.abandoned[pod] = True
-            elif try_place(pod, now):
-                if requeue is not None:
-                    readmit(requeue, order, mark)
-            else:
+                    if requeue is not None:
+                        readmit(requeue, order, mark)
+                    continue
                 waiting.append((pod, refused(pod, now)))
                 if requeue is not None:
                     requeue.tried(queue.group_of(pod))
                 preempt(pod, now)
+            if dropped:
+                order.add(queue.group_of(p) for p in dropped if p in queue)
+                dropped.clear()
         for pod in placed:
             queue.remove(pod)
         for pod, reason in waiting:  # queued after the pass (the pass reads the queue)
@@ -516,9 +542,9 @@ def replay(
             cache.touch(slot)
         drained: list[int] = []
         waiting = queue.pods()
-        if reserved:  # a pod waiting for its victims to go asks no new node (upstream's CA
+        if holds:  # a pod waiting for its victims to go asks no new node (upstream's CA
             # ``FilterOutExpendableAndSplit``, Karpenter's ``IsProvisionable``): its node holds it
-            waiting = [p for p in waiting if p not in reserved]
+            waiting = [p for p in waiting if p not in holds]
         removing = scaler.tick(now, waiting)
         tainted = scaler.node_changes()
         if tainted:  # the autoscaler tainted nodes (Karpenter's candidates being replaced)
@@ -601,9 +627,9 @@ def replay(
                 if bound[item] >= 0:
                     changed.append(unbind(item, now))
                 elif item in rec.wait_since:
-                    if item in reserved:  # a nominated pod deleted: its hold goes
-                        changed.append(reserved[item][0])
-                        unhold(item)
+                    held = holds.unhold(item) if holds else None
+                    if held is not None:  # a nominated pod deleted: its hold goes
+                        changed.append(held[0])
                     nominee_of.pop(item, None)
                     queue.remove(item)
                     rec.end_wait(item, now)
@@ -639,12 +665,6 @@ def replay(
                 ca.ready(now)
             else:
                 back.extend(autoscale(now, changed))
-        if reserved:  # nominations ending now: their room is the preemptor's to take (after
-            # the autoscaler's run, which counts a nominated pod on its node as upstream's does)
-            for pod, (node, until) in list(reserved.items()):
-                if until <= now:
-                    unhold(pod)
-                    changed.append(node)
         arriving = [*index_list[k:hi], *back]
         if (ordered or back) and len(arriving) > 1:  # PrioritySort: higher priority first
             arriving.sort(key=seq.__getitem__)
@@ -653,6 +673,11 @@ def replay(
             # pods bound in the pass that may open a node to a waiting pod the topology plugins
             # refused before them (kube-scheduler requeues it at the bind): one more pass
             step(now, [], False, [])
+        if holds:  # nominations whose victims are gone and whose preemptor was not tried in
+            # the pass (it fits nowhere that changed): released, their room retried at once
+            freed = [node for _, node in holds.ending(now)]
+            if freed:
+                step(now, freed, False, [])
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
             if fresh:  # one still waiting became unschedulable now (not placed since)

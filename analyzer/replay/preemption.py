@@ -55,6 +55,7 @@ from analyzer.replay.refusals import Journal
 from analyzer.replay.topology import TOPOLOGY_PLUGINS as _TOPOLOGY
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import FilterPlugin, Profile
+from analyzer.scheduling.nominated_holds import Holds
 from analyzer.scheduling.pdb import DisruptionBudget
 from analyzer.scheduling.plugins.defaultpreemption import (
     UNRESOLVABLE_FILTERS,
@@ -265,10 +266,14 @@ class ReplayPreemption:
             self.successes += 1
         return found
 
-    def may_preempt(self, pending: Sequence[int], changed: Sequence[int]) -> list[int]:
+    def may_preempt(
+        self, pending: Sequence[int], changed: Sequence[int], holds: Holds | None = None
+    ) -> list[int]:
         """The pods of ``pending`` (queue-group heads, none pinned) that may preempt on one of the
         ``changed`` nodes now: fit there by cpu, memory and pod count once its lower-priority
-        placed pods are gone (``queue_order.may_preempt``: the retry rule both loops share)."""
+        placed pods are gone (``queue_order.may_preempt``: the retry rule both loops share), and
+        the room nominated pods of lower priority hold there with them (``holds``: they do not
+        count for the pod)."""
         running = self.running
         if not running or not pending or not changed:
             return []
@@ -282,6 +287,8 @@ class ReplayPreemption:
             return []
         state, at = self.state, self.at
         lower = [(i, p) for i, r in enumerate(rows) for p in self.on_node[r] if at[p] == r]
+        if holds:  # a hold is "gone" for a pod of higher priority, as a placed pod is
+            lower += [(i, p) for i, p, _ in holds.beside(rows)]
         index = np.array(rows, dtype=np.int64)
         free = state.allocatable[index, :2] - state.requested[index, :2]
         slots = state.allowed_pods[index] - state.pod_count[index]

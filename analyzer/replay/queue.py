@@ -39,6 +39,14 @@ class PendingQueue:
     def __len__(self) -> int:
         return self._count
 
+    def __contains__(self, pod: int) -> bool:
+        group = self.group_of(pod)
+        ranks = self._ranks.get(group)
+        if ranks is None:
+            return False
+        at = bisect.bisect_left(ranks, self._seq[pod])
+        return at < len(ranks) and self._pods[group][at] == pod
+
     def add(self, pod: int) -> None:
         group = self.group_of(pod)
         ranks = self._ranks.setdefault(group, [])

@@ -44,7 +44,9 @@ from analyzer.replay.score_plan import Kernel, balanced_score, fit_score
 from analyzer.replay.topology import DEFAULTS, INERT, TOPOLOGY_MARK, TopologyCheck
 from analyzer.scheduling.arith import BoolArray, Int64Array
 from analyzer.scheduling.framework import Evaluation, Profile, select
+from analyzer.scheduling.nominated_holds import Holds
 from analyzer.scheduling.queue_order import may_fit as queue_may_fit
+from analyzer.scheduling.queue_order import may_fit_beside as queue_may_fit_beside
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 FULL_RECOMPUTE_SHARE = 0.25  # above this share of changed nodes, recompute all rows at once
@@ -356,12 +358,19 @@ class ScoreCache:
         return value
 
     def may_fit(
-        self, pending: Sequence[int], demands: Sequence[PodDemand], changed: Sequence[int]
+        self,
+        pending: Sequence[int],
+        demands: Sequence[PodDemand],
+        changed: Sequence[int],
+        holds: Holds | None = None,
+        priorities: Sequence[int] = (),
     ) -> list[int]:
         """Pending pods that could fit on one of the ``changed`` nodes (cpu, memory, pod count).
 
         A pending pod fitted nowhere when it last tried; since then only nodes whose capacity
         grew can take it, so a pod failing this necessary test stays pending without scoring.
+        ``holds``: nominated pods' room held in the state, which counts only for pods of lower or
+        equal priority than its holder's (``priorities``), never for the holder itself.
         """
         if self.kernel is None or not self.kernel.fit_filters or self.load is not None:
             return list(pending)  # load-aware: a report may open any node (as ``rescore_all``)
@@ -372,7 +381,15 @@ class ScoreCache:
         free = self.state.allocatable[rows, :2] - self.state.requested[rows, :2]
         room = self.state.pod_count[rows] + 1 <= self.state.allowed_pods[rows]
         need = np.stack([demands[p].requests[:2] for p in pending])
-        hits = queue_may_fit(need, free, room)  # the generator's loop runs the same test
+        held = holds.beside(rows.tolist()) if holds else []
+        if held:
+            slots = self.state.allowed_pods[rows] - self.state.pod_count[rows]
+            hits = queue_may_fit_beside(
+                need, pending, [priorities[p] for p in pending], free, slots, held,
+                lambda pod: demands[pod].requests[:2],
+            )  # fmt: skip
+        else:
+            hits = queue_may_fit(need, free, room)  # the generator's loop runs the same test
         return [p for p, hit in zip(pending, hits.tolist(), strict=True) if hit]
 
 

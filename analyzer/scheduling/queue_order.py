@@ -30,12 +30,18 @@ so a smaller pod cannot take the room its victims leave. The preemptor does not 
 Simplifications kept by both loops: no backoff (a pod is retried at the instant room frees), the
 queue timestamp is not refreshed after a failed attempt. (A nominated pod tries its nominated node
 alone first, as upstream's ``evaluateNominatedNode``: the replay's ``ScoreCache.fits_alone``, the
-generator's ``KubePlacer.fits_alone``.) The hold counts for every pod, of higher priority too (upstream: lower or
-equal only), for the resource filters only (not the spread and affinity counts, nor the scores,
-as upstream's scores), and ends with the victims' grace period, after the autoscaler's run and
-before the scheduler's pass at that instant (upstream keeps it until the preemptor's next attempt): a pod of equal priority ranked before the
-preemptor may then take the room first, which upstream's hold would refuse it. A preemptor that
-fits elsewhere during the grace period is bound there and its hold released, as upstream.
+generator's ``KubePlacer.fits_alone``.) The hold (``analyzer.scheduling.nominated_holds``) counts
+for the pods of lower or equal priority only, as upstream's: while a pod of higher priority is
+tried (its filters, scores and preemption dry run) and in its retry screens, the holds of lower
+priority are set aside. It counts for the resource filters only (not the spread and affinity
+counts, nor the scores, as upstream's scores). A preemption that nominates a node ends the
+nominations of the pods of lower priority on it (upstream's ``prepareCandidate``); those pods
+are tried again in the pass and may preempt again. A hold lasts until the preemptor's attempt at
+the end of its victims' grace period (upstream keeps the nomination until that attempt, so a pod
+of equal priority ranked before the preemptor cannot take the room); a preemptor not tried then
+(it fits nowhere that changed, not even with its own hold) has it released after the pass, and
+the pending pods that may fit in the room it leaves get one more pass. A preemptor that fits
+elsewhere during the grace period is bound there and its hold released, as upstream.
 """
 
 from __future__ import annotations
@@ -84,6 +90,37 @@ def may_fit(need: Int64Array, free: Int64Array, pod_room: BoolArray) -> BoolArra
     )
     result: BoolArray = ok.any(axis=1)
     return result
+
+
+def may_fit_beside(
+    need: Int64Array,
+    pods: Sequence[int],
+    priority: Sequence[int],
+    free: Int64Array,
+    slots: Int64Array,
+    held: Sequence[tuple[int, int, int]],
+    requests: Callable[[int], Int64Array],
+) -> BoolArray:
+    """``may_fit`` on nodes where nominated pods hold room (``free`` and ``slots``, pods the
+    node takes more, count every hold): for pending pod ``pods[i]`` (``need[i]``,
+    ``priority[i]``) a hold counts only if its holder has a higher or equal priority and is not
+    the pod itself (``nominated_holds``). ``held``: (row of ``free``, holder, its priority);
+    ``requests(holder)``: its cpu and memory requests."""
+    hits = np.zeros(len(need), dtype=bool)
+    if len(need) == 0 or len(free) == 0:
+        return hits
+    holders = {pod for _, pod, _ in held}
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (pod, value) in enumerate(zip(pods, priority, strict=True)):
+        groups.setdefault((value, pod if pod in holders else -1), []).append(i)
+    for (value, own), rows in groups.items():
+        freed, room = free.copy(), slots.copy()
+        for row, pod, rank in held:
+            if rank < value or pod == own:
+                freed[row] += requests(pod)
+                room[row] += 1
+        hits[rows] = may_fit(need[rows], freed, room > 0)
+    return hits
 
 
 def may_preempt(

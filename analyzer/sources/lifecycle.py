@@ -66,8 +66,11 @@ class Pod:
     request: PlacementRequest | None = field(default=None, repr=False)
     preempted: int | None = None  # when the scheduler deleted it to make room (a victim)
     nominated_until: int = 0  # a preemptor: its victims terminate until then
-    # a preemptor's preemptions: (time, nominated node, victim uids)
-    preemptions: list[tuple[int, int, tuple[str, ...]]] = field(default_factory=list, repr=False)
+    # a preemptor's preemptions: (time, nominated node, victim uids, end of the nomination: its
+    # victims' grace, or earlier when a preemption of a higher priority took the node over)
+    preemptions: list[tuple[int, int, tuple[str, ...], int]] = field(
+        default_factory=list, repr=False
+    )
 
 
 Describe = Callable[[Pod], Mapping[str, str]]  # a pod's snapshot cells (PlacementRequest.cells)

@@ -31,14 +31,17 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 
 from analyzer.scheduling.kube_objects import from_kept
+from analyzer.scheduling.nominated_holds import Holds
 from analyzer.scheduling.queue_order import (
     TERMINATION_GRACE,
     PassOrder,
     may_fit,
+    may_fit_beside,
     may_preempt,
     queue_rank,
 )
@@ -58,6 +61,7 @@ from analyzer.sources.placement import (
 
 __all__ = ["TERMINATION_GRACE", "priority", "run_lifecycles"]
 _DEPART, _ARRIVE = 0, 1
+_NO_HOLDS = nullcontext()  # no nominated pod holds room: nothing to set aside
 _NS = 1_000_000_000
 
 
@@ -161,8 +165,21 @@ def run_lifecycles(
         None if topology is None else topology(state)
     )
     requeue = None if rule is None else rule[0]
+
     # nominated pods: pod -> (node, end of the nomination), their room held there (``reserve``)
-    reserved: dict[int, tuple[int, int]] = {}
+    # for the pods of lower or equal priority (``nominated_holds``)
+    def reserve(i: int, node: int) -> None:
+        request = pods[i].request
+        assert request is not None  # offered before it preempted
+        state.reserve(node, request)
+
+    def release(i: int, node: int) -> None:
+        request = pods[i].request
+        assert request is not None
+        state.release(node, request)
+
+    holds = Holds(lambda i: priority(pods[i]), reserve, release)
+    dropped: list[int] = []  # pods a preemption at this try took the nomination of
     # a pending pod's nominated node, tried alone first (``evaluateNominatedNode``) until the pod
     # is bound or deleted, or a preemption attempt of it finds no candidate
     nominee_of: dict[int, int] = {}
@@ -186,9 +203,7 @@ def run_lifecycles(
         request = pod.request
         if autoscaler is not None:  # only nodes that exist now
             request = dataclasses.replace(request, allowed=request.allowed & autoscaler.present)
-        held = reserved.pop(i, None)  # a nominated pod does not count itself
-        if held is not None:
-            state.release(held[0], pod.request)
+        held = holds.unhold(i) if holds else None  # a nominated pod does not count itself
         target = nominee_of.get(i, -1) if nominee_of else -1
         if target >= 0 and fits_alone is not None and fits_alone(request, state, target):
             node: int | None = target  # its nominated node, unscored
@@ -196,8 +211,7 @@ def run_lifecycles(
             node = place(request, state)
         if node is None:
             if held is not None and now < held[1]:  # still nominated (its victims terminate)
-                state.reserve(held[0], pod.request)
-                reserved[i] = held
+                holds.hold(i, *held)
             return False
         if not 0 <= node < len(state.nodes):  # ``allowed`` is advice: a placer may ignore it
             raise ValueError(f"placer chose node {node} for pod {pod.uid}: no such node")
@@ -249,11 +263,19 @@ def run_lifecycles(
         by_uid = {pods[j].uid: j for j in lower}
         pod.nominated_until = now + TERMINATION_GRACE
         # the nominated node holds the pod's room for the pods of lower or equal priority
-        assert i not in reserved  # (it preempts only once its last nomination has ended)
-        state.reserve(found[0], pod.request)
-        reserved[i] = (found[0], pod.nominated_until)
+        assert i not in holds  # (it preempts only once its last nomination has ended)
+        holds.hold(i, found[0], pod.nominated_until)
         nominee_of[i] = found[0]
-        pod.preemptions.append((now, found[0], tuple(found[1])))
+        pod.preemptions.append((now, found[0], tuple(found[1]), pod.nominated_until))
+        # the pods of lower priority nominated there lose their nomination (upstream's
+        # ``prepareCandidate``): tried again, they may preempt again
+        for other in holds.displaced(priority(pod), found[0]):
+            nominee_of.pop(other, None)
+            taken = pods[other]
+            taken.nominated_until = now
+            t, node, victims, _ = taken.preemptions[-1]
+            taken.preemptions[-1] = (t, node, victims, now)  # the nomination ended now
+            dropped.append(other)
         for uid in found[1]:
             victim = by_uid[uid]
             if pods[victim].preempted is None:
@@ -292,12 +314,8 @@ def run_lifecycles(
             pod.deleted = now
             pod.phase = "Deleted"
             nominee_of.pop(i, None)
-            held = reserved.pop(i, None)  # a nominated pod: its hold goes with it
-            if held is None:
-                return None
-            assert pod.request is not None
-            state.release(held[0], pod.request)
-            return held[0]
+            held = holds.unhold(i) if holds else None  # a nominated pod: its hold goes with it
+            return None if held is None else held[0]
         assert pod.request is not None
         freed = pod.node
         state.unbind(freed, pod.request)
@@ -332,7 +350,15 @@ def run_lifecycles(
         room = state.requested[rows, slots] + 1 <= state.allocatable[rows, slots]
         waiting = sorted(pending)
         need = np.array([cpu_memory(j) for j in waiting], dtype=np.int64)
-        hits = may_fit(need, free, room)
+        held = holds.beside(rows.tolist()) if holds else []
+        if held:  # a hold counts only for pods of lower or equal priority, not its holder
+            hits = may_fit_beside(
+                need, waiting, [priority(pods[j]) for j in waiting], free,
+                state.allocatable[rows, slots] - state.requested[rows, slots], held,
+                lambda j: np.array(cpu_memory(j), dtype=np.int64),
+            )  # fmt: skip
+        else:
+            hits = may_fit(need, free, room)
         found = [j for j, hit in zip(waiting, hits.tolist(), strict=True) if hit]
         if preempter is None or not running:
             return found
@@ -343,6 +369,7 @@ def run_lifecycles(
             return found
         lower = [(r, j) for r, node in enumerate(rows.tolist()) for j in on_node[node]
                  if j in running]  # fmt: skip
+        lower += [(r, j) for r, j, _ in held]  # a lower-priority hold goes with them
         placed = (
             np.array([r for r, _ in lower], dtype=np.int64),
             np.array([priority(pods[j]) for _, j in lower], dtype=np.int64),
@@ -382,7 +409,7 @@ def run_lifecycles(
             on_node,
             # a pod waiting for its victims to go asks no new node (CA's
             # ``FilterOutExpendableAndSplit``): its nominated node holds it
-            sorted((j for j in pending if j not in reserved), key=rank),
+            sorted((j for j in pending if j not in holds), key=rank),
             need,
             movable,
             lambda j: pods[j].created,
@@ -434,28 +461,37 @@ def run_lifecycles(
         for pod in [*sorted(fresh, key=rank), None]:
             while (head := order.peek()) is not None and (pod is None or rank(head) < rank(pod)):
                 order.pop()
-                if bind(head, now):
-                    pending.discard(head)
-                    order.advance()
-                    readmit()
-                    continue
-                nominated = preempt(head, now)
+                # the holds of nominated pods of lower priority do not count for it
+                with holds.aside(priority(pods[head])) if holds else _NO_HOLDS:
+                    if bind(head, now):
+                        pending.discard(head)
+                        order.advance()
+                        readmit()
+                        continue
+                    nominated = preempt(head, now)
                 if requeue is not None:
                     requeue.tried(_group(pods[head]))
                 if nominated:
                     order.advance()
                 else:
                     order.stop()
+                if dropped:  # nominations it took over: those pods try again
+                    order.add(_group(pods[j]) for j in dropped if j in pending)
+                    dropped.clear()
             if pod is None:
                 break
-            if bind(pod, now):
-                pending.discard(pod)
-                readmit()
-                continue
-            preempt(pod, now)
+            with holds.aside(priority(pods[pod])) if holds else _NO_HOLDS:
+                if bind(pod, now):
+                    pending.discard(pod)
+                    readmit()
+                    continue
+                preempt(pod, now)
             pending.add(pod)
             if requeue is not None:
                 requeue.tried(_group(pods[pod]))
+            if dropped:
+                order.add(_group(pods[j]) for j in dropped if j in pending)
+                dropped.clear()
 
     while events or (autoscaler is not None and autoscaler.due() <= end):
         now = events[0][0] if events else end + 1
@@ -471,15 +507,6 @@ def run_lifecycles(
         changed = [node for i in departing if (node := depart(i, now)) is not None]
         if autoscaler is not None and now == autoscaler.due():
             arriving.extend(autoscale(now, changed))
-        # nominations ending now, after the autoscaler's run (it counts a nominated pod on its
-        # node, as upstream's does)
-        for i, (node, until) in list(reserved.items()):
-            if until <= now:
-                request = pods[i].request
-                assert request is not None
-                state.release(node, request)
-                del reserved[i]
-                changed.append(node)
         fresh = []
         for i in arriving:
             pod = pods[i]
@@ -497,6 +524,12 @@ def run_lifecycles(
             if requeue is None or not requeue.pending or not pending:
                 break
             fresh, retried = [], set()
+        # nominations whose victims are gone and whose preemptor was not tried in the pass (it
+        # fits nowhere that changed): released after it (the autoscaler's run counted them, as
+        # upstream's), their room retried at once
+        freed = [node for _, node in holds.ending(now)] if holds else []
+        if freed:
+            one_pass(now, [], set(hopeful(freed)))
     for pod in pods:
         if pod.deleted is not None and pod.deleted > end:
             pod.deleted = None

@@ -31,7 +31,6 @@ from analyzer.core.snapshot_schema import (
     REQUESTS,
     resource_column,
 )
-from analyzer.scheduling.queue_order import TERMINATION_GRACE
 from analyzer.scheduling.versions import parse_version
 from analyzer.sources.autoscaled_nodes import SYSTEM_TIMEOUT, NodeAutoscaler
 from analyzer.sources.catalog import (
@@ -242,7 +241,7 @@ def _pod_table(
         "end_reason": [END_PREEMPTED if p.preempted is not None else "" for p in pods],
         # a preemptor's nominations: node, start, end (``lifecycle_loop``: its room held there)
         "nominated": [
-            json.dumps([[nodes[n].name, t, t + TERMINATION_GRACE] for t, n, _ in p.preemptions])
+            json.dumps([[nodes[n].name, t, end] for t, n, _, end in p.preemptions])
             if p.preemptions
             else "[]"
             for p in pods

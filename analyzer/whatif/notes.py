@@ -202,7 +202,8 @@ def preemption_notes(snapshot: Snapshot, strategies: Sequence[Strategy]) -> list
     notes = [
         f"{who} order the pending queue by priority and preempt lower-priority pods "
         "(DefaultPreemption: the victims keep their room for a 30 s graceful termination, the "
-        "preemptor holds its node meanwhile and tries that node first); "
+        "preemptor holds its node meanwhile against pods of its priority and below, and tries that "
+        "node first); "
         + (
             f"they count the snapshot's {_pl(budgets, 'PodDisruptionBudget', 'PodDisruptionBudgets')}"
             " as kube-scheduler does (victims that would break a budget are evicted last, the node "
