@@ -338,3 +338,34 @@ def test_the_worked_example(tmp_path: Path) -> None:
     del doc["pods"][2]["status"]  # no nomination: a pending pod the scheduler ignores
     out = _score(tmp_path, doc)
     assert out["chosen"] == "node-a" and _by_name(out)["node-a"]["feasible"]
+
+
+def test_a_pod_listed_twice_is_held_once_where_its_last_entry_says(tmp_path: Path) -> None:
+    # upstream's nominator deletes a pod (by UID) before adding it again (AddNominatedPod): one
+    # pod listed twice holds room once, on the node of its later entry. n1 and n2 (4 cpu) hold
+    # 1 cpu each; the incoming pod asks 2 cpu
+    moved = {
+        "nodes": [_node("n1"), _node("n2")],
+        "pods": [
+            _pod("running-1", "1", node="n1"),
+            _pod("running-2", "1", node="n2"),
+            _pod("preemptor", "2", nominated="n1", priority=100, uid="u-pre"),
+            _pod("preemptor", "2", nominated="n2", priority=100, uid="u-pre"),
+        ],
+        "pod": _pod("incoming", "2", priority=100, uid="u-in"),
+    }
+    nodes = _by_name(_score(tmp_path, moved))
+    # n1: 1 + 2 ≤ 4 (the nominee is on n2 now); n2: 1 + 2 + 2 > 4
+    assert nodes["n1"]["feasible"] and not nodes["n2"]["feasible"]
+    # the same pod twice on n1 with 1 cpu (no UID: the same namespace/name): 1 + 1 + 2 ≤ 4;
+    # counted twice it would be 5
+    twice = {
+        "nodes": [_node("n1")],
+        "pods": [
+            _pod("running-1", "1", node="n1"),
+            _pod("preemptor", "1", nominated="n1", priority=100),
+            _pod("preemptor", "1", nominated="n1", priority=100),
+        ],
+        "pod": _pod("incoming", "2", priority=100, uid="u-in"),
+    }
+    assert _by_name(_score(tmp_path, twice))["n1"]["feasible"]

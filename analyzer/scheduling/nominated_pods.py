@@ -67,23 +67,32 @@ def nominees(
     classes: Mapping[str, PriorityClass],
     scheduler_names: Iterable[str],
 ) -> list[Nominee]:
-    """The pods the scheduler's nominator would hold, in the scenario's order."""
+    """The pods the scheduler's nominator would hold, in the scenario's order. One pod listed
+    twice (the same UID; without one, the same namespace/name) is held once, as the later entry:
+    the nominator deletes a pod before it adds it again (``AddNominatedPod``)."""
     position = {name: i for i, name in enumerate(state.node_names)}
     names = set(scheduler_names)
-    return [
-        Nominee(
+    held: dict[str, Nominee] = {}
+    for row, p in enumerate(pods):
+        if (
+            p.node_name
+            or p.terminated
+            or p.nominated_node_name not in position
+            or p.scheduler_name not in names
+        ):
+            continue
+        key = f"{p.namespace}/{p.name}"
+        nominee = Nominee(
             position[p.nominated_node_name],
             resolve_priority(p, classes),
-            f"{p.namespace}/{p.name}",
+            key,
             p.uid,
             p.demand(state.resources),
         )
-        for p in pods
-        if not p.node_name
-        and not p.terminated
-        and p.nominated_node_name in position
-        and p.scheduler_name in names
-    ]
+        identity = f"uid:{p.uid}" if p.uid else f"name:{key}" if p.name else f"row:{row}"
+        held.pop(identity, None)  # re-added last, as upstream's delete-then-add
+        held[identity] = nominee
+    return list(held.values())
 
 
 def counted_for(
