@@ -369,3 +369,19 @@ def test_a_pod_listed_twice_is_held_once_where_its_last_entry_says(tmp_path: Pat
         "pod": _pod("incoming", "2", priority=100, uid="u-in"),
     }
     assert _by_name(_score(tmp_path, twice))["n1"]["feasible"]
+
+
+def test_a_locked_gate_overridden_is_applied_with_a_note(tmp_path: Path) -> None:
+    # PreferNominatedNode is GA and locked to true from 1.24: kube-scheduler refuses
+    # --feature-gates=PreferNominatedNode=false there, upstream's unit tests set the flag
+    # directly. The override still applies (the vectors rely on it) and the output says so;
+    # before the lock (1.23) it is an ordinary override, without the note
+    gate_off = _preferring() | {"featureGates": {"PreferNominatedNode": False}}
+    late = _score(tmp_path, gate_off, "--kubernetes-version", "1.30")
+    assert late["chosen"] == "n1" and "triedNominatedNode" not in late
+    assert any("PreferNominatedNode is locked to true from 1.24" in n for n in late["notes"])
+    early = _score(tmp_path, gate_off, "--kubernetes-version", "1.23")
+    assert early["chosen"] == "n1"
+    assert not any("locked" in n for n in early["notes"])
+    same = _preferring() | {"featureGates": {"PreferNominatedNode": True}}
+    assert not any("locked" in n for n in _score(tmp_path, same)["notes"])

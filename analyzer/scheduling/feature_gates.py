@@ -2,7 +2,10 @@
 
 A scenario's ``featureGates: {Name: true|false}`` overrides the default of its
 ``kubernetesVersion`` (as ``kube-scheduler --feature-gates`` does). Gates the analyzer does not
-model are accepted with a note. Defaults (first minor where the gate is on by default, from the
+model are accepted with a note, and so is an override of a gate upstream locks to its default
+from some version (``LOCKED``: kube-scheduler would refuse to start; the plugins' unit tests,
+whose cases the project's vectors carry, set such a flag directly, which is what the override
+does). Defaults (first minor where the gate is on by default, from the
 Kubernetes feature-gate reference): NodeInclusionPolicyInPodTopologySpread 1.26 (beta),
 MatchLabelKeysInPodTopologySpread 1.27 (beta), MinDomainsInPodTopologySpread 1.27 (beta; GA
 1.30), TaintTolerationComparisonOperators alpha in 1.35 (off), PreferNominatedNode 1.22 (beta; GA
@@ -39,6 +42,16 @@ GATES: dict[str, tuple[int, int] | None] = {
 }
 
 
+# gate -> (major, minor) from which it is GA and locked to its default (``LockToDefault`` in
+# upstream's versioned feature list, pkg/features/kube_features.go)
+LOCKED: dict[str, tuple[int, int]] = {
+    PREFER_NOMINATED_NODE: (1, 24),
+    MIN_DOMAINS: (1, 30),
+    POD_DISRUPTION_CONDITIONS: (1, 31),
+    NODE_INCLUSION_POLICY: (1, 33),
+}
+
+
 def default_gates(version: KubeVersion) -> dict[str, bool]:
     """Every modelled gate's default for ``version``."""
     here = (version.major, version.minor)
@@ -56,6 +69,17 @@ def resolve_gates(
         if not isinstance(value, bool):
             raise InputError(f"{where}.{plain(name)}: {describe_value(value)} is not true or false")
         if name in GATES:
+            locked = LOCKED.get(str(name))
+            here = (version.major, version.minor)
+            if locked is not None and here >= locked and value != gates[str(name)]:
+                # kube-scheduler --feature-gates refuses this ("feature is locked"); upstream's
+                # unit tests set the plugin's flag directly, as this override does
+                notes.append(
+                    f"feature gate {name} is locked to {str(gates[str(name)]).lower()} from "
+                    f"{locked[0]}.{locked[1]} (a kube-scheduler {version.major}.{version.minor} refuses "
+                    f"--feature-gates={name}={str(value).lower()}); applied here as the "
+                    "plugins' flag, as upstream's unit tests set it"
+                )
             gates[str(name)] = value
         else:
             notes.append(f"feature gate {name} does not change anything the analyzer models")
