@@ -385,3 +385,37 @@ def test_a_locked_gate_overridden_is_applied_with_a_note(tmp_path: Path) -> None
     assert not any("locked" in n for n in early["notes"])
     same = _preferring() | {"featureGates": {"PreferNominatedNode": True}}
     assert not any("locked" in n for n in _score(tmp_path, same)["notes"])
+
+
+def test_a_preemption_ends_the_lower_nominations_on_its_node(tmp_path: Path) -> None:
+    # prepareCandidate (framework/preemption/preemption.go) clears the nominatedNodeName of the
+    # pods of lower priority nominated to the node it nominates. n1 (4 cpu) runs victim
+    # (priority 0, 3 cpu); low-1 (priority 10) waits nominated to n1, low-2 (priority 10) to n2,
+    # which big (priority 1000) fills. The incoming pod (priority 100, 3 cpu) fits nowhere (1
+    # cpu free on n1: low-1 does not count for it), evicts victim on n1: low-1 loses its
+    # nomination, low-2 (another node) keeps its own
+    scenario = {
+        "nodes": [_node("n1"), _node("n2")],
+        "pods": [
+            _pod("victim", "3", node="n1", priority=0),
+            _pod("big", "4", node="n2", priority=1000),
+            _pod("low-1", "1", nominated="n1", priority=10),
+            _pod("low-2", "1", nominated="n2", priority=10),
+        ],
+        "pod": _pod("incoming", "3", priority=100, uid="u-in"),
+    }
+    block = _score(tmp_path, scenario)["preemption"]
+    assert block["nominatedNode"] == "n1" and block["victims"] == ["default/victim"]
+    assert block["clearedNominations"] == ["default/low-1"]
+    # low-1 at the incoming pod's own priority keeps its nomination (it counts in the dry run:
+    # 1 + 3 ≤ 4 once victim is gone, so n1 is still nominated)
+    scenario["pods"][2]["spec"]["priority"] = 100
+    block = _score(tmp_path, scenario)["preemption"]
+    assert block["nominatedNode"] == "n1" and "clearedNominations" not in block
+    path = tmp_path / "explain.yaml"
+    scenario["pods"][2]["spec"]["priority"] = 10
+    path.write_text(yaml.safe_dump(scenario))
+    explained = CliRunner().invoke(main, ["score", str(path), "--explain"])
+    assert "default/low-1, nominated to n1 with a lower priority, loses its nomination" in (
+        explained.output
+    )

@@ -135,6 +135,11 @@ def preemption_lines(block: object) -> list[str]:
         lines.append(
             f"preemption: nominated {block['nominatedNode']}, victims {', '.join(block['victims'])}"
         )
+        for key in block.get("clearedNominations", []):
+            lines.append(
+                f"preemption: {key}, nominated to {block['nominatedNode']} with a lower priority, "
+                "loses its nomination (prepareCandidate)"
+            )
     return lines
 
 
@@ -175,7 +180,8 @@ def score(
     Unschedulable or UnschedulableAndUnresolvable — the tie set of best feasible nodes as
     "selected" and the seeded choice as "chosen". When the pod
     fits nowhere and the profile has DefaultPreemption: "preemption" {nominatedNode, victims,
-    candidates, status}; candidates are gathered from the first potential node, or from an
+    candidates, status, and clearedNominations: the pods of lower priority nominated to that
+    node, whose nominations the preemption ends}; candidates are gathered from the first potential node, or from an
     offset drawn from --seed when it is given, as kube-scheduler draws it at random.
     Pending pods nominated to a node by an earlier preemption (status.nominatedNodeName) count
     there in the filters of pods of lower or equal priority; a pod with a nominated node tries

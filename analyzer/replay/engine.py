@@ -20,8 +20,9 @@ Semantics (DESIGN.md "Replay", normative):
   (``analyzer.replay.preemption``), as kube-scheduler does (``analyzer.replay.terminations``): the
   victims are deleted and keep their room for their graceful termination, the preemptor is
   nominated, waits in the queue and is bound when room frees (it preempts no more meanwhile);
-  while nominated, its requests are held on that node (``ClusterState.reserve``: upstream's
-  ``addNominatedPods``), and with observed arrivals the data's own nominations
+  while nominated, its requests are held on that node for the pods of lower or equal priority
+  (``analyzer.scheduling.nominated_holds``: upstream's ``addNominatedPods``; a higher preemption
+  on that node ends it), and with observed arrivals the data's own nominations
   (``ReplayInput.nominations``) are held likewise where their victims terminate. A nominated
   pod tries its nominated node alone first and goes there, unscored, when it passes the filters
   (``evaluateNominatedNode``); the nomination lasts until the pod is bound or deleted, or a
@@ -366,7 +367,7 @@ def replay(
             watcher.reads_changed()
         ending.preempted(pod, victims, now)
         # the nominated node holds the pod's room for the pods of lower or equal priority
-        # (upstream's ``addNominatedPods``) until the nomination ends with the victims' grace
+        # (upstream's ``addNominatedPods``) until its attempt when the victims' grace ends
         holds.unhold(pod)  # a nomination the data gave it: this one replaces it
         holds.hold(pod, node, ending.nominated[pod])
         nominee_of[pod] = node

@@ -114,6 +114,9 @@ class Scenario:
     # ``evaluate``: {"name", "feasible"} of the nominated node tried first (None: not tried)
     tried_nominated: dict[str, Any] | None = None
     disruption_conditions: bool = True  # PodDisruptionConditions (``nominated_pods``)
+    # the pods of lower priority nominated to each node, by "namespace/name" (a preemption that
+    # nominates the node ends their nominations: ``_preemption``)
+    lower_nominees: dict[int, list[str]] = field(default_factory=dict)
 
     def _evaluate(self, mask: BoolArray | None) -> Evaluation:
         """The profile's evaluation, the nodes' nominated pods in their filters."""
@@ -282,6 +285,10 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
                 else "not counted, its priority is below the incoming pod's"
             )
         )
+    lower: dict[int, list[str]] = {}
+    for n in queue:
+        if n.priority < priority and not nominated_pods.same_pod(n.key, n.uid, key, incoming.uid):
+            lower.setdefault(n.node, []).append(n.key)
     position = {name: i for i, name in enumerate(names)}
     return Scenario(
         version,
@@ -300,6 +307,7 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
         nominated_to=position.get(incoming.nominated_node_name),
         prefer=gates[PREFER_NOMINATED_NODE],
         disruption_conditions=gates[POD_DISRUPTION_CONDITIONS],
+        lower_nominees=lower,
     )
 
 
@@ -506,4 +514,9 @@ def _preemption(
         scenario.nominated,
         waits,
     )
-    return preemption_json(result, evaluation.node_names)
+    out = preemption_json(result, evaluation.node_names)
+    chosen = None if result is None else result.nominated
+    if chosen is not None and scenario.lower_nominees.get(chosen):
+        # the lower-priority pods nominated there lose their nomination (``prepareCandidate``)
+        out["preemption"]["clearedNominations"] = scenario.lower_nominees[chosen]
+    return out
