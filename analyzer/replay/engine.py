@@ -291,6 +291,7 @@ def replay(
     # nominated pods: pod -> (node, end of the nomination, ns), their room held there for the
     # pods of lower or equal priority (``nominated_holds``)
     holds = Holds(priorities.__getitem__, reserve, release, scaler_touch)
+    held_pods = holds.held  # (its truth read at every try: the dict itself, no method call)
     dropped: list[int] = []  # pods a preemption at this try took the nomination of
 
     def observed_nominations(now: int) -> list[tuple[int, int, int, int, int]]:
@@ -334,7 +335,7 @@ def replay(
             if node < 0:
                 return False
         else:
-            held = holds.unhold(pod) if holds else None  # a nominee does not count itself
+            held = holds.unhold(pod) if held_pods else None  # a nominee does not count itself
             target = nominee_of.get(pod, -1) if nominee_of else -1
             if target >= 0 and active[target] and cache.fits_alone(demands[pod], target, now / 1e9):
                 bind(pod, target, now)  # its nominated node, unscored (``evaluateNominatedNode``)
@@ -474,7 +475,7 @@ def replay(
         placed: list[int] = []
         waiting: list[tuple[int, Refusal]] = []
         due = observed_nominations(now)
-        if holds and noms is not None:
+        if held_pods and noms is not None:
             ripe = [(seq[p], p, -1, 0, 0) for p, (_, until) in holds.held.items()
                     if until <= now and p not in queue]  # fmt: skip
             if ripe:  # the data's nominations that ended, their preemptor not waiting here:
@@ -486,7 +487,7 @@ def replay(
                 if due:
                     nominate(due, seq[head], now)
                 # the holds of nominated pods of lower priority do not count for it
-                with holds.aside(priorities[head]) if holds else NO_HOLDS:
+                with holds.aside(priorities[head]) if held_pods else NO_HOLDS:
                     if try_place(head, now):
                         placed.append(head)
                         why.ended(head)
@@ -509,7 +510,7 @@ def replay(
                 nominate(due, None if pod is None else seq[pod], now)
             if pod is None:
                 break
-            with holds.aside(priorities[pod]) if holds else NO_HOLDS:
+            with holds.aside(priorities[pod]) if held_pods else NO_HOLDS:
                 if departure[pod] <= now:  # gone the instant it came
                     if try_place(pod, now):
                         unbind(pod, now)
@@ -543,7 +544,7 @@ def replay(
             cache.touch(slot)
         drained: list[int] = []
         waiting = queue.pods()
-        if holds:  # a pod waiting for its victims to go asks no new node (upstream's CA
+        if held_pods:  # a pod waiting for its victims to go asks no new node (upstream's CA
             # ``FilterOutExpendableAndSplit``, Karpenter's ``IsProvisionable``): its node holds it
             waiting = [p for p in waiting if p not in holds]
         removing = scaler.tick(now, waiting)
@@ -628,7 +629,7 @@ def replay(
                 if bound[item] >= 0:
                     changed.append(unbind(item, now))
                 elif item in rec.wait_since:
-                    held = holds.unhold(item) if holds else None
+                    held = holds.unhold(item) if held_pods else None
                     if held is not None:  # a nominated pod deleted: its hold goes
                         changed.append(held[0])
                     nominee_of.pop(item, None)
@@ -674,7 +675,7 @@ def replay(
             # pods bound in the pass that may open a node to a waiting pod the topology plugins
             # refused before them (kube-scheduler requeues it at the bind): one more pass
             step(now, [], False, [])
-        if holds:  # nominations whose victims are gone and whose preemptor was not tried in
+        if held_pods:  # nominations whose victims are gone and whose preemptor was not tried in
             # the pass (it fits nowhere that changed): released, their room retried at once
             freed = [node for _, node in holds.ending(now)]
             if freed:

@@ -41,7 +41,7 @@ class Holds:
     ) -> None:
         self.priority = priority
         self._reserve, self._release, self._moved = reserve, release, moved
-        self.held: dict[int, tuple[int, int]] = {}
+        self.held: dict[int, tuple[int, int]] = {}  # never rebound: the loops keep a reference
         self._aside: set[int] = set()  # held, but released for now (``aside``)
 
     def __bool__(self) -> bool:

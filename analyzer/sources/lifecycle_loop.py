@@ -179,6 +179,7 @@ def run_lifecycles(
         state.release(node, request)
 
     holds = Holds(lambda i: priority(pods[i]), reserve, release)
+    held_pods = holds.held  # (its truth read at every try: the dict itself, no method call)
     dropped: list[int] = []  # pods a preemption at this try took the nomination of
     # a pending pod's nominated node, tried alone first (``evaluateNominatedNode``) until the pod
     # is bound or deleted, or a preemption attempt of it finds no candidate
@@ -203,7 +204,7 @@ def run_lifecycles(
         request = pod.request
         if autoscaler is not None:  # only nodes that exist now
             request = dataclasses.replace(request, allowed=request.allowed & autoscaler.present)
-        held = holds.unhold(i) if holds else None  # a nominated pod does not count itself
+        held = holds.unhold(i) if held_pods else None  # a nominated pod does not count itself
         target = nominee_of.get(i, -1) if nominee_of else -1
         if target >= 0 and fits_alone is not None and fits_alone(request, state, target):
             node: int | None = target  # its nominated node, unscored
@@ -314,7 +315,7 @@ def run_lifecycles(
             pod.deleted = now
             pod.phase = "Deleted"
             nominee_of.pop(i, None)
-            held = holds.unhold(i) if holds else None  # a nominated pod: its hold goes with it
+            held = holds.unhold(i) if held_pods else None  # a nominated pod: its hold goes with it
             return None if held is None else held[0]
         assert pod.request is not None
         freed = pod.node
@@ -350,7 +351,7 @@ def run_lifecycles(
         room = state.requested[rows, slots] + 1 <= state.allocatable[rows, slots]
         waiting = sorted(pending)
         need = np.array([cpu_memory(j) for j in waiting], dtype=np.int64)
-        held = holds.beside(rows.tolist()) if holds else []
+        held = holds.beside(rows.tolist()) if held_pods else []
         if held:  # a hold counts only for pods of lower or equal priority, not its holder
             hits = may_fit_beside(
                 need, waiting, [priority(pods[j]) for j in waiting], free,
@@ -462,7 +463,7 @@ def run_lifecycles(
             while (head := order.peek()) is not None and (pod is None or rank(head) < rank(pod)):
                 order.pop()
                 # the holds of nominated pods of lower priority do not count for it
-                with holds.aside(priority(pods[head])) if holds else _NO_HOLDS:
+                with holds.aside(priority(pods[head])) if held_pods else _NO_HOLDS:
                     if bind(head, now):
                         pending.discard(head)
                         order.advance()
@@ -480,7 +481,7 @@ def run_lifecycles(
                     dropped.clear()
             if pod is None:
                 break
-            with holds.aside(priority(pods[pod])) if holds else _NO_HOLDS:
+            with holds.aside(priority(pods[pod])) if held_pods else _NO_HOLDS:
                 if bind(pod, now):
                     pending.discard(pod)
                     readmit()
@@ -527,7 +528,7 @@ def run_lifecycles(
         # nominations whose victims are gone and whose preemptor was not tried in the pass (it
         # fits nowhere that changed): released after it (the autoscaler's run counted them, as
         # upstream's), their room retried at once
-        freed = [node for _, node in holds.ending(now)] if holds else []
+        freed = [node for _, node in holds.ending(now)] if held_pods else []
         if freed:
             one_pass(now, [], set(hopeful(freed)))
     for pod in pods:
