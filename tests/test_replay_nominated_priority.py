@@ -22,6 +22,7 @@ instant, and a lower-priority nomination stayed on a node a higher preemptor too
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -36,9 +37,11 @@ from analyzer.replay.input import prepare
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.nominated_holds import Holds
+from analyzer.scheduling.plugins.interpodaffinity import InterPodAffinity
+from analyzer.scheduling.plugins.podtopologyspread import PodTopologySpread
 from analyzer.scheduling.queue_order import may_fit_beside
 from analyzer.sources.catalog import GIB
-from analyzer.sources.kube_placement import kube_placer
+from analyzer.sources.kube_placement import KubePlacer, kube_placer
 from analyzer.sources.lifecycle_loop import run_lifecycles
 from analyzer.sources.placement import ClusterState
 
@@ -235,3 +238,46 @@ def test_may_fit_beside_counts_a_hold_for_lower_or_equal_pods_only() -> None:
     hits = may_fit_beside(need, [1, 2, 10, 3, 4], [60, 50, 50, 200, 60], free,
                           np.array([0]), held, requests.__getitem__)  # fmt: skip
     assert hits.tolist() == [True, False, True, True, False]
+
+
+def _placer(topology: bool) -> KubePlacer:
+    """kube-default's placer; without its spread and affinity filters the generator's pass has
+    no topology retry rule and holds only the groups it retries (``one_pass``)."""
+    placer = kube_placer("kube-default", seed=0)
+    if not topology:
+        kept = [f for f in placer.profile.filters
+                if not isinstance(f, (PodTopologySpread, InterPodAffinity))]  # fmt: skip
+        placer = KubePlacer(dataclasses.replace(placer.profile, filters=kept), placer.rng)
+        assert placer.requeue(_one_node(1)) is None
+    return placer
+
+
+@pytest.mark.parametrize("topology", [True, False])
+def test_the_generator_retries_a_pod_whose_nomination_was_taken(topology: bool) -> None:
+    # taken_over in the generator's loop (seconds), with the generator's priority classes:
+    # n0 (4 cores) and n1 (2 cores). At 0 f (system-node-critical, 2 cores) and v, u
+    # (batch-low, -10) go to n0, y (system-node-critical) to n1; w (priority 0) at 29 to n1
+    # (LeastAllocated: the only room). x (high, 1 core) at 60 preempts one of v and u on n0 (its
+    # victim's priority below w's); h (system-cluster-critical, 2 cores) at 70 preempts v and u
+    # and takes n0 over: x, tried again at once, preempts w on n1 and is bound there at 100,
+    # h on n0 at 100
+    alloc = np.array([[4000, 16 * GIB, 100 * GIB, 0, 110], [2000, 16 * GIB, 100 * GIB, 0, 110]],
+                     dtype=np.int64)  # fmt: skip
+    state = ClusterState.empty(("n0", "n1"), ("general", "general"), alloc)
+    top, low = _template("f", 2000, "system-node-critical"), _template("v", 1000, "batch-low")
+    pods = [_pod("f", top, 0), _pod("y", _template("y", 1000, "system-node-critical"), 0),
+            _pod("v", low, 0), _pod("u", low, 0), _pod("w", _template("w", 1000, ""), 29),
+            _pod("x", _template("x", 1000, "high"), 59),
+            _pod("h", _template("h", 2000, "system-cluster-critical"), 69)]  # fmt: skip
+    run_lifecycles(pods, state, _placer(topology), np.random.default_rng(0), (0, 1000))
+    by = {p.uid: p for p in pods}
+    assert [by[u].node for u in "fyvuw"] == [0, 1, 0, 0, 1]
+    (first, second) = by["x"].preemptions
+    assert first[:2] == (60, 0) and len(first[2]) == 1 and first[2][0] in "vu"
+    assert first[3] == 70  # ended when h's preemption took n0
+    assert second == (70, 1, ("w",), 100)
+    assert [(t, n, sorted(v), end) for t, n, v, end in by["h"].preemptions] == [
+        (70, 0, ["u", "v"], 100)
+    ]
+    assert (by["x"].node, by["x"].scheduled) == (1, 100)
+    assert (by["h"].node, by["h"].scheduled) == (0, 100)

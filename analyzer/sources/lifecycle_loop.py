@@ -450,6 +450,21 @@ def run_lifecycles(
             order.add(_group(pods[j]) for j in found)
         mark = requeue.clock if requeue is not None else 0
 
+        def retry_dropped() -> None:
+            """The pods whose nomination a preemption just took over try again in the pass
+            (upstream moves them to the active queue), their group let in even if it was not
+            in this pass."""
+            for j in dropped:
+                if j not in pending:
+                    continue
+                group = _group(pods[j])
+                if group not in members:
+                    members[group] = sorted(
+                        (k for k in pending if _group(pods[k]) == group), key=rank
+                    )
+                order.add([group])
+            dropped.clear()
+
         def readmit() -> None:
             nonlocal mark
             if requeue is not None and pending and requeue.last > mark:
@@ -477,8 +492,7 @@ def run_lifecycles(
                 else:
                     order.stop()
                 if dropped:  # nominations it took over: those pods try again
-                    order.add(_group(pods[j]) for j in dropped if j in pending)
-                    dropped.clear()
+                    retry_dropped()
             if pod is None:
                 break
             with holds.aside(priority(pods[pod])) if held_pods else _NO_HOLDS:
@@ -491,8 +505,7 @@ def run_lifecycles(
             if requeue is not None:
                 requeue.tried(_group(pods[pod]))
             if dropped:
-                order.add(_group(pods[j]) for j in dropped if j in pending)
-                dropped.clear()
+                retry_dropped()
 
     while events or (autoscaler is not None and autoscaler.due() <= end):
         now = events[0][0] if events else end + 1
