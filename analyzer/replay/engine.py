@@ -292,6 +292,7 @@ def replay(
     # pods of lower or equal priority (``nominated_holds``)
     holds = Holds(priorities.__getitem__, reserve, release, scaler_touch)
     held_pods = holds.held  # (its truth read at every try: the dict itself, no method call)
+    freed = holds.freed  # nodes whose hold ended (``admit_freed``)
     dropped: list[int] = []  # pods a preemption at this try took the nomination of
 
     def observed_nominations(now: int) -> list[tuple[int, int, int, int, int]]:
@@ -443,10 +444,22 @@ def replay(
             mark[0] = requeue.clock
             order.add(queue.group_of(p) for p in found)
 
+    def admit_freed(order: PassOrder[bytes]) -> None:
+        """Holds ended during the pass (a preemptor bound, on its node or another, or failing
+        at its nomination's end; a nomination taken over): the waiting groups that may fit in
+        that room join the pass at their rank, as they would at its start (``may_fit``)."""
+        if queue and cache is not None:
+            idle = order.idle()
+            if idle:
+                found = cache.may_fit(idle, demands, freed, holds, priorities)
+                order.add(queue.group_of(p) for p in found)
+        freed.clear()
+
     def step(now: int, changed: list[int], everything: bool, arriving: list[int]) -> None:
         """One pass over this instant's arrivals and the pending pods that may fit now, merged in
         queue order (``analyzer.scheduling.queue_order``); a pending pod's failure ends its
         group's turn, arrivals are always tried; pods that fail wait."""
+        freed.clear()  # (holds ended before the pass: their nodes are in ``changed``)
         moved = requeue is not None and requeue.pending
         retry = bool((changed or everything or moved) and queue and cache is not None)
         if requeue is not None and not queue:
@@ -482,7 +495,12 @@ def replay(
                 # released at its turn in the pass, as its own try would (``try_place``)
                 due = sorted(due + ripe)
         for pod in [*arriving, None]:
-            while (head := order.peek()) is not None and (pod is None or seq[head] < seq[pod]):
+            while True:
+                if freed:  # holds ended in the pass: who may fit there joins it at its rank
+                    admit_freed(order)
+                head = order.peek()
+                if head is None or (pod is not None and seq[head] >= seq[pod]):
+                    break
                 order.pop()
                 if due:
                     nominate(due, seq[head], now)
@@ -677,9 +695,9 @@ def replay(
             step(now, [], False, [])
         if held_pods:  # nominations whose victims are gone and whose preemptor was not tried in
             # the pass (it fits nowhere that changed): released, their room retried at once
-            freed = [node for _, node in holds.ending(now)]
-            if freed:
-                step(now, freed, False, [])
+            ended = [node for _, node in holds.ending(now)]
+            if ended:
+                step(now, ended, False, [])
         if scaler is not None:  # pods left waiting: the autoscaler's next run looks at them
             scaler.waiting = bool(queue)
             if fresh:  # one still waiting became unschedulable now (not placed since)

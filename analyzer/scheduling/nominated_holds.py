@@ -14,7 +14,10 @@ slot in their state (``reserve``); ``Holds`` keeps which pod holds what, and
   lower priority nominated there lose their nomination (``prepareCandidate`` clears it:
   ``getLowerPriorityNominatedPods`` in ``pkg/scheduler/framework/preemption/preemption.go``);
 - ``beside``: the holds on some nodes as the queue's retry screens read them
-  (``queue_order.may_fit_beside``).
+  (``queue_order.may_fit_beside``);
+- ``freed``: the nodes whose hold ended (the preemptor bound, elsewhere too, or failing at its
+  nomination's end; a nomination taken over): the loops let the waiting pods that may fit
+  there into the pass at once, as they would pods whose room grew at the pass's start.
 
 The pod itself never counts (``addNominatedPods`` skips the pod being scheduled): the loops
 ``unhold`` it before they try it.
@@ -43,6 +46,10 @@ class Holds:
         self._reserve, self._release, self._moved = reserve, release, moved
         self.held: dict[int, tuple[int, int]] = {}  # never rebound: the loops keep a reference
         self._aside: set[int] = set()  # held, but released for now (``aside``)
+        # nodes whose hold ended since the caller last cleared this (never rebound): room a
+        # pass may let waiting pods into at once
+        self.freed: list[int] = []
+        self._last_freed = -1  # the pod whose hold ``freed`` took last
 
     def __bool__(self) -> bool:
         return bool(self.held)
@@ -53,6 +60,9 @@ class Holds:
     def hold(self, pod: int, node: int, until: int) -> None:
         """``pod``'s room held on ``node`` while it is nominated there (to ``until``)."""
         assert pod not in self.held
+        if self._last_freed == pod and self.freed and self.freed[-1] == node:
+            self.freed.pop()  # held again at once (a preemptor that failed while nominated)
+        self._last_freed = -1
         self._reserve(pod, node)
         self.held[pod] = (node, until)
         if self._moved is not None:
@@ -66,6 +76,8 @@ class Holds:
                 self._aside.discard(pod)  # released already
             else:
                 self._release(pod, held[0])
+            self.freed.append(held[0])
+            self._last_freed = pod
             if self._moved is not None:
                 self._moved(held[0], True)
         return held

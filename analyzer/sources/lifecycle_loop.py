@@ -180,6 +180,7 @@ def run_lifecycles(
 
     holds = Holds(lambda i: priority(pods[i]), reserve, release)
     held_pods = holds.held  # (its truth read at every try: the dict itself, no method call)
+    freed = holds.freed  # nodes whose hold ended (``admit_freed``)
     dropped: list[int] = []  # pods a preemption at this try took the nomination of
     # a pending pod's nominated node, tried alone first (``evaluateNominatedNode``) until the pod
     # is bound or deleted, or a preemption attempt of it finds no candidate
@@ -318,11 +319,11 @@ def run_lifecycles(
             held = holds.unhold(i) if held_pods else None  # a nominated pod: its hold goes with it
             return None if held is None else held[0]
         assert pod.request is not None
-        freed = pod.node
-        state.unbind(freed, pod.request)
+        node = pod.node
+        state.unbind(node, pod.request)
         moved(i)
         running.discard(i)
-        on_node[freed].discard(i)
+        on_node[node].discard(i)
         pod.finished = now
         if pod.preempted is not None:
             pod.phase = "Failed"
@@ -335,22 +336,22 @@ def run_lifecycles(
                 heapq.heappush(events, (pods[-1].arrive, _ARRIVE, len(pods) - 1))
         else:
             pod.deleted = now
-        return freed
+        return node
 
     def cpu_memory(j: int) -> tuple[int, int]:
         request = pods[j].request
         assert request is not None  # pending pods were offered
         return request.requests.get("cpu", 0), request.requests.get("memory", 0)
 
-    def hopeful(changed: Sequence[int]) -> list[int]:
-        """Pending pods that may fit on a node that gained room (the replay's ``may_fit``)."""
-        if not pending or not changed:
-            return []
+    def fitting(
+        changed: Sequence[int], waiting: list[int]
+    ) -> tuple[list[int], np.ndarray, np.ndarray, list[tuple[int, int, int]]]:
+        """The pods of ``waiting`` that may fit on a node of ``changed`` (the replay's
+        ``may_fit``); and the changed nodes, their free cpu and memory and the holds there."""
         rows = np.array(sorted(set(changed)), dtype=np.int64)
         free = state.allocatable[rows][:, columns] - state.requested[rows][:, columns]
         room = state.requested[rows, slots] + 1 <= state.allocatable[rows, slots]
-        waiting = sorted(pending)
-        need = np.array([cpu_memory(j) for j in waiting], dtype=np.int64)
+        need = np.array([cpu_memory(j) for j in waiting], dtype=np.int64).reshape(-1, 2)
         held = holds.beside(rows.tolist()) if held_pods else []
         if held:  # a hold counts only for pods of lower or equal priority, not its holder
             hits = may_fit_beside(
@@ -361,6 +362,14 @@ def run_lifecycles(
         else:
             hits = may_fit(need, free, room)
         found = [j for j, hit in zip(waiting, hits.tolist(), strict=True) if hit]
+        return found, rows, free, held
+
+    def hopeful(changed: Sequence[int]) -> list[int]:
+        """Pending pods that may fit on a node that gained room (the replay's ``may_fit``)."""
+        if not pending or not changed:
+            return []
+        waiting = sorted(pending)
+        found, rows, free, held = fitting(changed, waiting)
         if preempter is None or not running:
             return found
         # room to preempt in (``queue_order.may_preempt``): retried as in the replay
@@ -440,6 +449,8 @@ def run_lifecycles(
         group stops at its first failure, and a bind may let waiting groups in
         (``queue_order.PassOrder``, as the replay's pass)."""
         members: dict[tuple[object, ...], list[int]] = {}
+        at_start = set(pending)  # the pods waiting as the pass begins (the replay's queue)
+        freed.clear()  # (holds ended before the pass: their nodes were screened)
         # every waiting group when a bind may let one in, else the groups retried
         for j in sorted(pending if requeue is not None else retried, key=rank):
             members.setdefault(_group(pods[j]), []).append(j)
@@ -450,20 +461,33 @@ def run_lifecycles(
             order.add(_group(pods[j]) for j in found)
         mark = requeue.clock if requeue is not None else 0
 
+        def let_in(j: int) -> None:
+            """Pod ``j``'s group joins the pass at its next untried pod, even if it was not in
+            this pass (its members: the group's pods waiting when the pass began, as the
+            replay's queue holds them)."""
+            group = _group(pods[j])
+            if group not in members:
+                members[group] = sorted(
+                    (k for k in at_start if k in pending and _group(pods[k]) == group), key=rank
+                )
+            order.add([group])
+
         def retry_dropped() -> None:
             """The pods whose nomination a preemption just took over try again in the pass
-            (upstream moves them to the active queue), their group let in even if it was not
-            in this pass."""
+            (upstream moves them to the active queue)."""
             for j in dropped:
-                if j not in pending:
-                    continue
-                group = _group(pods[j])
-                if group not in members:
-                    members[group] = sorted(
-                        (k for k in pending if _group(pods[k]) == group), key=rank
-                    )
-                order.add([group])
+                if j in at_start and j in pending:
+                    let_in(j)
             dropped.clear()
+
+        def admit_freed() -> None:
+            """Holds ended during the pass: the waiting pods that may fit in that room join it
+            at their rank (the replay's ``admit_freed``)."""
+            waiting = sorted(j for j in pending if j in at_start)
+            if waiting:
+                for j in fitting(freed, waiting)[0]:
+                    let_in(j)
+            freed.clear()
 
         def readmit() -> None:
             nonlocal mark
@@ -475,7 +499,12 @@ def run_lifecycles(
                 order.add(_group(pods[j]) for j in found)
 
         for pod in [*sorted(fresh, key=rank), None]:
-            while (head := order.peek()) is not None and (pod is None or rank(head) < rank(pod)):
+            while True:
+                if freed:  # holds ended in the pass: who may fit there joins it at its rank
+                    admit_freed()
+                head = order.peek()
+                if head is None or (pod is not None and rank(head) >= rank(pod)):
+                    break
                 order.pop()
                 # the holds of nominated pods of lower priority do not count for it
                 with holds.aside(priority(pods[head])) if held_pods else _NO_HOLDS:
@@ -541,9 +570,9 @@ def run_lifecycles(
         # nominations whose victims are gone and whose preemptor was not tried in the pass (it
         # fits nowhere that changed): released after it (the autoscaler's run counted them, as
         # upstream's), their room retried at once
-        freed = [node for _, node in holds.ending(now)] if held_pods else []
-        if freed:
-            one_pass(now, [], set(hopeful(freed)))
+        ended = [node for _, node in holds.ending(now)] if held_pods else []
+        if ended:
+            one_pass(now, [], set(hopeful(ended)))
     for pod in pods:
         if pod.deleted is not None and pod.deleted > end:
             pod.deleted = None
