@@ -17,12 +17,11 @@ import json
 import numpy as np
 import pytest
 from replay_fixtures import T0, N, P, at, build
-from test_replay_requeue_random import _same, retry_everything
+from test_replay_requeue_random import waits_and_differences
 
 from analyzer.core.snapshot import Snapshot
 from analyzer.core.snapshot_schema import END_PREEMPTED
-from analyzer.replay.engine import Strategy, replay
-from analyzer.replay.input import prepare
+from analyzer.replay.engine import Strategy
 from analyzer.scheduling import load_strategy
 from analyzer.scheduling.nominated_holds import Holds
 
@@ -88,14 +87,8 @@ def test_the_retry_screens_with_holds_miss_no_moment_a_pod_could_be_placed(
         hold(self, pod, node, until)
 
     monkeypatch.setattr(Holds, "hold", counted)
-    waited = differing = 0
-    for seed in range(80):
-        inp = prepare(scenario(seed))
-        ruled = replay(inp, chosen, seed=0)
-        with retry_everything(monkeypatch):
-            every = replay(inp, chosen, seed=0)
-        waited += int(ruled.waited.sum())
-        differing += not _same(ruled, every)
+    snapshots = (scenario(seed) for seed in range(80))
+    waited, differing = waits_and_differences(snapshots, chosen, monkeypatch)
     # not vacuous: the data's nominations were held, and pods waited
     assert held[0] > 80 and waited > 200
     assert differing == 0

@@ -181,8 +181,9 @@ def score(
     "selected" and the seeded choice as "chosen". When the pod
     fits nowhere and the profile has DefaultPreemption: "preemption" {nominatedNode, victims,
     candidates, status, and clearedNominations: the pods of lower priority nominated to that
-    node, whose nominations the preemption ends}; candidates are gathered from the first potential node, or from an
-    offset drawn from --seed when it is given, as kube-scheduler draws it at random.
+    node, whose nominations the preemption ends}; candidates are gathered from the first
+    potential node, or from an offset drawn from --seed when it is given, as kube-scheduler
+    draws it at random.
     Pending pods nominated to a node by an earlier preemption (status.nominatedNodeName) count
     there in the filters of pods of lower or equal priority; a pod with a nominated node tries
     it first ("triedNominatedNode").

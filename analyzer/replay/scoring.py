@@ -379,17 +379,16 @@ class ScoreCache:
         if len(rows) == 0 or not pending:
             return []
         free = self.state.allocatable[rows, :2] - self.state.requested[rows, :2]
-        room = self.state.pod_count[rows] + 1 <= self.state.allowed_pods[rows]
+        slots = self.state.allowed_pods[rows] - self.state.pod_count[rows]
         need = np.stack([demands[p].requests[:2] for p in pending])
         held = holds.beside(rows.tolist()) if holds else []
         if held:
-            slots = self.state.allowed_pods[rows] - self.state.pod_count[rows]
             hits = queue_may_fit_beside(
                 need, pending, [priorities[p] for p in pending], free, slots, held,
                 lambda pod: demands[pod].requests[:2],
             )  # fmt: skip
         else:
-            hits = queue_may_fit(need, free, room)  # the generator's loop runs the same test
+            hits = queue_may_fit(need, free, slots > 0)  # the generator's loop: the same test
         return [p for p, hit in zip(pending, hits.tolist(), strict=True) if hit]
 
 

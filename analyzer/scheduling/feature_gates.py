@@ -65,12 +65,12 @@ def resolve_gates(
     gates = default_gates(version)
     notes = []
     overrides: Mapping[str, Any] = mapping(raw, where)
+    here = (version.major, version.minor)
     for name, value in overrides.items():
         if not isinstance(value, bool):
             raise InputError(f"{where}.{plain(name)}: {describe_value(value)} is not true or false")
         if name in GATES:
             locked = LOCKED.get(str(name))
-            here = (version.major, version.minor)
             if locked is not None and here >= locked and value != gates[str(name)]:
                 # kube-scheduler --feature-gates refuses this ("feature is locked"); upstream's
                 # unit tests set the plugin's flag directly, as this override does

@@ -41,8 +41,9 @@ the end of its victims' grace period (upstream keeps the nomination until that a
 of equal priority ranked before the preemptor cannot take the room); a preemptor not tried then
 (it fits nowhere that changed, not even with its own hold) has it released after the pass, and
 the pending pods that may fit in the room it leaves get one more pass; a hold that ends during
-the pass lets the pending pods that may fit in its room into that pass at their rank. A preemptor that fits
-elsewhere during the grace period is bound there and its hold released, as upstream.
+the pass lets the pending pods that may fit in its room into that pass at their rank. A
+preemptor that fits elsewhere during the grace period is bound there and its hold released, as
+upstream.
 """
 
 from __future__ import annotations

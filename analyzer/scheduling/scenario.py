@@ -273,10 +273,13 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
     priority = resolve_priority(incoming, classes)
     key = f"{incoming.namespace}/{incoming.name}"
     counted = nominated_pods.counted_for(queue, priority, key, incoming.uid)
+    lower: dict[int, list[str]] = {}  # (a preemption that nominates the node clears these)
     for n in queue:
         if nominated_pods.same_pod(n.key, n.uid, key, incoming.uid):
             continue
         counts = n.priority >= priority  # ``counted_for``'s rule, the pod itself excepted
+        if not counts:
+            lower.setdefault(n.node, []).append(n.key)
         notes.append(
             f"pod {n.key} waits nominated to {names[n.node]} (priority {n.priority}): "
             + (
@@ -285,10 +288,6 @@ def build_scenario(doc: Any, base: Path = Path(), where: str = "scenario") -> Sc
                 else "not counted, its priority is below the incoming pod's"
             )
         )
-    lower: dict[int, list[str]] = {}
-    for n in queue:
-        if n.priority < priority and not nominated_pods.same_pod(n.key, n.uid, key, incoming.uid):
-            lower.setdefault(n.node, []).append(n.key)
     position = {name: i for i, name in enumerate(names)}
     return Scenario(
         version,

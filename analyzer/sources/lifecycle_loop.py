@@ -345,31 +345,31 @@ def run_lifecycles(
 
     def fitting(
         changed: Sequence[int], waiting: list[int]
-    ) -> tuple[list[int], np.ndarray, np.ndarray, list[tuple[int, int, int]]]:
+    ) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int, int]]]:
         """The pods of ``waiting`` that may fit on a node of ``changed`` (the replay's
-        ``may_fit``); and the changed nodes, their free cpu and memory and the holds there."""
+        ``may_fit``); and the changed nodes, their free cpu and memory, the pods each takes
+        more and the holds there."""
         rows = np.array(sorted(set(changed)), dtype=np.int64)
         free = state.allocatable[rows][:, columns] - state.requested[rows][:, columns]
-        room = state.requested[rows, slots] + 1 <= state.allocatable[rows, slots]
+        slots_left = state.allocatable[rows, slots] - state.requested[rows, slots]
         need = np.array([cpu_memory(j) for j in waiting], dtype=np.int64).reshape(-1, 2)
         held = holds.beside(rows.tolist()) if held_pods else []
         if held:  # a hold counts only for pods of lower or equal priority, not its holder
             hits = may_fit_beside(
-                need, waiting, [priority(pods[j]) for j in waiting], free,
-                state.allocatable[rows, slots] - state.requested[rows, slots], held,
+                need, waiting, [priority(pods[j]) for j in waiting], free, slots_left, held,
                 lambda j: np.array(cpu_memory(j), dtype=np.int64),
             )  # fmt: skip
         else:
-            hits = may_fit(need, free, room)
+            hits = may_fit(need, free, slots_left > 0)
         found = [j for j, hit in zip(waiting, hits.tolist(), strict=True) if hit]
-        return found, rows, free, held
+        return found, rows, free, slots_left, held
 
     def hopeful(changed: Sequence[int]) -> list[int]:
         """Pending pods that may fit on a node that gained room (the replay's ``may_fit``)."""
         if not pending or not changed:
             return []
         waiting = sorted(pending)
-        found, rows, free, held = fitting(changed, waiting)
+        found, rows, free, slots_left, held = fitting(changed, waiting)
         if preempter is None or not running:
             return found
         # room to preempt in (``queue_order.may_preempt``): retried as in the replay
@@ -385,7 +385,6 @@ def run_lifecycles(
             np.array([priority(pods[j]) for _, j in lower], dtype=np.int64),
             np.array([cpu_memory(j) for _, j in lower], dtype=np.int64).reshape(-1, 2),
         )
-        slots_left = state.allocatable[rows, slots] - state.requested[rows, slots]
         asked = np.array([cpu_memory(j) for j in asking], dtype=np.int64)
         hits = may_preempt(asked, [priority(pods[j]) for j in asking], free, slots_left, placed)
         return [*found, *(j for j, hit in zip(asking, hits.tolist(), strict=True) if hit)]
