@@ -21,8 +21,10 @@ with CA's default flags:
   each pod onto the node the previous run's simulation put it on if that node is still present,
   not the candidate nor removed in this run and has room (CA's scheduling hints,
   ``analyzer.scheduling.sim_hints``, shared with the replay's CA), else the first other present
-  node with room, round-robin from where the previous search stopped (a hinted placement does
-  not move it); a pod without a controller blocks, as does one of kube-system up to CA 1.32 and,
+  node with room, round-robin from where the previous search of this run stopped, from the
+  first node at each run (a hinted placement does not move it: the replay's reading of
+  upstream's ``lastIndex``, docs/autoscaling.md row "round-robin start"); a pod without a
+  controller blocks, as does one of kube-system up to CA 1.32 and,
   from 1.33 (the data's kubelet version), one of kube-system created 3600 s ago or less
   (``--blocking-system-pod-distruption-timeout``; the generated cluster has no
   PodDisruptionBudgets where it is autoscaled); a drained node's moves
@@ -104,9 +106,13 @@ class NodeAutoscaler:
         self.recheck: dict[int, int] = {}  # slot -> skipped until (found not removable)
         self.hints: Hints[int, int] = Hints()  # pod -> the slot a simulation last put it on
         self.runs = 0
-        # where the round-robin search starts: kept from run to run, as upstream's
-        # ``SchedulerPluginRunner.lastIndex`` lives as long as the process (it was reset at
-        # each run before 2026-11-30, which parted the data from the replay's CA in some seeds)
+        # where the last run's round-robin search stopped (read by tests). Each run's search
+        # starts from the first node, as the replay's CA does: upstream's
+        # ``SchedulerPluginRunner.lastIndex`` lives as long as the process, but the node list it
+        # indexes is rebuilt from a Go map at every loop, so the index carried over names no
+        # particular node (docs/autoscaling.md, row "round-robin start"). From 2026-11-30 to
+        # 2026-12-02 this search went on from ``cursor`` instead, which the replay does not:
+        # the two CAs then parted in 3 of 30 three-day seeds (node-hours 2.2-7.1 % apart).
         self.cursor = 0
 
     def due(self) -> int:
@@ -241,7 +247,7 @@ class NodeAutoscaler:
             candidates.sort(key=lambda n: (bool(on_node[n]), n not in self.unneeded, n))
             gone: set[int] = set()
             count = len(self.present)
-            cursor = self.cursor  # round-robin over the slots, from where the last one stopped
+            cursor = 0  # round-robin over the slots, from the first at each run (``cursor``)
             for node in candidates:
                 if len(found) >= limit:
                     break
