@@ -236,6 +236,13 @@ BAD = [
         "nodePool.disruption.consolidationPolicy: 'Sometimes' is not one of",
     ),
     (
+        "autoscale-node-pool-object",
+        documented_exit("autoscale-node-pool-object"),
+        "autoscaler: karpenter\nnodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"
+        "nodePool: {kind: NodePool, disruption: {consolidateAfter: 0s}, spec: {}}\n",
+        "nodePool.disruption: ",
+    ),
+    (
         "autoscale-node-group",
         documented_exit("autoscale-node-group"),
         "nodes: [{metadata: {name: a}, status: {allocatable: {cpu: 1}}}]\n"

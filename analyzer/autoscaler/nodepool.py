@@ -13,6 +13,12 @@ first; ``template``: ``metadata.labels``, ``spec.requirements`` and ``spec.taint
 it launches (a pod whose node selection no such node meets, or that does not tolerate a
 ``NoSchedule`` or ``NoExecute`` taint of them, is not launched for: ``new_node``; the
 ``startupTaints`` are not read, as Karpenter's scheduler does not). Parsed when read, so a bad field is one line naming the file and the field.
+
+A scenario's ``nodePool:`` may also be a whole NodePool object as ``kubectl get nodepool NAME -o
+yaml`` prints it: ``disruption`` and ``template`` are then read from its ``spec`` (giving them
+both there and beside it is refused), ``instanceTypes`` beside ``spec`` (a NodePool has no such
+field: the shapes come from its NodeClass and the cloud), and the fields read of neither (``limits``,
+``weight``, ...) are noted as not modelled instead of passing unseen.
 """
 
 from __future__ import annotations
@@ -155,30 +161,59 @@ def parse_disruption(raw: Any, where: str) -> tuple[str, bool, int, tuple[Budget
                 f"{where}.consolidateAfter: {preview(after)} is not a duration like 30s or Never"
             )
         text = f"{after}s" if isinstance(after, int) else after
-        seconds = int(parse_duration(text, field=f"{where}.consolidateAfter").total_seconds())
+        try:
+            seconds = int(parse_duration(text, field=f"{where}.consolidateAfter").total_seconds())
+        except InputError:  # (its own message would not name Never)
+            raise InputError(
+                f"{where}.consolidateAfter: {preview(after)} is not a duration like 30s or Never"
+            ) from None
     raw_budgets = listing(disruption.get("budgets"), f"{where}.budgets")
     rules = tuple(_budget(b, f"{where}.budgets[{i}]") for i, b in enumerate(raw_budgets))
     return str(policy), never, seconds, rules or (BudgetRule("10%"),)
 
 
-def parse_node_pool(raw: Any, where: str = "nodePool") -> NodePool:
-    """``nodePool:`` as a ``NodePool`` (absent: Karpenter's defaults, no instance types)."""
+# what ``parse_node_pool`` reads: of ``nodePool:`` (its spec's fields, or a whole object with
+# ``spec``), of a whole object's metadata and of a node template; the rest is noted
+READ = frozenset({"disruption", "instanceTypes", "template"})
+OBJECT = frozenset({"apiVersion", "kind", "metadata", "spec", "status", "instanceTypes"})
+TEMPLATE = frozenset({"metadata", "spec"})
+TEMPLATE_SPEC = frozenset({"requirements", "taints", "startupTaints"})
+
+
+def parse_node_pool(raw: Any, where: str = "nodePool", notes: list[str] | None = None) -> NodePool:
+    """``nodePool:`` as a ``NodePool`` (absent: Karpenter's defaults, no instance types): its
+    spec's fields, or a whole NodePool object (module docstring). Fields it does not read are
+    added to ``notes`` (when given), one line each."""
     if raw is None:
         return NodePool()
     body = mapping(raw, where)
-    policy, never, after, rules = parse_disruption(body.get("disruption"), f"{where}.disruption")
+    fields, at = body, where
+    if "spec" in body:  # a whole NodePool object
+        mixed = sorted(k for k in ("disruption", "template") if k in body)
+        if mixed:
+            raise InputError(
+                f"{where}.{mixed[0]}: {where} is a NodePool object (it has spec), so give "
+                f"{mixed[0]} in {where}.spec, not beside it"
+            )
+        kind = body.get("kind")
+        if kind is not None and kind != "NodePool":
+            raise InputError(f"{where}.kind: {preview(kind)} is not NodePool")
+        fields, at = mapping(body.get("spec"), f"{where}.spec"), f"{where}.spec"
+        _note(notes, where, body, OBJECT)
+    _note(notes, at, fields, READ if at == where else READ - {"instanceTypes"})
+    policy, never, after, rules = parse_disruption(fields.get("disruption"), f"{at}.disruption")
     shapes = [
         _shape(s, f"{where}.instanceTypes[{i}]", i)
         for i, s in enumerate(listing(body.get("instanceTypes"), f"{where}.instanceTypes"))
     ]
-    template = mapping(body.get("template"), f"{where}.template")
-    meta = mapping(template.get("metadata"), f"{where}.template.metadata")
-    labels = mapping(meta.get("labels"), f"{where}.template.metadata.labels")
-    spec = mapping(template.get("spec"), f"{where}.template.spec")
-    requirements = parse_requirements(
-        spec.get("requirements"), f"{where}.template.spec.requirements"
-    )
-    taints = parse_taints(spec.get("taints"), f"{where}.template.spec.taints")
+    template = mapping(fields.get("template"), f"{at}.template")
+    _note(notes, f"{at}.template", template, TEMPLATE)
+    meta = mapping(template.get("metadata"), f"{at}.template.metadata")
+    labels = mapping(meta.get("labels"), f"{at}.template.metadata.labels")
+    spec = mapping(template.get("spec"), f"{at}.template.spec")
+    _note(notes, f"{at}.template.spec", spec, TEMPLATE_SPEC)
+    requirements = parse_requirements(spec.get("requirements"), f"{at}.template.spec.requirements")
+    taints = parse_taints(spec.get("taints"), f"{at}.template.spec.taints")
     return NodePool(
         policy,
         never,
@@ -190,3 +225,14 @@ def parse_node_pool(raw: Any, where: str = "nodePool") -> NodePool:
         requirements,
         taints,
     )
+
+
+def _note(
+    notes: list[str] | None, where: str, body: Mapping[Any, Any], read: frozenset[str]
+) -> None:
+    """A note for each key of ``body`` not in ``read``: given, but not modelled."""
+    if notes is None:
+        return
+    for key in body:
+        if str(key) not in read:
+            notes.append(f"{where}.{key}: not modelled; ignored")

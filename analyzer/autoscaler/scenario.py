@@ -418,7 +418,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
         options,
         profile,
         _now(doc.get("now"), f"{where}.now"),
-        parse_node_pool(doc.get("nodePool"), f"{where}.nodePool"),
+        parse_node_pool(doc.get("nodePool"), f"{where}.nodePool", notes),
         notes,
         _in_progress(doc.get("deletionsInProgress"), f"{where}.deletionsInProgress"),
         pending,
