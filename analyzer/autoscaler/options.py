@@ -73,6 +73,23 @@ _INTS = (
 _DURATIONS = ("blocking-system-pod-distruption-timeout",)
 _SIGNED = ("expendable-pods-priority-cutoff",)  # Go ints that may be below 0
 FLAGS = (*_FLOATS, *_BOOLS, *_INTS, *_DURATIONS, *_SIGNED)
+# cluster-autoscaler flags its loop reads over time (scale-up, the timers, drains in progress:
+# the replay's ``autoscaler:`` section, ``analyzer.replay.autoscale_setup``), which no single
+# instant's scale-down decision reads: a scenario that carries them, as a pasted flag set does,
+# gets a note for each instead of a refusal (``parse_options``'s ``notes``)
+LOOP_FLAGS = (
+    "scan-interval",
+    "scale-down-unneeded-time",
+    "scale-down-unready-time",
+    "scale-down-delay-after-add",
+    "scale-down-delay-after-delete",
+    "scale-down-delay-after-failure",
+    "unremovable-node-recheck-timeout",
+    "max-graceful-termination-sec",
+    "max-node-provision-time",
+    "expander",
+    "frequent-loops-enabled",
+)
 
 
 def duration_seconds(raw: Any, where: str) -> float:
@@ -113,8 +130,10 @@ def _value(flag: str, raw: Any, where: str) -> Any:
     return raw
 
 
-def parse_options(raw: Any, where: str = "options") -> CAOptions:
-    """``options:`` of a scenario (CA flag name → value) as ``CAOptions``."""
+def parse_options(raw: Any, where: str = "options", notes: list[str] | None = None) -> CAOptions:
+    """``options:`` of a scenario (CA flag name → value) as ``CAOptions``. With ``notes`` (a
+    scenario's), a flag of ``LOOP_FLAGS`` is noted there and ignored; any other unknown flag is
+    refused."""
     if raw is None:
         return CAOptions()
     if not isinstance(raw, Mapping):
@@ -122,6 +141,12 @@ def parse_options(raw: Any, where: str = "options") -> CAOptions:
     values: dict[str, Any] = {}
     for key, value in raw.items():
         flag = plain(key)
+        if notes is not None and flag in LOOP_FLAGS:
+            notes.append(
+                f"{where}.{flag}: read by cluster-autoscaler's loop over time (whatif "
+                "--autoscaler), not by one instant's scale-down decision; ignored"
+            )
+            continue
         if flag not in FLAGS:
             raise InputError(
                 f"{where}.{flag}: not a modelled cluster-autoscaler flag "

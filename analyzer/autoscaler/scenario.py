@@ -193,7 +193,9 @@ def _controllers(objects: list[Any], where: str) -> Controllers:
     return Controllers(known)
 
 
-def _groups(raw: Any, names: list[str], options: CAOptions, where: str) -> dict[str, NodeGroup]:
+def _groups(
+    raw: Any, names: list[str], options: CAOptions, where: str, notes: list[str]
+) -> dict[str, NodeGroup]:
     if raw is None:
         group = NodeGroup("default")
         return dict.fromkeys(names, group)
@@ -213,7 +215,7 @@ def _groups(raw: Any, names: list[str], options: CAOptions, where: str) -> dict[
         if own is not None:
             merged = {**_flags(options), **mapping(own, f"{at}.options")}
             group_options = dataclasses.replace(
-                parse_options(merged, f"{at}.options"),
+                parse_options(merged, f"{at}.options", notes),
                 rules_version=options.rules_version,
             )
         group = NodeGroup(name, low, 1_000_000 if high is None else high, group_options)
@@ -297,7 +299,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
             f"{where}.autoscaler: {preview(autoscaler)} is not one of {', '.join(AUTOSCALERS)}"
         )
     version = parse_version(doc.get("kubernetesVersion"), field=f"{where}.kubernetesVersion")
-    options = parse_options(doc.get("options"), f"{where}.options")
+    options = parse_options(doc.get("options"), f"{where}.options", notes)
     if not version.ca_system_pod_timeout:  # CA before 1.33: kube-system pods always block
         if "blocking-system-pod-distruption-timeout" in (doc.get("options") or {}):
             notes.append(
@@ -401,7 +403,7 @@ def build(doc: Any, where: str = "scenario") -> AutoscaleScenario:
     cluster = Cluster(
         nodes,
         pods,
-        _groups(doc.get("nodeGroups"), names, options, f"{where}.nodeGroups"),
+        _groups(doc.get("nodeGroups"), names, options, f"{where}.nodeGroups", notes),
         disruption_budgets(objects, f"{where}.objects"),
         None if doc.get("objects") is None else _controllers(objects, f"{where}.objects"),
     )
