@@ -29,7 +29,7 @@ from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_no
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
 from analyzer.scheduling.strategies import load_strategy
-from analyzer.whatif.autoscaled import outcome_of
+from analyzer.whatif.autoscaled import nodes_at, outcome_of
 
 BUCKET = 600 * 10**9
 
@@ -63,14 +63,7 @@ def judge(seed: int, args: argparse.Namespace) -> dict[str, float | int] | None:
     result = replay(auto, strategy, seed, autoscaler=(groups, settings))
     record = result.autoscaler
     assert record is not None
-    buckets = np.arange(start, end, BUCKET, dtype=np.int64)
-    replayed = np.zeros(len(buckets), dtype=np.int64)
-    for spans in record.presence.values():
-        for lo, hi in spans:
-            replayed += (buckets >= lo) & (buckets < hi)
-    observed = np.zeros(len(buckets), dtype=np.int64)
-    for lo, hi in zip(inp.node_join.tolist(), inp.node_leave.tolist(), strict=True):
-        observed += (buckets >= lo) & (buckets < hi)
+    replayed, observed = nodes_at(np.arange(start, end, BUCKET, dtype=np.int64), record, inp)
     total = outcome_of(auto, inp, result).total
     gap = abs(total.node_hours - total.observed_node_hours) / total.observed_node_hours
     return {

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 from typing import Any
 
@@ -61,9 +62,9 @@ def main() -> None:
     cluster = generate(SyntheticSpec(seed=1, nodes=args.nodes, days=args.days, step=300))
     inp = prepare(cluster.snapshot)
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str)) or {"default"}
-    settings = parse_settings(None)
-    groups_at_zero = {p or "default": GroupBounds(min_size=0) for p in pools}
-    settings = type(settings)(**{**vars(settings), "groups": groups_at_zero})
+    settings = dataclasses.replace(
+        parse_settings(None), groups={p or "default": GroupBounds(min_size=0) for p in pools}
+    )
     strategy = Strategy("kube-default", load_strategy("kube-default", None))
     auto, groups = with_node_groups(inp, settings)
 

@@ -187,7 +187,7 @@ def parse_node_pool(raw: Any, where: str = "nodePool", notes: list[str] | None =
     if raw is None:
         return NodePool()
     body = mapping(raw, where)
-    fields, at = body, where
+    fields, at, read = body, where, READ
     if "spec" in body:  # a whole NodePool object
         mixed = sorted(k for k in ("disruption", "template") if k in body)
         if mixed:
@@ -199,8 +199,9 @@ def parse_node_pool(raw: Any, where: str = "nodePool", notes: list[str] | None =
         if kind is not None and kind != "NodePool":
             raise InputError(f"{where}.kind: {preview(kind)} is not NodePool")
         fields, at = mapping(body.get("spec"), f"{where}.spec"), f"{where}.spec"
+        read = READ - {"instanceTypes"}  # (beside spec: ``OBJECT``)
         _note(notes, where, body, OBJECT)
-    _note(notes, at, fields, READ if at == where else READ - {"instanceTypes"})
+    _note(notes, at, fields, read)
     policy, never, after, rules = parse_disruption(fields.get("disruption"), f"{at}.disruption")
     shapes = [
         _shape(s, f"{where}.instanceTypes[{i}]", i)

@@ -361,9 +361,11 @@ def _peaks(
         fig.observed_peak_nodes = int(seen[name].max()) if len(grid) else 0
 
 
-def _series(inp: ReplayInput, observed: ReplayInput, record: AutoscalerRecord) -> pd.DataFrame:
-    """Nodes present at each grid point under the autoscaler, and in the data."""
-    grid = np.arange(inp.start, inp.end + 1, inp.step, dtype=np.int64)
+def nodes_at(
+    grid: np.ndarray[Any, Any], record: AutoscalerRecord, observed: ReplayInput
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """How many nodes are present at each point of ``grid`` (ns) under the autoscaler
+    (``record.presence``) and in the data (``observed``'s joins and leaves)."""
     nodes = np.zeros(len(grid), dtype=np.int64)
     for spans in record.presence.values():
         for lo, hi in spans:
@@ -371,6 +373,13 @@ def _series(inp: ReplayInput, observed: ReplayInput, record: AutoscalerRecord) -
     seen = np.zeros(len(grid), dtype=np.int64)
     for lo, hi in zip(observed.node_join.tolist(), observed.node_leave.tolist(), strict=True):
         seen += (grid >= lo) & (grid < hi)
+    return nodes, seen
+
+
+def _series(inp: ReplayInput, observed: ReplayInput, record: AutoscalerRecord) -> pd.DataFrame:
+    """Nodes present at each grid point under the autoscaler, and in the data."""
+    grid = np.arange(inp.start, inp.end + 1, inp.step, dtype=np.int64)
+    nodes, seen = nodes_at(grid, record, observed)
     return pd.DataFrame(
         {"time": pd.to_datetime(grid, utc=True), "nodes": nodes, "observed_nodes": seen}
     )
