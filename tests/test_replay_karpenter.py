@@ -454,10 +454,12 @@ def test_a_pool_whose_first_launched_node_is_busy_still_launches(tmp_path: Path)
 def test_a_pod_joins_the_open_node_claim_with_the_fewest_pods(tmp_path: Path) -> None:
     """A full 4-core and a full 8-core node (the pool's two shapes; the 4-core node's pod comes
     a moment later, so the 8-core pod takes the 8-core node); pods of 3, 3, 3 and 2 cores pend
-    together at 10:00. Largest first: the first two 3-core pods share a claim (6 of
-    8 cores), the third opens a second; the 2-core pod fits both claims and joins the one with
-    fewer pods (``Scheduler.add``), so both claims hold 5–6 cores: two 8-core nodes, Ready at
-    12:01 and kept to the end (consolidation off). Joining the first claim (8 cores, then a
+    together from 10:00:01 (created at 10:00; the autoscaled replay takes a pod one second after
+    its creation, ``whatif.autoscaled.for_autoscaler``). Largest first: the first two 3-core pods
+    share a claim (6 of 8 cores), the third opens a second; the 2-core pod fits both claims and
+    joins the one with fewer pods (``Scheduler.add``), so both claims hold 5–6 cores: two 8-core
+    nodes, Ready at 12:02 (the batch closes 1 s after the pods, then 120 s) and kept to the end
+    (consolidation off). Joining the first claim (8 cores, then a
     4-core node for the lone 3-core pod) would give 12 cores instead of 16."""
     fill = [P("f1", "small", cpu=4000, start=0.1), P("f2", "big", cpu=8000)]
     burst = [P(f"c{i}", None, cpu=3000, start=10, end=100) for i in range(3)]
@@ -466,7 +468,7 @@ def test_a_pod_joins_the_open_node_claim_with_the_fewest_pods(tmp_path: Path) ->
     row = _row(_whatif(tmp_path, _snapshot(tmp_path, nodes, [*fill, *burst]),
                        _karpenter("{consolidateAfter: Never}")))  # fmt: skip
     assert row["nodes_added"] == 2 and row["pending_pod_seconds_scale_up"] == pytest.approx(4 * 121)
-    ready = (120 * 60 - (10 * 60 + 121)) / 3600
+    ready = (120 * 60 - (10 * 60 + 1 + 121)) / 3600
     assert row["core_hours"] == pytest.approx(4 * 2 + 8 * 2 + 2 * 8 * ready, abs=1e-4)
 
 

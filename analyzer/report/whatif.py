@@ -145,6 +145,7 @@ class WhatIfContext:
     autoscaler_notes: list[str] = field(default_factory=list)  # its node groups' bounds
     autoscaler_choice: str = ""  # ``--autoscaler auto``: which autoscaler and why, in one line
     autoscaler: str = "none"  # which autoscaler (the page's explanation differs)
+    arrivals_created: bool = False  # every autoscaled row's pods arrived when created
     # a growth replay written into the same folder: {"sentence", "href"} (``growth_beside``)
     growth: dict[str, str] | None = None
 
@@ -424,6 +425,10 @@ def build_whatif_context(
         autoscaler_notes=sorted({n for o in result.autoscaled for n in o.notes}),
         autoscaler_choice=(result.autoscaler_choice or {}).get("why", ""),
         autoscaler=result.autoscaler,
+        # the rows' pods arrive when created (``whatif.autoscaled.for_autoscaler``): said only
+        # when every row was replayed so
+        arrivals_created=bool(result.autoscaled)
+        and all(o.arrivals == "created" for o in result.autoscaled),
     )
 
 

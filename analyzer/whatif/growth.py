@@ -49,7 +49,7 @@ from analyzer.replay.input import NEVER, ReplayInput, prepare
 from analyzer.replay.karpenter_setup import KarpenterSettings, with_shapes
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
-from analyzer.whatif.autoscaled import outcome_of
+from analyzer.whatif.autoscaled import ARRIVALS_UNDER_AUTOSCALER, outcome_of
 from analyzer.whatif.busiest import busiest_window, cut
 from analyzer.whatif.explain import node_pools
 from analyzer.whatif.growth_apply import grown, lanes, requests_of
@@ -161,7 +161,10 @@ class _Replayer:
 
     def _replay(self, month: int, extra: dict[str, int]) -> _Run:
         snap, home = grown(self.window, self.plan, month, extra, self.lanes)
-        inp = prepare(snap)
+        # under an autoscaler the pods arrive when created (``whatif.autoscaled.for_autoscaler``)
+        inp = (
+            prepare(snap) if self.autoscaling is None else prepare(snap, ARRIVALS_UNDER_AUTOSCALER)
+        )
         node_pool = node_pools(inp)
         added: dict[str, int] = {}
         self.replays += 1
