@@ -10,7 +10,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from analyzer.cli.base import main, report
+from analyzer.cli.base import is_terminal, main, report
 from analyzer.cli.params import Count
 from analyzer.cli.pdf_options import pdf_options, pdf_request, print_report
 from analyzer.cli.whatif_search import joint_cmd, search_cmd
@@ -19,6 +19,7 @@ from analyzer.core.errors import InputError
 from analyzer.core.snapshot import read_snapshot
 from analyzer.replay.input import ARRIVALS
 from analyzer.replay.podrows import read_for_replay
+from analyzer.replay.strategy import OBSERVED
 from analyzer.whatif.autoscaler_choice import resolve_autoscaler
 from analyzer.whatif.busiest import cut, replay_window
 from analyzer.whatif.compare import WhatIfResult, WhatIfSettings, run_whatif
@@ -38,6 +39,7 @@ def _run(
     if choice is not None:
         settings = with_choice(ctx, settings, choice.chosen)
     chosen = None if choice is None else choice.to_dict()
+    _say_slow_part(settings)
     if opts["rightsize"] is None:
         if opts["rightsize_history"] is not None:
             raise InputError("--rightsize-history: only with --rightsize RECIPE")
@@ -53,6 +55,21 @@ def _run(
     result = run_whatif(resized, settings)
     return replace(
         result, rightsized=facts, notes=[note, *notes, *result.notes], autoscaler_choice=chosen
+    )
+
+
+def _say_slow_part(settings: WhatIfSettings) -> None:
+    """On a terminal, before the replays under an autoscaler: how many there are and that they
+    are this command's slow part (minutes on a week of a few hundred nodes), so a silent wait
+    is not taken for a hang. Not in cron logs (``is_terminal``)."""
+    if settings.autoscaler == "none" or not is_terminal():
+        return
+    count = sum(1 for n in settings.strategies if n != OBSERVED) * settings.seeds
+    click.echo(
+        f"replaying under {settings.autoscaler}: {count} replay{'s' if count != 1 else ''}, one "
+        'per strategy and seed, the slow part of this command (docs/autoscaling.md "What it '
+        'costs"; --window 1d replays the busiest day)',
+        err=True,
     )
 
 
