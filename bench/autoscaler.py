@@ -21,12 +21,16 @@ per strategy and a JSON line::
      "nodes_removed": R, "nodes_added": U, "node_hours": H, "observed_node_hours": O}
 
     .venv/bin/python bench/autoscaler.py [--nodes 500] [--days 1] [--repeat 1] [--bounds zero]
-        [--kubernetes-version 1.35] [--breakdown] [--autoscaled]
+        [--kubernetes-version 1.35] [--breakdown] [--autoscaled] [--arrivals created]
 
 ``--autoscaled``: the generator's autoscaled cluster instead (``SyntheticSpec.autoscaled``: one
 pool, ``--nodes`` at the start, its nodes joining and leaving by cluster-autoscaler's rules, no
 DaemonSets) — data an autoscaler already shaped; with ``--bounds observed`` the product's
 default bounds on it (each pool's observed range).
+
+``--arrivals created``: both replays read the pods as arriving when created, as the product's
+replays under an autoscaler do since 2026-12-02 (docs/autoscaling.md "Arrivals"); the default,
+``scheduled``, keeps the figures comparable with the earlier ones.
 
 ``--breakdown`` adds one more replay with CA, its parts timed (CPU s, in the JSON line's
 ``breakdown``): ``tick`` (the autoscaler's runs: scale-up, the scale-down passes, deletions),
@@ -49,7 +53,7 @@ from analyzer.replay import autoscale_scaledown
 from analyzer.replay.autoscale_loop import ClusterAutoscaler
 from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
 from analyzer.replay.engine import Strategy, replay
-from analyzer.replay.input import prepare
+from analyzer.replay.input import ARRIVALS, prepare
 from analyzer.scheduling.strategies import load_strategy
 from analyzer.sources import SyntheticSpec, generate
 from analyzer.whatif.autoscaled import outcome_of
@@ -115,13 +119,17 @@ def main() -> None:
     # and leave by CA's rules, no DaemonSets): data an autoscaler already shaped, as a recorded
     # autoscaled cluster is; with ``--bounds observed`` the product's default on such data
     parser.add_argument("--autoscaled", action="store_true")
+    # how both replays read arrivals: ``created`` is how the product's replays under an
+    # autoscaler read them since 2026-12-02 (``whatif.autoscaled.for_autoscaler``); the default
+    # keeps the figures comparable with those before
+    parser.add_argument("--arrivals", choices=ARRIVALS, default=ARRIVALS[0])
     args = parser.parse_args()
     t0 = time.process_time()
     spec = SyntheticSpec(
         seed=1, nodes=args.nodes, days=args.days, step=300, autoscaled=args.autoscaled
     )
     cluster = generate(spec)
-    inp = prepare(cluster.snapshot)
+    inp = prepare(cluster.snapshot, args.arrivals)
     print(f"generated and prepared in {time.process_time() - t0:.1f} s CPU: "
           f"{len(inp.node_names)} nodes, {inp.pod_count} pods")  # fmt: skip
     pools = set(cluster.snapshot.nodes["pool"].fillna("default").astype(str)) or {"default"}
@@ -155,6 +163,7 @@ def main() -> None:
             "days": args.days,
             "bounds": args.bounds,
             "autoscaled": args.autoscaled,
+            "arrivals": args.arrivals,
             "kubernetes_version": str(strategy.profile.version if strategy.profile else ""),
             "pods": inp.pod_count,
             "strategy": name,

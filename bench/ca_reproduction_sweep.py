@@ -17,7 +17,7 @@ agree); ``--replay-seed K`` replays every seed's data with tie-break seed K inst
 as another run of kube-scheduler would: what a replay of recorded data does, whose tie-breaks
 nobody knows); ``--arrivals scheduled`` reads the pods at their scheduled times (the autoscaled
 replays did so before 2026-12-02, docs/autoscaling.md "Arrivals"). The summary also gives the
-node-hours gaps' median and largest.
+node-hours gaps' median and largest, and the smallest share of buckets within one node.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--replay-seed", type=int, default=None, help="default: the data's seed")
     args = parser.parse_args()
     first, end = (int(x) for x in args.seeds.split(":"))
-    taken, failed, skipped, gaps = 0, [], 0, []
+    taken, failed, skipped, gaps, within = 0, [], 0, [], []
     for seed in range(first, end):
         found = judge(seed, args)
         if found is None:
@@ -106,6 +106,7 @@ def main() -> None:
             continue
         taken += 1
         gaps.append(found["gap"])
+        within.append(found["within"])
         if found["within"] < 0.95 or found["gap"] > 0.02:
             failed.append(seed)
             print(f"seed {seed}: {found['within']:.1%} of buckets within one node, node-hours "
@@ -115,6 +116,7 @@ def main() -> None:
     if gaps:
         summary["gap_median"] = round(float(np.median(gaps)), 4)
         summary["gap_max"] = round(max(gaps), 4)
+        summary["within_min"] = round(min(within), 4)
     print(json.dumps(summary))
 
 
