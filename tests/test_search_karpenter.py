@@ -20,9 +20,13 @@ ReplicaSet pods for two hours (1-minute step); the grid MostAllocated / LeastAll
 **Monthly** — tests/monthly_scenarios_case.py's month (pods arriving at minutes 1, 2, 3 of a
 30-minute window) with ``consolidateAfter: 10m``: "today" never consolidates (2.1-core pods
 never share a 4-core node, one node shape), so nothing released; "both" (1.5-core pods packed by
-most-allocated) leaves one node empty from the start, consolidatable at 10:00, chosen by
-emptiness at that poll and deleted 15 s later: 1.5 − 19.75/60 node-hours, 0.658 fewer nodes on
-average → 1 released.
+most-allocated) leaves one node empty from the start, consolidatable at 10:00. Nothing changes
+in the cluster after the last pod's arrival at 3:00, so the methods, having found nothing at
+3:10, look again only when the consolidation state resets (``ConsolidationState``: 5 min after
+the last change, 8:00, when nothing is consolidatable yet, then every 5 min: 13:00): emptiness
+chooses it at 13:00 and it is deleted 15 s later: 1.5 − 16.75/60 node-hours, 0.558 fewer
+nodes on average → 1 released. (Before 2026-12-02 the replay looked again at 10:00 itself:
+19.75 min released.)
 """
 
 from __future__ import annotations
@@ -204,8 +208,8 @@ def test_monthly_scenarios_say_what_karpenter_would_release(month: Path, tmp_pat
     assert rows["today"]["autoscaler"] == "karpenter"
     assert rows["today"]["nodes_released"] == 0 and rows["today"]["node_hours"] == 1.5
     both = rows["both"]
-    assert both["node_hours"] == pytest.approx(1.5 - 19.75 / 60, abs=1e-6)
-    assert both["nodes_released_mean"] == pytest.approx(19.75 / 30, abs=1e-6)
+    assert both["node_hours"] == pytest.approx(1.5 - 16.75 / 60, abs=1e-6)
+    assert both["nodes_released_mean"] == pytest.approx(16.75 / 30, abs=1e-6)
     assert both["nodes_released"] == 1 and both["nodes_removed"] == 1
     for figures in rows.values():  # never impossible: within the data's nodes, never negative
         assert 0 <= figures["nodes_released"] <= figures["observed_peak_nodes"] == 3

@@ -63,6 +63,9 @@ SECOND = 1_000_000_000
 # a node launched for pending pods is nominated for them and no disruption candidate meanwhile
 # (``state/cluster.go`` ``nominationWindow``: 2 × batchMaxDuration, at least 10 s)
 MIN_NOMINATION = 10 * SECOND
+# the cluster's consolidation state resets this long after its last change, so the disruption
+# methods look again though nothing changed (``state/cluster.go`` ``ConsolidationState``)
+CONSOLIDATION_STATE_TTL = 300 * SECOND
 
 
 class KarpenterAutoscaler:
@@ -115,6 +118,15 @@ class KarpenterAutoscaler:
         self.batch: tuple[int, int] | None = None  # (first, last) pending pod of the batch
         self.next_poll = inp.start + settings.poll
         self.later = NEVER  # when a node becomes consolidatable or a budget window turns
+        # upstream's consolidation state (``state.Cluster.MarkUnconsolidated``): a version
+        # counted up at each change of the cluster and the time of the last one; ``marked``: the
+        # version and time of the last pass that found nothing, no budget holding a candidate
+        # back (``markConsolidated``: its methods skip the passes until the state changes or
+        # resets, ``IsConsolidated``); ``stamp``: a change before this instant's ``ready``
+        self.version = 0
+        self.state_time = inp.start
+        self.marked: tuple[int, int] | None = None
+        self.stamp = False
         self.of = np.array(pools.of_node, dtype=np.int64)
         self.memo: dict[tuple[bytes, int], bool] = {}
         self.record = AutoscalerRecord("karpenter", pools.names, pools.of_node, pools.data_nodes)
@@ -209,7 +221,7 @@ class KarpenterAutoscaler:
             return min(*times, self.validating.due)
         if self.requeue is not None:
             times.append(self.requeue)
-        due = min(self.later, NEVER if not self.dirty else self.clock)
+        due = self._pass_due()
         if due < NEVER:  # the disruption controller polls on a 10 s grid from the start
             poll, start = self.settings.poll, self.inp.start
             grid = start + -(-(max(due, self.clock + 1) - start) // poll) * poll
@@ -219,6 +231,8 @@ class KarpenterAutoscaler:
     def ready(self, now: int) -> list[int]:
         """Slots whose launch ends at ``now``: they join (the engine activates them)."""
         self.clock = now
+        if self.stamp:  # a change before this instant's ``ready`` happened now
+            self.state_time, self.stamp = now, False
         for node in self.stale:
             self.last_event[node] = now
         self.stale = set()
@@ -236,7 +250,7 @@ class KarpenterAutoscaler:
                 self.launched.discard(slot)
                 self.nominated[slot] = now + max(2 * self.settings.batch_max, MIN_NOMINATION)
         if joining:
-            self.dirty = True
+            self._changed()
             self.known = set()  # pods still pending once nodes joined go into a new batch
         return joining
 
@@ -258,7 +272,7 @@ class KarpenterAutoscaler:
                     self.next_poll = now + self.settings.poll
                     out.extend(validate(self, now))
             elif (self.requeue is not None and now >= self.requeue) or (
-                now >= self.next_poll and (self.dirty or now >= self.later)
+                now >= self.next_poll and now >= self._pass_due()
             ):
                 self.requeue = None
                 self.next_poll = now + self.settings.poll
@@ -273,7 +287,7 @@ class KarpenterAutoscaler:
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
         self.disrupting.discard(slot)
-        self.dirty = True
+        self._changed()
 
     def node_changes(self) -> list[int]:
         """The nodes whose taints Karpenter changed since the last call (the engine's, after
@@ -284,20 +298,59 @@ class KarpenterAutoscaler:
     def reads_changed(self) -> None:
         """Something the disruption pass reads changed at this instant without a bind or
         unbind: nodes' cordons or taints, or what PodDisruptionBudgets count (a pod started or
-        stopped waiting, a preemption victim started terminating). The next pass is run."""
+        stopped waiting, a preemption victim started terminating). The next pass is run, but
+        none of these changes upstream's consolidation state (``_changed``): after a pass that
+        marked it consolidated, not before it resets."""
         self.dirty = True
         self.kept.recheck = True
 
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound or unbound a pod on ``node``: a pod event (``consolidateAfter``)."""
         self.kept.touch(node, freed)
-        self.dirty = True
+        self._changed()
         if self.live:
             self.last_event[node] = self.clock
         else:  # a departure or a node's leave handled before this instant's ``ready``
             self.stale.add(node)
         if self.timed:
             self._track_starts(node, freed)
+
+    def _changed(self) -> None:
+        """The cluster changed as upstream's consolidation state counts it
+        (``MarkUnconsolidated``: a pod bound, ``cleanupOldBindings``, or deleted, ``DeletePod``;
+        a node joining or leaving, ``triggerConsolidationOnChange``, ``cleanupNode``): the next
+        poll runs a pass."""
+        self.dirty = True
+        self.version += 1
+        if self.live:
+            self.state_time = self.clock
+        else:  # before this instant's ``ready``: stamped there, with the instant's time
+            self.stamp = True
+
+    def _pass_due(self) -> int:
+        """When the next disruption pass is due (``NEVER``: none): at once after a change
+        (``dirty``), else when a change by time alone comes (``later``: a node turning
+        consolidatable, a nomination or a do-not-disrupt duration ending, a budget window).
+        But after a pass that found nothing with no budget holding a candidate back
+        (``markConsolidated``), while the cluster has not changed as upstream's consolidation
+        state counts it, its methods skip every poll (``IsConsolidated``) until that state
+        resets: the pass is due at the first reset at or after that time."""
+        wanted = self.clock if self.dirty else self.later
+        marked = self.marked
+        if wanted >= NEVER or marked is None or marked[0] != self.version:
+            return wanted
+        return self._reset_at(max(wanted, marked[1] + 1))
+
+    def _reset_at(self, after: int) -> int:
+        """The first poll at or after ``after`` at which the consolidation state resets: the
+        controller's polls at least ``CONSOLIDATION_STATE_TTL`` after the last change, then at
+        least that long after the reset before (``ConsolidationState``)."""
+        poll, start = self.settings.poll, self.inp.start
+        first = start + -(-(self.state_time + CONSOLIDATION_STATE_TTL - start) // poll) * poll
+        if after <= first:
+            return first
+        period = -(-CONSOLIDATION_STATE_TTL // poll) * poll
+        return first + -(-(after - first) // period) * period
 
     def _track_starts(self, node: int, freed: bool) -> None:
         """When each pod annotated ``do-not-disrupt: <duration>`` started on its node (its
@@ -473,6 +526,9 @@ class KarpenterAutoscaler:
         else:
             count("Consolidatable", rest)  # not the pass's choice (nor tried)
         self.record.reasons.append((now, {k: v for k, v in reasons.items() if v > 0}))
+        # nothing found and no candidate held back by a budget: each method marks the state
+        # consolidated (``markConsolidated``); a command leaves it unmarked
+        self.marked = (self.version, now) if decision.kind == "none" and not held else None
         if decision.kind == "none":
             return []
         if self.settings.validation > 0:  # (``commandValidationDelay``)

@@ -1,0 +1,71 @@
+"""Karpenter's consolidation state in the replay (``state/cluster.go`` ``ConsolidationState``,
+``disruption/consolidation.go`` ``IsConsolidated`` / ``markConsolidated``).
+
+A disruption method that found nothing, with no budget holding a candidate back, skips the
+polls that follow until the cluster changes (a pod bound or deleted, a node joining, leaving or
+marked for deletion) or its consolidation state resets, five minutes after the last change and
+every five minutes after that. A node turning consolidatable by time alone (``consolidateAfter``
+elapsed since its last pod event) changes nothing in that state: it is seen at the next change
+or reset, not at once.
+
+Two 4-core nodes, one step a minute over two hours, ``consolidateAfter: 2m``: a 3.5-core pod for
+the whole window on one node (X) and a 1-core pod ending at 20:00 on the other (Y; the
+scheduler spreads them). Neither pod fits beside the other's node's and there is one shape, so
+nothing goes before 20:00. At 20:00 Y empties: a change; the pass at 20:10 finds Y within its
+``consolidateAfter`` (until 22:00) and X's pod no room (Y is within its window), so nothing:
+the methods mark the state consolidated.
+
+- **quiet**: nothing changes after 20:00, so the state resets at 25:00; emptiness then takes Y,
+  deleted after the 15 s validation at 25:15 (the replay before 2026-12-02 took it at 22:15);
+- **a change**: X's pod ends at 23:00; the pass at 23:10 looks again and emptiness takes Y
+  (consolidatable since 22:00), deleted at 23:25.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from replay_fixtures import N, P, build
+
+from analyzer.cli import main
+from analyzer.core.snapshot import write_snapshot
+
+CONFIG = "autoscaler:\n  karpenter:\n    disruption: {consolidateAfter: 2m}\n"
+
+
+def _nodes_by_minute(tmp_path: Path, big_end: float | None) -> list[int]:
+    pods = [P("big", "x", cpu=3500, end=big_end), P("small", "y", cpu=1000, end=20)]
+    snap = build([N("x"), N("y")], pods, minutes=120)
+    snap.pods["owner_name"] = "web-5d9f"  # ReplicaSet pods: they may move
+    out = tmp_path / "snap"
+    write_snapshot(snap, out)
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    run = CliRunner().invoke(
+        main,
+        ["--config", str(config), "whatif", str(out), "--strategy", "kube-default",
+         "--workers", "1", "--format", "json", "--autoscaler", "karpenter"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(run.output)["autoscaled"]
+    counts: dict[str, Any] = row["node_count"]
+    # the grid is the data's one-minute step from its start: index = minute
+    return [int(n) for n in counts["nodes"]]
+
+
+def test_a_node_consolidatable_by_time_alone_waits_for_the_state_to_reset(
+    tmp_path: Path,
+) -> None:
+    nodes = _nodes_by_minute(tmp_path, None)
+    assert nodes[:26] == [2] * 26  # through 25:00 (the pass at 25:00 only makes the command)
+    assert nodes[26] == 1  # deleted at 25:15
+    assert nodes[-1] == 1  # X stays: its pod runs to the end
+
+
+def test_a_change_has_the_methods_look_again_at_once(tmp_path: Path) -> None:
+    nodes = _nodes_by_minute(tmp_path, 23)
+    assert nodes[:24] == [2] * 24  # through 23:00
+    assert nodes[24] == 1  # Y deleted at 23:25, after the pass at 23:10 and its validation
