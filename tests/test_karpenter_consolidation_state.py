@@ -18,7 +18,10 @@ the methods mark the state consolidated.
 - **quiet**: nothing changes after 20:00, so the state resets at 25:00; emptiness then takes Y,
   deleted after the 15 s validation at 25:15 (the replay before 2026-12-02 took it at 22:15);
 - **a change**: X's pod ends at 23:00; the pass at 23:10 looks again and emptiness takes Y
-  (consolidatable since 22:00), deleted at 23:25.
+  (consolidatable since 22:00), deleted at 23:25;
+- **a pod starts waiting**: a 5-core pod created at 21:00 fits no node and no shape. A pod that
+  waits is no change of the consolidation state (no binding; ``UpdatePod`` returns early for a
+  pod without a node), so Y still goes at the 25:00 reset, at 25:15.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ from analyzer.core.snapshot import write_snapshot
 CONFIG = "autoscaler:\n  karpenter:\n    disruption: {consolidateAfter: 2m}\n"
 
 
-def _nodes_by_minute(tmp_path: Path, big_end: float | None) -> list[int]:
+def _nodes_by_minute(tmp_path: Path, big_end: float | None, waiting: P | None = None) -> list[int]:
     pods = [P("big", "x", cpu=3500, end=big_end), P("small", "y", cpu=1000, end=20)]
+    if waiting is not None:
+        pods.append(waiting)
     snap = build([N("x"), N("y")], pods, minutes=120)
     snap.pods["owner_name"] = "web-5d9f"  # ReplicaSet pods: they may move
     out = tmp_path / "snap"
@@ -69,3 +74,9 @@ def test_a_change_has_the_methods_look_again_at_once(tmp_path: Path) -> None:
     nodes = _nodes_by_minute(tmp_path, 23)
     assert nodes[:24] == [2] * 24  # through 23:00
     assert nodes[24] == 1  # Y deleted at 23:25, after the pass at 23:10 and its validation
+
+
+def test_a_pod_that_starts_waiting_is_no_change_of_the_state(tmp_path: Path) -> None:
+    nodes = _nodes_by_minute(tmp_path, None, P("huge", None, cpu=5000, start=21))
+    assert nodes[:26] == [2] * 26
+    assert nodes[26] == 1  # at the reset, as on the quiet cluster
