@@ -21,15 +21,20 @@ the methods mark the state consolidated.
   (consolidatable since 22:00), deleted at 23:25;
 - **a pod starts waiting**: a 5-core pod created at 21:00 fits no node and no shape. A pod that
   waits is no change of the consolidation state (no binding; ``UpdatePod`` returns early for a
-  pod without a node), so Y still goes at the 25:00 reset, at 25:15.
+  pod without a node), so Y still goes at the 25:00 reset, at 25:15 — also where a
+  PodDisruptionBudget selects it, which has the replay's pass read the budgets again
+  (``reads_changed``) but changes no state either (were it a change at 21:00, the reset would
+  come at 26:00).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from replay_fixtures import N, P, build
 
@@ -39,12 +44,21 @@ from analyzer.core.snapshot import write_snapshot
 CONFIG = "autoscaler:\n  karpenter:\n    disruption: {consolidateAfter: 2m}\n"
 
 
-def _nodes_by_minute(tmp_path: Path, big_end: float | None, waiting: P | None = None) -> list[int]:
+def _nodes_by_minute(
+    tmp_path: Path, big_end: float | None, waiting: P | None = None, budget: bool = False
+) -> list[int]:
     pods = [P("big", "x", cpu=3500, end=big_end), P("small", "y", cpu=1000, end=20)]
     if waiting is not None:
         pods.append(waiting)
     snap = build([N("x"), N("y")], pods, minutes=120)
     snap.pods["owner_name"] = "web-5d9f"  # ReplicaSet pods: they may move
+    if budget:  # a budget over the waiting pod only (it blocks no node's pods)
+        pdb = {
+            "namespace": "default",
+            "name": "huge",
+            "spec": {"selector": {"matchLabels": {"app": "huge"}}, "maxUnavailable": 1},
+        }
+        snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})  # fmt: skip
     out = tmp_path / "snap"
     write_snapshot(snap, out)
     config = tmp_path / "config.yaml"
@@ -76,7 +90,9 @@ def test_a_change_has_the_methods_look_again_at_once(tmp_path: Path) -> None:
     assert nodes[24] == 1  # Y deleted at 23:25, after the pass at 23:10 and its validation
 
 
-def test_a_pod_that_starts_waiting_is_no_change_of_the_state(tmp_path: Path) -> None:
-    nodes = _nodes_by_minute(tmp_path, None, P("huge", None, cpu=5000, start=21))
+@pytest.mark.parametrize("budget", [False, True])
+def test_a_pod_that_starts_waiting_is_no_change_of_the_state(tmp_path: Path, budget: bool) -> None:
+    huge = P("huge", None, cpu=5000, start=21, labels='{"app": "huge"}')
+    nodes = _nodes_by_minute(tmp_path, None, huge, budget)
     assert nodes[:26] == [2] * 26
     assert nodes[26] == 1  # at the reset, as on the quiet cluster
