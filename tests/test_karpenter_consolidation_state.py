@@ -30,16 +30,12 @@ the methods mark the state consolidated.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from autoscaled_row import autoscaled_row
 from replay_fixtures import N, P, build
-
-from analyzer.cli import main
-from analyzer.core.snapshot import write_snapshot
 
 CONFIG = "autoscaler:\n  karpenter:\n    disruption: {consolidateAfter: 2m}\n"
 
@@ -58,18 +54,8 @@ def _nodes_by_minute(
             "name": "huge",
             "spec": {"selector": {"matchLabels": {"app": "huge"}}, "maxUnavailable": 1},
         }
-        snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})  # fmt: skip
-    out = tmp_path / "snap"
-    write_snapshot(snap, out)
-    config = tmp_path / "config.yaml"
-    config.write_text(CONFIG)
-    run = CliRunner().invoke(
-        main,
-        ["--config", str(config), "whatif", str(out), "--strategy", "kube-default",
-         "--workers", "1", "--format", "json", "--autoscaler", "karpenter"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    (row,) = json.loads(run.output)["autoscaled"]
+        snap = dataclasses.replace(snap, objects={"PodDisruptionBudget": [pdb]})
+    row = autoscaled_row(tmp_path, snap, "karpenter", CONFIG)
     counts: dict[str, Any] = row["node_count"]
     # the grid is the data's one-minute step from its start: index = minute
     return [int(n) for n in counts["nodes"]]
