@@ -15,35 +15,23 @@ little.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
+from autoscaled_data import generate_autoscaled, generator_settings
 from click.testing import CliRunner
 from reliability_doc import documented_exit
 
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
-from analyzer.replay.autoscale_setup import GroupBounds, parse_settings, with_node_groups
+from analyzer.replay.autoscale_setup import with_node_groups
 from analyzer.replay.engine import Strategy, replay
 from analyzer.replay.input import prepare
 from analyzer.scheduling.strategies import load_strategy
 from analyzer.whatif.autoscaled import outcome_of
 
 BUCKET = 600 * 10**9
-NODES = 8
-
-
-def _generate(tmp_path: Path, seed: int, days: str = "1") -> Path:
-    out = tmp_path / f"snap-{seed}"
-    run = CliRunner().invoke(
-        main,
-        ["generate", "--out", str(out), "--nodes", str(NODES), "--days", days, "--step", "60s",
-         "--seed", str(seed), "--pods-per-node", "16", "--churn", "1", "--autoscaled"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    return out
 
 
 # the first three seeds whose data has nodes both joining and leaving (seed 1 adds two and
@@ -62,16 +50,14 @@ def test_the_replay_reproduces_three_generated_days(tmp_path: Path, seed: int) -
 
 
 def _reproduces(tmp_path: Path, seed: int, days: str) -> None:
-    snap = read_snapshot(_generate(tmp_path, seed, days))
+    snap = read_snapshot(generate_autoscaled(tmp_path, seed, days))
     inp = prepare(snap, arrivals="created")
     start, end = inp.start, inp.end
     joined = int(np.count_nonzero(inp.node_join > start))
     left = int(np.count_nonzero(inp.node_leave < end))
     assert joined > 0 and left > 0, "the data's CA did nothing both ways"
     # the generator's CA runs every scan-interval, frequent loops off: so does the replay's
-    settings = dataclasses.replace(
-        parse_settings(None), groups={"general": GroupBounds(1, 2 * NODES)}, frequent_loops=False
-    )
+    settings = generator_settings()
     auto, groups = with_node_groups(inp, settings)
     strategy = Strategy("kube-default", load_strategy("kube-default"))
     result = replay(auto, strategy, seed, autoscaler=(groups, settings))

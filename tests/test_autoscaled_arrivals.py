@@ -10,47 +10,31 @@ delay: the replay's nodes come late and its node-hours fall short of the data's 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
+from autoscaled_data import generate_autoscaled, generator_settings
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 
 from analyzer.cli import main
 from analyzer.core.snapshot import read_snapshot
-from analyzer.replay.autoscale_setup import GroupBounds, parse_settings
 from analyzer.replay.engine import Strategy
 from analyzer.replay.input import prepare
 from analyzer.scheduling.strategies import load_strategy
 from analyzer.whatif.autoscaled import run_autoscaled
 
-NODES = 8
-
-
-def _generate(tmp_path: Path, seed: int) -> Path:
-    out = tmp_path / f"snap-{seed}"
-    run = CliRunner().invoke(
-        main,
-        ["generate", "--out", str(out), "--nodes", str(NODES), "--days", "1", "--step", "60s",
-         "--seed", str(seed), "--pods-per-node", "16", "--churn", "1", "--autoscaled"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
-    return out
-
 
 def test_pods_that_waited_for_the_datas_new_nodes_wait_for_the_replays(tmp_path: Path) -> None:
     seed = 8
-    snap = read_snapshot(_generate(tmp_path, seed))
+    snap = read_snapshot(generate_autoscaled(tmp_path, seed))
     inp = prepare(snap)  # the comparison's default: arrivals at the scheduled times
     assert inp.arrivals == "scheduled"
     waited = (snap.pods["scheduled"] - snap.pods["created"]).dt.total_seconds()
     assert waited.max() >= 60, "no pod of the data waited for a node: the case proves nothing"
     # the fidelity test's settings (tests/test_autoscale_fidelity.py): the generator's bounds,
     # its loop without frequent runs, its tie-break stream
-    settings = dataclasses.replace(
-        parse_settings(None), groups={"general": GroupBounds(1, 2 * NODES)}, frequent_loops=False
-    )
+    settings = generator_settings()
     strategy = Strategy("kube-default", load_strategy("kube-default"))
     out = run_autoscaled(inp, strategy, seed, settings)
     gap = abs(out.total.node_hours - out.total.observed_node_hours) / out.total.observed_node_hours
@@ -63,7 +47,7 @@ def test_pods_that_waited_for_the_datas_new_nodes_wait_for_the_replays(tmp_path:
 
 
 def test_whatif_arrivals_do_not_change_the_rows_under_the_autoscaler(tmp_path: Path) -> None:
-    snap = _generate(tmp_path, 1)
+    snap = generate_autoscaled(tmp_path, 1)
     rows = {}
     for arrivals in ("scheduled", "created"):
         run = CliRunner().invoke(
@@ -81,7 +65,7 @@ def test_whatif_arrivals_do_not_change_the_rows_under_the_autoscaler(tmp_path: P
 
 def test_the_page_says_the_rows_pods_arrive_when_created(tmp_path: Path) -> None:
     require_chromium()
-    snap = _generate(tmp_path, 1)
+    snap = generate_autoscaled(tmp_path, 1)
     out = tmp_path / "report"
     run = CliRunner().invoke(
         main,
