@@ -122,11 +122,10 @@ class KarpenterAutoscaler:
         # counted up at each change of the cluster and the time of the last one; ``marked``: the
         # version and time of the last pass that found nothing, no budget holding a candidate
         # back (``markConsolidated``: its methods skip the passes until the state changes or
-        # resets, ``IsConsolidated``); ``stamp``: a change before this instant's ``ready``
+        # resets, ``IsConsolidated``)
         self.version = 0
         self.state_time = inp.start
         self.marked: tuple[int, int] | None = None
-        self.stamp = False
         self.of = np.array(pools.of_node, dtype=np.int64)
         self.memo: dict[tuple[bytes, int], bool] = {}
         self.record = AutoscalerRecord("karpenter", pools.names, pools.of_node, pools.data_nodes)
@@ -231,8 +230,8 @@ class KarpenterAutoscaler:
     def ready(self, now: int) -> list[int]:
         """Slots whose launch ends at ``now``: they join (the engine activates them)."""
         self.clock = now
-        if self.stamp:  # a change before this instant's ``ready`` happened now
-            self.state_time, self.stamp = now, False
+        if self.stale:  # pod events before this instant's ``ready`` happened now (``touch``)
+            self.state_time = now
         for node in self.stale:
             self.last_event[node] = now
         self.stale = set()
@@ -250,7 +249,7 @@ class KarpenterAutoscaler:
                 self.launched.discard(slot)
                 self.nominated[slot] = now + max(2 * self.settings.batch_max, MIN_NOMINATION)
         if joining:
-            self._changed()
+            self._changed(now)
             self.known = set()  # pods still pending once nodes joined go into a new batch
         return joining
 
@@ -287,7 +286,7 @@ class KarpenterAutoscaler:
         self.record.removed.append((now, slot, bool(evicted)))
         self.record.evictions.extend((now, pod) for pod in evicted)
         self.disrupting.discard(slot)
-        self._changed()
+        self._changed(now)
 
     def node_changes(self) -> list[int]:
         """The nodes whose taints Karpenter changed since the last call (the engine's, after
@@ -307,7 +306,8 @@ class KarpenterAutoscaler:
     def touch(self, node: int, freed: bool) -> None:
         """The engine bound or unbound a pod on ``node``: a pod event (``consolidateAfter``)."""
         self.kept.touch(node, freed)
-        self._changed()
+        # (a departure before this instant's ``ready`` is stamped there, as its ``last_event``)
+        self._changed(self.clock if self.live else None)
         if self.live:
             self.last_event[node] = self.clock
         else:  # a departure or a node's leave handled before this instant's ``ready``
@@ -315,17 +315,15 @@ class KarpenterAutoscaler:
         if self.timed:
             self._track_starts(node, freed)
 
-    def _changed(self) -> None:
+    def _changed(self, when: int | None) -> None:
         """The cluster changed as upstream's consolidation state counts it
         (``MarkUnconsolidated``: a pod bound, ``cleanupOldBindings``, or deleted, ``DeletePod``;
         a node joining or leaving, ``triggerConsolidationOnChange``, ``cleanupNode``): the next
-        poll runs a pass."""
+        poll runs a pass. ``when``: its time (None: stamped by ``ready``)."""
         self.dirty = True
         self.version += 1
-        if self.live:
-            self.state_time = self.clock
-        else:  # before this instant's ``ready``: stamped there, with the instant's time
-            self.stamp = True
+        if when is not None:
+            self.state_time = when
 
     def _pass_due(self) -> int:
         """When the next disruption pass is due (``NEVER``: none): at once after a change
