@@ -45,7 +45,7 @@ from analyzer.replay.autoscale_setup import (
     with_node_groups,
 )
 from analyzer.replay.engine import Strategy, replay
-from analyzer.replay.input import NEVER, ReplayInput, prepare
+from analyzer.replay.input import ARRIVALS, NEVER, ReplayInput, prepare
 from analyzer.replay.karpenter_setup import KarpenterSettings, with_shapes
 from analyzer.replay.result import ReplayResult
 from analyzer.scheduling.plugins.loadaware.plugin import LoadAwareScheduling
@@ -162,9 +162,7 @@ class _Replayer:
     def _replay(self, month: int, extra: dict[str, int]) -> _Run:
         snap, home = grown(self.window, self.plan, month, extra, self.lanes)
         # under an autoscaler the pods arrive when created (``whatif.autoscaled.for_autoscaler``)
-        inp = (
-            prepare(snap) if self.autoscaling is None else prepare(snap, ARRIVALS_UNDER_AUTOSCALER)
-        )
+        inp = prepare(snap, ARRIVALS[0] if self.autoscaling is None else ARRIVALS_UNDER_AUTOSCALER)
         node_pool = node_pools(inp)
         added: dict[str, int] = {}
         self.replays += 1
