@@ -48,7 +48,7 @@ from analyzer.replay.autoscale_idle import catch_up, deletable, next_time
 from analyzer.replay.autoscale_record import AutoscalerRecord
 from analyzer.replay.autoscale_reuse import SimulationMemo, local
 from analyzer.replay.autoscale_scaledown import still_candidates, to_delete, update_unneeded
-from analyzer.replay.autoscale_scaleup import plan_scale_up, undecided, unschedulable
+from analyzer.replay.autoscale_scaleup import plan_scale_up, to_help, undecided, unschedulable
 from analyzer.replay.autoscale_settle import finish, settle, skipped_at
 from analyzer.replay.autoscale_setup import (
     SECOND,
@@ -572,10 +572,19 @@ class ClusterAutoscaler(ReplayView):
         waiting = unschedulable(self, queued, now)
         if not waiting:
             return False
-        if self._all_new(waiting, now):  # asked again at the next run, whatever changes
+        # less the pods that fit on the nodes being provisioned: upstream's pods to help, which
+        # the young-pod test reads (``to_help``); none left: no scale-up needed (not a young run)
+        provisioning = sorted(self.provisioning)
+        helped = to_help(
+            self.state, self.profile, self.inp.demands, waiting, provisioning, now / SECOND,
+            self.inp.shape_keys, self.memo, self.groups.of_node,
+        )  # fmt: skip
+        if not helped:
+            return False
+        if self._all_new(helped, now):  # asked again at the next run, whatever changes
             self.young, self.asked = True, ()
             return False
-        if self.settings.reuse and self._hopeless(waiting, room):
+        if self.settings.reuse and self._hopeless(helped, room):
             return False  # no option: ``plan_scale_up`` would answer None (and draw nothing)
         choice = plan_scale_up(
             self.state,
@@ -583,7 +592,7 @@ class ClusterAutoscaler(ReplayView):
             self.inp.demands,
             waiting,
             self._free_slots(),
-            sorted(self.provisioning),
+            provisioning,
             room,
             self.settings,
             self.groups.names,
@@ -592,6 +601,7 @@ class ClusterAutoscaler(ReplayView):
             self.inp.shape_keys,
             self.memo,
             self.groups.of_node,
+            helped,
         )
         if choice is None:
             return False

@@ -17,7 +17,7 @@ them, as upstream's ``tryToScheduleOnNewNodes``:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,6 +247,67 @@ def choose(
     return pool[int(rng.integers(len(pool)))] if len(pool) > 1 else pool[0]
 
 
+def _fitter(
+    state: ClusterState,
+    profile: Profile,
+    demands: Sequence[PodDemand],
+    now: float,
+    keys: Sequence[bytes],
+    memo: dict[tuple[bytes, int], bool] | None,
+) -> Callable[[int, int, int], bool]:
+    """``fits_group(pod, group, probe)``: the scheduler's filters pass for the pod on the empty
+    node ``probe`` of ``group``; a shape's verdict kept in ``memo`` (per shape key and group)
+    when its filters read nothing of other pods, else for this call only."""
+    fresh: dict[tuple[bytes, int], bool] = {}
+
+    def fits_group(pod: int, group: int, probe: int) -> bool:
+        if not keys:
+            return _fits_empty(state, profile, demands[pod], probe, now)
+        demand = demands[pod]
+        lasting = memo is not None and demand.affinity is None and not demand.spread
+        store = memo if lasting and memo is not None else fresh
+        key = (keys[pod], group)
+        found = store.get(key)
+        if found is None:
+            found = store[key] = _fits_empty(state, profile, demand, probe, now)
+        return found
+
+    return fits_group
+
+
+def to_help(
+    state: ClusterState,
+    profile: Profile,
+    demands: Sequence[PodDemand],
+    waiting: Sequence[int],
+    provisioning: list[int],
+    now: float,
+    keys: Sequence[bytes] = (),
+    memo: dict[tuple[bytes, int], bool] | None = None,
+    group_of: Sequence[int] | None = None,
+) -> list[int]:
+    """Upstream's ``unschedulablePodsToHelp``: the ``waiting`` pods (those that fit no existing
+    node) less those that fit on the nodes being provisioned (``provisioning``, first fit).
+    ``RunOnce`` (core/static_autoscaler.go) adds the upcoming nodes to its snapshot before
+    ``PodListProcessor.Process`` filters out the schedulable pods, so the young-pod test
+    (``allPodsAreNew``) and the scale-up read this list: a pod waiting for a node already
+    ordered is no pod to help. Arguments as ``plan_scale_up``'s."""
+    if not provisioning:
+        return list(waiting)
+    fits_group = _fitter(state, profile, demands, now, keys, memo)
+
+    def fits_upcoming(pod: int, slot: int) -> bool:
+        assert group_of is not None
+        return fits_group(pod, group_of[slot], slot)
+
+    upcoming = _upcoming(
+        state, demands, list(waiting), provisioning, keys,
+        fits_upcoming if group_of is not None else None,
+        (profile, now) if group_of is not None else None,
+    )  # fmt: skip
+    return [p for p in waiting if p not in upcoming] if upcoming else list(waiting)
+
+
 def plan_scale_up(
     state: ClusterState,
     profile: Profile,
@@ -262,6 +323,7 @@ def plan_scale_up(
     keys: Sequence[bytes] = (),
     memo: dict[tuple[bytes, int], bool] | None = None,
     group_of: Sequence[int] | None = None,
+    helped: list[int] | None = None,
 ) -> Option | None:
     """One scale-up for ``waiting``: per group its unused slots ``free_slots[g]`` and ``room[g]``
     (``maxSize`` less its nodes and nodes being provisioned). None: no group helps.
@@ -270,31 +332,12 @@ def plan_scale_up(
     calls: a pod shape's verdict on an empty node of a group is kept when its filters read nothing
     of other pods (no spread constraints, no pod (anti-)affinity); others are judged afresh.
     ``group_of``: each slot's group, so a node being provisioned takes only the pods its group's
-    filters pass (None: by their requests alone)."""
-    fresh: dict[tuple[bytes, int], bool] = {}
-
-    def fits_group(pod: int, group: int, probe: int) -> bool:
-        if not keys:
-            return _fits_empty(state, profile, demands[pod], probe, now)
-        demand = demands[pod]
-        lasting = memo is not None and demand.affinity is None and not demand.spread
-        store = memo if lasting and memo is not None else fresh
-        key = (keys[pod], group)
-        found = store.get(key)
-        if found is None:
-            found = store[key] = _fits_empty(state, profile, demand, probe, now)
-        return found
-
-    def fits_upcoming(pod: int, slot: int) -> bool:
-        assert group_of is not None
-        return fits_group(pod, group_of[slot], slot)
-
-    upcoming = _upcoming(
-        state, demands, list(waiting), provisioning, keys,
-        fits_upcoming if group_of is not None else None,
-        (profile, now) if group_of is not None else None,
-    )  # fmt: skip
-    pods = [p for p in waiting if p not in upcoming] if upcoming else list(waiting)
+    filters pass (None: by their requests alone). ``helped``: the pods to help when the caller
+    has them already (``to_help`` of the same arguments), else made here."""
+    fits_group = _fitter(state, profile, demands, now, keys, memo)
+    if helped is None:
+        helped = to_help(state, profile, demands, waiting, provisioning, now, keys, memo, group_of)
+    pods = helped
     if not pods:
         return None
     # pods of one shape key and kind of verdict (kept between calls or not) share
