@@ -4,7 +4,9 @@
 For each seed: ``analyzer generate --autoscaled`` (``--nodes`` at the start, ``--days``,
 ``--step``, ``--pods-per-node``, ``--churn``), then the replay as
 ``tests/test_autoscale_fidelity.py`` runs it (``arrivals="created"``, kube-default,
-cluster-autoscaler with minSize 1 and maxSize twice the starting nodes, frequent loops off).
+cluster-autoscaler with minSize 1 and maxSize twice the starting nodes, frequent loops as the
+cluster version's CA (on: 1.36), as the generator's CA has them; ``--frequent-loops off`` and
+``--product`` (each pool's observed range as its bounds, the product's default) vary that).
 A seed whose data added or removed no node is skipped (the test refuses it). The others are
 judged on the test's criteria: ≥ 95 % of the 10-minute buckets within one node, node-hours within
 2 %. Prints a line per seed that fails them, then a JSON summary::
@@ -61,11 +63,11 @@ def judge(seed: int, args: argparse.Namespace) -> dict[str, float | int] | None:
     left = int(np.count_nonzero(inp.node_leave < end))
     if not (joined and left):
         return None
-    settings = dataclasses.replace(
-        parse_settings(None),
-        groups={"general": GroupBounds(1, 2 * args.nodes)},
-        frequent_loops=False,
-    )
+    settings = parse_settings(None)  # ``--product``: as ``whatif --autoscaler`` sets it
+    if not args.product:
+        settings = dataclasses.replace(settings, groups={"general": GroupBounds(1, 2 * args.nodes)})
+    if args.frequent_loops != "version":
+        settings = dataclasses.replace(settings, frequent_loops=args.frequent_loops == "on")
     auto, groups = with_node_groups(inp, settings)
     strategy = Strategy("kube-default", load_strategy("kube-default"))
     tie_breaks = seed if args.replay_seed is None else args.replay_seed
@@ -96,6 +98,12 @@ def main() -> None:
                         help="how the replay reads arrivals (the product's autoscaled replays: "
                         "created; scheduled: as they did before 2026-12-02)")  # fmt: skip
     parser.add_argument("--replay-seed", type=int, default=None, help="default: the data's seed")
+    # the replay's frequent loops: the cluster version's CA's default (on from 1.35: the
+    # generator's CA follows its kubelet version's since 2026-12-02), or set
+    parser.add_argument("--frequent-loops", choices=("version", "on", "off"), default="version")
+    # the product's CA settings (``whatif --autoscaler cluster-autoscaler``): each pool's
+    # observed range as its bounds, not the generator's minSize 1 and maxSize twice the start
+    parser.add_argument("--product", action="store_true")
     args = parser.parse_args()
     first, end = (int(x) for x in args.seeds.split(":"))
     taken, failed, skipped, gaps, within = 0, [], 0, [], []

@@ -4,12 +4,12 @@
 its own CA (``analyzer.sources.autoscaled_nodes``: resources only, written apart from the replay's
 ``analyzer.replay.autoscale_loop`` on the scheduling core). Replaying that data with the same
 strategy (kube-default, which the generator's exact placer also follows) and cluster-autoscaler
-with the same bounds (minSize 1, maxSize twice the starting nodes) and CA's defaults but
-frequent loops, off in both (the generator's loop runs every scan-interval), pods
-arriving when created (the data's waits for new nodes are the replay's to make), reproduces the
-data's node count within one node in at least 95 % of the 10-minute buckets and its node-hours
-within 2 %. Three seeds (2, 3, 4), 8 nodes at the start, one day, 16 pods per node, full churn; and
-three seeds over three days; each seed's data must have nodes joining and leaving, else it proves
+with the same bounds (minSize 1, maxSize twice the starting nodes) and CA's defaults (frequent
+loops on in both, as CA 1.36 has them: the data's kubelet version), pods arriving when created
+(the data's waits for new nodes are the replay's to make), reproduces the data's node count
+within one node in at least 95 % of the 10-minute buckets and its node-hours within 2 %. Three
+seeds (2, 3, 4), 8 nodes at the start, one day, 16 pods per node, full churn; and three seeds
+over three days; each seed's data must have nodes joining and leaving, else it proves
 little.
 """
 
@@ -56,7 +56,7 @@ def _reproduces(tmp_path: Path, seed: int, days: str) -> None:
     joined = int(np.count_nonzero(inp.node_join > start))
     left = int(np.count_nonzero(inp.node_leave < end))
     assert joined > 0 and left > 0, "the data's CA did nothing both ways"
-    # the generator's CA runs every scan-interval, frequent loops off: so does the replay's
+    # the generator's CA's bounds; CA 1.36's defaults in both (frequent loops on)
     settings = generator_settings()
     auto, groups = with_node_groups(inp, settings)
     strategy = Strategy("kube-default", load_strategy("kube-default"))

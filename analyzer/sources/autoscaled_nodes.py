@@ -6,9 +6,13 @@ core): here a node's room is its allocatable less its requests (cpu, memory, pod
 so that replaying the data under the replay's CA compares two implementations of the same rules,
 with CA's default flags:
 
-- the loop runs every 10 s from the start of the range (``--scan-interval``), frequent loops off
-  (``--frequent-loops-enabled=false``, CA's default before 1.35: no run at once after a scale-up,
-  a deletion or a newly unschedulable pod);
+- the loop runs every 10 s from the start of the range (``--scan-interval``); with frequent loops
+  (``--frequent-loops-enabled``, CA's default from 1.35, the data's kubelet version's:
+  ``frequent``) it also runs at once, at the same instant after the scheduler's pass, when its
+  run there ordered a scale-up or deleted a node, or a pod that arrived then found no node and
+  still waits (``loop/trigger.go`` ``LoopTrigger.Wait``, as the replay's
+  ``analyzer.replay.autoscale_settle.trigger`` reads it); the timer restarts from such a run,
+  and the smallest interval between runs seen so far is ``unneededNodesLimit``'s (below);
 - **scale-up**: the pods pending after the scheduler's last pass, less those that fit on a
   present node or on a node being provisioned (first fit), each packed first-fit decreasing (by
   cpu + memory share) onto new nodes of the pool's shape, at most ``maxSize`` nodes in all; the
@@ -31,12 +35,14 @@ with CA's default flags:
   stay for the next candidate. A node found not removable is skipped for 300 s
   (``--unremovable-node-recheck-timeout``: not simulated again before then, whatever its
   utilisation); a run stops simulating once it found ``min(U + 20, 10 * (600 // I) + 10)``
-  removable nodes (U: unneeded after the last run; I: 600 s at the first run, 10 s after:
-  ``unneededNodesLimit`` with parallelism 10). A node removable
+  removable nodes (U: unneeded after the last run; I: 600 s at the first run, then the smallest
+  interval between two runs so far, 10 s or less, 1 ns for two runs at one instant:
+  ``unneededNodesLimit`` with parallelism 10, ``Planner.minUpdateInterval``). A node removable
   for more than 600 s (``--scale-down-unneeded-time``) is deleted, not within 600 s of a scale-up
-  (``--scale-down-delay-after-add``), at most 10 empty nodes and 1 drained node per run less the
-  drains still in progress (a drained node's 30 s; ``--max-scale-down-parallelism``,
-  ``--max-drain-parallelism``), never below ``minSize``;
+  (``--scale-down-delay-after-add``), at most 10 nodes and 1 drained node per run less the
+  deletions still in progress (a drained node's for 30 s; an empty node's for another run at the
+  instant it was deleted: ``--max-scale-down-parallelism``, ``--max-drain-parallelism``,
+  ``CropNodes``), never below ``minSize``;
 - a deleted node's pods are evicted: they end then and their controller makes a new pod at once
   (pending from the eviction); the node runs on for their 30 s grace period.
 
@@ -64,6 +70,7 @@ GRACE = 30
 MAX_EMPTY = 10  # max-scale-down-parallelism
 MAX_DRAINED = 1
 RECHECK = 300  # unremovable-node-recheck-timeout
+TINY = 1e-9  # seconds: two runs at one instant are apart by a run's duration, taken as 1 ns
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -89,6 +96,7 @@ class NodeAutoscaler:
         max_size: int,
         start: int,
         system_timeout: int | None = SYSTEM_TIMEOUT,
+        frequent: bool = False,
     ) -> None:
         # a kube-system pod is movable once created longer ago than this (seconds; None: never,
         # CA before 1.33); ``movable`` callers read it
@@ -102,7 +110,16 @@ class NodeAutoscaler:
         self.provisioning: dict[int, int] = {}  # slot -> Ready at
         self.unneeded: dict[int, int] = {}  # slot -> since
         self.last_add: int | None = None
+        self.start = start
         self.next_tick = start + SCAN
+        # frequent loops (module docstring): whether the last run ordered nodes or deleted one,
+        # when it ran, the smallest interval between two runs (seconds) and the (instant,
+        # count) of the empty nodes deleted at the last instant that deleted one
+        self.frequent = frequent
+        self.productive = False
+        self.last_run: int | None = None
+        self.shortest: float = min(UNNEEDED, SCAN)
+        self.emptied = (-1, 0)
         self.recheck: dict[int, int] = {}  # slot -> skipped until (found not removable)
         self.hints: Hints[int, int] = Hints()  # pod -> the slot a simulation last put it on
         self.runs = 0
@@ -143,9 +160,11 @@ class NodeAutoscaler:
             out.joined.append(slot)
         if now < self.next_tick:
             return out
-        self.next_tick = now + SCAN
+        self.next_tick, self.last_run = now + SCAN, now
         free = allocatable - requested
-        young = self._scale_up(now, allocatable, free.copy(), pending, need, created)
+        young, self.productive = self._scale_up(
+            now, allocatable, free.copy(), pending, need, created
+        )
         self._update_unneeded(now, allocatable, requested, free.copy(), on_node, need, movable)
         if young or (self.last_add is not None and now - self.last_add < DELAY_AFTER_ADD):
             return out
@@ -154,11 +173,14 @@ class NodeAutoscaler:
         if not due:  # (most runs: the budgets below are not read)
             return out
         size = int(self.present.sum()) + len(self.provisioning)
-        # the budgets less the drains still in progress (a drained node runs on until its
-        # pods' grace period ends; an empty one goes at once): ``CropNodes``
-        going = sum(1 for t in self.left if t is not None and t > now)
-        empty = [s for s in due if not on_node[s]][: max(MAX_EMPTY - going, 0)]
-        room = min(MAX_EMPTY - going - len(empty), MAX_DRAINED - going)
+        # the budgets less the deletions still in progress (``CropNodes``): a drained node runs
+        # on until its pods' grace period ends; an empty one goes at once, in progress only for
+        # another run at the instant it was deleted (frequent loops)
+        drains = sum(1 for t in self.left if t is not None and t > now)
+        empties = self.emptied[1] if self.emptied[0] == now else 0
+        budget = MAX_EMPTY - empties - drains
+        empty = [s for s in due if not on_node[s]][: max(budget, 0)]
+        room = min(budget - len(empty), MAX_DRAINED - drains)
         drained = [s for s in due if on_node[s]][: max(room, 0)]
         for slot in empty + drained:
             if size <= self.min_size:
@@ -166,10 +188,25 @@ class NodeAutoscaler:
             size -= 1
             self.present[slot] = False
             self.left[slot] = now + (GRACE if on_node[slot] else 0)
+            if not on_node[slot]:
+                self.emptied = (now, self.emptied[1] + 1 if self.emptied[0] == now else 1)
             del self.unneeded[slot]
             out.deleted.append(slot)
             out.evicted.extend(sorted(on_node[slot]))
+        self.productive = self.productive or bool(out.deleted)
         return out
+
+    def settle(self, now: int, unschedulable: bool) -> None:
+        """The end of the instant ``now`` (after the scheduler's passes): with frequent loops,
+        the loop runs again at once (``due`` is ``now``) when its last run ordered nodes or
+        deleted one, or ``unschedulable`` (a pod that arrived now found no node and still
+        waits); its timer restarts from that run. Before the range's start it does not run."""
+        productive, self.productive = self.productive, False
+        if not (self.frequent and (productive or unschedulable)) or now < self.start:
+            return
+        if self.last_run is not None:  # ``Planner.minUpdateInterval``
+            self.shortest = max(min(self.shortest, now - self.last_run), TINY)
+        self.next_tick = now
 
     def _scale_up(
         self,
@@ -179,9 +216,9 @@ class NodeAutoscaler:
         pending: Sequence[int],
         need: Callable[[int], IntArray],
         created: Callable[[int], int] | None = None,
-    ) -> bool:
-        """The scale-up of this run; True when the pods to help were all too young for it
-        (``allPodsAreNew``: no deletion at this run either)."""
+    ) -> tuple[bool, bool]:
+        """The scale-up of this run: whether the pods to help were all too young for it
+        (``allPodsAreNew``: no deletion at this run either), and whether it ordered nodes."""
         present = np.flatnonzero(self.present).tolist()
         upcoming = sorted(self.provisioning)
         shape = allocatable[0]
@@ -198,10 +235,10 @@ class NodeAutoscaler:
             if bool(np.all(row <= shape)):
                 rest.append(row)
         if created is not None and helped and min(map(created, helped)) + NEW_POD_BUFFER > now:
-            return True
+            return True, False
         room = self.max_size - len(present) - len(upcoming)
         if not rest or room <= 0:
-            return False
+            return False, False
         share = [float(r[0]) / shape[0] + float(r[1]) / shape[1] for r in rest]
         order = [rest[i] for i in sorted(range(len(rest)), key=lambda i: -share[i])]
         bins: list[IntArray] = []
@@ -219,7 +256,7 @@ class NodeAutoscaler:
             self.unused += 1
         if count:
             self.last_add = now
-        return False
+        return False, count > 0
 
     def _update_unneeded(
         self,
@@ -236,9 +273,9 @@ class NodeAutoscaler:
         found: dict[int, int] = {}
         self.recheck = {n: t for n, t in self.recheck.items() if t > now and self.present[n]}
         self.runs += 1
-        interval = UNNEEDED if self.runs == 1 else SCAN
+        interval = UNNEEDED if self.runs == 1 else self.shortest
         limit = min(len(self.unneeded) + 2 * MAX_EMPTY,
-                    MAX_EMPTY * (UNNEEDED // interval) + MAX_EMPTY)  # fmt: skip
+                    MAX_EMPTY * int(UNNEEDED / interval) + MAX_EMPTY)  # fmt: skip
         if size > self.min_size:
             util = {n: max(requested[n, 0] / allocatable[n, 0], requested[n, 1] / allocatable[n, 1])
                     for n in present if n not in self.recheck}  # fmt: skip

@@ -151,6 +151,9 @@ def run_lifecycles(
     heapq.heapify(events)
     replaced = {p.replaces for p in pods if p.replaces is not None}  # going away in a rollout
     pending: set[int] = set()
+    # the pods that arrived at this instant and found no node (the autoscaler's frequent loops
+    # run at once when one still waits at the instant's end: ``NodeAutoscaler.settle``)
+    became: list[int] = []
     running: set[int] = set()  # bound pods the scheduler placed (DaemonSet pods left out)
     specs = SpecResources()
     masks: dict[str | None, np.ndarray] = {}
@@ -530,6 +533,7 @@ def run_lifecycles(
                     continue
                 preempt(pod, now)
             pending.add(pod)
+            became.append(pod)
             if requeue is not None:
                 requeue.tried(_group(pods[pod]))
             if dropped:
@@ -572,6 +576,9 @@ def run_lifecycles(
         ended = [node for _, node in holds.ending(now)] if held_pods else []
         if ended:
             one_pass(now, [], set(hopeful(ended)))
+        if autoscaler is not None:  # the instant's end: a run at once with frequent loops
+            autoscaler.settle(now, any(j in pending for j in became))
+        became.clear()
     for pod in pods:
         if pod.deleted is not None and pod.deleted > end:
             pod.deleted = None

@@ -400,12 +400,12 @@ def generate(spec: SyntheticSpec, *, place: Placer | None = None) -> SyntheticCl
             for k in range(4 * spec.nodes)
         ]  # fmt: skip
         # the CA of the data's version (CA's minor follows Kubernetes')
-        timeout = (
-            SYSTEM_TIMEOUT if parse_version(spec.kubelet_version).ca_system_pod_timeout else None
-        )
+        version = parse_version(spec.kubelet_version)
+        timeout = SYSTEM_TIMEOUT if version.ca_system_pod_timeout else None
         autoscaler = NodeAutoscaler(
-            spec.nodes, len(nodes), 1, 2 * spec.nodes, spec.start_s, system_timeout=timeout
-        )
+            spec.nodes, len(nodes), 1, 2 * spec.nodes, spec.start_s, system_timeout=timeout,
+            frequent=version.ca_frequent_loops_default,
+        )  # fmt: skip
     structure = rng
     if spec.grows:
         # The structure goes on from the seed alone; the events depend on the range's start.
