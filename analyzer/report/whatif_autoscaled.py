@@ -117,7 +117,8 @@ def reasons_table(result: WhatIfResult) -> WhatIfTable | None:
 
 def autoscaled_sentence(table: WhatIfTable, result: WhatIfResult) -> str:
     """The first row in words (the same figures the table shows); when its pools' minSize kept
-    under-used nodes, how long (the reasons table's ``NodeGroupMinSizeReached``)."""
+    under-used nodes, how long (the reasons table's ``NodeGroupMinSizeReached``); with several
+    tie-break seeds, the node-hours of that strategy's rows from least to most."""
     row = table.frame.iloc[0]
     autoscaler = row["strategy"].split(" + ")[1]
     by = "consolidation" if autoscaler == "karpenter" else "scale-down"
@@ -134,7 +135,25 @@ def autoscaled_sentence(table: WhatIfTable, result: WhatIfResult) -> str:
         f"{fmt.count(row['peak_nodes'])} nodes: {fmt.count(row['nodes_added'])} added, "
         f"{fmt.count(row['nodes_removed'])} removed, {fmt.count(row['pods_evicted'])} "
         f"pod{'' if int(row['pods_evicted']) == 1 else 's'} evicted by {by}."
-        f"{_relaunched(row, by)}{_held(result)}"
+        f"{_seeds(table.frame, row)}{_relaunched(row, by)}{_held(result)}"
+    )
+
+
+def _seeds(frame: pd.DataFrame, row: Any) -> str:
+    """The node-hours over the tie-break seeds of ``row``'s strategy + autoscaler, in words (""
+    with one seed): under an autoscaler, where kube-scheduler's random tie-breaks fall decides
+    which nodes go under the threshold, so one seed's row is one draw of several."""
+    same = frame[frame["strategy"] == row["strategy"]]
+    if len(same) < 2:
+        return ""
+    low, high = (
+        fmt.number(float(v), 1) for v in (same["node_hours"].min(), same["node_hours"].max())
+    )
+    return (
+        f" That is tie-break seed {int(row['seed'])}; over its {fmt.count(len(same))} seeds it "
+        f"would have run {low} to {high} node-hours: kube-scheduler breaks score ties at random, "
+        "and where they fall decides which nodes the autoscaler finds under-used "
+        '(docs/autoscaling.md, "Tie-breaks").'
     )
 
 
