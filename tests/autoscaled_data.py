@@ -31,3 +31,16 @@ def generate_autoscaled(tmp_path: Path, seed: int, days: str = "1") -> Path:
 def generator_settings() -> AutoscalerSettings:
     """The replay's CA set as the generator's is (module docstring)."""
     return dataclasses.replace(parse_settings(None), groups={"general": GroupBounds(1, 2 * NODES)})
+
+
+def report_autoscaled(tmp_path: Path, snap: Path, *extra: str) -> Path:
+    """``analyzer report whatif`` of ``snap`` with kube-default under cluster-autoscaler (and
+    ``extra`` options), one worker: the report's folder."""
+    out = tmp_path / "report"
+    run = CliRunner().invoke(
+        main,
+        ["report", "whatif", str(snap), "--out", str(out), "--strategy", "kube-default",
+         "--workers", "1", "--autoscaler", "cluster-autoscaler", *extra],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    return out

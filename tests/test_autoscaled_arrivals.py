@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autoscaled_data import generate_autoscaled, generator_settings
+from autoscaled_data import generate_autoscaled, generator_settings, report_autoscaled
 from cdp_client import Chromium, require_chromium
 from click.testing import CliRunner
 
@@ -65,14 +65,7 @@ def test_whatif_arrivals_do_not_change_the_rows_under_the_autoscaler(tmp_path: P
 
 def test_the_page_says_the_rows_pods_arrive_when_created(tmp_path: Path) -> None:
     require_chromium()
-    snap = generate_autoscaled(tmp_path, 1)
-    out = tmp_path / "report"
-    run = CliRunner().invoke(
-        main,
-        ["report", "whatif", str(snap), "--out", str(out), "--strategy", "kube-default",
-         "--workers", "1", "--autoscaler", "cluster-autoscaler"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
+    out = report_autoscaled(tmp_path, generate_autoscaled(tmp_path, 1))
     (row,) = json.loads((out / "report.json").read_text())["comparison"]["autoscaled"]
     assert row["arrivals"] == "created"
     browser = Chromium(tmp_path / "profile")

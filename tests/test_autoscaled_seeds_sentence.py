@@ -14,23 +14,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from autoscaled_data import generate_autoscaled
+from autoscaled_data import generate_autoscaled, report_autoscaled
 from cdp_client import Chromium, require_chromium
-from click.testing import CliRunner
-
-from analyzer.cli import main
 
 
 def test_the_sentence_gives_the_node_hours_over_every_seed(tmp_path: Path) -> None:
     require_chromium()
-    snap = generate_autoscaled(tmp_path, 11)
-    out = tmp_path / "report"
-    run = CliRunner().invoke(
-        main,
-        ["report", "whatif", str(snap), "--out", str(out), "--strategy", "kube-default",
-         "--seeds", "4", "--workers", "1", "--autoscaler", "cluster-autoscaler"],
-    )  # fmt: skip
-    assert run.exit_code == 0, run.output
+    out = report_autoscaled(tmp_path, generate_autoscaled(tmp_path, 11), "--seeds", "4")
     browser = Chromium(tmp_path / "profile")
     try:
         browser.open(out / "report.html")
