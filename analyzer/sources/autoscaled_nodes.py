@@ -34,7 +34,7 @@ with CA's default flags:
   PodDisruptionBudgets where it is autoscaled); a drained node's moves
   stay for the next candidate. A node found not removable is skipped for 300 s
   (``--unremovable-node-recheck-timeout``: not simulated again before then, whatever its
-  utilisation); a run stops simulating once it found ``min(U + 20, 10 * (600 // I) + 10)``
+  utilisation); a run stops simulating once it found ``min(U + 20, 10 * floor(600 / I) + 10)``
   removable nodes (U: unneeded after the last run; I: 600 s at the first run, then the smallest
   interval between two runs so far, 10 s or less, 1 ns for two runs at one instant:
   ``unneededNodesLimit`` with parallelism 10, ``Planner.minUpdateInterval``). A node removable
