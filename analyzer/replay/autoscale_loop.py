@@ -452,8 +452,9 @@ class ClusterAutoscaler(ReplayView):
         pass is run (upstream's runs at every loop)."""
         self.dirty = True
 
-    def touch(self, node: int, freed: bool) -> None:
-        """The engine bound (``freed`` False) or unbound (True) a pod on ``node``."""
+    def touch(self, node: int, freed: bool, pod: int = -1) -> None:
+        """The engine bound (``freed`` False) or unbound (True) a pod (``pod``; -1: a
+        nominated pod's hold) on ``node``."""
         self.dirty = True
         self.version[node] += 1
         self.unjudged_flags[node] = 1

@@ -82,7 +82,7 @@ from analyzer.replay.strategy import Strategy as Strategy
 from analyzer.replay.terminations import GRACE_NS, Terminations
 from analyzer.replay.topology import TopologyCheck
 from analyzer.scheduling.gpu.devices import attach_devices
-from analyzer.scheduling.nominated_holds import Holds
+from analyzer.scheduling.nominated_holds import HOLD, Holds
 from analyzer.scheduling.queue_order import PassOrder
 from analyzer.scheduling.queue_order import queue_rank as priority_rank
 from analyzer.scheduling.requeue import Requeue
@@ -230,7 +230,7 @@ def replay(
             nominee_of.pop(pod, None)  # bound: its nomination is over
         rec.place(pod, node, now)
         if scaler_touch is not None:
-            scaler_touch(node, False)
+            scaler_touch(node, False, pod)
         if pre is not None and not pinned[pod]:
             pre.bound(pod, node, now)
         if timeline is not None and not pinned[pod] and state.node_taints[node]:
@@ -255,7 +255,7 @@ def replay(
         bound[pod] = -1
         rec.end_segment(pod, now)
         if scaler_touch is not None:
-            scaler_touch(node, True)
+            scaler_touch(node, True, pod)
         if pre is not None and not pinned[pod]:
             pre.unbound(pod)
         if cache is not None:
@@ -290,7 +290,14 @@ def replay(
 
     # nominated pods: pod -> (node, end of the nomination, ns), their room held there for the
     # pods of lower or equal priority (``nominated_holds``)
-    holds = Holds(priorities.__getitem__, reserve, release, scaler_touch)
+    held_touch = None
+    if scaler_touch is not None:
+        touch_pod = scaler_touch
+
+        def held_touch(node: int, freed: bool) -> None:
+            touch_pod(node, freed, HOLD)
+
+    holds = Holds(priorities.__getitem__, reserve, release, held_touch)
     held_pods = holds.held  # (its truth read at every try: the dict itself, no method call)
     freed = holds.freed  # nodes whose hold ended (``admit_freed``)
     dropped: list[int] = []  # pods a preemption at this try took the nomination of

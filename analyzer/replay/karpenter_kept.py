@@ -17,8 +17,24 @@ Only answers with pods left over are kept (a try that passes ends the pass). Wha
   pending pods fits there (``stale_answers``); the pods after the one that lost the try were
   never tried. A node starting to launch is room for the pending pods: it drops the answers
   that scheduled pending pods.
-- **more** (a pod with spreading, inter-pod affinity or host ports): any bind, unbind or
-  change of the node set drops it.
+- **live** (a placement that ran a filter reading the placed pods — PodTopologySpread,
+  InterPodAffinity, NodePorts — and no filter outside those and the room's: ``Reads.live``,
+  since 2026-12-02): the room rules above, and what those filters read of the placed pods. A
+  pod it tried read, in its namespace, the pods its spread constraints' selectors match
+  (their counts per domain); the pods its required (anti-)affinity terms match; the
+  placed pods' required anti-affinity terms that may select it; and, with host ports of its own,
+  the placed pods' host ports. So a bind or unbind of a pod drops it only when the pod is one of
+  those for one pod it tried (``_reads``: a term's selector matched in any namespace, a
+  namespace selector taken as selecting: supersets). A pod of it that spreads by the plugin's
+  DoNotSchedule defaults (no constraint of its own) reads every pod. A pod's preferred terms and
+  required affinity (not anti-affinity) terms refuse no other pod, so binding such a pod drops
+  nothing its labels do not. A change of the nodes present, being disrupted (tainted) or
+  launching drops the answers with a spread constraint (spreading's domains are the nodes
+  present); InterPodAffinity counts pods, which move only by binds and unbinds. A touch naming
+  no pod drops them all; a nominated pod's hold (``HOLD``) changes room and a pod slot only.
+- **more** (any other placement that read the state: a filter outside those three, the device
+  state, or a pod whose NodeResourcesFit compares other resources than it requests): any bind,
+  unbind or change of the node set drops it.
 
 Every answer is dropped when nodes' taints or cordons changed (the static filters), and by the
 caller when the nodes within their ``consolidateAfter`` window grow (fewer destinations). A
@@ -30,14 +46,41 @@ anti-affinity over zones refuses pods on nodes that took none of them).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from analyzer.replay.karpenter_simulate import FREED_ANYWHERE, Reads, stale_answers
+from analyzer.scheduling.affinity_types import AffinityTerm
+from analyzer.scheduling.label_selectors import LabelSelector
+from analyzer.scheduling.nominated_holds import HOLD
 from analyzer.scheduling.state import ClusterState, PodDemand
 
 Slots = tuple[int, ...]
+
+
+class Reading(NamedTuple):
+    """What the live filters read of the placed pods for one pod tried (module docstring)."""
+
+    namespace: str
+    labels: frozenset[tuple[str, str]]  # (the placed pods' anti-affinity terms read these)
+    spread: tuple[LabelSelector, ...]  # its spread constraints' selectors (its namespace)
+    terms: tuple[LabelSelector, ...]  # its required (anti-)affinity terms' selectors
+    ports: bool  # it has host ports (NodePorts reads the placed pods')
+
+
+class Change(NamedTuple):
+    """A pod bound or unbound since the last pass, as the live filters see it."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    anti: tuple[AffinityTerm, ...]  # its required anti-affinity terms
+    affinity: Any  # its ``PodAffinity`` (held: its id is part of the key)
+    ports: bool
+
+
+# a pod that spreads by the plugin's DoNotSchedule defaults: every pod bound or unbound counts
+EVERY = Reading("\0every", frozenset(), (), (), True)
 
 
 class KeptAnswers:
@@ -64,6 +107,19 @@ class KeptAnswers:
         self.launching: frozenset[int] = frozenset()
         self.recheck = False  # nodes' taints or cordons may have changed since
         self.nodes = self._node_states()
+        # the pods bound or unbound since the last pass, one per (namespace, labels object,
+        # terms object, host ports): a workload's pods share them; ``wild``: a touch that named
+        # no pod (``live`` answers are dropped)
+        self.changed: dict[tuple[str, int, int, bool], Change] = {}
+        self.wild = False
+        # the PodTopologySpread defaults have a DoNotSchedule constraint (a pod with none of its
+        # own spreads by them: every pod counts); set by the caller from its profile
+        self.hard_defaults = False
+        # per kept live answer, what its tried pods read (``_reading``), and per pod that
+        self.reading: dict[Slots, frozenset[Reading]] = {}
+        self.spreading: set[Slots] = set()  # those with a spread constraint among them
+        self._readings: dict[int, Reading] = {}
+        self._relevant: dict[tuple[Reading, str, int, int, bool], bool] = {}
 
     def get(self, slots: Slots, key: Hashable) -> list[Mapping[str, int]] | None:
         """The answer kept for ``slots`` if it was made for ``key``."""
@@ -72,13 +128,70 @@ class KeptAnswers:
 
     def put(self, slots: Slots, key: Hashable, left: list[Mapping[str, int]], reads: Reads) -> None:
         self.answers[slots] = (key, left, reads)
+        if reads.live:
+            readings = frozenset(self._reading(p) for p, _ in reads.tried or ())
+            self.reading[slots] = readings
+            if any(r.spread or r is EVERY for r in readings):
+                self.spreading.add(slots)
 
     def clear(self) -> None:
         self.answers.clear()
+        self.reading.clear()
+        self.spreading.clear()
 
-    def touch(self, node: int, freed: bool) -> None:
-        """A pod was unbound from (``freed``) or bound to ``node``."""
+    def touch(self, node: int, freed: bool, pod: int = -1) -> None:
+        """``pod`` was unbound from (``freed``) or bound to ``node``; ``HOLD``: a nominated
+        pod's hold released or taken there (room and a pod slot only); -1: a pod not named."""
         (self.freed if freed else self.taken).add(node)
+        if pod < 0:
+            self.wild = self.wild or pod != HOLD
+            return
+        demand = self.demands[pod]
+        terms, ports = demand.affinity, bool(demand.host_ports)
+        key = (demand.namespace, id(demand.labels), id(terms), ports)
+        if key not in self.changed:
+            anti = () if terms is None else terms.required_anti
+            self.changed[key] = Change(demand.namespace, demand.labels, anti, terms, ports)
+
+    def _reading(self, pod: int) -> Reading:
+        """What the live filters read of the placed pods for ``pod`` (``Reading``; ``EVERY``
+        when it spreads by the plugin's DoNotSchedule defaults)."""
+        found = self._readings.get(pod)
+        if found is None:
+            demand = self.demands[pod]
+            if not demand.spread and self.hard_defaults:
+                found = EVERY
+            else:
+                terms = demand.affinity
+                required = () if terms is None else (*terms.required, *terms.required_anti)
+                found = Reading(
+                    demand.namespace,
+                    frozenset(demand.labels.items()),
+                    tuple(c.selector for c in demand.spread),
+                    tuple(t.selector for t in required),
+                    bool(demand.host_ports),
+                )
+            self._readings[pod] = found
+        return found
+
+    def _affected(
+        self, reading: Reading, pods: Mapping[tuple[str, int, int, bool], Change]
+    ) -> bool:
+        """Whether one of ``pods`` (bound or unbound since the last pass: ``changed``'s) is
+        one that ``reading``'s filters read: its spread selectors match it (its namespace), a
+        required term's selector matches it (any namespace: a superset), one of its required
+        anti-affinity terms may select the pod read (a namespace selector: may), or both have
+        host ports."""
+        if reading is EVERY:
+            return bool(pods)
+        memo = self._relevant
+        for key, change in pods.items():
+            known = memo.get((reading, *key))
+            if known is None:
+                known = memo[(reading, *key)] = _reads(reading, change)
+            if known:
+                return True
+        return False
 
     def _bounded(self, slots: Slots, reads: Reads, pending: Sequence[int]) -> list[tuple[int, int]]:
         """The answer's pods that freed room may move, each with the node numbered below which
@@ -105,11 +218,23 @@ class KeptAnswers:
         gone |= now_disrupting - self.disrupting  # no destination any more
         launched = bool(now_launching - self.launching)
         freed = [f for f in self.freed if present[f]] + joined
-        changed = bool(freed or self.taken or gone or now_launching != self.launching)
+        pods = self.changed
+        changed = bool(
+            freed or self.taken or gone or now_launching != self.launching or pods or self.wild
+        )
         taken = self.taken | gone
+        # the node set changed (spreading's domains; a node being disrupted is tainted)
+        moved = (
+            bool(joined)
+            or bool((self.present & ~present).any())
+            or now_disrupting != self.disrupting
+            or now_launching != self.launching
+        )
+        unlive = self.wild  # a pod changed that no live answer can be kept over
         self.present = present.copy()
         self.disrupting, self.launching = now_disrupting, now_launching
         self.freed, self.taken = set(), set()
+        self.changed, self.wild = {}, False
         index = self.state.pod_index
         if index is not None and index.affine:
             # a placed pod has affinity terms now: the answers that left InterPodAffinity out
@@ -126,16 +251,45 @@ class KeptAnswers:
                 return
         if not self.answers or not changed:
             return
+        affected: set[Reading] = set()
+        if pods and not unlive:
+            read = {r for k in self.answers if k in self.reading for r in self.reading[k]}
+            affected = {r for r in read if self._affected(r, pods)}
         keep: dict[Slots, tuple[Hashable, list[Mapping[str, int]], Reads]] = {}
         for slots, answer in self.answers.items():
             reads = answer[2]
-            if not reads.rooms or not reads.took.isdisjoint(taken):
+            if reads.live:
+                if unlive or not self.reading[slots].isdisjoint(affected):
+                    continue
+                if moved and slots in self.spreading:
+                    continue
+            elif not reads.rooms:
+                continue
+            if not reads.took.isdisjoint(taken):
                 continue
             if launched and reads.pending:
                 continue
             keep[slots] = answer
         if freed and keep:
-            pods = {k: self._bounded(k, reads, pending) for k, (_, _, reads) in keep.items()}
-            for k in stale_answers(self.state, self.demands, freed, pods, self.requests):
+            bounds = {k: self._bounded(k, reads, pending) for k, (_, _, reads) in keep.items()}
+            for k in stale_answers(self.state, self.demands, freed, bounds, self.requests):
                 del keep[k]
         self.answers = keep
+        self.reading = {k: r for k, r in self.reading.items() if k in keep}
+        self.spreading &= keep.keys()
+
+
+def _reads(reading: Reading, change: Change) -> bool:
+    """``KeptAnswers._affected`` for one pod changed."""
+    labels = change.labels
+    if change.namespace == reading.namespace and any(s.matches(labels) for s in reading.spread):
+        return True
+    if any(t.matches(labels) for t in reading.terms) or (change.ports and reading.ports):
+        return True
+    if change.anti:
+        own = dict(reading.labels)
+        for term in change.anti:
+            listed = reading.namespace in term.namespaces or not term.namespace_selector.nothing
+            if listed and term.selector.matches(own):
+                return True
+    return False

@@ -57,6 +57,7 @@ from analyzer.replay.karpenter_validate import Pending, validate
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.node_taints import set_node_taints
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
+from analyzer.scheduling.spread_types import DO_NOT_SCHEDULE
 from analyzer.scheduling.state import ClusterState
 
 SECOND = 1_000_000_000
@@ -170,6 +171,15 @@ class KarpenterAutoscaler:
         self.pinned: list[bool] = inp.pinned.tolist()  # (a list: read per pod in the passes)
         # consolidation answers kept between passes (``karpenter_kept``)
         self.kept = KeptAnswers(state, active, on_node, self.pinned, inp.demands, self.requests)
+        # (a pod spreading by the plugin's DoNotSchedule defaults reads every pod: ``kept``)
+        spreading = [
+            f for f in self.profile.filters if getattr(f, "name", "") == "PodTopologySpread"
+        ]
+        self.kept.hard_defaults = any(
+            c.when_unsatisfiable == DO_NOT_SCHEDULE
+            for f in spreading
+            for c in getattr(f, "defaults", ())
+        )
         # the pods pending at this instant's tick, and those of them a pool could launch a node
         # for: consolidation's simulation schedules these too (``_disrupt``)
         self.pending: tuple[int, ...] = ()
@@ -303,9 +313,10 @@ class KarpenterAutoscaler:
         self.dirty = True
         self.kept.recheck = True
 
-    def touch(self, node: int, freed: bool) -> None:
-        """The engine bound or unbound a pod on ``node``: a pod event (``consolidateAfter``)."""
-        self.kept.touch(node, freed)
+    def touch(self, node: int, freed: bool, pod: int = -1) -> None:
+        """The engine bound or unbound ``pod`` on ``node`` (-1: a nominated pod's hold taken or
+        released there): a pod event (``consolidateAfter``)."""
+        self.kept.touch(node, freed, pod)
         # (a departure before this instant's ``ready`` is stamped there, as its ``last_event``)
         self._changed(self.clock if self.live else None)
         if self.live:

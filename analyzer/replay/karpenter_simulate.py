@@ -212,12 +212,16 @@ def _place_fast(
     gained = 0
     alone = False  # InterPodAffinity left out for a pod without terms: no placed pod had any
     tried: list[tuple[int, int]] = []  # each pod tried and the node that took it (-1: none)
+    # a pod tried with every dynamic filter (NodeResourcesFit compares other resources than it
+    # requests): its answer is not kept over binds (``Reads.live``)
+    unknown = False
     left: list[Mapping[str, int]] = []
     total: dict[str, int] = {}
     try:
         for p in order:
             demand = demands[p]
             asked, plugins, lone, _ = needs[p]  # (made by ``leftover``)
+            unknown = unknown or plugins is None
             fits = everywhere
             for j, request in asked:  # a resource it does not request passes (NodeResourcesFit)
                 fits = fits & (free[j] >= request)
@@ -291,7 +295,20 @@ def _place_fast(
             state.bind_many(slot, [demands[moved] for _, moved in group])
         if reads is not None and not live:
             reads.rooms, reads.tried, reads.alone = True, tried, alone
+        elif reads is not None and not unknown and state.devices is None and _known(dynamic):
+            reads.live, reads.tried = True, tried
     return left
+
+
+# the dynamic filters whose reads of the placed pods ``Reads.live`` accounts for: host ports
+# (NodePorts), the pods matching a pod's spread selectors (PodTopologySpread) and its required
+# terms, and the placed pods' own terms (InterPodAffinity); NodeResourcesFit reads room only
+LIVE_FILTERS = frozenset({"NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"})
+
+
+def _known(dynamic: list[Any]) -> bool:
+    """Whether every filter of ``dynamic`` is one of ``LIVE_FILTERS``."""
+    return all(getattr(f, "name", "") in LIVE_FILTERS for f in dynamic)
 
 
 def _static(profile: Profile) -> list[Any]:
@@ -323,7 +340,9 @@ class Reads:
     for a placement, each pod it tried, in order, and the node that took it (-1: none; None:
     the pre-check, which read every pod's requests and the room summed); ``pending``, whether
     it scheduled pending pods too; ``alone``, whether it relied on no placed pod having affinity
-    terms (InterPodAffinity left out for its pods without terms)."""
+    terms (InterPodAffinity left out for its pods without terms); ``live``, a placement that
+    ran filters reading the placed pods, all of them among ``LIVE_FILTERS`` (``tried`` set: its
+    pods say what it read of the placed pods, ``karpenter_kept``)."""
 
     rooms: bool = False
     tried: list[tuple[int, int]] | None = None
@@ -331,6 +350,10 @@ class Reads:
     # InterPodAffinity was left out for a pod without terms because no placed pod had
     # affinity terms (``_need``'s ``lone``): a pod with terms placed anywhere may change it
     alone: bool = False
+    # a placement that ran filters reading the placed pods (spreading, pod affinity, host
+    # ports) through the known plugins only: besides the room and pod counts as ``rooms``, it
+    # read the pods that match its tried pods' selectors and terms (``karpenter_kept``)
+    live: bool = False
 
     @cached_property
     def took(self) -> set[int]:

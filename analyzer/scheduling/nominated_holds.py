@@ -28,6 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+# the pod an autoscaler's ``touch`` is told of for a hold taken or released (room and a pod slot
+# only: no pod's labels, terms or ports bound or unbound)
+HOLD = -2
+
 
 class Holds:
     """Nominated pods' holds: pod -> (node, end of the nomination).
