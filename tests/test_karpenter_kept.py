@@ -62,6 +62,35 @@ def _try(state: ClusterState, demands: list[PodDemand], moves: Any, allowed: Any
     return left, reads
 
 
+def _candidates(
+    count: int, moves: Any, allowed: Any
+) -> tuple[tuple[int, ...], Any, list[set[int]]]:
+    """The candidates' slots, the nodes present (the staying ones and the candidates) and each
+    node's pods (the moved ones on their candidates) of a random case's try."""
+    slots = tuple(sorted({n for n, _ in moves}))
+    active = np.ones(count, dtype=bool)
+    active[[n for n in range(count) if not allowed[n] and n not in slots]] = False
+    on_node: list[set[int]] = [set() for _ in range(count)]
+    for n, p in moves:
+        on_node[n].add(p)
+    return slots, active, on_node
+
+
+def _leave_or_join(
+    change: str, rng: random.Random, staying: list[int], active: Any, allowed: Any, slots: Any
+) -> None:
+    """A random staying node leaves, or a random absent node (not a candidate) joins."""
+    if change == "leave" and staying:
+        node = staying.pop(rng.randrange(len(staying)))
+        active[node] = allowed[node] = False
+    elif change == "join":
+        gone = [n for n in range(len(active)) if not active[n] and n not in slots]
+        if gone:
+            node = rng.choice(gone)
+            active[node] = allowed[node] = True
+            staying.append(node)
+
+
 def _anomaly() -> tuple[ClusterState, list[PodDemand], KeptAnswers, Any, Any]:
     """Candidate c holds A (1.5 cores, 1 GiB) and B (0.5 core, 12 GiB); n0 has 1.9 cores and
     16 GiB, n1 2 cores and 2 GiB, n2 4 cores and 4 GiB. A goes first, onto n0; B then finds
@@ -138,12 +167,7 @@ def test_a_kept_answer_is_the_simulations_answer_now() -> None:
             continue
         rng = random.Random(seed)
         count = state.node_count
-        slots = tuple(sorted({n for n, _ in moves}))
-        active = np.ones(count, dtype=bool)
-        active[[n for n in range(count) if not allowed[n] and n not in slots]] = False
-        on_node: list[set[int]] = [set() for _ in range(count)]
-        for n, p in moves:
-            on_node[n].add(p)
+        slots, active, on_node = _candidates(count, moves, allowed)
         extra = [_demand(state, f"e{i}", rng.choice([250, 500, 1000]), GIB) for i in range(3)]
         # and a pod whose required anti-affinity over zones refuses app=a or app=b pods
         extra.append(_anti(state, rng.choice(["a", "b"])))
@@ -173,15 +197,8 @@ def test_a_kept_answer_is_the_simulations_answer_now() -> None:
                 node, pod = held.pop()
                 state.unbind(node, everyone[pod])
                 kept.touch(node, True)
-            elif change == "leave" and staying:
-                node = staying.pop(rng.randrange(len(staying)))
-                active[node] = allowed[node] = False
-            elif change == "join":
-                gone = [n for n in range(count) if not active[n] and n not in slots]
-                if gone:
-                    node = rng.choice(gone)
-                    active[node] = allowed[node] = True
-                    staying.append(node)
+            elif change in ("leave", "join"):
+                _leave_or_join(change, rng, staying, active, allowed, slots)
         kept.refresh((), launching, pending)
         again = kept.get(slots, "k")
         if again is None:

@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 import numpy as np
-from test_karpenter_kept import POOL, _anti, _demand, _try
+from test_karpenter_kept import POOL, _anti, _candidates, _demand, _leave_or_join, _try
 from test_karpenter_place import _case, _pod
 
 from analyzer.autoscaler.karpenter import summed
@@ -139,13 +139,8 @@ def test_a_kept_live_answer_is_the_simulations_answer_now() -> None:
             continue
         rng = random.Random(seed)
         count = state.node_count
-        slots = tuple(sorted({n for n, _ in moves}))
-        active = np.ones(count, dtype=bool)
-        active[[n for n in range(count) if not allowed[n] and n not in slots]] = False
+        slots, active, on_node = _candidates(count, moves, allowed)
         state.present = active  # (as the replay's: spreading's domains are the nodes present)
-        on_node: list[set[int]] = [set() for _ in range(count)]
-        for n, p in moves:
-            on_node[n].add(p)
         extra = [
             _demand(state, "e0", rng.choice([250, 500]), GIB),  # app-less, held before
             parse_pod(_pod(rng, 100, "plain", "c"), "c").demand(state.resources),
@@ -183,15 +178,8 @@ def test_a_kept_live_answer_is_the_simulations_answer_now() -> None:
                 node, p = held.pop()
                 state.unbind(node, everyone[p])
                 kept.touch(node, True, p)
-            elif change == "leave" and staying:
-                node = staying.pop(rng.randrange(len(staying)))
-                active[node] = allowed[node] = False
-            elif change == "join":
-                gone = [n for n in range(count) if not active[n] and n not in slots]
-                if gone:
-                    node = rng.choice(gone)
-                    active[node] = allowed[node] = True
-                    staying.append(node)
+            elif change in ("leave", "join"):
+                _leave_or_join(change, rng, staying, active, allowed, slots)
         kept.refresh((), launching, pending)
         again = kept.get(slots, "k")
         if again is None:
