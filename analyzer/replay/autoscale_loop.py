@@ -453,8 +453,9 @@ class ClusterAutoscaler(ReplayView):
         self.dirty = True
 
     def touch(self, node: int, freed: bool, pod: int = -1) -> None:
-        """The engine bound (``freed`` False) or unbound (True) a pod (``pod``; -1: a
-        nominated pod's hold) on ``node``."""
+        """The engine bound (``freed`` False) or unbound (True) ``pod`` on ``node``
+        (``nominated_holds.HOLD``: a nominated pod's hold taken or released there); CA's passes
+        read the node's version, not which pod."""
         self.dirty = True
         self.version[node] += 1
         self.unjudged_flags[node] = 1

@@ -314,8 +314,8 @@ class KarpenterAutoscaler:
         self.kept.recheck = True
 
     def touch(self, node: int, freed: bool, pod: int = -1) -> None:
-        """The engine bound or unbound ``pod`` on ``node`` (-1: a nominated pod's hold taken or
-        released there): a pod event (``consolidateAfter``)."""
+        """The engine bound or unbound ``pod`` on ``node`` (``nominated_holds.HOLD``: a
+        nominated pod's hold taken or released there): a pod event (``consolidateAfter``)."""
         self.kept.touch(node, freed, pod)
         # (a departure before this instant's ``ready`` is stamped there, as its ``last_event``)
         self._changed(self.clock if self.live else None)
