@@ -70,13 +70,13 @@ class Reading(NamedTuple):
 
 
 class Change(NamedTuple):
-    """A pod bound or unbound since the last pass, as the live filters see it."""
+    """A pod bound or unbound since the last pass, as the live filters see it (equal for a
+    workload's pods: one entry and one verdict per reading for all of them)."""
 
     namespace: str
-    labels: Mapping[str, str]
+    labels: frozenset[tuple[str, str]]
     anti: tuple[AffinityTerm, ...]  # its required anti-affinity terms
-    affinity: Any  # its ``PodAffinity`` (held: its id is part of the key)
-    ports: bool
+    ports: bool  # it has host ports
 
 
 # a pod that spreads by the plugin's DoNotSchedule defaults: every pod bound or unbound counts
@@ -107,10 +107,11 @@ class KeptAnswers:
         self.launching: frozenset[int] = frozenset()
         self.recheck = False  # nodes' taints or cordons may have changed since
         self.nodes = self._node_states()
-        # the pods bound or unbound since the last pass, one per (namespace, labels object,
-        # terms object, host ports): a workload's pods share them; ``wild``: a touch that named
-        # no pod (``live`` answers are dropped)
-        self.changed: dict[tuple[str, int, int, bool], Change] = {}
+        # the pods bound or unbound since the last pass, as ``Change``s (a workload's pods are
+        # one), each pod's made once; ``wild``: a touch that named no pod (``live`` answers are
+        # dropped)
+        self.changed: set[Change] = set()
+        self._changes: dict[int, Change] = {}
         self.wild = False
         # the PodTopologySpread defaults have a DoNotSchedule constraint (a pod with none of its
         # own spreads by them: every pod counts); set by the caller from its profile
@@ -119,7 +120,7 @@ class KeptAnswers:
         self.reading: dict[Slots, frozenset[Reading]] = {}
         self.spreading: set[Slots] = set()  # those with a spread constraint among them
         self._readings: dict[int, Reading] = {}
-        self._relevant: dict[tuple[Reading, str, int, int, bool], bool] = {}
+        self._relevant: dict[tuple[Reading, Change], bool] = {}
 
     def get(self, slots: Slots, key: Hashable) -> list[Mapping[str, int]] | None:
         """The answer kept for ``slots`` if it was made for ``key``."""
@@ -146,12 +147,17 @@ class KeptAnswers:
         if pod < 0:
             self.wild = self.wild or pod != HOLD
             return
-        demand = self.demands[pod]
-        terms, ports = demand.affinity, bool(demand.host_ports)
-        key = (demand.namespace, id(demand.labels), id(terms), ports)
-        if key not in self.changed:
-            anti = () if terms is None else terms.required_anti
-            self.changed[key] = Change(demand.namespace, demand.labels, anti, terms, ports)
+        change = self._changes.get(pod)
+        if change is None:
+            demand = self.demands[pod]
+            terms = demand.affinity
+            change = self._changes[pod] = Change(
+                demand.namespace,
+                frozenset(demand.labels.items()),
+                () if terms is None else terms.required_anti,
+                bool(demand.host_ports),
+            )
+        self.changed.add(change)
 
     def _reading(self, pod: int) -> Reading:
         """What the live filters read of the placed pods for ``pod`` (``Reading``; ``EVERY``
@@ -174,9 +180,7 @@ class KeptAnswers:
             self._readings[pod] = found
         return found
 
-    def _affected(
-        self, reading: Reading, pods: Mapping[tuple[str, int, int, bool], Change]
-    ) -> bool:
+    def _affected(self, reading: Reading, pods: set[Change]) -> bool:
         """Whether one of ``pods`` (bound or unbound since the last pass: ``changed``'s) is
         one that ``reading``'s filters read: its spread selectors match it (its namespace), a
         required term's selector matches it (any namespace: a superset), one of its required
@@ -185,10 +189,10 @@ class KeptAnswers:
         if reading is EVERY:
             return bool(pods)
         memo = self._relevant
-        for key, change in pods.items():
-            known = memo.get((reading, *key))
+        for change in pods:
+            known = memo.get((reading, change))
             if known is None:
-                known = memo[(reading, *key)] = _reads(reading, change)
+                known = memo[(reading, change)] = _reads(reading, change)
             if known:
                 return True
         return False
@@ -234,7 +238,7 @@ class KeptAnswers:
         self.present = present.copy()
         self.disrupting, self.launching = now_disrupting, now_launching
         self.freed, self.taken = set(), set()
-        self.changed, self.wild = {}, False
+        self.changed, self.wild = set(), False
         index = self.state.pod_index
         if index is not None and index.affine:
             # a placed pod has affinity terms now: the answers that left InterPodAffinity out
@@ -281,7 +285,7 @@ class KeptAnswers:
 
 def _reads(reading: Reading, change: Change) -> bool:
     """``KeptAnswers._affected`` for one pod changed."""
-    labels = change.labels
+    labels = dict(change.labels)
     if change.namespace == reading.namespace and any(s.matches(labels) for s in reading.spread):
         return True
     if any(t.matches(labels) for t in reading.terms) or (change.ports and reading.ports):
