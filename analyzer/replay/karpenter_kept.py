@@ -116,7 +116,8 @@ class KeptAnswers:
         # the PodTopologySpread defaults have a DoNotSchedule constraint (a pod with none of its
         # own spreads by them: every pod counts); set by the caller from its profile
         self.hard_defaults = False
-        # per kept live answer, what its tried pods read (``_reading``), and per pod that
+        # per kept live answer, what its tried pods read (``_reading``; per pod in
+        # ``_readings``), and whether one of them spreads; per (reading, change) the verdict
         self.reading: dict[Slots, frozenset[Reading]] = {}
         self.spreading: set[Slots] = set()  # those with a spread constraint among them
         self._readings: dict[int, Reading] = {}
@@ -129,6 +130,8 @@ class KeptAnswers:
 
     def put(self, slots: Slots, key: Hashable, left: list[Mapping[str, int]], reads: Reads) -> None:
         self.answers[slots] = (key, left, reads)
+        self.reading.pop(slots, None)
+        self.spreading.discard(slots)
         if reads.live:
             readings = frozenset(self._reading(p) for p, _ in reads.tried or ())
             self.reading[slots] = readings
@@ -251,7 +254,7 @@ class KeptAnswers:
             nodes = self._node_states()
             if nodes != self.nodes:
                 self.nodes = nodes
-                self.answers.clear()
+                self.clear()
                 return
         if not self.answers or not changed:
             return
