@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import itertools
 from contextlib import nullcontext
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -290,13 +291,7 @@ def replay(
 
     # nominated pods: pod -> (node, end of the nomination, ns), their room held there for the
     # pods of lower or equal priority (``nominated_holds``)
-    held_touch = None
-    if scaler_touch is not None:
-        touch_pod = scaler_touch
-
-        def held_touch(node: int, freed: bool) -> None:
-            touch_pod(node, freed, HOLD)
-
+    held_touch = None if scaler_touch is None else partial(scaler_touch, pod=HOLD)
     holds = Holds(priorities.__getitem__, reserve, release, held_touch)
     held_pods = holds.held  # (its truth read at every try: the dict itself, no method call)
     freed = holds.freed  # nodes whose hold ended (``admit_freed``)

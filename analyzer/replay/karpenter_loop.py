@@ -52,12 +52,11 @@ from analyzer.replay.input import NEVER, ReplayInput
 from analyzer.replay.karpenter_kept import KeptAnswers
 from analyzer.replay.karpenter_provision import holds, solve
 from analyzer.replay.karpenter_setup import KarpenterPools, KarpenterSettings
-from analyzer.replay.karpenter_simulate import Need, Reads, leftover
+from analyzer.replay.karpenter_simulate import Need, Reads, hard_defaults, leftover
 from analyzer.replay.karpenter_validate import Pending, validate
 from analyzer.scheduling.framework import Profile
 from analyzer.scheduling.node_taints import set_node_taints
 from analyzer.scheduling.queue_order import TERMINATION_GRACE
-from analyzer.scheduling.spread_types import DO_NOT_SCHEDULE
 from analyzer.scheduling.state import ClusterState
 
 SECOND = 1_000_000_000
@@ -172,13 +171,10 @@ class KarpenterAutoscaler:
         # consolidation answers kept between passes (``karpenter_kept``)
         self.kept = KeptAnswers(state, active, on_node, self.pinned, inp.demands, self.requests)
         # (a pod spreading by the plugin's DoNotSchedule defaults reads every pod: ``kept``)
-        spreading = [
-            f for f in self.profile.filters if getattr(f, "name", "") == "PodTopologySpread"
-        ]
         self.kept.hard_defaults = any(
-            c.when_unsatisfiable == DO_NOT_SCHEDULE
-            for f in spreading
-            for c in getattr(f, "defaults", ())
+            hard_defaults(f)
+            for f in self.profile.filters
+            if getattr(f, "name", "") == "PodTopologySpread"
         )
         # the pods pending at this instant's tick, and those of them a pool could launch a node
         # for: consolidation's simulation schedules these too (``_disrupt``)

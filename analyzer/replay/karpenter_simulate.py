@@ -427,6 +427,12 @@ def _hard_spread(plugin: Any, demand: PodDemand) -> bool:
     of its own, or (with none of its own) one of the plugin's defaults."""
     if demand.spread:
         return any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in demand.spread)
+    return hard_defaults(plugin)
+
+
+def hard_defaults(plugin: Any) -> bool:
+    """Whether PodTopologySpread's default constraints (for a pod with none of its own) have a
+    DoNotSchedule one."""
     return any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in getattr(plugin, "defaults", ()))
 
 
